@@ -1,0 +1,28 @@
+"""User-facing errors.
+
+A ``GateError`` is a mistake in what the user gave us (a config key, a file, a model):
+the CLI prints ``str(error)`` as one line and exits with ``error.exit_code``. Any other
+exception is a bug in parity-gate and keeps its traceback.
+"""
+
+from __future__ import annotations
+
+
+class GateError(Exception):
+    """A usage, configuration or file-format error (exit 2)."""
+
+    exit_code = 2
+
+
+class ConfigError(GateError):
+    """The configuration is missing or invalid."""
+
+
+class FormatError(GateError):
+    """A baseline, result or report file is malformed, too large or of an unknown version."""
+
+
+class ModelError(GateError):
+    """A model failed to build, export or run (exit 3)."""
+
+    exit_code = 3
