@@ -1,0 +1,110 @@
+"""Run an exported model on one ONNX Runtime execution provider.
+
+Two sessions: the unmodified graph (its outputs are what ships; its latency is recorded) and
+a copy with the mapped intermediate values marked as graph outputs. Marking values changes
+what ONNX Runtime can fuse, which is why the shipped outputs come from the first session.
+No torch here: this module runs on runners that only have an ONNX Runtime distribution.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import onnx
+
+from gate.errors import ModelError
+from gate.fingerprint import Fingerprint, fingerprint
+
+
+@dataclass
+class OrtRun:
+    outputs: list[Fingerprint]  # graph outputs of the unmodified graph, in order
+    values: dict[str, Fingerprint] = field(default_factory=dict)  # marked intermediate values
+    latency_ms: float | None = None
+
+
+def available_providers() -> list[str]:
+    import onnxruntime as ort
+
+    return list(ort.get_available_providers())
+
+
+def mark_outputs(proto: onnx.ModelProto, names: Sequence[str]) -> onnx.ModelProto:
+    """A copy of ``proto`` whose graph also outputs ``names`` (types from value_info where known)."""
+    marked = onnx.ModelProto()
+    marked.CopyFrom(proto)
+    existing = {o.name for o in marked.graph.output}
+    infos = {vi.name: vi for vi in marked.graph.value_info}
+    for name in names:
+        if name in existing:
+            continue
+        existing.add(name)
+        if name in infos:
+            marked.graph.output.append(infos[name])
+        else:
+            marked.graph.output.append(onnx.ValueInfoProto(name=name))
+    return marked
+
+
+def _session(model_bytes: bytes, provider: str, options: Mapping[str, Any], what: str):
+    import onnxruntime as ort
+
+    so = ort.SessionOptions()
+    so.log_severity_level = 3
+    try:
+        return ort.InferenceSession(model_bytes, sess_options=so, providers=[(provider, dict(options))])
+    except Exception as exc:
+        raise ModelError(f"{what}: {provider} failed to load the model: {_line(exc)}") from None
+
+
+def _line(exc: BaseException) -> str:
+    lines = str(exc).strip().splitlines()
+    return lines[0][:300] if lines else type(exc).__name__
+
+
+def _feed(session, inputs: Sequence[np.ndarray]) -> dict[str, np.ndarray]:
+    names = [i.name for i in session.get_inputs()]
+    if len(names) != len(inputs):
+        raise ModelError(f"the ONNX graph takes {len(names)} inputs, {len(inputs)} given")
+    return dict(zip(names, inputs, strict=True))
+
+
+def run(proto: onnx.ModelProto, provider: str, options: Mapping[str, Any], inputs: Sequence[np.ndarray],
+        values: Sequence[str], what: str, timing_runs: int = 3) -> OrtRun:
+    """Fingerprints of the shipped outputs and of ``values``; median latency of ``timing_runs`` warm runs."""
+    session = _session(proto.SerializeToString(), provider, options, what)
+    feed = _feed(session, inputs)
+    try:
+        outputs = session.run(None, feed)
+        times = []
+        for _ in range(timing_runs):
+            start = time.perf_counter()
+            session.run(None, feed)
+            times.append((time.perf_counter() - start) * 1e3)
+    except Exception as exc:
+        raise ModelError(f"{what}: {provider} failed to run the model: {_line(exc)}") from None
+    result = OrtRun([fingerprint(_floating(np.asarray(o))) for o in outputs],
+                    latency_ms=float(np.median(times)) if times else None)
+    del outputs, session
+    wanted = [v for v in dict.fromkeys(values)]
+    if wanted:
+        marked = mark_outputs(proto, wanted)
+        session = _session(marked.SerializeToString(), provider, options, what)
+        names = [o.name for o in session.get_outputs()]
+        try:
+            arrays = session.run(wanted, _feed(session, inputs)) if set(wanted) <= set(names) else None
+        except Exception as exc:
+            raise ModelError(f"{what}: {provider} failed to run the model with intermediates marked: {_line(exc)}") from None
+        if arrays is None:
+            raise ModelError(f"{what}: {provider} dropped marked outputs")
+        for name, array in zip(wanted, arrays, strict=True):
+            result.values[name] = fingerprint(_floating(np.asarray(array)))
+    return result
+
+
+def _floating(a: np.ndarray) -> np.ndarray:
+    return a if np.issubdtype(a.dtype, np.floating) else a.astype(np.float64)

@@ -1,0 +1,121 @@
+"""Assemble the JSON report (contract in README, "JSON report") and its verdict."""
+
+from __future__ import annotations
+
+import platform
+from pathlib import Path
+from typing import Any
+
+from gate.compare import checks
+from gate.config import ModelSpec
+from gate.runs import ModelRun
+
+SCHEMA, VERSION = "parity-gate/report", 1
+
+
+def pick_entry(devices: dict[str, Any], device: str) -> tuple[dict | None, str | None]:
+    """The baseline entry for ``device``, else one of the same architecture (noted), else None."""
+    if device in devices:
+        return devices[device], None
+    arch = device.split("-")[0]
+    for other in sorted(devices):
+        if other.split("-")[0] == arch and arch != "gpu":
+            return devices[other], f"compared with the baseline of device class {other} (none for {device})"
+    return None, None
+
+
+def model_report(spec: ModelSpec, run: ModelRun, baseline: dict | None, path: Path, update_cmd: str) -> dict:
+    report: dict[str, Any] = {
+        "name": spec.name, "status": "pass", "error": run.error,
+        "baseline": {"path": str(path), "exists": baseline is not None},
+        "exporter": run.meta.get("exporter"), "export_fallback": run.meta.get("export_fallback"),
+        "opset": run.meta.get("opset"), "reference": dict(run.reference), "layers": len(run.layers),
+        "first_regression": None, "providers": [],
+    }
+    order = {layer.name: i for i, layer in enumerate(run.layers)}
+    if baseline is None:
+        report["status"] = "no-baseline"
+        report["message"] = f"no baseline at {path}: create it with `{update_cmd}`"
+    candidates = []
+    ref_entry: dict[str, Any] = {"name": "torch-cpu", "role": "reference", "precision": run.reference["dtype"],
+                                 "device": "cpu", "status": "pass", "reason": None, "latency_ms": None,
+                                 "first_regression": None, "layers": []}
+    if baseline is not None and run.layers:
+        ref_entry["layers"] = checks.reference_rows(run, baseline, spec)
+    elif baseline is None:
+        ref_entry["status"], ref_entry["reason"] = "no-baseline", report["message"]
+    report["providers"].append(ref_entry)
+    for prun in run.providers:
+        entry: dict[str, Any] = {"name": prun.name, "role": "runtime", "precision": prun.precision,
+                                 "device": prun.device, "status": "pass", "reason": prun.reason,
+                                 "latency_ms": prun.latency_ms, "first_regression": None, "layers": []}
+        report["providers"].append(entry)
+        if prun.status == "skipped":
+            entry["status"] = "skipped"
+            continue
+        if prun.status == "error":
+            entry["status"] = "error"
+            entry["error_status"] = prun.error_status
+            continue
+        base_entry, note = (None, None)
+        if baseline is not None:
+            base_entry, note = pick_entry(baseline["providers"].get(prun.name, {}), prun.device)
+            if base_entry is None:
+                entry["status"] = "no-baseline"
+                entry["reason"] = (f"no baseline for {prun.name} on device class {prun.device}: create it with "
+                                   f"`{update_cmd} --provider {prun.name}`")
+            elif note:
+                entry["reason"] = note
+        entry["layers"] = checks.runtime_rows(run, prun, base_entry, spec)
+    for entry in report["providers"]:
+        rows = entry["layers"]
+        entry["checked"] = sum(r["status"] in ("pass", "fail") for r in rows)
+        entry["failed"] = sum(r["status"] in checks.FAILING and r["check"] in (
+            "structure", "shape", "nonfinite", "ceiling", "error-growth", "reference-drift")
+            and not (r["status"] == "new" and r["check"] != "structure") for r in rows)
+        entry["folded"] = sum(r["status"] == "folded" for r in rows)
+        first = checks.first_failure(rows, order)
+        if first is not None:
+            entry["first_regression"] = checks.regression(first)
+            entry["status"] = "regressed"
+            candidates.append((order.get(first["layer"], len(order)), entry, first))
+    if candidates:
+        # Earliest layer wins; on a tie the reference (a model change) explains the runtimes.
+        index, entry, first = min(candidates, key=lambda c: (c[0], c[1]["role"] != "reference"))
+        report["first_regression"] = {"provider": entry["name"], "precision": entry["precision"],
+                                      **checks.regression(first)}
+        report["status"] = "regressed"
+    if any(e["status"] == "no-baseline" for e in report["providers"]) and report["status"] == "pass":
+        report["status"] = "no-baseline"
+    if run.error:
+        report["status"] = "error"
+    return report
+
+
+def assemble(models: list[dict], environment: dict) -> dict:
+    firsts = [(m["first_regression"], m) for m in models if m["first_regression"]]
+    first = None
+    if firsts:
+        fr, m = firsts[0]  # models run in configured order; the first model's first regression leads
+        first = {"model": m["name"], **fr}
+    errors = sum(m["status"] == "error" for m in models)
+    regressed = any(m["status"] in ("regressed", "no-baseline") for m in models)
+    verdict = "error" if errors else ("regressed" if regressed else "pass")
+    providers = sorted({p["name"] for m in models for p in m["providers"] if p["role"] == "runtime"})
+    return {
+        "schema": SCHEMA, "version": VERSION, "verdict": verdict, "first_regression": first,
+        "summary": {"models": len(models), "layers": sum(m["layers"] for m in models), "providers": providers,
+                    "regressions": sum(p.get("failed", 0) for m in models for p in m["providers"]),
+                    "errors": errors},
+        "environment": environment,
+        "models": models,
+    }
+
+
+def environment(versions: dict, backend: str) -> dict:
+    return {"parity_gate": versions.get("parity_gate"), "torch": versions.get("torch"), "onnx": versions.get("onnx"),
+            "onnxruntime": versions.get("onnxruntime"), "python": platform.python_version(),
+            "platform": f"{platform.system()}-{platform.machine()}", "backend": backend}
+
+
+EXIT = {"pass": 0, "regressed": 1, "error": 3}
