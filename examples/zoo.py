@@ -67,6 +67,14 @@ class TinyCNN(nn.Module):
         return self.fc(self.drop(torch.flatten(self.pool(x), 1)))
 
 
+class MergeHeads(nn.Module):
+    """(batch, heads, tokens, head_dim) -> (batch, tokens, heads * head_dim)."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        b, h, t, e = x.shape
+        return x.transpose(1, 2).reshape(b, t, h * e)
+
+
 class SelfAttention(nn.Module):
     """Multi-head self-attention written out, so heads are split and merged explicitly."""
 
@@ -74,13 +82,14 @@ class SelfAttention(nn.Module):
         super().__init__()
         self.heads = heads
         self.qkv = nn.Linear(dim, 3 * dim)
+        self.merge = MergeHeads()
         self.proj = nn.Linear(dim, dim)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         b, t, d = x.shape
         q, k, v = self.qkv(x).reshape(b, t, 3, self.heads, d // self.heads).permute(2, 0, 3, 1, 4)
         att = torch.softmax(q @ k.transpose(-2, -1) * (d // self.heads) ** -0.5, dim=-1)
-        return self.proj((att @ v).transpose(1, 2).reshape(b, t, d))
+        return self.proj(self.merge(att @ v))
 
 
 class EncoderBlock(nn.Module):

@@ -5,6 +5,7 @@ reference and on each selected provider. Returns a ``ModelRun``; judging it is `
 from __future__ import annotations
 
 import hashlib
+import os
 from collections.abc import Callable
 from importlib import metadata
 
@@ -13,7 +14,7 @@ import numpy as np
 import gate
 from gate import device
 from gate.config import Config, ModelSpec, ProviderSpec
-from gate.errors import ModelError
+from gate.errors import ConfigError, ModelError
 from gate.fingerprint import QUANTILES, SKETCH_WIDTH, relative_error
 from gate.runs import LayerInfo, ModelRun, ProviderLayer, ProviderRun
 
@@ -50,6 +51,11 @@ def run_model(config: Config, spec: ModelSpec, providers: tuple[ProviderSpec, ..
     from gate import model as model_mod  # torch lives behind this import
 
     run = ModelRun(spec.name)
+    threads = thread_count()
+    if threads:
+        import torch
+
+        torch.set_num_threads(threads)
     progress(f"{spec.name}: building")
     built = model_mod.build(spec, config.root)  # ConfigError propagates: the config is wrong
     run.meta = {**versions(), "exporter": None, "export_fallback": None, "opset": None,
@@ -112,6 +118,16 @@ def run_model(config: Config, spec: ModelSpec, providers: tuple[ProviderSpec, ..
     return run
 
 
+def thread_count() -> int | None:
+    """PARITY_GATE_THREADS pins torch's and ONNX Runtime's intra-op threads (default: theirs)."""
+    raw = os.environ.get("PARITY_GATE_THREADS", "").strip()
+    if not raw:
+        return None
+    if not raw.isdigit() or int(raw) < 1:
+        raise ConfigError(f"PARITY_GATE_THREADS={raw!r}: expected a positive integer")
+    return int(raw)
+
+
 def _err(fp, ref) -> float | None:
     if ref is None or tuple(fp.shape) != tuple(ref.shape):
         return None
@@ -133,7 +149,7 @@ def _run_ort(spec, provider, prun, exported, records, inputs, ref_by_name) -> No
     arrays = [_numpy_input(t) for t in inputs]
     try:
         result = ort_capture.run(exported.proto, provider.name, provider.options, arrays, values,
-                                 what=f"model `{spec.name}`")
+                                 what=f"model `{spec.name}`", threads=thread_count())
     except ModelError as exc:
         prun.status, prun.reason = "error", str(exc)
         prun.error_status = "LOAD_FAIL" if "failed to load" in str(exc) else "INFER_FAIL"

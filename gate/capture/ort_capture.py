@@ -50,11 +50,13 @@ def mark_outputs(proto: onnx.ModelProto, names: Sequence[str]) -> onnx.ModelProt
     return marked
 
 
-def _session(model_bytes: bytes, provider: str, options: Mapping[str, Any], what: str):
+def _session(model_bytes: bytes, provider: str, options: Mapping[str, Any], what: str, threads: int | None):
     import onnxruntime as ort
 
     so = ort.SessionOptions()
     so.log_severity_level = 3
+    if threads:
+        so.intra_op_num_threads = threads
     try:
         return ort.InferenceSession(model_bytes, sess_options=so, providers=[(provider, dict(options))])
     except Exception as exc:
@@ -74,9 +76,9 @@ def _feed(session, inputs: Sequence[np.ndarray]) -> dict[str, np.ndarray]:
 
 
 def run(proto: onnx.ModelProto, provider: str, options: Mapping[str, Any], inputs: Sequence[np.ndarray],
-        values: Sequence[str], what: str, timing_runs: int = 3) -> OrtRun:
+        values: Sequence[str], what: str, timing_runs: int = 3, threads: int | None = None) -> OrtRun:
     """Fingerprints of the shipped outputs and of ``values``; median latency of ``timing_runs`` warm runs."""
-    session = _session(proto.SerializeToString(), provider, options, what)
+    session = _session(proto.SerializeToString(), provider, options, what, threads)
     feed = _feed(session, inputs)
     try:
         outputs = session.run(None, feed)
@@ -93,7 +95,7 @@ def run(proto: onnx.ModelProto, provider: str, options: Mapping[str, Any], input
     wanted = [v for v in dict.fromkeys(values)]
     if wanted:
         marked = mark_outputs(proto, wanted)
-        session = _session(marked.SerializeToString(), provider, options, what)
+        session = _session(marked.SerializeToString(), provider, options, what, threads)
         names = [o.name for o in session.get_outputs()]
         try:
             arrays = session.run(wanted, _feed(session, inputs)) if set(wanted) <= set(names) else None

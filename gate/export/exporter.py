@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import io
 import logging
+import re
 import warnings
 from dataclasses import dataclass
 
@@ -43,7 +44,8 @@ def _quiet():
     level = logger.level
     logger.setLevel(logging.ERROR)
     try:
-        with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
+        with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()), \
+                contextlib.redirect_stderr(io.StringIO()):
             warnings.simplefilter("ignore")
             yield
     finally:
@@ -72,9 +74,18 @@ def export(built: BuiltModel) -> Exported:
     return result
 
 
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
 def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    return text[0][:300] if text else ""
+    text = _ANSI.sub("", str(exc)).strip().splitlines()
+    first = text[0].strip() if text else ""
+    # The dynamo exporter's own first line says which step failed; the cause is chained.
+    cause = exc.__cause__
+    if cause is not None and "step" in first.lower():
+        inner = _ANSI.sub("", str(cause)).strip().splitlines()
+        first = f"{first.split('.')[0]}: {inner[0].strip() if inner else type(cause).__name__}"
+    return first[:300]
 
 
 def _dynamo(built: BuiltModel, opset: int) -> Exported:

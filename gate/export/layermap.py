@@ -113,7 +113,10 @@ def call_values(proto: onnx.ModelProto, stacks: list[list[CallKey]]) -> dict[Cal
             node = graph.node[index]
             cv.op_types.add(node.op_type)
             for name in node.output:
-                if name and (name in graph_outputs or any(c not in nodes for c in consumers.get(name, ()))):
+                users = consumers.get(name, ())
+                # Exposed: used outside the call, a graph output, or used by nobody at all (an
+                # output the caller ignores, such as attention weights; the optimizer drops it).
+                if name and (name in graph_outputs or not users or any(c not in nodes for c in users)):
                     cv.values.append(name)
         result[key] = cv
     return result
@@ -188,7 +191,8 @@ def assign(records, calls: dict[CallKey, CallValues], shapes: dict[str, tuple | 
                 if chosen in available:
                     result[rec.name] = Assignment("value", chosen)
                 else:
-                    result[rec.name] = Assignment("folded", chosen, "folded into a neighbouring node by the exporter's optimizer")
+                    result[rec.name] = Assignment("folded", chosen, "removed by the exporter's optimizer (fused "
+                                                  "into a neighbouring node, or unused)")
             elif rec.alias_of is not None and rec.alias_of in result:
                 result[rec.name] = result[rec.alias_of]
             elif cv is None or cv.nodes == 0:
