@@ -1,0 +1,145 @@
+"""A msgpack reader that looks at each value's header before it lets msgpack build it.
+
+The schema walker (``schema.py``) asks for "a map", "a string of at most N characters"...
+and this reader rejects a wrong type or an oversized length from the header bytes alone,
+so a hostile file never makes us build a structure the schema would throw away.
+"""
+
+from __future__ import annotations
+
+import msgpack
+
+from .limits import Limits
+
+
+class Invalid(Exception):
+    """One broken rule at one place in the document (internal; becomes a FormatError)."""
+
+    def __init__(self, path: str, message: str) -> None:
+        super().__init__(path, message)
+        self.path = path
+        self.message = message
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.message}" if self.path else self.message
+
+
+def one_line(text: object, limit: int = 200) -> str:
+    """``text`` as a single printable line (file content must not forge output lines)."""
+    s = " ".join(str(text).split())
+    s = s.encode("ascii", "backslashreplace").decode("ascii")
+    return s if len(s) <= limit else s[: limit - 3] + "..."
+
+
+def quote(name: str, limit: int = 80) -> str:
+    """A name from a file, quoted for a message: ASCII, one line, bounded."""
+    s = ascii(name)
+    return s if len(s) <= limit else s[: limit - 4] + "...'"
+
+
+# kind, and how many big-endian length bytes follow the type byte (None: no length)
+_FIXED = {
+    0xC0: ("nil", None), 0xC1: ("invalid byte 0xc1", None),
+    0xC2: ("boolean", None), 0xC3: ("boolean", None),
+    0xC4: ("binary", 1), 0xC5: ("binary", 2), 0xC6: ("binary", 4),
+    0xC7: ("extension", None), 0xC8: ("extension", None), 0xC9: ("extension", None),
+    0xCA: ("float32", None), 0xCB: ("float64", None),
+    0xCC: ("integer", None), 0xCD: ("integer", None), 0xCE: ("integer", None), 0xCF: ("integer", None),
+    0xD0: ("integer", None), 0xD1: ("integer", None), 0xD2: ("integer", None), 0xD3: ("integer", None),
+    0xD4: ("extension", None), 0xD5: ("extension", None), 0xD6: ("extension", None),
+    0xD7: ("extension", None), 0xD8: ("extension", None),
+    0xD9: ("string", 1), 0xDA: ("string", 2), 0xDB: ("string", 4),
+    0xDC: ("array", 2), 0xDD: ("array", 4), 0xDE: ("map", 2), 0xDF: ("map", 4),
+}
+_MSGPACK_ERRORS = (msgpack.UnpackException, ValueError)  # includes UnicodeDecodeError, ExtraData
+
+
+class StreamReader:
+    def __init__(self, raw: bytes, limits: Limits) -> None:
+        self.raw = raw
+        self.end = len(raw)
+        # The reader's own caps are a second fence behind the header checks below.
+        longest_str = 4 * max(limits.max_name_length, limits.max_text_length, 256)
+        self._up = msgpack.Unpacker(
+            raw=False,
+            strict_map_key=True,
+            use_list=True,
+            max_buffer_size=max(self.end, 1),
+            max_str_len=longest_str,
+            max_bin_len=limits.max_sketch_bytes,
+            max_array_len=max(limits.max_layers, limits.max_rank, limits.max_quantiles),
+            max_map_len=max(limits.max_layers, limits.max_providers, limits.max_device_classes, 64),
+            max_ext_len=0,
+        )
+        self._up.feed(raw)
+
+    @property
+    def pos(self) -> int:
+        return self._up.tell()
+
+    def _truncated(self, path: str) -> Invalid:
+        return Invalid(path, f"msgpack data ends early (at byte {self.end:,})")
+
+    def peek(self, path: str) -> tuple[str, int]:
+        """Kind of the next value and its declared length (0 for scalars), consuming nothing."""
+        pos = self.pos
+        if pos >= self.end:
+            raise self._truncated(path)
+        b = self.raw[pos]
+        if b <= 0x7F or b >= 0xE0:
+            return "integer", 0
+        if b <= 0x8F:
+            return "map", b & 0x0F
+        if b <= 0x9F:
+            return "array", b & 0x0F
+        if b <= 0xBF:
+            return "string", b & 0x1F
+        kind, size = _FIXED[b]
+        if size is None:
+            return kind, 0
+        if pos + 1 + size > self.end:
+            raise self._truncated(path)
+        length = int.from_bytes(self.raw[pos + 1 : pos + 1 + size], "big")
+        if kind in ("map", "array"):
+            # every element takes at least one byte (a map entry two): a cheap early stop
+            # for headers that declare billions of entries
+            need = length * (2 if kind == "map" else 1)
+            if need > self.end - pos - 1 - size:
+                raise Invalid(
+                    path, f"{kind} declares {length:,} entries but only {self.end - pos - 1 - size:,} bytes follow"
+                )
+        elif length > self.end - pos - 1 - size:
+            raise Invalid(path, f"{kind} declares {length:,} bytes but only {self.end - pos - 1 - size:,} follow")
+        return kind, length
+
+    def take(self, path: str) -> object:
+        try:
+            return self._up.unpack()
+        except msgpack.OutOfData:
+            raise self._truncated(path) from None
+        except _MSGPACK_ERRORS as e:
+            raise Invalid(path, f"malformed msgpack at byte {self.pos:,} ({one_line(e)})") from None
+
+    def map_header(self, path: str) -> int:
+        try:
+            return self._up.read_map_header()
+        except msgpack.OutOfData:
+            raise self._truncated(path) from None
+        except _MSGPACK_ERRORS as e:
+            raise Invalid(path, f"malformed msgpack at byte {self.pos:,} ({one_line(e)})") from None
+
+    def array_header(self, path: str) -> int:
+        try:
+            return self._up.read_array_header()
+        except msgpack.OutOfData:
+            raise self._truncated(path) from None
+        except _MSGPACK_ERRORS as e:
+            raise Invalid(path, f"malformed msgpack at byte {self.pos:,} ({one_line(e)})") from None
+
+    def skip(self, path: str) -> None:
+        try:
+            self._up.skip()
+        except msgpack.OutOfData:
+            raise self._truncated(path) from None
+        except _MSGPACK_ERRORS as e:
+            raise Invalid(path, f"malformed msgpack at byte {self.pos:,} ({one_line(e)})") from None
