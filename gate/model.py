@@ -67,7 +67,8 @@ def build(spec: ModelSpec, root: Path) -> BuiltModel:
     try:
         module = factory()
     except Exception as exc:
-        raise ModelError(f"model `{spec.name}`: factory `{spec.factory}` raised {type(exc).__name__}: {exc}") from None
+        raise ModelError(f"model `{spec.name}`: factory `{spec.factory}` raised {type(exc).__name__}: {exc}",
+                         "BUILD_FAIL") from None
     if not isinstance(module, torch.nn.Module):
         raise ConfigError(
             f"`{spec.where}.factory`: `{spec.factory}` returned {type(module).__name__}, not a torch.nn.Module"
@@ -85,7 +86,8 @@ def _inputs(spec: ModelSpec, root: Path) -> tuple[tuple[torch.Tensor, ...], list
         try:
             produced = fn(spec.seed)
         except Exception as exc:
-            raise ModelError(f"model `{spec.name}`: inputs `{spec.inputs}` raised {type(exc).__name__}: {exc}") from None
+            raise ModelError(f"model `{spec.name}`: inputs `{spec.inputs}` raised {type(exc).__name__}: {exc}",
+                             "BUILD_FAIL") from None
         if isinstance(produced, torch.Tensor):
             produced = (produced,)
         if not isinstance(produced, (tuple, list)) or not all(isinstance(t, torch.Tensor) for t in produced):

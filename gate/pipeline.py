@@ -71,7 +71,7 @@ def run_model(config: Config, spec: ModelSpec, providers: tuple[ProviderSpec, ..
         run.meta.update(exporter=exported.exporter, export_fallback=exported.fallback, opset=exported.opset,
                         graph_digest=hashlib.sha256(exported.proto.SerializeToString()).hexdigest())
     except ModelError as exc:
-        run.error = {"status": "EXPORT_FAIL", "message": str(exc)}
+        run.error = {"status": exc.status, "message": str(exc)}
 
     progress(f"{spec.name}: float64 reference on torch-cpu")
     from gate.capture import torch_capture
@@ -152,7 +152,7 @@ def _run_ort(spec, provider, prun, exported, records, inputs, ref_by_name) -> No
                                  what=f"model `{spec.name}`", threads=thread_count())
     except ModelError as exc:
         prun.status, prun.reason = "error", str(exc)
-        prun.error_status = "LOAD_FAIL" if "failed to load" in str(exc) else "INFER_FAIL"
+        prun.error_status = exc.status
         return
     prun.latency_ms = result.latency_ms
     for rec in records:

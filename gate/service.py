@@ -25,8 +25,7 @@ def _run(config: Config, spec: ModelSpec, providers, progress: Progress) -> Mode
     try:
         return run_model(config, spec, providers, progress)
     except ModelError as exc:
-        status = "EXPORT_FAIL" if "export" in str(exc) else "INFER_FAIL"
-        return ModelRun(spec.name, error={"status": status, "message": str(exc)})
+        return ModelRun(spec.name, error={"status": exc.status, "message": str(exc)})
 
 
 def update_command(spec: ModelSpec, config: Config) -> str:
@@ -81,7 +80,7 @@ def update_baseline(config: Config, models: tuple[ModelSpec, ...], providers: tu
             previous = None  # unreadable: it is being replaced
         run = run_model(config, spec, providers, progress)
         if run.error:
-            raise ModelError(run.error["message"])
+            raise ModelError(run.error["message"], run.error["status"])
         warnings = [f"{p.name}: {p.reason or p.status}" for p in run.providers if p.status != "ok"]
         for prun in run.providers:
             worst = max((layer.err for layer in prun.layers.values() if layer.err is not None), default=None)

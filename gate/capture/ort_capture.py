@@ -60,7 +60,7 @@ def _session(model_bytes: bytes, provider: str, options: Mapping[str, Any], what
     try:
         return ort.InferenceSession(model_bytes, sess_options=so, providers=[(provider, dict(options))])
     except Exception as exc:
-        raise ModelError(f"{what}: {provider} failed to load the model: {_line(exc)}") from None
+        raise ModelError(f"{what}: {provider} failed to load the model: {_line(exc)}", "LOAD_FAIL") from None
 
 
 def _line(exc: BaseException) -> str:

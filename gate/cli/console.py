@@ -8,6 +8,8 @@ from rich.console import Console
 from rich.table import Table
 
 console = Console(highlight=False)
+if not console.is_terminal:  # CI logs: wide enough for the report table, never wrapped mid-name
+    console = Console(highlight=False, width=160)
 err_console = Console(stderr=True, highlight=False)
 
 _STATUS_STYLE = {"pass": "green", "regressed": "bold red", "error": "bold red", "skipped": "yellow",
@@ -39,23 +41,25 @@ def render_report(report: dict) -> None:
         if model.get("message"):
             console.print(f"  [yellow]{model['message']}[/yellow]")
         table = Table(show_edge=False, pad_edge=False)
-        for col in ("provider", "status", "checked", "failed", "folded", "worst error", "latency", "first regression"):
+        for col in ("provider", "precision", "status", "checked", "failed", "folded", "worst error", "latency",
+                    "first regression"):
             table.add_column(col, justify="right" if col in ("checked", "failed", "folded", "worst error", "latency")
                              else "left")
         for p in model["providers"]:
-            label = p["name"] + (" (float64 reference)" if p["role"] == "reference" else f" {p['precision']}")
+            label = p["name"]
+            precision = f"{p['precision']} reference" if p["role"] == "reference" else p["precision"]
             values = [r["value"] for r in p["layers"] if r["value"] is not None and r["check"] != "structure"]
             first = p.get("first_regression")
             first_text = (f"{first['layer']}: {first['check']} {_fmt(first['value'])} > {_fmt(first['threshold'])}"
                           if first else (p.get("reason") or ""))
             style = _STATUS_STYLE.get(p["status"], "")
-            table.add_row(label, f"[{style}]{p['status']}[/{style}]" if style else p["status"],
+            table.add_row(label, precision, f"[{style}]{p['status']}[/{style}]" if style else p["status"],
                           str(p.get("checked", 0)), str(p.get("failed", 0)), str(p.get("folded", 0)),
                           _fmt(max(values) if values else None),
                           "—" if p.get("latency_ms") is None else f"{p['latency_ms']:.2f} ms", first_text)
         console.print(table)
         console.print()
-    console.print(verdict_line(report))
+    console.print(verdict_line(report), soft_wrap=True)
 
 
 def verdict_line(report: dict) -> str:
@@ -66,7 +70,8 @@ def verdict_line(report: dict) -> str:
     first = report.get("first_regression")
     if report["verdict"] == "error":
         failed = [m for m in report["models"] if m["status"] == "error"]
-        what = f"{failed[0]['name']}: {failed[0]['error']['status']}" if failed and failed[0].get("error") else "error"
+        err = failed[0].get("error") if failed else None
+        what = f"{err['status']}: {err['message']}" if err else "error"
         return f"[bold red]ERROR[/bold red] | {what}"
     if first:
         return (f"[bold red]FAILED[/bold red] | first regression: {first['model']} {first['layer']} on "

@@ -68,7 +68,7 @@ def export(built: BuiltModel) -> Exported:
     except Exception as exc:
         reason = f"; {fallback}" if fallback else ""
         raise ModelError(
-            f"model `{spec.name}`: export failed: {type(exc).__name__}: {_first_line(exc)}{reason}"
+            f"model `{spec.name}`: export failed: {type(exc).__name__}: {_first_line(exc)}{reason}", "EXPORT_FAIL"
         ) from None
     result.fallback = fallback
     return result
@@ -144,7 +144,8 @@ def _check(proto: onnx.ModelProto, name: str) -> None:
     try:
         onnx.checker.check_model(proto)
     except onnx.checker.ValidationError as exc:
-        raise ModelError(f"model `{name}`: exported ONNX graph is invalid: {_first_line(exc)}") from None
+        raise ModelError(f"model `{name}`: exported ONNX graph is invalid: {_first_line(exc)}",
+                         "EXPORT_FAIL") from None
 
 
 def _inferred(proto: onnx.ModelProto) -> onnx.ModelProto:
