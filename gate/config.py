@@ -117,12 +117,26 @@ class ModelSpec:
 
 
 @dataclass(frozen=True)
+class Isolation:
+    """How ONNX Runtime providers run: each in a worker process with a timeout and budgets."""
+
+    enabled: bool = True
+    timeout_s: float = 600.0
+    memory_mb: int | None = None  # address-space budget of the worker; None: unlimited
+    capture_mb: int | None = 2048  # marked intermediates held at once; larger models run in chunks
+
+
+@dataclass(frozen=True)
 class Config:
     path: Path
     root: Path  # the config file's folder; put on sys.path for factories
     baseline_dir: Path
     providers: tuple[ProviderSpec, ...]
     models: tuple[ModelSpec, ...]
+    isolation: Isolation = Isolation()
+    placement: str = "warn"  # a PR adds CPU fallbacks to an EP: "warn", "fail" or "off"
+    max_slowdown: float | None = None  # fail when latency > (1 + this) x baseline; None: report only
+    require: tuple[str, ...] = ()  # providers that must be available here (skipping them fails)
 
     def select_models(self, names: list[str] | None) -> tuple[ModelSpec, ...]:
         if not names:
@@ -231,7 +245,9 @@ def _names(kinds: tuple[type, ...]) -> str:
     return " or ".join(_kind(k()) if k is not type(None) else "nothing" for k in kinds)
 
 
-TOP_KEYS = ("baseline-dir", "providers", "models", "tolerance", "seed", "opset", "exporter")
+TOP_KEYS = ("baseline-dir", "providers", "models", "tolerance", "seed", "opset", "exporter", "isolation",
+            "placement", "max-slowdown", "require")
+ISOLATION_KEYS = ("enabled", "timeout", "memory-budget-mb", "capture-memory-mb")
 MODEL_KEYS = ("name", "factory", "inputs", "exporter", "opset", "seed", "tolerance", "layer-tolerances")
 TOLERANCE_KEYS = ("growth", "floor", "reference", "ceiling")
 
@@ -258,7 +274,35 @@ def _parse(section: Any, path: Path, prefix: str) -> Config:
     for name in names:
         if names.count(name) > 1:
             top.fail(top.key("models"), f"model name `{name}` is used twice")
-    return Config(path=path, root=root, baseline_dir=baseline_dir, providers=providers, models=tuple(models))
+    placement = top.get("placement", (str,), "warn")
+    if placement not in ("warn", "fail", "off"):
+        top.fail(top.key("placement"), f"expected warn, fail or off, got `{placement}`")
+    slowdown = top.get("max-slowdown", (int, float), None)
+    if slowdown is not None and slowdown < 0:
+        top.fail(top.key("max-slowdown"), f"must be >= 0, got {slowdown}")
+    require = tuple(_canonical(top, top.key("require"), n) for n in top.get("require", (list,), []))
+    return Config(path=path, root=root, baseline_dir=baseline_dir, providers=providers, models=tuple(models),
+                  isolation=_parse_isolation(top), placement=placement,
+                  max_slowdown=None if slowdown is None else float(slowdown), require=require)
+
+
+def _parse_isolation(top: _Reader) -> Isolation:
+    raw = top.get("isolation", (dict,), None)
+    if raw is None:
+        return Isolation()
+    r = _Reader(raw, top.path, top.key("isolation"))
+    r.check_keys(ISOLATION_KEYS)
+    values = {}
+    for key, field_name, kinds in (("enabled", "enabled", (bool,)), ("timeout", "timeout_s", (int, float)),
+                                   ("memory-budget-mb", "memory_mb", (int,)),
+                                   ("capture-memory-mb", "capture_mb", (int,))):
+        value = r.get(key, kinds, None)
+        if value is None:
+            continue
+        if not isinstance(value, bool) and value <= 0:
+            r.fail(r.key(key), f"must be > 0, got {value}")
+        values[field_name] = value
+    return Isolation(**values)
 
 
 def _parse_providers(top: _Reader) -> tuple[ProviderSpec, ...]:

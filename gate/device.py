@@ -47,6 +47,11 @@ def cpu_name() -> str:
     return platform.processor() or platform.machine()
 
 
+def cuda_class(name: str, capability: tuple[int, int]) -> str:
+    """GPU kernels are chosen per architecture: ``cuda-sm90-NVIDIA_H100_80GB_HBM3``."""
+    return f"cuda-sm{capability[0]}{capability[1]}-{name.replace(' ', '_')}"
+
+
 def device_class(provider: str) -> str:
     """The device class a provider runs on here (GPU providers are refined when they run)."""
     if provider in ("torch-cpu", "CPUExecutionProvider", "OpenVINOExecutionProvider"):

@@ -6,14 +6,18 @@ from __future__ import annotations
 
 import hashlib
 import os
+import tempfile
 from collections.abc import Callable
+from dataclasses import dataclass
 from importlib import metadata
+from pathlib import Path
 
 import numpy as np
 
 import gate
 from gate import device
-from gate.config import Config, ModelSpec, ProviderSpec
+from gate.collect import write_bundle
+from gate.config import TORCH_PROVIDERS, Config, Isolation, ModelSpec, ProviderSpec
 from gate.errors import ConfigError, ModelError
 from gate.fingerprint import QUANTILES, SKETCH_WIDTH, relative_error
 from gate.runs import LayerInfo, ModelRun, ProviderLayer, ProviderRun
@@ -45,9 +49,22 @@ def fingerprint_meta() -> dict:
             "quantiles": [float(q) for q in QUANTILES]}
 
 
-def run_model(config: Config, spec: ModelSpec, providers: tuple[ProviderSpec, ...],
-              progress: Progress = lambda _: None) -> ModelRun:
-    """Everything for one model; a failure becomes ``run.error`` with its status."""
+@dataclass
+class Prepared:
+    """A model built, exported and run on the reference and the torch providers."""
+
+    run: ModelRun
+    proto_bytes: bytes | None  # the shipped ONNX graph; None when the export failed
+    inputs: list[np.ndarray]
+
+
+def prepare(config: Config, spec: ModelSpec, providers: tuple[ProviderSpec, ...],
+            progress: Progress = lambda _: None) -> Prepared:
+    """Build once, export, fingerprint the float64 reference and the torch providers.
+
+    ONNX Runtime providers in ``providers`` are left for ``gate.collect``; a failure of the
+    model becomes ``run.error`` with its status.
+    """
     from gate import model as model_mod  # torch lives behind this import
 
     run = ModelRun(spec.name)
@@ -61,6 +78,7 @@ def run_model(config: Config, spec: ModelSpec, providers: tuple[ProviderSpec, ..
     run.meta = {**versions(), "exporter": None, "export_fallback": None, "opset": None,
                 "inputs_digest": built.inputs_digest, "weights_digest": built.weights_digest,
                 "graph_digest": "", "machine": device.machine(), "fingerprint": fingerprint_meta()}
+    inputs = [_numpy_input(t) for t in built.inputs]
 
     progress(f"{spec.name}: exporting to ONNX")
     exported = None
@@ -68,10 +86,14 @@ def run_model(config: Config, spec: ModelSpec, providers: tuple[ProviderSpec, ..
         from gate.export.exporter import export
 
         exported = export(built)
-        run.meta.update(exporter=exported.exporter, export_fallback=exported.fallback, opset=exported.opset,
-                        graph_digest=hashlib.sha256(exported.proto.SerializeToString()).hexdigest())
     except ModelError as exc:
         run.error = {"status": exc.status, "message": str(exc)}
+    proto_bytes = None
+    if exported is not None:
+        proto_bytes = exported.proto.SerializeToString()
+        run.meta.update(exporter=exported.exporter, export_fallback=exported.fallback, opset=exported.opset,
+                        graph_digest=hashlib.sha256(proto_bytes).hexdigest(),
+                        op_types=sorted({n.op_type for n in exported.proto.graph.node}))
 
     progress(f"{spec.name}: float64 reference on torch-cpu")
     from gate.capture import torch_capture
@@ -88,34 +110,80 @@ def run_model(config: Config, spec: ModelSpec, providers: tuple[ProviderSpec, ..
         except Exception as exc2:
             run.error = {"status": "INFER_FAIL", "message": f"model `{spec.name}`: PyTorch forward failed: "
                          f"{type(exc2).__name__}: {exc2}"}
-            return run
+            return Prepared(run, None, inputs)
     run.layers = [LayerInfo(r.name, r.type, r.fp) for r in records]
     ref_by_name = {r.name: r.fp for r in records}
+    if exported is not None:
+        from gate.export.layermap import assign
+
+        mapping = assign(records, exported.calls, exported.shapes, exported.available)
+        run.onnx_map = {name: (a.kind, a.ref, a.reason) for name, a in mapping.items()}
 
     for provider in providers:
-        progress(f"{spec.name}: {provider.name}")
-        prun = ProviderRun(provider.name, "float32", device.device_class(provider.name))
-        run.providers.append(prun)
         if provider.name == "torch-cpu":
-            f32 = torch_capture.run(built.module, built.inputs)
-            for r in f32:
+            progress(f"{spec.name}: torch-cpu")
+            prun = ProviderRun(provider.name, "float32", device.device_class(provider.name))
+            for r in torch_capture.run(built.module, built.inputs):
                 prun.layers[r.name] = ProviderLayer("ok", r.fp, _err(r.fp, ref_by_name.get(r.name)))
+            run.providers.append(prun)
         elif provider.name == "torch-cuda":
-            prun.status, prun.reason = "skipped", "skipped: torch-cuda not available here"
-            import torch
+            progress(f"{spec.name}: torch-cuda")
+            run.providers.append(_torch_cuda(built, torch_capture, ref_by_name))
+    return Prepared(run, proto_bytes, inputs)
 
-            if torch.cuda.is_available():
-                prun.status, prun.reason = "ok", None
-                prun.device = f"cuda-{torch.cuda.get_device_name().replace(' ', '_')}"
-                module, inputs = built.module.cuda(), tuple(t.cuda() for t in built.inputs)
-                try:
-                    for r in torch_capture.run(module, inputs):
-                        prun.layers[r.name] = ProviderLayer("ok", r.fp, _err(r.fp, ref_by_name.get(r.name)))
-                finally:
-                    built.module.cpu()
+
+def _torch_cuda(built, torch_capture, ref_by_name) -> ProviderRun:
+    import torch
+
+    prun = ProviderRun("torch-cuda", "float32", "gpu")
+    if not torch.cuda.is_available():
+        prun.status, prun.reason = "skipped", "skipped: torch-cuda not available here"
+        return prun
+    prun.device = device.cuda_class(torch.cuda.get_device_name(), torch.cuda.get_device_capability())
+    module, inputs = built.module.cuda(), tuple(t.cuda() for t in built.inputs)
+    try:
+        for r in torch_capture.run(module, inputs):
+            prun.layers[r.name] = ProviderLayer("ok", r.fp, _err(r.fp, ref_by_name.get(r.name)))
+    finally:
+        built.module.cpu()
+    return prun
+
+
+def run_ort_providers(prepared: Prepared, bundle: Path, providers: tuple[ProviderSpec, ...],
+                      isolation: Isolation, progress: Progress = lambda _: None) -> None:
+    """Run the ONNX Runtime providers on a written bundle, appending to ``prepared.run``."""
+    from gate.capture.ort_capture import available_providers
+    from gate.collect import run_provider
+
+    run = prepared.run
+    here = available_providers()
+    for provider in providers:
+        if provider.name in TORCH_PROVIDERS:
+            continue
+        progress(f"{run.name}: {provider.name}")
+        if provider.name not in here:
+            run.providers.append(ProviderRun(provider.name, "float32", device.device_class(provider.name),
+                                             "skipped", f"skipped: {provider.name} not available here"))
+        elif prepared.proto_bytes is None and not (bundle / "model.onnx").is_file():
+            run.providers.append(ProviderRun(provider.name, "float32", device.device_class(provider.name), "error",
+                                             "no ONNX model (export failed)", "EXPORT_FAIL"))
         else:
-            _run_ort(spec, provider, prun, exported, records, built.inputs, ref_by_name)
-    return run
+            run.providers.append(run_provider(bundle, run, provider, device.device_class(provider.name),
+                                              isolation, thread_count()))
+
+
+def run_model(config: Config, spec: ModelSpec, providers: tuple[ProviderSpec, ...],
+              progress: Progress = lambda _: None, isolation: Isolation | None = None) -> ModelRun:
+    """Everything for one model, ONNX Runtime providers in worker processes."""
+    prepared = prepare(config, spec, providers, progress)
+    if prepared.run.error and prepared.proto_bytes is None and not prepared.run.layers:
+        return prepared.run
+    with tempfile.TemporaryDirectory(prefix="parity-gate-") as tmp:
+        bundle = Path(tmp)
+        if prepared.proto_bytes is not None:
+            write_bundle(bundle, prepared.proto_bytes, prepared.inputs)
+        run_ort_providers(prepared, bundle, providers, isolation or config.isolation, progress)
+    return prepared.run
 
 
 def thread_count() -> int | None:
@@ -132,39 +200,6 @@ def _err(fp, ref) -> float | None:
     if ref is None or tuple(fp.shape) != tuple(ref.shape):
         return None
     return relative_error(fp, ref)
-
-
-def _run_ort(spec, provider, prun, exported, records, inputs, ref_by_name) -> None:
-    from gate.capture import ort_capture
-    from gate.export.layermap import assign
-
-    if provider.name not in ort_capture.available_providers():
-        prun.status, prun.reason = "skipped", f"skipped: {provider.name} not available here"
-        return
-    if exported is None:
-        prun.status, prun.error_status, prun.reason = "error", "EXPORT_FAIL", "no ONNX model (export failed)"
-        return
-    assignment = assign(records, exported.calls, exported.shapes, exported.available)
-    values = [a.ref for a in assignment.values() if a.kind == "value"]
-    arrays = [_numpy_input(t) for t in inputs]
-    try:
-        result = ort_capture.run(exported.proto, provider.name, provider.options, arrays, values,
-                                 what=f"model `{spec.name}`", threads=thread_count())
-    except ModelError as exc:
-        prun.status, prun.reason = "error", str(exc)
-        prun.error_status = exc.status
-        return
-    prun.latency_ms = result.latency_ms
-    for rec in records:
-        a = assignment.get(rec.name)
-        if a is None or a.kind in ("folded", "absent"):
-            prun.layers[rec.name] = ProviderLayer(a.kind if a else "absent", reason=a.reason if a else None)
-            continue
-        fp = result.outputs[a.ref] if a.kind == "output" and a.ref < len(result.outputs) else result.values.get(a.ref)
-        if fp is None:
-            prun.layers[rec.name] = ProviderLayer("absent", reason="value not returned")
-            continue
-        prun.layers[rec.name] = ProviderLayer("ok", fp, _err(fp, ref_by_name[rec.name]))
 
 
 def _numpy_input(t) -> np.ndarray:

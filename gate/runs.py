@@ -35,6 +35,7 @@ class ProviderRun:
     error_status: str | None = None  # LOAD_FAIL, INFER_FAIL, ...
     layers: dict[str, ProviderLayer] = field(default_factory=dict)
     latency_ms: float | None = None
+    placement: dict[str, Any] | None = None  # which nodes ran on the provider, which fell back
 
 
 @dataclass
@@ -45,3 +46,5 @@ class ModelRun:
     layers: list[LayerInfo] = field(default_factory=list)
     providers: list[ProviderRun] = field(default_factory=list)
     error: dict[str, str] | None = None  # {"status": "EXPORT_FAIL", "message": ...}
+    # layer -> where its value lives in the shipped ONNX graph: (kind, ref, reason), see layermap.Assignment
+    onnx_map: dict[str, tuple[str, str | int | None, str | None]] = field(default_factory=dict)

@@ -27,6 +27,8 @@ def to_document(run: ModelRun, previous: dict | None = None) -> dict[str, Any]:
             continue
         providers.setdefault(prun.name, {})[prun.device] = {
             "precision": prun.precision,
+            "latency_ms": prun.latency_ms,
+            "placement": prun.placement,
             "layers": {
                 layer.name: _provider_layer(prun.layers.get(layer.name)) for layer in run.layers
                 if layer.name in prun.layers

@@ -311,7 +311,8 @@ META = Record([
         ("sketch_seed", Int(0, U64_MAX)),
         ("quantiles", Array(Float(nan=False, lo=0.0, hi=1.0), "max_quantiles")),
     ])),
-])
+    ("op_types", Array(NAME, "max_layers")),  # ONNX op types of the shipped graph (opset coverage audit)
+], optional=("op_types",))
 
 LAYER = Record([("name", NAME), ("type", NAME), ("fp", REFERENCE_FP)])
 
@@ -321,10 +322,19 @@ RUNTIME_LAYER = Record([
     ("fp", Nullable(RUNTIME_FP)),
 ])
 
+PLACEMENT = Record([
+    ("nodes", COUNT),
+    ("by_provider", NameMap(NAME, COUNT, "max_providers", "providers")),
+    ("fallback_ops", Array(NAME, "max_layers")),
+    ("fallback_nodes", Array(NAME, "max_layers")),
+])
+
 DEVICE_ENTRY = Record([
     ("precision", Str(16, choices=("float32", "float16", "bfloat16"))),
+    ("latency_ms", Nullable(Float(nan=False, lo=0.0))),
+    ("placement", Nullable(PLACEMENT)),
     ("layers", NameMap(NAME, RUNTIME_LAYER, "max_layers", "layers")),
-])
+], optional=("latency_ms", "placement"))
 
 DOCUMENT = Record([
     ("format", Str(len(FORMAT), choices=(FORMAT,))),

@@ -25,6 +25,8 @@ class OrtRun:
     outputs: list[Fingerprint]  # graph outputs of the unmodified graph, in order
     values: dict[str, Fingerprint] = field(default_factory=dict)  # marked intermediate values
     latency_ms: float | None = None
+    placement: dict[str, Any] | None = None
+    peak_capture_bytes: int = 0
 
 
 def available_providers() -> list[str]:
@@ -50,11 +52,14 @@ def mark_outputs(proto: onnx.ModelProto, names: Sequence[str]) -> onnx.ModelProt
     return marked
 
 
-def _session(model_bytes: bytes, provider: str, options: Mapping[str, Any], what: str, threads: int | None):
+def _session(model_bytes: bytes, provider: str, options: Mapping[str, Any], what: str, threads: int | None,
+             record: bool = False):
     import onnxruntime as ort
 
     so = ort.SessionOptions()
     so.log_severity_level = 3
+    if record:
+        so.add_session_config_entry("session.record_ep_graph_assignment_info", "1")
     if threads:
         so.intra_op_num_threads = threads
     try:
@@ -75,10 +80,53 @@ def _feed(session, inputs: Sequence[np.ndarray]) -> dict[str, np.ndarray]:
     return dict(zip(names, inputs, strict=True))
 
 
+def placement(session, provider: str) -> dict[str, Any] | None:
+    """Which nodes ran on ``provider`` and which fell back to another EP (ONNX Runtime's own
+    record of the partitioning, after its graph optimizations)."""
+    try:
+        subgraphs = session.get_provider_graph_assignment_info()
+    except Exception:  # older ONNX Runtime, or recording not supported by this build
+        return None
+    counts: dict[str, int] = {}
+    fallback: list[str] = []
+    for sub in subgraphs:
+        nodes = sub.get_nodes()
+        counts[sub.ep_name] = counts.get(sub.ep_name, 0) + len(nodes)
+        if sub.ep_name != provider:
+            fallback.extend(f"{n.op_type}:{n.name}" for n in nodes)
+    return {"nodes": sum(counts.values()), "by_provider": dict(sorted(counts.items())),
+            "fallback_ops": sorted({f.split(":", 1)[0] for f in fallback}),
+            "fallback_nodes": sorted(fallback)[:200]}
+
+
+def chunks(values: Sequence[str], sizes: Mapping[str, int], budget: int | None) -> list[list[str]]:
+    """Split marked values so one run never holds more than ``budget`` bytes of them."""
+    if not budget:
+        return [list(values)] if values else []
+    out: list[list[str]] = []
+    current: list[str] = []
+    used = 0
+    for name in values:
+        size = sizes.get(name, 0)
+        if current and used + size > budget:
+            out.append(current)
+            current, used = [], 0
+        current.append(name)
+        used += size
+    if current:
+        out.append(current)
+    return out
+
+
 def run(proto: onnx.ModelProto, provider: str, options: Mapping[str, Any], inputs: Sequence[np.ndarray],
-        values: Sequence[str], what: str, timing_runs: int = 3, threads: int | None = None) -> OrtRun:
-    """Fingerprints of the shipped outputs and of ``values``; median latency of ``timing_runs`` warm runs."""
-    session = _session(proto.SerializeToString(), provider, options, what, threads)
+        values: Sequence[str], what: str, timing_runs: int = 3, threads: int | None = None,
+        capture_bytes: int | None = None, value_bytes: Mapping[str, int] | None = None) -> OrtRun:
+    """Fingerprints of the shipped outputs and of ``values``; median latency of ``timing_runs`` warm runs.
+
+    Marked values come back all at once from ONNX Runtime, so with ``capture_bytes`` set they
+    are split into chunks of at most that many bytes, one run each.
+    """
+    session = _session(proto.SerializeToString(), provider, options, what, threads, record=True)
     feed = _feed(session, inputs)
     try:
         outputs = session.run(None, feed)
@@ -91,22 +139,22 @@ def run(proto: onnx.ModelProto, provider: str, options: Mapping[str, Any], input
         raise ModelError(f"{what}: {provider} failed to run the model: {_line(exc)}") from None
     result = OrtRun([fingerprint(_floating(np.asarray(o))) for o in outputs],
                     latency_ms=float(np.median(times)) if times else None)
+    result.placement = placement(session, provider)
     del outputs, session
-    wanted = [v for v in dict.fromkeys(values)]
-    if wanted:
-        marked = mark_outputs(proto, wanted)
+    wanted = list(dict.fromkeys(values))
+    sizes = value_bytes or {}
+    for part in chunks(wanted, sizes, capture_bytes):
+        result.peak_capture_bytes = max(result.peak_capture_bytes, sum(sizes.get(v, 0) for v in part))
+        marked = mark_outputs(proto, part)
         session = _session(marked.SerializeToString(), provider, options, what, threads)
-        names = [o.name for o in session.get_outputs()]
         try:
-            arrays = session.run(wanted, _feed(session, inputs)) if set(wanted) <= set(names) else None
+            arrays = session.run(part, _feed(session, inputs))
         except Exception as exc:
-            raise ModelError(f"{what}: {provider} failed to run the model with intermediates marked: {_line(exc)}") from None
-        if arrays is None:
-            raise ModelError(f"{what}: {provider} dropped marked outputs")
-        for name, array in zip(wanted, arrays, strict=True):
+            raise ModelError(f"{what}: {provider} failed to run the model with intermediates marked: "
+                             f"{_line(exc)}") from None
+        for name, array in zip(part, arrays, strict=True):
             result.values[name] = fingerprint(_floating(np.asarray(array)))
+        del arrays, session
     return result
-
-
 def _floating(a: np.ndarray) -> np.ndarray:
     return a if np.issubdtype(a.dtype, np.floating) else a.astype(np.float64)

@@ -96,7 +96,10 @@ def _finite(obj):
 
 
 @app.command("update-baseline")
-def update_baseline(config: ConfigOpt = None, model: ModelOpt = None, provider: ProviderOpt = None) -> None:
+def update_baseline(config: ConfigOpt = None, model: ModelOpt = None, provider: ProviderOpt = None,
+                    source: Annotated[list[Path] | None, typer.Option(
+                        "--from", help="Take the runs from result files/folders (export, collect) instead of "
+                        "running here: how a GPU runner's results become baselines.")] = None) -> None:
     """Run and rewrite the baselines; entries of providers not run here are kept."""
     from gate import service
     from gate.cli.console import console, progress_display
@@ -104,7 +107,7 @@ def update_baseline(config: ConfigOpt = None, model: ModelOpt = None, provider: 
     cfg = _load(config)
     models, providers = cfg.select_models(_split(model)), cfg.select_providers(_split(provider))
     with progress_display() as progress:
-        updated = service.update_baseline(cfg, models, providers, progress)
+        updated = service.update_baseline(cfg, models, providers, progress, sources=source)
     for u in updated:
         console.print(f"[bold]{u.model}[/bold] → {u.path}")
         for line in u.changes:
@@ -112,6 +115,70 @@ def update_baseline(config: ConfigOpt = None, model: ModelOpt = None, provider: 
         for line in u.warnings:
             console.print(f"  [yellow]warning:[/yellow] {line}")
     console.print(f"[bold green]UPDATED[/bold green] | {len(updated)} baseline(s)")
+
+
+@app.command()
+def export(out: Annotated[Path, typer.Option("--out", help="Folder to write <model>/ bundles into.")],
+           config: ConfigOpt = None, model: ModelOpt = None, provider: ProviderOpt = None) -> None:
+    """Export the models once: ONNX graphs, inputs, and the reference (plus torch providers') fingerprints."""
+    from gate import service
+    from gate.cli.console import console, progress_display
+
+    cfg = _load(config)
+    models, providers = cfg.select_models(_split(model)), cfg.select_providers(_split(provider))
+    with progress_display() as progress:
+        runs = service.export_models(cfg, models, providers, out, progress)
+    for run in runs:
+        status = f"[red]{run.error['status']}[/red] {run.error['message']}" if run.error else f"{len(run.layers)} layers"
+        console.print(f"[bold]{run.name}[/bold] → {out / run.name}  {status}", soft_wrap=True)
+    failed = [r for r in runs if r.error]
+    console.print(("[bold red]ERROR[/bold red]" if failed else "[bold green]EXPORTED[/bold green]")
+                  + f" | {len(runs)} model(s) to {out}")
+    raise typer.Exit(3 if failed else 0)
+
+
+@app.command()
+def collect(source: Annotated[Path, typer.Option("--from", help="A folder written by `parity-gate export`.")],
+            out: Annotated[Path, typer.Option("--out", help="Result file to write.")],
+            provider: ProviderOpt = None, model: ModelOpt = None,
+            config: Annotated[Path | None, typer.Option("--config", envvar="PARITY_GATE_CONFIG",
+                                                        help="Optional: provider options and isolation settings.")] = None,
+            ) -> None:
+    """Run ONNX Runtime providers on exported models (no torch needed) and write a result file."""
+    from gate import service
+    from gate.cli.console import console, progress_display
+    from gate.config import Isolation, ProviderSpec, canonical_provider
+
+    cfg = _load(config) if config is not None else None
+    names = _split(provider)
+    if cfg is not None:
+        providers = tuple(p for p in cfg.select_providers(names) if not p.name.startswith("torch-"))
+    else:
+        if not names:
+            raise GateError("collect: name the providers to run with --provider (or pass --config)")
+        providers = tuple(ProviderSpec(canonical_provider(n)) for n in names)
+    with progress_display() as progress:
+        runs = service.collect(source, providers, out, cfg.isolation if cfg else Isolation(), _split(model), progress)
+    for run in runs:
+        for p in run.providers:
+            console.print(f"{run.name} · {p.name} ({p.device}): {p.status}" + (f" — {p.reason}" if p.reason else ""),
+                          soft_wrap=True)
+    console.print(f"[bold green]COLLECTED[/bold green] | {len(runs)} model(s) → {out}")
+
+
+@app.command()
+def report(files: Annotated[list[Path], typer.Argument(help="Result files (or folders of them) from export/collect.")],
+           config: ConfigOpt = None, json_path: JsonOpt = None, markdown: MarkdownOpt = None) -> None:
+    """Merge result files from several runners, compare with the baselines, one verdict."""
+    from gate import service
+    from gate.cli.console import render_report
+    from gate.compare.verdict import EXIT
+
+    cfg = _load(config)
+    result = service.report_files(cfg, files)
+    _write_reports(_finite(result), json_path, markdown)
+    render_report(result)
+    raise typer.Exit(EXIT[result["verdict"]])
 
 
 @app.command()
@@ -161,10 +228,10 @@ def main() -> None:
         sys.exit(exc.exit_code)
     except (typer.Abort, KeyboardInterrupt):
         sys.exit(130)
-    except Exception as exc:  # click usage errors arrive as ClickException subclasses
-        import click
-
-        if isinstance(exc, click.ClickException):
+    except Exception as exc:
+        # Usage errors (bad option, missing argument) are click-style exceptions that know how
+        # to show themselves; typer vendors click, so test the shape rather than the class.
+        if callable(getattr(exc, "show", None)) and isinstance(getattr(exc, "exit_code", None), int):
             exc.show()
             sys.exit(2)
         raise

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import platform
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +25,38 @@ def pick_entry(devices: dict[str, Any], device: str) -> tuple[dict | None, str |
     return None, None
 
 
-def model_report(spec: ModelSpec, run: ModelRun, baseline: dict | None, path: Path, update_cmd: str) -> dict:
+def audits(prun, base_entry: dict | None, policy: Policy) -> list[dict]:
+    """Provider-level checks: CPU fallbacks added since the baseline, latency against the baseline."""
+    out = []
+    before = (base_entry or {}).get("placement")
+    now = prun.placement
+    if policy.placement != "off" and before is not None and now is not None:
+        added = sorted(set(now["fallback_ops"]) - set(before["fallback_ops"]))
+        grew = len(now["fallback_nodes"]) - len(before["fallback_nodes"])
+        if added or grew > 0:
+            out.append({"check": "placement", "status": "fail" if policy.placement == "fail" else "warn",
+                        "message": f"{prun.name}: {grew if grew > 0 else 0} more node(s) fall back to another EP"
+                        + (f" (new op types: {', '.join(added)})" if added else "")})
+    base_latency = (base_entry or {}).get("latency_ms")
+    if prun.latency_ms is not None and base_latency:
+        ratio = prun.latency_ms / base_latency
+        gated = policy.max_slowdown is not None and ratio > 1 + policy.max_slowdown
+        if gated:
+            out.append({"check": "latency", "status": "fail",
+                        "message": f"{prun.name}: median latency {prun.latency_ms:.3g} ms is {ratio:.2f}x the "
+                        f"baseline {base_latency:.3g} ms (max-slowdown {policy.max_slowdown:g})"})
+    return out
+
+
+@dataclass(frozen=True)
+class Policy:
+    placement: str = "warn"
+    max_slowdown: float | None = None
+    require: tuple[str, ...] = ()
+
+
+def model_report(spec: ModelSpec, run: ModelRun, baseline: dict | None, path: Path, update_cmd: str,
+                 policy: Policy = Policy()) -> dict:
     report: dict[str, Any] = {
         "name": spec.name, "status": "pass", "error": run.error,
         "baseline": {"path": str(path), "exists": baseline is not None},
@@ -50,8 +82,13 @@ def model_report(spec: ModelSpec, run: ModelRun, baseline: dict | None, path: Pa
                                  "device": prun.device, "status": "pass", "reason": prun.reason,
                                  "latency_ms": prun.latency_ms, "first_regression": None, "layers": []}
         report["providers"].append(entry)
+        entry["audits"] = []
         if prun.status == "skipped":
             entry["status"] = "skipped"
+            if prun.name in policy.require:
+                entry["status"] = "error"
+                entry["error_status"] = "LOAD_FAIL"
+                entry["reason"] = f"{prun.name} is required but not available here"
             continue
         if prun.status == "error":
             entry["status"] = "error"
@@ -66,6 +103,10 @@ def model_report(spec: ModelSpec, run: ModelRun, baseline: dict | None, path: Pa
                                    f"`{update_cmd} --provider {prun.name}`")
             elif note:
                 entry["reason"] = note
+            if base_entry is not None:
+                entry["baseline_latency_ms"] = base_entry.get("latency_ms")
+        entry["placement"] = prun.placement
+        entry["audits"] = audits(prun, base_entry, policy)
         entry["layers"] = checks.runtime_rows(run, prun, base_entry, spec)
     for entry in report["providers"]:
         rows = entry["layers"]
@@ -75,6 +116,11 @@ def model_report(spec: ModelSpec, run: ModelRun, baseline: dict | None, path: Pa
             and not (r["status"] == "new" and r["check"] != "structure") for r in rows)
         entry["folded"] = sum(r["status"] == "folded" for r in rows)
         first = checks.first_failure(rows, order)
+        if first is None:
+            failed_audit = next((a for a in entry.get("audits", []) if a["status"] == "fail"), None)
+            if failed_audit is not None:
+                first = {"layer": "(model)", "type": "", "check": failed_audit["check"], "value": None,
+                         "threshold": None, "message": failed_audit["message"]}
         if first is not None:
             entry["first_regression"] = checks.regression(first)
             entry["status"] = "regressed"
@@ -87,7 +133,7 @@ def model_report(spec: ModelSpec, run: ModelRun, baseline: dict | None, path: Pa
         report["status"] = "regressed"
     if any(e["status"] == "no-baseline" for e in report["providers"]) and report["status"] == "pass":
         report["status"] = "no-baseline"
-    if run.error:
+    if run.error or any(e["status"] == "error" for e in report["providers"]):
         report["status"] = "error"
     return report
 
