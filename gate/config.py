@@ -37,7 +37,14 @@ PROVIDER_ALIASES = {
     "coreml": "CoreMLExecutionProvider",
     "dml": "DmlExecutionProvider",
 }
-TORCH_PROVIDERS = ("torch-cpu", "torch-cuda")
+TORCH_PROVIDERS = ("torch-cpu", "torch-cuda", "torch-compile", "torch-compile-cuda")
+PRECISIONS = ("float32", "float16", "bfloat16")
+
+# Defaults per runtime precision: half-precision rounding (~1e-3 / ~8e-3 per op) needs its own budget.
+PRECISION_TOLERANCE = {
+    "float16": {"floor": 1e-3, "ceiling": 5e-2},
+    "bfloat16": {"floor": 1e-2, "ceiling": 2e-1},
+}
 
 
 def canonical_provider(name: str) -> str:
@@ -92,6 +99,7 @@ class InputSpec:
 class ProviderSpec:
     name: str
     options: Mapping[str, Any] = field(default_factory=dict)
+    precision: str = "float32"  # torch providers run the model in this dtype (float16, bfloat16)
 
 
 @dataclass(frozen=True)
@@ -106,10 +114,12 @@ class ModelSpec:
     layer_tolerances: tuple[LayerTolerance, ...] = ()
     where: str = ""  # "tool.parity-gate.models[0]" for messages
 
-    def tolerance_for(self, layer: str) -> Tolerance:
+    def tolerance_for(self, layer: str, precision: str = "float32") -> Tolerance:
         from fnmatch import fnmatchcase
 
         tol = self.tolerance
+        if precision in PRECISION_TOLERANCE:
+            tol = tol.merged({k: max(v, getattr(tol, k)) for k, v in PRECISION_TOLERANCE[precision].items()})
         for rule in self.layer_tolerances:  # later rules win
             if fnmatchcase(layer, rule.pattern):
                 tol = tol.merged(rule.overrides)
@@ -314,12 +324,18 @@ def _parse_providers(top: _Reader) -> tuple[ProviderSpec, ...]:
             spec = ProviderSpec(_canonical(top, key, item))
         elif isinstance(item, dict):
             r = _Reader(item, top.path, key)
-            r.check_keys(("name", "options"))
-            spec = ProviderSpec(_canonical(top, r.key("name"), r.get("name", (str,), required=True)),
-                                dict(r.get("options", (dict,), {})))
+            r.check_keys(("name", "options", "precision"))
+            name = _canonical(top, r.key("name"), r.get("name", (str,), required=True))
+            precision = r.get("precision", (str,), "float32")
+            if precision not in PRECISIONS:
+                r.fail(r.key("precision"), f"expected one of {', '.join(PRECISIONS)}, got `{precision}`")
+            if precision != "float32" and name not in TORCH_PROVIDERS:
+                r.fail(r.key("precision"), f"{precision} runs are supported on the torch providers "
+                       f"({', '.join(TORCH_PROVIDERS)}); for an EP, export a {precision} model or use its own options")
+            spec = ProviderSpec(name, dict(r.get("options", (dict,), {})), precision)
         else:
             top.fail(key, f"expected a provider name or a table, got {_kind(item)}")
-        if any(p.name == spec.name for p in out):
+        if any((p.name, p.precision) == (spec.name, spec.precision) for p in out):
             top.fail(key, f"provider `{spec.name}` is listed twice")
         out.append(spec)
     if not out:

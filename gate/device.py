@@ -54,7 +54,7 @@ def cuda_class(name: str, capability: tuple[int, int]) -> str:
 
 def device_class(provider: str) -> str:
     """The device class a provider runs on here (GPU providers are refined when they run)."""
-    if provider in ("torch-cpu", "CPUExecutionProvider", "OpenVINOExecutionProvider"):
+    if provider in ("torch-cpu", "torch-compile", "CPUExecutionProvider", "OpenVINOExecutionProvider"):
         return cpu_class()
     return "gpu"
 

@@ -120,33 +120,66 @@ def prepare(config: Config, spec: ModelSpec, providers: tuple[ProviderSpec, ...]
         run.onnx_map = {name: (a.kind, a.ref, a.reason) for name, a in mapping.items()}
 
     for provider in providers:
-        if provider.name == "torch-cpu":
-            progress(f"{spec.name}: torch-cpu")
-            prun = ProviderRun(provider.name, "float32", device.device_class(provider.name))
-            for r in torch_capture.run(built.module, built.inputs):
-                prun.layers[r.name] = ProviderLayer("ok", r.fp, _err(r.fp, ref_by_name.get(r.name)))
-            run.providers.append(prun)
-        elif provider.name == "torch-cuda":
-            progress(f"{spec.name}: torch-cuda")
-            run.providers.append(_torch_cuda(built, torch_capture, ref_by_name))
+        if provider.name in TORCH_PROVIDERS:
+            progress(f"{spec.name}: {provider.name} {provider.precision}")
+            run.providers.append(_torch_provider(built, provider, torch_capture, ref_by_name))
     return Prepared(run, proto_bytes, inputs)
 
 
-def _torch_cuda(built, torch_capture, ref_by_name) -> ProviderRun:
+def _torch_provider(built, provider: ProviderSpec, torch_capture, ref_by_name) -> ProviderRun:
+    """PyTorch eager (every module call hooked) or torch.compile (inductor; only the model's
+    outputs are observable: hooks inside a compiled graph would break it into pieces and
+    test something else), on CPU or CUDA, in the provider's precision."""
+    import copy
+
     import torch
 
-    prun = ProviderRun("torch-cuda", "float32", "gpu")
-    if not torch.cuda.is_available():
-        prun.status, prun.reason = "skipped", "skipped: torch-cuda not available here"
+    on_cuda = provider.name.endswith("cuda")
+    prun = ProviderRun(provider.name, provider.precision, device.device_class(provider.name))
+    if on_cuda and not torch.cuda.is_available():
+        prun.status, prun.reason = "skipped", f"skipped: {provider.name} not available here (no CUDA device)"
         return prun
-    prun.device = device.cuda_class(torch.cuda.get_device_name(), torch.cuda.get_device_capability())
-    module, inputs = built.module.cuda(), tuple(t.cuda() for t in built.inputs)
+    if on_cuda:
+        prun.device = device.cuda_class(torch.cuda.get_device_name(), torch.cuda.get_device_capability())
+    dtype = {"float32": None, "float16": torch.float16, "bfloat16": torch.bfloat16}[provider.precision]
+    module = built.module
+    if dtype is not None or on_cuda:
+        module = copy.deepcopy(built.module)
+        module = module.to(device="cuda" if on_cuda else "cpu", dtype=dtype) if dtype else module.cuda()
+    inputs = tuple(t.to(device="cuda" if on_cuda else "cpu",
+                        dtype=dtype if dtype is not None and t.is_floating_point() else t.dtype)
+                   for t in built.inputs)
+    if prun.precision != "float32":
+        prun.device = f"{prun.device}:{prun.precision}"  # baseline entries are per device and precision
     try:
-        for r in torch_capture.run(module, inputs):
-            prun.layers[r.name] = ProviderLayer("ok", r.fp, _err(r.fp, ref_by_name.get(r.name)))
-    finally:
-        built.module.cpu()
+        if provider.name.startswith("torch-compile"):
+            records = _compiled_outputs(module, inputs, provider, torch_capture)
+        else:
+            records = torch_capture.run(module, inputs)
+    except Exception as exc:  # noqa: BLE001 - a provider that cannot run is a status, not a crash
+        prun.status, prun.error_status = "error", "INFER_FAIL"
+        prun.reason = f"{provider.name} ({provider.precision}) failed: {type(exc).__name__}: {str(exc)[:300]}"
+        return prun
+    for r in records:
+        prun.layers[r.name] = ProviderLayer("ok", r.fp, _err(r.fp, ref_by_name.get(r.name)))
+    for name in ref_by_name:
+        prun.layers.setdefault(name, ProviderLayer("absent", reason="inside the compiled graph"))
     return prun
+
+
+def _compiled_outputs(module, inputs, provider: ProviderSpec, torch_capture):
+    import torch
+
+    from gate.capture.records import LayerOutput, layer_name
+    from gate.fingerprint import fingerprint
+    from gate.model import inference_mode
+
+    compiled = torch.compile(module, backend="inductor", **dict(provider.options))
+    with inference_mode():
+        output = compiled(*inputs)
+    return [LayerOutput(layer_name("", 0, element), "", 0, element, type(module).__name__,
+                        fingerprint(torch_capture.to_numpy(t)))
+            for element, t in torch_capture.flatten(output)]
 
 
 def run_ort_providers(prepared: Prepared, bundle: Path, providers: tuple[ProviderSpec, ...],

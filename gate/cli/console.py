@@ -64,9 +64,11 @@ def render_report(report: dict) -> None:
 
 def verdict_line(report: dict) -> str:
     s = report["summary"]
+    skipped = sorted({p["name"] for m in report["models"] for p in m["providers"] if p["status"] == "skipped"})
     if report["verdict"] == "pass":
+        ran = [p for p in s["providers"] if p not in skipped]
         return f"[bold green]PASSED[/bold green] | {s['models']} models, {s['layers']} layers, providers: " \
-               f"{', '.join(s['providers']) or 'none'}"
+               f"{', '.join(ran) or 'none'}" + (f" (skipped, not available here: {', '.join(skipped)})" if skipped else "")
     first = report.get("first_regression")
     if report["verdict"] == "error":
         failed = [m for m in report["models"] if m["status"] == "error"]

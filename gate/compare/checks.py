@@ -83,7 +83,7 @@ def runtime_rows(run: ModelRun, prun: ProviderRun, entry: dict | None, spec: Mod
     base_layers = entry["layers"] if entry else {}
     rows = []
     for layer in run.layers:
-        tol: Tolerance = spec.tolerance_for(layer.name)
+        tol: Tolerance = spec.tolerance_for(layer.name, prun.precision)
         pl = prun.layers.get(layer.name)
         if pl is None:
             rows.append(_row(layer, "absent", message="not captured on this provider"))

@@ -18,9 +18,11 @@ def pick_entry(devices: dict[str, Any], device: str) -> tuple[dict | None, str |
     """The baseline entry for ``device``, else one of the same architecture (noted), else None."""
     if device in devices:
         return devices[device], None
-    arch = device.split("-")[0]
+    arch, _, precision = device.partition(":")
+    arch = arch.split("-")[0]
     for other in sorted(devices):
-        if other.split("-")[0] == arch and arch != "gpu":
+        other_arch, _, other_precision = other.partition(":")
+        if other_precision == precision and other_arch.split("-")[0] == arch and not arch.startswith(("gpu", "cuda")):
             return devices[other], f"compared with the baseline of device class {other} (none for {device})"
     return None, None
 
