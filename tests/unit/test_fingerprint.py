@@ -8,7 +8,14 @@ import numpy as np
 import pytest
 
 from gate.errors import FormatError
-from gate.fingerprint import QUANTILES, SKETCH_WIDTH, Fingerprint, fingerprint, relative_error, sketch_distance
+from gate.fingerprint import (
+    QUANTILES,
+    SKETCH_WIDTH,
+    Fingerprint,
+    fingerprint,
+    relative_error,
+    sketch_distance,
+)
 from gate.fingerprint.reference import _lane_sums, combine_lanes
 
 
@@ -71,7 +78,9 @@ def test_empty_all_nan_zero_d():
     assert fp.shape == () and fp.count == 1 and fp.quantiles == (3.5,) * len(QUANTILES)
 
 
-@pytest.mark.parametrize("bad", [np.arange(3), np.ones(3, bool), np.ones(3, np.complex64), np.ones(2, np.longdouble)])
+@pytest.mark.parametrize(
+    "bad", [np.arange(3), np.ones(3, bool), np.ones(3, np.complex64), np.ones(2, np.longdouble)]
+)
 def test_non_floating_is_a_type_error(bad):
     with pytest.raises(TypeError, match="fingerprint"):
         fingerprint(bad)
@@ -96,8 +105,22 @@ def test_strided_input_is_read_logically():
 def test_dict_roundtrip_and_validation():
     fp = _spec(np.linspace(-1, 1, 100))
     d = fp.to_dict()
-    assert set(d) == {"shape", "dtype", "count", "nan", "posinf", "neginf", "zero", "min", "max", "sum",
-                      "sumsq", "sumabs", "q", "sketch"}
+    assert set(d) == {
+        "shape",
+        "dtype",
+        "count",
+        "nan",
+        "posinf",
+        "neginf",
+        "zero",
+        "min",
+        "max",
+        "sum",
+        "sumsq",
+        "sumabs",
+        "q",
+        "sketch",
+    }
     assert len(d["sketch"]) == SKETCH_WIDTH * 8
     assert Fingerprint.from_dict(d) == fp
     assert Fingerprint.from_dict(fp.to_dict(sketch=False)).sketch is None
