@@ -46,9 +46,9 @@ def make_ffi(path=os.path.relpath) -> FFI:
     ffi.set_source(
         "gate.fingerprint._native",
         '#include "pgfp.h"',
-        sources=[path(os.path.join(SRC, "pgfp.c"))],
+        sources=[path(os.path.join(SRC, f)) for f in ("pgfp.c", "pgfp_avx2.c")],
         include_dirs=[path(SRC)],
-        depends=[path(os.path.join(SRC, "pgfp.h"))],
+        depends=[path(os.path.join(SRC, f)) for f in ("pgfp.h", "pgfp_internal.h")],
         extra_compile_args=_compile_args(),
         extra_link_args=[] if sys.platform == "win32" else ["-pthread"],
     )

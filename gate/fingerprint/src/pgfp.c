@@ -8,7 +8,7 @@
  * collecting them and running quickselect. Scratch memory is bounded (pgfp_scratch_bound).
  * Threads split the blocks of a window; block partials are combined in block order, so
  * the result does not depend on the thread count. */
-#include "pgfp.h"
+#include "pgfp_internal.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -19,66 +19,11 @@
 #define PGFP_HAVE_THREADS 1
 #endif
 
-#define BLOCK 65536u
-#define LANES 8
-#define SUB 1024u            /* inner chunk: multiple of LANES, divides BLOCK */
-#define HBINS 65536u         /* top-digit histogram (+1 bin for non-finite) */
-#define SMALL (1u << 18)     /* n <= SMALL: collect every finite key in pass 1 */
-#define CAP (1u << 18)       /* collect candidates once at most CAP remain */
-#define RBITS 12
-#define RBINS (1u << RBITS)
-#define NG PGFP_NQ_MAX       /* max distinct candidate groups */
-#define WPT 16               /* blocks per thread per window */
-#define SEED 0x2545F491u
-
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
-#define HOT __attribute__((target_clones("avx2", "default")))
+#define HOT
 #else
 #define HOT
 #endif
-
-typedef union { double d; uint64_t u; } du;
-typedef union { float f; uint32_t u; } fu;
-
-static inline uint32_t mix32(uint32_t x) {
-    x ^= x >> 16;
-    x *= 0x7feb352du;
-    x ^= x >> 15;
-    x *= 0x846ca68bu;
-    x ^= x >> 16;
-    return x;
-}
-
-/* ---- exact conversions to double ---- */
-static inline double f16_to_d(uint16_t h) {
-    uint32_t e = (h >> 10) & 0x1f, m = h & 0x3ff;
-    double v;
-    if (e == 0x1f) v = m ? NAN : INFINITY;
-    else if (e == 0) v = (double)m * 0x1p-24;
-    else { du x; x.u = ((uint64_t)(e + 1008) << 52) | ((uint64_t)m << 42); v = x.d; }
-    return (h & 0x8000) ? -v : v;
-}
-static inline double bf16_to_d(uint16_t b) { fu x; x.u = (uint32_t)b << 16; return (double)x.f; }
-static inline double f32_to_d(uint32_t b) { fu x; x.u = b; return (double)x.f; }
-static inline double f64_to_d(uint64_t b) { du x; x.u = b; return x.d; }
-
-/* ---- order-preserving keys (finite values only; -0 maps to +0) ---- */
-static inline uint32_t key16(uint16_t b) {
-    if ((b & 0x7fffu) == 0) b = 0;
-    return (b & 0x8000u) ? (uint16_t)~b : (uint32_t)(b | 0x8000u);
-}
-static inline uint32_t key32(uint32_t b) {
-    if ((b & 0x7fffffffu) == 0) b = 0;
-    return (b & 0x80000000u) ? ~b : (b | 0x80000000u);
-}
-static inline uint64_t key64(uint64_t b) {
-    if ((b & 0x7fffffffffffffffull) == 0) b = 0;
-    return (b & 0x8000000000000000ull) ? ~b : (b | 0x8000000000000000ull);
-}
-static inline int nonfin_f16(uint16_t b) { return (b & 0x7c00u) == 0x7c00u; }
-static inline int nonfin_bf16(uint16_t b) { return (b & 0x7f80u) == 0x7f80u; }
-static inline int nonfin_f32(uint32_t b) { return (b & 0x7f800000u) == 0x7f800000u; }
-static inline int nonfin_f64(uint64_t b) { return (b & 0x7ff0000000000000ull) == 0x7ff0000000000000ull; }
 
 static double key_to_value(uint64_t key, int dtype) {
     switch (dtype) {
@@ -89,14 +34,6 @@ static double key_to_value(uint64_t key, int dtype) {
     }
 }
 static int key_bits(int dtype) { return dtype == PGFP_F64 ? 64 : dtype == PGFP_F32 ? 32 : 16; }
-
-/* ---- per-block partial results ---- */
-typedef struct {
-    double s[LANES], q[LANES], a[LANES];
-    double sk[PGFP_WIDTH];
-    uint64_t nan, pinf, ninf, zero;
-    double mn, mx;
-} partial;
 
 static void partial_init(partial *p) {
     memset(p, 0, sizeof *p);
@@ -165,29 +102,41 @@ DEFINE_STATS(stats_bf16, uint16_t, CONV_BF16)
 DEFINE_STATS(stats_f32, float, CONV_F32)
 DEFINE_STATS(stats_f64, double, CONV_F64)
 
-/* CountSketch of one inner chunk starting at flat index start (a multiple of SUB, so
- * hi32 is constant and lo32 does not wrap inside the chunk). */
+/* CountSketch of one inner chunk starting at flat index start (a multiple of 8; the
+ * chunk never crosses a 2^35 boundary, so hi32 of the group index is constant). */
 HOT static void sketch_chunk(const double *vv, uint32_t len, uint64_t start, double *sk) {
-    uint32_t h[SUB];
-    uint32_t k = mix32((uint32_t)(start >> 32) ^ SEED), lo = (uint32_t)start;
-    for (uint32_t i = 0; i < len; i++) h[i] = mix32((lo + i) ^ k);
+    uint64_t g0 = start >> 3;
+    uint32_t k = mix32((uint32_t)(g0 >> 32) ^ SEED), lo = (uint32_t)g0;
     for (uint32_t i = 0; i < len; i++) {
+        uint32_t j = i & 7, h = mix32((lo + (i >> 3)) ^ k);
         du x;
         x.d = vv[i];
-        x.u ^= (uint64_t)((h[i] >> 23) & 1u) << 63;
-        sk[h[i] >> 24] += x.d;
+        x.u ^= (uint64_t)((h >> (16 + j)) & 1u) << 63;
+        sk[8 * (h >> 27) + (j ^ ((h >> 24) & 7u))] += x.d;
     }
 }
 
-/* Pass-1 histogram of the top 16 key bits, or (small inputs) collection of all keys. */
-static void hist_chunk(const void *src, int dtype, uint32_t len, uint64_t *hist) {
+/* Top-16 key digits (HBINS for non-finite elements). */
+static void digits_chunk(const void *src, int dtype, uint32_t len, uint32_t *dig) {
     uint32_t i;
     switch (dtype) {
-    case PGFP_F16: { const uint16_t *u = src; for (i = 0; i < len; i++) hist[nonfin_f16(u[i]) ? HBINS : key16(u[i])]++; break; }
-    case PGFP_BF16: { const uint16_t *u = src; for (i = 0; i < len; i++) hist[nonfin_bf16(u[i]) ? HBINS : key16(u[i])]++; break; }
-    case PGFP_F32: { const uint32_t *u = src; for (i = 0; i < len; i++) hist[nonfin_f32(u[i]) ? HBINS : key32(u[i]) >> 16]++; break; }
-    default: { const uint64_t *u = src; for (i = 0; i < len; i++) hist[nonfin_f64(u[i]) ? HBINS : (uint32_t)(key64(u[i]) >> 48)]++; break; }
+    case PGFP_F16: { const uint16_t *u = src; for (i = 0; i < len; i++) dig[i] = nonfin_f16(u[i]) ? HBINS : key16(u[i]); break; }
+    case PGFP_BF16: { const uint16_t *u = src; for (i = 0; i < len; i++) dig[i] = nonfin_bf16(u[i]) ? HBINS : key16(u[i]); break; }
+    case PGFP_F32: { const uint32_t *u = src; for (i = 0; i < len; i++) dig[i] = nonfin_f32(u[i]) ? HBINS : key32(u[i]) >> 16; break; }
+    default: { const uint64_t *u = src; for (i = 0; i < len; i++) dig[i] = nonfin_f64(u[i]) ? HBINS : (uint32_t)(key64(u[i]) >> 48); break; }
     }
+}
+
+void pgfp_chunk_scalar(const void *src, int dtype, uint32_t len, uint64_t start, partial *p, uint32_t *dig) {
+    double vv[SUB];
+    switch (dtype) {
+    case PGFP_F16: stats_f16(src, len, vv, p); break;
+    case PGFP_BF16: stats_bf16(src, len, vv, p); break;
+    case PGFP_F32: stats_f32(src, len, vv, p); break;
+    default: stats_f64(src, len, vv, p); break;
+    }
+    sketch_chunk(vv, len, start, p->sk);
+    digits_chunk(src, dtype, len, dig);
 }
 
 static uint64_t collect_chunk(const void *src, int dtype, uint32_t len, void *buf, uint64_t pos) {
@@ -234,15 +183,22 @@ static uint64_t collect_chunk(const void *src, int dtype, uint32_t len, void *bu
 DEFINE_MSEL(msel32, uint32_t)
 DEFINE_MSEL(msel64, uint64_t)
 
+typedef void (*chunk_fn)(const void *, int, uint32_t, uint64_t, partial *, uint32_t *);
+typedef uint32_t (*match_fn)(const void *, int, uint32_t, int, const uint64_t *, int, const unsigned char *, uint32_t *);
+
 /* ---- shared state of one call ---- */
 typedef struct {
     const char *data;
     uint64_t n, nblocks;
     int dtype, esize, T, W, small;
+    chunk_fn chunk;
+    match_fn match;
     partial *slots;
     partial tot;
-    uint64_t *hist;          /* T x (HBINS + 1), pass 1 */
-    uint64_t *rhist;         /* T x NG x RBINS, refinement passes */
+    uint32_t *hist;          /* T x (HBINS + 1), pass 1 */
+    uint32_t *rhist;         /* T x nq x RBINS, refinement passes */
+    uint64_t *hist64, *rhist64; /* overflow accumulators, only when n >= FLUSH */
+    int nq;
     void *buf;               /* collected keys */
     uint64_t bufn;
     /* quantile plan, written by thread 0 between barriers */
@@ -250,7 +206,7 @@ typedef struct {
     int ng, shift, nbits;    /* groups; key >> shift is the prefix; refine digit bits */
     uint64_t gprefix[NG];
     uint64_t toff[64];       /* per-thread collect offsets (T <= 64) */
-    unsigned char tab[HBINS];
+    unsigned char *tab;      /* HBINS flags: top-16 digit of some group prefix */
     int err;
 #ifdef PGFP_HAVE_THREADS
     pthread_mutex_t mu;
@@ -282,23 +238,20 @@ static void block_range(const ctx *c, uint64_t w0, int t, uint64_t *b0, uint64_t
     if (*b1 > c->nblocks) *b1 = c->nblocks;
 }
 
-static void do_block(ctx *c, uint64_t b, partial *p, uint64_t *hist) {
-    double vv[SUB];
+static void do_block(ctx *c, uint64_t b, partial *p, uint32_t *hist) {
+    uint32_t dig[SUB];
     uint64_t e0 = b * BLOCK, e1 = e0 + BLOCK;
     if (e1 > c->n) e1 = c->n;
     partial_init(p);
     for (uint64_t i = e0; i < e1; i += SUB) {
         uint32_t len = (uint32_t)((e1 - i) < SUB ? (e1 - i) : SUB);
         const char *src = c->data + i * (uint64_t)c->esize;
-        switch (c->dtype) {
-        case PGFP_F16: stats_f16((const uint16_t *)src, len, vv, p); break;
-        case PGFP_BF16: stats_bf16((const uint16_t *)src, len, vv, p); break;
-        case PGFP_F32: stats_f32((const float *)src, len, vv, p); break;
-        default: stats_f64((const double *)src, len, vv, p); break;
-        }
-        sketch_chunk(vv, len, i, p->sk);
+        /* the vector path handles whole groups of LANES; a short tail (end of data) is scalar */
+        uint32_t nv = c->chunk == pgfp_chunk_scalar ? len : len & ~(uint32_t)(LANES - 1);
+        if (nv) c->chunk(src, c->dtype, nv, i, p, dig);
+        if (nv < len) pgfp_chunk_scalar(src + (uint64_t)nv * c->esize, c->dtype, len - nv, i + nv, p, dig + nv);
         if (c->small) c->bufn = collect_chunk(src, c->dtype, len, c->buf, c->bufn);
-        else hist_chunk(src, c->dtype, len, hist);
+        else for (uint32_t k = 0; k < len; k++) hist[dig[k]]++;
     }
 }
 
@@ -310,49 +263,82 @@ static void combine(partial *tot, const partial *p) {
     if (p->mx > tot->mx) tot->mx = p->mx;
 }
 
-static inline uint64_t load_key(const ctx *c, const char *src, uint64_t i, int *fin) {
+static inline uint64_t load_key(const ctx *c, uint64_t i) {
     switch (c->dtype) {
-    case PGFP_F16: { uint16_t u = ((const uint16_t *)src)[i]; *fin = !nonfin_f16(u); return key16(u); }
-    case PGFP_BF16: { uint16_t u = ((const uint16_t *)src)[i]; *fin = !nonfin_bf16(u); return key16(u); }
-    case PGFP_F32: { uint32_t u = ((const uint32_t *)src)[i]; *fin = !nonfin_f32(u); return key32(u); }
-    default: { uint64_t u = ((const uint64_t *)src)[i]; *fin = !nonfin_f64(u); return key64(u); }
+    case PGFP_F16: case PGFP_BF16: return key16(((const uint16_t *)c->data)[i]);
+    case PGFP_F32: return key32(((const uint32_t *)c->data)[i]);
+    default: return key64(((const uint64_t *)c->data)[i]);
     }
 }
 
-/* Refinement or collection pass over thread t's blocks. */
+/* Indices (within the chunk) of elements whose key prefix is one of the groups. Group
+ * prefixes keep the whole exponent, so non-finite elements never match. */
+static uint32_t match_scalar(const void *src, int dtype, uint32_t len, int shift, const uint64_t *gp, int ng,
+                             const unsigned char *tab, uint32_t *out) {
+    uint32_t cnt = 0;
+    for (uint32_t i = 0; i < len; i++) {
+        uint64_t key = dtype == PGFP_F32 ? key32(((const uint32_t *)src)[i]) : key64(((const uint64_t *)src)[i]);
+        if (!tab[key >> (dtype == PGFP_F32 ? 16 : 48)]) continue;
+        for (int g = 0; g < ng; g++)
+            if ((key >> shift) == gp[g]) { out[cnt++] = i; break; }
+    }
+    return cnt;
+}
+
+static void flush(uint32_t *h32, uint64_t *h64, uint64_t bins) {
+    for (uint64_t i = 0; i < bins; i++) { h64[i] += h32[i]; h32[i] = 0; }
+}
+static inline uint64_t hget(const uint32_t *h32, const uint64_t *h64, uint64_t i) {
+    return h32[i] + (h64 ? h64[i] : 0);
+}
+
+/* Refinement (cmd 1: histogram the next digit) or collection (cmd 2) over thread t's blocks. */
 static void quantile_pass(ctx *c, int t) {
-    int kb = key_bits(c->dtype), top = kb - 16;
-    uint64_t *rh = c->rhist + (uint64_t)t * NG * RBINS;
-    uint64_t pos = c->toff[t];
-    if (c->cmd == 1) memset(rh, 0, sizeof(uint64_t) * NG * RBINS);
+    int kb = key_bits(c->dtype);
+    uint64_t bins = (uint64_t)c->nq * RBINS;
+    uint32_t *rh = c->rhist + (uint64_t)t * bins;
+    uint64_t *rh64 = c->rhist64 ? c->rhist64 + (uint64_t)t * bins : NULL;
+    uint64_t pos = c->toff[t], since = 0;
+    uint32_t idx[SUB];
+    uint64_t dmask = (1ull << c->nbits) - 1;
+    int dshift = c->shift - c->nbits;
+    if (c->cmd == 1) {
+        memset(rh, 0, sizeof(uint32_t) * bins);
+        if (rh64) memset(rh64, 0, sizeof(uint64_t) * bins);
+    }
     for (uint64_t w0 = 0; w0 < c->nblocks; w0 += (uint64_t)c->W) {
         uint64_t b0, b1;
         block_range(c, w0, t, &b0, &b1);
         uint64_t e0 = b0 * BLOCK, e1 = b1 * BLOCK;
         if (e1 > c->n) e1 = c->n;
-        for (uint64_t i = e0; i < e1; i++) {
-            int fin;
-            uint64_t key = load_key(c, c->data, i, &fin);
-            if (!fin || !c->tab[key >> top]) continue;
-            uint64_t pre = key >> c->shift;
-            for (int g = 0; g < c->ng; g++) {
-                if (pre != c->gprefix[g]) continue;
-                if (c->cmd == 1) rh[(uint64_t)g * RBINS + ((key >> (c->shift - c->nbits)) & ((1u << c->nbits) - 1))]++;
+        for (uint64_t i = e0; i < e1; i += SUB) {
+            uint32_t len = (uint32_t)((e1 - i) < SUB ? (e1 - i) : SUB);
+            const char *src = c->data + i * (uint64_t)c->esize;
+            uint32_t m = c->match(src, c->dtype, len, c->shift, c->gprefix, c->ng, c->tab, idx);
+            for (uint32_t j = 0; j < m; j++) {
+                uint64_t key = load_key(c, i + idx[j]), pre = key >> c->shift;
+                int g = 0;
+                while (c->gprefix[g] != pre) g++;
+                if (c->cmd == 1) rh[(uint64_t)g * RBINS + ((key >> dshift) & dmask)]++;
                 else if (kb == 64) ((uint64_t *)c->buf)[pos++] = key;
                 else ((uint32_t *)c->buf)[pos++] = (uint32_t)key;
-                break;
             }
+            if (rh64 && (since += len) >= FLUSH) { flush(rh, rh64, bins); since = 0; }
         }
     }
 }
 
 static void pass1(ctx *c, int t) {
-    uint64_t *hist = c->hist + (uint64_t)t * (HBINS + 1);
-    if (!c->small) memset(hist, 0, sizeof(uint64_t) * (HBINS + 1));
+    uint32_t *hist = c->hist + (uint64_t)t * (HBINS + 1);
+    uint64_t *h64 = c->hist64 ? c->hist64 + (uint64_t)t * (HBINS + 1) : NULL, since = 0;
+    if (!c->small) memset(hist, 0, sizeof(uint32_t) * (HBINS + 1));
     for (uint64_t w0 = 0; w0 < c->nblocks; w0 += (uint64_t)c->W) {
         uint64_t b0, b1;
         block_range(c, w0, t, &b0, &b1);
-        for (uint64_t b = b0; b < b1; b++) do_block(c, b, &c->slots[b - w0], hist);
+        for (uint64_t b = b0; b < b1; b++) {
+            do_block(c, b, &c->slots[b - w0], hist);
+            if (h64 && (since += BLOCK) >= FLUSH) { flush(hist, h64, HBINS + 1); since = 0; }
+        }
         barrier(c);
         if (t == 0) {
             uint64_t nb = c->nblocks - w0 < (uint64_t)c->W ? c->nblocks - w0 : (uint64_t)c->W;
@@ -383,7 +369,7 @@ static void set_groups(ctx *c, plan *pl) {
         pl->grp[k] = g;
     }
     c->shift = kb - pl->bits;
-    memset(c->tab, 0, sizeof c->tab);
+    memset(c->tab, 0, HBINS);
     for (int g = 0; g < c->ng; g++) c->tab[c->gprefix[g] >> (pl->bits - 16)] = 1;
 }
 
@@ -415,13 +401,13 @@ static void plan_after_refine(ctx *c, plan *pl) {
         uint64_t below = 0, d = 0;
         for (d = 0; d < nb; d++) {
             uint64_t h = 0;
-            for (int t = 0; t < c->T; t++) h += c->rhist[((uint64_t)t * NG + g) * RBINS + d];
+            for (int t = 0; t < c->T; t++) h += hget(c->rhist, c->rhist64, ((uint64_t)t * c->nq + g) * RBINS + d);
             if (pl->rank[k] < below + h) { pl->count[k] = h; break; }
             below += h;
         }
         pl->rank[k] -= below;
         pl->prefix[k] = (pl->prefix[k] << c->nbits) | d;
-        for (int t = 0; t < c->T; t++) pl->tcount[t][k] = c->rhist[((uint64_t)t * NG + g) * RBINS + d];
+        for (int t = 0; t < c->T; t++) pl->tcount[t][k] = hget(c->rhist, c->rhist64, ((uint64_t)t * c->nq + g) * RBINS + d);
     }
     pl->bits += c->nbits;
     /* tcount is indexed by quantile until set_groups regroups; remap to groups */
@@ -500,13 +486,11 @@ static void run_main(ctx *c, plan *pl, const double *qs, int nq, double *q) {
         select_in_buf(c, pl, q);
         done_q = 1;
     } else if (!done_q) {
-        uint64_t *tot = c->rhist; /* merged pass-1 histogram, reusing refinement scratch */
-        (void)tot;
         for (int k = 0; k < nq; k++) {
             uint64_t r = rank_of(qs[k], m), below = 0, d;
             for (d = 0; d < HBINS; d++) {
                 uint64_t h = 0;
-                for (int t = 0; t < c->T; t++) h += c->hist[(uint64_t)t * (HBINS + 1) + d];
+                for (int t = 0; t < c->T; t++) h += hget(c->hist, c->hist64, (uint64_t)t * (HBINS + 1) + d);
                 if (r < below + h) { pl->count[k] = h; break; }
                 below += h;
             }
@@ -515,7 +499,7 @@ static void run_main(ctx *c, plan *pl, const double *qs, int nq, double *q) {
         }
         uint64_t tmp[64][PGFP_NQ_MAX];
         for (int t = 0; t < c->T; t++)
-            for (int k = 0; k < nq; k++) tmp[t][k] = c->hist[(uint64_t)t * (HBINS + 1) + pl->prefix[k]];
+            for (int k = 0; k < nq; k++) tmp[t][k] = hget(c->hist, c->hist64, (uint64_t)t * (HBINS + 1) + pl->prefix[k]);
         set_groups(c, pl);
         for (int t = 0; t < c->T; t++)
             for (int k = 0; k < nq; k++) pl->tcount[t][pl->grp[k]] = tmp[t][k];
@@ -544,7 +528,7 @@ uint64_t pgfp_scratch_bound(uint64_t n, int dtype, int nthreads) {
     uint64_t T = nthreads < 1 ? 1 : (uint64_t)nthreads;
     if (n <= SMALL) T = 1;
     uint64_t b = sizeof(ctx) + T * WPT * sizeof(partial) + (uint64_t)key_size(dtype) * (n <= SMALL ? n : CAP);
-    if (n > SMALL) b += T * (HBINS + 1) * 8 + T * NG * RBINS * 8;
+    if (n > SMALL) b += T * ((HBINS + 1) + (uint64_t)PGFP_NQ_MAX * RBINS) * (n >= FLUSH ? 12 : 4);
     return b;
 }
 
@@ -558,9 +542,16 @@ int pgfp_fingerprint(const void *data, uint64_t n, int dtype, const double *qs, 
 #endif
     int small = n <= SMALL;
     if (small) T = 1;
+    int rc = 0;
     ctx *c = calloc(1, sizeof(ctx));
     plan *pl = calloc(1, sizeof(plan));
     if (!c || !pl) { free(c); free(pl); return -2; }
+    c->chunk = pgfp_chunk_scalar;
+    c->match = match_scalar;
+#ifdef PGFP_X86
+    if (pgfp_cpu_has_avx2()) { c->chunk = pgfp_chunk_avx2; c->match = pgfp_match_avx2; }
+#endif
+    c->nq = nq;
     c->data = data; c->n = n; c->dtype = dtype; c->T = T; c->W = WPT * T; c->small = small;
     c->esize = dtype == PGFP_F64 ? 8 : dtype == PGFP_F32 ? 4 : 2;
     c->nblocks = (n + BLOCK - 1) / BLOCK;
@@ -568,10 +559,16 @@ int pgfp_fingerprint(const void *data, uint64_t n, int dtype, const double *qs, 
     c->slots = malloc(sizeof(partial) * (size_t)c->W);
     c->buf = malloc((size_t)key_size(dtype) * (small ? (n ? n : 1) : CAP));
     if (!small) {
-        c->hist = malloc(sizeof(uint64_t) * (HBINS + 1) * (size_t)T);
-        c->rhist = malloc(sizeof(uint64_t) * NG * RBINS * (size_t)T);
+        c->hist = malloc(sizeof(uint32_t) * (HBINS + 1) * (size_t)T);
+        c->tab = malloc(HBINS);
+        if (!c->tab) { rc = -2; goto done; }
+        c->rhist = malloc(sizeof(uint32_t) * (size_t)(nq ? nq : 1) * RBINS * (size_t)T);
+        if (n >= FLUSH) { /* 32-bit counters could overflow: spill into 64-bit ones */
+            c->hist64 = calloc((HBINS + 1) * (size_t)T, sizeof(uint64_t));
+            c->rhist64 = calloc((size_t)(nq ? nq : 1) * RBINS * (size_t)T, sizeof(uint64_t));
+            if (!c->hist64 || !c->rhist64) { rc = -2; goto done; }
+        }
     }
-    int rc = 0;
     if (!c->slots || !c->buf || (!small && (!c->hist || !c->rhist))) { rc = -2; goto done; }
 
 #ifdef PGFP_HAVE_THREADS
@@ -618,7 +615,7 @@ int pgfp_fingerprint(const void *data, uint64_t n, int dtype, const double *qs, 
         memcpy(out->sketch, p->sk, sizeof out->sketch);
     }
 done:
-    free(c->slots); free(c->buf); free(c->hist); free(c->rhist);
+    free(c->slots); free(c->buf); free(c->hist); free(c->rhist); free(c->hist64); free(c->rhist64); free(c->tab);
     free(c); free(pl);
     return rc;
 }
