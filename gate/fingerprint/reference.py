@@ -103,7 +103,9 @@ def sketch_map(start: int, stop: int) -> tuple[np.ndarray, np.ndarray]:
     """(bucket, negative) for flat indices start..stop-1; start is a multiple of 8."""
     h = np.repeat(group_hash(start >> 3, (stop + 7) >> 3), 8)[: stop - start]
     j = np.tile(np.arange(8, dtype=np.uint32), (stop - start + 7) // 8)[: stop - start]
-    bucket = ((h >> np.uint32(27)) * np.uint32(8) + (j ^ ((h >> np.uint32(24)) & np.uint32(7)))).astype(np.intp)
+    bucket = ((h >> np.uint32(27)) * np.uint32(8) + (j ^ ((h >> np.uint32(24)) & np.uint32(7)))).astype(
+        np.intp
+    )
     negative = ((h >> (np.uint32(16) + j)) & np.uint32(1)).astype(bool)
     return bucket, negative
 

@@ -130,6 +130,33 @@ def test_dict_roundtrip_and_validation():
         Fingerprint.from_dict({**d, "count": 99})
 
 
+def _mix(x):
+    x ^= x >> 16
+    x = (x * 0x7FEB352D) & 0xFFFFFFFF
+    x ^= x >> 15
+    x = (x * 0x846CA68B) & 0xFFFFFFFF
+    return x ^ (x >> 16)
+
+
+def test_sketch_follows_the_documented_hash_and_order():
+    from gate.fingerprint import SKETCH_SEED
+
+    x = np.random.default_rng(6).standard_normal(70_003)
+    x[::7] = np.nan
+    sk = np.zeros(SKETCH_WIDTH)
+    for b0 in range(0, x.size, 65536):
+        blk = np.zeros(SKETCH_WIDTH)
+        for i in range(b0, min(b0 + 65536, x.size)):
+            if not math.isfinite(x[i]):
+                continue
+            g, j = i >> 3, i & 7
+            h = _mix((g & 0xFFFFFFFF) ^ _mix((g >> 32) ^ SKETCH_SEED))
+            bucket = 8 * (h >> 27) + (j ^ ((h >> 24) & 7))
+            blk[bucket] += -x[i] if (h >> (16 + j)) & 1 else x[i]
+        sk = sk + blk
+    assert _spec(x).sketch.tobytes() == sk.tobytes()
+
+
 def test_sketch_distance_estimates_l2():
     rng = np.random.default_rng(5)
     a = rng.standard_normal((8, 16, 32)).astype(np.float32)
