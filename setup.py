@@ -58,7 +58,7 @@ except BuildFailed as exc:
     if REQUIRE_NATIVE:
         raise SystemExit(
             f"parity-gate: native fingerprint kernel failed to build (PARITY_GATE_REQUIRE_NATIVE=1): {exc}"
-        )
+        ) from exc
     print(
         "WARNING: parity-gate: could not compile the native fingerprint kernel "
         f"({str(exc).splitlines()[0] if str(exc) else 'no C compiler'}); using the NumPy backend",

@@ -119,7 +119,7 @@ def test_concurrent_calls_match_serial_calls():
     rng = np.random.default_rng(3)
     xs = [
         rng.standard_normal(int(n)).astype(dt)
-        for n, dt in zip(rng.integers(1, 400_000, 16), [np.float32, np.float64] * 8)
+        for n, dt in zip(rng.integers(1, 400_000, 16), [np.float32, np.float64] * 8, strict=True)
     ]
     serial = [F.fingerprint(x, backend="native") for x in xs]
     with ThreadPoolExecutor(4) as pool:
