@@ -32,18 +32,25 @@ Quantiles. For each q in QUANTILES: the order statistic of rank ``floor(q * (m -
 ascending (numerical order; -0.0 == +0.0); NaN when m == 0. An exact element of the
 input, never an interpolation.
 
-Sketch. A CountSketch of SKETCH_WIDTH = 256 float64 buckets. Element ``i`` goes to
-bucket ``h >> 24`` with sign ``-1`` if bit 23 of ``h`` is set, else ``+1``, where
-(uint32 arithmetic, wrapping)::
+Sketch. A CountSketch of SKETCH_WIDTH = 256 float64 buckets, seen as 32 rows of 8.
+Elements are hashed in aligned groups of 8 (group ``g = i >> 3``, position ``j = i & 7``);
+with (uint32 arithmetic, wrapping)::
 
     mix(x) = x ^= x >> 16; x *= 0x7feb352d; x ^= x >> 15; x *= 0x846ca68b; x ^= x >> 16
-    h      = mix(lo32(i) ^ mix(hi32(i) ^ SKETCH_SEED))
+    h      = mix(lo32(g) ^ mix(hi32(g) ^ SKETCH_SEED))
+    bucket = 8 * (h >> 27) + (j ^ ((h >> 24) & 7))
+    sign   = -1 if (h >> (16 + j)) & 1 else +1
 
-``mix`` is a bijective 32-bit finalizer (C. Wellons' "lowbias32"): consecutive,
-strided and channel-shaped index sets all spread uniformly over the buckets. Each bucket
-accumulates ``sign * v_i`` of its finite elements in index order; as for the sums, each
-block builds its own 256 buckets from +0.0 and the block sketches are added, bucket-wise,
-in block order, to the total starting from +0.0.
+so a group lands in one hash-chosen row, its 8 elements in 8 distinct buckets permuted
+by a hash-chosen XOR, each with its own hash bit as sign. Two elements of different groups
+share a bucket with probability 1/256, as in a plain CountSketch, whatever the stride
+between them; elements of one group never collide. (The grouping lets the C kernel add a
+group with one 8-wide vector add instead of 8 dependent scatters.) ``mix`` is a
+bijective 32-bit finalizer (C. Wellons' "lowbias32"): consecutive, strided and
+channel-shaped index sets all spread uniformly. Each bucket accumulates ``sign * v_i`` of
+its finite elements in index order; as for the sums, each block builds its own 256
+buckets from +0.0 and the block sketches are added, bucket-wise, in block order, to the
+total starting from +0.0.
 
 The sketch is linear: sketch(a) - sketch(b) = sketch(a - b) up to rounding, and
 ``sketch_distance`` = sqrt(sum of squared bucket differences) estimates ||a - b||_2
@@ -83,14 +90,24 @@ def mix32(x: np.ndarray) -> np.ndarray:
     return x ^ (x >> np.uint32(16))
 
 
-def index_hash(start: int, stop: int) -> np.ndarray:
-    """h for flat indices start..stop-1 (uint32 array)."""
-    idx = np.arange(start, stop, dtype=np.uint64)
-    lo = idx.astype(np.uint32)
-    hi = (idx >> np.uint64(32)).astype(np.uint32)
+def group_hash(g0: int, g1: int) -> np.ndarray:
+    """h for groups g0..g1-1 (uint32 array)."""
+    g = np.arange(g0, g1, dtype=np.uint64)
+    lo = g.astype(np.uint32)
+    hi = (g >> np.uint64(32)).astype(np.uint32)
     with np.errstate(over="ignore"):
-        key = mix32(hi ^ np.uint32(SKETCH_SEED))
-        return mix32(lo ^ key)
+        return mix32(lo ^ mix32(hi ^ np.uint32(SKETCH_SEED)))
+
+
+def sketch_map(start: int, stop: int) -> tuple[np.ndarray, np.ndarray]:
+    """(bucket, negative) for flat indices start..stop-1; start is a multiple of 8."""
+    h = np.repeat(group_hash(start >> 3, (stop + 7) >> 3), 8)[: stop - start]
+    j = np.tile(np.arange(8, dtype=np.uint32), (stop - start + 7) // 8)[: stop - start]
+    bucket = ((h >> np.uint32(27)) * np.uint32(8) + (j ^ ((h >> np.uint32(24)) & np.uint32(7)))).astype(
+        np.intp
+    )
+    negative = ((h >> (np.uint32(16) + j)) & np.uint32(1)).astype(bool)
+    return bucket, negative
 
 
 def _values(raw: np.ndarray, dtype: str) -> np.ndarray:
@@ -142,9 +159,8 @@ def fingerprint_numpy(a: np.ndarray, dtype: str) -> Fingerprint:
             vmin = min(vmin, float(vf.min()))
             vmax = max(vmax, float(vf.max()))
             finite_parts.append(vals[fin])
-        h = index_hash(c0, c0 + x.size)
-        bucket = (h >> np.uint32(24)).astype(np.intp)
-        signed = np.where((h >> np.uint32(23)) & np.uint32(1), -v, v)
+        bucket, negative = sketch_map(c0, c0 + x.size)
+        signed = np.where(negative, -v, v)
         sq = v * v
         ab = np.abs(v)
         for b0 in range(0, x.size, BLOCK):

@@ -8,7 +8,14 @@ import numpy as np
 import pytest
 
 from gate.errors import FormatError
-from gate.fingerprint import QUANTILES, SKETCH_WIDTH, Fingerprint, fingerprint, relative_error, sketch_distance
+from gate.fingerprint import (
+    QUANTILES,
+    SKETCH_WIDTH,
+    Fingerprint,
+    fingerprint,
+    relative_error,
+    sketch_distance,
+)
 from gate.fingerprint.reference import _lane_sums, combine_lanes
 
 
@@ -71,7 +78,9 @@ def test_empty_all_nan_zero_d():
     assert fp.shape == () and fp.count == 1 and fp.quantiles == (3.5,) * len(QUANTILES)
 
 
-@pytest.mark.parametrize("bad", [np.arange(3), np.ones(3, bool), np.ones(3, np.complex64), np.ones(2, np.longdouble)])
+@pytest.mark.parametrize(
+    "bad", [np.arange(3), np.ones(3, bool), np.ones(3, np.complex64), np.ones(2, np.longdouble)]
+)
 def test_non_floating_is_a_type_error(bad):
     with pytest.raises(TypeError, match="fingerprint"):
         fingerprint(bad)
@@ -96,8 +105,22 @@ def test_strided_input_is_read_logically():
 def test_dict_roundtrip_and_validation():
     fp = _spec(np.linspace(-1, 1, 100))
     d = fp.to_dict()
-    assert set(d) == {"shape", "dtype", "count", "nan", "posinf", "neginf", "zero", "min", "max", "sum",
-                      "sumsq", "sumabs", "q", "sketch"}
+    assert set(d) == {
+        "shape",
+        "dtype",
+        "count",
+        "nan",
+        "posinf",
+        "neginf",
+        "zero",
+        "min",
+        "max",
+        "sum",
+        "sumsq",
+        "sumabs",
+        "q",
+        "sketch",
+    }
     assert len(d["sketch"]) == SKETCH_WIDTH * 8
     assert Fingerprint.from_dict(d) == fp
     assert Fingerprint.from_dict(fp.to_dict(sketch=False)).sketch is None
@@ -105,6 +128,33 @@ def test_dict_roundtrip_and_validation():
         Fingerprint.from_dict({**d, "q": [1.0]})
     with pytest.raises(FormatError, match="'count'"):
         Fingerprint.from_dict({**d, "count": 99})
+
+
+def _mix(x):
+    x ^= x >> 16
+    x = (x * 0x7FEB352D) & 0xFFFFFFFF
+    x ^= x >> 15
+    x = (x * 0x846CA68B) & 0xFFFFFFFF
+    return x ^ (x >> 16)
+
+
+def test_sketch_follows_the_documented_hash_and_order():
+    from gate.fingerprint import SKETCH_SEED
+
+    x = np.random.default_rng(6).standard_normal(70_003)
+    x[::7] = np.nan
+    sk = np.zeros(SKETCH_WIDTH)
+    for b0 in range(0, x.size, 65536):
+        blk = np.zeros(SKETCH_WIDTH)
+        for i in range(b0, min(b0 + 65536, x.size)):
+            if not math.isfinite(x[i]):
+                continue
+            g, j = i >> 3, i & 7
+            h = _mix((g & 0xFFFFFFFF) ^ _mix((g >> 32) ^ SKETCH_SEED))
+            bucket = 8 * (h >> 27) + (j ^ ((h >> 24) & 7))
+            blk[bucket] += -x[i] if (h >> (16 + j)) & 1 else x[i]
+        sk = sk + blk
+    assert _spec(x).sketch.tobytes() == sk.tobytes()
 
 
 def test_sketch_distance_estimates_l2():
