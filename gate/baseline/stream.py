@@ -95,6 +95,8 @@ class StreamReader:
         if b <= 0xBF:
             return "string", b & 0x1F
         kind, size = _FIXED[b]
+        if b == 0xC1:
+            raise Invalid(path, f"invalid msgpack byte 0xc1 at byte {pos:,}")
         if size is None:
             return kind, 0
         if pos + 1 + size > self.end:
@@ -112,13 +114,19 @@ class StreamReader:
             raise Invalid(path, f"{kind} declares {length:,} bytes but only {self.end - pos - 1 - size:,} follow")
         return kind, length
 
+    def _malformed(self, path: str, e: Exception) -> Invalid:
+        if isinstance(e, msgpack.StackError):
+            return Invalid(path, f"msgpack nesting too deep at byte {self.pos:,}")
+        detail = one_line(e) or type(e).__name__
+        return Invalid(path, f"malformed msgpack at byte {self.pos:,} ({detail})")
+
     def take(self, path: str) -> object:
         try:
             return self._up.unpack()
         except msgpack.OutOfData:
             raise self._truncated(path) from None
         except _MSGPACK_ERRORS as e:
-            raise Invalid(path, f"malformed msgpack at byte {self.pos:,} ({one_line(e)})") from None
+            raise self._malformed(path, e) from None
 
     def map_header(self, path: str) -> int:
         try:
@@ -126,7 +134,7 @@ class StreamReader:
         except msgpack.OutOfData:
             raise self._truncated(path) from None
         except _MSGPACK_ERRORS as e:
-            raise Invalid(path, f"malformed msgpack at byte {self.pos:,} ({one_line(e)})") from None
+            raise self._malformed(path, e) from None
 
     def array_header(self, path: str) -> int:
         try:
@@ -134,7 +142,7 @@ class StreamReader:
         except msgpack.OutOfData:
             raise self._truncated(path) from None
         except _MSGPACK_ERRORS as e:
-            raise Invalid(path, f"malformed msgpack at byte {self.pos:,} ({one_line(e)})") from None
+            raise self._malformed(path, e) from None
 
     def skip(self, path: str) -> None:
         try:
@@ -142,4 +150,4 @@ class StreamReader:
         except msgpack.OutOfData:
             raise self._truncated(path) from None
         except _MSGPACK_ERRORS as e:
-            raise Invalid(path, f"malformed msgpack at byte {self.pos:,} ({one_line(e)})") from None
+            raise self._malformed(path, e) from None
