@@ -58,16 +58,16 @@ def check_reader(data: bytes) -> None:
         message = str(e)
         assert message.startswith("baseline `fuzz.msgpack.zst`: ") and "\n" not in message and message.isascii()
         doc = None
-        event("refused: " + message.split(": ")[-1][:32])
     finally:
         elapsed = time.perf_counter() - start
         peak = tracemalloc.get_traced_memory()[1]
         tracemalloc.stop()
     assert elapsed < TIME_BOUND, f"{elapsed:.2f} s for {len(data):,} bytes"
     assert peak < PEAK_BOUND, f"peak {peak:,} bytes for {len(data):,} bytes of input"
-    if doc is not None:  # what the reader accepts, the writer writes back identically
+    if doc is None:
+        event("refused: " + message.split(": ")[-1][:32])
+    else:  # what the reader accepts, the writer writes back identically
         event("accepted")
-    if doc is not None:, the writer writes back identically
         data = encode_baseline(doc)
         assert encode_baseline(decode_baseline(data, "again", LIMITS)) == data
 
