@@ -18,7 +18,7 @@ import zstandard
 
 from gate.errors import FormatError
 
-from .atomic import atomic_write_bytes, baseline_lock
+from .atomic import atomic_write_bytes, baseline_lock, remove_stale_temps
 from .limits import DEFAULT_LIMITS, Limits
 from .schema import DOCUMENT, FORMAT, VERSION, check_document
 from .stream import Invalid, StreamReader, one_line, quote
@@ -197,4 +197,5 @@ def write_baseline(path: Path, doc: dict) -> None:
     """Validate, encode and atomically replace ``path`` while holding the baseline lock."""
     data = _encode(doc, f"`{path}`")
     with baseline_lock(path):
+        remove_stale_temps(path)  # left by killed writers; no writer can be running now
         atomic_write_bytes(path, data)

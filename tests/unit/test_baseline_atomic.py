@@ -14,7 +14,14 @@ from pathlib import Path
 
 import pytest
 
-from gate.baseline import atomic_write_bytes, atomic_write_text, baseline_lock, encode_baseline, read_baseline, write_baseline
+from gate.baseline import (
+    atomic_write_bytes,
+    atomic_write_text,
+    baseline_lock,
+    encode_baseline,
+    read_baseline,
+    write_baseline,
+)
 from gate.baseline.testing import make_document
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -70,7 +77,7 @@ WRITER = """
 def test_killed_writer_leaves_previous_baseline_intact(tmp_path):
     path = tmp_path / "big.msgpack.zst"
     blobs = [tmp_path.parent / f"{tmp_path.name}-blob{s}" for s in (1, 2)]
-    for s, blob in zip((1, 2), blobs):
+    for s, blob in zip((1, 2), blobs, strict=True):
         blob.write_bytes(encode_baseline(make_document(1500, sketch_width=1024, seed=s)))
     valid = {blob.read_bytes() for blob in blobs}
     assert min(len(b) for b in valid) > 10_000_000  # big enough for a kill to land mid-write
@@ -96,6 +103,10 @@ def test_killed_writer_leaves_previous_baseline_intact(tmp_path):
     for tmp in _temps(tmp_path):
         assert tmp.name.startswith(".big.msgpack.zst.") and not tmp.name.endswith(".msgpack.zst")
     assert [p.name for p in tmp_path.glob("*.msgpack.zst")] == ["big.msgpack.zst"]
+    # the next write_baseline, holding the lock, clears them
+    (tmp_path / ".other.msgpack.zst.abc.tmp").write_bytes(b"another file's temp")
+    write_baseline(path, make_document(2))
+    assert [p.name for p in _temps(tmp_path)] == [".other.msgpack.zst.abc.tmp"]
 
 
 CONCURRENT = """

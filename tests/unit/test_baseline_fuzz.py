@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import os
+import re
 import time
 import tracemalloc
 
@@ -49,6 +50,16 @@ fuzz_settings = settings(
 )
 
 
+STATS = {"inputs": 0, "max_seconds": 0.0, "max_peak": 0}
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _report_stats():
+    yield
+    print(f"\nfuzz: {STATS['inputs']:,} inputs, slowest {STATS['max_seconds'] * 1000:.1f} ms, "
+          f"highest tracemalloc peak {STATS['max_peak']:,} bytes (bound {PEAK_BOUND:,})")
+
+
 def check_reader(data: bytes) -> None:
     tracemalloc.start()  # only around the reader: hypothesis itself runs untraced (and fast)
     start = time.perf_counter()
@@ -64,8 +75,12 @@ def check_reader(data: bytes) -> None:
         tracemalloc.stop()
     assert elapsed < TIME_BOUND, f"{elapsed:.2f} s for {len(data):,} bytes"
     assert peak < PEAK_BOUND, f"peak {peak:,} bytes for {len(data):,} bytes of input"
+    STATS["inputs"] += 1
+    STATS["max_seconds"] = max(STATS["max_seconds"], elapsed)
+    STATS["max_peak"] = max(STATS["max_peak"], peak)
     if doc is None:
-        event("refused: " + message.split(": ")[-1][:32])
+        rule = message.split("`: ", 1)[1]
+        event("refused: " + re.sub(r"\d[\d,]*|\b[0-9a-f]{2}\b", "#", rule)[:48])
     else:  # what the reader accepts, the writer writes back identically
         event("accepted")
         data = encode_baseline(doc)

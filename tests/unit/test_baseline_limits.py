@@ -126,3 +126,27 @@ def test_writer_refuses_what_the_default_reader_would():
     doc = make_document(2, sketch_width=65_537)
     with pytest.raises(FormatError, match="baseline document for model 'tiny': meta.fingerprint.sketch_width: 65,537 exceeds"):
         encode_baseline(doc)
+
+
+def _frame_declaring(size: int) -> bytes:
+    """A zstd frame header declaring ``size`` bytes, followed by one raw 4-byte last block."""
+    import struct
+
+    return b"\x28\xb5\x2f\xfd" + bytes([0b1110_0000]) + struct.pack("<Q", size) + struct.pack("<I", (4 << 3) | 1)[:3] + b"abcd"
+
+
+def test_declared_size_over_the_cap_is_refused_before_any_allocation():
+    import tracemalloc
+
+    cap = 64 * 2**20
+    tracemalloc.start()
+    try:
+        with pytest.raises(FormatError, match=f"zstd frame declares {cap + 1:,} bytes \\(limit {cap:,}\\)"):
+            decode_baseline(_frame_declaring(cap + 1), "b", Limits(max_decompressed_size=cap))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 256 * 1024
+    # at the cap the frame is decompressed (and found short): the allocation stays within the cap
+    with pytest.raises(FormatError, match="truncated zstd frame|corrupt zstd frame"):
+        decode_baseline(_frame_declaring(cap), "b", Limits(max_decompressed_size=cap))
