@@ -80,9 +80,14 @@ class StreamReader:
     def _truncated(self, path: str) -> Invalid:
         return Invalid(path, f"msgpack data ends early (at byte {self.end:,})")
 
+    def byte(self) -> int:
+        """The next type byte, or -1 at the end (the fast paths' first look)."""
+        pos = self._up.tell()
+        return self.raw[pos] if pos < self.end else -1
+
     def peek(self, path: str) -> tuple[str, int]:
         """Kind of the next value and its declared length (0 for scalars), consuming nothing."""
-        pos = self.pos
+        pos = self._up.tell()
         if pos >= self.end:
             raise self._truncated(path)
         b = self.raw[pos]
