@@ -194,8 +194,10 @@ def read_baseline(path: Path, limits: Limits = DEFAULT_LIMITS) -> dict:
 
 
 def write_baseline(path: Path, doc: dict) -> None:
-    """Validate, encode and atomically replace ``path`` while holding the baseline lock."""
+    """Validate, encode and atomically replace ``path`` while holding the baseline lock
+    (the folder is created when missing)."""
     data = _encode(doc, f"`{path}`")
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
     with baseline_lock(path):
         remove_stale_temps(path)  # left by killed writers; no writer can be running now
         atomic_write_bytes(path, data)

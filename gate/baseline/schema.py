@@ -100,7 +100,11 @@ class Float(Node):
     def conform(self, v, path, limits):
         if isinstance(v, bool) or not isinstance(v, numbers.Real):
             raise Invalid(path, f"expected a float, got {type(v).__name__}")
-        return self.check(float(v), path)
+        try:
+            f = float(v)
+        except OverflowError:
+            raise Invalid(path, f"{v!r} does not fit a float64") from None
+        return self.check(f, path)
 
 
 class Str(Node):
@@ -130,6 +134,8 @@ class Str(Node):
         if 0xA0 <= b <= 0xBF and (b & 0x1F) <= 4 * n:  # short string: the common case
             return self.check(r.take(path), path, limits)
         nbytes = _expect(r, path, "string", "a string")
+        if self.choices and nbytes > 4 * n:
+            raise Invalid(path, f"string of {nbytes:,} bytes is not one of {', '.join(map(repr, self.choices))}")
         if nbytes > 4 * n:  # UTF-8 takes at most 4 bytes a character
             raise Invalid(path, f"string of {nbytes:,} bytes exceeds the limit {n:,} characters")
         return self.check(r.take(path), path, limits)

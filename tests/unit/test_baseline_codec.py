@@ -169,6 +169,8 @@ def test_every_nan_is_written_with_one_bit_pattern():
     (lambda d: d["layers"][0].update(name="\ud800"), "lone surrogate"),
     (lambda d: d.update(version=2), "version: 2 exceeds the maximum 1"),
     (lambda d: d["providers"].update({1: {}}), "providers key: expected a string, got int"),
+    (lambda d: d["layers"][0]["fp"].update(max=10**400), "layers[0].fp.max: 1000"),
+    (lambda d: d["reference"].update(device="cuda:0" * 10), "reference.device: 'cuda:0cuda:0"),
 ])
 def test_encode_refuses_invalid_documents(mutate, fragment):
     doc = make_document(3)
@@ -187,6 +189,12 @@ def test_read_and_write(tmp_path):
     assert path.read_bytes() == encode_baseline(doc)
     assert [p.name for p in tmp_path.iterdir()] == ["tiny.msgpack.zst"]  # no temp or lock files
     assert (path.stat().st_mode & 0o777) == 0o644
+
+
+def test_write_creates_the_baseline_folder(tmp_path):
+    path = tmp_path / "baselines" / "tiny.msgpack.zst"
+    write_baseline(path, make_document(1))
+    assert read_baseline(path)["model"] == "tiny"
 
 
 def test_write_refuses_invalid_document_and_leaves_old_file(tmp_path):
