@@ -4,7 +4,7 @@
 (``.<name>.<random>.tmp``), fsyncs it, ``os.replace``s it over the target and fsyncs the
 folder: readers see the old file or the new one, never a mix. A writer killed mid-way
 leaves its temp file behind; such names never match ``*.msgpack.zst`` and readers ignore
-them.
+them, and ``write_baseline`` deletes those of its target while it holds the lock.
 
 ``baseline_lock(path)`` takes ``flock`` on the baseline's folder (no lock files to litter
 the repository); hold it around read-modify-write so concurrent updates do not lose each
@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import glob
 import os
 import tempfile
 import threading
@@ -55,6 +56,20 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes, *, mode: int = 0o64
             os.unlink(tmp)
         raise
     _fsync_dir(directory)
+
+
+def remove_stale_temps(path: str | os.PathLike) -> int:
+    """Delete temp files that killed writers of ``path`` left behind; returns how many.
+
+    Only safe while no writer of ``path`` can be running: call it under ``baseline_lock``.
+    """
+    path = Path(path)
+    removed = 0
+    for tmp in path.parent.glob(glob.escape(f".{path.name}.") + "*" + TEMP_SUFFIX):
+        with contextlib.suppress(FileNotFoundError):
+            tmp.unlink()
+            removed += 1
+    return removed
 
 
 def atomic_write_text(path: str | os.PathLike, text: str, *, mode: int = 0o644) -> None:

@@ -18,8 +18,8 @@ import zstandard
 
 from gate.errors import FormatError
 
-from .atomic import atomic_write_bytes, baseline_lock
-from .limits import Limits
+from .atomic import atomic_write_bytes, baseline_lock, remove_stale_temps
+from .limits import DEFAULT_LIMITS, Limits
 from .schema import DOCUMENT, FORMAT, VERSION, check_document
 from .stream import Invalid, StreamReader, one_line, quote
 
@@ -81,17 +81,24 @@ def _check_version(raw: bytes, limits: Limits) -> None:
         raise Invalid("", f"top level is {kind}, expected a map")
     found: dict[str, object] = {}
     for _ in range(r.map_header("")):
+        if len(found) == 2:  # writers put both first; the full parse checks the rest
+            break
         kind, nbytes = r.peek("")
         if kind != "string":
             raise Invalid("", f"map key is {kind}, expected a string")
-        key = r.take("") if nbytes <= 64 else None
+        if nbytes <= 64:
+            key = r.take("")
+        else:  # longer than any key we look for
+            key = None
+            r.skip("")
         if key in ("format", "version") and key not in found:
             vkind, vlen = r.peek(key)
             if (vkind == "string" and vlen <= 256) or vkind == "integer":
                 found[key] = r.take(key)
                 continue
             found[key] = f"<{vkind}>"
-        r.skip("")
+        r.peek(key or "")  # declared sizes checked even for values we skip
+        r.skip(key or "")
     fmt = found.get("format")
     if fmt is None:
         raise Invalid("", "missing key 'format' (not a parity-gate baseline)")
@@ -101,7 +108,8 @@ def _check_version(raw: bytes, limits: Limits) -> None:
     if version is None:
         raise Invalid("", "missing key 'version'")
     if not isinstance(version, int):
-        raise Invalid("version", f"expected an integer, got {version}")
+        got = f"string {quote(version)}" if isinstance(version, str) else str(version)
+        raise Invalid("version", f"expected an integer, got {got}")
     if version > VERSION:
         raise Invalid("", f"written by a newer parity-gate (format version {version:,}); {_UPGRADE}")
     if version < VERSION:
@@ -113,11 +121,11 @@ def _parse(raw: bytes, limits: Limits) -> dict:
     r = StreamReader(raw, limits)
     doc = DOCUMENT.read(r, "", limits)
     if r.pos != len(raw):
-        raise Invalid("", f"trailing data after the msgpack map ({len(raw) - r.pos:,} bytes)")
+        raise Invalid("", f"trailing data after the msgpack map ({len(raw) - r.pos:,} more bytes)")
     return check_document(doc)
 
 
-def decode_baseline(data: bytes, source: str, limits: Limits = Limits()) -> dict:
+def decode_baseline(data: bytes, source: str, limits: Limits = DEFAULT_LIMITS) -> dict:
     """The document in ``data``; FormatError naming ``source`` for anything wrong."""
     try:
         return _parse(_decompress(bytes(data), limits), limits)
@@ -126,7 +134,7 @@ def decode_baseline(data: bytes, source: str, limits: Limits = Limits()) -> dict
 
 
 def _encode(doc: dict, source: str) -> bytes:
-    limits = Limits()  # never write what the default reader would refuse
+    limits = DEFAULT_LIMITS  # never write what the default reader would refuse
     try:
         canonical = check_document(DOCUMENT.conform(doc, "", limits))
         payload = msgpack.packb(canonical, use_bin_type=True, use_single_float=False, strict_types=True)
@@ -152,7 +160,7 @@ def encode_baseline(doc: dict) -> bytes:
     return _encode(doc, _doc_source(doc))
 
 
-def read_baseline(path: Path, limits: Limits = Limits()) -> dict:
+def read_baseline(path: Path, limits: Limits = DEFAULT_LIMITS) -> dict:
     """Read and validate one baseline file. FileNotFoundError passes through untouched."""
     source = str(path)
     flags = os.O_RDONLY | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
@@ -186,7 +194,10 @@ def read_baseline(path: Path, limits: Limits = Limits()) -> dict:
 
 
 def write_baseline(path: Path, doc: dict) -> None:
-    """Validate, encode and atomically replace ``path`` while holding the baseline lock."""
+    """Validate, encode and atomically replace ``path`` while holding the baseline lock
+    (the folder is created when missing)."""
     data = _encode(doc, f"`{path}`")
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
     with baseline_lock(path):
+        remove_stale_temps(path)  # left by killed writers; no writer can be running now
         atomic_write_bytes(path, data)

@@ -41,3 +41,6 @@ class Limits:
     @property
     def max_sketch_bytes(self) -> int:
         return self.max_sketch_width * 8
+
+
+DEFAULT_LIMITS = Limits()

@@ -65,7 +65,9 @@ class Int(Node):
         return v
 
     def read(self, r, path, limits):
-        _expect(r, path, "integer", "an integer")
+        b = r.byte()
+        if not (0 <= b <= 0x7F or b >= 0xE0 or 0xCC <= b <= 0xD3):  # fixints, uint8..64, int8..64
+            _expect(r, path, "integer", "an integer")
         return self.check(r.take(path), path, limits)
 
     def conform(self, v, path, limits):
@@ -90,21 +92,26 @@ class Float(Node):
         return v
 
     def read(self, r, path, limits):
-        kind, _ = r.peek(path)
-        if kind != "float64":
+        if r.byte() != 0xCB:
+            kind, _ = r.peek(path)
             raise Invalid(path, f"expected a float64, got {kind}")
         return self.check(r.take(path), path)
 
     def conform(self, v, path, limits):
         if isinstance(v, bool) or not isinstance(v, numbers.Real):
             raise Invalid(path, f"expected a float, got {type(v).__name__}")
-        return self.check(float(v), path)
+        try:
+            f = float(v)
+        except OverflowError:
+            raise Invalid(path, f"{v!r} does not fit a float64") from None
+        return self.check(f, path)
 
 
 class Str(Node):
     def __init__(self, max_len: int | str, *, pattern: re.Pattern | None = None,
                  choices: tuple[str, ...] | None = None, rule: str = "", min_len: int = 1) -> None:
         self.max_len, self.pattern, self.choices, self.rule, self.min_len = max_len, pattern, choices, rule, min_len
+        self._longest_choice = max(map(len, choices)) if choices else 0
 
     def check(self, v: str, path: str, limits: Limits) -> str:
         if self.choices is not None:
@@ -122,8 +129,13 @@ class Str(Node):
         return v
 
     def read(self, r, path, limits):
+        n = self._longest_choice if self.choices else _limit(limits, self.max_len)
+        b = r.byte()
+        if 0xA0 <= b <= 0xBF and (b & 0x1F) <= 4 * n:  # short string: the common case
+            return self.check(r.take(path), path, limits)
         nbytes = _expect(r, path, "string", "a string")
-        n = max(len(c) for c in self.choices) if self.choices else _limit(limits, self.max_len)
+        if self.choices and nbytes > 4 * n:
+            raise Invalid(path, f"string of {nbytes:,} bytes is not one of {', '.join(map(repr, self.choices))}")
         if nbytes > 4 * n:  # UTF-8 takes at most 4 bytes a character
             raise Invalid(path, f"string of {nbytes:,} bytes exceeds the limit {n:,} characters")
         return self.check(r.take(path), path, limits)
@@ -194,9 +206,6 @@ class Array(Node):
         return [self.item.conform(x, f"{path}[{i}]", limits) for i, x in enumerate(v)]
 
 
-_RECORD_KEY = Str(256)
-
-
 class Record(Node):
     """A map with fixed keys: unknown, duplicate and missing keys are errors."""
 
@@ -213,14 +222,16 @@ class Record(Node):
         _expect(r, path, "map", "a map")
         n = r.map_header(path)
         got: dict[str, object] = {}
+        fields = self.fields
         for _ in range(n):
-            kind, nbytes = r.peek(path)
-            if kind != "string":
-                raise Invalid(path, f"map key is {kind}, expected a string")
-            if nbytes > 256:
-                raise Invalid(path, f"unknown key of {nbytes:,} bytes")
-            k = _RECORD_KEY.read(r, path, limits)
-            node = self.fields.get(k)
+            if not 0xA0 <= r.byte() <= 0xBF:  # not a short string: check before reading
+                kind, nbytes = r.peek(path)
+                if kind != "string":
+                    raise Invalid(path, f"map key is {kind}, expected a string")
+                if nbytes > 256:
+                    raise Invalid(path, f"unknown key of {nbytes:,} bytes")
+            k = r.take(path)
+            node = fields.get(k)
             if node is None:
                 raise Invalid(path, f"unknown key {quote(k)}")
             if k in got:

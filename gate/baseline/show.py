@@ -16,7 +16,7 @@ from pathlib import Path
 from gate.errors import FormatError
 
 from .codec import read_baseline
-from .limits import Limits
+from .limits import DEFAULT_LIMITS, Limits
 
 _PLAIN = re.compile(r"[!#-~]+\Z")  # printable ASCII without space or '"'
 
@@ -85,7 +85,7 @@ def render_text(doc: dict) -> str:
     return "\n".join(out) + "\n"
 
 
-def render_file(path: str | Path, limits: Limits = Limits()) -> str:
+def render_file(path: str | Path, limits: Limits = DEFAULT_LIMITS) -> str:
     """``render_text`` of the baseline at ``path`` (FormatError / FileNotFoundError as read_baseline)."""
     return render_text(read_baseline(Path(path), limits))
 

@@ -80,9 +80,14 @@ class StreamReader:
     def _truncated(self, path: str) -> Invalid:
         return Invalid(path, f"msgpack data ends early (at byte {self.end:,})")
 
+    def byte(self) -> int:
+        """The next type byte, or -1 at the end (the fast paths' first look)."""
+        pos = self._up.tell()
+        return self.raw[pos] if pos < self.end else -1
+
     def peek(self, path: str) -> tuple[str, int]:
         """Kind of the next value and its declared length (0 for scalars), consuming nothing."""
-        pos = self.pos
+        pos = self._up.tell()
         if pos >= self.end:
             raise self._truncated(path)
         b = self.raw[pos]
@@ -95,6 +100,8 @@ class StreamReader:
         if b <= 0xBF:
             return "string", b & 0x1F
         kind, size = _FIXED[b]
+        if b == 0xC1:
+            raise Invalid(path, f"invalid msgpack byte 0xc1 at byte {pos:,}")
         if size is None:
             return kind, 0
         if pos + 1 + size > self.end:
@@ -112,13 +119,19 @@ class StreamReader:
             raise Invalid(path, f"{kind} declares {length:,} bytes but only {self.end - pos - 1 - size:,} follow")
         return kind, length
 
+    def _malformed(self, path: str, e: Exception) -> Invalid:
+        if isinstance(e, msgpack.StackError):
+            return Invalid(path, f"msgpack nesting too deep at byte {self.pos:,}")
+        detail = one_line(e) or type(e).__name__
+        return Invalid(path, f"malformed msgpack at byte {self.pos:,} ({detail})")
+
     def take(self, path: str) -> object:
         try:
             return self._up.unpack()
         except msgpack.OutOfData:
             raise self._truncated(path) from None
         except _MSGPACK_ERRORS as e:
-            raise Invalid(path, f"malformed msgpack at byte {self.pos:,} ({one_line(e)})") from None
+            raise self._malformed(path, e) from None
 
     def map_header(self, path: str) -> int:
         try:
@@ -126,7 +139,7 @@ class StreamReader:
         except msgpack.OutOfData:
             raise self._truncated(path) from None
         except _MSGPACK_ERRORS as e:
-            raise Invalid(path, f"malformed msgpack at byte {self.pos:,} ({one_line(e)})") from None
+            raise self._malformed(path, e) from None
 
     def array_header(self, path: str) -> int:
         try:
@@ -134,7 +147,7 @@ class StreamReader:
         except msgpack.OutOfData:
             raise self._truncated(path) from None
         except _MSGPACK_ERRORS as e:
-            raise Invalid(path, f"malformed msgpack at byte {self.pos:,} ({one_line(e)})") from None
+            raise self._malformed(path, e) from None
 
     def skip(self, path: str) -> None:
         try:
@@ -142,4 +155,4 @@ class StreamReader:
         except msgpack.OutOfData:
             raise self._truncated(path) from None
         except _MSGPACK_ERRORS as e:
-            raise Invalid(path, f"malformed msgpack at byte {self.pos:,} ({one_line(e)})") from None
+            raise self._malformed(path, e) from None

@@ -1,0 +1,236 @@
+"""Round trips, deterministic bytes (golden file), canonical order, and reading real files."""
+
+from __future__ import annotations
+
+import copy
+import math
+import os
+import random
+import struct
+from pathlib import Path
+
+import msgpack
+import numpy as np
+import pytest
+import zstandard
+
+from gate.baseline import FORMAT, VERSION, decode_baseline, encode_baseline, read_baseline, write_baseline
+from gate.baseline.testing import make_document
+from gate.errors import FormatError
+
+GOLDEN = Path(__file__).resolve().parents[1] / "data" / "good" / "golden-v1.msgpack.zst"
+
+
+def golden_document() -> dict:
+    """Written out by hand so the golden bytes do not depend on any helper."""
+    fp = {"shape": [2, 2], "dtype": "float64", "count": 4, "nan": 1, "posinf": 0, "neginf": 1, "zero": 1,
+          "min": -0.0, "max": 1.5, "sum": 1.5, "sumsq": 2.25, "sumabs": 1.5, "q": [-0.0, 0.0, 1.5],
+          "sketch": struct.pack("<2d", 1.0, -0.5)}
+    run_fp = {k: v for k, v in fp.items() if k != "sketch"} | {"dtype": "float32", "max": 1.5000001}
+    return {
+        "format": "parity-gate/baseline", "version": 1, "model": "golden",
+        "meta": {"parity_gate": "0.1.0", "torch": "2.14.1", "onnx": "1.23.0", "onnxruntime": "1.31.1",
+                 "onnxscript": None, "exporter": "torchscript", "export_fallback": "dynamo export failed",
+                 "opset": 17, "inputs_digest": "0" * 64, "weights_digest": "1" * 64, "graph_digest": "a" * 64,
+                 "machine": {"platform": "linux-x86_64", "cpu": "x86_64", "python": "3.11.7"},
+                 "fingerprint": {"sketch_width": 2, "sketch_seed": 2**64 - 1, "quantiles": [0.0, 0.5, 1.0]}},
+        "reference": {"device": "cpu", "dtype": "float64"},
+        "layers": [{"name": "conv", "type": "Conv2d", "fp": fp},
+                   {"name": "(model)", "type": "Net", "fp": fp | {"min": float("nan"), "max": float("nan")}}],
+        "providers": {
+            "CPUExecutionProvider": {"cpu": {"precision": "float32", "layers": {
+                "conv": {"status": "ok", "err": 1e-7, "fp": run_fp},
+                "(model)": {"status": "folded", "err": None, "fp": None}}}},
+        },
+    }
+
+
+def test_golden_bytes():
+    data = encode_baseline(golden_document())
+    if os.environ.get("PARITY_GATE_REGEN_GOLDEN") == "1":
+        GOLDEN.write_bytes(data)
+    golden = GOLDEN.read_bytes()
+    payload = zstandard.ZstdDecompressor().decompress(data)
+    assert payload == zstandard.ZstdDecompressor().decompress(golden), "msgpack payload changed: format change?"
+    assert data == golden, f"same payload, other zstd bytes: libzstd {zstandard.ZSTD_VERSION} compresses differently"
+    assert _nan_safe(decode_baseline(golden, "golden")) == _nan_safe(golden_document())
+
+
+def _nan_safe(doc):
+    """Replace NaN by a marker so == can compare documents."""
+    if isinstance(doc, dict):
+        return {k: _nan_safe(v) for k, v in doc.items()}
+    if isinstance(doc, list):
+        return [_nan_safe(v) for v in doc]
+    if isinstance(doc, float) and math.isnan(doc):
+        return "NaN"
+    return doc
+
+
+def test_decode_equals_input_nan_aware():
+    doc = golden_document()
+    assert _nan_safe(decode_baseline(encode_baseline(doc), "x")) == _nan_safe(doc)
+
+
+@pytest.mark.parametrize("kw", [
+    {}, {"n_layers": 0, "providers": ()}, {"n_layers": 1}, {"folded": ["layer1"], "n_layers": 4},
+    {"providers": {"CUDAExecutionProvider": {"sm90": "float16", "sm80": "bfloat16"}, "CPUExecutionProvider": {"cpu": "float32"}}},
+    {"shape": ()}, {"shape": (0, 3)}, {"sketch_width": 1}, {"quantiles": (0.5,)},
+])
+def test_round_trip(kw):
+    doc = make_document(**kw)
+    data = encode_baseline(doc)
+    back = decode_baseline(data, "x")
+    assert back == doc
+    assert encode_baseline(back) == data
+
+
+def test_frame_records_content_size_and_checksum_and_uses_level_10_bytes():
+    data = encode_baseline(make_document())
+    params = zstandard.get_frame_parameters(data)
+    payload = zstandard.ZstdDecompressor().decompress(data)
+    assert params.content_size == len(payload)
+    assert params.has_checksum and params.dict_id == 0
+    top = msgpack.unpackb(payload)
+    assert list(top)[:2] == ["format", "version"] and top["format"] == FORMAT and top["version"] == VERSION
+
+
+def _shuffled(obj, rng):
+    if isinstance(obj, dict):
+        items = list(obj.items())
+        rng.shuffle(items)
+        return {k: _shuffled(v, rng) for k, v in items}
+    if isinstance(obj, list):
+        return [_shuffled(v, rng) for v in obj]
+    return obj
+
+
+def test_bytes_do_not_depend_on_insertion_order():
+    doc = make_document(6, providers={"B": {"y": "float16", "x": "float32"}, "A": {"cpu": "float32"}})
+    data = encode_baseline(doc)
+    rng = random.Random(1)
+    for _ in range(5):
+        assert encode_baseline(_shuffled(doc, rng)) == data
+    back = decode_baseline(data, "x")
+    names = [layer["name"] for layer in doc["layers"]]
+    assert list(back["providers"]) == ["A", "B"]
+    assert list(back["providers"]["B"]) == ["x", "y"]
+    for classes in back["providers"].values():
+        for entry in classes.values():
+            assert list(entry["layers"]) == names  # the order of "layers", not sorted
+
+
+def test_layers_list_order_is_kept():
+    doc = make_document(4)
+    doc["layers"].reverse()
+    back = decode_baseline(encode_baseline(doc), "x")
+    assert [x["name"] for x in back["layers"]] == [x["name"] for x in doc["layers"]]
+    assert list(back["providers"]["CPUExecutionProvider"]["cpu"]["layers"]) == [x["name"] for x in doc["layers"]]
+
+
+def test_numbers_are_normalized_to_plain_int_and_float64():
+    doc = make_document(2)
+    data = encode_baseline(doc)
+    odd = copy.deepcopy(doc)
+    fp = odd["layers"][0]["fp"]
+    fp["shape"] = tuple(np.int64(d) for d in fp["shape"])
+    fp["count"] = np.int32(fp["count"])
+    fp["min"] = np.float64(fp["min"])
+    fp["q"] = tuple(fp["q"])
+    fp["sketch"] = bytearray(fp["sketch"])
+    assert encode_baseline(odd) == data
+    # an int where a float belongs is written as float64; a float32 value is widened
+    odd["providers"]["CPUExecutionProvider"]["cpu"]["layers"]["layer0"]["err"] = 0
+    back = decode_baseline(encode_baseline(odd), "x")
+    err = back["providers"]["CPUExecutionProvider"]["cpu"]["layers"]["layer0"]["err"]
+    assert err == 0.0 and isinstance(err, float)
+    odd["layers"][0]["fp"]["max"] = np.float32(0.1)
+    assert decode_baseline(encode_baseline(odd), "x")["layers"][0]["fp"]["max"] == float(np.float32(0.1))
+
+
+def test_every_nan_is_written_with_one_bit_pattern():
+    doc = make_document(1)
+    doc["layers"][0]["fp"]["min"] = float("nan")
+    data = encode_baseline(doc)
+    for bits in (0x7FF8000000000001, 0xFFF8000000000000, 0x7FF0000000000001):
+        doc["layers"][0]["fp"]["min"] = struct.unpack("<d", struct.pack("<Q", bits))[0]
+        assert encode_baseline(doc) == data
+    doc["layers"][0]["fp"]["min"] = np.float32("nan")
+    assert encode_baseline(doc) == data
+
+
+@pytest.mark.parametrize(("mutate", "fragment"), [
+    (lambda d: d.pop("meta"), "missing key 'meta'"),
+    (lambda d: d.update(extra=1), "unknown key 'extra'"),
+    (lambda d: d["layers"][0]["fp"].update(sketch=b"123"), "layers[0].fp.sketch: is 3 bytes, expected sketch_width * 8 = 64"),
+    (lambda d: d["layers"][0].update(name="(model)"), "duplicate layer name '(model)'"),
+    (lambda d: d["layers"][0]["fp"].update(count=True), "layers[0].fp.count: expected an integer, got bool"),
+    (lambda d: d["layers"][0]["fp"].update(min="1"), "layers[0].fp.min: expected a float, got str"),
+    (lambda d: d["layers"][0].update(name="\ud800"), "lone surrogate"),
+    (lambda d: d.update(version=2), "version: 2 exceeds the maximum 1"),
+    (lambda d: d["providers"].update({1: {}}), "providers key: expected a string, got int"),
+    (lambda d: d["layers"][0]["fp"].update(max=10**400), "layers[0].fp.max: 1000"),
+    (lambda d: d["reference"].update(device="cuda:0" * 10), "reference.device: 'cuda:0cuda:0"),
+])
+def test_encode_refuses_invalid_documents(mutate, fragment):
+    doc = make_document(3)
+    mutate(doc)
+    with pytest.raises(FormatError) as info:
+        encode_baseline(doc)
+    assert str(info.value).startswith("baseline document for model 'tiny': ")
+    assert fragment in str(info.value)
+
+
+def test_read_and_write(tmp_path):
+    path = tmp_path / "tiny.msgpack.zst"
+    doc = make_document(3)
+    write_baseline(path, doc)
+    assert read_baseline(path) == doc
+    assert path.read_bytes() == encode_baseline(doc)
+    assert [p.name for p in tmp_path.iterdir()] == ["tiny.msgpack.zst"]  # no temp or lock files
+    assert (path.stat().st_mode & 0o777) == 0o644
+
+
+def test_write_creates_the_baseline_folder(tmp_path):
+    path = tmp_path / "baselines" / "tiny.msgpack.zst"
+    write_baseline(path, make_document(1))
+    assert read_baseline(path)["model"] == "tiny"
+
+
+def test_write_refuses_invalid_document_and_leaves_old_file(tmp_path):
+    path = tmp_path / "tiny.msgpack.zst"
+    write_baseline(path, make_document(2))
+    before = path.read_bytes()
+    bad = make_document(2)
+    del bad["layers"][0]["fp"]
+    with pytest.raises(FormatError, match=f"baseline `{path}`: layers\\[0\\]: missing key 'fp'"):
+        write_baseline(path, bad)
+    assert path.read_bytes() == before
+    assert [p.name for p in tmp_path.iterdir()] == ["tiny.msgpack.zst"]
+
+
+def test_missing_file_is_file_not_found(tmp_path):
+    with pytest.raises(FileNotFoundError):
+        read_baseline(tmp_path / "none.msgpack.zst")
+
+
+def test_directory_symlink_and_fifo_are_format_errors(tmp_path):
+    (tmp_path / "dir.msgpack.zst").mkdir()
+    with pytest.raises(FormatError, match="dir.msgpack.zst`: not a regular file"):
+        read_baseline(tmp_path / "dir.msgpack.zst")
+    real = tmp_path / "real.msgpack.zst"
+    write_baseline(real, make_document(1))
+    (tmp_path / "link.msgpack.zst").symlink_to(real)
+    with pytest.raises(FormatError, match="link.msgpack.zst`: is a symbolic link"):
+        read_baseline(tmp_path / "link.msgpack.zst")
+    os.mkfifo(tmp_path / "fifo.msgpack.zst")
+    with pytest.raises(FormatError, match="fifo.msgpack.zst`: not a regular file"):  # and does not hang
+        read_baseline(tmp_path / "fifo.msgpack.zst")
+
+
+def test_version_message_wins_over_schema_errors():
+    """A newer file with a different layout still gets the upgrade message."""
+    payload = msgpack.packb({"layers": "whatever", "version": 2, "format": FORMAT, "new_key": [1, 2]})
+    data = zstandard.ZstdCompressor(level=10).compress(payload)
+    with pytest.raises(FormatError, match="written by a newer parity-gate \\(format version 2\\); upgrade with"):
+        decode_baseline(data, "x")

@@ -1,0 +1,95 @@
+"""The text form of a baseline: stable, one layer per line, and usable as a git textconv driver."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from gate.baseline import encode_baseline, write_baseline
+from gate.baseline.show import main, render_file, render_text
+from gate.baseline.testing import make_document
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_render_is_deterministic_and_has_one_line_per_layer(tmp_path):
+    doc = make_document(5, providers={"CPUExecutionProvider": {"cpu": "float32"}, "CUDAExecutionProvider": {"sm90": "float16"}},
+                        folded=["layer2"])
+    text = render_text(doc)
+    reordered = dict(doc, providers=dict(reversed(list(doc["providers"].items()))))
+    assert text == render_text(reordered)
+    lines = text.splitlines()
+    assert [ln.split()[1] for ln in lines if ln.startswith("layer ")] == [x["name"] for x in doc["layers"]]
+    assert sum(ln.startswith("provider-layer CPUExecutionProvider cpu ") for ln in lines) == 5
+    assert "provider-layer CUDAExecutionProvider sm90 layer2 status=folded err=- -" in lines
+    path = tmp_path / "m.msgpack.zst"
+    write_baseline(path, doc)
+    assert render_file(path) == text
+    assert str(tmp_path) not in text  # no paths, no timestamps: the text is a function of the document
+
+
+def test_layer_line_has_key_stats():
+    doc = make_document(2)
+    line = next(ln for ln in render_text(doc).splitlines() if ln.startswith("layer layer0 "))
+    fp = doc["layers"][0]["fp"]
+    for token in ("type=Linear", "float64[2x3]", f"min={fp['min']!r}", f"max={fp['max']!r}", "mean=", "std=", "l2=",
+                  "nan=0", "posinf=0", "neginf=0", "zero=0", "q=", "sketch="):
+        assert token in line
+
+
+def test_hostile_names_stay_on_one_line():
+    doc = make_document(2)
+    doc["layers"][0]["name"] = "evil\nlayer (model) \x1b[2J"
+    doc["providers"] = {}
+    text = render_text(doc)
+    assert len(text.splitlines()) == len(render_text(make_document(2, providers=())).splitlines())
+    assert '"evil\\nlayer (model) \\x1b[2J"' in text
+    assert "\x1b" not in text
+
+
+def test_main_prints_and_reports_errors(tmp_path, capsys):
+    path = tmp_path / "m.msgpack.zst"
+    write_baseline(path, make_document(2))
+    assert main([str(path)]) == 0
+    assert capsys.readouterr().out == render_file(path)
+    bad = tmp_path / "bad.msgpack.zst"
+    bad.write_bytes(b"junk")
+    assert main([str(bad)]) == 2
+    assert "error: baseline `" in capsys.readouterr().err
+    assert main(["--textconv", str(bad)]) == 0
+    assert capsys.readouterr().out.startswith("invalid baseline: baseline `")
+    assert main([]) == 2
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+def test_git_textconv_diff_shows_the_changed_layer(tmp_path):
+    env = dict(os.environ, PYTHONPATH=str(ROOT), GIT_CONFIG_GLOBAL=os.devnull, GIT_CONFIG_SYSTEM=os.devnull,
+               GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@t", GIT_COMMITTER_NAME="t", GIT_COMMITTER_EMAIL="t@t")
+
+    def git(*args: str) -> str:
+        return subprocess.run(["git", *args], cwd=tmp_path, env=env, check=True, capture_output=True, text=True).stdout
+
+    git("init", "-q")
+    (tmp_path / ".gitattributes").write_text("*.msgpack.zst diff=parity-gate\n")
+    git("config", "diff.parity-gate.textconv", f"{sys.executable} -m gate.baseline.show")
+    (tmp_path / "baselines").mkdir()
+    path = tmp_path / "baselines" / "tiny.msgpack.zst"
+    doc = make_document(6)
+    write_baseline(path, doc)
+    git("add", ".")
+    git("commit", "-qm", "baseline")
+    doc["layers"][3]["fp"]["max"] += 0.25
+    write_baseline(path, doc)
+    git("commit", "-qam", "moved")
+    diff = git("diff", "HEAD~1")
+    changed = [ln for ln in diff.splitlines() if ln[:1] in "+-" and not ln.startswith(("+++", "---"))]
+    assert len(changed) == 2, diff
+    assert changed[0].startswith("-layer layer3 ") and changed[1].startswith("+layer layer3 ")
+    assert f"max={doc['layers'][3]['fp']['max']!r}" in changed[1]
+    assert "Binary files" not in diff
+    assert path.read_bytes() == encode_baseline(doc)
