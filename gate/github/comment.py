@@ -1,0 +1,64 @@
+"""One comment per pull request and config: found by a hidden marker, updated in place.
+
+The marker's first line is ``<!-- parity-gate:comment id=<id> -->``; a second hidden line
+carries a digest of the report so ``--when on-change`` can leave an unchanged comment alone.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from gate.github.client import GitHubClient
+
+WHEN = ("auto", "always", "on-change", "never")
+_ID_SAFE = re.compile(r"[^A-Za-z0-9._/+-]")
+
+
+def comment_id(raw: str | None) -> str:
+    """A marker-safe id (a config path like `models/vision.toml` stays readable)."""
+    cleaned = _ID_SAFE.sub("_", (raw or "").strip()).strip("_")
+    return cleaned[:100] or "default"
+
+
+def marker(cid: str) -> str:
+    return f"<!-- parity-gate:comment id={comment_id(cid)} -->"
+
+
+def digest_line(digest: str) -> str:
+    return f"<!-- parity-gate:digest {digest} -->"
+
+
+@dataclass(frozen=True)
+class CommentResult:
+    action: str  # created | updated | unchanged | skipped
+    id: int | None = None
+    url: str | None = None
+    reason: str = ""
+
+
+def find_comment(client: GitHubClient, repo: str, number: int, mark: str) -> dict | None:
+    """The oldest comment whose body starts with the marker line (all pages are searched)."""
+    for c in client.paginate(f"/repos/{repo}/issues/{number}/comments"):
+        body = c.get("body") or ""
+        if body.startswith(mark) or f"\n{mark}\n" in body:
+            return c
+    return None
+
+
+def upsert_comment(
+    client: GitHubClient, repo: str, number: int, body: str, mark: str, *, when: str, wants_attention: bool, digest: str
+) -> CommentResult:
+    """Create, update or leave the comment, following ``when`` (see WHEN and the README)."""
+    if when == "never":
+        return CommentResult("skipped", reason="--when never")
+    existing = find_comment(client, repo, number, mark)
+    if existing is None:
+        if when == "auto" and not wants_attention:
+            return CommentResult("skipped", reason="passed and no earlier comment to update (--when auto)")
+        made = client.post(f"/repos/{repo}/issues/{number}/comments", {"body": body})
+        return CommentResult("created", made.get("id"), made.get("html_url"))
+    if when == "on-change" and digest_line(digest) in (existing.get("body") or ""):
+        return CommentResult("unchanged", existing.get("id"), existing.get("html_url"), "report unchanged (--when on-change)")
+    updated = client.patch(f"/repos/{repo}/issues/comments/{existing['id']}", {"body": body})
+    return CommentResult("updated", updated.get("id", existing["id"]), updated.get("html_url", existing.get("html_url")))
