@@ -59,7 +59,7 @@ def publish(
     mark = marker(settings.comment_id)
     body = render_markdown(report, marker=f"{mark}\n{digest_line(digest)}", links=links, limit=COMMENT_LIMIT)
 
-    summary_written = append_summary(env.summary_path, render_markdown(report, links=links, limit=SUMMARY_LIMIT))
+    summary_written = append_summary(env.summary_path, render_markdown(report, links=links, limit=SUMMARY_LIMIT, summary=True))
     md_path = write_file(settings.markdown_path, body) if settings.markdown_path else ""
 
     result = _comment(report, settings, env, make_client, body, mark, digest)

@@ -54,16 +54,24 @@ _LADDER = (
 
 
 def render_markdown(
-    report: dict[str, Any], *, marker: str = "", links: Links | None = None, limit: int = COMMENT_LIMIT
+    report: dict[str, Any],
+    *,
+    marker: str = "",
+    links: Links | None = None,
+    limit: int = COMMENT_LIMIT,
+    summary: bool = False,
 ) -> str:
-    """The whole Markdown document for ``report``, at most ``limit`` characters."""
+    """The whole Markdown document for ``report``, at most ``limit`` characters.
+
+    ``summary=True`` renders for the job summary: a shortened one points at the artifact only.
+    """
     links = links or Links()
     for level in _LADDER:
-        text = _Doc(report, marker, links, level, shortened=level is not _LADDER[0]).render()
+        text = _Doc(report, marker, links, level, shortened=level is not _LADDER[0], summary=summary).render()
         if len(text) <= limit:
             return text
     # Pathological reports (thousands of models, errors in every one): headline + pointer, cut hard.
-    doc = _Doc(report, marker, links, _LADDER[-1], shortened=True)
+    doc = _Doc(report, marker, links, _LADDER[-1], shortened=True, summary=summary)
     tail = "\n\n" + doc.pointer() + "\n"
     head = "\n\n".join(p for p in (marker, doc.headline()) if p)
     return clip_block(head, limit - len(tail)) + tail
@@ -95,8 +103,9 @@ def headline_text(report: dict[str, Any]) -> str:
 
 
 class _Doc:
-    def __init__(self, report: dict[str, Any], marker: str, links: Links, level: _Level, shortened: bool):
+    def __init__(self, report: dict[str, Any], marker: str, links: Links, level: _Level, shortened: bool, summary: bool):
         self.r, self.marker, self.links, self.level, self.shortened = report, marker, links, level, shortened
+        self.summary = summary
         self.models: list[dict[str, Any]] = report.get("models", [])
         self.rows_total = 0
         self.rows_shown = 0
@@ -281,13 +290,14 @@ class _Doc:
 
     # -- pointer and footer --------------------------------------------------------------------
     def pointer(self) -> str:
-        where = " and ".join(
-            x for x in (link("job summary", self.links.run_url), link("report artifact", self.links.artifact_url)) if x
-        )
+        places = [] if self.summary else [link("job summary", self.links.run_url)]
+        places.append(link("report artifact", self.links.artifact_url))
+        what = "job summary is shortened to fit GitHub's 1 MiB" if self.summary else \
+            "comment is shortened to fit GitHub's 65,536-character"
         return (
-            "> ✂️ This comment is shortened to fit GitHub's 65,536-character limit"
+            f"> ✂️ This {what} limit"
             + (f" ({self.rows_shown:,} of {self.rows_total:,} layer rows shown)" if self.rows_total else "")
-            + f". The full report is in the {where}."
+            + f". The full report is in the {' and the '.join(places)}."
         )
 
     def footer(self) -> str:
