@@ -15,7 +15,14 @@ from pathlib import Path
 from typing import Any
 
 from gate.errors import FormatError
-from gate.github.actions import MAX_ANNOTATIONS, ActionsEnv, append_summary, command, write_file, write_outputs
+from gate.github.actions import (
+    MAX_ANNOTATIONS,
+    ActionsEnv,
+    append_summary,
+    command,
+    write_file,
+    write_outputs,
+)
 from gate.github.client import GitHubClient, GitHubError, RateLimited
 from gate.github.comment import CommentResult, digest_line, marker, upsert_comment
 from gate.github.event import NoPullRequest, load_event, resolve_pull_request

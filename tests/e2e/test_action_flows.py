@@ -5,8 +5,11 @@ from __future__ import annotations
 import ast
 import json
 
-from tests.e2e.test_action_comment import REPO, PR, REPORTS, TOKEN  # noqa: F401  (shared fixtures below)
-from tests.e2e.test_action_comment import github, make_runner  # noqa: F401
+from tests.support import action_fixtures
+from tests.support.action_fixtures import PR, REPO, REPORTS, TOKEN
+
+github = action_fixtures.github  # fixtures
+make_runner = action_fixtures.make_runner
 
 
 def calls(log) -> list[tuple[list[str], dict]]:
