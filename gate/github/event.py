@@ -46,6 +46,8 @@ def resolve_pull_request(
 ) -> PullRequest | NoPullRequest:
     """The PR for this run: an explicit number first, then the event, then the API (workflow_run)."""
     repo = (event.get("repository") or {}).get("full_name") or repository
+    if explicit and event_name == "workflow_run":
+        return _verified(explicit, (event.get("workflow_run") or {}).get("head_sha"), repo, client)
     if explicit:
         return PullRequest(explicit, repo, "given (--pr / PARITY_GATE_PR)")
     if event_name in PR_EVENTS:
@@ -78,3 +80,16 @@ def _from_workflow_run(run: dict[str, Any], repo: str, client: GitHubClient | No
             if (pr.get("head") or {}).get("sha") == sha:
                 return PullRequest(pr["number"], repo, f"open pull request from {owner}:{branch}")
     return NoPullRequest(f"no open pull request has head {sha[:12]}")
+
+
+def _verified(number: int, sha: str | None, repo: str, client: GitHubClient | None) -> PullRequest | NoPullRequest:
+    """A PR number carried from the pull_request run (an artifact the PR's code could forge) must match
+    the run's head commit, or a fork could steer the comment onto another pull request."""
+    if client is None or not sha:
+        return NoPullRequest(f"cannot verify pull request #{number} against the workflow_run head (no token or no head_sha)")
+    head = ((client.get(f"/repos/{repo}/pulls/{number}") or {}).get("head") or {}).get("sha")
+    if head != sha:
+        return NoPullRequest(
+            f"pull request #{number} has head {str(head)[:12]}, not the workflow_run's {sha[:12]}: not commenting there"
+        )
+    return PullRequest(number, repo, "given (--pr), verified against the workflow_run head")

@@ -171,8 +171,22 @@ def test_workflow_run_finds_the_fork_pr_by_head_branch(make_runner, github):
     assert github.calls("GET", f"/commits/{sha}/pulls")
 
 
-def test_explicit_pr_number_wins(make_runner, github):
-    run = make_runner("workflow_run").run(comment_mode("regressed", **{"pr-number": "31"}), token=TOKEN)
+def test_pr_number_carried_into_workflow_run_is_verified_against_the_head(make_runner, github):
+    sha = "5c1d2e3f4a5b6c7d8e9f0a1b2c3d4e5f6a7b8c9d"
+    github.pulls[REPO] = [
+        {"number": 12, "state": "open", "head": {"sha": sha, "label": "contributor:fuse-stem"}},
+        {"number": 31, "state": "open", "head": {"sha": "9" * 40, "label": "octo:other"}},
+    ]
+    run = make_runner("workflow_run").run(comment_mode("regressed", **{"pr-number": "12"}), token=TOKEN)
+    assert run.returncode == 1 and len(github.issue_comments(REPO, 12)) == 1
+    forged = make_runner("workflow_run").run(comment_mode("regressed", **{"pr-number": "31"}), token=TOKEN)
+    assert forged.returncode == 1
+    assert github.issue_comments(REPO, 31) == []
+    assert "pull request #31 has head 999999999999, not the workflow_run's 5c1d2e3f4a5b" in forged.stdout
+
+
+def test_explicit_pr_number_is_used_as_given_on_other_events(make_runner, github):
+    run = make_runner().run(comment_mode("regressed", **{"pr-number": "31"}), token=TOKEN)
     assert run.returncode == 1
     assert len(github.issue_comments(REPO, 31)) == 1
 

@@ -163,6 +163,12 @@ class FakeGitHub:
         m = re.fullmatch(r"/repos/([^/]+/[^/]+)/commits/([0-9a-f]+)/pulls", path)
         if m and method == "GET":
             return 200, {}, [p for p in self.pulls.get(m[1], []) if p["head"]["sha"] == m[2] and not p.get("fork")]
+        m = re.fullmatch(r"/repos/([^/]+/[^/]+)/pulls/(\d+)", path)
+        if m and method == "GET":
+            for p in self.pulls.get(m[1], []):
+                if p["number"] == int(m[2]):
+                    return 200, {}, p
+            return 404, {}, {"message": "Not Found"}
         m = re.fullmatch(r"/repos/([^/]+/[^/]+)/pulls", path)
         if m and method == "GET":
             head = query.get("head", [""])[0]

@@ -35,3 +35,12 @@ def test_annotations_lead_with_the_first_regression_and_stop_at_ten():
     assert any("tiny-mlp has no baseline" in line for line in lines)
     many = {**report, "models": [dict(report["models"][0], name=f"m{i}") for i in range(15)]}
     assert len(annotations(many)) == 10
+
+
+def test_library_imports_neither_typer_nor_rich():
+    import subprocess
+    import sys
+
+    code = "import sys, gate.github, gate.report; print(sorted(m for m in ('typer', 'rich', 'torch') if m in sys.modules))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
