@@ -46,7 +46,10 @@ def comment(
         raise typer.BadParameter(f"expected one of {', '.join(FAIL_ON)}", param_hint="--fail-on")
     try:
         data = load_report(report)
-        settings = Settings(report, when, fail_on, comment_id(cid or config), artifact_url or None, pr, markdown, max_wait)
+        settings = Settings(
+            report_path=report, when=when, fail_on=fail_on, comment_id=comment_id(cid or config),
+            artifact_url=artifact_url or None, pr_number=pr, markdown_path=markdown, max_wait=max_wait,
+        )
         env = ActionsEnv.from_environ()
         out = publish(data, settings, env)
     except GateError as e:

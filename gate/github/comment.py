@@ -17,7 +17,9 @@ _ID_SAFE = re.compile(r"[^A-Za-z0-9._/+-]")
 
 def comment_id(raw: str | None) -> str:
     """A marker-safe id (a config path like `models/vision.toml` stays readable)."""
-    cleaned = _ID_SAFE.sub("_", (raw or "").strip()).strip("_")
+    raw = (raw or "").strip()
+    raw = raw[2:] if raw.startswith("./") else raw
+    cleaned = _ID_SAFE.sub("_", raw).strip("_")
     return cleaned[:100] or "default"
 
 
@@ -49,9 +51,7 @@ def find_comment(client: GitHubClient, repo: str, number: int, mark: str) -> dic
 def upsert_comment(
     client: GitHubClient, repo: str, number: int, body: str, mark: str, *, when: str, wants_attention: bool, digest: str
 ) -> CommentResult:
-    """Create, update or leave the comment, following ``when`` (see WHEN and the README)."""
-    if when == "never":
-        return CommentResult("skipped", reason="--when never")
+    """Create, update or leave the comment; ``when`` is auto, always or on-change (see the README)."""
     existing = find_comment(client, repo, number, mark)
     if existing is None:
         if when == "auto" and not wants_attention:

@@ -48,8 +48,7 @@ class Settings:
 class Outcome:
     verdict: str
     exit_code: int
-    comment: CommentResult
-    notes: list[str] = field(default_factory=list)  # one line each: why the comment was not written
+    comment: CommentResult  # action "skipped" with a one-line reason when no comment was written
     lines: list[str] = field(default_factory=list)  # workflow commands for stdout (annotations)
 
 
@@ -63,16 +62,14 @@ def publish(
     links = Links(env.run_url, settings.artifact_url)
     verdict = report["verdict"]
     digest = hashlib.sha256(json.dumps(report, sort_keys=True).encode()).hexdigest()[:16]
-    mark = marker(settings.comment_id)
-    body = render_markdown(report, marker=f"{mark}\n{digest_line(digest)}", links=links, limit=COMMENT_LIMIT)
+    body = render_markdown(report, marker=f"{marker(settings.comment_id)}\n{digest_line(digest)}", links=links, limit=COMMENT_LIMIT)
 
     summary_written = append_summary(env.summary_path, render_markdown(report, links=links, limit=SUMMARY_LIMIT, summary=True))
     md_path = write_file(settings.markdown_path, body) if settings.markdown_path else ""
 
-    result = _comment(report, settings, env, make_client, body, mark, digest)
-    notes = [result.reason] if result.action == "skipped" and result.reason else []
-    if notes and summary_written:
-        append_summary(env.summary_path, f"\n> ℹ️ PR comment not written: {notes[0]}\n")
+    result = _comment(report, settings, env, make_client(env, settings.max_wait) if env.token else None, body, digest)
+    if result.action == "skipped" and summary_written:
+        append_summary(env.summary_path, f"\n> ℹ️ PR comment not written: {result.reason}\n")
 
     fr = report.get("first_regression") or {}
     write_outputs(
@@ -89,13 +86,14 @@ def publish(
         },
     )
     exit_code = 0 if settings.fail_on == "never" else EXIT.get(verdict, 1)
-    return Outcome(verdict, exit_code, result, notes, annotations(report))
+    return Outcome(verdict, exit_code, result, annotations(report))
 
 
-def _comment(report, settings, env, make_client, body, mark, digest) -> CommentResult:
+def _comment(
+    report: dict[str, Any], settings: Settings, env: ActionsEnv, client: GitHubClient | None, body: str, digest: str
+) -> CommentResult:
     if settings.when == "never":
         return CommentResult("skipped", reason="commenting is off (comment: never)")
-    client = make_client(env, settings.max_wait) if env.token else None
     try:
         event = load_event(env.event_path)
         pr = resolve_pull_request(env.event_name, event, env.repository, client, settings.pr_number)
@@ -104,7 +102,7 @@ def _comment(report, settings, env, make_client, body, mark, digest) -> CommentR
         if client is None:
             return CommentResult("skipped", reason="no token (set the github-token input or GITHUB_TOKEN)")
         return upsert_comment(
-            client, pr.repository, pr.number, body, mark,
+            client, pr.repository, pr.number, body, marker(settings.comment_id),
             when=settings.when, wants_attention=report["verdict"] != "pass", digest=digest,
         )
     except FormatError as e:
