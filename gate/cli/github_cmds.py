@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+from enum import Enum
 from typing import Annotated
 
 import typer
@@ -13,18 +14,21 @@ from gate.errors import GateError
 from gate.github import FAIL_ON, WHEN, ActionsEnv, Settings, comment_id, publish
 from gate.report import headline_text, load_report
 
+When = Enum("When", {w.replace("-", "_"): w for w in WHEN}, type=str)
+FailOn = Enum("FailOn", {f: f for f in FAIL_ON}, type=str)
+
 
 def comment(
     report: Annotated[str, typer.Option("--report", help="JSON report written by `check --json` or `report --json`.",
                                         envvar="PARITY_GATE_REPORT", show_default=False)],
     markdown: Annotated[str | None, typer.Option("--markdown", help="Also write the comment's Markdown here.",
                                                  envvar="PARITY_GATE_MARKDOWN")] = None,
-    when: Annotated[str, typer.Option(
+    when: Annotated[When, typer.Option(
         "--when", envvar="PARITY_GATE_COMMENT",
         help="auto: post when not passing, or update an earlier comment; always; on-change: skip when the "
-             "report is unchanged; never: job summary only.")] = "auto",
-    fail_on: Annotated[str, typer.Option("--fail-on", envvar="PARITY_GATE_FAIL_ON",
-                                         help="regression: exit 1 on a regression, 3 on a failed model; never: exit 0.")] = "regression",
+             "report is unchanged; never: job summary only.")] = When.auto,
+    fail_on: Annotated[FailOn, typer.Option("--fail-on", envvar="PARITY_GATE_FAIL_ON",
+                                         help="regression: exit 1 on a regression, 3 on a failed model; never: exit 0.")] = FailOn.regression,
     cid: Annotated[str | None, typer.Option("--id", envvar="PARITY_GATE_COMMENT_ID",
                                             help="Comment id, one comment per PR and id (default: the config path).")] = None,
     config: Annotated[str | None, typer.Option("--config", envvar="PARITY_GATE_CONFIG",
@@ -40,14 +44,10 @@ def comment(
 
     The token comes from GITHUB_TOKEN (or PARITY_GATE_GITHUB_TOKEN), never from the command line.
     """
-    if when not in WHEN:
-        raise typer.BadParameter(f"expected one of {', '.join(WHEN)}", param_hint="--when")
-    if fail_on not in FAIL_ON:
-        raise typer.BadParameter(f"expected one of {', '.join(FAIL_ON)}", param_hint="--fail-on")
     try:
         data = load_report(report)
         settings = Settings(
-            report_path=report, when=when, fail_on=fail_on, comment_id=comment_id(cid or config),
+            report_path=report, when=when.value, fail_on=fail_on.value, comment_id=comment_id(cid or config),
             artifact_url=artifact_url or None, pr_number=pr, markdown_path=markdown, max_wait=max_wait,
         )
         env = ActionsEnv.from_environ()
