@@ -66,7 +66,11 @@ def error_chart(model: str, provider: dict[str, Any]) -> str | None:
         '    y-axis "log10 relative error"',
         "    line [" + ", ".join(f"{v:.2f}" for v in values_f) + "]",
     ]
-    if any(v is not None for v in limits):
+    has_limits = any(v is not None for v in limits)
+    if has_limits:
         lines.append("    line [" + ", ".join(f"{v:.2f}" for v in _fill(limits, low)) + "]")
     lines.append("```")
+    bucketed = f"; {len(values)} buckets of about {len(layers) // len(values)} layers, each showing its worst" \
+        if len(layers) > len(values) else ""
+    lines.append(f"<sub>First line: measured error{'; second line: its threshold' if has_limits else ''}{bucketed}.</sub>")
     return "\n".join(lines)

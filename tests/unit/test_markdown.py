@@ -127,3 +127,16 @@ def test_not_a_report_is_a_format_error(tmp_path):
     (tmp_path / "trunc.json").write_text('{"schema": "parity-gate/rep')
     with pytest.raises(FormatError, match="not JSON"):
         load_report(tmp_path / "trunc.json")
+
+
+def test_chart_buckets_long_models_and_keeps_a_single_spike():
+    from gate.report.chart import MAX_POINTS, error_chart
+
+    layers = [{"value": 1e-7, "threshold": 1e-6} for _ in range(10_000)]
+    layers[4_321]["value"] = 1e-2
+    chart = error_chart("m", {"name": "CPUExecutionProvider", "layers": layers})
+    first_line = next(line for line in chart.splitlines() if line.strip().startswith("line ["))
+    points = first_line.strip()[len("line ["):-1].split(", ")
+    assert len(points) == MAX_POINTS and points.count("-2.00") == 1
+    assert 'x-axis "layer, execution order (1..10000)" 1 --> 10000' in chart
+    assert error_chart("m", {"name": "p", "layers": [{"value": None}]}) is None
