@@ -77,7 +77,7 @@ class GitHubClient:
         while True:
             status, headers, raw = self._send(method, url, shown, body)
             if status < 400:
-                return Response(status, headers, json.loads(raw) if raw.strip() else None)
+                return Response(status, headers, json.loads(raw) if raw.strip() else None)  # 204: no body
             message = _message(raw)
             wait = _rate_limit_wait(status, headers)
             if wait is None and status >= 500 and server_errors < SERVER_ERROR_RETRIES:

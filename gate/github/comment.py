@@ -39,13 +39,14 @@ class CommentResult:
     reason: str = ""
 
 
+def find_comments(client: GitHubClient, repo: str, number: int, mark: str) -> list[dict]:
+    """Comments whose body starts with the marker line, oldest first (all pages are searched)."""
+    return [c for c in client.paginate(f"/repos/{repo}/issues/{number}/comments") if (c.get("body") or "").startswith(mark)]
+
+
 def find_comment(client: GitHubClient, repo: str, number: int, mark: str) -> dict | None:
-    """The oldest comment whose body starts with the marker line (all pages are searched)."""
-    for c in client.paginate(f"/repos/{repo}/issues/{number}/comments"):
-        body = c.get("body") or ""
-        if body.startswith(mark) or f"\n{mark}\n" in body:
-            return c
-    return None
+    found = find_comments(client, repo, number, mark)
+    return found[0] if found else None
 
 
 def upsert_comment(
@@ -57,8 +58,20 @@ def upsert_comment(
         if when == "auto" and not wants_attention:
             return CommentResult("skipped", reason="passed and no earlier comment to update (--when auto)")
         made = client.post(f"/repos/{repo}/issues/{number}/comments", {"body": body})
-        return CommentResult("created", made.get("id"), made.get("html_url"))
+        return _settle_race(client, repo, number, mark, body, made)
     if when == "on-change" and digest_line(digest) in (existing.get("body") or ""):
         return CommentResult("unchanged", existing.get("id"), existing.get("html_url"), "report unchanged (--when on-change)")
     updated = client.patch(f"/repos/{repo}/issues/comments/{existing['id']}", {"body": body})
     return CommentResult("updated", updated.get("id", existing["id"]), updated.get("html_url", existing.get("html_url")))
+
+
+def _settle_race(client: GitHubClient, repo: str, number: int, mark: str, body: str, made: dict) -> CommentResult:
+    """Two runs that both found no comment both create one: the later creator folds its comment into
+    the oldest and deletes its own, so the pull request keeps one."""
+    found = find_comments(client, repo, number, mark)
+    if len(found) < 2 or found[0].get("id") == made.get("id"):
+        return CommentResult("created", made.get("id"), made.get("html_url"))
+    oldest = found[0]
+    client.patch(f"/repos/{repo}/issues/comments/{oldest['id']}", {"body": body})
+    client.request("DELETE", f"/repos/{repo}/issues/comments/{made['id']}")
+    return CommentResult("updated", oldest["id"], oldest.get("html_url"), "another run created the comment first")

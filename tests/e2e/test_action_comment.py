@@ -71,6 +71,17 @@ def test_auto_does_not_comment_on_a_pass_without_an_earlier_comment(make_runner,
     assert "PR comment not written: passed and no earlier comment" in run.stdout
 
 
+def test_two_runs_racing_to_create_leave_one_comment(make_runner, github):
+    # Another run creates its comment between our search and our create.
+    github.on_post.append(lambda repo, n: github._new_comment(repo, n, MARKER + "\nother run", "github-actions[bot]"))
+    run = make_runner().run(comment_mode("regressed"), token=TOKEN)
+    assert run.returncode == 1, run.log
+    [c] = github.issue_comments(REPO, PR)
+    assert "regressed at layer `conv2`" in c["body"]
+    assert len(github.calls("DELETE")) == 1
+    assert run.outputs["comment-id"] == str(c["id"])
+
+
 def test_always_comments_on_a_pass_and_never_only_writes_the_summary(make_runner, github):
     runner = make_runner()
     assert runner.run(comment_mode("regressed", comment="never"), token=TOKEN).returncode == 1

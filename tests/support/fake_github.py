@@ -42,6 +42,7 @@ class FakeGitHub:
         self.token = token
         self.bot = bot
         self.comments: dict[tuple[str, int], list[dict[str, Any]]] = {}
+        self.on_post: list[Any] = []  # callables run before a comment is created (to stage races)
         self.pulls: dict[str, list[dict[str, Any]]] = {}  # repo -> PR objects (number, state, head{sha,ref,label})
         self.requests: list[Recorded] = []
         self.faults: list[Fault] = []
@@ -65,6 +66,9 @@ class FakeGitHub:
 
             def do_PATCH(self):
                 fake._handle(self, "PATCH")
+
+            def do_DELETE(self):
+                fake._handle(self, "DELETE")
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
@@ -124,7 +128,7 @@ class FakeGitHub:
         with self._lock:
             self.requests.append(Recorded(method, parts.path, parse_qs(parts.query), dict(h.headers.items()), body))
             status, headers, payload = self._route(h, method, parts.path, parse_qs(parts.query), body)
-        data = json.dumps(payload).encode()
+        data = b"" if payload is None else json.dumps(payload).encode()
         h.send_response(status)
         h.send_header("Content-Type", "application/json")
         h.send_header("Content-Length", str(len(data)))
@@ -149,8 +153,17 @@ class FakeGitHub:
                 return 422, {}, {"message": "Validation Failed", "errors": [{"code": "missing_field", "field": "body"}]}
             if len(body["body"]) > 65536:
                 return 422, {}, {"message": "Validation Failed", "errors": [{"message": "Body is too long (maximum is 65536 characters)"}]}
+            while self.on_post:
+                self.on_post.pop(0)(m[1], int(m[2]))
             return 201, {}, self._new_comment(m[1], int(m[2]), body["body"], self.bot)
         m = re.fullmatch(r"/repos/([^/]+/[^/]+)/issues/comments/(\d+)", path)
+        if m and method == "DELETE":
+            for (repo, _), items in self.comments.items():
+                for c in items:
+                    if repo == m[1] and c["id"] == int(m[2]):
+                        items.remove(c)
+                        return 204, {}, None
+            return 404, {}, {"message": "Not Found"}
         if m and method == "PATCH":
             for (repo, _), items in self.comments.items():
                 for c in items:
