@@ -6,7 +6,15 @@ from __future__ import annotations
 
 from gate.github.actions import ActionsEnv
 from gate.github.client import GitHubClient, GitHubError, RateLimited
-from gate.github.comment import WHEN, CommentResult, comment_id, find_comment, find_comments, marker, upsert_comment
+from gate.github.comment import (
+    WHEN,
+    CommentResult,
+    comment_id,
+    find_comment,
+    find_comments,
+    marker,
+    upsert_comment,
+)
 from gate.github.event import NoPullRequest, PullRequest, resolve_pull_request
 from gate.github.publish import FAIL_ON, Outcome, Settings, publish
 

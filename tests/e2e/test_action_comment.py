@@ -158,7 +158,7 @@ def test_rate_limits_are_retried(make_runner, github):
     run = make_runner().run(comment_mode("regressed"), token=TOKEN)
     assert run.returncode == 1, run.log
     assert len(github.issue_comments(REPO, PR)) == 1
-    assert len(github.calls("GET", "/issues/7/comments")) == 2
+    assert len(github.calls("GET", "/issues/7/comments")) == 3  # limited, retried, re-read after create
     assert len(github.calls("POST")) == 2
 
 
