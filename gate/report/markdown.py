@@ -124,9 +124,9 @@ class _Doc:
     def headline(self) -> str:
         r, verdict = self.r, self.r.get("verdict")
         s = r.get("summary") or {}
-        n_models = s.get("models", len(self.models))
-        n_layers = s.get("layers", sum(int(m.get("layers") or 0) for m in self.models))
-        providers = s.get("providers") or sorted({p["name"] for m in self.models for p in m.get("providers", [])})
+        n_models = _count(s.get("models"), len(self.models))
+        n_layers = _count(s.get("layers"), sum(_count(m.get("layers"), 0) for m in self.models))
+        providers = s.get("providers") or sorted({str(p.get("name")) for m in self.models for p in m.get("providers", [])})
         scope = f"{n_models} model{'s' * (n_models != 1)}, {n_layers:,} layers, {len(providers)} provider{'s' * (len(providers) != 1)}"
         fr = r.get("first_regression")
         errors = [m for m in self.models if m.get("status") == "error"]
@@ -144,7 +144,7 @@ class _Doc:
             )
             if fr.get("message"):
                 body += f"\n> {plain(fr['message'])}"
-            return f"{title}\n\n{body}\n\n{scope}; {s.get('regressions', '?')} regression(s), {s.get('errors', len(errors))} error(s)."
+            return f"{title}\n\n{body}\n\n{scope}; {num(s.get('regressions'))} regression(s), {num(_count(s.get('errors'), len(errors)))} error(s)."
         if verdict == "error" or errors:
             names = ", ".join(code(m["name"]) for m in errors[:MAX_LIST]) or "a model"
             return f"### 💥 parity-gate: {len(errors) or 'a'} model{'s' * (len(errors) != 1)} failed: {names}\n\n{scope}."
@@ -311,6 +311,10 @@ class _Doc:
             if env.get(key):
                 bits.append(f"{label} {plain(env[key], 60)}".strip())
         return "<sub>" + " · ".join(b for b in bits if b) + "</sub>" if any(bits) else ""
+
+
+def _count(value: Any, default: int) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else default
 
 
 def _reason(p: dict[str, Any]) -> str:

@@ -140,3 +140,55 @@ def test_chart_buckets_long_models_and_keeps_a_single_spike():
     assert len(points) == MAX_POINTS and points.count("-2.00") == 1
     assert 'x-axis "layer, execution order (1..10000)" 1 --> 10000' in chart
     assert error_chart("m", {"name": "p", "layers": [{"value": None}]}) is None
+
+
+def _reports():
+    from hypothesis import strategies as st
+
+    text = st.text(max_size=30)
+    num = st.one_of(st.none(), st.floats(allow_nan=True, allow_infinity=True), st.integers(-5, 10**6))
+    row = st.fixed_dictionaries({}, optional={
+        "layer": text, "type": st.one_of(st.none(), text),
+        "status": st.sampled_from(["pass", "fail", "folded", "absent", "new", "missing", "odd"]),
+        "check": st.one_of(st.none(), text), "value": num, "threshold": num, "baseline": num,
+        "message": st.one_of(st.none(), text)})
+    first = st.one_of(st.none(), st.fixed_dictionaries({}, optional={
+        "model": text, "provider": text, "layer": text, "type": text, "check": text, "value": num,
+        "threshold": num, "message": st.one_of(st.none(), text), "precision": text}))
+    provider = st.fixed_dictionaries({"layers": st.lists(row, max_size=30)}, optional={
+        "name": text, "role": st.sampled_from(["reference", "runtime"]), "precision": text, "device": text,
+        "status": st.sampled_from(["pass", "regressed", "skipped", "error", "no-baseline"]),
+        "reason": st.one_of(st.none(), text), "checked": num, "failed": num, "folded": num,
+        "latency_ms": num, "first_regression": first})
+    model = st.fixed_dictionaries({"name": text, "providers": st.lists(provider, max_size=3)}, optional={
+        "status": st.sampled_from(["pass", "regressed", "error", "no-baseline"]),
+        "error": st.one_of(st.none(), st.fixed_dictionaries({"status": text, "message": text})),
+        "baseline": st.fixed_dictionaries({"path": text, "exists": st.booleans()}),
+        "exporter": st.one_of(st.none(), text), "export_fallback": st.one_of(st.none(), text),
+        "opset": st.one_of(st.none(), st.integers(1, 30)), "layers": num,
+        "reference": st.fixed_dictionaries({"device": text, "dtype": st.sampled_from(["float64", "float32"])}),
+        "first_regression": first})
+    return st.fixed_dictionaries(
+        {"schema": st.just("parity-gate/report"), "version": st.just(1),
+         "verdict": st.sampled_from(["pass", "regressed", "error"]), "models": st.lists(model, max_size=4)},
+        optional={"first_regression": first, "baseline_changes": st.lists(text, max_size=30),
+                  "summary": st.fixed_dictionaries({}, optional={
+                      "models": num, "layers": num, "providers": st.lists(text, max_size=3),
+                      "regressions": num, "errors": num}),
+                  "environment": st.dictionaries(st.sampled_from(["torch", "onnx", "python", "backend"]),
+                                                 st.one_of(st.none(), text))})
+
+
+def test_any_valid_report_renders_within_the_limit():
+    from hypothesis import given, settings
+
+    from gate.report import validate_report
+
+    @settings(max_examples=150, deadline=None)
+    @given(_reports())
+    def check(report):
+        validate_report(report)
+        for limit in (1_500, COMMENT_LIMIT):
+            assert len(render_markdown(report, marker=MARKER, links=LINKS, limit=limit)) <= limit
+
+    check()
