@@ -171,7 +171,7 @@ class _Doc:
                 where = f" at {code(path)}" if path else ""
                 items.append(
                     f"🆕 {code(name)} has no baseline{where}: create it with "
-                    f"`parity-gate update-baseline --model {clip(name, 128)}` and commit it."
+                    f"{code(f'parity-gate update-baseline --model {name}', 200)} and commit it."
                 )
             ref = m.get("reference") or {}
             if ref.get("dtype") == "float32":
@@ -184,9 +184,10 @@ class _Doc:
                 elif p.get("status") == "error":
                     items.append(f"💥 {code(name)} · {code(p.get('name'))} failed: {plain(_reason(p))}")
                 elif p.get("status") == "no-baseline" and status != "no-baseline":
+                    command = f"parity-gate update-baseline --model {name} --provider {p.get('name')}"
                     items.append(
-                        f"🆕 {code(name)} · {code(p.get('name'))} has no baseline entry: run "
-                        f"`parity-gate update-baseline --model {clip(name, 128)} --provider {clip(p.get('name'), 64)}` on a runner that has it."
+                        f"🆕 {code(name)} · {code(p.get('name'))} has no baseline entry: run {code(command, 260)} "
+                        "on a runner that has it."
                     )
         changes = self.r.get("baseline_changes") or []
         if changes:
