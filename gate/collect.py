@@ -43,8 +43,9 @@ def value_bytes(run: ModelRun) -> dict[str, int]:
 
 
 def run_provider(bundle: Path, run: ModelRun, provider: ProviderSpec, device: str,
-                 isolation: Isolation = Isolation(), threads: int | None = None) -> ProviderRun:
+                 isolation: Isolation | None = None, threads: int | None = None) -> ProviderRun:
     """One ORT provider on the bundle; failures become statuses, never exceptions."""
+    isolation = isolation or Isolation()
     prun = ProviderRun(provider.name, "float32", device)
     values = [ref for kind, ref, _ in run.onnx_map.values() if kind == "value"]
     job = {"model": str(bundle / MODEL), "inputs": str(bundle / INPUTS), "provider": provider.name,

@@ -28,6 +28,18 @@ def _run(config: Config, spec: ModelSpec, providers, progress: Progress) -> Mode
         return ModelRun(spec.name, error={"status": exc.status, "message": str(exc)})
 
 
+def _check_comparable(baseline: dict, path: Path, spec: ModelSpec, config: Config) -> None:
+    """Fingerprints taken with another sketch width, seed or quantile set cannot be compared."""
+    from gate.pipeline import fingerprint_meta
+
+    recorded, current = baseline["meta"]["fingerprint"], fingerprint_meta()
+    if recorded != current:
+        diff = next(k for k in current if recorded.get(k) != current[k])
+        raise GateError(f"baseline `{path}`: fingerprints were taken with another {diff.replace('_', ' ')} "
+                        f"({recorded.get(diff)} vs {current[diff]} here); re-create it with "
+                        f"`{update_command(spec, config)}`")
+
+
 def update_command(spec: ModelSpec, config: Config) -> str:
     return f"parity-gate update-baseline --model {spec.name}" + (
         f" --config {config.path}" if config.path.name not in ("pyproject.toml", "parity-gate.toml") else "")
@@ -42,6 +54,8 @@ def check(config: Config, models: tuple[ModelSpec, ...], providers: tuple[Provid
             baseline = read_baseline(path)
         except FileNotFoundError:
             baseline = None
+        if baseline is not None:
+            _check_comparable(baseline, path, spec, config)
         run = _run(config, spec, providers, progress)
         if baseline is not None and not run.error and baseline.get("meta", {}).get("inputs_digest") not in (
                 None, run.meta.get("inputs_digest")):

@@ -19,12 +19,12 @@ export PARITY_GATE_OPENVINO_PYTHON="$OV_VENV/bin/python"
 
 if [ -x scripts/lint.sh ]; then
   echo "== lint"
-  bash scripts/lint.sh
+  PYTHON=python bash scripts/lint.sh
 fi
 
 status=0
 for backend in native numpy; do
   echo "== tests (PARITY_GATE_BACKEND=$backend)"
-  PARITY_GATE_BACKEND=$backend python -m pytest -q -p no:cacheprovider "$@" || status=$?
+  PARITY_GATE_BACKEND=$backend python -m pytest -q -p no:cacheprovider --durations=10 "$@" || status=$?
 done
 exit $status

@@ -73,7 +73,7 @@ def test_large_results_come_back_without_deadlock(tmp_path):
     x = np.linspace(-1, 1, 64, dtype=np.float32)
     write_bundle(tmp_path, proto.SerializeToString(), [x])
     run = ModelRun("chain")
-    run.layers = [LayerInfo(f"add{i}", "Add", fingerprint((x.astype(np.float64) + i + 1))) for i in range(len(names))]
+    run.layers = [LayerInfo(f"add{i}", "Add", fingerprint(x.astype(np.float64) + i + 1)) for i in range(len(names))]
     run.onnx_map = {f"add{i}": ("value", v, None) for i, v in enumerate(names)}
     prun = run_provider(tmp_path, run, ProviderSpec("CPUExecutionProvider"), "cpu", Isolation(timeout_s=120))
     assert prun.status == "ok", prun.reason

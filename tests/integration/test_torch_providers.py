@@ -9,7 +9,6 @@ from gate import service
 from gate.config import load_config
 
 
-
 def config(tmp_path: Path, providers: str, extra: str = "") -> Path:
     (tmp_path / "mlp_models.py").write_text(
         "from torch import nn\n\n"
