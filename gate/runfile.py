@@ -104,8 +104,9 @@ def read_runs(path: Path) -> list[ModelRun]:
 def merge(runs: list[ModelRun]) -> list[ModelRun]:
     """One run per model: the reference from the first file, providers from all of them.
 
-    Runs of one model must come from the same export (same graph, weights and inputs);
-    a provider seen twice on the same device class keeps its first result.
+    Runs of one model must share weights and inputs (the digests); the ONNX bytes may differ
+    between runners that exported separately (stack-trace metadata holds file paths). A
+    provider seen twice on the same device class keeps its first result.
     """
     merged: dict[str, ModelRun] = {}
     for run in runs:
@@ -113,7 +114,7 @@ def merge(runs: list[ModelRun]) -> list[ModelRun]:
         if first is None:
             merged[run.name] = run
             continue
-        for key in ("graph_digest", "weights_digest", "inputs_digest"):
+        for key in ("weights_digest", "inputs_digest"):
             if first.meta.get(key) != run.meta.get(key):
                 raise FormatError(f"result files disagree on model `{run.name}` ({key} differs): they come "
                                   "from different exports; collect every runner from one `parity-gate export`")

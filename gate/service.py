@@ -182,7 +182,7 @@ def collect(source: Path, providers: tuple[ProviderSpec, ...], out: Path, isolat
         (exported,) = read_runs(folder / "run.msgpack.zst")
         if models and exported.name not in models:
             continue
-        exported.providers = []  # the torch providers were recorded by export; report merges both
+        # The torch providers export recorded travel with this runner's result: one file per leg.
         prepared = Prepared(exported, None, [])
         run_ort_providers(prepared, folder, providers, isolation or Isolation(), progress)
         collected.append(prepared.run)

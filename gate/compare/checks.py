@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from gate.capture.records import ROOT
 from gate.config import ModelSpec, Tolerance
 from gate.fingerprint import Fingerprint, relative_error
 from gate.runs import LayerInfo, ModelRun, ProviderRun
@@ -39,6 +40,17 @@ def _describe_nonfinite(counts: tuple[int, int, int]) -> str:
     return ", ".join(parts) or "none"
 
 
+def degenerate(fp: Fingerprint) -> str | None:
+    """An output that carries no information: every element zero, or none finite."""
+    if fp.count == 0:
+        return None
+    if fp.nan + fp.posinf + fp.neginf == fp.count:
+        return "every element is NaN/Inf"
+    if fp.zero == fp.count:
+        return "every element is zero"
+    return None
+
+
 def reference_rows(run: ModelRun, baseline: dict, spec: ModelSpec) -> list[dict]:
     base_layers = {entry["name"]: entry for entry in baseline["layers"]}
     rows = []
@@ -53,7 +65,11 @@ def reference_rows(run: ModelRun, baseline: dict, spec: ModelSpec) -> list[dict]
             continue
         base = Fingerprint.from_dict(entry["fp"])
         now = layer.fp
-        if tuple(now.shape) != tuple(base.shape):
+        dead = degenerate(now) if layer.name.startswith(ROOT) else None
+        if dead:
+            rows.append(_row(layer, "fail", "degenerate", message=f"the model's output is degenerate: {dead}; "
+                             "a gate never passes such a model, baseline or not"))
+        elif tuple(now.shape) != tuple(base.shape):
             rows.append(_row(layer, "fail", "shape", message=f"reference shape {list(now.shape)}, "
                              f"baseline {list(base.shape)}"))
         elif _nonfinite(now) != _nonfinite(base):
