@@ -359,12 +359,12 @@ def _check_fp(fp: dict, path: str, sketch_width: int, n_quantiles: int) -> None:
         elements = 0
     else:
         elements = 1
-        for d in shape:  # stops as soon as it passes count: no huge products
+        for d in shape:  # stops once past the largest count: no huge products
             elements *= d
-            if elements > count:
+            if elements > I64_MAX:
                 break
     if elements != count:
-        got = f"more than {count:,}" if elements > count else f"{elements:,}"
+        got = f"more than {I64_MAX:,}" if elements > I64_MAX else f"{elements:,}"
         raise Invalid(f"{path}.count", f"shape {shape} has {got} elements but count is {count:,}")
     special = fp["nan"] + fp["posinf"] + fp["neginf"] + fp["zero"]
     if special > count:

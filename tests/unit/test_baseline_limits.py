@@ -150,3 +150,44 @@ def test_declared_size_over_the_cap_is_refused_before_any_allocation():
     # at the cap the frame is decompressed (and found short): the allocation stays within the cap
     with pytest.raises(FormatError, match="truncated zstd frame|corrupt zstd frame"):
         decode_baseline(_frame_declaring(cap), "b", Limits(max_decompressed_size=cap))
+
+
+def _raw(doc: dict) -> bytes:
+    """Pack without the writer's validation, so the reader alone judges."""
+    import msgpack
+
+    return zstandard.ZstdCompressor(level=3).compress(msgpack.packb(doc, use_bin_type=True))
+
+
+def _with(path: tuple, value) -> dict:
+    doc = make_document(2, sketch_width=4, quantiles=(0.0, 0.5, 1.0))
+    target = doc
+    for k in path[:-1]:
+        target = target[k]
+    target[path[-1]] = value
+    return doc
+
+
+FP = ("layers", 0, "fp")
+
+
+@pytest.mark.parametrize(("path", "ok", "bad", "fragment"), [
+    ((*FP, "sketch"), b"\0" * 32, b"\0" * 33, "layers[0].fp.sketch: is 33 bytes, expected sketch_width * 8 = 32"),
+    ((*FP, "sketch"), b"\0" * 32, b"\0" * 31, "layers[0].fp.sketch: is 31 bytes"),
+    ((*FP, "q"), [0.0, 0.1, 0.2], [0.0, 0.1, 0.2, 0.3], "layers[0].fp.q: has 4 values but meta.fingerprint.quantiles has 3"),
+    ((*FP, "zero"), 6, 7, "layers[0].fp: nan + posinf + neginf + zero = 7 exceeds count 6"),
+    ((*FP, "count"), 6, 5, "layers[0].fp.count: shape [2, 3] has 6 elements but count is 5"),
+    ((*FP, "shape"), [0, 3], [-1, 3], "layers[0].fp.shape[0]: -1 is below the minimum 0"),
+    (("meta", "opset"), 1, 0, "meta.opset: 0 is below the minimum 1"),
+    (("meta", "opset"), 10_000, 10_001, "meta.opset: 10,001 exceeds the maximum 10,000"),
+    (("meta", "fingerprint", "quantiles"), [0.0, 0.5, 1.0], [0.0, 0.5, 1.0000000000000002], "is outside [0.0, 1.0]"),
+    (("meta", "fingerprint", "sketch_seed"), 2**64 - 1, -1, "meta.fingerprint.sketch_seed: -1 is below the minimum 0"),
+    ((*FP, "count"), 6, 2**63, "exceeds the maximum 9,223,372,036,854,775,807"),
+    (("providers", "CPUExecutionProvider", "cpu", "layers", "layer0", "err"), 0.0, -5e-324, "err: -5e-324 is outside"),
+])
+def test_rule_boundaries(path, ok, bad, fragment):
+    ok_doc = _with(path, ok)
+    if path[-1] == "shape":
+        ok_doc["layers"][0]["fp"]["count"] = 0
+    _accepts(_raw(ok_doc), Limits())
+    _refuses(_raw(_with(path, bad)), Limits(), fragment)
