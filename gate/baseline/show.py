@@ -62,14 +62,27 @@ def render_text(doc: dict) -> str:
         f"parity-gate baseline (format version {doc['version']})",
         f"model {_name(doc['model'])}",
     ]
-    for key in ("parity_gate", "torch", "onnx", "onnxruntime", "onnxscript", "exporter", "export_fallback", "opset",
-                "inputs_digest", "weights_digest", "graph_digest"):
+    for key in (
+        "parity_gate",
+        "torch",
+        "onnx",
+        "onnxruntime",
+        "onnxscript",
+        "exporter",
+        "export_fallback",
+        "opset",
+        "inputs_digest",
+        "weights_digest",
+        "graph_digest",
+    ):
         value = meta[key]
         out.append(f"meta {key} {value if isinstance(value, int) else _name(value)}")
     for key in ("platform", "cpu", "python"):
         out.append(f"meta machine.{key} {_name(meta['machine'][key])}")
-    out.append(f"meta fingerprint sketch_width={fpm['sketch_width']} sketch_seed={fpm['sketch_seed']} "
-               f"quantiles={','.join(_f(q) for q in fpm['quantiles'])}")
+    out.append(
+        f"meta fingerprint sketch_width={fpm['sketch_width']} sketch_seed={fpm['sketch_seed']} "
+        f"quantiles={','.join(_f(q) for q in fpm['quantiles'])}"
+    )
     out.append(f"reference device={doc['reference']['device']} dtype={doc['reference']['dtype']}")
     out.append(f"layers {len(doc['layers'])}")
     for layer in doc["layers"]:
@@ -81,7 +94,9 @@ def render_text(doc: dict) -> str:
             out.append(f"provider {head} precision={entry['precision']} layers={len(entry['layers'])}")
             for name, e in entry["layers"].items():
                 fp = "-" if e["fp"] is None else _stats(e["fp"])
-                out.append(f"provider-layer {head} {_name(name)} status={e['status']} err={_f(e['err'])} {fp}")
+                out.append(
+                    f"provider-layer {head} {_name(name)} status={e['status']} err={_f(e['err'])} {fp}"
+                )
     return "\n".join(out) + "\n"
 
 
