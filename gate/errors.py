@@ -23,6 +23,11 @@ class FormatError(GateError):
 
 
 class ModelError(GateError):
-    """A model failed to build, export or run (exit 3)."""
+    """A model failed to build, export or run (exit 3). ``status`` is the report's word for
+    it: BUILD_FAIL, EXPORT_FAIL, LOAD_FAIL, INFER_FAIL, TIMEOUT or CRASH."""
 
     exit_code = 3
+
+    def __init__(self, message: str, status: str = "INFER_FAIL"):
+        super().__init__(message)
+        self.status = status

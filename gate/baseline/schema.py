@@ -73,7 +73,9 @@ META = Record(
                 ]
             ),
         ),
-    ]
+        ("op_types", Array(NAME, "max_layers")),  # ONNX op types of the shipped graph (opset coverage audit)
+    ],
+    optional=("op_types",),
 )
 
 LAYER = Record([("name", NAME), ("type", NAME), ("fp", REFERENCE_FP)])
@@ -86,11 +88,24 @@ RUNTIME_LAYER = Record(
     ]
 )
 
+# where ONNX Runtime placed the graph's nodes (placement audit); optional
+PLACEMENT = Record(
+    [
+        ("nodes", COUNT),
+        ("by_provider", NameMap(NAME, COUNT, "max_providers", "providers")),
+        ("fallback_ops", Array(NAME, "max_layers")),
+        ("fallback_nodes", Array(NAME, "max_layers")),
+    ]
+)
+
 DEVICE_ENTRY = Record(
     [
         ("precision", Str(16, choices=("float32", "float16", "bfloat16"))),
+        ("latency_ms", Nullable(Float(nan=False, lo=0.0))),
+        ("placement", Nullable(PLACEMENT)),
         ("layers", NameMap(NAME, RUNTIME_LAYER, "max_layers", "layers")),
-    ]
+    ],
+    optional=("latency_ms", "placement"),
 )
 
 DOCUMENT = Record(

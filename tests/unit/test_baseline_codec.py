@@ -298,3 +298,44 @@ def test_version_message_wins_over_schema_errors():
         FormatError, match="written by a newer parity-gate \\(format version 2\\); upgrade with"
     ):
         decode_baseline(data, "x")
+
+
+def _with_audit(doc: dict) -> dict:
+    doc["meta"]["op_types"] = ["Conv", "Relu", "Gemm"]
+    entry = doc["providers"]["CPUExecutionProvider"]["cpu"]
+    entry["latency_ms"] = 1.25
+    entry["placement"] = {
+        "nodes": 3,
+        "by_provider": {"CPUExecutionProvider": 3},
+        "fallback_ops": [],
+        "fallback_nodes": [],
+    }
+    return doc
+
+
+def test_optional_audit_keys_round_trip_in_canonical_order():
+    doc = _with_audit(make_document(3))
+    data = encode_baseline(doc)
+    back = decode_baseline(data, "x")
+    assert back == doc
+    assert list(back["providers"]["CPUExecutionProvider"]["cpu"]) == [
+        "precision",
+        "latency_ms",
+        "placement",
+        "layers",
+    ]
+    entry = doc["providers"]["CPUExecutionProvider"]["cpu"]
+    entry["placement"] = None
+    entry["latency_ms"] = None
+    assert decode_baseline(encode_baseline(doc), "x") == doc
+
+
+def test_audit_keys_are_closed_and_checked():
+    doc = _with_audit(make_document(2))
+    doc["providers"]["CPUExecutionProvider"]["cpu"]["placement"]["extra"] = 1
+    with pytest.raises(FormatError, match=r"\.placement: unknown key 'extra'"):
+        encode_baseline(doc)
+    doc = _with_audit(make_document(2))
+    doc["providers"]["CPUExecutionProvider"]["cpu"]["latency_ms"] = float("nan")
+    with pytest.raises(FormatError, match=r"latency_ms: NaN is not allowed here"):
+        encode_baseline(doc)

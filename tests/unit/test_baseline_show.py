@@ -119,3 +119,23 @@ def test_git_textconv_diff_shows_the_changed_layer(tmp_path):
     assert f"max={doc['layers'][3]['fp']['max']!r}" in changed[1]
     assert "Binary files" not in diff
     assert path.read_bytes() == encode_baseline(doc)
+
+
+def test_audit_keys_are_shown():
+    doc = make_document(2)
+    doc["meta"]["op_types"] = ["Conv", "Relu"]
+    entry = doc["providers"]["CPUExecutionProvider"]["cpu"]
+    entry["latency_ms"] = 2.5
+    entry["placement"] = {
+        "nodes": 4,
+        "by_provider": {"CPUExecutionProvider": 3, "CUDAExecutionProvider": 1},
+        "fallback_ops": ["Gather"],
+        "fallback_nodes": ["/g"],
+    }
+    lines = render_text(doc).splitlines()
+    assert "meta op_types 2 Conv,Relu" in lines
+    assert "provider CPUExecutionProvider cpu precision=float32 layers=2 latency_ms=2.5" in lines
+    assert (
+        "placement CPUExecutionProvider cpu nodes=4 by_provider=CPUExecutionProvider:3,CUDAExecutionProvider:1 "
+        "fallback_ops=Gather fallback_nodes=1"
+    ) in lines

@@ -1,0 +1,93 @@
+"""Fingerprint every module call of a PyTorch forward.
+
+Forward hooks on every module, containers and the root included. A hook fingerprints the
+output at once, before any later in-place op (``ReLU(inplace=True)``, ``out += identity``)
+can overwrite it: that is the clone the naive approach needs, without the copy.
+"""
+
+from __future__ import annotations
+
+import copy
+import weakref
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+import torch
+
+from gate.capture.records import LayerOutput, layer_name
+from gate.fingerprint import fingerprint
+from gate.model import inference_mode
+
+
+def to_numpy(t: torch.Tensor) -> np.ndarray:
+    """A NumPy view of a tensor for fingerprinting (bfloat16 widened exactly; ints/bools as float64)."""
+    t = t.detach()
+    if t.device.type != "cpu":
+        t = t.cpu()
+    if t.dtype == torch.bfloat16:
+        return t.float().numpy()
+    if t.is_floating_point():
+        return t.numpy()
+    if t.is_complex():
+        return torch.view_as_real(t).numpy()
+    return t.numpy().astype(np.float64)
+
+
+def flatten(value: Any, prefix: str = "") -> Iterator[tuple[str, torch.Tensor]]:
+    """Tensors of a (nested) output with stable suffixes: ``[0]``, ``[key]``, ``[0][1]``."""
+    if isinstance(value, torch.Tensor):
+        yield prefix, value
+    elif isinstance(value, (tuple, list)):
+        for i, item in enumerate(value):
+            yield from flatten(item, f"{prefix}[{i}]")
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield from flatten(item, f"{prefix}[{key}]")
+    elif hasattr(value, "to_tuple") and callable(value.to_tuple):  # transformers ModelOutput
+        yield from flatten(dict(value.items()), prefix)
+
+
+def run(module: torch.nn.Module, inputs: tuple[torch.Tensor, ...]) -> list[LayerOutput]:
+    """One forward with hooks; returns the records in execution (hook completion) order."""
+    records: list[LayerOutput] = []
+    calls: dict[str, int] = {}
+    # id(tensor) -> (weakref, version, layer): an identity module (Dropout in eval, Identity)
+    # returns the very tensor it got, unchanged; in-place modules return it with a new version.
+    produced: dict[int, tuple[weakref.ref, int, str]] = {}
+
+    def hook(mod: torch.nn.Module, _args: Any, output: Any, *, qual: str) -> None:
+        call = calls.get(qual, 0)
+        calls[qual] = call + 1
+        for element, tensor in flatten(output):
+            name = layer_name(qual, call, element)
+            alias = None
+            seen = produced.get(id(tensor))
+            if seen is not None and seen[0]() is tensor and seen[1] == tensor._version:
+                alias = seen[2]
+            else:
+                produced[id(tensor)] = (weakref.ref(tensor), tensor._version, name)
+            records.append(LayerOutput(name, qual, call, element, type(mod).__name__,
+                                       fingerprint(to_numpy(tensor)), alias))
+
+    handles = [m.register_forward_hook(_bind(hook, qual)) for qual, m in module.named_modules()]
+    try:
+        with inference_mode():
+            module(*inputs)
+    finally:
+        for h in handles:
+            h.remove()
+    return records
+
+
+def _bind(hook, qual: str):
+    def bound(mod, args, output):
+        hook(mod, args, output, qual=qual)
+
+    return bound
+
+
+def as_float64(module: torch.nn.Module, inputs: tuple[torch.Tensor, ...]):
+    """A float64 copy of the model and its floating inputs (the reference)."""
+    ref = copy.deepcopy(module).double()
+    return ref, tuple(t.double() if t.is_floating_point() else t for t in inputs)

@@ -1,0 +1,1 @@
+"""The command line (typer + rich). The only place that prints or parses arguments."""

@@ -1,0 +1,3 @@
+from gate.cli.app import main
+
+main()

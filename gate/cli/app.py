@@ -1,0 +1,238 @@
+"""``parity-gate``: each command is a few lines that call the library and render the result."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+import gate
+from gate.errors import GateError
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, context_settings={"help_option_names": ["-h", "--help"]},
+                  help="A CI gate for PyTorch models that ship through ONNX.")
+
+ConfigOpt = Annotated[Path | None, typer.Option("--config", envvar="PARITY_GATE_CONFIG",
+                                                 help="Config file (default: ./pyproject.toml with [tool.parity-gate], else ./parity-gate.toml).")]
+ModelOpt = Annotated[list[str] | None, typer.Option("--model", "-m", envvar="PARITY_GATE_MODELS",
+                                                     help="Model to run (repeatable; default: all).")]
+ProviderOpt = Annotated[list[str] | None, typer.Option("--provider", "-p", envvar="PARITY_GATE_PROVIDERS",
+                                                        help="Provider to run (repeatable; default: the configured ones).")]
+JsonOpt = Annotated[Path | None, typer.Option("--json", help="Write the JSON report here.")]
+MarkdownOpt = Annotated[Path | None, typer.Option("--markdown", help="Write the Markdown report here.")]
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"parity-gate {gate.__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def main_callback(
+    version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True, help="Show the version.")] = False,
+) -> None:
+    """A CI gate for PyTorch models that ship through ONNX."""
+
+
+def _split(values: list[str] | None) -> list[str] | None:
+    """Repeatable options also take comma/space separated lists (the action passes one env var)."""
+    if not values:
+        return None
+    out = [v for item in values for v in item.replace(",", " ").split()]
+    return out or None
+
+
+def _load(config: Path | None):
+    from gate.config import find_config, load_config
+
+    return load_config(find_config(config))
+
+
+def _write_reports(report: dict, json_path: Path | None, markdown_path: Path | None) -> None:
+    from gate.baseline.atomic import atomic_write_bytes
+
+    if json_path:
+        atomic_write_bytes(json_path, (json.dumps(report, indent=1, allow_nan=False, default=_nan) + "\n").encode())
+    if markdown_path:
+        from gate.report.markdown import render_markdown
+
+        atomic_write_bytes(markdown_path, render_markdown(report).encode())
+
+
+def _nan(value):  # pragma: no cover - json calls this only for unknown types
+    raise TypeError(type(value).__name__)
+
+
+@app.command()
+def check(config: ConfigOpt = None, model: ModelOpt = None, provider: ProviderOpt = None,
+          json_path: JsonOpt = None, markdown: MarkdownOpt = None) -> None:
+    """Run the models on the local providers, compare with the baselines, exit with the verdict."""
+    from gate import service
+    from gate.cli.console import progress_display, render_report
+    from gate.compare.verdict import EXIT
+
+    cfg = _load(config)
+    models, providers = cfg.select_models(_split(model)), cfg.select_providers(_split(provider))
+    with progress_display() as progress:
+        report = service.check(cfg, models, providers, progress)
+    _write_reports(_finite(report), json_path, markdown)
+    render_report(report)
+    raise typer.Exit(EXIT[report["verdict"]])
+
+
+def _finite(obj):
+    """JSON has no NaN/Inf: write them as null."""
+    if isinstance(obj, float):
+        return obj if obj == obj and obj not in (float("inf"), float("-inf")) else None
+    if isinstance(obj, dict):
+        return {k: _finite(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [_finite(v) for v in obj]
+    return obj
+
+
+@app.command("update-baseline")
+def update_baseline(config: ConfigOpt = None, model: ModelOpt = None, provider: ProviderOpt = None,
+                    source: Annotated[list[Path] | None, typer.Option(
+                        "--from", help="Take the runs from result files/folders (export, collect) instead of "
+                        "running here: how a GPU runner's results become baselines.")] = None) -> None:
+    """Run and rewrite the baselines; entries of providers not run here are kept."""
+    from gate import service
+    from gate.cli.console import console, progress_display
+
+    cfg = _load(config)
+    models, providers = cfg.select_models(_split(model)), cfg.select_providers(_split(provider))
+    with progress_display() as progress:
+        updated = service.update_baseline(cfg, models, providers, progress, sources=source)
+    for u in updated:
+        console.print(f"[bold]{u.model}[/bold] → {u.path}")
+        for line in u.changes:
+            console.print(f"  {line}")
+        for line in u.warnings:
+            console.print(f"  [yellow]warning:[/yellow] {line}")
+    console.print(f"[bold green]UPDATED[/bold green] | {len(updated)} baseline(s)")
+
+
+@app.command()
+def export(out: Annotated[Path, typer.Option("--out", help="Folder to write <model>/ bundles into.")],
+           config: ConfigOpt = None, model: ModelOpt = None, provider: ProviderOpt = None) -> None:
+    """Export the models once: ONNX graphs, inputs, and the reference (plus torch providers') fingerprints."""
+    from gate import service
+    from gate.cli.console import console, progress_display
+
+    cfg = _load(config)
+    models, providers = cfg.select_models(_split(model)), cfg.select_providers(_split(provider))
+    with progress_display() as progress:
+        runs = service.export_models(cfg, models, providers, out, progress)
+    for run in runs:
+        status = f"[red]{run.error['status']}[/red] {run.error['message']}" if run.error else f"{len(run.layers)} layers"
+        console.print(f"[bold]{run.name}[/bold] → {out / run.name}  {status}", soft_wrap=True)
+    failed = [r for r in runs if r.error]
+    console.print(("[bold red]ERROR[/bold red]" if failed else "[bold green]EXPORTED[/bold green]")
+                  + f" | {len(runs)} model(s) to {out}")
+    raise typer.Exit(3 if failed else 0)
+
+
+@app.command()
+def collect(source: Annotated[Path, typer.Option("--from", help="A folder written by `parity-gate export`.")],
+            out: Annotated[Path, typer.Option("--out", help="Result file to write.")],
+            provider: ProviderOpt = None, model: ModelOpt = None,
+            config: Annotated[Path | None, typer.Option("--config", envvar="PARITY_GATE_CONFIG",
+                                                        help="Optional: provider options and isolation settings.")] = None,
+            ) -> None:
+    """Run ONNX Runtime providers on exported models (no torch needed) and write a result file."""
+    from gate import service
+    from gate.cli.console import console, progress_display
+    from gate.config import Isolation, ProviderSpec, canonical_provider
+
+    cfg = _load(config) if config is not None else None
+    names = _split(provider)
+    if cfg is not None:
+        providers = tuple(p for p in cfg.select_providers(names) if not p.name.startswith("torch-"))
+    else:
+        if not names:
+            raise GateError("collect: name the providers to run with --provider (or pass --config)")
+        providers = tuple(ProviderSpec(canonical_provider(n)) for n in names)
+    with progress_display() as progress:
+        runs = service.collect(source, providers, out, cfg.isolation if cfg else Isolation(), _split(model), progress)
+    for run in runs:
+        for p in run.providers:
+            console.print(f"{run.name} · {p.name} ({p.device}): {p.status}" + (f" — {p.reason}" if p.reason else ""),
+                          soft_wrap=True)
+    console.print(f"[bold green]COLLECTED[/bold green] | {len(runs)} model(s) → {out}")
+
+
+@app.command()
+def report(files: Annotated[list[Path], typer.Argument(help="Result files (or folders of them) from export/collect.")],
+           config: ConfigOpt = None, json_path: JsonOpt = None, markdown: MarkdownOpt = None) -> None:
+    """Merge result files from several runners, compare with the baselines, one verdict."""
+    from gate import service
+    from gate.cli.console import render_report
+    from gate.compare.verdict import EXIT
+
+    cfg = _load(config)
+    result = service.report_files(cfg, files)
+    _write_reports(_finite(result), json_path, markdown)
+    render_report(result)
+    raise typer.Exit(EXIT[result["verdict"]])
+
+
+@app.command()
+def show(file: Annotated[Path, typer.Argument(help="A baseline (.msgpack.zst) file.")]) -> None:
+    """Print a baseline readably (also usable as a git textconv driver)."""
+    from gate.baseline.show import render_file
+
+    sys.stdout.write(render_file(file))
+
+
+@app.command()
+def doctor() -> None:
+    """Print versions, providers available here, the fingerprint backend and device class."""
+    from gate import device
+    from gate.capture.ort_capture import available_providers
+    from gate.cli.console import console
+    from gate.fingerprint import backend
+    from gate.pipeline import versions
+
+    for key, value in versions().items():
+        console.print(f"{key:12} {value}")
+    console.print(f"{'backend':12} {backend}")
+    console.print(f"{'device':12} {device.cpu_class()} ({device.cpu_name()})")
+    console.print(f"{'providers':12} {', '.join(available_providers())}")
+
+
+def _register_optional() -> None:
+    try:
+        from gate.cli import github_cmds
+    except ImportError:
+        return
+    github_cmds.register(app)
+
+
+_register_optional()
+
+
+def main() -> None:
+    try:
+        code = app(standalone_mode=False)
+    except GateError as exc:
+        from gate.cli.console import err_console
+
+        err_console.print(f"[bold red]error:[/bold red] {exc}", soft_wrap=True)
+        sys.exit(exc.exit_code)
+    except typer.Exit as exc:
+        sys.exit(exc.exit_code)
+    except (typer.Abort, KeyboardInterrupt):
+        sys.exit(130)
+    except Exception as exc:
+        # Usage errors (bad option, missing argument) are click-style exceptions that know how
+        # to show themselves; typer vendors click, so test the shape rather than the class.
+        if callable(getattr(exc, "show", None)) and isinstance(getattr(exc, "exit_code", None), int):
+            exc.show()
+            sys.exit(2)
+        raise
+    sys.exit(code if isinstance(code, int) else 0)

@@ -1,0 +1,83 @@
+"""Rich rendering of reports and progress for the terminal."""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+
+from rich.console import Console
+from rich.table import Table
+
+console = Console(highlight=False)
+if not console.is_terminal:  # CI logs: wide enough for the report table, never wrapped mid-name
+    console = Console(highlight=False, width=160)
+err_console = Console(stderr=True, highlight=False)
+
+_STATUS_STYLE = {"pass": "green", "regressed": "bold red", "error": "bold red", "skipped": "yellow",
+                 "no-baseline": "yellow"}
+
+
+@contextmanager
+def progress_display():
+    """A spinner on a terminal, plain progress lines elsewhere (CI logs)."""
+    if console.is_terminal:
+        with console.status("starting") as status:
+            yield lambda msg: status.update(msg)
+    else:
+        yield lambda msg: err_console.print(f"[dim]· {msg}[/dim]")
+
+
+def _fmt(v) -> str:
+    return "—" if v is None else f"{v:.3g}"
+
+
+def render_report(report: dict) -> None:
+    for model in report["models"]:
+        title = f"[bold]{model['name']}[/bold]  ·  {model['layers']} layers  ·  exporter {model['exporter'] or '—'}"
+        if model.get("export_fallback"):
+            title += f" (fallback: {model['export_fallback']})"
+        console.print(title)
+        if model.get("error"):
+            console.print(f"  [bold red]{model['error']['status']}[/bold red]: {model['error']['message']}")
+        if model.get("message"):
+            console.print(f"  [yellow]{model['message']}[/yellow]")
+        table = Table(show_edge=False, pad_edge=False)
+        for col in ("provider", "precision", "status", "checked", "failed", "folded", "worst error", "latency",
+                    "first regression"):
+            table.add_column(col, justify="right" if col in ("checked", "failed", "folded", "worst error", "latency")
+                             else "left")
+        for p in model["providers"]:
+            label = p["name"]
+            precision = f"{p['precision']} reference" if p["role"] == "reference" else p["precision"]
+            values = [r["value"] for r in p["layers"] if r["value"] is not None and r["check"] != "structure"]
+            first = p.get("first_regression")
+            first_text = (f"{first['layer']}: {first['check']} {_fmt(first['value'])} > {_fmt(first['threshold'])}"
+                          if first else (p.get("reason") or ""))
+            style = _STATUS_STYLE.get(p["status"], "")
+            table.add_row(label, precision, f"[{style}]{p['status']}[/{style}]" if style else p["status"],
+                          str(p.get("checked", 0)), str(p.get("failed", 0)), str(p.get("folded", 0)),
+                          _fmt(max(values) if values else None),
+                          "—" if p.get("latency_ms") is None else f"{p['latency_ms']:.2f} ms", first_text)
+        console.print(table)
+        console.print()
+    console.print(verdict_line(report), soft_wrap=True)
+
+
+def verdict_line(report: dict) -> str:
+    s = report["summary"]
+    skipped = sorted({p["name"] for m in report["models"] for p in m["providers"] if p["status"] == "skipped"})
+    if report["verdict"] == "pass":
+        ran = [p for p in s["providers"] if p not in skipped]
+        return f"[bold green]PASSED[/bold green] | {s['models']} models, {s['layers']} layers, providers: " \
+               f"{', '.join(ran) or 'none'}" + (f" (skipped, not available here: {', '.join(skipped)})" if skipped else "")
+    first = report.get("first_regression")
+    if report["verdict"] == "error":
+        failed = [m for m in report["models"] if m["status"] == "error"]
+        err = failed[0].get("error") if failed else None
+        what = f"{err['status']}: {err['message']}" if err else "error"
+        return f"[bold red]ERROR[/bold red] | {what}"
+    if first:
+        return (f"[bold red]FAILED[/bold red] | first regression: {first['model']} {first['layer']} on "
+                f"{first['provider']}{' (float64 reference)' if first.get('precision') == 'float64' else ''} "
+                f"({first['check']} {_fmt(first['value'])} > {_fmt(first['threshold'])})")
+    missing = [m["name"] for m in report["models"] if m["status"] == "no-baseline"]
+    return f"[bold red]FAILED[/bold red] | missing baseline: {', '.join(missing)}"

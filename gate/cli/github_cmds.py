@@ -1,0 +1,79 @@
+"""`parity-gate comment`: publish a JSON report to the pull request, the job summary and step outputs.
+
+``gate.cli.app`` calls ``register(app)``; the command is a thin shell over ``gate.github.publish``.
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+from typing import Annotated
+
+import typer
+
+from gate.errors import GateError
+from gate.github import FAIL_ON, WHEN, ActionsEnv, Settings, comment_id, publish
+from gate.report import headline_text, load_report
+
+When = Enum("When", {w.replace("-", "_"): w for w in WHEN}, type=str)
+FailOn = Enum("FailOn", {f: f for f in FAIL_ON}, type=str)
+
+
+def comment(
+    report: Annotated[str, typer.Option("--report", help="JSON report written by `check --json` or `report --json`.",
+                                        envvar="PARITY_GATE_REPORT", show_default=False)],
+    markdown: Annotated[str | None, typer.Option("--markdown", help="Also write the comment's Markdown here.",
+                                                 envvar="PARITY_GATE_MARKDOWN")] = None,
+    when: Annotated[When, typer.Option(
+        "--when", envvar="PARITY_GATE_COMMENT",
+        help="auto: post when not passing, or update an earlier comment; always; on-change: skip when the "
+             "report is unchanged; never: job summary only.")] = When.auto,
+    fail_on: Annotated[FailOn, typer.Option("--fail-on", envvar="PARITY_GATE_FAIL_ON",
+                                         help="regression: exit 1 on a regression, 3 on a failed model; never: exit 0.")] = FailOn.regression,
+    cid: Annotated[str | None, typer.Option("--id", envvar="PARITY_GATE_COMMENT_ID",
+                                            help="Comment id, one comment per PR and id (default: the config path).")] = None,
+    config: Annotated[str | None, typer.Option("--config", envvar="PARITY_GATE_CONFIG",
+                                               help="Config path; names the comment when --id is not given.")] = None,
+    pr: Annotated[int | None, typer.Option("--pr", envvar="PARITY_GATE_PR", min=1,
+                                           help="Pull request number (default: from the event).")] = None,
+    artifact_url: Annotated[str | None, typer.Option("--artifact-url", envvar="PARITY_GATE_ARTIFACT_URL",
+                                                     help="Link to the uploaded report artifact.")] = None,
+    max_wait: Annotated[float, typer.Option("--max-wait", envvar="PARITY_GATE_GITHUB_MAX_WAIT", min=0,
+                                            help="Most seconds to wait on GitHub rate limits.")] = 120.0,
+) -> None:
+    """Write the PR comment (one per PR and config), the job summary, annotations and step outputs.
+
+    The token comes from GITHUB_TOKEN (or PARITY_GATE_GITHUB_TOKEN), never from the command line.
+    """
+    try:
+        data = load_report(report)
+        settings = Settings(
+            report_path=report, when=when.value, fail_on=fail_on.value, comment_id=comment_id(cid or config),
+            artifact_url=artifact_url or None, pr_number=pr, markdown_path=markdown, max_wait=max_wait,
+        )
+        env = ActionsEnv.from_environ()
+        out = publish(data, settings, env)
+    except GateError as e:
+        typer.echo(f"error: {e}", err=True)
+        raise typer.Exit(e.exit_code) from None
+    for line in out.lines:
+        typer.echo(line)
+    c = out.comment
+    if c.action == "skipped":
+        typer.echo(f"{'::notice::' if env.in_actions else ''}parity-gate: PR comment not written: {c.reason}")
+    else:
+        typer.echo(f"parity-gate: PR comment {c.action}{': ' + c.url if c.url else ''}")
+    if out.verdict == "pass":
+        typer.echo(f"PASSED | {_scope(data)}")
+    else:
+        typer.echo(f"FAILED | {headline_text(data)}")
+    raise typer.Exit(out.exit_code)
+
+
+def _scope(data: dict) -> str:
+    s = data.get("summary") or {}
+    return f"{s.get('models', len(data.get('models', [])))} models, {s.get('layers', 0):,} layers"
+
+
+def register(app: typer.Typer) -> None:
+    """Add the GitHub commands to the parity-gate app."""
+    app.command("comment")(comment)

@@ -1,0 +1,1 @@
+"""Judge a run against its baseline: per-layer checks, first regression, verdict."""

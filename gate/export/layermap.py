@@ -1,0 +1,202 @@
+"""Map ONNX values back to PyTorch module calls.
+
+The dynamo exporter records on every node the module path stack it came from
+(``pkg.torch.onnx.name_scopes``) and the FX node it lowers (the last entry of that stack);
+the exported program's ``nn_module_stack`` tells the k-th call of a module apart
+(``L__self___act@1``). A module call's *outputs* are the values its nodes produce that a
+node outside the call (or the graph output) consumes.
+
+The map is built on the unoptimized graph, where every module still has its nodes. The
+shipped graph is the optimized one: a value that did not survive optimization belongs to a
+module that was folded into a neighbour (a Conv whose BatchNorm was folded into it keeps
+no output of its own; the fused node produces the BatchNorm's value). Such layers are
+reported as folded rather than matched to the neighbour's value.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+import onnx
+
+CallKey = tuple[str, int]  # (module qualified name, 0-based call index)
+_SUFFIX = re.compile(r"^(.*)_(\d+)$")
+
+
+@dataclass
+class CallValues:
+    """The values one module call exposes, in production order, with the node count."""
+
+    values: list[str] = field(default_factory=list)
+    nodes: int = 0
+    op_types: set[str] = field(default_factory=set)
+
+
+def _meta(node: onnx.NodeProto, key: str) -> str | None:
+    for prop in node.metadata_props:
+        if prop.key == key:
+            return prop.value
+    return None
+
+
+def dynamo_stacks(proto: onnx.ModelProto, fx_stacks: dict[str, list[CallKey]]) -> list[list[CallKey]]:
+    """For every node of ``proto``, the module calls it belongs to (outermost first)."""
+    stacks = []
+    for node in proto.graph.node:
+        scopes = _meta(node, "pkg.torch.onnx.name_scopes")
+        fx_name = None
+        if scopes:
+            try:
+                parsed = eval_list(scopes)
+                fx_name = parsed[-1] if parsed else None
+            except ValueError:
+                fx_name = None
+        stacks.append(list(fx_stacks.get(fx_name, [])) if fx_name else [])
+    return stacks
+
+
+def eval_list(text: str) -> list[str]:
+    """Parse the exporter's ``['', 'layer1', ...]`` metadata without eval()."""
+    text = text.strip()
+    if not (text.startswith("[") and text.endswith("]")):
+        raise ValueError(text)
+    return re.findall(r"'((?:[^'\\]|\\.)*)'", text[1:-1])
+
+
+def torchscript_stacks(proto: onnx.ModelProto, module_names: set[str]) -> list[list[CallKey]]:
+    """Module calls from TorchScript-exporter node names (``/layer1/layer1.0/conv1/Conv``).
+
+    That exporter names the k-th call of a module ``<attr>_<k>``; a component that is not a
+    module but strips to one is read as such a call.
+    """
+    stacks = []
+    for node in proto.graph.node:
+        parts = [p for p in node.name.split("/")[:-1] if p]
+        stack: list[CallKey] = []
+        qual = ""
+        for part in parts:
+            index = 0
+            name = part.split(".")[-1]
+            candidate = f"{qual}.{name}" if qual else name
+            if candidate not in module_names:
+                m = _SUFFIX.match(name)
+                if m and (f"{qual}.{m.group(1)}" if qual else m.group(1)) in module_names:
+                    candidate = f"{qual}.{m.group(1)}" if qual else m.group(1)
+                    index = int(m.group(2))
+                else:
+                    break
+            qual = candidate
+            stack.append((qual, index))
+        stacks.append(stack)
+    return stacks
+
+
+def call_values(proto: onnx.ModelProto, stacks: list[list[CallKey]]) -> dict[CallKey, CallValues]:
+    """The values each module call exposes to the rest of the graph."""
+    graph = proto.graph
+    members: dict[CallKey, set[int]] = defaultdict(set)
+    for index, stack in enumerate(stacks):
+        for key in stack:
+            members[key].add(index)
+    consumers: dict[str, set[int]] = defaultdict(set)
+    for index, node in enumerate(graph.node):
+        for name in node.input:
+            if name:
+                consumers[name].add(index)
+    graph_outputs = {o.name for o in graph.output}
+    result: dict[CallKey, CallValues] = {}
+    for key, nodes in members.items():
+        cv = CallValues(nodes=len(nodes))
+        for index in sorted(nodes):
+            node = graph.node[index]
+            cv.op_types.add(node.op_type)
+            for name in node.output:
+                users = consumers.get(name, ())
+                # Exposed: used outside the call, a graph output, or used by nobody at all (an
+                # output the caller ignores, such as attention weights; the optimizer drops it).
+                if name and (name in graph_outputs or not users or any(c not in nodes for c in users)):
+                    cv.values.append(name)
+        result[key] = cv
+    return result
+
+
+def value_shapes(proto: onnx.ModelProto) -> dict[str, tuple[int | str, ...] | None]:
+    """Static shapes of values where known (symbolic dims as their names)."""
+    shapes: dict[str, tuple[int | str, ...] | None] = {}
+    for vi in list(proto.graph.value_info) + list(proto.graph.output) + list(proto.graph.input):
+        t = vi.type.tensor_type
+        if not t.HasField("shape"):
+            shapes[vi.name] = None
+            continue
+        shapes[vi.name] = tuple(d.dim_value if d.HasField("dim_value") else (d.dim_param or "?") for d in t.shape.dim)
+    return shapes
+
+
+def available_values(proto: onnx.ModelProto) -> set[str]:
+    """Values that exist at run time in ``proto`` (node outputs and graph inputs)."""
+    names = {i.name for i in proto.graph.input}
+    for node in proto.graph.node:
+        names.update(o for o in node.output if o)
+    return names
+
+
+def shape_matches(onnx_shape: tuple[int | str, ...] | None, torch_shape: tuple[int, ...]) -> bool:
+    if onnx_shape is None:
+        return True
+    if len(onnx_shape) != len(torch_shape):
+        return False
+    return all(not isinstance(a, int) or a == b for a, b in zip(onnx_shape, torch_shape, strict=True))
+
+
+@dataclass(frozen=True)
+class Assignment:
+    """Where a layer's value lives in the shipped graph."""
+
+    kind: str  # "value" | "output" | "folded" | "absent"
+    ref: str | int | None = None  # value name, or graph-output index
+    reason: str | None = None
+
+
+def assign(records, calls: dict[CallKey, CallValues], shapes: dict[str, tuple | None],
+           available: set[str]) -> dict[str, Assignment]:
+    """Assign each captured layer (``gate.capture.records.LayerOutput``) its ONNX value.
+
+    Elements of one call are matched to the call's exposed values by shape, in production
+    order; a single output takes the last matching value (a module computes its result last).
+    Root outputs are the graph outputs, in order.
+    """
+    by_call: dict[CallKey, list] = defaultdict(list)
+    for rec in records:
+        by_call[(rec.module, rec.call)].append(rec)
+    result: dict[str, Assignment] = {}
+    for key, recs in by_call.items():
+        if key[0] == "":
+            for index, rec in enumerate(recs):
+                result[rec.name] = Assignment("output", index)
+            continue
+        cv = calls.get(key)
+        candidates = list(cv.values) if cv else []
+        used: set[str] = set()
+        for rec in recs:
+            shape = tuple(rec.fp.shape)
+            matching = [v for v in candidates if v not in used and shape_matches(shapes.get(v), shape)]
+            if len(recs) == 1:
+                chosen = matching[-1] if matching else None
+            else:
+                chosen = matching[0] if matching else None
+            if chosen is not None:
+                used.add(chosen)
+                if chosen in available:
+                    result[rec.name] = Assignment("value", chosen)
+                else:
+                    result[rec.name] = Assignment("folded", chosen, "removed by the exporter's optimizer (fused "
+                                                  "into a neighbouring node, or unused)")
+            elif rec.alias_of is not None and rec.alias_of in result:
+                result[rec.name] = result[rec.alias_of]
+            elif cv is None or cv.nodes == 0:
+                result[rec.name] = Assignment("absent", None, "no ONNX node (identity at inference, or folded into constants)")
+            else:
+                result[rec.name] = Assignment("absent", None, "no exposed ONNX value matches this output's shape")
+    return result

@@ -1,0 +1,69 @@
+"""cffi out-of-line (API mode) build of the native fingerprint kernel.
+
+Used by setup.py (``cffi_modules=["gate/fingerprint/_build.py:ffibuilder"]``) and, for a
+source tree, directly: ``python gate/fingerprint/_build.py`` builds
+``gate/fingerprint/_native*.so`` in place.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from cffi import FFI
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SRC = os.path.join(HERE, "src")
+
+CDEF = """
+#define PGFP_WIDTH 256
+#define PGFP_NQ_MAX 16
+typedef struct {
+    uint64_t nan, posinf, neginf, zero;
+    double min, max;
+    double sum, sumsq, sumabs;
+    double q[16];
+    double sketch[256];
+} pgfp_result;
+int pgfp_fingerprint(const void *data, uint64_t n, int dtype, const double *qs, int nq,
+                     int nthreads, pgfp_result *out);
+uint64_t pgfp_scratch_bound(uint64_t n, int dtype, int nthreads);
+"""
+
+
+def _compile_args() -> list[str]:
+    if sys.platform == "win32":
+        return ["/O2", "/fp:precise"]
+    # Portable wheels: no -march=native; the hot loops carry target_clones(avx2, default).
+    # No -ffast-math, no FMA contraction: the summation order and rounding are the spec.
+    return ["-O3", "-std=gnu99", "-ffp-contract=off", "-fno-fast-math", "-pthread"]
+
+
+def make_ffi(path=os.path.relpath) -> FFI:
+    """The builder; setuptools wants source paths relative to the project root (cwd)."""
+    ffi = FFI()
+    ffi.cdef(CDEF)
+    ffi.set_source(
+        "gate.fingerprint._native",
+        '#include "pgfp.h"',
+        sources=[path(os.path.join(SRC, f)) for f in ("pgfp.c", "pgfp_avx2.c")],
+        include_dirs=[path(SRC)],
+        depends=[path(os.path.join(SRC, f)) for f in ("pgfp.h", "pgfp_internal.h")],
+        extra_compile_args=_compile_args(),
+        extra_link_args=[] if sys.platform == "win32" else ["-pthread"],
+    )
+    return ffi
+
+
+ffibuilder = make_ffi()
+
+if __name__ == "__main__":
+    # In-place build for a source checkout: writes gate/fingerprint/_native*.so.
+    import shutil
+
+    root = os.path.dirname(os.path.dirname(HERE))
+    tmp = os.path.join(root, "build", "cffi-fingerprint")
+    so = make_ffi(os.path.abspath).compile(tmpdir=tmp, verbose=bool(os.environ.get("VERBOSE")))
+    dest = os.path.join(HERE, os.path.basename(so))
+    shutil.copy2(so, dest)
+    print(f"built {os.path.relpath(dest, root)}")

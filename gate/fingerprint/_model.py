@@ -1,0 +1,178 @@
+"""The Fingerprint value type, its on-disk dict form, and the sketch distance.
+
+Nothing here depends on the backend: both backends build the same ``Fingerprint``.
+"""
+
+from __future__ import annotations
+
+import math
+import struct
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from gate.errors import FormatError
+
+QUANTILES: tuple[float, ...] = (0.001, 0.01, 0.1, 0.25, 0.5, 0.75, 0.9, 0.99, 0.999)
+SKETCH_WIDTH = 256
+SKETCH_SEED = 0x2545F491
+LANES = 8
+BLOCK = 1 << 16
+
+DTYPES = ("float16", "bfloat16", "float32", "float64")
+
+_INT_KEYS = ("count", "nan", "posinf", "neginf", "zero")
+_FLOAT_KEYS = ("min", "max", "sum", "sumsq", "sumabs")
+_TINY = float(np.finfo(np.float64).tiny)
+
+
+@dataclass(frozen=True, eq=False)
+class Fingerprint:
+    """Summary of one tensor; see :mod:`gate.fingerprint.reference` for the definition."""
+
+    shape: tuple[int, ...]
+    dtype: str
+    count: int
+    nan: int
+    posinf: int
+    neginf: int
+    zero: int
+    min: float
+    max: float
+    sum: float
+    sumsq: float
+    sumabs: float
+    quantiles: tuple[float, ...]
+    sketch: np.ndarray | None = None
+
+    @property
+    def finite(self) -> int:
+        return self.count - self.nan - self.posinf - self.neginf
+
+    @property
+    def mean(self) -> float:
+        return self.sum / self.finite if self.finite else math.nan
+
+    @property
+    def meanabs(self) -> float:
+        return self.sumabs / self.finite if self.finite else math.nan
+
+    @property
+    def std(self) -> float:
+        """Population standard deviation from the moments (sum, sumsq) of the finite values."""
+        if not self.finite:
+            return math.nan
+        mean = self.sum / self.finite
+        return math.sqrt(max(self.sumsq / self.finite - mean * mean, 0.0))
+
+    @property
+    def l2(self) -> float:
+        return math.sqrt(self.sumsq)
+
+    def to_dict(self, sketch: bool = True) -> dict[str, Any]:
+        """The on-disk form (msgpack-ready). ``sketch=False`` leaves the sketch out."""
+        d: dict[str, Any] = {"shape": list(self.shape), "dtype": self.dtype}
+        for k in _INT_KEYS:
+            d[k] = int(getattr(self, k))
+        for k in _FLOAT_KEYS:
+            d[k] = float(getattr(self, k))
+        d["q"] = [float(v) for v in self.quantiles]
+        if sketch and self.sketch is not None:
+            d["sketch"] = np.asarray(self.sketch, dtype="<f8").tobytes()
+        return d
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> Fingerprint:
+        """Rebuild from :meth:`to_dict` output; raises FormatError naming the bad key."""
+        if not isinstance(d, Mapping):
+            raise FormatError(f"fingerprint: expected a map, got {type(d).__name__}")
+        shape = d.get("shape")
+        if not isinstance(shape, list | tuple) or not all(
+            isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in shape
+        ):
+            raise FormatError("fingerprint: key 'shape' must be a list of non-negative ints")
+        dtype = d.get("dtype")
+        if dtype not in DTYPES:
+            raise FormatError(f"fingerprint: key 'dtype' must be one of {', '.join(DTYPES)}, got {dtype!r}")
+        ints = {}
+        for k in _INT_KEYS:
+            v = d.get(k)
+            if not isinstance(v, int) or isinstance(v, bool) or v < 0:
+                raise FormatError(f"fingerprint: key {k!r} must be a non-negative int, got {v!r}")
+            ints[k] = v
+        if ints["count"] != math.prod(shape):
+            raise FormatError(f"fingerprint: 'count' {ints['count']} does not match shape {list(shape)}")
+        if ints["nan"] + ints["posinf"] + ints["neginf"] > ints["count"]:
+            raise FormatError("fingerprint: nan+posinf+neginf exceeds 'count'")
+        floats = {}
+        for k in _FLOAT_KEYS:
+            v = d.get(k)
+            if not isinstance(v, float | int) or isinstance(v, bool):
+                raise FormatError(f"fingerprint: key {k!r} must be a float, got {v!r}")
+            floats[k] = float(v)
+        q = d.get("q")
+        if (
+            not isinstance(q, list | tuple)
+            or len(q) != len(QUANTILES)
+            or not all(isinstance(v, float | int) and not isinstance(v, bool) for v in q)
+        ):
+            raise FormatError(f"fingerprint: key 'q' must be a list of {len(QUANTILES)} floats")
+        sk = None
+        if d.get("sketch") is not None:
+            raw = d["sketch"]
+            if not isinstance(raw, bytes | bytearray) or len(raw) != SKETCH_WIDTH * 8:
+                raise FormatError(f"fingerprint: key 'sketch' must be {SKETCH_WIDTH * 8} bytes")
+            sk = np.frombuffer(bytes(raw), dtype="<f8").astype(np.float64)
+        return cls(
+            shape=tuple(shape),
+            dtype=dtype,
+            quantiles=tuple(float(v) for v in q),
+            sketch=sk,
+            **ints,
+            **floats,
+        )
+
+    def __eq__(self, other: object) -> bool:
+        """Bit-identical comparison (NaN equals NaN); the sketch counts when both have one."""
+        if not isinstance(other, Fingerprint):
+            return NotImplemented
+        a, b = self.to_dict(), other.to_dict()
+        return _bits(a) == _bits(b)
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+def _bits(d: dict[str, Any]) -> dict[str, Any]:
+    out = {}
+    for k, v in d.items():
+        if isinstance(v, float):
+            out[k] = struct.pack("<d", v)
+        elif isinstance(v, list) and v and isinstance(v[0], float):
+            out[k] = [struct.pack("<d", x) for x in v]
+        else:
+            out[k] = v
+    return out
+
+
+def sketch_distance(a: Fingerprint, b: Fingerprint) -> float:
+    """Estimate ||x_a - x_b||_2 from two sketches of equal-shaped tensors.
+
+    sqrt of the correctly rounded (math.fsum) sum of squared bucket differences, so the
+    value is the same on every platform. See the reference module for its accuracy.
+    """
+    if tuple(a.shape) != tuple(b.shape):
+        raise ValueError(f"sketch_distance: shapes differ: {list(a.shape)} vs {list(b.shape)}")
+    if a.sketch is None or b.sketch is None:
+        raise ValueError("sketch_distance: a fingerprint has no sketch")
+    d = np.asarray(a.sketch, dtype=np.float64) - np.asarray(b.sketch, dtype=np.float64)
+    return math.sqrt(math.fsum((d * d).tolist()))
+
+
+def relative_error(x: Fingerprint, ref: Fingerprint) -> float:
+    """Estimated ||x - ref||_2 / ||ref||_2 (ref.l2 floored at the smallest normal float64)."""
+    dist = sketch_distance(x, ref)
+    if dist == 0.0:
+        return 0.0
+    return dist / max(ref.l2, _TINY)

@@ -1,0 +1,621 @@
+/* parity-gate fingerprint kernel (C99). Reproduces gate/fingerprint/reference.py bit for
+ * bit; read that docstring first. Build without -ffast-math and with -ffp-contract=off:
+ * the summation order and the rounding of v*v are part of the specification.
+ *
+ * One fused pass computes counts, min/max, the lane sums, the sketch and a 16-bit
+ * histogram of order-preserving integer keys; quantiles are then finished by radix
+ * select (12-bit refinement passes over the data) and, once few candidates remain, by
+ * collecting them and running quickselect. Scratch memory is bounded (pgfp_scratch_bound).
+ * Threads split the blocks of a window; block partials are combined in block order, so
+ * the result does not depend on the thread count. */
+#include "pgfp_internal.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#if !defined(_WIN32)
+#include <pthread.h>
+#define PGFP_HAVE_THREADS 1
+#endif
+
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
+#define HOT
+#else
+#define HOT
+#endif
+
+static double key_to_value(uint64_t key, int dtype) {
+    switch (dtype) {
+    case PGFP_F16: { uint16_t b = (key & 0x8000u) ? (uint16_t)(key & 0x7fffu) : (uint16_t)~key; return f16_to_d(b) + 0.0; }
+    case PGFP_BF16: { uint16_t b = (key & 0x8000u) ? (uint16_t)(key & 0x7fffu) : (uint16_t)~key; return bf16_to_d(b) + 0.0; }
+    case PGFP_F32: { uint32_t b = (key & 0x80000000u) ? (uint32_t)(key & 0x7fffffffu) : (uint32_t)~key; return f32_to_d(b) + 0.0; }
+    default: { uint64_t b = (key >> 63) ? (key & 0x7fffffffffffffffull) : ~key; return f64_to_d(b) + 0.0; }
+    }
+}
+static int key_bits(int dtype) { return dtype == PGFP_F64 ? 64 : dtype == PGFP_F32 ? 32 : 16; }
+
+static void partial_init(partial *p) {
+    memset(p, 0, sizeof *p);
+    p->mn = INFINITY;
+    p->mx = -INFINITY;
+}
+
+/* Stats over one inner chunk: lane sums continue in p (the chunk starts at a lane-0
+ * offset), vv receives the canonical finite values (non-finite -> +0.0). */
+#define DEFINE_STATS(NAME, T, CONV)                                                     \
+    HOT static void NAME(const T *src, uint32_t len, double *vv, partial *p) {          \
+        double s[LANES], q[LANES], a[LANES], mn[LANES], mx[LANES];                      \
+        uint64_t cn[LANES], cp[LANES], cm[LANES], cz[LANES];                            \
+        for (int j = 0; j < LANES; j++) {                                               \
+            s[j] = p->s[j]; q[j] = p->q[j]; a[j] = p->a[j];                             \
+            mn[j] = INFINITY; mx[j] = -INFINITY; cn[j] = cp[j] = cm[j] = cz[j] = 0;     \
+        }                                                                               \
+        uint32_t i = 0;                                                                 \
+        for (; i + LANES <= len; i += LANES) {                                          \
+            for (int j = 0; j < LANES; j++) {                                           \
+                double v = CONV(src[i + j]);                                            \
+                int fin = fabs(v) <= 1.7976931348623157e308;                            \
+                cn[j] += (v != v);                                                      \
+                cp[j] += (v == INFINITY);                                               \
+                cm[j] += (v == -INFINITY);                                              \
+                cz[j] += (v == 0.0);                                                    \
+                double w = (fin ? v : 0.0) + 0.0;                                       \
+                double lo = fin ? v : INFINITY, hi = fin ? v : -INFINITY;               \
+                mn[j] = lo < mn[j] ? lo : mn[j];                                        \
+                mx[j] = hi > mx[j] ? hi : mx[j];                                        \
+                s[j] += w;                                                              \
+                q[j] += w * w;                                                          \
+                a[j] += fabs(w);                                                        \
+                vv[i + j] = w;                                                          \
+            }                                                                           \
+        }                                                                               \
+        for (int j = 0; i < len; i++, j++) {                                            \
+            double v = CONV(src[i]);                                                    \
+            int fin = fabs(v) <= 1.7976931348623157e308;                                \
+            cn[j] += (v != v);                                                          \
+            cp[j] += (v == INFINITY);                                                   \
+            cm[j] += (v == -INFINITY);                                                  \
+            cz[j] += (v == 0.0);                                                        \
+            double w = (fin ? v : 0.0) + 0.0;                                           \
+            if (fin && v < mn[j]) mn[j] = v;                                            \
+            if (fin && v > mx[j]) mx[j] = v;                                            \
+            s[j] += w;                                                                  \
+            q[j] += w * w;                                                              \
+            a[j] += fabs(w);                                                            \
+            vv[i] = w;                                                                  \
+        }                                                                               \
+        for (int j = 0; j < LANES; j++) {                                               \
+            p->s[j] = s[j]; p->q[j] = q[j]; p->a[j] = a[j];                             \
+            p->nan += cn[j]; p->pinf += cp[j]; p->ninf += cm[j]; p->zero += cz[j];      \
+            if (mn[j] < p->mn) p->mn = mn[j];                                           \
+            if (mx[j] > p->mx) p->mx = mx[j];                                           \
+        }                                                                               \
+    }
+
+#define CONV_F16(x) f16_to_d(x)
+#define CONV_BF16(x) bf16_to_d(x)
+#define CONV_F32(x) ((double)(x))
+#define CONV_F64(x) (x)
+DEFINE_STATS(stats_f16, uint16_t, CONV_F16)
+DEFINE_STATS(stats_bf16, uint16_t, CONV_BF16)
+DEFINE_STATS(stats_f32, float, CONV_F32)
+DEFINE_STATS(stats_f64, double, CONV_F64)
+
+/* CountSketch of one inner chunk starting at flat index start (a multiple of 8; the
+ * chunk never crosses a 2^35 boundary, so hi32 of the group index is constant). */
+HOT static void sketch_chunk(const double *vv, uint32_t len, uint64_t start, double *sk) {
+    uint64_t g0 = start >> 3;
+    uint32_t k = mix32((uint32_t)(g0 >> 32) ^ SEED), lo = (uint32_t)g0;
+    for (uint32_t i = 0; i < len; i++) {
+        uint32_t j = i & 7, h = mix32((lo + (i >> 3)) ^ k);
+        du x;
+        x.d = vv[i];
+        x.u ^= (uint64_t)((h >> (16 + j)) & 1u) << 63;
+        sk[8 * (h >> 27) + (j ^ ((h >> 24) & 7u))] += x.d;
+    }
+}
+
+/* Top-16 key digits (HBINS for non-finite elements). */
+static void digits_chunk(const void *src, int dtype, uint32_t len, uint32_t *dig) {
+    uint32_t i;
+    switch (dtype) {
+    case PGFP_F16: { const uint16_t *u = src; for (i = 0; i < len; i++) dig[i] = nonfin_f16(u[i]) ? HBINS : key16(u[i]); break; }
+    case PGFP_BF16: { const uint16_t *u = src; for (i = 0; i < len; i++) dig[i] = nonfin_bf16(u[i]) ? HBINS : key16(u[i]); break; }
+    case PGFP_F32: { const uint32_t *u = src; for (i = 0; i < len; i++) dig[i] = nonfin_f32(u[i]) ? HBINS : key32(u[i]) >> 16; break; }
+    default: { const uint64_t *u = src; for (i = 0; i < len; i++) dig[i] = nonfin_f64(u[i]) ? HBINS : (uint32_t)(key64(u[i]) >> 48); break; }
+    }
+}
+
+void pgfp_chunk_scalar(const void *src, int dtype, uint32_t len, uint64_t start, partial *p, uint32_t *dig) {
+    double vv[SUB];
+    switch (dtype) {
+    case PGFP_F16: stats_f16(src, len, vv, p); break;
+    case PGFP_BF16: stats_bf16(src, len, vv, p); break;
+    case PGFP_F32: stats_f32(src, len, vv, p); break;
+    default: stats_f64(src, len, vv, p); break;
+    }
+    sketch_chunk(vv, len, start, p->sk);
+    digits_chunk(src, dtype, len, dig);
+}
+
+static uint64_t collect_chunk(const void *src, int dtype, uint32_t len, void *buf, uint64_t pos) {
+    uint32_t i;
+    switch (dtype) {
+    case PGFP_F16: { const uint16_t *u = src; uint32_t *o = buf; for (i = 0; i < len; i++) { o[pos] = key16(u[i]); pos += !nonfin_f16(u[i]); } break; }
+    case PGFP_BF16: { const uint16_t *u = src; uint32_t *o = buf; for (i = 0; i < len; i++) { o[pos] = key16(u[i]); pos += !nonfin_bf16(u[i]); } break; }
+    case PGFP_F32: { const uint32_t *u = src; uint32_t *o = buf; for (i = 0; i < len; i++) { o[pos] = key32(u[i]); pos += !nonfin_f32(u[i]); } break; }
+    default: { const uint64_t *u = src; uint64_t *o = buf; for (i = 0; i < len; i++) { o[pos] = key64(u[i]); pos += !nonfin_f64(u[i]); } break; }
+    }
+    return pos;
+}
+
+/* ---- multi-rank quickselect: afterwards a[r] is the r-th smallest for each rank r ---- */
+#define DEFINE_MSEL(NAME, T)                                                            \
+    static void NAME(T *a, int64_t lo, int64_t hi, const uint64_t *r, int nr) {         \
+        while (nr > 0 && lo < hi) {                                                     \
+            if (hi - lo < 24) {                                                         \
+                for (int64_t i = lo + 1; i <= hi; i++) {                                \
+                    T x = a[i]; int64_t j = i - 1;                                      \
+                    while (j >= lo && a[j] > x) { a[j + 1] = a[j]; j--; }               \
+                    a[j + 1] = x;                                                       \
+                }                                                                       \
+                return;                                                                 \
+            }                                                                           \
+            int64_t mid = lo + (hi - lo) / 2;                                           \
+            T x = a[lo], y = a[mid], z = a[hi], p;                                      \
+            p = (x < y) ? ((y < z) ? y : (x < z ? z : x)) : ((x < z) ? x : (y < z ? z : y)); \
+            int64_t lt = lo, i = lo, gt = hi;                                           \
+            while (i <= gt) {                                                           \
+                T v = a[i];                                                             \
+                if (v < p) { a[i++] = a[lt]; a[lt++] = v; }                             \
+                else if (v > p) { a[i] = a[gt]; a[gt--] = v; }                          \
+                else i++;                                                               \
+            }                                                                           \
+            int k = 0;                                                                  \
+            while (k < nr && (int64_t)r[k] < lt) k++;                                   \
+            int m = k;                                                                  \
+            while (m < nr && (int64_t)r[m] <= gt) m++;                                  \
+            if (k > 0) NAME(a, lo, lt - 1, r, k);                                       \
+            r += m; nr -= m; lo = gt + 1;                                               \
+        }                                                                               \
+    }
+DEFINE_MSEL(msel32, uint32_t)
+DEFINE_MSEL(msel64, uint64_t)
+
+typedef void (*chunk_fn)(const void *, int, uint32_t, uint64_t, partial *, uint32_t *);
+typedef uint32_t (*match_fn)(const void *, int, uint32_t, int, const uint64_t *, int, const unsigned char *, uint32_t *);
+
+/* ---- shared state of one call ---- */
+typedef struct {
+    const char *data;
+    uint64_t n, nblocks;
+    int dtype, esize, T, W, small;
+    chunk_fn chunk;
+    match_fn match;
+    partial *slots;
+    partial tot;
+    uint32_t *hist;          /* T x (HBINS + 1), pass 1 */
+    uint32_t *rhist;         /* T x nq x RBINS, refinement passes */
+    uint64_t *hist64, *rhist64; /* overflow accumulators, only when n >= FLUSH */
+    int nq;
+    void *buf;               /* collected keys */
+    uint64_t bufn;
+    /* quantile plan, written by thread 0 between barriers */
+    int cmd;                 /* 0 done, 1 refine, 2 collect */
+    int ng, shift, nbits;    /* groups; key >> shift is the prefix; refine digit bits */
+    uint64_t gprefix[NG];
+    uint64_t toff[64];       /* per-thread collect offsets (T <= 64) */
+    unsigned char *tab;      /* HBINS flags: top-16 digit of some group prefix */
+    int err;
+#ifdef PGFP_HAVE_THREADS
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int waiting, gen, go;
+#endif
+} ctx;
+
+typedef struct { ctx *c; int t; } targ;
+
+static void barrier(ctx *c) {
+#ifdef PGFP_HAVE_THREADS
+    if (c->T <= 1) return;
+    pthread_mutex_lock(&c->mu);
+    int g = c->gen;
+    if (++c->waiting == c->T) { c->waiting = 0; c->gen++; pthread_cond_broadcast(&c->cv); }
+    else while (g == c->gen) pthread_cond_wait(&c->cv, &c->mu);
+    pthread_mutex_unlock(&c->mu);
+#else
+    (void)c;
+#endif
+}
+
+static void block_range(const ctx *c, uint64_t w0, int t, uint64_t *b0, uint64_t *b1) {
+    uint64_t per = (uint64_t)(c->W / c->T);
+    *b0 = w0 + per * (uint64_t)t;
+    *b1 = *b0 + per;
+    if (*b0 > c->nblocks) *b0 = c->nblocks;
+    if (*b1 > c->nblocks) *b1 = c->nblocks;
+}
+
+static void do_block(ctx *c, uint64_t b, partial *p, uint32_t *hist) {
+    uint32_t dig[SUB];
+    uint64_t e0 = b * BLOCK, e1 = e0 + BLOCK;
+    if (e1 > c->n) e1 = c->n;
+    partial_init(p);
+    for (uint64_t i = e0; i < e1; i += SUB) {
+        uint32_t len = (uint32_t)((e1 - i) < SUB ? (e1 - i) : SUB);
+        const char *src = c->data + i * (uint64_t)c->esize;
+        /* the vector path handles whole groups of LANES; a short tail (end of data) is scalar */
+        uint32_t nv = c->chunk == pgfp_chunk_scalar ? len : len & ~(uint32_t)(LANES - 1);
+        if (nv) c->chunk(src, c->dtype, nv, i, p, dig);
+        if (nv < len) pgfp_chunk_scalar(src + (uint64_t)nv * c->esize, c->dtype, len - nv, i + nv, p, dig + nv);
+        if (c->small) c->bufn = collect_chunk(src, c->dtype, len, c->buf, c->bufn);
+        else for (uint32_t k = 0; k < len; k++) hist[dig[k]]++;
+    }
+}
+
+static void combine(partial *tot, const partial *p) {
+    for (int j = 0; j < LANES; j++) { tot->s[j] += p->s[j]; tot->q[j] += p->q[j]; tot->a[j] += p->a[j]; }
+    for (int k = 0; k < PGFP_WIDTH; k++) tot->sk[k] += p->sk[k];
+    tot->nan += p->nan; tot->pinf += p->pinf; tot->ninf += p->ninf; tot->zero += p->zero;
+    if (p->mn < tot->mn) tot->mn = p->mn;
+    if (p->mx > tot->mx) tot->mx = p->mx;
+}
+
+static inline uint64_t load_key(const ctx *c, uint64_t i) {
+    switch (c->dtype) {
+    case PGFP_F16: case PGFP_BF16: return key16(((const uint16_t *)c->data)[i]);
+    case PGFP_F32: return key32(((const uint32_t *)c->data)[i]);
+    default: return key64(((const uint64_t *)c->data)[i]);
+    }
+}
+
+/* Indices (within the chunk) of elements whose key prefix is one of the groups. Group
+ * prefixes keep the whole exponent, so non-finite elements never match. */
+static uint32_t match_scalar(const void *src, int dtype, uint32_t len, int shift, const uint64_t *gp, int ng,
+                             const unsigned char *tab, uint32_t *out) {
+    uint32_t cnt = 0;
+    for (uint32_t i = 0; i < len; i++) {
+        uint64_t key = dtype == PGFP_F32 ? key32(((const uint32_t *)src)[i]) : key64(((const uint64_t *)src)[i]);
+        if (!tab[key >> (dtype == PGFP_F32 ? 16 : 48)]) continue;
+        for (int g = 0; g < ng; g++)
+            if ((key >> shift) == gp[g]) { out[cnt++] = i; break; }
+    }
+    return cnt;
+}
+
+static void flush(uint32_t *h32, uint64_t *h64, uint64_t bins) {
+    for (uint64_t i = 0; i < bins; i++) { h64[i] += h32[i]; h32[i] = 0; }
+}
+static inline uint64_t hget(const uint32_t *h32, const uint64_t *h64, uint64_t i) {
+    return h32[i] + (h64 ? h64[i] : 0);
+}
+
+/* Refinement (cmd 1: histogram the next digit) or collection (cmd 2) over thread t's blocks. */
+static void quantile_pass(ctx *c, int t) {
+    int kb = key_bits(c->dtype);
+    uint64_t bins = (uint64_t)c->nq * RBINS;
+    uint32_t *rh = c->rhist + (uint64_t)t * bins;
+    uint64_t *rh64 = c->rhist64 ? c->rhist64 + (uint64_t)t * bins : NULL;
+    uint64_t pos = c->toff[t], since = 0;
+    uint32_t idx[SUB];
+    uint64_t dmask = (1ull << c->nbits) - 1;
+    int dshift = c->shift - c->nbits;
+    if (c->cmd == 1) {
+        memset(rh, 0, sizeof(uint32_t) * bins);
+        if (rh64) memset(rh64, 0, sizeof(uint64_t) * bins);
+    }
+    for (uint64_t w0 = 0; w0 < c->nblocks; w0 += (uint64_t)c->W) {
+        uint64_t b0, b1;
+        block_range(c, w0, t, &b0, &b1);
+        uint64_t e0 = b0 * BLOCK, e1 = b1 * BLOCK;
+        if (e1 > c->n) e1 = c->n;
+        for (uint64_t i = e0; i < e1; i += SUB) {
+            uint32_t len = (uint32_t)((e1 - i) < SUB ? (e1 - i) : SUB);
+            const char *src = c->data + i * (uint64_t)c->esize;
+            uint32_t m = c->match(src, c->dtype, len, c->shift, c->gprefix, c->ng, c->tab, idx);
+            for (uint32_t j = 0; j < m; j++) {
+                uint64_t key = load_key(c, i + idx[j]), pre = key >> c->shift;
+                int g = 0;
+                while (c->gprefix[g] != pre) g++;
+                if (c->cmd == 1) rh[(uint64_t)g * RBINS + ((key >> dshift) & dmask)]++;
+                else if (kb == 64) ((uint64_t *)c->buf)[pos++] = key;
+                else ((uint32_t *)c->buf)[pos++] = (uint32_t)key;
+            }
+            if (rh64 && (since += len) >= FLUSH) { flush(rh, rh64, bins); since = 0; }
+        }
+    }
+}
+
+static void pass1(ctx *c, int t) {
+    uint32_t *hist = c->hist + (uint64_t)t * (HBINS + 1);
+    uint64_t *h64 = c->hist64 ? c->hist64 + (uint64_t)t * (HBINS + 1) : NULL, since = 0;
+    if (!c->small) memset(hist, 0, sizeof(uint32_t) * (HBINS + 1));
+    for (uint64_t w0 = 0; w0 < c->nblocks; w0 += (uint64_t)c->W) {
+        uint64_t b0, b1;
+        block_range(c, w0, t, &b0, &b1);
+        for (uint64_t b = b0; b < b1; b++) {
+            do_block(c, b, &c->slots[b - w0], hist);
+            if (h64 && (since += BLOCK) >= FLUSH) { flush(hist, h64, HBINS + 1); since = 0; }
+        }
+        barrier(c);
+        if (t == 0) {
+            uint64_t nb = c->nblocks - w0 < (uint64_t)c->W ? c->nblocks - w0 : (uint64_t)c->W;
+            for (uint64_t k = 0; k < nb; k++) combine(&c->tot, &c->slots[k]);
+        }
+        barrier(c);
+    }
+}
+
+/* Quantile planning state (thread 0 only). */
+typedef struct {
+    int nq;
+    uint64_t rank[PGFP_NQ_MAX];   /* rank inside the current prefix group */
+    uint64_t prefix[PGFP_NQ_MAX]; /* known top bits of the key */
+    uint64_t count[PGFP_NQ_MAX];  /* elements with that prefix */
+    int grp[PGFP_NQ_MAX];
+    uint64_t tcount[64][NG];      /* per-thread counts of each group */
+    int bits;                     /* known key bits */
+} plan;
+
+static void set_groups(ctx *c, plan *pl) {
+    int kb = key_bits(c->dtype);
+    c->ng = 0;
+    for (int k = 0; k < pl->nq; k++) {
+        int g;
+        for (g = 0; g < c->ng; g++) if (c->gprefix[g] == pl->prefix[k]) break;
+        if (g == c->ng) c->gprefix[c->ng++] = pl->prefix[k];
+        pl->grp[k] = g;
+    }
+    c->shift = kb - pl->bits;
+    memset(c->tab, 0, HBINS);
+    for (int g = 0; g < c->ng; g++) c->tab[c->gprefix[g] >> (pl->bits - 16)] = 1;
+}
+
+/* Decide the next pass; returns cmd (0 = finished, keys in pl->prefix are complete). */
+static int plan_next(ctx *c, plan *pl) {
+    int kb = key_bits(c->dtype);
+    if (pl->bits == kb) return 0;
+    set_groups(c, pl);
+    uint64_t cand = 0, gcount[NG];
+    for (int k = 0; k < pl->nq; k++) gcount[pl->grp[k]] = pl->count[k];
+    for (int g = 0; g < c->ng; g++) cand += gcount[g];
+    if (cand <= CAP) {
+        uint64_t off = 0;
+        for (int t = 0; t < c->T; t++) {
+            c->toff[t] = off;
+            for (int g = 0; g < c->ng; g++) off += pl->tcount[t][g];
+        }
+        c->bufn = off;
+        return 2;
+    }
+    c->nbits = kb - pl->bits < RBITS ? kb - pl->bits : RBITS;
+    return 1;
+}
+
+static void plan_after_refine(ctx *c, plan *pl) {
+    uint64_t nb = 1u << c->nbits;
+    for (int k = 0; k < pl->nq; k++) {
+        int g = pl->grp[k];
+        uint64_t below = 0, d = 0;
+        for (d = 0; d < nb; d++) {
+            uint64_t h = 0;
+            for (int t = 0; t < c->T; t++) h += hget(c->rhist, c->rhist64, ((uint64_t)t * c->nq + g) * RBINS + d);
+            if (pl->rank[k] < below + h) { pl->count[k] = h; break; }
+            below += h;
+        }
+        pl->rank[k] -= below;
+        pl->prefix[k] = (pl->prefix[k] << c->nbits) | d;
+        for (int t = 0; t < c->T; t++) pl->tcount[t][k] = hget(c->rhist, c->rhist64, ((uint64_t)t * c->nq + g) * RBINS + d);
+    }
+    pl->bits += c->nbits;
+    /* tcount is indexed by quantile until set_groups regroups; remap to groups */
+    uint64_t tmp[64][NG];
+    memcpy(tmp, pl->tcount, sizeof tmp);
+    set_groups(c, pl);
+    for (int t = 0; t < c->T; t++)
+        for (int k = 0; k < pl->nq; k++) pl->tcount[t][pl->grp[k]] = tmp[t][k];
+}
+
+static void select_in_buf(ctx *c, plan *pl, double *q) {
+    /* Candidate groups are disjoint prefix ranges: sorted buffer = groups in prefix order. */
+    uint64_t gcount[NG], base[NG], r[PGFP_NQ_MAX], rs[PGFP_NQ_MAX];
+    int kb = key_bits(c->dtype), ord[PGFP_NQ_MAX];
+    for (int k = 0; k < pl->nq; k++) gcount[pl->grp[k]] = pl->count[k];
+    for (int g = 0; g < c->ng; g++) {
+        base[g] = 0;
+        for (int h = 0; h < c->ng; h++) if (c->gprefix[h] < c->gprefix[g]) base[g] += gcount[h];
+    }
+    for (int k = 0; k < pl->nq; k++) { r[k] = base[pl->grp[k]] + pl->rank[k]; ord[k] = k; }
+    for (int i = 1; i < pl->nq; i++)
+        for (int j = i; j > 0 && r[ord[j]] < r[ord[j - 1]]; j--) { int x = ord[j]; ord[j] = ord[j - 1]; ord[j - 1] = x; }
+    int nr = 0;
+    for (int i = 0; i < pl->nq; i++) if (nr == 0 || rs[nr - 1] != r[ord[i]]) rs[nr++] = r[ord[i]];
+    if (kb == 64) msel64(c->buf, 0, (int64_t)c->bufn - 1, rs, nr);
+    else msel32(c->buf, 0, (int64_t)c->bufn - 1, rs, nr);
+    for (int k = 0; k < pl->nq; k++) {
+        uint64_t key = kb == 64 ? ((uint64_t *)c->buf)[r[k]] : ((uint32_t *)c->buf)[r[k]];
+        q[k] = key_to_value(key, c->dtype);
+    }
+}
+
+/* Threads t >= 1 mirror thread 0's barrier sequence in run_main(). */
+static void worker(ctx *c, int t) {
+    pass1(c, t);
+    for (;;) {
+        barrier(c);           /* A: thread 0 plans */
+        barrier(c);           /* B: plan visible */
+        int was = c->cmd;
+        if (was == 0) return;
+        quantile_pass(c, t);
+        if (was == 2) { barrier(c); return; }
+    }
+}
+
+#ifdef PGFP_HAVE_THREADS
+static void *thread_main(void *arg) {
+    targ *a = arg;
+    ctx *c = a->c;
+    pthread_mutex_lock(&c->mu);
+    while (c->go == 0) pthread_cond_wait(&c->cv, &c->mu);
+    int go = c->go;
+    pthread_mutex_unlock(&c->mu);
+    if (go > 0) worker(c, a->t);
+    return NULL;
+}
+#endif
+
+static uint64_t rank_of(double q, uint64_t m) {
+    uint64_t r = (uint64_t)floor(q * (double)(m - 1));
+    return r > m - 1 ? m - 1 : r;
+}
+
+/* Thread 0: pass 1, then plans and runs the quantile passes. */
+static void run_main(ctx *c, plan *pl, const double *qs, int nq, double *q) {
+    pass1(c, 0);
+    uint64_t m = c->n - c->tot.nan - c->tot.pinf - c->tot.ninf;
+    int done_q = (m == 0 || nq == 0);
+    pl->nq = nq;
+    pl->bits = 16;
+    for (int k = 0; k < nq; k++) q[k] = NAN;
+    if (!done_q && c->small) {
+        for (int k = 0; k < nq; k++) { pl->rank[k] = rank_of(qs[k], m); pl->count[k] = m; pl->prefix[k] = 0; pl->grp[k] = 0; }
+        c->ng = 1;
+        c->gprefix[0] = 0;
+        select_in_buf(c, pl, q);
+        done_q = 1;
+    } else if (!done_q) {
+        for (int k = 0; k < nq; k++) {
+            uint64_t r = rank_of(qs[k], m), below = 0, d;
+            for (d = 0; d < HBINS; d++) {
+                uint64_t h = 0;
+                for (int t = 0; t < c->T; t++) h += hget(c->hist, c->hist64, (uint64_t)t * (HBINS + 1) + d);
+                if (r < below + h) { pl->count[k] = h; break; }
+                below += h;
+            }
+            pl->rank[k] = r - below;
+            pl->prefix[k] = d;
+        }
+        uint64_t tmp[64][PGFP_NQ_MAX];
+        for (int t = 0; t < c->T; t++)
+            for (int k = 0; k < nq; k++) tmp[t][k] = hget(c->hist, c->hist64, (uint64_t)t * (HBINS + 1) + pl->prefix[k]);
+        set_groups(c, pl);
+        for (int t = 0; t < c->T; t++)
+            for (int k = 0; k < nq; k++) pl->tcount[t][pl->grp[k]] = tmp[t][k];
+    }
+    c->cmd = 0;
+    for (;;) {
+        barrier(c);                                       /* A */
+        if (done_q) c->cmd = 0;
+        else {
+            if (c->cmd == 1) plan_after_refine(c, pl);
+            c->cmd = plan_next(c, pl);
+        }
+        barrier(c);                                       /* B */
+        int was = c->cmd;
+        if (was == 0) break;
+        quantile_pass(c, 0);
+        if (was == 2) { barrier(c); select_in_buf(c, pl, q); return; }
+    }
+    if (!done_q) /* every key bit known from the histograms */
+        for (int k = 0; k < nq; k++) q[k] = key_to_value(pl->prefix[k], c->dtype);
+}
+
+static int key_size(int dtype) { return dtype == PGFP_F64 ? 8 : 4; }
+
+uint64_t pgfp_scratch_bound(uint64_t n, int dtype, int nthreads) {
+    uint64_t T = nthreads < 1 ? 1 : (uint64_t)nthreads;
+    if (n <= SMALL) T = 1;
+    uint64_t b = sizeof(ctx) + T * WPT * sizeof(partial) + (uint64_t)key_size(dtype) * (n <= SMALL ? n : CAP);
+    if (n > SMALL) b += T * ((HBINS + 1) + (uint64_t)PGFP_NQ_MAX * RBINS) * (n >= FLUSH ? 12 : 4);
+    return b;
+}
+
+int pgfp_fingerprint(const void *data, uint64_t n, int dtype, const double *qs, int nq,
+                     int nthreads, pgfp_result *out) {
+    if (!out || (n && !data) || dtype < PGFP_F16 || dtype > PGFP_F64 || nq < 0 || nq > PGFP_NQ_MAX || (nq && !qs))
+        return -1;
+    int T = nthreads < 1 ? 1 : nthreads > 64 ? 64 : nthreads;
+#ifndef PGFP_HAVE_THREADS
+    T = 1;
+#endif
+    int small = n <= SMALL;
+    if (small) T = 1;
+    int rc = 0;
+    ctx *c = calloc(1, sizeof(ctx));
+    plan *pl = calloc(1, sizeof(plan));
+    if (!c || !pl) { free(c); free(pl); return -2; }
+    c->chunk = pgfp_chunk_scalar;
+    c->match = match_scalar;
+#ifdef PGFP_X86
+    if (pgfp_cpu_has_avx2()) { c->chunk = pgfp_chunk_avx2; c->match = pgfp_match_avx2; }
+#endif
+    c->nq = nq;
+    c->data = data; c->n = n; c->dtype = dtype; c->T = T; c->W = WPT * T; c->small = small;
+    c->esize = dtype == PGFP_F64 ? 8 : dtype == PGFP_F32 ? 4 : 2;
+    c->nblocks = (n + BLOCK - 1) / BLOCK;
+    partial_init(&c->tot);
+    c->slots = malloc(sizeof(partial) * (size_t)c->W);
+    c->buf = malloc((size_t)key_size(dtype) * (small ? (n ? n : 1) : CAP));
+    if (!small) {
+        c->hist = malloc(sizeof(uint32_t) * (HBINS + 1) * (size_t)T);
+        c->tab = malloc(HBINS);
+        if (!c->tab) { rc = -2; goto done; }
+        c->rhist = malloc(sizeof(uint32_t) * (size_t)(nq ? nq : 1) * RBINS * (size_t)T);
+        if (n >= FLUSH) { /* 32-bit counters could overflow: spill into 64-bit ones */
+            c->hist64 = calloc((HBINS + 1) * (size_t)T, sizeof(uint64_t));
+            c->rhist64 = calloc((size_t)(nq ? nq : 1) * RBINS * (size_t)T, sizeof(uint64_t));
+            if (!c->hist64 || !c->rhist64) { rc = -2; goto done; }
+        }
+    }
+    if (!c->slots || !c->buf || (!small && (!c->hist || !c->rhist))) { rc = -2; goto done; }
+
+#ifdef PGFP_HAVE_THREADS
+    pthread_t th[64];
+    targ args[64];
+    int started = 1;
+    if (T > 1) {
+        pthread_mutex_init(&c->mu, NULL);
+        pthread_cond_init(&c->cv, NULL);
+        for (int t = 1; t < T; t++) {
+            args[t].c = c; args[t].t = t;
+            if (pthread_create(&th[t], NULL, thread_main, &args[t]) != 0) break;
+            started++;
+        }
+        pthread_mutex_lock(&c->mu);
+        c->go = started == T ? 1 : -1;          /* on failure: release them, run alone */
+        pthread_cond_broadcast(&c->cv);
+        pthread_mutex_unlock(&c->mu);
+        if (started < T) {
+            for (int t = 1; t < started; t++) pthread_join(th[t], NULL);
+            started = 1;
+            c->T = 1;
+            c->W = WPT;
+        }
+    }
+#endif
+    run_main(c, pl, qs, nq, out->q);
+#ifdef PGFP_HAVE_THREADS
+    if (T > 1) {
+        for (int t = 1; t < started; t++) pthread_join(th[t], NULL);
+        pthread_mutex_destroy(&c->mu);
+        pthread_cond_destroy(&c->cv);
+    }
+#endif
+    {
+        partial *p = &c->tot;
+        uint64_t m = n - p->nan - p->pinf - p->ninf;
+        out->nan = p->nan; out->posinf = p->pinf; out->neginf = p->ninf; out->zero = p->zero;
+        out->min = m ? p->mn + 0.0 : NAN;
+        out->max = m ? p->mx + 0.0 : NAN;
+        out->sum = ((p->s[0] + p->s[1]) + (p->s[2] + p->s[3])) + ((p->s[4] + p->s[5]) + (p->s[6] + p->s[7]));
+        out->sumsq = ((p->q[0] + p->q[1]) + (p->q[2] + p->q[3])) + ((p->q[4] + p->q[5]) + (p->q[6] + p->q[7]));
+        out->sumabs = ((p->a[0] + p->a[1]) + (p->a[2] + p->a[3])) + ((p->a[4] + p->a[5]) + (p->a[6] + p->a[7]));
+        memcpy(out->sketch, p->sk, sizeof out->sketch);
+    }
+done:
+    free(c->slots); free(c->buf); free(c->hist); free(c->rhist); free(c->hist64); free(c->rhist64); free(c->tab);
+    free(c); free(pl);
+    return rc;
+}

@@ -1,0 +1,86 @@
+/* Internals shared by the portable and the AVX2 code paths of the fingerprint kernel. */
+#ifndef PGFP_INTERNAL_H
+#define PGFP_INTERNAL_H
+
+#include <math.h>
+#include <stdint.h>
+
+#include "pgfp.h"
+
+#define BLOCK 65536u
+#define LANES 8
+#define SUB 1024u            /* inner chunk: multiple of LANES, divides BLOCK */
+#define HBINS 65536u         /* top-digit histogram (+1 bin for non-finite) */
+#define SMALL (1u << 18)     /* n <= SMALL: collect every finite key in pass 1 */
+#define CAP (1u << 18)       /* collect candidates once at most CAP remain */
+#define RBITS 16
+#define FLUSH (1ull << 31)   /* 32-bit histogram counters spill to 64-bit ones this often */
+#define RBINS (1u << RBITS)
+#define NG PGFP_NQ_MAX       /* max distinct candidate groups */
+#define WPT 16               /* blocks per thread per window */
+#define SEED 0x2545F491u
+
+typedef union { double d; uint64_t u; } du;
+typedef union { float f; uint32_t u; } fu;
+
+static inline uint32_t mix32(uint32_t x) {
+    x ^= x >> 16;
+    x *= 0x7feb352du;
+    x ^= x >> 15;
+    x *= 0x846ca68bu;
+    x ^= x >> 16;
+    return x;
+}
+
+/* ---- exact conversions to double ---- */
+static inline double f16_to_d(uint16_t h) {
+    uint32_t e = (h >> 10) & 0x1f, m = h & 0x3ff;
+    double v;
+    if (e == 0x1f) v = m ? NAN : INFINITY;
+    else if (e == 0) v = (double)m * 0x1p-24;
+    else { du x; x.u = ((uint64_t)(e + 1008) << 52) | ((uint64_t)m << 42); v = x.d; }
+    return (h & 0x8000) ? -v : v;
+}
+static inline double bf16_to_d(uint16_t b) { fu x; x.u = (uint32_t)b << 16; return (double)x.f; }
+static inline double f32_to_d(uint32_t b) { fu x; x.u = b; return (double)x.f; }
+static inline double f64_to_d(uint64_t b) { du x; x.u = b; return x.d; }
+
+/* ---- order-preserving keys (finite values only; -0 maps to +0) ---- */
+static inline uint32_t key16(uint16_t b) {
+    uint32_t k = b ^ (((uint32_t)(-(int32_t)(b >> 15)) & 0xffffu) | 0x8000u);
+    return k + (k == 0x7fffu);
+}
+static inline uint32_t key32(uint32_t b) {
+    uint32_t k = b ^ ((uint32_t)((int32_t)b >> 31) | 0x80000000u);
+    return k + (k == 0x7fffffffu);
+}
+static inline uint64_t key64(uint64_t b) {
+    uint64_t k = b ^ ((uint64_t)((int64_t)b >> 63) | 0x8000000000000000ull);
+    return k + (k == 0x7fffffffffffffffull);
+}
+static inline int nonfin_f16(uint16_t b) { return (b & 0x7c00u) == 0x7c00u; }
+static inline int nonfin_bf16(uint16_t b) { return (b & 0x7f80u) == 0x7f80u; }
+static inline int nonfin_f32(uint32_t b) { return (b & 0x7f800000u) == 0x7f800000u; }
+static inline int nonfin_f64(uint64_t b) { return (b & 0x7ff0000000000000ull) == 0x7ff0000000000000ull; }
+
+/* ---- per-block partial results ---- */
+typedef struct {
+    double s[LANES], q[LANES], a[LANES];
+    double sk[PGFP_WIDTH];
+    uint64_t nan, pinf, ninf, zero;
+    double mn, mx;
+} partial;
+
+/* One inner chunk (len <= SUB elements from flat index start, a multiple of SUB): lane
+ * sums, counts, min/max and sketch into p; dig[i] = top-16 key digit, HBINS if the
+ * element is not finite. */
+void pgfp_chunk_scalar(const void *src, int dtype, uint32_t len, uint64_t start, partial *p, uint32_t *dig);
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && !defined(PGFP_NO_AVX2)
+#define PGFP_X86 1
+void pgfp_chunk_avx2(const void *src, int dtype, uint32_t len, uint64_t start, partial *p, uint32_t *dig);
+int pgfp_cpu_has_avx2(void);
+uint32_t pgfp_match_avx2(const void *src, int dtype, uint32_t len, int shift, const uint64_t *gp, int ng,
+                         const unsigned char *tab, uint32_t *out);
+#endif
+
+#endif

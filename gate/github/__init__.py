@@ -1,0 +1,40 @@
+"""GitHub side of parity-gate: REST client (stdlib urllib), PR resolution, the one PR comment,
+job summary, annotations and step outputs. No typer/rich here; the CLI lives in gate.cli.github_cmds.
+"""
+
+from __future__ import annotations
+
+from gate.github.actions import ActionsEnv
+from gate.github.client import GitHubClient, GitHubError, RateLimited
+from gate.github.comment import (
+    WHEN,
+    CommentResult,
+    comment_id,
+    find_comment,
+    find_comments,
+    marker,
+    upsert_comment,
+)
+from gate.github.event import NoPullRequest, PullRequest, resolve_pull_request
+from gate.github.publish import FAIL_ON, Outcome, Settings, publish
+
+__all__ = [
+    "FAIL_ON",
+    "WHEN",
+    "ActionsEnv",
+    "CommentResult",
+    "GitHubClient",
+    "GitHubError",
+    "NoPullRequest",
+    "Outcome",
+    "PullRequest",
+    "RateLimited",
+    "Settings",
+    "comment_id",
+    "find_comment",
+    "find_comments",
+    "marker",
+    "publish",
+    "resolve_pull_request",
+    "upsert_comment",
+]

@@ -1,0 +1,95 @@
+"""Which pull request a run is about, from the event payload (and the API for workflow_run)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from gate.errors import FormatError
+from gate.github.client import GitHubClient
+
+PR_EVENTS = ("pull_request", "pull_request_target")
+
+
+@dataclass(frozen=True)
+class PullRequest:
+    number: int
+    repository: str  # owner/name of the base repository (where the comment goes)
+    how: str  # how it was found, for the log
+
+
+@dataclass(frozen=True)
+class NoPullRequest:
+    reason: str
+
+
+def load_event(path: str) -> dict[str, Any]:
+    if not path:
+        return {}
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+    except FileNotFoundError:
+        raise FormatError(f"event payload `{path}` (GITHUB_EVENT_PATH): no such file") from None
+    except (ValueError, UnicodeDecodeError) as e:
+        raise FormatError(f"event payload `{path}` (GITHUB_EVENT_PATH): not JSON ({e})") from None
+    return data if isinstance(data, dict) else {}
+
+
+def resolve_pull_request(
+    event_name: str,
+    event: dict[str, Any],
+    repository: str,
+    client: GitHubClient | None,
+    explicit: int | None = None,
+) -> PullRequest | NoPullRequest:
+    """The PR for this run: an explicit number first, then the event, then the API (workflow_run)."""
+    repo = (event.get("repository") or {}).get("full_name") or repository
+    if explicit and event_name == "workflow_run":
+        return _verified(explicit, (event.get("workflow_run") or {}).get("head_sha"), repo, client)
+    if explicit:
+        return PullRequest(explicit, repo, "given (--pr / PARITY_GATE_PR)")
+    if event_name in PR_EVENTS:
+        number = (event.get("pull_request") or {}).get("number") or event.get("number")
+        if isinstance(number, int):
+            return PullRequest(number, repo, f"{event_name} event")
+        return NoPullRequest(f"the {event_name} event payload has no pull request number")
+    if event_name == "workflow_run":
+        return _from_workflow_run(event.get("workflow_run") or {}, repo, client)
+    return NoPullRequest(f"event `{event_name or 'unknown'}` is not about a pull request")
+
+
+def _from_workflow_run(run: dict[str, Any], repo: str, client: GitHubClient | None) -> PullRequest | NoPullRequest:
+    sha = run.get("head_sha")
+    for pr in run.get("pull_requests") or []:
+        # The list holds PRs of this repository whose head is the run's head (empty for forks).
+        if isinstance(pr.get("number"), int) and (pr.get("head") or {}).get("sha", sha) == sha:
+            return PullRequest(pr["number"], repo, "workflow_run event pull_requests")
+    if not sha:
+        return NoPullRequest("the workflow_run event has no head_sha")
+    if client is None:
+        return NoPullRequest("the workflow_run event lists no pull request and there is no token to look one up")
+    for pr in client.get(f"/repos/{repo}/commits/{sha}/pulls") or []:
+        if pr.get("state") == "open" and (pr.get("head") or {}).get("sha") == sha:
+            return PullRequest(pr["number"], repo, f"pull request of commit {sha[:12]}")
+    owner = ((run.get("head_repository") or {}).get("owner") or {}).get("login")
+    branch = run.get("head_branch")
+    if owner and branch:
+        for pr in client.paginate(f"/repos/{repo}/pulls", state="open", head=f"{owner}:{branch}"):
+            if (pr.get("head") or {}).get("sha") == sha:
+                return PullRequest(pr["number"], repo, f"open pull request from {owner}:{branch}")
+    return NoPullRequest(f"no open pull request has head {sha[:12]}")
+
+
+def _verified(number: int, sha: str | None, repo: str, client: GitHubClient | None) -> PullRequest | NoPullRequest:
+    """A PR number carried from the pull_request run (an artifact the PR's code could forge) must match
+    the run's head commit, or a fork could steer the comment onto another pull request."""
+    if client is None or not sha:
+        return NoPullRequest(f"cannot verify pull request #{number} against the workflow_run head (no token or no head_sha)")
+    head = ((client.get(f"/repos/{repo}/pulls/{number}") or {}).get("head") or {}).get("sha")
+    if head != sha:
+        return NoPullRequest(
+            f"pull request #{number} has head {str(head)[:12]}, not the workflow_run's {sha[:12]}: not commenting there"
+        )
+    return PullRequest(number, repo, "given (--pr), verified against the workflow_run head")

@@ -1,0 +1,154 @@
+"""Publish a report from inside a workflow: job summary, annotations, step outputs, the PR comment.
+
+The comment is best effort: a read-only token (a fork's pull request), a missing PR or an API
+failure becomes one line in the log and the summary, never a crash; the exit status follows
+only the verdict and ``fail_on``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from gate.errors import FormatError
+from gate.github.actions import (
+    MAX_ANNOTATIONS,
+    ActionsEnv,
+    append_summary,
+    command,
+    write_file,
+    write_outputs,
+)
+from gate.github.client import GitHubClient, GitHubError, RateLimited
+from gate.github.comment import CommentResult, digest_line, marker, upsert_comment
+from gate.github.event import NoPullRequest, load_event, resolve_pull_request
+from gate.report import COMMENT_LIMIT, SUMMARY_LIMIT, Links, headline_text, render_markdown
+
+FAIL_ON = ("regression", "never")
+EXIT = {"pass": 0, "regressed": 1, "error": 3}
+
+
+@dataclass(frozen=True)
+class Settings:
+    report_path: str
+    when: str = "auto"
+    fail_on: str = "regression"
+    comment_id: str = "default"
+    artifact_url: str | None = None
+    pr_number: int | None = None
+    markdown_path: str | None = None
+    max_wait: float = 120.0
+
+
+@dataclass
+class Outcome:
+    verdict: str
+    exit_code: int
+    comment: CommentResult  # action "skipped" with a one-line reason when no comment was written
+    lines: list[str] = field(default_factory=list)  # workflow commands for stdout (annotations)
+
+
+def publish(
+    report: dict[str, Any],
+    settings: Settings,
+    env: ActionsEnv,
+    make_client: Callable[[ActionsEnv, float], GitHubClient] | None = None,
+) -> Outcome:
+    make_client = make_client or (lambda e, wait: GitHubClient(e.token, e.api_url, max_wait=wait))
+    links = Links(env.run_url, settings.artifact_url)
+    verdict = report["verdict"]
+    digest = hashlib.sha256(json.dumps(report, sort_keys=True).encode()).hexdigest()[:16]
+    body = render_markdown(report, marker=f"{marker(settings.comment_id)}\n{digest_line(digest)}", links=links, limit=COMMENT_LIMIT)
+
+    summary_written = append_summary(env.summary_path, render_markdown(report, links=links, limit=SUMMARY_LIMIT, summary=True))
+    md_path = write_file(settings.markdown_path, body) if settings.markdown_path else ""
+
+    result = _comment(report, settings, env, make_client(env, settings.max_wait) if env.token else None, body, digest)
+    if result.action == "skipped" and summary_written:
+        append_summary(env.summary_path, f"\n> ℹ️ PR comment not written: {result.reason}\n")
+
+    fr = report.get("first_regression") or {}
+    write_outputs(
+        env.output_path,
+        {
+            "verdict": verdict,
+            "first-model": str(fr.get("model", "")),
+            "first-layer": str(fr.get("layer", "")),
+            "first-provider": str(fr.get("provider", "")),
+            "report-json": str(Path(settings.report_path).resolve()),
+            "report-markdown": md_path,
+            "comment-id": str(result.id or ""),
+            "comment-url": str(result.url or ""),
+        },
+    )
+    exit_code = 0 if settings.fail_on == "never" else EXIT.get(verdict, 1)
+    return Outcome(verdict, exit_code, result, annotations(report))
+
+
+def _comment(
+    report: dict[str, Any], settings: Settings, env: ActionsEnv, client: GitHubClient | None, body: str, digest: str
+) -> CommentResult:
+    if settings.when == "never":
+        return CommentResult("skipped", reason="commenting is off (comment: never)")
+    try:
+        event = load_event(env.event_path)
+        pr = resolve_pull_request(env.event_name, event, env.repository, client, settings.pr_number)
+        if isinstance(pr, NoPullRequest):
+            return CommentResult("skipped", reason=pr.reason)
+        if client is None:
+            return CommentResult("skipped", reason="no token (set the github-token input or GITHUB_TOKEN)")
+        return upsert_comment(
+            client, pr.repository, pr.number, body, marker(settings.comment_id),
+            when=settings.when, wants_attention=report["verdict"] != "pass", digest=digest,
+        )
+    except FormatError as e:
+        return CommentResult("skipped", reason=str(e))
+    except RateLimited as e:
+        return CommentResult("skipped", reason=f"rate limited by GitHub: {e}")
+    except GitHubError as e:
+        return CommentResult("skipped", reason=_explain(e))
+
+
+def _explain(e: GitHubError) -> str:
+    if e.status in (403, 404):
+        return (
+            f"GitHub answered {e.status} ({e.message or 'forbidden'}) to {e.method} {e.path}: the token cannot write "
+            "to this pull request (a pull request from a fork gets a read-only token; see the README's fork-safe "
+            "workflow); the report is in the job summary"
+        )
+    if e.status == 422:
+        return f"GitHub rejected the comment (422 {e.message}); the report is in the job summary"
+    return f"{e}; the report is in the job summary"
+
+
+def annotations(report: dict[str, Any]) -> list[str]:
+    """``::error::`` lines for the first regression of each model/provider and for failed models."""
+    out: list[str] = []
+    for m in report.get("models", []):
+        name = m["name"]
+        if m.get("status") == "error":
+            e = m.get("error") or {}
+            out.append(command("error", str(e.get("message", "")), title=f"parity-gate: {name} {e.get('status', 'error')}"))
+        elif m.get("status") == "no-baseline":
+            out.append(command("error", f"no baseline: run `parity-gate update-baseline --model {name}` and commit it",
+                               title=f"parity-gate: {name} has no baseline"))
+        for p in m.get("providers", []):
+            fr = p.get("first_regression")
+            if fr:
+                out.append(command(
+                    "error",
+                    f"{name}: layer {fr.get('layer')} on {p.get('name')} failed {fr.get('check')}: "
+                    f"{fr.get('value')} > {fr.get('threshold')}. {fr.get('message') or ''}".strip(),
+                    title=f"parity-gate: {name} regressed on {p.get('name')}",
+                ))
+    first = report.get("first_regression") or {}
+    lead = f"{first.get('model')}: layer {first.get('layer')} on {first.get('provider')} "
+    out.sort(key=lambda line: lead not in line)  # the overall first regression leads; stable otherwise
+    return out[:MAX_ANNOTATIONS]
+
+
+__all__ = ["FAIL_ON", "Outcome", "Settings", "annotations", "headline_text", "publish"]

@@ -1,0 +1,352 @@
+"""Markdown for a JSON report: the PR comment and the job summary.
+
+The comment must fit GitHub's 65,536-character limit whatever the model size, so the
+renderer tries a ladder of detail levels (all layer rows, fewer rows, no per-layer tables,
+no charts, the headline alone) and keeps the richest one that fits. What is never dropped:
+the headline naming the first regression, and the notices for errored models, missing
+baselines and skipped providers (a shortened comment must not read as a pass).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from gate.report.chart import error_chart
+from gate.report.text import MESSAGE_CAP, attr, clip, code, link, num, plain
+
+COMMENT_LIMIT = 65_536
+# The job summary takes 1 MiB per step; 4 bytes per character at worst.
+SUMMARY_LIMIT = 250_000
+MAX_CHARTS = 3
+MAX_LIST = 20
+
+ICON = {"pass": "✅", "regressed": "❌", "error": "💥", "no-baseline": "🆕", "skipped": "⏭️"}
+ROW_ICON = {"pass": "✅", "fail": "❌", "folded": "➖", "absent": "∅", "new": "🆕", "missing": "❓"}
+QUIET_ROWS = ("pass", "folded")
+
+
+@dataclass(frozen=True)
+class Links:
+    """Where the reader finds more: the workflow run (its job summary) and the report artifact."""
+
+    run_url: str | None = None
+    artifact_url: str | None = None
+
+
+@dataclass(frozen=True)
+class _Level:
+    rows: int | None  # layer rows per provider table; None = all
+    details: bool
+    charts: bool
+    models: bool  # per-model sections (provider tables)
+
+
+_LADDER = (
+    _Level(None, True, True, True),
+    _Level(200, True, True, True),
+    _Level(50, True, True, True),
+    _Level(10, True, True, True),
+    _Level(0, False, True, True),
+    _Level(0, False, False, True),
+    _Level(0, False, False, False),
+)
+
+
+def render_markdown(
+    report: dict[str, Any],
+    *,
+    marker: str = "",
+    links: Links | None = None,
+    limit: int = COMMENT_LIMIT,
+    summary: bool = False,
+) -> str:
+    """The whole Markdown document for ``report``, at most ``limit`` characters.
+
+    ``summary=True`` renders for the job summary: a shortened one points at the artifact only.
+    """
+    links = links or Links()
+    for level in _LADDER:
+        text = _Doc(report, marker, links, level, shortened=level is not _LADDER[0], summary=summary).render()
+        if len(text) <= limit:
+            return text
+    # Pathological reports (thousands of models, errors in every one): headline + pointer, cut hard.
+    doc = _Doc(report, marker, links, _LADDER[-1], shortened=True, summary=summary)
+    tail = "\n\n" + doc.pointer() + "\n"
+    head = "\n\n".join(p for p in (marker, doc.headline()) if p)
+    return clip_block(head, limit - len(tail)) + tail
+
+
+def clip_block(text: str, cap: int) -> str:
+    if len(text) <= cap:
+        return text
+    cut = text.rfind("\n", 0, max(0, cap - 2))
+    return text[: cut if cut > 0 else max(0, cap - 2)] + "\n…"
+
+
+def headline_text(report: dict[str, Any]) -> str:
+    """One plain line for logs and annotations: what failed, where, by how much."""
+    fr = report.get("first_regression")
+    if fr:
+        return (
+            f"{fr.get('model')}: layer {fr.get('layer')} on {fr.get('provider')} failed {fr.get('check')} "
+            f"({num(fr.get('value'))} > {num(fr.get('threshold'))})"
+        )
+    errors = [m for m in report.get("models", []) if m.get("status") == "error"]
+    if errors:
+        e = errors[0].get("error") or {}
+        return f"{errors[0]['name']}: {e.get('status', 'error')}: {clip(e.get('message', ''), 200)}"
+    missing = [m["name"] for m in report.get("models", []) if m.get("status") == "no-baseline"]
+    if missing:
+        return f"{missing[0]}: no baseline (create it with `parity-gate update-baseline --model {missing[0]}`)"
+    return f"{report.get('verdict')}"
+
+
+class _Doc:
+    def __init__(self, report: dict[str, Any], marker: str, links: Links, level: _Level, shortened: bool, summary: bool):
+        self.r, self.marker, self.links, self.level, self.shortened = report, marker, links, level, shortened
+        self.summary = summary
+        self.models: list[dict[str, Any]] = report.get("models", [])
+        self.rows_total = 0
+        self.rows_shown = 0
+        self.charts_left = MAX_CHARTS
+
+    def render(self) -> str:
+        parts = [self.marker, self.headline(), self.notices(), self.overview()]
+        if self.level.models:
+            parts += [self.model_section(m) for m in self.models]
+        if self.shortened:
+            parts.append(self.pointer())
+        parts.append(self.footer())
+        return "\n\n".join(p for p in parts if p) + "\n"
+
+    # -- headline -------------------------------------------------------------------------
+    def headline(self) -> str:
+        r, verdict = self.r, self.r.get("verdict")
+        s = r.get("summary") or {}
+        n_models = _count(s.get("models"), len(self.models))
+        n_layers = _count(s.get("layers"), sum(_count(m.get("layers"), 0) for m in self.models))
+        providers = s.get("providers") or sorted({str(p.get("name")) for m in self.models for p in m.get("providers", [])})
+        scope = f"{n_models} model{'s' * (n_models != 1)}, {n_layers:,} layers, {len(providers)} provider{'s' * (len(providers) != 1)}"
+        fr = r.get("first_regression")
+        errors = [m for m in self.models if m.get("status") == "error"]
+        if fr:
+            title = (
+                f"### ❌ parity-gate: {code(fr.get('model'))} regressed at layer {code(fr.get('layer'))} "
+                f"on {code(fr.get('provider'))}"
+            )
+            body = (
+                f"**First regression:** model {code(fr.get('model'))}, layer {code(fr.get('layer'))}"
+                f"{' (' + code(fr.get('type')) + ')' if fr.get('type') else ''}, provider {code(fr.get('provider'))}"
+                f"{' (' + plain(fr.get('precision'), 20) + ')' if fr.get('precision') else ''}: "
+                f"check **{plain(fr.get('check'), 40)}** measured **{num(fr.get('value'))}**, "
+                f"threshold **{num(fr.get('threshold'))}**."
+            )
+            if fr.get("message"):
+                body += f"\n> {plain(fr['message'])}"
+            return f"{title}\n\n{body}\n\n{scope}; {num(s.get('regressions'))} regression(s), {num(_count(s.get('errors'), len(errors)))} error(s)."
+        if verdict == "error" or errors:
+            names = ", ".join(code(m["name"]) for m in errors[:MAX_LIST]) or "a model"
+            return f"### 💥 parity-gate: {len(errors) or 'a'} model{'s' * (len(errors) != 1)} failed: {names}\n\n{scope}."
+        if verdict == "regressed":
+            missing = [m for m in self.models if m.get("status") == "no-baseline"]
+            what = f"no baseline for {', '.join(code(m['name']) for m in missing[:MAX_LIST])}" if missing else "regressed"
+            return f"### ❌ parity-gate: {what}\n\n{scope}."
+        unchecked = sum(1 for m in self.models for p in m.get("providers", []) if p.get("status") in ("skipped", "error"))
+        note = f" ({unchecked} provider run{'s' * (unchecked != 1)} not checked, see below)" if unchecked else ""
+        return f"### ✅ parity-gate: passed{note}\n\n{scope}."
+
+    # -- notices: everything that is not a plain pass must stay visible --------------------------
+    def notices(self) -> str:
+        items: list[str] = []
+        for m in self.models:
+            name, status = m["name"], m.get("status")
+            if status == "error":
+                e = m.get("error") or {}
+                items.append(
+                    f"💥 {code(name)} failed: **{plain(e.get('status', 'error'), 20)}**: {plain(e.get('message', ''))}"
+                )
+            elif status == "no-baseline":
+                path = (m.get("baseline") or {}).get("path")
+                where = f" at {code(path)}" if path else ""
+                items.append(
+                    f"🆕 {code(name)} has no baseline{where}: create it with "
+                    f"{code(f'parity-gate update-baseline --model {name}', 200)} and commit it."
+                )
+            ref = m.get("reference") or {}
+            if ref.get("dtype") == "float32":
+                items.append(f"ℹ️ {code(name)}: float32 reference (the model could not run in float64).")
+            if m.get("export_fallback"):
+                items.append(f"ℹ️ {code(name)}: export fell back to {plain(m['export_fallback'], 200)}.")
+            for p in m.get("providers", []):
+                if p.get("status") == "skipped":
+                    items.append(f"⏭️ {code(name)} · {code(p.get('name'))} not checked: {plain(_reason(p))}")
+                elif p.get("status") == "error":
+                    items.append(f"💥 {code(name)} · {code(p.get('name'))} failed: {plain(_reason(p))}")
+                elif p.get("status") == "no-baseline" and status != "no-baseline":
+                    command = f"parity-gate update-baseline --model {name} --provider {p.get('name')}"
+                    items.append(
+                        f"🆕 {code(name)} · {code(p.get('name'))} has no baseline entry: run {code(command, 260)} "
+                        "on a runner that has it."
+                    )
+        changes = self.r.get("baseline_changes") or []
+        if changes:
+            shown = ", ".join(code(c) for c in changes[:MAX_LIST])
+            more = f" and {len(changes) - MAX_LIST} more" if len(changes) > MAX_LIST else ""
+            items.append(f"📝 This pull request changes baseline files: {shown}{more}.")
+        if len(items) > 2 * MAX_LIST:
+            items = items[: 2 * MAX_LIST] + [f"… and {len(items) - 2 * MAX_LIST} more notices (see the job summary)."]
+        return "\n".join(f"- {i}" for i in items)
+
+    # -- tables ------------------------------------------------------------------------------
+    def overview(self) -> str:
+        rows = ["| model | status | layers | providers | first regression |", "| --- | --- | ---: | --- | --- |"]
+        cap = len(self.models) if self.level.models else 50
+        for m in self.models[:cap]:
+            provs = " ".join(f"{ICON.get(p.get('status'), '❔')}&nbsp;{code(p.get('name'), 60)}" for p in m.get("providers", []))
+            rows.append(
+                f"| {code(m['name'])} | {_status(m.get('status'))} | {num(m.get('layers'))} | {provs or '—'} | "
+                f"{_first(m.get('first_regression'))} |"
+            )
+        if len(self.models) > cap:
+            rows.append(f"| … {len(self.models) - cap} more models | | | | |")
+        return "\n".join(rows)
+
+    def model_section(self, m: dict[str, Any]) -> str:
+        out = [f"#### {code(m['name'])}"]
+        meta = [f"exporter {plain(m['exporter'], 40)}" if m.get("exporter") else "", f"opset {m['opset']}" if m.get("opset") else ""]
+        ref = m.get("reference") or {}
+        if ref:
+            meta.append(f"reference {plain(ref.get('device', '?'), 20)}/{plain(ref.get('dtype', '?'), 20)}")
+        if (m.get("baseline") or {}).get("path"):
+            meta.append(f"baseline {code(m['baseline']['path'])}")
+        if any(meta):
+            out.append(" · ".join(x for x in meta if x))
+        if m.get("error"):
+            e = m["error"]
+            out.append(f"💥 **{plain(e.get('status', 'error'), 20)}**: {plain(e.get('message', ''), 2 * MESSAGE_CAP)}")
+        providers = m.get("providers", [])
+        if providers:
+            out.append(
+                "\n".join(
+                    ["| provider | role | precision | device | status | checked | failed | folded | latency | first regression |",
+                     "| --- | --- | --- | --- | --- | ---: | ---: | ---: | ---: | --- |"]
+                    + [
+                        f"| {code(p.get('name'))} | {plain(p.get('role', ''), 20)} | {plain(p.get('precision', ''), 20)} | "
+                        f"{plain(p.get('device', ''), 40)} | {_status(p.get('status'))}"
+                        f"{(' — ' + plain(_reason(p), 200)) if p.get('reason') else ''} | {num(p.get('checked'))} | "
+                        f"{num(p.get('failed'))} | {num(p.get('folded'))} | "
+                        f"{num(p.get('latency_ms')) + ' ms' if p.get('latency_ms') is not None else '—'} | "
+                        f"{_first(p.get('first_regression'))} |"
+                        for p in providers
+                    ]
+                )
+            )
+        if self.level.charts:
+            for p in providers:
+                if p.get("status") == "regressed" and self._take_chart():
+                    chart = error_chart(m["name"], p)
+                    if chart:
+                        out.append(chart)
+        if self.level.details:
+            first = (self.r.get("first_regression") or {})
+            for p in providers:
+                if p.get("layers"):
+                    is_first = first.get("model") == m["name"] and first.get("provider") == p.get("name")
+                    out.append(self.layer_details(m["name"], p, is_first))
+        return "\n\n".join(out)
+
+    def _take_chart(self) -> bool:
+        self.charts_left -= 1
+        return self.charts_left >= 0
+
+    def layer_details(self, model: str, p: dict[str, Any], open_: bool) -> str:
+        layers = p["layers"]
+        chosen = _choose_rows(layers, self.level.rows)
+        self.rows_total += len(layers)
+        self.rows_shown += len(chosen)
+        failed = sum(1 for row in layers if row.get("status") == "fail")
+        summary = (
+            f"<summary><b>{attr(model)}</b> · {attr(p.get('name'))} ({attr(p.get('precision', '?'), 20)}): "
+            f"{failed} of {len(layers):,} layers failed</summary>"
+        )
+        rows = ["| # | layer | type | status | check | value | threshold | baseline | note |",
+                "| ---: | --- | --- | --- | --- | ---: | ---: | ---: | --- |"]
+        prev = -1
+        for i in chosen:
+            if i != prev + 1:
+                rows.append(f"| … | {i - prev - 1:,} rows not shown | | | | | | | |")
+            row = layers[i]
+            status = row.get("status")
+            note = plain(row.get("message"), 160) if row.get("message") and status not in QUIET_ROWS else ""
+            rows.append(
+                f"| {i + 1} | {code(row.get('layer'))} | {code(row.get('type'), 60) if row.get('type') else ''} | "
+                f"{ROW_ICON.get(status, '❔')} {plain(status, 20)} | {plain(row.get('check') or '', 40)} | "
+                f"{num(row.get('value'))} | {num(row.get('threshold'))} | {num(row.get('baseline'))} | {note} |"
+            )
+            prev = i
+        if prev != len(layers) - 1:
+            rows.append(f"| … | {len(layers) - prev - 1:,} rows not shown | | | | | | | |")
+        return f"<details{' open' if open_ else ''}>\n{summary}\n\n" + "\n".join(rows) + "\n\n</details>"
+
+    # -- pointer and footer --------------------------------------------------------------------
+    def pointer(self) -> str:
+        places = [] if self.summary else [link("job summary", self.links.run_url)]
+        places.append(link("report artifact", self.links.artifact_url))
+        what = "job summary is shortened to fit GitHub's 1 MiB" if self.summary else \
+            "comment is shortened to fit GitHub's 65,536-character"
+        return (
+            f"> ✂️ This {what} limit"
+            + (f" ({self.rows_shown:,} of {self.rows_total:,} layer rows shown)" if self.rows_total else "")
+            + f". The full report is in the {' and the '.join(places)}."
+        )
+
+    def footer(self) -> str:
+        env = self.r.get("environment") or {}
+        bits = [
+            link("workflow run", self.links.run_url) if self.links.run_url else "",
+            link("report artifact", self.links.artifact_url) if self.links.artifact_url else "",
+        ]
+        for key, label in (("parity_gate", "parity-gate"), ("torch", "torch"), ("onnxruntime", "onnxruntime"),
+                           ("onnx", "onnx"), ("python", "python"), ("platform", ""), ("backend", "fingerprint")):
+            if env.get(key):
+                bits.append(f"{label} {plain(env[key], 60)}".strip())
+        return "<sub>" + " · ".join(b for b in bits if b) + "</sub>" if any(bits) else ""
+
+
+def _count(value: Any, default: int) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else default
+
+
+def _reason(p: dict[str, Any]) -> str:
+    """The provider's reason without a repeated "skipped: " / "error: " prefix."""
+    reason = str(p.get("reason") or p.get("status") or "")
+    prefix = f"{p.get('status')}:"
+    return reason[len(prefix):].strip() if reason.startswith(prefix) else reason
+
+
+def _status(status: Any) -> str:
+    return f"{ICON.get(status, '❔')} {plain(status or 'unknown', 20)}"
+
+
+def _first(fr: dict[str, Any] | None) -> str:
+    if not fr:
+        return "—"
+    provider = f" on {code(fr['provider'], 60)}" if fr.get("provider") else ""
+    return f"{code(fr.get('layer'))}{provider}: {plain(fr.get('check'), 40)} {num(fr.get('value'))} > {num(fr.get('threshold'))}"
+
+
+def _choose_rows(layers: list[dict[str, Any]], cap: int | None) -> list[int]:
+    """All rows, or the notable ones (failures, new/missing layers) first, then the rest in order."""
+    if cap is None or len(layers) <= cap:
+        return list(range(len(layers)))
+    notable = [i for i, row in enumerate(layers) if row.get("status") not in QUIET_ROWS]
+    chosen = notable[:cap]
+    if len(chosen) < cap:  # fill with the rows leading up to the first notable one (its context)
+        start, taken = (notable[0] if notable else 0), set(chosen)
+        context = [i for i in range(max(0, start - (cap - len(chosen))), len(layers)) if i not in taken]
+        chosen += context[: cap - len(chosen)]
+    return sorted(chosen)
+
+
+__all__ = ["COMMENT_LIMIT", "SUMMARY_LIMIT", "MESSAGE_CAP", "Links", "render_markdown", "headline_text"]

@@ -1,0 +1,62 @@
+"""Small, safe Markdown/HTML text helpers shared by the report renderers.
+
+Every string that comes from a report (layer names, messages, paths) passes through one of
+these: they cap the length, flatten newlines, and keep table pipes and HTML inert.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+import re
+
+NAME_CAP = 160
+MESSAGE_CAP = 400
+
+
+def clip(text: object, cap: int) -> str:
+    s = " ".join(str(text).split())
+    return s if len(s) <= cap else s[: cap - 1] + "…"
+
+
+def code(text: object, cap: int = NAME_CAP) -> str:
+    """An inline code span that survives backticks and table cells."""
+    s = clip(text, cap).replace("|", "\\|")
+    longest = max((len(m) for m in re.findall(r"`+", s)), default=0)
+    fence = "`" * (longest + 1)
+    pad = " " if s.startswith("`") or s.endswith("`") or longest else ""
+    return f"{fence}{pad}{s}{pad}{fence}"
+
+
+def plain(text: object, cap: int = MESSAGE_CAP) -> str:
+    """Prose from a report: no HTML, no table breaks, no accidental emphasis or links."""
+    s = html.escape(clip(text, cap), quote=False)
+    return re.sub(r"([\\|*_\[\]`#])", r"\\\1", s)
+
+
+def attr(text: object, cap: int = NAME_CAP) -> str:
+    """Text inside raw HTML (a <summary>)."""
+    return html.escape(clip(text, cap), quote=True)
+
+
+def num(value: object) -> str:
+    """A measured value: 3 significant digits; None is a dash; NaN/Inf spelled out."""
+    if value is None:
+        return "—"
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return plain(value, 40)
+    if isinstance(value, int):
+        return f"{value:,}"
+    if math.isnan(value):
+        return "NaN"
+    if math.isinf(value):
+        return "+Inf" if value > 0 else "-Inf"
+    if value == 0:
+        return "0"
+    return f"{value:.3g}" if 1e-3 <= abs(value) < 1e4 else f"{value:.2e}"
+
+
+def link(label: str, url: str | None) -> str:
+    if not url:
+        return label
+    return f"[{label}]({url.replace(' ', '%20').replace(')', '%29')})"

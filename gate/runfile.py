@@ -1,0 +1,127 @@
+"""Result files: what ``export`` and ``collect`` write and ``report`` merges.
+
+A result file is one zstd frame (content size recorded) holding one msgpack map
+``{"format": "parity-gate/result", "version": 1, "runs": [...]}``; each run is a
+``ModelRun`` (the reference's fingerprints with sketches, and per provider its layers'
+fingerprints, errors against the reference, status, latency and node placement). Files
+travel between runners as artifacts, so the reader caps sizes before it allocates and
+checks the structure before anything uses it.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import msgpack
+import zstandard
+
+from gate.baseline import atomic_write_bytes
+from gate.errors import FormatError
+from gate.fingerprint import Fingerprint
+from gate.runs import LayerInfo, ModelRun, ProviderLayer, ProviderRun
+
+FORMAT, VERSION = "parity-gate/result", 1
+MAX_FILE = 256 * 1024 * 1024
+MAX_CONTENT = 1024 * 1024 * 1024
+
+
+def run_to_dict(run: ModelRun) -> dict[str, Any]:
+    return {
+        "model": run.name,
+        "meta": run.meta,
+        "reference": run.reference,
+        "error": run.error,
+        "layers": [{"name": x.name, "type": x.type, "fp": x.fp.to_dict(sketch=True)} for x in run.layers],
+        "onnx_map": {k: list(v) for k, v in run.onnx_map.items()},
+        "providers": [
+            {"name": p.name, "precision": p.precision, "device": p.device, "status": p.status,
+             "reason": p.reason, "error_status": p.error_status, "latency_ms": p.latency_ms,
+             "placement": p.placement,
+             "layers": {n: {"status": pl.status, "err": pl.err, "reason": pl.reason,
+                            "fp": None if pl.fp is None else pl.fp.to_dict(sketch=False)}
+                        for n, pl in p.layers.items()}}
+            for p in run.providers
+        ],
+    }
+
+
+def run_from_dict(d: dict[str, Any]) -> ModelRun:
+    run = ModelRun(d["model"], meta=dict(d["meta"]), reference=dict(d["reference"]), error=d["error"])
+    run.layers = [LayerInfo(x["name"], x["type"], Fingerprint.from_dict(x["fp"])) for x in d["layers"]]
+    run.onnx_map = {k: (v[0], v[1], v[2]) for k, v in d["onnx_map"].items()}
+    for p in d["providers"]:
+        prun = ProviderRun(p["name"], p["precision"], p["device"], p["status"], p["reason"], p["error_status"],
+                           latency_ms=p["latency_ms"], placement=p["placement"])
+        for n, pl in p["layers"].items():
+            prun.layers[n] = ProviderLayer(pl["status"], None if pl["fp"] is None else Fingerprint.from_dict(pl["fp"]),
+                                           pl["err"], pl["reason"])
+        run.providers.append(prun)
+    return run
+
+
+def write_runs(path: Path, runs: list[ModelRun]) -> None:
+    doc = {"format": FORMAT, "version": VERSION, "runs": [run_to_dict(r) for r in runs]}
+    raw = msgpack.packb(doc, use_bin_type=True)
+    atomic_write_bytes(path, zstandard.ZstdCompressor(level=3, write_content_size=True).compress(raw))
+
+
+def read_runs(path: Path) -> list[ModelRun]:
+    where = f"result file `{path}`"
+    try:
+        size = path.stat().st_size
+    except FileNotFoundError:
+        raise FormatError(f"{where}: does not exist") from None
+    if size > MAX_FILE:
+        raise FormatError(f"{where}: {size:,} bytes (limit {MAX_FILE:,})")
+    data = path.read_bytes()
+    try:
+        params = zstandard.get_frame_parameters(data)
+    except zstandard.ZstdError as exc:
+        raise FormatError(f"{where}: not a zstd frame ({exc})") from None
+    if params.content_size in (zstandard.CONTENTSIZE_UNKNOWN, zstandard.CONTENTSIZE_ERROR) or \
+            params.content_size > MAX_CONTENT:
+        raise FormatError(f"{where}: zstd frame content size missing or over {MAX_CONTENT:,} bytes")
+    try:
+        raw = zstandard.ZstdDecompressor().decompress(data, max_output_size=params.content_size,
+                                                      allow_extra_data=False)
+        doc = msgpack.unpackb(raw, raw=False, strict_map_key=True)
+    except (zstandard.ZstdError, ValueError, msgpack.ExtraData, msgpack.FormatError, msgpack.StackError) as exc:
+        raise FormatError(f"{where}: corrupt ({type(exc).__name__}: {str(exc)[:200]})") from None
+    if not isinstance(doc, dict) or doc.get("format") != FORMAT:
+        raise FormatError(f"{where}: not a parity-gate result file")
+    if doc.get("version") != VERSION:
+        raise FormatError(f"{where}: format version {doc.get('version')!r} is not {VERSION}; use the same "
+                          "parity-gate version on every runner")
+    try:
+        runs = [run_from_dict(r) for r in doc["runs"]]
+    except (KeyError, TypeError, ValueError, IndexError, AttributeError) as exc:
+        raise FormatError(f"{where}: malformed run ({type(exc).__name__}: {exc})") from None
+    return runs
+
+
+def merge(runs: list[ModelRun]) -> list[ModelRun]:
+    """One run per model: the reference from the first file, providers from all of them.
+
+    Runs of one model must come from the same export (same graph, weights and inputs);
+    a provider seen twice on the same device class keeps its first result.
+    """
+    merged: dict[str, ModelRun] = {}
+    for run in runs:
+        first = merged.get(run.name)
+        if first is None:
+            merged[run.name] = run
+            continue
+        for key in ("graph_digest", "weights_digest", "inputs_digest"):
+            if first.meta.get(key) != run.meta.get(key):
+                raise FormatError(f"result files disagree on model `{run.name}` ({key} differs): they come "
+                                  "from different exports; collect every runner from one `parity-gate export`")
+        first.error = first.error or run.error
+        have = {(p.name, p.device) for p in first.providers}
+        first.providers.extend(p for p in run.providers if (p.name, p.device) not in have)
+    return list(merged.values())
+
+
+def finite_or_none(x: float | None) -> float | None:
+    return None if x is None or not math.isfinite(x) else x

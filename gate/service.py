@@ -1,0 +1,200 @@
+"""The commands, as library calls: ``check`` and ``update_baseline``. The CLI renders what
+these return; nothing here prints."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from gate.baseline import baseline_path, read_baseline, write_baseline
+from gate.compare import verdict
+from gate.config import Config, ModelSpec, ProviderSpec
+from gate.errors import FormatError, GateError, ModelError
+from gate.pipeline import Progress, run_model, versions
+from gate.runs import ModelRun
+from gate.snapshot import describe_changes, to_document
+
+
+def _backend() -> str:
+    from gate import fingerprint
+
+    return fingerprint.backend
+
+
+def _run(config: Config, spec: ModelSpec, providers, progress: Progress) -> ModelRun:
+    try:
+        return run_model(config, spec, providers, progress)
+    except ModelError as exc:
+        return ModelRun(spec.name, error={"status": exc.status, "message": str(exc)})
+
+
+def update_command(spec: ModelSpec, config: Config) -> str:
+    return f"parity-gate update-baseline --model {spec.name}" + (
+        f" --config {config.path}" if config.path.name not in ("pyproject.toml", "parity-gate.toml") else "")
+
+
+def check(config: Config, models: tuple[ModelSpec, ...], providers: tuple[ProviderSpec, ...],
+          progress: Progress = lambda _: None) -> dict:
+    reports = []
+    for spec in models:
+        path = baseline_path(config.baseline_dir, spec.name)
+        try:
+            baseline = read_baseline(path)
+        except FileNotFoundError:
+            baseline = None
+        run = _run(config, spec, providers, progress)
+        if baseline is not None and not run.error and baseline.get("meta", {}).get("inputs_digest") not in (
+                None, run.meta.get("inputs_digest")):
+            raise GateError(f"baseline `{path}`: recorded for other inputs than model `{spec.name}` declares now; "
+                            f"re-create it with `{update_command(spec, config)}`")
+        reports.append(verdict.model_report(spec, run, baseline, _display(path), update_command(spec, config),
+                                            policy(config)))
+    return verdict.assemble(reports, verdict.environment(versions(), _backend()))
+
+
+def policy(config: Config) -> verdict.Policy:
+    return verdict.Policy(config.placement, config.max_slowdown, config.require)
+
+
+def _display(path: Path) -> Path:
+    try:
+        return path.relative_to(Path.cwd())
+    except ValueError:
+        return path
+
+
+@dataclass
+class Updated:
+    model: str
+    path: Path
+    changes: list[str]
+    warnings: list[str]
+
+
+def update_baseline(config: Config, models: tuple[ModelSpec, ...], providers: tuple[ProviderSpec, ...],
+                    progress: Progress = lambda _: None, sources: list[Path] | None = None) -> list[Updated]:
+    """Run (or, with ``sources``, read result files from other runners) and rewrite the baselines.
+
+    A model that fails to export or run aborts before anything is written.
+    """
+    runs: dict[str, ModelRun] = {}
+    if sources:
+        from gate.runfile import merge, read_runs
+
+        runs = {r.name: r for r in merge([run for p in _result_paths(sources) for run in read_runs(p)])}
+        missing = [s.name for s in models if s.name not in runs]
+        if missing and len(models) == len(config.models) and len(missing) < len(models):
+            models = tuple(s for s in models if s.name in runs)  # update what the files hold
+        elif missing:
+            raise GateError(f"the result files hold no run of model `{missing[0]}`")
+    plans = []
+    for spec in models:
+        path = baseline_path(config.baseline_dir, spec.name)
+        try:
+            previous = read_baseline(path)
+        except FileNotFoundError:
+            previous = None
+        except FormatError:
+            previous = None  # unreadable: it is being replaced
+        run = runs[spec.name] if sources else run_model(config, spec, providers, progress)
+        if run.error:
+            raise ModelError(run.error["message"], run.error["status"])
+        failed = [p for p in run.providers if p.status == "error"]
+        if failed:
+            raise ModelError(f"model `{spec.name}`: {failed[0].reason}", failed[0].error_status or "INFER_FAIL")
+        warnings = [f"{p.name}: {p.reason or p.status}" for p in run.providers if p.status != "ok"]
+        for prun in run.providers:
+            worst = max((layer.err for layer in prun.layers.values() if layer.err is not None), default=None)
+            ceiling = spec.tolerance.ceiling
+            if worst is not None and worst > ceiling:
+                warnings.append(f"{prun.name}: error against the reference reaches {worst:.3g} (ceiling "
+                                f"{ceiling:.3g}); `check` will fail until this is fixed")
+        doc = to_document(run, previous)
+        plans.append((spec, path, previous, doc, warnings))
+    updated = []
+    for spec, path, previous, doc, warnings in plans:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_baseline(path, doc)
+        updated.append(Updated(spec.name, _display(path), describe_changes(previous, doc), warnings))
+    return updated
+
+
+def _result_paths(files: list[Path]) -> list[Path]:
+    paths: list[Path] = []
+    for f in files:
+        if f.is_dir():
+            found = sorted(f.glob("*/run.msgpack.zst")) + sorted(f.glob("*.msgpack.zst"))
+            if not found:
+                raise GateError(f"`{f}` holds no result files")
+            paths.extend(found)
+        else:
+            paths.append(f)
+    return paths
+
+
+def export_models(config: Config, models: tuple[ModelSpec, ...], providers: tuple[ProviderSpec, ...], out: Path,
+                  progress: Progress = lambda _: None) -> list[ModelRun]:
+    """``export --out DIR``: per model ``DIR/<model>/`` with the ONNX graph, the inputs and a result
+    file holding the reference and the torch providers' fingerprints."""
+    from gate.collect import write_bundle
+    from gate.pipeline import prepare
+    from gate.runfile import write_runs
+
+    runs = []
+    for spec in models:
+        prepared = prepare(config, spec, providers, progress)
+        folder = baseline_path(out, spec.name).with_suffix("").with_suffix("")  # validated name, inside out
+        if prepared.proto_bytes is not None:
+            write_bundle(folder, prepared.proto_bytes, prepared.inputs)
+        folder.mkdir(parents=True, exist_ok=True)
+        write_runs(folder / "run.msgpack.zst", [prepared.run])
+        runs.append(prepared.run)
+    return runs
+
+
+def collect(source: Path, providers: tuple[ProviderSpec, ...], out: Path, isolation=None,
+            models: list[str] | None = None, progress: Progress = lambda _: None) -> list[ModelRun]:
+    """``collect --from DIR``: run ONNX Runtime providers on exported bundles, without torch."""
+    from gate.config import Isolation
+    from gate.pipeline import Prepared, run_ort_providers
+    from gate.runfile import read_runs, write_runs
+
+    folders = sorted(p.parent for p in source.glob("*/run.msgpack.zst"))
+    if not folders:
+        raise GateError(f"`{source}` holds no exported model (expected <model>/run.msgpack.zst from "
+                        "`parity-gate export --out DIR`)")
+    collected = []
+    for folder in folders:
+        (exported,) = read_runs(folder / "run.msgpack.zst")
+        if models and exported.name not in models:
+            continue
+        exported.providers = []  # the torch providers were recorded by export; report merges both
+        prepared = Prepared(exported, None, [])
+        run_ort_providers(prepared, folder, providers, isolation or Isolation(), progress)
+        collected.append(prepared.run)
+    write_runs(out, collected)
+    return collected
+
+
+def report_files(config: Config, files: list[Path], progress: Progress = lambda _: None) -> dict:
+    """``report FILE|DIR ...``: merge result files from several runners into one verdict."""
+    from gate.runfile import merge, read_runs
+
+    runs = merge([run for p in _result_paths(files) for run in read_runs(p)])
+    by_name = {r.name: r for r in runs}
+    reports = []
+    for spec in config.models:
+        run = by_name.get(spec.name)
+        if run is None:
+            continue
+        path = baseline_path(config.baseline_dir, spec.name)
+        try:
+            baseline = read_baseline(path)
+        except FileNotFoundError:
+            baseline = None
+        reports.append(verdict.model_report(spec, run, baseline, _display(path), update_command(spec, config),
+                                            policy(config)))
+    unknown = sorted(set(by_name) - {s.name for s in config.models})
+    if unknown:
+        raise GateError(f"result files hold model `{unknown[0]}`, which {config.path} does not configure")
+    return verdict.assemble(reports, verdict.environment(versions(), _backend()))

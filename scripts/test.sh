@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# The single truth for "do the tests pass": set up from a bare machine, lint, then run the
+# whole suite once per fingerprint backend (native C kernel, NumPy specification).
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+source "$ROOT/scripts/setup.sh"
+cd "$ROOT"
+
+# A second ONNX Runtime distribution with a real second EP (OpenVINO on these CPUs). It
+# replaces onnxruntime in its environment, so it gets its own venv, without torch: the
+# `collect` side of the matrix runs there (tests/e2e/test_matrix.py).
+OV_VENV="${PARITY_GATE_OPENVINO_VENV:-$ROOT/.venv-openvino}"
+if [ ! -x "$OV_VENV/bin/python" ]; then
+  echo "· creating $OV_VENV"
+  python3 -m venv "$OV_VENV"
+fi
+"$OV_VENV/bin/python" -m pip install -q "onnxruntime-openvino==1.24.1" numpy onnx zstandard msgpack rich typer cffi
+export PARITY_GATE_OPENVINO_PYTHON="$OV_VENV/bin/python"
+
+if [ -x scripts/lint.sh ]; then
+  echo "== lint"
+  bash scripts/lint.sh
+fi
+
+status=0
+for backend in native numpy; do
+  echo "== tests (PARITY_GATE_BACKEND=$backend)"
+  PARITY_GATE_BACKEND=$backend python -m pytest -q -p no:cacheprovider "$@" || status=$?
+done
+exit $status

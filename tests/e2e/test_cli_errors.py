@@ -1,0 +1,121 @@
+"""Bad input gets one clear line and the documented exit code, never a traceback."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import zstandard
+
+from gate.baseline import encode_baseline, read_baseline
+from tests.conftest import ROOT, run_cli
+from tests.e2e.test_gate import write_config
+
+
+def assert_one_line_error(proc, code: int, *fragments: str) -> None:
+    assert proc.returncode == code, (proc.returncode, proc.stdout, proc.stderr)
+    assert "Traceback" not in proc.stderr + proc.stdout
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1, proc.stderr
+    for fragment in fragments:
+        assert fragment in errors[0], errors[0]
+
+
+def test_no_config(tmp_path):
+    assert_one_line_error(run_cli("check", cwd=tmp_path), 2, "no configuration found", str(tmp_path))
+
+
+def test_unknown_config_key(tmp_path):
+    config = write_config(tmp_path, "tiny-cnn", "examples.zoo:tiny_cnn")
+    config.write_text(config.read_text().replace("[[models]]", "[[models]]\nexproter = \"dynamo\""))
+    assert_one_line_error(run_cli("check", cwd=tmp_path), 2, "parity-gate.toml", "models[0].exproter", "unknown key")
+
+
+def test_wrong_type_names_the_key(tmp_path):
+    config = write_config(tmp_path, "tiny-cnn", "examples.zoo:tiny_cnn")
+    config.write_text(config.read_text().replace('shape = [2, 3, 16, 16]', 'shape = "2x3"'))
+    assert_one_line_error(run_cli("check", cwd=tmp_path), 2, "models[0].inputs[0].shape", "expected an array")
+
+
+def test_factory_that_does_not_import(tmp_path):
+    write_config(tmp_path, "tiny-cnn", "nowhere.models:net")
+    assert_one_line_error(run_cli("check", cwd=tmp_path), 2, "models[0].factory", "cannot import `nowhere.models`")
+
+
+def assert_model_error(proc, status: str, *fragments: str) -> None:
+    """A model that fails is a report status (other models still report), exit 3, last line says why."""
+    assert proc.returncode == 3, (proc.stdout, proc.stderr)
+    assert "Traceback" not in proc.stdout + proc.stderr
+    last = proc.stdout.strip().splitlines()[-1]
+    assert last.startswith("ERROR") and status in last, last
+    for fragment in fragments:
+        assert fragment in proc.stdout.replace("\n", ""), fragment
+
+
+def test_factory_that_raises(tmp_path):
+    write_config(tmp_path, "tiny-cnn", "faults:raises")
+    assert_model_error(run_cli("check", cwd=tmp_path), "BUILD_FAIL", "model `tiny-cnn`", "faults:raises",
+                       "checkpoint weights.pt not found")
+    # update-baseline writes nothing and says why in one line.
+    assert_one_line_error(run_cli("update-baseline", cwd=tmp_path), 3, "checkpoint weights.pt not found")
+
+
+def test_factory_returning_something_else(tmp_path):
+    write_config(tmp_path, "tiny-cnn", "faults:not_a_module")
+    assert_one_line_error(run_cli("check", cwd=tmp_path), 2, "models[0].factory", "not a torch.nn.Module")
+
+
+def test_model_that_fails_to_export(tmp_path):
+    config = write_config(tmp_path, "tiny-cnn", "faults:unexportable", baseline_dir=tmp_path)
+    config.write_text(config.read_text().replace("[2, 3, 16, 16]", "[2, 4, 4]"))
+    proc = run_cli("check", "--json", "r.json", cwd=tmp_path)
+    assert_model_error(proc, "EXPORT_FAIL", "linalg_eigh")
+    import json
+
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert report["verdict"] == "error" and report["models"][0]["error"]["status"] == "EXPORT_FAIL"
+
+
+def _copy_baseline(tmp_path: Path, data: bytes) -> None:
+    (tmp_path / "b").mkdir()
+    (tmp_path / "b" / "tiny-cnn.msgpack.zst").write_bytes(data)
+    write_config(tmp_path, "tiny-cnn", "examples.zoo:tiny_cnn", baseline_dir=tmp_path / "b")
+
+
+def test_corrupt_baseline(tmp_path):
+    _copy_baseline(tmp_path, b"\x28\xb5\x2f\xfd" + b"garbage" * 10)
+    assert_one_line_error(run_cli("check", cwd=tmp_path), 2, "tiny-cnn.msgpack.zst")
+
+
+def test_truncated_baseline(tmp_path):
+    data = (ROOT / "baselines" / "tiny-cnn.msgpack.zst").read_bytes()
+    _copy_baseline(tmp_path, data[: len(data) // 2])
+    assert_one_line_error(run_cli("check", cwd=tmp_path), 2, "tiny-cnn.msgpack.zst")
+
+
+def test_baseline_from_a_newer_format_version(tmp_path):
+    doc = read_baseline(ROOT / "baselines" / "tiny-cnn.msgpack.zst")
+    import msgpack
+
+    doc["version"] = 2
+    raw = msgpack.packb(doc, use_bin_type=True)
+    _copy_baseline(tmp_path, zstandard.ZstdCompressor(write_content_size=True).compress(raw))
+    assert_one_line_error(run_cli("check", cwd=tmp_path), 2, "tiny-cnn.msgpack.zst", "version 2", "upgrade")
+
+
+def test_show_prints_a_baseline(tmp_path):
+    proc = run_cli("show", str(ROOT / "baselines" / "tiny-cnn.msgpack.zst"), cwd=tmp_path)
+    assert proc.returncode == 0
+    assert "layer block1.bn1 " in proc.stdout and "model tiny-cnn" in proc.stdout
+
+
+def test_baseline_bytes_are_deterministic():
+    path = ROOT / "baselines" / "tiny-cnn.msgpack.zst"
+    assert encode_baseline(read_baseline(path)) == path.read_bytes()
+
+
+def test_version_and_help(tmp_path):
+    proc = run_cli("--version", cwd=tmp_path)
+    assert proc.returncode == 0 and proc.stdout.startswith("parity-gate ")
+    assert run_cli("-h", cwd=tmp_path).returncode == 0
+    shutil.rmtree(tmp_path, ignore_errors=True)

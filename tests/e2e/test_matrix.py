@@ -1,0 +1,106 @@
+"""The CPU + second-EP matrix: export once (torch), collect on another ONNX Runtime
+distribution that has no torch (onnxruntime-openvino in its own venv, built by
+scripts/test.sh), merge the result files into one verdict.
+
+PARITY_GATE_OPENVINO_PYTHON names that environment's python. Outside CI the test is
+skipped when it is missing; in CI (CI=true) a missing environment is a failure.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+from onnx import numpy_helper
+
+from gate import service
+from gate.config import load_config
+from gate.runfile import read_runs
+from tests.conftest import ROOT
+
+OV_PYTHON = os.environ.get("PARITY_GATE_OPENVINO_PYTHON")
+OV = "OpenVINOExecutionProvider"
+
+if not OV_PYTHON and os.environ.get("CI") != "true":
+    pytest.skip("no onnxruntime-openvino environment (scripts/test.sh builds one)", allow_module_level=True)
+
+
+def collect_openvino(source: Path, out: Path) -> subprocess.CompletedProcess:
+    assert OV_PYTHON, "CI must provide PARITY_GATE_OPENVINO_PYTHON (scripts/test.sh)"
+    return subprocess.run([OV_PYTHON, "-m", "gate.cli", "collect", "--from", str(source), "--provider", OV,
+                           "--out", str(out)], env={**os.environ, "PYTHONPATH": str(ROOT)},
+                          capture_output=True, text=True, timeout=600)
+
+
+@pytest.fixture(scope="module")
+def matrix(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("matrix")
+    shutil.copytree(ROOT / "baselines", tmp / "baselines")
+    shutil.copytree(ROOT / "examples", tmp / "examples")
+    text = (ROOT / "pyproject.toml").read_text()
+    (tmp / "pyproject.toml").write_text(text[text.index("[tool.parity-gate]"):])
+    cfg = load_config(tmp / "pyproject.toml")
+    service.export_models(cfg, cfg.models, cfg.select_providers(["torch-cpu"]), tmp / "export")
+    service.collect(tmp / "export", cfg.select_providers(["CPUExecutionProvider"]), tmp / "cpu.msgpack.zst")
+    proc = collect_openvino(tmp / "export", tmp / "ov.msgpack.zst")
+    assert proc.returncode == 0, proc.stderr
+    return tmp, cfg
+
+
+def test_openvino_environment_has_no_torch():
+    proc = subprocess.run([OV_PYTHON, "-c", "import onnxruntime as o; print(o.get_available_providers());"
+                           "import importlib.util as u; print(u.find_spec('torch'))"], capture_output=True, text=True)
+    assert OV in proc.stdout and proc.stdout.strip().endswith("None"), proc.stdout + proc.stderr
+
+
+def test_report_merges_both_eps_into_one_verdict(matrix):
+    tmp, cfg = matrix
+    sources = [tmp / "export", tmp / "cpu.msgpack.zst", tmp / "ov.msgpack.zst"]
+    service.update_baseline(cfg, cfg.models, (), sources=sources)  # adds the OpenVINO entries
+    report = service.report_files(cfg, sources)
+    assert report["verdict"] == "pass", report["first_regression"]
+    for model in report["models"]:
+        names = [p["name"] for p in model["providers"]]
+        assert names == ["torch-cpu", "torch-cpu", "CPUExecutionProvider", OV]
+        ov = model["providers"][-1]
+        assert ov["checked"] > 10 and ov["placement"]["by_provider"].get(OV, 0) > 0
+        rows = {r["layer"] for r in ov["layers"]}
+        assert rows == {r["layer"] for r in model["providers"][2]["layers"]}
+
+
+def test_ep_side_fault_is_blamed_on_openvino_at_its_layer(matrix):
+    tmp, cfg = matrix
+    service.update_baseline(cfg, cfg.models, (), sources=[tmp / "export", tmp / "cpu.msgpack.zst",
+                                                          tmp / "ov.msgpack.zst"])
+    bad = tmp / "export-bad"
+    shutil.copytree(tmp / "export", bad)
+    # Scale one weight of the ONNX file the OpenVINO run uses, and only that file.
+    (run,) = read_runs(bad / "tiny-transformer" / "run.msgpack.zst")
+    layer = "blocks.1.mlp.0"
+    kind, value, _ = run.onnx_map[layer]
+    assert kind == "value"
+    model = onnx.load(bad / "tiny-transformer" / "model.onnx")
+    inits = {i.name: i for i in model.graph.initializer}
+    producers = {o: n for n in model.graph.node for o in n.output}
+    frontier, name = [value], None
+    while frontier and name is None:  # the Linear's weight: a 2-D initializer just upstream (MatMul -> Add)
+        node = producers[frontier.pop(0)]
+        name = next((i for i in node.input if i in inits and len(inits[i].dims) == 2), None)
+        frontier.extend(i for i in node.input if i in producers)
+    weight = numpy_helper.to_array(inits[name])
+    inits[name].CopyFrom(numpy_helper.from_array((weight * np.float32(1 + 1e-3)).astype(weight.dtype), name))
+    onnx.save(model, bad / "tiny-transformer" / "model.onnx")
+    proc = collect_openvino(bad, tmp / "ov-bad.msgpack.zst")
+    assert proc.returncode == 0, proc.stderr
+    report = service.report_files(cfg, [tmp / "export", tmp / "cpu.msgpack.zst", tmp / "ov-bad.msgpack.zst"])
+    first = report["first_regression"]
+    assert report["verdict"] == "regressed"
+    assert (first["model"], first["provider"], first["layer"], first["check"]) == (
+        "tiny-transformer", OV, layer, "error-growth")
+    cpu = next(p for p in report["models"][1]["providers"] if p["name"] == "CPUExecutionProvider")
+    assert cpu["status"] == "pass"

@@ -1,0 +1,97 @@
+"""Worker isolation: a crashing, hanging or memory-hungry provider becomes a status; the
+other models and providers still report. Real worker processes, real ONNX Runtime."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper
+
+from gate import service
+from gate.collect import run_provider, write_bundle
+from gate.config import Isolation, ProviderSpec, load_config
+from gate.fingerprint import fingerprint
+from gate.runs import LayerInfo, ModelRun
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def hooked(monkeypatch):
+    monkeypatch.setenv("PARITY_GATE_WORKER_HOOK", "worker_hooks:fault")
+    monkeypatch.setenv("PYTHONPATH", str(Path(__file__).parent))
+
+    def check(kind: str, isolation: Isolation) -> dict:
+        monkeypatch.setenv("PARITY_GATE_TEST_FAULT", kind)
+        cfg = dataclasses.replace(load_config(ROOT / "pyproject.toml"), isolation=isolation)
+        return service.check(cfg, cfg.models, cfg.providers)
+
+    return check
+
+
+@pytest.mark.parametrize("kind, status, words", [
+    ("abort", "CRASH", "SIGABRT"),
+    ("hang", "TIMEOUT", "did not finish within 5 s"),
+    ("alloc", "CRASH", "out of memory"),
+])
+def test_faulty_provider_is_a_status_and_others_still_report(hooked, kind, status, words):
+    report = hooked(kind, Isolation(timeout_s=5, memory_mb=3072))
+    cnn, tf = report["models"]
+    ort = next(p for p in cnn["providers"] if p["name"] == "CPUExecutionProvider")
+    assert ort["status"] == "error" and ort["error_status"] == status, ort
+    assert words in ort["reason"]
+    assert report["verdict"] == "error"
+    # The same model's torch providers, and the other model entirely, still pass.
+    assert all(p["status"] == "pass" for p in cnn["providers"] if p["name"] != "CPUExecutionProvider")
+    assert tf["status"] == "pass" and all(p["status"] == "pass" for p in tf["providers"])
+
+
+def chain_model(n: int) -> tuple[onnx.ModelProto, list[str]]:
+    """x -> Add -> Add -> ... (n nodes): n intermediate values to mark."""
+    nodes, names = [], []
+    prev = "x"
+    for i in range(n):
+        out = f"v{i}"
+        nodes.append(helper.make_node("Add", [prev, "one"], [out]))
+        names.append(out)
+        prev = out
+    graph = helper.make_graph(
+        nodes, "chain", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [64])],
+        [helper.make_tensor_value_info(prev, TensorProto.FLOAT, [64])],
+        [helper.make_tensor("one", TensorProto.FLOAT, [1], [1.0])],
+        value_info=[helper.make_tensor_value_info(v, TensorProto.FLOAT, [64]) for v in names[:-1]])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)], ir_version=10), names
+
+
+def test_large_results_come_back_without_deadlock(tmp_path):
+    """3,000 fingerprints (~7 MB of result, 100x a pipe buffer) travel back from the worker."""
+    proto, names = chain_model(3000)
+    x = np.linspace(-1, 1, 64, dtype=np.float32)
+    write_bundle(tmp_path, proto.SerializeToString(), [x])
+    run = ModelRun("chain")
+    run.layers = [LayerInfo(f"add{i}", "Add", fingerprint((x.astype(np.float64) + i + 1))) for i in range(len(names))]
+    run.onnx_map = {f"add{i}": ("value", v, None) for i, v in enumerate(names)}
+    prun = run_provider(tmp_path, run, ProviderSpec("CPUExecutionProvider"), "cpu", Isolation(timeout_s=120))
+    assert prun.status == "ok", prun.reason
+    assert len(prun.layers) == 3000 and all(pl.status == "ok" for pl in prun.layers.values())
+    assert max(pl.err for pl in prun.layers.values()) < 1e-6
+
+
+def test_capture_memory_budget_splits_marked_outputs(tmp_path):
+    """With a tiny capture budget the marked values run in chunks; results are the same."""
+    proto, names = chain_model(50)
+    x = np.linspace(-1, 1, 64, dtype=np.float32)
+    write_bundle(tmp_path, proto.SerializeToString(), [x])
+    from gate.capture import ort_capture
+
+    sizes = {v: 256 for v in names}
+    whole = ort_capture.run(proto, "CPUExecutionProvider", {}, [x], names, "chain", value_bytes=sizes)
+    parts = ort_capture.run(proto, "CPUExecutionProvider", {}, [x], names, "chain", capture_bytes=1024,
+                            value_bytes=sizes)
+    assert len(ort_capture.chunks(names, sizes, 1024)) == 13
+    assert parts.peak_capture_bytes == 1024 and whole.peak_capture_bytes == 50 * 256
+    assert all(np.array_equal(whole.values[v].sketch, parts.values[v].sketch) for v in names)

@@ -1,0 +1,24 @@
+"""Faults for the worker-isolation tests, installed with PARITY_GATE_WORKER_HOOK.
+
+Only the run of model `tiny-cnn` is hit; every other (model, provider) must still report.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+
+def fault(job: dict) -> None:
+    if "tiny-cnn" not in job["what"]:
+        return
+    kind = os.environ.get("PARITY_GATE_TEST_FAULT")
+    if kind == "abort":
+        os.abort()
+    elif kind == "hang":
+        time.sleep(3600)
+    elif kind == "alloc":
+        import numpy as np
+
+        hog = np.ones(8 * 1024**3 // 8)  # 8 GiB, past the budget
+        hog.sum()

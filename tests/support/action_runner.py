@@ -1,0 +1,254 @@
+"""Run a composite action's steps the way a GitHub runner does, on this machine.
+
+It loads action.yml, evaluates ``${{ }}`` in ``env:``/``if:``/``with:``/``working-directory:``
+(contexts: inputs, github, env, runner, steps), runs each ``run:`` step with bash
+(``--noprofile --norc -eo pipefail``) and a fresh GITHUB_OUTPUT/GITHUB_STEP_SUMMARY file,
+stops at the first failing step (later steps run only when their ``if:`` asks for failure()
+or always()), and emulates the ``uses:`` steps it knows:
+
+- actions/setup-python: python-path is the current interpreter;
+- actions/upload-artifact / actions/download-artifact: a folder per artifact under ``artifacts``
+  (names must be unique unless ``overwrite``; download takes ``name`` or ``pattern`` + ``merge-multiple``).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import glob
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from tests.support.expressions import condition, interpolate
+
+
+@dataclass
+class StepRun:
+    id: str
+    name: str
+    conclusion: str  # success | failure | skipped
+    outputs: dict[str, str] = field(default_factory=dict)
+    stdout: str = ""
+    stderr: str = ""
+    returncode: int = 0
+    env: dict[str, str] = field(default_factory=dict)
+    uses: str = ""
+
+
+@dataclass
+class ActionRun:
+    returncode: int
+    outputs: dict[str, str]
+    steps: list[StepRun]
+    summary: str
+
+    @property
+    def stdout(self) -> str:
+        return "".join(s.stdout for s in self.steps)
+
+    @property
+    def log(self) -> str:
+        return "".join(s.stdout + s.stderr for s in self.steps)
+
+    def step(self, step_id: str) -> StepRun:
+        return next(s for s in self.steps if s.id == step_id)
+
+
+def parse_output_file(path: Path) -> dict[str, str]:
+    """GITHUB_OUTPUT's two forms: ``name=value`` and ``name<<DELIM`` ... ``DELIM``."""
+    out: dict[str, str] = {}
+    lines = path.read_text(encoding="utf-8").splitlines() if path.exists() else []
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        if "<<" in line and ("=" not in line or line.index("<<") < line.index("=")):
+            name, delim = line.split("<<", 1)
+            j = lines.index(delim, i + 1)
+            out[name] = "\n".join(lines[i + 1 : j])
+            i = j + 1
+            continue
+        if "=" in line:
+            name, value = line.split("=", 1)
+            out[name] = value
+        i += 1
+    return out
+
+
+class ActionRunner:
+    """One job's view: a workspace, a runner temp, an event, artifacts shared across runs (jobs)."""
+
+    def __init__(
+        self,
+        action_dir: Path,
+        workspace: Path,
+        *,
+        api_url: str,
+        event_name: str = "pull_request",
+        event: dict[str, Any] | None = None,
+        repository: str = "octo/models",
+        run_id: str = "4242",
+        job: str = "gate",
+        runner_name: str = "runner-1",
+        env: dict[str, str] | None = None,
+        artifacts: Path | None = None,
+    ):
+        self.action_dir = action_dir
+        self.workspace = workspace
+        self.api_url = api_url
+        self.repository = repository
+        self.run_id = run_id
+        self.job = job
+        self.runner_name = runner_name
+        self.job_env = dict(env or {})
+        self.artifacts = artifacts or workspace / "_artifacts"
+        self.artifacts.mkdir(parents=True, exist_ok=True)
+        self.temp = Path(tempfile.mkdtemp(prefix="runner-temp-", dir=workspace.parent))
+        self.event_name = event_name
+        self.event_path = self.temp / "event.json"
+        import json
+
+        self.event = event or {}
+        self.event_path.write_text(json.dumps(self.event), encoding="utf-8")
+        self.action = yaml.safe_load((action_dir / "action.yml").read_text(encoding="utf-8"))
+        assert self.action["runs"]["using"] == "composite"
+
+    # -- contexts ----------------------------------------------------------------------------
+    def _base_env(self) -> dict[str, str]:
+        keep = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "LANG", "LC_ALL", "SYSTEMROOT", "TMPDIR")}
+        return {
+            **keep,
+            "CI": "true",
+            "GITHUB_ACTIONS": "true",
+            "GITHUB_API_URL": self.api_url,
+            "GITHUB_SERVER_URL": "https://github.example",
+            "GITHUB_REPOSITORY": self.repository,
+            "GITHUB_RUN_ID": self.run_id,
+            "GITHUB_RUN_ATTEMPT": "1",
+            "GITHUB_JOB": self.job,
+            "GITHUB_EVENT_NAME": self.event_name,
+            "GITHUB_EVENT_PATH": str(self.event_path),
+            "GITHUB_WORKSPACE": str(self.workspace),
+            "GITHUB_ACTION_PATH": str(self.action_dir),
+            "RUNNER_TEMP": str(self.temp),
+            "RUNNER_OS": "Linux",
+            "RUNNER_ARCH": "X64",
+            "RUNNER_NAME": self.runner_name,
+            **self.job_env,
+        }
+
+    def _contexts(self, inputs: dict[str, str], steps: dict[str, Any], env: dict[str, str]) -> dict[str, Any]:
+        return {
+            "inputs": inputs,
+            "steps": steps,
+            "env": env,
+            "runner": {"temp": str(self.temp), "os": "Linux", "arch": "X64", "name": self.runner_name},
+            "github": {
+                "token": self.job_env.get("GITHUB_TOKEN", ""),
+                "api_url": self.api_url,
+                "server_url": "https://github.example",
+                "repository": self.repository,
+                "run_id": self.run_id,
+                "job": self.job,
+                "event_name": self.event_name,
+                "event": self.event,
+                "workspace": str(self.workspace),
+                "action_path": str(self.action_dir),
+            },
+        }
+
+    # -- run -----------------------------------------------------------------------------------
+    def run(self, inputs: dict[str, str] | None = None, token: str = "") -> ActionRun:
+        given = {k: str(v) for k, v in (inputs or {}).items()}
+        unknown = set(given) - set(self.action.get("inputs", {}))
+        assert not unknown, f"inputs not declared in action.yml: {unknown}"
+        env = self._base_env()
+        ctx = self._contexts({}, {}, {k: v for k, v in self.job_env.items()})
+        ctx["github"]["token"] = token
+        resolved = {}
+        for name, spec in self.action.get("inputs", {}).items():
+            resolved[name] = given.get(name, interpolate(str(spec.get("default", "")), ctx))
+        steps_ctx: dict[str, Any] = {}
+        runs: list[StepRun] = []
+        status, summary, failed_rc = "success", [], 0
+        for index, step in enumerate(self.action["runs"]["steps"]):
+            sid = step.get("id") or f"__{index}"
+            ctx = self._contexts(resolved, steps_ctx, self.job_env)
+            if not condition(step.get("if"), ctx, status):
+                runs.append(StepRun(sid, step.get("name", sid), "skipped"))
+                steps_ctx[sid] = {"outputs": {}, "outcome": "skipped", "conclusion": "skipped"}
+                continue
+            step_env = {k: interpolate(str(v), ctx, status) for k, v in (step.get("env") or {}).items()}
+            if "uses" in step:
+                with_ = {k: interpolate(str(v), ctx, status) for k, v in (step.get("with") or {}).items()}
+                result = self._uses(sid, step, with_)
+            else:
+                workdir = interpolate(str(step.get("working-directory", ".")), ctx, status)
+                result = self._run(sid, step, {**env, **step_env}, workdir, summary)
+            result.env = step_env
+            runs.append(result)
+            steps_ctx[sid] = {"outputs": result.outputs, "outcome": result.conclusion, "conclusion": result.conclusion}
+            if result.conclusion == "failure" and status == "success":
+                status, failed_rc = "failure", result.returncode or 1
+        ctx = self._contexts(resolved, steps_ctx, self.job_env)
+        outputs = {k: interpolate(str(v.get("value", "")), ctx, status) for k, v in self.action.get("outputs", {}).items()}
+        return ActionRun(failed_rc if status == "failure" else 0, outputs, runs, "".join(summary))
+
+    def _run(self, sid: str, step: dict[str, Any], env: dict[str, str], workdir: str, summary: list[str]) -> StepRun:
+        assert step.get("shell") == "bash", f"step {sid}: composite run steps must set shell: bash"
+        script = self.temp / f"step-{sid}.sh"
+        script.write_text(step["run"], encoding="utf-8")
+        out_file, sum_file = self.temp / f"output-{sid}", self.temp / f"summary-{sid}"
+        out_file.write_text(""), sum_file.write_text("")
+        env = {**env, "GITHUB_OUTPUT": str(out_file), "GITHUB_STEP_SUMMARY": str(sum_file)}
+        cwd = (self.workspace / workdir).resolve()
+        proc = subprocess.run(
+            ["bash", "--noprofile", "--norc", "-eo", "pipefail", str(script)],
+            cwd=cwd, env=env, capture_output=True, text=True, timeout=300,
+        )
+        summary.append(sum_file.read_text(encoding="utf-8"))
+        return StepRun(
+            sid, step.get("name", sid), "success" if proc.returncode == 0 else "failure",
+            parse_output_file(out_file), proc.stdout, proc.stderr, proc.returncode,
+        )
+
+    def _uses(self, sid: str, step: dict[str, Any], with_: dict[str, str]) -> StepRun:
+        action = step["uses"].split("@")[0]
+        run = StepRun(sid, step.get("name", sid), "success", uses=step["uses"])
+        if action == "actions/setup-python":
+            run.outputs = {"python-path": sys.executable, "python-version": sys.version.split()[0]}
+        elif action == "actions/upload-artifact":
+            name = with_["name"]
+            dest = self.artifacts / name
+            if dest.exists() and with_.get("overwrite", "false") != "true":
+                return StepRun(sid, run.name, "failure", stderr=f"artifact {name} already exists", returncode=1, uses=step["uses"])
+            shutil.rmtree(dest, ignore_errors=True)
+            files = [f for line in with_["path"].splitlines() if line.strip() for f in glob.glob(line.strip(), recursive=True)]
+            files = [f for f in files if os.path.isfile(f)]
+            if not files and with_.get("if-no-files-found", "warn") == "error":
+                return StepRun(sid, run.name, "failure", stderr=f"no files for artifact {name}", returncode=1, uses=step["uses"])
+            dest.mkdir(parents=True)
+            for f in files:
+                shutil.copy2(f, dest / os.path.basename(f))
+            run.outputs = {"artifact-id": str(abs(hash(name)) % 10**6),
+                           "artifact-url": f"https://github.example/{self.repository}/actions/runs/{self.run_id}/artifacts/{abs(hash(name)) % 10**6}"}
+        elif action == "actions/download-artifact":
+            target = Path(with_.get("path") or self.workspace)
+            names = sorted(p.name for p in self.artifacts.iterdir())
+            chosen = [n for n in names if (with_.get("name") and n == with_["name"]) or
+                      (not with_.get("name") and fnmatch.fnmatch(n, with_.get("pattern") or "*"))]
+            for n in chosen:
+                dest = target if (with_.get("merge-multiple") == "true" or with_.get("name")) else target / n
+                dest.mkdir(parents=True, exist_ok=True)
+                for f in (self.artifacts / n).iterdir():
+                    shutil.copy2(f, dest / f.name)
+            run.outputs = {"download-path": str(target)}
+        else:
+            raise NotImplementedError(f"step {sid}: no emulation for uses: {step['uses']}")
+        return run

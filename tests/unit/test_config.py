@@ -1,0 +1,80 @@
+"""Configuration: the contract's keys, and one-line errors naming file and key."""
+
+from __future__ import annotations
+
+import pytest
+
+from gate.config import Tolerance, canonical_provider, find_config, load_config
+from gate.errors import ConfigError
+
+BASE = """
+[tool.parity-gate]
+providers = ["torch-cpu", "cpu", { name = "OpenVINOExecutionProvider", options = { device_type = "CPU" } }]
+
+[[tool.parity-gate.models]]
+name = "tiny-cnn"
+factory = "examples.zoo:tiny_cnn"
+inputs = [{ name = "x", shape = [2, 3, 32, 32], dtype = "float32" }]
+"""
+
+
+def write(tmp_path, text, name="pyproject.toml"):
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+def test_contract_config_loads(tmp_path):
+    cfg = load_config(write(tmp_path, BASE))
+    assert [p.name for p in cfg.providers] == ["torch-cpu", "CPUExecutionProvider", "OpenVINOExecutionProvider"]
+    assert cfg.providers[2].options == {"device_type": "CPU"}
+    assert cfg.baseline_dir == tmp_path / "baselines"
+    (model,) = cfg.models
+    assert model.inputs[0].shape == (2, 3, 32, 32) and model.exporter == "dynamo" and model.seed == 0
+
+
+def test_find_config_prefers_pyproject_section(tmp_path):
+    write(tmp_path, "[tool.other]\n")
+    write(tmp_path, BASE.replace("[tool.parity-gate]", "").replace("tool.parity-gate.", ""), "parity-gate.toml")
+    assert find_config(None, tmp_path).name == "parity-gate.toml"
+    write(tmp_path, BASE)
+    assert find_config(None, tmp_path).name == "pyproject.toml"
+
+
+@pytest.mark.parametrize("edit, message", [
+    (("name = \"tiny-cnn\"", "name = \"Tiny CNN\""), "`tool.parity-gate.models[0].name`: `Tiny CNN` is not a valid model name"),
+    (("name = \"tiny-cnn\"", "name = \"../evil\""), "is not a valid model name"),
+    (("factory = \"examples.zoo:tiny_cnn\"", "factory = \"examples.zoo\""), "models[0].factory`: `examples.zoo` is not of the form"),
+    (("dtype = \"float32\"", "dtype = \"float8\""), "models[0].inputs[0].dtype`: unsupported dtype `float8`"),
+    (("shape = [2, 3, 32, 32]", "shape = [2, -3]"), "models[0].inputs[0].shape`: expected an array of non-negative integers"),
+    (("providers = [", "provders = ["), "`tool.parity-gate.provders`: unknown key"),
+    (("\"cpu\"", "\"tpu\""), "unknown provider `tpu`"),
+    (("inputs = [", "opset = \"18\"\ninputs = ["), "models[0].opset`: expected an integer, got a string"),
+    (("inputs = [", "tolerance = { growth = -1 }\ninputs = ["), "models[0].tolerance.growth`: must be >= 0"),
+    (("inputs = [{ name = \"x\", shape = [2, 3, 32, 32], dtype = \"float32\" }]", "inputs = []"), "no inputs declared"),
+])
+def test_bad_config_names_file_and_key(tmp_path, edit, message):
+    path = write(tmp_path, BASE.replace(*edit))
+    with pytest.raises(ConfigError) as err:
+        load_config(path)
+    assert str(path) in str(err.value) and message in str(err.value)
+    assert "\n" not in str(err.value)
+
+
+def test_invalid_toml(tmp_path):
+    with pytest.raises(ConfigError, match="invalid TOML"):
+        load_config(write(tmp_path, "[tool.parity-gate\n"))
+
+
+def test_layer_tolerances_later_rules_win(tmp_path):
+    text = BASE + 'tolerance = { floor = 1e-5 }\nlayer-tolerances = [{ layers = "block*", growth = 4 }, ' \
+                  '{ layers = "block1.*", growth = 8, reference = 1e-6 }]\n'
+    (model,) = load_config(write(tmp_path, text)).models
+    assert model.tolerance_for("stem") == Tolerance(floor=1e-5)
+    assert model.tolerance_for("block2.conv1") == Tolerance(floor=1e-5, growth=4.0)
+    assert model.tolerance_for("block1.conv1") == Tolerance(floor=1e-5, growth=8.0, reference=1e-6)
+
+
+def test_provider_aliases_are_canonicalised():
+    assert canonical_provider("cuda") == "CUDAExecutionProvider"
+    assert canonical_provider("TensorrtExecutionProvider") == "TensorrtExecutionProvider"

@@ -1,0 +1,157 @@
+"""The native kernel against the NumPy specification: bit-identical fingerprints."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+
+import gate.fingerprint as F
+
+native = pytest.mark.skipif(F._native_impl is None, reason=F.native_error or "")
+
+
+def both(x, **kw):
+    a = F.fingerprint(x, backend="numpy", **kw)
+    b = F.fingerprint(x, backend="native", **kw)
+    return a, b
+
+
+def assert_same(x, **kw):
+    a, b = both(x, **kw)
+    da, db = a.to_dict(), b.to_dict()
+    assert a == b, {k: (da[k], db[k]) for k in da if da[k] != db[k] and k != "sketch"}
+
+
+BITS = {np.float16: np.uint16, np.float32: np.uint32, np.float64: np.uint64}
+
+
+@native
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    dtype=st.sampled_from([np.float16, np.float32, np.float64]),
+    bits=st.data(),
+    shape=hnp.array_shapes(min_dims=0, max_dims=3, min_side=0, max_side=40),
+)
+def test_any_bit_pattern_agrees(dtype, bits, shape):
+    # every bit pattern: NaN payloads, +-Inf, -0.0, subnormals, float16 extremes
+    raw = bits.draw(hnp.arrays(BITS[dtype], shape))
+    assert_same(raw.view(dtype))
+
+
+@native
+@settings(max_examples=200, deadline=None)
+@given(x=hnp.arrays(np.float32, hnp.array_shapes(max_dims=2, max_side=300), elements=st.floats(width=32)))
+def test_float_values_agree(x):
+    assert_same(x)
+
+
+@native
+@settings(max_examples=100, deadline=None)
+@given(raw=hnp.arrays(np.uint16, st.integers(0, 3000)))
+def test_bfloat16_bits_agree(raw):
+    assert_same(raw, dtype="bfloat16")
+
+
+def _special(x, rng):
+    n = x.size
+    if n == 0:
+        return x
+    for v in (np.nan, np.inf, -np.inf, 0.0, -0.0):
+        x.flat[rng.integers(0, n, max(1, n // 500))] = v
+    return x
+
+
+@native
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32", "float64"])
+@pytest.mark.parametrize("n", [0, 1, 7, 8, 1023, 1025, 65535, 65536, 65537, 262144, 262145, 2_500_003])
+def test_sizes_across_chunk_block_and_path_boundaries(dtype, n):
+    rng = np.random.default_rng(n)
+    x = _special(rng.standard_normal(n) * 10.0 ** rng.integers(-3, 3, n), rng)
+    if dtype == "bfloat16":
+        x = (x.astype(np.float32).view(np.uint32) >> 16).astype(np.uint16)
+        assert_same(x, dtype="bfloat16")
+    else:
+        assert_same(x.astype(dtype))
+
+
+@native
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda r, n: np.maximum(r.standard_normal(n), 0),  # half exact zeros
+        lambda r, n: np.full(n, 3.25),  # constant
+        lambda r, n: np.full(n, np.nan),  # all NaN
+        lambda r, n: 1.0 + r.standard_normal(n) * 1e-9,  # one 16-bit bin: refinement passes
+        lambda r, n: r.integers(-3, 4, n).astype(float),  # heavy ties
+        lambda r, n: r.standard_normal(n) * 1e-310,  # float64 subnormals
+        lambda r, n: np.where(
+            r.random(n) < 0.1, np.where(r.random(n) < 0.5, np.inf, -np.inf), r.random(n)
+        ),  # mixed Inf
+    ],
+)
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_hard_distributions(make, dtype):
+    x = make(np.random.default_rng(1), 1_200_000).astype(dtype)
+    assert_same(x)
+
+
+@native
+def test_result_does_not_depend_on_thread_count():
+    from gate.fingerprint._kernel import fingerprint_native
+
+    x = np.random.default_rng(2).standard_normal(5_000_001).astype(np.float32)
+    ref = fingerprint_native(x, "float32", threads=1)
+    for t in (2, 3, 4):
+        assert fingerprint_native(x, "float32", threads=t) == ref
+    assert F.fingerprint(x, backend="numpy") == ref
+
+
+@native
+def test_concurrent_calls_match_serial_calls():
+    rng = np.random.default_rng(3)
+    xs = [
+        rng.standard_normal(int(n)).astype(dt)
+        for n, dt in zip(rng.integers(1, 400_000, 16), [np.float32, np.float64] * 8, strict=True)
+    ]
+    serial = [F.fingerprint(x, backend="native") for x in xs]
+    with ThreadPoolExecutor(4) as pool:
+        for _ in range(3):
+            assert list(pool.map(lambda x: F.fingerprint(x, backend="native"), xs)) == serial
+
+
+@native
+@pytest.mark.slow
+def test_hundred_million_elements_agree():
+    x = np.random.default_rng(4).standard_normal(100_000_000, dtype=np.float32)
+    x[::1_000_003] = np.nan
+    assert_same(x)
+
+
+def _run(env: dict[str, str], code: str) -> subprocess.CompletedProcess:
+    full = {**os.environ, **env, "PYTHONPATH": os.pathsep.join(sys.path)}
+    return subprocess.run([sys.executable, "-c", code], env=full, capture_output=True, text=True, timeout=60)
+
+
+def test_backend_env_var_forces_numpy():
+    r = _run({"PARITY_GATE_BACKEND": "numpy"}, "import gate.fingerprint as F; print(F.backend)")
+    assert r.stdout.strip() == "numpy", r.stderr
+
+
+def test_unknown_backend_is_an_error_listing_valid_ones():
+    r = _run({"PARITY_GATE_BACKEND": "fortran"}, "import gate.fingerprint")
+    assert r.returncode != 0
+    assert "PARITY_GATE_BACKEND='fortran' is not a fingerprint backend; valid: native, numpy" in r.stderr
+
+
+@native
+def test_default_backend_is_native_when_built():
+    r = _run({"PARITY_GATE_BACKEND": ""}, "import gate.fingerprint as F; print(F.backend)")
+    assert r.stdout.strip() == "native", r.stderr

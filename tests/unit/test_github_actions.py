@@ -1,0 +1,46 @@
+"""gate.github.actions and the annotations/outputs of gate.github.publish."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from gate.github.actions import ActionsEnv, command, write_outputs
+from gate.github.publish import annotations
+from tests.support.action_runner import parse_output_file
+
+REPORTS = Path(__file__).resolve().parents[1] / "data" / "reports"
+
+
+def test_outputs_survive_newlines_and_equals_signs(tmp_path):
+    path = tmp_path / "out"
+    write_outputs(str(path), {"a": "x=y", "b": "line1\nline2", "c": ""})
+    assert parse_output_file(path) == {"a": "x=y", "b": "line1\nline2", "c": ""}
+
+
+def test_workflow_commands_are_escaped():
+    assert command("error", "50% done\nnext", title="a: b, c") == "::error title=a%3A b%2C c::50%25 done%0Anext"
+
+
+def test_token_is_kept_out_of_repr():
+    env = ActionsEnv.from_environ({"GITHUB_TOKEN": "ghs_secret", "GITHUB_REPOSITORY": "o/r", "GITHUB_RUN_ID": "5"})
+    assert "ghs_secret" not in repr(env)
+    assert env.run_url == "https://github.com/o/r/actions/runs/5"
+
+
+def test_annotations_lead_with_the_first_regression_and_stop_at_ten():
+    report = json.loads((REPORTS / "regressed.json").read_text())
+    lines = annotations(report)
+    assert lines[0].startswith("::error title=parity-gate%3A tiny-cnn regressed on CPUExecutionProvider::tiny-cnn: layer conv2")
+    assert any("tiny-mlp has no baseline" in line for line in lines)
+    many = {**report, "models": [dict(report["models"][0], name=f"m{i}") for i in range(15)]}
+    assert len(annotations(many)) == 10
+
+
+def test_library_imports_neither_typer_nor_rich():
+    import subprocess
+    import sys
+
+    code = "import sys, gate.github, gate.report; print(sorted(m for m in ('typer', 'rich', 'torch') if m in sys.modules))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"

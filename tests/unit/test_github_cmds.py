@@ -1,0 +1,61 @@
+"""gate.cli.github_cmds: the `comment` command, registered on a bare Typer app."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+from typer.testing import CliRunner
+
+from gate.cli.github_cmds import register
+
+REPORTS = Path(__file__).resolve().parents[1] / "data" / "reports"
+
+
+def app() -> typer.Typer:
+    a = typer.Typer()
+
+    @a.callback()
+    def main() -> None:  # keep `comment` a subcommand
+        pass
+
+    register(a)
+    return a
+
+
+def invoke(*args: str, **env: str):
+    base = {"GITHUB_EVENT_NAME": "push", "GITHUB_TOKEN": "", "GITHUB_STEP_SUMMARY": "", "GITHUB_OUTPUT": ""}
+    return CliRunner().invoke(app(), ["comment", *args], env={**base, **env})
+
+
+def test_regression_exits_1_with_a_verdict_line(tmp_path):
+    summary = tmp_path / "summary.md"
+    r = invoke("--report", str(REPORTS / "regressed.json"), GITHUB_STEP_SUMMARY=str(summary))
+    assert r.exit_code == 1
+    assert r.output.splitlines()[-1] == (
+        "FAILED | tiny-cnn: layer conv2 on CPUExecutionProvider failed error-growth (0.0042 > 2.76e-06)")
+    assert "PR comment not written: event `push` is not about a pull request" in r.output
+    assert "regressed at layer `conv2`" in summary.read_text()
+
+
+def test_pass_exits_0():
+    r = invoke("--report", str(REPORTS / "pass.json"))
+    assert r.exit_code == 0 and r.output.splitlines()[-1] == "PASSED | 1 models, 8 layers"
+
+
+def test_missing_report_is_one_line_exit_2(tmp_path):
+    r = invoke("--report", str(tmp_path / "nope.json"))
+    assert r.exit_code == 2
+    assert r.output.strip() == f"error: report `{tmp_path / 'nope.json'}`: no such file"
+
+
+def test_options_come_from_the_environment(tmp_path):
+    out = tmp_path / "comment.md"
+    r = invoke(PARITY_GATE_REPORT=str(REPORTS / "export-fail.json"), PARITY_GATE_FAIL_ON="never",
+               PARITY_GATE_MARKDOWN=str(out), PARITY_GATE_CONFIG="./models/vision.toml")
+    assert r.exit_code == 0
+    assert out.read_text().startswith("<!-- parity-gate:comment id=models/vision.toml -->\n")
+
+
+def test_bad_when_is_a_usage_error():
+    assert invoke("--report", str(REPORTS / "pass.json"), "--when", "sometimes").exit_code == 2

@@ -1,0 +1,60 @@
+"""gate.github.event: which pull request a run is about."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from gate.errors import FormatError
+from gate.github import GitHubClient, NoPullRequest, PullRequest, resolve_pull_request
+from gate.github.event import load_event
+from tests.support.fake_github import FakeGitHub
+
+EVENTS = Path(__file__).resolve().parents[1] / "support" / "events"
+
+
+def event(name: str) -> dict:
+    return json.loads((EVENTS / f"{name}.json").read_text())
+
+
+def test_pull_request_event():
+    pr = resolve_pull_request("pull_request", event("pull_request"), "x/y", None)
+    assert pr == PullRequest(7, "octo/models", "pull_request event")
+
+
+def test_pull_request_target_uses_the_same_payload():
+    assert resolve_pull_request("pull_request_target", event("pull_request"), "x/y", None).number == 7
+
+
+def test_workflow_run_with_listed_pull_request():
+    ev = event("workflow_run")
+    ev["workflow_run"]["pull_requests"] = [{"number": 5, "head": {"sha": ev["workflow_run"]["head_sha"]}}]
+    assert resolve_pull_request("workflow_run", ev, "octo/models", None).number == 5
+
+
+def test_workflow_run_by_commit_through_the_api():
+    ev = event("workflow_run")
+    sha = ev["workflow_run"]["head_sha"]
+    with FakeGitHub(token="t") as fake:
+        fake.pulls["octo/models"] = [{"number": 9, "state": "open", "head": {"sha": sha, "label": "octo:fuse-stem"}}]
+        pr = resolve_pull_request("workflow_run", ev, "octo/models", GitHubClient("t", fake.url))
+    assert pr == PullRequest(9, "octo/models", f"pull request of commit {sha[:12]}")
+
+
+def test_workflow_run_without_a_match_says_so():
+    with FakeGitHub(token="t") as fake:
+        pr = resolve_pull_request("workflow_run", event("workflow_run"), "octo/models", GitHubClient("t", fake.url))
+    assert pr == NoPullRequest("no open pull request has head 5c1d2e3f4a5b")
+
+
+def test_push_has_no_pull_request_unless_given():
+    assert isinstance(resolve_pull_request("push", {}, "o/r", None), NoPullRequest)
+    assert resolve_pull_request("push", {}, "o/r", None, explicit=4).number == 4
+
+
+def test_unreadable_event_is_a_format_error(tmp_path):
+    (tmp_path / "e.json").write_text("{")
+    with pytest.raises(FormatError, match=r"event payload `.*e.json` \(GITHUB_EVENT_PATH\): not JSON"):
+        load_event(str(tmp_path / "e.json"))

@@ -1,0 +1,194 @@
+"""gate.report.markdown: full-document goldens, the size ladder, escaping."""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from gate.errors import FormatError
+from gate.report import COMMENT_LIMIT, Links, load_report, render_markdown
+
+REPORTS = Path(__file__).resolve().parents[1] / "data" / "reports"
+MARKER = "<!-- parity-gate:comment id=default -->"
+LINKS = Links("https://github.example/octo/models/actions/runs/4242",
+              "https://github.example/octo/models/actions/runs/4242/artifacts/99")
+
+
+def render_fixture(name: str) -> str:
+    return render_markdown(load_report(REPORTS / f"{name}.json"), marker=MARKER, links=LINKS)
+
+
+@pytest.mark.parametrize("name", ["pass", "regressed", "export-fail"])
+def test_full_markdown_matches_the_golden_file(name):
+    golden = REPORTS / f"{name}.md"
+    text = render_fixture(name)
+    if os.environ.get("PARITY_GATE_REGOLD"):  # regenerate: PARITY_GATE_REGOLD=1 pytest tests/unit/test_markdown.py
+        golden.write_text(text, encoding="utf-8")
+    assert text == golden.read_text(encoding="utf-8")
+
+
+def test_regressed_headline_names_model_layer_provider_check_and_values():
+    text = render_fixture("regressed")
+    assert "### ❌ parity-gate: `tiny-cnn` regressed at layer `conv2` on `CPUExecutionProvider`" in text
+    assert "check **error-growth** measured **0.0042**, threshold **2.76e-06**" in text
+    assert "```mermaid\nxychart-beta" in text
+    assert "[workflow run](https://github.example/octo/models/actions/runs/4242)" in text
+    assert "[report artifact](https://github.example/octo/models/actions/runs/4242/artifacts/99)" in text
+
+
+def test_missing_baseline_says_which_command_creates_it():
+    assert "create it with `parity-gate update-baseline --model tiny-mlp`" in render_fixture("regressed")
+
+
+def test_skipped_provider_is_visible_on_a_pass():
+    text = render_fixture("pass")
+    assert "passed (1 provider run not checked, see below)" in text
+    assert "`CUDAExecutionProvider` not checked: CUDAExecutionProvider not available here" in text
+
+
+def test_baseline_changes_are_listed():
+    assert "📝 This pull request changes baseline files: `baselines/tiny-cnn.msgpack.zst`." in render_fixture("regressed")
+
+
+def test_export_failure_is_an_error_not_a_pass():
+    text = render_fixture("export-fail")
+    assert text.splitlines()[2].startswith("### 💥 parity-gate: 1 model failed: `resnet18`")
+    assert "**EXPORT\\_FAIL**" in text and "passed" not in text
+
+
+def huge_report(n_layers: int = 10_000, fail_at: int = 7_321) -> dict:
+    report = load_report(REPORTS / "regressed.json")
+    model = report["models"][0]
+    rows = []
+    for i in range(n_layers):
+        failing = i >= fail_at
+        rows.append({"layer": f"blocks.{i // 4}.sub.{i % 4}.linear", "type": "Linear",
+                     "status": "fail" if failing else "pass", "check": "error-growth",
+                     "value": 3e-3 if failing else 1e-7 * (1 + i % 7), "threshold": 1e-6, "baseline": 1e-7,
+                     "message": "error vs reference grew past 4 x baseline + 1e-6" if failing else None})
+    first = {k: rows[fail_at][k] for k in ("layer", "type", "check", "value", "threshold", "message")}
+    for p in model["providers"]:
+        if p["name"] != "CUDAExecutionProvider":
+            p["layers"] = copy.deepcopy(rows) if p["role"] == "runtime" else [
+                {**r, "status": "pass", "value": 0.0, "message": None} for r in rows]
+    model["layers"] = n_layers
+    model["providers"][1]["first_regression"] = first
+    report["first_regression"] = {"model": "tiny-cnn", "provider": "CPUExecutionProvider", "precision": "float32", **first}
+    return report
+
+
+def test_huge_report_fits_the_comment_limit_and_names_the_first_regression():
+    text = render_markdown(huge_report(), marker=MARKER, links=LINKS)
+    assert len(text) <= COMMENT_LIMIT
+    assert "regressed at layer `blocks.1830.sub.1.linear` on `CPUExecutionProvider`" in text
+    assert "This comment is shortened to fit GitHub's 65,536-character limit" in text
+    assert "The full report is in the [job summary](https://github.example/octo/models/actions/runs/4242) and the [report artifact]" in text
+    assert "| 7322 | `blocks.1830.sub.1.linear` |" in text  # the first failing row survives the cut
+
+
+def test_limit_is_respected_at_every_size():
+    report = huge_report(3_000, 100)
+    for limit in (2_000, 5_000, 20_000, 65_536):
+        text = render_markdown(report, marker=MARKER, links=LINKS, limit=limit)
+        assert len(text) <= limit
+        assert "`blocks.25.sub.0.linear`" in text
+
+
+def test_exact_fit_is_not_shortened():
+    report = load_report(REPORTS / "regressed.json")
+    full = render_markdown(report, marker=MARKER, links=LINKS)
+    assert render_markdown(report, marker=MARKER, links=LINKS, limit=len(full)) == full
+    assert "shortened" in render_markdown(report, marker=MARKER, links=LINKS, limit=len(full) - 1)
+
+
+def test_hostile_names_cannot_break_tables_or_inject_html():
+    report = load_report(REPORTS / "regressed.json")
+    row = report["models"][0]["providers"][1]["layers"][3]
+    row["layer"] = "a|b`c<script>\n"
+    row["message"] = "<img src=x onerror=alert(1)> | **bold**"
+    text = render_markdown(report)
+    assert "<script>" not in text.replace("`` a\\|b`c<script> ``", "")
+    assert "<img" not in text
+    assert "`` a\\|b`c<script> ``" in text
+
+
+def test_not_a_report_is_a_format_error(tmp_path):
+    bad = tmp_path / "baseline.json"
+    bad.write_text(json.dumps({"format": "parity-gate/baseline", "version": 1}))
+    with pytest.raises(FormatError, match=r"report `.*baseline.json`: key `schema` is None, expected 'parity-gate/report'"):
+        load_report(bad)
+    (tmp_path / "v2.json").write_text(json.dumps({"schema": "parity-gate/report", "version": 2}))
+    with pytest.raises(FormatError, match="version 2 is not supported"):
+        load_report(tmp_path / "v2.json")
+    (tmp_path / "trunc.json").write_text('{"schema": "parity-gate/rep')
+    with pytest.raises(FormatError, match="not JSON"):
+        load_report(tmp_path / "trunc.json")
+
+
+def test_chart_buckets_long_models_and_keeps_a_single_spike():
+    from gate.report.chart import MAX_POINTS, error_chart
+
+    layers = [{"value": 1e-7, "threshold": 1e-6} for _ in range(10_000)]
+    layers[4_321]["value"] = 1e-2
+    chart = error_chart("m", {"name": "CPUExecutionProvider", "layers": layers})
+    first_line = next(line for line in chart.splitlines() if line.strip().startswith("line ["))
+    points = first_line.strip()[len("line ["):-1].split(", ")
+    assert len(points) == MAX_POINTS and points.count("-2.00") == 1
+    assert 'x-axis "layer, execution order (1..10000)" 1 --> 10000' in chart
+    assert error_chart("m", {"name": "p", "layers": [{"value": None}]}) is None
+
+
+def _reports():
+    from hypothesis import strategies as st
+
+    text = st.text(max_size=30)
+    num = st.one_of(st.none(), st.floats(allow_nan=True, allow_infinity=True), st.integers(-5, 10**6))
+    row = st.fixed_dictionaries({}, optional={
+        "layer": text, "type": st.one_of(st.none(), text),
+        "status": st.sampled_from(["pass", "fail", "folded", "absent", "new", "missing", "odd"]),
+        "check": st.one_of(st.none(), text), "value": num, "threshold": num, "baseline": num,
+        "message": st.one_of(st.none(), text)})
+    first = st.one_of(st.none(), st.fixed_dictionaries({}, optional={
+        "model": text, "provider": text, "layer": text, "type": text, "check": text, "value": num,
+        "threshold": num, "message": st.one_of(st.none(), text), "precision": text}))
+    provider = st.fixed_dictionaries({"layers": st.lists(row, max_size=30)}, optional={
+        "name": text, "role": st.sampled_from(["reference", "runtime"]), "precision": text, "device": text,
+        "status": st.sampled_from(["pass", "regressed", "skipped", "error", "no-baseline"]),
+        "reason": st.one_of(st.none(), text), "checked": num, "failed": num, "folded": num,
+        "latency_ms": num, "first_regression": first})
+    model = st.fixed_dictionaries({"name": text, "providers": st.lists(provider, max_size=3)}, optional={
+        "status": st.sampled_from(["pass", "regressed", "error", "no-baseline"]),
+        "error": st.one_of(st.none(), st.fixed_dictionaries({"status": text, "message": text})),
+        "baseline": st.fixed_dictionaries({"path": text, "exists": st.booleans()}),
+        "exporter": st.one_of(st.none(), text), "export_fallback": st.one_of(st.none(), text),
+        "opset": st.one_of(st.none(), st.integers(1, 30)), "layers": num,
+        "reference": st.fixed_dictionaries({"device": text, "dtype": st.sampled_from(["float64", "float32"])}),
+        "first_regression": first})
+    return st.fixed_dictionaries(
+        {"schema": st.just("parity-gate/report"), "version": st.just(1),
+         "verdict": st.sampled_from(["pass", "regressed", "error"]), "models": st.lists(model, max_size=4)},
+        optional={"first_regression": first, "baseline_changes": st.lists(text, max_size=30),
+                  "summary": st.fixed_dictionaries({}, optional={
+                      "models": num, "layers": num, "providers": st.lists(text, max_size=3),
+                      "regressions": num, "errors": num}),
+                  "environment": st.dictionaries(st.sampled_from(["torch", "onnx", "python", "backend"]),
+                                                 st.one_of(st.none(), text))})
+
+
+def test_any_valid_report_renders_within_the_limit():
+    from hypothesis import given, settings
+
+    from gate.report import validate_report
+
+    @settings(max_examples=150, deadline=None)
+    @given(_reports())
+    def check(report):
+        validate_report(report)
+        for limit in (1_500, COMMENT_LIMIT):
+            assert len(render_markdown(report, marker=MARKER, links=LINKS, limit=limit)) <= limit
+
+    check()
