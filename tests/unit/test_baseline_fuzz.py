@@ -53,6 +53,13 @@ SEED_DOCS = [
     make_document(0, providers=()),
     make_document(2, shape=(0, 4), sketch_width=2),
 ]
+_audited = make_document(2, sketch_width=2)
+_audited["meta"]["op_types"] = ["Conv", "Relu"]
+_audited["providers"]["CPUExecutionProvider"]["cpu"].update(
+    latency_ms=0.5,
+    placement={"nodes": 2, "by_provider": {"CPUExecutionProvider": 2}, "fallback_ops": [], "fallback_nodes": []},
+)
+SEED_DOCS.append(_audited)
 SEED_FILES = [encode_baseline(d) for d in SEED_DOCS]
 SEED_PAYLOADS = [zstandard.ZstdDecompressor().decompress(f) for f in SEED_FILES]
 
