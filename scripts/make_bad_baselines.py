@@ -33,7 +33,9 @@ def pack(obj: object, **kw) -> bytes:
 
 
 def zst(payload: bytes, content_size: bool = True) -> bytes:
-    return zstandard.ZstdCompressor(level=10, write_content_size=content_size, write_checksum=True).compress(payload)
+    return zstandard.ZstdCompressor(level=10, write_content_size=content_size, write_checksum=True).compress(
+        payload
+    )
 
 
 def raw_map(pairs: list[tuple[object, object]]) -> bytes:
@@ -74,12 +76,14 @@ def zstd_header(content_size: int, dict_id: int = 0) -> bytes:
 
 def _set(path: str, value: object) -> Callable[[dict], None]:
     """Set doc[path] where path is dotted with integer indexes: 'layers.0.fp.count'."""
+
     def fn(doc: dict) -> None:
         keys = [int(k) if k.isdigit() else k for k in path.split(".")]
         target = doc
         for k in keys[:-1]:
             target = target[k]
         target[keys[-1]] = value
+
     return fn
 
 
@@ -90,6 +94,7 @@ def _del(path: str) -> Callable[[dict], None]:
         for k in keys[:-1]:
             target = target[k]
         del target[keys[-1]]
+
     return fn
 
 
@@ -105,7 +110,9 @@ def cases() -> dict[str, bytes]:
     # --- zstd frame ---
     c["empty"] = b""
     c["not-zstd"] = b"PK\x03\x04 this is a zip file, not a baseline"
-    c["git-lfs-pointer"] = b"version https://git-lfs.github.com/spec/v1\noid sha256:" + b"0" * 64 + b"\nsize 1234\n"
+    c["git-lfs-pointer"] = (
+        b"version https://git-lfs.github.com/spec/v1\noid sha256:" + b"0" * 64 + b"\nsize 1234\n"
+    )
     c["raw-msgpack"] = payload
     c["no-content-size"] = zst(payload, content_size=False)
     c["huge-content-size"] = zstd_header(9_000_000_000)
@@ -133,13 +140,22 @@ def cases() -> dict[str, bytes]:
     c["ext-type"] = mutated(_set("meta.torch", msgpack.ExtType(5, b"x")))
     c["invalid-byte"] = zst(raw_map([(k, Raw(b"\xc1") if k == "meta" else v) for k, v in top_pairs(base())]))
     huge_array = b"\xdd" + struct.pack(">I", 2**32 - 1)
-    c["huge-array-header"] = zst(raw_map([(k, Raw(huge_array) if k == "layers" else v) for k, v in top_pairs(base())]))
+    c["huge-array-header"] = zst(
+        raw_map([(k, Raw(huge_array) if k == "layers" else v) for k, v in top_pairs(base())])
+    )
     huge_str = b"\xdb" + struct.pack(">I", 2**32 - 1) + b"x" * 16
-    c["huge-string-header"] = zst(raw_map([(k, v) for k, v in top_pairs(base())][:3] + [("meta", Raw(raw_map([("parity_gate", Raw(huge_str))])))]))
+    c["huge-string-header"] = zst(
+        raw_map(
+            [(k, v) for k, v in top_pairs(base())][:3]
+            + [("meta", Raw(raw_map([("parity_gate", Raw(huge_str))])))]
+        )
+    )
     # first, so that even the version pass has to walk it
     c["deep-nesting"] = zst(raw_map([("x", Raw(b"\x91" * 100_000 + b"\xc0"))] + top_pairs(base())))
     many_layers = b"\xdd" + struct.pack(">I", 100_001) + b"\xc0" * 100_001
-    c["too-many-layers"] = zst(raw_map([(k, Raw(many_layers) if k == "layers" else v) for k, v in top_pairs(base())]))
+    c["too-many-layers"] = zst(
+        raw_map([(k, Raw(many_layers) if k == "layers" else v) for k, v in top_pairs(base())])
+    )
 
     # --- format and version ---
     c["wrong-format"] = mutated(_set("format", "safetensors"))
@@ -172,22 +188,33 @@ def cases() -> dict[str, bytes]:
     c["q-length"] = mutated(_set("layers.1.fp.q", [0.0, 1.0]))
     c["negative-dimension"] = mutated(_set("layers.0.fp.shape", [-1, 3]))
     c["shape-count-mismatch"] = mutated(_set("layers.0.fp.count", 7))
-    c["shape-product-overflow"] = mutated(lambda d: d["layers"][0]["fp"].update(shape=[2**62, 2**62, 4], count=2**63 - 1))
+    c["shape-product-overflow"] = mutated(
+        lambda d: d["layers"][0]["fp"].update(shape=[2**62, 2**62, 4], count=2**63 - 1)
+    )
     c["rank-over-limit"] = mutated(lambda d: d["layers"][0]["fp"].update(shape=[1] * 33, count=1))
     c["specials-exceed-count"] = mutated(_set("layers.0.fp.nan", 7))
     c["float32-value"] = zst(pack(base(), use_single_float=True))
     c["int-for-float"] = mutated(_set("layers.0.fp.min", 1))
     c["bool-for-int"] = mutated(_set("layers.0.fp.count", True))
     c["nan-in-sum"] = mutated(_set("layers.0.fp.sum", float("nan")))
-    c["provider-unknown-layer"] = mutated(lambda d: _provider_layers(d).update(ghost=_provider_layers(d)["layer0"]))
-    c["control-chars-in-name"] = mutated(lambda d: _provider_layers(d).update({"\x1b[2J\nok": _provider_layers(d)["layer0"]}))
-    c["provider-fp-with-sketch"] = mutated(_set("providers.CPUExecutionProvider.cpu.layers.layer0.fp.sketch", b"\0" * 32))
+    c["provider-unknown-layer"] = mutated(
+        lambda d: _provider_layers(d).update(ghost=_provider_layers(d)["layer0"])
+    )
+    c["control-chars-in-name"] = mutated(
+        lambda d: _provider_layers(d).update({"\x1b[2J\nok": _provider_layers(d)["layer0"]})
+    )
+    c["provider-fp-with-sketch"] = mutated(
+        _set("providers.CPUExecutionProvider.cpu.layers.layer0.fp.sketch", b"\0" * 32)
+    )
     c["bad-precision"] = mutated(_set("providers.CPUExecutionProvider.cpu.precision", "float64"))
     c["bad-status"] = mutated(_set("providers.CPUExecutionProvider.cpu.layers.layer0.status", "skipped"))
     c["negative-err"] = mutated(_set("providers.CPUExecutionProvider.cpu.layers.layer0.err", -1.0))
     c["too-many-providers"] = mutated(lambda d: d["providers"].update({f"P{i}": {} for i in range(64)}))
     c["too-many-device-classes"] = mutated(
-        lambda d: d["providers"]["CPUExecutionProvider"].update({f"d{i}": d["providers"]["CPUExecutionProvider"]["cpu"] for i in range(64)}))
+        lambda d: d["providers"]["CPUExecutionProvider"].update(
+            {f"d{i}": d["providers"]["CPUExecutionProvider"]["cpu"] for i in range(64)}
+        )
+    )
     c["provider-not-map"] = mutated(_set("providers.CPUExecutionProvider", []))
     return c
 

@@ -16,7 +16,16 @@ from .names import baseline_path, check_model_name
 from .schema import FORMAT, VERSION
 
 __all__ = [
-    "FORMAT", "VERSION", "Limits",
-    "atomic_write_bytes", "atomic_write_text", "baseline_lock", "baseline_path", "check_model_name",
-    "decode_baseline", "encode_baseline", "read_baseline", "write_baseline",
+    "FORMAT",
+    "VERSION",
+    "Limits",
+    "atomic_write_bytes",
+    "atomic_write_text",
+    "baseline_lock",
+    "baseline_path",
+    "check_model_name",
+    "decode_baseline",
+    "encode_baseline",
+    "read_baseline",
+    "write_baseline",
 ]

@@ -140,8 +140,9 @@ def _encode(doc: dict, source: str) -> bytes:
         payload = msgpack.packb(canonical, use_bin_type=True, use_single_float=False, strict_types=True)
         if len(payload) > limits.max_decompressed_size:
             raise Invalid("", f"document is {len(payload):,} bytes (limit {limits.max_decompressed_size:,})")
-        cctx = zstandard.ZstdCompressor(level=ZSTD_LEVEL, write_content_size=True, write_checksum=True,
-                                        write_dict_id=False, threads=0)
+        cctx = zstandard.ZstdCompressor(
+            level=ZSTD_LEVEL, write_content_size=True, write_checksum=True, write_dict_id=False, threads=0
+        )
         data = cctx.compress(payload)
         if len(data) > limits.max_file_size:
             raise Invalid("", f"file would be {len(data):,} bytes (limit {limits.max_file_size:,})")
@@ -163,14 +164,21 @@ def encode_baseline(doc: dict) -> bytes:
 def read_baseline(path: Path, limits: Limits = DEFAULT_LIMITS) -> dict:
     """Read and validate one baseline file. FileNotFoundError passes through untouched."""
     source = str(path)
-    flags = os.O_RDONLY | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+    flags = (
+        os.O_RDONLY
+        | getattr(os, "O_CLOEXEC", 0)
+        | getattr(os, "O_NOFOLLOW", 0)
+        | getattr(os, "O_NONBLOCK", 0)
+    )
     try:
         fd = os.open(path, flags)
     except FileNotFoundError:
         raise
     except OSError as e:
         if e.errno == errno.ELOOP:
-            raise FormatError(f"baseline `{source}`: is a symbolic link (baselines must be regular files)") from None
+            raise FormatError(
+                f"baseline `{source}`: is a symbolic link (baselines must be regular files)"
+            ) from None
         raise FormatError(f"baseline `{source}`: cannot open ({e.strerror})") from None
     try:
         st = os.fstat(fd)

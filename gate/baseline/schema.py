@@ -1,288 +1,21 @@
-"""The baseline document schema, written once and walked two ways.
+"""The baseline document schema (format version 1) and its cross-field rules.
 
-``node.read(reader, path)`` parses from a msgpack stream (untrusted file: header checks
-first, unknown keys rejected before their values are read). ``node.conform(value, path)``
-checks a Python document and returns its canonical copy (writer: fixed key order, plain
-int/float/str/bytes, floats as float64, one NaN bit pattern). Cross-field rules (sketch
-length vs width, shape product vs count, provider layers vs "layers") live in
-``check_document`` and run on the result of either walk.
+Structure and per-value rules are declared once with the nodes of ``nodes.py`` and used
+by both the reader (``DOCUMENT.read``) and the writer (``DOCUMENT.conform``). Rules that
+span fields (sketch length vs width, shape product vs count, provider layers vs "layers")
+live in ``check_document`` and run on the result of either walk.
 """
 
 from __future__ import annotations
 
-import math
-import numbers
 import re
-import struct
-from collections.abc import Mapping
 
-from .limits import Limits
 from .names import MAX_MODEL_NAME, MODEL_NAME_RE
-from .stream import Invalid, StreamReader, quote
+from .nodes import I64_MAX, U64_MAX, Array, Bin, Float, Int, NameMap, Nullable, Record, Str
+from .stream import Invalid, quote
 
 FORMAT = "parity-gate/baseline"
 VERSION = 1
-I64_MAX = 2**63 - 1
-U64_MAX = 2**64 - 1
-# the one NaN a writer emits (0x7ff8000000000000), whatever payload or sign the caller had
-CANONICAL_NAN = struct.unpack("<d", struct.pack("<Q", 0x7FF8000000000000))[0]
-
-
-def _key(path: str, key: str) -> str:
-    return f"{path}.{key}" if path else key
-
-
-def _limit(limits: Limits, bound: int | str) -> int:
-    return getattr(limits, bound) if isinstance(bound, str) else bound
-
-
-class Node:
-    def read(self, r: StreamReader, path: str, limits: Limits) -> object:
-        raise NotImplementedError
-
-    def conform(self, v: object, path: str, limits: Limits) -> object:
-        raise NotImplementedError
-
-
-def _expect(r: StreamReader, path: str, want: str, what: str) -> int:
-    kind, length = r.peek(path)
-    if kind != want:
-        raise Invalid(path, f"expected {what}, got {kind}")
-    return length
-
-
-class Int(Node):
-    def __init__(self, lo: int, hi: int | str) -> None:
-        self.lo, self.hi = lo, hi
-
-    def check(self, v: int, path: str, limits: Limits) -> int:
-        hi = _limit(limits, self.hi)
-        if v < self.lo:
-            raise Invalid(path, f"{v:,} is below the minimum {self.lo:,}")
-        if v > hi:
-            word = "limit" if isinstance(self.hi, str) else "maximum"
-            raise Invalid(path, f"{v:,} exceeds the {word} {hi:,}")
-        return v
-
-    def read(self, r, path, limits):
-        b = r.byte()
-        if not (0 <= b <= 0x7F or b >= 0xE0 or 0xCC <= b <= 0xD3):  # fixints, uint8..64, int8..64
-            _expect(r, path, "integer", "an integer")
-        return self.check(r.take(path), path, limits)
-
-    def conform(self, v, path, limits):
-        if isinstance(v, bool) or not isinstance(v, numbers.Integral):
-            raise Invalid(path, f"expected an integer, got {type(v).__name__}")
-        return self.check(int(v), path, limits)
-
-
-class Float(Node):
-    """A float64; NaN only where the contract allows it."""
-
-    def __init__(self, nan: bool = True, lo: float = -math.inf, hi: float = math.inf) -> None:
-        self.nan, self.lo, self.hi = nan, lo, hi
-
-    def check(self, v: float, path: str) -> float:
-        if v != v:
-            if not self.nan:
-                raise Invalid(path, "NaN is not allowed here")
-            return CANONICAL_NAN
-        if not self.lo <= v <= self.hi:
-            raise Invalid(path, f"{v!r} is outside [{self.lo!r}, {self.hi!r}]")
-        return v
-
-    def read(self, r, path, limits):
-        if r.byte() != 0xCB:
-            kind, _ = r.peek(path)
-            raise Invalid(path, f"expected a float64, got {kind}")
-        return self.check(r.take(path), path)
-
-    def conform(self, v, path, limits):
-        if isinstance(v, bool) or not isinstance(v, numbers.Real):
-            raise Invalid(path, f"expected a float, got {type(v).__name__}")
-        try:
-            f = float(v)
-        except OverflowError:
-            raise Invalid(path, f"{v!r} does not fit a float64") from None
-        return self.check(f, path)
-
-
-class Str(Node):
-    def __init__(self, max_len: int | str, *, pattern: re.Pattern | None = None,
-                 choices: tuple[str, ...] | None = None, rule: str = "", min_len: int = 1) -> None:
-        self.max_len, self.pattern, self.choices, self.rule, self.min_len = max_len, pattern, choices, rule, min_len
-        self._longest_choice = max(map(len, choices)) if choices else 0
-
-    def check(self, v: str, path: str, limits: Limits) -> str:
-        if self.choices is not None:
-            if v not in self.choices:
-                allowed = ", ".join(repr(c) for c in self.choices)
-                raise Invalid(path, f"{quote(v)} is not one of {allowed}")
-            return v
-        n = _limit(limits, self.max_len)
-        if len(v) > n:
-            raise Invalid(path, f"string of {len(v):,} characters exceeds the limit {n:,}")
-        if len(v) < self.min_len:
-            raise Invalid(path, "must not be empty")
-        if self.pattern is not None and not self.pattern.match(v):
-            raise Invalid(path, f"{quote(v)} {self.rule}")
-        return v
-
-    def read(self, r, path, limits):
-        n = self._longest_choice if self.choices else _limit(limits, self.max_len)
-        b = r.byte()
-        if 0xA0 <= b <= 0xBF and (b & 0x1F) <= 4 * n:  # short string: the common case
-            return self.check(r.take(path), path, limits)
-        nbytes = _expect(r, path, "string", "a string")
-        if self.choices and nbytes > 4 * n:
-            raise Invalid(path, f"string of {nbytes:,} bytes is not one of {', '.join(map(repr, self.choices))}")
-        if nbytes > 4 * n:  # UTF-8 takes at most 4 bytes a character
-            raise Invalid(path, f"string of {nbytes:,} bytes exceeds the limit {n:,} characters")
-        return self.check(r.take(path), path, limits)
-
-    def conform(self, v, path, limits):
-        if not isinstance(v, str):
-            raise Invalid(path, f"expected a string, got {type(v).__name__}")
-        try:
-            v.encode("utf-8")
-        except UnicodeEncodeError:
-            raise Invalid(path, f"{quote(v)} is not valid Unicode (lone surrogate)") from None
-        return self.check(v, path, limits)
-
-
-class Bin(Node):
-    def __init__(self, max_len: int | str) -> None:
-        self.max_len = max_len
-
-    def read(self, r, path, limits):
-        n = _expect(r, path, "binary", "binary data")
-        hi = _limit(limits, self.max_len)
-        if n > hi:
-            raise Invalid(path, f"{n:,} bytes exceed the limit {hi:,}")
-        return r.take(path)
-
-    def conform(self, v, path, limits):
-        if not isinstance(v, (bytes, bytearray, memoryview)):
-            raise Invalid(path, f"expected bytes, got {type(v).__name__}")
-        v = bytes(v)
-        hi = _limit(limits, self.max_len)
-        if len(v) > hi:
-            raise Invalid(path, f"{len(v):,} bytes exceed the limit {hi:,}")
-        return v
-
-
-class Nullable(Node):
-    def __init__(self, inner: Node) -> None:
-        self.inner = inner
-
-    def read(self, r, path, limits):
-        if r.peek(path)[0] == "nil":
-            r.take(path)
-            return None
-        return self.inner.read(r, path, limits)
-
-    def conform(self, v, path, limits):
-        return None if v is None else self.inner.conform(v, path, limits)
-
-
-class Array(Node):
-    def __init__(self, item: Node, max_len: int | str) -> None:
-        self.item, self.max_len = item, max_len
-
-    def _count(self, n: int, path: str, limits: Limits) -> None:
-        hi = _limit(limits, self.max_len)
-        if n > hi:
-            raise Invalid(path, f"{n:,} entries exceed the limit {hi:,}")
-
-    def read(self, r, path, limits):
-        self._count(_expect(r, path, "array", "an array"), path, limits)
-        n = r.array_header(path)
-        return [self.item.read(r, f"{path}[{i}]", limits) for i in range(n)]
-
-    def conform(self, v, path, limits):
-        if not isinstance(v, (list, tuple)):
-            raise Invalid(path, f"expected a list, got {type(v).__name__}")
-        self._count(len(v), path, limits)
-        return [self.item.conform(x, f"{path}[{i}]", limits) for i, x in enumerate(v)]
-
-
-class Record(Node):
-    """A map with fixed keys: unknown, duplicate and missing keys are errors."""
-
-    def __init__(self, fields: list[tuple[str, Node]], optional: tuple[str, ...] = ()) -> None:
-        self.fields = dict(fields)
-        self.optional = frozenset(optional)
-
-    def _missing(self, got: Mapping, path: str) -> None:
-        for k in self.fields:
-            if k not in got and k not in self.optional:
-                raise Invalid(path, f"missing key {k!r}")
-
-    def read(self, r, path, limits):
-        _expect(r, path, "map", "a map")
-        n = r.map_header(path)
-        got: dict[str, object] = {}
-        fields = self.fields
-        for _ in range(n):
-            if not 0xA0 <= r.byte() <= 0xBF:  # not a short string: check before reading
-                kind, nbytes = r.peek(path)
-                if kind != "string":
-                    raise Invalid(path, f"map key is {kind}, expected a string")
-                if nbytes > 256:
-                    raise Invalid(path, f"unknown key of {nbytes:,} bytes")
-            k = r.take(path)
-            node = fields.get(k)
-            if node is None:
-                raise Invalid(path, f"unknown key {quote(k)}")
-            if k in got:
-                raise Invalid(path, f"duplicate key {quote(k)}")
-            got[k] = node.read(r, _key(path, k), limits)
-        self._missing(got, path)
-        return {k: got[k] for k in self.fields if k in got}
-
-    def conform(self, v, path, limits):
-        if not isinstance(v, Mapping):
-            raise Invalid(path, f"expected a map, got {type(v).__name__}")
-        for k in v:
-            if k not in self.fields:
-                raise Invalid(path, f"unknown key {quote(k) if isinstance(k, str) else repr(k)}")
-        self._missing(v, path)
-        return {k: node.conform(v[k], _key(path, k), limits) for k, node in self.fields.items() if k in v}
-
-
-class NameMap(Node):
-    """A map from names to one kind of value; the writer sorts it by name."""
-
-    def __init__(self, key: Str, value: Node, max_len: int | str, what: str) -> None:
-        self.key, self.value, self.max_len, self.what = key, value, max_len, what
-
-    def _count(self, n: int, path: str, limits: Limits) -> None:
-        hi = _limit(limits, self.max_len)
-        if n > hi:
-            raise Invalid(path, f"{n:,} {self.what} exceed the limit {hi:,}")
-
-    def read(self, r, path, limits):
-        self._count(_expect(r, path, "map", "a map"), path, limits)
-        n = r.map_header(path)
-        got: dict[str, object] = {}
-        for _ in range(n):
-            k = self.key.read(r, f"{path} key", limits)
-            if k in got:
-                raise Invalid(path, f"duplicate key {quote(k)}")
-            got[k] = self.value.read(r, f"{path}[{quote(k)}]", limits)
-        return got
-
-    def conform(self, v, path, limits):
-        if not isinstance(v, Mapping):
-            raise Invalid(path, f"expected a map, got {type(v).__name__}")
-        self._count(len(v), path, limits)
-        out = {}
-        for k in v:
-            self.key.conform(k, f"{path} key", limits)
-        for k in sorted(v):
-            out[k] = self.value.conform(v[k], f"{path}[{quote(k)}]", limits)
-        return out
-
 
 HEX_SHA256 = re.compile(r"[0-9a-f]{64}\Z")
 DTYPE = re.compile(r"[a-z][a-z0-9_]*\Z")
@@ -296,9 +29,16 @@ def _fingerprint(with_sketch: bool) -> Record:
     fields = [
         ("shape", Array(COUNT, "max_rank")),
         ("dtype", Str(32, pattern=DTYPE, rule="is not a dtype name")),
-        ("count", COUNT), ("nan", COUNT), ("posinf", COUNT), ("neginf", COUNT), ("zero", COUNT),
-        ("min", Float()), ("max", Float()),
-        ("sum", Float(nan=False)), ("sumsq", Float(nan=False)), ("sumabs", Float(nan=False)),
+        ("count", COUNT),
+        ("nan", COUNT),
+        ("posinf", COUNT),
+        ("neginf", COUNT),
+        ("zero", COUNT),
+        ("min", Float()),
+        ("max", Float()),
+        ("sum", Float(nan=False)),
+        ("sumsq", Float(nan=False)),
+        ("sumabs", Float(nan=False)),
         ("q", Array(Float(), "max_quantiles")),
     ]
     if with_sketch:
@@ -309,58 +49,99 @@ def _fingerprint(with_sketch: bool) -> Record:
 REFERENCE_FP = _fingerprint(with_sketch=True)
 RUNTIME_FP = _fingerprint(with_sketch=False)
 
-META = Record([
-    ("parity_gate", TEXT), ("torch", TEXT), ("onnx", TEXT), ("onnxruntime", TEXT),
-    ("onnxscript", Nullable(TEXT)),
-    ("exporter", Str(16, choices=("dynamo", "torchscript"))),
-    ("export_fallback", Nullable(TEXT)),
-    ("opset", Int(1, 10_000)),
-    ("inputs_digest", DIGEST), ("weights_digest", DIGEST), ("graph_digest", DIGEST),
-    ("machine", Record([("platform", TEXT), ("cpu", TEXT), ("python", TEXT)])),
-    ("fingerprint", Record([
-        ("sketch_width", Int(1, "max_sketch_width")),
-        ("sketch_seed", Int(0, U64_MAX)),
-        ("quantiles", Array(Float(nan=False, lo=0.0, hi=1.0), "max_quantiles")),
-    ])),
-    ("op_types", Array(NAME, "max_layers")),  # ONNX op types of the shipped graph (opset coverage audit)
-], optional=("op_types",))
+META = Record(
+    [
+        ("parity_gate", TEXT),
+        ("torch", TEXT),
+        ("onnx", TEXT),
+        ("onnxruntime", TEXT),
+        ("onnxscript", Nullable(TEXT)),
+        ("exporter", Str(16, choices=("dynamo", "torchscript"))),
+        ("export_fallback", Nullable(TEXT)),
+        ("opset", Int(1, 10_000)),
+        ("inputs_digest", DIGEST),
+        ("weights_digest", DIGEST),
+        ("graph_digest", DIGEST),
+        ("machine", Record([("platform", TEXT), ("cpu", TEXT), ("python", TEXT)])),
+        (
+            "fingerprint",
+            Record(
+                [
+                    ("sketch_width", Int(1, "max_sketch_width")),
+                    ("sketch_seed", Int(0, U64_MAX)),
+                    ("quantiles", Array(Float(nan=False, lo=0.0, hi=1.0), "max_quantiles")),
+                ]
+            ),
+        ),
+        ("op_types", Array(NAME, "max_layers")),  # ONNX op types of the shipped graph (opset coverage audit)
+    ],
+    optional=("op_types",),
+)
 
 LAYER = Record([("name", NAME), ("type", NAME), ("fp", REFERENCE_FP)])
 
-RUNTIME_LAYER = Record([
-    ("status", Str(16, choices=("ok", "folded", "absent"))),
-    ("err", Nullable(Float(lo=0.0))),
-    ("fp", Nullable(RUNTIME_FP)),
-])
+RUNTIME_LAYER = Record(
+    [
+        ("status", Str(16, choices=("ok", "folded", "absent"))),
+        ("err", Nullable(Float(lo=0.0))),
+        ("fp", Nullable(RUNTIME_FP)),
+    ]
+)
 
-PLACEMENT = Record([
-    ("nodes", COUNT),
-    ("by_provider", NameMap(NAME, COUNT, "max_providers", "providers")),
-    ("fallback_ops", Array(NAME, "max_layers")),
-    ("fallback_nodes", Array(NAME, "max_layers")),
-])
+# where ONNX Runtime placed the graph's nodes (placement audit); optional
+PLACEMENT = Record(
+    [
+        ("nodes", COUNT),
+        ("by_provider", NameMap(NAME, COUNT, "max_providers", "providers")),
+        ("fallback_ops", Array(NAME, "max_layers")),
+        ("fallback_nodes", Array(NAME, "max_layers")),
+    ]
+)
 
-DEVICE_ENTRY = Record([
-    ("precision", Str(16, choices=("float32", "float16", "bfloat16"))),
-    ("latency_ms", Nullable(Float(nan=False, lo=0.0))),
-    ("placement", Nullable(PLACEMENT)),
-    ("layers", NameMap(NAME, RUNTIME_LAYER, "max_layers", "layers")),
-], optional=("latency_ms", "placement"))
+DEVICE_ENTRY = Record(
+    [
+        ("precision", Str(16, choices=("float32", "float16", "bfloat16"))),
+        ("latency_ms", Nullable(Float(nan=False, lo=0.0))),
+        ("placement", Nullable(PLACEMENT)),
+        ("layers", NameMap(NAME, RUNTIME_LAYER, "max_layers", "layers")),
+    ],
+    optional=("latency_ms", "placement"),
+)
 
-DOCUMENT = Record([
-    ("format", Str(len(FORMAT), choices=(FORMAT,))),
-    ("version", Int(VERSION, VERSION)),
-    ("model", Str(MAX_MODEL_NAME, pattern=MODEL_NAME_RE,
-                  rule="is not a model name ([a-z0-9._-]+, at most 128 characters)")),
-    ("meta", META),
-    ("reference", Record([
-        ("device", Str(8, choices=("cpu",))),
-        ("dtype", Str(8, choices=("float64", "float32"))),
-    ])),
-    ("layers", Array(LAYER, "max_layers")),
-    ("providers", NameMap(NAME, NameMap(NAME, DEVICE_ENTRY, "max_device_classes", "device classes"),
-                          "max_providers", "providers")),
-])
+DOCUMENT = Record(
+    [
+        ("format", Str(len(FORMAT), choices=(FORMAT,))),
+        ("version", Int(VERSION, VERSION)),
+        (
+            "model",
+            Str(
+                MAX_MODEL_NAME,
+                pattern=MODEL_NAME_RE,
+                rule="is not a model name ([a-z0-9._-]+, at most 128 characters)",
+            ),
+        ),
+        ("meta", META),
+        (
+            "reference",
+            Record(
+                [
+                    ("device", Str(8, choices=("cpu",))),
+                    ("dtype", Str(8, choices=("float64", "float32"))),
+                ]
+            ),
+        ),
+        ("layers", Array(LAYER, "max_layers")),
+        (
+            "providers",
+            NameMap(
+                NAME,
+                NameMap(NAME, DEVICE_ENTRY, "max_device_classes", "device classes"),
+                "max_providers",
+                "providers",
+            ),
+        ),
+    ]
+)
 
 
 def _check_fp(fp: dict, path: str, sketch_width: int, n_quantiles: int) -> None:
@@ -369,21 +150,25 @@ def _check_fp(fp: dict, path: str, sketch_width: int, n_quantiles: int) -> None:
         elements = 0
     else:
         elements = 1
-        for d in shape:  # stops as soon as it passes count: no huge products
+        for d in shape:  # stops once past the largest count: no huge products
             elements *= d
-            if elements > count:
+            if elements > I64_MAX:
                 break
     if elements != count:
-        got = f"more than {count:,}" if elements > count else f"{elements:,}"
+        got = f"more than {I64_MAX:,}" if elements > I64_MAX else f"{elements:,}"
         raise Invalid(f"{path}.count", f"shape {shape} has {got} elements but count is {count:,}")
     special = fp["nan"] + fp["posinf"] + fp["neginf"] + fp["zero"]
     if special > count:
         raise Invalid(path, f"nan + posinf + neginf + zero = {special:,} exceeds count {count:,}")
     if len(fp["q"]) != n_quantiles:
-        raise Invalid(f"{path}.q", f"has {len(fp['q']):,} values but meta.fingerprint.quantiles has {n_quantiles:,}")
+        raise Invalid(
+            f"{path}.q", f"has {len(fp['q']):,} values but meta.fingerprint.quantiles has {n_quantiles:,}"
+        )
     sketch = fp.get("sketch")
     if sketch is not None and len(sketch) != sketch_width * 8:
-        raise Invalid(f"{path}.sketch", f"is {len(sketch):,} bytes, expected sketch_width * 8 = {sketch_width * 8:,}")
+        raise Invalid(
+            f"{path}.sketch", f"is {len(sketch):,} bytes, expected sketch_width * 8 = {sketch_width * 8:,}"
+        )
 
 
 def check_document(doc: dict) -> dict:
@@ -395,7 +180,9 @@ def check_document(doc: dict) -> dict:
     for i, layer in enumerate(doc["layers"]):
         name = layer["name"]
         if name in order:
-            raise Invalid(f"layers[{i}].name", f"duplicate layer name {quote(name)} (also layers[{order[name]}])")
+            raise Invalid(
+                f"layers[{i}].name", f"duplicate layer name {quote(name)} (also layers[{order[name]}])"
+            )
         order[name] = i
         _check_fp(layer["fp"], f"layers[{i}].fp", width, nq)
     for prov, classes in doc["providers"].items():
@@ -403,7 +190,7 @@ def check_document(doc: dict) -> dict:
             path = f"providers[{quote(prov)}][{quote(dev)}].layers"
             for name, e in entry["layers"].items():
                 if name not in order:
-                    raise Invalid(path, f"layer {quote(name)} is not in \"layers\"")
+                    raise Invalid(path, f'layer {quote(name)} is not in "layers"')
                 if e["fp"] is not None:
                     _check_fp(e["fp"], f"{path}[{quote(name)}].fp", width, nq)
             entry["layers"] = dict(sorted(entry["layers"].items(), key=lambda kv: order[kv[0]]))

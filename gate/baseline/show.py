@@ -62,14 +62,29 @@ def render_text(doc: dict) -> str:
         f"parity-gate baseline (format version {doc['version']})",
         f"model {_name(doc['model'])}",
     ]
-    for key in ("parity_gate", "torch", "onnx", "onnxruntime", "onnxscript", "exporter", "export_fallback", "opset",
-                "inputs_digest", "weights_digest", "graph_digest"):
+    for key in (
+        "parity_gate",
+        "torch",
+        "onnx",
+        "onnxruntime",
+        "onnxscript",
+        "exporter",
+        "export_fallback",
+        "opset",
+        "inputs_digest",
+        "weights_digest",
+        "graph_digest",
+    ):
         value = meta[key]
         out.append(f"meta {key} {value if isinstance(value, int) else _name(value)}")
     for key in ("platform", "cpu", "python"):
         out.append(f"meta machine.{key} {_name(meta['machine'][key])}")
-    out.append(f"meta fingerprint sketch_width={fpm['sketch_width']} sketch_seed={fpm['sketch_seed']} "
-               f"quantiles={','.join(_f(q) for q in fpm['quantiles'])}")
+    out.append(
+        f"meta fingerprint sketch_width={fpm['sketch_width']} sketch_seed={fpm['sketch_seed']} "
+        f"quantiles={','.join(_f(q) for q in fpm['quantiles'])}"
+    )
+    if "op_types" in meta:
+        out.append(f"meta op_types {len(meta['op_types'])} " + ",".join(_name(t) for t in meta["op_types"]))
     out.append(f"reference device={doc['reference']['device']} dtype={doc['reference']['dtype']}")
     out.append(f"layers {len(doc['layers'])}")
     for layer in doc["layers"]:
@@ -78,10 +93,23 @@ def render_text(doc: dict) -> str:
         for dev in sorted(doc["providers"][prov]):
             entry = doc["providers"][prov][dev]
             head = f"{_name(prov)} {_name(dev)}"
-            out.append(f"provider {head} precision={entry['precision']} layers={len(entry['layers'])}")
+            line = f"provider {head} precision={entry['precision']} layers={len(entry['layers'])}"
+            if "latency_ms" in entry:
+                line += f" latency_ms={_f(entry['latency_ms'])}"
+            out.append(line)
+            placement = entry.get("placement")
+            if placement is not None:
+                by = ",".join(f"{_name(p)}:{n}" for p, n in sorted(placement["by_provider"].items()))
+                out.append(
+                    f"placement {head} nodes={placement['nodes']} by_provider={by or '-'} "
+                    f"fallback_ops={','.join(map(_name, placement['fallback_ops'])) or '-'} "
+                    f"fallback_nodes={len(placement['fallback_nodes'])}"
+                )
             for name, e in entry["layers"].items():
                 fp = "-" if e["fp"] is None else _stats(e["fp"])
-                out.append(f"provider-layer {head} {_name(name)} status={e['status']} err={_f(e['err'])} {fp}")
+                out.append(
+                    f"provider-layer {head} {_name(name)} status={e['status']} err={_f(e['err'])} {fp}"
+                )
     return "\n".join(out) + "\n"
 
 

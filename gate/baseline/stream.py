@@ -39,17 +39,38 @@ def quote(name: str, limit: int = 80) -> str:
 
 # kind, and how many big-endian length bytes follow the type byte (None: no length)
 _FIXED = {
-    0xC0: ("nil", None), 0xC1: ("invalid byte 0xc1", None),
-    0xC2: ("boolean", None), 0xC3: ("boolean", None),
-    0xC4: ("binary", 1), 0xC5: ("binary", 2), 0xC6: ("binary", 4),
-    0xC7: ("extension", None), 0xC8: ("extension", None), 0xC9: ("extension", None),
-    0xCA: ("float32", None), 0xCB: ("float64", None),
-    0xCC: ("integer", None), 0xCD: ("integer", None), 0xCE: ("integer", None), 0xCF: ("integer", None),
-    0xD0: ("integer", None), 0xD1: ("integer", None), 0xD2: ("integer", None), 0xD3: ("integer", None),
-    0xD4: ("extension", None), 0xD5: ("extension", None), 0xD6: ("extension", None),
-    0xD7: ("extension", None), 0xD8: ("extension", None),
-    0xD9: ("string", 1), 0xDA: ("string", 2), 0xDB: ("string", 4),
-    0xDC: ("array", 2), 0xDD: ("array", 4), 0xDE: ("map", 2), 0xDF: ("map", 4),
+    0xC0: ("nil", None),
+    0xC1: ("invalid byte 0xc1", None),
+    0xC2: ("boolean", None),
+    0xC3: ("boolean", None),
+    0xC4: ("binary", 1),
+    0xC5: ("binary", 2),
+    0xC6: ("binary", 4),
+    0xC7: ("extension", None),
+    0xC8: ("extension", None),
+    0xC9: ("extension", None),
+    0xCA: ("float32", None),
+    0xCB: ("float64", None),
+    0xCC: ("integer", None),
+    0xCD: ("integer", None),
+    0xCE: ("integer", None),
+    0xCF: ("integer", None),
+    0xD0: ("integer", None),
+    0xD1: ("integer", None),
+    0xD2: ("integer", None),
+    0xD3: ("integer", None),
+    0xD4: ("extension", None),
+    0xD5: ("extension", None),
+    0xD6: ("extension", None),
+    0xD7: ("extension", None),
+    0xD8: ("extension", None),
+    0xD9: ("string", 1),
+    0xDA: ("string", 2),
+    0xDB: ("string", 4),
+    0xDC: ("array", 2),
+    0xDD: ("array", 4),
+    0xDE: ("map", 2),
+    0xDF: ("map", 4),
 }
 _MSGPACK_ERRORS = (msgpack.UnpackException, ValueError)  # includes UnicodeDecodeError, ExtraData
 
@@ -113,10 +134,13 @@ class StreamReader:
             need = length * (2 if kind == "map" else 1)
             if need > self.end - pos - 1 - size:
                 raise Invalid(
-                    path, f"{kind} declares {length:,} entries but only {self.end - pos - 1 - size:,} bytes follow"
+                    path,
+                    f"{kind} declares {length:,} entries but only {self.end - pos - 1 - size:,} bytes follow",
                 )
         elif length > self.end - pos - 1 - size:
-            raise Invalid(path, f"{kind} declares {length:,} bytes but only {self.end - pos - 1 - size:,} follow")
+            raise Invalid(
+                path, f"{kind} declares {length:,} bytes but only {self.end - pos - 1 - size:,} follow"
+            )
         return kind, length
 
     def _malformed(self, path: str, e: Exception) -> Invalid:

@@ -12,17 +12,29 @@ from .schema import FORMAT, VERSION
 DEFAULT_QUANTILES = (0.0, 0.01, 0.25, 0.5, 0.75, 0.99, 1.0)
 
 
-def make_fp(shape: tuple[int, ...], *, n_quantiles: int, sketch_width: int | None,
-            rng: random.Random, dtype: str = "float64") -> dict:
+def make_fp(
+    shape: tuple[int, ...],
+    *,
+    n_quantiles: int,
+    sketch_width: int | None,
+    rng: random.Random,
+    dtype: str = "float64",
+) -> dict:
     """A self-consistent fingerprint dict (sketch only when ``sketch_width`` is given)."""
     count = 1
     for d in shape:
         count *= d
     values = sorted(rng.uniform(-2.0, 2.0) for _ in range(max(n_quantiles, 2)))
     fp = {
-        "shape": list(shape), "dtype": dtype, "count": count,
-        "nan": 0, "posinf": 0, "neginf": 0, "zero": 0,
-        "min": values[0], "max": values[-1],
+        "shape": list(shape),
+        "dtype": dtype,
+        "count": count,
+        "nan": 0,
+        "posinf": 0,
+        "neginf": 0,
+        "zero": 0,
+        "min": values[0],
+        "max": values[-1],
         "sum": rng.uniform(-1.0, 1.0) * count,
         "sumsq": rng.uniform(0.5, 1.5) * count,
         "sumabs": rng.uniform(0.5, 1.0) * count,
@@ -55,8 +67,11 @@ def make_document(
     names = [f"layer{i}" for i in range(n_layers - 1)] + (["(model)"] if n_layers else [])
     nq = len(quantiles)
     layers = [
-        {"name": name, "type": "Sequential" if name == "(model)" else "Linear",
-         "fp": make_fp(shape, n_quantiles=nq, sketch_width=sketch_width, rng=rng)}
+        {
+            "name": name,
+            "type": "Sequential" if name == "(model)" else "Linear",
+            "fp": make_fp(shape, n_quantiles=nq, sketch_width=sketch_width, rng=rng),
+        }
         for name in names
     ]
     if not isinstance(providers, Mapping):
@@ -71,20 +86,31 @@ def make_document(
                 if name in folded:
                     entries[name] = {"status": "folded", "err": None, "fp": None}
                 else:
-                    entries[name] = {"status": "ok", "err": rng.uniform(1e-8, 1e-6),
-                                     "fp": make_fp(shape, n_quantiles=nq, sketch_width=None, rng=rng,
-                                                   dtype=precision)}
+                    entries[name] = {
+                        "status": "ok",
+                        "err": rng.uniform(1e-8, 1e-6),
+                        "fp": make_fp(shape, n_quantiles=nq, sketch_width=None, rng=rng, dtype=precision),
+                    }
             prov_doc[prov][dev] = {"precision": precision, "layers": entries}
 
     def digest(what: str) -> str:
         return hashlib.sha256(f"{what}:{model}:{seed}".encode()).hexdigest()
 
     return {
-        "format": FORMAT, "version": VERSION, "model": model,
+        "format": FORMAT,
+        "version": VERSION,
+        "model": model,
         "meta": {
-            "parity_gate": "0.1.0", "torch": "2.14.1", "onnx": "1.23.0", "onnxruntime": "1.31.1",
-            "onnxscript": "0.7.2", "exporter": "dynamo", "export_fallback": None, "opset": 18,
-            "inputs_digest": digest("inputs"), "weights_digest": digest("weights"),
+            "parity_gate": "0.1.0",
+            "torch": "2.14.1",
+            "onnx": "1.23.0",
+            "onnxruntime": "1.31.1",
+            "onnxscript": "0.7.2",
+            "exporter": "dynamo",
+            "export_fallback": None,
+            "opset": 18,
+            "inputs_digest": digest("inputs"),
+            "weights_digest": digest("weights"),
             "graph_digest": digest("graph"),
             "machine": {"platform": "linux-x86_64", "cpu": "test-cpu", "python": "3.11.7"},
             "fingerprint": {"sketch_width": sketch_width, "sketch_seed": 0, "quantiles": list(quantiles)},

@@ -119,7 +119,9 @@ def test_bad_file_is_refused_with_its_rule(stem):
 
 
 def test_committed_bad_files_match_the_generator(tmp_path):
-    spec = importlib.util.spec_from_file_location("make_bad_baselines", ROOT / "scripts" / "make_bad_baselines.py")
+    spec = importlib.util.spec_from_file_location(
+        "make_bad_baselines", ROOT / "scripts" / "make_bad_baselines.py"
+    )
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     assert mod.main(["make_bad_baselines.py", str(tmp_path)]) == 0

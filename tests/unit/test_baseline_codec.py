@@ -23,24 +23,57 @@ GOLDEN = Path(__file__).resolve().parents[1] / "data" / "good" / "golden-v1.msgp
 
 def golden_document() -> dict:
     """Written out by hand so the golden bytes do not depend on any helper."""
-    fp = {"shape": [2, 2], "dtype": "float64", "count": 4, "nan": 1, "posinf": 0, "neginf": 1, "zero": 1,
-          "min": -0.0, "max": 1.5, "sum": 1.5, "sumsq": 2.25, "sumabs": 1.5, "q": [-0.0, 0.0, 1.5],
-          "sketch": struct.pack("<2d", 1.0, -0.5)}
+    fp = {
+        "shape": [2, 2],
+        "dtype": "float64",
+        "count": 4,
+        "nan": 1,
+        "posinf": 0,
+        "neginf": 1,
+        "zero": 1,
+        "min": -0.0,
+        "max": 1.5,
+        "sum": 1.5,
+        "sumsq": 2.25,
+        "sumabs": 1.5,
+        "q": [-0.0, 0.0, 1.5],
+        "sketch": struct.pack("<2d", 1.0, -0.5),
+    }
     run_fp = {k: v for k, v in fp.items() if k != "sketch"} | {"dtype": "float32", "max": 1.5000001}
     return {
-        "format": "parity-gate/baseline", "version": 1, "model": "golden",
-        "meta": {"parity_gate": "0.1.0", "torch": "2.14.1", "onnx": "1.23.0", "onnxruntime": "1.31.1",
-                 "onnxscript": None, "exporter": "torchscript", "export_fallback": "dynamo export failed",
-                 "opset": 17, "inputs_digest": "0" * 64, "weights_digest": "1" * 64, "graph_digest": "a" * 64,
-                 "machine": {"platform": "linux-x86_64", "cpu": "x86_64", "python": "3.11.7"},
-                 "fingerprint": {"sketch_width": 2, "sketch_seed": 2**64 - 1, "quantiles": [0.0, 0.5, 1.0]}},
+        "format": "parity-gate/baseline",
+        "version": 1,
+        "model": "golden",
+        "meta": {
+            "parity_gate": "0.1.0",
+            "torch": "2.14.1",
+            "onnx": "1.23.0",
+            "onnxruntime": "1.31.1",
+            "onnxscript": None,
+            "exporter": "torchscript",
+            "export_fallback": "dynamo export failed",
+            "opset": 17,
+            "inputs_digest": "0" * 64,
+            "weights_digest": "1" * 64,
+            "graph_digest": "a" * 64,
+            "machine": {"platform": "linux-x86_64", "cpu": "x86_64", "python": "3.11.7"},
+            "fingerprint": {"sketch_width": 2, "sketch_seed": 2**64 - 1, "quantiles": [0.0, 0.5, 1.0]},
+        },
         "reference": {"device": "cpu", "dtype": "float64"},
-        "layers": [{"name": "conv", "type": "Conv2d", "fp": fp},
-                   {"name": "(model)", "type": "Net", "fp": fp | {"min": float("nan"), "max": float("nan")}}],
+        "layers": [
+            {"name": "conv", "type": "Conv2d", "fp": fp},
+            {"name": "(model)", "type": "Net", "fp": fp | {"min": float("nan"), "max": float("nan")}},
+        ],
         "providers": {
-            "CPUExecutionProvider": {"cpu": {"precision": "float32", "layers": {
-                "conv": {"status": "ok", "err": 1e-7, "fp": run_fp},
-                "(model)": {"status": "folded", "err": None, "fp": None}}}},
+            "CPUExecutionProvider": {
+                "cpu": {
+                    "precision": "float32",
+                    "layers": {
+                        "conv": {"status": "ok", "err": 1e-7, "fp": run_fp},
+                        "(model)": {"status": "folded", "err": None, "fp": None},
+                    },
+                }
+            },
         },
     }
 
@@ -51,8 +84,12 @@ def test_golden_bytes():
         GOLDEN.write_bytes(data)
     golden = GOLDEN.read_bytes()
     payload = zstandard.ZstdDecompressor().decompress(data)
-    assert payload == zstandard.ZstdDecompressor().decompress(golden), "msgpack payload changed: format change?"
-    assert data == golden, f"same payload, other zstd bytes: libzstd {zstandard.ZSTD_VERSION} compresses differently"
+    assert payload == zstandard.ZstdDecompressor().decompress(golden), (
+        "msgpack payload changed: format change?"
+    )
+    assert data == golden, (
+        f"same payload, other zstd bytes: libzstd {zstandard.ZSTD_VERSION} compresses differently"
+    )
     assert _nan_safe(decode_baseline(golden, "golden")) == _nan_safe(golden_document())
 
 
@@ -72,11 +109,25 @@ def test_decode_equals_input_nan_aware():
     assert _nan_safe(decode_baseline(encode_baseline(doc), "x")) == _nan_safe(doc)
 
 
-@pytest.mark.parametrize("kw", [
-    {}, {"n_layers": 0, "providers": ()}, {"n_layers": 1}, {"folded": ["layer1"], "n_layers": 4},
-    {"providers": {"CUDAExecutionProvider": {"sm90": "float16", "sm80": "bfloat16"}, "CPUExecutionProvider": {"cpu": "float32"}}},
-    {"shape": ()}, {"shape": (0, 3)}, {"sketch_width": 1}, {"quantiles": (0.5,)},
-])
+@pytest.mark.parametrize(
+    "kw",
+    [
+        {},
+        {"n_layers": 0, "providers": ()},
+        {"n_layers": 1},
+        {"folded": ["layer1"], "n_layers": 4},
+        {
+            "providers": {
+                "CUDAExecutionProvider": {"sm90": "float16", "sm80": "bfloat16"},
+                "CPUExecutionProvider": {"cpu": "float32"},
+            }
+        },
+        {"shape": ()},
+        {"shape": (0, 3)},
+        {"sketch_width": 1},
+        {"quantiles": (0.5,)},
+    ],
+)
 def test_round_trip(kw):
     doc = make_document(**kw)
     data = encode_baseline(doc)
@@ -125,7 +176,9 @@ def test_layers_list_order_is_kept():
     doc["layers"].reverse()
     back = decode_baseline(encode_baseline(doc), "x")
     assert [x["name"] for x in back["layers"]] == [x["name"] for x in doc["layers"]]
-    assert list(back["providers"]["CPUExecutionProvider"]["cpu"]["layers"]) == [x["name"] for x in doc["layers"]]
+    assert list(back["providers"]["CPUExecutionProvider"]["cpu"]["layers"]) == [
+        x["name"] for x in doc["layers"]
+    ]
 
 
 def test_numbers_are_normalized_to_plain_int_and_float64():
@@ -159,19 +212,28 @@ def test_every_nan_is_written_with_one_bit_pattern():
     assert encode_baseline(doc) == data
 
 
-@pytest.mark.parametrize(("mutate", "fragment"), [
-    (lambda d: d.pop("meta"), "missing key 'meta'"),
-    (lambda d: d.update(extra=1), "unknown key 'extra'"),
-    (lambda d: d["layers"][0]["fp"].update(sketch=b"123"), "layers[0].fp.sketch: is 3 bytes, expected sketch_width * 8 = 64"),
-    (lambda d: d["layers"][0].update(name="(model)"), "duplicate layer name '(model)'"),
-    (lambda d: d["layers"][0]["fp"].update(count=True), "layers[0].fp.count: expected an integer, got bool"),
-    (lambda d: d["layers"][0]["fp"].update(min="1"), "layers[0].fp.min: expected a float, got str"),
-    (lambda d: d["layers"][0].update(name="\ud800"), "lone surrogate"),
-    (lambda d: d.update(version=2), "version: 2 exceeds the maximum 1"),
-    (lambda d: d["providers"].update({1: {}}), "providers key: expected a string, got int"),
-    (lambda d: d["layers"][0]["fp"].update(max=10**400), "layers[0].fp.max: 1000"),
-    (lambda d: d["reference"].update(device="cuda:0" * 10), "reference.device: 'cuda:0cuda:0"),
-])
+@pytest.mark.parametrize(
+    ("mutate", "fragment"),
+    [
+        (lambda d: d.pop("meta"), "missing key 'meta'"),
+        (lambda d: d.update(extra=1), "unknown key 'extra'"),
+        (
+            lambda d: d["layers"][0]["fp"].update(sketch=b"123"),
+            "layers[0].fp.sketch: is 3 bytes, expected sketch_width * 8 = 64",
+        ),
+        (lambda d: d["layers"][0].update(name="(model)"), "duplicate layer name '(model)'"),
+        (
+            lambda d: d["layers"][0]["fp"].update(count=True),
+            "layers[0].fp.count: expected an integer, got bool",
+        ),
+        (lambda d: d["layers"][0]["fp"].update(min="1"), "layers[0].fp.min: expected a float, got str"),
+        (lambda d: d["layers"][0].update(name="\ud800"), "lone surrogate"),
+        (lambda d: d.update(version=2), "version: 2 exceeds the maximum 1"),
+        (lambda d: d["providers"].update({1: {}}), "providers key: expected a string, got int"),
+        (lambda d: d["layers"][0]["fp"].update(max=10**400), "layers[0].fp.max: 1000"),
+        (lambda d: d["reference"].update(device="cuda:0" * 10), "reference.device: 'cuda:0cuda:0"),
+    ],
+)
 def test_encode_refuses_invalid_documents(mutate, fragment):
     doc = make_document(3)
     mutate(doc)
@@ -232,5 +294,48 @@ def test_version_message_wins_over_schema_errors():
     """A newer file with a different layout still gets the upgrade message."""
     payload = msgpack.packb({"layers": "whatever", "version": 2, "format": FORMAT, "new_key": [1, 2]})
     data = zstandard.ZstdCompressor(level=10).compress(payload)
-    with pytest.raises(FormatError, match="written by a newer parity-gate \\(format version 2\\); upgrade with"):
+    with pytest.raises(
+        FormatError, match="written by a newer parity-gate \\(format version 2\\); upgrade with"
+    ):
         decode_baseline(data, "x")
+
+
+def _with_audit(doc: dict) -> dict:
+    doc["meta"]["op_types"] = ["Conv", "Relu", "Gemm"]
+    entry = doc["providers"]["CPUExecutionProvider"]["cpu"]
+    entry["latency_ms"] = 1.25
+    entry["placement"] = {
+        "nodes": 3,
+        "by_provider": {"CPUExecutionProvider": 3},
+        "fallback_ops": [],
+        "fallback_nodes": [],
+    }
+    return doc
+
+
+def test_optional_audit_keys_round_trip_in_canonical_order():
+    doc = _with_audit(make_document(3))
+    data = encode_baseline(doc)
+    back = decode_baseline(data, "x")
+    assert back == doc
+    assert list(back["providers"]["CPUExecutionProvider"]["cpu"]) == [
+        "precision",
+        "latency_ms",
+        "placement",
+        "layers",
+    ]
+    entry = doc["providers"]["CPUExecutionProvider"]["cpu"]
+    entry["placement"] = None
+    entry["latency_ms"] = None
+    assert decode_baseline(encode_baseline(doc), "x") == doc
+
+
+def test_audit_keys_are_closed_and_checked():
+    doc = _with_audit(make_document(2))
+    doc["providers"]["CPUExecutionProvider"]["cpu"]["placement"]["extra"] = 1
+    with pytest.raises(FormatError, match=r"\.placement: unknown key 'extra'"):
+        encode_baseline(doc)
+    doc = _with_audit(make_document(2))
+    doc["providers"]["CPUExecutionProvider"]["cpu"]["latency_ms"] = float("nan")
+    with pytest.raises(FormatError, match=r"latency_ms: NaN is not allowed here"):
+        encode_baseline(doc)

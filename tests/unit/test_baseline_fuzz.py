@@ -26,20 +26,40 @@ from gate.errors import FormatError
 EXAMPLES = int(os.environ.get("PARITY_GATE_FUZZ_EXAMPLES", "300"))
 # Small caps so that "never more than its caps" is measurable: the frame may declare at most
 # 1 MiB, so decompression plus parsing must stay within a small multiple of that.
-LIMITS = Limits(max_file_size=1 << 20, max_decompressed_size=1 << 20, max_layers=64, max_name_length=64,
-                max_providers=8, max_device_classes=4, max_sketch_width=64, max_rank=8, max_quantiles=16,
-                max_text_length=128)
+LIMITS = Limits(
+    max_file_size=1 << 20,
+    max_decompressed_size=1 << 20,
+    max_layers=64,
+    max_name_length=64,
+    max_providers=8,
+    max_device_classes=4,
+    max_sketch_width=64,
+    max_rank=8,
+    max_quantiles=16,
+    max_text_length=128,
+)
 PEAK_BOUND = 6 * LIMITS.max_decompressed_size
 TIME_BOUND = 1.0
 
 SEED_DOCS = [
     make_document(3, sketch_width=4, quantiles=(0.0, 0.5, 1.0)),
     make_document(1, providers=(), sketch_width=1, quantiles=(0.5,)),
-    make_document(5, providers={"CPUExecutionProvider": {"cpu": "float32"}, "CUDAExecutionProvider": {"sm90": "float16"}},
-                  folded=["layer1"], sketch_width=8),
+    make_document(
+        5,
+        providers={"CPUExecutionProvider": {"cpu": "float32"}, "CUDAExecutionProvider": {"sm90": "float16"}},
+        folded=["layer1"],
+        sketch_width=8,
+    ),
     make_document(0, providers=()),
     make_document(2, shape=(0, 4), sketch_width=2),
 ]
+_audited = make_document(2, sketch_width=2)
+_audited["meta"]["op_types"] = ["Conv", "Relu"]
+_audited["providers"]["CPUExecutionProvider"]["cpu"].update(
+    latency_ms=0.5,
+    placement={"nodes": 2, "by_provider": {"CPUExecutionProvider": 2}, "fallback_ops": [], "fallback_nodes": []},
+)
+SEED_DOCS.append(_audited)
 SEED_FILES = [encode_baseline(d) for d in SEED_DOCS]
 SEED_PAYLOADS = [zstandard.ZstdDecompressor().decompress(f) for f in SEED_FILES]
 
@@ -56,8 +76,10 @@ STATS = {"inputs": 0, "max_seconds": 0.0, "max_peak": 0}
 @pytest.fixture(scope="module", autouse=True)
 def _report_stats():
     yield
-    print(f"\nfuzz: {STATS['inputs']:,} inputs, slowest {STATS['max_seconds'] * 1000:.1f} ms, "
-          f"highest tracemalloc peak {STATS['max_peak']:,} bytes (bound {PEAK_BOUND:,})")
+    print(
+        f"\nfuzz: {STATS['inputs']:,} inputs, slowest {STATS['max_seconds'] * 1000:.1f} ms, "
+        f"highest tracemalloc peak {STATS['max_peak']:,} bytes (bound {PEAK_BOUND:,})"
+    )
 
 
 def check_reader(data: bytes) -> None:
@@ -67,7 +89,9 @@ def check_reader(data: bytes) -> None:
         doc = decode_baseline(data, "fuzz.msgpack.zst", LIMITS)
     except FormatError as e:
         message = str(e)
-        assert message.startswith("baseline `fuzz.msgpack.zst`: ") and "\n" not in message and message.isascii()
+        assert (
+            message.startswith("baseline `fuzz.msgpack.zst`: ") and "\n" not in message and message.isascii()
+        )
         doc = None
     finally:
         elapsed = time.perf_counter() - start
@@ -98,8 +122,13 @@ op = st.one_of(
     st.tuples(st.just("truncate"), st.integers(0, 1 << 20)),
     st.tuples(st.just("insert"), st.integers(0, 1 << 20), st.binary(min_size=1, max_size=16)),
     st.tuples(st.just("delete"), st.integers(0, 1 << 20), st.integers(1, 64)),
-    st.tuples(st.just("splice"), st.integers(0, 1 << 20), st.integers(0, len(SEED_FILES) - 1),
-              st.integers(0, 1 << 20), st.integers(1, 256)),
+    st.tuples(
+        st.just("splice"),
+        st.integers(0, 1 << 20),
+        st.integers(0, len(SEED_FILES) - 1),
+        st.integers(0, 1 << 20),
+        st.integers(1, 256),
+    ),
     st.tuples(st.just("repeat"), st.integers(0, 1 << 20), st.integers(1, 64), st.integers(2, 50)),
 )
 
@@ -115,20 +144,20 @@ def mutate_bytes(data: bytes, ops, donors: list[bytes]) -> bytes:
         elif o[0] == "set":
             b[o[1] % n] = o[2]
         elif o[0] == "truncate":
-            del b[o[1] % n:]
+            del b[o[1] % n :]
         elif o[0] == "insert":
             pos = o[1] % (n + 1)
             b[pos:pos] = o[2]
         elif o[0] == "delete":
             pos = o[1] % n
-            del b[pos:pos + o[2]]
+            del b[pos : pos + o[2]]
         elif o[0] == "splice":
             donor = donors[o[2]]
             at = o[3] % len(donor)
-            b[o[1] % n:o[1] % n + o[4]] = donor[at:at + o[4]]
+            b[o[1] % n : o[1] % n + o[4]] = donor[at : at + o[4]]
         elif o[0] == "repeat":
             pos = o[1] % n
-            chunk = bytes(b[pos:pos + o[2]])
+            chunk = bytes(b[pos : pos + o[2]])
             b[pos:pos] = chunk * o[3]
     return bytes(b)
 
@@ -149,13 +178,23 @@ def test_fuzz_msgpack_bytes_in_a_valid_frame(seed, ops):
 # --- structure-aware mutations ----------------------------------------------------------
 INTERESTING_INTS = [0, 1, -1, 7, 2**31, 2**32 - 1, 2**32, 2**63 - 1, 2**63, 2**64 - 1, -(2**63)]
 scalars = st.one_of(
-    st.none(), st.booleans(), st.sampled_from(INTERESTING_INTS), st.integers(-(2**63), 2**64 - 1),
-    st.floats(), st.floats(width=32), st.text(max_size=24),
-    st.sampled_from(["", "ok", "folded", "float32", "float16", "cpu", "dynamo", "layer0", "(model)", "../x", "x" * 70]),
+    st.none(),
+    st.booleans(),
+    st.sampled_from(INTERESTING_INTS),
+    st.integers(-(2**63), 2**64 - 1),
+    st.floats(),
+    st.floats(width=32),
+    st.text(max_size=24),
+    st.sampled_from(
+        ["", "ok", "folded", "float32", "float16", "cpu", "dynamo", "layer0", "(model)", "../x", "x" * 70]
+    ),
     st.binary(max_size=80),
 )
-values = st.recursive(scalars, lambda ch: st.lists(ch, max_size=4) | st.dictionaries(st.text(max_size=8), ch, max_size=4),
-                      max_leaves=8)
+values = st.recursive(
+    scalars,
+    lambda ch: st.lists(ch, max_size=4) | st.dictionaries(st.text(max_size=8), ch, max_size=4),
+    max_leaves=8,
+)
 
 
 def _paths(obj, prefix=()):

@@ -37,7 +37,12 @@ def test_defaults_are_the_documented_ones():
     lim = Limits()
     assert lim.max_file_size == 64 * 2**20
     assert lim.max_decompressed_size == 256 * 2**20
-    assert (lim.max_layers, lim.max_name_length, lim.max_providers, lim.max_device_classes) == (100_000, 1024, 64, 64)
+    assert (lim.max_layers, lim.max_name_length, lim.max_providers, lim.max_device_classes) == (
+        100_000,
+        1024,
+        64,
+        64,
+    )
     assert (lim.max_sketch_width, lim.max_rank) == (65_536, 32)
 
 
@@ -66,7 +71,12 @@ def test_layer_count_boundary():
 def test_name_length_boundary():
     doc = _doc(providers=())
     doc["layers"][0]["name"] = "n" * 30
-    _boundary(encode_baseline(doc), "max_name_length", 30, "layers[0].name: string of 30 characters exceeds the limit 29")
+    _boundary(
+        encode_baseline(doc),
+        "max_name_length",
+        30,
+        "layers[0].name: string of 30 characters exceeds the limit 29",
+    )
 
 
 @pytest.mark.parametrize("ch", ["\u00e9", "\u6f22", "\U0001f600"])
@@ -79,7 +89,12 @@ def test_name_length_counts_characters_not_bytes(ch):
 
 def test_provider_name_length_boundary():
     doc = _doc(providers=("P" * 40,))
-    _boundary(encode_baseline(doc), "max_name_length", 40, "providers key: string of 40 characters exceeds the limit 39")
+    _boundary(
+        encode_baseline(doc),
+        "max_name_length",
+        40,
+        "providers key: string of 40 characters exceeds the limit 39",
+    )
 
 
 def test_provider_count_boundary():
@@ -88,8 +103,15 @@ def test_provider_count_boundary():
 
 
 def test_device_class_count_boundary():
-    data = encode_baseline(_doc(providers={"CUDAExecutionProvider": {"a": "float32", "b": "float16", "c": "bfloat16"}}))
-    _boundary(data, "max_device_classes", 3, "providers['CUDAExecutionProvider']: 3 device classes exceed the limit 2")
+    data = encode_baseline(
+        _doc(providers={"CUDAExecutionProvider": {"a": "float32", "b": "float16", "c": "bfloat16"}})
+    )
+    _boundary(
+        data,
+        "max_device_classes",
+        3,
+        "providers['CUDAExecutionProvider']: 3 device classes exceed the limit 2",
+    )
 
 
 def test_sketch_width_boundary():
@@ -110,7 +132,12 @@ def test_quantile_count_boundary():
 def test_text_length_boundary():
     doc = _doc()
     doc["meta"]["machine"]["cpu"] = "c" * 50
-    _boundary(encode_baseline(doc), "max_text_length", 50, "meta.machine.cpu: string of 50 characters exceeds the limit 49")
+    _boundary(
+        encode_baseline(doc),
+        "max_text_length",
+        50,
+        "meta.machine.cpu: string of 50 characters exceeds the limit 49",
+    )
 
 
 def test_model_name_length_boundary_is_fixed_at_128():
@@ -124,7 +151,9 @@ def test_model_name_length_boundary_is_fixed_at_128():
 
 def test_writer_refuses_what_the_default_reader_would():
     doc = make_document(2, sketch_width=65_537)
-    with pytest.raises(FormatError, match="baseline document for model 'tiny': meta.fingerprint.sketch_width: 65,537 exceeds"):
+    with pytest.raises(
+        FormatError, match="baseline document for model 'tiny': meta.fingerprint.sketch_width: 65,537 exceeds"
+    ):
         encode_baseline(doc)
 
 
@@ -132,7 +161,13 @@ def _frame_declaring(size: int) -> bytes:
     """A zstd frame header declaring ``size`` bytes, followed by one raw 4-byte last block."""
     import struct
 
-    return b"\x28\xb5\x2f\xfd" + bytes([0b1110_0000]) + struct.pack("<Q", size) + struct.pack("<I", (4 << 3) | 1)[:3] + b"abcd"
+    return (
+        b"\x28\xb5\x2f\xfd"
+        + bytes([0b1110_0000])
+        + struct.pack("<Q", size)
+        + struct.pack("<I", (4 << 3) | 1)[:3]
+        + b"abcd"
+    )
 
 
 def test_declared_size_over_the_cap_is_refused_before_any_allocation():
@@ -150,3 +185,72 @@ def test_declared_size_over_the_cap_is_refused_before_any_allocation():
     # at the cap the frame is decompressed (and found short): the allocation stays within the cap
     with pytest.raises(FormatError, match="truncated zstd frame|corrupt zstd frame"):
         decode_baseline(_frame_declaring(cap), "b", Limits(max_decompressed_size=cap))
+
+
+def _raw(doc: dict) -> bytes:
+    """Pack without the writer's validation, so the reader alone judges."""
+    import msgpack
+
+    return zstandard.ZstdCompressor(level=3).compress(msgpack.packb(doc, use_bin_type=True))
+
+
+def _with(path: tuple, value) -> dict:
+    doc = make_document(2, sketch_width=4, quantiles=(0.0, 0.5, 1.0))
+    target = doc
+    for k in path[:-1]:
+        target = target[k]
+    target[path[-1]] = value
+    return doc
+
+
+FP = ("layers", 0, "fp")
+
+
+@pytest.mark.parametrize(
+    ("path", "ok", "bad", "fragment"),
+    [
+        (
+            (*FP, "sketch"),
+            b"\0" * 32,
+            b"\0" * 33,
+            "layers[0].fp.sketch: is 33 bytes, expected sketch_width * 8 = 32",
+        ),
+        ((*FP, "sketch"), b"\0" * 32, b"\0" * 31, "layers[0].fp.sketch: is 31 bytes"),
+        (
+            (*FP, "q"),
+            [0.0, 0.1, 0.2],
+            [0.0, 0.1, 0.2, 0.3],
+            "layers[0].fp.q: has 4 values but meta.fingerprint.quantiles has 3",
+        ),
+        ((*FP, "zero"), 6, 7, "layers[0].fp: nan + posinf + neginf + zero = 7 exceeds count 6"),
+        ((*FP, "count"), 6, 5, "layers[0].fp.count: shape [2, 3] has 6 elements but count is 5"),
+        ((*FP, "shape"), [0, 3], [-1, 3], "layers[0].fp.shape[0]: -1 is below the minimum 0"),
+        (("meta", "opset"), 1, 0, "meta.opset: 0 is below the minimum 1"),
+        (("meta", "opset"), 10_000, 10_001, "meta.opset: 10,001 exceeds the maximum 10,000"),
+        (
+            ("meta", "fingerprint", "quantiles"),
+            [0.0, 0.5, 1.0],
+            [0.0, 0.5, 1.0000000000000002],
+            "is outside [0.0, 1.0]",
+        ),
+        (
+            ("meta", "fingerprint", "sketch_seed"),
+            2**64 - 1,
+            -1,
+            "meta.fingerprint.sketch_seed: -1 is below the minimum 0",
+        ),
+        ((*FP, "count"), 6, 2**63, "exceeds the maximum 9,223,372,036,854,775,807"),
+        (
+            ("providers", "CPUExecutionProvider", "cpu", "layers", "layer0", "err"),
+            0.0,
+            -5e-324,
+            "err: -5e-324 is outside",
+        ),
+    ],
+)
+def test_rule_boundaries(path, ok, bad, fragment):
+    ok_doc = _with(path, ok)
+    if path[-1] == "shape":
+        ok_doc["layers"][0]["fp"]["count"] = 0
+    _accepts(_raw(ok_doc), Limits())
+    _refuses(_raw(_with(path, bad)), Limits(), fragment)

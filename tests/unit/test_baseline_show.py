@@ -18,8 +18,11 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_render_is_deterministic_and_has_one_line_per_layer(tmp_path):
-    doc = make_document(5, providers={"CPUExecutionProvider": {"cpu": "float32"}, "CUDAExecutionProvider": {"sm90": "float16"}},
-                        folded=["layer2"])
+    doc = make_document(
+        5,
+        providers={"CPUExecutionProvider": {"cpu": "float32"}, "CUDAExecutionProvider": {"sm90": "float16"}},
+        folded=["layer2"],
+    )
     text = render_text(doc)
     reordered = dict(doc, providers=dict(reversed(list(doc["providers"].items()))))
     assert text == render_text(reordered)
@@ -37,8 +40,21 @@ def test_layer_line_has_key_stats():
     doc = make_document(2)
     line = next(ln for ln in render_text(doc).splitlines() if ln.startswith("layer layer0 "))
     fp = doc["layers"][0]["fp"]
-    for token in ("type=Linear", "float64[2x3]", f"min={fp['min']!r}", f"max={fp['max']!r}", "mean=", "std=", "l2=",
-                  "nan=0", "posinf=0", "neginf=0", "zero=0", "q=", "sketch="):
+    for token in (
+        "type=Linear",
+        "float64[2x3]",
+        f"min={fp['min']!r}",
+        f"max={fp['max']!r}",
+        "mean=",
+        "std=",
+        "l2=",
+        "nan=0",
+        "posinf=0",
+        "neginf=0",
+        "zero=0",
+        "q=",
+        "sketch=",
+    ):
         assert token in line
 
 
@@ -68,11 +84,21 @@ def test_main_prints_and_reports_errors(tmp_path, capsys):
 
 @pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
 def test_git_textconv_diff_shows_the_changed_layer(tmp_path):
-    env = dict(os.environ, PYTHONPATH=str(ROOT), GIT_CONFIG_GLOBAL=os.devnull, GIT_CONFIG_SYSTEM=os.devnull,
-               GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@t", GIT_COMMITTER_NAME="t", GIT_COMMITTER_EMAIL="t@t")
+    env = dict(
+        os.environ,
+        PYTHONPATH=str(ROOT),
+        GIT_CONFIG_GLOBAL=os.devnull,
+        GIT_CONFIG_SYSTEM=os.devnull,
+        GIT_AUTHOR_NAME="t",
+        GIT_AUTHOR_EMAIL="t@t",
+        GIT_COMMITTER_NAME="t",
+        GIT_COMMITTER_EMAIL="t@t",
+    )
 
     def git(*args: str) -> str:
-        return subprocess.run(["git", *args], cwd=tmp_path, env=env, check=True, capture_output=True, text=True).stdout
+        return subprocess.run(
+            ["git", *args], cwd=tmp_path, env=env, check=True, capture_output=True, text=True
+        ).stdout
 
     git("init", "-q")
     (tmp_path / ".gitattributes").write_text("*.msgpack.zst diff=parity-gate\n")
@@ -93,3 +119,23 @@ def test_git_textconv_diff_shows_the_changed_layer(tmp_path):
     assert f"max={doc['layers'][3]['fp']['max']!r}" in changed[1]
     assert "Binary files" not in diff
     assert path.read_bytes() == encode_baseline(doc)
+
+
+def test_audit_keys_are_shown():
+    doc = make_document(2)
+    doc["meta"]["op_types"] = ["Conv", "Relu"]
+    entry = doc["providers"]["CPUExecutionProvider"]["cpu"]
+    entry["latency_ms"] = 2.5
+    entry["placement"] = {
+        "nodes": 4,
+        "by_provider": {"CPUExecutionProvider": 3, "CUDAExecutionProvider": 1},
+        "fallback_ops": ["Gather"],
+        "fallback_nodes": ["/g"],
+    }
+    lines = render_text(doc).splitlines()
+    assert "meta op_types 2 Conv,Relu" in lines
+    assert "provider CPUExecutionProvider cpu precision=float32 layers=2 latency_ms=2.5" in lines
+    assert (
+        "placement CPUExecutionProvider cpu nodes=4 by_provider=CPUExecutionProvider:3,CUDAExecutionProvider:1 "
+        "fallback_ops=Gather fallback_nodes=1"
+    ) in lines
