@@ -75,10 +75,16 @@ def prepare(config: Config, spec: ModelSpec, providers: tuple[ProviderSpec, ...]
         torch.set_num_threads(threads)
     progress(f"{spec.name}: building")
     built = model_mod.build(spec, config.root)  # ConfigError propagates: the config is wrong
+    if not any(True for _ in built.module.children()) and not any(True for _ in built.module.parameters()) \
+            and not any(True for _ in built.module.buffers()):
+        run.error = {"status": "EMPTY", "message": f"model `{spec.name}` has no modules, parameters or buffers: "
+                     "nothing to check"}
     run.meta = {**versions(), "exporter": None, "export_fallback": None, "opset": None,
                 "inputs_digest": built.inputs_digest, "weights_digest": built.weights_digest,
                 "graph_digest": "", "machine": device.machine(), "fingerprint": fingerprint_meta()}
     inputs = [_numpy_input(t) for t in built.inputs]
+    if run.error:
+        return Prepared(run, None, inputs)
 
     progress(f"{spec.name}: exporting to ONNX")
     exported = None

@@ -6,7 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from gate.baseline import baseline_path, read_baseline, write_baseline
+from gate.baseline import baseline_lock, baseline_path, read_baseline, write_baseline
+from gate.compare.checks import degenerate
 from gate.compare import verdict
 from gate.config import Config, ModelSpec, ProviderSpec
 from gate.errors import FormatError, GateError, ModelError
@@ -102,6 +103,7 @@ def update_baseline(config: Config, models: tuple[ModelSpec, ...], providers: tu
         elif missing:
             raise GateError(f"the result files hold no run of model `{missing[0]}`")
     plans = []
+    runs_by_name: dict[str, ModelRun] = {}
     for spec in models:
         path = baseline_path(config.baseline_dir, spec.name)
         try:
@@ -123,12 +125,22 @@ def update_baseline(config: Config, models: tuple[ModelSpec, ...], providers: tu
             if worst is not None and worst > ceiling:
                 warnings.append(f"{prun.name}: error against the reference reaches {worst:.3g} (ceiling "
                                 f"{ceiling:.3g}); `check` will fail until this is fixed")
-        doc = to_document(run, previous)
-        plans.append((spec, path, previous, doc, warnings))
+        dead = [f"{x.name}: {why}" for x in run.layers if x.name.startswith("(model)")
+                for why in [degenerate(x.fp)] if why]
+        warnings.extend(f"output {d}: `check` will fail on this model" for d in dead)
+        runs_by_name[spec.name] = run
+        plans.append((spec, path, previous, None, warnings))
     updated = []
-    for spec, path, previous, doc, warnings in plans:
+    for spec, path, _seen, doc, warnings in plans:
         path.parent.mkdir(parents=True, exist_ok=True)
-        write_baseline(path, doc)
+        # Re-read under the lock: a concurrent update of other providers must not be lost.
+        with baseline_lock(path):
+            try:
+                previous = read_baseline(path)
+            except (FileNotFoundError, FormatError):
+                previous = None
+            doc = to_document(runs_by_name[spec.name], previous)
+            write_baseline(path, doc)
         updated.append(Updated(spec.name, _display(path), describe_changes(previous, doc), warnings))
     return updated
 

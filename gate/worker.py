@@ -46,6 +46,10 @@ def execute(job: dict) -> dict:
         proto = onnx.load(job["model"])
         with np.load(job["inputs"], allow_pickle=False) as npz:
             inputs = [npz[f"arg{i}"] for i in range(len(npz.files))]
+    except Exception as exc:  # a truncated or foreign file: the provider cannot load the model
+        return {"status": "LOAD_FAIL", "message": f"{job['what']}: cannot read the exported model or inputs "
+                f"({type(exc).__name__}: {str(exc)[:200]})"}
+    try:
         _call_hook(job)
         result = ort_capture.run(proto, job["provider"], job["options"], inputs, job["values"], job["what"],
                                  threads=job.get("threads"), capture_bytes=job.get("capture_bytes"),

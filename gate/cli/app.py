@@ -182,11 +182,20 @@ def report(files: Annotated[list[Path], typer.Argument(help="Result files (or fo
 
 
 @app.command()
-def show(file: Annotated[Path, typer.Argument(help="A baseline (.msgpack.zst) file.")]) -> None:
+def show(file: Annotated[Path, typer.Argument(help="A baseline (.msgpack.zst) file.")],
+         textconv: Annotated[bool, typer.Option("--textconv", help="As a git textconv driver: print a broken "
+                                                "file's error as text and exit 0, so `git diff` still works.")] = False,
+         ) -> None:
     """Print a baseline readably (also usable as a git textconv driver)."""
     from gate.baseline.show import render_file
+    from gate.errors import FormatError
 
-    sys.stdout.write(render_file(file))
+    try:
+        sys.stdout.write(render_file(file))
+    except FormatError as exc:
+        if not textconv:
+            raise
+        sys.stdout.write(f"invalid baseline: {exc}\n")
 
 
 @app.command()

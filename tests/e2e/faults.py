@@ -136,3 +136,25 @@ class Unexportable(nn.Module):
 
 def unexportable() -> nn.Module:
     return Unexportable()
+
+
+class Zero(nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x * 0.0
+
+
+def all_zero() -> nn.Module:
+    return nn.Sequential(nn.Linear(16, 8), Zero())
+
+
+class NaNs(nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x * float("nan")
+
+
+def all_nan() -> nn.Module:
+    return nn.Sequential(nn.Linear(16, 8), NaNs())
+
+
+def empty() -> nn.Module:
+    return nn.Sequential()
