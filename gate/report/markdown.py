@@ -133,7 +133,7 @@ class _Doc:
         if fr:
             title = (
                 f"### ❌ parity-gate: {code(fr.get('model'))} regressed at layer {code(fr.get('layer'))} "
-                f"on {code(fr.get('provider'))}"
+                f"on {code(fr.get('provider'))}{' (' + plain(fr['precision'], 20) + ')' if fr.get('precision') else ''}"
             )
             body = (
                 f"**First regression:** model {code(fr.get('model'))}, layer {code(fr.get('layer'))}"
@@ -203,7 +203,7 @@ class _Doc:
         rows = ["| model | status | layers | providers | first regression |", "| --- | --- | ---: | --- | --- |"]
         cap = len(self.models) if self.level.models else 50
         for m in self.models[:cap]:
-            provs = " ".join(f"{ICON.get(p.get('status'), '❔')}&nbsp;{code(p.get('name'), 60)}" for p in m.get("providers", []))
+            provs = " ".join(f"{ICON.get(p.get('status'), '❔')}&nbsp;{_provider_label(p, m)}" for p in m.get("providers", []))
             rows.append(
                 f"| {code(m['name'])} | {_status(m.get('status'))} | {num(m.get('layers'))} | {provs or '—'} | "
                 f"{_first(m.get('first_regression'))} |"
@@ -252,7 +252,8 @@ class _Doc:
             first = (self.r.get("first_regression") or {})
             for p in providers:
                 if p.get("layers"):
-                    is_first = first.get("model") == m["name"] and first.get("provider") == p.get("name")
+                    is_first = (first.get("model"), first.get("provider")) == (m["name"], p.get("name")) and \
+                        first.get("precision") in (None, p.get("precision"))
                     out.append(self.layer_details(m["name"], p, is_first))
         return "\n\n".join(out)
 
@@ -312,6 +313,12 @@ class _Doc:
             if env.get(key):
                 bits.append(f"{label} {plain(env[key], 60)}".strip())
         return "<sub>" + " · ".join(b for b in bits if b) + "</sub>" if any(bits) else ""
+
+
+def _provider_label(p: dict[str, Any], m: dict[str, Any]) -> str:
+    """The provider's name, with its precision when the model runs that provider twice (torch-cpu float64/float32)."""
+    twice = sum(1 for q in m.get("providers", []) if q.get("name") == p.get("name")) > 1
+    return code(p.get("name"), 60) + (f"&nbsp;{plain(p.get('precision'), 20)}" if twice and p.get("precision") else "")
 
 
 def _count(value: Any, default: int) -> int:

@@ -192,3 +192,13 @@ def test_any_valid_report_renders_within_the_limit():
             assert len(render_markdown(report, marker=MARKER, links=LINKS, limit=limit)) <= limit
 
     check()
+
+
+def test_a_report_written_by_check_renders():
+    # Written by `parity-gate check --json` (main at e5ed489) on the example models: the torch-cpu
+    # provider runs twice (float64 reference, float32 runtime), which the labels must tell apart.
+    report = load_report(REPORTS / "real-check-reference-drift.json")
+    text = render_markdown(report, marker=MARKER, links=LINKS)
+    assert "### ❌ parity-gate: `tiny-cnn` regressed at layer `stem.0` on `torch-cpu` (float64)" in text
+    assert "❌&nbsp;`torch-cpu`&nbsp;float64 ✅&nbsp;`torch-cpu`&nbsp;float32" in text
+    assert text.count("<details open>") == 1
