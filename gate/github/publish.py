@@ -27,6 +27,7 @@ from gate.github.client import GitHubClient, GitHubError, RateLimited
 from gate.github.comment import CommentResult, digest_line, marker, upsert_comment
 from gate.github.event import NoPullRequest, load_event, resolve_pull_request
 from gate.report import COMMENT_LIMIT, SUMMARY_LIMIT, Links, headline_text, render_markdown
+from gate.report.text import num
 
 FAIL_ON = ("regression", "never")
 EXIT = {"pass": 0, "regressed": 1, "error": 3}
@@ -142,8 +143,8 @@ def annotations(report: dict[str, Any]) -> list[str]:
                 out.append(command(
                     "error",
                     f"{name}: layer {fr.get('layer')} on {p.get('name')} failed {fr.get('check')}: "
-                    f"{fr.get('value')} > {fr.get('threshold')}. {fr.get('message') or ''}".strip(),
-                    title=f"parity-gate: {name} regressed on {p.get('name')}",
+                    f"{num(fr.get('value'))} > {num(fr.get('threshold'))}. {fr.get('message') or ''}".strip(),
+                    title=f"parity-gate: {name} regressed on {p.get('name')} ({p.get('precision', '?')})",
                 ))
     first = report.get("first_regression") or {}
     lead = f"{first.get('model')}: layer {first.get('layer')} on {first.get('provider')} "

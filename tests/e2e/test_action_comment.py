@@ -32,7 +32,7 @@ def test_first_run_creates_one_comment_second_updates_it_then_pass_replaces_it(m
     assert first.outputs["comment-id"] == str(c["id"])
     assert Path(first.outputs["report-markdown"]).read_text() == c["body"]
     assert "regressed at layer `conv2`" in first.summary
-    assert "::error title=parity-gate%3A tiny-cnn regressed on CPUExecutionProvider::" in first.stdout
+    assert "::error title=parity-gate%3A tiny-cnn regressed on CPUExecutionProvider (float32)::" in first.stdout
     assert "FAILED | tiny-cnn: layer conv2 on CPUExecutionProvider failed error-growth" in first.stdout
 
     second = runner.run(comment_mode("regressed"), token=TOKEN)
