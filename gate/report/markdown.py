@@ -85,7 +85,7 @@ def clip_block(text: str, cap: int) -> str:
 
 
 def headline_text(report: dict[str, Any]) -> str:
-    """One plain line for logs and annotations: what failed, where, by how much."""
+    """One plain line for the verdict line: what failed, where, by how much; on a pass, the scope."""
     fr = report.get("first_regression")
     if fr:
         return (
@@ -99,7 +99,11 @@ def headline_text(report: dict[str, Any]) -> str:
     missing = [m["name"] for m in report.get("models", []) if m.get("status") == "no-baseline"]
     if missing:
         return f"{missing[0]}: no baseline (create it with `parity-gate update-baseline --model {missing[0]}`)"
-    return f"{report.get('verdict')}"
+    s = report.get("summary") or {}
+    models = report.get("models", [])
+    n_models = _count(s.get("models"), len(models))
+    n_layers = _count(s.get("layers"), sum(_count(m.get("layers"), 0) for m in models))
+    return f"{n_models} model{'s' * (n_models != 1)}, {n_layers:,} layers"
 
 
 class _Doc:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import fnmatch
 import glob
+import json
 import os
 import shutil
 import subprocess
@@ -112,8 +113,6 @@ class ActionRunner:
         self.temp = Path(tempfile.mkdtemp(prefix="runner-temp-", dir=workspace.parent))
         self.event_name = event_name
         self.event_path = self.temp / "event.json"
-        import json
-
         self.event = event or {}
         self.event_path.write_text(json.dumps(self.event), encoding="utf-8")
         self.action = yaml.safe_load((action_dir / "action.yml").read_text(encoding="utf-8"))
