@@ -51,6 +51,7 @@ _LADDER = (
     _Level(0, False, False, True),
     _Level(0, False, False, False),
 )
+_BRIEF = 5  # the first level without per-layer tables and charts
 
 
 def render_markdown(
@@ -60,28 +61,39 @@ def render_markdown(
     links: Links | None = None,
     limit: int = COMMENT_LIMIT,
     summary: bool = False,
+    brief: bool = False,
 ) -> str:
-    """The whole Markdown document for ``report``, at most ``limit`` characters.
+    """The whole Markdown document for ``report``, at most ``limit`` characters (UTF-16 units, see size()).
 
     ``summary=True`` renders for the job summary: a shortened one points at the artifact only.
+    ``brief=True`` starts without per-layer tables and charts (the retry after GitHub refused a body).
     """
     links = links or Links()
-    for level in _LADDER:
+    for level in _LADDER[_BRIEF:] if brief else _LADDER:
         text = _Doc(report, marker, links, level, shortened=level is not _LADDER[0], summary=summary).render()
-        if len(text) <= limit:
+        if size(text) <= limit:
             return text
     # Pathological reports (thousands of models, errors in every one): headline + pointer, cut hard.
     doc = _Doc(report, marker, links, _LADDER[-1], shortened=True, summary=summary)
     tail = "\n\n" + doc.pointer() + "\n"
     head = "\n\n".join(p for p in (marker, doc.headline()) if p)
-    return clip_block(head, limit - len(tail)) + tail
+    return clip_block(head, limit - size(tail)) + tail
+
+
+def size(text: str) -> int:
+    """Length as GitHub may count it: UTF-16 code units (an emoji outside the BMP counts twice)."""
+    return len(text) + sum(1 for ch in text if ord(ch) > 0xFFFF)
 
 
 def clip_block(text: str, cap: int) -> str:
-    if len(text) <= cap:
+    """Cut at a line end so that the text and an ellipsis line fit in ``cap``."""
+    if size(text) <= cap:
         return text
-    cut = text.rfind("\n", 0, max(0, cap - 2))
-    return text[: cut if cut > 0 else max(0, cap - 2)] + "\n…"
+    budget = max(0, cap - 2)  # "\n…"
+    while size(text) > budget:
+        cut = text.rfind("\n", 0, len(text) - 1)
+        text = text[:cut] if cut > 0 else text[: max(0, len(text) - (size(text) - budget))]
+    return text + "\n…"
 
 
 def headline_text(report: dict[str, Any]) -> str:
@@ -360,4 +372,4 @@ def _choose_rows(layers: list[dict[str, Any]], cap: int | None) -> list[int]:
     return sorted(chosen)
 
 
-__all__ = ["COMMENT_LIMIT", "SUMMARY_LIMIT", "MESSAGE_CAP", "Links", "render_markdown", "headline_text"]
+__all__ = ["size", "COMMENT_LIMIT", "SUMMARY_LIMIT", "MESSAGE_CAP", "Links", "render_markdown", "headline_text"]
