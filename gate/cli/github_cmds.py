@@ -62,16 +62,8 @@ def comment(
         typer.echo(f"{'::notice::' if env.in_actions else ''}parity-gate: PR comment not written: {c.reason}")
     else:
         typer.echo(f"parity-gate: PR comment {c.action}{': ' + c.url if c.url else ''}")
-    if out.verdict == "pass":
-        typer.echo(f"PASSED | {_scope(data)}")
-    else:
-        typer.echo(f"FAILED | {headline_text(data)}")
+    typer.echo(f"{'PASSED' if out.verdict == 'pass' else 'FAILED'} | {headline_text(data)}")
     raise typer.Exit(out.exit_code)
-
-
-def _scope(data: dict) -> str:
-    s = data.get("summary") or {}
-    return f"{s.get('models', len(data.get('models', [])))} models, {s.get('layers', 0):,} layers"
 
 
 def register(app: typer.Typer) -> None:

@@ -77,7 +77,10 @@ class GitHubClient:
         while True:
             status, headers, raw = self._send(method, url, shown, body)
             if status < 400:
-                return Response(status, headers, json.loads(raw) if raw.strip() else None)  # 204: no body
+                try:
+                    return Response(status, headers, json.loads(raw) if raw.strip() else None)  # 204: no body
+                except (ValueError, UnicodeDecodeError):
+                    raise GitHubError(method, shown, status, "the answer is not JSON (a proxy?)") from None
             message = _message(raw)
             wait = _rate_limit_wait(status, headers)
             if wait is None and status >= 500 and server_errors < SERVER_ERROR_RETRIES:

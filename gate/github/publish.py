@@ -27,9 +27,11 @@ from gate.github.client import GitHubClient, GitHubError, RateLimited
 from gate.github.comment import CommentResult, digest_line, marker, upsert_comment
 from gate.github.event import NoPullRequest, load_event, resolve_pull_request
 from gate.report import COMMENT_LIMIT, SUMMARY_LIMIT, Links, headline_text, render_markdown
+from gate.report.text import num
 
 FAIL_ON = ("regression", "never")
 EXIT = {"pass": 0, "regressed": 1, "error": 3}
+SHORT_LIMIT = 8_000  # the retry after a 422
 
 
 @dataclass(frozen=True)
@@ -62,12 +64,15 @@ def publish(
     links = Links(env.run_url, settings.artifact_url)
     verdict = report["verdict"]
     digest = hashlib.sha256(json.dumps(report, sort_keys=True).encode()).hexdigest()[:16]
-    body = render_markdown(report, marker=f"{marker(settings.comment_id)}\n{digest_line(digest)}", links=links, limit=COMMENT_LIMIT)
+    header = f"{marker(settings.comment_id)}\n{digest_line(digest)}"
+    body = render_markdown(report, marker=header, links=links, limit=COMMENT_LIMIT)
 
     summary_written = append_summary(env.summary_path, render_markdown(report, links=links, limit=SUMMARY_LIMIT, summary=True))
     md_path = write_file(settings.markdown_path, body) if settings.markdown_path else ""
 
-    result = _comment(report, settings, env, make_client(env, settings.max_wait) if env.token else None, body, digest)
+    client = make_client(env, settings.max_wait) if env.token else None
+    short = lambda: render_markdown(report, marker=header, links=links, limit=SHORT_LIMIT, brief=True)  # noqa: E731
+    result = _comment(report, settings, env, client, body, short, digest)
     if result.action == "skipped" and summary_written:
         append_summary(env.summary_path, f"\n> ℹ️ PR comment not written: {result.reason}\n")
 
@@ -90,7 +95,8 @@ def publish(
 
 
 def _comment(
-    report: dict[str, Any], settings: Settings, env: ActionsEnv, client: GitHubClient | None, body: str, digest: str
+    report: dict[str, Any], settings: Settings, env: ActionsEnv, client: GitHubClient | None,
+    body: str, short: Callable[[], str], digest: str,
 ) -> CommentResult:
     if settings.when == "never":
         return CommentResult("skipped", reason="commenting is off (comment: never)")
@@ -101,10 +107,19 @@ def _comment(
             return CommentResult("skipped", reason=pr.reason)
         if client is None:
             return CommentResult("skipped", reason="no token (set the github-token input or GITHUB_TOKEN)")
-        return upsert_comment(
-            client, pr.repository, pr.number, body, marker(settings.comment_id),
-            when=settings.when, wants_attention=report["verdict"] != "pass", digest=digest,
-        )
+        def upsert(text: str) -> CommentResult:
+            return upsert_comment(
+                client, pr.repository, pr.number, text, marker(settings.comment_id),
+                when=settings.when, wants_attention=report["verdict"] != "pass", digest=digest,
+            )
+
+        try:
+            return upsert(body)
+        except GitHubError as e:
+            if e.status != 422:
+                raise
+            # Rejected (its size, counted some other way?): the headline and the pointer always fit.
+            return upsert(short())
     except FormatError as e:
         return CommentResult("skipped", reason=str(e))
     except RateLimited as e:
@@ -142,8 +157,8 @@ def annotations(report: dict[str, Any]) -> list[str]:
                 out.append(command(
                     "error",
                     f"{name}: layer {fr.get('layer')} on {p.get('name')} failed {fr.get('check')}: "
-                    f"{fr.get('value')} > {fr.get('threshold')}. {fr.get('message') or ''}".strip(),
-                    title=f"parity-gate: {name} regressed on {p.get('name')}",
+                    f"{num(fr.get('value'))} > {num(fr.get('threshold'))}. {fr.get('message') or ''}".strip(),
+                    title=f"parity-gate: {name} regressed on {p.get('name')} ({p.get('precision', '?')})",
                 ))
     first = report.get("first_regression") or {}
     lead = f"{first.get('model')}: layer {first.get('layer')} on {first.get('provider')} "

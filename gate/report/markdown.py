@@ -51,6 +51,7 @@ _LADDER = (
     _Level(0, False, False, True),
     _Level(0, False, False, False),
 )
+_BRIEF = 5  # the first level without per-layer tables and charts
 
 
 def render_markdown(
@@ -60,32 +61,43 @@ def render_markdown(
     links: Links | None = None,
     limit: int = COMMENT_LIMIT,
     summary: bool = False,
+    brief: bool = False,
 ) -> str:
-    """The whole Markdown document for ``report``, at most ``limit`` characters.
+    """The whole Markdown document for ``report``, at most ``limit`` characters (UTF-16 units, see size()).
 
     ``summary=True`` renders for the job summary: a shortened one points at the artifact only.
+    ``brief=True`` starts without per-layer tables and charts (the retry after GitHub refused a body).
     """
     links = links or Links()
-    for level in _LADDER:
+    for level in _LADDER[_BRIEF:] if brief else _LADDER:
         text = _Doc(report, marker, links, level, shortened=level is not _LADDER[0], summary=summary).render()
-        if len(text) <= limit:
+        if size(text) <= limit:
             return text
     # Pathological reports (thousands of models, errors in every one): headline + pointer, cut hard.
     doc = _Doc(report, marker, links, _LADDER[-1], shortened=True, summary=summary)
     tail = "\n\n" + doc.pointer() + "\n"
     head = "\n\n".join(p for p in (marker, doc.headline()) if p)
-    return clip_block(head, limit - len(tail)) + tail
+    return clip_block(head, limit - size(tail)) + tail
+
+
+def size(text: str) -> int:
+    """Length as GitHub may count it: UTF-16 code units (an emoji outside the BMP counts twice)."""
+    return len(text) + sum(1 for ch in text if ord(ch) > 0xFFFF)
 
 
 def clip_block(text: str, cap: int) -> str:
-    if len(text) <= cap:
+    """Cut at a line end so that the text and an ellipsis line fit in ``cap``."""
+    if size(text) <= cap:
         return text
-    cut = text.rfind("\n", 0, max(0, cap - 2))
-    return text[: cut if cut > 0 else max(0, cap - 2)] + "\n…"
+    budget = max(0, cap - 2)  # "\n…"
+    while size(text) > budget:
+        cut = text.rfind("\n", 0, len(text) - 1)
+        text = text[:cut] if cut > 0 else text[: max(0, len(text) - (size(text) - budget))]
+    return text + "\n…"
 
 
 def headline_text(report: dict[str, Any]) -> str:
-    """One plain line for logs and annotations: what failed, where, by how much."""
+    """One plain line for the verdict line: what failed, where, by how much; on a pass, the scope."""
     fr = report.get("first_regression")
     if fr:
         return (
@@ -99,7 +111,11 @@ def headline_text(report: dict[str, Any]) -> str:
     missing = [m["name"] for m in report.get("models", []) if m.get("status") == "no-baseline"]
     if missing:
         return f"{missing[0]}: no baseline (create it with `parity-gate update-baseline --model {missing[0]}`)"
-    return f"{report.get('verdict')}"
+    s = report.get("summary") or {}
+    models = report.get("models", [])
+    n_models = _count(s.get("models"), len(models))
+    n_layers = _count(s.get("layers"), sum(_count(m.get("layers"), 0) for m in models))
+    return f"{n_models} model{'s' * (n_models != 1)}, {n_layers:,} layers"
 
 
 class _Doc:
@@ -133,7 +149,7 @@ class _Doc:
         if fr:
             title = (
                 f"### ❌ parity-gate: {code(fr.get('model'))} regressed at layer {code(fr.get('layer'))} "
-                f"on {code(fr.get('provider'))}"
+                f"on {code(fr.get('provider'))}{' (' + plain(fr['precision'], 20) + ')' if fr.get('precision') else ''}"
             )
             body = (
                 f"**First regression:** model {code(fr.get('model'))}, layer {code(fr.get('layer'))}"
@@ -203,7 +219,7 @@ class _Doc:
         rows = ["| model | status | layers | providers | first regression |", "| --- | --- | ---: | --- | --- |"]
         cap = len(self.models) if self.level.models else 50
         for m in self.models[:cap]:
-            provs = " ".join(f"{ICON.get(p.get('status'), '❔')}&nbsp;{code(p.get('name'), 60)}" for p in m.get("providers", []))
+            provs = " ".join(f"{ICON.get(p.get('status'), '❔')}&nbsp;{_provider_label(p, m)}" for p in m.get("providers", []))
             rows.append(
                 f"| {code(m['name'])} | {_status(m.get('status'))} | {num(m.get('layers'))} | {provs or '—'} | "
                 f"{_first(m.get('first_regression'))} |"
@@ -252,7 +268,8 @@ class _Doc:
             first = (self.r.get("first_regression") or {})
             for p in providers:
                 if p.get("layers"):
-                    is_first = first.get("model") == m["name"] and first.get("provider") == p.get("name")
+                    is_first = (first.get("model"), first.get("provider")) == (m["name"], p.get("name")) and \
+                        first.get("precision") in (None, p.get("precision"))
                     out.append(self.layer_details(m["name"], p, is_first))
         return "\n\n".join(out)
 
@@ -314,6 +331,12 @@ class _Doc:
         return "<sub>" + " · ".join(b for b in bits if b) + "</sub>" if any(bits) else ""
 
 
+def _provider_label(p: dict[str, Any], m: dict[str, Any]) -> str:
+    """The provider's name, with its precision when the model runs that provider twice (torch-cpu float64/float32)."""
+    twice = sum(1 for q in m.get("providers", []) if q.get("name") == p.get("name")) > 1
+    return code(p.get("name"), 60) + (f"&nbsp;{plain(p.get('precision'), 20)}" if twice and p.get("precision") else "")
+
+
 def _count(value: Any, default: int) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else default
 
@@ -349,4 +372,4 @@ def _choose_rows(layers: list[dict[str, Any]], cap: int | None) -> list[int]:
     return sorted(chosen)
 
 
-__all__ = ["COMMENT_LIMIT", "SUMMARY_LIMIT", "MESSAGE_CAP", "Links", "render_markdown", "headline_text"]
+__all__ = ["size", "COMMENT_LIMIT", "SUMMARY_LIMIT", "MESSAGE_CAP", "Links", "render_markdown", "headline_text"]

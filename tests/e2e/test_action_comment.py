@@ -32,7 +32,7 @@ def test_first_run_creates_one_comment_second_updates_it_then_pass_replaces_it(m
     assert first.outputs["comment-id"] == str(c["id"])
     assert Path(first.outputs["report-markdown"]).read_text() == c["body"]
     assert "regressed at layer `conv2`" in first.summary
-    assert "::error title=parity-gate%3A tiny-cnn regressed on CPUExecutionProvider::" in first.stdout
+    assert "::error title=parity-gate%3A tiny-cnn regressed on CPUExecutionProvider (float32)::" in first.stdout
     assert "FAILED | tiny-cnn: layer conv2 on CPUExecutionProvider failed error-growth" in first.stdout
 
     second = runner.run(comment_mode("regressed"), token=TOKEN)
@@ -127,9 +127,15 @@ def test_not_found_falls_back_and_fail_on_never_passes(make_runner, github):
     assert "GitHub answered 404" in run.stdout
 
 
-def test_validation_error_is_reported_in_one_line(make_runner, github):
+def test_rejected_comment_is_retried_short_then_reported_in_one_line(make_runner, github):
     github.inject("POST", r"/issues/7/comments$", 422, message="Validation Failed")
     run = make_runner().run(comment_mode("regressed"), token=TOKEN)
+    assert run.returncode == 1
+    [c] = github.issue_comments(REPO, PR)
+    assert "regressed at layer `conv2`" in c["body"] and "This comment is shortened" in c["body"]
+
+    github.inject("POST", r"/issues/8/comments$", 422, times=2, message="Validation Failed")
+    run = make_runner().run(comment_mode("regressed", **{"pr-number": "8"}), token=TOKEN)
     assert run.returncode == 1
     assert "GitHub rejected the comment (422 Validation Failed)" in run.stdout
 

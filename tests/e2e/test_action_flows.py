@@ -41,31 +41,55 @@ def test_check_that_writes_no_report_fails_with_its_exit_code(make_runner, githu
     assert run.step("comment").conclusion == "skipped" and github.requests == []
 
 
-def test_matrix_collect_legs_upload_unique_artifacts_and_report_aggregates_them(make_runner, github, tmp_path):
+def test_matrix_export_collect_legs_and_report_make_one_comment(make_runner, github, tmp_path):
     log = tmp_path / "calls.log"
+    export = make_runner(PARITY_GATE_STUB_LOG=str(log)).run({"mode": "export", "providers": "torch-cpu"}, token=TOKEN)
+    assert export.returncode == 0, export.log
+    assert (tmp_path / "artifacts" / "parity-gate-export" / "tiny-cnn" / "run.msgpack.zst").exists()
+
     for runner_name, providers in (("cpu-1", "CPUExecutionProvider"), ("gpu-1", "CUDAExecutionProvider")):
         leg = make_runner(PARITY_GATE_STUB_LOG=str(log))
         leg.runner_name = runner_name
         run = leg.run({"mode": "collect", "providers": providers}, token=TOKEN)
         assert run.returncode == 0, run.log
         assert run.outputs["artifact-name"].startswith(f"parity-gate-result-gate-{runner_name}-{providers}-")
-    names = sorted(p.name for p in (tmp_path / "artifacts").iterdir())
-    assert len(names) == 2
-    assert [argv[0] for argv, _ in calls(log)] == ["export", "collect", "export", "collect"]
+    results = sorted(p.name for p in (tmp_path / "artifacts").iterdir() if p.name.startswith("parity-gate-result-"))
+    assert len(results) == 2
+    assert [argv[0] for argv, _ in calls(log)] == ["export", "collect", "collect"]
 
     final = make_runner(PARITY_GATE_STUB_REPORT=str(REPORTS / "pass.json"), PARITY_GATE_STUB_LOG=str(log))
     run = final.run({"mode": "report", "comment": "always"}, token=TOKEN)
     assert run.returncode == 0, run.log
     argv, _ = calls(log)[-1]  # the comment step runs the real command, which is not logged
-    files = [a.rsplit("/", 1)[-1] for a in argv[1:] if a.endswith(".msgpack.zst")]
-    assert argv[0] == "report" and sorted(files) == sorted(f"{n}.msgpack.zst" for n in names)
+    assert argv[0] == "report" and argv[1].endswith("/export")  # the export (reference, torch runs) first
+    files = [a.rsplit("/", 1)[-1] for a in argv[2:] if a.endswith(".msgpack.zst")]
+    assert sorted(files) == sorted(f"{n}.msgpack.zst" for n in results)
     assert run.outputs["verdict"] == "pass"
     assert len(github.issue_comments(REPO, PR)) == 1
 
 
+def test_collect_without_an_export_fails_clearly(make_runner, github):
+    run = make_runner().run({"mode": "collect", "providers": "CPUExecutionProvider"}, token=TOKEN)
+    assert run.returncode != 0
+    assert "artifact parity-gate-export not found" in run.log
+
+
+def test_export_that_wrote_nothing_stops_the_matrix(make_runner, github):
+    run = make_runner(PARITY_GATE_STUB_EXIT="3", PARITY_GATE_STUB_EXPORT_NOTHING="1").run({"mode": "export"}, token=TOKEN)
+    assert run.returncode == 3
+    assert "export exited 3 and wrote no bundle" in run.stdout
+
+
+def test_export_with_a_failed_model_still_uploads_for_the_report(make_runner, github, tmp_path):
+    run = make_runner(PARITY_GATE_STUB_EXIT="3").run({"mode": "export"}, token=TOKEN)
+    assert run.returncode == 0, run.log  # the failed model is in the bundles; the report job names it
+    assert (tmp_path / "artifacts" / "parity-gate-export").is_dir()
+
+
 def test_same_artifact_name_twice_fails_the_second_leg(make_runner, github):
+    assert make_runner().run({"mode": "export"}, token=TOKEN).returncode == 0
     first = make_runner().run({"mode": "collect", "artifact-name": "parity-gate-result-x"}, token=TOKEN)
-    assert first.returncode == 0
+    assert first.returncode == 0, first.log
     second = make_runner().run({"mode": "collect", "artifact-name": "parity-gate-result-x"}, token=TOKEN)
     assert second.returncode != 0
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import fnmatch
 import glob
+import json
 import os
 import shutil
 import subprocess
@@ -112,8 +113,6 @@ class ActionRunner:
         self.temp = Path(tempfile.mkdtemp(prefix="runner-temp-", dir=workspace.parent))
         self.event_name = event_name
         self.event_path = self.temp / "event.json"
-        import json
-
         self.event = event or {}
         self.event_path.write_text(json.dumps(self.event), encoding="utf-8")
         self.action = yaml.safe_load((action_dir / "action.yml").read_text(encoding="utf-8"))
@@ -229,13 +228,16 @@ class ActionRunner:
             if dest.exists() and with_.get("overwrite", "false") != "true":
                 return StepRun(sid, run.name, "failure", stderr=f"artifact {name} already exists", returncode=1, uses=step["uses"])
             shutil.rmtree(dest, ignore_errors=True)
-            files = [f for line in with_["path"].splitlines() if line.strip() for f in glob.glob(line.strip(), recursive=True)]
-            files = [f for f in files if os.path.isfile(f)]
-            if not files and with_.get("if-no-files-found", "warn") == "error":
+            # Like upload-artifact: a folder keeps its tree, loose files are stored by name.
+            paths = [p for line in with_["path"].splitlines() if line.strip() for p in glob.glob(line.strip(), recursive=True)]
+            if not paths and with_.get("if-no-files-found", "warn") == "error":
                 return StepRun(sid, run.name, "failure", stderr=f"no files for artifact {name}", returncode=1, uses=step["uses"])
             dest.mkdir(parents=True)
-            for f in files:
-                shutil.copy2(f, dest / os.path.basename(f))
+            for p in paths:
+                if os.path.isdir(p):
+                    shutil.copytree(p, dest, dirs_exist_ok=True)
+                elif os.path.isfile(p):
+                    shutil.copy2(p, dest / os.path.basename(p))
             run.outputs = {"artifact-id": str(abs(hash(name)) % 10**6),
                            "artifact-url": f"https://github.example/{self.repository}/actions/runs/{self.run_id}/artifacts/{abs(hash(name)) % 10**6}"}
         elif action == "actions/download-artifact":
@@ -243,11 +245,12 @@ class ActionRunner:
             names = sorted(p.name for p in self.artifacts.iterdir())
             chosen = [n for n in names if (with_.get("name") and n == with_["name"]) or
                       (not with_.get("name") and fnmatch.fnmatch(n, with_.get("pattern") or "*"))]
+            if with_.get("name") and not chosen:
+                return StepRun(sid, run.name, "failure", stderr=f"artifact {with_['name']} not found", returncode=1,
+                               uses=step["uses"])
             for n in chosen:
                 dest = target if (with_.get("merge-multiple") == "true" or with_.get("name")) else target / n
-                dest.mkdir(parents=True, exist_ok=True)
-                for f in (self.artifacts / n).iterdir():
-                    shutil.copy2(f, dest / f.name)
+                shutil.copytree(self.artifacts / n, dest, dirs_exist_ok=True)
             run.outputs = {"download-path": str(target)}
         else:
             raise NotImplementedError(f"step {sid}: no emulation for uses: {step['uses']}")

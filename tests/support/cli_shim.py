@@ -5,7 +5,7 @@ commands the action calls before it (check, export, collect, report, update-base
 copy a fixture report / write a result file and exit with the code the test asks for, so the
 action's control flow is tested without torch. Stand-in behaviour, set by the test:
 PARITY_GATE_STUB_REPORT (fixture to copy for check/report), PARITY_GATE_STUB_EXIT (exit code),
-PARITY_GATE_STUB_LOG (file that records each call's argv).
+PARITY_GATE_STUB_LOG (file that records each call's argv), PARITY_GATE_STUB_EXPORT_NOTHING.
 """
 
 from __future__ import annotations
@@ -63,12 +63,20 @@ def report(files: list[str], json_out: Annotated[str | None, typer.Option("--jso
 @app.command()
 def export(out: Annotated[str, typer.Option("--out")]) -> None:
     _log()
-    os.makedirs(out, exist_ok=True)
+    if os.environ.get("PARITY_GATE_STUB_EXPORT_NOTHING"):
+        raise typer.Exit(int(os.environ.get("PARITY_GATE_STUB_EXIT", "0")))
+    os.makedirs(os.path.join(out, "tiny-cnn"), exist_ok=True)
+    with open(os.path.join(out, "tiny-cnn", "run.msgpack.zst"), "wb") as f:
+        f.write(b"exported run")
+    raise typer.Exit(int(os.environ.get("PARITY_GATE_STUB_EXIT", "0")))
 
 
 @app.command()
 def collect(src: Annotated[str, typer.Option("--from")], out: Annotated[str, typer.Option("--out")]) -> None:
     _log()
+    if not os.path.exists(os.path.join(src, "tiny-cnn", "run.msgpack.zst")):
+        typer.echo(f"error: `{src}` holds no exported model", err=True)
+        raise typer.Exit(2)
     with open(out, "wb") as f:
         f.write(f"result of {os.environ.get('PARITY_GATE_PROVIDERS', '')}".encode())
 

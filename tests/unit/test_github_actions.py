@@ -31,7 +31,7 @@ def test_token_is_kept_out_of_repr():
 def test_annotations_lead_with_the_first_regression_and_stop_at_ten():
     report = json.loads((REPORTS / "regressed.json").read_text())
     lines = annotations(report)
-    assert lines[0].startswith("::error title=parity-gate%3A tiny-cnn regressed on CPUExecutionProvider::tiny-cnn: layer conv2")
+    assert lines[0].startswith("::error title=parity-gate%3A tiny-cnn regressed on CPUExecutionProvider (float32)::tiny-cnn: layer conv2")
     assert any("tiny-mlp has no baseline" in line for line in lines)
     many = {**report, "models": [dict(report["models"][0], name=f"m{i}") for i in range(15)]}
     assert len(annotations(many)) == 10

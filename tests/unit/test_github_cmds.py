@@ -40,7 +40,7 @@ def test_regression_exits_1_with_a_verdict_line(tmp_path):
 
 def test_pass_exits_0():
     r = invoke("--report", str(REPORTS / "pass.json"))
-    assert r.exit_code == 0 and r.output.splitlines()[-1] == "PASSED | 1 models, 8 layers"
+    assert r.exit_code == 0 and r.output.splitlines()[-1] == "PASSED | 1 model, 8 layers"
 
 
 def test_missing_report_is_one_line_exit_2(tmp_path):

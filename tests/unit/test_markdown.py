@@ -11,6 +11,7 @@ import pytest
 
 from gate.errors import FormatError
 from gate.report import COMMENT_LIMIT, Links, load_report, render_markdown
+from gate.report.markdown import size
 
 REPORTS = Path(__file__).resolve().parents[1] / "data" / "reports"
 MARKER = "<!-- parity-gate:comment id=default -->"
@@ -83,7 +84,7 @@ def huge_report(n_layers: int = 10_000, fail_at: int = 7_321) -> dict:
 
 def test_huge_report_fits_the_comment_limit_and_names_the_first_regression():
     text = render_markdown(huge_report(), marker=MARKER, links=LINKS)
-    assert len(text) <= COMMENT_LIMIT
+    assert size(text) <= COMMENT_LIMIT
     assert "regressed at layer `blocks.1830.sub.1.linear` on `CPUExecutionProvider`" in text
     assert "This comment is shortened to fit GitHub's 65,536-character limit" in text
     assert "The full report is in the [job summary](https://github.example/octo/models/actions/runs/4242) and the [report artifact]" in text
@@ -94,15 +95,16 @@ def test_limit_is_respected_at_every_size():
     report = huge_report(3_000, 100)
     for limit in (2_000, 5_000, 20_000, 65_536):
         text = render_markdown(report, marker=MARKER, links=LINKS, limit=limit)
-        assert len(text) <= limit
+        assert size(text) <= limit
         assert "`blocks.25.sub.0.linear`" in text
 
 
 def test_exact_fit_is_not_shortened():
     report = load_report(REPORTS / "regressed.json")
     full = render_markdown(report, marker=MARKER, links=LINKS)
-    assert render_markdown(report, marker=MARKER, links=LINKS, limit=len(full)) == full
-    assert "shortened" in render_markdown(report, marker=MARKER, links=LINKS, limit=len(full) - 1)
+    assert size(full) > len(full)  # emoji outside the BMP count twice
+    assert render_markdown(report, marker=MARKER, links=LINKS, limit=size(full)) == full
+    assert "shortened" in render_markdown(report, marker=MARKER, links=LINKS, limit=size(full) - 1)
 
 
 def test_hostile_names_cannot_break_tables_or_inject_html():
@@ -189,6 +191,24 @@ def test_any_valid_report_renders_within_the_limit():
     def check(report):
         validate_report(report)
         for limit in (1_500, COMMENT_LIMIT):
-            assert len(render_markdown(report, marker=MARKER, links=LINKS, limit=limit)) <= limit
+            assert size(render_markdown(report, marker=MARKER, links=LINKS, limit=limit)) <= limit
 
     check()
+
+
+def test_a_report_written_by_check_renders():
+    # Written by `parity-gate check --json` (main at e5ed489) on the example models: the torch-cpu
+    # provider runs twice (float64 reference, float32 runtime), which the labels must tell apart.
+    report = load_report(REPORTS / "real-check-reference-drift.json")
+    text = render_markdown(report, marker=MARKER, links=LINKS)
+    assert "### ❌ parity-gate: `tiny-cnn` regressed at layer `stem.0` on `torch-cpu` (float64)" in text
+    assert "❌&nbsp;`torch-cpu`&nbsp;float64 ✅&nbsp;`torch-cpu`&nbsp;float32" in text
+    assert text.count("<details open>") == 1
+
+
+def test_pathological_report_is_cut_to_the_limit_with_the_pointer_kept():
+    report = load_report(REPORTS / "export-fail.json")
+    report["models"] = [dict(report["models"][0], name=f"model-{i:05d}") for i in range(3_000)]
+    text = render_markdown(report, marker=MARKER, links=LINKS, limit=3_000)
+    assert size(text) <= 3_000
+    assert text.startswith(MARKER) and "The full report is in the [job summary]" in text
