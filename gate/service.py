@@ -7,8 +7,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gate.baseline import baseline_lock, baseline_path, read_baseline, write_baseline
-from gate.compare.checks import degenerate
 from gate.compare import verdict
+from gate.compare.checks import degenerate
 from gate.config import Config, ModelSpec, ProviderSpec
 from gate.errors import FormatError, GateError, ModelError
 from gate.pipeline import Progress, run_model, versions
@@ -27,6 +27,21 @@ def _run(config: Config, spec: ModelSpec, providers, progress: Progress) -> Mode
         return run_model(config, spec, providers, progress)
     except ModelError as exc:
         return ModelRun(spec.name, error={"status": exc.status, "message": str(exc)})
+
+
+def baseline_changes(config: Config, since: str) -> list[str]:
+    """Baseline files this change touches (``git diff --name-only SINCE -- <baseline-dir>``),
+    for the report's "this PR changes baselines" line. Empty when git cannot tell."""
+    import subprocess
+
+    try:
+        proc = subprocess.run(["git", "diff", "--name-only", since, "--", str(config.baseline_dir)],
+                              cwd=config.root, capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return []
+    if proc.returncode != 0:
+        return []
+    return sorted(line for line in proc.stdout.splitlines() if line.endswith(".msgpack.zst"))
 
 
 def _check_comparable(baseline: dict, path: Path, spec: ModelSpec, config: Config) -> None:
@@ -204,15 +219,24 @@ def collect(source: Path, providers: tuple[ProviderSpec, ...], out: Path, isolat
 
 def report_files(config: Config, files: list[Path], progress: Progress = lambda _: None) -> dict:
     """``report FILE|DIR ...``: merge result files from several runners into one verdict."""
+    from gate import device
     from gate.runfile import merge, read_runs
+    from gate.runs import ProviderRun
 
     runs = merge([run for p in _result_paths(files) for run in read_runs(p)])
     by_name = {r.name: r for r in runs}
     reports = []
     for spec in config.models:
         run = by_name.get(spec.name)
-        if run is None:
-            continue
+        if run is None:  # configured but in no file: never a silent pass
+            run = ModelRun(spec.name, error={"status": "NO_RESULT", "message": f"no result file holds model "
+                                             f"`{spec.name}` (did its export or collect job run?)"})
+        have = {p.name for p in run.providers}
+        for provider in config.providers:
+            if provider.name not in have and not run.error:
+                run.providers.append(ProviderRun(provider.name, provider.precision, device.device_class(provider.name),
+                                                 "skipped", f"skipped: no result file holds {provider.name} "
+                                                 "(its runner did not run or was skipped)"))
         path = baseline_path(config.baseline_dir, spec.name)
         try:
             baseline = read_baseline(path)

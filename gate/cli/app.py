@@ -23,6 +23,9 @@ ProviderOpt = Annotated[list[str] | None, typer.Option("--provider", "-p", envva
                                                         help="Provider to run (repeatable; default: the configured ones).")]
 JsonOpt = Annotated[Path | None, typer.Option("--json", help="Write the JSON report here.")]
 MarkdownOpt = Annotated[Path | None, typer.Option("--markdown", help="Write the Markdown report here.")]
+SinceOpt = Annotated[str | None, typer.Option("--changed-since", envvar="PARITY_GATE_CHANGED_SINCE",
+                                               help="A git revision (the PR's base): list the baseline files "
+                                               "changed since it in the report.")]
 
 
 def _version(value: bool) -> None:
@@ -69,7 +72,7 @@ def _nan(value):  # pragma: no cover - json calls this only for unknown types
 
 @app.command()
 def check(config: ConfigOpt = None, model: ModelOpt = None, provider: ProviderOpt = None,
-          json_path: JsonOpt = None, markdown: MarkdownOpt = None) -> None:
+          json_path: JsonOpt = None, markdown: MarkdownOpt = None, changed_since: SinceOpt = None) -> None:
     """Run the models on the local providers, compare with the baselines, exit with the verdict."""
     from gate import service
     from gate.cli.console import progress_display, render_report
@@ -79,6 +82,8 @@ def check(config: ConfigOpt = None, model: ModelOpt = None, provider: ProviderOp
     models, providers = cfg.select_models(_split(model)), cfg.select_providers(_split(provider))
     with progress_display() as progress:
         report = service.check(cfg, models, providers, progress)
+    if changed_since:
+        report["baseline_changes"] = service.baseline_changes(cfg, changed_since)
     _write_reports(_finite(report), json_path, markdown)
     render_report(report)
     raise typer.Exit(EXIT[report["verdict"]])
@@ -168,7 +173,8 @@ def collect(source: Annotated[Path, typer.Option("--from", help="A folder writte
 
 @app.command()
 def report(files: Annotated[list[Path], typer.Argument(help="Result files (or folders of them) from export/collect.")],
-           config: ConfigOpt = None, json_path: JsonOpt = None, markdown: MarkdownOpt = None) -> None:
+           config: ConfigOpt = None, json_path: JsonOpt = None, markdown: MarkdownOpt = None,
+           changed_since: SinceOpt = None) -> None:
     """Merge result files from several runners, compare with the baselines, one verdict."""
     from gate import service
     from gate.cli.console import render_report
@@ -176,6 +182,8 @@ def report(files: Annotated[list[Path], typer.Argument(help="Result files (or fo
 
     cfg = _load(config)
     result = service.report_files(cfg, files)
+    if changed_since:
+        result["baseline_changes"] = service.baseline_changes(cfg, changed_since)
     _write_reports(_finite(result), json_path, markdown)
     render_report(result)
     raise typer.Exit(EXIT[result["verdict"]])

@@ -59,6 +59,8 @@ def render_report(report: dict) -> None:
                           "—" if p.get("latency_ms") is None else f"{p['latency_ms']:.2f} ms", first_text)
         console.print(table)
         console.print()
+    if report.get("baseline_changes"):
+        console.print(f"[yellow]this change updates baselines:[/yellow] {', '.join(report['baseline_changes'])}")
     console.print(verdict_line(report), soft_wrap=True)
 
 

@@ -119,3 +119,29 @@ def test_version_and_help(tmp_path):
     assert proc.returncode == 0 and proc.stdout.startswith("parity-gate ")
     assert run_cli("-h", cwd=tmp_path).returncode == 0
     shutil.rmtree(tmp_path, ignore_errors=True)
+
+
+def test_report_lists_baseline_files_the_change_touches(tmp_path):
+    """A real git repository: a commit that rewrites a baseline is named in the report."""
+    import subprocess
+
+    from gate import service
+    from gate.config import load_config
+
+    def git(*args):
+        subprocess.run(["git", *args], cwd=tmp_path, check=True, capture_output=True)
+
+    write_config(tmp_path, "tiny-cnn", "examples.zoo:tiny_cnn", baseline_dir=Path("baselines"))
+    (tmp_path / "baselines").mkdir()
+    data = (ROOT / "baselines" / "tiny-cnn.msgpack.zst").read_bytes()
+    (tmp_path / "baselines" / "tiny-cnn.msgpack.zst").write_bytes(data)
+    git("init", "-q")
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qam", "base", "--allow-empty")
+    git("add", "-A")
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "base")
+    cfg = load_config(tmp_path / "parity-gate.toml")
+    assert service.baseline_changes(cfg, "HEAD") == []
+    (tmp_path / "baselines" / "tiny-cnn.msgpack.zst").write_bytes(data[:-1] + b"\0")
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qam", "refresh")
+    assert service.baseline_changes(cfg, "HEAD~1") == ["baselines/tiny-cnn.msgpack.zst"]
+    assert service.baseline_changes(cfg, "no-such-rev") == []
