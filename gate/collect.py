@@ -46,7 +46,8 @@ def run_provider(bundle: Path, run: ModelRun, provider: ProviderSpec, device: st
                  isolation: Isolation | None = None, threads: int | None = None) -> ProviderRun:
     """One ORT provider on the bundle; failures become statuses, never exceptions."""
     isolation = isolation or Isolation()
-    prun = ProviderRun(provider.name, "float32", device)
+    prun = ProviderRun(provider.name, provider.precision,
+                       device if provider.precision == "float32" else f"{device}:{provider.precision}")
     values = [ref for kind, ref, _ in run.onnx_map.values() if kind == "value"]
     job = {"model": str(bundle / MODEL), "inputs": str(bundle / INPUTS), "provider": provider.name,
            "options": dict(provider.options), "values": list(dict.fromkeys(values)), "what": f"model `{run.name}`",
@@ -58,6 +59,7 @@ def run_provider(bundle: Path, run: ModelRun, provider: ProviderSpec, device: st
         prun.status, prun.error_status, prun.reason = "error", out["status"], out["message"]
         return prun
     prun.latency_ms, prun.placement = out["latency_ms"], out["placement"]
+    prun.capture_peak_bytes = out.get("peak_capture_bytes")
     outputs = [Fingerprint.from_dict(d) for d in out["outputs"]]
     fps = {k: Fingerprint.from_dict(d) for k, d in out["values"].items()}
     for layer in run.layers:

@@ -98,7 +98,7 @@ def prepare(config: Config, spec: ModelSpec, providers: tuple[ProviderSpec, ...]
     if exported is not None:
         proto_bytes = exported.proto.SerializeToString()
         run.meta.update(exporter=exported.exporter, export_fallback=exported.fallback, opset=exported.opset,
-                        graph_digest=hashlib.sha256(proto_bytes).hexdigest(),
+                        graph_digest=graph_digest(exported.proto),
                         op_types=sorted({n.op_type for n in exported.proto.graph.node}))
 
     progress(f"{spec.name}: float64 reference on torch-cpu")
@@ -223,6 +223,22 @@ def run_model(config: Config, spec: ModelSpec, providers: tuple[ProviderSpec, ..
             write_bundle(bundle, prepared.proto_bytes, prepared.inputs)
         run_ort_providers(prepared, bundle, providers, isolation or config.isolation, progress)
     return prepared.run
+
+
+def graph_digest(proto) -> str:
+    """sha256 of the graph without node metadata and doc strings: the exporter's stack traces
+    name source files, which differ between checkouts of the same code."""
+    import onnx
+
+    bare = onnx.ModelProto()
+    bare.CopyFrom(proto)
+    bare.doc_string = ""
+    del bare.metadata_props[:]
+    bare.graph.doc_string = ""
+    for node in bare.graph.node:
+        del node.metadata_props[:]
+        node.doc_string = ""
+    return hashlib.sha256(bare.SerializeToString(deterministic=True)).hexdigest()
 
 
 def thread_count() -> int | None:

@@ -22,9 +22,14 @@ from gate.errors import FormatError
 from gate.fingerprint import Fingerprint
 from gate.runs import LayerInfo, ModelRun, ProviderLayer, ProviderRun
 
-FORMAT, VERSION = "parity-gate/result", 1
 MAX_FILE = 256 * 1024 * 1024
-MAX_CONTENT = 1024 * 1024 * 1024
+
+
+def _limits():
+    from gate.baseline import Limits
+
+    # A result holds one baseline's worth of data per run and provider: the baseline caps, widened.
+    return Limits(max_file_size=MAX_FILE, max_decompressed_size=1024 * 1024 * 1024)
 
 
 def run_to_dict(run: ModelRun) -> dict[str, Any]:
@@ -34,11 +39,13 @@ def run_to_dict(run: ModelRun) -> dict[str, Any]:
         "reference": run.reference,
         "error": run.error,
         "layers": [{"name": x.name, "type": x.type, "fp": x.fp.to_dict(sketch=True)} for x in run.layers],
-        "onnx_map": {k: list(v) for k, v in run.onnx_map.items()},
+        "onnx_map": {k: {"kind": kind, "value": ref if isinstance(ref, str) else None,
+                         "output": ref if isinstance(ref, int) else None, "reason": reason}
+                     for k, (kind, ref, reason) in run.onnx_map.items()},
         "providers": [
             {"name": p.name, "precision": p.precision, "device": p.device, "status": p.status,
              "reason": p.reason, "error_status": p.error_status, "latency_ms": p.latency_ms,
-             "placement": p.placement,
+             "placement": p.placement, "capture_peak_bytes": p.capture_peak_bytes,
              "layers": {n: {"status": pl.status, "err": pl.err, "reason": pl.reason,
                             "fp": None if pl.fp is None else pl.fp.to_dict(sketch=False)}
                         for n, pl in p.layers.items()}}
@@ -50,10 +57,12 @@ def run_to_dict(run: ModelRun) -> dict[str, Any]:
 def run_from_dict(d: dict[str, Any]) -> ModelRun:
     run = ModelRun(d["model"], meta=dict(d["meta"]), reference=dict(d["reference"]), error=d["error"])
     run.layers = [LayerInfo(x["name"], x["type"], Fingerprint.from_dict(x["fp"])) for x in d["layers"]]
-    run.onnx_map = {k: (v[0], v[1], v[2]) for k, v in d["onnx_map"].items()}
+    run.onnx_map = {k: (v["kind"], v["value"] if v["value"] is not None else v["output"], v["reason"])
+                    for k, v in d["onnx_map"].items()}
     for p in d["providers"]:
         prun = ProviderRun(p["name"], p["precision"], p["device"], p["status"], p["reason"], p["error_status"],
-                           latency_ms=p["latency_ms"], placement=p["placement"])
+                           latency_ms=p["latency_ms"], placement=p["placement"],
+                           capture_peak_bytes=p.get("capture_peak_bytes"))
         for n, pl in p["layers"].items():
             prun.layers[n] = ProviderLayer(pl["status"], None if pl["fp"] is None else Fingerprint.from_dict(pl["fp"]),
                                            pl["err"], pl["reason"])
@@ -62,43 +71,38 @@ def run_from_dict(d: dict[str, Any]) -> ModelRun:
 
 
 def write_runs(path: Path, runs: list[ModelRun]) -> None:
-    doc = {"format": FORMAT, "version": VERSION, "runs": [run_to_dict(r) for r in runs]}
+    from gate.resultschema import DOCUMENT, FORMAT, VERSION
+
+    doc = DOCUMENT.conform({"format": FORMAT, "version": VERSION, "runs": [run_to_dict(r) for r in runs]}, "",
+                           _limits())
     raw = msgpack.packb(doc, use_bin_type=True)
     atomic_write_bytes(path, zstandard.ZstdCompressor(level=3, write_content_size=True).compress(raw))
 
 
 def read_runs(path: Path) -> list[ModelRun]:
+    """The runs in a result file; one FormatError line naming the file and the rule otherwise."""
+    from gate.baseline.codec import _decompress
+    from gate.baseline.stream import Invalid, StreamReader
+    from gate.resultschema import DOCUMENT
+
     where = f"result file `{path}`"
+    limits = _limits()
     try:
         size = path.stat().st_size
+        if size > MAX_FILE:
+            raise FormatError(f"{where}: {size:,} bytes (limit {MAX_FILE:,})")
+        raw = _decompress(path.read_bytes(), limits)
+        reader = StreamReader(raw, limits)
+        doc = DOCUMENT.read(reader, "", limits)
+        if reader.pos != len(raw):
+            raise Invalid("", f"trailing data after the msgpack map ({len(raw) - reader.pos:,} more bytes)")
+        return [run_from_dict(r) for r in doc["runs"]]
     except FileNotFoundError:
         raise FormatError(f"{where}: does not exist") from None
-    if size > MAX_FILE:
-        raise FormatError(f"{where}: {size:,} bytes (limit {MAX_FILE:,})")
-    data = path.read_bytes()
-    try:
-        params = zstandard.get_frame_parameters(data)
-    except zstandard.ZstdError as exc:
-        raise FormatError(f"{where}: not a zstd frame ({exc})") from None
-    if params.content_size in (zstandard.CONTENTSIZE_UNKNOWN, zstandard.CONTENTSIZE_ERROR) or \
-            params.content_size > MAX_CONTENT:
-        raise FormatError(f"{where}: zstd frame content size missing or over {MAX_CONTENT:,} bytes")
-    try:
-        raw = zstandard.ZstdDecompressor().decompress(data, max_output_size=params.content_size,
-                                                      allow_extra_data=False)
-        doc = msgpack.unpackb(raw, raw=False, strict_map_key=True)
-    except (zstandard.ZstdError, ValueError, msgpack.ExtraData, msgpack.FormatError, msgpack.StackError) as exc:
-        raise FormatError(f"{where}: corrupt ({type(exc).__name__}: {str(exc)[:200]})") from None
-    if not isinstance(doc, dict) or doc.get("format") != FORMAT:
-        raise FormatError(f"{where}: not a parity-gate result file")
-    if doc.get("version") != VERSION:
-        raise FormatError(f"{where}: format version {doc.get('version')!r} is not {VERSION}; use the same "
-                          "parity-gate version on every runner")
-    try:
-        runs = [run_from_dict(r) for r in doc["runs"]]
-    except (KeyError, TypeError, ValueError, IndexError, AttributeError) as exc:
-        raise FormatError(f"{where}: malformed run ({type(exc).__name__}: {exc})") from None
-    return runs
+    except Invalid as exc:
+        raise FormatError(f"{where}: {exc}") from None
+    except (ValueError, KeyError, TypeError) as exc:  # cross-field inconsistencies the schema cannot see
+        raise FormatError(f"{where}: malformed ({type(exc).__name__}: {exc})") from None
 
 
 def merge(runs: list[ModelRun]) -> list[ModelRun]:

@@ -36,6 +36,7 @@ class ProviderRun:
     layers: dict[str, ProviderLayer] = field(default_factory=dict)
     latency_ms: float | None = None
     placement: dict[str, Any] | None = None  # which nodes ran on the provider, which fell back
+    capture_peak_bytes: int | None = None  # most marked-intermediate bytes held at once
 
 
 @dataclass

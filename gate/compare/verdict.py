@@ -108,6 +108,8 @@ def model_report(spec: ModelSpec, run: ModelRun, baseline: dict | None, path: Pa
             if base_entry is not None:
                 entry["baseline_latency_ms"] = base_entry.get("latency_ms")
         entry["placement"] = prun.placement
+        entry["capture_peak_mb"] = (None if prun.capture_peak_bytes is None
+                                    else round(prun.capture_peak_bytes / 2**20, 3))
         entry["audits"] = audits(prun, base_entry, policy)
         entry["layers"] = checks.runtime_rows(run, prun, base_entry, spec)
     for entry in report["providers"]:

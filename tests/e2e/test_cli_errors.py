@@ -145,3 +145,19 @@ def test_report_lists_baseline_files_the_change_touches(tmp_path):
     git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qam", "refresh")
     assert service.baseline_changes(cfg, "HEAD~1") == ["baselines/tiny-cnn.msgpack.zst"]
     assert service.baseline_changes(cfg, "no-such-rev") == []
+
+
+def test_baselines_are_byte_identical_across_fingerprint_backends(tmp_path):
+    """Same model, same machine: update-baseline under the C kernel and under the NumPy spec
+    writes the same bytes."""
+    outputs = {}
+    for backend in ("native", "numpy"):
+        folder = tmp_path / backend
+        folder.mkdir()
+        write_config(folder, "tiny-transformer", "examples.zoo:tiny_transformer", baseline_dir=Path("b"),
+                     providers='["torch-cpu"]')
+        shutil.copytree(ROOT / "examples", folder / "examples")
+        proc = run_cli("update-baseline", cwd=folder, env={"PARITY_GATE_BACKEND": backend})
+        assert proc.returncode == 0, proc.stderr
+        outputs[backend] = (folder / "b" / "tiny-transformer.msgpack.zst").read_bytes()
+    assert outputs["native"] == outputs["numpy"]
