@@ -119,7 +119,7 @@ def chunks(values: Sequence[str], sizes: Mapping[str, int], budget: int | None) 
 
 
 def run(proto: onnx.ModelProto, provider: str, options: Mapping[str, Any], inputs: Sequence[np.ndarray],
-        values: Sequence[str], what: str, timing_runs: int = 3, threads: int | None = None,
+        values: Sequence[str], what: str, timing_runs: int = 5, threads: int | None = None,
         capture_bytes: int | None = None, value_bytes: Mapping[str, int] | None = None) -> OrtRun:
     """Fingerprints of the shipped outputs and of ``values``; median latency of ``timing_runs`` warm runs.
 

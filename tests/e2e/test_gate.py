@@ -140,3 +140,17 @@ def test_missing_baseline_fails_and_says_how_to_create_it(tmp_path):
     assert report["verdict"] == "regressed"
     assert report["models"][0]["status"] == "no-baseline"
     assert "parity-gate update-baseline --model tiny-cnn" in report["models"][0]["message"]
+
+
+def test_update_baseline_twice_writes_the_same_bytes(tmp_path):
+    """Latency is measured, not derived: it is kept while it stays within its band, so an
+    unchanged model rewrites a byte-identical baseline."""
+    from gate.config import load_config as load
+
+    config = write_config(tmp_path, "tiny-cnn", "examples.zoo:tiny_cnn", baseline_dir=tmp_path / "b")
+    cfg = load(config)
+    service.update_baseline(cfg, cfg.models, cfg.providers)
+    first = (tmp_path / "b" / "tiny-cnn.msgpack.zst").read_bytes()
+    (updated,) = service.update_baseline(cfg, cfg.models, cfg.providers)
+    assert (tmp_path / "b" / "tiny-cnn.msgpack.zst").read_bytes() == first
+    assert updated.changes == ["no change"]
