@@ -75,6 +75,9 @@ _IMPLS = {"numpy": fingerprint_numpy, "native": _native_impl}
 _default_impl = _IMPLS[backend]
 
 
+_FAST = {np.dtype(n): n for n in ("float16", "float32", "float64")}  # native byte order
+
+
 def _prepare(array, dtype: str | None) -> tuple[np.ndarray, str]:
     """C-contiguous native-endian array plus the dtype name (bfloat16 as uint16 bits)."""
     a = np.asarray(array)
@@ -112,6 +115,10 @@ def fingerprint(array, dtype: str | None = None, *, backend: str | None = None) 
     ``dtype="bfloat16"`` reads a uint16 array as bfloat16 bits; ml_dtypes.bfloat16 arrays
     are recognised without it. ``backend`` overrides the module-wide choice (tests).
     """
+    if dtype is None and backend is None and type(array) is np.ndarray:  # fast path, small tensors
+        name = _FAST.get(array.dtype)
+        if name is not None and array.flags.c_contiguous:
+            return _default_impl(array, name)
     a, name = _prepare(array, dtype)
     if backend is None:
         return _default_impl(a, name)

@@ -150,38 +150,61 @@ static uint64_t collect_chunk(const void *src, int dtype, uint32_t len, void *bu
     return pos;
 }
 
-/* ---- multi-rank quickselect: afterwards a[r] is the r-th smallest for each rank r ---- */
-#define DEFINE_MSEL(NAME, T)                                                            \
-    static void NAME(T *a, int64_t lo, int64_t hi, const uint64_t *r, int nr) {         \
-        while (nr > 0 && lo < hi) {                                                     \
-            if (hi - lo < 24) {                                                         \
-                for (int64_t i = lo + 1; i <= hi; i++) {                                \
-                    T x = a[i]; int64_t j = i - 1;                                      \
-                    while (j >= lo && a[j] > x) { a[j + 1] = a[j]; j--; }               \
-                    a[j + 1] = x;                                                       \
-                }                                                                       \
-                return;                                                                 \
+/* ---- MSD radix select on collected keys: 8-bit digits; each level histograms the
+ * current candidates, keeps only the digit groups holding a wanted rank (partitioned into
+ * contiguous segments) and recurses into each. Four interleaved sets of counters and
+ * write positions (by i & 3) keep same-bin read-modify-write chains short. ranks: sorted
+ * ascending, within [0, n). ---- */
+#define DEFINE_RSELECT(NAME, T)                                                         \
+    static void NAME(T *a, T *tmp, uint64_t n, int shift, const uint64_t *rk, int nr, T *out) { \
+        uint64_t h[4][256], start[256], hs[256];                                        \
+        uint8_t gid[256];                                                               \
+        if (shift < 0 || n == 1) { for (int k = 0; k < nr; k++) out[k] = a[0]; return; } \
+        memset(h, 0, sizeof h);                                                         \
+        for (uint64_t i = 0; i < n; i++) h[i & 3][(a[i] >> shift) & 255]++;             \
+        for (uint64_t d = 0, s = 0; d < 256; d++) {                                     \
+            hs[d] = h[0][d] + h[1][d] + h[2][d] + h[3][d];                              \
+            start[d] = s;                                                               \
+            s += hs[d];                                                                 \
+        }                                                                               \
+        int dig[PGFP_NQ_MAX], ng = 0, gd[PGFP_NQ_MAX];                                  \
+        for (int k = 0; k < nr; k++) {                                                  \
+            int d = 255;                                                                \
+            while (start[d] > rk[k]) d--;                                               \
+            dig[k] = d;                                                                 \
+            if (ng == 0 || gd[ng - 1] != d) gd[ng++] = d;                               \
+        }                                                                               \
+        if (ng == 1 && hs[gd[0]] == n) { /* one digit for all: next level in place */  \
+            NAME(a, tmp, n, shift - 8, rk, nr, out);                                    \
+            return;                                                                     \
+        }                                                                               \
+        /* segments: wanted groups first (in digit order), then everything else */     \
+        memset(gid, ng, sizeof gid);                                                    \
+        uint64_t off[PGFP_NQ_MAX + 1], pos[4][PGFP_NQ_MAX + 1], o = 0;                  \
+        for (int g = 0; g <= ng; g++) {                                                 \
+            off[g] = o;                                                                 \
+            for (int p = 0; p < 4; p++) {                                               \
+                uint64_t c = 0;                                                         \
+                if (g < ng) c = h[p][gd[g]];                                            \
+                else { c = (n >> 2) + ((uint64_t)p < (n & 3)); for (int j = 0; j < ng; j++) c -= h[p][gd[j]]; } \
+                pos[p][g] = o;                                                          \
+                o += c;                                                                 \
             }                                                                           \
-            int64_t mid = lo + (hi - lo) / 2;                                           \
-            T x = a[lo], y = a[mid], z = a[hi], p;                                      \
-            p = (x < y) ? ((y < z) ? y : (x < z ? z : x)) : ((x < z) ? x : (y < z ? z : y)); \
-            int64_t lt = lo, i = lo, gt = hi;                                           \
-            while (i <= gt) {                                                           \
-                T v = a[i];                                                             \
-                if (v < p) { a[i++] = a[lt]; a[lt++] = v; }                             \
-                else if (v > p) { a[i] = a[gt]; a[gt--] = v; }                          \
-                else i++;                                                               \
-            }                                                                           \
-            int k = 0;                                                                  \
-            while (k < nr && (int64_t)r[k] < lt) k++;                                   \
-            int m = k;                                                                  \
-            while (m < nr && (int64_t)r[m] <= gt) m++;                                  \
-            if (k > 0) NAME(a, lo, lt - 1, r, k);                                       \
-            r += m; nr -= m; lo = gt + 1;                                               \
+            if (g < ng) gid[gd[g]] = (uint8_t)g;                                        \
+        }                                                                               \
+        for (uint64_t i = 0; i < n; i++) {                                              \
+            unsigned g = gid[(a[i] >> shift) & 255];                                    \
+            tmp[pos[i & 3][g]++] = a[i];                                                \
+        }                                                                               \
+        for (int g = 0, k = 0; g < ng; g++) {                                           \
+            uint64_t lr[PGFP_NQ_MAX];                                                   \
+            int k0 = k;                                                                 \
+            while (k < nr && dig[k] == gd[g]) { lr[k - k0] = rk[k] - start[gd[g]]; k++; } \
+            NAME(tmp + off[g], a + off[g], hs[gd[g]], shift - 8, lr, k - k0, out + k0); \
         }                                                                               \
     }
-DEFINE_MSEL(msel32, uint32_t)
-DEFINE_MSEL(msel64, uint64_t)
+DEFINE_RSELECT(rselect32, uint32_t)
+DEFINE_RSELECT(rselect64, uint64_t)
 
 typedef void (*chunk_fn)(const void *, int, uint32_t, uint64_t, partial *, uint32_t *);
 typedef uint32_t (*match_fn)(const void *, int, uint32_t, int, const uint64_t *, int, const unsigned char *, uint32_t *);
@@ -199,7 +222,7 @@ typedef struct {
     uint32_t *rhist;         /* T x nq x RBINS, refinement passes */
     uint64_t *hist64, *rhist64; /* overflow accumulators, only when n >= FLUSH */
     int nq;
-    void *buf;               /* collected keys */
+    void *buf, *tmp;         /* collected keys, radix-select scratch */
     uint64_t bufn;
     /* quantile plan, written by thread 0 between barriers */
     int cmd;                 /* 0 done, 1 refine, 2 collect */
@@ -420,8 +443,8 @@ static void plan_after_refine(ctx *c, plan *pl) {
 
 static void select_in_buf(ctx *c, plan *pl, double *q) {
     /* Candidate groups are disjoint prefix ranges: sorted buffer = groups in prefix order. */
-    uint64_t gcount[NG], base[NG], r[PGFP_NQ_MAX], rs[PGFP_NQ_MAX];
-    int kb = key_bits(c->dtype), ord[PGFP_NQ_MAX];
+    uint64_t gcount[NG], base[NG], r[PGFP_NQ_MAX], rs[PGFP_NQ_MAX] = {0};
+    int kb = key_bits(c->dtype), ord[PGFP_NQ_MAX], nr = 0;
     for (int k = 0; k < pl->nq; k++) gcount[pl->grp[k]] = pl->count[k];
     for (int g = 0; g < c->ng; g++) {
         base[g] = 0;
@@ -430,14 +453,11 @@ static void select_in_buf(ctx *c, plan *pl, double *q) {
     for (int k = 0; k < pl->nq; k++) { r[k] = base[pl->grp[k]] + pl->rank[k]; ord[k] = k; }
     for (int i = 1; i < pl->nq; i++)
         for (int j = i; j > 0 && r[ord[j]] < r[ord[j - 1]]; j--) { int x = ord[j]; ord[j] = ord[j - 1]; ord[j - 1] = x; }
-    int nr = 0;
-    for (int i = 0; i < pl->nq; i++) if (nr == 0 || rs[nr - 1] != r[ord[i]]) rs[nr++] = r[ord[i]];
-    if (kb == 64) msel64(c->buf, 0, (int64_t)c->bufn - 1, rs, nr);
-    else msel32(c->buf, 0, (int64_t)c->bufn - 1, rs, nr);
-    for (int k = 0; k < pl->nq; k++) {
-        uint64_t key = kb == 64 ? ((uint64_t *)c->buf)[r[k]] : ((uint32_t *)c->buf)[r[k]];
-        q[k] = key_to_value(key, c->dtype);
-    }
+    for (int i = 0; i < pl->nq; i++) rs[nr++] = r[ord[i]];
+    uint64_t keys[PGFP_NQ_MAX];
+    if (kb == 64) rselect64(c->buf, c->tmp, c->bufn, 56, rs, nr, keys);
+    else { uint32_t k32[PGFP_NQ_MAX]; rselect32(c->buf, c->tmp, c->bufn, kb - 8, rs, nr, k32); for (int i = 0; i < nr; i++) keys[i] = k32[i]; }
+    for (int i = 0; i < pl->nq; i++) q[ord[i]] = key_to_value(keys[i], c->dtype);
 }
 
 /* Threads t >= 1 mirror thread 0's barrier sequence in run_main(). */
@@ -527,7 +547,7 @@ static int key_size(int dtype) { return dtype == PGFP_F64 ? 8 : 4; }
 uint64_t pgfp_scratch_bound(uint64_t n, int dtype, int nthreads) {
     uint64_t T = nthreads < 1 ? 1 : (uint64_t)nthreads;
     if (n <= SMALL) T = 1;
-    uint64_t b = sizeof(ctx) + T * WPT * sizeof(partial) + (uint64_t)key_size(dtype) * (n <= SMALL ? n : CAP);
+    uint64_t b = sizeof(ctx) + sizeof(plan) + T * WPT * sizeof(partial) + 2 * (uint64_t)key_size(dtype) * (n <= SMALL ? n : CAP);
     if (n > SMALL) b += T * ((HBINS + 1) + (uint64_t)PGFP_NQ_MAX * RBINS) * (n >= FLUSH ? 12 : 4);
     return b;
 }
@@ -544,7 +564,7 @@ int pgfp_fingerprint(const void *data, uint64_t n, int dtype, const double *qs, 
     if (small) T = 1;
     int rc = 0;
     ctx *c = calloc(1, sizeof(ctx));
-    plan *pl = calloc(1, sizeof(plan));
+    plan *pl = malloc(sizeof(plan)); /* every field is written before it is read */
     if (!c || !pl) { free(c); free(pl); return -2; }
     c->chunk = pgfp_chunk_scalar;
     c->match = match_scalar;
@@ -556,8 +576,10 @@ int pgfp_fingerprint(const void *data, uint64_t n, int dtype, const double *qs, 
     c->esize = dtype == PGFP_F64 ? 8 : dtype == PGFP_F32 ? 4 : 2;
     c->nblocks = (n + BLOCK - 1) / BLOCK;
     partial_init(&c->tot);
-    c->slots = malloc(sizeof(partial) * (size_t)c->W);
+    c->slots = malloc(sizeof(partial) * (size_t)(c->nblocks < (uint64_t)c->W ? (c->nblocks ? c->nblocks : 1) : (uint64_t)c->W));
     c->buf = malloc((size_t)key_size(dtype) * (small ? (n ? n : 1) : CAP));
+    c->tmp = malloc((size_t)key_size(dtype) * (small ? (n ? n : 1) : CAP));
+    if (!c->tmp) { rc = -2; goto done; }
     if (!small) {
         c->hist = malloc(sizeof(uint32_t) * (HBINS + 1) * (size_t)T);
         c->tab = malloc(HBINS);
@@ -615,7 +637,7 @@ int pgfp_fingerprint(const void *data, uint64_t n, int dtype, const double *qs, 
         memcpy(out->sketch, p->sk, sizeof out->sketch);
     }
 done:
-    free(c->slots); free(c->buf); free(c->hist); free(c->rhist); free(c->hist64); free(c->rhist64); free(c->tab);
+    free(c->slots); free(c->buf); free(c->tmp); free(c->hist); free(c->rhist); free(c->hist64); free(c->rhist64); free(c->tab);
     free(c); free(pl);
     return rc;
 }
