@@ -11,6 +11,8 @@ This package imports nothing from ``gate/__init__.py`` (only ``gate.errors``).
 from __future__ import annotations
 
 import os
+import sys
+import types
 
 import numpy as np
 
@@ -128,3 +130,14 @@ def fingerprint(array, dtype: str | None = None, *, backend: str | None = None) 
     if impl is None:
         raise ConfigError(f"fingerprint backend 'native' requested but {native_error}")
     return impl(a, name)
+
+
+class _CallableModule(types.ModuleType):
+    """Lets ``gate.fingerprint(array)`` work while ``gate.fingerprint.backend`` etc. stay
+    module attributes, so gate/__init__.py can re-export the module itself."""
+
+    def __call__(self, array, dtype: str | None = None, *, backend: str | None = None) -> Fingerprint:
+        return fingerprint(array, dtype, backend=backend)
+
+
+sys.modules[__name__].__class__ = _CallableModule

@@ -10,6 +10,8 @@ import os
 
 import numpy as np
 
+from gate.errors import ConfigError
+
 from ._model import QUANTILES, SKETCH_WIDTH, Fingerprint
 from ._native import ffi, lib  # ImportError when the extension was not built
 
@@ -22,13 +24,15 @@ _new = Fingerprint._new  # below this a thread start costs more than it saves
 
 
 def _threads() -> int:
+    """PARITY_GATE_THREADS (default 1). Any count gives bit-identical results; more threads
+    only pay off on idle multi-core machines (the gate usually runs beside torch/ORT)."""
     env = os.environ.get("PARITY_GATE_THREADS", "").strip()
-    if env:
-        return max(1, int(env))
+    if not env:
+        return 1
     try:
-        return max(1, min(8, len(os.sched_getaffinity(0))))
-    except AttributeError:  # not Linux
-        return max(1, min(8, os.cpu_count() or 1))
+        return max(1, min(64, int(env)))
+    except ValueError:
+        raise ConfigError(f"PARITY_GATE_THREADS={env!r} is not a positive integer") from None
 
 
 THREADS = _threads()

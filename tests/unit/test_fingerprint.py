@@ -165,3 +165,10 @@ def test_sketch_distance_estimates_l2():
     est = relative_error(_spec(b), _spec(a))
     assert est == pytest.approx(exact, rel=0.25)
     assert sketch_distance(_spec(a), _spec(a)) == 0.0 and relative_error(_spec(a), _spec(a)) == 0.0
+
+
+def test_package_is_callable_and_keeps_its_attributes():
+    import gate.fingerprint as F
+
+    assert F(np.ones(3)).sum == 3.0
+    assert F.backend in ("native", "numpy") and F.fingerprint is fingerprint
