@@ -206,6 +206,8 @@ static uint64_t collect_chunk(const void *src, int dtype, uint32_t len, void *bu
 DEFINE_RSELECT(rselect32, uint32_t)
 DEFINE_RSELECT(rselect64, uint64_t)
 
+#define STACK_KEYS 512 /* keys of inputs this small live on the stack */
+
 typedef void (*chunk_fn)(const void *, int, uint32_t, uint64_t, partial *, uint32_t *);
 typedef uint32_t (*match_fn)(const void *, int, uint32_t, int, const uint64_t *, int, const unsigned char *, uint32_t *);
 
@@ -563,9 +565,14 @@ int pgfp_fingerprint(const void *data, uint64_t n, int dtype, const double *qs, 
     int small = n <= SMALL;
     if (small) T = 1;
     int rc = 0;
-    ctx *c = calloc(1, sizeof(ctx));
-    plan *pl = malloc(sizeof(plan)); /* every field is written before it is read */
-    if (!c || !pl) { free(c); free(pl); return -2; }
+    /* Small inputs run without heap allocation (per-call cost matters for small tensors). */
+    ctx cs;
+    plan pls; /* every field is written before it is read */
+    partial slot0;
+    uint64_t kbuf[2][STACK_KEYS];
+    ctx *c = &cs;
+    plan *pl = &pls;
+    memset(c, 0, sizeof *c);
     c->chunk = pgfp_chunk_scalar;
     c->match = match_scalar;
 #ifdef PGFP_X86
@@ -576,9 +583,11 @@ int pgfp_fingerprint(const void *data, uint64_t n, int dtype, const double *qs, 
     c->esize = dtype == PGFP_F64 ? 8 : dtype == PGFP_F32 ? 4 : 2;
     c->nblocks = (n + BLOCK - 1) / BLOCK;
     partial_init(&c->tot);
-    c->slots = malloc(sizeof(partial) * (size_t)(c->nblocks < (uint64_t)c->W ? (c->nblocks ? c->nblocks : 1) : (uint64_t)c->W));
-    c->buf = malloc((size_t)key_size(dtype) * (small ? (n ? n : 1) : CAP));
-    c->tmp = malloc((size_t)key_size(dtype) * (small ? (n ? n : 1) : CAP));
+    int heap_slots = c->nblocks > 1, heap_keys = n > STACK_KEYS;
+    c->slots = heap_slots ? malloc(sizeof(partial) * (size_t)(c->nblocks < (uint64_t)c->W ? c->nblocks : (uint64_t)c->W))
+                          : &slot0;
+    c->buf = heap_keys ? malloc((size_t)key_size(dtype) * (small ? n : CAP)) : (void *)kbuf[0];
+    c->tmp = heap_keys ? malloc((size_t)key_size(dtype) * (small ? n : CAP)) : (void *)kbuf[1];
     if (!c->tmp) { rc = -2; goto done; }
     if (!small) {
         c->hist = malloc(sizeof(uint32_t) * (HBINS + 1) * (size_t)T);
@@ -637,7 +646,8 @@ int pgfp_fingerprint(const void *data, uint64_t n, int dtype, const double *qs, 
         memcpy(out->sketch, p->sk, sizeof out->sketch);
     }
 done:
-    free(c->slots); free(c->buf); free(c->tmp); free(c->hist); free(c->rhist); free(c->hist64); free(c->rhist64); free(c->tab);
-    free(c); free(pl);
+    if (heap_slots) free(c->slots);
+    if (heap_keys) { free(c->buf); free(c->tmp); }
+    free(c->hist); free(c->rhist); free(c->hist64); free(c->rhist64); free(c->tab);
     return rc;
 }
