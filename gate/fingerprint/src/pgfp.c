@@ -150,58 +150,61 @@ static uint64_t collect_chunk(const void *src, int dtype, uint32_t len, void *bu
     return pos;
 }
 
-/* ---- MSD radix select on collected keys: 8-bit digits; each level histograms the
- * current candidates, keeps only the digit groups holding a wanted rank (partitioned into
- * contiguous segments) and recurses into each. Four interleaved sets of counters and
- * write positions (by i & 3) keep same-bin read-modify-write chains short. ranks: sorted
- * ascending, within [0, n). ---- */
+/* ---- MSD radix select on collected keys. Each level histograms one digit of the
+ * current keys, finds the digit of every wanted rank, compacts the keys of those digit
+ * groups (register write pointer, no read-modify-write chains), scatters the (few)
+ * compacted keys into one segment per group and recurses into each group. The first
+ * level of a large buffer uses a 12-bit digit (sign, exponent and a little mantissa, so
+ * few keys survive), deeper levels 8 bits. rk: ranks sorted ascending, within [0, n);
+ * hi: key bits still unresolved; sc: 2 x 4096 uint32 + 4096 bytes of scratch. ---- */
 #define DEFINE_RSELECT(NAME, T)                                                         \
-    static void NAME(T *a, T *tmp, uint64_t n, int shift, const uint64_t *rk, int nr, T *out) { \
-        uint64_t h[4][256], start[256], hs[256];                                        \
-        uint8_t gid[256];                                                               \
-        if (shift < 0 || n == 1) { for (int k = 0; k < nr; k++) out[k] = a[0]; return; } \
-        memset(h, 0, sizeof h);                                                         \
-        for (uint64_t i = 0; i < n; i++) h[i & 3][(a[i] >> shift) & 255]++;             \
-        for (uint64_t d = 0, s = 0; d < 256; d++) {                                     \
-            hs[d] = h[0][d] + h[1][d] + h[2][d] + h[3][d];                              \
-            start[d] = s;                                                               \
-            s += hs[d];                                                                 \
-        }                                                                               \
-        int dig[PGFP_NQ_MAX], ng = 0, gd[PGFP_NQ_MAX];                                  \
-        for (int k = 0; k < nr; k++) {                                                  \
-            int d = 255;                                                                \
-            while (start[d] > rk[k]) d--;                                               \
-            dig[k] = d;                                                                 \
-            if (ng == 0 || gd[ng - 1] != d) gd[ng++] = d;                               \
-        }                                                                               \
-        if (ng == 1 && hs[gd[0]] == n) { /* one digit for all: next level in place */  \
-            NAME(a, tmp, n, shift - 8, rk, nr, out);                                    \
+    static void NAME(T *a, T *tmp, uint64_t n, int hi, const uint64_t *rk, int nr, T *out, uint32_t *sc) { \
+        uint32_t h8[256], st8[256];                                                     \
+        uint8_t gid8[256];                                                              \
+        if (n <= 48) { /* small groups: insertion sort beats another histogram level */ \
+            for (uint64_t i = 1; i < n; i++) {                                          \
+                T x = a[i];                                                             \
+                uint64_t j = i;                                                         \
+                while (j > 0 && a[j - 1] > x) { a[j] = a[j - 1]; j--; }                 \
+                a[j] = x;                                                               \
+            }                                                                           \
+            for (int k = 0; k < nr; k++) out[k] = a[rk[k]];                             \
             return;                                                                     \
         }                                                                               \
-        /* segments: wanted groups first (in digit order), then everything else */     \
-        memset(gid, ng, sizeof gid);                                                    \
-        uint64_t off[PGFP_NQ_MAX + 1], pos[4][PGFP_NQ_MAX + 1], o = 0;                  \
-        for (int g = 0; g <= ng; g++) {                                                 \
-            off[g] = o;                                                                 \
-            for (int p = 0; p < 4; p++) {                                               \
-                uint64_t c = 0;                                                         \
-                if (g < ng) c = h[p][gd[g]];                                            \
-                else { c = (n >> 2) + ((uint64_t)p < (n & 3)); for (int j = 0; j < ng; j++) c -= h[p][gd[j]]; } \
-                pos[p][g] = o;                                                          \
-                o += c;                                                                 \
+        while (hi > 0 && n > 1) {                                                       \
+            int db = (sc && hi >= 12 && n >= 2048) ? 12 : (hi < 8 ? hi : 8), shift = hi - db; \
+            uint32_t bins = 1u << db, mask = bins - 1;                                  \
+            uint32_t *h = db == 12 ? sc : h8, *st = db == 12 ? sc + 4096 : st8;          \
+            uint8_t *gid = db == 12 ? (uint8_t *)(sc + 8192) : gid8;                    \
+            memset(h, 0, sizeof(uint32_t) * bins);                                      \
+            for (uint64_t i = 0; i < n; i++) h[(a[i] >> shift) & mask]++;              \
+            int dig[PGFP_NQ_MAX], gd[PGFP_NQ_MAX], ng = 0, k = 0;                       \
+            uint32_t s = 0;                                                             \
+            for (uint32_t d = 0; d < bins; d++) {                                       \
+                st[d] = s;                                                              \
+                s += h[d];                                                              \
+                while (k < nr && rk[k] < s) {                                           \
+                    dig[k++] = (int)d;                                                  \
+                    if (ng == 0 || gd[ng - 1] != (int)d) gd[ng++] = (int)d;             \
+                }                                                                       \
             }                                                                           \
-            if (g < ng) gid[gd[g]] = (uint8_t)g;                                        \
+            if (ng == 1 && h[gd[0]] == n) { hi = shift; continue; } /* one digit: next level */ \
+            memset(gid, ng, bins);                                                      \
+            uint32_t off[PGFP_NQ_MAX + 1], pos[PGFP_NQ_MAX + 1];                        \
+            off[0] = 0;                                                                 \
+            for (int g = 0; g < ng; g++) { gid[gd[g]] = (uint8_t)g; off[g + 1] = off[g] + h[gd[g]]; pos[g] = off[g]; } \
+            uint64_t w = 0;                                                             \
+            for (uint64_t i = 0; i < n; i++) { tmp[w] = a[i]; w += gid[(a[i] >> shift) & mask] < ng; } \
+            for (uint64_t j = 0; j < w; j++) a[pos[gid[(tmp[j] >> shift) & mask]]++] = tmp[j]; \
+            for (int g = 0, q = 0; g < ng; g++) {                                       \
+                uint64_t lr[PGFP_NQ_MAX];                                               \
+                int q0 = q;                                                             \
+                while (q < nr && dig[q] == gd[g]) { lr[q - q0] = rk[q] - st[gd[g]]; q++; } \
+                NAME(a + off[g], tmp + off[g], h[gd[g]], shift, lr, q - q0, out + q0, NULL); \
+            }                                                                           \
+            return;                                                                     \
         }                                                                               \
-        for (uint64_t i = 0; i < n; i++) {                                              \
-            unsigned g = gid[(a[i] >> shift) & 255];                                    \
-            tmp[pos[i & 3][g]++] = a[i];                                                \
-        }                                                                               \
-        for (int g = 0, k = 0; g < ng; g++) {                                           \
-            uint64_t lr[PGFP_NQ_MAX];                                                   \
-            int k0 = k;                                                                 \
-            while (k < nr && dig[k] == gd[g]) { lr[k - k0] = rk[k] - start[gd[g]]; k++; } \
-            NAME(tmp + off[g], a + off[g], hs[gd[g]], shift - 8, lr, k - k0, out + k0); \
-        }                                                                               \
+        for (int k = 0; k < nr; k++) out[k] = a[0];                                     \
     }
 DEFINE_RSELECT(rselect32, uint32_t)
 DEFINE_RSELECT(rselect64, uint64_t)
@@ -225,6 +228,7 @@ typedef struct {
     uint64_t *hist64, *rhist64; /* overflow accumulators, only when n >= FLUSH */
     int nq;
     void *buf, *tmp;         /* collected keys, radix-select scratch */
+    uint32_t *sel;           /* 12-bit radix-select level (NULL: 8-bit digits only) */
     uint64_t bufn;
     /* quantile plan, written by thread 0 between barriers */
     int cmd;                 /* 0 done, 1 refine, 2 collect */
@@ -457,8 +461,8 @@ static void select_in_buf(ctx *c, plan *pl, double *q) {
         for (int j = i; j > 0 && r[ord[j]] < r[ord[j - 1]]; j--) { int x = ord[j]; ord[j] = ord[j - 1]; ord[j - 1] = x; }
     for (int i = 0; i < pl->nq; i++) rs[nr++] = r[ord[i]];
     uint64_t keys[PGFP_NQ_MAX];
-    if (kb == 64) rselect64(c->buf, c->tmp, c->bufn, 56, rs, nr, keys);
-    else { uint32_t k32[PGFP_NQ_MAX]; rselect32(c->buf, c->tmp, c->bufn, kb - 8, rs, nr, k32); for (int i = 0; i < nr; i++) keys[i] = k32[i]; }
+    if (kb == 64) rselect64(c->buf, c->tmp, c->bufn, kb, rs, nr, keys, c->sel);
+    else { uint32_t k32[PGFP_NQ_MAX]; rselect32(c->buf, c->tmp, c->bufn, kb, rs, nr, k32, c->sel); for (int i = 0; i < nr; i++) keys[i] = k32[i]; }
     for (int i = 0; i < pl->nq; i++) q[ord[i]] = key_to_value(keys[i], c->dtype);
 }
 
@@ -549,7 +553,7 @@ static int key_size(int dtype) { return dtype == PGFP_F64 ? 8 : 4; }
 uint64_t pgfp_scratch_bound(uint64_t n, int dtype, int nthreads) {
     uint64_t T = nthreads < 1 ? 1 : (uint64_t)nthreads;
     if (n <= SMALL) T = 1;
-    uint64_t b = sizeof(ctx) + sizeof(plan) + T * WPT * sizeof(partial) + 2 * (uint64_t)key_size(dtype) * (n <= SMALL ? n : CAP);
+    uint64_t b = sizeof(ctx) + sizeof(plan) + T * WPT * sizeof(partial) + 2 * (uint64_t)key_size(dtype) * (n <= SMALL ? n : CAP) + 4 * 8192 + 4096;
     if (n > SMALL) b += T * ((HBINS + 1) + (uint64_t)PGFP_NQ_MAX * RBINS) * (n >= FLUSH ? 12 : 4);
     return b;
 }
@@ -588,7 +592,8 @@ int pgfp_fingerprint(const void *data, uint64_t n, int dtype, const double *qs, 
                           : &slot0;
     c->buf = heap_keys ? malloc((size_t)key_size(dtype) * (small ? n : CAP)) : (void *)kbuf[0];
     c->tmp = heap_keys ? malloc((size_t)key_size(dtype) * (small ? n : CAP)) : (void *)kbuf[1];
-    if (!c->tmp) { rc = -2; goto done; }
+    c->sel = heap_keys ? malloc(sizeof(uint32_t) * 8192 + 4096) : NULL;
+    if (!c->tmp || (heap_keys && !c->sel)) { rc = -2; goto done; }
     if (!small) {
         c->hist = malloc(sizeof(uint32_t) * (HBINS + 1) * (size_t)T);
         c->tab = malloc(HBINS);
@@ -647,7 +652,7 @@ int pgfp_fingerprint(const void *data, uint64_t n, int dtype, const double *qs, 
     }
 done:
     if (heap_slots) free(c->slots);
-    if (heap_keys) { free(c->buf); free(c->tmp); }
+    if (heap_keys) { free(c->buf); free(c->tmp); free(c->sel); }
     free(c->hist); free(c->rhist); free(c->hist64); free(c->rhist64); free(c->tab);
     return rc;
 }
