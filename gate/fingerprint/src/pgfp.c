@@ -2,12 +2,14 @@
  * bit; read that docstring first. Build without -ffast-math and with -ffp-contract=off:
  * the summation order and the rounding of v*v are part of the specification.
  *
- * One fused pass computes counts, min/max, the lane sums, the sketch and a 16-bit
- * histogram of order-preserving integer keys; quantiles are then finished by radix
- * select (12-bit refinement passes over the data) and, once few candidates remain, by
- * collecting them and running quickselect. Scratch memory is bounded (pgfp_scratch_bound).
- * Threads split the blocks of a window; block partials are combined in block order, so
- * the result does not depend on the thread count. */
+ * This file is the driver. One fused pass (pgfp_chunk_avx2 / pgfp_chunk_scalar) computes
+ * counts, min/max, the lane sums, the sketch and a 16-bit histogram of order-preserving
+ * integer keys; quantiles are then finished by refinement passes over the data (16-bit
+ * digits, only for the <= 9 bins holding a wanted rank) and, once at most CAP candidates
+ * remain, by collecting them and running a radix select (pgfp_select.c). Inputs of at most
+ * SMALL elements collect every key in pass 1 instead. Scratch memory is bounded
+ * (pgfp_scratch_bound). Threads split the blocks of a window; block partials are combined
+ * in block order, so the result does not depend on the thread count. */
 #include "pgfp_internal.h"
 
 #include <math.h>
@@ -19,11 +21,6 @@
 #define PGFP_HAVE_THREADS 1
 #endif
 
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
-#define HOT
-#else
-#define HOT
-#endif
 
 static double key_to_value(uint64_t key, int dtype) {
     switch (dtype) {
@@ -34,180 +31,6 @@ static double key_to_value(uint64_t key, int dtype) {
     }
 }
 static int key_bits(int dtype) { return dtype == PGFP_F64 ? 64 : dtype == PGFP_F32 ? 32 : 16; }
-
-static void partial_init(partial *p) {
-    memset(p, 0, sizeof *p);
-    p->mn = INFINITY;
-    p->mx = -INFINITY;
-}
-
-/* Stats over one inner chunk: lane sums continue in p (the chunk starts at a lane-0
- * offset), vv receives the canonical finite values (non-finite -> +0.0). */
-#define DEFINE_STATS(NAME, T, CONV)                                                     \
-    HOT static void NAME(const T *src, uint32_t len, double *vv, partial *p) {          \
-        double s[LANES], q[LANES], a[LANES], mn[LANES], mx[LANES];                      \
-        uint64_t cn[LANES], cp[LANES], cm[LANES], cz[LANES];                            \
-        for (int j = 0; j < LANES; j++) {                                               \
-            s[j] = p->s[j]; q[j] = p->q[j]; a[j] = p->a[j];                             \
-            mn[j] = INFINITY; mx[j] = -INFINITY; cn[j] = cp[j] = cm[j] = cz[j] = 0;     \
-        }                                                                               \
-        uint32_t i = 0;                                                                 \
-        for (; i + LANES <= len; i += LANES) {                                          \
-            for (int j = 0; j < LANES; j++) {                                           \
-                double v = CONV(src[i + j]);                                            \
-                int fin = fabs(v) <= 1.7976931348623157e308;                            \
-                cn[j] += (v != v);                                                      \
-                cp[j] += (v == INFINITY);                                               \
-                cm[j] += (v == -INFINITY);                                              \
-                cz[j] += (v == 0.0);                                                    \
-                double w = (fin ? v : 0.0) + 0.0;                                       \
-                double lo = fin ? v : INFINITY, hi = fin ? v : -INFINITY;               \
-                mn[j] = lo < mn[j] ? lo : mn[j];                                        \
-                mx[j] = hi > mx[j] ? hi : mx[j];                                        \
-                s[j] += w;                                                              \
-                q[j] += w * w;                                                          \
-                a[j] += fabs(w);                                                        \
-                vv[i + j] = w;                                                          \
-            }                                                                           \
-        }                                                                               \
-        for (int j = 0; i < len; i++, j++) {                                            \
-            double v = CONV(src[i]);                                                    \
-            int fin = fabs(v) <= 1.7976931348623157e308;                                \
-            cn[j] += (v != v);                                                          \
-            cp[j] += (v == INFINITY);                                                   \
-            cm[j] += (v == -INFINITY);                                                  \
-            cz[j] += (v == 0.0);                                                        \
-            double w = (fin ? v : 0.0) + 0.0;                                           \
-            if (fin && v < mn[j]) mn[j] = v;                                            \
-            if (fin && v > mx[j]) mx[j] = v;                                            \
-            s[j] += w;                                                                  \
-            q[j] += w * w;                                                              \
-            a[j] += fabs(w);                                                            \
-            vv[i] = w;                                                                  \
-        }                                                                               \
-        for (int j = 0; j < LANES; j++) {                                               \
-            p->s[j] = s[j]; p->q[j] = q[j]; p->a[j] = a[j];                             \
-            p->nan += cn[j]; p->pinf += cp[j]; p->ninf += cm[j]; p->zero += cz[j];      \
-            if (mn[j] < p->mn) p->mn = mn[j];                                           \
-            if (mx[j] > p->mx) p->mx = mx[j];                                           \
-        }                                                                               \
-    }
-
-#define CONV_F16(x) f16_to_d(x)
-#define CONV_BF16(x) bf16_to_d(x)
-#define CONV_F32(x) ((double)(x))
-#define CONV_F64(x) (x)
-DEFINE_STATS(stats_f16, uint16_t, CONV_F16)
-DEFINE_STATS(stats_bf16, uint16_t, CONV_BF16)
-DEFINE_STATS(stats_f32, float, CONV_F32)
-DEFINE_STATS(stats_f64, double, CONV_F64)
-
-/* CountSketch of one inner chunk starting at flat index start (a multiple of 8; the
- * chunk never crosses a 2^35 boundary, so hi32 of the group index is constant). */
-HOT static void sketch_chunk(const double *vv, uint32_t len, uint64_t start, double *sk) {
-    uint64_t g0 = start >> 3;
-    uint32_t k = mix32((uint32_t)(g0 >> 32) ^ SEED), lo = (uint32_t)g0;
-    for (uint32_t i = 0; i < len; i++) {
-        uint32_t j = i & 7, h = mix32((lo + (i >> 3)) ^ k);
-        du x;
-        x.d = vv[i];
-        x.u ^= (uint64_t)((h >> (16 + j)) & 1u) << 63;
-        sk[8 * (h >> 27) + (j ^ ((h >> 24) & 7u))] += x.d;
-    }
-}
-
-/* Top-16 key digits (HBINS for non-finite elements). */
-static void digits_chunk(const void *src, int dtype, uint32_t len, uint32_t *dig) {
-    uint32_t i;
-    switch (dtype) {
-    case PGFP_F16: { const uint16_t *u = src; for (i = 0; i < len; i++) dig[i] = nonfin_f16(u[i]) ? HBINS : key16(u[i]); break; }
-    case PGFP_BF16: { const uint16_t *u = src; for (i = 0; i < len; i++) dig[i] = nonfin_bf16(u[i]) ? HBINS : key16(u[i]); break; }
-    case PGFP_F32: { const uint32_t *u = src; for (i = 0; i < len; i++) dig[i] = nonfin_f32(u[i]) ? HBINS : key32(u[i]) >> 16; break; }
-    default: { const uint64_t *u = src; for (i = 0; i < len; i++) dig[i] = nonfin_f64(u[i]) ? HBINS : (uint32_t)(key64(u[i]) >> 48); break; }
-    }
-}
-
-void pgfp_chunk_scalar(const void *src, int dtype, uint32_t len, uint64_t start, partial *p, uint32_t *dig) {
-    double vv[SUB];
-    switch (dtype) {
-    case PGFP_F16: stats_f16(src, len, vv, p); break;
-    case PGFP_BF16: stats_bf16(src, len, vv, p); break;
-    case PGFP_F32: stats_f32(src, len, vv, p); break;
-    default: stats_f64(src, len, vv, p); break;
-    }
-    sketch_chunk(vv, len, start, p->sk);
-    digits_chunk(src, dtype, len, dig);
-}
-
-static uint64_t collect_chunk(const void *src, int dtype, uint32_t len, void *buf, uint64_t pos) {
-    uint32_t i;
-    switch (dtype) {
-    case PGFP_F16: { const uint16_t *u = src; uint32_t *o = buf; for (i = 0; i < len; i++) { o[pos] = key16(u[i]); pos += !nonfin_f16(u[i]); } break; }
-    case PGFP_BF16: { const uint16_t *u = src; uint32_t *o = buf; for (i = 0; i < len; i++) { o[pos] = key16(u[i]); pos += !nonfin_bf16(u[i]); } break; }
-    case PGFP_F32: { const uint32_t *u = src; uint32_t *o = buf; for (i = 0; i < len; i++) { o[pos] = key32(u[i]); pos += !nonfin_f32(u[i]); } break; }
-    default: { const uint64_t *u = src; uint64_t *o = buf; for (i = 0; i < len; i++) { o[pos] = key64(u[i]); pos += !nonfin_f64(u[i]); } break; }
-    }
-    return pos;
-}
-
-/* ---- MSD radix select on collected keys. Each level histograms one digit of the
- * current keys, finds the digit of every wanted rank, compacts the keys of those digit
- * groups (register write pointer, no read-modify-write chains), scatters the (few)
- * compacted keys into one segment per group and recurses into each group. The first
- * level of a large buffer uses a 12-bit digit (sign, exponent and a little mantissa, so
- * few keys survive), deeper levels 8 bits. rk: ranks sorted ascending, within [0, n);
- * hi: key bits still unresolved; sc: 2 x 4096 uint32 + 4096 bytes of scratch. ---- */
-#define DEFINE_RSELECT(NAME, T)                                                         \
-    static void NAME(T *a, T *tmp, uint64_t n, int hi, const uint64_t *rk, int nr, T *out, uint32_t *sc) { \
-        uint32_t h8[256], st8[256];                                                     \
-        uint8_t gid8[256];                                                              \
-        if (n <= 48) { /* small groups: insertion sort beats another histogram level */ \
-            for (uint64_t i = 1; i < n; i++) {                                          \
-                T x = a[i];                                                             \
-                uint64_t j = i;                                                         \
-                while (j > 0 && a[j - 1] > x) { a[j] = a[j - 1]; j--; }                 \
-                a[j] = x;                                                               \
-            }                                                                           \
-            for (int k = 0; k < nr; k++) out[k] = a[rk[k]];                             \
-            return;                                                                     \
-        }                                                                               \
-        while (hi > 0 && n > 1) {                                                       \
-            int db = (sc && hi >= 12 && n >= 2048) ? 12 : (hi < 8 ? hi : 8), shift = hi - db; \
-            uint32_t bins = 1u << db, mask = bins - 1;                                  \
-            uint32_t *h = db == 12 ? sc : h8, *st = db == 12 ? sc + 4096 : st8;          \
-            uint8_t *gid = db == 12 ? (uint8_t *)(sc + 8192) : gid8;                    \
-            memset(h, 0, sizeof(uint32_t) * bins);                                      \
-            for (uint64_t i = 0; i < n; i++) h[(a[i] >> shift) & mask]++;              \
-            int dig[PGFP_NQ_MAX], gd[PGFP_NQ_MAX], ng = 0, k = 0;                       \
-            uint32_t s = 0;                                                             \
-            for (uint32_t d = 0; d < bins; d++) {                                       \
-                st[d] = s;                                                              \
-                s += h[d];                                                              \
-                while (k < nr && rk[k] < s) {                                           \
-                    dig[k++] = (int)d;                                                  \
-                    if (ng == 0 || gd[ng - 1] != (int)d) gd[ng++] = (int)d;             \
-                }                                                                       \
-            }                                                                           \
-            if (ng == 1 && h[gd[0]] == n) { hi = shift; continue; } /* one digit: next level */ \
-            memset(gid, ng, bins);                                                      \
-            uint32_t off[PGFP_NQ_MAX + 1], pos[PGFP_NQ_MAX + 1];                        \
-            off[0] = 0;                                                                 \
-            for (int g = 0; g < ng; g++) { gid[gd[g]] = (uint8_t)g; off[g + 1] = off[g] + h[gd[g]]; pos[g] = off[g]; } \
-            uint64_t w = 0;                                                             \
-            for (uint64_t i = 0; i < n; i++) { tmp[w] = a[i]; w += gid[(a[i] >> shift) & mask] < ng; } \
-            for (uint64_t j = 0; j < w; j++) a[pos[gid[(tmp[j] >> shift) & mask]]++] = tmp[j]; \
-            for (int g = 0, q = 0; g < ng; g++) {                                       \
-                uint64_t lr[PGFP_NQ_MAX];                                               \
-                int q0 = q;                                                             \
-                while (q < nr && dig[q] == gd[g]) { lr[q - q0] = rk[q] - st[gd[g]]; q++; } \
-                NAME(a + off[g], tmp + off[g], h[gd[g]], shift, lr, q - q0, out + q0, NULL); \
-            }                                                                           \
-            return;                                                                     \
-        }                                                                               \
-        for (int k = 0; k < nr; k++) out[k] = a[0];                                     \
-    }
-DEFINE_RSELECT(rselect32, uint32_t)
-DEFINE_RSELECT(rselect64, uint64_t)
 
 #define STACK_KEYS 512 /* keys of inputs this small live on the stack */
 
@@ -279,7 +102,7 @@ static void do_block(ctx *c, uint64_t b, partial *p, uint32_t *hist) {
         uint32_t nv = c->chunk == pgfp_chunk_scalar ? len : len & ~(uint32_t)(LANES - 1);
         if (nv) c->chunk(src, c->dtype, nv, i, p, dig);
         if (nv < len) pgfp_chunk_scalar(src + (uint64_t)nv * c->esize, c->dtype, len - nv, i + nv, p, dig + nv);
-        if (c->small) c->bufn = collect_chunk(src, c->dtype, len, c->buf, c->bufn);
+        if (c->small) c->bufn = pgfp_collect_chunk(src, c->dtype, len, c->buf, c->bufn);
         else for (uint32_t k = 0; k < len; k++) hist[dig[k]]++;
     }
 }
@@ -461,8 +284,8 @@ static void select_in_buf(ctx *c, plan *pl, double *q) {
         for (int j = i; j > 0 && r[ord[j]] < r[ord[j - 1]]; j--) { int x = ord[j]; ord[j] = ord[j - 1]; ord[j - 1] = x; }
     for (int i = 0; i < pl->nq; i++) rs[nr++] = r[ord[i]];
     uint64_t keys[PGFP_NQ_MAX];
-    if (kb == 64) rselect64(c->buf, c->tmp, c->bufn, kb, rs, nr, keys, c->sel);
-    else { uint32_t k32[PGFP_NQ_MAX]; rselect32(c->buf, c->tmp, c->bufn, kb, rs, nr, k32, c->sel); for (int i = 0; i < nr; i++) keys[i] = k32[i]; }
+    if (kb == 64) pgfp_rselect64(c->buf, c->tmp, c->bufn, kb, rs, nr, keys, c->sel);
+    else { uint32_t k32[PGFP_NQ_MAX]; pgfp_rselect32(c->buf, c->tmp, c->bufn, kb, rs, nr, k32, c->sel); for (int i = 0; i < nr; i++) keys[i] = k32[i]; }
     for (int i = 0; i < pl->nq; i++) q[ord[i]] = key_to_value(keys[i], c->dtype);
 }
 
