@@ -124,6 +124,7 @@ def test_dict_roundtrip_and_validation():
     assert len(d["sketch"]) == SKETCH_WIDTH * 8
     assert Fingerprint.from_dict(d) == fp
     assert Fingerprint.from_dict(fp.to_dict(sketch=False)).sketch is None
+    assert Fingerprint.from_dict(fp.to_dict(sketch=False)) == fp  # sketch compared only when both have one
     with pytest.raises(FormatError, match="'q'"):
         Fingerprint.from_dict({**d, "q": [1.0]})
     with pytest.raises(FormatError, match="'count'"):
