@@ -11,6 +11,8 @@ This package imports nothing from ``gate/__init__.py`` (only ``gate.errors``).
 from __future__ import annotations
 
 import os
+import sys
+import types
 
 import numpy as np
 
@@ -75,6 +77,9 @@ _IMPLS = {"numpy": fingerprint_numpy, "native": _native_impl}
 _default_impl = _IMPLS[backend]
 
 
+_FAST = {np.dtype(n): n for n in ("float16", "float32", "float64")}  # native byte order
+
+
 def _prepare(array, dtype: str | None) -> tuple[np.ndarray, str]:
     """C-contiguous native-endian array plus the dtype name (bfloat16 as uint16 bits)."""
     a = np.asarray(array)
@@ -112,6 +117,10 @@ def fingerprint(array, dtype: str | None = None, *, backend: str | None = None) 
     ``dtype="bfloat16"`` reads a uint16 array as bfloat16 bits; ml_dtypes.bfloat16 arrays
     are recognised without it. ``backend`` overrides the module-wide choice (tests).
     """
+    if dtype is None and backend is None and type(array) is np.ndarray:  # fast path, small tensors
+        name = _FAST.get(array.dtype)
+        if name is not None and array.flags.c_contiguous:
+            return _default_impl(array, name)
     a, name = _prepare(array, dtype)
     if backend is None:
         return _default_impl(a, name)
@@ -121,3 +130,14 @@ def fingerprint(array, dtype: str | None = None, *, backend: str | None = None) 
     if impl is None:
         raise ConfigError(f"fingerprint backend 'native' requested but {native_error}")
     return impl(a, name)
+
+
+class _CallableModule(types.ModuleType):
+    """Lets ``gate.fingerprint(array)`` work while ``gate.fingerprint.backend`` etc. stay
+    module attributes, so gate/__init__.py can re-export the module itself."""
+
+    def __call__(self, array, dtype: str | None = None, *, backend: str | None = None) -> Fingerprint:
+        return fingerprint(array, dtype, backend=backend)
+
+
+sys.modules[__name__].__class__ = _CallableModule

@@ -14,6 +14,7 @@ from cffi import FFI
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SRC = os.path.join(HERE, "src")
+SOURCES = ("pgfp.c", "pgfp_scalar.c", "pgfp_select.c", "pgfp_avx2.c")
 
 CDEF = """
 #define PGFP_WIDTH 256
@@ -46,7 +47,7 @@ def make_ffi(path=os.path.relpath) -> FFI:
     ffi.set_source(
         "gate.fingerprint._native",
         '#include "pgfp.h"',
-        sources=[path(os.path.join(SRC, f)) for f in ("pgfp.c", "pgfp_avx2.c")],
+        sources=[path(os.path.join(SRC, f)) for f in SOURCES],
         include_dirs=[path(SRC)],
         depends=[path(os.path.join(SRC, f)) for f in ("pgfp.h", "pgfp_internal.h")],
         extra_compile_args=_compile_args(),

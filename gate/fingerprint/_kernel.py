@@ -10,6 +10,8 @@ import os
 
 import numpy as np
 
+from gate.errors import ConfigError
+
 from ._model import QUANTILES, SKETCH_WIDTH, Fingerprint
 from ._native import ffi, lib  # ImportError when the extension was not built
 
@@ -17,17 +19,20 @@ _CODES = {"float16": 0, "bfloat16": 1, "float32": 2, "float64": 3}
 _QS = ffi.new("double[]", list(QUANTILES))
 _NQ = len(QUANTILES)
 _SKETCH_AT = ffi.offsetof("pgfp_result", "sketch")
-_PARALLEL_MIN = 1 << 21  # below this a thread start costs more than it saves
+_PARALLEL_MIN = 1 << 21
+_new = Fingerprint._new  # below this a thread start costs more than it saves
 
 
 def _threads() -> int:
+    """PARITY_GATE_THREADS (default 1). Any count gives bit-identical results; more threads
+    only pay off on idle multi-core machines (the gate usually runs beside torch/ORT)."""
     env = os.environ.get("PARITY_GATE_THREADS", "").strip()
-    if env:
-        return max(1, int(env))
+    if not env:
+        return 1
     try:
-        return max(1, min(8, len(os.sched_getaffinity(0))))
-    except AttributeError:  # not Linux
-        return max(1, min(8, os.cpu_count() or 1))
+        return max(1, min(64, int(env)))
+    except ValueError:
+        raise ConfigError(f"PARITY_GATE_THREADS={env!r} is not a positive integer") from None
 
 
 THREADS = _threads()
@@ -47,20 +52,22 @@ def fingerprint_native(a: np.ndarray, dtype: str, threads: int | None = None) ->
     rc = lib.pgfp_fingerprint(ffi.from_buffer(a) if n else ffi.NULL, n, _CODES[dtype], _QS, _NQ, t, out)
     if rc:
         raise MemoryError("fingerprint: native kernel could not allocate its scratch memory")
-    return Fingerprint(
-        shape=a.shape,
-        dtype=dtype,
-        count=n,
-        nan=out.nan,
-        posinf=out.posinf,
-        neginf=out.neginf,
-        zero=out.zero,
-        min=out.min,
-        max=out.max,
-        sum=out.sum,
-        sumsq=out.sumsq,
-        sumabs=out.sumabs,
-        quantiles=tuple(ffi.unpack(out.q, _NQ)),
-        # a view into the result struct; ffi.buffer(out) keeps the struct alive
-        sketch=np.frombuffer(ffi.buffer(out), np.float64, SKETCH_WIDTH, _SKETCH_AT),
+    return _new(
+        {
+            "shape": a.shape,
+            "dtype": dtype,
+            "count": n,
+            "nan": out.nan,
+            "posinf": out.posinf,
+            "neginf": out.neginf,
+            "zero": out.zero,
+            "min": out.min,
+            "max": out.max,
+            "sum": out.sum,
+            "sumsq": out.sumsq,
+            "sumabs": out.sumabs,
+            "quantiles": tuple(ffi.unpack(out.q, _NQ)),
+            # a view into the result struct; ffi.buffer(out) keeps the struct alive
+            "sketch": np.frombuffer(ffi.buffer(out), np.float64, SKETCH_WIDTH, _SKETCH_AT),
+        }
     )

@@ -47,6 +47,13 @@ class Fingerprint:
     quantiles: tuple[float, ...]
     sketch: np.ndarray | None = None
 
+    @classmethod
+    def _new(cls, fields: dict[str, Any]) -> Fingerprint:
+        """Construct without the dataclass __init__ (cheaper for small tensors)."""
+        fp = object.__new__(cls)
+        fp.__dict__.update(fields)
+        return fp
+
     @property
     def finite(self) -> int:
         return self.count - self.nan - self.posinf - self.neginf
@@ -138,8 +145,8 @@ class Fingerprint:
         """Bit-identical comparison (NaN equals NaN); the sketch counts when both have one."""
         if not isinstance(other, Fingerprint):
             return NotImplemented
-        a, b = self.to_dict(), other.to_dict()
-        return _bits(a) == _bits(b)
+        both = self.sketch is not None and other.sketch is not None
+        return _bits(self.to_dict(sketch=both)) == _bits(other.to_dict(sketch=both))
 
     __hash__ = None  # type: ignore[assignment]
 

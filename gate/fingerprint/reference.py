@@ -24,7 +24,9 @@ fixed order so that any implementation can reproduce them bit for bit:
      totals starting from +0.0;
   4. the 8 totals are combined as ((t0+t1)+(t2+t3)) + ((t4+t5)+(t6+t7)).
 ``v*v`` is rounded to float64 before it is added (no fused multiply-add); it is exact
-for inputs narrower than float64. The blocks make the order independent of how an
+for inputs narrower than float64. Plain IEEE arithmetic throughout: float64 inputs near
+the top of the range can overflow a sum to +/-inf (and +inf + -inf to NaN) — the same
+on both backends. The blocks make the order independent of how an
 implementation chunks or parallelises its work.
 
 Quantiles. For each q in QUANTILES: the order statistic of rank ``floor(q * (m - 1))``
@@ -137,6 +139,11 @@ def fingerprint_numpy(a: np.ndarray, dtype: str) -> Fingerprint:
     """Fingerprint of ``a`` (C-contiguous, native byte order; uint16 bits for bfloat16)."""
     flat = a.reshape(-1)
     n = flat.size
+    with np.errstate(over="ignore", invalid="ignore"):  # huge values overflow to inf, as in C
+        return _fingerprint(a, flat, n, dtype)
+
+
+def _fingerprint(a: np.ndarray, flat: np.ndarray, n: int, dtype: str) -> Fingerprint:
     nan = posinf = neginf = zero = 0
     vmin, vmax = math.inf, -math.inf
     tot = {name: np.zeros(LANES) for name in ("sum", "sumsq", "sumabs")}

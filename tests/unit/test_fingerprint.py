@@ -124,6 +124,7 @@ def test_dict_roundtrip_and_validation():
     assert len(d["sketch"]) == SKETCH_WIDTH * 8
     assert Fingerprint.from_dict(d) == fp
     assert Fingerprint.from_dict(fp.to_dict(sketch=False)).sketch is None
+    assert Fingerprint.from_dict(fp.to_dict(sketch=False)) == fp  # sketch compared only when both have one
     with pytest.raises(FormatError, match="'q'"):
         Fingerprint.from_dict({**d, "q": [1.0]})
     with pytest.raises(FormatError, match="'count'"):
@@ -165,3 +166,10 @@ def test_sketch_distance_estimates_l2():
     est = relative_error(_spec(b), _spec(a))
     assert est == pytest.approx(exact, rel=0.25)
     assert sketch_distance(_spec(a), _spec(a)) == 0.0 and relative_error(_spec(a), _spec(a)) == 0.0
+
+
+def test_package_is_callable_and_keeps_its_attributes():
+    import gate.fingerprint as F
+
+    assert F(np.ones(3)).sum == 3.0
+    assert F.backend in ("native", "numpy") and F.fingerprint is fingerprint

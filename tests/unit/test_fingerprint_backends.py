@@ -155,3 +155,64 @@ def test_unknown_backend_is_an_error_listing_valid_ones():
 def test_default_backend_is_native_when_built():
     r = _run({"PARITY_GATE_BACKEND": ""}, "import gate.fingerprint as F; print(F.backend)")
     assert r.stdout.strip() == "native", r.stderr
+
+
+@native
+def test_portable_c_path_agrees(tmp_path):
+    """The non-AVX2 code path (what CPUs without AVX2 run), built here with PGFP_NO_AVX2."""
+    import importlib.util
+
+    from cffi import FFI
+
+    from gate.fingerprint import _build
+    from gate.fingerprint._model import Fingerprint
+
+    ffi = FFI()
+    ffi.cdef(_build.CDEF)
+    src = _build.SRC
+    ffi.set_source(
+        "_pgfp_portable",
+        '#include "pgfp.h"',
+        sources=[os.path.join(src, f) for f in _build.SOURCES],
+        include_dirs=[src],
+        define_macros=[("PGFP_NO_AVX2", "1")],
+        extra_compile_args=_build._compile_args(),
+    )
+    so = ffi.compile(tmpdir=str(tmp_path))
+    spec = importlib.util.spec_from_file_location("_pgfp_portable", so)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    qs = mod.ffi.new("double[]", list(F.QUANTILES))
+    codes = {"float16": 0, "bfloat16": 1, "float32": 2, "float64": 3}
+
+    def portable(a, name):
+        out = mod.ffi.new("pgfp_result *")
+        rc = mod.lib.pgfp_fingerprint(
+            mod.ffi.from_buffer(a) if a.size else mod.ffi.NULL, a.size, codes[name], qs, 9, 2, out
+        )
+        assert rc == 0
+        return Fingerprint(
+            a.shape,
+            name,
+            a.size,
+            out.nan,
+            out.posinf,
+            out.neginf,
+            out.zero,
+            out.min,
+            out.max,
+            out.sum,
+            out.sumsq,
+            out.sumabs,
+            tuple(mod.ffi.unpack(out.q, 9)),
+            np.array(mod.ffi.unpack(out.sketch, 256)),
+        )
+
+    rng = np.random.default_rng(9)
+    for n in (0, 1, 13, 4099, 70_001, 300_007, 2_200_001):
+        x = _special(rng.standard_normal(n) * 10.0 ** rng.integers(-3, 3, n), rng)
+        for dtype in ("float16", "float32", "float64"):
+            a = x.astype(dtype)
+            assert portable(a, dtype) == F.fingerprint(a, backend="numpy")
+        b = (x.astype(np.float32).view(np.uint32) >> 16).astype(np.uint16)
+        assert portable(b, "bfloat16") == F.fingerprint(b, dtype="bfloat16", backend="numpy")

@@ -2,12 +2,14 @@
  * bit; read that docstring first. Build without -ffast-math and with -ffp-contract=off:
  * the summation order and the rounding of v*v are part of the specification.
  *
- * One fused pass computes counts, min/max, the lane sums, the sketch and a 16-bit
- * histogram of order-preserving integer keys; quantiles are then finished by radix
- * select (12-bit refinement passes over the data) and, once few candidates remain, by
- * collecting them and running quickselect. Scratch memory is bounded (pgfp_scratch_bound).
- * Threads split the blocks of a window; block partials are combined in block order, so
- * the result does not depend on the thread count. */
+ * This file is the driver. One fused pass (pgfp_chunk_avx2 / pgfp_chunk_scalar) computes
+ * counts, min/max, the lane sums, the sketch and a 16-bit histogram of order-preserving
+ * integer keys; quantiles are then finished by refinement passes over the data (16-bit
+ * digits, only for the <= 9 bins holding a wanted rank) and, once at most CAP candidates
+ * remain, by collecting them and running a radix select (pgfp_select.c). Inputs of at most
+ * SMALL elements collect every key in pass 1 instead. Scratch memory is bounded
+ * (pgfp_scratch_bound). Threads split the blocks of a window; block partials are combined
+ * in block order, so the result does not depend on the thread count. */
 #include "pgfp_internal.h"
 
 #include <math.h>
@@ -19,11 +21,6 @@
 #define PGFP_HAVE_THREADS 1
 #endif
 
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
-#define HOT
-#else
-#define HOT
-#endif
 
 static double key_to_value(uint64_t key, int dtype) {
     switch (dtype) {
@@ -35,153 +32,7 @@ static double key_to_value(uint64_t key, int dtype) {
 }
 static int key_bits(int dtype) { return dtype == PGFP_F64 ? 64 : dtype == PGFP_F32 ? 32 : 16; }
 
-static void partial_init(partial *p) {
-    memset(p, 0, sizeof *p);
-    p->mn = INFINITY;
-    p->mx = -INFINITY;
-}
-
-/* Stats over one inner chunk: lane sums continue in p (the chunk starts at a lane-0
- * offset), vv receives the canonical finite values (non-finite -> +0.0). */
-#define DEFINE_STATS(NAME, T, CONV)                                                     \
-    HOT static void NAME(const T *src, uint32_t len, double *vv, partial *p) {          \
-        double s[LANES], q[LANES], a[LANES], mn[LANES], mx[LANES];                      \
-        uint64_t cn[LANES], cp[LANES], cm[LANES], cz[LANES];                            \
-        for (int j = 0; j < LANES; j++) {                                               \
-            s[j] = p->s[j]; q[j] = p->q[j]; a[j] = p->a[j];                             \
-            mn[j] = INFINITY; mx[j] = -INFINITY; cn[j] = cp[j] = cm[j] = cz[j] = 0;     \
-        }                                                                               \
-        uint32_t i = 0;                                                                 \
-        for (; i + LANES <= len; i += LANES) {                                          \
-            for (int j = 0; j < LANES; j++) {                                           \
-                double v = CONV(src[i + j]);                                            \
-                int fin = fabs(v) <= 1.7976931348623157e308;                            \
-                cn[j] += (v != v);                                                      \
-                cp[j] += (v == INFINITY);                                               \
-                cm[j] += (v == -INFINITY);                                              \
-                cz[j] += (v == 0.0);                                                    \
-                double w = (fin ? v : 0.0) + 0.0;                                       \
-                double lo = fin ? v : INFINITY, hi = fin ? v : -INFINITY;               \
-                mn[j] = lo < mn[j] ? lo : mn[j];                                        \
-                mx[j] = hi > mx[j] ? hi : mx[j];                                        \
-                s[j] += w;                                                              \
-                q[j] += w * w;                                                          \
-                a[j] += fabs(w);                                                        \
-                vv[i + j] = w;                                                          \
-            }                                                                           \
-        }                                                                               \
-        for (int j = 0; i < len; i++, j++) {                                            \
-            double v = CONV(src[i]);                                                    \
-            int fin = fabs(v) <= 1.7976931348623157e308;                                \
-            cn[j] += (v != v);                                                          \
-            cp[j] += (v == INFINITY);                                                   \
-            cm[j] += (v == -INFINITY);                                                  \
-            cz[j] += (v == 0.0);                                                        \
-            double w = (fin ? v : 0.0) + 0.0;                                           \
-            if (fin && v < mn[j]) mn[j] = v;                                            \
-            if (fin && v > mx[j]) mx[j] = v;                                            \
-            s[j] += w;                                                                  \
-            q[j] += w * w;                                                              \
-            a[j] += fabs(w);                                                            \
-            vv[i] = w;                                                                  \
-        }                                                                               \
-        for (int j = 0; j < LANES; j++) {                                               \
-            p->s[j] = s[j]; p->q[j] = q[j]; p->a[j] = a[j];                             \
-            p->nan += cn[j]; p->pinf += cp[j]; p->ninf += cm[j]; p->zero += cz[j];      \
-            if (mn[j] < p->mn) p->mn = mn[j];                                           \
-            if (mx[j] > p->mx) p->mx = mx[j];                                           \
-        }                                                                               \
-    }
-
-#define CONV_F16(x) f16_to_d(x)
-#define CONV_BF16(x) bf16_to_d(x)
-#define CONV_F32(x) ((double)(x))
-#define CONV_F64(x) (x)
-DEFINE_STATS(stats_f16, uint16_t, CONV_F16)
-DEFINE_STATS(stats_bf16, uint16_t, CONV_BF16)
-DEFINE_STATS(stats_f32, float, CONV_F32)
-DEFINE_STATS(stats_f64, double, CONV_F64)
-
-/* CountSketch of one inner chunk starting at flat index start (a multiple of 8; the
- * chunk never crosses a 2^35 boundary, so hi32 of the group index is constant). */
-HOT static void sketch_chunk(const double *vv, uint32_t len, uint64_t start, double *sk) {
-    uint64_t g0 = start >> 3;
-    uint32_t k = mix32((uint32_t)(g0 >> 32) ^ SEED), lo = (uint32_t)g0;
-    for (uint32_t i = 0; i < len; i++) {
-        uint32_t j = i & 7, h = mix32((lo + (i >> 3)) ^ k);
-        du x;
-        x.d = vv[i];
-        x.u ^= (uint64_t)((h >> (16 + j)) & 1u) << 63;
-        sk[8 * (h >> 27) + (j ^ ((h >> 24) & 7u))] += x.d;
-    }
-}
-
-/* Top-16 key digits (HBINS for non-finite elements). */
-static void digits_chunk(const void *src, int dtype, uint32_t len, uint32_t *dig) {
-    uint32_t i;
-    switch (dtype) {
-    case PGFP_F16: { const uint16_t *u = src; for (i = 0; i < len; i++) dig[i] = nonfin_f16(u[i]) ? HBINS : key16(u[i]); break; }
-    case PGFP_BF16: { const uint16_t *u = src; for (i = 0; i < len; i++) dig[i] = nonfin_bf16(u[i]) ? HBINS : key16(u[i]); break; }
-    case PGFP_F32: { const uint32_t *u = src; for (i = 0; i < len; i++) dig[i] = nonfin_f32(u[i]) ? HBINS : key32(u[i]) >> 16; break; }
-    default: { const uint64_t *u = src; for (i = 0; i < len; i++) dig[i] = nonfin_f64(u[i]) ? HBINS : (uint32_t)(key64(u[i]) >> 48); break; }
-    }
-}
-
-void pgfp_chunk_scalar(const void *src, int dtype, uint32_t len, uint64_t start, partial *p, uint32_t *dig) {
-    double vv[SUB];
-    switch (dtype) {
-    case PGFP_F16: stats_f16(src, len, vv, p); break;
-    case PGFP_BF16: stats_bf16(src, len, vv, p); break;
-    case PGFP_F32: stats_f32(src, len, vv, p); break;
-    default: stats_f64(src, len, vv, p); break;
-    }
-    sketch_chunk(vv, len, start, p->sk);
-    digits_chunk(src, dtype, len, dig);
-}
-
-static uint64_t collect_chunk(const void *src, int dtype, uint32_t len, void *buf, uint64_t pos) {
-    uint32_t i;
-    switch (dtype) {
-    case PGFP_F16: { const uint16_t *u = src; uint32_t *o = buf; for (i = 0; i < len; i++) { o[pos] = key16(u[i]); pos += !nonfin_f16(u[i]); } break; }
-    case PGFP_BF16: { const uint16_t *u = src; uint32_t *o = buf; for (i = 0; i < len; i++) { o[pos] = key16(u[i]); pos += !nonfin_bf16(u[i]); } break; }
-    case PGFP_F32: { const uint32_t *u = src; uint32_t *o = buf; for (i = 0; i < len; i++) { o[pos] = key32(u[i]); pos += !nonfin_f32(u[i]); } break; }
-    default: { const uint64_t *u = src; uint64_t *o = buf; for (i = 0; i < len; i++) { o[pos] = key64(u[i]); pos += !nonfin_f64(u[i]); } break; }
-    }
-    return pos;
-}
-
-/* ---- multi-rank quickselect: afterwards a[r] is the r-th smallest for each rank r ---- */
-#define DEFINE_MSEL(NAME, T)                                                            \
-    static void NAME(T *a, int64_t lo, int64_t hi, const uint64_t *r, int nr) {         \
-        while (nr > 0 && lo < hi) {                                                     \
-            if (hi - lo < 24) {                                                         \
-                for (int64_t i = lo + 1; i <= hi; i++) {                                \
-                    T x = a[i]; int64_t j = i - 1;                                      \
-                    while (j >= lo && a[j] > x) { a[j + 1] = a[j]; j--; }               \
-                    a[j + 1] = x;                                                       \
-                }                                                                       \
-                return;                                                                 \
-            }                                                                           \
-            int64_t mid = lo + (hi - lo) / 2;                                           \
-            T x = a[lo], y = a[mid], z = a[hi], p;                                      \
-            p = (x < y) ? ((y < z) ? y : (x < z ? z : x)) : ((x < z) ? x : (y < z ? z : y)); \
-            int64_t lt = lo, i = lo, gt = hi;                                           \
-            while (i <= gt) {                                                           \
-                T v = a[i];                                                             \
-                if (v < p) { a[i++] = a[lt]; a[lt++] = v; }                             \
-                else if (v > p) { a[i] = a[gt]; a[gt--] = v; }                          \
-                else i++;                                                               \
-            }                                                                           \
-            int k = 0;                                                                  \
-            while (k < nr && (int64_t)r[k] < lt) k++;                                   \
-            int m = k;                                                                  \
-            while (m < nr && (int64_t)r[m] <= gt) m++;                                  \
-            if (k > 0) NAME(a, lo, lt - 1, r, k);                                       \
-            r += m; nr -= m; lo = gt + 1;                                               \
-        }                                                                               \
-    }
-DEFINE_MSEL(msel32, uint32_t)
-DEFINE_MSEL(msel64, uint64_t)
+#define STACK_KEYS 512 /* keys of inputs this small live on the stack */
 
 typedef void (*chunk_fn)(const void *, int, uint32_t, uint64_t, partial *, uint32_t *);
 typedef uint32_t (*match_fn)(const void *, int, uint32_t, int, const uint64_t *, int, const unsigned char *, uint32_t *);
@@ -199,7 +50,8 @@ typedef struct {
     uint32_t *rhist;         /* T x nq x RBINS, refinement passes */
     uint64_t *hist64, *rhist64; /* overflow accumulators, only when n >= FLUSH */
     int nq;
-    void *buf;               /* collected keys */
+    void *buf, *tmp;         /* collected keys, radix-select scratch */
+    uint32_t *sel;           /* 12-bit radix-select level (NULL: 8-bit digits only) */
     uint64_t bufn;
     /* quantile plan, written by thread 0 between barriers */
     int cmd;                 /* 0 done, 1 refine, 2 collect */
@@ -250,7 +102,7 @@ static void do_block(ctx *c, uint64_t b, partial *p, uint32_t *hist) {
         uint32_t nv = c->chunk == pgfp_chunk_scalar ? len : len & ~(uint32_t)(LANES - 1);
         if (nv) c->chunk(src, c->dtype, nv, i, p, dig);
         if (nv < len) pgfp_chunk_scalar(src + (uint64_t)nv * c->esize, c->dtype, len - nv, i + nv, p, dig + nv);
-        if (c->small) c->bufn = collect_chunk(src, c->dtype, len, c->buf, c->bufn);
+        if (c->small) c->bufn = pgfp_collect_chunk(src, c->dtype, len, c->buf, c->bufn);
         else for (uint32_t k = 0; k < len; k++) hist[dig[k]]++;
     }
 }
@@ -420,8 +272,8 @@ static void plan_after_refine(ctx *c, plan *pl) {
 
 static void select_in_buf(ctx *c, plan *pl, double *q) {
     /* Candidate groups are disjoint prefix ranges: sorted buffer = groups in prefix order. */
-    uint64_t gcount[NG], base[NG], r[PGFP_NQ_MAX], rs[PGFP_NQ_MAX];
-    int kb = key_bits(c->dtype), ord[PGFP_NQ_MAX];
+    uint64_t gcount[NG], base[NG], r[PGFP_NQ_MAX], rs[PGFP_NQ_MAX] = {0};
+    int kb = key_bits(c->dtype), ord[PGFP_NQ_MAX], nr = 0;
     for (int k = 0; k < pl->nq; k++) gcount[pl->grp[k]] = pl->count[k];
     for (int g = 0; g < c->ng; g++) {
         base[g] = 0;
@@ -430,14 +282,11 @@ static void select_in_buf(ctx *c, plan *pl, double *q) {
     for (int k = 0; k < pl->nq; k++) { r[k] = base[pl->grp[k]] + pl->rank[k]; ord[k] = k; }
     for (int i = 1; i < pl->nq; i++)
         for (int j = i; j > 0 && r[ord[j]] < r[ord[j - 1]]; j--) { int x = ord[j]; ord[j] = ord[j - 1]; ord[j - 1] = x; }
-    int nr = 0;
-    for (int i = 0; i < pl->nq; i++) if (nr == 0 || rs[nr - 1] != r[ord[i]]) rs[nr++] = r[ord[i]];
-    if (kb == 64) msel64(c->buf, 0, (int64_t)c->bufn - 1, rs, nr);
-    else msel32(c->buf, 0, (int64_t)c->bufn - 1, rs, nr);
-    for (int k = 0; k < pl->nq; k++) {
-        uint64_t key = kb == 64 ? ((uint64_t *)c->buf)[r[k]] : ((uint32_t *)c->buf)[r[k]];
-        q[k] = key_to_value(key, c->dtype);
-    }
+    for (int i = 0; i < pl->nq; i++) rs[nr++] = r[ord[i]];
+    uint64_t keys[PGFP_NQ_MAX];
+    if (kb == 64) pgfp_rselect64(c->buf, c->tmp, c->bufn, kb, rs, nr, keys, c->sel);
+    else { uint32_t k32[PGFP_NQ_MAX]; pgfp_rselect32(c->buf, c->tmp, c->bufn, kb, rs, nr, k32, c->sel); for (int i = 0; i < nr; i++) keys[i] = k32[i]; }
+    for (int i = 0; i < pl->nq; i++) q[ord[i]] = key_to_value(keys[i], c->dtype);
 }
 
 /* Threads t >= 1 mirror thread 0's barrier sequence in run_main(). */
@@ -527,7 +376,7 @@ static int key_size(int dtype) { return dtype == PGFP_F64 ? 8 : 4; }
 uint64_t pgfp_scratch_bound(uint64_t n, int dtype, int nthreads) {
     uint64_t T = nthreads < 1 ? 1 : (uint64_t)nthreads;
     if (n <= SMALL) T = 1;
-    uint64_t b = sizeof(ctx) + T * WPT * sizeof(partial) + (uint64_t)key_size(dtype) * (n <= SMALL ? n : CAP);
+    uint64_t b = sizeof(ctx) + sizeof(plan) + T * WPT * sizeof(partial) + 2 * (uint64_t)key_size(dtype) * (n <= SMALL ? n : CAP) + 4 * 8192 + 4096;
     if (n > SMALL) b += T * ((HBINS + 1) + (uint64_t)PGFP_NQ_MAX * RBINS) * (n >= FLUSH ? 12 : 4);
     return b;
 }
@@ -543,9 +392,14 @@ int pgfp_fingerprint(const void *data, uint64_t n, int dtype, const double *qs, 
     int small = n <= SMALL;
     if (small) T = 1;
     int rc = 0;
-    ctx *c = calloc(1, sizeof(ctx));
-    plan *pl = calloc(1, sizeof(plan));
-    if (!c || !pl) { free(c); free(pl); return -2; }
+    /* Small inputs run without heap allocation (per-call cost matters for small tensors). */
+    ctx cs;
+    plan pls; /* every field is written before it is read */
+    partial slot0;
+    uint64_t kbuf[2][STACK_KEYS];
+    ctx *c = &cs;
+    plan *pl = &pls;
+    memset(c, 0, sizeof *c);
     c->chunk = pgfp_chunk_scalar;
     c->match = match_scalar;
 #ifdef PGFP_X86
@@ -556,8 +410,13 @@ int pgfp_fingerprint(const void *data, uint64_t n, int dtype, const double *qs, 
     c->esize = dtype == PGFP_F64 ? 8 : dtype == PGFP_F32 ? 4 : 2;
     c->nblocks = (n + BLOCK - 1) / BLOCK;
     partial_init(&c->tot);
-    c->slots = malloc(sizeof(partial) * (size_t)c->W);
-    c->buf = malloc((size_t)key_size(dtype) * (small ? (n ? n : 1) : CAP));
+    int heap_slots = c->nblocks > 1, heap_keys = n > STACK_KEYS;
+    c->slots = heap_slots ? malloc(sizeof(partial) * (size_t)(c->nblocks < (uint64_t)c->W ? c->nblocks : (uint64_t)c->W))
+                          : &slot0;
+    c->buf = heap_keys ? malloc((size_t)key_size(dtype) * (small ? n : CAP)) : (void *)kbuf[0];
+    c->tmp = heap_keys ? malloc((size_t)key_size(dtype) * (small ? n : CAP)) : (void *)kbuf[1];
+    c->sel = heap_keys ? malloc(sizeof(uint32_t) * 8192 + 4096) : NULL;
+    if (!c->tmp || (heap_keys && !c->sel)) { rc = -2; goto done; }
     if (!small) {
         c->hist = malloc(sizeof(uint32_t) * (HBINS + 1) * (size_t)T);
         c->tab = malloc(HBINS);
@@ -615,7 +474,8 @@ int pgfp_fingerprint(const void *data, uint64_t n, int dtype, const double *qs, 
         memcpy(out->sketch, p->sk, sizeof out->sketch);
     }
 done:
-    free(c->slots); free(c->buf); free(c->hist); free(c->rhist); free(c->hist64); free(c->rhist64); free(c->tab);
-    free(c); free(pl);
+    if (heap_slots) free(c->slots);
+    if (heap_keys) { free(c->buf); free(c->tmp); free(c->sel); }
+    free(c->hist); free(c->rhist); free(c->hist64); free(c->rhist64); free(c->tab);
     return rc;
 }

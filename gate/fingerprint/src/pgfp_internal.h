@@ -4,6 +4,7 @@
 
 #include <math.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "pgfp.h"
 
@@ -71,10 +72,23 @@ typedef struct {
     double mn, mx;
 } partial;
 
+static inline void partial_init(partial *p) {
+    memset(p, 0, sizeof *p);
+    p->mn = INFINITY;
+    p->mx = -INFINITY;
+}
+
 /* One inner chunk (len <= SUB elements from flat index start, a multiple of SUB): lane
  * sums, counts, min/max and sketch into p; dig[i] = top-16 key digit, HBINS if the
  * element is not finite. */
 void pgfp_chunk_scalar(const void *src, int dtype, uint32_t len, uint64_t start, partial *p, uint32_t *dig);
+/* Order-preserving keys of the finite elements of a chunk appended at buf[pos...]. */
+uint64_t pgfp_collect_chunk(const void *src, int dtype, uint32_t len, void *buf, uint64_t pos);
+/* Radix select: out[k] = the rk[k]-th smallest of a[0..n) (rk ascending); a, tmp are
+ * clobbered; hi = key bits; sc = NULL or 8192 uint32 + 4096 bytes of scratch. */
+void pgfp_rselect32(uint32_t *a, uint32_t *tmp, uint64_t n, int hi, const uint64_t *rk, int nr, uint32_t *out, uint32_t *sc);
+void pgfp_rselect64(uint64_t *a, uint64_t *tmp, uint64_t n, int hi, const uint64_t *rk, int nr, uint64_t *out, uint32_t *sc);
+
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && !defined(PGFP_NO_AVX2)
 #define PGFP_X86 1
 void pgfp_chunk_avx2(const void *src, int dtype, uint32_t len, uint64_t start, partial *p, uint32_t *dig);

@@ -1,0 +1,114 @@
+/* Portable code path of the fingerprint kernel: per-chunk stats, sketch and key digits,
+ * element by element in the order the NumPy specification defines. */
+#include <string.h>
+
+#include "pgfp_internal.h"
+
+/* Stats over one inner chunk: lane sums continue in p (the chunk starts at a lane-0
+ * offset), vv receives the canonical finite values (non-finite -> +0.0). */
+#define DEFINE_STATS(NAME, T, CONV)                                                     \
+    static void NAME(const T *src, uint32_t len, double *vv, partial *p) {          \
+        double s[LANES], q[LANES], a[LANES], mn[LANES], mx[LANES];                      \
+        uint64_t cn[LANES], cp[LANES], cm[LANES], cz[LANES];                            \
+        for (int j = 0; j < LANES; j++) {                                               \
+            s[j] = p->s[j]; q[j] = p->q[j]; a[j] = p->a[j];                             \
+            mn[j] = INFINITY; mx[j] = -INFINITY; cn[j] = cp[j] = cm[j] = cz[j] = 0;     \
+        }                                                                               \
+        uint32_t i = 0;                                                                 \
+        for (; i + LANES <= len; i += LANES) {                                          \
+            for (int j = 0; j < LANES; j++) {                                           \
+                double v = CONV(src[i + j]);                                            \
+                int fin = fabs(v) <= 1.7976931348623157e308;                            \
+                cn[j] += (v != v);                                                      \
+                cp[j] += (v == INFINITY);                                               \
+                cm[j] += (v == -INFINITY);                                              \
+                cz[j] += (v == 0.0);                                                    \
+                double w = (fin ? v : 0.0) + 0.0;                                       \
+                double lo = fin ? v : INFINITY, hi = fin ? v : -INFINITY;               \
+                mn[j] = lo < mn[j] ? lo : mn[j];                                        \
+                mx[j] = hi > mx[j] ? hi : mx[j];                                        \
+                s[j] += w;                                                              \
+                q[j] += w * w;                                                          \
+                a[j] += fabs(w);                                                        \
+                vv[i + j] = w;                                                          \
+            }                                                                           \
+        }                                                                               \
+        for (int j = 0; i < len; i++, j++) {                                            \
+            double v = CONV(src[i]);                                                    \
+            int fin = fabs(v) <= 1.7976931348623157e308;                                \
+            cn[j] += (v != v);                                                          \
+            cp[j] += (v == INFINITY);                                                   \
+            cm[j] += (v == -INFINITY);                                                  \
+            cz[j] += (v == 0.0);                                                        \
+            double w = (fin ? v : 0.0) + 0.0;                                           \
+            if (fin && v < mn[j]) mn[j] = v;                                            \
+            if (fin && v > mx[j]) mx[j] = v;                                            \
+            s[j] += w;                                                                  \
+            q[j] += w * w;                                                              \
+            a[j] += fabs(w);                                                            \
+            vv[i] = w;                                                                  \
+        }                                                                               \
+        for (int j = 0; j < LANES; j++) {                                               \
+            p->s[j] = s[j]; p->q[j] = q[j]; p->a[j] = a[j];                             \
+            p->nan += cn[j]; p->pinf += cp[j]; p->ninf += cm[j]; p->zero += cz[j];      \
+            if (mn[j] < p->mn) p->mn = mn[j];                                           \
+            if (mx[j] > p->mx) p->mx = mx[j];                                           \
+        }                                                                               \
+    }
+
+#define CONV_F16(x) f16_to_d(x)
+#define CONV_BF16(x) bf16_to_d(x)
+#define CONV_F32(x) ((double)(x))
+#define CONV_F64(x) (x)
+DEFINE_STATS(stats_f16, uint16_t, CONV_F16)
+DEFINE_STATS(stats_bf16, uint16_t, CONV_BF16)
+DEFINE_STATS(stats_f32, float, CONV_F32)
+DEFINE_STATS(stats_f64, double, CONV_F64)
+
+/* CountSketch of one inner chunk starting at flat index start (a multiple of 8; the
+ * chunk never crosses a 2^35 boundary, so hi32 of the group index is constant). */
+static void sketch_chunk(const double *vv, uint32_t len, uint64_t start, double *sk) {
+    uint64_t g0 = start >> 3;
+    uint32_t k = mix32((uint32_t)(g0 >> 32) ^ SEED), lo = (uint32_t)g0;
+    for (uint32_t i = 0; i < len; i++) {
+        uint32_t j = i & 7, h = mix32((lo + (i >> 3)) ^ k);
+        du x;
+        x.d = vv[i];
+        x.u ^= (uint64_t)((h >> (16 + j)) & 1u) << 63;
+        sk[8 * (h >> 27) + (j ^ ((h >> 24) & 7u))] += x.d;
+    }
+}
+
+/* Top-16 key digits (HBINS for non-finite elements). */
+static void digits_chunk(const void *src, int dtype, uint32_t len, uint32_t *dig) {
+    uint32_t i;
+    switch (dtype) {
+    case PGFP_F16: { const uint16_t *u = src; for (i = 0; i < len; i++) dig[i] = nonfin_f16(u[i]) ? HBINS : key16(u[i]); break; }
+    case PGFP_BF16: { const uint16_t *u = src; for (i = 0; i < len; i++) dig[i] = nonfin_bf16(u[i]) ? HBINS : key16(u[i]); break; }
+    case PGFP_F32: { const uint32_t *u = src; for (i = 0; i < len; i++) dig[i] = nonfin_f32(u[i]) ? HBINS : key32(u[i]) >> 16; break; }
+    default: { const uint64_t *u = src; for (i = 0; i < len; i++) dig[i] = nonfin_f64(u[i]) ? HBINS : (uint32_t)(key64(u[i]) >> 48); break; }
+    }
+}
+
+void pgfp_chunk_scalar(const void *src, int dtype, uint32_t len, uint64_t start, partial *p, uint32_t *dig) {
+    double vv[SUB];
+    switch (dtype) {
+    case PGFP_F16: stats_f16(src, len, vv, p); break;
+    case PGFP_BF16: stats_bf16(src, len, vv, p); break;
+    case PGFP_F32: stats_f32(src, len, vv, p); break;
+    default: stats_f64(src, len, vv, p); break;
+    }
+    sketch_chunk(vv, len, start, p->sk);
+    digits_chunk(src, dtype, len, dig);
+}
+
+uint64_t pgfp_collect_chunk(const void *src, int dtype, uint32_t len, void *buf, uint64_t pos) {
+    uint32_t i;
+    switch (dtype) {
+    case PGFP_F16: { const uint16_t *u = src; uint32_t *o = buf; for (i = 0; i < len; i++) { o[pos] = key16(u[i]); pos += !nonfin_f16(u[i]); } break; }
+    case PGFP_BF16: { const uint16_t *u = src; uint32_t *o = buf; for (i = 0; i < len; i++) { o[pos] = key16(u[i]); pos += !nonfin_bf16(u[i]); } break; }
+    case PGFP_F32: { const uint32_t *u = src; uint32_t *o = buf; for (i = 0; i < len; i++) { o[pos] = key32(u[i]); pos += !nonfin_f32(u[i]); } break; }
+    default: { const uint64_t *u = src; uint64_t *o = buf; for (i = 0; i < len; i++) { o[pos] = key64(u[i]); pos += !nonfin_f64(u[i]); } break; }
+    }
+    return pos;
+}

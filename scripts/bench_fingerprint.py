@@ -1,0 +1,130 @@
+#!/usr/bin/env python3
+"""Benchmark the fingerprint backends (not a test; figures go to the README).
+
+    PYTHONPATH=. python scripts/bench_fingerprint.py [--n 67108864] [--repeat 5]
+
+Prints a Markdown table: best-of-N wall time, throughput in GB/s of input, and the ratio
+to np.sum on the same array, for the native kernel (1 thread and the default thread
+count), the NumPy reference backend and a naive NumPy fingerprint of the same fields;
+then the per-call cost on 1,000 tensors of 4,096 float32 elements.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import time
+
+import numpy as np
+
+import gate.fingerprint as F
+from gate.fingerprint import QUANTILES
+
+CPU: dict[int, float] = {}
+
+
+def best(fn, repeat: int) -> float:
+    """Best-of-N wall time; the calling thread's CPU time of that run goes to CPU[id(fn)]."""
+    times = []
+    for _ in range(repeat):
+        c0, t0 = time.thread_time(), time.perf_counter()
+        fn()
+        times.append((time.perf_counter() - t0, time.thread_time() - c0))
+    wall, cpu = min(times)
+    CPU[id(fn)] = min(c for _, c in times)
+    return wall
+
+
+def naive(x: np.ndarray) -> dict:
+    """What one would write by hand: the same fields with plain NumPy calls."""
+    fin = np.isfinite(x)
+    v = x[fin].astype(np.float64)
+    return {
+        "nan": int(np.isnan(x).sum()),
+        "posinf": int(np.isposinf(x).sum()),
+        "neginf": int(np.isneginf(x).sum()),
+        "zero": int((x == 0).sum()),
+        "min": v.min(),
+        "max": v.max(),
+        "mean": v.mean(),
+        "std": v.std(),
+        "meanabs": np.abs(v).mean(),
+        "q": np.quantile(v, QUANTILES),
+    }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--n", type=int, default=64 * 2**20)
+    ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--skip-slow", action="store_true", help="skip the NumPy and naive rows")
+    args = ap.parse_args()
+    from gate.fingerprint import _kernel
+
+    print(
+        f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, "
+        f"load average {os.getloadavg()[0]:.2f}; numpy {np.__version__}; default threads {_kernel.THREADS}"
+    )
+    rng = np.random.default_rng(0)
+    print("\n| input | implementation | time (ms) | GB/s | x np.sum throughput |")
+    print("| --- | --- | ---: | ---: | ---: |")
+    for dtype in ("float32", "float16", "float64"):
+        x = rng.standard_normal(args.n, dtype=np.float32).astype(dtype)
+        f_sum = lambda x=x: np.sum(x)  # noqa: E731
+        t_sum = best(f_sum, args.repeat)
+        c_sum = CPU[id(f_sum)]
+        rows = [("np.sum", t_sum)]
+        f_one = lambda x=x, d=dtype: _kernel.fingerprint_native(x, d, threads=1)  # noqa: E731
+        rows.append(("native, 1 thread", best(f_one, args.repeat)))
+        c_one = CPU[id(f_one)]
+        rows.append(
+            (
+                "native, 2 threads",
+                best(lambda x=x, d=dtype: _kernel.fingerprint_native(x, d, threads=2), args.repeat),
+            )
+        )
+        if not args.skip_slow and dtype == "float32":
+            rows.append(("numpy backend (the spec)", best(lambda x=x: F.fingerprint(x, backend="numpy"), 1)))
+            rows.append(
+                (
+                    "naive NumPy (isnan, min, max, mean, std, abs-mean, np.quantile)",
+                    best(lambda x=x: naive(x), 1),
+                )
+            )
+        for name, t in rows:
+            print(
+                f"| {args.n:,} {dtype} | {name} | {t * 1e3:.1f} | {x.nbytes / t / 1e9:.2f} | {t_sum / t:.2f} |"
+            )
+        print(
+            f"| {args.n:,} {dtype} | same, CPU time of the calling thread: np.sum {c_sum * 1e3:.1f} ms, "
+            f"native 1 thread {c_one * 1e3:.1f} ms | | | {c_sum / c_one:.2f} |"
+        )
+        if dtype == "float32":
+            t_native = min(t for name, t in rows if name.startswith("native"))
+            t_naive = dict(rows).get("naive NumPy (isnan, min, max, mean, std, abs-mean, np.quantile)")
+            if t_naive:
+                print(f"| | native vs naive NumPy | | | **{t_naive / t_native:.0f}x faster** |")
+            for t in (1, 2):
+                bound = _kernel.scratch_bound(args.n, dtype, t)
+                print(f"| | native scratch memory bound, {t} thread(s) | {bound / 2**20:.1f} MiB | | |")
+        del x
+
+    small = [rng.standard_normal(4096, dtype=np.float32) for _ in range(1000)]
+    one = np.ones(1, np.float32)
+    # the default entry point (fast path, no backend override), as the gate calls it
+    calls = [("default backend (" + F.backend + ")", F.fingerprint)]
+    if F.backend != "numpy":
+        calls.append(("numpy backend", lambda a: F.fingerprint(a, backend="numpy")))
+    for label, fp in calls:
+        t_small = best(lambda fp=fp: [fp(a) for a in small], args.repeat) / 1000
+        t_one = best(lambda fp=fp: [fp(one) for _ in range(1000)], args.repeat) / 1000
+        print(
+            f"\n{label}: 1,000 tensors x 4,096 float32: {t_small * 1e6:.1f} us per call "
+            f"({4096 * 4 / t_small / 1e9:.2f} GB/s); a 1-element tensor: {t_one * 1e6:.2f} us per call "
+            "(the per-call overhead)"
+        )
+
+
+if __name__ == "__main__":
+    main()
