@@ -2,10 +2,23 @@
 
 The library never imports typer or rich (that is ``gate.cli``), and imports torch only
 where a model is exported or run on PyTorch.
+
+``gate.fingerprint(array)`` fingerprints an array; ``gate.backend`` says which
+implementation does it ("native" C kernel or the "numpy" specification). Both load on
+first use, so a bad PARITY_GATE_BACKEND surfaces as the CLI's one-line error.
 """
 
 from __future__ import annotations
 
 __version__ = "0.1.0"
 
-__all__ = ["__version__"]
+__all__ = ["__version__", "backend", "fingerprint"]
+
+
+def __getattr__(name: str):
+    if name in ("fingerprint", "backend"):
+        import importlib
+
+        module = importlib.import_module("gate.fingerprint")  # also binds gate.fingerprint
+        return module if name == "fingerprint" else module.backend
+    raise AttributeError(f"module 'gate' has no attribute {name!r}")

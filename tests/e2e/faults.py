@@ -130,7 +130,12 @@ def not_a_module():
 
 
 class Unexportable(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.proj = nn.Linear(4, 4)
+
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = self.proj(x)
         return torch.linalg.eigh(x @ x.transpose(-1, -2))[0]
 
 
