@@ -61,15 +61,25 @@ def update_command(spec: ModelSpec, config: Config) -> str:
         f" --config {config.path}" if config.path.name not in ("pyproject.toml", "parity-gate.toml") else "")
 
 
+def _baseline(config: Config, spec: ModelSpec, replacing: bool = False) -> tuple[Path, dict | None]:
+    """The model's baseline path and document (None when missing; also when unreadable and
+    about to be replaced)."""
+    path = baseline_path(config.baseline_dir, spec.name)
+    try:
+        return path, read_baseline(path)
+    except FileNotFoundError:
+        return path, None
+    except FormatError:
+        if replacing:
+            return path, None
+        raise
+
+
 def check(config: Config, models: tuple[ModelSpec, ...], providers: tuple[ProviderSpec, ...],
           progress: Progress = lambda _: None) -> dict:
     reports = []
     for spec in models:
-        path = baseline_path(config.baseline_dir, spec.name)
-        try:
-            baseline = read_baseline(path)
-        except FileNotFoundError:
-            baseline = None
+        path, baseline = _baseline(config, spec)
         if baseline is not None:
             _check_comparable(baseline, path, spec, config)
         run = _run(config, spec, providers, progress)
@@ -120,13 +130,7 @@ def update_baseline(config: Config, models: tuple[ModelSpec, ...], providers: tu
     plans = []
     runs_by_name: dict[str, ModelRun] = {}
     for spec in models:
-        path = baseline_path(config.baseline_dir, spec.name)
-        try:
-            previous = read_baseline(path)
-        except FileNotFoundError:
-            previous = None
-        except FormatError:
-            previous = None  # unreadable: it is being replaced
+        path, previous = _baseline(config, spec, replacing=True)
         run = runs[spec.name] if sources else run_model(config, spec, providers, progress)
         if run.error:
             raise ModelError(run.error["message"], run.error["status"])
@@ -237,11 +241,7 @@ def report_files(config: Config, files: list[Path], progress: Progress = lambda 
                 run.providers.append(ProviderRun(provider.name, provider.precision, device.device_class(provider.name),
                                                  "skipped", f"skipped: no result file holds {provider.name} "
                                                  "(its runner did not run or was skipped)"))
-        path = baseline_path(config.baseline_dir, spec.name)
-        try:
-            baseline = read_baseline(path)
-        except FileNotFoundError:
-            baseline = None
+        path, baseline = _baseline(config, spec)
         reports.append(verdict.model_report(spec, run, baseline, _display(path), update_command(spec, config),
                                             policy(config)))
     unknown = sorted(set(by_name) - {s.name for s in config.models})
