@@ -20,8 +20,8 @@ import msgpack
 import numpy as np
 
 from gate.config import Isolation, ProviderSpec
-from gate.fingerprint import Fingerprint, relative_error
-from gate.runs import ModelRun, ProviderLayer, ProviderRun
+from gate.fingerprint import Fingerprint
+from gate.runs import ModelRun, ProviderLayer, ProviderRun, error_against
 
 MODEL, INPUTS, RUN = "model.onnx", "inputs.npz", "run.msgpack.zst"
 
@@ -71,8 +71,7 @@ def run_provider(bundle: Path, run: ModelRun, provider: ProviderSpec, device: st
         if fp is None:
             prun.layers[layer.name] = ProviderLayer("absent", reason="value not returned")
             continue
-        err = relative_error(fp, layer.fp) if tuple(fp.shape) == tuple(layer.fp.shape) else None
-        prun.layers[layer.name] = ProviderLayer("ok", fp, err)
+        prun.layers[layer.name] = ProviderLayer("ok", fp, error_against(fp, layer.fp))
     return prun
 
 

@@ -19,8 +19,8 @@ from gate import device
 from gate.collect import write_bundle
 from gate.config import TORCH_PROVIDERS, Config, Isolation, ModelSpec, ProviderSpec
 from gate.errors import ConfigError, ModelError
-from gate.fingerprint import QUANTILES, SKETCH_WIDTH, relative_error
-from gate.runs import LayerInfo, ModelRun, ProviderLayer, ProviderRun
+from gate.fingerprint import QUANTILES, SKETCH_WIDTH
+from gate.runs import LayerInfo, ModelRun, ProviderLayer, ProviderRun, error_against
 
 Progress = Callable[[str], None]
 
@@ -167,7 +167,7 @@ def _torch_provider(built, provider: ProviderSpec, torch_capture, ref_by_name) -
         prun.reason = f"{provider.name} ({provider.precision}) failed: {type(exc).__name__}: {str(exc)[:300]}"
         return prun
     for r in records:
-        prun.layers[r.name] = ProviderLayer("ok", r.fp, _err(r.fp, ref_by_name.get(r.name)))
+        prun.layers[r.name] = ProviderLayer("ok", r.fp, error_against(r.fp, ref_by_name.get(r.name)))
     for name in ref_by_name:
         prun.layers.setdefault(name, ProviderLayer("absent", reason="inside the compiled graph"))
     return prun
@@ -249,12 +249,6 @@ def thread_count() -> int | None:
     if not raw.isdigit() or int(raw) < 1:
         raise ConfigError(f"PARITY_GATE_THREADS={raw!r}: expected a positive integer")
     return int(raw)
-
-
-def _err(fp, ref) -> float | None:
-    if ref is None or tuple(fp.shape) != tuple(ref.shape):
-        return None
-    return relative_error(fp, ref)
 
 
 def _numpy_input(t) -> np.ndarray:

@@ -7,7 +7,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from gate.fingerprint import Fingerprint
+from gate.fingerprint import Fingerprint, relative_error
+
+
+def error_against(fp: Fingerprint, ref: Fingerprint | None) -> float | None:
+    """A runtime's relative L2 error against the reference layer (None: no comparable layer)."""
+    if ref is None or tuple(fp.shape) != tuple(ref.shape):
+        return None
+    return relative_error(fp, ref)
 
 
 @dataclass

@@ -137,11 +137,14 @@ def runtime_rows(run: ModelRun, prun: ProviderRun, entry: dict | None, spec: Mod
     return rows
 
 
-FAILING = ("fail", "new", "missing")
+def is_failure(row: dict) -> bool:
+    """A failed check, or a layer the baseline does not know / no longer sees. A runtime row
+    that is merely new to the baseline (no recorded error yet) is not a failure."""
+    return row["status"] in ("fail", "missing") or (row["status"] == "new" and row["check"] == "structure")
 
 
 def first_failure(rows: list[dict], order: dict[str, int]) -> dict | None:
-    failing = [r for r in rows if r["status"] in FAILING and not (r["status"] == "new" and r["check"] != "structure")]
+    failing = [r for r in rows if is_failure(r)]
     if not failing:
         return None
     return min(failing, key=lambda r: order.get(r["layer"], len(order)))

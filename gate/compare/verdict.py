@@ -115,9 +115,7 @@ def model_report(spec: ModelSpec, run: ModelRun, baseline: dict | None, path: Pa
     for entry in report["providers"]:
         rows = entry["layers"]
         entry["checked"] = sum(r["status"] in ("pass", "fail") for r in rows)
-        entry["failed"] = sum(r["status"] in checks.FAILING and r["check"] in (
-            "structure", "shape", "nonfinite", "ceiling", "error-growth", "reference-drift", "degenerate")
-            and not (r["status"] == "new" and r["check"] != "structure") for r in rows)
+        entry["failed"] = sum(checks.is_failure(r) for r in rows)
         entry["folded"] = sum(r["status"] == "folded" for r in rows)
         first = checks.first_failure(rows, order)
         if first is None:
