@@ -78,3 +78,27 @@ def test_layer_tolerances_later_rules_win(tmp_path):
 def test_provider_aliases_are_canonicalised():
     assert canonical_provider("cuda") == "CUDAExecutionProvider"
     assert canonical_provider("TensorrtExecutionProvider") == "TensorrtExecutionProvider"
+
+
+def test_batch_sizes_and_input_sets_expand_into_cases(tmp_path):
+    text = BASE.replace('inputs = [', 'batch-sizes = [1, 8]\ninput-sets = 2\ninputs = [')
+    models = load_config(write(tmp_path, text)).models
+    assert [m.name for m in models] == ["tiny-cnn.b1.s0", "tiny-cnn.b1.s1", "tiny-cnn.b8.s0", "tiny-cnn.b8.s1"]
+    assert [m.inputs[0].shape[0] for m in models] == [1, 1, 8, 8]
+    assert [m.seed for m in models] == [0, 1, 0, 1]
+
+
+@pytest.mark.parametrize("edit, message", [
+    ("batch-sizes = [0]", "batch-sizes`: expected an array of positive integers"),
+    ("batch-sizes = [2, 2]", "a batch size is listed twice"),
+    ("input-sets = 0", "input-sets`: expected 1 to 64 input sets"),
+])
+def test_bad_cases(tmp_path, edit, message):
+    with pytest.raises(ConfigError, match=message):
+        load_config(write(tmp_path, BASE.replace("inputs = [", f"{edit}\ninputs = [")))
+
+
+def test_npz_inputs_must_exist(tmp_path):
+    text = BASE.replace('inputs = [{ name = "x", shape = [2, 3, 32, 32], dtype = "float32" }]', 'inputs = "data/x.npz"')
+    with pytest.raises(ConfigError, match="input file .*data/x.npz` does not exist"):
+        load_config(write(tmp_path, text))
