@@ -22,6 +22,7 @@ class LayerInfo:
     name: str
     type: str
     fp: Fingerprint  # the reference's fingerprint
+    noise: float | None = None  # run-to-run relative change measured by calibration
 
 
 @dataclass
@@ -30,6 +31,7 @@ class ProviderLayer:
     fp: Fingerprint | None = None
     err: float | None = None  # relative L2 error against the reference, estimated by the sketches
     reason: str | None = None
+    noise: float | None = None  # run-to-run variation of err measured by calibration
 
 
 @dataclass

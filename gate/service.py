@@ -112,7 +112,8 @@ class Updated:
 
 
 def update_baseline(config: Config, models: tuple[ModelSpec, ...], providers: tuple[ProviderSpec, ...],
-                    progress: Progress = lambda _: None, sources: list[Path] | None = None) -> list[Updated]:
+                    progress: Progress = lambda _: None, sources: list[Path] | None = None,
+                    calibrate: bool = False) -> list[Updated]:
     """Run (or, with ``sources``, read result files from other runners) and rewrite the baselines.
 
     A model that fails to export or run aborts before anything is written.
@@ -134,6 +135,10 @@ def update_baseline(config: Config, models: tuple[ModelSpec, ...], providers: tu
         run = runs[spec.name] if sources else run_model(config, spec, providers, progress)
         if run.error:
             raise ModelError(run.error["message"], run.error["status"])
+        if calibrate:
+            if sources:
+                raise GateError("--calibrate reruns the models here; it does not apply to --from result files")
+            calibrate_noise(config, spec, providers, run, progress)
         failed = [p for p in run.providers if p.status == "error"]
         if failed:
             raise ModelError(f"model `{spec.name}`: {failed[0].reason}", failed[0].error_status or "INFER_FAIL")
@@ -162,6 +167,42 @@ def update_baseline(config: Config, models: tuple[ModelSpec, ...], providers: tu
             write_baseline(path, doc)
         updated.append(Updated(spec.name, _display(path), describe_changes(previous, doc), warnings))
     return updated
+
+
+def calibrate_noise(config: Config, spec: ModelSpec, providers, run: ModelRun, progress: Progress) -> None:
+    """Rerun with another thread count (1, or 2 when already pinned to 1) and record, per layer,
+    how much the reference and each runtime's error moved: thresholds never go below that."""
+    import os
+
+    import torch
+
+    from gate.fingerprint import relative_error
+
+    before, torch_threads = os.environ.get("PARITY_GATE_THREADS"), torch.get_num_threads()
+    os.environ["PARITY_GATE_THREADS"] = "2" if before == "1" else "1"
+    try:
+        progress(f"{spec.name}: calibrating run-to-run noise (threads={os.environ['PARITY_GATE_THREADS']})")
+        rerun = run_model(config, spec, providers, progress)
+    finally:
+        if before is None:
+            os.environ.pop("PARITY_GATE_THREADS", None)
+        else:
+            os.environ["PARITY_GATE_THREADS"] = before
+        torch.set_num_threads(torch_threads)
+    if rerun.error:
+        raise ModelError(rerun.error["message"], rerun.error["status"])
+    again = {x.name: x.fp for x in rerun.layers}
+    for layer in run.layers:
+        other = again.get(layer.name)
+        if other is not None and tuple(other.shape) == tuple(layer.fp.shape):
+            layer.noise = relative_error(other, layer.fp)
+    reruns = {(p.name, p.device): p for p in rerun.providers}
+    for prun in run.providers:
+        other_run = reruns.get((prun.name, prun.device))
+        for name, pl in prun.layers.items():
+            other = other_run.layers.get(name) if other_run else None
+            if pl.err is not None and other is not None and other.err is not None:
+                pl.noise = abs(other.err - pl.err)
 
 
 def _result_paths(files: list[Path]) -> list[Path]:

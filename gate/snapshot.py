@@ -41,8 +41,7 @@ def to_document(run: ModelRun, previous: dict | None = None) -> dict[str, Any]:
         "model": run.name,
         "meta": dict(run.meta),
         "reference": dict(run.reference),
-        "layers": [{"name": layer.name, "type": layer.type, "fp": layer.fp.to_dict(sketch=True)}
-                   for layer in run.layers],
+        "layers": [_layer(layer) for layer in run.layers],
         "providers": providers,
     }
 
@@ -60,8 +59,18 @@ def _steady(now: float | None, before: float | None) -> float | None:
 
 
 def _provider_layer(pl) -> dict[str, Any]:
-    return {"status": pl.status, "err": None if pl.err is None else float(pl.err),
-            "fp": pl.fp.to_dict(sketch=False) if pl.fp is not None else None}
+    out = {"status": pl.status, "err": None if pl.err is None else float(pl.err),
+           "fp": pl.fp.to_dict(sketch=False) if pl.fp is not None else None}
+    if pl.noise is not None:
+        out["noise"] = float(pl.noise)
+    return out
+
+
+def _layer(layer) -> dict[str, Any]:
+    out = {"name": layer.name, "type": layer.type, "fp": layer.fp.to_dict(sketch=True)}
+    if layer.noise is not None:
+        out["noise"] = float(layer.noise)
+    return out
 
 
 def _same_layers(doc: dict, names: set[str]) -> bool:

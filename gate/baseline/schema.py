@@ -78,14 +78,18 @@ META = Record(
     optional=("op_types",),
 )
 
-LAYER = Record([("name", NAME), ("type", NAME), ("fp", REFERENCE_FP)])
+# "noise": run-to-run variation measured by `update-baseline --calibrate` (optional).
+LAYER = Record([("name", NAME), ("type", NAME), ("fp", REFERENCE_FP), ("noise", Float(nan=False, lo=0.0))],
+               optional=("noise",))
 
 RUNTIME_LAYER = Record(
     [
         ("status", Str(16, choices=("ok", "folded", "absent"))),
         ("err", Nullable(Float(lo=0.0))),
         ("fp", Nullable(RUNTIME_FP)),
-    ]
+        ("noise", Float(nan=False, lo=0.0)),
+    ],
+    optional=("noise",),
 )
 
 # where ONNX Runtime placed the graph's nodes (placement audit); optional

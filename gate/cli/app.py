@@ -104,7 +104,10 @@ def _finite(obj):
 def update_baseline(config: ConfigOpt = None, model: ModelOpt = None, provider: ProviderOpt = None,
                     source: Annotated[list[Path] | None, typer.Option(
                         "--from", help="Take the runs from result files/folders (export, collect) instead of "
-                        "running here: how a GPU runner's results become baselines.")] = None) -> None:
+                        "running here: how a GPU runner's results become baselines.")] = None,
+                    calibrate: Annotated[bool, typer.Option(
+                        "--calibrate", help="Rerun with another thread count and record each layer's "
+                        "run-to-run noise: thresholds never go below it.")] = False) -> None:
     """Run and rewrite the baselines; entries of providers not run here are kept."""
     from gate import service
     from gate.cli.console import console, progress_display
@@ -112,7 +115,7 @@ def update_baseline(config: ConfigOpt = None, model: ModelOpt = None, provider: 
     cfg = _load(config)
     models, providers = cfg.select_models(_split(model)), cfg.select_providers(_split(provider))
     with progress_display() as progress:
-        updated = service.update_baseline(cfg, models, providers, progress, sources=source)
+        updated = service.update_baseline(cfg, models, providers, progress, sources=source, calibrate=calibrate)
     for u in updated:
         console.print(f"[bold]{u.model}[/bold] → {u.path}")
         for line in u.changes:

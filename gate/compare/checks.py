@@ -19,6 +19,7 @@ from gate.fingerprint import Fingerprint, relative_error
 from gate.runs import LayerInfo, ModelRun, ProviderRun
 
 TINY = 1e-300
+NOISE_MARGIN = 4.0  # thresholds stay at least this many times the calibrated noise away
 
 
 def _row(layer: LayerInfo, status: str, check: str | None = None, value: float | None = None,
@@ -57,8 +58,10 @@ def reference_rows(run: ModelRun, baseline: dict, spec: ModelSpec) -> list[dict]
     both64 = run.reference.get("dtype") == "float64" and baseline["reference"].get("dtype") == "float64"
     for layer in run.layers:
         tol = spec.tolerance_for(layer.name)
-        limit = tol.reference if both64 else max(tol.reference, 1e-5)
         entry = base_layers.get(layer.name)
+        # Never tighter than the run-to-run noise calibration measured for this layer.
+        noise = (entry or {}).get("noise") or 0.0
+        limit = max(tol.reference if both64 else max(tol.reference, 1e-5), NOISE_MARGIN * noise)
         if entry is None:
             rows.append(_row(layer, "new", "structure", message="layer is not in the baseline: the model's "
                              "structure changed"))
@@ -119,6 +122,7 @@ def runtime_rows(run: ModelRun, prun: ProviderRun, entry: dict | None, spec: Mod
             continue
         err = pl.err if pl.err is not None else relative_error(fp, ref)
         base = base_layers.get(layer.name, {}).get("err")
+        noise = base_layers.get(layer.name, {}).get("noise") or 0.0
         if err > tol.ceiling:
             rows.append(_row(layer, "fail", "ceiling", err, tol.ceiling, base,
                              message=f"error {err:.3g} against the reference is over the ceiling {tol.ceiling:.3g}"))
@@ -127,7 +131,7 @@ def runtime_rows(run: ModelRun, prun: ProviderRun, entry: dict | None, spec: Mod
             rows.append(_row(layer, status, "error-growth", err, None, None,
                              message="no baseline value for this layer" if entry is not None else None))
         else:
-            threshold = tol.growth * base + tol.floor
+            threshold = max(tol.growth * base + tol.floor, base + NOISE_MARGIN * noise)
             if err > threshold:
                 rows.append(_row(layer, "fail", "error-growth", err, threshold, base,
                                  message=f"error against the reference {err:.3g} (baseline {base:.3g}, limit "

@@ -154,3 +154,35 @@ def test_update_baseline_twice_writes_the_same_bytes(tmp_path):
     (updated,) = service.update_baseline(cfg, cfg.models, cfg.providers)
     assert (tmp_path / "b" / "tiny-cnn.msgpack.zst").read_bytes() == first
     assert updated.changes == ["no change"]
+
+
+def test_calibrated_noise_widens_thresholds(tmp_path):
+    """update-baseline --calibrate records run-to-run noise per layer; a layer whose recorded
+    noise is large is not failed for moving within it."""
+    from gate.config import load_config as load
+
+    base = tmp_path / "b"
+    config = write_config(tmp_path, "tiny-cnn", "examples.zoo:tiny_cnn", baseline_dir=base)
+    cfg = load(config)
+    service.update_baseline(cfg, cfg.models, cfg.providers, calibrate=True)
+    doc = read_baseline(base / "tiny-cnn.msgpack.zst")
+    assert all("noise" in layer and layer["noise"] >= 0 for layer in doc["layers"])
+    cpu = next(iter(doc["providers"]["CPUExecutionProvider"].values()))
+    assert all("noise" in row for row in cpu["layers"].values() if row["err"] is not None)
+    assert check(config)["verdict"] == "pass"
+    # Shrink one layer's recorded error 100x: a regression by the floor-less limit below...
+    for row in cpu["layers"].values():
+        row["err"] = row["err"] / 100 if row["err"] else row["err"]
+    extra = 'layer-tolerances = [{ layers = "*", floor = 1e-12 }]\n'
+    config = write_config(tmp_path, "tiny-cnn", "examples.zoo:tiny_cnn", baseline_dir=base, extra=extra)
+    for row in cpu["layers"].values():
+        row["noise"] = 0.0
+    (base / "tiny-cnn.msgpack.zst").write_bytes(encode_baseline(doc))
+    assert check(config)["first_regression"]["check"] == "error-growth"
+    # ...but within the noise calibration measured (here: recorded as large), it passes.
+    for row in cpu["layers"].values():
+        row["noise"] = row["err"] * 100 if row["err"] else 0.0
+    (base / "tiny-cnn.msgpack.zst").write_bytes(encode_baseline(doc))
+    report = check(config)
+    ort = next(p for p in report["models"][0]["providers"] if p["name"] == "CPUExecutionProvider")
+    assert ort["status"] == "pass", ort["first_regression"]
