@@ -395,9 +395,12 @@ def _propagation_hints(ctx: _Context) -> list[dict]:
             msg = (f"{entry['name']} ({entry['precision']}): the {what} was introduced at {fr['layer']}: every earlier "
                    "layer is clean")
         else:
+            o_base = series[origin][2]
+            under = "below its threshold" if isinstance(o_base, float) or is_ref else \
+                "not gated there: no baseline value for that layer"
             msg = (f"{entry['name']} ({entry['precision']}): {fr['layer']} is the first layer over its threshold, but "
                    f"the {what} was inherited: it first diverged at {ctx.order[origin]} "
-                   f"({_fmt(series[origin][1])}, below its threshold)")
+                   f"({_fmt(series[origin][1])}, {under})")
         if final[0] is not None and final[0] != fr["layer"]:
             msg += f"; at the output ({final[0]}) it is {_fmt(final[1])}"
         out.append(_hint(
