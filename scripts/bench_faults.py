@@ -122,9 +122,11 @@ def swap_activation(new):
     return apply
 
 
-def set_eps(value: float):
+def set_eps(value: float, otherwise: float = 1e-5):
+    """eps -> ``value`` (``otherwise`` when it already is ``value``: mobilenet_v3's BatchNorms use 1e-3)."""
     def apply(model, path):
-        _get(model, path).eps = value
+        m = _get(model, path)
+        m.eps = otherwise if m.eps == value else value
     return apply
 
 

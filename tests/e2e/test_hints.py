@@ -83,7 +83,7 @@ class Offset(nn.Module):
         self.norm = nn.LayerNorm(64, elementwise_affine=False)
         self.head = nn.Linear(64, 4)
         with torch.no_grad():
-            self.a.bias.fill_(100.0)
+            self.a.bias.fill_(3000.0)
             self.a.weight.mul_(1 + scale)
 
     def forward(self, x):
@@ -95,9 +95,9 @@ def offset_base() -> nn.Module:
 
 
 def offset_tiny_change() -> nn.Module:
-    # a's weights scaled by 1 + 1e-8: a's output moves by ~1e-10 relative (under the 1e-9 limit,
-    # the 100 offset dominates its norm); the LayerNorm removes the offset and shows ~1e-8.
-    return Offset(1e-8)
+    # a's weights scaled by 1 + 1e-6: a's output moves by ~2e-10 relative (under the 1e-9 limit,
+    # the 3000 offset dominates its norm); the LayerNorm removes the offset and shows ~2e-8.
+    return Offset(1e-6)
 
 
 # Helpers ---------------------------------------------------------------------------------
