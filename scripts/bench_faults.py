@@ -313,12 +313,12 @@ def named(layer: str | None, injected: str) -> bool:
     return layer == injected or layer.startswith((injected + "#", injected + "[", injected + "."))
 
 
-def hint_ok(report_model: dict, expected: tuple[str, str | None]) -> bool:
+def expected_hint(report_model: dict, expected: tuple[str, str | None]) -> dict | None:
     kind, cause = expected
     for h in report_model.get("hints", []):
         if h["kind"] == kind and (cause is None or h["evidence"].get("cause") == cause):
-            return True
-    return False
+            return h
+    return None
 
 
 def write_config(folder: Path, model: str, factory: str, inputs: str) -> Path:
@@ -376,7 +376,8 @@ def bench_model(folder: Path, model: str, kinds: list[str] | None, log) -> dict:
         row = dict(kind=kind, layer=layer, benign=False, verdict=report["verdict"], first_layer=fr.get("layer"),
                    first_provider=fr.get("provider"), check=fr.get("check"), value=fr.get("value"),
                    detected=report["verdict"] == "regressed", localized=named(fr.get("layer"), layer),
-                   hint_ok=hint_ok(m, expected), expected_hint=expected[0] + (f"/{expected[1]}" if expected[1] else ""),
+                   hint_ok=expected_hint(m, expected) is not None,
+                   hint_message=(expected_hint(m, expected) or {}).get("message"), expected_hint=expected[0] + (f"/{expected[1]}" if expected[1] else ""),
                    hints=sorted({h["kind"] for h in m.get("hints", [])}), seconds=secs)
         rows.append(row)
         log(f"  {kind:24s} {row['verdict']:9s} first={row['first_layer']} ({row['first_provider']}, {row['check']} "

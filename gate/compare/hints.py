@@ -269,15 +269,25 @@ def _bf16(x: np.ndarray) -> np.ndarray:
 
 def expected_cast_error(fp: Fingerprint, dtype: str) -> float:
     """Relative L2 error of a ``dtype`` round trip of a tensor with this fingerprint (estimated)."""
+    return expected_cast(fp, dtype)[0]
+
+
+def expected_cast(fp: Fingerprint, dtype: str) -> tuple[float, float]:
+    """(relative L2 error, norm shift / error) of a ``dtype`` round trip, on values drawn from the
+    fingerprint's quantile function. The norm shift is ~0 for rounding of normal numbers and ~1
+    where the cast flushes values to zero (underflow) or saturates them."""
     if fp.finite == 0 or not all(math.isfinite(v) for v in (fp.min, fp.max, *fp.quantiles)):
-        return math.nan
+        return math.nan, math.nan
     x = _quantile_sample(fp)
     with np.errstate(over="ignore", invalid="ignore"):
         y = x.astype(np.float16).astype(np.float64) if dtype == "float16" else _bf16(x)
     norm = float(np.linalg.norm(x))
     if norm == 0:
-        return 0.0
-    return float(np.linalg.norm(y - x)) / norm
+        return 0.0, 0.0
+    err = float(np.linalg.norm(y - x))
+    if not math.isfinite(err):
+        return math.inf, math.nan
+    return err / norm, (abs(float(np.linalg.norm(y)) - norm) / err if err > 0 else 0.0)
 
 
 def _precision_hints(ctx: _Context) -> list[dict]:
@@ -301,7 +311,8 @@ def _precision_hints(ctx: _Context) -> list[dict]:
             now, ref = (None if pl is None else pl.fp), ctx.ref_now.get(fr["layer"])
         if now is None or ref is None or ref.l2 <= 0:
             continue
-        expected = {d: expected_cast_error(ref, d) for d in CAST_UNIT}
+        cast = {d: expected_cast(ref, d) for d in CAST_UNIT}
+        expected = {d: e for d, (e, _) in cast.items()}
         # For a runtime, what counts is the error beyond its baseline error.
         row = ctx.rows(entry).get(fr["layer"], {})
         base = 0.0 if is_ref else (row.get("baseline") or 0.0)
@@ -309,21 +320,25 @@ def _precision_hints(ctx: _Context) -> list[dict]:
         if excess <= 0:
             continue
         bias = abs(now.l2 - ref.l2) / ref.l2 / excess  # ~1/sqrt(n) for rounding, ~1 for a scale change
-        bias_limit = max(CAST_BIAS_LIMIT, 3.0 / math.sqrt(max(ref.finite, 1)))
+        base_limit = max(CAST_BIAS_LIMIT, 3.0 / math.sqrt(max(ref.finite, 1)))
+        # A cast that flushes small values to zero is biased too: allow the bias the cast itself gives.
         fits = {d: e for d, e in expected.items()
-                if math.isfinite(e) and e > 0 and e / CAST_FACTOR <= excess <= e * CAST_FACTOR}
-        if not fits or bias > bias_limit:
+                if math.isfinite(e) and e > 0 and e / CAST_FACTOR <= excess <= e * CAST_FACTOR
+                and bias <= max(base_limit, 1.5 * (cast[d][1] if math.isfinite(cast[d][1]) else 0.0))}
+        if not fits:
             continue
         dtype = min(fits, key=lambda d: abs(math.log(excess / fits[d])))
+        bias_limit = max(base_limit, 1.5 * (cast[dtype][1] if math.isfinite(cast[dtype][1]) else 0.0))
         out.append(_hint(
             "precision-loss", fr["layer"], entry["name"],
             f"{entry['name']} ({entry['precision']}) at {fr['layer']}: the error {excess:.3g} matches a {dtype} round "
-            f"trip of this tensor (expected {fits[dtype]:.3g}, unit roundoff {CAST_UNIT[dtype]:.3g}) and is unbiased "
-            f"(norm moved by {bias:.2g} of the error): a cast to {dtype} (autocast, .half(), a reduced-precision "
-            "kernel or EP setting)",
+            f"trip of this tensor (expected {fits[dtype]:.3g}, unit roundoff {CAST_UNIT[dtype]:.3g}), with the "
+            f"norm shift such a cast gives ({bias:.2g} of the error, limit {bias_limit:.2g}): a cast to {dtype} "
+            "(autocast, .half(), a reduced-precision kernel or EP setting)",
             dtype=dtype, measured=excess, expected=fits[dtype], ratio=excess / fits[dtype],
             expected_float16=expected["float16"], expected_bfloat16=expected["bfloat16"], factor=CAST_FACTOR,
             norm_shift_over_error=bias, norm_shift_limit=bias_limit,
+            expected_norm_shift=cast[dtype][1],
             estimated_from="reference fingerprint quantiles (min, 9 quantiles, max)"))
     return out
 
