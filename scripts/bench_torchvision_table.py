@@ -53,7 +53,7 @@ def measure(folder: Path, model: str) -> dict:
             continue
         rows = [r for r in p["layers"] if r["check"] == "error-growth" or r["check"] == "ceiling"]
         vals = [(r["value"], r["layer"]) for r in rows if r["value"] is not None]
-        worst = max(vals) if vals else (None, None)
+        worst = max(vals, key=lambda v: v[0]) if vals else (None, None)  # ties: the first in execution order
         out[p["name"]] = {"status": p["status"], "checked": len(vals), "folded": p["folded"],
                           "absent": sum(r["status"] == "absent" for r in p["layers"]),
                           "over_ceiling": sum(v > CEILING for v, _ in vals), "over_floor": sum(v > FLOOR for v, _ in vals),
