@@ -329,16 +329,19 @@ def _precision_hints(ctx: _Context) -> list[dict]:
             continue
         dtype = min(fits, key=lambda d: abs(math.log(excess / fits[d])))
         bias_limit = max(base_limit, 1.5 * (cast[dtype][1] if math.isfinite(cast[dtype][1]) else 0.0))
+        outside = fits[dtype] > 30 * CAST_UNIT[dtype]
         out.append(_hint(
             "precision-loss", fr["layer"], entry["name"],
             f"{entry['name']} ({entry['precision']}) at {fr['layer']}: the error {excess:.3g} matches a {dtype} round "
             f"trip of this tensor (expected {fits[dtype]:.3g}, unit roundoff {CAST_UNIT[dtype]:.3g}), with the "
             f"norm shift such a cast gives ({bias:.2g} of the error, limit {bias_limit:.2g}): a cast to {dtype} "
-            "(autocast, .half(), a reduced-precision kernel or EP setting)",
+            "(autocast, .half(), a reduced-precision kernel or EP setting)"
+            + (f"; most of it is underflow/overflow: this tensor's values lie outside {dtype}'s normal range"
+               if outside else ""),
             dtype=dtype, measured=excess, expected=fits[dtype], ratio=excess / fits[dtype],
             expected_float16=expected["float16"], expected_bfloat16=expected["bfloat16"], factor=CAST_FACTOR,
             norm_shift_over_error=bias, norm_shift_limit=bias_limit,
-            expected_norm_shift=cast[dtype][1],
+            expected_norm_shift=cast[dtype][1], outside_normal_range=outside,
             estimated_from="reference fingerprint quantiles (min, 9 quantiles, max)"))
     return out
 
