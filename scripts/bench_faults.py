@@ -65,8 +65,13 @@ def build_efficientnet_b0() -> nn.Module:
 def build_vit() -> nn.Module:
     from torchvision.models import VisionTransformer
 
-    return VisionTransformer(image_size=32, patch_size=8, num_layers=2, num_heads=2, hidden_dim=32, mlp_dim=64,
-                             dropout=0.1, attention_dropout=0.1, num_classes=10)
+    model = VisionTransformer(image_size=32, patch_size=8, num_layers=2, num_heads=2, hidden_dim=32, mlp_dim=64,
+                              dropout=0.1, attention_dropout=0.1, num_classes=10)
+    # torchvision initializes the classification head to zeros: the output would be all zeros, which
+    # the gate rightly refuses as degenerate. Random head weights, as a trained model would have.
+    with torch.no_grad():
+        model.heads.head.weight.normal_(0, 32**-0.5)
+    return model
 
 
 def _hf_config(kind: str):

@@ -31,7 +31,12 @@ CEILING, FLOOR = 1e-2, 1e-6
 
 
 def factory_module() -> str:
-    return "\n".join(f"def {m}():\n    import torchvision.models as tvm\n    return tvm.{m}()\n" for m in MODELS)
+    # vit_b_16: torchvision initializes the head to zeros (output all zeros, which the gate refuses as
+    # degenerate); it gets random weights like every other layer.
+    return "\n".join(f"def {m}():\n    import torch\n    import torchvision.models as tvm\n    m = tvm.{m}()\n"
+                     f"    if hasattr(m, 'heads'):\n        with torch.no_grad():\n"
+                     f"            m.heads.head.weight.normal_(0, m.heads.head.in_features ** -0.5)\n"
+                     f"    return m\n" for m in MODELS)
 
 
 def measure(folder: Path, model: str) -> dict:
