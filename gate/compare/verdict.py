@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gate.compare import checks
+from gate.compare import checks, hints
 from gate.config import ModelSpec
 from gate.runs import ModelRun
 
@@ -137,6 +137,7 @@ def model_report(spec: ModelSpec, run: ModelRun, baseline: dict | None, path: Pa
         report["status"] = "no-baseline"
     if run.error or any(e["status"] == "error" for e in report["providers"]):
         report["status"] = "error"
+    report["hints"] = hints.model_hints(spec, run, baseline, report)  # diagnosis only; never changes the verdict
     return report
 
 

@@ -1,0 +1,272 @@
+"""Root-cause hints (gate/compare/hints.py), each produced from a real injected cause: real
+exports, real ONNX Runtime sessions, real baselines (the committed ones, or written here with
+``update_baseline``). No mocks.
+
+The factories below are this file's own: the test copies the file into the temporary config
+folder as ``hint_factories.py`` (the config's folder is on ``sys.path``).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from torch import nn
+
+from examples import zoo
+
+# Factories -------------------------------------------------------------------------------
+
+
+def _cast_forward(dtype):
+    def forward(self, x):
+        y = type(self).__mro__[1].forward(self, x)
+        return y.to(dtype).to(y.dtype)
+    return forward
+
+
+def cnn_fp16_conv() -> nn.Module:
+    """block2.conv1 rounds its output through float16 (in the model: every runtime sees it)."""
+    m = zoo.tiny_cnn()
+    c = m.block2.conv1
+    c.__class__ = type("HalfConv2d", (type(c),), {"forward": _cast_forward(torch.float16)})
+    return m
+
+
+def cnn_bf16_conv() -> nn.Module:
+    m = zoo.tiny_cnn()
+    c = m.block2.conv1
+    c.__class__ = type("BFloatConv2d", (type(c),), {"forward": _cast_forward(torch.bfloat16)})
+    return m
+
+
+def _onnx_only_cast(self, x):
+    y = type(self).__mro__[1].forward(self, x)
+    if torch.onnx.is_in_onnx_export():  # only the exported graph rounds: PyTorch is unchanged
+        return y.to(torch.float16).to(y.dtype)
+    return y
+
+
+def cnn_onnx_only_fp16() -> nn.Module:
+    """A runtime-only change: the shipped ONNX graph casts block2.conv1's output to float16."""
+    m = zoo.tiny_cnn()
+    c = m.block2.conv1
+    c.__class__ = type("OnnxHalfConv2d", (type(c),), {"forward": _onnx_only_cast})
+    return m
+
+
+class Clamp0(nn.Module):
+    def forward(self, x):
+        return torch.clamp(x, min=0.0)
+
+
+def cnn_relu_as_clamp() -> nn.Module:
+    """Same math (clamp(x, 0) == relu(x)), other ONNX op types (Clip instead of Relu)."""
+    m = zoo.tiny_cnn()
+    m.stem[2] = Clamp0()
+    m.block1.relu = Clamp0()
+    m.block2.relu = Clamp0()
+    return m
+
+
+class Offset(nn.Module):
+    """a: Linear whose output rides on a large offset; norm removes the offset; head reads it."""
+
+    def __init__(self, scale: float = 0.0):
+        super().__init__()
+        self.a = nn.Linear(16, 64)
+        self.norm = nn.LayerNorm(64, elementwise_affine=False)
+        self.head = nn.Linear(64, 4)
+        with torch.no_grad():
+            self.a.bias.fill_(3000.0)
+            self.a.weight.mul_(1 + scale)
+
+    def forward(self, x):
+        return self.head(self.norm(self.a(x)))
+
+
+def offset_base() -> nn.Module:
+    return Offset()
+
+
+def offset_tiny_change() -> nn.Module:
+    # a's weights scaled by 1 + 1e-6: a's output moves by ~2e-10 relative (under the 1e-9 limit,
+    # the 3000 offset dominates its norm); the LayerNorm removes the offset and shows ~2e-8.
+    return Offset(1e-6)
+
+
+# Helpers ---------------------------------------------------------------------------------
+
+ROOT = Path(__file__).resolve().parents[2]
+INPUTS = {"tiny-cnn": '[{ name = "x", shape = [2, 3, 16, 16], dtype = "float32" }]',
+          "tiny-transformer": '[{ name = "x", shape = [2, 8, 16], dtype = "float32" }]',
+          "offset": '[{ name = "x", shape = [4, 16], dtype = "float32" }]'}
+
+
+def _config(tmp: Path, model: str, factory: str, baseline_dir: Path) -> Path:
+    sys.path.insert(0, str(Path(__file__).parent))
+    import faults  # tests/e2e/faults.py: the fault factories test_gate.py uses
+
+    shutil.copy(Path(faults.__file__), tmp / "faults.py")
+    shutil.copy(Path(__file__), tmp / "hint_factories.py")
+    path = tmp / "parity-gate.toml"
+    path.write_text(f'baseline-dir = "{baseline_dir.as_posix()}"\nproviders = ["torch-cpu", "CPUExecutionProvider"]\n'
+                    f'\n[[models]]\nname = "{model}"\nfactory = "{factory}"\ninputs = {INPUTS[model]}\n')
+    return path
+
+
+def check(tmp: Path, model: str, factory: str, baseline_dir: Path = ROOT / "baselines") -> dict:
+    from gate import service
+    from gate.config import load_config
+
+    cfg = load_config(_config(tmp, model, factory, baseline_dir))
+    report = service.check(cfg, cfg.models, cfg.providers)
+    json.dumps(report, allow_nan=False)  # the JSON contract: hints are plain, finite JSON
+    return report
+
+
+def baseline(tmp: Path, model: str, factory: str) -> Path:
+    from gate import service
+    from gate.config import load_config
+
+    cfg = load_config(_config(tmp, model, factory, tmp / "baselines"))
+    service.update_baseline(cfg, cfg.models, cfg.providers)
+    return tmp / "baselines"
+
+
+def hints(report: dict, kind: str, provider: str | None = None) -> list[dict]:
+    return [h for h in report["models"][0]["hints"] if h["kind"] == kind and provider in (None, h["provider"])]
+
+
+# Tests -----------------------------------------------------------------------------------
+
+
+def test_weights_change_is_a_model_change_of_the_weights_introduced_at_the_layer(tmp_path):
+    report = check(tmp_path, "tiny-cnn", "faults:cnn_weight_1e3")
+    (h,) = hints(report, "model-change")
+    assert (h["layer"], h["provider"]) == ("block2.conv1", "torch-cpu")
+    ev = h["evidence"]
+    assert ev["cause"] == "weights" and ev["weights_changed"] is True
+    assert ev["weights_digest_baseline"] != ev["weights_digest_now"]
+    assert not hints(report, "runtime-change")
+    # A uniform 1e-3 scale is the size of a cast error, but it is biased: not precision loss.
+    assert not hints(report, "precision-loss")
+    (p,) = hints(report, "introduced-vs-inherited", "torch-cpu")
+    assert p["evidence"]["verdict"] == "introduced" and p["evidence"]["origin"] == "block2.conv1"
+    series = dict(p["evidence"]["series"])
+    assert series["block2.conv1"] > 1e-4 and series["block1"] == 0.0
+    assert p["evidence"]["output_layer"] == "(model)" and p["evidence"]["output_value"] > 0
+
+
+def test_hyperparameter_change_is_a_model_change_of_the_code(tmp_path):
+    report = check(tmp_path, "tiny-cnn", "faults:cnn_bn_eps")
+    (h,) = hints(report, "model-change")
+    assert h["layer"] == "block1.bn2"
+    assert h["evidence"]["cause"] == "code" and h["evidence"]["weights_changed"] is False
+    assert "code" in h["message"]
+    assert not hints(report, "precision-loss")
+
+
+def test_transpose_is_a_layout_hint_from_fingerprints_alone(tmp_path):
+    report = check(tmp_path, "tiny-transformer", "faults:tf_transpose")
+    (h,) = hints(report, "layout", "torch-cpu")
+    assert h["layer"] == "blocks.0.attn.merge"
+    ev = h["evidence"]
+    assert ev["max_relative_stat_difference"] <= 1e-9 and ev["relative_distance"] > 0.1
+
+
+def test_nan_origin_per_provider(tmp_path):
+    report = check(tmp_path, "tiny-cnn", "faults:cnn_nan")
+    found = {(h["provider"], h["evidence"]["precision"]): h for h in hints(report, "nonfinite-origin")}
+    assert found[("torch-cpu", "float64")]["layer"] == "block1.conv2"
+    assert found[("torch-cpu", "float32")]["layer"] == "block1.conv2"
+    # On ONNX Runtime the conv is folded into its BatchNorm: the first value it has is bn2's.
+    assert found[("CPUExecutionProvider", "float32")]["layer"] == "block1.bn2"
+    assert found[("torch-cpu", "float64")]["evidence"]["nan"] > 0
+    assert found[("torch-cpu", "float64")]["evidence"]["baseline_reference_first"] is None
+
+
+@pytest.mark.parametrize(("factory", "dtype"), [("cnn_fp16_conv", "float16"), ("cnn_bf16_conv", "bfloat16")])
+def test_a_cast_in_the_model_is_precision_loss_of_that_dtype(tmp_path, factory, dtype):
+    report = check(tmp_path, "tiny-cnn", f"hint_factories:{factory}")
+    assert report["first_regression"]["layer"] == "block2.conv1"
+    (h,) = hints(report, "precision-loss", "torch-cpu")
+    assert h["layer"] == "block2.conv1" and h["evidence"]["dtype"] == dtype
+    assert 1 / 3 <= h["evidence"]["ratio"] <= 3
+    assert hints(report, "model-change")[0]["evidence"]["cause"] == "code"
+
+
+def test_a_cast_only_in_the_exported_graph_is_a_runtime_change(tmp_path):
+    report = check(tmp_path, "tiny-cnn", "hint_factories:cnn_onnx_only_fp16")
+    first = report["first_regression"]
+    assert first["provider"] == "CPUExecutionProvider"
+    assert not hints(report, "model-change")
+    (rc,) = hints(report, "runtime-change")
+    assert rc["provider"] == "CPUExecutionProvider" and rc["evidence"]["reference_moved"] is False
+    assert rc["evidence"]["weights_changed"] is False
+    (pl,) = hints(report, "precision-loss")
+    assert pl["provider"] == "CPUExecutionProvider" and pl["evidence"]["dtype"] == "float16"
+    graph = hints(report, "export-graph-change")
+    assert any("Cast" in h["evidence"].get("op_types_added", []) for h in graph)
+    assert any(["block2.conv1", "folded", "ok"] in h["evidence"].get("changes", []) for h in graph)
+    # The conv has its own value now, with no baseline error: the gate flags bn1; the hint says
+    # the error came from the conv.
+    (p,) = hints(report, "introduced-vs-inherited", "CPUExecutionProvider")
+    assert p["evidence"]["origin"] == "block2.conv1"
+
+
+def test_sub_threshold_change_amplified_downstream_is_inherited(tmp_path):
+    base = baseline(tmp_path, "offset", "hint_factories:offset_base")
+    report = check(tmp_path, "offset", "hint_factories:offset_tiny_change", base)
+    first = report["first_regression"]
+    assert (first["provider"], first["layer"]) == ("torch-cpu", "norm")
+    (p,) = hints(report, "introduced-vs-inherited", "torch-cpu")
+    ev = p["evidence"]
+    assert ev["verdict"] == "inherited" and ev["origin"] == "a" and ev["first_regressed"] == "norm"
+    series = dict(ev["series"])
+    assert 1e-12 < series["a"] < 1e-9 < series["norm"]
+    assert "inherited" in p["message"] and "a" in p["message"]
+
+
+def test_same_math_other_ops_passes_and_reports_the_graph_change(tmp_path):
+    report = check(tmp_path, "tiny-cnn", "hint_factories:cnn_relu_as_clamp")
+    assert report["verdict"] == "pass", report["first_regression"]
+    (h,) = [h for h in hints(report, "export-graph-change") if h["provider"] == "(export)"]
+    assert "Relu" in h["evidence"]["op_types_removed"] and h["evidence"]["op_types_added"]
+    assert not hints(report, "model-change")
+
+
+def test_unchanged_model_has_no_hints(tmp_path):
+    report = check(tmp_path, "tiny-transformer", "examples.zoo:tiny_transformer")
+    assert report["verdict"] == "pass"
+    assert report["models"][0]["hints"] == []
+
+
+# Unit level: the two fingerprint-only tests behind the hints, on real fingerprints -----------
+
+
+def test_expected_cast_error_matches_a_real_round_trip():
+    from gate.compare.hints import _bf16, expected_cast_error
+    from gate.fingerprint import fingerprint, relative_error
+
+    rng = np.random.default_rng(0)
+    for x in (rng.standard_normal(50_000), np.maximum(rng.standard_normal(50_000), 0) * 7.0,
+              rng.standard_exponential(50_000) * 1e-3):
+        fp = fingerprint(x)
+        for dtype, cast in (("float16", lambda a: a.astype(np.float16).astype(np.float64)), ("bfloat16", _bf16)):
+            measured = relative_error(fingerprint(cast(x)), fp)
+            assert 0.5 < expected_cast_error(fp, dtype) / measured < 2, (dtype, measured)
+
+
+def test_same_distribution_sees_a_permutation_not_a_scale():
+    from gate.compare.hints import same_distribution
+    from gate.fingerprint import fingerprint
+
+    x = np.random.default_rng(1).standard_normal((4, 16, 8, 8))
+    assert same_distribution(fingerprint(x.transpose(0, 1, 3, 2).copy()), fingerprint(x), 1e-9)[0]
+    assert not same_distribution(fingerprint(x * (1 + 1e-6)), fingerprint(x), 1e-9)[0]
