@@ -58,6 +58,15 @@ def render_report(report: dict) -> None:
                           _fmt(max(values) if values else None),
                           "—" if p.get("latency_ms") is None else f"{p['latency_ms']:.2f} ms", first_text)
         console.print(table)
+        for p in model["providers"]:
+            for a in p.get("audits") or []:
+                style = "red" if a["status"] == "fail" else "yellow"
+                console.print(f"  [{style}]{a['check']}:[/{style}] {a['message']}", soft_wrap=True)
+        if model["status"] in ("regressed", "error"):
+            for h in [h for h in model.get("hints") or [] if h["kind"] != "hints-unavailable"][:6]:
+                where = f" on {h['provider']}" if h.get("provider") else ""
+                console.print(f"  [cyan]hint[/cyan] {h['kind']} at {h.get('layer') or '—'}{where}: {h['message']}",
+                              soft_wrap=True)
         console.print()
     if report.get("baseline_changes"):
         console.print(f"[yellow]this change updates baselines:[/yellow] {', '.join(report['baseline_changes'])}")

@@ -127,9 +127,17 @@ def runtime_rows(run: ModelRun, prun: ProviderRun, entry: dict | None, spec: Mod
             rows.append(_row(layer, "fail", "ceiling", err, tol.ceiling, base,
                              message=f"error {err:.3g} against the reference is over the ceiling {tol.ceiling:.3g}"))
         elif base is None or (isinstance(base, float) and math.isnan(base)):
-            status = "new" if entry is not None else "pass"
-            rows.append(_row(layer, status, "error-growth", err, None, None,
-                             message="no baseline value for this layer" if entry is not None else None))
+            if entry is None:  # no baseline for this provider at all: the provider says so
+                rows.append(_row(layer, "pass", "error-growth", err, None, None))
+            elif err > tol.floor:
+                # Not observable in the baseline (folded, absent): with nothing to grow from,
+                # the floor is the limit, so a graph change that un-fuses a layer is still checked.
+                rows.append(_row(layer, "fail", "error-growth", err, tol.floor, None,
+                                 message=f"no baseline value (the layer was not observable then); error {err:.3g} "
+                                 f"against the reference is over the floor {tol.floor:.0e}"))
+            else:
+                rows.append(_row(layer, "new", "error-growth", err, tol.floor, None,
+                                 message="no baseline value for this layer; within the floor"))
         else:
             threshold = max(tol.growth * base + tol.floor, base + NOISE_MARGIN * noise)
             if err > threshold:

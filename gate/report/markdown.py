@@ -258,6 +258,16 @@ class _Doc:
                     ]
                 )
             )
+        audits = [a for p in providers for a in (p.get("audits") or [])]
+        if audits:
+            out.append("\n".join(f"{'❌' if a.get('status') == 'fail' else '⚠️'} {plain(a.get('check', ''), 20)}: "
+                                  f"{plain(a.get('message', ''), MESSAGE_CAP)}" for a in audits[:10]))
+        hints = [h for h in (m.get("hints") or []) if h.get("kind") != "hints-unavailable"]
+        if hints and m.get("status") in ("regressed", "error"):
+            out.append("**Diagnosis**\n\n" + "\n".join(
+                f"- {code(h.get('kind'))} at {code(h.get('layer') or '—')}"
+                f"{(' on ' + code(h['provider'])) if h.get('provider') else ''}: {plain(h.get('message', ''), MESSAGE_CAP)}"
+                for h in hints[:6]))
         if self.level.charts:
             for p in providers:
                 if p.get("status") == "regressed" and self._take_chart():
