@@ -195,14 +195,21 @@ class Nullable(Node):
         return None if v is None else self.inner.conform(v, path, limits)
 
 
-class Array(Node):
-    def __init__(self, item: Node, max_len: int | str) -> None:
-        self.item, self.max_len = item, max_len
+class _Sized(Node):
+    """A container whose declared length is checked against a limit before it is read."""
+
+    max_len: int | str
+    what: str = "entries"
 
     def _count(self, n: int, path: str, limits: Limits) -> None:
         hi = _limit(limits, self.max_len)
         if n > hi:
-            raise Invalid(path, f"{n:,} entries exceed the limit {hi:,}")
+            raise Invalid(path, f"{n:,} {self.what} exceed the limit {hi:,}")
+
+
+class Array(_Sized):
+    def __init__(self, item: Node, max_len: int | str) -> None:
+        self.item, self.max_len = item, max_len
 
     def read(self, r, path, limits):
         self._count(_expect(r, path, "array", "an array"), path, limits)
@@ -260,16 +267,11 @@ class Record(Node):
         return {k: node.conform(v[k], _key(path, k), limits) for k, node in self.fields.items() if k in v}
 
 
-class NameMap(Node):
+class NameMap(_Sized):
     """A map from names to one kind of value; the writer sorts it by name."""
 
     def __init__(self, key: Str, value: Node, max_len: int | str, what: str) -> None:
         self.key, self.value, self.max_len, self.what = key, value, max_len, what
-
-    def _count(self, n: int, path: str, limits: Limits) -> None:
-        hi = _limit(limits, self.max_len)
-        if n > hi:
-            raise Invalid(path, f"{n:,} {self.what} exceed the limit {hi:,}")
 
     def read(self, r, path, limits):
         self._count(_expect(r, path, "map", "a map"), path, limits)
