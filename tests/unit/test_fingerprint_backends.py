@@ -103,6 +103,46 @@ def test_hard_distributions(make, dtype):
     assert_same(x)
 
 
+def _signed_zeros(r, n, share=0.6):
+    """+0 and -0 (``share`` of the elements) among normal values: the quantile passes compare
+    raw bit prefixes, where -0 looks like a tiny negative number and must still count as zero."""
+    x = r.standard_normal(n)
+    pick = r.random(n)
+    x[pick < share / 2] = 0.0
+    x[(pick >= share / 2) & (pick < share)] = -0.0
+    return x
+
+
+@native
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_signed_zeros_and_subnormals_in_the_quantile_passes(dtype):
+    r = np.random.default_rng(5)
+    x = _signed_zeros(r, 1_200_000).astype(dtype)
+    tiny = np.finfo(dtype).smallest_subnormal
+    x[r.integers(0, x.size, 50_000)] = -tiny
+    x[r.integers(0, x.size, 50_000)] = tiny
+    assert_same(x)
+
+
+@native
+def test_many_quantiles_agree_with_the_order_statistics():
+    """16 quantiles (the kernel's maximum) in 16 different bins, the median at zero: with
+    -0's alias that is more raw prefixes than the float32 perfect hash has buckets, so the
+    compare-chain path runs too."""
+    from gate.fingerprint._kernel import ffi, lib
+
+    r = np.random.default_rng(6)
+    qs = [0.0, 0.001, 0.01, 0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.99, 0.999, 1.0]
+    for dtype, code in (("float32", 2), ("float64", 3)):
+        x = (_signed_zeros(r, 2_000_000, 0.05) * 10.0 ** r.integers(-4, 4, 2_000_000)).astype(dtype)
+        for threads in (1, 2):
+            out = ffi.new("pgfp_result *")
+            assert lib.pgfp_fingerprint(ffi.from_buffer(x), x.size, code, ffi.new("double[]", qs), 16, threads, out) == 0
+            ranks = [int(np.floor(q * (x.size - 1))) for q in qs]
+            want = np.partition(x.astype(np.float64), ranks)[ranks] + 0.0
+            assert list(ffi.unpack(out.q, 16)) == want.tolist(), (dtype, threads)
+
+
 @native
 def test_result_does_not_depend_on_thread_count():
     from gate.fingerprint._kernel import fingerprint_native

@@ -35,7 +35,7 @@ static int key_bits(int dtype) { return dtype == PGFP_F64 ? 64 : dtype == PGFP_F
 #define STACK_KEYS 512 /* keys of inputs this small live on the stack */
 
 typedef void (*chunk_fn)(const void *, int, uint32_t, uint64_t, partial *, uint32_t *);
-typedef uint32_t (*match_fn)(const void *, int, uint32_t, int, const uint64_t *, int, const unsigned char *, uint32_t *);
+typedef uint32_t (*match_fn)(const void *, int, uint32_t, const matcher *, uint32_t *);
 
 /* ---- shared state of one call ---- */
 typedef struct {
@@ -57,6 +57,7 @@ typedef struct {
     int cmd;                 /* 0 done, 1 refine, 2 collect */
     int ng, shift, nbits;    /* groups; key >> shift is the prefix; refine digit bits */
     uint64_t gprefix[NG];
+    matcher mt;              /* what the next quantile pass looks for */
     uint64_t toff[64];       /* per-thread collect offsets (T <= 64) */
     unsigned char *tab;      /* HBINS flags: top-16 digit of some group prefix */
     int err;
@@ -125,8 +126,10 @@ static inline uint64_t load_key(const ctx *c, uint64_t i) {
 
 /* Indices (within the chunk) of elements whose key prefix is one of the groups. Group
  * prefixes keep the whole exponent, so non-finite elements never match. */
-static uint32_t match_scalar(const void *src, int dtype, uint32_t len, int shift, const uint64_t *gp, int ng,
-                             const unsigned char *tab, uint32_t *out) {
+static uint32_t match_scalar(const void *src, int dtype, uint32_t len, const matcher *mt, uint32_t *out) {
+    int shift = mt->shift, ng = mt->ng;
+    const uint64_t *gp = mt->gp;
+    const unsigned char *tab = mt->tab;
     uint32_t cnt = 0;
     for (uint32_t i = 0; i < len; i++) {
         uint64_t key = dtype == PGFP_F32 ? key32(((const uint32_t *)src)[i]) : key64(((const uint64_t *)src)[i]);
@@ -166,11 +169,18 @@ static void quantile_pass(ctx *c, int t) {
         for (uint64_t i = e0; i < e1; i += SUB) {
             uint32_t len = (uint32_t)((e1 - i) < SUB ? (e1 - i) : SUB);
             const char *src = c->data + i * (uint64_t)c->esize;
-            uint32_t m = c->match(src, c->dtype, len, c->shift, c->gprefix, c->ng, c->tab, idx);
+            uint32_t m = c->match(src, c->dtype, len, &c->mt, idx);
             for (uint32_t j = 0; j < m; j++) {
                 uint64_t key = load_key(c, i + idx[j]), pre = key >> c->shift;
-                int g = 0;
-                while (c->gprefix[g] != pre) g++;
+                int g;
+                if (c->mt.ghashed) {
+                    unsigned h = (unsigned)((pre * c->mt.gmul) >> 59);
+                    if (c->mt.gkey[h] != pre) continue; /* a raw-prefix alias of -0, not a candidate */
+                    g = c->mt.gid[h];
+                } else {
+                    for (g = 0; g < c->ng && c->gprefix[g] != pre; g++) {}
+                    if (g == c->ng) continue;
+                }
                 if (c->cmd == 1) rh[(uint64_t)g * RBINS + ((key >> dshift) & dmask)]++;
                 else if (kb == 64) ((uint64_t *)c->buf)[pos++] = key;
                 else ((uint32_t *)c->buf)[pos++] = (uint32_t)key;
@@ -211,6 +221,76 @@ typedef struct {
     int bits;                     /* known key bits */
 } plan;
 
+/* Raw bit prefix of a key prefix of b bits: positive keys have the top bit set (flip it),
+ * negative ones are the complement of their bits. */
+static uint64_t raw_prefix(uint64_t p, int b) {
+    uint64_t top = 1ull << (b - 1);
+    return (p & top) ? p ^ top : p ^ (top | (top - 1));
+}
+
+static void set_matcher(matcher *mt, const ctx *c, int kb) {
+    int b = kb - c->shift;
+    uint64_t zero = 1ull << (b - 1); /* the key prefix of +0 (and of -0) */
+    mt->shift = c->shift;
+    mt->ng = c->ng;
+    mt->tab = c->tab;
+    mt->nraw = 0;
+    for (int g = 0; g < c->ng; g++) {
+        mt->gp[g] = c->gprefix[g];
+        mt->raw[mt->nraw++] = raw_prefix(c->gprefix[g], b);
+        if (c->gprefix[g] == zero) mt->raw[mt->nraw++] = zero; /* -0.0's raw prefix */
+    }
+    int u = 0; /* drop duplicates (zero's alias may also be a group's own raw prefix) */
+    for (int i = 0; i < mt->nraw; i++) {
+        int j = 0;
+        while (j < u && mt->raw[j] != mt->raw[i]) j++;
+        if (j == u) mt->raw[u++] = mt->raw[i];
+    }
+    mt->nraw = u;
+    /* key prefix -> group: a perfect hash into 32 slots (no search, no mispredicted branch) */
+    uint64_t y = 0x9e3779b97f4a7c15ull;
+    mt->ghashed = 0;
+    for (int tries = 0; tries < 4096 && !mt->ghashed; tries++) {
+        y = y * 6364136223846793005ull + 1442695040888963407ull;
+        uint64_t mul = y | 1u;
+        uint32_t used = 0;
+        int g;
+        for (g = 0; g < c->ng; g++) {
+            unsigned h = (unsigned)((c->gprefix[g] * mul) >> 59);
+            if (used & (1u << h)) break;
+            used |= 1u << h;
+        }
+        if (g < c->ng) continue;
+        mt->gmul = mul;
+        for (int h = 0; h < 32; h++) mt->gkey[h] = ~0ull; /* no prefix has all bits set */
+        for (g = 0; g < c->ng; g++) {
+            unsigned h = (unsigned)((c->gprefix[g] * mul) >> 59);
+            mt->gkey[h] = c->gprefix[g];
+            mt->gid[h] = (unsigned char)g;
+        }
+        mt->ghashed = 1;
+    }
+    mt->hashed = 0;
+    if (kb != 32 || mt->nraw > 16) return;
+    /* 16-bit raw prefixes: look for a multiplier that gives each its own bucket */
+    uint32_t x = 0x9e3779b9u;
+    for (int tries = 0; tries < 4096 && !mt->hashed; tries++) {
+        x = x * 1664525u + 1013904223u;
+        uint32_t mul = x | 1u, used = 0;
+        int k;
+        for (k = 0; k < mt->nraw; k++) {
+            uint32_t bk = ((uint32_t)mt->raw[k] * mul) >> 28;
+            if (used & (1u << bk)) break;
+            used |= 1u << bk;
+        }
+        if (k < mt->nraw) continue;
+        mt->mul = mul;
+        for (int i = 0; i < 16; i++) mt->val[i] = ~0u;
+        for (k = 0; k < mt->nraw; k++) mt->val[((uint32_t)mt->raw[k] * mul) >> 28] = (uint32_t)mt->raw[k];
+        mt->hashed = 1;
+    }
+}
+
 static void set_groups(ctx *c, plan *pl) {
     int kb = key_bits(c->dtype);
     c->ng = 0;
@@ -223,6 +303,7 @@ static void set_groups(ctx *c, plan *pl) {
     c->shift = kb - pl->bits;
     memset(c->tab, 0, HBINS);
     for (int g = 0; g < c->ng; g++) c->tab[c->gprefix[g] >> (pl->bits - 16)] = 1;
+    set_matcher(&c->mt, c, kb);
 }
 
 /* Decide the next pass; returns cmd (0 = finished, keys in pl->prefix are complete). */
@@ -242,7 +323,11 @@ static int plan_next(ctx *c, plan *pl) {
         c->bufn = off;
         return 2;
     }
-    c->nbits = kb - pl->bits < RBITS ? kb - pl->bits : RBITS;
+    /* float32: 16 bits finish the key in one pass. float64 has 48 bits left and many more
+     * candidates (its top 16 bits hold only 4 mantissa bits): 12-bit digits keep their
+     * histogram in cache, and the pass after is a collection either way. */
+    int rb = kb == 64 ? 12 : RBITS;
+    c->nbits = kb - pl->bits < rb ? kb - pl->bits : rb;
     return 1;
 }
 

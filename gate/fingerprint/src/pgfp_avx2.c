@@ -222,47 +222,66 @@ TGT void pgfp_chunk_avx2(const void *src, int dtype, uint32_t len, uint64_t star
 #endif
 
 #ifdef PGFP_X86
-/* Indices of elements whose key prefix (key >> shift) equals one of the ng group prefixes. */
-TGT uint32_t pgfp_match_avx2(const void *src, int dtype, uint32_t len, int shift, const uint64_t *gp, int ng,
-                             const unsigned char *tab, uint32_t *out) {
-    (void)tab;
+/* Candidates of a quantile pass (see matcher in pgfp_internal.h): raw bit prefixes, two
+ * vectors per branch, so the loop is bound by memory rather than by compares. */
+TGT uint32_t pgfp_match_avx2(const void *src, int dtype, uint32_t len, const matcher *mt, uint32_t *out) {
     uint32_t cnt = 0, i = 0;
-    __m128i sh = _mm_cvtsi32_si128(shift);
+    const int shift = mt->shift, nr = mt->nraw;
+    const __m128i sh = _mm_cvtsi32_si128(shift);
     if (dtype == PGFP_F32) {
-        __m256i g[PGFP_NQ_MAX];
-        for (int k = 0; k < ng; k++) g[k] = _mm256_set1_epi32((int)(uint32_t)gp[k]);
-        const __m256i top = _mm256_set1_epi32((int)0x80000000u);
-        for (; i + 8 <= len; i += 8) {
-            __m256i b = _mm256_loadu_si256((const __m256i *)((const uint32_t *)src + i));
-            __m256i k = _mm256_xor_si256(b, _mm256_or_si256(_mm256_srai_epi32(b, 31), top));
-            __m256i pre = _mm256_srl_epi32(fix_negzero32(k, 0x7fffffff), sh);
-            __m256i m = _mm256_cmpeq_epi32(pre, g[0]);
-            for (int q = 1; q < ng; q++) m = _mm256_or_si256(m, _mm256_cmpeq_epi32(pre, g[q]));
-            unsigned mask = (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(m));
-            while (mask) { out[cnt++] = i + (uint32_t)__builtin_ctz(mask); mask &= mask - 1; }
+        const uint32_t *u = src;
+        if (mt->hashed) {
+            const __m256i mul = _mm256_set1_epi32((int)mt->mul);
+            const __m256i lo = _mm256_loadu_si256((const __m256i *)mt->val);
+            const __m256i hi = _mm256_loadu_si256((const __m256i *)(mt->val + 8));
+#define PROBE(P) ({                                                                               \
+        __m256i b_ = _mm256_srli_epi32(_mm256_mullo_epi32((P), mul), 28);                              \
+        __m256 v_ = _mm256_blendv_ps(_mm256_castsi256_ps(_mm256_permutevar8x32_epi32(lo, b_)),          \
+                                     _mm256_castsi256_ps(_mm256_permutevar8x32_epi32(hi, b_)),          \
+                                     _mm256_castsi256_ps(_mm256_slli_epi32(b_, 28)));                   \
+        _mm256_cmpeq_epi32((P), _mm256_castps_si256(v_)); })
+            for (; i + 16 <= len; i += 16) {
+                __m256i p0 = _mm256_srl_epi32(_mm256_loadu_si256((const __m256i *)(u + i)), sh);
+                __m256i p1 = _mm256_srl_epi32(_mm256_loadu_si256((const __m256i *)(u + i + 8)), sh);
+                unsigned mask = (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(PROBE(p0)))
+                              | (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(PROBE(p1))) << 8;
+                while (mask) { out[cnt++] = i + (uint32_t)__builtin_ctz(mask); mask &= mask - 1; }
+            }
+#undef PROBE
+        } else {
+            __m256i g[NG + 1];
+            for (int k = 0; k < nr; k++) g[k] = _mm256_set1_epi32((int)(uint32_t)mt->raw[k]);
+            for (; i + 8 <= len; i += 8) {
+                __m256i pre = _mm256_srl_epi32(_mm256_loadu_si256((const __m256i *)(u + i)), sh);
+                __m256i m = _mm256_cmpeq_epi32(pre, g[0]);
+                for (int q = 1; q < nr; q++) m = _mm256_or_si256(m, _mm256_cmpeq_epi32(pre, g[q]));
+                unsigned mask = (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(m));
+                while (mask) { out[cnt++] = i + (uint32_t)__builtin_ctz(mask); mask &= mask - 1; }
+            }
         }
         for (; i < len; i++) {
-            uint32_t key = key32(((const uint32_t *)src)[i]);
-            for (int q = 0; q < ng; q++) if ((key >> shift) == gp[q]) { out[cnt++] = i; break; }
+            uint32_t pre = u[i] >> shift;
+            for (int q = 0; q < nr; q++) if (pre == mt->raw[q]) { out[cnt++] = i; break; }
         }
     } else {
-        __m256i g[PGFP_NQ_MAX];
-        for (int k = 0; k < ng; k++) g[k] = _mm256_set1_epi64x((long long)gp[k]);
-        const __m256i top = _mm256_set1_epi64x((long long)0x8000000000000000ull);
-        const __m256i nz = _mm256_set1_epi64x(0x7fffffffffffffffll);
-        for (; i + 4 <= len; i += 4) {
-            __m256i b = _mm256_loadu_si256((const __m256i *)((const uint64_t *)src + i));
-            __m256i k = _mm256_xor_si256(b, _mm256_or_si256(_mm256_cmpgt_epi64(_mm256_setzero_si256(), b), top));
-            k = _mm256_sub_epi64(k, _mm256_cmpeq_epi64(k, nz));
-            __m256i pre = _mm256_srl_epi64(k, sh);
-            __m256i m = _mm256_cmpeq_epi64(pre, g[0]);
-            for (int q = 1; q < ng; q++) m = _mm256_or_si256(m, _mm256_cmpeq_epi64(pre, g[q]));
-            unsigned mask = (unsigned)_mm256_movemask_pd(_mm256_castsi256_pd(m));
+        const uint64_t *u = src;
+        __m256i g[NG + 1];
+        for (int k = 0; k < nr; k++) g[k] = _mm256_set1_epi64x((long long)mt->raw[k]);
+        for (; i + 8 <= len; i += 8) {
+            __m256i p0 = _mm256_srl_epi64(_mm256_loadu_si256((const __m256i *)(u + i)), sh);
+            __m256i p1 = _mm256_srl_epi64(_mm256_loadu_si256((const __m256i *)(u + i + 4)), sh);
+            __m256i m0 = _mm256_cmpeq_epi64(p0, g[0]), m1 = _mm256_cmpeq_epi64(p1, g[0]);
+            for (int q = 1; q < nr; q++) {
+                m0 = _mm256_or_si256(m0, _mm256_cmpeq_epi64(p0, g[q]));
+                m1 = _mm256_or_si256(m1, _mm256_cmpeq_epi64(p1, g[q]));
+            }
+            unsigned mask = (unsigned)_mm256_movemask_pd(_mm256_castsi256_pd(m0))
+                          | (unsigned)_mm256_movemask_pd(_mm256_castsi256_pd(m1)) << 4;
             while (mask) { out[cnt++] = i + (uint32_t)__builtin_ctz(mask); mask &= mask - 1; }
         }
         for (; i < len; i++) {
-            uint64_t key = key64(((const uint64_t *)src)[i]);
-            for (int q = 0; q < ng; q++) if ((key >> shift) == gp[q]) { out[cnt++] = i; break; }
+            uint64_t pre = u[i] >> shift;
+            for (int q = 0; q < nr; q++) if (pre == mt->raw[q]) { out[cnt++] = i; break; }
         }
     }
     return cnt;

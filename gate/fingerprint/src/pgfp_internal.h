@@ -78,6 +78,21 @@ static inline void partial_init(partial *p) {
     p->mx = -INFINITY;
 }
 
+/* What a refinement or collection pass looks for: elements whose key prefix (key >> shift)
+ * is one of ng group prefixes gp. The vector path compares raw bit prefixes instead (the
+ * key transform is a bijection on prefixes, so no per-element transform is needed); raw
+ * holds them, plus the raw prefix of -0.0 when zero's group is wanted (-0 has +0's key).
+ * For float32, a multiplicative perfect hash sends each raw prefix to its own one of 16
+ * buckets (val: the prefix a bucket accepts, or ~0u), so one lookup replaces ng compares. */
+typedef struct {
+    int shift, ng, nraw, hashed, ghashed;
+    uint64_t gp[NG], raw[NG + 1];
+    uint32_t mul, val[16];
+    uint64_t gmul, gkey[32];  /* group of a candidate: slot (prefix * gmul) >> 59 */
+    unsigned char gid[32];
+    const unsigned char *tab; /* HBINS flags: top-16 key digit of some group (scalar path) */
+} matcher;
+
 /* One inner chunk (len <= SUB elements from flat index start, a multiple of SUB): lane
  * sums, counts, min/max and sketch into p; dig[i] = top-16 key digit, HBINS if the
  * element is not finite. */
@@ -93,8 +108,9 @@ void pgfp_rselect64(uint64_t *a, uint64_t *tmp, uint64_t n, int hi, const uint64
 #define PGFP_X86 1
 void pgfp_chunk_avx2(const void *src, int dtype, uint32_t len, uint64_t start, partial *p, uint32_t *dig);
 int pgfp_cpu_has_avx2(void);
-uint32_t pgfp_match_avx2(const void *src, int dtype, uint32_t len, int shift, const uint64_t *gp, int ng,
-                         const unsigned char *tab, uint32_t *out);
+/* Indices (within the chunk) of elements that may belong to a group: a superset (tiny
+ * negative numbers can share -0's raw prefix); the caller checks each key. */
+uint32_t pgfp_match_avx2(const void *src, int dtype, uint32_t len, const matcher *mt, uint32_t *out);
 #endif
 
 #endif
