@@ -1,7 +1,8 @@
 """Thin wrapper around the cffi-built C kernel (``gate.fingerprint._native``).
 
-Kept lean for small tensors: the quantile table and dtype codes are built once; a call
-allocates only the result struct. cffi releases the GIL around the C call.
+Kept lean for small tensors: the quantile table, dtype codes and struct offsets are built
+once; a call allocates only the result (a float64 array the C struct is written into).
+cffi releases the GIL around the C call.
 """
 
 from __future__ import annotations
@@ -18,17 +19,31 @@ from ._native import ffi, lib  # ImportError when the extension was not built
 _CODES = {"float16": 0, "bfloat16": 1, "float32": 2, "float64": 3}
 _QS = ffi.new("double[]", list(QUANTILES))
 _NQ = len(QUANTILES)
-_SKETCH_AT = ffi.offsetof("pgfp_result", "sketch")
-_PARALLEL_MIN = 1 << 21
-_new = Fingerprint._new  # below this a thread start costs more than it saves
+_PARALLEL_MIN = 1 << 21  # below this a thread start costs more than it saves
+_RES_DOUBLES = ffi.sizeof("pgfp_result") // 8
+_F0 = ffi.offsetof("pgfp_result", "min") // 8
+_S0 = ffi.offsetof("pgfp_result", "sketch") // 8
+_FLOATS = slice(_F0, _F0 + 5 + _NQ)  # min, max, sum, sumsq, sumabs, q[0:_NQ]: adjacent in the struct
+_SKETCH = slice(_S0, _S0 + SKETCH_WIDTH)
+if ffi.offsetof("pgfp_result", "q") // 8 != _F0 + 5 or ffi.sizeof("pgfp_result") % 8:
+    raise ImportError("pgfp_result layout differs from what gate/fingerprint/_kernel.py reads")
+_empty, _from_buffer, _obj_new = np.empty, ffi.from_buffer, object.__new__
+
+
+def _usable_cpus() -> int:
+    try:
+        return len(os.sched_getaffinity(0))  # what this process may run on (containers, taskset)
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
 
 
 def _threads() -> int:
-    """PARITY_GATE_THREADS (default 1). Any count gives bit-identical results; more threads
-    only pay off on idle multi-core machines (the gate usually runs beside torch/ORT)."""
+    """PARITY_GATE_THREADS, else the CPUs this process may use (at most 8). Any count gives
+    bit-identical results. The gate fingerprints while torch and ONNX Runtime wait (inside a
+    module hook, or after a session run), so the kernel may use every core while it runs."""
     env = os.environ.get("PARITY_GATE_THREADS", "").strip()
     if not env:
-        return 1
+        return max(1, min(8, _usable_cpus()))
     try:
         return max(1, min(64, int(env)))
     except ValueError:
@@ -47,27 +62,29 @@ def scratch_bound(n: int, dtype: str, threads: int | None = None) -> int:
 def fingerprint_native(a: np.ndarray, dtype: str, threads: int | None = None) -> Fingerprint:
     """Fingerprint of ``a`` (C-contiguous, native byte order; uint16 bits for bfloat16)."""
     n = a.size
-    out = ffi.new("pgfp_result *")
+    # The result struct lives in a float64 array: its floats come out with one tolist() and
+    # the sketch is a view, which costs less per call than reading cffi fields one by one.
+    res = _empty(_RES_DOUBLES)
+    out = _from_buffer("pgfp_result *", res, True)
     t = (THREADS if threads is None else threads) if n >= _PARALLEL_MIN else 1
-    rc = lib.pgfp_fingerprint(ffi.from_buffer(a) if n else ffi.NULL, n, _CODES[dtype], _QS, _NQ, t, out)
-    if rc:
+    if lib.pgfp_fingerprint(_from_buffer(a) if n else ffi.NULL, n, _CODES[dtype], _QS, _NQ, t, out):
         raise MemoryError("fingerprint: native kernel could not allocate its scratch memory")
-    return _new(
-        {
-            "shape": a.shape,
-            "dtype": dtype,
-            "count": n,
-            "nan": out.nan,
-            "posinf": out.posinf,
-            "neginf": out.neginf,
-            "zero": out.zero,
-            "min": out.min,
-            "max": out.max,
-            "sum": out.sum,
-            "sumsq": out.sumsq,
-            "sumabs": out.sumabs,
-            "quantiles": tuple(ffi.unpack(out.q, _NQ)),
-            # a view into the result struct; ffi.buffer(out) keeps the struct alive
-            "sketch": np.frombuffer(ffi.buffer(out), np.float64, SKETCH_WIDTH, _SKETCH_AT),
-        }
+    f = res[_FLOATS].tolist()  # min, max, sum, sumsq, sumabs, then the quantiles
+    fp = _obj_new(Fingerprint)
+    fp.__dict__.update(
+        shape=a.shape,
+        dtype=dtype,
+        count=n,
+        nan=out.nan,
+        posinf=out.posinf,
+        neginf=out.neginf,
+        zero=out.zero,
+        min=f[0],
+        max=f[1],
+        sum=f[2],
+        sumsq=f[3],
+        sumabs=f[4],
+        quantiles=tuple(f[5:]),
+        sketch=res[_SKETCH],
     )
+    return fp

@@ -192,6 +192,22 @@ def test_unknown_backend_is_an_error_listing_valid_ones():
 
 
 @native
+def test_kernel_threads_default_to_the_usable_cpus():
+    code = (
+        "import os; os.sched_setaffinity(0, {sorted(os.sched_getaffinity(0))[0]}); "
+        "from gate.fingerprint import _kernel; print(_kernel.THREADS)"
+    )
+    assert _run({"PARITY_GATE_THREADS": ""}, code).stdout.strip() == "1"
+    want = str(min(8, len(os.sched_getaffinity(0))))
+    r = _run({"PARITY_GATE_THREADS": ""}, "from gate.fingerprint import _kernel; print(_kernel.THREADS)")
+    assert r.stdout.strip() == want, r.stderr
+    r = _run({"PARITY_GATE_THREADS": "3"}, "from gate.fingerprint import _kernel; print(_kernel.THREADS)")
+    assert r.stdout.strip() == "3", r.stderr
+    r = _run({"PARITY_GATE_THREADS": "many"}, "from gate.fingerprint import _kernel")
+    assert "PARITY_GATE_THREADS='many' is not a positive integer" in r.stderr
+
+
+@native
 def test_default_backend_is_native_when_built():
     r = _run({"PARITY_GATE_BACKEND": ""}, "import gate.fingerprint as F; print(F.backend)")
     assert r.stdout.strip() == "native", r.stderr

@@ -13,6 +13,7 @@
 #include "pgfp_internal.h"
 
 #include <math.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -44,8 +45,7 @@ typedef struct {
     int dtype, esize, T, W, small;
     chunk_fn chunk;
     match_fn match;
-    partial *slots;
-    partial tot;
+    partial *slots;          /* block partials of a window (&tot itself for one block) */
     uint32_t *hist;          /* T x (HBINS + 1), pass 1 */
     uint32_t *rhist;         /* T x nq x RBINS, refinement passes */
     uint64_t *hist64, *rhist64; /* overflow accumulators, only when n >= FLUSH */
@@ -56,9 +56,6 @@ typedef struct {
     /* quantile plan, written by thread 0 between barriers */
     int cmd;                 /* 0 done, 1 refine, 2 collect */
     int ng, shift, nbits;    /* groups; key >> shift is the prefix; refine digit bits */
-    uint64_t gprefix[NG];
-    matcher mt;              /* what the next quantile pass looks for */
-    uint64_t toff[64];       /* per-thread collect offsets (T <= 64) */
     unsigned char *tab;      /* HBINS flags: top-16 digit of some group prefix */
     int err;
 #ifdef PGFP_HAVE_THREADS
@@ -66,6 +63,12 @@ typedef struct {
     pthread_cond_t cv;
     int waiting, gen, go;
 #endif
+    /* Not zeroed at the start of a call (small tensors pay for every byte): each member
+     * below is written before it is read. */
+    partial tot;
+    uint64_t gprefix[NG];
+    matcher mt;              /* what the next quantile pass looks for */
+    uint64_t toff[64];       /* per-thread collect offsets (T <= 64) */
 } ctx;
 
 typedef struct { ctx *c; int t; } targ;
@@ -202,7 +205,7 @@ static void pass1(ctx *c, int t) {
             if (h64 && (since += BLOCK) >= FLUSH) { flush(hist, h64, HBINS + 1); since = 0; }
         }
         barrier(c);
-        if (t == 0) {
+        if (t == 0 && c->slots != &c->tot) {
             uint64_t nb = c->nblocks - w0 < (uint64_t)c->W ? c->nblocks - w0 : (uint64_t)c->W;
             for (uint64_t k = 0; k < nb; k++) combine(&c->tot, &c->slots[k]);
         }
@@ -480,11 +483,10 @@ int pgfp_fingerprint(const void *data, uint64_t n, int dtype, const double *qs, 
     /* Small inputs run without heap allocation (per-call cost matters for small tensors). */
     ctx cs;
     plan pls; /* every field is written before it is read */
-    partial slot0;
     uint64_t kbuf[2][STACK_KEYS];
     ctx *c = &cs;
     plan *pl = &pls;
-    memset(c, 0, sizeof *c);
+    memset(c, 0, offsetof(ctx, tot));
     c->chunk = pgfp_chunk_scalar;
     c->match = match_scalar;
 #ifdef PGFP_X86
@@ -496,8 +498,10 @@ int pgfp_fingerprint(const void *data, uint64_t n, int dtype, const double *qs, 
     c->nblocks = (n + BLOCK - 1) / BLOCK;
     partial_init(&c->tot);
     int heap_slots = c->nblocks > 1, heap_keys = n > STACK_KEYS;
+    /* One block: it is the total (adding a block to a +0.0 total changes no bit: the
+     * specification's sums and buckets never hold -0.0, as they start from +0.0). */
     c->slots = heap_slots ? malloc(sizeof(partial) * (size_t)(c->nblocks < (uint64_t)c->W ? c->nblocks : (uint64_t)c->W))
-                          : &slot0;
+                          : &c->tot;
     c->buf = heap_keys ? malloc((size_t)key_size(dtype) * (small ? n : CAP)) : (void *)kbuf[0];
     c->tmp = heap_keys ? malloc((size_t)key_size(dtype) * (small ? n : CAP)) : (void *)kbuf[1];
     c->sel = heap_keys ? malloc(sizeof(uint32_t) * 8192 + 4096) : NULL;
