@@ -14,7 +14,7 @@ from cffi import FFI
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SRC = os.path.join(HERE, "src")
-SOURCES = ("pgfp.c", "pgfp_scalar.c", "pgfp_select.c", "pgfp_avx2.c")
+SOURCES = ("pgfp.c", "pgfp_plan.c", "pgfp_scalar.c", "pgfp_select.c", "pgfp_avx2.c")
 
 CDEF = """
 #define PGFP_WIDTH 256
@@ -49,7 +49,7 @@ def make_ffi(path=os.path.relpath) -> FFI:
         '#include "pgfp.h"',
         sources=[path(os.path.join(SRC, f)) for f in SOURCES],
         include_dirs=[path(SRC)],
-        depends=[path(os.path.join(SRC, f)) for f in ("pgfp.h", "pgfp_internal.h")],
+        depends=[path(os.path.join(SRC, f)) for f in ("pgfp.h", "pgfp_internal.h", "pgfp_ctx.h")],
         extra_compile_args=_compile_args(),
         extra_link_args=[] if sys.platform == "win32" else ["-pthread"],
     )

@@ -272,3 +272,10 @@ def test_portable_c_path_agrees(tmp_path):
             assert portable(a, dtype) == F.fingerprint(a, backend="numpy")
         b = (x.astype(np.float32).view(np.uint32) >> 16).astype(np.uint16)
         assert portable(b, "bfloat16") == F.fingerprint(b, dtype="bfloat16", backend="numpy")
+    n = 2_200_001  # half zeros, and a group dominated by one value (heavy on the vector path)
+    for x in (
+        np.maximum(rng.standard_normal(n), 0),
+        np.where(rng.random(n) < 0.7, 6.0, rng.standard_normal(n)),
+    ):
+        for dtype in ("float32", "float64"):
+            assert portable(x.astype(dtype), dtype) == F.fingerprint(x.astype(dtype), backend="numpy")

@@ -1,26 +1,43 @@
 /* AVX2 (+F16C) code path of the fingerprint kernel: the same arithmetic as the portable
- * path in pgfp.c, element for element and lane for lane, so results are bit-identical.
- * Compiled with target attributes and chosen at run time, so wheels stay portable. */
+ * path in pgfp_scalar.c, element for element and lane for lane, so results are
+ * bit-identical. Compiled with target attributes and chosen at run time, so wheels stay
+ * portable. */
 #include "pgfp_internal.h"
 
 #ifdef PGFP_X86
 #include <immintrin.h>
 #include <string.h>
 
-#define TGT __attribute__((target("avx2,f16c")))
+#define TGT __attribute__((target("avx2,f16c,popcnt")))
 
 int pgfp_cpu_has_avx2(void) {
     __builtin_cpu_init();
-    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c");
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c") && __builtin_cpu_supports("popcnt");
 }
 
-typedef struct {
-    __m256d s0, s1, q0, q1, a0, a1;
-    __m256 mn, mx;
-    __m256i cnan, cpinf, cninf, czero; /* 32-bit counts; a chunk has <= SUB elements */
-} acc;
+/* Left-pack table: for an 8-bit lane mask, the indices of its set lanes, one per byte. */
+#define POP8(m) (((m) & 1) + ((m) >> 1 & 1) + ((m) >> 2 & 1) + ((m) >> 3 & 1) + ((m) >> 4 & 1) + ((m) >> 5 & 1) + ((m) >> 6 & 1) + ((m) >> 7 & 1))
+#define LANE(m, j) (((m) >> (j) & 1) ? (uint64_t)(j) << (8 * POP8((m) & ((1u << (j)) - 1))) : 0)
+#define PK(m) (LANE(m, 0) | LANE(m, 1) | LANE(m, 2) | LANE(m, 3) | LANE(m, 4) | LANE(m, 5) | LANE(m, 6) | LANE(m, 7))
+#define R4(b) PK(b), PK((b) + 1), PK((b) + 2), PK((b) + 3)
+#define R16(b) R4(b), R4((b) + 4), R4((b) + 8), R4((b) + 12)
+#define R64(b) R16(b), R16((b) + 16), R16((b) + 32), R16((b) + 48)
+static const uint64_t PACK[256] = {R64(0), R64(64), R64(128), R64(192)};
+#undef R64
+#undef R16
+#undef R4
+#undef PK
+#undef LANE
+#undef POP8
 
-/* 8 exact float values (lanes j = 0..7 of the block-lane order) plus their key digits. */
+/* 32-bit lanes of v selected by mask m, moved to the front (the rest: lane 0 again). */
+TGT static inline __m256i left_pack(__m256i v, unsigned m) {
+    return _mm256_permutevar8x32_epi32(v, _mm256_cvtepu8_epi32(_mm_cvtsi64_si128((long long)PACK[m])));
+}
+/* 4-bit mask of 64-bit lanes -> 8-bit mask of their 32-bit halves */
+static const unsigned char WIDE[16] = {0x00, 0x03, 0x0c, 0x0f, 0x30, 0x33, 0x3c, 0x3f,
+                                       0xc0, 0xc3, 0xcc, 0xcf, 0xf0, 0xf3, 0xfc, 0xff};
+
 /* Sign masks for 4 lanes from a nibble, and in-register XOR permutations (as 8x32 indices). */
 static const int64_t SGN[16][4] = {
 #define S(b) ((b) ? (int64_t)0x8000000000000000ull : 0)
@@ -33,7 +50,8 @@ static const int64_t SGN[16][4] = {
 static const int32_t PERM[4][8] = {
     {0, 1, 2, 3, 4, 5, 6, 7}, {2, 3, 0, 1, 6, 7, 4, 5}, {4, 5, 6, 7, 0, 1, 2, 3}, {6, 7, 4, 5, 2, 3, 0, 1}};
 
-/* Add one group of 8 canonical values (lanes lo = 0..3, hi = 4..7) to its sketch row. */
+/* Add one group of 8 values (lanes lo = 0..3, hi = 4..7) to its sketch row. A value may
+ * be -0.0: every bucket starts at +0.0 and x + -0.0 == x, so it changes no bit. */
 TGT static inline void sketch_group(double *sk, uint32_t h, __m256d lo, __m256d hi) {
     uint32_t s = (h >> 16) & 0xffu, x = (h >> 24) & 7u;
     lo = _mm256_xor_pd(lo, _mm256_loadu_pd((const double *)SGN[s & 15]));
@@ -67,18 +85,56 @@ TGT static void group_hashes(uint64_t g0, uint32_t ng, uint32_t *hs) {
     for (; i < ng; i++) hs[i] = mix32((lo + i) ^ k);
 }
 
-TGT static inline void step_ps(acc *A, __m256 x, __m256i d, uint32_t h, double *sk, uint32_t *dig) {
+/* Junk bins HBINS + j, j = lane, and the dominant digit's HBINS + LANES + j (see sink). */
+#define JUNK32 _mm256_setr_epi32(HBINS, HBINS + 1, HBINS + 2, HBINS + 3, HBINS + 4, HBINS + 5, HBINS + 6, HBINS + 7)
+#define DOM32 _mm256_add_epi32(JUNK32, _mm256_set1_epi32(LANES))
+
+/* Send 8 lanes to the sink: digits of kept lanes (others to their junk bins) into the
+ * histogram, or the kept keys appended to the key buffer. */
+TGT static inline void sink8(sink *o, __m256i key, int dshift, __m256i keep) {
+    if (o->hist) {
+        __m256i d = _mm256_srli_epi32(key, dshift);
+        __m256i dom = _mm256_and_si256(_mm256_cmpeq_epi32(d, _mm256_set1_epi32((int)o->hdig)), keep);
+        d = _mm256_blendv_epi8(_mm256_blendv_epi8(JUNK32, d, keep), DOM32, dom);
+        /* digits leave the vector 64 bits at a time (two per move) */
+        __m128i d0 = _mm256_castsi256_si128(d), d1 = _mm256_extracti128_si256(d, 1);
+        uint64_t a = (uint64_t)_mm_cvtsi128_si64(d0), b = (uint64_t)_mm_extract_epi64(d0, 1);
+        uint64_t e = (uint64_t)_mm_cvtsi128_si64(d1), f = (uint64_t)_mm_extract_epi64(d1, 1);
+        uint32_t *h = o->hist;
+        h[(uint32_t)a]++; h[a >> 32]++; h[(uint32_t)b]++; h[b >> 32]++;
+        h[(uint32_t)e]++; h[e >> 32]++; h[(uint32_t)f]++; h[f >> 32]++;
+    } else {
+        unsigned m = (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(keep));
+        _mm256_storeu_si256((__m256i *)((uint32_t *)o->keys + o->nkeys), left_pack(key, m));
+        o->nkeys += (uint64_t)__builtin_popcount(m);
+    }
+}
+
+typedef struct {
+    __m256d s0, s1, q0, q1, a0, a1;
+    __m256 mn, mx;
+    __m256i cnan, cpinf, cninf, czero; /* 32-bit counts; a chunk has <= SUB elements */
+} acc;
+
+/* 8 values x (float32 lanes, exact) with their order-preserving keys (32-bit lanes; the
+ * top 16 bits of a float32 key, or a whole 16-bit key, is the histogram digit). */
+TGT static inline void step_ps(acc *A, __m256 x, __m256i key, int dshift, uint32_t h, double *sk, sink *o) {
     const __m256 absm = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
     __m256 fin = _mm256_cmp_ps(_mm256_and_ps(x, absm), _mm256_set1_ps(3.40282347e+38f), _CMP_LE_OQ);
+    __m256 zero = _mm256_cmp_ps(x, _mm256_setzero_ps(), _CMP_EQ_OQ);
+    A->czero = _mm256_sub_epi32(A->czero, _mm256_castps_si256(zero));
+    __m256 w = x;
     if (_mm256_movemask_ps(fin) != 0xff) {
         A->cnan = _mm256_sub_epi32(A->cnan, _mm256_castps_si256(_mm256_cmp_ps(x, x, _CMP_UNORD_Q)));
         A->cpinf = _mm256_sub_epi32(A->cpinf, _mm256_castps_si256(_mm256_cmp_ps(x, _mm256_set1_ps(INFINITY), _CMP_EQ_OQ)));
         A->cninf = _mm256_sub_epi32(A->cninf, _mm256_castps_si256(_mm256_cmp_ps(x, _mm256_set1_ps(-INFINITY), _CMP_EQ_OQ)));
+        A->mn = _mm256_min_ps(_mm256_blendv_ps(_mm256_set1_ps(INFINITY), x, fin), A->mn);
+        A->mx = _mm256_max_ps(_mm256_blendv_ps(_mm256_set1_ps(-INFINITY), x, fin), A->mx);
+        w = _mm256_and_ps(x, fin); /* non-finite -> +0 */
+    } else {
+        A->mn = _mm256_min_ps(x, A->mn);
+        A->mx = _mm256_max_ps(x, A->mx);
     }
-    A->czero = _mm256_sub_epi32(A->czero, _mm256_castps_si256(_mm256_cmp_ps(x, _mm256_setzero_ps(), _CMP_EQ_OQ)));
-    A->mn = _mm256_min_ps(_mm256_blendv_ps(_mm256_set1_ps(INFINITY), x, fin), A->mn);
-    A->mx = _mm256_max_ps(_mm256_blendv_ps(_mm256_set1_ps(-INFINITY), x, fin), A->mx);
-    __m256 w = _mm256_add_ps(_mm256_and_ps(x, fin), _mm256_setzero_ps()); /* non-finite->+0, -0->+0 */
     __m256d lo = _mm256_cvtps_pd(_mm256_castps256_ps128(w));
     __m256d hi = _mm256_cvtps_pd(_mm256_extractf128_ps(w, 1));
     const __m256d absd = _mm256_castsi256_pd(_mm256_set1_epi64x(0x7fffffffffffffffll));
@@ -89,19 +145,7 @@ TGT static inline void step_ps(acc *A, __m256 x, __m256i d, uint32_t h, double *
     A->a0 = _mm256_add_pd(A->a0, _mm256_and_pd(lo, absd));
     A->a1 = _mm256_add_pd(A->a1, _mm256_and_pd(hi, absd));
     sketch_group(sk, h, lo, hi);
-    _mm256_storeu_si256((__m256i *)dig, _mm256_blendv_epi8(_mm256_set1_epi32((int)HBINS), d, _mm256_castps_si256(fin)));
-}
-
-/* key -> key + 1 where key == 0x7fff..: maps -0 onto +0 (32-bit lanes) */
-TGT static inline __m256i fix_negzero32(__m256i k, int v) {
-    return _mm256_sub_epi32(k, _mm256_cmpeq_epi32(k, _mm256_set1_epi32(v)));
-}
-
-TGT static inline __m256i digits16(__m128i raw) { /* 8 x 16-bit bits -> 16-bit keys */
-    __m256i b = _mm256_cvtepu16_epi32(raw);
-    __m256i neg = _mm256_srai_epi32(_mm256_slli_epi32(b, 16), 31);
-    __m256i k = _mm256_xor_si256(b, _mm256_or_si256(_mm256_and_si256(neg, _mm256_set1_epi32(0xffff)), _mm256_set1_epi32(0x8000)));
-    return fix_negzero32(k, 0x7fff);
+    sink8(o, key, dshift, _mm256_castps_si256(_mm256_andnot_ps(zero, fin)));
 }
 
 TGT static void acc_init(acc *A, const partial *p) {
@@ -135,10 +179,13 @@ TGT static void acc_store(const acc *A, partial *p) {
     p->nan += hsum32(&A->cnan); p->pinf += hsum32(&A->cpinf); p->ninf += hsum32(&A->cninf); p->zero += hsum32(&A->czero);
 }
 
-TGT static void stats_f64_avx2(const double *src, uint32_t len, partial *p, const uint32_t *hs, uint32_t *dig) {
+/* float64: two halves of 4 lanes per group of 8. */
+TGT static void chunk_f64(const double *src, uint32_t len, partial *p, const uint32_t *hs, sink *o) {
     const __m256d absd = _mm256_castsi256_pd(_mm256_set1_epi64x(0x7fffffffffffffffll));
     const __m256d big = _mm256_set1_pd(1.7976931348623157e308), inf = _mm256_set1_pd(INFINITY);
     const __m256i top = _mm256_set1_epi64x((long long)0x8000000000000000ull);
+    const __m256i junk = _mm256_setr_epi64x(HBINS, HBINS + 1, HBINS + 2, HBINS + 3);
+    const __m256i djunk = _mm256_add_epi64(junk, _mm256_set1_epi64x(LANES)), hdig = _mm256_set1_epi64x((long long)o->hdig);
     __m256d s[2], q[2], a[2], mn[2], mx[2];
     __m256i cn[2], cp[2], cm[2], cz[2];
     for (int h = 0; h < 2; h++) {
@@ -151,27 +198,39 @@ TGT static void stats_f64_avx2(const double *src, uint32_t len, partial *p, cons
         for (int h = 0; h < 2; h++) {
             __m256d x = _mm256_loadu_pd(src + i + 4 * h);
             __m256d fin = _mm256_cmp_pd(_mm256_and_pd(x, absd), big, _CMP_LE_OQ);
+            __m256d zero = _mm256_cmp_pd(x, _mm256_setzero_pd(), _CMP_EQ_OQ);
+            cz[h] = _mm256_sub_epi64(cz[h], _mm256_castpd_si256(zero));
+            __m256d w = x;
             if (_mm256_movemask_pd(fin) != 0xf) {
                 cn[h] = _mm256_sub_epi64(cn[h], _mm256_castpd_si256(_mm256_cmp_pd(x, x, _CMP_UNORD_Q)));
                 cp[h] = _mm256_sub_epi64(cp[h], _mm256_castpd_si256(_mm256_cmp_pd(x, inf, _CMP_EQ_OQ)));
                 cm[h] = _mm256_sub_epi64(cm[h], _mm256_castpd_si256(_mm256_cmp_pd(x, _mm256_set1_pd(-INFINITY), _CMP_EQ_OQ)));
+                mn[h] = _mm256_min_pd(_mm256_blendv_pd(inf, x, fin), mn[h]);
+                mx[h] = _mm256_max_pd(_mm256_blendv_pd(_mm256_set1_pd(-INFINITY), x, fin), mx[h]);
+                w = _mm256_and_pd(x, fin);
+            } else {
+                mn[h] = _mm256_min_pd(x, mn[h]);
+                mx[h] = _mm256_max_pd(x, mx[h]);
             }
-            cz[h] = _mm256_sub_epi64(cz[h], _mm256_castpd_si256(_mm256_cmp_pd(x, _mm256_setzero_pd(), _CMP_EQ_OQ)));
-            mn[h] = _mm256_min_pd(_mm256_blendv_pd(inf, x, fin), mn[h]);
-            mx[h] = _mm256_max_pd(_mm256_blendv_pd(_mm256_set1_pd(-INFINITY), x, fin), mx[h]);
-            __m256d w = _mm256_add_pd(_mm256_and_pd(x, fin), _mm256_setzero_pd());
             s[h] = _mm256_add_pd(s[h], w);
             q[h] = _mm256_add_pd(q[h], _mm256_mul_pd(w, w));
             a[h] = _mm256_add_pd(a[h], _mm256_and_pd(w, absd));
             wv[h] = w;
-            /* top-16 digit of the order-preserving key */
             __m256i b = _mm256_castpd_si256(x);
-            __m256i neg = _mm256_cmpgt_epi64(_mm256_setzero_si256(), b);
-            __m256i k = _mm256_xor_si256(b, _mm256_or_si256(neg, top));
-            k = _mm256_sub_epi64(k, _mm256_cmpeq_epi64(k, _mm256_set1_epi64x(0x7fffffffffffffffll)));
-            __m256i d = _mm256_blendv_epi8(_mm256_set1_epi64x(HBINS), _mm256_srli_epi64(k, 48), _mm256_castpd_si256(fin));
-            d = _mm256_permutevar8x32_epi32(d, _mm256_setr_epi32(0, 2, 4, 6, 1, 3, 5, 7));
-            _mm_storeu_si128((__m128i *)(dig + i + 4 * h), _mm256_castsi256_si128(d));
+            __m256i key = _mm256_xor_si256(b, _mm256_or_si256(_mm256_cmpgt_epi64(_mm256_setzero_si256(), b), top));
+            __m256i keep = _mm256_castpd_si256(_mm256_andnot_pd(zero, fin));
+            if (o->hist) {
+                uint64_t t[4];
+                __m256i d = _mm256_srli_epi64(key, 48);
+                __m256i dom = _mm256_and_si256(_mm256_cmpeq_epi64(d, hdig), keep);
+                d = _mm256_blendv_epi8(_mm256_blendv_epi8(junk, d, keep), djunk, dom);
+                _mm256_storeu_si256((__m256i *)t, d);
+                o->hist[t[0]]++; o->hist[t[1]]++; o->hist[t[2]]++; o->hist[t[3]]++;
+            } else {
+                unsigned m = WIDE[_mm256_movemask_pd(_mm256_castsi256_pd(keep))];
+                _mm256_storeu_si256((__m256i *)((uint64_t *)o->keys + o->nkeys), left_pack(key, m));
+                o->nkeys += (uint64_t)__builtin_popcount(m) / 2;
+            }
         }
         sketch_group(p->sk, hs[i >> 3], wv[0], wv[1]);
     }
@@ -191,99 +250,135 @@ TGT static void stats_f64_avx2(const double *src, uint32_t len, partial *p, cons
 }
 
 /* len is a multiple of 8 (the driver sends a short tail to the portable path). */
-TGT void pgfp_chunk_avx2(const void *src, int dtype, uint32_t len, uint64_t start, partial *p, uint32_t *dig) {
+TGT void pgfp_chunk_avx2(const void *src, int dtype, uint32_t len, uint64_t start, partial *p, sink *o) {
     uint32_t hs[SUB / 8];
     group_hashes(start >> 3, len >> 3, hs);
     if (dtype == PGFP_F64) {
-        stats_f64_avx2(src, len, p, hs, dig);
-    } else {
-        acc A;
-        acc_init(&A, p);
-        const __m256i top = _mm256_set1_epi32((int)0x80000000u);
-        for (uint32_t i = 0; i < len; i += 8) {
-            __m256 x;
-            __m256i d;
-            if (dtype == PGFP_F32) {
-                __m256i b = _mm256_loadu_si256((const __m256i *)((const float *)src + i));
-                x = _mm256_castsi256_ps(b);
-                __m256i k = _mm256_xor_si256(b, _mm256_or_si256(_mm256_srai_epi32(b, 31), top));
-                d = _mm256_srli_epi32(fix_negzero32(k, 0x7fffffff), 16);
-            } else {
-                __m128i raw = _mm_loadu_si128((const __m128i *)((const uint16_t *)src + i));
-                x = dtype == PGFP_F16 ? _mm256_cvtph_ps(raw)
-                                      : _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(raw), 16));
-                d = digits16(raw);
-            }
-            step_ps(&A, x, d, hs[i >> 3], p->sk, dig + i);
-        }
-        acc_store(&A, p);
+        chunk_f64(src, len, p, hs, o);
+        return;
     }
-}
-#endif
-
-#ifdef PGFP_X86
-/* Candidates of a quantile pass (see matcher in pgfp_internal.h): raw bit prefixes, two
- * vectors per branch, so the loop is bound by memory rather than by compares. */
-TGT uint32_t pgfp_match_avx2(const void *src, int dtype, uint32_t len, const matcher *mt, uint32_t *out) {
-    uint32_t cnt = 0, i = 0;
-    const int shift = mt->shift, nr = mt->nraw;
-    const __m128i sh = _mm_cvtsi32_si128(shift);
+    acc A;
+    acc_init(&A, p);
+    const __m256i top = _mm256_set1_epi32((int)0x80000000u);
     if (dtype == PGFP_F32) {
-        const uint32_t *u = src;
-        if (mt->hashed) {
-            const __m256i mul = _mm256_set1_epi32((int)mt->mul);
-            const __m256i lo = _mm256_loadu_si256((const __m256i *)mt->val);
-            const __m256i hi = _mm256_loadu_si256((const __m256i *)(mt->val + 8));
-#define PROBE(P) ({                                                                               \
+        for (uint32_t i = 0; i < len; i += 8) {
+            __m256i b = _mm256_loadu_si256((const __m256i *)((const float *)src + i));
+            __m256i key = _mm256_xor_si256(b, _mm256_or_si256(_mm256_srai_epi32(b, 31), top));
+            step_ps(&A, _mm256_castsi256_ps(b), key, 16, hs[i >> 3], p->sk, o);
+        }
+    } else {
+        const __m256i lo16 = _mm256_set1_epi32(0xffff), bit15 = _mm256_set1_epi32(0x8000);
+        for (uint32_t i = 0; i < len; i += 8) {
+            __m128i raw = _mm_loadu_si128((const __m128i *)((const uint16_t *)src + i));
+            __m256i b = _mm256_cvtepu16_epi32(raw);
+            __m256 x = dtype == PGFP_F16 ? _mm256_cvtph_ps(raw) : _mm256_castsi256_ps(_mm256_slli_epi32(b, 16));
+            __m256i neg = _mm256_srai_epi32(_mm256_slli_epi32(b, 16), 31);
+            __m256i key = _mm256_xor_si256(b, _mm256_or_si256(_mm256_and_si256(neg, lo16), bit15));
+            step_ps(&A, x, key, 0, hs[i >> 3], p->sk, o);
+        }
+    }
+    acc_store(&A, p);
+}
+
+/* Candidates of a quantile pass (see matcher in pgfp_internal.h): raw bit prefixes,
+ * matching lane indices left-packed into out without a branch (out has 8 spare slots). */
+#define EMIT(M, BASE) do {                                                                        \
+        unsigned m_ = (M);                                                                        \
+        _mm256_storeu_si256((__m256i *)(out + cnt), left_pack(_mm256_add_epi32(lane, _mm256_set1_epi32((int)(BASE))), m_)); \
+        cnt += (uint32_t)__builtin_popcount(m_);                                                  \
+    } while (0)
+
+/* float32 prefixes through the perfect hash: bucket -> the one prefix it accepts */
+#define PROBE32(P) ({                                                                             \
         __m256i b_ = _mm256_srli_epi32(_mm256_mullo_epi32((P), mul), 28);                              \
         __m256 v_ = _mm256_blendv_ps(_mm256_castsi256_ps(_mm256_permutevar8x32_epi32(lo, b_)),          \
                                      _mm256_castsi256_ps(_mm256_permutevar8x32_epi32(hi, b_)),          \
                                      _mm256_castsi256_ps(_mm256_slli_epi32(b_, 28)));                   \
         _mm256_cmpeq_epi32((P), _mm256_castps_si256(v_)); })
-            for (; i + 16 <= len; i += 16) {
-                __m256i p0 = _mm256_srl_epi32(_mm256_loadu_si256((const __m256i *)(u + i)), sh);
-                __m256i p1 = _mm256_srl_epi32(_mm256_loadu_si256((const __m256i *)(u + i + 8)), sh);
-                unsigned mask = (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(PROBE(p0)))
-                              | (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(PROBE(p1))) << 8;
-                while (mask) { out[cnt++] = i + (uint32_t)__builtin_ctz(mask); mask &= mask - 1; }
-            }
-#undef PROBE
-        } else {
-            __m256i g[NG + 1];
-            for (int k = 0; k < nr; k++) g[k] = _mm256_set1_epi32((int)(uint32_t)mt->raw[k]);
-            for (; i + 8 <= len; i += 8) {
-                __m256i pre = _mm256_srl_epi32(_mm256_loadu_si256((const __m256i *)(u + i)), sh);
-                __m256i m = _mm256_cmpeq_epi32(pre, g[0]);
-                for (int q = 1; q < nr; q++) m = _mm256_or_si256(m, _mm256_cmpeq_epi32(pre, g[q]));
-                unsigned mask = (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(m));
-                while (mask) { out[cnt++] = i + (uint32_t)__builtin_ctz(mask); mask &= mask - 1; }
-            }
-        }
-        for (; i < len; i++) {
-            uint32_t pre = u[i] >> shift;
-            for (int q = 0; q < nr; q++) if (pre == mt->raw[q]) { out[cnt++] = i; break; }
-        }
-    } else {
-        const uint64_t *u = src;
-        __m256i g[NG + 1];
-        for (int k = 0; k < nr; k++) g[k] = _mm256_set1_epi64x((long long)mt->raw[k]);
-        for (; i + 8 <= len; i += 8) {
-            __m256i p0 = _mm256_srl_epi64(_mm256_loadu_si256((const __m256i *)(u + i)), sh);
-            __m256i p1 = _mm256_srl_epi64(_mm256_loadu_si256((const __m256i *)(u + i + 4)), sh);
-            __m256i m0 = _mm256_cmpeq_epi64(p0, g[0]), m1 = _mm256_cmpeq_epi64(p1, g[0]);
-            for (int q = 1; q < nr; q++) {
-                m0 = _mm256_or_si256(m0, _mm256_cmpeq_epi64(p0, g[q]));
-                m1 = _mm256_or_si256(m1, _mm256_cmpeq_epi64(p1, g[q]));
-            }
-            unsigned mask = (unsigned)_mm256_movemask_pd(_mm256_castsi256_pd(m0))
-                          | (unsigned)_mm256_movemask_pd(_mm256_castsi256_pd(m1)) << 4;
-            while (mask) { out[cnt++] = i + (uint32_t)__builtin_ctz(mask); mask &= mask - 1; }
-        }
-        for (; i < len; i++) {
-            uint64_t pre = u[i] >> shift;
-            for (int q = 0; q < nr; q++) if (pre == mt->raw[q]) { out[cnt++] = i; break; }
+
+TGT static uint32_t match_f32(const uint32_t *u, uint32_t len, const matcher *mt, uint32_t *out, uint64_t *hcount) {
+    uint32_t cnt = 0, i = 0;
+    const __m128i sh = _mm_cvtsi32_si128(mt->shift);
+    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    const int nr = mt->nraw, nh = mt->nheavy;
+    __m256i g[NG], hv[NG], hc[NG];
+    for (int k = 0; k < nr; k++) g[k] = _mm256_set1_epi32((int)(uint32_t)mt->raw[k]);
+    for (int h = 0; h < nh; h++) { hv[h] = _mm256_set1_epi32((int)(uint32_t)mt->hraw[h]); hc[h] = _mm256_setzero_si256(); }
+    if (mt->hashed && nh == 0) { /* the common case: 16 elements a step, no compare chain */
+        const __m256i mul = _mm256_set1_epi32((int)mt->mul);
+        const __m256i lo = _mm256_loadu_si256((const __m256i *)mt->val);
+        const __m256i hi = _mm256_loadu_si256((const __m256i *)(mt->val + 8));
+        for (; i + 16 <= len; i += 16) {
+            __m256i p0 = _mm256_srl_epi32(_mm256_loadu_si256((const __m256i *)(u + i)), sh);
+            __m256i p1 = _mm256_srl_epi32(_mm256_loadu_si256((const __m256i *)(u + i + 8)), sh);
+            EMIT((unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(PROBE32(p0))), i);
+            EMIT((unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(PROBE32(p1))), i + 8);
         }
     }
+    for (; i + 8 <= len; i += 8) {
+        __m256i r = _mm256_loadu_si256((const __m256i *)(u + i)), pre = _mm256_srl_epi32(r, sh);
+        __m256i m = _mm256_cmpeq_epi32(pre, g[0]);
+        for (int k = 1; k < nr; k++) m = _mm256_or_si256(m, _mm256_cmpeq_epi32(pre, g[k]));
+        for (int h = 0; h < nh; h++) {
+            __m256i e = _mm256_cmpeq_epi32(r, hv[h]);
+            hc[h] = _mm256_sub_epi32(hc[h], e);
+            m = _mm256_andnot_si256(e, m);
+        }
+        EMIT((unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(m)), i);
+    }
+    for (; i < len; i++) {
+        uint32_t pre = u[i] >> mt->shift;
+        int h = 0;
+        while (h < nh && u[i] != (uint32_t)mt->hraw[h]) h++;
+        if (h < nh) { hcount[h]++; continue; }
+        for (int k = 0; k < nr; k++) if (pre == mt->raw[k]) { out[cnt++] = i; break; }
+    }
+    for (int h = 0; h < nh; h++) hcount[h] += hsum32(&hc[h]);
     return cnt;
+}
+
+TGT static uint32_t match_f64(const uint64_t *u, uint32_t len, const matcher *mt, uint32_t *out, uint64_t *hcount) {
+    uint32_t cnt = 0, i = 0;
+    const __m128i sh = _mm_cvtsi32_si128(mt->shift);
+    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    const int nr = mt->nraw, nh = mt->nheavy;
+    __m256i g[NG], hv[NG], hc[NG];
+    for (int k = 0; k < nr; k++) g[k] = _mm256_set1_epi64x((long long)mt->raw[k]);
+    for (int h = 0; h < nh; h++) { hv[h] = _mm256_set1_epi64x((long long)mt->hraw[h]); hc[h] = _mm256_setzero_si256(); }
+    for (; i + 8 <= len; i += 8) {
+        __m256i r0 = _mm256_loadu_si256((const __m256i *)(u + i)), r1 = _mm256_loadu_si256((const __m256i *)(u + i + 4));
+        __m256i p0 = _mm256_srl_epi64(r0, sh), p1 = _mm256_srl_epi64(r1, sh);
+        __m256i m0 = _mm256_cmpeq_epi64(p0, g[0]), m1 = _mm256_cmpeq_epi64(p1, g[0]);
+        for (int k = 1; k < nr; k++) {
+            m0 = _mm256_or_si256(m0, _mm256_cmpeq_epi64(p0, g[k]));
+            m1 = _mm256_or_si256(m1, _mm256_cmpeq_epi64(p1, g[k]));
+        }
+        for (int h = 0; h < nh; h++) {
+            __m256i e0 = _mm256_cmpeq_epi64(r0, hv[h]), e1 = _mm256_cmpeq_epi64(r1, hv[h]);
+            hc[h] = _mm256_sub_epi64(_mm256_sub_epi64(hc[h], e0), e1);
+            m0 = _mm256_andnot_si256(e0, m0);
+            m1 = _mm256_andnot_si256(e1, m1);
+        }
+        EMIT((unsigned)_mm256_movemask_pd(_mm256_castsi256_pd(m0)) | (unsigned)_mm256_movemask_pd(_mm256_castsi256_pd(m1)) << 4, i);
+    }
+    for (; i < len; i++) {
+        uint64_t pre = u[i] >> mt->shift;
+        int h = 0;
+        while (h < nh && u[i] != mt->hraw[h]) h++;
+        if (h < nh) { hcount[h]++; continue; }
+        for (int k = 0; k < nr; k++) if (pre == mt->raw[k]) { out[cnt++] = i; break; }
+    }
+    for (int h = 0; h < nh; h++) {
+        uint64_t t[4];
+        memcpy(t, &hc[h], sizeof t);
+        hcount[h] += t[0] + t[1] + t[2] + t[3];
+    }
+    return cnt;
+}
+#undef PROBE32
+#undef EMIT
+
+TGT uint32_t pgfp_match_avx2(const void *src, int dtype, uint32_t len, const matcher *mt, uint32_t *out, uint64_t *hcount) {
+    return dtype == PGFP_F32 ? match_f32(src, len, mt, out, hcount) : match_f64(src, len, mt, out, hcount);
 }
 #endif

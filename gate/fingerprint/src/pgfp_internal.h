@@ -11,9 +11,9 @@
 #define BLOCK 65536u
 #define LANES 8
 #define SUB 1024u            /* inner chunk: multiple of LANES, divides BLOCK */
-#define HBINS 65536u         /* top-digit histogram (+1 bin for non-finite) */
+#define HBINS 65536u         /* top-digit histogram, plus 2 x LANES junk bins (see sink) */
 #define SMALL (1u << 18)     /* n <= SMALL: collect every finite key in pass 1 */
-#define CAP (1u << 18)       /* collect candidates once at most CAP remain */
+#define CAP (1u << 19)       /* collect candidates once at most CAP remain */
 #define RBITS 16
 #define FLUSH (1ull << 31)   /* 32-bit histogram counters spill to 64-bit ones this often */
 #define RBINS (1u << RBITS)
@@ -78,27 +78,47 @@ static inline void partial_init(partial *p) {
     p->mx = -INFINITY;
 }
 
+/* Where pass 1 sends the order-preserving keys of the finite non-zero elements. Zeros are
+ * counted, not ranked: their rank range is known from the count of negative values, so
+ * a tensor that is half zeros (ReLU) puts no repeated value into the quantile machinery.
+ * hist (large inputs): top-16 key digit histogram. Increments of one counter depend on
+ * each other through memory, so a value that fills a large share of the data would make
+ * the pass wait on one chain: zero and non-finite elements of lane j go to the junk bin
+ * HBINS + j, and elements whose digit is hdig (a digit found dominant in a sample before
+ * the pass; ~0u if none) to HBINS + LANES + j, which the driver adds to hist[hdig]
+ * afterwards. The portable path sends hdig's elements to hist[hdig] directly.
+ * keys (small inputs): the keys themselves, appended at keys[nkeys...] (the vector path
+ * writes up to 8 slots past the end: the buffer has LANES spare slots). */
+typedef struct {
+    uint32_t *hist;
+    uint32_t hdig;
+    void *keys;
+    uint64_t nkeys;
+} sink;
+
 /* What a refinement or collection pass looks for: elements whose key prefix (key >> shift)
  * is one of ng group prefixes gp. The vector path compares raw bit prefixes instead (the
  * key transform is a bijection on prefixes, so no per-element transform is needed); raw
- * holds them, plus the raw prefix of -0.0 when zero's group is wanted (-0 has +0's key).
+ * holds them. Zeros never belong to a group (the caller skips their key).
  * For float32, a multiplicative perfect hash sends each raw prefix to its own one of 16
- * buckets (val: the prefix a bucket accepts, or ~0u), so one lookup replaces ng compares. */
+ * buckets (val: the prefix a bucket accepts, or ~0u), so one lookup replaces ng compares.
+ * Heavy values (refinement passes only): a group dominated by one value (a constant, a
+ * saturation level such as ReLU6's 6.0, a -1e9 attention mask) would send most of the data
+ * through the per-candidate path. The vector matcher counts the elements equal to such a
+ * value (raw bits hraw[h]) into hcount[h] instead of emitting them; the caller adds them
+ * back into its histogram in one step. */
 typedef struct {
-    int shift, ng, nraw, hashed, ghashed;
-    uint64_t gp[NG], raw[NG + 1];
+    int shift, ng, nraw, hashed, ghashed, nheavy;
+    uint64_t gp[NG], raw[NG], hraw[NG];
     uint32_t mul, val[16];
     uint64_t gmul, gkey[32];  /* group of a candidate: slot (prefix * gmul) >> 59 */
     unsigned char gid[32];
     const unsigned char *tab; /* HBINS flags: top-16 key digit of some group (scalar path) */
 } matcher;
 
-/* One inner chunk (len <= SUB elements from flat index start, a multiple of SUB): lane
- * sums, counts, min/max and sketch into p; dig[i] = top-16 key digit, HBINS if the
- * element is not finite. */
-void pgfp_chunk_scalar(const void *src, int dtype, uint32_t len, uint64_t start, partial *p, uint32_t *dig);
-/* Order-preserving keys of the finite elements of a chunk appended at buf[pos...]. */
-uint64_t pgfp_collect_chunk(const void *src, int dtype, uint32_t len, void *buf, uint64_t pos);
+/* One inner chunk (len <= SUB elements from flat index start, a multiple of 8): lane
+ * sums, counts, min/max and sketch into p; keys or digits into o. */
+void pgfp_chunk_scalar(const void *src, int dtype, uint32_t len, uint64_t start, partial *p, sink *o);
 /* Radix select: out[k] = the rk[k]-th smallest of a[0..n) (rk ascending); a, tmp are
  * clobbered; hi = key bits; sc = NULL or 8192 uint32 + 4096 bytes of scratch. */
 void pgfp_rselect32(uint32_t *a, uint32_t *tmp, uint64_t n, int hi, const uint64_t *rk, int nr, uint32_t *out, uint32_t *sc);
@@ -106,11 +126,12 @@ void pgfp_rselect64(uint64_t *a, uint64_t *tmp, uint64_t n, int hi, const uint64
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && !defined(PGFP_NO_AVX2)
 #define PGFP_X86 1
-void pgfp_chunk_avx2(const void *src, int dtype, uint32_t len, uint64_t start, partial *p, uint32_t *dig);
+void pgfp_chunk_avx2(const void *src, int dtype, uint32_t len, uint64_t start, partial *p, sink *o);
 int pgfp_cpu_has_avx2(void);
-/* Indices (within the chunk) of elements that may belong to a group: a superset (tiny
- * negative numbers can share -0's raw prefix); the caller checks each key. */
-uint32_t pgfp_match_avx2(const void *src, int dtype, uint32_t len, const matcher *mt, uint32_t *out);
+/* Indices (within the chunk) of elements that may belong to a group: a superset (-0 shares
+ * the raw prefix of tiny negative numbers, +0 that of tiny positive ones); the caller
+ * checks each key. */
+uint32_t pgfp_match_avx2(const void *src, int dtype, uint32_t len, const matcher *mt, uint32_t *out, uint64_t *hcount);
 #endif
 
 #endif

@@ -1,4 +1,4 @@
-/* Portable code path of the fingerprint kernel: per-chunk stats, sketch and key digits,
+/* Portable code path of the fingerprint kernel: per-chunk stats, sketch and keys,
  * element by element in the order the NumPy specification defines. */
 #include <string.h>
 
@@ -79,36 +79,41 @@ static void sketch_chunk(const double *vv, uint32_t len, uint64_t start, double 
     }
 }
 
-/* Top-16 key digits (HBINS for non-finite elements). */
-static void digits_chunk(const void *src, int dtype, uint32_t len, uint32_t *dig) {
-    uint32_t i;
-    switch (dtype) {
-    case PGFP_F16: { const uint16_t *u = src; for (i = 0; i < len; i++) dig[i] = nonfin_f16(u[i]) ? HBINS : key16(u[i]); break; }
-    case PGFP_BF16: { const uint16_t *u = src; for (i = 0; i < len; i++) dig[i] = nonfin_bf16(u[i]) ? HBINS : key16(u[i]); break; }
-    case PGFP_F32: { const uint32_t *u = src; for (i = 0; i < len; i++) dig[i] = nonfin_f32(u[i]) ? HBINS : key32(u[i]) >> 16; break; }
-    default: { const uint64_t *u = src; for (i = 0; i < len; i++) dig[i] = nonfin_f64(u[i]) ? HBINS : (uint32_t)(key64(u[i]) >> 48); break; }
+/* Keys of the finite non-zero elements into the sink (see sink in pgfp_internal.h). */
+#define DEFINE_SINK(NAME, T, KT, SKIP, KEY, DIG)                                        \
+    static void NAME(const T *u, uint32_t len, sink *o) {                               \
+        if (o->hist) {                                                                  \
+            for (uint32_t i = 0; i < len; i++)                                          \
+                o->hist[SKIP(u[i]) ? HBINS + (i & (LANES - 1)) : DIG(KEY(u[i]))]++;       \
+        } else {                                                                        \
+            KT *k = o->keys;                                                            \
+            uint64_t pos = o->nkeys;                                                    \
+            for (uint32_t i = 0; i < len; i++) {                                        \
+                k[pos] = KEY(u[i]);                                                     \
+                pos += !SKIP(u[i]);                                                     \
+            }                                                                           \
+            o->nkeys = pos;                                                             \
+        }                                                                               \
     }
-}
+#define SKIP16(b) (nonfin_f16(b) || ((b) & 0x7fffu) == 0)
+#define SKIPB16(b) (nonfin_bf16(b) || ((b) & 0x7fffu) == 0)
+#define SKIP32(b) (nonfin_f32(b) || ((b) & 0x7fffffffu) == 0)
+#define SKIP64(b) (nonfin_f64(b) || ((b) & 0x7fffffffffffffffull) == 0)
+#define DIG16(k) (k)
+#define DIG32(k) ((k) >> 16)
+#define DIG64(k) ((uint32_t)((k) >> 48))
+DEFINE_SINK(sink_f16, uint16_t, uint32_t, SKIP16, key16, DIG16)
+DEFINE_SINK(sink_bf16, uint16_t, uint32_t, SKIPB16, key16, DIG16)
+DEFINE_SINK(sink_f32, uint32_t, uint32_t, SKIP32, key32, DIG32)
+DEFINE_SINK(sink_f64, uint64_t, uint64_t, SKIP64, key64, DIG64)
 
-void pgfp_chunk_scalar(const void *src, int dtype, uint32_t len, uint64_t start, partial *p, uint32_t *dig) {
+void pgfp_chunk_scalar(const void *src, int dtype, uint32_t len, uint64_t start, partial *p, sink *o) {
     double vv[SUB];
     switch (dtype) {
-    case PGFP_F16: stats_f16(src, len, vv, p); break;
-    case PGFP_BF16: stats_bf16(src, len, vv, p); break;
-    case PGFP_F32: stats_f32(src, len, vv, p); break;
-    default: stats_f64(src, len, vv, p); break;
+    case PGFP_F16: stats_f16(src, len, vv, p); sink_f16(src, len, o); break;
+    case PGFP_BF16: stats_bf16(src, len, vv, p); sink_bf16(src, len, o); break;
+    case PGFP_F32: stats_f32(src, len, vv, p); sink_f32(src, len, o); break;
+    default: stats_f64(src, len, vv, p); sink_f64(src, len, o); break;
     }
     sketch_chunk(vv, len, start, p->sk);
-    digits_chunk(src, dtype, len, dig);
-}
-
-uint64_t pgfp_collect_chunk(const void *src, int dtype, uint32_t len, void *buf, uint64_t pos) {
-    uint32_t i;
-    switch (dtype) {
-    case PGFP_F16: { const uint16_t *u = src; uint32_t *o = buf; for (i = 0; i < len; i++) { o[pos] = key16(u[i]); pos += !nonfin_f16(u[i]); } break; }
-    case PGFP_BF16: { const uint16_t *u = src; uint32_t *o = buf; for (i = 0; i < len; i++) { o[pos] = key16(u[i]); pos += !nonfin_bf16(u[i]); } break; }
-    case PGFP_F32: { const uint32_t *u = src; uint32_t *o = buf; for (i = 0; i < len; i++) { o[pos] = key32(u[i]); pos += !nonfin_f32(u[i]); } break; }
-    default: { const uint64_t *u = src; uint64_t *o = buf; for (i = 0; i < len; i++) { o[pos] = key64(u[i]); pos += !nonfin_f64(u[i]); } break; }
-    }
-    return pos;
 }
