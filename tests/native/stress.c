@@ -63,7 +63,7 @@ static int same(const pgfp_result *a, const pgfp_result *b, int nq) {
 
 int main(int argc, char **argv) {
     uint64_t max_n = argc > 1 ? strtoull(argv[1], NULL, 10) : 3000001;
-    static const uint64_t sizes[] = {0, 1, 7, 513, 4099, 262145, 1200007, 3000001};
+    static const uint64_t sizes[] = {0, 1, 7, 513, 4099, 8193, 65537, 1200007, 3000001};
     static const int threads[] = {2, 3, 5};
     const double qs[16] = {0, 0.001, 0.01, 0.1, 0.25, 0.3, 0.4, 0.5, 0.6, 0.7, 0.75, 0.9, 0.99, 0.999, 0.9999, 1};
     int bad = 0, runs = 0;

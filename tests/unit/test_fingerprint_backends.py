@@ -71,7 +71,7 @@ def _special(x, rng):
 
 @native
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32", "float64"])
-@pytest.mark.parametrize("n", [0, 1, 7, 8, 1023, 1025, 65535, 65536, 65537, 262144, 262145, 2_500_003])
+@pytest.mark.parametrize("n", [0, 1, 7, 8, 1023, 1025, 8192, 8193, 65535, 65536, 65537, 262144, 262145, 2_500_003])
 def test_sizes_across_chunk_block_and_path_boundaries(dtype, n):
     rng = np.random.default_rng(n)
     x = _special(rng.standard_normal(n) * 10.0 ** rng.integers(-3, 3, n), rng)

@@ -16,7 +16,7 @@ import gate.fingerprint as F
 pytestmark = pytest.mark.skipif(F._native_impl is None, reason=F.native_error or "")
 
 CAP = 1 << 19  # gate/fingerprint/src/pgfp_internal.h
-SMALL = 1 << 18
+SMALL = 1 << 13
 CODES = {"float32": 2, "float64": 3}
 
 

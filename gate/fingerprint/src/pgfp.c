@@ -95,7 +95,7 @@ static void quantile_pass(ctx *c, int t) {
     uint64_t bins = (uint64_t)c->nq * RBINS;
     uint32_t *rh = c->rhist + (uint64_t)t * bins;
     uint64_t *rh64 = c->rhist64 ? c->rhist64 + (uint64_t)t * bins : NULL;
-    uint64_t pos = c->toff[t], since = 0, hc[NG] = {0};
+    uint64_t since = 0, hc[NG] = {0}, *pos = c->goff[t];
     uint32_t idx[SUB + LANES]; /* the vector matcher writes whole vectors */
     uint64_t dmask = (1ull << c->nbits) - 1, zkey = 1ull << (kb - 1);
     int dshift = c->shift - c->nbits;
@@ -125,8 +125,8 @@ static void quantile_pass(ctx *c, int t) {
                     if (g == c->ng) continue;
                 }
                 if (c->cmd == 1) rh[(uint64_t)g * RBINS + ((key >> dshift) & dmask)]++;
-                else if (kb == 64) ((uint64_t *)c->buf)[pos++] = key;
-                else ((uint32_t *)c->buf)[pos++] = (uint32_t)key;
+                else if (kb == 64) ((uint64_t *)c->buf)[pos[g]++] = key;
+                else ((uint32_t *)c->buf)[pos[g]++] = (uint32_t)key;
             }
             if (rh64 && (since += len) >= FLUSH) { flush(rh, rh64, bins); since = 0; }
         }
@@ -183,30 +183,25 @@ static uint32_t sample_digit(const ctx *c, uint64_t i) {
     return key == zkey || nonfin ? ~0u : (uint32_t)(key >> (kb - 16));
 }
 
-/* A digit that holds at least 1/8 of the finite non-zero elements among 2,048 sampled in 64
- * runs spread over the data (a saturation level, a mask value), or ~0u. Large inputs only. */
+/* The digit of at least 1/8 of the finite non-zero elements among 128 sampled in 64 pairs
+ * spread over the data (a saturation level, a mask value), or ~0u. Large inputs only. */
 static uint32_t dominant_digit(const ctx *c) {
-    enum { RUNS = 64, RUN = 32, K = 8 };
+    enum { RUNS = 64, RUN = 2 };
+    uint32_t v[RUNS * RUN], n = 0, best = ~0u;
     uint64_t step = c->n / RUNS;
-    uint32_t cand[K], cnt[K] = {0}, seen = 0;
-    for (uint64_t r = 0; r < RUNS; r++) /* Misra-Gries: every digit above 1/K survives */
+    for (uint64_t r = 0; r < RUNS; r++)
         for (uint64_t i = r * step; i < r * step + RUN; i++) {
-            uint32_t d = sample_digit(c, i);
-            int j, free = -1;
-            if (d == ~0u) continue;
-            seen++;
-            for (j = 0; j < K && !(cnt[j] && cand[j] == d); j++)
-                if (!cnt[j] && free < 0) free = j;
-            if (j < K) cnt[j]++;
-            else if (free >= 0) { cand[free] = d; cnt[free] = 1; }
-            else for (j = 0; j < K; j++) cnt[j]--;
+            uint32_t d = sample_digit(c, i), j = n++;
+            for (; j > 0 && v[j - 1] > d; j--) v[j] = v[j - 1]; /* insertion sort */
+            v[j] = d;
         }
-    uint32_t best = ~0u, top = 0, exact = 0;
-    for (int j = 0; j < K; j++) if (cnt[j] > top) { top = cnt[j]; best = cand[j]; }
-    if (best == ~0u) return ~0u;
-    for (uint64_t r = 0; r < RUNS; r++) /* its counter is a lower bound: count it exactly */
-        for (uint64_t i = r * step; i < r * step + RUN; i++) exact += sample_digit(c, i) == best;
-    return exact * K >= seen ? best : ~0u;
+    for (uint32_t i = 0, run = 0, top = 0; i < n && v[i] != ~0u; i++) {
+        run = i > 0 && v[i] == v[i - 1] ? run + 1 : 1;
+        if (run > top) { top = run; best = v[i]; }
+    }
+    uint32_t finite = 0, top = 0;
+    for (uint32_t i = 0; i < n; i++) { finite += v[i] != ~0u; top += v[i] == best; }
+    return best != ~0u && top * 8 >= finite ? best : ~0u;
 }
 
 /* Threads t >= 1 mirror thread 0's barrier sequence in run_main(). */

@@ -50,20 +50,20 @@ static const int64_t SGN[16][4] = {
 static const int32_t PERM[4][8] = {
     {0, 1, 2, 3, 4, 5, 6, 7}, {2, 3, 0, 1, 6, 7, 4, 5}, {4, 5, 6, 7, 0, 1, 2, 3}, {6, 7, 4, 5, 2, 3, 0, 1}};
 
-/* Add one group of 8 values (lanes lo = 0..3, hi = 4..7) to its sketch row. A value may
- * be -0.0: every bucket starts at +0.0 and x + -0.0 == x, so it changes no bit. */
+/* Add one group of 8 values (lanes lo = 0..3, hi = 4..7) to its sketch row: element j goes
+ * to slot j ^ x, so bit 2 of x picks the half each register lands in and x & 3 permutes
+ * inside a half. A value may be -0.0: every bucket starts at +0.0 and x + -0.0 == x, so it
+ * changes no bit. */
 TGT static inline void sketch_group(double *sk, uint32_t h, __m256d lo, __m256d hi) {
     uint32_t s = (h >> 16) & 0xffu, x = (h >> 24) & 7u;
+    __m256i p = _mm256_loadu_si256((const __m256i *)PERM[x & 3]);
     lo = _mm256_xor_pd(lo, _mm256_loadu_pd((const double *)SGN[s & 15]));
     hi = _mm256_xor_pd(hi, _mm256_loadu_pd((const double *)SGN[s >> 4]));
-    __m256d sw = _mm256_castsi256_pd(_mm256_set1_epi64x(-(int64_t)(x >> 2)));
-    __m256d a = _mm256_blendv_pd(lo, hi, sw), b = _mm256_blendv_pd(hi, lo, sw);
-    __m256i p = _mm256_loadu_si256((const __m256i *)PERM[x & 3]);
-    a = _mm256_castps_pd(_mm256_permutevar8x32_ps(_mm256_castpd_ps(a), p));
-    b = _mm256_castps_pd(_mm256_permutevar8x32_ps(_mm256_castpd_ps(b), p));
-    double *row = sk + 8 * (h >> 27);
-    _mm256_storeu_pd(row, _mm256_add_pd(_mm256_loadu_pd(row), a));
-    _mm256_storeu_pd(row + 4, _mm256_add_pd(_mm256_loadu_pd(row + 4), b));
+    lo = _mm256_castps_pd(_mm256_permutevar8x32_ps(_mm256_castpd_ps(lo), p));
+    hi = _mm256_castps_pd(_mm256_permutevar8x32_ps(_mm256_castpd_ps(hi), p));
+    double *row = sk + 8 * (h >> 27), *rl = row + (x & 4), *rh = row + (4 - (x & 4));
+    _mm256_storeu_pd(rl, _mm256_add_pd(_mm256_loadu_pd(rl), lo));
+    _mm256_storeu_pd(rh, _mm256_add_pd(_mm256_loadu_pd(rh), hi));
 }
 
 /* Group hashes of a chunk (ng groups from group index g0; hi32 constant in a chunk). */
@@ -250,11 +250,13 @@ TGT static void chunk_f64(const double *src, uint32_t len, partial *p, const uin
 }
 
 /* len is a multiple of 8 (the driver sends a short tail to the portable path). */
-TGT void pgfp_chunk_avx2(const void *src, int dtype, uint32_t len, uint64_t start, partial *p, sink *o) {
+TGT void pgfp_chunk_avx2(const void *src, int dtype, uint32_t len, uint64_t start, partial *p, sink *out) {
     uint32_t hs[SUB / 8];
+    sink so = *out, *o = &so; /* a local copy: the histogram stores cannot alias it */
     group_hashes(start >> 3, len >> 3, hs);
     if (dtype == PGFP_F64) {
         chunk_f64(src, len, p, hs, o);
+        out->nkeys = o->nkeys;
         return;
     }
     acc A;
@@ -278,6 +280,7 @@ TGT void pgfp_chunk_avx2(const void *src, int dtype, uint32_t len, uint64_t star
         }
     }
     acc_store(&A, p);
+    out->nkeys = o->nkeys;
 }
 
 /* Candidates of a quantile pass (see matcher in pgfp_internal.h): raw bit prefixes,

@@ -48,7 +48,8 @@ typedef struct {
     partial tot;
     uint64_t gprefix[NG];
     matcher mt;              /* what the next quantile pass looks for */
-    uint64_t toff[64];       /* per-thread collect offsets (T <= 64) */
+    uint64_t gbase[NG];      /* a collection keeps each group in its own region of buf, */
+    uint64_t goff[64][NG];   /* each thread writing from goff[t][g] (T <= 64) */
     int hgrp[NG];            /* heavy value h (mt.hraw[h]): its group and its key */
     uint64_t hkey[NG];
     uint64_t hcnt[64][NG];   /* per-thread counts of each heavy value in the last pass */

@@ -12,7 +12,7 @@
 #define LANES 8
 #define SUB 1024u            /* inner chunk: multiple of LANES, divides BLOCK */
 #define HBINS 65536u         /* top-digit histogram, plus 2 x LANES junk bins (see sink) */
-#define SMALL (1u << 18)     /* n <= SMALL: collect every finite key in pass 1 */
+#define SMALL (1u << 13)     /* n <= SMALL: collect every finite non-zero key in pass 1 */
 #define CAP (1u << 19)       /* collect candidates once at most CAP remain */
 #define RBITS 16
 #define FLUSH (1ull << 31)   /* 32-bit histogram counters spill to 64-bit ones this often */

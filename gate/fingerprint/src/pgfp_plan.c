@@ -8,6 +8,47 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* T per-thread histograms (stride apart, 64-bit spill counters or NULL) read as one. */
+typedef struct {
+    const uint32_t *h32;
+    const uint64_t *h64;
+    uint64_t stride;
+    int T;
+    const uint64_t *blk; /* counts of the blocks of 256 bins, or NULL */
+} hview;
+
+/* Count of bins [lo, hi) over every thread (plain loops the compiler vectorizes). */
+static uint64_t hsum(const hview *v, uint64_t lo, uint64_t hi) {
+    uint64_t s = 0;
+    for (int t = 0; t < v->T; t++) {
+        const uint32_t *h = v->h32 + (uint64_t)t * v->stride;
+        for (uint64_t d = lo; d < hi; d++) s += h[d];
+        if (v->h64) {
+            const uint64_t *w = v->h64 + (uint64_t)t * v->stride;
+            for (uint64_t d = lo; d < hi; d++) s += w[d];
+        }
+    }
+    return s;
+}
+
+/* The bin holding rank r: from bin *d with *below elements under it, skip whole blocks of
+ * 256 bins while the rank lies past them, then bins. Leaves *d at r's bin, *below the count
+ * under it; a search for a larger rank may go on from there. */
+static void hfind(const hview *v, uint64_t r, uint64_t *d, uint64_t *below) {
+    for (;;) {
+        uint64_t e = (*d & ~(uint64_t)255) + 256, s = v->blk && !(*d & 255) ? v->blk[*d >> 8] : hsum(v, *d, e);
+        if (r < *below + s) break;
+        *below += s;
+        *d = e;
+    }
+    for (;;) {
+        uint64_t h = hsum(v, *d, *d + 1);
+        if (r < *below + h) return;
+        *below += h;
+        ++*d;
+    }
+}
+
 /* Raw bit prefix of a key prefix of b bits: positive keys have the top bit set (flip it),
  * negative ones are the complement of their bits. */
 static uint64_t raw_prefix(uint64_t p, int b) {
@@ -161,12 +202,12 @@ int pgfp_plan_next(ctx *c, plan *pl) {
     for (int k = 0; k < pl->nq; k++) if (pl->live[k]) gcount[pl->grp[k]] = pl->count[k];
     for (int g = 0; g < c->ng; g++) cand += gcount[g];
     if (cand <= CAP) {
-        uint64_t off = 0;
         size_t bytes = (size_t)key_size(c->dtype) * (cand + LANES);
         if (!(c->buf = malloc(bytes)) || !(c->tmp = malloc(bytes)) || !(c->sel = malloc(SEL_BYTES))) return -1;
-        for (int t = 0; t < c->T; t++) {
-            c->toff[t] = off;
-            for (int g = 0; g < c->ng; g++) off += pl->tcount[t][g];
+        uint64_t off = 0;
+        for (int g = 0; g < c->ng; g++) {
+            c->gbase[g] = off;
+            for (int t = 0; t < c->T; t++) { c->goff[t][g] = off; off += pl->tcount[t][g]; }
         }
         c->bufn = off;
         return 2;
@@ -191,16 +232,14 @@ void pgfp_plan_after_refine(ctx *c, plan *pl, double *q) {
     for (int k = 0; k < pl->nq; k++) {
         if (!pl->live[k]) continue;
         int g = pl->grp[k];
-        uint64_t below = 0, d = 0;
-        for (d = 0; d < nb; d++) {
-            uint64_t h = 0;
-            for (int t = 0; t < c->T; t++) h += hget(c->rhist, c->rhist64, ((uint64_t)t * c->nq + g) * RBINS + d);
-            if (pl->rank[k] < below + h) { pl->count[k] = h; break; }
-            below += h;
-        }
+        hview v = {c->rhist + (uint64_t)g * RBINS, c->rhist64 ? c->rhist64 + (uint64_t)g * RBINS : NULL,
+                   (uint64_t)c->nq * RBINS, c->T, NULL};
+        uint64_t d = 0, below = 0;
+        hfind(&v, pl->rank[k], &d, &below);
         pl->rank[k] -= below;
+        pl->count[k] = hsum(&v, d, d + 1);
         pl->prefix[k] = (pl->prefix[k] << c->nbits) | d;
-        for (int t = 0; t < c->T; t++) tq[t][k] = hget(c->rhist, c->rhist64, ((uint64_t)t * c->nq + g) * RBINS + d);
+        for (int t = 0; t < c->T; t++) tq[t][k] = hget(v.h32, v.h64, (uint64_t)t * v.stride + d);
         for (int h = 0; h < c->mt.nheavy; h++) { /* a bin holding nothing but the heavy value */
             uint64_t e = 0;
             if (c->hgrp[h] != g || ((c->hkey[h] >> dshift) & (nb - 1)) != d) continue;
@@ -212,44 +251,45 @@ void pgfp_plan_after_refine(ctx *c, plan *pl, double *q) {
     regroup(c, pl, tq);
 }
 
-/* The live ranks, ascending (ord: their quantile indices); returns how many. */
-static int sorted_ranks(const plan *pl, const uint64_t *r, int *ord) {
+/* The live ranks among quantiles with want[k] set, ascending (ord: their indices). */
+static int sorted_ranks(const plan *pl, const int *want, int *ord) {
     int nr = 0;
     for (int k = 0; k < pl->nq; k++) {
-        if (!pl->live[k]) continue;
+        if (!want[k]) continue;
         int j = nr++;
-        for (; j > 0 && r[ord[j - 1]] > r[k]; j--) ord[j] = ord[j - 1];
+        for (; j > 0 && pl->rank[ord[j - 1]] > pl->rank[k]; j--) ord[j] = ord[j - 1];
         ord[j] = k;
     }
     return nr;
 }
 
-/* Exact keys of the live ranks r (ranks into the collected buffer) by radix select. */
-static void select_in_buf(ctx *c, plan *pl, const uint64_t *r, double *q) {
-    int ord[PGFP_NQ_MAX], nr = sorted_ranks(pl, r, ord);
-    uint64_t rs[PGFP_NQ_MAX], keys[PGFP_NQ_MAX];
+/* Exact keys of the wanted ranks among the n keys at buf[at...] (all sharing their top
+ * kb - hi bits) by radix select. */
+static void select_keys(ctx *c, plan *pl, const int *want, uint64_t at, uint64_t n, int hi, double *q) {
+    int ord[PGFP_NQ_MAX], nr = sorted_ranks(pl, want, ord);
+    uint64_t rs[PGFP_NQ_MAX] = {0}, keys[PGFP_NQ_MAX];
     if (nr == 0) return;
-    for (int i = 0; i < nr; i++) rs[i] = r[ord[i]];
-    if (key_bits(c->dtype) == 64) pgfp_rselect64(c->buf, c->tmp, c->bufn, 64, rs, nr, keys, c->sel);
+    for (int i = 0; i < nr; i++) rs[i] = pl->rank[ord[i]];
+    if (key_bits(c->dtype) == 64) pgfp_rselect64((uint64_t *)c->buf + at, (uint64_t *)c->tmp + at, n, hi, rs, nr, keys, c->sel);
     else {
         uint32_t k32[PGFP_NQ_MAX];
-        pgfp_rselect32(c->buf, c->tmp, c->bufn, key_bits(c->dtype), rs, nr, k32, c->sel);
+        pgfp_rselect32((uint32_t *)c->buf + at, (uint32_t *)c->tmp + at, n, hi, rs, nr, k32, c->sel);
         for (int i = 0; i < nr; i++) keys[i] = k32[i];
     }
     for (int i = 0; i < nr; i++) q[ord[i]] = key_to_value(keys[i], c->dtype);
 }
 
-/* After a collection pass: candidate groups are disjoint prefix ranges, so the sorted
- * buffer holds the groups in prefix order. */
+/* After a collection: each group's region, with its known top bits left out of the select. */
 void pgfp_select_groups(ctx *c, plan *pl, double *q) {
-    uint64_t gcount[NG], base[NG] = {0}, r[PGFP_NQ_MAX];
-    for (int k = 0; k < pl->nq; k++) if (pl->live[k]) gcount[pl->grp[k]] = pl->count[k];
     for (int g = 0; g < c->ng; g++) {
-        base[g] = 0;
-        for (int h = 0; h < c->ng; h++) if (c->gprefix[h] < c->gprefix[g]) base[g] += gcount[h];
+        int want[PGFP_NQ_MAX];
+        uint64_t n = 0;
+        for (int k = 0; k < pl->nq; k++) {
+            want[k] = pl->live[k] && pl->grp[k] == g;
+            if (want[k]) n = pl->count[k];
+        }
+        select_keys(c, pl, want, c->gbase[g], n, key_bits(c->dtype) - pl->bits, q);
     }
-    for (int k = 0; k < pl->nq; k++) if (pl->live[k]) r[k] = base[pl->grp[k]] + pl->rank[k];
-    select_in_buf(c, pl, r, q);
 }
 
 static uint64_t rank_of(double q, uint64_t m) {
@@ -274,24 +314,21 @@ static int map_ranks(plan *pl, const double *qs, uint64_t m, uint64_t zeros, uin
 /* Pass-1 histogram (all threads) -> each live rank's 16-bit digit, rank inside its bin,
  * and the bin's per-thread counts. One sweep over the bins, ranks in ascending order. */
 void pgfp_plan_first(ctx *c, plan *pl, const double *qs, uint64_t m, double *q) {
-    /* negatives: the bins below +0's digit */
-    uint64_t nneg = 0, half = HBINS / 2;
-    for (int t = 0; t < c->T; t++)
-        for (uint64_t d = 0; d < half; d++) nneg += hget(c->hist, c->hist64, (uint64_t)t * HSTRIDE + d);
+    uint64_t blk[HBINS / 256], nneg = 0;
+    hview v = {c->hist, c->hist64, HSTRIDE, c->T, NULL};
+    for (uint64_t b = 0; b < HBINS / 256; b++) blk[b] = hsum(&v, b * 256, b * 256 + 256);
+    for (uint64_t b = 0; b < HBINS / 512; b++) nneg += blk[b]; /* negatives: the bins below +0's digit */
+    v.blk = blk;
     if (!map_ranks(pl, qs, m, c->tot.zero, nneg, q)) { c->ng = 0; return; }
-    int ord[PGFP_NQ_MAX], nr = sorted_ranks(pl, pl->rank, ord), j = 0;
-    uint64_t below = 0, tq[64][PGFP_NQ_MAX];
-    for (uint64_t d = 0; d < HBINS && j < nr; d++) {
-        uint64_t h = 0;
-        for (int t = 0; t < c->T; t++) h += hget(c->hist, c->hist64, (uint64_t)t * HSTRIDE + d);
-        for (; j < nr && pl->rank[ord[j]] < below + h; j++) {
-            int k = ord[j];
-            pl->rank[k] -= below;
-            pl->prefix[k] = d;
-            pl->count[k] = h;
-            for (int t = 0; t < c->T; t++) tq[t][k] = hget(c->hist, c->hist64, (uint64_t)t * HSTRIDE + d);
-        }
-        below += h;
+    int ord[PGFP_NQ_MAX], nr = sorted_ranks(pl, pl->live, ord);
+    uint64_t below = 0, d = 0, tq[64][PGFP_NQ_MAX];
+    for (int j = 0; j < nr; j++) { /* ascending ranks: each search goes on from the last bin */
+        int k = ord[j];
+        hfind(&v, pl->rank[k], &d, &below);
+        pl->rank[k] -= below;
+        pl->prefix[k] = d;
+        pl->count[k] = hsum(&v, d, d + 1);
+        for (int t = 0; t < c->T; t++) tq[t][k] = hget(v.h32, v.h64, (uint64_t)t * HSTRIDE + d);
     }
     regroup(c, pl, tq);
 }
@@ -307,6 +344,6 @@ void pgfp_select_small(ctx *c, plan *pl, const double *qs, uint64_t m, double *q
         uint32_t top = c->dtype == PGFP_F32 ? 0x80000000u : 0x8000u;
         for (uint64_t i = 0; i < n; i++) nneg += k[i] < top;
     }
-    if (map_ranks(pl, qs, m, c->tot.zero, nneg, q)) select_in_buf(c, pl, pl->rank, q);
+    if (map_ranks(pl, qs, m, c->tot.zero, nneg, q)) select_keys(c, pl, pl->live, 0, n, key_bits(c->dtype), q);
 }
 
