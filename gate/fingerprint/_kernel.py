@@ -19,7 +19,7 @@ from ._native import ffi, lib  # ImportError when the extension was not built
 _CODES = {"float16": 0, "bfloat16": 1, "float32": 2, "float64": 3}
 _QS = ffi.new("double[]", list(QUANTILES))
 _NQ = len(QUANTILES)
-_PARALLEL_MIN = 1 << 21  # below this a thread start costs more than it saves
+_PARALLEL_MIN = 1 << 20  # below ~2^19 elements starting threads costs more than they save
 _RES_DOUBLES = ffi.sizeof("pgfp_result") // 8
 _F0 = ffi.offsetof("pgfp_result", "min") // 8
 _S0 = ffi.offsetof("pgfp_result", "sketch") // 8

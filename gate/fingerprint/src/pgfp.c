@@ -36,12 +36,15 @@ static void barrier(ctx *c) {
 #endif
 }
 
+/* Thread t's blocks of the window starting at block w0: an equal share of the window's
+ * blocks (a short last window is shared too). */
 static void block_range(const ctx *c, uint64_t w0, int t, uint64_t *b0, uint64_t *b1) {
-    uint64_t per = (uint64_t)(c->W / c->T);
+    uint64_t nb = c->nblocks - w0 < (uint64_t)c->W ? c->nblocks - w0 : (uint64_t)c->W;
+    uint64_t per = (nb + (uint64_t)c->T - 1) / (uint64_t)c->T, end = w0 + nb;
     *b0 = w0 + per * (uint64_t)t;
     *b1 = *b0 + per;
-    if (*b0 > c->nblocks) *b0 = c->nblocks;
-    if (*b1 > c->nblocks) *b1 = c->nblocks;
+    if (*b0 > end) *b0 = end;
+    if (*b1 > end) *b1 = end;
 }
 
 static void do_block(ctx *c, uint64_t b, partial *p, uint32_t *hist) {
