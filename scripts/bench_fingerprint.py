@@ -7,8 +7,8 @@ Prints a Markdown table: best-of-N wall time, throughput in GB/s of input, and t
 to np.sum on the same array, for the native kernel (1 thread and the default thread
 count), the NumPy reference backend and a naive NumPy fingerprint of the same fields;
 then the same for float32 data shaped like real activations (a ReLU output, a saturated
-output, an additive attention mask), and the per-call cost on 1,000 tensors of 4,096
-float32 elements.
+output, an additive attention mask), the cost per call on mid-size tensors, and on 1,000
+tensors of 4,096 float32 elements.
 """
 
 from __future__ import annotations
@@ -130,6 +130,17 @@ def main() -> None:
             f"| {label} | {t_sum * 1e3:.1f} | {t_one * 1e3:.1f} | {t_def * 1e3:.1f} | {t_sum / t_def:.2f} |"
         )
         del x
+
+    # Mid-size tensors, the bulk of a CNN's activations at batch 1 (default entry point).
+    for size, count in ((65_536, 200), (262_144, 100), (1_048_576, 25)):
+        xs = [np.maximum(rng.standard_normal(size, dtype=np.float32), 0) for _ in range(count)]
+        t = best(lambda xs=xs: [F.fingerprint(x) for x in xs], args.repeat) / count
+        print(
+            f"\n{count} ReLU outputs x {size:,} float32: {t * 1e6:.0f} us per call "
+            f"({size * 4 / t / 1e9:.2f} GB/s)",
+            end="",
+        )
+    print()
 
     small = [rng.standard_normal(4096, dtype=np.float32) for _ in range(1000)]
     one = np.ones(1, np.float32)
