@@ -92,6 +92,7 @@ static uint32_t match_scalar(const void *src, int dtype, uint32_t len, const mat
 static void flush(uint32_t *h32, uint64_t *h64, uint64_t bins) {
     for (uint64_t i = 0; i < bins; i++) { h64[i] += h32[i]; h32[i] = 0; }
 }
+
 /* Refinement (cmd 1: histogram the next digit) or collection (cmd 2) over thread t's blocks. */
 static void quantile_pass(ctx *c, int t) {
     int kb = key_bits(c->dtype);
