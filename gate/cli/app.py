@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -55,6 +56,19 @@ def _load(config: Path | None):
     return load_config(find_config(config))
 
 
+def _backend_notice() -> None:
+    """One line on stderr when the C kernel was not built and fingerprints fall back to NumPy
+    (pip shows the build's own warning only with -v)."""
+    from gate import fingerprint
+
+    if fingerprint.backend == "numpy" and fingerprint.native_error and not os.environ.get("PARITY_GATE_BACKEND"):
+        from gate.cli.console import err_console
+
+        err_console.print(f"[yellow]notice:[/yellow] {fingerprint.native_error}: fingerprints use the NumPy "
+                          "backend (same results, ~100x slower); reinstall parity-gate where a C compiler is "
+                          "available", soft_wrap=True)
+
+
 def _write_reports(report: dict, json_path: Path | None, markdown_path: Path | None) -> None:
     from gate.baseline.atomic import atomic_write_bytes
 
@@ -80,6 +94,7 @@ def check(config: ConfigOpt = None, model: ModelOpt = None, provider: ProviderOp
 
     cfg = _load(config)
     models, providers = cfg.select_models(_split(model)), cfg.select_providers(_split(provider))
+    _backend_notice()
     with progress_display() as progress:
         report = service.check(cfg, models, providers, progress)
     if changed_since:
@@ -114,6 +129,7 @@ def update_baseline(config: ConfigOpt = None, model: ModelOpt = None, provider: 
 
     cfg = _load(config)
     models, providers = cfg.select_models(_split(model)), cfg.select_providers(_split(provider))
+    _backend_notice()
     with progress_display() as progress:
         updated = service.update_baseline(cfg, models, providers, progress, sources=source, calibrate=calibrate)
     for u in updated:
@@ -134,6 +150,7 @@ def export(out: Annotated[Path, typer.Option("--out", help="Folder to write <mod
 
     cfg = _load(config)
     models, providers = cfg.select_models(_split(model)), cfg.select_providers(_split(provider))
+    _backend_notice()
     with progress_display() as progress:
         runs = service.export_models(cfg, models, providers, out, progress)
     for run in runs:
@@ -165,6 +182,7 @@ def collect(source: Annotated[Path, typer.Option("--from", help="A folder writte
         if not names:
             raise GateError("collect: name the providers to run with --provider (or pass --config)")
         providers = tuple(ProviderSpec(canonical_provider(n)) for n in names)
+    _backend_notice()
     with progress_display() as progress:
         runs = service.collect(source, providers, out, cfg.isolation if cfg else Isolation(), _split(model), progress)
     for run in runs:
@@ -215,12 +233,13 @@ def doctor() -> None:
     from gate import device
     from gate.capture.ort_capture import available_providers
     from gate.cli.console import console
-    from gate.fingerprint import backend
+    from gate.fingerprint import backend, native_error
     from gate.pipeline import versions
 
     for key, value in versions().items():
         console.print(f"{key:12} {value}")
-    console.print(f"{'backend':12} {backend}")
+    console.print(f"{'backend':12} {backend}" + (f" ({native_error})" if backend == "numpy" and native_error else ""),
+                  soft_wrap=True)
     console.print(f"{'device':12} {device.cpu_class()} ({device.cpu_name()})")
     console.print(f"{'providers':12} {', '.join(available_providers())}")
 
