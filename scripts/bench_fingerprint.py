@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import os
 import platform
+import tempfile
 import time
 
 import numpy as np
@@ -61,8 +62,27 @@ def main() -> None:
     ap.add_argument("--n", type=int, default=64 * 2**20)
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--skip-slow", action="store_true", help="skip the NumPy and naive rows")
+    ap.add_argument(
+        "--skip-portable", action="store_true", help="skip building and timing the portable C path"
+    )
     args = ap.parse_args()
-    from gate.fingerprint import _kernel
+    from gate.fingerprint import _build, _kernel
+
+    portable = None
+    if not args.skip_portable:  # the path CPUs without AVX2 run: measures what runtime dispatch buys
+        with tempfile.TemporaryDirectory() as tmp:
+            portable = _build.compile_variant(tmp, "PGFP_NO_AVX2")
+        p_qs = portable.ffi.new("double[]", list(QUANTILES))
+
+    def run_portable(x: np.ndarray, threads: int) -> None:
+        out = portable.ffi.new("pgfp_result *")
+        code = {"float16": 0, "float32": 2, "float64": 3}[x.dtype.name]
+        assert (
+            portable.lib.pgfp_fingerprint(
+                portable.ffi.from_buffer(x), x.size, code, p_qs, len(QUANTILES), threads, out
+            )
+            == 0
+        )
 
     print(
         f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, "
@@ -86,6 +106,14 @@ def main() -> None:
                 best(lambda x=x, d=dtype: _kernel.fingerprint_native(x, d, threads=2), args.repeat),
             )
         )
+        if portable is not None and dtype == "float32":
+            for t in (1, 2):
+                rows.append(
+                    (
+                        f"portable C path (no AVX2), {t} thread(s)",
+                        best(lambda x=x, t=t: run_portable(x, t), args.repeat),
+                    )
+                )
         if not args.skip_slow and dtype == "float32":
             rows.append(("numpy backend (the spec)", best(lambda x=x: F.fingerprint(x, backend="numpy"), 1)))
             rows.append(
@@ -119,7 +147,9 @@ def main() -> None:
         "70% one value (ReLU6 at 6.0)": lambda x: np.where(rng.random(x.size) < 0.7, np.float32(6.0), x),
         "50% additive mask (-1e9)": lambda x: np.where(rng.random(x.size) < 0.5, np.float32(-1e9), x),
     }
-    print("\n| float32 input | np.sum (ms) | native, 1 thread (ms) | native, default threads (ms) | x np.sum |")
+    print(
+        "\n| float32 input | np.sum (ms) | native, 1 thread (ms) | native, default threads (ms) | x np.sum |"
+    )
     print("| --- | ---: | ---: | ---: | ---: |")
     for label, make in shaped.items():
         x = make(rng.standard_normal(args.n, dtype=np.float32)).astype(np.float32)

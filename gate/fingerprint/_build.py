@@ -40,20 +40,34 @@ def _compile_args() -> list[str]:
     return ["-O3", "-std=gnu99", "-ffp-contract=off", "-fno-fast-math", "-pthread"]
 
 
-def make_ffi(path=os.path.relpath) -> FFI:
+def make_ffi(path=os.path.relpath, name: str = "gate.fingerprint._native", defines=()) -> FFI:
     """The builder; setuptools wants source paths relative to the project root (cwd)."""
     ffi = FFI()
     ffi.cdef(CDEF)
     ffi.set_source(
-        "gate.fingerprint._native",
+        name,
         '#include "pgfp.h"',
         sources=[path(os.path.join(SRC, f)) for f in SOURCES],
         include_dirs=[path(SRC)],
         depends=[path(os.path.join(SRC, f)) for f in ("pgfp.h", "pgfp_internal.h", "pgfp_ctx.h")],
+        define_macros=[(d, "1") for d in defines],
         extra_compile_args=_compile_args(),
         extra_link_args=[] if sys.platform == "win32" else ["-pthread"],
     )
     return ffi
+
+
+def compile_variant(tmpdir: str, *defines: str):
+    """Build and load a variant of the kernel in tmpdir, e.g. ``PGFP_NO_AVX2`` (the portable
+    path that CPUs without AVX2 run), for tests and benchmarks. Returns the cffi module."""
+    import importlib.util
+
+    name = "_pgfp_" + ("_".join(d.lower() for d in defines) or "default")
+    so = make_ffi(os.path.abspath, name, defines).compile(tmpdir=tmpdir)
+    spec = importlib.util.spec_from_file_location(name, so)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
 
 
 ffibuilder = make_ffi()

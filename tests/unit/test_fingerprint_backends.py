@@ -216,28 +216,10 @@ def test_default_backend_is_native_when_built():
 @native
 def test_portable_c_path_agrees(tmp_path):
     """The non-AVX2 code path (what CPUs without AVX2 run), built here with PGFP_NO_AVX2."""
-    import importlib.util
-
-    from cffi import FFI
-
     from gate.fingerprint import _build
     from gate.fingerprint._model import Fingerprint
 
-    ffi = FFI()
-    ffi.cdef(_build.CDEF)
-    src = _build.SRC
-    ffi.set_source(
-        "_pgfp_portable",
-        '#include "pgfp.h"',
-        sources=[os.path.join(src, f) for f in _build.SOURCES],
-        include_dirs=[src],
-        define_macros=[("PGFP_NO_AVX2", "1")],
-        extra_compile_args=_build._compile_args(),
-    )
-    so = ffi.compile(tmpdir=str(tmp_path))
-    spec = importlib.util.spec_from_file_location("_pgfp_portable", so)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    mod = _build.compile_variant(str(tmp_path), "PGFP_NO_AVX2")
     qs = mod.ffi.new("double[]", list(F.QUANTILES))
     codes = {"float16": 0, "bfloat16": 1, "float32": 2, "float64": 3}
 

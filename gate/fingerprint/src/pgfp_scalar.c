@@ -5,55 +5,40 @@
 #include "pgfp_internal.h"
 
 /* Stats over one inner chunk: lane sums continue in p (the chunk starts at a lane-0
- * offset), vv receives the canonical finite values (non-finite -> +0.0). */
+ * offset), vv receives the canonical finite values (non-finite -> +0.0). Only the sums
+ * need their lane and order; counts and min/max are plain running values. */
+#define STAT_ONE(V, J, I)                                                               \
+    do {                                                                                \
+        double v_ = (V);                                                                \
+        if (fabs(v_) <= 1.7976931348623157e308) { /* finite */                          \
+            double w_ = v_ + 0.0;                                                       \
+            cz += v_ == 0.0;                                                            \
+            mn = v_ < mn ? v_ : mn;                                                     \
+            mx = v_ > mx ? v_ : mx;                                                     \
+            s[J] += w_;                                                                 \
+            q[J] += w_ * w_;                                                            \
+            a[J] += fabs(w_);                                                           \
+            vv[I] = w_;                                                                 \
+        } else {                                                                        \
+            cn += v_ != v_;                                                             \
+            cp += v_ == INFINITY;                                                       \
+            cm += v_ == -INFINITY;                                                      \
+            vv[I] = 0.0;                                                                \
+        }                                                                               \
+    } while (0)
 #define DEFINE_STATS(NAME, T, CONV)                                                     \
     static void NAME(const T *src, uint32_t len, double *vv, partial *p) {          \
-        double s[LANES], q[LANES], a[LANES], mn[LANES], mx[LANES];                      \
-        uint64_t cn[LANES], cp[LANES], cm[LANES], cz[LANES];                            \
-        for (int j = 0; j < LANES; j++) {                                               \
-            s[j] = p->s[j]; q[j] = p->q[j]; a[j] = p->a[j];                             \
-            mn[j] = INFINITY; mx[j] = -INFINITY; cn[j] = cp[j] = cm[j] = cz[j] = 0;     \
-        }                                                                               \
+        double s[LANES], q[LANES], a[LANES], mn = INFINITY, mx = -INFINITY;             \
+        uint64_t cn = 0, cp = 0, cm = 0, cz = 0;                                        \
         uint32_t i = 0;                                                                 \
-        for (; i + LANES <= len; i += LANES) {                                          \
-            for (int j = 0; j < LANES; j++) {                                           \
-                double v = CONV(src[i + j]);                                            \
-                int fin = fabs(v) <= 1.7976931348623157e308;                            \
-                cn[j] += (v != v);                                                      \
-                cp[j] += (v == INFINITY);                                               \
-                cm[j] += (v == -INFINITY);                                              \
-                cz[j] += (v == 0.0);                                                    \
-                double w = (fin ? v : 0.0) + 0.0;                                       \
-                double lo = fin ? v : INFINITY, hi = fin ? v : -INFINITY;               \
-                mn[j] = lo < mn[j] ? lo : mn[j];                                        \
-                mx[j] = hi > mx[j] ? hi : mx[j];                                        \
-                s[j] += w;                                                              \
-                q[j] += w * w;                                                          \
-                a[j] += fabs(w);                                                        \
-                vv[i + j] = w;                                                          \
-            }                                                                           \
-        }                                                                               \
-        for (int j = 0; i < len; i++, j++) {                                            \
-            double v = CONV(src[i]);                                                    \
-            int fin = fabs(v) <= 1.7976931348623157e308;                                \
-            cn[j] += (v != v);                                                          \
-            cp[j] += (v == INFINITY);                                                   \
-            cm[j] += (v == -INFINITY);                                                  \
-            cz[j] += (v == 0.0);                                                        \
-            double w = (fin ? v : 0.0) + 0.0;                                           \
-            if (fin && v < mn[j]) mn[j] = v;                                            \
-            if (fin && v > mx[j]) mx[j] = v;                                            \
-            s[j] += w;                                                                  \
-            q[j] += w * w;                                                              \
-            a[j] += fabs(w);                                                            \
-            vv[i] = w;                                                                  \
-        }                                                                               \
-        for (int j = 0; j < LANES; j++) {                                               \
-            p->s[j] = s[j]; p->q[j] = q[j]; p->a[j] = a[j];                             \
-            p->nan += cn[j]; p->pinf += cp[j]; p->ninf += cm[j]; p->zero += cz[j];      \
-            if (mn[j] < p->mn) p->mn = mn[j];                                           \
-            if (mx[j] > p->mx) p->mx = mx[j];                                           \
-        }                                                                               \
+        for (int j = 0; j < LANES; j++) { s[j] = p->s[j]; q[j] = p->q[j]; a[j] = p->a[j]; } \
+        for (; i + LANES <= len; i += LANES) /* whole groups: lanes in registers */    \
+            for (int j = 0; j < LANES; j++) STAT_ONE(CONV(src[i + j]), j, i + j);       \
+        for (int j = 0; i < len; i++, j++) STAT_ONE(CONV(src[i]), j, i);                \
+        for (int j = 0; j < LANES; j++) { p->s[j] = s[j]; p->q[j] = q[j]; p->a[j] = a[j]; } \
+        p->nan += cn; p->pinf += cp; p->ninf += cm; p->zero += cz;                      \
+        if (mn < p->mn) p->mn = mn;                                                     \
+        if (mx > p->mx) p->mx = mx;                                                     \
     }
 
 #define CONV_F16(x) f16_to_d(x)
@@ -66,16 +51,20 @@ DEFINE_STATS(stats_f32, float, CONV_F32)
 DEFINE_STATS(stats_f64, double, CONV_F64)
 
 /* CountSketch of one inner chunk starting at flat index start (a multiple of 8; the
- * chunk never crosses a 2^35 boundary, so hi32 of the group index is constant). */
+ * chunk never crosses a 2^35 boundary, so hi32 of the group index is constant): one hash
+ * per group of 8. */
 static void sketch_chunk(const double *vv, uint32_t len, uint64_t start, double *sk) {
     uint64_t g0 = start >> 3;
     uint32_t k = mix32((uint32_t)(g0 >> 32) ^ SEED), lo = (uint32_t)g0;
-    for (uint32_t i = 0; i < len; i++) {
-        uint32_t j = i & 7, h = mix32((lo + (i >> 3)) ^ k);
-        du x;
-        x.d = vv[i];
-        x.u ^= (uint64_t)((h >> (16 + j)) & 1u) << 63;
-        sk[8 * (h >> 27) + (j ^ ((h >> 24) & 7u))] += x.d;
+    for (uint32_t i = 0; i < len; i += 8) {
+        uint32_t h = mix32((lo + (i >> 3)) ^ k), x = (h >> 24) & 7u, n = len - i < 8 ? len - i : 8;
+        double *row = sk + 8 * (h >> 27);
+        for (uint32_t j = 0; j < n; j++) {
+            du v;
+            v.d = vv[i + j];
+            v.u ^= (uint64_t)((h >> (16 + j)) & 1u) << 63;
+            row[j ^ x] += v.d;
+        }
     }
 }
 
