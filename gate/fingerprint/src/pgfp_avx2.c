@@ -346,11 +346,23 @@ TGT static uint32_t match_f32(const uint32_t *u, uint32_t len, const matcher *mt
 TGT static uint32_t match_f64(const uint64_t *u, uint32_t len, const matcher *mt, uint32_t *out, uint64_t *hcount) {
     uint32_t cnt = 0, i = 0;
     const __m128i sh = _mm_cvtsi32_si128(mt->shift);
-    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
     const int nr = mt->nraw, nh = mt->nheavy;
     __m256i g[NG], hv[NG], hc[NG];
     for (int k = 0; k < nr; k++) g[k] = _mm256_set1_epi64x((long long)mt->raw[k]);
     for (int h = 0; h < nh; h++) { hv[h] = _mm256_set1_epi64x((long long)mt->hraw[h]); hc[h] = _mm256_setzero_si256(); }
+    if (mt->hashed && nh == 0) { /* prefixes fit 32 bits: pack 8 of them, one hash lookup */
+        const __m256i mul = _mm256_set1_epi32((int)mt->mul);
+        const __m256i lo = _mm256_loadu_si256((const __m256i *)mt->val);
+        const __m256i hi = _mm256_loadu_si256((const __m256i *)(mt->val + 8));
+        const __m256i lane = _mm256_setr_epi32(0, 1, 4, 5, 2, 3, 6, 7); /* the packing's order */
+        for (; i + 8 <= len; i += 8) {
+            __m256 p0 = _mm256_castsi256_ps(_mm256_srl_epi64(_mm256_loadu_si256((const __m256i *)(u + i)), sh));
+            __m256 p1 = _mm256_castsi256_ps(_mm256_srl_epi64(_mm256_loadu_si256((const __m256i *)(u + i + 4)), sh));
+            __m256i p = _mm256_castps_si256(_mm256_shuffle_ps(p0, p1, _MM_SHUFFLE(2, 0, 2, 0)));
+            EMIT((unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(PROBE32(p))), i);
+        }
+    }
+    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
     for (; i + 8 <= len; i += 8) {
         __m256i r0 = _mm256_loadu_si256((const __m256i *)(u + i)), r1 = _mm256_loadu_si256((const __m256i *)(u + i + 4));
         __m256i p0 = _mm256_srl_epi64(r0, sh), p1 = _mm256_srl_epi64(r1, sh);

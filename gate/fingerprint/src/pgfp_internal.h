@@ -100,8 +100,9 @@ typedef struct {
  * is one of ng group prefixes gp. The vector path compares raw bit prefixes instead (the
  * key transform is a bijection on prefixes, so no per-element transform is needed); raw
  * holds them. Zeros never belong to a group (the caller skips their key).
- * For float32, a multiplicative perfect hash sends each raw prefix to its own one of 16
- * buckets (val: the prefix a bucket accepts, or ~0u), so one lookup replaces ng compares.
+ * For prefixes of at most 32 bits (float32; float64 until 32 bits are known), a
+ * multiplicative perfect hash sends each raw prefix to its own one of 16 buckets (val:
+ * the prefix a bucket accepts, or ~0u), so one lookup replaces ng compares.
  * Heavy values (refinement passes only): a group dominated by one value (a constant, a
  * saturation level such as ReLU6's 6.0, a -1e9 attention mask) would send most of the data
  * through the per-candidate path. The vector matcher counts the elements equal to such a

@@ -91,8 +91,8 @@ static void set_matcher(matcher *mt, const ctx *c, int kb) {
         mt->ghashed = 1;
     }
     mt->hashed = 0;
-    if (kb != 32 || mt->nraw > 16) return;
-    /* 16-bit raw prefixes: look for a multiplier that gives each its own bucket */
+    if (b > 32 || mt->nraw > 16) return;
+    /* raw prefixes of at most 32 bits: look for a multiplier that gives each its own bucket */
     uint32_t x = 0x9e3779b9u;
     for (int tries = 0; tries < 4096 && !mt->hashed; tries++) {
         x = x * 1664525u + 1013904223u;
