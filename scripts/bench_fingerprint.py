@@ -3,8 +3,9 @@
 
     PYTHONPATH=. python scripts/bench_fingerprint.py [--n 67108864] [--repeat 5]
 
-Prints a Markdown table: best-of-N wall time, throughput in GB/s of input, and the ratio
-to np.sum on the same array, for the native kernel (1 thread and the default thread
+Prints a Markdown table: best-of-N wall time (the fast rows timed round-robin, so host
+contention hits them alike), throughput in GB/s of input, and the ratio to np.sum on the
+same array, for the native kernel (1 thread and the default thread
 count), the NumPy reference backend and a naive NumPy fingerprint of the same fields;
 then the same for float32 data shaped like real activations (a ReLU output, a saturated
 output, an additive attention mask), the cost per call on mid-size tensors, and on 1,000
@@ -29,14 +30,24 @@ CPU: dict[int, float] = {}
 
 def best(fn, repeat: int) -> float:
     """Best-of-N wall time; the calling thread's CPU time of that run goes to CPU[id(fn)]."""
-    times = []
+    return interleaved({"fn": fn}, repeat)["fn"]
+
+
+def interleaved(fns: dict, repeat: int) -> dict:
+    """Best-of-N wall time of each function, timed round-robin (one call of each per round),
+    so a stretch of contention on a shared host hits every row alike rather than one row;
+    each function's best CPU time of the calling thread goes to CPU[id(fn)]."""
+    walls = {name: [] for name in fns}
+    cpus = {name: [] for name in fns}
     for _ in range(repeat):
-        c0, t0 = time.thread_time(), time.perf_counter()
-        fn()
-        times.append((time.perf_counter() - t0, time.thread_time() - c0))
-    wall, cpu = min(times)
-    CPU[id(fn)] = min(c for _, c in times)
-    return wall
+        for name, fn in fns.items():
+            c0, t0 = time.thread_time(), time.perf_counter()
+            fn()
+            walls[name].append(time.perf_counter() - t0)
+            cpus[name].append(time.thread_time() - c0)
+    for name, fn in fns.items():
+        CPU[id(fn)] = min(cpus[name])
+    return {name: min(w) for name, w in walls.items()}
 
 
 def naive(x: np.ndarray) -> dict:
@@ -94,26 +105,17 @@ def main() -> None:
     for dtype in ("float32", "float16", "float64"):
         x = rng.standard_normal(args.n, dtype=np.float32).astype(dtype)
         f_sum = lambda x=x: np.sum(x)  # noqa: E731
-        t_sum = best(f_sum, args.repeat)
-        c_sum = CPU[id(f_sum)]
-        rows = [("np.sum", t_sum)]
         f_one = lambda x=x, d=dtype: _kernel.fingerprint_native(x, d, threads=1)  # noqa: E731
-        rows.append(("native, 1 thread", best(f_one, args.repeat)))
-        c_one = CPU[id(f_one)]
-        rows.append(
-            (
-                "native, 2 threads",
-                best(lambda x=x, d=dtype: _kernel.fingerprint_native(x, d, threads=2), args.repeat),
-            )
-        )
+        fns = {
+            "np.sum": f_sum,
+            "native, 1 thread": f_one,
+            "native, 2 threads": lambda x=x, d=dtype: _kernel.fingerprint_native(x, d, threads=2),
+        }
         if portable is not None and dtype == "float32":
             for t in (1, 2):
-                rows.append(
-                    (
-                        f"portable C path (no AVX2), {t} thread(s)",
-                        best(lambda x=x, t=t: run_portable(x, t), args.repeat),
-                    )
-                )
+                fns[f"portable C path (no AVX2), {t} thread(s)"] = lambda x=x, t=t: run_portable(x, t)
+        rows = list(interleaved(fns, args.repeat).items())
+        t_sum, c_sum, c_one = rows[0][1], CPU[id(f_sum)], CPU[id(f_one)]
         if not args.skip_slow and dtype == "float32":
             rows.append(("numpy backend (the spec)", best(lambda x=x: F.fingerprint(x, backend="numpy"), 1)))
             rows.append(
@@ -153,9 +155,15 @@ def main() -> None:
     print("| --- | ---: | ---: | ---: | ---: |")
     for label, make in shaped.items():
         x = make(rng.standard_normal(args.n, dtype=np.float32)).astype(np.float32)
-        t_sum = best(lambda x=x: np.sum(x), args.repeat)
-        t_one = best(lambda x=x: _kernel.fingerprint_native(x, "float32", threads=1), args.repeat)
-        t_def = best(lambda x=x: _kernel.fingerprint_native(x, "float32"), args.repeat)
+        t = interleaved(
+            {
+                "sum": lambda x=x: np.sum(x),
+                "one": lambda x=x: _kernel.fingerprint_native(x, "float32", threads=1),
+                "default": lambda x=x: _kernel.fingerprint_native(x, "float32"),
+            },
+            args.repeat,
+        )
+        t_sum, t_one, t_def = t["sum"], t["one"], t["default"]
         print(
             f"| {label} | {t_sum * 1e3:.1f} | {t_one * 1e3:.1f} | {t_def * 1e3:.1f} | {t_sum / t_def:.2f} |"
         )
