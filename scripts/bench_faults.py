@@ -5,7 +5,7 @@ Models are public definitions with random weights (nothing is downloaded): torch
 resnet18, mobilenet_v3_small, efficientnet_b0, a small torchvision VisionTransformer, and
 Hugging Face transformers BERT and GPT-2 with small configs (skipped, and said so, when
 transformers is not installed). For each model the benchmark writes a baseline with the
-unchanged factory, then runs ``gate.service.check`` (in-process, real export, real ONNX
+unchanged factory, then runs ``gate.commands.check`` (in-process, real export, real ONNX
 Runtime CPUExecutionProvider in its worker) once per injected fault and once per benign change.
 
 Definitions
@@ -334,7 +334,7 @@ def write_config(folder: Path, model: str, factory: str, inputs: str) -> Path:
 
 
 def run_check(folder: Path, model: str, factory: str, inputs: str, threads: str | None = None) -> tuple[dict, float]:
-    from gate import service
+    from gate import commands
     from gate.config import load_config
 
     cfg = load_config(write_config(folder, model, factory, inputs))
@@ -343,7 +343,7 @@ def run_check(folder: Path, model: str, factory: str, inputs: str, threads: str 
         os.environ["PARITY_GATE_THREADS"] = threads
     t0 = time.perf_counter()
     try:
-        report = service.check(cfg, cfg.models, cfg.providers)
+        report = commands.check(cfg, cfg.models, cfg.providers).to_dict()
     finally:
         if threads:
             if old is None:
@@ -358,13 +358,13 @@ _default_threads = torch.get_num_threads()
 
 
 def bench_model(folder: Path, model: str, kinds: list[str] | None, log) -> dict:
-    from gate import service
+    from gate import commands
     from gate.config import load_config
 
     spec = MODELS[model]
     cfg = load_config(write_config(folder, model, f"benchfx:{model}__base", spec["inputs"]))
     t0 = time.perf_counter()
-    service.update_baseline(cfg, cfg.models, cfg.providers)
+    commands.update_baseline(cfg, cfg.models, cfg.providers)
     base_s = time.perf_counter() - t0
     rows = []
     for kind, (layer, _apply, expected) in spec["faults"].items():

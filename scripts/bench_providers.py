@@ -24,9 +24,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from gate import service  # noqa: E402
+from gate import commands  # noqa: E402
 from gate.config import Isolation, load_config  # noqa: E402
-from gate.runfile import read_runs, write_runs  # noqa: E402
+from gate.formats.results import read_runs, write_runs  # noqa: E402
 
 
 def isolation_overhead(repeat: int) -> None:
@@ -36,7 +36,7 @@ def isolation_overhead(repeat: int) -> None:
         for enabled in (False, True):
             c = dataclasses.replace(cfg, isolation=Isolation(enabled=enabled))
             start = time.perf_counter()
-            report = service.check(c, c.models, c.providers)
+            report = commands.check(c, c.models, c.providers).to_dict()
             times[enabled].append(time.perf_counter() - start)
             assert report["verdict"] == "pass", report["first_regression"]
     inproc, isolated = statistics.median(times[False]), statistics.median(times[True])
@@ -64,21 +64,21 @@ def report_speed(repeat: int) -> None:
             inputs = [{ name = "x", shape = [8, 64] }]
         """))
         cfg = load_config(work / "parity-gate.toml")
-        service.update_baseline(cfg, cfg.models, cfg.providers)
-        service.export_models(cfg, cfg.models, cfg.select_providers(["torch-cpu"]), work / "export")
-        service.collect(work / "export", cfg.select_providers(["CPUExecutionProvider"]), work / "cpu.msgpack.zst")
+        commands.update_baseline(cfg, cfg.models, cfg.providers)
+        commands.export_models(cfg, cfg.models, cfg.select_providers(["torch-cpu"]), work / "export")
+        commands.collect(work / "export", cfg.select_providers(["CPUExecutionProvider"]), work / "cpu.msgpack.zst")
         (run,) = read_runs(work / "cpu.msgpack.zst")
         layers = len(run.layers)
         files = []
         for i in range(10):  # ten runners: the same provider on ten device classes
             for p in run.providers:
-                p.device = f"bench-{i}"
+                p.target = dataclasses.replace(p.target, device_class=f"bench-{i}")
             files.append(work / f"r{i}.msgpack.zst")
             write_runs(files[-1], [run])
         lib, proc = [], []
         for _ in range(repeat):
             start = time.perf_counter()
-            report = service.report_files(cfg, files)
+            report = commands.report_files(cfg, files).to_dict()
             lib.append(time.perf_counter() - start)
             start = time.perf_counter()
             subprocess.run([sys.executable, "-m", "gate.cli", "report", *map(str, files), "--json", "r.json"],

@@ -40,7 +40,7 @@ def factory_module() -> str:
 
 
 def measure(folder: Path, model: str) -> dict:
-    from gate import service
+    from gate import commands
     from gate.config import load_config
 
     cfg_path = folder / "parity-gate.toml"
@@ -49,7 +49,7 @@ def measure(folder: Path, model: str) -> dict:
                         f'inputs = [{{ name = "x", shape = [1, 3, 224, 224], dtype = "float32" }}]\n')
     cfg = load_config(cfg_path)
     t0 = time.perf_counter()
-    report = service.check(cfg, cfg.models, cfg.providers)
+    report = commands.check(cfg, cfg.models, cfg.providers).to_dict()
     seconds = time.perf_counter() - t0
     m = report["models"][0]
     out = {"model": model, "layers": m["layers"], "seconds": seconds, "status": m["status"], "error": m["error"]}

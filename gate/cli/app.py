@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from pathlib import Path
@@ -11,6 +10,7 @@ from typing import Annotated
 import typer
 
 import gate
+from gate.cli import github_cmds
 from gate.errors import GateError
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, context_settings={"help_option_names": ["-h", "--help"]},
@@ -69,50 +69,35 @@ def _backend_notice() -> None:
                           "available", soft_wrap=True)
 
 
-def _write_reports(report: dict, json_path: Path | None, markdown_path: Path | None) -> None:
-    from gate.baseline.atomic import atomic_write_bytes
+def _write_reports(report, json_path: Path | None, markdown_path: Path | None) -> None:
+    from gate.formats.atomic import atomic_write_text
+    from gate.formats.report import write_report
 
     if json_path:
-        atomic_write_bytes(json_path, (json.dumps(report, indent=1, allow_nan=False, default=_nan) + "\n").encode())
+        write_report(json_path, report)
     if markdown_path:
-        from gate.report.markdown import render_markdown
+        from gate.render import render_markdown
 
-        atomic_write_bytes(markdown_path, render_markdown(report).encode())
-
-
-def _nan(value):  # pragma: no cover - json calls this only for unknown types
-    raise TypeError(type(value).__name__)
+        atomic_write_text(markdown_path, render_markdown(report))
 
 
 @app.command()
 def check(config: ConfigOpt = None, model: ModelOpt = None, provider: ProviderOpt = None,
           json_path: JsonOpt = None, markdown: MarkdownOpt = None, changed_since: SinceOpt = None) -> None:
     """Run the models on the local providers, compare with the baselines, exit with the verdict."""
-    from gate import service
+    from gate import commands
     from gate.cli.console import progress_display, render_report
-    from gate.compare.verdict import EXIT
 
     cfg = _load(config)
     models, providers = cfg.select_models(_split(model)), cfg.select_providers(_split(provider))
     _backend_notice()
     with progress_display() as progress:
-        report = service.check(cfg, models, providers, progress)
+        report = commands.check(cfg, models, providers, progress)
     if changed_since:
-        report["baseline_changes"] = service.baseline_changes(cfg, changed_since)
-    _write_reports(_finite(report), json_path, markdown)
+        report.baseline_changes = commands.baseline_changes(cfg, changed_since)
+    _write_reports(report, json_path, markdown)
     render_report(report)
-    raise typer.Exit(EXIT[report["verdict"]])
-
-
-def _finite(obj):
-    """JSON has no NaN/Inf: write them as null."""
-    if isinstance(obj, float):
-        return obj if obj == obj and obj not in (float("inf"), float("-inf")) else None
-    if isinstance(obj, dict):
-        return {k: _finite(v) for k, v in obj.items()}
-    if isinstance(obj, list):
-        return [_finite(v) for v in obj]
-    return obj
+    raise typer.Exit(report.exit_code)
 
 
 @app.command("update-baseline")
@@ -124,14 +109,14 @@ def update_baseline(config: ConfigOpt = None, model: ModelOpt = None, provider: 
                         "--calibrate", help="Rerun with another thread count and record each layer's "
                         "run-to-run noise: thresholds never go below it.")] = False) -> None:
     """Run and rewrite the baselines; entries of providers not run here are kept."""
-    from gate import service
+    from gate import commands
     from gate.cli.console import console, progress_display
 
     cfg = _load(config)
     models, providers = cfg.select_models(_split(model)), cfg.select_providers(_split(provider))
     _backend_notice()
     with progress_display() as progress:
-        updated = service.update_baseline(cfg, models, providers, progress, sources=source, calibrate=calibrate)
+        updated = commands.update_baseline(cfg, models, providers, progress, sources=source, calibrate=calibrate)
     for u in updated:
         console.print(f"[bold]{u.model}[/bold] → {u.path}")
         for line in u.changes:
@@ -145,16 +130,16 @@ def update_baseline(config: ConfigOpt = None, model: ModelOpt = None, provider: 
 def export(out: Annotated[Path, typer.Option("--out", help="Folder to write <model>/ bundles into.")],
            config: ConfigOpt = None, model: ModelOpt = None, provider: ProviderOpt = None) -> None:
     """Export the models once: ONNX graphs, inputs, and the reference (plus torch providers') fingerprints."""
-    from gate import service
+    from gate import commands
     from gate.cli.console import console, progress_display
 
     cfg = _load(config)
     models, providers = cfg.select_models(_split(model)), cfg.select_providers(_split(provider))
     _backend_notice()
     with progress_display() as progress:
-        runs = service.export_models(cfg, models, providers, out, progress)
+        runs = commands.export_models(cfg, models, providers, out, progress)
     for run in runs:
-        status = f"[red]{run.error['status']}[/red] {run.error['message']}" if run.error else f"{len(run.layers)} layers"
+        status = f"[red]{run.error.status}[/red] {run.error.message}" if run.error else f"{len(run.layers)} layers"
         console.print(f"[bold]{run.name}[/bold] → {out / run.name}  {status}", soft_wrap=True)
     failed = [r for r in runs if r.error]
     console.print(("[bold red]ERROR[/bold red]" if failed else "[bold green]EXPORTED[/bold green]")
@@ -170,25 +155,25 @@ def collect(source: Annotated[Path, typer.Option("--from", help="A folder writte
                                                         help="Optional: provider options and isolation settings.")] = None,
             ) -> None:
     """Run ONNX Runtime providers on exported models (no torch needed) and write a result file."""
-    from gate import service
+    from gate import commands
     from gate.cli.console import console, progress_display
     from gate.config import Isolation, ProviderSpec, canonical_provider
 
     cfg = _load(config) if config is not None else None
     names = _split(provider)
     if cfg is not None:
-        providers = tuple(p for p in cfg.select_providers(names) if not p.name.startswith("torch-"))
+        providers = tuple(p for p in cfg.select_providers(names) if not p.kind.torch)
     else:
         if not names:
             raise GateError("collect: name the providers to run with --provider (or pass --config)")
         providers = tuple(ProviderSpec(canonical_provider(n)) for n in names)
     _backend_notice()
     with progress_display() as progress:
-        runs = service.collect(source, providers, out, cfg.isolation if cfg else Isolation(), _split(model), progress)
+        runs = commands.collect(source, providers, out, cfg.isolation if cfg else Isolation(), _split(model), progress)
     for run in runs:
         for p in run.providers:
-            console.print(f"{run.name} · {p.name} ({p.device}): {p.status}" + (f" — {p.reason}" if p.reason else ""),
-                          soft_wrap=True)
+            console.print(f"{run.name} · {p.name} ({p.target.label}): {p.status}" + (f" — {p.reason}" if p.reason
+                                                                                     else ""), soft_wrap=True)
     console.print(f"[bold green]COLLECTED[/bold green] | {len(runs)} model(s) → {out}")
 
 
@@ -197,17 +182,16 @@ def report(files: Annotated[list[Path], typer.Argument(help="Result files (or fo
            config: ConfigOpt = None, json_path: JsonOpt = None, markdown: MarkdownOpt = None,
            changed_since: SinceOpt = None) -> None:
     """Merge result files from several runners, compare with the baselines, one verdict."""
-    from gate import service
+    from gate import commands
     from gate.cli.console import render_report
-    from gate.compare.verdict import EXIT
 
     cfg = _load(config)
-    result = service.report_files(cfg, files)
+    result = commands.report_files(cfg, files)
     if changed_since:
-        result["baseline_changes"] = service.baseline_changes(cfg, changed_since)
-    _write_reports(_finite(result), json_path, markdown)
+        result.baseline_changes = commands.baseline_changes(cfg, changed_since)
+    _write_reports(result, json_path, markdown)
     render_report(result)
-    raise typer.Exit(EXIT[result["verdict"]])
+    raise typer.Exit(result.exit_code)
 
 
 @app.command()
@@ -216,8 +200,8 @@ def show(file: Annotated[Path, typer.Argument(help="A baseline (.msgpack.zst) fi
                                                 "file's error as text and exit 0, so `git diff` still works.")] = False,
          ) -> None:
     """Print a baseline readably (also usable as a git textconv driver)."""
-    from gate.baseline.show import render_file
     from gate.errors import FormatError
+    from gate.formats.baseline.show import render_file
 
     try:
         sys.stdout.write(render_file(file))
@@ -230,11 +214,11 @@ def show(file: Annotated[Path, typer.Argument(help="A baseline (.msgpack.zst) fi
 @app.command()
 def doctor() -> None:
     """Print versions, providers available here, the fingerprint backend and device class."""
-    from gate import device
-    from gate.capture.ort_capture import available_providers
     from gate.cli.console import console
+    from gate.core import device
+    from gate.core.versions import versions
     from gate.fingerprint import backend, native_error
-    from gate.pipeline import versions
+    from gate.runners.ort_session import available_providers
 
     for key, value in versions().items():
         console.print(f"{key:12} {value}")
@@ -244,15 +228,7 @@ def doctor() -> None:
     console.print(f"{'providers':12} {', '.join(available_providers())}")
 
 
-def _register_optional() -> None:
-    try:
-        from gate.cli import github_cmds
-    except ImportError:
-        return
-    github_cmds.register(app)
-
-
-_register_optional()
+github_cmds.register(app)
 
 
 def main() -> None:

@@ -11,8 +11,9 @@ from typing import Annotated
 import typer
 
 from gate.errors import GateError
+from gate.formats.report import load_report
 from gate.github import FAIL_ON, WHEN, ActionsEnv, Settings, comment_id, publish
-from gate.report import headline_text, load_report
+from gate.render import headline_text
 
 When = Enum("When", {w.replace("-", "_"): w for w in WHEN}, type=str)
 FailOn = Enum("FailOn", {f: f for f in FAIL_ON}, type=str)

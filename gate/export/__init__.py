@@ -1,2 +1,2 @@
-"""PyTorch -> ONNX export (``exporter``, needs torch) and the ONNX value <-> module-call map
-(``layermap``, ONNX only)."""
+"""PyTorch -> ONNX: the export itself (``exporter``, needs torch), the ONNX value <-> module-call
+map (``layermap``) and the graph's digest (``digest``), both ONNX only."""

@@ -21,7 +21,7 @@ import torch
 from gate.errors import ModelError
 from gate.export import layermap
 from gate.export.layermap import CallKey, CallValues
-from gate.model import BuiltModel, inference_mode
+from gate.model.build import BuiltModel, inference_mode
 
 DEFAULT_OPSET = 18
 

@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 
 import onnx
 
+from gate.core.runs import OnnxSite
+
 CallKey = tuple[str, int]  # (module qualified name, 0-based call index)
 _SUFFIX = re.compile(r"^(.*)_(\d+)$")
 
@@ -150,18 +152,9 @@ def shape_matches(onnx_shape: tuple[int | str, ...] | None, torch_shape: tuple[i
     return all(not isinstance(a, int) or a == b for a, b in zip(onnx_shape, torch_shape, strict=True))
 
 
-@dataclass(frozen=True)
-class Assignment:
-    """Where a layer's value lives in the shipped graph."""
-
-    kind: str  # "value" | "output" | "folded" | "absent"
-    ref: str | int | None = None  # value name, or graph-output index
-    reason: str | None = None
-
-
 def assign(records, calls: dict[CallKey, CallValues], shapes: dict[str, tuple | None],
-           available: set[str]) -> dict[str, Assignment]:
-    """Assign each captured layer (``gate.capture.records.LayerOutput``) its ONNX value.
+           available: set[str]) -> dict[str, OnnxSite]:
+    """Assign each captured layer (``gate.runners.torch_hooks.LayerOutput``) its ONNX value.
 
     Elements of one call are matched to the call's exposed values by shape, in production
     order; a single output takes the last matching value (a module computes its result last).
@@ -170,11 +163,11 @@ def assign(records, calls: dict[CallKey, CallValues], shapes: dict[str, tuple | 
     by_call: dict[CallKey, list] = defaultdict(list)
     for rec in records:
         by_call[(rec.module, rec.call)].append(rec)
-    result: dict[str, Assignment] = {}
+    result: dict[str, OnnxSite] = {}
     for key, recs in by_call.items():
         if key[0] == "":
             for index, rec in enumerate(recs):
-                result[rec.name] = Assignment("output", index)
+                result[rec.name] = OnnxSite("output", output=index)
             continue
         cv = calls.get(key)
         candidates = list(cv.values) if cv else []
@@ -189,14 +182,15 @@ def assign(records, calls: dict[CallKey, CallValues], shapes: dict[str, tuple | 
             if chosen is not None:
                 used.add(chosen)
                 if chosen in available:
-                    result[rec.name] = Assignment("value", chosen)
+                    result[rec.name] = OnnxSite("value", chosen)
                 else:
-                    result[rec.name] = Assignment("folded", chosen, "removed by the exporter's optimizer (fused "
-                                                  "into a neighbouring node, or unused)")
+                    result[rec.name] = OnnxSite("folded", chosen, reason="removed by the exporter's optimizer (fused "
+                                                "into a neighbouring node, or unused)")
             elif rec.alias_of is not None and rec.alias_of in result:
                 result[rec.name] = result[rec.alias_of]
             elif cv is None or cv.nodes == 0:
-                result[rec.name] = Assignment("absent", None, "no ONNX node (identity at inference, or folded into constants)")
+                result[rec.name] = OnnxSite("absent", reason="no ONNX node (identity at inference, or folded into "
+                                            "constants)")
             else:
-                result[rec.name] = Assignment("absent", None, "no exposed ONNX value matches this output's shape")
+                result[rec.name] = OnnxSite("absent", reason="no exposed ONNX value matches this output's shape")
     return result

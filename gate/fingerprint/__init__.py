@@ -26,6 +26,7 @@ from ._model import (
     SKETCH_SEED,
     SKETCH_WIDTH,
     Fingerprint,
+    parameters,
     relative_error,
     sketch_distance,
 )
@@ -41,6 +42,7 @@ __all__ = [
     "backend",
     "fingerprint",
     "native_error",
+    "parameters",
     "relative_error",
     "sketch_distance",
 ]

@@ -8,6 +8,7 @@ source tree, directly: ``python gate/fingerprint/_build.py`` builds
 from __future__ import annotations
 
 import os
+import re
 import sys
 
 from cffi import FFI
@@ -16,20 +17,20 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 SRC = os.path.join(HERE, "src")
 SOURCES = ("pgfp.c", "pgfp_plan.c", "pgfp_scalar.c", "pgfp_select.c", "pgfp_avx2.c")
 
-CDEF = """
-#define PGFP_WIDTH 256
-#define PGFP_NQ_MAX 16
-typedef struct {
-    uint64_t nan, posinf, neginf, zero;
-    double min, max;
-    double sum, sumsq, sumabs;
-    double q[16];
-    double sketch[256];
-} pgfp_result;
-int pgfp_fingerprint(const void *data, uint64_t n, int dtype, const double *qs, int nq,
-                     int nthreads, pgfp_result *out);
-uint64_t pgfp_scratch_bound(uint64_t n, int dtype, int nthreads);
-"""
+def cdef(header: str = os.path.join(SRC, "pgfp.h")) -> str:
+    """The cffi declarations, taken from the public header itself: its integer ``#define``s,
+    enums, types and prototypes; include guards, includes and comments dropped."""
+    with open(header, encoding="utf-8") as f:
+        text = re.sub(r"/\*.*?\*/", "", f.read(), flags=re.S)
+    keep = []
+    for line in text.splitlines():
+        stripped = line.strip()
+        if stripped.startswith("#"):
+            if re.fullmatch(r"#\s*define\s+\w+\s+\d+", stripped):  # a constant cffi can use
+                keep.append(stripped)
+            continue
+        keep.append(line)
+    return "\n".join(keep)
 
 
 def _compile_args() -> list[str]:
@@ -43,7 +44,7 @@ def _compile_args() -> list[str]:
 def make_ffi(path=os.path.relpath, name: str = "gate.fingerprint._native", defines=()) -> FFI:
     """The builder; setuptools wants source paths relative to the project root (cwd)."""
     ffi = FFI()
-    ffi.cdef(CDEF)
+    ffi.cdef(cdef())
     ffi.set_source(
         name,
         '#include "pgfp.h"',

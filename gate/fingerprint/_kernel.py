@@ -11,12 +11,12 @@ import os
 
 import numpy as np
 
-from gate.errors import ConfigError
+from gate.core import env
 
 from ._model import QUANTILES, SKETCH_WIDTH, Fingerprint
 from ._native import ffi, lib  # ImportError when the extension was not built
 
-_CODES = {"float16": 0, "bfloat16": 1, "float32": 2, "float64": 3}
+_CODES = {"float16": lib.PGFP_F16, "bfloat16": lib.PGFP_BF16, "float32": lib.PGFP_F32, "float64": lib.PGFP_F64}
 _QS = ffi.new("double[]", list(QUANTILES))
 _NQ = len(QUANTILES)
 _PARALLEL_MIN = 1 << 20  # below ~2^19 elements starting threads costs more than they save
@@ -25,8 +25,9 @@ _F0 = ffi.offsetof("pgfp_result", "min") // 8
 _S0 = ffi.offsetof("pgfp_result", "sketch") // 8
 _FLOATS = slice(_F0, _F0 + 5 + _NQ)  # min, max, sum, sumsq, sumabs, q[0:_NQ]: adjacent in the struct
 _SKETCH = slice(_S0, _S0 + SKETCH_WIDTH)
-if ffi.offsetof("pgfp_result", "q") // 8 != _F0 + 5 or ffi.sizeof("pgfp_result") % 8:
-    raise ImportError("pgfp_result layout differs from what gate/fingerprint/_kernel.py reads")
+if ffi.offsetof("pgfp_result", "q") // 8 != _F0 + 5 or ffi.sizeof("pgfp_result") % 8 \
+        or lib.PGFP_WIDTH != SKETCH_WIDTH or lib.PGFP_NQ_MAX < _NQ:
+    raise ImportError("pgfp_result differs from what gate/fingerprint/_kernel.py reads")
 _empty, _from_buffer, _obj_new = np.empty, ffi.from_buffer, object.__new__
 
 
@@ -38,16 +39,11 @@ def _usable_cpus() -> int:
 
 
 def _threads() -> int:
-    """PARITY_GATE_THREADS, else the CPUs this process may use (at most 8). Any count gives
-    bit-identical results. The gate fingerprints while torch and ONNX Runtime wait (inside a
-    module hook, or after a session run), so the kernel may use every core while it runs."""
-    env = os.environ.get("PARITY_GATE_THREADS", "").strip()
-    if not env:
-        return max(1, min(8, _usable_cpus()))
-    try:
-        return max(1, min(64, int(env)))
-    except ValueError:
-        raise ConfigError(f"PARITY_GATE_THREADS={env!r} is not a positive integer") from None
+    """PARITY_GATE_THREADS (at most 64), else the CPUs this process may use (at most 8). Any
+    count gives bit-identical results. The gate fingerprints while torch and ONNX Runtime wait
+    (inside a module hook, or after a session run), so the kernel may use every core while it runs."""
+    pinned = env.threads()
+    return max(1, min(8, _usable_cpus())) if pinned is None else min(64, pinned)
 
 
 THREADS = _threads()

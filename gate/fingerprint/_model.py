@@ -23,6 +23,12 @@ BLOCK = 1 << 16
 
 DTYPES = ("float16", "bfloat16", "float32", "float64")
 
+
+def parameters() -> dict[str, Any]:
+    """What fixes the fingerprint's definition, recorded with every baseline: fingerprints taken
+    with other parameters cannot be compared."""
+    return {"sketch_width": SKETCH_WIDTH, "sketch_seed": SKETCH_SEED, "quantiles": list(QUANTILES)}
+
 _INT_KEYS = ("count", "nan", "posinf", "neginf", "zero")
 _FLOAT_KEYS = ("min", "max", "sum", "sumsq", "sumabs")
 _TINY = float(np.finfo(np.float64).tiny)

@@ -12,8 +12,8 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
+from gate.core.jsonsafe import plain
 from gate.errors import FormatError
 from gate.github.actions import (
     MAX_ANNOTATIONS,
@@ -26,11 +26,11 @@ from gate.github.actions import (
 from gate.github.client import GitHubClient, GitHubError, RateLimited
 from gate.github.comment import CommentResult, digest_line, marker, upsert_comment
 from gate.github.event import NoPullRequest, load_event, resolve_pull_request
-from gate.report import COMMENT_LIMIT, SUMMARY_LIMIT, Links, headline_text, render_markdown
-from gate.report.text import num
+from gate.render import COMMENT_LIMIT, SUMMARY_LIMIT, Links, headline_text, render_markdown
+from gate.render.text import num
+from gate.verdict.types import EXIT, Report
 
 FAIL_ON = ("regression", "never")
-EXIT = {"pass": 0, "regressed": 1, "error": 3}
 SHORT_LIMIT = 8_000  # the retry after a 422
 
 
@@ -55,15 +55,15 @@ class Outcome:
 
 
 def publish(
-    report: dict[str, Any],
+    report: Report,
     settings: Settings,
     env: ActionsEnv,
     make_client: Callable[[ActionsEnv, float], GitHubClient] | None = None,
 ) -> Outcome:
     make_client = make_client or (lambda e, wait: GitHubClient(e.token, e.api_url, max_wait=wait))
     links = Links(env.run_url, settings.artifact_url)
-    verdict = report["verdict"]
-    digest = hashlib.sha256(json.dumps(report, sort_keys=True).encode()).hexdigest()[:16]
+    verdict = report.verdict
+    digest = hashlib.sha256(json.dumps(plain(report.to_dict()), sort_keys=True).encode()).hexdigest()[:16]
     header = f"{marker(settings.comment_id)}\n{digest_line(digest)}"
     body = render_markdown(report, marker=header, links=links, limit=COMMENT_LIMIT)
 
@@ -76,14 +76,14 @@ def publish(
     if result.action == "skipped" and summary_written:
         append_summary(env.summary_path, f"\n> ℹ️ PR comment not written: {result.reason}\n")
 
-    fr = report.get("first_regression") or {}
+    fr = report.first_regression
     write_outputs(
         env.output_path,
         {
             "verdict": verdict,
-            "first-model": str(fr.get("model", "")),
-            "first-layer": str(fr.get("layer", "")),
-            "first-provider": str(fr.get("provider", "")),
+            "first-model": fr.model or "" if fr else "",
+            "first-layer": fr.layer if fr else "",
+            "first-provider": fr.provider or "" if fr else "",
             "report-json": str(Path(settings.report_path).resolve()),
             "report-markdown": md_path,
             "comment-id": str(result.id or ""),
@@ -95,7 +95,7 @@ def publish(
 
 
 def _comment(
-    report: dict[str, Any], settings: Settings, env: ActionsEnv, client: GitHubClient | None,
+    report: Report, settings: Settings, env: ActionsEnv, client: GitHubClient | None,
     body: str, short: Callable[[], str], digest: str,
 ) -> CommentResult:
     if settings.when == "never":
@@ -110,7 +110,7 @@ def _comment(
         def upsert(text: str) -> CommentResult:
             return upsert_comment(
                 client, pr.repository, pr.number, text, marker(settings.comment_id),
-                when=settings.when, wants_attention=report["verdict"] != "pass", digest=digest,
+                when=settings.when, wants_attention=report.verdict != "pass", digest=digest,
             )
 
         try:
@@ -140,29 +140,29 @@ def _explain(e: GitHubError) -> str:
     return f"{e}; the report is in the job summary"
 
 
-def annotations(report: dict[str, Any]) -> list[str]:
+def annotations(report: Report) -> list[str]:
     """``::error::`` lines for the first regression of each model/provider and for failed models."""
     out: list[str] = []
-    for m in report.get("models", []):
-        name = m["name"]
-        if m.get("status") == "error":
-            e = m.get("error") or {}
-            out.append(command("error", str(e.get("message", "")), title=f"parity-gate: {name} {e.get('status', 'error')}"))
-        elif m.get("status") == "no-baseline":
-            out.append(command("error", f"no baseline: run `parity-gate update-baseline --model {name}` and commit it",
-                               title=f"parity-gate: {name} has no baseline"))
-        for p in m.get("providers", []):
-            fr = p.get("first_regression")
+    for m in report.models:
+        if m.status == "error":
+            e = m.error or {}
+            out.append(command("error", str(e.get("message", "")), title=f"parity-gate: {m.name} {e.get('status', 'error')}"))
+        elif m.status == "no-baseline":
+            out.append(command("error", f"no baseline: run `parity-gate update-baseline --model {m.name}` and commit it",
+                               title=f"parity-gate: {m.name} has no baseline"))
+        for p in m.providers:
+            fr = p.first_regression
             if fr:
                 out.append(command(
                     "error",
-                    f"{name}: layer {fr.get('layer')} on {p.get('name')} failed {fr.get('check')}: "
-                    f"{num(fr.get('value'))} > {num(fr.get('threshold'))}. {fr.get('message') or ''}".strip(),
-                    title=f"parity-gate: {name} regressed on {p.get('name')} ({p.get('precision', '?')})",
+                    f"{m.name}: layer {fr.layer} on {p.name} failed {fr.check}: "
+                    f"{num(fr.value)} > {num(fr.threshold)}. {fr.message or ''}".strip(),
+                    title=f"parity-gate: {m.name} regressed on {p.name} ({p.precision or '?'})",
                 ))
-    first = report.get("first_regression") or {}
-    lead = f"{first.get('model')}: layer {first.get('layer')} on {first.get('provider')} "
-    out.sort(key=lambda line: lead not in line)  # the overall first regression leads; stable otherwise
+    first = report.first_regression
+    if first is not None:  # the overall first regression leads; stable otherwise
+        lead = f"{first.model}: layer {first.layer} on {first.provider} "
+        out.sort(key=lambda line: lead not in line)
     return out[:MAX_ANNOTATIONS]
 
 

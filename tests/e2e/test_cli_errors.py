@@ -7,7 +7,7 @@ from pathlib import Path
 
 import zstandard
 
-from gate.baseline import encode_baseline, read_baseline
+from gate.formats.baseline import encode_baseline, read_document
 from tests.conftest import ROOT, run_cli
 from tests.e2e.test_gate import write_config
 
@@ -94,7 +94,7 @@ def test_truncated_baseline(tmp_path):
 
 
 def test_baseline_from_a_newer_format_version(tmp_path):
-    doc = read_baseline(ROOT / "baselines" / "tiny-cnn.msgpack.zst")
+    doc = read_document(ROOT / "baselines" / "tiny-cnn.msgpack.zst")
     import msgpack
 
     doc["version"] = 2
@@ -111,7 +111,7 @@ def test_show_prints_a_baseline(tmp_path):
 
 def test_baseline_bytes_are_deterministic():
     path = ROOT / "baselines" / "tiny-cnn.msgpack.zst"
-    assert encode_baseline(read_baseline(path)) == path.read_bytes()
+    assert encode_baseline(read_document(path)) == path.read_bytes()
 
 
 def test_version_and_help(tmp_path):
@@ -125,7 +125,7 @@ def test_report_lists_baseline_files_the_change_touches(tmp_path):
     """A real git repository: a commit that rewrites a baseline is named in the report."""
     import subprocess
 
-    from gate import service
+    from gate import commands
     from gate.config import load_config
 
     def git(*args):
@@ -140,11 +140,11 @@ def test_report_lists_baseline_files_the_change_touches(tmp_path):
     git("add", "-A")
     git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "base")
     cfg = load_config(tmp_path / "parity-gate.toml")
-    assert service.baseline_changes(cfg, "HEAD") == []
+    assert commands.baseline_changes(cfg, "HEAD") == []
     (tmp_path / "baselines" / "tiny-cnn.msgpack.zst").write_bytes(data[:-1] + b"\0")
     git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qam", "refresh")
-    assert service.baseline_changes(cfg, "HEAD~1") == ["baselines/tiny-cnn.msgpack.zst"]
-    assert service.baseline_changes(cfg, "no-such-rev") == []
+    assert commands.baseline_changes(cfg, "HEAD~1") == ["baselines/tiny-cnn.msgpack.zst"]
+    assert commands.baseline_changes(cfg, "no-such-rev") == []
 
 
 def test_baselines_are_byte_identical_across_fingerprint_backends(tmp_path):

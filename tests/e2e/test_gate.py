@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from gate import service
-from gate.baseline import encode_baseline, read_baseline
+from gate import commands
 from gate.config import load_config
+from gate.formats.baseline import encode_baseline, read_document
 from tests.conftest import ROOT, run_cli
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -41,12 +41,12 @@ def write_config(tmp: Path, model: str, factory: str, baseline_dir: Path = ROOT 
 
 def check(config: Path) -> dict:
     cfg = load_config(config)
-    return service.check(cfg, cfg.models, cfg.providers)
+    return commands.check(cfg, cfg.models, cfg.providers).to_dict()
 
 
 def test_examples_pass_against_committed_baselines():
     cfg = load_config(ROOT / "pyproject.toml")
-    report = service.check(cfg, cfg.models, cfg.providers)
+    report = commands.check(cfg, cfg.models, cfg.providers).to_dict()
     assert report["verdict"] == "pass", json.dumps(report["first_regression"])
     names = [m["name"] for m in report["models"]]
     assert names == ["tiny-cnn", "tiny-transformer"]
@@ -98,7 +98,7 @@ def test_runtime_regression_is_blamed_on_the_runtime(tmp_path):
     """Baseline a runtime with a smaller error than it has now: only that runtime regresses."""
     base = tmp_path / "baselines"
     base.mkdir()
-    doc = read_baseline(ROOT / "baselines" / "tiny-cnn.msgpack.zst")
+    doc = read_document(ROOT / "baselines" / "tiny-cnn.msgpack.zst")
     for entry in doc["providers"]["CPUExecutionProvider"].values():
         for name, layer in entry["layers"].items():
             if name == "block2.bn1" and layer["err"] is not None:
@@ -149,9 +149,9 @@ def test_update_baseline_twice_writes_the_same_bytes(tmp_path):
 
     config = write_config(tmp_path, "tiny-cnn", "examples.zoo:tiny_cnn", baseline_dir=tmp_path / "b")
     cfg = load(config)
-    service.update_baseline(cfg, cfg.models, cfg.providers)
+    commands.update_baseline(cfg, cfg.models, cfg.providers)
     first = (tmp_path / "b" / "tiny-cnn.msgpack.zst").read_bytes()
-    (updated,) = service.update_baseline(cfg, cfg.models, cfg.providers)
+    (updated,) = commands.update_baseline(cfg, cfg.models, cfg.providers)
     assert (tmp_path / "b" / "tiny-cnn.msgpack.zst").read_bytes() == first
     assert updated.changes == ["no change"]
 
@@ -164,8 +164,8 @@ def test_calibrated_noise_widens_thresholds(tmp_path):
     base = tmp_path / "b"
     config = write_config(tmp_path, "tiny-cnn", "examples.zoo:tiny_cnn", baseline_dir=base)
     cfg = load(config)
-    service.update_baseline(cfg, cfg.models, cfg.providers, calibrate=True)
-    doc = read_baseline(base / "tiny-cnn.msgpack.zst")
+    commands.update_baseline(cfg, cfg.models, cfg.providers, calibrate=True)
+    doc = read_document(base / "tiny-cnn.msgpack.zst")
     assert all("noise" in layer and layer["noise"] >= 0 for layer in doc["layers"])
     cpu = next(iter(doc["providers"]["CPUExecutionProvider"].values()))
     assert all("noise" in row for row in cpu["layers"].values() if row["err"] is not None)

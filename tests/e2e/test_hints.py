@@ -121,21 +121,21 @@ def _config(tmp: Path, model: str, factory: str, baseline_dir: Path) -> Path:
 
 
 def check(tmp: Path, model: str, factory: str, baseline_dir: Path = ROOT / "baselines") -> dict:
-    from gate import service
+    from gate import commands
     from gate.config import load_config
 
     cfg = load_config(_config(tmp, model, factory, baseline_dir))
-    report = service.check(cfg, cfg.models, cfg.providers)
+    report = commands.check(cfg, cfg.models, cfg.providers).to_dict()
     json.dumps(report, allow_nan=False)  # the JSON contract: hints are plain, finite JSON
     return report
 
 
 def baseline(tmp: Path, model: str, factory: str) -> Path:
-    from gate import service
+    from gate import commands
     from gate.config import load_config
 
     cfg = load_config(_config(tmp, model, factory, tmp / "baselines"))
-    service.update_baseline(cfg, cfg.models, cfg.providers)
+    commands.update_baseline(cfg, cfg.models, cfg.providers)
     return tmp / "baselines"
 
 
@@ -251,8 +251,8 @@ def test_unchanged_model_has_no_hints(tmp_path):
 
 
 def test_expected_cast_error_matches_a_real_round_trip():
-    from gate.compare.hints import _bf16, expected_cast_error
     from gate.fingerprint import fingerprint, relative_error
+    from gate.verdict.hints.precision import _bf16, expected_cast_error
 
     rng = np.random.default_rng(0)
     for x in (rng.standard_normal(50_000), np.maximum(rng.standard_normal(50_000), 0) * 7.0,
@@ -264,8 +264,8 @@ def test_expected_cast_error_matches_a_real_round_trip():
 
 
 def test_same_distribution_sees_a_permutation_not_a_scale():
-    from gate.compare.hints import same_distribution
     from gate.fingerprint import fingerprint
+    from gate.verdict.hints.layout import same_distribution
 
     x = np.random.default_rng(1).standard_normal((4, 16, 8, 8))
     assert same_distribution(fingerprint(x.transpose(0, 1, 3, 2).copy()), fingerprint(x), 1e-9)[0]

@@ -18,9 +18,9 @@ import onnx
 import pytest
 from onnx import numpy_helper
 
-from gate import service
+from gate import commands
 from gate.config import load_config
-from gate.runfile import read_runs
+from gate.formats.results import read_runs
 from tests.conftest import ROOT
 
 OV_PYTHON = os.environ.get("PARITY_GATE_OPENVINO_PYTHON")
@@ -45,8 +45,8 @@ def matrix(tmp_path_factory):
     text = (ROOT / "pyproject.toml").read_text()
     (tmp / "pyproject.toml").write_text(text[text.index("[tool.parity-gate]"):])
     cfg = load_config(tmp / "pyproject.toml")
-    service.export_models(cfg, cfg.models, cfg.select_providers(["torch-cpu"]), tmp / "export")
-    service.collect(tmp / "export", cfg.select_providers(["CPUExecutionProvider"]), tmp / "cpu.msgpack.zst")
+    commands.export_models(cfg, cfg.models, cfg.select_providers(["torch-cpu"]), tmp / "export")
+    commands.collect(tmp / "export", cfg.select_providers(["CPUExecutionProvider"]), tmp / "cpu.msgpack.zst")
     proc = collect_openvino(tmp / "export", tmp / "ov.msgpack.zst")
     assert proc.returncode == 0, proc.stderr
     return tmp, cfg
@@ -61,8 +61,8 @@ def test_openvino_environment_has_no_torch():
 def test_report_merges_both_eps_into_one_verdict(matrix):
     tmp, cfg = matrix
     sources = [tmp / "export", tmp / "cpu.msgpack.zst", tmp / "ov.msgpack.zst"]
-    service.update_baseline(cfg, cfg.models, (), sources=sources)  # adds the OpenVINO entries
-    report = service.report_files(cfg, sources)
+    commands.update_baseline(cfg, cfg.models, (), sources=sources)  # adds the OpenVINO entries
+    report = commands.report_files(cfg, sources).to_dict()
     assert report["verdict"] == "pass", report["first_regression"]
     for model in report["models"]:
         names = [p["name"] for p in model["providers"]]
@@ -75,15 +75,15 @@ def test_report_merges_both_eps_into_one_verdict(matrix):
 
 def test_ep_side_fault_is_blamed_on_openvino_at_its_layer(matrix):
     tmp, cfg = matrix
-    service.update_baseline(cfg, cfg.models, (), sources=[tmp / "export", tmp / "cpu.msgpack.zst",
+    commands.update_baseline(cfg, cfg.models, (), sources=[tmp / "export", tmp / "cpu.msgpack.zst",
                                                           tmp / "ov.msgpack.zst"])
     bad = tmp / "export-bad"
     shutil.copytree(tmp / "export", bad)
     # Scale one weight of the ONNX file the OpenVINO run uses, and only that file.
     (run,) = read_runs(bad / "tiny-transformer" / "run.msgpack.zst")
     layer = "blocks.1.mlp.0"
-    kind, value, _ = run.onnx_map[layer]
-    assert kind == "value"
+    value = run.onnx_map[layer].value
+    assert run.onnx_map[layer].kind == "value"
     model = onnx.load(bad / "tiny-transformer" / "model.onnx")
     inits = {i.name: i for i in model.graph.initializer}
     producers = {o: n for n in model.graph.node for o in n.output}
@@ -97,7 +97,7 @@ def test_ep_side_fault_is_blamed_on_openvino_at_its_layer(matrix):
     onnx.save(model, bad / "tiny-transformer" / "model.onnx")
     proc = collect_openvino(bad, tmp / "ov-bad.msgpack.zst")
     assert proc.returncode == 0, proc.stderr
-    report = service.report_files(cfg, [tmp / "export", tmp / "cpu.msgpack.zst", tmp / "ov-bad.msgpack.zst"])
+    report = commands.report_files(cfg, [tmp / "export", tmp / "cpu.msgpack.zst", tmp / "ov-bad.msgpack.zst"]).to_dict()
     first = report["first_regression"]
     assert report["verdict"] == "regressed"
     assert (first["model"], first["provider"], first["layer"], first["check"]) == (

@@ -11,11 +11,14 @@ import onnx
 import pytest
 from onnx import TensorProto, helper
 
-from gate import service
-from gate.collect import run_provider, write_bundle
+from gate import commands
+from gate.commands.pipeline import run_provider
 from gate.config import Isolation, ProviderSpec, load_config
+from gate.core.runs import LayerInfo, ModelRun, OnnxSite
 from gate.fingerprint import fingerprint
-from gate.runs import LayerInfo, ModelRun
+from gate.formats.results import Bundle
+from gate.runners import ort_session
+from gate.runners.base import Subject
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -28,7 +31,7 @@ def hooked(monkeypatch):
     def check(kind: str, isolation: Isolation) -> dict:
         monkeypatch.setenv("PARITY_GATE_TEST_FAULT", kind)
         cfg = dataclasses.replace(load_config(ROOT / "pyproject.toml"), isolation=isolation)
-        return service.check(cfg, cfg.models, cfg.providers)
+        return commands.check(cfg, cfg.models, cfg.providers).to_dict()
 
     return check
 
@@ -71,11 +74,12 @@ def test_large_results_come_back_without_deadlock(tmp_path):
     """3,000 fingerprints (~7 MB of result, 100x a pipe buffer) travel back from the worker."""
     proto, names = chain_model(3000)
     x = np.linspace(-1, 1, 64, dtype=np.float32)
-    write_bundle(tmp_path, proto.SerializeToString(), [x])
     run = ModelRun("chain")
     run.layers = [LayerInfo(f"add{i}", "Add", fingerprint(x.astype(np.float64) + i + 1)) for i in range(len(names))]
-    run.onnx_map = {f"add{i}": ("value", v, None) for i, v in enumerate(names)}
-    prun = run_provider(tmp_path, run, ProviderSpec("CPUExecutionProvider"), "cpu", Isolation(timeout_s=120))
+    run.onnx_map = {f"add{i}": OnnxSite("value", v) for i, v in enumerate(names)}
+    Bundle(tmp_path).write(run, proto.SerializeToString(), [x])
+    prun = run_provider(ProviderSpec("CPUExecutionProvider"), Subject(run, tmp_path), Isolation(timeout_s=120),
+                        isolated=True)
     assert prun.status == "ok", prun.reason
     assert len(prun.layers) == 3000 and all(pl.status == "ok" for pl in prun.layers.values())
     assert max(pl.err for pl in prun.layers.values()) < 1e-6
@@ -85,13 +89,10 @@ def test_capture_memory_budget_splits_marked_outputs(tmp_path):
     """With a tiny capture budget the marked values run in chunks; results are the same."""
     proto, names = chain_model(50)
     x = np.linspace(-1, 1, 64, dtype=np.float32)
-    write_bundle(tmp_path, proto.SerializeToString(), [x])
-    from gate.capture import ort_capture
-
     sizes = {v: 256 for v in names}
-    whole = ort_capture.run(proto, "CPUExecutionProvider", {}, [x], names, "chain", value_bytes=sizes)
-    parts = ort_capture.run(proto, "CPUExecutionProvider", {}, [x], names, "chain", capture_bytes=1024,
+    whole = ort_session.run(proto, "CPUExecutionProvider", {}, [x], names, "chain", value_bytes=sizes)
+    parts = ort_session.run(proto, "CPUExecutionProvider", {}, [x], names, "chain", capture_bytes=1024,
                             value_bytes=sizes)
-    assert len(ort_capture.chunks(names, sizes, 1024)) == 13
+    assert len(ort_session.chunks(names, sizes, 1024)) == 13
     assert parts.peak_capture_bytes == 1024 and whole.peak_capture_bytes == 50 * 256
     assert all(np.array_equal(whole.values[v].sketch, parts.values[v].sketch) for v in names)

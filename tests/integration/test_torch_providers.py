@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from gate import service
+from gate import commands
 from gate.config import load_config
 
 
@@ -22,8 +22,8 @@ def config(tmp_path: Path, providers: str, extra: str = "") -> Path:
 
 def test_compile_and_bfloat16_providers_baseline_and_pass(tmp_path):
     cfg = load_config(config(tmp_path, '["torch-compile", { name = "torch-cpu", precision = "bfloat16" }]'))
-    service.update_baseline(cfg, cfg.models, cfg.providers)
-    report = service.check(cfg, cfg.models, cfg.providers)
+    commands.update_baseline(cfg, cfg.models, cfg.providers)
+    report = commands.check(cfg, cfg.models, cfg.providers).to_dict()
     assert report["verdict"] == "pass", report["first_regression"]
     providers = report["models"][0]["providers"]
     compiled = next(p for p in providers if p["name"] == "torch-compile")
@@ -38,8 +38,8 @@ def test_compile_and_bfloat16_providers_baseline_and_pass(tmp_path):
 
 def test_cuda_providers_are_explicit_skips_without_a_gpu(tmp_path):
     cfg = load_config(config(tmp_path, '["torch-cpu", "torch-cuda", "CUDAExecutionProvider"]'))
-    service.update_baseline(cfg, cfg.models, cfg.select_providers(["torch-cpu"]))
-    report = service.check(cfg, cfg.models, cfg.providers)
+    commands.update_baseline(cfg, cfg.models, cfg.select_providers(["torch-cpu"]))
+    report = commands.check(cfg, cfg.models, cfg.providers).to_dict()
     assert report["verdict"] == "pass"
     skipped = {p["name"]: p["reason"] for p in report["models"][0]["providers"] if p["status"] == "skipped"}
     assert skipped == {"torch-cuda": "skipped: torch-cuda not available here (no CUDA device)",
@@ -48,8 +48,8 @@ def test_cuda_providers_are_explicit_skips_without_a_gpu(tmp_path):
 
 def test_required_provider_missing_fails(tmp_path):
     cfg = load_config(config(tmp_path, '["torch-cpu", "cuda"]', extra='require = ["CUDAExecutionProvider"]'))
-    service.update_baseline(cfg, cfg.models, cfg.select_providers(["torch-cpu"]))
-    report = service.check(cfg, cfg.models, cfg.providers)
+    commands.update_baseline(cfg, cfg.models, cfg.select_providers(["torch-cpu"]))
+    report = commands.check(cfg, cfg.models, cfg.providers).to_dict()
     assert report["verdict"] == "error"
     cuda = next(p for p in report["models"][0]["providers"] if p["name"] == "CUDAExecutionProvider")
     assert cuda["status"] == "error" and "required" in cuda["reason"]

@@ -14,15 +14,15 @@ from pathlib import Path
 
 import pytest
 
-from gate.baseline import (
+from gate.formats.baseline import (
     atomic_write_bytes,
     atomic_write_text,
     baseline_lock,
     encode_baseline,
-    read_baseline,
+    read_document,
     write_baseline,
 )
-from gate.baseline.testing import make_document
+from gate.formats.baseline.testing import make_document
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -67,7 +67,7 @@ def test_failed_write_removes_its_temp_file(tmp_path, monkeypatch):
 WRITER = """
     import sys
     from pathlib import Path
-    from gate.baseline import atomic_write_bytes, baseline_lock
+    from gate.formats.baseline import atomic_write_bytes, baseline_lock
     path = Path(sys.argv[1])
     blobs = [Path(p).read_bytes() for p in sys.argv[2:]]
     print("ready", flush=True)
@@ -101,7 +101,7 @@ def test_killed_writer_leaves_previous_baseline_intact(tmp_path):
         kills += 1
         mid_write += bool(set(_temps(tmp_path)) - temps_before)
         assert path.read_bytes() in valid  # the old file or the new one, never a mix
-        read_baseline(path)
+        read_document(path)
     assert mid_write >= 1, "no kill landed during a write"
     print(f"{kills} kills, {mid_write} mid-write")
     # stale temp files of killed writers are hidden and never look like a baseline
@@ -117,8 +117,8 @@ def test_killed_writer_leaves_previous_baseline_intact(tmp_path):
 CONCURRENT = """
     import sys
     from pathlib import Path
-    from gate.baseline import write_baseline
-    from gate.baseline.testing import make_document
+    from gate.formats.baseline import write_baseline
+    from gate.formats.baseline.testing import make_document
     path, seed, start = Path(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3])
     doc = make_document(300, sketch_width=64, seed=seed)
     import time
@@ -137,18 +137,18 @@ def test_concurrent_writers_leave_exactly_one_valid_document(tmp_path):
         assert child.returncode == 0, err
     expected = {encode_baseline(make_document(300, sketch_width=64, seed=seed)) for seed in range(4)}
     assert path.read_bytes() in expected
-    read_baseline(path)
+    read_document(path)
     assert _temps(tmp_path) == []
 
 
 UPDATER = """
     import sys
     from pathlib import Path
-    from gate.baseline import baseline_lock, read_baseline, write_baseline
+    from gate.formats.baseline import baseline_lock, read_document, write_baseline
     path, name = Path(sys.argv[1]), sys.argv[2]
     for i in range(5):
         with baseline_lock(path):  # read-modify-write: keep other writers' providers
-            doc = read_baseline(path)
+            doc = read_document(path)
             doc["providers"][f"{name}-{i}"] = {"cpu": {"precision": "float32", "layers": {}}}
             write_baseline(path, doc)
 """
@@ -161,7 +161,7 @@ def test_lock_serializes_read_modify_write_across_processes(tmp_path):
     for child in children:
         out, err = child.communicate(timeout=120)
         assert child.returncode == 0, err
-    assert sorted(read_baseline(path)["providers"]) == sorted(f"P{k}-{i}" for k in range(4) for i in range(5))
+    assert sorted(read_document(path)["providers"]) == sorted(f"P{k}-{i}" for k in range(4) for i in range(5))
 
 
 def test_lock_is_reentrant_and_excludes_other_threads(tmp_path):
@@ -171,7 +171,7 @@ def test_lock_is_reentrant_and_excludes_other_threads(tmp_path):
     def update(name):
         for i in range(10):
             with baseline_lock(path):
-                doc = read_baseline(path)
+                doc = read_document(path)
                 doc["providers"][f"{name}-{i}"] = {"cpu": {"precision": "float32", "layers": {}}}
                 write_baseline(path, doc)  # takes the same lock again: must not deadlock
 
@@ -180,5 +180,5 @@ def test_lock_is_reentrant_and_excludes_other_threads(tmp_path):
         t.start()
     for t in threads:
         t.join(timeout=60)
-    assert len(read_baseline(path)["providers"]) == 30
+    assert len(read_document(path)["providers"]) == 30
     assert sorted(p.name for p in tmp_path.iterdir()) == ["t.msgpack.zst"]

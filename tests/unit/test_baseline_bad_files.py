@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from gate.baseline import read_baseline
 from gate.errors import FormatError
+from gate.formats.baseline import read_document
 
 ROOT = Path(__file__).resolve().parents[2]
 BAD = ROOT / "tests" / "data" / "bad"
@@ -105,7 +105,7 @@ def test_bad_file_is_refused_with_its_rule(stem):
     tracemalloc.start()
     try:
         with pytest.raises(FormatError) as info:
-            read_baseline(path)
+            read_document(path)
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()

@@ -14,9 +14,16 @@ import numpy as np
 import pytest
 import zstandard
 
-from gate.baseline import FORMAT, VERSION, decode_baseline, encode_baseline, read_baseline, write_baseline
-from gate.baseline.testing import make_document
 from gate.errors import FormatError
+from gate.formats.baseline import (
+    FORMAT,
+    VERSION,
+    decode_baseline,
+    encode_baseline,
+    read_document,
+    write_baseline,
+)
+from gate.formats.baseline.testing import make_document
 
 GOLDEN = Path(__file__).resolve().parents[1] / "data" / "good" / "golden-v1.msgpack.zst"
 
@@ -247,7 +254,7 @@ def test_read_and_write(tmp_path):
     path = tmp_path / "tiny.msgpack.zst"
     doc = make_document(3)
     write_baseline(path, doc)
-    assert read_baseline(path) == doc
+    assert read_document(path) == doc
     assert path.read_bytes() == encode_baseline(doc)
     assert [p.name for p in tmp_path.iterdir()] == ["tiny.msgpack.zst"]  # no temp or lock files
     assert (path.stat().st_mode & 0o777) == 0o644
@@ -256,7 +263,7 @@ def test_read_and_write(tmp_path):
 def test_write_creates_the_baseline_folder(tmp_path):
     path = tmp_path / "baselines" / "tiny.msgpack.zst"
     write_baseline(path, make_document(1))
-    assert read_baseline(path)["model"] == "tiny"
+    assert read_document(path)["model"] == "tiny"
 
 
 def test_write_refuses_invalid_document_and_leaves_old_file(tmp_path):
@@ -273,21 +280,21 @@ def test_write_refuses_invalid_document_and_leaves_old_file(tmp_path):
 
 def test_missing_file_is_file_not_found(tmp_path):
     with pytest.raises(FileNotFoundError):
-        read_baseline(tmp_path / "none.msgpack.zst")
+        read_document(tmp_path / "none.msgpack.zst")
 
 
 def test_directory_symlink_and_fifo_are_format_errors(tmp_path):
     (tmp_path / "dir.msgpack.zst").mkdir()
     with pytest.raises(FormatError, match="dir.msgpack.zst`: not a regular file"):
-        read_baseline(tmp_path / "dir.msgpack.zst")
+        read_document(tmp_path / "dir.msgpack.zst")
     real = tmp_path / "real.msgpack.zst"
     write_baseline(real, make_document(1))
     (tmp_path / "link.msgpack.zst").symlink_to(real)
     with pytest.raises(FormatError, match="link.msgpack.zst`: is a symbolic link"):
-        read_baseline(tmp_path / "link.msgpack.zst")
+        read_document(tmp_path / "link.msgpack.zst")
     os.mkfifo(tmp_path / "fifo.msgpack.zst")
     with pytest.raises(FormatError, match="fifo.msgpack.zst`: not a regular file"):  # and does not hang
-        read_baseline(tmp_path / "fifo.msgpack.zst")
+        read_document(tmp_path / "fifo.msgpack.zst")
 
 
 def test_version_message_wins_over_schema_errors():

@@ -19,9 +19,9 @@ import zstandard
 from hypothesis import HealthCheck, assume, event, given, settings
 from hypothesis import strategies as st
 
-from gate.baseline import Limits, decode_baseline, encode_baseline
-from gate.baseline.testing import make_document
 from gate.errors import FormatError
+from gate.formats.baseline import Limits, decode_baseline, encode_baseline
+from gate.formats.baseline.testing import make_document
 
 EXAMPLES = int(os.environ.get("PARITY_GATE_FUZZ_EXAMPLES", "300"))
 # Small caps so that "never more than its caps" is measurable: the frame may declare at most

@@ -8,9 +8,9 @@ from dataclasses import replace
 import pytest
 import zstandard
 
-from gate.baseline import Limits, decode_baseline, encode_baseline, read_baseline
-from gate.baseline.testing import make_document
 from gate.errors import FormatError
+from gate.formats.baseline import Limits, decode_baseline, encode_baseline, read_document
+from gate.formats.baseline.testing import make_document
 
 
 def _doc(**kw) -> dict:
@@ -52,9 +52,9 @@ def test_file_size_boundary(tmp_path):
     _boundary(data, "max_file_size", n, f"file is {n:,} bytes (limit {n - 1:,})")
     path = tmp_path / "b.msgpack.zst"
     path.write_bytes(data)
-    read_baseline(path, Limits(max_file_size=n))
+    read_document(path, Limits(max_file_size=n))
     with pytest.raises(FormatError, match=f"file is {n:,} bytes"):
-        read_baseline(path, Limits(max_file_size=n - 1))
+        read_document(path, Limits(max_file_size=n - 1))
 
 
 def test_decompressed_size_boundary():

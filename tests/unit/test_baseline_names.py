@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from gate.baseline import baseline_path
 from gate.errors import ConfigError
+from gate.formats.baseline import baseline_path
 
 
 @pytest.mark.parametrize("name", ["tiny-cnn", "resnet18", "vit_b.16", "a", "m" * 128, "...", "-x", "a..b"])

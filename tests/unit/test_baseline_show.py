@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from gate.baseline import encode_baseline, write_baseline
-from gate.baseline.show import main, render_file, render_text
-from gate.baseline.testing import make_document
+from gate.formats.baseline import encode_baseline, write_baseline
+from gate.formats.baseline.show import main, render_file, render_text
+from gate.formats.baseline.testing import make_document
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -102,7 +102,7 @@ def test_git_textconv_diff_shows_the_changed_layer(tmp_path):
 
     git("init", "-q")
     (tmp_path / ".gitattributes").write_text("*.msgpack.zst diff=parity-gate\n")
-    git("config", "diff.parity-gate.textconv", f"{sys.executable} -m gate.baseline.show")
+    git("config", "diff.parity-gate.textconv", f"{sys.executable} -m gate.formats.baseline.show")
     (tmp_path / "baselines").mkdir()
     path = tmp_path / "baselines" / "tiny.msgpack.zst"
     doc = make_document(6)

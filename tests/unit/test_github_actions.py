@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from gate.formats.report import parse_report
 from gate.github.actions import ActionsEnv, command, write_outputs
 from gate.github.publish import annotations
 from tests.support.action_runner import parse_output_file
@@ -30,17 +31,18 @@ def test_token_is_kept_out_of_repr():
 
 def test_annotations_lead_with_the_first_regression_and_stop_at_ten():
     report = json.loads((REPORTS / "regressed.json").read_text())
-    lines = annotations(report)
+    lines = annotations(parse_report(json.dumps(report).encode(), "r"))
     assert lines[0].startswith("::error title=parity-gate%3A tiny-cnn regressed on CPUExecutionProvider (float32)::tiny-cnn: layer conv2")
     assert any("tiny-mlp has no baseline" in line for line in lines)
     many = {**report, "models": [dict(report["models"][0], name=f"m{i}") for i in range(15)]}
-    assert len(annotations(many)) == 10
+    assert len(annotations(parse_report(json.dumps(many).encode(), "r"))) == 10
 
 
 def test_library_imports_neither_typer_nor_rich():
     import subprocess
     import sys
 
-    code = "import sys, gate.github, gate.report; print(sorted(m for m in ('typer', 'rich', 'torch') if m in sys.modules))"
+    code = ("import sys, gate.github, gate.render, gate.formats.report, gate.commands, gate.verdict.judge; "
+            "print(sorted(m for m in ('typer', 'rich', 'torch', 'onnxruntime') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"

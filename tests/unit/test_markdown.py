@@ -1,4 +1,5 @@
-"""gate.report.markdown: full-document goldens, the size ladder, escaping."""
+"""gate.render.markdown: full-document goldens, the size ladder, escaping; the typed report
+reader it renders from (gate.formats.report)."""
 
 from __future__ import annotations
 
@@ -10,8 +11,10 @@ from pathlib import Path
 import pytest
 
 from gate.errors import FormatError
-from gate.report import COMMENT_LIMIT, Links, load_report, render_markdown
-from gate.report.markdown import size
+from gate.formats.report import load_report, parse_report
+from gate.render import COMMENT_LIMIT, Links, render_markdown
+from gate.render.markdown import size
+from gate.verdict.types import Report
 
 REPORTS = Path(__file__).resolve().parents[1] / "data" / "reports"
 MARKER = "<!-- parity-gate:comment id=default -->"
@@ -21,6 +24,15 @@ LINKS = Links("https://github.example/octo/models/actions/runs/4242",
 
 def render_fixture(name: str) -> str:
     return render_markdown(load_report(REPORTS / f"{name}.json"), marker=MARKER, links=LINKS)
+
+
+def raw(name: str) -> dict:
+    """A fixture as plain JSON, to change before it is read."""
+    return json.loads((REPORTS / f"{name}.json").read_text(encoding="utf-8"))
+
+
+def typed(report: dict) -> Report:
+    return parse_report(json.dumps(report).encode(), "test")
 
 
 @pytest.mark.parametrize("name", ["pass", "regressed", "export-fail"])
@@ -61,8 +73,8 @@ def test_export_failure_is_an_error_not_a_pass():
     assert "**EXPORT\\_FAIL**" in text and "passed" not in text
 
 
-def huge_report(n_layers: int = 10_000, fail_at: int = 7_321) -> dict:
-    report = load_report(REPORTS / "regressed.json")
+def huge_report(n_layers: int = 10_000, fail_at: int = 7_321) -> Report:
+    report = raw("regressed")
     model = report["models"][0]
     rows = []
     for i in range(n_layers):
@@ -79,7 +91,7 @@ def huge_report(n_layers: int = 10_000, fail_at: int = 7_321) -> dict:
     model["layers"] = n_layers
     model["providers"][1]["first_regression"] = first
     report["first_regression"] = {"model": "tiny-cnn", "provider": "CPUExecutionProvider", "precision": "float32", **first}
-    return report
+    return typed(report)
 
 
 def test_huge_report_fits_the_comment_limit_and_names_the_first_regression():
@@ -108,11 +120,11 @@ def test_exact_fit_is_not_shortened():
 
 
 def test_hostile_names_cannot_break_tables_or_inject_html():
-    report = load_report(REPORTS / "regressed.json")
+    report = raw("regressed")
     row = report["models"][0]["providers"][1]["layers"][3]
     row["layer"] = "a|b`c<script>\n"
     row["message"] = "<img src=x onerror=alert(1)> | **bold**"
-    text = render_markdown(report)
+    text = render_markdown(typed(report))
     assert "<script>" not in text.replace("`` a\\|b`c<script> ``", "")
     assert "<img" not in text
     assert "`` a\\|b`c<script> ``" in text
@@ -121,10 +133,10 @@ def test_hostile_names_cannot_break_tables_or_inject_html():
 def test_not_a_report_is_a_format_error(tmp_path):
     bad = tmp_path / "baseline.json"
     bad.write_text(json.dumps({"format": "parity-gate/baseline", "version": 1}))
-    with pytest.raises(FormatError, match=r"report `.*baseline.json`: key `schema` is None, expected 'parity-gate/report'"):
+    with pytest.raises(FormatError, match=r"report `.*baseline.json`: `schema`: is None, expected 'parity-gate/report'"):
         load_report(bad)
     (tmp_path / "v2.json").write_text(json.dumps({"schema": "parity-gate/report", "version": 2}))
-    with pytest.raises(FormatError, match="version 2 is not supported"):
+    with pytest.raises(FormatError, match="`version`: 2 is not supported"):
         load_report(tmp_path / "v2.json")
     (tmp_path / "trunc.json").write_text('{"schema": "parity-gate/rep')
     with pytest.raises(FormatError, match="not JSON"):
@@ -132,16 +144,17 @@ def test_not_a_report_is_a_format_error(tmp_path):
 
 
 def test_chart_buckets_long_models_and_keeps_a_single_spike():
-    from gate.report.chart import MAX_POINTS, error_chart
+    from gate.render.chart import MAX_POINTS, error_chart
+    from gate.verdict.types import ProviderVerdict, Row
 
-    layers = [{"value": 1e-7, "threshold": 1e-6} for _ in range(10_000)]
-    layers[4_321]["value"] = 1e-2
-    chart = error_chart("m", {"name": "CPUExecutionProvider", "layers": layers})
+    layers = [Row("l", "", "pass", "error-growth", 1e-7, 1e-6) for _ in range(10_000)]
+    layers[4_321].value = 1e-2
+    chart = error_chart("m", ProviderVerdict("CPUExecutionProvider", "runtime", "float32", "cpu", rows=layers))
     first_line = next(line for line in chart.splitlines() if line.strip().startswith("line ["))
     points = first_line.strip()[len("line ["):-1].split(", ")
     assert len(points) == MAX_POINTS and points.count("-2.00") == 1
     assert 'x-axis "layer, execution order (1..10000)" 1 --> 10000' in chart
-    assert error_chart("m", {"name": "p", "layers": [{"value": None}]}) is None
+    assert error_chart("m", ProviderVerdict("p", "runtime", "float32", "cpu", rows=[Row("l", "", "absent")])) is None
 
 
 def _reports():
@@ -181,17 +194,19 @@ def _reports():
                                                  st.one_of(st.none(), text))})
 
 
-def test_any_valid_report_renders_within_the_limit():
+def test_any_report_is_refused_in_one_line_or_renders_within_the_limit():
     from hypothesis import given, settings
 
-    from gate.report import validate_report
-
-    @settings(max_examples=150, deadline=None)
+    @settings(max_examples=300, deadline=None)
     @given(_reports())
     def check(report):
-        validate_report(report)
+        try:
+            parsed = parse_report(json.dumps(report).encode(), "fuzz.json")
+        except FormatError as exc:  # refused: one line naming the file
+            assert str(exc).startswith("report `fuzz.json`: ") and "\n" not in str(exc)
+            return
         for limit in (1_500, COMMENT_LIMIT):
-            assert size(render_markdown(report, marker=MARKER, links=LINKS, limit=limit)) <= limit
+            assert size(render_markdown(parsed, marker=MARKER, links=LINKS, limit=limit)) <= limit
 
     check()
 
@@ -207,8 +222,8 @@ def test_a_report_written_by_check_renders():
 
 
 def test_pathological_report_is_cut_to_the_limit_with_the_pointer_kept():
-    report = load_report(REPORTS / "export-fail.json")
+    report = raw("export-fail")
     report["models"] = [dict(report["models"][0], name=f"model-{i:05d}") for i in range(3_000)]
-    text = render_markdown(report, marker=MARKER, links=LINKS, limit=3_000)
+    text = render_markdown(typed(report), marker=MARKER, links=LINKS, limit=3_000)
     assert size(text) <= 3_000
     assert text.startswith(MARKER) and "The full report is in the [job summary]" in text

@@ -1,0 +1,13 @@
+"""The commands as library calls; the CLI renders what they return and nothing here prints.
+
+``check`` (run here, judge, report), ``update_baseline`` (rewrite baselines), and the matrix
+flow: ``export_models`` (torch side), ``collect`` (ONNX Runtime side, no torch),
+``report_files`` (merge every runner's results into one verdict). ``pipeline`` runs one model.
+"""
+
+from gate.commands.check import check
+from gate.commands.common import baseline_changes
+from gate.commands.matrix import collect, export_models, report_files
+from gate.commands.update import Updated, update_baseline
+
+__all__ = ["Updated", "baseline_changes", "check", "collect", "export_models", "report_files", "update_baseline"]

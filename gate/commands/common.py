@@ -1,0 +1,84 @@
+"""What the commands share: a model's baseline, the command that re-creates it, the policy."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+from gate import fingerprint
+from gate.config import Config, ModelSpec
+from gate.core.versions import environment as _environment
+from gate.errors import FormatError, GateError
+from gate.formats.baseline import Baseline, baseline_path, read_document
+from gate.verdict.judge import Policy
+
+
+def update_command(spec: ModelSpec, config: Config) -> str:
+    return f"parity-gate update-baseline --model {spec.name}" + (
+        f" --config {config.path}" if config.path.name not in ("pyproject.toml", "parity-gate.toml") else "")
+
+
+def display(path: Path) -> Path:
+    """``path`` relative to the working directory where it is inside it (reports, messages)."""
+    try:
+        return path.relative_to(Path.cwd())
+    except ValueError:
+        return path
+
+
+def policy(config: Config) -> Policy:
+    return Policy(config.placement, config.max_slowdown, config.require)
+
+
+def environment() -> dict:
+    return _environment(fingerprint.backend)
+
+
+def load_baseline(config: Config, spec: ModelSpec, replacing: bool = False) -> tuple[Path, Baseline | None]:
+    """The model's baseline path and its ``Baseline`` (None when missing, and when unreadable but
+    about to be replaced). Fingerprints taken with other parameters are refused, naming them."""
+    path = baseline_path(config.baseline_dir, spec.name)
+    try:
+        doc = read_document(path)
+    except FileNotFoundError:
+        return path, None
+    except FormatError:
+        if replacing:
+            return path, None
+        raise
+    recorded, current = doc["meta"]["fingerprint"], fingerprint.parameters()
+    if recorded != current:
+        if replacing:
+            return path, None
+        diff = next(k for k in current if recorded.get(k) != current[k])
+        raise GateError(f"baseline `{path}`: fingerprints were taken with another {diff.replace('_', ' ')} "
+                        f"({recorded.get(diff)} vs {current[diff]} here); re-create it with "
+                        f"`{update_command(spec, config)}`")
+    return path, Baseline.from_document(doc)
+
+
+def result_paths(files: list[Path]) -> list[Path]:
+    """Result files named, or found in the folders named (``<model>/run.msgpack.zst``, ``*.msgpack.zst``)."""
+    paths: list[Path] = []
+    for f in files:
+        if f.is_dir():
+            found = sorted(f.glob("*/run.msgpack.zst")) + sorted(f.glob("*.msgpack.zst"))
+            if not found:
+                raise GateError(f"`{f}` holds no result files")
+            paths.extend(found)
+        else:
+            paths.append(f)
+    return paths
+
+
+def baseline_changes(config: Config, since: str) -> list[str]:
+    """Baseline files this change touches (``git diff --name-only SINCE -- <baseline-dir>``),
+    for the report's "this PR changes baselines" line. Empty when git cannot tell."""
+    try:
+        proc = subprocess.run(["git", "diff", "--name-only", since, "--", str(config.baseline_dir)],
+                              cwd=config.root, capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return []
+    if proc.returncode != 0:
+        return []
+    return sorted(line for line in proc.stdout.splitlines() if line.endswith(".msgpack.zst"))

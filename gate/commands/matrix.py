@@ -1,0 +1,99 @@
+"""The matrix flow: ``export`` once (the torch side), ``collect`` on each runner (ONNX Runtime
+only, no torch), ``report`` over every runner's result files: one verdict."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from gate.commands.common import display, environment, load_baseline, policy, result_paths, update_command
+from gate.commands.pipeline import (
+    Progress,
+    Settings,
+    is_isolated,
+    prepare,
+    run_provider,
+    run_providers,
+    torch_threads,
+)
+from gate.config import Config, Isolation, ModelSpec, ProviderSpec
+from gate.core.runs import ModelRun, ProviderRun, RunError
+from gate.errors import GateError
+from gate.formats.baseline import baseline_path
+from gate.formats.results import RUN, Bundle, merge, read_runs, write_runs
+from gate.runners.base import Subject
+from gate.runners.registry import nominal_target
+from gate.verdict.judge import assemble, model_verdict
+from gate.verdict.types import Report
+
+
+def export_models(config: Config, models: tuple[ModelSpec, ...], providers: tuple[ProviderSpec, ...], out: Path,
+                  progress: Progress = lambda _: None, settings: Settings | None = None) -> list[ModelRun]:
+    """``export --out DIR``: per model a bundle ``DIR/<model>/`` with the ONNX graph, the inputs and
+    a result file holding the reference and the PyTorch providers' fingerprints."""
+    settings = settings or Settings.from_env()
+    runs = []
+    for spec in models:
+        folder = baseline_path(out, spec.name).with_suffix("").with_suffix("")  # a validated name, inside out
+        bundle = Bundle(folder)
+        with torch_threads(settings.threads):
+            prepared = prepare(config, spec, progress)
+            bundle.write(prepared.run, prepared.proto_bytes, prepared.inputs)
+            if prepared.run.layers:
+                torch_side = tuple(p for p in providers if p.kind.torch)
+                run_providers(prepared, bundle, torch_side, config, progress, settings)
+                bundle.write_run(prepared.run)
+        runs.append(prepared.run)
+    return runs
+
+
+def collect(source: Path, providers: tuple[ProviderSpec, ...], out: Path, isolation: Isolation | None = None,
+            models: list[str] | None = None, progress: Progress = lambda _: None,
+            settings: Settings | None = None) -> list[ModelRun]:
+    """``collect --from DIR``: run ONNX Runtime providers on exported bundles, without torch. The
+    PyTorch providers' results the export recorded travel on in this runner's result file."""
+    isolation = isolation or Isolation()
+    settings = settings or Settings.from_env()
+    folders = sorted(p.parent for p in source.glob(f"*/{RUN}"))
+    if not folders:
+        raise GateError(f"`{source}` holds no exported model (expected <model>/{RUN} from "
+                        "`parity-gate export --out DIR`)")
+    collected = []
+    for folder in folders:
+        run = Bundle(folder).read_run()
+        if models and run.name not in models:
+            continue
+        subject = Subject(run, folder, threads=settings.threads)
+        for provider in providers:
+            if provider.kind.torch:
+                continue
+            progress(f"{run.name}: {provider.name}")
+            run.providers.append(run_provider(provider, subject, isolation, is_isolated(provider, isolation)))
+        collected.append(run)
+    write_runs(out, collected)
+    return collected
+
+
+def _with_unrun(run: ModelRun, config: Config) -> ModelRun:
+    """Configured providers that no result file holds are skips, never silent passes."""
+    have = {p.name for p in run.providers}
+    for provider in config.providers:
+        if provider.name not in have and not run.error:
+            run.providers.append(ProviderRun.skipped(nominal_target(provider), f"skipped: no result file holds "
+                                                     f"{provider.name} (its runner did not run or was skipped)"))
+    return run
+
+
+def report_files(config: Config, files: list[Path], progress: Progress = lambda _: None) -> Report:
+    """``report FILE|DIR ...``: merge result files from several runners into one verdict."""
+    by_name = {r.name: r for r in merge([run for p in result_paths(files) for run in read_runs(p)])}
+    unknown = sorted(set(by_name) - {s.name for s in config.models})
+    if unknown:
+        raise GateError(f"result files hold model `{unknown[0]}`, which {config.path} does not configure")
+    verdicts = []
+    for spec in config.models:
+        run = by_name.get(spec.name) or ModelRun(spec.name, error=RunError(
+            "NO_RESULT", f"no result file holds model `{spec.name}` (did its export or collect job run?)"))
+        path, baseline = load_baseline(config, spec)
+        verdicts.append(model_verdict(spec, _with_unrun(run, config), baseline, str(display(path)),
+                                      update_command(spec, config), policy(config)))
+    return assemble(verdicts, environment())

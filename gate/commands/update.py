@@ -1,0 +1,121 @@
+"""``update-baseline``: run here (or read other runners' result files) and rewrite the baselines.
+
+Every model runs (or is read) before anything is written, so a model that fails to export or
+run leaves every baseline as it was. Each file is rewritten under its folder's lock after a
+fresh read, so a concurrent update of other providers is kept.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from gate import fingerprint
+from gate.commands.common import display, result_paths
+from gate.commands.pipeline import Progress, Settings, run_model
+from gate.config import Config, ModelSpec, ProviderSpec
+from gate.core.layers import is_output
+from gate.core.runs import ModelRun
+from gate.errors import FormatError, GateError, ModelError
+from gate.fingerprint import relative_error
+from gate.formats.baseline import baseline_lock, baseline_path, read_document, write_baseline
+from gate.formats.baseline.update import describe_changes, to_document
+from gate.formats.results import merge, read_runs
+from gate.verdict.checks import degenerate
+
+
+@dataclass
+class Updated:
+    model: str
+    path: Path
+    changes: list[str]
+    warnings: list[str]
+
+
+def _from_files(config: Config, models: tuple[ModelSpec, ...], sources: list[Path]):
+    """(models to update, their runs) from result files: every selected model, or, when all
+    models were selected, those the files hold."""
+    runs = {r.name: r for r in merge([run for p in result_paths(sources) for run in read_runs(p)])}
+    missing = [s.name for s in models if s.name not in runs]
+    if missing and len(models) == len(config.models) and len(missing) < len(models):
+        models = tuple(s for s in models if s.name in runs)
+    elif missing:
+        raise GateError(f"the result files hold no run of model `{missing[0]}`")
+    return models, runs
+
+
+def warnings_for(spec: ModelSpec, run: ModelRun) -> list[str]:
+    """What ``check`` will fail on even against the new baseline (said, not refused)."""
+    out = [f"{p.name}: {p.reason or p.status}" for p in run.providers if p.status != "ok"]
+    for prun in run.providers:
+        worst = max((layer.err for layer in prun.layers.values() if layer.err is not None), default=None)
+        if worst is not None and worst > spec.tolerance.ceiling:
+            out.append(f"{prun.name}: error against the reference reaches {worst:.3g} (ceiling "
+                       f"{spec.tolerance.ceiling:.3g}); `check` will fail until this is fixed")
+    dead = [f"{x.name}: {why}" for x in run.layers if is_output(x.name) for why in [degenerate(x.fp)] if why]
+    return out + [f"output {d}: `check` will fail on this model" for d in dead]
+
+
+def _ready(run: ModelRun) -> ModelRun:
+    """The run, unless the model or a provider failed: nothing is written then."""
+    if run.error:
+        raise ModelError(run.error.message, run.error.status)
+    failed = next((p for p in run.providers if p.status == "error"), None)
+    if failed is not None:
+        raise ModelError(f"model `{run.name}`: {failed.reason}", failed.error_status or "INFER_FAIL")
+    return run
+
+
+def update_baseline(config: Config, models: tuple[ModelSpec, ...], providers: tuple[ProviderSpec, ...],
+                    progress: Progress = lambda _: None, sources: list[Path] | None = None,
+                    calibrate: bool = False, settings: Settings | None = None) -> list[Updated]:
+    """Run (or, with ``sources``, read result files from other runners) and rewrite the baselines."""
+    if calibrate and sources:
+        raise GateError("--calibrate reruns the models here; it does not apply to --from result files")
+    settings = settings or Settings.from_env()
+    runs: dict[str, ModelRun] = {}
+    if sources:
+        models, runs = _from_files(config, models, sources)
+    ready = []
+    for spec in models:
+        baseline_path(config.baseline_dir, spec.name)  # a bad name fails before any run
+        run = _ready(runs[spec.name] if sources else run_model(config, spec, providers, progress, settings))
+        if calibrate:
+            calibrate_noise(config, spec, providers, run, progress, settings)
+        ready.append((spec, run, warnings_for(spec, run)))
+    return [_write(config, spec, run, warnings) for spec, run, warnings in ready]
+
+
+def _write(config: Config, spec: ModelSpec, run: ModelRun, warnings: list[str]) -> Updated:
+    path = baseline_path(config.baseline_dir, spec.name)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with baseline_lock(path):  # re-read under the lock: a concurrent update must not be lost
+        try:
+            previous = read_document(path)
+        except (FileNotFoundError, FormatError):
+            previous = None
+        if previous is not None and previous["meta"]["fingerprint"] != fingerprint.parameters():
+            previous = None  # fingerprints of another definition: nothing of it can be kept
+        doc = to_document(run, previous)
+        write_baseline(path, doc)
+    return Updated(spec.name, display(path), describe_changes(previous, doc), warnings)
+
+
+def calibrate_noise(config: Config, spec: ModelSpec, providers, run: ModelRun, progress: Progress,
+                    settings: Settings) -> None:
+    """Rerun with another thread count (1, or 2 when already pinned to 1) and record, per layer,
+    how much the reference and each runtime's error moved: thresholds never go below that."""
+    other = Settings(threads=2 if settings.threads == 1 else 1)
+    progress(f"{spec.name}: calibrating run-to-run noise (threads={other.threads})")
+    rerun = _ready(run_model(config, spec, providers, progress, other))
+    again = {x.name: x.fp for x in rerun.layers}
+    for layer in run.layers:
+        fp = again.get(layer.name)
+        if fp is not None and tuple(fp.shape) == tuple(layer.fp.shape):
+            layer.noise = relative_error(fp, layer.fp)
+    for prun in run.providers:
+        other_run = rerun.provider(prun.target)
+        for name, pl in prun.layers.items():
+            o = other_run.layers.get(name) if other_run else None
+            if pl.err is not None and o is not None and o.err is not None:
+                pl.noise = abs(o.err - pl.err)

@@ -1,1 +1,0 @@
-"""Judge a run against its baseline: per-layer checks, first regression, verdict."""

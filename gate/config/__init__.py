@@ -1,0 +1,32 @@
+"""The configuration: ``load_config(find_config(path))`` gives a validated ``Config``."""
+
+from gate.config.load import find_config, load_config
+from gate.config.providers import canonical_provider
+from gate.config.types import (
+    DTYPES,
+    EXPORTERS,
+    PRECISION_TOLERANCE,
+    Config,
+    InputSpec,
+    Isolation,
+    LayerTolerance,
+    ModelSpec,
+    ProviderSpec,
+    Tolerance,
+)
+
+__all__ = [
+    "DTYPES",
+    "EXPORTERS",
+    "PRECISION_TOLERANCE",
+    "Config",
+    "InputSpec",
+    "Isolation",
+    "LayerTolerance",
+    "ModelSpec",
+    "ProviderSpec",
+    "Tolerance",
+    "canonical_provider",
+    "find_config",
+    "load_config",
+]

@@ -1,0 +1,63 @@
+"""Find and read the configuration file.
+
+``[tool.parity-gate]`` in ``pyproject.toml``, or ``parity-gate.toml`` (the same table, or its keys
+at top level). Every error names the file and the dotted key, so a user can fix it without
+reading code.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from gate.config.parse import parse
+from gate.config.types import Config
+from gate.errors import ConfigError
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on 3.10 only
+    import tomli as tomllib
+
+
+def find_config(explicit: Path | None, cwd: Path | None = None) -> Path:
+    """The config file: ``explicit``, else ./pyproject.toml with [tool.parity-gate], else ./parity-gate.toml."""
+    if explicit is not None:
+        if not explicit.is_file():
+            raise ConfigError(f"config file `{explicit}` does not exist")
+        return explicit
+    cwd = cwd or Path.cwd()
+    pyproject = cwd / "pyproject.toml"
+    if pyproject.is_file():
+        try:
+            data = tomllib.loads(pyproject.read_text(encoding="utf-8"))
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+            raise ConfigError(f"{pyproject}: invalid TOML ({exc})") from None
+        if "parity-gate" in data.get("tool", {}):
+            return pyproject
+    standalone = cwd / "parity-gate.toml"
+    if standalone.is_file():
+        return standalone
+    raise ConfigError(
+        f"no configuration found in {cwd}: add a [tool.parity-gate] section to pyproject.toml "
+        "or create parity-gate.toml (see README), or pass --config PATH"
+    )
+
+
+def load_config(path: Path) -> Config:
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ConfigError(f"config file `{path}` does not exist") from None
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path}: invalid TOML ({exc})") from None
+    if path.name == "pyproject.toml":
+        section = data.get("tool", {}).get("parity-gate")
+        prefix = "tool.parity-gate"
+        if section is None:
+            raise ConfigError(f"{path}: no [tool.parity-gate] section")
+    else:
+        # parity-gate.toml may use the same [tool.parity-gate] table or put the keys at top level.
+        section = data.get("tool", {}).get("parity-gate", data)
+        prefix = "tool.parity-gate" if "tool" in data else ""
+    return parse(section, path, prefix)

@@ -1,0 +1,65 @@
+"""Provider names: the canonical ones, the aliases users may type, and each one's kind.
+
+A provider's *kind* picks its runner (``gate.runners.registry``): PyTorch eager, PyTorch
+compiled (inductor), or an ONNX Runtime execution provider. Every name not in ``TORCH`` that
+ends in ``ExecutionProvider`` is an ONNX Runtime EP.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gate.errors import ConfigError
+
+
+@dataclass(frozen=True)
+class Kind:
+    runner: str  # "torch" | "torch-compile" | "onnxruntime"
+    device: str | None = None  # "cpu" | "cuda" for PyTorch providers; ONNX Runtime EPs pick their own
+
+    @property
+    def torch(self) -> bool:
+        return self.runner != "onnxruntime"
+
+
+TORCH = {
+    "torch-cpu": Kind("torch", "cpu"),
+    "torch-cuda": Kind("torch", "cuda"),
+    "torch-compile": Kind("torch-compile", "cpu"),
+    "torch-compile-cuda": Kind("torch-compile", "cuda"),
+}
+ONNXRUNTIME = Kind("onnxruntime")
+# ONNX Runtime EPs whose kernels run on the host CPU: their device class is the CPU's.
+CPU_EPS = ("CPUExecutionProvider", "OpenVINOExecutionProvider")
+
+ALIASES = {
+    "cpu": "CPUExecutionProvider",
+    "ort-cpu": "CPUExecutionProvider",
+    "cuda": "CUDAExecutionProvider",
+    "ort-cuda": "CUDAExecutionProvider",
+    "tensorrt": "TensorrtExecutionProvider",
+    "trt": "TensorrtExecutionProvider",
+    "openvino": "OpenVINOExecutionProvider",
+    "rocm": "ROCMExecutionProvider",
+    "coreml": "CoreMLExecutionProvider",
+    "dml": "DmlExecutionProvider",
+}
+
+
+def kind_of(name: str) -> Kind:
+    """The kind of a canonical provider name."""
+    return TORCH.get(name, ONNXRUNTIME)
+
+
+def canonical_provider(name: str) -> str:
+    """The canonical provider name for ``name`` (aliases folded, case-insensitively)."""
+    if name in TORCH or name.endswith("ExecutionProvider"):
+        return name
+    alias = ALIASES.get(name.lower())
+    if alias is None:
+        known = ", ".join(sorted(set(TORCH) | set(ALIASES)))
+        raise ConfigError(
+            f"unknown provider `{name}`: use `torch-cpu`, `torch-cuda`, an ONNX Runtime EP name "
+            f"(e.g. `CPUExecutionProvider`) or an alias ({known})"
+        )
+    return alias

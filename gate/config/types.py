@@ -1,0 +1,144 @@
+"""The configuration as types: what ``parse`` builds from ``[tool.parity-gate]``.
+
+Nothing here imports torch: factories are resolved later, by ``gate.model``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from gate.config.providers import Kind, canonical_provider, kind_of
+from gate.core.target import DEFAULT_PRECISION
+from gate.errors import ConfigError
+
+DTYPES = ("float32", "float64", "float16", "bfloat16", "int64", "int32", "int8", "uint8", "bool")
+EXPORTERS = ("dynamo", "torchscript")
+
+# Defaults per runtime precision: half-precision rounding (~1e-3 / ~8e-3 per op) needs its own budget.
+PRECISION_TOLERANCE = {
+    "float16": {"floor": 1e-3, "ceiling": 5e-2},
+    "bfloat16": {"floor": 1e-2, "ceiling": 2e-1},
+}
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    """Thresholds of the checks (see README, "Verdict").
+
+    growth, floor: a runtime passes a layer while err <= growth * err_baseline + floor,
+    where err is its relative L2 error against the float64 reference.
+    reference: largest relative L2 change of the reference itself (a model change).
+    ceiling: largest error a runtime may ever have, baseline or not.
+    """
+
+    growth: float = 2.0
+    floor: float = 1e-6
+    reference: float = 1e-9
+    ceiling: float = 1e-2
+
+    def merged(self, overrides: Mapping[str, float]) -> Tolerance:
+        return replace(self, **dict(overrides))
+
+
+@dataclass(frozen=True)
+class LayerTolerance:
+    pattern: str  # fnmatch glob over layer names
+    overrides: Mapping[str, float]
+
+
+@dataclass(frozen=True)
+class InputSpec:
+    name: str
+    shape: tuple[int, ...]
+    dtype: str = "float32"
+    low: float | None = None
+    high: float | None = None
+
+
+@dataclass(frozen=True)
+class ProviderSpec:
+    name: str
+    options: Mapping[str, Any] = field(default_factory=dict)
+    # torch providers run the model in this dtype; for an EP it labels what its options select
+    # (e.g. TensorRT's trt_fp16_enable): the precision's default tolerances and baseline entry.
+    precision: str = DEFAULT_PRECISION
+    isolated: bool | None = None  # run in a worker process; None: the kind's default (see pipeline)
+
+    @property
+    def kind(self) -> Kind:
+        return kind_of(self.name)
+
+    @property
+    def device(self) -> str | None:
+        return self.kind.device
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    name: str
+    factory: str
+    inputs: tuple[InputSpec, ...] | str  # declared specs, or "module:callable"(seed) -> tuple of tensors
+    exporter: str = "dynamo"
+    opset: int | None = None
+    seed: int = 0
+    tolerance: Tolerance = Tolerance()
+    layer_tolerances: tuple[LayerTolerance, ...] = ()
+    where: str = ""  # "tool.parity-gate.models[0]" for messages
+
+    def tolerance_for(self, layer: str, precision: str = "float32") -> Tolerance:
+        from fnmatch import fnmatchcase
+
+        tol = self.tolerance
+        if precision in PRECISION_TOLERANCE:
+            tol = tol.merged({k: max(v, getattr(tol, k)) for k, v in PRECISION_TOLERANCE[precision].items()})
+        for rule in self.layer_tolerances:  # later rules win
+            if fnmatchcase(layer, rule.pattern):
+                tol = tol.merged(rule.overrides)
+        return tol
+
+
+@dataclass(frozen=True)
+class Isolation:
+    """How ONNX Runtime providers run: each in a worker process with a timeout and budgets."""
+
+    enabled: bool = True
+    timeout_s: float = 600.0
+    memory_mb: int | None = None  # address-space budget of the worker; None: unlimited
+    capture_mb: int | None = 2048  # marked intermediates held at once; larger models run in chunks
+
+
+@dataclass(frozen=True)
+class Config:
+    path: Path
+    root: Path  # the config file's folder; put on sys.path for factories
+    baseline_dir: Path
+    providers: tuple[ProviderSpec, ...]
+    models: tuple[ModelSpec, ...]
+    isolation: Isolation = Isolation()
+    placement: str = "warn"  # a PR adds CPU fallbacks to an EP: "warn", "fail" or "off"
+    max_slowdown: float | None = None  # fail when latency > (1 + this) x baseline; None: report only
+    require: tuple[str, ...] = ()  # providers that must be available here (skipping them fails)
+
+    def select_models(self, names: list[str] | None) -> tuple[ModelSpec, ...]:
+        if not names:
+            return self.models
+        known = {m.name: m for m in self.models}
+        missing = [n for n in names if n not in known]
+        if missing:
+            raise ConfigError(
+                f"{self.path}: no model named `{missing[0]}` (configured: {', '.join(known) or 'none'})"
+            )
+        return tuple(known[n] for n in names)
+
+    def select_providers(self, names: list[str] | None) -> tuple[ProviderSpec, ...]:
+        if not names:
+            return self.providers
+        by_name = {p.name: p for p in self.providers}
+        chosen = []
+        for raw in names:
+            name = canonical_provider(raw)
+            chosen.append(by_name.get(name, ProviderSpec(name)))
+        return tuple(chosen)

@@ -1,0 +1,61 @@
+"""Device classes: the hardware a provider's numerics depend on.
+
+CPU kernels pick their code path by instruction set, so the CPU class is the machine
+architecture plus the widest vector ISA ONNX Runtime's kernels use (``x86_64-avx512``,
+``x86_64-avx2``, ``aarch64``). GPU kernels are chosen per architecture
+(``cuda-sm90-NVIDIA_H100_80GB_HBM3``). No torch or onnxruntime here: each runner asks for
+the class of the device it runs on.
+"""
+
+from __future__ import annotations
+
+import functools
+import platform
+from pathlib import Path
+
+
+@functools.lru_cache(maxsize=1)
+def cpu_flags() -> frozenset[str]:
+    try:
+        text = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return frozenset()
+    for line in text.splitlines():
+        if line.startswith(("flags", "Features")):
+            return frozenset(line.split(":", 1)[1].split())
+    return frozenset()
+
+
+@functools.lru_cache(maxsize=1)
+def cpu_class() -> str:
+    machine = platform.machine().lower() or "unknown"
+    flags = cpu_flags()
+    if machine in ("x86_64", "amd64"):
+        for isa, name in (("avx512f", "avx512"), ("avx2", "avx2"), ("avx", "avx")):
+            if isa in flags:
+                return f"x86_64-{name}"
+        return "x86_64"
+    return machine
+
+
+@functools.lru_cache(maxsize=1)
+def cpu_name() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def cuda_class(name: str, capability: tuple[int, int]) -> str:
+    return f"cuda-sm{capability[0]}{capability[1]}-{name.replace(' ', '_')}"
+
+
+GPU = "gpu"  # an ONNX Runtime GPU EP before it reports its device
+
+
+def machine() -> dict[str, str]:
+    return {"platform": f"{platform.system()}-{platform.machine()}", "cpu": cpu_name(),
+            "python": platform.python_version()}

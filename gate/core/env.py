@@ -1,0 +1,20 @@
+"""Settings read from the environment, each parsed by one rule."""
+
+from __future__ import annotations
+
+import os
+
+from gate.errors import ConfigError
+
+THREADS = "PARITY_GATE_THREADS"
+
+
+def threads(environ: dict[str, str] | None = None) -> int | None:
+    """PARITY_GATE_THREADS: intra-op threads of torch, ONNX Runtime and the fingerprint kernel
+    (unset or empty: each uses its default). A positive integer, or a ConfigError naming it."""
+    raw = (os.environ if environ is None else environ).get(THREADS, "").strip()
+    if not raw:
+        return None
+    if not raw.isdigit() or int(raw) < 1:
+        raise ConfigError(f"{THREADS}={raw!r}: expected a positive integer")
+    return int(raw)

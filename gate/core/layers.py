@@ -1,0 +1,18 @@
+"""Layer names: the module's qualified name, ``#k`` for its k-th call (k >= 2), and an
+element suffix for tuple/list/dict outputs (``attn[0]``, ``(model)[logits]``)."""
+
+from __future__ import annotations
+
+ROOT = "(model)"  # the root module: its outputs are the model's outputs
+
+
+def layer_name(module: str, call: int, element: str = "") -> str:
+    base = module if module else ROOT
+    if call:
+        base = f"{base}#{call + 1}"
+    return base + element
+
+
+def is_output(name: str) -> bool:
+    """Whether a layer is one of the model's outputs (a call of the root module)."""
+    return name.startswith(ROOT)

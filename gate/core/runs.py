@@ -1,0 +1,140 @@
+"""What a run produces, however it was produced: per model, the reference's layers in
+execution order and, per target, one entry per layer. Plain data, no torch, so the verdict,
+the baseline writer and the result files work anywhere.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+from gate.core.target import Target
+from gate.fingerprint import Fingerprint, relative_error
+
+# Where a layer's value lives in the shipped ONNX graph (see OnnxSite).
+SITE_KINDS = ("value", "output", "folded", "absent")
+# Layer status on a runtime: its value was observed, fused into a neighbour, or has no value.
+LAYER_STATUSES = ("ok", "folded", "absent")
+# Run status of a target: ran, not available here, or failed (``error_status`` says how).
+RUN_STATUSES = ("ok", "skipped", "error")
+# How a model or a target failed: the report's words.
+ERROR_STATUSES = ("BUILD_FAIL", "EXPORT_FAIL", "LOAD_FAIL", "INFER_FAIL", "TIMEOUT", "CRASH", "EMPTY", "NO_RESULT")
+
+
+def error_against(fp: Fingerprint, ref: Fingerprint | None) -> float | None:
+    """A runtime's relative L2 error against the reference layer (None: no comparable layer)."""
+    if ref is None or tuple(fp.shape) != tuple(ref.shape):
+        return None
+    return relative_error(fp, ref)
+
+
+@dataclass
+class Meta:
+    """Where a run came from: versions, exporter, digests, machine, fingerprint parameters.
+    Every field may be None in a result file (an export that failed leaves most unknown);
+    a baseline requires them (its schema says which)."""
+
+    parity_gate: str | None = None
+    torch: str | None = None
+    onnx: str | None = None
+    onnxruntime: str | None = None
+    onnxscript: str | None = None
+    exporter: str | None = None
+    export_fallback: str | None = None
+    opset: int | None = None
+    inputs_digest: str | None = None
+    weights_digest: str | None = None
+    graph_digest: str | None = None
+    machine: dict[str, str] | None = None
+    fingerprint: dict[str, Any] | None = None
+    op_types: list[str] | None = None  # ONNX op types of the shipped graph
+
+    def to_dict(self) -> dict[str, Any]:
+        out = {f.name: getattr(self, f.name) for f in fields(self)}
+        if out["op_types"] is None:
+            del out["op_types"]
+        return out
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> Meta:
+        return cls(**{f.name: d.get(f.name) for f in fields(cls)})
+
+
+@dataclass(frozen=True)
+class OnnxSite:
+    """Where a layer's value lives in the shipped ONNX graph."""
+
+    kind: str  # "value" | "output" | "folded" | "absent"
+    value: str | None = None  # the ONNX value name ("value", and the lost value of "folded")
+    output: int | None = None  # the graph-output index ("output")
+    reason: str | None = None  # why "folded" / "absent"
+
+
+@dataclass
+class LayerInfo:
+    """One layer of the reference run."""
+
+    name: str
+    type: str
+    fp: Fingerprint
+    noise: float | None = None  # run-to-run relative change measured by calibration
+
+
+@dataclass
+class ProviderLayer:
+    """One layer as a runtime saw it."""
+
+    status: str  # see LAYER_STATUSES
+    fp: Fingerprint | None = None
+    err: float | None = None  # relative L2 error against the reference, estimated by the sketches
+    reason: str | None = None
+    noise: float | None = None  # run-to-run variation of err measured by calibration
+
+
+@dataclass
+class ProviderRun:
+    target: Target
+    status: str = "ok"  # see RUN_STATUSES
+    reason: str | None = None
+    error_status: str | None = None  # LOAD_FAIL, INFER_FAIL, ...
+    layers: dict[str, ProviderLayer] = field(default_factory=dict)
+    latency_ms: float | None = None
+    placement: dict[str, Any] | None = None  # which nodes ran on the provider, which fell back
+    capture_peak_bytes: int | None = None  # most marked-intermediate bytes held at once
+
+    @property
+    def name(self) -> str:
+        return self.target.provider
+
+    @property
+    def precision(self) -> str:
+        return self.target.precision
+
+    @classmethod
+    def skipped(cls, target: Target, reason: str) -> ProviderRun:
+        return cls(target, "skipped", reason)
+
+    @classmethod
+    def failed(cls, target: Target, status: str, reason: str) -> ProviderRun:
+        return cls(target, "error", reason, status)
+
+
+@dataclass(frozen=True)
+class RunError:
+    status: str  # see ERROR_STATUSES
+    message: str
+
+
+@dataclass
+class ModelRun:
+    name: str
+    meta: Meta = field(default_factory=Meta)
+    reference_dtype: str = "float64"  # "float32" when the model cannot run in float64
+    layers: list[LayerInfo] = field(default_factory=list)
+    providers: list[ProviderRun] = field(default_factory=list)
+    error: RunError | None = None
+    onnx_map: dict[str, OnnxSite] = field(default_factory=dict)
+
+    def provider(self, target: Target) -> ProviderRun | None:
+        return next((p for p in self.providers if p.target == target), None)

@@ -1,0 +1,50 @@
+"""Targets: where a runtime's numbers come from.
+
+A ``Target`` is a provider (``torch-cpu``, ``CPUExecutionProvider``, ...), the device class
+it ran on and the precision it ran in. Baseline entries are kept per target; their key in
+the file is the target's *label*: the device class, with ``:<precision>`` unless float32
+(``x86_64-avx2``, ``cuda-sm90-NVIDIA_H100_80GB_HBM3:bfloat16``). ``label`` writes it and
+``Target.parse`` reads it back; nothing else assembles or splits labels.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+PRECISIONS = ("float32", "float16", "bfloat16")
+DEFAULT_PRECISION = "float32"
+# GPU device classes name one architecture each: never stand in for one another.
+_GPU_PREFIXES = ("gpu", "cuda")
+
+
+@dataclass(frozen=True)
+class Target:
+    provider: str
+    device_class: str
+    precision: str = DEFAULT_PRECISION
+
+    @property
+    def label(self) -> str:
+        if self.precision == DEFAULT_PRECISION:
+            return self.device_class
+        return f"{self.device_class}:{self.precision}"
+
+    @classmethod
+    def parse(cls, provider: str, label: str) -> Target:
+        device_class, sep, precision = label.partition(":")
+        return cls(provider, device_class, precision if sep else DEFAULT_PRECISION)
+
+    @property
+    def architecture(self) -> str:
+        """``x86_64`` for ``x86_64-avx512``: classes of one architecture run the same kernels
+        up to their vector width, so one may stand in for another (noted in the report)."""
+        return self.device_class.split("-")[0]
+
+    def can_stand_in_for(self, other: Target) -> bool:
+        """Whether this target's baseline entry may judge ``other`` when ``other`` has none."""
+        return (self.provider == other.provider and self.precision == other.precision
+                and self.architecture == other.architecture
+                and not other.device_class.startswith(_GPU_PREFIXES))
+
+    def __str__(self) -> str:
+        return f"{self.provider} ({self.label})"

@@ -1,0 +1,38 @@
+"""Baseline files: the hardened reader, the deterministic writer, the typed ``Baseline``.
+
+    baseline = read_baseline(baseline_path(Path("baselines"), "resnet18"))   # -> Baseline
+    doc = read_document(path)            # the validated document (what the writer takes)
+    write_baseline(path, doc)            # atomic, under baseline_lock(path)
+
+Every problem with a file's content is one ``FormatError`` line naming the file and the
+rule; a missing file is ``FileNotFoundError``; a bad model name is ``ConfigError``.
+"""
+
+from __future__ import annotations
+
+from ..atomic import atomic_write_bytes, atomic_write_text, baseline_lock
+from ..limits import Limits
+from .codec import KIND, decode_baseline, encode_baseline, read_baseline, read_document, write_baseline
+from .document import Baseline, BaselineLayer, Entry, EntryLayer
+from .names import baseline_path
+from .schema import FORMAT, VERSION
+
+__all__ = [
+    "FORMAT",
+    "KIND",
+    "VERSION",
+    "Baseline",
+    "BaselineLayer",
+    "Entry",
+    "EntryLayer",
+    "Limits",
+    "atomic_write_bytes",
+    "atomic_write_text",
+    "baseline_lock",
+    "baseline_path",
+    "decode_baseline",
+    "encode_baseline",
+    "read_baseline",
+    "read_document",
+    "write_baseline",
+]

@@ -1,0 +1,91 @@
+"""Baseline files: one zstd frame (content size recorded) holding one msgpack map.
+
+Reading distrusts the bytes: size caps are checked before each allocation (file, frame,
+msgpack headers), trailing data is rejected, and every failure is one FormatError line
+naming the file and the rule. Writing is deterministic: canonical key order, float64,
+zstd level 10 with content size and checksum.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import msgpack
+import zstandard
+
+from gate.errors import FormatError
+
+from ..atomic import atomic_write_bytes, baseline_lock, remove_stale_temps
+from ..frame import FileKind, check_version, read_bytes, unframe
+from ..limits import DEFAULT_LIMITS, Limits
+from ..stream import Invalid, StreamReader, quote
+from .document import Baseline
+from .schema import DOCUMENT, FORMAT, VERSION, check_document
+
+ZSTD_LEVEL = 10
+KIND = FileKind("baseline", FORMAT, VERSION, "re-create it with `parity-gate update-baseline`")
+
+
+def _parse(raw: bytes, limits: Limits) -> dict:
+    check_version(raw, limits, KIND)
+    r = StreamReader(raw, limits)
+    doc = DOCUMENT.read(r, "", limits)
+    if r.pos != len(raw):
+        raise Invalid("", f"trailing data after the msgpack map ({len(raw) - r.pos:,} more bytes)")
+    return check_document(doc)
+
+
+def decode_baseline(data: bytes, source: str, limits: Limits = DEFAULT_LIMITS) -> dict:
+    """The document in ``data``; FormatError naming ``source`` for anything wrong."""
+    try:
+        return _parse(unframe(bytes(data), limits, KIND), limits)
+    except Invalid as e:
+        raise FormatError(f"baseline `{source}`: {e}") from None
+
+
+def _encode(doc: dict, source: str) -> bytes:
+    limits = DEFAULT_LIMITS  # never write what the default reader would refuse
+    try:
+        canonical = check_document(DOCUMENT.conform(doc, "", limits))
+        payload = msgpack.packb(canonical, use_bin_type=True, use_single_float=False, strict_types=True)
+        if len(payload) > limits.max_decompressed_size:
+            raise Invalid("", f"document is {len(payload):,} bytes (limit {limits.max_decompressed_size:,})")
+        cctx = zstandard.ZstdCompressor(
+            level=ZSTD_LEVEL, write_content_size=True, write_checksum=True, write_dict_id=False, threads=0
+        )
+        data = cctx.compress(payload)
+        if len(data) > limits.max_file_size:
+            raise Invalid("", f"file would be {len(data):,} bytes (limit {limits.max_file_size:,})")
+    except Invalid as e:
+        raise FormatError(f"baseline {source}: {e}") from None
+    return data
+
+
+def _doc_source(doc: object) -> str:
+    model = doc.get("model") if isinstance(doc, dict) else None
+    return f"document for model {quote(model)}" if isinstance(model, str) else "document"
+
+
+def encode_baseline(doc: dict) -> bytes:
+    """Validate ``doc`` against the schema and return its file bytes (same doc, same bytes)."""
+    return _encode(doc, _doc_source(doc))
+
+
+def read_document(path: Path, limits: Limits = DEFAULT_LIMITS) -> dict:
+    """Read and validate one baseline file into its document. FileNotFoundError passes through."""
+    return decode_baseline(read_bytes(Path(path), limits.max_file_size, KIND), str(path), limits)
+
+
+def read_baseline(path: Path, limits: Limits = DEFAULT_LIMITS) -> Baseline:
+    """Read and validate one baseline file into a ``Baseline``. FileNotFoundError passes through."""
+    return Baseline.from_document(read_document(path, limits))
+
+
+def write_baseline(path: Path, doc: dict) -> None:
+    """Validate, encode and atomically replace ``path`` while holding the baseline lock
+    (the folder is created when missing)."""
+    data = _encode(doc, f"`{path}`")
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    with baseline_lock(path):
+        remove_stale_temps(path)  # left by killed writers; no writer can be running now
+        atomic_write_bytes(path, data)

@@ -1,0 +1,196 @@
+"""The baseline document schema (format version 1) and its cross-field rules.
+
+Structure and per-value rules are declared once with the nodes of ``nodes.py`` and used
+by both the reader (``DOCUMENT.read``) and the writer (``DOCUMENT.conform``). Rules that
+span fields (sketch length vs width, shape product vs count, provider layers vs "layers")
+live in ``check_document`` and run on the result of either walk.
+"""
+
+from __future__ import annotations
+
+import re
+
+from gate.core.names import MAX_MODEL_NAME, MODEL_NAME_RE
+
+from ..nodes import I64_MAX, U64_MAX, Array, Bin, Float, Int, NameMap, Nullable, Record, Str
+from ..stream import Invalid, quote
+
+FORMAT = "parity-gate/baseline"
+VERSION = 1
+
+HEX_SHA256 = re.compile(r"[0-9a-f]{64}\Z")
+DTYPE = re.compile(r"[a-z][a-z0-9_]*\Z")
+NAME = Str("max_name_length")
+TEXT = Str("max_text_length", min_len=0)
+COUNT = Int(0, I64_MAX)
+DIGEST = Str(64, pattern=HEX_SHA256, rule="is not a lowercase hex sha256")
+MODEL = Str(MAX_MODEL_NAME, pattern=MODEL_NAME_RE, rule="is not a model name ([a-z0-9._-]+, at most 128 characters)")
+
+
+def _fingerprint(with_sketch: bool) -> Record:
+    fields = [
+        ("shape", Array(COUNT, "max_rank")),
+        ("dtype", Str(32, pattern=DTYPE, rule="is not a dtype name")),
+        ("count", COUNT),
+        ("nan", COUNT),
+        ("posinf", COUNT),
+        ("neginf", COUNT),
+        ("zero", COUNT),
+        ("min", Float()),
+        ("max", Float()),
+        ("sum", Float(nan=False)),
+        ("sumsq", Float(nan=False)),
+        ("sumabs", Float(nan=False)),
+        ("q", Array(Float(), "max_quantiles")),
+    ]
+    if with_sketch:
+        fields.append(("sketch", Bin("max_sketch_bytes")))
+    return Record(fields)
+
+
+REFERENCE_FP = _fingerprint(with_sketch=True)
+RUNTIME_FP = _fingerprint(with_sketch=False)
+
+META = Record(
+    [
+        ("parity_gate", TEXT),
+        ("torch", TEXT),
+        ("onnx", TEXT),
+        ("onnxruntime", TEXT),
+        ("onnxscript", Nullable(TEXT)),
+        ("exporter", Str(16, choices=("dynamo", "torchscript"))),
+        ("export_fallback", Nullable(TEXT)),
+        ("opset", Int(1, 10_000)),
+        ("inputs_digest", DIGEST),
+        ("weights_digest", DIGEST),
+        ("graph_digest", DIGEST),
+        ("machine", Record([("platform", TEXT), ("cpu", TEXT), ("python", TEXT)])),
+        (
+            "fingerprint",
+            Record(
+                [
+                    ("sketch_width", Int(1, "max_sketch_width")),
+                    ("sketch_seed", Int(0, U64_MAX)),
+                    ("quantiles", Array(Float(nan=False, lo=0.0, hi=1.0), "max_quantiles")),
+                ]
+            ),
+        ),
+        ("op_types", Array(NAME, "max_layers")),  # ONNX op types of the shipped graph (opset coverage audit)
+    ],
+    optional=("op_types",),
+)
+
+# "noise": run-to-run variation measured by `update-baseline --calibrate` (optional).
+LAYER = Record([("name", NAME), ("type", NAME), ("fp", REFERENCE_FP), ("noise", Float(nan=False, lo=0.0))],
+               optional=("noise",))
+
+RUNTIME_LAYER = Record(
+    [
+        ("status", Str(16, choices=("ok", "folded", "absent"))),
+        ("err", Nullable(Float(lo=0.0))),
+        ("fp", Nullable(RUNTIME_FP)),
+        ("noise", Float(nan=False, lo=0.0)),
+    ],
+    optional=("noise",),
+)
+
+# where ONNX Runtime placed the graph's nodes (placement audit); optional
+PLACEMENT = Record(
+    [
+        ("nodes", COUNT),
+        ("by_provider", NameMap(NAME, COUNT, "max_providers", "providers")),
+        ("fallback_ops", Array(NAME, "max_layers")),
+        ("fallback_nodes", Array(NAME, "max_layers")),
+    ]
+)
+
+DEVICE_ENTRY = Record(
+    [
+        ("precision", Str(16, choices=("float32", "float16", "bfloat16"))),
+        ("latency_ms", Nullable(Float(nan=False, lo=0.0))),
+        ("placement", Nullable(PLACEMENT)),
+        ("layers", NameMap(NAME, RUNTIME_LAYER, "max_layers", "layers")),
+    ],
+    optional=("latency_ms", "placement"),
+)
+
+DOCUMENT = Record(
+    [
+        ("format", Str(len(FORMAT), choices=(FORMAT,))),
+        ("version", Int(VERSION, VERSION)),
+        ("model", MODEL),
+        ("meta", META),
+        (
+            "reference",
+            Record(
+                [
+                    ("device", Str(8, choices=("cpu",))),
+                    ("dtype", Str(8, choices=("float64", "float32"))),
+                ]
+            ),
+        ),
+        ("layers", Array(LAYER, "max_layers")),
+        (
+            "providers",
+            NameMap(
+                NAME,
+                NameMap(NAME, DEVICE_ENTRY, "max_device_classes", "device classes"),
+                "max_providers",
+                "providers",
+            ),
+        ),
+    ]
+)
+
+
+def _check_fp(fp: dict, path: str, sketch_width: int, n_quantiles: int) -> None:
+    shape, count = fp["shape"], fp["count"]
+    if 0 in shape:
+        elements = 0
+    else:
+        elements = 1
+        for d in shape:  # stops once past the largest count: no huge products
+            elements *= d
+            if elements > I64_MAX:
+                break
+    if elements != count:
+        got = f"more than {I64_MAX:,}" if elements > I64_MAX else f"{elements:,}"
+        raise Invalid(f"{path}.count", f"shape {shape} has {got} elements but count is {count:,}")
+    special = fp["nan"] + fp["posinf"] + fp["neginf"] + fp["zero"]
+    if special > count:
+        raise Invalid(path, f"nan + posinf + neginf + zero = {special:,} exceeds count {count:,}")
+    if len(fp["q"]) != n_quantiles:
+        raise Invalid(
+            f"{path}.q", f"has {len(fp['q']):,} values but meta.fingerprint.quantiles has {n_quantiles:,}"
+        )
+    sketch = fp.get("sketch")
+    if sketch is not None and len(sketch) != sketch_width * 8:
+        raise Invalid(
+            f"{path}.sketch", f"is {len(sketch):,} bytes, expected sketch_width * 8 = {sketch_width * 8:,}"
+        )
+
+
+def check_document(doc: dict) -> dict:
+    """Cross-field rules on a structurally valid document; returns it with every provider
+    layer map put in the order of "layers" (the canonical order)."""
+    fpm = doc["meta"]["fingerprint"]
+    width, nq = fpm["sketch_width"], len(fpm["quantiles"])
+    order: dict[str, int] = {}
+    for i, layer in enumerate(doc["layers"]):
+        name = layer["name"]
+        if name in order:
+            raise Invalid(
+                f"layers[{i}].name", f"duplicate layer name {quote(name)} (also layers[{order[name]}])"
+            )
+        order[name] = i
+        _check_fp(layer["fp"], f"layers[{i}].fp", width, nq)
+    for prov, classes in doc["providers"].items():
+        for dev, entry in classes.items():
+            path = f"providers[{quote(prov)}][{quote(dev)}].layers"
+            for name, e in entry["layers"].items():
+                if name not in order:
+                    raise Invalid(path, f'layer {quote(name)} is not in "layers"')
+                if e["fp"] is not None:
+                    _check_fp(e["fp"], f"{path}[{quote(name)}].fp", width, nq)
+            entry["layers"] = dict(sorted(entry["layers"].items(), key=lambda kv: order[kv[0]]))
+    return doc

@@ -1,0 +1,124 @@
+"""Checked access to one object of an untrusted JSON document.
+
+``Obj`` wraps a parsed JSON object and the path that led to it, so every wrong field is one
+``FormatError`` line naming the file and the key (``report `r.json`: `models[0].name`: expected
+a string, got a number``). Unknown keys are ignored: newer writers may add fields.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from gate.errors import FormatError
+
+T = TypeVar("T")
+_MISSING: Any = object()
+
+
+def kind(value: object) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    return {str: "a string", list: "an array", dict: "an object"}.get(type(value), type(value).__name__)
+
+
+class Obj:
+    def __init__(self, data: object, source: str, path: str = ""):
+        self.source, self.path = source, path
+        if not isinstance(data, dict):
+            raise FormatError(f"{source}: `{path or '(top level)'}`: expected an object, got {kind(data)}")
+        self.data: dict[str, Any] = data
+
+    def _key(self, key: str) -> str:
+        return f"{self.path}.{key}" if self.path else key
+
+    def fail(self, key: str, message: str) -> None:
+        raise FormatError(f"{self.source}: `{self._key(key)}`: {message}")
+
+    def has(self, key: str) -> bool:
+        return self.data.get(key) is not None
+
+    def _missing(self, key: str, default: Any, what: str) -> Any:
+        if default is _MISSING:
+            self.fail(key, f"expected {what}, got {'null' if key in self.data else 'nothing (missing)'}")
+        return default
+
+    def str(self, key: str, default: Any = _MISSING) -> str:
+        value = self.data.get(key)
+        if value is None:
+            return self._missing(key, default, "a string")
+        if not isinstance(value, str):
+            self.fail(key, f"expected a string, got {kind(value)}")
+        return value
+
+    def opt_str(self, key: str) -> str | None:
+        return self.str(key, None)
+
+    def expect(self, key: str, wanted: str) -> None:
+        if self.data.get(key) != wanted:
+            self.fail(key, f"is {self.data.get(key)!r}, expected {wanted!r}")
+
+    def choice(self, key: str, choices: tuple[str, ...], default: Any = _MISSING) -> str:
+        value = self.str(key, default)
+        if value not in choices:
+            self.fail(key, f"{value[:40]!r} is not one of {', '.join(choices)}")
+        return value
+
+    def num(self, key: str) -> float | None:
+        value = self.data.get(key)
+        if value is None:
+            return None
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            self.fail(key, f"expected a number or null, got {kind(value)}")
+        if not math.isfinite(value):
+            self.fail(key, "expected a finite number or null")
+        return value
+
+    def int(self, key: str) -> int | None:
+        value = self.num(key)
+        if value is not None and not isinstance(value, int):
+            self.fail(key, f"expected an integer, got {value!r}")
+        return value
+
+    def bool(self, key: str) -> bool:
+        value = self.data.get(key, False)
+        if not isinstance(value, bool):
+            self.fail(key, f"expected true or false, got {kind(value)}")
+        return value
+
+    def _array(self, key: str, required: bool) -> list:
+        value = self.data.get(key)
+        if value is None:
+            if required:
+                self.fail(key, "expected an array, got nothing")
+            return []
+        if not isinstance(value, list):
+            self.fail(key, f"expected an array, got {kind(value)}")
+        return value
+
+    def strs(self, key: str) -> list[str]:
+        items = self._array(key, False)
+        for i, item in enumerate(items):
+            if not isinstance(item, str):
+                self.fail(f"{key}[{i}]", f"expected a string, got {kind(item)}")
+        return items
+
+    def objs(self, key: str, read: Callable[[Obj], T], required: bool = False) -> list[T]:
+        return [read(Obj(item, self.source, f"{self._key(key)}[{i}]"))
+                for i, item in enumerate(self._array(key, required))]
+
+    def opt_obj(self, key: str, read: Callable[[Obj], T]) -> T | None:
+        value = self.data.get(key)
+        return None if value is None else read(Obj(value, self.source, self._key(key)))
+
+    def free(self, key: str) -> dict[str, Any] | None:
+        """A free-form object (evidence, placement), passed on as parsed."""
+        value = self.data.get(key)
+        if value is not None and not isinstance(value, dict):
+            self.fail(key, f"expected an object or null, got {kind(value)}")
+        return value

@@ -1,0 +1,85 @@
+"""JSON reports (``--json``): the writer, and a reader as distrustful as the baseline reader.
+
+In the fork-safe flow, ``comment`` reads a report that a fork's run produced: its size and
+nesting depth are capped before anything walks it, and ``Report.from_dict`` checks every field
+the renderers use, so a bad report is one ``FormatError`` line naming the file and the key
+(exit 2), never a traceback or a comment that reads "None failed None".
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from gate.core.jsonsafe import plain
+from gate.errors import FormatError
+from gate.formats.atomic import atomic_write_bytes
+from gate.formats.fields import Obj
+from gate.verdict.types import Report
+
+MAX_BYTES = 256 * 1024 * 1024
+MAX_DEPTH = 64  # the writer nests about 10 deep (hint evidence series)
+
+
+def write_report(path: Path, report: Report) -> None:
+    """The report as JSON (NaN/Inf written as null), replaced atomically."""
+    text = json.dumps(plain(report.to_dict()), indent=1, allow_nan=False) + "\n"
+    atomic_write_bytes(path, text.encode())
+
+
+def _reject_constant(name: str) -> float:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _unique_keys(pairs: list[tuple[str, object]]) -> dict:
+    out = dict(pairs)
+    if len(out) != len(pairs):
+        seen: set[str] = set()
+        repeated = next(k for k, _ in pairs if k in seen or seen.add(k))
+        raise ValueError(f"key {repeated[:40]!r} appears twice in one object")
+    return out
+
+
+def _depth(value: object) -> int:
+    """Nesting depth of parsed JSON, without recursion."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        node, depth = stack.pop()
+        deepest = max(deepest, depth)
+        if depth > MAX_DEPTH:
+            break
+        children = node.values() if isinstance(node, dict) else node if isinstance(node, list) else ()
+        stack.extend((child, depth + 1) for child in children if isinstance(child, (dict, list)))
+    return deepest
+
+
+def parse_report(data: bytes, source: str) -> Report:
+    """A ``Report`` from JSON bytes; ``source`` names them in errors."""
+    where = f"report `{source}`"
+    try:
+        doc = json.loads(data, parse_constant=_reject_constant, object_pairs_hook=_unique_keys)
+    except RecursionError:
+        raise FormatError(f"{where}: nested deeper than {MAX_DEPTH} levels") from None
+    except (UnicodeDecodeError, ValueError) as e:
+        raise FormatError(f"{where}: not JSON ({e})") from None
+    if _depth(doc) > MAX_DEPTH:
+        raise FormatError(f"{where}: nested deeper than {MAX_DEPTH} levels")
+    return Report.from_dict(Obj(doc, where))
+
+
+def load_report(path: str | Path) -> Report:
+    """Read and check the report at ``path``; FormatError names the file and the problem."""
+    path = Path(path)
+    try:
+        size = path.stat().st_size
+    except FileNotFoundError:
+        raise FormatError(f"report `{path}`: no such file") from None
+    except OSError as e:
+        raise FormatError(f"report `{path}`: cannot read ({e.strerror})") from None
+    if size > MAX_BYTES:
+        raise FormatError(f"report `{path}`: {size:,} bytes is over the {MAX_BYTES:,}-byte limit")
+    try:
+        data = path.read_bytes()
+    except OSError as e:
+        raise FormatError(f"report `{path}`: cannot read ({e.strerror})") from None
+    return parse_report(data, str(path))

@@ -1,0 +1,56 @@
+"""A bundle: the folder that holds one exported model for the runners.
+
+``model.onnx`` (the graph that ships), ``inputs.npz`` (the inputs as ``arg0``..``argN-1``, no
+pickles) and ``run.msgpack.zst`` (a result file with the model's run so far: the reference's
+fingerprints, the layer -> ONNX value map, and the providers that already ran). ``check``
+writes one to a temporary folder; ``export --out DIR`` writes ``DIR/<model>/``, and
+``collect --from DIR`` runs providers on them on a runner that has no torch.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from gate.core.runs import ModelRun
+from gate.errors import FormatError
+
+from .codec import read_run, write_runs
+
+MODEL, INPUTS, RUN = "model.onnx", "inputs.npz", "run.msgpack.zst"
+
+
+@dataclass(frozen=True)
+class Bundle:
+    folder: Path
+
+    @property
+    def model(self) -> Path:
+        return self.folder / MODEL
+
+    @property
+    def has_model(self) -> bool:
+        return self.model.is_file()
+
+    def write(self, run: ModelRun, proto_bytes: bytes | None = None, inputs: list[np.ndarray] | None = None) -> None:
+        self.folder.mkdir(parents=True, exist_ok=True)
+        if proto_bytes is not None:
+            self.model.write_bytes(proto_bytes)
+        if inputs is not None:
+            np.savez(self.folder / INPUTS, **{f"arg{i}": a for i, a in enumerate(inputs)})
+        self.write_run(run)
+
+    def write_run(self, run: ModelRun) -> None:
+        write_runs(self.folder / RUN, [run])
+
+    def read_run(self) -> ModelRun:
+        return read_run(self.folder / RUN)
+
+    def inputs(self) -> list[np.ndarray]:
+        try:
+            with np.load(self.folder / INPUTS, allow_pickle=False) as npz:
+                return [npz[f"arg{i}"] for i in range(len(npz.files))]
+        except (OSError, ValueError, KeyError) as exc:
+            raise FormatError(f"bundle `{self.folder}`: cannot read {INPUTS} ({type(exc).__name__}: {exc})") from None

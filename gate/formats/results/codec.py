@@ -1,0 +1,150 @@
+"""Result files: what ``export`` and ``collect`` write and ``report`` merges (docs/formats.md).
+
+One zstd frame (content size recorded) holding one msgpack map ``{"format":
+"parity-gate/result", "version": 1, "runs": [...]}``; each run is a ``ModelRun``. Files travel
+between runners as artifacts, so the reader is the baseline reader's twin: sizes capped before
+allocation, the schema checked while streaming, cross-field rules after, and every problem one
+``FormatError`` line naming the file.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import msgpack
+import zstandard
+
+from gate.core.runs import LayerInfo, Meta, ModelRun, OnnxSite, ProviderLayer, ProviderRun, RunError
+from gate.core.target import Target
+from gate.errors import FormatError
+from gate.fingerprint import Fingerprint
+
+from ..atomic import atomic_write_bytes
+from ..frame import FileKind, check_version, read_bytes, unframe
+from ..limits import Limits
+from ..stream import Invalid, StreamReader, quote
+from .schema import DOCUMENT, FORMAT, VERSION
+
+KIND = FileKind("result file", FORMAT, VERSION, "re-create it with `parity-gate export` / `parity-gate collect`")
+# A result holds one baseline's worth of data per run and provider: the baseline caps, widened.
+LIMITS = Limits(max_file_size=256 * 1024 * 1024, max_decompressed_size=1024 * 1024 * 1024)
+
+
+def _fp(fp: Fingerprint | None, sketch: bool) -> dict | None:
+    return None if fp is None else fp.to_dict(sketch=sketch)
+
+
+def run_to_dict(run: ModelRun) -> dict[str, Any]:
+    return {
+        "model": run.name,
+        "meta": run.meta.to_dict(),
+        "reference": {"device": "cpu", "dtype": run.reference_dtype},
+        "error": None if run.error is None else {"status": run.error.status, "message": run.error.message},
+        "layers": [{"name": x.name, "type": x.type, "fp": x.fp.to_dict(sketch=True)} for x in run.layers],
+        "onnx_map": {k: {"kind": s.kind, "value": s.value, "output": s.output, "reason": s.reason}
+                     for k, s in run.onnx_map.items()},
+        "providers": [
+            {"name": p.name, "precision": p.precision, "device": p.target.label, "status": p.status,
+             "reason": p.reason, "error_status": p.error_status, "latency_ms": p.latency_ms,
+             "placement": p.placement, "capture_peak_bytes": p.capture_peak_bytes,
+             "layers": {n: {"status": pl.status, "err": pl.err, "reason": pl.reason, "fp": _fp(pl.fp, False)}
+                        for n, pl in p.layers.items()}}
+            for p in run.providers
+        ],
+    }
+
+
+def _provider(p: dict[str, Any]) -> ProviderRun:
+    target = Target.parse(p["name"], p["device"])
+    if target.precision != p["precision"]:
+        raise Invalid(f"providers[{quote(p['name'])}].device", f"{quote(p['device'])} does not carry precision "
+                      f"{p['precision']}")
+    prun = ProviderRun(target, p["status"], p["reason"], p["error_status"], latency_ms=p["latency_ms"],
+                       placement=p["placement"], capture_peak_bytes=p["capture_peak_bytes"])
+    for n, pl in p["layers"].items():
+        fp = None if pl["fp"] is None else Fingerprint.from_dict(pl["fp"])
+        prun.layers[n] = ProviderLayer(pl["status"], fp, pl["err"], pl["reason"])
+    return prun
+
+
+def run_from_dict(d: dict[str, Any]) -> ModelRun:
+    """A run from a document the schema has validated; cross-field rules raise ``Invalid``."""
+    run = ModelRun(d["model"], Meta.from_dict(d["meta"]), d["reference"]["dtype"],
+                   error=None if d["error"] is None else RunError(d["error"]["status"], d["error"]["message"]))
+    run.layers = [LayerInfo(x["name"], x["type"], Fingerprint.from_dict(x["fp"])) for x in d["layers"]]
+    names = {x.name for x in run.layers}
+    if len(names) != len(run.layers):
+        raise Invalid(f"run {quote(run.name)}.layers", "a layer name appears twice")
+    for key, site in d["onnx_map"].items():
+        if key not in names:
+            raise Invalid(f"run {quote(run.name)}.onnx_map", f"{quote(key)} is not a layer of the run")
+        run.onnx_map[key] = OnnxSite(site["kind"], site["value"], site["output"], site["reason"])
+    run.providers = [_provider(p) for p in d["providers"]]
+    for prun in run.providers:
+        unknown = next((n for n in prun.layers if n not in names), None)
+        if unknown is not None and names:
+            raise Invalid(f"run {quote(run.name)}.providers[{quote(prun.name)}].layers",
+                          f"{quote(unknown)} is not a layer of the run")
+    return run
+
+
+def write_runs(path: Path, runs: list[ModelRun]) -> None:
+    """Write ``runs`` atomically; a run the schema refuses is one FormatError naming the file."""
+    try:
+        doc = DOCUMENT.conform({"format": FORMAT, "version": VERSION, "runs": [run_to_dict(r) for r in runs]}, "",
+                               LIMITS)
+    except Invalid as exc:
+        raise FormatError(f"result file `{path}`: cannot write: {exc}") from None
+    raw = msgpack.packb(doc, use_bin_type=True)
+    atomic_write_bytes(path, zstandard.ZstdCompressor(level=3, write_content_size=True).compress(raw))
+
+
+def read_runs(path: Path) -> list[ModelRun]:
+    """The runs in a result file; one FormatError line naming the file and the rule otherwise."""
+    where = f"result file `{path}`"
+    try:
+        raw = unframe(read_bytes(Path(path), LIMITS.max_file_size, KIND), LIMITS, KIND)
+        check_version(raw, LIMITS, KIND)
+        reader = StreamReader(raw, LIMITS)
+        doc = DOCUMENT.read(reader, "", LIMITS)
+        if reader.pos != len(raw):
+            raise Invalid("", f"trailing data after the msgpack map ({len(raw) - reader.pos:,} more bytes)")
+        return [run_from_dict(r) for r in doc["runs"]]
+    except FileNotFoundError:
+        raise FormatError(f"{where}: does not exist") from None
+    except Invalid as exc:
+        raise FormatError(f"{where}: {exc}") from None
+    except FormatError as exc:  # a fingerprint the schema lets through but the type refuses
+        raise FormatError(f"{where}: {exc}") from None
+
+
+def read_run(path: Path) -> ModelRun:
+    """The one run of a bundle's result file."""
+    runs = read_runs(path)
+    if len(runs) != 1:
+        raise FormatError(f"result file `{path}`: holds {len(runs)} runs; a bundle's holds exactly one")
+    return runs[0]
+
+
+def merge(runs: list[ModelRun]) -> list[ModelRun]:
+    """One run per model: the reference from the first file, targets from all of them.
+
+    Runs of one model must share weights and inputs (the digests); the ONNX bytes may differ
+    between runners that exported separately (stack-trace metadata holds file paths). A target
+    seen twice keeps its first result.
+    """
+    merged: dict[str, ModelRun] = {}
+    for run in runs:
+        first = merged.get(run.name)
+        if first is None:
+            merged[run.name] = run
+            continue
+        for key in ("weights_digest", "inputs_digest"):
+            if getattr(first.meta, key) != getattr(run.meta, key):
+                raise FormatError(f"result files disagree on model `{run.name}` ({key} differs): they come "
+                                  "from different exports; collect every runner from one `parity-gate export`")
+        first.error = first.error or run.error
+        have = {p.target for p in first.providers}
+        first.providers.extend(p for p in run.providers if p.target not in have)
+    return list(merged.values())

@@ -1,0 +1,64 @@
+"""Schema of result files (``export``/``collect`` output, merged by ``report``), read with the
+same streaming, check-before-allocate reader as baselines: result files arrive as artifacts
+from other runners and are as untrusted as a baseline in a pull request."""
+
+from __future__ import annotations
+
+from gate.core.runs import ERROR_STATUSES, LAYER_STATUSES, RUN_STATUSES, SITE_KINDS
+from gate.core.target import PRECISIONS
+
+from ..baseline.schema import COUNT, DIGEST, LAYER, MODEL, NAME, PLACEMENT, RUNTIME_FP, TEXT
+from ..nodes import Array, Float, Int, NameMap, Nullable, Record, Str
+
+FORMAT, VERSION = "parity-gate/result", 1
+
+STATUS = Str(32, choices=ERROR_STATUSES)
+NULL_TEXT = Nullable(TEXT)
+
+# An export that failed leaves most of meta empty: every field may be nil or absent here.
+META = Record([
+    ("parity_gate", NULL_TEXT), ("torch", NULL_TEXT), ("onnx", NULL_TEXT), ("onnxruntime", NULL_TEXT),
+    ("onnxscript", NULL_TEXT), ("exporter", NULL_TEXT), ("export_fallback", NULL_TEXT),
+    ("opset", Nullable(Int(0, 10_000))),
+    ("inputs_digest", Nullable(DIGEST)), ("weights_digest", Nullable(DIGEST)), ("graph_digest", Nullable(DIGEST)),
+    ("machine", Nullable(Record([("platform", TEXT), ("cpu", TEXT), ("python", TEXT)]))),
+    ("fingerprint", Nullable(Record([
+        ("sketch_width", Int(1, "max_sketch_width")), ("sketch_seed", Int(0, 2**64 - 1)),
+        ("quantiles", Array(Float(nan=False, lo=0.0, hi=1.0), "max_quantiles")),
+    ]))),
+    ("op_types", Array(NAME, "max_layers")),
+], optional=("parity_gate", "torch", "onnx", "onnxruntime", "onnxscript", "exporter", "export_fallback", "opset",
+             "inputs_digest", "weights_digest", "graph_digest", "machine", "fingerprint", "op_types"))
+
+ONNX_VALUE = Record([
+    ("kind", Str(16, choices=SITE_KINDS)),
+    ("value", NULL_TEXT), ("output", Nullable(Int(0, 1_000_000))), ("reason", NULL_TEXT),
+])
+
+PROVIDER_LAYER = Record([
+    ("status", Str(16, choices=LAYER_STATUSES)),
+    ("err", Nullable(Float(lo=0.0))), ("reason", NULL_TEXT), ("fp", Nullable(RUNTIME_FP)),
+])
+
+PROVIDER = Record([
+    ("name", NAME), ("precision", Str(16, choices=PRECISIONS)), ("device", NAME),
+    ("status", Str(16, choices=RUN_STATUSES)), ("reason", NULL_TEXT), ("error_status", Nullable(STATUS)),
+    ("latency_ms", Nullable(Float(nan=False, lo=0.0))), ("placement", Nullable(PLACEMENT)),
+    ("capture_peak_bytes", Nullable(COUNT)),
+    ("layers", NameMap(NAME, PROVIDER_LAYER, "max_layers", "layers")),
+])
+
+RUN = Record([
+    ("model", MODEL), ("meta", META),
+    ("reference", Record([("device", Str(8, choices=("cpu",))), ("dtype", Str(8, choices=("float64", "float32")))])),
+    ("error", Nullable(Record([("status", STATUS), ("message", TEXT)]))),
+    ("layers", Array(LAYER, "max_layers")),
+    ("onnx_map", NameMap(NAME, ONNX_VALUE, "max_layers", "layers")),
+    ("providers", Array(PROVIDER, "max_providers")),
+])
+
+DOCUMENT = Record([
+    ("format", Str(len(FORMAT), choices=(FORMAT,))),
+    ("version", Int(VERSION, VERSION)),
+    ("runs", Array(RUN, "max_runs")),
+])

@@ -1,0 +1,50 @@
+"""Deterministic model inputs.
+
+Declared inputs are generated with NumPy from (seed, input index), so any runner, with or
+without torch, rebuilds the same bytes. ``digest`` fixes them in the baseline: a check run on
+other inputs is refused rather than compared.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+import numpy as np
+
+from gate.config.types import InputSpec
+
+_NUMPY = {"float32": np.float32, "float64": np.float64, "float16": np.float16, "int64": np.int64,
+          "int32": np.int32, "int8": np.int8, "uint8": np.uint8, "bool": np.bool_}
+
+
+def generate(specs: tuple[InputSpec, ...], seed: int) -> list[np.ndarray]:
+    """One array per spec: floats ~ N(0, 1) (or U[low, high)), integers ~ U{low..high-1} (default 0..99)."""
+    arrays = []
+    for index, spec in enumerate(specs):
+        rng = np.random.default_rng([seed, index])
+        if spec.dtype in ("float32", "float64", "float16", "bfloat16"):
+            if spec.low is not None or spec.high is not None:
+                low = 0.0 if spec.low is None else spec.low
+                high = low + 1.0 if spec.high is None else spec.high
+                values = rng.uniform(low, high, size=spec.shape)
+            else:
+                values = rng.standard_normal(size=spec.shape)
+            # bfloat16 inputs are generated as float32 and cast by the torch side.
+            arrays.append(values.astype(np.float32 if spec.dtype == "bfloat16" else _NUMPY[spec.dtype]))
+        elif spec.dtype == "bool":
+            arrays.append(rng.integers(0, 2, size=spec.shape).astype(np.bool_))
+        else:
+            low = 0 if spec.low is None else int(spec.low)
+            high = 100 if spec.high is None else int(spec.high)
+            arrays.append(rng.integers(low, high, size=spec.shape).astype(_NUMPY[spec.dtype]))
+    return arrays
+
+
+def digest(names: list[str], arrays: list[np.ndarray]) -> str:
+    """sha256 over names, dtypes, shapes and bytes of the inputs."""
+    h = hashlib.sha256()
+    for name, array in zip(names, arrays, strict=True):
+        a = np.ascontiguousarray(array)
+        h.update(f"{name}|{a.dtype.str}|{a.shape}|".encode())
+        h.update(a.tobytes())
+    return h.hexdigest()

@@ -1,0 +1,14 @@
+"""Reports for people: Markdown for the PR comment and the job summary (the console is the
+CLI's, in ``gate.cli.console``)."""
+
+from __future__ import annotations
+
+from gate.render.markdown import COMMENT_LIMIT, SUMMARY_LIMIT, Links, headline_text, render_markdown
+
+__all__ = [
+    "COMMENT_LIMIT",
+    "SUMMARY_LIMIT",
+    "Links",
+    "headline_text",
+    "render_markdown",
+]

@@ -1,0 +1,360 @@
+"""Markdown for a JSON report: the PR comment and the job summary.
+
+The comment must fit GitHub's 65,536-character limit whatever the model size, so the
+renderer tries a ladder of detail levels (all layer rows, fewer rows, no per-layer tables,
+no charts, the headline alone) and keeps the richest one that fits. What is never dropped:
+the headline naming the first regression, and the notices for errored models, missing
+baselines and skipped providers (a shortened comment must not read as a pass).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gate.render.chart import error_chart
+from gate.render.text import MESSAGE_CAP, attr, clip, code, link, num, plain
+from gate.verdict.types import ModelVerdict, ProviderVerdict, Regression, Report, Row
+
+COMMENT_LIMIT = 65_536
+# The job summary takes 1 MiB per step; 4 bytes per character at worst.
+SUMMARY_LIMIT = 250_000
+MAX_CHARTS = 3
+MAX_LIST = 20
+
+ICON = {"pass": "✅", "regressed": "❌", "error": "💥", "no-baseline": "🆕", "skipped": "⏭️"}
+ROW_ICON = {"pass": "✅", "fail": "❌", "folded": "➖", "absent": "∅", "new": "🆕", "missing": "❓"}
+QUIET_ROWS = ("pass", "folded")
+
+
+@dataclass(frozen=True)
+class Links:
+    """Where the reader finds more: the workflow run (its job summary) and the report artifact."""
+
+    run_url: str | None = None
+    artifact_url: str | None = None
+
+
+@dataclass(frozen=True)
+class _Level:
+    rows: int | None  # layer rows per provider table; None = all
+    details: bool
+    charts: bool
+    models: bool  # per-model sections (provider tables)
+
+
+_LADDER = (
+    _Level(None, True, True, True),
+    _Level(200, True, True, True),
+    _Level(50, True, True, True),
+    _Level(10, True, True, True),
+    _Level(0, False, True, True),
+    _Level(0, False, False, True),
+    _Level(0, False, False, False),
+)
+_BRIEF = 5  # the first level without per-layer tables and charts
+
+
+def render_markdown(
+    report: Report,
+    *,
+    marker: str = "",
+    links: Links | None = None,
+    limit: int = COMMENT_LIMIT,
+    summary: bool = False,
+    brief: bool = False,
+) -> str:
+    """The whole Markdown document for ``report``, at most ``limit`` characters (UTF-16 units, see size()).
+
+    ``summary=True`` renders for the job summary: a shortened one points at the artifact only.
+    ``brief=True`` starts without per-layer tables and charts (the retry after GitHub refused a body).
+    """
+    links = links or Links()
+    for level in _LADDER[_BRIEF:] if brief else _LADDER:
+        text = _Doc(report, marker, links, level, shortened=level is not _LADDER[0], summary=summary).render()
+        if size(text) <= limit:
+            return text
+    # Pathological reports (thousands of models, errors in every one): headline + pointer, cut hard.
+    doc = _Doc(report, marker, links, _LADDER[-1], shortened=True, summary=summary)
+    tail = "\n\n" + doc.pointer() + "\n"
+    head = "\n\n".join(p for p in (marker, doc.headline()) if p)
+    return clip_block(head, limit - size(tail)) + tail
+
+
+def size(text: str) -> int:
+    """Length as GitHub may count it: UTF-16 code units (an emoji outside the BMP counts twice)."""
+    return len(text) + sum(1 for ch in text if ord(ch) > 0xFFFF)
+
+
+def clip_block(text: str, cap: int) -> str:
+    """Cut at a line end so that the text and an ellipsis line fit in ``cap``."""
+    if size(text) <= cap:
+        return text
+    budget = max(0, cap - 2)  # "\n…"
+    while size(text) > budget:
+        cut = text.rfind("\n", 0, len(text) - 1)
+        text = text[:cut] if cut > 0 else text[: max(0, len(text) - (size(text) - budget))]
+    return text + "\n…"
+
+
+def headline_text(report: Report) -> str:
+    """One plain line for the verdict line: what failed, where, by how much; on a pass, the scope."""
+    fr = report.first_regression
+    if fr:
+        return f"{fr.model}: layer {fr.layer} on {fr.provider} failed {fr.check} ({num(fr.value)} > {num(fr.threshold)})"
+    errors = [m for m in report.models if m.status == "error"]
+    if errors:
+        e = errors[0].error or {}
+        return f"{errors[0].name}: {e.get('status', 'error')}: {clip(e.get('message', ''), 200)}"
+    missing = [m.name for m in report.models if m.status == "no-baseline"]
+    if missing:
+        return f"{missing[0]}: no baseline (create it with `parity-gate update-baseline --model {missing[0]}`)"
+    s = report.summary
+    return f"{s.models} model{'s' * (s.models != 1)}, {s.layers:,} layers"
+
+
+class _Doc:
+    def __init__(self, report: Report, marker: str, links: Links, level: _Level, shortened: bool, summary: bool):
+        self.r, self.marker, self.links, self.level, self.shortened = report, marker, links, level, shortened
+        self.summary = summary
+        self.models: list[ModelVerdict] = report.models
+        self.rows_total = 0
+        self.rows_shown = 0
+        self.charts_left = MAX_CHARTS
+
+    def render(self) -> str:
+        parts = [self.marker, self.headline(), self.notices(), self.overview()]
+        if self.level.models:
+            parts += [self.model_section(m) for m in self.models]
+        if self.shortened:
+            parts.append(self.pointer())
+        parts.append(self.footer())
+        return "\n\n".join(p for p in parts if p) + "\n"
+
+    # -- headline -------------------------------------------------------------------------
+    def headline(self) -> str:
+        s = self.r.summary
+        providers = s.providers or sorted({p.name for m in self.models for p in m.providers})
+        scope = (f"{s.models} model{'s' * (s.models != 1)}, {s.layers:,} layers, {len(providers)} "
+                 f"provider{'s' * (len(providers) != 1)}")
+        fr = self.r.first_regression
+        errors = [m for m in self.models if m.status == "error"]
+        if fr:
+            return f"{_title(fr)}\n\n{_first_body(fr)}\n\n{scope}; {num(s.regressions)} regression(s), {num(s.errors)} error(s)."
+        if self.r.verdict == "error" or errors:
+            names = ", ".join(code(m.name) for m in errors[:MAX_LIST]) or "a model"
+            return f"### 💥 parity-gate: {len(errors) or 'a'} model{'s' * (len(errors) != 1)} failed: {names}\n\n{scope}."
+        if self.r.verdict == "regressed":
+            missing = [m for m in self.models if m.status == "no-baseline"]
+            what = f"no baseline for {', '.join(code(m.name) for m in missing[:MAX_LIST])}" if missing else "regressed"
+            return f"### ❌ parity-gate: {what}\n\n{scope}."
+        unchecked = sum(1 for m in self.models for p in m.providers if p.status in ("skipped", "error"))
+        note = f" ({unchecked} provider run{'s' * (unchecked != 1)} not checked, see below)" if unchecked else ""
+        return f"### ✅ parity-gate: passed{note}\n\n{scope}."
+
+    # -- notices: everything that is not a plain pass must stay visible --------------------------
+    def notices(self) -> str:
+        items = [item for m in self.models for item in _model_notices(m)]
+        changes = self.r.baseline_changes or []
+        if changes:
+            shown = ", ".join(code(c) for c in changes[:MAX_LIST])
+            more = f" and {len(changes) - MAX_LIST} more" if len(changes) > MAX_LIST else ""
+            items.append(f"📝 This pull request changes baseline files: {shown}{more}.")
+        if len(items) > 2 * MAX_LIST:
+            items = items[: 2 * MAX_LIST] + [f"… and {len(items) - 2 * MAX_LIST} more notices (see the job summary)."]
+        return "\n".join(f"- {i}" for i in items)
+
+    # -- tables ------------------------------------------------------------------------------
+    def overview(self) -> str:
+        rows = ["| model | status | layers | providers | first regression |", "| --- | --- | ---: | --- | --- |"]
+        cap = len(self.models) if self.level.models else 50
+        for m in self.models[:cap]:
+            provs = " ".join(f"{ICON.get(p.status, '❔')}&nbsp;{_provider_label(p, m)}" for p in m.providers)
+            rows.append(f"| {code(m.name)} | {_status(m.status)} | {num(m.layers)} | {provs or '—'} | "
+                        f"{_first(m.first_regression)} |")
+        if len(self.models) > cap:
+            rows.append(f"| … {len(self.models) - cap} more models | | | | |")
+        return "\n".join(rows)
+
+    def model_section(self, m: ModelVerdict) -> str:
+        out = [f"#### {code(m.name)}"]
+        meta = [f"exporter {plain(m.exporter, 40)}" if m.exporter else "", f"opset {m.opset}" if m.opset else "",
+                f"reference cpu/{plain(m.reference_dtype, 20)}"]
+        if m.baseline_path:
+            meta.append(f"baseline {code(m.baseline_path)}")
+        out.append(" · ".join(x for x in meta if x))
+        if m.error:
+            out.append(f"💥 **{plain(m.error.get('status', 'error'), 20)}**: "
+                       f"{plain(m.error.get('message', ''), 2 * MESSAGE_CAP)}")
+        if m.providers:
+            out.append(_provider_table(m.providers))
+        audits = [a for p in m.providers for a in p.audits]
+        if audits:
+            out.append("\n".join(f"{'❌' if a.status == 'fail' else '⚠️'} {plain(a.check, 20)}: "
+                                  f"{plain(a.message, MESSAGE_CAP)}" for a in audits[:10]))
+        hints = [h for h in m.hints if h.kind != "hints-unavailable"]
+        if hints and m.status in ("regressed", "error"):
+            out.append("**Diagnosis**\n\n" + "\n".join(
+                f"- {code(h.kind)} at {code(h.layer or '—')}{(' on ' + code(h.provider)) if h.provider else ''}: "
+                f"{plain(h.message, MESSAGE_CAP)}" for h in hints[:6]))
+        if self.level.charts:
+            for p in m.providers:
+                if p.status == "regressed" and self._take_chart():
+                    chart = error_chart(m.name, p)
+                    if chart:
+                        out.append(chart)
+        if self.level.details:
+            first = self.r.first_regression
+            for p in m.providers:
+                if p.rows:
+                    is_first = first is not None and (first.model, first.provider) == (m.name, p.name) and \
+                        first.precision in (None, p.precision)
+                    out.append(self.layer_details(m.name, p, is_first))
+        return "\n\n".join(out)
+
+    def _take_chart(self) -> bool:
+        self.charts_left -= 1
+        return self.charts_left >= 0
+
+    def layer_details(self, model: str, p: ProviderVerdict, open_: bool) -> str:
+        layers = p.rows
+        chosen = _choose_rows(layers, self.level.rows)
+        self.rows_total += len(layers)
+        self.rows_shown += len(chosen)
+        failed = sum(1 for row in layers if row.status == "fail")
+        summary = (f"<summary><b>{attr(model)}</b> · {attr(p.name)} ({attr(p.precision or '?', 20)}): "
+                   f"{failed} of {len(layers):,} layers failed</summary>")
+        rows = ["| # | layer | type | status | check | value | threshold | baseline | note |",
+                "| ---: | --- | --- | --- | --- | ---: | ---: | ---: | --- |"]
+        prev = -1
+        for i in chosen:
+            if i != prev + 1:
+                rows.append(f"| … | {i - prev - 1:,} rows not shown | | | | | | | |")
+            rows.append(_row_line(i, layers[i]))
+            prev = i
+        if prev != len(layers) - 1:
+            rows.append(f"| … | {len(layers) - prev - 1:,} rows not shown | | | | | | | |")
+        return f"<details{' open' if open_ else ''}>\n{summary}\n\n" + "\n".join(rows) + "\n\n</details>"
+
+    # -- pointer and footer --------------------------------------------------------------------
+    def pointer(self) -> str:
+        places = [] if self.summary else [link("job summary", self.links.run_url)]
+        places.append(link("report artifact", self.links.artifact_url))
+        what = "job summary is shortened to fit GitHub's 1 MiB" if self.summary else \
+            "comment is shortened to fit GitHub's 65,536-character"
+        return (
+            f"> ✂️ This {what} limit"
+            + (f" ({self.rows_shown:,} of {self.rows_total:,} layer rows shown)" if self.rows_total else "")
+            + f". The full report is in the {' and the '.join(places)}."
+        )
+
+    def footer(self) -> str:
+        env = self.r.environment
+        bits = [
+            link("workflow run", self.links.run_url) if self.links.run_url else "",
+            link("report artifact", self.links.artifact_url) if self.links.artifact_url else "",
+        ]
+        for key, label in (("parity_gate", "parity-gate"), ("torch", "torch"), ("onnxruntime", "onnxruntime"),
+                           ("onnx", "onnx"), ("python", "python"), ("platform", ""), ("backend", "fingerprint")):
+            if env.get(key):
+                bits.append(f"{label} {plain(env[key], 60)}".strip())
+        return "<sub>" + " · ".join(b for b in bits if b) + "</sub>" if any(bits) else ""
+
+
+def _title(fr: Regression) -> str:
+    precision = f" ({plain(fr.precision, 20)})" if fr.precision else ""
+    return (f"### ❌ parity-gate: {code(fr.model)} regressed at layer {code(fr.layer)} "
+            f"on {code(fr.provider)}{precision}")
+
+
+def _first_body(fr: Regression) -> str:
+    body = (
+        f"**First regression:** model {code(fr.model)}, layer {code(fr.layer)}"
+        f"{' (' + code(fr.type) + ')' if fr.type else ''}, provider {code(fr.provider)}"
+        f"{' (' + plain(fr.precision, 20) + ')' if fr.precision else ''}: "
+        f"check **{plain(fr.check, 40)}** measured **{num(fr.value)}**, threshold **{num(fr.threshold)}**."
+    )
+    return body + (f"\n> {plain(fr.message)}" if fr.message else "")
+
+
+def _model_notices(m: ModelVerdict) -> list[str]:
+    items = []
+    if m.status == "error":
+        e = m.error or {}
+        items.append(f"💥 {code(m.name)} failed: **{plain(e.get('status', 'error'), 20)}**: "
+                     f"{plain(e.get('message', ''))}")
+    elif m.status == "no-baseline":
+        where = f" at {code(m.baseline_path)}" if m.baseline_path else ""
+        items.append(f"🆕 {code(m.name)} has no baseline{where}: create it with "
+                     f"{code(f'parity-gate update-baseline --model {m.name}', 200)} and commit it.")
+    if m.reference_dtype == "float32":
+        items.append(f"ℹ️ {code(m.name)}: float32 reference (the model could not run in float64).")
+    if m.export_fallback:
+        items.append(f"ℹ️ {code(m.name)}: export fell back to {plain(m.export_fallback, 200)}.")
+    for p in m.providers:
+        if p.status == "skipped":
+            items.append(f"⏭️ {code(m.name)} · {code(p.name)} not checked: {plain(_reason(p))}")
+        elif p.status == "error":
+            items.append(f"💥 {code(m.name)} · {code(p.name)} failed: {plain(_reason(p))}")
+        elif p.status == "no-baseline" and m.status != "no-baseline":
+            command = f"parity-gate update-baseline --model {m.name} --provider {p.name}"
+            items.append(f"🆕 {code(m.name)} · {code(p.name)} has no baseline entry: run {code(command, 260)} "
+                         "on a runner that has it.")
+    return items
+
+
+def _provider_table(providers: list[ProviderVerdict]) -> str:
+    head = ["| provider | role | precision | device | status | checked | failed | folded | latency | first regression |",
+            "| --- | --- | --- | --- | --- | ---: | ---: | ---: | ---: | --- |"]
+    return "\n".join(head + [
+        f"| {code(p.name)} | {plain(p.role, 20)} | {plain(p.precision, 20)} | {plain(p.device, 40)} | "
+        f"{_status(p.status)}{(' — ' + plain(_reason(p), 200)) if p.reason else ''} | {num(p.checked)} | "
+        f"{num(p.failed)} | {num(p.folded)} | "
+        f"{num(p.latency_ms) + ' ms' if p.latency_ms is not None else '—'} | {_first(p.first_regression)} |"
+        for p in providers])
+
+
+def _row_line(i: int, row: Row) -> str:
+    note = plain(row.message, 160) if row.message and row.status not in QUIET_ROWS else ""
+    return (f"| {i + 1} | {code(row.layer)} | {code(row.type, 60) if row.type else ''} | "
+            f"{ROW_ICON.get(row.status, '❔')} {plain(row.status, 20)} | {plain(row.check or '', 40)} | "
+            f"{num(row.value)} | {num(row.threshold)} | {num(row.baseline)} | {note} |")
+
+
+def _provider_label(p: ProviderVerdict, m: ModelVerdict) -> str:
+    """The provider's name, with its precision when the model runs that provider twice (torch-cpu float64/float32)."""
+    twice = sum(1 for q in m.providers if q.name == p.name) > 1
+    return code(p.name, 60) + (f"&nbsp;{plain(p.precision, 20)}" if twice and p.precision else "")
+
+
+def _reason(p: ProviderVerdict) -> str:
+    """The provider's reason without a repeated "skipped: " / "error: " prefix."""
+    reason = str(p.reason or p.status or "")
+    prefix = f"{p.status}:"
+    return reason[len(prefix):].strip() if reason.startswith(prefix) else reason
+
+
+def _status(status: str | None) -> str:
+    return f"{ICON.get(status, '❔')} {plain(status or 'unknown', 20)}"
+
+
+def _first(fr: Regression | None) -> str:
+    if not fr:
+        return "—"
+    provider = f" on {code(fr.provider, 60)}" if fr.provider else ""
+    return f"{code(fr.layer)}{provider}: {plain(fr.check, 40)} {num(fr.value)} > {num(fr.threshold)}"
+
+
+def _choose_rows(layers: list[Row], cap: int | None) -> list[int]:
+    """All rows, or the notable ones (failures, new/missing layers) first, then the rest in order."""
+    if cap is None or len(layers) <= cap:
+        return list(range(len(layers)))
+    notable = [i for i, row in enumerate(layers) if row.status not in QUIET_ROWS]
+    chosen = notable[:cap]
+    if len(chosen) < cap:  # fill with the rows leading up to the first notable one (its context)
+        start, taken = (notable[0] if notable else 0), set(chosen)
+        context = [i for i in range(max(0, start - (cap - len(chosen))), len(layers)) if i not in taken]
+        chosen += context[: cap - len(chosen)]
+    return sorted(chosen)
+
+
+__all__ = ["size", "COMMENT_LIMIT", "SUMMARY_LIMIT", "MESSAGE_CAP", "Links", "render_markdown", "headline_text"]

@@ -1,0 +1,96 @@
+"""One interface for every kind of provider: PyTorch eager, ``torch.compile`` and each ONNX
+Runtime execution provider.
+
+A runner is made for one configured provider and one model. ``prepare`` takes the model
+(``Subject``) and raises ``Unavailable`` when the provider cannot run here (``precheck`` tells
+that alone, cheaply); ``run`` returns the ``ProviderRun``; ``close`` releases what ``prepare``
+took. ``execute`` drives that lifecycle
+and turns every failure into a status of the run, so one provider never takes the others down.
+Callers pick a runner by the provider's kind (``registry.runner_for``), never by its name.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from gate.config import ProviderSpec
+from gate.core.runs import ModelRun, ProviderLayer, ProviderRun, error_against
+from gate.core.target import Target
+from gate.errors import ModelError
+
+if TYPE_CHECKING:
+    from gate.model.build import BuiltModel
+
+
+class Unavailable(Exception):
+    """The provider cannot run on this machine; the message is the skip's reason."""
+
+
+@dataclass
+class Subject:
+    """What a runner runs: the run so far (reference layers and the ONNX value map), the exported
+    bundle (``model.onnx``, ``inputs.npz``) and, where PyTorch runs, the built model."""
+
+    run: ModelRun
+    bundle: Path | None = None
+    built: BuiltModel | None = None
+    threads: int | None = None  # intra-op threads of torch / ONNX Runtime (None: theirs)
+
+
+class Runner(ABC):
+    def __init__(self, spec: ProviderSpec):
+        self.spec = spec
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    @abstractmethod
+    def target(self) -> Target:
+        """The provider, the device class it runs on here, and its precision."""
+
+    def precheck(self, subject: Subject) -> None:
+        """What can be told without loading the model (is the provider here, is there a model to
+        run): raises ``Unavailable`` or ``ModelError``. Cheap, so a parent can ask before it starts
+        a worker; ``prepare`` asks too. Nothing to check by default."""
+        return None
+
+    def prepare(self, subject: Subject) -> None:
+        self.precheck(subject)
+        self.subject = subject
+
+    @abstractmethod
+    def run(self) -> ProviderRun:
+        """Run once; a failure is a ``ModelError`` whose status the report shows."""
+
+    def close(self) -> None:
+        self.subject = None
+
+    def layers_from(self, prun: ProviderRun, fingerprints: dict[str, Any], missing: str) -> ProviderRun:
+        """Fill ``prun`` from captured fingerprints by layer name, errors against the reference;
+        reference layers not captured are ``absent`` with the reason ``missing``."""
+        reference = {x.name: x.fp for x in self.subject.run.layers}
+        for name, fp in fingerprints.items():
+            prun.layers[name] = ProviderLayer("ok", fp, error_against(fp, reference.get(name)))
+        for name in reference:
+            prun.layers.setdefault(name, ProviderLayer("absent", reason=missing))
+        return prun
+
+
+def execute(runner: Runner, subject: Subject) -> ProviderRun:
+    """Prepare, run and close ``runner``: unavailable becomes ``skipped``, a failure ``error``."""
+    target = runner.target()
+    try:
+        runner.prepare(subject)
+        return runner.run()
+    except Unavailable as exc:
+        return ProviderRun.skipped(target, str(exc))
+    except ModelError as exc:
+        return ProviderRun.failed(target, exc.status, str(exc))
+    except MemoryError:
+        return ProviderRun.failed(target, "CRASH", f"{runner.name} ran out of memory")
+    finally:
+        runner.close()

@@ -1,0 +1,86 @@
+"""Run a provider in a worker process (``python -m gate.runners.worker JOB``).
+
+A segfaulting execution provider, a hung kernel or an allocation past the memory budget ends
+the worker, not the gate: each becomes the provider's status (CRASH, TIMEOUT). The worker
+reads the model from the bundle and writes its ``ProviderRun`` as a result file, never
+through a pipe, so a large result cannot deadlock the parent on a full pipe buffer.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import msgpack
+
+from gate.config import Isolation, ProviderSpec
+from gate.core.runs import ProviderRun
+from gate.core.target import Target
+from gate.errors import FormatError
+from gate.formats.results import read_run
+
+MiB = 1024 * 1024
+
+
+def job_for(spec: ProviderSpec, bundle: Path, model: str, isolation: Isolation, threads: int | None,
+            config: Path | None) -> dict:
+    """What a worker needs: the bundle, the provider, and (for PyTorch) where to rebuild the model."""
+    return {"bundle": str(bundle), "model": model, "what": f"model `{model}`", "config": str(config) if config else None,
+            "provider": {"name": spec.name, "options": dict(spec.options), "precision": spec.precision},
+            "threads": threads, "memory_mb": isolation.memory_mb,
+            "capture_bytes": isolation.capture_mb * MiB if isolation.capture_mb else None}
+
+
+def run_isolated(job: dict, target: Target, timeout_s: float) -> ProviderRun:
+    """Run ``job`` in a worker; the worker's ProviderRun, or a CRASH/TIMEOUT status for ``target``."""
+    what = f"{job['what']}: {target.provider}"
+    with tempfile.TemporaryDirectory(prefix="parity-gate-worker-") as tmp:
+        out = Path(tmp) / "result.msgpack.zst"
+        job_path = Path(tmp) / "job.msgpack"
+        job_path.write_bytes(msgpack.packb({**job, "out": str(out)}, use_bin_type=True))
+        proc = _spawn(job_path)
+        try:
+            _, stderr = proc.communicate(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            _kill(proc)
+            proc.communicate()
+            return ProviderRun.failed(target, "TIMEOUT", f"{what} did not finish within {timeout_s:g} s")
+        if proc.returncode == 0 and out.is_file():
+            try:
+                return read_run(out).providers[0]
+            except (FormatError, IndexError) as exc:
+                return ProviderRun.failed(target, "CRASH", f"{what}: the worker's result is unreadable ({exc})")
+        return ProviderRun.failed(target, "CRASH", _crash_message(what, proc.returncode, stderr, job))
+
+
+def _spawn(job_path: Path) -> subprocess.Popen:
+    env = dict(os.environ)
+    root = str(Path(__file__).resolve().parents[2])
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH", "")) if p)
+    # Its own process group (session on POSIX), so a timeout ends the worker and its children.
+    group = {"start_new_session": True} if os.name == "posix" else \
+        {"creationflags": getattr(subprocess, "CREATE_NEW_PROCESS_GROUP", 0)}
+    return subprocess.Popen([sys.executable, "-m", "gate.runners.worker", str(job_path)], env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, **group)
+
+
+def _kill(proc: subprocess.Popen) -> None:
+    if hasattr(os, "killpg"):
+        os.killpg(proc.pid, signal.SIGKILL)
+    else:  # pragma: no cover - Windows
+        proc.kill()
+
+
+def _crash_message(what: str, returncode: int, stderr: bytes, job: dict) -> str:
+    tail = stderr.decode(errors="replace").strip().splitlines()[-1:] if stderr else []
+    if returncode < 0:
+        sig = signal.Signals(-returncode).name
+        cause = " (out of memory?)" if sig == "SIGKILL" else ""
+        return f"{what} crashed: worker killed by {sig}{cause}"
+    if any("MemoryError" in t or "bad_alloc" in t for t in tail):
+        return f"{what} ran out of memory (budget {job.get('memory_mb')} MiB)"
+    return f"{what} crashed: worker exited with {returncode}" + (f" ({tail[0][:200]})" if tail else "")

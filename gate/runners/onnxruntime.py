@@ -1,0 +1,80 @@
+"""An ONNX Runtime execution provider as a runner.
+
+It runs the bundle's ``model.onnx`` (``ort_session``: the shipped graph for the outputs and
+latency, a copy with the mapped intermediates marked for the rest) and maps the fingerprints
+of ONNX values back to layers through the run's ``onnx_map``. No torch here: this runs on
+runners that only have an ONNX Runtime distribution.
+"""
+
+from __future__ import annotations
+
+from gate.config.providers import CPU_EPS
+from gate.core import device
+from gate.core.runs import ModelRun, ProviderLayer, ProviderRun, error_against
+from gate.core.target import Target
+from gate.errors import ModelError
+from gate.formats.results import Bundle
+from gate.runners import ort_session
+from gate.runners.base import Runner, Subject, Unavailable
+
+
+def value_bytes(run: ModelRun) -> dict[str, int]:
+    """Bytes each marked value will occupy, from the reference's element counts (float32)."""
+    counts = {x.name: x.fp.count for x in run.layers}
+    out: dict[str, int] = {}
+    for layer, site in run.onnx_map.items():
+        if site.kind == "value" and site.value is not None:
+            out[site.value] = max(out.get(site.value, 0), 4 * counts.get(layer, 0))
+    return out
+
+
+class OrtRunner(Runner):
+    capture_bytes: int | None = None  # marked intermediates held at once (None: all in one run)
+
+    def target(self) -> Target:
+        cls = device.cpu_class() if self.name in CPU_EPS else device.GPU
+        return Target(self.name, cls, self.spec.precision)
+
+    def precheck(self, subject: Subject) -> None:
+        if self.name not in ort_session.available_providers():
+            raise Unavailable(f"skipped: {self.name} not available here")
+        if subject.bundle is None or not Bundle(subject.bundle).has_model:
+            raise ModelError("no ONNX model (export failed)", "EXPORT_FAIL")
+
+    def run(self) -> ProviderRun:
+        run = self.subject.run
+        what = f"model `{run.name}`"
+        bundle = Bundle(self.subject.bundle)
+        try:
+            import onnx
+
+            proto = onnx.load(str(bundle.model))
+            inputs = bundle.inputs()
+        except Exception as exc:  # a truncated or foreign file: the provider cannot load it
+            raise ModelError(f"{what}: cannot read the exported model or inputs "
+                             f"({type(exc).__name__}: {str(exc)[:200]})", "LOAD_FAIL") from None
+        values = list(dict.fromkeys(s.value for s in run.onnx_map.values() if s.kind == "value"))
+        result = ort_session.run(proto, self.name, dict(self.spec.options), inputs, values, what,
+                                 threads=self.subject.threads, capture_bytes=self.capture_bytes,
+                                 value_bytes=value_bytes(run))
+        prun = ProviderRun(self.target(), latency_ms=result.latency_ms, placement=result.placement,
+                           capture_peak_bytes=result.peak_capture_bytes)
+        for layer in run.layers:
+            prun.layers[layer.name] = _layer(run, layer, result.outputs, result.values)
+        return prun
+
+
+def _layer(run: ModelRun, layer, outputs: list, values: dict) -> ProviderLayer:
+    site = run.onnx_map.get(layer.name)
+    if site is None:
+        return ProviderLayer("absent", reason="not mapped")
+    if site.kind in ("folded", "absent"):
+        return ProviderLayer(site.kind, reason=site.reason)
+    if site.kind == "output":
+        fp = outputs[site.output] if site.output is not None and site.output < len(outputs) else None
+    else:
+        fp = values.get(site.value)
+    if fp is None:
+        return ProviderLayer("absent", reason="value not returned")
+    return ProviderLayer("ok", fp, error_against(fp, layer.fp))
+

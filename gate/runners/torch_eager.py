@@ -1,0 +1,67 @@
+"""PyTorch eager as a provider (``torch-cpu``, ``torch-cuda``): every module call hooked, on
+the provider's device, in its precision."""
+
+from __future__ import annotations
+
+import copy
+
+from gate.core import device
+from gate.core.runs import ProviderRun
+from gate.core.target import Target
+from gate.errors import ModelError
+from gate.runners import torch_hooks
+from gate.runners.base import Runner, Subject, Unavailable
+
+
+class TorchEagerRunner(Runner):
+    absent_reason = "not called in this run"
+
+    @property
+    def on_cuda(self) -> bool:
+        return self.spec.device == "cuda"
+
+    def target(self) -> Target:
+        if not self.on_cuda:
+            return Target(self.name, device.cpu_class(), self.spec.precision)
+        import torch
+
+        if not torch.cuda.is_available():
+            return Target(self.name, device.GPU, self.spec.precision)
+        cls = device.cuda_class(torch.cuda.get_device_name(), torch.cuda.get_device_capability())
+        return Target(self.name, cls, self.spec.precision)
+
+    def precheck(self, subject: Subject) -> None:
+        import torch
+
+        if self.on_cuda and not torch.cuda.is_available():
+            raise Unavailable(f"skipped: {self.name} not available here (no CUDA device)")
+
+    def prepare(self, subject: Subject) -> None:
+        import torch
+
+        super().prepare(subject)
+        if subject.built is None:
+            raise ModelError(f"{self.name} needs the PyTorch model, which is not built here", "LOAD_FAIL")
+        dtype = {"float32": None, "float16": torch.float16, "bfloat16": torch.bfloat16}[self.spec.precision]
+        where = "cuda" if self.on_cuda else "cpu"
+        module = subject.built.module
+        if dtype is not None or self.on_cuda:  # never touch the instance the reference and export use
+            module = copy.deepcopy(module).to(device=where, dtype=dtype) if dtype else copy.deepcopy(module).cuda()
+        self.module = module
+        self.inputs = tuple(t.to(device=where, dtype=dtype if dtype is not None and t.is_floating_point() else t.dtype)
+                            for t in subject.built.inputs)
+
+    def capture(self) -> dict:
+        return {r.name: r.fp for r in torch_hooks.run(self.module, self.inputs)}
+
+    def run(self) -> ProviderRun:
+        try:
+            fingerprints = self.capture()
+        except Exception as exc:  # noqa: BLE001 - a provider that cannot run is a status, not a crash
+            raise ModelError(f"{self.name} ({self.spec.precision}) failed: {type(exc).__name__}: {str(exc)[:300]}",
+                             "INFER_FAIL") from None
+        return self.layers_from(ProviderRun(self.target()), fingerprints, self.absent_reason)
+
+    def close(self) -> None:
+        self.module = self.inputs = None
+        super().close()

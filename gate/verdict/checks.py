@@ -1,0 +1,155 @@
+"""Per-layer checks (docs/verdict.md).
+
+The float64 reference is compared with the reference recorded in the baseline: any move
+beyond its tolerance is a change of the model itself (code or weights), localized at the
+first layer that moved. Each runtime is judged by its error against *today's* reference,
+compared with the error it had in the baseline (growth factor plus floor): a model change
+moves reference and runtimes together and leaves runtime errors alone, while a runtime
+regression leaves the reference alone. NaN/Inf that the reference does not have always fail.
+"""
+
+from __future__ import annotations
+
+import math
+
+from gate.config import ModelSpec
+from gate.core.layers import is_output
+from gate.core.runs import LayerInfo, ModelRun, ProviderRun
+from gate.fingerprint import Fingerprint, relative_error
+from gate.formats.baseline import Baseline, Entry
+from gate.verdict.types import Row
+
+NOISE_MARGIN = 4.0  # thresholds stay at least this many times the calibrated noise away
+FLOAT32_REFERENCE_LIMIT = 1e-5  # a float32 reference is compared with float32 rounding, not float64's
+
+
+def _row(layer: LayerInfo, status: str, check: str | None = None, value: float | None = None,
+         threshold: float | None = None, baseline: float | None = None, message: str | None = None) -> Row:
+    return Row(layer.name, layer.type, status, check, _num(value), _num(threshold), _num(baseline), message)
+
+
+def _num(v: float | None) -> float | None:
+    return None if v is None else float(v)
+
+
+def _nonfinite(fp: Fingerprint) -> tuple[int, int, int]:
+    return (fp.nan, fp.posinf, fp.neginf)
+
+
+def _describe_nonfinite(counts: tuple[int, int, int]) -> str:
+    parts = [f"{n} {label}" for n, label in zip(counts, ("NaN", "+Inf", "-Inf"), strict=True) if n]
+    return ", ".join(parts) or "none"
+
+
+def degenerate(fp: Fingerprint) -> str | None:
+    """An output that carries no information: every element zero, or none finite."""
+    if fp.count == 0:
+        return None
+    if fp.nan + fp.posinf + fp.neginf == fp.count:
+        return "every element is NaN/Inf"
+    if fp.zero == fp.count:
+        return "every element is zero"
+    return None
+
+
+def reference_limit(tolerance: float, both_float64: bool, noise: float | None) -> float:
+    """The reference may move by its tolerance, never by less than 4x its calibrated noise."""
+    base = tolerance if both_float64 else max(tolerance, FLOAT32_REFERENCE_LIMIT)
+    return max(base, NOISE_MARGIN * (noise or 0.0))
+
+
+def reference_rows(run: ModelRun, baseline: Baseline, spec: ModelSpec) -> list[Row]:
+    rows = []
+    both64 = run.reference_dtype == "float64" and baseline.reference_dtype == "float64"
+    for layer in run.layers:
+        recorded = baseline.layer(layer.name)
+        if recorded is None:
+            rows.append(_row(layer, "new", "structure", message="layer is not in the baseline: the model's "
+                             "structure changed"))
+            continue
+        limit = reference_limit(spec.tolerance_for(layer.name).reference, both64, recorded.noise)
+        rows.append(_reference_row(run, layer, recorded.fp, limit))
+    current = {layer.name for layer in run.layers}
+    rows.extend(Row(x.name, x.type, "missing", "structure", message="layer is in the baseline but did not run: "
+                    "the model's structure changed") for x in baseline.layers if x.name not in current)
+    return rows
+
+
+def _reference_row(run: ModelRun, layer: LayerInfo, base: Fingerprint, limit: float) -> Row:
+    now = layer.fp
+    dead = degenerate(now) if is_output(layer.name) else None
+    if dead:
+        return _row(layer, "fail", "degenerate", message=f"the model's output is degenerate: {dead}; a gate never "
+                    "passes such a model, baseline or not")
+    if tuple(now.shape) != tuple(base.shape):
+        return _row(layer, "fail", "shape", message=f"reference shape {list(now.shape)}, baseline {list(base.shape)}")
+    if _nonfinite(now) != _nonfinite(base):
+        n, b = sum(_nonfinite(now)), sum(_nonfinite(base))
+        return _row(layer, "fail", "nonfinite", n, b, b, message=f"reference has {_describe_nonfinite(_nonfinite(now))}; "
+                    f"baseline {_describe_nonfinite(_nonfinite(base))}")
+    change = relative_error(now, base)
+    if change > limit:
+        return _row(layer, "fail", "reference-drift", change, limit, 0.0,
+                    message=f"the {run.reference_dtype} reference moved by {change:.3g} (relative L2; limit "
+                    f"{limit:.3g}): the model's code or weights changed")
+    return _row(layer, "pass", "reference-drift", change, limit, 0.0)
+
+
+def runtime_rows(run: ModelRun, prun: ProviderRun, entry: Entry | None, spec: ModelSpec) -> list[Row]:
+    """Rows of one runtime; ``entry`` is the baseline entry that judges it (None: no baseline)."""
+    rows = []
+    for layer in run.layers:
+        pl = prun.layers.get(layer.name)
+        if pl is None:
+            rows.append(_row(layer, "absent", message="not captured on this provider"))
+        elif pl.status in ("folded", "absent"):
+            rows.append(_row(layer, pl.status, message=pl.reason))
+        else:
+            rows.append(_runtime_row(layer, prun, pl, entry, spec))
+    return rows
+
+
+def _runtime_row(layer: LayerInfo, prun: ProviderRun, pl, entry: Entry | None, spec: ModelSpec) -> Row:
+    tol = spec.tolerance_for(layer.name, prun.precision)
+    fp, ref = pl.fp, layer.fp
+    if tuple(fp.shape) != tuple(ref.shape):
+        return _row(layer, "fail", "shape", message=f"{prun.name} shape {list(fp.shape)}, reference {list(ref.shape)}")
+    if _nonfinite(fp) != _nonfinite(ref):
+        return _row(layer, "fail", "nonfinite", sum(_nonfinite(fp)), sum(_nonfinite(ref)),
+                    message=f"{prun.name} has {_describe_nonfinite(_nonfinite(fp))}; reference "
+                    f"{_describe_nonfinite(_nonfinite(ref))}")
+    err = pl.err if pl.err is not None else relative_error(fp, ref)
+    recorded = entry.layers.get(layer.name) if entry is not None else None
+    base = recorded.err if recorded is not None else None
+    if err > tol.ceiling:
+        return _row(layer, "fail", "ceiling", err, tol.ceiling, base,
+                    message=f"error {err:.3g} against the reference is over the ceiling {tol.ceiling:.3g}")
+    if base is None or math.isnan(base):
+        if entry is None:  # no baseline for this target at all: its provider verdict says so
+            return _row(layer, "pass", "error-growth", err, None, None)
+        if err > tol.floor:
+            # Not observable in the baseline (folded, absent): with nothing to grow from, the
+            # floor is the limit, so a graph change that un-fuses a layer is still checked.
+            return _row(layer, "fail", "error-growth", err, tol.floor, None,
+                        message=f"no baseline value (the layer was not observable then); error {err:.3g} against "
+                        f"the reference is over the floor {tol.floor:.0e}")
+        return _row(layer, "new", "error-growth", err, tol.floor, None,
+                    message="no baseline value for this layer; within the floor")
+    threshold = growth_limit(base, tol.growth, tol.floor, recorded.noise)
+    if err > threshold:
+        return _row(layer, "fail", "error-growth", err, threshold, base,
+                    message=f"error against the reference {err:.3g} (baseline {base:.3g}, limit {threshold:.3g} = "
+                    f"{tol.growth:g}x + {tol.floor:.0e})")
+    return _row(layer, "pass", "error-growth", err, threshold, base)
+
+
+def growth_limit(base: float, growth: float, floor: float, noise: float | None) -> float:
+    """A runtime's error may grow to growth x its baseline + floor, and never less than its
+    baseline + 4x the calibrated noise of that error."""
+    return max(growth * base + floor, base + NOISE_MARGIN * (noise or 0.0))
+
+
+def first_failure(rows: list[Row], order: dict[str, int]) -> Row | None:
+    """The failing row earliest in execution order (ties: the first row)."""
+    failing = [r for r in rows if r.failed]
+    return min(failing, key=lambda r: order.get(r.layer, len(order))) if failing else None

@@ -1,0 +1,42 @@
+"""What every hint looks at: the run, the baseline and the verdict being built, indexed."""
+
+from __future__ import annotations
+
+from gate.core.jsonsafe import plain
+from gate.verdict.types import Hint, ProviderVerdict, Row
+
+
+def make(kind: str, layer: str, provider: str, message: str, **evidence) -> Hint:
+    """A hint with JSON-clean evidence (finite floats or None, plain numbers, lists)."""
+    return Hint(kind, layer, provider, message, plain(evidence))
+
+
+class Context:
+    def __init__(self, spec, run, baseline, verdict):
+        self.spec, self.run, self.baseline, self.verdict = spec, run, baseline, verdict
+        self.order = [layer.name for layer in run.layers]
+        self.index = {name: i for i, name in enumerate(self.order)}
+        self.ref_now = {layer.name: layer.fp for layer in run.layers}
+        self.ref_base = {x.name: x.fp for x in baseline.layers}
+        self.targets: list[ProviderVerdict] = verdict.providers
+        self.reference = next((p for p in self.targets if p.role == "reference"), None)
+        self.ref_dtype = run.reference_dtype
+
+    def runtimes(self) -> list[ProviderVerdict]:
+        return [p for p in self.targets if p.role == "runtime"]
+
+    def rows(self, pv: ProviderVerdict) -> dict[str, Row]:
+        return {r.layer: r for r in pv.rows}
+
+    def prun(self, pv: ProviderVerdict):
+        """The run behind a runtime verdict (same provider, precision and device label)."""
+        return next((p for p in self.run.providers
+                     if (p.name, p.precision, p.target.label) == (pv.name, pv.precision, pv.device)), None)
+
+    def ref_first_index(self) -> int | None:
+        fr = self.reference.first_regression if self.reference else None
+        return None if fr is None else self.index.get(fr.layer, len(self.order))
+
+    def ref_value(self, layer: str) -> float | None:
+        row = self.rows(self.reference).get(layer) if self.reference else None
+        return None if row is None else row.value

@@ -1,0 +1,58 @@
+"""``export-graph-change``: ONNX op types added/removed since the baseline, and per target the
+layers that became folded/absent (or have their own value again).
+
+The graph digest alone is no signal: the exporter records source paths and stack traces in
+node metadata, so the same model exported from another checkout has another digest.
+"""
+
+from __future__ import annotations
+
+from gate.verdict.hints.context import Context, make
+from gate.verdict.types import Hint
+
+
+def _status_changes(ctx: Context) -> dict[str, list[list[str]]]:
+    out: dict[str, list[list[str]]] = {}
+    for prun in ctx.run.providers:
+        if prun.status != "ok":
+            continue
+        entry, _ = ctx.baseline.entry_for(prun.target)
+        if entry is None:
+            continue
+        changes = [[name, entry.layers[name].status, prun.layers[name].status] for name in ctx.order
+                   if name in entry.layers and name in prun.layers
+                   and entry.layers[name].status != prun.layers[name].status]
+        if changes:
+            out[prun.name] = changes
+    return dict(sorted(out.items()))  # the baseline's provider order
+
+
+def hints(ctx: Context) -> list[Hint]:
+    out = []
+    base, now = ctx.baseline.meta, ctx.run.meta
+    known = base.op_types is not None and now.op_types is not None
+    added = sorted(set(now.op_types) - set(base.op_types)) if known else []
+    removed = sorted(set(base.op_types) - set(now.op_types)) if known else []
+    if added or removed:
+        what = ([f"op types added: {', '.join(added)}"] if added else []) + \
+            ([f"op types removed: {', '.join(removed)}"] if removed else [])
+        out.append(make(
+            "export-graph-change", "(model)", "(export)", "the shipped ONNX graph changed: " + "; ".join(what),
+            op_types_added=added, op_types_removed=removed, graph_digest_baseline=base.graph_digest,
+            graph_digest_now=now.graph_digest,
+            graph_digest_changed=bool(base.graph_digest and now.graph_digest and base.graph_digest != now.graph_digest),
+            weights_changed=base.weights_digest != now.weights_digest))
+    for provider, changes in _status_changes(ctx).items():
+        became = [c for c in changes if c[2] in ("folded", "absent")]
+        back = [c for c in changes if c[2] == "ok"]
+        text = []
+        if became:
+            text.append(f"{len(became)} layer(s) became folded/absent (first: {became[0][0]} {became[0][1]} -> "
+                        f"{became[0][2]})")
+        if back:
+            text.append(f"{len(back)} layer(s) have their own value again (first: {back[0][0]} {back[0][1]} -> ok)")
+        out.append(make(
+            "export-graph-change", changes[0][0], provider, f"{provider}: " + "; ".join(text)
+            + " compared with the baseline: the exported graph's structure changed there",
+            changes=changes[:200], became_folded_or_absent=len(became), became_ok=len(back)))
+    return out

@@ -1,0 +1,40 @@
+"""``nonfinite-origin``: per target (and the reference), the first layer holding NaN/Inf."""
+
+from __future__ import annotations
+
+from gate.fingerprint import Fingerprint
+from gate.verdict.hints.context import make
+from gate.verdict.types import Hint
+
+
+def _bad(fp: Fingerprint | None) -> int:
+    return 0 if fp is None else fp.nan + fp.posinf + fp.neginf
+
+
+def _first_nonfinite(names_fps) -> tuple[str, Fingerprint] | None:
+    return next(((n, fp) for n, fp in names_fps if _bad(fp)), None)
+
+
+def hints(run, baseline) -> list[Hint]:
+    out = []
+    base_first = None if baseline is None else _first_nonfinite((x.name, x.fp) for x in baseline.layers)
+    sources = [("torch-cpu", run.reference_dtype, [(x.name, x.fp) for x in run.layers])]
+    for prun in run.providers:
+        if prun.status == "ok":
+            sources.append((prun.name, prun.precision, [(x.name, prun.layers[x.name].fp) for x in run.layers
+                                                         if x.name in prun.layers]))
+    for provider, precision, names_fps in sources:
+        hit = _first_nonfinite(names_fps)
+        if hit is None:
+            continue
+        layer, fp = hit
+        in_base = None if base_first is None else base_first[0]
+        note = "" if baseline is None else (" ; the baseline reference has none" if in_base is None
+                                            else f" ; the baseline reference's first is {in_base}")
+        out.append(make(
+            "nonfinite-origin", layer, provider,
+            f"{provider} ({precision}): NaN/Inf first appear at {layer} ({fp.nan} NaN, {fp.posinf} +Inf, "
+            f"{fp.neginf} -Inf of {fp.count}){note}",
+            precision=precision, nan=fp.nan, posinf=fp.posinf, neginf=fp.neginf, count=fp.count,
+            baseline_reference_first=in_base))
+    return out

@@ -1,0 +1,84 @@
+"""``introduced-vs-inherited``: for each target's first regressed layer, was the error
+introduced there (every earlier layer clean) or inherited from the first earlier layer that
+had already diverged, below its threshold? The evidence carries the per-layer series."""
+
+from __future__ import annotations
+
+import math
+
+from gate.verdict.hints.context import Context, make
+from gate.verdict.types import Hint
+
+# Float64 reference noise: reruns on one machine are bit-identical; across CPUs they differ by
+# ~1e-16. Anything above this diverged.
+REFERENCE_NOISE = 1e-12
+# A runtime layer "diverged" when err > RUNTIME_DIVERGE * baseline err + RUNTIME_FLOOR_SHARE * floor.
+RUNTIME_DIVERGE, RUNTIME_FLOOR_SHARE = 1.5, 0.1
+SERIES_LIMIT = 2000
+
+
+def _fmt(v) -> str:
+    return "n/a" if v is None else f"{v:.3g}"
+
+
+def _series(ctx: Context, pv) -> list[tuple[str, float | None, float | None]]:
+    """(layer, value, baseline) in execution order; a failed nonfinite/shape check is +inf."""
+    rows = ctx.rows(pv)
+    out = []
+    for name in ctx.order:
+        row = rows.get(name)
+        value = None if row is None else row.value
+        if row is not None and row.check in ("nonfinite", "shape") and row.status == "fail":
+            value = math.inf
+        out.append((name, value, None if row is None else row.baseline))
+    return out
+
+
+def _diverged(ctx: Context, pv, name: str, value, base) -> bool:
+    if value is None:
+        return False
+    if not math.isfinite(value):
+        return True
+    if pv.role == "reference":
+        return value > REFERENCE_NOISE
+    floor = ctx.spec.tolerance_for(name, pv.precision).floor if ctx.spec is not None else 1e-6
+    if base is None or math.isnan(base):
+        return value > floor  # no baseline value (e.g. the layer was folded then): only the floor tells
+    return value > RUNTIME_DIVERGE * base + RUNTIME_FLOOR_SHARE * floor
+
+
+def hints(ctx: Context) -> list[Hint]:
+    return [_hint(ctx, pv) for pv in ctx.targets
+            if pv.first_regression is not None and pv.first_regression.layer in ctx.index]
+
+
+def _hint(ctx: Context, pv) -> Hint:
+    fr = pv.first_regression
+    series = _series(ctx, pv)
+    k = ctx.index[fr.layer]
+    origin = next((i for i in range(k + 1) if _diverged(ctx, pv, *series[i])), k)
+    before = [v for _, v, _ in series[:k] if v is not None and math.isfinite(v)]
+    at = series[k][1]
+    is_ref = pv.role == "reference"
+    growth = at / max(before) if at is not None and before and max(before) > 0 else None
+    final = next(((n, v) for n, v, _ in reversed(series) if v is not None), (None, None))
+    verdict = "introduced" if origin == k else "inherited"
+    what = "drift against the baseline reference" if is_ref else "error against the reference"
+    if verdict == "introduced":
+        msg = f"{pv.name} ({pv.precision}): the {what} was introduced at {fr.layer}: every earlier layer is clean"
+    else:
+        under = ("below its threshold" if series[origin][2] is not None or is_ref
+                 else "not gated there: no baseline value for that layer")
+        msg = (f"{pv.name} ({pv.precision}): {fr.layer} is the first layer over its threshold, but the {what} was "
+               f"inherited: it first diverged at {ctx.order[origin]} ({_fmt(series[origin][1])}, {under})")
+    if final[0] is not None and final[0] != fr.layer:
+        msg += f"; at the output ({final[0]}) it is {_fmt(final[1])}"
+    return make(
+        "introduced-vs-inherited", fr.layer, pv.name, msg,
+        verdict=verdict, origin=ctx.order[origin], first_regressed=fr.layer,
+        metric="reference-drift" if is_ref else "error-vs-reference",
+        noise=REFERENCE_NOISE if is_ref else f"{RUNTIME_DIVERGE}x baseline + {RUNTIME_FLOOR_SHARE}x floor",
+        value_at_layer=at, max_before=max(before) if before else 0.0, growth_at_layer=growth,
+        output_layer=final[0], output_value=final[1],
+        series=[[n, v] for n, v, _ in series[:SERIES_LIMIT]],
+        baseline_series=None if is_ref else [[n, b] for n, _, b in series[:SERIES_LIMIT]])

@@ -1,0 +1,136 @@
+"""Judge a run against its baseline: per target, rows and audits; per model, the first
+regression and a status; over all models, the report and its verdict."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gate.config import ModelSpec
+from gate.core.runs import ModelRun, ProviderRun
+from gate.formats.baseline import Baseline, Entry
+from gate.verdict import checks, hints
+from gate.verdict.types import Audit, ModelVerdict, ProviderVerdict, Regression, Report
+
+REFERENCE = "torch-cpu"  # the float64 reference runs on PyTorch's CPU kernels
+
+
+@dataclass(frozen=True)
+class Policy:
+    """Provider-level gates from the config: CPU fallbacks, slowdown, providers that must run."""
+
+    placement: str = "warn"  # "warn" | "fail" | "off"
+    max_slowdown: float | None = None
+    require: tuple[str, ...] = ()
+
+
+def audits(prun: ProviderRun, entry: Entry | None, policy: Policy) -> list[Audit]:
+    """CPU fallbacks added since the baseline, latency against the baseline."""
+    out = []
+    before = entry.placement if entry is not None else None
+    now = prun.placement
+    if policy.placement != "off" and before is not None and now is not None:
+        added = sorted(set(now["fallback_ops"]) - set(before["fallback_ops"]))
+        grew = len(now["fallback_nodes"]) - len(before["fallback_nodes"])
+        if added or grew > 0:
+            out.append(Audit("placement", "fail" if policy.placement == "fail" else "warn",
+                             f"{prun.name}: {max(grew, 0)} more node(s) fall back to another EP"
+                             + (f" (new op types: {', '.join(added)})" if added else "")))
+    base_latency = entry.latency_ms if entry is not None else None
+    if prun.latency_ms is not None and base_latency and policy.max_slowdown is not None:
+        ratio = prun.latency_ms / base_latency
+        if ratio > 1 + policy.max_slowdown:
+            out.append(Audit("latency", "fail", f"{prun.name}: median latency {prun.latency_ms:.3g} ms is {ratio:.2f}x "
+                             f"the baseline {base_latency:.3g} ms (max-slowdown {policy.max_slowdown:g})"))
+    return out
+
+
+def _reference(run: ModelRun, baseline: Baseline | None, spec: ModelSpec, missing: str | None) -> ProviderVerdict:
+    ref = ProviderVerdict(REFERENCE, "reference", run.reference_dtype, "cpu")
+    if baseline is None:
+        ref.status, ref.reason = "no-baseline", missing
+    elif run.layers:
+        ref.rows = checks.reference_rows(run, baseline, spec)
+    return ref
+
+
+def _runtime(run: ModelRun, prun: ProviderRun, baseline: Baseline | None, spec: ModelSpec, update_cmd: str,
+             policy: Policy) -> ProviderVerdict:
+    pv = ProviderVerdict(prun.name, "runtime", prun.precision, prun.target.label, reason=prun.reason,
+                         latency_ms=prun.latency_ms)
+    if prun.status == "skipped":
+        pv.status = "skipped"
+        if prun.name in policy.require:
+            pv.status, pv.error_status = "error", "LOAD_FAIL"
+            pv.reason = f"{prun.name} is required but not available here"
+        return pv
+    if prun.status == "error":
+        pv.status, pv.error_status = "error", prun.error_status
+        return pv
+    entry = None
+    if baseline is not None:
+        entry, note = baseline.entry_for(prun.target)
+        if entry is None:
+            pv.status = "no-baseline"
+            pv.reason = (f"no baseline for {prun.name} on device class {prun.target.label}: create it with "
+                         f"`{update_cmd} --provider {prun.name}`")
+        else:
+            pv.reason = note or pv.reason
+            pv.baseline_latency_ms = entry.latency_ms
+    pv.placement = prun.placement
+    pv.capture_peak_mb = None if prun.capture_peak_bytes is None else round(prun.capture_peak_bytes / 2**20, 3)
+    pv.audits = audits(prun, entry, policy)
+    pv.rows = checks.runtime_rows(run, prun, entry, spec)
+    return pv
+
+
+def _first(pv: ProviderVerdict, order: dict[str, int]) -> Regression | None:
+    row = checks.first_failure(pv.rows, order)
+    if row is not None:
+        return Regression.of(row)
+    audit = next((a for a in pv.audits if a.status == "fail"), None)
+    return None if audit is None else Regression("(model)", "", audit.check, message=audit.message)
+
+
+def model_verdict(spec: ModelSpec, run: ModelRun, baseline: Baseline | None, path: str, update_cmd: str,
+                  policy: Policy = Policy()) -> ModelVerdict:
+    mv = ModelVerdict(spec.name, error=None if run.error is None else {"status": run.error.status,
+                                                                       "message": run.error.message},
+                      baseline_path=path, baseline_exists=baseline is not None, exporter=run.meta.exporter,
+                      export_fallback=run.meta.export_fallback, opset=run.meta.opset,
+                      reference_dtype=run.reference_dtype, layers=len(run.layers))
+    if baseline is None:
+        mv.status, mv.message = "no-baseline", f"no baseline at {path}: create it with `{update_cmd}`"
+    mv.providers = [_reference(run, baseline, spec, mv.message)]
+    mv.providers += [_runtime(run, p, baseline, spec, update_cmd, policy) for p in run.providers]
+    order = {layer.name: i for i, layer in enumerate(run.layers)}
+    candidates = []
+    for pv in mv.providers:
+        pv.first_regression = _first(pv, order)
+        if pv.first_regression is not None:
+            pv.status = "regressed"
+            candidates.append((order.get(pv.first_regression.layer, len(order)), pv.role != "reference", pv))
+    if candidates:
+        # Earliest layer wins; on a tie the reference (a model change) explains the runtimes.
+        _, _, pv = min(candidates, key=lambda c: c[:2])
+        mv.first_regression = Regression(**{**vars(pv.first_regression), "provider": pv.name,
+                                            "precision": pv.precision})
+        mv.status = "regressed"
+    if mv.status == "pass" and any(p.status == "no-baseline" for p in mv.providers):
+        mv.status = "no-baseline"
+    if run.error or any(p.status == "error" for p in mv.providers):
+        mv.status = "error"
+    mv.hints = hints.model_hints(spec, run, baseline, mv)  # diagnosis only; never changes the verdict
+    return mv
+
+
+def assemble(models: list[ModelVerdict], environment: dict) -> Report:
+    """The report: models in configured order; the first model's first regression leads."""
+    lead = next((m for m in models if m.first_regression is not None), None)
+    first = None if lead is None else Regression(**{**vars(lead.first_regression), "model": lead.name})
+    if any(m.status == "error" for m in models):
+        verdict = "error"
+    elif any(m.status in ("regressed", "no-baseline") for m in models):
+        verdict = "regressed"
+    else:
+        verdict = "pass"
+    return Report(verdict, models, environment, first)
