@@ -8,28 +8,34 @@ from __future__ import annotations
 
 import zlib
 
+import numpy as np
 import torch
 from torch import nn
+
+
+def _draw(name: str, shape: torch.Size, seed: int, uniform: bool = False) -> torch.Tensor:
+    """Values keyed by parameter name, drawn by NumPy in float64: the same bits on every CPU
+    (torch's own float32 generator takes a vectorized path on some CPUs and not on others)."""
+    rng = np.random.default_rng([seed, zlib.crc32(name.encode())])
+    values = rng.random(tuple(shape)) if uniform else rng.standard_normal(tuple(shape))
+    return torch.from_numpy(values.astype(np.float32))
 
 
 def init_by_name(model: nn.Module, seed: int = 0) -> nn.Module:
     with torch.no_grad():
         for name, p in model.named_parameters():
-            g = torch.Generator().manual_seed(seed * 1_000_003 + zlib.crc32(name.encode()))
             if name.endswith("weight") and p.dim() > 1:
-                fan_in = p[0].numel()
-                p.copy_(torch.randn(p.shape, generator=g) / fan_in**0.5)
+                p.copy_(_draw(name, p.shape, seed) / p[0].numel() ** 0.5)
             elif "norm" in name or name.split(".")[-2:-1] == ["bn"] or ".bn" in name:
-                p.copy_(1.0 + 0.1 * torch.randn(p.shape, generator=g) if name.endswith("weight")
-                        else 0.1 * torch.randn(p.shape, generator=g))
+                p.copy_(1.0 + 0.1 * _draw(name, p.shape, seed) if name.endswith("weight")
+                        else 0.1 * _draw(name, p.shape, seed))
             else:
-                p.copy_(0.1 * torch.randn(p.shape, generator=g))
+                p.copy_(0.1 * _draw(name, p.shape, seed))
         for name, b in model.named_buffers():
-            g = torch.Generator().manual_seed(seed * 1_000_003 + zlib.crc32(name.encode()))
             if name.endswith("running_mean"):
-                b.copy_(0.1 * torch.randn(b.shape, generator=g))
+                b.copy_(0.1 * _draw(name, b.shape, seed))
             elif name.endswith("running_var"):
-                b.copy_(1.0 + 0.2 * torch.rand(b.shape, generator=g))
+                b.copy_(1.0 + 0.2 * _draw(name, b.shape, seed, uniform=True))
     return model
 
 
