@@ -53,13 +53,6 @@ class Fingerprint:
     quantiles: tuple[float, ...]
     sketch: np.ndarray | None = None
 
-    @classmethod
-    def _new(cls, fields: dict[str, Any]) -> Fingerprint:
-        """Construct without the dataclass __init__ (cheaper for small tensors)."""
-        fp = object.__new__(cls)
-        fp.__dict__.update(fields)
-        return fp
-
     @property
     def finite(self) -> int:
         return self.count - self.nan - self.posinf - self.neginf

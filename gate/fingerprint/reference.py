@@ -143,6 +143,16 @@ def fingerprint_numpy(a: np.ndarray, dtype: str) -> Fingerprint:
         return _fingerprint(a, flat, n, dtype)
 
 
+def _order_statistics(finite_parts: list[np.ndarray], m: int, vmin: float, vmax: float):
+    """(quantiles, min, max) of the m finite values: exact order statistics; NaN when m == 0."""
+    if not m:
+        return (math.nan,) * len(QUANTILES), math.nan, math.nan
+    vals = np.concatenate(finite_parts) if len(finite_parts) > 1 else finite_parts[0]
+    ranks = [int(math.floor(q * float(m - 1))) for q in QUANTILES]
+    part = np.partition(vals, sorted(set(ranks)))
+    return tuple(float(part[r]) + 0.0 for r in ranks), vmin + 0.0, vmax + 0.0
+
+
 def _fingerprint(a: np.ndarray, flat: np.ndarray, n: int, dtype: str) -> Fingerprint:
     nan = posinf = neginf = zero = 0
     vmin, vmax = math.inf, -math.inf
@@ -180,16 +190,7 @@ def _fingerprint(a: np.ndarray, flat: np.ndarray, n: int, dtype: str) -> Fingerp
                 tot[name] += _lane_sums(blk)
             # np.bincount adds the weights in index order into buckets starting at 0.0.
             sketch += np.bincount(bucket[b0:b1], weights=signed[b0:b1], minlength=SKETCH_WIDTH)
-    m = n - nan - posinf - neginf
-    if m:
-        vals = np.concatenate(finite_parts) if len(finite_parts) > 1 else finite_parts[0]
-        ranks = [int(math.floor(q * float(m - 1))) for q in QUANTILES]
-        part = np.partition(vals, sorted(set(ranks)))
-        qs = tuple(float(part[r]) + 0.0 for r in ranks)
-        vmin, vmax = vmin + 0.0, vmax + 0.0
-    else:
-        qs = (math.nan,) * len(QUANTILES)
-        vmin = vmax = math.nan
+    qs, vmin, vmax = _order_statistics(finite_parts, n - nan - posinf - neginf, vmin, vmax)
     return Fingerprint(
         shape=tuple(int(s) for s in a.shape),
         dtype=dtype,

@@ -63,10 +63,6 @@ class GitHubClient:
     def __repr__(self) -> str:
         return f"GitHubClient(api_url={self.api_url!r}, token={'***' if self._token else None})"
 
-    @property
-    def has_token(self) -> bool:
-        return self._token is not None
-
     # -- requests ---------------------------------------------------------------------------
     def request(self, method: str, path: str, *, params: dict[str, Any] | None = None, body: Any = None) -> Response:
         url = path if path.startswith(("http://", "https://")) else self.api_url + path

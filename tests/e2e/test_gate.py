@@ -104,9 +104,12 @@ def test_runtime_regression_is_blamed_on_the_runtime(tmp_path):
             if name == "block2.bn1" and layer["err"] is not None:
                 layer["err"] = layer["err"] / 100
     (base / "tiny-cnn.msgpack.zst").write_bytes(encode_baseline(doc))
-    # The default floor (1e-6) would absorb this; a per-layer override (glob) tightens it.
+    # The default floor (1e-6) would absorb this; a per-layer override (glob) tightens it. Only the
+    # EP runs: torch-cpu's own error at block2.bn1 sits at half its tightened limit, which another
+    # CPU's float32 rounding could cross.
     extra = 'layer-tolerances = [{ layers = "block2.bn*", floor = 1e-9 }]\n'
-    report = check(write_config(tmp_path, "tiny-cnn", "examples.zoo:tiny_cnn", baseline_dir=base, extra=extra))
+    report = check(write_config(tmp_path, "tiny-cnn", "examples.zoo:tiny_cnn", baseline_dir=base, extra=extra,
+                                providers='["CPUExecutionProvider"]'))
     first = report["first_regression"]
     assert report["verdict"] == "regressed"
     assert (first["provider"], first["layer"], first["check"]) == ("CPUExecutionProvider", "block2.bn1", "error-growth")

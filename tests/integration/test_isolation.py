@@ -4,6 +4,7 @@ other models and providers still report. Real worker processes, real ONNX Runtim
 from __future__ import annotations
 
 import dataclasses
+import os
 from pathlib import Path
 
 import numpy as np
@@ -96,3 +97,55 @@ def test_capture_memory_budget_splits_marked_outputs(tmp_path):
     assert len(ort_session.chunks(names, sizes, 1024)) == 13
     assert parts.peak_capture_bytes == 1024 and whole.peak_capture_bytes == 50 * 256
     assert all(np.array_equal(whole.values[v].sketch, parts.values[v].sketch) for v in names)
+
+
+def torch_config(tmp_path: Path, provider: str, factory: str = "examples.zoo:tiny_cnn") -> Path:
+    path = tmp_path / "parity-gate.toml"
+    path.write_text(f'baseline-dir = "{(ROOT / "baselines").as_posix()}"\nproviders = [{provider}]\n'
+                    f'[[models]]\nname = "tiny-cnn"\nfactory = "{factory}"\n'
+                    'inputs = [{ name = "x", shape = [2, 3, 16, 16], dtype = "float32" }]\n')
+    return path
+
+
+def test_torch_provider_in_a_worker_measures_what_it_measures_in_process(tmp_path, monkeypatch):
+    monkeypatch.setenv("PYTHONPATH", str(ROOT))  # the worker imports the example's factory
+    rows = {}
+    for isolated in ("false", "true"):
+        cfg = load_config(torch_config(tmp_path, f'{{ name = "torch-cpu", isolated = {isolated} }}'))
+        report = commands.check(cfg, cfg.models, cfg.providers).to_dict()
+        assert report["verdict"] == "pass", report["first_regression"]
+        rows[isolated] = [(r["layer"], r["value"]) for r in report["models"][0]["providers"][1]["layers"]]
+    assert rows["true"] == rows["false"] and len(rows["true"]) > 20  # the same model, rebuilt and verified
+
+
+def test_hung_torch_provider_is_a_timeout(tmp_path, monkeypatch):
+    """A hung kernel (the hook sleeps in the worker) does not take the job down."""
+    monkeypatch.setenv("PARITY_GATE_WORKER_HOOK", "worker_hooks:fault")
+    monkeypatch.setenv("PARITY_GATE_TEST_FAULT", "hang")
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(Path(__file__).parent), str(ROOT)]))
+    cfg = dataclasses.replace(load_config(torch_config(tmp_path, '{ name = "torch-cpu", isolated = true }')),
+                              isolation=Isolation(timeout_s=20))
+    report = commands.check(cfg, cfg.models, cfg.providers).to_dict()
+    (torch_cpu,) = [p for p in report["models"][0]["providers"] if p["role"] == "runtime"]
+    assert (torch_cpu["status"], torch_cpu["error_status"]) == ("error", "TIMEOUT")
+    assert "did not finish within 20 s" in torch_cpu["reason"]
+    assert report["models"][0]["providers"][0]["status"] == "pass"  # the reference ran in the parent
+
+
+def test_worker_refuses_a_model_its_factory_builds_differently(tmp_path, monkeypatch):
+    (tmp_path / "drifting.py").write_text(
+        "import os\n"
+        "from examples import zoo\n\n"
+        "def cnn():\n"
+        "    m = zoo.tiny_cnn()\n"
+        "    if os.environ.get('PARITY_GATE_IN_WORKER'):\n"  # built again in the worker: other weights
+        "        m.stem[0].weight.data.mul_(1.0001)\n"
+        "    return m\n")
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(tmp_path), str(ROOT)]))
+    monkeypatch.setenv("PARITY_GATE_WORKER_HOOK", "worker_flag:mark")
+    (tmp_path / "worker_flag.py").write_text("import os\n\ndef mark(job):\n    os.environ['PARITY_GATE_IN_WORKER'] = '1'\n")
+    cfg = load_config(torch_config(tmp_path, '{ name = "torch-cpu", isolated = true }', "drifting:cnn"))
+    report = commands.check(cfg, cfg.models, cfg.providers).to_dict()
+    (torch_cpu,) = [p for p in report["models"][0]["providers"] if p["role"] == "runtime"]
+    assert (torch_cpu["status"], torch_cpu["error_status"]) == ("error", "BUILD_FAIL")
+    assert "other weights than the one exported" in torch_cpu["reason"] and "isolated = false" in torch_cpu["reason"]

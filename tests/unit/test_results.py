@@ -85,3 +85,72 @@ def test_merge_requires_the_same_weights_and_inputs():
     c.meta.weights_digest = "c" * 64
     with pytest.raises(FormatError, match="weights_digest differs"):
         merge([make_run(), c])
+
+
+def with_run(**changes) -> bytes:
+    run = {**run_to_dict(make_run()), **changes}
+    return frame({**valid_doc(), "runs": [run]})
+
+
+CROSS_FIELD = {
+    "duplicate layer": (lambda: with_run(layers=run_to_dict(make_run())["layers"] * 2), "a layer name appears twice"),
+    "map of no layer": (lambda: with_run(onnx_map={"ghost": {"kind": "absent", "value": None, "output": None,
+                                                             "reason": None}}), "'ghost' is not a layer of the run"),
+    "provider layer of no layer": (lambda: with_run(providers=[{**run_to_dict(make_run())["providers"][0], "layers": {
+        "ghost": {"status": "ok", "err": None, "reason": None, "fp": None}}}]), "'ghost' is not a layer of the run"),
+    "label without its precision": (lambda: with_run(providers=[{**run_to_dict(make_run())["providers"][0],
+                                                                 "precision": "float16"}]),
+                                    "does not carry precision float16"),
+    "unknown error status": (lambda: with_run(error={"status": "OOPS", "message": "m"}), "'OOPS' is not one of"),
+    "digest not hex": (lambda: with_run(meta={"weights_digest": "abc"}), "is not a lowercase hex sha256"),
+    "fingerprint of an unknown dtype": (lambda: with_run(layers=[{**run_to_dict(make_run())["layers"][0], "fp": {
+        **run_to_dict(make_run())["layers"][0]["fp"], "dtype": "int8"}}, run_to_dict(make_run())["layers"][1]]),
+        "key 'dtype' must be one of"),
+    "newer version (upgrade)": (lambda: frame({**valid_doc(), "version": 7}),
+                                "written by a newer parity-gate (format version 7); upgrade with"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CROSS_FIELD))
+def test_cross_field_rules_are_one_line_errors(tmp_path, case):
+    make, words = CROSS_FIELD[case]
+    path = tmp_path / "r.msgpack.zst"
+    path.write_bytes(make())
+    with pytest.raises(FormatError) as err:
+        read_runs(path)
+    message = str(err.value)
+    assert message.startswith(f"result file `{path}`: ") and "\n" not in message
+    assert words in message, message
+
+
+def test_links_directories_and_missing_files_are_refused_by_name(tmp_path):
+    real = tmp_path / "r.msgpack.zst"
+    write_runs(real, [make_run()])
+    (tmp_path / "link.msgpack.zst").symlink_to(real)
+    (tmp_path / "dir.msgpack.zst").mkdir()
+    for name, words in (("link", "is a symbolic link"), ("dir", "not a regular file"), ("none", "does not exist")):
+        with pytest.raises(FormatError, match=f"result file `.*{name}.msgpack.zst`: {words}"):
+            read_runs(tmp_path / f"{name}.msgpack.zst")
+
+
+def test_long_messages_are_clipped_and_a_run_the_schema_refuses_is_not_written(tmp_path):
+    from gate.core.runs import RunError
+
+    run = make_run()
+    run.error = RunError("INFER_FAIL", "x" * 5000)  # an exporter's error can be that long
+    write_runs(tmp_path / "r.msgpack.zst", [run])
+    (back,) = read_runs(tmp_path / "r.msgpack.zst")
+    assert len(back.error.message) == 4096 and back.error.message.endswith("…")
+    run.layers[0].name = "n" * 2000
+    run.onnx_map = {}
+    with pytest.raises(FormatError, match=r"result file `.*s.msgpack.zst`: cannot write: runs\[0\].layers\[0\].name"):
+        write_runs(tmp_path / "s.msgpack.zst", [run])
+    assert not (tmp_path / "s.msgpack.zst").exists()
+
+
+def test_a_bundle_holds_exactly_one_run(tmp_path):
+    from gate.formats.results import Bundle
+
+    write_runs(tmp_path / "run.msgpack.zst", [make_run(), make_run("n")])
+    with pytest.raises(FormatError, match="holds 2 runs; a bundle's holds exactly one"):
+        Bundle(tmp_path).read_run()

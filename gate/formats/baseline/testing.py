@@ -45,6 +45,15 @@ def make_fp(
     return fp
 
 
+def _entry_layers(names: list[str], folded: set[str], shape: tuple[int, ...], nq: int, rng: random.Random,
+                  precision: str) -> dict:
+    """One provider entry's layers: "ok" with an error and a fingerprint, or "folded"."""
+    return {name: {"status": "folded", "err": None, "fp": None} if name in folded else
+            {"status": "ok", "err": rng.uniform(1e-8, 1e-6),
+             "fp": make_fp(shape, n_quantiles=nq, sketch_width=None, rng=rng, dtype=precision)}
+            for name in names}
+
+
 def make_document(
     n_layers: int = 3,
     *,
@@ -76,22 +85,10 @@ def make_document(
     ]
     if not isinstance(providers, Mapping):
         providers = {p: {"cpu": "float32"} for p in providers}
-    folded = set(folded)
-    prov_doc: dict = {}
-    for prov, classes in providers.items():
-        prov_doc[prov] = {}
-        for dev, precision in classes.items():
-            entries = {}
-            for name in names:
-                if name in folded:
-                    entries[name] = {"status": "folded", "err": None, "fp": None}
-                else:
-                    entries[name] = {
-                        "status": "ok",
-                        "err": rng.uniform(1e-8, 1e-6),
-                        "fp": make_fp(shape, n_quantiles=nq, sketch_width=None, rng=rng, dtype=precision),
-                    }
-            prov_doc[prov][dev] = {"precision": precision, "layers": entries}
+    prov_doc = {prov: {dev: {"precision": precision,
+                             "layers": _entry_layers(names, set(folded), shape, nq, rng, precision)}
+                       for dev, precision in classes.items()}
+                for prov, classes in providers.items()}
 
     def digest(what: str) -> str:
         return hashlib.sha256(f"{what}:{model}:{seed}".encode()).hexdigest()

@@ -35,20 +35,26 @@ def _fp(fp: Fingerprint | None, sketch: bool) -> dict | None:
     return None if fp is None else fp.to_dict(sketch=sketch)
 
 
+def _text(message: str | None) -> str | None:
+    """Messages come from exceptions and can be any length: kept to what the reader accepts."""
+    cap = LIMITS.max_text_length
+    return message if message is None or len(message) <= cap else message[: cap - 1] + "…"
+
+
 def run_to_dict(run: ModelRun) -> dict[str, Any]:
     return {
         "model": run.name,
         "meta": run.meta.to_dict(),
         "reference": {"device": "cpu", "dtype": run.reference_dtype},
-        "error": None if run.error is None else {"status": run.error.status, "message": run.error.message},
+        "error": None if run.error is None else {"status": run.error.status, "message": _text(run.error.message)},
         "layers": [{"name": x.name, "type": x.type, "fp": x.fp.to_dict(sketch=True)} for x in run.layers],
         "onnx_map": {k: {"kind": s.kind, "value": s.value, "output": s.output, "reason": s.reason}
                      for k, s in run.onnx_map.items()},
         "providers": [
             {"name": p.name, "precision": p.precision, "device": p.target.label, "status": p.status,
-             "reason": p.reason, "error_status": p.error_status, "latency_ms": p.latency_ms,
+             "reason": _text(p.reason), "error_status": p.error_status, "latency_ms": p.latency_ms,
              "placement": p.placement, "capture_peak_bytes": p.capture_peak_bytes,
-             "layers": {n: {"status": pl.status, "err": pl.err, "reason": pl.reason, "fp": _fp(pl.fp, False)}
+             "layers": {n: {"status": pl.status, "err": pl.err, "reason": _text(pl.reason), "fp": _fp(pl.fp, False)}
                         for n, pl in p.layers.items()}}
             for p in run.providers
         ],

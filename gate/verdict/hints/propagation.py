@@ -9,9 +9,11 @@ import math
 from gate.verdict.hints.context import Context, make
 from gate.verdict.types import Hint
 
-# Float64 reference noise: reruns on one machine are bit-identical; across CPUs they differ by
-# ~1e-16. Anything above this diverged.
+# Reference noise: float64 reruns on one machine are bit-identical, across CPUs they differ by
+# ~1e-16; a float32 reference (a model that cannot run in float64) rounds at ~1e-7. Anything
+# above this diverged.
 REFERENCE_NOISE = 1e-12
+FLOAT32_REFERENCE_NOISE = 1e-6
 # A runtime layer "diverged" when err > RUNTIME_DIVERGE * baseline err + RUNTIME_FLOOR_SHARE * floor.
 RUNTIME_DIVERGE, RUNTIME_FLOOR_SHARE = 1.5, 0.1
 SERIES_LIMIT = 2000
@@ -34,13 +36,17 @@ def _series(ctx: Context, pv) -> list[tuple[str, float | None, float | None]]:
     return out
 
 
+def _reference_noise(ctx: Context) -> float:
+    return REFERENCE_NOISE if ctx.ref_dtype == "float64" else FLOAT32_REFERENCE_NOISE
+
+
 def _diverged(ctx: Context, pv, name: str, value, base) -> bool:
     if value is None:
         return False
     if not math.isfinite(value):
         return True
     if pv.role == "reference":
-        return value > REFERENCE_NOISE
+        return value > _reference_noise(ctx)
     floor = ctx.spec.tolerance_for(name, pv.precision).floor if ctx.spec is not None else 1e-6
     if base is None or math.isnan(base):
         return value > floor  # no baseline value (e.g. the layer was folded then): only the floor tells
@@ -60,7 +66,9 @@ def _hint(ctx: Context, pv) -> Hint:
     before = [v for _, v, _ in series[:k] if v is not None and math.isfinite(v)]
     at = series[k][1]
     is_ref = pv.role == "reference"
-    growth = at / max(before) if at is not None and before and max(before) > 0 else None
+    # Growth over noise-level values (another CPU's last bits) means nothing: not reported.
+    least = _reference_noise(ctx) if is_ref else 0.0
+    growth = at / max(before) if at is not None and before and max(before) > least else None
     final = next(((n, v) for n, v, _ in reversed(series) if v is not None), (None, None))
     verdict = "introduced" if origin == k else "inherited"
     what = "drift against the baseline reference" if is_ref else "error against the reference"
@@ -77,7 +85,7 @@ def _hint(ctx: Context, pv) -> Hint:
         "introduced-vs-inherited", fr.layer, pv.name, msg,
         verdict=verdict, origin=ctx.order[origin], first_regressed=fr.layer,
         metric="reference-drift" if is_ref else "error-vs-reference",
-        noise=REFERENCE_NOISE if is_ref else f"{RUNTIME_DIVERGE}x baseline + {RUNTIME_FLOOR_SHARE}x floor",
+        noise=_reference_noise(ctx) if is_ref else f"{RUNTIME_DIVERGE}x baseline + {RUNTIME_FLOOR_SHARE}x floor",
         value_at_layer=at, max_before=max(before) if before else 0.0, growth_at_layer=growth,
         output_layer=final[0], output_value=final[1],
         series=[[n, v] for n, v, _ in series[:SERIES_LIMIT]],

@@ -1,0 +1,98 @@
+"""gate.runners: one interface for every provider kind, chosen by kind; statuses that keep the
+target's precision; which providers run in a worker by default. Real ONNX Runtime, no torch."""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper
+
+from gate.commands.pipeline import is_isolated
+from gate.config import Isolation, ProviderSpec
+from gate.core import device
+from gate.core.runs import LayerInfo, ModelRun, OnnxSite
+from gate.core.target import Target
+from gate.fingerprint import fingerprint
+from gate.formats.results import Bundle
+from gate.runners.base import Subject, execute
+from gate.runners.registry import RUNNERS, nominal_target, runner_for
+
+
+@pytest.mark.parametrize("name, runner, on", [
+    ("torch-cpu", "TorchEagerRunner", "cpu"), ("torch-cuda", "TorchEagerRunner", "cuda"),
+    ("torch-compile", "TorchCompileRunner", "cpu"), ("torch-compile-cuda", "TorchCompileRunner", "cuda"),
+    ("CPUExecutionProvider", "OrtRunner", None), ("TensorrtExecutionProvider", "OrtRunner", None),
+])
+def test_runner_is_chosen_by_the_providers_kind(name, runner, on):
+    spec = ProviderSpec(name)
+    assert RUNNERS[spec.kind.runner].endswith(runner) and spec.device == on
+    if runner == "OrtRunner":  # the PyTorch runners import torch: checked in the integration tests
+        assert type(runner_for(spec)).__name__ == runner
+
+
+def test_unavailable_provider_is_a_skip_that_keeps_its_precision():
+    """TensorRT configured for float16 and missing here: skipped, labelled float16, not float32."""
+    spec = ProviderSpec("TensorrtExecutionProvider", precision="float16")
+    prun = execute(runner_for(spec), Subject(ModelRun("m")))
+    assert (prun.status, prun.reason) == ("skipped", "skipped: TensorrtExecutionProvider not available here")
+    assert prun.target == Target("TensorrtExecutionProvider", device.GPU, "float16")
+    assert prun.target.label == "gpu:float16" and nominal_target(spec) == prun.target
+
+
+def add_model() -> onnx.ModelProto:
+    graph = helper.make_graph(
+        [helper.make_node("Add", ["x", "one"], ["y"]), helper.make_node("Mul", ["y", "two"], ["z"])], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4])],
+        [helper.make_tensor_value_info("z", TensorProto.FLOAT, [4])],
+        [helper.make_tensor("one", TensorProto.FLOAT, [1], [1.0]), helper.make_tensor("two", TensorProto.FLOAT, [1], [2.0])],
+        value_info=[helper.make_tensor_value_info("y", TensorProto.FLOAT, [4])])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)], ir_version=10)
+
+
+def bundle_run(tmp_path, proto_bytes: bytes | None) -> Subject:
+    x = np.array([0.5, -1.0, 2.0, 0.0], dtype=np.float32)
+    run = ModelRun("m")
+    y = x.astype(np.float64) + 1
+    run.layers = [LayerInfo("add", "Add", fingerprint(y)), LayerInfo("(model)", "M", fingerprint(2 * y)),
+                  LayerInfo("gone", "Identity", fingerprint(y))]
+    run.onnx_map = {"add": OnnxSite("value", "y"), "(model)": OnnxSite("output", output=0),
+                    "gone": OnnxSite("absent", reason="no ONNX node")}
+    Bundle(tmp_path).write(run, proto_bytes, [x])
+    return Subject(run, tmp_path)
+
+
+@pytest.mark.parametrize("isolated", [False, True])
+def test_onnxruntime_runner_maps_values_to_layers(tmp_path, isolated):
+    from gate.commands.pipeline import run_provider
+
+    subject = bundle_run(tmp_path, add_model().SerializeToString())
+    prun = run_provider(ProviderSpec("CPUExecutionProvider"), subject, Isolation(timeout_s=120), isolated)
+    assert prun.status == "ok", prun.reason
+    assert prun.target == Target("CPUExecutionProvider", device.cpu_class())
+    assert prun.layers["add"].status == "ok" and prun.layers["add"].err == 0.0
+    assert prun.layers["(model)"].err == 0.0 and prun.latency_ms > 0
+    assert (prun.layers["gone"].status, prun.layers["gone"].reason) == ("absent", "no ONNX node")
+    assert prun.placement["by_provider"] == {"CPUExecutionProvider": 2}
+
+
+@pytest.mark.parametrize("isolated", [False, True])
+def test_missing_or_broken_model_is_a_status_of_the_provider(tmp_path, isolated):
+    from gate.commands.pipeline import run_provider
+
+    spec = ProviderSpec("CPUExecutionProvider", precision="float16")
+    prun = run_provider(spec, bundle_run(tmp_path / "a", None), Isolation(timeout_s=120), isolated)
+    assert (prun.status, prun.error_status, prun.reason) == ("error", "EXPORT_FAIL", "no ONNX model (export failed)")
+    assert prun.target.precision == "float16"
+    prun = run_provider(spec, bundle_run(tmp_path / "b", b"not a protobuf"), Isolation(timeout_s=120), isolated)
+    assert (prun.status, prun.error_status) == ("error", "LOAD_FAIL") and "model `m`" in prun.reason
+
+
+def test_which_providers_run_in_a_worker():
+    on = Isolation()
+    assert is_isolated(ProviderSpec("CPUExecutionProvider"), on)
+    assert is_isolated(ProviderSpec("torch-cuda"), on) and is_isolated(ProviderSpec("torch-compile-cuda"), on)
+    assert not is_isolated(ProviderSpec("torch-cpu"), on)  # in-process: the very instance exported
+    assert not is_isolated(ProviderSpec("CPUExecutionProvider"), Isolation(enabled=False))
+    assert is_isolated(ProviderSpec("torch-cpu", isolated=True), on)
+    assert not is_isolated(ProviderSpec("torch-cuda", isolated=False), on)

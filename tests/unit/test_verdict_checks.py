@@ -1,0 +1,210 @@
+"""gate.verdict.checks, driven directly: each check at its limit (passes) and just past it (fails).
+
+Runs and baselines are built by hand (tests/support/verdicts.py): every value a check compares
+is one the test chose, so these hold on every machine.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from gate.config import Tolerance
+from gate.fingerprint import relative_error
+from gate.verdict.checks import reference_rows, runtime_rows
+from gate.verdict.judge import model_verdict
+from tests.support.verdicts import NAMES, baseline, entry, fp, run, runtime, spec
+
+JUST_PAST = 1 + 1e-9
+
+
+def rows_by_layer(rows):
+    return {r.layer: r for r in rows}
+
+
+def drift(move: float) -> float:
+    """The drift the reference check measures for a layer moved by ``move``."""
+    return relative_error(fp(move), fp())
+
+
+# reference-drift ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("past", [False, True])
+def test_reference_drift_at_its_limit_passes_and_past_it_fails(past):
+    change = drift(3e-9)
+    limit = change / JUST_PAST if past else change
+    rows = rows_by_layer(reference_rows(run(moves={"b": 3e-9}), baseline(), spec(Tolerance(reference=limit))))
+    assert rows["a"].status == "pass" and rows["a"].value == 0.0
+    assert rows["b"].check == "reference-drift" and rows["b"].value == change and rows["b"].threshold == limit
+    assert rows["b"].failed is past
+    assert rows["b"].status == ("fail" if past else "pass")
+    if past:
+        assert "the model's code or weights changed" in rows["b"].message
+
+
+def test_reference_drift_limit_of_a_float32_reference_is_float32_rounding():
+    """A float32 reference (the model cannot run in float64) is held to 1e-5, not float64's 1e-9."""
+    r = run(moves={"b": 9e-6})
+    r.reference_dtype = "float32"
+    row = rows_by_layer(reference_rows(r, baseline(), spec()))["b"]
+    assert row.threshold == 1e-5 and row.status == "pass"
+    row = rows_by_layer(reference_rows(run(moves={"b": 9e-6}), baseline(), spec()))["b"]
+    assert row.threshold == 1e-9 and row.status == "fail"
+
+
+def test_reference_limit_follows_layer_tolerance_globs_later_rules_winning():
+    s = spec(layers={"b*": {"reference": 1e-3}, "b": {"reference": 1e-6}})
+    rows = rows_by_layer(reference_rows(run(moves={"b": 1e-5}), baseline(), s))
+    assert rows["b"].threshold == 1e-6 and rows["b"].status == "fail"
+
+
+@pytest.mark.parametrize("past", [False, True])
+def test_calibrated_noise_widens_the_reference_limit_to_four_times_it(past):
+    change = drift(1e-7)
+    noise = change / 4 * (1 / JUST_PAST if past else 1)
+    rows = rows_by_layer(reference_rows(run(moves={"b": 1e-7}), baseline(noise={"b": noise}), spec()))
+    assert rows["b"].threshold == 4 * noise
+    assert rows["b"].failed is past
+
+
+# nonfinite, shape, degenerate, structure -------------------------------------------------
+
+def test_nan_in_the_reference_that_the_baseline_lacks_always_fails():
+    rows = rows_by_layer(reference_rows(run(b=fp(nan=1)), baseline(), spec(Tolerance(reference=1.0))))
+    assert (rows["b"].status, rows["b"].check) == ("fail", "nonfinite")
+    assert "1 NaN" in rows["b"].message and rows["b"].value == 1 and rows["b"].baseline == 0
+
+
+def test_nan_in_both_reference_and_baseline_is_compared_not_failed():
+    rows = rows_by_layer(reference_rows(run(b=fp(nan=1)), baseline(b=fp(nan=1)), spec()))
+    assert rows["b"].status == "pass"
+
+
+def test_runtime_nan_the_reference_lacks_fails_whatever_its_error():
+    prun = runtime(errs={"b": 0.0})
+    prun.layers["b"].fp = fp(nan=2)
+    rows = rows_by_layer(runtime_rows(run(), prun, entry(), spec(Tolerance(ceiling=math.inf, floor=1.0))))
+    assert (rows["b"].status, rows["b"].check, rows["b"].value) == ("fail", "nonfinite", 2)
+
+
+def test_reference_shape_change_fails():
+    rows = rows_by_layer(reference_rows(run(b=fp(shape=(4, 2))), baseline(), spec()))
+    assert (rows["b"].status, rows["b"].check) == ("fail", "shape")
+    assert "[4, 2]" in rows["b"].message and "[2, 4]" in rows["b"].message
+
+
+def test_runtime_shape_other_than_the_reference_fails():
+    prun = runtime()
+    prun.layers["c"].fp = fp(shape=(8,))
+    rows = rows_by_layer(runtime_rows(run(), prun, entry(), spec()))
+    assert (rows["c"].status, rows["c"].check) == ("fail", "shape")
+
+
+@pytest.mark.parametrize("dead, words", [(dict(zero=8), "every element is zero"),
+                                         (dict(nan=8), "every element is NaN/Inf")])
+def test_degenerate_output_never_passes_even_when_the_baseline_agrees(dead, words):
+    rows = rows_by_layer(reference_rows(run(output=fp(**dead)), baseline(output=fp(**dead)), spec()))
+    assert (rows["(model)"].status, rows["(model)"].check) == ("fail", "degenerate")
+    assert words in rows["(model)"].message
+    # an inner layer that is all zeros is no output: not degenerate
+    rows = rows_by_layer(reference_rows(run(a=fp(zero=8)), baseline(a=fp(zero=8)), spec()))
+    assert rows["a"].status == "pass"
+
+
+def test_new_and_missing_layers_are_structure_failures():
+    r = run(names=("a", "x", "(model)"))
+    rows = rows_by_layer(reference_rows(r, baseline(), spec()))
+    assert (rows["x"].status, rows["x"].check, rows["x"].failed) == ("new", "structure", True)
+    assert (rows["b"].status, rows["c"].status) == ("missing", "missing")
+    assert rows["b"].failed and rows["b"].value is None
+    # missing rows come after the run's own layers, in the baseline's order
+    assert [row.layer for row in reference_rows(r, baseline(), spec())] == ["a", "x", "(model)", "b", "c"]
+
+
+# error-growth and ceiling ----------------------------------------------------------------
+
+@pytest.mark.parametrize("past", [False, True])
+def test_error_growth_at_growth_times_baseline_plus_floor_passes_and_past_fails(past):
+    base = 3e-7
+    limit = 2.0 * base + 1e-6
+    err = limit * JUST_PAST if past else limit
+    rows = rows_by_layer(runtime_rows(run(), runtime(errs={"b": err}), entry(errs={"b": base}), spec()))
+    assert (rows["b"].check, rows["b"].threshold, rows["b"].baseline) == ("error-growth", limit, base)
+    assert rows["b"].failed is past
+    assert rows["a"].status == "pass"
+
+
+def test_error_growth_uses_the_configured_growth_and_floor():
+    s = spec(Tolerance(growth=1.5, floor=1e-8))
+    rows = rows_by_layer(runtime_rows(run(), runtime(errs={"b": 4e-7}), entry(errs={"b": 2e-7}), s))
+    assert rows["b"].threshold == 1.5 * 2e-7 + 1e-8 and rows["b"].status == "fail"
+
+
+@pytest.mark.parametrize("past", [False, True])
+def test_calibrated_noise_raises_the_growth_limit_to_baseline_plus_four_times_it(past):
+    base, noise = 1e-7, 1e-6
+    limit = base + 4 * noise  # above 2 * base + floor (1.2e-6)
+    err = limit * JUST_PAST if past else limit
+    rows = rows_by_layer(runtime_rows(run(), runtime(errs={"b": err}), entry(errs={"b": base}, noise={"b": noise}),
+                                      spec()))
+    assert rows["b"].threshold == limit and rows["b"].failed is past
+
+
+@pytest.mark.parametrize("past", [False, True])
+def test_ceiling_at_its_limit_passes_and_past_fails_even_within_growth(past):
+    ceiling = 1e-2
+    err = ceiling * JUST_PAST if past else ceiling
+    # a baseline error this large would let growth pass it: the ceiling does not
+    rows = rows_by_layer(runtime_rows(run(), runtime(errs={"c": err}), entry(errs={"c": 0.5}), spec()))
+    assert rows["c"].check == ("ceiling" if past else "error-growth")
+    assert rows["c"].failed is past
+    if past:
+        assert rows["c"].threshold == ceiling
+
+
+def test_ceiling_applies_without_any_baseline():
+    rows = rows_by_layer(runtime_rows(run(), runtime(errs={"c": 0.02}), None, spec()))
+    assert (rows["c"].check, rows["c"].status) == ("ceiling", "fail")
+    assert rows["a"].status == "pass" and rows["a"].threshold is None  # nothing else to grow from
+
+
+@pytest.mark.parametrize("past", [False, True])
+def test_layer_without_a_baseline_value_is_held_to_the_floor(past):
+    """Folded in the baseline, observable now (a graph change un-fused it): the floor is the limit."""
+    e = entry()
+    e.layers["b"] = type(e.layers["b"])("folded")
+    err = 1e-6 * JUST_PAST if past else 1e-6
+    rows = rows_by_layer(runtime_rows(run(), runtime(errs={"b": err}), e, spec()))
+    assert rows["b"].threshold == 1e-6 and rows["b"].baseline is None
+    assert rows["b"].status == ("fail" if past else "new") and rows["b"].failed is past
+
+
+def test_nan_baseline_error_is_no_baseline_value():
+    rows = rows_by_layer(runtime_rows(run(), runtime(errs={"b": 5e-7}), entry(errs={"b": math.nan}), spec()))
+    assert rows["b"].status == "new" and rows["b"].threshold == 1e-6
+
+
+def test_half_precision_runtimes_get_their_own_default_budget():
+    prun = runtime(errs={"b": 5e-4}, precision="float16")
+    rows = rows_by_layer(runtime_rows(run(), prun, entry(errs={"b": 1e-4}, precision="float16"), spec()))
+    assert rows["b"].threshold == 2 * 1e-4 + 1e-3 and rows["b"].status == "pass"
+    rows = rows_by_layer(runtime_rows(run(), runtime(errs={"b": 5e-4}), entry(errs={"b": 1e-4}), spec()))
+    assert rows["b"].status == "fail"
+
+
+def test_folded_and_absent_layers_are_reported_not_checked():
+    prun = runtime()
+    prun.layers["a"] = type(prun.layers["a"])("folded", reason="fused into b")
+    del prun.layers["c"]
+    v = model_verdict(spec(), _with(prun), baseline(entry()), "b.msgpack.zst", "cmd")
+    rows = rows_by_layer(v.providers[1].rows)
+    assert (rows["a"].status, rows["a"].message) == ("folded", "fused into b")
+    assert rows["c"].status == "absent" and not rows["c"].failed
+    assert (v.providers[1].checked, v.providers[1].folded) == (len(NAMES) - 2, 1)
+
+
+def _with(*pruns):
+    r = run()
+    r.providers = list(pruns)
+    return r
