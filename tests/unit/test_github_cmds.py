@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import typer
@@ -59,3 +60,19 @@ def test_options_come_from_the_environment(tmp_path):
 
 def test_bad_when_is_a_usage_error():
     assert invoke("--report", str(REPORTS / "pass.json"), "--when", "sometimes").exit_code == 2
+
+
+def test_a_forks_hostile_report_is_one_line_exit_2(tmp_path):
+    """The fork-safe flow comments from a report a fork's run wrote: depth bombs and forged
+    fields are refused in one line, nothing is posted."""
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * 100_000 + "]" * 100_000)
+    r = invoke("--report", str(deep))
+    assert r.exit_code == 2 and r.output.strip() == f"error: report `{deep}`: nested deeper than 64 levels"
+    forged = tmp_path / "forged.json"
+    doc = json.loads((REPORTS / "regressed.json").read_text())
+    doc["first_regression"] = {"layer": 5, "model": None}
+    forged.write_text(json.dumps(doc))
+    r = invoke("--report", str(forged))
+    assert r.exit_code == 2 and len(r.output.strip().splitlines()) == 1
+    assert "`first_regression.layer`: expected a string, got a number" in r.output and "None" not in r.output
