@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.markup import escape
 
 import gate
 from gate.cli import github_cmds
@@ -118,11 +119,11 @@ def update_baseline(config: ConfigOpt = None, model: ModelOpt = None, provider: 
     with progress_display() as progress:
         updated = commands.update_baseline(cfg, models, providers, progress, sources=source, calibrate=calibrate)
     for u in updated:
-        console.print(f"[bold]{u.model}[/bold] → {u.path}")
+        console.print(f"[bold]{u.model}[/bold] → {escape(str(u.path))}")
         for line in u.changes:
-            console.print(f"  {line}")
+            console.print(f"  {escape(line)}", soft_wrap=True)
         for line in u.warnings:
-            console.print(f"  [yellow]warning:[/yellow] {line}")
+            console.print(f"  [yellow]warning:[/yellow] {escape(line)}", soft_wrap=True)
     console.print(f"[bold green]UPDATED[/bold green] | {len(updated)} baseline(s)")
 
 
@@ -139,8 +140,8 @@ def export(out: Annotated[Path, typer.Option("--out", help="Folder to write <mod
     with progress_display() as progress:
         runs = commands.export_models(cfg, models, providers, out, progress)
     for run in runs:
-        status = f"[red]{run.error.status}[/red] {run.error.message}" if run.error else f"{len(run.layers)} layers"
-        console.print(f"[bold]{run.name}[/bold] → {out / run.name}  {status}", soft_wrap=True)
+        status = f"[red]{run.error.status}[/red] {escape(run.error.message)}" if run.error else f"{len(run.layers)} layers"
+        console.print(f"[bold]{run.name}[/bold] → {escape(str(out / run.name))}  {status}", soft_wrap=True)
     failed = [r for r in runs if r.error]
     console.print(("[bold red]ERROR[/bold red]" if failed else "[bold green]EXPORTED[/bold green]")
                   + f" | {len(runs)} model(s) to {out}")
@@ -172,9 +173,9 @@ def collect(source: Annotated[Path, typer.Option("--from", help="A folder writte
         runs = commands.collect(source, providers, out, cfg.isolation if cfg else Isolation(), _split(model), progress)
     for run in runs:
         for p in run.providers:
-            console.print(f"{run.name} · {p.name} ({p.target.label}): {p.status}" + (f" — {p.reason}" if p.reason
-                                                                                     else ""), soft_wrap=True)
-    console.print(f"[bold green]COLLECTED[/bold green] | {len(runs)} model(s) → {out}")
+            console.print(escape(f"{run.name} · {p.name} ({p.target.label}): {p.status}"
+                                 + (f" — {p.reason}" if p.reason else "")), soft_wrap=True)
+    console.print(f"[bold green]COLLECTED[/bold green] | {len(runs)} model(s) → {escape(str(out))}")
 
 
 @app.command()
@@ -237,7 +238,7 @@ def main() -> None:
     except GateError as exc:
         from gate.cli.console import err_console
 
-        err_console.print(f"[bold red]error:[/bold red] {exc}", soft_wrap=True)
+        err_console.print(f"[bold red]error:[/bold red] {escape(str(exc))}", soft_wrap=True)
         sys.exit(exc.exit_code)
     except typer.Exit as exc:
         sys.exit(exc.exit_code)

@@ -5,8 +5,10 @@ from __future__ import annotations
 from contextlib import contextmanager
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
+from gate.render.markdown import promotion_text
 from gate.verdict.types import ModelVerdict, Report
 
 console = Console(highlight=False)
@@ -25,7 +27,7 @@ def progress_display():
         with console.status("starting") as status:
             yield lambda msg: status.update(msg)
     else:
-        yield lambda msg: err_console.print(f"[dim]· {msg}[/dim]")
+        yield lambda msg: err_console.print(f"[dim]· {escape(msg)}[/dim]")
 
 
 def _fmt(v) -> str:
@@ -36,19 +38,27 @@ def render_report(report: Report) -> None:
     for model in report.models:
         _render_model(model)
     if report.baseline_changes:
-        console.print(f"[yellow]this change updates baselines:[/yellow] {', '.join(report.baseline_changes)}")
+        console.print(f"[yellow]this change updates baselines:[/yellow] {escape(', '.join(report.baseline_changes))}")
     console.print(verdict_line(report), soft_wrap=True)
 
 
 def _render_model(model: ModelVerdict) -> None:
-    title = f"[bold]{model.name}[/bold]  ·  {model.layers} layers  ·  exporter {model.exporter or '—'}"
+    # Names and messages come from the model and the files: never read as markup ("(model)[logits]").
+    title = f"[bold]{escape(model.name)}[/bold]  ·  {model.layers} layers  ·  exporter {escape(model.exporter or '—')}"
     if model.export_fallback:
-        title += f" (fallback: {model.export_fallback})"
+        title += f" (fallback: {escape(model.export_fallback)})"
     console.print(title)
     if model.error:
-        console.print(f"  [bold red]{model.error['status']}[/bold red]: {model.error['message']}")
+        console.print(f"  [bold red]{escape(model.error['status'])}[/bold red]: {escape(model.error['message'])}")
     if model.message:
-        console.print(f"  [yellow]{model.message}[/yellow]")
+        console.print(f"  [yellow]{escape(model.message)}[/yellow]")
+    if model.promoted:
+        console.print(f"  [dim]reference: {escape(promotion_text(model))}[/dim]")
+    if model.below_float64:
+        shown = ", ".join(f"{k} ({v})" for k, v in list(model.below_float64.items())[:5])
+        n = len(model.below_float64)
+        console.print(f"  [yellow]reference below float64 in {n} layer{'s' * (n != 1)}:[/yellow] {escape(shown)}"
+                      " — their limits follow that precision", soft_wrap=True)
     table = Table(show_edge=False, pad_edge=False)
     for col in ("provider", "precision", "status", "checked", "failed", "folded", "worst error", "latency",
                 "first regression"):
@@ -61,18 +71,19 @@ def _render_model(model: ModelVerdict) -> None:
         first_text = (f"{first.layer}: {first.check} {_fmt(first.value)} > {_fmt(first.threshold)}"
                       if first else (p.reason or ""))
         style = _STATUS_STYLE.get(p.status, "")
-        table.add_row(p.name, precision, f"[{style}]{p.status}[/{style}]" if style else p.status,
+        table.add_row(escape(p.name), precision, f"[{style}]{p.status}[/{style}]" if style else escape(p.status),
                       str(p.checked), str(p.failed), str(p.folded), _fmt(max(values) if values else None),
-                      "—" if p.latency_ms is None else f"{p.latency_ms:.2f} ms", first_text)
+                      "—" if p.latency_ms is None else f"{p.latency_ms:.2f} ms", escape(first_text))
     console.print(table)
     for p in model.providers:
         for a in p.audits:
             style = "red" if a.status == "fail" else "yellow"
-            console.print(f"  [{style}]{a.check}:[/{style}] {a.message}", soft_wrap=True)
+            console.print(f"  [{style}]{escape(a.check)}:[/{style}] {escape(a.message)}", soft_wrap=True)
     if model.status in ("regressed", "error"):
         for h in [h for h in model.hints if h.kind != "hints-unavailable"][:6]:
             where = f" on {h.provider}" if h.provider else ""
-            console.print(f"  [cyan]hint[/cyan] {h.kind} at {h.layer or '—'}{where}: {h.message}", soft_wrap=True)
+            console.print(f"  [cyan]hint[/cyan] {escape(f'{h.kind} at {h.layer or chr(8212)}{where}: {h.message}')}",
+                          soft_wrap=True)
     console.print()
 
 
@@ -81,17 +92,19 @@ def verdict_line(report: Report) -> str:
     skipped = sorted({p.name for m in report.models for p in m.providers if p.status == "skipped"})
     if report.verdict == "pass":
         ran = [p for p in s.providers if p not in skipped]
-        return f"[bold green]PASSED[/bold green] | {s.models} models, {s.layers} layers, providers: " \
-               f"{', '.join(ran) or 'none'}" + (f" (skipped, not available here: {', '.join(skipped)})" if skipped else "")
+        return "[bold green]PASSED[/bold green] | " + escape(
+            f"{s.models} models, {s.layers} layers, providers: {', '.join(ran) or 'none'}"
+            + (f" (skipped, not available here: {', '.join(skipped)})" if skipped else ""))
     first = report.first_regression
     if report.verdict == "error":
         failed = [m for m in report.models if m.status == "error"]
         err = failed[0].error if failed else None
         what = f"{err['status']}: {err['message']}" if err else "error"
-        return f"[bold red]ERROR[/bold red] | {what}"
+        return f"[bold red]ERROR[/bold red] | {escape(what)}"
     if first:
-        return (f"[bold red]FAILED[/bold red] | first regression: {first.model} {first.layer} on "
-                f"{first.provider}{' (float64 reference)' if first.precision == 'float64' else ''} "
-                f"({first.check} {_fmt(first.value)} > {_fmt(first.threshold)})")
+        return "[bold red]FAILED[/bold red] | " + escape(
+            f"first regression: {first.model} {first.layer} on {first.provider}"
+            f"{' (float64 reference)' if first.precision == 'float64' else ''} "
+            f"({first.check} {_fmt(first.value)} > {_fmt(first.threshold)})")
     missing = [m.name for m in report.models if m.status == "no-baseline"]
-    return f"[bold red]FAILED[/bold red] | missing baseline: {', '.join(missing)}"
+    return f"[bold red]FAILED[/bold red] | missing baseline: {escape(', '.join(missing))}"

@@ -120,11 +120,13 @@ def prepare(config: Config, spec: ModelSpec, progress: Progress = _quiet) -> Pre
         run.meta.graph_digest, run.meta.op_types = graph_digest(exported.proto), op_types(exported.proto)
     progress(f"{spec.name}: float64 reference on torch-cpu")
     try:
-        run.reference_dtype, records = run_reference(built, progress)
+        ref = run_reference(built, progress, spec.reference_promotion)
     except ModelError as exc:
         run.error = RunError(exc.status, str(exc))
         return Prepared(run, built, None, inputs)
-    run.layers = [LayerInfo(r.name, r.type, r.fp) for r in records]
+    records, run.reference_dtype = ref.records, ref.dtype
+    run.meta.promoted, run.meta.below_float64 = ref.notes.promoted or None, ref.notes.below or None
+    run.layers = [LayerInfo(r.name, r.type, r.fp, reached=r.reached) for r in records]
     if exported is not None:
         from gate.export.layermap import assign
 

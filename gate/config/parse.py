@@ -73,7 +73,7 @@ TOP_KEYS = ("baseline-dir", "providers", "models", "tolerance", "seed", "opset",
             "placement", "max-slowdown", "require")
 ISOLATION_KEYS = ("enabled", "timeout", "memory-budget-mb", "capture-memory-mb")
 MODEL_KEYS = ("name", "factory", "inputs", "exporter", "opset", "seed", "tolerance", "layer-tolerances",
-              "batch-sizes", "input-sets")
+              "batch-sizes", "input-sets", "reference-promotion")
 TOLERANCE_KEYS = ("growth", "floor", "reference", "ceiling")
 
 
@@ -220,7 +220,7 @@ def _parse_model(r: _Reader, default_tol: Tolerance, seed: int, opset: int | Non
         layer_tols.append(LayerTolerance(pattern, _tolerance_values(t, TOLERANCE_KEYS)))
     base = ModelSpec(name=name, factory=factory, inputs=inputs, exporter=exp, opset=model_opset,
                      seed=r.get("seed", (int,), seed), tolerance=tol, layer_tolerances=tuple(layer_tols),
-                     where=r.where)
+                     reference_promotion=r.get("reference-promotion", (bool,), True), where=r.where)
     return _cases(r, base)
 
 

@@ -86,6 +86,7 @@ class ModelSpec:
     seed: int = 0
     tolerance: Tolerance = Tolerance()
     layer_tolerances: tuple[LayerTolerance, ...] = ()
+    reference_promotion: bool = True  # casts to float32/16 in the forward become float64 in the reference
     where: str = ""  # "tool.parity-gate.models[0]" for messages
 
     def tolerance_for(self, layer: str, precision: str = "float32") -> Tolerance:

@@ -49,11 +49,18 @@ class Meta:
     machine: dict[str, str] | None = None
     fingerprint: dict[str, Any] | None = None
     op_types: list[str] | None = None  # ONNX op types of the shipped graph
+    # The reference run: casts to a lower float dtype promoted to float64, per module call; and
+    # where it still computed below float64 (custom ops, NumPy round trips), with the dtype.
+    promoted: dict[str, int] | None = None
+    below_float64: dict[str, str] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         out = {f.name: getattr(self, f.name) for f in fields(self)}
         if out["op_types"] is None:
             del out["op_types"]
+        for notes in ("promoted", "below_float64"):  # absent when empty: such files keep their bytes
+            if not out[notes]:
+                del out[notes]
         return out
 
     @classmethod
@@ -79,6 +86,7 @@ class LayerInfo:
     type: str
     fp: Fingerprint
     noise: float | None = None  # run-to-run relative change measured by calibration
+    reached: str = "float64"  # the coarsest precision the reference computed in up to this layer
 
 
 @dataclass

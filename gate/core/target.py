@@ -13,6 +13,12 @@ from dataclasses import dataclass
 
 PRECISIONS = ("float32", "float16", "bfloat16")
 DEFAULT_PRECISION = "float32"
+_FINEST_FIRST = ("float64", "float32", "float16", "bfloat16")
+
+
+def coarsest(*precisions: str) -> str:
+    """The least precise of float dtypes (a comparison is as precise as its coarser side)."""
+    return max(precisions, key=_FINEST_FIRST.index)
 # GPU device classes name one architecture each: never stand in for one another.
 _GPU_PREFIXES = ("gpu", "cuda")
 

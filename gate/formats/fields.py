@@ -116,6 +116,22 @@ class Obj:
         value = self.data.get(key)
         return None if value is None else read(Obj(value, self.source, self._key(key)))
 
+    def counts(self, key: str) -> dict[str, int]:
+        """An object of non-negative integers by name (missing: empty)."""
+        value = self.free(key) or {}
+        for k, v in value.items():
+            if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+                self.fail(f"{key}.{k[:40]}", f"expected a count, got {kind(v)}")
+        return value
+
+    def words(self, key: str) -> dict[str, str]:
+        """An object of strings by name (missing: empty)."""
+        value = self.free(key) or {}
+        for k, v in value.items():
+            if not isinstance(v, str):
+                self.fail(f"{key}.{k[:40]}", f"expected a string, got {kind(v)}")
+        return value
+
     def free(self, key: str) -> dict[str, Any] | None:
         """A free-form object (evidence, placement), passed on as parsed."""
         value = self.data.get(key)

@@ -178,7 +178,7 @@ class _Doc:
     def model_section(self, m: ModelVerdict) -> str:
         out = [f"#### {code(m.name)}"]
         meta = [f"exporter {plain(m.exporter, 40)}" if m.exporter else "", f"opset {m.opset}" if m.opset else "",
-                f"reference cpu/{plain(m.reference_dtype, 20)}"]
+                f"reference cpu/{plain(m.reference_dtype, 20)}", plain(promotion_text(m), 120)]
         if m.baseline_path:
             meta.append(f"baseline {code(m.baseline_path)}")
         out.append(" · ".join(x for x in meta if x))
@@ -288,6 +288,11 @@ def _model_notices(m: ModelVerdict) -> list[str]:
                      f"{code(f'parity-gate update-baseline --model {m.name}', 200)} and commit it.")
     if m.reference_dtype == "float32":
         items.append(f"ℹ️ {code(m.name)}: float32 reference (the model could not run in float64).")
+    if m.below_float64:
+        first, dtype = next(iter(m.below_float64.items()))
+        items.append(f"⚠️ {code(m.name)}: the reference computed below float64 in {len(m.below_float64)} layer"
+                     f"{'s' * (len(m.below_float64) != 1)} (first {code(first)}: {plain(dtype, 20)}; a custom op or a "
+                     "NumPy round trip): from there its limits follow that precision.")
     if m.export_fallback:
         items.append(f"ℹ️ {code(m.name)}: export fell back to {plain(m.export_fallback, 200)}.")
     for p in m.providers:
@@ -300,6 +305,15 @@ def _model_notices(m: ModelVerdict) -> list[str]:
             items.append(f"🆕 {code(m.name)} · {code(p.name)} has no baseline entry: run {code(command, 260)} "
                          "on a runner that has it.")
     return items
+
+
+def promotion_text(m: ModelVerdict) -> str:
+    """"12 casts promoted to float64 in 6 layers", or nothing."""
+    n = sum(m.promoted.values())
+    if not n:
+        return ""
+    return (f"{n} cast{'s' * (n != 1)} to a lower precision promoted to float64 in {len(m.promoted)} "
+            f"layer{'s' * (len(m.promoted) != 1)}")
 
 
 def _provider_table(providers: list[ProviderVerdict]) -> str:

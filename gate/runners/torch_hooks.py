@@ -8,15 +8,16 @@ dropped as soon as they are fingerprinted, so memory does not grow with the numb
 
 from __future__ import annotations
 
+import contextlib
 import weakref
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import torch
 
-from gate.core.layers import layer_name
+from gate.core.layers import ROOT, layer_name
 from gate.fingerprint import Fingerprint, fingerprint
 from gate.model.build import inference_mode
 
@@ -32,6 +33,7 @@ class LayerOutput:
     type: str  # module class name
     fp: Fingerprint
     alias_of: str | None = None  # an identity module: its output is this earlier layer's tensor
+    reached: str = "float64"  # the reference's coarsest precision up to this layer (see promotion)
 
 
 def to_numpy(t: torch.Tensor) -> np.ndarray:
@@ -68,40 +70,86 @@ def outputs(module: torch.nn.Module, value: Any) -> list[LayerOutput]:
             for element, t in flatten(value)]
 
 
-def run(module: torch.nn.Module, inputs: tuple[torch.Tensor, ...]) -> list[LayerOutput]:
-    """One forward with hooks; returns the records in execution (hook completion) order."""
-    records: list[LayerOutput] = []
-    calls: dict[str, int] = {}
-    # id(tensor) -> (weakref, version, layer): an identity module (Dropout in eval, Identity)
-    # returns the very tensor it got, unchanged; in-place modules return it with a new version.
-    produced: dict[int, tuple[weakref.ref, int, str]] = {}
+class Capture:
+    """One forward of ``module`` with hooks on every module call. ``where()`` names the innermost
+    module call running (for what happens inside a forward: casts, low-precision ops), and
+    ``on_record`` sees each record as it is made."""
 
-    def hook(mod: torch.nn.Module, output: Any, qual: str) -> None:
-        call = calls.get(qual, 0)
-        calls[qual] = call + 1
+    def __init__(self, module: torch.nn.Module, on_record: Callable[[LayerOutput], None] | None = None):
+        self.module, self.on_record = module, on_record
+        self.records: list[LayerOutput] = []
+        self._calls: dict[str, int] = {}
+        self._stack: list[str] = []
+        # id(tensor) -> (weakref, version, layer): an identity module (Dropout in eval, Identity)
+        # returns the very tensor it got, unchanged; in-place modules return it with a new version.
+        self._produced: dict[int, tuple[weakref.ref, int, str]] = {}
+
+    def where(self) -> str:
+        return self._stack[-1] if self._stack else ROOT
+
+    def _enter(self, qual: str) -> None:
+        self._stack.append(layer_name(qual, self._calls.get(qual, 0)))
+
+    def _exit(self, mod: torch.nn.Module, output: Any, qual: str) -> None:
+        call = self._calls.get(qual, 0)
+        self._calls[qual] = call + 1
+        if self._stack:
+            self._stack.pop()
         for element, tensor in flatten(output):
             name = layer_name(qual, call, element)
             alias = None
-            seen = produced.get(id(tensor))
+            seen = self._produced.get(id(tensor))
             if seen is not None and seen[0]() is tensor and seen[1] == tensor._version:
                 alias = seen[2]
             else:
-                produced[id(tensor)] = (weakref.ref(tensor), tensor._version, name)
-            records.append(LayerOutput(name, qual, call, element, type(mod).__name__,
-                                       fingerprint(to_numpy(tensor)), alias))
+                self._produced[id(tensor)] = (weakref.ref(tensor), tensor._version, name)
+            with _own_work():
+                fp = fingerprint(to_numpy(tensor))
+            record = LayerOutput(name, qual, call, element, type(mod).__name__, fp, alias)
+            self.records.append(record)
+            if self.on_record is not None:
+                self.on_record(record)
 
-    handles = [m.register_forward_hook(_bind(hook, qual)) for qual, m in module.named_modules()]
-    try:
-        with inference_mode():
-            module(*inputs)
-    finally:
-        for h in handles:
-            h.remove()
-    return records
+    def run(self, inputs: tuple[torch.Tensor, ...],
+            context: contextlib.AbstractContextManager | None = None) -> list[LayerOutput]:
+        """The records in execution (hook completion) order."""
+        handles = []
+        for qual, m in self.module.named_modules():
+            handles.append(m.register_forward_pre_hook(_bind_pre(self._enter, qual)))
+            handles.append(m.register_forward_hook(_bind(self._exit, qual)))
+        try:
+            with inference_mode(), context or contextlib.nullcontext():
+                self.module(*inputs)
+        finally:
+            for h in handles:
+                h.remove()
+        return self.records
 
 
-def _bind(hook, qual: str):
+@contextlib.contextmanager
+def _own_work() -> Iterator[None]:
+    """The capture's own tensor work (detach, widen, to NumPy) is not the model's: no torch
+    function or dispatch mode of the run (see ``promotion``) sees it."""
+    from torch.utils._python_dispatch import _disable_current_modes
+
+    with torch._C.DisableTorchFunction(), _disable_current_modes():
+        yield
+
+
+def run(module: torch.nn.Module, inputs: tuple[torch.Tensor, ...]) -> list[LayerOutput]:
+    """One forward with hooks; returns the records in execution (hook completion) order."""
+    return Capture(module).run(inputs)
+
+
+def _bind_pre(enter, qual: str):
+    def bound(mod, _args):
+        enter(qual)
+
+    return bound
+
+
+def _bind(exit_, qual: str):
     def bound(mod, _args, output):
-        hook(mod, output, qual)
+        exit_(mod, output, qual)
 
     return bound

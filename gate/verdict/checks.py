@@ -15,12 +15,15 @@ import math
 from gate.config import ModelSpec
 from gate.core.layers import is_output
 from gate.core.runs import LayerInfo, ModelRun, ProviderRun
+from gate.core.target import coarsest
 from gate.fingerprint import Fingerprint, relative_error
 from gate.formats.baseline import Baseline, Entry
 from gate.verdict.types import Row
 
 NOISE_MARGIN = 4.0  # thresholds stay at least this many times the calibrated noise away
-FLOAT32_REFERENCE_LIMIT = 1e-5  # a float32 reference is compared with float32 rounding, not float64's
+# A reference computed (partly) below float64 moves with that precision's rounding across machines
+# and thread counts: its limit is at least this, never the 1e-9 only float64 can meet.
+REFERENCE_FLOOR = {"float32": 1e-5, "float16": 1e-3, "bfloat16": 1e-2}
 
 
 def _row(layer: LayerInfo, status: str, check: str | None = None, value: float | None = None,
@@ -52,22 +55,25 @@ def degenerate(fp: Fingerprint) -> str | None:
     return None
 
 
-def reference_limit(tolerance: float, both_float64: bool, noise: float | None) -> float:
-    """The reference may move by its tolerance, never by less than 4x its calibrated noise."""
-    base = tolerance if both_float64 else max(tolerance, FLOAT32_REFERENCE_LIMIT)
+def reference_limit(tolerance: float, precision: str, noise: float | None) -> float:
+    """The reference may move by its tolerance (at least its precision's floor when it computed
+    below float64), never by less than 4x its calibrated noise."""
+    base = max(tolerance, REFERENCE_FLOOR.get(precision, 0.0))
     return max(base, NOISE_MARGIN * (noise or 0.0))
 
 
 def reference_rows(run: ModelRun, baseline: Baseline, spec: ModelSpec) -> list[Row]:
     rows = []
-    both64 = run.reference_dtype == "float64" and baseline.reference_dtype == "float64"
+    dtypes = coarsest(run.reference_dtype, baseline.reference_dtype)
     for layer in run.layers:
         recorded = baseline.layer(layer.name)
         if recorded is None:
             rows.append(_row(layer, "new", "structure", message="layer is not in the baseline: the model's "
                              "structure changed"))
             continue
-        limit = reference_limit(spec.tolerance_for(layer.name).reference, both64, recorded.noise)
+        # A comparison is as precise as its less precise side.
+        precision = coarsest(dtypes, layer.reached, recorded.reached)
+        limit = reference_limit(spec.tolerance_for(layer.name).reference, precision, recorded.noise)
         rows.append(_reference_row(run, layer, recorded.fp, limit))
     current = {layer.name for layer in run.layers}
     rows.extend(Row(x.name, x.type, "missing", "structure", message="layer is in the baseline but did not run: "

@@ -97,7 +97,8 @@ def model_verdict(spec: ModelSpec, run: ModelRun, baseline: Baseline | None, pat
                                                                        "message": run.error.message},
                       baseline_path=path, baseline_exists=baseline is not None, exporter=run.meta.exporter,
                       export_fallback=run.meta.export_fallback, opset=run.meta.opset,
-                      reference_dtype=run.reference_dtype, layers=len(run.layers))
+                      reference_dtype=run.reference_dtype, layers=len(run.layers),
+                      promoted=dict(run.meta.promoted or {}), below_float64=dict(run.meta.below_float64 or {}))
     if baseline is None:
         mv.status, mv.message = "no-baseline", f"no baseline at {path}: create it with `{update_cmd}`"
     mv.providers = [_reference(run, baseline, spec, mv.message)]

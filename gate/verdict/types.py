@@ -189,12 +189,17 @@ class ModelVerdict:
     providers: list[ProviderVerdict] = field(default_factory=list)
     message: str | None = None
     hints: list[Hint] = field(default_factory=list)
+    # The reference run: casts promoted to float64 per module call; where it computed below float64.
+    promoted: dict[str, int] = field(default_factory=dict)
+    below_float64: dict[str, str] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return {"name": self.name, "status": self.status, "error": self.error,
                 "baseline": {"path": self.baseline_path, "exists": self.baseline_exists},
                 "exporter": self.exporter, "export_fallback": self.export_fallback, "opset": self.opset,
-                "reference": {"device": "cpu", "dtype": self.reference_dtype}, "layers": self.layers,
+                "reference": {"device": "cpu", "dtype": self.reference_dtype, "promoted": self.promoted,
+                              "below_float64": self.below_float64},
+                "layers": self.layers,
                 "first_regression": None if self.first_regression is None else self.first_regression.to_dict(),
                 "providers": [p.to_dict() for p in self.providers], "message": self.message,
                 "hints": [h.to_dict() for h in self.hints]}
@@ -203,12 +208,14 @@ class ModelVerdict:
     def from_dict(cls, o: Obj) -> ModelVerdict:
         error = o.opt_obj("error", lambda e: {"status": e.str("status"), "message": e.str("message", default="")})
         baseline = o.opt_obj("baseline", lambda b: (b.str("path", default=""), b.bool("exists")))
-        reference = o.opt_obj("reference", lambda r: r.str("dtype", default="float64"))
+        reference = o.opt_obj("reference", lambda r: (r.str("dtype", default="float64"), r.counts("promoted"),
+                                                      r.words("below_float64")))
+        dtype, promoted, below = reference or ("float64", {}, {})
         return cls(o.str("name"), o.choice("status", MODEL_STATUSES), error,
                    *(baseline or ("", False)), o.opt_str("exporter"), o.opt_str("export_fallback"),
-                   o.int("opset"), reference or "float64", o.int("layers") or 0,
+                   o.int("opset"), dtype, o.int("layers") or 0,
                    o.opt_obj("first_regression", Regression.from_dict), o.objs("providers", ProviderVerdict.from_dict),
-                   o.opt_str("message"), o.objs("hints", Hint.from_dict))
+                   o.opt_str("message"), o.objs("hints", Hint.from_dict), promoted, below)
 
 
 @dataclass

@@ -206,12 +206,21 @@ def test_nan_origin_per_provider(tmp_path, fresh):
 
 @pytest.mark.parametrize(("factory", "dtype"), [("cnn_fp16_conv", "float16"), ("cnn_bf16_conv", "bfloat16")])
 def test_a_cast_in_the_model_is_precision_loss_of_that_dtype(tmp_path, factory, dtype, fresh):
+    """The float64 reference promotes the model's own cast (it stays the math); the runtimes run
+    the cast as written, so their error grows there by that dtype's rounding, and the hints say so."""
     report = check(tmp_path, "tiny-cnn", f"hint_factories:{factory}", fresh)
-    assert report["first_regression"]["layer"] == "block2.conv1"
-    (h,) = hints(report, "precision-loss", "torch-cpu")
-    assert h["layer"] == "block2.conv1" and h["evidence"]["dtype"] == dtype
-    assert 1 / 3 <= h["evidence"]["ratio"] <= 3
-    assert hints(report, "model-change")[0]["evidence"]["cause"] == "code"
+    first = report["first_regression"]
+    assert (first["layer"], first["provider"], first["check"]) == ("block2.conv1", "torch-cpu", "error-growth")
+    assert report["models"][0]["reference"]["promoted"] == {"block2.conv1": 1}
+    for provider in ("torch-cpu", "CPUExecutionProvider"):
+        (h,) = hints(report, "precision-loss", provider)
+        assert h["layer"] == "block2.conv1" and h["evidence"]["dtype"] == dtype
+        assert 1 / 3 <= h["evidence"]["ratio"] <= 3
+    (h,) = hints(report, "model-change")
+    assert h["evidence"]["cause"] == "casts" and h["layer"] == "block2.conv1"
+    assert h["evidence"]["changes"] == {"block2.conv1": {"baseline": 0, "now": 1}}
+    assert all("casts to a lower precision at or before this layer" in h["message"]
+               for h in hints(report, "runtime-change"))
 
 
 def test_a_cast_only_in_the_exported_graph_is_a_runtime_change(tmp_path, fresh):

@@ -25,6 +25,7 @@ class BaselineLayer:
     type: str
     fp: Fingerprint
     noise: float | None = None  # run-to-run change measured by `update-baseline --calibrate`
+    reached: str = "float64"  # the coarsest precision the reference computed in up to this layer
 
 
 @dataclass(frozen=True)
@@ -58,8 +59,8 @@ class Baseline:
     @classmethod
     def from_document(cls, doc: dict[str, Any]) -> Baseline:
         """The types of a document the schema has validated (``codec.decode_document``)."""
-        layers = tuple(BaselineLayer(x["name"], x["type"], Fingerprint.from_dict(x["fp"]), x.get("noise"))
-                       for x in doc["layers"])
+        layers = tuple(BaselineLayer(x["name"], x["type"], Fingerprint.from_dict(x["fp"]), x.get("noise"),
+                                     x.get("reached", "float64")) for x in doc["layers"])
         entries = []
         for provider, classes in doc["providers"].items():
             for label, e in classes.items():

@@ -51,6 +51,11 @@ def _fingerprint(with_sketch: bool) -> Record:
 REFERENCE_FP = _fingerprint(with_sketch=True)
 RUNTIME_FP = _fingerprint(with_sketch=False)
 
+LOWER = Str(16, choices=("float32", "float16", "bfloat16"))  # a float dtype below float64
+# The reference run, per module call: casts promoted to float64, and the dtype it still computed in.
+PROMOTED = NameMap(NAME, Int(1, I64_MAX), "max_layers", "layers")
+BELOW = NameMap(NAME, LOWER, "max_layers", "layers")
+
 META = Record(
     [
         ("parity_gate", TEXT),
@@ -76,13 +81,16 @@ META = Record(
             ),
         ),
         ("op_types", Array(NAME, "max_layers")),  # ONNX op types of the shipped graph (opset coverage audit)
+        ("promoted", PROMOTED),
+        ("below_float64", BELOW),
     ],
-    optional=("op_types",),
+    optional=("op_types", "promoted", "below_float64"),
 )
 
-# "noise": run-to-run variation measured by `update-baseline --calibrate` (optional).
-LAYER = Record([("name", NAME), ("type", NAME), ("fp", REFERENCE_FP), ("noise", Float(nan=False, lo=0.0))],
-               optional=("noise",))
+# "noise": run-to-run variation measured by `update-baseline --calibrate`; "reached": the coarsest
+# precision the reference computed in up to this layer, when below float64 (both optional).
+LAYER = Record([("name", NAME), ("type", NAME), ("fp", REFERENCE_FP), ("noise", Float(nan=False, lo=0.0)),
+                ("reached", LOWER)], optional=("noise", "reached"))
 
 RUNTIME_LAYER = Record(
     [

@@ -85,10 +85,17 @@ def render_text(doc: dict) -> str:
     )
     if "op_types" in meta:
         out.append(f"meta op_types {len(meta['op_types'])} " + ",".join(_name(t) for t in meta["op_types"]))
+    if "promoted" in meta:
+        out.append(f"meta promoted {sum(meta['promoted'].values())} "
+                   + ",".join(f"{_name(k)}:{v}" for k, v in meta["promoted"].items()))
+    if "below_float64" in meta:
+        out.append(f"meta below_float64 {len(meta['below_float64'])} "
+                   + ",".join(f"{_name(k)}:{v}" for k, v in meta["below_float64"].items()))
     out.append(f"reference device={doc['reference']['device']} dtype={doc['reference']['dtype']}")
     out.append(f"layers {len(doc['layers'])}")
     for layer in doc["layers"]:
-        out.append(f"layer {_name(layer['name'])} type={_name(layer['type'])} {_stats(layer['fp'])}")
+        reached = f" reached={layer['reached']}" if "reached" in layer else ""
+        out.append(f"layer {_name(layer['name'])} type={_name(layer['type'])}{reached} {_stats(layer['fp'])}")
     for prov in sorted(doc["providers"]):
         for dev in sorted(doc["providers"][prov]):
             entry = doc["providers"][prov][dev]

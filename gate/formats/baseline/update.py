@@ -72,6 +72,8 @@ def _layer(layer) -> dict[str, Any]:
     out = {"name": layer.name, "type": layer.type, "fp": layer.fp.to_dict(sketch=True)}
     if layer.noise is not None:
         out["noise"] = float(layer.noise)
+    if layer.reached != "float64":
+        out["reached"] = layer.reached
     return out
 
 

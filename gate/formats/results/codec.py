@@ -47,7 +47,7 @@ def run_to_dict(run: ModelRun) -> dict[str, Any]:
         "meta": run.meta.to_dict(),
         "reference": {"device": "cpu", "dtype": run.reference_dtype},
         "error": None if run.error is None else {"status": run.error.status, "message": _text(run.error.message)},
-        "layers": [{"name": x.name, "type": x.type, "fp": x.fp.to_dict(sketch=True)} for x in run.layers],
+        "layers": [_layer(x) for x in run.layers],
         "onnx_map": {k: {"kind": s.kind, "value": s.value, "output": s.output, "reason": s.reason}
                      for k, s in run.onnx_map.items()},
         "providers": [
@@ -59,6 +59,13 @@ def run_to_dict(run: ModelRun) -> dict[str, Any]:
             for p in run.providers
         ],
     }
+
+
+def _layer(x: LayerInfo) -> dict[str, Any]:
+    out = {"name": x.name, "type": x.type, "fp": x.fp.to_dict(sketch=True)}
+    if x.reached != "float64":
+        out["reached"] = x.reached
+    return out
 
 
 def _provider(p: dict[str, Any]) -> ProviderRun:
@@ -78,7 +85,8 @@ def run_from_dict(d: dict[str, Any]) -> ModelRun:
     """A run from a document the schema has validated; cross-field rules raise ``Invalid``."""
     run = ModelRun(d["model"], Meta.from_dict(d["meta"]), d["reference"]["dtype"],
                    error=None if d["error"] is None else RunError(d["error"]["status"], d["error"]["message"]))
-    run.layers = [LayerInfo(x["name"], x["type"], Fingerprint.from_dict(x["fp"])) for x in d["layers"]]
+    run.layers = [LayerInfo(x["name"], x["type"], Fingerprint.from_dict(x["fp"]), reached=x.get("reached", "float64"))
+                  for x in d["layers"]]
     names = {x.name for x in run.layers}
     if len(names) != len(run.layers):
         raise Invalid(f"run {quote(run.name)}.layers", "a layer name appears twice")

@@ -7,7 +7,7 @@ from __future__ import annotations
 from gate.core.runs import ERROR_STATUSES, LAYER_STATUSES, RUN_STATUSES, SITE_KINDS
 from gate.core.target import PRECISIONS
 
-from ..baseline.schema import COUNT, DIGEST, LAYER, MODEL, NAME, PLACEMENT, RUNTIME_FP, TEXT
+from ..baseline.schema import BELOW, COUNT, DIGEST, LAYER, MODEL, NAME, PLACEMENT, PROMOTED, RUNTIME_FP, TEXT
 from ..nodes import Array, Float, Int, NameMap, Nullable, Record, Str
 
 FORMAT, VERSION = "parity-gate/result", 1
@@ -26,9 +26,10 @@ META = Record([
         ("sketch_width", Int(1, "max_sketch_width")), ("sketch_seed", Int(0, 2**64 - 1)),
         ("quantiles", Array(Float(nan=False, lo=0.0, hi=1.0), "max_quantiles")),
     ]))),
-    ("op_types", Array(NAME, "max_layers")),
+    ("op_types", Array(NAME, "max_layers")), ("promoted", PROMOTED), ("below_float64", BELOW),
 ], optional=("parity_gate", "torch", "onnx", "onnxruntime", "onnxscript", "exporter", "export_fallback", "opset",
-             "inputs_digest", "weights_digest", "graph_digest", "machine", "fingerprint", "op_types"))
+             "inputs_digest", "weights_digest", "graph_digest", "machine", "fingerprint", "op_types", "promoted",
+             "below_float64"))
 
 ONNX_VALUE = Record([
     ("kind", Str(16, choices=SITE_KINDS)),

@@ -5,7 +5,8 @@ baseline already hold (fingerprints, errors, digests, op types, per-target layer
 module per kind:
 
 ``model-change``            (change.py) the float64 reference moved: the model changed; the
-                            weights digest tells weights from code.
+                            weights digest tells weights from code. Or the model's own casts to a
+                            lower precision changed (promoted in the reference, run by runtimes).
 ``runtime-change``          (change.py) a runtime's error grew while the reference did not
                             move at or before that layer.
 ``layout``                  (layout.py) same distribution, different positions: a transpose,

@@ -18,6 +18,10 @@ def hints(ctx: Context) -> list[Hint]:
     ref = ctx.reference
     if ref is not None and ref.first_regression is not None:
         out.append(_model_change(ctx, weights_changed, graph_changed))
+    casts = _cast_changes(ctx)
+    if casts:
+        out.append(_casts_changed(ctx, casts))
+    cast_first = min((_order(ctx, call) for call in casts), default=None)
     ref_first = ctx.ref_first_index()
     for pv in ctx.runtimes():
         fr = pv.first_regression
@@ -28,8 +32,13 @@ def hints(ctx: Context) -> list[Hint]:
         row = ctx.rows(pv).get(fr.layer)
         base_err, value = (row.baseline if row else None), fr.value
         ratio = value / base_err if value is not None and base_err else None
-        where = ("the model also changed at or before this layer (the reference moved), and" if ref_moved else
-                 "the reference did not move at or before this layer:")
+        if ref_moved:
+            where = "the model also changed at or before this layer (the reference moved), and"
+        elif cast_first is not None and cast_first <= idx:
+            where = ("the model's code casts to a lower precision at or before this layer (promoted in the float64 "
+                     "reference, run as written here), and")
+        else:
+            where = "the reference did not move at or before this layer:"
         numbers = f" {value:.3g}, baseline {base_err:.3g}" if value is not None and base_err is not None else ""
         out.append(make(
             "runtime-change", fr.layer, pv.name,
@@ -39,6 +48,32 @@ def hints(ctx: Context) -> list[Hint]:
             reference_moved=ref_moved, reference_drift_here=ctx.ref_value(fr.layer),
             graph_changed=graph_changed, weights_changed=weights_changed))
     return out
+
+
+def _order(ctx: Context, call: str) -> int:
+    """Where a module call sits in execution order: its first layer (a call's layers are its name,
+    or its name with an element suffix)."""
+    return next((i for i, name in enumerate(ctx.order) if name == call or name.startswith(call + "[")),
+                len(ctx.order))
+
+
+def _cast_changes(ctx: Context) -> dict[str, tuple[int, int]]:
+    """Module calls whose casts to a lower precision (promoted in the reference) changed: (baseline, now)."""
+    before, now = ctx.baseline.meta.promoted or {}, ctx.run.meta.promoted or {}
+    changed = {call: (before.get(call, 0), now.get(call, 0)) for call in {*before, *now}
+               if before.get(call, 0) != now.get(call, 0)}
+    return dict(sorted(changed.items(), key=lambda kv: _order(ctx, kv[0])))
+
+
+def _casts_changed(ctx: Context, casts: dict[str, tuple[int, int]]) -> Hint:
+    first, (was, now) = next(iter(casts.items()))
+    return make(
+        "model-change", first, "torch-cpu",
+        f"the model's code casts to a lower precision {'more' if now > was else 'less'} often than in the baseline, "
+        f"first at {first} ({was} -> {now} casts): the float64 reference promotes them and did not move, the "
+        "runtimes run the casts as written, so their errors there are the casts' rounding",
+        cause="casts", changes={call: {"baseline": b, "now": n} for call, (b, n) in list(casts.items())[:50]},
+        weights_changed=_digest_changed(ctx.baseline.meta.weights_digest, ctx.run.meta.weights_digest))
 
 
 def _model_change(ctx: Context, weights_changed: bool | None, graph_changed: bool | None) -> Hint:

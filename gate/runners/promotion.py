@@ -1,0 +1,122 @@
+"""A float64 reference that is float64 throughout.
+
+Much model code computes parts of its forward in float32 on purpose (RMSNorm and softmax in
+Llama-style decoders: ``x.to(torch.float32)``, ``softmax(..., dtype=torch.float32)``, autocast
+regions). Run in float64 as written, such a model has float32 islands, and its "float64"
+reference carries float32 rounding (~1e-7) that hides the changes it exists to see.
+
+``promoted`` runs the reference with every float32/float16/bfloat16 *target* made float64:
+``dtype=`` arguments, ``Tensor.to``/``type`` to those dtypes, ``.float()``/``.half()``/
+``.bfloat16()``, the default dtype, and autocast regions (entered disabled). Each promotion is
+counted at the innermost module call running. A dispatch-level watch then records every
+operation that still produced a tensor below float64 (a custom op, a NumPy round trip, a C
+extension): those layers' reference is only as precise as what they reached.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+
+import torch
+from torch.overrides import TorchFunctionMode
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_leaves
+
+from gate.core.target import coarsest
+
+LOW = {torch.float32: "float32", torch.float16: "float16", torch.bfloat16: "bfloat16"}
+_NARROWING = {torch.Tensor.float, torch.Tensor.half, torch.Tensor.bfloat16}
+_TYPE_NAMES = ("torch.FloatTensor", "torch.HalfTensor", "torch.BFloat16Tensor", "float", "half", "bfloat16")
+@dataclass
+class Notes:
+    """What the promotion did and what it could not do, by module call."""
+
+    promoted: dict[str, int] = field(default_factory=dict)  # casts to a lower float dtype made float64
+    below: dict[str, str] = field(default_factory=dict)  # computed below float64 anyway: the coarsest dtype
+    reached: str = "float64"  # coarsest precision computed so far in the run (the layers after inherit it)
+
+    def count(self, where: str) -> None:
+        self.promoted[where] = self.promoted.get(where, 0) + 1
+
+    def saw(self, where: str, dtype: str) -> None:
+        self.below[where] = coarsest(self.below.get(where, "float64"), dtype)
+        self.reached = coarsest(self.reached, dtype)
+
+
+def _promote_args(args: tuple) -> tuple[tuple, bool]:
+    out, changed = [], False
+    for a in args:
+        if isinstance(a, torch.dtype) and a in LOW:
+            a, changed = torch.float64, True
+        elif isinstance(a, str) and a in _TYPE_NAMES:
+            a, changed = "torch.DoubleTensor", True
+        out.append(a)
+    return tuple(out), changed
+
+
+class _Promote(TorchFunctionMode):
+    def __init__(self, notes: Notes, where: Callable[[], str]):
+        super().__init__()
+        self.notes, self.where = notes, where
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        changed = False
+        if kwargs.get("dtype") in LOW:
+            kwargs, changed = {**kwargs, "dtype": torch.float64}, True
+        if func in _NARROWING:
+            func, changed = torch.Tensor.double, True
+        elif func in (torch.Tensor.to, torch.Tensor.type):
+            args, moved = _promote_args(tuple(args))
+            changed = changed or moved
+        if changed:
+            self.notes.count(self.where())
+        return func(*args, **kwargs)
+
+
+class _Watch(TorchDispatchMode):
+    def __init__(self, notes: Notes, where: Callable[[], str]):
+        super().__init__()
+        self.notes, self.where = notes, where
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        for t in tree_leaves(out):
+            if isinstance(t, torch.Tensor) and t.dtype in LOW:
+                self.notes.saw(self.where(), LOW[t.dtype])
+        return out
+
+
+@contextlib.contextmanager
+def _autocast_disabled(notes: Notes, where: Callable[[], str]) -> Iterator[None]:
+    """Autocast regions are entered disabled (autocast does not show itself to function modes)."""
+    cls = torch.amp.autocast_mode.autocast
+    enter = cls.__enter__
+
+    def disabled_enter(self):
+        if self._enabled and self.fast_dtype in LOW:
+            notes.count(where())
+        self._enabled = False
+        return enter(self)
+
+    cls.__enter__ = disabled_enter
+    try:
+        yield
+    finally:
+        cls.__enter__ = enter
+
+
+@contextlib.contextmanager
+def promoted(notes: Notes, where: Callable[[], str], promote: bool = True) -> Iterator[None]:
+    """The reference run's context: promotion (unless ``promote`` is False) and the watch."""
+    default = torch.get_default_dtype()
+    with contextlib.ExitStack() as stack:
+        if promote:
+            torch.set_default_dtype(torch.float64)
+            stack.callback(torch.set_default_dtype, default)
+            stack.enter_context(_autocast_disabled(notes, where))
+            stack.enter_context(_Promote(notes, where))
+        stack.enter_context(_Watch(notes, where))
+        yield
