@@ -109,3 +109,19 @@ class LlamaWithNumpy(nn.Module):
 
 def llama_with_numpy() -> nn.Module:
     return LlamaWithNumpy()
+
+
+class BertLike(nn.Module):
+    """``bert`` returning its last hidden state (a tensor: what the ORT transformer optimizer
+    expects of a BERT graph's output)."""
+
+    def __init__(self):
+        super().__init__()
+        self.bert = bert()
+
+    def forward(self, input_ids: torch.Tensor) -> torch.Tensor:
+        return self.bert(input_ids=input_ids).last_hidden_state
+
+
+def bert_like() -> nn.Module:
+    return BertLike()

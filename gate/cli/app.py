@@ -195,6 +195,37 @@ def report(files: Annotated[list[Path], typer.Argument(help="Result files (or fo
     raise typer.Exit(result.exit_code)
 
 
+@app.command("list")
+def list_cases(config: ConfigOpt = None, model: ModelOpt = None) -> None:
+    """Print the cases the config expands to (batch sizes, sequence lengths, shapes, input sets,
+    opsets), which of them share one export, and the providers."""
+    from gate.cli.console import console
+    from gate.commands.listing import cases
+
+    cfg = _load(config)
+    found = cases(cfg, cfg.select_models(_split(model)))
+    for c in found:
+        axes = " ".join(f"{k}={v}" for k, v in c.case.items())
+        console.print(escape(f"{c.name}  ({c.base}{': ' + axes if axes else ''})  export #{c.export_group}  "
+                             f"inputs: {'; '.join(c.inputs)}"), soft_wrap=True)
+    providers = found[0].providers if found else []
+    console.print(escape(f"{len(found)} case(s), {len({c.export_group for c in found})} export(s); providers: "
+                         f"{', '.join(providers)}"), soft_wrap=True)
+
+
+@app.command()
+def validate(config: ConfigOpt = None, model: ModelOpt = None) -> None:
+    """Check the config and build every case's inputs, without running a model."""
+    from gate.cli.console import console
+    from gate.commands.listing import validate as check_inputs
+
+    cfg = _load(config)
+    lines = check_inputs(cfg.select_models(_split(model)))
+    for line in lines:
+        console.print(escape(line), soft_wrap=True)
+    console.print(f"[bold green]VALID[/bold green] | {escape(str(cfg.path))}: {len(lines)} case(s)")
+
+
 @app.command()
 def show(file: Annotated[Path, typer.Argument(help="A baseline (.msgpack.zst) file.")],
          textconv: Annotated[bool, typer.Option("--textconv", help="As a git textconv driver: print a broken "

@@ -75,10 +75,16 @@ def _render_model(model: ModelVerdict) -> None:
                       str(p.checked), str(p.failed), str(p.folded), _fmt(max(values) if values else None),
                       "—" if p.latency_ms is None else f"{p.latency_ms:.2f} ms", escape(first_text))
     console.print(table)
+    for a in model.audits + [a for p in model.providers for a in p.audits]:
+        style = "red" if a.status == "fail" else "yellow"
+        console.print(f"  [{style}]{escape(a.check)}:[/{style}] {escape(a.message)}", soft_wrap=True)
     for p in model.providers:
-        for a in p.audits:
-            style = "red" if a.status == "fail" else "yellow"
-            console.print(f"  [{style}]{escape(a.check)}:[/{style}] {escape(a.message)}", soft_wrap=True)
+        for r in (r for r in p.rows if r.exact):
+            e = r.exact
+            close = "allclose" if e["allclose"] else f"not allclose ({e['mismatched']:,} of {e['count']:,})"
+            console.print(escape(f"  output {r.layer} on {p.name}: max-abs {_fmt(e['max_abs'])}, max-rel "
+                                 f"{_fmt(e['max_rel'])}, {close} at rtol {e['rtol']:g}, atol {e['atol']:g}"),
+                          soft_wrap=True)
     if model.status in ("regressed", "error"):
         for h in [h for h in model.hints if h.kind != "hints-unavailable"][:6]:
             where = f" on {h.provider}" if h.provider else ""

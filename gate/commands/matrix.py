@@ -6,15 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from gate.commands.common import display, environment, load_baseline, policy, result_paths, update_command
-from gate.commands.pipeline import (
-    Progress,
-    Settings,
-    is_isolated,
-    prepare,
-    run_provider,
-    run_providers,
-    torch_threads,
-)
+from gate.commands.pipeline import Progress, Settings, is_isolated, run_provider, run_providers, torch_threads
+from gate.commands.prepare import Cache, prepare
 from gate.config import Config, Isolation, ModelSpec, ProviderSpec
 from gate.core.runs import ModelRun, ProviderRun, RunError
 from gate.errors import GateError
@@ -31,13 +24,13 @@ def export_models(config: Config, models: tuple[ModelSpec, ...], providers: tupl
     """``export --out DIR``: per model a bundle ``DIR/<model>/`` with the ONNX graph, the inputs and
     a result file holding the reference and the PyTorch providers' fingerprints."""
     settings = settings or Settings.from_env()
-    runs = []
+    runs, cache = [], Cache()
     for spec in models:
         folder = baseline_path(out, spec.name).with_suffix("").with_suffix("")  # a validated name, inside out
         bundle = Bundle(folder)
         with torch_threads(settings.threads):
-            prepared = prepare(config, spec, progress)
-            bundle.write(prepared.run, prepared.proto_bytes, prepared.inputs)
+            prepared = prepare(config, spec, progress, cache)
+            bundle.write(prepared.run, prepared.proto_bytes, prepared.inputs, prepared.outputs)
             if prepared.run.layers:
                 torch_side = tuple(p for p in providers if p.kind.torch)
                 run_providers(prepared, bundle, torch_side, config, progress, settings)
@@ -59,10 +52,12 @@ def collect(source: Path, providers: tuple[ProviderSpec, ...], out: Path, isolat
                         "`parity-gate export --out DIR`)")
     collected = []
     for folder in folders:
-        run = Bundle(folder).read_run()
+        bundle = Bundle(folder)
+        run = bundle.read_run()
         if models and run.name not in models:
             continue
-        subject = Subject(run, folder, threads=settings.threads)
+        subject = Subject(run, folder, threads=settings.threads, outputs=bundle.outputs(),
+                          output_tolerance=tuple(run.meta.output_tolerance) if run.meta.output_tolerance else None)
         for provider in providers:
             if provider.kind.torch:
                 continue

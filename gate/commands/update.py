@@ -13,6 +13,7 @@ from pathlib import Path
 from gate import fingerprint
 from gate.commands.common import display, result_paths
 from gate.commands.pipeline import Progress, Settings, run_model
+from gate.commands.prepare import Cache
 from gate.config import Config, ModelSpec, ProviderSpec
 from gate.core.layers import is_output
 from gate.core.runs import ModelRun
@@ -76,10 +77,10 @@ def update_baseline(config: Config, models: tuple[ModelSpec, ...], providers: tu
     runs: dict[str, ModelRun] = {}
     if sources:
         models, runs = _from_files(config, models, sources)
-    ready = []
+    ready, cache = [], Cache()
     for spec in models:
         baseline_path(config.baseline_dir, spec.name)  # a bad name fails before any run
-        run = _ready(runs[spec.name] if sources else run_model(config, spec, providers, progress, settings))
+        run = _ready(runs[spec.name] if sources else run_model(config, spec, providers, progress, settings, cache))
         if calibrate:
             calibrate_noise(config, spec, providers, run, progress, settings)
         ready.append((spec, run, warnings_for(spec, run)))

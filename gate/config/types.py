@@ -21,6 +21,7 @@ EXPORTERS = ("dynamo", "torchscript")
 PRECISION_TOLERANCE = {
     "float16": {"floor": 1e-3, "ceiling": 5e-2},
     "bfloat16": {"floor": 1e-2, "ceiling": 2e-1},
+    "int8": {"floor": 5e-2, "ceiling": 5e-1},
 }
 
 
@@ -66,6 +67,7 @@ class ProviderSpec:
     # (e.g. TensorRT's trt_fp16_enable): the precision's default tolerances and baseline entry.
     precision: str = DEFAULT_PRECISION
     isolated: bool | None = None  # run in a worker process; None: the kind's default (see pipeline)
+    session_options: Mapping[str, Any] = field(default_factory=dict)  # ONNX Runtime SessionOptions
 
     @property
     def kind(self) -> Kind:
@@ -88,6 +90,25 @@ class ModelSpec:
     layer_tolerances: tuple[LayerTolerance, ...] = ()
     reference_promotion: bool = True  # casts to float32/16 in the forward become float64 in the reference
     where: str = ""  # "tool.parity-gate.models[0]" for messages
+    base: str = ""  # the configured model this case comes from (see cases)
+    factory_seed: int | None = None  # the seed the factory runs under (None: seed); input sets vary only seed
+    case: tuple[tuple[str, Any], ...] = ()  # what the case sets: (("batch", 8), ("opset", 17))
+    dynamic_shapes: Mapping[str, Mapping[int, str]] = field(default_factory=dict)  # input -> {dim: name}
+    transform: str | None = None  # "module:function", ModelProto -> ModelProto: what ships
+    artifact: Path | None = None  # a prebuilt ONNX file gated instead of the gate's own export
+    output_tolerance: tuple[float, float] | None = None  # (rtol, atol): allclose on the outputs gates
+
+    @property
+    def export_key(self) -> tuple:
+        """What determines the exported graph: cases that agree on it share one export (they differ
+        only in dimensions exported dynamic, or in input values)."""
+        shapes: Any = self.inputs
+        if isinstance(self.inputs, tuple):
+            shapes = tuple((i.name, i.dtype, tuple("*" if d in self.dynamic_shapes.get(i.name, {}) else v
+                                                   for d, v in enumerate(i.shape))) for i in self.inputs)
+        dynamic = tuple((k, tuple(sorted(v.items()))) for k, v in sorted(self.dynamic_shapes.items()))
+        return (self.base or self.name, self.factory, self.exporter, self.opset, self.transform,
+                str(self.artifact), dynamic, shapes)
 
     def tolerance_for(self, layer: str, precision: str = "float32") -> Tolerance:
         from fnmatch import fnmatchcase
@@ -123,16 +144,21 @@ class Config:
     max_slowdown: float | None = None  # fail when latency > (1 + this) x baseline; None: report only
     require: tuple[str, ...] = ()  # providers that must be available here (skipping them fails)
 
-    def select_models(self, names: list[str] | None) -> tuple[ModelSpec, ...]:
-        if not names:
+    def select_models(self, patterns: list[str] | None) -> tuple[ModelSpec, ...]:
+        """Models whose name, or whose configured name (every case of it), matches a pattern
+        (a name or a glob: ``resnet*``, ``bert.b8*``), in configured order."""
+        if not patterns:
             return self.models
-        known = {m.name: m for m in self.models}
-        missing = [n for n in names if n not in known]
-        if missing:
-            raise ConfigError(
-                f"{self.path}: no model named `{missing[0]}` (configured: {', '.join(known) or 'none'})"
-            )
-        return tuple(known[n] for n in names)
+        from fnmatch import fnmatchcase
+
+        chosen = []
+        for pattern in patterns:
+            hits = [m for m in self.models if fnmatchcase(m.name, pattern) or fnmatchcase(m.base, pattern)]
+            if not hits:
+                names = ", ".join(dict.fromkeys(m.base or m.name for m in self.models)) or "none"
+                raise ConfigError(f"{self.path}: no model matches `{pattern}` (configured: {names})")
+            chosen.extend(hits)
+        return tuple(m for m in self.models if m in chosen)
 
     def select_providers(self, names: list[str] | None) -> tuple[ProviderSpec, ...]:
         if not names:

@@ -29,6 +29,10 @@ def error_against(fp: Fingerprint, ref: Fingerprint | None) -> float | None:
     return relative_error(fp, ref)
 
 
+OPTIONAL_META = ("promoted", "below_float64", "normalizations", "training", "dynamic_dims", "transform",
+                 "graph_precision", "output_tolerance")
+
+
 @dataclass
 class Meta:
     """Where a run came from: versions, exporter, digests, machine, fingerprint parameters.
@@ -53,14 +57,20 @@ class Meta:
     # where it still computed below float64 (custom ops, NumPy round trips), with the dtype.
     promoted: dict[str, int] | None = None
     below_float64: dict[str, str] | None = None
+    normalizations: list[str] | None = None  # what the gate changed to run the model (eval mode, ...)
+    training: dict[str, Any] | None = None  # modules left in training mode: did eval mode change outputs?
+    dynamic_dims: dict[str, dict[str, str]] | None = None  # the shipped graph's dynamic input dimensions
+    transform: str | None = None  # the post-export transform applied ("module:function")
+    graph_precision: str | None = None  # what a transformed or prebuilt graph computes in
+    output_tolerance: list[float] | None = None  # [rtol, atol]: allclose on the outputs gates
 
     def to_dict(self) -> dict[str, Any]:
         out = {f.name: getattr(self, f.name) for f in fields(self)}
         if out["op_types"] is None:
             del out["op_types"]
-        for notes in ("promoted", "below_float64"):  # absent when empty: such files keep their bytes
-            if not out[notes]:
-                del out[notes]
+        for key in OPTIONAL_META:  # absent when empty: files of models without them keep their bytes
+            if not out[key]:
+                del out[key]
         return out
 
     @classmethod
@@ -98,6 +108,7 @@ class ProviderLayer:
     err: float | None = None  # relative L2 error against the reference, estimated by the sketches
     reason: str | None = None
     noise: float | None = None  # run-to-run variation of err measured by calibration
+    exact: dict[str, Any] | None = None  # a model output's exact metrics (gate.core.exact), full tensors
 
 
 @dataclass
@@ -110,6 +121,7 @@ class ProviderRun:
     latency_ms: float | None = None
     placement: dict[str, Any] | None = None  # which nodes ran on the provider, which fell back
     capture_peak_bytes: int | None = None  # most marked-intermediate bytes held at once
+    session_options: dict[str, Any] | None = None  # the ONNX Runtime SessionOptions the config set
 
     @property
     def name(self) -> str:

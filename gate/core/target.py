@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-PRECISIONS = ("float32", "float16", "bfloat16")
+PRECISIONS = ("float32", "float16", "bfloat16", "int8")  # what a target computes in (int8: a quantized graph)
+TORCH_PRECISIONS = ("float32", "float16", "bfloat16")  # what PyTorch providers can cast a model to
 DEFAULT_PRECISION = "float32"
 _FINEST_FIRST = ("float64", "float32", "float16", "bfloat16")
 

@@ -28,13 +28,16 @@ DEFAULT_OPSET = 18
 
 @dataclass
 class Exported:
-    proto: onnx.ModelProto  # the graph that ships (optimized)
+    proto: onnx.ModelProto  # the graph that ships (optimized, then transformed)
     exporter: str
     fallback: str | None  # why dynamo was not used, when it was not
     opset: int
     calls: dict[CallKey, CallValues]  # from the unoptimized graph
     shapes: dict[str, tuple | None]
-    available: set[str]  # values that exist in the shipped graph
+    available: set[str]  # values that exist in the optimized graph
+    shipped: set[str] | None = None  # values that exist after the transform (None: no transform)
+    ambiguous: frozenset[str] = frozenset()  # modules whose calls the graph cannot tell apart
+    as_shipped: bool = False  # mapped on the shipped graph itself (BatchNorms already fused)
 
 
 @contextlib.contextmanager
@@ -50,6 +53,14 @@ def _quiet():
             yield
     finally:
         logger.setLevel(level)
+
+
+def _dynamic(built: BuiltModel) -> tuple | None:
+    """The declared dynamic dimensions, one entry per forward argument, for torch.export."""
+    declared = built.spec.dynamic_shapes
+    if not declared:
+        return None
+    return tuple(dict(declared[name]) if name in declared else None for name in built.input_names)
 
 
 def export(built: BuiltModel) -> Exported:
@@ -92,7 +103,7 @@ def _dynamo(built: BuiltModel, opset: int) -> Exported:
     with inference_mode(), _quiet():
         program = torch.onnx.export(
             built.module, built.inputs, dynamo=True, optimize=False, opset_version=opset,
-            input_names=built.input_names, verbose=False,
+            input_names=built.input_names, verbose=False, dynamic_shapes=_dynamic(built),
         )
         raw = program.model_proto
         fx_stacks = _fx_stacks(program.exported_program)
@@ -124,9 +135,10 @@ def _fx_stacks(exported_program) -> dict[str, list[CallKey]]:
 def _torchscript(built: BuiltModel, opset: int) -> Exported:
     buffer = io.BytesIO()
     with inference_mode(), _quiet():
+        axes = {name: {d: label for d, label in dims.items()} for name, dims in built.spec.dynamic_shapes.items()}
         torch.onnx.export(
             built.module, built.inputs, buffer, dynamo=False, opset_version=min(opset, 20),
-            input_names=built.input_names, do_constant_folding=True,
+            input_names=built.input_names, do_constant_folding=True, dynamic_axes=axes or None,
         )
     proto = onnx.load_from_string(buffer.getvalue())
     proto = onnx.shape_inference.infer_shapes(proto)
@@ -137,7 +149,7 @@ def _torchscript(built: BuiltModel, opset: int) -> Exported:
     # Constant folding already happened inside torch.onnx.export: the map is built on the
     # graph that ships, so folded modules simply own no nodes.
     return Exported(proto, "torchscript", None, opset, calls, layermap.value_shapes(proto),
-                    layermap.available_values(proto))
+                    layermap.available_values(proto), as_shipped=True)
 
 
 def _check(proto: onnx.ModelProto, name: str) -> None:

@@ -59,6 +59,22 @@ def dynamo_stacks(proto: onnx.ModelProto, fx_stacks: dict[str, list[CallKey]]) -
     return stacks
 
 
+def scope_stacks(proto: onnx.ModelProto, module_names: set[str]) -> list[list[CallKey]] | None:
+    """Module calls from the dynamo exporter's ``name_scopes`` alone (a prebuilt graph, without the
+    exported program): every scope is call 0, so a module called twice cannot be told apart.
+    None when no node carries the metadata."""
+    stacks, seen = [], False
+    for node in proto.graph.node:
+        scopes = _meta(node, "pkg.torch.onnx.name_scopes")
+        try:
+            parsed = eval_list(scopes) if scopes else []
+        except ValueError:
+            parsed = []
+        seen = seen or bool(parsed)
+        stacks.append([("", 0)] + [(q, 0) for q in parsed[1:] if q in module_names])
+    return stacks if seen else None
+
+
 def eval_list(text: str) -> list[str]:
     """Parse the exporter's ``['', 'layer1', ...]`` metadata without eval()."""
     text = text.strip()
@@ -152,8 +168,11 @@ def shape_matches(onnx_shape: tuple[int | str, ...] | None, torch_shape: tuple[i
     return all(not isinstance(a, int) or a == b for a, b in zip(onnx_shape, torch_shape, strict=True))
 
 
+AMBIGUOUS = "called more than once, and the graph's metadata cannot tell its calls apart"
+
+
 def assign(records, calls: dict[CallKey, CallValues], shapes: dict[str, tuple | None],
-           available: set[str]) -> dict[str, OnnxSite]:
+           available: set[str], ambiguous: frozenset[str] = frozenset()) -> dict[str, OnnxSite]:
     """Assign each captured layer (``gate.runners.torch_hooks.LayerOutput``) its ONNX value.
 
     Elements of one call are matched to the call's exposed values by shape, in production
@@ -168,6 +187,10 @@ def assign(records, calls: dict[CallKey, CallValues], shapes: dict[str, tuple | 
         if key[0] == "":
             for index, rec in enumerate(recs):
                 result[rec.name] = OnnxSite("output", output=index)
+            continue
+        if key[0] in ambiguous:
+            for rec in recs:
+                result[rec.name] = OnnxSite("absent", reason=AMBIGUOUS)
             continue
         cv = calls.get(key)
         candidates = list(cv.values) if cv else []
@@ -194,3 +217,21 @@ def assign(records, calls: dict[CallKey, CallValues], shapes: dict[str, tuple | 
             else:
                 result[rec.name] = OnnxSite("absent", reason="no exposed ONNX value matches this output's shape")
     return result
+
+
+FUSED = "fused with the BatchNorm after it (the graph holds their joint output)"
+
+
+def fold_batchnorms(records, sites: dict[str, OnnxSite]) -> dict[str, OnnxSite]:
+    """A graph mapped as shipped (TorchScript export, prebuilt file) fused each BatchNorm into the
+    Conv before it: the Conv's node, still named after the Conv, produces the BatchNorm's output,
+    and the BatchNorm owns no node. Give that value to the BatchNorm and call the Conv folded, as
+    the map of an unoptimized graph would."""
+    out = dict(sites)
+    for before, rec in zip(records, records[1:], strict=False):
+        site, prev = out.get(rec.name), out.get(before.name)
+        if (rec.type.startswith("BatchNorm") and site is not None and site.kind == "absent"
+                and prev is not None and prev.kind == "value"):
+            out[rec.name] = prev
+            out[before.name] = OnnxSite("folded", prev.value, reason=FUSED)
+    return out

@@ -160,6 +160,19 @@ class Str(Node):
         return self.check(v, path, limits)
 
 
+class Bool(Node):
+    def read(self, r, path, limits):
+        kind, _ = r.peek(path)
+        if kind != "boolean":
+            raise Invalid(path, f"expected true or false, got {kind}")
+        return r.take(path)
+
+    def conform(self, v, path, limits):
+        if not isinstance(v, bool):
+            raise Invalid(path, f"expected true or false, got {type(v).__name__}")
+        return v
+
+
 class Bin(Node):
     def __init__(self, max_len: int | str) -> None:
         self.max_len = max_len

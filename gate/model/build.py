@@ -10,18 +10,27 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import importlib
-import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import torch
 
 from gate.config import ModelSpec
+from gate.core.refs import resolve
 from gate.errors import ConfigError, ModelError
 from gate.model import inputs as inputs_mod
+
+
+@dataclass
+class Module:
+    """The model as its factory returned it, normalized for inference, built once per configured
+    model: every case of it runs (and is exported from) this instance."""
+
+    module: torch.nn.Module
+    weights_digest: str
+    normalizations: list[str]  # what the gate changed to run it: recorded in the baseline
+    training: list[str]  # modules the factory left in training mode beside others in eval mode
 
 
 @dataclass
@@ -33,20 +42,8 @@ class BuiltModel:
     arrays: list[np.ndarray]  # the inputs for ONNX Runtime (bfloat16 widened exactly to float32)
     inputs_digest: str
     weights_digest: str
-
-
-def resolve(ref: str, root: Path, where: str) -> Any:
-    module_name, _, attr = ref.partition(":")
-    if str(root) not in sys.path:
-        sys.path.insert(0, str(root))
-    try:
-        module = importlib.import_module(module_name)
-    except Exception as exc:  # any import-time failure is the user's module
-        raise ConfigError(f"`{where}`: cannot import `{module_name}` ({type(exc).__name__}: {exc})") from None
-    try:
-        return getattr(module, attr)
-    except AttributeError:
-        raise ConfigError(f"`{where}`: module `{module_name}` has no attribute `{attr}`") from None
+    normalizations: list[str] = field(default_factory=list)
+    training: list[str] = field(default_factory=list)
 
 
 @contextlib.contextmanager
@@ -62,9 +59,13 @@ def inference_mode():
         torch.backends.mha.set_fastpath_enabled(previous)
 
 
-def build(spec: ModelSpec, root: Path) -> BuiltModel:
+ALWAYS = ("no autograd", "multi-head attention fast path off")  # inference_mode, for every model
+
+
+def build_module(spec: ModelSpec, root: Path) -> Module:
+    """Call the factory (under the model's seed) and put the model in eval mode, saying what that changed."""
     factory = resolve(spec.factory, root, f"{spec.where}.factory")
-    torch.manual_seed(spec.seed)
+    torch.manual_seed(spec.factory_seed if spec.factory_seed is not None else spec.seed)
     try:
         module = factory()
     except Exception as exc:
@@ -74,11 +75,25 @@ def build(spec: ModelSpec, root: Path) -> BuiltModel:
         raise ConfigError(
             f"`{spec.where}.factory`: `{spec.factory}` returned {type(module).__name__}, not a torch.nn.Module"
         )
+    training = [name or "(model)" for name, m in module.named_modules() if m.training]
+    total = sum(1 for _ in module.named_modules())
+    normalizations = list(ALWAYS)
+    if training:
+        normalizations.append("eval mode (the factory returned it in training mode)" if len(training) == total
+                              else f"eval mode ({len(training)} of {total} modules were in training mode)")
     module.eval()
+    mixed = training if 0 < len(training) < total else []
+    return Module(module, weights_digest(module), normalizations, mixed)
+
+
+def build(spec: ModelSpec, root: Path, built: Module | None = None) -> BuiltModel:
+    """The model (``built``, or built now) with this case's inputs."""
+    m = built or build_module(spec, root)
     tensors, names = _inputs(spec, root)
     arrays = [t.detach().cpu().float().numpy() if t.dtype == torch.bfloat16 else t.detach().cpu().numpy()
               for t in tensors]
-    return BuiltModel(spec, module, tensors, names, arrays, inputs_mod.digest(names, arrays), weights_digest(module))
+    return BuiltModel(spec, m.module, tensors, names, arrays, inputs_mod.digest(names, arrays), m.weights_digest,
+                      m.normalizations, m.training)
 
 
 def _inputs(spec: ModelSpec, root: Path) -> tuple[tuple[torch.Tensor, ...], list[str]]:

@@ -176,40 +176,29 @@ class _Doc:
         return "\n".join(rows)
 
     def model_section(self, m: ModelVerdict) -> str:
-        out = [f"#### {code(m.name)}"]
-        meta = [f"exporter {plain(m.exporter, 40)}" if m.exporter else "", f"opset {m.opset}" if m.opset else "",
-                f"reference cpu/{plain(m.reference_dtype, 20)}", plain(promotion_text(m), 120)]
-        if m.baseline_path:
-            meta.append(f"baseline {code(m.baseline_path)}")
-        out.append(" · ".join(x for x in meta if x))
+        out = [f"#### {code(m.name)}", _model_meta(m)]
         if m.error:
             out.append(f"💥 **{plain(m.error.get('status', 'error'), 20)}**: "
                        f"{plain(m.error.get('message', ''), 2 * MESSAGE_CAP)}")
         if m.providers:
             out.append(_provider_table(m.providers))
-        audits = [a for p in m.providers for a in p.audits]
+        audits = m.audits + [a for p in m.providers for a in p.audits]
         if audits:
             out.append("\n".join(f"{'❌' if a.status == 'fail' else '⚠️'} {plain(a.check, 20)}: "
                                   f"{plain(a.message, MESSAGE_CAP)}" for a in audits[:10]))
+        out.append(_outputs_table(m.providers))
         hints = [h for h in m.hints if h.kind != "hints-unavailable"]
         if hints and m.status in ("regressed", "error"):
             out.append("**Diagnosis**\n\n" + "\n".join(
                 f"- {code(h.kind)} at {code(h.layer or '—')}{(' on ' + code(h.provider)) if h.provider else ''}: "
                 f"{plain(h.message, MESSAGE_CAP)}" for h in hints[:6]))
         if self.level.charts:
-            for p in m.providers:
-                if p.status == "regressed" and self._take_chart():
-                    chart = error_chart(m.name, p)
-                    if chart:
-                        out.append(chart)
+            out += [error_chart(m.name, p) or "" for p in m.providers if p.status == "regressed" and self._take_chart()]
         if self.level.details:
             first = self.r.first_regression
-            for p in m.providers:
-                if p.rows:
-                    is_first = first is not None and (first.model, first.provider) == (m.name, p.name) and \
-                        first.precision in (None, p.precision)
-                    out.append(self.layer_details(m.name, p, is_first))
-        return "\n\n".join(out)
+            out += [self.layer_details(m.name, p, first is not None and (first.model, first.provider) == (m.name, p.name)
+                                       and first.precision in (None, p.precision)) for p in m.providers if p.rows]
+        return "\n\n".join(x for x in out if x)
 
     def _take_chart(self) -> bool:
         self.charts_left -= 1
@@ -305,6 +294,39 @@ def _model_notices(m: ModelVerdict) -> list[str]:
             items.append(f"🆕 {code(m.name)} · {code(p.name)} has no baseline entry: run {code(command, 260)} "
                          "on a runner that has it.")
     return items
+
+
+def _model_meta(m: ModelVerdict) -> str:
+    meta = [f"exporter {plain(m.exporter, 40)}" if m.exporter else "", f"opset {m.opset}" if m.opset else "",
+            f"reference cpu/{plain(m.reference_dtype, 20)}", plain(promotion_text(m), 120), plain(mapping_text(m), 120),
+            f"baseline {code(m.baseline_path)}" if m.baseline_path else ""]
+    return " · ".join(x for x in meta if x)
+
+
+def mapping_text(m: ModelVerdict) -> str:
+    """"16 of 22 layers have a value in the shipped graph (5 folded, 1 absent)", or nothing."""
+    mp = m.mapping
+    if not mp:
+        return ""
+    return (f"{mp['mapped']} of {mp['layers']} layers have a value in the shipped graph "
+            f"({mp['folded']} folded, {mp['absent']} absent)")
+
+
+def _outputs_table(providers: list[ProviderVerdict]) -> str:
+    """The model outputs' exact metrics (full tensors), per runtime."""
+    rows = [(p, r) for p in providers for r in p.rows if r.exact]
+    if not rows:
+        return ""
+    lines = ["| provider | output | max-abs | max-rel | allclose | worst element |",
+             "| --- | --- | ---: | ---: | --- | --- |"]
+    for p, r in rows[:MAX_LIST]:
+        e = r.exact
+        where = ", ".join(str(i) for i in e.get("worst_index") or [])
+        verdict = "✅" if e.get("allclose") else f"❌ {num(e.get('mismatched'))} of {num(e.get('count'))}"
+        lines.append(f"| {code(p.name)} | {code(r.layer)} | {num(e.get('max_abs'))} | {num(e.get('max_rel'))} | "
+                     f"{verdict} (rtol {num(e.get('rtol'))}, atol {num(e.get('atol'))}) | "
+                     f"[{plain(where, 60)}]: expected {num(e.get('expected'))}, got {num(e.get('actual'))} |")
+    return "**Outputs** (full tensors, against the float64 reference)\n\n" + "\n".join(lines)
 
 
 def promotion_text(m: ModelVerdict) -> str:

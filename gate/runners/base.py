@@ -12,11 +12,15 @@ Callers pick a runner by the provider's kind (``registry.runner_for``), never by
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from gate.config import ProviderSpec
+from gate.core.exact import exact
+from gate.core.layers import is_output
 from gate.core.runs import ModelRun, ProviderLayer, ProviderRun, error_against
 from gate.core.target import Target
 from gate.errors import ModelError
@@ -38,6 +42,8 @@ class Subject:
     bundle: Path | None = None
     built: BuiltModel | None = None
     threads: int | None = None  # intra-op threads of torch / ONNX Runtime (None: theirs)
+    outputs: list[np.ndarray] = field(default_factory=list)  # the reference's outputs, float64, in order
+    output_tolerance: tuple[float, float] | None = None  # (rtol, atol) of the exact output metrics
 
 
 class Runner(ABC):
@@ -68,6 +74,16 @@ class Runner(ABC):
 
     def close(self) -> None:
         self.subject = None
+
+    def exact_outputs(self, prun: ProviderRun, arrays: list[np.ndarray]) -> None:
+        """Exact metrics of the model's outputs (``arrays``, in output order) against the
+        reference's, where both tensors are here."""
+        expected = self.subject.outputs
+        outputs = [x.name for x in self.subject.run.layers if is_output(x.name)]
+        for name, actual, want in zip(outputs, arrays, expected, strict=False):
+            layer = prun.layers.get(name)
+            if layer is not None and layer.status == "ok":
+                layer.exact = exact(actual, want, self.subject.output_tolerance)
 
     def layers_from(self, prun: ProviderRun, fingerprints: dict[str, Any], missing: str) -> ProviderRun:
         """Fill ``prun`` from captured fingerprints by layer name, errors against the reference;

@@ -26,13 +26,16 @@ from gate.formats.results import read_run
 MiB = 1024 * 1024
 
 
-def job_for(spec: ProviderSpec, bundle: Path, model: str, isolation: Isolation, threads: int | None,
-            config: Path | None) -> dict:
+def job_for(spec: ProviderSpec, subject, isolation: Isolation, config: Path | None) -> dict:
     """What a worker needs: the bundle, the provider, and (for PyTorch) where to rebuild the model."""
-    return {"bundle": str(bundle), "model": model, "what": f"model `{model}`", "config": str(config) if config else None,
-            "provider": {"name": spec.name, "options": dict(spec.options), "precision": spec.precision},
-            "threads": threads, "memory_mb": isolation.memory_mb,
-            "capture_bytes": isolation.capture_mb * MiB if isolation.capture_mb else None}
+    model = subject.run.name
+    return {"bundle": str(subject.bundle), "model": model, "what": f"model `{model}`",
+            "config": str(config) if config else None,
+            "provider": {"name": spec.name, "options": dict(spec.options), "precision": spec.precision,
+                         "session_options": dict(spec.session_options)},
+            "threads": subject.threads, "memory_mb": isolation.memory_mb,
+            "capture_bytes": isolation.capture_mb * MiB if isolation.capture_mb else None,
+            "output_tolerance": list(subject.output_tolerance) if subject.output_tolerance else None}
 
 
 def run_isolated(job: dict, target: Target, timeout_s: float) -> ProviderRun:

@@ -54,13 +54,16 @@ class OrtRunner(Runner):
             raise ModelError(f"{what}: cannot read the exported model or inputs "
                              f"({type(exc).__name__}: {str(exc)[:200]})", "LOAD_FAIL") from None
         values = list(dict.fromkeys(s.value for s in run.onnx_map.values() if s.kind == "value"))
-        result = ort_session.run(proto, self.name, dict(self.spec.options), inputs, values, what,
-                                 threads=self.subject.threads, capture_bytes=self.capture_bytes,
-                                 value_bytes=value_bytes(run))
+        session = ort_session.SessionSpec(self.name, dict(self.spec.options), dict(self.spec.session_options),
+                                          self.subject.threads)
+        result = ort_session.run(proto, session, inputs, values, what, capture_bytes=self.capture_bytes,
+                                 value_bytes=value_bytes(run), keep_outputs=bool(self.subject.outputs))
         prun = ProviderRun(self.target(), latency_ms=result.latency_ms, placement=result.placement,
-                           capture_peak_bytes=result.peak_capture_bytes)
+                           capture_peak_bytes=result.peak_capture_bytes,
+                           session_options=dict(self.spec.session_options) or None)
         for layer in run.layers:
             prun.layers[layer.name] = _layer(run, layer, result.outputs, result.values)
+        self.exact_outputs(prun, result.arrays)  # graph outputs are the root layers, in order
         return prun
 
 

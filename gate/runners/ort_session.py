@@ -27,6 +27,57 @@ class OrtRun:
     latency_ms: float | None = None
     placement: dict[str, Any] | None = None
     peak_capture_bytes: int = 0
+    arrays: list[np.ndarray] = field(default_factory=list)  # the outputs themselves (exact metrics)
+
+
+_LEVELS = {"disable": "ORT_DISABLE_ALL", "basic": "ORT_ENABLE_BASIC", "extended": "ORT_ENABLE_EXTENDED",
+           "all": "ORT_ENABLE_ALL"}
+_MODES = {"sequential": "ORT_SEQUENTIAL", "parallel": "ORT_PARALLEL"}
+
+
+@dataclass(frozen=True)
+class SessionSpec:
+    """How every session of one provider is made: the EP with its options, and ``SessionOptions``
+    from the config's ``session-options`` (graph optimization level, execution mode, threads,
+    free dimension overrides, config entries)."""
+
+    provider: str
+    options: Mapping[str, Any] = field(default_factory=dict)
+    session_options: Mapping[str, Any] = field(default_factory=dict)
+    threads: int | None = None  # PARITY_GATE_THREADS; session-options intra-op-threads wins
+
+    def sess_options(self, record: bool):
+        import onnxruntime as ort
+
+        so = ort.SessionOptions()
+        so.log_severity_level = 3
+        if record:
+            so.add_session_config_entry("session.record_ep_graph_assignment_info", "1")
+        if self.threads:
+            so.intra_op_num_threads = self.threads
+        o = self.session_options
+        if "graph-optimization-level" in o:
+            so.graph_optimization_level = getattr(ort.GraphOptimizationLevel, _LEVELS[o["graph-optimization-level"]])
+        if "execution-mode" in o:
+            so.execution_mode = getattr(ort.ExecutionMode, _MODES[o["execution-mode"]])
+        if "intra-op-threads" in o:
+            so.intra_op_num_threads = o["intra-op-threads"]
+        if "inter-op-threads" in o:
+            so.inter_op_num_threads = o["inter-op-threads"]
+        for name, value in o.get("free-dimension-overrides", {}).items():
+            so.add_free_dimension_override_by_name(name, value)
+        for key, value in o.get("config-entries", {}).items():
+            so.add_session_config_entry(key, value)
+        return so
+
+    def open(self, model_bytes: bytes, what: str, record: bool = False):
+        import onnxruntime as ort
+
+        try:
+            return ort.InferenceSession(model_bytes, sess_options=self.sess_options(record),
+                                        providers=[(self.provider, dict(self.options))])
+        except Exception as exc:
+            raise ModelError(f"{what}: {self.provider} failed to load the model: {_line(exc)}", "LOAD_FAIL") from None
 
 
 def available_providers() -> list[str]:
@@ -50,22 +101,6 @@ def mark_outputs(proto: onnx.ModelProto, names: Sequence[str]) -> onnx.ModelProt
         else:
             marked.graph.output.append(onnx.ValueInfoProto(name=name))
     return marked
-
-
-def _session(model_bytes: bytes, provider: str, options: Mapping[str, Any], what: str, threads: int | None,
-             record: bool = False):
-    import onnxruntime as ort
-
-    so = ort.SessionOptions()
-    so.log_severity_level = 3
-    if record:
-        so.add_session_config_entry("session.record_ep_graph_assignment_info", "1")
-    if threads:
-        so.intra_op_num_threads = threads
-    try:
-        return ort.InferenceSession(model_bytes, sess_options=so, providers=[(provider, dict(options))])
-    except Exception as exc:
-        raise ModelError(f"{what}: {provider} failed to load the model: {_line(exc)}", "LOAD_FAIL") from None
 
 
 def _line(exc: BaseException) -> str:
@@ -118,15 +153,15 @@ def chunks(values: Sequence[str], sizes: Mapping[str, int], budget: int | None) 
     return out
 
 
-def run(proto: onnx.ModelProto, provider: str, options: Mapping[str, Any], inputs: Sequence[np.ndarray],
-        values: Sequence[str], what: str, timing_runs: int = 5, threads: int | None = None,
-        capture_bytes: int | None = None, value_bytes: Mapping[str, int] | None = None) -> OrtRun:
+def run(proto: onnx.ModelProto, spec: SessionSpec, inputs: Sequence[np.ndarray], values: Sequence[str], what: str,
+        timing_runs: int = 5, capture_bytes: int | None = None, value_bytes: Mapping[str, int] | None = None,
+        keep_outputs: bool = False) -> OrtRun:
     """Fingerprints of the shipped outputs and of ``values``; median latency of ``timing_runs`` warm runs.
 
     Marked values come back all at once from ONNX Runtime, so with ``capture_bytes`` set they
     are split into chunks of at most that many bytes, one run each.
     """
-    session = _session(proto.SerializeToString(), provider, options, what, threads, record=True)
+    session = spec.open(proto.SerializeToString(), what, record=True)
     feed = _feed(session, inputs)
     try:
         outputs = session.run(None, feed)
@@ -136,21 +171,20 @@ def run(proto: onnx.ModelProto, provider: str, options: Mapping[str, Any], input
             session.run(None, feed)
             times.append((time.perf_counter() - start) * 1e3)
     except Exception as exc:
-        raise ModelError(f"{what}: {provider} failed to run the model: {_line(exc)}") from None
+        raise ModelError(f"{what}: {spec.provider} failed to run the model: {_line(exc)}") from None
     result = OrtRun([fingerprint(_floating(np.asarray(o))) for o in outputs],
                     latency_ms=float(np.median(times)) if times else None)
-    result.placement = placement(session, provider)
+    result.placement = placement(session, spec.provider)
+    result.arrays = [np.asarray(o) for o in outputs] if keep_outputs else []
     del outputs, session
-    wanted = list(dict.fromkeys(values))
     sizes = value_bytes or {}
-    for part in chunks(wanted, sizes, capture_bytes):
+    for part in chunks(list(dict.fromkeys(values)), sizes, capture_bytes):
         result.peak_capture_bytes = max(result.peak_capture_bytes, sum(sizes.get(v, 0) for v in part))
-        marked = mark_outputs(proto, part)
-        session = _session(marked.SerializeToString(), provider, options, what, threads)
+        session = spec.open(mark_outputs(proto, part).SerializeToString(), what)
         try:
             arrays = session.run(part, _feed(session, inputs))
         except Exception as exc:
-            raise ModelError(f"{what}: {provider} failed to run the model with intermediates marked: "
+            raise ModelError(f"{what}: {spec.provider} failed to run the model with intermediates marked: "
                              f"{_line(exc)}") from None
         for name, array in zip(part, arrays, strict=True):
             result.values[name] = fingerprint(_floating(np.asarray(array)))

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+import numpy as np
 import torch
 
 from gate.errors import ModelError
@@ -24,6 +25,7 @@ class Reference:
     dtype: str  # "float64", or "float32" when the model cannot run in float64
     records: list[LayerOutput]
     notes: Notes
+    outputs: list[np.ndarray] = field(default_factory=list)  # the model's outputs, for exact metrics
 
 
 def as_float64(module: torch.nn.Module, inputs: tuple[torch.Tensor, ...]):
@@ -32,14 +34,16 @@ def as_float64(module: torch.nn.Module, inputs: tuple[torch.Tensor, ...]):
     return ref, tuple(t.double() if t.is_floating_point() else t for t in inputs)
 
 
-def _capture(module: torch.nn.Module, inputs, promote: bool) -> tuple[list[LayerOutput], Notes]:
+def _capture(module: torch.nn.Module, inputs, promote: bool) -> tuple[list[LayerOutput], Notes, list[np.ndarray]]:
     notes = Notes()
 
     def stamp(record: LayerOutput) -> None:
         record.reached = notes.reached  # the coarsest precision computed up to this layer
 
     capture = torch_hooks.Capture(module, on_record=stamp)
-    return capture.run(inputs, promoted(notes, capture.where, promote)), notes
+    records = capture.run(inputs, promoted(notes, capture.where, promote))
+    outputs = [torch_hooks.to_numpy(t).astype(np.float64) for _, t in torch_hooks.flatten(capture.output)]
+    return records, notes, outputs
 
 
 def run_reference(built: BuiltModel, progress: Callable[[str], None], promote: bool = True) -> Reference:
@@ -47,12 +51,41 @@ def run_reference(built: BuiltModel, progress: Callable[[str], None], promote: b
     name = built.spec.name
     try:
         module, inputs = as_float64(built.module, built.inputs)
-        records, notes = _capture(module, inputs, promote)
+        records, notes, outputs = _capture(module, inputs, promote)
         del module
-        return Reference("float64", records, notes)
+        return Reference("float64", records, notes, outputs)
     except Exception as exc:  # noqa: BLE001 - a model without float64 kernels falls back
         progress(f"{name}: float64 reference failed ({type(exc).__name__}); using float32")
     try:
-        return Reference("float32", torch_hooks.run(built.module, built.inputs), Notes(reached="float32"))
+        capture = torch_hooks.Capture(built.module)
+        records = capture.run(built.inputs)
+        outputs = [torch_hooks.to_numpy(t).astype(np.float64) for _, t in torch_hooks.flatten(capture.output)]
+        return Reference("float32", records, Notes(reached="float32"), outputs)
     except Exception as exc:
         raise ModelError(f"model `{name}`: PyTorch forward failed: {type(exc).__name__}: {exc}", "INFER_FAIL") from None
+
+
+CHANGED = 1e-12  # float64 noise: above it, eval mode changed what a layer computes
+
+
+def compare_as_given(built: BuiltModel, ref: Reference, promote: bool) -> dict:
+    """Run the model as its factory returned it (some modules in training mode) and find the first
+    layer whose output eval mode changed: a deployment that forgot eval() runs it that way."""
+    from gate.core.runs import error_against
+
+    module, inputs = as_float64(built.module, built.inputs)
+    left = set(built.training)
+    for name, m in module.named_modules():
+        m.training = (name or "(model)") in left
+    try:
+        as_given, _, _ = _capture(module, inputs, promote)
+    except Exception:  # noqa: BLE001 - a model that fails as given changed everything
+        return {"modules": built.training[:200], "changed_at": ref.records[0].name if ref.records else None,
+                "change": None}
+    normalized = {r.name: r.fp for r in ref.records}
+    for rec in as_given:
+        now = normalized.get(rec.name)
+        change = None if now is None else error_against(rec.fp, now)
+        if change is None or change > CHANGED or (rec.fp.nan, rec.fp.posinf) != (now.nan, now.posinf):
+            return {"modules": built.training[:200], "changed_at": rec.name, "change": change}
+    return {"modules": built.training[:200], "changed_at": None, "change": None}

@@ -14,10 +14,10 @@ from gate.runners.torch_eager import TorchEagerRunner
 class TorchCompileRunner(TorchEagerRunner):
     absent_reason = "inside the compiled graph"
 
-    def capture(self) -> dict:
+    def capture(self) -> tuple[dict, object]:
         import torch
 
         compiled = torch.compile(self.module, backend="inductor", **dict(self.spec.options))
         with inference_mode():
             output = compiled(*self.inputs)
-        return {r.name: r.fp for r in torch_hooks.outputs(self.module, output)}
+        return {r.name: r.fp for r in torch_hooks.outputs(self.module, output)}, output

@@ -51,16 +51,20 @@ class TorchEagerRunner(Runner):
         self.inputs = tuple(t.to(device=where, dtype=dtype if dtype is not None and t.is_floating_point() else t.dtype)
                             for t in subject.built.inputs)
 
-    def capture(self) -> dict:
-        return {r.name: r.fp for r in torch_hooks.run(self.module, self.inputs)}
+    def capture(self) -> tuple[dict, object]:
+        """(fingerprints by layer, what the forward returned)."""
+        capture = torch_hooks.Capture(self.module)
+        return {r.name: r.fp for r in capture.run(self.inputs)}, capture.output
 
     def run(self) -> ProviderRun:
         try:
-            fingerprints = self.capture()
+            fingerprints, output = self.capture()
         except Exception as exc:  # noqa: BLE001 - a provider that cannot run is a status, not a crash
             raise ModelError(f"{self.name} ({self.spec.precision}) failed: {type(exc).__name__}: {str(exc)[:300]}",
                              "INFER_FAIL") from None
-        return self.layers_from(ProviderRun(self.target()), fingerprints, self.absent_reason)
+        prun = self.layers_from(ProviderRun(self.target()), fingerprints, self.absent_reason)
+        self.exact_outputs(prun, [torch_hooks.to_numpy(t) for _, t in torch_hooks.flatten(output)])
+        return prun
 
     def close(self) -> None:
         self.module = self.inputs = None

@@ -83,6 +83,7 @@ class Capture:
         # id(tensor) -> (weakref, version, layer): an identity module (Dropout in eval, Identity)
         # returns the very tensor it got, unchanged; in-place modules return it with a new version.
         self._produced: dict[int, tuple[weakref.ref, int, str]] = {}
+        self.output: Any = None  # what the forward returned
 
     def where(self) -> str:
         return self._stack[-1] if self._stack else ROOT
@@ -119,7 +120,7 @@ class Capture:
             handles.append(m.register_forward_hook(_bind(self._exit, qual)))
         try:
             with inference_mode(), context or contextlib.nullcontext():
-                self.module(*inputs)
+                self.output = self.module(*inputs)
         finally:
             for h in handles:
                 h.remove()

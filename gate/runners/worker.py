@@ -69,7 +69,9 @@ def execute_job(job: dict) -> ProviderRun:
     runner = runner_for(spec)
     bundle = Bundle(Path(job["bundle"]))
     run = bundle.read_run()
-    subject = Subject(run, bundle.folder, threads=job.get("threads"))
+    tolerance = job.get("output_tolerance")
+    subject = Subject(run, bundle.folder, threads=job.get("threads"), outputs=bundle.outputs(),
+                      output_tolerance=tuple(tolerance) if tolerance else None)
     try:
         _call_hook(job)
         if spec.kind.torch:

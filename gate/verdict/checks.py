@@ -111,8 +111,27 @@ def runtime_rows(run: ModelRun, prun: ProviderRun, entry: Entry | None, spec: Mo
         elif pl.status in ("folded", "absent"):
             rows.append(_row(layer, pl.status, message=pl.reason))
         else:
-            rows.append(_runtime_row(layer, prun, pl, entry, spec))
+            rows.append(_allclose(_runtime_row(layer, prun, pl, entry, spec), pl.exact, spec.output_tolerance))
     return rows
+
+
+def _allclose(row: Row, exact: dict | None, tolerance: tuple[float, float] | None) -> Row:
+    """An output row carries its exact metrics; with ``output-tolerance`` set, allclose on the full
+    tensors is a gate of its own (as in the whole-output recipe)."""
+    row.exact = exact
+    if exact is None or tolerance is None or exact["allclose"] or row.failed:
+        return row
+    rtol, atol = tolerance
+    bound = atol + rtol * abs(exact["expected"]) if exact["expected"] is not None else atol
+    where = ", ".join(map(str, exact["worst_index"]))
+    return _row_with(row, "fail", "allclose", exact["max_abs"], bound,
+                     f"allclose(rtol={rtol:g}, atol={atol:g}) fails on {exact['mismatched']:,} of {exact['count']:,} "
+                     f"elements; worst at [{where}]: expected {exact['expected']!r}, got {exact['actual']!r} "
+                     f"(max-abs {exact['max_abs']:.3g}, max-rel {exact['max_rel']:.3g})")
+
+
+def _row_with(row: Row, status: str, check: str, value: float | None, threshold: float | None, message: str) -> Row:
+    return Row(row.layer, row.type, status, check, _num(value), _num(threshold), row.baseline, message, row.exact)
 
 
 def _runtime_row(layer: LayerInfo, prun: ProviderRun, pl, entry: Entry | None, spec: ModelSpec) -> Row:

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from gate.config import ModelSpec
 from gate.core.runs import ModelRun, ProviderRun
 from gate.formats.baseline import Baseline, Entry
-from gate.verdict import checks, hints
+from gate.verdict import checks, hints, model_audits
 from gate.verdict.types import Audit, ModelVerdict, ProviderVerdict, Regression, Report
 
 REFERENCE = "torch-cpu"  # the float64 reference runs on PyTorch's CPU kernels
@@ -35,6 +35,10 @@ def audits(prun: ProviderRun, entry: Entry | None, policy: Policy) -> list[Audit
             out.append(Audit("placement", "fail" if policy.placement == "fail" else "warn",
                              f"{prun.name}: {max(grew, 0)} more node(s) fall back to another EP"
                              + (f" (new op types: {', '.join(added)})" if added else "")))
+    if entry is not None and (entry.session_options or {}) != (prun.session_options or {}):
+        out.append(Audit("session-options", "warn", f"{prun.name}: session options changed since the baseline "
+                         f"({entry.session_options or {}} -> {prun.session_options or {}}): they change what ONNX Runtime "
+                         "fuses and how it computes"))
     base_latency = entry.latency_ms if entry is not None else None
     if prun.latency_ms is not None and base_latency and policy.max_slowdown is not None:
         ratio = prun.latency_ms / base_latency
@@ -103,18 +107,27 @@ def model_verdict(spec: ModelSpec, run: ModelRun, baseline: Baseline | None, pat
         mv.status, mv.message = "no-baseline", f"no baseline at {path}: create it with `{update_cmd}`"
     mv.providers = [_reference(run, baseline, spec, mv.message)]
     mv.providers += [_runtime(run, p, baseline, spec, update_cmd, policy) for p in run.providers]
+    mv.audits = model_audits.dynamic_shape(spec, run, baseline) + model_audits.training_mode(run)
+    mv.mapping = model_audits.mapping(run)
     order = {layer.name: i for i, layer in enumerate(run.layers)}
     candidates = []
     for pv in mv.providers:
         pv.first_regression = _first(pv, order)
         if pv.first_regression is not None:
             pv.status = "regressed"
-            candidates.append((order.get(pv.first_regression.layer, len(order)), pv.role != "reference", pv))
+            candidates.append((order.get(pv.first_regression.layer, len(order)), 1 + (pv.role != "reference"),
+                               Regression(**{**vars(pv.first_regression), "provider": pv.name,
+                                             "precision": pv.precision})))
+    for audit in (a for a in mv.audits if a.status == "fail"):
+        # What ships does not match the config (its export) or the model as given: before any layer.
+        where = "(export)" if audit.check == "dynamic-shape" else "(model as given)"
+        layer = audit.layer or "(model)"
+        candidates.append((order.get(layer, -1) if audit.layer else -1, 0,
+                           Regression(layer, "", audit.check, message=audit.message, provider=where)))
     if candidates:
-        # Earliest layer wins; on a tie the reference (a model change) explains the runtimes.
-        _, _, pv = min(candidates, key=lambda c: c[:2])
-        mv.first_regression = Regression(**{**vars(pv.first_regression), "provider": pv.name,
-                                            "precision": pv.precision})
+        # Earliest layer wins; on a tie the model's own audits, then the reference (a model change)
+        # explain the runtimes.
+        mv.first_regression = min(candidates, key=lambda c: c[:2])[2]
         mv.status = "regressed"
     if mv.status == "pass" and any(p.status == "no-baseline" for p in mv.providers):
         mv.status = "no-baseline"

@@ -34,6 +34,7 @@ class Row:
     threshold: float | None = None
     baseline: float | None = None
     message: str | None = None
+    exact: dict[str, Any] | None = None  # a model output's exact metrics (full tensors), where measured
 
     @property
     def failed(self) -> bool:
@@ -46,15 +47,17 @@ class Row:
         return self.status in ("pass", "fail")
 
     def to_dict(self) -> dict[str, Any]:
-        return {"layer": self.layer, "type": self.type, "status": self.status, "check": self.check,
-                "value": self.value, "threshold": self.threshold, "baseline": self.baseline,
-                "message": self.message}
+        out = {"layer": self.layer, "type": self.type, "status": self.status, "check": self.check,
+               "value": self.value, "threshold": self.threshold, "baseline": self.baseline, "message": self.message}
+        if self.exact is not None:
+            out["exact"] = self.exact
+        return out
 
     @classmethod
     def from_dict(cls, o: Obj) -> Row:
         return cls(o.str("layer"), o.str("type", default=""), o.choice("status", ROW_STATUSES),
                    o.opt_str("check"), o.num("value"), o.num("threshold"), o.num("baseline"),
-                   o.opt_str("message"))
+                   o.opt_str("message"), o.free("exact"))
 
 
 @dataclass
@@ -90,18 +93,25 @@ class Regression:
 
 @dataclass
 class Audit:
-    """A target-level check: CPU fallbacks added (``placement``) or a slowdown (``latency``)."""
+    """A check of a whole target or model: CPU fallbacks added (``placement``), a slowdown
+    (``latency``), dynamic dimensions the export made static (``dynamic-shape``), modules left in
+    training mode that change the outputs (``training-mode``, at ``layer``)."""
 
     check: str
     status: str  # "warn" | "fail"
     message: str
+    layer: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"check": self.check, "status": self.status, "message": self.message}
+        out = {"check": self.check, "status": self.status, "message": self.message}
+        if self.layer is not None:
+            out["layer"] = self.layer
+        return out
 
     @classmethod
     def from_dict(cls, o: Obj) -> Audit:
-        return cls(o.str("check"), o.choice("status", ("warn", "fail")), o.str("message", default=""))
+        return cls(o.str("check"), o.choice("status", ("warn", "fail")), o.str("message", default=""),
+                   o.opt_str("layer"))
 
 
 @dataclass
@@ -192,6 +202,8 @@ class ModelVerdict:
     # The reference run: casts promoted to float64 per module call; where it computed below float64.
     promoted: dict[str, int] = field(default_factory=dict)
     below_float64: dict[str, str] = field(default_factory=dict)
+    audits: list[Audit] = field(default_factory=list)  # of the model and its export, beside the targets'
+    mapping: dict[str, Any] = field(default_factory=dict)  # how many layers the shipped graph lets us see
 
     def to_dict(self) -> dict[str, Any]:
         return {"name": self.name, "status": self.status, "error": self.error,
@@ -202,6 +214,7 @@ class ModelVerdict:
                 "layers": self.layers,
                 "first_regression": None if self.first_regression is None else self.first_regression.to_dict(),
                 "providers": [p.to_dict() for p in self.providers], "message": self.message,
+                "audits": [a.to_dict() for a in self.audits], "mapping": self.mapping,
                 "hints": [h.to_dict() for h in self.hints]}
 
     @classmethod
@@ -215,7 +228,8 @@ class ModelVerdict:
                    *(baseline or ("", False)), o.opt_str("exporter"), o.opt_str("export_fallback"),
                    o.int("opset"), dtype, o.int("layers") or 0,
                    o.opt_obj("first_regression", Regression.from_dict), o.objs("providers", ProviderVerdict.from_dict),
-                   o.opt_str("message"), o.objs("hints", Hint.from_dict), promoted, below)
+                   o.opt_str("message"), o.objs("hints", Hint.from_dict), promoted, below,
+                   o.objs("audits", Audit.from_dict), o.free("mapping") or {})
 
 
 @dataclass

@@ -127,7 +127,7 @@ def check(tmp: Path, model: str, factory: str, baseline_dir: Path = ROOT / "base
 
     cfg = load_config(_config(tmp, model, factory, baseline_dir))
     report = commands.check(cfg, cfg.models, cfg.providers).to_dict()
-    json.dumps(report, allow_nan=False)  # the JSON contract: hints are plain, finite JSON
+    json.dumps([m["hints"] for m in report["models"]], allow_nan=False)  # hints are plain, finite JSON
     return report
 
 

@@ -71,6 +71,9 @@ def test_report_merges_both_eps_into_one_verdict(matrix):
         assert ov["checked"] > 10 and ov["placement"]["by_provider"].get(OV, 0) > 0
         rows = {r["layer"] for r in ov["layers"]}
         assert rows == {r["layer"] for r in model["providers"][2]["layers"]}
+        # the reference's outputs travel in the bundle: exact metrics on the runner without torch too
+        exact = next(r["exact"] for r in ov["layers"] if r["layer"] == "(model)")
+        assert exact["count"] > 0 and exact["max_abs"] < 1e-4
 
 
 def test_ep_side_fault_is_blamed_on_openvino_at_its_layer(matrix):

@@ -91,9 +91,9 @@ def test_capture_memory_budget_splits_marked_outputs(tmp_path):
     proto, names = chain_model(50)
     x = np.linspace(-1, 1, 64, dtype=np.float32)
     sizes = {v: 256 for v in names}
-    whole = ort_session.run(proto, "CPUExecutionProvider", {}, [x], names, "chain", value_bytes=sizes)
-    parts = ort_session.run(proto, "CPUExecutionProvider", {}, [x], names, "chain", capture_bytes=1024,
-                            value_bytes=sizes)
+    cpu = ort_session.SessionSpec("CPUExecutionProvider")
+    whole = ort_session.run(proto, cpu, [x], names, "chain", value_bytes=sizes)
+    parts = ort_session.run(proto, cpu, [x], names, "chain", capture_bytes=1024, value_bytes=sizes)
     assert len(ort_session.chunks(names, sizes, 1024)) == 13
     assert parts.peak_capture_bytes == 1024 and whole.peak_capture_bytes == 50 * 256
     assert all(np.array_equal(whole.values[v].sketch, parts.values[v].sketch) for v in names)

@@ -46,6 +46,7 @@ class Entry:
     latency_ms: float | None = None
     placement: dict[str, Any] | None = None
     layers: dict[str, EntryLayer] = field(default_factory=dict)
+    session_options: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -68,7 +69,7 @@ class Baseline:
                 rows = {name: EntryLayer(r["status"], r["err"], None if r["fp"] is None else Fingerprint.from_dict(r["fp"]),
                                          r.get("noise"))
                         for name, r in e["layers"].items()}
-                entries.append(Entry(target, e.get("latency_ms"), e.get("placement"), rows))
+                entries.append(Entry(target, e.get("latency_ms"), e.get("placement"), rows, e.get("session_options")))
         return cls(doc["model"], Meta.from_dict(doc["meta"]), doc["reference"]["dtype"], layers, tuple(entries))
 
     def layer(self, name: str) -> BaselineLayer | None:

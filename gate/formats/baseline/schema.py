@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 
 from gate.core.names import MAX_MODEL_NAME, MODEL_NAME_RE
+from gate.core.target import PRECISIONS
 
 from ..nodes import I64_MAX, U64_MAX, Array, Bin, Float, Int, NameMap, Nullable, Record, Str
 from ..stream import Invalid, quote
@@ -56,6 +57,18 @@ LOWER = Str(16, choices=("float32", "float16", "bfloat16"))  # a float dtype bel
 PROMOTED = NameMap(NAME, Int(1, I64_MAX), "max_layers", "layers")
 BELOW = NameMap(NAME, LOWER, "max_layers", "layers")
 
+# What else a run records of its model and graph (all optional; see gate.core.runs.Meta).
+EXTRA_META = [
+    ("normalizations", Array(TEXT, "max_layers")),
+    ("training", Record([("modules", Array(NAME, "max_layers")), ("changed_at", Nullable(NAME)),
+                         ("change", Nullable(Float(nan=False, lo=0.0)))])),
+    ("dynamic_dims", NameMap(NAME, NameMap(Str(10, pattern=re.compile(r"[0-9]+\Z"), rule="is not a dimension index"),
+                                           NAME, "max_rank", "dimensions"), "max_layers", "inputs")),
+    ("transform", TEXT),
+    ("graph_precision", Str(16, choices=("float32", "float16", "bfloat16", "int8"))),
+    ("output_tolerance", Array(Float(nan=False, lo=0.0), 2)),
+]
+
 META = Record(
     [
         ("parity_gate", TEXT),
@@ -63,7 +76,7 @@ META = Record(
         ("onnx", TEXT),
         ("onnxruntime", TEXT),
         ("onnxscript", Nullable(TEXT)),
-        ("exporter", Str(16, choices=("dynamo", "torchscript"))),
+        ("exporter", Str(16, choices=("dynamo", "torchscript", "artifact"))),
         ("export_fallback", Nullable(TEXT)),
         ("opset", Int(1, 10_000)),
         ("inputs_digest", DIGEST),
@@ -83,8 +96,9 @@ META = Record(
         ("op_types", Array(NAME, "max_layers")),  # ONNX op types of the shipped graph (opset coverage audit)
         ("promoted", PROMOTED),
         ("below_float64", BELOW),
+        *EXTRA_META,
     ],
-    optional=("op_types", "promoted", "below_float64"),
+    optional=("op_types", "promoted", "below_float64", *(k for k, _ in EXTRA_META)),
 )
 
 # "noise": run-to-run variation measured by `update-baseline --calibrate`; "reached": the coarsest
@@ -112,14 +126,29 @@ PLACEMENT = Record(
     ]
 )
 
+# the ONNX Runtime SessionOptions a provider ran with (config `session-options`); optional
+SESSION_OPTIONS = Record(
+    [
+        ("graph-optimization-level", Str(16, choices=("disable", "basic", "extended", "all"))),
+        ("execution-mode", Str(16, choices=("sequential", "parallel"))),
+        ("intra-op-threads", Int(1, 4096)),
+        ("inter-op-threads", Int(1, 4096)),
+        ("free-dimension-overrides", NameMap(NAME, Int(1, I64_MAX), "max_layers", "dimensions")),
+        ("config-entries", NameMap(NAME, TEXT, "max_layers", "entries")),
+    ],
+    optional=("graph-optimization-level", "execution-mode", "intra-op-threads", "inter-op-threads",
+              "free-dimension-overrides", "config-entries"),
+)
+
 DEVICE_ENTRY = Record(
     [
-        ("precision", Str(16, choices=("float32", "float16", "bfloat16"))),
+        ("precision", Str(16, choices=PRECISIONS)),
         ("latency_ms", Nullable(Float(nan=False, lo=0.0))),
         ("placement", Nullable(PLACEMENT)),
+        ("session_options", SESSION_OPTIONS),
         ("layers", NameMap(NAME, RUNTIME_LAYER, "max_layers", "layers")),
     ],
-    optional=("latency_ms", "placement"),
+    optional=("latency_ms", "placement", "session_options"),
 )
 
 DOCUMENT = Record(

@@ -8,6 +8,7 @@ change to the numbers shows in a diff. Usage: ``python -m gate.formats.baseline.
 from __future__ import annotations
 
 import hashlib
+import json
 import math
 import re
 import sys
@@ -54,43 +55,55 @@ def _stats(fp: dict) -> str:
     return " ".join(parts)
 
 
-def render_text(doc: dict) -> str:
-    """Text of a (validated) baseline document; same document, same text."""
+def _meta_lines(doc: dict) -> list[str]:
     meta = doc["meta"]
     fpm = meta["fingerprint"]
-    out = [
-        f"parity-gate baseline (format version {doc['version']})",
-        f"model {_name(doc['model'])}",
-    ]
-    for key in (
-        "parity_gate",
-        "torch",
-        "onnx",
-        "onnxruntime",
-        "onnxscript",
-        "exporter",
-        "export_fallback",
-        "opset",
-        "inputs_digest",
-        "weights_digest",
-        "graph_digest",
-    ):
+    out = [f"parity-gate baseline (format version {doc['version']})", f"model {_name(doc['model'])}"]
+    for key in ("parity_gate", "torch", "onnx", "onnxruntime", "onnxscript", "exporter", "export_fallback", "opset",
+                "inputs_digest", "weights_digest", "graph_digest"):
         value = meta[key]
         out.append(f"meta {key} {value if isinstance(value, int) else _name(value)}")
     for key in ("platform", "cpu", "python"):
         out.append(f"meta machine.{key} {_name(meta['machine'][key])}")
-    out.append(
-        f"meta fingerprint sketch_width={fpm['sketch_width']} sketch_seed={fpm['sketch_seed']} "
-        f"quantiles={','.join(_f(q) for q in fpm['quantiles'])}"
-    )
+    out.append(f"meta fingerprint sketch_width={fpm['sketch_width']} sketch_seed={fpm['sketch_seed']} "
+               f"quantiles={','.join(_f(q) for q in fpm['quantiles'])}")
     if "op_types" in meta:
         out.append(f"meta op_types {len(meta['op_types'])} " + ",".join(_name(t) for t in meta["op_types"]))
     if "promoted" in meta:
         out.append(f"meta promoted {sum(meta['promoted'].values())} "
                    + ",".join(f"{_name(k)}:{v}" for k, v in meta["promoted"].items()))
+    for key in ("normalizations", "training", "dynamic_dims", "transform", "graph_precision", "output_tolerance"):
+        if key in meta:  # what the run recorded of the model and its graph, one compact line each
+            out.append(f"meta {key} {json.dumps(meta[key], sort_keys=True, ensure_ascii=True)}")
     if "below_float64" in meta:
         out.append(f"meta below_float64 {len(meta['below_float64'])} "
                    + ",".join(f"{_name(k)}:{v}" for k, v in meta["below_float64"].items()))
+    return out
+
+
+def _entry_lines(prov: str, dev: str, entry: dict) -> list[str]:
+    head = f"{_name(prov)} {_name(dev)}"
+    line = f"provider {head} precision={entry['precision']} layers={len(entry['layers'])}"
+    if "latency_ms" in entry:
+        line += f" latency_ms={_f(entry['latency_ms'])}"
+    if "session_options" in entry:
+        line += f" session_options={json.dumps(entry['session_options'], sort_keys=True, ensure_ascii=True)}"
+    out = [line]
+    placement = entry.get("placement")
+    if placement is not None:
+        by = ",".join(f"{_name(p)}:{n}" for p, n in sorted(placement["by_provider"].items()))
+        out.append(f"placement {head} nodes={placement['nodes']} by_provider={by or '-'} "
+                   f"fallback_ops={','.join(map(_name, placement['fallback_ops'])) or '-'} "
+                   f"fallback_nodes={len(placement['fallback_nodes'])}")
+    for name, e in entry["layers"].items():
+        fp = "-" if e["fp"] is None else _stats(e["fp"])
+        out.append(f"provider-layer {head} {_name(name)} status={e['status']} err={_f(e['err'])} {fp}")
+    return out
+
+
+def render_text(doc: dict) -> str:
+    """Text of a (validated) baseline document; same document, same text."""
+    out = _meta_lines(doc)
     out.append(f"reference device={doc['reference']['device']} dtype={doc['reference']['dtype']}")
     out.append(f"layers {len(doc['layers'])}")
     for layer in doc["layers"]:
@@ -98,25 +111,7 @@ def render_text(doc: dict) -> str:
         out.append(f"layer {_name(layer['name'])} type={_name(layer['type'])}{reached} {_stats(layer['fp'])}")
     for prov in sorted(doc["providers"]):
         for dev in sorted(doc["providers"][prov]):
-            entry = doc["providers"][prov][dev]
-            head = f"{_name(prov)} {_name(dev)}"
-            line = f"provider {head} precision={entry['precision']} layers={len(entry['layers'])}"
-            if "latency_ms" in entry:
-                line += f" latency_ms={_f(entry['latency_ms'])}"
-            out.append(line)
-            placement = entry.get("placement")
-            if placement is not None:
-                by = ",".join(f"{_name(p)}:{n}" for p, n in sorted(placement["by_provider"].items()))
-                out.append(
-                    f"placement {head} nodes={placement['nodes']} by_provider={by or '-'} "
-                    f"fallback_ops={','.join(map(_name, placement['fallback_ops'])) or '-'} "
-                    f"fallback_nodes={len(placement['fallback_nodes'])}"
-                )
-            for name, e in entry["layers"].items():
-                fp = "-" if e["fp"] is None else _stats(e["fp"])
-                out.append(
-                    f"provider-layer {head} {_name(name)} status={e['status']} err={_f(e['err'])} {fp}"
-                )
+            out += _entry_lines(prov, dev, doc["providers"][prov][dev])
     return "\n".join(out) + "\n"
 
 

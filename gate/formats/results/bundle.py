@@ -1,7 +1,8 @@
 """A bundle: the folder that holds one exported model for the runners.
 
 ``model.onnx`` (the graph that ships), ``inputs.npz`` (the inputs as ``arg0``..``argN-1``, no
-pickles) and ``run.msgpack.zst`` (a result file with the model's run so far: the reference's
+pickles), ``outputs.npz`` (the float64 reference's outputs as ``out0``.., for the exact output
+metrics) and ``run.msgpack.zst`` (a result file with the model's run so far: the reference's
 fingerprints, the layer -> ONNX value map, and the providers that already ran). ``check``
 writes one to a temporary folder; ``export --out DIR`` writes ``DIR/<model>/``, and
 ``collect --from DIR`` runs providers on them on a runner that has no torch.
@@ -19,7 +20,7 @@ from gate.errors import FormatError
 
 from .codec import read_run, write_runs
 
-MODEL, INPUTS, RUN = "model.onnx", "inputs.npz", "run.msgpack.zst"
+MODEL, INPUTS, OUTPUTS, RUN = "model.onnx", "inputs.npz", "outputs.npz", "run.msgpack.zst"
 
 
 @dataclass(frozen=True)
@@ -34,12 +35,15 @@ class Bundle:
     def has_model(self) -> bool:
         return self.model.is_file()
 
-    def write(self, run: ModelRun, proto_bytes: bytes | None = None, inputs: list[np.ndarray] | None = None) -> None:
+    def write(self, run: ModelRun, proto_bytes: bytes | None = None, inputs: list[np.ndarray] | None = None,
+              outputs: list[np.ndarray] | None = None) -> None:
         self.folder.mkdir(parents=True, exist_ok=True)
         if proto_bytes is not None:
             self.model.write_bytes(proto_bytes)
         if inputs is not None:
             np.savez(self.folder / INPUTS, **{f"arg{i}": a for i, a in enumerate(inputs)})
+        if outputs:
+            np.savez(self.folder / OUTPUTS, **{f"out{i}": a for i, a in enumerate(outputs)})
         self.write_run(run)
 
     def write_run(self, run: ModelRun) -> None:
@@ -49,8 +53,16 @@ class Bundle:
         return read_run(self.folder / RUN)
 
     def inputs(self) -> list[np.ndarray]:
+        return self._arrays(INPUTS, "arg")
+
+    def outputs(self) -> list[np.ndarray]:
+        """The reference's outputs (float64): what the exact output metrics compare with; none
+        in a bundle written without them."""
+        return self._arrays(OUTPUTS, "out") if (self.folder / OUTPUTS).is_file() else []
+
+    def _arrays(self, name: str, prefix: str) -> list[np.ndarray]:
         try:
-            with np.load(self.folder / INPUTS, allow_pickle=False) as npz:
-                return [npz[f"arg{i}"] for i in range(len(npz.files))]
+            with np.load(self.folder / name, allow_pickle=False) as npz:
+                return [npz[f"{prefix}{i}"] for i in range(len(npz.files))]
         except (OSError, ValueError, KeyError) as exc:
-            raise FormatError(f"bundle `{self.folder}`: cannot read {INPUTS} ({type(exc).__name__}: {exc})") from None
+            raise FormatError(f"bundle `{self.folder}`: cannot read {name} ({type(exc).__name__}: {exc})") from None

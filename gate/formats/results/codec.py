@@ -54,11 +54,18 @@ def run_to_dict(run: ModelRun) -> dict[str, Any]:
             {"name": p.name, "precision": p.precision, "device": p.target.label, "status": p.status,
              "reason": _text(p.reason), "error_status": p.error_status, "latency_ms": p.latency_ms,
              "placement": p.placement, "capture_peak_bytes": p.capture_peak_bytes,
-             "layers": {n: {"status": pl.status, "err": pl.err, "reason": _text(pl.reason), "fp": _fp(pl.fp, False)}
-                        for n, pl in p.layers.items()}}
+             "layers": {n: _provider_layer(pl) for n, pl in p.layers.items()},
+             **({"session_options": p.session_options} if p.session_options else {})}
             for p in run.providers
         ],
     }
+
+
+def _provider_layer(pl: ProviderLayer) -> dict[str, Any]:
+    out = {"status": pl.status, "err": pl.err, "reason": _text(pl.reason), "fp": _fp(pl.fp, False)}
+    if pl.exact is not None:
+        out["exact"] = pl.exact
+    return out
 
 
 def _layer(x: LayerInfo) -> dict[str, Any]:
@@ -74,10 +81,11 @@ def _provider(p: dict[str, Any]) -> ProviderRun:
         raise Invalid(f"providers[{quote(p['name'])}].device", f"{quote(p['device'])} does not carry precision "
                       f"{p['precision']}")
     prun = ProviderRun(target, p["status"], p["reason"], p["error_status"], latency_ms=p["latency_ms"],
-                       placement=p["placement"], capture_peak_bytes=p["capture_peak_bytes"])
+                       placement=p["placement"], capture_peak_bytes=p["capture_peak_bytes"],
+                       session_options=p.get("session_options"))
     for n, pl in p["layers"].items():
         fp = None if pl["fp"] is None else Fingerprint.from_dict(pl["fp"])
-        prun.layers[n] = ProviderLayer(pl["status"], fp, pl["err"], pl["reason"])
+        prun.layers[n] = ProviderLayer(pl["status"], fp, pl["err"], pl["reason"], exact=pl.get("exact"))
     return prun
 
 

@@ -7,8 +7,21 @@ from __future__ import annotations
 from gate.core.runs import ERROR_STATUSES, LAYER_STATUSES, RUN_STATUSES, SITE_KINDS
 from gate.core.target import PRECISIONS
 
-from ..baseline.schema import BELOW, COUNT, DIGEST, LAYER, MODEL, NAME, PLACEMENT, PROMOTED, RUNTIME_FP, TEXT
-from ..nodes import Array, Float, Int, NameMap, Nullable, Record, Str
+from ..baseline.schema import (
+    BELOW,
+    COUNT,
+    DIGEST,
+    EXTRA_META,
+    LAYER,
+    MODEL,
+    NAME,
+    PLACEMENT,
+    PROMOTED,
+    RUNTIME_FP,
+    SESSION_OPTIONS,
+    TEXT,
+)
+from ..nodes import Array, Bool, Float, Int, NameMap, Nullable, Record, Str
 
 FORMAT, VERSION = "parity-gate/result", 1
 
@@ -26,28 +39,35 @@ META = Record([
         ("sketch_width", Int(1, "max_sketch_width")), ("sketch_seed", Int(0, 2**64 - 1)),
         ("quantiles", Array(Float(nan=False, lo=0.0, hi=1.0), "max_quantiles")),
     ]))),
-    ("op_types", Array(NAME, "max_layers")), ("promoted", PROMOTED), ("below_float64", BELOW),
+    ("op_types", Array(NAME, "max_layers")), ("promoted", PROMOTED), ("below_float64", BELOW), *EXTRA_META,
 ], optional=("parity_gate", "torch", "onnx", "onnxruntime", "onnxscript", "exporter", "export_fallback", "opset",
              "inputs_digest", "weights_digest", "graph_digest", "machine", "fingerprint", "op_types", "promoted",
-             "below_float64"))
+             "below_float64", *(k for k, _ in EXTRA_META)))
 
 ONNX_VALUE = Record([
     ("kind", Str(16, choices=SITE_KINDS)),
     ("value", NULL_TEXT), ("output", Nullable(Int(0, 1_000_000))), ("reason", NULL_TEXT),
 ])
 
+# A model output's exact metrics from the full tensors (gate.core.exact); inf where NaN/Inf met.
+EXACT = Record([
+    ("max_abs", Float(nan=False, lo=0.0)), ("max_rel", Float(nan=False, lo=0.0)), ("allclose", Bool()),
+    ("mismatched", COUNT), ("count", COUNT), ("rtol", Float(nan=False, lo=0.0)), ("atol", Float(nan=False, lo=0.0)),
+    ("worst_index", Array(COUNT, "max_rank")), ("expected", Nullable(Float())), ("actual", Nullable(Float())),
+])
+
 PROVIDER_LAYER = Record([
     ("status", Str(16, choices=LAYER_STATUSES)),
-    ("err", Nullable(Float(lo=0.0))), ("reason", NULL_TEXT), ("fp", Nullable(RUNTIME_FP)),
-])
+    ("err", Nullable(Float(lo=0.0))), ("reason", NULL_TEXT), ("fp", Nullable(RUNTIME_FP)), ("exact", EXACT),
+], optional=("exact",))
 
 PROVIDER = Record([
     ("name", NAME), ("precision", Str(16, choices=PRECISIONS)), ("device", NAME),
     ("status", Str(16, choices=RUN_STATUSES)), ("reason", NULL_TEXT), ("error_status", Nullable(STATUS)),
     ("latency_ms", Nullable(Float(nan=False, lo=0.0))), ("placement", Nullable(PLACEMENT)),
-    ("capture_peak_bytes", Nullable(COUNT)),
+    ("capture_peak_bytes", Nullable(COUNT)), ("session_options", SESSION_OPTIONS),
     ("layers", NameMap(NAME, PROVIDER_LAYER, "max_layers", "layers")),
-])
+], optional=("session_options",))
 
 RUN = Record([
     ("model", MODEL), ("meta", META),

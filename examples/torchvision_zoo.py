@@ -1,0 +1,11 @@
+"""torchvision models with random weights (``weights=None``: nothing is downloaded)."""
+
+from __future__ import annotations
+
+from torch import nn
+
+
+def resnet18() -> nn.Module:
+    import torchvision
+
+    return torchvision.models.resnet18(weights=None)

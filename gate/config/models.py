@@ -1,0 +1,162 @@
+"""One ``[[tool.parity-gate.models]]`` table: the model, its inputs and what ships.
+
+Besides the factory and inputs: ``dynamic-shapes`` (dimensions exported dynamic), ``transform``
+(what is applied to the exported graph before it ships), ``artifact`` (a prebuilt ONNX file
+gated instead of an export), ``output-tolerance`` (allclose on the outputs as a gate), and the
+case axes expanded by ``cases``.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from gate.config.cases import expand
+from gate.config.reader import Reader
+from gate.config.types import DTYPES, EXPORTERS, InputSpec, LayerTolerance, ModelSpec, Tolerance
+from gate.core.names import model_name_problem
+
+MODEL_KEYS = ("name", "factory", "inputs", "exporter", "opset", "opsets", "seed", "tolerance", "layer-tolerances",
+              "batch-sizes", "sequence-lengths", "input-shapes", "input-sets", "reference-promotion",
+              "dynamic-shapes", "transform", "artifact", "output-tolerance")
+TOLERANCE_KEYS = ("growth", "floor", "reference", "ceiling")
+_IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
+
+
+def check_ref(r: Reader, key: str, ref: str) -> None:
+    module, sep, attr = ref.partition(":")
+    if not sep or not _IDENT.match(module) or not _IDENT.match(attr):
+        r.fail(r.key(key), f"`{ref}` is not of the form `package.module:callable`")
+
+
+def tolerance_values(t: Reader, allowed: tuple[str, ...]) -> dict[str, float]:
+    values = {}
+    for key in t.table:
+        if key not in allowed:
+            continue
+        value = t.get(key, (int, float))
+        if not value >= 0:
+            t.fail(t.key(key), f"must be >= 0, got {value}")
+        values[key] = float(value)
+    return values
+
+
+def parse_tolerance(r: Reader, name: str, base: Tolerance) -> Tolerance:
+    raw = r.get(name, (dict,), None)
+    if raw is None:
+        return base
+    return base.merged(tolerance_values(Reader(raw, r.path, r.key(name)), TOLERANCE_KEYS))
+
+
+def parse_model(r: Reader, default_tol: Tolerance, seed: int, opset: int | None, exporter: str) -> list[ModelSpec]:
+    r.check_keys(MODEL_KEYS)
+    name = r.get("name", (str,), required=True)
+    if model_name_problem(name) is not None:
+        r.fail(r.key("name"), f"`{name}` is not a valid model name (use 1-128 of a-z 0-9 . _ -)")
+    factory = r.get("factory", (str,), required=True)
+    check_ref(r, "factory", factory)
+    inputs = _inputs(r)
+    exp = r.get("exporter", (str,), exporter)
+    if exp not in EXPORTERS:
+        r.fail(r.key("exporter"), f"expected one of {', '.join(EXPORTERS)}, got `{exp}`")
+    layer_tols = []
+    for i, raw in enumerate(r.get("layer-tolerances", (list,), [])):
+        t = Reader(raw, r.path, f"{r.key('layer-tolerances')}[{i}]")
+        t.check_keys(("layers",) + TOLERANCE_KEYS)
+        layer_tols.append(LayerTolerance(t.get("layers", (str,), required=True), tolerance_values(t, TOLERANCE_KEYS)))
+    base = ModelSpec(name=name, factory=factory, inputs=inputs, exporter=exp, opset=_opset(r, "opset", opset),
+                     seed=r.get("seed", (int,), seed), tolerance=parse_tolerance(r, "tolerance", default_tol),
+                     layer_tolerances=tuple(layer_tols),
+                     reference_promotion=r.get("reference-promotion", (bool,), True), where=r.where,
+                     dynamic_shapes=_dynamic_shapes(r, inputs), transform=_transform(r),
+                     artifact=_artifact(r), output_tolerance=_output_tolerance(r))
+    return expand(r, base)
+
+
+def _opset(r: Reader, key: str, default: int | None) -> int | None:
+    value = r.get(key, (int,), default)
+    if value is not None and not 7 <= value <= 30:
+        r.fail(r.key(key), f"opset {value} is out of range (7-30)")
+    return value
+
+
+def _inputs(r: Reader) -> tuple[InputSpec, ...] | str:
+    raw = r.get("inputs", (list, str), required=True)
+    if isinstance(raw, str) and raw.endswith(".npz"):
+        npz = (r.path.resolve().parent / raw).resolve()
+        if not npz.is_file():
+            r.fail(r.key("inputs"), f"input file `{npz}` does not exist")
+        return str(npz)
+    if isinstance(raw, str):
+        check_ref(r, "inputs", raw)
+        return raw
+    if not raw:
+        r.fail(r.key("inputs"), "no inputs declared")
+    return tuple(_input(Reader(x, r.path, f"{r.key('inputs')}[{i}]")) for i, x in enumerate(raw))
+
+
+def _input(r: Reader) -> InputSpec:
+    r.check_keys(("name", "shape", "dtype", "low", "high"))
+    name = r.get("name", (str,), required=True)
+    shape = r.get("shape", (list,), required=True)
+    if not all(isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in shape):
+        r.fail(r.key("shape"), f"expected an array of non-negative integers, got {shape!r}")
+    dtype = r.get("dtype", (str,), "float32")
+    if dtype not in DTYPES:
+        r.fail(r.key("dtype"), f"unsupported dtype `{dtype}` (supported: {', '.join(DTYPES)})")
+    low = r.get("low", (int, float), None)
+    high = r.get("high", (int, float), None)
+    if low is not None and high is not None and not low < high:
+        r.fail(r.key("high"), f"must be greater than low ({low})")
+    return InputSpec(name=name, shape=tuple(shape), dtype=dtype, low=low, high=high)
+
+
+def _dynamic_shapes(r: Reader, inputs) -> dict[str, dict[int, str]]:
+    """``{ x = { 0 = "batch" } }``: the dimensions exported dynamic, by input name and index."""
+    raw = r.get("dynamic-shapes", (dict,), None)
+    if raw is None:
+        return {}
+    key = r.key("dynamic-shapes")
+    if not isinstance(inputs, tuple):
+        r.fail(key, "needs declared inputs (it names their dimensions)")
+    ranks = {i.name: len(i.shape) for i in inputs}
+    out: dict[str, dict[int, str]] = {}
+    for name, dims in raw.items():
+        if name not in ranks:
+            r.fail(f"{key}.{name}", f"no declared input is named `{name}` (inputs: {', '.join(ranks)})")
+        d = Reader(dims, r.path, f"{key}.{name}")
+        out[name] = {}
+        for index, label in d.table.items():
+            if not str(index).isdigit() or int(index) >= ranks[name]:
+                d.fail(d.key(str(index)), f"`{index}` is not a dimension of `{name}` (rank {ranks[name]})")
+            if not isinstance(label, str) or not _IDENT.match(label):
+                d.fail(d.key(str(index)), f"expected a dimension name such as \"batch\", got {label!r}")
+            out[name][int(index)] = label
+    return out
+
+
+def _transform(r: Reader) -> str | None:
+    ref = r.get("transform", (str,), None)
+    if ref is not None:
+        check_ref(r, "transform", ref)
+    return ref
+
+
+def _artifact(r: Reader) -> Path | None:
+    raw = r.get("artifact", (str,), None)
+    if raw is None:
+        return None
+    if not raw.endswith(".onnx"):
+        r.fail(r.key("artifact"), f"`{raw}` is not an .onnx file")
+    return (r.path.resolve().parent / raw).resolve()
+
+
+def _output_tolerance(r: Reader) -> tuple[float, float] | None:
+    raw: Any = r.get("output-tolerance", (dict,), None)
+    if raw is None:
+        return None
+    t = Reader(raw, r.path, r.key("output-tolerance"))
+    t.check_keys(("rtol", "atol"))
+    values = tolerance_values(t, ("rtol", "atol"))
+    return values.get("rtol", 1e-5), values.get("atol", 1e-8)

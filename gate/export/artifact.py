@@ -1,0 +1,58 @@
+"""A prebuilt ONNX file (``artifact = "build/model.onnx"``): the graph the repository's own build
+ships, gated against the PyTorch model instead of the gate's export.
+
+Final outputs are always compared (graph outputs, in order). Intermediates are mapped where the
+file says where they came from: the dynamo exporter's ``name_scopes`` metadata, else the
+TorchScript exporter's node names. A module called more than once cannot be told apart by either
+and is reported as such.
+"""
+
+from __future__ import annotations
+
+import onnx
+
+from gate.errors import ModelError
+from gate.export import layermap
+from gate.export.exporter import Exported
+
+
+def _calls_per_module(built) -> dict[str, int]:
+    """How often each module runs in one forward (forward pre-hooks, one run)."""
+    import torch
+
+    counts: dict[str, int] = {}
+    handles = [m.register_forward_pre_hook(lambda *_, q=q: counts.__setitem__(q, counts.get(q, 0) + 1))
+               for q, m in built.module.named_modules() if q]
+    try:
+        with torch.no_grad():
+            built.module(*built.inputs)
+    finally:
+        for h in handles:
+            h.remove()
+    return counts
+
+
+def load(built) -> Exported:
+    spec = built.spec
+    try:
+        proto = onnx.load(str(spec.artifact))
+        onnx.checker.check_model(proto)
+    except FileNotFoundError:
+        raise ModelError(f"model `{spec.name}`: artifact `{spec.artifact}` does not exist (build it before the gate "
+                         "runs)", "EXPORT_FAIL") from None
+    except Exception as exc:
+        raise ModelError(f"model `{spec.name}`: artifact `{spec.artifact}` is not a valid ONNX model "
+                         f"({type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''})",
+                         "EXPORT_FAIL") from None
+    names = {n for n, _ in built.module.named_modules() if n}
+    stacks = layermap.scope_stacks(proto, names)
+    if stacks is None:
+        stacks = [[("", 0)] + s for s in layermap.torchscript_stacks(proto, names)]
+    try:
+        shapes = layermap.value_shapes(onnx.shape_inference.infer_shapes(proto))
+    except Exception:  # noqa: BLE001 - best effort: without shapes every candidate value matches
+        shapes = layermap.value_shapes(proto)
+    opset = next((o.version for o in proto.opset_import if o.domain in ("", "ai.onnx")), 0)
+    ambiguous = frozenset(q for q, n in _calls_per_module(built).items() if n > 1)
+    return Exported(proto, "artifact", None, opset, layermap.call_values(proto, stacks), shapes,
+                    layermap.available_values(proto), ambiguous=ambiguous, as_shipped=True)

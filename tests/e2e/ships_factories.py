@@ -1,0 +1,38 @@
+"""Factories and transforms for tests/e2e/test_what_ships.py (copied next to its configs)."""
+
+from __future__ import annotations
+
+import onnx
+from torch import nn
+
+from examples import zoo
+
+
+class Wrapper(nn.Module):
+    """A wrapper left in training mode around a model in eval mode: common, and harmless."""
+
+    def __init__(self):
+        super().__init__()
+        self.inner = zoo.tiny_cnn().eval()
+
+    def forward(self, x):
+        return self.inner(x)
+
+
+def wrapped_cnn() -> nn.Module:
+    return Wrapper()  # Wrapper.training is True, every module inside is in eval mode
+
+
+def cnn_dropout_left_training() -> nn.Module:
+    model = zoo.tiny_cnn().eval()
+    model.drop.train()  # a deployment that forgot eval() on this one runs dropout
+    return model
+
+
+def freeze_batch(model: onnx.ModelProto) -> onnx.ModelProto:
+    """A transform that pins every dynamic input dimension to 2 (as a shape-freezing tool would)."""
+    for vi in list(model.graph.input) + list(model.graph.output):
+        for dim in vi.type.tensor_type.shape.dim:
+            if not dim.HasField("dim_value"):
+                dim.dim_value = 2
+    return model

@@ -1,0 +1,259 @@
+"""Gate what actually ships: dynamic shapes (one export for every case), post-export transforms
+(float16, int8, the ONNX Runtime transformer optimizer), prebuilt ONNX files, session options,
+opsets, exact metrics of the outputs, the model as the factory returned it, and selecting and
+checking configs. Real exports, real ONNX Runtime, baselines written here."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+import torch
+
+from examples import zoo
+from gate import commands
+from gate.config import load_config
+from gate.formats.baseline import read_document
+from tests.conftest import run_cli
+
+CNN_INPUT = 'inputs = [{ name = "x", shape = [2, 3, 16, 16] }]'
+
+
+def config(tmp: Path, models: str, providers: str = '["torch-cpu", "CPUExecutionProvider"]') -> Path:
+    shutil.copy(Path(__file__).parent / "ships_factories.py", tmp / "ships_factories.py")
+    path = tmp / "parity-gate.toml"
+    path.write_text(f'baseline-dir = "b"\nproviders = {providers}\n\n{models}')
+    return path
+
+
+def model(name: str, factory: str = "examples.zoo:tiny_cnn", inputs: str = CNN_INPUT, extra: str = "") -> str:
+    return f'[[models]]\nname = "{name}"\nfactory = "{factory}"\n{inputs}\n{extra}\n'
+
+
+def update(path: Path, messages: list | None = None):
+    cfg = load_config(path)
+    return commands.update_baseline(cfg, cfg.models, cfg.providers, messages.append if messages is not None else
+                                    lambda _: None)
+
+
+def check(path: Path, **kw) -> dict:
+    cfg = load_config(path)
+    return commands.check(cfg, cfg.models, cfg.providers, **kw).to_dict()
+
+
+# dynamic shapes ---------------------------------------------------------------------------
+
+DYNAMIC = (model("cnn", extra='dynamic-shapes = { x = { 0 = "batch" } }\nbatch-sizes = [1, 2, 4]')
+           + model("tf", "examples.zoo:tiny_transformer", 'inputs = [{ name = "x", shape = [2, 8, 16] }]',
+                   'dynamic-shapes = { x = { 0 = "batch", 1 = "sequence" } }\nsequence-lengths = [4, 8]'))
+
+
+def test_cases_with_dynamic_dimensions_share_one_export(tmp_path):
+    path = config(tmp_path, DYNAMIC)
+    listed = run_cli("list", cwd=tmp_path)
+    assert listed.returncode == 0, listed.stderr
+    assert listed.stdout.strip().splitlines()[-1].startswith("5 case(s), 2 export(s)")
+    assert "cnn.b4  (cnn: batch=4)  export #0" in listed.stdout and "tf.t8  (tf: length=8)  export #1" in listed.stdout
+    messages: list[str] = []
+    updated = update(path, messages)
+    assert [u.model for u in updated] == ["cnn.b1", "cnn.b2", "cnn.b4", "tf.t4", "tf.t8"]
+    assert sum("exporting to ONNX" in m for m in messages) == 2 and sum("building" in m for m in messages) == 2
+    doc = read_document(tmp_path / "b" / "cnn.b4.msgpack.zst")
+    assert doc["meta"]["dynamic_dims"] == {"x": {"0": "batch"}}
+    assert read_document(tmp_path / "b" / "tf.t4.msgpack.zst")["meta"]["dynamic_dims"] == {"x": {"0": "batch",
+                                                                                                  "1": "sequence"}}
+    report = check(path)
+    assert report["verdict"] == "pass", report["first_regression"]
+    # one graph for all of them: the same digest, the shapes of each case in its layers
+    graphs = {m["name"]: read_document(tmp_path / "b" / f"{m['name']}.msgpack.zst")["meta"]["graph_digest"]
+              for m in report["models"]}
+    assert len({graphs[n] for n in ("cnn.b1", "cnn.b2", "cnn.b4")}) == 1
+
+
+def test_a_declared_dynamic_dimension_exported_static_fails_naming_it(tmp_path):
+    path = config(tmp_path, model("cnn", extra='dynamic-shapes = { x = { 0 = "batch" } }\n'
+                                              'transform = "ships_factories:freeze_batch"'))
+    update(path)
+    report = check(path)
+    first = report["first_regression"]
+    assert (first["provider"], first["check"]) == ("(export)", "dynamic-shape")
+    assert "input `x` dimension 0 is static in the exported graph" in first["message"] and "`batch`" in first["message"]
+
+
+def test_a_dimension_dynamic_in_the_baseline_that_turns_static_fails(tmp_path):
+    path = config(tmp_path, model("cnn", extra='dynamic-shapes = { x = { 0 = "batch" } }'))
+    update(path)
+    path.write_text(path.read_text().replace('dynamic-shapes = { x = { 0 = "batch" } }', ""))
+    report = check(path)
+    assert report["first_regression"]["check"] == "dynamic-shape"
+    assert "input `x` dimension 0 was dynamic (`batch`) in the baseline's graph and is static now" in \
+        report["first_regression"]["message"]
+
+
+# transforms ------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("transform, precision, removed", [("float16", "float16", 0), ("int8_dynamic", "int8", 0)])
+def test_a_transform_is_what_ships_and_sets_the_precision(tmp_path, transform, precision, removed):
+    path = config(tmp_path, model("cnn", extra=f'transform = "examples.transforms:{transform}"'),
+                  providers='["CPUExecutionProvider"]')
+    update(path)
+    doc = read_document(tmp_path / "b" / "cnn.msgpack.zst")
+    assert doc["meta"]["transform"] == f"examples.transforms:{transform}"
+    assert doc["meta"]["graph_precision"] == precision
+    (label,) = doc["providers"]["CPUExecutionProvider"]
+    assert label.endswith(f":{precision}")
+    report = check(path)
+    assert report["verdict"] == "pass", report["first_regression"]
+    cpu = report["models"][0]["providers"][1]
+    assert cpu["precision"] == precision and cpu["checked"] > 10
+
+
+def test_the_transformer_optimizer_fuses_layers_which_are_reported_absent_with_the_reason(tmp_path):
+    pytest.importorskip("transformers")
+    inputs = 'inputs = [{ name = "input_ids", shape = [1, 16], dtype = "int64", low = 0, high = 128 }]'
+    path = config(tmp_path, model("bert", "examples.transformers_zoo:bert_like", inputs,
+                                  'transform = "examples.transforms:bert_optimized"'), providers='["CPUExecutionProvider"]')
+    update(path)
+    report = check(path)
+    assert report["verdict"] == "pass", report["first_regression"]
+    mapping = report["models"][0]["mapping"]
+    assert mapping["reasons"]["removed by the transform `examples.transforms:bert_optimized`"] >= 5
+    assert mapping["mapped"] + mapping["folded"] + mapping["absent"] == mapping["layers"]
+
+
+# prebuilt ONNX files -----------------------------------------------------------------------
+
+@pytest.mark.parametrize("dynamo", [True, False])
+def test_a_prebuilt_onnx_file_is_gated_against_the_pytorch_model(tmp_path, dynamo):
+    torch.manual_seed(0)
+    module = zoo.tiny_cnn().eval()
+    x = torch.zeros(2, 3, 16, 16)
+    onnx_path = tmp_path / "build" / "model.onnx"
+    onnx_path.parent.mkdir()
+    with torch.no_grad():
+        torch.onnx.export(module, (x,), str(onnx_path), dynamo=dynamo, input_names=["x"])
+    path = config(tmp_path, model("cnn", extra='artifact = "build/model.onnx"'), providers='["CPUExecutionProvider"]')
+    update(path)
+    report = check(path)
+    assert report["verdict"] == "pass", report["first_regression"]
+    entry = report["models"][0]
+    assert entry["exporter"] == "artifact"
+    rows = {r["layer"]: r for r in entry["providers"][1]["layers"]}
+    assert rows["(model)"]["status"] == "pass" and rows["(model)"]["exact"]["max_abs"] < 1e-5
+    assert rows["block1.bn2"]["status"] in ("pass", "folded")
+    # the ReLU module runs twice per block: a prebuilt graph cannot tell its calls apart, and says so
+    assert rows["block1.relu"]["status"] == "absent" and "cannot tell its calls apart" in rows["block1.relu"]["message"]
+    assert entry["mapping"]["mapped"] >= 8
+
+
+def test_a_missing_artifact_is_an_export_failure_naming_it(tmp_path):
+    path = config(tmp_path, model("cnn", extra='artifact = "build/model.onnx"'), providers='["CPUExecutionProvider"]')
+    report = check(path)
+    assert report["verdict"] == "error"
+    assert "artifact" in report["models"][0]["error"]["message"] and "does not exist" in report["models"][0]["error"]["message"]
+
+
+# session options, opsets ----------------------------------------------------------------
+
+def test_session_options_are_applied_and_recorded(tmp_path):
+    options = '{ name = "CPUExecutionProvider", session-options = { graph-optimization-level = "basic", ' \
+              'intra-op-threads = 1, config-entries = { "session.disable_prepacking" = "1" } } }'
+    path = config(tmp_path, model("cnn"), providers=f'[{options}]')
+    update(path)
+    (entry,) = read_document(tmp_path / "b" / "cnn.msgpack.zst")["providers"]["CPUExecutionProvider"].values()
+    assert entry["session_options"] == {"graph-optimization-level": "basic", "intra-op-threads": 1,
+                                        "config-entries": {"session.disable_prepacking": "1"}}
+    assert check(path)["verdict"] == "pass"
+    path.write_text(path.read_text().replace('"basic"', '"all"'))
+    report = check(path)
+    (audit,) = report["models"][0]["providers"][1]["audits"]
+    assert (audit["check"], audit["status"]) == ("session-options", "warn")
+
+
+def test_opsets_expand_into_cases(tmp_path):
+    path = config(tmp_path, model("cnn", extra="opsets = [17, 18]"), providers='["CPUExecutionProvider"]')
+    update(path)
+    report = check(path)
+    assert [m["name"] for m in report["models"]] == ["cnn.o17", "cnn.o18"]
+    assert [m["opset"] for m in report["models"]] == [17, 18] and report["verdict"] == "pass"
+
+
+# exact output metrics ---------------------------------------------------------------------
+
+def test_outputs_get_exact_metrics_and_output_tolerance_gates_them(tmp_path):
+    path = config(tmp_path, model("cnn"))
+    update(path)
+    report = check(path)
+    rows = {p["name"]: {r["layer"]: r for r in p["layers"]} for p in report["models"][0]["providers"][1:]}
+    exact = rows["CPUExecutionProvider"]["(model)"]["exact"]
+    assert exact["count"] == 20 and 0 < exact["max_abs"] < 1e-5 and len(exact["worst_index"]) == 2
+    assert "exact" not in rows["CPUExecutionProvider"]["block1.bn2"]  # outputs only
+    path.write_text(path.read_text() + "output-tolerance = { rtol = 0.0, atol = 1e-12 }\n")
+    report = check(path)
+    first = report["first_regression"]
+    assert (first["layer"], first["check"]) == ("(model)", "allclose")
+    assert "allclose(rtol=0, atol=1e-12) fails on" in first["message"] and "worst at [" in first["message"]
+
+
+# the model as given -----------------------------------------------------------------------
+
+def test_a_wrapper_left_in_training_mode_is_noted_and_passes(tmp_path):
+    path = config(tmp_path, model("cnn", "ships_factories:wrapped_cnn"))
+    update(path)
+    report = check(path)
+    assert report["verdict"] == "pass"
+    (audit,) = report["models"][0]["audits"]
+    assert (audit["check"], audit["status"]) == ("training-mode", "warn") and "(model)" in audit["message"]
+    assert any("1 of 21 modules were in training mode" in n
+               for n in read_document(tmp_path / "b" / "cnn.msgpack.zst")["meta"]["normalizations"])
+
+
+def test_a_module_left_in_training_mode_that_changes_outputs_fails_naming_it(tmp_path):
+    path = config(tmp_path, model("cnn", "ships_factories:cnn_dropout_left_training"))
+    update(path)
+    report = check(path)
+    first = report["first_regression"]
+    assert (first["check"], first["layer"], first["provider"]) == ("training-mode", "drop", "(model as given)")
+    assert "drop" in first["message"] and "model.eval()" in first["message"]
+
+
+def test_a_model_returned_in_training_mode_is_put_in_eval_mode_and_says_so(tmp_path):
+    path = config(tmp_path, model("cnn"))
+    update(path)
+    meta = read_document(tmp_path / "b" / "cnn.msgpack.zst")["meta"]
+    assert "eval mode (the factory returned it in training mode)" in meta["normalizations"]
+    assert "multi-head attention fast path off" in meta["normalizations"]
+
+
+# selecting and checking configs -----------------------------------------------------------
+
+def test_model_globs_select_every_case(tmp_path):
+    config(tmp_path, DYNAMIC)
+    cfg = load_config(tmp_path / "parity-gate.toml")
+    assert [m.name for m in cfg.select_models(["cnn"])] == ["cnn.b1", "cnn.b2", "cnn.b4"]
+    assert [m.name for m in cfg.select_models(["t*"])] == ["tf.t4", "tf.t8"]
+    assert [m.name for m in cfg.select_models(["*.b2", "tf.t8"])] == ["cnn.b2", "tf.t8"]
+    proc = run_cli("list", "--model", "nope*", cwd=tmp_path)
+    assert proc.returncode == 2 and "no model matches `nope*` (configured: cnn, tf)" in proc.stderr
+
+
+def test_validate_builds_inputs_without_running_a_model(tmp_path):
+    config(tmp_path, DYNAMIC)
+    proc = run_cli("validate", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "cnn.b4: 1 input(s), 12,288 bytes" in proc.stdout and proc.stdout.strip().endswith("5 case(s)")
+    (tmp_path / "parity-gate.toml").write_text((tmp_path / "parity-gate.toml").read_text()
+                                               .replace('dynamic-shapes = { x = { 0 = "batch" } }',
+                                                        'dynamic-shapes = { y = { 0 = "batch" } }'))
+    proc = run_cli("validate", cwd=tmp_path)
+    assert proc.returncode == 2 and "`models[0].dynamic-shapes.y`: no declared input is named `y`" in proc.stderr
+
+
+def test_onnx_file_of_an_artifact_is_never_half_read(tmp_path):
+    (tmp_path / "build").mkdir()
+    (tmp_path / "build" / "model.onnx").write_bytes(b"not a protobuf")
+    path = config(tmp_path, model("cnn", extra='artifact = "build/model.onnx"'), providers='["CPUExecutionProvider"]')
+    report = check(path)
+    assert report["models"][0]["error"]["status"] == "EXPORT_FAIL"
+    assert "is not a valid ONNX model" in report["models"][0]["error"]["message"]
