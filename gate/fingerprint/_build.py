@@ -15,7 +15,14 @@ from cffi import FFI
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SRC = os.path.join(HERE, "src")
-SOURCES = ("pgfp.c", "pgfp_plan.c", "pgfp_scalar.c", "pgfp_select.c", "pgfp_avx2.c")
+SOURCES = (
+    "pgfp.c",
+    "pgfp_path.c",
+    "pgfp_plan.c",
+    "pgfp_scalar.c",
+    "pgfp_select.c",
+    "pgfp_avx2.c",
+)
 
 def cdef(header: str = os.path.join(SRC, "pgfp.h")) -> str:
     """The cffi declarations, taken from the public header itself: its integer ``#define``s,

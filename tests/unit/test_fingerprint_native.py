@@ -51,9 +51,16 @@ def run(exe: str, *args: str) -> None:
 @pytest.mark.parametrize("path", ["vector", "portable"])
 def test_kernel_is_clean_under_address_and_undefined_behaviour_sanitizers(tmp_path, path):
     if path == "portable":  # the slow path: sizes up to 1.2M elements
-        run(build(tmp_path, "address,undefined", "PGFP_NO_AVX2"), "1200007")
+        run(build(tmp_path, "address,undefined", "PGFP_NO_SIMD"), "1200007")
     else:
         run(build(tmp_path, "address,undefined"))
+
+
+@pytest.mark.parametrize("leave_out", [(), ("PGFP_TIMING_NO_HIST", "PGFP_TIMING_NO_SKETCH")])
+def test_timing_builds_are_clean_under_sanitizers(tmp_path, leave_out):
+    """The benchmark's instrumented builds (pass timers; the fused pass without its
+    histogram and sketch, whose quantile passes are skipped)."""
+    run(build(tmp_path, "address,undefined", "PGFP_TIMING", *leave_out), "1200007")
 
 
 def test_kernel_threads_have_no_data_race(tmp_path):

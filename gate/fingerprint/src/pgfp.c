@@ -71,24 +71,6 @@ static void combine(partial *tot, const partial *p) {
     if (p->mx > tot->mx) tot->mx = p->mx;
 }
 
-/* Indices (within the chunk) of elements whose key prefix is one of the groups. Group
- * prefixes keep the whole exponent, so non-finite elements never match. Heavy values are
- * emitted like any member (the portable path is correct, not fast, on such data). */
-static uint32_t match_scalar(const void *src, int dtype, uint32_t len, const matcher *mt, uint32_t *out, uint64_t *hcount) {
-    (void)hcount;
-    int shift = mt->shift, ng = mt->ng;
-    const uint64_t *gp = mt->gp;
-    const unsigned char *tab = mt->tab;
-    uint32_t cnt = 0;
-    for (uint32_t i = 0; i < len; i++) {
-        uint64_t key = dtype == PGFP_F32 ? key32(((const uint32_t *)src)[i]) : key64(((const uint64_t *)src)[i]);
-        if (!tab[key >> (dtype == PGFP_F32 ? 16 : 48)]) continue;
-        for (int g = 0; g < ng; g++)
-            if ((key >> shift) == gp[g]) { out[cnt++] = i; break; }
-    }
-    return cnt;
-}
-
 static void flush(uint32_t *h32, uint64_t *h64, uint64_t bins) {
     for (uint64_t i = 0; i < bins; i++) { h64[i] += h32[i]; h32[i] = 0; }
 }
@@ -236,15 +218,18 @@ static void *thread_main(void *arg) {
 
 /* Thread 0: pass 1, then plans and runs the quantile passes. */
 static void run_main(ctx *c, plan *pl, const double *qs, int nq, double *q) {
+    TM_START();
     pass1(c, 0);
     fold_dominant(c);
+    TM_LAP(PGFP_TM_PASS1);
     uint64_t m = c->n - c->tot.nan - c->tot.pinf - c->tot.ninf;
-    int done_q = (m == 0 || nq == 0);
+    int done_q = (m == 0 || nq == 0 || (NO_HIST && !c->small));
     pl->nq = nq;
     pl->bits = 16;
     for (int k = 0; k < nq; k++) q[k] = NAN;
     if (!done_q && c->small) {
         pgfp_select_small(c, pl, qs, m, q);
+        TM_LAP(PGFP_TM_SELECT);
         done_q = 1;
     } else if (!done_q) {
         pgfp_plan_first(c, pl, qs, m, q);
@@ -252,6 +237,7 @@ static void run_main(ctx *c, plan *pl, const double *qs, int nq, double *q) {
     c->cmd = 0;
     for (;;) {
         barrier(c);                                       /* A */
+        TM_LAP(c->cmd == 1 ? PGFP_TM_REFINE : PGFP_TM_PLAN); /* a refinement ends at A */
         if (done_q) c->cmd = 0;
         else {
             if (c->cmd == 1) pgfp_plan_after_refine(c, pl, q);
@@ -259,10 +245,18 @@ static void run_main(ctx *c, plan *pl, const double *qs, int nq, double *q) {
             if (c->cmd < 0) { c->cmd = 0; c->err = -2; done_q = 1; }
         }
         barrier(c);                                       /* B */
+        TM_LAP(PGFP_TM_PLAN);
         int was = c->cmd;
         if (was == 0) break;
+        if (was == 1) TM_COUNT(PGFP_TM_NREFINE);
         quantile_pass(c, 0);
-        if (was == 2) { barrier(c); pgfp_select_groups(c, pl, q); return; }
+        if (was == 2) {
+            barrier(c);
+            TM_LAP(PGFP_TM_COLLECT);
+            pgfp_select_groups(c, pl, q);
+            TM_LAP(PGFP_TM_SELECT);
+            return;
+        }
     }
     if (!done_q) /* every key bit known from the histograms */
         for (int k = 0; k < nq; k++) if (pl->live[k]) q[k] = key_to_value(pl->prefix[k], c->dtype);
@@ -298,11 +292,7 @@ int pgfp_fingerprint(const void *data, uint64_t n, int dtype, const double *qs, 
     ctx *c = &cs;
     plan *pl = &pls;
     memset(c, 0, offsetof(ctx, tot));
-    c->chunk = pgfp_chunk_scalar;
-    c->match = match_scalar;
-#ifdef PGFP_X86
-    if (pgfp_cpu_has_avx2()) { c->chunk = pgfp_chunk_avx2; c->match = pgfp_match_avx2; c->vec = 1; }
-#endif
+    c->vec = pgfp_choose_path(&c->chunk, &c->match) != 0;
     c->nq = nq;
     c->data = data; c->n = n; c->dtype = dtype; c->T = T; c->W = WPT * T; c->small = small;
     c->esize = dtype == PGFP_F64 ? 8 : dtype == PGFP_F32 ? 4 : 2;

@@ -91,6 +91,23 @@ static inline uint64_t hget(const uint32_t *h32, const uint64_t *h64, uint64_t i
     return h32[i] + (h64 ? h64[i] : 0);
 }
 
+/* pgfp_path.c: the code path for this CPU (1 avx2, 0 portable). */
+int pgfp_choose_path(chunk_fn *chunk, match_fn *match);
+
+/* Timing builds (-DPGFP_TIMING): the wall time of each pass of the calling thread's last
+ * call, added up lap by lap by run_main (pgfp.c), read back by pgfp_timing (pgfp_path.c). */
+#ifdef PGFP_TIMING
+extern __thread double pgfp_tm[PGFP_TIMING_FIELDS];
+double pgfp_tm_now(void);
+#define TM_START() double tm0_ = pgfp_tm_now(); memset(pgfp_tm, 0, sizeof pgfp_tm)
+#define TM_LAP(k) do { double t_ = pgfp_tm_now(); pgfp_tm[k] += t_ - tm0_; tm0_ = t_; } while (0)
+#define TM_COUNT(k) (pgfp_tm[k] += 1)
+#else
+#define TM_START() (void)0
+#define TM_LAP(k) (void)0
+#define TM_COUNT(k) (void)0
+#endif
+
 /* pgfp_plan.c, called by thread 0 between barriers. q receives resolved quantiles. */
 void pgfp_plan_first(ctx *c, plan *pl, const double *qs, uint64_t m, double *q);
 int pgfp_plan_next(ctx *c, plan *pl);                 /* 0 done, 1 refine, 2 collect, -1 no memory */

@@ -120,18 +120,35 @@ typedef struct {
 /* One inner chunk (len <= SUB elements from flat index start, a multiple of 8): lane
  * sums, counts, min/max and sketch into p; keys or digits into o. */
 void pgfp_chunk_scalar(const void *src, int dtype, uint32_t len, uint64_t start, partial *p, sink *o);
+/* Candidates of a quantile pass, element by element (see matcher; heavy values are emitted). */
+uint32_t pgfp_match_scalar(const void *src, int dtype, uint32_t len, const matcher *mt, uint32_t *out, uint64_t *hcount);
 /* Radix select: out[k] = the rk[k]-th smallest of a[0..n) (rk ascending); a, tmp are
  * clobbered; hi = key bits; sc = NULL or 8192 uint32 + 4096 bytes of scratch. */
 void pgfp_rselect32(uint32_t *a, uint32_t *tmp, uint64_t n, int hi, const uint64_t *rk, int nr, uint32_t *out, uint32_t *sc);
 void pgfp_rselect64(uint64_t *a, uint64_t *tmp, uint64_t n, int hi, const uint64_t *rk, int nr, uint64_t *out, uint32_t *sc);
 
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && !defined(PGFP_NO_AVX2)
+/* Timing builds only (-DPGFP_TIMING_NO_HIST / _NO_SKETCH, scripts/bench_fingerprint.py): the
+ * fused pass leaves out its histogram or its sketch, so that a benchmark can tell what each
+ * costs. The results are then wrong (a build without the histogram skips the quantiles). */
+#ifdef PGFP_TIMING_NO_HIST
+#define NO_HIST 1
+#else
+#define NO_HIST 0
+#endif
+#ifdef PGFP_TIMING_NO_SKETCH
+#define NO_SKETCH 1
+#else
+#define NO_SKETCH 0
+#endif
+
+/* The vector path. PGFP_NO_SIMD (or PGFP_NO_AVX2) builds the portable path alone. The
+ * vector matcher returns the indices (within the chunk) of elements that may belong to a
+ * group: a superset (-0 shares the raw prefix of tiny negative numbers, +0 that of tiny
+ * positive ones); the caller checks each key. */
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && !defined(PGFP_NO_AVX2) && !defined(PGFP_NO_SIMD)
 #define PGFP_X86 1
 void pgfp_chunk_avx2(const void *src, int dtype, uint32_t len, uint64_t start, partial *p, sink *o);
 int pgfp_cpu_has_avx2(void);
-/* Indices (within the chunk) of elements that may belong to a group: a superset (-0 shares
- * the raw prefix of tiny negative numbers, +0 that of tiny positive ones); the caller
- * checks each key. */
 uint32_t pgfp_match_avx2(const void *src, int dtype, uint32_t len, const matcher *mt, uint32_t *out, uint64_t *hcount);
 #endif
 
