@@ -136,6 +136,63 @@ def pass_timings(repeat: int, n: int) -> None:
         del x
 
 
+def compare_with(root: str, n: int, repeat: int) -> None:
+    """Another version of the kernel (a checkout at root, e.g. `git worktree add /tmp/old main`)
+    against this one: both built here, timed round-robin on the same arrays (a stretch of
+    contention hits both alike; the first of a round alternates), results checked equal;
+    best time, and the median of the ratios of paired calls. One thread: CPU time of the
+    calling thread (the kernel runs there), so time spent descheduled on a busy host does
+    not count; two threads: wall time."""
+    import importlib.util
+
+    def load(path: str, name: str):
+        spec = importlib.util.spec_from_file_location(name, path)
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+        return mod
+
+    here = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "gate", "fingerprint")
+    with tempfile.TemporaryDirectory() as tmp:
+        mods = {}
+        for label, src in (("other", os.path.join(root, "gate", "fingerprint")), ("this", here)):
+            ffi = load(os.path.join(src, "_build.py"), f"_build_{label}").make_ffi(os.path.abspath, f"_pgfp_{label}")
+            mods[label] = load(ffi.compile(tmpdir=os.path.join(tmp, label)), f"_pgfp_{label}")
+    rng = np.random.default_rng(0)
+    x32 = rng.standard_normal(n, dtype=np.float32)
+    inputs = {
+        "float32": x32,
+        "float32 ReLU output": np.maximum(x32, 0),
+        "float32 70% one value": np.where(rng.random(n) < 0.7, np.float32(6.0), x32),
+        "float64": rng.standard_normal(n),
+        "float16": x32.astype(np.float16),
+    }
+    codes = {"float16": 0, "float32": 2, "float64": 3}
+
+    def call(mod, x, threads):
+        out = mod.ffi.new("pgfp_result *")
+        qs = mod.ffi.new("double[]", list(QUANTILES))
+        assert mod.lib.pgfp_fingerprint(mod.ffi.from_buffer(x), x.size, codes[x.dtype.name], qs, len(QUANTILES), threads, out) == 0
+        return bytes(mod.ffi.buffer(out))
+
+    print(f"this kernel against {root}: {n:,} elements, {repeat} round-robin rounds\n")
+    print("| input | threads | other (ms) | this (ms) | this / other, best | this / other, median of pairs |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: |")
+    for label, x in inputs.items():
+        for threads in (1, 2):
+            t: dict[str, list[float]] = {"other": [], "this": []}
+            clock = time.thread_time if threads == 1 else time.perf_counter
+            for r in range(repeat):
+                res = {}
+                for k in ("other", "this") if r % 2 == 0 else ("this", "other"):
+                    t0 = clock()
+                    res[k] = call(mods[k], x, threads)
+                    t[k].append(clock() - t0)
+                assert res["other"] == res["this"], f"{label}: the two kernels disagree"
+            pairs = sorted(b / a for a, b in zip(t["other"], t["this"], strict=True))
+            o, h = min(t["other"]), min(t["this"])
+            print(f"| {label} | {threads} | {o * 1e3:.1f} | {h * 1e3:.1f} | {h / o:.3f} | {pairs[len(pairs) // 2]:.3f} |")
+
+
 def naive(x: np.ndarray) -> dict:
     """What one would write by hand: the same fields with plain NumPy calls."""
     fin = np.isfinite(x)
@@ -163,7 +220,13 @@ def main() -> None:
         "--skip-portable", action="store_true", help="skip building and timing the portable C path"
     )
     ap.add_argument("--skip-timing", action="store_true", help="skip the per-pass timing (instrumented builds)")
+    ap.add_argument(
+        "--compare-with", metavar="CHECKOUT", help="only time another checkout's kernel against this one"
+    )
     args = ap.parse_args()
+    if args.compare_with:
+        compare_with(args.compare_with, args.n, args.repeat)
+        return
     from gate.fingerprint import _build, _kernel
 
     portable = None

@@ -78,7 +78,7 @@ static void flush(uint32_t *h32, uint64_t *h64, uint64_t bins) {
 /* Refinement (cmd 1: histogram the next digit) or collection (cmd 2) over thread t's blocks. */
 static void quantile_pass(ctx *c, int t) {
     int kb = key_bits(c->dtype);
-    uint64_t bins = (uint64_t)c->nq * RBINS;
+    uint64_t bins = (uint64_t)c->nq * RSTRIDE;
     uint32_t *rh = c->rhist + (uint64_t)t * bins;
     uint64_t *rh64 = c->rhist64 ? c->rhist64 + (uint64_t)t * bins : NULL;
     uint64_t since = 0, hc[NG] = {0}, *pos = c->goff[t];
@@ -110,7 +110,7 @@ static void quantile_pass(ctx *c, int t) {
                     for (g = 0; g < c->ng && c->gprefix[g] != pre; g++) {}
                     if (g == c->ng) continue;
                 }
-                if (c->cmd == 1) rh[(uint64_t)g * RBINS + ((key >> dshift) & dmask)]++;
+                if (c->cmd == 1) rh[(uint64_t)g * RSTRIDE + ((key >> dshift) & dmask)]++;
                 else if (kb == 64) ((uint64_t *)c->buf)[pos[g]++] = key;
                 else ((uint32_t *)c->buf)[pos[g]++] = (uint32_t)key;
             }
@@ -118,7 +118,7 @@ static void quantile_pass(ctx *c, int t) {
         }
     }
     for (int h = 0; h < c->mt.nheavy; h++) { /* heavy values back into the histogram */
-        uint64_t i = (uint64_t)c->hgrp[h] * RBINS + ((c->hkey[h] >> dshift) & dmask);
+        uint64_t i = (uint64_t)c->hgrp[h] * RSTRIDE + ((c->hkey[h] >> dshift) & dmask);
         if (rh64) rh64[i] += hc[h];
         else rh[i] += (uint32_t)hc[h];
         c->hcnt[t][h] = hc[h];
@@ -270,8 +270,8 @@ uint64_t pgfp_scratch_bound(uint64_t n, int dtype, int nthreads) {
     /* histograms (with 64-bit spill counters past FLUSH elements), the group table, and at
      * most one of: refinement histograms, or the key buffers of a collection */
     uint64_t per = n >= FLUSH ? 12 : 4, hist = T * HSTRIDE * per + HBINS;
-    uint64_t refine = T * (uint64_t)PGFP_NQ_MAX * RBINS * per, collect = 2 * ks * (CAP + LANES) + SEL_BYTES;
-    return sizeof(ctx) + sizeof(plan) + T * WPT * sizeof(partial) + hist + (refine > collect ? refine : collect);
+    uint64_t refine = T * (uint64_t)PGFP_NQ_MAX * RSTRIDE * per, collect = 2 * ks * (CAP + LANES) + SEL_BYTES;
+    return sizeof(ctx) + sizeof(plan) + T * WPT * sizeof(partial) + 64 + hist + (refine > collect ? refine : collect);
 }
 
 int pgfp_fingerprint(const void *data, uint64_t n, int dtype, const double *qs, int nq,
@@ -291,6 +291,7 @@ int pgfp_fingerprint(const void *data, uint64_t n, int dtype, const double *qs, 
     uint64_t kbuf[2][STACK_KEYS + LANES];
     ctx *c = &cs;
     plan *pl = &pls;
+    void *slots_raw = NULL; /* heap slots, before their alignment to 64 bytes */
     memset(c, 0, offsetof(ctx, tot));
     c->vec = pgfp_choose_path(&c->chunk, &c->match) != 0;
     c->nq = nq;
@@ -301,8 +302,10 @@ int pgfp_fingerprint(const void *data, uint64_t n, int dtype, const double *qs, 
     int heap_slots = c->nblocks > 1, stack_keys = small && n <= STACK_KEYS;
     /* One block: it is the total (adding a block to a +0.0 total changes no bit: the
      * specification's sums and buckets never hold -0.0, as they start from +0.0). */
-    c->slots = heap_slots ? malloc(sizeof(partial) * (size_t)(c->nblocks < (uint64_t)c->W ? c->nblocks : (uint64_t)c->W))
-                          : &c->tot;
+    if (heap_slots) {
+        slots_raw = malloc(sizeof(partial) * (size_t)(c->nblocks < (uint64_t)c->W ? c->nblocks : (uint64_t)c->W) + 63);
+        c->slots = slots_raw ? (partial *)(((uintptr_t)slots_raw + 63) & ~(uintptr_t)63) : NULL;
+    } else c->slots = &c->tot;
     if (!c->slots) { rc = -2; goto done; }
     if (stack_keys) {
         c->buf = kbuf[0];
@@ -366,7 +369,7 @@ int pgfp_fingerprint(const void *data, uint64_t n, int dtype, const double *qs, 
         memcpy(out->sketch, p->sk, sizeof out->sketch);
     }
 done:
-    if (heap_slots) free(c->slots);
+    free(slots_raw);
     if (!stack_keys) { free(c->buf); free(c->tmp); free(c->sel); }
     free(c->hist); free(c->rhist); free(c->hist64); free(c->rhist64); free(c->tab);
     return rc;

@@ -13,6 +13,10 @@
 #define STACK_KEYS 512 /* keys of inputs this small live on the stack */
 #define SEL_BYTES (sizeof(uint32_t) * 8192 + 4096) /* radix select's 12-bit level */
 #define HSTRIDE (HBINS + 2 * LANES) /* one thread's pass-1 histogram: digits, then junk bins */
+/* One group's refinement histogram. Not RBINS: groups that share a digit (data whose low
+ * mantissa bits are zero) would then increment counters a multiple of 4 KiB apart, which
+ * Intel cores take for a dependence on the earlier store (4K aliasing). */
+#define RSTRIDE (RBINS + 16)
 
 typedef void (*chunk_fn)(const void *, int, uint32_t, uint64_t, partial *, sink *);
 typedef uint32_t (*match_fn)(const void *, int, uint32_t, const matcher *, uint32_t *, uint64_t *);
@@ -27,7 +31,7 @@ typedef struct {
     match_fn match;
     partial *slots;          /* block partials of a window (&tot itself for one block) */
     uint32_t *hist;          /* T x HSTRIDE, pass 1 */
-    uint32_t *rhist;         /* T x nq x RBINS, refinement passes */
+    uint32_t *rhist;         /* T x nq x RSTRIDE, refinement passes */
     uint64_t *hist64, *rhist64; /* overflow accumulators, only when n >= FLUSH */
     int nq;
     void *buf, *tmp;         /* collected keys, radix-select scratch (large inputs: */

@@ -64,8 +64,18 @@ static inline int nonfin_bf16(uint16_t b) { return (b & 0x7f80u) == 0x7f80u; }
 static inline int nonfin_f32(uint32_t b) { return (b & 0x7f800000u) == 0x7f800000u; }
 static inline int nonfin_f64(uint64_t b) { return (b & 0x7ff0000000000000ull) == 0x7ff0000000000000ull; }
 
-/* ---- per-block partial results ---- */
-typedef struct {
+/* ---- per-block partial results ----
+ * Cache-line aligned: a vector path adds a sketch row as 32- or 16-byte halves, which must
+ * not straddle two lines (a split load and store per group of 8), and the partials of
+ * neighbouring blocks, written by different threads, must not share a line. */
+#if defined(__GNUC__) || defined(__clang__)
+#define PGFP_ALIGN64 __attribute__((aligned(64)))
+#elif defined(_MSC_VER)
+#define PGFP_ALIGN64 __declspec(align(64))
+#else
+#define PGFP_ALIGN64
+#endif
+typedef struct PGFP_ALIGN64 {
     double s[LANES], q[LANES], a[LANES];
     double sk[PGFP_WIDTH];
     uint64_t nan, pinf, ninf, zero;
