@@ -22,6 +22,8 @@ SOURCES = (
     "pgfp_scalar.c",
     "pgfp_select.c",
     "pgfp_avx2.c",
+    "pgfp_neon.c",
+    "pgfp_neon_match.c",
 )
 
 def cdef(header: str = os.path.join(SRC, "pgfp.h")) -> str:
@@ -57,7 +59,7 @@ def make_ffi(path=os.path.relpath, name: str = "gate.fingerprint._native", defin
         '#include "pgfp.h"',
         sources=[path(os.path.join(SRC, f)) for f in SOURCES],
         include_dirs=[path(SRC)],
-        depends=[path(os.path.join(SRC, f)) for f in ("pgfp.h", "pgfp_internal.h", "pgfp_ctx.h")],
+        depends=[path(os.path.join(SRC, f)) for f in ("pgfp.h", "pgfp_internal.h", "pgfp_ctx.h", "pgfp_neon.h")],
         define_macros=[(d, "1") for d in defines],
         extra_compile_args=_compile_args(),
         extra_link_args=[] if sys.platform == "win32" else ["-pthread"],

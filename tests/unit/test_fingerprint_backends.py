@@ -221,7 +221,7 @@ def test_the_kernel_names_its_code_path():
 
     from gate.fingerprint import _kernel
 
-    want = {"x86_64": {"avx2", "portable"}, "AMD64": {"avx2", "portable"}}
+    want = {"x86_64": {"avx2", "portable"}, "AMD64": {"avx2", "portable"}, "aarch64": {"neon"}, "arm64": {"neon"}}
     assert _kernel.VECTOR_PATH in want.get(platform.machine(), {"portable"})
     if platform.machine() == "x86_64" and "avx2" in open("/proc/cpuinfo").read():
         assert _kernel.VECTOR_PATH == "avx2"

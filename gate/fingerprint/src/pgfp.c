@@ -2,7 +2,7 @@
  * bit; read that docstring first. Build without -ffast-math and with -ffp-contract=off:
  * the summation order and the rounding of v*v are part of the specification.
  *
- * This file is the driver. One fused pass (pgfp_chunk_avx2 / pgfp_chunk_scalar) computes
+ * This file is the driver. One fused pass (pgfp_chunk_avx2 / _neon / _scalar) computes
  * counts, min/max, the lane sums, the sketch and a 16-bit histogram of order-preserving
  * integer keys; quantiles are then finished by passes the planner (pgfp_plan.c) asks
  * for: refinement (histogram the next digit of the few groups holding a wanted rank) and,

@@ -29,7 +29,7 @@ int pgfp_fingerprint(const void *data, uint64_t n, int dtype, const double *qs, 
 /* Scratch bytes the call above allocates at most, for reporting. */
 uint64_t pgfp_scratch_bound(uint64_t n, int dtype, int nthreads);
 
-/* The code path a call takes on this CPU: "avx2" or "portable" (a static string). */
+/* The code path a call takes on this CPU: "avx2", "neon" or "portable" (a static string). */
 const char *pgfp_path(void);
 
 /* Builds with -DPGFP_TIMING (benchmarks only): nanoseconds spent in each pass of the last

@@ -302,15 +302,6 @@ TGT void pgfp_chunk_avx2(const void *src, int dtype, uint32_t len, uint64_t star
                                      _mm256_castsi256_ps(_mm256_slli_epi32(b_, 28)));                   \
         _mm256_cmpeq_epi32((P), _mm256_castps_si256(v_)); })
 
-/* An element the vectors did not cover (raw bits): counted if heavy, emitted if a group's. */
-static inline uint32_t match_one(uint64_t raw, uint32_t i, const matcher *mt, uint32_t *out, uint32_t cnt, uint64_t *hcount) {
-    for (int h = 0; h < mt->nheavy; h++)
-        if (raw == mt->hraw[h]) { hcount[h]++; return cnt; }
-    for (int k = 0; k < mt->nraw; k++)
-        if (raw >> mt->shift == mt->raw[k]) { out[cnt++] = i; break; }
-    return cnt;
-}
-
 TGT static uint32_t match_f32(const uint32_t *u, uint32_t len, const matcher *mt, uint32_t *out, uint64_t *hcount) {
     uint32_t cnt = 0, i = 0;
     const __m128i sh = _mm_cvtsi32_si128(mt->shift);

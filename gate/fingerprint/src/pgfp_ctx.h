@@ -25,7 +25,7 @@ typedef uint32_t (*match_fn)(const void *, int, uint32_t, const matcher *, uint3
 typedef struct {
     const char *data;
     uint64_t n, nblocks;
-    int dtype, esize, T, W, small, vec; /* vec: the AVX2 code path runs */
+    int dtype, esize, T, W, small, vec; /* vec: a vector path (AVX2, NEON) runs */
     uint32_t hdig;           /* pass 1's dominant digit (see sink), ~0u if none */
     chunk_fn chunk;
     match_fn match;
@@ -95,7 +95,7 @@ static inline uint64_t hget(const uint32_t *h32, const uint64_t *h64, uint64_t i
     return h32[i] + (h64 ? h64[i] : 0);
 }
 
-/* pgfp_path.c: the code path for this CPU (1 avx2, 0 portable). */
+/* pgfp_path.c: the code path for this CPU (1 avx2, 2 neon, 0 portable). */
 int pgfp_choose_path(chunk_fn *chunk, match_fn *match);
 
 /* Timing builds (-DPGFP_TIMING): the wall time of each pass of the calling thread's last

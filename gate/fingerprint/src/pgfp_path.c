@@ -4,19 +4,21 @@
 
 #include <string.h>
 
-/* 1 avx2, 0 portable: AVX2 when the CPU has it, checked at run time so that wheels stay
- * portable; portable C otherwise. */
+/* 1 avx2, 2 neon, 0 portable: AVX2 when the CPU has it, checked at run time so that wheels
+ * stay portable; NEON on aarch64, where it is always present; portable C otherwise. */
 int pgfp_choose_path(chunk_fn *chunk, match_fn *match) {
     *chunk = pgfp_chunk_scalar;
     *match = pgfp_match_scalar;
 #if defined(PGFP_X86)
     if (pgfp_cpu_has_avx2()) { *chunk = pgfp_chunk_avx2; *match = pgfp_match_avx2; return 1; }
+#elif defined(PGFP_NEON)
+    *chunk = pgfp_chunk_neon; *match = pgfp_match_neon; return 2;
 #endif
     return 0;
 }
 
 const char *pgfp_path(void) {
-    static const char *const names[] = {"portable", "avx2"};
+    static const char *const names[] = {"portable", "avx2", "neon"};
     chunk_fn chunk;
     match_fn match;
     return names[pgfp_choose_path(&chunk, &match)];
