@@ -1,6 +1,7 @@
 """The C kernel under sanitizers: tests/native/stress.c runs it on data built to reach
 every code path, at every dtype, at sizes across its thresholds, and checks that 2, 3 and
-5 threads give the one-thread result bit for bit. AddressSanitizer + UBSan catch reads
+5 threads give the one-thread result bit for bit (the x86 paths here; the NEON path runs
+under emulation in test_fingerprint_neon.py, without sanitizers). AddressSanitizer + UBSan catch reads
 and writes out of bounds (the vector paths write whole vectors) and undefined arithmetic;
 ThreadSanitizer catches data races between the kernel's threads, whatever the timing.
 
