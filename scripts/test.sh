@@ -17,6 +17,19 @@ fi
 "$OV_VENV/bin/python" -m pip install -q "onnxruntime-openvino==1.24.1" numpy onnx zstandard msgpack rich typer cffi
 export PARITY_GATE_OPENVINO_PYTHON="$OV_VENV/bin/python"
 
+# The kernel's NEON path is tested on x86 under emulation (tests/unit/test_fingerprint_neon.py):
+# an aarch64 cross compiler and qemu-user. Without root or apt-get that test skips.
+if ! command -v aarch64-linux-gnu-gcc >/dev/null || ! command -v qemu-aarch64 >/dev/null; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    echo "· installing qemu-user and the aarch64 cross compiler"
+    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+        qemu-user gcc-aarch64-linux-gnu libc6-dev-arm64-cross >/dev/null; } ||
+      echo "· could not install the aarch64 cross tools: the emulated NEON test will skip"
+  else
+    echo "· no aarch64 cross tools (installing them needs root and apt-get): the emulated NEON test will skip"
+  fi
+fi
+
 if [ -x scripts/lint.sh ]; then
   echo "== lint"
   PYTHON=python bash scripts/lint.sh

@@ -15,7 +15,16 @@ from cffi import FFI
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SRC = os.path.join(HERE, "src")
-SOURCES = ("pgfp.c", "pgfp_plan.c", "pgfp_scalar.c", "pgfp_select.c", "pgfp_avx2.c")
+SOURCES = (
+    "pgfp.c",
+    "pgfp_path.c",
+    "pgfp_plan.c",
+    "pgfp_scalar.c",
+    "pgfp_select.c",
+    "pgfp_avx2.c",
+    "pgfp_neon.c",
+    "pgfp_neon_match.c",
+)
 
 def cdef(header: str = os.path.join(SRC, "pgfp.h")) -> str:
     """The cffi declarations, taken from the public header itself: its integer ``#define``s,
@@ -50,7 +59,7 @@ def make_ffi(path=os.path.relpath, name: str = "gate.fingerprint._native", defin
         '#include "pgfp.h"',
         sources=[path(os.path.join(SRC, f)) for f in SOURCES],
         include_dirs=[path(SRC)],
-        depends=[path(os.path.join(SRC, f)) for f in ("pgfp.h", "pgfp_internal.h", "pgfp_ctx.h")],
+        depends=[path(os.path.join(SRC, f)) for f in ("pgfp.h", "pgfp_internal.h", "pgfp_ctx.h", "pgfp_neon.h")],
         define_macros=[(d, "1") for d in defines],
         extra_compile_args=_compile_args(),
         extra_link_args=[] if sys.platform == "win32" else ["-pthread"],

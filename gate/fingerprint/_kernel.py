@@ -30,6 +30,8 @@ if ffi.offsetof("pgfp_result", "q") // 8 != _F0 + 5 or ffi.sizeof("pgfp_result")
     raise ImportError("pgfp_result differs from what gate/fingerprint/_kernel.py reads")
 _empty, _from_buffer, _obj_new = np.empty, ffi.from_buffer, object.__new__
 
+VECTOR_PATH: str = ffi.string(lib.pgfp_path()).decode()  # "avx2", "neon" or "portable" on this CPU
+
 
 def _usable_cpus() -> int:
     try:

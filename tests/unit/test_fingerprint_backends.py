@@ -216,12 +216,42 @@ def test_default_backend_is_native_when_built():
 
 
 @native
+def test_the_kernel_names_its_code_path():
+    import platform
+
+    from gate.fingerprint import _kernel
+
+    want = {"x86_64": {"avx2", "portable"}, "AMD64": {"avx2", "portable"}, "aarch64": {"neon"}, "arm64": {"neon"}}
+    assert _kernel.VECTOR_PATH in want.get(platform.machine(), {"portable"})
+    if platform.machine() == "x86_64" and "avx2" in open("/proc/cpuinfo").read():
+        assert _kernel.VECTOR_PATH == "avx2"
+
+
+@native
+def test_timing_build_times_each_pass_and_changes_no_result(tmp_path):
+    """PGFP_TIMING (scripts/bench_fingerprint.py): the kernel records each pass's time; the
+    ordinary build records none."""
+    from gate.fingerprint import _build, _kernel
+
+    mod = _build.compile_variant(str(tmp_path), "PGFP_TIMING")
+    x = (1.0 + np.random.default_rng(11).random(1_200_000) * 2.0**-10).astype(np.float32)  # refined once
+    out = mod.ffi.new("pgfp_result *")
+    qs = mod.ffi.new("double[]", list(F.QUANTILES))
+    assert mod.lib.pgfp_fingerprint(mod.ffi.from_buffer(x), x.size, 2, qs, len(F.QUANTILES), 2, out) == 0
+    ns = mod.ffi.new("double[]", 8)
+    assert mod.lib.pgfp_timing(ns, 8) == mod.lib.PGFP_TIMING_FIELDS == 6
+    assert ns[mod.lib.PGFP_TM_PASS1] > 0 and ns[mod.lib.PGFP_TM_REFINE] > 0 and ns[mod.lib.PGFP_TM_NREFINE] == 1
+    assert list(mod.ffi.unpack(out.q, len(F.QUANTILES))) == list(F.fingerprint(x, backend="numpy").quantiles)
+    assert _kernel.lib.pgfp_timing(_kernel.ffi.new("double[]", 8), 8) == 0
+
+
+@native
 def test_portable_c_path_agrees(tmp_path):
-    """The non-AVX2 code path (what CPUs without AVX2 run), built here with PGFP_NO_AVX2."""
+    """The portable code path (what CPUs without a vector path run), built with PGFP_NO_SIMD."""
     from gate.fingerprint import _build
     from gate.fingerprint._model import Fingerprint
 
-    mod = _build.compile_variant(str(tmp_path), "PGFP_NO_AVX2")
+    mod = _build.compile_variant(str(tmp_path), "PGFP_NO_SIMD")
     qs = mod.ffi.new("double[]", list(F.QUANTILES))
     codes = {"float16": 0, "bfloat16": 1, "float32": 2, "float64": 3}
 

@@ -1,6 +1,7 @@
 """The C kernel under sanitizers: tests/native/stress.c runs it on data built to reach
 every code path, at every dtype, at sizes across its thresholds, and checks that 2, 3 and
-5 threads give the one-thread result bit for bit. AddressSanitizer + UBSan catch reads
+5 threads give the one-thread result bit for bit (the x86 paths here; the NEON path runs
+under emulation in test_fingerprint_neon.py, without sanitizers). AddressSanitizer + UBSan catch reads
 and writes out of bounds (the vector paths write whole vectors) and undefined arithmetic;
 ThreadSanitizer catches data races between the kernel's threads, whatever the timing.
 
@@ -51,9 +52,16 @@ def run(exe: str, *args: str) -> None:
 @pytest.mark.parametrize("path", ["vector", "portable"])
 def test_kernel_is_clean_under_address_and_undefined_behaviour_sanitizers(tmp_path, path):
     if path == "portable":  # the slow path: sizes up to 1.2M elements
-        run(build(tmp_path, "address,undefined", "PGFP_NO_AVX2"), "1200007")
+        run(build(tmp_path, "address,undefined", "PGFP_NO_SIMD"), "1200007")
     else:
         run(build(tmp_path, "address,undefined"))
+
+
+@pytest.mark.parametrize("leave_out", [(), ("PGFP_TIMING_NO_HIST", "PGFP_TIMING_NO_SKETCH")])
+def test_timing_builds_are_clean_under_sanitizers(tmp_path, leave_out):
+    """The benchmark's instrumented builds (pass timers; the fused pass without its
+    histogram and sketch, whose quantile passes are skipped)."""
+    run(build(tmp_path, "address,undefined", "PGFP_TIMING", *leave_out), "1200007")
 
 
 def test_kernel_threads_have_no_data_race(tmp_path):

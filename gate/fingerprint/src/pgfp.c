@@ -2,7 +2,7 @@
  * bit; read that docstring first. Build without -ffast-math and with -ffp-contract=off:
  * the summation order and the rounding of v*v are part of the specification.
  *
- * This file is the driver. One fused pass (pgfp_chunk_avx2 / pgfp_chunk_scalar) computes
+ * This file is the driver. One fused pass (pgfp_chunk_avx2 / _neon / _scalar) computes
  * counts, min/max, the lane sums, the sketch and a 16-bit histogram of order-preserving
  * integer keys; quantiles are then finished by passes the planner (pgfp_plan.c) asks
  * for: refinement (histogram the next digit of the few groups holding a wanted rank) and,
@@ -71,24 +71,6 @@ static void combine(partial *tot, const partial *p) {
     if (p->mx > tot->mx) tot->mx = p->mx;
 }
 
-/* Indices (within the chunk) of elements whose key prefix is one of the groups. Group
- * prefixes keep the whole exponent, so non-finite elements never match. Heavy values are
- * emitted like any member (the portable path is correct, not fast, on such data). */
-static uint32_t match_scalar(const void *src, int dtype, uint32_t len, const matcher *mt, uint32_t *out, uint64_t *hcount) {
-    (void)hcount;
-    int shift = mt->shift, ng = mt->ng;
-    const uint64_t *gp = mt->gp;
-    const unsigned char *tab = mt->tab;
-    uint32_t cnt = 0;
-    for (uint32_t i = 0; i < len; i++) {
-        uint64_t key = dtype == PGFP_F32 ? key32(((const uint32_t *)src)[i]) : key64(((const uint64_t *)src)[i]);
-        if (!tab[key >> (dtype == PGFP_F32 ? 16 : 48)]) continue;
-        for (int g = 0; g < ng; g++)
-            if ((key >> shift) == gp[g]) { out[cnt++] = i; break; }
-    }
-    return cnt;
-}
-
 static void flush(uint32_t *h32, uint64_t *h64, uint64_t bins) {
     for (uint64_t i = 0; i < bins; i++) { h64[i] += h32[i]; h32[i] = 0; }
 }
@@ -96,7 +78,7 @@ static void flush(uint32_t *h32, uint64_t *h64, uint64_t bins) {
 /* Refinement (cmd 1: histogram the next digit) or collection (cmd 2) over thread t's blocks. */
 static void quantile_pass(ctx *c, int t) {
     int kb = key_bits(c->dtype);
-    uint64_t bins = (uint64_t)c->nq * RBINS;
+    uint64_t bins = (uint64_t)c->nq * RSTRIDE;
     uint32_t *rh = c->rhist + (uint64_t)t * bins;
     uint64_t *rh64 = c->rhist64 ? c->rhist64 + (uint64_t)t * bins : NULL;
     uint64_t since = 0, hc[NG] = {0}, *pos = c->goff[t];
@@ -128,7 +110,7 @@ static void quantile_pass(ctx *c, int t) {
                     for (g = 0; g < c->ng && c->gprefix[g] != pre; g++) {}
                     if (g == c->ng) continue;
                 }
-                if (c->cmd == 1) rh[(uint64_t)g * RBINS + ((key >> dshift) & dmask)]++;
+                if (c->cmd == 1) rh[(uint64_t)g * RSTRIDE + ((key >> dshift) & dmask)]++;
                 else if (kb == 64) ((uint64_t *)c->buf)[pos[g]++] = key;
                 else ((uint32_t *)c->buf)[pos[g]++] = (uint32_t)key;
             }
@@ -136,7 +118,7 @@ static void quantile_pass(ctx *c, int t) {
         }
     }
     for (int h = 0; h < c->mt.nheavy; h++) { /* heavy values back into the histogram */
-        uint64_t i = (uint64_t)c->hgrp[h] * RBINS + ((c->hkey[h] >> dshift) & dmask);
+        uint64_t i = (uint64_t)c->hgrp[h] * RSTRIDE + ((c->hkey[h] >> dshift) & dmask);
         if (rh64) rh64[i] += hc[h];
         else rh[i] += (uint32_t)hc[h];
         c->hcnt[t][h] = hc[h];
@@ -236,15 +218,18 @@ static void *thread_main(void *arg) {
 
 /* Thread 0: pass 1, then plans and runs the quantile passes. */
 static void run_main(ctx *c, plan *pl, const double *qs, int nq, double *q) {
+    TM_START();
     pass1(c, 0);
     fold_dominant(c);
+    TM_LAP(PGFP_TM_PASS1);
     uint64_t m = c->n - c->tot.nan - c->tot.pinf - c->tot.ninf;
-    int done_q = (m == 0 || nq == 0);
+    int done_q = (m == 0 || nq == 0 || (NO_HIST && !c->small));
     pl->nq = nq;
     pl->bits = 16;
     for (int k = 0; k < nq; k++) q[k] = NAN;
     if (!done_q && c->small) {
         pgfp_select_small(c, pl, qs, m, q);
+        TM_LAP(PGFP_TM_SELECT);
         done_q = 1;
     } else if (!done_q) {
         pgfp_plan_first(c, pl, qs, m, q);
@@ -252,6 +237,7 @@ static void run_main(ctx *c, plan *pl, const double *qs, int nq, double *q) {
     c->cmd = 0;
     for (;;) {
         barrier(c);                                       /* A */
+        TM_LAP(c->cmd == 1 ? PGFP_TM_REFINE : PGFP_TM_PLAN); /* a refinement ends at A */
         if (done_q) c->cmd = 0;
         else {
             if (c->cmd == 1) pgfp_plan_after_refine(c, pl, q);
@@ -259,10 +245,18 @@ static void run_main(ctx *c, plan *pl, const double *qs, int nq, double *q) {
             if (c->cmd < 0) { c->cmd = 0; c->err = -2; done_q = 1; }
         }
         barrier(c);                                       /* B */
+        TM_LAP(PGFP_TM_PLAN);
         int was = c->cmd;
         if (was == 0) break;
+        if (was == 1) TM_COUNT(PGFP_TM_NREFINE);
         quantile_pass(c, 0);
-        if (was == 2) { barrier(c); pgfp_select_groups(c, pl, q); return; }
+        if (was == 2) {
+            barrier(c);
+            TM_LAP(PGFP_TM_COLLECT);
+            pgfp_select_groups(c, pl, q);
+            TM_LAP(PGFP_TM_SELECT);
+            return;
+        }
     }
     if (!done_q) /* every key bit known from the histograms */
         for (int k = 0; k < nq; k++) if (pl->live[k]) q[k] = key_to_value(pl->prefix[k], c->dtype);
@@ -276,8 +270,8 @@ uint64_t pgfp_scratch_bound(uint64_t n, int dtype, int nthreads) {
     /* histograms (with 64-bit spill counters past FLUSH elements), the group table, and at
      * most one of: refinement histograms, or the key buffers of a collection */
     uint64_t per = n >= FLUSH ? 12 : 4, hist = T * HSTRIDE * per + HBINS;
-    uint64_t refine = T * (uint64_t)PGFP_NQ_MAX * RBINS * per, collect = 2 * ks * (CAP + LANES) + SEL_BYTES;
-    return sizeof(ctx) + sizeof(plan) + T * WPT * sizeof(partial) + hist + (refine > collect ? refine : collect);
+    uint64_t refine = T * (uint64_t)PGFP_NQ_MAX * RSTRIDE * per, collect = 2 * ks * (CAP + LANES) + SEL_BYTES;
+    return sizeof(ctx) + sizeof(plan) + T * WPT * sizeof(partial) + 64 + hist + (refine > collect ? refine : collect);
 }
 
 int pgfp_fingerprint(const void *data, uint64_t n, int dtype, const double *qs, int nq,
@@ -297,12 +291,9 @@ int pgfp_fingerprint(const void *data, uint64_t n, int dtype, const double *qs, 
     uint64_t kbuf[2][STACK_KEYS + LANES];
     ctx *c = &cs;
     plan *pl = &pls;
+    void *slots_raw = NULL; /* heap slots, before their alignment to 64 bytes */
     memset(c, 0, offsetof(ctx, tot));
-    c->chunk = pgfp_chunk_scalar;
-    c->match = match_scalar;
-#ifdef PGFP_X86
-    if (pgfp_cpu_has_avx2()) { c->chunk = pgfp_chunk_avx2; c->match = pgfp_match_avx2; c->vec = 1; }
-#endif
+    c->vec = pgfp_choose_path(&c->chunk, &c->match) != 0;
     c->nq = nq;
     c->data = data; c->n = n; c->dtype = dtype; c->T = T; c->W = WPT * T; c->small = small;
     c->esize = dtype == PGFP_F64 ? 8 : dtype == PGFP_F32 ? 4 : 2;
@@ -311,8 +302,10 @@ int pgfp_fingerprint(const void *data, uint64_t n, int dtype, const double *qs, 
     int heap_slots = c->nblocks > 1, stack_keys = small && n <= STACK_KEYS;
     /* One block: it is the total (adding a block to a +0.0 total changes no bit: the
      * specification's sums and buckets never hold -0.0, as they start from +0.0). */
-    c->slots = heap_slots ? malloc(sizeof(partial) * (size_t)(c->nblocks < (uint64_t)c->W ? c->nblocks : (uint64_t)c->W))
-                          : &c->tot;
+    if (heap_slots) {
+        slots_raw = malloc(sizeof(partial) * (size_t)(c->nblocks < (uint64_t)c->W ? c->nblocks : (uint64_t)c->W) + 63);
+        c->slots = slots_raw ? (partial *)(((uintptr_t)slots_raw + 63) & ~(uintptr_t)63) : NULL;
+    } else c->slots = &c->tot;
     if (!c->slots) { rc = -2; goto done; }
     if (stack_keys) {
         c->buf = kbuf[0];
@@ -376,7 +369,7 @@ int pgfp_fingerprint(const void *data, uint64_t n, int dtype, const double *qs, 
         memcpy(out->sketch, p->sk, sizeof out->sketch);
     }
 done:
-    if (heap_slots) free(c->slots);
+    free(slots_raw);
     if (!stack_keys) { free(c->buf); free(c->tmp); free(c->sel); }
     free(c->hist); free(c->rhist); free(c->hist64); free(c->rhist64); free(c->tab);
     return rc;

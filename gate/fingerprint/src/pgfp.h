@@ -29,4 +29,14 @@ int pgfp_fingerprint(const void *data, uint64_t n, int dtype, const double *qs, 
 /* Scratch bytes the call above allocates at most, for reporting. */
 uint64_t pgfp_scratch_bound(uint64_t n, int dtype, int nthreads);
 
+/* The code path a call takes on this CPU: "avx2", "neon" or "portable" (a static string). */
+const char *pgfp_path(void);
+
+/* Builds with -DPGFP_TIMING (benchmarks only): nanoseconds spent in each pass of the last
+ * call made on this thread, PGFP_TIMING_FIELDS values in the order of the enum below;
+ * returns how many were written (0 in other builds). */
+enum { PGFP_TM_PASS1, PGFP_TM_PLAN, PGFP_TM_REFINE, PGFP_TM_COLLECT, PGFP_TM_SELECT, PGFP_TM_NREFINE };
+#define PGFP_TIMING_FIELDS 6
+int pgfp_timing(double *ns, int n);
+
 #endif

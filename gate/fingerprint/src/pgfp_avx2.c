@@ -55,6 +55,7 @@ static const int32_t PERM[4][8] = {
  * inside a half. A value may be -0.0: every bucket starts at +0.0 and x + -0.0 == x, so it
  * changes no bit. */
 TGT static inline void sketch_group(double *sk, uint32_t h, __m256d lo, __m256d hi) {
+    if (NO_SKETCH) return;
     uint32_t s = (h >> 16) & 0xffu, x = (h >> 24) & 7u;
     __m256i p = _mm256_loadu_si256((const __m256i *)PERM[x & 3]);
     lo = _mm256_xor_pd(lo, _mm256_loadu_pd((const double *)SGN[s & 15]));
@@ -70,6 +71,7 @@ TGT static inline void sketch_group(double *sk, uint32_t h, __m256d lo, __m256d 
 TGT static void group_hashes(uint64_t g0, uint32_t ng, uint32_t *hs) {
     const __m256i m1 = _mm256_set1_epi32(0x7feb352d), m2 = _mm256_set1_epi32((int)0x846ca68bu);
     uint32_t k = mix32((uint32_t)(g0 >> 32) ^ SEED), lo = (uint32_t)g0, i = 0;
+    if (NO_SKETCH) return;
     __m256i idx = _mm256_add_epi32(_mm256_set1_epi32((int)lo), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
     const __m256i key = _mm256_set1_epi32((int)k);
     for (; i + 8 <= ng; i += 8) {
@@ -93,6 +95,7 @@ TGT static void group_hashes(uint64_t g0, uint32_t ng, uint32_t *hs) {
  * histogram, or the kept keys appended to the key buffer. */
 TGT static inline void sink8(sink *o, __m256i key, int dshift, __m256i keep) {
     if (o->hist) {
+        if (NO_HIST) return;
         __m256i d = _mm256_srli_epi32(key, dshift);
         __m256i dom = _mm256_and_si256(_mm256_cmpeq_epi32(d, _mm256_set1_epi32((int)o->hdig)), keep);
         d = _mm256_blendv_epi8(_mm256_blendv_epi8(JUNK32, d, keep), DOM32, dom);
@@ -219,14 +222,14 @@ TGT static void chunk_f64(const double *src, uint32_t len, partial *p, const uin
             __m256i b = _mm256_castpd_si256(x);
             __m256i key = _mm256_xor_si256(b, _mm256_or_si256(_mm256_cmpgt_epi64(_mm256_setzero_si256(), b), top));
             __m256i keep = _mm256_castpd_si256(_mm256_andnot_pd(zero, fin));
-            if (o->hist) {
+            if (o->hist && !NO_HIST) {
                 uint64_t t[4];
                 __m256i d = _mm256_srli_epi64(key, 48);
                 __m256i dom = _mm256_and_si256(_mm256_cmpeq_epi64(d, hdig), keep);
                 d = _mm256_blendv_epi8(_mm256_blendv_epi8(junk, d, keep), djunk, dom);
                 _mm256_storeu_si256((__m256i *)t, d);
                 o->hist[t[0]]++; o->hist[t[1]]++; o->hist[t[2]]++; o->hist[t[3]]++;
-            } else {
+            } else if (!o->hist) {
                 unsigned m = WIDE[_mm256_movemask_pd(_mm256_castsi256_pd(keep))];
                 _mm256_storeu_si256((__m256i *)((uint64_t *)o->keys + o->nkeys), left_pack(key, m));
                 o->nkeys += (uint64_t)__builtin_popcount(m) / 2;
@@ -298,15 +301,6 @@ TGT void pgfp_chunk_avx2(const void *src, int dtype, uint32_t len, uint64_t star
                                      _mm256_castsi256_ps(_mm256_permutevar8x32_epi32(hi, b_)),          \
                                      _mm256_castsi256_ps(_mm256_slli_epi32(b_, 28)));                   \
         _mm256_cmpeq_epi32((P), _mm256_castps_si256(v_)); })
-
-/* An element the vectors did not cover (raw bits): counted if heavy, emitted if a group's. */
-static inline uint32_t match_one(uint64_t raw, uint32_t i, const matcher *mt, uint32_t *out, uint32_t cnt, uint64_t *hcount) {
-    for (int h = 0; h < mt->nheavy; h++)
-        if (raw == mt->hraw[h]) { hcount[h]++; return cnt; }
-    for (int k = 0; k < mt->nraw; k++)
-        if (raw >> mt->shift == mt->raw[k]) { out[cnt++] = i; break; }
-    return cnt;
-}
 
 TGT static uint32_t match_f32(const uint32_t *u, uint32_t len, const matcher *mt, uint32_t *out, uint64_t *hcount) {
     uint32_t cnt = 0, i = 0;

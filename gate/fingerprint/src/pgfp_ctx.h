@@ -13,6 +13,10 @@
 #define STACK_KEYS 512 /* keys of inputs this small live on the stack */
 #define SEL_BYTES (sizeof(uint32_t) * 8192 + 4096) /* radix select's 12-bit level */
 #define HSTRIDE (HBINS + 2 * LANES) /* one thread's pass-1 histogram: digits, then junk bins */
+/* One group's refinement histogram. Not RBINS: groups that share a digit (data whose low
+ * mantissa bits are zero) would then increment counters a multiple of 4 KiB apart, which
+ * Intel cores take for a dependence on the earlier store (4K aliasing). */
+#define RSTRIDE (RBINS + 16)
 
 typedef void (*chunk_fn)(const void *, int, uint32_t, uint64_t, partial *, sink *);
 typedef uint32_t (*match_fn)(const void *, int, uint32_t, const matcher *, uint32_t *, uint64_t *);
@@ -21,13 +25,13 @@ typedef uint32_t (*match_fn)(const void *, int, uint32_t, const matcher *, uint3
 typedef struct {
     const char *data;
     uint64_t n, nblocks;
-    int dtype, esize, T, W, small, vec; /* vec: the AVX2 code path runs */
+    int dtype, esize, T, W, small, vec; /* vec: a vector path (AVX2, NEON) runs */
     uint32_t hdig;           /* pass 1's dominant digit (see sink), ~0u if none */
     chunk_fn chunk;
     match_fn match;
     partial *slots;          /* block partials of a window (&tot itself for one block) */
     uint32_t *hist;          /* T x HSTRIDE, pass 1 */
-    uint32_t *rhist;         /* T x nq x RBINS, refinement passes */
+    uint32_t *rhist;         /* T x nq x RSTRIDE, refinement passes */
     uint64_t *hist64, *rhist64; /* overflow accumulators, only when n >= FLUSH */
     int nq;
     void *buf, *tmp;         /* collected keys, radix-select scratch (large inputs: */
@@ -90,6 +94,23 @@ static inline uint64_t load_key(const ctx *c, uint64_t i) {
 static inline uint64_t hget(const uint32_t *h32, const uint64_t *h64, uint64_t i) {
     return h32[i] + (h64 ? h64[i] : 0);
 }
+
+/* pgfp_path.c: the code path for this CPU (1 avx2, 2 neon, 0 portable). */
+int pgfp_choose_path(chunk_fn *chunk, match_fn *match);
+
+/* Timing builds (-DPGFP_TIMING): the wall time of each pass of the calling thread's last
+ * call, added up lap by lap by run_main (pgfp.c), read back by pgfp_timing (pgfp_path.c). */
+#ifdef PGFP_TIMING
+extern __thread double pgfp_tm[PGFP_TIMING_FIELDS];
+double pgfp_tm_now(void);
+#define TM_START() double tm0_ = pgfp_tm_now(); memset(pgfp_tm, 0, sizeof pgfp_tm)
+#define TM_LAP(k) do { double t_ = pgfp_tm_now(); pgfp_tm[k] += t_ - tm0_; tm0_ = t_; } while (0)
+#define TM_COUNT(k) (pgfp_tm[k] += 1)
+#else
+#define TM_START() (void)0
+#define TM_LAP(k) (void)0
+#define TM_COUNT(k) (void)0
+#endif
 
 /* pgfp_plan.c, called by thread 0 between barriers. q receives resolved quantiles. */
 void pgfp_plan_first(ctx *c, plan *pl, const double *qs, uint64_t m, double *q);

@@ -1,4 +1,4 @@
-/* Internals shared by the portable and the AVX2 code paths of the fingerprint kernel. */
+/* Internals shared by the portable, AVX2 and NEON code paths of the fingerprint kernel. */
 #ifndef PGFP_INTERNAL_H
 #define PGFP_INTERNAL_H
 
@@ -64,8 +64,18 @@ static inline int nonfin_bf16(uint16_t b) { return (b & 0x7f80u) == 0x7f80u; }
 static inline int nonfin_f32(uint32_t b) { return (b & 0x7f800000u) == 0x7f800000u; }
 static inline int nonfin_f64(uint64_t b) { return (b & 0x7ff0000000000000ull) == 0x7ff0000000000000ull; }
 
-/* ---- per-block partial results ---- */
-typedef struct {
+/* ---- per-block partial results ----
+ * Cache-line aligned: a vector path adds a sketch row as 32- or 16-byte halves, which must
+ * not straddle two lines (a split load and store per group of 8), and the partials of
+ * neighbouring blocks, written by different threads, must not share a line. */
+#if defined(__GNUC__) || defined(__clang__)
+#define PGFP_ALIGN64 __attribute__((aligned(64)))
+#elif defined(_MSC_VER)
+#define PGFP_ALIGN64 __declspec(align(64))
+#else
+#define PGFP_ALIGN64
+#endif
+typedef struct PGFP_ALIGN64 {
     double s[LANES], q[LANES], a[LANES];
     double sk[PGFP_WIDTH];
     uint64_t nan, pinf, ninf, zero;
@@ -120,19 +130,52 @@ typedef struct {
 /* One inner chunk (len <= SUB elements from flat index start, a multiple of 8): lane
  * sums, counts, min/max and sketch into p; keys or digits into o. */
 void pgfp_chunk_scalar(const void *src, int dtype, uint32_t len, uint64_t start, partial *p, sink *o);
+/* Candidates of a quantile pass, element by element (see matcher; heavy values are emitted). */
+uint32_t pgfp_match_scalar(const void *src, int dtype, uint32_t len, const matcher *mt, uint32_t *out, uint64_t *hcount);
 /* Radix select: out[k] = the rk[k]-th smallest of a[0..n) (rk ascending); a, tmp are
  * clobbered; hi = key bits; sc = NULL or 8192 uint32 + 4096 bytes of scratch. */
 void pgfp_rselect32(uint32_t *a, uint32_t *tmp, uint64_t n, int hi, const uint64_t *rk, int nr, uint32_t *out, uint32_t *sc);
 void pgfp_rselect64(uint64_t *a, uint64_t *tmp, uint64_t n, int hi, const uint64_t *rk, int nr, uint64_t *out, uint32_t *sc);
 
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && !defined(PGFP_NO_AVX2)
+/* An element a vector matcher did not cover (raw bits): counted if heavy, emitted if a group's. */
+static inline uint32_t match_one(uint64_t raw, uint32_t i, const matcher *mt, uint32_t *out, uint32_t cnt, uint64_t *hcount) {
+    for (int h = 0; h < mt->nheavy; h++)
+        if (raw == mt->hraw[h]) { hcount[h]++; return cnt; }
+    for (int k = 0; k < mt->nraw; k++)
+        if (raw >> mt->shift == mt->raw[k]) { out[cnt++] = i; break; }
+    return cnt;
+}
+
+/* Timing builds only (-DPGFP_TIMING_NO_HIST / _NO_SKETCH, scripts/bench_fingerprint.py): the
+ * fused pass leaves out its histogram or its sketch, so that a benchmark can tell what each
+ * costs. The results are then wrong (a build without the histogram skips the quantiles). */
+#ifdef PGFP_TIMING_NO_HIST
+#define NO_HIST 1
+#else
+#define NO_HIST 0
+#endif
+#ifdef PGFP_TIMING_NO_SKETCH
+#define NO_SKETCH 1
+#else
+#define NO_SKETCH 0
+#endif
+
+/* Vector paths. PGFP_NO_SIMD builds the portable path alone (PGFP_NO_AVX2 / PGFP_NO_NEON
+ * leave out one). Both vector matchers return the indices (within the chunk) of elements
+ * that may belong to a group: a superset (-0 shares the raw prefix of tiny negative
+ * numbers, +0 that of tiny positive ones); the caller checks each key. */
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && !defined(PGFP_NO_AVX2) && !defined(PGFP_NO_SIMD)
 #define PGFP_X86 1
 void pgfp_chunk_avx2(const void *src, int dtype, uint32_t len, uint64_t start, partial *p, sink *o);
 int pgfp_cpu_has_avx2(void);
-/* Indices (within the chunk) of elements that may belong to a group: a superset (-0 shares
- * the raw prefix of tiny negative numbers, +0 that of tiny positive ones); the caller
- * checks each key. */
 uint32_t pgfp_match_avx2(const void *src, int dtype, uint32_t len, const matcher *mt, uint32_t *out, uint64_t *hcount);
+#endif
+
+/* NEON is part of the aarch64 base architecture: chosen at compile time (little-endian). */
+#if defined(__aarch64__) && defined(__ARM_NEON) && !defined(__ARM_BIG_ENDIAN) && !defined(PGFP_NO_NEON) && !defined(PGFP_NO_SIMD)
+#define PGFP_NEON 1
+void pgfp_chunk_neon(const void *src, int dtype, uint32_t len, uint64_t start, partial *p, sink *o);
+uint32_t pgfp_match_neon(const void *src, int dtype, uint32_t len, const matcher *mt, uint32_t *out, uint64_t *hcount);
 #endif
 
 #endif

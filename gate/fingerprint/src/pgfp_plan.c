@@ -218,7 +218,7 @@ int pgfp_plan_next(ctx *c, plan *pl) {
     int rb = kb == 64 ? 12 : RBITS;
     c->nbits = kb - pl->bits < rb ? kb - pl->bits : rb;
     if (!c->rhist) {
-        size_t bins = (size_t)c->nq * RBINS * (size_t)c->T;
+        size_t bins = (size_t)c->nq * RSTRIDE * (size_t)c->T;
         if (!(c->rhist = malloc(sizeof(uint32_t) * bins))) return -1;
         if (c->n >= FLUSH && !(c->rhist64 = calloc(bins, sizeof(uint64_t)))) return -1;
     }
@@ -232,8 +232,8 @@ void pgfp_plan_after_refine(ctx *c, plan *pl, double *q) {
     for (int k = 0; k < pl->nq; k++) {
         if (!pl->live[k]) continue;
         int g = pl->grp[k];
-        hview v = {c->rhist + (uint64_t)g * RBINS, c->rhist64 ? c->rhist64 + (uint64_t)g * RBINS : NULL,
-                   (uint64_t)c->nq * RBINS, c->T, NULL};
+        hview v = {c->rhist + (uint64_t)g * RSTRIDE, c->rhist64 ? c->rhist64 + (uint64_t)g * RSTRIDE : NULL,
+                   (uint64_t)c->nq * RSTRIDE, c->T, NULL};
         uint64_t d = 0, below = 0;
         hfind(&v, pl->rank[k], &d, &below);
         pl->rank[k] -= below;

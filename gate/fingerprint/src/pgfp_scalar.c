@@ -55,6 +55,7 @@ DEFINE_STATS(stats_f64, double, CONV_F64)
  * per group of 8. */
 static void sketch_chunk(const double *vv, uint32_t len, uint64_t start, double *sk) {
     uint64_t g0 = start >> 3;
+    if (NO_SKETCH) return;
     uint32_t k = mix32((uint32_t)(g0 >> 32) ^ SEED), lo = (uint32_t)g0;
     for (uint32_t i = 0; i < len; i += 8) {
         uint32_t h = mix32((lo + (i >> 3)) ^ k), x = (h >> 24) & 7u, n = len - i < 8 ? len - i : 8;
@@ -72,7 +73,7 @@ static void sketch_chunk(const double *vv, uint32_t len, uint64_t start, double 
 #define DEFINE_SINK(NAME, T, KT, SKIP, KEY, DIG)                                        \
     static void NAME(const T *u, uint32_t len, sink *o) {                               \
         if (o->hist) {                                                                  \
-            for (uint32_t i = 0; i < len; i++)                                          \
+            for (uint32_t i = 0; i < len && !NO_HIST; i++)                              \
                 o->hist[SKIP(u[i]) ? HBINS + (i & (LANES - 1)) : DIG(KEY(u[i]))]++;       \
         } else {                                                                        \
             KT *k = o->keys;                                                            \
@@ -105,4 +106,22 @@ void pgfp_chunk_scalar(const void *src, int dtype, uint32_t len, uint64_t start,
     default: stats_f64(src, len, vv, p); sink_f64(src, len, o); break;
     }
     sketch_chunk(vv, len, start, p->sk);
+}
+
+/* Indices (within the chunk) of elements whose key prefix is one of the groups. Group
+ * prefixes keep the whole exponent, so non-finite elements never match. Heavy values are
+ * emitted like any member (the portable path is correct, not fast, on such data). */
+uint32_t pgfp_match_scalar(const void *src, int dtype, uint32_t len, const matcher *mt, uint32_t *out, uint64_t *hcount) {
+    (void)hcount;
+    int shift = mt->shift, ng = mt->ng;
+    const uint64_t *gp = mt->gp;
+    const unsigned char *tab = mt->tab;
+    uint32_t cnt = 0;
+    for (uint32_t i = 0; i < len; i++) {
+        uint64_t key = dtype == PGFP_F32 ? key32(((const uint32_t *)src)[i]) : key64(((const uint64_t *)src)[i]);
+        if (!tab[key >> (dtype == PGFP_F32 ? 16 : 48)]) continue;
+        for (int g = 0; g < ng; g++)
+            if ((key >> shift) == gp[g]) { out[cnt++] = i; break; }
+    }
+    return cnt;
 }
