@@ -17,6 +17,11 @@ fi
 "$OV_VENV/bin/python" -m pip install -q "onnxruntime-openvino==1.24.1" numpy onnx zstandard msgpack rich typer cffi
 export PARITY_GATE_OPENVINO_PYTHON="$OV_VENV/bin/python"
 
+# The install tests build the package and install it into clean venvs offline: the core
+# dependencies and the build requirements, downloaded once into a wheelhouse.
+export PARITY_GATE_WHEELHOUSE="${PARITY_GATE_WHEELHOUSE:-$ROOT/.cache/wheelhouse}"
+python -m pip download -q -d "$PARITY_GATE_WHEELHOUSE" numpy zstandard msgpack rich typer cffi "setuptools>=77" wheel
+
 if [ -x scripts/lint.sh ]; then
   echo "== lint"
   PYTHON=python bash scripts/lint.sh
