@@ -95,6 +95,7 @@ class ActionRunner:
         event: dict[str, Any] | None = None,
         repository: str = "octo/models",
         run_id: str = "4242",
+        run_attempt: str = "1",
         job: str = "gate",
         runner_name: str = "runner-1",
         env: dict[str, str] | None = None,
@@ -105,6 +106,7 @@ class ActionRunner:
         self.api_url = api_url
         self.repository = repository
         self.run_id = run_id
+        self.run_attempt = run_attempt
         self.job = job
         self.runner_name = runner_name
         self.job_env = dict(env or {})
@@ -129,7 +131,8 @@ class ActionRunner:
             "GITHUB_SERVER_URL": "https://github.example",
             "GITHUB_REPOSITORY": self.repository,
             "GITHUB_RUN_ID": self.run_id,
-            "GITHUB_RUN_ATTEMPT": "1",
+            "GITHUB_RUN_ATTEMPT": self.run_attempt,
+            "GITHUB_SHA": "9" * 40,
             "GITHUB_JOB": self.job,
             "GITHUB_EVENT_NAME": self.event_name,
             "GITHUB_EVENT_PATH": str(self.event_path),
@@ -139,6 +142,7 @@ class ActionRunner:
             "RUNNER_OS": "Linux",
             "RUNNER_ARCH": "X64",
             "RUNNER_NAME": self.runner_name,
+            "RUNNER_ENVIRONMENT": "github-hosted",
             **self.job_env,
         }
 
@@ -154,6 +158,8 @@ class ActionRunner:
                 "server_url": "https://github.example",
                 "repository": self.repository,
                 "run_id": self.run_id,
+                "run_attempt": self.run_attempt,
+                "sha": "9" * 40,
                 "job": self.job,
                 "event_name": self.event_name,
                 "event": self.event,
