@@ -57,11 +57,11 @@ def _load(config: Path | None):
     return load_config(find_config(config))
 
 
-def _needs(command: str, torch: bool = True) -> None:
+def _needs(command: str) -> None:
     """One line naming the missing extra, before a command that runs models imports torch."""
-    from gate.core.extras import ORT_STACK, TORCH_STACK, require
+    from gate.core.extras import EXPORT_STACK, ORT_STACK, TORCH_STACK, require
 
-    require(command, TORCH_STACK if torch else ORT_STACK)
+    require(command, {"export": EXPORT_STACK, "collect": ORT_STACK}.get(command, TORCH_STACK))
 
 
 def _backend_notice() -> None:
@@ -179,7 +179,7 @@ def collect(source: Annotated[Path, typer.Option("--from", help="A folder writte
         if not names:
             raise GateError("collect: name the providers to run with --provider (or pass --config)")
         providers = tuple(ProviderSpec(canonical_provider(n)) for n in names)
-    _needs("collect", torch=False)
+    _needs("collect")
     _backend_notice()
     with progress_display() as progress:
         runs = commands.collect(source, providers, out, cfg.isolation if cfg else Isolation(), _split(model), progress)

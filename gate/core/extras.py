@@ -13,10 +13,12 @@ import importlib.util
 from gate.errors import GateError
 
 TORCH_STACK = ("torch", "onnx", "onnxscript", "onnxruntime")
+EXPORT_STACK = ("torch", "onnx", "onnxscript")  # export runs the reference and the torch providers only
 ORT_STACK = ("onnx", "onnxruntime")
 
 _INSTALL = {
     TORCH_STACK: "pip install 'parity-gate[torch]'",
+    EXPORT_STACK: "pip install 'parity-gate[torch]'",
     ORT_STACK: "pip install 'parity-gate[ort]' (or onnx and your ONNX Runtime build, e.g. onnxruntime-gpu)",
 }
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from tests.support import action_fixtures
-from tests.support.action_fixtures import MARKER, PR, REPO, REPORTS, ROOT, TOKEN
+from tests.support.action_fixtures import LEG, MARKER, PR, REPO, REPORTS, ROOT, TOKEN
 
 github = action_fixtures.github  # fixtures
 make_runner = action_fixtures.make_runner
@@ -106,7 +106,8 @@ def test_one_comment_per_config(make_runner, github):
     runner.run(comment_mode("regressed", config="models/audio.toml"), token=TOKEN)
     runner.run(comment_mode("regressed", config="models/vision.toml"), token=TOKEN)
     bodies = [c["body"].splitlines()[0] for c in github.issue_comments(REPO, PR)]
-    assert bodies == ["<!-- parity-gate:comment id=models/vision.toml -->", "<!-- parity-gate:comment id=models/audio.toml -->"]
+    assert bodies == [f"<!-- parity-gate:comment id=models/vision.toml@{LEG} -->",
+                      f"<!-- parity-gate:comment id=models/audio.toml@{LEG} -->"]
 
 
 def test_forbidden_comment_falls_back_to_the_job_summary(make_runner, github):

@@ -6,15 +6,21 @@ It loads action.yml, evaluates ``${{ }}`` in ``env:``/``if:``/``with:``/``workin
 stops at the first failing step (later steps run only when their ``if:`` asks for failure()
 or always()), and emulates the ``uses:`` steps it knows:
 
-- actions/setup-python: python-path is the current interpreter;
+- actions/setup-python: python-path is ``python`` (default: the current interpreter);
 - actions/upload-artifact / actions/download-artifact: a folder per artifact under ``artifacts``
-  (names must be unique unless ``overwrite``; download takes ``name`` or ``pattern`` + ``merge-multiple``).
+  (names must be unique unless ``overwrite``; download takes ``name`` or ``pattern`` + ``merge-multiple``);
+- actions/cache/restore and actions/cache/save: a zstd tarball per key under ``cache`` (exact keys, as
+  the action uses them; a key is never overwritten), like the cache service minus the network.
+
+A job's runner temp folder may be given (``temp``): GitHub-hosted runners keep the same one from job
+to job, which is what lets a cached virtual environment work where it was restored.
 """
 
 from __future__ import annotations
 
 import fnmatch
 import glob
+import hashlib
 import json
 import os
 import shutil
@@ -100,6 +106,9 @@ class ActionRunner:
         runner_name: str = "runner-1",
         env: dict[str, str] | None = None,
         artifacts: Path | None = None,
+        cache: Path | None = None,
+        temp: Path | None = None,
+        python: str = sys.executable,
     ):
         self.action_dir = action_dir
         self.workspace = workspace
@@ -112,7 +121,12 @@ class ActionRunner:
         self.job_env = dict(env or {})
         self.artifacts = artifacts or workspace / "_artifacts"
         self.artifacts.mkdir(parents=True, exist_ok=True)
-        self.temp = Path(tempfile.mkdtemp(prefix="runner-temp-", dir=workspace.parent))
+        self.cache = cache or workspace.parent / "_cache"
+        self.python = python
+        if temp is not None:
+            shutil.rmtree(temp, ignore_errors=True)  # a new job starts with an empty runner temp
+            temp.mkdir(parents=True)
+        self.temp = temp or Path(tempfile.mkdtemp(prefix="runner-temp-", dir=workspace.parent))
         self.event_name = event_name
         self.event_path = self.temp / "event.json"
         self.event = event or {}
@@ -223,15 +237,32 @@ class ActionRunner:
             parse_output_file(out_file), proc.stdout, proc.stderr, proc.returncode,
         )
 
+    def _cache(self, action: str, with_: dict[str, str]) -> dict[str, str]:
+        """Exact-key cache entries: tarballs of the path (as actions/cache stores them, zstd)."""
+        key, path = with_["key"], Path(with_["path"])
+        entry = self.cache / f"{hashlib.sha256(key.encode()).hexdigest()[:32]}.tar.zst"
+        if action == "actions/cache/restore":
+            if not entry.exists():
+                return {"cache-hit": "false", "cache-primary-key": key}
+            path.mkdir(parents=True, exist_ok=True)
+            subprocess.run(["tar", "--zstd", "-xf", str(entry), "-C", str(path)], check=True)
+            return {"cache-hit": "true", "cache-primary-key": key, "cache-matched-key": key}
+        if not entry.exists() and path.is_dir():  # a key is written once (the service refuses a second save)
+            self.cache.mkdir(parents=True, exist_ok=True)
+            subprocess.run(["tar", "--zstd", "-cf", str(entry), "-C", str(path), "."], check=True)
+        return {}
+
     def _uses(self, sid: str, step: dict[str, Any], with_: dict[str, str]) -> StepRun:
         action = step["uses"].split("@")[0]
         run = StepRun(sid, step.get("name", sid), "success", uses=step["uses"])
         if action == "actions/setup-python":
-            run.outputs = {"python-path": sys.executable, "python-version": sys.version.split()[0]}
+            run.outputs = {"python-path": self.python, "python-version": sys.version.split()[0]}
+        elif action in ("actions/cache/restore", "actions/cache/save"):
+            run.outputs = self._cache(action, with_)
         elif action == "actions/upload-artifact":
             name = with_["name"]
             dest = self.artifacts / name
-            if dest.exists() and with_.get("overwrite", "false") != "true":
+            if dest.exists() and with_.get("overwrite", "false").lower() != "true":
                 return StepRun(sid, run.name, "failure", stderr=f"artifact {name} already exists", returncode=1, uses=step["uses"])
             shutil.rmtree(dest, ignore_errors=True)
             # Like upload-artifact: a folder keeps its tree, loose files are stored by name.
@@ -255,7 +286,7 @@ class ActionRunner:
                 return StepRun(sid, run.name, "failure", stderr=f"artifact {with_['name']} not found", returncode=1,
                                uses=step["uses"])
             for n in chosen:
-                dest = target if (with_.get("merge-multiple") == "true" or with_.get("name")) else target / n
+                dest = target if (str(with_.get("merge-multiple")).lower() == "true" or with_.get("name")) else target / n
                 shutil.copytree(self.artifacts / n, dest, dirs_exist_ok=True)
             run.outputs = {"download-path": str(target)}
         else:
