@@ -11,7 +11,7 @@ import typer
 from rich.markup import escape
 
 import gate
-from gate.cli import github_cmds
+from gate.cli import github_cmds, init_cmd
 from gate.errors import GateError
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, context_settings={"help_option_names": ["-h", "--help"]},
@@ -252,6 +252,7 @@ def doctor() -> None:
 
 
 github_cmds.register(app)
+init_cmd.register(app)
 
 
 def main() -> None:
