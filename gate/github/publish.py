@@ -229,8 +229,8 @@ def _explain(e: GitHubError) -> str:
     if e.status in (403, 404):
         return (
             f"GitHub answered {e.status} ({e.message or 'forbidden'}) to {e.method} {e.path}: the token cannot write "
-            "to this pull request (a pull request from a fork gets a read-only token; see the README's fork-safe "
-            "workflow); the report is in the job summary"
+            "to this pull request (a pull request from a fork gets a read-only token; see the fork-safe flow in "
+            "docs/action.md); the report is in the job summary"
         )
     if e.status == 422:
         return f"GitHub rejected the comment (422 {e.message}); the report is in the job summary"

@@ -27,6 +27,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -47,6 +48,7 @@ class StepRun:
     returncode: int = 0
     env: dict[str, str] = field(default_factory=dict)
     uses: str = ""
+    seconds: float = 0.0  # wall time of the step
 
 
 @dataclass
@@ -122,6 +124,7 @@ class ActionRunner:
         self.artifacts = artifacts or workspace / "_artifacts"
         self.artifacts.mkdir(parents=True, exist_ok=True)
         self.cache = cache or workspace.parent / "_cache"
+        self.step_timeout = 300.0
         self.python = python
         if temp is not None:
             shutil.rmtree(temp, ignore_errors=True)  # a new job starts with an empty runner temp
@@ -204,13 +207,14 @@ class ActionRunner:
                 steps_ctx[sid] = {"outputs": {}, "outcome": "skipped", "conclusion": "skipped"}
                 continue
             step_env = {k: interpolate(str(v), ctx, status) for k, v in (step.get("env") or {}).items()}
+            started = time.monotonic()
             if "uses" in step:
                 with_ = {k: interpolate(str(v), ctx, status) for k, v in (step.get("with") or {}).items()}
                 result = self._uses(sid, step, with_)
             else:
                 workdir = interpolate(str(step.get("working-directory", ".")), ctx, status)
                 result = self._run(sid, step, {**env, **step_env}, workdir, summary)
-            result.env = step_env
+            result.env, result.seconds = step_env, time.monotonic() - started
             runs.append(result)
             steps_ctx[sid] = {"outputs": result.outputs, "outcome": result.conclusion, "conclusion": result.conclusion}
             if result.conclusion == "failure" and status == "success":
@@ -229,7 +233,7 @@ class ActionRunner:
         cwd = (self.workspace / workdir).resolve()
         proc = subprocess.run(
             ["bash", "--noprofile", "--norc", "-eo", "pipefail", str(script)],
-            cwd=cwd, env=env, capture_output=True, text=True, timeout=300,
+            cwd=cwd, env=env, capture_output=True, text=True, timeout=self.step_timeout,
         )
         summary.append(sum_file.read_text(encoding="utf-8"))
         return StepRun(
