@@ -30,6 +30,25 @@ if ! command -v aarch64-linux-gnu-gcc >/dev/null || ! command -v qemu-aarch64 >/
   fi
 fi
 
+# The install tests build the package and install it into clean venvs offline: the core
+# dependencies and the build requirements, downloaded once into a wheelhouse.
+export PARITY_GATE_WHEELHOUSE="${PARITY_GATE_WHEELHOUSE:-$ROOT/.cache/wheelhouse}"
+python -m pip download -q -d "$PARITY_GATE_WHEELHOUSE" numpy zstandard msgpack rich typer cffi "setuptools>=77" wheel
+
+# The PR comment is rendered as GitHub shows it (tests/e2e/test_comment_render.py): headless Chromium,
+# and Mermaid from npm at the version tests/render/package-lock.json pins.
+if ! command -v chromium > /dev/null && ! command -v chromium-browser > /dev/null && ! command -v google-chrome > /dev/null; then
+  sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  { $sudo apt-get install -y -q chromium fonts-noto-color-emoji > /dev/null 2>&1 ||
+    { $sudo apt-get update -q > /dev/null 2>&1 && $sudo apt-get install -y -q chromium fonts-noto-color-emoji > /dev/null 2>&1; }; } ||
+    echo "· could not install Chromium: the comment render test will be skipped"
+fi
+if command -v npm > /dev/null; then
+  npm ci --prefix tests/render --no-audit --no-fund --loglevel=error
+else
+  echo "· npm not found: the comment render test will be skipped"
+fi
+
 if [ -x scripts/lint.sh ]; then
   echo "== lint"
   PYTHON=python bash scripts/lint.sh
