@@ -12,7 +12,7 @@ from rich.markup import escape
 
 import gate
 from gate.cli import github_cmds, init_cmd
-from gate.errors import GateError
+from gate.errors import GateError, ModelError
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, context_settings={"help_option_names": ["-h", "--help"]},
                   help="A CI gate for PyTorch models that ship through ONNX.")
@@ -129,12 +129,19 @@ def update_baseline(config: ConfigOpt = None, model: ModelOpt = None, provider: 
     with progress_display() as progress:
         updated = commands.update_baseline(cfg, models, providers, progress, sources=source, calibrate=calibrate)
     for u in updated:
+        if u.error:
+            console.print(f"[bold red]{u.model}[/bold red] not updated: {escape(u.error)}", soft_wrap=True)
+            continue
         console.print(f"[bold]{u.model}[/bold] → {escape(str(u.path))}")
         for line in u.changes:
             console.print(f"  {escape(line)}", soft_wrap=True)
         for line in u.warnings:
             console.print(f"  [yellow]warning:[/yellow] {escape(line)}", soft_wrap=True)
-    console.print(f"[bold green]UPDATED[/bold green] | {len(updated)} baseline(s)")
+    failed = [u for u in updated if u.error]
+    console.print(f"[bold green]UPDATED[/bold green] | {len(updated) - len(failed)} baseline(s)")
+    if failed:
+        raise ModelError(f"{len(failed)} sweep case(s) could not run and keep their baselines as they were "
+                         f"(first: {failed[0].model}: {failed[0].error})", failed[0].error.split(":")[0])
 
 
 @app.command()
@@ -182,7 +189,8 @@ def collect(source: Annotated[Path, typer.Option("--from", help="A folder writte
     _needs("collect")
     _backend_notice()
     with progress_display() as progress:
-        runs = commands.collect(source, providers, out, cfg.isolation if cfg else Isolation(), _split(model), progress)
+        runs = commands.collect(source, providers, out, cfg.isolation if cfg else Isolation(), _split(model), progress,
+                                config=cfg)
     for run in runs:
         for p in run.providers:
             console.print(escape(f"{run.name} · {p.name} ({p.target.label}): {p.status}"

@@ -9,6 +9,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from gate.render.markdown import promotion_text
+from gate.verdict.sweeps import Cell, SweepMatrix, matrices
 from gate.verdict.types import ModelVerdict, Report
 
 console = Console(highlight=False)
@@ -36,7 +37,12 @@ def _fmt(v) -> str:
 
 def render_report(report: Report) -> None:
     for model in report.models:
-        _render_model(model)
+        if not model.sweep:
+            _render_model(model)
+    for mx in matrices(report.models):
+        _render_matrix(mx)
+        for model in (m for m in report.models if m.sweep == mx.name and m.status != "pass"):
+            _render_model(model)  # what failed, in full; the rest is one row each
     if report.baseline_changes:
         console.print(f"[yellow]this change updates baselines:[/yellow] {escape(', '.join(report.baseline_changes))}")
     console.print(verdict_line(report), soft_wrap=True)
@@ -93,9 +99,51 @@ def _render_model(model: ModelVerdict) -> None:
     console.print()
 
 
+_CELL_STYLE = {"ok": "green", "skipped": "yellow", "no-baseline": "yellow", "fallback": "yellow"}
+
+
+def cell_text(c: Cell) -> str:
+    if c.status == "skipped":
+        return "skipped"
+    parts = [c.status] + ([_fmt(c.error)] if c.error is not None else [])
+    if c.anchor_error is not None:
+        parts.append(f"(anchor {_fmt(c.anchor_error)})")
+    if c.latency_ms is not None:
+        parts.append(f"{c.latency_ms:.2f}" + (f"/{c.latency_p90_ms:.2f}" if c.latency_p90_ms is not None else "") + " ms")
+    return " ".join(parts)
+
+
+def _render_matrix(mx: SweepMatrix) -> None:
+    """Case x provider: status, worst error against the float64 reference, latency median/p90."""
+    console.print(f"[bold]sweep {escape(mx.name)}[/bold]  ·  {len(mx.cases)} cases  ·  "
+                  f"{len(mx.failing)} not ok  ·  cells: status, worst error, latency median/p90")
+    table = Table(show_edge=False, pad_edge=False)
+    table.add_column("case")
+    for label in mx.providers:
+        table.add_column(escape(label))
+    for case, cells in mx.cases:
+        row = []
+        for label in mx.providers:
+            c = cells[label]
+            style = _CELL_STYLE.get(c.status, "bold red")
+            row.append(f"[{style}]{escape(cell_text(c))}[/{style}]")
+        table.add_row(escape(case), *row)
+    console.print(table)
+    reasons = sorted({(label, c.reason) for _, cells in mx.cases for label, c in cells.items()
+                      if c.status == "skipped" and c.reason})
+    for label, reason in reasons[:10]:
+        console.print(f"  [yellow]skipped[/yellow] {escape(label)}: {escape(reason)}", soft_wrap=True)
+    for left, c in mx.pairs:
+        style = {"pass": "green", "fail": "bold red"}.get(c.status, "yellow")
+        console.print(f"  pair {escape(left)} vs {escape(c.other)} on {escape(c.provider)}: outputs differ by "
+                      f"{_fmt(c.error)} (tolerance {_fmt(c.tolerance)}) [{style}]{c.status}[/{style}]", soft_wrap=True)
+    console.print()
+
+
 def verdict_line(report: Report) -> str:
     s = report.summary
-    skipped = sorted({p.name for m in report.models for p in m.providers if p.status == "skipped"})
+    skipped = sorted({p.name for m in report.models for p in m.providers
+                      if p.status == "skipped" and not (p.reason or "").startswith("skipped by sweep")})
     if report.verdict == "pass":
         ran = [p for p in s.providers if p not in skipped]
         return "[bold green]PASSED[/bold green] | " + escape(

@@ -8,6 +8,7 @@ from gate.commands.prepare import Cache
 from gate.config import Config, ModelSpec, ProviderSpec
 from gate.core.runs import ModelRun, RunError
 from gate.errors import GateError, ModelError
+from gate.verdict.comparisons import compare
 from gate.verdict.judge import assemble, model_verdict
 from gate.verdict.types import Report
 
@@ -22,7 +23,7 @@ def _run(config: Config, spec: ModelSpec, providers, progress: Progress, setting
 
 def check(config: Config, models: tuple[ModelSpec, ...], providers: tuple[ProviderSpec, ...],
           progress: Progress = lambda _: None, settings: Settings | None = None) -> Report:
-    verdicts, cache = [], Cache()
+    done, cache = [], Cache()
     for spec in models:
         path, baseline = load_baseline(config, spec)
         run = _run(config, spec, providers, progress, settings, cache)
@@ -30,6 +31,8 @@ def check(config: Config, models: tuple[ModelSpec, ...], providers: tuple[Provid
                                                                                            run.meta.inputs_digest):
             raise GateError(f"baseline `{path}`: recorded for other inputs than model `{spec.name}` declares now; "
                             f"re-create it with `{update_command(spec, config)}`")
-        verdicts.append(model_verdict(spec, run, baseline, str(display(path)), update_command(spec, config),
-                                      policy(config)))
-    return assemble(verdicts, environment())
+        done.append((spec, run, baseline, path))
+    compared = compare(config, {run.name: run for _, run, _, _ in done})  # a sweep's pairs and anchor
+    return assemble([model_verdict(spec, run, baseline, str(display(path)), update_command(spec, config),
+                                   policy(config), compared.get(spec.name)) for spec, run, baseline, path in done],
+                    environment())

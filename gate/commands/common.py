@@ -9,7 +9,8 @@ from gate import fingerprint
 from gate.config import Config, ModelSpec
 from gate.core.versions import environment as _environment
 from gate.errors import FormatError, GateError
-from gate.formats.baseline import Baseline, baseline_path, read_document
+from gate.formats.baseline import Baseline, store
+from gate.formats.baseline.store import Location
 from gate.verdict.judge import Policy
 
 
@@ -34,12 +35,18 @@ def environment() -> dict:
     return _environment(fingerprint.backend)
 
 
+def location(config: Config, spec: ModelSpec) -> Location:
+    """Where the model's baseline lives: its own file, or its sweep's set file."""
+    return Location.of(config.baseline_dir, spec.name, spec.sweep.sweep if spec.sweep else None)
+
+
 def load_baseline(config: Config, spec: ModelSpec, replacing: bool = False) -> tuple[Path, Baseline | None]:
     """The model's baseline path and its ``Baseline`` (None when missing, and when unreadable but
     about to be replaced). Fingerprints taken with other parameters are refused, naming them."""
-    path = baseline_path(config.baseline_dir, spec.name)
+    loc = location(config, spec)
+    path = loc.path
     try:
-        doc = read_document(path)
+        doc = store.read(loc)
     except FileNotFoundError:
         return path, None
     except FormatError:

@@ -15,6 +15,7 @@ from gate.formats.baseline import baseline_path
 from gate.formats.results import RUN, Bundle, merge, read_runs, write_runs
 from gate.runners.base import Subject
 from gate.runners.registry import nominal_target
+from gate.verdict.comparisons import compare
 from gate.verdict.judge import assemble, model_verdict
 from gate.verdict.types import Report
 
@@ -41,7 +42,7 @@ def export_models(config: Config, models: tuple[ModelSpec, ...], providers: tupl
 
 def collect(source: Path, providers: tuple[ProviderSpec, ...], out: Path, isolation: Isolation | None = None,
             models: list[str] | None = None, progress: Progress = lambda _: None,
-            settings: Settings | None = None) -> list[ModelRun]:
+            settings: Settings | None = None, config: Config | None = None) -> list[ModelRun]:
     """``collect --from DIR``: run ONNX Runtime providers on exported bundles, without torch. The
     PyTorch providers' results the export recorded travel on in this runner's result file."""
     isolation = isolation or Isolation()
@@ -56,10 +57,16 @@ def collect(source: Path, providers: tuple[ProviderSpec, ...], out: Path, isolat
         run = bundle.read_run()
         if models and run.name not in models:
             continue
+        spec = next((m for m in config.models if m.name == run.name), None) if config else None
         subject = Subject(run, folder, threads=settings.threads, outputs=bundle.outputs(),
-                          output_tolerance=tuple(run.meta.output_tolerance) if run.meta.output_tolerance else None)
+                          output_tolerance=tuple(run.meta.output_tolerance) if run.meta.output_tolerance else None,
+                          repeats=spec.repeats if spec else None)
         for provider in providers:
             if provider.kind.torch:
+                continue
+            skip = config.skip_reason(run.name, provider.name) if config else None
+            if skip:
+                run.providers.append(ProviderRun.skipped(nominal_target(provider), skip))
                 continue
             progress(f"{run.name}: {provider.name}")
             run.providers.append(run_provider(provider, subject, isolation, is_isolated(provider, isolation)))
@@ -73,8 +80,9 @@ def _with_unrun(run: ModelRun, config: Config) -> ModelRun:
     have = {p.name for p in run.providers}
     for provider in config.providers:
         if provider.name not in have and not run.error:
-            run.providers.append(ProviderRun.skipped(nominal_target(provider), f"skipped: no result file holds "
-                                                     f"{provider.name} (its runner did not run or was skipped)"))
+            reason = config.skip_reason(run.name, provider.name) or (
+                f"skipped: no result file holds {provider.name} (its runner did not run or was skipped)")
+            run.providers.append(ProviderRun.skipped(nominal_target(provider), reason))
     return run
 
 
@@ -84,11 +92,13 @@ def report_files(config: Config, files: list[Path], progress: Progress = lambda 
     unknown = sorted(set(by_name) - {s.name for s in config.models})
     if unknown:
         raise GateError(f"result files hold model `{unknown[0]}`, which {config.path} does not configure")
+    runs = {spec.name: _with_unrun(by_name.get(spec.name) or ModelRun(spec.name, error=RunError(
+        "NO_RESULT", f"no result file holds model `{spec.name}` (did its export or collect job run?)")), config)
+        for spec in config.models}
+    compared = compare(config, runs)  # a sweep's pairs and anchor
     verdicts = []
     for spec in config.models:
-        run = by_name.get(spec.name) or ModelRun(spec.name, error=RunError(
-            "NO_RESULT", f"no result file holds model `{spec.name}` (did its export or collect job run?)"))
         path, baseline = load_baseline(config, spec)
-        verdicts.append(model_verdict(spec, _with_unrun(run, config), baseline, str(display(path)),
-                                      update_command(spec, config), policy(config)))
+        verdicts.append(model_verdict(spec, runs[spec.name], baseline, str(display(path)),
+                                      update_command(spec, config), policy(config), compared.get(spec.name)))
     return assemble(verdicts, environment())

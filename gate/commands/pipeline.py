@@ -24,7 +24,7 @@ from gate.errors import ModelError
 from gate.formats.results import Bundle
 from gate.runners.base import Subject, Unavailable, execute
 from gate.runners.isolation import job_for, run_isolated
-from gate.runners.registry import runner_for
+from gate.runners.registry import nominal_target, runner_for
 
 Progress = Callable[[str], None]
 
@@ -95,9 +95,14 @@ def run_provider(provider: ProviderSpec, subject: Subject, isolation: Isolation,
 def run_providers(prepared: Prepared, bundle: Bundle, providers: tuple[ProviderSpec, ...], config: Config,
                   progress: Progress, settings: Settings) -> None:
     """PyTorch providers, then ONNX Runtime EPs (the order the report lists them in)."""
+    spec = prepared.built.spec
     subject = Subject(prepared.run, bundle.folder, prepared.built, settings.threads, prepared.outputs,
-                      prepared.built.spec.output_tolerance)
+                      spec.output_tolerance, spec.repeats)
     for provider in sorted(providers, key=lambda p: not p.kind.torch):
+        skip = config.skip_reason(prepared.run.name, provider.name)
+        if skip:
+            prepared.run.providers.append(ProviderRun.skipped(nominal_target(provider), skip))
+            continue
         progress(f"{prepared.run.name}: {provider.name}" + (f" {provider.precision}" if provider.kind.torch else ""))
         isolated = is_isolated(provider, config.isolation)
         prepared.run.providers.append(run_provider(provider, subject, config.isolation, isolated, config.path))

@@ -137,7 +137,7 @@ def prepare(config: Config, spec: ModelSpec, progress: Progress = lambda _: None
     cache = (cache if cache is not None else Cache()).enter(spec)
     built = _build(config, spec, cache, progress)
     run = ModelRun(spec.name, _meta(built))
-    if _empty(built.module):
+    if spec.sweep is None and _empty(built.module):  # a sweep's op has nothing but its call
         run.error = RunError("EMPTY", f"model `{spec.name}` has no modules, parameters or buffers: nothing to check")
         return Prepared(run, built, None, built.arrays)
     exported = _export(config, built, cache, progress)
@@ -154,7 +154,7 @@ def prepare(config: Config, spec: ModelSpec, progress: Progress = lambda _: None
         return Prepared(run, built, None, built.arrays)
     run.reference_dtype = ref.dtype
     run.meta.promoted, run.meta.below_float64 = ref.notes.promoted or None, ref.notes.below or None
-    run.layers = [LayerInfo(r.name, r.type, r.fp, reached=r.reached) for r in ref.records]
+    run.layers = [LayerInfo(r.name, r.type, r.fp, reached=r.reached) for r in ref.records + ref.gradients]
     if built.training:
         progress(f"{spec.name}: the model as given (modules left in training mode)")
         run.meta.training = compare_as_given(built, ref, spec.reference_promotion)

@@ -11,15 +11,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gate import fingerprint
-from gate.commands.common import display, result_paths
+from gate.commands.common import display, location, result_paths
 from gate.commands.pipeline import Progress, Settings, run_model
 from gate.commands.prepare import Cache
 from gate.config import Config, ModelSpec, ProviderSpec
 from gate.core.layers import is_output
 from gate.core.runs import ModelRun
-from gate.errors import FormatError, GateError, ModelError
+from gate.errors import GateError, ModelError
 from gate.fingerprint import relative_error
-from gate.formats.baseline import baseline_lock, baseline_path, read_document, write_baseline
+from gate.formats.baseline import store
 from gate.formats.baseline.update import describe_changes, to_document
 from gate.formats.results import merge, read_runs
 from gate.verdict.checks import degenerate
@@ -31,6 +31,7 @@ class Updated:
     path: Path
     changes: list[str]
     warnings: list[str]
+    error: str | None = None  # a sweep's case that could not run: its baseline is left as it was
 
 
 def _from_files(config: Config, models: tuple[ModelSpec, ...], sources: list[Path]):
@@ -77,29 +78,34 @@ def update_baseline(config: Config, models: tuple[ModelSpec, ...], providers: tu
     runs: dict[str, ModelRun] = {}
     if sources:
         models, runs = _from_files(config, models, sources)
-    ready, cache = [], Cache()
+    ready, failed, cache = [], [], Cache()
     for spec in models:
-        baseline_path(config.baseline_dir, spec.name)  # a bad name fails before any run
-        run = _ready(runs[spec.name] if sources else run_model(config, spec, providers, progress, settings, cache))
+        location(config, spec)  # a bad name fails before any run
+        try:
+            run = _ready(runs[spec.name] if sources else run_model(config, spec, providers, progress, settings, cache))
+        except ModelError as exc:
+            if spec.sweep is None:
+                raise
+            # A sweep's cases are independent: one that cannot run never holds back the others.
+            failed.append(Updated(spec.name, display(location(config, spec).path), [], [], f"{exc.status}: {exc}"))
+            continue
         if calibrate:
             calibrate_noise(config, spec, providers, run, progress, settings)
         ready.append((spec, run, warnings_for(spec, run)))
-    return [_write(config, spec, run, warnings) for spec, run, warnings in ready]
+    return [_write(config, spec, run, warnings) for spec, run, warnings in ready] + failed
 
 
 def _write(config: Config, spec: ModelSpec, run: ModelRun, warnings: list[str]) -> Updated:
-    path = baseline_path(config.baseline_dir, spec.name)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with baseline_lock(path):  # re-read under the lock: a concurrent update must not be lost
-        try:
-            previous = read_document(path)
-        except (FileNotFoundError, FormatError):
-            previous = None
-        if previous is not None and previous["meta"]["fingerprint"] != fingerprint.parameters():
-            previous = None  # fingerprints of another definition: nothing of it can be kept
-        doc = to_document(run, previous)
-        write_baseline(path, doc)
-    return Updated(spec.name, display(path), describe_changes(previous, doc), warnings)
+    loc = location(config, spec)
+    made: list[dict] = []
+
+    def make(previous: dict | None) -> dict:
+        made.append(to_document(run, previous))
+        return made[0]
+
+    # Fingerprints of another definition: nothing of such a document can be kept.
+    previous = store.update(loc, make, lambda doc: doc["meta"]["fingerprint"] == fingerprint.parameters())
+    return Updated(spec.name, display(loc.path), describe_changes(previous, made[0]), warnings)
 
 
 def calibrate_noise(config: Config, spec: ModelSpec, providers, run: ModelRun, progress: Progress,

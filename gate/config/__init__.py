@@ -11,7 +11,11 @@ from gate.config.types import (
     Isolation,
     LayerTolerance,
     ModelSpec,
+    Pair,
     ProviderSpec,
+    Skip,
+    Sweep,
+    SweepCase,
     Tolerance,
 )
 
@@ -24,7 +28,11 @@ __all__ = [
     "Isolation",
     "LayerTolerance",
     "ModelSpec",
+    "Pair",
     "ProviderSpec",
+    "Skip",
+    "Sweep",
+    "SweepCase",
     "Tolerance",
     "canonical_provider",
     "find_config",

@@ -19,7 +19,7 @@ from gate.core.names import model_name_problem
 
 MODEL_KEYS = ("name", "factory", "inputs", "exporter", "opset", "opsets", "seed", "tolerance", "layer-tolerances",
               "batch-sizes", "sequence-lengths", "input-shapes", "input-sets", "reference-promotion",
-              "dynamic-shapes", "transform", "artifact", "output-tolerance")
+              "dynamic-shapes", "transform", "artifact", "output-tolerance", "gradients", "repeats")
 TOLERANCE_KEYS = ("growth", "floor", "reference", "ceiling")
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
 
@@ -70,8 +70,16 @@ def parse_model(r: Reader, default_tol: Tolerance, seed: int, opset: int | None,
                      layer_tolerances=tuple(layer_tols),
                      reference_promotion=r.get("reference-promotion", (bool,), True), where=r.where,
                      dynamic_shapes=_dynamic_shapes(r, inputs), transform=_transform(r),
-                     artifact=_artifact(r), output_tolerance=_output_tolerance(r))
+                     artifact=_artifact(r), output_tolerance=_output_tolerance(r),
+                     gradients=r.get("gradients", (bool,), False), repeats=_repeats(r))
     return expand(r, base)
+
+
+def _repeats(r: Reader) -> int | None:
+    value = r.get("repeats", (int,), None)
+    if value is not None and value < 1:
+        r.fail(r.key("repeats"), f"must be >= 1, got {value}")
+    return value
 
 
 def _opset(r: Reader, key: str, default: int | None) -> int | None:

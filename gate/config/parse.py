@@ -5,18 +5,20 @@ Every error names the file and the dotted key (``tool.parity-gate.models[0].inpu
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from gate.config.models import parse_model, parse_tolerance
 from gate.config.providers import canonical_provider
 from gate.config.reader import Reader, kind
+from gate.config.sweeps import included, parse_sweep
 from gate.config.types import EXPORTERS, Config, Isolation, ProviderSpec, Tolerance
 from gate.core.target import PRECISIONS, TORCH_PRECISIONS
 from gate.errors import ConfigError
 
 TOP_KEYS = ("baseline-dir", "providers", "models", "tolerance", "seed", "opset", "exporter", "isolation",
-            "placement", "max-slowdown", "require")
+            "placement", "max-slowdown", "require", "sweeps", "include")
 ISOLATION_KEYS = ("enabled", "timeout", "memory-budget-mb", "capture-memory-mb")
 
 
@@ -32,16 +34,31 @@ def parse(section: Any, path: Path, prefix: str) -> Config:
     exporter = top.get("exporter", (str,), "dynamo")
     if exporter not in EXPORTERS:
         top.fail(top.key("exporter"), f"expected one of {', '.join(EXPORTERS)}, got `{exporter}`")
-    models_raw = top.get("models", (list,), required=True)
-    if not models_raw:
-        top.fail(top.key("models"), "no models configured")
     models = []
-    for i, raw in enumerate(models_raw):
+    for i, raw in enumerate(top.get("models", (list,), [])):
         models.extend(parse_model(Reader(raw, path, f"{top.key('models')}[{i}]"), default_tol, seed, opset, exporter))
-    names = [m.name for m in models]
-    for name in names:
-        if names.count(name) > 1:
-            top.fail(top.key("models"), f"model name `{name}` is used twice")
+    sweep_tables = [Reader(t, path, f"{top.key('sweeps')}[{i}]") for i, t in enumerate(top.get("sweeps", (list,), []))]
+    sweeps = []
+    for r in sweep_tables + included(top):
+        sweep, cases = parse_sweep(r, default_tol, seed, opset, exporter)
+        if sweep.anchor is not None:
+            sweep = replace(sweep, anchor=_canonical(r, r.key("anchor"), sweep.anchor))
+            if sweep.anchor not in {p.name for p in providers}:
+                r.fail(r.key("anchor"), f"`{sweep.anchor}` is not a configured provider")
+        if any(s.name == sweep.name for s in sweeps):
+            r.fail(r.key("name"), f"sweep name `{sweep.name}` is used twice")
+        sweeps.append(sweep)
+        models.extend(cases)
+    if not models:
+        top.fail(top.key("models"), "no models or sweeps configured")
+    seen: set[str] = set()
+    clash = {s.name for s in sweeps} & {m.name for m in models if m.sweep is None}
+    if clash:  # both would be baselines/<name>.msgpack.zst
+        top.fail(top.key("sweeps"), f"sweep `{sorted(clash)[0]}` has the name of a model")
+    for m in models:
+        if m.name in seen:
+            top.fail(top.key("sweeps" if m.sweep else "models"), f"model name `{m.name}` is used twice")
+        seen.add(m.name)
     placement = top.get("placement", (str,), "warn")
     if placement not in ("warn", "fail", "off"):
         top.fail(top.key("placement"), f"expected warn, fail or off, got `{placement}`")
@@ -51,7 +68,7 @@ def parse(section: Any, path: Path, prefix: str) -> Config:
     require = tuple(_canonical(top, top.key("require"), n) for n in top.get("require", (list,), []))
     return Config(path=path, root=root, baseline_dir=baseline_dir, providers=providers, models=tuple(models),
                   isolation=_parse_isolation(top), placement=placement,
-                  max_slowdown=None if slowdown is None else float(slowdown), require=require)
+                  max_slowdown=None if slowdown is None else float(slowdown), require=require, sweeps=tuple(sweeps))
 
 
 def _parse_isolation(top: Reader) -> Isolation:

@@ -79,6 +79,59 @@ class ProviderSpec:
 
 
 @dataclass(frozen=True)
+class SweepCase:
+    """What one case of a sweep builds: ``target`` (a class to construct, or a function to call)
+    with ``args``/``kwargs`` after the inputs, every template filled from ``values``."""
+
+    sweep: str
+    kind: str  # "module" | "op"
+    target: str  # "torch.nn.GELU", "torch.ops.aten.add.Tensor", "mypkg.layers:MyNorm"
+    args: tuple = ()
+    kwargs: Mapping[str, Any] = field(default_factory=dict)
+    values: tuple[tuple[str, Any], ...] = ()  # every var and dim of the case
+
+
+@dataclass(frozen=True)
+class Skip:
+    """A case (glob) not run on a provider (glob), with the reason the report lists."""
+
+    case: str
+    provider: str
+    reason: str
+
+    def matches(self, case: str, provider: str) -> bool:
+        from fnmatch import fnmatchcase
+
+        # "act.gelu.b8" matches "act.gelu.*" and, within its sweep, "gelu.*"
+        named = fnmatchcase(case, self.case) or fnmatchcase(case.partition(".")[2], self.case)
+        return named and fnmatchcase(provider, self.provider)
+
+
+@dataclass(frozen=True)
+class Pair:
+    """Two cases compared on each provider: every case whose ``axis`` is ``left`` against the case
+    that differs from it only by ``axis`` = ``right`` (a custom layer against PyTorch's own)."""
+
+    axis: str
+    left: Any
+    right: Any
+    tolerance: float = 1e-5  # largest relative L2 difference of their outputs
+
+
+@dataclass(frozen=True)
+class Sweep:
+    name: str
+    cases: tuple[str, ...]
+    skips: tuple[Skip, ...] = ()
+    pairs: tuple[Pair, ...] = ()
+    anchor: str | None = None  # a provider every other one is also compared with
+    where: str = ""
+
+    def skip_reason(self, case: str, provider: str) -> str | None:
+        return next((s.reason for s in self.skips if s.matches(case, provider)), None)
+
+
+@dataclass(frozen=True)
 class ModelSpec:
     name: str
     factory: str
@@ -97,6 +150,9 @@ class ModelSpec:
     transform: str | None = None  # "module:function", ModelProto -> ModelProto: what ships
     artifact: Path | None = None  # a prebuilt ONNX file gated instead of the gate's own export
     output_tolerance: tuple[float, float] | None = None  # (rtol, atol): allclose on the outputs gates
+    sweep: SweepCase | None = None  # a case of a sweep: built from this instead of a factory
+    gradients: bool = False  # also fingerprint parameter gradients of a seeded loss (grad:<name>)
+    repeats: int | None = None  # timed runs per provider (median and p90); None: ONNX Runtime's 5 only
 
     @property
     def export_key(self) -> tuple:
@@ -143,6 +199,19 @@ class Config:
     placement: str = "warn"  # a PR adds CPU fallbacks to an EP: "warn", "fail" or "off"
     max_slowdown: float | None = None  # fail when latency > (1 + this) x baseline; None: report only
     require: tuple[str, ...] = ()  # providers that must be available here (skipping them fails)
+    sweeps: tuple[Sweep, ...] = ()  # their cases are in ``models``, after the configured models
+
+    def sweep_of(self, spec: ModelSpec) -> Sweep | None:
+        if spec.sweep is None:
+            return None
+        return next((s for s in self.sweeps if s.name == spec.sweep.sweep), None)
+
+    def skip_reason(self, model: str, provider: str) -> str | None:
+        """Why a sweep's ``skip`` keeps ``provider`` off the case ``model`` (None: it runs)."""
+        spec = next((m for m in self.models if m.name == model), None)
+        sweep = self.sweep_of(spec) if spec is not None else None
+        reason = sweep.skip_reason(model, provider) if sweep is not None else None
+        return f"skipped by sweep `{sweep.name}`: {reason}" if reason else None
 
     def select_models(self, patterns: list[str] | None) -> tuple[ModelSpec, ...]:
         """Models whose name, or whose configured name (every case of it), matches a pattern
@@ -153,9 +222,11 @@ class Config:
 
         chosen = []
         for pattern in patterns:
-            hits = [m for m in self.models if fnmatchcase(m.name, pattern) or fnmatchcase(m.base, pattern)]
+            hits = [m for m in self.models if fnmatchcase(m.name, pattern) or fnmatchcase(m.base, pattern)
+                    or (m.sweep is not None and fnmatchcase(m.sweep.sweep, pattern))]
             if not hits:
-                names = ", ".join(dict.fromkeys(m.base or m.name for m in self.models)) or "none"
+                names = ", ".join(dict.fromkeys(m.sweep.sweep if m.sweep else m.base or m.name
+                                                for m in self.models)) or "none"
                 raise ConfigError(f"{self.path}: no model matches `{pattern}` (configured: {names})")
             chosen.extend(hits)
         return tuple(m for m in self.models if m in chosen)

@@ -16,3 +16,11 @@ def layer_name(module: str, call: int, element: str = "") -> str:
 def is_output(name: str) -> bool:
     """Whether a layer is one of the model's outputs (a call of the root module)."""
     return name.startswith(ROOT)
+
+
+GRADIENT = "grad:"  # ``grad:<parameter>``: a parameter's gradient of the seeded loss (``gradients = true``)
+FORWARD_ONLY = "ONNX Runtime providers are forward-only (gradients are checked on the PyTorch providers)"
+
+
+def is_gradient(name: str) -> bool:
+    return name.startswith(GRADIENT)

@@ -118,10 +118,11 @@ class ProviderRun:
     reason: str | None = None
     error_status: str | None = None  # LOAD_FAIL, INFER_FAIL, ...
     layers: dict[str, ProviderLayer] = field(default_factory=dict)
-    latency_ms: float | None = None
+    latency_ms: float | None = None  # median of the timed runs
     placement: dict[str, Any] | None = None  # which nodes ran on the provider, which fell back
     capture_peak_bytes: int | None = None  # most marked-intermediate bytes held at once
     session_options: dict[str, Any] | None = None  # the ONNX Runtime SessionOptions the config set
+    latency_p90_ms: float | None = None  # 90th percentile of the timed runs, where `repeats` asked for them
 
     @property
     def name(self) -> str:
@@ -158,3 +159,12 @@ class ModelRun:
 
     def provider(self, target: Target) -> ProviderRun | None:
         return next((p for p in self.providers if p.target == target), None)
+
+
+def latency(times_ms: list[float]) -> tuple[float | None, float | None]:
+    """(median, 90th percentile) of timed runs in milliseconds; (None, None) when none ran."""
+    if not times_ms:
+        return None, None
+    import numpy as np
+
+    return float(np.median(times_ms)), float(np.percentile(times_ms, 90))

@@ -64,13 +64,7 @@ ALWAYS = ("no autograd", "multi-head attention fast path off")  # inference_mode
 
 def build_module(spec: ModelSpec, root: Path) -> Module:
     """Call the factory (under the model's seed) and put the model in eval mode, saying what that changed."""
-    factory = resolve(spec.factory, root, f"{spec.where}.factory")
-    torch.manual_seed(spec.factory_seed if spec.factory_seed is not None else spec.seed)
-    try:
-        module = factory()
-    except Exception as exc:
-        raise ModelError(f"model `{spec.name}`: factory `{spec.factory}` raised {type(exc).__name__}: {exc}",
-                         "BUILD_FAIL") from None
+    module = _construct(spec, root)
     if not isinstance(module, torch.nn.Module):
         raise ConfigError(
             f"`{spec.where}.factory`: `{spec.factory}` returned {type(module).__name__}, not a torch.nn.Module"
@@ -84,6 +78,21 @@ def build_module(spec: ModelSpec, root: Path) -> Module:
     module.eval()
     mixed = training if 0 < len(training) < total else []
     return Module(module, weights_digest(module), normalizations, mixed)
+
+
+def _construct(spec: ModelSpec, root: Path) -> object:
+    """The factory's model, or a sweep case's module, made under the model's seed."""
+    factory = None if spec.sweep else resolve(spec.factory, root, f"{spec.where}.factory")
+    torch.manual_seed(spec.factory_seed if spec.factory_seed is not None else spec.seed)
+    if spec.sweep:
+        from gate.model.sweep import build_case
+
+        return build_case(spec, root)
+    try:
+        return factory()
+    except Exception as exc:
+        raise ModelError(f"model `{spec.name}`: factory `{spec.factory}` raised {type(exc).__name__}: {exc}",
+                         "BUILD_FAIL") from None
 
 
 def build(spec: ModelSpec, root: Path, built: Module | None = None) -> BuiltModel:

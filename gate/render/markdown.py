@@ -14,7 +14,10 @@ from dataclasses import dataclass
 from gate.render.chart import error_chart
 from gate.render.next_steps import next_steps
 from gate.render.notices import MAX_LIST, baseline_block, notices, reason
+from gate.render.outputs_md import outputs_table
+from gate.render.sweeps_md import sweep_section
 from gate.render.text import MESSAGE_CAP, attr, clip, code, link, num, plain, times
+from gate.verdict.sweeps import matrices
 from gate.verdict.types import ModelVerdict, ProviderVerdict, Regression, Report, Row
 
 COMMENT_LIMIT = 65_536
@@ -134,8 +137,9 @@ class _Doc:
     def render(self) -> str:
         parts = [self.marker, baseline_block(self.r, self.approval), self.headline(), self.judged(),
                  notices(self.r), next_steps(self.r), self.overview()]
-        if self.level.models:
-            parts += [self.model_section(m) for m in self.models]
+        if self.level.models:  # a passing case of a sweep is one row of its matrix, not a section
+            parts += [self.model_section(m) for m in self.models if not m.sweep or m.status != "pass"]
+        parts += [sweep_section(mx) for mx in matrices(self.models)]
         if self.shortened:
             parts.append(self.pointer())
         parts.append(self.footer())
@@ -177,14 +181,17 @@ class _Doc:
     # -- tables ------------------------------------------------------------------------------
     def overview(self) -> str:
         rows = ["| model | status | layers | providers | first regression |", "| --- | --- | ---: | --- | --- |"]
-        cap = len(self.models) if self.level.models else 50
-        for m in self.models[:cap]:
+        listed = [m for m in self.models if not m.sweep or m.status != "pass"]
+        if not listed:
+            return ""
+        cap = len(listed) if self.level.models else 50
+        for m in listed[:cap]:
             provs = " ".join(f"{ICON.get(p.status, '❔')}&nbsp;{_provider_label(p, m)}" for p in m.providers
                              if p.status != "skipped")  # a skipped provider is said once, in the notices
             rows.append(f"| {code(m.name)} | {_status(m.status)} | {num(m.layers)} | {provs or '—'} | "
                         f"{_first(m.first_regression, _baseline_of(self.r, m.first_regression, m))} |")
-        if len(self.models) > cap:
-            rows.append(f"| … {len(self.models) - cap} more models | | | | |")
+        if len(listed) > cap:
+            rows.append(f"| … {len(listed) - cap} more models | | | | |")
         return "\n".join(rows)
 
     def model_section(self, m: ModelVerdict) -> str:
@@ -199,7 +206,7 @@ class _Doc:
         if audits:
             out.append("\n".join(f"{'❌' if a.status == 'fail' else '⚠️'} {plain(a.check, 20)}: "
                                   f"{plain(a.message, MESSAGE_CAP)}" for a in audits[:10]))
-        out.append(_outputs_table(m.providers))
+        out.append(outputs_table(m.providers))
         hints = [h for h in m.hints if h.kind != "hints-unavailable"]
         if hints and m.status in ("regressed", "error"):
             out.append("**Diagnosis**\n\n" + "\n".join(
@@ -319,23 +326,6 @@ def mapping_text(m: ModelVerdict) -> str:
         return ""
     return (f"{mp['mapped']} of {mp['layers']} layers have a value in the shipped graph "
             f"({mp['folded']} folded, {mp['absent']} absent)")
-
-
-def _outputs_table(providers: list[ProviderVerdict]) -> str:
-    """The model outputs' exact metrics (full tensors), per runtime."""
-    rows = [(p, r) for p in providers for r in p.rows if r.exact]
-    if not rows:
-        return ""
-    lines = ["| provider | output | max-abs | max-rel | allclose | worst element |",
-             "| --- | --- | ---: | ---: | --- | --- |"]
-    for p, r in rows[:MAX_LIST]:
-        e = r.exact
-        where = ", ".join(str(i) for i in e.get("worst_index") or [])
-        verdict = "✅" if e.get("allclose") else f"❌ {num(e.get('mismatched'))} of {num(e.get('count'))}"
-        lines.append(f"| {code(p.name)} | {code(r.layer)} | {num(e.get('max_abs'))} | {num(e.get('max_rel'))} | "
-                     f"{verdict} (rtol {num(e.get('rtol'))}, atol {num(e.get('atol'))}) | "
-                     f"[{plain(where, 60)}]: expected {num(e.get('expected'))}, got {num(e.get('actual'))} |")
-    return "**Outputs** (full tensors, against the float64 reference)\n\n" + "\n".join(lines)
 
 
 def promotion_text(m: ModelVerdict) -> str:

@@ -72,6 +72,8 @@ def model_notices(m: ModelVerdict) -> list[str]:
         items.append(f"ℹ️ {code(m.name)} ran with {plain(name, 20)} {plain(v.get('run'), 40)}; its baseline was "
                      f"recorded with {plain(v.get('baseline'), 40)}.")
     for p in m.providers:
+        if p.status == "skipped" and (p.reason or "").startswith("skipped by sweep"):
+            continue  # listed with its reason in the sweep's matrix
         if p.status == "skipped":
             items.append(f"⏭️ {code(m.name)} · {code(p.name)} not checked: {plain(reason(p))}")
         elif p.status == "error":

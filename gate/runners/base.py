@@ -44,6 +44,7 @@ class Subject:
     threads: int | None = None  # intra-op threads of torch / ONNX Runtime (None: theirs)
     outputs: list[np.ndarray] = field(default_factory=list)  # the reference's outputs, float64, in order
     output_tolerance: tuple[float, float] | None = None  # (rtol, atol) of the exact output metrics
+    repeats: int | None = None  # timed runs per provider (median, p90); None: ONNX Runtime's default only
 
 
 class Runner(ABC):

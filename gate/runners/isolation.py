@@ -35,7 +35,8 @@ def job_for(spec: ProviderSpec, subject, isolation: Isolation, config: Path | No
                          "session_options": dict(spec.session_options)},
             "threads": subject.threads, "memory_mb": isolation.memory_mb,
             "capture_bytes": isolation.capture_mb * MiB if isolation.capture_mb else None,
-            "output_tolerance": list(subject.output_tolerance) if subject.output_tolerance else None}
+            "output_tolerance": list(subject.output_tolerance) if subject.output_tolerance else None,
+            "repeats": subject.repeats}
 
 
 def run_isolated(job: dict, target: Target, timeout_s: float) -> ProviderRun:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from gate.config.providers import CPU_EPS
 from gate.core import device
+from gate.core.layers import FORWARD_ONLY, is_gradient
 from gate.core.runs import ModelRun, ProviderLayer, ProviderRun, error_against
 from gate.core.target import Target
 from gate.errors import ModelError
@@ -56,9 +57,12 @@ class OrtRunner(Runner):
         values = list(dict.fromkeys(s.value for s in run.onnx_map.values() if s.kind == "value"))
         session = ort_session.SessionSpec(self.name, dict(self.spec.options), dict(self.spec.session_options),
                                           self.subject.threads)
-        result = ort_session.run(proto, session, inputs, values, what, capture_bytes=self.capture_bytes,
+        repeats = self.subject.repeats
+        result = ort_session.run(proto, session, inputs, values, what, timing_runs=repeats or 5,
+                                 capture_bytes=self.capture_bytes,
                                  value_bytes=value_bytes(run), keep_outputs=bool(self.subject.outputs))
         prun = ProviderRun(self.target(), latency_ms=result.latency_ms, placement=result.placement,
+                           latency_p90_ms=result.latency_p90_ms if repeats else None,
                            capture_peak_bytes=result.peak_capture_bytes,
                            session_options=dict(self.spec.session_options) or None)
         for layer in run.layers:
@@ -70,7 +74,7 @@ class OrtRunner(Runner):
 def _layer(run: ModelRun, layer, outputs: list, values: dict) -> ProviderLayer:
     site = run.onnx_map.get(layer.name)
     if site is None:
-        return ProviderLayer("absent", reason="not mapped")
+        return ProviderLayer("absent", reason=FORWARD_ONLY if is_gradient(layer.name) else "not mapped")
     if site.kind in ("folded", "absent"):
         return ProviderLayer(site.kind, reason=site.reason)
     if site.kind == "output":

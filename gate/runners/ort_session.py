@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 import onnx
 
+from gate.core.runs import latency
 from gate.errors import ModelError
 from gate.fingerprint import Fingerprint, fingerprint
 
@@ -25,6 +26,7 @@ class OrtRun:
     outputs: list[Fingerprint]  # graph outputs of the unmodified graph, in order
     values: dict[str, Fingerprint] = field(default_factory=dict)  # marked intermediate values
     latency_ms: float | None = None
+    latency_p90_ms: float | None = None
     placement: dict[str, Any] | None = None
     peak_capture_bytes: int = 0
     arrays: list[np.ndarray] = field(default_factory=list)  # the outputs themselves (exact metrics)
@@ -172,8 +174,8 @@ def run(proto: onnx.ModelProto, spec: SessionSpec, inputs: Sequence[np.ndarray],
             times.append((time.perf_counter() - start) * 1e3)
     except Exception as exc:
         raise ModelError(f"{what}: {spec.provider} failed to run the model: {_line(exc)}") from None
-    result = OrtRun([fingerprint(_floating(np.asarray(o))) for o in outputs],
-                    latency_ms=float(np.median(times)) if times else None)
+    median, p90 = latency(times)
+    result = OrtRun([fingerprint(_floating(np.asarray(o))) for o in outputs], latency_ms=median, latency_p90_ms=p90)
     result.placement = placement(session, spec.provider)
     result.arrays = [np.asarray(o) for o in outputs] if keep_outputs else []
     del outputs, session

@@ -16,6 +16,7 @@ import torch
 from gate.errors import ModelError
 from gate.model.build import BuiltModel
 from gate.runners import torch_hooks
+from gate.runners.gradients import gradients
 from gate.runners.promotion import Notes, promoted
 from gate.runners.torch_hooks import LayerOutput
 
@@ -26,6 +27,7 @@ class Reference:
     records: list[LayerOutput]
     notes: Notes
     outputs: list[np.ndarray] = field(default_factory=list)  # the model's outputs, for exact metrics
+    gradients: list[LayerOutput] = field(default_factory=list)  # ``grad:<parameter>``, with ``gradients = true``
 
 
 def as_float64(module: torch.nn.Module, inputs: tuple[torch.Tensor, ...]):
@@ -52,15 +54,17 @@ def run_reference(built: BuiltModel, progress: Callable[[str], None], promote: b
     try:
         module, inputs = as_float64(built.module, built.inputs)
         records, notes, outputs = _capture(module, inputs, promote)
+        grads = gradients(module, inputs, built.spec.seed) if built.spec.gradients else []
         del module
-        return Reference("float64", records, notes, outputs)
+        return Reference("float64", records, notes, outputs, grads)
     except Exception as exc:  # noqa: BLE001 - a model without float64 kernels falls back
         progress(f"{name}: float64 reference failed ({type(exc).__name__}); using float32")
     try:
         capture = torch_hooks.Capture(built.module)
         records = capture.run(built.inputs)
         outputs = [torch_hooks.to_numpy(t).astype(np.float64) for _, t in torch_hooks.flatten(capture.output)]
-        return Reference("float32", records, Notes(reached="float32"), outputs)
+        grads = gradients(built.module, built.inputs, built.spec.seed) if built.spec.gradients else []
+        return Reference("float32", records, Notes(reached="float32"), outputs, grads)
     except Exception as exc:
         raise ModelError(f"model `{name}`: PyTorch forward failed: {type(exc).__name__}: {exc}", "INFER_FAIL") from None
 

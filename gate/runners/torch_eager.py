@@ -6,11 +6,12 @@ from __future__ import annotations
 import copy
 
 from gate.core import device
-from gate.core.runs import ProviderRun
+from gate.core.runs import ProviderRun, latency
 from gate.core.target import Target
 from gate.errors import ModelError
 from gate.runners import torch_hooks
 from gate.runners.base import Runner, Subject, Unavailable
+from gate.runners.gradients import gradients
 
 
 class TorchEagerRunner(Runner):
@@ -56,13 +57,43 @@ class TorchEagerRunner(Runner):
         capture = torch_hooks.Capture(self.module)
         return {r.name: r.fp for r in capture.run(self.inputs)}, capture.output
 
+    def forward(self):
+        """What the timed runs call: the module itself, no hooks."""
+        return self.module
+
+    def timed(self, repeats: int) -> list[float]:
+        """Wall time of ``repeats`` forward passes (ms) after the captured one warmed up."""
+        import time
+
+        import torch
+
+        from gate.model.build import inference_mode
+
+        fn, times = self.forward(), []
+        with inference_mode():
+            for _ in range(repeats):
+                if self.on_cuda:
+                    torch.cuda.synchronize()
+                start = time.perf_counter()
+                fn(*self.inputs)
+                if self.on_cuda:
+                    torch.cuda.synchronize()
+                times.append((time.perf_counter() - start) * 1e3)
+        return times
+
     def run(self) -> ProviderRun:
         try:
             fingerprints, output = self.capture()
+            spec = self.subject.built.spec
+            if spec.gradients:  # the backward pass, in this provider's precision, after the forward
+                grads = gradients(self.module, self.inputs, spec.seed, self.forward())
+                fingerprints.update((r.name, r.fp) for r in grads)
         except Exception as exc:  # noqa: BLE001 - a provider that cannot run is a status, not a crash
             raise ModelError(f"{self.name} ({self.spec.precision}) failed: {type(exc).__name__}: {str(exc)[:300]}",
                              "INFER_FAIL") from None
         prun = self.layers_from(ProviderRun(self.target()), fingerprints, self.absent_reason)
+        if self.subject.repeats:
+            prun.latency_ms, prun.latency_p90_ms = latency(self.timed(self.subject.repeats))
         self.exact_outputs(prun, [torch_hooks.to_numpy(t) for _, t in torch_hooks.flatten(output)])
         return prun
 

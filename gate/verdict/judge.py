@@ -9,7 +9,7 @@ from gate.config import ModelSpec
 from gate.core.runs import ModelRun, ProviderRun
 from gate.formats.baseline import Baseline, Entry
 from gate.verdict import checks, hints, model_audits
-from gate.verdict.types import Audit, ModelVerdict, ProviderVerdict, Regression, Report
+from gate.verdict.types import Audit, Comparison, ModelVerdict, ProviderVerdict, Regression, Report
 from gate.verdict.versions import version_changes
 
 REFERENCE = "torch-cpu"  # the float64 reference runs on PyTorch's CPU kernels
@@ -61,7 +61,7 @@ def _reference(run: ModelRun, baseline: Baseline | None, spec: ModelSpec, missin
 def _runtime(run: ModelRun, prun: ProviderRun, baseline: Baseline | None, spec: ModelSpec, update_cmd: str,
              policy: Policy) -> ProviderVerdict:
     pv = ProviderVerdict(prun.name, "runtime", prun.precision, prun.target.label, reason=prun.reason,
-                         latency_ms=prun.latency_ms)
+                         latency_ms=prun.latency_ms, latency_p90_ms=prun.latency_p90_ms)
     if prun.status == "skipped":
         pv.status = "skipped"
         if prun.name in policy.require:
@@ -97,13 +97,14 @@ def _first(pv: ProviderVerdict, order: dict[str, int]) -> Regression | None:
 
 
 def model_verdict(spec: ModelSpec, run: ModelRun, baseline: Baseline | None, path: str, update_cmd: str,
-                  policy: Policy = Policy()) -> ModelVerdict:
+                  policy: Policy = Policy(), comparisons: list[Comparison] | None = None) -> ModelVerdict:
     mv = ModelVerdict(spec.name, error=None if run.error is None else {"status": run.error.status,
                                                                        "message": run.error.message},
                       baseline_path=path, baseline_exists=baseline is not None, exporter=run.meta.exporter,
                       export_fallback=run.meta.export_fallback, opset=run.meta.opset,
                       reference_dtype=run.reference_dtype, layers=len(run.layers),
-                      promoted=dict(run.meta.promoted or {}), below_float64=dict(run.meta.below_float64 or {}))
+                      promoted=dict(run.meta.promoted or {}), below_float64=dict(run.meta.below_float64 or {}),
+                      sweep=spec.sweep.sweep if spec.sweep else None, comparisons=list(comparisons or []))
     if baseline is None:
         mv.status, mv.message = "no-baseline", f"no baseline at {path}: create it with `{update_cmd}`"
     else:
@@ -127,6 +128,11 @@ def model_verdict(spec: ModelSpec, run: ModelRun, baseline: Baseline | None, pat
         layer = audit.layer or "(model)"
         candidates.append((order.get(layer, -1) if audit.layer else -1, 0,
                            Regression(layer, "", audit.check, message=audit.message, provider=where)))
+    for c in (c for c in mv.comparisons if c.status == "fail"):  # after every layer: outputs only
+        against = f"case `{c.other}`" if c.kind == "pair" else f"anchor `{c.other}`"
+        candidates.append((len(order), 2, Regression("(model)", "", c.kind, c.error, c.tolerance,
+                                                     f"outputs differ from {against} by {c.error:.3g}",
+                                                     provider=c.provider)))
     if candidates:
         # Earliest layer wins; on a tie the model's own audits, then the reference (a model change)
         # explain the runtimes.

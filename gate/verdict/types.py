@@ -115,6 +115,28 @@ class Audit:
 
 
 @dataclass
+class Comparison:
+    """A sweep's comparison of one case's outputs beyond the reference: ``pair`` (against the case
+    ``other`` on the same ``provider``) or ``anchor`` (``provider`` against the provider ``other``)."""
+
+    kind: str  # "pair" | "anchor"
+    provider: str  # a runtime's column label, or "torch-cpu:float64" for the reference
+    other: str
+    error: float | None  # largest relative L2 difference of the outputs
+    tolerance: float
+    status: str  # "pass" | "fail" | "unmeasured"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "provider": self.provider, "other": self.other, "error": self.error,
+                "tolerance": self.tolerance, "status": self.status}
+
+    @classmethod
+    def from_dict(cls, o: Obj) -> Comparison:
+        return cls(o.choice("kind", ("pair", "anchor")), o.str("provider"), o.str("other"), o.num("error"),
+                   o.num("tolerance") or 0.0, o.choice("status", ("pass", "fail", "unmeasured")))
+
+
+@dataclass
 class ProviderVerdict:
     """One target of one model: the reference (role ``reference``) or a runtime."""
 
@@ -132,6 +154,7 @@ class ProviderVerdict:
     audits: list[Audit] = field(default_factory=list)
     placement: dict[str, Any] | None = None
     capture_peak_mb: float | None = None
+    latency_p90_ms: float | None = None  # with `repeats`: the 90th percentile beside the median
 
     @property
     def checked(self) -> int:
@@ -152,7 +175,8 @@ class ProviderVerdict:
                 "first_regression": None if self.first_regression is None else self.first_regression.to_dict(),
                 "checked": self.checked, "failed": self.failed, "folded": self.folded,
                 "layers": [r.to_dict() for r in self.rows], "audits": [a.to_dict() for a in self.audits],
-                "placement": self.placement, "capture_peak_mb": self.capture_peak_mb}
+                "placement": self.placement, "capture_peak_mb": self.capture_peak_mb,
+                **({"latency_p90_ms": self.latency_p90_ms} if self.latency_p90_ms is not None else {})}
 
     @classmethod
     def from_dict(cls, o: Obj) -> ProviderVerdict:
@@ -160,7 +184,8 @@ class ProviderVerdict:
                    o.str("device", default=""), o.choice("status", TARGET_STATUSES), o.opt_str("reason"),
                    o.opt_str("error_status"), o.num("latency_ms"), o.num("baseline_latency_ms"),
                    o.opt_obj("first_regression", Regression.from_dict), o.objs("layers", Row.from_dict),
-                   o.objs("audits", Audit.from_dict), o.free("placement"), o.num("capture_peak_mb"))
+                   o.objs("audits", Audit.from_dict), o.free("placement"), o.num("capture_peak_mb"),
+                   o.num("latency_p90_ms") if o.has("latency_p90_ms") else None)
 
 
 @dataclass
@@ -206,11 +231,17 @@ class ModelVerdict:
     mapping: dict[str, Any] = field(default_factory=dict)  # how many layers the shipped graph lets us see
     # Runtimes whose version differs from the baseline's: {"onnxruntime": {"baseline": v0, "run": v1}}.
     versions: dict[str, dict[str, str]] = field(default_factory=dict)
+    sweep: str | None = None  # the sweep this model is a case of
+    comparisons: list[Comparison] = field(default_factory=list)  # the sweep's pairs and anchor
 
     def to_dict(self) -> dict[str, Any]:
         out = self._to_dict()
         if self.versions:  # absent when nothing differs: such reports keep their bytes
             out["versions"] = self.versions
+        if self.sweep:
+            out["sweep"] = self.sweep
+        if self.comparisons:
+            out["comparisons"] = [c.to_dict() for c in self.comparisons]
         return out
 
     def _to_dict(self) -> dict[str, Any]:
@@ -238,7 +269,8 @@ class ModelVerdict:
                    o.int("opset"), dtype, o.int("layers") or 0,
                    o.opt_obj("first_regression", Regression.from_dict), o.objs("providers", ProviderVerdict.from_dict),
                    o.opt_str("message"), o.objs("hints", Hint.from_dict), promoted, below,
-                   o.objs("audits", Audit.from_dict), o.free("mapping") or {}, versions)
+                   o.objs("audits", Audit.from_dict), o.free("mapping") or {}, versions,
+                   o.opt_str("sweep") if o.has("sweep") else None, o.objs("comparisons", Comparison.from_dict))
 
 
 def _versions(o: Obj) -> dict[str, dict[str, str]]:
@@ -294,6 +326,11 @@ class Report:
                "models": [m.to_dict() for m in self.models]}
         if self.baseline_changes is not None:
             out["baseline_changes"] = self.baseline_changes
+        from .sweeps import matrices  # derived from the models: written for readers, never read back
+
+        sweeps = matrices(self.models)
+        if sweeps:
+            out["sweeps"] = [mx.to_dict() for mx in sweeps]
         return out
 
     @classmethod

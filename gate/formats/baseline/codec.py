@@ -26,13 +26,13 @@ ZSTD_LEVEL = 10
 KIND = FileKind("baseline", FORMAT, VERSION, "re-create it with `parity-gate update-baseline`")
 
 
-def _parse(raw: bytes, limits: Limits) -> dict:
-    check_version(raw, limits, KIND)
+def _parse(raw: bytes, limits: Limits, kind: FileKind = KIND, schema=DOCUMENT, check=check_document) -> dict:
+    check_version(raw, limits, kind)
     r = StreamReader(raw, limits)
-    doc = DOCUMENT.read(r, "", limits)
+    doc = schema.read(r, "", limits)
     if r.pos != len(raw):
         raise Invalid("", f"trailing data after the msgpack map ({len(raw) - r.pos:,} more bytes)")
-    return check_document(doc)
+    return check(doc)
 
 
 def decode_baseline(data: bytes, source: str, limits: Limits = DEFAULT_LIMITS) -> dict:
@@ -43,10 +43,10 @@ def decode_baseline(data: bytes, source: str, limits: Limits = DEFAULT_LIMITS) -
         raise FormatError(f"baseline `{source}`: {e}") from None
 
 
-def _encode(doc: dict, source: str) -> bytes:
+def _encode(doc: dict, source: str, kind: FileKind = KIND, schema=DOCUMENT, check=check_document) -> bytes:
     limits = DEFAULT_LIMITS  # never write what the default reader would refuse
     try:
-        canonical = check_document(DOCUMENT.conform(doc, "", limits))
+        canonical = check(schema.conform(doc, "", limits))
         payload = msgpack.packb(canonical, use_bin_type=True, use_single_float=False, strict_types=True)
         if len(payload) > limits.max_decompressed_size:
             raise Invalid("", f"document is {len(payload):,} bytes (limit {limits.max_decompressed_size:,})")
@@ -57,7 +57,7 @@ def _encode(doc: dict, source: str) -> bytes:
         if len(data) > limits.max_file_size:
             raise Invalid("", f"file would be {len(data):,} bytes (limit {limits.max_file_size:,})")
     except Invalid as e:
-        raise FormatError(f"baseline {source}: {e}") from None
+        raise FormatError(f"{kind.noun} {source}: {e}") from None
     return data
 
 

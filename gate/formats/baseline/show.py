@@ -18,6 +18,7 @@ from gate.errors import FormatError
 
 from ..limits import DEFAULT_LIMITS, Limits
 from .codec import read_document
+from .sets import read_set
 
 _PLAIN = re.compile(r"[!#-~]+\Z")  # printable ASCII without space or '"'
 
@@ -115,9 +116,25 @@ def render_text(doc: dict) -> str:
     return "\n".join(out) + "\n"
 
 
+def render_set(doc: dict) -> str:
+    """Text of a (validated) baseline set: each case's text under a ``case NAME`` line."""
+    out = [f"sweep {_name(doc['sweep'])} cases {len(doc['cases'])}"]
+    for name, case in doc["cases"].items():
+        out.append(f"case {_name(name)}")
+        out.append(render_text(case).rstrip("\n"))
+    return "\n".join(out) + "\n"
+
+
 def render_file(path: str | Path, limits: Limits = DEFAULT_LIMITS) -> str:
-    """``render_text`` of the baseline at ``path`` (FormatError / FileNotFoundError as read_baseline)."""
-    return render_text(read_document(Path(path), limits))
+    """``render_text`` of the baseline (or ``render_set`` of the baseline set) at ``path``
+    (FormatError / FileNotFoundError as read_baseline)."""
+    try:
+        return render_text(read_document(Path(path), limits))
+    except FormatError as not_a_baseline:
+        try:
+            return render_set(read_set(Path(path), limits))
+        except FormatError:
+            raise not_a_baseline from None
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -15,6 +15,7 @@ from typing import Any
 import msgpack
 import zstandard
 
+from gate.core.layers import is_output
 from gate.core.runs import LayerInfo, Meta, ModelRun, OnnxSite, ProviderLayer, ProviderRun, RunError
 from gate.core.target import Target
 from gate.errors import FormatError
@@ -54,15 +55,16 @@ def run_to_dict(run: ModelRun) -> dict[str, Any]:
             {"name": p.name, "precision": p.precision, "device": p.target.label, "status": p.status,
              "reason": _text(p.reason), "error_status": p.error_status, "latency_ms": p.latency_ms,
              "placement": p.placement, "capture_peak_bytes": p.capture_peak_bytes,
-             "layers": {n: _provider_layer(pl) for n, pl in p.layers.items()},
-             **({"session_options": p.session_options} if p.session_options else {})}
+             "layers": {n: _provider_layer(pl, is_output(n)) for n, pl in p.layers.items()},
+             **({"session_options": p.session_options} if p.session_options else {}),
+             **({"latency_p90_ms": p.latency_p90_ms} if p.latency_p90_ms is not None else {})}
             for p in run.providers
         ],
     }
 
 
-def _provider_layer(pl: ProviderLayer) -> dict[str, Any]:
-    out = {"status": pl.status, "err": pl.err, "reason": _text(pl.reason), "fp": _fp(pl.fp, False)}
+def _provider_layer(pl: ProviderLayer, sketch: bool) -> dict[str, Any]:
+    out = {"status": pl.status, "err": pl.err, "reason": _text(pl.reason), "fp": _fp(pl.fp, sketch)}
     if pl.exact is not None:
         out["exact"] = pl.exact
     return out
@@ -82,7 +84,7 @@ def _provider(p: dict[str, Any]) -> ProviderRun:
                       f"{p['precision']}")
     prun = ProviderRun(target, p["status"], p["reason"], p["error_status"], latency_ms=p["latency_ms"],
                        placement=p["placement"], capture_peak_bytes=p["capture_peak_bytes"],
-                       session_options=p.get("session_options"))
+                       session_options=p.get("session_options"), latency_p90_ms=p.get("latency_p90_ms"))
     for n, pl in p["layers"].items():
         fp = None if pl["fp"] is None else Fingerprint.from_dict(pl["fp"])
         prun.layers[n] = ProviderLayer(pl["status"], fp, pl["err"], pl["reason"], exact=pl.get("exact"))

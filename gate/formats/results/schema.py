@@ -17,7 +17,7 @@ from ..baseline.schema import (
     NAME,
     PLACEMENT,
     PROMOTED,
-    RUNTIME_FP,
+    REFERENCE_FP,
     SESSION_OPTIONS,
     TEXT,
 )
@@ -56,9 +56,12 @@ EXACT = Record([
     ("worst_index", Array(COUNT, "max_rank")), ("expected", Nullable(Float())), ("actual", Nullable(Float())),
 ])
 
+# A runtime's fingerprint; the model outputs' carry their sketch (a sweep's pairs and anchor compare them).
+OUTPUT_FP = Record(list(REFERENCE_FP.fields.items()), optional=("sketch",))
+
 PROVIDER_LAYER = Record([
     ("status", Str(16, choices=LAYER_STATUSES)),
-    ("err", Nullable(Float(lo=0.0))), ("reason", NULL_TEXT), ("fp", Nullable(RUNTIME_FP)), ("exact", EXACT),
+    ("err", Nullable(Float(lo=0.0))), ("reason", NULL_TEXT), ("fp", Nullable(OUTPUT_FP)), ("exact", EXACT),
 ], optional=("exact",))
 
 PROVIDER = Record([
@@ -67,7 +70,8 @@ PROVIDER = Record([
     ("latency_ms", Nullable(Float(nan=False, lo=0.0))), ("placement", Nullable(PLACEMENT)),
     ("capture_peak_bytes", Nullable(COUNT)), ("session_options", SESSION_OPTIONS),
     ("layers", NameMap(NAME, PROVIDER_LAYER, "max_layers", "layers")),
-], optional=("session_options",))
+    ("latency_p90_ms", Float(nan=False, lo=0.0)),
+], optional=("session_options", "latency_p90_ms"))
 
 RUN = Record([
     ("model", MODEL), ("meta", META),

@@ -1,0 +1,75 @@
+"""Baseline sets: one file holds the baselines of every case of a sweep.
+
+A sweep expands into hundreds of small models; one file per case would flood the baseline
+folder and every pull request's diff. The set is one zstd frame holding one msgpack map,
+``{format, version, sweep, cases: {case name: baseline document}}``, read with the same caps
+as a baseline file, each case checked by the baseline document's own rules.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from gate.errors import FormatError
+
+from ..atomic import atomic_write_bytes, remove_stale_temps
+from ..frame import FileKind, read_bytes, unframe
+from ..limits import DEFAULT_LIMITS, Limits
+from ..nodes import Int, NameMap, Record, Str
+from ..stream import Invalid, quote
+from .codec import _encode, _parse
+from .schema import DOCUMENT, MODEL, check_document
+
+SET_FORMAT = "parity-gate/baseline-set"
+SET_VERSION = 1
+SET_KIND = FileKind("baseline set", SET_FORMAT, SET_VERSION, "re-create it with `parity-gate update-baseline`")
+
+SET_DOCUMENT = Record(
+    [
+        ("format", Str(len(SET_FORMAT), choices=(SET_FORMAT,))),
+        ("version", Int(SET_VERSION, SET_VERSION)),
+        ("sweep", MODEL),
+        ("cases", NameMap(MODEL, DOCUMENT, "max_runs", "cases")),
+    ]
+)
+
+
+def check_set(doc: dict) -> dict:
+    """Each case is a valid baseline document of the model its key names; cases sorted by name."""
+    for name, case in doc["cases"].items():
+        if case["model"] != name:
+            raise Invalid(f"cases[{quote(name)}].model", f"is {quote(case['model'])}, not the case's name")
+        try:
+            check_document(case)
+        except Invalid as e:
+            raise Invalid(f"cases[{quote(name)}]" + (f".{e.path}" if e.path else ""), e.message) from None
+    doc["cases"] = dict(sorted(doc["cases"].items()))
+    return doc
+
+
+def decode_set(data: bytes, source: str, limits: Limits = DEFAULT_LIMITS) -> dict:
+    try:
+        return _parse(unframe(bytes(data), limits, SET_KIND), limits, SET_KIND, SET_DOCUMENT, check_set)
+    except Invalid as e:
+        raise FormatError(f"baseline set `{source}`: {e}") from None
+
+
+def read_set(path: Path, limits: Limits = DEFAULT_LIMITS) -> dict:
+    """The validated set document at ``path``; FileNotFoundError passes through."""
+    return decode_set(read_bytes(Path(path), limits.max_file_size, SET_KIND), str(path), limits)
+
+
+def empty_set(sweep: str) -> dict:
+    return {"format": SET_FORMAT, "version": SET_VERSION, "sweep": sweep, "cases": {}}
+
+
+def encode_set(doc: dict) -> bytes:
+    return _encode(doc, f"for sweep {quote(str(doc.get('sweep')))}", SET_KIND, SET_DOCUMENT, check_set)
+
+
+def write_set(path: Path, doc: dict) -> None:
+    """Validate, encode and atomically replace ``path``; the caller holds the folder's lock."""
+    data = encode_set(doc)
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    remove_stale_temps(path)
+    atomic_write_bytes(path, data)

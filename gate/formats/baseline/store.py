@@ -1,0 +1,76 @@
+"""Where a model's baseline lives, and reading and rewriting it there.
+
+A configured model has its own file, ``<dir>/<model>.msgpack.zst``; a case of a sweep is one
+entry of its sweep's set file, ``<dir>/<sweep>.msgpack.zst`` (``sets.py``). Commands go through
+``Location`` and never need to know which.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from gate.errors import FormatError
+
+from ..atomic import baseline_lock
+from .codec import read_document, write_baseline
+from .names import baseline_path
+from .sets import empty_set, read_set, write_set
+
+
+@dataclass(frozen=True)
+class Location:
+    path: Path
+    case: str | None = None  # the case's key in a sweep's set file; None: a file of its own
+    sweep: str | None = None
+
+    @classmethod
+    def of(cls, baseline_dir: Path, model: str, sweep: str | None = None) -> Location:
+        """ConfigError (from ``baseline_path``) unless the names are valid file names."""
+        if sweep is None:
+            return cls(baseline_path(baseline_dir, model))
+        baseline_path(baseline_dir, model)  # the case name obeys the same rule
+        return cls(baseline_path(baseline_dir, sweep), model, sweep)
+
+    def __str__(self) -> str:
+        return str(self.path) if self.case is None else f"{self.path}[{self.case}]"
+
+
+def read(loc: Location) -> dict:
+    """The case's validated baseline document. FileNotFoundError when the file, or the case in
+    its set, is missing; FormatError when the file is unreadable."""
+    if loc.case is None:
+        return read_document(loc.path)
+    cases = read_set(loc.path)["cases"]
+    if loc.case not in cases:
+        raise FileNotFoundError(f"{loc.path} holds no case `{loc.case}`")
+    return cases[loc.case]
+
+
+def update(loc: Location, make: Callable[[dict | None], dict], keep_other: Callable[[dict], bool]) -> dict | None:
+    """Under the folder's lock, re-read the baseline (None when missing, unreadable, or refused by
+    ``keep_other``), write ``make(previous)`` in its place and return the previous document. In a
+    set file only this case changes; the other cases are kept as read (a set that cannot be read
+    is started anew: its cases would be re-created by the next update of each)."""
+    loc.path.parent.mkdir(parents=True, exist_ok=True)
+    with baseline_lock(loc.path):  # a concurrent update of other providers or cases must not be lost
+        if loc.case is None:
+            previous = _readable(lambda: read_document(loc.path))
+            previous = previous if previous is not None and keep_other(previous) else None
+            write_baseline(loc.path, make(previous))
+            return previous
+        doc = _readable(lambda: read_set(loc.path)) or empty_set(loc.sweep or loc.path.name)
+        previous = doc["cases"].get(loc.case)
+        previous = previous if previous is not None and keep_other(previous) else None
+        doc["cases"] = {k: v for k, v in doc["cases"].items() if keep_other(v)}
+        doc["cases"][loc.case] = make(previous)
+        write_set(loc.path, doc)
+        return previous
+
+
+def _readable(read_fn: Callable[[], dict]) -> dict | None:
+    try:
+        return read_fn()
+    except (FileNotFoundError, FormatError):
+        return None

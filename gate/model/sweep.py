@@ -1,0 +1,85 @@
+"""A sweep's case as a module: the class constructed, or the function wrapped so it exports and
+hooks like any model (its call is the model's one layer, ``output``).
+
+Targets are dotted paths (``torch.nn.GELU``, ``torch.ops.aten.add.Tensor``) or
+``package.module:attribute`` (a team's own layers, imported from the config's folder).
+Arguments may be constructed objects, ``{ new = "torch.nn.ReLU", args = [], kwargs = {} }``, or
+objects by path, ``{ ref = "torch.float64" }``.
+"""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from gate.config import ModelSpec
+from gate.core.refs import resolve
+from gate.errors import ConfigError, ModelError
+
+
+class Op(torch.nn.Module):
+    """``fn(*inputs, *args, **kwargs)`` as a module."""
+
+    def __init__(self, fn: Any, args: tuple, kwargs: dict[str, Any]):
+        super().__init__()
+        self.fn, self.args, self.kwargs = fn, args, kwargs
+
+    def forward(self, *inputs: torch.Tensor) -> Any:
+        return self.fn(*inputs, *self.args, **self.kwargs)
+
+
+def lookup(path: str, root: Path, where: str) -> Any:
+    """``package.module:attr`` or a dotted path: the longest importable prefix, then attributes."""
+    if ":" in path:
+        return resolve(path, root, where)
+    parts = path.split(".")
+    for cut in range(len(parts), 0, -1):
+        try:
+            obj = importlib.import_module(".".join(parts[:cut]))
+        except ImportError:
+            continue
+        for attr in parts[cut:]:
+            if not hasattr(obj, attr):
+                raise ConfigError(f"`{where}`: `{'.'.join(parts[:cut])}` has no attribute `{attr}` (in `{path}`)")
+            obj = getattr(obj, attr)
+        return obj
+    raise ConfigError(f"`{where}`: cannot import `{path}`")
+
+
+def value(raw: Any, root: Path, where: str) -> Any:
+    """A TOML argument as Python: ``{ new = ... }`` constructed, ``{ ref = ... }`` looked up."""
+    if isinstance(raw, list):
+        return [value(v, root, where) for v in raw]
+    if not isinstance(raw, dict):
+        return raw
+    if set(raw) <= {"new", "args", "kwargs"} and "new" in raw:
+        cls = lookup(raw["new"], root, where)
+        return cls(*value(raw.get("args", []), root, where), **value(raw.get("kwargs", {}), root, where))
+    if set(raw) == {"ref"}:
+        return lookup(raw["ref"], root, where)
+    return {k: value(v, root, where) for k, v in raw.items()}
+
+
+def build_case(spec: ModelSpec, root: Path) -> torch.nn.Module:
+    case = spec.sweep
+    where = f"{spec.where}.{case.kind}"
+    target = lookup(case.target, root, where)
+    try:
+        args = tuple(value(list(case.args), root, f"{spec.where}.args"))
+        kwargs = value(dict(case.kwargs), root, f"{spec.where}.kwargs")
+        if case.kind == "op":
+            if not callable(target):
+                raise ConfigError(f"`{where}`: `{case.target}` is not callable")
+            return Op(target, args, kwargs)
+        module = target(*args, **kwargs)
+    except (ConfigError, ModelError):
+        raise
+    except Exception as exc:  # a constructor that refuses this case's arguments is this case's failure
+        raise ModelError(f"model `{spec.name}`: `{case.target}` raised {type(exc).__name__}: {exc}",
+                         "BUILD_FAIL") from None
+    if not isinstance(module, torch.nn.Module):
+        raise ConfigError(f"`{where}`: `{case.target}` built {type(module).__name__}, not a torch.nn.Module")
+    return module

@@ -1,0 +1,46 @@
+"""A sweep's support matrix in the PR comment: collapsed, one row per case, one cell per provider.
+
+Hundreds of passing cases would bury the comment, so each sweep is one ``<details>`` block whose
+summary counts what is not ok; failing cases also get their own section above it.
+"""
+
+from __future__ import annotations
+
+from gate.render.text import attr, clip, code, num, plain
+from gate.verdict.sweeps import Cell, SweepMatrix
+
+CELL_ICON = {"ok": "✅", "regressed": "❌", "fallback": "⚠️", "no-baseline": "🆕", "skipped": "⏭️"}
+PAIR_ICON = {"pass": "✅", "fail": "❌", "unmeasured": "❔"}
+MAX_CASES = 400  # rows of one matrix in a comment; the JSON report has them all
+
+
+def cell_md(c: Cell) -> str:
+    icon = CELL_ICON.get(c.status, "💥")
+    if c.status == "skipped":
+        return f"{icon} {plain(clip(c.reason or 'skipped', 60), 80)}"
+    text = f"{icon} {plain(c.status, 20)}" if c.status != "ok" else icon
+    if c.error is not None:
+        text += f" {num(c.error)}"
+    if c.anchor_error is not None:
+        text += f" (anchor {num(c.anchor_error)})"
+    if c.latency_ms is not None:
+        text += f" · {num(c.latency_ms)}" + (f"/{num(c.latency_p90_ms)}" if c.latency_p90_ms is not None else "") + " ms"
+    return text
+
+
+def sweep_section(mx: SweepMatrix) -> str:
+    failing = mx.failing
+    state = f"{len(failing)} of {len(mx.cases)} cases not ok" if failing else f"all {len(mx.cases)} cases ok"
+    head = ["| case | " + " | ".join(code(p) for p in mx.providers) + " |",
+            "| --- | " + " | ".join("---" for _ in mx.providers) + " |"]
+    rows = [f"| {code(case)} | " + " | ".join(cell_md(cells[p]) for p in mx.providers) + " |"
+            for case, cells in mx.cases[:MAX_CASES]]
+    if len(mx.cases) > MAX_CASES:
+        rows.append(f"| … {len(mx.cases) - MAX_CASES} more cases (JSON report) | " + " | " * len(mx.providers))
+    if mx.pairs:
+        rows += ["", "| pair | provider | outputs differ by | tolerance | |", "| --- | --- | ---: | ---: | --- |"]
+        rows += [f"| {code(left)} vs {code(c.other)} | {code(c.provider)} | {num(c.error)} | {num(c.tolerance)} | "
+                 f"{PAIR_ICON[c.status]} |" for left, c in mx.pairs[:MAX_CASES]]
+    return (f"<details{' open' if failing else ''}><summary>Sweep <code>{attr(mx.name)}</code>: {attr(state)} "
+            "(cells: worst error against the float64 reference · latency median/p90)</summary>\n\n"
+            + "\n".join(head + rows) + "\n\n</details>")

@@ -1,0 +1,62 @@
+"""The backward pass as layers: every parameter gradient of a seeded loss, fingerprinted as
+``grad:<parameter name>`` in the order backward produces them (``gradients = true``).
+
+The loss is a fixed random projection of the outputs, ``sum_i <out_i, R_i>`` with ``R_i`` drawn in
+float64 from the model's seed: every output element weighs in, and the same ``R`` is used on every
+provider (cast to its precision), so the gradients are comparable like activations. ONNX Runtime
+runs inference graphs only: its providers report these layers absent, and say why.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import torch
+
+from gate.core.layers import GRADIENT
+from gate.fingerprint import fingerprint
+from gate.runners.torch_hooks import LayerOutput, flatten, to_numpy
+
+_SALT = 0x67726164  # "grad": the projection's stream differs from the inputs' under the same seed
+
+
+def projection(outputs: Sequence[torch.Tensor], seed: int) -> list[torch.Tensor]:
+    generator = torch.Generator().manual_seed(seed ^ _SALT)
+    return [torch.randn(tuple(t.shape), generator=generator, dtype=torch.float64) for t in outputs]
+
+
+def gradients(module: torch.nn.Module, inputs: tuple[torch.Tensor, ...], seed: int,
+              forward: Callable[..., Any] | None = None) -> list[LayerOutput]:
+    """Fingerprints of the parameter gradients of the projected loss, in the order backward
+    accumulated them. ``forward`` (default: ``module``) is what runs, e.g. a compiled module; the
+    parameters are ``module``'s. Their ``requires_grad`` and ``.grad`` are restored afterwards:
+    the same instance is exported and run forward by the other providers."""
+    params = [(name, p) for name, p in module.named_parameters() if p.is_floating_point()]
+    before = [(p, p.requires_grad, p.grad) for _, p in params]
+    produced: list[LayerOutput] = []
+
+    def hook(name: str) -> Callable[[torch.Tensor], None]:
+        def record(p: torch.Tensor) -> None:
+            produced.append(LayerOutput(f"{GRADIENT}{name}", name, 0, "", "grad", fingerprint(to_numpy(p.grad))))
+            p.grad = None  # fingerprinted: never held for the whole backward
+        return record
+
+    handles = [p.register_post_accumulate_grad_hook(hook(name)) for name, p in params]
+    try:
+        for _, p in params:
+            p.requires_grad_(True)
+            p.grad = None
+        with torch.enable_grad():
+            xs = tuple(t.clone() for t in inputs)  # tensors made under inference mode cannot enter autograd
+            out = [t for _, t in flatten((forward or module)(*xs)) if t.is_floating_point() and t.requires_grad]
+            if out:
+                loss = sum((t * r.to(device=t.device, dtype=t.dtype)).sum() for t, r in zip(out, projection(out, seed), strict=True))
+                loss.backward()
+    finally:
+        for h in handles:
+            h.remove()
+        for p, requires, grad in before:
+            p.requires_grad_(requires)
+            p.grad = grad
+    return produced

@@ -1,0 +1,119 @@
+"""The support matrix of a sweep: one row per case, one column per runtime, one cell each.
+
+A sweep's cases are judged as models (``judge.model_verdict``); this module only arranges
+their verdicts into what a team scanning hundreds of operators reads: which case runs where,
+how far from the float64 reference, how fast, and why a cell was not checked.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from .types import Comparison, ModelVerdict, ProviderVerdict
+
+ERROR_CHECKS = ("error-growth", "ceiling")
+CELL_STATUSES = ("ok", "regressed", "fallback", "no-baseline", "skipped", "BUILD_FAIL", "EXPORT_FAIL", "LOAD_FAIL",
+                 "INFER_FAIL", "TIMEOUT", "CRASH", "error")
+
+
+@dataclass
+class Cell:
+    status: str  # see CELL_STATUSES
+    reason: str | None = None
+    error: float | None = None  # worst relative L2 error against the float64 reference over the case's layers
+    latency_ms: float | None = None  # median over the configured repeats
+    latency_p90_ms: float | None = None
+    anchor_error: float | None = None  # outputs against the sweep's anchor provider, where it has one
+
+    def to_dict(self) -> dict[str, Any]:
+        out = {"status": self.status, "reason": self.reason, "error": self.error, "latency_ms": self.latency_ms,
+               "latency_p90_ms": self.latency_p90_ms}
+        if self.anchor_error is not None:
+            out["anchor_error"] = self.anchor_error
+        return out
+
+
+@dataclass
+class SweepMatrix:
+    name: str
+    providers: list[str] = field(default_factory=list)  # column labels, in report order
+    cases: list[tuple[str, dict[str, Cell]]] = field(default_factory=list)
+    pairs: list[tuple[str, Comparison]] = field(default_factory=list)  # (left case, its comparison)
+
+    @property
+    def failing(self) -> list[str]:
+        cells_bad = [case for case, cells in self.cases if any(c.status not in ("ok", "skipped") for c in cells.values())]
+        pairs_bad = [left for left, c in self.pairs if c.status == "fail" and left not in cells_bad]
+        return cells_bad + list(dict.fromkeys(pairs_bad))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "providers": self.providers,
+                "cases": [{"case": case, "cells": {k: c.to_dict() for k, c in cells.items()}}
+                          for case, cells in self.cases],
+                "pairs": [{"left": left, "right": c.other, "provider": c.provider, "error": c.error,
+                           "tolerance": c.tolerance, "status": c.status} for left, c in self.pairs]}
+
+
+def column(p: ProviderVerdict) -> str:
+    return p.name if p.precision == "float32" else f"{p.name}:{p.precision}"
+
+
+def cell(m: ModelVerdict, p: ProviderVerdict | None) -> Cell:
+    if m.status == "error" and (p is None or p.status != "skipped"):
+        status = (m.error or {}).get("status", "error")
+        return Cell(status if status in CELL_STATUSES else "error", (m.error or {}).get("message"))
+    if p is None:
+        return Cell("skipped", "no result for this provider")
+    errors = [r.value for r in p.rows if r.check in ERROR_CHECKS and r.value is not None]
+    worst = max(errors) if errors else None
+    if p.status == "skipped":
+        return Cell("skipped", p.reason)
+    if p.status == "error":
+        status = p.error_status or "error"
+        return Cell(status if status in CELL_STATUSES else "error", p.reason)
+    placement = p.placement or {}
+    status = {"pass": "ok", "regressed": "regressed", "no-baseline": "no-baseline"}.get(p.status, "error")
+    moved = next((r for r in m.providers if r.role == "reference" and r.first_regression is not None), None)
+    if status == "ok" and moved is not None:  # the case itself changed: every provider's cell says so
+        fr = moved.first_regression
+        return Cell("regressed", f"the float64 reference moved at {fr.layer} ({fr.check})", worst, p.latency_ms,
+                    p.latency_p90_ms)
+    if status == "ok" and placement.get("fallback_nodes"):
+        status = "fallback"
+    reason = p.first_regression.message if p.first_regression is not None else None
+    if status == "ok" and m.status == "no-baseline":  # judged against the ceiling only
+        status, reason = "no-baseline", m.message
+    if status == "fallback":
+        reason = f"{len(placement['fallback_nodes'])} node(s) fell back: {', '.join(placement['fallback_ops'][:3])}"
+    return Cell(status, reason, worst, p.latency_ms, p.latency_p90_ms)
+
+
+def _anchor(cell: Cell, c: Comparison) -> None:
+    cell.anchor_error = c.error
+    if c.status == "fail" and cell.status == "ok":
+        cell.status, cell.reason = "regressed", f"outputs differ from anchor `{c.other}` by {c.error:.3g}"
+
+
+def matrices(models: list[ModelVerdict]) -> list[SweepMatrix]:
+    """One matrix per sweep, in the order its cases appear; configured models are not in any. A
+    provider a case has no verdict for (its export failed, a merged report lacks it) shows why."""
+    out: dict[str, tuple[SweepMatrix, list[ModelVerdict]]] = {}
+    for m in models:
+        if m.sweep:
+            mx, cases = out.setdefault(m.sweep, (SweepMatrix(m.sweep), []))
+            cases.append(m)
+            for p in m.providers:
+                if p.role == "runtime" and column(p) not in mx.providers:
+                    mx.providers.append(column(p))
+    for mx, cases in out.values():
+        for m in cases:
+            runtimes = {column(p): p for p in m.providers if p.role == "runtime"}
+            cells = {label: cell(m, runtimes.get(label)) for label in mx.providers}
+            for c in m.comparisons:
+                if c.kind == "pair":
+                    mx.pairs.append((m.name, c))
+                elif c.provider in cells:
+                    _anchor(cells[c.provider], c)
+            mx.cases.append((m.name, cells))
+    return [mx for mx, _ in out.values()]

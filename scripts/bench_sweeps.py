@@ -1,0 +1,139 @@
+#!/usr/bin/env python3
+"""Benchmark the bundled sweep suite and gradients (not a test; figures go to docs/performance.md).
+
+    PYTHONPATH=. python scripts/bench_sweeps.py [--openvino-python .venv-openvino/bin/python]
+                                                [--sizes 10 40] [--skip-suite] [--skip-gradients]
+
+1. The suite across torch-cpu, CPUExecutionProvider and the OpenVINO EP (in its own environment):
+   `export` (build, export, float64 reference, torch-cpu), `collect` here (CPU EP), `collect` in the
+   OpenVINO venv, `report` against the committed baselines. Wall time per stage, total, per case.
+2. How `check` (torch-cpu + CPU EP) grows with the number of cases: the first N cases, then all.
+3. `gradients = true` against forward only on two bundled models: `check` wall time and peak RSS.
+Every command runs in its own process; peak RSS is that process's (workers not included).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+SUITE = ROOT / "examples" / "sweeps.toml"
+
+
+def cpu_model() -> str:
+    for line in Path("/proc/cpuinfo").read_text().splitlines():
+        if line.startswith("model name"):
+            return line.split(":", 1)[1].strip()
+    return "unknown"
+
+
+def run(argv: list[str], cwd: Path = ROOT, env: dict | None = None) -> tuple[float, float]:
+    """(wall seconds, peak RSS MiB of that process) of one command; exit codes 0/1 accepted."""
+    start = time.perf_counter()
+    proc = subprocess.Popen(argv, cwd=cwd, env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})},
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - start
+    out, err = proc.stdout.read(), proc.stderr.read()
+    code = os.waitstatus_to_exitcode(status)
+    if code not in (0, 1):
+        raise SystemExit(f"{' '.join(argv[:4])} failed ({code}):\n{(out + err)[-3000:]}")
+    return wall, usage.ru_maxrss / 1024
+
+
+def cli(*args: str) -> list[str]:
+    return [sys.executable, "-m", "gate.cli", *args]
+
+
+def cases() -> list[str]:
+    from gate.config import load_config
+
+    return [m.name for m in load_config(SUITE).models]
+
+
+def suite(ov_python: str | None, tmp: Path) -> dict:
+    n = len(cases())
+    out = {"cases": n}
+    out["export"] = run(cli("export", "--config", str(SUITE), "--provider", "torch-cpu", "--out", str(tmp / "x")))[0]
+    out["collect_cpu"] = run(cli("collect", "--from", str(tmp / "x"), "--config", str(SUITE), "--provider",
+                                 "CPUExecutionProvider", "--out", str(tmp / "cpu.msgpack.zst")))[0]
+    files = [str(tmp / "x"), str(tmp / "cpu.msgpack.zst")]
+    if ov_python:
+        out["collect_openvino"] = run([ov_python, "-m", "gate.cli", "collect", "--from", str(tmp / "x"), "--provider",
+                                       "OpenVINOExecutionProvider", "--out", str(tmp / "ov.msgpack.zst")])[0]
+        files.append(str(tmp / "ov.msgpack.zst"))
+    out["report"] = run(cli("report", "--config", str(SUITE), "--json", str(tmp / "r.json"), *files))[0]
+    out["total"] = sum(v for k, v in out.items() if k != "cases")
+    out["per_case"] = out["total"] / n
+    report = json.loads((tmp / "r.json").read_text())
+    out["verdict"] = report["verdict"]
+    return out
+
+
+def scaling(sizes: list[int]) -> list[dict]:
+    names, rows = cases(), []
+    for n in [*sizes, len(names)]:
+        selected = [a for name in names[:n] for a in ("--model", name)]
+        wall, peak = run(cli("check", "--config", str(SUITE), *selected))
+        rows.append({"cases": n, "wall_s": wall, "per_case_s": wall / n, "peak_mb": peak})
+    return rows
+
+
+GRAD_MODELS = {"tiny-cnn": ("examples.zoo:tiny_cnn", "[2, 3, 32, 32]"),
+               "tiny-transformer": ("examples.zoo:tiny_transformer", "[2, 16, 32]")}
+
+
+def gradients(tmp: Path) -> list[dict]:
+    rows = []
+    for name, (factory, shape) in GRAD_MODELS.items():
+        for grads in ("false", "true"):
+            folder = tmp / f"{name}-{grads}"
+            folder.mkdir()
+            (folder / "parity-gate.toml").write_text(
+                f'providers = ["torch-cpu", "CPUExecutionProvider"]\n[[models]]\nname = "{name}"\n'
+                f'factory = "{factory}"\ninputs = [{{ name = "x", shape = {shape} }}]\ngradients = {grads}\n')
+            run(cli("update-baseline"), cwd=folder)
+            walls, peaks = zip(*(run(cli("check"), cwd=folder) for _ in range(3)), strict=True)
+            rows.append({"model": name, "gradients": grads == "true", "wall_s": sorted(walls)[1],
+                         "peak_mb": max(peaks)})
+    return rows
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--openvino-python", default=os.environ.get("PARITY_GATE_OPENVINO_PYTHON"))
+    ap.add_argument("--sizes", type=int, nargs="*", default=[10, 40])
+    ap.add_argument("--skip-suite", action="store_true")
+    ap.add_argument("--skip-gradients", action="store_true")
+    args = ap.parse_args()
+    print(f"cpu: {cpu_model()}, {os.cpu_count()} CPUs; load average before: {os.getloadavg()[0]:.1f}", flush=True)
+    tmp = Path(tempfile.mkdtemp(prefix="parity-gate-bench-sweeps-"))
+    try:
+        if not args.skip_suite:
+            s = suite(args.openvino_python, tmp)
+            print("suite:", json.dumps({k: round(v, 2) if isinstance(v, float) else v for k, v in s.items()}),
+                  flush=True)
+            for row in scaling(args.sizes):
+                print("check:", json.dumps({k: round(v, 2) if isinstance(v, float) else v for k, v in row.items()}),
+                      flush=True)
+        if not args.skip_gradients:
+            for row in gradients(tmp):
+                print("gradients:", json.dumps({k: round(v, 2) if isinstance(v, float) else v
+                                                for k, v in row.items()}), flush=True)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    print(f"load average after: {os.getloadavg()[0]:.1f}; peak RSS of this script {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024} MiB")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
