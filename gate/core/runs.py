@@ -122,6 +122,7 @@ class ProviderRun:
     placement: dict[str, Any] | None = None  # which nodes ran on the provider, which fell back
     capture_peak_bytes: int | None = None  # most marked-intermediate bytes held at once
     session_options: dict[str, Any] | None = None  # the ONNX Runtime SessionOptions the config set
+    numerics: dict[str, str] | None = None  # PyTorch's TF32/cuDNN/matmul-precision settings (torch runners)
 
     @property
     def name(self) -> str:

@@ -9,7 +9,7 @@ from gate.core import device
 from gate.core.runs import ProviderRun
 from gate.core.target import Target
 from gate.errors import ModelError
-from gate.runners import torch_hooks
+from gate.runners import torch_hooks, torch_numerics
 from gate.runners.base import Runner, Subject, Unavailable
 
 
@@ -62,7 +62,8 @@ class TorchEagerRunner(Runner):
         except Exception as exc:  # noqa: BLE001 - a provider that cannot run is a status, not a crash
             raise ModelError(f"{self.name} ({self.spec.precision}) failed: {type(exc).__name__}: {str(exc)[:300]}",
                              "INFER_FAIL") from None
-        prun = self.layers_from(ProviderRun(self.target()), fingerprints, self.absent_reason)
+        prun = self.layers_from(ProviderRun(self.target(), numerics=torch_numerics.settings()), fingerprints,
+                                self.absent_reason)
         self.exact_outputs(prun, [torch_hooks.to_numpy(t) for _, t in torch_hooks.flatten(output)])
         return prun
 

@@ -15,6 +15,7 @@ from ..baseline.schema import (
     LAYER,
     MODEL,
     NAME,
+    NUMERICS,
     PLACEMENT,
     PROMOTED,
     RUNTIME_FP,
@@ -65,9 +66,9 @@ PROVIDER = Record([
     ("name", NAME), ("precision", Str(16, choices=PRECISIONS)), ("device", NAME),
     ("status", Str(16, choices=RUN_STATUSES)), ("reason", NULL_TEXT), ("error_status", Nullable(STATUS)),
     ("latency_ms", Nullable(Float(nan=False, lo=0.0))), ("placement", Nullable(PLACEMENT)),
-    ("capture_peak_bytes", Nullable(COUNT)), ("session_options", SESSION_OPTIONS),
+    ("capture_peak_bytes", Nullable(COUNT)), ("session_options", SESSION_OPTIONS), ("numerics", NUMERICS),
     ("layers", NameMap(NAME, PROVIDER_LAYER, "max_layers", "layers")),
-], optional=("session_options",))
+], optional=("session_options", "numerics"))
 
 RUN = Record([
     ("model", MODEL), ("meta", META),
