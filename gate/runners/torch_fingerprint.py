@@ -62,7 +62,7 @@ def on_device(t: torch.Tensor) -> Fingerprint:
     """Fingerprint with torch ops where ``t`` lives; the host copy when the device runs out of memory."""
     try:
         return fingerprint_tensor(_widened(t))
-    except torch.OutOfMemoryError:
+    except torch.cuda.OutOfMemoryError:  # the same class as torch.OutOfMemoryError, also in older torch
         return on_host(t)
 
 
