@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Benchmark the fingerprint backends (not a test; figures go to the README).
+"""Benchmark the fingerprint backends (not a test; figures go to docs/performance.md).
 
     PYTHONPATH=. python scripts/bench_fingerprint.py [--n 67108864] [--repeat 5]
 

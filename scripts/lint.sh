@@ -22,6 +22,11 @@ echo "== ruff"
 echo "== actionlint: .github/workflows (and action.yml's inputs through uses: ./)"
 "$actionlint_bin" .github/workflows/*.yml
 
+if command -v shellcheck > /dev/null; then
+  echo "== shellcheck: scripts (the action's own and the project's)"
+  shellcheck scripts/*.sh scripts/action/*.sh
+fi
+
 echo "== actionlint: action.yml steps"
 PYTHONPATH=. "$PY" -m tests.support.action_as_workflow action.yml | "$actionlint_bin" -stdin-filename action.yml -
 

@@ -13,5 +13,5 @@ fi
 "$VENV/bin/python" -m pip install -q --upgrade pip
 # torch first and pinned: an unpinned resolve would pull a newer CUDA build from the index.
 "$VENV/bin/python" -m pip install -q "torch==2.14.1" "torchvision==0.29.1"
-PARITY_GATE_REQUIRE_NATIVE=1 "$VENV/bin/python" -m pip install -q -e "$ROOT[test]"
+PARITY_GATE_REQUIRE_NATIVE=1 "$VENV/bin/python" -m pip install -q -e "${ROOT}[torch,test]"
 export PATH="$VENV/bin:$PATH"

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The single truth for "do the tests pass": set up from a bare machine, lint, then run the
-# whole suite once per fingerprint backend (native C kernel, NumPy specification).
+# whole suite on the native C kernel and the backend-dependent tests on the NumPy specification.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 source "$ROOT/scripts/setup.sh"
@@ -30,14 +30,42 @@ if ! command -v aarch64-linux-gnu-gcc >/dev/null || ! command -v qemu-aarch64 >/
   fi
 fi
 
+# The install tests build the package and install it into clean venvs offline: the core
+# dependencies and the build requirements, downloaded once into a wheelhouse.
+export PARITY_GATE_WHEELHOUSE="${PARITY_GATE_WHEELHOUSE:-$ROOT/.cache/wheelhouse}"
+python -m pip download -q -d "$PARITY_GATE_WHEELHOUSE" numpy zstandard msgpack rich typer cffi "setuptools>=77" wheel
+
+# The PR comment is rendered as GitHub shows it (tests/e2e/test_comment_render.py): headless Chromium,
+# and Mermaid from npm at the version tests/render/package-lock.json pins.
+if ! command -v chromium > /dev/null && ! command -v chromium-browser > /dev/null && ! command -v google-chrome > /dev/null; then
+  sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  { $sudo apt-get install -y -q chromium fonts-noto-color-emoji > /dev/null 2>&1 ||
+    { $sudo apt-get update -q > /dev/null 2>&1 && $sudo apt-get install -y -q chromium fonts-noto-color-emoji > /dev/null 2>&1; }; } ||
+    echo "· could not install Chromium: the comment render test will be skipped"
+fi
+if command -v npm > /dev/null; then
+  npm ci --prefix tests/render --no-audit --no-fund --loglevel=error
+else
+  echo "· npm not found: the comment render test will be skipped"
+fi
+
 if [ -x scripts/lint.sh ]; then
   echo "== lint"
   PYTHON=python bash scripts/lint.sh
 fi
 
+# The whole suite runs on the native kernel. The NumPy specification then gates the same bundled
+# models end to end (committed baselines, injected faults, the export -> collect -> report matrix) and
+# its own fingerprint tests: what depends on the backend, without running the rest twice.
+NUMPY_PASS=(tests/unit/test_fingerprint.py tests/unit/test_fingerprint_backends.py tests/unit/test_fingerprint_sketch.py
+            tests/e2e/test_gate.py tests/e2e/test_matrix.py)
 status=0
-for backend in native numpy; do
-  echo "== tests (PARITY_GATE_BACKEND=$backend)"
-  PARITY_GATE_BACKEND=$backend python -m pytest -q -p no:cacheprovider --durations=10 "$@" || status=$?
-done
+if [ "$#" -gt 0 ]; then
+  python -m pytest -q -p no:cacheprovider --durations=10 "$@" || status=$?
+  exit $status
+fi
+echo "== tests (PARITY_GATE_BACKEND=native)"
+PARITY_GATE_BACKEND=native python -m pytest -q -p no:cacheprovider --durations=15 || status=$?
+echo "== tests (PARITY_GATE_BACKEND=numpy): the backend-dependent tests"
+PARITY_GATE_BACKEND=numpy python -m pytest -q -p no:cacheprovider --durations=5 "${NUMPY_PASS[@]}" || status=$?
 exit $status

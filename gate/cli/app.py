@@ -11,7 +11,7 @@ import typer
 from rich.markup import escape
 
 import gate
-from gate.cli import github_cmds
+from gate.cli import github_cmds, init_cmd
 from gate.errors import GateError
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, context_settings={"help_option_names": ["-h", "--help"]},
@@ -57,6 +57,13 @@ def _load(config: Path | None):
     return load_config(find_config(config))
 
 
+def _needs(command: str) -> None:
+    """One line naming the missing extra, before a command that runs models imports torch."""
+    from gate.core.extras import EXPORT_STACK, ORT_STACK, TORCH_STACK, require
+
+    require(command, {"export": EXPORT_STACK, "collect": ORT_STACK}.get(command, TORCH_STACK))
+
+
 def _backend_notice() -> None:
     """One line on stderr when the C kernel was not built and fingerprints fall back to NumPy
     (pip shows the build's own warning only with -v)."""
@@ -91,6 +98,7 @@ def check(config: ConfigOpt = None, model: ModelOpt = None, provider: ProviderOp
 
     cfg = _load(config)
     models, providers = cfg.select_models(_split(model)), cfg.select_providers(_split(provider))
+    _needs("check")
     _backend_notice()
     with progress_display() as progress:
         report = commands.check(cfg, models, providers, progress)
@@ -115,6 +123,8 @@ def update_baseline(config: ConfigOpt = None, model: ModelOpt = None, provider: 
 
     cfg = _load(config)
     models, providers = cfg.select_models(_split(model)), cfg.select_providers(_split(provider))
+    if not source:
+        _needs("update-baseline")
     _backend_notice()
     with progress_display() as progress:
         updated = commands.update_baseline(cfg, models, providers, progress, sources=source, calibrate=calibrate)
@@ -136,6 +146,7 @@ def export(out: Annotated[Path, typer.Option("--out", help="Folder to write <mod
 
     cfg = _load(config)
     models, providers = cfg.select_models(_split(model)), cfg.select_providers(_split(provider))
+    _needs("export")
     _backend_notice()
     with progress_display() as progress:
         runs = commands.export_models(cfg, models, providers, out, progress)
@@ -168,6 +179,7 @@ def collect(source: Annotated[Path, typer.Option("--from", help="A folder writte
         if not names:
             raise GateError("collect: name the providers to run with --provider (or pass --config)")
         providers = tuple(ProviderSpec(canonical_provider(n)) for n in names)
+    _needs("collect")
     _backend_notice()
     with progress_display() as progress:
         runs = commands.collect(source, providers, out, cfg.isolation if cfg else Isolation(), _split(model), progress)
@@ -248,19 +260,30 @@ def doctor() -> None:
     """Print versions, providers available here, the fingerprint backend and device class."""
     from gate.cli.console import console
     from gate.core import device
+    from gate.core.extras import ORT_STACK, TORCH_STACK, missing
     from gate.core.versions import versions
     from gate.fingerprint import backend, native_error
-    from gate.runners.ort_session import available_providers
 
     for key, value in versions().items():
-        console.print(f"{key:12} {value}")
+        console.print(f"{key:12} {value or 'not installed'}")
     console.print(f"{'backend':12} {backend}" + (f" ({native_error})" if backend == "numpy" and native_error else ""),
                   soft_wrap=True)
     console.print(f"{'device':12} {device.cpu_class()} ({device.cpu_name()})")
-    console.print(f"{'providers':12} {', '.join(available_providers())}")
+    if missing(ORT_STACK):
+        console.print(f"{'providers':12} none: onnxruntime is not installed")
+    else:
+        from gate.runners.ort_session import available_providers
+
+        console.print(f"{'providers':12} {', '.join(available_providers())}")
+    runs_models = not missing(TORCH_STACK)
+    can = "check, update-baseline, export, collect, " if runs_models else "collect, " if not missing(ORT_STACK) else ""
+    console.print(escape(f"{'commands':12} {can}report, comment, show, doctor"
+                         + ("" if runs_models else " (running models needs: pip install 'parity-gate[torch]')")),
+                  soft_wrap=True)
 
 
 github_cmds.register(app)
+init_cmd.register(app)
 
 
 def main() -> None:

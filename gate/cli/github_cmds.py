@@ -12,11 +12,13 @@ import typer
 
 from gate.errors import GateError
 from gate.formats.report import load_report
-from gate.github import FAIL_ON, WHEN, ActionsEnv, Settings, comment_id, publish
+from gate.github import FAIL_ON, POLICIES, WHEN, ActionsEnv, Settings, comment_id, publish
+from gate.github.approval import DEFAULT_LABEL
 from gate.render import headline_text
 
 When = Enum("When", {w.replace("-", "_"): w for w in WHEN}, type=str)
 FailOn = Enum("FailOn", {f: f for f in FAIL_ON}, type=str)
+Policy = Enum("Policy", {p.replace("-", "_"): p for p in POLICIES}, type=str)
 
 
 def comment(
@@ -40,6 +42,14 @@ def comment(
                                                      help="Link to the uploaded report artifact.")] = None,
     max_wait: Annotated[float, typer.Option("--max-wait", envvar="PARITY_GATE_GITHUB_MAX_WAIT", min=0,
                                             help="Most seconds to wait on GitHub rate limits.")] = 120.0,
+    baseline_changes: Annotated[Policy, typer.Option(
+        "--baseline-changes", envvar="PARITY_GATE_BASELINE_CHANGES",
+        help="comment: a pull request that changes baselines always gets a comment saying so; require-approval: "
+             "it also fails until the approval label is set or a maintainer approves the commit.")] = Policy.comment,
+    approval_label: Annotated[str, typer.Option("--approval-label", envvar="PARITY_GATE_APPROVAL_LABEL",
+                                                help="The label that approves a baseline change.")] = DEFAULT_LABEL,
+    job: Annotated[str | None, typer.Option("--job", envvar="PARITY_GATE_JOB_LABEL",
+                                            help="What the comment names as the job that ran the gate.")] = None,
 ) -> None:
     """Write the PR comment (one per PR and config), the job summary, annotations and step outputs.
 
@@ -50,6 +60,7 @@ def comment(
         settings = Settings(
             report_path=report, when=when.value, fail_on=fail_on.value, comment_id=comment_id(cid or config),
             artifact_url=artifact_url or None, pr_number=pr, markdown_path=markdown, max_wait=max_wait,
+            baseline_changes=baseline_changes.value, approval_label=approval_label or DEFAULT_LABEL, job=job or None,
         )
         env = ActionsEnv.from_environ()
         out = publish(data, settings, env)
@@ -63,6 +74,9 @@ def comment(
         typer.echo(f"{'::notice::' if env.in_actions else ''}parity-gate: PR comment not written: {c.reason}")
     else:
         typer.echo(f"parity-gate: PR comment {c.action}{': ' + c.url if c.url else ''}")
+    if out.approval is not None and out.approval.blocks:
+        typer.echo(f"BLOCKED | this pull request changes baselines; approve it with the label {approval_label} or "
+                   f"a review ({out.approval.how})")
     typer.echo(f"{'PASSED' if out.verdict == 'pass' else 'FAILED'} | {headline_text(data)}")
     raise typer.Exit(out.exit_code)
 

@@ -40,7 +40,7 @@ def find_config(explicit: Path | None, cwd: Path | None = None) -> Path:
         return standalone
     raise ConfigError(
         f"no configuration found in {cwd}: add a [tool.parity-gate] section to pyproject.toml "
-        "or create parity-gate.toml (see README), or pass --config PATH"
+        "or create parity-gate.toml (docs/configuration.md; `parity-gate init` writes one), or pass --config PATH"
     )
 
 

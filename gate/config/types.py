@@ -27,7 +27,7 @@ PRECISION_TOLERANCE = {
 
 @dataclass(frozen=True)
 class Tolerance:
-    """Thresholds of the checks (see README, "Verdict").
+    """Thresholds of the checks (see docs/verdict.md, "Verdict").
 
     growth, floor: a runtime passes a layer while err <= growth * err_baseline + floor,
     where err is its relative L2 error against the float64 reference.

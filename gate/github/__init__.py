@@ -5,6 +5,7 @@ job summary, annotations and step outputs. No typer/rich here; the CLI lives in 
 from __future__ import annotations
 
 from gate.github.actions import ActionsEnv
+from gate.github.approval import POLICIES, Approval, check_approval
 from gate.github.client import GitHubClient, GitHubError, RateLimited
 from gate.github.comment import (
     WHEN,
@@ -13,13 +14,21 @@ from gate.github.comment import (
     find_comment,
     find_comments,
     marker,
+    own_login,
     upsert_comment,
 )
 from gate.github.event import NoPullRequest, PullRequest, resolve_pull_request
 from gate.github.publish import FAIL_ON, Outcome, Settings, publish
+from gate.github.stamp import RunStamp, stamp_for
 
 __all__ = [
     "FAIL_ON",
+    "POLICIES",
+    "Approval",
+    "RunStamp",
+    "check_approval",
+    "own_login",
+    "stamp_for",
     "WHEN",
     "ActionsEnv",
     "CommentResult",

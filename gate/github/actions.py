@@ -16,12 +16,14 @@ class ActionsEnv:
     """What a step sees of its run. Built from ``os.environ`` (or any mapping, for tests)."""
 
     api_url: str = "https://api.github.com"
+    graphql_url: str = ""
     server_url: str = "https://github.com"
     repository: str = ""
     run_id: str = ""
     run_attempt: str = ""
     event_name: str = ""
     event_path: str = ""
+    sha: str = ""
     output_path: str = ""
     summary_path: str = ""
     in_actions: bool = False
@@ -32,12 +34,14 @@ class ActionsEnv:
         e = os.environ if environ is None else environ
         return cls(
             api_url=e.get("GITHUB_API_URL") or "https://api.github.com",
+            graphql_url=e.get("GITHUB_GRAPHQL_URL") or "",
             server_url=e.get("GITHUB_SERVER_URL") or "https://github.com",
             repository=e.get("GITHUB_REPOSITORY", ""),
             run_id=e.get("GITHUB_RUN_ID", ""),
             run_attempt=e.get("GITHUB_RUN_ATTEMPT", ""),
             event_name=e.get("GITHUB_EVENT_NAME", ""),
             event_path=e.get("GITHUB_EVENT_PATH", ""),
+            sha=e.get("GITHUB_SHA", ""),
             output_path=e.get("GITHUB_OUTPUT", ""),
             summary_path=e.get("GITHUB_STEP_SUMMARY", ""),
             in_actions=e.get("GITHUB_ACTIONS") == "true",

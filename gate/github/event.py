@@ -9,7 +9,8 @@ from typing import Any
 from gate.errors import FormatError
 from gate.github.client import GitHubClient
 
-PR_EVENTS = ("pull_request", "pull_request_target")
+# Events whose payload holds the pull request (a review re-runs the gate, e.g. to see an approval).
+PR_EVENTS = ("pull_request", "pull_request_target", "pull_request_review")
 
 
 @dataclass(frozen=True)

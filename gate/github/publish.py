@@ -2,18 +2,19 @@
 
 The comment is best effort: a read-only token (a fork's pull request), a missing PR or an API
 failure becomes one line in the log and the summary, never a crash; the exit status follows
-only the verdict and ``fail_on``.
+the verdict and ``fail_on``, and, with ``baseline_changes="require-approval"``, whether a baseline
+change is approved.
 """
 
 from __future__ import annotations
 
+import copy
 import hashlib
-import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
-from gate.core.jsonsafe import plain
 from gate.errors import FormatError
 from gate.github.actions import (
     MAX_ANNOTATIONS,
@@ -23,10 +24,13 @@ from gate.github.actions import (
     write_file,
     write_outputs,
 )
+from gate.github.approval import DEFAULT_LABEL, Approval, approval_line, check_approval
 from gate.github.client import GitHubClient, GitHubError, RateLimited
-from gate.github.comment import CommentResult, digest_line, marker, upsert_comment
-from gate.github.event import NoPullRequest, load_event, resolve_pull_request
+from gate.github.comment import CommentResult, Target, digest_line, marker, own_login, upsert_comment
+from gate.github.event import NoPullRequest, PullRequest, load_event, resolve_pull_request
+from gate.github.stamp import RunStamp, stamp_for
 from gate.render import COMMENT_LIMIT, SUMMARY_LIMIT, Links, headline_text, render_markdown
+from gate.render.notices import changed_models
 from gate.render.text import num
 from gate.verdict.types import EXIT, Report
 
@@ -44,6 +48,9 @@ class Settings:
     pr_number: int | None = None
     markdown_path: str | None = None
     max_wait: float = 120.0
+    baseline_changes: str = "comment"  # or "require-approval"
+    approval_label: str = DEFAULT_LABEL
+    job: str | None = None  # what the comment says ran it ("check on Linux X64")
 
 
 @dataclass
@@ -52,6 +59,25 @@ class Outcome:
     exit_code: int
     comment: CommentResult  # action "skipped" with a one-line reason when no comment was written
     lines: list[str] = field(default_factory=list)  # workflow commands for stdout (annotations)
+    approval: Approval | None = None
+
+
+@dataclass
+class _Context:
+    """What one publish works with: the event, the run it judges, the pull request (found lazily)."""
+
+    env: ActionsEnv
+    settings: Settings
+    client: GitHubClient | None
+    event: dict[str, Any]
+    stamp: RunStamp | None
+    event_error: str = ""
+    _pr: PullRequest | NoPullRequest | None = None
+
+    def pull_request(self) -> PullRequest | NoPullRequest:
+        if self._pr is None:
+            self._pr = _resolve(self)
+        return self._pr
 
 
 def publish(
@@ -61,57 +87,104 @@ def publish(
     make_client: Callable[[ActionsEnv, float], GitHubClient] | None = None,
 ) -> Outcome:
     make_client = make_client or (lambda e, wait: GitHubClient(e.token, e.api_url, max_wait=wait))
-    links = Links(env.run_url, settings.artifact_url)
-    verdict = report.verdict
-    digest = hashlib.sha256(json.dumps(plain(report.to_dict()), sort_keys=True).encode()).hexdigest()[:16]
-    header = f"{marker(settings.comment_id)}\n{digest_line(digest)}"
-    body = render_markdown(report, marker=header, links=links, limit=COMMENT_LIMIT)
+    ctx = _context(report, settings, env, make_client(env, settings.max_wait) if env.token else None)
+    approval = _approval(report, ctx)
+    approval_text = approval_line(approval, settings.approval_label)
+    links = _links(ctx)
+    digest = reviewer_digest(report, approval_text)
+    header = "\n".join([marker(settings.comment_id), digest_line(digest)] + ([ctx.stamp.line()] if ctx.stamp else []))
+    body = render_markdown(report, marker=header, links=links, limit=COMMENT_LIMIT, approval=approval_text)
 
-    summary_written = append_summary(env.summary_path, render_markdown(report, links=links, limit=SUMMARY_LIMIT, summary=True))
+    summary_written = append_summary(env.summary_path, render_markdown(
+        report, links=links, limit=SUMMARY_LIMIT, summary=True, approval=approval_text))
     md_path = write_file(settings.markdown_path, body) if settings.markdown_path else ""
 
-    client = make_client(env, settings.max_wait) if env.token else None
-    short = lambda: render_markdown(report, marker=header, links=links, limit=SHORT_LIMIT, brief=True)  # noqa: E731
-    result = _comment(report, settings, env, client, body, short, digest)
+    def short() -> str:
+        return render_markdown(report, marker=header, links=links, limit=SHORT_LIMIT, brief=True, approval=approval_text)
+
+    result = _comment(report, ctx, body, short, digest)
     if result.action == "skipped" and summary_written:
         append_summary(env.summary_path, f"\n> ℹ️ PR comment not written: {result.reason}\n")
-
-    fr = report.first_regression
-    write_outputs(
-        env.output_path,
-        {
-            "verdict": verdict,
-            "first-model": fr.model or "" if fr else "",
-            "first-layer": fr.layer if fr else "",
-            "first-provider": fr.provider or "" if fr else "",
-            "report-json": str(Path(settings.report_path).resolve()),
-            "report-markdown": md_path,
-            "comment-id": str(result.id or ""),
-            "comment-url": str(result.url or ""),
-        },
-    )
-    exit_code = 0 if settings.fail_on == "never" else EXIT.get(verdict, 1)
-    return Outcome(verdict, exit_code, result, annotations(report))
+    write_outputs(env.output_path, _outputs(report, settings, md_path, result, approval))
+    exit_code = 0 if settings.fail_on == "never" else EXIT.get(report.verdict, 1)
+    if approval is not None and approval.blocks and settings.fail_on != "never":
+        exit_code = exit_code or 1
+    return Outcome(report.verdict, exit_code, result, _approval_annotation(report, approval, settings)
+                   + annotations(report), approval)
 
 
-def _comment(
-    report: Report, settings: Settings, env: ActionsEnv, client: GitHubClient | None,
-    body: str, short: Callable[[], str], digest: str,
-) -> CommentResult:
+def _context(report: Report, settings: Settings, env: ActionsEnv, client: GitHubClient | None) -> _Context:
+    try:
+        event, error = load_event(env.event_path), ""
+    except FormatError as e:
+        event, error = {}, str(e)
+    return _Context(env, settings, client, event, stamp_for(env, event), error)
+
+
+def _resolve(ctx: _Context) -> PullRequest | NoPullRequest:
+    if ctx.event_error:
+        return NoPullRequest(ctx.event_error)
+    try:
+        return resolve_pull_request(ctx.env.event_name, ctx.event, ctx.env.repository, ctx.client,
+                                    ctx.settings.pr_number)
+    except RateLimited as e:
+        return NoPullRequest(f"rate limited by GitHub: {e}")
+    except GitHubError as e:
+        return NoPullRequest(_explain(e))
+
+
+def _links(ctx: _Context) -> Links:
+    """Links to the run that computed the report (in the fork-safe flow: the pull_request run)."""
+    stamp, env = ctx.stamp, ctx.env
+    if stamp is None:
+        return Links(env.run_url, ctx.settings.artifact_url, job=ctx.settings.job)
+    repo = (ctx.event.get("repository") or {}).get("full_name") or env.repository
+    commit_url = f"{env.server_url.rstrip('/')}/{repo}/commit/{stamp.sha}" if stamp.sha and repo else None
+    return Links(stamp.url or env.run_url, ctx.settings.artifact_url, stamp.sha or None, commit_url, stamp.label(),
+                 ctx.settings.job)
+
+
+def _approval(report: Report, ctx: _Context) -> Approval | None:
+    if not report.baseline_changes or ctx.settings.baseline_changes != "require-approval":
+        return None
+    pr = ctx.pull_request()
+    if isinstance(pr, NoPullRequest):
+        return Approval("unknown", pr.reason)
+    return check_approval(ctx.client, pr.repository, pr.number, ctx.stamp.sha if ctx.stamp else "",
+                          ctx.settings.approval_label)
+
+
+def reviewer_digest(report: Report, approval_text: str = "") -> str:
+    """A digest of what a reviewer reads: the comment as rendered, without links, latencies and
+    peak memory, which change on every run. ``on-change`` compares it."""
+    quiet = copy.deepcopy(report)
+    for m in quiet.models:
+        for p in m.providers:
+            p.latency_ms = p.baseline_latency_ms = p.capture_peak_mb = None
+            for a in p.audits:
+                if a.check == "latency":
+                    a.message = f"{p.name}: latency {a.status}"
+    text = render_markdown(quiet, approval=approval_text)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def _comment(report: Report, ctx: _Context, body: str, short: Callable[[], str], digest: str) -> CommentResult:
+    settings = ctx.settings
     if settings.when == "never":
         return CommentResult("skipped", reason="commenting is off (comment: never)")
+    pr = ctx.pull_request()
+    if isinstance(pr, NoPullRequest):
+        return CommentResult("skipped", reason=pr.reason)
+    if ctx.client is None:
+        return CommentResult("skipped", reason="no token (set the github-token input or GITHUB_TOKEN)")
+    client = ctx.client
+    wants = report.verdict != "pass" or bool(report.baseline_changes)  # a baseline change is always said
     try:
-        event = load_event(env.event_path)
-        pr = resolve_pull_request(env.event_name, event, env.repository, client, settings.pr_number)
-        if isinstance(pr, NoPullRequest):
-            return CommentResult("skipped", reason=pr.reason)
-        if client is None:
-            return CommentResult("skipped", reason="no token (set the github-token input or GITHUB_TOKEN)")
+        target = Target(pr.repository, pr.number, marker(settings.comment_id), own_login(client, ctx.env.graphql_url))
+
         def upsert(text: str) -> CommentResult:
-            return upsert_comment(
-                client, pr.repository, pr.number, text, marker(settings.comment_id),
-                when=settings.when, wants_attention=report.verdict != "pass", digest=digest,
-            )
+            return upsert_comment(client, target, text, when=settings.when, wants_attention=wants, digest=digest,
+                                  stamp=ctx.stamp)
 
         try:
             return upsert(body)
@@ -120,20 +193,44 @@ def _comment(
                 raise
             # Rejected (its size, counted some other way?): the headline and the pointer always fit.
             return upsert(short())
-    except FormatError as e:
-        return CommentResult("skipped", reason=str(e))
     except RateLimited as e:
         return CommentResult("skipped", reason=f"rate limited by GitHub: {e}")
     except GitHubError as e:
         return CommentResult("skipped", reason=_explain(e))
 
 
+def _outputs(report: Report, settings: Settings, md_path: str, result: CommentResult,
+             approval: Approval | None) -> dict[str, str]:
+    fr = report.first_regression
+    return {
+        "verdict": report.verdict,
+        "first-model": fr.model or "" if fr else "",
+        "first-layer": fr.layer if fr else "",
+        "first-provider": fr.provider or "" if fr else "",
+        "report-json": str(Path(settings.report_path).resolve()),
+        "report-markdown": md_path,
+        "comment-id": str(result.id or ""),
+        "comment-url": str(result.url or ""),
+        "baseline-changes": " ".join(model for model, _ in changed_models(report)),
+        "baselines-approved": "" if approval is None else str(not approval.blocks).lower(),
+    }
+
+
+def _approval_annotation(report: Report, approval: Approval | None, settings: Settings) -> list[str]:
+    if approval is None or not approval.blocks:
+        return []
+    models = ", ".join(model for model, _ in changed_models(report)[:10])
+    return [command("error", f"this pull request changes the baselines of {models}: it fails until a maintainer "
+                    f"adds the label `{settings.approval_label}` or approves the commit ({approval.how})",
+                    title="parity-gate: baseline change needs approval")]
+
+
 def _explain(e: GitHubError) -> str:
     if e.status in (403, 404):
         return (
             f"GitHub answered {e.status} ({e.message or 'forbidden'}) to {e.method} {e.path}: the token cannot write "
-            "to this pull request (a pull request from a fork gets a read-only token; see the README's fork-safe "
-            "workflow); the report is in the job summary"
+            "to this pull request (a pull request from a fork gets a read-only token; see the fork-safe flow in "
+            "docs/action.md); the report is in the job summary"
         )
     if e.status == 422:
         return f"GitHub rejected the comment (422 {e.message}); the report is in the job summary"

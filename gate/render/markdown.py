@@ -12,14 +12,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gate.render.chart import error_chart
-from gate.render.text import MESSAGE_CAP, attr, clip, code, link, num, plain
+from gate.render.next_steps import next_steps
+from gate.render.notices import MAX_LIST, baseline_block, notices, reason
+from gate.render.text import MESSAGE_CAP, attr, clip, code, link, num, plain, times
 from gate.verdict.types import ModelVerdict, ProviderVerdict, Regression, Report, Row
 
 COMMENT_LIMIT = 65_536
 # The job summary takes 1 MiB per step; 4 bytes per character at worst.
 SUMMARY_LIMIT = 250_000
 MAX_CHARTS = 3
-MAX_LIST = 20
 
 ICON = {"pass": "✅", "regressed": "❌", "error": "💥", "no-baseline": "🆕", "skipped": "⏭️"}
 ROW_ICON = {"pass": "✅", "fail": "❌", "folded": "➖", "absent": "∅", "new": "🆕", "missing": "❓"}
@@ -28,10 +29,15 @@ QUIET_ROWS = ("pass", "folded")
 
 @dataclass(frozen=True)
 class Links:
-    """Where the reader finds more: the workflow run (its job summary) and the report artifact."""
+    """Where the reader finds more: the workflow run that computed the report (its job summary) and
+    the report artifact; and what was judged: the commit, the run's attempt, the job (matrix leg)."""
 
     run_url: str | None = None
     artifact_url: str | None = None
+    commit: str | None = None
+    commit_url: str | None = None
+    run_label: str | None = None  # "run 4242, attempt 2"
+    job: str | None = None  # "check on Linux X64"
 
 
 @dataclass(frozen=True)
@@ -62,21 +68,24 @@ def render_markdown(
     limit: int = COMMENT_LIMIT,
     summary: bool = False,
     brief: bool = False,
+    approval: str = "",
 ) -> str:
     """The whole Markdown document for ``report``, at most ``limit`` characters (UTF-16 units, see size()).
 
     ``summary=True`` renders for the job summary: a shortened one points at the artifact only.
     ``brief=True`` starts without per-layer tables and charts (the retry after GitHub refused a body).
+    ``approval`` is a line for the baseline-change block (whether changed baselines may merge).
     """
     links = links or Links()
     for level in _LADDER[_BRIEF:] if brief else _LADDER:
-        text = _Doc(report, marker, links, level, shortened=level is not _LADDER[0], summary=summary).render()
+        text = _Doc(report, marker, links, level, shortened=level is not _LADDER[0], summary=summary,
+                    approval=approval).render()
         if size(text) <= limit:
             return text
     # Pathological reports (thousands of models, errors in every one): headline + pointer, cut hard.
-    doc = _Doc(report, marker, links, _LADDER[-1], shortened=True, summary=summary)
+    doc = _Doc(report, marker, links, _LADDER[-1], shortened=True, summary=summary, approval=approval)
     tail = "\n\n" + doc.pointer() + "\n"
-    head = "\n\n".join(p for p in (marker, doc.headline()) if p)
+    head = "\n\n".join(p for p in (marker, baseline_block(report, approval), doc.headline()) if p)
     return clip_block(head, limit - size(tail)) + tail
 
 
@@ -113,16 +122,18 @@ def headline_text(report: Report) -> str:
 
 
 class _Doc:
-    def __init__(self, report: Report, marker: str, links: Links, level: _Level, shortened: bool, summary: bool):
+    def __init__(self, report: Report, marker: str, links: Links, level: _Level, shortened: bool, summary: bool,
+                 approval: str = ""):
         self.r, self.marker, self.links, self.level, self.shortened = report, marker, links, level, shortened
-        self.summary = summary
+        self.summary, self.approval = summary, approval
         self.models: list[ModelVerdict] = report.models
         self.rows_total = 0
         self.rows_shown = 0
         self.charts_left = MAX_CHARTS
 
     def render(self) -> str:
-        parts = [self.marker, self.headline(), self.notices(), self.overview()]
+        parts = [self.marker, baseline_block(self.r, self.approval), self.headline(), self.judged(),
+                 notices(self.r), next_steps(self.r), self.overview()]
         if self.level.models:
             parts += [self.model_section(m) for m in self.models]
         if self.shortened:
@@ -139,7 +150,7 @@ class _Doc:
         fr = self.r.first_regression
         errors = [m for m in self.models if m.status == "error"]
         if fr:
-            return f"{_title(fr)}\n\n{_first_body(fr)}\n\n{scope}; {num(s.regressions)} regression(s), {num(s.errors)} error(s)."
+            return f"{_title(fr)}\n\n{_first_body(fr, _baseline_of(self.r, fr))}\n\n{scope}: {_tally(self.models)}."
         if self.r.verdict == "error" or errors:
             names = ", ".join(code(m.name) for m in errors[:MAX_LIST]) or "a model"
             return f"### 💥 parity-gate: {len(errors) or 'a'} model{'s' * (len(errors) != 1)} failed: {names}\n\n{scope}."
@@ -151,26 +162,27 @@ class _Doc:
         note = f" ({unchecked} provider run{'s' * (unchecked != 1)} not checked, see below)" if unchecked else ""
         return f"### ✅ parity-gate: passed{note}\n\n{scope}."
 
-    # -- notices: everything that is not a plain pass must stay visible --------------------------
-    def notices(self) -> str:
-        items = [item for m in self.models for item in _model_notices(m)]
-        changes = self.r.baseline_changes or []
-        if changes:
-            shown = ", ".join(code(c) for c in changes[:MAX_LIST])
-            more = f" and {len(changes) - MAX_LIST} more" if len(changes) > MAX_LIST else ""
-            items.append(f"📝 This pull request changes baseline files: {shown}{more}.")
-        if len(items) > 2 * MAX_LIST:
-            items = items[: 2 * MAX_LIST] + [f"… and {len(items) - 2 * MAX_LIST} more notices (see the job summary)."]
-        return "\n".join(f"- {i}" for i in items)
+    def judged(self) -> str:
+        """What this comment judged: the commit, the run that computed it, the job."""
+        lk = self.links
+        bits = []
+        if lk.commit:
+            bits.append("commit " + link(code(lk.commit[:12]), lk.commit_url))
+        if lk.run_label:
+            bits.append(link(plain(lk.run_label, 80), lk.run_url))
+        if lk.job:
+            bits.append(f"job {plain(lk.job, 120)}")
+        return "<sub>Judged: " + " · ".join(bits) + "</sub>" if bits else ""
 
     # -- tables ------------------------------------------------------------------------------
     def overview(self) -> str:
         rows = ["| model | status | layers | providers | first regression |", "| --- | --- | ---: | --- | --- |"]
         cap = len(self.models) if self.level.models else 50
         for m in self.models[:cap]:
-            provs = " ".join(f"{ICON.get(p.status, '❔')}&nbsp;{_provider_label(p, m)}" for p in m.providers)
+            provs = " ".join(f"{ICON.get(p.status, '❔')}&nbsp;{_provider_label(p, m)}" for p in m.providers
+                             if p.status != "skipped")  # a skipped provider is said once, in the notices
             rows.append(f"| {code(m.name)} | {_status(m.status)} | {num(m.layers)} | {provs or '—'} | "
-                        f"{_first(m.first_regression)} |")
+                        f"{_first(m.first_regression, _baseline_of(self.r, m.first_regression, m))} |")
         if len(self.models) > cap:
             rows.append(f"| … {len(self.models) - cap} more models | | | | |")
         return "\n".join(rows)
@@ -180,8 +192,9 @@ class _Doc:
         if m.error:
             out.append(f"💥 **{plain(m.error.get('status', 'error'), 20)}**: "
                        f"{plain(m.error.get('message', ''), 2 * MESSAGE_CAP)}")
-        if m.providers:
-            out.append(_provider_table(m.providers))
+        shown = [p for p in m.providers if p.status != "skipped"]
+        if shown:
+            out.append(_provider_table(shown))
         audits = m.audits + [a for p in m.providers for a in p.audits]
         if audits:
             out.append("\n".join(f"{'❌' if a.status == 'fail' else '⚠️'} {plain(a.check, 20)}: "
@@ -255,45 +268,41 @@ def _title(fr: Regression) -> str:
             f"on {code(fr.provider)}{precision}")
 
 
-def _first_body(fr: Regression) -> str:
+def _first_body(fr: Regression, baseline: float | None) -> str:
+    ratio = times(fr.value, baseline)
     body = (
         f"**First regression:** model {code(fr.model)}, layer {code(fr.layer)}"
         f"{' (' + code(fr.type) + ')' if fr.type else ''}, provider {code(fr.provider)}"
         f"{' (' + plain(fr.precision, 20) + ')' if fr.precision else ''}: "
-        f"check **{plain(fr.check, 40)}** measured **{num(fr.value)}**, threshold **{num(fr.threshold)}**."
+        f"check **{plain(fr.check, 40)}** measured **{num(fr.value)}**"
+        f"{f' ({ratio} the baseline {num(baseline)})' if ratio else ''}, threshold **{num(fr.threshold)}**."
     )
     return body + (f"\n> {plain(fr.message)}" if fr.message else "")
 
 
-def _model_notices(m: ModelVerdict) -> list[str]:
-    items = []
-    if m.status == "error":
-        e = m.error or {}
-        items.append(f"💥 {code(m.name)} failed: **{plain(e.get('status', 'error'), 20)}**: "
-                     f"{plain(e.get('message', ''))}")
-    elif m.status == "no-baseline":
-        where = f" at {code(m.baseline_path)}" if m.baseline_path else ""
-        items.append(f"🆕 {code(m.name)} has no baseline{where}: create it with "
-                     f"{code(f'parity-gate update-baseline --model {m.name}', 200)} and commit it.")
-    if m.reference_dtype == "float32":
-        items.append(f"ℹ️ {code(m.name)}: float32 reference (the model could not run in float64).")
-    if m.below_float64:
-        first, dtype = next(iter(m.below_float64.items()))
-        items.append(f"⚠️ {code(m.name)}: the reference computed below float64 in {len(m.below_float64)} layer"
-                     f"{'s' * (len(m.below_float64) != 1)} (first {code(first)}: {plain(dtype, 20)}; a custom op or a "
-                     "NumPy round trip): from there its limits follow that precision.")
-    if m.export_fallback:
-        items.append(f"ℹ️ {code(m.name)}: export fell back to {plain(m.export_fallback, 200)}.")
-    for p in m.providers:
-        if p.status == "skipped":
-            items.append(f"⏭️ {code(m.name)} · {code(p.name)} not checked: {plain(_reason(p))}")
-        elif p.status == "error":
-            items.append(f"💥 {code(m.name)} · {code(p.name)} failed: {plain(_reason(p))}")
-        elif p.status == "no-baseline" and m.status != "no-baseline":
-            command = f"parity-gate update-baseline --model {m.name} --provider {p.name}"
-            items.append(f"🆕 {code(m.name)} · {code(p.name)} has no baseline entry: run {code(command, 260)} "
-                         "on a runner that has it.")
-    return items
+def _baseline_of(report: Report, fr: Regression | None, model: ModelVerdict | None = None) -> float | None:
+    """The baseline value of the row a first regression names (what "≈ N× the baseline" divides by)."""
+    if fr is None:
+        return None
+    model = model or next((m for m in report.models if m.name == fr.model), None)
+    for p in model.providers if model else []:
+        if p.name == fr.provider and fr.precision in (None, p.precision):
+            return _row_baseline(p, fr)
+    return None
+
+
+def _row_baseline(p: ProviderVerdict, fr: Regression | None) -> float | None:
+    row = next((r for r in p.rows if fr and r.layer == fr.layer and r.check == fr.check), None)
+    return row.baseline if row else None
+
+
+def _tally(models: list[ModelVerdict]) -> str:
+    """What did not pass, counted by kind: a missing baseline is not a regression."""
+    counts = [(sum(m.status == "regressed" for m in models), "regressed"),
+              (sum(m.status == "no-baseline" for m in models), "without a baseline"),
+              (sum(m.status == "error" for m in models), "failed to run")]
+    said = [f"{n} {what}" for n, what in counts if n]
+    return ", ".join(said) or "all passed"
 
 
 def _model_meta(m: ModelVerdict) -> str:
@@ -343,17 +352,19 @@ def _provider_table(providers: list[ProviderVerdict]) -> str:
             "| --- | --- | --- | --- | --- | ---: | ---: | ---: | ---: | --- |"]
     return "\n".join(head + [
         f"| {code(p.name)} | {plain(p.role, 20)} | {plain(p.precision, 20)} | {plain(p.device, 40)} | "
-        f"{_status(p.status)}{(' — ' + plain(_reason(p), 200)) if p.reason else ''} | {num(p.checked)} | "
+        f"{_status(p.status)}{(' — ' + plain(reason(p), 200)) if p.reason else ''} | {num(p.checked)} | "
         f"{num(p.failed)} | {num(p.folded)} | "
-        f"{num(p.latency_ms) + ' ms' if p.latency_ms is not None else '—'} | {_first(p.first_regression)} |"
+        f"{num(p.latency_ms) + ' ms' if p.latency_ms is not None else '—'} | "
+        f"{_first(p.first_regression, _row_baseline(p, p.first_regression))} |"
         for p in providers])
 
 
 def _row_line(i: int, row: Row) -> str:
     note = plain(row.message, 160) if row.message and row.status not in QUIET_ROWS else ""
+    ratio = times(row.value, row.baseline) if row.status == "fail" else ""
     return (f"| {i + 1} | {code(row.layer)} | {code(row.type, 60) if row.type else ''} | "
             f"{ROW_ICON.get(row.status, '❔')} {plain(row.status, 20)} | {plain(row.check or '', 40)} | "
-            f"{num(row.value)} | {num(row.threshold)} | {num(row.baseline)} | {note} |")
+            f"{num(row.value)}{f' ({ratio})' if ratio else ''} | {num(row.threshold)} | {num(row.baseline)} | {note} |")
 
 
 def _provider_label(p: ProviderVerdict, m: ModelVerdict) -> str:
@@ -362,22 +373,17 @@ def _provider_label(p: ProviderVerdict, m: ModelVerdict) -> str:
     return code(p.name, 60) + (f"&nbsp;{plain(p.precision, 20)}" if twice and p.precision else "")
 
 
-def _reason(p: ProviderVerdict) -> str:
-    """The provider's reason without a repeated "skipped: " / "error: " prefix."""
-    reason = str(p.reason or p.status or "")
-    prefix = f"{p.status}:"
-    return reason[len(prefix):].strip() if reason.startswith(prefix) else reason
-
-
 def _status(status: str | None) -> str:
     return f"{ICON.get(status, '❔')} {plain(status or 'unknown', 20)}"
 
 
-def _first(fr: Regression | None) -> str:
+def _first(fr: Regression | None, baseline: float | None = None) -> str:
     if not fr:
         return "—"
     provider = f" on {code(fr.provider, 60)}" if fr.provider else ""
-    return f"{code(fr.layer)}{provider}: {plain(fr.check, 40)} {num(fr.value)} > {num(fr.threshold)}"
+    ratio = times(fr.value, baseline)
+    return (f"{code(fr.layer)}{provider}: {plain(fr.check, 40)} {num(fr.value)}"
+            f"{f' ({ratio} the baseline)' if ratio else ''} > {num(fr.threshold)}")
 
 
 def _choose_rows(layers: list[Row], cap: int | None) -> list[int]:

@@ -60,3 +60,21 @@ def link(label: str, url: str | None) -> str:
     if not url:
         return label
     return f"[{label}]({url.replace(' ', '%20').replace(')', '%29')})"
+
+
+def times(value: object, baseline: object) -> str:
+    """``value`` as a multiple of ``baseline``, the way a reader compares errors: "≈ 1,500×", "≈ 9.5×"
+    (two significant digits); empty when there is no positive finite baseline to compare with."""
+    if any(isinstance(v, bool) or not isinstance(v, (int, float)) for v in (value, baseline)):
+        return ""
+    if not (math.isfinite(value) and math.isfinite(baseline)) or baseline <= 0 or value <= 0:
+        return ""
+    ratio = value / baseline
+    if ratio < 0.01:
+        return ""
+    if not math.isfinite(ratio) or ratio >= 1e15:
+        return "≫ 10¹⁵×" if ratio > 1 else ""
+    if ratio < 9.95:
+        return f"≈ {ratio:.2g}×"
+    digits = len(str(round(ratio))) - 2
+    return f"≈ {round(round(ratio), -digits):,}×"

@@ -10,6 +10,7 @@ from gate.core.runs import ModelRun, ProviderRun
 from gate.formats.baseline import Baseline, Entry
 from gate.verdict import checks, hints, model_audits
 from gate.verdict.types import Audit, ModelVerdict, ProviderVerdict, Regression, Report
+from gate.verdict.versions import version_changes
 
 REFERENCE = "torch-cpu"  # the float64 reference runs on PyTorch's CPU kernels
 
@@ -105,6 +106,8 @@ def model_verdict(spec: ModelSpec, run: ModelRun, baseline: Baseline | None, pat
                       promoted=dict(run.meta.promoted or {}), below_float64=dict(run.meta.below_float64 or {}))
     if baseline is None:
         mv.status, mv.message = "no-baseline", f"no baseline at {path}: create it with `{update_cmd}`"
+    else:
+        mv.versions = version_changes(baseline.meta, run.meta)
     mv.providers = [_reference(run, baseline, spec, mv.message)]
     mv.providers += [_runtime(run, p, baseline, spec, update_cmd, policy) for p in run.providers]
     mv.audits = model_audits.dynamic_shape(spec, run, baseline) + model_audits.training_mode(run)

@@ -204,8 +204,16 @@ class ModelVerdict:
     below_float64: dict[str, str] = field(default_factory=dict)
     audits: list[Audit] = field(default_factory=list)  # of the model and its export, beside the targets'
     mapping: dict[str, Any] = field(default_factory=dict)  # how many layers the shipped graph lets us see
+    # Runtimes whose version differs from the baseline's: {"onnxruntime": {"baseline": v0, "run": v1}}.
+    versions: dict[str, dict[str, str]] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
+        out = self._to_dict()
+        if self.versions:  # absent when nothing differs: such reports keep their bytes
+            out["versions"] = self.versions
+        return out
+
+    def _to_dict(self) -> dict[str, Any]:
         return {"name": self.name, "status": self.status, "error": self.error,
                 "baseline": {"path": self.baseline_path, "exists": self.baseline_exists},
                 "exporter": self.exporter, "export_fallback": self.export_fallback, "opset": self.opset,
@@ -224,12 +232,18 @@ class ModelVerdict:
         reference = o.opt_obj("reference", lambda r: (r.str("dtype", default="float64"), r.counts("promoted"),
                                                       r.words("below_float64")))
         dtype, promoted, below = reference or ("float64", {}, {})
+        versions = o.opt_obj("versions", _versions) or {}
         return cls(o.str("name"), o.choice("status", MODEL_STATUSES), error,
                    *(baseline or ("", False)), o.opt_str("exporter"), o.opt_str("export_fallback"),
                    o.int("opset"), dtype, o.int("layers") or 0,
                    o.opt_obj("first_regression", Regression.from_dict), o.objs("providers", ProviderVerdict.from_dict),
                    o.opt_str("message"), o.objs("hints", Hint.from_dict), promoted, below,
-                   o.objs("audits", Audit.from_dict), o.free("mapping") or {})
+                   o.objs("audits", Audit.from_dict), o.free("mapping") or {}, versions)
+
+
+def _versions(o: Obj) -> dict[str, dict[str, str]]:
+    return {str(k)[:40]: o.opt_obj(k, lambda v: {"baseline": v.str("baseline"), "run": v.str("run")})
+            for k in list(o.data)[:8] if o.data.get(k) is not None}
 
 
 @dataclass

@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from tests.support import action_fixtures
-from tests.support.action_fixtures import MARKER, PR, REPO, REPORTS, ROOT, TOKEN
+from tests.support.action_fixtures import LEG, MARKER, PR, REPO, REPORTS, ROOT, TOKEN
 
 github = action_fixtures.github  # fixtures
 make_runner = action_fixtures.make_runner
@@ -38,7 +38,7 @@ def test_first_run_creates_one_comment_second_updates_it_then_pass_replaces_it(m
     second = runner.run(comment_mode("regressed"), token=TOKEN)
     assert second.returncode == 1
     assert len(github.issue_comments(REPO, PR)) == 1
-    assert len(github.calls("PATCH")) == 1 and len(github.calls("POST")) == 1
+    assert len(github.calls("PATCH")) == 1 and len(github.calls("POST", "/comments")) == 1
 
     fixed = runner.run(comment_mode("pass"), token=TOKEN)
     assert fixed.returncode == 0, fixed.log
@@ -66,7 +66,7 @@ def test_auto_does_not_comment_on_a_pass_without_an_earlier_comment(make_runner,
     run = make_runner().run(comment_mode("pass"), token=TOKEN)
     assert run.returncode == 0
     assert github.issue_comments(REPO, PR) == []
-    assert not github.calls("POST")
+    assert not github.calls("POST", "/comments")
     assert "✅ parity-gate: passed" in run.summary
     assert "PR comment not written: passed and no earlier comment" in run.stdout
 
@@ -106,7 +106,8 @@ def test_one_comment_per_config(make_runner, github):
     runner.run(comment_mode("regressed", config="models/audio.toml"), token=TOKEN)
     runner.run(comment_mode("regressed", config="models/vision.toml"), token=TOKEN)
     bodies = [c["body"].splitlines()[0] for c in github.issue_comments(REPO, PR)]
-    assert bodies == ["<!-- parity-gate:comment id=models/vision.toml -->", "<!-- parity-gate:comment id=models/audio.toml -->"]
+    assert bodies == [f"<!-- parity-gate:comment id=models/vision.toml@{LEG} -->",
+                      f"<!-- parity-gate:comment id=models/audio.toml@{LEG} -->"]
 
 
 def test_forbidden_comment_falls_back_to_the_job_summary(make_runner, github):
@@ -151,7 +152,7 @@ def test_marker_on_page_3_is_found_and_updated(make_runner, github):
     pages = [r.query.get("page", ["1"])[0] for r in github.calls("GET", "/issues/7/comments")]
     assert pages == ["1", "2", "3"]
     assert all(r.query["per_page"] == ["100"] for r in github.calls("GET", "/issues/7/comments"))
-    assert not github.calls("POST")
+    assert not github.calls("POST", "/comments")
     [patch] = github.calls("PATCH")
     assert patch.path.endswith(f"/issues/comments/{ours['id']}")
     assert run.outputs["comment-id"] == str(ours["id"])
@@ -165,7 +166,7 @@ def test_rate_limits_are_retried(make_runner, github):
     assert run.returncode == 1, run.log
     assert len(github.issue_comments(REPO, PR)) == 1
     assert len(github.calls("GET", "/issues/7/comments")) == 3  # limited, retried, re-read after create
-    assert len(github.calls("POST")) == 2
+    assert len(github.calls("POST", "/comments")) == 2
 
 
 def test_rate_limit_longer_than_max_wait_gives_up_without_crashing(make_runner, github):

@@ -26,9 +26,10 @@ def test_check_mode_runs_check_uploads_the_report_and_comments(make_runner, gith
     [(argv, env)] = calls(log)
     assert argv[0] == "check" and "--json" in argv and "--markdown" in argv
     assert env["PARITY_GATE_MODELS"] == "tiny-cnn, tiny-mlp" and env["PARITY_GATE_CONFIG"] == "gate.toml"
-    assert (tmp_path / "artifacts" / "parity-gate-report" / "report.json").exists()
+    leg = "gate-Linux-X64-CPUExecutionProvider-tiny-cnn-tiny-mlp"  # job, OS, arch, providers, models
+    assert (tmp_path / "artifacts" / f"parity-gate-report-{leg}" / "report.json").exists()
     [c] = github.issue_comments(REPO, PR)
-    assert c["body"].startswith("<!-- parity-gate:comment id=gate.toml -->")
+    assert c["body"].startswith(f"<!-- parity-gate:comment id=gate.toml@{leg} -->")
     assert "/artifacts/" in c["body"]  # links to the uploaded report
     assert run.outputs["verdict"] == "regressed"
     assert "::group::parity-gate check" in run.stdout
@@ -52,7 +53,7 @@ def test_matrix_export_collect_legs_and_report_make_one_comment(make_runner, git
         leg.runner_name = runner_name
         run = leg.run({"mode": "collect", "providers": providers}, token=TOKEN)
         assert run.returncode == 0, run.log
-        assert run.outputs["artifact-name"].startswith(f"parity-gate-result-gate-{runner_name}-{providers}-")
+        assert run.outputs["artifact-name"] == f"parity-gate-result-gate-Linux-X64-{providers}-a1"
     results = sorted(p.name for p in (tmp_path / "artifacts").iterdir() if p.name.startswith("parity-gate-result-"))
     assert len(results) == 2
     assert [argv[0] for argv, _ in calls(log)] == ["export", "collect", "collect"]

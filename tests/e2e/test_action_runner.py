@@ -69,6 +69,8 @@ def test_expressions_follow_the_documented_rules():
     assert ev.eval("inputs.mode == 'check'") is True  # strings compare case-insensitively
     assert ev.eval("inputs.n == 3") is True  # and coerce to numbers against numbers
     assert ev.eval("steps.a.outputs.x || 'fallback'") == "fallback"
+    assert ev.eval("env.UNSET == ''") is True  # null and '' are both 0
+    assert ev.eval("inputs.missing == 0") is True and ev.eval("inputs.mode == 0") is False
     assert ev.eval("contains(fromJSON('[\"check\",\"report\"]'), inputs.mode)") is True
     assert ev.eval("format('{0}-{1}', inputs.mode, inputs.n)") == "Check-3"
     assert condition("inputs.mode == 'check'", ctx, "failure") is False  # implicit success()

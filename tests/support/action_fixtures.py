@@ -14,7 +14,8 @@ REPORTS = ROOT / "tests" / "data" / "reports"
 EVENTS = ROOT / "tests" / "support" / "events"
 REPO, PR = "octo/models", 7
 TOKEN = "ghs_secretTestToken0123456789"
-MARKER = "<!-- parity-gate:comment id=default -->"
+LEG = "gate-Linux-X64"  # the default leg of a runner's job `gate` (action.yml: job, OS, architecture)
+MARKER = f"<!-- parity-gate:comment id=default@{LEG} -->"
 
 
 @pytest.fixture

@@ -6,21 +6,28 @@ It loads action.yml, evaluates ``${{ }}`` in ``env:``/``if:``/``with:``/``workin
 stops at the first failing step (later steps run only when their ``if:`` asks for failure()
 or always()), and emulates the ``uses:`` steps it knows:
 
-- actions/setup-python: python-path is the current interpreter;
+- actions/setup-python: python-path is ``python`` (default: the current interpreter);
 - actions/upload-artifact / actions/download-artifact: a folder per artifact under ``artifacts``
-  (names must be unique unless ``overwrite``; download takes ``name`` or ``pattern`` + ``merge-multiple``).
+  (names must be unique unless ``overwrite``; download takes ``name`` or ``pattern`` + ``merge-multiple``);
+- actions/cache/restore and actions/cache/save: a zstd tarball per key under ``cache`` (exact keys, as
+  the action uses them; a key is never overwritten), like the cache service minus the network.
+
+A job's runner temp folder may be given (``temp``): GitHub-hosted runners keep the same one from job
+to job, which is what lets a cached virtual environment work where it was restored.
 """
 
 from __future__ import annotations
 
 import fnmatch
 import glob
+import hashlib
 import json
 import os
 import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -41,6 +48,7 @@ class StepRun:
     returncode: int = 0
     env: dict[str, str] = field(default_factory=dict)
     uses: str = ""
+    seconds: float = 0.0  # wall time of the step
 
 
 @dataclass
@@ -95,22 +103,33 @@ class ActionRunner:
         event: dict[str, Any] | None = None,
         repository: str = "octo/models",
         run_id: str = "4242",
+        run_attempt: str = "1",
         job: str = "gate",
         runner_name: str = "runner-1",
         env: dict[str, str] | None = None,
         artifacts: Path | None = None,
+        cache: Path | None = None,
+        temp: Path | None = None,
+        python: str = sys.executable,
     ):
         self.action_dir = action_dir
         self.workspace = workspace
         self.api_url = api_url
         self.repository = repository
         self.run_id = run_id
+        self.run_attempt = run_attempt
         self.job = job
         self.runner_name = runner_name
         self.job_env = dict(env or {})
         self.artifacts = artifacts or workspace / "_artifacts"
         self.artifacts.mkdir(parents=True, exist_ok=True)
-        self.temp = Path(tempfile.mkdtemp(prefix="runner-temp-", dir=workspace.parent))
+        self.cache = cache or workspace.parent / "_cache"
+        self.step_timeout = 300.0
+        self.python = python
+        if temp is not None:
+            shutil.rmtree(temp, ignore_errors=True)  # a new job starts with an empty runner temp
+            temp.mkdir(parents=True)
+        self.temp = temp or Path(tempfile.mkdtemp(prefix="runner-temp-", dir=workspace.parent))
         self.event_name = event_name
         self.event_path = self.temp / "event.json"
         self.event = event or {}
@@ -129,7 +148,8 @@ class ActionRunner:
             "GITHUB_SERVER_URL": "https://github.example",
             "GITHUB_REPOSITORY": self.repository,
             "GITHUB_RUN_ID": self.run_id,
-            "GITHUB_RUN_ATTEMPT": "1",
+            "GITHUB_RUN_ATTEMPT": self.run_attempt,
+            "GITHUB_SHA": "9" * 40,
             "GITHUB_JOB": self.job,
             "GITHUB_EVENT_NAME": self.event_name,
             "GITHUB_EVENT_PATH": str(self.event_path),
@@ -139,6 +159,7 @@ class ActionRunner:
             "RUNNER_OS": "Linux",
             "RUNNER_ARCH": "X64",
             "RUNNER_NAME": self.runner_name,
+            "RUNNER_ENVIRONMENT": "github-hosted",
             **self.job_env,
         }
 
@@ -154,6 +175,8 @@ class ActionRunner:
                 "server_url": "https://github.example",
                 "repository": self.repository,
                 "run_id": self.run_id,
+                "run_attempt": self.run_attempt,
+                "sha": "9" * 40,
                 "job": self.job,
                 "event_name": self.event_name,
                 "event": self.event,
@@ -184,13 +207,14 @@ class ActionRunner:
                 steps_ctx[sid] = {"outputs": {}, "outcome": "skipped", "conclusion": "skipped"}
                 continue
             step_env = {k: interpolate(str(v), ctx, status) for k, v in (step.get("env") or {}).items()}
+            started = time.monotonic()
             if "uses" in step:
                 with_ = {k: interpolate(str(v), ctx, status) for k, v in (step.get("with") or {}).items()}
                 result = self._uses(sid, step, with_)
             else:
                 workdir = interpolate(str(step.get("working-directory", ".")), ctx, status)
                 result = self._run(sid, step, {**env, **step_env}, workdir, summary)
-            result.env = step_env
+            result.env, result.seconds = step_env, time.monotonic() - started
             runs.append(result)
             steps_ctx[sid] = {"outputs": result.outputs, "outcome": result.conclusion, "conclusion": result.conclusion}
             if result.conclusion == "failure" and status == "success":
@@ -209,7 +233,7 @@ class ActionRunner:
         cwd = (self.workspace / workdir).resolve()
         proc = subprocess.run(
             ["bash", "--noprofile", "--norc", "-eo", "pipefail", str(script)],
-            cwd=cwd, env=env, capture_output=True, text=True, timeout=300,
+            cwd=cwd, env=env, capture_output=True, text=True, timeout=self.step_timeout,
         )
         summary.append(sum_file.read_text(encoding="utf-8"))
         return StepRun(
@@ -217,15 +241,32 @@ class ActionRunner:
             parse_output_file(out_file), proc.stdout, proc.stderr, proc.returncode,
         )
 
+    def _cache(self, action: str, with_: dict[str, str]) -> dict[str, str]:
+        """Exact-key cache entries: tarballs of the path (as actions/cache stores them, zstd)."""
+        key, path = with_["key"], Path(with_["path"])
+        entry = self.cache / f"{hashlib.sha256(key.encode()).hexdigest()[:32]}.tar.zst"
+        if action == "actions/cache/restore":
+            if not entry.exists():
+                return {"cache-hit": "false", "cache-primary-key": key}
+            path.mkdir(parents=True, exist_ok=True)
+            subprocess.run(["tar", "--zstd", "-xf", str(entry), "-C", str(path)], check=True)
+            return {"cache-hit": "true", "cache-primary-key": key, "cache-matched-key": key}
+        if not entry.exists() and path.is_dir():  # a key is written once (the service refuses a second save)
+            self.cache.mkdir(parents=True, exist_ok=True)
+            subprocess.run(["tar", "--zstd", "-cf", str(entry), "-C", str(path), "."], check=True)
+        return {}
+
     def _uses(self, sid: str, step: dict[str, Any], with_: dict[str, str]) -> StepRun:
         action = step["uses"].split("@")[0]
         run = StepRun(sid, step.get("name", sid), "success", uses=step["uses"])
         if action == "actions/setup-python":
-            run.outputs = {"python-path": sys.executable, "python-version": sys.version.split()[0]}
+            run.outputs = {"python-path": self.python, "python-version": sys.version.split()[0]}
+        elif action in ("actions/cache/restore", "actions/cache/save"):
+            run.outputs = self._cache(action, with_)
         elif action == "actions/upload-artifact":
             name = with_["name"]
             dest = self.artifacts / name
-            if dest.exists() and with_.get("overwrite", "false") != "true":
+            if dest.exists() and with_.get("overwrite", "false").lower() != "true":
                 return StepRun(sid, run.name, "failure", stderr=f"artifact {name} already exists", returncode=1, uses=step["uses"])
             shutil.rmtree(dest, ignore_errors=True)
             # Like upload-artifact: a folder keeps its tree, loose files are stored by name.
@@ -249,7 +290,7 @@ class ActionRunner:
                 return StepRun(sid, run.name, "failure", stderr=f"artifact {with_['name']} not found", returncode=1,
                                uses=step["uses"])
             for n in chosen:
-                dest = target if (with_.get("merge-multiple") == "true" or with_.get("name")) else target / n
+                dest = target if (str(with_.get("merge-multiple")).lower() == "true" or with_.get("name")) else target / n
                 shutil.copytree(self.artifacts / n, dest, dirs_exist_ok=True)
             run.outputs = {"download-path": str(target)}
         else:

@@ -53,9 +53,13 @@ def _num(v: Any) -> float:
 
 
 def _eq(a: Any, b: Any) -> bool:
+    """Loose equality as documented: case-insensitive strings; other mixed types (null included:
+    ``null == ''`` is true, both are 0) compare as numbers; objects and arrays only as one instance."""
     if isinstance(a, str) and isinstance(b, str):
         return a.lower() == b.lower()
-    if type(a) is type(b) or a is None or b is None:
+    if isinstance(a, (dict, list)) or isinstance(b, (dict, list)):
+        return a is b
+    if type(a) is type(b):
         return a == b
     return _num(a) == _num(b)
 

@@ -1,7 +1,9 @@
 """A local stand-in for the GitHub REST endpoints parity-gate uses, on 127.0.0.1.
 
-It keeps issue comments per (repo, issue), paginates like GitHub (per_page, Link header with
-next/last), answers the pull-request lookups used for workflow_run, records every request,
+It keeps issue comments per (repo, issue) with their author, paginates like GitHub (per_page, Link
+header with next/last), answers the pull-request lookups used for workflow_run, the pull request
+(labels) and its reviews, who the token is (``GET /user`` refused for an installation token as for
+GITHUB_TOKEN; GraphQL's ``viewer``), records every request,
 and injects faults: a status code for the next N matching requests (403/404/422/500), or a
 rate limit (403 + X-RateLimit-Remaining: 0 + X-RateLimit-Reset, or 429 + Retry-After).
 """
@@ -38,9 +40,14 @@ class Fault:
 
 
 class FakeGitHub:
-    def __init__(self, token: str = "test-token", bot: str = "github-actions[bot]"):
+    """``viewer``: None for an installation token like GITHUB_TOKEN (``GET /user`` is refused, GraphQL's
+    viewer is the bot), or the login of a personal token's user (who then writes the comments)."""
+
+    def __init__(self, token: str = "test-token", bot: str = "github-actions[bot]", viewer: str | None = None):
         self.token = token
-        self.bot = bot
+        self.bot = viewer or bot
+        self.viewer = viewer
+        self.reviews: dict[tuple[str, int], list[dict[str, Any]]] = {}
         self.comments: dict[tuple[str, int], list[dict[str, Any]]] = {}
         self.on_post: list[Any] = []  # callables run before a comment is created (to stage races)
         self.pulls: dict[str, list[dict[str, Any]]] = {}  # repo -> PR objects (number, state, head{sha,ref,label})
@@ -145,6 +152,13 @@ class FakeGitHub:
                                              "documentation_url": "https://docs.github.com/rest"}
         if h.headers.get("Authorization") != f"Bearer {self.token}":
             return 401, {}, {"message": "Bad credentials"}
+        if path == "/user" and method == "GET":
+            if self.viewer is None:
+                return 403, {}, {"message": "Resource not accessible by integration"}
+            return 200, {}, {"login": self.viewer, "type": "User"}
+        if path == "/graphql" and method == "POST":
+            login, kind = (self.viewer, "User") if self.viewer else (self.bot.removesuffix("[bot]"), "Bot")
+            return 200, {}, {"data": {"viewer": {"login": login, "__typename": kind}}}
         m = re.fullmatch(r"/repos/([^/]+/[^/]+)/issues/(\d+)/comments", path)
         if m and method == "GET":
             return self._page(path, query, self.comments.get((m[1], int(m[2])), []))
@@ -176,6 +190,9 @@ class FakeGitHub:
         m = re.fullmatch(r"/repos/([^/]+/[^/]+)/commits/([0-9a-f]+)/pulls", path)
         if m and method == "GET":
             return 200, {}, [p for p in self.pulls.get(m[1], []) if p["head"]["sha"] == m[2] and not p.get("fork")]
+        m = re.fullmatch(r"/repos/([^/]+/[^/]+)/pulls/(\d+)/reviews", path)
+        if m and method == "GET":
+            return self._page(path, query, self.reviews.get((m[1], int(m[2])), []))
         m = re.fullmatch(r"/repos/([^/]+/[^/]+)/pulls/(\d+)", path)
         if m and method == "GET":
             for p in self.pulls.get(m[1], []):

@@ -42,7 +42,8 @@ def test_library_imports_neither_typer_nor_rich():
     import subprocess
     import sys
 
-    code = ("import sys, gate.github, gate.render, gate.formats.report, gate.commands, gate.verdict.judge; "
+    code = ("import sys, gate.github, gate.render, gate.formats.report, gate.commands, gate.verdict.judge, "
+            "gate.scaffold, gate.github.install; "
             "print(sorted(m for m in ('typer', 'rich', 'torch', 'onnxruntime') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"

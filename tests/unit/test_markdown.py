@@ -47,24 +47,44 @@ def test_full_markdown_matches_the_golden_file(name):
 def test_regressed_headline_names_model_layer_provider_check_and_values():
     text = render_fixture("regressed")
     assert "### ❌ parity-gate: `tiny-cnn` regressed at layer `conv2` on `CPUExecutionProvider`" in text
-    assert "check **error-growth** measured **0.0042**, threshold **2.76e-06**" in text
+    assert ("check **error-growth** measured **0.0042** (≈ 9,500× the baseline 4.40e-07), threshold **2.76e-06**"
+            in text)
     assert "```mermaid\nxychart-beta" in text
     assert "[workflow run](https://github.example/octo/models/actions/runs/4242)" in text
     assert "[report artifact](https://github.example/octo/models/actions/runs/4242/artifacts/99)" in text
 
 
 def test_missing_baseline_says_which_command_creates_it():
-    assert "create it with `parity-gate update-baseline --model tiny-mlp`" in render_fixture("regressed")
+    assert ("- `tiny-mlp`: no baseline yet: run `parity-gate update-baseline --model tiny-mlp` and commit "
+            "`baselines/tiny-mlp.msgpack.zst`.") in render_fixture("regressed")
 
 
-def test_skipped_provider_is_visible_on_a_pass():
+def test_skipped_provider_is_visible_on_a_pass_and_said_once():
     text = render_fixture("pass")
     assert "passed (1 provider run not checked, see below)" in text
     assert "`CUDAExecutionProvider` not checked: CUDAExecutionProvider not available here" in text
+    assert text.count("CUDAExecutionProvider") == 2  # the notice names it, with its reason
 
 
-def test_baseline_changes_are_listed():
-    assert "📝 This pull request changes baseline files: `baselines/tiny-cnn.msgpack.zst`." in render_fixture("regressed")
+def test_a_missing_baseline_is_not_counted_as_a_regression():
+    text = render_fixture("regressed")
+    assert "2 models, 11 layers, 3 providers: 1 regressed, 1 without a baseline." in text
+    assert "regression(s)" not in text
+
+
+def test_baseline_changes_lead_the_comment_and_name_the_models():
+    text = render_fixture("regressed")
+    block = text.split("\n\n")[1]
+    assert block.startswith("> [!IMPORTANT]\n> **This pull request changes baselines:** `tiny-cnn` "
+                            "(`baselines/tiny-cnn.msgpack.zst`).")
+    assert "judged against the baselines this pull request writes" in block
+    assert text.index("This pull request changes baselines") < text.index("### ❌ parity-gate")
+
+
+def test_errors_are_said_as_multiples_of_the_baseline():
+    text = render_fixture("regressed")
+    assert "| 4 | `conv2` | `Conv2d` | ❌ fail | error-growth | 0.0042 (≈ 9,500×) |" in text
+    assert "error-growth 0.0042 (≈ 9,500× the baseline) > 2.76e-06" in text
 
 
 def test_export_failure_is_an_error_not_a_pass():

@@ -1,0 +1,115 @@
+"""`parity-gate init`: ask for the factory and the input shapes (or take them as options), write the
+config, the workflow, the diff driver and the constraints file (gate.scaffold), then run
+update-baseline once. ``gate.cli.app`` calls ``register(app)``."""
+
+from __future__ import annotations
+
+import sys
+from enum import Enum
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.markup import escape
+
+from gate.errors import GateError
+from gate.scaffold import CONSTRAINTS, Options, Plan, apply, parse_input, plan
+from gate.scaffold.workflows import ACTION, FLOWS
+
+FlowChoice = Enum("FlowChoice", {f: f for f in FLOWS}, type=str)
+_MARK = {"create": "[green]created[/green] ", "append": "[green]appended[/green]", "replace": "[yellow]replaced[/yellow]",
+         "keep": "[dim]kept[/dim]    "}
+
+
+def _ask(factory: str | None, inputs: list[str] | None, yes: bool) -> tuple[str, list[str]]:
+    """What init needs and was not given: asked on a terminal, an error elsewhere."""
+    interactive = sys.stdin.isatty() and not yes
+    if not factory:
+        if not interactive:
+            raise GateError("init: give the model with --factory module:callable (a zero-argument callable "
+                            "returning the torch.nn.Module)")
+        factory = typer.prompt("Model factory (module:callable returning the torch.nn.Module)")
+    if not inputs:
+        if not interactive:
+            raise GateError("init: give the input shapes with --input, e.g. --input x=1x3x224x224")
+        inputs = typer.prompt("Input shapes, NAME=DIMS[:DTYPE], comma-free, space separated",
+                              default="x=1x3x224x224").split()
+    return factory, inputs
+
+
+def _show(p: Plan) -> None:
+    from gate.cli.console import console
+
+    for c in p.changes:
+        why = f"  ({c.why})" if c.why else ""
+        console.print(f"{_MARK[c.action]} {escape(c.path)}{escape(why)}", soft_wrap=True)
+    if p.pip_args:
+        console.print(f"[dim]the workflow installs your model's requirements: {escape(p.pip_args)}[/dim]", soft_wrap=True)
+
+
+def init(
+    factory: Annotated[str | None, typer.Option(
+        "--factory", "-f", help="module:callable returning the torch.nn.Module (called with no arguments).")] = None,
+    input_: Annotated[list[str] | None, typer.Option(
+        "--input", "-i", help="An input as NAME=DIMS[:DTYPE], e.g. x=1x3x224x224 (repeat for several).")] = None,
+    name: Annotated[str | None, typer.Option("--name", help="Model name (default: from the factory).")] = None,
+    flow: Annotated[FlowChoice, typer.Option(
+        "--flow", help="single: one CPU job; gpu: export, CPU and self-hosted GPU collect, one report; "
+                       "fork: a read-only check and a workflow_run comment (pull requests from forks).")] = FlowChoice.single,
+    provider: Annotated[list[str] | None, typer.Option(
+        "--provider", "-p", help="Providers to gate (default: torch-cpu CPUExecutionProvider).")] = None,
+    pip_args: Annotated[str | None, typer.Option(
+        "--pip-args", help="Your models' own requirements for the workflow (default: -r requirements.txt when "
+                           "it exists, else the packages the factory imports).")] = None,
+    require_approval: Annotated[bool, typer.Option(
+        "--require-approval", help="Fail pull requests that change baselines until a label or review allows them.")] = False,
+    gpu_runner: Annotated[str, typer.Option("--gpu-runner", help="Labels of the self-hosted GPU runner (flow gpu).")]
+    = "self-hosted, linux, x64, gpu",
+    action: Annotated[str, typer.Option("--action", help="The action the workflows use.")] = ACTION,
+    directory: Annotated[Path, typer.Option("--dir", help="The repository root.")] = Path("."),
+    force: Annotated[bool, typer.Option("--force", help="Replace files and the config section init wrote before.")] = False,
+    no_baseline: Annotated[bool, typer.Option("--no-baseline", help="Write the files, do not run update-baseline.")]
+    = False,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Never prompt (CI, scripts).")] = False,
+) -> None:
+    """Set up a repository: config, workflow, git diff driver, constraints file, first baseline."""
+    from gate.cli.console import console
+
+    factory, inputs = _ask(factory, input_, yes)
+    if not no_baseline:
+        from gate.cli.app import _needs
+
+        _needs("init")
+    options = Options(directory.resolve(), factory, tuple(parse_input(t, i) for i, t in enumerate(inputs)), name,
+                      flow.value, tuple(provider) if provider else Options.providers, action, pip_args,
+                      require_approval, gpu_runner, force)
+    p = plan(options)
+    for line in apply(p):
+        console.print(f"[dim]{escape(line)}[/dim]", soft_wrap=True)
+    _show(p)
+    if no_baseline:
+        console.print(f"[bold green]INITIALIZED[/bold green] | model {escape(p.model)}; next: parity-gate update-baseline")
+        return
+    _first_baseline(p)
+
+
+def _first_baseline(p: Plan) -> None:
+    from gate import commands
+    from gate.cli.console import console, progress_display
+    from gate.config import load_config
+
+    cfg = load_config(p.config_path)
+    with progress_display() as progress:
+        updated = commands.update_baseline(cfg, cfg.models, cfg.select_providers(None), progress)
+    for u in updated:
+        console.print(f"[bold]{escape(u.model)}[/bold] → {escape(str(u.path))}")
+        for line in u.warnings:
+            console.print(f"  [yellow]warning:[/yellow] {escape(line)}", soft_wrap=True)
+    files = " ".join(sorted({c.path for c in p.changes} | {str(cfg.baseline_dir.relative_to(p.options.root))}
+                            | {CONSTRAINTS}))
+    console.print(f"[bold green]INITIALIZED[/bold green] | {len(updated)} baseline(s); commit them: "
+                  f"git add {escape(files)} && git commit -m \"Gate the models with parity-gate\"", soft_wrap=True)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("init")(init)

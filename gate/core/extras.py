@@ -1,0 +1,37 @@
+"""What each command needs beyond the core install, and one clear error when it is missing.
+
+The core install (numpy, zstandard, msgpack, rich, typer, cffi) reads and writes every file
+format, merges result files (``report``) and posts the PR comment (``comment``). Running a model
+needs the ``torch`` extra; running an exported graph without torch (``collect``) needs onnx and
+one ONNX Runtime distribution.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+
+from gate.errors import GateError
+
+TORCH_STACK = ("torch", "onnx", "onnxscript", "onnxruntime")
+EXPORT_STACK = ("torch", "onnx", "onnxscript")  # export runs the reference and the torch providers only
+ORT_STACK = ("onnx", "onnxruntime")
+
+_INSTALL = {
+    TORCH_STACK: "pip install 'parity-gate[torch]'",
+    EXPORT_STACK: "pip install 'parity-gate[torch]'",
+    ORT_STACK: "pip install 'parity-gate[ort]' (or onnx and your ONNX Runtime build, e.g. onnxruntime-gpu)",
+}
+
+
+def missing(modules: tuple[str, ...]) -> list[str]:
+    """The modules of ``modules`` that cannot be imported here (found without importing them)."""
+    return [m for m in modules if importlib.util.find_spec(m) is None]
+
+
+def require(command: str, modules: tuple[str, ...]) -> None:
+    """Raise one GateError line naming what ``command`` needs and how to install it."""
+    absent = missing(modules)
+    if absent:
+        how = _INSTALL.get(modules, "pip install " + " ".join(modules))
+        raise GateError(f"`parity-gate {command}` needs {', '.join(modules)}; not installed here: "
+                        f"{', '.join(absent)}. Install them: {how}")

@@ -1,0 +1,115 @@
+"""What the action installs for each mode, from where, and the cache key of that environment.
+
+The composite action runs this file with the Python it will use, before parity-gate is installed
+(so: standard library only, runnable as a script), and writes what it prints to GITHUB_OUTPUT:
+
+    python gate/github/install.py   # reads PG_* variables, prints name=value lines
+
+- Only what the mode needs: ``comment`` and ``report`` run no model (the core install);
+  ``collect`` runs ONNX graphs (onnx and one ONNX Runtime distribution); ``export`` runs the
+  model on PyTorch; ``check`` and ``update-baseline`` do both.
+- On a GitHub-hosted Linux runner without a GPU, torch comes from PyTorch's CPU index (the default
+  resolve pulls the CUDA build and gigabytes of CUDA libraries), unless ``torch-build`` says otherwise.
+- The user's constraints file pins the versions (``parity-gate init`` writes one).
+- The key names everything the environment depends on: parity-gate's own sources (the action's
+  version), the Python (version and path), OS and architecture, and the requirements as resolved
+  from the inputs: packages, indexes, constraints file contents, extra pip arguments.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import platform
+import shutil
+import sys
+from pathlib import Path
+
+# Kept in step with pyproject.toml's extras (tests/unit/test_github_install.py checks it).
+TORCH = ("torch>=2.5", "onnx>=1.16", "onnxscript>=0.2")
+ONNX = ("onnx>=1.16",)
+NEEDS = {
+    "comment": (),
+    "report": (),
+    "collect": ONNX + ("<ort>",),
+    "export": TORCH,
+    "check": TORCH + ("<ort>",),
+    "update-baseline": TORCH + ("<ort>",),
+}
+CPU_INDEX = "https://download.pytorch.org/whl/cpu"
+KEY_VERSION = "1"  # bump to drop every cached environment
+
+
+def packages(mode: str, onnxruntime: str) -> list[str]:
+    """Requirement specifiers for ``mode``; ``onnxruntime`` is the distribution (or "none": the
+    Python given already has one)."""
+    out = []
+    for spec in NEEDS[mode]:
+        if spec == "<ort>":
+            if onnxruntime != "none":
+                out.append(onnxruntime if any(c in onnxruntime for c in "<>=!~") else f"{onnxruntime}>=1.18")
+        else:
+            out.append(spec)
+    return out
+
+
+def torch_build(mode: str, choice: str, env: dict[str, str], has_gpu: bool) -> str:
+    """``cpu``, ``default`` (the index's own resolve) or ``none`` (the mode installs no torch)."""
+    if not any(p.startswith("torch>=") for p in packages(mode, "none")):
+        return "none"
+    if choice in ("cpu", "default"):
+        return choice
+    hosted = env.get("RUNNER_ENVIRONMENT") == "github-hosted"
+    return "cpu" if hosted and env.get("RUNNER_OS") == "Linux" and not has_gpu else "default"
+
+
+def source_digest(root: Path) -> str:
+    """parity-gate's own sources as the action holds them: its version, exactly."""
+    h = hashlib.sha256()
+    files = [root / "pyproject.toml", root / "setup.py"]
+    files += sorted(p for p in (root / "gate").rglob("*") if p.suffix in (".py", ".c", ".h") and p.is_file())
+    for path in files:
+        if path.is_file():
+            h.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+    return h.hexdigest()[:16]
+
+
+def plan(env: dict[str, str], python: str = sys.executable, has_gpu: bool | None = None) -> dict[str, str]:
+    mode = env["PG_MODE"]
+    ort = env.get("PG_ONNXRUNTIME") or "onnxruntime"
+    gpu = shutil.which("nvidia-smi") is not None if has_gpu is None else has_gpu
+    build = torch_build(mode, env.get("PG_TORCH_BUILD") or "auto", env, gpu)
+    index = env.get("PG_TORCH_INDEX_URL") or CPU_INDEX
+    pkgs = packages(mode, ort)
+    index_args = f"--extra-index-url {index}" if build == "cpu" else ""
+    constraints = env.get("PG_CONSTRAINTS", "")
+    pinned = Path(constraints).read_bytes() if constraints and Path(constraints).is_file() else b""
+    inputs = "\n".join([KEY_VERSION, " ".join(pkgs), index_args, constraints and "constraints", env.get(
+        "PG_EXTRA_PIP_ARGS", ""), env.get("PG_SYSTEM_SITE_PACKAGES", "")])
+    requirements = hashlib.sha256(inputs.encode() + b"\0" + pinned).hexdigest()[:16]
+    interpreter = f"{platform.python_implementation()}-{platform.python_version()}"
+    where = hashlib.sha256(os.path.abspath(python).encode()).hexdigest()[:8]
+    action = source_digest(Path(env.get("GITHUB_ACTION_PATH") or Path(__file__).resolve().parents[2]))
+    os_arch = f"{env.get('RUNNER_OS') or platform.system()}-{env.get('RUNNER_ARCH') or platform.machine()}"
+    tier = "core" if not pkgs else mode
+    key = f"parity-gate-env-{os_arch}-{interpreter}-{where}-{tier}-{action}-{requirements}"
+    return {"key": key, "packages": " ".join(pkgs), "index-args": index_args, "torch-build": build,
+            "constraints": constraints if pinned else "", "python-version": platform.python_version()}
+
+
+def main() -> None:
+    env = dict(os.environ)
+    constraints = env.get("PG_CONSTRAINTS", "")
+    if constraints and not Path(constraints).is_file():
+        print(f"::error title=parity-gate::constraints file `{constraints}` does not exist", file=sys.stderr)
+        raise SystemExit(2)
+    out = plan(env)
+    for name, value in out.items():
+        print(f"{name}={value}")
+    summary = (f"parity-gate environment for mode {env['PG_MODE']}: {out['packages'] or 'core only'}; torch build "
+               f"{out['torch-build']}; constraints {out['constraints'] or 'none'}; key {out['key']}")
+    print(summary, file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()

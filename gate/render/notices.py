@@ -1,0 +1,89 @@
+"""The comment's notices: everything that is not a plain pass, one bullet each, and the block that
+leads a comment when the pull request rewrites baselines. A shortened comment keeps all of them,
+so it can never read as a pass."""
+
+from __future__ import annotations
+
+from pathlib import PurePosixPath
+
+from gate.render.text import code, plain
+from gate.verdict.types import ModelVerdict, ProviderVerdict, Report
+
+MAX_LIST = 20
+SUFFIX = ".msgpack.zst"
+
+
+def reason(p: ProviderVerdict) -> str:
+    """The provider's reason without a repeated "skipped: " / "error: " prefix."""
+    text = str(p.reason or p.status or "")
+    prefix = f"{p.status}:"
+    return text[len(prefix):].strip() if text.startswith(prefix) else text
+
+
+def changed_models(report: Report) -> list[tuple[str, str]]:
+    """(model or file stem, file) for each baseline file the pull request changes."""
+    out = []
+    for path in report.baseline_changes or []:
+        name = PurePosixPath(path).name
+        out.append((name[: -len(SUFFIX)] if name.endswith(SUFFIX) else name, path))
+    return out
+
+
+def baseline_block(report: Report, approval: str = "") -> str:
+    """The block that leads the comment of a pull request that rewrites baselines: which models,
+    and that they were judged against the rewritten files (so a pass does not compare with the base)."""
+    changed = changed_models(report)
+    if not changed:
+        return ""
+    shown = ", ".join(f"{code(model)} ({code(path)})" for model, path in changed[:MAX_LIST])
+    more = f" and {len(changed) - MAX_LIST} more" if len(changed) > MAX_LIST else ""
+    lines = [
+        "> [!IMPORTANT]",
+        f"> **This pull request changes baselines:** {shown}{more}.",
+        "> These models were judged against the baselines this pull request writes, not against those of the "
+        "base branch: review what moved with `git diff` (with the `parity-gate show --textconv` driver, one line "
+        "per layer).",
+    ]
+    if approval:
+        lines.append(f"> {approval}")
+    return "\n".join(lines)
+
+
+def model_notices(m: ModelVerdict) -> list[str]:
+    items = []
+    if m.status == "error":
+        e = m.error or {}
+        if e:
+            items.append(f"💥 {code(m.name)} failed: **{plain(e.get('status', 'error'), 20)}**: "
+                         f"{plain(e.get('message', ''))}")
+    elif m.status == "no-baseline" and not m.baseline_exists:
+        where = f" at {code(m.baseline_path)}" if m.baseline_path else ""
+        items.append(f"🆕 {code(m.name)} has no baseline{where}.")
+    if m.reference_dtype == "float32":
+        items.append(f"ℹ️ {code(m.name)}: float32 reference (the model could not run in float64).")
+    if m.below_float64:
+        first, dtype = next(iter(m.below_float64.items()))
+        items.append(f"⚠️ {code(m.name)}: the reference computed below float64 in {len(m.below_float64)} layer"
+                     f"{'s' * (len(m.below_float64) != 1)} (first {code(first)}: {plain(dtype, 20)}; a custom op or a "
+                     "NumPy round trip): from there its limits follow that precision.")
+    if m.export_fallback:
+        items.append(f"ℹ️ {code(m.name)}: export fell back to {plain(m.export_fallback, 200)}.")
+    for name, v in list(m.versions.items())[:4]:
+        items.append(f"ℹ️ {code(m.name)} ran with {plain(name, 20)} {plain(v.get('run'), 40)}; its baseline was "
+                     f"recorded with {plain(v.get('baseline'), 40)}.")
+    for p in m.providers:
+        if p.status == "skipped":
+            items.append(f"⏭️ {code(m.name)} · {code(p.name)} not checked: {plain(reason(p))}")
+        elif p.status == "error":
+            items.append(f"💥 {code(m.name)} · {code(p.name)} failed"
+                         f"{' (' + plain(p.error_status, 20) + ')' if p.error_status else ''}: {plain(reason(p))}")
+        elif p.status == "no-baseline" and m.baseline_exists:
+            items.append(f"🆕 {code(m.name)} · {code(p.name)} has no baseline entry for {plain(p.device, 60)}.")
+    return items
+
+
+def notices(report: Report) -> str:
+    items = [item for m in report.models for item in model_notices(m)]
+    if len(items) > 2 * MAX_LIST:
+        items = items[: 2 * MAX_LIST] + [f"… and {len(items) - 2 * MAX_LIST} more notices (see the job summary)."]
+    return "\n".join(f"- {i}" for i in items)

@@ -1,0 +1,163 @@
+"""``parity-gate init``: the files a repository needs to be gated, planned, then written.
+
+``plan(options)`` decides every file (its text, and whether it is created, appended to, left alone
+or, with ``force``, replaced); ``apply(plan)`` writes them and sets the git diff driver. Nothing a
+user wrote is overwritten without ``force``. The CLI asks for what is missing, then runs
+``update-baseline`` once.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from gate.errors import ConfigError
+from gate.scaffold.config_text import (
+    DEFAULT_PROVIDERS,
+    Input,
+    has_section,
+    model_name,
+    parse_input,
+    replace_section,
+    section,
+)
+from gate.scaffold.deps import constraints, model_requirements
+from gate.scaffold.workflows import ACTION, FLOWS, Flow, workflows
+
+CONSTRAINTS = "parity-gate-constraints.txt"
+GITATTRIBUTES_LINE = "*.msgpack.zst diff=parity-gate"
+TEXTCONV = (("diff.parity-gate.textconv", "parity-gate show --textconv"), ("diff.parity-gate.cachetextconv", "true"))
+
+
+@dataclass(frozen=True)
+class Options:
+    root: Path
+    factory: str
+    inputs: tuple[Input, ...]
+    name: str | None = None
+    flow: str = "single"
+    providers: tuple[str, ...] = DEFAULT_PROVIDERS
+    action: str = ACTION
+    pip_args: str | None = None  # None: detected (requirements.txt, or what the factory imports)
+    require_approval: bool = False
+    gpu_runner: str = "self-hosted, linux, x64, gpu"
+    force: bool = False
+
+
+@dataclass
+class Change:
+    path: str  # relative to the root
+    action: str  # create | append | replace | keep
+    text: str = ""
+    why: str = ""
+
+
+@dataclass
+class Plan:
+    options: Options
+    model: str
+    changes: list[Change] = field(default_factory=list)
+    pip_args: str = ""
+
+    @property
+    def config_path(self) -> Path:
+        chosen = next(c for c in self.changes if c.path in ("pyproject.toml", "parity-gate.toml"))
+        return self.options.root / chosen.path
+
+
+def _file(root: Path, path: str, text: str, force: bool) -> Change:
+    target = root / path
+    if not target.exists():
+        return Change(path, "create", text)
+    if target.read_text(encoding="utf-8") == text:
+        return Change(path, "keep", why="already as init writes it")
+    if force:
+        return Change(path, "replace", text)
+    return Change(path, "keep", why="exists; --force replaces it")
+
+
+def _config(root: Path, text: str, force: bool) -> Change:
+    pyproject = root / "pyproject.toml"
+    if not pyproject.exists():
+        return _file(root, "parity-gate.toml", text, force)
+    current = pyproject.read_text(encoding="utf-8")
+    if not has_section(current):
+        return Change("pyproject.toml", "append", ("\n" if current and not current.endswith("\n") else "")
+                      + ("\n" if current.strip() else "") + text)
+    if force:
+        return Change("pyproject.toml", "replace", replace_section(current, text))
+    return Change("pyproject.toml", "keep", why="has a [tool.parity-gate] section; --force replaces it")
+
+
+def _gitattributes(root: Path) -> Change:
+    target = root / ".gitattributes"
+    current = target.read_text(encoding="utf-8") if target.exists() else ""
+    if any(line.split() == GITATTRIBUTES_LINE.split() for line in current.splitlines()):
+        return Change(".gitattributes", "keep", why="has the diff driver line")
+    sep = "\n" if current and not current.endswith("\n") else ""
+    line = "# parity-gate baselines diff as text (git config diff.parity-gate.textconv)\n" + GITATTRIBUTES_LINE + "\n"
+    return Change(".gitattributes", "append" if current else "create", sep + line)
+
+
+def _custom_labels(options: Options) -> list[str]:
+    builtin = {"self-hosted", "linux", "macos", "windows", "x64", "arm", "arm64"}
+    return [label.strip() for label in options.gpu_runner.split(",") if label.strip() and label.strip() not in builtin]
+
+
+def _pip_args(options: Options) -> str:
+    if options.pip_args is not None:
+        return options.pip_args
+    if (options.root / "requirements.txt").is_file():
+        return "-r requirements.txt"
+    return " ".join(model_requirements(options.factory, options.root))
+
+
+def plan(options: Options) -> Plan:
+    """Every file ``init`` would write, and how; raises ConfigError before anything is written."""
+    if options.flow not in FLOWS:
+        raise ConfigError(f"flow `{options.flow}`: expected one of {', '.join(FLOWS)}")
+    name = options.name or model_name(options.factory)
+    providers = options.providers + (("CUDAExecutionProvider",) if options.flow == "gpu" and
+                                     "CUDAExecutionProvider" not in options.providers else ())
+    text = section(name, options.factory, options.inputs, providers)
+    out = Plan(options, name, pip_args=_pip_args(options))
+    out.changes.append(_config(options.root, text, options.force))
+    flow = Flow(options.flow, options.action, out.pip_args, options.require_approval, options.gpu_runner)
+    for path, body in workflows(flow).items():
+        out.changes.append(_file(options.root, path, body, options.force))
+    labels = _custom_labels(options) if options.flow == "gpu" else []
+    if labels:  # actionlint (and editors using it) must know the self-hosted runner's own labels
+        out.changes.append(_file(options.root, ".github/actionlint.yaml", "self-hosted-runner:\n  labels:\n"
+                                 + "".join(f"    - {label}\n" for label in labels), False))
+    out.changes.append(_gitattributes(options.root))
+    extra = [a for a in out.pip_args.split() if not a.startswith("-") and "/" not in a and a != "requirements.txt"]
+    out.changes.append(_file(options.root, CONSTRAINTS, constraints(extra), options.force))
+    return out
+
+
+def apply(p: Plan) -> list[str]:
+    """Write the planned files; set the git diff driver in the repository's local config.
+    Returns what was done to git, for the log."""
+    for c in p.changes:
+        target = p.options.root / c.path
+        if c.action in ("create", "replace"):
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(c.text, encoding="utf-8")
+        elif c.action == "append":
+            with target.open("a", encoding="utf-8") as f:
+                f.write(c.text)
+    return _git_driver(p.options.root)
+
+
+def _git_driver(root: Path) -> list[str]:
+    inside = subprocess.run(["git", "rev-parse", "--is-inside-work-tree"], cwd=root, capture_output=True, text=True)
+    if inside.returncode != 0:
+        return ["not a git repository: run `git init`, then `git config diff.parity-gate.textconv "
+                "\"parity-gate show --textconv\"`"]
+    for key, value in TEXTCONV:
+        subprocess.run(["git", "config", key, value], cwd=root, check=True, capture_output=True)
+    return [f"git config {key} \"{value}\"" for key, value in TEXTCONV]
+
+
+__all__ = ["CONSTRAINTS", "Change", "Input", "Options", "Plan", "apply", "parse_input", "plan"]

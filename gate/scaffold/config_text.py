@@ -1,0 +1,97 @@
+"""The ``[tool.parity-gate]`` section ``init`` writes, from a factory and input shapes.
+
+The text is checked by the config parser before anything is written, so ``init`` never leaves a
+config that ``check`` would refuse.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from gate.config import DTYPES
+from gate.config.parse import parse
+from gate.core.names import model_name_problem
+from gate.errors import ConfigError
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10
+    import tomli as tomllib
+
+DEFAULT_PROVIDERS = ("torch-cpu", "CPUExecutionProvider")
+_INPUT = re.compile(r"(?:(?P<name>[A-Za-z_][A-Za-z0-9_.-]*)=)?(?P<shape>\d+(?:[x,*]\d+)*)(?::(?P<dtype>\w+))?\Z")
+_SECTION = re.compile(r"^\s*\[\[?\s*tool\.parity-gate[\].]")
+_HEADER = re.compile(r"^\s*\[")
+
+
+@dataclass(frozen=True)
+class Input:
+    name: str
+    shape: tuple[int, ...]
+    dtype: str = "float32"
+
+
+def parse_input(text: str, index: int = 0) -> Input:
+    """``x=1x3x224x224:float32``, ``1,3,224,224`` (named ``x``, ``x1``, ...), dtype optional."""
+    found = _INPUT.match(text.strip().replace(" ", ""))
+    if not found:
+        raise ConfigError(f"input `{text}`: expected NAME=DIMS[:DTYPE], e.g. x=1x3x224x224:float32")
+    dtype = found["dtype"] or "float32"
+    if dtype not in DTYPES:
+        raise ConfigError(f"input `{text}`: dtype `{dtype}` is not one of {', '.join(DTYPES)}")
+    shape = tuple(int(d) for d in re.split(r"[x,*]", found["shape"]))
+    return Input(found["name"] or ("x" if index == 0 else f"x{index}"), shape, dtype)
+
+
+def model_name(factory: str) -> str:
+    """A model name from the factory's callable: ``models.vision:ResNet18`` -> ``resnet18``."""
+    fn = factory.rsplit(":", 1)[-1].rsplit(".", 1)[-1]
+    name = re.sub(r"[^a-z0-9._-]+", "-", fn.lower()).strip("-._") or "model"
+    return name[:64]
+
+
+def section(name: str, factory: str, inputs: Sequence[Input], providers: Sequence[str] = DEFAULT_PROVIDERS,
+            baseline_dir: str = "baselines") -> str:
+    """The TOML text; raises ConfigError (naming the key) if ``check`` would refuse it."""
+    problem = model_name_problem(name)
+    if problem:
+        raise ConfigError(f"model name `{name}` {problem}; pass --name")
+    if not re.fullmatch(r"[A-Za-z_][\w.]*:[A-Za-z_][\w.]*", factory):
+        raise ConfigError(f"factory `{factory}`: expected module:callable, e.g. models.vision:resnet18")
+    if not inputs:
+        raise ConfigError("give at least one input shape, e.g. --input x=1x3x224x224")
+    shown = ", ".join(f'{{ name = {json.dumps(i.name)}, shape = [{", ".join(map(str, i.shape))}], '
+                      f'dtype = {json.dumps(i.dtype)} }}' for i in inputs)
+    text = (
+        "[tool.parity-gate]\n"
+        f"baseline-dir = {json.dumps(baseline_dir)}                       # relative to this file's folder; commit it\n"
+        f"providers = [{', '.join(json.dumps(p) for p in providers)}]\n"
+        "\n"
+        "[[tool.parity-gate.models]]\n"
+        f"name = {json.dumps(name)}\n"
+        f"factory = {json.dumps(factory)}                # zero-argument callable -> torch.nn.Module\n"
+        f"inputs = [{shown}]\n"
+    )
+    parse(tomllib.loads(text)["tool"]["parity-gate"], Path("parity-gate.toml"), "tool.parity-gate")
+    return text
+
+
+def has_section(pyproject_text: str) -> bool:
+    return "parity-gate" in tomllib.loads(pyproject_text).get("tool", {})
+
+
+def replace_section(pyproject_text: str, new: str) -> str:
+    """``pyproject_text`` with its ``[tool.parity-gate]`` tables replaced by ``new`` (``--force``)."""
+    kept, inside = [], False
+    for line in pyproject_text.splitlines(keepends=True):
+        if _HEADER.match(line):
+            inside = bool(_SECTION.match(line))
+        if not inside:
+            kept.append(line)
+    head = "".join(kept).rstrip("\n")
+    return (head + "\n\n" if head else "") + new

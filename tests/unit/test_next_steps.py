@@ -1,0 +1,121 @@
+"""gate.render.next_steps and gate.render.notices: one line of next steps per model that did not pass,
+worded for its cause; runtime versions that differ from the baseline's; errors as multiples."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from gate.formats.report import parse_report
+from gate.render import render_markdown
+from gate.render.next_steps import next_steps
+from gate.render.text import times
+from gate.verdict.types import Report
+
+REPORTS = Path(__file__).resolve().parents[1] / "data" / "reports"
+
+
+def raw(name: str) -> dict:
+    return json.loads((REPORTS / f"{name}.json").read_text(encoding="utf-8"))
+
+
+def typed(report: dict) -> Report:
+    return parse_report(json.dumps(report).encode(), "test")
+
+
+def steps(report: dict) -> list[str]:
+    return next_steps(typed(report)).splitlines()[2:]
+
+
+def test_a_model_change_says_update_the_baseline_if_intended():
+    line = steps(raw("real-check-reference-drift"))[0]
+    assert line == ("- `tiny-cnn`: the model changed (its float64 reference moved first at `stem.0`). If that is "
+                    "intended, run `parity-gate update-baseline --model tiny-cnn` and commit "
+                    "`baselines/tiny-cnn.msgpack.zst`.")
+
+
+def test_a_runtime_regression_names_the_provider_and_points_at_the_hints():
+    report = raw("regressed")
+    report["models"][0]["hints"] = [{"kind": "runtime-change", "layer": "conv2", "provider": "CPUExecutionProvider",
+                                     "message": "the reference did not move", "evidence": {}}]
+    line = steps(report)[0]
+    assert line == ("- `tiny-cnn`: the PyTorch model is unchanged; the ONNX graph or `CPUExecutionProvider` changed "
+                    "— see the hints under **Diagnosis**.")
+
+
+def test_a_new_onnxruntime_is_named_in_the_step_and_the_notices():
+    report = raw("regressed")
+    report["models"][0]["versions"] = {"onnxruntime": {"baseline": "1.31.1", "run": "1.32.0"}}
+    assert "changed (onnxruntime 1.31.1 → 1.32.0 since the baseline)" in steps(report)[0]
+    text = render_markdown(typed(report))
+    assert "- ℹ️ `tiny-cnn` ran with onnxruntime 1.32.0; its baseline was recorded with 1.31.1." in text
+
+
+def test_a_missing_baseline_gives_the_command_with_the_config_it_needs():
+    report = raw("regressed")
+    report["models"][1]["message"] = ("no baseline at models/b/tiny-mlp.msgpack.zst: create it with "
+                                      "`parity-gate update-baseline --model tiny-mlp --config models/vision.toml`")
+    report["models"][1]["baseline"]["path"] = "models/b/tiny-mlp.msgpack.zst"
+    assert steps(report)[1] == ("- `tiny-mlp`: no baseline yet: run `parity-gate update-baseline --model tiny-mlp "
+                                "--config models/vision.toml` and commit `models/b/tiny-mlp.msgpack.zst`.")
+
+
+def test_a_device_class_without_an_entry_says_where_to_create_it():
+    report = raw("pass")
+    model = report["models"][0]
+    model["status"], report["verdict"] = "no-baseline", "regressed"
+    cuda = next(p for p in model["providers"] if p["name"] == "CUDAExecutionProvider")
+    cuda.update(status="no-baseline", device="cuda-sm90-NVIDIA_H100", reason=None)
+    assert steps(report) == [
+        "- `tiny-cnn`: `CUDAExecutionProvider` has no baseline entry for cuda-sm90-NVIDIA\\_H100: run "
+        "`parity-gate update-baseline --model tiny-cnn --provider CUDAExecutionProvider` on a runner that has it "
+        "and commit `baselines/tiny-cnn.msgpack.zst`."]
+
+
+def test_a_provider_that_failed_to_load_points_at_doctor_on_its_runner():
+    report = raw("pass")
+    model = report["models"][0]
+    model["status"], report["verdict"] = "error", "error"
+    cuda = next(p for p in model["providers"] if p["name"] == "CUDAExecutionProvider")
+    cuda.update(status="error", error_status="LOAD_FAIL", reason="libcudnn.so.9: cannot open shared object file")
+    [line] = steps(report)
+    assert line.startswith("- `tiny-cnn`: `CUDAExecutionProvider` failed to load on its runner: run "
+                           "`parity-gate doctor` there")
+    text = render_markdown(typed(report))
+    assert "💥 `tiny-cnn` · `CUDAExecutionProvider` failed (LOAD\\_FAIL): libcudnn.so.9" in text
+
+
+def test_a_model_that_failed_to_export_says_how_to_reproduce_it():
+    assert steps(raw("export-fail")) == [
+        "- `resnet18`: it failed to export to ONNX. Reproduce with `parity-gate check --model resnet18`; the error is "
+        "above."]
+
+
+def test_a_slowdown_alone_is_worded_as_one():
+    report = raw("pass")
+    model = report["models"][0]
+    model["status"], report["verdict"] = "regressed", "regressed"
+    cpu = next(p for p in model["providers"] if p["name"] == "CPUExecutionProvider")
+    cpu["status"] = "regressed"
+    cpu["audits"] = [{"check": "latency", "status": "fail", "message": "2.1x the baseline"}]
+    assert steps(report) == ["- `tiny-cnn`: `CPUExecutionProvider` slowed down on an unchanged model: see the audit "
+                             "lines above."]
+
+
+def test_a_pass_has_no_next_steps():
+    assert next_steps(typed(raw("pass"))) == ""
+
+
+@pytest.mark.parametrize(("ratio", "said"), [
+    (0.5, "≈ 0.5×"), (9.94, "≈ 9.9×"), (9.96, "≈ 10×"), (99.4, "≈ 99×"), (99.6, "≈ 100×"), (1_549, "≈ 1,500×"),
+    (9_545, "≈ 9,500×"), (2e15, "≫ 10¹⁵×")])
+def test_multiples_keep_two_significant_digits(ratio, said):
+    assert times(ratio * 1e-7, 1e-7) == said
+
+
+@pytest.mark.parametrize(("value", "baseline"), [(1e-3, 0.0), (1e-3, None), (None, 1e-7), (float("nan"), 1e-7),
+                                                 (1e-3, float("inf")), (1e-12, 1.0), (True, 1.0)])
+def test_no_multiple_without_a_positive_finite_baseline(value, baseline):
+    assert times(value, baseline) == ""
