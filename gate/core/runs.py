@@ -123,6 +123,7 @@ class ProviderRun:
     capture_peak_bytes: int | None = None  # most marked-intermediate bytes held at once
     session_options: dict[str, Any] | None = None  # the ONNX Runtime SessionOptions the config set
     latency_p90_ms: float | None = None  # 90th percentile of the timed runs, where `repeats` asked for them
+    numerics: dict[str, str] | None = None  # PyTorch's TF32/cuDNN/matmul-precision settings (torch runners)
 
     @property
     def name(self) -> str:

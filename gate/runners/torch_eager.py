@@ -9,7 +9,7 @@ from gate.core import device
 from gate.core.runs import ProviderRun, latency
 from gate.core.target import Target
 from gate.errors import ModelError
-from gate.runners import torch_hooks
+from gate.runners import torch_hooks, torch_numerics
 from gate.runners.base import Runner, Subject, Unavailable
 from gate.runners.gradients import gradients
 
@@ -91,7 +91,8 @@ class TorchEagerRunner(Runner):
         except Exception as exc:  # noqa: BLE001 - a provider that cannot run is a status, not a crash
             raise ModelError(f"{self.name} ({self.spec.precision}) failed: {type(exc).__name__}: {str(exc)[:300]}",
                              "INFER_FAIL") from None
-        prun = self.layers_from(ProviderRun(self.target()), fingerprints, self.absent_reason)
+        prun = self.layers_from(ProviderRun(self.target(), numerics=torch_numerics.settings()), fingerprints,
+                                self.absent_reason)
         if self.subject.repeats:
             prun.latency_ms, prun.latency_p90_ms = latency(self.timed(self.subject.repeats))
         self.exact_outputs(prun, [torch_hooks.to_numpy(t) for _, t in torch_hooks.flatten(output)])

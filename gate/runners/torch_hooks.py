@@ -4,6 +4,7 @@ Forward hooks on every module, containers and the root included. A hook fingerpr
 output at once, before any later in-place op (``ReLU(inplace=True)``, ``out += identity``)
 can overwrite it: that is the clone the naive approach needs, without the copy. Tensors are
 dropped as soon as they are fingerprinted, so memory does not grow with the number of layers.
+CUDA tensors are fingerprinted on the GPU (``torch_fingerprint``), CPU tensors by the native kernel.
 """
 
 from __future__ import annotations
@@ -14,12 +15,14 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
 import torch
 
 from gate.core.layers import ROOT, layer_name
-from gate.fingerprint import Fingerprint, fingerprint
+from gate.fingerprint import Fingerprint
 from gate.model.build import inference_mode
+from gate.runners.torch_fingerprint import fingerprint_of, to_numpy
+
+__all__ = ["Capture", "LayerOutput", "flatten", "outputs", "run", "to_numpy"]
 
 
 @dataclass
@@ -34,20 +37,6 @@ class LayerOutput:
     fp: Fingerprint
     alias_of: str | None = None  # an identity module: its output is this earlier layer's tensor
     reached: str = "float64"  # the reference's coarsest precision up to this layer (see promotion)
-
-
-def to_numpy(t: torch.Tensor) -> np.ndarray:
-    """A NumPy view of a tensor for fingerprinting (bfloat16 widened exactly; ints/bools as float64)."""
-    t = t.detach()
-    if t.device.type != "cpu":
-        t = t.cpu()
-    if t.dtype == torch.bfloat16:
-        return t.float().numpy()
-    if t.is_floating_point():
-        return t.numpy()
-    if t.is_complex():
-        return torch.view_as_real(t).numpy()
-    return t.numpy().astype(np.float64)
 
 
 def flatten(value: Any, prefix: str = "") -> Iterator[tuple[str, torch.Tensor]]:
@@ -66,7 +55,7 @@ def flatten(value: Any, prefix: str = "") -> Iterator[tuple[str, torch.Tensor]]:
 
 def outputs(module: torch.nn.Module, value: Any) -> list[LayerOutput]:
     """The root's outputs only (what a compiled model exposes)."""
-    return [LayerOutput(layer_name("", 0, element), "", 0, element, type(module).__name__, fingerprint(to_numpy(t)))
+    return [LayerOutput(layer_name("", 0, element), "", 0, element, type(module).__name__, fingerprint_of(t))
             for element, t in flatten(value)]
 
 
@@ -105,7 +94,7 @@ class Capture:
             else:
                 self._produced[id(tensor)] = (weakref.ref(tensor), tensor._version, name)
             with _own_work():
-                fp = fingerprint(to_numpy(tensor))
+                fp = fingerprint_of(tensor)
             record = LayerOutput(name, qual, call, element, type(mod).__name__, fp, alias)
             self.records.append(record)
             if self.on_record is not None:

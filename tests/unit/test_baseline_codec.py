@@ -346,3 +346,16 @@ def test_audit_keys_are_closed_and_checked():
     doc["providers"]["CPUExecutionProvider"]["cpu"]["latency_ms"] = float("nan")
     with pytest.raises(FormatError, match=r"latency_ms: NaN is not allowed here"):
         encode_baseline(doc)
+
+
+def test_numerics_settings_round_trip_sorted_and_must_be_text():
+    doc = make_document(2)
+    entry = doc["providers"]["CPUExecutionProvider"]["cpu"]
+    entry["numerics"] = {"torch.backends.cudnn.benchmark": "True", "torch.backends.cuda.matmul.allow_tf32": "False"}
+    back = decode_baseline(encode_baseline(doc), "x")
+    got = back["providers"]["CPUExecutionProvider"]["cpu"]
+    assert list(got) == ["precision", "numerics", "layers"]
+    assert list(got["numerics"]) == ["torch.backends.cuda.matmul.allow_tf32", "torch.backends.cudnn.benchmark"]
+    entry["numerics"]["torch.backends.cudnn.benchmark"] = True  # a bool, not the recorded text
+    with pytest.raises(FormatError, match=r"numerics\['torch\.backends\.cudnn\.benchmark'\]"):
+        encode_baseline(doc)

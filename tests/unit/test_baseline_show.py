@@ -139,3 +139,11 @@ def test_audit_keys_are_shown():
         "placement CPUExecutionProvider cpu nodes=4 by_provider=CPUExecutionProvider:3,CUDAExecutionProvider:1 "
         "fallback_ops=Gather fallback_nodes=1"
     ) in lines
+
+
+def test_numerics_settings_are_shown():
+    doc = make_document(2)
+    entry = doc["providers"]["CPUExecutionProvider"]["cpu"]
+    entry["numerics"] = {"torch.backends.cuda.matmul.allow_tf32": "True"}
+    assert ('provider CPUExecutionProvider cpu precision=float32 layers=2 '
+            'numerics={"torch.backends.cuda.matmul.allow_tf32": "True"}') in render_text(doc).splitlines()

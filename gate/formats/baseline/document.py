@@ -47,6 +47,7 @@ class Entry:
     placement: dict[str, Any] | None = None
     layers: dict[str, EntryLayer] = field(default_factory=dict)
     session_options: dict[str, Any] | None = None
+    numerics: dict[str, str] | None = None  # PyTorch's TF32/cuDNN/matmul-precision settings (torch providers)
 
 
 @dataclass(frozen=True)
@@ -69,7 +70,8 @@ class Baseline:
                 rows = {name: EntryLayer(r["status"], r["err"], None if r["fp"] is None else Fingerprint.from_dict(r["fp"]),
                                          r.get("noise"))
                         for name, r in e["layers"].items()}
-                entries.append(Entry(target, e.get("latency_ms"), e.get("placement"), rows, e.get("session_options")))
+                entries.append(Entry(target, e.get("latency_ms"), e.get("placement"), rows, e.get("session_options"),
+                                     e.get("numerics")))
         return cls(doc["model"], Meta.from_dict(doc["meta"]), doc["reference"]["dtype"], layers, tuple(entries))
 
     def layer(self, name: str) -> BaselineLayer | None:

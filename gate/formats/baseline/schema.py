@@ -140,15 +140,19 @@ SESSION_OPTIONS = Record(
               "free-dimension-overrides", "config-entries"),
 )
 
+# PyTorch's numerics settings a torch provider ran with (flag name -> value as text); optional
+NUMERICS = NameMap(NAME, TEXT, "max_layers", "settings")
+
 DEVICE_ENTRY = Record(
     [
         ("precision", Str(16, choices=PRECISIONS)),
         ("latency_ms", Nullable(Float(nan=False, lo=0.0))),
         ("placement", Nullable(PLACEMENT)),
         ("session_options", SESSION_OPTIONS),
+        ("numerics", NUMERICS),
         ("layers", NameMap(NAME, RUNTIME_LAYER, "max_layers", "layers")),
     ],
-    optional=("latency_ms", "placement", "session_options"),
+    optional=("latency_ms", "placement", "session_options", "numerics"),
 )
 
 DOCUMENT = Record(

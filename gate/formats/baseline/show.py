@@ -89,6 +89,8 @@ def _entry_lines(prov: str, dev: str, entry: dict) -> list[str]:
         line += f" latency_ms={_f(entry['latency_ms'])}"
     if "session_options" in entry:
         line += f" session_options={json.dumps(entry['session_options'], sort_keys=True, ensure_ascii=True)}"
+    if "numerics" in entry:
+        line += f" numerics={json.dumps(entry['numerics'], sort_keys=True, ensure_ascii=True)}"
     out = [line]
     placement = entry.get("placement")
     if placement is not None:

@@ -33,6 +33,7 @@ def to_document(run: ModelRun, previous: dict | None = None) -> dict[str, Any]:
             "latency_ms": _steady(prun.latency_ms, before.get("latency_ms")),
             "placement": prun.placement,
             **({"session_options": prun.session_options} if prun.session_options else {}),
+            **({"numerics": prun.numerics} if prun.numerics else {}),
             "layers": {
                 layer.name: _provider_layer(prun.layers.get(layer.name)) for layer in run.layers
                 if layer.name in prun.layers

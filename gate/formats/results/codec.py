@@ -57,7 +57,8 @@ def run_to_dict(run: ModelRun) -> dict[str, Any]:
              "placement": p.placement, "capture_peak_bytes": p.capture_peak_bytes,
              "layers": {n: _provider_layer(pl, is_output(n)) for n, pl in p.layers.items()},
              **({"session_options": p.session_options} if p.session_options else {}),
-             **({"latency_p90_ms": p.latency_p90_ms} if p.latency_p90_ms is not None else {})}
+             **({"latency_p90_ms": p.latency_p90_ms} if p.latency_p90_ms is not None else {}),
+             **({"numerics": p.numerics} if p.numerics else {})}
             for p in run.providers
         ],
     }
@@ -84,7 +85,8 @@ def _provider(p: dict[str, Any]) -> ProviderRun:
                       f"{p['precision']}")
     prun = ProviderRun(target, p["status"], p["reason"], p["error_status"], latency_ms=p["latency_ms"],
                        placement=p["placement"], capture_peak_bytes=p["capture_peak_bytes"],
-                       session_options=p.get("session_options"), latency_p90_ms=p.get("latency_p90_ms"))
+                       session_options=p.get("session_options"), latency_p90_ms=p.get("latency_p90_ms"),
+                       numerics=p.get("numerics"))
     for n, pl in p["layers"].items():
         fp = None if pl["fp"] is None else Fingerprint.from_dict(pl["fp"])
         prun.layers[n] = ProviderLayer(pl["status"], fp, pl["err"], pl["reason"], exact=pl.get("exact"))

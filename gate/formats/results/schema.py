@@ -15,6 +15,7 @@ from ..baseline.schema import (
     LAYER,
     MODEL,
     NAME,
+    NUMERICS,
     PLACEMENT,
     PROMOTED,
     REFERENCE_FP,
@@ -68,10 +69,10 @@ PROVIDER = Record([
     ("name", NAME), ("precision", Str(16, choices=PRECISIONS)), ("device", NAME),
     ("status", Str(16, choices=RUN_STATUSES)), ("reason", NULL_TEXT), ("error_status", Nullable(STATUS)),
     ("latency_ms", Nullable(Float(nan=False, lo=0.0))), ("placement", Nullable(PLACEMENT)),
-    ("capture_peak_bytes", Nullable(COUNT)), ("session_options", SESSION_OPTIONS),
+    ("capture_peak_bytes", Nullable(COUNT)), ("session_options", SESSION_OPTIONS), ("numerics", NUMERICS),
     ("layers", NameMap(NAME, PROVIDER_LAYER, "max_layers", "layers")),
     ("latency_p90_ms", Float(nan=False, lo=0.0)),
-], optional=("session_options", "latency_p90_ms"))
+], optional=("session_options", "numerics", "latency_p90_ms"))
 
 RUN = Record([
     ("model", MODEL), ("meta", META),

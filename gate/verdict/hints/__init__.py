@@ -8,7 +8,8 @@ module per kind:
                             weights digest tells weights from code. Or the model's own casts to a
                             lower precision changed (promoted in the reference, run by runtimes).
 ``runtime-change``          (change.py) a runtime's error grew while the reference did not
-                            move at or before that layer.
+                            move at or before that layer; and (numerics.py) a torch provider's
+                            TF32/cuDNN/matmul-precision settings differ from its baseline's.
 ``layout``                  (layout.py) same distribution, different positions: a transpose,
                             permutation, layout or indexing bug.
 ``precision-loss``          (precision.py) the error is what a float16/bfloat16 round trip of

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from gate.verdict.hints import numerics
 from gate.verdict.hints.context import Context, make
 from gate.verdict.types import Hint
 
@@ -25,7 +26,10 @@ def hints(ctx: Context) -> list[Hint]:
     ref_first = ctx.ref_first_index()
     for pv in ctx.runtimes():
         fr = pv.first_regression
+        flags, named = numerics.changes(ctx, pv)
         if fr is None:
+            if flags:
+                out.append(_numerics_only(pv, flags, named))
             continue
         idx = ctx.index.get(fr.layer, len(ctx.order))
         ref_moved = ref_first is not None and ref_first <= idx
@@ -43,11 +47,20 @@ def hints(ctx: Context) -> list[Hint]:
         out.append(make(
             "runtime-change", fr.layer, pv.name,
             f"{pv.name} ({pv.precision}): {where} only this runtime's error against the reference moved at "
-            f"{fr.layer} ({fr.check}{numbers})",
+            f"{fr.layer} ({fr.check}{numbers})" + (f"; PyTorch numerics settings changed since the baseline: {named}"
+                                                  if flags else ""),
             check=fr.check, value=value, baseline=base_err, threshold=fr.threshold, ratio=ratio,
             reference_moved=ref_moved, reference_drift_here=ctx.ref_value(fr.layer),
-            graph_changed=graph_changed, weights_changed=weights_changed))
+            graph_changed=graph_changed, weights_changed=weights_changed,
+            **({"numerics": numerics.evidence(flags)} if flags else {})))
     return out
+
+
+def _numerics_only(pv, flags: dict[str, tuple[str, str]], named: str):
+    """A torch provider's numerics settings moved and no layer regressed: still worth naming."""
+    return make("runtime-change", "(model)", pv.name,
+                f"{pv.name} ({pv.precision}): PyTorch numerics settings changed since the baseline: {named}; "
+                "no layer regressed", numerics=numerics.evidence(flags))
 
 
 def _order(ctx: Context, call: str) -> int:

@@ -1,0 +1,85 @@
+"""Which fingerprint path a captured tensor takes, by the device it lives on.
+
+CPU tensors go to the native kernel through a NumPy view (no copy; faster than torch ops on a
+CPU). CUDA tensors are fingerprinted on the GPU with torch ops (``gate.fingerprint.torch_ops``)
+and only the fingerprint comes back: no device-to-host copy of every activation. Copying to the
+host stays as the fallback: for other devices (MPS has no float64), when the GPU runs out of
+memory for the sort, and when ``PARITY_GATE_DEVICE_FINGERPRINT=host`` asks for it.
+
+Both paths see the same values: integers and bools as float64, complex as (real, imag) pairs,
+bfloat16 widened exactly to float32 (as the host path always has, so a baseline does not change
+with the path that made it).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+
+import numpy as np
+import torch
+
+from gate.errors import ConfigError
+from gate.fingerprint import Fingerprint, fingerprint
+from gate.fingerprint.torch_ops import fingerprint_tensor
+
+DEVICE_FINGERPRINT = "PARITY_GATE_DEVICE_FINGERPRINT"
+ON_DEVICE = ("cuda",)  # device types whose tensors are fingerprinted where they live
+
+
+def to_numpy(t: torch.Tensor) -> np.ndarray:
+    """A NumPy view of a tensor for fingerprinting (bfloat16 widened exactly; ints/bools as float64)."""
+    t = t.detach()
+    if t.device.type != "cpu":
+        t = t.cpu()
+    if t.dtype == torch.bfloat16:
+        return t.float().numpy()
+    if t.is_floating_point():
+        return t.numpy()
+    if t.is_complex():
+        return torch.view_as_real(t).numpy()
+    return t.numpy().astype(np.float64)
+
+
+def on_host(t: torch.Tensor) -> Fingerprint:
+    """Copy to the host (when not there already) and fingerprint with the selected backend."""
+    return fingerprint(to_numpy(t))
+
+
+def _widened(t: torch.Tensor) -> torch.Tensor:
+    """What ``to_numpy`` gives, computed on the tensor's own device."""
+    t = t.detach()
+    if t.dtype == torch.bfloat16:
+        return t.float()
+    if t.is_floating_point():
+        return t
+    if t.is_complex():
+        return torch.view_as_real(t)
+    return t.to(torch.float64)
+
+
+def on_device(t: torch.Tensor) -> Fingerprint:
+    """Fingerprint with torch ops where ``t`` lives; the host copy when the device runs out of memory."""
+    try:
+        return fingerprint_tensor(_widened(t))
+    except torch.cuda.OutOfMemoryError:  # the same class as torch.OutOfMemoryError, also in older torch
+        return on_host(t)
+
+
+def _wanted() -> str:
+    raw = os.environ.get(DEVICE_FINGERPRINT, "").strip() or "device"
+    if raw not in ("device", "host"):
+        raise ConfigError(f"{DEVICE_FINGERPRINT}={raw!r}: expected 'device' or 'host'")
+    return raw
+
+
+def device_fingerprinter(device: torch.device | str) -> Callable[[torch.Tensor], Fingerprint]:
+    """How tensors on ``device`` are fingerprinted: ``on_device`` for CUDA (unless the environment
+    asks for the host path), ``on_host`` for everything else."""
+    kind = torch.device(device).type
+    return on_device if kind in ON_DEVICE and _wanted() == "device" else on_host
+
+
+def fingerprint_of(t: torch.Tensor) -> Fingerprint:
+    """The fingerprint of a captured tensor by the path its device takes."""
+    return device_fingerprinter(t.device)(t)

@@ -1,0 +1,49 @@
+"""The process-wide PyTorch settings that change how a run computes, recorded with each torch
+provider's run (and so in baselines): TF32 for matmuls and convolutions, cuDNN's autotuner and
+determinism, reduced-precision reductions in float16/bfloat16 GEMMs, and the float32 matmul
+precision. A model's code can flip any of them; the verdict names the one that moved.
+
+Values are recorded as text (``"True"``, ``"high"``, ``"tf32"``): a setting torch refuses to
+read (it raises when the legacy and the new TF32 APIs were mixed) is recorded as
+``"unreadable: <error>"`` rather than dropped, since that is a change worth seeing too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+
+# flag name, as a user writes it -> its reader
+FLAGS: dict[str, Callable[[], object]] = {
+    "torch.get_float32_matmul_precision()": torch.get_float32_matmul_precision,
+    "torch.backends.cuda.matmul.allow_tf32": lambda: torch.backends.cuda.matmul.allow_tf32,
+    "torch.backends.cudnn.allow_tf32": lambda: torch.backends.cudnn.allow_tf32,
+    "torch.backends.cudnn.benchmark": lambda: torch.backends.cudnn.benchmark,
+    "torch.backends.cudnn.deterministic": lambda: torch.backends.cudnn.deterministic,
+    "torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction":
+        lambda: torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction,
+    "torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction":
+        lambda: torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction,
+    "torch.are_deterministic_algorithms_enabled()": torch.are_deterministic_algorithms_enabled,
+    # the fp32_precision API of newer torch releases (absent in older ones: not recorded there)
+    "torch.backends.cuda.matmul.fp32_precision": lambda: torch.backends.cuda.matmul.fp32_precision,
+    "torch.backends.cudnn.conv.fp32_precision": lambda: torch.backends.cudnn.conv.fp32_precision,
+    "torch.backends.mkldnn.matmul.fp32_precision": lambda: torch.backends.mkldnn.matmul.fp32_precision,
+    "torch.backends.mkldnn.conv.fp32_precision": lambda: torch.backends.mkldnn.conv.fp32_precision,
+}
+
+
+def _read(reader: Callable[[], object]) -> str | None:
+    try:
+        return str(reader())
+    except AttributeError:  # this torch has no such setting
+        return None
+    except Exception as exc:  # noqa: BLE001 - torch raises RuntimeError for mixed TF32 APIs
+        return f"unreadable: {type(exc).__name__}"
+
+
+def settings() -> dict[str, str]:
+    """The settings as they are now in this process, by flag name (sorted)."""
+    out = {name: _read(reader) for name, reader in FLAGS.items()}
+    return {k: v for k, v in sorted(out.items()) if v is not None}

@@ -1,0 +1,33 @@
+"""PyTorch numerics settings (TF32, cuDNN, matmul precision) that differ from the baseline's.
+
+A torch provider records them with its run (``gate.runners.torch_numerics``); a PR that flips
+one is named in that provider's ``runtime-change`` hint, whether or not a layer regressed.
+Only flags recorded on both sides are compared: a torch release that adds a setting is not a change.
+"""
+
+from __future__ import annotations
+
+from gate.verdict.hints.context import Context
+from gate.verdict.types import ProviderVerdict
+
+CUDA_ONLY = ("torch.backends.cuda.", "torch.backends.cudnn.")  # no effect on a CPU provider
+GPU_CLASSES = ("gpu", "cuda")
+
+
+def changes(ctx: Context, pv: ProviderVerdict) -> tuple[dict[str, tuple[str, str]], str]:
+    """Flag -> (baseline, now) for the settings of ``pv``'s run that differ from its baseline
+    entry's, and the text that names them (``flag baseline -> now; ...``)."""
+    prun = ctx.prun(pv)
+    entry = ctx.baseline.entry_for(prun.target)[0] if prun is not None and prun.numerics else None
+    if entry is None or not entry.numerics:
+        return {}, ""
+    before = entry.numerics
+    changed = {k: (before[k], v) for k, v in sorted(prun.numerics.items()) if k in before and before[k] != v}
+    on_cpu = not prun.target.device_class.startswith(GPU_CLASSES)
+    return changed, "; ".join(f"{flag} {was} -> {now}" + (" (no effect on CPU)" if on_cpu and
+                                                           flag.startswith(CUDA_ONLY) else "")
+                              for flag, (was, now) in changed.items())
+
+
+def evidence(changed: dict[str, tuple[str, str]]) -> dict[str, dict[str, str]]:
+    return {flag: {"baseline": was, "now": now} for flag, (was, now) in changed.items()}
