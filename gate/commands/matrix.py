@@ -15,6 +15,7 @@ from gate.formats.baseline import baseline_path
 from gate.formats.results import RUN, Bundle, merge, read_runs, write_runs
 from gate.runners.base import Subject
 from gate.runners.registry import nominal_target
+from gate.verdict.gpu_leg import fail_missing_gpu
 from gate.verdict.judge import assemble, model_verdict
 from gate.verdict.types import Report
 
@@ -89,6 +90,7 @@ def report_files(config: Config, files: list[Path], progress: Progress = lambda 
         run = by_name.get(spec.name) or ModelRun(spec.name, error=RunError(
             "NO_RESULT", f"no result file holds model `{spec.name}` (did its export or collect job run?)"))
         path, baseline = load_baseline(config, spec)
-        verdicts.append(model_verdict(spec, _with_unrun(run, config), baseline, str(display(path)),
+        run = _with_unrun(fail_missing_gpu(run, config.allow_missing_gpu, config.require), config)  # an absent leg is no GPU leg
+        verdicts.append(model_verdict(spec, run, baseline, str(display(path)),
                                       update_command(spec, config), policy(config)))
     return assemble(verdicts, environment())
