@@ -18,6 +18,7 @@ import onnx
 
 from gate.errors import ModelError
 from gate.fingerprint import Fingerprint, fingerprint
+from gate.runners.ort_capture import Capture, capture, floating
 
 
 @dataclass
@@ -28,6 +29,7 @@ class OrtRun:
     placement: dict[str, Any] | None = None
     peak_capture_bytes: int = 0
     arrays: list[np.ndarray] = field(default_factory=list)  # the outputs themselves (exact metrics)
+    capture: Capture | None = None  # how the marked values were fingerprinted (device, host copies)
 
 
 _LEVELS = {"disable": "ORT_DISABLE_ALL", "basic": "ORT_ENABLE_BASIC", "extended": "ORT_ENABLE_EXTENDED",
@@ -155,12 +157,14 @@ def chunks(values: Sequence[str], sizes: Mapping[str, int], budget: int | None) 
 
 def run(proto: onnx.ModelProto, spec: SessionSpec, inputs: Sequence[np.ndarray], values: Sequence[str], what: str,
         timing_runs: int = 5, capture_bytes: int | None = None, value_bytes: Mapping[str, int] | None = None,
-        keep_outputs: bool = False) -> OrtRun:
+        keep_outputs: bool = False, how: Capture | None = None) -> OrtRun:
     """Fingerprints of the shipped outputs and of ``values``; median latency of ``timing_runs`` warm runs.
 
-    Marked values come back all at once from ONNX Runtime, so with ``capture_bytes`` set they
-    are split into chunks of at most that many bytes, one run each.
+    Marked values are bound to the EP's device (``ort_capture``; ``how`` overrides where and how
+    they are fingerprinted) and all held at once by ONNX Runtime, so with ``capture_bytes`` set
+    they are split into chunks of at most that many bytes, one run each.
     """
+    how = how or Capture.for_provider(spec.provider, spec.options)
     session = spec.open(proto.SerializeToString(), what, record=True)
     feed = _feed(session, inputs)
     try:
@@ -172,8 +176,8 @@ def run(proto: onnx.ModelProto, spec: SessionSpec, inputs: Sequence[np.ndarray],
             times.append((time.perf_counter() - start) * 1e3)
     except Exception as exc:
         raise ModelError(f"{what}: {spec.provider} failed to run the model: {_line(exc)}") from None
-    result = OrtRun([fingerprint(_floating(np.asarray(o))) for o in outputs],
-                    latency_ms=float(np.median(times)) if times else None)
+    result = OrtRun([fingerprint(floating(np.asarray(o))) for o in outputs],
+                    latency_ms=float(np.median(times)) if times else None, capture=how)
     result.placement = placement(session, spec.provider)
     result.arrays = [np.asarray(o) for o in outputs] if keep_outputs else []
     del outputs, session
@@ -182,15 +186,9 @@ def run(proto: onnx.ModelProto, spec: SessionSpec, inputs: Sequence[np.ndarray],
         result.peak_capture_bytes = max(result.peak_capture_bytes, sum(sizes.get(v, 0) for v in part))
         session = spec.open(mark_outputs(proto, part).SerializeToString(), what)
         try:
-            arrays = session.run(part, _feed(session, inputs))
+            result.values.update(capture(session, _feed(session, inputs), part, how))
         except Exception as exc:
             raise ModelError(f"{what}: {spec.provider} failed to run the model with intermediates marked: "
                              f"{_line(exc)}") from None
-        for name, array in zip(part, arrays, strict=True):
-            result.values[name] = fingerprint(_floating(np.asarray(array)))
-        del arrays, session
+        del session
     return result
-
-
-def _floating(a: np.ndarray) -> np.ndarray:
-    return a if np.issubdtype(a.dtype, np.floating) else a.astype(np.float64)
