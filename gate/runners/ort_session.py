@@ -8,6 +8,7 @@ No torch here: this module runs on runners that only have an ONNX Runtime distri
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -18,6 +19,7 @@ import onnx
 
 from gate.errors import ModelError
 from gate.fingerprint import Fingerprint, fingerprint
+from gate.runners import ort_placement
 from gate.runners.ort_capture import Capture, capture, floating
 
 
@@ -48,13 +50,18 @@ class SessionSpec:
     session_options: Mapping[str, Any] = field(default_factory=dict)
     threads: int | None = None  # PARITY_GATE_THREADS; session-options intra-op-threads wins
 
-    def sess_options(self, record: bool):
+    def sess_options(self, record: bool, profile: bool = False):
         import onnxruntime as ort
 
         so = ort.SessionOptions()
         so.log_severity_level = 3
         if record:
             so.add_session_config_entry("session.record_ep_graph_assignment_info", "1")
+        if profile:
+            import tempfile
+
+            so.enable_profiling = True
+            so.profile_file_prefix = os.path.join(tempfile.gettempdir(), f"parity-gate-profile-{os.getpid()}")
         if self.threads:
             so.intra_op_num_threads = self.threads
         o = self.session_options
@@ -72,11 +79,11 @@ class SessionSpec:
             so.add_session_config_entry(key, value)
         return so
 
-    def open(self, model_bytes: bytes, what: str, record: bool = False):
+    def open(self, model_bytes: bytes, what: str, record: bool = False, profile: bool = False):
         import onnxruntime as ort
 
         try:
-            return ort.InferenceSession(model_bytes, sess_options=self.sess_options(record),
+            return ort.InferenceSession(model_bytes, sess_options=self.sess_options(record, profile),
                                         providers=[(self.provider, dict(self.options))])
         except Exception as exc:
             raise ModelError(f"{what}: {self.provider} failed to load the model: {_line(exc)}", "LOAD_FAIL") from None
@@ -117,25 +124,6 @@ def _feed(session, inputs: Sequence[np.ndarray]) -> dict[str, np.ndarray]:
     return dict(zip(names, inputs, strict=True))
 
 
-def placement(session, provider: str) -> dict[str, Any] | None:
-    """Which nodes ran on ``provider`` and which fell back to another EP (ONNX Runtime's own
-    record of the partitioning, after its graph optimizations)."""
-    try:
-        subgraphs = session.get_provider_graph_assignment_info()
-    except Exception:  # older ONNX Runtime, or recording not supported by this build
-        return None
-    counts: dict[str, int] = {}
-    fallback: list[str] = []
-    for sub in subgraphs:
-        nodes = sub.get_nodes()
-        counts[sub.ep_name] = counts.get(sub.ep_name, 0) + len(nodes)
-        if sub.ep_name != provider:
-            fallback.extend(f"{n.op_type}:{n.name}" for n in nodes)
-    return {"nodes": sum(counts.values()), "by_provider": dict(sorted(counts.items())),
-            "fallback_ops": sorted({f.split(":", 1)[0] for f in fallback}),
-            "fallback_nodes": sorted(fallback)[:200]}
-
-
 def chunks(values: Sequence[str], sizes: Mapping[str, int], budget: int | None) -> list[list[str]]:
     """Split marked values so one run never holds more than ``budget`` bytes of them."""
     if not budget:
@@ -165,7 +153,8 @@ def run(proto: onnx.ModelProto, spec: SessionSpec, inputs: Sequence[np.ndarray],
     they are split into chunks of at most that many bytes, one run each.
     """
     how = how or Capture.for_provider(spec.provider, spec.options)
-    session = spec.open(proto.SerializeToString(), what, record=True)
+    shipped = proto.SerializeToString()
+    session = spec.open(shipped, what, record=True)
     feed = _feed(session, inputs)
     try:
         outputs = session.run(None, feed)
@@ -178,7 +167,7 @@ def run(proto: onnx.ModelProto, spec: SessionSpec, inputs: Sequence[np.ndarray],
         raise ModelError(f"{what}: {spec.provider} failed to run the model: {_line(exc)}") from None
     result = OrtRun([fingerprint(floating(np.asarray(o))) for o in outputs],
                     latency_ms=float(np.median(times)) if times else None, capture=how)
-    result.placement = placement(session, spec.provider)
+    result.placement = ort_placement.placement(session, spec, shipped, feed, what)
     result.arrays = [np.asarray(o) for o in outputs] if keep_outputs else []
     del outputs, session
     sizes = value_bytes or {}
