@@ -6,8 +6,8 @@ On a machine whose ONNX Runtime has CUDAExecutionProvider (onnxruntime-gpu) and 
 resnet50 and a GPT-2-size transformer (random weights, nothing downloaded), run `check`'s pipeline
 on CUDAExecutionProvider in float32, on the float16-transformed graph, and on
 TensorrtExecutionProvider when it is available; print wall time, the per-layer relative L2 errors
-against the float64 reference (worst, median, layers checked), the output's max-abs error, how the
-marked values were fingerprinted, and the placement (nodes per EP). Then the whole-output recipe
+against the float64 reference (worst, median, layers checked), the output's max-abs error and the
+placement (nodes per EP). Then the whole-output recipe
 (export, one torch run, one ONNX Runtime run, allclose) on the same EP, timed the same way.
 Anywhere else it prints one line saying why nothing was measured and exits 0.
 """
