@@ -190,10 +190,15 @@ def collect(source: Annotated[Path, typer.Option("--from", help="A folder writte
     _backend_notice()
     with progress_display() as progress:
         runs = commands.collect(source, providers, out, cfg.isolation if cfg else Isolation(), _split(model), progress)
+    from gate.verdict.gpu_leg import message, missing_gpu
+
     for run in runs:
         for p in run.providers:
             console.print(escape(f"{run.name} · {p.name} ({p.target.label}): {p.status}"
                                  + (f" — {p.reason}" if p.reason else "")), soft_wrap=True)
+    gone = missing_gpu([p for run in runs for p in run.providers])
+    if gone:  # the report fails on it (unless allowed); say so on the leg that has the problem
+        console.print(f"[yellow]warning:[/yellow] {escape(message(gone))}", soft_wrap=True)
     console.print(f"[bold green]COLLECTED[/bold green] | {len(runs)} model(s) → {escape(str(out))}")
 
 

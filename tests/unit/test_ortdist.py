@@ -106,3 +106,18 @@ def test_ensure_fails_when_the_wanted_one_is_not_installed(env_with_pip):
     assert proc.returncode == 2
     assert "::error title=parity-gate::expected onnxruntime-openvino as the only ONNX Runtime distribution, found: none" \
         in proc.stderr
+
+
+def test_doctor_names_the_imported_distribution_and_warns_about_a_second_one(tmp_path):
+    from tests.conftest import run_cli
+
+    proc = run_cli("doctor", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    version = ortdist.installed()["onnxruntime"]
+    assert f"distribution imports onnxruntime (installed: onnxruntime {version})" in proc.stdout
+    assert "CPUExecutionProvider" in proc.stdout and "warning" not in proc.stdout
+    fake_distribution(tmp_path / "site", "onnxruntime-gpu", "1.23.2")
+    both = run_cli("doctor", cwd=tmp_path, env={"PYTHONPATH": f"{ROOT}{os.pathsep}{tmp_path / 'site'}"})
+    assert "(installed: onnxruntime " in both.stdout and "onnxruntime-gpu 1.23.2)" in both.stdout
+    assert "warning: 2 ONNX Runtime distributions are installed" in " ".join(both.stdout.split())
+
