@@ -90,7 +90,8 @@ def report_files(config: Config, files: list[Path], progress: Progress = lambda 
         run = by_name.get(spec.name) or ModelRun(spec.name, error=RunError(
             "NO_RESULT", f"no result file holds model `{spec.name}` (did its export or collect job run?)"))
         path, baseline = load_baseline(config, spec)
-        run = _with_unrun(fail_missing_gpu(run, config.allow_missing_gpu, config.require), config)  # an absent leg is no GPU leg
+        # A leg that collected only GPU skips fails the report; a leg without a result file is not run.
+        run = _with_unrun(fail_missing_gpu(run, config.allow_missing_gpu, config.require), config)
         verdicts.append(model_verdict(spec, run, baseline, str(display(path)),
                                       update_command(spec, config), policy(config)))
     return assemble(verdicts, environment())
