@@ -9,3 +9,9 @@ def resnet18() -> nn.Module:
     import torchvision
 
     return torchvision.models.resnet18(weights=None)
+
+
+def resnet50() -> nn.Module:
+    import torchvision
+
+    return torchvision.models.resnet50(weights=None)

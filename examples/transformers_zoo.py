@@ -125,3 +125,10 @@ class BertLike(nn.Module):
 
 def bert_like() -> nn.Module:
     return BertLike()
+
+
+def gpt2_small() -> nn.Module:
+    """GPT-2's 124M configuration (12 layers, 768 wide, 50257 tokens), random weights, no head."""
+    from transformers import GPT2Config, GPT2Model
+
+    return GPT2Model(GPT2Config(use_cache=False, attn_implementation="eager"))

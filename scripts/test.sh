@@ -33,7 +33,8 @@ fi
 # The install tests build the package and install it into clean venvs offline: the core
 # dependencies and the build requirements, downloaded once into a wheelhouse.
 export PARITY_GATE_WHEELHOUSE="${PARITY_GATE_WHEELHOUSE:-$ROOT/.cache/wheelhouse}"
-python -m pip download -q -d "$PARITY_GATE_WHEELHOUSE" numpy zstandard msgpack rich typer cffi "setuptools>=77" wheel
+python -m pip download -q -d "$PARITY_GATE_WHEELHOUSE" numpy zstandard msgpack rich typer cffi "setuptools>=77" wheel \
+  onnx onnxruntime "onnxruntime-openvino==1.24.1"  # an action leg that must end with one ONNX Runtime distribution
 
 # The PR comment is rendered as GitHub shows it (tests/e2e/test_comment_render.py): headless Chromium,
 # and Mermaid from npm at the version tests/render/package-lock.json pins.

@@ -25,6 +25,9 @@ ProviderOpt = Annotated[list[str] | None, typer.Option("--provider", "-p", envva
                                                         help="Provider to run (repeatable; default: the configured ones).")]
 JsonOpt = Annotated[Path | None, typer.Option("--json", help="Write the JSON report here.")]
 MarkdownOpt = Annotated[Path | None, typer.Option("--markdown", help="Write the Markdown report here.")]
+GpuOpt = Annotated[bool, typer.Option("--allow-missing-gpu", envvar="PARITY_GATE_ALLOW_MISSING_GPU",
+                                       help="Pass when every configured GPU provider is unavailable here "
+                                       "(default: such a run fails, exit 3; config key allow-missing-gpu).")]
 SinceOpt = Annotated[str | None, typer.Option("--changed-since", envvar="PARITY_GATE_CHANGED_SINCE",
                                                help="A git revision (the PR's base): list the baseline files "
                                                "changed since it in the report.")]
@@ -51,10 +54,13 @@ def _split(values: list[str] | None) -> list[str] | None:
     return out or None
 
 
-def _load(config: Path | None):
+def _load(config: Path | None, allow_missing_gpu: bool = False):
+    from dataclasses import replace
+
     from gate.config import find_config, load_config
 
-    return load_config(find_config(config))
+    cfg = load_config(find_config(config))
+    return replace(cfg, allow_missing_gpu=True) if allow_missing_gpu else cfg
 
 
 def _needs(command: str) -> None:
@@ -91,12 +97,13 @@ def _write_reports(report, json_path: Path | None, markdown_path: Path | None) -
 
 @app.command()
 def check(config: ConfigOpt = None, model: ModelOpt = None, provider: ProviderOpt = None,
-          json_path: JsonOpt = None, markdown: MarkdownOpt = None, changed_since: SinceOpt = None) -> None:
+          json_path: JsonOpt = None, markdown: MarkdownOpt = None, changed_since: SinceOpt = None,
+          allow_missing_gpu: GpuOpt = False) -> None:
     """Run the models on the local providers, compare with the baselines, exit with the verdict."""
     from gate import commands
     from gate.cli.console import progress_display, render_report
 
-    cfg = _load(config)
+    cfg = _load(config, allow_missing_gpu)
     models, providers = cfg.select_models(_split(model)), cfg.select_providers(_split(provider))
     _needs("check")
     _backend_notice()
@@ -191,22 +198,27 @@ def collect(source: Annotated[Path, typer.Option("--from", help="A folder writte
     with progress_display() as progress:
         runs = commands.collect(source, providers, out, cfg.isolation if cfg else Isolation(), _split(model), progress,
                                 config=cfg)
+    from gate.verdict.gpu_leg import message, missing_gpu
+
     for run in runs:
         for p in run.providers:
             console.print(escape(f"{run.name} · {p.name} ({p.target.label}): {p.status}"
                                  + (f" — {p.reason}" if p.reason else "")), soft_wrap=True)
+    gone = missing_gpu([p for run in runs for p in run.providers])
+    if gone:  # the report fails on it (unless allowed); say so on the leg that has the problem
+        console.print(f"[yellow]warning:[/yellow] {escape(message(gone))}", soft_wrap=True)
     console.print(f"[bold green]COLLECTED[/bold green] | {len(runs)} model(s) → {escape(str(out))}")
 
 
 @app.command()
 def report(files: Annotated[list[Path], typer.Argument(help="Result files (or folders of them) from export/collect.")],
            config: ConfigOpt = None, json_path: JsonOpt = None, markdown: MarkdownOpt = None,
-           changed_since: SinceOpt = None) -> None:
+           changed_since: SinceOpt = None, allow_missing_gpu: GpuOpt = False) -> None:
     """Merge result files from several runners, compare with the baselines, one verdict."""
     from gate import commands
     from gate.cli.console import render_report
 
-    cfg = _load(config)
+    cfg = _load(config, allow_missing_gpu)
     result = commands.report_files(cfg, files)
     if changed_since:
         result.baseline_changes = commands.baseline_changes(cfg, changed_since)
@@ -277,17 +289,31 @@ def doctor() -> None:
     console.print(f"{'backend':12} {backend}" + (f" ({native_error})" if backend == "numpy" and native_error else ""),
                   soft_wrap=True)
     console.print(f"{'device':12} {device.cpu_class()} ({device.cpu_name()})")
-    if missing(ORT_STACK):
-        console.print(f"{'providers':12} none: onnxruntime is not installed")
-    else:
-        from gate.runners.ort_session import available_providers
-
-        console.print(f"{'providers':12} {', '.join(available_providers())}")
+    _doctor_onnxruntime(console, missing(ORT_STACK))
     runs_models = not missing(TORCH_STACK)
     can = "check, update-baseline, export, collect, " if runs_models else "collect, " if not missing(ORT_STACK) else ""
     console.print(escape(f"{'commands':12} {can}report, comment, show, doctor"
                          + ("" if runs_models else " (running models needs: pip install 'parity-gate[torch]')")),
                   soft_wrap=True)
+
+
+def _doctor_onnxruntime(console, absent: list[str]) -> None:
+    """Which ONNX Runtime distribution Python imports, its EPs, and more than one installed."""
+    from gate.core import ortdist
+
+    found = ortdist.installed()
+    listed = ", ".join(f"{n} {v}" for n, v in found.items()) or "none"
+    console.print(escape(f"{'distribution':12} imports {ortdist.imported() or 'nothing'} (installed: {listed})"),
+                  soft_wrap=True)
+    if absent:
+        console.print(f"{'providers':12} none: {', '.join(absent)} not installed")
+    else:
+        from gate.runners.ort_session import available_providers
+
+        console.print(f"{'providers':12} {', '.join(available_providers())}")
+    warning = ortdist.conflict(found)
+    if warning:
+        console.print(f"[yellow]warning:[/yellow] {escape(warning)}", soft_wrap=True)
 
 
 github_cmds.register(app)

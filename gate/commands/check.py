@@ -9,6 +9,7 @@ from gate.config import Config, ModelSpec, ProviderSpec
 from gate.core.runs import ModelRun, RunError
 from gate.errors import GateError, ModelError
 from gate.verdict.comparisons import compare
+from gate.verdict.gpu_leg import fail_missing_gpu
 from gate.verdict.judge import assemble, model_verdict
 from gate.verdict.types import Report
 
@@ -26,7 +27,8 @@ def check(config: Config, models: tuple[ModelSpec, ...], providers: tuple[Provid
     done, cache = [], Cache()
     for spec in models:
         path, baseline = load_baseline(config, spec)
-        run = _run(config, spec, providers, progress, settings, cache)
+        run = fail_missing_gpu(_run(config, spec, providers, progress, settings, cache), config.allow_missing_gpu,
+                               config.require)
         if baseline is not None and not run.error and baseline.meta.inputs_digest not in (None,
                                                                                            run.meta.inputs_digest):
             raise GateError(f"baseline `{path}`: recorded for other inputs than model `{spec.name}` declares now; "

@@ -16,6 +16,7 @@ from gate.formats.results import RUN, Bundle, merge, read_runs, write_runs
 from gate.runners.base import Subject
 from gate.runners.registry import nominal_target
 from gate.verdict.comparisons import compare
+from gate.verdict.gpu_leg import fail_missing_gpu
 from gate.verdict.judge import assemble, model_verdict
 from gate.verdict.types import Report
 
@@ -92,9 +93,10 @@ def report_files(config: Config, files: list[Path], progress: Progress = lambda 
     unknown = sorted(set(by_name) - {s.name for s in config.models})
     if unknown:
         raise GateError(f"result files hold model `{unknown[0]}`, which {config.path} does not configure")
-    runs = {spec.name: _with_unrun(by_name.get(spec.name) or ModelRun(spec.name, error=RunError(
-        "NO_RESULT", f"no result file holds model `{spec.name}` (did its export or collect job run?)")), config)
-        for spec in config.models}
+    # A leg that collected only GPU skips fails the report; a leg without a result file is not run.
+    runs = {spec.name: _with_unrun(fail_missing_gpu(by_name.get(spec.name) or ModelRun(spec.name, error=RunError(
+        "NO_RESULT", f"no result file holds model `{spec.name}` (did its export or collect job run?)")),
+        config.allow_missing_gpu, config.require), config) for spec in config.models}
     compared = compare(config, runs)  # a sweep's pairs and anchor
     verdicts = []
     for spec in config.models:

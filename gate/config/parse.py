@@ -18,7 +18,7 @@ from gate.core.target import PRECISIONS, TORCH_PRECISIONS
 from gate.errors import ConfigError
 
 TOP_KEYS = ("baseline-dir", "providers", "models", "tolerance", "seed", "opset", "exporter", "isolation",
-            "placement", "max-slowdown", "require", "sweeps", "include")
+            "placement", "max-slowdown", "require", "allow-missing-gpu", "sweeps", "include")
 ISOLATION_KEYS = ("enabled", "timeout", "memory-budget-mb", "capture-memory-mb")
 
 
@@ -66,9 +66,11 @@ def parse(section: Any, path: Path, prefix: str) -> Config:
     if slowdown is not None and slowdown < 0:
         top.fail(top.key("max-slowdown"), f"must be >= 0, got {slowdown}")
     require = tuple(_canonical(top, top.key("require"), n) for n in top.get("require", (list,), []))
+    allow_missing_gpu = top.get("allow-missing-gpu", (bool,), False)
     return Config(path=path, root=root, baseline_dir=baseline_dir, providers=providers, models=tuple(models),
                   isolation=_parse_isolation(top), placement=placement,
-                  max_slowdown=None if slowdown is None else float(slowdown), require=require, sweeps=tuple(sweeps))
+                  max_slowdown=None if slowdown is None else float(slowdown), require=require,
+                  allow_missing_gpu=allow_missing_gpu, sweeps=tuple(sweeps))
 
 
 def _parse_isolation(top: Reader) -> Isolation:

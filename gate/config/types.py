@@ -199,6 +199,7 @@ class Config:
     placement: str = "warn"  # a PR adds CPU fallbacks to an EP: "warn", "fail" or "off"
     max_slowdown: float | None = None  # fail when latency > (1 + this) x baseline; None: report only
     require: tuple[str, ...] = ()  # providers that must be available here (skipping them fails)
+    allow_missing_gpu: bool = False  # a run whose GPU providers are all unavailable passes (else: fails)
     sweeps: tuple[Sweep, ...] = ()  # their cases are in ``models``, after the configured models
 
     def sweep_of(self, spec: ModelSpec) -> Sweep | None:

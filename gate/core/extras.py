@@ -2,8 +2,8 @@
 
 The core install (numpy, zstandard, msgpack, rich, typer, cffi) reads and writes every file
 format, merges result files (``report``) and posts the PR comment (``comment``). Running a model
-needs the ``torch`` extra; running an exported graph without torch (``collect``) needs onnx and
-one ONNX Runtime distribution.
+needs the ``torch`` extra (``gpu``: the same with ONNX Runtime's GPU build); running an exported
+graph without torch (``collect``) needs onnx and one ONNX Runtime distribution (``ort``, ``ort-gpu``).
 """
 
 from __future__ import annotations
@@ -17,9 +17,10 @@ EXPORT_STACK = ("torch", "onnx", "onnxscript")  # export runs the reference and 
 ORT_STACK = ("onnx", "onnxruntime")
 
 _INSTALL = {
-    TORCH_STACK: "pip install 'parity-gate[torch]'",
+    TORCH_STACK: "pip install 'parity-gate[torch]' (on a GPU runner: 'parity-gate[gpu]')",
     EXPORT_STACK: "pip install 'parity-gate[torch]'",
-    ORT_STACK: "pip install 'parity-gate[ort]' (or onnx and your ONNX Runtime build, e.g. onnxruntime-gpu)",
+    ORT_STACK: "pip install 'parity-gate[ort]' (on a GPU runner: 'parity-gate[ort-gpu]'; or onnx and another "
+               "ONNX Runtime build, e.g. onnxruntime-openvino)",
 }
 
 

@@ -8,6 +8,9 @@ The composite action runs this file with the Python it will use, before parity-g
 - Only what the mode needs: ``comment`` and ``report`` run no model (the core install);
   ``collect`` runs ONNX graphs (onnx and one ONNX Runtime distribution); ``export`` runs the
   model on PyTorch; ``check`` and ``update-baseline`` do both.
+- ONNX Runtime is one distribution, never two (they overwrite each other's files): the GPU build
+  where the runner has an NVIDIA GPU (``onnxruntime: auto``), else the CPU build; after the install
+  ``gate/core/ortdist.py ensure`` removes any other one a requirement pulled in.
 - On a GitHub-hosted Linux runner without a GPU, torch comes from PyTorch's CPU index (the default
   resolve pulls the CUDA build and gigabytes of CUDA libraries), unless ``torch-build`` says otherwise.
 - The user's constraints file pins the versions (``parity-gate init`` writes one).
@@ -38,6 +41,27 @@ NEEDS = {
 }
 CPU_INDEX = "https://download.pytorch.org/whl/cpu"
 KEY_VERSION = "1"  # bump to drop every cached environment
+
+
+def onnxruntime_choice(choice: str, has_gpu: bool) -> str:
+    """The distribution (or pinned spec) for the ``onnxruntime`` input: ``auto`` is the GPU build
+    where the runner has an NVIDIA GPU (``nvidia-smi`` on the PATH), else the CPU build; ``cpu`` and
+    ``gpu`` name one; anything else (a distribution, a pinned spec, ``none``) is taken as given."""
+    choice = choice.strip() or "auto"
+    if choice == "auto":
+        choice = "gpu" if has_gpu else "cpu"
+    return {"cpu": "onnxruntime", "gpu": "onnxruntime-gpu"}.get(choice, choice)
+
+
+def ort_distribution(mode: str, spec: str) -> str:
+    """The distribution name the install must leave alone in the venv ("" when the mode runs no
+    ONNX graph or the Python given already has one)."""
+    if "<ort>" not in NEEDS[mode] or spec == "none":
+        return ""
+    for i, c in enumerate(spec):
+        if c in "<>=!~;[ @":
+            return spec[:i].strip().lower().replace("_", "-")
+    return spec.lower().replace("_", "-")
 
 
 def packages(mode: str, onnxruntime: str) -> list[str]:
@@ -76,8 +100,8 @@ def source_digest(root: Path) -> str:
 
 def plan(env: dict[str, str], python: str = sys.executable, has_gpu: bool | None = None) -> dict[str, str]:
     mode = env["PG_MODE"]
-    ort = env.get("PG_ONNXRUNTIME") or "onnxruntime"
     gpu = shutil.which("nvidia-smi") is not None if has_gpu is None else has_gpu
+    ort = onnxruntime_choice(env.get("PG_ONNXRUNTIME") or "auto", gpu)
     build = torch_build(mode, env.get("PG_TORCH_BUILD") or "auto", env, gpu)
     index = env.get("PG_TORCH_INDEX_URL") or CPU_INDEX
     pkgs = packages(mode, ort)
@@ -94,7 +118,8 @@ def plan(env: dict[str, str], python: str = sys.executable, has_gpu: bool | None
     tier = "core" if not pkgs else mode
     key = f"parity-gate-env-{os_arch}-{interpreter}-{where}-{tier}-{action}-{requirements}"
     return {"key": key, "packages": " ".join(pkgs), "index-args": index_args, "torch-build": build,
-            "constraints": constraints if pinned else "", "python-version": platform.python_version()}
+            "constraints": constraints if pinned else "", "python-version": platform.python_version(),
+            "onnxruntime": ort_distribution(mode, ort)}
 
 
 def main() -> None:
@@ -107,7 +132,8 @@ def main() -> None:
     for name, value in out.items():
         print(f"{name}={value}")
     summary = (f"parity-gate environment for mode {env['PG_MODE']}: {out['packages'] or 'core only'}; torch build "
-               f"{out['torch-build']}; constraints {out['constraints'] or 'none'}; key {out['key']}")
+               f"{out['torch-build']}; ONNX Runtime {out['onnxruntime'] or 'none'}; constraints "
+               f"{out['constraints'] or 'none'}; key {out['key']}")
     print(summary, file=sys.stderr)
 
 

@@ -9,7 +9,7 @@ runners that only have an ONNX Runtime distribution.
 from __future__ import annotations
 
 from gate.config.providers import CPU_EPS
-from gate.core import device
+from gate.core import device, gpu_probe
 from gate.core.layers import FORWARD_ONLY, is_gradient
 from gate.core.runs import ModelRun, ProviderLayer, ProviderRun, error_against
 from gate.core.target import Target
@@ -29,12 +29,27 @@ def value_bytes(run: ModelRun) -> dict[str, int]:
     return out
 
 
+NVIDIA_EPS = ("CUDAExecutionProvider", "TensorrtExecutionProvider")
+
+
+def device_id(options) -> int:
+    """The EP's ``device_id`` option (ONNX Runtime takes it as a string or an integer)."""
+    raw = str(options.get("device_id", 0)).strip()
+    return int(raw) if raw.isdigit() else 0
+
+
 class OrtRunner(Runner):
     capture_bytes: int | None = None  # marked intermediates held at once (None: all in one run)
 
+    def probe(self) -> gpu_probe.Probe:
+        if self.name in CPU_EPS:
+            return gpu_probe.Probe(device.cpu_class())
+        if self.name in NVIDIA_EPS:
+            return gpu_probe.cuda_probe(device_id(self.spec.options))
+        return gpu_probe.Probe(device.GPU, f"{self.name} does not report its device")
+
     def target(self) -> Target:
-        cls = device.cpu_class() if self.name in CPU_EPS else device.GPU
-        return Target(self.name, cls, self.spec.precision)
+        return Target(self.name, self.probe().device_class, self.spec.precision)
 
     def precheck(self, subject: Subject) -> None:
         if self.name not in ort_session.available_providers():
@@ -61,10 +76,13 @@ class OrtRunner(Runner):
         result = ort_session.run(proto, session, inputs, values, what, timing_runs=repeats or 5,
                                  capture_bytes=self.capture_bytes,
                                  value_bytes=value_bytes(run), keep_outputs=bool(self.subject.outputs))
-        prun = ProviderRun(self.target(), latency_ms=result.latency_ms, placement=result.placement,
+        probe = self.probe()
+        prun = ProviderRun(Target(self.name, probe.device_class, self.spec.precision), latency_ms=result.latency_ms,
+                           placement=result.placement, capture_peak_bytes=result.peak_capture_bytes,
                            latency_p90_ms=result.latency_p90_ms if repeats else None,
-                           capture_peak_bytes=result.peak_capture_bytes,
                            session_options=dict(self.spec.session_options) or None)
+        if probe.reason and probe.device_class == device.GPU:
+            prun.reason = f"device class `{device.GPU}`: {probe.reason}"
         for layer in run.layers:
             prun.layers[layer.name] = _layer(run, layer, result.outputs, result.values)
         self.exact_outputs(prun, result.arrays)  # graph outputs are the root layers, in order

@@ -8,6 +8,7 @@ No torch here: this module runs on runners that only have an ONNX Runtime distri
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -19,6 +20,8 @@ import onnx
 from gate.core.runs import latency
 from gate.errors import ModelError
 from gate.fingerprint import Fingerprint, fingerprint
+from gate.runners import ort_placement
+from gate.runners.ort_capture import Capture, capture, floating
 
 
 @dataclass
@@ -30,6 +33,7 @@ class OrtRun:
     placement: dict[str, Any] | None = None
     peak_capture_bytes: int = 0
     arrays: list[np.ndarray] = field(default_factory=list)  # the outputs themselves (exact metrics)
+    capture: Capture | None = None  # how the marked values were fingerprinted (device, host copies)
 
 
 _LEVELS = {"disable": "ORT_DISABLE_ALL", "basic": "ORT_ENABLE_BASIC", "extended": "ORT_ENABLE_EXTENDED",
@@ -48,13 +52,18 @@ class SessionSpec:
     session_options: Mapping[str, Any] = field(default_factory=dict)
     threads: int | None = None  # PARITY_GATE_THREADS; session-options intra-op-threads wins
 
-    def sess_options(self, record: bool):
+    def sess_options(self, record: bool, profile: bool = False):
         import onnxruntime as ort
 
         so = ort.SessionOptions()
         so.log_severity_level = 3
         if record:
             so.add_session_config_entry("session.record_ep_graph_assignment_info", "1")
+        if profile:
+            import tempfile
+
+            so.enable_profiling = True
+            so.profile_file_prefix = os.path.join(tempfile.gettempdir(), f"parity-gate-profile-{os.getpid()}")
         if self.threads:
             so.intra_op_num_threads = self.threads
         o = self.session_options
@@ -72,11 +81,11 @@ class SessionSpec:
             so.add_session_config_entry(key, value)
         return so
 
-    def open(self, model_bytes: bytes, what: str, record: bool = False):
+    def open(self, model_bytes: bytes, what: str, record: bool = False, profile: bool = False):
         import onnxruntime as ort
 
         try:
-            return ort.InferenceSession(model_bytes, sess_options=self.sess_options(record),
+            return ort.InferenceSession(model_bytes, sess_options=self.sess_options(record, profile),
                                         providers=[(self.provider, dict(self.options))])
         except Exception as exc:
             raise ModelError(f"{what}: {self.provider} failed to load the model: {_line(exc)}", "LOAD_FAIL") from None
@@ -117,25 +126,6 @@ def _feed(session, inputs: Sequence[np.ndarray]) -> dict[str, np.ndarray]:
     return dict(zip(names, inputs, strict=True))
 
 
-def placement(session, provider: str) -> dict[str, Any] | None:
-    """Which nodes ran on ``provider`` and which fell back to another EP (ONNX Runtime's own
-    record of the partitioning, after its graph optimizations)."""
-    try:
-        subgraphs = session.get_provider_graph_assignment_info()
-    except Exception:  # older ONNX Runtime, or recording not supported by this build
-        return None
-    counts: dict[str, int] = {}
-    fallback: list[str] = []
-    for sub in subgraphs:
-        nodes = sub.get_nodes()
-        counts[sub.ep_name] = counts.get(sub.ep_name, 0) + len(nodes)
-        if sub.ep_name != provider:
-            fallback.extend(f"{n.op_type}:{n.name}" for n in nodes)
-    return {"nodes": sum(counts.values()), "by_provider": dict(sorted(counts.items())),
-            "fallback_ops": sorted({f.split(":", 1)[0] for f in fallback}),
-            "fallback_nodes": sorted(fallback)[:200]}
-
-
 def chunks(values: Sequence[str], sizes: Mapping[str, int], budget: int | None) -> list[list[str]]:
     """Split marked values so one run never holds more than ``budget`` bytes of them."""
     if not budget:
@@ -157,13 +147,16 @@ def chunks(values: Sequence[str], sizes: Mapping[str, int], budget: int | None) 
 
 def run(proto: onnx.ModelProto, spec: SessionSpec, inputs: Sequence[np.ndarray], values: Sequence[str], what: str,
         timing_runs: int = 5, capture_bytes: int | None = None, value_bytes: Mapping[str, int] | None = None,
-        keep_outputs: bool = False) -> OrtRun:
+        keep_outputs: bool = False, how: Capture | None = None) -> OrtRun:
     """Fingerprints of the shipped outputs and of ``values``; median latency of ``timing_runs`` warm runs.
 
-    Marked values come back all at once from ONNX Runtime, so with ``capture_bytes`` set they
-    are split into chunks of at most that many bytes, one run each.
+    Marked values are bound to the EP's device (``ort_capture``; ``how`` overrides where and how
+    they are fingerprinted) and all held at once by ONNX Runtime, so with ``capture_bytes`` set
+    they are split into chunks of at most that many bytes, one run each.
     """
-    session = spec.open(proto.SerializeToString(), what, record=True)
+    how = how or Capture.for_provider(spec.provider, spec.options)
+    shipped = proto.SerializeToString()
+    session = spec.open(shipped, what, record=True)
     feed = _feed(session, inputs)
     try:
         outputs = session.run(None, feed)
@@ -175,8 +168,9 @@ def run(proto: onnx.ModelProto, spec: SessionSpec, inputs: Sequence[np.ndarray],
     except Exception as exc:
         raise ModelError(f"{what}: {spec.provider} failed to run the model: {_line(exc)}") from None
     median, p90 = latency(times)
-    result = OrtRun([fingerprint(_floating(np.asarray(o))) for o in outputs], latency_ms=median, latency_p90_ms=p90)
-    result.placement = placement(session, spec.provider)
+    result = OrtRun([fingerprint(floating(np.asarray(o))) for o in outputs], latency_ms=median, latency_p90_ms=p90,
+                    capture=how)
+    result.placement = ort_placement.placement(session, spec, shipped, feed, what)
     result.arrays = [np.asarray(o) for o in outputs] if keep_outputs else []
     del outputs, session
     sizes = value_bytes or {}
@@ -184,15 +178,9 @@ def run(proto: onnx.ModelProto, spec: SessionSpec, inputs: Sequence[np.ndarray],
         result.peak_capture_bytes = max(result.peak_capture_bytes, sum(sizes.get(v, 0) for v in part))
         session = spec.open(mark_outputs(proto, part).SerializeToString(), what)
         try:
-            arrays = session.run(part, _feed(session, inputs))
+            result.values.update(capture(session, _feed(session, inputs), part, how))
         except Exception as exc:
             raise ModelError(f"{what}: {spec.provider} failed to run the model with intermediates marked: "
                              f"{_line(exc)}") from None
-        for name, array in zip(part, arrays, strict=True):
-            result.values[name] = fingerprint(_floating(np.asarray(array)))
-        del arrays, session
+        del session
     return result
-
-
-def _floating(a: np.ndarray) -> np.ndarray:
-    return a if np.issubdtype(a.dtype, np.floating) else a.astype(np.float64)

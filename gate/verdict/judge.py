@@ -9,6 +9,7 @@ from gate.config import ModelSpec
 from gate.core.runs import ModelRun, ProviderRun
 from gate.formats.baseline import Baseline, Entry
 from gate.verdict import checks, hints, model_audits
+from gate.verdict.placement import placement_audit
 from gate.verdict.types import Audit, Comparison, ModelVerdict, ProviderVerdict, Regression, Report
 from gate.verdict.versions import version_changes
 
@@ -25,17 +26,8 @@ class Policy:
 
 
 def audits(prun: ProviderRun, entry: Entry | None, policy: Policy) -> list[Audit]:
-    """CPU fallbacks added since the baseline, latency against the baseline."""
-    out = []
-    before = entry.placement if entry is not None else None
-    now = prun.placement
-    if policy.placement != "off" and before is not None and now is not None:
-        added = sorted(set(now["fallback_ops"]) - set(before["fallback_ops"]))
-        grew = len(now["fallback_nodes"]) - len(before["fallback_nodes"])
-        if added or grew > 0:
-            out.append(Audit("placement", "fail" if policy.placement == "fail" else "warn",
-                             f"{prun.name}: {max(grew, 0)} more node(s) fall back to another EP"
-                             + (f" (new op types: {', '.join(added)})" if added else "")))
+    """Nodes an EP gave up since the baseline, session options and latency against the baseline."""
+    out = placement_audit(prun.name, entry.placement if entry is not None else None, prun.placement, policy.placement)
     if entry is not None and (entry.session_options or {}) != (prun.session_options or {}):
         out.append(Audit("session-options", "warn", f"{prun.name}: session options changed since the baseline "
                          f"({entry.session_options or {}} -> {prun.session_options or {}}): they change what ONNX Runtime "

@@ -27,6 +27,10 @@ if [ -z "${PARITY_GATE_TEST_VENV:-}" ]; then
     "$py" -m pip install --disable-pip-version-check --progress-bar off "$GITHUB_ACTION_PATH" $PACKAGES \
       ${CONSTRAINTS:+-c "$CONSTRAINTS"} $INDEX_ARGS $EXTRA_PIP_ARGS
     set +f
+    if [ -n "${ORT_DIST:-}" ]; then
+      # One ONNX Runtime distribution, never two: a requirement may have pulled in another one.
+      "$py" "$GITHUB_ACTION_PATH/gate/core/ortdist.py" ensure "$ORT_DIST"
+    fi
     echo "Installed in $((SECONDS - start)) s"
     echo "installed=true" >> "$GITHUB_OUTPUT"
   fi

@@ -9,6 +9,7 @@ case "$FAIL_ON" in regression|never) ;; *) fail "input fail-on is '$FAIL_ON'; ex
 case "$BASELINE_CHANGES" in comment|require-approval) ;; *) fail "input baseline-changes is '$BASELINE_CHANGES'; expected comment or require-approval";; esac
 case "$TORCH_BUILD" in auto|cpu|default) ;; *) fail "input torch-build is '$TORCH_BUILD'; expected auto, cpu or default";; esac
 case "$CACHE" in true|false) ;; *) fail "input cache is '$CACHE'; expected true or false";; esac
+case "$ALLOW_MISSING_GPU" in true|false) ;; *) fail "input allow-missing-gpu is '$ALLOW_MISSING_GPU'; expected true or false";; esac
 if [ "$MODE" = comment ] && [ -z "$REPORT_JSON" ]; then fail "mode comment needs the report-json input (the report to post)"; fi
 if [ -n "$PYTHON_PATH" ] && [ ! -x "$PYTHON_PATH" ] && ! command -v "$PYTHON_PATH" > /dev/null; then
   fail "input python-path is '$PYTHON_PATH', which is not an executable"

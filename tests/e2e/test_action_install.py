@@ -87,3 +87,36 @@ def test_python_path_skips_setup_python_and_sees_that_pythons_packages(action, t
     assert run.step("python").conclusion == "skipped" and run.step("cache").conclusion == "skipped"
     cfg = (tmp_path / "runner-temp" / "parity-gate-env" / "pyvenv.cfg").read_text()
     assert "include-system-site-packages = true" in cfg
+
+
+def test_collect_leg_keeps_one_onnxruntime_distribution_when_a_requirement_pulls_another(action, tmp_path):
+    """onnxruntime-openvino asked for, the CPU build pulled in beside it (extra-pip-args): the install
+    removes the CPU build, restores the OpenVINO build's files, and the leg collects on OpenVINO."""
+    house = wheelhouse()
+    if not list(house.glob("onnxruntime_openvino-*.whl")) or not list(house.glob("onnx-*.whl")):
+        pytest.skip(f"no ONNX Runtime wheels in {house} (scripts/test.sh downloads them)")
+    from gate import commands
+    from gate.config import load_config
+    from gate.formats.results import read_runs
+
+    text = (ROOT / "pyproject.toml").read_text()
+    (tmp_path / "work").mkdir()
+    (tmp_path / "work" / "pyproject.toml").write_text(text[text.index("[tool.parity-gate]"):])
+    shutil.copytree(ROOT / "examples", tmp_path / "work" / "examples")
+    cfg = load_config(tmp_path / "work" / "pyproject.toml")
+    commands.export_models(cfg, cfg.select_models(["tiny-cnn"]), (), tmp_path / "export")
+    inputs = {"mode": "collect", "onnxruntime": "onnxruntime-openvino", "extra-pip-args": "onnxruntime",
+              "providers": "OpenVINOExecutionProvider", "export-dir": str(tmp_path / "export"), "cache": "false"}
+    with FakeGitHub(token=TOKEN) as github:
+        run = job(action, tmp_path, github).run(inputs, token=TOKEN)
+    assert run.returncode == 0, run.log
+    install = run.step("install")
+    assert "removing onnxruntime: only onnxruntime-openvino may provide onnxruntime here" in install.stderr + install.stdout
+    assert "ONNX Runtime distribution: onnxruntime-openvino 1.24.1" in install.stdout
+    venv = tmp_path / "runner-temp" / "parity-gate-env"
+    listed = subprocess.run([str(venv / "bin" / "python"), str(action / "gate" / "core" / "ortdist.py"), "list"],
+                            capture_output=True, text=True)
+    assert listed.stdout.split() == ["onnxruntime-openvino", "1.24.1"], listed.stdout + listed.stderr
+    (result,) = read_runs(Path(run.outputs["result-file"]))
+    (ov,) = result.providers
+    assert (ov.name, ov.status) == ("OpenVINOExecutionProvider", "ok") and len(ov.layers) > 5

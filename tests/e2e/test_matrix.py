@@ -107,3 +107,22 @@ def test_ep_side_fault_is_blamed_on_openvino_at_its_layer(matrix):
         "tiny-transformer", OV, layer, "error-growth")
     cpu = next(p for p in report["models"][1]["providers"] if p["name"] == "CPUExecutionProvider")
     assert cpu["status"] == "pass"
+
+
+def test_a_gpu_leg_without_a_gpu_build_fails_the_report_unless_allowed(matrix):
+    from tests.conftest import run_cli
+
+    tmp, cfg = matrix
+    # This environment has the CPU build only: the "GPU leg" collects nothing but a skip, and says so.
+    leg = run_cli("collect", "--from", str(tmp / "export"), "--provider", "CUDAExecutionProvider", "--out",
+                  str(tmp / "gpu.msgpack.zst"), cwd=tmp)
+    assert leg.returncode == 0, leg.stderr
+    assert "warning: no GPU provider could run here (CUDAExecutionProvider not available)" in " ".join(leg.stdout.split())
+    files = [str(tmp / "export"), str(tmp / "cpu.msgpack.zst"), str(tmp / "gpu.msgpack.zst")]
+    failed = run_cli("report", *files, "--markdown", "r.md", cwd=tmp)
+    assert failed.returncode == 3, failed.stdout + failed.stderr
+    assert "no GPU provider could run here (CUDAExecutionProvider not available)" in (tmp / "r.md").read_text()
+    allowed = run_cli("report", *files, cwd=tmp, env={"PARITY_GATE_ALLOW_MISSING_GPU": "1"})
+    assert allowed.returncode == 0, allowed.stdout + allowed.stderr
+    assert run_cli("report", *files, "--allow-missing-gpu", cwd=tmp).returncode == 0
+    assert run_cli("report", files[0], files[1], cwd=tmp).returncode == 0  # no GPU leg at all: unaffected

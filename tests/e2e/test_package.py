@@ -93,7 +93,7 @@ def test_core_install_refuses_check_in_one_line_naming_the_extra(core_venv):
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines() == [
         "error: `parity-gate check` needs torch, onnx, onnxscript, onnxruntime; not installed here: torch, onnx, "
-        "onnxscript, onnxruntime. Install them: pip install 'parity-gate[torch]'"]
+        "onnxscript, onnxruntime. Install them: pip install 'parity-gate[torch]' (on a GPU runner: 'parity-gate[gpu]')"]
 
 
 def test_core_install_posts_the_comment(core_venv, tmp_path):

@@ -36,8 +36,9 @@ def test_compile_and_bfloat16_providers_baseline_and_pass(tmp_path):
     assert 1e-4 < max(r["value"] for r in bf16["layers"]) < 0.2
 
 
-def test_cuda_providers_are_explicit_skips_without_a_gpu(tmp_path):
-    cfg = load_config(config(tmp_path, '["torch-cpu", "torch-cuda", "CUDAExecutionProvider"]'))
+def test_cuda_providers_are_explicit_skips_without_a_gpu_when_allowed(tmp_path):
+    cfg = load_config(config(tmp_path, '["torch-cpu", "torch-cuda", "CUDAExecutionProvider"]',
+                             extra="allow-missing-gpu = true"))
     commands.update_baseline(cfg, cfg.models, cfg.select_providers(["torch-cpu"]))
     report = commands.check(cfg, cfg.models, cfg.providers).to_dict()
     assert report["verdict"] == "pass"
@@ -53,3 +54,15 @@ def test_required_provider_missing_fails(tmp_path):
     assert report["verdict"] == "error"
     cuda = next(p for p in report["models"][0]["providers"] if p["name"] == "CUDAExecutionProvider")
     assert cuda["status"] == "error" and "required" in cuda["reason"]
+
+
+def test_a_gpu_leg_that_checks_nothing_fails_with_the_fix(tmp_path):
+    path = config(tmp_path, '["torch-cpu", "torch-cuda", "CUDAExecutionProvider"]')
+    cfg = load_config(path)
+    commands.update_baseline(cfg, cfg.models, cfg.select_providers(["torch-cpu"]))
+    report = commands.check(cfg, cfg.models, cfg.providers)
+    assert (report.verdict, report.exit_code) == ("error", 3)
+    gpu = {p.name: (p.status, p.error_status) for p in report.models[0].providers if p.name != "torch-cpu"}
+    assert gpu == {"torch-cuda": ("error", "NO_GPU"), "CUDAExecutionProvider": ("error", "NO_GPU")}
+    # A job without a GPU that selects its CPU providers is unaffected.
+    assert commands.check(cfg, cfg.models, cfg.select_providers(["torch-cpu"])).verdict == "pass"

@@ -36,6 +36,29 @@ def test_requirements_match_the_packages_extras():
     extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
     assert list(TORCH) + ["onnxruntime>=1.18"] == extras["torch"]
     assert list(ONNX) + ["onnxruntime>=1.18"] == extras["ort"]
+    assert list(TORCH) + ["onnxruntime-gpu>=1.18"] == extras["gpu"]
+    assert list(ONNX) + ["onnxruntime-gpu>=1.18"] == extras["ort-gpu"]
+
+
+@pytest.mark.parametrize(("choice", "gpu", "packages_", "dist"), [
+    ("auto", True, "onnx>=1.16 onnxruntime-gpu>=1.18", "onnxruntime-gpu"),
+    ("auto", False, "onnx>=1.16 onnxruntime>=1.18", "onnxruntime"),
+    ("", True, "onnx>=1.16 onnxruntime-gpu>=1.18", "onnxruntime-gpu"),
+    ("gpu", False, "onnx>=1.16 onnxruntime-gpu>=1.18", "onnxruntime-gpu"),
+    ("cpu", True, "onnx>=1.16 onnxruntime>=1.18", "onnxruntime"),
+    ("onnxruntime-openvino", True, "onnx>=1.16 onnxruntime-openvino>=1.18", "onnxruntime-openvino"),
+    ("onnxruntime_gpu==1.23.2", False, "onnx>=1.16 onnxruntime_gpu==1.23.2", "onnxruntime-gpu"),
+    ("none", True, "onnx>=1.16", ""),
+])
+def test_onnxruntime_input_picks_one_distribution(choice, gpu, packages_, dist):
+    out = plan(env("collect", PG_ONNXRUNTIME=choice), has_gpu=gpu)
+    assert (out["packages"], out["onnxruntime"]) == (packages_, dist)
+    assert plan(env("comment", PG_ONNXRUNTIME=choice), has_gpu=gpu)["onnxruntime"] == ""
+    assert plan(env("export", PG_ONNXRUNTIME=choice), has_gpu=gpu)["onnxruntime"] == ""  # export runs no ONNX graph
+
+
+def test_the_gpu_build_changes_the_cache_key():
+    assert plan(env("check"), has_gpu=True)["key"] != plan(env("check", PG_TORCH_BUILD="default"), has_gpu=False)["key"]
 
 
 @pytest.mark.parametrize(("mode", "extra", "gpu", "build"), [

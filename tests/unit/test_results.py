@@ -142,3 +142,18 @@ def test_a_bundle_holds_exactly_one_run(tmp_path):
     write_runs(tmp_path / "run.msgpack.zst", [make_run(), make_run("n")])
     with pytest.raises(FormatError, match="holds 2 runs; a bundle's holds exactly one"):
         Bundle(tmp_path).read_run()
+
+
+def test_placement_source_and_ep_options_round_trip_and_nothing_else_is_taken(tmp_path):
+    run = make_run()
+    run.providers[0].placement = {"nodes": 3, "by_provider": {"TensorrtExecutionProvider": 2, "CPUExecutionProvider": 1},
+                                  "fallback_ops": ["NonZero"], "fallback_nodes": ["NonZero:n"], "source": "profile",
+                                  "options": {"trt_fp16_enable": "1"}}
+    path = tmp_path / "r.msgpack.zst"
+    write_runs(path, [run])
+    assert read_runs(path)[0].providers[0].placement == run.providers[0].placement
+    doc = valid_doc()
+    doc["runs"][0]["providers"][0]["placement"] = {**run.providers[0].placement, "source": "guess"}
+    path.write_bytes(frame(doc))
+    with pytest.raises(FormatError, match="source"):
+        read_runs(path)

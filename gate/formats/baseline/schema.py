@@ -123,7 +123,10 @@ PLACEMENT = Record(
         ("by_provider", NameMap(NAME, COUNT, "max_providers", "providers")),
         ("fallback_ops", Array(NAME, "max_layers")),
         ("fallback_nodes", Array(NAME, "max_layers")),
-    ]
+        ("source", Str(16, choices=("assignment", "profile"))),
+        ("options", NameMap(NAME, TEXT, "max_providers", "options")),
+    ],
+    optional=("source", "options"),
 )
 
 # the ONNX Runtime SessionOptions a provider ran with (config `session-options`); optional

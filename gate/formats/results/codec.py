@@ -158,7 +158,8 @@ def merge(runs: list[ModelRun]) -> list[ModelRun]:
 
     Runs of one model must share weights and inputs (the digests); the ONNX bytes may differ
     between runners that exported separately (stack-trace metadata holds file paths). A target
-    seen twice keeps its first result.
+    seen twice keeps its first result; a provider skipped on one runner and run on another keeps
+    the run (the GPU runner's device class differs from the nominal one of the skip).
     """
     merged: dict[str, ModelRun] = {}
     for run in runs:
@@ -173,4 +174,7 @@ def merge(runs: list[ModelRun]) -> list[ModelRun]:
         first.error = first.error or run.error
         have = {p.target for p in first.providers}
         first.providers.extend(p for p in run.providers if p.target not in have)
+    for run in merged.values():  # a provider one runner skipped and another ran: keep what ran
+        ran = {(p.name, p.precision) for p in run.providers if p.status != "skipped"}
+        run.providers = [p for p in run.providers if p.status != "skipped" or (p.name, p.precision) not in ran]
     return list(merged.values())

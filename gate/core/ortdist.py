@@ -1,0 +1,124 @@
+"""ONNX Runtime distributions: which one is installed, which one Python imports, which one a GPU
+provider needs.
+
+``onnxruntime``, ``onnxruntime-gpu``, ``onnxruntime-openvino``, ... all install the same
+``onnxruntime`` package: two in one environment overwrite each other's files, and which EPs
+load then depends on the order they were installed in. Standard library only: the action runs
+this file as a script with the environment's Python right after its install,
+
+    python gate/core/ortdist.py ensure onnxruntime-gpu   # uninstall the others, exit 2 if one stays
+
+and ``parity-gate doctor`` reports the same facts.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata as md
+import importlib.util
+import os
+import subprocess
+import sys
+
+DISTRIBUTIONS = ("onnxruntime", "onnxruntime-gpu", "onnxruntime-openvino", "onnxruntime-directml",
+                 "onnxruntime-rocm", "onnxruntime-migraphx", "onnxruntime-qnn", "onnxruntime-training")
+# Providers whose kernels run on a GPU, and the distribution that brings each.
+GPU_EPS = {"CUDAExecutionProvider": "onnxruntime-gpu", "TensorrtExecutionProvider": "onnxruntime-gpu",
+           "ROCMExecutionProvider": "onnxruntime-rocm", "MIGraphXExecutionProvider": "onnxruntime-migraphx",
+           "DmlExecutionProvider": "onnxruntime-directml"}
+GPU_TORCH = ("torch-cuda", "torch-compile-cuda")
+
+
+def is_gpu(provider: str) -> bool:
+    return provider in GPU_EPS or provider in GPU_TORCH
+
+
+def fix_for(provider: str) -> str:
+    """How to make ``provider`` available, in one phrase."""
+    if provider in GPU_TORCH:
+        return "a CUDA build of torch (action: torch-build default, or python-path with a CUDA torch)"
+    dist = GPU_EPS.get(provider, "onnxruntime")
+    action = " (action input onnxruntime: gpu)" if dist == "onnxruntime-gpu" else ""
+    return f"{dist} instead of onnxruntime{action}"
+
+
+def _normalize(name: str) -> str:
+    return name.lower().replace("_", "-").replace(".", "-")
+
+
+def installed(path: list[str] | None = None) -> dict[str, str]:
+    """Every ONNX Runtime distribution installed on ``path`` (default ``sys.path``): name -> version."""
+    out: dict[str, str] = {}
+    for dist in md.distributions(path=path or sys.path):
+        name = _normalize(dist.metadata["Name"] or "")
+        if name in DISTRIBUTIONS and name not in out:
+            out[name] = dist.version
+    return dict(sorted(out.items()))
+
+
+def imported() -> str | None:
+    """The distribution whose files ``import onnxruntime`` loads (found without importing it)."""
+    spec = importlib.util.find_spec("onnxruntime")
+    if spec is None or not spec.origin:
+        return None
+    origin = os.path.realpath(spec.origin)
+    for dist in md.distributions():
+        name = _normalize(dist.metadata["Name"] or "")
+        if name in DISTRIBUTIONS and os.path.realpath(str(dist.locate_file("onnxruntime/__init__.py"))) == origin:
+            if any(str(f).replace("\\", "/") == "onnxruntime/__init__.py" for f in dist.files or ()):
+                return name
+    return None
+
+
+def conflict(found: dict[str, str]) -> str | None:
+    """The warning for more than one distribution in one environment (None: at most one)."""
+    if len(found) < 2:
+        return None
+    names = ", ".join(f"{n} {v}" for n, v in found.items())
+    return (f"{len(found)} ONNX Runtime distributions are installed ({names}): they overwrite each other's "
+            "files; uninstall all of them and install the one you need")
+
+
+def distribution_name(spec: str) -> str:
+    """``onnxruntime-gpu`` for ``onnxruntime-gpu==1.23.2`` (a requirement specifier)."""
+    for i, c in enumerate(spec):
+        if c in "<>=!~;[ @":
+            return _normalize(spec[:i])
+    return _normalize(spec)
+
+
+def ensure(wanted: str, pip: list[str] | None = None) -> int:
+    """Leave ``wanted`` the only distribution in this environment: uninstall the others and, when
+    one was there, reinstall ``wanted`` (the other's uninstall removed shared files)."""
+    pip = pip or [sys.executable, "-m", "pip", "--disable-pip-version-check"]
+    found = installed()
+    others = [n for n in found if n != wanted]
+    if others:
+        print(f"removing {', '.join(others)}: only {wanted} may provide onnxruntime here", file=sys.stderr)
+        subprocess.run([*pip, "uninstall", "-y", *others], check=False)
+        if wanted in found:
+            subprocess.run([*pip, "install", "--force-reinstall", "--no-deps", f"{wanted}=={found[wanted]}"],
+                           check=False)
+    found = installed()
+    if list(found) != [wanted]:
+        have = ", ".join(found) or "none"
+        print(f"::error title=parity-gate::expected {wanted} as the only ONNX Runtime distribution, found: {have}"
+              " (one outside this environment, e.g. python-path's own, cannot be removed here: uninstall it there "
+              "or set the onnxruntime input to none)", file=sys.stderr)
+        return 2
+    print(f"ONNX Runtime distribution: {wanted} {found[wanted]}")
+    return 0
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) == 2 and argv[0] == "ensure":
+        return ensure(distribution_name(argv[1]))
+    if argv == ["list"]:
+        for name, version in installed().items():
+            print(f"{name} {version}")
+        return 0
+    print("usage: ortdist.py ensure DISTRIBUTION | list", file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

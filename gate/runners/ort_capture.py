@@ -1,0 +1,89 @@
+"""Fingerprint the values an ONNX Runtime session produces where they are produced.
+
+``capture`` binds the requested outputs to the EP's device with IOBinding
+(``bind_output(name, device_type, device_id)``), runs ``run_with_iobinding`` and hands each
+output, as an ``OrtValue`` (a DLPack producer: ``__dlpack__``), to a ``Capture``: an on-device
+fingerprinter registered for that device (``register``) when there is one, else a copy to the
+host and the regular fingerprint. Each value is dropped once fingerprinted, so a GPU EP never
+copies all its intermediates to the host at once. No torch here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from gate.fingerprint import Fingerprint, fingerprint
+
+# Where each EP's outputs live (IOBinding's device_type); EPs not listed compute on the host.
+DEVICES = {"CUDAExecutionProvider": "cuda", "TensorrtExecutionProvider": "cuda", "ROCMExecutionProvider": "cuda",
+           "MIGraphXExecutionProvider": "cuda", "DmlExecutionProvider": "dml"}
+
+# An on-device fingerprinter takes a DLPack producer (an OrtValue on its device) and returns its
+# fingerprint, or None when it cannot (the value is then copied to the host).
+DeviceFingerprinter = Callable[[Any], "Fingerprint | None"]
+_REGISTRY: dict[str, DeviceFingerprinter] = {}
+
+
+def register(device_type: str, fingerprinter: DeviceFingerprinter | None) -> None:
+    """Use ``fingerprinter`` for values on ``device_type`` ("cuda", ...); None removes it."""
+    if fingerprinter is None:
+        _REGISTRY.pop(device_type, None)
+    else:
+        _REGISTRY[device_type] = fingerprinter
+
+
+def device_of(provider: str, options: Mapping[str, Any]) -> tuple[str, int]:
+    raw = str(options.get("device_id", 0)).strip()
+    return DEVICES.get(provider, "cpu"), int(raw) if raw.isdigit() else 0
+
+
+@dataclass
+class Capture:
+    """Where outputs are bound, and how a bound value becomes a fingerprint."""
+
+    device_type: str = "cpu"
+    device_id: int = 0
+    on_device: DeviceFingerprinter | None = None
+    host_copies: int = 0  # values fingerprinted on the host (copied there unless already on it)
+    on_device_count: int = 0  # values the on-device fingerprinter took
+
+    @classmethod
+    def for_provider(cls, provider: str, options: Mapping[str, Any]) -> Capture:
+        device_type, device_id = device_of(provider, options)
+        return cls(device_type, device_id, _REGISTRY.get(device_type))
+
+    def fingerprint(self, value: Any) -> Fingerprint:
+        if self.on_device is not None:
+            fp = self.on_device(value)
+            if fp is not None:
+                self.on_device_count += 1
+                return fp
+        self.host_copies += 1
+        return fingerprint(floating(value.numpy()))
+
+
+def floating(a: np.ndarray) -> np.ndarray:
+    return a if np.issubdtype(a.dtype, np.floating) else a.astype(np.float64)
+
+
+def capture(session, feed: Mapping[str, np.ndarray], names: Sequence[str], how: Capture) -> dict[str, Fingerprint]:
+    """Run ``session`` once with ``names`` bound to ``how``'s device; their fingerprints by name."""
+    binding = session.io_binding()
+    for name, array in feed.items():
+        binding.bind_cpu_input(name, np.ascontiguousarray(array))
+    for name in names:
+        binding.bind_output(name, how.device_type, how.device_id)
+    session.run_with_iobinding(binding)
+    values = list(binding.get_outputs())
+    # Drop the binding rather than clear_binding_outputs(): with onnxruntime-openvino 1.24 the
+    # clear corrupts the heap (glibc aborts at exit); the values keep their buffers alive.
+    del binding
+    out: dict[str, Fingerprint] = {}
+    for i, name in enumerate(names):
+        out[name] = how.fingerprint(values[i])
+        values[i] = None  # one bound value alive at a time beyond what ONNX Runtime still holds
+    return out

@@ -1,0 +1,44 @@
+"""A GPU leg that checks nothing fails.
+
+A self-hosted GPU runner without a GPU build of ONNX Runtime (or of torch) lists its GPU
+providers as skipped, and a gate that passes then has checked no GPU at all. So a run whose
+configured GPU providers were *all* unavailable where they ran is an error naming the fix,
+unless the config (``allow-missing-gpu = true``) or the command (``--allow-missing-gpu``) says
+that is expected. A run with only CPU providers is unaffected; GPU providers that no result
+file holds (a matrix leg that did not run, e.g. for a fork) are not "unavailable here".
+"""
+
+from __future__ import annotations
+
+from gate.core.ortdist import fix_for, is_gpu
+from gate.core.runs import ModelRun, ProviderRun
+
+STATUS = "NO_GPU"  # the target's error status in reports
+
+
+def missing_gpu(runs: list[ProviderRun]) -> list[str]:
+    """The GPU providers of ``runs`` when every one of them was skipped as unavailable ([] else)."""
+    # A sweep's own skip is a decision, not an unavailable runtime.
+    gpu = [p for p in runs if is_gpu(p.name) and not (p.reason or "").startswith("skipped by sweep")]
+    if not gpu or any(p.status != "skipped" for p in gpu):
+        return []
+    return list(dict.fromkeys(p.name for p in gpu))
+
+
+def message(names: list[str]) -> str:
+    fixes = "; ".join(dict.fromkeys(f"{n}: install {fix_for(n)}" for n in names))
+    return (f"no GPU provider could run here ({', '.join(names)} not available), so this run checked no GPU. "
+            f"{fixes}. Run `parity-gate doctor` on the runner; if this job is not meant to have a GPU, select its "
+            "providers (--provider) or set allow-missing-gpu = true")
+
+
+def fail_missing_gpu(run: ModelRun, allow: bool, required: tuple[str, ...] = ()) -> ModelRun:
+    """``run`` with its GPU providers turned into errors when all were unavailable (in place).
+    Providers in ``required`` keep their skip: the verdict fails them with its own message."""
+    names = [] if allow else missing_gpu(run.providers)
+    if names:
+        reason = message(names)
+        for i, p in enumerate(run.providers):
+            if p.name in names and p.name not in required:
+                run.providers[i] = ProviderRun.failed(p.target, STATUS, reason)
+    return run
