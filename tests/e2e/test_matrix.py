@@ -22,6 +22,7 @@ from gate import commands
 from gate.config import load_config
 from gate.formats.results import read_runs
 from tests.conftest import ROOT
+from tests.support.projects import examples_project
 
 OV_PYTHON = os.environ.get("PARITY_GATE_OPENVINO_PYTHON")
 OV = "OpenVINOExecutionProvider"
@@ -40,11 +41,7 @@ def collect_openvino(source: Path, out: Path) -> subprocess.CompletedProcess:
 @pytest.fixture(scope="module")
 def matrix(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("matrix")
-    shutil.copytree(ROOT / "baselines", tmp / "baselines")
-    shutil.copytree(ROOT / "examples", tmp / "examples")
-    text = (ROOT / "pyproject.toml").read_text()
-    (tmp / "pyproject.toml").write_text(text[text.index("[tool.parity-gate]"):])
-    cfg = load_config(tmp / "pyproject.toml")
+    cfg = load_config(examples_project(tmp, baselines=True))
     commands.export_models(cfg, cfg.models, cfg.select_providers(["torch-cpu"]), tmp / "export")
     commands.collect(tmp / "export", cfg.select_providers(["CPUExecutionProvider"]), tmp / "cpu.msgpack.zst")
     proc = collect_openvino(tmp / "export", tmp / "ov.msgpack.zst")

@@ -4,8 +4,6 @@ on-device fingerprinter receives DLPack producers, and one that declines falls b
 
 from __future__ import annotations
 
-import shutil
-
 import numpy as np
 import onnx
 import pytest
@@ -16,16 +14,13 @@ from gate.fingerprint import fingerprint
 from gate.formats.results import Bundle
 from gate.runners import ort_capture, ort_session
 from gate.runners.ort_capture import Capture, capture, device_of
-from tests.conftest import ROOT
+from tests.support.projects import examples_project
 
 
 @pytest.fixture(scope="module")
 def bundles(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("capture")
-    shutil.copytree(ROOT / "examples", tmp / "examples")
-    text = (ROOT / "pyproject.toml").read_text()
-    (tmp / "pyproject.toml").write_text(text[text.index("[tool.parity-gate]"):])
-    cfg = load_config(tmp / "pyproject.toml")
+    cfg = load_config(examples_project(tmp))
     commands.export_models(cfg, cfg.models, (), tmp / "export")
     return [Bundle(p.parent) for p in sorted((tmp / "export").glob("*/model.onnx"))]
 

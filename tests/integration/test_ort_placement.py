@@ -5,7 +5,6 @@ examples on the CPU EP; a profile whose kernels report another EP feeds the plac
 from __future__ import annotations
 
 import copy
-import shutil
 
 import numpy as np
 import onnx
@@ -16,7 +15,7 @@ from gate.config import load_config
 from gate.formats.results import Bundle
 from gate.runners import ort_placement, ort_session
 from gate.verdict.placement import placement_audit
-from tests.conftest import ROOT
+from tests.support.projects import examples_project
 
 CPU = "CPUExecutionProvider"
 
@@ -24,10 +23,7 @@ CPU = "CPUExecutionProvider"
 @pytest.fixture(scope="module")
 def bundle(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("placement")
-    shutil.copytree(ROOT / "examples", tmp / "examples")
-    text = (ROOT / "pyproject.toml").read_text()
-    (tmp / "pyproject.toml").write_text(text[text.index("[tool.parity-gate]"):])
-    cfg = load_config(tmp / "pyproject.toml")
+    cfg = load_config(examples_project(tmp))
     commands.export_models(cfg, cfg.select_models(["tiny-cnn"]), (), tmp / "export")
     return Bundle(tmp / "export" / "tiny-cnn")
 
