@@ -46,9 +46,9 @@ class OrtRunner(Runner):
         what = f"model `{run.name}`"
         bundle = Bundle(self.subject.bundle)
         try:
-            import onnx
+            from gate.export.saved import load_graph
 
-            proto = onnx.load(str(bundle.model))
+            proto = load_graph(bundle.model)
             inputs = bundle.inputs()
         except Exception as exc:  # a truncated or foreign file: the provider cannot load it
             raise ModelError(f"{what}: cannot read the exported model or inputs "
@@ -57,7 +57,8 @@ class OrtRunner(Runner):
         session = ort_session.SessionSpec(self.name, dict(self.spec.options), dict(self.spec.session_options),
                                           self.subject.threads)
         result = ort_session.run(proto, session, inputs, values, what, capture_bytes=self.capture_bytes,
-                                 value_bytes=value_bytes(run), keep_outputs=bool(self.subject.outputs))
+                                 value_bytes=value_bytes(run), keep_outputs=bool(self.subject.outputs),
+                                 model=bundle.model)
         prun = ProviderRun(self.target(), latency_ms=result.latency_ms, placement=result.placement,
                            capture_peak_bytes=result.peak_capture_bytes,
                            session_options=dict(self.spec.session_options) or None)

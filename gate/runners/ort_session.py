@@ -3,20 +3,26 @@
 Two sessions: the unmodified graph (its outputs are what ships; its latency is recorded) and
 a copy with the mapped intermediate values marked as graph outputs. Marking values changes
 what ONNX Runtime can fuse, which is why the shipped outputs come from the first session.
+Sessions open the model by path (so external data is read from its file, never re-serialized)
+and run one at a time: each is released before the next opens, and capture sessions run
+without the CPU memory arena, so the peak of one is not held into the next.
 No torch here: this module runs on runners that only have an ONNX Runtime distribution.
 """
 
 from __future__ import annotations
 
+import gc
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import onnx
 
 from gate.errors import ModelError
+from gate.export.saved import Marked
 from gate.fingerprint import Fingerprint, fingerprint
 
 
@@ -46,11 +52,12 @@ class SessionSpec:
     session_options: Mapping[str, Any] = field(default_factory=dict)
     threads: int | None = None  # PARITY_GATE_THREADS; session-options intra-op-threads wins
 
-    def sess_options(self, record: bool):
+    def sess_options(self, record: bool, arena: bool = True):
         import onnxruntime as ort
 
         so = ort.SessionOptions()
         so.log_severity_level = 3
+        so.enable_cpu_mem_arena = arena
         if record:
             so.add_session_config_entry("session.record_ep_graph_assignment_info", "1")
         if self.threads:
@@ -70,11 +77,11 @@ class SessionSpec:
             so.add_session_config_entry(key, value)
         return so
 
-    def open(self, model_bytes: bytes, what: str, record: bool = False):
+    def open(self, model: bytes | str, what: str, record: bool = False, arena: bool = True):
         import onnxruntime as ort
 
         try:
-            return ort.InferenceSession(model_bytes, sess_options=self.sess_options(record),
+            return ort.InferenceSession(model, sess_options=self.sess_options(record, arena),
                                         providers=[(self.provider, dict(self.options))])
         except Exception as exc:
             raise ModelError(f"{what}: {self.provider} failed to load the model: {_line(exc)}", "LOAD_FAIL") from None
@@ -155,13 +162,14 @@ def chunks(values: Sequence[str], sizes: Mapping[str, int], budget: int | None) 
 
 def run(proto: onnx.ModelProto, spec: SessionSpec, inputs: Sequence[np.ndarray], values: Sequence[str], what: str,
         timing_runs: int = 5, capture_bytes: int | None = None, value_bytes: Mapping[str, int] | None = None,
-        keep_outputs: bool = False) -> OrtRun:
+        keep_outputs: bool = False, model: Path | None = None) -> OrtRun:
     """Fingerprints of the shipped outputs and of ``values``; median latency of ``timing_runs`` warm runs.
 
+    ``model``: the file ``proto`` was read from (without its external weights), opened by path.
     Marked values come back all at once from ONNX Runtime, so with ``capture_bytes`` set they
     are split into chunks of at most that many bytes, one run each.
     """
-    session = spec.open(proto.SerializeToString(), what, record=True)
+    session = spec.open(str(model) if model is not None else proto.SerializeToString(), what, record=True)
     feed = _feed(session, inputs)
     try:
         outputs = session.run(None, feed)
@@ -177,19 +185,31 @@ def run(proto: onnx.ModelProto, spec: SessionSpec, inputs: Sequence[np.ndarray],
     result.placement = placement(session, spec.provider)
     result.arrays = [np.asarray(o) for o in outputs] if keep_outputs else []
     del outputs, session
+    gc.collect()
     sizes = value_bytes or {}
     for part in chunks(list(dict.fromkeys(values)), sizes, capture_bytes):
         result.peak_capture_bytes = max(result.peak_capture_bytes, sum(sizes.get(v, 0) for v in part))
-        session = spec.open(mark_outputs(proto, part).SerializeToString(), what)
-        try:
-            arrays = session.run(part, _feed(session, inputs))
-        except Exception as exc:
-            raise ModelError(f"{what}: {spec.provider} failed to run the model with intermediates marked: "
-                             f"{_line(exc)}") from None
-        for name, array in zip(part, arrays, strict=True):
-            result.values[name] = fingerprint(_floating(np.asarray(array)))
-        del arrays, session
+        _capture(result, proto, part, spec, inputs, what, model)
     return result
+
+
+def _capture(result: OrtRun, proto: onnx.ModelProto, part: list[str], spec: SessionSpec,
+             inputs: Sequence[np.ndarray], what: str, model: Path | None) -> None:
+    """One session with ``part`` marked as outputs (the weights file shared with ``model``)."""
+    marked = mark_outputs(proto, part)
+    with Marked(marked, model if model is not None else Path(".")) as source:
+        del marked
+        session = spec.open(source, what, arena=False)
+    try:
+        arrays = session.run(part, _feed(session, inputs))
+    except Exception as exc:
+        raise ModelError(f"{what}: {spec.provider} failed to run the model with intermediates marked: "
+                         f"{_line(exc)}") from None
+    del session
+    for name, array in zip(part, arrays, strict=True):
+        result.values[name] = fingerprint(_floating(np.asarray(array)))
+    del arrays
+    gc.collect()
 
 
 def _floating(a: np.ndarray) -> np.ndarray:
