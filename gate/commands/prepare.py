@@ -68,6 +68,9 @@ def _build(config: Config, spec: ModelSpec, cache: Cache, progress: Progress):
 
     key = spec.base or spec.name
     if key not in cache.modules:
+        from gate.model.budget import check
+
+        check(spec, config.root, config.isolation.memory_mb)  # before the build: fail early, saying what it needs
         progress(f"{spec.name}: building")
         cache.modules[key] = build_module(spec, config.root)
     return build(spec, config.root, cache.modules[key])
