@@ -30,6 +30,7 @@ def check(config: Config, models: tuple[ModelSpec, ...], providers: tuple[Provid
                                                                                            run.meta.inputs_digest):
             raise GateError(f"baseline `{path}`: recorded for other inputs than model `{spec.name}` declares now; "
                             f"re-create it with `{update_command(spec, config)}`")
+        progress(f"{spec.name}: comparing with the baseline")
         verdicts.append(model_verdict(spec, run, baseline, str(display(path)), update_command(spec, config),
                                       policy(config)))
     return assemble(verdicts, environment())
