@@ -42,6 +42,6 @@ def test_a_model_over_the_budget_fails_early_saying_what_it_needs(tmp_path):
     assert proc.returncode == 3, proc.stderr[-2000:]
     error = json.loads((work / "report.json").read_text())["models"][0]["error"]
     assert error["status"] == "BUILD_FAIL"
-    assert "needs about 4,141 MB of memory (2,417 MB of weights), more than [isolation] memory-budget-mb (2,000 MB)" \
+    assert "needs about 3,658 MB of memory (2,417 MB of weights), more than [isolation] memory-budget-mb (2,000 MB)" \
         in error["message"]
     assert "building" not in proc.stderr  # failed before the build
