@@ -8,6 +8,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from gate.core.stages import Stages
 from gate.render.markdown import promotion_text
 from gate.verdict.sweeps import Cell, SweepMatrix, matrices
 from gate.verdict.types import ModelVerdict, Report
@@ -23,12 +24,27 @@ _STATUS_STYLE = {"pass": "green", "regressed": "bold red", "error": "bold red", 
 
 @contextmanager
 def progress_display():
-    """A spinner on a terminal, plain progress lines elsewhere (CI logs)."""
+    """A spinner on a terminal, plain progress lines elsewhere (CI logs); each stage's time is
+    shown when it ends (``gate.core.stages``)."""
     if console.is_terminal:
         with console.status("starting") as status:
-            yield lambda msg: status.update(msg)
+            def show(line: str) -> None:
+                if line.startswith("  "):  # a stage's time or a detail: keep it in the scrollback
+                    err_console.print(f"[dim]{escape(line)}[/dim]")
+                else:
+                    status.update(line)
+
+            stages = Stages(show)
+            try:
+                yield stages
+            finally:
+                stages.finish()
     else:
-        yield lambda msg: err_console.print(f"[dim]· {escape(msg)}[/dim]")
+        stages = Stages(lambda line: err_console.print(f"[dim]{'' if line.startswith('  ') else '· '}{escape(line)}[/dim]"))
+        try:
+            yield stages
+        finally:
+            stages.finish()
 
 
 def _fmt(v) -> str:

@@ -35,6 +35,7 @@ def check(config: Config, models: tuple[ModelSpec, ...], providers: tuple[Provid
                             f"re-create it with `{update_command(spec, config)}`")
         done.append((spec, run, baseline, path))
     compared = compare(config, {run.name: run for _, run, _, _ in done})  # a sweep's pairs and anchor
+    progress("comparing with the baselines")
     return assemble([model_verdict(spec, run, baseline, str(display(path)), update_command(spec, config),
                                    policy(config), compared.get(spec.name)) for spec, run, baseline, path in done],
                     environment())

@@ -32,7 +32,7 @@ def export_models(config: Config, models: tuple[ModelSpec, ...], providers: tupl
         bundle = Bundle(folder)
         with torch_threads(settings.threads):
             prepared = prepare(config, spec, progress, cache)
-            bundle.write(prepared.run, prepared.proto_bytes, prepared.inputs, prepared.outputs)
+            bundle.write(prepared.run, prepared.model_file, prepared.inputs, prepared.outputs)
             if prepared.run.layers:
                 torch_side = tuple(p for p in providers if p.kind.torch)
                 run_providers(prepared, bundle, torch_side, config, progress, settings)

@@ -118,6 +118,6 @@ def run_model(config: Config, spec: ModelSpec, providers: tuple[ProviderSpec, ..
             return prepared.run
         with tempfile.TemporaryDirectory(prefix="parity-gate-") as tmp:
             bundle = Bundle(Path(tmp))
-            bundle.write(prepared.run, prepared.proto_bytes, prepared.inputs, prepared.outputs)
+            bundle.write(prepared.run, prepared.model_file, prepared.inputs, prepared.outputs)
             run_providers(prepared, bundle, providers, config, progress, settings)
     return prepared.run

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 
@@ -28,9 +29,10 @@ class Prepared:
 
     run: ModelRun
     built: object | None  # gate.model.build.BuiltModel (torch)
-    proto_bytes: bytes | None  # the shipped ONNX graph; None when the export failed
+    model_file: Path | None  # the shipped ONNX graph (external data beside it); None when the export failed
     inputs: list[np.ndarray]
     outputs: list[np.ndarray] = field(default_factory=list)  # the reference's outputs (float64), in order
+    exported: object | None = None  # gate.export.exporter.Exported: owns the folder model_file is in
 
 
 @dataclass
@@ -66,6 +68,9 @@ def _build(config: Config, spec: ModelSpec, cache: Cache, progress: Progress):
 
     key = spec.base or spec.name
     if key not in cache.modules:
+        from gate.model.budget import check
+
+        check(spec, config.root, config.isolation.memory_mb)  # before the build: fail early, saying what it needs
         progress(f"{spec.name}: building")
         cache.modules[key] = build_module(spec, config.root)
     return build(spec, config.root, cache.modules[key])
@@ -96,23 +101,24 @@ def _exported(config: Config, built):
         exported = export(built)
     if spec.transform:
         from gate.export.layermap import available_values
+        from gate.export.saved import load_full
         from gate.export.transform import apply
 
-        exported.proto = apply(spec, exported.proto, config.root)
+        exported.save(apply(spec, load_full(exported.path), config.root))
         exported.shipped = available_values(exported.proto)
     return exported
 
 
-def _record_export(run: ModelRun, spec: ModelSpec, exported) -> bytes:
+def _record_export(run: ModelRun, spec: ModelSpec, exported) -> Path:
     from gate.export import graph
 
     meta = run.meta
     meta.exporter, meta.export_fallback, meta.opset = exported.exporter, exported.fallback, exported.opset
-    meta.graph_digest, meta.op_types = graph.graph_digest(exported.proto), graph.op_types(exported.proto)
+    meta.graph_digest, meta.op_types = graph.file_digest(exported.path), graph.op_types(exported.proto)
     meta.dynamic_dims = graph.dynamic_dims(exported.proto) or None
     meta.transform = spec.transform
     meta.graph_precision = graph.precision(exported.proto) if spec.transform or spec.artifact else None
-    return exported.proto.SerializeToString()
+    return exported.path
 
 
 def _sites(records, exported, spec: ModelSpec) -> dict[str, OnnxSite]:
@@ -141,11 +147,11 @@ def prepare(config: Config, spec: ModelSpec, progress: Progress = lambda _: None
         run.error = RunError("EMPTY", f"model `{spec.name}` has no modules, parameters or buffers: nothing to check")
         return Prepared(run, built, None, built.arrays)
     exported = _export(config, built, cache, progress)
-    proto_bytes = None
+    model_file = None
     if isinstance(exported, ModelError):
         run.error, exported = RunError(exported.status, str(exported)), None
     else:
-        proto_bytes = _record_export(run, spec, exported)
+        model_file = _record_export(run, spec, exported)
     progress(f"{spec.name}: float64 reference on torch-cpu")
     try:
         ref = run_reference(built, progress, spec.reference_promotion)
@@ -160,4 +166,4 @@ def prepare(config: Config, spec: ModelSpec, progress: Progress = lambda _: None
         run.meta.training = compare_as_given(built, ref, spec.reference_promotion)
     if exported is not None:
         run.onnx_map = _sites(ref.records, exported, spec)
-    return Prepared(run, built, proto_bytes, built.arrays, ref.outputs)
+    return Prepared(run, built, model_file, built.arrays, ref.outputs, exported)

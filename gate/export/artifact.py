@@ -54,5 +54,7 @@ def load(built) -> Exported:
         shapes = layermap.value_shapes(proto)
     opset = next((o.version for o in proto.opset_import if o.domain in ("", "ai.onnx")), 0)
     ambiguous = frozenset(q for q, n in _calls_per_module(built).items() if n > 1)
-    return Exported(proto, "artifact", None, opset, layermap.call_values(proto, stacks), shapes,
-                    layermap.available_values(proto), ambiguous=ambiguous, as_shipped=True)
+    result = Exported(proto, "artifact", None, opset, layermap.call_values(proto, stacks), shapes,
+                      layermap.available_values(proto), ambiguous=ambiguous, as_shipped=True)
+    result.save(proto)  # the bundle's own copy (external data past a size)
+    return result

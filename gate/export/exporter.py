@@ -3,23 +3,28 @@
 The dynamo exporter is the default; when it fails, the TorchScript exporter is tried and
 the reason is kept for the report. The model is exported unoptimized first, so every module
 still owns its nodes while the map is built, then optimized: the optimized graph is what
-ships and what ONNX Runtime runs.
+ships and what ONNX Runtime runs. It is saved to a file at once (``saved``: external data past
+a size), the exporter's objects are released, and from then on the graph is held without its
+weights.
 """
 
 from __future__ import annotations
 
 import contextlib
+import gc
 import io
 import logging
 import re
+import tempfile
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from pathlib import Path
 
 import onnx
 import torch
 
 from gate.errors import ModelError
-from gate.export import layermap
+from gate.export import layermap, saved
 from gate.export.layermap import CallKey, CallValues
 from gate.model.build import BuiltModel, inference_mode
 
@@ -28,7 +33,7 @@ DEFAULT_OPSET = 18
 
 @dataclass
 class Exported:
-    proto: onnx.ModelProto  # the graph that ships (optimized, then transformed)
+    proto: onnx.ModelProto  # the graph that ships (optimized, then transformed), without external weights
     exporter: str
     fallback: str | None  # why dynamo was not used, when it was not
     opset: int
@@ -38,6 +43,15 @@ class Exported:
     shipped: set[str] | None = None  # values that exist after the transform (None: no transform)
     ambiguous: frozenset[str] = frozenset()  # modules whose calls the graph cannot tell apart
     as_shipped: bool = False  # mapped on the shipped graph itself (BatchNorms already fused)
+    path: Path | None = None  # the shipped graph's file (its external data beside it)
+    _folders: list = field(default_factory=list, repr=False)  # temporary folders that hold the files
+
+    def save(self, full: onnx.ModelProto) -> None:
+        """Make ``full`` (weights in memory) the shipped graph: written to a fresh folder."""
+        folder = tempfile.TemporaryDirectory(prefix="parity-gate-export-")
+        self._folders.append(folder)
+        self.path = saved.save_proto(full, Path(folder.name) / saved.MODEL)
+        self.proto = saved.load_graph(self.path)
 
 
 @contextlib.contextmanager
@@ -105,15 +119,52 @@ def _dynamo(built: BuiltModel, opset: int) -> Exported:
             built.module, built.inputs, dynamo=True, optimize=False, opset_version=opset,
             input_names=built.input_names, verbose=False, dynamic_shapes=_dynamic(built),
         )
-        raw = program.model_proto
         fx_stacks = _fx_stacks(program.exported_program)
-        stacks = layermap.dynamo_stacks(raw, fx_stacks)
-        calls = layermap.call_values(raw, stacks)
+        program.exported_program = None  # the FX graph is no longer needed; its memory goes now
+        raw = _weightless(program.model)
+        calls = layermap.call_values(raw, layermap.dynamo_stacks(raw, fx_stacks))
         shapes = layermap.value_shapes(_inferred(raw))
+        del raw, fx_stacks
         program.optimize()
-        proto = program.model_proto
-    _check(proto, built.spec.name)
-    return Exported(proto, "dynamo", None, opset, calls, shapes, layermap.available_values(proto))
+        folder = tempfile.TemporaryDirectory(prefix="parity-gate-export-")
+        path = Path(folder.name) / saved.MODEL
+        _save_ir(program.model, path)
+    del program
+    gc.collect()  # the exporter's copies of the weights go before any runtime starts
+    _check(path, built.spec.name)
+    proto = saved.load_graph(path)
+    return Exported(proto, "dynamo", None, opset, calls, shapes, layermap.available_values(proto), path=path,
+                    _folders=[folder])
+
+
+def _weightless(model) -> onnx.ModelProto:
+    """The IR model as a proto without its large initializers (they become typed graph inputs, so
+    shape inference still sees them): the layer map needs the nodes, never the weights."""
+    import onnx_ir as ir
+
+    graph = model.graph
+    everything = dict(graph.initializers)  # restored in this order: the shipped graph's bytes depend on it
+    large = {name: v for name, v in everything.items()
+             if v.const_value is not None and v.const_value.nbytes > saved.INLINE_TENSOR_BYTES}
+    for name in large:
+        graph.initializers.pop(name)
+    try:
+        proto = ir.serde.serialize_model(model)
+    finally:
+        graph.initializers.clear()
+        graph.initializers.update(everything)
+    proto.graph.input.extend(ir.serde.serialize_value(v) for v in large.values())
+    return proto
+
+
+def _save_ir(model, path: Path) -> None:
+    import onnx_ir as ir
+
+    size = sum(v.const_value.nbytes for v in model.graph.initializers.values() if v.const_value is not None)
+    if size > saved.EXTERNAL_MIN_BYTES:
+        ir.save(model, str(path), external_data=saved.DATA, size_threshold_bytes=saved.INLINE_TENSOR_BYTES)
+    else:
+        ir.save(model, str(path))
 
 
 def _fx_stacks(exported_program) -> dict[str, list[CallKey]]:
@@ -141,20 +192,23 @@ def _torchscript(built: BuiltModel, opset: int) -> Exported:
             input_names=built.input_names, do_constant_folding=True, dynamic_axes=axes or None,
         )
     proto = onnx.load_from_string(buffer.getvalue())
+    del buffer
     proto = onnx.shape_inference.infer_shapes(proto)
     names = {n for n, _ in built.module.named_modules() if n}
     stacks = [[("", 0)] + s for s in layermap.torchscript_stacks(proto, names)]
     calls = layermap.call_values(proto, stacks)
-    _check(proto, built.spec.name)
     # Constant folding already happened inside torch.onnx.export: the map is built on the
     # graph that ships, so folded modules simply own no nodes.
-    return Exported(proto, "torchscript", None, opset, calls, layermap.value_shapes(proto),
-                    layermap.available_values(proto), as_shipped=True)
+    result = Exported(proto, "torchscript", None, opset, calls, layermap.value_shapes(proto),
+                      layermap.available_values(proto), as_shipped=True)
+    result.save(proto)
+    _check(result.path, built.spec.name)
+    return result
 
 
-def _check(proto: onnx.ModelProto, name: str) -> None:
+def _check(path: Path, name: str) -> None:
     try:
-        onnx.checker.check_model(proto)
+        onnx.checker.check_model(str(path))
     except onnx.checker.ValidationError as exc:
         raise ModelError(f"model `{name}`: exported ONNX graph is invalid: {_first_line(exc)}",
                          "EXPORT_FAIL") from None

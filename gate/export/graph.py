@@ -4,13 +4,50 @@ computes in and its dynamic dimensions."""
 from __future__ import annotations
 
 import hashlib
+from pathlib import Path
 
 import onnx
+
+from gate.export import saved
+
+CHUNK = 16 * 2**20
 
 
 def graph_digest(proto: onnx.ModelProto) -> str:
     """sha256 of the graph without node metadata and doc strings: the exporter's stack traces
     name source files, which differ between checkouts of the same code."""
+    return hashlib.sha256(_bare(proto).SerializeToString(deterministic=True)).hexdigest()
+
+
+def file_digest(path: Path) -> str:
+    """``graph_digest`` of a saved graph. With external data the weights are streamed from their
+    file, never loaded whole: sha256 over the bare graph (external tensors without their
+    location/offset/length, which depend on the file's layout) and then each external tensor's
+    bytes, in initializer order. Without external data it is ``graph_digest`` of the file."""
+    proto = saved.load_graph(path)
+    tensors = saved.external(proto)
+    if not tensors:
+        return graph_digest(proto)
+    bare = _bare(proto)
+    for t in saved.external(bare):
+        del t.external_data[:]
+    h = hashlib.sha256(b"parity-gate graph digest: external data v1\0")
+    h.update(bare.SerializeToString(deterministic=True))
+    for t in tensors:
+        info = {e.key: e.value for e in t.external_data}
+        remaining = int(info.get("length", -1))
+        with open(path.parent / info["location"], "rb") as f:
+            f.seek(int(info.get("offset", 0)))
+            while remaining != 0:
+                block = f.read(CHUNK if remaining < 0 else min(CHUNK, remaining))
+                if not block:
+                    break
+                h.update(block)
+                remaining -= len(block)
+    return h.hexdigest()
+
+
+def _bare(proto: onnx.ModelProto) -> onnx.ModelProto:
     bare = onnx.ModelProto()
     bare.CopyFrom(proto)
     bare.doc_string = ""
@@ -19,7 +56,7 @@ def graph_digest(proto: onnx.ModelProto) -> str:
     for node in bare.graph.node:
         del node.metadata_props[:]
         node.doc_string = ""
-    return hashlib.sha256(bare.SerializeToString(deterministic=True)).hexdigest()
+    return bare
 
 
 def op_types(proto: onnx.ModelProto) -> list[str]:

@@ -16,6 +16,7 @@ import types
 
 import numpy as np
 
+from gate.core import profile
 from gate.errors import ConfigError
 
 from ._model import (
@@ -76,7 +77,7 @@ def _select_backend() -> str:
 
 backend: str = _select_backend()
 _IMPLS = {"numpy": fingerprint_numpy, "native": _native_impl}
-_default_impl = _IMPLS[backend]
+_default_impl = profile.timed("fingerprint", _IMPLS[backend])
 
 
 _FAST = {np.dtype(n): n for n in ("float16", "float32", "float64")}  # native byte order

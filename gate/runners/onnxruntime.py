@@ -62,9 +62,9 @@ class OrtRunner(Runner):
         what = f"model `{run.name}`"
         bundle = Bundle(self.subject.bundle)
         try:
-            import onnx
+            from gate.export.saved import load_graph
 
-            proto = onnx.load(str(bundle.model))
+            proto = load_graph(bundle.model)
             inputs = bundle.inputs()
         except Exception as exc:  # a truncated or foreign file: the provider cannot load it
             raise ModelError(f"{what}: cannot read the exported model or inputs "
@@ -75,7 +75,8 @@ class OrtRunner(Runner):
         repeats = self.subject.repeats
         result = ort_session.run(proto, session, inputs, values, what, timing_runs=repeats or 5,
                                  capture_bytes=self.capture_bytes,
-                                 value_bytes=value_bytes(run), keep_outputs=bool(self.subject.outputs))
+                                 value_bytes=value_bytes(run), keep_outputs=bool(self.subject.outputs),
+                                 model=bundle.model)
         probe = self.probe()
         prun = ProviderRun(Target(self.name, probe.device_class, self.spec.precision), latency_ms=result.latency_ms,
                            placement=result.placement, capture_peak_bytes=result.peak_capture_bytes,

@@ -4,14 +4,20 @@ Two sessions: the unmodified graph (its outputs are what ships; its latency is r
 a copy with the mapped intermediate values marked as graph outputs. Marking values changes
 what ONNX Runtime can fuse, which is why the shipped outputs come from the first session.
 No torch here: this module runs on runners that only have an ONNX Runtime distribution.
+
+Sessions open the model by path where it has one (external data is read from its file, never
+re-serialized) and run one at a time: each is released before the next opens, and capture sessions
+run without the CPU memory arena, so the peak of one is not held into the next.
 """
 
 from __future__ import annotations
 
+import gc
 import os
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -19,6 +25,7 @@ import onnx
 
 from gate.core.runs import latency
 from gate.errors import ModelError
+from gate.export.saved import Marked
 from gate.fingerprint import Fingerprint, fingerprint
 from gate.runners import ort_placement
 from gate.runners.ort_capture import Capture, capture, floating
@@ -52,11 +59,12 @@ class SessionSpec:
     session_options: Mapping[str, Any] = field(default_factory=dict)
     threads: int | None = None  # PARITY_GATE_THREADS; session-options intra-op-threads wins
 
-    def sess_options(self, record: bool, profile: bool = False):
+    def sess_options(self, record: bool, profile: bool = False, arena: bool = True):
         import onnxruntime as ort
 
         so = ort.SessionOptions()
         so.log_severity_level = 3
+        so.enable_cpu_mem_arena = arena
         if record:
             so.add_session_config_entry("session.record_ep_graph_assignment_info", "1")
         if profile:
@@ -81,11 +89,11 @@ class SessionSpec:
             so.add_session_config_entry(key, value)
         return so
 
-    def open(self, model_bytes: bytes, what: str, record: bool = False, profile: bool = False):
+    def open(self, model: bytes | str, what: str, record: bool = False, profile: bool = False, arena: bool = True):
         import onnxruntime as ort
 
         try:
-            return ort.InferenceSession(model_bytes, sess_options=self.sess_options(record, profile),
+            return ort.InferenceSession(model, sess_options=self.sess_options(record, profile, arena),
                                         providers=[(self.provider, dict(self.options))])
         except Exception as exc:
             raise ModelError(f"{what}: {self.provider} failed to load the model: {_line(exc)}", "LOAD_FAIL") from None
@@ -147,15 +155,16 @@ def chunks(values: Sequence[str], sizes: Mapping[str, int], budget: int | None) 
 
 def run(proto: onnx.ModelProto, spec: SessionSpec, inputs: Sequence[np.ndarray], values: Sequence[str], what: str,
         timing_runs: int = 5, capture_bytes: int | None = None, value_bytes: Mapping[str, int] | None = None,
-        keep_outputs: bool = False, how: Capture | None = None) -> OrtRun:
+        keep_outputs: bool = False, how: Capture | None = None, model: Path | None = None) -> OrtRun:
     """Fingerprints of the shipped outputs and of ``values``; median latency of ``timing_runs`` warm runs.
 
+    ``model``: the file ``proto`` was read from (without its external weights), opened by path.
     Marked values are bound to the EP's device (``ort_capture``; ``how`` overrides where and how
     they are fingerprinted) and all held at once by ONNX Runtime, so with ``capture_bytes`` set
     they are split into chunks of at most that many bytes, one run each.
     """
     how = how or Capture.for_provider(spec.provider, spec.options)
-    shipped = proto.SerializeToString()
+    shipped = str(model) if model is not None else proto.SerializeToString()
     session = spec.open(shipped, what, record=True)
     feed = _feed(session, inputs)
     try:
@@ -173,14 +182,26 @@ def run(proto: onnx.ModelProto, spec: SessionSpec, inputs: Sequence[np.ndarray],
     result.placement = ort_placement.placement(session, spec, shipped, feed, what)
     result.arrays = [np.asarray(o) for o in outputs] if keep_outputs else []
     del outputs, session
+    gc.collect()
     sizes = value_bytes or {}
     for part in chunks(list(dict.fromkeys(values)), sizes, capture_bytes):
         result.peak_capture_bytes = max(result.peak_capture_bytes, sum(sizes.get(v, 0) for v in part))
-        session = spec.open(mark_outputs(proto, part).SerializeToString(), what)
-        try:
-            result.values.update(capture(session, _feed(session, inputs), part, how))
-        except Exception as exc:
-            raise ModelError(f"{what}: {spec.provider} failed to run the model with intermediates marked: "
-                             f"{_line(exc)}") from None
-        del session
+        _capture(result, proto, part, spec, inputs, what, how, model)
     return result
+
+
+def _capture(result: OrtRun, proto: onnx.ModelProto, part: list[str], spec: SessionSpec,
+             inputs: Sequence[np.ndarray], what: str, how: Capture, model: Path | None) -> None:
+    """One session with ``part`` marked as outputs (the weights file shared with ``model``), run
+    without the CPU arena so its peak is not held into the next."""
+    marked = mark_outputs(proto, part)
+    with Marked(marked, model if model is not None else Path(".")) as source:
+        del marked
+        session = spec.open(source, what, arena=False)
+    try:
+        result.values.update(capture(session, _feed(session, inputs), part, how))
+    except Exception as exc:
+        raise ModelError(f"{what}: {spec.provider} failed to run the model with intermediates marked: "
+                         f"{_line(exc)}") from None
+    del session
+    gc.collect()

@@ -7,18 +7,21 @@ in float64 falls back to float32, and says so."""
 from __future__ import annotations
 
 import copy
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
 import torch
 
+from gate.core.stages import DETAIL
 from gate.errors import ModelError
 from gate.model.build import BuiltModel
 from gate.runners import torch_hooks
 from gate.runners.gradients import gradients
 from gate.runners.promotion import Notes, promoted
 from gate.runners.torch_hooks import LayerOutput
+from gate.runners.widen import float64_weights
 
 
 @dataclass
@@ -36,11 +39,19 @@ def as_float64(module: torch.nn.Module, inputs: tuple[torch.Tensor, ...]):
     return ref, tuple(t.double() if t.is_floating_point() else t for t in inputs)
 
 
-def _capture(module: torch.nn.Module, inputs, promote: bool) -> tuple[list[LayerOutput], Notes, list[np.ndarray]]:
+DETAIL_EVERY_S = 2.0  # a long reference says which layer it is at, this often
+
+
+def _capture(module: torch.nn.Module, inputs, promote: bool,
+             detail: Callable[[str], None] | None = None) -> tuple[list[LayerOutput], Notes, list[np.ndarray]]:
     notes = Notes()
+    last = [time.perf_counter()]
 
     def stamp(record: LayerOutput) -> None:
         record.reached = notes.reached  # the coarsest precision computed up to this layer
+        if detail is not None and time.perf_counter() - last[0] >= DETAIL_EVERY_S:
+            last[0] = time.perf_counter()
+            detail(f"{DETAIL}{record.name}")
 
     capture = torch_hooks.Capture(module, on_record=stamp)
     records = capture.run(inputs, promoted(notes, capture.where, promote))
@@ -48,14 +59,26 @@ def _capture(module: torch.nn.Module, inputs, promote: bool) -> tuple[list[Layer
     return records, notes, outputs
 
 
+def _float64(built: BuiltModel, promote: bool,
+             detail: Callable[[str], None]) -> tuple[list[LayerOutput], Notes, list[np.ndarray]]:
+    """The float64 run: each module widened as it runs (no second copy of the model); where that
+    cannot work (code that reads another module's weights outside its call), on a float64 copy."""
+    inputs = tuple(t.double() if t.is_floating_point() else t for t in built.inputs)
+    try:
+        with float64_weights(built.module):
+            return _capture(built.module, inputs, promote, detail)
+    except Exception:  # noqa: BLE001 - mixed dtypes from weights read across modules: use the copy
+        module, inputs = as_float64(built.module, built.inputs)
+        return _capture(module, inputs, promote, detail)
+
+
 def run_reference(built: BuiltModel, progress: Callable[[str], None], promote: bool = True) -> Reference:
     """The reference's layers in execution order, with what promotion did and could not do."""
     name = built.spec.name
     try:
-        module, inputs = as_float64(built.module, built.inputs)
-        records, notes, outputs = _capture(module, inputs, promote)
-        grads = gradients(module, inputs, built.spec.seed) if built.spec.gradients else []
-        del module
+        records, notes, outputs = _float64(built, promote, progress)
+        # The backward pass needs float64 parameters of its own: a copy, only with `gradients = true`.
+        grads = gradients(*as_float64(built.module, built.inputs), built.spec.seed) if built.spec.gradients else []
         return Reference("float64", records, notes, outputs, grads)
     except Exception as exc:  # noqa: BLE001 - a model without float64 kernels falls back
         progress(f"{name}: float64 reference failed ({type(exc).__name__}); using float32")

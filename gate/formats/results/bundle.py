@@ -1,6 +1,7 @@
 """A bundle: the folder that holds one exported model for the runners.
 
-``model.onnx`` (the graph that ships), ``inputs.npz`` (the inputs as ``arg0``..``argN-1``, no
+``model.onnx`` (the graph that ships; with ``model.onnx.data`` beside it when its weights are
+large), ``inputs.npz`` (the inputs as ``arg0``..``argN-1``, no
 pickles), ``outputs.npz`` (the float64 reference's outputs as ``out0``.., for the exact output
 metrics) and ``run.msgpack.zst`` (a result file with the model's run so far: the reference's
 fingerprints, the layer -> ONNX value map, and the providers that already ran). ``check``
@@ -35,11 +36,17 @@ class Bundle:
     def has_model(self) -> bool:
         return self.model.is_file()
 
-    def write(self, run: ModelRun, proto_bytes: bytes | None = None, inputs: list[np.ndarray] | None = None,
+    def write(self, run: ModelRun, model: bytes | Path | None = None, inputs: list[np.ndarray] | None = None,
               outputs: list[np.ndarray] | None = None) -> None:
+        """``model``: the graph's bytes, or a saved graph file (its external data comes along,
+        hard-linked where the file system allows)."""
         self.folder.mkdir(parents=True, exist_ok=True)
-        if proto_bytes is not None:
-            self.model.write_bytes(proto_bytes)
+        if isinstance(model, Path):
+            from gate.export.saved import copy_model
+
+            copy_model(model, self.folder)
+        elif model is not None:
+            self.model.write_bytes(model)
         if inputs is not None:
             np.savez(self.folder / INPUTS, **{f"arg{i}": a for i, a in enumerate(inputs)})
         if outputs:

@@ -1,0 +1,106 @@
+"""The shipped graph as files: ``model.onnx``, and beside it ``model.onnx.data`` when its weights
+are large (ONNX external data; a single protobuf cannot pass 2 GiB).
+
+Everything after the export works on the graph without its weights (``load_graph``): the layer
+map, op types, the digest's structure. ONNX Runtime opens the file by path, and the copy with
+intermediates marked as outputs is a small graph file that points at the same weights file, so
+the weights exist once on disk and are never serialized again. No torch here.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import onnx
+
+MODEL = "model.onnx"
+DATA = "model.onnx.data"
+# Weights past this many bytes go to the external data file. Small models stay one
+# self-contained file, byte for byte what they were.
+EXTERNAL_MIN_BYTES = 64 * 2**20
+INLINE_TENSOR_BYTES = 1024  # small tensors (shapes, scalars) stay in the graph for shape inference
+
+
+def weight_bytes(proto: onnx.ModelProto) -> int:
+    return sum(len(t.raw_data) for t in proto.graph.initializer)
+
+
+def save_proto(proto: onnx.ModelProto, path: Path) -> Path:
+    """Write ``proto`` (with its weights in memory) as ``path``, external data past the threshold."""
+    if weight_bytes(proto) > EXTERNAL_MIN_BYTES:
+        onnx.save_model(proto, str(path), save_as_external_data=True, all_tensors_to_one_file=True,
+                        location=DATA, size_threshold=INLINE_TENSOR_BYTES)
+    else:
+        onnx.save_model(proto, str(path))
+    return path
+
+
+def load_graph(path: Path) -> onnx.ModelProto:
+    """The graph without the weights of its external data (their references only)."""
+    return onnx.load(str(path), load_external_data=False)
+
+
+def load_full(path: Path) -> onnx.ModelProto:
+    return onnx.load(str(path))
+
+
+def external(proto: onnx.ModelProto) -> list[onnx.TensorProto]:
+    return [t for t in proto.graph.initializer if t.data_location == onnx.TensorProto.EXTERNAL]
+
+
+def data_files(proto: onnx.ModelProto) -> list[str]:
+    """The external data files ``proto`` refers to (relative locations, in first-use order)."""
+    names: dict[str, None] = {}
+    for t in external(proto):
+        for entry in t.external_data:
+            if entry.key == "location":
+                names[entry.value] = None
+    return list(names)
+
+
+def _share(source: Path, dest: Path) -> None:
+    """``dest`` is ``source``'s bytes: a hard link where the file system allows, else a copy."""
+    if dest.exists():
+        dest.unlink()
+    try:
+        os.link(source, dest)
+    except OSError:
+        shutil.copyfile(source, dest)
+
+
+def copy_model(source: Path, folder: Path) -> Path:
+    """``source`` and its external data as ``folder/model.onnx`` (the data shared, not copied,
+    where the file system allows)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    dest = folder / MODEL
+    if source.resolve() == dest.resolve():
+        return dest
+    for name in data_files(load_graph(source)):
+        _share(source.parent / name, folder / name)
+    shutil.copyfile(source, dest)
+    return dest
+
+
+class Marked:
+    """A graph file for ``proto`` (a variant of the model at ``model``: intermediates marked as
+    outputs) that uses ``model``'s external data in place: written beside it, so the weights file
+    is found by the same relative location and never copied. A context manager; the file is
+    removed on exit. Without external data it is just the serialized bytes."""
+
+    def __init__(self, proto: onnx.ModelProto, model: Path):
+        self.proto, self.model = proto, model
+        self._path: Path | None = None
+
+    def __enter__(self) -> str | bytes:
+        if not data_files(self.proto):
+            return self.proto.SerializeToString()
+        self._path = self.model.parent / f".marked-{os.getpid()}.onnx"
+        self._path.write_bytes(self.proto.SerializeToString())
+        return str(self._path)
+
+    def __exit__(self, *exc) -> None:
+        if self._path is not None:
+            self._path.unlink(missing_ok=True)
+            self._path = None

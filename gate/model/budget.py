@@ -1,0 +1,66 @@
+"""The memory a model will need, known before it is built.
+
+The factory runs once on the ``meta`` device (no storage: a multi-GB model "builds" in
+milliseconds) to count its parameters and buffers. What a check then holds at its peak is a
+multiple of those bytes (measured: ``scripts/bench_scale.py``): the float32 model in the gate's
+process, and in an ONNX Runtime worker beside it the session's own copy of the weights, plus the
+runtimes' fixed cost. Above the budget (``[isolation] memory-budget-mb``, else the machine's
+memory) the model fails at once, with what it needs, instead of being killed minutes later.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import torch
+
+from gate.config import ModelSpec
+from gate.core.refs import resolve
+from gate.errors import ModelError
+
+MB = 10**6
+FIXED_MB = 1000  # torch, ONNX Runtime and the exporter loaded, before any weights
+# Peak bytes per byte of float32 weights (measured on the synthetic family, scripts/bench_scale.py):
+PROCESS_COPIES = 1.1  # in the largest single process (2.4 GB synthetic: 3.3 GB, the ONNX Runtime worker)
+TREE_COPIES = 2.2  # the gate and its worker together, at the same time (2.4 GB synthetic: 5.8 GB)
+
+def machine_mb() -> int | None:
+    """Physical memory (Linux and macOS); None where it cannot be read."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // MB
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def weight_bytes(spec: ModelSpec, root: Path) -> int | None:
+    """Bytes of the model's parameters and buffers, from a build on the meta device; None when the
+    factory cannot build there (it then builds for real, and nothing is known in advance)."""
+    factory = resolve(spec.factory, root, f"{spec.where}.factory")
+    torch.manual_seed(spec.factory_seed if spec.factory_seed is not None else spec.seed)
+    try:
+        with torch.device("meta"):
+            module = factory()
+        tensors = list(module.parameters()) + list(module.buffers())
+    except Exception:  # noqa: BLE001 - a factory that needs real storage: no early estimate
+        return None
+    if not isinstance(module, torch.nn.Module):
+        return None
+    return sum(t.numel() * t.element_size() for t in {id(t): t for t in tensors}.values())
+
+
+def check(spec: ModelSpec, root: Path, budget_mb: int | None) -> None:
+    """ModelError (BUILD_FAIL, exit 3) when the model will not fit: one process against
+    ``memory-budget-mb`` when set, else the whole run against the machine's memory."""
+    limit = budget_mb or machine_mb()
+    if not limit:
+        return
+    weights = weight_bytes(spec, root)
+    if weights is None:
+        return
+    copies, where = (PROCESS_COPIES, "[isolation] memory-budget-mb") if budget_mb else \
+        (TREE_COPIES, "this machine's memory")
+    need = int(FIXED_MB + copies * weights / MB)
+    if need > limit:
+        raise ModelError(f"model `{spec.name}`: needs about {need:,} MB of memory ({weights / MB:,.0f} MB of weights), "
+                         f"more than {where} ({limit:,} MB)", "BUILD_FAIL")

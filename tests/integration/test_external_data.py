@@ -1,0 +1,73 @@
+"""External data end to end on a small model (forced past the threshold): the bundle holds the
+graph and its weights file, the marked copy shares that file, the digest streams the weights
+and changes with them, and the example models still pass against their committed baselines."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+from gate import commands
+from gate.config import load_config
+from gate.export import graph, saved
+from gate.runners import ort_session
+from tests.conftest import ROOT
+
+
+def _model(weight: np.ndarray) -> onnx.ModelProto:
+    w = numpy_helper.from_array(weight, "w")
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["h"]), helper.make_node("Relu", ["h"], ["y"])]
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 64])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 64])], [w])
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 18)])
+
+
+@pytest.fixture
+def external(monkeypatch):
+    monkeypatch.setattr(saved, "EXTERNAL_MIN_BYTES", 0)
+
+
+def test_saved_graph_keeps_weights_in_a_data_file(external, tmp_path):
+    path = saved.save_proto(_model(np.ones((64, 64), np.float32)), tmp_path / saved.MODEL)
+    proto = saved.load_graph(path)
+    assert saved.data_files(proto) == [saved.DATA]
+    assert (tmp_path / saved.DATA).stat().st_size == 64 * 64 * 4
+    assert path.stat().st_size < 1024
+
+
+def test_digest_streams_the_weights_and_changes_with_one_of_them(external, tmp_path):
+    w = np.random.default_rng(0).standard_normal((64, 64)).astype(np.float32)
+    a = saved.save_proto(_model(w), (tmp_path / "a").mkdir() or tmp_path / "a" / saved.MODEL)
+    b = saved.save_proto(_model(w), (tmp_path / "b").mkdir() or tmp_path / "b" / saved.MODEL)
+    assert graph.file_digest(a) == graph.file_digest(b)
+    w[10, 3] = np.nextafter(w[10, 3], np.float32(np.inf))
+    c = saved.save_proto(_model(w), (tmp_path / "c").mkdir() or tmp_path / "c" / saved.MODEL)
+    assert graph.file_digest(c) != graph.file_digest(a)
+
+
+def test_inline_graph_digest_is_unchanged(tmp_path):
+    proto = _model(np.ones((64, 64), np.float32))
+    path = saved.save_proto(proto, tmp_path / saved.MODEL)
+    assert graph.file_digest(path) == graph.graph_digest(proto)
+
+
+def test_marked_copy_shares_the_weights_file_and_is_removed(external, tmp_path):
+    path = saved.save_proto(_model(np.eye(64, dtype=np.float32)), tmp_path / saved.MODEL)
+    proto = saved.load_graph(path)
+    spec = ort_session.SessionSpec("CPUExecutionProvider")
+    x = np.random.default_rng(1).standard_normal((2, 64)).astype(np.float32)
+    result = ort_session.run(proto, spec, [x], ["h"], "m", timing_runs=0, model=path)
+    assert result.values["h"].max == pytest.approx(float(x.max()), rel=1e-6)
+    assert sorted(p.name for p in tmp_path.iterdir()) == [saved.MODEL, saved.DATA]
+
+
+def test_examples_pass_with_their_weights_in_external_data(external, tmp_path):
+    cfg = load_config(ROOT / "pyproject.toml")
+    report = commands.check(cfg, cfg.models, cfg.providers).to_dict()
+    assert report["verdict"] == "pass", json.dumps(report["first_regression"])
+    ort = next(p for p in report["models"][1]["providers"] if p["name"] == "CPUExecutionProvider")
+    assert sum(1 for r in ort["layers"] if r["status"] == "pass") >= 20

@@ -1,0 +1,45 @@
+"""The float64 reference without a float64 copy of the model: each module widened as it runs
+gives the very fingerprints a ``.double()`` deep copy gives, and leaves the model float32."""
+
+from __future__ import annotations
+
+import torch
+
+from examples import zoo
+from gate.runners import reference, widen
+
+
+def _both(factory, x):
+    torch.manual_seed(0)
+    model = factory().eval()
+    copy, inputs = reference.as_float64(model, x)
+    expected, _, _ = reference._capture(copy, inputs, True)
+    with widen.float64_weights(model):
+        got, _, _ = reference._capture(model, inputs, True)
+    return model, expected, got
+
+
+def test_widened_reference_is_bit_identical_to_a_float64_copy():
+    # tiny-transformer's nn.MultiheadAttention reads out_proj.weight without calling out_proj.
+    for factory, x in ((zoo.tiny_cnn, torch.randn(2, 3, 16, 16)), (zoo.tiny_transformer, torch.randn(2, 8, 16))):
+        model, expected, got = _both(factory, (x,))
+        assert [r.name for r in got] == [r.name for r in expected]
+        assert [r.fp for r in got] == [r.fp for r in expected]
+        assert all(p.dtype == torch.float32 for p in model.parameters())
+
+
+def test_only_blocks_that_fit_are_widened_whole():
+    model = torch.nn.Sequential(*(torch.nn.Linear(64, 64) for _ in range(4)))
+    steps = widen.plan(model, limit=64 * 65 * 4)
+    assert [whole for m, whole in steps if m is model] == [False]
+    assert sum(1 for _, whole in steps if whole) == 4
+
+
+def test_weights_are_float32_again_after_a_failing_forward():
+    model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.Linear(5, 4))
+    try:
+        with widen.float64_weights(model):
+            model(torch.randn(1, 4, dtype=torch.float64))
+    except RuntimeError:
+        pass
+    assert all(p.dtype == torch.float32 for p in model.parameters())
