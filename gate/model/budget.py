@@ -35,7 +35,10 @@ def machine_mb() -> int | None:
 
 def weight_bytes(spec: ModelSpec, root: Path) -> int | None:
     """Bytes of the model's parameters and buffers, from a build on the meta device; None when the
-    factory cannot build there (it then builds for real, and nothing is known in advance)."""
+    factory cannot build there (it then builds for real, and nothing is known in advance), and for
+    a sweep's case (one operator or layer: small by construction)."""
+    if spec.sweep is not None:
+        return None
     factory = resolve(spec.factory, root, f"{spec.where}.factory")
     torch.manual_seed(spec.factory_seed if spec.factory_seed is not None else spec.seed)
     try:
