@@ -7,7 +7,8 @@
 1. The suite across torch-cpu, CPUExecutionProvider and the OpenVINO EP (in its own environment):
    `export` (build, export, float64 reference, torch-cpu), `collect` here (CPU EP), `collect` in the
    OpenVINO venv, `report` against the committed baselines. Wall time per stage, total, per case.
-2. How `check` (torch-cpu + CPU EP) grows with the number of cases: the first N cases, then all.
+2. How `check` (torch-cpu + CPU EP) grows with the number of cases: the first N cases, then all
+   (unless --no-full-check).
 3. `gradients = true` against forward only on two bundled models: `check` wall time and peak RSS.
 Every command runs in its own process; peak RSS is that process's (workers not included).
 """
@@ -37,16 +38,18 @@ def cpu_model() -> str:
 
 
 def run(argv: list[str], cwd: Path = ROOT, env: dict | None = None) -> tuple[float, float]:
-    """(wall seconds, peak RSS MiB of that process) of one command; exit codes 0/1 accepted."""
-    start = time.perf_counter()
-    proc = subprocess.Popen(argv, cwd=cwd, env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})},
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    _, status, usage = os.wait4(proc.pid, 0)
-    wall = time.perf_counter() - start
-    out, err = proc.stdout.read(), proc.stderr.read()
-    code = os.waitstatus_to_exitcode(status)
-    if code not in (0, 1):
-        raise SystemExit(f"{' '.join(argv[:4])} failed ({code}):\n{(out + err)[-3000:]}")
+    """(wall seconds, peak RSS MiB of that process) of one command; exit codes 0/1 accepted. Output
+    goes to a file: a report of hundreds of cases would fill a pipe nobody reads while waiting."""
+    with tempfile.TemporaryFile("w+") as log:
+        start = time.perf_counter()
+        proc = subprocess.Popen(argv, cwd=cwd, env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})},
+                                stdout=log, stderr=subprocess.STDOUT, text=True)
+        _, status, usage = os.wait4(proc.pid, 0)
+        wall = time.perf_counter() - start
+        code = os.waitstatus_to_exitcode(status)
+        if code not in (0, 1):
+            log.seek(0)
+            raise SystemExit(f"{' '.join(argv[:4])} failed ({code}):\n{log.read()[-3000:]}")
     return wall, usage.ru_maxrss / 1024
 
 
@@ -79,9 +82,9 @@ def suite(ov_python: str | None, tmp: Path) -> dict:
     return out
 
 
-def scaling(sizes: list[int]) -> list[dict]:
+def scaling(sizes: list[int], full: bool) -> list[dict]:
     names, rows = cases(), []
-    for n in [*sizes, len(names)]:
+    for n in [*sizes, *([len(names)] if full else [])]:
         selected = [a for name in names[:n] for a in ("--model", name)]
         wall, peak = run(cli("check", "--config", str(SUITE), *selected))
         rows.append({"cases": n, "wall_s": wall, "per_case_s": wall / n, "peak_mb": peak})
@@ -113,6 +116,7 @@ def main() -> int:
     ap.add_argument("--openvino-python", default=os.environ.get("PARITY_GATE_OPENVINO_PYTHON"))
     ap.add_argument("--sizes", type=int, nargs="*", default=[10, 40])
     ap.add_argument("--skip-suite", action="store_true")
+    ap.add_argument("--no-full-check", action="store_true", help="time check on --sizes cases only, not all")
     ap.add_argument("--skip-gradients", action="store_true")
     args = ap.parse_args()
     print(f"cpu: {cpu_model()}, {os.cpu_count()} CPUs; load average before: {os.getloadavg()[0]:.1f}", flush=True)
@@ -122,7 +126,7 @@ def main() -> int:
             s = suite(args.openvino_python, tmp)
             print("suite:", json.dumps({k: round(v, 2) if isinstance(v, float) else v for k, v in s.items()}),
                   flush=True)
-            for row in scaling(args.sizes):
+            for row in scaling(args.sizes, not args.no_full_check):
                 print("check:", json.dumps({k: round(v, 2) if isinstance(v, float) else v for k, v in row.items()}),
                       flush=True)
         if not args.skip_gradients:
