@@ -24,6 +24,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -92,11 +93,10 @@ def scaling(sizes: list[int], full: bool) -> list[dict]:
 
 
 GRAD_MODELS = {"tiny-cnn": ("examples.zoo:tiny_cnn", "[2, 3, 32, 32]"),
-               "tiny-transformer": ("examples.zoo:tiny_transformer", "[2, 16, 32]")}
+               "tiny-transformer": ("examples.zoo:tiny_transformer", "[2, 8, 16]")}
 
 
-def gradients(tmp: Path) -> list[dict]:
-    rows = []
+def gradients(tmp: Path) -> Iterator[dict]:
     for name, (factory, shape) in GRAD_MODELS.items():
         for grads in ("false", "true"):
             folder = tmp / f"{name}-{grads}"
@@ -106,9 +106,7 @@ def gradients(tmp: Path) -> list[dict]:
                 f'factory = "{factory}"\ninputs = [{{ name = "x", shape = {shape} }}]\ngradients = {grads}\n')
             run(cli("update-baseline"), cwd=folder)
             walls, peaks = zip(*(run(cli("check"), cwd=folder) for _ in range(3)), strict=True)
-            rows.append({"model": name, "gradients": grads == "true", "wall_s": sorted(walls)[1],
-                         "peak_mb": max(peaks)})
-    return rows
+            yield {"model": name, "gradients": grads == "true", "wall_s": sorted(walls)[1], "peak_mb": max(peaks)}
 
 
 def main() -> int:
