@@ -49,7 +49,8 @@ def gradients(module: torch.nn.Module, inputs: tuple[torch.Tensor, ...], seed: i
             p.grad = None
         with torch.enable_grad():
             xs = tuple(t.clone() for t in inputs)  # tensors made under inference mode cannot enter autograd
-            out = [t for _, t in flatten((forward or module)(*xs)) if t.is_floating_point() and t.requires_grad]
+            run = module if forward is None else forward  # never `forward or`: a compiled module has no len()
+            out = [t for _, t in flatten(run(*xs)) if t.is_floating_point() and t.requires_grad]
             if out:
                 loss = sum((t * r.to(device=t.device, dtype=t.dtype)).sum() for t, r in zip(out, projection(out, seed), strict=True))
                 loss.backward()
