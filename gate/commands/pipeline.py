@@ -35,9 +35,12 @@ def _quiet(_: str) -> None:
 
 @dataclass(frozen=True)
 class Settings:
-    """How a run is made: the intra-op threads of torch and ONNX Runtime (None: theirs)."""
+    """How a run is made: the intra-op threads of torch and ONNX Runtime (None: theirs), and
+    whether ONNX Runtime's latency is measured when no ``max-slowdown`` or ``repeats`` reads it
+    (``update-baseline`` records it, so that a later ``max-slowdown`` has something to compare)."""
 
     threads: int | None = None
+    latency: bool = False
 
     @classmethod
     def from_env(cls) -> Settings:
@@ -97,7 +100,7 @@ def run_providers(prepared: Prepared, bundle: Bundle, providers: tuple[ProviderS
     """PyTorch providers, then ONNX Runtime EPs (the order the report lists them in)."""
     spec = prepared.built.spec
     subject = Subject(prepared.run, bundle.folder, prepared.built, settings.threads, prepared.outputs,
-                      spec.output_tolerance, spec.repeats)
+                      spec.output_tolerance, spec.repeats, settings.latency or config.max_slowdown is not None)
     for provider in sorted(providers, key=lambda p: not p.kind.torch):
         skip = config.skip_reason(prepared.run.name, provider.name)
         if skip:

@@ -53,7 +53,7 @@ class Cache:
 
 def _meta(built) -> Meta:
     tolerance = built.spec.output_tolerance
-    return Meta(**versions(), inputs_digest=built.inputs_digest, weights_digest=built.weights_digest,
+    return Meta(**versions(), inputs_digest=built.inputs_digest,  # weights_digest: once hashed (``prepare``)
                 machine=device.machine(), fingerprint=fingerprint.parameters(),
                 normalizations=list(built.normalizations), output_tolerance=list(tolerance) if tolerance else None)
 
@@ -106,6 +106,10 @@ def _exported(config: Config, built):
 
         exported.save(apply(spec, load_full(exported.path), config.root))
         exported.shipped = available_values(exported.proto)
+    from gate.core.background import Background
+    from gate.export.graph import file_digest
+
+    exported.digest = Background(file_digest, exported.path)  # streamed from the file beside the reference run
     return exported
 
 
@@ -114,7 +118,7 @@ def _record_export(run: ModelRun, spec: ModelSpec, exported) -> Path:
 
     meta = run.meta
     meta.exporter, meta.export_fallback, meta.opset = exported.exporter, exported.fallback, exported.opset
-    meta.graph_digest, meta.op_types = graph.file_digest(exported.path), graph.op_types(exported.proto)
+    meta.op_types = graph.op_types(exported.proto)  # graph_digest: once hashed (``prepare``)
     meta.dynamic_dims = graph.dynamic_dims(exported.proto) or None
     meta.transform = spec.transform
     meta.graph_precision = graph.precision(exported.proto) if spec.transform or spec.artifact else None
@@ -145,8 +149,10 @@ def prepare(config: Config, spec: ModelSpec, progress: Progress = lambda _: None
     run = ModelRun(spec.name, _meta(built))
     if spec.sweep is None and _empty(built.module):  # a sweep's op has nothing but its call
         run.error = RunError("EMPTY", f"model `{spec.name}` has no modules, parameters or buffers: nothing to check")
+        run.meta.weights_digest = built.weights_digest
         return Prepared(run, built, None, built.arrays)
     exported = _export(config, built, cache, progress)
+    run.meta.weights_digest = built.weights_digest  # hashed while the export ran
     model_file = None
     if isinstance(exported, ModelError):
         run.error, exported = RunError(exported.status, str(exported)), None
@@ -158,6 +164,9 @@ def prepare(config: Config, spec: ModelSpec, progress: Progress = lambda _: None
     except ModelError as exc:
         run.error = RunError(exc.status, str(exc))
         return Prepared(run, built, None, built.arrays)
+    finally:
+        if exported is not None:  # hashed while the reference ran
+            run.meta.graph_digest = exported.digest.result()
     run.reference_dtype = ref.dtype
     run.meta.promoted, run.meta.below_float64 = ref.notes.promoted or None, ref.notes.below or None
     run.layers = [LayerInfo(r.name, r.type, r.fp, reached=r.reached) for r in ref.records + ref.gradients]

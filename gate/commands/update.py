@@ -7,7 +7,7 @@ fresh read, so a concurrent update of other providers is kept.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from gate import fingerprint
@@ -74,7 +74,7 @@ def update_baseline(config: Config, models: tuple[ModelSpec, ...], providers: tu
     """Run (or, with ``sources``, read result files from other runners) and rewrite the baselines."""
     if calibrate and sources:
         raise GateError("--calibrate reruns the models here; it does not apply to --from result files")
-    settings = settings or Settings.from_env()
+    settings = replace(settings or Settings.from_env(), latency=True)  # the baseline records it
     runs: dict[str, ModelRun] = {}
     if sources:
         models, runs = _from_files(config, models, sources)

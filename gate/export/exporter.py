@@ -23,6 +23,7 @@ from pathlib import Path
 import onnx
 import torch
 
+from gate.core.background import Background
 from gate.errors import ModelError
 from gate.export import layermap, saved
 from gate.export.layermap import CallKey, CallValues
@@ -44,6 +45,7 @@ class Exported:
     ambiguous: frozenset[str] = frozenset()  # modules whose calls the graph cannot tell apart
     as_shipped: bool = False  # mapped on the shipped graph itself (BatchNorms already fused)
     path: Path | None = None  # the shipped graph's file (its external data beside it)
+    digest: Background[str] | None = None  # graph_digest of ``path``, hashed on a thread (``prepare``)
     _folders: list = field(default_factory=list, repr=False)  # temporary folders that hold the files
 
     def save(self, full: onnx.ModelProto) -> None:

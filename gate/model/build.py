@@ -17,6 +17,7 @@ import numpy as np
 import torch
 
 from gate.config import ModelSpec
+from gate.core.background import Background
 from gate.core.refs import resolve
 from gate.errors import ConfigError, ModelError
 from gate.model import inputs as inputs_mod
@@ -28,7 +29,7 @@ class Module:
     model: every case of it runs (and is exported from) this instance."""
 
     module: torch.nn.Module
-    weights_digest: str
+    digest: Background[str]  # of the weights, hashed on a thread (``weights_digest``)
     normalizations: list[str]  # what the gate changed to run it: recorded in the baseline
     training: list[str]  # modules the factory left in training mode beside others in eval mode
 
@@ -41,9 +42,13 @@ class BuiltModel:
     input_names: list[str]
     arrays: list[np.ndarray]  # the inputs for ONNX Runtime (bfloat16 widened exactly to float32)
     inputs_digest: str
-    weights_digest: str
+    digest: Background[str]  # of the weights, hashed on a thread while the export runs
     normalizations: list[str] = field(default_factory=list)
     training: list[str] = field(default_factory=list)
+
+    @property
+    def weights_digest(self) -> str:
+        return self.digest.result()
 
 
 @contextlib.contextmanager
@@ -101,7 +106,7 @@ def build(spec: ModelSpec, root: Path, built: Module | None = None) -> BuiltMode
     tensors, names = _inputs(spec, root)
     arrays = [t.detach().cpu().float().numpy() if t.dtype == torch.bfloat16 else t.detach().cpu().numpy()
               for t in tensors]
-    return BuiltModel(spec, m.module, tensors, names, arrays, inputs_mod.digest(names, arrays), m.weights_digest,
+    return BuiltModel(spec, m.module, tensors, names, arrays, inputs_mod.digest(names, arrays), m.digest,
                       m.normalizations, m.training)
 
 
@@ -145,13 +150,23 @@ def _npz_inputs(spec: ModelSpec) -> tuple[tuple[torch.Tensor, ...], list[str]]:
     return tuple(torch.from_numpy(np.ascontiguousarray(a)) for a in arrays), names
 
 
-def weights_digest(module: torch.nn.Module) -> str:
-    """sha256 over the state dict (names, dtypes, shapes, bytes), in name order."""
-    h = hashlib.sha256()
+def weights_digest(module: torch.nn.Module) -> Background[str]:
+    """sha256 over the state dict (names, dtypes, shapes, bytes), in name order, hashed on a thread.
+    The arrays are taken here, as views of the tensors' memory: nothing is copied, and nothing the
+    exporter does to the module's attributes meanwhile changes what is hashed."""
+    parts = []
     for name, tensor in sorted(module.state_dict().items()):
         t = tensor.detach().cpu().contiguous()
-        h.update(f"{name}|{t.dtype}|{tuple(t.shape)}|".encode())
+        header = f"{name}|{t.dtype}|{tuple(t.shape)}|".encode()
         if t.dtype == torch.bfloat16:
             t = t.view(torch.int16)
-        h.update(np.ascontiguousarray(t.numpy()).tobytes())
-    return h.hexdigest()
+        parts.append((header, np.ascontiguousarray(t.numpy())))
+
+    def sha256() -> str:
+        h = hashlib.sha256()
+        for header, array in parts:
+            h.update(header)
+            h.update(array.reshape(-1).view(np.uint8))  # the bytes of tobytes(), without the copy
+        return h.hexdigest()
+
+    return Background(sha256)

@@ -45,6 +45,13 @@ class Subject:
     outputs: list[np.ndarray] = field(default_factory=list)  # the reference's outputs, float64, in order
     output_tolerance: tuple[float, float] | None = None  # (rtol, atol) of the exact output metrics
     repeats: int | None = None  # timed runs per provider (median, p90); None: ONNX Runtime's default only
+    latency: bool = False  # time ONNX Runtime's default runs even without ``repeats`` (something reads them)
+
+    @property
+    def timing_runs(self) -> int:
+        """Warm runs of the shipped graph to time: ``repeats``, else 5 when the latency is read
+        (``max-slowdown``, a baseline being written), else none: a check pays only for what it reads."""
+        return self.repeats or (5 if self.latency else 0)
 
 
 class Runner(ABC):

@@ -36,7 +36,7 @@ def job_for(spec: ProviderSpec, subject, isolation: Isolation, config: Path | No
             "threads": subject.threads, "memory_mb": isolation.memory_mb,
             "capture_bytes": isolation.capture_mb * MiB if isolation.capture_mb else None,
             "output_tolerance": list(subject.output_tolerance) if subject.output_tolerance else None,
-            "repeats": subject.repeats}
+            "repeats": subject.repeats, "latency": subject.latency}
 
 
 def run_isolated(job: dict, target: Target, timeout_s: float) -> ProviderRun:

@@ -73,7 +73,7 @@ class OrtRunner(Runner):
         session = ort_session.SessionSpec(self.name, dict(self.spec.options), dict(self.spec.session_options),
                                           self.subject.threads)
         repeats = self.subject.repeats
-        result = ort_session.run(proto, session, inputs, values, what, timing_runs=repeats or 5,
+        result = ort_session.run(proto, session, inputs, values, what, timing_runs=self.subject.timing_runs,
                                  capture_bytes=self.capture_bytes,
                                  value_bytes=value_bytes(run), keep_outputs=bool(self.subject.outputs),
                                  model=bundle.model)

@@ -59,12 +59,14 @@ class SessionSpec:
     session_options: Mapping[str, Any] = field(default_factory=dict)
     threads: int | None = None  # PARITY_GATE_THREADS; session-options intra-op-threads wins
 
-    def sess_options(self, record: bool, profile: bool = False, arena: bool = True):
+    def sess_options(self, record: bool, profile: bool = False, arena: bool = True, prepack: bool = True):
         import onnxruntime as ort
 
         so = ort.SessionOptions()
         so.log_severity_level = 3
         so.enable_cpu_mem_arena = arena
+        if not prepack and "session.disable_prepacking" not in self.session_options.get("config-entries", {}):
+            so.add_session_config_entry("session.disable_prepacking", "1")
         if record:
             so.add_session_config_entry("session.record_ep_graph_assignment_info", "1")
         if profile:
@@ -89,11 +91,12 @@ class SessionSpec:
             so.add_session_config_entry(key, value)
         return so
 
-    def open(self, model: bytes | str, what: str, record: bool = False, profile: bool = False, arena: bool = True):
+    def open(self, model: bytes | str, what: str, record: bool = False, profile: bool = False, arena: bool = True,
+             prepack: bool = True):
         import onnxruntime as ort
 
         try:
-            return ort.InferenceSession(model, sess_options=self.sess_options(record, profile, arena),
+            return ort.InferenceSession(model, sess_options=self.sess_options(record, profile, arena, prepack),
                                         providers=[(self.provider, dict(self.options))])
         except Exception as exc:
             raise ModelError(f"{what}: {self.provider} failed to load the model: {_line(exc)}", "LOAD_FAIL") from None
@@ -193,11 +196,14 @@ def run(proto: onnx.ModelProto, spec: SessionSpec, inputs: Sequence[np.ndarray],
 def _capture(result: OrtRun, proto: onnx.ModelProto, part: list[str], spec: SessionSpec,
              inputs: Sequence[np.ndarray], what: str, how: Capture, model: Path | None) -> None:
     """One session with ``part`` marked as outputs (the weights file shared with ``model``), run
-    without the CPU arena so its peak is not held into the next."""
+    without the CPU arena so its peak is not held into the next, and without weight prepacking:
+    ONNX Runtime maps external weights from their file and uses them in place unless it prepacks
+    them, which copies every MatMul weight (3 s and a second copy for 2.4 GB) for a session that
+    runs once."""
     marked = mark_outputs(proto, part)
     with Marked(marked, model if model is not None else Path(".")) as source:
         del marked
-        session = spec.open(source, what, arena=False)
+        session = spec.open(source, what, arena=False, prepack=False)
     try:
         result.values.update(capture(session, _feed(session, inputs), part, how))
     except Exception as exc:

@@ -71,7 +71,8 @@ def execute_job(job: dict) -> ProviderRun:
     run = bundle.read_run()
     tolerance = job.get("output_tolerance")
     subject = Subject(run, bundle.folder, threads=job.get("threads"), outputs=bundle.outputs(),
-                      output_tolerance=tuple(tolerance) if tolerance else None, repeats=job.get("repeats"))
+                      output_tolerance=tuple(tolerance) if tolerance else None, repeats=job.get("repeats"),
+                      latency=bool(job.get("latency")))
     try:
         _call_hook(job)
         if spec.kind.torch:

@@ -159,6 +159,28 @@ def test_update_baseline_twice_writes_the_same_bytes(tmp_path):
     assert updated.changes == ["no change"]
 
 
+def _provider(report: dict, name: str) -> dict:
+    return next(p for p in report["models"][0]["providers"] if p["name"] == name)
+
+
+def test_latency_is_timed_where_it_is_read(tmp_path):
+    """update-baseline records the shipped graph's latency; check times it only when
+    `max-slowdown` gates it, and then compares it with the recorded one."""
+    from gate.config import load_config as load
+
+    config = write_config(tmp_path, "tiny-cnn", "examples.zoo:tiny_cnn", baseline_dir=tmp_path / "b",
+                          providers='["CPUExecutionProvider"]')
+    cfg = load(config)
+    commands.update_baseline(cfg, cfg.models, cfg.providers)
+    entry = next(iter(read_document(tmp_path / "b" / "tiny-cnn.msgpack.zst")["providers"]["CPUExecutionProvider"].values()))
+    assert entry["latency_ms"] > 0
+    ort = _provider(check(config), "CPUExecutionProvider")
+    assert ort["latency_ms"] is None and ort["baseline_latency_ms"] == entry["latency_ms"]
+    config.write_text(config.read_text().replace("providers =", "max-slowdown = 1000.0\nproviders =", 1))
+    ort = _provider(check(config), "CPUExecutionProvider")
+    assert ort["latency_ms"] > 0 and ort["status"] == "pass"
+
+
 def test_calibrated_noise_widens_thresholds(tmp_path):
     """update-baseline --calibrate records run-to-run noise per layer; a layer whose recorded
     noise is large is not failed for moving within it."""

@@ -359,3 +359,13 @@ def test_numerics_settings_round_trip_sorted_and_must_be_text():
     entry["numerics"]["torch.backends.cudnn.benchmark"] = True  # a bool, not the recorded text
     with pytest.raises(FormatError, match=r"numerics\['torch\.backends\.cudnn\.benchmark'\]"):
         encode_baseline(doc)
+
+
+def test_recorded_latency_is_kept_within_its_band_and_when_nothing_was_timed():
+    from gate.formats.baseline.update import LATENCY_BAND, _steady
+
+    assert _steady(2.0 * LATENCY_BAND, 2.0) == 2.0  # at the band's edge: the recorded value stays
+    assert _steady(2.0 * LATENCY_BAND * 1.01, 2.0) == 2.0 * LATENCY_BAND * 1.01  # past it: replaced
+    assert _steady(2.0 / LATENCY_BAND / 1.01, 2.0) == 2.0 / LATENCY_BAND / 1.01
+    assert _steady(None, 2.0) == 2.0  # results collected without timing keep what was recorded
+    assert _steady(3.0, None) == 3.0 and _steady(None, None) is None

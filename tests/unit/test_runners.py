@@ -50,7 +50,7 @@ def add_model() -> onnx.ModelProto:
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)], ir_version=10)
 
 
-def bundle_run(tmp_path, proto_bytes: bytes | None) -> Subject:
+def bundle_run(tmp_path, proto_bytes: bytes | None, latency: bool = False) -> Subject:
     x = np.array([0.5, -1.0, 2.0, 0.0], dtype=np.float32)
     run = ModelRun("m")
     y = x.astype(np.float64) + 1
@@ -59,14 +59,14 @@ def bundle_run(tmp_path, proto_bytes: bytes | None) -> Subject:
     run.onnx_map = {"add": OnnxSite("value", "y"), "(model)": OnnxSite("output", output=0),
                     "gone": OnnxSite("absent", reason="no ONNX node")}
     Bundle(tmp_path).write(run, proto_bytes, [x])
-    return Subject(run, tmp_path)
+    return Subject(run, tmp_path, latency=latency)
 
 
 @pytest.mark.parametrize("isolated", [False, True])
 def test_onnxruntime_runner_maps_values_to_layers(tmp_path, isolated):
     from gate.commands.pipeline import run_provider
 
-    subject = bundle_run(tmp_path, add_model().SerializeToString())
+    subject = bundle_run(tmp_path, add_model().SerializeToString(), latency=True)
     prun = run_provider(ProviderSpec("CPUExecutionProvider"), subject, Isolation(timeout_s=120), isolated)
     assert prun.status == "ok", prun.reason
     assert prun.target == Target("CPUExecutionProvider", device.cpu_class())
@@ -74,6 +74,19 @@ def test_onnxruntime_runner_maps_values_to_layers(tmp_path, isolated):
     assert prun.layers["(model)"].err == 0.0 and prun.latency_ms > 0
     assert (prun.layers["gone"].status, prun.layers["gone"].reason) == ("absent", "no ONNX node")
     assert prun.placement["by_provider"] == {"CPUExecutionProvider": 2}
+
+
+@pytest.mark.parametrize("isolated", [False, True])
+def test_latency_is_timed_only_when_something_reads_it(tmp_path, isolated):
+    from gate.commands.pipeline import run_provider
+
+    subject = bundle_run(tmp_path, add_model().SerializeToString())
+    assert subject.timing_runs == 0
+    prun = run_provider(ProviderSpec("CPUExecutionProvider"), subject, Isolation(timeout_s=120), isolated)
+    assert prun.status == "ok" and prun.latency_ms is None and prun.latency_p90_ms is None
+    subject.repeats = 3  # repeats alone asks for timed runs, with their p90
+    prun = run_provider(ProviderSpec("CPUExecutionProvider"), subject, Isolation(timeout_s=120), isolated)
+    assert prun.latency_ms > 0 and prun.latency_p90_ms >= prun.latency_ms
 
 
 @pytest.mark.parametrize("isolated", [False, True])

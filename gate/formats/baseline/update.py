@@ -56,8 +56,11 @@ LATENCY_BAND = 2.0
 def _steady(now: float | None, before: float | None) -> float | None:
     """Keep the recorded latency while a new measurement stays within a factor of 2 of it
     (sub-millisecond timings on a shared runner move that much), so rerunning update-baseline
-    on an unchanged model rewrites the same bytes."""
-    if now is None or before is None or not before > 0:
+    on an unchanged model rewrites the same bytes. A run that timed nothing (result files
+    collected without ``max-slowdown``) keeps the recorded value."""
+    if now is None:
+        return before
+    if before is None or not before > 0:
         return now
     return before if 1 / LATENCY_BAND <= now / before <= LATENCY_BAND else now
 
