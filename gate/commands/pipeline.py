@@ -17,6 +17,7 @@ from pathlib import Path
 
 from gate.commands.prepare import Cache, Prepared, prepare
 from gate.config import Config, Isolation, ModelSpec, ProviderSpec
+from gate.core import heap
 from gate.core.env import threads as env_threads
 from gate.core.runs import ModelRun, ProviderRun
 from gate.core.target import DEFAULT_PRECISION
@@ -91,6 +92,7 @@ def run_provider(provider: ProviderSpec, subject: Subject, isolation: Isolation,
         return ProviderRun.skipped(runner.target(), str(exc))
     except ModelError as exc:
         return ProviderRun.failed(runner.target(), exc.status, str(exc))
+    heap.trim()  # what the export and the reference freed is not held beside the worker
     job = job_for(provider, subject, isolation, config_path)
     return run_isolated(job, runner.target(), isolation.timeout_s)
 

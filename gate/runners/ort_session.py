@@ -138,9 +138,28 @@ def _feed(session, inputs: Sequence[np.ndarray]) -> dict[str, np.ndarray]:
 
 
 def chunks(values: Sequence[str], sizes: Mapping[str, int], budget: int | None) -> list[list[str]]:
-    """Split marked values so one run never holds more than ``budget`` bytes of them."""
+    """Split marked values, in order, so one run never holds more than ``budget`` bytes of them (a
+    value larger than the budget runs alone), in as few runs as that allows and as even as those
+    runs allow: a run's peak is its chunk, so 2,100 MB under a 2,048 MB budget is two runs of
+    1,050 MB rather than 2,048 + 52."""
     if not budget:
         return [list(values)] if values else []
+    greedy = _greedy(values, sizes, budget)
+    if len(greedy) < 2:
+        return greedy
+    n, per = len(greedy), sum(sizes.get(v, 0) for v in values) / len(greedy)
+    even: list[list[str]] = [[] for _ in range(n)]
+    start = 0
+    for name in values:  # each value goes to the run its middle byte falls in
+        size = sizes.get(name, 0)
+        even[min(n - 1, int((start + size / 2) // per)) if per > 0 else 0].append(name)
+        start += size
+    even = [c for c in even if c]
+    fits = all(len(c) == 1 or sum(sizes.get(v, 0) for v in c) <= budget for c in even)
+    return even if fits and len(even) == n else greedy
+
+
+def _greedy(values: Sequence[str], sizes: Mapping[str, int], budget: int) -> list[list[str]]:
     out: list[list[str]] = []
     current: list[str] = []
     used = 0

@@ -149,3 +149,15 @@ def test_worker_refuses_a_model_its_factory_builds_differently(tmp_path, monkeyp
     (torch_cpu,) = [p for p in report["models"][0]["providers"] if p["role"] == "runtime"]
     assert (torch_cpu["status"], torch_cpu["error_status"]) == ("error", "BUILD_FAIL")
     assert "other weights than the one exported" in torch_cpu["reason"] and "isolated = false" in torch_cpu["reason"]
+
+
+def test_capture_chunks_are_as_even_as_the_fewest_runs_allow():
+    sizes = {"a": 700, "b": 700, "c": 700}  # two runs whichever way: 1,400 + 700 is as even as it gets
+    assert sorted(map(len, ort_session.chunks(list(sizes), sizes, 2048))) == [1, 2]
+    sizes = {f"v{i}": 100 for i in range(21)}  # 2,100 bytes under 2,048: two runs, 1,000 and 1,100
+    parts = ort_session.chunks(list(sizes), sizes, 2048)
+    assert [len(p) for p in parts] == [10, 11] and sum(parts, []) == list(sizes)
+    sizes = {"small": 10, "huge": 5000, "tail": 10}  # a value past the budget runs alone
+    assert ort_session.chunks(list(sizes), sizes, 100) == [["small"], ["huge"], ["tail"]]
+    assert ort_session.chunks(list(sizes), sizes, None) == [list(sizes)]
+    assert ort_session.chunks([], {}, 100) == []
