@@ -148,10 +148,12 @@ def run_case(kind: str, args: list[int], py: str) -> dict:
             (work / "bench_cases.py").write_text(f"import bench_models\n{fn} = bench_models.{kind}({', '.join(map(str, args))})\n")
         (work / "recipe.py").write_text(RECIPE)
         _config(work, kind, factory, inputs)
-        env = {"PYTHONPATH": str(ROOT)}
+        env = {"PYTHONPATH": str(ROOT)}  # absolute: both sides run in the temporary folder
         gate = [py, "-m", "gate.cli"]
         measured(gate + ["update-baseline"], work, env)
-        r_wall, r_peak, r_proc = measured([py, "recipe.py", kind, *map(str, args)], work, {})
+        r_wall, r_peak, r_proc = measured([py, "recipe.py", kind, *map(str, args)], work, env)
+        if "allclose" not in r_proc.stdout:  # exit 1 is a regression for the gate, a failure for the recipe
+            raise SystemExit(f"the recipe failed for {label}:\n{r_proc.stderr[-3000:]}")
         profile = work / "profile.txt"
         c_wall, c_peak, c_proc = measured(gate + ["check", "--json", "report.json"], work,
                                           {**env, "PARITY_GATE_PROFILE": str(profile)})
