@@ -10,6 +10,11 @@ modified: the instance the export and the PyTorch providers use stays as it was.
 is exact (float32 -> float64), so a layer computes what it computes on a deep copy made with
 ``.double()``. Code that reads another module's weights outside that module's call would see
 float32; the reference then falls back to the copy (``reference.run_reference``).
+
+The float64 tensors come from a pool (``_Pool``): a fresh allocation of a large tensor is fresh
+pages from the kernel, one fault and a zeroing per 4 KiB, which cost more than the widening
+itself (a Linear(4096, 4096): ~140 ms per call fresh, ~55 ms into a reused tensor). Layers of
+one model repeat their shapes, so the next block reuses what the last one gave back.
 """
 
 from __future__ import annotations
@@ -44,11 +49,46 @@ def plan(module: torch.nn.Module, limit: int = SUBTREE_BYTES) -> list[tuple[torc
     return out
 
 
+POOLED_BYTES = 2**20  # smaller tensors are cheap to allocate: widened with .double()
+_use_count = getattr(torch._C, "_storage_Use_Count", None)
+
+
+class _Pool:
+    """Contiguous float64 tensors by element count, reused across calls. A tensor goes back only
+    when nothing but the pool references its memory (a module may return a view of its weight),
+    and the pool keeps at most ``limit`` bytes."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.free: dict[int, list[torch.Tensor]] = {}
+        self.held = 0
+
+    def widen(self, t: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """``t`` as float64 (exact), and the pooled tensor it lives in (None: not pooled)."""
+        if _use_count is None or not t.is_contiguous() or t.numel() * 8 < POOLED_BYTES:
+            return t.double(), None
+        stack = self.free.get(t.numel())
+        if stack:
+            flat = stack.pop()
+            self.held -= flat.numel() * 8
+        else:
+            flat = torch.empty(t.numel(), dtype=torch.float64)
+        return flat.view(t.shape).copy_(t), flat
+
+    def give_back(self, flat: torch.Tensor) -> None:
+        # Use count 2: ``flat`` and the storage object asked for here; anything more is a live view.
+        if _use_count(flat.untyped_storage()._cdata) > 2 or self.held + flat.numel() * 8 > self.limit:
+            return
+        self.free.setdefault(flat.numel(), []).append(flat)
+        self.held += flat.numel() * 8
+
+
 class _Widened:
-    def __init__(self, whole: set[int]) -> None:
+    def __init__(self, whole: set[int], pool: _Pool) -> None:
         self.whole = whole  # modules widened with their subtree
-        self.saved: dict[int, list[tuple[torch.nn.Module, dict, dict]]] = {}
+        self.saved: dict[int, list[tuple[torch.nn.Module, dict, dict, list]]] = {}
         self.depth: dict[int, int] = {}
+        self.pool = pool
 
     def pre(self, module: torch.nn.Module, _args) -> None:
         key = id(module)
@@ -57,7 +97,7 @@ class _Widened:
             return
         subtree = module.modules() if key in self.whole else (module,)
         with _own_work():  # the widening is the gate's work, not the model's: the watch must not see it
-            self.saved[key] = [_widen(m) for m in subtree]
+            self.saved[key] = [_widen(m, self.pool) for m in subtree]
 
     def post(self, module: torch.nn.Module, _args, _output) -> None:
         key = id(module)
@@ -66,30 +106,37 @@ class _Widened:
             self.restore(key)
 
     def restore(self, key: int) -> None:
-        for module, params, buffers in reversed(self.saved.pop(key, [])):
+        for module, params, buffers, pooled in reversed(self.saved.pop(key, [])):
             module._parameters.update(params)
             module._buffers.update(buffers)
+            for flat in pooled:
+                self.pool.give_back(flat)
 
 
-def _widen(module: torch.nn.Module) -> tuple[torch.nn.Module, dict, dict]:
-    """Swap ``module``'s own floating weights for float64 copies; the originals, to put back."""
-    params, buffers = {}, {}
+def _widen(module: torch.nn.Module, pool: _Pool) -> tuple[torch.nn.Module, dict, dict, list]:
+    """Swap ``module``'s own floating weights for float64 ones; the originals, to put back, and
+    the pooled tensors to give back once they are."""
+    params, buffers, pooled = {}, {}, []
     for name, p in module._parameters.items():
         if p is not None and p.dtype in _WIDE and p.dtype != torch.float64:
             params[name] = p
-            module._parameters[name] = torch.nn.Parameter(p.detach().double(), requires_grad=p.requires_grad)
+            wide, flat = pool.widen(p.detach())
+            module._parameters[name] = torch.nn.Parameter(wide, requires_grad=p.requires_grad)
+            pooled += [flat] if flat is not None else []
     for name, b in module._buffers.items():
         if b is not None and b.dtype in _WIDE:
             buffers[name] = b
-            module._buffers[name] = b.double()
-    return module, params, buffers
+            module._buffers[name], flat = pool.widen(b)
+            pooled += [flat] if flat is not None else []
+    return module, params, buffers, pooled
 
 
 @contextlib.contextmanager
-def float64_weights(module: torch.nn.Module) -> Iterator[None]:
+def float64_weights(module: torch.nn.Module, limit: int = SUBTREE_BYTES) -> Iterator[None]:
     """While the block runs, each module's weights are float64 during its own calls."""
-    steps = plan(module)
-    state = _Widened({id(m) for m, whole in steps if whole})
+    steps = plan(module, limit)
+    largest = max((_size(m) for m, whole in steps if whole), default=0)
+    state = _Widened({id(m) for m, whole in steps if whole}, _Pool(4 * largest))  # two blocks, in float64
     handles = []
     for m, _ in steps:
         handles.append(m.register_forward_pre_hook(state.pre, prepend=True))

@@ -3,6 +3,8 @@ gives the very fingerprints a ``.double()`` deep copy gives, and leaves the mode
 
 from __future__ import annotations
 
+import copy
+
 import torch
 
 from examples import zoo
@@ -43,3 +45,48 @@ def test_weights_are_float32_again_after_a_failing_forward():
     except RuntimeError:
         pass
     assert all(p.dtype == torch.float32 for p in model.parameters())
+
+
+def test_blocks_of_one_shape_reuse_the_float64_memory():
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(*(torch.nn.Linear(512, 512) for _ in range(3))).eval()
+    x = torch.randn(2, 512, dtype=torch.float64)
+    seen = []
+    hooks = [m.register_forward_pre_hook(lambda m, a: seen.append(m.weight.data_ptr())) for m in model]
+    with torch.no_grad(), widen.float64_weights(model, limit=512 * 513 * 4):  # each Linear a block
+        got = model(x)
+    for h in hooks:
+        h.remove()
+    assert len(seen) == 3 and len(set(seen)) == 1  # one float64 weight's memory, widened into three times
+    with torch.no_grad():
+        expected = copy.deepcopy(model).double()(x)
+    assert torch.equal(got, expected) and all(p.dtype == torch.float32 for p in model.parameters())
+
+
+class _Table(torch.nn.Module):
+    """Returns a view of its own weight: memory that must not be reused while the view lives."""
+
+    def __init__(self):
+        super().__init__()
+        self.weight = torch.nn.Parameter(torch.randn(512, 512))
+
+    def forward(self, n):
+        return self.weight[:n]
+
+
+class _Two(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a, self.b = _Table(), _Table()
+
+    def forward(self, n):
+        return self.a(n), self.b(n)
+
+
+def test_a_weight_whose_view_is_still_alive_is_not_reused():
+    model = _Two()
+    with torch.no_grad(), widen.float64_weights(model, limit=512 * 512 * 4):  # each table a block
+        first, second = model(4)
+    assert first.dtype == torch.float64 and first.data_ptr() != second.data_ptr()
+    assert torch.equal(first, model.a.weight[:4].detach().double())
+    assert torch.equal(second, model.b.weight[:4].detach().double())
