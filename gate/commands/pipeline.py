@@ -43,6 +43,10 @@ class Settings:
     threads: int | None = None
     latency: bool = False
 
+    def times(self, config: Config | None) -> bool:
+        """Whether ONNX Runtime's default timed runs happen: something reads the latency."""
+        return self.latency or (config is not None and config.max_slowdown is not None)
+
     @classmethod
     def from_env(cls) -> Settings:
         return cls(threads=env_threads())
@@ -102,7 +106,7 @@ def run_providers(prepared: Prepared, bundle: Bundle, providers: tuple[ProviderS
     """PyTorch providers, then ONNX Runtime EPs (the order the report lists them in)."""
     spec = prepared.built.spec
     subject = Subject(prepared.run, bundle.folder, prepared.built, settings.threads, prepared.outputs,
-                      spec.output_tolerance, spec.repeats, settings.latency or config.max_slowdown is not None)
+                      spec.output_tolerance, spec.repeats, settings.times(config))
     for provider in sorted(providers, key=lambda p: not p.kind.torch):
         skip = config.skip_reason(prepared.run.name, provider.name)
         if skip:
