@@ -185,7 +185,7 @@ class Isolation:
     enabled: bool = True
     timeout_s: float = 600.0
     memory_mb: int | None = None  # address-space budget of the worker; None: unlimited
-    capture_mb: int | None = 2048  # marked intermediates held at once; larger models run in chunks
+    capture_mb: int | None = 512  # marked intermediates held at once; past it the graph runs in segments
 
 
 @dataclass(frozen=True)

@@ -70,20 +70,31 @@ def floating(a: np.ndarray) -> np.ndarray:
     return a if np.issubdtype(a.dtype, np.floating) else a.astype(np.float64)
 
 
-def capture(session, feed: Mapping[str, np.ndarray], names: Sequence[str], how: Capture) -> dict[str, Fingerprint]:
-    """Run ``session`` once with ``names`` bound to ``how``'s device; their fingerprints by name."""
+def capture(session, feed: Mapping[str, np.ndarray], names: Sequence[str], how: Capture, keep: Sequence[str] = (),
+            held: dict[str, np.ndarray] | None = None) -> dict[str, Fingerprint]:
+    """Run ``session`` once with ``names`` bound to ``how``'s device; their fingerprints by name.
+
+    The outputs named in ``keep`` are bound too and copied to ``held`` as arrays, for a later
+    session to read."""
     binding = session.io_binding()
-    for name, array in feed.items():
-        binding.bind_cpu_input(name, np.ascontiguousarray(array))
-    for name in names:
+    for name, value in feed.items():
+        binding.bind_cpu_input(name, np.ascontiguousarray(value))
+    bound = list(dict.fromkeys([*names, *keep]))
+    for name in bound:
         binding.bind_output(name, how.device_type, how.device_id)
     session.run_with_iobinding(binding)
     values = list(binding.get_outputs())
     # Drop the binding rather than clear_binding_outputs(): with onnxruntime-openvino 1.24 the
     # clear corrupts the heap (glibc aborts at exit); the values keep their buffers alive.
     del binding
+    wanted, kept = set(names), set(keep)
     out: dict[str, Fingerprint] = {}
-    for i, name in enumerate(names):
-        out[name] = how.fingerprint(values[i])
+    for i, name in enumerate(bound):
+        if name in wanted:
+            out[name] = how.fingerprint(values[i])
+        if name in kept and held is not None:
+            # A copy: an OrtValue from the binding keeps the binding, and with it the session and
+            # every output of this run, alive. Values crossing a segment cut are small.
+            held[name] = np.array(values[i].numpy())
         values[i] = None  # one bound value alive at a time beyond what ONNX Runtime still holds
     return out

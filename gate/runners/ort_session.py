@@ -23,12 +23,14 @@ from typing import Any
 import numpy as np
 import onnx
 
+from gate.core import heap
 from gate.core.runs import latency
 from gate.errors import ModelError
 from gate.export.saved import Marked
 from gate.fingerprint import Fingerprint, fingerprint
-from gate.runners import ort_placement
+from gate.runners import ort_placement, ort_segments
 from gate.runners.ort_capture import Capture, capture, floating
+from gate.runners.ort_segments import chunks
 
 
 @dataclass
@@ -41,6 +43,7 @@ class OrtRun:
     peak_capture_bytes: int = 0
     arrays: list[np.ndarray] = field(default_factory=list)  # the outputs themselves (exact metrics)
     capture: Capture | None = None  # how the marked values were fingerprinted (device, host copies)
+    segments: int = 0  # graph segments the capture ran in (0: whole-graph runs)
 
 
 _LEVELS = {"disable": "ORT_DISABLE_ALL", "basic": "ORT_ENABLE_BASIC", "extended": "ORT_ENABLE_EXTENDED",
@@ -137,44 +140,6 @@ def _feed(session, inputs: Sequence[np.ndarray]) -> dict[str, np.ndarray]:
     return dict(zip(names, inputs, strict=True))
 
 
-def chunks(values: Sequence[str], sizes: Mapping[str, int], budget: int | None) -> list[list[str]]:
-    """Split marked values, in order, so one run never holds more than ``budget`` bytes of them (a
-    value larger than the budget runs alone), in as few runs as that allows and as even as those
-    runs allow: a run's peak is its chunk, so 2,100 MB under a 2,048 MB budget is two runs of
-    1,050 MB rather than 2,048 + 52."""
-    if not budget:
-        return [list(values)] if values else []
-    greedy = _greedy(values, sizes, budget)
-    if len(greedy) < 2:
-        return greedy
-    n, per = len(greedy), sum(sizes.get(v, 0) for v in values) / len(greedy)
-    even: list[list[str]] = [[] for _ in range(n)]
-    start = 0
-    for name in values:  # each value goes to the run its middle byte falls in
-        size = sizes.get(name, 0)
-        even[min(n - 1, int((start + size / 2) // per)) if per > 0 else 0].append(name)
-        start += size
-    even = [c for c in even if c]
-    fits = all(len(c) == 1 or sum(sizes.get(v, 0) for v in c) <= budget for c in even)
-    return even if fits and len(even) == n else greedy
-
-
-def _greedy(values: Sequence[str], sizes: Mapping[str, int], budget: int) -> list[list[str]]:
-    out: list[list[str]] = []
-    current: list[str] = []
-    used = 0
-    for name in values:
-        size = sizes.get(name, 0)
-        if current and used + size > budget:
-            out.append(current)
-            current, used = [], 0
-        current.append(name)
-        used += size
-    if current:
-        out.append(current)
-    return out
-
-
 def run(proto: onnx.ModelProto, spec: SessionSpec, inputs: Sequence[np.ndarray], values: Sequence[str], what: str,
         timing_runs: int = 5, capture_bytes: int | None = None, value_bytes: Mapping[str, int] | None = None,
         keep_outputs: bool = False, how: Capture | None = None, model: Path | None = None) -> OrtRun:
@@ -183,7 +148,8 @@ def run(proto: onnx.ModelProto, spec: SessionSpec, inputs: Sequence[np.ndarray],
     ``model``: the file ``proto`` was read from (without its external weights), opened by path.
     Marked values are bound to the EP's device (``ort_capture``; ``how`` overrides where and how
     they are fingerprinted) and all held at once by ONNX Runtime, so with ``capture_bytes`` set
-    they are split into chunks of at most that many bytes, one run each.
+    a graph whose marked values pass it is captured one segment at a time, at most that many bytes
+    of them per segment (or, where the graph cannot be cut, in chunks, one whole run each).
     """
     how = how or Capture.for_provider(spec.provider, spec.options)
     shipped = str(model) if model is not None else proto.SerializeToString()
@@ -202,14 +168,59 @@ def run(proto: onnx.ModelProto, spec: SessionSpec, inputs: Sequence[np.ndarray],
     result = OrtRun([fingerprint(floating(np.asarray(o))) for o in outputs], latency_ms=median, latency_p90_ms=p90,
                     capture=how)
     result.placement = ort_placement.placement(session, spec, shipped, feed, what)
-    result.arrays = [np.asarray(o) for o in outputs] if keep_outputs else []
+    # Copies: an output of session.run can be a view of the session's arena, and would keep all of
+    # the arena (0.5 GB for GPT-2 at sequence 2048) alive after the session is gone.
+    result.arrays = [np.array(o) for o in outputs] if keep_outputs else []
     del outputs, session
     gc.collect()
+    heap.trim()  # the shipped session's arena and prepacked weights, freed into the heap
     sizes = value_bytes or {}
-    for part in chunks(list(dict.fromkeys(values)), sizes, capture_bytes):
+    marked = list(dict.fromkeys(values))
+    parts = chunks(marked, sizes, capture_bytes)
+    if len(parts) > 1 and capture_bytes and _segments(result, proto, marked, sizes, capture_bytes, spec, feed, what,
+                                                      model):
+        return result
+    for part in parts:
         result.peak_capture_bytes = max(result.peak_capture_bytes, sum(sizes.get(v, 0) for v in part))
         _capture(result, proto, part, spec, inputs, what, how, model)
     return result
+
+
+def _segments(result: OrtRun, proto: onnx.ModelProto, values: list[str], sizes: Mapping[str, int], budget: int,
+              spec: SessionSpec, feed: Mapping[str, np.ndarray], what: str, model: Path | None) -> bool:
+    """Capture ``values`` one segment of the graph at a time (``ort_segments``): the graph runs
+    once and at most ``budget`` bytes of marked values are held. False, with nothing recorded,
+    when the graph cannot be cut (a marked value no node makes, a value that is not a tensor) or a
+    segment does not load or run: the caller then reruns the whole graph per chunk, which also
+    reports a model that fails on its own."""
+    plan = ort_segments.plan(proto.graph, values, sizes, budget, feed)
+    if not plan or len(plan) < 2:
+        return False
+    last = ort_segments.last_reader(plan)
+    held: dict[str, np.ndarray] = {}
+    counts = (result.capture.host_copies, result.capture.on_device_count)
+    try:
+        for k, seg in enumerate(plan):
+            given = {n: feed[n] if n in feed else held[n] for n in seg.inputs}
+            sub = ort_segments.model(proto, seg, {n: ort_segments.tensor_type(v) for n, v in given.items()}, k)
+            with Marked(sub, model if model is not None else Path(".")) as source:
+                del sub
+                session = spec.open(source, what, arena=False, prepack=False)
+            result.values.update(capture(session, given, seg.marked, result.capture, seg.keep, held))
+            del session, given
+            for name in [n for n in held if last.get(n, -1) <= k]:
+                del held[name]
+            gc.collect()
+            heap.trim()  # the segment's activations, freed into the heap, go back before the next
+            result.peak_capture_bytes = max(result.peak_capture_bytes, sum(sizes.get(v, 0) for v in seg.marked))
+    except Exception:  # noqa: BLE001 - any failure falls back to whole-graph runs, which name it
+        result.values.clear()
+        result.peak_capture_bytes = 0
+        result.capture.host_copies, result.capture.on_device_count = counts
+        return False
+    result.values = {v: result.values[v] for v in values}  # the caller's order, as whole-graph runs give
+    result.segments = len(plan)
+    return True
 
 
 def _capture(result: OrtRun, proto: onnx.ModelProto, part: list[str], spec: SessionSpec,
@@ -230,3 +241,4 @@ def _capture(result: OrtRun, proto: onnx.ModelProto, part: list[str], spec: Sess
                          f"{_line(exc)}") from None
     del session
     gc.collect()
+    heap.trim()

@@ -87,7 +87,7 @@ def test_large_results_come_back_without_deadlock(tmp_path):
 
 
 def test_capture_memory_budget_splits_marked_outputs(tmp_path):
-    """With a tiny capture budget the marked values run in chunks; results are the same."""
+    """With a tiny capture budget the graph runs in segments; results are the same."""
     proto, names = chain_model(50)
     x = np.linspace(-1, 1, 64, dtype=np.float32)
     sizes = {v: 256 for v in names}
@@ -96,6 +96,7 @@ def test_capture_memory_budget_splits_marked_outputs(tmp_path):
     parts = ort_session.run(proto, cpu, [x], names, "chain", capture_bytes=1024, value_bytes=sizes)
     assert len(ort_session.chunks(names, sizes, 1024)) == 13
     assert parts.peak_capture_bytes == 1024 and whole.peak_capture_bytes == 50 * 256
+    assert (parts.segments, whole.segments) == (13, 0)
     assert all(np.array_equal(whole.values[v].sketch, parts.values[v].sketch) for v in names)
 
 
