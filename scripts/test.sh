@@ -65,8 +65,13 @@ if [ "$#" -gt 0 ]; then
   python -m pytest -q -p no:cacheprovider --durations=10 "$@" || status=$?
   exit $status
 fi
+# Two pytest workers, a test file each at a time (module fixtures are built once): much of a test's
+# time is one Python thread (tracing an export, starting interpreters, pip), so two files share the
+# cores better than one. PARITY_GATE_TEST_WORKERS=0 runs them in this process, one after another.
+WORKERS=(-n "${PARITY_GATE_TEST_WORKERS:-2}" --dist loadfile)
 echo "== tests (PARITY_GATE_BACKEND=native)"
-PARITY_GATE_BACKEND=native python -m pytest -q -p no:cacheprovider --durations=15 || status=$?
+PARITY_GATE_BACKEND=native python -m pytest -q -p no:cacheprovider --durations=15 "${WORKERS[@]}" || status=$?
 echo "== tests (PARITY_GATE_BACKEND=numpy): the backend-dependent tests"
-PARITY_GATE_BACKEND=numpy python -m pytest -q -p no:cacheprovider --durations=5 "${NUMPY_PASS[@]}" || status=$?
+PARITY_GATE_BACKEND=numpy python -m pytest -q -p no:cacheprovider --durations=5 "${WORKERS[@]}" "${NUMPY_PASS[@]}" ||
+  status=$?
 exit $status
