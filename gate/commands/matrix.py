@@ -62,7 +62,7 @@ def collect(source: Path, providers: tuple[ProviderSpec, ...], out: Path, isolat
         subject = Subject(run, folder, threads=settings.threads, outputs=bundle.outputs(),
                           output_tolerance=tuple(run.meta.output_tolerance) if run.meta.output_tolerance else None,
                           repeats=spec.repeats if spec else None,
-                          latency=settings.times(config))
+                          latency=settings.times(config), detail=progress)
         for provider in providers:
             if provider.kind.torch:
                 continue

@@ -98,7 +98,7 @@ def run_provider(provider: ProviderSpec, subject: Subject, isolation: Isolation,
         return ProviderRun.failed(runner.target(), exc.status, str(exc))
     heap.trim()  # what the export and the reference freed is not held beside the worker
     job = job_for(provider, subject, isolation, config_path)
-    return run_isolated(job, runner.target(), isolation.timeout_s)
+    return run_isolated(job, runner.target(), isolation.timeout_s, subject.detail)
 
 
 def run_providers(prepared: Prepared, bundle: Bundle, providers: tuple[ProviderSpec, ...], config: Config,
@@ -106,7 +106,7 @@ def run_providers(prepared: Prepared, bundle: Bundle, providers: tuple[ProviderS
     """PyTorch providers, then ONNX Runtime EPs (the order the report lists them in)."""
     spec = prepared.built.spec
     subject = Subject(prepared.run, bundle.folder, prepared.built, settings.threads, prepared.outputs,
-                      spec.output_tolerance, spec.repeats, settings.times(config))
+                      spec.output_tolerance, spec.repeats, settings.times(config), progress)
     for provider in sorted(providers, key=lambda p: not p.kind.torch):
         skip = config.skip_reason(prepared.run.name, provider.name)
         if skip:

@@ -9,6 +9,7 @@ import time
 from collections.abc import Callable
 
 DETAIL = "… "
+DETAIL_EVERY_S = 2.0  # a long stage says where it is at most this often
 
 
 class Stages:

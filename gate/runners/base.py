@@ -12,6 +12,7 @@ Callers pick a runner by the provider's kind (``registry.runner_for``), never by
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -46,6 +47,7 @@ class Subject:
     output_tolerance: tuple[float, float] | None = None  # (rtol, atol) of the exact output metrics
     repeats: int | None = None  # timed runs per provider (median, p90); None: ONNX Runtime's default only
     latency: bool = False  # time ONNX Runtime's default runs even without ``repeats`` (something reads them)
+    detail: Callable[[str], None] | None = None  # where a long run is ("segment 2/3, to h.11"), for progress
 
     @property
     def timing_runs(self) -> int:

@@ -3,7 +3,8 @@
 A segfaulting execution provider, a hung kernel or an allocation past the memory budget ends
 the worker, not the gate: each becomes the provider's status (CRASH, TIMEOUT). The worker
 reads the model from the bundle and writes its ``ProviderRun`` as a result file, never
-through a pipe, so a large result cannot deadlock the parent on a full pipe buffer.
+through a pipe, so a large result cannot deadlock the parent on a full pipe buffer; its stdout
+carries only progress lines, read as they come.
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
+from collections.abc import Callable
 from pathlib import Path
 
 import msgpack
@@ -24,6 +27,7 @@ from gate.errors import FormatError
 from gate.formats.results import read_run
 
 MiB = 1024 * 1024
+PROGRESS = "parity-gate-progress: "  # a worker's stdout line that is progress; other lines are dropped
 
 
 def job_for(spec: ProviderSpec, subject, isolation: Isolation, config: Path | None) -> dict:
@@ -39,20 +43,29 @@ def job_for(spec: ProviderSpec, subject, isolation: Isolation, config: Path | No
             "repeats": subject.repeats, "latency": subject.latency}
 
 
-def run_isolated(job: dict, target: Target, timeout_s: float) -> ProviderRun:
-    """Run ``job`` in a worker; the worker's ProviderRun, or a CRASH/TIMEOUT status for ``target``."""
+def run_isolated(job: dict, target: Target, timeout_s: float,
+                 detail: Callable[[str], None] | None = None) -> ProviderRun:
+    """Run ``job`` in a worker; the worker's ProviderRun, or a CRASH/TIMEOUT status for ``target``.
+    The worker's progress lines (``report``) go to ``detail`` as they come."""
     what = f"{job['what']}: {target.provider}"
     with tempfile.TemporaryDirectory(prefix="parity-gate-worker-") as tmp:
         out = Path(tmp) / "result.msgpack.zst"
         job_path = Path(tmp) / "job.msgpack"
         job_path.write_bytes(msgpack.packb({**job, "out": str(out)}, use_bin_type=True))
-        proc = _spawn(job_path)
-        try:
-            _, stderr = proc.communicate(timeout=timeout_s)
-        except subprocess.TimeoutExpired:
-            _kill(proc)
-            proc.communicate()
-            return ProviderRun.failed(target, "TIMEOUT", f"{what} did not finish within {timeout_s:g} s")
+        with open(Path(tmp) / "stderr", "w+b") as err:  # a file: a chatty worker cannot fill a pipe
+            proc = _spawn(job_path, err)
+            reader = threading.Thread(target=_forward, args=(proc.stdout, detail), daemon=True)
+            reader.start()
+            try:
+                proc.wait(timeout=timeout_s)
+            except subprocess.TimeoutExpired:
+                _kill(proc)
+                proc.wait()
+                return ProviderRun.failed(target, "TIMEOUT", f"{what} did not finish within {timeout_s:g} s")
+            finally:
+                reader.join(timeout=5)
+            err.seek(0)
+            stderr = err.read()
         if proc.returncode == 0 and out.is_file():
             try:
                 return read_run(out).providers[0]
@@ -61,7 +74,22 @@ def run_isolated(job: dict, target: Target, timeout_s: float) -> ProviderRun:
         return ProviderRun.failed(target, "CRASH", _crash_message(what, proc.returncode, stderr, job))
 
 
-def _spawn(job_path: Path) -> subprocess.Popen:
+def report(message: str) -> None:
+    """In a worker: a progress line for the parent (``run_isolated``'s ``detail``)."""
+    sys.stdout.buffer.write(f"{PROGRESS}{message}\n".encode())
+    sys.stdout.buffer.flush()
+
+
+def _forward(stream, detail: Callable[[str], None] | None) -> None:
+    """Read the worker's stdout to its end (so it never blocks on it); hand progress lines on."""
+    for raw in stream:
+        line = raw.decode("utf-8", errors="replace").rstrip("\n")
+        if detail is not None and line.startswith(PROGRESS):
+            detail(line[len(PROGRESS):])
+    stream.close()
+
+
+def _spawn(job_path: Path, stderr) -> subprocess.Popen:
     env = dict(os.environ)
     root = str(Path(__file__).resolve().parents[2])
     env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH", "")) if p)
@@ -69,7 +97,7 @@ def _spawn(job_path: Path) -> subprocess.Popen:
     group = {"start_new_session": True} if os.name == "posix" else \
         {"creationflags": getattr(subprocess, "CREATE_NEW_PROCESS_GROUP", 0)}
     return subprocess.Popen([sys.executable, "-m", "gate.runners.worker", str(job_path)], env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, **group)
+                            stdout=subprocess.PIPE, stderr=stderr, **group)
 
 
 def _kill(proc: subprocess.Popen) -> None:

@@ -8,10 +8,14 @@ runners that only have an ONNX Runtime distribution.
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
+
 from gate.config.providers import CPU_EPS
 from gate.core import device, gpu_probe
 from gate.core.layers import FORWARD_ONLY, is_gradient
 from gate.core.runs import ModelRun, ProviderLayer, ProviderRun, error_against
+from gate.core.stages import DETAIL, DETAIL_EVERY_S
 from gate.core.target import Target
 from gate.errors import ModelError
 from gate.formats.results import Bundle
@@ -76,7 +80,7 @@ class OrtRunner(Runner):
         result = ort_session.run(proto, session, inputs, values, what, timing_runs=self.subject.timing_runs,
                                  capture_bytes=self.capture_bytes,
                                  value_bytes=value_bytes(run), keep_outputs=bool(self.subject.outputs),
-                                 model=bundle.model)
+                                 model=bundle.model, detail=_detail(run, self.subject.detail))
         probe = self.probe()
         prun = ProviderRun(Target(self.name, probe.device_class, self.spec.precision), latency_ms=result.latency_ms,
                            placement=result.placement, capture_peak_bytes=result.peak_capture_bytes,
@@ -88,6 +92,22 @@ class OrtRunner(Runner):
             prun.layers[layer.name] = _layer(run, layer, result.outputs, result.values)
         self.exact_outputs(prun, result.arrays)  # graph outputs are the root layers, in order
         return prun
+
+
+def _detail(run: ModelRun, sink: Callable[[str], None] | None) -> ort_session.Detail | None:
+    """Capture progress for ``sink``, by layer name, at most every ``DETAIL_EVERY_S`` (a small
+    model's run says nothing)."""
+    if sink is None:
+        return None
+    layer_of = {site.value: name for name, site in run.onnx_map.items() if site.kind == "value"}
+    last = [time.perf_counter()]
+
+    def tell(what: str, index: int, count: int, value: str) -> None:
+        if time.perf_counter() - last[0] >= DETAIL_EVERY_S:
+            last[0] = time.perf_counter()
+            sink(f"{DETAIL}{what} {index}/{count}, to {layer_of.get(value, value)}")
+
+    return tell
 
 
 def _layer(run: ModelRun, layer, outputs: list, values: dict) -> ProviderLayer:

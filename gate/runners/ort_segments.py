@@ -62,7 +62,7 @@ def _greedy(values: Sequence[str], sizes: Mapping[str, int], budget: int) -> lis
 @dataclass
 class Segment:
     nodes: range  # indices into graph.node
-    marked: list[str]  # marked values its nodes produce, in the caller's order
+    marked: list[str]  # marked values its nodes produce, in execution order
     inputs: list[str] = field(default_factory=list)  # values it reads from the feed or earlier segments
     keep: list[str] = field(default_factory=list)  # values it produces that a later segment reads
     initializers: list[str] = field(default_factory=list)
@@ -98,7 +98,7 @@ def plan(graph: onnx.GraphProto, values: Sequence[str], sizes: Mapping[str, int]
     ends[-1] = len(graph.node)
     starts = [0, *ends[:-1]]
     at = {i: k for k, (a, b) in enumerate(zip(starts, ends, strict=True)) for i in range(a, b)}
-    segments = [Segment(range(a, b), [v for v in values if a <= produced[v] < b]) for a, b in zip(starts, ends,
+    segments = [Segment(range(a, b), [v for v in ordered if a <= produced[v] < b]) for a, b in zip(starts, ends,
                                                                                                    strict=True)]
     weights = {t.name for t in graph.initializer} | {t.values.name for t in graph.sparse_initializer}
     given = set(feed)

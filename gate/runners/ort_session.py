@@ -15,7 +15,7 @@ from __future__ import annotations
 import gc
 import os
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -45,6 +45,8 @@ class OrtRun:
     capture: Capture | None = None  # how the marked values were fingerprinted (device, host copies)
     segments: int = 0  # graph segments the capture ran in (0: whole-graph runs)
 
+
+Detail = Callable[[str, int, int, str], None]  # (what, index from 1, how many, the last value it marks)
 
 _LEVELS = {"disable": "ORT_DISABLE_ALL", "basic": "ORT_ENABLE_BASIC", "extended": "ORT_ENABLE_EXTENDED",
            "all": "ORT_ENABLE_ALL"}
@@ -142,7 +144,8 @@ def _feed(session, inputs: Sequence[np.ndarray]) -> dict[str, np.ndarray]:
 
 def run(proto: onnx.ModelProto, spec: SessionSpec, inputs: Sequence[np.ndarray], values: Sequence[str], what: str,
         timing_runs: int = 5, capture_bytes: int | None = None, value_bytes: Mapping[str, int] | None = None,
-        keep_outputs: bool = False, how: Capture | None = None, model: Path | None = None) -> OrtRun:
+        keep_outputs: bool = False, how: Capture | None = None, model: Path | None = None,
+        detail: Detail | None = None) -> OrtRun:
     """Fingerprints of the shipped outputs and of ``values``; median latency of ``timing_runs`` warm runs.
 
     ``model``: the file ``proto`` was read from (without its external weights), opened by path.
@@ -150,6 +153,7 @@ def run(proto: onnx.ModelProto, spec: SessionSpec, inputs: Sequence[np.ndarray],
     they are fingerprinted) and all held at once by ONNX Runtime, so with ``capture_bytes`` set
     a graph whose marked values pass it is captured one segment at a time, at most that many bytes
     of them per segment (or, where the graph cannot be cut, in chunks, one whole run each).
+    ``detail`` hears each capture run or segment as it starts: ("segment", 2, 3, the last value it marks).
     """
     how = how or Capture.for_provider(spec.provider, spec.options)
     shipped = str(model) if model is not None else proto.SerializeToString()
@@ -177,17 +181,20 @@ def run(proto: onnx.ModelProto, spec: SessionSpec, inputs: Sequence[np.ndarray],
     sizes = value_bytes or {}
     marked = list(dict.fromkeys(values))
     parts = chunks(marked, sizes, capture_bytes)
+    tell = detail or (lambda *_: None)
     if len(parts) > 1 and capture_bytes and _segments(result, proto, marked, sizes, capture_bytes, spec, feed, what,
-                                                      model):
+                                                      model, tell):
         return result
-    for part in parts:
+    for i, part in enumerate(parts):
+        tell("capture run", i + 1, len(parts), part[-1])
         result.peak_capture_bytes = max(result.peak_capture_bytes, sum(sizes.get(v, 0) for v in part))
         _capture(result, proto, part, spec, inputs, what, how, model)
     return result
 
 
 def _segments(result: OrtRun, proto: onnx.ModelProto, values: list[str], sizes: Mapping[str, int], budget: int,
-              spec: SessionSpec, feed: Mapping[str, np.ndarray], what: str, model: Path | None) -> bool:
+              spec: SessionSpec, feed: Mapping[str, np.ndarray], what: str, model: Path | None,
+              tell: Detail) -> bool:
     """Capture ``values`` one segment of the graph at a time (``ort_segments``): the graph runs
     once and at most ``budget`` bytes of marked values are held. False, with nothing recorded,
     when the graph cannot be cut (a marked value no node makes, a value that is not a tensor) or a
@@ -201,6 +208,7 @@ def _segments(result: OrtRun, proto: onnx.ModelProto, values: list[str], sizes: 
     counts = (result.capture.host_copies, result.capture.on_device_count)
     try:
         for k, seg in enumerate(plan):
+            tell("segment", k + 1, len(plan), seg.marked[-1])
             given = {n: feed[n] if n in feed else held[n] for n in seg.inputs}
             sub = ort_segments.model(proto, seg, {n: ort_segments.tensor_type(v) for n, v in given.items()}, k)
             with Marked(sub, model if model is not None else Path(".")) as source:

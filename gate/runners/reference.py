@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from gate.core.stages import DETAIL
+from gate.core.stages import DETAIL, DETAIL_EVERY_S
 from gate.errors import ModelError
 from gate.model.build import BuiltModel
 from gate.runners import torch_hooks
@@ -39,7 +39,6 @@ def as_float64(module: torch.nn.Module, inputs: tuple[torch.Tensor, ...]):
     return ref, tuple(t.double() if t.is_floating_point() else t for t in inputs)
 
 
-DETAIL_EVERY_S = 2.0  # a long reference says which layer it is at, this often
 
 
 def _capture(module: torch.nn.Module, inputs, promote: bool,

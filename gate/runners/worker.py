@@ -21,6 +21,7 @@ from gate.core.runs import Meta, ModelRun, ProviderRun
 from gate.errors import GateError, ModelError
 from gate.formats.results import Bundle, write_runs
 from gate.runners.base import Subject, execute
+from gate.runners.isolation import report
 from gate.runners.registry import runner_for
 
 MiB = 1024 * 1024
@@ -72,7 +73,7 @@ def execute_job(job: dict) -> ProviderRun:
     tolerance = job.get("output_tolerance")
     subject = Subject(run, bundle.folder, threads=job.get("threads"), outputs=bundle.outputs(),
                       output_tolerance=tuple(tolerance) if tolerance else None, repeats=job.get("repeats"),
-                      latency=bool(job.get("latency")))
+                      latency=bool(job.get("latency")), detail=report)
     try:
         _call_hook(job)
         if spec.kind.torch:

@@ -16,10 +16,13 @@ from gate import commands
 from gate.commands.pipeline import run_provider
 from gate.config import Isolation, ProviderSpec, load_config
 from gate.core.runs import LayerInfo, ModelRun, OnnxSite
+from gate.core.stages import DETAIL
+from gate.core.target import Target
 from gate.fingerprint import fingerprint
 from gate.formats.results import Bundle
 from gate.runners import ort_session
 from gate.runners.base import Subject
+from gate.runners.isolation import job_for, run_isolated
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -98,6 +101,26 @@ def test_capture_memory_budget_splits_marked_outputs(tmp_path):
     assert parts.peak_capture_bytes == 1024 and whole.peak_capture_bytes == 50 * 256
     assert (parts.segments, whole.segments) == (13, 0)
     assert all(np.array_equal(whole.values[v].sketch, parts.values[v].sketch) for v in names)
+
+
+def test_a_workers_capture_progress_reaches_the_parent_and_other_output_does_not(tmp_path, monkeypatch):
+    """Segment by segment, by layer name, while the worker runs; its other stdout and a stderr past a
+    pipe's buffer neither block it nor show up as progress."""
+    monkeypatch.setenv("PARITY_GATE_WORKER_HOOK", "worker_hooks:chatty")
+    monkeypatch.setenv("PYTHONPATH", str(Path(__file__).parent))
+    proto, names = chain_model(50)
+    x = np.linspace(-1, 1, 64, dtype=np.float32)
+    run = ModelRun("chain")
+    run.layers = [LayerInfo(f"add{i}", "Add", fingerprint(x.astype(np.float64) + i + 1)) for i in range(len(names))]
+    run.onnx_map = {f"add{i}": OnnxSite("value", v) for i, v in enumerate(names)}
+    Bundle(tmp_path).write(run, proto.SerializeToString(), [x])
+    heard: list[str] = []
+    subject = Subject(run, tmp_path, detail=heard.append)
+    job = {**job_for(ProviderSpec("CPUExecutionProvider"), subject, Isolation(), None), "capture_bytes": 1024}
+    prun = run_isolated(job, Target("CPUExecutionProvider", "cpu"), 120, subject.detail)
+    assert prun.status == "ok" and all(pl.status == "ok" for pl in prun.layers.values())
+    last = [names.index(part[-1]) for part in ort_session.chunks(names, {v: 256 for v in names}, 1024)]
+    assert heard == [f"{DETAIL}segment {k + 1}/13, to add{i}" for k, i in enumerate(last)]
 
 
 def torch_config(tmp_path: Path, provider: str, factory: str = "examples.zoo:tiny_cnn") -> Path:

@@ -22,3 +22,16 @@ def fault(job: dict) -> None:
 
         hog = np.ones(8 * 1024**3 // 8)  # 8 GiB, past the budget
         hog.sum()
+
+
+def chatty(job: dict) -> None:
+    """Progress on every capture segment, and a worker that also writes past a pipe's buffer to
+    stdout (a library's prints) and to stderr."""
+    import sys
+
+    import gate.runners.onnxruntime as ort_runner
+
+    ort_runner.DETAIL_EVERY_S = 0.0
+    for i in range(20_000):
+        print(f"a library's own output, line {i}")
+    sys.stderr.write("warning: " * 30_000 + "\n")
