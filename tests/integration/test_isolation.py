@@ -74,14 +74,20 @@ def chain_model(n: int) -> tuple[onnx.ModelProto, list[str]]:
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)], ir_version=10), names
 
 
-def test_large_results_come_back_without_deadlock(tmp_path):
-    """3,000 fingerprints (~7 MB of result, 100x a pipe buffer) travel back from the worker."""
-    proto, names = chain_model(3000)
+def chain_bundle(folder: Path, n: int) -> tuple[ModelRun, list[str]]:
+    """A bundle of ``chain_model(n)`` with its reference run: layer ``add{i}`` is value ``v{i}``."""
+    proto, names = chain_model(n)
     x = np.linspace(-1, 1, 64, dtype=np.float32)
     run = ModelRun("chain")
     run.layers = [LayerInfo(f"add{i}", "Add", fingerprint(x.astype(np.float64) + i + 1)) for i in range(len(names))]
     run.onnx_map = {f"add{i}": OnnxSite("value", v) for i, v in enumerate(names)}
-    Bundle(tmp_path).write(run, proto.SerializeToString(), [x])
+    Bundle(folder).write(run, proto.SerializeToString(), [x])
+    return run, names
+
+
+def test_large_results_come_back_without_deadlock(tmp_path):
+    """3,000 fingerprints (~7 MB of result, 100x a pipe buffer) travel back from the worker."""
+    run, _ = chain_bundle(tmp_path, 3000)
     prun = run_provider(ProviderSpec("CPUExecutionProvider"), Subject(run, tmp_path), Isolation(timeout_s=120),
                         isolated=True)
     assert prun.status == "ok", prun.reason
@@ -108,12 +114,7 @@ def test_a_workers_capture_progress_reaches_the_parent_and_other_output_does_not
     pipe's buffer neither block it nor show up as progress."""
     monkeypatch.setenv("PARITY_GATE_WORKER_HOOK", "worker_hooks:chatty")
     monkeypatch.setenv("PYTHONPATH", str(Path(__file__).parent))
-    proto, names = chain_model(50)
-    x = np.linspace(-1, 1, 64, dtype=np.float32)
-    run = ModelRun("chain")
-    run.layers = [LayerInfo(f"add{i}", "Add", fingerprint(x.astype(np.float64) + i + 1)) for i in range(len(names))]
-    run.onnx_map = {f"add{i}": OnnxSite("value", v) for i, v in enumerate(names)}
-    Bundle(tmp_path).write(run, proto.SerializeToString(), [x])
+    run, names = chain_bundle(tmp_path, 50)
     heard: list[str] = []
     subject = Subject(run, tmp_path, detail=heard.append)
     job = {**job_for(ProviderSpec("CPUExecutionProvider"), subject, Isolation(), None), "capture_bytes": 1024}
