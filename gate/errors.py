@@ -7,6 +7,8 @@ exception is a bug in parity-gate and keeps its traceback.
 
 from __future__ import annotations
 
+from gate.core.status import ErrorStatus
+
 
 class GateError(Exception):
     """A usage, configuration or file-format error (exit 2)."""
@@ -23,11 +25,10 @@ class FormatError(GateError):
 
 
 class ModelError(GateError):
-    """A model failed to build, export or run (exit 3). ``status`` is the report's word for
-    it: BUILD_FAIL, EXPORT_FAIL, LOAD_FAIL, INFER_FAIL, TIMEOUT or CRASH."""
+    """A model failed to build, export or run (exit 3); ``error_status`` is the report's word for it."""
 
     exit_code = 3
 
-    def __init__(self, message: str, status: str = "INFER_FAIL"):
+    def __init__(self, message: str, error_status: ErrorStatus = ErrorStatus.INFER_FAIL):
         super().__init__(message)
-        self.status = status
+        self.error_status = ErrorStatus(error_status)

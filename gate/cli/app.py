@@ -137,7 +137,8 @@ def update_baseline(config: ConfigOpt = None, model: ModelOpt = None, provider: 
         updated = commands.update_baseline(cfg, models, providers, progress, sources=source, calibrate=calibrate)
     for u in updated:
         if u.error:
-            console.print(f"[bold red]{u.model}[/bold red] not updated: {escape(u.error)}", soft_wrap=True)
+            console.print(f"[bold red]{u.model}[/bold red] not updated: {escape(f'{u.error_status}: {u.error}')}",
+                          soft_wrap=True)
             continue
         console.print(f"[bold]{u.model}[/bold] → {escape(str(u.path))}")
         for line in u.changes:
@@ -147,8 +148,9 @@ def update_baseline(config: ConfigOpt = None, model: ModelOpt = None, provider: 
     failed = [u for u in updated if u.error]
     console.print(f"[bold green]UPDATED[/bold green] | {len(updated) - len(failed)} baseline(s)")
     if failed:
+        first = failed[0]
         raise ModelError(f"{len(failed)} sweep case(s) could not run and keep their baselines as they were "
-                         f"(first: {failed[0].model}: {failed[0].error})", failed[0].error.split(":")[0])
+                         f"(first: {first.model}: {first.error_status}: {first.error})", first.error_status)
 
 
 @app.command()
@@ -165,7 +167,7 @@ def export(out: Annotated[Path, typer.Option("--out", help="Folder to write <mod
     with progress_display() as progress:
         runs = commands.export_models(cfg, models, providers, out, progress)
     for run in runs:
-        status = f"[red]{run.error.status}[/red] {escape(run.error.message)}" if run.error else f"{len(run.layers)} layers"
+        status = f"[red]{run.error.error_status}[/red] {escape(run.error.message)}" if run.error else f"{len(run.layers)} layers"
         console.print(f"[bold]{run.name}[/bold] → {escape(str(out / run.name))}  {status}", soft_wrap=True)
     failed = [r for r in runs if r.error]
     console.print(("[bold red]ERROR[/bold red]" if failed else "[bold green]EXPORTED[/bold green]")

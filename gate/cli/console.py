@@ -9,6 +9,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from gate.core.stages import Stages
+from gate.core.status import SkipKind, TargetStatus
 from gate.render.markdown import promotion_text
 from gate.verdict.sweeps import Cell, SweepMatrix, matrices
 from gate.verdict.types import ModelVerdict, Report
@@ -71,7 +72,7 @@ def _render_model(model: ModelVerdict) -> None:
         title += f" (fallback: {escape(model.export_fallback)})"
     console.print(title)
     if model.error:
-        console.print(f"  [bold red]{escape(model.error['status'])}[/bold red]: {escape(model.error['message'])}")
+        console.print(f"  [bold red]{escape(model.error.error_status)}[/bold red]: {escape(model.error.message)}")
     if model.message:
         console.print(f"  [yellow]{escape(model.message)}[/yellow]")
     if model.promoted:
@@ -159,7 +160,7 @@ def _render_matrix(mx: SweepMatrix) -> None:
 def verdict_line(report: Report) -> str:
     s = report.summary
     skipped = sorted({p.name for m in report.models for p in m.providers
-                      if p.status == "skipped" and not (p.reason or "").startswith("skipped by sweep")})
+                      if p.status == TargetStatus.SKIPPED and p.skip != SkipKind.SWEEP})
     if report.verdict == "pass":
         ran = [p for p in s.providers if p not in skipped]
         return "[bold green]PASSED[/bold green] | " + escape(
@@ -169,7 +170,7 @@ def verdict_line(report: Report) -> str:
     if report.verdict == "error":
         failed = [m for m in report.models if m.status == "error"]
         err = failed[0].error if failed else None
-        what = f"{err['status']}: {err['message']}" if err else "error"
+        what = f"{err.error_status}: {err.message}" if err else "error"
         return f"[bold red]ERROR[/bold red] | {escape(what)}"
     if first:
         return "[bold red]FAILED[/bold red] | " + escape(

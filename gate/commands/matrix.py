@@ -5,19 +5,18 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from gate.commands.common import display, environment, load_baseline, policy, result_paths, update_command
+from gate.commands.common import result_paths
+from gate.commands.judging import judge, load_baselines
 from gate.commands.pipeline import Progress, Settings, is_isolated, run_provider, run_providers, torch_threads
 from gate.commands.prepare import Cache, prepare
 from gate.config import Config, Isolation, ModelSpec, ProviderSpec
 from gate.core.runs import ModelRun, ProviderRun, RunError
+from gate.core.status import ErrorStatus, SkipKind
 from gate.errors import GateError
 from gate.formats.baseline import baseline_path
 from gate.formats.results import RUN, Bundle, merge, read_runs, write_runs
 from gate.runners.base import Subject
 from gate.runners.registry import nominal_target
-from gate.verdict.comparisons import compare
-from gate.verdict.gpu_leg import fail_missing_gpu
-from gate.verdict.judge import assemble, model_verdict
 from gate.verdict.types import Report
 
 
@@ -68,7 +67,7 @@ def collect(source: Path, providers: tuple[ProviderSpec, ...], out: Path, isolat
                 continue
             skip = config.skip_reason(run.name, provider.name) if config else None
             if skip:
-                run.providers.append(ProviderRun.skipped(nominal_target(provider), skip))
+                run.providers.append(ProviderRun.skipped(nominal_target(provider), skip, SkipKind.SWEEP))
                 continue
             progress(f"{run.name}: {provider.name}")
             run.providers.append(run_provider(provider, subject, isolation, is_isolated(provider, isolation)))
@@ -82,9 +81,10 @@ def _with_unrun(run: ModelRun, config: Config) -> ModelRun:
     have = {p.name for p in run.providers}
     for provider in config.providers:
         if provider.name not in have and not run.error:
-            reason = config.skip_reason(run.name, provider.name) or (
-                f"skipped: no result file holds {provider.name} (its runner did not run or was skipped)")
-            run.providers.append(ProviderRun.skipped(nominal_target(provider), reason))
+            reason = config.skip_reason(run.name, provider.name)
+            kind = SkipKind.SWEEP if reason else SkipKind.UNRUN
+            reason = reason or f"skipped: no result file holds {provider.name} (its runner did not run or was skipped)"
+            run.providers.append(ProviderRun.skipped(nominal_target(provider), reason, kind))
     return run
 
 
@@ -94,14 +94,8 @@ def report_files(config: Config, files: list[Path], progress: Progress = lambda 
     unknown = sorted(set(by_name) - {s.name for s in config.models})
     if unknown:
         raise GateError(f"result files hold model `{unknown[0]}`, which {config.path} does not configure")
-    # A leg that collected only GPU skips fails the report; a leg without a result file is not run.
-    runs = {spec.name: _with_unrun(fail_missing_gpu(by_name.get(spec.name) or ModelRun(spec.name, error=RunError(
-        "NO_RESULT", f"no result file holds model `{spec.name}` (did its export or collect job run?)")),
-        config.allow_missing_gpu, config.require), config) for spec in config.models}
-    compared = compare(config, runs)  # a sweep's pairs and anchor
-    verdicts = []
-    for spec in config.models:
-        path, baseline = load_baseline(config, spec)
-        verdicts.append(model_verdict(spec, runs[spec.name], baseline, str(display(path)),
-                                      update_command(spec, config), policy(config), compared.get(spec.name)))
-    return assemble(verdicts, environment())
+    loaded = load_baselines(config, config.models)
+    missing = "no result file holds model `{}` (did its export or collect job run?)"
+    runs = [(spec, _with_unrun(by_name.get(spec.name) or ModelRun(spec.name, error=RunError(
+        ErrorStatus.NO_RESULT, missing.format(spec.name))), config)) for spec in config.models]
+    return judge(config, runs, loaded, progress)

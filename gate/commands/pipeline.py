@@ -20,6 +20,7 @@ from gate.config import Config, Isolation, ModelSpec, ProviderSpec
 from gate.core import heap
 from gate.core.env import threads as env_threads
 from gate.core.runs import ModelRun, ProviderRun
+from gate.core.status import SkipKind
 from gate.core.target import DEFAULT_PRECISION
 from gate.errors import ModelError
 from gate.formats.results import Bundle
@@ -95,7 +96,7 @@ def run_provider(provider: ProviderSpec, subject: Subject, isolation: Isolation,
     except Unavailable as exc:
         return ProviderRun.skipped(runner.target(), str(exc))
     except ModelError as exc:
-        return ProviderRun.failed(runner.target(), exc.status, str(exc))
+        return ProviderRun.failed(runner.target(), exc.error_status, str(exc))
     heap.trim()  # what the export and the reference freed is not held beside the worker
     job = job_for(provider, subject, isolation, config_path)
     return run_isolated(job, runner.target(), isolation.timeout_s, subject.detail)
@@ -110,7 +111,7 @@ def run_providers(prepared: Prepared, bundle: Bundle, providers: tuple[ProviderS
     for provider in sorted(providers, key=lambda p: not p.kind.torch):
         skip = config.skip_reason(prepared.run.name, provider.name)
         if skip:
-            prepared.run.providers.append(ProviderRun.skipped(nominal_target(provider), skip))
+            prepared.run.providers.append(ProviderRun.skipped(nominal_target(provider), skip, SkipKind.SWEEP))
             continue
         progress(f"{prepared.run.name}: {provider.name}" + (f" {provider.precision}" if provider.kind.torch else ""))
         isolated = is_isolated(provider, config.isolation)

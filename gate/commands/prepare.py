@@ -17,6 +17,7 @@ from gate import fingerprint
 from gate.config import Config, ModelSpec
 from gate.core import device
 from gate.core.runs import LayerInfo, Meta, ModelRun, OnnxSite, RunError
+from gate.core.status import ErrorStatus
 from gate.core.versions import versions
 from gate.errors import ModelError
 
@@ -148,7 +149,7 @@ def prepare(config: Config, spec: ModelSpec, progress: Progress = lambda _: None
     built = _build(config, spec, cache, progress)
     run = ModelRun(spec.name, _meta(built))
     if spec.sweep is None and _empty(built.module):  # a sweep's op has nothing but its call
-        run.error = RunError("EMPTY", f"model `{spec.name}` has no modules, parameters or buffers: nothing to check")
+        run.error = RunError(ErrorStatus.EMPTY, f"model `{spec.name}` has no modules, parameters or buffers: nothing to check")
         run.meta.weights_digest = built.weights_digest
         return Prepared(run, built, None, built.arrays)
     exported = _export(config, built, cache, progress)
@@ -162,7 +163,7 @@ def prepare(config: Config, spec: ModelSpec, progress: Progress = lambda _: None
     try:
         ref = run_reference(built, progress, spec.reference_promotion)
     except ModelError as exc:
-        run.error = RunError(exc.status, str(exc))
+        run.error = RunError(exc.error_status, str(exc))
         return Prepared(run, built, None, built.arrays)
     finally:
         if exported is not None:  # hashed while the reference ran

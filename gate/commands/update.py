@@ -17,6 +17,7 @@ from gate.commands.prepare import Cache
 from gate.config import Config, ModelSpec, ProviderSpec
 from gate.core.layers import is_output
 from gate.core.runs import ModelRun
+from gate.core.status import ErrorStatus
 from gate.errors import GateError, ModelError
 from gate.fingerprint import relative_error
 from gate.formats.baseline import store
@@ -32,6 +33,7 @@ class Updated:
     changes: list[str]
     warnings: list[str]
     error: str | None = None  # a sweep's case that could not run: its baseline is left as it was
+    error_status: ErrorStatus | None = None  # how it failed
 
 
 def _from_files(config: Config, models: tuple[ModelSpec, ...], sources: list[Path]):
@@ -61,10 +63,10 @@ def warnings_for(spec: ModelSpec, run: ModelRun) -> list[str]:
 def _ready(run: ModelRun) -> ModelRun:
     """The run, unless the model or a provider failed: nothing is written then."""
     if run.error:
-        raise ModelError(run.error.message, run.error.status)
+        raise ModelError(run.error.message, run.error.error_status)
     failed = next((p for p in run.providers if p.status == "error"), None)
     if failed is not None:
-        raise ModelError(f"model `{run.name}`: {failed.reason}", failed.error_status or "INFER_FAIL")
+        raise ModelError(f"model `{run.name}`: {failed.reason}", failed.error_status or ErrorStatus.INFER_FAIL)
     return run
 
 
@@ -87,7 +89,7 @@ def update_baseline(config: Config, models: tuple[ModelSpec, ...], providers: tu
             if spec.sweep is None:
                 raise
             # A sweep's cases are independent: one that cannot run never holds back the others.
-            failed.append(Updated(spec.name, display(location(config, spec).path), [], [], f"{exc.status}: {exc}"))
+            failed.append(Updated(spec.name, display(location(config, spec).path), [], [], str(exc), exc.error_status))
             continue
         if calibrate:
             calibrate_noise(config, spec, providers, run, progress, settings)

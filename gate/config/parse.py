@@ -14,7 +14,7 @@ from gate.config.providers import canonical_provider
 from gate.config.reader import Reader, kind
 from gate.config.sweeps import included, parse_sweep
 from gate.config.types import EXPORTERS, Config, Isolation, ProviderSpec, Tolerance
-from gate.core.target import PRECISIONS, TORCH_PRECISIONS
+from gate.core.target import PRECISIONS, REFERENCE_PROVIDER, TORCH_PRECISIONS
 from gate.errors import ConfigError
 
 TOP_KEYS = ("baseline-dir", "providers", "models", "tolerance", "seed", "opset", "exporter", "isolation",
@@ -93,7 +93,7 @@ def _parse_isolation(top: Reader) -> Isolation:
 
 
 def _parse_providers(top: Reader) -> tuple[ProviderSpec, ...]:
-    raw = top.get("providers", (list,), ["torch-cpu", "CPUExecutionProvider"])
+    raw = top.get("providers", (list,), [REFERENCE_PROVIDER, "CPUExecutionProvider"])
     out: list[ProviderSpec] = []
     for i, item in enumerate(raw):
         key = f"{top.key('providers')}[{i}]"

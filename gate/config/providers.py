@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from gate.core.target import REFERENCE_PROVIDER
 from gate.errors import ConfigError
 
 
@@ -23,7 +24,7 @@ class Kind:
 
 
 TORCH = {
-    "torch-cpu": Kind("torch", "cpu"),
+    REFERENCE_PROVIDER: Kind("torch", "cpu"),
     "torch-cuda": Kind("torch", "cuda"),
     "torch-compile": Kind("torch-compile", "cpu"),
     "torch-compile-cuda": Kind("torch-compile", "cuda"),

@@ -9,17 +9,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+from gate.core.status import ErrorStatus, LayerStatus, RunStatus, SiteKind, SkipKind
 from gate.core.target import Target
 from gate.fingerprint import Fingerprint, relative_error
-
-# Where a layer's value lives in the shipped ONNX graph (see OnnxSite).
-SITE_KINDS = ("value", "output", "folded", "absent")
-# Layer status on a runtime: its value was observed, fused into a neighbour, or has no value.
-LAYER_STATUSES = ("ok", "folded", "absent")
-# Run status of a target: ran, not available here, or failed (``error_status`` says how).
-RUN_STATUSES = ("ok", "skipped", "error")
-# How a model or a target failed: the report's words.
-ERROR_STATUSES = ("BUILD_FAIL", "EXPORT_FAIL", "LOAD_FAIL", "INFER_FAIL", "TIMEOUT", "CRASH", "EMPTY", "NO_RESULT")
 
 
 def error_against(fp: Fingerprint, ref: Fingerprint | None) -> float | None:
@@ -82,7 +74,7 @@ class Meta:
 class OnnxSite:
     """Where a layer's value lives in the shipped ONNX graph."""
 
-    kind: str  # "value" | "output" | "folded" | "absent"
+    kind: SiteKind
     value: str | None = None  # the ONNX value name ("value", and the lost value of "folded")
     output: int | None = None  # the graph-output index ("output")
     reason: str | None = None  # why "folded" / "absent"
@@ -103,7 +95,7 @@ class LayerInfo:
 class ProviderLayer:
     """One layer as a runtime saw it."""
 
-    status: str  # see LAYER_STATUSES
+    status: LayerStatus
     fp: Fingerprint | None = None
     err: float | None = None  # relative L2 error against the reference, estimated by the sketches
     reason: str | None = None
@@ -114,9 +106,9 @@ class ProviderLayer:
 @dataclass
 class ProviderRun:
     target: Target
-    status: str = "ok"  # see RUN_STATUSES
+    status: RunStatus = RunStatus.OK
     reason: str | None = None
-    error_status: str | None = None  # LOAD_FAIL, INFER_FAIL, ...
+    error_status: ErrorStatus | None = None  # how it failed (status ERROR)
     layers: dict[str, ProviderLayer] = field(default_factory=dict)
     latency_ms: float | None = None  # median of the timed runs
     placement: dict[str, Any] | None = None  # which nodes ran on the provider, which fell back
@@ -124,6 +116,7 @@ class ProviderRun:
     session_options: dict[str, Any] | None = None  # the ONNX Runtime SessionOptions the config set
     latency_p90_ms: float | None = None  # 90th percentile of the timed runs, where `repeats` asked for them
     numerics: dict[str, str] | None = None  # PyTorch's TF32/cuDNN/matmul-precision settings (torch runners)
+    skip: SkipKind | None = None  # why it did not run (status SKIPPED)
 
     @property
     def name(self) -> str:
@@ -134,17 +127,19 @@ class ProviderRun:
         return self.target.precision
 
     @classmethod
-    def skipped(cls, target: Target, reason: str) -> ProviderRun:
-        return cls(target, "skipped", reason)
+    def skipped(cls, target: Target, reason: str, skip: SkipKind = SkipKind.UNAVAILABLE) -> ProviderRun:
+        return cls(target, RunStatus.SKIPPED, reason, skip=skip)
 
     @classmethod
-    def failed(cls, target: Target, status: str, reason: str) -> ProviderRun:
-        return cls(target, "error", reason, status)
+    def failed(cls, target: Target, error_status: ErrorStatus, reason: str) -> ProviderRun:
+        return cls(target, RunStatus.ERROR, reason, ErrorStatus(error_status))
 
 
 @dataclass(frozen=True)
 class RunError:
-    status: str  # see ERROR_STATUSES
+    """Why a whole model has no run: it failed to build, export or run, or no file holds it."""
+
+    error_status: ErrorStatus
     message: str
 
 

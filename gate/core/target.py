@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+REFERENCE_PROVIDER = "torch-cpu"  # the float64 reference runs on PyTorch's CPU kernels
 PRECISIONS = ("float32", "float16", "bfloat16", "int8")  # what a target computes in (int8: a quantized graph)
 TORCH_PRECISIONS = ("float32", "float16", "bfloat16")  # what PyTorch providers can cast a model to
 DEFAULT_PRECISION = "float32"

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import onnx
 
+from gate.core.status import ErrorStatus
 from gate.errors import ModelError
 from gate.export import layermap
 from gate.export.exporter import Exported
@@ -39,11 +40,11 @@ def load(built) -> Exported:
         onnx.checker.check_model(proto)
     except FileNotFoundError:
         raise ModelError(f"model `{spec.name}`: artifact `{spec.artifact}` does not exist (build it before the gate "
-                         "runs)", "EXPORT_FAIL") from None
+                         "runs)", ErrorStatus.EXPORT_FAIL) from None
     except Exception as exc:
         raise ModelError(f"model `{spec.name}`: artifact `{spec.artifact}` is not a valid ONNX model "
                          f"({type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''})",
-                         "EXPORT_FAIL") from None
+                         ErrorStatus.EXPORT_FAIL) from None
     names = {n for n, _ in built.module.named_modules() if n}
     stacks = layermap.scope_stacks(proto, names)
     if stacks is None:

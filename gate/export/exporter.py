@@ -24,6 +24,7 @@ import onnx
 import torch
 
 from gate.core.background import Background
+from gate.core.status import ErrorStatus
 from gate.errors import ModelError
 from gate.export import layermap, saved
 from gate.export.layermap import CallKey, CallValues
@@ -95,7 +96,7 @@ def export(built: BuiltModel) -> Exported:
     except Exception as exc:
         reason = f"; {fallback}" if fallback else ""
         raise ModelError(
-            f"model `{spec.name}`: export failed: {type(exc).__name__}: {_first_line(exc)}{reason}", "EXPORT_FAIL"
+            f"model `{spec.name}`: export failed: {type(exc).__name__}: {_first_line(exc)}{reason}", ErrorStatus.EXPORT_FAIL
         ) from None
     result.fallback = fallback
     return result
@@ -213,7 +214,7 @@ def _check(path: Path, name: str) -> None:
         onnx.checker.check_model(str(path))
     except onnx.checker.ValidationError as exc:
         raise ModelError(f"model `{name}`: exported ONNX graph is invalid: {_first_line(exc)}",
-                         "EXPORT_FAIL") from None
+                         ErrorStatus.EXPORT_FAIL) from None
 
 
 def _inferred(proto: onnx.ModelProto) -> onnx.ModelProto:

@@ -10,6 +10,7 @@ import onnx
 
 from gate.config import ModelSpec
 from gate.core.refs import resolve
+from gate.core.status import ErrorStatus
 from gate.errors import ConfigError, ModelError
 
 
@@ -19,7 +20,7 @@ def apply(spec: ModelSpec, proto: onnx.ModelProto, root: Path) -> onnx.ModelProt
         out = fn(proto)
     except Exception as exc:
         raise ModelError(f"model `{spec.name}`: transform `{spec.transform}` raised {type(exc).__name__}: {exc}",
-                         "EXPORT_FAIL") from None
+                         ErrorStatus.EXPORT_FAIL) from None
     if not isinstance(out, onnx.ModelProto):
         raise ConfigError(f"`{spec.where}.transform`: `{spec.transform}` returned {type(out).__name__}, "
                           "not an onnx.ModelProto")

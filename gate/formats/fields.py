@@ -11,9 +11,11 @@ import math
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from gate.core.status import Word
 from gate.errors import FormatError
 
 T = TypeVar("T")
+W = TypeVar("W", bound=Word)
 _MISSING: Any = object()
 
 
@@ -68,6 +70,14 @@ class Obj:
         if value not in choices:
             self.fail(key, f"{value[:40]!r} is not one of {', '.join(choices)}")
         return value
+
+    def word(self, key: str, vocabulary: type[W], default: Any = _MISSING) -> W:
+        """One word of ``vocabulary`` (a ``gate.core.status`` enum), as its member."""
+        value = self.choice(key, vocabulary.values(), default)
+        return value if value is None else vocabulary(value)
+
+    def opt_word(self, key: str, vocabulary: type[W]) -> W | None:
+        return self.word(key, vocabulary, None) if self.has(key) else None
 
     def num(self, key: str) -> float | None:
         value = self.data.get(key)

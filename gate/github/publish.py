@@ -32,7 +32,7 @@ from gate.github.stamp import RunStamp, stamp_for
 from gate.render import COMMENT_LIMIT, SUMMARY_LIMIT, Links, headline_text, render_markdown
 from gate.render.notices import changed_models
 from gate.render.text import num
-from gate.verdict.types import EXIT, Report
+from gate.verdict.types import Report
 
 FAIL_ON = ("regression", "never")
 SHORT_LIMIT = 8_000  # the retry after a 422
@@ -106,7 +106,7 @@ def publish(
     if result.action == "skipped" and summary_written:
         append_summary(env.summary_path, f"\n> ℹ️ PR comment not written: {result.reason}\n")
     write_outputs(env.output_path, _outputs(report, settings, md_path, result, approval))
-    exit_code = 0 if settings.fail_on == "never" else EXIT.get(report.verdict, 1)
+    exit_code = 0 if settings.fail_on == "never" else report.exit_code
     if approval is not None and approval.blocks and settings.fail_on != "never":
         exit_code = exit_code or 1
     return Outcome(report.verdict, exit_code, result, _approval_annotation(report, approval, settings)
@@ -242,10 +242,10 @@ def annotations(report: Report) -> list[str]:
     out: list[str] = []
     for m in report.models:
         if m.status == "error":
-            e = m.error or {}
-            out.append(command("error", str(e.get("message", "")), title=f"parity-gate: {m.name} {e.get('status', 'error')}"))
+            what = m.error.error_status if m.error else "error"
+            out.append(command("error", m.error.message if m.error else "", title=f"parity-gate: {m.name} {what}"))
         elif m.status == "no-baseline":
-            out.append(command("error", f"no baseline: run `parity-gate update-baseline --model {m.name}` and commit it",
+            out.append(command("error", f"no baseline: run `{m.recreate}` and commit it",
                                title=f"parity-gate: {m.name} has no baseline"))
         for p in m.providers:
             fr = p.first_regression

@@ -17,6 +17,7 @@ import torch
 
 from gate.config import ModelSpec
 from gate.core.refs import resolve
+from gate.core.status import ErrorStatus
 from gate.errors import ModelError
 
 MB = 10**6
@@ -66,4 +67,4 @@ def check(spec: ModelSpec, root: Path, budget_mb: int | None) -> None:
     need = int(FIXED_MB + copies * weights / MB)
     if need > limit:
         raise ModelError(f"model `{spec.name}`: needs about {need:,} MB of memory ({weights / MB:,.0f} MB of weights), "
-                         f"more than {where} ({limit:,} MB)", "BUILD_FAIL")
+                         f"more than {where} ({limit:,} MB)", ErrorStatus.BUILD_FAIL)

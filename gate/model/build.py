@@ -19,6 +19,7 @@ import torch
 from gate.config import ModelSpec
 from gate.core.background import Background
 from gate.core.refs import resolve
+from gate.core.status import ErrorStatus
 from gate.errors import ConfigError, ModelError
 from gate.model import inputs as inputs_mod
 
@@ -97,7 +98,7 @@ def _construct(spec: ModelSpec, root: Path) -> object:
         return factory()
     except Exception as exc:
         raise ModelError(f"model `{spec.name}`: factory `{spec.factory}` raised {type(exc).__name__}: {exc}",
-                         "BUILD_FAIL") from None
+                         ErrorStatus.BUILD_FAIL) from None
 
 
 def build(spec: ModelSpec, root: Path, built: Module | None = None) -> BuiltModel:
@@ -119,7 +120,7 @@ def _inputs(spec: ModelSpec, root: Path) -> tuple[tuple[torch.Tensor, ...], list
             produced = fn(spec.seed)
         except Exception as exc:
             raise ModelError(f"model `{spec.name}`: inputs `{spec.inputs}` raised {type(exc).__name__}: {exc}",
-                             "BUILD_FAIL") from None
+                             ErrorStatus.BUILD_FAIL) from None
         if isinstance(produced, torch.Tensor):
             produced = (produced,)
         if not isinstance(produced, (tuple, list)) or not all(isinstance(t, torch.Tensor) for t in produced):
@@ -133,7 +134,7 @@ def _inputs(spec: ModelSpec, root: Path) -> tuple[tuple[torch.Tensor, ...], list
     # Inputs are checked before use: a NaN going in would be blamed on the first layer.
     for name, t in zip(names, tensors, strict=True):
         if t.is_floating_point() and not torch.isfinite(t).all():
-            raise ModelError(f"model `{spec.name}`: input `{name}` contains NaN/Inf", "BUILD_FAIL")
+            raise ModelError(f"model `{spec.name}`: input `{name}` contains NaN/Inf", ErrorStatus.BUILD_FAIL)
     return tensors, names
 
 

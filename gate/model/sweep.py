@@ -17,6 +17,7 @@ import torch
 
 from gate.config import ModelSpec
 from gate.core.refs import resolve
+from gate.core.status import ErrorStatus
 from gate.errors import ConfigError, ModelError
 
 
@@ -79,7 +80,7 @@ def build_case(spec: ModelSpec, root: Path) -> torch.nn.Module:
         raise
     except Exception as exc:  # a constructor that refuses this case's arguments is this case's failure
         raise ModelError(f"model `{spec.name}`: `{case.target}` raised {type(exc).__name__}: {exc}",
-                         "BUILD_FAIL") from None
+                         ErrorStatus.BUILD_FAIL) from None
     if not isinstance(module, torch.nn.Module):
         raise ConfigError(f"`{where}`: `{case.target}` built {type(module).__name__}, not a torch.nn.Module")
     return module

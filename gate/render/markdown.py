@@ -115,11 +115,11 @@ def headline_text(report: Report) -> str:
         return f"{fr.model}: layer {fr.layer} on {fr.provider} failed {fr.check} ({num(fr.value)} > {num(fr.threshold)})"
     errors = [m for m in report.models if m.status == "error"]
     if errors:
-        e = errors[0].error or {}
-        return f"{errors[0].name}: {e.get('status', 'error')}: {clip(e.get('message', ''), 200)}"
-    missing = [m.name for m in report.models if m.status == "no-baseline"]
+        e = errors[0].error
+        return (f"{errors[0].name}: {e.error_status}: {clip(e.message, 200)}" if e else f"{errors[0].name}: error")
+    missing = [m for m in report.models if m.status == "no-baseline"]
     if missing:
-        return f"{missing[0]}: no baseline (create it with `parity-gate update-baseline --model {missing[0]}`)"
+        return f"{missing[0].name}: no baseline (create it with `{missing[0].recreate}`)"
     s = report.summary
     return f"{s.models} model{'s' * (s.models != 1)}, {s.layers:,} layers"
 
@@ -197,8 +197,7 @@ class _Doc:
     def model_section(self, m: ModelVerdict) -> str:
         out = [f"#### {code(m.name)}", _model_meta(m)]
         if m.error:
-            out.append(f"💥 **{plain(m.error.get('status', 'error'), 20)}**: "
-                       f"{plain(m.error.get('message', ''), 2 * MESSAGE_CAP)}")
+            out.append(f"💥 **{plain(m.error.error_status, 20)}**: {plain(m.error.message, 2 * MESSAGE_CAP)}")
         shown = [p for p in m.providers if p.status != "skipped"]
         if shown:
             out.append(_provider_table(shown))
@@ -341,7 +340,7 @@ def _provider_table(providers: list[ProviderVerdict]) -> str:
     head = ["| provider | role | precision | device | status | checked | failed | folded | latency | first regression |",
             "| --- | --- | --- | --- | --- | ---: | ---: | ---: | ---: | --- |"]
     return "\n".join(head + [
-        f"| {code(p.name)} | {plain(p.role, 20)} | {plain(p.precision, 20)} | {plain(p.device, 40)} | "
+        f"| {code(p.name)} | {plain(p.role, 20)} | {plain(p.precision, 20)} | {plain(p.label, 40)} | "
         f"{_status(p.status)}{(' — ' + plain(reason(p), 200)) if p.reason else ''} | {num(p.checked)} | "
         f"{num(p.failed)} | {num(p.folded)} | "
         f"{num(p.latency_ms) + ' ms' if p.latency_ms is not None else '—'} | "

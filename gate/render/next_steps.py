@@ -8,18 +8,16 @@
 
 from __future__ import annotations
 
-import re
-
+from gate.core.status import ErrorStatus, ModelStatus, Role, TargetStatus
 from gate.render.text import code, plain
 from gate.verdict.types import ModelVerdict, ProviderVerdict, Report
 
 MAX_MODELS = 20
-_COMMAND = re.compile(r"`(parity-gate update-baseline [^`]+)`")
 _MODEL_ERRORS = {
-    "BUILD_FAIL": "its factory failed to build the model",
-    "EXPORT_FAIL": "it failed to export to ONNX",
-    "EMPTY": "it has nothing to check",
-    "NO_RESULT": "no result file holds it: did its export and collect jobs run and upload their artifacts?",
+    ErrorStatus.BUILD_FAIL: "its factory failed to build the model",
+    ErrorStatus.EXPORT_FAIL: "it failed to export to ONNX",
+    ErrorStatus.EMPTY: "it has nothing to check",
+    ErrorStatus.NO_RESULT: "no result file holds it: did its export and collect jobs run and upload their artifacts?",
 }
 
 
@@ -32,35 +30,26 @@ def next_steps(report: Report) -> str:
     return "**Next steps**\n\n" + "\n".join(lines)
 
 
-def update_command(m: ModelVerdict) -> str:
-    """The command that re-creates the model's baseline (as the judge wrote it: with --config when needed)."""
-    texts = [m.message or ""] + [p.reason or "" for p in m.providers]
-    for text in texts:
-        found = _COMMAND.search(text)
-        if found:
-            return found.group(1).split(" --provider ")[0]
-    return f"parity-gate update-baseline --model {m.name}"
-
-
 def _commit(m: ModelVerdict) -> str:
     return f" and commit {code(m.baseline_path)}" if m.baseline_path else " and commit the baseline file"
 
 
 def _step(m: ModelVerdict) -> str:
-    if m.status == "error":
+    if m.status == ModelStatus.ERROR:
         return _error_step(m)
-    if m.status == "no-baseline":
+    if m.status == ModelStatus.NO_BASELINE:
         return _missing_step(m)
-    reference = next((p for p in m.providers if p.role == "reference" and p.status == "regressed"), None)
+    reference = next((p for p in m.providers if p.role == Role.REFERENCE and p.status == TargetStatus.REGRESSED),
+                     None)
     if reference is not None:
         where = f" first at {code(reference.first_regression.layer)}" if reference.first_regression else ""
         return (f"the model changed (its float64 reference moved{where}). If that is intended, run "
-                f"{code(update_command(m), 260)}{_commit(m)}.")
+                f"{code(m.recreate, 260)}{_commit(m)}.")
     return _runtime_step(m)
 
 
 def _runtime_step(m: ModelVerdict) -> str:
-    regressed = [p for p in m.providers if p.role == "runtime" and p.status == "regressed"]
+    regressed = [p for p in m.providers if p.role == Role.RUNTIME and p.status == TargetStatus.REGRESSED]
     names = ", ".join(code(p.name) for p in regressed[:4]) or "a provider"
     audits_only = regressed and all(p.failed == 0 for p in regressed)
     if audits_only:
@@ -81,22 +70,22 @@ def _runtime_versions(m: ModelVerdict) -> str:
 
 def _missing_step(m: ModelVerdict) -> str:
     if not m.baseline_exists:
-        return f"no baseline yet: run {code(update_command(m), 260)}{_commit(m)}."
-    missing = [p for p in m.providers if p.status == "no-baseline"]
+        return f"no baseline yet: run {code(m.recreate, 260)}{_commit(m)}."
+    missing = [p for p in m.providers if p.status == TargetStatus.NO_BASELINE]
     first = missing[0] if missing else None
     if first is None:
-        return f"no baseline entry: run {code(update_command(m), 260)}{_commit(m)}."
-    command = f"{update_command(m)} --provider {first.name}"
-    return (f"{code(first.name)} has no baseline entry for {plain(first.device, 60)}: run {code(command, 300)} on a "
+        return f"no baseline entry: run {code(m.recreate, 260)}{_commit(m)}."
+    command = f"{m.recreate} --provider {first.name}"
+    return (f"{code(first.name)} has no baseline entry for {plain(first.label, 60)}: run {code(command, 300)} on a "
             f"runner that has it{_commit(m)}.")
 
 
 def _error_step(m: ModelVerdict) -> str:
     if m.error:
-        status = str(m.error.get("status", "error"))
+        status = m.error.error_status
         why = _MODEL_ERRORS.get(status, f"it failed ({plain(status, 20)})")
         return f"{why}. Reproduce with {code(f'parity-gate check --model {m.name}', 200)}; the error is above."
-    failed = [p for p in m.providers if p.status == "error"]
+    failed = [p for p in m.providers if p.status == TargetStatus.ERROR]
     if not failed:
         return "see the error above."
     p = failed[0]
@@ -104,9 +93,9 @@ def _error_step(m: ModelVerdict) -> str:
 
 
 def _provider_error(m: ModelVerdict, p: ProviderVerdict) -> str:
-    if p.error_status == "NO_GPU":
+    if p.error_status == ErrorStatus.NO_GPU:
         return plain(p.reason or "no GPU provider could run on this runner", 600)
-    if p.error_status == "LOAD_FAIL":
+    if p.error_status == ErrorStatus.LOAD_FAIL:
         return (f"{code(p.name)} failed to load on its runner: run {code('parity-gate doctor', 40)} there — its ONNX "
                 "Runtime build, drivers or provider options do not match (a provider listed in `require` must be "
                 "available).")

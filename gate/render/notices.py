@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import PurePosixPath
 
+from gate.core.status import ModelStatus, SkipKind, TargetStatus
 from gate.render.text import code, plain
 from gate.verdict.types import ModelVerdict, ProviderVerdict, Report
 
@@ -51,11 +52,9 @@ def baseline_block(report: Report, approval: str = "") -> str:
 
 def model_notices(m: ModelVerdict) -> list[str]:
     items = []
-    if m.status == "error":
-        e = m.error or {}
-        if e:
-            items.append(f"💥 {code(m.name)} failed: **{plain(e.get('status', 'error'), 20)}**: "
-                         f"{plain(e.get('message', ''))}")
+    if m.status == ModelStatus.ERROR:
+        if m.error:
+            items.append(f"💥 {code(m.name)} failed: **{plain(m.error.error_status, 20)}**: {plain(m.error.message)}")
     elif m.status == "no-baseline" and not m.baseline_exists:
         where = f" at {code(m.baseline_path)}" if m.baseline_path else ""
         items.append(f"🆕 {code(m.name)} has no baseline{where}.")
@@ -72,7 +71,7 @@ def model_notices(m: ModelVerdict) -> list[str]:
         items.append(f"ℹ️ {code(m.name)} ran with {plain(name, 20)} {plain(v.get('run'), 40)}; its baseline was "
                      f"recorded with {plain(v.get('baseline'), 40)}.")
     for p in m.providers:
-        if p.status == "skipped" and (p.reason or "").startswith("skipped by sweep"):
+        if p.status == TargetStatus.SKIPPED and p.skip == SkipKind.SWEEP:
             continue  # listed with its reason in the sweep's matrix
         if p.status == "skipped":
             items.append(f"⏭️ {code(m.name)} · {code(p.name)} not checked: {plain(reason(p))}")
@@ -80,7 +79,7 @@ def model_notices(m: ModelVerdict) -> list[str]:
             items.append(f"💥 {code(m.name)} · {code(p.name)} failed"
                          f"{' (' + plain(p.error_status, 20) + ')' if p.error_status else ''}: {plain(reason(p))}")
         elif p.status == "no-baseline" and m.baseline_exists:
-            items.append(f"🆕 {code(m.name)} · {code(p.name)} has no baseline entry for {plain(p.device, 60)}.")
+            items.append(f"🆕 {code(m.name)} · {code(p.name)} has no baseline entry for {plain(p.label, 60)}.")
     return items
 
 

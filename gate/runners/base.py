@@ -23,6 +23,7 @@ from gate.config import ProviderSpec
 from gate.core.exact import exact
 from gate.core.layers import is_output
 from gate.core.runs import ModelRun, ProviderLayer, ProviderRun, error_against
+from gate.core.status import ErrorStatus
 from gate.core.target import Target
 from gate.errors import ModelError
 
@@ -115,8 +116,8 @@ def execute(runner: Runner, subject: Subject) -> ProviderRun:
     except Unavailable as exc:
         return ProviderRun.skipped(target, str(exc))
     except ModelError as exc:
-        return ProviderRun.failed(target, exc.status, str(exc))
+        return ProviderRun.failed(target, exc.error_status, str(exc))
     except MemoryError:
-        return ProviderRun.failed(target, "CRASH", f"{runner.name} ran out of memory")
+        return ProviderRun.failed(target, ErrorStatus.CRASH, f"{runner.name} ran out of memory")
     finally:
         runner.close()

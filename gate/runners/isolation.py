@@ -22,6 +22,7 @@ import msgpack
 
 from gate.config import Isolation, ProviderSpec
 from gate.core.runs import ProviderRun
+from gate.core.status import ErrorStatus
 from gate.core.target import Target
 from gate.errors import FormatError
 from gate.formats.results import read_run
@@ -61,7 +62,7 @@ def run_isolated(job: dict, target: Target, timeout_s: float,
             except subprocess.TimeoutExpired:
                 _kill(proc)
                 proc.wait()
-                return ProviderRun.failed(target, "TIMEOUT", f"{what} did not finish within {timeout_s:g} s")
+                return ProviderRun.failed(target, ErrorStatus.TIMEOUT, f"{what} did not finish within {timeout_s:g} s")
             finally:
                 reader.join(timeout=5)
             err.seek(0)
@@ -70,8 +71,8 @@ def run_isolated(job: dict, target: Target, timeout_s: float,
             try:
                 return read_run(out).providers[0]
             except (FormatError, IndexError) as exc:
-                return ProviderRun.failed(target, "CRASH", f"{what}: the worker's result is unreadable ({exc})")
-        return ProviderRun.failed(target, "CRASH", _crash_message(what, proc.returncode, stderr, job))
+                return ProviderRun.failed(target, ErrorStatus.CRASH, f"{what}: the worker's result is unreadable ({exc})")
+        return ProviderRun.failed(target, ErrorStatus.CRASH, _crash_message(what, proc.returncode, stderr, job))
 
 
 def report(message: str) -> None:

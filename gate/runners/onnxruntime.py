@@ -16,6 +16,7 @@ from gate.core import device, gpu_probe
 from gate.core.layers import FORWARD_ONLY, is_gradient
 from gate.core.runs import ModelRun, ProviderLayer, ProviderRun, error_against
 from gate.core.stages import DETAIL, DETAIL_EVERY_S
+from gate.core.status import ErrorStatus
 from gate.core.target import Target
 from gate.errors import ModelError
 from gate.formats.results import Bundle
@@ -59,7 +60,7 @@ class OrtRunner(Runner):
         if self.name not in ort_session.available_providers():
             raise Unavailable(f"skipped: {self.name} not available here")
         if subject.bundle is None or not Bundle(subject.bundle).has_model:
-            raise ModelError("no ONNX model (export failed)", "EXPORT_FAIL")
+            raise ModelError("no ONNX model (export failed)", ErrorStatus.EXPORT_FAIL)
 
     def run(self) -> ProviderRun:
         run = self.subject.run
@@ -72,7 +73,7 @@ class OrtRunner(Runner):
             inputs = bundle.inputs()
         except Exception as exc:  # a truncated or foreign file: the provider cannot load it
             raise ModelError(f"{what}: cannot read the exported model or inputs "
-                             f"({type(exc).__name__}: {str(exc)[:200]})", "LOAD_FAIL") from None
+                             f"({type(exc).__name__}: {str(exc)[:200]})", ErrorStatus.LOAD_FAIL) from None
         values = list(dict.fromkeys(s.value for s in run.onnx_map.values() if s.kind == "value"))
         session = ort_session.SessionSpec(self.name, dict(self.spec.options), dict(self.spec.session_options),
                                           self.subject.threads)

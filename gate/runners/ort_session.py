@@ -25,6 +25,7 @@ import onnx
 
 from gate.core import heap
 from gate.core.runs import latency
+from gate.core.status import ErrorStatus
 from gate.errors import ModelError
 from gate.export.saved import Marked
 from gate.fingerprint import Fingerprint, fingerprint
@@ -104,7 +105,7 @@ class SessionSpec:
             return ort.InferenceSession(model, sess_options=self.sess_options(record, profile, arena, prepack),
                                         providers=[(self.provider, dict(self.options))])
         except Exception as exc:
-            raise ModelError(f"{what}: {self.provider} failed to load the model: {_line(exc)}", "LOAD_FAIL") from None
+            raise ModelError(f"{what}: {self.provider} failed to load the model: {_line(exc)}", ErrorStatus.LOAD_FAIL) from None
 
 
 def available_providers() -> list[str]:

@@ -15,6 +15,7 @@ import numpy as np
 import torch
 
 from gate.core.stages import DETAIL, DETAIL_EVERY_S
+from gate.core.status import ErrorStatus
 from gate.errors import ModelError
 from gate.model.build import BuiltModel
 from gate.runners import torch_hooks
@@ -88,7 +89,7 @@ def run_reference(built: BuiltModel, progress: Callable[[str], None], promote: b
         grads = gradients(built.module, built.inputs, built.spec.seed) if built.spec.gradients else []
         return Reference("float32", records, Notes(reached="float32"), outputs, grads)
     except Exception as exc:
-        raise ModelError(f"model `{name}`: PyTorch forward failed: {type(exc).__name__}: {exc}", "INFER_FAIL") from None
+        raise ModelError(f"model `{name}`: PyTorch forward failed: {type(exc).__name__}: {exc}", ErrorStatus.INFER_FAIL) from None
 
 
 CHANGED = 1e-12  # float64 noise: above it, eval mode changed what a layer computes

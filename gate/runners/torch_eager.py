@@ -7,6 +7,7 @@ import copy
 
 from gate.core import device
 from gate.core.runs import ProviderRun, latency
+from gate.core.status import ErrorStatus
 from gate.core.target import Target
 from gate.errors import ModelError
 from gate.runners import torch_hooks, torch_numerics
@@ -42,7 +43,7 @@ class TorchEagerRunner(Runner):
 
         super().prepare(subject)
         if subject.built is None:
-            raise ModelError(f"{self.name} needs the PyTorch model, which is not built here", "LOAD_FAIL")
+            raise ModelError(f"{self.name} needs the PyTorch model, which is not built here", ErrorStatus.LOAD_FAIL)
         dtype = {"float32": None, "float16": torch.float16, "bfloat16": torch.bfloat16}[self.spec.precision]
         where = "cuda" if self.on_cuda else "cpu"
         module = subject.built.module
@@ -90,7 +91,7 @@ class TorchEagerRunner(Runner):
                 fingerprints.update((r.name, r.fp) for r in grads)
         except Exception as exc:  # noqa: BLE001 - a provider that cannot run is a status, not a crash
             raise ModelError(f"{self.name} ({self.spec.precision}) failed: {type(exc).__name__}: {str(exc)[:300]}",
-                             "INFER_FAIL") from None
+                             ErrorStatus.INFER_FAIL) from None
         prun = self.layers_from(ProviderRun(self.target(), numerics=torch_numerics.settings()), fingerprints,
                                 self.absent_reason)
         if self.subject.repeats:

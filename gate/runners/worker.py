@@ -18,6 +18,7 @@ import msgpack
 
 from gate.config import ProviderSpec
 from gate.core.runs import Meta, ModelRun, ProviderRun
+from gate.core.status import ErrorStatus
 from gate.errors import GateError, ModelError
 from gate.formats.results import Bundle, write_runs
 from gate.runners.base import Subject, execute
@@ -53,7 +54,7 @@ def rebuild(job: dict, meta: Meta):
 
     if not job.get("config"):
         raise ModelError(f"{job['what']}: a PyTorch provider in a worker needs the config to rebuild the model",
-                         "LOAD_FAIL")
+                         ErrorStatus.LOAD_FAIL)
     config = load_config(Path(job["config"]))
     (spec,) = config.select_models([job["model"]])
     built = build(spec, config.root)
@@ -61,7 +62,7 @@ def rebuild(job: dict, meta: Meta):
         if got != getattr(meta, key):
             raise ModelError(f"{job['what']}: rebuilt in the worker, the model has other {key.split('_')[0]} than the "
                              "one exported (its factory is not deterministic under its seed); run this provider "
-                             "in-process with `isolated = false`", "BUILD_FAIL")
+                             "in-process with `isolated = false`", ErrorStatus.BUILD_FAIL)
     return built
 
 
@@ -81,9 +82,9 @@ def execute_job(job: dict) -> ProviderRun:
         runner.capture_bytes = job.get("capture_bytes")
         return execute(runner, subject)
     except ModelError as exc:
-        return ProviderRun.failed(runner.target(), exc.status, str(exc))
+        return ProviderRun.failed(runner.target(), exc.error_status, str(exc))
     except MemoryError:
-        return ProviderRun.failed(runner.target(), "CRASH", f"{job['what']}: {spec.name} ran out of memory "
+        return ProviderRun.failed(runner.target(), ErrorStatus.CRASH, f"{job['what']}: {spec.name} ran out of memory "
                                   f"(budget {job.get('memory_mb')} MiB)")
 
 
@@ -93,7 +94,7 @@ def main(argv: list[str]) -> int:
     try:
         prun = execute_job(job)
     except GateError as exc:  # a broken bundle or config: the provider cannot load the model
-        prun = ProviderRun.failed(runner_for(ProviderSpec(**job["provider"])).target(), "LOAD_FAIL",
+        prun = ProviderRun.failed(runner_for(ProviderSpec(**job["provider"])).target(), ErrorStatus.LOAD_FAIL,
                                   f"{job['what']}: {exc}")
     write_runs(Path(job["out"]), [ModelRun(job["model"], providers=[prun])])
     return 0

@@ -16,6 +16,7 @@ from pathlib import Path
 from gate.config import DTYPES
 from gate.config.parse import parse
 from gate.core.names import model_name_problem
+from gate.core.target import REFERENCE_PROVIDER
 from gate.errors import ConfigError
 
 if sys.version_info >= (3, 11):
@@ -23,7 +24,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - Python 3.10
     import tomli as tomllib
 
-DEFAULT_PROVIDERS = ("torch-cpu", "CPUExecutionProvider")
+DEFAULT_PROVIDERS = (REFERENCE_PROVIDER, "CPUExecutionProvider")
 _INPUT = re.compile(r"(?:(?P<name>[A-Za-z_][A-Za-z0-9_.-]*)=)?(?P<shape>\d+(?:[x,*]\d+)*)(?::(?P<dtype>\w+))?\Z")
 _SECTION = re.compile(r"^\s*\[\[?\s*tool\.parity-gate[\].]")
 _HEADER = re.compile(r"^\s*\[")

@@ -9,6 +9,8 @@ from collections.abc import Iterable
 from gate.config import Config, ModelSpec, Sweep
 from gate.core.layers import is_output
 from gate.core.runs import ModelRun, ProviderRun
+from gate.core.status import Check, ComparisonStatus
+from gate.core.target import REFERENCE_PROVIDER
 from gate.fingerprint import Fingerprint, relative_error
 
 from .types import Comparison
@@ -30,12 +32,13 @@ def distance(a: dict[str, Fingerprint], b: dict[str, Fingerprint]) -> float | No
 
 
 def judged(kind: str, provider: str, other: str, error: float | None, tolerance: float) -> Comparison:
-    status = "unmeasured" if error is None else ("fail" if error > tolerance else "pass")
-    return Comparison(kind, provider, other, error, tolerance, status)
+    status = ComparisonStatus.UNMEASURED if error is None else (
+        ComparisonStatus.FAIL if error > tolerance else ComparisonStatus.PASS)
+    return Comparison(kind=Check(kind), provider=provider, other=other, error=error, tolerance=tolerance, status=status)
 
 
 def _targets(run: ModelRun) -> dict[str, ProviderRun | None]:
-    out: dict[str, ProviderRun | None] = {"torch-cpu:float64": None}
+    out: dict[str, ProviderRun | None] = {f"{REFERENCE_PROVIDER}:float64": None}
     for p in run.providers:
         if p.status == "ok":
             out.setdefault(p.name if p.precision == "float32" else f"{p.name}:{p.precision}", p)
@@ -57,7 +60,7 @@ def _pairs(sweep: Sweep, specs: list[ModelSpec], runs: dict[str, ModelRun]) -> I
             for label, prun in _targets(a).items():
                 if label in tb:
                     error = distance(outputs_of(a, prun), outputs_of(b, tb[label]))
-                    yield left.name, judged("pair", label, right.name, error, pair.tolerance)
+                    yield left.name, judged(Check.PAIR, label, right.name, error, pair.tolerance)
 
 
 def _anchored(sweep: Sweep, specs: list[ModelSpec], runs: dict[str, ModelRun]) -> Iterable[tuple[str, Comparison]]:
@@ -71,7 +74,7 @@ def _anchored(sweep: Sweep, specs: list[ModelSpec], runs: dict[str, ModelRun]) -
         for label, prun in _targets(run).items():
             if prun is not None and prun is not anchor:
                 error = distance(outputs_of(run, prun), outputs_of(run, anchor))
-                yield spec.name, judged("anchor", label, sweep.anchor, error, spec.tolerance.ceiling)
+                yield spec.name, judged(Check.ANCHOR, label, sweep.anchor, error, spec.tolerance.ceiling)
 
 
 def compare(config: Config, runs: dict[str, ModelRun]) -> dict[str, list[Comparison]]:

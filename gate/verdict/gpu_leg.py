@@ -12,15 +12,14 @@ from __future__ import annotations
 
 from gate.core.ortdist import fix_for, is_gpu
 from gate.core.runs import ModelRun, ProviderRun
-
-STATUS = "NO_GPU"  # the target's error status in reports
+from gate.core.status import ErrorStatus, RunStatus, SkipKind
 
 
 def missing_gpu(runs: list[ProviderRun]) -> list[str]:
     """The GPU providers of ``runs`` when every one of them was skipped as unavailable ([] else)."""
-    # A sweep's own skip is a decision, not an unavailable runtime.
-    gpu = [p for p in runs if is_gpu(p.name) and not (p.reason or "").startswith("skipped by sweep")]
-    if not gpu or any(p.status != "skipped" for p in gpu):
+    # A sweep's own skip is a decision and an unrun leg ran nowhere: neither is an unavailable runtime.
+    gpu = [p for p in runs if is_gpu(p.name) and p.skip not in (SkipKind.SWEEP, SkipKind.UNRUN)]
+    if not gpu or any(p.status != RunStatus.SKIPPED for p in gpu):
         return []
     return list(dict.fromkeys(p.name for p in gpu))
 
@@ -40,5 +39,5 @@ def fail_missing_gpu(run: ModelRun, allow: bool, required: tuple[str, ...] = ())
         reason = message(names)
         for i, p in enumerate(run.providers):
             if p.name in names and p.name not in required:
-                run.providers[i] = ProviderRun.failed(p.target, STATUS, reason)
+                run.providers[i] = ProviderRun.failed(p.target, ErrorStatus.NO_GPU, reason)
     return run

@@ -7,13 +7,23 @@ from dataclasses import dataclass
 
 from gate.config import ModelSpec
 from gate.core.runs import ModelRun, ProviderRun
+from gate.core.status import (
+    AuditStatus,
+    Check,
+    ComparisonStatus,
+    ErrorStatus,
+    ModelStatus,
+    Role,
+    RunStatus,
+    TargetStatus,
+    Verdict,
+)
+from gate.core.target import REFERENCE_PROVIDER
 from gate.formats.baseline import Baseline, Entry
 from gate.verdict import checks, hints, model_audits
 from gate.verdict.placement import placement_audit
 from gate.verdict.types import Audit, Comparison, ModelVerdict, ProviderVerdict, Regression, Report
 from gate.verdict.versions import version_changes
-
-REFERENCE = "torch-cpu"  # the float64 reference runs on PyTorch's CPU kernels
 
 
 @dataclass(frozen=True)
@@ -29,22 +39,22 @@ def audits(prun: ProviderRun, entry: Entry | None, policy: Policy) -> list[Audit
     """Nodes an EP gave up since the baseline, session options and latency against the baseline."""
     out = placement_audit(prun.name, entry.placement if entry is not None else None, prun.placement, policy.placement)
     if entry is not None and (entry.session_options or {}) != (prun.session_options or {}):
-        out.append(Audit("session-options", "warn", f"{prun.name}: session options changed since the baseline "
+        out.append(Audit(Check.SESSION_OPTIONS, AuditStatus.WARN, f"{prun.name}: session options changed since the baseline "
                          f"({entry.session_options or {}} -> {prun.session_options or {}}): they change what ONNX Runtime "
                          "fuses and how it computes"))
     base_latency = entry.latency_ms if entry is not None else None
     if prun.latency_ms is not None and base_latency and policy.max_slowdown is not None:
         ratio = prun.latency_ms / base_latency
         if ratio > 1 + policy.max_slowdown:
-            out.append(Audit("latency", "fail", f"{prun.name}: median latency {prun.latency_ms:.3g} ms is {ratio:.2f}x "
+            out.append(Audit(Check.LATENCY, AuditStatus.FAIL, f"{prun.name}: median latency {prun.latency_ms:.3g} ms is {ratio:.2f}x "
                              f"the baseline {base_latency:.3g} ms (max-slowdown {policy.max_slowdown:g})"))
     return out
 
 
 def _reference(run: ModelRun, baseline: Baseline | None, spec: ModelSpec, missing: str | None) -> ProviderVerdict:
-    ref = ProviderVerdict(REFERENCE, "reference", run.reference_dtype, "cpu")
+    ref = ProviderVerdict(REFERENCE_PROVIDER, Role.REFERENCE, run.reference_dtype, "cpu")
     if baseline is None:
-        ref.status, ref.reason = "no-baseline", missing
+        ref.status, ref.reason = TargetStatus.NO_BASELINE, missing
     elif run.layers:
         ref.rows = checks.reference_rows(run, baseline, spec)
     return ref
@@ -52,22 +62,22 @@ def _reference(run: ModelRun, baseline: Baseline | None, spec: ModelSpec, missin
 
 def _runtime(run: ModelRun, prun: ProviderRun, baseline: Baseline | None, spec: ModelSpec, update_cmd: str,
              policy: Policy) -> ProviderVerdict:
-    pv = ProviderVerdict(prun.name, "runtime", prun.precision, prun.target.label, reason=prun.reason,
+    pv = ProviderVerdict(prun.name, Role.RUNTIME, prun.precision, prun.target.label, reason=prun.reason,
                          latency_ms=prun.latency_ms, latency_p90_ms=prun.latency_p90_ms)
-    if prun.status == "skipped":
-        pv.status = "skipped"
+    if prun.status == RunStatus.SKIPPED:
+        pv.status, pv.skip = TargetStatus.SKIPPED, prun.skip
         if prun.name in policy.require:
-            pv.status, pv.error_status = "error", "LOAD_FAIL"
+            pv.status, pv.error_status, pv.skip = TargetStatus.ERROR, ErrorStatus.LOAD_FAIL, None
             pv.reason = f"{prun.name} is required but not available here"
         return pv
-    if prun.status == "error":
-        pv.status, pv.error_status = "error", prun.error_status
+    if prun.status == RunStatus.ERROR:
+        pv.status, pv.error_status = TargetStatus.ERROR, prun.error_status
         return pv
     entry = None
     if baseline is not None:
         entry, note = baseline.entry_for(prun.target)
         if entry is None:
-            pv.status = "no-baseline"
+            pv.status = TargetStatus.NO_BASELINE
             pv.reason = (f"no baseline for {prun.name} on device class {prun.target.label}: create it with "
                          f"`{update_cmd} --provider {prun.name}`")
         else:
@@ -84,21 +94,19 @@ def _first(pv: ProviderVerdict, order: dict[str, int]) -> Regression | None:
     row = checks.first_failure(pv.rows, order)
     if row is not None:
         return Regression.of(row)
-    audit = next((a for a in pv.audits if a.status == "fail"), None)
+    audit = next((a for a in pv.audits if a.status == AuditStatus.FAIL), None)
     return None if audit is None else Regression("(model)", "", audit.check, message=audit.message)
 
 
 def model_verdict(spec: ModelSpec, run: ModelRun, baseline: Baseline | None, path: str, update_cmd: str,
                   policy: Policy = Policy(), comparisons: list[Comparison] | None = None) -> ModelVerdict:
-    mv = ModelVerdict(spec.name, error=None if run.error is None else {"status": run.error.status,
-                                                                       "message": run.error.message},
-                      baseline_path=path, baseline_exists=baseline is not None, exporter=run.meta.exporter,
+    mv = ModelVerdict(spec.name, error=run.error, update_command=update_cmd, baseline_path=path, baseline_exists=baseline is not None, exporter=run.meta.exporter,
                       export_fallback=run.meta.export_fallback, opset=run.meta.opset,
                       reference_dtype=run.reference_dtype, layers=len(run.layers),
                       promoted=dict(run.meta.promoted or {}), below_float64=dict(run.meta.below_float64 or {}),
                       sweep=spec.sweep.sweep if spec.sweep else None, comparisons=list(comparisons or []))
     if baseline is None:
-        mv.status, mv.message = "no-baseline", f"no baseline at {path}: create it with `{update_cmd}`"
+        mv.status, mv.message = ModelStatus.NO_BASELINE, f"no baseline at {path}: create it with `{update_cmd}`"
     else:
         mv.versions = version_changes(baseline.meta, run.meta)
     mv.providers = [_reference(run, baseline, spec, mv.message)]
@@ -110,18 +118,18 @@ def model_verdict(spec: ModelSpec, run: ModelRun, baseline: Baseline | None, pat
     for pv in mv.providers:
         pv.first_regression = _first(pv, order)
         if pv.first_regression is not None:
-            pv.status = "regressed"
-            candidates.append((order.get(pv.first_regression.layer, len(order)), 1 + (pv.role != "reference"),
+            pv.status = TargetStatus.REGRESSED
+            candidates.append((order.get(pv.first_regression.layer, len(order)), 1 + (pv.role != Role.REFERENCE),
                                Regression(**{**vars(pv.first_regression), "provider": pv.name,
                                              "precision": pv.precision})))
-    for audit in (a for a in mv.audits if a.status == "fail"):
+    for audit in (a for a in mv.audits if a.status == AuditStatus.FAIL):
         # What ships does not match the config (its export) or the model as given: before any layer.
-        where = "(export)" if audit.check == "dynamic-shape" else "(model as given)"
+        where = "(export)" if audit.check == Check.DYNAMIC_SHAPE else "(model as given)"
         layer = audit.layer or "(model)"
         candidates.append((order.get(layer, -1) if audit.layer else -1, 0,
                            Regression(layer, "", audit.check, message=audit.message, provider=where)))
-    for c in (c for c in mv.comparisons if c.status == "fail"):  # after every layer: outputs only
-        against = f"case `{c.other}`" if c.kind == "pair" else f"anchor `{c.other}`"
+    for c in (c for c in mv.comparisons if c.status == ComparisonStatus.FAIL):  # after every layer: outputs only
+        against = f"case `{c.other}`" if c.kind == Check.PAIR else f"anchor `{c.other}`"
         candidates.append((len(order), 2, Regression("(model)", "", c.kind, c.error, c.tolerance,
                                                      f"outputs differ from {against} by {c.error:.3g}",
                                                      provider=c.provider)))
@@ -129,11 +137,11 @@ def model_verdict(spec: ModelSpec, run: ModelRun, baseline: Baseline | None, pat
         # Earliest layer wins; on a tie the model's own audits, then the reference (a model change)
         # explain the runtimes.
         mv.first_regression = min(candidates, key=lambda c: c[:2])[2]
-        mv.status = "regressed"
-    if mv.status == "pass" and any(p.status == "no-baseline" for p in mv.providers):
-        mv.status = "no-baseline"
-    if run.error or any(p.status == "error" for p in mv.providers):
-        mv.status = "error"
+        mv.status = ModelStatus.REGRESSED
+    if mv.status == ModelStatus.PASS and any(p.status == TargetStatus.NO_BASELINE for p in mv.providers):
+        mv.status = ModelStatus.NO_BASELINE
+    if run.error or any(p.status == TargetStatus.ERROR for p in mv.providers):
+        mv.status = ModelStatus.ERROR
     mv.hints = hints.model_hints(spec, run, baseline, mv)  # diagnosis only; never changes the verdict
     return mv
 
@@ -142,10 +150,10 @@ def assemble(models: list[ModelVerdict], environment: dict) -> Report:
     """The report: models in configured order; the first model's first regression leads."""
     lead = next((m for m in models if m.first_regression is not None), None)
     first = None if lead is None else Regression(**{**vars(lead.first_regression), "model": lead.name})
-    if any(m.status == "error" for m in models):
-        verdict = "error"
-    elif any(m.status in ("regressed", "no-baseline") for m in models):
-        verdict = "regressed"
+    if any(m.status == ModelStatus.ERROR for m in models):
+        verdict = Verdict.ERROR
+    elif any(m.status in (ModelStatus.REGRESSED, ModelStatus.NO_BASELINE) for m in models):
+        verdict = Verdict.REGRESSED
     else:
-        verdict = "pass"
+        verdict = Verdict.PASS
     return Report(verdict, models, environment, first)

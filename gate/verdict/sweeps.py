@@ -10,16 +10,18 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from gate.core.status import Check, ModelStatus, TargetStatus
+
 from .types import Comparison, ModelVerdict, ProviderVerdict
 
-ERROR_CHECKS = ("error-growth", "ceiling")
-CELL_STATUSES = ("ok", "regressed", "fallback", "no-baseline", "skipped", "BUILD_FAIL", "EXPORT_FAIL", "LOAD_FAIL",
-                 "INFER_FAIL", "TIMEOUT", "CRASH", "error")
+ERROR_CHECKS = (Check.ERROR_GROWTH, Check.CEILING)
+# A cell's status: one of these, or the ErrorStatus of a model or target that failed.
+CELL_STATUSES = ("ok", "regressed", "fallback", "no-baseline", "skipped", "error")
 
 
 @dataclass
 class Cell:
-    status: str  # see CELL_STATUSES
+    status: str  # CELL_STATUSES or an ErrorStatus
     reason: str | None = None
     error: float | None = None  # worst relative L2 error against the float64 reference over the case's layers
     latency_ms: float | None = None  # median over the configured repeats
@@ -60,18 +62,16 @@ def column(p: ProviderVerdict) -> str:
 
 
 def cell(m: ModelVerdict, p: ProviderVerdict | None) -> Cell:
-    if m.status == "error" and (p is None or p.status != "skipped"):
-        status = (m.error or {}).get("status", "error")
-        return Cell(status if status in CELL_STATUSES else "error", (m.error or {}).get("message"))
+    if m.status == ModelStatus.ERROR and (p is None or p.status != TargetStatus.SKIPPED):
+        return Cell(m.error.error_status, m.error.message) if m.error else Cell("error")
     if p is None:
         return Cell("skipped", "no result for this provider")
     errors = [r.value for r in p.rows if r.check in ERROR_CHECKS and r.value is not None]
     worst = max(errors) if errors else None
     if p.status == "skipped":
         return Cell("skipped", p.reason)
-    if p.status == "error":
-        status = p.error_status or "error"
-        return Cell(status if status in CELL_STATUSES else "error", p.reason)
+    if p.status == TargetStatus.ERROR:
+        return Cell(p.error_status or "error", p.reason)
     placement = p.placement or {}
     status = {"pass": "ok", "regressed": "regressed", "no-baseline": "no-baseline"}.get(p.status, "error")
     moved = next((r for r in m.providers if r.role == "reference" and r.first_regression is not None), None)

@@ -10,16 +10,22 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from gate.core.runs import RunError
+from gate.core.status import (
+    AuditStatus,
+    Check,
+    ComparisonStatus,
+    ErrorStatus,
+    ModelStatus,
+    Role,
+    RowStatus,
+    SkipKind,
+    TargetStatus,
+    Verdict,
+)
 from gate.formats.fields import Obj
 
 SCHEMA, VERSION = "parity-gate/report", 1
-VERDICTS = ("pass", "regressed", "error")
-MODEL_STATUSES = ("pass", "regressed", "no-baseline", "error")
-TARGET_STATUSES = ("pass", "regressed", "no-baseline", "skipped", "error")
-ROW_STATUSES = ("pass", "fail", "new", "missing", "folded", "absent")
-ROLES = ("reference", "runtime")
-# The exit code of each verdict (2 is a usage, configuration or file-format error).
-EXIT = {"pass": 0, "regressed": 1, "error": 3}
 
 
 @dataclass
@@ -28,8 +34,8 @@ class Row:
 
     layer: str
     type: str
-    status: str  # see ROW_STATUSES
-    check: str | None = None
+    status: RowStatus
+    check: Check | str | None = None  # a Check; a report from a newer writer may name others
     value: float | None = None
     threshold: float | None = None
     baseline: float | None = None
@@ -40,11 +46,12 @@ class Row:
     def failed(self) -> bool:
         """A failed check, or a layer the baseline does not know / no longer sees. A runtime
         row that is merely new to the baseline (no recorded error yet) is not a failure."""
-        return self.status in ("fail", "missing") or (self.status == "new" and self.check == "structure")
+        return (self.status in (RowStatus.FAIL, RowStatus.MISSING)
+                or (self.status == RowStatus.NEW and self.check == Check.STRUCTURE))
 
     @property
     def checked(self) -> bool:
-        return self.status in ("pass", "fail")
+        return self.status in (RowStatus.PASS, RowStatus.FAIL)
 
     def to_dict(self) -> dict[str, Any]:
         out = {"layer": self.layer, "type": self.type, "status": self.status, "check": self.check,
@@ -55,9 +62,14 @@ class Row:
 
     @classmethod
     def from_dict(cls, o: Obj) -> Row:
-        return cls(o.str("layer"), o.str("type", default=""), o.choice("status", ROW_STATUSES),
-                   o.opt_str("check"), o.num("value"), o.num("threshold"), o.num("baseline"),
-                   o.opt_str("message"), o.free("exact"))
+        return cls(layer=o.str("layer"), type=o.str("type", default=""), status=o.word("status", RowStatus),
+                   check=_check(o.opt_str("check")), value=o.num("value"), threshold=o.num("threshold"),
+                   baseline=o.num("baseline"), message=o.opt_str("message"), exact=o.free("exact"))
+
+
+def _check(name: str | None) -> Check | str | None:
+    """A check's name as its member; a name this version does not know stays text."""
+    return Check(name) if name in Check.values() else name
 
 
 @dataclass
@@ -67,7 +79,7 @@ class Regression:
 
     layer: str
     type: str
-    check: str
+    check: Check | str
     value: float | None = None
     threshold: float | None = None
     message: str | None = None
@@ -77,7 +89,8 @@ class Regression:
 
     @classmethod
     def of(cls, row: Row) -> Regression:
-        return cls(row.layer, row.type, row.check or "", row.value, row.threshold, row.message)
+        return cls(layer=row.layer, type=row.type, check=row.check or "", value=row.value, threshold=row.threshold,
+                   message=row.message)
 
     def to_dict(self) -> dict[str, Any]:
         head = {k: v for k, v in (("model", self.model), ("provider", self.provider),
@@ -87,8 +100,9 @@ class Regression:
 
     @classmethod
     def from_dict(cls, o: Obj) -> Regression:
-        return cls(o.str("layer"), o.str("type", default=""), o.str("check"), o.num("value"), o.num("threshold"),
-                   o.opt_str("message"), o.opt_str("provider"), o.opt_str("precision"), o.opt_str("model"))
+        return cls(layer=o.str("layer"), type=o.str("type", default=""), check=_check(o.str("check")),
+                   value=o.num("value"), threshold=o.num("threshold"), message=o.opt_str("message"),
+                   provider=o.opt_str("provider"), precision=o.opt_str("precision"), model=o.opt_str("model"))
 
 
 @dataclass
@@ -97,8 +111,8 @@ class Audit:
     (``latency``), dynamic dimensions the export made static (``dynamic-shape``), modules left in
     training mode that change the outputs (``training-mode``, at ``layer``)."""
 
-    check: str
-    status: str  # "warn" | "fail"
+    check: Check | str
+    status: AuditStatus
     message: str
     layer: str | None = None
 
@@ -110,8 +124,8 @@ class Audit:
 
     @classmethod
     def from_dict(cls, o: Obj) -> Audit:
-        return cls(o.str("check"), o.choice("status", ("warn", "fail")), o.str("message", default=""),
-                   o.opt_str("layer"))
+        return cls(check=_check(o.str("check")), status=o.word("status", AuditStatus),
+                   message=o.str("message", default=""), layer=o.opt_str("layer"))
 
 
 @dataclass
@@ -119,12 +133,12 @@ class Comparison:
     """A sweep's comparison of one case's outputs beyond the reference: ``pair`` (against the case
     ``other`` on the same ``provider``) or ``anchor`` (``provider`` against the provider ``other``)."""
 
-    kind: str  # "pair" | "anchor"
+    kind: Check  # PAIR | ANCHOR
     provider: str  # a runtime's column label, or "torch-cpu:float64" for the reference
     other: str
     error: float | None  # largest relative L2 difference of the outputs
     tolerance: float
-    status: str  # "pass" | "fail" | "unmeasured"
+    status: ComparisonStatus
 
     def to_dict(self) -> dict[str, Any]:
         return {"kind": self.kind, "provider": self.provider, "other": self.other, "error": self.error,
@@ -132,8 +146,9 @@ class Comparison:
 
     @classmethod
     def from_dict(cls, o: Obj) -> Comparison:
-        return cls(o.choice("kind", ("pair", "anchor")), o.str("provider"), o.str("other"), o.num("error"),
-                   o.num("tolerance") or 0.0, o.choice("status", ("pass", "fail", "unmeasured")))
+        return cls(kind=Check(o.choice("kind", (Check.PAIR.value, Check.ANCHOR.value))), provider=o.str("provider"),
+                   other=o.str("other"), error=o.num("error"), tolerance=o.num("tolerance") or 0.0,
+                   status=o.word("status", ComparisonStatus))
 
 
 @dataclass
@@ -141,12 +156,12 @@ class ProviderVerdict:
     """One target of one model: the reference (role ``reference``) or a runtime."""
 
     name: str
-    role: str
+    role: Role
     precision: str
-    device: str
-    status: str = "pass"  # see TARGET_STATUSES
+    label: str  # the target's label (device class, `:precision` unless float32); "cpu" for the reference
+    status: TargetStatus = TargetStatus.PASS
     reason: str | None = None
-    error_status: str | None = None
+    error_status: ErrorStatus | None = None  # how it failed (status ERROR)
     latency_ms: float | None = None
     baseline_latency_ms: float | None = None
     first_regression: Regression | None = None
@@ -155,6 +170,7 @@ class ProviderVerdict:
     placement: dict[str, Any] | None = None
     capture_peak_mb: float | None = None
     latency_p90_ms: float | None = None  # with `repeats`: the 90th percentile beside the median
+    skip: SkipKind | None = None  # why it did not run (status SKIPPED)
 
     @property
     def checked(self) -> int:
@@ -166,26 +182,30 @@ class ProviderVerdict:
 
     @property
     def folded(self) -> int:
-        return sum(r.status == "folded" for r in self.rows)
+        return sum(r.status == RowStatus.FOLDED for r in self.rows)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "role": self.role, "precision": self.precision, "device": self.device,
+        return {"name": self.name, "role": self.role, "precision": self.precision, "device": self.label,
                 "status": self.status, "reason": self.reason, "error_status": self.error_status,
                 "latency_ms": self.latency_ms, "baseline_latency_ms": self.baseline_latency_ms,
                 "first_regression": None if self.first_regression is None else self.first_regression.to_dict(),
                 "checked": self.checked, "failed": self.failed, "folded": self.folded,
                 "layers": [r.to_dict() for r in self.rows], "audits": [a.to_dict() for a in self.audits],
                 "placement": self.placement, "capture_peak_mb": self.capture_peak_mb,
-                **({"latency_p90_ms": self.latency_p90_ms} if self.latency_p90_ms is not None else {})}
+                **({"latency_p90_ms": self.latency_p90_ms} if self.latency_p90_ms is not None else {}),
+                **({"skip": self.skip} if self.skip is not None else {})}
 
     @classmethod
     def from_dict(cls, o: Obj) -> ProviderVerdict:
-        return cls(o.str("name"), o.choice("role", ROLES, default="runtime"), o.str("precision", default=""),
-                   o.str("device", default=""), o.choice("status", TARGET_STATUSES), o.opt_str("reason"),
-                   o.opt_str("error_status"), o.num("latency_ms"), o.num("baseline_latency_ms"),
-                   o.opt_obj("first_regression", Regression.from_dict), o.objs("layers", Row.from_dict),
-                   o.objs("audits", Audit.from_dict), o.free("placement"), o.num("capture_peak_mb"),
-                   o.num("latency_p90_ms") if o.has("latency_p90_ms") else None)
+        return cls(name=o.str("name"), role=o.word("role", Role, default=Role.RUNTIME),
+                   precision=o.str("precision", default=""), label=o.str("device", default=""),
+                   status=o.word("status", TargetStatus), reason=o.opt_str("reason"),
+                   error_status=o.opt_word("error_status", ErrorStatus), latency_ms=o.num("latency_ms"),
+                   baseline_latency_ms=o.num("baseline_latency_ms"),
+                   first_regression=o.opt_obj("first_regression", Regression.from_dict),
+                   rows=o.objs("layers", Row.from_dict), audits=o.objs("audits", Audit.from_dict),
+                   placement=o.free("placement"), capture_peak_mb=o.num("capture_peak_mb"),
+                   latency_p90_ms=o.num("latency_p90_ms"), skip=o.opt_word("skip", SkipKind))
 
 
 @dataclass
@@ -204,15 +224,15 @@ class Hint:
 
     @classmethod
     def from_dict(cls, o: Obj) -> Hint:
-        return cls(o.str("kind"), o.str("layer", default=""), o.str("provider", default=""),
-                   o.str("message", default=""), o.free("evidence") or {})
+        return cls(kind=o.str("kind"), layer=o.str("layer", default=""), provider=o.str("provider", default=""),
+                   message=o.str("message", default=""), evidence=o.free("evidence") or {})
 
 
 @dataclass
 class ModelVerdict:
     name: str
-    status: str = "pass"  # see MODEL_STATUSES
-    error: dict[str, str] | None = None  # {"status": "EXPORT_FAIL", "message": ...}
+    status: ModelStatus = ModelStatus.PASS
+    error: RunError | None = None  # the model failed to build, export or run, or no file holds it
     baseline_path: str = ""
     baseline_exists: bool = False
     exporter: str | None = None
@@ -233,6 +253,12 @@ class ModelVerdict:
     versions: dict[str, dict[str, str]] = field(default_factory=dict)
     sweep: str | None = None  # the sweep this model is a case of
     comparisons: list[Comparison] = field(default_factory=list)  # the sweep's pairs and anchor
+    update_command: str | None = None  # the command that re-creates this model's baseline
+
+    @property
+    def recreate(self) -> str:
+        """``update_command``, or the plain command where a report from an older writer lacks it."""
+        return self.update_command or f"parity-gate update-baseline --model {self.name}"
 
     def to_dict(self) -> dict[str, Any]:
         out = self._to_dict()
@@ -242,10 +268,13 @@ class ModelVerdict:
             out["sweep"] = self.sweep
         if self.comparisons:
             out["comparisons"] = [c.to_dict() for c in self.comparisons]
+        if self.update_command:
+            out["update_command"] = self.update_command
         return out
 
     def _to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "status": self.status, "error": self.error,
+        error = None if self.error is None else {"status": self.error.error_status, "message": self.error.message}
+        return {"name": self.name, "status": self.status, "error": error,
                 "baseline": {"path": self.baseline_path, "exists": self.baseline_exists},
                 "exporter": self.exporter, "export_fallback": self.export_fallback, "opset": self.opset,
                 "reference": {"device": "cpu", "dtype": self.reference_dtype, "promoted": self.promoted,
@@ -258,19 +287,21 @@ class ModelVerdict:
 
     @classmethod
     def from_dict(cls, o: Obj) -> ModelVerdict:
-        error = o.opt_obj("error", lambda e: {"status": e.str("status"), "message": e.str("message", default="")})
-        baseline = o.opt_obj("baseline", lambda b: (b.str("path", default=""), b.bool("exists")))
+        error = o.opt_obj("error", lambda e: RunError(e.word("status", ErrorStatus), e.str("message", default="")))
+        path, exists = o.opt_obj("baseline", lambda b: (b.str("path", default=""), b.bool("exists"))) or ("", False)
         reference = o.opt_obj("reference", lambda r: (r.str("dtype", default="float64"), r.counts("promoted"),
                                                       r.words("below_float64")))
         dtype, promoted, below = reference or ("float64", {}, {})
-        versions = o.opt_obj("versions", _versions) or {}
-        return cls(o.str("name"), o.choice("status", MODEL_STATUSES), error,
-                   *(baseline or ("", False)), o.opt_str("exporter"), o.opt_str("export_fallback"),
-                   o.int("opset"), dtype, o.int("layers") or 0,
-                   o.opt_obj("first_regression", Regression.from_dict), o.objs("providers", ProviderVerdict.from_dict),
-                   o.opt_str("message"), o.objs("hints", Hint.from_dict), promoted, below,
-                   o.objs("audits", Audit.from_dict), o.free("mapping") or {}, versions,
-                   o.opt_str("sweep") if o.has("sweep") else None, o.objs("comparisons", Comparison.from_dict))
+        return cls(name=o.str("name"), status=o.word("status", ModelStatus), error=error, baseline_path=path,
+                   baseline_exists=exists, exporter=o.opt_str("exporter"), export_fallback=o.opt_str("export_fallback"),
+                   opset=o.int("opset"), reference_dtype=dtype, layers=o.int("layers") or 0,
+                   first_regression=o.opt_obj("first_regression", Regression.from_dict),
+                   providers=o.objs("providers", ProviderVerdict.from_dict), message=o.opt_str("message"),
+                   hints=o.objs("hints", Hint.from_dict), promoted=promoted, below_float64=below,
+                   audits=o.objs("audits", Audit.from_dict), mapping=o.free("mapping") or {},
+                   versions=o.opt_obj("versions", _versions) or {}, sweep=o.opt_str("sweep"),
+                   comparisons=o.objs("comparisons", Comparison.from_dict),
+                   update_command=o.opt_str("update_command"))
 
 
 def _versions(o: Obj) -> dict[str, dict[str, str]]:
@@ -292,19 +323,20 @@ class Summary:
 
     @classmethod
     def of(cls, models: list[ModelVerdict]) -> Summary:
-        return cls(len(models), sum(m.layers for m in models),
-                   sorted({p.name for m in models for p in m.providers if p.role == "runtime"}),
-                   sum(p.failed for m in models for p in m.providers), sum(m.status == "error" for m in models))
+        return cls(models=len(models), layers=sum(m.layers for m in models),
+                   providers=sorted({p.name for m in models for p in m.providers if p.role == Role.RUNTIME}),
+                   regressions=sum(p.failed for m in models for p in m.providers),
+                   errors=sum(m.status == ModelStatus.ERROR for m in models))
 
     @classmethod
     def from_dict(cls, o: Obj) -> Summary:
-        return cls(o.int("models") or 0, o.int("layers") or 0, o.strs("providers"), o.int("regressions") or 0,
-                   o.int("errors") or 0)
+        return cls(models=o.int("models") or 0, layers=o.int("layers") or 0, providers=o.strs("providers"),
+                   regressions=o.int("regressions") or 0, errors=o.int("errors") or 0)
 
 
 @dataclass
 class Report:
-    verdict: str  # see VERDICTS
+    verdict: Verdict
     models: list[ModelVerdict]
     environment: dict[str, Any] = field(default_factory=dict)
     first_regression: Regression | None = None
@@ -317,7 +349,7 @@ class Report:
 
     @property
     def exit_code(self) -> int:
-        return EXIT[self.verdict]
+        return Verdict(self.verdict).exit_code
 
     def to_dict(self) -> dict[str, Any]:
         out = {"schema": SCHEMA, "version": VERSION, "verdict": self.verdict,
@@ -343,5 +375,6 @@ class Report:
         first = o.opt_obj("first_regression", Regression.from_dict)
         if first is not None and (first.model is None or first.provider is None):
             o.fail("first_regression", "must name its `model` and `provider`")
-        return cls(o.choice("verdict", VERDICTS), o.objs("models", ModelVerdict.from_dict, required=True),
-                   o.free("environment") or {}, first, o.opt_obj("summary", Summary.from_dict), changes)
+        return cls(verdict=o.word("verdict", Verdict), models=o.objs("models", ModelVerdict.from_dict, required=True),
+                   environment=o.free("environment") or {}, first_regression=first,
+                   summary=o.opt_obj("summary", Summary.from_dict), baseline_changes=changes)

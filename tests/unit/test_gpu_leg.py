@@ -4,12 +4,12 @@ fix, unless allowed; CPU-only runs, partly available GPUs and absent matrix legs
 from __future__ import annotations
 
 from gate.core.runs import ProviderRun
+from gate.core.status import ErrorStatus, Verdict
 from gate.core.target import Target
 from gate.formats.results import merge
 from gate.render.next_steps import next_steps
-from gate.verdict.gpu_leg import STATUS, fail_missing_gpu, missing_gpu
+from gate.verdict.gpu_leg import fail_missing_gpu, missing_gpu
 from gate.verdict.judge import assemble, model_verdict
-from gate.verdict.types import EXIT
 from tests.support.verdicts import baseline, entry, run, runtime, spec
 
 
@@ -27,9 +27,9 @@ def verdict(*pruns: ProviderRun, allow: bool = False):
 def test_all_gpu_providers_unavailable_fails_with_the_fix():
     mv, report = verdict(runtime(), skipped("CUDAExecutionProvider"), skipped("TensorrtExecutionProvider"),
                          skipped("torch-cuda"))
-    assert report.verdict == "error" and report.exit_code == EXIT["error"] == 3
+    assert report.verdict == "error" and report.exit_code == Verdict.ERROR.exit_code == 3
     gpu = [p for p in mv.providers if p.name != "CPUExecutionProvider" and p.role == "runtime"]
-    assert [(p.status, p.error_status) for p in gpu] == [("error", STATUS)] * 3
+    assert [(p.status, p.error_status) for p in gpu] == [("error", ErrorStatus.NO_GPU)] * 3
     reason = gpu[0].reason
     assert reason.startswith("no GPU provider could run here (CUDAExecutionProvider, TensorrtExecutionProvider, "
                              "torch-cuda not available), so this run checked no GPU.")

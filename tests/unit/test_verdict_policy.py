@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import pytest
 
+from gate.core.status import Verdict
 from gate.core.target import Target
 from gate.verdict.judge import Policy, assemble, model_verdict
-from gate.verdict.types import EXIT
 from tests.support.verdicts import CPU, baseline, entry, fp, run, runtime, spec
 
 JUST_PAST = 1 + 1e-9
@@ -91,7 +91,7 @@ def test_failed_provider_is_an_error_of_the_model():
     v = judge(runtime(), failed, base=baseline(entry()))
     ov = target(v, "OpenVINOExecutionProvider")
     assert (ov.status, ov.error_status, v.status) == ("error", "CRASH", "error")
-    assert assemble([v], {}).exit_code == EXIT["error"] == 3
+    assert assemble([v], {}).exit_code == Verdict.ERROR.exit_code == 3
 
 
 # missing baselines -----------------------------------------------------------------------

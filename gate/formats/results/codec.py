@@ -17,6 +17,7 @@ import zstandard
 
 from gate.core.layers import is_output
 from gate.core.runs import LayerInfo, Meta, ModelRun, OnnxSite, ProviderLayer, ProviderRun, RunError
+from gate.core.status import ErrorStatus, LayerStatus, RunStatus, SiteKind, SkipKind
 from gate.core.target import Target
 from gate.errors import FormatError
 from gate.fingerprint import Fingerprint
@@ -47,7 +48,8 @@ def run_to_dict(run: ModelRun) -> dict[str, Any]:
         "model": run.name,
         "meta": run.meta.to_dict(),
         "reference": {"device": "cpu", "dtype": run.reference_dtype},
-        "error": None if run.error is None else {"status": run.error.status, "message": _text(run.error.message)},
+        "error": None if run.error is None else {"status": run.error.error_status,
+                                                 "message": _text(run.error.message)},
         "layers": [_layer(x) for x in run.layers],
         "onnx_map": {k: {"kind": s.kind, "value": s.value, "output": s.output, "reason": s.reason}
                      for k, s in run.onnx_map.items()},
@@ -58,7 +60,8 @@ def run_to_dict(run: ModelRun) -> dict[str, Any]:
              "layers": {n: _provider_layer(pl, is_output(n)) for n, pl in p.layers.items()},
              **({"session_options": p.session_options} if p.session_options else {}),
              **({"latency_p90_ms": p.latency_p90_ms} if p.latency_p90_ms is not None else {}),
-             **({"numerics": p.numerics} if p.numerics else {})}
+             **({"numerics": p.numerics} if p.numerics else {}),
+             **({"skip": p.skip} if p.skip is not None else {})}
             for p in run.providers
         ],
     }
@@ -83,20 +86,30 @@ def _provider(p: dict[str, Any]) -> ProviderRun:
     if target.precision != p["precision"]:
         raise Invalid(f"providers[{quote(p['name'])}].device", f"{quote(p['device'])} does not carry precision "
                       f"{p['precision']}")
-    prun = ProviderRun(target, p["status"], p["reason"], p["error_status"], latency_ms=p["latency_ms"],
+    status = RunStatus(p["status"])
+    skip = p.get("skip")
+    if status == RunStatus.SKIPPED and skip is None:  # written before skips had kinds
+        skip = SkipKind.UNAVAILABLE
+    prun = ProviderRun(target, status, p["reason"], _opt(ErrorStatus, p["error_status"]), latency_ms=p["latency_ms"],
                        placement=p["placement"], capture_peak_bytes=p["capture_peak_bytes"],
                        session_options=p.get("session_options"), latency_p90_ms=p.get("latency_p90_ms"),
-                       numerics=p.get("numerics"))
+                       numerics=p.get("numerics"), skip=_opt(SkipKind, skip))
     for n, pl in p["layers"].items():
         fp = None if pl["fp"] is None else Fingerprint.from_dict(pl["fp"])
-        prun.layers[n] = ProviderLayer(pl["status"], fp, pl["err"], pl["reason"], exact=pl.get("exact"))
+        prun.layers[n] = ProviderLayer(LayerStatus(pl["status"]), fp, pl["err"], pl["reason"], exact=pl.get("exact"))
     return prun
+
+
+def _opt(word, value):
+    """A validated word as its enum member (None stays None)."""
+    return None if value is None else word(value)
 
 
 def run_from_dict(d: dict[str, Any]) -> ModelRun:
     """A run from a document the schema has validated; cross-field rules raise ``Invalid``."""
     run = ModelRun(d["model"], Meta.from_dict(d["meta"]), d["reference"]["dtype"],
-                   error=None if d["error"] is None else RunError(d["error"]["status"], d["error"]["message"]))
+                   error=None if d["error"] is None else RunError(ErrorStatus(d["error"]["status"]),
+                                                                  d["error"]["message"]))
     run.layers = [LayerInfo(x["name"], x["type"], Fingerprint.from_dict(x["fp"]), reached=x.get("reached", "float64"))
                   for x in d["layers"]]
     names = {x.name for x in run.layers}
@@ -105,7 +118,7 @@ def run_from_dict(d: dict[str, Any]) -> ModelRun:
     for key, site in d["onnx_map"].items():
         if key not in names:
             raise Invalid(f"run {quote(run.name)}.onnx_map", f"{quote(key)} is not a layer of the run")
-        run.onnx_map[key] = OnnxSite(site["kind"], site["value"], site["output"], site["reason"])
+        run.onnx_map[key] = OnnxSite(SiteKind(site["kind"]), site["value"], site["output"], site["reason"])
     run.providers = [_provider(p) for p in d["providers"]]
     for prun in run.providers:
         unknown = next((n for n in prun.layers if n not in names), None)

@@ -4,7 +4,7 @@ from other runners and are as untrusted as a baseline in a pull request."""
 
 from __future__ import annotations
 
-from gate.core.runs import ERROR_STATUSES, LAYER_STATUSES, RUN_STATUSES, SITE_KINDS
+from gate.core.status import ErrorStatus, LayerStatus, RunStatus, SiteKind, SkipKind
 from gate.core.target import PRECISIONS
 
 from ..baseline.schema import (
@@ -26,7 +26,7 @@ from ..nodes import Array, Bool, Float, Int, NameMap, Nullable, Record, Str
 
 FORMAT, VERSION = "parity-gate/result", 1
 
-STATUS = Str(32, choices=ERROR_STATUSES)
+STATUS = Str(32, choices=ErrorStatus.values())
 NULL_TEXT = Nullable(TEXT)
 
 # An export that failed leaves most of meta empty: every field may be nil or absent here.
@@ -46,7 +46,7 @@ META = Record([
              "below_float64", *(k for k, _ in EXTRA_META)))
 
 ONNX_VALUE = Record([
-    ("kind", Str(16, choices=SITE_KINDS)),
+    ("kind", Str(16, choices=SiteKind.values())),
     ("value", NULL_TEXT), ("output", Nullable(Int(0, 1_000_000))), ("reason", NULL_TEXT),
 ])
 
@@ -61,18 +61,18 @@ EXACT = Record([
 OUTPUT_FP = Record(list(REFERENCE_FP.fields.items()), optional=("sketch",))
 
 PROVIDER_LAYER = Record([
-    ("status", Str(16, choices=LAYER_STATUSES)),
+    ("status", Str(16, choices=LayerStatus.values())),
     ("err", Nullable(Float(lo=0.0))), ("reason", NULL_TEXT), ("fp", Nullable(OUTPUT_FP)), ("exact", EXACT),
 ], optional=("exact",))
 
 PROVIDER = Record([
     ("name", NAME), ("precision", Str(16, choices=PRECISIONS)), ("device", NAME),
-    ("status", Str(16, choices=RUN_STATUSES)), ("reason", NULL_TEXT), ("error_status", Nullable(STATUS)),
+    ("status", Str(16, choices=RunStatus.values())), ("reason", NULL_TEXT), ("error_status", Nullable(STATUS)),
     ("latency_ms", Nullable(Float(nan=False, lo=0.0))), ("placement", Nullable(PLACEMENT)),
     ("capture_peak_bytes", Nullable(COUNT)), ("session_options", SESSION_OPTIONS), ("numerics", NUMERICS),
     ("layers", NameMap(NAME, PROVIDER_LAYER, "max_layers", "layers")),
-    ("latency_p90_ms", Float(nan=False, lo=0.0)),
-], optional=("session_options", "numerics", "latency_p90_ms"))
+    ("latency_p90_ms", Float(nan=False, lo=0.0)), ("skip", Str(16, choices=SkipKind.values())),
+], optional=("session_options", "numerics", "latency_p90_ms", "skip"))
 
 RUN = Record([
     ("model", MODEL), ("meta", META),

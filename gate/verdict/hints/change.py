@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from gate.core.target import REFERENCE_PROVIDER
 from gate.verdict.hints import numerics
 from gate.verdict.hints.context import Context, make
 from gate.verdict.types import Hint
@@ -81,7 +82,7 @@ def _cast_changes(ctx: Context) -> dict[str, tuple[int, int]]:
 def _casts_changed(ctx: Context, casts: dict[str, tuple[int, int]]) -> Hint:
     first, (was, now) = next(iter(casts.items()))
     return make(
-        "model-change", first, "torch-cpu",
+        "model-change", first, REFERENCE_PROVIDER,
         f"the model's code casts to a lower precision {'more' if now > was else 'less'} often than in the baseline, "
         f"first at {first} ({was} -> {now} casts): the float64 reference promotes them and did not move, the "
         "runtimes run the casts as written, so their errors there are the casts' rounding",
@@ -101,7 +102,7 @@ def _model_change(ctx: Context, weights_changed: bool | None, graph_changed: boo
         why = "its code or weights changed (no weights digest to tell which)"
     value = f" {fr.value:.3g}" if fr.value is not None else ""
     return make(
-        "model-change", fr.layer, "torch-cpu",
+        "model-change", fr.layer, REFERENCE_PROVIDER,
         f"the {ctx.ref_dtype} reference moved first at {fr.layer} ({fr.check}{value}): the model changed, {why}",
         check=fr.check, value=fr.value, threshold=fr.threshold, weights_changed=weights_changed,
         cause="weights" if weights_changed else ("code" if weights_changed is False else "unknown"),

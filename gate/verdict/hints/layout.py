@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 
+from gate.core.target import REFERENCE_PROVIDER
 from gate.fingerprint import Fingerprint, relative_error
 from gate.verdict.hints.context import Context, make
 from gate.verdict.types import Hint
@@ -67,7 +68,7 @@ def hints(ctx: Context) -> list[Hint]:
         if found:
             row, (moved, diffs) = found[0]
             out.append(make(
-                "layout", row.layer, "torch-cpu",
+                "layout", row.layer, REFERENCE_PROVIDER,
                 f"{row.layer}: the reference has the same values as in the baseline (quantiles, moments, counts equal "
                 f"within {rtol:g}) in different positions (sketch distance {row.value:.3g} relative): a transpose, "
                 "permutation, layout or indexing change",

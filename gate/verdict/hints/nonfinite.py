@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from gate.core.target import REFERENCE_PROVIDER
 from gate.fingerprint import Fingerprint
 from gate.verdict.hints.context import make
 from gate.verdict.types import Hint
@@ -18,7 +19,7 @@ def _first_nonfinite(names_fps) -> tuple[str, Fingerprint] | None:
 def hints(run, baseline) -> list[Hint]:
     out = []
     base_first = None if baseline is None else _first_nonfinite((x.name, x.fp) for x in baseline.layers)
-    sources = [("torch-cpu", run.reference_dtype, [(x.name, x.fp) for x in run.layers])]
+    sources = [(REFERENCE_PROVIDER, run.reference_dtype, [(x.name, x.fp) for x in run.layers])]
     for prun in run.providers:
         if prun.status == "ok":
             sources.append((prun.name, prun.precision, [(x.name, prun.layers[x.name].fp) for x in run.layers

@@ -1,0 +1,59 @@
+"""The one judge: runs and their baselines in, one report out.
+
+``check`` (runs made here), ``report`` (runs read from every runner's result files) and the sweeps
+among their models all come through ``judge``, so every refusal is made once, here: a baseline of
+another format or fingerprint definition, of another model, or recorded for other inputs than the
+model declares now; and a GPU leg that checked no GPU.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from pathlib import Path
+
+from gate.commands.common import display, environment, load_baseline, policy, update_command
+from gate.config import Config, ModelSpec
+from gate.core.runs import ModelRun
+from gate.errors import GateError
+from gate.formats.baseline import Baseline
+from gate.verdict.comparisons import compare
+from gate.verdict.gpu_leg import fail_missing_gpu
+from gate.verdict.judge import assemble, model_verdict
+from gate.verdict.types import Report
+
+Progress = Callable[[str], None]
+Loaded = tuple[Path, Baseline | None]  # a baseline's path, and the baseline (None: there is none yet)
+
+
+def load_baselines(config: Config, specs: tuple[ModelSpec, ...] | list[ModelSpec]) -> dict[str, Loaded]:
+    """Every model's baseline, read (and refused if unreadable) before any model runs."""
+    return {spec.name: load_baseline(config, spec) for spec in specs}
+
+
+def refuse_mismatch(config: Config, spec: ModelSpec, run: ModelRun, baseline: Baseline, path: str) -> None:
+    """GateError (exit 2) when ``baseline`` cannot judge ``run``: it names another model, or was
+    recorded for other inputs than the run was made with."""
+    recreate = update_command(spec, config)
+    if baseline.model != spec.name:
+        raise GateError(f"baseline `{path}`: holds model `{baseline.model}`, not `{spec.name}`; re-create it with "
+                        f"`{recreate}`")
+    if run.error is None and baseline.meta.inputs_digest not in (None, run.meta.inputs_digest):
+        raise GateError(f"baseline `{path}`: recorded for other inputs than model `{spec.name}` declares now; "
+                        f"re-create it with `{recreate}`")
+
+
+def judge(config: Config, runs: list[tuple[ModelSpec, ModelRun]], loaded: Mapping[str, Loaded] | None = None,
+          progress: Progress = lambda _: None) -> Report:
+    """Judge each model's run against its baseline (``loaded``, else read now), in the order given."""
+    judged = []
+    for spec, run in runs:
+        run = fail_missing_gpu(run, config.allow_missing_gpu, config.require)
+        path, baseline = loaded[spec.name] if loaded is not None else load_baseline(config, spec)
+        shown = str(display(path))
+        if baseline is not None:
+            refuse_mismatch(config, spec, run, baseline, shown)
+        judged.append((spec, run, baseline, shown))
+    compared = compare(config, {run.name: run for _, run, _, _ in judged})  # a sweep's pairs and anchor
+    progress("comparing with the baselines")
+    return assemble([model_verdict(spec, run, baseline, shown, update_command(spec, config), policy(config),
+                                   compared.get(spec.name)) for spec, run, baseline, shown in judged], environment())

@@ -1,0 +1,146 @@
+"""The words a run and its verdict are told in: one vocabulary for every module, report and file.
+
+Each is a ``str`` enum: a member equals, hashes and formats as its value, so reports and result
+files keep their bytes, a word read from a file compares with a member directly, and a reader
+checks a field against ``Enum.values()``. No module keeps a list of these words of its own.
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+
+
+class Word(str, Enum):
+    """A member is its value: ``str()``, f-strings and ``format`` give the value on every Python."""
+
+    def __str__(self) -> str:
+        return str(self.value)
+
+    def __format__(self, spec: str) -> str:
+        return format(str(self.value), spec)
+
+    @classmethod
+    def values(cls) -> tuple[str, ...]:
+        return tuple(m.value for m in cls)
+
+
+class RunStatus(Word):
+    """How a target's run ended: it ran, it could not run here (``SkipKind`` says why), or it
+    failed (``ErrorStatus`` says how)."""
+
+    OK = "ok"
+    SKIPPED = "skipped"
+    ERROR = "error"
+
+
+class SkipKind(Word):
+    """Why a target did not run: a decision, or a runtime that is not here."""
+
+    UNAVAILABLE = "unavailable"  # the provider cannot run on this machine (not installed, no device)
+    SWEEP = "sweep"  # the sweep's `skip` table excludes this case on this provider
+    UNRUN = "unrun"  # no result file holds it: its runner did not run (a matrix leg)
+
+
+class ErrorStatus(Word):
+    """How a model or a target failed: the report's words for it."""
+
+    BUILD_FAIL = "BUILD_FAIL"
+    EXPORT_FAIL = "EXPORT_FAIL"
+    LOAD_FAIL = "LOAD_FAIL"
+    INFER_FAIL = "INFER_FAIL"
+    TIMEOUT = "TIMEOUT"
+    CRASH = "CRASH"
+    EMPTY = "EMPTY"  # nothing to check: the model has no layer
+    NO_RESULT = "NO_RESULT"  # no result file holds the model
+    NO_GPU = "NO_GPU"  # every configured GPU provider was unavailable on a GPU leg
+
+
+class LayerStatus(Word):
+    """A layer on a runtime: observed, fused into a neighbour, or without a value."""
+
+    OK = "ok"
+    FOLDED = "folded"
+    ABSENT = "absent"
+
+
+class SiteKind(Word):
+    """Where a layer's value lives in the shipped ONNX graph."""
+
+    VALUE = "value"
+    OUTPUT = "output"
+    FOLDED = "folded"
+    ABSENT = "absent"
+
+
+class Verdict(Word):
+    PASS = "pass"
+    REGRESSED = "regressed"
+    ERROR = "error"
+
+    @property
+    def exit_code(self) -> int:
+        """0 pass, 1 regression (a missing baseline counts), 3 a model failed (2 is a usage,
+        configuration or file-format error, raised before any verdict)."""
+        return {"pass": 0, "regressed": 1, "error": 3}[self.value]
+
+
+class ModelStatus(Word):
+    PASS = "pass"
+    REGRESSED = "regressed"
+    NO_BASELINE = "no-baseline"
+    ERROR = "error"
+
+
+class TargetStatus(Word):
+    PASS = "pass"
+    REGRESSED = "regressed"
+    NO_BASELINE = "no-baseline"
+    SKIPPED = "skipped"
+    ERROR = "error"
+
+
+class RowStatus(Word):
+    PASS = "pass"
+    FAIL = "fail"
+    NEW = "new"  # not in the baseline
+    MISSING = "missing"  # in the baseline, did not run
+    FOLDED = "folded"
+    ABSENT = "absent"
+
+
+class Role(Word):
+    REFERENCE = "reference"
+    RUNTIME = "runtime"
+
+
+class AuditStatus(Word):
+    WARN = "warn"
+    FAIL = "fail"
+
+
+class Check(Word):
+    """What judged a row, an audit or a regression (docs/verdict.md)."""
+
+    STRUCTURE = "structure"
+    SHAPE = "shape"
+    NONFINITE = "nonfinite"
+    DEGENERATE = "degenerate"
+    REFERENCE_DRIFT = "reference-drift"
+    ERROR_GROWTH = "error-growth"
+    CEILING = "ceiling"
+    ALLCLOSE = "allclose"
+    # Audits of a target or a model.
+    PLACEMENT = "placement"
+    SESSION_OPTIONS = "session-options"
+    LATENCY = "latency"
+    DYNAMIC_SHAPE = "dynamic-shape"
+    TRAINING_MODE = "training-mode"
+    # A sweep's comparisons of outputs.
+    PAIR = "pair"
+    ANCHOR = "anchor"
+
+
+class ComparisonStatus(Word):
+    PASS = "pass"
+    FAIL = "fail"
+    UNMEASURED = "unmeasured"
