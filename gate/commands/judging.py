@@ -25,21 +25,26 @@ Progress = Callable[[str], None]
 Loaded = tuple[Path, Baseline | None]  # a baseline's path, and the baseline (None: there is none yet)
 
 
+def load_one(config: Config, spec: ModelSpec) -> Loaded:
+    """The model's baseline; GateError when it cannot judge this model at all: unreadable, of
+    another fingerprint definition (``load_baseline``), or holding another model."""
+    path, baseline = load_baseline(config, spec)
+    if baseline is not None and baseline.model != spec.name:
+        raise GateError(f"baseline `{display(path)}`: holds model `{baseline.model}`, not `{spec.name}`; re-create it "
+                        f"with `{update_command(spec, config)}`")
+    return path, baseline
+
+
 def load_baselines(config: Config, specs: tuple[ModelSpec, ...] | list[ModelSpec]) -> dict[str, Loaded]:
-    """Every model's baseline, read (and refused if unreadable) before any model runs."""
-    return {spec.name: load_baseline(config, spec) for spec in specs}
+    """Every model's baseline, read (and refused if it cannot judge its model) before any model runs."""
+    return {spec.name: load_one(config, spec) for spec in specs}
 
 
-def refuse_mismatch(config: Config, spec: ModelSpec, run: ModelRun, baseline: Baseline, path: str) -> None:
-    """GateError (exit 2) when ``baseline`` cannot judge ``run``: it names another model, or was
-    recorded for other inputs than the run was made with."""
-    recreate = update_command(spec, config)
-    if baseline.model != spec.name:
-        raise GateError(f"baseline `{path}`: holds model `{baseline.model}`, not `{spec.name}`; re-create it with "
-                        f"`{recreate}`")
+def refuse_other_inputs(config: Config, spec: ModelSpec, run: ModelRun, baseline: Baseline, path: str) -> None:
+    """GateError when ``baseline`` was recorded for other inputs than the run was made with."""
     if run.error is None and baseline.meta.inputs_digest not in (None, run.meta.inputs_digest):
         raise GateError(f"baseline `{path}`: recorded for other inputs than model `{spec.name}` declares now; "
-                        f"re-create it with `{recreate}`")
+                        f"re-create it with `{update_command(spec, config)}`")
 
 
 def judge(config: Config, runs: list[tuple[ModelSpec, ModelRun]], loaded: Mapping[str, Loaded] | None = None,
@@ -48,10 +53,10 @@ def judge(config: Config, runs: list[tuple[ModelSpec, ModelRun]], loaded: Mappin
     judged = []
     for spec, run in runs:
         run = fail_missing_gpu(run, config.allow_missing_gpu, config.require)
-        path, baseline = loaded[spec.name] if loaded is not None else load_baseline(config, spec)
+        path, baseline = loaded[spec.name] if loaded is not None else load_one(config, spec)
         shown = str(display(path))
         if baseline is not None:
-            refuse_mismatch(config, spec, run, baseline, shown)
+            refuse_other_inputs(config, spec, run, baseline, shown)
         judged.append((spec, run, baseline, shown))
     compared = compare(config, {run.name: run for _, run, _, _ in judged})  # a sweep's pairs and anchor
     progress("comparing with the baselines")

@@ -1,0 +1,79 @@
+"""``check`` and ``report`` judge through one function: a refusal made on one path is made on the
+other. The bundled tiny-cnn is exported with other inputs than its committed baseline was recorded
+for, collected on the CPU EP, and judged both ways."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from gate import commands
+from gate.config import load_config
+from gate.errors import GateError
+from tests.conftest import ROOT
+from tests.support.projects import examples_project
+
+DECLARED = 'inputs = [{ name = "x", shape = [2, 3, 16, 16], dtype = "float32" }]'
+OTHER = 'inputs = [{ name = "x", shape = [2, 3, 16, 16], dtype = "float32", low = -2.0, high = 2.0 }]'
+REFUSED = (r"baseline `baselines/tiny-cnn.msgpack.zst`: recorded for other inputs than model `tiny-cnn` declares now; "
+           r"re-create it with `parity-gate update-baseline --model tiny-cnn`")
+
+
+@pytest.fixture(scope="module")
+def other_inputs(tmp_path_factory):
+    """The example project with tiny-cnn's inputs changed (weights as committed), exported and collected."""
+    tmp = tmp_path_factory.mktemp("judge")
+    path = examples_project(tmp, baselines=True)
+    text = path.read_text()
+    assert DECLARED in text
+    path.write_text(text.replace(DECLARED, OTHER))
+    cfg = load_config(path)
+    tiny = cfg.select_models(["tiny-cnn"])
+    commands.export_models(cfg, tiny, cfg.select_providers(["torch-cpu"]), tmp / "export")
+    commands.collect(tmp / "export", cfg.select_providers(["CPUExecutionProvider"]), tmp / "cpu.msgpack.zst")
+    return tmp, cfg
+
+
+def test_report_refuses_a_baseline_recorded_for_other_inputs(other_inputs, monkeypatch):
+    tmp, cfg = other_inputs
+    monkeypatch.chdir(tmp)
+    with pytest.raises(GateError, match=REFUSED):
+        commands.report_files(cfg, [tmp / "export", tmp / "cpu.msgpack.zst"])
+
+
+def test_the_report_command_says_it_in_one_line_and_exits_2(other_inputs):
+    tmp, _ = other_inputs
+    proc = subprocess.run([sys.executable, "-m", "gate.cli", "report", "export", "cpu.msgpack.zst"], cwd=tmp,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert proc.stderr.strip().splitlines()[-1].startswith("error: baseline `baselines/tiny-cnn.msgpack.zst`: "
+                                                           "recorded for other inputs")
+
+
+def test_check_refuses_it_too(other_inputs, monkeypatch):
+    tmp, cfg = other_inputs
+    monkeypatch.chdir(tmp)
+    with pytest.raises(GateError, match=REFUSED):
+        commands.check(cfg, cfg.select_models(["tiny-cnn"]), cfg.select_providers(["torch-cpu"]))
+
+
+def test_a_baseline_of_another_model_is_refused_on_both_paths(other_inputs, monkeypatch, tmp_path):
+    tmp, cfg = other_inputs
+    monkeypatch.chdir(tmp)
+    own = tmp / "baselines" / "tiny-cnn.msgpack.zst"
+    kept = tmp_path / "tiny-cnn.msgpack.zst"
+    shutil.copy(own, kept)
+    try:
+        shutil.copy(tmp / "baselines" / "tiny-transformer.msgpack.zst", own)
+        wrong = r"baseline `baselines/tiny-cnn.msgpack.zst`: holds model `tiny-transformer`, not `tiny-cnn`"
+        with pytest.raises(GateError, match=wrong):
+            commands.report_files(cfg, [tmp / "export", tmp / "cpu.msgpack.zst"])
+        with pytest.raises(GateError, match=wrong):  # refused before the model runs
+            commands.check(cfg, cfg.select_models(["tiny-cnn"]), cfg.select_providers(["torch-cpu"]))
+    finally:
+        shutil.copy(kept, own)
