@@ -44,11 +44,11 @@ def why_no_cuda() -> str | None:
     except ImportError:
         return "onnxruntime is not installed"
     if "CUDAExecutionProvider" not in ort.get_available_providers():
-        from gate.core import ortdist
+        from gate.github import ortdist
 
         return (f"CUDAExecutionProvider is not available (ONNX Runtime distribution: {ortdist.imported() or 'none'}; "
                 "install onnxruntime-gpu)")
-    from gate.core.gpu_probe import cuda_probe
+    from gate.runners.gpu_probe import cuda_probe
 
     probe = cuda_probe(0)
     return probe.reason if probe.reason else None

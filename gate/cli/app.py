@@ -65,7 +65,7 @@ def _load(config: Path | None, allow_missing_gpu: bool = False):
 
 def _needs(command: str) -> None:
     """One line naming the missing extra, before a command that runs models imports torch."""
-    from gate.core.extras import EXPORT_STACK, ORT_STACK, TORCH_STACK, require
+    from gate.cli.extras import EXPORT_STACK, ORT_STACK, TORCH_STACK, require
 
     require(command, {"export": EXPORT_STACK, "collect": ORT_STACK}.get(command, TORCH_STACK))
 
@@ -281,8 +281,8 @@ def show(file: Annotated[Path, typer.Argument(help="A baseline (.msgpack.zst) fi
 def doctor() -> None:
     """Print versions, providers available here, the fingerprint backend and device class."""
     from gate.cli.console import console
+    from gate.cli.extras import ORT_STACK, TORCH_STACK, missing
     from gate.core import device
-    from gate.core.extras import ORT_STACK, TORCH_STACK, missing
     from gate.core.versions import versions
     from gate.fingerprint import backend, native_error
 
@@ -301,7 +301,7 @@ def doctor() -> None:
 
 def _doctor_onnxruntime(console, absent: list[str]) -> None:
     """Which ONNX Runtime distribution Python imports, its EPs, and more than one installed."""
-    from gate.core import ortdist
+    from gate.github import ortdist
 
     found = ortdist.installed()
     listed = ", ".join(f"{n} {v}" for n, v in found.items()) or "none"

@@ -12,7 +12,7 @@ import typer
 
 from gate.errors import GateError
 from gate.formats.report import load_report
-from gate.github import FAIL_ON, POLICIES, WHEN, ActionsEnv, Settings, comment_id, publish
+from gate.github import FAIL_ON, POLICIES, WHEN, ActionsEnv, PublishSettings, comment_id, publish
 from gate.github.approval import DEFAULT_LABEL
 from gate.render import headline_text
 
@@ -57,7 +57,7 @@ def comment(
     """
     try:
         data = load_report(report)
-        settings = Settings(
+        settings = PublishSettings(
             report_path=report, when=when.value, fail_on=fail_on.value, comment_id=comment_id(cid or config),
             artifact_url=artifact_url or None, pr_number=pr, markdown_path=markdown, max_wait=max_wait,
             baseline_changes=baseline_changes.value, approval_label=approval_label or DEFAULT_LABEL, job=job or None,

@@ -2,7 +2,9 @@
 
 ``check`` (run here, judge, report), ``update_baseline`` (rewrite baselines), and the matrix
 flow: ``export_models`` (torch side), ``collect`` (ONNX Runtime side, no torch),
-``report_files`` (merge every runner's results into one verdict). ``pipeline`` runs one model.
+``report_files`` (merge every runner's results into one verdict). ``check`` and ``report_files``
+judge through one function, ``judging.judge``. ``pipeline`` runs one model (``prepare`` builds,
+exports and fingerprints its reference); ``listing`` backs ``list`` and ``validate``.
 """
 
 from gate.commands.check import check

@@ -17,13 +17,13 @@ from pathlib import Path
 
 from gate.commands.prepare import Cache, Prepared, prepare
 from gate.config import Config, Isolation, ModelSpec, ProviderSpec
-from gate.core import heap
 from gate.core.env import threads as env_threads
 from gate.core.runs import ModelRun, ProviderRun
 from gate.core.status import SkipKind
 from gate.core.target import DEFAULT_PRECISION
 from gate.errors import ModelError
 from gate.formats.results import Bundle
+from gate.runners import heap
 from gate.runners.base import Subject, Unavailable, execute
 from gate.runners.isolation import job_for, run_isolated
 from gate.runners.registry import nominal_target, runner_for

@@ -8,7 +8,6 @@ case axes expanded by ``cases``.
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import Any
 
@@ -16,17 +15,16 @@ from gate.config.cases import expand
 from gate.config.reader import Reader
 from gate.config.types import DTYPES, EXPORTERS, InputSpec, LayerTolerance, ModelSpec, Tolerance
 from gate.core.names import model_name_problem
+from gate.core.refs import IDENT, is_ref
 
 MODEL_KEYS = ("name", "factory", "inputs", "exporter", "opset", "opsets", "seed", "tolerance", "layer-tolerances",
               "batch-sizes", "sequence-lengths", "input-shapes", "input-sets", "reference-promotion",
               "dynamic-shapes", "transform", "artifact", "output-tolerance", "gradients", "repeats")
 TOLERANCE_KEYS = ("growth", "floor", "reference", "ceiling")
-_IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
 
 
 def check_ref(r: Reader, key: str, ref: str) -> None:
-    module, sep, attr = ref.partition(":")
-    if not sep or not _IDENT.match(module) or not _IDENT.match(attr):
+    if not is_ref(ref):
         r.fail(r.key(key), f"`{ref}` is not of the form `package.module:callable`")
 
 
@@ -138,7 +136,7 @@ def _dynamic_shapes(r: Reader, inputs) -> dict[str, dict[int, str]]:
         for index, label in d.table.items():
             if not str(index).isdigit() or int(index) >= ranks[name]:
                 d.fail(d.key(str(index)), f"`{index}` is not a dimension of `{name}` (rank {ranks[name]})")
-            if not isinstance(label, str) or not _IDENT.match(label):
+            if not isinstance(label, str) or not IDENT.fullmatch(label):
                 d.fail(d.key(str(index)), f"expected a dimension name such as \"batch\", got {label!r}")
             out[name][int(index)] = label
     return out

@@ -46,6 +46,25 @@ ALIASES = {
     "dml": "DmlExecutionProvider",
 }
 
+# Providers whose kernels run on a GPU, and the distribution that brings each.
+GPU_EPS = {"CUDAExecutionProvider": "onnxruntime-gpu", "TensorrtExecutionProvider": "onnxruntime-gpu",
+           "ROCMExecutionProvider": "onnxruntime-rocm", "MIGraphXExecutionProvider": "onnxruntime-migraphx",
+           "DmlExecutionProvider": "onnxruntime-directml"}
+GPU_TORCH = ("torch-cuda", "torch-compile-cuda")
+
+
+def is_gpu(provider: str) -> bool:
+    return provider in GPU_EPS or provider in GPU_TORCH
+
+
+def fix_for(provider: str) -> str:
+    """How to make ``provider`` available, in one phrase."""
+    if provider in GPU_TORCH:
+        return "a CUDA build of torch (action: torch-build default, or python-path with a CUDA torch)"
+    dist = GPU_EPS.get(provider, "onnxruntime")
+    action = " (action input onnxruntime: gpu)" if dist == "onnxruntime-gpu" else ""
+    return f"{dist} instead of onnxruntime{action}"
+
 
 def kind_of(name: str) -> Kind:
     """The kind of a canonical provider name."""

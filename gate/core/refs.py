@@ -4,11 +4,20 @@ imported from the config's folder."""
 from __future__ import annotations
 
 import importlib
+import re
 import sys
 from pathlib import Path
 from typing import Any
 
 from gate.errors import ConfigError
+
+IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")  # a dotted Python name
+
+
+def is_ref(text: str) -> bool:
+    """Whether ``text`` has the form ``package.module:attribute`` (the config's and ``init``'s one rule)."""
+    module, sep, attr = text.partition(":")
+    return bool(sep) and IDENT.fullmatch(module) is not None and IDENT.fullmatch(attr) is not None
 
 
 def resolve(ref: str, root: Path, where: str) -> Any:

@@ -1,2 +1,4 @@
-"""PyTorch -> ONNX: the export itself (``exporter``, needs torch), the ONNX value <-> module-call
-map (``layermap``) and the graph's digest (``digest``), both ONNX only."""
+"""PyTorch -> ONNX: the export itself (``exporter``, needs torch), post-export transforms
+(``transform``) and prebuilt artifacts (``artifact``); the shipped graph as files (``saved``), what
+the baseline records of it (``graph``: its digest, op types, precision, dynamic dimensions) and
+the ONNX value <-> module-call map (``layermap``), all ONNX only."""

@@ -1,5 +1,7 @@
-"""GitHub side of parity-gate: REST client (stdlib urllib), PR resolution, the one PR comment,
-job summary, annotations and step outputs. No typer/rich here; the CLI lives in gate.cli.github_cmds.
+"""GitHub side of parity-gate: REST client (stdlib urllib), PR resolution, the one PR comment and
+its stamp, baseline approvals, job summary, annotations and step outputs; and what the composite
+action installs (``install``, ``ortdist``: one ONNX Runtime distribution per environment). No
+typer/rich here; the CLI lives in gate.cli.github_cmds.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from gate.github.comment import (
     upsert_comment,
 )
 from gate.github.event import NoPullRequest, PullRequest, resolve_pull_request
-from gate.github.publish import FAIL_ON, Outcome, Settings, publish
+from gate.github.publish import FAIL_ON, Outcome, PublishSettings, publish
 from gate.github.stamp import RunStamp, stamp_for
 
 __all__ = [
@@ -38,7 +40,7 @@ __all__ = [
     "Outcome",
     "PullRequest",
     "RateLimited",
-    "Settings",
+    "PublishSettings",
     "comment_id",
     "find_comment",
     "find_comments",

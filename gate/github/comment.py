@@ -75,7 +75,7 @@ def find_comment(client: GitHubClient, repo: str, number: int, mark: str, author
 
 
 @dataclass(frozen=True)
-class Target:
+class CommentTarget:
     """Where the comment goes and who may have written it before."""
 
     repo: str
@@ -84,7 +84,7 @@ class Target:
     author: str
 
 
-def upsert_comment(client: GitHubClient, target: Target, body: str, *, when: str, wants_attention: bool,
+def upsert_comment(client: GitHubClient, target: CommentTarget, body: str, *, when: str, wants_attention: bool,
                    digest: str, stamp: RunStamp | None = None) -> CommentResult:
     """Create, update or leave the comment; ``when`` is auto, always or on-change (see docs/action.md)."""
     existing = find_comment(client, target.repo, target.number, target.mark, target.author)
@@ -104,7 +104,7 @@ def upsert_comment(client: GitHubClient, target: Target, body: str, *, when: str
     return CommentResult("updated", updated.get("id", existing["id"]), updated.get("html_url", existing.get("html_url")))
 
 
-def _settle_race(client: GitHubClient, target: Target, body: str, made: dict, stamp: RunStamp | None) -> CommentResult:
+def _settle_race(client: GitHubClient, target: CommentTarget, body: str, made: dict, stamp: RunStamp | None) -> CommentResult:
     """Two runs that both found no comment both create one: the later creator folds its comment into
     the oldest (unless that one holds a newer result) and deletes its own, so the pull request keeps one."""
     found = find_comments(client, target.repo, target.number, target.mark, target.author)

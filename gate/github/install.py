@@ -10,7 +10,7 @@ The composite action runs this file with the Python it will use, before parity-g
   model on PyTorch; ``check`` and ``update-baseline`` do both.
 - ONNX Runtime is one distribution, never two (they overwrite each other's files): the GPU build
   where the runner has an NVIDIA GPU (``onnxruntime: auto``), else the CPU build; after the install
-  ``gate/core/ortdist.py ensure`` removes any other one a requirement pulled in.
+  ``gate/github/ortdist.py ensure`` removes any other one a requirement pulled in.
 - On a GitHub-hosted Linux runner without a GPU, torch comes from PyTorch's CPU index (the default
   resolve pulls the CUDA build and gigabytes of CUDA libraries), unless ``torch-build`` says otherwise.
 - The user's constraints file pins the versions (``parity-gate init`` writes one).

@@ -26,7 +26,7 @@ from gate.github.actions import (
 )
 from gate.github.approval import DEFAULT_LABEL, Approval, approval_line, check_approval
 from gate.github.client import GitHubClient, GitHubError, RateLimited
-from gate.github.comment import CommentResult, Target, digest_line, marker, own_login, upsert_comment
+from gate.github.comment import CommentResult, CommentTarget, digest_line, marker, own_login, upsert_comment
 from gate.github.event import NoPullRequest, PullRequest, load_event, resolve_pull_request
 from gate.github.stamp import RunStamp, stamp_for
 from gate.render import COMMENT_LIMIT, SUMMARY_LIMIT, Links, headline_text, render_markdown
@@ -39,7 +39,7 @@ SHORT_LIMIT = 8_000  # the retry after a 422
 
 
 @dataclass(frozen=True)
-class Settings:
+class PublishSettings:
     report_path: str
     when: str = "auto"
     fail_on: str = "regression"
@@ -67,7 +67,7 @@ class _Context:
     """What one publish works with: the event, the run it judges, the pull request (found lazily)."""
 
     env: ActionsEnv
-    settings: Settings
+    settings: PublishSettings
     client: GitHubClient | None
     event: dict[str, Any]
     stamp: RunStamp | None
@@ -82,7 +82,7 @@ class _Context:
 
 def publish(
     report: Report,
-    settings: Settings,
+    settings: PublishSettings,
     env: ActionsEnv,
     make_client: Callable[[ActionsEnv, float], GitHubClient] | None = None,
 ) -> Outcome:
@@ -113,7 +113,7 @@ def publish(
                    + annotations(report), approval)
 
 
-def _context(report: Report, settings: Settings, env: ActionsEnv, client: GitHubClient | None) -> _Context:
+def _context(report: Report, settings: PublishSettings, env: ActionsEnv, client: GitHubClient | None) -> _Context:
     try:
         event, error = load_event(env.event_path), ""
     except FormatError as e:
@@ -180,7 +180,7 @@ def _comment(report: Report, ctx: _Context, body: str, short: Callable[[], str],
     client = ctx.client
     wants = report.verdict != "pass" or bool(report.baseline_changes)  # a baseline change is always said
     try:
-        target = Target(pr.repository, pr.number, marker(settings.comment_id), own_login(client, ctx.env.graphql_url))
+        target = CommentTarget(pr.repository, pr.number, marker(settings.comment_id), own_login(client, ctx.env.graphql_url))
 
         def upsert(text: str) -> CommentResult:
             return upsert_comment(client, target, text, when=settings.when, wants_attention=wants, digest=digest,
@@ -199,7 +199,7 @@ def _comment(report: Report, ctx: _Context, body: str, short: Callable[[], str],
         return CommentResult("skipped", reason=_explain(e))
 
 
-def _outputs(report: Report, settings: Settings, md_path: str, result: CommentResult,
+def _outputs(report: Report, settings: PublishSettings, md_path: str, result: CommentResult,
              approval: Approval | None) -> dict[str, str]:
     fr = report.first_regression
     return {
@@ -216,7 +216,7 @@ def _outputs(report: Report, settings: Settings, md_path: str, result: CommentRe
     }
 
 
-def _approval_annotation(report: Report, approval: Approval | None, settings: Settings) -> list[str]:
+def _approval_annotation(report: Report, approval: Approval | None, settings: PublishSettings) -> list[str]:
     if approval is None or not approval.blocks:
         return []
     models = ", ".join(model for model, _ in changed_models(report)[:10])
@@ -263,4 +263,4 @@ def annotations(report: Report) -> list[str]:
     return out[:MAX_ANNOTATIONS]
 
 
-__all__ = ["FAIL_ON", "Outcome", "Settings", "annotations", "headline_text", "publish"]
+__all__ = ["FAIL_ON", "Outcome", "PublishSettings", "annotations", "headline_text", "publish"]

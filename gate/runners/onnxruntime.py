@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable
 
 from gate.config.providers import CPU_EPS
-from gate.core import device, gpu_probe
+from gate.core import device
 from gate.core.layers import FORWARD_ONLY, is_gradient
 from gate.core.runs import ModelRun, ProviderLayer, ProviderRun, error_against
 from gate.core.stages import DETAIL, DETAIL_EVERY_S
@@ -20,7 +20,7 @@ from gate.core.status import ErrorStatus
 from gate.core.target import Target
 from gate.errors import ModelError
 from gate.formats.results import Bundle
-from gate.runners import ort_session
+from gate.runners import gpu_probe, ort_session
 from gate.runners.base import Runner, Subject, Unavailable
 
 

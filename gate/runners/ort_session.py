@@ -23,13 +23,12 @@ from typing import Any
 import numpy as np
 import onnx
 
-from gate.core import heap
 from gate.core.runs import latency
 from gate.core.status import ErrorStatus
 from gate.errors import ModelError
 from gate.export.saved import Marked
 from gate.fingerprint import Fingerprint, fingerprint
-from gate.runners import ort_placement, ort_segments
+from gate.runners import heap, ort_placement, ort_segments
 from gate.runners.ort_capture import Capture, capture, floating
 from gate.runners.ort_segments import chunks
 

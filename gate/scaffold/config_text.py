@@ -16,6 +16,7 @@ from pathlib import Path
 from gate.config import DTYPES
 from gate.config.parse import parse
 from gate.core.names import model_name_problem
+from gate.core.refs import is_ref
 from gate.core.target import REFERENCE_PROVIDER
 from gate.errors import ConfigError
 
@@ -62,7 +63,7 @@ def section(name: str, factory: str, inputs: Sequence[Input], providers: Sequenc
     problem = model_name_problem(name)
     if problem:
         raise ConfigError(f"model name `{name}` {problem}; pass --name")
-    if not re.fullmatch(r"[A-Za-z_][\w.]*:[A-Za-z_][\w.]*", factory):
+    if not is_ref(factory):
         raise ConfigError(f"factory `{factory}`: expected module:callable, e.g. models.vision:resnet18")
     if not inputs:
         raise ConfigError("give at least one input shape, e.g. --input x=1x3x224x224")

@@ -1,2 +1,6 @@
-"""The verdict: per-layer checks (``checks``), target audits and the first regression
-(``judge``), root-cause hints (``hints``), all as types (``types``) with their JSON codec."""
+"""The verdict, as types (``types``, with their JSON codec) built from a run and its baseline:
+per-layer checks (``checks``), target and model audits (``placement``, ``model_audits``), runtime
+versions that moved (``versions``), a sweep's pairs and anchor (``comparisons``) and its support
+matrix (``sweeps``), a GPU leg that checked no GPU (``gpu_leg``), the first regression and the
+report (``judge``), and root-cause hints that never change it (``hints``). No I/O here: the one
+judge that reads baselines and refuses what cannot be judged is ``gate.commands.judging``."""

@@ -10,7 +10,7 @@ file holds (a matrix leg that did not run, e.g. for a fork) are not "unavailable
 
 from __future__ import annotations
 
-from gate.core.ortdist import fix_for, is_gpu
+from gate.config.providers import fix_for, is_gpu
 from gate.core.runs import ModelRun, ProviderRun
 from gate.core.status import ErrorStatus, RunStatus, SkipKind
 

@@ -29,7 +29,7 @@ if [ -z "${PARITY_GATE_TEST_VENV:-}" ]; then
     set +f
     if [ -n "${ORT_DIST:-}" ]; then
       # One ONNX Runtime distribution, never two: a requirement may have pulled in another one.
-      "$py" "$GITHUB_ACTION_PATH/gate/core/ortdist.py" ensure "$ORT_DIST"
+      "$py" "$GITHUB_ACTION_PATH/gate/github/ortdist.py" ensure "$ORT_DIST"
     fi
     echo "Installed in $((SECONDS - start)) s"
     echo "installed=true" >> "$GITHUB_OUTPUT"

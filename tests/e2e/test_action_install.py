@@ -114,7 +114,7 @@ def test_collect_leg_keeps_one_onnxruntime_distribution_when_a_requirement_pulls
     assert "removing onnxruntime: only onnxruntime-openvino may provide onnxruntime here" in install.stderr + install.stdout
     assert "ONNX Runtime distribution: onnxruntime-openvino 1.24.1" in install.stdout
     venv = tmp_path / "runner-temp" / "parity-gate-env"
-    listed = subprocess.run([str(venv / "bin" / "python"), str(action / "gate" / "core" / "ortdist.py"), "list"],
+    listed = subprocess.run([str(venv / "bin" / "python"), str(action / "gate" / "github" / "ortdist.py"), "list"],
                             capture_output=True, text=True)
     assert listed.stdout.split() == ["onnxruntime-openvino", "1.24.1"], listed.stdout + listed.stderr
     (result,) = read_runs(Path(run.outputs["result-file"]))

@@ -102,3 +102,22 @@ def test_npz_inputs_must_exist(tmp_path):
     text = BASE.replace('inputs = [{ name = "x", shape = [2, 3, 32, 32], dtype = "float32" }]', 'inputs = "data/x.npz"')
     with pytest.raises(ConfigError, match="input file .*data/x.npz` does not exist"):
         load_config(write(tmp_path, text))
+
+
+@pytest.mark.parametrize("ref, ok", [
+    ("examples.zoo:tiny_cnn", True), ("_m:_f", True), ("m:pkg.attr", True),
+    ("examples.zoo", False), ("a..b:c", False), ("a.:c", False), ("1m:f", False), ("m:", False), (":f", False),
+    ("m:f-g", False), ("m:f:g", False),
+])
+def test_init_and_the_config_accept_the_same_factory_references(tmp_path, ref, ok):
+    from gate.scaffold.config_text import Input, section
+
+    text = BASE.replace('"examples.zoo:tiny_cnn"', f'"{ref}"')
+    if ok:
+        load_config(write(tmp_path, text))
+        section("m", ref, [Input("x", (1, 3), "float32")])
+        return
+    with pytest.raises(ConfigError, match="factory"):
+        load_config(write(tmp_path, text))
+    with pytest.raises(ConfigError, match="factory"):
+        section("m", ref, [Input("x", (1, 3), "float32")])

@@ -1,4 +1,4 @@
-"""gate.core.gpu_probe: GPU device classes for ONNX Runtime EPs without torch, from nvidia-smi's
+"""gate.runners.gpu_probe: GPU device classes for ONNX Runtime EPs without torch, from nvidia-smi's
 own output (captured from real machines) or NVML; without a GPU, the generic class and why."""
 
 from __future__ import annotations
@@ -8,7 +8,8 @@ import shutil
 import pytest
 
 from gate.config import ProviderSpec
-from gate.core import device, gpu_probe
+from gate.core import device
+from gate.runners import gpu_probe
 from gate.runners.onnxruntime import OrtRunner, device_id
 
 # `nvidia-smi --query-gpu=name,compute_cap --format=csv,noheader` as drivers print it.

@@ -1,4 +1,4 @@
-"""gate.core.heap: freed heap pages go back to the operating system."""
+"""gate.runners.heap: freed heap pages go back to the operating system."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from gate.core import heap
+from gate.runners import heap
 
 
 def _rss_mib() -> float:

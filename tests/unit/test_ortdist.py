@@ -1,4 +1,4 @@
-"""gate.core.ortdist: which ONNX Runtime distributions are installed, which one Python imports,
+"""gate.github.ortdist: which ONNX Runtime distributions are installed, which one Python imports,
 and the action's post-install step that leaves exactly one (real pip, real venvs, real files)."""
 
 from __future__ import annotations
@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from gate.core import ortdist
+from gate.github import ortdist
 
 ROOT = Path(__file__).resolve().parents[2]
-SCRIPT = ROOT / "gate" / "core" / "ortdist.py"
+SCRIPT = ROOT / "gate" / "github" / "ortdist.py"
 
 
 def fake_distribution(site: Path, name: str, version: str) -> None:
@@ -47,7 +47,7 @@ def test_the_openvino_environment_imports_the_openvino_build():
     python = os.environ.get("PARITY_GATE_OPENVINO_PYTHON")
     if not python:
         pytest.skip("PARITY_GATE_OPENVINO_PYTHON is not set (scripts/test.sh builds .venv-openvino)")
-    proc = subprocess.run([python, "-c", "from gate.core import ortdist; print(ortdist.imported(), "
+    proc = subprocess.run([python, "-c", "from gate.github import ortdist; print(ortdist.imported(), "
                            "list(ortdist.installed()))"], capture_output=True, text=True, env={**os.environ,
                           "PYTHONPATH": str(ROOT)})
     assert proc.stdout.strip() == "onnxruntime-openvino ['onnxruntime-openvino']", proc.stderr
@@ -61,11 +61,13 @@ def test_distribution_name_of_a_requirement(spec, name):
 
 
 def test_gpu_providers_name_their_distribution():
-    assert ortdist.is_gpu("TensorrtExecutionProvider") and ortdist.is_gpu("torch-compile-cuda")
-    assert not ortdist.is_gpu("CPUExecutionProvider") and not ortdist.is_gpu("OpenVINOExecutionProvider")
-    assert ortdist.fix_for("CUDAExecutionProvider").startswith("onnxruntime-gpu instead of onnxruntime")
-    assert ortdist.fix_for("DmlExecutionProvider").startswith("onnxruntime-directml")
-    assert "CUDA build of torch" in ortdist.fix_for("torch-cuda")
+    from gate.config.providers import fix_for, is_gpu
+
+    assert is_gpu("TensorrtExecutionProvider") and is_gpu("torch-compile-cuda")
+    assert not is_gpu("CPUExecutionProvider") and not is_gpu("OpenVINOExecutionProvider")
+    assert fix_for("CUDAExecutionProvider").startswith("onnxruntime-gpu instead of onnxruntime")
+    assert fix_for("DmlExecutionProvider").startswith("onnxruntime-directml")
+    assert "CUDA build of torch" in fix_for("torch-cuda")
 
 
 @pytest.fixture(scope="module")

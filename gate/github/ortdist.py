@@ -1,12 +1,12 @@
-"""ONNX Runtime distributions: which one is installed, which one Python imports, which one a GPU
-provider needs.
+"""ONNX Runtime distributions: which one is installed, which one Python imports, and leaving one
+(the action's install step; which distribution a GPU provider needs is ``gate.config.providers.fix_for``).
 
 ``onnxruntime``, ``onnxruntime-gpu``, ``onnxruntime-openvino``, ... all install the same
 ``onnxruntime`` package: two in one environment overwrite each other's files, and which EPs
 load then depends on the order they were installed in. Standard library only: the action runs
 this file as a script with the environment's Python right after its install,
 
-    python gate/core/ortdist.py ensure onnxruntime-gpu   # uninstall the others, exit 2 if one stays
+    python gate/github/ortdist.py ensure onnxruntime-gpu   # uninstall the others, exit 2 if one stays
 
 and ``parity-gate doctor`` reports the same facts.
 """
@@ -21,26 +21,6 @@ import sys
 
 DISTRIBUTIONS = ("onnxruntime", "onnxruntime-gpu", "onnxruntime-openvino", "onnxruntime-directml",
                  "onnxruntime-rocm", "onnxruntime-migraphx", "onnxruntime-qnn", "onnxruntime-training")
-# Providers whose kernels run on a GPU, and the distribution that brings each.
-GPU_EPS = {"CUDAExecutionProvider": "onnxruntime-gpu", "TensorrtExecutionProvider": "onnxruntime-gpu",
-           "ROCMExecutionProvider": "onnxruntime-rocm", "MIGraphXExecutionProvider": "onnxruntime-migraphx",
-           "DmlExecutionProvider": "onnxruntime-directml"}
-GPU_TORCH = ("torch-cuda", "torch-compile-cuda")
-
-
-def is_gpu(provider: str) -> bool:
-    return provider in GPU_EPS or provider in GPU_TORCH
-
-
-def fix_for(provider: str) -> str:
-    """How to make ``provider`` available, in one phrase."""
-    if provider in GPU_TORCH:
-        return "a CUDA build of torch (action: torch-build default, or python-path with a CUDA torch)"
-    dist = GPU_EPS.get(provider, "onnxruntime")
-    action = " (action input onnxruntime: gpu)" if dist == "onnxruntime-gpu" else ""
-    return f"{dist} instead of onnxruntime{action}"
-
-
 def _normalize(name: str) -> str:
     return name.lower().replace("_", "-").replace(".", "-")
 
