@@ -9,7 +9,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from gate.core.stages import Stages
-from gate.core.status import SkipKind, TargetStatus
+from gate.core.status import AuditStatus, ModelStatus, Role, SkipKind, TargetStatus, Verdict
 from gate.render.markdown import promotion_text
 from gate.verdict.sweeps import Cell, SweepMatrix, matrices
 from gate.verdict.types import ModelVerdict, Report
@@ -58,7 +58,7 @@ def render_report(report: Report) -> None:
             _render_model(model)
     for mx in matrices(report.models):
         _render_matrix(mx)
-        for model in (m for m in report.models if m.sweep == mx.name and m.status != "pass"):
+        for model in (m for m in report.models if m.sweep == mx.name and m.status != ModelStatus.PASS):
             _render_model(model)  # what failed, in full; the rest is one row each
     if report.baseline_changes:
         console.print(f"[yellow]this change updates baselines:[/yellow] {escape(', '.join(report.baseline_changes))}")
@@ -88,7 +88,7 @@ def _render_model(model: ModelVerdict) -> None:
         table.add_column(col, justify="right" if col in ("checked", "failed", "folded", "worst error", "latency")
                          else "left")
     for p in model.providers:
-        precision = f"{p.precision} reference" if p.role == "reference" else p.precision
+        precision = f"{p.precision} reference" if p.role == Role.REFERENCE else p.precision
         values = [r.value for r in p.rows if r.value is not None and r.check != "structure"]
         first = p.first_regression
         first_text = (f"{first.layer}: {first.check} {_fmt(first.value)} > {_fmt(first.threshold)}"
@@ -99,7 +99,7 @@ def _render_model(model: ModelVerdict) -> None:
                       "—" if p.latency_ms is None else f"{p.latency_ms:.2f} ms", escape(first_text))
     console.print(table)
     for a in model.audits + [a for p in model.providers for a in p.audits]:
-        style = "red" if a.status == "fail" else "yellow"
+        style = "red" if a.status == AuditStatus.FAIL else "yellow"
         console.print(f"  [{style}]{escape(a.check)}:[/{style}] {escape(a.message)}", soft_wrap=True)
     for p in model.providers:
         for r in (r for r in p.rows if r.exact):
@@ -108,7 +108,7 @@ def _render_model(model: ModelVerdict) -> None:
             console.print(escape(f"  output {r.layer} on {p.name}: max-abs {_fmt(e['max_abs'])}, max-rel "
                                  f"{_fmt(e['max_rel'])}, {close} at rtol {e['rtol']:g}, atol {e['atol']:g}"),
                           soft_wrap=True)
-    if model.status in ("regressed", "error"):
+    if model.status in (ModelStatus.REGRESSED, ModelStatus.ERROR):
         for h in [h for h in model.hints if h.kind != "hints-unavailable"][:6]:
             where = f" on {h.provider}" if h.provider else ""
             console.print(f"  [cyan]hint[/cyan] {escape(f'{h.kind} at {h.layer or chr(8212)}{where}: {h.message}')}",
@@ -161,14 +161,14 @@ def verdict_line(report: Report) -> str:
     s = report.summary
     skipped = sorted({p.name for m in report.models for p in m.providers
                       if p.status == TargetStatus.SKIPPED and p.skip != SkipKind.SWEEP})
-    if report.verdict == "pass":
+    if report.verdict == Verdict.PASS:
         ran = [p for p in s.providers if p not in skipped]
         return "[bold green]PASSED[/bold green] | " + escape(
             f"{s.models} models, {s.layers} layers, providers: {', '.join(ran) or 'none'}"
             + (f" (skipped, not available here: {', '.join(skipped)})" if skipped else ""))
     first = report.first_regression
-    if report.verdict == "error":
-        failed = [m for m in report.models if m.status == "error"]
+    if report.verdict == Verdict.ERROR:
+        failed = [m for m in report.models if m.status == ModelStatus.ERROR]
         err = failed[0].error if failed else None
         what = f"{err.error_status}: {err.message}" if err else "error"
         return f"[bold red]ERROR[/bold red] | {escape(what)}"
@@ -177,5 +177,5 @@ def verdict_line(report: Report) -> str:
             f"first regression: {first.model} {first.layer} on {first.provider}"
             f"{' (float64 reference)' if first.precision == 'float64' else ''} "
             f"({first.check} {_fmt(first.value)} > {_fmt(first.threshold)})")
-    missing = [m.name for m in report.models if m.status == "no-baseline"]
+    missing = [m.name for m in report.models if m.status == ModelStatus.NO_BASELINE]
     return f"[bold red]FAILED[/bold red] | missing baseline: {escape(', '.join(missing))}"

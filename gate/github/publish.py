@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from gate.core.status import ModelStatus, Verdict
 from gate.errors import FormatError
 from gate.github.actions import (
     MAX_ANNOTATIONS,
@@ -178,7 +179,7 @@ def _comment(report: Report, ctx: _Context, body: str, short: Callable[[], str],
     if ctx.client is None:
         return CommentResult("skipped", reason="no token (set the github-token input or GITHUB_TOKEN)")
     client = ctx.client
-    wants = report.verdict != "pass" or bool(report.baseline_changes)  # a baseline change is always said
+    wants = report.verdict != Verdict.PASS or bool(report.baseline_changes)  # a baseline change is always said
     try:
         target = CommentTarget(pr.repository, pr.number, marker(settings.comment_id), own_login(client, ctx.env.graphql_url))
 
@@ -241,10 +242,10 @@ def annotations(report: Report) -> list[str]:
     """``::error::`` lines for the first regression of each model/provider and for failed models."""
     out: list[str] = []
     for m in report.models:
-        if m.status == "error":
+        if m.status == ModelStatus.ERROR:
             what = m.error.error_status if m.error else "error"
             out.append(command("error", m.error.message if m.error else "", title=f"parity-gate: {m.name} {what}"))
-        elif m.status == "no-baseline":
+        elif m.status == ModelStatus.NO_BASELINE:
             out.append(command("error", f"no baseline: run `{m.recreate}` and commit it",
                                title=f"parity-gate: {m.name} has no baseline"))
         for p in m.providers:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from gate.core.status import ModelStatus, RowStatus, TargetStatus, Verdict
 from gate.render.chart import error_chart
 from gate.render.next_steps import next_steps
 from gate.render.notices import MAX_LIST, baseline_block, notices, reason
@@ -113,11 +114,11 @@ def headline_text(report: Report) -> str:
     fr = report.first_regression
     if fr:
         return f"{fr.model}: layer {fr.layer} on {fr.provider} failed {fr.check} ({num(fr.value)} > {num(fr.threshold)})"
-    errors = [m for m in report.models if m.status == "error"]
+    errors = [m for m in report.models if m.status == ModelStatus.ERROR]
     if errors:
         e = errors[0].error
         return (f"{errors[0].name}: {e.error_status}: {clip(e.message, 200)}" if e else f"{errors[0].name}: error")
-    missing = [m for m in report.models if m.status == "no-baseline"]
+    missing = [m for m in report.models if m.status == ModelStatus.NO_BASELINE]
     if missing:
         return f"{missing[0].name}: no baseline (create it with `{missing[0].recreate}`)"
     s = report.summary
@@ -138,7 +139,7 @@ class _Doc:
         parts = [self.marker, baseline_block(self.r, self.approval), self.headline(), self.judged(),
                  notices(self.r), next_steps(self.r), self.overview()]
         if self.level.models:  # a passing case of a sweep is one row of its matrix, not a section
-            parts += [self.model_section(m) for m in self.models if not m.sweep or m.status != "pass"]
+            parts += [self.model_section(m) for m in self.models if not m.sweep or m.status != ModelStatus.PASS]
         parts += [sweep_section(mx) for mx in matrices(self.models)]
         if self.shortened:
             parts.append(self.pointer())
@@ -152,17 +153,17 @@ class _Doc:
         scope = (f"{s.models} model{'s' * (s.models != 1)}, {s.layers:,} layers, {len(providers)} "
                  f"provider{'s' * (len(providers) != 1)}")
         fr = self.r.first_regression
-        errors = [m for m in self.models if m.status == "error"]
+        errors = [m for m in self.models if m.status == ModelStatus.ERROR]
         if fr:
             return f"{_title(fr)}\n\n{_first_body(fr, _baseline_of(self.r, fr))}\n\n{scope}: {_tally(self.models)}."
-        if self.r.verdict == "error" or errors:
+        if self.r.verdict == Verdict.ERROR or errors:
             names = ", ".join(code(m.name) for m in errors[:MAX_LIST]) or "a model"
             return f"### 💥 parity-gate: {len(errors) or 'a'} model{'s' * (len(errors) != 1)} failed: {names}\n\n{scope}."
-        if self.r.verdict == "regressed":
-            missing = [m for m in self.models if m.status == "no-baseline"]
+        if self.r.verdict == Verdict.REGRESSED:
+            missing = [m for m in self.models if m.status == ModelStatus.NO_BASELINE]
             what = f"no baseline for {', '.join(code(m.name) for m in missing[:MAX_LIST])}" if missing else "regressed"
             return f"### ❌ parity-gate: {what}\n\n{scope}."
-        unchecked = sum(1 for m in self.models for p in m.providers if p.status in ("skipped", "error"))
+        unchecked = sum(1 for m in self.models for p in m.providers if p.status in (TargetStatus.SKIPPED, TargetStatus.ERROR))
         note = f" ({unchecked} provider run{'s' * (unchecked != 1)} not checked, see below)" if unchecked else ""
         return f"### ✅ parity-gate: passed{note}\n\n{scope}."
 
@@ -181,13 +182,13 @@ class _Doc:
     # -- tables ------------------------------------------------------------------------------
     def overview(self) -> str:
         rows = ["| model | status | layers | providers | first regression |", "| --- | --- | ---: | --- | --- |"]
-        listed = [m for m in self.models if not m.sweep or m.status != "pass"]
+        listed = [m for m in self.models if not m.sweep or m.status != ModelStatus.PASS]
         if not listed:
             return ""
         cap = len(listed) if self.level.models else 50
         for m in listed[:cap]:
             provs = " ".join(f"{ICON.get(p.status, '❔')}&nbsp;{_provider_label(p, m)}" for p in m.providers
-                             if p.status != "skipped")  # a skipped provider is said once, in the notices
+                             if p.status != TargetStatus.SKIPPED)  # a skipped provider is said once, in the notices
             rows.append(f"| {code(m.name)} | {_status(m.status)} | {num(m.layers)} | {provs or '—'} | "
                         f"{_first(m.first_regression, _baseline_of(self.r, m.first_regression, m))} |")
         if len(listed) > cap:
@@ -198,7 +199,7 @@ class _Doc:
         out = [f"#### {code(m.name)}", _model_meta(m)]
         if m.error:
             out.append(f"💥 **{plain(m.error.error_status, 20)}**: {plain(m.error.message, 2 * MESSAGE_CAP)}")
-        shown = [p for p in m.providers if p.status != "skipped"]
+        shown = [p for p in m.providers if p.status != TargetStatus.SKIPPED]
         if shown:
             out.append(_provider_table(shown))
         audits = m.audits + [a for p in m.providers for a in p.audits]
@@ -207,12 +208,12 @@ class _Doc:
                                   f"{plain(a.message, MESSAGE_CAP)}" for a in audits[:10]))
         out.append(outputs_table(m.providers))
         hints = [h for h in m.hints if h.kind != "hints-unavailable"]
-        if hints and m.status in ("regressed", "error"):
+        if hints and m.status in (ModelStatus.REGRESSED, ModelStatus.ERROR):
             out.append("**Diagnosis**\n\n" + "\n".join(
                 f"- {code(h.kind)} at {code(h.layer or '—')}{(' on ' + code(h.provider)) if h.provider else ''}: "
                 f"{plain(h.message, MESSAGE_CAP)}" for h in hints[:6]))
         if self.level.charts:
-            out += [error_chart(m.name, p) or "" for p in m.providers if p.status == "regressed" and self._take_chart()]
+            out += [error_chart(m.name, p) or "" for p in m.providers if p.status == TargetStatus.REGRESSED and self._take_chart()]
         if self.level.details:
             first = self.r.first_regression
             out += [self.layer_details(m.name, p, first is not None and (first.model, first.provider) == (m.name, p.name)
@@ -228,7 +229,7 @@ class _Doc:
         chosen = _choose_rows(layers, self.level.rows)
         self.rows_total += len(layers)
         self.rows_shown += len(chosen)
-        failed = sum(1 for row in layers if row.status == "fail")
+        failed = sum(1 for row in layers if row.status == RowStatus.FAIL)
         summary = (f"<summary><b>{attr(model)}</b> · {attr(p.name)} ({attr(p.precision or '?', 20)}): "
                    f"{failed} of {len(layers):,} layers failed</summary>")
         rows = ["| # | layer | type | status | check | value | threshold | baseline | note |",
@@ -304,9 +305,9 @@ def _row_baseline(p: ProviderVerdict, fr: Regression | None) -> float | None:
 
 def _tally(models: list[ModelVerdict]) -> str:
     """What did not pass, counted by kind: a missing baseline is not a regression."""
-    counts = [(sum(m.status == "regressed" for m in models), "regressed"),
-              (sum(m.status == "no-baseline" for m in models), "without a baseline"),
-              (sum(m.status == "error" for m in models), "failed to run")]
+    counts = [(sum(m.status == ModelStatus.REGRESSED for m in models), "regressed"),
+              (sum(m.status == ModelStatus.NO_BASELINE for m in models), "without a baseline"),
+              (sum(m.status == ModelStatus.ERROR for m in models), "failed to run")]
     said = [f"{n} {what}" for n, what in counts if n]
     return ", ".join(said) or "all passed"
 
@@ -350,7 +351,7 @@ def _provider_table(providers: list[ProviderVerdict]) -> str:
 
 def _row_line(i: int, row: Row) -> str:
     note = plain(row.message, 160) if row.message and row.status not in QUIET_ROWS else ""
-    ratio = times(row.value, row.baseline) if row.status == "fail" else ""
+    ratio = times(row.value, row.baseline) if row.status == RowStatus.FAIL else ""
     return (f"| {i + 1} | {code(row.layer)} | {code(row.type, 60) if row.type else ''} | "
             f"{ROW_ICON.get(row.status, '❔')} {plain(row.status, 20)} | {plain(row.check or '', 40)} | "
             f"{num(row.value)}{f' ({ratio})' if ratio else ''} | {num(row.threshold)} | {num(row.baseline)} | {note} |")

@@ -8,7 +8,7 @@
 
 from __future__ import annotations
 
-from gate.core.status import ErrorStatus, ModelStatus, Role, TargetStatus
+from gate.core.status import AuditStatus, ErrorStatus, ModelStatus, Role, TargetStatus
 from gate.render.text import code, plain
 from gate.verdict.types import ModelVerdict, ProviderVerdict, Report
 
@@ -22,7 +22,7 @@ _MODEL_ERRORS = {
 
 
 def next_steps(report: Report) -> str:
-    lines = [f"- {code(m.name)}: {_step(m)}" for m in report.models if m.status != "pass"]
+    lines = [f"- {code(m.name)}: {_step(m)}" for m in report.models if m.status != ModelStatus.PASS]
     if not lines:
         return ""
     if len(lines) > MAX_MODELS:
@@ -53,7 +53,7 @@ def _runtime_step(m: ModelVerdict) -> str:
     names = ", ".join(code(p.name) for p in regressed[:4]) or "a provider"
     audits_only = regressed and all(p.failed == 0 for p in regressed)
     if audits_only:
-        checks = sorted({a.check for p in regressed for a in p.audits if a.status == "fail"})
+        checks = sorted({a.check for p in regressed for a in p.audits if a.status == AuditStatus.FAIL})
         return (f"{names} {'slowed down' if checks == ['latency'] else 'failed ' + ', '.join(checks)} on an unchanged "
                 "model: see the audit lines above.")
     hints = " — see the hints under **Diagnosis**" if any(h.kind != "hints-unavailable" for h in m.hints) else \

@@ -55,7 +55,7 @@ def model_notices(m: ModelVerdict) -> list[str]:
     if m.status == ModelStatus.ERROR:
         if m.error:
             items.append(f"💥 {code(m.name)} failed: **{plain(m.error.error_status, 20)}**: {plain(m.error.message)}")
-    elif m.status == "no-baseline" and not m.baseline_exists:
+    elif m.status == ModelStatus.NO_BASELINE and not m.baseline_exists:
         where = f" at {code(m.baseline_path)}" if m.baseline_path else ""
         items.append(f"🆕 {code(m.name)} has no baseline{where}.")
     if m.reference_dtype == "float32":
@@ -73,12 +73,12 @@ def model_notices(m: ModelVerdict) -> list[str]:
     for p in m.providers:
         if p.status == TargetStatus.SKIPPED and p.skip == SkipKind.SWEEP:
             continue  # listed with its reason in the sweep's matrix
-        if p.status == "skipped":
+        if p.status == TargetStatus.SKIPPED:
             items.append(f"⏭️ {code(m.name)} · {code(p.name)} not checked: {plain(reason(p))}")
-        elif p.status == "error":
+        elif p.status == TargetStatus.ERROR:
             items.append(f"💥 {code(m.name)} · {code(p.name)} failed"
                          f"{' (' + plain(p.error_status, 20) + ')' if p.error_status else ''}: {plain(reason(p))}")
-        elif p.status == "no-baseline" and m.baseline_exists:
+        elif p.status == TargetStatus.NO_BASELINE and m.baseline_exists:
             items.append(f"🆕 {code(m.name)} · {code(p.name)} has no baseline entry for {plain(p.label, 60)}.")
     return items
 

@@ -15,6 +15,7 @@ import math
 from gate.config import ModelSpec
 from gate.core.layers import is_output
 from gate.core.runs import LayerInfo, ModelRun, ProviderRun
+from gate.core.status import Check, LayerStatus, RowStatus
 from gate.core.target import coarsest
 from gate.fingerprint import Fingerprint, relative_error
 from gate.formats.baseline import Baseline, Entry
@@ -26,9 +27,10 @@ NOISE_MARGIN = 4.0  # thresholds stay at least this many times the calibrated no
 REFERENCE_FLOOR = {"float32": 1e-5, "float16": 1e-3, "bfloat16": 1e-2}
 
 
-def _row(layer: LayerInfo, status: str, check: str | None = None, value: float | None = None,
+def _row(layer: LayerInfo, status: RowStatus, check: Check | None = None, value: float | None = None,
          threshold: float | None = None, baseline: float | None = None, message: str | None = None) -> Row:
-    return Row(layer.name, layer.type, status, check, _num(value), _num(threshold), _num(baseline), message)
+    return Row(layer=layer.name, type=layer.type, status=status, check=check, value=_num(value),
+               threshold=_num(threshold), baseline=_num(baseline), message=message)
 
 
 def _num(v: float | None) -> float | None:
@@ -68,7 +70,7 @@ def reference_rows(run: ModelRun, baseline: Baseline, spec: ModelSpec) -> list[R
     for layer in run.layers:
         recorded = baseline.layer(layer.name)
         if recorded is None:
-            rows.append(_row(layer, "new", "structure", message="layer is not in the baseline: the model's "
+            rows.append(_row(layer, RowStatus.NEW, Check.STRUCTURE, message="layer is not in the baseline: the model's "
                              "structure changed"))
             continue
         # A comparison is as precise as its less precise side.
@@ -76,7 +78,7 @@ def reference_rows(run: ModelRun, baseline: Baseline, spec: ModelSpec) -> list[R
         limit = reference_limit(spec.tolerance_for(layer.name).reference, precision, recorded.noise)
         rows.append(_reference_row(run, layer, recorded.fp, limit))
     current = {layer.name for layer in run.layers}
-    rows.extend(Row(x.name, x.type, "missing", "structure", message="layer is in the baseline but did not run: "
+    rows.extend(Row(x.name, x.type, RowStatus.MISSING, Check.STRUCTURE, message="layer is in the baseline but did not run: "
                     "the model's structure changed") for x in baseline.layers if x.name not in current)
     return rows
 
@@ -85,20 +87,20 @@ def _reference_row(run: ModelRun, layer: LayerInfo, base: Fingerprint, limit: fl
     now = layer.fp
     dead = degenerate(now) if is_output(layer.name) else None
     if dead:
-        return _row(layer, "fail", "degenerate", message=f"the model's output is degenerate: {dead}; a gate never "
+        return _row(layer, RowStatus.FAIL, Check.DEGENERATE, message=f"the model's output is degenerate: {dead}; a gate never "
                     "passes such a model, baseline or not")
     if tuple(now.shape) != tuple(base.shape):
-        return _row(layer, "fail", "shape", message=f"reference shape {list(now.shape)}, baseline {list(base.shape)}")
+        return _row(layer, RowStatus.FAIL, Check.SHAPE, message=f"reference shape {list(now.shape)}, baseline {list(base.shape)}")
     if _nonfinite(now) != _nonfinite(base):
         n, b = sum(_nonfinite(now)), sum(_nonfinite(base))
-        return _row(layer, "fail", "nonfinite", n, b, b, message=f"reference has {_describe_nonfinite(_nonfinite(now))}; "
+        return _row(layer, RowStatus.FAIL, Check.NONFINITE, n, b, b, message=f"reference has {_describe_nonfinite(_nonfinite(now))}; "
                     f"baseline {_describe_nonfinite(_nonfinite(base))}")
     change = relative_error(now, base)
     if change > limit:
-        return _row(layer, "fail", "reference-drift", change, limit, 0.0,
+        return _row(layer, RowStatus.FAIL, Check.REFERENCE_DRIFT, change, limit, 0.0,
                     message=f"the {run.reference_dtype} reference moved by {change:.3g} (relative L2; limit "
                     f"{limit:.3g}): the model's code or weights changed")
-    return _row(layer, "pass", "reference-drift", change, limit, 0.0)
+    return _row(layer, RowStatus.PASS, Check.REFERENCE_DRIFT, change, limit, 0.0)
 
 
 def runtime_rows(run: ModelRun, prun: ProviderRun, entry: Entry | None, spec: ModelSpec) -> list[Row]:
@@ -107,9 +109,9 @@ def runtime_rows(run: ModelRun, prun: ProviderRun, entry: Entry | None, spec: Mo
     for layer in run.layers:
         pl = prun.layers.get(layer.name)
         if pl is None:
-            rows.append(_row(layer, "absent", message="not captured on this provider"))
-        elif pl.status in ("folded", "absent"):
-            rows.append(_row(layer, pl.status, message=pl.reason))
+            rows.append(_row(layer, RowStatus.ABSENT, message="not captured on this provider"))
+        elif pl.status in (LayerStatus.FOLDED, LayerStatus.ABSENT):
+            rows.append(_row(layer, RowStatus(pl.status), message=pl.reason))
         else:
             rows.append(_allclose(_runtime_row(layer, prun, pl, entry, spec), pl.exact, spec.output_tolerance))
     return rows
@@ -124,48 +126,49 @@ def _allclose(row: Row, exact: dict | None, tolerance: tuple[float, float] | Non
     rtol, atol = tolerance
     bound = atol + rtol * abs(exact["expected"]) if exact["expected"] is not None else atol
     where = ", ".join(map(str, exact["worst_index"]))
-    return _row_with(row, "fail", "allclose", exact["max_abs"], bound,
+    return _row_with(row, RowStatus.FAIL, Check.ALLCLOSE, exact["max_abs"], bound,
                      f"allclose(rtol={rtol:g}, atol={atol:g}) fails on {exact['mismatched']:,} of {exact['count']:,} "
                      f"elements; worst at [{where}]: expected {exact['expected']!r}, got {exact['actual']!r} "
                      f"(max-abs {exact['max_abs']:.3g}, max-rel {exact['max_rel']:.3g})")
 
 
-def _row_with(row: Row, status: str, check: str, value: float | None, threshold: float | None, message: str) -> Row:
-    return Row(row.layer, row.type, status, check, _num(value), _num(threshold), row.baseline, message, row.exact)
+def _row_with(row: Row, status: RowStatus, check: Check, value: float | None, threshold: float | None, message: str) -> Row:
+    return Row(layer=row.layer, type=row.type, status=status, check=check, value=_num(value),
+               threshold=_num(threshold), baseline=row.baseline, message=message, exact=row.exact)
 
 
 def _runtime_row(layer: LayerInfo, prun: ProviderRun, pl, entry: Entry | None, spec: ModelSpec) -> Row:
     tol = spec.tolerance_for(layer.name, prun.precision)
     fp, ref = pl.fp, layer.fp
     if tuple(fp.shape) != tuple(ref.shape):
-        return _row(layer, "fail", "shape", message=f"{prun.name} shape {list(fp.shape)}, reference {list(ref.shape)}")
+        return _row(layer, RowStatus.FAIL, Check.SHAPE, message=f"{prun.name} shape {list(fp.shape)}, reference {list(ref.shape)}")
     if _nonfinite(fp) != _nonfinite(ref):
-        return _row(layer, "fail", "nonfinite", sum(_nonfinite(fp)), sum(_nonfinite(ref)),
+        return _row(layer, RowStatus.FAIL, Check.NONFINITE, sum(_nonfinite(fp)), sum(_nonfinite(ref)),
                     message=f"{prun.name} has {_describe_nonfinite(_nonfinite(fp))}; reference "
                     f"{_describe_nonfinite(_nonfinite(ref))}")
     err = pl.err if pl.err is not None else relative_error(fp, ref)
     recorded = entry.layers.get(layer.name) if entry is not None else None
     base = recorded.err if recorded is not None else None
     if err > tol.ceiling:
-        return _row(layer, "fail", "ceiling", err, tol.ceiling, base,
+        return _row(layer, RowStatus.FAIL, Check.CEILING, err, tol.ceiling, base,
                     message=f"error {err:.3g} against the reference is over the ceiling {tol.ceiling:.3g}")
     if base is None or math.isnan(base):
         if entry is None:  # no baseline for this target at all: its provider verdict says so
-            return _row(layer, "pass", "error-growth", err, None, None)
+            return _row(layer, RowStatus.PASS, Check.ERROR_GROWTH, err, None, None)
         if err > tol.floor:
             # Not observable in the baseline (folded, absent): with nothing to grow from, the
             # floor is the limit, so a graph change that un-fuses a layer is still checked.
-            return _row(layer, "fail", "error-growth", err, tol.floor, None,
+            return _row(layer, RowStatus.FAIL, Check.ERROR_GROWTH, err, tol.floor, None,
                         message=f"no baseline value (the layer was not observable then); error {err:.3g} against "
                         f"the reference is over the floor {tol.floor:.0e}")
-        return _row(layer, "new", "error-growth", err, tol.floor, None,
+        return _row(layer, RowStatus.NEW, Check.ERROR_GROWTH, err, tol.floor, None,
                     message="no baseline value for this layer; within the floor")
     threshold = growth_limit(base, tol.growth, tol.floor, recorded.noise)
     if err > threshold:
-        return _row(layer, "fail", "error-growth", err, threshold, base,
+        return _row(layer, RowStatus.FAIL, Check.ERROR_GROWTH, err, threshold, base,
                     message=f"error against the reference {err:.3g} (baseline {base:.3g}, limit {threshold:.3g} = "
                     f"{tol.growth:g}x + {tol.floor:.0e})")
-    return _row(layer, "pass", "error-growth", err, threshold, base)
+    return _row(layer, RowStatus.PASS, Check.ERROR_GROWTH, err, threshold, base)
 
 
 def growth_limit(base: float, growth: float, floor: float, noise: float | None) -> float:

@@ -9,7 +9,7 @@ from collections.abc import Iterable
 from gate.config import Config, ModelSpec, Sweep
 from gate.core.layers import is_output
 from gate.core.runs import ModelRun, ProviderRun
-from gate.core.status import Check, ComparisonStatus
+from gate.core.status import Check, ComparisonStatus, LayerStatus, RunStatus
 from gate.core.target import REFERENCE_PROVIDER
 from gate.fingerprint import Fingerprint, relative_error
 
@@ -21,7 +21,7 @@ def outputs_of(run: ModelRun, prun: ProviderRun | None) -> dict[str, Fingerprint
     if prun is None:
         fps = {x.name: x.fp for x in run.layers if is_output(x.name)}
     else:
-        fps = {n: pl.fp for n, pl in prun.layers.items() if is_output(n) and pl.status == "ok" and pl.fp is not None}
+        fps = {n: pl.fp for n, pl in prun.layers.items() if is_output(n) and pl.status == LayerStatus.OK and pl.fp is not None}
     return {n: fp for n, fp in fps.items() if fp.sketch is not None}
 
 
@@ -40,7 +40,7 @@ def judged(kind: str, provider: str, other: str, error: float | None, tolerance:
 def _targets(run: ModelRun) -> dict[str, ProviderRun | None]:
     out: dict[str, ProviderRun | None] = {f"{REFERENCE_PROVIDER}:float64": None}
     for p in run.providers:
-        if p.status == "ok":
+        if p.status == RunStatus.OK:
             out.setdefault(p.name if p.precision == "float32" else f"{p.name}:{p.precision}", p)
     return out
 
@@ -68,7 +68,7 @@ def _anchored(sweep: Sweep, specs: list[ModelSpec], runs: dict[str, ModelRun]) -
         run = runs.get(spec.name)
         if run is None or run.error:
             continue
-        anchor = next((p for p in run.providers if p.name == sweep.anchor and p.status == "ok"), None)
+        anchor = next((p for p in run.providers if p.name == sweep.anchor and p.status == RunStatus.OK), None)
         if anchor is None:
             continue
         for label, prun in _targets(run).items():

@@ -8,6 +8,7 @@ from collections import Counter
 
 from gate.config import ModelSpec
 from gate.core.runs import ModelRun
+from gate.core.status import AuditStatus, Check, SiteKind
 from gate.formats.baseline import Baseline
 from gate.verdict.types import Audit
 
@@ -22,12 +23,12 @@ def dynamic_shape(spec: ModelSpec, run: ModelRun, baseline: Baseline | None) -> 
     if run.meta.graph_digest is None:  # nothing was exported
         return []
     now = run.meta.dynamic_dims or {}
-    out = [Audit("dynamic-shape", "fail", f"input `{name}` dimension {dim} is static in the exported graph (the "
+    out = [Audit(Check.DYNAMIC_SHAPE, AuditStatus.FAIL, f"input `{name}` dimension {dim} is static in the exported graph (the "
                  f"export specialized it); the config declares it dynamic (`{label}`)")
            for name, dim, label in _static(spec.dynamic_shapes, now)]
     if baseline is not None:
         declared = {(name, dim) for name, dim, _ in _static(spec.dynamic_shapes, now)}
-        out += [Audit("dynamic-shape", "fail", f"input `{name}` dimension {dim} was dynamic (`{label}`) in the "
+        out += [Audit(Check.DYNAMIC_SHAPE, AuditStatus.FAIL, f"input `{name}` dimension {dim} was dynamic (`{label}`) in the "
                       "baseline's graph and is static now: the export silently specialized it")
                 for name, dim, label in _static(baseline.meta.dynamic_dims or {}, now) if (name, dim) not in declared]
     return out
@@ -40,10 +41,10 @@ def training_mode(run: ModelRun) -> list[Audit]:
     modules = training["modules"]
     shown = ", ".join(modules[:8]) + (f" and {len(modules) - 8} more" if len(modules) > 8 else "")
     if training["changed_at"] is None:
-        return [Audit("training-mode", "warn", f"{len(modules)} module(s) were left in training mode ({shown}); eval "
+        return [Audit(Check.TRAINING_MODE, AuditStatus.WARN, f"{len(modules)} module(s) were left in training mode ({shown}); eval "
                       "mode changes no layer's output, so the gate ran it in eval mode")]
     change = training.get("change")
-    return [Audit("training-mode", "fail", f"the factory left {len(modules)} module(s) in training mode ({shown}), "
+    return [Audit(Check.TRAINING_MODE, AuditStatus.FAIL, f"the factory left {len(modules)} module(s) in training mode ({shown}), "
                   f"and eval mode changes the outputs from {training['changed_at']}"
                   + (f" (by {change:.3g})" if change is not None else "")
                   + ": a deployment that runs the model as returned computes something else; call model.eval() "
@@ -53,7 +54,7 @@ def training_mode(run: ModelRun) -> list[Audit]:
 def mapping(run: ModelRun) -> dict:
     """How many reference layers the shipped graph has a value for, and why the others have none."""
     kinds = Counter(site.kind for site in run.onnx_map.values())
-    why = Counter(site.reason for site in run.onnx_map.values() if site.kind in ("folded", "absent"))
+    why = Counter(site.reason for site in run.onnx_map.values() if site.kind in (SiteKind.FOLDED, SiteKind.ABSENT))
     if not run.onnx_map:
         return {}
     return {"layers": len(run.layers), "mapped": kinds["value"] + kinds["output"], "folded": kinds["folded"],

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from gate.core.status import AuditStatus, Check
 from gate.verdict.types import Audit
 
 
@@ -28,7 +29,7 @@ def placement_audit(provider: str, before: dict[str, Any] | None, now: dict[str,
         grew = max(grew, own_before - own_now)
         moved = {ep: n - before["by_provider"].get(ep, 0) for ep, n in now["by_provider"].items() if ep != provider}
         where = ", ".join(f"{ep} +{d}" for ep, d in sorted(moved.items()) if d > 0)
-        out.append(Audit("placement", "fail" if policy == "fail" else "warn",
+        out.append(Audit(Check.PLACEMENT, AuditStatus.FAIL if policy == "fail" else AuditStatus.WARN,
                          f"{provider}: {max(grew, 0)} more node(s) fall back to another EP"
                          + (f" (new op types: {', '.join(added)})" if added else "")
                          + f"; {provider} runs {own_now} of {now['nodes']} node(s), {own_before} of {before['nodes']} "
@@ -37,5 +38,5 @@ def placement_audit(provider: str, before: dict[str, Any] | None, now: dict[str,
         was, new = before["options"], now.get("options") or {}
         changed = ", ".join(f"{k} {was.get(k, '-')} -> {new.get(k, '-')}" for k in sorted(set(was) | set(new))
                             if was.get(k) != new.get(k))
-        out.append(Audit("placement", "warn", f"{provider}: EP options changed since the baseline ({changed})"))
+        out.append(Audit(Check.PLACEMENT, AuditStatus.WARN, f"{provider}: EP options changed since the baseline ({changed})"))
     return out

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from gate.core.status import Check, ModelStatus, TargetStatus
+from gate.core.status import Check, ComparisonStatus, ModelStatus, Role, TargetStatus
 
 from .types import Comparison, ModelVerdict, ProviderVerdict
 
@@ -46,7 +46,7 @@ class SweepMatrix:
     @property
     def failing(self) -> list[str]:
         cells_bad = [case for case, cells in self.cases if any(c.status not in ("ok", "skipped") for c in cells.values())]
-        pairs_bad = [left for left, c in self.pairs if c.status == "fail" and left not in cells_bad]
+        pairs_bad = [left for left, c in self.pairs if c.status == ComparisonStatus.FAIL and left not in cells_bad]
         return cells_bad + list(dict.fromkeys(pairs_bad))
 
     def to_dict(self) -> dict[str, Any]:
@@ -68,13 +68,14 @@ def cell(m: ModelVerdict, p: ProviderVerdict | None) -> Cell:
         return Cell("skipped", "no result for this provider")
     errors = [r.value for r in p.rows if r.check in ERROR_CHECKS and r.value is not None]
     worst = max(errors) if errors else None
-    if p.status == "skipped":
+    if p.status == TargetStatus.SKIPPED:
         return Cell("skipped", p.reason)
     if p.status == TargetStatus.ERROR:
         return Cell(p.error_status or "error", p.reason)
     placement = p.placement or {}
-    status = {"pass": "ok", "regressed": "regressed", "no-baseline": "no-baseline"}.get(p.status, "error")
-    moved = next((r for r in m.providers if r.role == "reference" and r.first_regression is not None), None)
+    status = {TargetStatus.PASS: "ok", TargetStatus.REGRESSED: "regressed",
+              TargetStatus.NO_BASELINE: "no-baseline"}.get(p.status, "error")
+    moved = next((r for r in m.providers if r.role == Role.REFERENCE and r.first_regression is not None), None)
     if status == "ok" and moved is not None:  # the case itself changed: every provider's cell says so
         fr = moved.first_regression
         return Cell("regressed", f"the float64 reference moved at {fr.layer} ({fr.check})", worst, p.latency_ms,
@@ -82,7 +83,7 @@ def cell(m: ModelVerdict, p: ProviderVerdict | None) -> Cell:
     if status == "ok" and placement.get("fallback_nodes"):
         status = "fallback"
     reason = p.first_regression.message if p.first_regression is not None else None
-    if status == "ok" and m.status == "no-baseline":  # judged against the ceiling only
+    if status == "ok" and m.status == ModelStatus.NO_BASELINE:  # judged against the ceiling only
         status, reason = "no-baseline", m.message
     if status == "fallback":
         reason = f"{len(placement['fallback_nodes'])} node(s) fell back: {', '.join(placement['fallback_ops'][:3])}"
@@ -91,7 +92,7 @@ def cell(m: ModelVerdict, p: ProviderVerdict | None) -> Cell:
 
 def _anchor(cell: Cell, c: Comparison) -> None:
     cell.anchor_error = c.error
-    if c.status == "fail" and cell.status == "ok":
+    if c.status == ComparisonStatus.FAIL and cell.status == "ok":
         cell.status, cell.reason = "regressed", f"outputs differ from anchor `{c.other}` by {c.error:.3g}"
 
 
@@ -104,11 +105,11 @@ def matrices(models: list[ModelVerdict]) -> list[SweepMatrix]:
             mx, cases = out.setdefault(m.sweep, (SweepMatrix(m.sweep), []))
             cases.append(m)
             for p in m.providers:
-                if p.role == "runtime" and column(p) not in mx.providers:
+                if p.role == Role.RUNTIME and column(p) not in mx.providers:
                     mx.providers.append(column(p))
     for mx, cases in out.values():
         for m in cases:
-            runtimes = {column(p): p for p in m.providers if p.role == "runtime"}
+            runtimes = {column(p): p for p in m.providers if p.role == Role.RUNTIME}
             cells = {label: cell(m, runtimes.get(label)) for label in mx.providers}
             for c in m.comparisons:
                 if c.kind == "pair":

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from gate.core.status import RowStatus
 from gate.core.target import REFERENCE_PROVIDER
 from gate.verdict.hints import numerics
 from gate.verdict.hints.context import Context, make
@@ -92,7 +93,7 @@ def _casts_changed(ctx: Context, casts: dict[str, tuple[int, int]]) -> Hint:
 
 def _model_change(ctx: Context, weights_changed: bool | None, graph_changed: bool | None) -> Hint:
     fr = ctx.reference.first_regression
-    moved = [r.layer for r in ctx.reference.rows if r.status in ("fail", "new", "missing")]
+    moved = [r.layer for r in ctx.reference.rows if r.status in (RowStatus.FAIL, RowStatus.NEW, RowStatus.MISSING)]
     if weights_changed:
         why = "its weights changed (the weights digest differs from the baseline's)"
     elif weights_changed is False:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from gate.core.jsonsafe import plain
+from gate.core.status import Role
 from gate.verdict.types import Hint, ProviderVerdict, Row
 
 
@@ -19,11 +20,11 @@ class Context:
         self.ref_now = {layer.name: layer.fp for layer in run.layers}
         self.ref_base = {x.name: x.fp for x in baseline.layers}
         self.targets: list[ProviderVerdict] = verdict.providers
-        self.reference = next((p for p in self.targets if p.role == "reference"), None)
+        self.reference = next((p for p in self.targets if p.role == Role.REFERENCE), None)
         self.ref_dtype = run.reference_dtype
 
     def runtimes(self) -> list[ProviderVerdict]:
-        return [p for p in self.targets if p.role == "runtime"]
+        return [p for p in self.targets if p.role == Role.RUNTIME]
 
     def rows(self, pv: ProviderVerdict) -> dict[str, Row]:
         return {r.layer: r for r in pv.rows}
@@ -31,7 +32,7 @@ class Context:
     def prun(self, pv: ProviderVerdict):
         """The run behind a runtime verdict (same provider, precision and device label)."""
         return next((p for p in self.run.providers
-                     if (p.name, p.precision, p.target.label) == (pv.name, pv.precision, pv.device)), None)
+                     if (p.name, p.precision, p.target.label) == (pv.name, pv.precision, pv.label)), None)
 
     def ref_first_index(self) -> int | None:
         fr = self.reference.first_regression if self.reference else None

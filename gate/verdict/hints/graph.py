@@ -7,6 +7,7 @@ node metadata, so the same model exported from another checkout has another dige
 
 from __future__ import annotations
 
+from gate.core.status import LayerStatus, RunStatus
 from gate.verdict.hints.context import Context, make
 from gate.verdict.types import Hint
 
@@ -14,7 +15,7 @@ from gate.verdict.types import Hint
 def _status_changes(ctx: Context) -> dict[str, list[list[str]]]:
     out: dict[str, list[list[str]]] = {}
     for prun in ctx.run.providers:
-        if prun.status != "ok":
+        if prun.status != RunStatus.OK:
             continue
         entry, _ = ctx.baseline.entry_for(prun.target)
         if entry is None:
@@ -43,8 +44,8 @@ def hints(ctx: Context) -> list[Hint]:
             graph_digest_changed=bool(base.graph_digest and now.graph_digest and base.graph_digest != now.graph_digest),
             weights_changed=base.weights_digest != now.weights_digest))
     for provider, changes in _status_changes(ctx).items():
-        became = [c for c in changes if c[2] in ("folded", "absent")]
-        back = [c for c in changes if c[2] == "ok"]
+        became = [c for c in changes if c[2] in (LayerStatus.FOLDED, LayerStatus.ABSENT)]
+        back = [c for c in changes if c[2] == LayerStatus.OK]
         text = []
         if became:
             text.append(f"{len(became)} layer(s) became folded/absent (first: {became[0][0]} {became[0][1]} -> "

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 
+from gate.core.status import Check, RowStatus
 from gate.core.target import REFERENCE_PROVIDER
 from gate.fingerprint import Fingerprint, relative_error
 from gate.verdict.hints.context import Context, make
@@ -62,7 +63,7 @@ def hints(ctx: Context) -> list[Hint]:
     if ctx.reference is not None:
         rtol = LAYOUT_RTOL.get(ctx.ref_dtype, 1e-5)
         found = [(row, hit) for row in ctx.reference.rows
-                 if row.status == "fail" and row.check == "reference-drift"
+                 if row.status == RowStatus.FAIL and row.check == Check.REFERENCE_DRIFT
                  for hit in [_permuted(ctx.ref_now.get(row.layer), ctx.ref_base.get(row.layer), row.value, rtol)]
                  if hit is not None]
         if found:
@@ -88,7 +89,7 @@ def _runtime_layout(ctx: Context, pv) -> Hint | None:
         return None
     rtol = max(LAYOUT_RTOL.get(prun.precision, 1e-5), LAYOUT_RTOL.get(ctx.ref_dtype, 1e-5))
     for row in pv.rows:
-        if row.status != "fail" or row.check not in ("error-growth", "ceiling"):
+        if row.status != RowStatus.FAIL or row.check not in (Check.ERROR_GROWTH, Check.CEILING):
             continue
         pl, ref = prun.layers.get(row.layer), ctx.ref_now.get(row.layer)
         hit = _permuted(None if pl is None else pl.fp, ref, row.value, rtol)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from gate.core.status import RunStatus
 from gate.core.target import REFERENCE_PROVIDER
 from gate.fingerprint import Fingerprint
 from gate.verdict.hints.context import make
@@ -21,7 +22,7 @@ def hints(run, baseline) -> list[Hint]:
     base_first = None if baseline is None else _first_nonfinite((x.name, x.fp) for x in baseline.layers)
     sources = [(REFERENCE_PROVIDER, run.reference_dtype, [(x.name, x.fp) for x in run.layers])]
     for prun in run.providers:
-        if prun.status == "ok":
+        if prun.status == RunStatus.OK:
             sources.append((prun.name, prun.precision, [(x.name, prun.layers[x.name].fp) for x in run.layers
                                                          if x.name in prun.layers]))
     for provider, precision, names_fps in sources:

@@ -13,6 +13,7 @@ import math
 
 import numpy as np
 
+from gate.core.status import Role
 from gate.fingerprint import QUANTILES, Fingerprint
 from gate.verdict.hints.context import Context, make
 from gate.verdict.types import Hint
@@ -61,7 +62,7 @@ def expected_cast(fp: Fingerprint, dtype: str) -> tuple[float, float]:
 
 def _sides(ctx: Context, pv, layer: str) -> tuple[Fingerprint | None, Fingerprint | None]:
     """(what moved, what it is compared with) at ``layer`` for a target."""
-    if pv.role == "reference":
+    if pv.role == Role.REFERENCE:
         return ctx.ref_now.get(layer), ctx.ref_base.get(layer)
     prun = ctx.prun(pv)
     pl = None if prun is None else prun.layers.get(layer)
@@ -86,7 +87,7 @@ def hints(ctx: Context) -> list[Hint]:
             continue
         row = ctx.rows(pv).get(fr.layer)
         # For a runtime, what counts is the error beyond its baseline error.
-        base = 0.0 if pv.role == "reference" or row is None else (row.baseline or 0.0)
+        base = 0.0 if pv.role == Role.REFERENCE or row is None else (row.baseline or 0.0)
         excess = math.sqrt(max(fr.value**2 - base**2, 0.0))
         if excess > 0:
             hint = _match(pv, fr.layer, now, ref, excess)

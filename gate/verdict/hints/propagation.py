@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 
+from gate.core.status import Check, Role, RowStatus
 from gate.verdict.hints.context import Context, make
 from gate.verdict.types import Hint
 
@@ -30,7 +31,7 @@ def _series(ctx: Context, pv) -> list[tuple[str, float | None, float | None]]:
     for name in ctx.order:
         row = rows.get(name)
         value = None if row is None else row.value
-        if row is not None and row.check in ("nonfinite", "shape") and row.status == "fail":
+        if row is not None and row.check in (Check.NONFINITE, Check.SHAPE) and row.status == RowStatus.FAIL:
             value = math.inf
         out.append((name, value, None if row is None else row.baseline))
     return out
@@ -45,7 +46,7 @@ def _diverged(ctx: Context, pv, name: str, value, base) -> bool:
         return False
     if not math.isfinite(value):
         return True
-    if pv.role == "reference":
+    if pv.role == Role.REFERENCE:
         return value > _reference_noise(ctx)
     floor = ctx.spec.tolerance_for(name, pv.precision).floor if ctx.spec is not None else 1e-6
     if base is None or math.isnan(base):
@@ -65,7 +66,7 @@ def _hint(ctx: Context, pv) -> Hint:
     origin = next((i for i in range(k + 1) if _diverged(ctx, pv, *series[i])), k)
     before = [v for _, v, _ in series[:k] if v is not None and math.isfinite(v)]
     at = series[k][1]
-    is_ref = pv.role == "reference"
+    is_ref = pv.role == Role.REFERENCE
     # Growth over noise-level values (another CPU's last bits) means nothing: not reported.
     least = _reference_noise(ctx) if is_ref else 0.0
     growth = at / max(before) if at is not None and before and max(before) > least else None

@@ -1,0 +1,74 @@
+"""gate.core.status: one vocabulary for runs and verdicts. Members are their values in every text
+and file, every word crosses result files and reports as its member, and the rules that read skip
+kinds do not depend on the order runs were assembled in."""
+
+from __future__ import annotations
+
+import json
+
+import msgpack
+import pytest
+
+from gate.core.runs import ModelRun, ProviderRun
+from gate.core.status import ErrorStatus, RunStatus, SkipKind, TargetStatus, Verdict, Word
+from gate.core.target import Target
+from gate.formats.fields import Obj
+from gate.formats.results import read_runs, write_runs
+from gate.verdict.gpu_leg import missing_gpu
+from gate.verdict.judge import assemble, model_verdict
+from gate.verdict.types import Report
+from tests.support.verdicts import baseline, entry, run, runtime, spec
+
+
+def test_a_member_is_its_value_in_text_json_and_msgpack():
+    assert f"{RunStatus.SKIPPED}" == str(RunStatus.SKIPPED) == "skipped" and f"{ErrorStatus.NO_GPU:>7}" == " NO_GPU"
+    assert json.dumps({ErrorStatus.CRASH: TargetStatus.NO_BASELINE}) == '{"CRASH": "no-baseline"}'
+    assert msgpack.unpackb(msgpack.packb([SkipKind.SWEEP])) == ["sweep"]
+    assert RunStatus("ok") is RunStatus.OK and {"error": 1}[RunStatus.ERROR] == 1
+
+
+def test_each_vocabulary_lists_its_words_once():
+    for vocabulary in Word.__subclasses__():
+        values = vocabulary.values()
+        assert len(values) == len(set(values)) and values, vocabulary
+
+
+def test_verdicts_carry_their_exit_codes():
+    assert [v.exit_code for v in Verdict] == [0, 1, 3]
+
+
+@pytest.mark.parametrize("status", list(ErrorStatus))
+def test_every_error_status_and_skip_kind_crosses_a_result_file(tmp_path, status):
+    target = Target("CUDAExecutionProvider", "gpu")
+    runs = [ModelRun("m", providers=[ProviderRun.failed(target, status, "why"),
+                                     ProviderRun.skipped(target, "not here", SkipKind.UNRUN)])]
+    write_runs(tmp_path / "r.msgpack.zst", runs)
+    failed, skipped = read_runs(tmp_path / "r.msgpack.zst")[0].providers
+    assert failed.error_status is status and failed.status is RunStatus.ERROR
+    assert skipped.skip is SkipKind.UNRUN and skipped.status is RunStatus.SKIPPED
+
+
+def test_a_report_read_back_holds_members_and_its_skip_kinds():
+    r = run()
+    r.providers = [runtime(), ProviderRun.skipped(Target("OpenVINOExecutionProvider", "x86_64-avx2"), "sweep says no",
+                                                  SkipKind.SWEEP)]
+    report = assemble([model_verdict(spec(), r, baseline(entry()), "b.msgpack.zst", "cmd")], {})
+    back = Report.from_dict(Obj(json.loads(json.dumps(report.to_dict())), "report"))
+    assert back.verdict is Verdict.PASS and back.models[0].update_command == "cmd"
+    skipped = back.models[0].providers[-1]
+    assert skipped.status is TargetStatus.SKIPPED and skipped.skip is SkipKind.SWEEP
+
+
+def test_an_unknown_word_is_one_line_naming_the_key():
+    report = assemble([model_verdict(spec(), run(), baseline(entry()), "b.msgpack.zst", "cmd")], {}).to_dict()
+    report["models"][0]["providers"][0]["status"] = "fine"
+    with pytest.raises(Exception, match=r"`models\[0\]\.providers\[0\]\.status`: 'fine' is not one of pass, "):
+        Report.from_dict(Obj(report, "report"))
+
+
+def test_a_gpu_leg_that_ran_nowhere_is_not_a_gpu_leg_without_a_gpu():
+    # Unrun legs and a sweep's own skips are decisions, whatever order they were added in.
+    gpu = Target("CUDAExecutionProvider", "gpu")
+    assert missing_gpu([ProviderRun.skipped(gpu, "no result file holds it", SkipKind.UNRUN)]) == []
+    assert missing_gpu([ProviderRun.skipped(gpu, "the sweep skips it", SkipKind.SWEEP)]) == []
+    assert missing_gpu([ProviderRun.skipped(gpu, "not installed")]) == ["CUDAExecutionProvider"]
