@@ -8,12 +8,13 @@ model declares now; and a GPU leg that checked no GPU.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 
 from gate.commands.common import display, environment, load_baseline, policy, update_command
 from gate.config import Config, ModelSpec
 from gate.core.runs import ModelRun
+from gate.core.stages import Progress
 from gate.errors import GateError
 from gate.formats.baseline import Baseline
 from gate.verdict.comparisons import compare
@@ -21,7 +22,6 @@ from gate.verdict.gpu_leg import fail_missing_gpu
 from gate.verdict.judge import assemble, model_verdict
 from gate.verdict.types import Report
 
-Progress = Callable[[str], None]
 Loaded = tuple[Path, Baseline | None]  # a baseline's path, and the baseline (None: there is none yet)
 
 

@@ -7,7 +7,6 @@ A failure of the model becomes ``run.error`` with its status; a wrong config rai
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -17,11 +16,10 @@ from gate import fingerprint
 from gate.config import Config, ModelSpec
 from gate.core import device
 from gate.core.runs import LayerInfo, Meta, ModelRun, OnnxSite, RunError
+from gate.core.stages import Progress
 from gate.core.status import ErrorStatus
 from gate.core.versions import versions
 from gate.errors import ModelError
-
-Progress = Callable[[str], None]
 
 
 @dataclass

@@ -8,6 +8,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
+Progress = Callable[[str], None]  # where the library says what it is doing: ``Stages``, or a no-op
 DETAIL = "… "
 DETAIL_EVERY_S = 2.0  # a long stage says where it is at most this often
 
