@@ -153,6 +153,7 @@ class Str(Node):
     def conform(self, v, path, limits):
         if not isinstance(v, str):
             raise Invalid(path, f"expected a string, got {type(v).__name__}")
+        v = str(v)  # a plain str: the packer is strict, and a status word is written as its value
         try:
             v.encode("utf-8")
         except UnicodeEncodeError:

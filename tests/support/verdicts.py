@@ -11,6 +11,7 @@ import numpy as np
 
 from gate.config import LayerTolerance, ModelSpec, Tolerance
 from gate.core.runs import LayerInfo, Meta, ModelRun, ProviderLayer, ProviderRun
+from gate.core.status import LayerStatus
 from gate.core.target import Target
 from gate.fingerprint import QUANTILES, SKETCH_WIDTH, Fingerprint
 from gate.formats.baseline import Baseline, BaselineLayer, Entry, EntryLayer
@@ -53,7 +54,7 @@ def runtime(provider: str = "CPUExecutionProvider", errs: dict[str, float] | Non
     errs = errs or {}
     prun = ProviderRun(Target(provider, device, precision), **kw)
     for n in names:
-        prun.layers[n] = ProviderLayer("ok", fp(), errs.get(n, 1e-7))
+        prun.layers[n] = ProviderLayer(LayerStatus.OK, fp(), errs.get(n, 1e-7))
     return prun
 
 

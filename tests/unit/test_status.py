@@ -4,13 +4,14 @@ kinds do not depend on the order runs were assembled in."""
 
 from __future__ import annotations
 
+import copy
 import json
 
 import msgpack
 import pytest
 
 from gate.core.runs import ModelRun, ProviderRun
-from gate.core.status import ErrorStatus, RunStatus, SkipKind, TargetStatus, Verdict, Word
+from gate.core.status import ErrorStatus, LayerStatus, RunStatus, SkipKind, TargetStatus, Verdict, Word
 from gate.core.target import Target
 from gate.formats.fields import Obj
 from gate.formats.results import read_runs, write_runs
@@ -72,3 +73,19 @@ def test_a_gpu_leg_that_ran_nowhere_is_not_a_gpu_leg_without_a_gpu():
     assert missing_gpu([ProviderRun.skipped(gpu, "no result file holds it", SkipKind.UNRUN)]) == []
     assert missing_gpu([ProviderRun.skipped(gpu, "the sweep skips it", SkipKind.SWEEP)]) == []
     assert missing_gpu([ProviderRun.skipped(gpu, "not installed")]) == ["CUDAExecutionProvider"]
+
+
+def test_a_baseline_written_from_typed_statuses_holds_their_values():
+    # The baseline writer packs strictly: a status word goes in as its plain value, bytes unchanged.
+    from gate.formats.baseline import decode_baseline, encode_baseline
+    from gate.formats.baseline.testing import make_document
+
+    doc = make_document()
+    typed = copy.deepcopy(doc)
+    for devices in typed["providers"].values():
+        for e in devices.values():
+            for layer in e["layers"].values():
+                layer["status"] = LayerStatus(layer["status"])
+    assert encode_baseline(typed) == encode_baseline(doc)
+    back = decode_baseline(encode_baseline(typed), "b")
+    assert {type(x["status"]) for d in back["providers"].values() for e in d.values() for x in e["layers"].values()} == {str}
