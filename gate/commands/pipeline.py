@@ -22,9 +22,8 @@ from gate.core.env import threads as env_threads
 from gate.core.runs import ModelRun, ProviderRun
 from gate.core.status import SkipKind
 from gate.core.target import DEFAULT_PRECISION
-from gate.errors import ModelError
 from gate.formats.results import Bundle
-from gate.runners.base import Subject, Unavailable, execute
+from gate.runners.base import FAILURES, Subject, execute, failed_run
 from gate.runners.isolation import job_for, run_isolated
 from gate.runners.registry import nominal_target, runner_for
 
@@ -87,16 +86,15 @@ def run_provider(provider: ProviderSpec, subject: Subject, isolation: Isolation,
                  config_path: Path | None = None) -> ProviderRun:
     """One provider on one model, in-process or in a worker, failures as statuses."""
     provider = for_graph(provider, subject.run.meta.graph_precision)
+    # The capture budget reaches the runner on its subject, here and in a worker (``job_for``) alike.
+    subject = replace(subject, capture_bytes=isolation.capture_mb * 2**20 if isolation.capture_mb else None)
     runner = runner_for(provider)
     if not isolated:
-        runner.capture_bytes = isolation.capture_mb * 2**20 if isolation.capture_mb else None
         return execute(runner, subject)
     try:  # what the parent can tell at once needs no worker
         runner.precheck(subject)
-    except Unavailable as exc:
-        return ProviderRun.skipped(runner.target(), str(exc))
-    except ModelError as exc:
-        return ProviderRun.failed(runner.target(), exc.error_status, str(exc))
+    except FAILURES as exc:
+        return failed_run(exc, runner.target())
     heap.trim()  # what the export and the reference freed is not held beside the worker
     job = job_for(provider, subject, isolation, config_path)
     return run_isolated(job, runner.target(), isolation.timeout_s, subject.detail)

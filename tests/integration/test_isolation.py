@@ -116,8 +116,8 @@ def test_a_workers_capture_progress_reaches_the_parent_and_other_output_does_not
     monkeypatch.setenv("PYTHONPATH", str(Path(__file__).parent))
     run, names = chain_bundle(tmp_path, 50)
     heard: list[str] = []
-    subject = Subject(run, tmp_path, detail=heard.append)
-    job = {**job_for(ProviderSpec("CPUExecutionProvider"), subject, Isolation(), None), "capture_bytes": 1024}
+    subject = Subject(run, tmp_path, detail=heard.append, capture_bytes=1024)
+    job = job_for(ProviderSpec("CPUExecutionProvider"), subject, Isolation(), None)
     prun = run_isolated(job, Target("CPUExecutionProvider", "cpu"), 120, subject.detail)
     assert prun.status == "ok" and all(pl.status == "ok" for pl in prun.layers.values())
     last = [names.index(part[-1]) for part in ort_session.chunks(names, {v: 256 for v in names}, 1024)]
