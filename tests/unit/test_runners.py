@@ -21,6 +21,8 @@ from gate.formats.results import Bundle
 from gate.runners.base import Runner, Subject, Unavailable, execute, failed_run
 from gate.runners.registry import RUNNERS, nominal_target, runner_for
 
+HEALTHY_S = 300  # a worker's timeout with the margin of a loaded 2-core runner (a cold `import onnxruntime`)
+
 
 @pytest.mark.parametrize("name, runner, on", [
     ("torch-cpu", "TorchEagerRunner", "cpu"), ("torch-cuda", "TorchEagerRunner", "cuda"),
@@ -70,7 +72,7 @@ def test_onnxruntime_runner_maps_values_to_layers(tmp_path, isolated):
     from gate.commands.pipeline import run_provider
 
     subject = bundle_run(tmp_path, add_model().SerializeToString(), latency=True)
-    prun = run_provider(ProviderSpec("CPUExecutionProvider"), subject, Isolation(timeout_s=120), isolated)
+    prun = run_provider(ProviderSpec("CPUExecutionProvider"), subject, Isolation(timeout_s=HEALTHY_S), isolated)
     assert prun.status == "ok", prun.reason
     assert prun.target == Target("CPUExecutionProvider", device.cpu_class())
     assert prun.layers["add"].status == "ok" and prun.layers["add"].err == 0.0
@@ -85,10 +87,10 @@ def test_latency_is_timed_only_when_something_reads_it(tmp_path, isolated):
 
     subject = bundle_run(tmp_path, add_model().SerializeToString())
     assert subject.timing_runs == 0
-    prun = run_provider(ProviderSpec("CPUExecutionProvider"), subject, Isolation(timeout_s=120), isolated)
+    prun = run_provider(ProviderSpec("CPUExecutionProvider"), subject, Isolation(timeout_s=HEALTHY_S), isolated)
     assert prun.status == "ok" and prun.latency_ms is None and prun.latency_p90_ms is None
     subject.repeats = 3  # repeats alone asks for timed runs, with their p90
-    prun = run_provider(ProviderSpec("CPUExecutionProvider"), subject, Isolation(timeout_s=120), isolated)
+    prun = run_provider(ProviderSpec("CPUExecutionProvider"), subject, Isolation(timeout_s=HEALTHY_S), isolated)
     assert prun.latency_ms > 0 and prun.latency_p90_ms >= prun.latency_ms
 
 
@@ -97,10 +99,10 @@ def test_missing_or_broken_model_is_a_status_of_the_provider(tmp_path, isolated)
     from gate.commands.pipeline import run_provider
 
     spec = ProviderSpec("CPUExecutionProvider", precision="float16")
-    prun = run_provider(spec, bundle_run(tmp_path / "a", None), Isolation(timeout_s=120), isolated)
+    prun = run_provider(spec, bundle_run(tmp_path / "a", None), Isolation(timeout_s=HEALTHY_S), isolated)
     assert (prun.status, prun.error_status, prun.reason) == ("error", "EXPORT_FAIL", "no ONNX model (export failed)")
     assert prun.target.precision == "float16"
-    prun = run_provider(spec, bundle_run(tmp_path / "b", b"not a protobuf"), Isolation(timeout_s=120), isolated)
+    prun = run_provider(spec, bundle_run(tmp_path / "b", b"not a protobuf"), Isolation(timeout_s=HEALTHY_S), isolated)
     assert (prun.status, prun.error_status) == ("error", "LOAD_FAIL") and "model `m`" in prun.reason
 
 
