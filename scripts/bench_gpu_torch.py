@@ -89,7 +89,10 @@ HOOK = textwrap.dedent('''
     def install(job):
         import torch
         from gate.runners import torch_eager, torch_hooks
-        stats = {"provider": job["provider"], "fingerprint_s": 0.0, "fingerprints": 0, "run_s": None}
+        p = job.provider  # a gate.runners.job.WorkerJob
+        stats = {"provider": {"name": p.name, "options": dict(p.options), "precision": p.precision,
+                              "session_options": dict(p.session_options)},
+                 "fingerprint_s": 0.0, "fingerprints": 0, "run_s": None}
         inner = torch_hooks.fingerprint_of
 
         def timed_fingerprint(t):

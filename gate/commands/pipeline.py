@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -19,16 +19,14 @@ from gate.commands.prepare import Cache, Prepared, prepare
 from gate.config import Config, Isolation, ModelSpec, ProviderSpec
 from gate.core.env import threads as env_threads
 from gate.core.runs import ModelRun, ProviderRun
+from gate.core.stages import Progress
 from gate.core.status import SkipKind
 from gate.core.target import DEFAULT_PRECISION
-from gate.errors import ModelError
 from gate.formats.results import Bundle
 from gate.runners import heap
-from gate.runners.base import Subject, Unavailable, execute
+from gate.runners.base import FAILURES, Subject, execute, failed_run
 from gate.runners.isolation import job_for, run_isolated
 from gate.runners.registry import nominal_target, runner_for
-
-Progress = Callable[[str], None]
 
 
 def _quiet(_: str) -> None:
@@ -87,16 +85,15 @@ def run_provider(provider: ProviderSpec, subject: Subject, isolation: Isolation,
                  config_path: Path | None = None) -> ProviderRun:
     """One provider on one model, in-process or in a worker, failures as statuses."""
     provider = for_graph(provider, subject.run.meta.graph_precision)
+    # The capture budget reaches the runner on its subject, here and in a worker (``job_for``) alike.
+    subject = replace(subject, capture_bytes=isolation.capture_mb * 2**20 if isolation.capture_mb else None)
     runner = runner_for(provider)
     if not isolated:
-        runner.capture_bytes = isolation.capture_mb * 2**20 if isolation.capture_mb else None
         return execute(runner, subject)
     try:  # what the parent can tell at once needs no worker
         runner.precheck(subject)
-    except Unavailable as exc:
-        return ProviderRun.skipped(runner.target(), str(exc))
-    except ModelError as exc:
-        return ProviderRun.failed(runner.target(), exc.error_status, str(exc))
+    except FAILURES as exc:
+        return failed_run(exc, runner.target())
     heap.trim()  # what the export and the reference freed is not held beside the worker
     job = job_for(provider, subject, isolation, config_path)
     return run_isolated(job, runner.target(), isolation.timeout_s, subject.detail)

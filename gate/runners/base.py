@@ -4,9 +4,11 @@ Runtime execution provider.
 A runner is made for one configured provider and one model. ``prepare`` takes the model
 (``Subject``) and raises ``Unavailable`` when the provider cannot run here (``precheck`` tells
 that alone, cheaply); ``run`` returns the ``ProviderRun``; ``close`` releases what ``prepare``
-took. ``execute`` drives that lifecycle
-and turns every failure into a status of the run, so one provider never takes the others down.
-Callers pick a runner by the provider's kind (``registry.runner_for``), never by its name.
+took. ``execute`` drives that lifecycle and turns every failure into a status of the run
+(``failed_run``, the one place an exception becomes a status), so one provider never takes the
+others down. A runner gets all it needs from its spec and the ``Subject``, whether it runs
+in-process or in a worker. Callers pick a runner by the provider's kind
+(``registry.runner_for``), never by its name.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from gate.core.layers import is_output
 from gate.core.runs import ModelRun, ProviderLayer, ProviderRun, error_against
 from gate.core.status import ErrorStatus
 from gate.core.target import Target
-from gate.errors import ModelError
+from gate.errors import GateError, ModelError
 
 if TYPE_CHECKING:
     from gate.model.build import BuiltModel
@@ -49,6 +51,7 @@ class Subject:
     repeats: int | None = None  # timed runs per provider (median, p90); None: ONNX Runtime's default only
     latency: bool = False  # time ONNX Runtime's default runs even without ``repeats`` (something reads them)
     detail: Callable[[str], None] | None = None  # where a long run is ("segment 2/3, to h.11"), for progress
+    capture_bytes: int | None = None  # marked intermediates held at once (None: all in one run)
 
     @property
     def timing_runs(self) -> int:
@@ -107,17 +110,39 @@ class Runner(ABC):
         return prun
 
 
+FAILURES = (Unavailable, ModelError, MemoryError)  # how a run may end early; anything else is a bug
+
+
+def failed_run(exc: BaseException, target: Target, what: str | None = None,
+               budget_mb: int | None = None) -> ProviderRun:
+    """The status ``exc`` makes of ``target``'s run: the one place an exception becomes one.
+
+    ``Unavailable`` is a skip; a ``ModelError`` carries its own status; ``MemoryError`` is a CRASH;
+    any other ``GateError`` (a bundle or config that cannot be read) means the model did not load.
+    A worker passes ``what`` (the model) and its memory budget: its message goes to a parent that
+    runs many models. Anything else is a bug and is raised again, traceback kept.
+    """
+    if isinstance(exc, Unavailable):
+        return ProviderRun.skipped(target, str(exc))
+    if isinstance(exc, ModelError):
+        return ProviderRun.failed(target, exc.error_status, str(exc))
+    if isinstance(exc, MemoryError):
+        message = f"{target.provider} ran out of memory"
+        if what is not None:
+            message = f"{what}: {message} (budget {budget_mb} MiB)"
+        return ProviderRun.failed(target, ErrorStatus.CRASH, message)
+    if isinstance(exc, GateError):
+        return ProviderRun.failed(target, ErrorStatus.LOAD_FAIL, str(exc) if what is None else f"{what}: {exc}")
+    raise exc
+
+
 def execute(runner: Runner, subject: Subject) -> ProviderRun:
     """Prepare, run and close ``runner``: unavailable becomes ``skipped``, a failure ``error``."""
     target = runner.target()
     try:
         runner.prepare(subject)
         return runner.run()
-    except Unavailable as exc:
-        return ProviderRun.skipped(target, str(exc))
-    except ModelError as exc:
-        return ProviderRun.failed(target, exc.error_status, str(exc))
-    except MemoryError:
-        return ProviderRun.failed(target, ErrorStatus.CRASH, f"{runner.name} ran out of memory")
+    except FAILURES as exc:
+        return failed_run(exc, target)
     finally:
         runner.close()

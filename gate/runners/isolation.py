@@ -1,7 +1,8 @@
 """Run a provider in a worker process (``python -m gate.runners.worker JOB``).
 
 A segfaulting execution provider, a hung kernel or an allocation past the memory budget ends
-the worker, not the gate: each becomes the provider's status (CRASH, TIMEOUT). The worker
+the worker, not the gate: each becomes the provider's status (CRASH, TIMEOUT), told here where
+the process is watched. The job is a ``WorkerJob`` (``job``) written to a file. The worker
 reads the model from the bundle and writes its ``ProviderRun`` as a result file, never
 through a pipe, so a large result cannot deadlock the parent on a full pipe buffer; its stdout
 carries only progress lines, read as they come.
@@ -16,9 +17,8 @@ import sys
 import tempfile
 import threading
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
-
-import msgpack
 
 from gate.config import Isolation, ProviderSpec
 from gate.core.runs import ProviderRun
@@ -26,33 +26,30 @@ from gate.core.status import ErrorStatus
 from gate.core.target import Target
 from gate.errors import FormatError
 from gate.formats.results import read_run
+from gate.runners.base import Subject
+from gate.runners.job import WorkerJob
 
-MiB = 1024 * 1024
 PROGRESS = "parity-gate-progress: "  # a worker's stdout line that is progress; other lines are dropped
 
 
-def job_for(spec: ProviderSpec, subject, isolation: Isolation, config: Path | None) -> dict:
-    """What a worker needs: the bundle, the provider, and (for PyTorch) where to rebuild the model."""
-    model = subject.run.name
-    return {"bundle": str(subject.bundle), "model": model, "what": f"model `{model}`",
-            "config": str(config) if config else None,
-            "provider": {"name": spec.name, "options": dict(spec.options), "precision": spec.precision,
-                         "session_options": dict(spec.session_options)},
-            "threads": subject.threads, "memory_mb": isolation.memory_mb,
-            "capture_bytes": isolation.capture_mb * MiB if isolation.capture_mb else None,
-            "output_tolerance": list(subject.output_tolerance) if subject.output_tolerance else None,
-            "repeats": subject.repeats, "latency": subject.latency}
+def job_for(spec: ProviderSpec, subject: Subject, isolation: Isolation, config: Path | None) -> WorkerJob:
+    """What a worker needs: the bundle, the provider, the run's settings from ``subject`` and
+    (for PyTorch) the config to rebuild the model from."""
+    return WorkerJob(subject.bundle, subject.run.name, spec, config=config, threads=subject.threads,
+                     memory_mb=isolation.memory_mb, capture_bytes=subject.capture_bytes,
+                     output_tolerance=tuple(subject.output_tolerance) if subject.output_tolerance else None,
+                     repeats=subject.repeats, latency=subject.latency)
 
 
-def run_isolated(job: dict, target: Target, timeout_s: float,
+def run_isolated(job: WorkerJob, target: Target, timeout_s: float,
                  detail: Callable[[str], None] | None = None) -> ProviderRun:
     """Run ``job`` in a worker; the worker's ProviderRun, or a CRASH/TIMEOUT status for ``target``.
     The worker's progress lines (``report``) go to ``detail`` as they come."""
-    what = f"{job['what']}: {target.provider}"
+    what = f"{job.what}: {target.provider}"
     with tempfile.TemporaryDirectory(prefix="parity-gate-worker-") as tmp:
         out = Path(tmp) / "result.msgpack.zst"
         job_path = Path(tmp) / "job.msgpack"
-        job_path.write_bytes(msgpack.packb({**job, "out": str(out)}, use_bin_type=True))
+        job_path.write_bytes(replace(job, result=out).to_bytes())
         with open(Path(tmp) / "stderr", "w+b") as err:  # a file: a chatty worker cannot fill a pipe
             proc = _spawn(job_path, err)
             reader = threading.Thread(target=_forward, args=(proc.stdout, detail), daemon=True)
@@ -72,7 +69,7 @@ def run_isolated(job: dict, target: Target, timeout_s: float,
                 return read_run(out).providers[0]
             except (FormatError, IndexError) as exc:
                 return ProviderRun.failed(target, ErrorStatus.CRASH, f"{what}: the worker's result is unreadable ({exc})")
-        return ProviderRun.failed(target, ErrorStatus.CRASH, _crash_message(what, proc.returncode, stderr, job))
+        return ProviderRun.failed(target, ErrorStatus.CRASH, _crash_message(what, proc.returncode, stderr, job.memory_mb))
 
 
 def report(message: str) -> None:
@@ -108,12 +105,12 @@ def _kill(proc: subprocess.Popen) -> None:
         proc.kill()
 
 
-def _crash_message(what: str, returncode: int, stderr: bytes, job: dict) -> str:
+def _crash_message(what: str, returncode: int, stderr: bytes, budget_mb: int | None) -> str:
     tail = stderr.decode(errors="replace").strip().splitlines()[-1:] if stderr else []
     if returncode < 0:
         sig = signal.Signals(-returncode).name
         cause = " (out of memory?)" if sig == "SIGKILL" else ""
         return f"{what} crashed: worker killed by {sig}{cause}"
     if any("MemoryError" in t or "bad_alloc" in t for t in tail):
-        return f"{what} ran out of memory (budget {job.get('memory_mb')} MiB)"
+        return f"{what} ran out of memory (budget {budget_mb} MiB)"
     return f"{what} crashed: worker exited with {returncode}" + (f" ({tail[0][:200]})" if tail else "")

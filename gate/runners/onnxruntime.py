@@ -44,8 +44,6 @@ def device_id(options) -> int:
 
 
 class OrtRunner(Runner):
-    capture_bytes: int | None = None  # marked intermediates held at once (None: all in one run)
-
     def probe(self) -> gpu_probe.Probe:
         if self.name in CPU_EPS:
             return gpu_probe.Probe(device.cpu_class())
@@ -79,7 +77,7 @@ class OrtRunner(Runner):
                                           self.subject.threads)
         repeats = self.subject.repeats
         result = ort_session.run(proto, session, inputs, values, what, timing_runs=self.subject.timing_runs,
-                                 capture_bytes=self.capture_bytes,
+                                 capture_bytes=self.subject.capture_bytes,
                                  value_bytes=value_bytes(run), keep_outputs=bool(self.subject.outputs),
                                  model=bundle.model, detail=_detail(run, self.subject.detail))
         probe = self.probe()

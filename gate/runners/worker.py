@@ -1,10 +1,11 @@
 """One (model, provider) run in its own process: ``python -m gate.runners.worker JOB``.
 
-The job (``isolation.job_for``) names a bundle and a provider. The worker reads the run so far
-from the bundle, runs the provider's runner on it, and writes the ``ProviderRun`` as a result
-file. A PyTorch provider needs the model itself: the worker rebuilds it from the config under
-the same seed and refuses to go on unless its weights and inputs digests equal the exported
-model's, so the model compared is still the model exported. ONNX Runtime workers import no torch.
+The job (a ``WorkerJob`` file, ``isolation.job_for``) names a bundle and a provider. The worker
+reads the run so far from the bundle, runs the provider's runner on it, and writes the
+``ProviderRun`` as a result file. A PyTorch provider needs the model itself: the worker rebuilds
+it from the config under the same seed and refuses to go on unless its weights and inputs
+digests equal the exported model's, so the model compared is still the model exported. ONNX
+Runtime workers import no torch.
 """
 
 from __future__ import annotations
@@ -14,15 +15,13 @@ import os
 import sys
 from pathlib import Path
 
-import msgpack
-
-from gate.config import ProviderSpec
 from gate.core.runs import Meta, ModelRun, ProviderRun
 from gate.core.status import ErrorStatus
-from gate.errors import GateError, ModelError
+from gate.errors import FormatError, GateError, ModelError
 from gate.formats.results import Bundle, write_runs
-from gate.runners.base import Subject, execute
+from gate.runners.base import Subject, Unavailable, execute, failed_run
 from gate.runners.isolation import report
+from gate.runners.job import WorkerJob
 from gate.runners.registry import runner_for
 
 MiB = 1024 * 1024
@@ -39,7 +38,7 @@ def _limit_memory(budget_mb: int | None) -> None:
     resource.setrlimit(resource.RLIMIT_AS, (budget_mb * MiB, budget_mb * MiB))
 
 
-def _call_hook(job: dict) -> None:
+def _call_hook(job: WorkerJob) -> None:
     """PARITY_GATE_WORKER_HOOK=module:function runs before the provider (debugging, fault tests)."""
     spec = os.environ.get("PARITY_GATE_WORKER_HOOK")
     if spec:
@@ -47,56 +46,57 @@ def _call_hook(job: dict) -> None:
         getattr(importlib.import_module(module), attr)(job)
 
 
-def rebuild(job: dict, meta: Meta):
+def rebuild(job: WorkerJob, meta: Meta):
     """The model of the job, built again from its factory; ModelError unless it is the same model."""
     from gate.config import load_config
     from gate.model.build import build
 
-    if not job.get("config"):
-        raise ModelError(f"{job['what']}: a PyTorch provider in a worker needs the config to rebuild the model",
+    if job.config is None:
+        raise ModelError(f"{job.what}: a PyTorch provider in a worker needs the config to rebuild the model",
                          ErrorStatus.LOAD_FAIL)
-    config = load_config(Path(job["config"]))
-    (spec,) = config.select_models([job["model"]])
+    config = load_config(job.config)
+    (spec,) = config.select_models([job.model])
     built = build(spec, config.root)
     for key, got in (("weights_digest", built.weights_digest), ("inputs_digest", built.inputs_digest)):
         if got != getattr(meta, key):
-            raise ModelError(f"{job['what']}: rebuilt in the worker, the model has other {key.split('_')[0]} than the "
+            raise ModelError(f"{job.what}: rebuilt in the worker, the model has other {key.split('_')[0]} than the "
                              "one exported (its factory is not deterministic under its seed); run this provider "
                              "in-process with `isolated = false`", ErrorStatus.BUILD_FAIL)
     return built
 
 
-def execute_job(job: dict) -> ProviderRun:
-    spec = ProviderSpec(**job["provider"])
-    runner = runner_for(spec)
-    bundle = Bundle(Path(job["bundle"]))
-    run = bundle.read_run()
-    tolerance = job.get("output_tolerance")
-    subject = Subject(run, bundle.folder, threads=job.get("threads"), outputs=bundle.outputs(),
-                      output_tolerance=tuple(tolerance) if tolerance else None, repeats=job.get("repeats"),
-                      latency=bool(job.get("latency")), detail=report)
+def subject_of(job: WorkerJob) -> Subject:
+    """The subject the parent would have handed the runner, read back from the bundle."""
+    bundle = Bundle(job.bundle)
+    return Subject(bundle.read_run(), bundle.folder, threads=job.threads, outputs=bundle.outputs(),
+                   output_tolerance=job.output_tolerance, repeats=job.repeats, latency=job.latency,
+                   detail=report, capture_bytes=job.capture_bytes)
+
+
+def execute_job(job: WorkerJob) -> ProviderRun:
+    """The job's run. Besides the runner's own failures, the worker's are statuses too: a bundle
+    or config it cannot read (LOAD_FAIL), a model rebuilt otherwise, memory past the budget."""
+    runner = runner_for(job.provider)
     try:
+        subject = subject_of(job)
         _call_hook(job)
-        if spec.kind.torch:
-            subject.built = rebuild(job, run.meta)
-        runner.capture_bytes = job.get("capture_bytes")
+        if job.provider.kind.torch:
+            subject.built = rebuild(job, subject.run.meta)
         return execute(runner, subject)
-    except ModelError as exc:
-        return ProviderRun.failed(runner.target(), exc.error_status, str(exc))
-    except MemoryError:
-        return ProviderRun.failed(runner.target(), ErrorStatus.CRASH, f"{job['what']}: {spec.name} ran out of memory "
-                                  f"(budget {job.get('memory_mb')} MiB)")
+    except (Unavailable, GateError, MemoryError) as exc:
+        return failed_run(exc, runner.target(), job.what, job.memory_mb)
 
 
 def main(argv: list[str]) -> int:
-    job = msgpack.unpackb(Path(argv[0]).read_bytes(), raw=False)
-    _limit_memory(job.get("memory_mb"))
     try:
-        prun = execute_job(job)
-    except GateError as exc:  # a broken bundle or config: the provider cannot load the model
-        prun = ProviderRun.failed(runner_for(ProviderSpec(**job["provider"])).target(), ErrorStatus.LOAD_FAIL,
-                                  f"{job['what']}: {exc}")
-    write_runs(Path(job["out"]), [ModelRun(job["model"], providers=[prun])])
+        job = WorkerJob.from_bytes(Path(argv[0]).read_bytes(), argv[0])
+        if job.result is None:
+            raise FormatError(f"worker job `{argv[0]}`: `result`: expected a string, got null")
+    except (OSError, FormatError) as exc:  # the parent reports the last stderr line as the crash's cause
+        print(exc, file=sys.stderr)
+        return 2
+    _limit_memory(job.memory_mb)
+    write_runs(job.result, [ModelRun(job.model, providers=[execute_job(job)])])
     return 0
 
 

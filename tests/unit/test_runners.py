@@ -1,5 +1,6 @@
 """gate.runners: one interface for every provider kind, chosen by kind; statuses that keep the
-target's precision; which providers run in a worker by default. Real ONNX Runtime, no torch."""
+target's precision; each way a run ends early at its one status (``failed_run``); which providers
+run in a worker by default. Real ONNX Runtime, no torch."""
 
 from __future__ import annotations
 
@@ -11,12 +12,16 @@ from onnx import TensorProto, helper
 from gate.commands.pipeline import is_isolated
 from gate.config import Isolation, ProviderSpec
 from gate.core import device
-from gate.core.runs import LayerInfo, ModelRun, OnnxSite
+from gate.core.runs import LayerInfo, ModelRun, OnnxSite, ProviderRun
+from gate.core.status import ErrorStatus, RunStatus, SkipKind
 from gate.core.target import Target
+from gate.errors import ConfigError, FormatError, ModelError
 from gate.fingerprint import fingerprint
 from gate.formats.results import Bundle
-from gate.runners.base import Subject, execute
+from gate.runners.base import Runner, Subject, Unavailable, execute, failed_run
 from gate.runners.registry import RUNNERS, nominal_target, runner_for
+
+HEALTHY_S = 300  # a worker's timeout with the margin of a loaded 2-core runner (a cold `import onnxruntime`)
 
 
 @pytest.mark.parametrize("name, runner, on", [
@@ -67,7 +72,7 @@ def test_onnxruntime_runner_maps_values_to_layers(tmp_path, isolated):
     from gate.commands.pipeline import run_provider
 
     subject = bundle_run(tmp_path, add_model().SerializeToString(), latency=True)
-    prun = run_provider(ProviderSpec("CPUExecutionProvider"), subject, Isolation(timeout_s=120), isolated)
+    prun = run_provider(ProviderSpec("CPUExecutionProvider"), subject, Isolation(timeout_s=HEALTHY_S), isolated)
     assert prun.status == "ok", prun.reason
     assert prun.target == Target("CPUExecutionProvider", device.cpu_class())
     assert prun.layers["add"].status == "ok" and prun.layers["add"].err == 0.0
@@ -82,10 +87,10 @@ def test_latency_is_timed_only_when_something_reads_it(tmp_path, isolated):
 
     subject = bundle_run(tmp_path, add_model().SerializeToString())
     assert subject.timing_runs == 0
-    prun = run_provider(ProviderSpec("CPUExecutionProvider"), subject, Isolation(timeout_s=120), isolated)
+    prun = run_provider(ProviderSpec("CPUExecutionProvider"), subject, Isolation(timeout_s=HEALTHY_S), isolated)
     assert prun.status == "ok" and prun.latency_ms is None and prun.latency_p90_ms is None
     subject.repeats = 3  # repeats alone asks for timed runs, with their p90
-    prun = run_provider(ProviderSpec("CPUExecutionProvider"), subject, Isolation(timeout_s=120), isolated)
+    prun = run_provider(ProviderSpec("CPUExecutionProvider"), subject, Isolation(timeout_s=HEALTHY_S), isolated)
     assert prun.latency_ms > 0 and prun.latency_p90_ms >= prun.latency_ms
 
 
@@ -94,10 +99,10 @@ def test_missing_or_broken_model_is_a_status_of_the_provider(tmp_path, isolated)
     from gate.commands.pipeline import run_provider
 
     spec = ProviderSpec("CPUExecutionProvider", precision="float16")
-    prun = run_provider(spec, bundle_run(tmp_path / "a", None), Isolation(timeout_s=120), isolated)
+    prun = run_provider(spec, bundle_run(tmp_path / "a", None), Isolation(timeout_s=HEALTHY_S), isolated)
     assert (prun.status, prun.error_status, prun.reason) == ("error", "EXPORT_FAIL", "no ONNX model (export failed)")
     assert prun.target.precision == "float16"
-    prun = run_provider(spec, bundle_run(tmp_path / "b", b"not a protobuf"), Isolation(timeout_s=120), isolated)
+    prun = run_provider(spec, bundle_run(tmp_path / "b", b"not a protobuf"), Isolation(timeout_s=HEALTHY_S), isolated)
     assert (prun.status, prun.error_status) == ("error", "LOAD_FAIL") and "model `m`" in prun.reason
 
 
@@ -109,3 +114,69 @@ def test_which_providers_run_in_a_worker():
     assert not is_isolated(ProviderSpec("CPUExecutionProvider"), Isolation(enabled=False))
     assert is_isolated(ProviderSpec("torch-cpu", isolated=True), on)
     assert not is_isolated(ProviderSpec("torch-cuda", isolated=False), on)
+
+
+TARGET = Target("CPUExecutionProvider", "cpu", "float16")
+
+
+@pytest.mark.parametrize("exc, status, error_status, reason", [
+    (Unavailable("skipped: X not available here"), RunStatus.SKIPPED, None, "skipped: X not available here"),
+    (ModelError("no ONNX model (export failed)", ErrorStatus.EXPORT_FAIL), RunStatus.ERROR, ErrorStatus.EXPORT_FAIL,
+     "no ONNX model (export failed)"),
+    (ModelError("m: failed"), RunStatus.ERROR, ErrorStatus.INFER_FAIL, "m: failed"),
+    (MemoryError(), RunStatus.ERROR, ErrorStatus.CRASH, "CPUExecutionProvider ran out of memory"),
+    (FormatError("bundle `b`: cannot read inputs.npz"), RunStatus.ERROR, ErrorStatus.LOAD_FAIL,
+     "bundle `b`: cannot read inputs.npz"),
+])
+def test_an_exception_becomes_one_status(exc, status, error_status, reason):
+    prun = failed_run(exc, TARGET)
+    assert (prun.status, prun.error_status, prun.reason, prun.target) == (status, error_status, reason, TARGET)
+    assert prun.skip == (SkipKind.UNAVAILABLE if status == RunStatus.SKIPPED else None)
+
+
+@pytest.mark.parametrize("exc, error_status, reason", [
+    (MemoryError(), ErrorStatus.CRASH, "model `m`: CPUExecutionProvider ran out of memory (budget 3072 MiB)"),
+    (ConfigError("parity-gate.toml: no model `m`"), ErrorStatus.LOAD_FAIL, "model `m`: parity-gate.toml: no model `m`"),
+    (ModelError("model `m`: rebuilt otherwise", ErrorStatus.BUILD_FAIL), ErrorStatus.BUILD_FAIL,
+     "model `m`: rebuilt otherwise"),  # a ModelError names what it needs itself
+])
+def test_a_workers_failure_names_the_model_and_its_budget(exc, error_status, reason):
+    prun = failed_run(exc, TARGET, "model `m`", 3072)
+    assert (prun.status, prun.error_status, prun.reason) == ("error", error_status, reason)
+
+
+class Failing(Runner):
+    """A runner whose run ends in ``exc``."""
+
+    def __init__(self, exc: BaseException):
+        super().__init__(ProviderSpec("CPUExecutionProvider", precision="float16"))
+        self.exc, self.closed = exc, False
+
+    def target(self) -> Target:
+        return TARGET
+
+    def run(self) -> ProviderRun:
+        raise self.exc
+
+    def close(self) -> None:
+        self.closed = True
+        super().close()
+
+
+@pytest.mark.parametrize("exc", [Unavailable("skipped: gone"), ModelError("boom", ErrorStatus.LOAD_FAIL),
+                                 MemoryError()])
+def test_execute_turns_a_runs_failure_into_its_status(exc):
+    runner = Failing(exc)
+    assert execute(runner, Subject(ModelRun("m"))) == failed_run(exc, TARGET) and runner.closed
+
+
+def test_a_bug_keeps_its_traceback():
+    """Neither an exception that is no failure of the model (a bug) nor a GateError that is no
+    ModelError in-process becomes a status: both reach the user."""
+    for exc in (ValueError("a bug"), FormatError("bundle `b`: unreadable")):
+        runner = Failing(exc)
+        with pytest.raises(type(exc)):
+            execute(runner, Subject(ModelRun("m")))
+        assert runner.closed
+    with pytest.raises(ValueError, match="a bug"):
+        failed_run(ValueError("a bug"), TARGET)
