@@ -13,15 +13,18 @@ from rich.markup import escape
 import gate
 from gate.cli import github_cmds, init_cmd
 from gate.errors import GateError, ModelError
+from gate.render.text import count
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, context_settings={"help_option_names": ["-h", "--help"]},
+# Plain help (click's layout): rich markup would eat "[tool.parity-gate]" and show flags as "<bool>".
+app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode=None,
+                  context_settings={"help_option_names": ["-h", "--help"]},
                   help="A CI gate for PyTorch models that ship through ONNX.")
 
 ConfigOpt = Annotated[Path | None, typer.Option("--config", envvar="PARITY_GATE_CONFIG",
                                                  help="Config file (default: ./pyproject.toml with [tool.parity-gate], else ./parity-gate.toml).")]
-ModelOpt = Annotated[list[str] | None, typer.Option("--model", "-m", envvar="PARITY_GATE_MODELS",
+ModelOpt = Annotated[list[str] | None, typer.Option("--model", "-m", envvar="PARITY_GATE_MODELS", metavar="NAME",
                                                      help="Model to run (repeatable; default: all).")]
-ProviderOpt = Annotated[list[str] | None, typer.Option("--provider", "-p", envvar="PARITY_GATE_PROVIDERS",
+ProviderOpt = Annotated[list[str] | None, typer.Option("--provider", "-p", envvar="PARITY_GATE_PROVIDERS", metavar="NAME",
                                                         help="Provider to run (repeatable; default: the configured ones).")]
 JsonOpt = Annotated[Path | None, typer.Option("--json", help="Write the JSON report here.")]
 MarkdownOpt = Annotated[Path | None, typer.Option("--markdown", help="Write the Markdown report here.")]
@@ -65,9 +68,9 @@ def _load(config: Path | None, allow_missing_gpu: bool = False):
 
 def _needs(command: str) -> None:
     """One line naming the missing extra, before a command that runs models imports torch."""
-    from gate.cli.extras import EXPORT_STACK, ORT_STACK, TORCH_STACK, require
+    from gate.cli.extras import require
 
-    require(command, {"export": EXPORT_STACK, "collect": ORT_STACK}.get(command, TORCH_STACK))
+    require(command)
 
 
 def _backend_notice() -> None:
@@ -146,7 +149,7 @@ def update_baseline(config: ConfigOpt = None, model: ModelOpt = None, provider: 
         for line in u.warnings:
             console.print(f"  [yellow]warning:[/yellow] {escape(line)}", soft_wrap=True)
     failed = [u for u in updated if u.error]
-    console.print(f"[bold green]UPDATED[/bold green] | {len(updated) - len(failed)} baseline(s)")
+    console.print(f"[bold green]UPDATED[/bold green] | {count(len(updated) - len(failed), 'baseline')}")
     if failed:
         first = failed[0]
         raise ModelError(f"{len(failed)} sweep case(s) could not run and keep their baselines as they were "
@@ -167,11 +170,11 @@ def export(out: Annotated[Path, typer.Option("--out", help="Folder to write <mod
     with progress_display() as progress:
         runs = commands.export_models(cfg, models, providers, out, progress)
     for run in runs:
-        status = f"[red]{run.error.error_status}[/red] {escape(run.error.message)}" if run.error else f"{len(run.layers)} layers"
+        status = f"[red]{run.error.error_status}[/red] {escape(run.error.message)}" if run.error else count(len(run.layers), "layer")
         console.print(f"[bold]{run.name}[/bold] → {escape(str(out / run.name))}  {status}", soft_wrap=True)
     failed = [r for r in runs if r.error]
     console.print(("[bold red]ERROR[/bold red]" if failed else "[bold green]EXPORTED[/bold green]")
-                  + f" | {len(runs)} model(s) to {out}")
+                  + f" | {count(len(runs), 'model')} to {escape(str(out))}")
     raise typer.Exit(3 if failed else 0)
 
 
@@ -209,7 +212,7 @@ def collect(source: Annotated[Path, typer.Option("--from", help="A folder writte
     gone = missing_gpu([p for run in runs for p in run.providers])
     if gone:  # the report fails on it (unless allowed); say so on the leg that has the problem
         console.print(f"[yellow]warning:[/yellow] {escape(message(gone))}", soft_wrap=True)
-    console.print(f"[bold green]COLLECTED[/bold green] | {len(runs)} model(s) → {escape(str(out))}")
+    console.print(f"[bold green]COLLECTED[/bold green] | {count(len(runs), 'model')} → {escape(str(out))}")
 
 
 @app.command()
@@ -243,7 +246,7 @@ def list_cases(config: ConfigOpt = None, model: ModelOpt = None) -> None:
         console.print(escape(f"{c.name}  ({c.base}{': ' + axes if axes else ''})  export #{c.export_group}  "
                              f"inputs: {'; '.join(c.inputs)}"), soft_wrap=True)
     providers = found[0].providers if found else []
-    console.print(escape(f"{len(found)} case(s), {len({c.export_group for c in found})} export(s); providers: "
+    console.print(escape(f"{count(len(found), 'case')}, {count(len({c.export_group for c in found}), 'export')}; providers: "
                          f"{', '.join(providers)}"), soft_wrap=True)
 
 
@@ -257,7 +260,7 @@ def validate(config: ConfigOpt = None, model: ModelOpt = None) -> None:
     lines = check_inputs(cfg.select_models(_split(model)))
     for line in lines:
         console.print(escape(line), soft_wrap=True)
-    console.print(f"[bold green]VALID[/bold green] | {escape(str(cfg.path))}: {len(lines)} case(s)")
+    console.print(f"[bold green]VALID[/bold green] | {escape(str(cfg.path))}: {count(len(lines), 'case')}")
 
 
 @app.command()
@@ -281,7 +284,7 @@ def show(file: Annotated[Path, typer.Argument(help="A baseline (.msgpack.zst) fi
 def doctor() -> None:
     """Print versions, providers available here, the fingerprint backend and device class."""
     from gate.cli.console import console
-    from gate.cli.extras import ORT_STACK, TORCH_STACK, missing
+    from gate.cli.extras import NEEDS, ORT_STACK, missing
     from gate.core import device
     from gate.core.versions import versions
     from gate.fingerprint import backend, native_error
@@ -292,10 +295,10 @@ def doctor() -> None:
                   soft_wrap=True)
     console.print(f"{'device':12} {device.cpu_class()} ({device.cpu_name()})")
     _doctor_onnxruntime(console, missing(ORT_STACK))
-    runs_models = not missing(TORCH_STACK)
-    can = "check, update-baseline, export, collect, " if runs_models else "collect, " if not missing(ORT_STACK) else ""
-    console.print(escape(f"{'commands':12} {can}report, comment, show, doctor"
-                         + ("" if runs_models else " (running models needs: pip install 'parity-gate[torch]')")),
+    names = [c.name or c.callback.__name__.replace("_", "-") for c in app.registered_commands]
+    ready = [n for n in names if not missing(NEEDS.get(n, ()))]
+    console.print(escape(f"{'commands':12} {', '.join(ready)}"
+                         + ("" if len(ready) == len(names) else " (running models needs: pip install 'parity-gate[torch]')")),
                   soft_wrap=True)
 
 

@@ -11,6 +11,7 @@ from rich.table import Table
 from gate.core.stages import Stages
 from gate.core.status import AuditStatus, ModelStatus, Role, SkipKind, TargetStatus, Verdict
 from gate.render.markdown import promotion_text
+from gate.render.text import count
 from gate.verdict.sweeps import Cell, SweepMatrix, matrices
 from gate.verdict.types import ModelVerdict, Report
 
@@ -62,12 +63,14 @@ def render_report(report: Report) -> None:
             _render_model(model)  # what failed, in full; the rest is one row each
     if report.baseline_changes:
         console.print(f"[yellow]this change updates baselines:[/yellow] {escape(', '.join(report.baseline_changes))}")
+    for line in failure_lines(report):
+        console.print(line, soft_wrap=True)
     console.print(verdict_line(report), soft_wrap=True)
 
 
 def _render_model(model: ModelVerdict) -> None:
     # Names and messages come from the model and the files: never read as markup ("(model)[logits]").
-    title = f"[bold]{escape(model.name)}[/bold]  ·  {model.layers} layers  ·  exporter {escape(model.exporter or '—')}"
+    title = f"[bold]{escape(model.name)}[/bold]  ·  {count(model.layers, 'layer')}  ·  exporter {escape(model.exporter or '—')}"
     if model.export_fallback:
         title += f" (fallback: {escape(model.export_fallback)})"
     console.print(title)
@@ -157,6 +160,33 @@ def _render_matrix(mx: SweepMatrix) -> None:
     console.print()
 
 
+def _line(text: str, cap: int = 200) -> str:
+    first = (text or "").strip().splitlines()[0] if (text or "").strip() else ""
+    return first if len(first) <= cap else first[: cap - 1] + "…"
+
+
+def why(m: ModelVerdict) -> str:
+    """What a model that did not pass failed on, in one line."""
+    if m.status == ModelStatus.ERROR:
+        if m.error:
+            return f"{m.error.error_status}: {_line(m.error.message)}"
+        p = next((p for p in m.providers if p.status == TargetStatus.ERROR), None)
+        return f"{p.name} {p.error_status or 'error'}: {_line(p.reason)}" if p else "error"
+    fr = m.first_regression
+    if fr:
+        return f"{fr.layer} on {fr.provider} ({fr.check} {_fmt(fr.value)} > {_fmt(fr.threshold)})"
+    missing = next((p for p in m.providers if p.status == TargetStatus.NO_BASELINE and p.role == Role.RUNTIME), None)
+    if m.baseline_exists and missing is not None:
+        return f"no baseline entry for {missing.name} on {missing.label}: run `{m.recreate} --provider {missing.name}`"
+    return f"no baseline: run `{m.recreate}`"
+
+
+def failure_lines(report: Report) -> list[str]:
+    """One line per model that did not pass, above the verdict line, when more than one did not."""
+    failed = [m for m in report.models if m.status != ModelStatus.PASS]
+    return [f"  [red]✗[/red] {escape(m.name)}: {escape(why(m))}" for m in failed] if len(failed) > 1 else []
+
+
 def verdict_line(report: Report) -> str:
     s = report.summary
     skipped = sorted({p.name for m in report.models for p in m.providers
@@ -164,14 +194,12 @@ def verdict_line(report: Report) -> str:
     if report.verdict == Verdict.PASS:
         ran = [p for p in s.providers if p not in skipped]
         return "[bold green]PASSED[/bold green] | " + escape(
-            f"{s.models} models, {s.layers} layers, providers: {', '.join(ran) or 'none'}"
+            f"{count(s.models, 'model')}, {count(s.layers, 'layer')}, providers: {', '.join(ran) or 'none'}"
             + (f" (skipped, not available here: {', '.join(skipped)})" if skipped else ""))
     first = report.first_regression
     if report.verdict == Verdict.ERROR:
-        failed = [m for m in report.models if m.status == ModelStatus.ERROR]
-        err = failed[0].error if failed else None
-        what = f"{err.error_status}: {err.message}" if err else "error"
-        return f"[bold red]ERROR[/bold red] | {escape(what)}"
+        failed = next(m for m in report.models if m.status == ModelStatus.ERROR)
+        return f"[bold red]ERROR[/bold red] | {escape(why(failed))}"
     if first:
         return "[bold red]FAILED[/bold red] | " + escape(
             f"first regression: {first.model} {first.layer} on {first.provider}"

@@ -16,6 +16,10 @@ TORCH_STACK = ("torch", "onnx", "onnxscript", "onnxruntime")
 EXPORT_STACK = ("torch", "onnx", "onnxscript")  # export runs the reference and the torch providers only
 ORT_STACK = ("onnx", "onnxruntime")
 
+# What each command needs beyond the core install; a command not named needs nothing more.
+NEEDS = {"check": TORCH_STACK, "update-baseline": TORCH_STACK, "init": TORCH_STACK, "export": EXPORT_STACK,
+         "collect": ORT_STACK}
+
 _INSTALL = {
     TORCH_STACK: "pip install 'parity-gate[torch]' (on a GPU runner: 'parity-gate[gpu]')",
     EXPORT_STACK: "pip install 'parity-gate[torch]'",
@@ -29,8 +33,9 @@ def missing(modules: tuple[str, ...]) -> list[str]:
     return [m for m in modules if importlib.util.find_spec(m) is None]
 
 
-def require(command: str, modules: tuple[str, ...]) -> None:
+def require(command: str) -> None:
     """Raise one GateError line naming what ``command`` needs and how to install it."""
+    modules = NEEDS.get(command, ())
     absent = missing(modules)
     if absent:
         how = _INSTALL.get(modules, "pip install " + " ".join(modules))

@@ -13,6 +13,7 @@ import typer
 from rich.markup import escape
 
 from gate.errors import GateError
+from gate.render.text import count
 from gate.scaffold import CONSTRAINTS, Options, Plan, apply, parse_input, plan
 from gate.scaffold.workflows import ACTION, FLOWS
 
@@ -107,7 +108,7 @@ def _first_baseline(p: Plan) -> None:
             console.print(f"  [yellow]warning:[/yellow] {escape(line)}", soft_wrap=True)
     files = " ".join(sorted({c.path for c in p.changes} | {str(cfg.baseline_dir.relative_to(p.options.root))}
                             | {CONSTRAINTS}))
-    console.print(f"[bold green]INITIALIZED[/bold green] | {len(updated)} baseline(s); commit them: "
+    console.print(f"[bold green]INITIALIZED[/bold green] | {count(len(updated), 'baseline')}; commit them: "
                   f"git add {escape(files)} && git commit -m \"Gate the models with parity-gate\"", soft_wrap=True)
 
 

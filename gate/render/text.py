@@ -78,3 +78,8 @@ def times(value: object, baseline: object) -> str:
         return f"≈ {ratio:.2g}×"
     digits = len(str(round(ratio))) - 2
     return f"≈ {round(round(ratio), -digits):,}×"
+
+
+def count(n: int, word: str) -> str:
+    """``1 model``, ``2 models``: a number and its noun, plural when it is not one."""
+    return f"{n:,} {word}{'s' * (n != 1)}"

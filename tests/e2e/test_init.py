@@ -61,7 +61,7 @@ def test_init_writes_config_workflow_driver_constraints_and_the_first_baseline(r
     assert any(p.startswith("torchvision==") for p in pins)
     workflow = (root / ".github" / "workflows" / "parity-gate.yml").read_text()
     assert 'extra-pip-args: "torchvision"' in workflow and "concurrency:" in workflow
-    assert "INITIALIZED | 1 baseline(s); commit them: git add" in proc.stdout
+    assert "INITIALIZED | 1 baseline; commit them: git add" in proc.stdout
 
 
 def test_the_written_workflow_passes_actionlint(repo):
@@ -74,7 +74,7 @@ def test_check_passes_on_the_new_baseline(repo):
     root, _ = repo
     proc = run_cli("check", cwd=root)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "PASSED | 1 models" in proc.stdout
+    assert "PASSED | 1 model," in proc.stdout
 
 
 def test_git_diff_shows_a_baseline_as_text(repo):

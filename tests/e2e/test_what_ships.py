@@ -53,7 +53,7 @@ def test_cases_with_dynamic_dimensions_share_one_export(tmp_path):
     path = config(tmp_path, DYNAMIC)
     listed = run_cli("list", cwd=tmp_path)
     assert listed.returncode == 0, listed.stderr
-    assert listed.stdout.strip().splitlines()[-1].startswith("5 case(s), 2 export(s)")
+    assert listed.stdout.strip().splitlines()[-1].startswith("5 cases, 2 exports")
     assert "cnn.b4  (cnn: batch=4)  export #0" in listed.stdout and "tf.t8  (tf: length=8)  export #1" in listed.stdout
     messages: list[str] = []
     updated = update(path, messages)
@@ -242,7 +242,7 @@ def test_validate_builds_inputs_without_running_a_model(tmp_path):
     config(tmp_path, DYNAMIC)
     proc = run_cli("validate", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
-    assert "cnn.b4: 1 input(s), 12,288 bytes" in proc.stdout and proc.stdout.strip().endswith("5 case(s)")
+    assert "cnn.b4: 1 input(s), 12,288 bytes" in proc.stdout and proc.stdout.strip().endswith("5 cases")
     (tmp_path / "parity-gate.toml").write_text((tmp_path / "parity-gate.toml").read_text()
                                                .replace('dynamic-shapes = { x = { 0 = "batch" } }',
                                                         'dynamic-shapes = { y = { 0 = "batch" } }'))

@@ -25,3 +25,62 @@ def test_layer_names_and_messages_are_not_markup():
     assert "reference below float64 in 1 layer: enc[key] (float32)" in text
     assert text.rstrip().splitlines()[-1] == (
         "FAILED | first regression: m (model)[logits] on CPUExecutionProvider (ceiling 0.5 > 0.01)")
+
+
+def _render(report: Report) -> list[str]:
+    with con.console.capture() as captured:
+        con.render_report(report)
+    return captured.get().rstrip().splitlines()
+
+
+def test_every_model_that_did_not_pass_gets_one_line_above_the_verdict():
+    from gate.core.runs import RunError
+    from gate.core.status import ErrorStatus
+
+    first = Regression("conv2", "Conv2d", "error-growth", 0.004, 2e-6, None, "CPUExecutionProvider", "float32")
+    regressed = ModelVerdict("a", "regressed", first_regression=first)
+    loader = ProviderVerdict("CUDAExecutionProvider", "runtime", "float32", "gpu", "error", reason="required\nbut absent",
+                             error_status=ErrorStatus.LOAD_FAIL)
+    broken = ModelVerdict("b", "error", providers=[loader])
+    empty = ModelVerdict("c", "error", error=RunError(ErrorStatus.EMPTY, "model `c` has nothing to check"))
+    missing = ModelVerdict("d", "no-baseline", update_command="parity-gate update-baseline --model d --config x.toml")
+    lines = _render(Report("error", [regressed, broken, empty, missing, ModelVerdict("e", "pass")]))
+    assert lines[-5:] == [
+        "  ✗ a: conv2 on CPUExecutionProvider (error-growth 0.004 > 2e-06)",
+        "  ✗ b: CUDAExecutionProvider LOAD_FAIL: required",
+        "  ✗ c: EMPTY: model `c` has nothing to check",
+        "  ✗ d: no baseline: run `parity-gate update-baseline --model d --config x.toml`",
+        "ERROR | CUDAExecutionProvider LOAD_FAIL: required",
+    ]
+
+
+def test_counts_read_in_the_singular_when_there_is_one():
+    model = ModelVerdict("m", "pass", layers=1)
+    assert _render(Report("pass", [model]))[-1] == "PASSED | 1 model, 1 layer, providers: none"
+    assert "m  ·  1 layer  ·" in "\n".join(_render(Report("pass", [model])))
+
+
+def test_help_keeps_its_brackets_and_flags_read_as_flags():
+    from typer.testing import CliRunner
+
+    from gate.cli.app import app
+
+    for command in ("check", "update-baseline", "report", "init", "comment"):
+        text = CliRunner().invoke(app, [command, "--help"], terminal_width=200).output
+        assert "<bool>" not in text, command
+    text = CliRunner().invoke(app, ["check", "--help"], terminal_width=200).output
+    assert "(default: ./pyproject.toml with [tool.parity-gate], else ./parity-gate.toml)" in text
+    assert "  --allow-missing-gpu  " in text and "-m, --model NAME" in text
+
+
+def test_doctor_lists_every_command():
+    from typer.testing import CliRunner
+
+    from gate.cli.app import app
+
+    with con.console.capture() as captured:
+        CliRunner().invoke(app, ["doctor"])
+    listed = next(line for line in captured.get().splitlines() if line.startswith("commands"))
+    names = {c.name or c.callback.__name__.replace("_", "-") for c in app.registered_commands}
+    assert {n.strip() for n in listed.split(None, 1)[1].split("(")[0].split(",")} == names
+    assert {"list", "validate", "init", "comment", "show"} <= names
