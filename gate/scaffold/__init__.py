@@ -8,7 +8,9 @@ user wrote is overwritten without ``force``. The CLI asks for what is missing, t
 
 from __future__ import annotations
 
+import shlex
 import subprocess
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -27,7 +29,18 @@ from gate.scaffold.workflows import ACTION, FLOWS, Flow, workflows
 
 CONSTRAINTS = "parity-gate-constraints.txt"
 GITATTRIBUTES_LINE = "*.msgpack.zst diff=parity-gate"
-TEXTCONV = (("diff.parity-gate.textconv", "parity-gate show --textconv"), ("diff.parity-gate.cachetextconv", "true"))
+TEXTCONV_KEY = "diff.parity-gate.textconv"
+_MISSING = "parity-gate is not installed in this shell: pip install parity-gate (or activate its venv) to read baselines"
+
+
+def textconv_command(executable: str = sys.executable) -> str:
+    """The diff driver git runs (through sh, the file appended): the parity-gate beside the Python that
+    ran ``init`` when it is still there, else the one on PATH, else a line saying how to install it,
+    so ``git diff`` works from any shell. Not cached: a cache would leave refs/notes/textconv behind."""
+    here = str(Path(executable).parent / "parity-gate")
+    steps = [] if any(c in here for c in "'\"$`\\") else [f'[ -x "{here}" ] && exec "{here}" show --textconv "$1"']
+    steps += ['command -v parity-gate >/dev/null 2>&1 && exec parity-gate show --textconv "$1"', f'echo "{_MISSING}"']
+    return "sh -c '" + "; ".join(steps) + "' -"
 
 
 @dataclass(frozen=True)
@@ -152,12 +165,14 @@ def apply(p: Plan) -> list[str]:
 
 def _git_driver(root: Path) -> list[str]:
     inside = subprocess.run(["git", "rev-parse", "--is-inside-work-tree"], cwd=root, capture_output=True, text=True)
+    command = textconv_command()
     if inside.returncode != 0:
-        return ["not a git repository: run `git init`, then `git config diff.parity-gate.textconv "
-                "\"parity-gate show --textconv\"`"]
-    for key, value in TEXTCONV:
-        subprocess.run(["git", "config", key, value], cwd=root, check=True, capture_output=True)
-    return [f"git config {key} \"{value}\"" for key, value in TEXTCONV]
+        return [f"not a git repository: run `git init`, then `git config {TEXTCONV_KEY} {shlex.quote(command)}`"]
+    subprocess.run(["git", "config", TEXTCONV_KEY, command], cwd=root, check=True, capture_output=True)
+    # An earlier init cached conversions under refs/notes/textconv: stop caching, drop what it kept.
+    subprocess.run(["git", "config", "--unset", "diff.parity-gate.cachetextconv"], cwd=root, capture_output=True)
+    subprocess.run(["git", "update-ref", "-d", "refs/notes/textconv/parity-gate"], cwd=root, capture_output=True)
+    return [f"git config {TEXTCONV_KEY} {shlex.quote(command)}"]
 
 
 __all__ = ["CONSTRAINTS", "Change", "Input", "Options", "Plan", "apply", "parse_input", "plan"]

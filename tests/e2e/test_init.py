@@ -8,11 +8,12 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-from gate.scaffold import Options, parse_input, plan
+from gate.scaffold import Options, parse_input, plan, textconv_command
 from gate.scaffold.workflows import FLOWS
 from tests.conftest import run_cli
 
@@ -55,7 +56,7 @@ def test_init_writes_config_workflow_driver_constraints_and_the_first_baseline(r
     assert 'factory = "models:resnet18"' in config and "shape = [1, 3, 64, 64]" in config
     assert (root / "baselines" / "resnet18.msgpack.zst").stat().st_size > 1000
     assert "*.msgpack.zst diff=parity-gate" in (root / ".gitattributes").read_text()
-    assert git(root, "config", "diff.parity-gate.textconv").strip() == "parity-gate show --textconv"
+    assert git(root, "config", "diff.parity-gate.textconv").strip() == textconv_command(sys.executable)
     pins = (root / "parity-gate-constraints.txt").read_text().splitlines()
     assert any(p.startswith("torch==") for p in pins) and any(p.startswith("onnxruntime==") for p in pins)
     assert any(p.startswith("torchvision==") for p in pins)
@@ -84,6 +85,23 @@ def test_git_diff_shows_a_baseline_as_text(repo):
                             ":baselines/resnet18.msgpack.zst"], cwd=root, capture_output=True, text=True)
     assert shown.returncode == 0, shown.stderr
     assert "layer1.0.conv1" in shown.stdout
+
+
+def test_the_recorded_diff_driver_works_from_a_shell_without_the_venv_and_leaves_no_refs(repo):
+    root, _ = repo
+    git(root, "add", "-A")
+    bare = {**os.environ, "PATH": "/usr/bin:/bin"}  # no venv on PATH, nothing activated
+    shown = subprocess.run(["git", "show", "--textconv", ":baselines/resnet18.msgpack.zst"], cwd=root, env=bare,
+                           capture_output=True, text=True, timeout=300)
+    assert shown.returncode == 0 and "layer1.0.conv1" in shown.stdout, shown.stderr
+    refs = subprocess.run(["git", "for-each-ref", "refs/notes"], cwd=root, capture_output=True, text=True).stdout
+    assert refs == ""
+    # Where parity-gate truly is not installed, git diff still works and says how to get it.
+    gone = textconv_command("/nonexistent/bin/python")
+    missing = subprocess.run(["git", "-c", f"diff.parity-gate.textconv={gone}", "show", "--textconv",
+                              ":baselines/resnet18.msgpack.zst"], cwd=root, env=bare, capture_output=True, text=True)
+    assert missing.returncode == 0 and "parity-gate is not installed in this shell: pip install parity-gate" in \
+        missing.stdout
 
 
 def _textconv() -> str:
