@@ -29,6 +29,17 @@ class ModelError(GateError):
 
     exit_code = 3
 
-    def __init__(self, message: str, error_status: ErrorStatus = ErrorStatus.INFER_FAIL):
+    def __init__(self, message: str, error_status: ErrorStatus = ErrorStatus.INFER_FAIL, where: str | None = None,
+                 trace: str | None = None):
         super().__init__(message)
         self.error_status = ErrorStatus(error_status)
+        self.where = where  # the user's frame that failed ("models.py:42 in forward"), where known
+        self.trace = trace  # the whole traceback, kept with --debug
+
+    @classmethod
+    def of(cls, message: str, error_status: ErrorStatus, cause: BaseException) -> ModelError:
+        """The error for ``cause``, an exception the user's code raised: its frame, and with --debug
+        its traceback, travel with it."""
+        from gate.core.frames import trace, user_frame
+
+        return cls(message, error_status, user_frame(cause), trace(cause))

@@ -45,8 +45,13 @@ def _version(value: bool) -> None:
 @app.callback()
 def main_callback(
     version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True, help="Show the version.")] = False,
+    debug: Annotated[bool, typer.Option("--debug", envvar="PARITY_GATE_DEBUG",
+                                        help="Print the whole traceback of a model that failed to build, export or run "
+                                        "(and of any error), not only the line of your code it failed at.")] = False,
 ) -> None:
     """A CI gate for PyTorch models that ship through ONNX."""
+    if debug:
+        os.environ["PARITY_GATE_DEBUG"] = "1"  # workers inherit it: their tracebacks travel in their results
 
 
 def _split(values: list[str] | None) -> list[str] | None:
@@ -354,7 +359,12 @@ def main() -> None:
         code = app(standalone_mode=False)
     except GateError as exc:
         from gate.cli.console import err_console
+        from gate.core.frames import debugging
 
+        if debugging():
+            import traceback
+
+            err_console.print(escape("".join(traceback.format_exception(exc)).rstrip()), soft_wrap=True)
         err_console.print(f"[bold red]error:[/bold red] {escape(str(exc))}", soft_wrap=True)
         sys.exit(exc.exit_code)
     except typer.Exit as exc:

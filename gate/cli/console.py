@@ -76,6 +76,7 @@ def _render_model(model: ModelVerdict) -> None:
     console.print(title)
     if model.error:
         console.print(f"  [bold red]{escape(model.error.error_status)}[/bold red]: {escape(model.error.message)}")
+        _failure_detail(model.error.where, model.error.trace)
     if model.message:
         console.print(f"  [yellow]{escape(model.message)}[/yellow]")
     if model.promoted:
@@ -101,6 +102,10 @@ def _render_model(model: ModelVerdict) -> None:
                       str(p.checked), str(p.failed), str(p.folded), _fmt(max(values) if values else None),
                       "—" if p.latency_ms is None else f"{p.latency_ms:.2f} ms", escape(first_text))
     console.print(table)
+    for p in model.providers:
+        if p.where or p.trace:
+            console.print(f"  [bold red]{escape(p.name)}[/bold red] {escape(p.error_status or 'failed')}", soft_wrap=True)
+            _failure_detail(p.where, p.trace)
     for a in model.audits + [a for p in model.providers for a in p.audits]:
         style = "red" if a.status == AuditStatus.FAIL else "yellow"
         console.print(f"  [{style}]{escape(a.check)}:[/{style}] {escape(a.message)}", soft_wrap=True)
@@ -117,6 +122,15 @@ def _render_model(model: ModelVerdict) -> None:
             console.print(f"  [cyan]hint[/cyan] {escape(f'{h.kind} at {h.layer or chr(8212)}{where}: {h.message}')}",
                           soft_wrap=True)
     console.print()
+
+
+def _failure_detail(where: str | None, trace: str | None) -> None:
+    """Where the user's code failed; with --debug, the whole traceback."""
+    if where:
+        console.print(f"    at {escape(where)}" + ("" if trace else "  (parity-gate --debug shows the traceback)"),
+                      soft_wrap=True)
+    if trace:
+        console.print(f"[dim]{escape(trace)}[/dim]", soft_wrap=True)
 
 
 _CELL_STYLE = {"ok": "green", "skipped": "yellow", "no-baseline": "yellow", "fallback": "yellow"}
@@ -165,13 +179,17 @@ def _line(text: str, cap: int = 200) -> str:
     return first if len(first) <= cap else first[: cap - 1] + "…"
 
 
+def _at(where: str | None) -> str:
+    return f" (at {where})" if where else ""
+
+
 def why(m: ModelVerdict) -> str:
     """What a model that did not pass failed on, in one line."""
     if m.status == ModelStatus.ERROR:
         if m.error:
-            return f"{m.error.error_status}: {_line(m.error.message)}"
+            return f"{m.error.error_status}: {_line(m.error.message)}{_at(m.error.where)}"
         p = next((p for p in m.providers if p.status == TargetStatus.ERROR), None)
-        return f"{p.name} {p.error_status or 'error'}: {_line(p.reason)}" if p else "error"
+        return f"{p.name} {p.error_status or 'error'}: {_line(p.reason)}{_at(p.where)}" if p else "error"
     fr = m.first_regression
     if fr:
         return f"{fr.layer} on {fr.provider} ({fr.check} {_fmt(fr.value)} > {_fmt(fr.threshold)})"

@@ -16,7 +16,7 @@ def _run(config: Config, spec: ModelSpec, providers, progress: Progress, setting
     try:
         return run_model(config, spec, providers, progress, settings, cache)
     except ModelError as exc:
-        return ModelRun(spec.name, error=RunError(exc.error_status, str(exc)))
+        return ModelRun(spec.name, error=RunError.of(exc))
 
 
 def check(config: Config, models: tuple[ModelSpec, ...], providers: tuple[ProviderSpec, ...],

@@ -154,14 +154,14 @@ def prepare(config: Config, spec: ModelSpec, progress: Progress = lambda _: None
     run.meta.weights_digest = built.weights_digest  # hashed while the export ran
     model_file = None
     if isinstance(exported, ModelError):
-        run.error, exported = RunError(exported.status, str(exported)), None
+        run.error, exported = RunError.of(exported), None
     else:
         model_file = _record_export(run, spec, exported)
     progress(f"{spec.name}: float64 reference on torch-cpu")
     try:
         ref = run_reference(built, progress, spec.reference_promotion)
     except ModelError as exc:
-        run.error = RunError(exc.error_status, str(exc))
+        run.error = RunError.of(exc)
         return Prepared(run, built, None, built.arrays)
     finally:
         if exported is not None:  # hashed while the reference ran

@@ -11,6 +11,7 @@ from typing import Any
 
 from gate.core.status import ErrorStatus, LayerStatus, RunStatus, SiteKind, SkipKind
 from gate.core.target import Target
+from gate.errors import ModelError
 from gate.fingerprint import Fingerprint, relative_error
 
 
@@ -117,6 +118,8 @@ class ProviderRun:
     latency_p90_ms: float | None = None  # 90th percentile of the timed runs, where `repeats` asked for them
     numerics: dict[str, str] | None = None  # PyTorch's TF32/cuDNN/matmul-precision settings (torch runners)
     skip: SkipKind | None = None  # why it did not run (status SKIPPED)
+    where: str | None = None  # the user's frame that failed (status ERROR), where known
+    trace: str | None = None  # the whole traceback (status ERROR, with --debug)
 
     @property
     def name(self) -> str:
@@ -131,8 +134,9 @@ class ProviderRun:
         return cls(target, RunStatus.SKIPPED, reason, skip=skip)
 
     @classmethod
-    def failed(cls, target: Target, error_status: ErrorStatus, reason: str) -> ProviderRun:
-        return cls(target, RunStatus.ERROR, reason, ErrorStatus(error_status))
+    def failed(cls, target: Target, error_status: ErrorStatus, reason: str, where: str | None = None,
+               trace: str | None = None) -> ProviderRun:
+        return cls(target, RunStatus.ERROR, reason, ErrorStatus(error_status), where=where, trace=trace)
 
 
 @dataclass(frozen=True)
@@ -141,6 +145,12 @@ class RunError:
 
     error_status: ErrorStatus
     message: str
+    where: str | None = None  # the user's frame that failed, where known
+    trace: str | None = None  # the whole traceback, with --debug
+
+    @classmethod
+    def of(cls, exc: ModelError) -> RunError:
+        return cls(exc.error_status, str(exc), exc.where, exc.trace)
 
 
 @dataclass

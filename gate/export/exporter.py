@@ -95,9 +95,8 @@ def export(built: BuiltModel) -> Exported:
         result = _torchscript(built, opset)
     except Exception as exc:
         reason = f"; {fallback}" if fallback else ""
-        raise ModelError(
-            f"model `{spec.name}`: export failed: {type(exc).__name__}: {_first_line(exc)}{reason}", ErrorStatus.EXPORT_FAIL
-        ) from None
+        raise ModelError.of(f"model `{spec.name}`: export failed: {type(exc).__name__}: {_first_line(exc)}{reason}",
+                            ErrorStatus.EXPORT_FAIL, exc) from None
     result.fallback = fallback
     return result
 

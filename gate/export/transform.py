@@ -19,8 +19,8 @@ def apply(spec: ModelSpec, proto: onnx.ModelProto, root: Path) -> onnx.ModelProt
     try:
         out = fn(proto)
     except Exception as exc:
-        raise ModelError(f"model `{spec.name}`: transform `{spec.transform}` raised {type(exc).__name__}: {exc}",
-                         ErrorStatus.EXPORT_FAIL) from None
+        raise ModelError.of(f"model `{spec.name}`: transform `{spec.transform}` raised {type(exc).__name__}: {exc}",
+                            ErrorStatus.EXPORT_FAIL, exc) from None
     if not isinstance(out, onnx.ModelProto):
         raise ConfigError(f"`{spec.where}.transform`: `{spec.transform}` returned {type(out).__name__}, "
                           "not an onnx.ModelProto")

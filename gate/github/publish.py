@@ -244,7 +244,8 @@ def annotations(report: Report) -> list[str]:
     for m in report.models:
         if m.status == ModelStatus.ERROR:
             what = m.error.error_status if m.error else "error"
-            out.append(command("error", m.error.message if m.error else "", title=f"parity-gate: {m.name} {what}"))
+            at = f" (at {m.error.where})" if m.error and m.error.where else ""
+            out.append(command("error", (m.error.message if m.error else "") + at, title=f"parity-gate: {m.name} {what}"))
         elif m.status == ModelStatus.NO_BASELINE:
             out.append(command("error", f"no baseline: run `{m.recreate}` and commit it",
                                title=f"parity-gate: {m.name} has no baseline"))

@@ -97,8 +97,8 @@ def _construct(spec: ModelSpec, root: Path) -> object:
     try:
         return factory()
     except Exception as exc:
-        raise ModelError(f"model `{spec.name}`: factory `{spec.factory}` raised {type(exc).__name__}: {exc}",
-                         ErrorStatus.BUILD_FAIL) from None
+        raise ModelError.of(f"model `{spec.name}`: factory `{spec.factory}` raised {type(exc).__name__}: {exc}",
+                            ErrorStatus.BUILD_FAIL, exc) from None
 
 
 def build(spec: ModelSpec, root: Path, built: Module | None = None) -> BuiltModel:
@@ -119,8 +119,8 @@ def _inputs(spec: ModelSpec, root: Path) -> tuple[tuple[torch.Tensor, ...], list
         try:
             produced = fn(spec.seed)
         except Exception as exc:
-            raise ModelError(f"model `{spec.name}`: inputs `{spec.inputs}` raised {type(exc).__name__}: {exc}",
-                             ErrorStatus.BUILD_FAIL) from None
+            raise ModelError.of(f"model `{spec.name}`: inputs `{spec.inputs}` raised {type(exc).__name__}: {exc}",
+                                ErrorStatus.BUILD_FAIL, exc) from None
         if isinstance(produced, torch.Tensor):
             produced = (produced,)
         if not isinstance(produced, (tuple, list)) or not all(isinstance(t, torch.Tensor) for t in produced):

@@ -79,8 +79,8 @@ def build_case(spec: ModelSpec, root: Path) -> torch.nn.Module:
     except (ConfigError, ModelError):
         raise
     except Exception as exc:  # a constructor that refuses this case's arguments is this case's failure
-        raise ModelError(f"model `{spec.name}`: `{case.target}` raised {type(exc).__name__}: {exc}",
-                         ErrorStatus.BUILD_FAIL) from None
+        raise ModelError.of(f"model `{spec.name}`: `{case.target}` raised {type(exc).__name__}: {exc}",
+                            ErrorStatus.BUILD_FAIL, exc) from None
     if not isinstance(module, torch.nn.Module):
         raise ConfigError(f"`{where}`: `{case.target}` built {type(module).__name__}, not a torch.nn.Module")
     return module

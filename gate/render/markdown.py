@@ -198,7 +198,8 @@ class _Doc:
     def model_section(self, m: ModelVerdict) -> str:
         out = [f"#### {code(m.name)}", _model_meta(m)]
         if m.error:
-            out.append(f"💥 **{plain(m.error.error_status, 20)}**: {plain(m.error.message, 2 * MESSAGE_CAP)}")
+            out.append(f"💥 **{plain(m.error.error_status, 20)}**: {plain(m.error.message, 2 * MESSAGE_CAP)}"
+                       + (f" (at {code(m.error.where, 200)})" if m.error.where else ""))
         shown = [p for p in m.providers if p.status != TargetStatus.SKIPPED]
         if shown:
             out.append(_provider_table(shown))

@@ -54,7 +54,8 @@ def model_notices(m: ModelVerdict) -> list[str]:
     items = []
     if m.status == ModelStatus.ERROR:
         if m.error:
-            items.append(f"💥 {code(m.name)} failed: **{plain(m.error.error_status, 20)}**: {plain(m.error.message)}")
+            items.append(f"💥 {code(m.name)} failed: **{plain(m.error.error_status, 20)}**: {plain(m.error.message)}"
+                         + (f" (at {code(m.error.where, 200)})" if m.error.where else ""))
     elif m.status == ModelStatus.NO_BASELINE and not m.baseline_exists:
         where = f" at {code(m.baseline_path)}" if m.baseline_path else ""
         items.append(f"🆕 {code(m.name)} has no baseline{where}.")
@@ -77,7 +78,8 @@ def model_notices(m: ModelVerdict) -> list[str]:
             items.append(f"⏭️ {code(m.name)} · {code(p.name)} not checked: {plain(reason(p))}")
         elif p.status == TargetStatus.ERROR:
             items.append(f"💥 {code(m.name)} · {code(p.name)} failed"
-                         f"{' (' + plain(p.error_status, 20) + ')' if p.error_status else ''}: {plain(reason(p))}")
+                         f"{' (' + plain(p.error_status, 20) + ')' if p.error_status else ''}: {plain(reason(p))}"
+                         + (f" (at {code(p.where, 200)})" if p.where else ""))
         elif p.status == TargetStatus.NO_BASELINE and m.baseline_exists:
             items.append(f"🆕 {code(m.name)} · {code(p.name)} has no baseline entry for {plain(p.label, 60)}.")
     return items

@@ -125,7 +125,7 @@ def failed_run(exc: BaseException, target: Target, what: str | None = None,
     if isinstance(exc, Unavailable):
         return ProviderRun.skipped(target, str(exc))
     if isinstance(exc, ModelError):
-        return ProviderRun.failed(target, exc.error_status, str(exc))
+        return ProviderRun.failed(target, exc.error_status, str(exc), exc.where, exc.trace)
     if isinstance(exc, MemoryError):
         message = f"{target.provider} ran out of memory"
         if what is not None:

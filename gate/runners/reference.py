@@ -89,7 +89,8 @@ def run_reference(built: BuiltModel, progress: Callable[[str], None], promote: b
         grads = gradients(built.module, built.inputs, built.spec.seed) if built.spec.gradients else []
         return Reference("float32", records, Notes(reached="float32"), outputs, grads)
     except Exception as exc:
-        raise ModelError(f"model `{name}`: PyTorch forward failed: {type(exc).__name__}: {exc}", ErrorStatus.INFER_FAIL) from None
+        raise ModelError.of(f"model `{name}`: PyTorch forward failed: {type(exc).__name__}: {exc}",
+                            ErrorStatus.INFER_FAIL, exc) from None
 
 
 CHANGED = 1e-12  # float64 noise: above it, eval mode changed what a layer computes

@@ -90,8 +90,8 @@ class TorchEagerRunner(Runner):
                 grads = gradients(self.module, self.inputs, spec.seed, self.forward())
                 fingerprints.update((r.name, r.fp) for r in grads)
         except Exception as exc:  # noqa: BLE001 - a provider that cannot run is a status, not a crash
-            raise ModelError(f"{self.name} ({self.spec.precision}) failed: {type(exc).__name__}: {str(exc)[:300]}",
-                             ErrorStatus.INFER_FAIL) from None
+            raise ModelError.of(f"{self.name} ({self.spec.precision}) failed: {type(exc).__name__}: {str(exc)[:300]}",
+                                ErrorStatus.INFER_FAIL, exc) from None
         prun = self.layers_from(ProviderRun(self.target(), numerics=torch_numerics.settings()), fingerprints,
                                 self.absent_reason)
         if self.subject.repeats:

@@ -71,7 +71,7 @@ def _runtime(run: ModelRun, prun: ProviderRun, baseline: Baseline | None, spec: 
             pv.reason = f"{prun.name} is required but not available here"
         return pv
     if prun.status == RunStatus.ERROR:
-        pv.status, pv.error_status = TargetStatus.ERROR, prun.error_status
+        pv.status, pv.error_status, pv.where, pv.trace = TargetStatus.ERROR, prun.error_status, prun.where, prun.trace
         return pv
     entry = None
     if baseline is not None:

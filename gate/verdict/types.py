@@ -171,6 +171,8 @@ class ProviderVerdict:
     capture_peak_mb: float | None = None
     latency_p90_ms: float | None = None  # with `repeats`: the 90th percentile beside the median
     skip: SkipKind | None = None  # why it did not run (status SKIPPED)
+    where: str | None = None  # the user's frame that failed (status ERROR), where known
+    trace: str | None = None  # the whole traceback (status ERROR, with --debug)
 
     @property
     def checked(self) -> int:
@@ -193,7 +195,8 @@ class ProviderVerdict:
                 "layers": [r.to_dict() for r in self.rows], "audits": [a.to_dict() for a in self.audits],
                 "placement": self.placement, "capture_peak_mb": self.capture_peak_mb,
                 **({"latency_p90_ms": self.latency_p90_ms} if self.latency_p90_ms is not None else {}),
-                **({"skip": self.skip} if self.skip is not None else {})}
+                **({"skip": self.skip} if self.skip is not None else {}),
+                **{k: v for k, v in (("where", self.where), ("trace", self.trace)) if v}}
 
     @classmethod
     def from_dict(cls, o: Obj) -> ProviderVerdict:
@@ -205,7 +208,8 @@ class ProviderVerdict:
                    first_regression=o.opt_obj("first_regression", Regression.from_dict),
                    rows=o.objs("layers", Row.from_dict), audits=o.objs("audits", Audit.from_dict),
                    placement=o.free("placement"), capture_peak_mb=o.num("capture_peak_mb"),
-                   latency_p90_ms=o.num("latency_p90_ms"), skip=o.opt_word("skip", SkipKind))
+                   latency_p90_ms=o.num("latency_p90_ms"), skip=o.opt_word("skip", SkipKind),
+                   where=o.opt_str("where"), trace=o.opt_str("trace"))
 
 
 @dataclass
@@ -273,7 +277,9 @@ class ModelVerdict:
         return out
 
     def _to_dict(self) -> dict[str, Any]:
-        error = None if self.error is None else {"status": self.error.error_status, "message": self.error.message}
+        e = self.error
+        error = None if e is None else {"status": e.error_status, "message": e.message,
+                                        **{k: v for k, v in (("where", e.where), ("trace", e.trace)) if v}}
         return {"name": self.name, "status": self.status, "error": error,
                 "baseline": {"path": self.baseline_path, "exists": self.baseline_exists},
                 "exporter": self.exporter, "export_fallback": self.export_fallback, "opset": self.opset,
@@ -287,7 +293,8 @@ class ModelVerdict:
 
     @classmethod
     def from_dict(cls, o: Obj) -> ModelVerdict:
-        error = o.opt_obj("error", lambda e: RunError(e.word("status", ErrorStatus), e.str("message", default="")))
+        error = o.opt_obj("error", lambda e: RunError(e.word("status", ErrorStatus), e.str("message", default=""),
+                                                      e.opt_str("where"), e.opt_str("trace")))
         path, exists = o.opt_obj("baseline", lambda b: (b.str("path", default=""), b.bool("exists"))) or ("", False)
         reference = o.opt_obj("reference", lambda r: (r.str("dtype", default="float64"), r.counts("promoted"),
                                                       r.words("below_float64")))

@@ -48,8 +48,8 @@ def run_to_dict(run: ModelRun) -> dict[str, Any]:
         "model": run.name,
         "meta": run.meta.to_dict(),
         "reference": {"device": "cpu", "dtype": run.reference_dtype},
-        "error": None if run.error is None else {"status": run.error.error_status,
-                                                 "message": _text(run.error.message)},
+        "error": None if run.error is None else {"status": run.error.error_status, "message": _text(run.error.message),
+                                                 **_failure(run.error)},
         "layers": [_layer(x) for x in run.layers],
         "onnx_map": {k: {"kind": s.kind, "value": s.value, "output": s.output, "reason": s.reason}
                      for k, s in run.onnx_map.items()},
@@ -61,10 +61,15 @@ def run_to_dict(run: ModelRun) -> dict[str, Any]:
              **({"session_options": p.session_options} if p.session_options else {}),
              **({"latency_p90_ms": p.latency_p90_ms} if p.latency_p90_ms is not None else {}),
              **({"numerics": p.numerics} if p.numerics else {}),
-             **({"skip": p.skip} if p.skip is not None else {})}
+             **({"skip": p.skip} if p.skip is not None else {}), **_failure(p)}
             for p in run.providers
         ],
     }
+
+
+def _failure(f: ProviderRun | RunError) -> dict[str, str]:
+    """Where a failure happened in the user's code, and its traceback: written only when known."""
+    return {k: _text(v) for k, v in (("where", f.where), ("trace", f.trace)) if v}
 
 
 def _provider_layer(pl: ProviderLayer, sketch: bool) -> dict[str, Any]:
@@ -93,7 +98,8 @@ def _provider(p: dict[str, Any]) -> ProviderRun:
     prun = ProviderRun(target, status, p["reason"], _opt(ErrorStatus, p["error_status"]), latency_ms=p["latency_ms"],
                        placement=p["placement"], capture_peak_bytes=p["capture_peak_bytes"],
                        session_options=p.get("session_options"), latency_p90_ms=p.get("latency_p90_ms"),
-                       numerics=p.get("numerics"), skip=_opt(SkipKind, skip))
+                       numerics=p.get("numerics"), skip=_opt(SkipKind, skip), where=p.get("where"),
+                       trace=p.get("trace"))
     for n, pl in p["layers"].items():
         fp = None if pl["fp"] is None else Fingerprint.from_dict(pl["fp"])
         prun.layers[n] = ProviderLayer(LayerStatus(pl["status"]), fp, pl["err"], pl["reason"], exact=pl.get("exact"))
@@ -108,8 +114,8 @@ def _opt(word, value):
 def run_from_dict(d: dict[str, Any]) -> ModelRun:
     """A run from a document the schema has validated; cross-field rules raise ``Invalid``."""
     run = ModelRun(d["model"], Meta.from_dict(d["meta"]), d["reference"]["dtype"],
-                   error=None if d["error"] is None else RunError(ErrorStatus(d["error"]["status"]),
-                                                                  d["error"]["message"]))
+                   error=None if d["error"] is None else RunError(ErrorStatus(d["error"]["status"]), d["error"]["message"],
+                                                                  d["error"].get("where"), d["error"].get("trace")))
     run.layers = [LayerInfo(x["name"], x["type"], Fingerprint.from_dict(x["fp"]), reached=x.get("reached", "float64"))
                   for x in d["layers"]]
     names = {x.name for x in run.layers}

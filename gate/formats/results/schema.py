@@ -72,12 +72,14 @@ PROVIDER = Record([
     ("capture_peak_bytes", Nullable(COUNT)), ("session_options", SESSION_OPTIONS), ("numerics", NUMERICS),
     ("layers", NameMap(NAME, PROVIDER_LAYER, "max_layers", "layers")),
     ("latency_p90_ms", Float(nan=False, lo=0.0)), ("skip", Str(16, choices=SkipKind.values())),
-], optional=("session_options", "numerics", "latency_p90_ms", "skip"))
+    ("where", TEXT), ("trace", TEXT),
+], optional=("session_options", "numerics", "latency_p90_ms", "skip", "where", "trace"))
 
 RUN = Record([
     ("model", MODEL), ("meta", META),
     ("reference", Record([("device", Str(8, choices=("cpu",))), ("dtype", Str(8, choices=("float64", "float32")))])),
-    ("error", Nullable(Record([("status", STATUS), ("message", TEXT)]))),
+    ("error", Nullable(Record([("status", STATUS), ("message", TEXT), ("where", TEXT), ("trace", TEXT)],
+                              optional=("where", "trace")))),
     ("layers", Array(LAYER, "max_layers")),
     ("onnx_map", NameMap(NAME, ONNX_VALUE, "max_layers", "layers")),
     ("providers", Array(PROVIDER, "max_providers")),
