@@ -257,12 +257,12 @@ def list_cases(config: ConfigOpt = None, model: ModelOpt = None) -> None:
 
 @app.command()
 def validate(config: ConfigOpt = None, model: ModelOpt = None) -> None:
-    """Check the config and build every case's inputs, without running a model."""
+    """Check the config: import each model's factory, build its inputs and compare them with its baseline's (no model is built)."""
     from gate.cli.console import console
     from gate.commands.listing import validate as check_inputs
 
     cfg = _load(config)
-    lines = check_inputs(cfg.select_models(_split(model)))
+    lines = check_inputs(cfg, cfg.select_models(_split(model)))
     for line in lines:
         console.print(escape(line), soft_wrap=True)
     console.print(f"[bold green]VALID[/bold green] | {escape(str(cfg.path))}: {count(len(lines), 'case')}")

@@ -1,5 +1,6 @@
-"""``list`` and ``validate``: what a config expands to, and whether its inputs can be built, in
-about the time of a config load (no model is built, no user module is imported)."""
+"""``list`` and ``validate``: what a config expands to (in about the time of a config load: no user
+module imported), and whether each model can be set up: its factory, input and transform references
+import, its inputs build, and they are the inputs its baseline was recorded for (no model is built)."""
 
 from __future__ import annotations
 
@@ -7,8 +8,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from gate.commands.common import display, load_baseline, update_command
 from gate.config import Config, ModelSpec
-from gate.errors import ConfigError
+from gate.core.refs import resolve
+from gate.errors import ConfigError, GateError
 from gate.model import inputs as inputs_mod
 
 
@@ -37,28 +40,51 @@ def cases(config: Config, models: tuple[ModelSpec, ...]) -> list[Case]:
             for m in models]
 
 
-def validate(models: tuple[ModelSpec, ...]) -> list[str]:
-    """Build every case's inputs (declared ones from their seed, .npz files read); one line per
-    case, a ConfigError naming the model for the first that cannot be built."""
+def _import_refs(config: Config, spec: ModelSpec) -> None:
+    """Import what the config names for ``spec`` (ConfigError naming the key); nothing is called."""
+    refs = [("factory", spec.factory if spec.sweep is None else None), ("transform", spec.transform),
+            ("inputs", spec.inputs if isinstance(spec.inputs, str) and not spec.inputs.endswith(".npz") else None)]
+    for key, ref in refs:
+        if ref:
+            resolve(ref, config.root, f"{spec.where}.{key}")
+
+
+def _arrays(spec: ModelSpec) -> tuple[list[str], list[np.ndarray]] | None:
+    """The inputs ``check`` will run on: declared ones from their seed, an .npz file read; None for a
+    callable (its inputs exist only once it runs)."""
+    if isinstance(spec.inputs, tuple):
+        return [i.name for i in spec.inputs], inputs_mod.generate(spec.inputs, spec.seed)
+    if not spec.inputs.endswith(".npz"):
+        return None
+    try:
+        with np.load(spec.inputs, allow_pickle=False) as npz:
+            return list(npz.files), [npz[n] for n in npz.files]
+    except (OSError, ValueError) as exc:
+        raise ConfigError(f"`{spec.where}.inputs`: cannot read `{spec.inputs}` ({exc})") from None
+
+
+def validate(config: Config, models: tuple[ModelSpec, ...]) -> list[str]:
+    """One line per case; a GateError naming the model for the first that cannot be set up: a
+    reference that does not import, inputs that cannot be built, or inputs other than those its
+    baseline was recorded for (``check`` would refuse that baseline)."""
     lines = []
     for spec in models:
-        if isinstance(spec.inputs, tuple):
-            arrays = inputs_mod.generate(spec.inputs, spec.seed)
-            names = [i.name for i in spec.inputs]
-        elif spec.inputs.endswith(".npz"):
-            try:
-                with np.load(spec.inputs, allow_pickle=False) as npz:
-                    names, arrays = list(npz.files), [npz[n] for n in npz.files]
-            except (OSError, ValueError) as exc:
-                raise ConfigError(f"`{spec.where}.inputs`: cannot read `{spec.inputs}` ({exc})") from None
-        else:
+        _import_refs(config, spec)
+        built = _arrays(spec)
+        if built is None:
             lines.append(f"{spec.name}: inputs from `{spec.inputs}` (a callable: built when the model runs)")
             continue
+        names, arrays = built
         bad = next((n for n, a in zip(names, arrays, strict=True)
                     if a.dtype.kind == "f" and not np.isfinite(a).all()), None)
         if bad is not None:
             raise ConfigError(f"model `{spec.name}`: input `{bad}` contains NaN/Inf")
+        digest = inputs_mod.digest(names, arrays)
+        path, baseline = load_baseline(config, spec)
+        if baseline is not None and baseline.meta.inputs_digest not in (None, digest):
+            raise GateError(f"model `{spec.name}`: its declared inputs are not those baseline `{display(path)}` was recorded "
+                            f"for; `check` will refuse it: re-create it with `{update_command(spec, config)}`")
         size = sum(a.nbytes for a in arrays)
-        lines.append(f"{spec.name}: {len(arrays)} input(s), {size:,} bytes, digest "
-                     f"{inputs_mod.digest(names, arrays)[:12]}")
+        lines.append(f"{spec.name}: {len(arrays)} input(s), {size:,} bytes, digest {digest[:12]}"
+                     + ("" if baseline is None else ", as its baseline"))
     return lines

@@ -1,0 +1,37 @@
+"""``parity-gate validate`` answers what ``check`` would refuse, without building a model: a factory
+that does not import, and declared inputs other than those the baseline was recorded for."""
+
+from __future__ import annotations
+
+from tests.conftest import run_cli
+from tests.support.projects import examples_project
+
+DECLARED = 'inputs = [{ name = "x", shape = [2, 3, 16, 16], dtype = "float32" }]'
+
+
+def test_the_committed_examples_validate_against_their_baselines(tmp_path):
+    examples_project(tmp_path, baselines=True)
+    proc = run_cli("validate", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "tiny-cnn: 1 input(s), 6,144 bytes, digest " in proc.stdout and ", as its baseline" in proc.stdout
+
+
+def test_an_input_dtype_other_than_the_baselines_is_refused(tmp_path):
+    path = examples_project(tmp_path, baselines=True)
+    path.write_text(path.read_text().replace(DECLARED, DECLARED.replace("float32", "float64")))
+    proc = run_cli("validate", cwd=tmp_path)
+    assert proc.returncode == 2 and "VALID" not in proc.stdout
+    assert proc.stderr.strip() == (
+        "error: model `tiny-cnn`: its declared inputs are not those baseline `baselines/tiny-cnn.msgpack.zst` was "
+        "recorded for; `check` will refuse it: re-create it with `parity-gate update-baseline --model tiny-cnn`")
+
+
+def test_a_factory_that_does_not_import_is_refused_by_its_key(tmp_path):
+    path = examples_project(tmp_path)
+    path.write_text(path.read_text().replace('"examples.zoo:tiny_cnn"', '"examples.zooo:tiny_cnn"'))
+    proc = run_cli("validate", cwd=tmp_path)
+    assert proc.returncode == 2 and "VALID" not in proc.stdout
+    assert "`tool.parity-gate.models[0].factory`: cannot import `examples.zooo` (ModuleNotFoundError" in proc.stderr
+    path.write_text(path.read_text().replace('"examples.zooo:tiny_cnn"', '"examples.zoo:tiny_cnnn"'))
+    proc = run_cli("validate", cwd=tmp_path)
+    assert proc.returncode == 2 and "module `examples.zoo` has no attribute `tiny_cnnn`" in proc.stderr
