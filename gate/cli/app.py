@@ -91,6 +91,15 @@ def _backend_notice() -> None:
                           "available", soft_wrap=True)
 
 
+def _warn_install_gaps(cfg) -> None:
+    """Models whose imports the repository's workflow would not install: said before anything runs."""
+    from gate.cli.console import err_console
+    from gate.scaffold.add import install_gaps
+
+    for line in install_gaps(cfg):
+        err_console.print(f"[yellow]warning:[/yellow] {escape(line)}", soft_wrap=True)
+
+
 def _write_reports(report, json_path: Path | None, markdown_path: Path | None) -> None:
     from gate.formats.atomic import atomic_write_text
     from gate.formats.report import write_report
@@ -115,6 +124,7 @@ def check(config: ConfigOpt = None, model: ModelOpt = None, provider: ProviderOp
     models, providers = cfg.select_models(_split(model)), cfg.select_providers(_split(provider))
     _needs("check")
     _backend_notice()
+    _warn_install_gaps(cfg)
     with progress_display() as progress:
         report = commands.check(cfg, models, providers, progress)
     if changed_since:
@@ -265,6 +275,7 @@ def validate(config: ConfigOpt = None, model: ModelOpt = None) -> None:
     lines = check_inputs(cfg, cfg.select_models(_split(model)))
     for line in lines:
         console.print(escape(line), soft_wrap=True)
+    _warn_install_gaps(cfg)
     console.print(f"[bold green]VALID[/bold green] | {escape(str(cfg.path))}: {count(len(lines), 'case')}")
 
 

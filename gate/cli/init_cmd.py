@@ -81,6 +81,12 @@ def init(
         from gate.cli.app import _needs
 
         _needs("init")
+    if not force and _configured(directory.resolve()):
+        from gate.cli.console import console
+
+        console.print("[dim]a parity-gate config exists here: adding the model to it (--force replaces the config)[/dim]")
+        _add(directory.resolve(), None, factory, inputs, name, pip_args, no_baseline)
+        return
     options = Options(directory.resolve(), factory, tuple(parse_input(t, i) for i, t in enumerate(inputs)), name,
                       flow.value, tuple(provider) if provider else Options.providers, action, pip_args,
                       require_approval, gpu_runner, force)
@@ -112,5 +118,72 @@ def _first_baseline(p: Plan) -> None:
                   f"git add {escape(files)} && git commit -m \"Gate the models with parity-gate\"", soft_wrap=True)
 
 
+def _configured(root: Path) -> bool:
+    from gate.config import find_config
+
+    try:
+        find_config(None, root)
+    except GateError:
+        return False
+    return True
+
+
+def add(
+    factory: Annotated[str | None, typer.Option(
+        "--factory", "-f", help="module:callable returning the torch.nn.Module (called with no arguments).")] = None,
+    input_: Annotated[list[str] | None, typer.Option(
+        "--input", "-i", help="An input as NAME=DIMS[:DTYPE], e.g. x=1x3x224x224 (repeat for several).")] = None,
+    name: Annotated[str | None, typer.Option("--name", help="Model name (default: from the factory).")] = None,
+    pip_args: Annotated[str | None, typer.Option(
+        "--pip-args", help="The model's own requirements (default: the packages its factory imports).")] = None,
+    config: Annotated[Path | None, typer.Option("--config", envvar="PARITY_GATE_CONFIG",
+                                                help="Config file (default: as `check` finds it).")] = None,
+    directory: Annotated[Path, typer.Option("--dir", help="The repository root.")] = Path("."),
+    no_baseline: Annotated[bool, typer.Option("--no-baseline", help="Write the files, do not run update-baseline.")]
+    = False,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Never prompt (CI, scripts).")] = False,
+) -> None:
+    """Add a model to the config: its requirements go into the workflows and the constraints file, its
+    first baseline is recorded; the other models are left as they are."""
+    factory, inputs = _ask(factory, input_, yes)
+    if not no_baseline:
+        from gate.cli.app import _needs
+
+        _needs("add")
+    _add(directory.resolve(), config, factory, inputs, name, pip_args, no_baseline)
+
+
+def _add(root: Path, config: Path | None, factory: str, inputs: list[str], name: str | None, pip_args: str | None,
+         no_baseline: bool) -> None:
+    from gate.cli.console import console
+    from gate.scaffold.add import plan_add, write
+
+    model, path, files = plan_add(root, config, factory, tuple(parse_input(t, i) for i, t in enumerate(inputs)),
+                                  name, pip_args)
+    write(files)
+    shown = sorted(str(f.relative_to(root)) if f.is_relative_to(root) else str(f) for f in files)
+    for f in shown:
+        console.print(f"{_MARK['append'] if f == str(path.relative_to(root)) else _MARK['replace']} {escape(f)}")
+    if no_baseline:
+        console.print(f"[bold green]ADDED[/bold green] | model {escape(model)}; next: parity-gate update-baseline "
+                      f"--model {escape(model)}", soft_wrap=True)
+        return
+    from gate import commands
+    from gate.cli.console import progress_display
+    from gate.config import load_config
+
+    cfg = load_config(path)
+    with progress_display() as progress:
+        updated = commands.update_baseline(cfg, cfg.select_models([model]), cfg.select_providers(None), progress)
+    for u in updated:
+        console.print(f"[bold]{escape(u.model)}[/bold] → {escape(str(u.path))}")
+        for line in u.warnings:
+            console.print(f"  [yellow]warning:[/yellow] {escape(line)}", soft_wrap=True)
+    files_text = " ".join([*shown, *(str(u.path) for u in updated)])
+    console.print(f"[bold green]ADDED[/bold green] | model {escape(model)}, {count(len(updated), 'baseline')}; commit "
+                  f"them: git add {escape(files_text)}", soft_wrap=True)
+
+
 def register(app: typer.Typer) -> None:
     app.command("init")(init)
+    app.command("add")(add)

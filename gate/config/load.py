@@ -44,9 +44,10 @@ def find_config(explicit: Path | None, cwd: Path | None = None) -> Path:
     )
 
 
-def load_config(path: Path) -> Config:
+def load_config(path: Path, text: str | None = None) -> Config:
+    """The validated config of ``path`` (read from ``text`` instead, when given: a config about to be written)."""
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        data = tomllib.loads(path.read_text(encoding="utf-8") if text is None else text)
     except FileNotFoundError:
         raise ConfigError(f"config file `{path}` does not exist") from None
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:

@@ -57,9 +57,7 @@ def model_name(factory: str) -> str:
     return name[:64]
 
 
-def section(name: str, factory: str, inputs: Sequence[Input], providers: Sequence[str] = DEFAULT_PROVIDERS,
-            baseline_dir: str = "baselines") -> str:
-    """The TOML text; raises ConfigError (naming the key) if ``check`` would refuse it."""
+def _checked(name: str, factory: str, inputs: Sequence[Input]) -> None:
     problem = model_name_problem(name)
     if problem:
         raise ConfigError(f"model name `{name}` {problem}; pass --name")
@@ -67,17 +65,28 @@ def section(name: str, factory: str, inputs: Sequence[Input], providers: Sequenc
         raise ConfigError(f"factory `{factory}`: expected module:callable, e.g. models.vision:resnet18")
     if not inputs:
         raise ConfigError("give at least one input shape, e.g. --input x=1x3x224x224")
+
+
+def model_table(name: str, factory: str, inputs: Sequence[Input], section: str | None = "tool.parity-gate") -> str:
+    """One ``[[models]]`` table (under ``section``; None: at the top level of parity-gate.toml)."""
+    _checked(name, factory, inputs)
     shown = ", ".join(f'{{ name = {json.dumps(i.name)}, shape = [{", ".join(map(str, i.shape))}], '
                       f'dtype = {json.dumps(i.dtype)} }}' for i in inputs)
+    return (f"[[{section + '.' if section else ''}models]]\n"
+            f"name = {json.dumps(name)}\n"
+            f"factory = {json.dumps(factory)}                # zero-argument callable -> torch.nn.Module\n"
+            f"inputs = [{shown}]\n")
+
+
+def section(name: str, factory: str, inputs: Sequence[Input], providers: Sequence[str] = DEFAULT_PROVIDERS,
+            baseline_dir: str = "baselines") -> str:
+    """The TOML text; raises ConfigError (naming the key) if ``check`` would refuse it."""
     text = (
         "[tool.parity-gate]\n"
         f"baseline-dir = {json.dumps(baseline_dir)}                       # relative to this file's folder; commit it\n"
         f"providers = [{', '.join(json.dumps(p) for p in providers)}]\n"
         "\n"
-        "[[tool.parity-gate.models]]\n"
-        f"name = {json.dumps(name)}\n"
-        f"factory = {json.dumps(factory)}                # zero-argument callable -> torch.nn.Module\n"
-        f"inputs = [{shown}]\n"
+        + model_table(name, factory, inputs)
     )
     parse(tomllib.loads(text)["tool"]["parity-gate"], Path("parity-gate.toml"), "tool.parity-gate")
     return text

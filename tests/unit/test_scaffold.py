@@ -65,3 +65,25 @@ def test_requirements_are_the_packages_the_factory_code_imports(tmp_path):
 
 def test_a_local_build_label_pins_the_release():
     assert release("2.14.1+cpu") == "2.14.1" and release("1.32.0") == "1.32.0"
+
+
+def test_adding_requirements_leaves_a_requirements_file_and_known_packages_alone():
+    from gate.scaffold.add import merge_pip_args
+    from gate.scaffold.workflows import Flow, workflows
+
+    for kind in ("single", "gpu", "fork"):
+        for text in workflows(Flow(kind, pip_args="-r requirements.txt")).values():
+            assert merge_pip_args(text, ["timm"]) == text
+        for text in workflows(Flow(kind, pip_args="torchvision==0.29.1")).values():
+            merged = merge_pip_args(text, ["torchvision", "timm"])
+            assert merge_pip_args(merged, ["torchvision", "timm"]) == merged  # idempotent
+            if "extra-pip-args" in text:
+                assert 'extra-pip-args: "torchvision==0.29.1 timm"' in merged
+
+
+def test_constraints_gain_pins_only_for_new_packages():
+    from gate.scaffold.add import merge_constraints
+
+    text = "# pins\ntorch==2.0.0\n"
+    assert merge_constraints(text, ["torch"]) == text  # an existing pin is the user's
+    assert merge_constraints(text, ["not-an-installed-package"]) == text  # nothing installed to pin
