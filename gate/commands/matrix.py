@@ -47,6 +47,9 @@ def collect(source: Path, providers: tuple[ProviderSpec, ...], out: Path, isolat
     PyTorch providers' results the export recorded travel on in this runner's result file."""
     isolation = isolation or Isolation()
     settings = settings or Settings.from_env()
+    if not source.is_dir():
+        raise GateError(f"`{source}` is not a folder written by `parity-gate export --out DIR`"
+                        + ("" if source.exists() else " (it does not exist)"))
     folders = sorted(p.parent for p in source.glob(f"*/{RUN}"))
     if not folders:
         raise GateError(f"`{source}` holds no exported model (expected <model>/{RUN} from "

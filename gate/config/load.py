@@ -23,6 +23,9 @@ else:  # pragma: no cover - exercised on 3.10 only
 def find_config(explicit: Path | None, cwd: Path | None = None) -> Path:
     """The config file: ``explicit``, else ./pyproject.toml with [tool.parity-gate], else ./parity-gate.toml."""
     if explicit is not None:
+        if explicit.is_dir():
+            raise ConfigError(f"config file `{explicit}` is a folder: pass the file (its pyproject.toml or "
+                              "parity-gate.toml)")
         if not explicit.is_file():
             raise ConfigError(f"config file `{explicit}` does not exist")
         return explicit
