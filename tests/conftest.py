@@ -12,6 +12,12 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 
 
+def regold() -> bool:
+    """Whether to rewrite golden files from what the code produces now, instead of comparing
+    with them: ``PARITY_GATE_REGOLD=1`` (tests/README.md). Review the diff before committing."""
+    return os.environ.get("PARITY_GATE_REGOLD", "") not in ("", "0")
+
+
 @pytest.fixture
 def root() -> Path:
     return ROOT

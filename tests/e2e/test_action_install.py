@@ -74,8 +74,10 @@ def test_cold_run_installs_the_core_only_and_warm_run_installs_nothing(action, t
         assert "Restored from the cache" in warm.step("install").stdout and "Installed in" not in warm.log
         assert [s.conclusion for s in warm.steps if s.name == "Save parity-gate's environment"] == ["skipped"]
         assert len(github.issue_comments("octo/models", 7)) == 1
+    # Reported, not asserted: two wall-clock times on a shared runner order themselves by the
+    # load as much as by the work. That the warm run does less is asserted above: it restores
+    # the cached environment and installs nothing.
     print(f"\ncomment mode, cold: {cold_s:.1f} s, warm: {warm_s:.1f} s")
-    assert warm_s < cold_s
 
 
 def test_python_path_skips_setup_python_and_sees_that_pythons_packages(action, tmp_path):

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import random
 import signal
 import subprocess
 import sys
@@ -64,54 +63,64 @@ def test_failed_write_removes_its_temp_file(tmp_path, monkeypatch):
     assert _temps(tmp_path) == []
 
 
-WRITER = """
-    import sys
+KILLED_WRITER = """
+    import io, os, signal, sys
     from pathlib import Path
     from gate.formats.baseline import atomic_write_bytes, baseline_lock
-    path = Path(sys.argv[1])
-    blobs = [Path(p).read_bytes() for p in sys.argv[2:]]
-    print("ready", flush=True)
-    i = 0
-    while True:  # write_baseline's write path (lock + atomic replace) on pre-encoded documents
-        with baseline_lock(path):
-            atomic_write_bytes(path, blobs[i % 2])
-        i += 1
+    path, data, step = Path(sys.argv[1]), Path(sys.argv[2]).read_bytes(), sys.argv[3]
+
+    def die():
+        os.kill(os.getpid(), signal.SIGKILL)
+
+    class DiesHalfWay(io.FileIO):
+        def write(self, b):
+            b = memoryview(b)[: len(b) // 2]
+            while b:
+                b = b[super().write(b):]
+            os.fsync(self.fileno())  # the half is on disk, as a write cut short by the kill leaves it
+            die()
+
+    real_replace = os.replace
+    if step == "mid-write":  # atomic_write_bytes writes through os.fdopen
+        os.fdopen = lambda fd, mode="r", *a, **k: DiesHalfWay(fd, mode)
+    elif step == "before-replace":
+        os.replace = lambda src, dst: die()
+    elif step == "after-replace":
+        os.replace = lambda src, dst: (real_replace(src, dst), die())
+    with baseline_lock(path):  # write_baseline's write path: the lock, then the atomic replace
+        atomic_write_bytes(path, data)
+    sys.exit("not killed")
 """
 
 
-def test_killed_writer_leaves_previous_baseline_intact(tmp_path):
+@pytest.mark.parametrize(("step", "left"), [("mid-write", "old"), ("before-replace", "old"), ("after-replace", "new")])
+def test_writer_killed_at_each_step_leaves_a_whole_baseline(tmp_path, step, left):
+    """A real writer process SIGKILLed at a chosen point of the write: half of the temp file
+    written, the temp file complete but not yet renamed, renamed but the folder not yet synced.
+    The baseline is the old file or the new one, never a mix; a partial file is never a baseline."""
     path = tmp_path / "big.msgpack.zst"
-    blobs = [tmp_path.parent / f"{tmp_path.name}-blob{s}" for s in (1, 2)]
-    for s, blob in zip((1, 2), blobs, strict=True):
-        blob.write_bytes(encode_baseline(make_document(1500, sketch_width=1024, seed=s)))
-    valid = {blob.read_bytes() for blob in blobs}
-    assert min(len(b) for b in valid) > 10_000_000  # big enough for a kill to land mid-write
-    write_baseline(path, make_document(1500, sketch_width=1024, seed=1))
-    rng = random.Random(0)
-    kills = mid_write = 0
-    while kills < 5 or (mid_write == 0 and kills < 20):
-        temps_before = set(_temps(tmp_path))
-        child = _python(WRITER, str(path), *map(str, blobs))
-        assert child.stdout.readline().strip() == "ready", child.stderr.read()
-        time.sleep(rng.uniform(0.0, 0.4))
-        child.send_signal(signal.SIGKILL)
-        child.wait()
-        child.stdout.close()
-        child.stderr.close()
-        kills += 1
-        mid_write += bool(set(_temps(tmp_path)) - temps_before)
-        assert path.read_bytes() in valid  # the old file or the new one, never a mix
-        read_document(path)
-    assert mid_write >= 1, "no kill landed during a write"
-    print(f"{kills} kills, {mid_write} mid-write")
-    # stale temp files of killed writers are hidden and never look like a baseline
-    for tmp in _temps(tmp_path):
+    write_baseline(path, make_document(200, sketch_width=256, seed=1))
+    old = path.read_bytes()
+    new = encode_baseline(make_document(200, sketch_width=256, seed=2))
+    blob = tmp_path.parent / f"{tmp_path.name}-new"
+    blob.write_bytes(new)
+    child = _python(KILLED_WRITER, str(path), str(blob), step)
+    out, err = child.communicate(timeout=120)
+    assert child.returncode == -signal.SIGKILL, err
+    assert path.read_bytes() == (old if left == "old" else new)
+    read_document(path)
+    temps = _temps(tmp_path)
+    written = {"mid-write": [len(new) // 2], "before-replace": [len(new)], "after-replace": []}[step]
+    assert [t.stat().st_size for t in temps] == written  # where the kill landed
+    # a killed writer's temp file is hidden and never looks like a baseline
+    for tmp in temps:
         assert tmp.name.startswith(".big.msgpack.zst.") and not tmp.name.endswith(".msgpack.zst")
     assert [p.name for p in tmp_path.glob("*.msgpack.zst")] == ["big.msgpack.zst"]
-    # the next write_baseline, holding the lock, clears them
+    # the next write_baseline takes the lock the killed writer held and clears its temp file only
     (tmp_path / ".other.msgpack.zst.abc.tmp").write_bytes(b"another file's temp")
     write_baseline(path, make_document(2))
     assert [p.name for p in _temps(tmp_path)] == [".other.msgpack.zst.abc.tmp"]
+    assert read_document(path) == make_document(2)
 
 
 CONCURRENT = """

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import copy
 import json
-import os
 from pathlib import Path
 
 import pytest
@@ -15,6 +14,7 @@ from gate.formats.report import load_report, parse_report
 from gate.render import COMMENT_LIMIT, Links, render_markdown
 from gate.render.markdown import size
 from gate.verdict.types import Report
+from tests.conftest import regold
 
 REPORTS = Path(__file__).resolve().parents[1] / "data" / "reports"
 MARKER = "<!-- parity-gate:comment id=default -->"
@@ -39,7 +39,7 @@ def typed(report: dict) -> Report:
 def test_full_markdown_matches_the_golden_file(name):
     golden = REPORTS / f"{name}.md"
     text = render_fixture(name)
-    if os.environ.get("PARITY_GATE_REGOLD"):  # regenerate: PARITY_GATE_REGOLD=1 pytest tests/unit/test_markdown.py
+    if regold():  # PARITY_GATE_REGOLD=1 (tests/README.md)
         golden.write_text(text, encoding="utf-8")
     assert text == golden.read_text(encoding="utf-8")
 
