@@ -11,15 +11,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gate.core.status import ModelStatus, RowStatus, TargetStatus, Verdict
+from gate.core.status import ModelStatus, TargetStatus, Verdict
 from gate.render.chart import error_chart
+from gate.render.layers_md import layer_table
 from gate.render.next_steps import next_steps
 from gate.render.notices import MAX_LIST, baseline_block, notices, reason
 from gate.render.outputs_md import outputs_table
 from gate.render.sweeps_md import sweep_section
-from gate.render.text import MESSAGE_CAP, attr, clip, code, link, num, plain, times
+from gate.render.text import MESSAGE_CAP, clip, code, link, num, plain, times
 from gate.verdict.sweeps import matrices
-from gate.verdict.types import ModelVerdict, ProviderVerdict, Regression, Report, Row
+from gate.verdict.types import ModelVerdict, ProviderVerdict, Regression, Report
 
 COMMENT_LIMIT = 65_536
 # The job summary takes 1 MiB per step; 4 bytes per character at worst.
@@ -27,8 +28,6 @@ SUMMARY_LIMIT = 250_000
 MAX_CHARTS = 3
 
 ICON = {"pass": "✅", "regressed": "❌", "error": "💥", "no-baseline": "🆕", "skipped": "⏭️"}
-ROW_ICON = {"pass": "✅", "fail": "❌", "folded": "➖", "absent": "∅", "new": "🆕", "missing": "❓"}
-QUIET_ROWS = ("pass", "folded")
 
 
 @dataclass(frozen=True)
@@ -226,24 +225,10 @@ class _Doc:
         return self.charts_left >= 0
 
     def layer_details(self, model: str, p: ProviderVerdict, open_: bool) -> str:
-        layers = p.rows
-        chosen = _choose_rows(layers, self.level.rows)
-        self.rows_total += len(layers)
-        self.rows_shown += len(chosen)
-        failed = sum(1 for row in layers if row.status == RowStatus.FAIL)
-        summary = (f"<summary><b>{attr(model)}</b> · {attr(p.name)} ({attr(p.precision or '?', 20)}): "
-                   f"{failed} of {len(layers):,} layers failed</summary>")
-        rows = ["| # | layer | type | status | check | value | threshold | baseline | note |",
-                "| ---: | --- | --- | --- | --- | ---: | ---: | ---: | --- |"]
-        prev = -1
-        for i in chosen:
-            if i != prev + 1:
-                rows.append(f"| … | {i - prev - 1:,} rows not shown | | | | | | | |")
-            rows.append(_row_line(i, layers[i]))
-            prev = i
-        if prev != len(layers) - 1:
-            rows.append(f"| … | {len(layers) - prev - 1:,} rows not shown | | | | | | | |")
-        return f"<details{' open' if open_ else ''}>\n{summary}\n\n" + "\n".join(rows) + "\n\n</details>"
+        text, shown = layer_table(model, p, self.level.rows, open_)
+        self.rows_total += len(p.rows)
+        self.rows_shown += shown
+        return text
 
     # -- pointer and footer --------------------------------------------------------------------
     def pointer(self) -> str:
@@ -350,14 +335,6 @@ def _provider_table(providers: list[ProviderVerdict]) -> str:
         for p in providers])
 
 
-def _row_line(i: int, row: Row) -> str:
-    note = plain(row.message, 160) if row.message and row.status not in QUIET_ROWS else ""
-    ratio = times(row.value, row.baseline) if row.status == RowStatus.FAIL else ""
-    return (f"| {i + 1} | {code(row.layer)} | {code(row.type, 60) if row.type else ''} | "
-            f"{ROW_ICON.get(row.status, '❔')} {plain(row.status, 20)} | {plain(row.check or '', 40)} | "
-            f"{num(row.value)}{f' ({ratio})' if ratio else ''} | {num(row.threshold)} | {num(row.baseline)} | {note} |")
-
-
 def _provider_label(p: ProviderVerdict, m: ModelVerdict) -> str:
     """The provider's name, with its precision when the model runs that provider twice (torch-cpu float64/float32)."""
     twice = sum(1 for q in m.providers if q.name == p.name) > 1
@@ -375,19 +352,6 @@ def _first(fr: Regression | None, baseline: float | None = None) -> str:
     ratio = times(fr.value, baseline)
     return (f"{code(fr.layer)}{provider}: {plain(fr.check, 40)} {num(fr.value)}"
             f"{f' ({ratio} the baseline)' if ratio else ''} > {num(fr.threshold)}")
-
-
-def _choose_rows(layers: list[Row], cap: int | None) -> list[int]:
-    """All rows, or the notable ones (failures, new/missing layers) first, then the rest in order."""
-    if cap is None or len(layers) <= cap:
-        return list(range(len(layers)))
-    notable = [i for i, row in enumerate(layers) if row.status not in QUIET_ROWS]
-    chosen = notable[:cap]
-    if len(chosen) < cap:  # fill with the rows leading up to the first notable one (its context)
-        start, taken = (notable[0] if notable else 0), set(chosen)
-        context = [i for i in range(max(0, start - (cap - len(chosen))), len(layers)) if i not in taken]
-        chosen += context[: cap - len(chosen)]
-    return sorted(chosen)
 
 
 __all__ = ["size", "COMMENT_LIMIT", "SUMMARY_LIMIT", "MESSAGE_CAP", "Links", "render_markdown", "headline_text"]

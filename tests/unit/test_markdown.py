@@ -247,3 +247,16 @@ def test_pathological_report_is_cut_to_the_limit_with_the_pointer_kept():
     text = render_markdown(typed(report), marker=MARKER, links=LINKS, limit=3_000)
     assert size(text) <= 3_000
     assert text.startswith(MARKER) and "The full report is in the [job summary]" in text
+
+
+def test_a_note_many_rows_share_is_said_once_below_the_table():
+    from gate.render.layers_md import layer_table
+    from gate.verdict.types import ProviderVerdict, Row
+
+    absent = "not captured on this provider"
+    rows = [Row(f"layer{i}", "Conv2d", "absent", message=absent) for i in range(214)]
+    rows.append(Row("head", "Linear", "fail", "error-growth", 0.5, 0.01, 0.001, "error grew"))
+    text, shown = layer_table("m", ProviderVerdict("CPUExecutionProvider", "runtime", "float32", "x86_64-avx2",
+                                                   rows=rows), None, True)
+    assert shown == 215 and text.count(absent) == 1 and text.count("| note 1 |") == 214
+    assert "1. not captured on this provider (214 rows)" in text and "| error grew |" in text
