@@ -19,6 +19,8 @@ console = Console(highlight=False)
 if not console.is_terminal:  # CI logs: wide enough for the report table, never wrapped mid-name
     console = Console(highlight=False, width=160)
 err_console = Console(stderr=True, highlight=False)
+if not err_console.is_terminal:  # progress and errors in CI logs: one line each, never cut mid-token
+    err_console = Console(stderr=True, highlight=False, width=160, soft_wrap=True)
 
 _STATUS_STYLE = {"pass": "green", "regressed": "bold red", "error": "bold red", "skipped": "yellow",
                  "no-baseline": "yellow"}
@@ -31,10 +33,11 @@ def progress_display():
     if console.is_terminal:
         with console.status("starting") as status:
             def show(line: str) -> None:
-                if line.startswith("  "):  # a stage's time or a detail: keep it in the scrollback
-                    err_console.print(f"[dim]{escape(line)}[/dim]")
+                if line.startswith("  "):  # a stage's time or a detail: kept in the scrollback, printed
+                    # through the spinner's own console so the spinner is redrawn below it, not left behind
+                    console.print(f"[dim]{escape(line)}[/dim]", soft_wrap=True)
                 else:
-                    status.update(line)
+                    status.update(escape(line))
 
             stages = Stages(show)
             try:

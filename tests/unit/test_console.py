@@ -84,3 +84,12 @@ def test_doctor_lists_every_command():
     names = {c.name or c.callback.__name__.replace("_", "-") for c in app.registered_commands}
     assert {n.strip() for n in listed.split(None, 1)[1].split("(")[0].split(",")} == names
     assert {"list", "validate", "init", "comment", "show"} <= names
+
+
+def test_ci_logs_keep_a_long_line_whole():
+    # Under pytest, as in CI, neither stream is a terminal: a long progress line is never cut mid-token.
+    assert not con.err_console.is_terminal
+    line = "bert: CPUExecutionProvider: segment 2/3, to " + "encoder.layer.11.attention.output.dense" * 6
+    with con.err_console.capture() as captured:
+        con.err_console.print(line)
+    assert captured.get() == line + "\n"
