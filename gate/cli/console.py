@@ -106,7 +106,7 @@ def _render_model(model: ModelVerdict) -> None:
                       "—" if p.latency_ms is None else f"{p.latency_ms:.2f} ms", escape(first_text))
     console.print(table)
     for p in model.providers:
-        if p.where or p.trace:
+        if (p.where or p.trace) and not (model.error and p.where == model.error.where):  # said above already
             console.print(f"  [bold red]{escape(p.name)}[/bold red] {escape(p.error_status or 'failed')}", soft_wrap=True)
             _failure_detail(p.where, p.trace)
     for a in model.audits + [a for p in model.providers for a in p.audits]:

@@ -81,16 +81,18 @@ def run_reference(built: BuiltModel, progress: Callable[[str], None], promote: b
         grads = gradients(*as_float64(built.module, built.inputs), built.spec.seed) if built.spec.gradients else []
         return Reference("float64", records, notes, outputs, grads)
     except Exception as exc:  # noqa: BLE001 - a model without float64 kernels falls back
-        progress(f"{name}: float64 reference failed ({type(exc).__name__}); using float32")
+        in_float64 = exc
     try:
         capture = torch_hooks.Capture(built.module)
         records = capture.run(built.inputs)
         outputs = [torch_hooks.to_numpy(t).astype(np.float64) for _, t in torch_hooks.flatten(capture.output)]
         grads = gradients(built.module, built.inputs, built.spec.seed) if built.spec.gradients else []
-        return Reference("float32", records, Notes(reached="float32"), outputs, grads)
-    except Exception as exc:
-        raise ModelError.of(f"model `{name}`: PyTorch forward failed: {type(exc).__name__}: {exc}",
-                            ErrorStatus.INFER_FAIL, exc) from None
+    except Exception as exc:  # it fails as given too: a failure of the model, not of float64
+        raise ModelError.of(f"model `{name}`: PyTorch forward failed (in float64 and in float32): "
+                            f"{type(exc).__name__}: {exc}", ErrorStatus.INFER_FAIL, exc) from None
+    # Said only now that float32 ran: a fallback that also failed is no fallback.
+    progress(f"{name}: float64 reference failed ({type(in_float64).__name__}); using float32")
+    return Reference("float32", records, Notes(reached="float32"), outputs, grads)
 
 
 CHANGED = 1e-12  # float64 noise: above it, eval mode changed what a layer computes

@@ -53,7 +53,10 @@ def audits(prun: ProviderRun, entry: Entry | None, policy: Policy) -> list[Audit
 
 def _reference(run: ModelRun, baseline: Baseline | None, spec: ModelSpec, missing: str | None) -> ProviderVerdict:
     ref = ProviderVerdict(REFERENCE_PROVIDER, Role.REFERENCE, run.reference_dtype, "cpu")
-    if baseline is None:
+    if run.error is not None and not run.layers:  # it never ran: never a pass, nor only a missing baseline
+        ref.status, ref.error_status = TargetStatus.ERROR, run.error.error_status
+        ref.reason, ref.where = f"did not run: {run.error.message}", run.error.where
+    elif baseline is None:
         ref.status, ref.reason = TargetStatus.NO_BASELINE, missing
     elif run.layers:
         ref.rows = checks.reference_rows(run, baseline, spec)

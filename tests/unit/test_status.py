@@ -89,3 +89,15 @@ def test_a_baseline_written_from_typed_statuses_holds_their_values():
     assert encode_baseline(typed) == encode_baseline(doc)
     back = decode_baseline(encode_baseline(typed), "b")
     assert {type(x["status"]) for d in back["providers"].values() for e in d.values() for x in e["layers"].values()} == {str}
+
+
+def test_a_reference_that_never_ran_is_an_error_row_never_a_pass():
+    from gate.core.runs import RunError
+
+    failed = ModelRun("m", error=RunError(ErrorStatus.INFER_FAIL, "model `m`: PyTorch forward failed", "models.py:3 in f"))
+    mv = model_verdict(spec(), failed, baseline(entry()), "b.msgpack.zst", "cmd")
+    reference = mv.providers[0]
+    assert (reference.status, reference.error_status, reference.where) == (
+        TargetStatus.ERROR, ErrorStatus.INFER_FAIL, "models.py:3 in f")
+    assert reference.reason == "did not run: model `m`: PyTorch forward failed" and reference.checked == 0
+    assert assemble([mv], {}).to_dict()["models"][0]["providers"][0]["status"] == "error"
