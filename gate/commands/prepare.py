@@ -152,6 +152,7 @@ def prepare(config: Config, spec: ModelSpec, progress: Progress = lambda _: None
         return Prepared(run, built, None, built.arrays)
     exported = _export(config, built, cache, progress)
     run.meta.weights_digest = built.weights_digest  # hashed while the export ran
+    run.meta.tensor_digests = built.tensor_digests
     model_file = None
     if isinstance(exported, ModelError):
         run.error, exported = RunError.of(exported), None

@@ -23,7 +23,7 @@ def error_against(fp: Fingerprint, ref: Fingerprint | None) -> float | None:
 
 
 OPTIONAL_META = ("promoted", "below_float64", "normalizations", "training", "dynamic_dims", "transform",
-                 "graph_precision", "output_tolerance")
+                 "graph_precision", "output_tolerance", "tensor_digests")
 
 
 @dataclass
@@ -56,6 +56,7 @@ class Meta:
     transform: str | None = None  # the post-export transform applied ("module:function")
     graph_precision: str | None = None  # what a transformed or prebuilt graph computes in
     output_tolerance: list[float] | None = None  # [rtol, atol]: allclose on the outputs gates
+    tensor_digests: dict[str, str] | None = None  # per parameter and buffer: which tensors a weights change touched
 
     def to_dict(self) -> dict[str, Any]:
         out = {f.name: getattr(self, f.name) for f in fields(self)}

@@ -30,7 +30,7 @@ class Module:
     model: every case of it runs (and is exported from) this instance."""
 
     module: torch.nn.Module
-    digest: Background[str]  # of the weights, hashed on a thread (``weights_digest``)
+    digest: Background[WeightsDigest]  # of the weights, hashed on a thread (``weights_digest``)
     normalizations: list[str]  # what the gate changed to run it: recorded in the baseline
     training: list[str]  # modules the factory left in training mode beside others in eval mode
 
@@ -43,13 +43,17 @@ class BuiltModel:
     input_names: list[str]
     arrays: list[np.ndarray]  # the inputs for ONNX Runtime (bfloat16 widened exactly to float32)
     inputs_digest: str
-    digest: Background[str]  # of the weights, hashed on a thread while the export runs
+    digest: Background[WeightsDigest]  # of the weights, hashed on a thread while the export runs
     normalizations: list[str] = field(default_factory=list)
     training: list[str] = field(default_factory=list)
 
     @property
     def weights_digest(self) -> str:
-        return self.digest.result()
+        return self.digest.result().total
+
+    @property
+    def tensor_digests(self) -> dict[str, str]:
+        return self.digest.result().tensors
 
 
 @contextlib.contextmanager
@@ -151,23 +155,36 @@ def _npz_inputs(spec: ModelSpec) -> tuple[tuple[torch.Tensor, ...], list[str]]:
     return tuple(torch.from_numpy(np.ascontiguousarray(a)) for a in arrays), names
 
 
-def weights_digest(module: torch.nn.Module) -> Background[str]:
-    """sha256 over the state dict (names, dtypes, shapes, bytes), in name order, hashed on a thread.
-    The arrays are taken here, as views of the tensors' memory: nothing is copied, and nothing the
-    exporter does to the module's attributes meanwhile changes what is hashed."""
+@dataclass(frozen=True)
+class WeightsDigest:
+    total: str  # sha256 over the whole state dict: equal weights, equal digest
+    tensors: dict[str, str]  # per parameter and buffer, a short digest: which tensors changed
+
+
+TENSOR_DIGEST = 16  # hex characters kept per tensor: a collision is a 1 in 2**64 chance
+
+
+def weights_digest(module: torch.nn.Module) -> Background[WeightsDigest]:
+    """sha256 over the state dict (names, dtypes, shapes, bytes), in name order, and one per tensor,
+    hashed on a thread. The arrays are taken here, as views of the tensors' memory: nothing is
+    copied, and nothing the exporter does to the module's attributes meanwhile changes what is hashed."""
     parts = []
     for name, tensor in sorted(module.state_dict().items()):
         t = tensor.detach().cpu().contiguous()
         header = f"{name}|{t.dtype}|{tuple(t.shape)}|".encode()
         if t.dtype == torch.bfloat16:
             t = t.view(torch.int16)
-        parts.append((header, np.ascontiguousarray(t.numpy())))
+        parts.append((name, header, np.ascontiguousarray(t.numpy())))
 
-    def sha256() -> str:
-        h = hashlib.sha256()
-        for header, array in parts:
+    def sha256() -> WeightsDigest:
+        h, tensors = hashlib.sha256(), {}
+        for name, header, array in parts:
+            data = array.reshape(-1).view(np.uint8)  # the bytes of tobytes(), without the copy
             h.update(header)
-            h.update(array.reshape(-1).view(np.uint8))  # the bytes of tobytes(), without the copy
-        return h.hexdigest()
+            h.update(data)
+            one = hashlib.blake2b(header, digest_size=TENSOR_DIGEST // 2)  # fast: a second pass per tensor
+            one.update(data)
+            tensors[name] = one.hexdigest()
+        return WeightsDigest(h.hexdigest(), tensors)
 
     return Background(sha256)

@@ -165,6 +165,9 @@ def test_weights_change_is_a_model_change_of_the_weights_introduced_at_the_layer
     ev = h["evidence"]
     assert ev["cause"] == "weights" and ev["weights_changed"] is True
     assert ev["weights_digest_baseline"] != ev["weights_digest_now"]
+    # The baseline records a digest per tensor: the hint names the one that changed.
+    assert ev["tensors_changed"] == ["block2.conv1.weight"]
+    assert h["message"].endswith("the model changed, its weights changed: tensor `block2.conv1.weight`")
     assert not hints(report, "runtime-change")
     # A uniform 1e-3 scale is the size of a cast error, but it is biased: not precision loss.
     assert not hints(report, "precision-loss")

@@ -101,3 +101,16 @@ def test_a_reference_that_never_ran_is_an_error_row_never_a_pass():
         TargetStatus.ERROR, ErrorStatus.INFER_FAIL, "models.py:3 in f")
     assert reference.reason == "did not run: model `m`: PyTorch forward failed" and reference.checked == 0
     assert assemble([mv], {}).to_dict()["models"][0]["providers"][0]["status"] == "error"
+
+
+def test_changed_tensors_are_named_and_past_three_counted_per_module():
+    from gate.verdict.hints.change import describe_tensors, tensors_changed
+
+    before = {"bn.running_mean": "a" * 16, "bn.weight": "b" * 16, "fc.weight": "c" * 16}
+    assert tensors_changed(before, {**before, "bn.running_mean": "d" * 16}) == ["bn.running_mean"]
+    assert tensors_changed(before, None) is None and tensors_changed({}, before) is None
+    assert tensors_changed(before, {"fc.weight": "c" * 16, "head.bias": "e" * 16}) == [
+        "bn.running_mean", "bn.weight", "head.bias"]
+    assert describe_tensors(["bn.running_mean"]) == "tensor `bn.running_mean`"
+    many = [f"layer4.1.conv{i}.weight" for i in range(3)] + ["layer4.1.bn.weight", "fc.weight"]
+    assert describe_tensors(many) == "5 tensors: 4 of layer4.1, 1 of fc"

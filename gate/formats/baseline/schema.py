@@ -67,6 +67,9 @@ EXTRA_META = [
     ("transform", TEXT),
     ("graph_precision", Str(16, choices=("float32", "float16", "bfloat16", "int8"))),
     ("output_tolerance", Array(Float(nan=False, lo=0.0), 2)),
+    # A short digest per parameter and buffer: a weights change names the tensors that changed.
+    ("tensor_digests", NameMap(NAME, Str(16, pattern=re.compile(r"[0-9a-f]{16}\Z"), rule="is not 16 hex digits"),
+                               "max_layers", "tensors")),
 ]
 
 META = Record(

@@ -13,6 +13,33 @@ def _digest_changed(a: str | None, b: str | None) -> bool | None:
     return None if not a or not b else a != b
 
 
+def tensors_changed(before: dict[str, str] | None, now: dict[str, str] | None) -> list[str] | None:
+    """The parameters and buffers whose digest differs (added and removed ones too), in name order;
+    None when either side recorded none (a baseline older than per-tensor digests)."""
+    if not before or not now:
+        return None
+    return sorted(n for n in {*before, *now} if before.get(n) != now.get(n))
+
+
+def describe_tensors(names: list[str]) -> str:
+    """``tensor `bn.running_mean```; past three, counted per module, coarser until at most three
+    modules are named (``4 tensors of layer4.1, 1 of fc``)."""
+    if len(names) <= 3:
+        return ", ".join(f"tensor `{n}`" for n in names)
+    modules = [n.rpartition(".")[0] for n in names]
+    while len(set(modules)) > 3:
+        coarser = [m.rpartition(".")[0] or m for m in modules]  # a top-level module keeps its name
+        if coarser == modules:
+            break
+        modules = coarser
+    counts: dict[str, int] = {}
+    for m in modules:
+        counts[m or "(model)"] = counts.get(m or "(model)", 0) + 1
+    ranked = sorted(counts.items(), key=lambda kv: -kv[1])
+    first, *rest = [f"{c} of {m}" for m, c in ranked]
+    return f"{len(names)} tensors: {first}" + "".join(f", {x}" for x in rest)
+
+
 def hints(ctx: Context) -> list[Hint]:
     base, now = ctx.baseline.meta, ctx.run.meta
     weights_changed = _digest_changed(base.weights_digest, now.weights_digest)
@@ -94,7 +121,10 @@ def _casts_changed(ctx: Context, casts: dict[str, tuple[int, int]]) -> Hint:
 def _model_change(ctx: Context, weights_changed: bool | None, graph_changed: bool | None) -> Hint:
     fr = ctx.reference.first_regression
     moved = [r.layer for r in ctx.reference.rows if r.status in (RowStatus.FAIL, RowStatus.NEW, RowStatus.MISSING)]
-    if weights_changed:
+    changed = tensors_changed(ctx.baseline.meta.tensor_digests, ctx.run.meta.tensor_digests)
+    if weights_changed and changed:
+        why = f"its weights changed: {describe_tensors(changed)}"
+    elif weights_changed:
         why = "its weights changed (the weights digest differs from the baseline's)"
     elif weights_changed is False:
         why = ("its code changed: the weights digest equals the baseline's, so the forward, a module type or a "
@@ -108,4 +138,5 @@ def _model_change(ctx: Context, weights_changed: bool | None, graph_changed: boo
         check=fr.check, value=fr.value, threshold=fr.threshold, weights_changed=weights_changed,
         cause="weights" if weights_changed else ("code" if weights_changed is False else "unknown"),
         weights_digest_baseline=ctx.baseline.meta.weights_digest, weights_digest_now=ctx.run.meta.weights_digest,
-        graph_changed=graph_changed, layers_moved=len(moved), first_layers_moved=moved[:5])
+        graph_changed=graph_changed, layers_moved=len(moved), first_layers_moved=moved[:5],
+        **({"tensors_changed": changed[:50]} if changed else {}))
