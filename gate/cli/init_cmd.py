@@ -17,6 +17,11 @@ from gate.render.text import count
 from gate.scaffold import CONSTRAINTS, Options, Plan, apply, parse_input, plan
 from gate.scaffold.workflows import ACTION, FLOWS
 
+FactoryOpt = Annotated[str | None, typer.Option(
+    "--factory", "-f", help="module:callable returning the torch.nn.Module (called with no arguments).")]
+InputOpt = Annotated[list[str] | None, typer.Option(
+    "--input", "-i", help="An input as NAME=DIMS[:DTYPE], e.g. x=1x3x224x224 (repeat for several).")]
+NameOpt = Annotated[str | None, typer.Option("--name", help="Model name (default: from the factory).")]
 FlowChoice = Enum("FlowChoice", {f: f for f in FLOWS}, type=str)
 _MARK = {"create": "[green]created[/green] ", "append": "[green]appended[/green]", "replace": "[yellow]replaced[/yellow]",
          "keep": "[dim]kept[/dim]    "}
@@ -49,11 +54,9 @@ def _show(p: Plan) -> None:
 
 
 def init(
-    factory: Annotated[str | None, typer.Option(
-        "--factory", "-f", help="module:callable returning the torch.nn.Module (called with no arguments).")] = None,
-    input_: Annotated[list[str] | None, typer.Option(
-        "--input", "-i", help="An input as NAME=DIMS[:DTYPE], e.g. x=1x3x224x224 (repeat for several).")] = None,
-    name: Annotated[str | None, typer.Option("--name", help="Model name (default: from the factory).")] = None,
+    factory: FactoryOpt = None,
+    input_: InputOpt = None,
+    name: NameOpt = None,
     flow: Annotated[FlowChoice, typer.Option(
         "--flow", help="single: one CPU job; gpu: export, CPU and self-hosted GPU collect, one report; "
                        "fork: a read-only check and a workflow_run comment (pull requests from forks).")] = FlowChoice.single,
@@ -129,11 +132,9 @@ def _configured(root: Path) -> bool:
 
 
 def add(
-    factory: Annotated[str | None, typer.Option(
-        "--factory", "-f", help="module:callable returning the torch.nn.Module (called with no arguments).")] = None,
-    input_: Annotated[list[str] | None, typer.Option(
-        "--input", "-i", help="An input as NAME=DIMS[:DTYPE], e.g. x=1x3x224x224 (repeat for several).")] = None,
-    name: Annotated[str | None, typer.Option("--name", help="Model name (default: from the factory).")] = None,
+    factory: FactoryOpt = None,
+    input_: InputOpt = None,
+    name: NameOpt = None,
     pip_args: Annotated[str | None, typer.Option(
         "--pip-args", help="The model's own requirements (default: the packages its factory imports).")] = None,
     config: Annotated[Path | None, typer.Option("--config", envvar="PARITY_GATE_CONFIG",
