@@ -18,10 +18,10 @@ from gate.scaffold import CONSTRAINTS, Options, Plan, apply, parse_input, plan
 from gate.scaffold.workflows import ACTION, FLOWS
 
 FactoryOpt = Annotated[str | None, typer.Option(
-    "--factory", "-f", help="module:callable returning the torch.nn.Module (called with no arguments).")]
+    "--factory", "-f", metavar="MODULE:CALLABLE", help="module:callable returning the torch.nn.Module (called with no arguments).")]
 InputOpt = Annotated[list[str] | None, typer.Option(
-    "--input", "-i", help="An input as NAME=DIMS[:DTYPE], e.g. x=1x3x224x224 (repeat for several).")]
-NameOpt = Annotated[str | None, typer.Option("--name", help="Model name (default: from the factory).")]
+    "--input", "-i", metavar="NAME=DIMS[:DTYPE]", help="An input as NAME=DIMS[:DTYPE], e.g. x=1x3x224x224 (repeat for several).")]
+NameOpt = Annotated[str | None, typer.Option("--name", metavar="NAME", help="Model name (default: from the factory).")]
 FlowChoice = Enum("FlowChoice", {f: f for f in FLOWS}, type=str)
 _MARK = {"create": "[green]created[/green] ", "append": "[green]appended[/green]", "replace": "[yellow]replaced[/yellow]",
          "keep": "[dim]kept[/dim]    "}
