@@ -272,6 +272,7 @@ def validate(config: ConfigOpt = None, model: ModelOpt = None) -> None:
     from gate.commands.listing import validate as check_inputs
 
     cfg = _load(config)
+    _needs("validate")
     lines = check_inputs(cfg, cfg.select_models(_split(model)))
     for line in lines:
         console.print(escape(line), soft_wrap=True)

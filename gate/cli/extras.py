@@ -17,7 +17,9 @@ EXPORT_STACK = ("torch", "onnx", "onnxscript")  # export runs the reference and 
 ORT_STACK = ("onnx", "onnxruntime")
 
 # What each command needs beyond the core install; a command not named needs nothing more.
-NEEDS = {"check": TORCH_STACK, "update-baseline": TORCH_STACK, "init": TORCH_STACK, "add": TORCH_STACK, "export": EXPORT_STACK,
+# validate imports the models' factories, which import torch.
+NEEDS = {"check": TORCH_STACK, "update-baseline": TORCH_STACK, "init": TORCH_STACK, "add": TORCH_STACK,
+         "validate": TORCH_STACK, "export": EXPORT_STACK,
          "collect": ORT_STACK}
 
 _INSTALL = {

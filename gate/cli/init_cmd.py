@@ -84,7 +84,7 @@ def init(
         from gate.cli.app import _needs
 
         _needs("init")
-    if not force and _configured(directory.resolve()):
+    if not force and _configured(directory.resolve()) and not _has_model(directory.resolve(), name, factory):
         from gate.cli.console import console
 
         console.print("[dim]a parity-gate config exists here: adding the model to it (--force replaces the config)[/dim]")
@@ -119,6 +119,15 @@ def _first_baseline(p: Plan) -> None:
                             | {CONSTRAINTS}))
     console.print(f"[bold green]INITIALIZED[/bold green] | {count(len(updated), 'baseline')}; commit them: "
                   f"git add {escape(files)} && git commit -m \"Gate the models with parity-gate\"", soft_wrap=True)
+
+
+def _has_model(root: Path, name: str | None, factory: str) -> bool:
+    """Whether the config already gates this model (run init again: it keeps and completes the files)."""
+    from gate.config import find_config, load_config
+    from gate.scaffold.config_text import model_name
+
+    wanted = name or model_name(factory)
+    return any(wanted in (m.name, m.base) for m in load_config(find_config(None, root)).models)
 
 
 def _configured(root: Path) -> bool:

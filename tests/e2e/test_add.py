@@ -40,12 +40,13 @@ def repo(tmp_path_factory):
     proc = run_cli("init", "--factory", "first:cnn", "--input", "x=2x4", "--yes", cwd=root)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "extra-pip-args" not in (root / WORKFLOW).read_text()
-    return root
+    first = (root / "baselines" / "cnn.msgpack.zst").read_bytes()
+    added = run_cli("add", "--factory", "models:mlp", "--input", "x=2x4", "--yes", cwd=root)
+    return root, first, added
 
 
 def test_add_keeps_the_first_model_and_installs_what_the_second_imports(repo):
-    first = (repo / "baselines" / "cnn.msgpack.zst").read_bytes()
-    proc = run_cli("add", "--factory", "models:mlp", "--input", "x=2x4", "--yes", cwd=repo)
+    repo, first, proc = repo
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "ADDED | model mlp, 1 baseline" in proc.stdout
     config = (repo / "parity-gate.toml").read_text()
@@ -58,6 +59,7 @@ def test_add_keeps_the_first_model_and_installs_what_the_second_imports(repo):
 
 
 def test_init_on_a_configured_repository_adds_rather_than_claims(repo):
+    repo = repo[0]
     proc = run_cli("init", "--factory", "models:other", "--input", "x=2x4", "--no-baseline", "--yes", cwd=repo)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "adding the model to it" in proc.stdout and "ADDED | model other" in proc.stdout
@@ -66,6 +68,7 @@ def test_init_on_a_configured_repository_adds_rather_than_claims(repo):
 
 
 def test_a_name_that_is_taken_is_one_line_and_nothing_is_written(repo):
+    repo = repo[0]
     before = (repo / "parity-gate.toml").read_text()
     proc = run_cli("add", "--factory", "models:mlp", "--input", "x=2x4", "--no-baseline", "--yes", cwd=repo)
     assert proc.returncode == 2 and proc.stderr.strip().count("\n") == 0
@@ -74,6 +77,7 @@ def test_a_name_that_is_taken_is_one_line_and_nothing_is_written(repo):
 
 
 def test_validate_warns_when_the_workflow_would_not_install_a_models_imports(repo):
+    repo = repo[0]
     workflow = repo / WORKFLOW
     text = workflow.read_text()
     workflow.write_text(text.replace('extra-pip-args: "torchvision"', 'extra-pip-args: "numpy"'))

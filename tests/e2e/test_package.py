@@ -86,7 +86,8 @@ def test_core_install_runs_doctor_without_torch_or_onnx(core_venv):
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "backend      native" in proc.stdout
     assert "torch        not installed" in proc.stdout
-    assert "commands     report, comment, show, doctor" in proc.stdout
+    assert "commands     report, list, show, doctor, comment (running models needs: pip install 'parity-gate[torch]')" \
+        in proc.stdout
 
 
 def test_core_install_refuses_check_in_one_line_naming_the_extra(core_venv):
