@@ -46,14 +46,14 @@ def load_baseline(config: Config, spec: ModelSpec, replacing: bool = False) -> t
     loc = location(config, spec)
     path = loc.path
     try:
-        doc = store.read(loc)
+        baseline = store.read(loc)
     except FileNotFoundError:
         return path, None
     except FormatError:
         if replacing:
             return path, None
         raise
-    recorded, current = doc["meta"]["fingerprint"], fingerprint.parameters()
+    recorded, current = baseline.meta.fingerprint or {}, fingerprint.parameters()
     if recorded != current:
         if replacing:
             return path, None
@@ -61,7 +61,7 @@ def load_baseline(config: Config, spec: ModelSpec, replacing: bool = False) -> t
         raise GateError(f"baseline `{path}`: fingerprints were taken with another {diff.replace('_', ' ')} "
                         f"({recorded.get(diff)} vs {current[diff]} here); re-create it with "
                         f"`{update_command(spec, config)}`")
-    return path, Baseline.from_document(doc)
+    return path, baseline
 
 
 def result_paths(files: list[Path]) -> list[Path]:

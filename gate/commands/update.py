@@ -20,8 +20,7 @@ from gate.core.runs import ModelRun
 from gate.core.status import ErrorStatus
 from gate.errors import GateError, ModelError
 from gate.fingerprint import relative_error
-from gate.formats.baseline import store
-from gate.formats.baseline.update import describe_changes, to_document
+from gate.formats.baseline import Baseline, store
 from gate.formats.results import merge, read_runs
 from gate.verdict.checks import degenerate
 
@@ -99,15 +98,15 @@ def update_baseline(config: Config, models: tuple[ModelSpec, ...], providers: tu
 
 def _write(config: Config, spec: ModelSpec, run: ModelRun, warnings: list[str]) -> Updated:
     loc = location(config, spec)
-    made: list[dict] = []
+    made: list[Baseline] = []
 
-    def make(previous: dict | None) -> dict:
-        made.append(to_document(run, previous))
+    def make(previous: Baseline | None) -> Baseline:
+        made.append(Baseline.from_run(run, previous))
         return made[0]
 
-    # Fingerprints of another definition: nothing of such a document can be kept.
-    previous = store.update(loc, make, lambda doc: doc["meta"]["fingerprint"] == fingerprint.parameters())
-    return Updated(spec.name, display(loc.path), describe_changes(previous, made[0]), warnings)
+    # Fingerprints of another definition: nothing of such a baseline can be kept.
+    previous = store.update(loc, make, lambda b: b.meta.fingerprint == fingerprint.parameters())
+    return Updated(spec.name, display(loc.path), made[0].changes_from(previous), warnings)
 
 
 def calibrate_noise(config: Config, spec: ModelSpec, providers, run: ModelRun, progress: Progress,

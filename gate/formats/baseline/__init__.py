@@ -1,8 +1,11 @@
 """Baseline files: the hardened reader, the deterministic writer, the typed ``Baseline``.
 
     baseline = read_baseline(baseline_path(Path("baselines"), "resnet18"))   # -> Baseline
-    doc = read_document(path)            # the validated document (what the writer takes)
-    write_baseline(path, doc)            # atomic, under baseline_lock(path)
+    merged = Baseline.from_run(run, baseline)   # the run's reference and entries over the rest
+    merged.changes_from(baseline)        # what moved, in lines for update-baseline
+    write_baseline(path, merged)         # atomic, under baseline_lock(path)
+    doc = merged.to_document()           # what the writer writes; Baseline.from_document(doc) back
+    doc = read_document(path)            # the validated document (``show``, tests)
 
 Every problem with a file's content is one ``FormatError`` line naming the file and the
 rule; a missing file is ``FileNotFoundError``; a bad model name is ``ConfigError``.

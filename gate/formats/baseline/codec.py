@@ -66,9 +66,15 @@ def _doc_source(doc: object) -> str:
     return f"document for model {quote(model)}" if isinstance(model, str) else "document"
 
 
-def encode_baseline(doc: dict) -> bytes:
-    """Validate ``doc`` against the schema and return its file bytes (same doc, same bytes)."""
+def encode_baseline(doc: Baseline | dict) -> bytes:
+    """Validate ``doc`` (a ``Baseline`` or its document) against the schema and return its file
+    bytes (same doc, same bytes)."""
+    doc = _document(doc)
     return _encode(doc, _doc_source(doc))
+
+
+def _document(doc: Baseline | dict) -> dict:
+    return doc.to_document() if isinstance(doc, Baseline) else doc
 
 
 def read_document(path: Path, limits: Limits = DEFAULT_LIMITS) -> dict:
@@ -81,10 +87,10 @@ def read_baseline(path: Path, limits: Limits = DEFAULT_LIMITS) -> Baseline:
     return Baseline.from_document(read_document(path, limits))
 
 
-def write_baseline(path: Path, doc: dict) -> None:
-    """Validate, encode and atomically replace ``path`` while holding the baseline lock
-    (the folder is created when missing)."""
-    data = _encode(doc, f"`{path}`")
+def write_baseline(path: Path, doc: Baseline | dict) -> None:
+    """Validate, encode and atomically replace ``path`` with ``doc`` (a ``Baseline`` or its
+    document) while holding the baseline lock (the folder is created when missing)."""
+    data = _encode(_document(doc), f"`{path}`")
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     with baseline_lock(path):
         remove_stale_temps(path)  # left by killed writers; no writer can be running now

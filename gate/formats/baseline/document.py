@@ -1,20 +1,40 @@
-"""``Baseline``: a validated baseline document as types.
+"""``Baseline``: a baseline document as types, both ways.
 
-The codec (``codec.py``) checks a file against the schema and returns its document; this
-module turns that document into a ``Baseline`` once, and everything downstream (the verdict,
-the hints, ``update-baseline``) works on the types. ``entry_for`` holds the one rule for which
-entry judges a target.
+The codec (``codec.py``) checks a file against the schema and returns its document;
+``Baseline.from_document`` turns that document into types once, and ``to_document`` gives back
+exactly the document the writer writes (same keys, same omitted optional keys, same order), so
+a file read and written again keeps its bytes. Everything downstream (the verdict, the hints,
+``update-baseline``) works on the types: ``from_run`` merges a run into the previous baseline
+(``update.py``), ``changes_from`` says what moved (``changes.py``), and ``entry_for`` holds the
+one rule for which entry judges a target.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
 
 from gate.core.runs import Meta
 from gate.core.target import Target
 from gate.fingerprint import Fingerprint
+
+from .schema import FORMAT, VERSION
+
+if TYPE_CHECKING:
+    from gate.core.runs import ModelRun
+
+
+def _fingerprint(d: dict[str, Any]) -> Fingerprint:
+    """A fingerprint the schema has checked against the file's own parameters. Not
+    ``Fingerprint.from_dict``, which demands today's: a baseline taken with other parameters
+    must still read, so that ``load_baseline`` can name the parameter that differs."""
+    sketch = d.get("sketch")
+    return Fingerprint(tuple(d["shape"]), d["dtype"], d["count"], d["nan"], d["posinf"], d["neginf"], d["zero"],
+                       d["min"], d["max"], d["sum"], d["sumsq"], d["sumabs"], tuple(d["q"]),
+                       None if sketch is None else np.frombuffer(sketch, dtype="<f8").astype(np.float64))
 
 
 @dataclass(frozen=True)
@@ -27,6 +47,18 @@ class BaselineLayer:
     noise: float | None = None  # run-to-run change measured by `update-baseline --calibrate`
     reached: str = "float64"  # the coarsest precision the reference computed in up to this layer
 
+    @classmethod
+    def from_document(cls, d: dict[str, Any]) -> BaselineLayer:
+        return cls(d["name"], d["type"], _fingerprint(d["fp"]), d.get("noise"), d.get("reached", "float64"))
+
+    def to_document(self) -> dict[str, Any]:
+        out = {"name": self.name, "type": self.type, "fp": self.fp.to_dict(sketch=True)}
+        if self.noise is not None:
+            out["noise"] = float(self.noise)
+        if self.reached != "float64":  # written only below float64
+            out["reached"] = self.reached
+        return out
+
 
 @dataclass(frozen=True)
 class EntryLayer:
@@ -36,6 +68,18 @@ class EntryLayer:
     err: float | None = None
     fp: Fingerprint | None = None
     noise: float | None = None
+
+    @classmethod
+    def from_document(cls, d: dict[str, Any]) -> EntryLayer:
+        return cls(d["status"], d["err"], None if d["fp"] is None else _fingerprint(d["fp"]), d.get("noise"))
+
+    def to_document(self) -> dict[str, Any]:
+        # str(): a status word (gate.core.status) becomes its plain value; the packer is strict
+        out = {"status": str(self.status), "err": None if self.err is None else float(self.err),
+               "fp": None if self.fp is None else self.fp.to_dict(sketch=False)}
+        if self.noise is not None:
+            out["noise"] = float(self.noise)
+        return out
 
 
 @dataclass(frozen=True)
@@ -48,6 +92,29 @@ class Entry:
     layers: dict[str, EntryLayer] = field(default_factory=dict)
     session_options: dict[str, Any] | None = None
     numerics: dict[str, str] | None = None  # PyTorch's TF32/cuDNN/matmul-precision settings (torch providers)
+    # The file's "precision" key; None: the target's. The schema does not tie it to the label.
+    precision: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.precision is None:
+            object.__setattr__(self, "precision", self.target.precision)
+
+    @classmethod
+    def from_document(cls, provider: str, label: str, d: dict[str, Any]) -> Entry:
+        rows = {name: EntryLayer.from_document(r) for name, r in d["layers"].items()}
+        return cls(Target.parse(provider, label), d.get("latency_ms"), d.get("placement"), rows,
+                   d.get("session_options"), d.get("numerics"), d["precision"])
+
+    def to_document(self) -> dict[str, Any]:
+        """The entry as the writer writes it: latency and placement always (nil when unknown),
+        session options and numerics only when recorded."""
+        out: dict[str, Any] = {"precision": self.precision, "latency_ms": self.latency_ms, "placement": self.placement}
+        if self.session_options is not None:
+            out["session_options"] = self.session_options
+        if self.numerics is not None:
+            out["numerics"] = self.numerics
+        out["layers"] = {name: row.to_document() for name, row in self.layers.items()}
+        return out
 
 
 @dataclass(frozen=True)
@@ -56,23 +123,43 @@ class Baseline:
     meta: Meta
     reference_dtype: str
     layers: tuple[BaselineLayer, ...]
-    entries: tuple[Entry, ...]
+    entries: tuple[Entry, ...]  # grouped by provider, in the order of the document's providers
 
     @classmethod
     def from_document(cls, doc: dict[str, Any]) -> Baseline:
-        """The types of a document the schema has validated (``codec.decode_document``)."""
-        layers = tuple(BaselineLayer(x["name"], x["type"], Fingerprint.from_dict(x["fp"]), x.get("noise"),
-                                     x.get("reached", "float64")) for x in doc["layers"])
-        entries = []
-        for provider, classes in doc["providers"].items():
-            for label, e in classes.items():
-                target = Target.parse(provider, label)
-                rows = {name: EntryLayer(r["status"], r["err"], None if r["fp"] is None else Fingerprint.from_dict(r["fp"]),
-                                         r.get("noise"))
-                        for name, r in e["layers"].items()}
-                entries.append(Entry(target, e.get("latency_ms"), e.get("placement"), rows, e.get("session_options"),
-                                     e.get("numerics")))
-        return cls(doc["model"], Meta.from_dict(doc["meta"]), doc["reference"]["dtype"], layers, tuple(entries))
+        """The types of a document the schema has validated (``codec.decode_baseline``)."""
+        layers = tuple(BaselineLayer.from_document(x) for x in doc["layers"])
+        entries = tuple(Entry.from_document(provider, label, e)
+                        for provider, classes in doc["providers"].items() for label, e in classes.items())
+        return cls(doc["model"], Meta.from_dict(doc["meta"]), doc["reference"]["dtype"], layers, entries)
+
+    def to_document(self) -> dict[str, Any]:
+        """The document the writer writes for this baseline (``codec.encode_baseline`` takes it)."""
+        providers: dict[str, dict[str, Any]] = {}
+        for e in self.entries:
+            providers.setdefault(e.target.provider, {})[e.target.label] = e.to_document()
+        return {
+            "format": FORMAT,
+            "version": VERSION,
+            "model": self.model,
+            "meta": self.meta.to_dict(),
+            "reference": {"device": "cpu", "dtype": self.reference_dtype},
+            "layers": [x.to_document() for x in self.layers],
+            "providers": providers,
+        }
+
+    @classmethod
+    def from_run(cls, run: ModelRun, previous: Baseline | None = None) -> Baseline:
+        """``run`` recorded over ``previous``: the merge rules are in ``update.py``."""
+        from .update import merge  # update.py builds these types
+
+        return merge(run, previous)
+
+    def changes_from(self, previous: Baseline | None) -> list[str]:
+        """Human lines for ``update-baseline``: what moved since ``previous`` (``changes.py``)."""
+        from .changes import describe  # changes.py reads these types
+
+        return describe(previous, self)
 
     def layer(self, name: str) -> BaselineLayer | None:
         return self._by_name.get(name)
@@ -88,14 +175,17 @@ class Baseline:
     def entries_of(self, provider: str) -> Iterator[Entry]:
         return (e for e in self.entries if e.target.provider == provider)
 
+    def entry(self, target: Target) -> Entry | None:
+        """The entry recorded for exactly ``target``."""
+        return next((e for e in self.entries_of(target.provider) if e.target == target), None)
+
     def entry_for(self, target: Target) -> tuple[Entry | None, str | None]:
         """The entry that judges ``target``: its own; else, for a CPU class, one of the same
         architecture and precision (first by label), with a note saying so; else None."""
-        own = [e for e in self.entries_of(target.provider)]
-        exact = next((e for e in own if e.target == target), None)
+        exact = self.entry(target)
         if exact is not None:
             return exact, None
-        for e in sorted(own, key=lambda e: e.target.label):
+        for e in sorted(self.entries_of(target.provider), key=lambda e: e.target.label):
             if e.target.can_stand_in_for(target):
                 return e, f"compared with the baseline of device class {e.target.label} (none for {target.label})"
         return None, None

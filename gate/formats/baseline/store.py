@@ -2,7 +2,8 @@
 
 A configured model has its own file, ``<dir>/<model>.msgpack.zst``; a case of a sweep is one
 entry of its sweep's set file, ``<dir>/<sweep>.msgpack.zst`` (``sets.py``). Commands go through
-``Location`` and never need to know which.
+``Location`` and never need to know which; they read and write a ``Baseline``, never its
+document.
 """
 
 from __future__ import annotations
@@ -10,13 +11,17 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 from gate.errors import FormatError
 
 from ..atomic import baseline_lock
-from .codec import read_document, write_baseline
+from .codec import read_baseline, write_baseline
+from .document import Baseline
 from .names import baseline_path
 from .sets import empty_set, read_set, write_set
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -37,39 +42,44 @@ class Location:
         return str(self.path) if self.case is None else f"{self.path}[{self.case}]"
 
 
-def read(loc: Location) -> dict:
-    """The case's validated baseline document. FileNotFoundError when the file, or the case in
-    its set, is missing; FormatError when the file is unreadable."""
+def read(loc: Location) -> Baseline:
+    """The case's validated baseline. FileNotFoundError when the file, or the case in its set, is
+    missing; FormatError when the file is unreadable."""
     if loc.case is None:
-        return read_document(loc.path)
+        return read_baseline(loc.path)
     cases = read_set(loc.path)["cases"]
     if loc.case not in cases:
         raise FileNotFoundError(f"{loc.path} holds no case `{loc.case}`")
-    return cases[loc.case]
+    return Baseline.from_document(cases[loc.case])
 
 
-def update(loc: Location, make: Callable[[dict | None], dict], keep_other: Callable[[dict], bool]) -> dict | None:
+def update(loc: Location, make: Callable[[Baseline | None], Baseline],
+           keep: Callable[[Baseline], bool]) -> Baseline | None:
     """Under the folder's lock, re-read the baseline (None when missing, unreadable, or refused by
-    ``keep_other``), write ``make(previous)`` in its place and return the previous document. In a
-    set file only this case changes; the other cases are kept as read (a set that cannot be read
-    is started anew: its cases would be re-created by the next update of each)."""
+    ``keep``), write ``make(previous)`` in its place and return the previous baseline. In a set
+    file only this case changes; the other cases that ``keep`` accepts are written back as read
+    (a set that cannot be read is started anew: its cases would be re-created by the next update
+    of each)."""
     loc.path.parent.mkdir(parents=True, exist_ok=True)
     with baseline_lock(loc.path):  # a concurrent update of other providers or cases must not be lost
         if loc.case is None:
-            previous = _readable(lambda: read_document(loc.path))
-            previous = previous if previous is not None and keep_other(previous) else None
+            previous = _kept(_readable(lambda: read_baseline(loc.path)), keep)
             write_baseline(loc.path, make(previous))
             return previous
         doc = _readable(lambda: read_set(loc.path)) or empty_set(loc.sweep or loc.path.name)
-        previous = doc["cases"].get(loc.case)
-        previous = previous if previous is not None and keep_other(previous) else None
-        doc["cases"] = {k: v for k, v in doc["cases"].items() if keep_other(v)}
-        doc["cases"][loc.case] = make(previous)
+        cases = {name: Baseline.from_document(case) for name, case in doc["cases"].items()}
+        previous = _kept(cases.get(loc.case), keep)
+        doc["cases"] = {name: case for name, case in doc["cases"].items() if keep(cases[name])}
+        doc["cases"][loc.case] = make(previous).to_document()
         write_set(loc.path, doc)
         return previous
 
 
-def _readable(read_fn: Callable[[], dict]) -> dict | None:
+def _kept(baseline: Baseline | None, keep: Callable[[Baseline], bool]) -> Baseline | None:
+    return baseline if baseline is not None and keep(baseline) else None
+
+
+def _readable(read_fn: Callable[[], T]) -> T | None:
     try:
         return read_fn()
     except (FileNotFoundError, FormatError):

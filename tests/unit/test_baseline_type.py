@@ -1,0 +1,203 @@
+"""The one ``Baseline`` type: read, written, merged and diffed, on real files.
+
+Every committed baseline (and sweep set) goes through the type and back to the same msgpack
+payload; a run merged over the previous baseline keeps, drops and rewrites entries by the rules
+of ``update-baseline``; ``changes_from`` says what moved in the lines the command prints.
+"""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import replace
+
+import pytest
+import zstandard
+
+from gate.commands.common import load_baseline
+from gate.config import load_config
+from gate.core.runs import ModelRun, ProviderRun
+from gate.core.target import Target
+from gate.errors import FormatError, GateError
+from gate.formats.baseline import (
+    Baseline,
+    decode_baseline,
+    encode_baseline,
+    read_baseline,
+    store,
+    write_baseline,
+)
+from gate.formats.baseline.sets import decode_set, encode_set, read_set
+from gate.formats.baseline.store import Location
+from gate.formats.baseline.testing import make_document
+from gate.formats.baseline.update import LATENCY_BAND
+from tests.conftest import ROOT
+from tests.support.verdicts import CPU, NAMES, fp, run, runtime
+
+COMMITTED = sorted((ROOT / "baselines").rglob("*.msgpack.zst"))
+SETS = sorted(p for p in COMMITTED if p.parent.name == "sweeps")
+GPU = "cuda-sm90-NVIDIA_H100_80GB_HBM3"
+ORT_CPU = Target("CPUExecutionProvider", CPU)
+# A complete meta with today's fingerprint parameters, so the runs below make writable baselines.
+META = read_baseline(ROOT / "baselines" / "tiny-cnn.msgpack.zst").meta
+
+
+def _payload(data: bytes) -> bytes:
+    """The frame's content: what the writer decided (the zstd bytes depend on libzstd's version)."""
+    return zstandard.ZstdDecompressor().decompress(data)
+
+
+def _through_type(raw: bytes, source: str) -> bytes:
+    """decode -> Baseline -> to_document -> encode, for a baseline or for every case of a set."""
+    try:
+        doc = decode_baseline(raw, source)
+    except FormatError:  # a sweep's set file: each case is a baseline document
+        sweep = decode_set(raw, source)
+        sweep["cases"] = {name: Baseline.from_document(case).to_document() for name, case in sweep["cases"].items()}
+        return encode_set(sweep)
+    return encode_baseline(Baseline.from_document(doc).to_document())
+
+
+def _run(*targets: ProviderRun, names: tuple[str, ...] = NAMES, moves: dict[str, float] | None = None,
+         **fps) -> ModelRun:
+    out = run(names, moves, **fps)
+    out.meta, out.providers = replace(META), list(targets)
+    return out
+
+
+def _entry(baseline: Baseline, target: Target):
+    entry = baseline.entry(target)
+    assert entry is not None, f"no entry for {target}"
+    return entry
+
+
+@pytest.mark.parametrize("path", COMMITTED, ids=lambda p: p.relative_to(ROOT / "baselines").as_posix())
+def test_committed_baselines_round_trip_through_the_type(path):
+    raw = path.read_bytes()
+    assert _payload(_through_type(raw, str(path))) == _payload(raw)
+
+
+def test_the_committed_baselines_include_files_of_both_kinds():
+    assert ROOT / "baselines" / "tiny-cnn.msgpack.zst" in COMMITTED
+    assert SETS, "no sweep set file under baselines/sweeps: the set round trip above tests nothing"
+
+
+def test_the_store_rewrites_a_model_file_and_a_set_case_through_the_type(tmp_path):
+    for source, loc in [(ROOT / "baselines" / "tiny-cnn.msgpack.zst", Location.of(tmp_path, "tiny-cnn")),
+                        (SETS[0], Location.of(tmp_path, next(iter(read_set(SETS[0])["cases"])),
+                                              sweep=SETS[0].name.removesuffix(".msgpack.zst")))]:
+        shutil.copy(source, loc.path)
+        read = store.read(loc)
+        previous = store.update(loc, lambda prev: prev, lambda b: True)  # written back unchanged
+        assert previous == read and _payload(loc.path.read_bytes()) == _payload(source.read_bytes())
+
+
+def test_the_store_drops_the_cases_its_predicate_refuses(tmp_path):
+    cases = list(read_set(SETS[0])["cases"])
+    loc = Location.of(tmp_path, cases[0], sweep=SETS[0].name.removesuffix(".msgpack.zst"))
+    shutil.copy(SETS[0], loc.path)
+    seen: list[Baseline | None] = []
+
+    def make(previous: Baseline | None) -> Baseline:
+        seen.append(previous)
+        return store.read(Location.of(ROOT / "baselines" / "sweeps", cases[0], loc.sweep))
+
+    assert store.update(loc, make, lambda b: b.model not in cases[:2]) is None
+    assert seen == [None]  # the case itself was refused: made anew
+    assert list(read_set(loc.path)["cases"]) == [cases[0], *cases[2:]]
+
+
+def test_a_merge_keeps_other_targets_entries_while_the_layers_match(tmp_path):
+    gpu, arm = Target("CUDAExecutionProvider", GPU, "float16"), Target("CPUExecutionProvider", "aarch64")
+    before = Baseline.from_run(_run(runtime(device=CPU), runtime(device="aarch64"),
+                                    runtime("CUDAExecutionProvider", device=GPU, precision="float16")))
+    path = tmp_path / "m.msgpack.zst"
+    write_baseline(path, before)
+    before = read_baseline(path)
+    # Here only this class ran; the GPU was not there (skipped): its entry must survive too.
+    now = _run(runtime(device=CPU, errs={"b": 3e-7}), ProviderRun.skipped(gpu, "no CUDA"))
+    after = Baseline.from_run(now, before)
+    assert _entry(after, arm) == _entry(before, arm) and _entry(after, gpu) == _entry(before, gpu)
+    assert _entry(after, ORT_CPU).layers["b"].err == 3e-7
+    assert [e.target for e in after.entries] == [arm, ORT_CPU, gpu]  # as the file orders them
+    write_baseline(path, after)
+    assert read_baseline(path) == after
+
+
+def test_a_merge_drops_other_targets_entries_when_the_layers_change():
+    names = NAMES[1:]
+    before = Baseline.from_run(_run(runtime(device=CPU), runtime(device="aarch64"),
+                                    runtime("CUDAExecutionProvider", device=GPU, precision="float16")))
+    after = Baseline.from_run(_run(runtime(device=CPU, names=names), names=names), before)
+    assert [e.target for e in after.entries] == [ORT_CPU]
+    assert [x.name for x in after.layers] == list(names) and list(_entry(after, ORT_CPU).layers) == list(names)
+
+
+@pytest.mark.parametrize("now, kept", [
+    (2.0 * LATENCY_BAND, True), (2.0 * LATENCY_BAND * 1.01, False),
+    (2.0 / LATENCY_BAND, True), (2.0 / LATENCY_BAND / 1.01, False),
+    (None, True),  # result files collected without timing keep what was recorded
+])
+def test_a_merge_keeps_the_recorded_latency_within_its_band(now, kept):
+    before = Baseline.from_run(_run(runtime(device=CPU, latency_ms=2.0)))
+    after = Baseline.from_run(_run(runtime(device=CPU, latency_ms=now)), before)
+    assert _entry(after, ORT_CPU).latency_ms == (2.0 if kept else now)
+
+
+def test_a_recorded_latency_is_not_kept_over_a_changed_layer_set():
+    before = Baseline.from_run(_run(runtime(device=CPU, latency_ms=2.0)))
+    after = Baseline.from_run(_run(runtime(device=CPU, latency_ms=2.5, names=NAMES[1:]), names=NAMES[1:]), before)
+    assert _entry(after, ORT_CPU).latency_ms == 2.5
+
+
+def test_changes_name_a_new_baseline_a_new_entry_and_no_change():
+    before = Baseline.from_run(_run(runtime(device=CPU), runtime("torch-cpu")))
+    assert before.changes_from(None) == [
+        "new baseline: 4 layers, providers: CPUExecutionProvider (x86_64-avx2), torch-cpu (x86_64-avx2)"]
+    assert Baseline.from_run(_run(runtime(device=CPU)), before).changes_from(before) == ["no change"]
+    gpu = runtime("CUDAExecutionProvider", device=GPU, precision="bfloat16")
+    assert Baseline.from_run(_run(gpu), before).changes_from(before) == [
+        f"CUDAExecutionProvider ({GPU}:bfloat16): new entry"]
+
+
+def test_changes_name_added_and_removed_layers():
+    before = Baseline.from_run(_run(runtime(device=CPU)))
+    names = ("a", "c", "d", "e", "(model)")
+    after = Baseline.from_run(_run(runtime(device=CPU, names=names), names=names), before)
+    assert after.changes_from(before) == ["layers added: 2 (first: d)", "layers removed: 1 (first: b)"]
+
+
+def test_changes_name_a_moved_reference_first_and_largest():
+    before = Baseline.from_run(_run(runtime(device=CPU)))
+    after = Baseline.from_run(_run(runtime(device=CPU), moves={"b": 0.25, "c": 0.5}), before)
+    assert after.changes_from(before) == ["reference moved on 2 layers (first: b by 0.25, largest: c by 0.5)"]
+    reshaped = Baseline.from_run(_run(runtime(device=CPU), moves={"b": 0.25}, c=fp(shape=(3, 4))), before)
+    assert reshaped.changes_from(before) == ["reference moved on 2 layers (first: b by 0.25, largest: c by inf)"]
+
+
+def test_changes_name_errors_that_grew_per_entry(tmp_path):
+    """As ``update-baseline`` does it: the previous baseline is the one the store re-read."""
+    loc, keep = Location.of(tmp_path, "m"), (lambda b: True)
+    store.update(loc, lambda prev: Baseline.from_run(_run(runtime(device=CPU), runtime("torch-cpu")), prev), keep)
+    grown = _run(runtime(device=CPU, errs={"a": 1.6e-7, "c": 1e-6}), runtime("torch-cpu", errs={"b": 1.4e-7}))
+    made: list[Baseline] = []
+    previous = store.update(loc, lambda prev: made.append(Baseline.from_run(grown, prev)) or made[0], keep)
+    assert made[0].changes_from(previous) == [
+        "CPUExecutionProvider (x86_64-avx2): error grew >1.5x on 2 layers (most: c, 10.00x)"]
+    assert read_baseline(loc.path) == made[0]
+
+
+def test_load_baseline_names_the_fingerprint_parameter_that_differs(tmp_path):
+    """Read as a ``Baseline`` first: fingerprints of other parameters must not fail as a format
+    error, so the refusal can say which parameter differs."""
+    config = tmp_path / "parity-gate.toml"
+    config.write_text('baseline-dir = "b"\n\n[[models]]\nname = "tiny"\nfactory = "x:y"\n'
+                      'inputs = [{ name = "x", shape = [1], dtype = "float32" }]\n')
+    cfg = load_config(config)
+    path = tmp_path / "b" / "tiny.msgpack.zst"
+    write_baseline(path, make_document())  # sketch width 8, 7 quantiles, sketch seed 0
+    with pytest.raises(GateError, match=r"another sketch width \(8 vs 256 here\).*update-baseline --model tiny"):
+        load_baseline(cfg, cfg.models[0])
+    assert load_baseline(cfg, cfg.models[0], replacing=True) == (path, None)
+    write_baseline(path, replace(Baseline.from_run(_run(runtime(device=CPU))), model="tiny"))
+    loaded_path, baseline = load_baseline(cfg, cfg.models[0])
+    assert loaded_path == path and baseline is not None and baseline.entry(ORT_CPU) is not None
