@@ -18,7 +18,6 @@ they are.
 
 from __future__ import annotations
 
-import copy
 import shutil
 from dataclasses import replace
 from pathlib import Path
@@ -26,7 +25,7 @@ from pathlib import Path
 from gate import commands
 from gate.commands.common import load_baseline, location
 from gate.config import Config, ModelSpec
-from gate.formats.baseline import store
+from gate.formats.baseline import Baseline, store
 from gate.runners.registry import nominal_target
 
 
@@ -57,16 +56,15 @@ def judging_here(config: Config, specs: tuple[ModelSpec, ...] | list[ModelSpec],
     commands.update_baseline(scratch, chosen, config.providers)
     here = replace(config, baseline_dir=dest)
     for spec in chosen:
-        recorded = store.read(location(scratch, spec))["providers"]
+        recorded = store.read(location(scratch, spec))
 
-        def add(committed: dict | None, spec: ModelSpec = spec, recorded: dict = recorded) -> dict:
+        def add(committed: Baseline | None, spec: ModelSpec = spec, recorded: Baseline = recorded) -> Baseline:
             assert committed is not None, f"{location(here, spec)}: the copy of the committed baseline is unreadable"
-            doc = copy.deepcopy(committed)
-            for provider in todo[spec.name]:
-                doc["providers"].setdefault(provider, {}).update(recorded.get(provider, {}))
-            return doc
+            new = [e for e in recorded.entries if e.target.provider in todo[spec.name]]
+            kept = [e for e in committed.entries if e.target not in {n.target for n in new}]
+            return replace(committed, entries=tuple(kept + new))
 
-        store.update(location(here, spec), add, keep_other=lambda doc: True)
+        store.update(location(here, spec), add, lambda baseline: True)
     still = unjudged(here, chosen)
     assert not still, f"recorded here, yet no entry judges {still}"
     return dest
