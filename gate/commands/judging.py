@@ -17,6 +17,7 @@ from gate.core.runs import ModelRun
 from gate.core.stages import Progress
 from gate.errors import GateError
 from gate.formats.baseline import Baseline
+from gate.model.inputs import difference
 from gate.verdict.comparisons import compare
 from gate.verdict.gpu_leg import fail_missing_gpu
 from gate.verdict.judge import assemble, model_verdict
@@ -43,8 +44,9 @@ def load_baselines(config: Config, specs: tuple[ModelSpec, ...] | list[ModelSpec
 def refuse_other_inputs(config: Config, spec: ModelSpec, run: ModelRun, baseline: Baseline, path: str) -> None:
     """GateError when ``baseline`` was recorded for other inputs than the run was made with."""
     if run.error is None and baseline.meta.inputs_digest not in (None, run.meta.inputs_digest):
-        raise GateError(f"baseline `{path}`: recorded for other inputs than model `{spec.name}` declares now; "
-                        f"re-create it with `{update_command(spec, config)}`")
+        how = difference(baseline.meta.inputs, run.meta.inputs or [])
+        raise GateError(f"baseline `{path}`: recorded for other inputs than model `{spec.name}` declares now"
+                        f"{f' ({how})' if how else ''}; re-create it with `{update_command(spec, config)}`")
 
 
 def judge(config: Config, runs: list[tuple[ModelSpec, ModelRun]], loaded: Mapping[str, Loaded] | None = None,

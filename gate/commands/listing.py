@@ -82,8 +82,11 @@ def validate(config: Config, models: tuple[ModelSpec, ...]) -> list[str]:
         digest = inputs_mod.digest(names, arrays)
         path, baseline = load_baseline(config, spec)
         if baseline is not None and baseline.meta.inputs_digest not in (None, digest):
-            raise GateError(f"model `{spec.name}`: its declared inputs are not those baseline `{display(path)}` was recorded "
-                            f"for; `check` will refuse it: re-create it with `{update_command(spec, config)}`")
+            dtypes = [i.dtype for i in spec.inputs] if isinstance(spec.inputs, tuple) else None
+            how = inputs_mod.difference(baseline.meta.inputs, inputs_mod.describe(names, arrays, dtypes))
+            raise GateError(f"model `{spec.name}`: its declared inputs are not those baseline `{display(path)}` was "
+                            f"recorded for{f' ({how})' if how else ''}; `check` will refuse it: re-create it with "
+                            f"`{update_command(spec, config)}`")
         size = sum(a.nbytes for a in arrays)
         lines.append(f"{spec.name}: {len(arrays)} input(s), {size:,} bytes, digest {digest[:12]}"
                      + ("" if baseline is None else ", as its baseline"))

@@ -20,6 +20,7 @@ from gate.core.stages import Progress
 from gate.core.status import ErrorStatus
 from gate.core.versions import versions
 from gate.errors import ModelError
+from gate.model import inputs as inputs_mod
 
 
 @dataclass
@@ -52,7 +53,9 @@ class Cache:
 
 def _meta(built) -> Meta:
     tolerance = built.spec.output_tolerance
+    dtypes = [str(t.dtype).removeprefix("torch.") for t in built.inputs]
     return Meta(**versions(), inputs_digest=built.inputs_digest,  # weights_digest: once hashed (``prepare``)
+                inputs=inputs_mod.describe(built.input_names, built.arrays, dtypes),
                 machine=device.machine(), fingerprint=fingerprint.parameters(),
                 normalizations=list(built.normalizations), output_tolerance=list(tolerance) if tolerance else None)
 

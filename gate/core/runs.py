@@ -23,7 +23,7 @@ def error_against(fp: Fingerprint, ref: Fingerprint | None) -> float | None:
 
 
 OPTIONAL_META = ("promoted", "below_float64", "normalizations", "training", "dynamic_dims", "transform",
-                 "graph_precision", "output_tolerance", "tensor_digests")
+                 "graph_precision", "output_tolerance", "tensor_digests", "inputs")
 
 
 @dataclass
@@ -57,6 +57,7 @@ class Meta:
     graph_precision: str | None = None  # what a transformed or prebuilt graph computes in
     output_tolerance: list[float] | None = None  # [rtol, atol]: allclose on the outputs gates
     tensor_digests: dict[str, str] | None = None  # per parameter and buffer: which tensors a weights change touched
+    inputs: list[dict[str, Any]] | None = None  # per input: name, dtype, shape, digest (model.inputs.describe)
 
     def to_dict(self) -> dict[str, Any]:
         out = {f.name: getattr(self, f.name) for f in fields(self)}

@@ -48,3 +48,36 @@ def digest(names: list[str], arrays: list[np.ndarray]) -> str:
         h.update(f"{name}|{a.dtype.str}|{a.shape}|".encode())
         h.update(a.tobytes())
     return h.hexdigest()
+
+
+def describe(names: list[str], arrays: list[np.ndarray], dtypes: list[str] | None = None) -> list[dict]:
+    """What the baseline records of each input: name, dtype (``dtypes`` where the arrays widen it,
+    bfloat16), shape and a short digest of its bytes, so a refusal can say which input changed and how."""
+    out = []
+    for i, (name, array) in enumerate(zip(names, arrays, strict=True)):
+        digest_of = hashlib.sha256(np.ascontiguousarray(array).tobytes()).hexdigest()[:16]
+        out.append({"name": name, "dtype": dtypes[i] if dtypes else str(array.dtype), "shape": list(array.shape),
+                    "digest": digest_of})
+    return out
+
+
+def difference(recorded: list[dict] | None, now: list[dict]) -> str | None:
+    """How the inputs ``now`` differ from those a baseline ``recorded``, in one phrase (None: it
+    recorded none, or they are the same)."""
+    if not recorded:
+        return None
+    before, after = {x["name"]: x for x in recorded}, {x["name"]: x for x in now}
+    changes = [f"input `{n}` is new" for n in after if n not in before]
+    changes += [f"input `{n}` is gone" for n in before if n not in after]
+    for name in (n for n in after if n in before):
+        b, a = before[name], after[name]
+        if b["dtype"] != a["dtype"]:
+            changes.append(f"input `{name}`: dtype {b['dtype']} -> {a['dtype']}")
+        elif list(b["shape"]) != list(a["shape"]):
+            changes.append(f"input `{name}`: shape {list(b['shape'])} -> {list(a['shape'])}")
+        elif b["digest"] != a["digest"]:
+            changes.append(f"input `{name}`: other values, same dtype and shape (its seed, range or file changed)")
+    if not changes and [x["name"] for x in recorded] != [x["name"] for x in now]:
+        changes.append("the inputs are in another order")
+    return "; ".join(changes) or None
+

@@ -35,3 +35,22 @@ def test_a_factory_that_does_not_import_is_refused_by_its_key(tmp_path):
     path.write_text(path.read_text().replace('"examples.zooo:tiny_cnn"', '"examples.zoo:tiny_cnnn"'))
     proc = run_cli("validate", cwd=tmp_path)
     assert proc.returncode == 2 and "module `examples.zoo` has no attribute `tiny_cnnn`" in proc.stderr
+
+
+def test_a_baseline_that_records_its_inputs_names_the_one_that_changed_and_how(tmp_path):
+    path = examples_project(tmp_path)
+    path.write_text(path.read_text().split("[[tool.parity-gate.models]]\nname = \"tiny-transformer\"")[0])
+    recorded = run_cli("update-baseline", cwd=tmp_path)
+    assert recorded.returncode == 0, recorded.stderr
+    text = path.read_text()
+    for edit, how in [(DECLARED.replace("float32", "float64"), "(input `x`: dtype float32 -> float64)"),
+                      (DECLARED.replace("16, 16", "16, 32"), "(input `x`: shape [2, 3, 16, 16] -> [2, 3, 16, 32])"),
+                      (DECLARED.replace(" }]", ", low = 0.0 }]"),
+                       "(input `x`: other values, same dtype and shape (its seed, range or file changed))"),
+                      (DECLARED.replace('"x"', '"image"'), "(input `image` is new; input `x` is gone)")]:
+        path.write_text(text.replace(DECLARED, edit))
+        proc = run_cli("validate", cwd=tmp_path)
+        assert proc.returncode == 2 and how in proc.stderr, (edit, proc.stderr)
+    path.write_text(text.replace(DECLARED, DECLARED.replace("float32", "float64")))
+    proc = run_cli("check", cwd=tmp_path)  # check refuses it the same way
+    assert proc.returncode == 2 and "(input `x`: dtype float32 -> float64)" in proc.stderr, proc.stderr

@@ -58,6 +58,7 @@ PROMOTED = NameMap(NAME, Int(1, I64_MAX), "max_layers", "layers")
 BELOW = NameMap(NAME, LOWER, "max_layers", "layers")
 
 # What else a run records of its model and graph (all optional; see gate.core.runs.Meta).
+HEX16 = Str(16, pattern=re.compile(r"[0-9a-f]{16}\Z"), rule="is not 16 hex digits")
 EXTRA_META = [
     ("normalizations", Array(TEXT, "max_layers")),
     ("training", Record([("modules", Array(NAME, "max_layers")), ("changed_at", Nullable(NAME)),
@@ -68,8 +69,10 @@ EXTRA_META = [
     ("graph_precision", Str(16, choices=("float32", "float16", "bfloat16", "int8"))),
     ("output_tolerance", Array(Float(nan=False, lo=0.0), 2)),
     # A short digest per parameter and buffer: a weights change names the tensors that changed.
-    ("tensor_digests", NameMap(NAME, Str(16, pattern=re.compile(r"[0-9a-f]{16}\Z"), rule="is not 16 hex digits"),
-                               "max_layers", "tensors")),
+    ("tensor_digests", NameMap(NAME, HEX16, "max_layers", "tensors")),
+    # Per input: what a refusal names when the inputs changed.
+    ("inputs", Array(Record([("name", NAME), ("dtype", Str(16)), ("shape", Array(Int(0, I64_MAX), "max_rank")),
+                             ("digest", HEX16)]), "max_layers")),
 ]
 
 META = Record(
