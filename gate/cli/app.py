@@ -11,7 +11,7 @@ import typer
 from rich.markup import escape
 
 import gate
-from gate.cli import github_cmds, init_cmd
+from gate.cli import github_cmds, init_cmd, show_cmd
 from gate.errors import GateError, ModelError
 from gate.render.text import count
 
@@ -281,47 +281,6 @@ def validate(config: ConfigOpt = None, model: ModelOpt = None) -> None:
 
 
 @app.command()
-def show(file: Annotated[str, typer.Argument(help="A baseline (.msgpack.zst) file, or a configured model's name.",
-                                             metavar="FILE|MODEL")],
-         textconv: Annotated[bool, typer.Option("--textconv", help="As a git textconv driver: print a broken "
-                                                "file's error as text and exit 0, so `git diff` still works.")] = False,
-         config: ConfigOpt = None) -> None:
-    """Print a baseline readably (also usable as a git textconv driver)."""
-    from gate.errors import FormatError
-    from gate.formats.baseline.show import render_file
-
-    try:
-        sys.stdout.write(render_file(_shown(file, config)))
-    except FormatError as exc:
-        if not textconv:
-            raise
-        sys.stdout.write(f"invalid baseline: {exc}\n")
-
-
-def _shown(name: str, config: Path | None) -> Path:
-    """The file ``show`` prints: ``name`` itself, or the baseline of the configured model so named."""
-    path = Path(name)
-    if path.exists() or name.endswith(".zst") or "/" in name or os.sep in name:
-        if not path.exists():
-            raise GateError(f"`{name}`: no such file")
-        return path
-    from gate.commands.common import location
-
-    try:
-        cfg = _load(config)
-    except GateError as exc:
-        raise GateError(f"`{name}`: no such file, and no config to look it up as a model in ({exc})") from None
-    spec = next((m for m in cfg.models if m.name == name), None)
-    if spec is None:
-        raise GateError(f"`{name}`: no such file, and {cfg.path} configures no model of that name")
-    path = location(cfg, spec).path
-    if not path.exists():
-        raise GateError(f"model `{name}` has no baseline yet at {path}: create it with "
-                        f"`parity-gate update-baseline --model {name}`")
-    return path
-
-
-@app.command()
 def doctor() -> None:
     """Print versions, providers available here, the fingerprint backend and device class."""
     from gate.cli.console import console
@@ -364,6 +323,7 @@ def _doctor_onnxruntime(console, absent: list[str]) -> None:
 
 github_cmds.register(app)
 init_cmd.register(app)
+show_cmd.register(app)
 
 
 def main() -> None:

@@ -1,0 +1,72 @@
+"""``parity-gate show``: a baseline as text, for people (long lines folded) and for git (``--textconv``:
+one line per layer, a broken file's error as text). ``gate.cli.app`` calls ``register(app)``."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from gate.errors import GateError
+
+ConfigOpt = Annotated[Path | None, typer.Option("--config", envvar="PARITY_GATE_CONFIG",
+                                                 help="Config file, to look a model name up in (default: as `check` finds it).")]
+
+
+def show(file: Annotated[str, typer.Argument(help="A baseline (.msgpack.zst) file, or a configured model's name.",
+                                             metavar="FILE|MODEL")],
+         textconv: Annotated[bool, typer.Option("--textconv", help="As a git textconv driver: print a broken "
+                                                "file's error as text and exit 0, so `git diff` still works.")] = False,
+         config: ConfigOpt = None) -> None:
+    """Print a baseline readably (also usable as a git textconv driver)."""
+    from gate.errors import FormatError
+    from gate.formats.baseline.show import render_file
+
+    try:
+        text = render_file(_shown(file, config))
+        sys.stdout.write(text if textconv else _folded(text))
+    except FormatError as exc:
+        if not textconv:
+            raise
+        sys.stdout.write(f"invalid baseline: {exc}\n")
+
+
+def _folded(text: str, width: int = 120) -> str:
+    """For people, long lines folded at spaces under their first word; git's textconv keeps one line
+    per layer, so a diff names the layer on every changed line."""
+    import textwrap
+
+    return "".join("\n".join(textwrap.wrap(line, width, subsequent_indent="    ", break_long_words=False,
+                                            break_on_hyphens=False)) + "\n" if len(line) > width else line + "\n"
+                   for line in text.splitlines())
+
+
+def _shown(name: str, config: Path | None) -> Path:
+    """The file ``show`` prints: ``name`` itself, or the baseline of the configured model so named."""
+    path = Path(name)
+    if path.exists() or name.endswith(".zst") or "/" in name or os.sep in name:
+        if not path.exists():
+            raise GateError(f"`{name}`: no such file")
+        return path
+    from gate.commands.common import location
+    from gate.config import find_config, load_config
+
+    try:
+        cfg = load_config(find_config(config))
+    except GateError as exc:
+        raise GateError(f"`{name}`: no such file, and no config to look it up as a model in ({exc})") from None
+    spec = next((m for m in cfg.models if m.name == name), None)
+    if spec is None:
+        raise GateError(f"`{name}`: no such file, and {cfg.path} configures no model of that name")
+    path = location(cfg, spec).path
+    if not path.exists():
+        raise GateError(f"model `{name}` has no baseline yet at {path}: create it with "
+                        f"`parity-gate update-baseline --model {name}`")
+    return path
+
+
+def register(app: typer.Typer) -> None:
+    app.command("show")(show)
