@@ -19,6 +19,7 @@ from gate.core.status import Check, LayerStatus, RowStatus
 from gate.core.target import coarsest
 from gate.fingerprint import Fingerprint, relative_error
 from gate.formats.baseline import Baseline, Entry
+from gate.verdict.structure import Limit, Structure, structure
 from gate.verdict.types import Row
 
 NOISE_MARGIN = 4.0  # thresholds stay at least this many times the calibrated noise away
@@ -64,22 +65,41 @@ def reference_limit(tolerance: float, precision: str, noise: float | None) -> fl
     return max(base, NOISE_MARGIN * (noise or 0.0))
 
 
-def reference_rows(run: ModelRun, baseline: Baseline, spec: ModelSpec) -> list[Row]:
-    rows = []
+def limits(run: ModelRun, baseline: Baseline, spec: ModelSpec) -> Limit:
+    """How far the reference may move at a layer: its tolerance, at the precision of the less precise
+    side of the comparison (a comparison is as precise as that), never under its calibrated noise."""
     dtypes = coarsest(run.reference_dtype, baseline.reference_dtype)
+    return lambda layer, recorded: reference_limit(spec.tolerance_for(layer.name).reference,
+                                                   coarsest(dtypes, layer.reached, recorded.reached), recorded.noise)
+
+
+def layout(run: ModelRun, baseline: Baseline, spec: ModelSpec) -> Structure:
+    return structure(run, baseline, limits(run, baseline, spec))
+
+
+def reference_rows(run: ModelRun, baseline: Baseline, spec: ModelSpec, st: Structure | None = None) -> list[Row]:
+    """One row per layer that ran (a renamed one judged as the baseline's layer), then one per layer
+    that is gone. A new or gone layer is reported, not failed, unless it is a model output."""
+    st = st or layout(run, baseline, spec)
+    limit = limits(run, baseline, spec)
+    rows = []
     for layer in run.layers:
-        recorded = baseline.layer(layer.name)
+        recorded = baseline.layer(st.recorded(layer.name))
         if recorded is None:
-            rows.append(_row(layer, RowStatus.NEW, Check.STRUCTURE, message="layer is not in the baseline: the model's "
-                             "structure changed"))
+            rows.append(_row(layer, RowStatus.FAIL, Check.STRUCTURE, message="a model output the baseline does not "
+                             "have: what ships changed") if is_output(layer.name) else
+                        _row(layer, RowStatus.NEW, Check.STRUCTURE, message="layer is not in the baseline (the "
+                             "model's structure changed): not compared"))
             continue
-        # A comparison is as precise as its less precise side.
-        precision = coarsest(dtypes, layer.reached, recorded.reached)
-        limit = reference_limit(spec.tolerance_for(layer.name).reference, precision, recorded.noise)
-        rows.append(_reference_row(run, layer, recorded.fp, limit))
-    current = {layer.name for layer in run.layers}
-    rows.extend(Row(x.name, x.type, RowStatus.MISSING, Check.STRUCTURE, message="layer is in the baseline but did not run: "
-                    "the model's structure changed") for x in baseline.layers if x.name not in current)
+        row = _reference_row(run, layer, recorded.fp, limit(layer, recorded))
+        if layer.name in st.renames and row.message is None:
+            row.message = f"renamed from {recorded.name}"
+        rows.append(row)
+    for x in (baseline.layer(n) for n in st.gone):
+        output = is_output(x.name)
+        rows.append(Row(x.name, x.type, RowStatus.FAIL if output else RowStatus.MISSING, Check.STRUCTURE,
+                        message="a model output in the baseline is gone: what ships changed" if output else
+                        "layer is in the baseline but did not run (the model's structure changed)"))
     return rows
 
 
@@ -103,8 +123,10 @@ def _reference_row(run: ModelRun, layer: LayerInfo, base: Fingerprint, limit: fl
     return _row(layer, RowStatus.PASS, Check.REFERENCE_DRIFT, change, limit, 0.0)
 
 
-def runtime_rows(run: ModelRun, prun: ProviderRun, entry: Entry | None, spec: ModelSpec) -> list[Row]:
-    """Rows of one runtime; ``entry`` is the baseline entry that judges it (None: no baseline)."""
+def runtime_rows(run: ModelRun, prun: ProviderRun, entry: Entry | None, spec: ModelSpec,
+                 st: Structure | None = None) -> list[Row]:
+    """Rows of one runtime; ``entry`` is the baseline entry that judges it (None: no baseline); a
+    renamed layer is judged by what the entry recorded under its old name."""
     rows = []
     for layer in run.layers:
         pl = prun.layers.get(layer.name)
@@ -113,7 +135,9 @@ def runtime_rows(run: ModelRun, prun: ProviderRun, entry: Entry | None, spec: Mo
         elif pl.status in (LayerStatus.FOLDED, LayerStatus.ABSENT):
             rows.append(_row(layer, RowStatus(pl.status), message=pl.reason))
         else:
-            rows.append(_allclose(_runtime_row(layer, prun, pl, entry, spec), pl.exact, spec.output_tolerance))
+            recorded = entry.layers.get(st.recorded(layer.name) if st else layer.name) if entry is not None else None
+            rows.append(_allclose(_runtime_row(layer, prun, pl, recorded, entry is not None, spec), pl.exact,
+                                  spec.output_tolerance))
     return rows
 
 
@@ -137,7 +161,9 @@ def _row_with(row: Row, status: RowStatus, check: Check, value: float | None, th
                threshold=_num(threshold), baseline=row.baseline, message=message, exact=row.exact)
 
 
-def _runtime_row(layer: LayerInfo, prun: ProviderRun, pl, entry: Entry | None, spec: ModelSpec) -> Row:
+def _runtime_row(layer: LayerInfo, prun: ProviderRun, pl, recorded, judged: bool, spec: ModelSpec) -> Row:
+    """``recorded``: the entry's row for this layer (None: it has none); ``judged``: whether an entry
+    judges this runtime at all."""
     tol = spec.tolerance_for(layer.name, prun.precision)
     fp, ref = pl.fp, layer.fp
     if tuple(fp.shape) != tuple(ref.shape):
@@ -147,13 +173,12 @@ def _runtime_row(layer: LayerInfo, prun: ProviderRun, pl, entry: Entry | None, s
                     message=f"{prun.name} has {_describe_nonfinite(_nonfinite(fp))}; reference "
                     f"{_describe_nonfinite(_nonfinite(ref))}")
     err = pl.err if pl.err is not None else relative_error(fp, ref)
-    recorded = entry.layers.get(layer.name) if entry is not None else None
     base = recorded.err if recorded is not None else None
     if err > tol.ceiling:
         return _row(layer, RowStatus.FAIL, Check.CEILING, err, tol.ceiling, base,
                     message=f"error {err:.3g} against the reference is over the ceiling {tol.ceiling:.3g}")
     if base is None or math.isnan(base):
-        if entry is None:  # no baseline for this target at all: its provider verdict says so
+        if not judged:  # no baseline for this target at all: its provider verdict says so
             return _row(layer, RowStatus.PASS, Check.ERROR_GROWTH, err, None, None)
         if err > tol.floor:
             # Not observable in the baseline (folded, absent): with nothing to grow from, the

@@ -3,7 +3,7 @@ regression and a status; over all models, the report and its verdict."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from gate.config import ModelSpec
 from gate.core.runs import ModelRun, ProviderRun
@@ -22,6 +22,7 @@ from gate.core.target import REFERENCE_PROVIDER
 from gate.formats.baseline import Baseline, Entry
 from gate.verdict import checks, hints, model_audits
 from gate.verdict.placement import placement_audit
+from gate.verdict.structure import Structure, described
 from gate.verdict.types import Audit, Comparison, ModelVerdict, ProviderVerdict, Regression, Report
 from gate.verdict.versions import version_changes
 
@@ -51,7 +52,8 @@ def audits(prun: ProviderRun, entry: Entry | None, policy: Policy) -> list[Audit
     return out
 
 
-def _reference(run: ModelRun, baseline: Baseline | None, spec: ModelSpec, missing: str | None) -> ProviderVerdict:
+def _reference(run: ModelRun, baseline: Baseline | None, spec: ModelSpec, missing: str | None,
+               st: Structure | None) -> ProviderVerdict:
     ref = ProviderVerdict(REFERENCE_PROVIDER, Role.REFERENCE, run.reference_dtype, "cpu")
     if run.error is not None and not run.layers:  # it never ran: never a pass, nor only a missing baseline
         ref.status, ref.error_status = TargetStatus.ERROR, run.error.error_status
@@ -59,12 +61,12 @@ def _reference(run: ModelRun, baseline: Baseline | None, spec: ModelSpec, missin
     elif baseline is None:
         ref.status, ref.reason = TargetStatus.NO_BASELINE, missing
     elif run.layers:
-        ref.rows = checks.reference_rows(run, baseline, spec)
+        ref.rows = checks.reference_rows(run, baseline, spec, st)
     return ref
 
 
 def _runtime(run: ModelRun, prun: ProviderRun, baseline: Baseline | None, spec: ModelSpec, update_cmd: str,
-             policy: Policy) -> ProviderVerdict:
+             policy: Policy, st: Structure | None) -> ProviderVerdict:
     pv = ProviderVerdict(prun.name, Role.RUNTIME, prun.precision, prun.target.label, reason=prun.reason,
                          latency_ms=prun.latency_ms, latency_p90_ms=prun.latency_p90_ms)
     if prun.status == RunStatus.SKIPPED:
@@ -89,7 +91,7 @@ def _runtime(run: ModelRun, prun: ProviderRun, baseline: Baseline | None, spec: 
     pv.placement = prun.placement
     pv.capture_peak_mb = None if prun.capture_peak_bytes is None else round(prun.capture_peak_bytes / 2**20, 3)
     pv.audits = audits(prun, entry, policy)
-    pv.rows = checks.runtime_rows(run, prun, entry, spec)
+    pv.rows = checks.runtime_rows(run, prun, entry, spec, st)
     return pv
 
 
@@ -112,9 +114,11 @@ def model_verdict(spec: ModelSpec, run: ModelRun, baseline: Baseline | None, pat
         mv.status, mv.message = ModelStatus.NO_BASELINE, f"no baseline at {path}: create it with `{update_cmd}`"
     else:
         mv.versions = version_changes(baseline.meta, run.meta)
-    mv.providers = [_reference(run, baseline, spec, mv.message)]
-    mv.providers += [_runtime(run, p, baseline, spec, update_cmd, policy) for p in run.providers]
+    st = checks.layout(run, baseline, spec) if baseline is not None and run.layers else None
+    mv.providers = [_reference(run, baseline, spec, mv.message, st)]
+    mv.providers += [_runtime(run, p, baseline, spec, update_cmd, policy, st) for p in run.providers]
     mv.audits = model_audits.dynamic_shape(spec, run, baseline) + model_audits.training_mode(run)
+    mv.audits += [Audit(Check.STRUCTURE, AuditStatus.WARN, line) for line in described(st)] if st else []
     mv.mapping = model_audits.mapping(run)
     order = {layer.name: i for i, layer in enumerate(run.layers)}
     candidates = []
@@ -139,7 +143,7 @@ def model_verdict(spec: ModelSpec, run: ModelRun, baseline: Baseline | None, pat
     if candidates:
         # Earliest layer wins; on a tie the model's own audits, then the reference (a model change)
         # explain the runtimes.
-        mv.first_regression = min(candidates, key=lambda c: c[:2])[2]
+        mv.first_regression = _upstream_gone(min(candidates, key=lambda c: c[:2])[2], st, baseline)
         mv.status = ModelStatus.REGRESSED
     if mv.status == ModelStatus.PASS and any(p.status == TargetStatus.NO_BASELINE for p in mv.providers):
         mv.status = ModelStatus.NO_BASELINE
@@ -147,6 +151,21 @@ def model_verdict(spec: ModelSpec, run: ModelRun, baseline: Baseline | None, pat
         mv.status = ModelStatus.ERROR
     mv.hints = hints.model_hints(spec, run, baseline, mv)  # diagnosis only; never changes the verdict
     return mv
+
+
+def _upstream_gone(first: Regression, st: Structure | None, baseline: Baseline | None) -> Regression:
+    """The first regression, naming the layers gone since the baseline that ran before it there (a
+    value that disappeared and may have fed what moved)."""
+    if st is None or not st.gone or baseline is None:
+        return first
+    order = {x.name: i for i, x in enumerate(baseline.layers)}
+    at = order.get(st.recorded(first.layer), len(order))
+    before = [n for n in st.gone if order[n] < at]
+    if not before:
+        return first
+    shown = ", ".join(before[:3]) + (", …" if len(before) > 3 else "")
+    gone = f"{len(before)} layer{'s' * (len(before) != 1)} before it in the baseline {'is' if len(before) == 1 else 'are'} gone: {shown}"
+    return replace(first, message=f"{first.message}; {gone}" if first.message else gone)
 
 
 def assemble(models: list[ModelVerdict], environment: dict) -> Report:

@@ -44,10 +44,10 @@ class Row:
 
     @property
     def failed(self) -> bool:
-        """A failed check, or a layer the baseline does not know / no longer sees. A runtime
-        row that is merely new to the baseline (no recorded error yet) is not a failure."""
-        return (self.status in (RowStatus.FAIL, RowStatus.MISSING)
-                or (self.status == RowStatus.NEW and self.check == Check.STRUCTURE))
+        """A failed check. A layer that is new to the baseline or gone from it is reported, not
+        failed (numbers decide: every layer that remains is checked); a model output that is new
+        or gone is a failed ``structure`` check."""
+        return self.status == RowStatus.FAIL
 
     @property
     def checked(self) -> bool:

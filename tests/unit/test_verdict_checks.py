@@ -12,7 +12,7 @@ import pytest
 
 from gate.config import Tolerance
 from gate.fingerprint import relative_error
-from gate.verdict.checks import reference_rows, runtime_rows
+from gate.verdict.checks import layout, reference_rows, runtime_rows
 from gate.verdict.judge import model_verdict
 from tests.support.verdicts import NAMES, baseline, entry, fp, run, runtime, spec
 
@@ -112,14 +112,44 @@ def test_degenerate_output_never_passes_even_when_the_baseline_agrees(dead, word
     assert rows["a"].status == "pass"
 
 
-def test_new_and_missing_layers_are_structure_failures():
-    r = run(names=("a", "x", "(model)"))
+def test_a_new_layer_with_a_vanished_layers_fingerprint_is_that_layer_renamed():
+    r = run(names=("a", "x", "c", "(model)"))  # b renamed x, same numbers
     rows = rows_by_layer(reference_rows(r, baseline(), spec()))
-    assert (rows["x"].status, rows["x"].check, rows["x"].failed) == ("new", "structure", True)
+    assert (rows["x"].status, rows["x"].check, rows["x"].message) == ("pass", "reference-drift", "renamed from b")
+    assert "b" not in rows  # compared as x, not reported missing
+    # the runtime is judged by what its entry recorded for b
+    rt = rows_by_layer(runtime_rows(r, runtime(names=("a", "x", "c", "(model)"), errs={"x": 0.5}),
+                                    entry(errs={"b": 1e-7}), spec(), layout(r, baseline(), spec())))
+    assert (rt["x"].status, rt["x"].baseline) == ("fail", 1e-7)
+
+
+def test_new_and_gone_layers_are_reported_not_failed_unless_they_are_outputs():
+    r = run(names=("a", "x", "(model)"), x=fp(0.9, axis=3))  # no vanished layer has x's numbers
+    rows = rows_by_layer(reference_rows(r, baseline(), spec()))
+    assert (rows["x"].status, rows["x"].check, rows["x"].failed) == ("new", "structure", False)
     assert (rows["b"].status, rows["c"].status) == ("missing", "missing")
-    assert rows["b"].failed and rows["b"].value is None
-    # missing rows come after the run's own layers, in the baseline's order
+    assert not rows["b"].failed and rows["b"].value is None
+    # gone rows come after the run's own layers, in the baseline's order
     assert [row.layer for row in reference_rows(r, baseline(), spec())] == ["a", "x", "(model)", "b", "c"]
+    mv = model_verdict(spec(), r, baseline(), "b.msgpack.zst", "cmd")
+    assert mv.status == "pass" and [a.check for a in mv.audits] == ["structure"]
+    assert "layers 1 new (x) and 2 gone (b, c) since the baseline are not compared" in mv.audits[0].message
+    # what ships is never a refactor: an output that is new or gone fails
+    r = run(names=("a", "b", "c", "(model)[logits]"), **{"output[logits]": fp(0.9, axis=3)})
+    rows = rows_by_layer(reference_rows(r, baseline(), spec()))
+    assert (rows["(model)[logits]"].status, rows["(model)[logits]"].check) == ("fail", "structure")
+    assert (rows["(model)"].status, rows["(model)"].check) == ("fail", "structure")
+    # an output renamed with the same numbers (a dict key) is that output
+    r = run(names=("a", "b", "c", "(model)[logits]"))
+    rows = rows_by_layer(reference_rows(r, baseline(), spec()))
+    assert (rows["(model)[logits]"].status, rows["(model)[logits]"].message) == ("pass", "renamed from (model)")
+
+
+def test_a_layer_that_moved_after_a_vanished_one_names_it():
+    r = run(names=("a", "c", "(model)"), moves={"c": 1e-3})
+    mv = model_verdict(spec(), r, baseline(), "b.msgpack.zst", "cmd")
+    assert mv.status == "regressed" and mv.first_regression.layer == "c"
+    assert mv.first_regression.message.endswith("; 1 layer before it in the baseline is gone: b")
 
 
 # error-growth and ceiling ----------------------------------------------------------------

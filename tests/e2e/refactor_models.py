@@ -1,0 +1,51 @@
+"""Behaviour-preserving refactors of public architectures (random weights), and one that is not:
+factories for tests/e2e/test_refactors.py."""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from examples import zoo
+
+
+class Regrouped(nn.Module):
+    """tiny-cnn with its blocks wrapped in an nn.Sequential and `fc` renamed `head`: the same modules,
+    the same weights, other names."""
+
+    def __init__(self, m: nn.Module):
+        super().__init__()
+        self.features = nn.Sequential(m.stem, m.block1, m.block2)
+        self.pool, self.drop, self.head = m.pool, m.drop, m.fc
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.head(self.drop(torch.flatten(self.pool(self.features(x)), 1)))
+
+
+def cnn_regrouped() -> nn.Module:
+    return Regrouped(zoo.tiny_cnn())
+
+
+def cnn_regrouped_and_changed() -> nn.Module:
+    m = Regrouped(zoo.tiny_cnn())
+    with torch.no_grad():
+        m.head.weight.mul_(1 + 1e-3)
+    return m
+
+
+def _llama(implementation: str) -> nn.Module:
+    import transformers
+
+    torch.manual_seed(0)
+    cfg = transformers.LlamaConfig(vocab_size=100, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                                   num_attention_heads=2, num_key_value_heads=2, max_position_embeddings=32)
+    cfg._attn_implementation, cfg.use_cache = implementation, False
+    return transformers.LlamaModel(cfg)
+
+
+def llama_eager() -> nn.Module:
+    return _llama("eager")
+
+
+def llama_sdpa() -> nn.Module:
+    return _llama("sdpa")

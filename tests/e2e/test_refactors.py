@@ -1,0 +1,75 @@
+"""Refactors that change no number pass, naming what changed in structure; one that moves a number
+still fails where it moved. Baselines recorded here with the original factory, then checked with
+the refactored one: real exports, real ONNX Runtime."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from gate import commands
+from gate.config import load_config
+
+HERE = Path(__file__).parent
+MODELS = {
+    "cnn": ('[{ name = "x", shape = [2, 3, 16, 16], dtype = "float32" }]', "examples.zoo:tiny_cnn"),
+    "llama": ('[{ name = "input_ids", shape = [1, 8], dtype = "int64", low = 0, high = 100 }]',
+              "refactor_models:llama_eager"),
+}
+
+
+def _config(tmp: Path, model: str, factory: str) -> Path:
+    shutil.copy(HERE / "refactor_models.py", tmp / "refactor_models.py")
+    if not (tmp / "examples").exists():
+        shutil.copytree(HERE.parents[1] / "examples", tmp / "examples")
+    path = tmp / "parity-gate.toml"
+    path.write_text(f'providers = ["torch-cpu", "CPUExecutionProvider"]\n\n[[models]]\nname = "{model}"\n'
+                    f'factory = "{factory}"\ninputs = {MODELS[model][0]}\n')
+    return path
+
+
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory) -> Path:
+    tmp = tmp_path_factory.mktemp("refactors")
+    for model, (_, factory) in MODELS.items():
+        cfg = load_config(_config(tmp, model, factory))
+        commands.update_baseline(cfg, cfg.models, cfg.providers)
+    return tmp
+
+
+def check(tmp: Path, model: str, factory: str) -> dict:
+    cfg = load_config(_config(tmp, model, factory))
+    return commands.check(cfg, cfg.models, cfg.providers).to_dict()
+
+
+def test_regrouping_and_renaming_modules_passes_and_keeps_per_layer_coverage(recorded):
+    report = check(recorded, "cnn", "refactor_models:cnn_regrouped")
+    assert report["verdict"] == "pass", report["first_regression"]
+    (model,) = report["models"]
+    notes = [a["message"] for a in model["audits"] if a["check"] == "structure"]
+    assert any("layers renamed since the baseline (stem.0 → features.0.0" in n for n in notes)
+    assert any("1 new (features)" in n for n in notes)  # the new container's output duplicates block2's
+    reference = model["providers"][0]
+    assert reference["checked"] >= 20  # renamed layers are compared as the baseline's, not dropped
+    rows = {r["layer"]: r for r in reference["layers"]}
+    assert (rows["head"]["status"], rows["head"]["message"]) == ("pass", "renamed from fc")
+    assert rows["features.1"]["message"] == "renamed from block1"
+    runtime = {r["layer"]: r for r in model["providers"][2]["layers"]}
+    assert runtime["head"]["check"] == "error-growth" and runtime["head"]["baseline"] is not None
+
+
+def test_a_refactor_that_moves_a_number_fails_where_it_moved(recorded):
+    report = check(recorded, "cnn", "refactor_models:cnn_regrouped_and_changed")
+    assert report["verdict"] == "regressed"
+    first = report["first_regression"]
+    assert (first["layer"], first["check"]) == ("(model)", "reference-drift")
+    assert "gone: fc" in first["message"]  # the vanished value that fed it is named
+
+
+def test_switching_attention_from_eager_to_sdpa_passes(recorded):
+    report = check(recorded, "llama", "refactor_models:llama_sdpa")
+    assert report["verdict"] == "pass", report["first_regression"]
+    (note,) = [a["message"] for a in report["models"][0]["audits"] if a["check"] == "structure"]
+    assert "2 gone (layers.0.self_attn[1], layers.1.self_attn[1])" in note and "update-baseline" in note
