@@ -14,7 +14,7 @@ GROWTH = 1.5  # an entry's error that grew past this factor is named
 def describe(old: Baseline | None, new: Baseline) -> list[str]:
     """Human lines: what moved and by how much ("no change" when nothing did)."""
     if old is None:
-        return [f"new baseline: {len(new.layers)} layers, providers: "
+        return [f"new baseline: {_layers(len(new.layers))}, providers: "
                 f"{', '.join(f'{e.target.provider} ({e.target.label})' for e in new.entries) or 'none'}"]
     lines = _layer_lines(old, new)
     for entry in new.entries:
@@ -44,7 +44,7 @@ def _layer_lines(old: Baseline, new: Baseline) -> list[str]:
             moved.append((change, layer.name))
     if moved:
         first, worst = moved[0], max(moved)
-        lines.append(f"reference moved on {len(moved)} layers (first: {first[1]} by {first[0]:.3g}, "
+        lines.append(f"reference moved on {_layers(len(moved))} (first: {first[1]} by {first[0]:.3g}, "
                      f"largest: {worst[1]} by {worst[0]:.3g})")
     return lines
 
@@ -62,4 +62,8 @@ def _entry_lines(before: Entry | None, entry: Entry) -> list[str]:
     if not grew:
         return []
     ratio, name = max(grew)
-    return [f"{head}: error grew >{GROWTH}x on {len(grew)} layers (most: {name}, {ratio:.2f}x)"]
+    return [f"{head}: error grew >{GROWTH}x on {_layers(len(grew))} (most: {name}, {ratio:.2f}x)"]
+
+
+def _layers(n: int) -> str:
+    return f"{n} layer{'s' * (n != 1)}"
