@@ -92,13 +92,16 @@ def reference_rows(run: ModelRun, baseline: Baseline, spec: ModelSpec, st: Struc
                              "model's structure changed): not compared"))
             continue
         row = _reference_row(run, layer, recorded.fp, limit(layer, recorded))
-        if layer.name in st.renames and row.message is None:
-            row.message = f"renamed from {recorded.name}"
+        if row.message is None and recorded.name != layer.name:
+            row.message = f"{'renamed from' if layer.name in st.renames else 'same values as'} {recorded.name}"
         rows.append(row)
+    ran = {x.name for x in run.layers}
     for x in (baseline.layer(n) for n in st.gone):
         output = is_output(x.name)
         rows.append(Row(x.name, x.type, RowStatus.FAIL if output else RowStatus.MISSING, Check.STRUCTURE,
                         message="a model output in the baseline is gone: what ships changed" if output else
+                        "the baseline's layer of this name did not run: the name now belongs to another module"
+                        if x.name in ran else
                         "layer is in the baseline but did not run (the model's structure changed)"))
     return rows
 

@@ -23,13 +23,14 @@ Limit = Callable[[LayerInfo, BaselineLayer], float]  # how far the reference may
 
 @dataclass(frozen=True)
 class Structure:
-    renames: dict[str, str] = field(default_factory=dict)  # a new layer -> the baseline layer it is
-    new: tuple[str, ...] = ()  # new layers no vanished one matches, in execution order
-    gone: tuple[str, ...] = ()  # baseline layers no new one matches, in the baseline's order
+    renames: dict[str, str] = field(default_factory=dict)  # a layer -> the baseline layer it is
+    new: tuple[str, ...] = ()  # new layers no baseline layer matches, in execution order
+    gone: tuple[str, ...] = ()  # baseline layers nothing matches or compares against, in the baseline's order
+    copies: dict[str, str] = field(default_factory=dict)  # a new layer -> a baseline layer holding its values
 
     def recorded(self, name: str) -> str:
         """The name the baseline knows ``name`` by."""
-        return self.renames.get(name, name)
+        return self.renames.get(name) or self.copies.get(name, name)
 
     @property
     def outputs_changed(self) -> list[str]:
@@ -37,30 +38,60 @@ class Structure:
         return [n for n in (*self.new, *self.gone) if is_output(n)]
 
 
+def _key(fp: Fingerprint) -> tuple:
+    return tuple(fp.shape), fp.dtype, fp.nan, fp.posinf, fp.neginf
+
+
 def _same(now: Fingerprint, before: Fingerprint, limit: float) -> bool:
-    if (tuple(now.shape), now.dtype, now.nan, now.posinf, now.neginf) != \
-            (tuple(before.shape), before.dtype, before.nan, before.posinf, before.neginf):
-        return False
-    if now.sketch is None or before.sketch is None:
+    if _key(now) != _key(before) or now.sketch is None or before.sketch is None:
         return False
     return relative_error(now, before) <= limit
 
 
 def structure(run: ModelRun, baseline: Baseline, limit: Limit) -> Structure:
-    """Renames, new and gone layers of ``run`` against ``baseline``; each vanished layer is matched
-    at most once, to the first new layer (in execution order) that has its fingerprint."""
+    """Renames, copies, new and gone layers of ``run`` against ``baseline``.
+
+    A layer whose name the baseline does not know is matched to a baseline layer with its
+    fingerprint: first one whose name is free (gone, or now another module's), as a rename; else any,
+    as a copy (a module wrapped in a Sequential holds its child's values). A name the baseline knows
+    may now belong to another module (a Sequential regrouped, a Dropout deleted from one shifts the
+    indices after it): when its fingerprint is no longer its baseline layer's but is a free layer's,
+    it is that layer renamed. It is never matched to a layer still compared under its own name, so
+    a module that became a no-op still fails where it stopped computing."""
     now = {x.name for x in run.layers}
-    free = [x for x in baseline.layers if x.name not in now]
-    renames, new = {}, []
-    for layer in (x for x in run.layers if baseline.layer(x.name) is None):
-        match = next((g for g in free if is_output(g.name) == is_output(layer.name)
-                      and _same(layer.fp, g.fp, limit(layer, g))), None)
-        if match is None:
-            new.append(layer.name)
-        else:
+    displaced = {x.name for x in run.layers if (b := baseline.layer(x.name)) is not None
+                 and not _same(x.fp, b.fp, limit(x, b))}
+    free = [g for g in baseline.layers if g.name not in now or g.name in displaced]
+    by_key: dict[tuple, list[BaselineLayer]] = {}
+    for g in baseline.layers:
+        by_key.setdefault(_key(g.fp), []).append(g)
+    free_names = {g.name for g in free}
+    renames, copies, new, used = {}, {}, [], set()
+
+    def find(layer: LayerInfo, pool) -> BaselineLayer | None:
+        return next((g for g in pool if g.name != layer.name and is_output(g.name) == is_output(layer.name)
+                     and _same(layer.fp, g.fp, limit(layer, g))), None)
+
+    for layer in run.layers:
+        if layer.name not in displaced and baseline.layer(layer.name) is not None:
+            continue
+        candidates = by_key.get(_key(layer.fp), [])
+        match = find(layer, (g for g in candidates if g.name in free_names and g.name not in used)) or \
+            find(layer, (g for g in candidates if g.name in free_names))
+        if match is not None and match.name not in used:
             renames[layer.name] = match.name
-            free.remove(match)
-    return Structure(renames, tuple(new), tuple(g.name for g in free))
+        elif match is not None or layer.name in displaced:
+            if match is not None:
+                copies[layer.name] = match.name
+            # a displaced layer nothing matches keeps its name: compared as before, it fails where it moved
+        elif (copy := find(layer, candidates)) is not None:
+            copies[layer.name] = copy.name
+        else:
+            new.append(layer.name)
+        if match is not None:
+            used.add(match.name)
+    compared = used | (now - set(renames) - set(copies))
+    return Structure(renames, tuple(new), tuple(g.name for g in free if g.name not in compared), copies)
 
 
 def described(st: Structure) -> list[str]:
@@ -72,6 +103,11 @@ def described(st: Structure) -> list[str]:
         more = f" and {len(st.renames) - 5} more" if len(st.renames) > 5 else ""
         out.append(f"{len(st.renames)} layer{'s' * (len(st.renames) != 1)} renamed since the baseline ({shown}{more}): "
                    "compared as the baseline's layers")
+    if st.copies:
+        shown = ", ".join(f"{new} = {old}" for new, old in list(st.copies.items())[:3])
+        more = f" and {len(st.copies) - 3} more" if len(st.copies) > 3 else ""
+        out.append(f"{len(st.copies)} new layer{'s' * (len(st.copies) != 1)} hold{'s' * (len(st.copies) == 1)} the "
+                   f"values of a baseline layer ({shown}{more}): compared as that layer")
     unmatched = [n for n in (*st.new, *st.gone) if not is_output(n)]
     if unmatched:
         parts = [f"{len(st.new)} new ({', '.join(st.new[:3])}{', …' if len(st.new) > 3 else ''})"] if st.new else []

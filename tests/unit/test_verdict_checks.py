@@ -123,6 +123,38 @@ def test_a_new_layer_with_a_vanished_layers_fingerprint_is_that_layer_renamed():
     assert (rt["x"].status, rt["x"].baseline) == ("fail", 1e-7)
 
 
+def test_a_name_that_now_belongs_to_another_module_is_matched_by_its_numbers():
+    """A Dropout deleted from a Sequential shifts the indices after it: `c`'s module now runs as `b`."""
+    b, c = fp(0.5, axis=2), fp(0.7, axis=3)
+    r = run(names=("a", "b", "(model)"), b=c)
+    ran, gone = reference_rows(r, baseline(b=b, c=c), spec())[1:3], reference_rows(r, baseline(b=b, c=c), spec())[-1]
+    assert (ran[0].layer, ran[0].status, ran[0].message) == ("b", "pass", "renamed from c")
+    assert (gone.layer, gone.status, gone.failed) == ("b", "missing", False)  # the baseline's b (the Dropout)
+    assert "the name now belongs to another module" in gone.message
+    st = layout(r, baseline(b=b, c=c), spec())
+    assert st.renames == {"b": "c"} and st.gone == ("b",)
+
+
+def test_a_module_that_became_a_no_op_fails_where_it_stopped_computing():
+    """`b` now returns its input (a's values): a is still compared under its own name, so b is no rename."""
+    a, b = fp(0.5, axis=2), fp(0.7, axis=3)
+    rows = rows_by_layer(reference_rows(run(a=a, b=a), baseline(a=a, b=b), spec()))
+    assert (rows["a"].status, rows["b"].status, rows["b"].check) == ("pass", "fail", "reference-drift")
+
+
+def test_a_new_layer_holding_a_present_layers_values_is_compared_as_that_layer():
+    """A module wrapped in a Sequential: the wrapper's output is its child's."""
+    a = fp(0.5, axis=2)
+    r = run(names=("a", "w", "b", "c", "(model)"), a=a, w=a)
+    rows = rows_by_layer(reference_rows(r, baseline(a=a), spec()))
+    assert (rows["w"].status, rows["w"].message) == ("pass", "same values as a")
+    mv = model_verdict(spec(), r, baseline(a=a), "b.msgpack.zst", "cmd")
+    assert mv.status == "pass" and "1 new layer holds the values of a baseline layer (w = a)" in mv.audits[0].message
+    moved = run(names=("a", "w", "b", "c", "(model)"), a=a, w=fp(0.5 + 1e-3, axis=2))
+    rows = rows_by_layer(reference_rows(moved, baseline(a=a), spec()))
+    assert (rows["w"].status, rows["w"].check) == ("new", "structure")  # nothing holds its values: not compared
+
+
 def test_new_and_gone_layers_are_reported_not_failed_unless_they_are_outputs():
     r = run(names=("a", "x", "(model)"), x=fp(0.9, axis=3))  # no vanished layer has x's numbers
     rows = rows_by_layer(reference_rows(r, baseline(), spec()))
