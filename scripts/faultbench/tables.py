@@ -1,0 +1,53 @@
+"""The benchmark's Markdown tables: per model, per fault kind (with the check that caught it) and
+the benign corpus as a kind x model grid."""
+
+from __future__ import annotations
+
+
+def summary(results: list[dict]) -> list[str]:
+    out = ["| model | faults detected | localized (strict) | hint at the layer | benign changes | false positives | s/check |",
+           "| --- | --- | --- | --- | --- | --- | --- |"]
+    for r in results:
+        s = r["summary"]
+        out.append(f"| {s['model']} | {s['detected']}/{s['injected']} | {s['localized']}/{s['detected']} | "
+                   f"{s['hints_ok']}/{s['injected']} | {s['benign']} | {s['false_positives']}/{s['benign']} | "
+                   f"{s['seconds_per_check']:.1f} |")
+    return out
+
+
+def faults(results: list[dict]) -> list[str]:
+    out = ["| model | fault | side | injected at | first regression | caught by | localized | hint |",
+           "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for r in results:
+        for row in (x for x in r["rows"] if x["group"] != "benign"):
+            if row.get("crashed"):
+                out.append(f"| {r['summary']['model']} | {row['kind']} | {row['group']} | | error: {row['error'][:80]} | | | |")
+                continue
+            caught = f"{row['first_provider']} `{row['check']}`" if row["detected"] else "missed"
+            out.append(f"| {r['summary']['model']} | {row['kind']} | {row['group']} | `{row['truth']}` | "
+                       f"`{row['first_layer'] or '-'}` | {caught} | {_yes(row['localized'])} | {_yes(row['hint_ok'])} |")
+    return out
+
+
+def benign(results: list[dict]) -> list[str]:
+    kinds: list[str] = []
+    for r in results:
+        kinds += [x["kind"] for x in r["rows"] if x["group"] == "benign" and x["kind"] not in kinds]
+    models = [r["summary"]["model"] for r in results]
+    out = ["| change | " + " | ".join(models) + " |", "| --- |" + " --- |" * len(models)]
+    for kind in kinds:
+        cells = []
+        for r in results:
+            row = next((x for x in r["rows"] if x["kind"] == kind and x["group"] == "benign"), None)
+            if row is None or not row.get("applicable", True):
+                cells.append("n/a")
+            elif row.get("crashed") or row.get("false_positive"):
+                cells.append(f"**FAIL** {row.get('check') or row.get('error', '')[:40]}")
+            else:
+                cells.append("pass" + (" (structure noted)" if row.get("structure") else ""))
+        out.append(f"| {kind} | " + " | ".join(cells) + " |")
+    return out
+
+
+def _yes(v) -> str:
+    return "yes" if v else "**no**"
