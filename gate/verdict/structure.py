@@ -106,8 +106,8 @@ def described(st: Structure) -> list[str]:
     if st.copies:
         shown = ", ".join(f"{new} = {old}" for new, old in list(st.copies.items())[:3])
         more = f" and {len(st.copies) - 3} more" if len(st.copies) > 3 else ""
-        out.append(f"{len(st.copies)} new layer{'s' * (len(st.copies) != 1)} hold{'s' * (len(st.copies) == 1)} the "
-                   f"values of a baseline layer ({shown}{more}): compared as that layer")
+        out.append(f"{len(st.copies)} layer{'s' * (len(st.copies) != 1)} hold{'s' * (len(st.copies) == 1)} the "
+                   f"values of another baseline layer ({shown}{more}): compared as that layer")
     unmatched = [n for n in (*st.new, *st.gone) if not is_output(n)]
     if unmatched:
         parts = [f"{len(st.new)} new ({', '.join(st.new[:3])}{', …' if len(st.new) > 3 else ''})"] if st.new else []

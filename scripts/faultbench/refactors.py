@@ -43,8 +43,17 @@ def _attr_child(model: nn.Module, types: tuple[type, ...] | None = None, names: 
     return test
 
 
-def _leaf_compute(_name: str, m: nn.Module) -> bool:
+def _splittable(_name: str, m: nn.Module) -> bool:
     return isinstance(m, nn.Linear) or (isinstance(m, nn.Conv2d) and m.groups == 1)
+
+
+def _leaf_compute(model: nn.Module):
+    """A test for a Linear, Conv or transformers ``Conv1D`` that its parent calls (MultiheadAttention
+    reads its ``out_proj`` weights instead of calling it)."""
+    def test(name: str, m: nn.Module) -> bool:
+        called = not isinstance(_parent(model, name)[0], nn.MultiheadAttention)
+        return called and (_splittable(name, m) or type(m).__name__ == "Conv1D")
+    return test
 
 
 def _rekey(parent: nn.Module, old: str, new: str) -> None:
@@ -67,14 +76,14 @@ def _rename(model: nn.Module, name: str, new: str) -> nn.Module:
 
 def rename_leaf(model, _rebuild):
     """``self.proj`` -> ``self.proj_renamed``: a middle Linear or Conv gets another name."""
-    name = _pick(model, lambda n, m: _leaf_compute(n, m) and not isinstance(_parent(model, n)[0], SEQUENCES))
+    name = _pick(model, lambda n, m: _leaf_compute(model)(n, m) and not isinstance(_parent(model, n)[0], SEQUENCES))
     return _rename(model, name, name.rpartition(".")[2] + "_renamed")
 
 
 def rename_head(model, _rebuild):
     """``fc`` -> ``head``: the last Linear (or Conv) of the model gets another name."""
-    name = _pick(model, lambda n, m: _leaf_compute(n, m) and not isinstance(_parent(model, n)[0],
-                                                                           (nn.ModuleList, nn.ModuleDict)), 1.0)
+    name = _pick(model, lambda n, m: _leaf_compute(model)(n, m) and not isinstance(_parent(model, n)[0],
+                                                                                  (nn.ModuleList, nn.ModuleDict)), 1.0)
     return _rename(model, name, "head")
 
 
@@ -88,14 +97,14 @@ def rename_block(model, _rebuild):
 
 def wrap_sequential(model, _rebuild):
     """A middle Linear or Conv wrapped in an ``nn.Sequential`` (``proj`` -> ``proj.0``)."""
-    name = _pick(model, _leaf_compute)
+    name = _pick(model, _leaf_compute(model))
     model.set_submodule(name, nn.Sequential(model.get_submodule(name)))
     return model
 
 
 def insert_identity(model, _rebuild):
     """An ``nn.Identity`` after a middle Linear or Conv (a placeholder a refactor leaves behind)."""
-    name = _pick(model, _leaf_compute)
+    name = _pick(model, _leaf_compute(model))
     model.set_submodule(name, nn.Sequential(model.get_submodule(name), nn.Identity()))
     return model
 
@@ -114,7 +123,7 @@ def functional_activation(model, _rebuild):
 
 def split_linear(model, _rebuild):
     """A middle Linear or Conv split in two along its outputs, concatenated: one module becomes two."""
-    name = _pick(model, lambda n, m: _leaf_compute(n, m) and m.weight.shape[0] >= 2)
+    name = _pick(model, lambda n, m: _leaf_compute(model)(n, m) and _splittable(n, m) and m.weight.shape[0] >= 2)
     model.set_submodule(name, Split(model.get_submodule(name)))
     return model
 
@@ -198,7 +207,7 @@ def unused_parameter(model, _rebuild):
 
 def subclass_rename(model, _rebuild):
     """A middle Linear or Conv replaced by a subclass that adds nothing (another class name)."""
-    m = model.get_submodule(_pick(model, _leaf_compute))
+    m = model.get_submodule(_pick(model, _leaf_compute(model)))
     m.__class__ = type(f"Custom{type(m).__name__}", (type(m),), {})
     return model
 

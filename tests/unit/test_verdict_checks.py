@@ -149,7 +149,7 @@ def test_a_new_layer_holding_a_present_layers_values_is_compared_as_that_layer()
     rows = rows_by_layer(reference_rows(r, baseline(a=a), spec()))
     assert (rows["w"].status, rows["w"].message) == ("pass", "same values as a")
     mv = model_verdict(spec(), r, baseline(a=a), "b.msgpack.zst", "cmd")
-    assert mv.status == "pass" and "1 new layer holds the values of a baseline layer (w = a)" in mv.audits[0].message
+    assert mv.status == "pass" and "1 layer holds the values of another baseline layer (w = a)" in mv.audits[0].message
     moved = run(names=("a", "w", "b", "c", "(model)"), a=a, w=fp(0.5 + 1e-3, axis=2))
     rows = rows_by_layer(reference_rows(moved, baseline(a=a), spec()))
     assert (rows["w"].status, rows["w"].check) == ("new", "structure")  # nothing holds its values: not compared
