@@ -49,3 +49,22 @@ def llama_eager() -> nn.Module:
 
 def llama_sdpa() -> nn.Module:
     return _llama("sdpa")
+
+
+def _transformer(dropout: bool) -> nn.Module:
+    torch.manual_seed(0)
+    m = zoo.TinyTransformer()
+    if dropout:  # an inactive Dropout inside each block's MLP Sequential: mlp.1 is the Dropout
+        for block in m.blocks:
+            block.mlp = nn.Sequential(block.mlp[0], nn.Dropout(0.1), *list(block.mlp)[1:])
+    return m
+
+
+def transformer_with_dropout() -> nn.Module:
+    return _transformer(True)
+
+
+def transformer_dropout_deleted() -> nn.Module:
+    """The Dropout deleted from the Sequential: the GELU is now ``mlp.1`` and the last Linear ``mlp.2``,
+    names the baseline gave to other modules."""
+    return _transformer(False)

@@ -17,6 +17,8 @@ MODELS = {
     "cnn": ('[{ name = "x", shape = [2, 3, 16, 16], dtype = "float32" }]', "examples.zoo:tiny_cnn"),
     "llama": ('[{ name = "input_ids", shape = [1, 8], dtype = "int64", low = 0, high = 100 }]',
               "refactor_models:llama_eager"),
+    "transformer": ('[{ name = "x", shape = [2, 8, 16], dtype = "float32" }]',
+                    "refactor_models:transformer_with_dropout"),
 }
 
 
@@ -74,3 +76,17 @@ def test_switching_attention_from_eager_to_sdpa_passes(recorded):
     assert report["verdict"] == "pass", report["first_regression"]
     (note,) = [a["message"] for a in report["models"][0]["audits"] if a["check"] == "structure"]
     assert "2 gone (layers.0.self_attn[1], layers.1.self_attn[1])" in note and "update-baseline" in note
+
+
+def test_deleting_a_dropout_from_a_sequential_passes_though_names_shift(recorded):
+    report = check(recorded, "transformer", "refactor_models:transformer_dropout_deleted")
+    assert report["verdict"] == "pass", report["first_regression"]
+    (model,) = report["models"]
+    reference, runtime = model["providers"][0], model["providers"][2]
+    ran = {r["layer"]: r for r in reference["layers"] if r["status"] != "missing"}
+    assert ran["blocks.0.mlp.1"]["message"] == "renamed from blocks.0.mlp.2"  # the GELU, by its numbers
+    assert ran["blocks.0.mlp.2"]["message"] == "renamed from blocks.0.mlp.3"
+    gone = [r for r in reference["layers"] if r["status"] == "missing"]
+    assert {r["layer"] for r in gone} == {"blocks.0.mlp.1", "blocks.1.mlp.1"}  # the Dropouts
+    rt = {r["layer"]: r for r in runtime["layers"]}
+    assert rt["blocks.0.mlp.2"]["status"] == "pass" and rt["blocks.0.mlp.2"]["baseline"] is not None
