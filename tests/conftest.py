@@ -28,3 +28,11 @@ def run_cli(*args: str, cwd: Path, env: dict | None = None, timeout: int = 600) 
     full_env = {**os.environ, "PYTHONPATH": str(ROOT), **(env or {})}
     return subprocess.run([sys.executable, "-m", "gate.cli", *args], cwd=cwd, env=full_env,
                           capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.fixture(autouse=True)
+def _export_cache(tmp_path_factory, monkeypatch):
+    """Each test its own empty export cache (never the user's ~/.cache): a check reuses only what
+    the test itself stored, and subprocesses inherit it through the environment."""
+    monkeypatch.setenv("PARITY_GATE_CACHE_DIR", str(tmp_path_factory.mktemp("export-cache")))
+    monkeypatch.delenv("PARITY_GATE_FULL", raising=False)

@@ -11,7 +11,7 @@ import typer
 from rich.markup import escape
 
 import gate
-from gate.cli import github_cmds, init_cmd, show_cmd
+from gate.cli import cache_cmd, github_cmds, init_cmd, show_cmd
 from gate.errors import GateError, ModelError
 from gate.render.text import count
 
@@ -115,7 +115,10 @@ def _write_reports(report, json_path: Path | None, markdown_path: Path | None) -
 @app.command()
 def check(config: ConfigOpt = None, model: ModelOpt = None, provider: ProviderOpt = None,
           json_path: JsonOpt = None, markdown: MarkdownOpt = None, changed_since: SinceOpt = None,
-          allow_missing_gpu: GpuOpt = False) -> None:
+          allow_missing_gpu: GpuOpt = False,
+          full: Annotated[bool, typer.Option("--full", envvar="PARITY_GATE_FULL",
+                                             help="Run the whole path: the float64 reference and the export even "
+                                             "when the model's content key matches its baseline's.")] = False) -> None:
     """Run the models on the local providers, compare with the baselines, exit with the verdict."""
     from gate import commands
     from gate.cli.console import progress_display, render_report
@@ -126,7 +129,7 @@ def check(config: ConfigOpt = None, model: ModelOpt = None, provider: ProviderOp
     _backend_notice()
     _warn_install_gaps(cfg)
     with progress_display() as progress:
-        report = commands.check(cfg, models, providers, progress)
+        report = commands.check(cfg, models, providers, progress, full=full)
     if changed_since:
         report.baseline_changes = commands.baseline_changes(cfg, changed_since)
     _write_reports(report, json_path, markdown)
@@ -324,6 +327,7 @@ def _doctor_onnxruntime(console, absent: list[str]) -> None:
 github_cmds.register(app)
 init_cmd.register(app)
 show_cmd.register(app)
+cache_cmd.register(app)
 
 
 def main() -> None:

@@ -11,6 +11,7 @@ from rich.table import Table
 from gate.core.stages import Stages
 from gate.core.status import AuditStatus, ModelStatus, Role, SkipKind, TargetStatus, Verdict
 from gate.render.markdown import promotion_text
+from gate.render.reuse_text import reuse_line
 from gate.render.text import count
 from gate.verdict.sweeps import Cell, SweepMatrix, matrices
 from gate.verdict.types import ModelVerdict, Report
@@ -82,6 +83,8 @@ def _render_model(model: ModelVerdict) -> None:
         _failure_detail(model.error.where, model.error.trace)
     if model.message:
         console.print(f"  [yellow]{escape(model.message)}[/yellow]")
+    if model.reuse is not None:
+        console.print(f"  [dim]{escape(reuse_line(model.reuse))}[/dim]", soft_wrap=True)
     if model.promoted:
         console.print(f"  [dim]reference: {escape(promotion_text(model))}[/dim]")
     if model.below_float64:

@@ -1,10 +1,12 @@
-"""``check``: run the models here, judge them against their baselines, one report."""
+"""``check``: run the models here, judge them against their baselines, one report. What a model's
+content key vouches for comes from its baseline and the export cache (``reuse``) unless ``full``."""
 
 from __future__ import annotations
 
 from gate.commands.judging import judge, load_baselines
 from gate.commands.pipeline import Progress, Settings, run_model
 from gate.commands.prepare import Cache
+from gate.commands.reuse import Plan, ReusePolicy
 from gate.config import Config, ModelSpec, ProviderSpec
 from gate.core.runs import ModelRun, RunError
 from gate.errors import ModelError
@@ -12,16 +14,17 @@ from gate.verdict.types import Report
 
 
 def _run(config: Config, spec: ModelSpec, providers, progress: Progress, settings: Settings | None,
-         cache: Cache) -> ModelRun:
+         cache: Cache, reuse: Plan) -> ModelRun:
     try:
-        return run_model(config, spec, providers, progress, settings, cache)
+        return run_model(config, spec, providers, progress, settings, cache, reuse)
     except ModelError as exc:
         return ModelRun(spec.name, error=RunError.of(exc))
 
 
 def check(config: Config, models: tuple[ModelSpec, ...], providers: tuple[ProviderSpec, ...],
-          progress: Progress = lambda _: None, settings: Settings | None = None) -> Report:
+          progress: Progress = lambda _: None, settings: Settings | None = None, full: bool = False) -> Report:
     loaded = load_baselines(config, models)  # an unreadable baseline fails before any model runs
-    cache = Cache()
-    runs = [(spec, _run(config, spec, providers, progress, settings, cache)) for spec in models]
+    cache, policy = Cache(), ReusePolicy.for_check(full)
+    runs = [(spec, _run(config, spec, providers, progress, settings, cache, policy.plan(loaded[spec.name][1])))
+            for spec in models]
     return judge(config, runs, loaded, progress)

@@ -16,6 +16,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from gate.commands.prepare import Cache, Prepared, prepare
+from gate.commands.reuse import Plan
 from gate.config import Config, Isolation, ModelSpec, ProviderSpec
 from gate.core.env import threads as env_threads
 from gate.core.runs import ModelRun, ProviderRun
@@ -99,6 +100,14 @@ def run_provider(provider: ProviderSpec, subject: Subject, isolation: Isolation,
     return run_isolated(job, runner.target(), isolation.timeout_s, subject.detail)
 
 
+def _probed(provider: ProviderSpec, probe, isolated: bool):
+    if probe is None:
+        return None
+    from gate.runners.probed import probed_runner  # torch: already loaded where a probe ran
+
+    return probed_runner(provider, probe, isolated)
+
+
 def run_providers(prepared: Prepared, bundle: Bundle, providers: tuple[ProviderSpec, ...], config: Config,
                   progress: Progress, settings: Settings) -> None:
     """PyTorch providers, then ONNX Runtime EPs (the order the report lists them in)."""
@@ -112,19 +121,29 @@ def run_providers(prepared: Prepared, bundle: Bundle, providers: tuple[ProviderS
             continue
         progress(f"{prepared.run.name}: {provider.name}" + (f" {provider.precision}" if provider.kind.torch else ""))
         isolated = is_isolated(provider, config.isolation)
+        probed = _probed(provider, prepared.probe, isolated)
+        if probed is not None:  # the probe ran this very forward: judged from its capture
+            prepared.probe = None
+            prepared.run.providers.append(execute(probed, subject))
+            continue
         prepared.run.providers.append(run_provider(provider, subject, config.isolation, isolated, config.path))
 
 
 def run_model(config: Config, spec: ModelSpec, providers: tuple[ProviderSpec, ...], progress: Progress = _quiet,
-              settings: Settings | None = None, cache: Cache | None = None) -> ModelRun:
-    """Everything for one model (``cache``: what its cases share within one command)."""
+              settings: Settings | None = None, cache: Cache | None = None, reuse: Plan | None = None) -> ModelRun:
+    """Everything for one model (``cache``: what its cases share within one command; ``reuse``: what
+    its content key lets it take from the baseline and the export cache)."""
     settings = settings or Settings.from_env()
-    with torch_threads(settings.threads):
-        prepared = prepare(config, spec, progress, cache)
-        if prepared.run.error and not prepared.run.layers:
-            return prepared.run
-        with tempfile.TemporaryDirectory(prefix="parity-gate-") as tmp:
-            bundle = Bundle(Path(tmp))
-            bundle.write(prepared.run, prepared.model_file, prepared.inputs, prepared.outputs)
-            run_providers(prepared, bundle, providers, config, progress, settings)
-    return prepared.run
+    try:
+        with torch_threads(settings.threads):
+            prepared = prepare(config, spec, progress, cache, reuse)
+            if prepared.run.error and not prepared.run.layers:
+                return prepared.run
+            with tempfile.TemporaryDirectory(prefix="parity-gate-") as tmp:
+                bundle = Bundle(Path(tmp))
+                bundle.write(prepared.run, prepared.model_file, prepared.inputs, prepared.outputs)
+                run_providers(prepared, bundle, providers, config, progress, settings)
+        return prepared.run
+    finally:
+        if reuse is not None:
+            reuse.finish()

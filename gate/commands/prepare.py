@@ -1,6 +1,8 @@
 """Prepare one case of a model: build it (once per configured model), export it (once per
 export: cases that differ only in dynamic dimensions or input values share one graph), apply
 the transform, fingerprint the float64 reference, map its layers to the shipped graph's values.
+With a reuse plan (``gate.commands.reuse``), the reference and the graph come from the baseline
+and the export cache where the model's content key allows.
 
 A failure of the model becomes ``run.error`` with its status; a wrong config raises.
 """
@@ -9,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -22,6 +25,9 @@ from gate.core.versions import versions
 from gate.errors import ModelError
 from gate.model import inputs as inputs_mod
 
+if TYPE_CHECKING:
+    from gate.commands.reuse import Plan
+
 
 @dataclass
 class Prepared:
@@ -33,6 +39,7 @@ class Prepared:
     inputs: list[np.ndarray]
     outputs: list[np.ndarray] = field(default_factory=list)  # the reference's outputs (float64), in order
     exported: object | None = None  # gate.export.exporter.Exported: owns the folder model_file is in
+    probe: object | None = None  # gate.model.trace.Probe: the torch-cpu float32 capture, when it ran
 
 
 @dataclass
@@ -142,8 +149,10 @@ def _sites(records, exported, spec: ModelSpec) -> dict[str, OnnxSite]:
     return sites
 
 
-def prepare(config: Config, spec: ModelSpec, progress: Progress = lambda _: None, cache: Cache | None = None) -> Prepared:
-    """Build (once), export (once per export), fingerprint the float64 reference, map its layers."""
+def prepare(config: Config, spec: ModelSpec, progress: Progress = lambda _: None, cache: Cache | None = None,
+            reuse: Plan | None = None) -> Prepared:
+    """Build (once), export (once per export), fingerprint the float64 reference, map its layers;
+    with ``reuse``, what its content key allows comes from the baseline and the export cache."""
     from gate.runners.reference import compare_as_given, run_reference
 
     cache = (cache if cache is not None else Cache()).enter(spec)
@@ -153,7 +162,13 @@ def prepare(config: Config, spec: ModelSpec, progress: Progress = lambda _: None
         run.error = RunError(ErrorStatus.EMPTY, f"model `{spec.name}` has no modules, parameters or buffers: nothing to check")
         run.meta.weights_digest = built.weights_digest
         return Prepared(run, built, None, built.arrays)
-    exported = _export(config, built, cache, progress)
+    if reuse is not None:
+        reuse.start(config, built, run, progress)
+    if reuse is not None and reuse.entry is not None:
+        progress(f"{spec.name}: shipped graph from the export cache")
+        exported = reuse.exported()
+    else:
+        exported = _export(config, built, cache, progress)
     run.meta.weights_digest = built.weights_digest  # hashed while the export ran
     run.meta.tensor_digests = built.tensor_digests
     model_file = None
@@ -161,6 +176,9 @@ def prepare(config: Config, spec: ModelSpec, progress: Progress = lambda _: None
         run.error, exported = RunError.of(exported), None
     else:
         model_file = _record_export(run, spec, exported)
+    if reuse is not None and reuse.reference:
+        progress(f"{spec.name}: float64 reference from the baseline (content key unchanged)")
+        return reuse.prepared(run, built, exported, model_file, lambda records: _sites(records, exported, spec))
     progress(f"{spec.name}: float64 reference on torch-cpu")
     try:
         ref = run_reference(built, progress, spec.reference_promotion)
@@ -177,5 +195,9 @@ def prepare(config: Config, spec: ModelSpec, progress: Progress = lambda _: None
         progress(f"{spec.name}: the model as given (modules left in training mode)")
         run.meta.training = compare_as_given(built, ref, spec.reference_promotion)
     if exported is not None:
-        run.onnx_map = _sites(ref.records, exported, spec)
-    return Prepared(run, built, model_file, built.arrays, ref.outputs, exported)
+        run.onnx_map = dict(reuse.sites) if reuse is not None and reuse.entry is not None \
+            else _sites(ref.records, exported, spec)
+    prepared = Prepared(run, built, model_file, built.arrays, ref.outputs, exported, reuse.probe if reuse else None)
+    if reuse is not None:
+        reuse.store(prepared)
+    return prepared

@@ -1,6 +1,7 @@
 """``update-baseline``: run here (or read other runners' result files) and rewrite the baselines.
 
-Every model runs (or is read) before anything is written, so a model that fails to export or
+Every model runs the whole path (no reuse) and records its content key. Every model runs (or is
+read) before anything is written, so a model that fails to export or
 run leaves every baseline as it was. Each file is rewritten under its folder's lock after a
 fresh read, so a concurrent update of other providers is kept.
 """
@@ -14,6 +15,7 @@ from gate import fingerprint
 from gate.commands.common import display, location, result_paths
 from gate.commands.pipeline import Progress, Settings, run_model
 from gate.commands.prepare import Cache
+from gate.commands.reuse import ReusePolicy
 from gate.config import Config, ModelSpec, ProviderSpec
 from gate.core.layers import is_output
 from gate.core.runs import ModelRun
@@ -83,7 +85,8 @@ def update_baseline(config: Config, models: tuple[ModelSpec, ...], providers: tu
     for spec in models:
         location(config, spec)  # a bad name fails before any run
         try:
-            run = _ready(runs[spec.name] if sources else run_model(config, spec, providers, progress, settings, cache))
+            run = _ready(runs[spec.name] if sources else run_model(config, spec, providers, progress, settings, cache,
+                                                                   ReusePolicy.for_update().plan(None)))
         except ModelError as exc:
             if spec.sweep is None:
                 raise

@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+from gate.core.reuse import Reuse
 from gate.core.status import ErrorStatus, LayerStatus, RunStatus, SiteKind, SkipKind
 from gate.core.target import Target
 from gate.errors import ModelError
@@ -23,7 +24,7 @@ def error_against(fp: Fingerprint, ref: Fingerprint | None) -> float | None:
 
 
 OPTIONAL_META = ("promoted", "below_float64", "normalizations", "training", "dynamic_dims", "transform",
-                 "graph_precision", "output_tolerance", "tensor_digests", "inputs")
+                 "graph_precision", "output_tolerance", "tensor_digests", "inputs", "content_key")
 
 
 @dataclass
@@ -58,6 +59,7 @@ class Meta:
     output_tolerance: list[float] | None = None  # [rtol, atol]: allclose on the outputs gates
     tensor_digests: dict[str, str] | None = None  # per parameter and buffer: which tensors a weights change touched
     inputs: list[dict[str, Any]] | None = None  # per input: name, dtype, shape, digest (model.inputs.describe)
+    content_key: dict[str, Any] | None = None  # what the run computed, digested (gate.model.content_key)
 
     def to_dict(self) -> dict[str, Any]:
         out = {f.name: getattr(self, f.name) for f in fields(self)}
@@ -164,6 +166,7 @@ class ModelRun:
     providers: list[ProviderRun] = field(default_factory=list)
     error: RunError | None = None
     onnx_map: dict[str, OnnxSite] = field(default_factory=dict)
+    reuse: Reuse | None = None  # what ``check`` took from the baseline and the export cache, and why
 
     def provider(self, target: Target) -> ProviderRun | None:
         return next((p for p in self.providers if p.target == target), None)

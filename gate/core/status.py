@@ -144,3 +144,39 @@ class ComparisonStatus(Word):
     PASS = "pass"
     FAIL = "fail"
     UNMEASURED = "unmeasured"
+
+
+class KeyPart(Word):
+    """A part of a model's content key (docs/verdict.md#reuse): what it digests."""
+
+    CODE = "code"  # the ATen operation trace of one float32 forward
+    SOURCE = "source"  # the model's own source files (and the factory's, the inputs')
+    WEIGHTS = "weights"  # parameters and buffers
+    INPUTS = "inputs"
+    EXPORT = "export"  # exporter, opset, dynamic shapes, input names, a prebuilt artifact's bytes
+    TRANSFORM = "transform"  # the post-export transform and its source
+    REFERENCE = "reference"  # promotion, gradients, the fingerprint's parameters
+    VERSIONS = "versions"  # the packages each reused stage runs
+    GATE = "gate"  # parity-gate's own version and source
+
+
+class FullWhy(Word):
+    """Why the float64 reference ran instead of coming from the baseline."""
+
+    FORCED = "forced"  # --full / PARITY_GATE_FULL
+    UPDATE = "update"  # update-baseline always runs the whole path
+    NO_BASELINE = "no-baseline"
+    NO_KEY = "no-key"  # the baseline predates content keys, or was made from result files
+    KEY_CHANGED = "key-changed"
+    UNKEYABLE = "unkeyable"  # the forward failed or draws random numbers: no key can vouch for it
+    OUTPUTS = "outputs"  # output-tolerance gates on the float64 outputs, which are not cached
+
+
+class CacheState(Word):
+    """What the export cache did for a model."""
+
+    HIT = "hit"  # the shipped graph came from the cache: no export
+    MISS = "miss"  # no entry: exported, and stored
+    CORRUPT = "corrupt"  # an entry that failed its checks: exported, and replaced
+    BYPASSED = "bypassed"  # not read (--full, update-baseline); stored
+    OFF = "off"  # no cache directory (PARITY_GATE_CACHE_DIR=off)

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from gate.core.reuse import Reuse
 from gate.core.runs import RunError
 from gate.core.status import (
     AuditStatus,
@@ -258,6 +259,7 @@ class ModelVerdict:
     sweep: str | None = None  # the sweep this model is a case of
     comparisons: list[Comparison] = field(default_factory=list)  # the sweep's pairs and anchor
     update_command: str | None = None  # the command that re-creates this model's baseline
+    reuse: Reuse | None = None  # what the check took from the baseline and the export cache, and why
 
     @property
     def recreate(self) -> str:
@@ -274,6 +276,8 @@ class ModelVerdict:
             out["comparisons"] = [c.to_dict() for c in self.comparisons]
         if self.update_command:
             out["update_command"] = self.update_command
+        if self.reuse is not None:
+            out["reuse"] = self.reuse.to_dict()
         return out
 
     def _to_dict(self) -> dict[str, Any]:
@@ -308,7 +312,7 @@ class ModelVerdict:
                    audits=o.objs("audits", Audit.from_dict), mapping=o.free("mapping") or {},
                    versions=o.opt_obj("versions", _versions) or {}, sweep=o.opt_str("sweep"),
                    comparisons=o.objs("comparisons", Comparison.from_dict),
-                   update_command=o.opt_str("update_command"))
+                   update_command=o.opt_str("update_command"), reuse=o.opt_obj("reuse", Reuse.from_dict))
 
 
 def _versions(o: Obj) -> dict[str, dict[str, str]]:

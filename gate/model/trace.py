@@ -1,0 +1,162 @@
+"""The probe: one float32 forward of the model on CPU, every module call fingerprinted (what the
+``torch-cpu`` provider computes) and every ATen operation traced into a digest (the ``code`` part
+of the content key, ``gate.model.content_key``).
+
+The trace is a ``TorchDispatchMode``: it sees each operation that reaches PyTorch's dispatcher
+below autograd, and writes one line per operation: its name and overload; each tensor argument by
+where it came from (a parameter or persistent buffer by name, an input by position, an earlier
+operation's output by number, any other tensor, a non-persistent buffer included, by its bytes)
+with dtype, shape, strides and offset; every other argument by value (Python floats exactly); and
+the outputs' dtypes and shapes. Dataflow is in the trace: ``a + b`` and ``a + a`` differ. What a
+dispatch trace cannot see is in docs/verdict.md#what-the-key-cannot-see.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode, _disable_current_modes
+from torch.utils.weak import WeakIdKeyDictionary
+
+from gate.model.build import BuiltModel
+from gate.runners import torch_hooks
+
+# Namespaces whose kernels ship with torch: their versions are torch's. Others are custom ops.
+TORCH_NAMESPACES = frozenset({"aten", "prims", "prim", "quantized", "_quantized", "quantized_decomposed"})
+
+
+def _content(t: torch.Tensor) -> str:
+    """A short digest of a tensor's values (outside any mode: this is the trace's own work)."""
+    with _disable_current_modes(), torch.no_grad():
+        flat = t.detach().cpu().contiguous()
+        if flat.dtype == torch.bfloat16:
+            flat = flat.view(torch.int16)
+        try:
+            data = flat.numpy().tobytes()
+        except (TypeError, RuntimeError):  # dtypes NumPy lacks (float8, quantized): their text
+            data = repr(flat.tolist()).encode()
+    return hashlib.sha256(data).hexdigest()[:16]
+
+
+class OpTrace(TorchDispatchMode):
+    """Digests every dispatched operation (see the module's docstring)."""
+
+    def __init__(self, named: dict[torch.Tensor, str], hashed: dict[torch.Tensor, str]):
+        super().__init__()
+        self._tokens: WeakIdKeyDictionary = WeakIdKeyDictionary()
+        for t, name in named.items():
+            self._tokens[t] = name
+        self._hashed = WeakIdKeyDictionary()
+        for t, name in hashed.items():
+            self._hashed[t] = name
+        self._sha = hashlib.sha256(b"parity-gate op trace v1\n")
+        self.ops = 0
+        self._made = 0  # tensors the traced operations made: their numbers in the trace
+        self.random: list[str] = []  # operations that draw from a random generator
+        self.custom: set[str] = set()  # operations outside torch's own namespaces
+
+    @property
+    def digest(self) -> str:
+        return self._sha.hexdigest()
+
+    def _token(self, t: torch.Tensor) -> str:
+        token = self._tokens.get(t)
+        if token is None:
+            # Neither a parameter, an input, nor made by an earlier operation: known by its bytes.
+            name = self._hashed.get(t)
+            token = f"{name or 'c'}:{_content(t)}"
+            self._tokens[t] = token
+        return token
+
+    def _tensor(self, t: torch.Tensor) -> str:
+        meta = f"{t.dtype}{list(t.shape)}"
+        if t.layout == torch.strided:
+            meta += f"s{list(t.stride())}+{t.storage_offset()}"
+        return f"{self._token(t)}<{meta}@{t.device.type}>"
+
+    def _enc(self, x: Any) -> str:
+        if isinstance(x, torch.Tensor):
+            return self._tensor(x)
+        if isinstance(x, (list, tuple)):
+            return "[" + ",".join(self._enc(v) for v in x) + "]"
+        if isinstance(x, dict):
+            return "{" + ",".join(f"{k}={self._enc(v)}" for k, v in x.items()) + "}"
+        if isinstance(x, float):
+            return float.hex(x)  # exact: 0.1 and 0.1 + 1e-17 differ
+        if x is None or isinstance(x, (bool, int, str, torch.dtype, torch.device, torch.layout, torch.memory_format)):
+            return repr(x)
+        text = repr(x)
+        # An object whose repr is its address would make every key new: its type must do.
+        return type(x).__qualname__ if " at 0x" in text else f"{type(x).__qualname__}({text[:200]})"
+
+    def _outputs(self, out: Any) -> str:
+        tensors = [t for t in torch.utils._pytree.tree_leaves(out) if isinstance(t, torch.Tensor)]
+        for t in tensors:
+            if t not in self._tokens:  # an in-place operation returns a tensor it already named
+                self._made += 1
+                self._tokens[t] = f"#{self._made}"
+        return ",".join(f"{self._tokens[t]}<{t.dtype}{list(t.shape)}>" for t in tensors)
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        line = f"{func}({self._enc(list(args))};{self._enc(kwargs)})"
+        out = func(*args, **kwargs)
+        if torch.Tag.nondeterministic_seeded in getattr(func, "tags", ()):
+            self.random.append(str(func))
+        if getattr(func, "namespace", "aten") not in TORCH_NAMESPACES:
+            self.custom.add(str(func))
+        self._sha.update(f"{line}->{self._outputs(out)}\n".encode())
+        self.ops += 1
+        return out
+
+
+@dataclass
+class Probe:
+    """What the probe's forward gave: the ``torch-cpu`` float32 capture and the trace."""
+
+    records: list[torch_hooks.LayerOutput]
+    output: Any  # what the forward returned
+    trace: str  # the op trace's digest
+    ops: int
+    random: list[str] = field(default_factory=list)
+    custom: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+    @property
+    def fingerprints(self) -> dict:
+        return {r.name: r.fp for r in self.records}
+
+
+def _named(built: BuiltModel) -> tuple[dict, dict]:
+    """Tensors the trace names: parameters and persistent buffers (their values are the weights
+    digest's), the inputs (the inputs digest's); and non-persistent buffers, which no digest
+    holds, named and hashed by the trace where used."""
+    module = built.module
+    named: dict = {}
+    persistent = set(module.state_dict(keep_vars=True))
+    for name, p in module.named_parameters():
+        named.setdefault(p, f"p:{name}")
+    hashed: dict = {}
+    for name, b in module.named_buffers():
+        if name in persistent:
+            named.setdefault(b, f"b:{name}")
+        else:
+            hashed.setdefault(b, f"n:{name}")
+    for i, t in enumerate(built.inputs):
+        named.setdefault(t, f"in:{i}")
+    return named, hashed
+
+
+def probe(built: BuiltModel) -> Probe:
+    """The traced, fingerprinted float32 forward (raises what the model raises)."""
+    named, hashed = _named(built)
+    trace = OpTrace(named, hashed)
+    capture = torch_hooks.Capture(built.module)
+    start = time.perf_counter()
+    records = capture.run(built.inputs, trace)
+    return Probe(records, capture.output, trace.digest, trace.ops, trace.random[:20], sorted(trace.custom)[:50],
+                 time.perf_counter() - start)
