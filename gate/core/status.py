@@ -147,7 +147,7 @@ class ComparisonStatus(Word):
 
 
 class KeyPart(Word):
-    """A part of a model's content key (docs/verdict.md#reuse): what it digests."""
+    """A part of a model's content key (docs/verdict.md#reuse-an-unchanged-model-costs-less): what it digests."""
 
     CODE = "code"  # the ATen operation trace of one float32 forward
     SOURCE = "source"  # the model's own source files (and the factory's, the inputs')

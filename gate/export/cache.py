@@ -1,5 +1,5 @@
 """The export cache: shipped graphs by content key, in a local folder, so that a check of an
-unchanged model does not export it again (docs/verdict.md#reuse).
+unchanged model does not export it again (docs/verdict.md#reuse-an-unchanged-model-costs-less).
 
 ``<dir>/exports/<key>/`` holds ``model.onnx`` (and ``model.onnx.data`` past the external-data
 threshold), ``outputs.npz`` where the float64 reference's outputs were at hand, and

@@ -1,6 +1,6 @@
 """A model's content key: a digest of everything the float64 reference and the exported graph are
 functions of. Equal keys, equal numbers: ``check`` then takes the reference's fingerprints from
-the baseline and the graph from the export cache (``gate.commands.reuse``; docs/verdict.md#reuse).
+the baseline and the graph from the export cache (``gate.commands.reuse``; docs/verdict.md#reuse-an-unchanged-model-costs-less).
 
 The key is made of parts (``KeyPart``), each digested on its own so a changed key names what
 changed: ``code`` (the op trace of the probe's float32 forward, ``gate.model.trace``), ``source``
@@ -28,6 +28,7 @@ from typing import Any
 import gate
 from gate import fingerprint
 from gate.config import ModelSpec
+from gate.core.refs import resolve
 from gate.core.status import KeyPart
 from gate.core.versions import versions as gate_versions
 
@@ -201,6 +202,7 @@ def _settings(spec: ModelSpec, input_names: list[str], root: Path) -> tuple[dict
                                          sort_keys=True)
     packages: dict[str, str] = {}
     if spec.transform:
+        resolve(spec.transform, root, f"{spec.where}.transform")  # imported now: its file, and what it uses
         sources, packages = _closure({spec.transform.split(":")[0]}, root)
         s["transform.ref"] = spec.transform
         s["transform.source"] = _digest(sources)

@@ -75,7 +75,7 @@ EXTRA_META = [
     ("inputs", Array(Record([("name", NAME), ("dtype", Str(16)), ("shape", Array(Int(0, I64_MAX), "max_rank")),
                              ("digest", HEX16)]), "max_layers")),
     # What the run computed, digested: equal keys, equal float64 reference and exported graph
-    # (gate.model.content_key; docs/verdict.md#reuse). Per part a digest, and the plain values
+    # (gate.model.content_key; docs/verdict.md#reuse-an-unchanged-model-costs-less). Per part a digest, and the plain values
     # a changed part is told by.
     ("content_key", Record([
         ("key", DIGEST),

@@ -1,0 +1,46 @@
+"""A small model for the reuse tests, copied into each test's project. Its weights (and buffers) come
+from the .npz file ``REUSE_TEST_WEIGHTS`` names, so a test changes them without touching this file
+(in one process a module is imported once, from the first project that had it); environment
+variables switch code paths only the op trace sees."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch import nn
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 8, 3, padding=1)
+        self.act = nn.ReLU()
+        self.fc = nn.Linear(8, 4)
+        self.register_buffer("scale", torch.ones(8))
+        self.register_buffer("shift", torch.zeros(8), persistent=False)  # in no state dict
+
+    def forward(self, x):
+        h = self.act(self.conv(x)) * self.scale[:, None, None] + self.shift[:, None, None]
+        h = h.mean(dim=(2, 3))
+        if os.environ.get("REUSE_TEST_TANH"):  # a code path the source files do not show
+            h = torch.tanh(h)
+        if os.environ.get("REUSE_TEST_NOISE"):
+            h = h + 0.0 * torch.randn_like(h)
+        return self.fc(h.to(self.fc.weight.dtype))
+
+
+def net() -> nn.Module:
+    model = Net()
+    stored = Path(os.environ.get("REUSE_TEST_WEIGHTS", "-"))
+    if stored.is_file():
+        with np.load(stored) as npz, torch.no_grad():
+            for name, t in [*model.named_parameters(), *model.named_buffers()]:
+                if name in npz.files:
+                    t.copy_(torch.from_numpy(npz[name]))
+    if os.environ.get("REUSE_TEST_FLOAT64_HEAD"):  # the head in another precision
+        model.fc.double()
+    return model
+

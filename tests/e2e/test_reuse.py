@@ -1,0 +1,309 @@
+"""Content-addressed reuse (docs/verdict.md#reuse), with real exports, real ONNX Runtime sessions and
+real files. A check whose content key matches its baseline's takes the float64 reference from the
+baseline and the graph from the export cache, and still runs and judges every provider; a change
+that can move a number changes the key, the whole path runs and the report names the part."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from gate import commands
+from gate.commands.judging import load_one
+from gate.commands.pipeline import run_model
+from gate.commands.reuse import ReusePolicy
+from gate.config import load_config
+from gate.export.cache import MANIFEST, ExportCache, cache_dir
+from gate.formats.baseline import read_baseline, write_baseline
+from tests.conftest import run_cli
+
+HERE = Path(__file__).parent
+MODEL = '[[models]]\nname = "net"\nfactory = "reuse_models:net"\ninputs = [{ name = "x", shape = [2, 3, 8, 8] }]\n'
+FULL = "float64 reference on torch-cpu"
+EXPORTING = "exporting to ONNX"
+TRANSFORM = "def identity(proto):\n    return proto\n"
+
+
+def project(tmp: Path, extra: str = "") -> Path:
+    shutil.copy(HERE / "reuse_models.py", tmp / "reuse_models.py")
+    (tmp / "reuse_transforms.py").write_text(TRANSFORM)
+    path = tmp / "parity-gate.toml"
+    path.write_text(f'baseline-dir = "b"\nproviders = ["torch-cpu", "CPUExecutionProvider"]\n\n{MODEL}{extra}')
+    return path
+
+
+def update(path: Path) -> list[str]:
+    said: list[str] = []
+    cfg = load_config(path)
+    commands.update_baseline(cfg, cfg.models, cfg.providers, said.append)
+    return said
+
+
+def check(path: Path, **kw) -> tuple[dict, list[str]]:
+    said: list[str] = []
+    cfg = load_config(path)
+    return commands.check(cfg, cfg.models, cfg.providers, said.append, **kw).to_dict(), said
+
+
+def reuse_of(report: dict) -> dict:
+    return report["models"][0]["reuse"]
+
+
+def runtimes(report: dict) -> dict[str, dict]:
+    return {p["name"]: p for p in report["models"][0]["providers"] if p["role"] == "runtime"}
+
+
+def weights(tmp: Path, monkeypatch, **changed: float) -> None:
+    """The model's tensors as the gate builds them (under the model's seed, 0), ``name`` scaled by its
+    factor (``shift`` set to it)."""
+    from reuse_models import net
+
+    torch.manual_seed(0)
+    model = net()
+    state = {n: t.detach().numpy().copy() for n, t in [*model.named_parameters(), *model.named_buffers()]}
+    for name, factor in changed.items():
+        state[name] = state[name] * factor if name != "shift" else np.full_like(state[name], factor)
+    np.savez(tmp / "weights.npz", **state)
+    monkeypatch.setenv("REUSE_TEST_WEIGHTS", str(tmp / "weights.npz"))
+
+
+@pytest.fixture
+def made(tmp_path, monkeypatch) -> Path:
+    """A project with its baseline (and the export cache entry update-baseline stores)."""
+    monkeypatch.delenv("REUSE_TEST_WEIGHTS", raising=False)
+    path = project(tmp_path)
+    update(path)
+    return path
+
+
+def entry_folder(report: dict) -> Path:
+    return cache_dir() / "exports" / reuse_of(report)["key"]
+
+
+# the key matches -------------------------------------------------------------------------
+
+
+def test_an_unchanged_model_reuses_the_reference_and_the_cached_graph(made):
+    report, said = check(made)
+    assert report["verdict"] == "pass", report["first_regression"]
+    reuse = reuse_of(report)
+    assert (reuse["reference"], reuse["cache"], reuse["why"], reuse["changed"]) == (True, "hit", None, [])
+    assert not any(FULL in s or EXPORTING in s for s in said), said
+    # Every provider ran and was judged: torch-cpu from the probe's forward, ONNX Runtime on the cached graph.
+    ran = runtimes(report)
+    assert ran["torch-cpu"]["checked"] > 0 and ran["CPUExecutionProvider"]["checked"] > 0
+    # update-baseline stored the float64 outputs with the graph: the exact output metrics are measured.
+    assert reuse["outputs"] and any(r.get("exact") for r in ran["CPUExecutionProvider"]["layers"])
+
+
+def test_a_cold_cache_exports_but_still_reuses_the_reference(made, tmp_path, monkeypatch):
+    monkeypatch.setenv("PARITY_GATE_CACHE_DIR", str(tmp_path / "cold"))
+    report, said = check(made)
+    reuse = reuse_of(report)
+    assert report["verdict"] == "pass" and (reuse["reference"], reuse["cache"]) == (True, "miss")
+    assert any(EXPORTING in s for s in said) and not any(FULL in s for s in said)
+    assert reuse["outputs"] is False  # no float64 run: no float64 outputs to measure against
+    again, said = check(made)
+    assert reuse_of(again)["cache"] == "hit" and not any(EXPORTING in s for s in said)
+
+
+def test_the_key_holds_across_processes_and_the_console_says_what_was_reused(made):
+    result = run_cli("check", "--json", "r.json", cwd=made.parent)
+    assert result.returncode == 0, result.stderr
+    reuse = reuse_of(json.loads((made.parent / "r.json").read_text()))
+    assert reuse["reference"] and reuse["cache"] == "hit"
+    assert "reused: float64 reference from the baseline" in result.stdout
+
+
+def test_a_runtime_fault_is_caught_with_everything_reused(made):
+    """The providers still run: a cached graph whose numbers moved (its manifest rewritten to match,
+    as an ONNX Runtime or EP change would move them) fails on that runtime, at that layer."""
+    import onnx
+    from onnx import numpy_helper
+
+    first, _ = check(made)
+    folder = entry_folder(first)
+    proto = onnx.load(str(folder / "model.onnx"))
+    init = next(t for t in proto.graph.initializer if t.name == "fc.weight")
+    init.CopyFrom(numpy_helper.from_array(numpy_helper.to_array(init) * np.float32(1.01), init.name))
+    onnx.save(proto, str(folder / "model.onnx"))
+    manifest = json.loads((folder / MANIFEST).read_text())
+    import hashlib
+
+    data = (folder / "model.onnx").read_bytes()
+    manifest["files"]["model.onnx"] = {"size": len(data), "sha256": hashlib.sha256(data).hexdigest()}
+    (folder / MANIFEST).write_text(json.dumps(manifest))
+    report, _ = check(made)
+    assert reuse_of(report)["reference"] and reuse_of(report)["cache"] == "hit"
+    assert report["verdict"] == "regressed"
+    assert (report["first_regression"]["provider"], report["first_regression"]["layer"]) == ("CPUExecutionProvider", "fc")
+    assert runtimes(report)["torch-cpu"]["status"] == "pass"
+
+
+@pytest.mark.parametrize("damage", ["flip a byte", "truncate", "remove the graph", "garbage manifest"])
+def test_a_damaged_cache_entry_is_a_miss_never_a_wrong_graph(made, damage):
+    first, _ = check(made)
+    folder = entry_folder(first)
+    graph = folder / "model.onnx"
+    if damage == "flip a byte":
+        data = bytearray(graph.read_bytes())
+        data[len(data) // 2] ^= 0xFF
+        graph.write_bytes(bytes(data))
+    elif damage == "truncate":
+        graph.write_bytes(graph.read_bytes()[:100])
+    elif damage == "remove the graph":
+        graph.unlink()
+    else:
+        (folder / MANIFEST).write_text("{not json")
+    report, said = check(made)
+    reuse = reuse_of(report)
+    assert report["verdict"] == "pass", report["first_regression"]
+    assert (reuse["reference"], reuse["cache"]) == (True, "corrupt") and reuse["cache_note"]
+    assert any(EXPORTING in s for s in said)
+    assert ExportCache(cache_dir()).lookup(reuse["key"]).state == "hit"  # replaced by a whole entry
+
+
+# the whole path, and why --------------------------------------------------------------------
+
+
+def test_full_runs_the_whole_path_from_the_flag_and_the_environment(made, monkeypatch):
+    result = run_cli("check", "--full", "--json", "r.json", cwd=made.parent)
+    assert result.returncode == 0, result.stderr
+    reuse = reuse_of(json.loads((made.parent / "r.json").read_text()))
+    assert (reuse["reference"], reuse["why"], reuse["cache"], reuse["changed"]) == (False, "forced", "bypassed", [])
+    monkeypatch.setenv("PARITY_GATE_FULL", "1")
+    report, said = check(made)
+    assert reuse_of(report)["why"] == "forced" and any(FULL in s for s in said) and any(EXPORTING in s for s in said)
+
+
+def test_update_baseline_always_runs_the_whole_path(made):
+    said = update(made)
+    assert any(FULL in s for s in said) and any(EXPORTING in s for s in said)
+
+
+def test_a_baseline_without_a_key_runs_the_whole_path(made):
+    path = made.parent / "b" / "net.msgpack.zst"
+    baseline = read_baseline(path)
+    baseline.meta.content_key = None
+    write_baseline(path, baseline)
+    report, said = check(made)
+    assert reuse_of(report)["why"] == "no-key" and any(FULL in s for s in said)
+    assert report["verdict"] == "pass"
+
+
+def test_a_forward_that_draws_random_numbers_is_never_reused(tmp_path, monkeypatch):
+    monkeypatch.setenv("REUSE_TEST_NOISE", "1")
+    path = project(tmp_path)
+    update(path)
+    report, _ = check(path)
+    reuse = reuse_of(report)
+    assert (reuse["reference"], reuse["why"]) == (False, "unkeyable")
+    assert "random" in " ".join(reuse["details"])
+
+
+def _tamper(made: Path, part: str, **versions: str) -> None:
+    """The baseline as if recorded elsewhere: another digest for ``part``, other ``versions``."""
+    path = made.parent / "b" / "net.msgpack.zst"
+    baseline = read_baseline(path)
+    key = dict(baseline.meta.content_key)
+    key["parts"] = {**key["parts"], part: "0" * 16}
+    key["versions"] = {**key["versions"], **versions}
+    key["key"] = "0" * 64
+    baseline.meta.content_key = key
+    write_baseline(path, baseline)
+
+
+@pytest.mark.parametrize(("change", "parts", "detail", "verdict"), [
+    ("code", ["code"], "operations of the float32 forward changed", "regressed"),
+    ("weight", ["weights"], "`fc.weight`", "regressed"),
+    ("buffer", ["weights"], "`scale`", "regressed"),
+    ("non-persistent buffer", ["code"], "operations", "regressed"),
+    ("precision", ["code", "weights"], "", "pass"),  # the float64 reference computes as before
+    ("opset", ["export"], "opset default -> 17", "pass"),
+    ("transform", ["transform", "versions"], "ref none -> reuse_transforms:identity", "pass"),  # + onnxruntime
+    ("version", ["versions"], "torch 0.0.1 ->", "pass"),
+    ("gate", ["gate"], "parity-gate's own source changed", "pass"),
+])
+def test_each_change_that_can_move_a_number_runs_the_whole_path_and_says_which(made, monkeypatch, change, parts,
+                                                                              detail, verdict):
+    config = made.read_text()
+    if change == "code":
+        monkeypatch.setenv("REUSE_TEST_TANH", "1")
+    elif change == "weight":
+        weights(made.parent, monkeypatch, **{"fc.weight": 1 + 1e-3})
+    elif change == "buffer":
+        weights(made.parent, monkeypatch, scale=1 + 1e-3)
+    elif change == "non-persistent buffer":
+        weights(made.parent, monkeypatch, shift=1e-3)
+    elif change == "precision":
+        monkeypatch.setenv("REUSE_TEST_FLOAT64_HEAD", "1")
+    elif change == "opset":
+        made.write_text(config + "opset = 17\n")
+    elif change == "transform":
+        made.write_text(config + 'transform = "reuse_transforms:identity"\n')
+    elif change == "version":
+        _tamper(made, "versions", torch="0.0.1")
+    else:
+        _tamper(made, "gate")
+    report, said = check(made)
+    reuse = reuse_of(report)
+    assert (reuse["reference"], reuse["why"], reuse["changed"]) == (False, "key-changed", parts), reuse
+    assert detail in " ".join(reuse["details"]), reuse["details"]
+    assert any(FULL in s for s in said)
+    assert report["verdict"] == verdict, report["first_regression"]
+
+
+def test_other_inputs_change_the_key(made):
+    made.write_text(made.read_text().replace('shape = [2, 3, 8, 8] }', 'shape = [2, 3, 8, 8], low = 0.0, high = 1.0 }'))
+    cfg = load_config(made)
+    spec = cfg.models[0]
+    _, baseline = load_one(cfg, spec)
+    run = run_model(cfg, spec, cfg.providers, reuse=ReusePolicy.for_check().plan(baseline))
+    assert (run.reuse.reference, run.reuse.why, run.reuse.changed) == (False, "key-changed", ["inputs"])
+    assert "other values" in run.reuse.details[0]
+
+
+@pytest.mark.parametrize("edit", ["model", "transform"])
+def test_an_edited_source_file_changes_the_key(tmp_path, edit):
+    """In a fresh process each (a module is imported once per process): the edited file is what runs."""
+    path = project(tmp_path, 'transform = "reuse_transforms:identity"\n')
+    assert run_cli("update-baseline", cwd=tmp_path).returncode == 0
+    edited = tmp_path / ("reuse_models.py" if edit == "model" else "reuse_transforms.py")
+    edited.write_text(edited.read_text() + "\n# a comment: no number moves, but the file is not the one recorded\n")
+    result = run_cli("check", "--json", "r.json", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    reuse = reuse_of(json.loads((tmp_path / "r.json").read_text()))
+    assert reuse["why"] == "key-changed"
+    if edit == "model":
+        assert reuse["changed"] == ["source"] and "`reuse_models`" in reuse["details"][0]
+    else:
+        assert reuse["changed"] == ["transform"] and "source" in reuse["details"][0]
+    assert path.exists()
+
+
+def test_output_tolerance_runs_the_reference_until_the_cache_holds_its_outputs(tmp_path, monkeypatch):
+    path = project(tmp_path, "output-tolerance = { rtol = 1e-3, atol = 1e-4 }\n")
+    update(path)
+    monkeypatch.setenv("PARITY_GATE_CACHE_DIR", str(tmp_path / "cold"))
+    report, said = check(path)
+    assert (reuse_of(report)["reference"], reuse_of(report)["why"]) == (False, "outputs") and any(FULL in s for s in said)
+    again, said = check(path)
+    assert reuse_of(again)["reference"] and reuse_of(again)["outputs"] and not any(FULL in s for s in said)
+
+
+def test_the_trace_names_custom_operations_it_sees_by_name_only():
+    from gate.model.trace import OpTrace
+
+    @torch.library.custom_op("reusetest::twice", mutates_args=())
+    def twice(x: torch.Tensor) -> torch.Tensor:
+        return x * 2
+
+    trace = OpTrace({}, {})
+    with trace:
+        twice(torch.ones(3))
+    assert trace.custom == {"reusetest.twice.default"}
