@@ -30,9 +30,12 @@ def run_cli(*args: str, cwd: Path, env: dict | None = None, timeout: int = 600) 
                           capture_output=True, text=True, timeout=timeout)
 
 
-@pytest.fixture(autouse=True)
-def _export_cache(tmp_path_factory, monkeypatch):
-    """Each test its own empty export cache (never the user's ~/.cache): a check reuses only what
-    the test itself stored, and subprocesses inherit it through the environment."""
-    monkeypatch.setenv("PARITY_GATE_CACHE_DIR", str(tmp_path_factory.mktemp("export-cache")))
-    monkeypatch.delenv("PARITY_GATE_FULL", raising=False)
+@pytest.fixture(autouse=True, scope="session")
+def _export_cache(tmp_path_factory):
+    """The session's own export cache, never the user's ~/.cache (set before any fixture runs a
+    check; subprocesses inherit it). Entries are content-addressed: tests that need a cold cache
+    point PARITY_GATE_CACHE_DIR at an empty folder of their own."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("PARITY_GATE_CACHE_DIR", str(tmp_path_factory.mktemp("export-cache")))
+        mp.delenv("PARITY_GATE_FULL", raising=False)
+        yield

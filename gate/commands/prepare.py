@@ -174,6 +174,8 @@ def prepare(config: Config, spec: ModelSpec, progress: Progress = lambda _: None
     model_file = None
     if isinstance(exported, ModelError):
         run.error, exported = RunError.of(exported), None
+    elif reuse is not None and reuse.entry is not None:
+        model_file = reuse.record(run, spec.transform)
     else:
         model_file = _record_export(run, spec, exported)
     if reuse is not None and reuse.reference:

@@ -17,6 +17,7 @@ reference and the exported graph are functions of. Then:
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -37,6 +38,7 @@ if TYPE_CHECKING:
     from gate.formats.baseline import Baseline
 
 FULL_ENV = "PARITY_GATE_FULL"
+HEX64 = re.compile(r"[0-9a-f]{64}\Z")
 
 
 def _flag(name: str) -> bool:
@@ -164,14 +166,22 @@ class Plan:
         return found
 
     def exported(self):
-        """The cached graph as an ``Exported`` (no calls: its layer map comes with it)."""
+        """The cached graph as an ``Exported``: its file, and what the export recorded (``record``);
+        no calls and no graph in memory, since its layer map comes with it."""
         from gate.export.exporter import Exported
-        from gate.export.saved import load_graph
 
         e = self.entry.payload
         digest = e["graph_digest"]
-        return Exported(load_graph(self.entry.model), e["exporter"], e.get("fallback"), e["opset"], {}, {}, set(),
-                        path=self.entry.model, digest=Background(lambda: digest))
+        return Exported(None, e["exporter"], e.get("fallback"), e["opset"], {}, {}, set(), path=self.entry.model,
+                        digest=Background(lambda: digest))
+
+    def record(self, run: ModelRun, transform: str | None):
+        """What ``prepare`` records of an export, from the cache entry; the graph's path."""
+        e, meta = self.entry.payload, run.meta
+        meta.exporter, meta.export_fallback, meta.opset = e["exporter"], e.get("fallback"), e["opset"]
+        meta.op_types, meta.dynamic_dims = list(e["op_types"]), e.get("dynamic_dims") or None
+        meta.transform, meta.graph_precision = transform, e.get("graph_precision")
+        return self.entry.model
 
     def prepared(self, run: ModelRun, built, exported, model_file, sites: Callable[[list], dict]) -> Prepared:
         """The case with the reference's layers from the baseline, and the layer map from the cache
@@ -199,8 +209,10 @@ class Plan:
         if cache is None or self.key is None or exported is None or self.entry is not None or prepared.run.error:
             return
         run = prepared.run
-        payload = {"model": run.name, "exporter": run.meta.exporter, "fallback": run.meta.export_fallback,
-                   "opset": run.meta.opset, "graph_digest": run.meta.graph_digest,
+        meta = run.meta
+        payload = {"model": run.name, "exporter": meta.exporter, "fallback": meta.export_fallback, "opset": meta.opset,
+                   "graph_digest": meta.graph_digest, "op_types": meta.op_types, "dynamic_dims": meta.dynamic_dims,
+                   "graph_precision": meta.graph_precision,
                    "onnx_map": {k: {"kind": str(s.kind), "value": s.value, "output": s.output, "reason": s.reason}
                                 for k, s in run.onnx_map.items()}}
         outputs = list(prepared.outputs) if not self.reference else None
@@ -221,36 +233,23 @@ class Plan:
 
 
 def _sites(payload: dict) -> dict[str, OnnxSite]:
-    """The layer map an entry's writer stored, checked field by field."""
+    """The layer map an entry's writer stored, every field of the payload checked first."""
     o = Obj(payload, "export cache entry")
-    for key in ("exporter", "graph_digest"):
-        o.str(key)
-    o.opt_str("fallback")
+    o.str("exporter")
+    if not HEX64.match(o.str("graph_digest")):
+        o.fail("graph_digest", "is not a sha256")
+    for key in ("fallback", "graph_precision"):
+        o.opt_str(key)
     if o.int("opset") is None:
         o.fail("opset", "expected an integer")
-    raw = o.free("onnx_map") or {}
+    if not isinstance(payload.get("op_types"), list):
+        o.fail("op_types", "expected an array")
+    o.strs("op_types")
+    for name, dims in (o.free("dynamic_dims") or {}).items():
+        if not isinstance(dims, dict) or not all(isinstance(v, str) for v in dims.values()):
+            o.fail("dynamic_dims", f"{name[:60]!r}: expected an object of names")
     sites = {}
-    for name, site in raw.items():
+    for name, site in (o.free("onnx_map") or {}).items():
         s = Obj(site, "export cache entry", f"onnx_map.{name[:60]}")
         sites[name] = OnnxSite(s.word("kind", SiteKind), s.opt_str("value"), s.int("output"), s.opt_str("reason"))
     return sites
-
-
-def recorded_keys(config: Config, models) -> str:
-    """A digest of the content keys the selected models' baselines record ("none" for a model without
-    one): what a CI cache of the export folder is keyed on. A model's reuse needs its baseline's key,
-    so the entries a check can use are those of exactly these keys. Reads only the baselines."""
-    import hashlib
-
-    from gate.commands.common import location
-    from gate.formats.baseline import store
-
-    h = hashlib.sha256(b"parity-gate recorded content keys v1\n")
-    for spec in models:
-        try:
-            baseline = store.read(location(config, spec))
-        except (FileNotFoundError, FormatError):
-            baseline = None
-        raw = baseline.meta.content_key if baseline is not None else None
-        h.update(f"{spec.name}={raw['key'] if raw else 'none'}\n".encode())
-    return h.hexdigest()[:32]

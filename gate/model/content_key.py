@@ -75,18 +75,42 @@ class ContentKey:
 
 @functools.lru_cache(maxsize=1)
 def _distributions() -> dict[str, list[str]]:
-    return metadata.packages_distributions()
+    return metadata.packages_distributions()  # scans every installed package: the last resort
 
 
-def _dist_version(module: str) -> tuple[str, str] | None:
-    """(distribution, version) of the installed package a module comes from; None for the repository's
-    own modules and the standard library."""
-    for dist in _distributions().get(module.split(".")[0], []):
+def _named(top: str) -> tuple[str, str] | None:
+    """The distribution named like the top-level module that ships it (torchvision, transformers):
+    found without scanning every installed package."""
+    for name in dict.fromkeys((top, top.replace("_", "-"))):
+        try:
+            dist = metadata.distribution(name)
+        except metadata.PackageNotFoundError:
+            continue
+        tops = (dist.read_text("top_level.txt") or "").split()
+        if top in tops or any(f.parts and f.parts[0] in (top, f"{top}.py") for f in dist.files or ()):
+            return dist.metadata["Name"], dist.version
+    return None
+
+
+@functools.cache
+def _dist_of(top: str) -> tuple[str, str] | None:
+    if top in sys.stdlib_module_names:
+        return None
+    found = _named(top)
+    if found is not None:
+        return found
+    for dist in _distributions().get(top, []):
         try:
             return dist, metadata.version(dist)
         except metadata.PackageNotFoundError:
             continue
     return None
+
+
+def _dist_version(module: str) -> tuple[str, str] | None:
+    """(distribution, version) of the installed package a module comes from; None for the repository's
+    own modules and the standard library."""
+    return _dist_of(module.split(".")[0])
 
 
 _STDLIB = tuple(str(Path(p).resolve()) for p in {sysconfig.get_paths()["stdlib"], sysconfig.get_paths()["platstdlib"]})
