@@ -164,7 +164,8 @@ def prepare(config: Config, spec: ModelSpec, progress: Progress = lambda _: None
         return Prepared(run, built, None, built.arrays)
     if reuse is not None:
         reuse.start(config, built, run, progress)
-    if reuse is not None and reuse.entry is not None:
+    cached = reuse is not None and reuse.entry is not None  # the shipped graph is in the export cache
+    if cached:
         progress(f"{spec.name}: shipped graph from the export cache")
         exported = reuse.exported()
     else:
@@ -174,7 +175,7 @@ def prepare(config: Config, spec: ModelSpec, progress: Progress = lambda _: None
     model_file = None
     if isinstance(exported, ModelError):
         run.error, exported = RunError.of(exported), None
-    elif reuse is not None and reuse.entry is not None:
+    elif cached:
         model_file = reuse.record(run, spec.transform)
     else:
         model_file = _record_export(run, spec, exported)
@@ -197,8 +198,7 @@ def prepare(config: Config, spec: ModelSpec, progress: Progress = lambda _: None
         progress(f"{spec.name}: the model as given (modules left in training mode)")
         run.meta.training = compare_as_given(built, ref, spec.reference_promotion)
     if exported is not None:
-        run.onnx_map = dict(reuse.sites) if reuse is not None and reuse.entry is not None \
-            else _sites(ref.records, exported, spec)
+        run.onnx_map = dict(reuse.sites) if cached else _sites(ref.records, exported, spec)
     prepared = Prepared(run, built, model_file, built.arrays, ref.outputs, exported, reuse.probe if reuse else None)
     if reuse is not None:
         reuse.store(prepared)

@@ -161,7 +161,7 @@ class Plan:
         try:
             self.sites = _sites(found.entry.payload)
         except (FormatError, Corrupt) as exc:
-            self.policy.cache._discard(found.entry.folder)
+            self.policy.cache.discard(found.entry.folder)
             return Lookup(CacheState.CORRUPT, note=f"entry {key[:12]}: {exc}")
         return found
 

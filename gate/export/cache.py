@@ -116,7 +116,7 @@ class ExportCache:
         try:
             entry = self._checked(folder, key)
         except (Corrupt, OSError) as exc:
-            self._discard(folder)
+            self.discard(folder)
             return Lookup(CacheState.CORRUPT, note=f"entry {key[:12]}: {exc}")
         with contextlib.suppress(OSError):
             os.utime(folder / MANIFEST)  # recently used: the last to be pruned
@@ -172,7 +172,7 @@ class ExportCache:
             manifest = {"format": FORMAT, "version": VERSION, "key": key, "files": files, "payload": payload}
             (tmp / MANIFEST).write_text(json.dumps(manifest, sort_keys=True))
             if final.exists():
-                self._discard(final)
+                self.discard(final)
             os.rename(tmp, final)
         except OSError:
             shutil.rmtree(tmp, ignore_errors=True)
@@ -180,7 +180,7 @@ class ExportCache:
         self.prune(keep=key)
         return True
 
-    def _discard(self, folder: Path) -> None:
+    def discard(self, folder: Path) -> None:
         """Remove an entry: renamed aside first, so no reader sees it half deleted."""
         aside = folder.with_name(f".trash-{folder.name[:12]}-{os.getpid()}-{time.monotonic_ns()}")
         try:
@@ -210,7 +210,7 @@ class ExportCache:
             if total <= limit:
                 break
             if child.name != keep:
-                self._discard(child)
+                self.discard(child)
                 total -= size
                 removed.append(child.name)
         return removed
