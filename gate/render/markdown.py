@@ -17,7 +17,7 @@ from gate.render.layers_md import layer_table
 from gate.render.next_steps import next_steps
 from gate.render.notices import MAX_LIST, baseline_block, notices, reason
 from gate.render.outputs_md import outputs_table
-from gate.render.reuse_text import reuse_line
+from gate.render.reuse_text import reuse_line, reuse_tally
 from gate.render.sweeps_md import sweep_section
 from gate.render.text import MESSAGE_CAP, clip, code, link, num, plain, times
 from gate.verdict.sweeps import matrices
@@ -151,7 +151,7 @@ class _Doc:
         s = self.r.summary
         providers = s.providers or sorted({p.name for m in self.models for p in m.providers})
         scope = (f"{s.models} model{'s' * (s.models != 1)}, {s.layers:,} layers, {len(providers)} "
-                 f"provider{'s' * (len(providers) != 1)}")
+                 f"provider{'s' * (len(providers) != 1)}{reuse_tally(self.models)}")
         fr = self.r.first_regression
         errors = [m for m in self.models if m.status == ModelStatus.ERROR]
         if fr:

@@ -43,3 +43,14 @@ def reuse_line(r: Reuse) -> str:
     if r.unseen:
         line += f"; the key sees {', '.join(r.unseen[:3])} by name only (--full checks them)"
     return line
+
+
+def reuse_tally(models) -> str:
+    """"; float64 reference reused for 3 of 4 models (content key unchanged)", or nothing when no model
+    says (a report from result files, or an older writer's)."""
+    said = [m.reuse for m in models if m.reuse is not None]
+    if not said:
+        return ""
+    reused = sum(r.reference for r in said)
+    return (f"; float64 reference reused for {reused} of {len(said)} model{'s' * (len(said) != 1)} "
+            "(content key unchanged)")

@@ -112,12 +112,15 @@ def test_a_cold_cache_exports_but_still_reuses_the_reference(made, tmp_path, mon
     assert reuse_of(again)["cache"] == "hit" and not any(EXPORTING in s for s in said)
 
 
-def test_the_key_holds_across_processes_and_the_console_says_what_was_reused(made):
-    result = run_cli("check", "--json", "r.json", cwd=made.parent)
+def test_the_key_holds_across_processes_and_the_console_and_comment_say_what_was_reused(made):
+    result = run_cli("check", "--json", "r.json", "--markdown", "r.md", cwd=made.parent)
     assert result.returncode == 0, result.stderr
     reuse = reuse_of(json.loads((made.parent / "r.json").read_text()))
     assert reuse["reference"] and reuse["cache"] == "hit"
-    assert "reused: float64 reference from the baseline" in result.stdout
+    line = f"reused: float64 reference from the baseline (content key {reuse['key'][:12]} unchanged); shipped graph"
+    assert line in result.stdout
+    comment = (made.parent / "r.md").read_text()
+    assert f"♻️ {line}" in comment and "float64 reference reused for 1 of 1 model (content key unchanged)" in comment
 
 
 def test_a_runtime_fault_is_caught_with_everything_reused(made):
