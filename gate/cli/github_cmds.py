@@ -75,8 +75,8 @@ def comment(
     else:
         typer.echo(f"parity-gate: PR comment {c.action}{': ' + c.url if c.url else ''}")
     if out.approval is not None and out.approval.blocks:
-        typer.echo(f"BLOCKED | this pull request changes baselines; approve it with the label {approval_label} or "
-                   f"a review ({out.approval.how})")
+        typer.echo(f"BLOCKED | this pull request changes baselines; someone with write access approves this commit "
+                   f"in a review, or adds the label {approval_label} after its last push ({out.approval.how})")
     typer.echo(f"{'PASSED' if out.verdict == 'pass' else 'FAILED'} | {headline_text(data)}")
     raise typer.Exit(out.exit_code)
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gate.core.status import ModelStatus, Verdict
+from gate.core.status import ApprovalState, ModelStatus, Verdict
 from gate.errors import FormatError
 from gate.github.actions import (
     MAX_ANNOTATIONS,
@@ -29,6 +29,7 @@ from gate.github.approval import DEFAULT_LABEL, Approval, approval_line, check_a
 from gate.github.client import GitHubClient, GitHubError, RateLimited
 from gate.github.comment import CommentResult, CommentTarget, digest_line, marker, own_login, upsert_comment
 from gate.github.event import NoPullRequest, PullRequest, load_event, resolve_pull_request
+from gate.github.pull import Pull, fetch_pull
 from gate.github.stamp import RunStamp, stamp_for
 from gate.render import COMMENT_LIMIT, SUMMARY_LIMIT, Links, headline_text, render_markdown
 from gate.render.notices import changed_models
@@ -74,11 +75,18 @@ class _Context:
     stamp: RunStamp | None
     event_error: str = ""
     _pr: PullRequest | NoPullRequest | None = None
+    _pull: Pull | NoPullRequest | None = None
 
     def pull_request(self) -> PullRequest | NoPullRequest:
         if self._pr is None:
             self._pr = _resolve(self)
         return self._pr
+
+    def pull(self) -> Pull | NoPullRequest:
+        """The pull request as the API tells it now (author, head, labels, changed files)."""
+        if self._pull is None:
+            self._pull = _fetch(self)
+        return self._pull
 
 
 def publish(
@@ -134,6 +142,18 @@ def _resolve(ctx: _Context) -> PullRequest | NoPullRequest:
         return NoPullRequest(_explain(e))
 
 
+def _fetch(ctx: _Context) -> Pull | NoPullRequest:
+    pr = ctx.pull_request()
+    if isinstance(pr, NoPullRequest):
+        return pr
+    if ctx.client is None:
+        return NoPullRequest("no token to read the pull request (set the github-token input or GITHUB_TOKEN)")
+    try:
+        return fetch_pull(ctx.client, pr.repository, pr.number)
+    except GitHubError as e:
+        return NoPullRequest(f"could not read pull request #{pr.number} ({e.status or 'no response'} {e.message})")
+
+
 def _links(ctx: _Context) -> Links:
     """Links to the run that computed the report (in the fork-safe flow: the pull_request run)."""
     stamp, env = ctx.stamp, ctx.env
@@ -148,11 +168,10 @@ def _links(ctx: _Context) -> Links:
 def _approval(report: Report, ctx: _Context) -> Approval | None:
     if not report.baseline_changes or ctx.settings.baseline_changes != "require-approval":
         return None
-    pr = ctx.pull_request()
-    if isinstance(pr, NoPullRequest):
-        return Approval("unknown", pr.reason)
-    return check_approval(ctx.client, pr.repository, pr.number, ctx.stamp.sha if ctx.stamp else "",
-                          ctx.settings.approval_label)
+    pull = ctx.pull()
+    if isinstance(pull, NoPullRequest):
+        return Approval(ApprovalState.UNKNOWN, pull.reason)
+    return check_approval(ctx.client, pull, ctx.stamp.sha if ctx.stamp else "", ctx.settings.approval_label)
 
 
 def reviewer_digest(report: Report, approval_text: str = "") -> str:
@@ -221,8 +240,9 @@ def _approval_annotation(report: Report, approval: Approval | None, settings: Pu
     if approval is None or not approval.blocks:
         return []
     models = ", ".join(model for model, _ in changed_models(report)[:10])
-    return [command("error", f"this pull request changes the baselines of {models}: it fails until a maintainer "
-                    f"adds the label `{settings.approval_label}` or approves the commit ({approval.how})",
+    return [command("error", f"this pull request changes the baselines of {models}: it fails until someone with "
+                    "write access, other than its author, approves this commit in a review or adds the label "
+                    f"`{settings.approval_label}` after its last push ({approval.how})",
                     title="parity-gate: baseline change needs approval")]
 
 

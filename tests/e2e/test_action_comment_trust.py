@@ -107,8 +107,17 @@ def test_a_passing_pull_request_that_changes_baselines_gets_a_comment_that_says_
     assert run.outputs["baseline-changes"] == "tiny-cnn" and run.outputs["baselines-approved"] == ""
 
 
+def open_pull(github) -> None:
+    """The pull request of tests/support/events/pull_request.json, its head pushed before anyone approves."""
+    github.pulls[REPO] = [{"number": PR, "state": "open", "labels": [], "user": {"login": "contributor"},
+                           "head": {"sha": HEAD, "ref": "fuse-stem", "label": "octo:fuse-stem",
+                                    "repo": {"full_name": REPO}}}]
+    github.push(REPO, "fuse-stem", HEAD, "2026-11-02T10:00:00Z")
+    github.roles[(REPO, "maintainer")] = "maintain"
+
+
 def test_required_approval_fails_until_the_label_is_set(make_runner, github, tmp_path):
-    github.pulls[REPO] = [{"number": PR, "state": "open", "labels": [], "head": {"sha": HEAD, "label": "octo:x"}}]
+    open_pull(github)
     inputs = {**with_changes(tmp_path), "baseline-changes": "require-approval"}
     blocked = make_runner().run(inputs, token=TOKEN)
     assert blocked.returncode == 1
@@ -116,21 +125,22 @@ def test_required_approval_fails_until_the_label_is_set(make_runner, github, tmp
     assert "BLOCKED | this pull request changes baselines" in blocked.stdout
     assert "🔒 **This check fails until the baseline change is approved**" in github.issue_comments(REPO, PR)[0]["body"]
     assert blocked.outputs["baselines-approved"] == "false"
-    github.pulls[REPO][0]["labels"] = [{"name": "parity-gate:approve-baselines"}]
+    github.label(REPO, PR, "parity-gate:approve-baselines", "maintainer", "2026-11-02T10:05:00Z")
     allowed = make_runner().run(inputs, token=TOKEN)
     assert allowed.returncode == 0, allowed.log
-    assert "✅ The baseline change is approved (label parity-gate:approve-baselines)." in \
-        github.issue_comments(REPO, PR)[0]["body"]
+    assert ("✅ The baseline change is approved (label parity-gate:approve-baselines added by maintainer after the "
+            "last push).") in github.issue_comments(REPO, PR)[0]["body"]
     assert allowed.outputs["baselines-approved"] == "true"
 
 
-@pytest.mark.parametrize(("association", "commit", "approved"), [
-    ("MEMBER", HEAD, True), ("CONTRIBUTOR", HEAD, False), ("OWNER", "0" * 40, False)])
+@pytest.mark.parametrize(("role", "commit", "approved"), [
+    ("maintain", HEAD, True), ("read", HEAD, False), ("admin", "0" * 40, False)])
 def test_an_approving_review_counts_from_a_writer_on_the_judged_commit(make_runner, github, tmp_path,
-                                                                      association, commit, approved):
-    github.pulls[REPO] = [{"number": PR, "state": "open", "labels": [], "head": {"sha": HEAD, "label": "octo:x"}}]
+                                                                      role, commit, approved):
+    open_pull(github)
+    github.roles[(REPO, "maintainer")] = role
     github.reviews[(REPO, PR)] = [{"user": {"login": "maintainer"}, "state": "APPROVED", "commit_id": commit,
-                                   "author_association": association}]
+                                   "author_association": "MEMBER"}]
     run = make_runner().run({**with_changes(tmp_path), "baseline-changes": "require-approval"}, token=TOKEN)
     assert run.returncode == (0 if approved else 1), run.log
     assert run.outputs["baselines-approved"] == str(approved).lower()
