@@ -33,7 +33,7 @@ GpuOpt = Annotated[bool, typer.Option("--allow-missing-gpu", envvar="PARITY_GATE
                                        "(default: such a run fails, exit 3; config key allow-missing-gpu).")]
 SinceOpt = Annotated[str | None, typer.Option("--changed-since", envvar="PARITY_GATE_CHANGED_SINCE",
                                                help="A git revision (the PR's base): list the baseline files "
-                                               "changed since it in the report.")]
+                                               "changed since it in the report (exit 2 when git cannot tell).")]
 
 
 def _version(value: bool) -> None:

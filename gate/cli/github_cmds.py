@@ -77,7 +77,7 @@ def comment(
     if out.approval is not None and out.approval.blocks:
         typer.echo(f"BLOCKED | this pull request changes baselines; someone with write access approves this commit "
                    f"in a review, or adds the label {approval_label} after its last push ({out.approval.how})")
-    typer.echo(f"{'PASSED' if out.verdict == 'pass' else 'FAILED'} | {headline_text(data)}")
+    typer.echo(f"{'PASSED' if out.verdict == 'pass' else 'FAILED'} | {headline_text(out.report or data)}")
     raise typer.Exit(out.exit_code)
 
 

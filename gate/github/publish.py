@@ -1,9 +1,12 @@
 """Publish a report from inside a workflow: job summary, annotations, step outputs, the PR comment.
 
-The comment is best effort: a read-only token (a fork's pull request), a missing PR or an API
-failure becomes one line in the log and the summary, never a crash; the exit status follows
-the verdict and ``fail_on``, and, with ``baseline_changes="require-approval"``, whether a baseline
-change is approved.
+The report is judged here, never taken on trust (in the fork flow a fork's run wrote it): on a pull
+request, the baseline files it changes are the API's list for the commit judged, and when they
+cannot be listed (no token, an API error, more files than the API lists, a pull request that moved
+on) the run fails, exit 2, saying why. The comment is best effort: a read-only token, a missing PR
+or an API failure becomes one line in the log and the summary, never a crash; the exit status
+follows the verdict and ``fail_on``, and, with ``baseline_changes="require-approval"``, whether the
+baseline change is approved (``gate.github.approval``).
 """
 
 from __future__ import annotations
@@ -28,8 +31,8 @@ from gate.github.actions import (
 from gate.github.approval import DEFAULT_LABEL, Approval, approval_line, check_approval
 from gate.github.client import GitHubClient, GitHubError, RateLimited
 from gate.github.comment import CommentResult, CommentTarget, digest_line, marker, own_login, upsert_comment
-from gate.github.event import NoPullRequest, PullRequest, load_event, resolve_pull_request
-from gate.github.pull import Pull, fetch_pull
+from gate.github.event import PR_EVENTS, NoPullRequest, PullRequest, load_event, resolve_pull_request
+from gate.github.pull import ChangesUnknown, Pull, baseline_changes, fetch_pull
 from gate.github.stamp import RunStamp, stamp_for
 from gate.render import COMMENT_LIMIT, SUMMARY_LIMIT, Links, headline_text, render_markdown
 from gate.render.notices import changed_models
@@ -62,6 +65,7 @@ class Outcome:
     comment: CommentResult  # action "skipped" with a one-line reason when no comment was written
     lines: list[str] = field(default_factory=list)  # workflow commands for stdout (annotations)
     approval: Approval | None = None
+    report: Report | None = None  # the report as judged (baseline changes from the API)
 
 
 @dataclass
@@ -97,6 +101,8 @@ def publish(
 ) -> Outcome:
     make_client = make_client or (lambda e, wait: GitHubClient(e.token, e.api_url, max_wait=wait))
     ctx = _context(report, settings, env, make_client(env, settings.max_wait) if env.token else None)
+    report = copy.deepcopy(report)  # judged here: what the API says replaces what the report claims
+    _baseline_changes(report, ctx)
     approval = _approval(report, ctx)
     approval_text = approval_line(approval, settings.approval_label)
     links = _links(ctx)
@@ -119,7 +125,7 @@ def publish(
     if approval is not None and approval.blocks and settings.fail_on != "never":
         exit_code = exit_code or 1
     return Outcome(report.verdict, exit_code, result, _approval_annotation(report, approval, settings)
-                   + annotations(report), approval)
+                   + annotations(report), approval, report)
 
 
 def _context(report: Report, settings: PublishSettings, env: ActionsEnv, client: GitHubClient | None) -> _Context:
@@ -163,6 +169,31 @@ def _links(ctx: _Context) -> Links:
     commit_url = f"{env.server_url.rstrip('/')}/{repo}/commit/{stamp.sha}" if stamp.sha and repo else None
     return Links(stamp.url or env.run_url, ctx.settings.artifact_url, stamp.sha or None, commit_url, stamp.label(),
                  ctx.settings.job)
+
+
+def _about_a_pull_request(ctx: _Context) -> bool:
+    run_event = (ctx.event.get("workflow_run") or {}).get("event") if ctx.env.event_name == "workflow_run" else None
+    return bool(ctx.settings.pr_number) or ctx.env.event_name in PR_EVENTS or run_event in PR_EVENTS
+
+
+def _baseline_changes(report: Report, ctx: _Context) -> None:
+    """The baseline files the pull request changes, as the API lists them for the commit judged; never
+    as the report says (it may come from a fork). Fails closed: ChangesUnknown (exit 2) when they
+    cannot be listed. A run that writes no comment and needs no approval decides nothing: its
+    report's own list (``--changed-since``) stands."""
+    s = ctx.settings
+    if (s.when == "never" and s.baseline_changes != "require-approval") or not _about_a_pull_request(ctx):
+        return
+    pull = ctx.pull()
+    if isinstance(pull, NoPullRequest):
+        raise ChangesUnknown(f"the baseline files this pull request changes cannot be listed: {pull.reason}")
+    judged = ctx.stamp.sha if ctx.stamp else ""
+    if judged and pull.head_sha and judged != pull.head_sha:
+        raise ChangesUnknown(f"pull request #{pull.number} is now at commit {pull.head_sha[:12]}, and this run judged "
+                             f"{judged[:12]}: the files it lists are another commit's; the run for "
+                             f"{pull.head_sha[:12]} decides")
+    assert ctx.client is not None  # a Pull was read with it
+    report.baseline_changes = baseline_changes(ctx.client, pull)
 
 
 def _approval(report: Report, ctx: _Context) -> Approval | None:

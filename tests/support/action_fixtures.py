@@ -21,6 +21,7 @@ MARKER = f"<!-- parity-gate:comment id=default@{LEG} -->"
 @pytest.fixture
 def github():
     with FakeGitHub(token=TOKEN) as fake:
+        fake.open_pull(REPO, json.loads((EVENTS / "pull_request.json").read_text())["pull_request"])
         yield fake
 
 

@@ -119,6 +119,15 @@ class FakeGitHub:
             self.inject(method, path_pattern, 403, times,
                         {"X-RateLimit-Remaining": "0", "X-RateLimit-Reset": reset}, "API rate limit exceeded")
 
+    def open_pull(self, repo: str, pull: dict[str, Any], files: tuple[str, ...] = (), number: int | None = None) -> dict:
+        """A pull request (an event payload's ``pull_request``, copied) whose changes are ``files``."""
+        pr = {**json.loads(json.dumps(pull)), "state": "open", "changed_files": len(files)}
+        pr["number"] = number or pr["number"]
+        pr.setdefault("labels", [])
+        self.pulls.setdefault(repo, []).append(pr)
+        self.files[(repo, pr["number"])] = [{"filename": f, "status": "modified"} for f in files]
+        return pr
+
     def push(self, repo: str, branch: str, sha: str, at: str, before: str = "0" * 40, actor: str = "someone") -> None:
         """A branch update as the activity API lists it (``at``: GitHub's time, ISO 8601)."""
         self.activity.setdefault(repo, []).append({

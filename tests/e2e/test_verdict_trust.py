@@ -1,0 +1,121 @@
+"""The judging side of a pull request's verdict, as `parity-gate comment` runs it in a workflow: a
+real process, the event payload GitHub writes, real HTTP to the fake GitHub.
+
+What the report says is not taken on trust: the baseline files the pull request changes are the
+API's list (a report that drops them, or a failed base fetch, cannot hide a baseline change), and
+when that list cannot be read the run fails closed, exit 2, in one line saying what to set."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ROOT, run_cli
+from tests.support.fake_github import FakeGitHub
+
+REPORTS = ROOT / "tests" / "data" / "reports"
+EVENTS = ROOT / "tests" / "support" / "events"
+TOKEN = "ghs_judgingTestToken"
+REPO, PR = "octo/models", 7
+HEAD = "2a9b4d8e1f0c3b5a7d6e9f8a0b1c2d3e4f5a6b7c"  # tests/support/events/pull_request.json
+BASELINE = "baselines/tiny-cnn.msgpack.zst"
+
+
+def event(name: str = "pull_request") -> dict:
+    return json.loads((EVENTS / f"{name}.json").read_text())
+
+
+@pytest.fixture
+def fake():
+    with FakeGitHub(token=TOKEN) as f:
+        f.open_pull(REPO, event()["pull_request"], files=(BASELINE, "models.py"))
+        yield f
+
+
+def report(tmp_path: Path, name: str = "pass", **changes) -> Path:
+    """A fixture report, changed as a fork's run could write it."""
+    doc = json.loads((REPORTS / f"{name}.json").read_text())
+    doc.update(changes)
+    path = tmp_path / f"{name}-as-written.json"
+    path.write_text(json.dumps(doc))
+    return path
+
+
+def comment(fake: FakeGitHub, tmp_path: Path, path: Path, *args: str, name: str = "pull_request",
+            payload: dict | None = None, token: str = TOKEN):
+    (tmp_path / "event.json").write_text(json.dumps(payload or event(name)))
+    env = {"GITHUB_ACTIONS": "true", "GITHUB_EVENT_NAME": name, "GITHUB_EVENT_PATH": str(tmp_path / "event.json"),
+           "GITHUB_API_URL": fake.url, "GITHUB_GRAPHQL_URL": "", "GITHUB_REPOSITORY": REPO, "GITHUB_RUN_ID": "4242",
+           "GITHUB_RUN_ATTEMPT": "1", "GITHUB_TOKEN": token, "PARITY_GATE_GITHUB_TOKEN": "",
+           "GITHUB_OUTPUT": str(tmp_path / "output"), "GITHUB_STEP_SUMMARY": str(tmp_path / "summary.md")}
+    return run_cli("comment", "--report", str(path), *args, cwd=tmp_path, env=env, timeout=120)
+
+
+def test_a_report_that_drops_its_baseline_changes_still_shows_them(fake, tmp_path):
+    proc = comment(fake, tmp_path, report(tmp_path, baseline_changes=[]))
+    assert proc.returncode == 0, proc.stderr
+    [c] = fake.issue_comments(REPO, PR)
+    assert f"**This pull request changes baselines:** `tiny-cnn` (`{BASELINE}`)" in c["body"]
+
+
+def test_a_dropped_baseline_change_still_needs_its_approval(fake, tmp_path):
+    proc = comment(fake, tmp_path, report(tmp_path), "--baseline-changes", "require-approval")
+    assert proc.returncode == 1
+    assert "BLOCKED | this pull request changes baselines" in proc.stdout
+    assert "baselines-approved<<" in (tmp_path / "output").read_text()
+
+
+def test_an_unreadable_file_list_fails_closed_in_one_line(fake, tmp_path):
+    fake.inject("GET", rf"/pulls/{PR}/files$", 403, message="Resource not accessible by integration")
+    proc = comment(fake, tmp_path, report(tmp_path))
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr == (f"error: the files pull request #{PR} changes cannot be read (403 Resource not accessible "
+                           "by integration): give the job a token that can read the pull request (github-token, "
+                           "with pull-requests: read)\n")
+    assert fake.issue_comments(REPO, PR) == []
+
+
+def test_no_token_fails_closed(fake, tmp_path):
+    proc = comment(fake, tmp_path, report(tmp_path), token="")
+    assert proc.returncode == 2
+    assert proc.stderr == ("error: the baseline files this pull request changes cannot be listed: no token to read "
+                           "the pull request (set the github-token input or GITHUB_TOKEN)\n")
+
+
+def test_a_pull_request_that_moved_on_is_not_judged_with_another_commits_files(fake, tmp_path):
+    fake.push(REPO, "fuse-stem", "f" * 40, "2026-11-02T10:00:00Z")  # pushed after this run's event
+    proc = comment(fake, tmp_path, report(tmp_path))
+    assert proc.returncode == 2
+    assert f"is now at commit ffffffffffff, and this run judged {HEAD[:12]}" in proc.stderr
+
+
+def test_more_files_than_the_api_lists_fails_closed(fake, tmp_path):
+    fake.pulls[REPO][0]["changed_files"] = 3001
+    proc = comment(fake, tmp_path, report(tmp_path))
+    assert proc.returncode == 2 and "3,001 files, and GitHub lists at most 3,000" in proc.stderr
+    fake.pulls[REPO][0]["changed_files"] = 3000
+    fake.files[(REPO, PR)] = [{"filename": f"data/{i}.bin"} for i in range(2999)] + [{"filename": BASELINE}]
+    assert comment(fake, tmp_path, report(tmp_path)).returncode == 0  # at the limit: every file listed
+
+
+def test_a_shorter_list_than_the_pull_request_counts_fails_closed(fake, tmp_path):
+    fake.pulls[REPO][0]["changed_files"] = 3
+    proc = comment(fake, tmp_path, report(tmp_path))
+    assert proc.returncode == 2 and "GitHub listed 2 of 3" in proc.stderr
+
+
+def test_renames_and_deletions_anywhere_in_the_tree_are_baseline_changes(fake, tmp_path):
+    fake.files[(REPO, PR)] = [{"filename": "moved/tiny-cnn.msgpack.zst", "previous_filename": BASELINE,
+                               "status": "renamed"}, {"filename": "baselines/old.msgpack.zst", "status": "removed"}]
+    assert comment(fake, tmp_path, report(tmp_path)).returncode == 0
+    body = fake.issue_comments(REPO, PR)[0]["body"]
+    assert "`old` (`baselines/old.msgpack.zst`), `tiny-cnn` (`baselines/tiny-cnn.msgpack.zst`), `tiny-cnn` " \
+           "(`moved/tiny-cnn.msgpack.zst`)" in body
+
+
+def test_a_job_that_only_summarizes_decides_nothing_and_asks_nothing(fake, tmp_path):
+    """The job that runs the pull request's code (comment: never, read-only token) keeps its own list."""
+    proc = comment(fake, tmp_path, report(tmp_path, baseline_changes=[]), "--when", "never")
+    assert proc.returncode == 0 and not fake.calls("GET", "/files")
