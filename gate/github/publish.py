@@ -36,7 +36,7 @@ from gate.github.pull import ChangesUnknown, Pull, baseline_changes, fetch_pull
 from gate.github.stamp import RunStamp, stamp_for
 from gate.render import COMMENT_LIMIT, SUMMARY_LIMIT, Links, headline_text, render_markdown
 from gate.render.notices import changed_models
-from gate.render.text import num
+from gate.render.text import num, plain
 from gate.verdict.types import Report
 
 FAIL_ON = ("regression", "never")
@@ -119,7 +119,7 @@ def publish(
 
     result = _comment(report, ctx, body, short, digest)
     if result.action == "skipped" and summary_written:
-        append_summary(env.summary_path, f"\n> ℹ️ PR comment not written: {result.reason}\n")
+        append_summary(env.summary_path, f"\n> ℹ️ PR comment not written: {plain(result.reason)}\n")
     write_outputs(env.output_path, _outputs(report, settings, md_path, result, approval))
     exit_code = 0 if settings.fail_on == "never" else report.exit_code
     if approval is not None and approval.blocks and settings.fail_on != "never":

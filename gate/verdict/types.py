@@ -305,10 +305,26 @@ class ModelVerdict:
                    first_regression=o.opt_obj("first_regression", Regression.from_dict),
                    providers=o.objs("providers", ProviderVerdict.from_dict), message=o.opt_str("message"),
                    hints=o.objs("hints", Hint.from_dict), promoted=promoted, below_float64=below,
-                   audits=o.objs("audits", Audit.from_dict), mapping=o.free("mapping") or {},
+                   audits=o.objs("audits", Audit.from_dict), mapping=o.opt_obj("mapping", _mapping) or {},
                    versions=o.opt_obj("versions", _versions) or {}, sweep=o.opt_str("sweep"),
                    comparisons=o.objs("comparisons", Comparison.from_dict),
                    update_command=o.opt_str("update_command"))
+
+
+MAPPING_COUNTS = ("layers", "mapped", "folded", "absent")
+
+
+def _mapping(o: Obj) -> dict[str, Any]:
+    """How many layers the shipped graph lets us see: nothing, or every count the comment prints."""
+    if not o.data:
+        return {}
+    for key in MAPPING_COUNTS:
+        if key not in o.data:
+            o.fail(key, "expected a count, got nothing (missing)")
+        value = o.int(key)
+        if value is None or value < 0:
+            o.fail(key, f"expected a count, got {'null' if value is None else value}")
+    return {**{k: o.data[k] for k in MAPPING_COUNTS}, "reasons": o.counts("reasons")}
 
 
 def _versions(o: Obj) -> dict[str, dict[str, str]]:

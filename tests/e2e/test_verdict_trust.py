@@ -119,3 +119,50 @@ def test_a_job_that_only_summarizes_decides_nothing_and_asks_nothing(fake, tmp_p
     """The job that runs the pull request's code (comment: never, read-only token) keeps its own list."""
     proc = comment(fake, tmp_path, report(tmp_path, baseline_changes=[]), "--when", "never")
     assert proc.returncode == 0 and not fake.calls("GET", "/files")
+
+
+HOSTILE = (" @victim @octo/admins https://evil.example/x www.evil.example a@evil.example mailto:a@evil.example #1 "
+           "octo/other#2 GH-3 <img src=x onerror=alert(1)> <a href='https://evil.example'>x</a> "
+           "[click](https://evil.example) ![i](https://evil.example/i.png) <details><summary>@victim</summary>")
+WORDS = {"schema", "verdict", "status", "role", "error_status", "skip", "kind"}  # vocabulary: checked, not shown as given
+
+
+def hostile(value, key: str = ""):
+    """Every free string of a report with mentions, links and HTML appended, as a fork's run could write it."""
+    if isinstance(value, dict):
+        return {k: hostile(v, k) for k, v in value.items()}
+    if isinstance(value, list):
+        return [hostile(v, key) for v in value]
+    return value + HOSTILE if isinstance(value, str) and key not in WORDS else value
+
+
+@pytest.mark.parametrize("name", ["pass", "regressed", "export-fail", "real-check-reference-drift"])
+def test_mentions_links_and_html_in_every_untrusted_field_are_inert(fake, tmp_path, name):
+    from tests.support.github_text import acted_on
+
+    doc = hostile(json.loads((REPORTS / f"{name}.json").read_text()))
+    path = tmp_path / "hostile.json"
+    path.write_text(json.dumps(doc))
+    fake.files[(REPO, PR)] = [{"filename": "baselines/@victim#1 www.evil.example.msgpack.zst"}, {"filename": "x.py"}]
+    fake.label(REPO, PR, "parity-gate:approve-baselines", "contributor", "2026-11-02T10:00:00Z")
+    proc = comment(fake, tmp_path, path, "--when", "always", "--baseline-changes", "require-approval")
+    assert proc.returncode in (1, 3) and "Traceback" not in proc.stderr, proc.stderr
+    [c] = fake.issue_comments(REPO, PR)
+    for text in (c["body"], (tmp_path / "summary.md").read_text()):
+        acted = acted_on(text)
+        assert acted.active == []
+        assert acted.images == [] and acted.tags <= {
+            "p", "h3", "h4", "strong", "em", "code", "pre", "table", "thead", "tbody", "tr", "th", "td", "ul", "li",
+            "ol", "blockquote", "details", "summary", "b", "sub", "a"}
+        assert all(h.startswith(("https://github.example/", "https://github.com/octo/models/")) for h in acted.hrefs)
+    assert "@victim" in c["body"]  # still said, in a code span (the file name) that notifies no one
+
+
+def test_a_malformed_mapping_is_one_line_exit_2(fake, tmp_path):
+    doc = json.loads((REPORTS / "regressed.json").read_text())
+    doc["models"][0]["mapping"] = {"mapped": 3, "layers": 8}
+    proc = comment(fake, tmp_path, report(tmp_path, models=doc["models"]))
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr == (f"error: report `{tmp_path / 'pass-as-written.json'}`: `models[0].mapping.folded`: "
+                           "expected a count, got nothing (missing)\n")
+    assert fake.issue_comments(REPO, PR) == []
