@@ -33,6 +33,7 @@ from gate.github.client import GitHubClient, GitHubError, RateLimited
 from gate.github.comment import CommentResult, CommentTarget, digest_line, marker, own_login, upsert_comment
 from gate.github.event import PR_EVENTS, NoPullRequest, PullRequest, load_event, resolve_pull_request
 from gate.github.pull import ChangesUnknown, Pull, baseline_changes, fetch_pull
+from gate.github.recheck import caution, recheck
 from gate.github.stamp import RunStamp, stamp_for
 from gate.render import COMMENT_LIMIT, SUMMARY_LIMIT, Links, headline_text, render_markdown
 from gate.render.notices import changed_models
@@ -104,18 +105,19 @@ def publish(
     report = copy.deepcopy(report)  # judged here: what the API says replaces what the report claims
     _baseline_changes(report, ctx)
     approval = _approval(report, ctx)
-    approval_text = approval_line(approval, settings.approval_label)
+    # What every rendering says besides the report: the approval, and what the report claimed too well.
+    said = {"approval": approval_line(approval, settings.approval_label), "caution": caution(recheck(report))}
     links = _links(ctx)
-    digest = reviewer_digest(report, approval_text)
+    digest = reviewer_digest(report, **said)
     header = "\n".join([marker(settings.comment_id), digest_line(digest)] + ([ctx.stamp.line()] if ctx.stamp else []))
-    body = render_markdown(report, marker=header, links=links, limit=COMMENT_LIMIT, approval=approval_text)
+    body = render_markdown(report, marker=header, links=links, limit=COMMENT_LIMIT, **said)
 
     summary_written = append_summary(env.summary_path, render_markdown(
-        report, links=links, limit=SUMMARY_LIMIT, summary=True, approval=approval_text))
+        report, links=links, limit=SUMMARY_LIMIT, summary=True, **said))
     md_path = write_file(settings.markdown_path, body) if settings.markdown_path else ""
 
     def short() -> str:
-        return render_markdown(report, marker=header, links=links, limit=SHORT_LIMIT, brief=True, approval=approval_text)
+        return render_markdown(report, marker=header, links=links, limit=SHORT_LIMIT, brief=True, **said)
 
     result = _comment(report, ctx, body, short, digest)
     if result.action == "skipped" and summary_written:
@@ -205,7 +207,7 @@ def _approval(report: Report, ctx: _Context) -> Approval | None:
     return check_approval(ctx.client, pull, ctx.stamp.sha if ctx.stamp else "", ctx.settings.approval_label)
 
 
-def reviewer_digest(report: Report, approval_text: str = "") -> str:
+def reviewer_digest(report: Report, approval: str = "", caution: str = "") -> str:
     """A digest of what a reviewer reads: the comment as rendered, without links, latencies and
     peak memory, which change on every run. ``on-change`` compares it."""
     quiet = copy.deepcopy(report)
@@ -215,7 +217,7 @@ def reviewer_digest(report: Report, approval_text: str = "") -> str:
             for a in p.audits:
                 if a.check == "latency":
                     a.message = f"{p.name}: latency {a.status}"
-    text = render_markdown(quiet, approval=approval_text)
+    text = render_markdown(quiet, approval=approval, caution=caution)
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 

@@ -166,3 +166,96 @@ def test_a_malformed_mapping_is_one_line_exit_2(fake, tmp_path):
     assert proc.stderr == (f"error: report `{tmp_path / 'pass-as-written.json'}`: `models[0].mapping.folded`: "
                            "expected a count, got nothing (missing)\n")
     assert fake.issue_comments(REPO, PR) == []
+
+
+def forged_pass(name: str = "regressed") -> dict:
+    """A report whose every status says pass, as a fork's run could write it; its rows are left as measured."""
+    doc = json.loads((REPORTS / f"{name}.json").read_text())
+    doc.update(verdict="pass", first_regression=None, baseline_changes=[])
+    for m in doc["models"]:
+        m.update(status="pass", first_regression=None)
+        for p in m["providers"]:
+            p.update(status="pass" if p["status"] != "skipped" else "skipped", first_regression=None)
+    return doc
+
+
+def test_a_report_claiming_pass_whose_rows_regressed_does_not_pass(fake, tmp_path):
+    proc = comment(fake, tmp_path, report(tmp_path, **forged_pass()))
+    assert proc.returncode == 1, proc.stderr
+    assert proc.stdout.splitlines()[-1] == ("FAILED | tiny-cnn: layer conv2 on CPUExecutionProvider failed error-growth "
+                                           "(0.0042 > 2.76e-06)")
+    body = fake.issue_comments(REPO, PR)[0]["body"]
+    assert "> [!CAUTION]\n> **The report claims more than its own rows show; it is judged by the rows:**\n" \
+           "> - `tiny-cnn` · `CPUExecutionProvider`: written `pass`, its evidence says `regressed`\n" \
+           "> - `tiny-cnn`: written `pass`, its evidence says `regressed`\n" \
+           "> - `tiny-mlp`: written `pass`, its evidence says `no-baseline`\n" \
+           "> - the verdict: written `pass`, its evidence says `regressed`" in body
+    assert "### ❌ parity-gate: `tiny-cnn` regressed at layer `conv2` on `CPUExecutionProvider`" in body
+
+
+def test_a_passing_row_over_its_threshold_is_a_failure(fake, tmp_path):
+    doc = forged_pass("pass")
+    row = doc["models"][0]["providers"][1]["layers"][0]
+    row["value"] = row["threshold"] * 1.01  # just past the limit, still written as a pass
+    assert comment(fake, tmp_path, report(tmp_path, **doc)).returncode == 1
+    row["value"] = row["threshold"]  # at the limit: a pass
+    assert comment(fake, tmp_path, report(tmp_path, **doc)).returncode == 0
+
+
+def test_a_missing_baseline_written_as_a_pass_is_not_one(fake, tmp_path):
+    doc = forged_pass()
+    doc["models"][0] = json.loads((REPORTS / "pass.json").read_text())["models"][0]
+    proc = comment(fake, tmp_path, report(tmp_path, **doc))  # tiny-mlp: no baseline, its reference says so
+    assert proc.returncode == 1 and "written `pass`, its evidence says `no-baseline`" in \
+        fake.issue_comments(REPO, PR)[0]["body"]
+
+
+def test_a_report_without_models_judged_nothing(fake, tmp_path):
+    proc = comment(fake, tmp_path, report(tmp_path, models=[], summary=None))
+    assert proc.returncode == 3
+
+
+def run_event(event_name: str = "pull_request_review") -> dict:
+    """The comment workflow's workflow_run event for a run that a review of a fork's pull request started."""
+    payload = event("workflow_run")
+    payload["workflow_run"]["event"] = event_name
+    return payload
+
+
+def fork_pull(fake: FakeGitHub, number: int = 12, base: str = "main") -> None:
+    sha = event("workflow_run")["workflow_run"]["head_sha"]
+    fake.pulls[REPO].append({
+        "number": number, "state": "open", "labels": [], "user": {"login": "contributor"}, "changed_files": 1,
+        "base": {"ref": base}, "head": {"sha": sha, "ref": "fuse-stem", "label": "contributor:fuse-stem",
+                                        "repo": {"full_name": "contributor/models"}}})
+    fake.files[(REPO, number)] = [{"filename": BASELINE}]
+
+
+def test_a_run_started_by_a_review_of_a_forks_pull_request_is_commented_and_approved(fake, tmp_path):
+    fork_pull(fake)
+    sha = event("workflow_run")["workflow_run"]["head_sha"]
+    fake.roles[(REPO, "maint")] = "maintain"
+    fake.reviews[(REPO, 12)] = [{"user": {"login": "maint"}, "state": "APPROVED", "commit_id": sha}]
+    proc = comment(fake, tmp_path, report(tmp_path, baseline_changes=[]), "--baseline-changes", "require-approval",
+                   name="workflow_run", payload=run_event())
+    assert proc.returncode == 0, proc.stderr + proc.stdout
+    [c] = fake.issue_comments(REPO, 12)
+    assert f"✅ The baseline change is approved (review of commit {sha[:12]} by maint)." in c["body"]
+    assert fake.calls("GET", f"/commits/{sha}/pulls") and fake.calls("GET", "/pulls")  # found through the API
+
+
+def test_two_open_pull_requests_from_one_branch_are_not_guessed_between(fake, tmp_path):
+    fork_pull(fake, 12)
+    fork_pull(fake, 13, base="release")  # the same branch into another base: approved there, perhaps
+    proc = comment(fake, tmp_path, report(tmp_path), name="workflow_run", payload=run_event("pull_request"))
+    assert proc.returncode == 2
+    assert "open pull requests #12, #13 all have head 5c1d2e3f4a5b: which one this run is about cannot be told" \
+        in proc.stderr
+    assert fake.issue_comments(REPO, 12) == fake.issue_comments(REPO, 13) == []
+
+
+def test_a_pull_request_number_from_the_artifact_must_match_the_runs_head_repository(fake, tmp_path):
+    fork_pull(fake, 12)
+    fake.pulls[REPO][-1]["head"]["repo"] = {"full_name": "someone-else/models"}
+    proc = comment(fake, tmp_path, report(tmp_path), "--pr", "12", name="workflow_run", payload=run_event())
+    assert proc.returncode == 2 and "is not open from contributor/models" in proc.stderr
