@@ -85,7 +85,8 @@ def _export(config: Config, built, cache: Cache, progress: Progress):
     if key not in cache.exports:
         progress(f"{spec.name}: " + ("reading the artifact" if spec.artifact else "exporting to ONNX"))
         try:
-            cache.exports[key] = _exported(config, built)
+            with built.fresh():  # tracing runs the model's Python: what it caches stays in the export
+                cache.exports[key] = _exported(config, built)
         except ModelError as exc:
             cache.exports[key] = exc
     return cache.exports[key]
