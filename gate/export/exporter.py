@@ -14,7 +14,9 @@ import contextlib
 import gc
 import io
 import logging
+import os
 import re
+import sys
 import tempfile
 import warnings
 from dataclasses import dataclass, field
@@ -72,6 +74,27 @@ def _quiet():
         logger.setLevel(level)
 
 
+@contextlib.contextmanager
+def _native_stdout_silenced():
+    """The TorchScript exporter's C++ side prints the whole IR graph to the process's stdout when a
+    conversion fails ("Torch IR graph at exception"), past any Python-level redirect: the file
+    descriptor itself points at the null device meanwhile."""
+    sys.stdout.flush()
+    try:
+        saved = os.dup(1)
+    except OSError:  # no stdout to protect
+        yield
+        return
+    null = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(null, 1)
+        yield
+    finally:
+        os.dup2(saved, 1)
+        os.close(saved)
+        os.close(null)
+
+
 def _dynamic(built: BuiltModel) -> tuple | None:
     """The declared dynamic dimensions, one entry per forward argument, for torch.export."""
     declared = built.spec.dynamic_shapes
@@ -83,7 +106,7 @@ def _dynamic(built: BuiltModel) -> tuple | None:
 def export(built: BuiltModel) -> Exported:
     spec = built.spec
     opset = spec.opset or DEFAULT_OPSET
-    fallback = None
+    fallback, tried = None, []
     if spec.exporter == "dynamo":
         try:
             return _dynamo(built, opset)
@@ -91,12 +114,14 @@ def export(built: BuiltModel) -> Exported:
             raise
         except Exception as exc:  # any exporter failure: try the other exporter, keep the reason
             fallback = f"dynamo exporter failed: {type(exc).__name__}: {_first_line(exc)}"
+            tried.append(f"dynamo: {_reason(exc)}")
     try:
         result = _torchscript(built, opset)
     except Exception as exc:
-        reason = f"; {fallback}" if fallback else ""
-        raise ModelError.of(f"model `{spec.name}`: export failed: {type(exc).__name__}: {_first_line(exc)}{reason}",
-                            ErrorStatus.EXPORT_FAIL, exc) from None
+        # One line, the default exporter's reason first: every row the failure leaves unchecked shows it.
+        tried.append(f"TorchScript: {_reason(exc)}")
+        raise ModelError.of(f"model `{spec.name}`: export failed ({'; '.join(tried)})", ErrorStatus.EXPORT_FAIL,
+                            exc) from None
     result.fallback = fallback
     return result
 
@@ -104,14 +129,31 @@ def export(built: BuiltModel) -> Exported:
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 
-def _first_line(exc: BaseException) -> str:
+def _line(exc: BaseException) -> str:
     text = _ANSI.sub("", str(exc)).strip().splitlines()
-    first = text[0].strip() if text else ""
-    # The dynamo exporter's own first line says which step failed; the cause is chained.
-    cause = exc.__cause__
-    if cause is not None and "step" in first.lower():
-        inner = _ANSI.sub("", str(cause)).strip().splitlines()
-        first = f"{first.split('.')[0]}: {inner[0].strip() if inner else type(cause).__name__}"
+    return text[0].strip() if text else ""
+
+
+def _root(exc: BaseException) -> BaseException:
+    """The innermost cause: the dynamo exporter wraps the reason in its own errors (the step, the
+    node it was translating)."""
+    while exc.__cause__ is not None:
+        exc = exc.__cause__
+    return exc
+
+
+def _reason(exc: BaseException) -> str:
+    """Why an exporter failed, in one line: its innermost cause (``NotImplementedError: aten_histc
+    with min == max (0.0) is not supported in this export path.``)."""
+    root = _root(exc)
+    return f"{type(root).__name__}: {_line(root) or '(no message)'}"[:300]
+
+
+def _first_line(exc: BaseException) -> str:
+    """The exception's first line; the dynamo exporter's says which step failed, and the cause follows."""
+    first = _line(exc)
+    if _root(exc) is not exc and "step" in first.lower():
+        first = f"{first.split('.')[0]}: {_reason(exc)}"
     return first[:300]
 
 
@@ -187,7 +229,7 @@ def _fx_stacks(exported_program) -> dict[str, list[CallKey]]:
 
 def _torchscript(built: BuiltModel, opset: int) -> Exported:
     buffer = io.BytesIO()
-    with inference_mode(), _quiet():
+    with inference_mode(), _quiet(), _native_stdout_silenced():
         axes = {name: {d: label for d, label in dims.items()} for name, dims in built.spec.dynamic_shapes.items()}
         torch.onnx.export(
             built.module, built.inputs, buffer, dynamo=False, opset_version=min(opset, 20),

@@ -106,3 +106,4 @@ def counts_calls() -> nn.Module:
 
 def changes_its_weights() -> nn.Module:
     return Net(ChangesItsWeights())
+
