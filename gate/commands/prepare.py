@@ -131,7 +131,8 @@ def _record_export(run: ModelRun, spec: ModelSpec, exported) -> Path:
 def _sites(records, exported, spec: ModelSpec) -> dict[str, OnnxSite]:
     from gate.export.layermap import assign
 
-    sites = assign(records, exported.calls, exported.shapes, exported.available, ambiguous=exported.ambiguous)
+    sites = assign(records, exported.calls, exported.shapes, exported.available, ambiguous=exported.ambiguous,
+                   outputs=exported.outputs)
     if exported.as_shipped:
         from gate.export.layermap import fold_batchnorms
 

@@ -26,9 +26,10 @@ import onnx
 import torch
 
 from gate.core.background import Background
+from gate.core.runs import OnnxSite
 from gate.core.status import ErrorStatus
 from gate.errors import ModelError
-from gate.export import layermap, saved
+from gate.export import layermap, saved, signatures
 from gate.export.layermap import CallKey, CallValues
 from gate.model.build import BuiltModel, inference_mode
 
@@ -46,6 +47,7 @@ class Exported:
     available: set[str]  # values that exist in the optimized graph
     shipped: set[str] | None = None  # values that exist after the transform (None: no transform)
     ambiguous: frozenset[str] = frozenset()  # modules whose calls the graph cannot tell apart
+    outputs: dict[signatures.OutputKey, OnnxSite] = field(default_factory=dict)  # recorded call outputs
     as_shipped: bool = False  # mapped on the shipped graph itself (BatchNorms already fused)
     path: Path | None = None  # the shipped graph's file (its external data beside it)
     digest: Background[str] | None = None  # graph_digest of ``path``, hashed on a thread (``prepare``)
@@ -159,13 +161,12 @@ def _first_line(exc: BaseException) -> str:
 
 def _dynamo(built: BuiltModel, opset: int) -> Exported:
     with inference_mode(), _quiet():
-        program = torch.onnx.export(
-            built.module, built.inputs, dynamo=True, optimize=False, opset_version=opset,
-            input_names=built.input_names, verbose=False, dynamic_shapes=_dynamic(built),
-        )
+        program, signed = _onnx_program(built, opset)
         fx_stacks = _fx_stacks(program.exported_program)
-        program.exported_program = None  # the FX graph is no longer needed; its memory goes now
         raw = _weightless(program.model)
+        outputs = {} if signed is None else \
+            signatures.resolve(signed, program.exported_program, layermap.available_values(raw))
+        program.exported_program = signed = None  # the FX graphs are no longer needed; their memory goes now
         calls = layermap.call_values(raw, layermap.dynamo_stacks(raw, fx_stacks))
         shapes = layermap.value_shapes(_inferred(raw))
         del raw, fx_stacks
@@ -178,7 +179,22 @@ def _dynamo(built: BuiltModel, opset: int) -> Exported:
     _check(path, built.spec.name)
     proto = saved.load_graph(path)
     return Exported(proto, "dynamo", None, opset, calls, shapes, layermap.available_values(proto), path=path,
-                    _folders=[folder])
+                    outputs=outputs, _folders=[folder])
+
+
+def _onnx_program(built: BuiltModel, opset: int):
+    """The unoptimized ONNX program, converted from a trace that recorded each module call's outputs
+    (``signatures``) where it can be made; else as ``torch.onnx.export`` traces it itself."""
+    dynamic = _dynamic(built)
+    options = dict(dynamo=True, optimize=False, opset_version=opset, input_names=built.input_names, verbose=False,
+                   dynamic_shapes=dynamic)
+    signed = signatures.trace(built, dynamic)
+    if signed is not None:
+        try:
+            return torch.onnx.export(signed.program, built.inputs, **options), signed
+        except Exception:  # noqa: BLE001 - the plain export below reports the model's own failure
+            built.restore()
+    return torch.onnx.export(built.module, built.inputs, **options), None
 
 
 def _weightless(model) -> onnx.ModelProto:
