@@ -17,6 +17,7 @@ An output that cannot be followed with certainty is reported absent, with the re
 
 from __future__ import annotations
 
+import operator
 from collections import defaultdict
 from dataclasses import dataclass, field
 
@@ -186,6 +187,8 @@ def _site(name: str | None, traced: dict, groups: dict, values: set[str], live: 
         if node is None or node.op != "call_function":
             return OnnxSite(SiteKind.ABSENT, reason="an input or a weight of the model, returned as it is: no ONNX "
                             "node computes it")
+        if node.target is operator.getitem:  # an element of a multi-output op (topk, split, lstm)
+            return _element(node, groups, values)
         group = groups.get(name)
         if group:
             return _made_by(group, values)
@@ -198,6 +201,18 @@ def _site(name: str | None, traced: dict, groups: dict, values: set[str], live: 
         return OnnxSite(SiteKind.ABSENT, reason=f"the exporter's decompositions removed `{node.target}`, which "
                         "computes it")
     return OnnxSite(SiteKind.ABSENT, reason="not a tensor the exported graph computes")
+
+
+def _element(node: torch.fx.Node, groups: dict, values: set[str]) -> OnnxSite:
+    """``op(...)[k]``: the k-th element of the same op in the converted program, if it kept the op."""
+    source, index = node.args[0], node.args[1]
+    same = [n for n in groups.get(getattr(source, "name", None), ()) if n.target is operator.getitem
+            and n.args[1] == index and getattr(n.args[0], "target", None) == getattr(source, "target", None)]
+    if len(same) != 1:
+        return OnnxSite(SiteKind.ABSENT, reason=f"element {index} of `{getattr(source, 'target', source)}`, which the "
+                        "exporter's decompositions rewrote")
+    return OnnxSite(SiteKind.VALUE, same[0].name) if same[0].name in values else \
+        OnnxSite(SiteKind.ABSENT, reason="no ONNX value carries it")
 
 
 def _made_by(group: list[torch.fx.Node], values: set[str]) -> OnnxSite:

@@ -91,3 +91,21 @@ def clip_inputs(seed: int) -> tuple[torch.Tensor, ...]:
     mask = torch.ones(2, 7, dtype=torch.int64)
     mask[1, 5:] = 0
     return torch.randn(2, 3, 32, 32, generator=g), torch.randint(0, 99, (2, 7), generator=g), mask
+
+
+class Recurrent(nn.Module):
+    """An LSTM returns (output, (h, c)): h and c share a shape, all three are elements of one op."""
+
+    def __init__(self):
+        super().__init__()
+        self.lstm = nn.LSTM(8, 8, batch_first=True)
+        self.head = nn.Linear(8, 2)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y, (h, c) = self.lstm(x)
+        return self.head(y[:, -1] + h[0] + c[0])
+
+
+def recurrent() -> nn.Module:
+    torch.manual_seed(0)
+    return Recurrent()

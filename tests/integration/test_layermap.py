@@ -178,3 +178,11 @@ def test_attention_weights_are_matched_to_the_softmax_that_computes_them(clip):
         site = sites[layer]
         # The optimizer rewrites the softmax (its value gets another name): folded, never a shape match.
         assert site.kind in ("value", "folded") and site.value.startswith("softmax"), site
+
+
+def test_elements_of_a_multi_output_op_are_each_their_own_value():
+    exported, _, sites, built = mapped("tests.integration.mapping_models:recurrent", (2, 5, 8), with_built=True)
+    elements = ["lstm[0]", "lstm[1][0]", "lstm[1][1]"]
+    assert all(sites[n].kind == "value" for n in elements), {n: sites[n] for n in elements}
+    assert len({sites[n].value for n in elements}) == 3
+    assert_no_crossed_wires(exported, sites, built)
