@@ -217,7 +217,8 @@ def main_table(n: int, repeat: int, portable, slow: bool) -> None:
         walls = rounds(fns, repeat)
         one, default = list(walls)[1:3]
         for name, w in walls.items():
-            ratio = Spread.of(walls["np.sum"], w).fmt() if name != "np.sum" else "1 (the reference)"
+            spread = Spread.of(walls["np.sum"], w)
+            ratio = "1 (the reference)" if name == "np.sum" else spread.fmt(2 if spread.median >= 0.1 else 4)
             print(f"| {n:,} {dtype} | {name} | {min(w) * 1e3:.1f} | {x.nbytes / min(w) / 1e9:.2f} | {ratio} |")
         c_sum, c_one = CPU[id(fns["np.sum"])], CPU[id(fns[one])]
         print(f"| {n:,} {dtype} | same, CPU time of the calling thread: np.sum {c_sum * 1e3:.1f} ms, "
