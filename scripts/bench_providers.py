@@ -3,7 +3,8 @@
     PYTHONPATH=. python scripts/bench_providers.py [--repeat 3]
 
 1. Worker isolation: `check` on the example models with ONNX Runtime providers in worker
-   processes versus in-process (same config, same process): --repeat rounds of one check of each,
+   processes versus in-process (same config, same process; one untimed check of each first):
+   --repeat rounds of one check of each,
    the first of a round alternating; medians, and the overhead as the median of the rounds' ratios
    with its range.
 2. `report` over 10 result files of a 150-layer model (10 runners' worth of providers):
@@ -36,6 +37,9 @@ from gate.formats.results import read_runs, write_runs  # noqa: E402
 def isolation_overhead(repeat: int) -> None:
     cfg = load_config(ROOT / "pyproject.toml")
     times: dict[bool, list[float]] = {True: [], False: []}
+    for enabled in (False, True):  # not timed: the first check in a process pays imports and first calls
+        c = dataclasses.replace(cfg, isolation=Isolation(enabled=enabled))
+        commands.check(c, c.models, c.providers)
     for order in pairs(repeat, (False, True)):
         for enabled in order:
             c = dataclasses.replace(cfg, isolation=Isolation(enabled=enabled))

@@ -105,7 +105,8 @@ class Spread:
         """``1.18x (1.15-1.21, 3 pairs)``; one value is printed as what it is, a single run."""
         if len(self.values) == 1:
             return f"{self.values[0]:.{digits}f}{unit} (1 run)"
-        return (f"{self.median:.{digits}f}{unit} ({min(self.values):.{digits}f}-{max(self.values):.{digits}f}, "
+        sep = " to " if min(self.values) < 0 else "-"
+        return (f"{self.median:.{digits}f}{unit} ({min(self.values):.{digits}f}{sep}{max(self.values):.{digits}f}, "
                 f"{len(self.values)} pairs)")
 
 
