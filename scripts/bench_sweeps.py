@@ -2,7 +2,8 @@
 """Benchmark the bundled sweep suite and gradients (not a test; figures go to docs/performance.md).
 
     PYTHONPATH=. python scripts/bench_sweeps.py [--openvino-python .venv-openvino/bin/python]
-                                                [--sizes 10 40] [--skip-suite] [--skip-gradients] [--repeat 3]
+                                                [--sizes 10 40] [--no-full-check] [--repeat 3]
+                                                [--skip-suite] [--skip-scaling] [--skip-gradients]
 
 1. The suite across torch-cpu, CPUExecutionProvider and the OpenVINO EP (in its own environment):
    `export` (build, export, float64 reference, torch-cpu), `collect` here (CPU EP), `collect` in the
@@ -107,7 +108,8 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--openvino-python", default=os.environ.get("PARITY_GATE_OPENVINO_PYTHON"))
     ap.add_argument("--sizes", type=int, nargs="*", default=[10, 40])
-    ap.add_argument("--skip-suite", action="store_true")
+    ap.add_argument("--skip-suite", action="store_true", help="skip part 1 (the suite's export, collect, report)")
+    ap.add_argument("--skip-scaling", action="store_true", help="skip part 2 (check against the number of cases)")
     ap.add_argument("--no-full-check", action="store_true", help="time check on --sizes cases only, not all")
     ap.add_argument("--skip-gradients", action="store_true")
     ap.add_argument("--repeat", type=int, default=3, help="rounds of the gradients comparison (>= 3 to publish)")
@@ -119,6 +121,7 @@ def main() -> int:
             s = suite(args.openvino_python, tmp)
             print("suite:", json.dumps({k: round(v, 2) if isinstance(v, float) else v for k, v in s.items()}),
                   flush=True)
+        if not args.skip_scaling:
             for row in scaling(args.sizes, not args.no_full_check):
                 print("check:", json.dumps({k: round(v, 2) if isinstance(v, float) else v for k, v in row.items()}),
                       flush=True)
