@@ -111,6 +111,7 @@ class ActionRunner:
         cache: Path | None = None,
         temp: Path | None = None,
         python: str = sys.executable,
+        inputs: dict[str, str] | None = None,
     ):
         self.action_dir = action_dir
         self.workspace = workspace
@@ -126,6 +127,7 @@ class ActionRunner:
         self.cache = cache or workspace.parent / "_cache"
         self.step_timeout = 300.0
         self.python = python
+        self.inputs = dict(inputs or {})  # given to every run under the run's own (a workflow's fixed `with:`)
         if temp is not None:
             shutil.rmtree(temp, ignore_errors=True)  # a new job starts with an empty runner temp
             temp.mkdir(parents=True)
@@ -187,7 +189,7 @@ class ActionRunner:
 
     # -- run -----------------------------------------------------------------------------------
     def run(self, inputs: dict[str, str] | None = None, token: str = "") -> ActionRun:
-        given = {k: str(v) for k, v in (inputs or {}).items()}
+        given = {k: str(v) for k, v in {**self.inputs, **(inputs or {})}.items()}
         unknown = set(given) - set(self.action.get("inputs", {}))
         assert not unknown, f"inputs not declared in action.yml: {unknown}"
         env = self._base_env()
