@@ -272,7 +272,9 @@ class ActionRunner:
                 return StepRun(sid, run.name, "failure", stderr=f"artifact {name} already exists", returncode=1, uses=step["uses"])
             shutil.rmtree(dest, ignore_errors=True)
             # Like upload-artifact: a folder keeps its tree, loose files are stored by name.
-            paths = [p for line in with_["path"].splitlines() if line.strip() for p in glob.glob(line.strip(), recursive=True)]
+            # Relative paths are the workspace's, as on a runner.
+            paths = [p for line in with_["path"].splitlines() if line.strip()
+                     for p in glob.glob(str(self.workspace / line.strip()), recursive=True)]
             if not paths and with_.get("if-no-files-found", "warn") == "error":
                 return StepRun(sid, run.name, "failure", stderr=f"no files for artifact {name}", returncode=1, uses=step["uses"])
             dest.mkdir(parents=True)
@@ -284,7 +286,7 @@ class ActionRunner:
             run.outputs = {"artifact-id": str(abs(hash(name)) % 10**6),
                            "artifact-url": f"https://github.example/{self.repository}/actions/runs/{self.run_id}/artifacts/{abs(hash(name)) % 10**6}"}
         elif action == "actions/download-artifact":
-            target = Path(with_.get("path") or self.workspace)
+            target = self.workspace / with_.get("path", "")  # an absolute path stays as it is
             names = sorted(p.name for p in self.artifacts.iterdir())
             chosen = [n for n in names if (with_.get("name") and n == with_["name"]) or
                       (not with_.get("name") and fnmatch.fnmatch(n, with_.get("pattern") or "*"))]
