@@ -57,6 +57,9 @@ else
   echo "· npm not found: the comment render test will be skipped"
 fi
 
+# zizmor audits the workflows in the lint step (scripts/lint.sh); it installs from the package index.
+python -m pip install -q zizmor
+
 if [ -x scripts/lint.sh ]; then
   echo "== lint"
   PYTHON=python bash scripts/lint.sh
