@@ -12,6 +12,7 @@ from rich.markup import escape
 
 import gate
 from gate.cli import github_cmds, init_cmd, show_cmd
+from gate.core.status import ErrorStatus
 from gate.errors import GateError, ModelError
 from gate.render.text import count
 
@@ -180,6 +181,11 @@ def update_baseline(config: ConfigOpt = None, model: ModelOpt = None, provider: 
         first = failed[0]
         raise ModelError(f"{len(failed)} sweep case(s) could not run and keep their baselines as they were "
                          f"(first: {first.model}: {first.error_status}: {first.error})", first.error_status)
+    unexported = [u for u in updated if u.unexported]
+    if unexported:  # recorded what ran without a graph; the export itself still fails the command
+        first = unexported[0]
+        raise ModelError(f"{first.model}: recorded the reference and the PyTorch providers only, no ONNX Runtime "
+                         f"entry: {first.unexported.message}", ErrorStatus.EXPORT_FAIL)
 
 
 @app.command()

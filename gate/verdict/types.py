@@ -260,6 +260,16 @@ class ModelVerdict:
     update_command: str | None = None  # the command that re-creates this model's baseline
 
     @property
+    def not_checked(self) -> list[ProviderVerdict]:
+        """Targets left without a graph to run because the export failed (each row says why)."""
+        return [p for p in self.providers if p.status == TargetStatus.ERROR and p.error_status == ErrorStatus.EXPORT_FAIL]
+
+    @property
+    def judged(self) -> list[ProviderVerdict]:
+        """Targets compared with the baseline: they passed or regressed."""
+        return [p for p in self.providers if p.status in (TargetStatus.PASS, TargetStatus.REGRESSED)]
+
+    @property
     def recreate(self) -> str:
         """``update_command``, or the plain command where a report from an older writer lacks it."""
         return self.update_command or f"parity-gate update-baseline --model {self.name}"

@@ -1,7 +1,7 @@
 """The composite action, run step by step as a runner would, against a local fake GitHub.
 
 Needs: bash, PyYAML. The `parity-gate` it runs is tests/support/cli_shim.py (the real `comment`
-command; stand-ins for check/collect/report), handed in through PARITY_GATE_TEST_VENV.
+command; stand-ins for check/collect/report), handed in as the action's venv-path input.
 """
 
 from __future__ import annotations
@@ -217,7 +217,7 @@ def test_bad_inputs_stop_before_anything_runs(make_runner, github):
     assert "::error title=parity-gate::input mode is 'publish'" in run.stdout
     assert [s.conclusion for s in run.steps if s.conclusion != "skipped"] == ["failure"]
     run = make_runner().run({"mode": "comment"}, token=TOKEN)
-    assert run.returncode == 2 and "needs the report-json input" in run.stdout
+    assert run.returncode == 2 and "mode comment needs the report to post: the report-artifact input" in run.stdout
 
 
 def test_inputs_reach_scripts_only_through_env():
