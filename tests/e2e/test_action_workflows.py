@@ -238,7 +238,8 @@ def test_fork_flow_a_review_run_is_commented_and_an_unapproved_baseline_change_b
     run["workflow_run"]["event"] = "pull_request_review"
     sha = run["workflow_run"]["head_sha"]
     github.pulls[REPO] = [{"number": 12, "state": "open", "labels": [], "user": {"login": "contributor"},
-                           "head": {"sha": sha, "label": "contributor:fuse-stem"}}]
+                           "head": {"sha": sha, "label": "contributor:fuse-stem"}, "changed_files": 1}]
+    github.files[(REPO, 12)] = [{"filename": "baselines/tiny-cnn.msgpack.zst"}]  # what decides: the API's list
     assert job_if(comment_wf["jobs"]["comment"], run, {}, REPO)
     verdict = run_flow(comment_wf["jobs"]["comment"], "comment", "workflow_run", run)
     assert verdict.result == "failure", verdict.log  # the baseline change is not approved
