@@ -15,6 +15,7 @@ from gate.core.status import (
     AuditStatus,
     Check,
     ComparisonStatus,
+    DataDependence,
     ErrorStatus,
     ModelStatus,
     Role,
@@ -41,6 +42,7 @@ class Row:
     baseline: float | None = None
     message: str | None = None
     exact: dict[str, Any] | None = None  # a model output's exact metrics (full tensors), where measured
+    data_dependent: DataDependence | str | None = None  # its shape depends on values; ``check`` is the rule
 
     @property
     def failed(self) -> bool:
@@ -58,13 +60,17 @@ class Row:
                "value": self.value, "threshold": self.threshold, "baseline": self.baseline, "message": self.message}
         if self.exact is not None:
             out["exact"] = self.exact
+        if self.data_dependent is not None:
+            out["data_dependent"] = self.data_dependent
         return out
 
     @classmethod
     def from_dict(cls, o: Obj) -> Row:
+        dependent = o.opt_str("data_dependent")
         return cls(layer=o.str("layer"), type=o.str("type", default=""), status=o.word("status", RowStatus),
                    check=_check(o.opt_str("check")), value=o.num("value"), threshold=o.num("threshold"),
-                   baseline=o.num("baseline"), message=o.opt_str("message"), exact=o.free("exact"))
+                   baseline=o.num("baseline"), message=o.opt_str("message"), exact=o.free("exact"),
+                   data_dependent=DataDependence(dependent) if dependent in DataDependence.values() else dependent)
 
 
 def _check(name: str | None) -> Check | str | None:
