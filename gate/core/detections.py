@@ -94,11 +94,10 @@ def _key(layer: str) -> tuple[str, str] | None:
     return layer[:cut], layer[cut + 1:-1]
 
 
-def _pick(members: dict[str, tuple[np.ndarray, np.ndarray]], want: str, fits, prefer=lambda x: True) -> str | None:
-    """The member named ``want`` if it fits, else the first that fits and is preferred, else the first."""
+def _pick(members: dict[str, tuple[np.ndarray, np.ndarray]], want: str, fits) -> str | None:
+    """The member named ``want`` if it fits on both sides, else the first that does."""
     fitting = [k for k, (a, r) in members.items() if fits(a) and fits(r)]
-    preferred = [k for k in fitting if prefer(members[k][0]) and prefer(members[k][1])]
-    return want if want in fitting else next(iter(preferred + fitting), None)
+    return want if want in fitting else next(iter(fitting), None)
 
 
 def _floating(x: np.ndarray) -> bool:
@@ -106,8 +105,8 @@ def _floating(x: np.ndarray) -> bool:
 
 
 def _integral(x: np.ndarray) -> bool:
-    """Integers, or floats holding integers (the reference's outputs arrive as float64)."""
-    return not _floating(x) or bool(np.all(np.isfinite(x)) and np.all(x == np.round(x)))
+    """Integers, or floats holding only integers (outputs may arrive as float64), and not empty."""
+    return x.size > 0 and (not _floating(x) or bool(np.all(np.isfinite(x)) and np.all(x == np.round(x))))
 
 
 def _group(members: dict[str, tuple[np.ndarray, np.ndarray]]) -> dict[str, str | list[str]] | None:
@@ -118,12 +117,13 @@ def _group(members: dict[str, tuple[np.ndarray, np.ndarray]]) -> dict[str, str |
     n_act, n_ref = members[boxes][0].shape[0], members[boxes][1].shape[0]
     rows = {k: v for k, v in members.items() if v[0].ndim and v[1].ndim and v[0].shape[0] == n_act
             and v[1].shape[0] == n_ref and v[0].shape[1:] == v[1].shape[1:]}
-    scores = _pick({k: v for k, v in rows.items() if k != boxes}, "scores", lambda x: _floating(x) and x.ndim == 1,
-                   lambda x: not _integral(x))
+    # Scores hold fractions (a member of whole numbers is labels); labels hold whole numbers.
+    scores = _pick({k: v for k, v in rows.items() if k != boxes}, "scores",
+                   lambda x: _floating(x) and x.ndim == 1 and not _integral(x))
     if scores is None:
         return None
     labels = _pick({k: v for k, v in rows.items() if k not in (boxes, scores)}, "labels",
-                   lambda x: x.ndim == 1 and _integral(x))
+                   lambda x: x.ndim == 1 and (x.size == 0 or _integral(x)))
     rest = [k for k in rows if k not in (boxes, scores, labels)][:MAX_ATTRIBUTES]
     return {"boxes": boxes, "scores": scores, "labels": labels, "attributes": rest}
 

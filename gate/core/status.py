@@ -140,6 +140,7 @@ class Check(Word):
     ALLCLOSE = "allclose"
     # Rules for a runtime's layer whose shape depends on values (DataDependence).
     DETECTIONS = "detections"  # boxes matched by IoU and label, then their scores compared
+    RECORDED = "recorded"  # the runtime gives what its baseline entry recorded, and the reference has not moved
     DISTRIBUTION = "distribution"  # the values as an unordered set: quantiles and mean
     # Audits of a target or a model.
     PLACEMENT = "placement"

@@ -152,7 +152,7 @@ def runtime_rows(run: ModelRun, prun: ProviderRun, entry: Entry | None, spec: Mo
             row = _runtime_row(layer, prun, pl, recorded, entry is not None, spec)
             how = (dependent or {}).get(layer.name)
             if how is not None:
-                row = data_dependent.judged(row, layer, prun.name, pl, spec, prun.precision, how)
+                row = data_dependent.judged(row, layer, prun.name, pl, spec, prun.precision, how, recorded)
             # allclose on the full tensors says nothing of a set whose members differ at its margins
             rows.append(_allclose(row, pl.exact, None if row.check in data_dependent.RULES else spec.output_tolerance))
     return rows

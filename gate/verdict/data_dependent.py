@@ -10,8 +10,9 @@ The float64 reference reproduces such a layer exactly, so it is judged against t
 any layer is (shape and values), and every layer before the data-dependent step keeps its
 per-layer checks. A runtime's row is the usual one while that passes; when it does not, the rule
 for the layer decides and the row names it: ``detections`` where the runner matched the layer's
-detection group (``gate.core.detections``), else ``distribution`` (the values as an unordered
-set). A runtime whose data-dependent output truly changed still fails, at the first layer that
+detection group (``gate.core.detections``); else ``recorded`` where the runtime gives what its
+baseline entry recorded (its margins fall as they fell then); else ``distribution`` (the values
+as an unordered set). A runtime whose data-dependent output truly changed still fails, at the first layer that
 moved: before the post-processing when the change is there, else at the output.
 """
 
@@ -25,11 +26,11 @@ from gate.core.detections import MATCH_IOU, Detections
 from gate.core.runs import LayerInfo, ModelRun, ProviderLayer
 from gate.core.status import Check, DataDependence, LayerStatus, RowStatus, RunStatus
 from gate.fingerprint import Fingerprint
-from gate.formats.baseline import Baseline
+from gate.formats.baseline import Baseline, EntryLayer
 from gate.verdict.structure import Structure
 from gate.verdict.types import Row
 
-RULES = (Check.DETECTIONS, Check.DISTRIBUTION)
+RULES = (Check.DETECTIONS, Check.RECORDED, Check.DISTRIBUTION)
 
 
 def _leading_differs(pl: ProviderLayer | None, ref: Fingerprint) -> bool:
@@ -68,16 +69,19 @@ def mark(run: ModelRun, previous: Baseline | None = None) -> None:
 
 
 def judged(row: Row, layer: LayerInfo, provider: str, pl: ProviderLayer, spec: ModelSpec, precision: str,
-           how: DataDependence) -> Row:
-    """A runtime's row of a data-dependent layer: the usual ``row`` while it passes, else its rule's."""
+           how: DataDependence, recorded: EntryLayer | None = None) -> Row:
+    """A runtime's row of a data-dependent layer: the usual ``row`` while it passes, else its rule's:
+    ``detections`` where the runner matched the layer's group, else ``recorded`` where the runtime
+    gives what its baseline entry (``recorded``) holds, else ``distribution``."""
     if not row.failed:
         row.data_dependent = how
         return row
-    ceiling = spec.tolerance_for(layer.name, precision).ceiling
+    tol = spec.tolerance_for(layer.name, precision)
     if pl.detections is not None:
-        new = detections_row(layer, pl.detections, spec.detections, ceiling)
+        new = detections_row(layer, pl.detections, spec.detections, tol.ceiling)
     else:
-        new = distribution_row(layer, provider, pl.fp, layer.fp, ceiling)
+        new = recorded_row(layer, provider, pl.fp, recorded, tol.floor) or \
+            distribution_row(layer, provider, pl.fp, layer.fp, tol.ceiling)
     new.data_dependent, new.exact = how, row.exact
     return new
 
@@ -93,7 +97,7 @@ def detections_row(layer: LayerInfo, d: Detections, tol: DetectionTolerance, cei
     missing = [s for s in d.unmatched_reference if s >= tol.min_score]
     extra = [s for s in d.unmatched_actual if s >= tol.min_score]
     moved = [d.pairs[i][2] for i in confident if d.pairs[i][2] < tol.iou]
-    head = (f"detections: {len(d.pairs)} matched of {d.reference} in the reference and {d.actual} here "
+    head = (f"{len(d.pairs)} matched of {d.reference} in the reference and {d.actual} here "
             f"(IoU ≥ {MATCH_IOU:g}{', same label' if d.labels else ''})")
     if not confident and not missing and not extra:
         return _row(layer, False, Check.DETECTIONS, 0, 0, f"{head}; none scores ≥ {tol.min_score:g} on either side: "
@@ -122,6 +126,31 @@ def detections_row(layer: LayerInfo, d: Detections, tol: DetectionTolerance, cei
                 f"matched (worst IoU {worst:.6g}); {below} below it unmatched")
 
 
+def _distance(fp: Fingerprint, ref: Fingerprint, extremes: bool) -> float:
+    """Largest difference of the quantiles and mean (and min/max with ``extremes``), relative to the
+    largest magnitude of ``ref``: order-blind, so it compares sets whatever order they come in."""
+    pairs = list(zip(fp.quantiles, ref.quantiles, strict=True)) + [(fp.mean, ref.mean)]
+    pairs += [(fp.min, ref.min), (fp.max, ref.max)] if extremes else []
+    return max(abs(a - b) for a, b in pairs) / (max(abs(ref.min), abs(ref.max)) or 1.0)
+
+
+def recorded_row(layer: LayerInfo, provider: str, fp: Fingerprint | None, recorded: EntryLayer | None,
+                 floor: float) -> Row | None:
+    """The ``recorded`` rule: the runtime gives the set its baseline entry recorded (same size, values
+    within the floor) while the reference row, judged apart, holds the reference to its baseline: so
+    the two still relate as they did. None where it does not apply (no entry value, another size)."""
+    base = recorded.fp if recorded is not None and recorded.status == LayerStatus.OK else None
+    if fp is None or base is None or tuple(fp.shape) != tuple(base.shape) or not fp.finite or \
+            (fp.nan, fp.posinf, fp.neginf) != (base.nan, base.posinf, base.neginf):
+        return None
+    distance = _distance(fp, base, extremes=True)
+    if not distance <= floor:
+        return None
+    return _row(layer, False, Check.RECORDED, distance, floor,
+                f"shape depends on values ({provider} {list(fp.shape)}, reference {list(layer.fp.shape)}): "
+                f"{provider} gives what its baseline recorded (within {distance:.3g}, limit {floor:g})")
+
+
 def _nonfinite(fp: Fingerprint) -> tuple[bool, bool, bool]:
     return fp.nan > 0, fp.posinf > 0, fp.neginf > 0
 
@@ -142,9 +171,7 @@ def distribution_row(layer: LayerInfo, provider: str, fp: Fingerprint | None, re
         return _row(layer, not empty, Check.DISTRIBUTION, 0 if empty else math.inf, ceiling,
                     f"shape depends on values ({sizes}): " + ("no finite value on either side" if empty else
                                                               "finite values on one side only"))
-    scale = max(abs(ref.min), abs(ref.max)) or 1.0
-    spread = max([abs(a - b) for a, b in zip(fp.quantiles, ref.quantiles, strict=True)] + [abs(fp.mean - ref.mean)])
-    distance = spread / scale
+    distance = _distance(fp, ref, extremes=False)
     return _row(layer, not distance <= ceiling, Check.DISTRIBUTION, distance, ceiling,
                 f"shape depends on values ({sizes}): compared as an unordered set, quantiles and mean within "
                 f"{distance:.3g} of the reference's largest magnitude (limit {ceiling:g})")

@@ -27,6 +27,8 @@ from gate.core.status import (
 from gate.formats.fields import Obj
 
 SCHEMA, VERSION = "parity-gate/report", 1
+# Checks whose value is not an error against the reference: a count, a distance between sets.
+NOT_AN_ERROR = (Check.STRUCTURE, Check.DETECTIONS, Check.RECORDED, Check.DISTRIBUTION)
 
 
 @dataclass
@@ -54,6 +56,12 @@ class Row:
     @property
     def checked(self) -> bool:
         return self.status in (RowStatus.PASS, RowStatus.FAIL)
+
+    @property
+    def error(self) -> float | None:
+        """``value`` where it is an error against the reference (or the reference's drift); None where
+        the check measured something else (a structure note, a data-dependent layer's rule)."""
+        return None if self.check in NOT_AN_ERROR else self.value
 
     def to_dict(self) -> dict[str, Any]:
         out = {"layer": self.layer, "type": self.type, "status": self.status, "check": self.check,
