@@ -14,7 +14,15 @@ from typing import Any
 
 from gate.config.cases import expand
 from gate.config.reader import Reader
-from gate.config.types import DTYPES, EXPORTERS, DetectionTolerance, InputSpec, LayerTolerance, ModelSpec, Tolerance
+from gate.config.types import (
+    DTYPES,
+    EXPORTERS,
+    DetectionTolerance,
+    InputSpec,
+    LayerTolerance,
+    ModelSpec,
+    Tolerance,
+)
 from gate.core.names import model_name_problem
 from gate.core.refs import IDENT, is_ref
 

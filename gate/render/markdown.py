@@ -13,10 +13,10 @@ from dataclasses import dataclass
 
 from gate.core.status import ModelStatus, TargetStatus, Verdict
 from gate.render.chart import error_chart
+from gate.render.data_dependent_md import data_dependent_table
 from gate.render.layers_md import layer_table
 from gate.render.next_steps import next_steps
 from gate.render.notices import MAX_LIST, baseline_block, notices, reason
-from gate.render.data_dependent_md import data_dependent_table
 from gate.render.outputs_md import outputs_table
 from gate.render.sweeps_md import sweep_section
 from gate.render.text import MESSAGE_CAP, clip, code, link, num, plain, times

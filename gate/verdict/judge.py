@@ -27,7 +27,6 @@ from gate.verdict.structure import Structure, described
 from gate.verdict.types import Audit, Comparison, ModelVerdict, ProviderVerdict, Regression, Report
 from gate.verdict.versions import version_changes
 
-
 Dependent = dict[str, DataDependence]  # the data-dependent layers, and how each is known
 
 

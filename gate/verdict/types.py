@@ -59,8 +59,7 @@ class Row:
 
     @property
     def error(self) -> float | None:
-        """``value`` where it is an error against the reference (or the reference's drift); None where
-        the check measured something else (a structure note, a data-dependent layer's rule)."""
+        """``value`` where it is an error against the reference (or its drift), else None (NOT_AN_ERROR)."""
         return None if self.check in NOT_AN_ERROR else self.value
 
     def to_dict(self) -> dict[str, Any]:

@@ -59,6 +59,12 @@ def detector() -> nn.Module:
     return TinyDetector()
 
 
+def ssdlite() -> nn.Module:
+    """torchvision's SSDlite as its library builds it, random weights, nothing downloaded."""
+    return torchvision.models.detection.ssdlite320_mobilenet_v3_large(weights=None, weights_backbone=None,
+                                                                      num_classes=10)
+
+
 def detector_box_head_fault() -> nn.Module:
     """The box head's weights scaled by 1.001: a change of the model, inside its head."""
     m = TinyDetector()

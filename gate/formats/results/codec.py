@@ -15,9 +15,9 @@ from typing import Any
 import msgpack
 import zstandard
 
+from gate.core.detections import Detections, problem
 from gate.core.layers import is_output
 from gate.core.runs import LayerInfo, Meta, ModelRun, OnnxSite, ProviderLayer, ProviderRun, RunError
-from gate.core.detections import Detections, problem
 from gate.core.status import DataDependence, ErrorStatus, LayerStatus, RunStatus, SiteKind, SkipKind
 from gate.core.target import Target
 from gate.errors import FormatError
