@@ -12,8 +12,8 @@ per-layer checks. A runtime's row is the usual one while that passes; when it do
 for the layer decides and the row names it: ``detections`` where the runner matched the layer's
 detection group (``gate.core.detections``); else ``recorded`` where the runtime gives what its
 baseline entry recorded (its margins fall as they fell then); else ``distribution`` (the values
-as an unordered set). A runtime whose data-dependent output truly changed still fails, at the first layer that
-moved: before the post-processing when the change is there, else at the output.
+as an unordered set). A runtime whose data-dependent output truly changed still fails, at the first
+layer that moved: before the post-processing when the change is there, else after it.
 """
 
 from __future__ import annotations
