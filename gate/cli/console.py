@@ -81,6 +81,10 @@ def _render_model(model: ModelVerdict) -> None:
     if model.error:
         console.print(f"  [bold red]{escape(model.error.error_status)}[/bold red]: {escape(model.error.message)}")
         _failure_detail(model.error.where, model.error.trace)
+    if model.not_checked:
+        judged = ", ".join(f"{p.name} {p.precision}" for p in model.judged)
+        console.print(f"  [yellow]not checked:[/yellow] {escape(', '.join(p.name for p in model.not_checked))} "
+                      f"(no ONNX graph){escape(f'; checked all the same: {judged}' if judged else '')}", soft_wrap=True)
     if model.message:
         console.print(f"  [yellow]{escape(model.message)}[/yellow]")
     if model.promoted:

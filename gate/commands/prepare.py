@@ -85,7 +85,8 @@ def _export(config: Config, built, cache: Cache, progress: Progress):
     if key not in cache.exports:
         progress(f"{spec.name}: " + ("reading the artifact" if spec.artifact else "exporting to ONNX"))
         try:
-            cache.exports[key] = _exported(config, built)
+            with built.fresh():  # tracing runs the model's Python: what it caches stays in the export
+                cache.exports[key] = _exported(config, built)
         except ModelError as exc:
             cache.exports[key] = exc
     return cache.exports[key]
@@ -130,7 +131,8 @@ def _record_export(run: ModelRun, spec: ModelSpec, exported) -> Path:
 def _sites(records, exported, spec: ModelSpec) -> dict[str, OnnxSite]:
     from gate.export.layermap import assign
 
-    sites = assign(records, exported.calls, exported.shapes, exported.available, ambiguous=exported.ambiguous)
+    sites = assign(records, exported.calls, exported.shapes, exported.available, ambiguous=exported.ambiguous,
+                   outputs=exported.outputs)
     if exported.as_shipped:
         from gate.export.layermap import fold_batchnorms
 

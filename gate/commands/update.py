@@ -1,8 +1,10 @@
 """``update-baseline``: run here (or read other runners' result files) and rewrite the baselines.
 
-Every model runs (or is read) before anything is written, so a model that fails to export or
-run leaves every baseline as it was. Each file is rewritten under its folder's lock after a
-fresh read, so a concurrent update of other providers is kept.
+Every model runs (or is read) before anything is written, so a model that fails to build or run
+leaves every baseline as it was. A model whose export failed records what ran without a graph
+(the reference and the PyTorch providers; its ONNX Runtime entries stay as they were) and says
+so (``Updated.unexported``): the command still fails, as ``check`` does. Each file is rewritten
+under its folder's lock after a fresh read, so a concurrent update of other providers is kept.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from gate.commands.pipeline import Progress, Settings, run_model
 from gate.commands.prepare import Cache
 from gate.config import Config, ModelSpec, ProviderSpec
 from gate.core.layers import is_output
-from gate.core.runs import ModelRun
+from gate.core.runs import ModelRun, RunError
 from gate.core.status import Check, ErrorStatus
 from gate.errors import GateError, ModelError
 from gate.fingerprint import relative_error
@@ -34,6 +36,7 @@ class Updated:
     warnings: list[str]
     error: str | None = None  # a sweep's case that could not run: its baseline is left as it was
     error_status: ErrorStatus | None = None  # how it failed
+    unexported: RunError | None = None  # the export failed: written without ONNX Runtime entries of this run
 
 
 def _from_files(config: Config, models: tuple[ModelSpec, ...], sources: list[Path]):
@@ -69,10 +72,12 @@ def warnings_for(spec: ModelSpec, run: ModelRun) -> list[str]:
 
 
 def _ready(run: ModelRun) -> ModelRun:
-    """The run, unless the model or a provider failed: nothing is written then."""
-    if run.error:
+    """The run, unless the model or a provider failed: nothing is written then. A failed export
+    alone is no such failure: the rows it left unrun are the only ones not recorded."""
+    if run.error and not run.unexported:
         raise ModelError(run.error.message, run.error.error_status)
-    failed = next((p for p in run.providers if p.status == "error"), None)
+    unrun = ErrorStatus.EXPORT_FAIL if run.unexported else None
+    failed = next((p for p in run.providers if p.status == "error" and p.error_status != unrun), None)
     if failed is not None:
         raise ModelError(f"model `{run.name}`: {failed.reason}", failed.error_status or ErrorStatus.INFER_FAIL)
     return run
@@ -116,7 +121,8 @@ def _write(config: Config, spec: ModelSpec, run: ModelRun, warnings: list[str]) 
 
     # Fingerprints of another definition: nothing of such a baseline can be kept.
     previous = store.update(loc, make, lambda b: b.meta.fingerprint == fingerprint.parameters())
-    return Updated(spec.name, display(loc.path), made[0].changes_from(previous), warnings)
+    return Updated(spec.name, display(loc.path), made[0].changes_from(previous), warnings,
+                   unexported=run.error if run.unexported else None)
 
 
 def calibrate_noise(config: Config, spec: ModelSpec, providers, run: ModelRun, progress: Progress,

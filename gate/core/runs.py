@@ -146,7 +146,8 @@ class ProviderRun:
 
 @dataclass(frozen=True)
 class RunError:
-    """Why a whole model has no run: it failed to build, export or run, or no file holds it."""
+    """Why a model failed: it failed to build, export or run, or no file holds it. Only an
+    ``EXPORT_FAIL`` leaves a run behind (``ModelRun.unexported``): the PyTorch side needs no graph."""
 
     error_status: ErrorStatus
     message: str
@@ -170,6 +171,12 @@ class ModelRun:
 
     def provider(self, target: Target) -> ProviderRun | None:
         return next((p for p in self.providers if p.target == target), None)
+
+    @property
+    def unexported(self) -> bool:
+        """The shipped graph could not be made (``error`` says why) yet the reference ran: the
+        PyTorch providers are judged, and only the ONNX Runtime rows are not checked."""
+        return self.error is not None and self.error.error_status == ErrorStatus.EXPORT_FAIL and bool(self.layers)
 
 
 def latency(times_ms: list[float]) -> tuple[float | None, float | None]:

@@ -157,3 +157,21 @@ class ComparisonStatus(Word):
     PASS = "pass"
     FAIL = "fail"
     UNMEASURED = "unmeasured"
+
+
+class ApprovalState(Word):
+    """Whether a pull request's baseline change may merge (``gate.github.approval``)."""
+
+    APPROVED = "approved"
+    PENDING = "pending"
+    UNKNOWN = "unknown"  # the API could not tell: blocks like pending
+
+
+class NotCounted(Word):
+    """Why a label or a review did not approve the judged commit."""
+
+    AUTHOR = "author"  # given by the pull request's author
+    NO_WRITE = "no-write"  # by someone without write access (read, triage, none)
+    OTHER_COMMIT = "other-commit"  # a review of another commit
+    BEFORE_PUSH = "before-push"  # a label added while another commit was the head
+    NO_PUSH_TIME = "no-push-time"  # a label whose time cannot be placed among the branch's pushes

@@ -273,6 +273,16 @@ class ModelVerdict:
     update_command: str | None = None  # the command that re-creates this model's baseline
 
     @property
+    def not_checked(self) -> list[ProviderVerdict]:
+        """Targets left without a graph to run because the export failed (each row says why)."""
+        return [p for p in self.providers if p.status == TargetStatus.ERROR and p.error_status == ErrorStatus.EXPORT_FAIL]
+
+    @property
+    def judged(self) -> list[ProviderVerdict]:
+        """Targets compared with the baseline: they passed or regressed."""
+        return [p for p in self.providers if p.status in (TargetStatus.PASS, TargetStatus.REGRESSED)]
+
+    @property
     def recreate(self) -> str:
         """``update_command``, or the plain command where a report from an older writer lacks it."""
         return self.update_command or f"parity-gate update-baseline --model {self.name}"
@@ -318,10 +328,26 @@ class ModelVerdict:
                    first_regression=o.opt_obj("first_regression", Regression.from_dict),
                    providers=o.objs("providers", ProviderVerdict.from_dict), message=o.opt_str("message"),
                    hints=o.objs("hints", Hint.from_dict), promoted=promoted, below_float64=below,
-                   audits=o.objs("audits", Audit.from_dict), mapping=o.free("mapping") or {},
+                   audits=o.objs("audits", Audit.from_dict), mapping=o.opt_obj("mapping", _mapping) or {},
                    versions=o.opt_obj("versions", _versions) or {}, sweep=o.opt_str("sweep"),
                    comparisons=o.objs("comparisons", Comparison.from_dict),
                    update_command=o.opt_str("update_command"))
+
+
+MAPPING_COUNTS = ("layers", "mapped", "folded", "absent")
+
+
+def _mapping(o: Obj) -> dict[str, Any]:
+    """How many layers the shipped graph lets us see: nothing, or every count the comment prints."""
+    if not o.data:
+        return {}
+    for key in MAPPING_COUNTS:
+        if key not in o.data:
+            o.fail(key, "expected a count, got nothing (missing)")
+        value = o.int(key)
+        if value is None or value < 0:
+            o.fail(key, f"expected a count, got {'null' if value is None else value}")
+    return {**{k: o.data[k] for k in MAPPING_COUNTS}, "reasons": o.counts("reasons")}
 
 
 def _versions(o: Obj) -> dict[str, dict[str, str]]:

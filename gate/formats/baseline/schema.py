@@ -83,12 +83,13 @@ META = Record(
         ("onnx", TEXT),
         ("onnxruntime", TEXT),
         ("onnxscript", Nullable(TEXT)),
-        ("exporter", Str(16, choices=("dynamo", "torchscript", "artifact"))),
+        # exporter, opset and graph_digest are nil when the export failed as the baseline was recorded.
+        ("exporter", Nullable(Str(16, choices=("dynamo", "torchscript", "artifact")))),
         ("export_fallback", Nullable(TEXT)),
-        ("opset", Int(1, 10_000)),
+        ("opset", Nullable(Int(1, 10_000))),
         ("inputs_digest", DIGEST),
         ("weights_digest", DIGEST),
-        ("graph_digest", DIGEST),
+        ("graph_digest", Nullable(DIGEST)),
         ("machine", Record([("platform", TEXT), ("cpu", TEXT), ("python", TEXT)])),
         (
             "fingerprint",
