@@ -15,6 +15,7 @@ from gate.core.status import (
     AuditStatus,
     Check,
     ComparisonStatus,
+    DataDependence,
     ErrorStatus,
     ModelStatus,
     Role,
@@ -26,6 +27,8 @@ from gate.core.status import (
 from gate.formats.fields import Obj
 
 SCHEMA, VERSION = "parity-gate/report", 1
+# Checks whose value is not an error against the reference: a count, a distance between sets.
+NOT_AN_ERROR = (Check.STRUCTURE, Check.DETECTIONS, Check.RECORDED, Check.DISTRIBUTION)
 
 
 @dataclass
@@ -41,6 +44,7 @@ class Row:
     baseline: float | None = None
     message: str | None = None
     exact: dict[str, Any] | None = None  # a model output's exact metrics (full tensors), where measured
+    data_dependent: DataDependence | str | None = None  # its shape depends on values; ``check`` is the rule
 
     @property
     def failed(self) -> bool:
@@ -53,18 +57,27 @@ class Row:
     def checked(self) -> bool:
         return self.status in (RowStatus.PASS, RowStatus.FAIL)
 
+    @property
+    def error(self) -> float | None:
+        """``value`` where it is an error against the reference (or its drift), else None (NOT_AN_ERROR)."""
+        return None if self.check in NOT_AN_ERROR else self.value
+
     def to_dict(self) -> dict[str, Any]:
         out = {"layer": self.layer, "type": self.type, "status": self.status, "check": self.check,
                "value": self.value, "threshold": self.threshold, "baseline": self.baseline, "message": self.message}
         if self.exact is not None:
             out["exact"] = self.exact
+        if self.data_dependent is not None:
+            out["data_dependent"] = self.data_dependent
         return out
 
     @classmethod
     def from_dict(cls, o: Obj) -> Row:
+        dependent = o.opt_str("data_dependent")
         return cls(layer=o.str("layer"), type=o.str("type", default=""), status=o.word("status", RowStatus),
                    check=_check(o.opt_str("check")), value=o.num("value"), threshold=o.num("threshold"),
-                   baseline=o.num("baseline"), message=o.opt_str("message"), exact=o.free("exact"))
+                   baseline=o.num("baseline"), message=o.opt_str("message"), exact=o.free("exact"),
+                   data_dependent=DataDependence(dependent) if dependent in DataDependence.values() else dependent)
 
 
 def _check(name: str | None) -> Check | str | None:
