@@ -14,7 +14,6 @@ from gate.core.runs import RunError
 from gate.core.status import (
     AuditStatus,
     Check,
-    ComparisonStatus,
     DataDependence,
     ErrorStatus,
     ModelStatus,
@@ -25,6 +24,7 @@ from gate.core.status import (
     Verdict,
 )
 from gate.formats.fields import Obj
+from gate.verdict.notes import Comparison, Hint
 
 SCHEMA, VERSION = "parity-gate/report", 1
 # Checks whose value is not an error against the reference: a count, a distance between sets.
@@ -142,29 +142,6 @@ class Audit:
 
 
 @dataclass
-class Comparison:
-    """A sweep's comparison of one case's outputs beyond the reference: ``pair`` (against the case
-    ``other`` on the same ``provider``) or ``anchor`` (``provider`` against the provider ``other``)."""
-
-    kind: Check  # PAIR | ANCHOR
-    provider: str  # a runtime's column label, or "torch-cpu:float64" for the reference
-    other: str
-    error: float | None  # largest relative L2 difference of the outputs
-    tolerance: float
-    status: ComparisonStatus
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"kind": self.kind, "provider": self.provider, "other": self.other, "error": self.error,
-                "tolerance": self.tolerance, "status": self.status}
-
-    @classmethod
-    def from_dict(cls, o: Obj) -> Comparison:
-        return cls(kind=Check(o.choice("kind", (Check.PAIR.value, Check.ANCHOR.value))), provider=o.str("provider"),
-                   other=o.str("other"), error=o.num("error"), tolerance=o.num("tolerance") or 0.0,
-                   status=o.word("status", ComparisonStatus))
-
-
-@dataclass
 class ProviderVerdict:
     """One target of one model: the reference (role ``reference``) or a runtime."""
 
@@ -223,26 +200,6 @@ class ProviderVerdict:
                    placement=o.free("placement"), capture_peak_mb=o.num("capture_peak_mb"),
                    latency_p90_ms=o.num("latency_p90_ms"), skip=o.opt_word("skip", SkipKind),
                    where=o.opt_str("where"), trace=o.opt_str("trace"))
-
-
-@dataclass
-class Hint:
-    """Why a layer regressed (never changes the verdict); ``evidence`` is plain JSON."""
-
-    kind: str
-    layer: str
-    provider: str
-    message: str
-    evidence: dict[str, Any] = field(default_factory=dict)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"kind": self.kind, "layer": self.layer, "provider": self.provider, "message": self.message,
-                "evidence": self.evidence}
-
-    @classmethod
-    def from_dict(cls, o: Obj) -> Hint:
-        return cls(kind=o.str("kind"), layer=o.str("layer", default=""), provider=o.str("provider", default=""),
-                   message=o.str("message", default=""), evidence=o.free("evidence") or {})
 
 
 @dataclass
