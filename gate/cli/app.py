@@ -12,6 +12,7 @@ from rich.markup import escape
 
 import gate
 from gate.cli import cache_cmd, github_cmds, init_cmd, show_cmd
+from gate.core.status import ErrorStatus
 from gate.errors import GateError, ModelError
 from gate.render.text import count
 
@@ -31,9 +32,13 @@ MarkdownOpt = Annotated[Path | None, typer.Option("--markdown", help="Write the 
 GpuOpt = Annotated[bool, typer.Option("--allow-missing-gpu", envvar="PARITY_GATE_ALLOW_MISSING_GPU",
                                        help="Pass when every configured GPU provider is unavailable here "
                                        "(default: such a run fails, exit 3; config key allow-missing-gpu).")]
+RequireOpt = Annotated[list[str] | None, typer.Option(
+    "--require", envvar="PARITY_GATE_REQUIRE", metavar="NAME",
+    help="A provider that must have a result (repeatable, or comma/space separated; adds to the config's "
+         "`require`): one that did not run, or whose matrix leg uploaded nothing, fails the report.")]
 SinceOpt = Annotated[str | None, typer.Option("--changed-since", envvar="PARITY_GATE_CHANGED_SINCE",
                                                help="A git revision (the PR's base): list the baseline files "
-                                               "changed since it in the report.")]
+                                               "changed since it in the report (exit 2 when git cannot tell).")]
 
 
 def _version(value: bool) -> None:
@@ -62,13 +67,20 @@ def _split(values: list[str] | None) -> list[str] | None:
     return out or None
 
 
-def _load(config: Path | None, allow_missing_gpu: bool = False):
+def _load(config: Path | None, allow_missing_gpu: bool = False, require: list[str] | None = None):
     from dataclasses import replace
 
-    from gate.config import find_config, load_config
+    from gate.commands.common import display
+    from gate.config import canonical_provider, find_config, load_config
 
     cfg = load_config(find_config(config))
-    return replace(cfg, allow_missing_gpu=True) if allow_missing_gpu else cfg
+    cfg = replace(cfg, allow_missing_gpu=True) if allow_missing_gpu else cfg
+    names = [canonical_provider(n) for n in _split(require) or []]
+    unknown = [n for n in names if n not in {p.name for p in cfg.providers}]
+    if unknown:
+        raise GateError(f"--require {unknown[0]}: not a provider {display(cfg.path)} configures "
+                        f"({', '.join(p.name for p in cfg.providers)})")
+    return replace(cfg, require=tuple(dict.fromkeys(cfg.require + tuple(names)))) if names else cfg
 
 
 def _needs(command: str) -> None:
@@ -115,7 +127,7 @@ def _write_reports(report, json_path: Path | None, markdown_path: Path | None) -
 @app.command()
 def check(config: ConfigOpt = None, model: ModelOpt = None, provider: ProviderOpt = None,
           json_path: JsonOpt = None, markdown: MarkdownOpt = None, changed_since: SinceOpt = None,
-          allow_missing_gpu: GpuOpt = False,
+          allow_missing_gpu: GpuOpt = False, require: RequireOpt = None,
           full: Annotated[bool, typer.Option("--full", envvar="PARITY_GATE_FULL",
                                              help="Run the whole path: the float64 reference and the export even "
                                              "when the model's content key matches its baseline's.")] = False) -> None:
@@ -123,7 +135,7 @@ def check(config: ConfigOpt = None, model: ModelOpt = None, provider: ProviderOp
     from gate import commands
     from gate.cli.console import progress_display, render_report
 
-    cfg = _load(config, allow_missing_gpu)
+    cfg = _load(config, allow_missing_gpu, require)
     models, providers = cfg.select_models(_split(model)), cfg.select_providers(_split(provider))
     _needs("check")
     _backend_notice()
@@ -172,6 +184,11 @@ def update_baseline(config: ConfigOpt = None, model: ModelOpt = None, provider: 
         first = failed[0]
         raise ModelError(f"{len(failed)} sweep case(s) could not run and keep their baselines as they were "
                          f"(first: {first.model}: {first.error_status}: {first.error})", first.error_status)
+    unexported = [u for u in updated if u.unexported]
+    if unexported:  # recorded what ran without a graph; the export itself still fails the command
+        first = unexported[0]
+        raise ModelError(f"{first.model}: recorded the reference and the PyTorch providers only, no ONNX Runtime "
+                         f"entry: {first.unexported.message}", ErrorStatus.EXPORT_FAIL)
 
 
 @app.command()
@@ -236,12 +253,12 @@ def collect(source: Annotated[Path, typer.Option("--from", help="A folder writte
 @app.command()
 def report(files: Annotated[list[Path], typer.Argument(help="Result files (or folders of them) from export/collect.")],
            config: ConfigOpt = None, json_path: JsonOpt = None, markdown: MarkdownOpt = None,
-           changed_since: SinceOpt = None, allow_missing_gpu: GpuOpt = False) -> None:
+           changed_since: SinceOpt = None, allow_missing_gpu: GpuOpt = False, require: RequireOpt = None) -> None:
     """Merge result files from several runners, compare with the baselines, one verdict."""
     from gate import commands
     from gate.cli.console import render_report
 
-    cfg = _load(config, allow_missing_gpu)
+    cfg = _load(config, allow_missing_gpu, require)
     result = commands.report_files(cfg, files)
     if changed_since:
         result.baseline_changes = commands.baseline_changes(cfg, changed_since)

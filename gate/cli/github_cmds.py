@@ -45,7 +45,8 @@ def comment(
     baseline_changes: Annotated[Policy, typer.Option(
         "--baseline-changes", envvar="PARITY_GATE_BASELINE_CHANGES",
         help="comment: a pull request that changes baselines always gets a comment saying so; require-approval: "
-             "it also fails until the approval label is set or a maintainer approves the commit.")] = Policy.comment,
+             "it also fails until someone with write access, not the author, approves this commit in a review "
+             "or adds the approval label after its last push.")] = Policy.comment,
     approval_label: Annotated[str, typer.Option("--approval-label", envvar="PARITY_GATE_APPROVAL_LABEL",
                                                 help="The label that approves a baseline change.")] = DEFAULT_LABEL,
     job: Annotated[str | None, typer.Option("--job", envvar="PARITY_GATE_JOB_LABEL",
@@ -75,9 +76,9 @@ def comment(
     else:
         typer.echo(f"parity-gate: PR comment {c.action}{': ' + c.url if c.url else ''}")
     if out.approval is not None and out.approval.blocks:
-        typer.echo(f"BLOCKED | this pull request changes baselines; approve it with the label {approval_label} or "
-                   f"a review ({out.approval.how})")
-    typer.echo(f"{'PASSED' if out.verdict == 'pass' else 'FAILED'} | {headline_text(data)}")
+        typer.echo(f"BLOCKED | this pull request changes baselines; someone with write access approves this commit "
+                   f"in a review, or adds the label {approval_label} after its last push ({out.approval.how})")
+    typer.echo(f"{'PASSED' if out.verdict == 'pass' else 'FAILED'} | {headline_text(out.report or data)}")
     raise typer.Exit(out.exit_code)
 
 

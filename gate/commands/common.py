@@ -79,13 +79,18 @@ def result_paths(files: list[Path]) -> list[Path]:
 
 
 def baseline_changes(config: Config, since: str) -> list[str]:
-    """Baseline files this change touches (``git diff --name-only SINCE -- <baseline-dir>``),
-    for the report's "this PR changes baselines" line. Empty when git cannot tell."""
+    """Baseline files this change adds, changes, renames or deletes since ``since`` (the PR's base), for
+    the report's "this PR changes baselines" block: every ``*.msgpack.zst`` of the repository, not only
+    those under ``baseline-dir``, which the change itself could move. Fails closed: a GateError (exit 2)
+    when git cannot tell, since an empty list would let a baseline change pass unseen."""
+    command = ["git", "diff", "--name-only", "--no-renames", since, "--", ":(top,glob)**/*.msgpack.zst"]
     try:
-        proc = subprocess.run(["git", "diff", "--name-only", since, "--", str(config.baseline_dir)],
-                              cwd=config.root, capture_output=True, text=True, timeout=30)
-    except (OSError, subprocess.TimeoutExpired):
-        return []
+        proc = subprocess.run(command, cwd=config.root, capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        raise GateError(f"--changed-since {since}: git could not list the baseline files changed ({e}); run in a "
+                        "git checkout") from None
     if proc.returncode != 0:
-        return []
+        why = " ".join(proc.stderr.split())[:200] or f"exit {proc.returncode}"
+        raise GateError(f"--changed-since {since}: git could not list the baseline files changed ({why}); fetch that "
+                        "commit (actions/checkout with fetch-depth: 0) or give the base commit that exists here")
     return sorted(line for line in proc.stdout.splitlines() if line.endswith(".msgpack.zst"))

@@ -43,7 +43,8 @@ def load_baselines(config: Config, specs: tuple[ModelSpec, ...] | list[ModelSpec
 
 def refuse_other_inputs(config: Config, spec: ModelSpec, run: ModelRun, baseline: Baseline, path: str) -> None:
     """GateError when ``baseline`` was recorded for other inputs than the run was made with."""
-    if run.error is None and baseline.meta.inputs_digest not in (None, run.meta.inputs_digest):
+    ran = run.error is None or run.unexported  # a failed export still judges the PyTorch side on these inputs
+    if ran and baseline.meta.inputs_digest not in (None, run.meta.inputs_digest):
         how = difference(baseline.meta.inputs, run.meta.inputs or [])
         raise GateError(f"baseline `{path}`: recorded for other inputs than model `{spec.name}` declares now"
                         f"{f' ({how})' if how else ''}; re-create it with `{update_command(spec, config)}`")

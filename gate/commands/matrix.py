@@ -79,15 +79,27 @@ def collect(source: Path, providers: tuple[ProviderSpec, ...], out: Path, isolat
     return collected
 
 
+def unrun_reason(provider: str) -> str:
+    """Why a required provider that no result file holds fails the report, naming its leg."""
+    return (f"{provider} is required, but no result file holds it: the matrix leg that runs {provider} failed, was "
+            "skipped or uploaded nothing")
+
+
 def _with_unrun(run: ModelRun, config: Config) -> ModelRun:
-    """Configured providers that no result file holds are skips, never silent passes."""
+    """Configured providers that no result file holds are skips, never silent passes; a required one
+    (``require``, ``--require``) is an error: its leg failed or uploaded nothing, and nothing checked it."""
     have = {p.name for p in run.providers}
     for provider in config.providers:
-        if provider.name not in have and not run.error:
-            reason = config.skip_reason(run.name, provider.name)
-            kind = SkipKind.SWEEP if reason else SkipKind.UNRUN
-            reason = reason or f"skipped: no result file holds {provider.name} (its runner did not run or was skipped)"
-            run.providers.append(ProviderRun.skipped(nominal_target(provider), reason, kind))
+        if provider.name in have or run.error:
+            continue
+        target, reason = nominal_target(provider), config.skip_reason(run.name, provider.name)
+        if reason:
+            run.providers.append(ProviderRun.skipped(target, reason, SkipKind.SWEEP))
+        elif provider.name in config.require:
+            run.providers.append(ProviderRun.failed(target, ErrorStatus.NO_RESULT, unrun_reason(provider.name)))
+        else:
+            reason = f"skipped: no result file holds {provider.name} (its runner did not run or was skipped)"
+            run.providers.append(ProviderRun.skipped(target, reason, SkipKind.UNRUN))
     return run
 
 

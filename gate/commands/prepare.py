@@ -20,7 +20,7 @@ from gate.config import Config, ModelSpec
 from gate.core import device
 from gate.core.runs import LayerInfo, Meta, ModelRun, OnnxSite, RunError
 from gate.core.stages import Progress
-from gate.core.status import ErrorStatus
+from gate.core.status import DataDependence, ErrorStatus
 from gate.core.versions import versions
 from gate.errors import ModelError
 from gate.model import inputs as inputs_mod
@@ -92,7 +92,8 @@ def _export(config: Config, built, cache: Cache, progress: Progress):
     if key not in cache.exports:
         progress(f"{spec.name}: " + ("reading the artifact" if spec.artifact else "exporting to ONNX"))
         try:
-            cache.exports[key] = _exported(config, built)
+            with built.fresh():  # tracing runs the model's Python: what it caches stays in the export
+                cache.exports[key] = _exported(config, built)
         except ModelError as exc:
             cache.exports[key] = exc
     return cache.exports[key]
@@ -137,7 +138,8 @@ def _record_export(run: ModelRun, spec: ModelSpec, exported) -> Path:
 def _sites(records, exported, spec: ModelSpec) -> dict[str, OnnxSite]:
     from gate.export.layermap import assign
 
-    sites = assign(records, exported.calls, exported.shapes, exported.available, ambiguous=exported.ambiguous)
+    sites = assign(records, exported.calls, exported.shapes, exported.available, ambiguous=exported.ambiguous,
+                   outputs=exported.outputs)
     if exported.as_shipped:
         from gate.export.layermap import fold_batchnorms
 
@@ -193,7 +195,9 @@ def prepare(config: Config, spec: ModelSpec, progress: Progress = lambda _: None
             run.meta.graph_digest = exported.digest.result()
     run.reference_dtype = ref.dtype
     run.meta.promoted, run.meta.below_float64 = ref.notes.promoted or None, ref.notes.below or None
-    run.layers = [LayerInfo(r.name, r.type, r.fp, reached=r.reached) for r in ref.records + ref.gradients]
+    run.layers = [LayerInfo(r.name, r.type, r.fp, reached=r.reached,
+                            data_dependent=DataDependence.OP if r.data_dependent else None)
+                  for r in ref.records + ref.gradients]
     if built.training:
         progress(f"{spec.name}: the model as given (modules left in training mode)")
         run.meta.training = compare_as_given(built, ref, spec.reference_promotion)

@@ -192,7 +192,8 @@ class Plan:
         run.reference_dtype = b.reference_dtype
         run.meta.promoted, run.meta.below_float64, run.meta.training = (b.meta.promoted, b.meta.below_float64,
                                                                         b.meta.training)
-        run.layers = [LayerInfo(x.name, x.type, x.fp, reached=x.reached) for x in b.layers]
+        run.layers = [LayerInfo(x.name, x.type, x.fp, reached=x.reached, data_dependent=x.data_dependent)
+                      for x in b.layers]
         outputs = self.entry.outputs() if self.entry is not None and self.entry.has_outputs else []
         if exported is not None:
             run.meta.graph_digest = exported.digest.result()

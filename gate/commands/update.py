@@ -1,9 +1,11 @@
 """``update-baseline``: run here (or read other runners' result files) and rewrite the baselines.
 
 Every model runs the whole path (no reuse) and records its content key. Every model runs (or is
-read) before anything is written, so a model that fails to export or
-run leaves every baseline as it was. Each file is rewritten under its folder's lock after a
-fresh read, so a concurrent update of other providers is kept.
+read) before anything is written, so a model that fails to build or run leaves every baseline as
+it was. A model whose export failed records what ran without a graph
+(the reference and the PyTorch providers; its ONNX Runtime entries stay as they were) and says
+so (``Updated.unexported``): the command still fails, as ``check`` does. Each file is rewritten
+under its folder's lock after a fresh read, so a concurrent update of other providers is kept.
 """
 
 from __future__ import annotations
@@ -18,13 +20,14 @@ from gate.commands.prepare import Cache
 from gate.commands.reuse import ReusePolicy
 from gate.config import Config, ModelSpec, ProviderSpec
 from gate.core.layers import is_output
-from gate.core.runs import ModelRun
-from gate.core.status import ErrorStatus
+from gate.core.runs import ModelRun, RunError
+from gate.core.status import Check, ErrorStatus
 from gate.errors import GateError, ModelError
 from gate.fingerprint import relative_error
 from gate.formats.baseline import Baseline, store
 from gate.formats.results import merge, read_runs
-from gate.verdict.checks import degenerate
+from gate.verdict import data_dependent
+from gate.verdict.checks import degenerate, runtime_rows
 
 
 @dataclass
@@ -35,6 +38,7 @@ class Updated:
     warnings: list[str]
     error: str | None = None  # a sweep's case that could not run: its baseline is left as it was
     error_status: ErrorStatus | None = None  # how it failed
+    unexported: RunError | None = None  # the export failed: written without ONNX Runtime entries of this run
 
 
 def _from_files(config: Config, models: tuple[ModelSpec, ...], sources: list[Path]):
@@ -50,22 +54,32 @@ def _from_files(config: Config, models: tuple[ModelSpec, ...], sources: list[Pat
 
 
 def warnings_for(spec: ModelSpec, run: ModelRun) -> list[str]:
-    """What ``check`` will fail on even against the new baseline (said, not refused)."""
+    """What ``check`` will fail on even against the new baseline (said, not refused). A data-dependent
+    layer is held to its own rule, not to the ceiling its shifted items break."""
     out = [f"{p.name}: {p.reason or p.status}" for p in run.providers if p.status != "ok"]
+    dependent = data_dependent.recognize(run)
     for prun in run.providers:
-        worst = max((layer.err for layer in prun.layers.values() if layer.err is not None), default=None)
+        worst = max((layer.err for name, layer in prun.layers.items() if layer.err is not None
+                     and name not in dependent), default=None)
         if worst is not None and worst > spec.tolerance.ceiling:
             out.append(f"{prun.name}: error against the reference reaches {worst:.3g} (ceiling "
                        f"{spec.tolerance.ceiling:.3g}); `check` will fail until this is fixed")
+        if prun.status == "ok" and dependent:
+            rows = runtime_rows(run, prun, None, spec, dependent={n: h for n, h in dependent.items() if n in prun.layers})
+            # Only detections: the new entry records the rest, which the `recorded` rule then holds it to.
+            out += [f"{prun.name}: {r.layer} ({r.check}): {r.message}; `check` will fail until this is fixed"
+                    for r in rows if r.failed and r.check == Check.DETECTIONS][:3]
     dead = [f"{x.name}: {why}" for x in run.layers if is_output(x.name) for why in [degenerate(x.fp)] if why]
     return out + [f"output {d}: `check` will fail on this model" for d in dead]
 
 
 def _ready(run: ModelRun) -> ModelRun:
-    """The run, unless the model or a provider failed: nothing is written then."""
-    if run.error:
+    """The run, unless the model or a provider failed: nothing is written then. A failed export
+    alone is no such failure: the rows it left unrun are the only ones not recorded."""
+    if run.error and not run.unexported:
         raise ModelError(run.error.message, run.error.error_status)
-    failed = next((p for p in run.providers if p.status == "error"), None)
+    unrun = ErrorStatus.EXPORT_FAIL if run.unexported else None
+    failed = next((p for p in run.providers if p.status == "error" and p.error_status != unrun), None)
     if failed is not None:
         raise ModelError(f"model `{run.name}`: {failed.reason}", failed.error_status or ErrorStatus.INFER_FAIL)
     return run
@@ -104,12 +118,14 @@ def _write(config: Config, spec: ModelSpec, run: ModelRun, warnings: list[str]) 
     made: list[Baseline] = []
 
     def make(previous: Baseline | None) -> Baseline:
+        data_dependent.mark(run, previous)  # recorded on the layers: how each was known to depend on values
         made.append(Baseline.from_run(run, previous))
         return made[0]
 
     # Fingerprints of another definition: nothing of such a baseline can be kept.
     previous = store.update(loc, make, lambda b: b.meta.fingerprint == fingerprint.parameters())
-    return Updated(spec.name, display(loc.path), made[0].changes_from(previous), warnings)
+    return Updated(spec.name, display(loc.path), made[0].changes_from(previous), warnings,
+                   unexported=run.error if run.unexported else None)
 
 
 def calibrate_noise(config: Config, spec: ModelSpec, providers, run: ModelRun, progress: Progress,

@@ -9,8 +9,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+from gate.core.detections import Detections
 from gate.core.reuse import Reuse
-from gate.core.status import ErrorStatus, LayerStatus, RunStatus, SiteKind, SkipKind
+from gate.core.status import DataDependence, ErrorStatus, LayerStatus, RunStatus, SiteKind, SkipKind
 from gate.core.target import Target
 from gate.errors import ModelError
 from gate.fingerprint import Fingerprint, relative_error
@@ -94,6 +95,7 @@ class LayerInfo:
     fp: Fingerprint
     noise: float | None = None  # run-to-run relative change measured by calibration
     reached: str = "float64"  # the coarsest precision the reference computed in up to this layer
+    data_dependent: DataDependence | None = None  # its shape depends on the input's values (how we know)
 
 
 @dataclass
@@ -106,6 +108,7 @@ class ProviderLayer:
     reason: str | None = None
     noise: float | None = None  # run-to-run variation of err measured by calibration
     exact: dict[str, Any] | None = None  # a model output's exact metrics (gate.core.exact), full tensors
+    detections: Detections | None = None  # a data-dependent output matched as detections (gate.core.detections)
 
 
 @dataclass
@@ -145,7 +148,8 @@ class ProviderRun:
 
 @dataclass(frozen=True)
 class RunError:
-    """Why a whole model has no run: it failed to build, export or run, or no file holds it."""
+    """Why a model failed: it failed to build, export or run, or no file holds it. Only an
+    ``EXPORT_FAIL`` leaves a run behind (``ModelRun.unexported``): the PyTorch side needs no graph."""
 
     error_status: ErrorStatus
     message: str
@@ -170,6 +174,12 @@ class ModelRun:
 
     def provider(self, target: Target) -> ProviderRun | None:
         return next((p for p in self.providers if p.target == target), None)
+
+    @property
+    def unexported(self) -> bool:
+        """The shipped graph could not be made (``error`` says why) yet the reference ran: the
+        PyTorch providers are judged, and only the ONNX Runtime rows are not checked."""
+        return self.error is not None and self.error.error_status == ErrorStatus.EXPORT_FAIL and bool(self.layers)
 
 
 def latency(times_ms: list[float]) -> tuple[float | None, float | None]:

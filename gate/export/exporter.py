@@ -14,7 +14,9 @@ import contextlib
 import gc
 import io
 import logging
+import os
 import re
+import sys
 import tempfile
 import warnings
 from dataclasses import dataclass, field
@@ -24,9 +26,10 @@ import onnx
 import torch
 
 from gate.core.background import Background
+from gate.core.runs import OnnxSite
 from gate.core.status import ErrorStatus
 from gate.errors import ModelError
-from gate.export import layermap, saved
+from gate.export import layermap, saved, signatures
 from gate.export.layermap import CallKey, CallValues
 from gate.model.build import BuiltModel, inference_mode
 
@@ -44,6 +47,7 @@ class Exported:
     available: set[str]  # values that exist in the optimized graph
     shipped: set[str] | None = None  # values that exist after the transform (None: no transform)
     ambiguous: frozenset[str] = frozenset()  # modules whose calls the graph cannot tell apart
+    outputs: dict[signatures.OutputKey, OnnxSite] = field(default_factory=dict)  # recorded call outputs
     as_shipped: bool = False  # mapped on the shipped graph itself (BatchNorms already fused)
     path: Path | None = None  # the shipped graph's file (its external data beside it)
     digest: Background[str] | None = None  # graph_digest of ``path``, hashed on a thread (``prepare``)
@@ -72,6 +76,27 @@ def _quiet():
         logger.setLevel(level)
 
 
+@contextlib.contextmanager
+def _native_stdout_silenced():
+    """The TorchScript exporter's C++ side prints the whole IR graph to the process's stdout when a
+    conversion fails ("Torch IR graph at exception"), past any Python-level redirect: the file
+    descriptor itself points at the null device meanwhile."""
+    sys.stdout.flush()
+    try:
+        saved = os.dup(1)
+    except OSError:  # no stdout to protect
+        yield
+        return
+    null = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(null, 1)
+        yield
+    finally:
+        os.dup2(saved, 1)
+        os.close(saved)
+        os.close(null)
+
+
 def _dynamic(built: BuiltModel) -> tuple | None:
     """The declared dynamic dimensions, one entry per forward argument, for torch.export."""
     declared = built.spec.dynamic_shapes
@@ -83,7 +108,7 @@ def _dynamic(built: BuiltModel) -> tuple | None:
 def export(built: BuiltModel) -> Exported:
     spec = built.spec
     opset = spec.opset or DEFAULT_OPSET
-    fallback = None
+    fallback, tried = None, []
     if spec.exporter == "dynamo":
         try:
             return _dynamo(built, opset)
@@ -91,12 +116,14 @@ def export(built: BuiltModel) -> Exported:
             raise
         except Exception as exc:  # any exporter failure: try the other exporter, keep the reason
             fallback = f"dynamo exporter failed: {type(exc).__name__}: {_first_line(exc)}"
+            tried.append(f"dynamo: {_reason(exc)}")
     try:
         result = _torchscript(built, opset)
     except Exception as exc:
-        reason = f"; {fallback}" if fallback else ""
-        raise ModelError.of(f"model `{spec.name}`: export failed: {type(exc).__name__}: {_first_line(exc)}{reason}",
-                            ErrorStatus.EXPORT_FAIL, exc) from None
+        # One line, the default exporter's reason first: every row the failure leaves unchecked shows it.
+        tried.append(f"TorchScript: {_reason(exc)}")
+        raise ModelError.of(f"model `{spec.name}`: export failed ({'; '.join(tried)})", ErrorStatus.EXPORT_FAIL,
+                            exc) from None
     result.fallback = fallback
     return result
 
@@ -104,26 +131,42 @@ def export(built: BuiltModel) -> Exported:
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 
-def _first_line(exc: BaseException) -> str:
+def _line(exc: BaseException) -> str:
     text = _ANSI.sub("", str(exc)).strip().splitlines()
-    first = text[0].strip() if text else ""
-    # The dynamo exporter's own first line says which step failed; the cause is chained.
-    cause = exc.__cause__
-    if cause is not None and "step" in first.lower():
-        inner = _ANSI.sub("", str(cause)).strip().splitlines()
-        first = f"{first.split('.')[0]}: {inner[0].strip() if inner else type(cause).__name__}"
+    return text[0].strip() if text else ""
+
+
+def _root(exc: BaseException) -> BaseException:
+    """The innermost cause: the dynamo exporter wraps the reason in its own errors (the step, the
+    node it was translating)."""
+    while exc.__cause__ is not None:
+        exc = exc.__cause__
+    return exc
+
+
+def _reason(exc: BaseException) -> str:
+    """Why an exporter failed, in one line: its innermost cause (``NotImplementedError: aten_histc
+    with min == max (0.0) is not supported in this export path.``)."""
+    root = _root(exc)
+    return f"{type(root).__name__}: {_line(root) or '(no message)'}"[:300]
+
+
+def _first_line(exc: BaseException) -> str:
+    """The exception's first line; the dynamo exporter's says which step failed, and the cause follows."""
+    first = _line(exc)
+    if _root(exc) is not exc and "step" in first.lower():
+        first = f"{first.split('.')[0]}: {_reason(exc)}"
     return first[:300]
 
 
 def _dynamo(built: BuiltModel, opset: int) -> Exported:
     with inference_mode(), _quiet():
-        program = torch.onnx.export(
-            built.module, built.inputs, dynamo=True, optimize=False, opset_version=opset,
-            input_names=built.input_names, verbose=False, dynamic_shapes=_dynamic(built),
-        )
+        program, signed = _onnx_program(built, opset)
         fx_stacks = _fx_stacks(program.exported_program)
-        program.exported_program = None  # the FX graph is no longer needed; its memory goes now
         raw = _weightless(program.model)
+        outputs = {} if signed is None else \
+            signatures.resolve(signed, program.exported_program, layermap.available_values(raw))
+        program.exported_program = signed = None  # the FX graphs are no longer needed; their memory goes now
         calls = layermap.call_values(raw, layermap.dynamo_stacks(raw, fx_stacks))
         shapes = layermap.value_shapes(_inferred(raw))
         del raw, fx_stacks
@@ -136,7 +179,22 @@ def _dynamo(built: BuiltModel, opset: int) -> Exported:
     _check(path, built.spec.name)
     proto = saved.load_graph(path)
     return Exported(proto, "dynamo", None, opset, calls, shapes, layermap.available_values(proto), path=path,
-                    _folders=[folder])
+                    outputs=outputs, _folders=[folder])
+
+
+def _onnx_program(built: BuiltModel, opset: int):
+    """The unoptimized ONNX program, converted from a trace that recorded each module call's outputs
+    (``signatures``) where it can be made; else as ``torch.onnx.export`` traces it itself."""
+    dynamic = _dynamic(built)
+    options = dict(dynamo=True, optimize=False, opset_version=opset, input_names=built.input_names, verbose=False,
+                   dynamic_shapes=dynamic)
+    signed = signatures.trace(built, dynamic)
+    if signed is not None:
+        try:
+            return torch.onnx.export(signed.program, built.inputs, **options), signed
+        except Exception:  # noqa: BLE001 - the plain export below reports the model's own failure
+            built.restore()
+    return torch.onnx.export(built.module, built.inputs, **options), None
 
 
 def _weightless(model) -> onnx.ModelProto:
@@ -187,7 +245,7 @@ def _fx_stacks(exported_program) -> dict[str, list[CallKey]]:
 
 def _torchscript(built: BuiltModel, opset: int) -> Exported:
     buffer = io.BytesIO()
-    with inference_mode(), _quiet():
+    with inference_mode(), _quiet(), _native_stdout_silenced():
         axes = {name: {d: label for d, label in dims.items()} for name, dims in built.spec.dynamic_shapes.items()}
         torch.onnx.export(
             built.module, built.inputs, buffer, dynamo=False, opset_version=min(opset, 20),

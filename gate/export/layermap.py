@@ -3,8 +3,10 @@
 The dynamo exporter records on every node the module path stack it came from
 (``pkg.torch.onnx.name_scopes``) and the FX node it lowers (the last entry of that stack);
 the exported program's ``nn_module_stack`` tells the k-th call of a module apart
-(``L__self___act@1``). A module call's *outputs* are the values its nodes produce that a
-node outside the call (or the graph output) consumes.
+(``L__self___act@1``). A call whose outputs the export recorded (``signatures``) takes the
+values that compute them; any other call's outputs are matched by shape among the values it
+*exposes* (its nodes produce them, a node outside the call or the graph output consumes them),
+only where the shape leaves one choice.
 
 The map is built on the unoptimized graph, where every module still has its nodes. The
 shipped graph is the optimized one: a value that did not survive optimization belongs to a
@@ -169,16 +171,22 @@ def shape_matches(onnx_shape: tuple[int | str, ...] | None, torch_shape: tuple[i
 
 
 AMBIGUOUS = "called more than once, and the graph's metadata cannot tell its calls apart"
+FOLDED = "removed by the exporter's optimizer (fused into a neighbouring node, or unused)"
+NOT_RETURNED = "the exported call returned no such element"
 
 
 def assign(records, calls: dict[CallKey, CallValues], shapes: dict[str, tuple | None],
-           available: set[str], ambiguous: frozenset[str] = frozenset()) -> dict[str, OnnxSite]:
+           available: set[str], ambiguous: frozenset[str] = frozenset(),
+           outputs: dict[tuple[str, int, str], OnnxSite] | None = None) -> dict[str, OnnxSite]:
     """Assign each captured layer (``gate.runners.torch_hooks.LayerOutput``) its ONNX value.
 
-    Elements of one call are matched to the call's exposed values by shape, in production
-    order; a single output takes the last matching value (a module computes its result last).
-    Root outputs are the graph outputs, in order.
+    Root outputs are the graph outputs, in order. A call whose outputs the export recorded
+    (``outputs``, from ``signatures``: the value that computes each element) takes those. Any
+    other call's outputs are matched by shape among the values the call exposes, only where the
+    shape leaves one choice; else they are absent, and say why.
     """
+    outputs = outputs or {}
+    recorded = {(module, call) for module, call, _ in outputs}
     by_call: dict[CallKey, list] = defaultdict(list)
     for rec in records:
         by_call[(rec.module, rec.call)].append(rec)
@@ -192,31 +200,49 @@ def assign(records, calls: dict[CallKey, CallValues], shapes: dict[str, tuple | 
             for rec in recs:
                 result[rec.name] = OnnxSite("absent", reason=AMBIGUOUS)
             continue
-        cv = calls.get(key)
-        candidates = list(cv.values) if cv else []
-        used: set[str] = set()
+        if key in recorded:
+            absent = OnnxSite("absent", reason=NOT_RETURNED)
+            matched = {rec.name: outputs.get((key[0], key[1], rec.element), absent) for rec in recs}
+        else:
+            matched = _by_shape(recs, calls.get(key), shapes)
         for rec in recs:
-            shape = tuple(rec.fp.shape)
-            matching = [v for v in candidates if v not in used and shape_matches(shapes.get(v), shape)]
-            if len(recs) == 1:
-                chosen = matching[-1] if matching else None
-            else:
-                chosen = matching[0] if matching else None
-            if chosen is not None:
-                used.add(chosen)
-                if chosen in available:
-                    result[rec.name] = OnnxSite("value", chosen)
-                else:
-                    result[rec.name] = OnnxSite("folded", chosen, reason="removed by the exporter's optimizer (fused "
-                                                "into a neighbouring node, or unused)")
-            elif rec.alias_of is not None and rec.alias_of in result:
-                result[rec.name] = result[rec.alias_of]
-            elif cv is None or cv.nodes == 0:
-                result[rec.name] = OnnxSite("absent", reason="no ONNX node (identity at inference, or folded into "
-                                            "constants)")
-            else:
-                result[rec.name] = OnnxSite("absent", reason="no exposed ONNX value matches this output's shape")
+            result[rec.name] = _site(rec, matched.get(rec.name), calls.get(key), available, shapes, result)
     return result
+
+
+def _site(rec, found: OnnxSite | None, cv: CallValues | None, available: set[str], shapes: dict,
+          done: dict[str, OnnxSite]) -> OnnxSite:
+    if found is not None and found.kind == "value":
+        if not shape_matches(shapes.get(found.value), tuple(rec.fp.shape)):
+            return OnnxSite("absent", reason="the value computing it has another shape in the graph")
+        return OnnxSite("value", found.value) if found.value in available else \
+            OnnxSite("folded", found.value, reason=FOLDED)
+    if rec.alias_of is not None and rec.alias_of in done:
+        return done[rec.alias_of]  # the very tensor an earlier layer produced
+    if found is not None:
+        return found  # absent, with the reason the export gave
+    if cv is None or cv.nodes == 0:
+        return OnnxSite("absent", reason="no ONNX node (identity at inference, or folded into constants)")
+    return OnnxSite("absent", reason="no exposed ONNX value matches this output's shape")
+
+
+def _by_shape(recs, cv: CallValues | None, shapes: dict) -> dict[str, OnnxSite]:
+    """Outputs of a call whose signature was not recorded, by shape among the values it exposes:
+    an element takes a value only when it is the one element of its shape and that value the one
+    exposed value of the shape. Two of a kind would be a guess: absent, saying so."""
+    candidates = list(cv.values) if cv else []
+    out: dict[str, OnnxSite] = {}
+    for rec in recs:
+        shape = tuple(rec.fp.shape)
+        values = [v for v in candidates if shape_matches(shapes.get(v), shape)]
+        twins = sum(1 for r in recs if tuple(r.fp.shape) == shape)
+        if len(values) == 1 and twins == 1:
+            out[rec.name] = OnnxSite("value", values[0])
+        elif values:
+            out[rec.name] = OnnxSite("absent", reason=f"{len(values)} values the call exposes have this output's "
+                                     f"shape{f' (as {twins} of its outputs do)' if twins > 1 else ''}; the export "
+                                     "did not record which computes it")
+    return out
 
 
 FUSED = "fused with the BatchNorm after it (the graph holds their joint output)"

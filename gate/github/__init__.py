@@ -1,7 +1,9 @@
-"""GitHub side of parity-gate: REST client (stdlib urllib), PR resolution, the one PR comment and
-its stamp, baseline approvals, job summary, annotations and step outputs; and what the composite
-action installs (``install``, ``ortdist``: one ONNX Runtime distribution per environment). No
-typer/rich here; the CLI lives in gate.cli.github_cmds.
+"""GitHub side of parity-gate: REST client (stdlib urllib), PR resolution, the pull request as the
+API tells it (``pull``: author, head, labels, the baseline files it changes), the one PR comment and
+its stamp, baseline approvals tied to the commit and to write access, a report's verdict decided
+again from its own rows (``recheck``), job summary, annotations and step outputs; and what the
+composite action installs (``install``, ``ortdist``: one ONNX Runtime distribution per environment).
+No typer/rich here; the CLI lives in gate.cli.github_cmds.
 """
 
 from __future__ import annotations

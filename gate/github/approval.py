@@ -1,61 +1,213 @@
-"""Baseline changes that must be approved before they merge.
+"""Baseline changes that must be approved before they merge, by whom and for which commit.
 
 A pull request that rewrites baselines is judged against its own baselines, so it passes by
-construction. With ``baseline-changes: require-approval`` such a pull request fails until a
-maintainer allows it: a label on the pull request, or an approving review of the judged commit by
-someone with write access (the review must be of that commit: a later push needs a new one).
+construction. With ``baseline-changes: require-approval`` it fails until the exact commit judged is
+approved by someone with write access to the repository who is not the pull request's author:
+
+- an approving review whose ``commit_id`` is that commit (the reviewer's latest verdict; comments do
+  not change it, a later request for changes or a dismissal does); or
+- the approval label, added while that commit was the head of the pull request's branch: after its
+  last push, so a label given to a harmless commit never approves the one pushed after it.
+
+Write access is the repository permission (``GET /collaborators/{user}/permission``: admin, or write,
+which is how maintain reads there; triage reads as read), never ``author_association``, which a
+read-only organization member shares with a maintainer.
+
+When was the last push: GitHub's REST API keeps no time of an ordinary push in the pull request's
+timeline (``committed`` events carry the git dates, which the pusher writes; ``head_ref_force_pushed``
+covers force pushes only; ``synchronize`` is a webhook action, not a stored event). The repository
+activity API (``GET /repos/{head repository}/activity?ref=<head branch>``) lists every update of the
+branch with GitHub's own time and the commits before and after it: the head at the label's time is
+the ``after`` of the last update before it. Where that list cannot be read (a private fork, a GitHub
+Enterprise Server without it), or an update falls in the same second as the label, the label cannot
+be tied to a commit and does not count: a review of the commit approves it.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import datetime
+from urllib.parse import quote
 
+from gate.core.status import ApprovalState, NotCounted
 from gate.github.client import GitHubClient, GitHubError
+from gate.github.pull import Pull
 from gate.render.text import code, plain
 
 POLICIES = ("comment", "require-approval")
 DEFAULT_LABEL = "parity-gate:approve-baselines"
-WRITERS = ("OWNER", "MEMBER", "COLLABORATOR")
+WRITE = ("admin", "write")  # the permission endpoint's words for write access and above
+MAX_UPDATES = 1000  # branch updates read back before a label's time is given up on
+WHY = {
+    NotCounted.AUTHOR: "the pull request's author",
+    NotCounted.NO_WRITE: "no write access",
+    NotCounted.OTHER_COMMIT: "of another commit",
+    NotCounted.BEFORE_PUSH: "added before the last push",
+    NotCounted.NO_PUSH_TIME: "the branch's pushes cannot be read to tie it to a commit",
+}
+
+
+@dataclass(frozen=True)
+class Ignored:
+    """A label or review that did not approve the judged commit, and why."""
+
+    kind: str  # "label" | "review"
+    login: str
+    why: NotCounted
 
 
 @dataclass(frozen=True)
 class Approval:
-    state: str  # "approved" | "pending" | "unknown"
+    state: ApprovalState
     how: str  # for people: by which label or reviewer, or why it could not be checked
+    ignored: tuple[Ignored, ...] = field(default=())
 
     @property
     def blocks(self) -> bool:
-        return self.state != "approved"
+        return self.state != ApprovalState.APPROVED
 
 
-def check_approval(client: GitHubClient | None, repo: str, number: int, sha: str, label: str) -> Approval:
-    """Whether the baseline change of pull request ``number`` at commit ``sha`` is approved."""
+class _Writers:
+    """Who has write access to the repository, asked once per login."""
+
+    def __init__(self, client: GitHubClient, repo: str):
+        self.client, self.repo, self.known = client, repo, {}
+
+    def __contains__(self, login: str) -> bool:
+        if login not in self.known:
+            try:
+                data = self.client.get(f"/repos/{self.repo}/collaborators/{quote(login, safe='')}/permission") or {}
+            except GitHubError as e:
+                if e.status != 404:  # 404: not a collaborator (or no such user)
+                    raise
+                data = {}
+            self.known[login] = isinstance(data, dict) and data.get("permission") in WRITE
+        return self.known[login]
+
+
+def check_approval(client: GitHubClient | None, pull: Pull, sha: str, label: str) -> Approval:
+    """Whether the baseline change of ``pull`` at commit ``sha`` (the commit judged) is approved."""
     if client is None:
-        return Approval("unknown", "no token to read the pull request's labels and reviews")
+        return Approval(ApprovalState.UNKNOWN, "no token to read the pull request's labels and reviews")
+    if not sha:
+        return Approval(ApprovalState.UNKNOWN, "the commit judged is not known (no head commit in the event)")
+    ignored: list[Ignored] = []
+    writers = _Writers(client, pull.repository)
     try:
-        pr = client.get(f"/repos/{repo}/pulls/{number}") or {}
-        if label in {str(lab.get("name")) for lab in pr.get("labels") or [] if isinstance(lab, dict)}:
-            return Approval("approved", f"label {label}")
-        latest: dict[str, dict] = {}
-        for review in client.paginate(f"/repos/{repo}/pulls/{number}/reviews"):
-            login = str((review.get("user") or {}).get("login") or "")
-            if login and review.get("state") in ("APPROVED", "CHANGES_REQUESTED", "DISMISSED"):
-                latest[login] = review  # a reviewer's latest verdict counts (comments do not change it)
+        by = _review(client, pull, sha, writers, ignored)
+        if by:
+            return Approval(ApprovalState.APPROVED, f"review of commit {sha[:12]} by {by}", tuple(ignored))
+        if label in pull.labels:
+            by = _label(client, pull, sha, label, writers, ignored)
+            if by:
+                return Approval(ApprovalState.APPROVED, f"label {label} added by {by} after the last push",
+                                tuple(ignored))
     except GitHubError as e:
-        return Approval("unknown", f"could not read the pull request ({e.status or 'no response'} {e.message})")
+        return Approval(ApprovalState.UNKNOWN, f"could not read the pull request ({e.status or 'no response'} "
+                        f"{e.message})", tuple(ignored))
+    return Approval(ApprovalState.PENDING, f"no approving review of commit {sha[:12]} and no label {label} "
+                    "added after its last push", tuple(ignored))
+
+
+def _login(item: dict, key: str) -> str:
+    who = item.get(key)
+    return str(who.get("login") or "") if isinstance(who, dict) else ""
+
+
+def _who(pull: Pull, login: str, writers: _Writers) -> NotCounted | None:
+    """Why ``login`` cannot approve, or None when they can."""
+    if not login:
+        return NotCounted.NO_WRITE
+    if pull.is_author(login):
+        return NotCounted.AUTHOR
+    return None if login in writers else NotCounted.NO_WRITE
+
+
+def _review(client: GitHubClient, pull: Pull, sha: str, writers: _Writers, ignored: list[Ignored]) -> str:
+    """The login of a writer whose latest verdict approves ``sha``, or ""."""
+    latest: dict[str, dict] = {}
+    for review in client.paginate(f"/repos/{pull.repository}/pulls/{pull.number}/reviews"):
+        login = _login(review, "user") if isinstance(review, dict) else ""
+        if login and review.get("state") in ("APPROVED", "CHANGES_REQUESTED", "DISMISSED"):
+            latest[login] = review
     for login, review in latest.items():
-        if review.get("state") == "APPROVED" and review.get("commit_id") == sha and \
-                review.get("author_association") in WRITERS:
-            return Approval("approved", f"review by @{login}")
-    return Approval("pending", f"no label {label} and no approving review of commit {sha[:12] or '?'}")
+        if review.get("state") != "APPROVED":
+            continue
+        why = NotCounted.OTHER_COMMIT if review.get("commit_id") != sha else _who(pull, login, writers)
+        if why is None:
+            return login
+        ignored.append(Ignored("review", login, why))
+    return ""
+
+
+def _label(client: GitHubClient, pull: Pull, sha: str, label: str, writers: _Writers, ignored: list[Ignored]) -> str:
+    """The login of the writer whose adding of ``label`` (the latest) happened while ``sha`` was the head."""
+    added = [e for e in client.paginate(f"/repos/{pull.repository}/issues/{pull.number}/events")
+             if isinstance(e, dict) and e.get("event") == "labeled"
+             and isinstance(e.get("label"), dict) and e["label"].get("name") == label]
+    if not added:
+        return ""
+    event = max(added, key=lambda e: (str(e.get("created_at") or ""), e.get("id") or 0))
+    login, at = _login(event, "actor"), _time(event.get("created_at"))
+    why = _who(pull, login, writers)
+    if why is None:
+        head = head_at(client, pull, at) if at else None
+        why = NotCounted.NO_PUSH_TIME if head is None else None if head == sha else NotCounted.BEFORE_PUSH
+    if why is None:
+        return login
+    ignored.append(Ignored("label", login, why))
+    return ""
+
+
+def _time(value: object) -> datetime | None:
+    try:
+        return datetime.fromisoformat(str(value).replace("Z", "+00:00"))
+    except ValueError:
+        return None
+
+
+def _updates(client: GitHubClient, pull: Pull) -> Iterator[dict]:
+    """The head branch's updates, newest first (the activity API of the repository it lives in)."""
+    yield from client.paginate(f"/repos/{pull.head_repo}/activity", ref=f"refs/heads/{pull.head_ref}",
+                               direction="desc")
+
+
+def head_at(client: GitHubClient, pull: Pull, at: datetime) -> str | None:
+    """The commit the pull request's branch pointed at, at time ``at`` (GitHub's clock): the ``after``
+    of its last update before then. None when that cannot be told: the updates cannot be read, none
+    is that old, or one falls in the same second (the order within a second is unknown)."""
+    if not (pull.head_repo and pull.head_ref):
+        return None
+    try:
+        for i, update in enumerate(_updates(client, pull)):
+            when = _time(update.get("timestamp")) if isinstance(update, dict) else None
+            if when is None or i >= MAX_UPDATES or when == at:
+                return None
+            if when < at:
+                after = update.get("after")
+                return after if isinstance(after, str) and after else None
+    except GitHubError as e:
+        if e.status in (403, 404):  # a private fork, or no activity API: the label cannot be placed
+            return None
+        raise
+    return None
 
 
 def approval_line(approval: Approval | None, label: str) -> str:
-    """The line the comment's baseline block carries (Markdown)."""
+    """The line the comment's baseline block carries (Markdown); when pending, the rule."""
     if approval is None:
         return ""
-    if approval.state == "approved":
+    if approval.state == ApprovalState.APPROVED:
         return f"✅ The baseline change is approved ({plain(approval.how, 200)})."
-    why = "" if approval.state == "pending" else f" (approval could not be checked: {plain(approval.how, 200)})"
-    return (f"🔒 **This check fails until the baseline change is approved**{why}: a maintainer adds the label "
-            f"{code(label, 100)} or approves this commit in a review, then the check runs again.")
+    why = "" if approval.state == ApprovalState.PENDING else \
+        f" (approval could not be checked: {plain(approval.how, 200)})"
+    rule = (f"🔒 **This check fails until the baseline change is approved**{why}: someone with write access to "
+            f"this repository, other than the pull request's author, approves this commit in a review, or adds the "
+            f"label {code(label, 100)} after its last push; then the check runs again. A label added before a "
+            "push, a review of an earlier commit, and approvals by the author or by someone with triage or read "
+            "access do not count.")
+    seen = list(dict.fromkeys(approval.ignored))[:6]
+    if seen:
+        rule += " Not counted: " + "; ".join(f"{i.kind} by {code(i.login, 60)} ({WHY[i.why]})" for i in seen) + "."
+    return rule

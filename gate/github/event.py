@@ -48,7 +48,7 @@ def resolve_pull_request(
     """The PR for this run: an explicit number first, then the event, then the API (workflow_run)."""
     repo = (event.get("repository") or {}).get("full_name") or repository
     if explicit and event_name == "workflow_run":
-        return _verified(explicit, (event.get("workflow_run") or {}).get("head_sha"), repo, client)
+        return _verified(explicit, event.get("workflow_run") or {}, repo, client)
     if explicit:
         return PullRequest(explicit, repo, "given (--pr / PARITY_GATE_PR)")
     if event_name in PR_EVENTS:
@@ -61,7 +61,20 @@ def resolve_pull_request(
     return NoPullRequest(f"event `{event_name or 'unknown'}` is not about a pull request")
 
 
+def _head_matches(pr: Any, sha: str, head_repo: str | None) -> bool:
+    """An open pull request whose head is the run's commit, in the repository the run's head came from."""
+    if not isinstance(pr, dict) or not isinstance(pr.get("number"), int) or pr.get("state", "open") != "open":
+        return False
+    head = pr.get("head") if isinstance(pr.get("head"), dict) else {}
+    theirs = (head.get("repo") or {}).get("full_name") if isinstance(head.get("repo"), dict) else None
+    return head.get("sha") == sha and not (head_repo and theirs and theirs != head_repo)
+
+
 def _from_workflow_run(run: dict[str, Any], repo: str, client: GitHubClient | None) -> PullRequest | NoPullRequest:
+    """The pull request a ``workflow_run`` is about. For a fork GitHub lists none in the event (nor
+    for a run a review started), so the API is asked by commit and by head branch; the answer must be
+    one open pull request whose head is the run's commit, from the run's head repository: two
+    candidates (one branch, two base branches) are refused, as either could be the wrong one."""
     sha = run.get("head_sha")
     for pr in run.get("pull_requests") or []:
         # The list holds PRs of this repository whose head is the run's head (empty for forks).
@@ -71,26 +84,37 @@ def _from_workflow_run(run: dict[str, Any], repo: str, client: GitHubClient | No
         return NoPullRequest("the workflow_run event has no head_sha")
     if client is None:
         return NoPullRequest("the workflow_run event lists no pull request and there is no token to look one up")
-    for pr in client.get(f"/repos/{repo}/commits/{sha}/pulls") or []:
-        if pr.get("state") == "open" and (pr.get("head") or {}).get("sha") == sha:
-            return PullRequest(pr["number"], repo, f"pull request of commit {sha[:12]}")
+    head_repo = (run.get("head_repository") or {}).get("full_name")
+    by_commit = client.get(f"/repos/{repo}/commits/{sha}/pulls") or []
+    found = {pr["number"]: f"pull request of commit {sha[:12]}" for pr in by_commit if _head_matches(pr, sha, head_repo)}
     owner = ((run.get("head_repository") or {}).get("owner") or {}).get("login")
     branch = run.get("head_branch")
     if owner and branch:
         for pr in client.paginate(f"/repos/{repo}/pulls", state="open", head=f"{owner}:{branch}"):
-            if (pr.get("head") or {}).get("sha") == sha:
-                return PullRequest(pr["number"], repo, f"open pull request from {owner}:{branch}")
+            if _head_matches(pr, sha, head_repo):
+                found.setdefault(pr["number"], f"open pull request from {owner}:{branch}")
+    if len(found) > 1:
+        numbers = ", ".join(f"#{n}" for n in sorted(found))
+        return NoPullRequest(f"open pull requests {numbers} all have head {sha[:12]}: which one this run is about "
+                             "cannot be told")
+    if found:
+        [(number, how)] = found.items()
+        return PullRequest(number, repo, how)
     return NoPullRequest(f"no open pull request has head {sha[:12]}")
 
 
-def _verified(number: int, sha: str | None, repo: str, client: GitHubClient | None) -> PullRequest | NoPullRequest:
+def _verified(number: int, run: dict[str, Any], repo: str, client: GitHubClient | None) -> PullRequest | NoPullRequest:
     """A PR number carried from the pull_request run (an artifact the PR's code could forge) must match
-    the run's head commit, or a fork could steer the comment onto another pull request."""
+    the run's head commit and head repository, or a fork could steer the comment onto another pull request."""
+    sha, head_repo = run.get("head_sha"), (run.get("head_repository") or {}).get("full_name")
     if client is None or not sha:
         return NoPullRequest(f"cannot verify pull request #{number} against the workflow_run head (no token or no head_sha)")
-    head = ((client.get(f"/repos/{repo}/pulls/{number}") or {}).get("head") or {}).get("sha")
-    if head != sha:
-        return NoPullRequest(
-            f"pull request #{number} has head {str(head)[:12]}, not the workflow_run's {sha[:12]}: not commenting there"
-        )
+    pr = client.get(f"/repos/{repo}/pulls/{number}") or {}
+    head = pr.get("head") or {}
+    if head.get("sha") != sha:
+        return NoPullRequest(f"pull request #{number} has head {str(head.get('sha'))[:12]}, not the workflow_run's "
+                             f"{sha[:12]}: not commenting there")
+    if not _head_matches({**pr, "number": number}, sha, head_repo):
+        return NoPullRequest(f"pull request #{number} is not open from {head_repo}, where the workflow_run's head "
+                             "came from: not commenting there")
     return PullRequest(number, repo, "given (--pr), verified against the workflow_run head")

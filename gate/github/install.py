@@ -16,7 +16,10 @@ The composite action runs this file with the Python it will use, before parity-g
 - The user's constraints file pins the versions (``parity-gate init`` writes one).
 - The key names everything the environment depends on: parity-gate's own sources (the action's
   version), the Python (version and path), OS and architecture, and the requirements as resolved
-  from the inputs: packages, indexes, constraints file contents, extra pip arguments.
+  from the inputs: packages, indexes, extra pip arguments, and the contents of every file they name
+  (``requirements_digest``): the constraints file, ``-r``/``-c`` files and the files those include,
+  local packages, wheels and ``--find-links`` folders. A pull request that bumps a line of
+  ``requirements.txt`` gets another key, so a stale environment is never restored in its place.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from __future__ import annotations
 import hashlib
 import os
 import platform
+import secrets
 import shutil
 import sys
 from pathlib import Path
@@ -40,7 +44,15 @@ NEEDS = {
     "update-baseline": TORCH + ("<ort>",),
 }
 CPU_INDEX = "https://download.pytorch.org/whl/cpu"
-KEY_VERSION = "1"  # bump to drop every cached environment
+KEY_VERSION = "2"  # bump to drop every cached environment
+# pip options whose value is a requirements file (read, and followed into its own -r/-c lines), and
+# those whose value is a path whose contents pip installs from.
+FILE_OPTIONS = ("-r", "--requirement", "-c", "--constraint")
+EDITABLE_OPTIONS = ("-e", "--editable")  # its sources stay where they are: only its metadata is installed
+PATH_OPTIONS = ("-f", "--find-links")
+METADATA = ("pyproject.toml", "setup.py", "setup.cfg")
+MAX_FILES, MAX_BYTES = 20_000, 512 * 2**20  # a local folder hashed past these is not cached at all
+SKIP_DIRS = {".git", "__pycache__", ".venv", "venv", "node_modules", ".tox", ".mypy_cache", ".pytest_cache"}
 
 
 def onnxruntime_choice(choice: str, has_gpu: bool) -> str:
@@ -98,6 +110,79 @@ def source_digest(root: Path) -> str:
     return h.hexdigest()[:16]
 
 
+def _options(words: list[str]) -> list[tuple[str, str]]:
+    """(``file`` | ``editable`` | ``path``, value) for each file or local path that pip ``words`` name."""
+    out, it = [], iter(words)
+    for word in it:
+        for kind, options in (("file", FILE_OPTIONS), ("editable", EDITABLE_OPTIONS), ("path", PATH_OPTIONS)):
+            option = next((o for o in options if word == o or word.startswith(o + "=")
+                           or (len(o) == 2 and word.startswith(o) and len(word) > 2)), None)
+            if option:
+                value = word[len(option):].lstrip("=") or next(it, "")
+                out.append((kind, value))
+                break
+        else:
+            if not word.startswith("-"):
+                out.append(("path", word))  # a package name, or a local folder or archive
+    return out
+
+
+class _Digest:
+    """sha256 over every file the requirements name, each once, under the name it was given by."""
+
+    def __init__(self) -> None:
+        self.h, self.seen, self.files, self.bytes = hashlib.sha256(), set(), 0, 0
+        self.unbounded = ""
+
+    def add(self, kind: str, value: str, base: Path) -> None:
+        value = value.removeprefix("file://")
+        path = (base / value) if value and not os.path.isabs(value) else Path(value)
+        if not value or "://" in value or not path.exists() or path.resolve() in self.seen:
+            return  # a package name or URL: the words say it already
+        self.seen.add(path.resolve())
+        if kind == "editable" and path.is_dir():
+            for name in METADATA:
+                if (path / name).is_file():
+                    self._file(path / name, f"{kind}:{value}/{name}")
+        elif path.is_dir():
+            self._folder(path)
+        elif kind == "file":
+            self._file(path, f"{kind}:{value}")
+            for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+                words = line.split("#", 1)[0].split() if not line.lstrip().startswith("#") else []
+                for k, v in _options(words):  # pip reads an included file relative to the one including it
+                    self.add(k, v, path.parent)
+        else:
+            self._file(path, f"{kind}:{value}")
+
+    def _file(self, path: Path, name: str) -> None:
+        data = path.read_bytes()
+        self.files, self.bytes = self.files + 1, self.bytes + len(data)
+        self.h.update(name.encode() + b"\0" + data + b"\0")
+
+    def _folder(self, root: Path) -> None:
+        for folder, dirs, names in os.walk(root):
+            dirs[:] = sorted(d for d in dirs if d not in SKIP_DIRS)
+            for name in sorted(names):
+                if self.files >= MAX_FILES or self.bytes >= MAX_BYTES:
+                    self.unbounded = str(root)
+                    return
+                path = Path(folder) / name
+                if path.is_file() and not name.endswith((".pyc", ".so")):
+                    self._file(path, path.relative_to(root.parent).as_posix())
+
+
+def requirements_digest(extra_pip_args: str, constraints: str, cwd: Path) -> tuple[str, str]:
+    """A digest of the contents of every file the requirements name (relative paths from ``cwd``, where
+    pip runs), and the folder too large to hash ("" when none: then the environment is not cached)."""
+    d = _Digest()
+    if constraints:
+        d.add("file", constraints, cwd)
+    for kind, value in _options(extra_pip_args.split()):  # install.sh splits the input on whitespace
+        d.add(kind, value, cwd)
+    return d.h.hexdigest()[:16], d.unbounded
+
+
 def plan(env: dict[str, str], python: str = sys.executable, has_gpu: bool | None = None) -> dict[str, str]:
     mode = env["PG_MODE"]
     gpu = shutil.which("nvidia-smi") is not None if has_gpu is None else has_gpu
@@ -107,10 +192,12 @@ def plan(env: dict[str, str], python: str = sys.executable, has_gpu: bool | None
     pkgs = packages(mode, ort)
     index_args = f"--extra-index-url {index}" if build == "cpu" else ""
     constraints = env.get("PG_CONSTRAINTS", "")
-    pinned = Path(constraints).read_bytes() if constraints and Path(constraints).is_file() else b""
+    pinned = bool(constraints) and Path(constraints).is_file()
+    files, unbounded = requirements_digest(env.get("PG_EXTRA_PIP_ARGS", ""), constraints if pinned else "", Path.cwd())
     inputs = "\n".join([KEY_VERSION, " ".join(pkgs), index_args, constraints and "constraints", env.get(
-        "PG_EXTRA_PIP_ARGS", ""), env.get("PG_SYSTEM_SITE_PACKAGES", "")])
-    requirements = hashlib.sha256(inputs.encode() + b"\0" + pinned).hexdigest()[:16]
+        "PG_EXTRA_PIP_ARGS", ""), env.get("PG_SYSTEM_SITE_PACKAGES", ""), files])
+    # Too large to hash: a key no later run shares, so the cache never restores it in place of an install.
+    requirements = hashlib.sha256(inputs.encode()).hexdigest()[:16] if not unbounded else secrets.token_hex(8)
     interpreter = f"{platform.python_implementation()}-{platform.python_version()}"
     where = hashlib.sha256(os.path.abspath(python).encode()).hexdigest()[:8]
     action = source_digest(Path(env.get("GITHUB_ACTION_PATH") or Path(__file__).resolve().parents[2]))
@@ -119,6 +206,7 @@ def plan(env: dict[str, str], python: str = sys.executable, has_gpu: bool | None
     key = f"parity-gate-env-{os_arch}-{interpreter}-{where}-{tier}-{action}-{requirements}"
     return {"key": key, "packages": " ".join(pkgs), "index-args": index_args, "torch-build": build,
             "constraints": constraints if pinned else "", "python-version": platform.python_version(),
+            "unhashed": unbounded,
             "onnxruntime": ort_distribution(mode, ort)}
 
 
@@ -131,6 +219,10 @@ def main() -> None:
     out = plan(env)
     for name, value in out.items():
         print(f"{name}={value}")
+    if out["unhashed"]:
+        print(f"::warning title=parity-gate::{out['unhashed']} holds more than {MAX_FILES:,} files or "
+              f"{MAX_BYTES // 2**20} MiB: its contents cannot be part of the cache key, so this environment is "
+              "installed afresh", file=sys.stderr)
     summary = (f"parity-gate environment for mode {env['PG_MODE']}: {out['packages'] or 'core only'}; torch build "
                f"{out['torch-build']}; ONNX Runtime {out['onnxruntime'] or 'none'}; constraints "
                f"{out['constraints'] or 'none'}; key {out['key']}")

@@ -1,9 +1,12 @@
 """Publish a report from inside a workflow: job summary, annotations, step outputs, the PR comment.
 
-The comment is best effort: a read-only token (a fork's pull request), a missing PR or an API
-failure becomes one line in the log and the summary, never a crash; the exit status follows
-the verdict and ``fail_on``, and, with ``baseline_changes="require-approval"``, whether a baseline
-change is approved.
+The report is judged here, never taken on trust (in the fork flow a fork's run wrote it): on a pull
+request, the baseline files it changes are the API's list for the commit judged, and when they
+cannot be listed (no token, an API error, more files than the API lists, a pull request that moved
+on) the run fails, exit 2, saying why. The comment is best effort: a read-only token, a missing PR
+or an API failure becomes one line in the log and the summary, never a crash; the exit status
+follows the verdict and ``fail_on``, and, with ``baseline_changes="require-approval"``, whether the
+baseline change is approved (``gate.github.approval``).
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gate.core.status import ModelStatus, Verdict
+from gate.core.status import ApprovalState, ModelStatus, Verdict
 from gate.errors import FormatError
 from gate.github.actions import (
     MAX_ANNOTATIONS,
@@ -28,11 +31,13 @@ from gate.github.actions import (
 from gate.github.approval import DEFAULT_LABEL, Approval, approval_line, check_approval
 from gate.github.client import GitHubClient, GitHubError, RateLimited
 from gate.github.comment import CommentResult, CommentTarget, digest_line, marker, own_login, upsert_comment
-from gate.github.event import NoPullRequest, PullRequest, load_event, resolve_pull_request
+from gate.github.event import PR_EVENTS, NoPullRequest, PullRequest, load_event, resolve_pull_request
+from gate.github.pull import ChangesUnknown, Pull, baseline_changes, fetch_pull
+from gate.github.recheck import caution, recheck
 from gate.github.stamp import RunStamp, stamp_for
 from gate.render import COMMENT_LIMIT, SUMMARY_LIMIT, Links, headline_text, render_markdown
 from gate.render.notices import changed_models
-from gate.render.text import num
+from gate.render.text import num, plain
 from gate.verdict.types import Report
 
 FAIL_ON = ("regression", "never")
@@ -61,6 +66,7 @@ class Outcome:
     comment: CommentResult  # action "skipped" with a one-line reason when no comment was written
     lines: list[str] = field(default_factory=list)  # workflow commands for stdout (annotations)
     approval: Approval | None = None
+    report: Report | None = None  # the report as judged (baseline changes from the API)
 
 
 @dataclass
@@ -74,11 +80,18 @@ class _Context:
     stamp: RunStamp | None
     event_error: str = ""
     _pr: PullRequest | NoPullRequest | None = None
+    _pull: Pull | NoPullRequest | None = None
 
     def pull_request(self) -> PullRequest | NoPullRequest:
         if self._pr is None:
             self._pr = _resolve(self)
         return self._pr
+
+    def pull(self) -> Pull | NoPullRequest:
+        """The pull request as the API tells it now (author, head, labels, changed files)."""
+        if self._pull is None:
+            self._pull = _fetch(self)
+        return self._pull
 
 
 def publish(
@@ -89,29 +102,32 @@ def publish(
 ) -> Outcome:
     make_client = make_client or (lambda e, wait: GitHubClient(e.token, e.api_url, max_wait=wait))
     ctx = _context(report, settings, env, make_client(env, settings.max_wait) if env.token else None)
+    report = copy.deepcopy(report)  # judged here: what the API says replaces what the report claims
+    _baseline_changes(report, ctx)
     approval = _approval(report, ctx)
-    approval_text = approval_line(approval, settings.approval_label)
+    # What every rendering says besides the report: the approval, and what the report claimed too well.
+    said = {"approval": approval_line(approval, settings.approval_label), "caution": caution(recheck(report))}
     links = _links(ctx)
-    digest = reviewer_digest(report, approval_text)
+    digest = reviewer_digest(report, **said)
     header = "\n".join([marker(settings.comment_id), digest_line(digest)] + ([ctx.stamp.line()] if ctx.stamp else []))
-    body = render_markdown(report, marker=header, links=links, limit=COMMENT_LIMIT, approval=approval_text)
+    body = render_markdown(report, marker=header, links=links, limit=COMMENT_LIMIT, **said)
 
     summary_written = append_summary(env.summary_path, render_markdown(
-        report, links=links, limit=SUMMARY_LIMIT, summary=True, approval=approval_text))
+        report, links=links, limit=SUMMARY_LIMIT, summary=True, **said))
     md_path = write_file(settings.markdown_path, body) if settings.markdown_path else ""
 
     def short() -> str:
-        return render_markdown(report, marker=header, links=links, limit=SHORT_LIMIT, brief=True, approval=approval_text)
+        return render_markdown(report, marker=header, links=links, limit=SHORT_LIMIT, brief=True, **said)
 
     result = _comment(report, ctx, body, short, digest)
     if result.action == "skipped" and summary_written:
-        append_summary(env.summary_path, f"\n> ℹ️ PR comment not written: {result.reason}\n")
+        append_summary(env.summary_path, f"\n> ℹ️ PR comment not written: {plain(result.reason)}\n")
     write_outputs(env.output_path, _outputs(report, settings, md_path, result, approval))
     exit_code = 0 if settings.fail_on == "never" else report.exit_code
     if approval is not None and approval.blocks and settings.fail_on != "never":
         exit_code = exit_code or 1
     return Outcome(report.verdict, exit_code, result, _approval_annotation(report, approval, settings)
-                   + annotations(report), approval)
+                   + annotations(report), approval, report)
 
 
 def _context(report: Report, settings: PublishSettings, env: ActionsEnv, client: GitHubClient | None) -> _Context:
@@ -134,6 +150,18 @@ def _resolve(ctx: _Context) -> PullRequest | NoPullRequest:
         return NoPullRequest(_explain(e))
 
 
+def _fetch(ctx: _Context) -> Pull | NoPullRequest:
+    pr = ctx.pull_request()
+    if isinstance(pr, NoPullRequest):
+        return pr
+    if ctx.client is None:
+        return NoPullRequest("no token to read the pull request (set the github-token input or GITHUB_TOKEN)")
+    try:
+        return fetch_pull(ctx.client, pr.repository, pr.number)
+    except GitHubError as e:
+        return NoPullRequest(f"could not read pull request #{pr.number} ({e.status or 'no response'} {e.message})")
+
+
 def _links(ctx: _Context) -> Links:
     """Links to the run that computed the report (in the fork-safe flow: the pull_request run)."""
     stamp, env = ctx.stamp, ctx.env
@@ -145,17 +173,41 @@ def _links(ctx: _Context) -> Links:
                  ctx.settings.job)
 
 
+def _about_a_pull_request(ctx: _Context) -> bool:
+    run_event = (ctx.event.get("workflow_run") or {}).get("event") if ctx.env.event_name == "workflow_run" else None
+    return bool(ctx.settings.pr_number) or ctx.env.event_name in PR_EVENTS or run_event in PR_EVENTS
+
+
+def _baseline_changes(report: Report, ctx: _Context) -> None:
+    """The baseline files the pull request changes, as the API lists them for the commit judged; never
+    as the report says (it may come from a fork). Fails closed: ChangesUnknown (exit 2) when they
+    cannot be listed. A run that writes no comment and needs no approval decides nothing: its
+    report's own list (``--changed-since``) stands."""
+    s = ctx.settings
+    if (s.when == "never" and s.baseline_changes != "require-approval") or not _about_a_pull_request(ctx):
+        return
+    pull = ctx.pull()
+    if isinstance(pull, NoPullRequest):
+        raise ChangesUnknown(f"the baseline files this pull request changes cannot be listed: {pull.reason}")
+    judged = ctx.stamp.sha if ctx.stamp else ""
+    if judged and pull.head_sha and judged != pull.head_sha:
+        raise ChangesUnknown(f"pull request #{pull.number} is now at commit {pull.head_sha[:12]}, and this run judged "
+                             f"{judged[:12]}: the files it lists are another commit's; the run for "
+                             f"{pull.head_sha[:12]} decides")
+    assert ctx.client is not None  # a Pull was read with it
+    report.baseline_changes = baseline_changes(ctx.client, pull)
+
+
 def _approval(report: Report, ctx: _Context) -> Approval | None:
     if not report.baseline_changes or ctx.settings.baseline_changes != "require-approval":
         return None
-    pr = ctx.pull_request()
-    if isinstance(pr, NoPullRequest):
-        return Approval("unknown", pr.reason)
-    return check_approval(ctx.client, pr.repository, pr.number, ctx.stamp.sha if ctx.stamp else "",
-                          ctx.settings.approval_label)
+    pull = ctx.pull()
+    if isinstance(pull, NoPullRequest):
+        return Approval(ApprovalState.UNKNOWN, pull.reason)
+    return check_approval(ctx.client, pull, ctx.stamp.sha if ctx.stamp else "", ctx.settings.approval_label)
 
 
-def reviewer_digest(report: Report, approval_text: str = "") -> str:
+def reviewer_digest(report: Report, approval: str = "", caution: str = "") -> str:
     """A digest of what a reviewer reads: the comment as rendered, without links, latencies and
     peak memory, which change on every run. ``on-change`` compares it."""
     quiet = copy.deepcopy(report)
@@ -165,7 +217,7 @@ def reviewer_digest(report: Report, approval_text: str = "") -> str:
             for a in p.audits:
                 if a.check == "latency":
                     a.message = f"{p.name}: latency {a.status}"
-    text = render_markdown(quiet, approval=approval_text)
+    text = render_markdown(quiet, approval=approval, caution=caution)
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
@@ -221,8 +273,9 @@ def _approval_annotation(report: Report, approval: Approval | None, settings: Pu
     if approval is None or not approval.blocks:
         return []
     models = ", ".join(model for model, _ in changed_models(report)[:10])
-    return [command("error", f"this pull request changes the baselines of {models}: it fails until a maintainer "
-                    f"adds the label `{settings.approval_label}` or approves the commit ({approval.how})",
+    return [command("error", f"this pull request changes the baselines of {models}: it fails until someone with "
+                    "write access, other than its author, approves this commit in a review or adds the label "
+                    f"`{settings.approval_label}` after its last push ({approval.how})",
                     title="parity-gate: baseline change needs approval")]
 
 

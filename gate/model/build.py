@@ -3,7 +3,8 @@
 The same instance is exported and run on PyTorch: a model built twice from an unseeded
 factory is two different models, and every layer would "diverge" at the first conv.
 The factory is also called under ``torch.manual_seed(seed)`` so random-init models are
-reproducible from run to run.
+reproducible from run to run. Its state right after the build is recorded (``pristine``), and
+every run on it starts from that state (``BuiltModel.fresh``).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from gate.core.refs import resolve
 from gate.core.status import ErrorStatus
 from gate.errors import ConfigError, ModelError
 from gate.model import inputs as inputs_mod
+from gate.model.pristine import Pristine
 
 
 @dataclass
@@ -33,6 +35,7 @@ class Module:
     digest: Background[WeightsDigest]  # of the weights, hashed on a thread (``weights_digest``)
     normalizations: list[str]  # what the gate changed to run it: recorded in the baseline
     training: list[str]  # modules the factory left in training mode beside others in eval mode
+    pristine: Pristine  # its state before any forward: every run starts from it (``fresh``)
 
 
 @dataclass
@@ -46,6 +49,19 @@ class BuiltModel:
     digest: Background[WeightsDigest]  # of the weights, hashed on a thread while the export runs
     normalizations: list[str] = field(default_factory=list)
     training: list[str] = field(default_factory=list)
+    pristine: Pristine | None = None  # None: a model built outside ``build`` (each run is then on its own)
+
+    def fresh(self):
+        """A context in which a run (the export, the reference, a provider) gets the model as built,
+        whatever earlier runs left in it, and leaves it so: runs cannot contaminate each other."""
+        import contextlib
+
+        return self.pristine.fresh() if self.pristine is not None else contextlib.nullcontext()
+
+    def restore(self) -> None:
+        """The model's state as built, now."""
+        if self.pristine is not None:
+            self.pristine.restore()
 
     @property
     def weights_digest(self) -> str:
@@ -87,7 +103,8 @@ def build_module(spec: ModelSpec, root: Path) -> Module:
                               else f"eval mode ({len(training)} of {total} modules were in training mode)")
     module.eval()
     mixed = training if 0 < len(training) < total else []
-    return Module(module, weights_digest(module), normalizations, mixed)
+    # Recorded before any forward: the export, the reference and each provider start from this state.
+    return Module(module, weights_digest(module), normalizations, mixed, Pristine(module, spec.name))
 
 
 def _construct(spec: ModelSpec, root: Path) -> object:
@@ -112,7 +129,7 @@ def build(spec: ModelSpec, root: Path, built: Module | None = None) -> BuiltMode
     arrays = [t.detach().cpu().float().numpy() if t.dtype == torch.bfloat16 else t.detach().cpu().numpy()
               for t in tensors]
     return BuiltModel(spec, m.module, tensors, names, arrays, inputs_mod.digest(names, arrays), m.digest,
-                      m.normalizations, m.training)
+                      m.normalizations, m.training, m.pristine)
 
 
 def _inputs(spec: ModelSpec, root: Path) -> tuple[tuple[torch.Tensor, ...], list[str]]:

@@ -157,6 +157,7 @@ def probe(built: BuiltModel) -> Probe:
     trace = OpTrace(named, hashed)
     capture = torch_hooks.Capture(built.module)
     start = time.perf_counter()
-    records = capture.run(built.inputs, trace)
+    with built.fresh():  # from the model as built, and leaving it so: what the forward caches goes
+        records = capture.run(built.inputs, trace)
     return Probe(records, capture.output, trace.digest, trace.ops, trace.random[:20], sorted(trace.custom)[:50],
                  time.perf_counter() - start)

@@ -95,6 +95,8 @@ def _error_step(m: ModelVerdict) -> str:
 def _provider_error(m: ModelVerdict, p: ProviderVerdict) -> str:
     if p.error_status == ErrorStatus.NO_GPU:
         return plain(p.reason or "no GPU provider could run on this runner", 600)
+    if p.error_status == ErrorStatus.NO_RESULT:  # a required provider's matrix leg left no result
+        return plain(p.reason or f"no result file holds {p.name}", 600) + ": see that job's log."
     if p.error_status == ErrorStatus.LOAD_FAIL:
         return (f"{code(p.name)} failed to load on its runner: run {code('parity-gate doctor', 40)} there — its ONNX "
                 "Runtime build, drivers or provider options do not match (a provider listed in `require` must be "

@@ -55,7 +55,7 @@ def model_notices(m: ModelVerdict) -> list[str]:
     if m.status == ModelStatus.ERROR:
         if m.error:
             items.append(f"💥 {code(m.name)} failed: **{plain(m.error.error_status, 20)}**: {plain(m.error.message)}"
-                         + (f" (at {code(m.error.where, 200)})" if m.error.where else ""))
+                         + (f" (at {code(m.error.where, 200)})" if m.error.where else "") + _unchecked(m))
     elif m.status == ModelStatus.NO_BASELINE and not m.baseline_exists:
         where = f" at {code(m.baseline_path)}" if m.baseline_path else ""
         items.append(f"🆕 {code(m.name)} has no baseline{where}.")
@@ -76,6 +76,9 @@ def model_notices(m: ModelVerdict) -> list[str]:
             continue  # listed with its reason in the sweep's matrix
         if p.status == TargetStatus.SKIPPED:
             items.append(f"⏭️ {code(m.name)} · {code(p.name)} not checked: {plain(reason(p))}")
+        elif p in m.not_checked:
+            items.append(f"⛔ {code(m.name)} · {code(p.name)} not checked (**{plain(p.error_status, 20)}**): there is "
+                         "no ONNX graph to run")
         elif p.status == TargetStatus.ERROR:
             items.append(f"💥 {code(m.name)} · {code(p.name)} failed"
                          f"{' (' + plain(p.error_status, 20) + ')' if p.error_status else ''}: {plain(reason(p))}"
@@ -83,6 +86,18 @@ def model_notices(m: ModelVerdict) -> list[str]:
         elif p.status == TargetStatus.NO_BASELINE and m.baseline_exists:
             items.append(f"🆕 {code(m.name)} · {code(p.name)} has no baseline entry for {plain(p.label, 60)}.")
     return items
+
+
+def _target(p: ProviderVerdict) -> str:
+    return f"{code(p.name)} {plain(p.precision, 20)}"
+
+
+def _unchecked(m: ModelVerdict) -> str:
+    """Which rows a failed export left unchecked, and which were judged all the same."""
+    if not m.not_checked:
+        return ""
+    judged = f"; checked against the baseline all the same: {', '.join(map(_target, m.judged))}" if m.judged else ""
+    return f". Not checked: {', '.join(map(_target, m.not_checked))} (no ONNX graph){judged}."
 
 
 def notices(report: Report) -> str:

@@ -16,7 +16,8 @@ def outputs_table(providers: list[ProviderVerdict]) -> str:
              "| --- | --- | ---: | ---: | --- | --- |"]
     for p, r in rows[:MAX_LIST]:
         e = r.exact
-        where = ", ".join(str(i) for i in e.get("worst_index") or [])
+        index = e.get("worst_index")
+        where = ", ".join(str(i) for i in index) if isinstance(index, list) else ""
         verdict = "✅" if e.get("allclose") else f"❌ {num(e.get('mismatched'))} of {num(e.get('count'))}"
         lines.append(f"| {code(p.name)} | {code(r.layer)} | {num(e.get('max_abs'))} | {num(e.get('max_rel'))} | "
                      f"{verdict} (rtol {num(e.get('rtol'))}, atol {num(e.get('atol'))}) | "

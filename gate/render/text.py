@@ -1,7 +1,12 @@
 """Small, safe Markdown/HTML text helpers shared by the report renderers.
 
-Every string that comes from a report (layer names, messages, paths) passes through one of
-these: they cap the length, flatten newlines, and keep table pipes and HTML inert.
+Every string that comes from a report, an artifact, an exception message or a model name (layer
+names, messages, paths, logins) reaches Markdown through one of ``plain`` (prose), ``attr`` (inside
+raw HTML) or ``code`` (a code span): they cap the length, flatten newlines, and keep table pipes
+and HTML inert. Prose and HTML text also pass through ``inert``, the one place that stops GitHub
+from acting on what it reads there: @mentions of users and teams, autolinked URLs and addresses,
+and issue references (which notify the issue's subscribers). GitHub acts on none of these inside
+a code span, which is why ``code`` leaves its text as written (it stays copyable).
 """
 
 from __future__ import annotations
@@ -12,6 +17,22 @@ import re
 
 NAME_CAP = 160
 MESSAGE_CAP = 400
+
+
+ZWSP = "\u200b"  # zero-width space: invisible, and breaks the patterns GitHub looks for
+_ACTIVE = re.compile(
+    r"(?<=@)"  # @user, @org/team, and the @ of an e-mail address
+    r"|(?<=#)(?=\d)|(?<=\bGH-)(?=\d)"  # #123, owner/repo#123, GH-123
+    r"|(?<=:)(?=//)|(?<=\bwww)(?=\.)"  # scheme://..., www.host
+    r"|(?<=\bmailto)(?=:)|(?<=\bxmpp)(?=:)",  # mailto:, xmpp:
+    re.IGNORECASE,
+)
+
+
+def inert(text: str) -> str:
+    """``text`` with a zero-width space where GitHub would mention, link or reference: it reads the
+    same, and notifies no one and links nowhere."""
+    return _ACTIVE.sub(ZWSP, text)
 
 
 def clip(text: object, cap: int) -> str:
@@ -29,14 +50,14 @@ def code(text: object, cap: int = NAME_CAP) -> str:
 
 
 def plain(text: object, cap: int = MESSAGE_CAP) -> str:
-    """Prose from a report: no HTML, no table breaks, no accidental emphasis or links."""
-    s = html.escape(clip(text, cap), quote=False)
+    """Prose from a report: no HTML, no table breaks, no accidental emphasis, links or mentions."""
+    s = html.escape(inert(clip(text, cap)), quote=False)
     return re.sub(r"([\\|*_\[\]`#])", r"\\\1", s)
 
 
 def attr(text: object, cap: int = NAME_CAP) -> str:
-    """Text inside raw HTML (a <summary>)."""
-    return html.escape(clip(text, cap), quote=True)
+    """Text inside raw HTML (a <summary>), where GitHub still mentions and links."""
+    return html.escape(inert(clip(text, cap)), quote=True)
 
 
 def num(value: object) -> str:

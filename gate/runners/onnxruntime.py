@@ -57,6 +57,8 @@ class OrtRunner(Runner):
     def precheck(self, subject: Subject) -> None:
         if self.name not in ort_session.available_providers():
             raise Unavailable(f"skipped: {self.name} not available here")
+        if subject.run.unexported:  # the exporter's own reason, on every row it leaves unchecked
+            raise ModelError(f"not run: {subject.run.error.message}", ErrorStatus.EXPORT_FAIL)
         if subject.bundle is None or not Bundle(subject.bundle).has_model:
             raise ModelError("no ONNX model (export failed)", ErrorStatus.EXPORT_FAIL)
 

@@ -47,8 +47,9 @@ def _capture(module: torch.nn.Module, inputs, promote: bool,
     notes = Notes()
     last = [time.perf_counter()]
 
-    def stamp(record: LayerOutput) -> None:
+    def stamp(record: LayerOutput, tensor: torch.Tensor) -> None:
         record.reached = notes.reached  # the coarsest precision computed up to this layer
+        record.data_dependent = notes.shapes.holds(tensor)
         if detail is not None and time.perf_counter() - last[0] >= DETAIL_EVERY_S:
             last[0] = time.perf_counter()
             detail(f"{DETAIL}{record.name}")
@@ -59,34 +60,53 @@ def _capture(module: torch.nn.Module, inputs, promote: bool,
     return records, notes, outputs
 
 
+def own_apply(module: torch.nn.Module) -> str | None:
+    """The first module class that defines its own ``_apply`` (what ``.double()``/``.to()`` run): such
+    a model says itself what a dtype change involves (clearing a cache, converting a plain tensor
+    attribute), which widening the parameters and buffers alone would skip."""
+    return next((type(m).__name__ for m in module.modules() if type(m)._apply is not torch.nn.Module._apply), None)
+
+
 def _float64(built: BuiltModel, promote: bool,
              detail: Callable[[str], None]) -> tuple[list[LayerOutput], Notes, list[np.ndarray]]:
-    """The float64 run: each module widened as it runs (no second copy of the model); where that
-    cannot work (code that reads another module's weights outside its call), on a float64 copy."""
+    """The float64 run: each module widened as it runs (no second copy of the model), which is
+    exactly ``.double()`` unless the model defines its own ``_apply``. Such a model, and one where
+    widening cannot work (code that reads another module's weights outside its call), runs on a
+    float64 copy made through its own ``.double()``: twice the float32 weights, for this run."""
     inputs = tuple(t.double() if t.is_floating_point() else t for t in built.inputs)
-    try:
-        with float64_weights(built.module):
-            return _capture(built.module, inputs, promote, detail)
-    except Exception:  # noqa: BLE001 - mixed dtypes from weights read across modules: use the copy
-        module, inputs = as_float64(built.module, built.inputs)
-        return _capture(module, inputs, promote, detail)
+    if own_apply(built.module) is None:
+        try:
+            with float64_weights(built.module):
+                return _capture(built.module, inputs, promote, detail)
+        except Exception:  # noqa: BLE001 - mixed dtypes from weights read across modules: use the copy
+            built.restore()  # what the failed run cached goes before the copy
+    module, inputs = as_float64(built.module, built.inputs)
+    return _capture(module, inputs, promote, detail)
 
 
 def run_reference(built: BuiltModel, progress: Callable[[str], None], promote: bool = True) -> Reference:
     """The reference's layers in execution order, with what promotion did and could not do."""
     name = built.spec.name
     try:
-        records, notes, outputs = _float64(built, promote, progress)
+        with built.fresh():
+            records, notes, outputs = _float64(built, promote, progress)
         # The backward pass needs float64 parameters of its own: a copy, only with `gradients = true`.
-        grads = gradients(*as_float64(built.module, built.inputs), built.spec.seed) if built.spec.gradients else []
+        with built.fresh():
+            grads = gradients(*as_float64(built.module, built.inputs), built.spec.seed) if built.spec.gradients else []
         return Reference("float64", records, notes, outputs, grads)
+    except ModelError:
+        raise  # the model changed its own weights: no fallback starts from the same model
     except Exception as exc:  # noqa: BLE001 - a model without float64 kernels falls back
         in_float64 = exc
     try:
-        capture = torch_hooks.Capture(built.module)
-        records = capture.run(built.inputs)
-        outputs = [torch_hooks.to_numpy(t).astype(np.float64) for _, t in torch_hooks.flatten(capture.output)]
-        grads = gradients(built.module, built.inputs, built.spec.seed) if built.spec.gradients else []
+        with built.fresh():
+            capture = torch_hooks.Capture(built.module)
+            records = capture.run(built.inputs)
+            outputs = [torch_hooks.to_numpy(t).astype(np.float64) for _, t in torch_hooks.flatten(capture.output)]
+        with built.fresh():
+            grads = gradients(built.module, built.inputs, built.spec.seed) if built.spec.gradients else []
+    except ModelError:
+        raise
     except Exception as exc:  # it fails as given too: a failure of the model, not of float64
         raise ModelError.of(f"model `{name}`: PyTorch forward failed (in float64 and in float32): "
                             f"{type(exc).__name__}: {exc}", ErrorStatus.INFER_FAIL, exc) from None
@@ -103,7 +123,8 @@ def compare_as_given(built: BuiltModel, ref: Reference, promote: bool) -> dict:
     layer whose output eval mode changed: a deployment that forgot eval() runs it that way."""
     from gate.core.runs import error_against
 
-    module, inputs = as_float64(built.module, built.inputs)
+    with built.fresh():  # the copy starts from the model as built, not from what the reference left
+        module, inputs = as_float64(built.module, built.inputs)
     left = set(built.training)
     for name, m in module.named_modules():
         m.training = (name or "(model)") in left

@@ -3,6 +3,7 @@ the provider's device, in its precision."""
 
 from __future__ import annotations
 
+import contextlib
 import copy
 
 from gate.core import device
@@ -46,6 +47,7 @@ class TorchEagerRunner(Runner):
             raise ModelError(f"{self.name} needs the PyTorch model, which is not built here", ErrorStatus.LOAD_FAIL)
         dtype = {"float32": None, "float16": torch.float16, "bfloat16": torch.bfloat16}[self.spec.precision]
         where = "cuda" if self.on_cuda else "cpu"
+        subject.built.restore()  # the model as built: nothing the reference or the export cached in it
         module = subject.built.module
         if dtype is not None or self.on_cuda:  # never touch the instance the reference and export use
             module = copy.deepcopy(module).to(device=where, dtype=dtype) if dtype else copy.deepcopy(module).cuda()
@@ -100,5 +102,9 @@ class TorchEagerRunner(Runner):
         return prun
 
     def close(self) -> None:
+        built = self.subject.built if getattr(self, "subject", None) is not None else None
         self.module = self.inputs = None
+        if built is not None:
+            with contextlib.suppress(ModelError):  # a forward that changed its weights failed its run already
+                built.restore()  # what this run cached goes, for the runs after it
         super().close()

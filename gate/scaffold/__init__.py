@@ -25,7 +25,7 @@ from gate.scaffold.config_text import (
     section,
 )
 from gate.scaffold.deps import constraints, model_requirements
-from gate.scaffold.workflows import ACTION, FLOWS, Flow, workflows
+from gate.scaffold.workflows import ACTION, FLOWS, FORK_ENVIRONMENT, Flow, workflows
 
 CONSTRAINTS = "parity-gate-constraints.txt"
 GITATTRIBUTES_LINE = "*.msgpack.zst diff=parity-gate"
@@ -138,7 +138,13 @@ def plan(options: Options) -> Plan:
     out.changes.append(_config(options.root, text, options.force))
     flow = Flow(options.flow, options.action, out.pip_args, options.require_approval, options.gpu_runner)
     for path, body in workflows(flow).items():
-        out.changes.append(_file(options.root, path, body, options.force))
+        change = _file(options.root, path, body, options.force)
+        if options.flow == "gpu" and change.action != "keep":
+            # GitHub creates a missing environment without reviewers: then nothing would hold a fork's run.
+            change.why = (f"before the first pull request: environment {FORK_ENVIRONMENT} with required reviewers, "
+                          "and the GPU runner ephemeral, in a runner group that admits only this workflow "
+                          "(docs/action.md)")
+        out.changes.append(change)
     labels = _custom_labels(options) if options.flow == "gpu" else []
     if labels:  # actionlint (and editors using it) must know the self-hosted runner's own labels
         out.changes.append(_file(options.root, ".github/actionlint.yaml", "self-hosted-runner:\n  labels:\n"

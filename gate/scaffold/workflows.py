@@ -1,10 +1,15 @@
 """The GitHub workflows ``init`` writes, one per flow (docs/action.md explains each):
 
-- ``single``: one job on a GitHub-hosted runner checks every model and comments;
-- ``gpu``: export once on a CPU runner, collect there and on a self-hosted GPU runner (never for a
-  fork's pull request), one report and one comment;
-- ``fork``: the check runs with a read-only token, a second workflow (``workflow_run``) comments
-  without checking out the pull request's code.
+- ``single``: one job checks every model on a GitHub-hosted runner;
+- ``gpu``: export once on a CPU runner, collect there and on a self-hosted GPU runner, one report;
+- ``fork``: the check runs in ``pull_request``, a second workflow (``workflow_run``) comments.
+
+In every flow the jobs that run the pull request's code hold a read-only token and hand their report on
+as an artifact; the job that judges it and comments holds ``pull-requests: write``, never checks out or
+runs the pull request's code, and installs parity-gate's core only (the action's mode ``comment``). The
+``gpu`` flow runs from ``pull_request_target``, so the workflow file is the base branch's (the only one a
+runner group restricted to it lets onto the GPU machine), and a fork's code runs only once a maintainer
+has approved the run (a protected environment), at the head commit the run was made for.
 """
 
 from __future__ import annotations
@@ -14,13 +19,21 @@ from dataclasses import dataclass
 
 ACTION = "parity-gate/parity-gate@v1"
 FLOWS = ("single", "gpu", "fork")
-CHECKOUT = "actions/checkout@v5"
+# Pinned by commit (a tag can be moved); the comment names the release.
+CHECKOUT = "actions/checkout@fbc6f3992d24b796d5a048ff273f7fcc4a7b6c09 # v5.1.0"
+UPLOAD = "actions/upload-artifact@b7c566a772e6b6bfb58ed0dc250532a479d7789f # v6.0.0"
+DOWNLOAD = "actions/download-artifact@37930b1c2abaa49bbe596cd826c3c89aef350131 # v7.0.0"
+FORK_ENVIRONMENT = "parity-gate-fork"  # required reviewers: who may run a fork's code (docs/action.md)
+REPORT = "parity-gate-report"  # the artifact the gate job uploads and the verdict job judges
 HEADER = ("# Written by `parity-gate init`; what each input does: "
           "https://github.com/parity-gate/parity-gate/blob/main/docs/action.md\n")
 CONCURRENCY = """concurrency:  # a newer push cancels the older run, whose comment would be stale anyway
   group: parity-gate-${{ github.event.pull_request.number || github.ref }}
   cancel-in-progress: true
 """
+SAME_REPO = "github.event.pull_request.head.repo.full_name == github.repository"
+HEAD_SHA = "${{ github.event.pull_request.head.sha }}"
+READ_ONLY = "    permissions:\n      contents: read  # check out the pull request; nothing else\n"
 
 
 @dataclass(frozen=True)
@@ -35,7 +48,7 @@ class Flow:
 
 def _with(flow: Flow, *pairs: tuple[str, str], model: bool = False, gate: bool = False) -> str:
     """The step's ``with:``: ``model`` for jobs that import the model (they install its requirements),
-    ``gate`` for the job whose exit status is the verdict (it enforces baseline approval)."""
+    ``gate`` for the job that judges (it enforces baseline approval)."""
     items = [p for p in pairs if p[1]]
     if model and flow.pip_args:
         items.append(("extra-pip-args", json.dumps(flow.pip_args)))
@@ -54,65 +67,112 @@ def _trigger(flow: Flow) -> str:
             "  pull_request_review:\n    types: [submitted, dismissed]\n")
 
 
+def _checkout(ref: str = "") -> str:
+    """Credentials are not left in .git/config, where the pull request's code could read them."""
+    pinned = f"          ref: {ref}  # the commit this run was made (and approved) for\n" if ref else ""
+    return f"      - uses: {CHECKOUT}\n        with:\n{pinned}          persist-credentials: false\n"
+
+
+def _verdict(flow: Flow, needs: str, condition: str = "${{ !cancelled() }}") -> str:
+    """The job that judges the report artifact and comments: it holds the write token, so nothing of the
+    pull request runs here (no checkout; the action's mode comment installs parity-gate's core only)."""
+    return (f"  verdict:  # judges the report and comments; never checks out or runs the pull request's code\n"
+            f"    name: verdict\n    needs: {needs}\n    if: {condition}  # a gate job that failed still has its say\n"
+            "    runs-on: ubuntu-latest\n    timeout-minutes: 15\n"
+            "    permissions:\n      pull-requests: write  # the comment; the changed files, labels and reviews\n"
+            f"    steps:\n      - uses: {flow.action}\n"
+            + _with(flow, ("mode", "comment"), ("report-artifact", REPORT), gate=True))
+
+
 def single(flow: Flow) -> str:
-    return (HEADER + "name: parity-gate\n" + _trigger(flow) +
-            "permissions:\n  contents: read\n  pull-requests: write\n" + CONCURRENCY +
-            "jobs:\n  parity-gate:\n    runs-on: ubuntu-latest\n    timeout-minutes: 60\n    steps:\n"
-            f"      - uses: {CHECKOUT}\n      - uses: {flow.action}\n" + _with(flow, model=True, gate=True))
+    return (HEADER + "name: parity-gate\n" + _trigger(flow) + "permissions: {}\n" + CONCURRENCY + "jobs:\n"
+            "  check:  # runs the pull request's code with a read-only token; the report leaves as an artifact\n"
+            "    name: check\n    runs-on: ubuntu-latest\n    timeout-minutes: 60\n" + READ_ONLY + "    steps:\n" + _checkout()
+            + f"      - uses: {flow.action}\n"
+            + _with(flow, ("comment", "never"), ("report-artifact", REPORT), model=True) + _verdict(flow, "check"))
+
+
+def _gpu_trigger(flow: Flow) -> str:
+    types = "opened, synchronize, reopened" + (", labeled, unlabeled" if flow.require_approval else "")
+    return ("on:\n  pull_request_target:  # this file as the base branch has it: a pull request cannot change "
+            f"what runs where\n    types: [{types}]\n")
+
+
+def _approve() -> str:
+    return ("  approve:\n    name: approve a fork's run\n"
+            "    # A fork's code runs nowhere, the GPU runner included, until a maintainer approves this run\n"
+            f"    # (environment {FORK_ENVIRONMENT}: required reviewers). Same-repository pull requests skip it.\n"
+            f"    if: {SAME_REPO.replace('==', '!=')}\n"
+            f"    runs-on: ubuntu-latest\n    timeout-minutes: 5\n    environment: {FORK_ENVIRONMENT}\n"
+            "    steps:\n      - name: Approved\n        env:\n          SHA: " + HEAD_SHA + "\n"
+            '        run: echo "approved to run commit $SHA"\n')
+
+
+def _pr_job(flow: Flow, name: str, head: str, runs_on: str, step_with: str, timeout: int = 60) -> str:
+    """A job of the gpu flow that runs the pull request's code: read-only, at the head commit, no cache
+    (this event's cache is the base branch's, which the pull request's code must not write)."""
+    return (f"  {name}:{head}\n    name: {name}\n    runs-on: {runs_on}\n    timeout-minutes: {timeout}\n" + READ_ONLY + "    steps:\n"
+            + _checkout(HEAD_SHA) + f"      - uses: {flow.action}\n" + step_with)
 
 
 def gpu(flow: Flow) -> str:
     labels = ", ".join(label.strip() for label in flow.gpu_runner.split(",") if label.strip())
-    return (HEADER + "name: parity-gate\n" + _trigger(flow) + "permissions:\n  contents: read\n" + CONCURRENCY +
-            "jobs:\n"
-            "  export:  # the models, exported once; the float64 reference and torch providers run here\n"
-            "    runs-on: ubuntu-latest\n    timeout-minutes: 60\n    steps:\n"
-            f"      - uses: {CHECKOUT}\n      - uses: {flow.action}\n" + _with(flow, ("mode", "export"), model=True) +
-            "  cpu:\n    needs: export\n    runs-on: ubuntu-latest\n    timeout-minutes: 60\n    steps:\n"
-            f"      - uses: {CHECKOUT}\n      - uses: {flow.action}\n"
-            + _with(flow, ("mode", "collect"), ("providers", "CPUExecutionProvider")) +
-            "  gpu:\n    needs: export\n"
-            "    # Self-hosted runners never run a fork's code: its GPU providers are reported as not checked.\n"
-            "    if: github.event.pull_request.head.repo.full_name == github.repository\n"
-            f"    runs-on: [{labels}]\n    timeout-minutes: 60\n    steps:\n"
-            f"      - uses: {CHECKOUT}\n      - uses: {flow.action}\n"
-            + _with(flow, ("mode", "collect"), ("providers", flow.gpu_providers), ("onnxruntime", "onnxruntime-gpu")) +
-            "  report:\n    needs: [export, cpu, gpu]\n"
-            "    if: ${{ !cancelled() && needs.export.result == 'success' }}  # also when the GPU job was skipped\n"
-            "    runs-on: ubuntu-latest\n    timeout-minutes: 30\n"
-            "    permissions:\n      contents: read\n      pull-requests: write\n    steps:\n"
-            f"      - uses: {CHECKOUT}\n      - uses: {flow.action}\n" + _with(flow, ("mode", "report"), gate=True))
+    nocache = ("cache", "false")
+    return (HEADER + "name: parity-gate\n" + _gpu_trigger(flow) + "permissions: {}\n"
+            + CONCURRENCY.replace(" || github.ref", "") + "jobs:\n" + _approve()
+            + _pr_job(flow, "export", "  # the models, exported once; the float64 reference and torch providers run here\n"
+                      "    needs: approve\n    if: ${{ !cancelled() && (needs.approve.result == 'success' || "
+                      "needs.approve.result == 'skipped') }}", "ubuntu-latest",
+                      _with(flow, ("mode", "export"), nocache, model=True))
+            + _pr_job(flow, "cpu", "\n    needs: export", "ubuntu-latest",
+                      _with(flow, ("mode", "collect"), ("providers", "CPUExecutionProvider"), nocache))
+            + _pr_job(flow, "gpu", "  # the self-hosted runner: its own runner group, ephemeral (docs/action.md)\n"
+                      "    needs: export", f"[{labels}]",
+                      _with(flow, ("mode", "collect"), ("providers", flow.gpu_providers),
+                            ("onnxruntime", "onnxruntime-gpu"), nocache))
+            + _pr_job(flow, "report", "\n    needs: [export, cpu, gpu]\n"
+                      "    if: ${{ !cancelled() && needs.export.result == 'success' }}  # a failed GPU leg fails "
+                      "`require`", "ubuntu-latest",
+                      _with(flow, ("mode", "report"), ("comment", "never"), ("report-artifact", REPORT),
+                            ("require", flow.gpu_providers), nocache), timeout=30)
+            + _verdict(flow, "report"))
 
 
 def fork(flow: Flow) -> tuple[str, str]:
-    """The pull_request workflow (no write permission) and the workflow_run workflow that comments."""
-    check = (HEADER + "name: parity-gate\n" + _trigger(flow) + "permissions:\n  contents: read\n" + CONCURRENCY +
-             "jobs:\n  parity-gate:\n    runs-on: ubuntu-latest\n    timeout-minutes: 60\n    steps:\n"
-             f"      - uses: {CHECKOUT}\n      - uses: {flow.action}\n        id: gate\n"
-             + _with(flow, ("comment", "never"), model=True, gate=True) +
+    """The pull_request workflow (read-only) and the workflow_run workflow that judges and comments."""
+    check = (HEADER + "name: parity-gate\n" + _trigger(flow) + "permissions: {}\n" + CONCURRENCY + "jobs:\n"
+             "  parity-gate:  # runs the pull request's code with a read-only token\n"
+             "    name: check\n    runs-on: ubuntu-latest\n    timeout-minutes: 60\n" + READ_ONLY + "    steps:\n" + _checkout()
+             + f"      - uses: {flow.action}\n        id: gate\n" + _with(flow, ("comment", "never"), model=True) +
              "      - name: Keep the report and the PR number for the comment workflow\n"
              "        if: ${{ !cancelled() && steps.gate.outputs.report-json != '' }}\n"
              "        env:\n          REPORT: ${{ steps.gate.outputs.report-json }}\n"
              "          PR_NUMBER: ${{ github.event.pull_request.number }}\n"
              "        run: |\n          mkdir -p parity-gate-pr\n          cp \"$REPORT\" parity-gate-pr/report.json\n"
              "          echo \"$PR_NUMBER\" > parity-gate-pr/number\n"
-             "      - uses: actions/upload-artifact@v6\n"
+             f"      - uses: {UPLOAD}\n"
              "        if: ${{ !cancelled() && steps.gate.outputs.report-json != '' }}\n"
              "        with:\n          name: parity-gate-pr\n          path: parity-gate-pr/\n")
     comment = (HEADER + "name: parity-gate comment\non:\n  workflow_run:\n    workflows: [parity-gate]\n"
-               "    types: [completed]\n"
-               "permissions:\n  actions: read  # download the other run's artifact\n  pull-requests: write\n"
-               "jobs:\n  comment:\n    if: github.event.workflow_run.event == 'pull_request'\n"
-               "    runs-on: ubuntu-latest\n    timeout-minutes: 15\n    steps:\n"
+               "    types: [completed]\npermissions: {}\n"
+               "concurrency:  # one run per pull request at a time: no race between reading and writing its comment\n"
+               "  group: parity-gate-comment-${{ github.event.workflow_run.head_repository.full_name }}-"
+               "${{ github.event.workflow_run.head_branch }}\n  cancel-in-progress: false\n"
+               "jobs:\n  comment:\n    name: verdict\n"
+               "    if: github.event.workflow_run.event == 'pull_request' || "
+               "github.event.workflow_run.event == 'pull_request_review'\n"
+               "    runs-on: ubuntu-latest\n    timeout-minutes: 15\n"
+               "    permissions:\n      actions: read  # download the other run's artifact\n"
+               "      pull-requests: write  # the comment; the changed files, labels and reviews\n    steps:\n"
                "      # No actions/checkout: nothing from the pull request runs here; the report is read as data.\n"
-               "      - uses: actions/download-artifact@v7\n        with:\n          name: parity-gate-pr\n"
+               f"      - uses: {DOWNLOAD}\n        with:\n          name: parity-gate-pr\n"
                "          path: parity-gate-pr\n          run-id: ${{ github.event.workflow_run.id }}\n"
                "          github-token: ${{ github.token }}\n"
-               "      - id: pr\n        run: echo \"number=$(tr -cd '0-9' < parity-gate-pr/number)\" >> \"$GITHUB_OUTPUT\"\n"
-               f"      - uses: {flow.action}\n        with:\n          mode: comment\n"
-               "          report-json: parity-gate-pr/report.json\n"
-               "          pr-number: ${{ steps.pr.outputs.number }}\n"
-               "          fail-on: never  # the pull_request workflow's status is the gate\n")
+               "      - id: pr  # a hint only: the action checks it against the run's head commit\n"
+               "        run: echo \"number=$(tr -cd '0-9' < parity-gate-pr/number | cut -c1-12)\" >> \"$GITHUB_OUTPUT\"\n"
+               f"      - uses: {flow.action}\n"
+               + _with(flow, ("mode", "comment"), ("report-json", "parity-gate-pr/report.json"),
+                       ("pr-number", "${{ steps.pr.outputs.number }}"), gate=True))
     return check, comment
 
 

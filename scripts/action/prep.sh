@@ -10,23 +10,43 @@ case "$BASELINE_CHANGES" in comment|require-approval) ;; *) fail "input baseline
 case "$TORCH_BUILD" in auto|cpu|default) ;; *) fail "input torch-build is '$TORCH_BUILD'; expected auto, cpu or default";; esac
 case "$CACHE" in true|false) ;; *) fail "input cache is '$CACHE'; expected true or false";; esac
 case "$ALLOW_MISSING_GPU" in true|false) ;; *) fail "input allow-missing-gpu is '$ALLOW_MISSING_GPU'; expected true or false";; esac
-if [ "$MODE" = comment ] && [ -z "$REPORT_JSON" ]; then fail "mode comment needs the report-json input (the report to post)"; fi
+if [ "$MODE" = comment ] && [ -z "$REPORT_JSON" ] && [ -z "$REPORT_ARTIFACT" ]; then
+  fail "mode comment needs the report to post: the report-artifact input (an artifact of this run) or report-json (a file)"
+fi
 if [ -n "$PYTHON_PATH" ] && [ ! -x "$PYTHON_PATH" ] && ! command -v "$PYTHON_PATH" > /dev/null; then
   fail "input python-path is '$PYTHON_PATH', which is not an executable"
+fi
+if [ -n "$VENV_PATH" ] && [ ! -x "$VENV_PATH/bin/parity-gate" ] && [ ! -f "$VENV_PATH/Scripts/parity-gate.exe" ]; then
+  fail "input venv-path is '$VENV_PATH', which holds no bin/parity-gate (Scripts\\parity-gate.exe on Windows)"
 fi
 
 abs() { case "$1" in /*|[A-Za-z]:[\\/]*) printf '%s' "$1";; *) printf '%s/%s' "$PWD" "$1";; esac; }
 slug() { printf '%s' "$1" | tr -cs 'A-Za-z0-9._-' '-' | sed 's/^-*//; s/-*$//' | cut -c1-80; }
 
+# pip obeys options inside a constraints file (--index-url, --find-links, -r, -c, ...) and named URLs
+# (pkg @ https://...): a file that may come from a pull request could point the install at any package.
+pins_only() {
+  local n=0 line
+  while IFS= read -r line || [ -n "$line" ]; do
+    n=$((n + 1))
+    if printf '%s\n' "$line" | grep -Eq '(^|[[:space:]])-|@|://|\\[[:space:]]*$'; then
+      fail "constraints file '$1', line $n: only names and versions are allowed in mode comment (no pip options, URLs or line continuations)"
+    fi
+  done < "$1"
+}
+
 # The constraints file pins torch, onnxruntime, ...: the input, else the one `parity-gate init` writes.
+# Mode comment (judging and commenting) takes only a file named by the input, and only pins: it must not
+# install what a checked-out pull request asks for.
 if [ -n "$CONSTRAINTS" ]; then
   [ -f "$CONSTRAINTS" ] || fail "input constraints is '$CONSTRAINTS', which does not exist (relative to working-directory)"
   constraints="$(abs "$CONSTRAINTS")"
-elif [ -f parity-gate-constraints.txt ]; then
+elif [ "$MODE" != comment ] && [ -f parity-gate-constraints.txt ]; then
   constraints="$PWD/parity-gate-constraints.txt"
 else
   constraints=""
 fi
+if [ "$MODE" = comment ] && [ -n "$constraints" ]; then pins_only "$constraints"; fi
 
 # This leg of a matrix: the job, the runner's OS and architecture, the providers and models it runs,
 # or what matrix-key says. It names the comment and the artifacts, so legs never share them.
@@ -36,9 +56,22 @@ artifact="${ARTIFACT_NAME:-$ARTIFACT_PREFIX-$leg-a${GITHUB_RUN_ATTEMPT:-1}}"
 
 out="$RUNNER_TEMP/parity-gate"
 mkdir -p "$out"
+report_json="${REPORT_JSON:-$out/report.json}"
+download=""
+if [ "$MODE" = comment ] && [ -z "$REPORT_JSON" ]; then
+  # The report comes from another job, which ran the pull request's code: a fresh folder, read as data.
+  download="$out/untrusted"
+  rm -rf "$download"
+  report_json="$download/report.json"
+fi
+# No cache in mode comment: an entry can be saved by any job of the pull request, one running its code
+# included, and restoring it here would run that code with this job's token. None with venv-path either.
+cache="$CACHE"
+if [ "$MODE" = comment ] || [ -n "$VENV_PATH" ]; then cache=false; fi
 {
-  echo "report-json=$(abs "${REPORT_JSON:-$out/report.json}")"
+  echo "report-json=$(abs "$report_json")"
   echo "report-markdown=$(abs "${REPORT_MD:-$out/report.md}")"
+  echo "report-download=$download"
   echo "result-file=$(abs "${RESULT_FILE:-$out/$artifact.msgpack.zst}")"
   echo "export-dir=$(abs "${EXPORT_DIR:-$out/export}")"
   echo "results-dir=$out/results"
@@ -48,5 +81,6 @@ mkdir -p "$out"
   echo "report-artifact=${REPORT_ARTIFACT:-parity-gate-report-$leg}"
   echo "artifact-name=$artifact"
   echo "constraints=$constraints"
-  echo "venv=$RUNNER_TEMP/parity-gate-env"
+  echo "cache=$cache"
+  if [ -n "$VENV_PATH" ]; then echo "venv=$(abs "$VENV_PATH")"; else echo "venv=$RUNNER_TEMP/parity-gate-env"; fi
 } >> "$GITHUB_OUTPUT"

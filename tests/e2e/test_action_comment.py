@@ -1,7 +1,7 @@
 """The composite action, run step by step as a runner would, against a local fake GitHub.
 
 Needs: bash, PyYAML. The `parity-gate` it runs is tests/support/cli_shim.py (the real `comment`
-command; stand-ins for check/collect/report), handed in through PARITY_GATE_TEST_VENV.
+command; stand-ins for check/collect/report), handed in as the action's venv-path input.
 """
 
 from __future__ import annotations
@@ -135,6 +135,7 @@ def test_rejected_comment_is_retried_short_then_reported_in_one_line(make_runner
     [c] = github.issue_comments(REPO, PR)
     assert "regressed at layer `conv2`" in c["body"] and "This comment is shortened" in c["body"]
 
+    github.open_pull(REPO, github.pulls[REPO][0], number=8)  # another pull request at the same commit
     github.inject("POST", r"/issues/8/comments$", 422, times=2, message="Validation Failed")
     run = make_runner().run(comment_mode("regressed", **{"pr-number": "8"}), token=TOKEN)
     assert run.returncode == 1
@@ -198,12 +199,13 @@ def test_pr_number_carried_into_workflow_run_is_verified_against_the_head(make_r
     run = make_runner("workflow_run").run(comment_mode("regressed", **{"pr-number": "12"}), token=TOKEN)
     assert run.returncode == 1 and len(github.issue_comments(REPO, 12)) == 1
     forged = make_runner("workflow_run").run(comment_mode("regressed", **{"pr-number": "31"}), token=TOKEN)
-    assert forged.returncode == 1
+    assert forged.returncode == 2  # which pull request, and so which baselines it changes, cannot be told
     assert github.issue_comments(REPO, 31) == []
-    assert "pull request #31 has head 999999999999, not the workflow_run's 5c1d2e3f4a5b" in forged.stdout
+    assert "pull request #31 has head 999999999999, not the workflow_run's 5c1d2e3f4a5b" in forged.log
 
 
 def test_explicit_pr_number_is_used_as_given_on_other_events(make_runner, github):
+    github.open_pull(REPO, github.pulls[REPO][0], number=31)
     run = make_runner().run(comment_mode("regressed", **{"pr-number": "31"}), token=TOKEN)
     assert run.returncode == 1
     assert len(github.issue_comments(REPO, 31)) == 1
@@ -215,7 +217,7 @@ def test_bad_inputs_stop_before_anything_runs(make_runner, github):
     assert "::error title=parity-gate::input mode is 'publish'" in run.stdout
     assert [s.conclusion for s in run.steps if s.conclusion != "skipped"] == ["failure"]
     run = make_runner().run({"mode": "comment"}, token=TOKEN)
-    assert run.returncode == 2 and "needs the report-json input" in run.stdout
+    assert run.returncode == 2 and "mode comment needs the report to post: the report-artifact input" in run.stdout
 
 
 def test_inputs_reach_scripts_only_through_env():

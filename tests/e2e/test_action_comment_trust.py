@@ -23,12 +23,20 @@ def comment_mode(report: str, **inputs: str) -> dict[str, str]:
 
 
 def with_changes(tmp_path, name: str = "pass", changes=("baselines/tiny-cnn.msgpack.zst",)) -> dict[str, str]:
-    """A fixture report that lists baseline files changed by the pull request."""
+    """A fixture report that lists baseline files changed by the pull request (what decides is the
+    pull request's file list on the fake GitHub: ``changing``)."""
     doc = json.loads((REPORTS / f"{name}.json").read_text())
     doc["baseline_changes"] = list(changes)
     path = tmp_path / f"{name}-changes.json"
     path.write_text(json.dumps(doc))
     return {"mode": "comment", "report-json": str(path)}
+
+
+def changing(github, *files: str) -> None:
+    """The event's pull request changes ``files`` (as GET /pulls/7/files lists them)."""
+    github.files[(REPO, PR)] = [{"filename": f, "status": "modified"} for f in files]
+    for pr in github.pulls[REPO]:
+        pr["changed_files"] = len(files) if pr["number"] == PR else pr.get("changed_files", 0)
 
 
 def test_a_planted_marker_in_someone_elses_comment_is_ignored(make_runner, github):
@@ -41,8 +49,9 @@ def test_a_planted_marker_in_someone_elses_comment_is_ignored(make_runner, githu
     assert not github.calls("PATCH")
 
 
-def test_a_personal_token_finds_its_users_comments(make_runner, tmp_path):
+def test_a_personal_token_finds_its_users_comments(make_runner, github, tmp_path):
     with FakeGitHub(token=TOKEN, viewer="octocat") as fake:
+        fake.pulls[REPO] = github.pulls[REPO]
         runner = action_fixtures_runner(make_runner, fake)
         runner.run(comment_mode("regressed"), token=TOKEN)
         runner.run(comment_mode("pass"), token=TOKEN)
@@ -99,6 +108,7 @@ def test_on_change_ignores_latency_and_links(make_runner, github, tmp_path):
 
 def test_a_passing_pull_request_that_changes_baselines_gets_a_comment_that_says_so_first(make_runner, github,
                                                                                            tmp_path):
+    changing(github, "baselines/tiny-cnn.msgpack.zst", "models.py")
     run = make_runner().run(with_changes(tmp_path), token=TOKEN)
     assert run.returncode == 0, run.log
     [c] = github.issue_comments(REPO, PR)
@@ -107,8 +117,18 @@ def test_a_passing_pull_request_that_changes_baselines_gets_a_comment_that_says_
     assert run.outputs["baseline-changes"] == "tiny-cnn" and run.outputs["baselines-approved"] == ""
 
 
+def open_pull(github) -> None:
+    """The pull request of tests/support/events/pull_request.json, its head pushed before anyone approves."""
+    github.pulls[REPO] = [{"number": PR, "state": "open", "labels": [], "user": {"login": "contributor"},
+                           "head": {"sha": HEAD, "ref": "fuse-stem", "label": "octo:fuse-stem",
+                                    "repo": {"full_name": REPO}}}]
+    github.push(REPO, "fuse-stem", HEAD, "2026-11-02T10:00:00Z")
+    github.roles[(REPO, "maintainer")] = "maintain"
+    changing(github, "baselines/tiny-cnn.msgpack.zst")
+
+
 def test_required_approval_fails_until_the_label_is_set(make_runner, github, tmp_path):
-    github.pulls[REPO] = [{"number": PR, "state": "open", "labels": [], "head": {"sha": HEAD, "label": "octo:x"}}]
+    open_pull(github)
     inputs = {**with_changes(tmp_path), "baseline-changes": "require-approval"}
     blocked = make_runner().run(inputs, token=TOKEN)
     assert blocked.returncode == 1
@@ -116,21 +136,22 @@ def test_required_approval_fails_until_the_label_is_set(make_runner, github, tmp
     assert "BLOCKED | this pull request changes baselines" in blocked.stdout
     assert "🔒 **This check fails until the baseline change is approved**" in github.issue_comments(REPO, PR)[0]["body"]
     assert blocked.outputs["baselines-approved"] == "false"
-    github.pulls[REPO][0]["labels"] = [{"name": "parity-gate:approve-baselines"}]
+    github.label(REPO, PR, "parity-gate:approve-baselines", "maintainer", "2026-11-02T10:05:00Z")
     allowed = make_runner().run(inputs, token=TOKEN)
     assert allowed.returncode == 0, allowed.log
-    assert "✅ The baseline change is approved (label parity-gate:approve-baselines)." in \
-        github.issue_comments(REPO, PR)[0]["body"]
+    assert ("✅ The baseline change is approved (label parity-gate:approve-baselines added by maintainer after the "
+            "last push).") in github.issue_comments(REPO, PR)[0]["body"]
     assert allowed.outputs["baselines-approved"] == "true"
 
 
-@pytest.mark.parametrize(("association", "commit", "approved"), [
-    ("MEMBER", HEAD, True), ("CONTRIBUTOR", HEAD, False), ("OWNER", "0" * 40, False)])
+@pytest.mark.parametrize(("role", "commit", "approved"), [
+    ("maintain", HEAD, True), ("read", HEAD, False), ("admin", "0" * 40, False)])
 def test_an_approving_review_counts_from_a_writer_on_the_judged_commit(make_runner, github, tmp_path,
-                                                                      association, commit, approved):
-    github.pulls[REPO] = [{"number": PR, "state": "open", "labels": [], "head": {"sha": HEAD, "label": "octo:x"}}]
+                                                                      role, commit, approved):
+    open_pull(github)
+    github.roles[(REPO, "maintainer")] = role
     github.reviews[(REPO, PR)] = [{"user": {"login": "maintainer"}, "state": "APPROVED", "commit_id": commit,
-                                   "author_association": association}]
+                                   "author_association": "MEMBER"}]
     run = make_runner().run({**with_changes(tmp_path), "baseline-changes": "require-approval"}, token=TOKEN)
     assert run.returncode == (0 if approved else 1), run.log
     assert run.outputs["baselines-approved"] == str(approved).lower()

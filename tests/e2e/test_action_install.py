@@ -1,6 +1,7 @@
 """The action's real install, run step by step: a cold run builds parity-gate's environment with only
 what the mode needs and saves it with actions/cache; a warm run restores it and installs nothing;
-python-path skips actions/setup-python and builds on that Python, seeing its packages.
+mode comment (the judging job) installs the core only, whatever the checkout and extra-pip-args say,
+and never touches the cache; python-path skips actions/setup-python and builds on that Python.
 
 Offline: pip reads only the wheelhouse scripts/test.sh prepares (core dependencies and build
 requirements); comment mode needs nothing else, which is what is being tested.
@@ -17,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support import tools
 from tests.support.action_runner import ActionRunner
 from tests.support.clean_venv import ROOT, wheelhouse
 from tests.support.fake_github import FakeGitHub
@@ -25,6 +27,7 @@ REPORT = ROOT / "tests" / "data" / "reports" / "regressed.json"
 TOKEN = "ghs_installTestToken"
 EVENT = {"pull_request": {"number": 7, "head": {"sha": "a" * 40}, "base": {"sha": "b" * 40}},
          "repository": {"full_name": "octo/models"}}
+PUSH = {"ref": "refs/heads/main", "repository": {"full_name": "octo/models"}}  # no pull request: no base to fetch
 BASE_PYTHON = getattr(sys, "_base_executable", sys.executable)
 
 
@@ -41,12 +44,13 @@ def action(tmp_path_factory) -> Path:
     return dest
 
 
-def job(action: Path, tmp: Path, github: FakeGitHub) -> ActionRunner:
+def job(action: Path, tmp: Path, github: FakeGitHub, event: dict | None = None) -> ActionRunner:
     workspace = tmp / "work"
     workspace.mkdir(exist_ok=True)
     pip = {"PIP_NO_INDEX": "1", "PIP_FIND_LINKS": str(wheelhouse()), "PIP_CONFIG_FILE": os.devnull}
-    return ActionRunner(action, workspace, api_url=github.url, event=EVENT, env=pip, temp=tmp / "runner-temp",
-                        cache=tmp / "cache", artifacts=tmp / "artifacts", python=BASE_PYTHON)
+    return ActionRunner(action, workspace, api_url=github.url, event=event or EVENT, env=pip, temp=tmp / "runner-temp",
+                        cache=tmp / "cache", artifacts=tmp / "artifacts", python=BASE_PYTHON,
+                        event_name="pull_request" if event is None else "push")
 
 
 def timed(runner: ActionRunner, inputs: dict[str, str]):
@@ -56,10 +60,11 @@ def timed(runner: ActionRunner, inputs: dict[str, str]):
 
 
 def test_cold_run_installs_the_core_only_and_warm_run_installs_nothing(action, tmp_path):
-    inputs = {"mode": "comment", "report-json": str(REPORT)}
+    # report runs no model (core install); with no result files it stops after the install, exit 2
+    inputs = {"mode": "report", "results": str(tmp_path / "none" / "*.msgpack.zst"), "export-dir": str(tmp_path)}
     with FakeGitHub(token=TOKEN) as github:
-        cold, cold_s = timed(job(action, tmp_path, github), inputs)
-        assert cold.returncode == 1, cold.log  # the report regressed: the comment step exits 1
+        cold, cold_s = timed(job(action, tmp_path, github, event=PUSH), inputs)
+        assert cold.returncode == 2 and "no result files found" in cold.stdout, cold.log
         assert cold.step("cache").outputs["cache-hit"] == "false"
         assert "Installed in" in cold.step("install").stdout
         assert [s.conclusion for s in cold.steps if s.name == "Save parity-gate's environment"] == ["success"]
@@ -68,16 +73,36 @@ def test_cold_run_installs_the_core_only_and_warm_run_installs_nothing(action, t
                                 "('torch', 'onnx', 'onnxruntime') if u.find_spec(m)])"], capture_output=True, text=True)
         assert probe.stdout.strip() == "[]", probe.stdout + probe.stderr
 
-        warm, warm_s = timed(job(action, tmp_path, github), inputs)  # a new job: its runner temp starts empty
-        assert warm.returncode == 1, warm.log
+        warm, warm_s = timed(job(action, tmp_path, github, event=PUSH), inputs)  # a new job: an empty runner temp
+        assert warm.returncode == 2, warm.log
         assert warm.outputs["cache-hit"] == "true"
         assert "Restored from the cache" in warm.step("install").stdout and "Installed in" not in warm.log
         assert [s.conclusion for s in warm.steps if s.name == "Save parity-gate's environment"] == ["skipped"]
-        assert len(github.issue_comments("octo/models", 7)) == 1
     # Reported, not asserted: two wall-clock times on a shared runner order themselves by the
     # load as much as by the work. That the warm run does less is asserted above: it restores
     # the cached environment and installs nothing.
-    print(f"\ncomment mode, cold: {cold_s:.1f} s, warm: {warm_s:.1f} s")
+    print(f"\nreport mode, cold: {cold_s:.1f} s, warm: {warm_s:.1f} s")
+
+
+def test_comment_mode_installs_nothing_the_checkout_asks_for_and_never_uses_the_cache(action, tmp_path):
+    """The judging job: a checked-out constraints file that would pin a version no index has (and
+    point pip elsewhere) and extra-pip-args naming a package the wheelhouse lacks are not used, nor is
+    the cache, which any job of the pull request could have written: the core is installed, the comment written."""
+    workspace = tmp_path / "work"
+    workspace.mkdir()
+    (workspace / "parity-gate-constraints.txt").write_text("numpy==0.0.1\n--index-url http://127.0.0.1:9/simple\n")
+    inputs = {"mode": "comment", "report-json": str(REPORT), "extra-pip-args": "torchvision"}
+    with FakeGitHub(token=TOKEN) as github:
+        run = job(action, tmp_path, github).run(inputs, token=TOKEN)
+        assert run.returncode == 1, run.log  # the report regressed: the comment step exits 1
+        assert len(github.issue_comments("octo/models", 7)) == 1
+    assert run.step("cache").conclusion == "skipped"
+    assert [s.conclusion for s in run.steps if s.name == "Save parity-gate's environment"] == ["skipped"]
+    assert run.step("plan").outputs["constraints"] == "" and "numpy==0.0.1" not in run.log
+    venv = tmp_path / "runner-temp" / "parity-gate-env"
+    probe = subprocess.run([str(venv / "bin" / "python"), "-c", "import importlib.util as u; print("
+                            "u.find_spec('torchvision') is None)"], capture_output=True, text=True)
+    assert probe.stdout.strip() == "True", probe.stdout + probe.stderr
 
 
 def test_python_path_skips_setup_python_and_sees_that_pythons_packages(action, tmp_path):
@@ -96,7 +121,7 @@ def test_collect_leg_keeps_one_onnxruntime_distribution_when_a_requirement_pulls
     removes the CPU build, restores the OpenVINO build's files, and the leg collects on OpenVINO."""
     house = wheelhouse()
     if not list(house.glob("onnxruntime_openvino-*.whl")) or not list(house.glob("onnx-*.whl")):
-        pytest.skip(f"no ONNX Runtime wheels in {house} (scripts/test.sh downloads them)")
+        tools.missing(f"no ONNX Runtime wheels in {house} (scripts/test.sh downloads them)")
     from gate import commands
     from gate.config import load_config
     from gate.formats.results import read_runs

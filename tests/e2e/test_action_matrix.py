@@ -3,7 +3,8 @@ GitHub (stand-ins for check/collect/report, tests/support/cli_shim.py):
 
 - legs of a matrix get their own report artifact and their own comment;
 - a re-run replaces its legs' result artifacts: report merges each leg's latest attempt only;
-- a shallow checkout gets the base commit, so the baseline files a pull request changes are listed;
+- a shallow checkout gets the base commit, so the baseline files a pull request changes are listed; when
+  the base cannot be had the run fails closed, and the token never lands in .git/config;
 - the scripts the action runs stay within macOS's bash 3.2.
 """
 
@@ -12,6 +13,7 @@ from __future__ import annotations
 import ast
 import json
 import re
+import shutil
 import subprocess
 
 from gate.commands import baseline_changes
@@ -85,6 +87,7 @@ def test_a_shallow_checkout_gets_the_base_so_baseline_changes_are_listed(make_ru
     runner.event["pull_request"]["base"]["sha"] = base
     runner.event_path.write_text(json.dumps(runner.event))
     checkout = runner.workspace
+    shutil.rmtree(checkout)
     git("clone", "-q", "--depth", "1", "--branch", "pr", f"file://{origin}", str(checkout), cwd=tmp_path)
     run = runner.run({"mode": "check"}, token=TOKEN)
     assert run.returncode == 0, run.log
@@ -94,10 +97,32 @@ def test_a_shallow_checkout_gets_the_base_so_baseline_changes_are_listed(make_ru
     assert baseline_changes(config, base) == ["baselines/tiny-cnn.msgpack.zst"]
 
 
-def test_without_git_the_base_is_a_warning_not_a_failure(make_runner, github):
-    run = make_runner(PARITY_GATE_STUB_REPORT=str(REPORTS / "pass.json")).run({"mode": "check"}, token=TOKEN)
-    assert run.returncode == 0
-    assert "::warning title=parity-gate::not a git checkout" in run.stdout
+def test_without_git_the_run_fails_closed_before_the_check(make_runner, github, tmp_path):
+    runner = make_runner(PARITY_GATE_STUB_REPORT=str(REPORTS / "pass.json"), PARITY_GATE_STUB_LOG=str(tmp_path / "log"))
+    shutil.rmtree(runner.workspace / ".git")
+    run = runner.run({"mode": "check"}, token=TOKEN)
+    assert run.returncode == 2
+    assert "::error title=parity-gate::" in run.stdout and "is not a git checkout" in run.stdout
+    assert calls(tmp_path / "log") == [] and github.issue_comments(REPO, PR) == []
+
+
+def test_a_base_that_cannot_be_fetched_fails_closed_and_says_what_to_set(make_runner, github, tmp_path):
+    """A private repository checked out with persist-credentials: false and no usable token, a base
+    that is gone: no list of changed baselines, so no verdict (a fail-open run would need no approval)."""
+    runner = make_runner(PARITY_GATE_STUB_REPORT=str(REPORTS / "pass.json"), PARITY_GATE_STUB_LOG=str(tmp_path / "log"))
+    runner.event["pull_request"]["base"]["sha"] = "0" * 40
+    runner.event_path.write_text(json.dumps(runner.event))
+    git("remote", "add", "origin", str(tmp_path / "no-such-origin.git"), cwd=runner.workspace)
+    run = runner.run({"mode": "report", "results": str(tmp_path / "none")}, token=TOKEN)
+    assert run.returncode == 2
+    assert (f"could not fetch the base commit {'0' * 40} from origin: the baseline files this pull request changes "
+            "cannot be listed; give actions/checkout fetch-depth: 0, or the action a github-token") in run.stdout
+    assert run.step("report").conclusion == "skipped" and calls(tmp_path / "log") == []
+    assert github.issue_comments(REPO, PR) == []
+    # The token reached git through the step's environment only, never the checkout's config.
+    config = subprocess.run(["git", "config", "--list", "--local"], cwd=runner.workspace, capture_output=True,
+                            text=True).stdout
+    assert "extraheader" not in config and TOKEN not in config
 
 
 BASH4 = [r"shopt\s+-s\s+globstar", r"declare\s+-A", r"\bmapfile\b", r"\breadarray\b", r"\$\{\w+,,\}", r"\$\{\w+\^\^\}",

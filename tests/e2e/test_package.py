@@ -23,6 +23,7 @@ import pytest
 
 from gate import commands
 from gate.config import load_config
+from tests.support import tools
 from tests.support.clean_venv import CORE, ROOT, bin_dir, make_venv, offline_env, wheelhouse
 from tests.support.fake_github import FakeGitHub
 from tests.support.this_machine import judging_here
@@ -30,9 +31,8 @@ from tests.support.this_machine import judging_here
 REPORTS = ROOT / "tests" / "data" / "reports"
 TOKEN = "ghs_packageTestToken"
 
-for tool in ("build", "twine"):
-    if importlib.util.find_spec(tool) is None:
-        pytest.skip(f"`{tool}` is not installed (pip install -e '.[test]' installs it)", allow_module_level=True)
+pytestmark = tools.needs(next((f"`{tool}` is not installed (pip install -e '.[test]' installs it)"
+                               for tool in ("build", "twine") if importlib.util.find_spec(tool) is None), None))
 
 
 @pytest.fixture(scope="module")

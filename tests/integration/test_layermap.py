@@ -4,9 +4,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
+import onnx
+import onnxruntime as ort
 import pytest
+import torch
 
 from gate.config import InputSpec, ModelSpec
+from gate.core.layers import layer_name
 from gate.core.runs import OnnxSite
 from gate.export.exporter import export
 from gate.export.layermap import assign, eval_list
@@ -16,12 +21,56 @@ from gate.runners import torch_hooks
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def mapped(factory: str, shape: tuple, exporter: str = "dynamo"):
-    spec = ModelSpec(name="m", factory=factory, inputs=(InputSpec("x", shape),), exporter=exporter, where="models[0]")
+def mapped(factory: str, shape: tuple | None = None, exporter: str = "dynamo", inputs: str | None = None,
+           with_built: bool = False):
+    spec = ModelSpec(name="m", factory=factory, inputs=inputs or (InputSpec("x", shape),), exporter=exporter,
+                     where="models[0]")
     built = build(spec, ROOT)
     exported = export(built)
     records = torch_hooks.run(built.module, built.inputs)
-    return exported, records, assign(records, exported.calls, exported.shapes, exported.available)
+    sites = assign(records, exported.calls, exported.shapes, exported.available, outputs=exported.outputs)
+    return (exported, records, sites, built) if with_built else (exported, records, sites)
+
+
+def outputs_by_layer(built) -> dict[str, np.ndarray]:
+    """Every module call's output elements, float32, named as the capture names them."""
+    calls: dict[str, int] = {}
+    out: dict[str, np.ndarray] = {}
+
+    def hook(qual):
+        def record(_m, _args, output):
+            call = calls.get(qual, 0)
+            calls[qual] = call + 1
+            for element, t in torch_hooks.flatten(output):
+                out[layer_name(qual, call, element)] = t.detach().numpy().copy()
+        return record
+
+    handles = [m.register_forward_hook(hook(q)) for q, m in built.module.named_modules()]
+    with torch.no_grad():
+        built.module(*built.inputs)
+    for h in handles:
+        h.remove()
+    return out
+
+
+def values_in_graph(exported, built, names) -> dict[str, np.ndarray]:
+    """The named values of the shipped graph, computed by ONNX Runtime."""
+    model = onnx.load(str(exported.path))
+    have = {o.name for o in model.graph.output}
+    model.graph.output.extend(onnx.helper.make_empty_tensor_value_info(n) for n in sorted(set(names) - have))
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    feed = {i.name: a for i, a in zip(session.get_inputs(), built.arrays, strict=True)}
+    return dict(zip([o.name for o in session.get_outputs()], session.run(None, feed), strict=True))
+
+
+def assert_no_crossed_wires(exported, sites, built) -> None:
+    """Every layer mapped to a value is that value, as ONNX Runtime computes it."""
+    truth = outputs_by_layer(built)
+    mapped_values = {name: s.value for name, s in sites.items() if s.kind == "value"}
+    got = values_in_graph(exported, built, mapped_values.values())
+    for name, value in mapped_values.items():
+        assert got[value].shape == truth[name].shape, (name, value)
+        assert np.allclose(got[value], truth[name], rtol=1e-4, atol=1e-5), (name, value)
 
 
 @pytest.fixture(scope="module")
@@ -49,9 +98,10 @@ def test_containers_and_root_are_layers(cnn):
     assert a["block1"].kind == "value" and a["(model)"] == OnnxSite("output", output=0)
 
 
-def test_identity_module_has_no_node(cnn):
+def test_identity_module_takes_the_value_it_passes_on(cnn):
+    # Dropout in eval has no node of its own: its output is the value it was given (flatten's).
     _, _, a = cnn
-    assert a["drop"].kind == "absent"
+    assert a["drop"].kind == "value"
 
 
 def test_tuple_outputs_are_named_per_element():
@@ -75,3 +125,64 @@ def test_scope_metadata_parser_needs_no_eval():
     assert eval_list("['', 'layer1', 'layer1.0']") == ["", "layer1", "layer1.0"]
     with pytest.raises(ValueError):
         eval_list("__import__('os')")
+
+
+def test_the_example_models_values_are_the_ones_mapped():
+    for factory, shape in (("examples.zoo:tiny_cnn", (2, 3, 16, 16)), ("examples.zoo:tiny_transformer", (2, 8, 16))):
+        exported, _, sites, built = mapped(factory, shape, with_built=True)
+        assert_no_crossed_wires(exported, sites, built)
+
+
+def test_a_wrapper_around_a_model_returning_a_dict_is_mapped_by_what_computes_each_value():
+    # Inner returns {"late", "early", "pair": (...)}: four elements of one shape, out of production
+    # order, "early" also used inside the call; called twice, with keywords in either order.
+    exported, _, sites, built = mapped("tests.integration.mapping_models:dict_wrapper", (3, 8), with_built=True)
+    for call in ("inner", "inner#2"):
+        for element in ("[late]", "[early]", "[pair][0]", "[pair][1]"):
+            assert sites[call + element].kind in ("value", "absent"), (call, element, sites[call + element])
+    assert all(sites[n].kind == "value" for n in ("inner[late]", "inner[early]", "inner[pair][1]", "inner#2[early]"))
+    # What the caller ignores is not computed in the graph: absent, and why, rather than a neighbour.
+    assert sites["inner#2[late]"].kind == "absent" and "not computed" in sites["inner#2[late]"].reason
+    assert_no_crossed_wires(exported, sites, built)
+
+
+@pytest.mark.parametrize("factory, exporter", [("dict_wrapper", "torchscript"), ("dict_wrapper_swapped", "dynamo")])
+def test_without_recorded_outputs_a_shape_shared_by_outputs_is_absent_not_guessed(factory, exporter):
+    exported, _, sites, built = mapped(f"tests.integration.mapping_models:{factory}", (3, 8), exporter,
+                                       with_built=True)
+    assert not any(module == "inner" for module, _, _ in exported.outputs)
+    for element in ("[late]", "[early]", "[pair][0]", "[pair][1]"):
+        assert sites["inner" + element].kind == "absent"
+        assert "did not record which computes it" in sites["inner" + element].reason
+    assert_no_crossed_wires(exported, sites, built)
+
+
+@pytest.fixture(scope="module")
+def clip():
+    return mapped("tests.integration.mapping_models:clip_eager", inputs="tests.integration.mapping_models:clip_inputs",
+                  with_built=True)
+
+
+def test_a_clip_model_called_with_keywords_gets_each_output_from_what_computes_it(clip):
+    exported, _, sites, built = clip
+    inner = ["m[logits_per_image]", "m[logits_per_text]", "m[text_embeds]", "m[image_embeds]",
+             "m[text_model_output][pooler_output]", "m[vision_model_output][pooler_output]"]
+    assert all(sites[n].kind == "value" for n in inner), {n: sites[n] for n in inner}
+    assert len({sites[n].value for n in inner}) == len(inner)
+    assert_no_crossed_wires(exported, sites, built)
+
+
+def test_attention_weights_are_matched_to_the_softmax_that_computes_them(clip):
+    exported, _, sites, _ = clip
+    for layer in ("m.text_model.encoder.layers.0.self_attn[1]", "m.vision_model.encoder.layers.1.self_attn[1]"):
+        site = sites[layer]
+        # The optimizer rewrites the softmax (its value gets another name): folded, never a shape match.
+        assert site.kind in ("value", "folded") and site.value.startswith("softmax"), site
+
+
+def test_elements_of_a_multi_output_op_are_each_their_own_value():
+    exported, _, sites, built = mapped("tests.integration.mapping_models:recurrent", (2, 5, 8), with_built=True)
+    elements = ["lstm[0]", "lstm[1][0]", "lstm[1][1]"]
+    assert all(sites[n].kind == "value" for n in elements), {n: sites[n] for n in elements}
+    assert len({sites[n].value for n in elements}) == 3
+    assert_no_crossed_wires(exported, sites, built)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 
+import pytest
 import torch
 
 from examples import zoo
@@ -38,13 +39,16 @@ def test_only_blocks_that_fit_are_widened_whole():
 
 
 def test_weights_are_float32_again_after_a_failing_forward():
-    model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.Linear(5, 4))
-    try:
-        with widen.float64_weights(model):
-            model(torch.randn(1, 4, dtype=torch.float64))
-    except RuntimeError:
-        pass
-    assert all(p.dtype == torch.float32 for p in model.parameters())
+    model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.Linear(5, 4))  # the second cannot take 4 features
+    before = list(model.parameters())
+    seen = []
+    model[0].register_forward_hook(lambda m, args, out: seen.append((m.weight.dtype, args[0].dtype, out.dtype)))
+    with pytest.raises(RuntimeError, match="shapes cannot be multiplied"), widen.float64_weights(model):
+        model(torch.randn(1, 4, dtype=torch.float64))
+    assert seen == [(torch.float64, torch.float64, torch.float64)]  # widened while it ran
+    after = list(model.parameters())
+    assert all(a is b for a, b in zip(after, before, strict=True))  # the very float32 parameters are back
+    assert all(p.dtype == torch.float32 for p in after)
 
 
 def test_blocks_of_one_shape_reuse_the_float64_memory():

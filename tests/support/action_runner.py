@@ -111,6 +111,7 @@ class ActionRunner:
         cache: Path | None = None,
         temp: Path | None = None,
         python: str = sys.executable,
+        inputs: dict[str, str] | None = None,
     ):
         self.action_dir = action_dir
         self.workspace = workspace
@@ -126,6 +127,7 @@ class ActionRunner:
         self.cache = cache or workspace.parent / "_cache"
         self.step_timeout = 300.0
         self.python = python
+        self.inputs = dict(inputs or {})  # given to every run under the run's own (a workflow's fixed `with:`)
         if temp is not None:
             shutil.rmtree(temp, ignore_errors=True)  # a new job starts with an empty runner temp
             temp.mkdir(parents=True)
@@ -187,7 +189,7 @@ class ActionRunner:
 
     # -- run -----------------------------------------------------------------------------------
     def run(self, inputs: dict[str, str] | None = None, token: str = "") -> ActionRun:
-        given = {k: str(v) for k, v in (inputs or {}).items()}
+        given = {k: str(v) for k, v in {**self.inputs, **(inputs or {})}.items()}
         unknown = set(given) - set(self.action.get("inputs", {}))
         assert not unknown, f"inputs not declared in action.yml: {unknown}"
         env = self._base_env()
@@ -270,7 +272,9 @@ class ActionRunner:
                 return StepRun(sid, run.name, "failure", stderr=f"artifact {name} already exists", returncode=1, uses=step["uses"])
             shutil.rmtree(dest, ignore_errors=True)
             # Like upload-artifact: a folder keeps its tree, loose files are stored by name.
-            paths = [p for line in with_["path"].splitlines() if line.strip() for p in glob.glob(line.strip(), recursive=True)]
+            # Relative paths are the workspace's, as on a runner.
+            paths = [p for line in with_["path"].splitlines() if line.strip()
+                     for p in glob.glob(str(self.workspace / line.strip()), recursive=True)]
             if not paths and with_.get("if-no-files-found", "warn") == "error":
                 return StepRun(sid, run.name, "failure", stderr=f"no files for artifact {name}", returncode=1, uses=step["uses"])
             dest.mkdir(parents=True)
@@ -282,7 +286,7 @@ class ActionRunner:
             run.outputs = {"artifact-id": str(abs(hash(name)) % 10**6),
                            "artifact-url": f"https://github.example/{self.repository}/actions/runs/{self.run_id}/artifacts/{abs(hash(name)) % 10**6}"}
         elif action == "actions/download-artifact":
-            target = Path(with_.get("path") or self.workspace)
+            target = self.workspace / with_.get("path", "")  # an absolute path stays as it is
             names = sorted(p.name for p in self.artifacts.iterdir())
             chosen = [n for n in names if (with_.get("name") and n == with_["name"]) or
                       (not with_.get("name") and fnmatch.fnmatch(n, with_.get("pattern") or "*"))]

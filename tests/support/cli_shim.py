@@ -1,4 +1,4 @@
-"""The `parity-gate` executable of the e2e tests' prepared environment (PARITY_GATE_TEST_VENV).
+"""The `parity-gate` executable of the e2e tests' prepared environment (the action's `venv-path`).
 
 It is the real `comment` command (gate.cli.github_cmds.register) plus stand-ins for the
 commands the action calls before it (check, export, collect, report, update-baseline): they

@@ -2,10 +2,13 @@
 
 It keeps issue comments per (repo, issue) with their author, paginates like GitHub (per_page, Link
 header with next/last), answers the pull-request lookups used for workflow_run, the pull request
-(labels) and its reviews, who the token is (``GET /user`` refused for an installation token as for
-GITHUB_TOKEN; GraphQL's ``viewer``), records every request,
-and injects faults: a status code for the next N matching requests (403/404/422/500), or a
-rate limit (403 + X-RateLimit-Remaining: 0 + X-RateLimit-Reset, or 429 + Retry-After).
+(labels), its reviews, its changed files (at most 3,000, as GitHub lists), its issue events
+(``labeled`` with actor and time), a branch's updates (the repository activity API, newest first),
+a user's permission on a repository (the collaborators endpoint: maintain reads as write, triage as
+read), who the token is (``GET /user`` refused for an installation token as for GITHUB_TOKEN;
+GraphQL's ``viewer``), records every request, and injects faults: a status code for the next N
+matching requests (403/404/422/500), or a rate limit (403 + X-RateLimit-Remaining: 0 +
+X-RateLimit-Reset, or 429 + Retry-After).
 """
 
 from __future__ import annotations
@@ -51,6 +54,10 @@ class FakeGitHub:
         self.comments: dict[tuple[str, int], list[dict[str, Any]]] = {}
         self.on_post: list[Any] = []  # callables run before a comment is created (to stage races)
         self.pulls: dict[str, list[dict[str, Any]]] = {}  # repo -> PR objects (number, state, head{sha,ref,label})
+        self.files: dict[tuple[str, int], list[dict[str, Any]]] = {}  # (repo, PR) -> changed files
+        self.events: dict[tuple[str, int], list[dict[str, Any]]] = {}  # (repo, issue) -> issue events, oldest first
+        self.activity: dict[str, list[dict[str, Any]]] = {}  # repo -> branch updates, oldest first
+        self.roles: dict[tuple[str, str], str] = {}  # (repo, login) -> admin|maintain|write|triage|read
         self.requests: list[Recorded] = []
         self.faults: list[Fault] = []
         self._next_id = 1000
@@ -111,6 +118,35 @@ class FakeGitHub:
             reset = str(int(time.time()))  # already due: the client retries at once
             self.inject(method, path_pattern, 403, times,
                         {"X-RateLimit-Remaining": "0", "X-RateLimit-Reset": reset}, "API rate limit exceeded")
+
+    def open_pull(self, repo: str, pull: dict[str, Any], files: tuple[str, ...] = (), number: int | None = None) -> dict:
+        """A pull request (an event payload's ``pull_request``, copied) whose changes are ``files``."""
+        pr = {**json.loads(json.dumps(pull)), "state": "open", "changed_files": len(files)}
+        pr["number"] = number or pr["number"]
+        pr.setdefault("labels", [])
+        self.pulls.setdefault(repo, []).append(pr)
+        self.files[(repo, pr["number"])] = [{"filename": f, "status": "modified"} for f in files]
+        return pr
+
+    def push(self, repo: str, branch: str, sha: str, at: str, before: str = "0" * 40, actor: str = "someone") -> None:
+        """A branch update as the activity API lists it (``at``: GitHub's time, ISO 8601)."""
+        self.activity.setdefault(repo, []).append({
+            "id": len(self.activity.get(repo, [])) + 1, "before": before, "after": sha, "ref": f"refs/heads/{branch}",
+            "timestamp": at, "activity_type": "push", "actor": {"login": actor}})
+        for base, prs in self.pulls.items():  # the pull requests from that branch move with it
+            for pr in prs:
+                head = pr["head"]
+                if head.get("ref") == branch and ((head.get("repo") or {}).get("full_name") or base) == repo:
+                    head["sha"] = sha
+
+    def label(self, repo: str, number: int, name: str, actor: str, at: str) -> None:
+        """``actor`` adds label ``name`` to the pull request at ``at``: its issue event, and the label."""
+        items = self.events.setdefault((repo, number), [])
+        items.append({"id": 5000 + len(items), "event": "labeled", "actor": {"login": actor}, "created_at": at,
+                      "label": {"name": name, "color": "ededed"}})
+        for pr in self.pulls.get(repo, []):
+            if pr["number"] == number and all(lab.get("name") != name for lab in pr.setdefault("labels", [])):
+                pr["labels"].append({"name": name})
 
     def calls(self, method: str | None = None, contains: str = "") -> list[Recorded]:
         return [r for r in self.requests if (method is None or r.method == method) and contains in r.path]
@@ -190,6 +226,23 @@ class FakeGitHub:
         m = re.fullmatch(r"/repos/([^/]+/[^/]+)/commits/([0-9a-f]+)/pulls", path)
         if m and method == "GET":
             return 200, {}, [p for p in self.pulls.get(m[1], []) if p["head"]["sha"] == m[2] and not p.get("fork")]
+        m = re.fullmatch(r"/repos/([^/]+/[^/]+)/pulls/(\d+)/files", path)
+        if m and method == "GET":
+            return self._page(path, query, self.files.get((m[1], int(m[2])), [])[:3000])
+        m = re.fullmatch(r"/repos/([^/]+/[^/]+)/issues/(\d+)/events", path)
+        if m and method == "GET":
+            return self._page(path, query, self.events.get((m[1], int(m[2])), []))
+        m = re.fullmatch(r"/repos/([^/]+/[^/]+)/activity", path)
+        if m and method == "GET":
+            ref = query.get("ref", [""])[0]
+            ref = ref if ref.startswith("refs/") or not ref else f"refs/heads/{ref}"
+            items = [a for a in self.activity.get(m[1], []) if not ref or a["ref"] == ref]
+            return self._page(path, query, items[::-1] if query.get("direction", ["desc"])[0] == "desc" else items)
+        m = re.fullmatch(r"/repos/([^/]+/[^/]+)/collaborators/([^/]+)/permission", path)
+        if m and method == "GET":
+            role = self.roles.get((m[1], m[2]), "none")
+            legacy = {"maintain": "write", "triage": "read"}.get(role, role)  # as GitHub maps them
+            return 200, {}, {"permission": legacy, "role_name": role, "user": {"login": m[2]}}
         m = re.fullmatch(r"/repos/([^/]+/[^/]+)/pulls/(\d+)/reviews", path)
         if m and method == "GET":
             return self._page(path, query, self.reviews.get((m[1], int(m[2])), []))

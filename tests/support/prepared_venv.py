@@ -1,6 +1,7 @@
 """A stand-in for the action's virtual environment: `bin/parity-gate` runs tests.support.cli_shim
 with this interpreter and this checkout on PYTHONPATH (installing parity-gate and torch per test is
-too slow). The action uses it when PARITY_GATE_TEST_VENV points at it (test-only)."""
+too slow). The tests hand it to the action as its `venv-path` input, as a runner with a ready
+environment would."""
 
 from __future__ import annotations
 

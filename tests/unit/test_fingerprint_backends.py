@@ -14,8 +14,9 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 import gate.fingerprint as F
+from tests.support import tools
 
-native = pytest.mark.skipif(F._native_impl is None, reason=F.native_error or "")
+native = tools.needs((F.native_error or "the native kernel is not built") if F._native_impl is None else None)
 
 
 def both(x, **kw):

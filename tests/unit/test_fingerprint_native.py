@@ -18,6 +18,7 @@ import pytest
 
 import gate.fingerprint as F
 from gate.fingerprint import _build
+from tests.support import tools
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 STRESS = os.path.join(os.path.dirname(HERE), "native", "stress.c")
@@ -25,7 +26,8 @@ CC = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
 
 pytestmark = [
     pytest.mark.skipif(F.backend != "native", reason="tests the C kernel: runs in the native pass"),
-    pytest.mark.skipif(CC is None or os.name != "posix", reason="needs a C compiler (POSIX)"),
+    pytest.mark.skipif(os.name != "posix", reason="builds with POSIX tools"),
+    tools.needs(None if CC else "needs a C compiler (cc or gcc, or CC)"),
 ]
 
 
@@ -37,7 +39,7 @@ def build(tmp_path, sanitize: str, *defines: str) -> str:
     cmd += [*(f"-D{d}" for d in defines), f"-I{_build.SRC}", "-o", exe, STRESS, *srcs, "-lm"]
     r = subprocess.run(cmd, capture_output=True, text=True)
     if r.returncode != 0 and "sanitize" in r.stderr:
-        pytest.skip(f"{CC} has no {sanitize} sanitizer runtime: {r.stderr.splitlines()[-1]}")
+        tools.missing(f"{CC} has no {sanitize} sanitizer runtime: {r.stderr.splitlines()[-1]}")
     assert r.returncode == 0, r.stderr
     return exe
 

@@ -6,7 +6,8 @@ Its results must equal the NumPy specification bit for bit, as must the portable
 built for the same CPU. tests/native/stress.c also runs there (thread counts agree).
 
 Needs `qemu-user`, `gcc-aarch64-linux-gnu` and `libc6-dev-arm64-cross` (scripts/test.sh
-installs them where it can); skips without them. Emulation proves correctness, not speed.
+installs them, with sudo where it is not root); skips without them, fails without them under
+PARITY_GATE_REQUIRE_TOOLS=1 (CI). Emulation proves correctness, not speed.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import pytest
 import gate.fingerprint as F
 from gate.fingerprint import QUANTILES, _build
 from gate.fingerprint.reference import fingerprint_numpy
+from tests.support import tools
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 NATIVE = os.path.join(os.path.dirname(HERE), "native")
@@ -31,10 +33,9 @@ QEMU = shutil.which("qemu-aarch64")
 
 pytestmark = [
     pytest.mark.skipif(F.backend != "native", reason="tests the C kernel: runs in the native pass"),
-    pytest.mark.skipif(
-        CROSS is None or QEMU is None,
-        reason="needs aarch64-linux-gnu-gcc and qemu-aarch64 (apt-get install qemu-user "
-        "gcc-aarch64-linux-gnu libc6-dev-arm64-cross)",
+    tools.needs(
+        None if CROSS and QEMU else "needs aarch64-linux-gnu-gcc and qemu-aarch64 (apt-get install qemu-user "
+        "gcc-aarch64-linux-gnu libc6-dev-arm64-cross)"
     ),
 ]
 
@@ -73,7 +74,7 @@ def binaries(tmp_path_factory):
     for job in jobs.values():
         _, err = job.communicate(timeout=600)
         if job.returncode and "No such file or directory" in err and "#include" in err:
-            pytest.skip(f"no aarch64 C library headers (apt-get install libc6-dev-arm64-cross): {err.strip()[:200]}")
+            tools.missing(f"no aarch64 C library headers (apt-get install libc6-dev-arm64-cross): {err.strip()[:200]}")
         assert job.returncode == 0, err
     return {
         "neon": _link(tmp, "neon", "run_cases.c"),

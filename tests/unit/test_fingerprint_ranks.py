@@ -12,8 +12,9 @@ import numpy as np
 import pytest
 
 import gate.fingerprint as F
+from tests.support import tools
 
-pytestmark = pytest.mark.skipif(F._native_impl is None, reason=F.native_error or "")
+pytestmark = tools.needs((F.native_error or "the native kernel is not built") if F._native_impl is None else None)
 
 CAP = 1 << 19  # gate/fingerprint/src/pgfp_internal.h
 SMALL = 1 << 13

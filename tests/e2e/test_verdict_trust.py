@@ -1,0 +1,261 @@
+"""The judging side of a pull request's verdict, as `parity-gate comment` runs it in a workflow: a
+real process, the event payload GitHub writes, real HTTP to the fake GitHub.
+
+What the report says is not taken on trust: the baseline files the pull request changes are the
+API's list (a report that drops them, or a failed base fetch, cannot hide a baseline change), and
+when that list cannot be read the run fails closed, exit 2, in one line saying what to set."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ROOT, run_cli
+from tests.support.fake_github import FakeGitHub
+
+REPORTS = ROOT / "tests" / "data" / "reports"
+EVENTS = ROOT / "tests" / "support" / "events"
+TOKEN = "ghs_judgingTestToken"
+REPO, PR = "octo/models", 7
+HEAD = "2a9b4d8e1f0c3b5a7d6e9f8a0b1c2d3e4f5a6b7c"  # tests/support/events/pull_request.json
+BASELINE = "baselines/tiny-cnn.msgpack.zst"
+
+
+def event(name: str = "pull_request") -> dict:
+    return json.loads((EVENTS / f"{name}.json").read_text())
+
+
+@pytest.fixture
+def fake():
+    with FakeGitHub(token=TOKEN) as f:
+        f.open_pull(REPO, event()["pull_request"], files=(BASELINE, "models.py"))
+        yield f
+
+
+def report(tmp_path: Path, name: str = "pass", **changes) -> Path:
+    """A fixture report, changed as a fork's run could write it."""
+    doc = json.loads((REPORTS / f"{name}.json").read_text())
+    doc.update(changes)
+    path = tmp_path / f"{name}-as-written.json"
+    path.write_text(json.dumps(doc))
+    return path
+
+
+def comment(fake: FakeGitHub, tmp_path: Path, path: Path, *args: str, name: str = "pull_request",
+            payload: dict | None = None, token: str = TOKEN):
+    (tmp_path / "event.json").write_text(json.dumps(payload or event(name)))
+    env = {"GITHUB_ACTIONS": "true", "GITHUB_EVENT_NAME": name, "GITHUB_EVENT_PATH": str(tmp_path / "event.json"),
+           "GITHUB_API_URL": fake.url, "GITHUB_GRAPHQL_URL": "", "GITHUB_REPOSITORY": REPO, "GITHUB_RUN_ID": "4242",
+           "GITHUB_RUN_ATTEMPT": "1", "GITHUB_TOKEN": token, "PARITY_GATE_GITHUB_TOKEN": "",
+           "GITHUB_OUTPUT": str(tmp_path / "output"), "GITHUB_STEP_SUMMARY": str(tmp_path / "summary.md")}
+    return run_cli("comment", "--report", str(path), *args, cwd=tmp_path, env=env, timeout=120)
+
+
+def test_a_report_that_drops_its_baseline_changes_still_shows_them(fake, tmp_path):
+    proc = comment(fake, tmp_path, report(tmp_path, baseline_changes=[]))
+    assert proc.returncode == 0, proc.stderr
+    [c] = fake.issue_comments(REPO, PR)
+    assert f"**This pull request changes baselines:** `tiny-cnn` (`{BASELINE}`)" in c["body"]
+
+
+def test_a_dropped_baseline_change_still_needs_its_approval(fake, tmp_path):
+    proc = comment(fake, tmp_path, report(tmp_path), "--baseline-changes", "require-approval")
+    assert proc.returncode == 1
+    assert "BLOCKED | this pull request changes baselines" in proc.stdout
+    assert "baselines-approved<<" in (tmp_path / "output").read_text()
+
+
+def test_an_unreadable_file_list_fails_closed_in_one_line(fake, tmp_path):
+    fake.inject("GET", rf"/pulls/{PR}/files$", 403, message="Resource not accessible by integration")
+    proc = comment(fake, tmp_path, report(tmp_path))
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr == (f"error: the files pull request #{PR} changes cannot be read (403 Resource not accessible "
+                           "by integration): give the job a token that can read the pull request (github-token, "
+                           "with pull-requests: read)\n")
+    assert fake.issue_comments(REPO, PR) == []
+
+
+def test_no_token_fails_closed(fake, tmp_path):
+    proc = comment(fake, tmp_path, report(tmp_path), token="")
+    assert proc.returncode == 2
+    assert proc.stderr == ("error: the baseline files this pull request changes cannot be listed: no token to read "
+                           "the pull request (set the github-token input or GITHUB_TOKEN)\n")
+
+
+def test_a_pull_request_that_moved_on_is_not_judged_with_another_commits_files(fake, tmp_path):
+    fake.push(REPO, "fuse-stem", "f" * 40, "2026-11-02T10:00:00Z")  # pushed after this run's event
+    proc = comment(fake, tmp_path, report(tmp_path))
+    assert proc.returncode == 2
+    assert f"is now at commit ffffffffffff, and this run judged {HEAD[:12]}" in proc.stderr
+
+
+def test_more_files_than_the_api_lists_fails_closed(fake, tmp_path):
+    fake.pulls[REPO][0]["changed_files"] = 3001
+    proc = comment(fake, tmp_path, report(tmp_path))
+    assert proc.returncode == 2 and "3,001 files, and GitHub lists at most 3,000" in proc.stderr
+    fake.pulls[REPO][0]["changed_files"] = 3000
+    fake.files[(REPO, PR)] = [{"filename": f"data/{i}.bin"} for i in range(2999)] + [{"filename": BASELINE}]
+    assert comment(fake, tmp_path, report(tmp_path)).returncode == 0  # at the limit: every file listed
+
+
+def test_a_shorter_list_than_the_pull_request_counts_fails_closed(fake, tmp_path):
+    fake.pulls[REPO][0]["changed_files"] = 3
+    proc = comment(fake, tmp_path, report(tmp_path))
+    assert proc.returncode == 2 and "GitHub listed 2 of 3" in proc.stderr
+
+
+def test_renames_and_deletions_anywhere_in_the_tree_are_baseline_changes(fake, tmp_path):
+    fake.files[(REPO, PR)] = [{"filename": "moved/tiny-cnn.msgpack.zst", "previous_filename": BASELINE,
+                               "status": "renamed"}, {"filename": "baselines/old.msgpack.zst", "status": "removed"}]
+    assert comment(fake, tmp_path, report(tmp_path)).returncode == 0
+    body = fake.issue_comments(REPO, PR)[0]["body"]
+    assert "`old` (`baselines/old.msgpack.zst`), `tiny-cnn` (`baselines/tiny-cnn.msgpack.zst`), `tiny-cnn` " \
+           "(`moved/tiny-cnn.msgpack.zst`)" in body
+
+
+def test_a_job_that_only_summarizes_decides_nothing_and_asks_nothing(fake, tmp_path):
+    """The job that runs the pull request's code (comment: never, read-only token) keeps its own list."""
+    proc = comment(fake, tmp_path, report(tmp_path, baseline_changes=[]), "--when", "never")
+    assert proc.returncode == 0 and not fake.calls("GET", "/files")
+
+
+HOSTILE = (" @victim @octo/admins https://evil.example/x www.evil.example a@evil.example mailto:a@evil.example #1 "
+           "octo/other#2 GH-3 <img src=x onerror=alert(1)> <a href='https://evil.example'>x</a> "
+           "[click](https://evil.example) ![i](https://evil.example/i.png) <details><summary>@victim</summary>")
+WORDS = {"schema", "verdict", "status", "role", "error_status", "skip", "kind"}  # vocabulary: checked, not shown as given
+
+
+def hostile(value, key: str = ""):
+    """Every free string of a report with mentions, links and HTML appended, as a fork's run could write it."""
+    if isinstance(value, dict):
+        return {k: hostile(v, k) for k, v in value.items()}
+    if isinstance(value, list):
+        return [hostile(v, key) for v in value]
+    return value + HOSTILE if isinstance(value, str) and key not in WORDS else value
+
+
+@pytest.mark.parametrize("name", ["pass", "regressed", "export-fail", "real-check-reference-drift"])
+def test_mentions_links_and_html_in_every_untrusted_field_are_inert(fake, tmp_path, name):
+    from tests.support.github_text import acted_on
+
+    doc = hostile(json.loads((REPORTS / f"{name}.json").read_text()))
+    path = tmp_path / "hostile.json"
+    path.write_text(json.dumps(doc))
+    fake.files[(REPO, PR)] = [{"filename": "baselines/@victim#1 www.evil.example.msgpack.zst"}, {"filename": "x.py"}]
+    fake.label(REPO, PR, "parity-gate:approve-baselines", "contributor", "2026-11-02T10:00:00Z")
+    proc = comment(fake, tmp_path, path, "--when", "always", "--baseline-changes", "require-approval")
+    assert proc.returncode in (1, 3) and "Traceback" not in proc.stderr, proc.stderr
+    [c] = fake.issue_comments(REPO, PR)
+    for text in (c["body"], (tmp_path / "summary.md").read_text()):
+        acted = acted_on(text)
+        assert acted.active == []
+        assert acted.images == [] and acted.tags <= {
+            "p", "h3", "h4", "strong", "em", "code", "pre", "table", "thead", "tbody", "tr", "th", "td", "ul", "li",
+            "ol", "blockquote", "details", "summary", "b", "sub", "a"}
+        assert all(h.startswith(("https://github.example/", "https://github.com/octo/models/")) for h in acted.hrefs)
+    assert "@victim" in c["body"]  # still said, in a code span (the file name) that notifies no one
+
+
+def test_a_malformed_mapping_is_one_line_exit_2(fake, tmp_path):
+    doc = json.loads((REPORTS / "regressed.json").read_text())
+    doc["models"][0]["mapping"] = {"mapped": 3, "layers": 8}
+    proc = comment(fake, tmp_path, report(tmp_path, models=doc["models"]))
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr == (f"error: report `{tmp_path / 'pass-as-written.json'}`: `models[0].mapping.folded`: "
+                           "expected a count, got nothing (missing)\n")
+    assert fake.issue_comments(REPO, PR) == []
+
+
+def forged_pass(name: str = "regressed") -> dict:
+    """A report whose every status says pass, as a fork's run could write it; its rows are left as measured."""
+    doc = json.loads((REPORTS / f"{name}.json").read_text())
+    doc.update(verdict="pass", first_regression=None, baseline_changes=[])
+    for m in doc["models"]:
+        m.update(status="pass", first_regression=None)
+        for p in m["providers"]:
+            p.update(status="pass" if p["status"] != "skipped" else "skipped", first_regression=None)
+    return doc
+
+
+def test_a_report_claiming_pass_whose_rows_regressed_does_not_pass(fake, tmp_path):
+    proc = comment(fake, tmp_path, report(tmp_path, **forged_pass()))
+    assert proc.returncode == 1, proc.stderr
+    assert proc.stdout.splitlines()[-1] == ("FAILED | tiny-cnn: layer conv2 on CPUExecutionProvider failed error-growth "
+                                           "(0.0042 > 2.76e-06)")
+    body = fake.issue_comments(REPO, PR)[0]["body"]
+    assert "> [!CAUTION]\n> **The report claims more than its own rows show; it is judged by the rows:**\n" \
+           "> - `tiny-cnn` · `CPUExecutionProvider`: written `pass`, its evidence says `regressed`\n" \
+           "> - `tiny-cnn`: written `pass`, its evidence says `regressed`\n" \
+           "> - `tiny-mlp`: written `pass`, its evidence says `no-baseline`\n" \
+           "> - the verdict: written `pass`, its evidence says `regressed`" in body
+    assert "### ❌ parity-gate: `tiny-cnn` regressed at layer `conv2` on `CPUExecutionProvider`" in body
+
+
+def test_a_passing_row_over_its_threshold_is_a_failure(fake, tmp_path):
+    doc = forged_pass("pass")
+    row = doc["models"][0]["providers"][1]["layers"][0]
+    row["value"] = row["threshold"] * 1.01  # just past the limit, still written as a pass
+    assert comment(fake, tmp_path, report(tmp_path, **doc)).returncode == 1
+    row["value"] = row["threshold"]  # at the limit: a pass
+    assert comment(fake, tmp_path, report(tmp_path, **doc)).returncode == 0
+
+
+def test_a_missing_baseline_written_as_a_pass_is_not_one(fake, tmp_path):
+    doc = forged_pass()
+    doc["models"][0] = json.loads((REPORTS / "pass.json").read_text())["models"][0]
+    proc = comment(fake, tmp_path, report(tmp_path, **doc))  # tiny-mlp: no baseline, its reference says so
+    assert proc.returncode == 1 and "written `pass`, its evidence says `no-baseline`" in \
+        fake.issue_comments(REPO, PR)[0]["body"]
+
+
+def test_a_report_without_models_judged_nothing(fake, tmp_path):
+    proc = comment(fake, tmp_path, report(tmp_path, models=[], summary=None))
+    assert proc.returncode == 3
+
+
+def run_event(event_name: str = "pull_request_review") -> dict:
+    """The comment workflow's workflow_run event for a run that a review of a fork's pull request started."""
+    payload = event("workflow_run")
+    payload["workflow_run"]["event"] = event_name
+    return payload
+
+
+def fork_pull(fake: FakeGitHub, number: int = 12, base: str = "main") -> None:
+    sha = event("workflow_run")["workflow_run"]["head_sha"]
+    fake.pulls[REPO].append({
+        "number": number, "state": "open", "labels": [], "user": {"login": "contributor"}, "changed_files": 1,
+        "base": {"ref": base}, "head": {"sha": sha, "ref": "fuse-stem", "label": "contributor:fuse-stem",
+                                        "repo": {"full_name": "contributor/models"}}})
+    fake.files[(REPO, number)] = [{"filename": BASELINE}]
+
+
+def test_a_run_started_by_a_review_of_a_forks_pull_request_is_commented_and_approved(fake, tmp_path):
+    fork_pull(fake)
+    sha = event("workflow_run")["workflow_run"]["head_sha"]
+    fake.roles[(REPO, "maint")] = "maintain"
+    fake.reviews[(REPO, 12)] = [{"user": {"login": "maint"}, "state": "APPROVED", "commit_id": sha}]
+    proc = comment(fake, tmp_path, report(tmp_path, baseline_changes=[]), "--baseline-changes", "require-approval",
+                   name="workflow_run", payload=run_event())
+    assert proc.returncode == 0, proc.stderr + proc.stdout
+    [c] = fake.issue_comments(REPO, 12)
+    assert f"✅ The baseline change is approved (review of commit {sha[:12]} by maint)." in c["body"]
+    assert fake.calls("GET", f"/commits/{sha}/pulls") and fake.calls("GET", "/pulls")  # found through the API
+
+
+def test_two_open_pull_requests_from_one_branch_are_not_guessed_between(fake, tmp_path):
+    fork_pull(fake, 12)
+    fork_pull(fake, 13, base="release")  # the same branch into another base: approved there, perhaps
+    proc = comment(fake, tmp_path, report(tmp_path), name="workflow_run", payload=run_event("pull_request"))
+    assert proc.returncode == 2
+    assert "open pull requests #12, #13 all have head 5c1d2e3f4a5b: which one this run is about cannot be told" \
+        in proc.stderr
+    assert fake.issue_comments(REPO, 12) == fake.issue_comments(REPO, 13) == []
+
+
+def test_a_pull_request_number_from_the_artifact_must_match_the_runs_head_repository(fake, tmp_path):
+    fork_pull(fake, 12)
+    fake.pulls[REPO][-1]["head"]["repo"] = {"full_name": "someone-else/models"}
+    proc = comment(fake, tmp_path, report(tmp_path), "--pr", "12", name="workflow_run", payload=run_event())
+    assert proc.returncode == 2 and "is not open from contributor/models" in proc.stderr

@@ -1,0 +1,111 @@
+"""Models whose module calls return several outputs of one shape, for the layer map's tests
+(``test_layermap``, ``e2e/test_layermap_wires``): matching by shape or by production order
+crosses their wires."""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+
+class Inner(nn.Module):
+    """Returns a dict whose elements share a shape, out of production order, one of them also
+    used inside the call and one nested in a tuple."""
+
+    def __init__(self):
+        super().__init__()
+        self.a = nn.Linear(8, 8)
+        self.b = nn.Linear(8, 8)
+
+    def forward(self, x: torch.Tensor, scale: torch.Tensor) -> dict:
+        early = torch.tanh(self.a(x))
+        middle = early * scale + 1
+        late = torch.sigmoid(self.b(middle))
+        return {"late": late, "early": early, "pair": (middle - 2, late * 3)}
+
+
+class DictWrapper(nn.Module):
+    """A user's wrapper calling a model that returns a dict, with keywords, twice."""
+
+    def __init__(self, swap: bool = False):
+        super().__init__()
+        self.inner = Inner()
+        self.head = nn.Linear(8, 4)
+        self.swap = swap  # the second call passes its keywords in another order
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        first = self.inner(x=x, scale=torch.full_like(x, 0.5))
+        if self.swap:
+            second = self.inner(scale=torch.full_like(x, 2.0), x=first["late"])
+        else:
+            second = self.inner(x=first["late"], scale=torch.full_like(x, 2.0))
+        return self.head(second["early"] + first["pair"][1])
+
+
+def dict_wrapper() -> nn.Module:
+    torch.manual_seed(0)
+    return DictWrapper()
+
+
+def dict_wrapper_swapped() -> nn.Module:
+    """``torch.export`` records a call's signature only when every call passes the same structure:
+    keywords in another order are another structure, and this module's outputs go unrecorded."""
+    torch.manual_seed(0)
+    return DictWrapper(swap=True)
+
+
+class ClipWrapper(nn.Module):
+    """A user's wrapper calling a Hugging Face ``CLIPModel`` with keywords; only one of its outputs
+    is returned, the others (same-shaped embeddings and logits) stay inside."""
+
+    def __init__(self, attention: str = "sdpa"):
+        super().__init__()
+        from transformers import CLIPConfig, CLIPModel
+
+        common = dict(hidden_size=32, intermediate_size=37, num_hidden_layers=2, num_attention_heads=4)
+        config = CLIPConfig(text_config=dict(common, vocab_size=99, max_position_embeddings=16),
+                            vision_config=dict(common, image_size=32, patch_size=8), projection_dim=16)
+        config._attn_implementation = attention
+        config.text_config._attn_implementation = config.vision_config._attn_implementation = attention
+        self.m = CLIPModel(config)
+
+    def forward(self, pixel_values, input_ids, attention_mask):
+        out = self.m(pixel_values=pixel_values, input_ids=input_ids, attention_mask=attention_mask)
+        return out.logits_per_image
+
+
+def clip() -> nn.Module:
+    torch.manual_seed(0)
+    return ClipWrapper()
+
+
+def clip_eager() -> nn.Module:
+    """Eager attention returns the attention weights too."""
+    torch.manual_seed(0)
+    return ClipWrapper("eager")
+
+
+def clip_inputs(seed: int) -> tuple[torch.Tensor, ...]:
+    """Two images and two texts: the image and text embeddings, and both logits, share a shape."""
+    g = torch.Generator().manual_seed(seed)
+    mask = torch.ones(2, 7, dtype=torch.int64)
+    mask[1, 5:] = 0
+    return torch.randn(2, 3, 32, 32, generator=g), torch.randint(0, 99, (2, 7), generator=g), mask
+
+
+class Recurrent(nn.Module):
+    """An LSTM returns (output, (h, c)): h and c share a shape, all three are elements of one op."""
+
+    def __init__(self):
+        super().__init__()
+        self.lstm = nn.LSTM(8, 8, batch_first=True)
+        self.head = nn.Linear(8, 2)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y, (h, c) = self.lstm(x)
+        return self.head(y[:, -1] + h[0] + c[0])
+
+
+def recurrent() -> nn.Module:
+    torch.manual_seed(0)
+    return Recurrent()

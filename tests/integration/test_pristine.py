@@ -1,0 +1,87 @@
+"""Every PyTorch run starts from the model as built: what one run leaves in the model (a cache in a
+dict or attribute, a buffer written in place, an attribute added) never reaches another, in
+either direction between the float32 runs and the float64 reference."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+
+from gate.config import ProviderSpec
+from gate.config.types import InputSpec, ModelSpec
+from gate.core.runs import ModelRun
+from gate.errors import ModelError
+from gate.model.build import build
+from gate.runners.base import Subject, execute
+from gate.runners.reference import run_reference
+from gate.runners.torch_eager import TorchEagerRunner
+from tests.e2e import stateful_models
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _built(factory: str):
+    spec = ModelSpec(name="m", factory=f"tests.e2e.stateful_models:{factory}", inputs=(InputSpec("x", (2, 16)),))
+    return build(spec, ROOT)
+
+
+def _reference(built):
+    return run_reference(built, lambda _: None)
+
+
+def test_the_float32_runs_state_never_reaches_the_float64_reference():
+    built = _built("table_cache")
+    clean = _reference(_built("table_cache"))
+    run = ModelRun("m", layers=[])
+    torch_cpu = execute(TorchEagerRunner(ProviderSpec("torch-cpu")), Subject(run, built=built))
+    assert torch_cpu.status == "ok", torch_cpu.reason
+    ref = _reference(built)  # after a float32 run: its float32 table must not be read here
+    assert ref.dtype == "float64" and not ref.notes.below
+    assert [r.fp for r in ref.records] == [r.fp for r in clean.records]
+
+
+def test_the_references_state_never_reaches_the_float32_run():
+    built = _built("table_cache")
+    ref = _reference(built)  # builds its table in float64
+    assert ref.dtype == "float64"
+    run = ModelRun("m", layers=[])
+    torch_cpu = execute(TorchEagerRunner(ProviderSpec("torch-cpu")), Subject(run, built=built))
+    assert torch_cpu.status == "ok", torch_cpu.reason
+
+
+def test_restore_undoes_a_forwards_state_and_keeps_the_weights():
+    built = _built("counts_calls")
+    block = built.module.block
+    weight, calls = block.lin.weight, block.calls
+    with torch.no_grad():
+        built.module(*built.inputs)
+        built.module(*built.inputs)
+    assert float(block.calls) == 2 and hasattr(block, "last")
+    built.restore()
+    assert float(block.calls) == 0 and not hasattr(block, "last")
+    assert block.lin.weight is weight and block.calls is calls  # the same objects, nothing copied
+
+
+def test_a_cache_in_a_plain_dict_is_emptied_and_not_shared():
+    built = _built("bias_cache")
+    with built.fresh(), torch.no_grad():
+        built.module(*built.inputs)
+        cached = built.module.block.ab
+        assert list(cached) == ["cpu"]
+    assert built.module.block.ab == {} and built.module.block.ab is not cached
+
+
+def test_a_forward_that_changes_a_parameter_in_place_is_refused_by_name():
+    built = _built("changes_its_weights")
+    with torch.no_grad():
+        built.module(*built.inputs)
+    with pytest.raises(ModelError, match=r"model `m`: its forward changed parameter `block\.lin\.weight` in place"):
+        built.restore()
+
+
+def test_stateful_models_run_as_plain_modules():
+    # The factories the e2e tests load by name exist and run.
+    for factory in (stateful_models.bias_cache, stateful_models.table_cache, stateful_models.counts_calls):
+        assert factory().eval()(torch.randn(2, 16)).shape == (2, 4)

@@ -1,0 +1,37 @@
+"""gate.github.recheck: a report's statuses decided again from its own rows, never made better."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from gate.core.status import ModelStatus, TargetStatus, Verdict
+from gate.formats.report import load_report
+from gate.github.recheck import Contradiction, recheck
+
+REPORTS = Path(__file__).resolve().parents[1] / "data" / "reports"
+
+
+def test_reports_the_writer_wrote_hold_no_contradiction():
+    for name in ("pass", "regressed", "export-fail", "real-check-reference-drift"):
+        report = load_report(REPORTS / f"{name}.json")
+        verdict = report.verdict
+        assert recheck(report) == [] and report.verdict == verdict, name
+
+
+def test_a_status_is_never_made_better():
+    report = load_report(REPORTS / "pass.json")
+    report.verdict = Verdict.ERROR
+    report.models[0].providers[0].status = TargetStatus.ERROR
+    # Its rows pass, yet the target stays an error, and its model follows it.
+    assert recheck(report) == [Contradiction("tiny-cnn", None, "pass", "error")]
+    assert report.models[0].providers[0].status == TargetStatus.ERROR and report.verdict == Verdict.ERROR
+
+
+def test_a_skipped_target_with_a_failed_row_regressed():
+    report = load_report(REPORTS / "regressed.json")
+    p = report.models[0].providers[1]
+    p.status, p.first_regression = TargetStatus.SKIPPED, None
+    found = recheck(report)
+    assert found == [Contradiction("tiny-cnn", "CPUExecutionProvider", "skipped", "regressed")]
+    assert p.first_regression is not None and p.first_regression.layer == "conv2"
+    assert report.models[0].status == ModelStatus.REGRESSED

@@ -1,0 +1,37 @@
+"""gate.render.text: untrusted text reads the same and does nothing (no mention, link, reference or HTML)."""
+
+from __future__ import annotations
+
+import pytest
+
+from gate.render.text import ZWSP, attr, code, inert, plain
+from tests.support.github_text import acted_on
+
+
+@pytest.mark.parametrize(("text", "shown"), [
+    ("@victim", f"@{ZWSP}victim"),
+    ("ping @octo/admins now", f"ping @{ZWSP}octo/admins now"),
+    ("a@evil.example", f"a@{ZWSP}evil.example"),
+    ("fixes #12 and octo/other#3, GH-4", f"fixes #{ZWSP}12 and octo/other#{ZWSP}3, GH-{ZWSP}4"),
+    ("see https://evil.example/x", f"see https:{ZWSP}//evil.example/x"),
+    ("WWW.evil.example", f"WWW{ZWSP}.evil.example"),
+    ("mailto:a and xmpp:b", f"mailto{ZWSP}:a and xmpp{ZWSP}:b"),
+    ("ratio 3:1, C#, a#b, ws://", f"ratio 3:1, C#, a#b, ws:{ZWSP}//"),
+])
+def test_inert_breaks_what_github_acts_on_and_nothing_else(text, shown):
+    assert inert(text) == shown
+    assert inert(text).replace(ZWSP, "") == text  # reads the same
+
+
+@pytest.mark.parametrize("render", [plain, attr])
+def test_prose_and_html_text_do_nothing_on_github(render):
+    text = "@victim www.evil.example #1 <img src=x> [x](https://evil.example) <a href=https://evil.example>"
+    acted = acted_on(f"<summary>{render(text)}</summary>" if render is attr else render(text))
+    assert acted.active == [] and acted.hrefs == [] and acted.images == [] and acted.tags <= {"p", "summary"}
+
+
+def test_a_code_span_keeps_its_text_and_does_nothing():
+    text = "@victim https://evil.example #1 <b>"
+    assert code(text) == f"`{text}`"
+    acted = acted_on(code(text))
+    assert acted.active == [] and acted.tags == {"p", "code"}
