@@ -85,7 +85,9 @@ def setup(work: Path, model: str) -> None:
 
 
 def timed_pairs(work: Path, model: str, n: int) -> dict[str, list[Run]]:
-    py, env = sys.executable, {"PYTHONPATH": str(ROOT)}  # absolute: both sides run in the temporary folder
+    # absolute: both sides run in the temporary folder; the whole path (a matching content key costs
+    # less: scripts/bench_reuse.py)
+    py, env = sys.executable, {"PYTHONPATH": str(ROOT), "PARITY_GATE_FULL": "1"}
     argv = {"recipe": [py, "recipe.py", model], "check": [py, "-m", "gate.cli", "check", "--json", "report.json"]}
     measured([py, "-m", "gate.cli", "update-baseline"], work, env)
     runs: dict[str, list[Run]] = {"recipe": [], "check": []}

@@ -181,7 +181,7 @@ def measure(work: Path, model: dict, cfg: dict, device: str) -> dict:
     gate = [py, "-m", "gate.cli"]
     stats = work / "stats.jsonl"
     env = {"PYTHONPATH": os.pathsep.join([str(ROOT), str(work)]), "BENCH_STATS": str(stats),
-           "PARITY_GATE_WORKER_HOOK": "bench_hook:install", "BENCH_TF32": "0"}
+           "PARITY_GATE_WORKER_HOOK": "bench_hook:install", "BENCH_TF32": "0", "PARITY_GATE_FULL": "1"}
     write_config(work, model, cfg)
     if cfg["tf32"] == "0" or not (work / "baselines" / f"{model['name']}.msgpack.zst").exists():
         run(gate + ["update-baseline"], work, env)  # TF32 off: the baseline a TF32 run is checked against

@@ -50,7 +50,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="bench-noise-") as tmp:
         work = Path(tmp)
         (work / "parity-gate.toml").write_text(CONFIG)
-        env = {"PYTHONPATH": str(ROOT)}
+        env = {"PYTHONPATH": str(ROOT), "PARITY_GATE_FULL": "1"}  # the whole path every run
         measured([sys.executable, "-m", "gate.cli", "update-baseline"], work, env, ok=(0,))
         measured([sys.executable, "-m", "gate.cli", "check", "--json", "r.json"], work,
                  {**env, "PARITY_GATE_THREADS": str(args.threads)})

@@ -106,7 +106,8 @@ def run_case(kind: str, args: list[int], py: str, n: int) -> dict:
             (work / "bench_cases.py").write_text(f"import bench_models\n{fn} = bench_models.{kind}({', '.join(map(str, args))})\n")
         (work / "recipe.py").write_text(RECIPE)
         _config(work, kind, factory, inputs)
-        env = {"PYTHONPATH": str(ROOT)}  # absolute: both sides run in the temporary folder
+        # absolute: both sides run in the temporary folder; the whole path (reuse: bench_reuse.py)
+        env = {"PYTHONPATH": str(ROOT), "PARITY_GATE_FULL": "1"}
         gate = [py, "-m", "gate.cli"]
         measured(gate + ["update-baseline"], work, env)
         recipe, check, stages, fp = [], [], [], []

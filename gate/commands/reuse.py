@@ -254,3 +254,24 @@ def _sites(payload: dict) -> dict[str, OnnxSite]:
         s = Obj(site, "export cache entry", f"onnx_map.{name[:60]}")
         sites[name] = OnnxSite(s.word("kind", SiteKind), s.opt_str("value"), s.int("output"), s.opt_str("reason"))
     return sites
+
+
+def recorded_keys(config: Config, models) -> str:
+    """A digest of the content keys the selected models' baselines record ("none" for a model without
+    one): what a CI cache of the export folder is keyed on. A check can use exactly the entries of
+    these keys, so a cache saved under this digest holds what the next unchanged run needs. Reads
+    only the baselines; an unreadable one counts as none (``check`` names it)."""
+    import hashlib
+
+    from gate.commands.common import location
+    from gate.formats.baseline import store
+
+    h = hashlib.sha256(b"parity-gate recorded content keys v1\n")
+    for spec in models:
+        try:
+            baseline = store.read(location(config, spec))
+        except (FileNotFoundError, FormatError):
+            baseline = None
+        raw = baseline.meta.content_key if baseline is not None else None
+        h.update(f"{spec.name}={raw['key'] if raw else 'none'}\n".encode())
+    return h.hexdigest()[:32]

@@ -9,6 +9,8 @@ case "$FAIL_ON" in regression|never) ;; *) fail "input fail-on is '$FAIL_ON'; ex
 case "$BASELINE_CHANGES" in comment|require-approval) ;; *) fail "input baseline-changes is '$BASELINE_CHANGES'; expected comment or require-approval";; esac
 case "$TORCH_BUILD" in auto|cpu|default) ;; *) fail "input torch-build is '$TORCH_BUILD'; expected auto, cpu or default";; esac
 case "$CACHE" in true|false) ;; *) fail "input cache is '$CACHE'; expected true or false";; esac
+case "$FULL" in true|false) ;; *) fail "input full is '$FULL'; expected true or false";; esac
+case "$EXPORT_CACHE" in true|false) ;; *) fail "input export-cache is '$EXPORT_CACHE'; expected true or false";; esac
 case "$ALLOW_MISSING_GPU" in true|false) ;; *) fail "input allow-missing-gpu is '$ALLOW_MISSING_GPU'; expected true or false";; esac
 if [ "$MODE" = comment ] && [ -z "$REPORT_JSON" ] && [ -z "$REPORT_ARTIFACT" ]; then
   fail "mode comment needs the report to post: the report-artifact input (an artifact of this run) or report-json (a file)"
@@ -82,5 +84,12 @@ if [ "$MODE" = comment ] || [ -n "$VENV_PATH" ]; then cache=false; fi
   echo "artifact-name=$artifact"
   echo "constraints=$constraints"
   echo "cache=$cache"
+  if [ "$FULL" = true ]; then echo "full=1"; else echo "full="; fi
+  # The export cache's folder (empty: off). Only check reads it, and --full bypasses it.
+  if [ "$MODE" = check ] && [ "$EXPORT_CACHE" = true ] && [ "$FULL" != true ]; then
+    echo "export-cache=$RUNNER_TEMP/parity-gate-export-cache"
+  else
+    echo "export-cache="
+  fi
   if [ -n "$VENV_PATH" ]; then echo "venv=$(abs "$VENV_PATH")"; else echo "venv=$RUNNER_TEMP/parity-gate-env"; fi
 } >> "$GITHUB_OUTPUT"

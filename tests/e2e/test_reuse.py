@@ -184,6 +184,29 @@ def test_full_runs_the_whole_path_from_the_flag_and_the_environment(made, monkey
     assert reuse_of(report)["why"] == "forced" and any(FULL in s for s in said) and any(EXPORTING in s for s in said)
 
 
+def test_the_ci_cache_key_follows_the_keys_baselines_record(made, tmp_path):
+    """``parity-gate cache key`` (the action's actions/cache key) reads only the baselines: the same
+    for the same recorded keys, another once a baseline records another key or none."""
+    def key() -> str:
+        result = run_cli("cache", "key", cwd=made.parent)
+        assert result.returncode == 0, result.stderr
+        return result.stdout.strip()
+
+    first = key()
+    assert len(first) == 32 and int(first, 16) >= 0 and key() == first
+    path = made.parent / "b" / "net.msgpack.zst"
+    baseline = read_baseline(path)
+    baseline.meta.content_key = {**baseline.meta.content_key, "key": "0" * 64}
+    write_baseline(path, baseline)
+    assert key() != first
+    path.unlink()
+    assert key() not in (first, "")
+    listed = run_cli("cache", "dir", cwd=made.parent, env={"PARITY_GATE_CACHE_DIR": str(tmp_path / "c")})
+    assert listed.stdout.strip() == str(tmp_path / "c")
+    off = run_cli("cache", "dir", cwd=made.parent, env={"PARITY_GATE_CACHE_DIR": "off"})
+    assert off.returncode == 2 and "PARITY_GATE_CACHE_DIR=off" in off.stderr
+
+
 def test_update_baseline_always_runs_the_whole_path(made):
     said = update(made)
     assert any(FULL in s for s in said) and any(EXPORTING in s for s in said)

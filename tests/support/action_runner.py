@@ -9,8 +9,9 @@ or always()), and emulates the ``uses:`` steps it knows:
 - actions/setup-python: python-path is ``python`` (default: the current interpreter);
 - actions/upload-artifact / actions/download-artifact: a folder per artifact under ``artifacts``
   (names must be unique unless ``overwrite``; download takes ``name`` or ``pattern`` + ``merge-multiple``);
-- actions/cache/restore and actions/cache/save: a zstd tarball per key under ``cache`` (exact keys, as
-  the action uses them; a key is never overwritten), like the cache service minus the network.
+- actions/cache/restore and actions/cache/save: a zstd tarball per key under ``cache`` (an exact key,
+  else the newest entry matching ``restore-keys``; a key is never overwritten), like the cache
+  service minus the network.
 
 A job's runner temp folder may be given (``temp``): GitHub-hosted runners keep the same one from job
 to job, which is what lets a cached virtual environment work where it was restored.
@@ -244,19 +245,33 @@ class ActionRunner:
         )
 
     def _cache(self, action: str, with_: dict[str, str]) -> dict[str, str]:
-        """Exact-key cache entries: tarballs of the path (as actions/cache stores them, zstd)."""
+        """Cache entries: a tarball of the path per key (as actions/cache stores them, zstd) and the key
+        beside it. Restore takes the exact key, else the newest entry whose key starts with one of
+        ``restore-keys`` (cache-hit false, as the service answers a partial match)."""
         key, path = with_["key"], Path(with_["path"])
         entry = self.cache / f"{hashlib.sha256(key.encode()).hexdigest()[:32]}.tar.zst"
         if action == "actions/cache/restore":
-            if not entry.exists():
+            matched, hit = (entry, "true") if entry.exists() else (self._prefixed(with_.get("restore-keys", "")), "false")
+            if matched is None:
                 return {"cache-hit": "false", "cache-primary-key": key}
             path.mkdir(parents=True, exist_ok=True)
-            subprocess.run(["tar", "--zstd", "-xf", str(entry), "-C", str(path)], check=True)
-            return {"cache-hit": "true", "cache-primary-key": key, "cache-matched-key": key}
+            subprocess.run(["tar", "--zstd", "-xf", str(matched), "-C", str(path)], check=True)
+            return {"cache-hit": hit, "cache-primary-key": key,
+                    "cache-matched-key": matched.with_suffix("").with_suffix(".key").read_text()}
         if not entry.exists() and path.is_dir():  # a key is written once (the service refuses a second save)
             self.cache.mkdir(parents=True, exist_ok=True)
             subprocess.run(["tar", "--zstd", "-cf", str(entry), "-C", str(path), "."], check=True)
+            entry.with_suffix("").with_suffix(".key").write_text(key)
         return {}
+
+    def _prefixed(self, restore_keys: str) -> Path | None:
+        """The newest entry whose key starts with the first prefix that matches any."""
+        entries = sorted(self.cache.glob("*.tar.zst"), key=lambda p: p.stat().st_mtime, reverse=True)
+        for prefix in (line.strip() for line in restore_keys.splitlines() if line.strip()):
+            for e in entries:
+                if e.with_suffix("").with_suffix(".key").read_text().startswith(prefix):
+                    return e
+        return None
 
     def _uses(self, sid: str, step: dict[str, Any], with_: dict[str, str]) -> StepRun:
         action = step["uses"].split("@")[0]
