@@ -5,7 +5,6 @@ it and does not export, ``full`` runs the whole path, and a pull_request_target 
 
 from __future__ import annotations
 
-import json
 import shutil
 from pathlib import Path
 
