@@ -1,0 +1,55 @@
+"""One command of a row, measured: wall time and the peak RSS of its whole process tree (the gate runs
+ONNX Runtime in a worker process; ``bench_scale.tree_rss`` sums RSS over the tree every 50 ms), in its
+own process group so that a timeout ends the tree and nothing else."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from bench_scale import tree_rss
+
+
+@dataclass
+class Step:
+    rc: int | None  # None: ended by the timeout
+    wall: float
+    peak_gb: float
+    stdout: str
+    stderr: str
+
+    @property
+    def timed_out(self) -> bool:
+        return self.rc is None
+
+    def to_dict(self) -> dict:
+        return {"rc": self.rc, "wall_s": round(self.wall, 2), "peak_gb": round(self.peak_gb, 3)}
+
+
+def run(argv: list[str], cwd: Path, env: dict[str, str], timeout: float) -> Step:
+    start = time.perf_counter()
+    proc = subprocess.Popen(argv, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    peak = [0]
+
+    def sample() -> None:
+        while proc.poll() is None:
+            peak[0] = max(peak[0], tree_rss(proc.pid))
+            time.sleep(0.05)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    try:
+        out, err = proc.communicate(timeout=max(timeout, 1.0))
+        rc: int | None = proc.returncode
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)  # the group this command leads: the gate and its workers
+        out, err = proc.communicate()
+        rc = None
+    sampler.join()
+    return Step(rc, time.perf_counter() - start, peak[0] / 1e9, out, err)
