@@ -32,6 +32,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from measure import cpu_model  # noqa: E402
 from zoo import specs, table  # noqa: E402
 from zoo.row import run_row  # noqa: E402
 
@@ -61,10 +62,9 @@ def select(all_specs: dict, models: str | None, only: str | None) -> list:
 
 
 def machine() -> str:
-    with open("/proc/cpuinfo") as f:
-        cpu = next((line.split(":", 1)[1].strip() for line in f if line.startswith("model name")), "unknown CPU")
     mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
-    return f"{cpu}, {os.cpu_count()} cores, {mem:.0f} GiB"
+    load = os.getloadavg()
+    return f"{cpu_model()}, {os.cpu_count()} CPUs, {mem:.0f} GiB; load average at the start {load[0]:.2f}"
 
 
 def line(row: dict) -> str:

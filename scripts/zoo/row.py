@@ -11,8 +11,8 @@ import time
 from enum import Enum
 from pathlib import Path
 
-from zoo.measure import Step, run
 from zoo.reasons import gate_message, provider_counts, shorten
+from zoo.steps import Step, run
 
 ROOT = Path(__file__).resolve().parents[2]
 CONFIG = """baseline-dir = "baselines"

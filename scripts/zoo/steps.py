@@ -1,6 +1,6 @@
-"""One command of a row, measured: wall time and the peak RSS of its whole process tree (the gate runs
-ONNX Runtime in a worker process; ``bench_scale.tree_rss`` sums RSS over the tree every 50 ms), in its
-own process group so that a timeout ends the tree and nothing else."""
+"""One command of a row, measured as every benchmark here measures (``scripts/measure.py``): wall time
+and the peak RSS of its whole process tree (the gate runs ONNX Runtime in a worker process), sampled
+every 50 ms; in its own process group, so that a timeout ends that tree and nothing else."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench_scale import tree_rss
+from measure import SAMPLE_S, stage_seconds, tree_rss
 
 
 @dataclass
@@ -28,7 +28,8 @@ class Step:
         return self.rc is None
 
     def to_dict(self) -> dict:
-        return {"rc": self.rc, "wall_s": round(self.wall, 2), "peak_gb": round(self.peak_gb, 3)}
+        stages = {k: round(v, 2) for k, v in stage_seconds(self.stderr).items() if v}
+        return {"rc": self.rc, "wall_s": round(self.wall, 2), "peak_gb": round(self.peak_gb, 3), "stages": stages}
 
 
 def run(argv: list[str], cwd: Path, env: dict[str, str], timeout: float) -> Step:
@@ -40,7 +41,7 @@ def run(argv: list[str], cwd: Path, env: dict[str, str], timeout: float) -> Step
     def sample() -> None:
         while proc.poll() is None:
             peak[0] = max(peak[0], tree_rss(proc.pid))
-            time.sleep(0.05)
+            time.sleep(SAMPLE_S)
 
     sampler = threading.Thread(target=sample, daemon=True)
     sampler.start()
