@@ -1,7 +1,7 @@
 """The architecture zoo: public architectures gated end to end through the real CLI, one table row each.
 
     PYTHONPATH=. python scripts/bench_zoo.py [--models resnet18,llama,'*rcnn*'] [--only torchvision/detection,timm]
-        [--json zoo.json] [--markdown docs/models.md] [--timeout 480] [--python PY] [--keep DIR] [--list]
+        [--json zoo.json [--update]] [--markdown docs/models.md] [--timeout 480] [--python PY] [--keep DIR] [--list]
     PYTHONPATH=. python scripts/bench_zoo.py --from zoo.json --markdown docs/models.md   # render only
 
 Rows (``scripts/zoo/``): torchvision classification, segmentation, detection, video and optical flow;
@@ -75,12 +75,25 @@ def line(row: dict) -> str:
             + (f"  | {row['reason']}" if row.get("reason") else ""))
 
 
+def merge(base: dict, fresh: dict) -> dict:
+    """``base`` with ``fresh``'s rows in place of its rows of the same names (new ones at the end), and
+    the rerun recorded; refused when the versions differ, since the table states one set."""
+    if base["versions"] != fresh["versions"]:
+        raise SystemExit(f"--update: the versions differ from the table's ({base['versions']}); rerun every row")
+    by_name = {r["name"]: r for r in fresh["rows"]}
+    rows = [by_name.pop(r["name"], r) for r in base["rows"]] + list(by_name.values())
+    reruns = [*base.get("reruns", []), {"command": fresh["command"], "date": fresh["date"],
+                                        "rows": [r["name"] for r in fresh["rows"]]}]
+    return {**base, "rows": rows, "reruns": reruns}
+
+
 def run(chosen: list, args: argparse.Namespace, command: str) -> dict:
     versions = json.loads(subprocess.run([args.python, "-c", VERSIONS], capture_output=True, text=True,
                                          check=True).stdout)
     data = {"schema": "parity-gate/zoo", "version": 1, "command": command, "machine": machine(),
             "date": datetime.date.today().isoformat(), "versions": versions, "wall_min": 0.0, "rows": []}
     print(f"{len(chosen)} rows on {data['machine']}; {json.dumps(versions)}", flush=True)
+    base = json.loads(args.json.read_text()) if args.update else None
     start = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="zoo-") as tmp:
         root = args.keep or Path(tmp)
@@ -90,10 +103,10 @@ def run(chosen: list, args: argparse.Namespace, command: str) -> dict:
             data["wall_min"] = (time.perf_counter() - start) / 60
             print(line(row), flush=True)
             if args.json:  # after every row: a run cut short keeps what it measured
-                args.json.write_text(json.dumps(data, indent=1))
+                args.json.write_text(json.dumps(merge(base, data) if base else data, indent=1))
     gated, total, rate = table.summary(data["rows"])
     print(f"\n{gated} of {total} rows gated end to end ({rate:.0f}%) in {data['wall_min']:.1f} min")
-    return data
+    return merge(base, data) if base else data
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -106,8 +119,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--timeout", type=float, default=480.0, help="seconds per row, all its commands together")
     ap.add_argument("--python", default=sys.executable, help="the interpreter the gate runs under")
     ap.add_argument("--keep", type=Path, help="keep each row's project under DIR/<row>")
+    ap.add_argument("--update", action="store_true",
+                    help="rerun the selected rows and replace them in the existing --json file")
     ap.add_argument("--list", action="store_true", help="print the rows and exit")
     args = ap.parse_args(argv)
+    if args.update and not (args.json and args.json.exists()):
+        raise SystemExit("--update needs --json naming an existing table")
     if args.source:
         data = json.loads(args.source.read_text())
     else:

@@ -68,6 +68,7 @@ class Row:
     def _step(self, key: str, argv: list[str], fault: str | None = None) -> Step:
         step = run(argv, self.folder, _env(fault), self.deadline - time.monotonic())
         self.out["steps"][key] = step.to_dict()
+        (self.folder / f"{key}.log").write_text(step.stdout + step.stderr)  # the whole message, kept with --keep
         return step
 
     def _done(self, status: Status, reason: str = "") -> dict:
@@ -138,7 +139,8 @@ def _console_error(step: Step) -> str:
         if " not updated: " in line:
             return line.split(" not updated: ", 1)[1]
     errors = [line for line in lines if line.lower().startswith(("error", "traceback"))]
-    return errors[-1] if errors else (lines[-1] if lines else f"exit {step.rc}")
+    text = errors[-1] if errors else (lines[-1] if lines else f"exit {step.rc}")
+    return text.removeprefix("error: ")
 
 
 def run_row(spec, python: str, folder: Path, limit: float) -> dict:

@@ -44,8 +44,9 @@ def render(data: dict) -> str:
         "was named at its module.",
         "",
         f"- command: `{data['command']}`",
+        *(f"- rerun on {r['date']}: `{r['command']}`" for r in data.get("reruns", [])),
         f"- machine: {data['machine']}",
-        f"- date: {data['date']}; wall for the whole table: {data['wall_min']:.0f} min",
+        f"- date: {data['date']}; the rows' commands took {sum(r['total_s'] for r in rows) / 60:.0f} min in all",
         "- versions: " + ", ".join(f"{k} {v[k]}" for k in v),
         "",
         "| model | family | layers | checked: float64 ref / torch-cpu / CPU EP | fault in (`.weight` x1.001) "

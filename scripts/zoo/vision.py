@@ -112,6 +112,7 @@ SPECS = (
     + [Spec(n, "torchvision/segmentation", b, i) for n, b, i in _SEGMENTATION]
     + [Spec(n, "torchvision/detection", b, i, note="list of dicts out") for n, b, i in _DETECTION]
     + [Spec(n, "torchvision/video", b, i) for n, b, i in _VIDEO]
-    + [Spec("raft-small", "torchvision/optical-flow", raft, images((1, 3, 64, 64), (1, 3, 64, 64)),
+    # RAFT's correlation pyramid needs feature maps of 16x16 at 1/8 scale: 128x128 images at least.
+    + [Spec("raft-small", "torchvision/optical-flow", raft, images((1, 3, 128, 128), (1, 3, 128, 128)),
             note="wrapper: num_flow_updates=3, last flow")]
 )
