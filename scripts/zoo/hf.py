@@ -83,7 +83,7 @@ VISION = [
     Spec("deit", "transformers/vision", hf("DeiTModel", "DeiTConfig", **VIT), PIXELS),
     Spec("hf-swin", "transformers/vision", hf("SwinModel", "SwinConfig", image_size=32, patch_size=4, embed_dim=16,
                                               depths=[1, 1], num_heads=[2, 2], window_size=4), PIXELS),
-    Spec("hf-convnext", "transformers/vision", hf("ConvNextModel", "ConvNextConfig", hidden_sizes=[16, 32],
+    Spec("hf-convnext", "transformers/vision", hf("ConvNextModel", "ConvNextConfig", num_stages=2, hidden_sizes=[16, 32],
                                                   depths=[1, 1]), PIXELS),
     Spec("segformer", "transformers/vision", hf("SegformerForSemanticSegmentation", "SegformerConfig",
                                                 num_encoder_blocks=2, depths=[1, 1], sr_ratios=[2, 1],
