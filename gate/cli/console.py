@@ -10,6 +10,7 @@ from rich.table import Table
 
 from gate.core.stages import Stages
 from gate.core.status import AuditStatus, ModelStatus, Role, SkipKind, TargetStatus, Verdict
+from gate.render.data_dependent_md import dependent_rows
 from gate.render.markdown import promotion_text
 from gate.render.text import count
 from gate.verdict.sweeps import Cell, SweepMatrix, matrices
@@ -100,7 +101,7 @@ def _render_model(model: ModelVerdict) -> None:
                          else "left")
     for p in model.providers:
         precision = f"{p.precision} reference" if p.role == Role.REFERENCE else p.precision
-        values = [r.value for r in p.rows if r.value is not None and r.check != "structure"]
+        values = [r.error for r in p.rows if r.error is not None]
         first = p.first_regression
         first_text = (f"{first.layer}: {first.check} {_fmt(first.value)} > {_fmt(first.threshold)}"
                       if first else (p.reason or ""))
@@ -123,12 +124,28 @@ def _render_model(model: ModelVerdict) -> None:
             console.print(escape(f"  output {r.layer} on {p.name}: max-abs {_fmt(e['max_abs'])}, max-rel "
                                  f"{_fmt(e['max_rel'])}, {close} at rtol {e['rtol']:g}, atol {e['atol']:g}"),
                           soft_wrap=True)
+    _render_dependent(model)
     if model.status in (ModelStatus.REGRESSED, ModelStatus.ERROR):
         for h in [h for h in model.hints if h.kind != "hints-unavailable"][:6]:
             where = f" on {h.provider}" if h.provider else ""
             console.print(f"  [cyan]hint[/cyan] {escape(f'{h.kind} at {h.layer or chr(8212)}{where}: {h.message}')}",
                           soft_wrap=True)
     console.print()
+
+
+DEPENDENT_LINES = 8
+
+
+def _render_dependent(model: ModelVerdict) -> None:
+    """One line per runtime row of a data-dependent layer: the rule that judged it and what it found."""
+    rows = dependent_rows(model.providers)
+    for p, r in rows[:DEPENDENT_LINES]:
+        style = "red" if r.failed else "dim"
+        how = f"{r.check}: {r.message}" if r.message else f"{r.check} (as any layer)"
+        console.print(f"  [{style}]data-dependent {escape(r.layer)} on {escape(p.name)} ({escape(r.status)}), "
+                      f"{escape(how)}[/{style}]", soft_wrap=True)
+    if len(rows) > DEPENDENT_LINES:
+        console.print(f"  [dim]… {len(rows) - DEPENDENT_LINES} more data-dependent rows (the JSON report has them all)[/dim]")
 
 
 def _failure_detail(where: str | None, trace: str | None) -> None:

@@ -17,7 +17,7 @@ from gate.config import Config, ModelSpec
 from gate.core import device
 from gate.core.runs import LayerInfo, Meta, ModelRun, OnnxSite, RunError
 from gate.core.stages import Progress
-from gate.core.status import ErrorStatus
+from gate.core.status import DataDependence, ErrorStatus
 from gate.core.versions import versions
 from gate.errors import ModelError
 from gate.model import inputs as inputs_mod
@@ -174,7 +174,9 @@ def prepare(config: Config, spec: ModelSpec, progress: Progress = lambda _: None
             run.meta.graph_digest = exported.digest.result()
     run.reference_dtype = ref.dtype
     run.meta.promoted, run.meta.below_float64 = ref.notes.promoted or None, ref.notes.below or None
-    run.layers = [LayerInfo(r.name, r.type, r.fp, reached=r.reached) for r in ref.records + ref.gradients]
+    run.layers = [LayerInfo(r.name, r.type, r.fp, reached=r.reached,
+                            data_dependent=DataDependence.OP if r.data_dependent else None)
+                  for r in ref.records + ref.gradients]
     if built.training:
         progress(f"{spec.name}: the model as given (modules left in training mode)")
         run.meta.training = compare_as_given(built, ref, spec.reference_promotion)

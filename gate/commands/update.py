@@ -19,12 +19,13 @@ from gate.commands.prepare import Cache
 from gate.config import Config, ModelSpec, ProviderSpec
 from gate.core.layers import is_output
 from gate.core.runs import ModelRun, RunError
-from gate.core.status import ErrorStatus
+from gate.core.status import Check, ErrorStatus
 from gate.errors import GateError, ModelError
 from gate.fingerprint import relative_error
 from gate.formats.baseline import Baseline, store
 from gate.formats.results import merge, read_runs
-from gate.verdict.checks import degenerate
+from gate.verdict import data_dependent
+from gate.verdict.checks import degenerate, runtime_rows
 
 
 @dataclass
@@ -51,13 +52,21 @@ def _from_files(config: Config, models: tuple[ModelSpec, ...], sources: list[Pat
 
 
 def warnings_for(spec: ModelSpec, run: ModelRun) -> list[str]:
-    """What ``check`` will fail on even against the new baseline (said, not refused)."""
+    """What ``check`` will fail on even against the new baseline (said, not refused). A data-dependent
+    layer is held to its own rule, not to the ceiling its shifted items break."""
     out = [f"{p.name}: {p.reason or p.status}" for p in run.providers if p.status != "ok"]
+    dependent = data_dependent.recognize(run)
     for prun in run.providers:
-        worst = max((layer.err for layer in prun.layers.values() if layer.err is not None), default=None)
+        worst = max((layer.err for name, layer in prun.layers.items() if layer.err is not None
+                     and name not in dependent), default=None)
         if worst is not None and worst > spec.tolerance.ceiling:
             out.append(f"{prun.name}: error against the reference reaches {worst:.3g} (ceiling "
                        f"{spec.tolerance.ceiling:.3g}); `check` will fail until this is fixed")
+        if prun.status == "ok" and dependent:
+            rows = runtime_rows(run, prun, None, spec, dependent={n: h for n, h in dependent.items() if n in prun.layers})
+            # Only detections: the new entry records the rest, which the `recorded` rule then holds it to.
+            out += [f"{prun.name}: {r.layer} ({r.check}): {r.message}; `check` will fail until this is fixed"
+                    for r in rows if r.failed and r.check == Check.DETECTIONS][:3]
     dead = [f"{x.name}: {why}" for x in run.layers if is_output(x.name) for why in [degenerate(x.fp)] if why]
     return out + [f"output {d}: `check` will fail on this model" for d in dead]
 
@@ -106,6 +115,7 @@ def _write(config: Config, spec: ModelSpec, run: ModelRun, warnings: list[str]) 
     made: list[Baseline] = []
 
     def make(previous: Baseline | None) -> Baseline:
+        data_dependent.mark(run, previous)  # recorded on the layers: how each was known to depend on values
         made.append(Baseline.from_run(run, previous))
         return made[0]
 

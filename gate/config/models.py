@@ -2,8 +2,9 @@
 
 Besides the factory and inputs: ``dynamic-shapes`` (dimensions exported dynamic), ``transform``
 (what is applied to the exported graph before it ships), ``artifact`` (a prebuilt ONNX file
-gated instead of an export), ``output-tolerance`` (allclose on the outputs as a gate), and the
-case axes expanded by ``cases``.
+gated instead of an export), ``output-tolerance`` (allclose on the outputs as a gate),
+``detections`` (how a detector's data-dependent outputs are judged) and the case axes expanded
+by ``cases``.
 """
 
 from __future__ import annotations
@@ -13,13 +14,21 @@ from typing import Any
 
 from gate.config.cases import expand
 from gate.config.reader import Reader
-from gate.config.types import DTYPES, EXPORTERS, InputSpec, LayerTolerance, ModelSpec, Tolerance
+from gate.config.types import (
+    DTYPES,
+    EXPORTERS,
+    DetectionTolerance,
+    InputSpec,
+    LayerTolerance,
+    ModelSpec,
+    Tolerance,
+)
 from gate.core.names import model_name_problem
 from gate.core.refs import IDENT, is_ref
 
 MODEL_KEYS = ("name", "factory", "inputs", "exporter", "opset", "opsets", "seed", "tolerance", "layer-tolerances",
               "batch-sizes", "sequence-lengths", "input-shapes", "input-sets", "reference-promotion",
-              "dynamic-shapes", "transform", "artifact", "output-tolerance", "gradients", "repeats")
+              "dynamic-shapes", "transform", "artifact", "output-tolerance", "gradients", "repeats", "detections")
 TOLERANCE_KEYS = ("growth", "floor", "reference", "ceiling")
 
 
@@ -69,7 +78,7 @@ def parse_model(r: Reader, default_tol: Tolerance, seed: int, opset: int | None,
                      reference_promotion=r.get("reference-promotion", (bool,), True), where=r.where,
                      dynamic_shapes=_dynamic_shapes(r, inputs), transform=_transform(r),
                      artifact=_artifact(r), output_tolerance=_output_tolerance(r),
-                     gradients=r.get("gradients", (bool,), False), repeats=_repeats(r))
+                     gradients=r.get("gradients", (bool,), False), repeats=_repeats(r), detections=_detections(r))
     return expand(r, base)
 
 
@@ -166,3 +175,21 @@ def _output_tolerance(r: Reader) -> tuple[float, float] | None:
     t.check_keys(("rtol", "atol"))
     values = tolerance_values(t, ("rtol", "atol"))
     return values.get("rtol", 1e-5), values.get("atol", 1e-8)
+
+
+def _detections(r: Reader) -> DetectionTolerance:
+    """``detections = { min-score, iou, score }``: the rule for a detector's data-dependent outputs."""
+    raw: Any = r.get("detections", (dict,), None)
+    if raw is None:
+        return DetectionTolerance()
+    t = Reader(raw, r.path, r.key("detections"))
+    t.check_keys(("min-score", "iou", "score"))
+    values = tolerance_values(t, ("min-score", "iou", "score"))
+    for key in ("min-score", "iou"):
+        if values.get(key, 0.5) > 1:
+            t.fail(t.key(key), f"must be <= 1, got {values[key]:g}")
+    if values.get("iou", 0.5) < 0.5:  # pairs are matched at 0.5: a lower bound would not be honoured
+        t.fail(t.key("iou"), f"must be >= 0.5 (boxes are matched at IoU 0.5), got {values['iou']:g}")
+    base = DetectionTolerance()
+    return DetectionTolerance(values.get("min-score", base.min_score), values.get("iou", base.iou),
+                              values.get("score", base.score))

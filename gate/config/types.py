@@ -45,6 +45,18 @@ class Tolerance:
 
 
 @dataclass(frozen=True)
+class DetectionTolerance:
+    """The ``detections`` rule for a detector's data-dependent outputs (docs/verdict.md):
+    detections scoring at least ``min_score`` (on either side) must be matched, their boxes must
+    overlap by at least ``iou`` and their scores differ by at most ``score``; below ``min_score``
+    the post-processing's margins may keep other boxes in float32 than in float64."""
+
+    min_score: float = 0.5
+    iou: float = 0.9
+    score: float = 1e-2
+
+
+@dataclass(frozen=True)
 class LayerTolerance:
     pattern: str  # fnmatch glob over layer names
     overrides: Mapping[str, float]
@@ -153,6 +165,7 @@ class ModelSpec:
     sweep: SweepCase | None = None  # a case of a sweep: built from this instead of a factory
     gradients: bool = False  # also fingerprint parameter gradients of a seeded loss (grad:<name>)
     repeats: int | None = None  # timed runs per provider (median and p90); None: ONNX Runtime's 5 only
+    detections: DetectionTolerance = DetectionTolerance()  # a detector's data-dependent outputs
 
     @property
     def export_key(self) -> tuple:

@@ -9,7 +9,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from gate.core.status import ErrorStatus, LayerStatus, RunStatus, SiteKind, SkipKind
+from gate.core.detections import Detections
+from gate.core.status import DataDependence, ErrorStatus, LayerStatus, RunStatus, SiteKind, SkipKind
 from gate.core.target import Target
 from gate.errors import ModelError
 from gate.fingerprint import Fingerprint, relative_error
@@ -92,6 +93,7 @@ class LayerInfo:
     fp: Fingerprint
     noise: float | None = None  # run-to-run relative change measured by calibration
     reached: str = "float64"  # the coarsest precision the reference computed in up to this layer
+    data_dependent: DataDependence | None = None  # its shape depends on the input's values (how we know)
 
 
 @dataclass
@@ -104,6 +106,7 @@ class ProviderLayer:
     reason: str | None = None
     noise: float | None = None  # run-to-run variation of err measured by calibration
     exact: dict[str, Any] | None = None  # a model output's exact metrics (gate.core.exact), full tensors
+    detections: Detections | None = None  # a data-dependent output matched as detections (gate.core.detections)
 
 
 @dataclass

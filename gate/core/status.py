@@ -63,6 +63,15 @@ class LayerStatus(Word):
     ABSENT = "absent"
 
 
+class DataDependence(Word):
+    """How a layer was recognised as one whose shape depends on the input's values (a score
+    threshold, NMS, ``nonzero``, a boolean mask): such a layer keeps a different number of
+    elements in float32 than in float64, and is judged by the rules for it (docs/verdict.md)."""
+
+    OP = "op"  # the reference run saw an operation with a value-dependent output size feed it
+    RUNS = "runs"  # a runtime gave it another leading size than the float64 reference
+
+
 class SiteKind(Word):
     """Where a layer's value lives in the shipped ONNX graph."""
 
@@ -129,6 +138,10 @@ class Check(Word):
     ERROR_GROWTH = "error-growth"
     CEILING = "ceiling"
     ALLCLOSE = "allclose"
+    # Rules for a runtime's layer whose shape depends on values (DataDependence).
+    DETECTIONS = "detections"  # boxes matched by IoU and label, then their scores compared
+    RECORDED = "recorded"  # the runtime gives what its baseline entry recorded, and the reference has not moved
+    DISTRIBUTION = "distribution"  # the values as an unordered set: quantiles and mean
     # Audits of a target or a model.
     PLACEMENT = "placement"
     SESSION_OPTIONS = "session-options"

@@ -53,8 +53,8 @@ def _title(text: str) -> str:
 def error_chart(model: str, provider: ProviderVerdict) -> str | None:
     """The fenced Mermaid block, or None when the provider measured no error at all."""
     layers = provider.rows
-    values = _bucket([_log(row.value) for row in layers], MAX_POINTS)
-    limits = _bucket([_log(row.threshold) for row in layers], MAX_POINTS)
+    values = _bucket([_log(row.error) for row in layers], MAX_POINTS)
+    limits = _bucket([_log(row.threshold if row.error is not None else None) for row in layers], MAX_POINTS)
     known = [v for v in values if v is not None]
     if not known:
         return None

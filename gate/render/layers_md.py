@@ -37,7 +37,9 @@ def layer_table(model: str, p: ProviderVerdict, cap: int | None, open_: bool) ->
 
 
 def _note(row: Row) -> str:
-    return plain(row.message, 160) if row.message and row.status not in QUIET_ROWS else ""
+    # A data-dependent layer's note says what its rule found, passing or not.
+    said = row.status not in QUIET_ROWS or row.data_dependent is not None
+    return plain(row.message, 160) if row.message and said else ""
 
 
 def _shared_notes(rows: list[Row]) -> dict[str, tuple[str, int]]:

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from gate.core.status import ModelStatus, TargetStatus, Verdict
 from gate.render.chart import error_chart
+from gate.render.data_dependent_md import data_dependent_table
 from gate.render.layers_md import layer_table
 from gate.render.next_steps import next_steps
 from gate.render.notices import MAX_LIST, baseline_block, notices, reason
@@ -209,6 +210,7 @@ class _Doc:
             out.append("\n".join(f"{'❌' if a.status == 'fail' else '⚠️'} {plain(a.check, 20)}: "
                                   f"{plain(a.message, MESSAGE_CAP)}" for a in audits[:10]))
         out.append(outputs_table(m.providers))
+        out.append(data_dependent_table(m.providers))
         hints = [h for h in m.hints if h.kind != "hints-unavailable"]
         if hints and m.status in (ModelStatus.REGRESSED, ModelStatus.ERROR):
             out.append("**Diagnosis**\n\n" + "\n".join(

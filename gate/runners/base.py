@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from gate.config import ProviderSpec
+from gate.core import detections
 from gate.core.exact import exact
 from gate.core.layers import is_output
 from gate.core.runs import ModelRun, ProviderLayer, ProviderRun, error_against
@@ -91,13 +92,15 @@ class Runner(ABC):
 
     def exact_outputs(self, prun: ProviderRun, arrays: list[np.ndarray]) -> None:
         """Exact metrics of the model's outputs (``arrays``, in output order) against the
-        reference's, where both tensors are here."""
+        reference's, where both tensors are here; detections matched where they are data-dependent."""
         expected = self.subject.outputs
         outputs = [x.name for x in self.subject.run.layers if is_output(x.name)]
         for name, actual, want in zip(outputs, arrays, expected, strict=False):
             layer = prun.layers.get(name)
             if layer is not None and layer.status == "ok":
                 layer.exact = exact(actual, want, self.subject.output_tolerance)
+        dependent = {x.name for x in self.subject.run.layers if x.data_dependent is not None}
+        detections.attach(prun, zip(outputs, arrays, expected, strict=False), dependent)
 
     def layers_from(self, prun: ProviderRun, fingerprints: dict[str, Any], missing: str) -> ProviderRun:
         """Fill ``prun`` from captured fingerprints by layer name, errors against the reference;

@@ -10,7 +10,8 @@ reference carries float32 rounding (~1e-7) that hides the changes it exists to s
 ``.bfloat16()``, the default dtype, and autocast regions (entered disabled). Each promotion is
 counted at the innermost module call running. A dispatch-level watch then records every
 operation that still produced a tensor below float64 (a custom op, a NumPy round trip, a C
-extension): those layers' reference is only as precise as what they reached.
+extension): those layers' reference is only as precise as what they reached. The same watch
+follows which tensors have a shape that depends on values (``data_dependence``).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_leaves
 
 from gate.core.target import coarsest
+from gate.runners.data_dependence import Shapes
 
 LOW = {torch.float32: "float32", torch.float16: "float16", torch.bfloat16: "bfloat16"}
 _NARROWING = {torch.Tensor.float, torch.Tensor.half, torch.Tensor.bfloat16}
@@ -36,6 +38,7 @@ class Notes:
     promoted: dict[str, int] = field(default_factory=dict)  # casts to a lower float dtype made float64
     below: dict[str, str] = field(default_factory=dict)  # computed below float64 anyway: the coarsest dtype
     reached: str = "float64"  # coarsest precision computed so far in the run (the layers after inherit it)
+    shapes: Shapes = field(default_factory=Shapes)  # tensors whose shape depends on values
 
     def count(self, where: str) -> None:
         self.promoted[where] = self.promoted.get(where, 0) + 1
@@ -86,6 +89,7 @@ class _Watch(TorchDispatchMode):
         for t in tree_leaves(out):
             if isinstance(t, torch.Tensor) and t.dtype in LOW:
                 self.notes.saw(self.where(), LOW[t.dtype])
+        self.notes.shapes.saw(func, args, kwargs or {}, out)
         return out
 
 

@@ -47,8 +47,9 @@ def _capture(module: torch.nn.Module, inputs, promote: bool,
     notes = Notes()
     last = [time.perf_counter()]
 
-    def stamp(record: LayerOutput) -> None:
+    def stamp(record: LayerOutput, tensor: torch.Tensor) -> None:
         record.reached = notes.reached  # the coarsest precision computed up to this layer
+        record.data_dependent = notes.shapes.holds(tensor)
         if detail is not None and time.perf_counter() - last[0] >= DETAIL_EVERY_S:
             last[0] = time.perf_counter()
             detail(f"{DETAIL}{record.name}")

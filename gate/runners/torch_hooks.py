@@ -37,6 +37,7 @@ class LayerOutput:
     fp: Fingerprint
     alias_of: str | None = None  # an identity module: its output is this earlier layer's tensor
     reached: str = "float64"  # the reference's coarsest precision up to this layer (see promotion)
+    data_dependent: bool = False  # its shape depends on values (the reference's watch, data_dependence)
 
 
 def flatten(value: Any, prefix: str = "") -> Iterator[tuple[str, torch.Tensor]]:
@@ -62,9 +63,10 @@ def outputs(module: torch.nn.Module, value: Any) -> list[LayerOutput]:
 class Capture:
     """One forward of ``module`` with hooks on every module call. ``where()`` names the innermost
     module call running (for what happens inside a forward: casts, low-precision ops), and
-    ``on_record`` sees each record as it is made."""
+    ``on_record`` sees each record as it is made, with the tensor it was made of."""
 
-    def __init__(self, module: torch.nn.Module, on_record: Callable[[LayerOutput], None] | None = None):
+    def __init__(self, module: torch.nn.Module,
+                 on_record: Callable[[LayerOutput, torch.Tensor], None] | None = None):
         self.module, self.on_record = module, on_record
         self.records: list[LayerOutput] = []
         self._calls: dict[str, int] = {}
@@ -98,7 +100,7 @@ class Capture:
             record = LayerOutput(name, qual, call, element, type(mod).__name__, fp, alias)
             self.records.append(record)
             if self.on_record is not None:
-                self.on_record(record)
+                self.on_record(record, tensor)
 
     def run(self, inputs: tuple[torch.Tensor, ...],
             context: contextlib.AbstractContextManager | None = None) -> list[LayerOutput]:

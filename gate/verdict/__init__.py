@@ -1,5 +1,7 @@
-"""The verdict, as types (``types``, with their JSON codec) built from a run and its baseline:
-per-layer checks (``checks``), target and model audits (``placement``, ``model_audits``), runtime
+"""The verdict, as types (``types``, and ``notes`` for comparisons and hints, with their JSON codec)
+built from a run and its baseline: per-layer checks (``checks``), what changed in the model's
+structure (``structure``: renames, copies, new and gone layers), layers whose shape depends on
+values (``data_dependent``), target and model audits (``placement``, ``model_audits``), runtime
 versions that moved (``versions``), a sweep's pairs and anchor (``comparisons``) and its support
 matrix (``sweeps``), a GPU leg that checked no GPU (``gpu_leg``), the first regression and the
 report (``judge``), and root-cause hints that never change it (``hints``). No I/O here: the one

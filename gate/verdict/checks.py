@@ -11,14 +11,16 @@ regression leaves the reference alone. NaN/Inf that the reference does not have 
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 
 from gate.config import ModelSpec
 from gate.core.layers import is_output
 from gate.core.runs import LayerInfo, ModelRun, ProviderRun
-from gate.core.status import Check, LayerStatus, RowStatus
+from gate.core.status import Check, DataDependence, LayerStatus, RowStatus
 from gate.core.target import coarsest
 from gate.fingerprint import Fingerprint, relative_error
 from gate.formats.baseline import Baseline, Entry
+from gate.verdict import data_dependent
 from gate.verdict.structure import Limit, Structure, structure
 from gate.verdict.types import Row
 
@@ -77,24 +79,16 @@ def layout(run: ModelRun, baseline: Baseline, spec: ModelSpec) -> Structure:
     return structure(run, baseline, limits(run, baseline, spec))
 
 
-def reference_rows(run: ModelRun, baseline: Baseline, spec: ModelSpec, st: Structure | None = None) -> list[Row]:
+def reference_rows(run: ModelRun, baseline: Baseline, spec: ModelSpec, st: Structure | None = None,
+                   dependent: Mapping[str, DataDependence] | None = None) -> list[Row]:
     """One row per layer that ran (a renamed one judged as the baseline's layer), then one per layer
-    that is gone. A new or gone layer is reported, not failed, unless it is a model output."""
+    that is gone. A new or gone layer is reported, not failed, unless it is a model output. A
+    data-dependent layer (``dependent``) is judged as any other: the float64 reference reproduces it."""
     st = st or layout(run, baseline, spec)
     limit = limits(run, baseline, spec)
     rows = []
     for layer in run.layers:
-        recorded = baseline.layer(st.recorded(layer.name))
-        if recorded is None:
-            rows.append(_row(layer, RowStatus.FAIL, Check.STRUCTURE, message="a model output the baseline does not "
-                             "have: what ships changed") if is_output(layer.name) else
-                        _row(layer, RowStatus.NEW, Check.STRUCTURE, message="layer is not in the baseline (the "
-                             "model's structure changed): not compared"))
-            continue
-        row = _reference_row(run, layer, recorded.fp, limit(layer, recorded))
-        if row.message is None and recorded.name != layer.name:
-            row.message = f"{'renamed from' if layer.name in st.renames else 'same values as'} {recorded.name}"
-        rows.append(row)
+        rows.append(_reference_layer(run, layer, baseline, st, limit, (dependent or {}).get(layer.name)))
     ran = {x.name for x in run.layers}
     for x in (baseline.layer(n) for n in st.gone):
         output = is_output(x.name)
@@ -104,6 +98,21 @@ def reference_rows(run: ModelRun, baseline: Baseline, spec: ModelSpec, st: Struc
                         if x.name in ran else
                         "layer is in the baseline but did not run (the model's structure changed)"))
     return rows
+
+
+def _reference_layer(run: ModelRun, layer: LayerInfo, baseline: Baseline, st: Structure, limit: Limit,
+                     how: DataDependence | None) -> Row:
+    recorded = baseline.layer(st.recorded(layer.name))
+    if recorded is None:
+        return _row(layer, RowStatus.FAIL, Check.STRUCTURE, message="a model output the baseline does not "
+                    "have: what ships changed") if is_output(layer.name) else \
+            _row(layer, RowStatus.NEW, Check.STRUCTURE, message="layer is not in the baseline (the "
+                 "model's structure changed): not compared")
+    row = _reference_row(run, layer, recorded.fp, limit(layer, recorded))
+    if row.message is None and recorded.name != layer.name:
+        row.message = f"{'renamed from' if layer.name in st.renames else 'same values as'} {recorded.name}"
+    row.data_dependent = how
+    return row
 
 
 def _reference_row(run: ModelRun, layer: LayerInfo, base: Fingerprint, limit: float) -> Row:
@@ -127,9 +136,10 @@ def _reference_row(run: ModelRun, layer: LayerInfo, base: Fingerprint, limit: fl
 
 
 def runtime_rows(run: ModelRun, prun: ProviderRun, entry: Entry | None, spec: ModelSpec,
-                 st: Structure | None = None) -> list[Row]:
+                 st: Structure | None = None, dependent: Mapping[str, DataDependence] | None = None) -> list[Row]:
     """Rows of one runtime; ``entry`` is the baseline entry that judges it (None: no baseline); a
-    renamed layer is judged by what the entry recorded under its old name."""
+    renamed layer is judged by what the entry recorded under its old name. A data-dependent layer
+    (``dependent``) whose usual row fails is judged by its own rule (``data_dependent``)."""
     rows = []
     for layer in run.layers:
         pl = prun.layers.get(layer.name)
@@ -139,8 +149,12 @@ def runtime_rows(run: ModelRun, prun: ProviderRun, entry: Entry | None, spec: Mo
             rows.append(_row(layer, RowStatus(pl.status), message=pl.reason))
         else:
             recorded = entry.layers.get(st.recorded(layer.name) if st else layer.name) if entry is not None else None
-            rows.append(_allclose(_runtime_row(layer, prun, pl, recorded, entry is not None, spec), pl.exact,
-                                  spec.output_tolerance))
+            row = _runtime_row(layer, prun, pl, recorded, entry is not None, spec)
+            how = (dependent or {}).get(layer.name)
+            if how is not None:
+                row = data_dependent.judged(row, layer, prun.name, pl, spec, prun.precision, how, recorded)
+            # allclose on the full tensors says nothing of a set whose members differ at its margins
+            rows.append(_allclose(row, pl.exact, None if row.check in data_dependent.RULES else spec.output_tolerance))
     return rows
 
 

@@ -11,6 +11,7 @@ from gate.core.status import (
     AuditStatus,
     Check,
     ComparisonStatus,
+    DataDependence,
     ErrorStatus,
     ModelStatus,
     Role,
@@ -20,11 +21,13 @@ from gate.core.status import (
 )
 from gate.core.target import REFERENCE_PROVIDER
 from gate.formats.baseline import Baseline, Entry
-from gate.verdict import checks, hints, model_audits
+from gate.verdict import checks, data_dependent, hints, model_audits
 from gate.verdict.placement import placement_audit
 from gate.verdict.structure import Structure, described
 from gate.verdict.types import Audit, Comparison, ModelVerdict, ProviderVerdict, Regression, Report
 from gate.verdict.versions import version_changes
+
+Dependent = dict[str, DataDependence]  # the data-dependent layers, and how each is known
 
 
 @dataclass(frozen=True)
@@ -53,7 +56,7 @@ def audits(prun: ProviderRun, entry: Entry | None, policy: Policy) -> list[Audit
 
 
 def _reference(run: ModelRun, baseline: Baseline | None, spec: ModelSpec, missing: str | None,
-               st: Structure | None) -> ProviderVerdict:
+               st: Structure | None, dependent: Dependent) -> ProviderVerdict:
     ref = ProviderVerdict(REFERENCE_PROVIDER, Role.REFERENCE, run.reference_dtype, "cpu")
     if run.error is not None and not run.layers:  # it never ran: never a pass, nor only a missing baseline
         ref.status, ref.error_status = TargetStatus.ERROR, run.error.error_status
@@ -61,12 +64,12 @@ def _reference(run: ModelRun, baseline: Baseline | None, spec: ModelSpec, missin
     elif baseline is None:
         ref.status, ref.reason = TargetStatus.NO_BASELINE, missing
     elif run.layers:
-        ref.rows = checks.reference_rows(run, baseline, spec, st)
+        ref.rows = checks.reference_rows(run, baseline, spec, st, dependent)
     return ref
 
 
 def _runtime(run: ModelRun, prun: ProviderRun, baseline: Baseline | None, spec: ModelSpec, update_cmd: str,
-             policy: Policy, st: Structure | None) -> ProviderVerdict:
+             policy: Policy, st: Structure | None, dependent: Dependent) -> ProviderVerdict:
     pv = ProviderVerdict(prun.name, Role.RUNTIME, prun.precision, prun.target.label, reason=prun.reason,
                          latency_ms=prun.latency_ms, latency_p90_ms=prun.latency_p90_ms)
     if prun.status == RunStatus.SKIPPED:
@@ -91,7 +94,7 @@ def _runtime(run: ModelRun, prun: ProviderRun, baseline: Baseline | None, spec: 
     pv.placement = prun.placement
     pv.capture_peak_mb = None if prun.capture_peak_bytes is None else round(prun.capture_peak_bytes / 2**20, 3)
     pv.audits = audits(prun, entry, policy)
-    pv.rows = checks.runtime_rows(run, prun, entry, spec, st)
+    pv.rows = checks.runtime_rows(run, prun, entry, spec, st, dependent)
     return pv
 
 
@@ -115,8 +118,9 @@ def model_verdict(spec: ModelSpec, run: ModelRun, baseline: Baseline | None, pat
     else:
         mv.versions = version_changes(baseline.meta, run.meta)
     st = checks.layout(run, baseline, spec) if baseline is not None and run.layers else None
-    mv.providers = [_reference(run, baseline, spec, mv.message, st)]
-    mv.providers += [_runtime(run, p, baseline, spec, update_cmd, policy, st) for p in run.providers]
+    dependent = data_dependent.recognize(run, baseline, st)
+    mv.providers = [_reference(run, baseline, spec, mv.message, st, dependent)]
+    mv.providers += [_runtime(run, p, baseline, spec, update_cmd, policy, st, dependent) for p in run.providers]
     mv.audits = model_audits.dynamic_shape(spec, run, baseline) + model_audits.training_mode(run)
     mv.audits += [Audit(Check.STRUCTURE, AuditStatus.WARN, line) for line in described(st)] if st else []
     mv.mapping = model_audits.mapping(run)

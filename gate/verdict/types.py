@@ -14,7 +14,7 @@ from gate.core.runs import RunError
 from gate.core.status import (
     AuditStatus,
     Check,
-    ComparisonStatus,
+    DataDependence,
     ErrorStatus,
     ModelStatus,
     Role,
@@ -24,8 +24,11 @@ from gate.core.status import (
     Verdict,
 )
 from gate.formats.fields import Obj
+from gate.verdict.notes import Comparison, Hint
 
 SCHEMA, VERSION = "parity-gate/report", 1
+# Checks whose value is not an error against the reference: a count, a distance between sets.
+NOT_AN_ERROR = (Check.STRUCTURE, Check.DETECTIONS, Check.RECORDED, Check.DISTRIBUTION)
 
 
 @dataclass
@@ -41,6 +44,7 @@ class Row:
     baseline: float | None = None
     message: str | None = None
     exact: dict[str, Any] | None = None  # a model output's exact metrics (full tensors), where measured
+    data_dependent: DataDependence | str | None = None  # its shape depends on values; ``check`` is the rule
 
     @property
     def failed(self) -> bool:
@@ -53,18 +57,27 @@ class Row:
     def checked(self) -> bool:
         return self.status in (RowStatus.PASS, RowStatus.FAIL)
 
+    @property
+    def error(self) -> float | None:
+        """``value`` where it is an error against the reference (or its drift), else None (NOT_AN_ERROR)."""
+        return None if self.check in NOT_AN_ERROR else self.value
+
     def to_dict(self) -> dict[str, Any]:
         out = {"layer": self.layer, "type": self.type, "status": self.status, "check": self.check,
                "value": self.value, "threshold": self.threshold, "baseline": self.baseline, "message": self.message}
         if self.exact is not None:
             out["exact"] = self.exact
+        if self.data_dependent is not None:
+            out["data_dependent"] = self.data_dependent
         return out
 
     @classmethod
     def from_dict(cls, o: Obj) -> Row:
+        dependent = o.opt_str("data_dependent")
         return cls(layer=o.str("layer"), type=o.str("type", default=""), status=o.word("status", RowStatus),
                    check=_check(o.opt_str("check")), value=o.num("value"), threshold=o.num("threshold"),
-                   baseline=o.num("baseline"), message=o.opt_str("message"), exact=o.free("exact"))
+                   baseline=o.num("baseline"), message=o.opt_str("message"), exact=o.free("exact"),
+                   data_dependent=DataDependence(dependent) if dependent in DataDependence.values() else dependent)
 
 
 def _check(name: str | None) -> Check | str | None:
@@ -129,29 +142,6 @@ class Audit:
 
 
 @dataclass
-class Comparison:
-    """A sweep's comparison of one case's outputs beyond the reference: ``pair`` (against the case
-    ``other`` on the same ``provider``) or ``anchor`` (``provider`` against the provider ``other``)."""
-
-    kind: Check  # PAIR | ANCHOR
-    provider: str  # a runtime's column label, or "torch-cpu:float64" for the reference
-    other: str
-    error: float | None  # largest relative L2 difference of the outputs
-    tolerance: float
-    status: ComparisonStatus
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"kind": self.kind, "provider": self.provider, "other": self.other, "error": self.error,
-                "tolerance": self.tolerance, "status": self.status}
-
-    @classmethod
-    def from_dict(cls, o: Obj) -> Comparison:
-        return cls(kind=Check(o.choice("kind", (Check.PAIR.value, Check.ANCHOR.value))), provider=o.str("provider"),
-                   other=o.str("other"), error=o.num("error"), tolerance=o.num("tolerance") or 0.0,
-                   status=o.word("status", ComparisonStatus))
-
-
-@dataclass
 class ProviderVerdict:
     """One target of one model: the reference (role ``reference``) or a runtime."""
 
@@ -210,26 +200,6 @@ class ProviderVerdict:
                    placement=o.free("placement"), capture_peak_mb=o.num("capture_peak_mb"),
                    latency_p90_ms=o.num("latency_p90_ms"), skip=o.opt_word("skip", SkipKind),
                    where=o.opt_str("where"), trace=o.opt_str("trace"))
-
-
-@dataclass
-class Hint:
-    """Why a layer regressed (never changes the verdict); ``evidence`` is plain JSON."""
-
-    kind: str
-    layer: str
-    provider: str
-    message: str
-    evidence: dict[str, Any] = field(default_factory=dict)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"kind": self.kind, "layer": self.layer, "provider": self.provider, "message": self.message,
-                "evidence": self.evidence}
-
-    @classmethod
-    def from_dict(cls, o: Obj) -> Hint:
-        return cls(kind=o.str("kind"), layer=o.str("layer", default=""), provider=o.str("provider", default=""),
-                   message=o.str("message", default=""), evidence=o.free("evidence") or {})
 
 
 @dataclass

@@ -384,3 +384,25 @@ def test_recorded_latency_is_kept_within_its_band_and_when_nothing_was_timed():
     assert _steady(2.0 / LATENCY_BAND / 1.01, 2.0) == 2.0 / LATENCY_BAND / 1.01
     assert _steady(None, 2.0) == 2.0  # results collected without timing keep what was recorded
     assert _steady(3.0, None) == 3.0 and _steady(None, None) is None
+
+
+def test_a_layers_data_dependence_round_trips_after_its_other_keys_and_is_one_of_its_words():
+    from gate.formats.baseline import Baseline
+
+    doc = make_document(3)
+    doc["layers"][1]["reached"] = "float32"
+    doc["layers"][1]["data_dependent"] = "op"
+    doc["layers"][2]["data_dependent"] = "runs"
+    back = decode_baseline(encode_baseline(doc), "x")
+    assert back == doc and list(back["layers"][1])[-2:] == ["reached", "data_dependent"]
+    typed = Baseline.from_document(back)
+    assert [x.data_dependent for x in typed.layers] == [None, "op", "runs"]
+    assert typed.to_document()["layers"] == doc["layers"]  # read and written again: the same layers
+    doc["layers"][2]["data_dependent"] = "maybe"
+    with pytest.raises(FormatError, match=r"layers\[2\]\.data_dependent: .*'maybe'"):
+        decode_baseline(encode_baseline_unchecked(doc), "x")
+
+
+def encode_baseline_unchecked(doc: dict) -> bytes:
+    """The document framed as a writer that skipped the schema would write it."""
+    return zstandard.ZstdCompressor(write_content_size=True).compress(msgpack.packb(doc, use_bin_type=True))

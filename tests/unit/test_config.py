@@ -121,3 +121,27 @@ def test_init_and_the_config_accept_the_same_factory_references(tmp_path, ref, o
         load_config(write(tmp_path, text))
     with pytest.raises(ConfigError, match="factory"):
         section("m", ref, [Input("x", (1, 3), "float32")])
+
+
+def test_detections_key_sets_the_rule_for_a_detectors_data_dependent_outputs(tmp_path):
+    from gate.config import DetectionTolerance
+
+    (model,) = load_config(write(tmp_path, BASE)).models
+    assert model.detections == DetectionTolerance(min_score=0.5, iou=0.9, score=0.01)
+    text = BASE.replace("inputs = [", "detections = { min-score = 0.3, iou = 0.5, score = 0.02 }\ninputs = [")
+    (model,) = load_config(write(tmp_path, text)).models
+    assert model.detections == DetectionTolerance(min_score=0.3, iou=0.5, score=0.02)
+
+
+@pytest.mark.parametrize("value, message", [
+    ("{ iou = 0.49 }", "detections.iou`: must be >= 0.5 (boxes are matched at IoU 0.5), got 0.49"),
+    ("{ min-score = 1.5 }", "detections.min-score`: must be <= 1, got 1.5"),
+    ("{ score = -1 }", "detections.score`: must be >= 0"),
+    ("{ minscore = 0.5 }", "detections.minscore`: unknown key"),
+    ("0.5", "detections`: expected a table"),
+])
+def test_bad_detections_key_is_one_line_naming_it(tmp_path, value, message):
+    path = write(tmp_path, BASE.replace("inputs = [", f"detections = {value}\ninputs = ["))
+    with pytest.raises(ConfigError) as err:
+        load_config(path)
+    assert message in str(err.value) and str(path) in str(err.value)

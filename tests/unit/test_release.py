@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 
@@ -29,7 +30,9 @@ def test_tags_build_wheels_on_every_platform_and_publish_by_trusted_publishing()
     assert any(s.get("uses", "").startswith("pypa/cibuildwheel@") for s in jobs["wheels"]["steps"])
     publish = jobs["publish"]
     assert publish["permissions"] == {"id-token": "write"} and publish["needs"] == ["sdist", "wheels"]
-    assert any(s.get("uses") == "pypa/gh-action-pypi-publish@release/v1" for s in publish["steps"])
+    # the job holding id-token runs only actions pinned by commit
+    assert any(re.fullmatch(r"pypa/gh-action-pypi-publish@[0-9a-f]{40}", s.get("uses", "")) for s in publish["steps"])
+    assert all(re.fullmatch(r"[\w./-]+@[0-9a-f]{40}", s["uses"]) for s in publish["steps"] if "uses" in s)
     assert not any("password" in (s.get("with") or {}) for s in publish["steps"])
     assert jobs["move-major-tag"]["needs"] == "publish"
 

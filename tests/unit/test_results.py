@@ -157,3 +157,47 @@ def test_placement_source_and_ep_options_round_trip_and_nothing_else_is_taken(tm
     path.write_bytes(frame(doc))
     with pytest.raises(FormatError, match="source"):
         read_runs(path)
+
+
+def detections_run():
+    """A run whose output is data-dependent, and a runtime's detections matched against it."""
+    from gate.core.detections import Detections
+    from gate.core.status import DataDependence
+
+    run = make_run()
+    run.layers[1].data_dependent = DataDependence.OP
+    run.providers[0].layers["(model)"] = ProviderLayer("ok", run.layers[1].fp, 0.3, detections=Detections(
+        "(model)", "fc", None, (), 3, 2, ((0.9, 0.8, 0.97), (0.4, 0.41, 0.8)), (0.1,), (), {}))
+    return run
+
+
+def test_data_dependence_and_matched_detections_round_trip(tmp_path):
+    path = tmp_path / "r.msgpack.zst"
+    write_runs(path, [detections_run()])
+    (run,) = read_runs(path)
+    assert [x.data_dependent for x in run.layers] == [None, "op"]
+    assert run.providers[0].layers["(model)"].detections == detections_run().providers[0].layers["(model)"].detections
+
+
+def _detections_doc(**changes) -> bytes:
+    doc = run_to_dict(detections_run())
+    layer = doc["providers"][0]["layers"]["(model)"]
+    layer["detections"] = {**layer["detections"], **changes}
+    return frame({**valid_doc(), "runs": [doc]})
+
+
+@pytest.mark.parametrize("changes, words", [
+    ({"iou": [0.97]}, "one value per pair"),
+    ({"actual": 1}, "2 pairs but 3 reference and 1 runtime detections"),
+    ({"reference_scores": [float("nan"), 0.4]}, "NaN is not allowed here"),
+    ({"iou": [1.5, 0.8]}, "iou[0]"),
+    ({"unmatched_reference": [0.1] * 1001}, "unmatched_reference"),
+    ({"attribute_errors": {"masks": [0.0, 0.0]}}, "must name an attribute"),
+])
+def test_bad_detections_are_one_line_errors_naming_the_key(tmp_path, changes, words):
+    path = tmp_path / "r.msgpack.zst"
+    path.write_bytes(_detections_doc(**changes))
+    with pytest.raises(FormatError) as err:
+        read_runs(path)
+    assert str(err.value).startswith(f"result file `{path}`") and words in str(err.value), str(err.value)
+    assert "detections" in str(err.value)

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from gate.core.runs import Meta
+from gate.core.status import DataDependence
 from gate.core.target import Target
 from gate.fingerprint import Fingerprint
 
@@ -46,10 +47,13 @@ class BaselineLayer:
     fp: Fingerprint
     noise: float | None = None  # run-to-run change measured by `update-baseline --calibrate`
     reached: str = "float64"  # the coarsest precision the reference computed in up to this layer
+    data_dependent: DataDependence | None = None  # its shape depends on values, and how that was seen
 
     @classmethod
     def from_document(cls, d: dict[str, Any]) -> BaselineLayer:
-        return cls(d["name"], d["type"], _fingerprint(d["fp"]), d.get("noise"), d.get("reached", "float64"))
+        dependent = d.get("data_dependent")
+        return cls(d["name"], d["type"], _fingerprint(d["fp"]), d.get("noise"), d.get("reached", "float64"),
+                   None if dependent is None else DataDependence(dependent))
 
     def to_document(self) -> dict[str, Any]:
         out = {"name": self.name, "type": self.type, "fp": self.fp.to_dict(sketch=True)}
@@ -57,6 +61,8 @@ class BaselineLayer:
             out["noise"] = float(self.noise)
         if self.reached != "float64":  # written only below float64
             out["reached"] = self.reached
+        if self.data_dependent is not None:  # written only where it is: other files keep their bytes
+            out["data_dependent"] = str(self.data_dependent)
         return out
 
 

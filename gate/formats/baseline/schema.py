@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 
 from gate.core.names import MAX_MODEL_NAME, MODEL_NAME_RE
+from gate.core.status import DataDependence
 from gate.core.target import PRECISIONS
 
 from ..nodes import I64_MAX, U64_MAX, Array, Bin, Float, Int, NameMap, Nullable, Record, Str
@@ -109,9 +110,11 @@ META = Record(
 )
 
 # "noise": run-to-run variation measured by `update-baseline --calibrate`; "reached": the coarsest
-# precision the reference computed in up to this layer, when below float64 (both optional).
+# precision the reference computed in up to this layer, when below float64; "data_dependent": how
+# the layer was recognised as one whose shape depends on values (all optional).
 LAYER = Record([("name", NAME), ("type", NAME), ("fp", REFERENCE_FP), ("noise", Float(nan=False, lo=0.0)),
-                ("reached", LOWER)], optional=("noise", "reached"))
+                ("reached", LOWER), ("data_dependent", Str(8, choices=DataDependence.values()))],
+               optional=("noise", "reached", "data_dependent"))
 
 RUNTIME_LAYER = Record(
     [

@@ -111,6 +111,7 @@ def render_text(doc: dict) -> str:
     out.append(f"layers {len(doc['layers'])}")
     for layer in doc["layers"]:
         reached = f" reached={layer['reached']}" if "reached" in layer else ""
+        reached += f" data_dependent={layer['data_dependent']}" if "data_dependent" in layer else ""
         out.append(f"layer {_name(layer['name'])} type={_name(layer['type'])}{reached} {_stats(layer['fp'])}")
     for prov in sorted(doc["providers"]):
         for dev in sorted(doc["providers"][prov]):

@@ -55,4 +55,4 @@ def _row(pl: ProviderLayer) -> EntryLayer:
 
 def _layer(layer: LayerInfo) -> BaselineLayer:
     return BaselineLayer(layer.name, layer.type, layer.fp, None if layer.noise is None else float(layer.noise),
-                         layer.reached)
+                         layer.reached, layer.data_dependent)

@@ -15,9 +15,10 @@ from typing import Any
 import msgpack
 import zstandard
 
+from gate.core.detections import Detections, problem
 from gate.core.layers import is_output
 from gate.core.runs import LayerInfo, Meta, ModelRun, OnnxSite, ProviderLayer, ProviderRun, RunError
-from gate.core.status import ErrorStatus, LayerStatus, RunStatus, SiteKind, SkipKind
+from gate.core.status import DataDependence, ErrorStatus, LayerStatus, RunStatus, SiteKind, SkipKind
 from gate.core.target import Target
 from gate.errors import FormatError
 from gate.fingerprint import Fingerprint
@@ -76,6 +77,8 @@ def _provider_layer(pl: ProviderLayer, sketch: bool) -> dict[str, Any]:
     out = {"status": pl.status, "err": pl.err, "reason": _text(pl.reason), "fp": _fp(pl.fp, sketch)}
     if pl.exact is not None:
         out["exact"] = pl.exact
+    if pl.detections is not None:
+        out["detections"] = pl.detections.to_dict()
     return out
 
 
@@ -83,7 +86,18 @@ def _layer(x: LayerInfo) -> dict[str, Any]:
     out = {"name": x.name, "type": x.type, "fp": x.fp.to_dict(sketch=True)}
     if x.reached != "float64":
         out["reached"] = x.reached
+    if x.data_dependent is not None:
+        out["data_dependent"] = str(x.data_dependent)
     return out
+
+
+def _detections(d: dict[str, Any] | None, path: str) -> Detections | None:
+    if d is None:
+        return None
+    why = problem(d)
+    if why is not None:
+        raise Invalid(f"{path}.detections", why)
+    return Detections.from_dict(d)
 
 
 def _provider(p: dict[str, Any]) -> ProviderRun:
@@ -102,7 +116,9 @@ def _provider(p: dict[str, Any]) -> ProviderRun:
                        trace=p.get("trace"))
     for n, pl in p["layers"].items():
         fp = None if pl["fp"] is None else Fingerprint.from_dict(pl["fp"])
-        prun.layers[n] = ProviderLayer(LayerStatus(pl["status"]), fp, pl["err"], pl["reason"], exact=pl.get("exact"))
+        prun.layers[n] = ProviderLayer(LayerStatus(pl["status"]), fp, pl["err"], pl["reason"], exact=pl.get("exact"),
+                                       detections=_detections(pl.get("detections"),
+                                                              f"providers[{quote(p['name'])}].layers[{quote(n)}]"))
     return prun
 
 
@@ -116,8 +132,8 @@ def run_from_dict(d: dict[str, Any]) -> ModelRun:
     run = ModelRun(d["model"], Meta.from_dict(d["meta"]), d["reference"]["dtype"],
                    error=None if d["error"] is None else RunError(ErrorStatus(d["error"]["status"]), d["error"]["message"],
                                                                   d["error"].get("where"), d["error"].get("trace")))
-    run.layers = [LayerInfo(x["name"], x["type"], Fingerprint.from_dict(x["fp"]), reached=x.get("reached", "float64"))
-                  for x in d["layers"]]
+    run.layers = [LayerInfo(x["name"], x["type"], Fingerprint.from_dict(x["fp"]), reached=x.get("reached", "float64"),
+                            data_dependent=_opt(DataDependence, x.get("data_dependent"))) for x in d["layers"]]
     names = {x.name for x in run.layers}
     if len(names) != len(run.layers):
         raise Invalid(f"run {quote(run.name)}.layers", "a layer name appears twice")

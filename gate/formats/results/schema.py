@@ -4,6 +4,7 @@ from other runners and are as untrusted as a baseline in a pull request."""
 
 from __future__ import annotations
 
+from gate.core.detections import MAX_ATTRIBUTES, MAX_DETECTIONS
 from gate.core.status import ErrorStatus, LayerStatus, RunStatus, SiteKind, SkipKind
 from gate.core.target import PRECISIONS
 
@@ -57,13 +58,24 @@ EXACT = Record([
     ("worst_index", Array(COUNT, "max_rank")), ("expected", Nullable(Float())), ("actual", Nullable(Float())),
 ])
 
+# A data-dependent output's detections matched against the reference's (gate.core.detections).
+SCORES = Array(Float(nan=False), MAX_DETECTIONS)
+DETECTIONS = Record([
+    ("boxes", NAME), ("scores", NAME), ("labels", Nullable(NAME)), ("attributes", Array(NAME, MAX_ATTRIBUTES)),
+    ("reference", COUNT), ("actual", COUNT), ("reference_scores", SCORES), ("actual_scores", SCORES),
+    ("iou", Array(Float(nan=False, lo=0.0, hi=1.0), MAX_DETECTIONS)), ("unmatched_reference", SCORES),
+    ("unmatched_actual", SCORES),
+    ("attribute_errors", NameMap(NAME, Array(Float(nan=False, lo=0.0), MAX_DETECTIONS), MAX_ATTRIBUTES, "attributes")),
+])
+
 # A runtime's fingerprint; the model outputs' carry their sketch (a sweep's pairs and anchor compare them).
 OUTPUT_FP = Record(list(REFERENCE_FP.fields.items()), optional=("sketch",))
 
 PROVIDER_LAYER = Record([
     ("status", Str(16, choices=LayerStatus.values())),
     ("err", Nullable(Float(lo=0.0))), ("reason", NULL_TEXT), ("fp", Nullable(OUTPUT_FP)), ("exact", EXACT),
-], optional=("exact",))
+    ("detections", DETECTIONS),
+], optional=("exact", "detections"))
 
 PROVIDER = Record([
     ("name", NAME), ("precision", Str(16, choices=PRECISIONS)), ("device", NAME),

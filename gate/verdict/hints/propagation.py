@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 
 from gate.core.status import Check, Role, RowStatus
+from gate.verdict.data_dependent import RULES
 from gate.verdict.hints.context import Context, make
 from gate.verdict.types import Hint
 
@@ -25,13 +26,14 @@ def _fmt(v) -> str:
 
 
 def _series(ctx: Context, pv) -> list[tuple[str, float | None, float | None]]:
-    """(layer, value, baseline) in execution order; a failed nonfinite/shape check is +inf."""
+    """(layer, value, baseline) in execution order; a failed nonfinite/shape check, or a failed rule of a
+    data-dependent layer (whose value is no error against the reference), is +inf."""
     rows = ctx.rows(pv)
     out = []
     for name in ctx.order:
         row = rows.get(name)
-        value = None if row is None else row.value
-        if row is not None and row.check in (Check.NONFINITE, Check.SHAPE) and row.status == RowStatus.FAIL:
+        value = None if row is None else row.value if row.check not in RULES else None
+        if row is not None and row.check in (Check.NONFINITE, Check.SHAPE, *RULES) and row.status == RowStatus.FAIL:
             value = math.inf
         out.append((name, value, None if row is None else row.baseline))
     return out

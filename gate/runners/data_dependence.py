@@ -1,0 +1,66 @@
+"""Which tensors of the reference run have a shape that depends on values.
+
+An operation whose output shape is decided by the values it reads (``nonzero``, a boolean mask,
+``masked_select``, ``unique``, ``bincount``, NMS: what score thresholds and detection
+post-processing are made of) starts a data-dependent tensor; everything computed from one is
+data-dependent too. ``Shapes`` follows that through the reference run, seen at the dispatcher
+(the same watch that records precision), so a layer whose output it marks keeps a different
+number of elements in float32 than in float64 and is judged by the rules for such layers
+(``gate.verdict.data_dependent``), never by its shape. An operation that reads a value into
+Python first (``.item()``, then a size) is not followed: such layers are recognised from the
+runs instead (the float32 and float64 shapes differ), by ``update-baseline``.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch.utils._pytree import tree_leaves
+from torch.utils.weak import WeakIdKeyDictionary
+
+# Custom operators with a data-dependent output size that carry no tag saying so.
+UNTAGGED = frozenset({"torchvision::nms"})
+_MASKS = (torch.bool, torch.uint8)
+
+
+_NEVER, _ALWAYS, _MASKED = 0, 1, 2
+_KINDS: dict = {}  # operator -> one of the above, worked out once per operator
+
+
+def _kind(func) -> int:
+    name = func.name() if hasattr(func, "name") else str(func)
+    if name in UNTAGGED:
+        return _ALWAYS
+    if torch.Tag.dynamic_output_shape not in getattr(func, "tags", ()):
+        return _NEVER
+    return _MASKED if func is torch.ops.aten.index.Tensor else _ALWAYS
+
+
+def starts(func, args: tuple) -> bool:
+    """Whether ``func`` makes an output whose size depends on its inputs' values."""
+    kind = _KINDS.get(func)
+    if kind is None:
+        kind = _KINDS[func] = _kind(func)
+    if kind == _MASKED:  # integer indices give their own shape; a mask does not
+        return any(isinstance(i, torch.Tensor) and i.dtype in _MASKS for i in args[1])
+    return kind == _ALWAYS
+
+
+class Shapes:
+    """The data-dependent tensors of a run so far, held weakly (they die with the run)."""
+
+    def __init__(self) -> None:
+        self.tainted = WeakIdKeyDictionary()
+
+    def saw(self, func, args: tuple, kwargs: dict, out) -> None:
+        """One operation of the run: its outputs are data-dependent when it starts one or reads one."""
+        if not starts(func, args):
+            if not self.tainted:  # the usual case: nothing data-dependent yet, nothing to look up
+                return
+            if not any(isinstance(a, torch.Tensor) and a in self.tainted for a in tree_leaves((args, kwargs))):
+                return
+        for t in tree_leaves(out):
+            if isinstance(t, torch.Tensor):
+                self.tainted[t] = True
+
+    def holds(self, t: torch.Tensor) -> bool:
+        return t in self.tainted
