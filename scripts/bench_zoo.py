@@ -82,7 +82,7 @@ def merge(base: dict, fresh: dict) -> dict:
         raise SystemExit(f"--update: the versions differ from the table's ({base['versions']}); rerun every row")
     by_name = {r["name"]: r for r in fresh["rows"]}
     rows = [by_name.pop(r["name"], r) for r in base["rows"]] + list(by_name.values())
-    reruns = [*base.get("reruns", []), {"command": fresh["command"], "date": fresh["date"],
+    reruns = [*base.get("reruns", []), {"command": fresh["command"], "date": fresh["date"], "commit": fresh["commit"],
                                         "rows": [r["name"] for r in fresh["rows"]]}]
     return {**base, "rows": rows, "reruns": reruns}
 
@@ -90,7 +90,9 @@ def merge(base: dict, fresh: dict) -> dict:
 def run(chosen: list, args: argparse.Namespace, command: str) -> dict:
     versions = json.loads(subprocess.run([args.python, "-c", VERSIONS], capture_output=True, text=True,
                                          check=True).stdout)
-    data = {"schema": "parity-gate/zoo", "version": 1, "command": command, "machine": machine(),
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=Path(__file__).parent, capture_output=True,
+                            text=True).stdout.strip() or "unknown"
+    data = {"schema": "parity-gate/zoo", "version": 1, "command": command, "commit": commit, "machine": machine(),
             "date": datetime.date.today().isoformat(), "versions": versions, "wall_min": 0.0, "rows": []}
     print(f"{len(chosen)} rows on {data['machine']}; {json.dumps(versions)}", flush=True)
     base = json.loads(args.json.read_text()) if args.update else None

@@ -43,8 +43,9 @@ def render(data: dict) -> str:
         f"**{gated} of {total} rows gated end to end ({rate:.0f}%)**: clean `check` passed and the weight fault "
         "was named at its module.",
         "",
-        f"- command: `{data['command']}`",
-        *(f"- rerun on {r['date']}: `{r['command']}`" for r in data.get("reruns", [])),
+        f"- command: `{data['command']}` at commit {data.get('commit', 'unknown')}",
+        *(f"- rerun on {r['date']} at commit {r.get('commit', 'unknown')}: `{r['command']}`"
+          for r in data.get("reruns", [])),
         f"- machine: {data['machine']}",
         f"- date: {data['date']}; the rows' commands took {sum(r['total_s'] for r in rows) / 60:.0f} min in all",
         "- versions: " + ", ".join(f"{k} {v[k]}" for k in v),

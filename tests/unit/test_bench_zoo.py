@@ -129,9 +129,9 @@ def test_the_table_block_is_replaced_and_the_prose_around_it_kept(tmp_path):
 
 def test_an_update_replaces_rows_in_place_and_refuses_other_versions():
     base = {"versions": {"torch": "2"}, "rows": [{"name": "a", "v": 1}, {"name": "b", "v": 1}]}
-    fresh = {"versions": {"torch": "2"}, "command": "c", "date": "d", "rows": [{"name": "a", "v": 2}]}
+    fresh = {"versions": {"torch": "2"}, "command": "c", "date": "d", "commit": "abc", "rows": [{"name": "a", "v": 2}]}
     merged = bench_zoo.merge(base, fresh)
     assert merged["rows"] == [{"name": "a", "v": 2}, {"name": "b", "v": 1}]
-    assert merged["reruns"] == [{"command": "c", "date": "d", "rows": ["a"]}]
+    assert merged["reruns"] == [{"command": "c", "date": "d", "commit": "abc", "rows": ["a"]}]
     with pytest.raises(SystemExit, match="versions differ"):
         bench_zoo.merge(base, {**fresh, "versions": {"torch": "3"}})
