@@ -164,24 +164,15 @@ def _versions() -> dict:
     import torchvision
 
     from gate import fingerprint
+    from gate.core.device import cpu_name
 
     out = {"torch": torch.__version__, "torchvision": torchvision.__version__, "onnxruntime": onnxruntime.__version__,
-           "backend": fingerprint.backend, "cpu": _cpu(), "python": platform.python_version()}
+           "backend": fingerprint.backend, "cpu": cpu_name(), "python": platform.python_version()}
     if importlib.util.find_spec("transformers"):
         import transformers
 
         out["transformers"] = transformers.__version__
     return out
-
-
-def _cpu() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -93,6 +93,7 @@ def test_comment_mode_installs_nothing_the_checkout_asks_for_and_never_uses_the_
     (workspace / "parity-gate-constraints.txt").write_text("numpy==0.0.1\n--index-url http://127.0.0.1:9/simple\n")
     inputs = {"mode": "comment", "report-json": str(REPORT), "extra-pip-args": "torchvision"}
     with FakeGitHub(token=TOKEN) as github:
+        github.open_pull("octo/models", EVENT["pull_request"])  # its changed files come from the API
         run = job(action, tmp_path, github).run(inputs, token=TOKEN)
         assert run.returncode == 1, run.log  # the report regressed: the comment step exits 1
         assert len(github.issue_comments("octo/models", 7)) == 1

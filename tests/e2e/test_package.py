@@ -102,9 +102,10 @@ def test_core_install_refuses_check_in_one_line_naming_the_extra(core_venv):
 
 def test_core_install_posts_the_comment(core_venv, tmp_path):
     event = tmp_path / "event.json"
-    event.write_text(json.dumps({"pull_request": {"number": 7, "head": {"sha": "a" * 40}},
-                                 "repository": {"full_name": "octo/models"}}))
+    pull = {"number": 7, "head": {"sha": "a" * 40}}
+    event.write_text(json.dumps({"pull_request": pull, "repository": {"full_name": "octo/models"}}))
     with FakeGitHub(token=TOKEN) as github:
+        github.open_pull("octo/models", pull)  # the changed files come from the API (no baseline among them)
         proc = run(core_venv, "comment", "--report", str(REPORTS / "regressed.json"), GITHUB_TOKEN=TOKEN,
                    GITHUB_API_URL=github.url, GITHUB_EVENT_NAME="pull_request", GITHUB_EVENT_PATH=str(event),
                    GITHUB_REPOSITORY="octo/models")
