@@ -88,29 +88,36 @@ def eval_list(text: str) -> list[str]:
 def torchscript_stacks(proto: onnx.ModelProto, module_names: set[str]) -> list[list[CallKey]]:
     """Module calls from TorchScript-exporter node names (``/layer1/layer1.0/conv1/Conv``).
 
-    That exporter names the k-th call of a module ``<attr>_<k>``; a component that is not a
-    module but strips to one is read as such a call.
+    A component is a module's path from an enclosing module in the scope before it, the nearest one
+    that is not a container: ``layer1.0`` from the root (``layer1`` is a Sequential), ``conv1`` from
+    ``layer1.0``, ``inner_blocks.3`` from ``fpn`` (a ModuleList is iterated, never called: no scope of
+    its own). It is read from the deepest enclosing scope where it names a module below the last.
+    That exporter names the k-th call of a module ``<attr>_<k>``; a component that is not a module
+    but strips to one is read as such a call.
     """
     stacks = []
     for node in proto.graph.node:
         parts = [p for p in node.name.split("/")[:-1] if p]
         stack: list[CallKey] = []
-        qual = ""
         for part in parts:
-            index = 0
-            name = part.split(".")[-1]
-            candidate = f"{qual}.{name}" if qual else name
-            if candidate not in module_names:
-                m = _SUFFIX.match(name)
-                if m and (f"{qual}.{m.group(1)}" if qual else m.group(1)) in module_names:
-                    candidate = f"{qual}.{m.group(1)}" if qual else m.group(1)
-                    index = int(m.group(2))
-                else:
-                    break
-            qual = candidate
-            stack.append((qual, index))
+            found = _component([""] + [q for q, _ in stack], part, module_names)
+            if found is None:
+                break
+            stack.append(found)
         stacks.append(stack)
     return stacks
+
+
+def _component(enclosing: list[str], part: str, module_names: set[str]) -> CallKey | None:
+    """The module call a node-name component names: (qualified name, call index)."""
+    last = enclosing[-1]
+    m = _SUFFIX.match(part)
+    for path, index in ((part, 0), *([(m.group(1), int(m.group(2)))] if m else [])):
+        for base in reversed(enclosing):
+            qual = f"{base}.{path}" if base else path
+            if qual in module_names and (not last or qual.startswith(last + ".")):
+                return qual, index
+    return None
 
 
 def call_values(proto: onnx.ModelProto, stacks: list[list[CallKey]]) -> dict[CallKey, CallValues]:
@@ -228,19 +235,27 @@ def _site(rec, found: OnnxSite | None, cv: CallValues | None, available: set[str
 
 def _by_shape(recs, cv: CallValues | None, shapes: dict) -> dict[str, OnnxSite]:
     """Outputs of a call whose signature was not recorded, by shape among the values it exposes:
-    an element takes a value only when it is the one element of its shape and that value the one
-    exposed value of the shape. Two of a kind would be a guess: absent, saying so."""
+    an element takes a value only when that value is the one exposed value its shape allows and
+    no other element's shape allows it. Shapes with symbolic dimensions allow many; two of a kind
+    would be a guess: absent, saying so. An element that is an earlier layer's very tensor (passed
+    through, ``alias_of``) is not matched here: it takes that layer's site."""
     candidates = list(cv.values) if cv else []
+    recs = [r for r in recs if r.alias_of is None]
+    allowed = {r.name: [v for v in candidates if shape_matches(shapes.get(v), tuple(r.fp.shape))] for r in recs}
+    claims: dict[str, int] = defaultdict(int)
+    for values in allowed.values():
+        for v in values:
+            claims[v] += 1
     out: dict[str, OnnxSite] = {}
     for rec in recs:
-        shape = tuple(rec.fp.shape)
-        values = [v for v in candidates if shape_matches(shapes.get(v), shape)]
-        twins = sum(1 for r in recs if tuple(r.fp.shape) == shape)
-        if len(values) == 1 and twins == 1:
+        values = allowed[rec.name]
+        if len(values) == 1 and claims[values[0]] == 1:
             out[rec.name] = OnnxSite("value", values[0])
         elif values:
-            out[rec.name] = OnnxSite("absent", reason=f"{len(values)} values the call exposes have this output's "
-                                     f"shape{f' (as {twins} of its outputs do)' if twins > 1 else ''}; the export "
+            rivals = max(claims[v] for v in values)
+            out[rec.name] = OnnxSite("absent", reason=f"{len(values)} value{'s' if len(values) > 1 else ''} the call "
+                                     f"exposes {'have' if len(values) > 1 else 'has'} this output's shape"
+                                     f"{f' (as {rivals} of its outputs do)' if rivals > 1 else ''}; the export "
                                      "did not record which computes it")
     return out
 

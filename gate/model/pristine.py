@@ -31,10 +31,18 @@ import torch
 from gate.core.status import ErrorStatus
 from gate.errors import ModelError
 
-# What nn.Module.__init__ sets: torch's registries and hook tables (the gate's own hooks come and
-# go there), never the model's state; "training" is restored like any attribute.
+# What nn.Module.__init__ sets: torch's registries and hook tables, never restored wholesale;
+# "training" is restored like any attribute.
 _TORCH_OWN = frozenset(torch.nn.Module().__dict__) - {"training"}
-_IMMUTABLE = (type(None), bool, int, float, complex, str, bytes, torch.dtype, torch.device, torch.Size)
+# The hook tables among them. A forward that registers hooks (transformers installs its output
+# capturing hooks at the first call and sets a flag saying so) leaves state there too: hooks added
+# since the build are removed with the flag, or the next run installs them once more. The gate's own
+# hooks live only inside its runs, never across a restore.
+_HOOK_TABLES = tuple(sorted(k for k in _TORCH_OWN if "_hooks" in k))
+# Kept as they are: values nothing mutates, and handles into torch's hook tables (a copy would point
+# at a copy of the table).
+_IMMUTABLE = (type(None), bool, int, float, complex, str, bytes, torch.dtype, torch.device, torch.Size,
+              torch.utils.hooks.RemovableHandle)
 
 
 def _version(t: torch.Tensor) -> int | None:
@@ -80,6 +88,7 @@ class _Module:
     tensors: dict[str, _Tensor]  # plain attributes holding a tensor
     plain: dict[str, Any]  # immutable attributes, as they were
     copies: dict[str, Any] = field(default_factory=dict)  # mutable attributes, deep-copied at the build
+    hooks: dict[str, frozenset] = field(default_factory=dict)  # per hook table, the hook ids at the build
 
 
 class Pristine:
@@ -106,7 +115,7 @@ class Pristine:
     def _record(m: torch.nn.Module, memo: dict[int, Any]) -> _Module:
         state = _Module(dict(m._parameters), {k: None if p is None else _version(p) for k, p in m._parameters.items()},
                         dict(m._modules), {k: None if b is None else _Tensor.of(b) for k, b in m._buffers.items()},
-                        {}, {})
+                        {}, {}, hooks={k: frozenset(getattr(m, k)) for k in _HOOK_TABLES if hasattr(m, k)})
         for key, value in m.__dict__.items():
             if key in _TORCH_OWN:
                 continue
@@ -117,7 +126,9 @@ class Pristine:
             else:
                 try:
                     state.copies[key] = copy.deepcopy(value, memo)
+                    copy.deepcopy(state.copies[key], dict(memo))  # each restore copies the copy again
                 except Exception:  # noqa: BLE001 - cannot be copied (a lock, a handle): kept as it is
+                    state.copies.pop(key, None)
                     state.plain[key] = value
         return state
 
@@ -131,6 +142,9 @@ class Pristine:
                 if registry.keys() != saved.keys() or any(registry[k] is not v for k, v in saved.items()):
                     registry.clear()
                     registry.update(saved)
+            for table, ids in state.hooks.items():
+                for hook_id in [i for i in getattr(m, table, ()) if i not in ids]:
+                    del getattr(m, table)[hook_id]
             m._buffers.clear()
             m._buffers.update({k: None if b is None else b.restored() for k, b in state.buffers.items()})
             for key in [k for k in m.__dict__ if k not in _TORCH_OWN]:

@@ -92,6 +92,22 @@ class ChangesItsWeights(nn.Module):
         return self.lin(x)
 
 
+class HooksOnFirstCall(nn.Module):
+    """Installs forward hooks on its children at its first call and flags that it did (as
+    transformers' output capturing does); a hook that runs twice doubles its child's output."""
+
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(16, 16)
+        self.keep = self.lin.register_forward_hook(lambda _m, _a, out: out + 1.0)  # the factory's own
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if not getattr(self, "_hooks_installed", False):
+            self.lin.register_forward_hook(lambda _m, _a, out: out * 2.0)
+            self._hooks_installed = True
+        return self.lin(x)
+
+
 def bias_cache() -> nn.Module:
     return Net(BiasCache())
 
@@ -107,3 +123,7 @@ def counts_calls() -> nn.Module:
 def changes_its_weights() -> nn.Module:
     return Net(ChangesItsWeights())
 
+
+
+def hooks_on_first_call() -> nn.Module:
+    return Net(HooksOnFirstCall())

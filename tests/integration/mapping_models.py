@@ -109,3 +109,40 @@ class Recurrent(nn.Module):
 def recurrent() -> nn.Module:
     torch.manual_seed(0)
     return Recurrent()
+
+
+class PassesItsListOn(nn.Module):
+    """Like torchvision's FPN LastLevelMaxPool: appends a pooled level to the list it was given and
+    returns that list, whose other elements are its callers' tensors, computed elsewhere."""
+
+    def forward(self, levels: list[torch.Tensor]) -> tuple[list[torch.Tensor], int]:
+        levels.append(nn.functional.max_pool2d(levels[-1], 1, 2, 0))
+        return levels, len(levels)
+
+
+class Pyramid(nn.Module):
+    """A feature pyramid: its blocks in ModuleLists that are iterated, never called (TorchScript names
+    their nodes ``/inner/inner.1/Conv`` without a scope for the list), levels of one channel count
+    whose sizes are symbolic in the graph when the input's are."""
+
+    def __init__(self):
+        super().__init__()
+        self.stem = nn.ModuleList([nn.Conv2d(3, 4, 3, padding=1), nn.Conv2d(4, 4, 3, stride=2, padding=1)])
+        self.inner = nn.ModuleList([nn.Conv2d(4, 4, 1) for _ in range(2)])
+        self.extra = PassesItsListOn()
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        feats = []
+        for conv in self.stem:
+            x = torch.relu(conv(x))
+            feats.append(x)
+        levels = []
+        for i, block in enumerate(self.inner):
+            levels.append(block(feats[i]))
+        levels, _ = self.extra(levels)
+        return tuple(levels)
+
+
+def pyramid() -> nn.Module:
+    torch.manual_seed(0)
+    return Pyramid()

@@ -22,9 +22,9 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def mapped(factory: str, shape: tuple | None = None, exporter: str = "dynamo", inputs: str | None = None,
-           with_built: bool = False):
+           with_built: bool = False, dynamic: dict | None = None):
     spec = ModelSpec(name="m", factory=factory, inputs=inputs or (InputSpec("x", shape),), exporter=exporter,
-                     where="models[0]")
+                     where="models[0]", dynamic_shapes=dynamic or {})
     built = build(spec, ROOT)
     exported = export(built)
     records = torch_hooks.run(built.module, built.inputs)
@@ -119,6 +119,21 @@ def test_torchscript_exporter_maps_by_node_names():
     assert a["block1.relu"].kind == "value" and a["block1.relu#2"].kind == "value"
     assert a["block1.relu"].value != a["block1.relu#2"].value
     assert a["fc"].kind == "value"
+
+
+def test_torchscript_names_under_an_iterated_module_list_and_symbolic_shapes_cross_no_wires():
+    """Blocks in a ModuleList that is iterated (no scope of its own in the node names) are found; a
+    block returning the list it was given has one value of its own, which its passed-through
+    elements must not take although symbolic shapes allow it: they take their producers' values."""
+    exported, _, sites, built = mapped("tests.integration.mapping_models:pyramid", (1, 3, 16, 16), "torchscript",
+                                       with_built=True, dynamic={"x": {2: "h", 3: "w"}})
+    assert exported.exporter == "torchscript"
+    assert any(isinstance(d, str) for d in exported.shapes[sites["inner.0"].value])  # symbolic in the graph
+    assert all(sites[n].kind == "value" for n in ("stem.0", "stem.1", "inner.0", "inner.1"))
+    assert sites["extra[0][0]"].value == sites["inner.0"].value and sites["extra[0][1]"].value == sites["inner.1"].value
+    assert sites["extra[0][2]"].kind == "value" and sites["extra[0][2]"].value not in (sites["inner.0"].value,
+                                                                                     sites["inner.1"].value)
+    assert_no_crossed_wires(exported, sites, built)
 
 
 def test_scope_metadata_parser_needs_no_eval():

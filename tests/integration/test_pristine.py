@@ -73,6 +73,20 @@ def test_a_cache_in_a_plain_dict_is_emptied_and_not_shared():
     assert built.module.block.ab == {} and built.module.block.ab is not cached
 
 
+def test_hooks_a_forward_installed_go_with_the_flag_it_set():
+    """Both halves of a forward's setup are undone together: a flag in the module's attributes and the
+    hooks it registered. Left half undone, every run installs the hooks once more."""
+    built = _built("hooks_on_first_call")
+    with built.fresh(), torch.no_grad():
+        first = built.module(*built.inputs)
+    for _ in range(2):
+        with built.fresh(), torch.no_grad():
+            again = built.module(*built.inputs)
+        assert torch.equal(again, first)
+    lin = built.module.block.lin
+    assert len(lin._forward_hooks) == 1  # the factory's own hook stays
+
+
 def test_a_forward_that_changes_a_parameter_in_place_is_refused_by_name():
     built = _built("changes_its_weights")
     with torch.no_grad():
