@@ -81,7 +81,9 @@ def _ready(run: ModelRun) -> ModelRun:
     unrun = ErrorStatus.EXPORT_FAIL if run.unexported else None
     failed = next((p for p in run.providers if p.status == "error" and p.error_status != unrun), None)
     if failed is not None:
-        raise ModelError(f"model `{run.name}`: {failed.reason}", failed.error_status or ErrorStatus.INFER_FAIL)
+        # A provider's reason names the model already (its runner's or worker's message).
+        raise ModelError(failed.reason or f"model `{run.name}`: {failed.target.provider} failed",
+                         failed.error_status or ErrorStatus.INFER_FAIL)
     return run
 
 

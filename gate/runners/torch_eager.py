@@ -92,7 +92,8 @@ class TorchEagerRunner(Runner):
                 grads = gradients(self.module, self.inputs, spec.seed, self.forward())
                 fingerprints.update((r.name, r.fp) for r in grads)
         except Exception as exc:  # noqa: BLE001 - a provider that cannot run is a status, not a crash
-            raise ModelError.of(f"{self.name} ({self.spec.precision}) failed: {type(exc).__name__}: {str(exc)[:300]}",
+            raise ModelError.of(f"model `{self.subject.run.name}`: {self.name} ({self.spec.precision}) failed: "
+                                f"{type(exc).__name__}: {str(exc)[:300]}",
                                 ErrorStatus.INFER_FAIL, exc) from None
         prun = self.layers_from(ProviderRun(self.target(), numerics=torch_numerics.settings()), fingerprints,
                                 self.absent_reason)

@@ -177,3 +177,31 @@ def test_baselines_are_byte_identical_across_fingerprint_backends(tmp_path):
         assert proc.returncode == 0, proc.stderr
         outputs[backend] = (folder / "b" / "tiny-transformer.msgpack.zst").read_bytes()
     assert outputs["native"] == outputs["numpy"]
+
+
+BREAKS_IN_ORT = '''
+import onnx
+from onnx import helper, numpy_helper
+import numpy as np
+
+
+def reshape_by_seven(proto):
+    """Reshape the first output to (-1, 7): a valid graph ONNX Runtime refuses (20 values)."""
+    out = proto.graph.output[0]
+    proto.graph.initializer.append(numpy_helper.from_array(np.array([-1, 7], dtype=np.int64), "by_seven"))
+    proto.graph.node.append(helper.make_node("Reshape", [out.name, "by_seven"], ["reshaped"]))
+    out.name = "reshaped"
+    out.type.tensor_type.ClearField("shape")
+    return proto
+'''
+
+
+def test_a_provider_that_fails_names_the_model_once(tmp_path):
+    (tmp_path / "breaks.py").write_text(BREAKS_IN_ORT)
+    write_config(tmp_path, "tiny-cnn", "examples.zoo:tiny_cnn", baseline_dir=tmp_path / "b",
+                 extra='transform = "breaks:reshape_by_seven"\n')
+    proc = run_cli("update-baseline", cwd=tmp_path)
+    assert_one_line_error(proc, 3, "CPUExecutionProvider failed to load the model")
+    error = next(line for line in proc.stderr.splitlines() if line.startswith("error:"))
+    assert error.count("model `tiny-cnn`") == 1, error
+    assert not (tmp_path / "b").exists() or not any((tmp_path / "b").iterdir())  # nothing written
