@@ -5,8 +5,9 @@
 
 Per model (random weights from configs, nothing downloaded; providers torch-cpu + CPUExecutionProvider),
 `update-baseline` first (not timed; it records the content key and stores the export), then per repeat,
-each side in a fresh process, alternated so that each `check` is paired with the recipe run just
-before it: the recipe (export, one torch run, one ONNX Runtime run from the file, np.allclose) and
+each side in a fresh process, each `check` paired with a recipe run beside it (the recipe first in
+even repeats, the check first in odd ones): the recipe (export, one torch run, one ONNX Runtime run
+from the file, np.allclose) and
 
 - `warm`: `check`, the key matches and the export cache holds the graph;
 - `cold`: `check`, the key matches, an empty cache folder (the graph is exported and stored);
@@ -15,7 +16,7 @@ before it: the recipe (export, one torch run, one ONNX Runtime run from the file
 - `today` (with `--today`): `check` of that checkout on its own baseline: the gate before reuse.
 
 Wall time and peak RSS of the whole process tree (the gate and its ONNX Runtime worker), sampled every
-50 ms (``bench_scale.measured``). Reported: per side the median and range of wall and peak, and the
+50 ms (``measure.measured``). Reported: per side the median and range of wall and peak, and the
 median and range of the per-pair ratio to the recipe.
 """
 
@@ -23,17 +24,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform
 import statistics
 import sys
 import tempfile
 import textwrap
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_scale import measured  # noqa: E402 - the process-tree sampler the cost curve uses
+from measure import host, measured, pairs  # noqa: E402 - the process-tree sampler every benchmark uses
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -118,24 +116,29 @@ def run_model(model: str, repeat: int, today: Path | None, work: Path) -> dict:
         measured(gate(today) + ["update-baseline"], before, {"PYTHONPATH": str(today), "PARITY_GATE_CACHE_DIR": "off"})
     sides: dict[str, list[dict]] = {k: [] for k in ("recipe", "warm", "cold", "changed", "today")}
 
-    def check(side: str, folder: Path, code: Path, extra: dict) -> None:
-        r_wall, r_peak, proc = measured([sys.executable, "recipe.py", model], folder, {"PYTHONPATH": str(code)})
-        if "allclose" not in proc.stdout:
-            raise SystemExit(f"the recipe failed for {model}:\n{proc.stderr[-3000:]}")
-        sides["recipe"].append({"wall": r_wall, "peak": r_peak})
-        wall, peak, proc = measured(gate(code) + ["check", "--json", "report.json"], folder, {"PYTHONPATH": str(code),
-                                                                                              **extra})
+    def check(side: str, folder: Path, code: Path, extra: dict, i: int) -> None:
+        runs = {}
+        for which in pairs(i + 1, ("recipe", "check"))[i]:
+            if which == "recipe":
+                runs[which] = measured([sys.executable, "recipe.py", model], folder, {"PYTHONPATH": str(code)})
+                if "allclose" not in runs[which].proc.stdout:
+                    raise SystemExit(f"the recipe failed for {model}:\n{runs[which].proc.stderr[-3000:]}")
+            else:
+                runs[which] = measured(gate(code) + ["check", "--json", "report.json"], folder,
+                                       {"PYTHONPATH": str(code), **extra})
+        r, c = runs["recipe"], runs["check"]
+        sides["recipe"].append({"wall": r.wall_s, "peak": r.peak_gb})
         reuse = json.loads((folder / "report.json").read_text())["models"][0].get("reuse") or {}
-        sides[side].append({"wall": wall, "peak": peak, "recipe_wall": r_wall, "recipe_peak": r_peak,
+        sides[side].append({"wall": c.wall_s, "peak": c.peak_gb, "recipe_wall": r.wall_s, "recipe_peak": r.peak_gb,
                             "reference_reused": reuse.get("reference"), "cache": reuse.get("cache"),
                             "why": reuse.get("why")})
 
     for i in range(repeat):
-        check("warm", here, ROOT, env)
-        check("cold", here, ROOT, {**env, "PARITY_GATE_CACHE_DIR": str(work / f"cold-{i}")})
-        check("changed", here, ROOT, {**env, "PARITY_GATE_CACHE_DIR": str(work / f"changed-{i}"), "BENCH_CHANGE": "1"})
+        check("warm", here, ROOT, env, i)
+        check("cold", here, ROOT, {**env, "PARITY_GATE_CACHE_DIR": str(work / f"cold-{i}")}, i)
+        check("changed", here, ROOT, {**env, "PARITY_GATE_CACHE_DIR": str(work / f"changed-{i}"), "BENCH_CHANGE": "1"}, i)
         if today is not None:
-            check("today", work / "today", today, {"PARITY_GATE_CACHE_DIR": "off"})
+            check("today", work / "today", today, {"PARITY_GATE_CACHE_DIR": "off"}, i)
     return {k: v for k, v in sides.items() if v}
 
 
@@ -161,14 +164,6 @@ def table(model: str, sides: dict) -> list[str]:
     return out
 
 
-def cpu_model() -> str:
-    try:
-        with open("/proc/cpuinfo") as f:
-            return next((line.split(":", 1)[1].strip() for line in f if line.startswith("model name")), "?")
-    except OSError:
-        return platform.processor() or "?"
-
-
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--models", nargs="+", default=["resnet18", "bert"], choices=sorted(INPUTS))
@@ -176,20 +171,19 @@ def main() -> None:
     ap.add_argument("--today", type=Path, default=None, help="a checkout of parity-gate before reuse, to time too")
     ap.add_argument("--json", type=Path, default=None)
     args = ap.parse_args()
+    print(host("torch", "onnx", "onnxruntime", "transformers"), flush=True)
     results = {}
     for model in args.models:
         with tempfile.TemporaryDirectory(prefix="bench-reuse-") as tmp:
             results[model] = run_model(model, args.repeat, args.today, Path(tmp))
         print("\n".join(table(model, results[model])), flush=True)
-    print(f"\n{time.strftime('%Y-%m-%d')}, cpu: {cpu_model()}, {os.cpu_count()} cores, load average "
-          f"{os.getloadavg()[0]:.1f}; median (range) of {args.repeat}; peak = RSS of the process tree, GB")
+    print(f"\n{host()}; median (range) of {args.repeat}; peak = RSS of the process tree, GB")
     print("| model | run | wall s | peak GB | wall x recipe | peak x recipe | reuse |")
     print("| --- | --- | ---: | ---: | ---: | ---: | --- |")
     for model, sides in results.items():
         print("\n".join(table(model, sides)))
     if args.json:
-        args.json.write_text(json.dumps({"cpu": cpu_model(), "date": time.strftime("%Y-%m-%d"), "results": results},
-                                        indent=1))
+        args.json.write_text(json.dumps({"host": host(), "results": results}, indent=1))
 
 
 if __name__ == "__main__":
