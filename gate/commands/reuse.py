@@ -112,7 +112,7 @@ class Plan:
         run.meta.weights_digest, run.meta.tensor_digests = built.weights_digest, built.tensor_digests  # hashed by now
         changed = key.changed(recorded) if recorded is not None else []
         details = reuse_explain.details(changed, key, recorded, run.meta, self.baseline)
-        why = self._why(key, recorded, p.random)
+        why = self._why(key, recorded, p.random, spec.gradients)
         if p.random:
             details.append(f"the forward draws random numbers ({', '.join(sorted(set(p.random))[:3])})")
         lookup = self._lookup(key.key, ahead)
@@ -125,7 +125,7 @@ class Plan:
         run.reuse = Reuse(key.key, self.reference, lookup.state, why, changed, details, lookup.note,
                           unseen=list(p.custom))
 
-    def _why(self, key, recorded, random: list[str]) -> FullWhy | None:
+    def _why(self, key, recorded, random: list[str], gradients: bool) -> FullWhy | None:
         if self.policy.full_why is not None:
             return self.policy.full_why
         if self.baseline is None:
@@ -134,6 +134,8 @@ class Plan:
             return FullWhy.NO_KEY
         if random:
             return FullWhy.UNKEYABLE
+        if gradients:  # the backward's code path (a custom autograd Function, a hook) is not in the key
+            return FullWhy.GRADIENTS
         return None if key.key == recorded.key else FullWhy.KEY_CHANGED
 
     def _lookup_ahead(self, recorded) -> Background | None:

@@ -183,6 +183,7 @@ class FullWhy(Word):
     KEY_CHANGED = "key-changed"
     UNKEYABLE = "unkeyable"  # the forward failed or draws random numbers: no key can vouch for it
     OUTPUTS = "outputs"  # output-tolerance gates on the float64 outputs, which are not cached
+    GRADIENTS = "gradients"  # gradients = true: the backward pass is not in the op trace
 
 
 class CacheState(Word):

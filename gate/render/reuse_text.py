@@ -14,6 +14,7 @@ _WHY = {
     FullWhy.KEY_CHANGED: "the content key changed",
     FullWhy.UNKEYABLE: "no content key can vouch for this model",
     FullWhy.OUTPUTS: "output-tolerance needs the float64 outputs, which the export cache does not hold",
+    FullWhy.GRADIENTS: "gradients are judged, and the content key traces the forward pass only",
 }
 
 _GRAPH = {

@@ -29,6 +29,8 @@ def test_a_backward_only_change_fails_at_its_gradient(tmp_path):
     assert passed.returncode == 0, passed.stdout + passed.stderr
     report = json.loads((tmp_path / "r.json").read_text())
     [model] = report["models"]
+    # The content key traces the forward only: the reference (its gradients) is never reused.
+    assert (model["reuse"]["reference"], model["reuse"]["why"]) == (False, "gradients")
     rows = {p["name"] + ":" + p["precision"]: {r["layer"]: r for r in p["layers"]} for p in model["providers"]}
     grads = [n for n in rows["torch-cpu:float64"] if n.startswith("grad:")]
     # backward order: the last layer's parameters first
