@@ -112,7 +112,7 @@ class Plan:
         run.meta.weights_digest, run.meta.tensor_digests = built.weights_digest, built.tensor_digests  # hashed by now
         changed = key.changed(recorded) if recorded is not None else []
         details = reuse_explain.details(changed, key, recorded, run.meta, self.baseline)
-        why = self._why(key, recorded, p.random, spec.gradients)
+        why = self._why(key, recorded, p.random, spec.gradients, bool(built.training))
         if p.random:
             details.append(f"the forward draws random numbers ({', '.join(sorted(set(p.random))[:3])})")
         lookup = self._lookup(key.key, ahead)
@@ -125,7 +125,7 @@ class Plan:
         run.reuse = Reuse(key.key, self.reference, lookup.state, why, changed, details, lookup.note,
                           unseen=list(p.custom))
 
-    def _why(self, key, recorded, random: list[str], gradients: bool) -> FullWhy | None:
+    def _why(self, key, recorded, random: list[str], gradients: bool, training: bool) -> FullWhy | None:
         if self.policy.full_why is not None:
             return self.policy.full_why
         if self.baseline is None:
@@ -136,6 +136,8 @@ class Plan:
             return FullWhy.UNKEYABLE
         if gradients:  # the backward's code path (a custom autograd Function, a hook) is not in the key
             return FullWhy.GRADIENTS
+        if training:  # the training-mode audit runs the model as given, a forward the probe (eval) never traced
+            return FullWhy.TRAINING
         return None if key.key == recorded.key else FullWhy.KEY_CHANGED
 
     def _lookup_ahead(self, recorded) -> Background | None:
@@ -192,8 +194,9 @@ class Plan:
 
         b = self.baseline
         run.reference_dtype = b.reference_dtype
-        run.meta.promoted, run.meta.below_float64, run.meta.training = (b.meta.promoted, b.meta.below_float64,
-                                                                        b.meta.training)
+        # No module is in training mode (else the reference runs): no training-mode audit, whatever
+        # the baseline's factory left.
+        run.meta.promoted, run.meta.below_float64, run.meta.training = b.meta.promoted, b.meta.below_float64, None
         run.layers = [LayerInfo(x.name, x.type, x.fp, reached=x.reached, data_dependent=x.data_dependent)
                       for x in b.layers]
         outputs = self.entry.outputs() if self.entry is not None and self.entry.has_outputs else []

@@ -184,6 +184,7 @@ class FullWhy(Word):
     UNKEYABLE = "unkeyable"  # the forward failed or draws random numbers: no key can vouch for it
     OUTPUTS = "outputs"  # output-tolerance gates on the float64 outputs, which are not cached
     GRADIENTS = "gradients"  # gradients = true: the backward pass is not in the op trace
+    TRAINING = "training"  # modules left in training mode: their training-mode forward is not traced
 
 
 class CacheState(Word):

@@ -15,6 +15,7 @@ _WHY = {
     FullWhy.UNKEYABLE: "no content key can vouch for this model",
     FullWhy.OUTPUTS: "output-tolerance needs the float64 outputs, which the export cache does not hold",
     FullWhy.GRADIENTS: "gradients are judged, and the content key traces the forward pass only",
+    FullWhy.TRAINING: "the factory left modules in training mode, whose audit the content key cannot vouch for",
 }
 
 _GRAPH = {

@@ -42,5 +42,8 @@ def net() -> nn.Module:
                     t.copy_(torch.from_numpy(npz[name]))
     if os.environ.get("REUSE_TEST_FLOAT64_HEAD"):  # the head in another precision
         model.fc.double()
+    if os.environ.get("REUSE_TEST_LEFT_TRAINING"):  # one module left in training mode, the rest in eval
+        model.eval()
+        model.act.train()
     return model
 

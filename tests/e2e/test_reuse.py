@@ -207,6 +207,22 @@ def test_the_ci_cache_key_follows_the_keys_baselines_record(made, tmp_path):
     assert off.returncode == 2 and "PARITY_GATE_CACHE_DIR=off" in off.stderr
 
 
+def test_a_model_left_in_training_mode_runs_its_reference_and_no_audit_outlives_the_fix(tmp_path, monkeypatch):
+    """The audit of a model left partly in training mode runs a forward the probe (eval) never
+    traced: its reference runs. Once the factory is fixed the key matches and the baseline's audit
+    is not carried over."""
+    monkeypatch.setenv("REUSE_TEST_LEFT_TRAINING", "1")
+    path = project(tmp_path)
+    update(path)
+    report, said = check(path)
+    assert (reuse_of(report)["reference"], reuse_of(report)["why"]) == (False, "training")
+    assert any(a["check"] == "training-mode" for a in report["models"][0]["audits"])
+    monkeypatch.delenv("REUSE_TEST_LEFT_TRAINING")
+    report, said = check(path)
+    assert reuse_of(report)["reference"] is True
+    assert not any(a["check"] == "training-mode" for a in report["models"][0]["audits"])
+
+
 def test_update_baseline_always_runs_the_whole_path(made):
     said = update(made)
     assert any(FULL in s for s in said) and any(EXPORTING in s for s in said)
