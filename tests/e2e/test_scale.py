@@ -47,6 +47,14 @@ def _config(tmp: Path, factory: str) -> Path:
     return path
 
 
+@pytest.fixture(scope="module", autouse=True)
+def _no_export_cache():
+    """No 2.4 GB copies of the graph in the export cache: these tests are about the whole path."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("PARITY_GATE_CACHE_DIR", "off")
+        yield
+
+
 @pytest.fixture(scope="module")
 def work(tmp_path_factory) -> Path:
     tmp = tmp_path_factory.mktemp("scale")
