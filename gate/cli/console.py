@@ -73,7 +73,8 @@ def render_report(report: Report) -> None:
     console.print(verdict_line(report), soft_wrap=True)
 
 
-def _render_model(model: ModelVerdict) -> None:
+def _render_header(model: ModelVerdict) -> None:
+    """The model's title line and what is said about it before the providers' table."""
     # Names and messages come from the model and the files: never read as markup ("(model)[logits]").
     title = f"[bold]{escape(model.name)}[/bold]  ·  {count(model.layers, 'layer')}  ·  exporter {escape(model.exporter or '—')}"
     if model.export_fallback:
@@ -97,6 +98,10 @@ def _render_model(model: ModelVerdict) -> None:
         n = len(model.below_float64)
         console.print(f"  [yellow]reference below float64 in {n} layer{'s' * (n != 1)}:[/yellow] {escape(shown)}"
                       " — their limits follow that precision", soft_wrap=True)
+
+
+def _render_model(model: ModelVerdict) -> None:
+    _render_header(model)
     table = Table(show_edge=False, pad_edge=False)
     for col in ("provider", "precision", "status", "checked", "failed", "folded", "worst error", "latency",
                 "first regression"):
