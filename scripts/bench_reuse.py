@@ -31,7 +31,7 @@ import textwrap
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from measure import host, measured, pairs  # noqa: E402 - the process-tree sampler every benchmark uses
+from measure import RECIPE_RUN, host, measured, pairs  # noqa: E402 - the process-tree sampler every benchmark uses
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -81,14 +81,7 @@ RECIPE = textwrap.dedent("""
     torch.manual_seed(spec.seed)
     model = getattr(bench_models, sys.argv[1])().eval()
     x = torch.from_numpy(generate(spec.inputs, spec.seed)[0])
-    with torch.no_grad():
-        torch.onnx.export(model, (x,), "recipe.onnx", dynamo=True, external_data=True)
-        out = model(x)
-        expected = (out if isinstance(out, torch.Tensor) else out[0]).numpy()
-    sess = ort.InferenceSession("recipe.onnx", providers=["CPUExecutionProvider"])
-    got = sess.run(None, {sess.get_inputs()[0].name: x.numpy()})[0]
-    print("allclose", np.allclose(expected, got, rtol=1e-3, atol=1e-4))
-""")
+""") + RECIPE_RUN
 
 
 def project(folder: Path, model: str) -> Path:

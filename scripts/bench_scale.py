@@ -30,7 +30,7 @@ import tempfile
 import textwrap
 from pathlib import Path
 
-from measure import STAGES, Spread, fingerprint_seconds, host, measured, pairs, stage_seconds
+from measure import RECIPE_RUN, STAGES, Spread, fingerprint_seconds, host, measured, pairs, stage_seconds
 
 ROOT = Path(__file__).resolve().parents[1]
 LAYER_BYTES = (4096 * 4096 + 4096) * 4
@@ -65,14 +65,7 @@ RECIPE = textwrap.dedent("""
         x = torch.randn(2, 4096)
     else:
         x = torch.randint(0, 30000, (1, args[-1] if kind == "gpt2" else 128))
-    with torch.no_grad():
-        torch.onnx.export(model, (x,), "recipe.onnx", dynamo=True, external_data=True)
-        out = model(x)
-        expected = (out if isinstance(out, torch.Tensor) else out[0]).numpy()
-    sess = ort.InferenceSession("recipe.onnx", providers=["CPUExecutionProvider"])
-    got = sess.run(None, {sess.get_inputs()[0].name: x.numpy()})[0]
-    print("allclose", np.allclose(expected, got, rtol=1e-3, atol=1e-4))
-""")
+""") + RECIPE_RUN
 
 def _config(work: Path, name: str, factory: str, inputs: str) -> None:
     (work / "parity-gate.toml").write_text(

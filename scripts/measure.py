@@ -16,13 +16,28 @@ import platform
 import re
 import statistics
 import subprocess
+import textwrap
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 
 SAMPLE_S = 0.05
+
+
+# The whole-output recipe every benchmark times the gate against, after its script has set ``model``
+# (eval mode) and ``x``: export to a file, one torch run, one ONNX Runtime run from the file, allclose.
+RECIPE_RUN = textwrap.dedent("""
+    with torch.no_grad():
+        torch.onnx.export(model, (x,), "recipe.onnx", dynamo=True, external_data=True)
+        out = model(x)
+        expected = (out if isinstance(out, torch.Tensor) else out[0]).numpy()
+    sess = ort.InferenceSession("recipe.onnx", providers=["CPUExecutionProvider"])
+    got = sess.run(None, {sess.get_inputs()[0].name: x.numpy()})[0]
+    print("allclose", np.allclose(expected, got, rtol=1e-3, atol=1e-4))
+""")
 
 
 def tree_rss(pid: int) -> int:
@@ -58,12 +73,9 @@ class Run:
         return self.peak_bytes / 1e9
 
 
-def measured(argv: list[str], cwd: Path, env: dict | None = None, ok: tuple[int, ...] = (0, 1)) -> Run:
-    """Run ``argv`` in ``cwd``; its wall time and the peak RSS of its process tree. An exit code
-    outside ``ok`` stops the benchmark with the command's stderr."""
-    start = time.perf_counter()
-    proc = subprocess.Popen(argv, cwd=cwd, env={**os.environ, **(env or {})}, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+def peak_of(proc: subprocess.Popen) -> Callable[[], int]:
+    """Sample the RSS of ``proc``'s process tree every ``SAMPLE_S`` on a thread until it exits; the
+    call returned waits for the sampler and gives the peak in bytes."""
     peak = [0]
 
     def sample() -> None:
@@ -73,12 +85,26 @@ def measured(argv: list[str], cwd: Path, env: dict | None = None, ok: tuple[int,
 
     sampler = threading.Thread(target=sample, daemon=True)
     sampler.start()
+
+    def done() -> int:
+        sampler.join()
+        return peak[0]
+
+    return done
+
+
+def measured(argv: list[str], cwd: Path, env: dict | None = None, ok: tuple[int, ...] = (0, 1)) -> Run:
+    """Run ``argv`` in ``cwd``; its wall time and the peak RSS of its process tree. An exit code
+    outside ``ok`` stops the benchmark with the command's stderr."""
+    start = time.perf_counter()
+    proc = subprocess.Popen(argv, cwd=cwd, env={**os.environ, **(env or {})}, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    peak = peak_of(proc)
     out, err = proc.communicate()
     wall = time.perf_counter() - start
-    sampler.join()
     if proc.returncode not in ok:
         raise SystemExit(f"{' '.join(argv[:4])} failed ({proc.returncode}):\n{err[-3000:]}")
-    return Run(wall, peak[0], subprocess.CompletedProcess(argv, proc.returncode, out, err))
+    return Run(wall, peak(), subprocess.CompletedProcess(argv, proc.returncode, out, err))
 
 
 def pairs(n: int, sides: tuple[str, str]) -> list[tuple[str, str]]:

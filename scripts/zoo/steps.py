@@ -7,12 +7,11 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from measure import SAMPLE_S, stage_seconds, tree_rss
+from measure import peak_of, stage_seconds
 
 
 @dataclass
@@ -36,15 +35,7 @@ def run(argv: list[str], cwd: Path, env: dict[str, str], timeout: float) -> Step
     start = time.perf_counter()
     proc = subprocess.Popen(argv, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             start_new_session=True)
-    peak = [0]
-
-    def sample() -> None:
-        while proc.poll() is None:
-            peak[0] = max(peak[0], tree_rss(proc.pid))
-            time.sleep(SAMPLE_S)
-
-    sampler = threading.Thread(target=sample, daemon=True)
-    sampler.start()
+    peak = peak_of(proc)
     try:
         out, err = proc.communicate(timeout=max(timeout, 1.0))
         rc: int | None = proc.returncode
@@ -52,5 +43,4 @@ def run(argv: list[str], cwd: Path, env: dict[str, str], timeout: float) -> Step
         os.killpg(proc.pid, signal.SIGKILL)  # the group this command leads: the gate and its workers
         out, err = proc.communicate()
         rc = None
-    sampler.join()
-    return Step(rc, time.perf_counter() - start, peak[0] / 1e9, out, err)
+    return Step(rc, time.perf_counter() - start, peak() / 1e9, out, err)
