@@ -13,7 +13,14 @@ from the file, np.allclose) and
 - `cold`: `check`, the key matches, an empty cache folder (the graph is exported and stored);
 - `changed`: `check` after a model change (one weight scaled by 1 + 1e-3: the key changes, the whole
   path runs; an empty cache folder, as on the first run of a pull request that changes the model);
-- `today` (with `--today`): `check` of that checkout on its own baseline: the gate before reuse.
+- `today` (with `--today`): `check` of that checkout on its own baseline: the gate before reuse;
+- `warm 4k` (with `--heap`): `warm` with the worker's heap on 4 KiB pages
+  (``GLIBC_TUNABLES=glibc.malloc.hugetlb=0``, gate.runners.heap): what the huge-page advice saves;
+- `floor` (with `--floor`): the least any per-layer gate that reuses the export and the float64
+  reference must do, with nothing of the gate's own: in one fresh process, imports, the model built,
+  one torch forward (inference mode), an ONNX Runtime session and run of the graph the cache holds,
+  and a session and one whole run (no segments) of a copy that also outputs every value the gate
+  marks (the layer map stored with it). No hooks, no fingerprints, no comparison.
 
 Wall time and peak RSS of the whole process tree (the gate and its ONNX Runtime worker), sampled every
 50 ms (``measure.measured``). Reported: per side the median and range of wall and peak, and the
@@ -24,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import statistics
 import sys
 import tempfile
@@ -34,6 +42,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from measure import RECIPE_RUN, host, measured, pairs  # noqa: E402 - the process-tree sampler every benchmark uses
 
 ROOT = Path(__file__).resolve().parents[1]
+SIDES = ("warm", "warm 4k", "cold", "changed", "today", "floor")
 
 MODELS = textwrap.dedent("""
     import os
@@ -70,8 +79,8 @@ INPUTS = {
     "gpt2x2048": '[{ name = "input_ids", shape = [1, 2048], dtype = "int64", high = 50257 }]',
 }
 
-# The recipe, on the same model and the same inputs the gate generates (gate.model.inputs).
-RECIPE = textwrap.dedent("""
+# The model and the inputs the gate generates (gate.model.inputs), in a fresh process.
+BUILT = textwrap.dedent("""
     import sys, numpy as np, torch, onnxruntime as ort
     sys.path.insert(0, ".")
     import bench_models
@@ -81,17 +90,44 @@ RECIPE = textwrap.dedent("""
     torch.manual_seed(spec.seed)
     model = getattr(bench_models, sys.argv[1])().eval()
     x = torch.from_numpy(generate(spec.inputs, spec.seed)[0])
-""") + RECIPE_RUN
+""")
+RECIPE = BUILT + RECIPE_RUN
+FLOOR = BUILT + textwrap.dedent("""
+    with torch.inference_mode():
+        model(x)
+    for path in ("floor.onnx", "floor-marked.onnx"):
+        sess = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+        sess.run(None, {sess.get_inputs()[0].name: x.numpy()})
+    print("floor done")
+""")
 
 
 def project(folder: Path, model: str) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "bench_models.py").write_text(MODELS)
     (folder / "recipe.py").write_text(RECIPE)
+    (folder / "floor.py").write_text(FLOOR)
     (folder / "parity-gate.toml").write_text(
         f'baseline-dir = "baselines"\nproviders = ["torch-cpu", "CPUExecutionProvider"]\n\n'
         f'[[models]]\nname = "{model}"\nfactory = "bench_models:{model}"\ninputs = {INPUTS[model]}\n')
     return folder
+
+
+def floor_graphs(folder: Path, cache: Path) -> None:
+    """Into ``folder``: the graph `update-baseline` stored in ``cache`` and a copy that also outputs
+    every value of the layer map stored with it (the values the gate's worker marks)."""
+    import onnx
+
+    from gate.runners.ort_session import mark_outputs
+
+    (entry,) = [p for p in (cache / "exports").iterdir() if not p.name.startswith(".")]
+    sites = json.loads((entry / "manifest.json").read_text())["payload"]["onnx_map"]
+    values = list(dict.fromkeys(s["value"] for s in sites.values() if s["kind"] == "value"))
+    proto = onnx.load(str(entry / "model.onnx"), load_external_data=False)
+    if (entry / "model.onnx.data").exists():  # the copies name it by the same relative location
+        (folder / "model.onnx.data").symlink_to(entry / "model.onnx.data")
+    shutil.copyfile(entry / "model.onnx", folder / "floor.onnx")
+    onnx.save(mark_outputs(proto, values), str(folder / "floor-marked.onnx"))
 
 
 def gate(code: Path) -> list[str]:
@@ -99,39 +135,48 @@ def gate(code: Path) -> list[str]:
             "sys.argv[0] = 'parity-gate'; main()"]
 
 
-def run_model(model: str, repeat: int, today: Path | None, work: Path) -> dict:
+def run_model(model: str, repeat: int, today: Path | None, work: Path, heap: bool, floor: bool) -> dict:
     here = project(work / "reuse", model)
     cache = work / "cache"
     env = {"PARITY_GATE_CACHE_DIR": str(cache), "PYTHONPATH": str(ROOT)}
     measured(gate(ROOT) + ["update-baseline"], here, env)
+    if floor:
+        floor_graphs(here, cache)
     if today is not None:
         before = project(work / "today", model)
         measured(gate(today) + ["update-baseline"], before, {"PYTHONPATH": str(today), "PARITY_GATE_CACHE_DIR": "off"})
-    sides: dict[str, list[dict]] = {k: [] for k in ("recipe", "warm", "cold", "changed", "today")}
+    sides: dict[str, list[dict]] = {k: [] for k in ("recipe", *SIDES)}
 
-    def check(side: str, folder: Path, code: Path, extra: dict, i: int) -> None:
+    def paired(side: str, folder: Path, code: Path, extra: dict, i: int) -> None:
         runs = {}
-        for which in pairs(i + 1, ("recipe", "check"))[i]:
+        for which in pairs(i + 1, ("recipe", side))[i]:
             if which == "recipe":
                 runs[which] = measured([sys.executable, "recipe.py", model], folder, {"PYTHONPATH": str(code)})
                 if "allclose" not in runs[which].proc.stdout:
                     raise SystemExit(f"the recipe failed for {model}:\n{runs[which].proc.stderr[-3000:]}")
+            elif side == "floor":
+                runs[which] = measured([sys.executable, "floor.py", model], folder, {"PYTHONPATH": str(code)}, ok=(0,))
             else:
+                (folder / "report.json").unlink(missing_ok=True)
                 runs[which] = measured(gate(code) + ["check", "--json", "report.json"], folder,
                                        {"PYTHONPATH": str(code), **extra})
-        r, c = runs["recipe"], runs["check"]
+        r, c = runs["recipe"], runs[side]
         sides["recipe"].append({"wall": r.wall_s, "peak": r.peak_gb})
-        reuse = json.loads((folder / "report.json").read_text())["models"][0].get("reuse") or {}
+        reuse = {} if side == "floor" else json.loads((folder / "report.json").read_text())["models"][0].get("reuse") or {}
         sides[side].append({"wall": c.wall_s, "peak": c.peak_gb, "recipe_wall": r.wall_s, "recipe_peak": r.peak_gb,
                             "reference_reused": reuse.get("reference"), "cache": reuse.get("cache"),
                             "why": reuse.get("why")})
 
     for i in range(repeat):
-        check("warm", here, ROOT, env, i)
-        check("cold", here, ROOT, {**env, "PARITY_GATE_CACHE_DIR": str(work / f"cold-{i}")}, i)
-        check("changed", here, ROOT, {**env, "PARITY_GATE_CACHE_DIR": str(work / f"changed-{i}"), "BENCH_CHANGE": "1"}, i)
+        paired("warm", here, ROOT, env, i)
+        if heap:
+            paired("warm 4k", here, ROOT, {**env, "GLIBC_TUNABLES": "glibc.malloc.hugetlb=0"}, i)
+        paired("cold", here, ROOT, {**env, "PARITY_GATE_CACHE_DIR": str(work / f"cold-{i}")}, i)
+        paired("changed", here, ROOT, {**env, "PARITY_GATE_CACHE_DIR": str(work / f"changed-{i}"), "BENCH_CHANGE": "1"}, i)
         if today is not None:
-            check("today", work / "today", today, {"PARITY_GATE_CACHE_DIR": "off"}, i)
+            paired("today", work / "today", today, {"PARITY_GATE_CACHE_DIR": "off"}, i)
+        if floor:
+            paired("floor", here, ROOT, {}, i)
     return {k: v for k, v in sides.items() if v}
 
 
@@ -144,16 +189,16 @@ def table(model: str, sides: dict) -> list[str]:
     rec = sides["recipe"]
     out.append(f"| {model} | recipe | {_spread([r['wall'] for r in rec], '.1f')} | {_spread([r['peak'] for r in rec], '.2f')}"
                " | 1 | 1 | |")
-    for side in ("warm", "cold", "changed", "today"):
+    for side in SIDES:
         runs = sides.get(side)
         if not runs:
             continue
         wall_x = [r["wall"] / r["recipe_wall"] for r in runs]
         peak_x = [r["peak"] / r["recipe_peak"] for r in runs]
-        said = {(r["reference_reused"], r["cache"], r["why"]) for r in runs}
-        out.append(f"| {model} | check {side} | {_spread([r['wall'] for r in runs], '.1f')} | "
-                   f"{_spread([r['peak'] for r in runs], '.2f')} | {_spread(wall_x, '.2f')} | {_spread(peak_x, '.2f')} | "
-                   f"{'; '.join(f'reference reused {a}, cache {b}, why {c}' for a, b, c in sorted(said, key=str))} |")
+        said = sorted({(r["reference_reused"], r["cache"], r["why"]) for r in runs}, key=str)
+        reuse = "" if side == "floor" else "; ".join(f"reference reused {a}, cache {b}, why {c}" for a, b, c in said)
+        out.append(f"| {model} | {side if side == 'floor' else 'check ' + side} | {_spread([r['wall'] for r in runs], '.1f')} | "
+                   f"{_spread([r['peak'] for r in runs], '.2f')} | {_spread(wall_x, '.2f')} | {_spread(peak_x, '.2f')} | {reuse} |")
     return out
 
 
@@ -162,13 +207,15 @@ def main() -> None:
     ap.add_argument("--models", nargs="+", default=["resnet18", "bert"], choices=sorted(INPUTS))
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--today", type=Path, default=None, help="a checkout of parity-gate before reuse, to time too")
+    ap.add_argument("--heap", action="store_true", help="also `warm` with the worker's heap on 4 KiB pages")
+    ap.add_argument("--floor", action="store_true", help="also the bare costs of a per-layer gate (see above)")
     ap.add_argument("--json", type=Path, default=None)
     args = ap.parse_args()
     print(host("torch", "onnx", "onnxruntime", "transformers"), flush=True)
     results = {}
     for model in args.models:
         with tempfile.TemporaryDirectory(prefix="bench-reuse-") as tmp:
-            results[model] = run_model(model, args.repeat, args.today, Path(tmp))
+            results[model] = run_model(model, args.repeat, args.today, Path(tmp), args.heap, args.floor)
         print("\n".join(table(model, results[model])), flush=True)
     print(f"\n{host()}; median (range) of {args.repeat}; peak = RSS of the process tree, GB")
     print("| model | run | wall s | peak GB | wall x recipe | peak x recipe | reuse |")

@@ -26,6 +26,7 @@ from gate.core.status import ErrorStatus
 from gate.core.target import Target
 from gate.errors import FormatError
 from gate.formats.results import read_run
+from gate.runners import heap
 from gate.runners.base import Subject
 from gate.runners.job import WorkerJob
 
@@ -88,7 +89,7 @@ def _forward(stream, detail: Callable[[str], None] | None) -> None:
 
 
 def _spawn(job_path: Path, stderr) -> subprocess.Popen:
-    env = dict(os.environ)
+    env = heap.worker_env(os.environ)
     root = str(Path(__file__).resolve().parents[2])
     env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH", "")) if p)
     # Its own process group (session on POSIX), so a timeout ends the worker and its children.

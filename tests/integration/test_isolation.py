@@ -4,7 +4,9 @@ other models and providers still report. Real worker processes, real ONNX Runtim
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -161,6 +163,30 @@ def test_a_workers_capture_progress_reaches_the_parent_and_other_output_does_not
     assert prun.status == "ok" and all(pl.status == "ok" for pl in prun.layers.values())
     last = [names.index(part[-1]) for part in ort_session.chunks(names, {v: 256 for v in names}, 1024)]
     assert heard == [f"{DETAIL}segment {k + 1}/13, to add{i}" for k, i in enumerate(last)]
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc tunables")
+@pytest.mark.parametrize("caller, seen", [
+    (None, "glibc.malloc.hugetlb=1"),
+    ("glibc.malloc.arena_max=2", "glibc.malloc.arena_max=2:glibc.malloc.hugetlb=1"),
+    ("glibc.malloc.hugetlb=0:glibc.malloc.arena_max=2", "glibc.malloc.hugetlb=0:glibc.malloc.arena_max=2"),
+])
+def test_a_worker_heap_asks_for_huge_pages_unless_the_caller_said_otherwise(tmp_path, monkeypatch, caller, seen):
+    """What the worker process itself sees, not what the parent meant to pass."""
+    out = tmp_path / "env.json"
+    monkeypatch.setenv("PARITY_GATE_WORKER_HOOK", "worker_hooks:environ")
+    monkeypatch.setenv("PARITY_GATE_TEST_ENV_OUT", str(out))
+    monkeypatch.setenv("PYTHONPATH", str(Path(__file__).parent))
+    if caller is None:
+        monkeypatch.delenv("GLIBC_TUNABLES", raising=False)
+    else:
+        monkeypatch.setenv("GLIBC_TUNABLES", caller)
+    run, _ = chain_bundle(tmp_path / "bundle", 3)
+    job = job_for(ProviderSpec("CPUExecutionProvider"), Subject(run, tmp_path / "bundle"), Isolation(), None)
+    prun = run_isolated(job, Target("CPUExecutionProvider", "cpu"), HEALTHY_S)
+    assert prun.status == "ok", prun.reason
+    assert json.loads(out.read_text())["GLIBC_TUNABLES"] == seen
+    assert os.environ.get("GLIBC_TUNABLES") == caller  # the parent's own environment is untouched
 
 
 def torch_config(tmp_path: Path, provider: str, factory: str = "examples.zoo:tiny_cnn") -> Path:

@@ -37,3 +37,11 @@ def chatty(job: WorkerJob) -> None:
     for i in range(20_000):
         print(f"a library's own output, line {i}")
     sys.stderr.write("warning: " * 30_000 + "\n")
+
+
+def environ(job: WorkerJob) -> None:
+    """The worker's environment, as the worker sees it, into the file PARITY_GATE_TEST_ENV_OUT names."""
+    import json
+
+    with open(os.environ["PARITY_GATE_TEST_ENV_OUT"], "w") as f:
+        json.dump(dict(os.environ), f)
