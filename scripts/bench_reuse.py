@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import statistics
 import sys
@@ -124,8 +125,8 @@ def floor_graphs(folder: Path, cache: Path) -> None:
     sites = json.loads((entry / "manifest.json").read_text())["payload"]["onnx_map"]
     values = list(dict.fromkeys(s["value"] for s in sites.values() if s["kind"] == "value"))
     proto = onnx.load(str(entry / "model.onnx"), load_external_data=False)
-    if (entry / "model.onnx.data").exists():  # the copies name it by the same relative location
-        (folder / "model.onnx.data").symlink_to(entry / "model.onnx.data")
+    if (entry / "model.onnx.data").exists():  # the copies name it by the same relative location; ONNX
+        os.link(entry / "model.onnx.data", folder / "model.onnx.data")  # Runtime refuses a symlink out
     shutil.copyfile(entry / "model.onnx", folder / "floor.onnx")
     onnx.save(mark_outputs(proto, values), str(folder / "floor-marked.onnx"))
 
