@@ -42,6 +42,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from measure import RECIPE_RUN, host, measured, pairs  # noqa: E402 - the process-tree sampler every benchmark uses
 
+from gate.runners import heap as heap_tunables  # noqa: E402 - the worker's heap settings, named in one place
+
 ROOT = Path(__file__).resolve().parents[1]
 SIDES = ("warm", "warm 4k", "cold", "changed", "today", "floor")
 
@@ -119,15 +121,18 @@ def floor_graphs(folder: Path, cache: Path) -> None:
     every value of the layer map stored with it (the values the gate's worker marks)."""
     import onnx
 
+    from gate.export.cache import DATA, ExportCache
     from gate.runners.ort_session import mark_outputs
 
-    (entry,) = [p for p in (cache / "exports").iterdir() if not p.name.startswith(".")]
-    sites = json.loads((entry / "manifest.json").read_text())["payload"]["onnx_map"]
+    store = ExportCache(cache)
+    (key,) = [p.name for p in store.exports.iterdir() if not p.name.startswith(".")]
+    entry = store.lookup(key).entry  # the cache's own checked reader
+    sites = entry.payload["onnx_map"]
     values = list(dict.fromkeys(s["value"] for s in sites.values() if s["kind"] == "value"))
-    proto = onnx.load(str(entry / "model.onnx"), load_external_data=False)
-    if (entry / "model.onnx.data").exists():  # the copies name it by the same relative location; ONNX
-        os.link(entry / "model.onnx.data", folder / "model.onnx.data")  # Runtime refuses a symlink out
-    shutil.copyfile(entry / "model.onnx", folder / "floor.onnx")
+    proto = onnx.load(str(entry.model), load_external_data=False)
+    if (entry.folder / DATA).exists():  # the copies name it by the same relative location; ONNX
+        os.link(entry.folder / DATA, folder / DATA)  # Runtime refuses a symlink out of the folder
+    shutil.copyfile(entry.model, folder / "floor.onnx")
     onnx.save(mark_outputs(proto, values), str(folder / "floor-marked.onnx"))
 
 
@@ -171,7 +176,7 @@ def run_model(model: str, repeat: int, today: Path | None, work: Path, heap: boo
     for i in range(repeat):
         paired("warm", here, ROOT, env, i)
         if heap:
-            paired("warm 4k", here, ROOT, {**env, "GLIBC_TUNABLES": "glibc.malloc.hugetlb=0"}, i)
+            paired("warm 4k", here, ROOT, {**env, heap_tunables.TUNABLES: f"{heap_tunables.HUGE_PAGES}=0"}, i)
         paired("cold", here, ROOT, {**env, "PARITY_GATE_CACHE_DIR": str(work / f"cold-{i}")}, i)
         paired("changed", here, ROOT, {**env, "PARITY_GATE_CACHE_DIR": str(work / f"changed-{i}"), "BENCH_CHANGE": "1"}, i)
         if today is not None:
