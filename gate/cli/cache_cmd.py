@@ -20,9 +20,9 @@ ModelOpt = Annotated[list[str] | None, typer.Option("--model", "-m", envvar="PAR
 
 
 def _folder() -> Path:
-    from gate.export.cache import CACHE_ENV, cache_dir
+    from gate.store import CACHE_ENV, store_dir
 
-    folder = cache_dir()
+    folder = store_dir()
     if folder is None:
         raise GateError(f"the export cache is off ({CACHE_ENV}=off)")
     return folder
@@ -38,7 +38,7 @@ def show_dir() -> None:
 def key(config: ConfigOpt = None, model: ModelOpt = None) -> None:
     """Print a digest of the content keys the selected baselines record: a CI cache key for the folder."""
     from gate.cli.app import _load, _split
-    from gate.commands.reuse import recorded_keys
+    from gate.commands.stages import recorded_keys
 
     cfg = _load(config)
     typer.echo(recorded_keys(cfg, cfg.select_models(_split(model))))
@@ -48,9 +48,9 @@ def key(config: ConfigOpt = None, model: ModelOpt = None) -> None:
 def prune(max_gb: Annotated[float, typer.Option("--max-gb", help="Keep at most this much, least recently used "
                                                 "entries first to go.")] = 20.0) -> None:
     """Remove the least recently used entries past a size."""
-    from gate.export.cache import ExportCache
+    from gate.store import Store
 
-    removed = ExportCache(_folder()).prune(limit=int(max_gb * 2**30))
+    removed = Store(_folder()).prune(limit=int(max_gb * 2**30))
     typer.echo(f"removed {len(removed)} entr{'y' if len(removed) == 1 else 'ies'}")
 
 

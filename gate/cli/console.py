@@ -12,7 +12,7 @@ from gate.core.stages import Stages
 from gate.core.status import AuditStatus, ModelStatus, Role, SkipKind, TargetStatus, Verdict
 from gate.render.data_dependent_md import dependent_rows
 from gate.render.markdown import promotion_text
-from gate.render.reuse_text import reuse_line
+from gate.render.reuse_text import alarm_line, reuse_line
 from gate.render.text import count
 from gate.verdict.sweeps import Cell, SweepMatrix, matrices
 from gate.verdict.types import ModelVerdict, Report
@@ -91,6 +91,8 @@ def _render_header(model: ModelVerdict) -> None:
         console.print(f"  [yellow]{escape(model.message)}[/yellow]")
     if model.reuse is not None:
         console.print(f"  [dim]{escape(reuse_line(model.reuse))}[/dim]", soft_wrap=True)
+        for alarm in model.reuse.alarms:
+            console.print(f"  [bold red]{escape(alarm_line(alarm))}[/bold red]", soft_wrap=True)
     if model.promoted:
         console.print(f"  [dim]reference: {escape(promotion_text(model))}[/dim]")
     if model.below_float64:

@@ -1,12 +1,12 @@
-"""``check``: run the models here, judge them against their baselines, one report. What a model's
-content key vouches for comes from its baseline and the export cache (``reuse``) unless ``full``."""
+"""``check``: run the models here, judge them against their baselines, one report. What each stage's
+key vouches for comes from the baseline and the store (``stages``) unless ``full``."""
 
 from __future__ import annotations
 
 from gate.commands.judging import judge, load_baselines
 from gate.commands.pipeline import Progress, Settings, run_model
 from gate.commands.prepare import Cache
-from gate.commands.reuse import Plan, ReusePolicy
+from gate.commands.stages import Plan, ReusePolicy, reference_alarms
 from gate.config import Config, ModelSpec, ProviderSpec
 from gate.core.runs import ModelRun, RunError
 from gate.errors import ModelError
@@ -14,9 +14,9 @@ from gate.verdict.types import Report
 
 
 def _run(config: Config, spec: ModelSpec, providers, progress: Progress, settings: Settings | None,
-         cache: Cache, reuse: Plan) -> ModelRun:
+         cache: Cache, plan: Plan) -> ModelRun:
     try:
-        return run_model(config, spec, providers, progress, settings, cache, reuse)
+        return run_model(config, spec, providers, progress, settings, cache, plan)
     except ModelError as exc:
         return ModelRun(spec.name, error=RunError.of(exc))
 
@@ -27,4 +27,6 @@ def check(config: Config, models: tuple[ModelSpec, ...], providers: tuple[Provid
     cache, policy = Cache(), ReusePolicy.for_check(full)
     runs = [(spec, _run(config, spec, providers, progress, settings, cache, policy.plan(loaded[spec.name][1])))
             for spec in models]
-    return judge(config, runs, loaded, progress)
+    report = judge(config, runs, loaded, progress)
+    reference_alarms(report.models, [run for _, run in runs], [loaded[spec.name][1] for spec, _ in runs], policy.store)
+    return report

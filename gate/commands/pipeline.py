@@ -2,7 +2,8 @@
 run every selected provider through its runner. Returns a ``ModelRun``; judging it is the
 verdict's job.
 
-The model is built once and that same instance is exported and run on PyTorch. Providers run
+The model is built once and that same instance is exported and run on PyTorch (the stages before
+the providers: ``prepare``). Providers run
 in-process or, where the config isolates them (ONNX Runtime EPs and CUDA by default), in a
 worker process that reads the exported bundle.
 """
@@ -16,7 +17,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from gate.commands.prepare import Cache, Prepared, prepare
-from gate.commands.reuse import Plan
+from gate.commands.stages import Plan
 from gate.config import Config, Isolation, ModelSpec, ProviderSpec
 from gate.core.env import threads as env_threads
 from gate.core.runs import ModelRun, ProviderRun
@@ -130,13 +131,13 @@ def run_providers(prepared: Prepared, bundle: Bundle, providers: tuple[ProviderS
 
 
 def run_model(config: Config, spec: ModelSpec, providers: tuple[ProviderSpec, ...], progress: Progress = _quiet,
-              settings: Settings | None = None, cache: Cache | None = None, reuse: Plan | None = None) -> ModelRun:
-    """Everything for one model (``cache``: what its cases share within one command; ``reuse``: what
-    its content key lets it take from the baseline and the export cache)."""
+              settings: Settings | None = None, cache: Cache | None = None, plan: Plan | None = None) -> ModelRun:
+    """Everything for one model (``cache``: what its cases share within one command; ``plan``: what
+    each stage may take from its key, ``gate.commands.stages``)."""
     settings = settings or Settings.from_env()
     try:
         with torch_threads(settings.threads):
-            prepared = prepare(config, spec, progress, cache, reuse)
+            prepared = prepare(config, spec, progress, cache, plan)
             if prepared.run.error and not prepared.run.layers:
                 return prepared.run
             with tempfile.TemporaryDirectory(prefix="parity-gate-") as tmp:
@@ -145,5 +146,5 @@ def run_model(config: Config, spec: ModelSpec, providers: tuple[ProviderSpec, ..
                 run_providers(prepared, bundle, providers, config, progress, settings)
         return prepared.run
     finally:
-        if reuse is not None:
-            reuse.finish()
+        if plan is not None:
+            plan.finish()

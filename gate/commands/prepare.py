@@ -1,8 +1,9 @@
-"""Prepare one case of a model: build it (once per configured model), export it (once per
-export: cases that differ only in dynamic dimensions or input values share one graph), apply
-the transform, fingerprint the float64 reference, map its layers to the shipped graph's values.
-With a reuse plan (``gate.commands.reuse``), the reference and the graph come from the baseline
-and the export cache where the model's content key allows.
+"""Prepare one case of a model: the stages before the providers (docs/verdict.md#stages). Build it
+(once per configured model), probe and key it, export it (once per export: cases that differ only
+in dynamic dimensions or input values share one graph), run the transform on it, fingerprint the
+float64 reference, map its layers to the values of the graph that ships. With a plan
+(``gate.commands.stages``) each stage's output comes from its key where the plan allows; this
+module computes, the plan decides.
 
 A failure of the model becomes ``run.error`` with its status; a wrong config raises.
 """
@@ -16,30 +17,44 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from gate import fingerprint
+from gate.commands.stages import Plan
 from gate.config import Config, ModelSpec
 from gate.core import device
+from gate.core.reuse import StageRun
 from gate.core.runs import LayerInfo, Meta, ModelRun, OnnxSite, RunError
 from gate.core.stages import Progress
-from gate.core.status import DataDependence, ErrorStatus
+from gate.core.status import CacheState, DataDependence, ErrorStatus
 from gate.core.versions import versions
 from gate.errors import ModelError
+from gate.export.record import Graph, GraphFacts
 from gate.model import inputs as inputs_mod
 
 if TYPE_CHECKING:
-    from gate.commands.reuse import Plan
+    from gate.export.exporter import Exported
+    from gate.model.build import BuiltModel, Module
+    from gate.model.trace import Probe
 
 
 @dataclass
 class Prepared:
-    """A case built, exported and run on the reference."""
+    """A case built, exported, transformed and run on the reference."""
 
     run: ModelRun
-    built: object | None  # gate.model.build.BuiltModel (torch)
+    built: BuiltModel
     model_file: Path | None  # the shipped ONNX graph (external data beside it); None when the export failed
     inputs: list[np.ndarray]
     outputs: list[np.ndarray] = field(default_factory=list)  # the reference's outputs (float64), in order
-    exported: object | None = None  # gate.export.exporter.Exported: owns the folder model_file is in
-    probe: object | None = None  # gate.model.trace.Probe: the torch-cpu float32 capture, when it ran
+    graph: Graph | None = None  # what ships: owns the folder model_file is in
+    probe: Probe | None = None  # the torch-cpu float32 capture, when it ran
+
+
+@dataclass
+class Shared:
+    """The graph one export gave the cases that share it, and how its stages went for the first."""
+
+    case: str
+    graph: Graph | ModelError
+    stages: list[StageRun]
 
 
 @dataclass
@@ -48,8 +63,8 @@ class Cache:
     exports by key. Cases of a model are consecutive, so only the current model's are kept."""
 
     model: str | None = None
-    modules: dict[str, object] = field(default_factory=dict)
-    exports: dict[tuple, object] = field(default_factory=dict)  # Exported, or the ModelError it raised
+    modules: dict[str, Module] = field(default_factory=dict)
+    exports: dict[tuple, Shared] = field(default_factory=dict)
 
     def enter(self, spec: ModelSpec) -> Cache:
         base = spec.base or spec.name
@@ -58,7 +73,7 @@ class Cache:
         return self
 
 
-def _meta(built) -> Meta:
+def _meta(built: BuiltModel) -> Meta:
     tolerance = built.spec.output_tolerance
     dtypes = [str(t.dtype).removeprefix("torch.") for t in built.inputs]
     return Meta(**versions(), inputs_digest=built.inputs_digest,  # weights_digest: once hashed (``prepare``)
@@ -72,7 +87,7 @@ def _empty(module) -> bool:
         and not any(True for _ in module.buffers())
 
 
-def _build(config: Config, spec: ModelSpec, cache: Cache, progress: Progress):
+def _build(config: Config, spec: ModelSpec, cache: Cache, progress: Progress) -> BuiltModel:
     from gate.model.build import build, build_module
 
     key = spec.base or spec.name
@@ -85,78 +100,86 @@ def _build(config: Config, spec: ModelSpec, cache: Cache, progress: Progress):
     return build(spec, config.root, cache.modules[key])
 
 
-def _export(config: Config, built, cache: Cache, progress: Progress):
-    """The shipped graph for this case (shared by cases with the same export key)."""
-    spec = built.spec
-    key = spec.export_key
-    if key not in cache.exports:
-        progress(f"{spec.name}: " + ("reading the artifact" if spec.artifact else "exporting to ONNX"))
-        try:
-            with built.fresh():  # tracing runs the model's Python: what it caches stays in the export
-                cache.exports[key] = _exported(config, built)
-        except ModelError as exc:
-            cache.exports[key] = exc
-    return cache.exports[key]
-
-
-def _exported(config: Config, built):
-    spec = built.spec
-    if spec.artifact is not None:
-        from gate.export.artifact import load
-
-        exported = load(built)
-    else:
-        from gate.export.exporter import export
-
-        exported = export(built)
-    if spec.transform:
-        from gate.export.layermap import available_values
-        from gate.export.saved import load_full
-        from gate.export.transform import apply
-
-        exported.save(apply(spec, load_full(exported.path), config.root))
-        exported.shipped = available_values(exported.proto)
-    from gate.core.background import Background
-    from gate.export.graph import file_digest
-
-    exported.digest = Background(file_digest, exported.path)  # streamed from the file beside the reference run
-    return exported
-
-
-def _record_export(run: ModelRun, spec: ModelSpec, exported) -> Path:
-    from gate.export import graph
-
-    meta = run.meta
-    meta.exporter, meta.export_fallback, meta.opset = exported.exporter, exported.fallback, exported.opset
-    meta.op_types = graph.op_types(exported.proto)  # graph_digest: once hashed (``prepare``)
-    meta.dynamic_dims = graph.dynamic_dims(exported.proto) or None
-    meta.transform = spec.transform
-    meta.graph_precision = graph.precision(exported.proto) if spec.transform or spec.artifact else None
-    return exported.path
-
-
-def _sites(records, exported, spec: ModelSpec) -> dict[str, OnnxSite]:
-    from gate.export.layermap import assign
+def _sites(records, exported: Exported) -> dict[str, OnnxSite]:
+    from gate.export.layermap import assign, fold_batchnorms
 
     sites = assign(records, exported.calls, exported.shapes, exported.available, ambiguous=exported.ambiguous,
                    outputs=exported.outputs)
-    if exported.as_shipped:
-        from gate.export.layermap import fold_batchnorms
+    return fold_batchnorms(records, sites) if exported.as_shipped else sites
 
-        sites = fold_batchnorms(records, sites)
-    if exported.shipped is not None:  # values the transform removed or renamed have no value now
-        why = f"removed by the transform `{spec.transform}`"
-        sites = {name: OnnxSite("absent", s.value, reason=why) if s.kind == "value" and s.value not in exported.shipped
-                 else s for name, s in sites.items()}
-    return sites
+
+def _export(built: BuiltModel, records: list | None, progress: Progress) -> Graph:
+    """The export stage: the graph and its layer map (from the probe's records where it ran; else a
+    mapper for the reference's)."""
+    spec = built.spec
+    progress(f"{spec.name}: " + ("reading the artifact" if spec.artifact else "exporting to ONNX"))
+    with built.fresh():  # tracing runs the model's Python: what it caches stays in the export
+        if spec.artifact is not None:
+            from gate.export.artifact import load
+
+            exported = load(built)
+        else:
+            from gate.export.exporter import export
+
+            exported = export(built)
+    facts = GraphFacts.of(exported.proto, exported.exporter, exported.fallback, exported.opset)
+    if records is not None:
+        return Graph.of_file(exported.path, facts, _sites(records, exported), exported.folders)
+    return Graph.of_file(exported.path, facts, None, exported.folders, lambda recs: _sites(recs, exported))
+
+
+def _transform(config: Config, spec: ModelSpec, exported: Graph, progress: Progress) -> Graph:
+    from gate.export.transform import ship
+
+    progress(f"{spec.name}: transform `{spec.transform}`")
+    return ship(spec, exported, config.root)
+
+
+def _ship(config: Config, built: BuiltModel, run: ModelRun, cache: Cache, plan: Plan | None,
+          progress: Progress) -> Graph | ModelError:
+    """The export and transform stages, once per export within a command."""
+    spec = built.spec
+    shared = cache.exports.get(spec.export_key)
+    if shared is not None:
+        if plan is not None:
+            plan.shared(run, shared.stages, shared.case)
+        return shared.graph
+    records = plan.probe.records if plan is not None and plan.probe is not None else None
+    try:
+        if plan is None:
+            graph = _export(built, None, progress)
+            graph = _transform(config, spec, graph, progress) if spec.transform else graph
+        else:
+            graph = plan.export(run, lambda: _export(built, records, progress))
+            if spec.transform:
+                exported = graph
+                graph = plan.transform(run, spec.transform, exported, lambda: _transform(config, spec, exported, progress))
+            _say_reused(run, progress)
+        result: Graph | ModelError = graph
+    except ModelError as exc:
+        result = exc
+    cache.exports[spec.export_key] = Shared(spec.name, result, list(run.reuse.stages) if run.reuse else [])
+    return result
+
+
+def _say_reused(run: ModelRun, progress: Progress) -> None:
+    taken = [str(s.stage) for s in (run.reuse.stages if run.reuse else []) if s.state == CacheState.HIT]
+    if taken:
+        progress(f"{run.name}: {' and '.join(taken)} from the store (keys unchanged)")
+
+
+def _record_graph(run: ModelRun, spec: ModelSpec, graph: Graph) -> None:
+    f, meta = graph.facts, run.meta
+    meta.exporter, meta.export_fallback, meta.opset = f.exporter, f.fallback, f.opset
+    meta.op_types, meta.dynamic_dims = list(f.op_types), f.dynamic_dims  # graph_digest: once hashed (``prepare``)
+    meta.transform = spec.transform
+    meta.graph_precision = f.precision if spec.transform or spec.artifact else None
 
 
 def prepare(config: Config, spec: ModelSpec, progress: Progress = lambda _: None, cache: Cache | None = None,
-            reuse: Plan | None = None) -> Prepared:
-    """Build (once), export (once per export), fingerprint the float64 reference, map its layers;
-    with ``reuse``, what its content key allows comes from the baseline and the export cache."""
-    from gate.runners.reference import compare_as_given, run_reference
-
+            plan: Plan | None = None) -> Prepared:
+    """Build (once), probe and key, export (once per export) and transform, fingerprint the float64
+    reference, map its layers; with ``plan``, each stage's output comes from its key where it may."""
     cache = (cache if cache is not None else Cache()).enter(spec)
     built = _build(config, spec, cache, progress)
     run = ModelRun(spec.name, _meta(built))
@@ -164,35 +187,50 @@ def prepare(config: Config, spec: ModelSpec, progress: Progress = lambda _: None
         run.error = RunError(ErrorStatus.EMPTY, f"model `{spec.name}` has no modules, parameters or buffers: nothing to check")
         run.meta.weights_digest = built.weights_digest
         return Prepared(run, built, None, built.arrays)
-    if reuse is not None:
-        reuse.start(config, built, run, progress)
-    cached = reuse is not None and reuse.entry is not None  # the shipped graph is in the export cache
-    if cached:
-        progress(f"{spec.name}: shipped graph from the export cache")
-        exported = reuse.exported()
-    else:
-        exported = _export(config, built, cache, progress)
+    if plan is not None:
+        plan.start(config, built, run, progress)
+    shipped = _ship(config, built, run, cache, plan, progress)
     run.meta.weights_digest = built.weights_digest  # hashed while the export ran
     run.meta.tensor_digests = built.tensor_digests
-    model_file = None
-    if isinstance(exported, ModelError):
-        run.error, exported = RunError.of(exported), None
-    elif cached:
-        model_file = reuse.record(run, spec.transform)
+    graph = None
+    if isinstance(shipped, ModelError):
+        run.error = RunError.of(shipped)
     else:
-        model_file = _record_export(run, spec, exported)
-    if reuse is not None and reuse.reference:
-        progress(f"{spec.name}: float64 reference from the baseline (content key unchanged)")
-        return reuse.prepared(run, built, exported, model_file, lambda records: _sites(records, exported, spec))
+        graph = shipped
+        _record_graph(run, spec, graph)
+    probe = plan.probe if plan is not None else None
+    if plan is not None and plan.reference:
+        progress(f"{spec.name}: float64 reference from the baseline (its key unchanged)")
+        outputs, records = plan.reused_reference(run), plan.probe.records if plan.probe is not None else []
+    else:
+        reference = _reference(built, run, graph, plan, progress)
+        if reference is None:
+            return Prepared(run, built, None, built.arrays)
+        outputs, records = reference
+    if graph is not None:
+        run.meta.graph_digest = graph.digest.result()  # hashed while the reference ran
+        run.onnx_map = graph.layer_map(records)
+        if plan is not None:
+            plan.shipped(run, run.meta.graph_digest)
+    return Prepared(run, built, graph.path if graph is not None else None, built.arrays, outputs, graph, probe)
+
+
+def _reference(built: BuiltModel, run: ModelRun, graph: Graph | None, plan: Plan | None,
+               progress: Progress) -> tuple[list[np.ndarray], list] | None:
+    """The float64 reference stage run here: its outputs and records onto ``run``; None when the
+    model failed in it (``run.error`` says how)."""
+    from gate.runners.reference import compare_as_given, run_reference
+
+    spec = built.spec
     progress(f"{spec.name}: float64 reference on torch-cpu")
     try:
         ref = run_reference(built, progress, spec.reference_promotion)
     except ModelError as exc:
         run.error = RunError.of(exc)
-        return Prepared(run, built, None, built.arrays)
+        return None
     finally:
-        if exported is not None:  # hashed while the reference ran
-            run.meta.graph_digest = exported.digest.result()
+        if graph is not None:  # hashed while the reference ran
+            run.meta.graph_digest = graph.digest.result()
     run.reference_dtype = ref.dtype
     run.meta.promoted, run.meta.below_float64 = ref.notes.promoted or None, ref.notes.below or None
     run.layers = [LayerInfo(r.name, r.type, r.fp, reached=r.reached,
@@ -201,9 +239,6 @@ def prepare(config: Config, spec: ModelSpec, progress: Progress = lambda _: None
     if built.training:
         progress(f"{spec.name}: the model as given (modules left in training mode)")
         run.meta.training = compare_as_given(built, ref, spec.reference_promotion)
-    if exported is not None:
-        run.onnx_map = dict(reuse.sites) if cached else _sites(ref.records, exported, spec)
-    prepared = Prepared(run, built, model_file, built.arrays, ref.outputs, exported, reuse.probe if reuse else None)
-    if reuse is not None:
-        reuse.store(prepared)
-    return prepared
+    if plan is not None:
+        plan.computed_reference(run, ref.outputs, spec.tolerance.reference)
+    return ref.outputs, ref.records

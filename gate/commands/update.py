@@ -17,7 +17,7 @@ from gate import fingerprint
 from gate.commands.common import display, location, result_paths
 from gate.commands.pipeline import Progress, Settings, run_model
 from gate.commands.prepare import Cache
-from gate.commands.reuse import ReusePolicy
+from gate.commands.stages import ReusePolicy
 from gate.config import Config, ModelSpec, ProviderSpec
 from gate.core.layers import is_output
 from gate.core.runs import ModelRun, RunError

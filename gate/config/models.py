@@ -1,7 +1,8 @@
 """One ``[[tool.parity-gate.models]]`` table: the model, its inputs and what ships.
 
 Besides the factory and inputs: ``dynamic-shapes`` (dimensions exported dynamic), ``transform``
-(what is applied to the exported graph before it ships), ``artifact`` (a prebuilt ONNX file
+(what is applied to the exported graph before it ships) and ``transform-inputs`` (what else it
+reads), ``artifact`` (a prebuilt ONNX file
 gated instead of an export), ``output-tolerance`` (allclose on the outputs as a gate),
 ``detections`` (how a detector's data-dependent outputs are judged) and the case axes expanded
 by ``cases``.
@@ -9,6 +10,7 @@ by ``cases``.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -28,8 +30,9 @@ from gate.core.refs import IDENT, is_ref
 
 MODEL_KEYS = ("name", "factory", "inputs", "exporter", "opset", "opsets", "seed", "tolerance", "layer-tolerances",
               "batch-sizes", "sequence-lengths", "input-shapes", "input-sets", "reference-promotion",
-              "dynamic-shapes", "transform", "artifact", "output-tolerance", "gradients", "repeats", "detections")
+              "dynamic-shapes", "transform", "transform-inputs", "artifact", "output-tolerance", "gradients", "repeats", "detections")
 TOLERANCE_KEYS = ("growth", "floor", "reference", "ceiling")
+ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 def check_ref(r: Reader, key: str, ref: str) -> None:
@@ -77,6 +80,7 @@ def parse_model(r: Reader, default_tol: Tolerance, seed: int, opset: int | None,
                      layer_tolerances=tuple(layer_tols),
                      reference_promotion=r.get("reference-promotion", (bool,), True), where=r.where,
                      dynamic_shapes=_dynamic_shapes(r, inputs), transform=_transform(r),
+                     transform_inputs=_transform_inputs(r),
                      artifact=_artifact(r), output_tolerance=_output_tolerance(r),
                      gradients=r.get("gradients", (bool,), False), repeats=_repeats(r), detections=_detections(r))
     return expand(r, base)
@@ -156,6 +160,26 @@ def _transform(r: Reader) -> str | None:
     if ref is not None:
         check_ref(r, "transform", ref)
     return ref
+
+
+def _transform_inputs(r: Reader) -> tuple[str, ...] | None:
+    """``transform-inputs = ["deploy/*.yaml", "env:QUANT_MODE"]``: globs relative to the config's
+    folder (never out of it) and environment variables the transform reads."""
+    raw = r.get("transform-inputs", (list,), None)
+    if raw is None:
+        return None
+    key = r.key("transform-inputs")
+    if r.table.get("transform") is None:
+        r.fail(key, "is set, but no `transform` is")
+    for i, entry in enumerate(raw):
+        if not isinstance(entry, str) or not entry.strip():
+            r.fail(f"{key}[{i}]", f"expected a glob or `env:NAME`, got {entry!r}")
+        if entry.startswith("env:"):
+            if not ENV_NAME.fullmatch(entry[4:]):
+                r.fail(f"{key}[{i}]", f"`{entry}` does not name an environment variable")
+        elif entry.startswith(("/", "\\")) or ".." in Path(entry).parts or ":" in entry:
+            r.fail(f"{key}[{i}]", f"`{entry}` is not a path relative to the config's folder")
+    return tuple(raw)
 
 
 def _artifact(r: Reader) -> Path | None:

@@ -160,6 +160,9 @@ class ModelSpec:
     case: tuple[tuple[str, Any], ...] = ()  # what the case sets: (("batch", 8), ("opset", 17))
     dynamic_shapes: Mapping[str, Mapping[int, str]] = field(default_factory=dict)  # input -> {dim: name}
     transform: str | None = None  # "module:function", ModelProto -> ModelProto: what ships
+    # What else the transform reads (globs of files under the config's folder, ``env:NAME``): then
+    # its output is keyed and reused; None: it runs on every check.
+    transform_inputs: tuple[str, ...] | None = None
     artifact: Path | None = None  # a prebuilt ONNX file gated instead of the gate's own export
     output_tolerance: tuple[float, float] | None = None  # (rtol, atol): allclose on the outputs gates
     sweep: SweepCase | None = None  # a case of a sweep: built from this instead of a factory

@@ -160,7 +160,7 @@ class ComparisonStatus(Word):
 
 
 class KeyPart(Word):
-    """A part of a model's content key (docs/verdict.md#reuse-an-unchanged-model-costs-less): what it digests."""
+    """A part of a model's content key (docs/verdict.md#stages): what it digests."""
 
     CODE = "code"  # the ATen operation trace of one float32 forward
     SOURCE = "source"  # the model's own source files (and the factory's, the inputs')
@@ -171,6 +171,20 @@ class KeyPart(Word):
     REFERENCE = "reference"  # promotion, gradients, the fingerprint's parameters
     VERSIONS = "versions"  # the packages each reused stage runs
     GATE = "gate"  # parity-gate's own version and source
+
+
+class Stage(Word):
+    """A stage of one model's pipeline, in the order they run (docs/verdict.md#stages). Build,
+    probe, providers and judge run every time; export, transform and reference are reused under
+    a key made of exactly what they read (``gate.model.content_key.STAGE_PARTS``)."""
+
+    BUILD = "build"  # the factory and the inputs (user code)
+    PROBE = "probe"  # one traced float32 forward: the content key, and torch-cpu's float32 run
+    EXPORT = "export"  # torch -> ONNX, and the layer map
+    TRANSFORM = "transform"  # the user's post-export transform: what ships
+    REFERENCE = "reference"  # the float64 reference
+    PROVIDERS = "providers"
+    JUDGE = "judge"
 
 
 class FullWhy(Word):
@@ -185,16 +199,19 @@ class FullWhy(Word):
     OUTPUTS = "outputs"  # output-tolerance gates on the float64 outputs, which are not cached
     GRADIENTS = "gradients"  # gradients = true: the backward pass is not in the op trace
     TRAINING = "training"  # modules left in training mode: their training-mode forward is not traced
+    ALARM = "alarm"  # this key once gave a second, different output here: never reused again
 
 
 class CacheState(Word):
-    """What the export cache did for a model."""
+    """Where a stage's output came from: the store under its key, or computed (and why)."""
 
-    HIT = "hit"  # the shipped graph came from the cache: no export
-    MISS = "miss"  # no entry: exported, and stored
-    CORRUPT = "corrupt"  # an entry that failed its checks: exported, and replaced
-    BYPASSED = "bypassed"  # not read (--full, update-baseline); stored
-    OFF = "off"  # no cache directory (PARITY_GATE_CACHE_DIR=off)
+    HIT = "hit"  # read from the store under its key: the stage did not run
+    MISS = "miss"  # no entry: computed, and stored
+    CORRUPT = "corrupt"  # an entry that failed its checks: computed, and replaced
+    BYPASSED = "bypassed"  # not read (--full, update-baseline); computed, stored where new
+    OFF = "off"  # no store folder (PARITY_GATE_CACHE_DIR=off), or no key could be taken
+    ALARM = "alarm"  # the key once gave a second, different output here: computed, never stored or read again
+    UNKEYED = "unkeyed"  # user code whose inputs the gate cannot see: computed every time
 
 
 class ApprovalState(Word):

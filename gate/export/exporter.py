@@ -25,7 +25,6 @@ from pathlib import Path
 import onnx
 import torch
 
-from gate.core.background import Background
 from gate.core.runs import OnnxSite
 from gate.core.status import ErrorStatus
 from gate.errors import ModelError
@@ -38,25 +37,23 @@ DEFAULT_OPSET = 18
 
 @dataclass
 class Exported:
-    proto: onnx.ModelProto  # the graph that ships (optimized, then transformed), without external weights
+    proto: onnx.ModelProto  # the exported graph (optimized), without external weights
     exporter: str
     fallback: str | None  # why dynamo was not used, when it was not
     opset: int
     calls: dict[CallKey, CallValues]  # from the unoptimized graph
     shapes: dict[str, tuple | None]
     available: set[str]  # values that exist in the optimized graph
-    shipped: set[str] | None = None  # values that exist after the transform (None: no transform)
     ambiguous: frozenset[str] = frozenset()  # modules whose calls the graph cannot tell apart
     outputs: dict[signatures.OutputKey, OnnxSite] = field(default_factory=dict)  # recorded call outputs
     as_shipped: bool = False  # mapped on the shipped graph itself (BatchNorms already fused)
-    path: Path | None = None  # the shipped graph's file (its external data beside it)
-    digest: Background[str] | None = None  # graph_digest of ``path``, hashed on a thread (``prepare``)
-    _folders: list = field(default_factory=list, repr=False)  # temporary folders that hold the files
+    path: Path | None = None  # the graph's file (its external data beside it)
+    folders: list[tempfile.TemporaryDirectory] = field(default_factory=list, repr=False)  # hold the files
 
     def save(self, full: onnx.ModelProto) -> None:
-        """Make ``full`` (weights in memory) the shipped graph: written to a fresh folder."""
+        """Make ``full`` (weights in memory) the exported graph: written to a fresh folder."""
         folder = tempfile.TemporaryDirectory(prefix="parity-gate-export-")
-        self._folders.append(folder)
+        self.folders.append(folder)
         self.path = saved.save_proto(full, Path(folder.name) / saved.MODEL)
         self.proto = saved.load_graph(self.path)
 
@@ -179,7 +176,7 @@ def _dynamo(built: BuiltModel, opset: int) -> Exported:
     _check(path, built.spec.name)
     proto = saved.load_graph(path)
     return Exported(proto, "dynamo", None, opset, calls, shapes, layermap.available_values(proto), path=path,
-                    outputs=outputs, _folders=[folder])
+                    outputs=outputs, folders=[folder])
 
 
 def _onnx_program(built: BuiltModel, opset: int):

@@ -1,17 +1,24 @@
 """Post-export transforms: what teams do to the exported graph before it ships (the ONNX Runtime
 transformer optimizer, float16 conversion, int8 quantization). ``transform = "module:function"``
-takes an ``onnx.ModelProto`` and returns the one that ships; the gate checks that one."""
+takes an ``onnx.ModelProto`` and returns the one that ships; the gate checks that one. It is the
+user's code, run on the exported graph on every check unless the model declares what else it
+reads (``transform-inputs``; ``gate.commands.stages``)."""
 
 from __future__ import annotations
 
+import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 import onnx
 
 from gate.config import ModelSpec
 from gate.core.refs import resolve
-from gate.core.status import ErrorStatus
+from gate.core.runs import OnnxSite
+from gate.core.status import ErrorStatus, SiteKind
 from gate.errors import ConfigError, ModelError
+from gate.export import layermap, saved
+from gate.export.record import Graph, GraphFacts
 
 
 def apply(spec: ModelSpec, proto: onnx.ModelProto, root: Path) -> onnx.ModelProto:
@@ -25,3 +32,29 @@ def apply(spec: ModelSpec, proto: onnx.ModelProto, root: Path) -> onnx.ModelProt
         raise ConfigError(f"`{spec.where}.transform`: `{spec.transform}` returned {type(out).__name__}, "
                           "not an onnx.ModelProto")
     return out
+
+
+def mark_removed(sites: dict[str, OnnxSite], shipped: set[str], transform: str) -> dict[str, OnnxSite]:
+    """The layer map on the transformed graph: a value the transform removed or renamed is absent."""
+    why = f"removed by the transform `{transform}`"
+    return {name: OnnxSite(SiteKind.ABSENT, s.value, reason=why) if s.kind == SiteKind.VALUE and s.value not in shipped
+            else s for name, s in sites.items()}
+
+
+def ship(spec: ModelSpec, exported: Graph, root: Path) -> Graph:
+    """The transform run on the exported graph: the graph that ships, in a folder of its own."""
+    assert spec.transform is not None
+    out = apply(spec, saved.load_full(exported.path), root)
+    folder = tempfile.TemporaryDirectory(prefix="parity-gate-shipped-")
+    path = saved.save_proto(out, Path(folder.name) / saved.MODEL)
+    del out
+    proto = saved.load_graph(path)
+    values, transform = layermap.available_values(proto), spec.transform
+    base = exported.facts
+    facts = GraphFacts.of(proto, base.exporter, base.fallback, base.opset)
+    sites = mark_removed(exported.sites, values, transform) if exported.sites is not None else None
+    mapper: Callable[[list], dict[str, OnnxSite]] | None = None
+    if exported.mapper is not None:
+        first = exported.mapper
+        mapper = lambda records: mark_removed(first(records), values, transform)  # noqa: E731
+    return Graph.of_file(path, facts, sites, [folder, *exported.folders], mapper)

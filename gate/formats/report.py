@@ -11,10 +11,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from gate.core.fields import Obj
 from gate.core.jsonsafe import plain
 from gate.errors import FormatError
 from gate.formats.atomic import atomic_write_bytes
-from gate.formats.fields import Obj
 from gate.verdict.types import Report
 
 MAX_BYTES = 256 * 1024 * 1024

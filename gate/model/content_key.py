@@ -1,14 +1,15 @@
-"""A model's content key: a digest of everything the float64 reference and the exported graph are
-functions of. Equal keys, equal numbers: ``check`` then takes the reference's fingerprints from
-the baseline and the graph from the export cache (``gate.commands.reuse``; docs/verdict.md#reuse-an-unchanged-model-costs-less).
+"""A model's content key: a digest of everything the stages after the probe read, in parts, and
+per stage a key made of exactly the parts that stage reads (``STAGE_PARTS``, the stage table of
+docs/verdict.md#stages). A stage's output is reused only under its own key: the export from the
+store, the float64 reference from the baseline (``gate.commands.stages``).
 
-The key is made of parts (``KeyPart``), each digested on its own so a changed key names what
-changed: ``code`` (the op trace of the probe's float32 forward, ``gate.model.trace``), ``source``
-(the model's own files: every module class's, the factory's, the inputs function's, and the
-repository modules they use), ``weights``, ``inputs``, ``export``, ``transform``, ``reference``,
-``versions`` (of the packages each reused stage runs, and of the packages the model's classes come
-from) and ``gate`` (parity-gate's version and its own source). No torch here: the module and the
-probe come in as arguments.
+The parts (``KeyPart``), each digested on its own so a changed key names what changed: ``code``
+(the op trace of the probe's float32 forward, ``gate.model.trace``), ``source`` (the model's own
+files: every module class's, the factory's, the inputs function's, and the repository modules they
+use), ``weights``, ``inputs``, ``export``, ``transform`` (its source, and the files and variables
+it declares it reads: ``transform-inputs``), ``reference``, ``versions`` (of the packages each
+stage runs, and of the packages the model's classes come from) and ``gate`` (parity-gate's version
+and its own source). No torch here: the module and the probe come in as arguments.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import os
 import platform
 import sys
 import sysconfig
@@ -29,11 +31,27 @@ import gate
 from gate import fingerprint
 from gate.config import ModelSpec
 from gate.core.refs import resolve
-from gate.core.status import KeyPart
+from gate.core.status import KeyPart, Stage
 from gate.core.versions import versions as gate_versions
+from gate.errors import ConfigError
 
 PART = 16  # hex digits per part: a collision is a 1 in 2**64 chance
-FORMAT = "parity-gate content key v1"
+FORMAT = "parity-gate content key v2"
+
+# The stage table: the parts each keyed stage reads, and the packages it runs (beside those the
+# model's classes, or the transform, come from). The transform's key also digests the graph it
+# reads, the export's output (``transform_key``), and exists only where the model declares what
+# else the transform reads (``transform-inputs``): else it runs every time.
+STAGE_PARTS: dict[Stage, tuple[KeyPart, ...]] = {
+    Stage.EXPORT: (KeyPart.CODE, KeyPart.SOURCE, KeyPart.WEIGHTS, KeyPart.INPUTS, KeyPart.EXPORT, KeyPart.GATE),
+    Stage.TRANSFORM: (KeyPart.TRANSFORM, KeyPart.GATE),
+    Stage.REFERENCE: (KeyPart.CODE, KeyPart.SOURCE, KeyPart.WEIGHTS, KeyPart.INPUTS, KeyPart.REFERENCE, KeyPart.GATE),
+}
+STAGE_PACKAGES: dict[Stage, tuple[str, ...]] = {
+    Stage.EXPORT: ("python", "torch", "numpy", "onnx", "onnxscript", "onnx-ir"),
+    Stage.TRANSFORM: ("python", "numpy", "onnx", "onnxruntime"),
+    Stage.REFERENCE: ("python", "torch", "numpy"),
+}
 
 
 def _digest(value: Any, width: int | None = PART) -> str:
@@ -42,10 +60,11 @@ def _digest(value: Any, width: int | None = PART) -> str:
     return full[:width] if width else full
 
 
-def _file_digest(path: Path) -> str:
-    """The file's bytes with CRLF read as LF (Python reads source that way; a Windows checkout of
-    the same code keeps its key)."""
-    return hashlib.sha256(path.read_bytes().replace(b"\r\n", b"\n")).hexdigest()[:PART]
+def _file_digest(path: Path, exact: bool = False) -> str:
+    """The file's bytes; source read with CRLF as LF (Python reads source that way; a Windows
+    checkout of the same code keeps its key), a data file (``exact``) as it is."""
+    data = path.read_bytes()
+    return hashlib.sha256(data if exact else data.replace(b"\r\n", b"\n")).hexdigest()[:PART]
 
 
 @dataclass(frozen=True)
@@ -57,16 +76,25 @@ class ContentKey:
     versions: dict[str, str] = field(default_factory=dict)  # package -> version
     settings: dict[str, str] = field(default_factory=dict)  # "export.opset" -> "18", ...
     unseen: list[str] = field(default_factory=list)  # custom operations: seen by name only
+    # Stage -> its key (``STAGE_PARTS``). The transform's, where it has one, is completed by the
+    # graph it reads (``transform_key``).
+    stages: dict[str, str] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"key": self.key, "parts": dict(self.parts), "ops": self.ops, "sources": dict(self.sources),
-                "versions": dict(self.versions), "settings": dict(self.settings), "unseen": list(self.unseen)}
+        out = {"key": self.key, "parts": dict(self.parts), "ops": self.ops, "sources": dict(self.sources),
+               "versions": dict(self.versions), "settings": dict(self.settings), "unseen": list(self.unseen)}
+        if self.stages:
+            out["stages"] = dict(self.stages)
+        return out
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> ContentKey:
         """From a baseline's ``meta.content_key`` (the schema has checked it)."""
         return cls(d["key"], dict(d["parts"]), d["ops"], dict(d["sources"]), dict(d["versions"]),
-                   dict(d["settings"]), list(d["unseen"]))
+                   dict(d["settings"]), list(d["unseen"]), dict(d.get("stages") or {}))
+
+    def stage(self, stage: Stage) -> str | None:
+        return self.stages.get(stage.value)
 
     def changed(self, recorded: ContentKey) -> list[KeyPart]:
         """The parts that differ from ``recorded``'s, in ``KeyPart`` order."""
@@ -210,6 +238,28 @@ def _file_set_digest(path: Path) -> str:
     return h.hexdigest()[:PART]
 
 
+ENV_PREFIX = "env:"  # a transform input that is an environment variable, not a file
+
+
+def transform_inputs_digest(spec: ModelSpec, root: Path) -> str:
+    """The declared inputs of the transform (``transform-inputs``): each file the globs match, by
+    path relative to the config's folder and bytes, and each ``env:NAME`` by value. A glob that
+    matches no file is a config error: a typo would leave a file the transform reads unkeyed."""
+    h = hashlib.sha256(b"parity-gate transform inputs v1\n")
+    for entry in spec.transform_inputs or ():
+        if entry.startswith(ENV_PREFIX):
+            name = entry[len(ENV_PREFIX):]
+            value = os.environ.get(name)
+            h.update(f"env {name}={'unset' if value is None else _digest(value, None)}\n".encode())
+            continue
+        files = sorted(p for p in root.glob(entry) if p.is_file())
+        if not files:
+            raise ConfigError(f"`{spec.where}.transform-inputs`: `{entry}` matches no file under {root}")
+        for path in files:
+            h.update(f"file {path.relative_to(root).as_posix()}={_file_digest(path, exact=True)}\n".encode())
+    return h.hexdigest()[:PART]
+
+
 def _settings(spec: ModelSpec, input_names: list[str], root: Path) -> tuple[dict[str, str], dict[str, str]]:
     """(settings by name, package versions the transform uses)."""
     s: dict[str, str] = {"reference.promotion": str(spec.reference_promotion), "reference.gradients": str(spec.gradients),
@@ -230,12 +280,14 @@ def _settings(spec: ModelSpec, input_names: list[str], root: Path) -> tuple[dict
         sources, packages = _closure({spec.transform.split(":")[0]}, root)
         s["transform.ref"] = spec.transform
         s["transform.source"] = _digest(sources)
+        if spec.transform_inputs is not None:
+            s["transform.inputs"] = transform_inputs_digest(spec, root)
     return s, packages
 
 
 def _stage_versions(spec: ModelSpec) -> dict[str, str]:
-    """The versions each reused stage runs: torch and NumPy (probe, reference); the exporter's
-    packages; ONNX Runtime where a transform may run it (its optimizer)."""
+    """The versions of the packages the stages run (``STAGE_PACKAGES``): torch and NumPy (probe,
+    reference); the exporter's; ONNX Runtime where a transform may run it (its optimizer)."""
     v = gate_versions()
     out = {"python": platform.python_version(), "torch": v["torch"], "numpy": _version("numpy"),
            "onnx": v["onnx"]}
@@ -253,12 +305,33 @@ def _version(dist: str) -> str | None:
         return None
 
 
+def stage_keys(spec: ModelSpec, parts: dict[str, str], tools: dict[str, str], model_packages: dict[str, str],
+                transform_packages: dict[str, str]) -> dict[str, str]:
+    """Each keyed stage's key: its parts and the versions of what it runs, nothing else."""
+    out = {}
+    for stage, read in STAGE_PARTS.items():
+        if stage == Stage.TRANSFORM and (not spec.transform or spec.transform_inputs is None):
+            continue  # no transform, or one whose inputs the gate cannot see: it runs every time
+        packages = transform_packages if stage == Stage.TRANSFORM else model_packages
+        versions = {**packages, **{k: v for k, v in tools.items() if k in STAGE_PACKAGES[stage]}}
+        out[stage.value] = _digest([FORMAT, stage.value, [parts[p.value] for p in read], versions], width=None)
+    return out
+
+
+def transform_key(content_key: ContentKey, graph_digest: str) -> str | None:
+    """The transform's key: its part of the content key and the graph it reads (the export's
+    output, by digest); None where the transform runs every time."""
+    base = content_key.stage(Stage.TRANSFORM)
+    return None if base is None else _digest([FORMAT, base, graph_digest], width=None)
+
+
 def take(spec: ModelSpec, module, input_names: list[str], root: Path, trace: str, ops: int,
          weights_digest: str, inputs_digest: str, unseen: list[str]) -> ContentKey:
     """The key of a built model whose probe traced ``trace`` (``ops`` operations)."""
     sources, packages = _closure(_model_modules(module, spec), root.resolve())
     settings, transform_packages = _settings(spec, input_names, root.resolve())
-    versions = {**packages, **transform_packages, **_stage_versions(spec)}
+    tools = _stage_versions(spec)
+    versions = {**packages, **transform_packages, **tools}
 
     def subset(prefix: str) -> dict[str, str]:
         return {k: v for k, v in settings.items() if k.startswith(prefix)}
@@ -275,4 +348,5 @@ def take(spec: ModelSpec, module, input_names: list[str], root: Path, trace: str
         KeyPart.GATE.value: _digest([gate.__version__, _gate_source()]),
     }
     key = _digest([FORMAT, parts], width=None)
-    return ContentKey(key, parts, ops, sources, versions, settings, list(unseen))
+    stages = stage_keys(spec, parts, tools, packages, transform_packages)
+    return ContentKey(key, parts, ops, sources, versions, settings, list(unseen), stages)

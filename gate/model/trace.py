@@ -8,7 +8,13 @@ where it came from (a parameter or persistent buffer by name, an input by positi
 operation's output by number, any other tensor, a non-persistent buffer included, by its bytes)
 with dtype, shape, strides and offset; every other argument by value (Python floats exactly); and
 the outputs' dtypes and shapes. Dataflow is in the trace: ``a + b`` and ``a + a`` differ. What a
-dispatch trace cannot see is in docs/verdict.md#what-the-key-cannot-see.
+dispatch trace cannot see is in docs/verdict.md#what-the-keys-cannot-see.
+
+Randomness is told by what the forward draws, not by operator names: the state of every generator
+it could use (the default CPU generator, CUDA's where initialized, any the model holds) before and
+after. Untouched states: it drew nothing (an attention kernel tagged random, called with dropout 0,
+in eval mode), and its key vouches for it. A random operation handed a generator of its own, which
+no state was taken of, counts as drawing.
 """
 
 from __future__ import annotations
@@ -56,7 +62,9 @@ class OpTrace(TorchDispatchMode):
         self._sha = hashlib.sha256(b"parity-gate op trace v1\n")
         self.ops = 0
         self._made = 0  # tensors the traced operations made: their numbers in the trace
-        self.random: list[str] = []  # operations that draw from a random generator
+        self.random: list[str] = []  # random operations handed a generator no state was taken of
+        self.seeded: list[str] = []  # operations tagged random (they draw only if a state moved)
+        self.known: set[int] = set()  # ids of the generators whose states the probe compares
         self.custom: set[str] = set()  # operations outside torch's own namespaces
 
     @property
@@ -106,7 +114,11 @@ class OpTrace(TorchDispatchMode):
         line = f"{func}({self._enc(list(args))};{self._enc(kwargs)})"
         out = func(*args, **kwargs)
         if torch.Tag.nondeterministic_seeded in getattr(func, "tags", ()):
-            self.random.append(str(func))
+            self.seeded.append(str(func))
+            own = [g for g in torch.utils._pytree.tree_leaves((args, kwargs))
+                   if isinstance(g, torch.Generator) and id(g) not in self.known]
+            if own:
+                self.random.append(f"{func} (its own generator)")
         if getattr(func, "namespace", "aten") not in TORCH_NAMESPACES:
             self.custom.add(str(func))
         self._sha.update(f"{line}->{self._outputs(out)}\n".encode())
@@ -151,6 +163,25 @@ def _named(built: BuiltModel) -> tuple[dict, dict]:
     return named, hashed
 
 
+def _generators(module: torch.nn.Module) -> list[tuple[str, torch.Generator]]:
+    """The generators a forward could draw from without being handed one: the default CPU
+    generator, CUDA's (where CUDA is initialized), and any the model's modules hold."""
+    out = [("the default CPU generator", torch.default_generator)]
+    if torch.cuda.is_available() and torch.cuda.is_initialized():
+        out += [(f"CUDA generator {i}", torch.cuda.default_generators[i]) for i in range(torch.cuda.device_count())]
+    for name, m in module.named_modules():
+        for attr, value in vars(m).items():
+            values = value.values() if isinstance(value, dict) else value if isinstance(value, (list, tuple)) else [value]
+            out += [(f"generator `{name}.{attr}`".replace("`.", "`"), g) for g in values
+                    if isinstance(g, torch.Generator)]
+    return out
+
+
+def _drawn(before: list[tuple[str, torch.Generator, torch.Tensor]]) -> list[str]:
+    """The generators whose state moved since ``before``."""
+    return [name for name, g, state in before if not torch.equal(state, g.get_state())]
+
+
 def probe(built: BuiltModel) -> Probe:
     """The traced, fingerprinted float32 forward (raises what the model raises)."""
     named, hashed = _named(built)
@@ -158,6 +189,12 @@ def probe(built: BuiltModel) -> Probe:
     capture = torch_hooks.Capture(built.module)
     start = time.perf_counter()
     with built.fresh():  # from the model as built, and leaving it so: what the forward caches goes
+        generators = _generators(built.module)  # as restored: the very objects the forward sees
+        trace.known = {id(g) for _, g in generators}
+        before = [(name, g, g.get_state()) for name, g in generators]
         records = capture.run(built.inputs, trace)
-    return Probe(records, capture.output, trace.digest, trace.ops, trace.random[:20], sorted(trace.custom)[:50],
+        drawn = _drawn(before)
+    random = trace.random + ([f"{', '.join(sorted(set(trace.seeded))[:3]) or 'an operation'} drew from "
+                              f"{', '.join(drawn[:3])}"] if drawn else [])
+    return Probe(records, capture.output, trace.digest, trace.ops, random[:20], sorted(trace.custom)[:50],
                  time.perf_counter() - start)

@@ -18,7 +18,7 @@ from gate.render.layers_md import layer_table
 from gate.render.next_steps import next_steps
 from gate.render.notices import MAX_LIST, baseline_block, notices, reason
 from gate.render.outputs_md import outputs_table
-from gate.render.reuse_text import reuse_line, reuse_tally
+from gate.render.reuse_text import alarm_line, reuse_line, reuse_tally
 from gate.render.sweeps_md import sweep_section
 from gate.render.text import MESSAGE_CAP, clip, code, link, num, plain, times
 from gate.verdict.sweeps import matrices
@@ -202,6 +202,7 @@ class _Doc:
         out = [f"#### {code(m.name)}", _model_meta(m)]
         if m.reuse is not None:
             out.append(f"♻️ {plain(reuse_line(m.reuse), MESSAGE_CAP)}")
+            out += [f"🚨 **{plain(alarm_line(a), MESSAGE_CAP)}**" for a in m.reuse.alarms[:5]]
         if m.error:
             out.append(f"💥 **{plain(m.error.error_status, 20)}**: {plain(m.error.message, 2 * MESSAGE_CAP)}"
                        + (f" (at {code(m.error.where, 200)})" if m.error.where else ""))

@@ -1,58 +1,91 @@
-"""One line on what a check reused and why, or why it ran the whole path: the console and the
-Markdown comment say the same words (plain text; each renderer escapes it)."""
+"""One line on what a check took from each stage's key and why, or why it ran the stage, and one
+line per soundness alarm: the console and the Markdown comment say the same words (plain text;
+each renderer escapes it)."""
 
 from __future__ import annotations
 
-from gate.core.reuse import Reuse
-from gate.core.status import CacheState, FullWhy
+from gate.core.reuse import Alarm, Reuse, StageRun
+from gate.core.status import CacheState, FullWhy, Stage
 
 _WHY = {
     FullWhy.FORCED: "--full asked for it",
     FullWhy.UPDATE: "update-baseline always runs it",
     FullWhy.NO_BASELINE: "no baseline to take it from",
-    FullWhy.NO_KEY: "the baseline records no content key (re-create it with update-baseline to reuse)",
-    FullWhy.KEY_CHANGED: "the content key changed",
-    FullWhy.UNKEYABLE: "no content key can vouch for this model",
-    FullWhy.OUTPUTS: "output-tolerance needs the float64 outputs, which the export cache does not hold",
-    FullWhy.GRADIENTS: "gradients are judged, and the content key traces the forward pass only",
-    FullWhy.TRAINING: "the factory left modules in training mode, whose audit the content key cannot vouch for",
+    FullWhy.NO_KEY: "the baseline records no stage keys (re-create it with update-baseline to reuse)",
+    FullWhy.KEY_CHANGED: "its key changed",
+    FullWhy.UNKEYABLE: "no key can vouch for this model",
+    FullWhy.OUTPUTS: "output-tolerance needs the float64 outputs, which the store does not hold",
+    FullWhy.GRADIENTS: "gradients are judged, and the key traces the forward pass only",
+    FullWhy.TRAINING: "the factory left modules in training mode, whose audit the key cannot vouch for",
+    FullWhy.ALARM: "its key once gave two different outputs here",
 }
 
-_GRAPH = {
-    CacheState.HIT: "shipped graph from the export cache",
-    CacheState.MISS: "exported (not in the export cache; stored now)",
-    CacheState.CORRUPT: "exported (the cached entry failed its checks; replaced)",
-    CacheState.BYPASSED: "exported (the cache is not read on a full run)",
-    CacheState.OFF: "exported (no export cache)",
+_EXPORT = {
+    CacheState.HIT: "exported graph from the store",
+    CacheState.MISS: "exported (not in the store; stored now)",
+    CacheState.CORRUPT: "exported (the stored entry failed its checks; replaced)",
+    CacheState.BYPASSED: "exported (the store is not read on a full run)",
+    CacheState.OFF: "exported (no store)",
+    CacheState.ALARM: "exported (its key is under an alarm: neither read nor stored)",
+    CacheState.UNKEYED: "exported (no key)",
 }
+
+_TRANSFORM = {
+    CacheState.HIT: "its output from the store (its declared inputs unchanged)",
+    CacheState.MISS: "run (not in the store; stored now)",
+    CacheState.CORRUPT: "run (the stored entry failed its checks; replaced)",
+    CacheState.BYPASSED: "run (the store is not read on a full run)",
+    CacheState.OFF: "run (no store)",
+    CacheState.ALARM: "run (its key is under an alarm: neither read nor stored)",
+    CacheState.UNKEYED: "run (it reads what the gate cannot see: on every check)",
+}
+
+
+def _stage(s: StageRun, transform: str | None) -> str:
+    text = _EXPORT[s.state] if s.stage == Stage.EXPORT else f"transform `{transform}` {_TRANSFORM[s.state]}"
+    return text + (f" [{s.note}]" if s.note and s.state != CacheState.ALARM else "")
 
 
 def reuse_line(r: Reuse) -> str:
-    """"reused: float64 reference from the baseline (content key 3a93016fddea unchanged); shipped
-    graph from the export cache", or "full run: the content key changed: weights: 1 changed: `fc.weight`"."""
-    graph = _GRAPH[r.cache] + (f" [{r.cache_note}]" if r.cache_note else "")
+    """"reused: float64 reference from the baseline (its key 3a93016fddea unchanged); exported graph
+    from the store", or "full run: float64 reference computed, its key changed: weights: 1 changed:
+    `fc.weight`; exported (not in the store; stored now)"."""
+    ref = r.stage(Stage.REFERENCE)
     if r.reference:
-        line = f"reused: float64 reference from the baseline (content key {(r.key or '')[:12]} unchanged); {graph}"
-        if not r.outputs:
-            line += "; exact output metrics not measured (the cached entry holds no float64 outputs)"
+        key = (ref.key if ref is not None and ref.key else r.key or "")[:12]
+        parts = [f"reused: float64 reference from the baseline (its key {key} unchanged)"]
     else:
-        line = f"full run: float64 reference computed, {_WHY[r.why]}" if r.why else "full run"
+        head = f"full run: float64 reference computed, {_WHY[r.why]}" if r.why else "full run"
         if r.details:
-            line += ": " + "; ".join(r.details)
+            head += ": " + "; ".join(r.details)
         elif r.changed:
-            line += ": " + ", ".join(str(p) for p in r.changed)
-        line += f"; {graph}"
+            head += ": " + ", ".join(str(p) for p in r.changed)
+        parts = [head]
+    parts += [_stage(s, r.transform) for s in r.stages if s.stage in (Stage.EXPORT, Stage.TRANSFORM)]
+    if r.shipped is not None and r.shipped.changed:
+        parts.append(f"the shipped graph changed since the baseline ({(r.shipped.baseline or '')[:12]} -> "
+                     f"{(r.shipped.digest or '')[:12]}): the providers judged the new one")
+    if r.reference and not r.outputs:
+        parts.append("exact output metrics not measured (the store holds no float64 outputs under the reference's key)")
     if r.unseen:
-        line += f"; the key sees {', '.join(r.unseen[:3])} by name only (--full checks them)"
-    return line
+        parts.append(f"the key sees {', '.join(r.unseen[:3])} by name only (--full checks them)")
+    return "; ".join(parts)
+
+
+def alarm_line(a: Alarm) -> str:
+    """"soundness alarm: the export stage's key 1a2b3c4d5e6f gave a second, different output (...)"."""
+    return (f"soundness alarm: the {a.stage} stage's key {a.key[:12]} gave a second, different output"
+            f"{f' ({a.note})' if a.note else ''}: what the {a.stage} reads is not all in its key, so the key is never "
+            "reused on this machine; outputs reused under it before may not be what ships")
 
 
 def reuse_tally(models) -> str:
-    """"; float64 reference reused for 3 of 4 models (content key unchanged)", or nothing when no model
-    says (a report from result files, or an older writer's)."""
+    """"; float64 reference reused for 3 of 4 models (keys unchanged)", and the soundness alarms, or
+    nothing when no model says (a report from result files, or an older writer's)."""
     said = [m.reuse for m in models if m.reuse is not None]
     if not said:
         return ""
     reused = sum(r.reference for r in said)
-    return (f"; float64 reference reused for {reused} of {len(said)} model{'s' * (len(said) != 1)} "
-            "(content key unchanged)")
+    alarms = sum(len(r.alarms) for r in said)
+    return (f"; float64 reference reused for {reused} of {len(said)} model{'s' * (len(said) != 1)} (keys unchanged)"
+            + (f"; {alarms} soundness alarm{'s' * (alarms != 1)}" if alarms else ""))

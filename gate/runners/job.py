@@ -16,9 +16,9 @@ from typing import Any
 import msgpack
 
 from gate.config import ProviderSpec
+from gate.core.fields import Obj, kind
 from gate.core.target import PRECISIONS
 from gate.errors import FormatError
-from gate.formats.fields import Obj, kind
 
 
 @dataclass(frozen=True)

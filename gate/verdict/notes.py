@@ -6,8 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from gate.core.fields import Obj
 from gate.core.status import Check, ComparisonStatus
-from gate.formats.fields import Obj
 
 
 @dataclass

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from gate.core.fields import Obj
 from gate.core.reuse import Reuse
 from gate.core.runs import RunError
 from gate.core.status import (
@@ -24,7 +25,6 @@ from gate.core.status import (
     TargetStatus,
     Verdict,
 )
-from gate.formats.fields import Obj
 from gate.verdict.notes import Comparison, Hint
 
 SCHEMA, VERSION = "parity-gate/report", 1

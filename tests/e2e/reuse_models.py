@@ -21,13 +21,23 @@ class Net(nn.Module):
         self.fc = nn.Linear(8, 4)
         self.register_buffer("scale", torch.ones(8))
         self.register_buffer("shift", torch.zeros(8), persistent=False)  # in no state dict
+        self.noise = torch.Generator().manual_seed(1)  # a generator the model holds
 
     def forward(self, x):
         h = self.act(self.conv(x)) * self.scale[:, None, None] + self.shift[:, None, None]
+        if os.environ.get("REUSE_TEST_ATTENTION"):  # an operation tagged random that draws nothing here
+            q = h.flatten(2).transpose(1, 2)
+            h = h + torch.nn.functional.scaled_dot_product_attention(q, q, q, dropout_p=0.0).transpose(1, 2).reshape(
+                h.shape)
         h = h.mean(dim=(2, 3))
         if os.environ.get("REUSE_TEST_TANH"):  # a code path the source files do not show
             h = torch.tanh(h)
-        if os.environ.get("REUSE_TEST_NOISE"):
+        noise = os.environ.get("REUSE_TEST_NOISE")
+        if noise == "own":  # a generator of its own, made in the forward
+            h = h + 0.0 * torch.randn(h.shape, generator=torch.Generator().manual_seed(0))
+        elif noise == "held":
+            h = h + 0.0 * torch.randn(h.shape, generator=self.noise)
+        elif noise:
             h = h + 0.0 * torch.randn_like(h)
         return self.fc(h.to(self.fc.weight.dtype))
 
@@ -47,3 +57,11 @@ def net() -> nn.Module:
         model.act.train()
     return model
 
+
+
+def bert_sdpa() -> nn.Module:
+    """A small BERT as transformers builds it by default: SDPA attention, dropout in its config."""
+    from transformers import BertConfig, BertModel
+
+    return BertModel(BertConfig(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
+                                vocab_size=64, max_position_embeddings=32))

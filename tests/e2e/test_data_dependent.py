@@ -13,8 +13,8 @@ import pytest
 
 from gate import commands
 from gate.config import load_config
+from gate.core.fields import Obj
 from gate.formats.baseline import read_baseline
-from gate.formats.fields import Obj
 from gate.verdict.types import Report
 
 HERE = Path(__file__).parent

@@ -1,75 +1,38 @@
-"""Content-addressed reuse (docs/verdict.md#reuse), with real exports, real ONNX Runtime sessions and
-real files. A check whose content key matches its baseline's takes the float64 reference from the
-baseline and the graph from the export cache, and still runs and judges every provider; a change
-that can move a number changes the key, the whole path runs and the report names the part."""
+"""Stages reused under their keys (docs/verdict.md#stages), with real exports, real ONNX Runtime
+sessions and real files. A check whose reference key matches its baseline's takes the float64
+reference from the baseline, and the export from the store under the export's key; every provider
+still runs and is judged. A change of anything a stage reads changes that stage's key: the stage
+reruns, the verdict follows, and the report names the part."""
 
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
 
-from gate import commands
 from gate.commands.judging import load_one
 from gate.commands.pipeline import run_model
-from gate.commands.reuse import ReusePolicy
+from gate.commands.stages import ReusePolicy
 from gate.config import load_config
-from gate.export.cache import MANIFEST, ExportCache, cache_dir
+from gate.core.status import Stage
 from gate.formats.baseline import read_baseline, write_baseline
+from gate.store import MANIFEST, Store, store_dir
 from tests.conftest import run_cli
-
-HERE = Path(__file__).parent
-MODEL = '[[models]]\nname = "net"\nfactory = "reuse_models:net"\ninputs = [{ name = "x", shape = [2, 3, 8, 8] }]\n'
-FULL = "float64 reference on torch-cpu"
-EXPORTING = "exporting to ONNX"
-TRANSFORM = "def identity(proto):\n    return proto\n"
-
-
-def project(tmp: Path, extra: str = "") -> Path:
-    shutil.copy(HERE / "reuse_models.py", tmp / "reuse_models.py")
-    (tmp / "reuse_transforms.py").write_text(TRANSFORM)
-    path = tmp / "parity-gate.toml"
-    path.write_text(f'baseline-dir = "b"\nproviders = ["torch-cpu", "CPUExecutionProvider"]\n\n{MODEL}{extra}')
-    return path
-
-
-def update(path: Path) -> list[str]:
-    said: list[str] = []
-    cfg = load_config(path)
-    commands.update_baseline(cfg, cfg.models, cfg.providers, said.append)
-    return said
-
-
-def check(path: Path, **kw) -> tuple[dict, list[str]]:
-    said: list[str] = []
-    cfg = load_config(path)
-    return commands.check(cfg, cfg.models, cfg.providers, said.append, **kw).to_dict(), said
-
-
-def reuse_of(report: dict) -> dict:
-    return report["models"][0]["reuse"]
-
-
-def runtimes(report: dict) -> dict[str, dict]:
-    return {p["name"]: p for p in report["models"][0]["providers"] if p["role"] == "runtime"}
-
-
-def weights(tmp: Path, monkeypatch, **changed: float) -> None:
-    """The model's tensors as the gate builds them (under the model's seed, 0), ``name`` scaled by its
-    factor (``shift`` set to it)."""
-    from reuse_models import net
-
-    torch.manual_seed(0)
-    model = net()
-    state = {n: t.detach().numpy().copy() for n, t in [*model.named_parameters(), *model.named_buffers()]}
-    for name, factor in changed.items():
-        state[name] = state[name] * factor if name != "shift" else np.full_like(state[name], factor)
-    np.savez(tmp / "weights.npz", **state)
-    monkeypatch.setenv("REUSE_TEST_WEIGHTS", str(tmp / "weights.npz"))
+from tests.support.stage_projects import (
+    EXPORTING,
+    FULL,
+    check,
+    project,
+    reuse_of,
+    runtimes,
+    stage_key,
+    states,
+    update,
+    weights,
+)
 
 
 @pytest.fixture
@@ -82,7 +45,7 @@ def made(tmp_path, monkeypatch) -> Path:
 
 
 def entry_folder(report: dict) -> Path:
-    return cache_dir() / "exports" / reuse_of(report)["key"]
+    return store_dir() / "export" / stage_key(report, "export")
 
 
 # the key matches -------------------------------------------------------------------------
@@ -93,6 +56,7 @@ def test_an_unchanged_model_reuses_the_reference_and_the_cached_graph(made):
     assert report["verdict"] == "pass", report["first_regression"]
     reuse = reuse_of(report)
     assert (reuse["reference"], reuse["cache"], reuse["why"], reuse["changed"]) == (True, "hit", None, [])
+    assert states(report) == {"export": "hit", "reference": "hit"}
     assert not any(FULL in s or EXPORTING in s for s in said), said
     # Every provider ran and was judged: torch-cpu from the probe's forward, ONNX Runtime on the cached graph.
     ran = runtimes(report)
@@ -117,18 +81,21 @@ def test_the_key_holds_across_processes_and_the_console_and_comment_say_what_was
     assert result.returncode == 0, result.stderr
     reuse = reuse_of(json.loads((made.parent / "r.json").read_text()))
     assert reuse["reference"] and reuse["cache"] == "hit"
-    line = f"reused: float64 reference from the baseline (content key {reuse['key'][:12]} unchanged); shipped graph"
+    key = next(s["key"] for s in reuse["stages"] if s["stage"] == "reference")
+    line = f"reused: float64 reference from the baseline (its key {key[:12]} unchanged); exported graph from the store"
     assert line in result.stdout
     comment = (made.parent / "r.md").read_text()
-    assert f"♻️ {line}" in comment and "float64 reference reused for 1 of 1 model (content key unchanged)" in comment
+    assert f"♻️ {line}" in comment and "float64 reference reused for 1 of 1 model (keys unchanged)" in comment
 
 
-def test_a_runtime_fault_is_caught_with_everything_reused(made):
-    """The providers still run: a cached graph whose numbers moved (its manifest rewritten to match,
-    as an ONNX Runtime or EP change would move them) fails on that runtime, at that layer."""
+def test_a_runtime_fault_is_caught_with_everything_reused(made, tmp_path, monkeypatch):
+    """The providers still run: a stored graph whose numbers moved (its manifest rewritten to match,
+    as an ONNX Runtime or EP change would move them) fails on that runtime, at that layer. (A store
+    of its own: no other test may read the planted graph.)"""
     import onnx
     from onnx import numpy_helper
 
+    monkeypatch.setenv("PARITY_GATE_CACHE_DIR", str(tmp_path / "own"))
     first, _ = check(made)
     folder = entry_folder(first)
     proto = onnx.load(str(folder / "model.onnx"))
@@ -149,7 +116,8 @@ def test_a_runtime_fault_is_caught_with_everything_reused(made):
 
 
 @pytest.mark.parametrize("damage", ["flip a byte", "truncate", "remove the graph", "garbage manifest"])
-def test_a_damaged_cache_entry_is_a_miss_never_a_wrong_graph(made, damage):
+def test_a_damaged_store_entry_is_a_miss_never_a_wrong_graph(made, damage, tmp_path, monkeypatch):
+    monkeypatch.setenv("PARITY_GATE_CACHE_DIR", str(tmp_path / "own"))
     first, _ = check(made)
     folder = entry_folder(first)
     graph = folder / "model.onnx"
@@ -168,7 +136,7 @@ def test_a_damaged_cache_entry_is_a_miss_never_a_wrong_graph(made, damage):
     assert report["verdict"] == "pass", report["first_regression"]
     assert (reuse["reference"], reuse["cache"]) == (True, "corrupt") and reuse["cache_note"]
     assert any(EXPORTING in s for s in said)
-    assert ExportCache(cache_dir()).lookup(reuse["key"]).state == "hit"  # replaced by a whole entry
+    assert Store(store_dir()).get(Stage.EXPORT, stage_key(report, "export")).state == "hit"  # replaced by a whole entry
 
 
 # the whole path, and why --------------------------------------------------------------------
@@ -249,30 +217,33 @@ def test_a_forward_that_draws_random_numbers_is_never_reused(tmp_path, monkeypat
 
 
 def _tamper(made: Path, part: str, **versions: str) -> None:
-    """The baseline as if recorded elsewhere: another digest for ``part``, other ``versions``."""
+    """The baseline as if recorded elsewhere: another digest for ``part``, other ``versions``, and so
+    another key for the reference (the stage the baseline holds)."""
     path = made.parent / "b" / "net.msgpack.zst"
     baseline = read_baseline(path)
     key = dict(baseline.meta.content_key)
     key["parts"] = {**key["parts"], part: "0" * 16}
     key["versions"] = {**key["versions"], **versions}
     key["key"] = "0" * 64
+    key["stages"] = {**key["stages"], "reference": "0" * 64}
     baseline.meta.content_key = key
     write_baseline(path, baseline)
 
 
-@pytest.mark.parametrize(("change", "parts", "detail", "verdict"), [
-    ("code", ["code"], "operations of the float32 forward changed", "regressed"),
-    ("weight", ["weights"], "`fc.weight`", "regressed"),
-    ("buffer", ["weights"], "`scale`", "regressed"),
-    ("non-persistent buffer", ["code"], "operations", "regressed"),
-    ("precision", ["code", "weights"], "", "pass"),  # the float64 reference computes as before
-    ("opset", ["export"], "opset default -> 17", "pass"),
-    ("transform", ["transform", "versions"], "ref none -> reuse_transforms:identity", "pass"),  # + onnxruntime
-    ("version", ["versions"], "torch 0.0.1 ->", "pass"),
-    ("gate", ["gate"], "parity-gate's own source changed", "pass"),
+@pytest.mark.parametrize(("change", "parts", "rerun", "detail", "verdict"), [
+    ("code", ["code"], {"export", "reference"}, "operations of the float32 forward changed", "regressed"),
+    ("weight", ["weights"], {"export", "reference"}, "`fc.weight`", "regressed"),
+    ("buffer", ["weights"], {"export", "reference"}, "`scale`", "regressed"),
+    ("non-persistent buffer", ["code"], {"export", "reference"}, "operations", "regressed"),
+    ("precision", ["code", "weights"], {"export", "reference"}, "", "pass"),  # the float64 reference computes as before
+    ("opset", ["export"], {"export"}, "opset default -> 17", "pass"),  # the reference does not read it
+    ("transform", ["transform", "versions"], {"transform"}, "ref none -> reuse_transforms:identity", "pass"),
 ])
-def test_each_change_that_can_move_a_number_runs_the_whole_path_and_says_which(made, monkeypatch, change, parts,
-                                                                              detail, verdict):
+def test_each_change_reruns_the_stages_that_read_it_and_the_verdict_follows(made, monkeypatch, change, parts, rerun,
+                                                                           detail, verdict):
+    """A stage reruns exactly when something it reads changed: its key is another (its store entry,
+    if any, is the output of that other input); a stage that does not read it keeps its key."""
+    before, _ = check(made)
     config = made.read_text()
     if change == "code":
         monkeypatch.setenv("REUSE_TEST_TANH", "1")
@@ -286,18 +257,34 @@ def test_each_change_that_can_move_a_number_runs_the_whole_path_and_says_which(m
         monkeypatch.setenv("REUSE_TEST_FLOAT64_HEAD", "1")
     elif change == "opset":
         made.write_text(config + "opset = 17\n")
-    elif change == "transform":
-        made.write_text(config + 'transform = "reuse_transforms:identity"\n')
-    elif change == "version":
-        _tamper(made, "versions", torch="0.0.1")
     else:
-        _tamper(made, "gate")
+        made.write_text(config + 'transform = "reuse_transforms:identity"\n')
     report, said = check(made)
     reuse = reuse_of(report)
-    assert (reuse["reference"], reuse["why"], reuse["changed"]) == (False, "key-changed", parts), reuse
-    assert detail in " ".join(reuse["details"]), reuse["details"]
-    assert any(FULL in s for s in said)
+    old = {s["stage"]: s["key"] for s in reuse_of(before)["stages"]}
+    moved = {s["stage"] for s in reuse["stages"] if s["stage"] not in old or s["key"] != old[s["stage"]]}
+    assert moved == rerun, reuse["stages"]
+    assert reuse["changed"] == parts and detail in " ".join(reuse["details"]), reuse
+    if "reference" in rerun:
+        assert (reuse["reference"], reuse["why"]) == (False, "key-changed") and any(FULL in s for s in said)
+    else:
+        assert reuse["reference"] and not any(FULL in s for s in said)
+    if change == "transform":  # user code the gate cannot see into: it runs, on the stored export
+        assert states(report) == {"export": "hit", "transform": "unkeyed", "reference": "hit"}
     assert report["verdict"] == verdict, report["first_regression"]
+
+
+@pytest.mark.parametrize(("part", "versions", "detail"), [
+    ("versions", {"torch": "0.0.1"}, "torch 0.0.1 ->"),
+    ("gate", {}, "parity-gate's own source changed"),
+])
+def test_a_baseline_recorded_with_other_versions_reruns_the_reference_and_says_which(made, part, versions, detail):
+    _tamper(made, part, **versions)
+    report, said = check(made)
+    reuse = reuse_of(report)
+    assert (reuse["reference"], reuse["why"], reuse["changed"]) == (False, "key-changed", [part]), reuse
+    assert detail in " ".join(reuse["details"]) and any(FULL in s for s in said)
+    assert report["verdict"] == "pass", report["first_regression"]
 
 
 def test_other_inputs_change_the_key(made):
@@ -305,7 +292,7 @@ def test_other_inputs_change_the_key(made):
     cfg = load_config(made)
     spec = cfg.models[0]
     _, baseline = load_one(cfg, spec)
-    run = run_model(cfg, spec, cfg.providers, reuse=ReusePolicy.for_check().plan(baseline))
+    run = run_model(cfg, spec, cfg.providers, plan=ReusePolicy.for_check().plan(baseline))
     assert (run.reuse.reference, run.reuse.why, run.reuse.changed) == (False, "key-changed", ["inputs"])
     assert "other values" in run.reuse.details[0]
 
@@ -319,16 +306,18 @@ def test_an_edited_source_file_changes_the_key(tmp_path, edit):
     edited.write_text(edited.read_text() + "\n# a comment: no number moves, but the file is not the one recorded\n")
     result = run_cli("check", "--json", "r.json", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
-    reuse = reuse_of(json.loads((tmp_path / "r.json").read_text()))
-    assert reuse["why"] == "key-changed"
+    report = json.loads((tmp_path / "r.json").read_text())
+    reuse = reuse_of(report)
     if edit == "model":
+        assert reuse["why"] == "key-changed" and states(report)["export"] != "hit"
         assert reuse["changed"] == ["source"] and "`reuse_models`" in reuse["details"][0]
-    else:
+    else:  # the reference and the export do not read the transform; the transform itself runs every time
+        assert reuse["why"] is None and states(report) == {"export": "hit", "transform": "unkeyed", "reference": "hit"}
         assert reuse["changed"] == ["transform"] and "source" in reuse["details"][0]
     assert path.exists()
 
 
-def test_output_tolerance_runs_the_reference_until_the_cache_holds_its_outputs(tmp_path, monkeypatch):
+def test_output_tolerance_runs_the_reference_until_the_store_holds_its_outputs(tmp_path, monkeypatch):
     path = project(tmp_path, "output-tolerance = { rtol = 1e-3, atol = 1e-4 }\n")
     update(path)
     monkeypatch.setenv("PARITY_GATE_CACHE_DIR", str(tmp_path / "cold"))

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from gate.formats.fields import Obj
+from gate.core.fields import Obj
 from gate.render import render_markdown
 from gate.verdict.types import Report
 from tests.conftest import run_cli

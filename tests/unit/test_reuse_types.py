@@ -1,18 +1,19 @@
-"""Reuse as types: a baseline's content key through the format, the report's ``reuse`` through JSON,
-the one line the console and the comment print, and what a changed key says."""
+"""Reuse as types: a baseline's content key through the format, the report's ``reuse`` (its stages,
+the shipped graph, alarms) through JSON, the lines the console and the comment print, and what a
+changed key says."""
 
 from __future__ import annotations
 
 import pytest
 
-from gate.core.reuse import Reuse
-from gate.core.status import CacheState, FullWhy, KeyPart
+from gate.core.fields import Obj
+from gate.core.reuse import Alarm, Reuse, Shipped, StageRun
+from gate.core.status import CacheState, FullWhy, KeyPart, Stage
 from gate.errors import FormatError
 from gate.formats.baseline import decode_baseline, encode_baseline
 from gate.formats.baseline.testing import make_document
-from gate.formats.fields import Obj
 from gate.model.content_key import ContentKey
-from gate.render.reuse_text import reuse_line
+from gate.render.reuse_text import alarm_line, reuse_line, reuse_tally
 
 PARTS = {p.value: f"{i:016x}" for i, p in enumerate(KeyPart)}
 KEY = {"key": "f" * 64, "parts": PARTS, "ops": 26, "sources": {"examples.zoo": "2cfa6c35e6c450fd"},
@@ -47,26 +48,64 @@ def test_a_key_names_the_parts_that_differ_in_their_order():
     assert now.changed(now) == []
 
 
+def _stages(export: CacheState, reference: CacheState = CacheState.HIT, **transform) -> list[StageRun]:
+    out = [StageRun(Stage.EXPORT, "e" * 64, export)]
+    if transform:
+        out.append(StageRun(Stage.TRANSFORM, transform.get("key"), transform["state"]))
+    return out + [StageRun(Stage.REFERENCE, "3a93016fddea" + "0" * 52, reference)]
+
+
 def test_reuse_goes_through_the_report_and_refuses_unknown_words():
-    r = Reuse("a" * 64, False, CacheState.MISS, FullWhy.KEY_CHANGED, [KeyPart.WEIGHTS], ["weights: 1 changed: `w`"],
-              outputs=True)
-    assert Reuse.from_dict(Obj(r.to_dict(), "r.json")) == r
+    r = Reuse("a" * 64, FullWhy.KEY_CHANGED, _stages(CacheState.MISS, CacheState.MISS), [KeyPart.WEIGHTS],
+              ["weights: 1 changed: `w`"], outputs=True, shipped=Shipped("1" * 64, "2" * 64),
+              alarms=[Alarm(Stage.TRANSFORM, "t" * 64, "1" * 64, None, "it differs")], transform="m:t")
+    d = r.to_dict()
+    assert (d["reference"], d["cache"], d["why"]) == (False, "miss", "key-changed")  # the export's and reference's
+    assert Reuse.from_dict(Obj(d, "r.json")) == r
     with pytest.raises(FormatError, match="changed"):
-        Reuse.from_dict(Obj({**r.to_dict(), "changed": ["colour"]}, "r.json"))
-    with pytest.raises(FormatError, match="cache"):
-        Reuse.from_dict(Obj({**r.to_dict(), "cache": "maybe"}, "r.json"))
+        Reuse.from_dict(Obj({**d, "changed": ["colour"]}, "r.json"))
+    with pytest.raises(FormatError, match="state"):
+        Reuse.from_dict(Obj({**d, "stages": [{"stage": "export", "key": None, "state": "maybe"}]}, "r.json"))
+    with pytest.raises(FormatError, match="reference"):
+        Reuse.from_dict(Obj({**d, "reference": True}, "r.json"))  # contradicts why
 
 
-def test_the_line_says_what_was_reused_or_why_not():
-    hit = Reuse("3a93016fddea" + "0" * 52, True, CacheState.HIT)
-    assert reuse_line(hit) == ("reused: float64 reference from the baseline (content key 3a93016fddea unchanged); "
-                               "shipped graph from the export cache")
-    cold = Reuse("a" * 64, True, CacheState.MISS, outputs=False)
-    assert "exported (not in the export cache; stored now)" in reuse_line(cold)
+def test_a_report_without_stages_reads_its_export_from_cache():
+    old = {"key": "a" * 64, "reference": True, "cache": "hit", "why": None, "changed": [], "details": []}
+    r = Reuse.from_dict(Obj(old, "r.json"))
+    assert r.reference and r.cache == CacheState.HIT and r.stage(Stage.EXPORT).reused
+
+
+def test_the_line_says_what_each_stage_took_or_why_it_ran():
+    hit = Reuse("a" * 64, None, _stages(CacheState.HIT))
+    assert reuse_line(hit) == ("reused: float64 reference from the baseline (its key 3a93016fddea unchanged); "
+                               "exported graph from the store")
+    cold = Reuse("a" * 64, None, _stages(CacheState.MISS), outputs=False)
+    assert "exported (not in the store; stored now)" in reuse_line(cold)
     assert "exact output metrics not measured" in reuse_line(cold)
-    changed = Reuse("a" * 64, False, CacheState.MISS, FullWhy.KEY_CHANGED, [KeyPart.WEIGHTS],
+    changed = Reuse("a" * 64, FullWhy.KEY_CHANGED, _stages(CacheState.MISS, CacheState.MISS), [KeyPart.WEIGHTS],
                     ["weights: 1 changed: `fc.weight`"])
-    assert reuse_line(changed).startswith("full run: float64 reference computed, the content key changed: weights: 1 "
+    assert reuse_line(changed).startswith("full run: float64 reference computed, its key changed: weights: 1 "
                                           "changed: `fc.weight`")
-    custom = Reuse("a" * 64, True, CacheState.HIT, unseen=["mylib.op.default"])
+    user = Reuse("a" * 64, None, _stages(CacheState.HIT, state=CacheState.UNKEYED), transform="m:t",
+                 shipped=Shipped("1" * 64, "2" * 64))
+    line = reuse_line(user)
+    assert "transform `m:t` run (it reads what the gate cannot see: on every check)" in line
+    assert "the shipped graph changed since the baseline (222222222222 -> 111111111111)" in line
+    keyed = Reuse("a" * 64, None, _stages(CacheState.HIT, key="t" * 64, state=CacheState.HIT), transform="m:t",
+                  shipped=Shipped("1" * 64, "1" * 64))
+    assert "transform `m:t` its output from the store" in reuse_line(keyed) and "graph changed" not in reuse_line(keyed)
+    custom = Reuse("a" * 64, None, _stages(CacheState.HIT), unseen=["mylib.op.default"])
     assert "sees mylib.op.default by name only (--full checks them)" in reuse_line(custom)
+
+
+def test_an_alarm_names_its_stage_and_key_and_is_counted():
+    alarm = Alarm(Stage.EXPORT, "1a2b3c4d5e6f" + "0" * 52, "1" * 64, "2" * 64, "its digest differs")
+    line = alarm_line(alarm)
+    assert line.startswith("soundness alarm: the export stage's key 1a2b3c4d5e6f gave a second, different output "
+                           "(its digest differs)") and "never reused on this machine" in line
+
+    class Model:
+        reuse = Reuse("a" * 64, None, _stages(CacheState.ALARM), alarms=[alarm])
+
+    assert reuse_tally([Model()]).endswith("; 1 soundness alarm")

@@ -10,10 +10,10 @@ import json
 import msgpack
 import pytest
 
+from gate.core.fields import Obj
 from gate.core.runs import ModelRun, ProviderRun
 from gate.core.status import ErrorStatus, LayerStatus, RunStatus, SkipKind, TargetStatus, Verdict, Word
 from gate.core.target import Target
-from gate.formats.fields import Obj
 from gate.formats.results import read_runs, write_runs
 from gate.verdict.gpu_leg import missing_gpu
 from gate.verdict.judge import assemble, model_verdict

@@ -11,12 +11,12 @@ import pytest
 
 from gate.config import DetectionTolerance, Tolerance
 from gate.core.detections import Detections
+from gate.core.fields import Obj
 from gate.core.runs import LayerInfo, ProviderRun
 from gate.core.status import DataDependence
 from gate.core.target import Target
 from gate.fingerprint import fingerprint
 from gate.formats.baseline import EntryLayer
-from gate.formats.fields import Obj
 from gate.verdict.checks import runtime_rows
 from gate.verdict.data_dependent import detections_row, distribution_row, recognize, recorded_row
 from gate.verdict.judge import model_verdict

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 
 from gate.core.names import MAX_MODEL_NAME, MODEL_NAME_RE
-from gate.core.status import DataDependence, KeyPart
+from gate.core.status import DataDependence, KeyPart, Stage
 from gate.core.target import PRECISIONS
 
 from ..nodes import I64_MAX, U64_MAX, Array, Bin, Float, Int, NameMap, Nullable, Record, Str
@@ -74,9 +74,8 @@ EXTRA_META = [
     # Per input: what a refusal names when the inputs changed.
     ("inputs", Array(Record([("name", NAME), ("dtype", Str(16)), ("shape", Array(Int(0, I64_MAX), "max_rank")),
                              ("digest", HEX16)]), "max_layers")),
-    # What the run computed, digested: equal keys, equal float64 reference and exported graph
-    # (gate.model.content_key; docs/verdict.md#reuse-an-unchanged-model-costs-less). Per part a digest, and the plain values
-    # a changed part is told by.
+    # What the run computed, digested (gate.model.content_key; docs/verdict.md#stages): per part a
+    # digest, the plain values a changed part is told by, and each keyed stage's key.
     ("content_key", Record([
         ("key", DIGEST),
         ("parts", NameMap(Str(16, choices=KeyPart.values()), HEX16, 16, "parts")),
@@ -85,7 +84,9 @@ EXTRA_META = [
         ("versions", NameMap(NAME, TEXT, "max_layers", "versions")),
         ("settings", NameMap(NAME, TEXT, "max_layers", "settings")),
         ("unseen", Array(NAME, "max_layers")),
-    ])),
+        # Per keyed stage, its key: the parts it reads (docs/verdict.md#stages).
+        ("stages", NameMap(Str(16, choices=Stage.values()), DIGEST, 8, "stages")),
+    ], optional=("stages",))),
 ]
 
 META = Record(

@@ -1,0 +1,400 @@
+"""What a command may take from before instead of computing it: decided once per model, here.
+
+A model's run is a pipeline of stages (docs/verdict.md#stages): build, probe and key, export,
+transform, float64 reference, providers, judge. Build, probe, providers and judge run every time.
+The others are reused only under a key made of exactly what they read (``STAGE_PARTS`` in
+``gate.model.content_key``):
+
+- the export (graph and layer map) from the store (``gate.store``) under the export's key;
+- the transform's output likewise, where the model declares what else the transform reads
+  (``transform-inputs``); otherwise the transform is user code the gate cannot see into, and it
+  runs on every check, on the exported graph;
+- the float64 reference's fingerprints from the baseline when its recorded reference key is this
+  run's (``check`` only: ``--full``/``PARITY_GATE_FULL`` and ``update-baseline`` always run it),
+  and its outputs from the store.
+
+A stage that computes its output stores it under its key. A key that already holds another output
+is an alarm (``Alarm``): nothing is replaced, the report says which stage and key, and the key is
+neither read nor written here again. ``Reuse`` on the run says, per stage, what was taken and why.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from gate.commands import reuse_explain
+from gate.core.background import Background
+from gate.core.reuse import Alarm, Reuse, Shipped, StageRun
+from gate.core.runs import LayerInfo, ModelRun
+from gate.core.stages import Progress
+from gate.core.status import CacheState, Check, FullWhy, Stage
+from gate.errors import FormatError
+from gate.export.record import Graph
+from gate.store import Corrupt, Entry, Lookup, Put, PutState, Store, store_dir
+
+if TYPE_CHECKING:
+    from gate.config import Config
+    from gate.formats.baseline import Baseline
+    from gate.model.build import BuiltModel
+    from gate.model.content_key import ContentKey
+    from gate.model.trace import Probe
+    from gate.verdict.types import ModelVerdict
+
+FULL_ENV = "PARITY_GATE_FULL"
+OUTPUTS = "outputs.npz"
+
+# Where a computed reference stands in the store's words, by why it ran.
+_REFERENCE_STATE = {
+    FullWhy.FORCED: CacheState.BYPASSED, FullWhy.UPDATE: CacheState.BYPASSED, FullWhy.NO_BASELINE: CacheState.MISS,
+    FullWhy.NO_KEY: CacheState.MISS, FullWhy.KEY_CHANGED: CacheState.MISS, FullWhy.OUTPUTS: CacheState.MISS,
+    FullWhy.UNKEYABLE: CacheState.UNKEYED, FullWhy.GRADIENTS: CacheState.UNKEYED, FullWhy.TRAINING: CacheState.UNKEYED,
+    FullWhy.ALARM: CacheState.ALARM,
+}
+
+
+def _flag(name: str) -> bool:
+    return os.environ.get(name, "").strip().lower() not in ("", "0", "false", "no", "off")
+
+
+@dataclass(frozen=True)
+class ReusePolicy:
+    """How a command reuses: ``read`` (take what the keys allow), else ``full_why`` says why not;
+    the store, where there is one (a run that reads nothing still writes what it computed)."""
+
+    read: bool
+    store: Store | None
+    full_why: FullWhy | None = None
+
+    @classmethod
+    def for_check(cls, full: bool = False) -> ReusePolicy:
+        root = store_dir()
+        store = Store(root) if root is not None else None
+        if full or _flag(FULL_ENV):
+            return cls(False, store, FullWhy.FORCED)
+        return cls(True, store)
+
+    @classmethod
+    def for_update(cls) -> ReusePolicy:
+        root = store_dir()
+        return cls(False, Store(root) if root is not None else None, FullWhy.UPDATE)
+
+    def plan(self, baseline: Baseline | None) -> Plan:
+        return Plan(self, baseline)
+
+
+class Plan:
+    """One model's stages. ``start`` (after the build) probes, keys and decides the reference;
+    ``export``, ``transform`` and the reference's calls take each stage's output from its key or
+    compute and store it; ``finish`` waits for the writes and reports their alarms."""
+
+    def __init__(self, policy: ReusePolicy, baseline: Baseline | None):
+        self.policy, self.baseline = policy, baseline
+        self.probe: Probe | None = None  # the torch-cpu float32 capture
+        self.key: ContentKey | None = None
+        self.reference = False  # the float64 reference's fingerprints are the baseline's
+        self._ahead: Background[Lookup] | None = None
+        self._writes: list[tuple[ModelRun, Background[Put]]] = []
+
+    @property
+    def recorded(self) -> ContentKey | None:
+        from gate.model.content_key import ContentKey
+
+        raw = self.baseline.meta.content_key if self.baseline is not None else None
+        return ContentKey.from_dict(raw) if raw else None
+
+    # probe and key ---------------------------------------------------------------------------
+
+    def start(self, config: Config, built: BuiltModel, run: ModelRun, progress: Progress) -> None:
+        """Probe and key ``built``; decide whether the reference is the baseline's (``run.reuse``)."""
+        from gate.model import content_key, trace
+
+        spec, recorded = built.spec, self.recorded
+        if self.policy.read and recorded is not None and recorded.stage(Stage.EXPORT):
+            # The export's entry this run most likely needs, checked on a thread while the probe runs.
+            self._ahead = Background(self._lookup, Stage.EXPORT, recorded.stage(Stage.EXPORT))
+        progress(f"{spec.name}: float32 forward on torch-cpu, traced (content key)")
+        try:
+            self.probe = trace.probe(built)
+        except Exception as exc:  # noqa: BLE001 - the full path runs and reports the model's failure
+            run.reuse = Reuse(None, FullWhy.UNKEYABLE, details=[
+                f"the float32 forward failed ({type(exc).__name__}): no key can vouch for this run"])
+            return
+        p = self.probe
+        key = content_key.take(spec, built.module, built.input_names, config.root, p.trace, p.ops,
+                               built.weights_digest, built.inputs_digest, p.custom)
+        self.key, run.meta.content_key = key, key.to_dict()
+        run.meta.weights_digest, run.meta.tensor_digests = built.weights_digest, built.tensor_digests  # hashed by now
+        changed = key.changed(recorded) if recorded is not None else []
+        details = reuse_explain.details(changed, key, recorded, run.meta, self.baseline)
+        why = self._why(key, recorded, p.random, spec.gradients, bool(built.training))
+        if p.random:
+            details.append(f"the forward draws random numbers ({'; '.join(p.random[:3])})")
+        if why is None and spec.output_tolerance and self._outputs_entry() is None:
+            why = FullWhy.OUTPUTS  # allclose gates on the float64 outputs: the reference runs, and stores them
+        self.reference = why is None
+        run.reuse = Reuse(key.key, why, changed=changed, details=details, unseen=list(p.custom))
+
+    def _why(self, key: ContentKey, recorded: ContentKey | None, random: list[str], gradients: bool,
+             training: bool) -> FullWhy | None:
+        if self.policy.full_why is not None:
+            return self.policy.full_why
+        if self.baseline is None:
+            return FullWhy.NO_BASELINE
+        if recorded is None or recorded.stage(Stage.REFERENCE) is None:
+            return FullWhy.NO_KEY
+        if random:
+            return FullWhy.UNKEYABLE
+        if gradients:  # the backward's code path (a custom autograd Function, a hook) is not in the key
+            return FullWhy.GRADIENTS
+        if training:  # the training-mode audit runs the model as given, a forward the probe (eval) never traced
+            return FullWhy.TRAINING
+        ours = key.stage(Stage.REFERENCE)
+        if ours is not None and self.policy.store is not None and self.policy.store.alarmed(Stage.REFERENCE, ours):
+            return FullWhy.ALARM
+        return None if ours == recorded.stage(Stage.REFERENCE) else FullWhy.KEY_CHANGED
+
+    # export and transform ----------------------------------------------------------------------
+
+    def export(self, run: ModelRun, compute: Callable[[], Graph]) -> Graph:
+        """The exported graph and its layer map: from the store under the export's key, or ``compute``d."""
+        key = self.key.stage(Stage.EXPORT) if self.key is not None else None
+        return self._stage(run, Stage.EXPORT, key, compute)
+
+    def transform(self, run: ModelRun, transform: str, exported: Graph, compute: Callable[[], Graph]) -> Graph:
+        """What ships: from the store where the transform is keyed (its declared inputs and the
+        exported graph it reads), else ``compute``d on every check."""
+        from gate.model.content_key import transform_key
+
+        key = transform_key(self.key, exported.output_digest()) if self.key is not None else None
+        graph = self._stage(run, Stage.TRANSFORM, key, compute)
+        if run.reuse is not None:
+            run.reuse.transform = transform
+        return graph
+
+    def _stage(self, run: ModelRun, stage: Stage, key: str | None, compute: Callable[[], Graph]) -> Graph:
+        store = self.policy.store
+        if key is None:
+            graph = compute()
+            state = CacheState.UNKEYED if stage == Stage.TRANSFORM or self.probe is None else CacheState.OFF
+            self._record(run, StageRun(stage, None, state))
+            return graph
+        if store is None:
+            graph = compute()
+            self._record(run, StageRun(stage, key, CacheState.OFF))
+            return graph
+        found = self._found(stage, key) if self.policy.read else None
+        note = found.note if found is not None else None
+        if found is not None and found.entry is not None:
+            try:
+                graph = Graph.from_entry(found.entry)
+                self._record(run, StageRun(stage, key, CacheState.HIT))
+                return graph
+            except (FormatError, Corrupt) as exc:
+                store.discard(found.entry.folder)
+                found, note = Lookup(CacheState.CORRUPT), f"entry {key[:12]}: {exc}"
+        state = found.state if found is not None else CacheState.BYPASSED
+        graph = compute()
+        self._record(run, StageRun(stage, key, state, note))
+        if state != CacheState.ALARM and graph.sites is not None:
+            self._put(run, stage, key, graph.write, graph.output_digest, graph.payload, graph.differs_from)
+        return graph
+
+    def shared(self, run: ModelRun, stages: list[StageRun], case: str) -> None:
+        """A case that takes the graph another case of its model exported (one export serves the
+        cases that differ only in dynamic dimensions or input values): that case's stage runs."""
+        for s in stages:
+            self._record(run, replace(s, note=f"the graph of case `{case}` (one export for both)"))
+
+    def _found(self, stage: Stage, key: str) -> Lookup:
+        if stage == Stage.EXPORT and self._ahead is not None:
+            ahead, self._ahead = self._ahead, None
+            recorded = self.recorded
+            if recorded is not None and recorded.stage(Stage.EXPORT) == key:
+                return ahead.result()
+        return self._lookup(stage, key)
+
+    def _lookup(self, stage: Stage, key: str) -> Lookup:
+        assert self.policy.store is not None
+        return self.policy.store.get(stage, key)
+
+    # the float64 reference -----------------------------------------------------------------------
+
+    def reused_reference(self, run: ModelRun) -> list[np.ndarray]:
+        """The reference's layers from the baseline, onto ``run``; its outputs from the store (none:
+        the exact output metrics are not measured, and the report says so)."""
+        b = self.baseline
+        assert b is not None and run.reuse is not None
+        run.reference_dtype = b.reference_dtype
+        # No module is in training mode (else the reference runs): no training-mode audit, whatever
+        # the baseline's factory left.
+        run.meta.promoted, run.meta.below_float64, run.meta.training = b.meta.promoted, b.meta.below_float64, None
+        run.layers = [LayerInfo(x.name, x.type, x.fp, reached=x.reached, data_dependent=x.data_dependent)
+                      for x in b.layers]
+        found = self._outputs_entry()
+        try:
+            outputs = _outputs(found) if found is not None else []
+        except Corrupt:
+            outputs = []
+        run.reuse.outputs = bool(outputs)
+        self._record(run, StageRun(Stage.REFERENCE, self._reference_key(), CacheState.HIT,
+                                   None if outputs else "the store holds no float64 outputs under its key"))
+        return outputs
+
+    def computed_reference(self, run: ModelRun, outputs: list[np.ndarray], tolerance: float) -> None:
+        """The reference ran: say why, and store its outputs under its key (compared, within
+        ``tolerance`` relative L2, with outputs the key already holds)."""
+        assert run.reuse is not None
+        why, key = run.reuse.why, self._reference_key()
+        state = _REFERENCE_STATE.get(why, CacheState.MISS) if why is not None else CacheState.MISS
+        if self.policy.store is None and state not in (CacheState.UNKEYED, CacheState.ALARM):
+            state = CacheState.OFF
+        self._record(run, StageRun(Stage.REFERENCE, key, state))
+        if key is None or not outputs or state in (CacheState.UNKEYED, CacheState.ALARM, CacheState.OFF):
+            return
+
+        def write(folder) -> None:
+            np.savez(folder / OUTPUTS, **{f"out{i}": a for i, a in enumerate(outputs)})
+
+        def agrees(entry: Entry) -> str | None:
+            return _outputs_differ(_outputs(entry), outputs, tolerance)
+
+        self._put(run, Stage.REFERENCE, key, write, lambda: _digest_arrays(outputs), dict, agrees)
+
+    def _reference_key(self) -> str | None:
+        return self.key.stage(Stage.REFERENCE) if self.key is not None else None
+
+    def _outputs_entry(self) -> Entry | None:
+        key, store = self._reference_key(), self.policy.store
+        if key is None or store is None:
+            return None
+        found = store.get(Stage.REFERENCE, key)
+        return found.entry if found.entry is not None and OUTPUTS in found.entry.files else None
+
+    # the graph that ships --------------------------------------------------------------------
+
+    def shipped(self, run: ModelRun, digest: str | None) -> None:
+        """Say whether the graph that ships is the one the baseline records."""
+        if run.reuse is not None:
+            run.reuse.shipped = Shipped(digest, self.baseline.meta.graph_digest if self.baseline is not None else None)
+
+    # writes and their alarms ---------------------------------------------------------------------
+
+    def _record(self, run: ModelRun, stage_run: StageRun) -> None:
+        if run.reuse is None:
+            run.reuse = Reuse(None, FullWhy.UNKEYABLE)
+        run.reuse.stages = [s for s in run.reuse.stages if s.stage != stage_run.stage] + [stage_run]
+
+    def _put(self, run: ModelRun, stage: Stage, key: str, write, digest: Callable[[], str], payload: Callable[[], dict],
+             agrees=None) -> None:
+        """Store on a thread: the copy and its checksums overlap the providers' runs. The closure
+        holds the output (and the folder its files are in) alive until written."""
+        store = self.policy.store
+        assert store is not None
+        self._writes.append((run, Background(lambda: store.put(stage, key, write, digest(), payload(), agrees))))
+
+    def finish(self) -> None:
+        """Wait for the writes; an alarm one raised goes onto its run's stage and into the report."""
+        writes, self._writes = self._writes, []
+        for run, pending in writes:
+            try:
+                put = pending.result()
+            except Exception:  # noqa: BLE001 - a store that cannot be written is only a miss next time
+                continue
+            if put.state in (PutState.ALARM, PutState.BARRED) and put.alarm is not None and run.reuse is not None:
+                alarm(run, put.alarm)
+
+
+def alarm(run: ModelRun, raised: Alarm) -> None:
+    """Put an alarm on the run: its stage says so, the report lists it."""
+    reuse = run.reuse
+    assert reuse is not None
+    reuse.stages = [replace(s, state=CacheState.ALARM, note=raised.note) if s.stage == raised.stage else s
+                    for s in reuse.stages]
+    if raised not in reuse.alarms:
+        reuse.alarms.append(raised)
+
+
+def reference_alarms(verdicts: list[ModelVerdict], runs: list[ModelRun], baselines: list[Baseline | None],
+                     store: Store | None) -> None:
+    """A float64 reference computed under the key its baseline records, that moved against that
+    baseline at a forward layer: what the reference reads is not all in its key (a rebuilt C++
+    extension, a process setting). An alarm on the reference's key: it is not reused here again."""
+    from gate.model.content_key import ContentKey
+
+    for verdict, run, baseline in zip(verdicts, runs, baselines, strict=True):
+        reuse, raw = run.reuse, baseline.meta.content_key if baseline is not None else None
+        if reuse is None or reuse.reference or reuse.why == FullWhy.UNKEYABLE or not raw:
+            continue
+        stage = reuse.stage(Stage.REFERENCE)
+        key = stage.key if stage is not None else None
+        if key is None or key != ContentKey.from_dict(raw).stage(Stage.REFERENCE):
+            continue
+        ref = next((p for p in verdict.providers if p.role == "reference"), None)
+        fr = ref.first_regression if ref is not None else None
+        if fr is None or fr.check != Check.REFERENCE_DRIFT or fr.layer.startswith("grad:"):
+            continue
+        note = f"the float64 reference moved at `{fr.layer}` ({fr.value:.3g}) under the key its baseline records"
+        raised = store.raise_alarm(Stage.REFERENCE, key, None, None, note) if store is not None else \
+            Alarm(Stage.REFERENCE, key, None, None, note)
+        alarm(run, raised)
+        verdict.reuse = run.reuse
+
+
+def _outputs(entry: Entry) -> list[np.ndarray]:
+    try:
+        with np.load(entry.path(OUTPUTS), allow_pickle=False) as npz:
+            return [npz[f"out{i}"] for i in range(len(npz.files))]
+    except (OSError, ValueError, KeyError) as exc:
+        raise Corrupt(f"{OUTPUTS}: {type(exc).__name__}: {exc}") from None
+
+
+def _outputs_differ(stored: list[np.ndarray], computed: list[np.ndarray], tolerance: float) -> str | None:
+    """None when every output agrees within ``tolerance`` (relative L2; float64 runs on two machines
+    differ in their last bits), else where they differ."""
+    if len(stored) != len(computed):
+        return f"{len(computed)} float64 outputs against {len(stored)} stored"
+    for i, (a, b) in enumerate(zip(stored, computed, strict=True)):
+        if a.shape != b.shape or a.dtype != b.dtype:
+            return f"output {i}: {b.dtype}{list(b.shape)} against {a.dtype}{list(a.shape)} stored"
+        if not np.issubdtype(a.dtype, np.floating):
+            if not np.array_equal(a, b):
+                return f"output {i} differs"
+            continue
+        scale = float(np.linalg.norm(a.astype(np.float64)))
+        err = float(np.linalg.norm((a - b).astype(np.float64))) / (scale or 1.0)
+        if not err <= tolerance:
+            return f"output {i}: relative L2 {err:.3g} against the stored float64 output (limit {tolerance:.3g})"
+    return None
+
+
+def _digest_arrays(arrays: list[np.ndarray]) -> str:
+    h = hashlib.sha256(b"parity-gate float64 outputs v1\n")
+    for a in arrays:
+        h.update(f"{a.dtype}{list(a.shape)}\n".encode())
+        h.update(np.ascontiguousarray(a).tobytes())
+    return h.hexdigest()
+
+
+def recorded_keys(config: Config, models) -> str:
+    """A digest of the content keys the selected models' baselines record ("none" for a model without
+    one): what a CI cache of the store's folder is keyed on. A check can use exactly the entries of
+    these keys, so a cache saved under this digest holds what the next unchanged run needs. Reads
+    only the baselines; an unreadable one counts as none (``check`` names it)."""
+    from gate.commands.common import location
+    from gate.formats.baseline import store
+
+    h = hashlib.sha256(b"parity-gate recorded content keys v1\n")
+    for spec in models:
+        try:
+            baseline = store.read(location(config, spec))
+        except (FileNotFoundError, FormatError):
+            baseline = None
+        raw = baseline.meta.content_key if baseline is not None else None
+        h.update(f"{spec.name}={raw['key'] if raw else 'none'}\n".encode())
+    return h.hexdigest()[:32]

@@ -1,0 +1,132 @@
+"""A graph on disk as the stages hand it on: the exported graph (the export stage's output) or the
+one that ships (the transform's), with what a run records of it (``GraphFacts``), its digest and
+its layer map, and the codec of the store entry that holds it. No torch here.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import onnx
+
+from gate.core.background import Background
+from gate.core.fields import Obj
+from gate.core.runs import OnnxSite
+from gate.core.status import SiteKind
+from gate.export import graph, saved
+
+if TYPE_CHECKING:
+    from gate.store import Entry
+
+HEX64 = re.compile(r"[0-9a-f]{64}\Z")
+WHERE = "store entry"
+
+
+@dataclass(frozen=True)
+class GraphFacts:
+    """How the graph was made and what it holds: what the baseline records of it."""
+
+    exporter: str
+    fallback: str | None  # why dynamo was not used, when it was not
+    opset: int
+    op_types: list[str]
+    dynamic_dims: dict[str, dict[str, str]] | None
+    precision: str  # what it computes in (``graph.precision``)
+
+    @classmethod
+    def of(cls, proto: onnx.ModelProto, exporter: str, fallback: str | None, opset: int) -> GraphFacts:
+        return cls(exporter, fallback, opset, graph.op_types(proto), graph.dynamic_dims(proto) or None,
+                   graph.precision(proto))
+
+
+@dataclass
+class Graph:
+    """A graph file (its external data beside it) and what stays alive while it is used."""
+
+    path: Path
+    facts: GraphFacts
+    digest: Background[str]  # ``graph.file_digest`` of ``path``, hashed on a thread
+    sites: dict[str, OnnxSite] | None  # layer -> value here; None until mapped (no probe ran: after the reference)
+    folders: list[tempfile.TemporaryDirectory] = field(default_factory=list, repr=False)
+    # Where ``sites`` is None: the layer map from the reference's records (it holds the export's call map).
+    mapper: Callable[[list], dict[str, OnnxSite]] | None = field(default=None, repr=False)
+
+    @classmethod
+    def of_file(cls, path: Path, facts: GraphFacts, sites: dict[str, OnnxSite] | None,
+                folders: list[tempfile.TemporaryDirectory],
+                mapper: Callable[[list], dict[str, OnnxSite]] | None = None) -> Graph:
+        return cls(path, facts, Background(graph.file_digest, path), sites, folders, mapper)
+
+    def layer_map(self, records: list) -> dict[str, OnnxSite]:
+        """Each layer's value here: as mapped at the export, or now from ``records``."""
+        if self.sites is not None:
+            return dict(self.sites)
+        assert self.mapper is not None
+        return self.mapper(records)
+
+    def output_digest(self) -> str:
+        """The stage's output, digested: the graph (without metadata that names source files) and
+        its layer map. Two runs that agree on it produced the same output."""
+        return _output_digest(self.digest.result(), self.sites or {})
+
+    def differs_from(self, entry: Entry) -> str | None:
+        """None when ``entry`` holds this very output, told from its files (never from what its
+        manifest claims); else how they differ."""
+        stored = Graph.from_entry(entry)
+        file_digest = graph.file_digest(stored.path)
+        if file_digest != self.digest.result():
+            return f"the graph differs (digest {self.digest.result()[:12]}, stored {file_digest[:12]})"
+        if _output_digest(file_digest, stored.sites or {}) != self.output_digest():
+            return "the layer map differs"
+        return None
+
+    def payload(self) -> dict[str, Any]:
+        f = self.facts
+        return {"exporter": f.exporter, "fallback": f.fallback, "opset": f.opset, "op_types": f.op_types,
+                "dynamic_dims": f.dynamic_dims, "precision": f.precision, "graph_digest": self.digest.result(),
+                "onnx_map": _sites_dict(self.sites or {})}
+
+    def write(self, folder: Path) -> None:
+        """The files of a store entry: the graph and its external data (hard-linked where possible)."""
+        saved.copy_model(self.path, folder)
+
+    @classmethod
+    def from_entry(cls, entry: Entry) -> Graph:
+        """The graph a store entry holds, every field of its payload checked (``FormatError``)."""
+        o = Obj(entry.payload, WHERE)
+        digest = o.str("graph_digest")
+        if not HEX64.match(digest):
+            o.fail("graph_digest", "is not a sha256")
+        if o.int("opset") is None:
+            o.fail("opset", "expected an integer")
+        if not isinstance(entry.payload.get("op_types"), list):
+            o.fail("op_types", "expected an array")
+        dims = o.free("dynamic_dims")
+        for name, d in (dims or {}).items():
+            if not isinstance(d, dict) or not all(isinstance(v, str) for v in d.values()):
+                o.fail("dynamic_dims", f"{name[:60]!r}: expected an object of names")
+        facts = GraphFacts(o.str("exporter"), o.opt_str("fallback"), o.int("opset") or 0, o.strs("op_types"),
+                           dims or None, o.str("precision"))
+        sites = {}
+        for name, site in (o.free("onnx_map") or {}).items():
+            s = Obj(site, WHERE, f"onnx_map.{name[:60]}")
+            sites[name] = OnnxSite(s.word("kind", SiteKind), s.opt_str("value"), s.int("output"), s.opt_str("reason"))
+        return cls(entry.path(saved.MODEL), facts, Background(lambda: digest), sites)
+
+
+def _output_digest(graph_digest: str, sites: dict[str, OnnxSite]) -> str:
+    h = hashlib.sha256(b"parity-gate graph output v1\n")
+    h.update(graph_digest.encode())
+    h.update(json.dumps(_sites_dict(sites), sort_keys=True).encode())
+    return h.hexdigest()
+
+
+def _sites_dict(sites: dict[str, OnnxSite]) -> dict[str, dict[str, Any]]:
+    return {k: {"kind": str(s.kind), "value": s.value, "output": s.output, "reason": s.reason} for k, s in sites.items()}

@@ -1,0 +1,224 @@
+"""The store: ``get`` an entry by stage and key (checked), ``put`` one (written once), and the alarms
+of keys that gave two different outputs (see the package docstring).
+
+A key has at most one output. ``put`` under a key that already holds an entry compares the two (by
+digest, or by the stage's own rule for numbers that may differ in their last bits): the same output
+is a no-op; another output replaces nothing and raises an alarm, recorded on disk, after which the
+key is neither read nor written on this machine. A damaged entry is no output: it is removed and
+replaced. Entries are written into a hidden folder and renamed into place, so a reader sees a whole
+entry or none, and of two writers racing for one key the first wins and the second is compared with
+it. Least recently used entries go past ``PARITY_GATE_CACHE_MAX_GB`` (default 20).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from gate.core.reuse import Alarm
+from gate.core.status import CacheState, Stage, Word
+from gate.store.entry import HEX64, MANIFEST, Corrupt, Entry, read_entry, write_manifest
+
+CACHE_ENV, MAX_ENV = "PARITY_GATE_CACHE_DIR", "PARITY_GATE_CACHE_MAX_GB"
+ALARMS = "alarms"
+ALARM_MAX = 64 * 2**10  # bytes of one alarm record
+STALE_S = 24 * 3600  # a temporary folder this old was left by a writer that died
+
+
+def store_dir() -> Path | None:
+    """The store's folder (None: turned off)."""
+    value = os.environ.get(CACHE_ENV)
+    if value is not None:
+        return None if value.strip().lower() in ("", "off", "none", "0") else Path(value).expanduser()
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "parity-gate"
+
+
+def _max_bytes() -> int:
+    try:
+        return int(float(os.environ.get(MAX_ENV, "20")) * 2**30)
+    except ValueError:
+        return 20 * 2**30
+
+
+class PutState(Word):
+    """What ``put`` did."""
+
+    STORED = "stored"  # the key's first output: written
+    SAME = "same"  # the key holds this output already
+    ALARM = "alarm"  # the key holds another output: nothing replaced, the alarm raised
+    BARRED = "barred"  # an alarm was raised on this key before: nothing written
+    FAILED = "failed"  # the folder could not be written (the store is a saving, never a failure)
+
+
+@dataclass(frozen=True)
+class Put:
+    state: PutState
+    alarm: Alarm | None = None
+
+
+@dataclass(frozen=True)
+class Lookup:
+    state: CacheState  # HIT, MISS, CORRUPT or ALARM
+    entry: Entry | None = None
+    note: str | None = None  # what failed its checks (CORRUPT), or the alarm (ALARM)
+
+
+# A stage's rule for "the same output" beyond equal digests: None when they agree, else where they differ.
+Agrees = Callable[[Entry], "str | None"]
+
+
+class Store:
+    def __init__(self, root: Path):
+        self.root = root
+
+    def folder(self, stage: Stage, key: str) -> Path:
+        if not HEX64.match(key):
+            raise ValueError(f"not a stage key: {key!r}")
+        return self.root / Stage(stage).value / key
+
+    def _alarm_path(self, stage: Stage, key: str) -> Path:
+        self.folder(stage, key)  # validates both
+        return self.root / ALARMS / f"{stage}-{key}.json"
+
+    def alarmed(self, stage: Stage, key: str) -> Alarm | None:
+        """The alarm raised on this key, if any. A record that cannot be read still bars the key."""
+        path = self._alarm_path(stage, key)
+        if not path.exists():
+            return None
+        try:
+            if path.stat().st_size > ALARM_MAX:
+                raise ValueError("too large")
+            d = json.loads(path.read_bytes())
+            return Alarm(Stage(stage), key, d.get("stored"), d.get("computed"), d.get("note"))
+        except (OSError, ValueError, KeyError, TypeError):
+            return Alarm(Stage(stage), key, "unknown", "unknown", "its alarm record is unreadable")
+
+    def raise_alarm(self, stage: Stage, key: str, stored: str | None, computed: str | None,
+                    note: str | None = None) -> Alarm:
+        """Record that ``key`` gave two outputs: from now on it is neither read nor written here."""
+        alarm = Alarm(Stage(stage), key, stored, computed, note)
+        path = self._alarm_path(stage, key)
+        with contextlib.suppress(OSError):
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+            tmp.write_text(json.dumps({**alarm.to_dict(), "at": time.time()}, sort_keys=True))
+            os.replace(tmp, path)
+        return alarm
+
+    def get(self, stage: Stage, key: str) -> Lookup:
+        """The entry under ``key``, checked file by file; a failed check removes it."""
+        alarm = self.alarmed(stage, key)
+        if alarm is not None:
+            return Lookup(CacheState.ALARM, note=_alarm_note(alarm))
+        folder = self.folder(stage, key)
+        if not folder.is_dir():
+            return Lookup(CacheState.MISS)
+        try:
+            entry = read_entry(folder, str(stage), key)
+        except (Corrupt, OSError) as exc:
+            self.discard(folder)
+            return Lookup(CacheState.CORRUPT, note=f"entry {key[:12]}: {exc}")
+        with contextlib.suppress(OSError):
+            os.utime(folder / MANIFEST)  # recently used: the last to be pruned
+        return Lookup(CacheState.HIT, entry)
+
+    def put(self, stage: Stage, key: str, write: Callable[[Path], None], digest: str, payload: dict,
+            agrees: Agrees | None = None) -> Put:
+        """Store the output ``write(folder)`` writes, whose digest is ``digest``, under ``key``,
+        unless the key holds an output already: then compare (see the module docstring)."""
+        for _ in range(2):  # a second round only when another writer got there between the look and the rename
+            found = self.get(stage, key)
+            if found.state == CacheState.ALARM:
+                return Put(PutState.BARRED, self.alarmed(stage, key))
+            if found.entry is not None:
+                return self._compare(found.entry, digest, agrees)
+            written = self._write(stage, key, write, digest, payload)
+            if written is not None:
+                return written
+        return Put(PutState.FAILED)
+
+    def _compare(self, entry: Entry, digest: str, agrees: Agrees | None) -> Put:
+        if agrees is not None:
+            differs = agrees(entry)
+        else:
+            differs = None if entry.digest == digest else "another output under the same key"
+        if differs is None:
+            return Put(PutState.SAME)
+        return Put(PutState.ALARM, self.raise_alarm(Stage(entry.stage), entry.key, entry.digest, digest, differs))
+
+    def _write(self, stage: Stage, key: str, write: Callable[[Path], None], digest: str, payload: dict) -> Put | None:
+        """Put(STORED) or Put(FAILED); None when another writer's entry appeared meanwhile."""
+        final = self.folder(stage, key)
+        try:
+            final.parent.mkdir(parents=True, exist_ok=True)
+            tmp = Path(tempfile.mkdtemp(prefix=".tmp-", dir=final.parent))
+        except OSError:
+            return Put(PutState.FAILED)
+        try:
+            write(tmp)
+            write_manifest(tmp, str(stage), key, digest, payload)
+            os.rename(tmp, final)
+        except OSError:
+            shutil.rmtree(tmp, ignore_errors=True)
+            return None if final.is_dir() else Put(PutState.FAILED)
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+        self.prune(keep=final)
+        return Put(PutState.STORED)
+
+    def discard(self, folder: Path) -> None:
+        """Remove an entry: renamed aside first, so no reader sees it half deleted."""
+        aside = folder.with_name(f".trash-{folder.name[:12]}-{os.getpid()}-{time.monotonic_ns()}")
+        try:
+            os.rename(folder, aside)
+        except OSError:
+            return
+        shutil.rmtree(aside, ignore_errors=True)
+
+    def _entries(self):
+        now = time.time()
+        for stage in self.root.iterdir() if self.root.is_dir() else ():
+            if stage.name == ALARMS or stage.name.startswith(".") or not stage.is_dir():
+                continue
+            for child in stage.iterdir():
+                try:
+                    if child.name.startswith((".tmp-", ".trash-")):
+                        if now - child.stat().st_mtime > STALE_S:
+                            shutil.rmtree(child, ignore_errors=True)
+                        continue
+                    used = (child / MANIFEST).stat().st_mtime
+                    size = sum(p.stat().st_size for p in child.iterdir())
+                except OSError:
+                    continue
+                yield used, size, child
+
+    def prune(self, keep: Path | None = None, limit: int | None = None) -> list[str]:
+        """Remove the least recently used entries past ``limit`` bytes (default
+        ``PARITY_GATE_CACHE_MAX_GB``) and temporary folders of writers that died; the entries removed,
+        as ``stage/key``. Alarms stay."""
+        limit = _max_bytes() if limit is None else limit
+        entries = list(self._entries())
+        total, removed = sum(size for _, size, _ in entries), []
+        for _used, size, child in sorted(entries):
+            if total <= limit:
+                break
+            if child != keep:
+                self.discard(child)
+                total -= size
+                removed.append(f"{child.parent.name}/{child.name}")
+        return removed
+
+
+def _alarm_note(alarm: Alarm) -> str:
+    return (f"key {alarm.key[:12]} once gave two different outputs here ({alarm.note or 'they differ'}): "
+            "never reused on this machine")
+

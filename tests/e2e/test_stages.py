@@ -1,0 +1,307 @@
+"""A pass is about what ships (docs/verdict.md#stages), with real exports, real ONNX Runtime sessions
+and real files. User code the gate cannot see into (a transform) runs on every check, so a change
+made through what no key sees (a data file, an environment variable) is caught by the default check
+exactly as by ``--full``; a transform that declares what it reads is reused under those inputs; a key
+that gives a second, different output raises an alarm and is never reused; randomness is told by
+what the forward draws."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+
+from gate.core.status import Stage
+from gate.formats.baseline import read_baseline, write_baseline
+from gate.store import MANIFEST, Store, store_dir
+from tests.conftest import run_cli
+from tests.support.stage_projects import FULL, check, first, project, reuse_of, stage_key, states, update
+
+SCALED = 'transform = "reuse_transforms:scaled"\n'
+FC_ON_ORT = ("CPUExecutionProvider", "fc")
+
+
+@pytest.fixture
+def deploy(tmp_path, monkeypatch):
+    """The transform's data file (``deploy/scale.json``, a factor for ``fc.weight``), and a setter."""
+    path = tmp_path / "deploy" / "scale.json"
+    path.parent.mkdir()
+    monkeypatch.setenv("REUSE_TEST_DEPLOY", str(path))
+    monkeypatch.delenv("REUSE_TEST_SCALE", raising=False)
+
+    def set_factor(factor: float) -> None:
+        path.write_text(json.dumps({"fc": factor}))
+
+    set_factor(1.0)
+    return set_factor
+
+
+def own_store(tmp_path, monkeypatch) -> None:
+    """A store of the test's own: an alarm it raises, or an entry it plants, stays with it."""
+    monkeypatch.setenv("PARITY_GATE_CACHE_DIR", str(tmp_path / "own-store"))
+
+
+# user code the gate cannot see into runs every time ----------------------------------------------
+
+
+@pytest.mark.parametrize("through", ["data file", "environment variable"])
+def test_a_transform_s_unseen_input_is_caught_by_the_default_check_as_by_full(tmp_path, monkeypatch, deploy, through):
+    path = project(tmp_path, SCALED)
+    update(path)
+    report, _ = check(path)
+    assert report["verdict"] == "pass" and states(report) == {"export": "hit", "transform": "unkeyed",
+                                                             "reference": "hit"}
+    assert not reuse_of(report)["shipped"]["changed"]
+    if through == "data file":
+        deploy(1.001)
+    else:
+        monkeypatch.setenv("REUSE_TEST_SCALE", "1.001")
+    default, said = check(path)
+    full, _ = check(path, full=True)
+    assert first(default) == first(full) == FC_ON_ORT, (default["first_regression"], full["first_regression"])
+    # The float64 reference and the export did not move and were reused; the graph that ships did.
+    assert states(default) == {"export": "hit", "transform": "unkeyed", "reference": "hit"}
+    assert not any(FULL in s for s in said)
+    shipped = reuse_of(default)["shipped"]
+    assert shipped["changed"] and shipped["digest"] != shipped["baseline"]
+
+
+def test_a_shipped_graph_change_is_said_on_the_console_and_in_the_comment(tmp_path, deploy):
+    path = project(tmp_path, SCALED)
+    update(path)
+    deploy(1.001)
+    result = run_cli("check", "--markdown", "r.md", cwd=tmp_path, env={"REUSE_TEST_DEPLOY": str(tmp_path / "deploy" /
+                                                                                                  "scale.json")})
+    assert result.returncode == 1, result.stderr
+    said = "the shipped graph changed since the baseline"
+    assert said in result.stdout and said in (tmp_path / "r.md").read_text()
+    assert "transform `reuse_transforms:scaled` run (it reads what the gate cannot see: on every check)" \
+        in result.stdout
+
+
+def test_a_rebuilt_artifact_is_what_the_default_check_judges(tmp_path):
+    """A prebuilt ONNX file rebuilt with another weight: its bytes are in the export's key."""
+    import onnx
+    import torch
+    from onnx import numpy_helper
+
+    from tests.e2e.reuse_models import net
+
+    torch.manual_seed(0)
+    model = net().eval()
+    (tmp_path / "build").mkdir()
+    artifact = tmp_path / "build" / "model.onnx"
+    torch.onnx.export(model, (torch.zeros(2, 3, 8, 8),), str(artifact), input_names=["x"], dynamo=False)
+    path = project(tmp_path, 'artifact = "build/model.onnx"\n')
+    update(path)
+    assert check(path)[0]["verdict"] == "pass"
+    proto = onnx.load(str(artifact))
+    init = next(t for t in proto.graph.initializer if "fc" in t.name and "weight" in t.name)
+    init.CopyFrom(numpy_helper.from_array(numpy_helper.to_array(init) * 1.001, init.name))
+    onnx.save(proto, str(artifact))  # the repository's build ran again
+    default, _ = check(path)
+    full, _ = check(path, full=True)
+    assert first(default) == first(full) == FC_ON_ORT
+    assert states(default)["export"] != "hit" and reuse_of(default)["reference"]
+
+
+# a transform that declares what it reads ------------------------------------------------------------
+
+
+def test_declared_transform_inputs_key_its_output_and_a_change_in_them_reruns_it(tmp_path, monkeypatch, deploy):
+    path = project(tmp_path, SCALED + 'transform-inputs = ["deploy/*.json", "env:REUSE_TEST_SCALE"]\n')
+    update(path)
+    report, said = check(path)
+    assert report["verdict"] == "pass" and states(report) == {"export": "hit", "transform": "hit", "reference": "hit"}
+    assert not any("transform `" in s for s in said)  # the transform did not run
+    deploy(1.001)
+    moved, _ = check(path)
+    assert states(moved)["transform"] == "miss" and first(moved) == FC_ON_ORT
+    assert "transform: inputs" in " ".join(reuse_of(moved)["details"])
+    deploy(1.0)
+    back, _ = check(path)
+    assert states(back)["transform"] == "hit" and back["verdict"] == "pass"
+    monkeypatch.setenv("REUSE_TEST_SCALE", "1.001")
+    env, _ = check(path)
+    assert states(env)["transform"] != "hit" and first(env) == FC_ON_ORT
+
+
+def test_a_transform_input_glob_that_matches_nothing_is_a_config_error_naming_it(tmp_path, deploy):
+    project(tmp_path, SCALED + 'transform-inputs = ["deploy/*.yaml"]\n')
+    result = run_cli("check", cwd=tmp_path)
+    assert result.returncode == 2
+    assert "transform-inputs`: `deploy/*.yaml` matches no file" in result.stderr
+
+
+@pytest.mark.parametrize(("extra", "message"), [
+    ('transform-inputs = ["deploy/*.json"]\n', "is set, but no `transform` is"),
+    (SCALED + 'transform-inputs = ["../secrets/*"]\n', "is not a path relative to the config's folder"),
+    (SCALED + 'transform-inputs = ["env:NOT A NAME"]\n', "does not name an environment variable"),
+])
+def test_a_wrong_transform_input_is_refused_naming_it(tmp_path, extra, message):
+    project(tmp_path, extra)
+    result = run_cli("validate", cwd=tmp_path)
+    assert result.returncode == 2 and message in result.stderr, result.stderr
+
+
+# one output per key ---------------------------------------------------------------------------------
+
+
+def test_a_second_different_output_under_a_key_raises_an_alarm_and_bars_the_key(tmp_path, monkeypatch, deploy):
+    """A transform that reads more than it declares: the full run computes another graph under the key
+    the stored one has. Nothing is replaced, the report says which stage and key, and the key is
+    never reused here again."""
+    own_store(tmp_path, monkeypatch)
+    path = project(tmp_path, SCALED + 'transform-inputs = ["deploy/*.json"]\n')
+    update(path)
+    key = stage_key(check(path)[0], "transform")
+    entry = Store(store_dir()).get(Stage.TRANSFORM, key).entry
+    stored = (entry.folder / MANIFEST).read_bytes()
+    env = {"REUSE_TEST_DEPLOY": str(tmp_path / "deploy" / "scale.json"), "REUSE_TEST_SCALE": "1.001"}
+    result = run_cli("check", "--full", "--json", "r.json", "--markdown", "r.md", cwd=tmp_path, env=env)
+    assert result.returncode == 1, result.stderr
+    alarms = reuse_of(json.loads((tmp_path / "r.json").read_text()))["alarms"]
+    assert [(a["stage"], a["key"]) for a in alarms] == [("transform", key)]
+    line = f"soundness alarm: the transform stage's key {key[:12]} gave a second, different output"
+    assert line in result.stdout and line in (tmp_path / "r.md").read_text()
+    assert (entry.folder / MANIFEST).read_bytes() == stored  # nothing replaced
+    again, said = check(path)  # the declared inputs as they were: the key is barred all the same
+    assert states(again)["transform"] == "alarm" and any("transform `" in s for s in said)
+    assert again["verdict"] == "pass"
+
+
+def test_a_planted_export_is_caught_by_the_next_full_run_as_an_alarm(tmp_path, monkeypatch):
+    """An export entry that holds another graph than its key gives (its manifest made to match): the
+    full run's export differs, the alarm names the export's key, and later checks export afresh."""
+    import onnx
+    from onnx import numpy_helper
+
+    from gate.store.entry import sha256
+
+    own_store(tmp_path, monkeypatch)
+    path = project(tmp_path)
+    update(path)
+    report, _ = check(path)
+    key = stage_key(report, "export")
+    folder = store_dir() / "export" / key
+    proto = onnx.load(str(folder / "model.onnx"))
+    init = next(t for t in proto.graph.initializer if t.name == "fc.weight")
+    init.CopyFrom(numpy_helper.from_array(numpy_helper.to_array(init) * 1.01, init.name))
+    onnx.save(proto, str(folder / "model.onnx"))
+    manifest = json.loads((folder / MANIFEST).read_text())
+    manifest["files"]["model.onnx"] = {"size": (folder / "model.onnx").stat().st_size,
+                                       "sha256": sha256(folder / "model.onnx")}
+    (folder / MANIFEST).write_text(json.dumps(manifest))
+    full, _ = check(path, full=True)
+    assert full["verdict"] == "pass"  # the full run judged its own export
+    assert [(a["stage"], a["key"]) for a in reuse_of(full)["alarms"]] == [("export", key)]
+    after, _ = check(path)
+    assert states(after)["export"] == "alarm" and after["verdict"] == "pass"
+
+
+def test_a_reference_that_moves_under_its_recorded_key_raises_an_alarm(tmp_path, monkeypatch):
+    """The baseline's float64 reference computed by what the key did not see (here: its fingerprint
+    of `fc` edited): ``--full`` fails at `fc` as it must, and says the reference's key cannot vouch."""
+    own_store(tmp_path, monkeypatch)
+    path = project(tmp_path)
+    update(path)
+    file = tmp_path / "b" / "net.msgpack.zst"
+    baseline = read_baseline(file)
+    layer = next(x for x in baseline.layers if x.name == "fc")
+    layer.fp.sketch[:] = layer.fp.sketch * 1.001
+    write_baseline(file, baseline)
+    full, _ = check(path, full=True)
+    assert (full["first_regression"]["layer"], full["first_regression"]["check"]) == ("fc", "reference-drift")
+    alarms = reuse_of(full)["alarms"]
+    assert [(a["stage"], a["key"]) for a in alarms] == [("reference", stage_key(full, "reference"))]
+    assert "`fc`" in alarms[0]["note"]
+    after, _ = check(path)
+    assert (reuse_of(after)["reference"], reuse_of(after)["why"]) == (False, "alarm")
+
+
+def test_float64_outputs_that_differ_under_their_key_raise_an_alarm(tmp_path, monkeypatch):
+    import numpy as np
+
+    from gate.store.entry import sha256
+
+    own_store(tmp_path, monkeypatch)
+    path = project(tmp_path)
+    update(path)
+    key = stage_key(check(path)[0], "reference")
+    folder = store_dir() / "reference" / key
+    with np.load(folder / "outputs.npz") as npz:
+        outputs = {k: npz[k] * 1.01 for k in npz.files}
+    np.savez(folder / "outputs.npz", **outputs)
+    manifest = json.loads((folder / MANIFEST).read_text())
+    manifest["files"]["outputs.npz"] = {"size": (folder / "outputs.npz").stat().st_size,
+                                        "sha256": sha256(folder / "outputs.npz")}
+    (folder / MANIFEST).write_text(json.dumps(manifest))
+    full, _ = check(path, full=True)
+    alarms = reuse_of(full)["alarms"]
+    assert [(a["stage"], a["key"]) for a in alarms] == [("reference", key)]
+    assert "relative L2" in alarms[0]["note"]
+
+
+# randomness by what the forward draws --------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("noise", "reused", "said"), [
+    ("", True, None),
+    ("attention", True, None),  # scaled_dot_product_attention is tagged random; with dropout 0 it draws nothing
+    ("1", False, "drew from the default CPU generator"),
+    ("own", False, "(its own generator)"),
+    ("held", False, "drew from generator `noise`"),
+])
+def test_randomness_is_told_by_what_the_forward_draws(tmp_path, monkeypatch, noise, reused, said):
+    monkeypatch.delenv("REUSE_TEST_NOISE", raising=False)
+    monkeypatch.delenv("REUSE_TEST_ATTENTION", raising=False)
+    if noise == "attention":
+        monkeypatch.setenv("REUSE_TEST_ATTENTION", "1")
+    elif noise:
+        monkeypatch.setenv("REUSE_TEST_NOISE", noise)
+    path = project(tmp_path)
+    update(path)
+    reuse = reuse_of(check(path)[0])
+    assert reuse["reference"] is reused, reuse
+    if said:
+        assert reuse["why"] == "unkeyable" and said in " ".join(reuse["details"]), reuse["details"]
+
+
+def test_a_transformers_model_with_its_default_attention_reuses(tmp_path):
+    model = ('[[models]]\nname = "bert"\nfactory = "reuse_models:bert_sdpa"\n'
+             'inputs = [{ name = "input_ids", shape = [1, 8], dtype = "int64", low = 0, high = 64 }]\n')
+    path = project(tmp_path, model=model)
+    update(path)
+    report, said = check(path)
+    assert report["verdict"] == "pass", report["first_regression"]
+    assert reuse_of(report)["reference"] and states(report) == {"export": "hit", "reference": "hit"}
+    assert not any(FULL in s for s in said)
+
+
+# one export for the cases that share it ------------------------------------------------------------
+
+
+def test_cases_that_share_an_export_share_its_stage(tmp_path):
+    model = ('[[models]]\nname = "net"\nfactory = "reuse_models:net"\ninputs = [{ name = "x", shape = [2, 3, 8, 8] }]\n'
+             'dynamic-shapes = { x = { 0 = "batch" } }\nbatch-sizes = [2, 3]\n')
+    path = project(tmp_path, model=model)
+    update(path)
+    report, said = check(path)
+    assert report["verdict"] == "pass" and [m["name"] for m in report["models"]] == ["net.b2", "net.b3"]
+    one, two = (reuse_of(report, i)["stages"][0] for i in (0, 1))
+    assert (one["state"], two["state"], one["key"]) == ("hit", "hit", two["key"])
+    assert "the graph of case `net.b2`" in two["note"]
+    assert all(reuse_of(report, i)["reference"] for i in (0, 1))
+
+
+def test_the_store_folder_can_be_moved_between_machines_as_a_whole(tmp_path, monkeypatch):
+    """What a CI cache does: the folder restored elsewhere serves the same keys."""
+    own_store(tmp_path, monkeypatch)
+    path = project(tmp_path)
+    update(path)
+    moved = tmp_path / "restored"
+    shutil.copytree(store_dir(), moved)
+    monkeypatch.setenv("PARITY_GATE_CACHE_DIR", str(moved))
+    report, _ = check(path)
+    assert states(report) == {"export": "hit", "reference": "hit"}
