@@ -1,15 +1,19 @@
-"""Benchmark: `parity-gate check` with content-addressed reuse against the whole-output recipe.
+"""Benchmark: `parity-gate check` with its stages reused under their keys against the whole-output recipe.
 
-    PYTHONPATH=. python scripts/bench_reuse.py [--models resnet18 bert gpt2x512 gpt2x2048] [--repeat 3]
+    PYTHONPATH=. python scripts/bench_reuse.py [--models resnet18 bert bert-sdpa resnet18-fp16 ...] [--repeat 3]
         [--today /path/to/a/checkout/before/reuse] [--json out.json]
 
-Per model (random weights from configs, nothing downloaded; providers torch-cpu + CPUExecutionProvider),
-`update-baseline` first (not timed; it records the content key and stores the export), then per repeat,
+Per model (random weights from configs, nothing downloaded; providers torch-cpu + CPUExecutionProvider;
+`bert` with eager attention, `bert-sdpa` with transformers' default; `-fp16`, `-opt`, `-int8`: with
+the float16, transformer-optimizer or int8 transform of examples/transforms.py, which the recipe
+runs too: it checks what ships), `update-baseline` first (not timed; it records the stage keys and
+stores the export), then per repeat,
 each side in a fresh process, each `check` paired with a recipe run beside it (the recipe first in
 even repeats, the check first in odd ones): the recipe (export, one torch run, one ONNX Runtime run
 from the file, np.allclose) and
 
-- `warm`: `check`, the key matches and the export cache holds the graph;
+- `warm`: `check`, the keys match and the store holds the export (a transform still runs: its time is
+  printed apart, from the check's own stage timings);
 - `cold`: `check`, the key matches, an empty cache folder (the graph is exported and stored);
 - `changed`: `check` after a model change (one weight scaled by 1 + 1e-3: the key changes, the whole
   path runs; an empty cache folder, as on the first run of a pull request that changes the model);
@@ -23,8 +27,8 @@ from the file, np.allclose) and
   marks (the layer map stored with it). No hooks, no fingerprints, no comparison.
 
 Wall time and peak RSS of the whole process tree (the gate and its ONNX Runtime worker), sampled every
-50 ms (``measure.measured``). Reported: per side the median and range of wall and peak, and the
-median and range of the per-pair ratio to the recipe.
+50 ms (``measure.measured``). Reported: per side the median and range of wall and peak, the median
+and range of the per-pair ratio to the recipe, and the path each run took (each stage's state).
 """
 
 from __future__ import annotations
@@ -40,7 +44,7 @@ import textwrap
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from measure import RECIPE_RUN, host, measured, pairs  # noqa: E402 - the process-tree sampler every benchmark uses
+from measure import RECIPE_RUN, host, measured, pairs, stage_seconds  # noqa: E402 - the process-tree sampler every benchmark uses
 
 from gate.runners import heap as heap_tunables  # noqa: E402 - the worker's heap settings, named in one place
 
@@ -65,6 +69,10 @@ MODELS = textwrap.dedent("""
         from transformers import BertConfig, BertModel
         return _changed(BertModel(BertConfig(attn_implementation="eager")))
 
+    def bert_sdpa():  # transformers' default attention
+        from transformers import BertConfig, BertModel
+        return _changed(BertModel(BertConfig()))
+
     def gpt2(seq):
         def build():
             from transformers import GPT2Config, GPT2Model
@@ -75,13 +83,20 @@ MODELS = textwrap.dedent("""
     gpt2x512, gpt2x2048 = gpt2(512), gpt2(2048)
 """)
 
-INPUTS = {
-    "resnet18": '[{ name = "x", shape = [1, 3, 224, 224], dtype = "float32" }]',
-    "bert": '[{ name = "input_ids", shape = [1, 128], dtype = "int64", high = 30000 }]',
-    "gpt2x512": '[{ name = "input_ids", shape = [1, 512], dtype = "int64", high = 50257 }]',
-    "gpt2x2048": '[{ name = "input_ids", shape = [1, 2048], dtype = "int64", high = 50257 }]',
+RESNET_IN = '[{ name = "x", shape = [1, 3, 224, 224], dtype = "float32" }]'
+BERT_IN = '[{ name = "input_ids", shape = [1, 128], dtype = "int64", high = 30000 }]'
+# model -> (factory, inputs, transform in examples/transforms.py)
+MODELS_RUN = {
+    "resnet18": ("resnet18", RESNET_IN, None),
+    "bert": ("bert", BERT_IN, None),
+    "bert-sdpa": ("bert_sdpa", BERT_IN, None),
+    "resnet18-fp16": ("resnet18", RESNET_IN, "float16"),
+    "resnet18-int8": ("resnet18", RESNET_IN, "int8_dynamic"),
+    "bert-opt": ("bert_sdpa", BERT_IN, "bert_optimized"),
+    "bert-fp16": ("bert_sdpa", BERT_IN, "float16"),
+    "gpt2x512": ("gpt2x512", '[{ name = "input_ids", shape = [1, 512], dtype = "int64", high = 50257 }]', None),
+    "gpt2x2048": ("gpt2x2048", '[{ name = "input_ids", shape = [1, 2048], dtype = "int64", high = 50257 }]', None),
 }
-
 # The model and the inputs the gate generates (gate.model.inputs), in a fresh process.
 BUILT = textwrap.dedent("""
     import sys, numpy as np, torch, onnxruntime as ort
@@ -95,6 +110,20 @@ BUILT = textwrap.dedent("""
     x = torch.from_numpy(generate(spec.inputs, spec.seed)[0])
 """)
 RECIPE = BUILT + RECIPE_RUN
+# What ships, when a transform makes it: the recipe checks the transformed graph's output.
+RECIPE_SHIPS = BUILT + textwrap.dedent("""
+    import onnx
+    from examples import transforms
+    with torch.no_grad():
+        torch.onnx.export(model, (x,), "recipe.onnx", dynamo=True, external_data=True)
+        out = model(x)
+        expected = (out if isinstance(out, torch.Tensor) else out[0]).numpy()
+    shipped = getattr(transforms, sys.argv[2])(onnx.load("recipe.onnx"))
+    onnx.save(shipped, "shipped.onnx", save_as_external_data=True, location="shipped.onnx.data")
+    sess = ort.InferenceSession("shipped.onnx", providers=["CPUExecutionProvider"])
+    got = sess.run(None, {sess.get_inputs()[0].name: x.numpy()})[0]
+    print("allclose", np.allclose(expected, got, rtol=1e-2, atol=1e-2))
+""")
 FLOOR = BUILT + textwrap.dedent("""
     with torch.inference_mode():
         model(x)
@@ -106,14 +135,21 @@ FLOOR = BUILT + textwrap.dedent("""
 
 
 def project(folder: Path, model: str) -> Path:
+    factory, inputs, transform = MODELS_RUN[model]
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "bench_models.py").write_text(MODELS)
-    (folder / "recipe.py").write_text(RECIPE)
+    (folder / "recipe.py").write_text(RECIPE_SHIPS if transform else RECIPE)
     (folder / "floor.py").write_text(FLOOR)
     (folder / "parity-gate.toml").write_text(
         f'baseline-dir = "baselines"\nproviders = ["torch-cpu", "CPUExecutionProvider"]\n\n'
-        f'[[models]]\nname = "{model}"\nfactory = "bench_models:{model}"\ninputs = {INPUTS[model]}\n')
+        f'[[models]]\nname = "{model}"\nfactory = "bench_models:{factory}"\ninputs = {inputs}\n'
+        + (f'transform = "examples.transforms:{transform}"\n' if transform else ""))
     return folder
+
+
+def recipe_args(model: str) -> list[str]:
+    factory, _, transform = MODELS_RUN[model]
+    return [factory] + ([transform] if transform else [])
 
 
 def floor_graphs(folder: Path, cache: Path) -> None:
@@ -121,18 +157,21 @@ def floor_graphs(folder: Path, cache: Path) -> None:
     every value of the layer map stored with it (the values the gate's worker marks)."""
     import onnx
 
-    from gate.export.cache import DATA, ExportCache
+    from gate.core.status import Stage
+    from gate.export.saved import DATA, MODEL
     from gate.runners.ort_session import mark_outputs
+    from gate.store import Store
 
-    store = ExportCache(cache)
-    (key,) = [p.name for p in store.exports.iterdir() if not p.name.startswith(".")]
-    entry = store.lookup(key).entry  # the cache's own checked reader
+    store = Store(cache)
+    (key,) = [p.name for p in (cache / Stage.EXPORT.value).iterdir() if not p.name.startswith(".")]
+    entry = store.get(Stage.EXPORT, key).entry  # the store's own checked reader
     sites = entry.payload["onnx_map"]
     values = list(dict.fromkeys(s["value"] for s in sites.values() if s["kind"] == "value"))
-    proto = onnx.load(str(entry.model), load_external_data=False)
-    if (entry.folder / DATA).exists():  # the copies name it by the same relative location; ONNX
-        os.link(entry.folder / DATA, folder / DATA)  # Runtime refuses a symlink out of the folder
-    shutil.copyfile(entry.model, folder / "floor.onnx")
+    model = entry.path(MODEL)
+    proto = onnx.load(str(model), load_external_data=False)
+    if DATA in entry.files:  # the copies name it by the same relative location; ONNX
+        os.link(entry.path(DATA), folder / DATA)  # Runtime refuses a symlink out of the folder
+    shutil.copyfile(model, folder / "floor.onnx")
     onnx.save(mark_outputs(proto, values), str(folder / "floor-marked.onnx"))
 
 
@@ -157,11 +196,13 @@ def run_model(model: str, repeat: int, today: Path | None, work: Path, heap: boo
         runs = {}
         for which in pairs(i + 1, ("recipe", side))[i]:
             if which == "recipe":
-                runs[which] = measured([sys.executable, "recipe.py", model], folder, {"PYTHONPATH": str(code)})
+                runs[which] = measured([sys.executable, "recipe.py", *recipe_args(model)], folder,
+                                       {"PYTHONPATH": f"{code}{os.pathsep}{ROOT}"})
                 if "allclose" not in runs[which].proc.stdout:
                     raise SystemExit(f"the recipe failed for {model}:\n{runs[which].proc.stderr[-3000:]}")
             elif side == "floor":
-                runs[which] = measured([sys.executable, "floor.py", model], folder, {"PYTHONPATH": str(code)}, ok=(0,))
+                runs[which] = measured([sys.executable, "floor.py", recipe_args(model)[0]], folder,
+                                       {"PYTHONPATH": str(code)}, ok=(0,))
             else:
                 (folder / "report.json").unlink(missing_ok=True)
                 runs[which] = measured(gate(code) + ["check", "--json", "report.json"], folder,
@@ -170,8 +211,7 @@ def run_model(model: str, repeat: int, today: Path | None, work: Path, heap: boo
         sides["recipe"].append({"wall": r.wall_s, "peak": r.peak_gb})
         reuse = {} if side == "floor" else json.loads((folder / "report.json").read_text())["models"][0].get("reuse") or {}
         sides[side].append({"wall": c.wall_s, "peak": c.peak_gb, "recipe_wall": r.wall_s, "recipe_peak": r.peak_gb,
-                            "reference_reused": reuse.get("reference"), "cache": reuse.get("cache"),
-                            "why": reuse.get("why")})
+                            "path": _path(reuse), "transform_s": stage_seconds(c.proc.stderr + c.proc.stdout)["transform"]})
 
     for i in range(repeat):
         paired("warm", here, ROOT, env, i)
@@ -186,6 +226,13 @@ def run_model(model: str, repeat: int, today: Path | None, work: Path, heap: boo
     return {k: v for k, v in sides.items() if v}
 
 
+def _path(reuse: dict) -> str:
+    """The path a check took: each stage's state (``hit``: taken under its key), and why the
+    reference ran where it did."""
+    stages = ", ".join(f"{s['stage']} {s['state']}" for s in reuse.get("stages", []))
+    return stages + (f" (reference: {reuse['why']})" if reuse.get("why") else "")
+
+
 def _spread(values: list[float], fmt: str) -> str:
     return f"{format(statistics.median(values), fmt)} ({format(min(values), fmt)}–{format(max(values), fmt)})"
 
@@ -194,23 +241,24 @@ def table(model: str, sides: dict) -> list[str]:
     out = []
     rec = sides["recipe"]
     out.append(f"| {model} | recipe | {_spread([r['wall'] for r in rec], '.1f')} | {_spread([r['peak'] for r in rec], '.2f')}"
-               " | 1 | 1 | |")
+               " | 1 | 1 | | |")
     for side in SIDES:
         runs = sides.get(side)
         if not runs:
             continue
         wall_x = [r["wall"] / r["recipe_wall"] for r in runs]
         peak_x = [r["peak"] / r["recipe_peak"] for r in runs]
-        said = sorted({(r["reference_reused"], r["cache"], r["why"]) for r in runs}, key=str)
-        reuse = "" if side == "floor" else "; ".join(f"reference reused {a}, cache {b}, why {c}" for a, b, c in said)
+        said = "; ".join(sorted({r["path"] for r in runs})) if side != "floor" else ""
+        transform = [r["transform_s"] for r in runs if r.get("transform_s")]
         out.append(f"| {model} | {side if side == 'floor' else 'check ' + side} | {_spread([r['wall'] for r in runs], '.1f')} | "
-                   f"{_spread([r['peak'] for r in runs], '.2f')} | {_spread(wall_x, '.2f')} | {_spread(peak_x, '.2f')} | {reuse} |")
+                   f"{_spread([r['peak'] for r in runs], '.2f')} | {_spread(wall_x, '.2f')} | {_spread(peak_x, '.2f')} | "
+                   f"{_spread(transform, '.1f') if transform else '—'} | {said} |")
     return out
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--models", nargs="+", default=["resnet18", "bert"], choices=sorted(INPUTS))
+    ap.add_argument("--models", nargs="+", default=["resnet18", "bert-sdpa"], choices=sorted(MODELS_RUN))
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--today", type=Path, default=None, help="a checkout of parity-gate before reuse, to time too")
     ap.add_argument("--heap", action="store_true", help="also `warm` with the worker's heap on 4 KiB pages")
@@ -224,8 +272,8 @@ def main() -> None:
             results[model] = run_model(model, args.repeat, args.today, Path(tmp), args.heap, args.floor)
         print("\n".join(table(model, results[model])), flush=True)
     print(f"\n{host()}; median (range) of {args.repeat}; peak = RSS of the process tree, GB")
-    print("| model | run | wall s | peak GB | wall x recipe | peak x recipe | reuse |")
-    print("| --- | --- | ---: | ---: | ---: | ---: | --- |")
+    print("| model | run | wall s | peak GB | wall x recipe | peak x recipe | transform s | path |")
+    print("| --- | --- | ---: | ---: | ---: | ---: | ---: | --- |")
     for model, sides in results.items():
         print("\n".join(table(model, sides)))
     if args.json:

@@ -188,7 +188,8 @@ def host(*dists: str) -> str:
 
 
 # The gate's own progress lines (gate.core.stages): "  <stage> — 12.3 s" when a stage ends.
-STAGES = (("build", r": building$"), ("export", r": exporting to ONNX$"),
+STAGES = (("build", r": building$"), ("probe", r": float32 forward on torch-cpu, traced"),
+          ("export", r": exporting to ONNX$"), ("transform", r": transform `"),
           ("float64 ref", r": float64 reference on torch-cpu$"), ("torch", r": torch-cpu float32$"),
           ("ORT", r": CPUExecutionProvider$"), ("compare", r": comparing with the baseline$"))
 _TIMED = re.compile(r"^\s+(.*) — ([0-9.]+) s$")

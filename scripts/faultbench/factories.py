@@ -1,10 +1,11 @@
 """What the gate's config names: ``faultbench.factories:<model>__<kind>`` is a zero-argument factory
-(``base``, a model-side fault, a refactor, or ``attn_sdpa``) and ``graph__<model>__<kind>`` a
-transform (ModelProto -> ModelProto) that injects a graph fault."""
+(``base``, a model-side fault, a refactor, or ``attn_sdpa``), ``graph__<model>__<kind>`` a
+transform (ModelProto -> ModelProto) that injects a graph fault, and ``unseen__<model>`` the
+deployment transform whose data file and environment carry the faults no key sees (``unseen``)."""
 
 from __future__ import annotations
 
-from faultbench import graph_faults, refactors
+from faultbench import graph_faults, refactors, unseen
 from faultbench.faults import MODEL_FAULTS
 from faultbench.models import ARCHS
 
@@ -40,6 +41,8 @@ def _transform(model: str, kind: str):
 
 def __getattr__(name: str):
     parts = name.split("__")
+    if len(parts) == 2 and parts[0] == "unseen" and parts[1] in ARCHS:
+        return unseen.transform
     if len(parts) == 3 and parts[0] == "graph" and parts[1] in ARCHS:
         return _transform(parts[1], parts[2])
     if len(parts) == 2 and parts[0] in ARCHS:

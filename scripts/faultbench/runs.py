@@ -29,6 +29,7 @@ class Case:
     baselines: str = "baselines"
     ov_options: dict | None = None  # with OpenVINO as a third provider, and these EP options
     tag: str = field(default="")
+    artifact: str | None = None  # a prebuilt ONNX file, relative to the benchmark's folder
 
     @property
     def name(self) -> str:
@@ -43,6 +44,8 @@ class Case:
                 f'inputs = {self.inputs}\n')
         if self.transform:
             text += f'transform = "faultbench.factories:{self.transform}"\n'
+        if self.artifact:
+            text += f'artifact = "{self.artifact}"\n'
         path = folder / f"{self.tag or self.kind}-{self.model}.toml"
         path.write_text(text)
         return path
@@ -97,14 +100,16 @@ def record(folder: Path, case: Case, other_process: bool = False, threads: int |
     return time.perf_counter() - t0
 
 
-def check(folder: Path, case: Case, threads: int | None = None) -> tuple[dict, float]:
+def check(folder: Path, case: Case, threads: int | None = None, full: bool = False) -> tuple[dict, float]:
+    """``check`` in-process: the default path (each stage from its key where the store allows), or
+    ``full`` (every stage computed)."""
     from gate import commands
     from gate.config import load_config
 
     cfg = load_config(case.config(folder))
     t0 = time.perf_counter()
     with _Threads(threads):
-        report = commands.check(cfg, cfg.models, cfg.providers).to_dict()
+        report = commands.check(cfg, cfg.models, cfg.providers, full=full).to_dict()
     return report, time.perf_counter() - t0
 
 

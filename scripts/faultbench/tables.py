@@ -5,13 +5,26 @@ from __future__ import annotations
 
 
 def summary(results: list[dict]) -> list[str]:
-    out = ["| model | faults detected | localized (strict) | hint at the layer | benign changes | false positives | s/check |",
-           "| --- | --- | --- | --- | --- | --- | --- |"]
+    out = ["| model | faults detected | localized (strict) | hint at the layer | default path = --full | benign changes "
+           "| false positives | s/check |", "| --- | --- | --- | --- | --- | --- | --- | --- |"]
     for r in results:
         s = r["summary"]
         out.append(f"| {s['model']} | {s['detected']}/{s['injected']} | {s['localized']}/{s['detected']} | "
-                   f"{s['hints_ok']}/{s['injected']} | {s['benign']} | {s['false_positives']}/{s['benign']} | "
-                   f"{s['seconds_per_check']:.1f} |")
+                   f"{s['hints_ok']}/{s['injected']} | {s.get('default_like_full', 0)}/{s.get('checked_both', 0)} | "
+                   f"{s['benign']} | {s['false_positives']}/{s['benign']} | {s['seconds_per_check']:.1f} |")
+    return out
+
+
+def both_paths(results: list[dict]) -> list[str]:
+    """Graph-side faults on the default path (stages from their keys) against --full."""
+    out = ["| model | fault | touched | truth (by value) | default path: first regression | --full: first regression "
+           "| same | localized | stages reused |", "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for r in results:
+        for row in (x for x in r["rows"] if "agree" in x):
+            out.append(f"| {r['summary']['model']} | {row['kind']} | `{row['injected']}` | `{row['truth']}` | "
+                       f"`{row['first_layer'] or '-'}` on {row['first_provider'] or '-'} | "
+                       f"`{row['full_first_layer'] or '-'}` on {row['full_first_provider'] or '-'} | "
+                       f"{_yes(row['agree'])} | {_yes(row['localized'])} | {', '.join(row['reused']) or 'none'} |")
     return out
 
 
