@@ -13,6 +13,7 @@ import typer
 from gate.errors import GateError
 from gate.formats.report import load_report
 from gate.github import FAIL_ON, POLICIES, WHEN, ActionsEnv, PublishSettings, comment_id, publish
+from gate.github.actions import command, log_safe
 from gate.github.approval import DEFAULT_LABEL
 from gate.render import headline_text
 
@@ -66,20 +67,27 @@ def comment(
         env = ActionsEnv.from_environ()
         out = publish(data, settings, env)
     except GateError as e:
-        typer.echo(f"error: {e}", err=True)
+        say(f"error: {e}", err=True)
         raise typer.Exit(e.exit_code) from None
-    for line in out.lines:
+    for line in out.lines:  # workflow commands, their text escaped where they were made
         typer.echo(line)
     c = out.comment
-    if c.action == "skipped":
-        typer.echo(f"{'::notice::' if env.in_actions else ''}parity-gate: PR comment not written: {c.reason}")
+    if c.action == "skipped" and env.in_actions:
+        typer.echo(command("notice", f"parity-gate: PR comment not written: {c.reason}"))
+    elif c.action == "skipped":
+        say(f"parity-gate: PR comment not written: {c.reason}")
     else:
-        typer.echo(f"parity-gate: PR comment {c.action}{': ' + c.url if c.url else ''}")
+        say(f"parity-gate: PR comment {c.action}{': ' + c.url if c.url else ''}")
     if out.approval is not None and out.approval.blocks:
-        typer.echo(f"BLOCKED | this pull request changes baselines; someone with write access approves this commit "
-                   f"in a review, or adds the label {approval_label} after its last push ({out.approval.how})")
-    typer.echo(f"{'PASSED' if out.verdict == 'pass' else 'FAILED'} | {headline_text(out.report or data)}")
+        say(f"BLOCKED | this pull request changes baselines; someone with write access approves this commit "
+            f"in a review, or adds the label {approval_label} after its last push ({out.approval.how})")
+    say(f"{'PASSED' if out.verdict == 'pass' else 'FAILED'} | {headline_text(out.report or data)}")
     raise typer.Exit(out.exit_code)
+
+
+def say(line: str, err: bool = False) -> None:
+    """Every line this command prints holds text from the report or the API: none may start a workflow command."""
+    typer.echo(log_safe(line), err=err)
 
 
 def register(app: typer.Typer) -> None:

@@ -73,8 +73,26 @@ def append_summary(path: str, markdown: str) -> bool:
     return True
 
 
+def _shown(text: str) -> str:
+    """Unprintable characters shown escaped (``\\x1c``, ``\\u2028``), and ``##[`` broken: the runner
+    reads a legacy command at ``##[`` anywhere in a line."""
+    return "".join(ch if ch.isprintable() or ch == " " else ascii(ch)[1:-1] for ch in text).replace("##[", "#\\#[")
+
+
+def log_safe(text: object) -> str:
+    """``text`` (from a report or the API) made one inert log line. The runner starts a workflow
+    command at a line that begins with ``::`` after leading whitespace (``::error``, ``::add-mask::``,
+    ``::stop-commands::``): so every line break and other unprintable character (all that
+    ``str.splitlines()`` splits at, bidi and zero-width characters) is shown escaped, and a leading
+    ``::`` is broken by a backslash."""
+    s = _shown(str(text))
+    stripped = s.lstrip(" ")
+    return s[: len(s) - len(stripped)] + ":\\:" + stripped[2:] if stripped.startswith("::") else s
+
+
 def _escape_data(s: str) -> str:
-    return s.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    # %, CR and LF are what the runner unescapes; the rest that could break or hide a line is shown escaped.
+    return _shown(s.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A"))
 
 
 def _escape_property(s: str) -> str:

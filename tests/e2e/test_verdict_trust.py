@@ -158,6 +158,53 @@ def test_mentions_links_and_html_in_every_untrusted_field_are_inert(fake, tmp_pa
     assert "@victim" in c["body"]  # still said, in a code span (the file name) that notifies no one
 
 
+COMMANDS = ("\n::error title=forged::the gate passed\r::notice::all good\n  ::stop-commands::pause\x85::add-mask::x"
+            "\u2028::set-output name=verdict::pass\x1c::warning::w ##[set-output name=verdict;]pass")
+OURS = ("::error title=parity-gate%3A ", "::notice::parity-gate: ")
+
+
+def live_commands(output: str) -> list[str]:
+    """The lines of ``output`` the runner would act on, besides parity-gate's own annotations: a line is
+    cut wherever str.splitlines() cuts (more places than the runner does), a command is ``::`` at the start
+    after whitespace, or the legacy ``##[`` anywhere."""
+    return [line for line in output.splitlines()
+            if (line.strip().startswith("::") and not line.startswith(OURS)) or "##[" in line]
+
+
+def commanding(value, key: str = ""):
+    """Every free string of a report with workflow commands appended after line breaks."""
+    if isinstance(value, dict):
+        return {k: commanding(v, k) for k, v in value.items()}
+    if isinstance(value, list):
+        return [commanding(v, key) for v in value]
+    return value + COMMANDS if isinstance(value, str) and key not in WORDS else value
+
+
+@pytest.mark.parametrize("name", ["pass", "regressed", "export-fail", "real-check-reference-drift"])
+def test_no_report_field_or_api_answer_becomes_a_workflow_command_in_the_log(fake, tmp_path, name):
+    path = tmp_path / "commanding.json"
+    path.write_text(json.dumps(commanding(json.loads((REPORTS / f"{name}.json").read_text()))))
+    fake.files[(REPO, PR)] = [{"filename": f"baselines/x{COMMANDS}.msgpack.zst"}, {"filename": "x.py"}]
+    fake.label(REPO, PR, "parity-gate:approve-baselines", f"contributor{COMMANDS}", "2026-11-02T10:00:00Z")
+    proc = comment(fake, tmp_path, path, "--baseline-changes", "require-approval")
+    assert proc.returncode in (1, 3) and "Traceback" not in proc.stderr, proc.stderr
+    assert proc.stdout.splitlines()[-1].startswith(("PASSED | ", "FAILED | "))
+    assert "::error title=parity-gate%3A " in proc.stdout  # the annotations still act
+    assert live_commands(proc.stdout) == [] and live_commands(proc.stderr) == []
+    fake.inject("PATCH", r"/comments/\d+$", 422, message=f"Validation Failed{COMMANDS}", times=2)  # an API answer
+    proc = comment(fake, tmp_path, path, "--when", "always")
+    assert "PR comment not written" in proc.stdout and live_commands(proc.stdout + proc.stderr) == []
+
+
+def test_a_format_error_naming_a_hostile_key_stays_one_inert_line(fake, tmp_path):
+    doc = json.loads((REPORTS / "regressed.json").read_text())
+    doc["models"][0]["versions"] = {f"torch{COMMANDS}": []}
+    proc = comment(fake, tmp_path, report(tmp_path, models=doc["models"]))
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr.startswith("error: report `") and proc.stderr.count("\n") == 1
+    assert live_commands(proc.stderr) == []
+
+
 def test_a_malformed_mapping_is_one_line_exit_2(fake, tmp_path):
     doc = json.loads((REPORTS / "regressed.json").read_text())
     doc["models"][0]["mapping"] = {"mapped": 3, "layers": 8}

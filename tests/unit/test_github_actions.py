@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 from gate.formats.report import parse_report
-from gate.github.actions import ActionsEnv, command, write_outputs
+from gate.github.actions import ActionsEnv, command, log_safe, write_outputs
 from gate.github.publish import annotations
 from tests.support.action_runner import parse_output_file
 
@@ -21,6 +21,15 @@ def test_outputs_survive_newlines_and_equals_signs(tmp_path):
 
 def test_workflow_commands_are_escaped():
     assert command("error", "50% done\nnext", title="a: b, c") == "::error title=a%3A b%2C c::50%25 done%0Anext"
+
+
+def test_no_text_starts_a_workflow_command_in_a_log_line():
+    for brk in ["\n", "\r", "\x0b", "\x0c", "\x1c", "\x1d", "\x1e", "\x85", "\u2028", "\u2029"]:
+        assert log_safe(f"a{brk}::error::x").splitlines() == [f"a{ascii(brk)[1:-1]}::error::x"]
+        assert len(command("error", f"a{brk}::error::x").splitlines()) == 1
+    assert log_safe("  ::stop-commands::t") == "  :\\:stop-commands::t"
+    assert log_safe("layer aten::add ##[add-mask]x") == "layer aten::add #\\#[add-mask]x"  # v1 matches anywhere
+    assert log_safe("\u202eevil\u200b") == "\\u202eevil\\u200b" and log_safe("≈ 3×") == "≈ 3×"
 
 
 def test_token_is_kept_out_of_repr():
