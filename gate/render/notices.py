@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import PurePosixPath
 
 from gate.core.status import ModelStatus, SkipKind, TargetStatus
-from gate.render.text import code, plain
+from gate.render.text import code, plain, visible
 from gate.verdict.types import ModelVerdict, ProviderVerdict, Report
 
 MAX_LIST = 20
@@ -16,7 +16,7 @@ SUFFIX = ".msgpack.zst"
 
 def reason(p: ProviderVerdict) -> str:
     """The provider's reason without a repeated "skipped: " / "error: " prefix."""
-    text = str(p.reason or p.status or "")
+    text = visible(str(p.reason or p.status or ""))
     prefix = f"{p.status}:"
     return text[len(prefix):].strip() if text.startswith(prefix) else text
 

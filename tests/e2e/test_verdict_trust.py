@@ -205,6 +205,35 @@ def test_a_format_error_naming_a_hostile_key_stays_one_inert_line(fake, tmp_path
     assert live_commands(proc.stderr) == []
 
 
+# Characters that show nothing, or turn the text around them: bidi overrides and isolates, zero-width
+# characters, a tag, a soft hyphen, the Mongolian vowel separator, fillers, a selector, controls.
+INVISIBLE = ("\u202e\u202d\u2066\u2067\u2068\u2069\u200e\u200f\u061c\u200b\u200c\u200d\u2060\ufeff\U000e0041"
+             "\u00ad\u180e\u3164\u115f\ufe0f\x00\x07\x7f\x9b")
+
+
+def invisible(value, key: str = ""):
+    """Every free string of a report wrapped in characters that cannot be seen."""
+    if isinstance(value, dict):
+        return {k: invisible(v, k) for k, v in value.items()}
+    if isinstance(value, list):
+        return [invisible(v, key) for v in value]
+    return INVISIBLE + value[:1] + INVISIBLE + value[1:] + INVISIBLE \
+        if isinstance(value, str) and key not in WORDS else value
+
+
+@pytest.mark.parametrize("name", ["regressed", "export-fail", "real-check-reference-drift"])
+def test_characters_that_cannot_be_seen_never_reach_the_comment_or_the_summary(fake, tmp_path, name):
+    doc = json.loads((REPORTS / f"{name}.json").read_text())
+    assert comment(fake, tmp_path, report(tmp_path, **doc), "--when", "always").returncode in (1, 3)
+    [clean] = fake.issue_comments(REPO, PR)
+    clean_summary = (tmp_path / "summary.md").read_text()
+    (tmp_path / "summary.md").unlink()
+    assert comment(fake, tmp_path, report(tmp_path, **invisible(doc)), "--when", "always").returncode in (1, 3)
+    [written] = fake.issue_comments(REPO, PR)
+    assert written["body"] == clean["body"]  # every invisible character dropped, nothing else changed
+    assert (tmp_path / "summary.md").read_text() == clean_summary
+
+
 def test_a_malformed_mapping_is_one_line_exit_2(fake, tmp_path):
     doc = json.loads((REPORTS / "regressed.json").read_text())
     doc["models"][0]["mapping"] = {"mapped": 3, "layers": 8}
