@@ -2,8 +2,8 @@
 labels, and the baseline files it changes.
 
 The changed files come from ``GET /pulls/{n}/files``, which lists at most 3,000 files: a pull
-request that changes more (or whose list comes back shorter than its ``changed_files``) cannot
-be judged, and says so. Baseline files are named by their suffix wherever they are: the judging
+request that changes more (or whose list comes back shorter than its ``changed_files``, or whose
+``changed_files`` is missing or not a count) cannot be judged, and says so. Baseline files are named by their suffix wherever they are: the judging
 side has no checkout to read ``baseline-dir`` from, and a pull request could move it.
 """
 
@@ -32,7 +32,7 @@ class Pull:
     head_repo: str  # owner/name the head branch lives in ("" when that repository is gone)
     head_ref: str  # the head branch
     labels: tuple[str, ...] = ()
-    changed_files: int = 0
+    changed_files: int | None = None  # GitHub's count; None when it gave none (the list cannot be checked complete)
 
     def is_author(self, login: str) -> bool:
         return login.lower() == self.author.lower()  # logins are case-insensitive
@@ -56,13 +56,16 @@ def fetch_pull(client: GitHubClient, repo: str, number: int) -> Pull:
     return Pull(number, repo, _text(user.get("login")), _text(head.get("sha")), _text(_obj(head.get("repo")).get("full_name")),
                 _text(head.get("ref")),
                 tuple(_text(lab.get("name")) for lab in labels if isinstance(lab, dict)),
-                changed if isinstance(changed, int) and not isinstance(changed, bool) else 0)
+                changed if isinstance(changed, int) and not isinstance(changed, bool) and changed >= 0 else None)
 
 
 def baseline_changes(client: GitHubClient, pull: Pull) -> list[str]:
     """The baseline files the pull request adds, changes, renames or deletes (both names of a
     rename), from the API. ChangesUnknown when the list is incomplete or the API fails."""
     where = f"the files pull request #{pull.number} changes"
+    if pull.changed_files is None:
+        raise ChangesUnknown(f"{where}: GitHub gave no count of them (changed_files), so whether its list is complete "
+                             "cannot be told")
     if pull.changed_files > FILES_CAP:
         raise ChangesUnknown(f"{where}: {pull.changed_files:,} files, and GitHub lists at most {FILES_CAP:,}; the "
                              "baseline files it changes cannot be told: split the pull request")

@@ -100,6 +100,20 @@ def test_more_files_than_the_api_lists_fails_closed(fake, tmp_path):
     assert comment(fake, tmp_path, report(tmp_path)).returncode == 0  # at the limit: every file listed
 
 
+@pytest.mark.parametrize("count", ["missing", None, "2", 2.0, True, -1])
+def test_a_missing_or_malformed_file_count_is_unknown_never_zero(fake, tmp_path, count):
+    if count == "missing":
+        fake.withheld.add("changed_files")
+    else:
+        fake.pulls[REPO][0]["changed_files"] = count
+    fake.files[(REPO, PR)] = [{"filename": f"data/{i}.bin"} for i in range(3000)]  # capped: the baseline is cut off
+    proc = comment(fake, tmp_path, report(tmp_path))
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr == (f"error: the files pull request #{PR} changes: GitHub gave no count of them (changed_files), "
+                           "so whether its list is complete cannot be told\n")
+    assert fake.issue_comments(REPO, PR) == []
+
+
 def test_a_shorter_list_than_the_pull_request_counts_fails_closed(fake, tmp_path):
     fake.pulls[REPO][0]["changed_files"] = 3
     proc = comment(fake, tmp_path, report(tmp_path))
@@ -298,11 +312,11 @@ def run_event(event_name: str = "pull_request_review") -> dict:
     return payload
 
 
-def fork_pull(fake: FakeGitHub, number: int = 12, base: str = "main") -> None:
+def fork_pull(fake: FakeGitHub, number: int = 12, base: str = "main", branch: str = "fuse-stem") -> None:
     sha = event("workflow_run")["workflow_run"]["head_sha"]
     fake.pulls[REPO].append({
         "number": number, "state": "open", "labels": [], "user": {"login": "contributor"}, "changed_files": 1,
-        "base": {"ref": base}, "head": {"sha": sha, "ref": "fuse-stem", "label": "contributor:fuse-stem",
+        "base": {"ref": base}, "head": {"sha": sha, "ref": branch, "label": f"contributor:{branch}",
                                         "repo": {"full_name": "contributor/models"}}})
     fake.files[(REPO, number)] = [{"filename": BASELINE}]
 
@@ -335,3 +349,26 @@ def test_a_pull_request_number_from_the_artifact_must_match_the_runs_head_reposi
     fake.pulls[REPO][-1]["head"]["repo"] = {"full_name": "someone-else/models"}
     proc = comment(fake, tmp_path, report(tmp_path), "--pr", "12", name="workflow_run", payload=run_event())
     assert proc.returncode == 2 and "is not open from contributor/models" in proc.stderr
+
+
+@pytest.mark.parametrize(("second", "given"), [
+    ({"base": "release"}, 13),  # one branch into two bases: the number names the other one
+    ({"branch": "second-branch"}, 13),  # another branch at the same commit, which the branch lookup misses
+    ({"branch": "second-branch"}, 12),
+])
+def test_a_given_number_is_refused_when_two_open_pull_requests_share_the_head(fake, tmp_path, second, given):
+    fork_pull(fake, 12)
+    fork_pull(fake, 13, **second)
+    proc = comment(fake, tmp_path, report(tmp_path), "--pr", str(given), name="workflow_run",
+                   payload=run_event("pull_request"))
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert "open pull requests #12, #13 all have head 5c1d2e3f4a5b: which one this run is about cannot be told" \
+        in proc.stderr
+    assert fake.issue_comments(REPO, 12) == fake.issue_comments(REPO, 13) == []
+
+
+def test_a_given_number_that_is_not_the_events_pull_request_is_refused(fake, tmp_path):
+    proc = comment(fake, tmp_path, report(tmp_path), "--pr", "8")
+    assert proc.returncode == 2
+    assert "pull request #8 was given, and this pull_request event is about #7: not commenting there" in proc.stderr
+    assert fake.issue_comments(REPO, PR) == []

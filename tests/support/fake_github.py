@@ -2,7 +2,8 @@
 
 It keeps issue comments per (repo, issue) with their author, paginates like GitHub (per_page, Link
 header with next/last), answers the pull-request lookups used for workflow_run, the pull request
-(labels), its reviews, its changed files (at most 3,000, as GitHub lists), its issue events
+(labels; ``changed_files`` counted from its files unless a test sets it, or withholds it), its
+reviews, its changed files (at most 3,000, as GitHub lists), its issue events
 (``labeled`` with actor and time), a branch's updates (the repository activity API, newest first),
 a user's permission on a repository (the collaborators endpoint: maintain reads as write, triage as
 read), who the token is (``GET /user`` refused for an installation token as for GITHUB_TOKEN;
@@ -58,6 +59,7 @@ class FakeGitHub:
         self.events: dict[tuple[str, int], list[dict[str, Any]]] = {}  # (repo, issue) -> issue events, oldest first
         self.activity: dict[str, list[dict[str, Any]]] = {}  # repo -> branch updates, oldest first
         self.roles: dict[tuple[str, str], str] = {}  # (repo, login) -> admin|maintain|write|triage|read
+        self.withheld: set[str] = set()  # keys left out of every pull request served (a GitHub that omits them)
         self.requests: list[Recorded] = []
         self.faults: list[Fault] = []
         self._next_id = 1000
@@ -250,7 +252,9 @@ class FakeGitHub:
         if m and method == "GET":
             for p in self.pulls.get(m[1], []):
                 if p["number"] == int(m[2]):
-                    return 200, {}, p
+                    # GitHub always counts the changed files; a test's hand-made pull request may not.
+                    served = {"changed_files": len(self.files.get((m[1], p["number"]), [])), **p}
+                    return 200, {}, {k: v for k, v in served.items() if k not in self.withheld}
             return 404, {}, {"message": "Not Found"}
         m = re.fullmatch(r"/repos/([^/]+/[^/]+)/pulls", path)
         if m and method == "GET":
