@@ -46,8 +46,8 @@ def comment(
     baseline_changes: Annotated[Policy, typer.Option(
         "--baseline-changes", envvar="PARITY_GATE_BASELINE_CHANGES",
         help="comment: a pull request that changes baselines always gets a comment saying so; require-approval: "
-             "it also fails until someone with write access, not the author, approves this commit in a review "
-             "or adds the approval label after its last push.")] = Policy.comment,
+             "it also fails until someone with write access, neither the author nor the commit's pusher, approves "
+             "this commit in a review or adds the approval label after its last push.")] = Policy.comment,
     approval_label: Annotated[str, typer.Option("--approval-label", envvar="PARITY_GATE_APPROVAL_LABEL",
                                                 help="The label that approves a baseline change.")] = DEFAULT_LABEL,
     job: Annotated[str | None, typer.Option("--job", envvar="PARITY_GATE_JOB_LABEL",

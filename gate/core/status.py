@@ -213,3 +213,4 @@ class NotCounted(Word):
     OTHER_COMMIT = "other-commit"  # a review of another commit
     BEFORE_PUSH = "before-push"  # a label added while another commit was the head
     NO_PUSH_TIME = "no-push-time"  # a label whose time cannot be placed among the branch's pushes
+    PUSHER = "pusher"  # by whoever pushed the judged commit (to someone else's pull request)

@@ -274,8 +274,8 @@ def _approval_annotation(report: Report, approval: Approval | None, settings: Pu
         return []
     models = ", ".join(model for model, _ in changed_models(report)[:10])
     return [command("error", f"this pull request changes the baselines of {models}: it fails until someone with "
-                    "write access, other than its author, approves this commit in a review or adds the label "
-                    f"`{settings.approval_label}` after its last push ({approval.how})",
+                    "write access, other than its author and the commit's pusher, approves this commit in a review or "
+                    f"adds the label `{settings.approval_label}` after its last push ({approval.how})",
                     title="parity-gate: baseline change needs approval")]
 
 

@@ -6,7 +6,7 @@ header with next/last), answers the pull-request lookups used for workflow_run, 
 reviews, its changed files (at most 3,000, as GitHub lists), its issue events
 (``labeled`` with actor and time), a branch's updates (the repository activity API, newest first),
 a user's permission on a repository (the collaborators endpoint: maintain reads as write, triage as
-read), who the token is (``GET /user`` refused for an installation token as for GITHUB_TOKEN;
+read), a commit (its author and committer as GitHub maps them), who the token is (``GET /user`` refused for an installation token as for GITHUB_TOKEN;
 GraphQL's ``viewer``), records every request, and injects faults: a status code for the next N
 matching requests (403/404/422/500), or a rate limit (403 + X-RateLimit-Remaining: 0 +
 X-RateLimit-Reset, or 429 + Retry-After).
@@ -60,6 +60,7 @@ class FakeGitHub:
         self.activity: dict[str, list[dict[str, Any]]] = {}  # repo -> branch updates, oldest first
         self.roles: dict[tuple[str, str], str] = {}  # (repo, login) -> admin|maintain|write|triage|read
         self.withheld: set[str] = set()  # keys left out of every pull request served (a GitHub that omits them)
+        self.commits: dict[tuple[str, str], dict[str, Any]] = {}  # (repo, sha) -> commit (author, committer)
         self.requests: list[Recorded] = []
         self.faults: list[Fault] = []
         self._next_id = 1000
@@ -228,6 +229,10 @@ class FakeGitHub:
         m = re.fullmatch(r"/repos/([^/]+/[^/]+)/commits/([0-9a-f]+)/pulls", path)
         if m and method == "GET":
             return 200, {}, [p for p in self.pulls.get(m[1], []) if p["head"]["sha"] == m[2] and not p.get("fork")]
+        m = re.fullmatch(r"/repos/([^/]+/[^/]+)/commits/([0-9a-f]+)", path)
+        if m and method == "GET":
+            found = self.commits.get((m[1], m[2]))
+            return (200, {}, {"sha": m[2], **found}) if found else (404, {}, {"message": "No commit found for SHA"})
         m = re.fullmatch(r"/repos/([^/]+/[^/]+)/pulls/(\d+)/files", path)
         if m and method == "GET":
             return self._page(path, query, self.files.get((m[1], int(m[2])), [])[:3000])
