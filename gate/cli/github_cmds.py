@@ -15,6 +15,7 @@ from gate.formats.report import load_report
 from gate.github import FAIL_ON, POLICIES, WHEN, ActionsEnv, PublishSettings, comment_id, publish
 from gate.github.actions import command, log_safe
 from gate.github.approval import DEFAULT_LABEL
+from gate.github.changes import Named
 from gate.render import headline_text
 
 When = Enum("When", {w.replace("-", "_"): w for w in WHEN}, type=str)
@@ -36,7 +37,11 @@ def comment(
     cid: Annotated[str | None, typer.Option("--id", envvar="PARITY_GATE_COMMENT_ID",
                                             help="Comment id, one comment per PR and id (default: the config path).")] = None,
     config: Annotated[str | None, typer.Option("--config", envvar="PARITY_GATE_CONFIG",
-                                               help="Config path; names the comment when --id is not given.")] = None,
+                                               help="Config path; names the comment when --id is not given, and "
+                                                    "a change to it needs approval like the default ones.")] = None,
+    constraints: Annotated[str | None, typer.Option("--constraints", envvar="PARITY_GATE_CONSTRAINTS",
+                                                    help="Constraints file whose change needs approval, besides "
+                                                         "parity-gate-constraints.txt.")] = None,
     pr: Annotated[int | None, typer.Option("--pr", envvar="PARITY_GATE_PR", min=1,
                                            help="Pull request number (default: from the event).")] = None,
     artifact_url: Annotated[str | None, typer.Option("--artifact-url", envvar="PARITY_GATE_ARTIFACT_URL",
@@ -63,6 +68,7 @@ def comment(
             report_path=report, when=when.value, fail_on=fail_on.value, comment_id=comment_id(cid or config),
             artifact_url=artifact_url or None, pr_number=pr, markdown_path=markdown, max_wait=max_wait,
             baseline_changes=baseline_changes.value, approval_label=approval_label or DEFAULT_LABEL, job=job or None,
+            named=Named(config or "", constraints or ""),
         )
         env = ActionsEnv.from_environ()
         out = publish(data, settings, env)
@@ -79,8 +85,8 @@ def comment(
     else:
         say(f"parity-gate: PR comment {c.action}{': ' + c.url if c.url else ''}")
     if out.approval is not None and out.approval.blocks:
-        say(f"BLOCKED | this pull request changes baselines; someone with write access approves this commit "
-            f"in a review, or adds the label {approval_label} after its last push ({out.approval.how})")
+        say(f"BLOCKED | this pull request changes {', '.join(out.changes.kinds)}; someone with write access approves "
+            f"this commit in a review, or adds the label {approval_label} after its last push ({out.approval.how})")
     say(f"{'PASSED' if out.verdict == 'pass' else 'FAILED'} | {headline_text(out.report or data)}")
     raise typer.Exit(out.exit_code)
 

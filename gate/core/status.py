@@ -197,6 +197,15 @@ class CacheState(Word):
     OFF = "off"  # no cache directory (PARITY_GATE_CACHE_DIR=off)
 
 
+class ChangeKind(Word):
+    """What a pull request changes that decides its own verdict (``gate.github.changes``)."""
+
+    BASELINES = "baselines"
+    CONFIG = "config"  # the gate's settings: tolerances, models, providers, allow-missing-gpu, sweeps
+    CONSTRAINTS = "constraints"  # the versions the gate installs and runs with
+    WORKFLOWS = "workflows"  # the workflow that measures: its inputs choose providers and models
+
+
 class ApprovalState(Word):
     """Whether a pull request's baseline change may merge (``gate.github.approval``)."""
 

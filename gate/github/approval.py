@@ -249,15 +249,16 @@ def head_at(client: GitHubClient, pull: Pull, at: datetime) -> str | None:
     return None
 
 
-def approval_line(approval: Approval | None, label: str) -> str:
-    """The line the comment's baseline block carries (Markdown); when pending, the rule."""
+def approval_line(approval: Approval | None, label: str, what: str = "baseline change") -> str:
+    """The line the comment's baseline block carries (Markdown); when pending, the rule. ``what`` names
+    the change ("baseline change", "change to its baselines and config")."""
     if approval is None:
         return ""
     if approval.state == ApprovalState.APPROVED:
-        return f"✅ The baseline change is approved ({plain(approval.how, 200)})."
+        return f"✅ The {what} is approved ({plain(approval.how, 200)})."
     why = "" if approval.state == ApprovalState.PENDING else \
         f" (approval could not be checked: {plain(approval.how, 200)})"
-    rule = (f"🔒 **This check fails until the baseline change is approved**{why}: someone with write access to "
+    rule = (f"🔒 **This check fails until the {what} is approved**{why}: someone with write access to "
             f"this repository, other than the pull request's author and whoever pushed this commit, approves this "
             f"commit in a review, or adds the label {code(label, 100)} after its last push; then the check runs "
             "again. A label added before a push, a review of an earlier commit, and approvals by the author, by the "

@@ -135,6 +135,107 @@ def test_a_job_that_only_summarizes_decides_nothing_and_asks_nothing(fake, tmp_p
     assert proc.returncode == 0 and not fake.calls("GET", "/files")
 
 
+BASE = "3b0c5e9f2a1d4c6b8e7f0a9b1c2d3e4f5a6b7c8d"  # the event's pull_request.base.sha
+GATE_TABLE = ('[project]\nname = "models"\nversion = "{version}"\n\n[tool.parity-gate]\nbaseline-dir = "baselines"\n'
+              '{loosened}providers = ["torch-cpu", "CPUExecutionProvider"{provider}]\n{include}\n'
+              '[[tool.parity-gate.models]]\nname = "tiny-cnn"\nfactory = "examples.zoo:tiny_cnn"\n')
+
+
+def pyproject(version: str = "1.0", loosened: str = "", provider: str = ', "CUDAExecutionProvider"',
+              include: str = "") -> str:
+    return GATE_TABLE.format(version=version, loosened=loosened, provider=provider, include=include)
+
+
+def changing(fake: FakeGitHub, *files: str) -> None:
+    fake.files[(REPO, PR)] = [{"filename": f, "status": "modified"} for f in files]
+    fake.pulls[REPO][0]["changed_files"] = len(files)
+
+
+@pytest.mark.parametrize(("base", "head"), [
+    (pyproject(), pyproject(loosened="allow-missing-gpu = true\n")),
+    (pyproject(), pyproject(loosened='tolerance = { error-growth = 1e6 }\n')),
+    (pyproject(), pyproject(provider="")),  # a provider dropped
+    (pyproject(), None),  # deleted
+    (None, pyproject()),
+])
+def test_a_pull_request_that_changes_the_gates_settings_needs_approval(fake, tmp_path, base, head):
+    changing(fake, "pyproject.toml", "models.py")
+    for sha, text in ((BASE, base), (HEAD, head)):
+        if text is not None:
+            fake.contents[(REPO, sha, "pyproject.toml")] = text
+    proc = comment(fake, tmp_path, report(tmp_path), "--baseline-changes", "require-approval")
+    assert proc.returncode == 1, proc.stderr
+    assert "BLOCKED | this pull request changes config; " in proc.stdout
+    assert "::error title=parity-gate%3A change to its config needs approval::this pull request changes its config " \
+           "(pyproject.toml): it fails until" in proc.stdout
+    body = fake.issue_comments(REPO, PR)[0]["body"]
+    assert "> **This pull request changes what judges it:** config `pyproject.toml` (its \\[tool.parity-gate\\] " \
+           "table)." in body
+    assert "🔒 **This check fails until the change to its config is approved**" in body
+    assert "changes<<" in (tmp_path / "output").read_text()
+    fake.roles[(REPO, "maint")] = "maintain"
+    fake.reviews[(REPO, PR)] = [{"user": {"login": "maint"}, "state": "APPROVED", "commit_id": HEAD}]
+    assert comment(fake, tmp_path, report(tmp_path), "--baseline-changes", "require-approval").returncode == 0
+    assert "✅ The change to its config is approved (review of commit" in fake.issue_comments(REPO, PR)[0]["body"]
+
+
+def test_a_pyproject_change_outside_the_gates_table_needs_nothing(fake, tmp_path):
+    changing(fake, "pyproject.toml")
+    fake.contents[(REPO, BASE, "pyproject.toml")] = pyproject("1.0")
+    fake.contents[(REPO, HEAD, "pyproject.toml")] = pyproject("1.1")
+    proc = comment(fake, tmp_path, report(tmp_path), "--baseline-changes", "require-approval")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert fake.issue_comments(REPO, PR) == []  # a pass that changes nothing that judges it: no comment
+
+
+def test_a_pyproject_that_cannot_be_compared_counts_as_changed(fake, tmp_path):
+    changing(fake, "pyproject.toml")
+    fake.contents[(REPO, BASE, "pyproject.toml")] = pyproject()
+    fake.contents[(REPO, HEAD, "pyproject.toml")] = "[tool.parity-gate\n"  # not TOML
+    proc = comment(fake, tmp_path, report(tmp_path), "--baseline-changes", "require-approval")
+    assert proc.returncode == 1
+    assert "config `pyproject.toml` (could not be compared)" in fake.issue_comments(REPO, PR)[0]["body"]
+
+
+@pytest.mark.parametrize(("path", "args", "kind"), [
+    ("models/parity-gate.toml", (), "config"),
+    ("configs/gate.toml", ("--config", "configs/gate.toml"), "config"),
+    ("parity-gate-constraints.txt", (), "constraints"),
+    ("sub/parity-gate-constraints.txt", (), "constraints"),
+    ("ci/pins.txt", ("--constraints", "./ci/pins.txt"), "constraints"),
+    (".github/workflows/parity-gate.yml", (), "workflows"),
+    ("sweeps/ops.toml", (), "config"),  # a sweep file the config includes
+])
+def test_every_file_that_decides_the_verdict_needs_approval(fake, tmp_path, path, args, kind):
+    changing(fake, path, "README.md")
+    for sha in (BASE, HEAD):
+        fake.contents[(REPO, sha, "pyproject.toml")] = pyproject(include='include = ["sweeps/*.toml"]\n')
+    proc = comment(fake, tmp_path, report(tmp_path), "--baseline-changes", "require-approval", *args)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert f"BLOCKED | this pull request changes {kind}; " in proc.stdout
+    assert f"changes what judges it:** {kind} `{path}`" in fake.issue_comments(REPO, PR)[0]["body"]
+
+
+def test_files_that_decide_nothing_need_nothing(fake, tmp_path):
+    changing(fake, "docs/tolerances.md", "other/ruff.toml", "models.py", ".github/CODEOWNERS")
+    for sha in (BASE, HEAD):
+        fake.contents[(REPO, sha, "pyproject.toml")] = pyproject(include='include = ["sweeps/*.toml"]\n')
+    proc = comment(fake, tmp_path, report(tmp_path), "--baseline-changes", "require-approval")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_baselines_and_settings_changed_together_are_listed_by_kind(fake, tmp_path):
+    changing(fake, BASELINE, "parity-gate-constraints.txt", ".github/workflows/gate.yml")
+    proc = comment(fake, tmp_path, report(tmp_path), "--baseline-changes", "require-approval")
+    assert proc.returncode == 1
+    assert "BLOCKED | this pull request changes baselines, constraints, workflows; " in proc.stdout
+    body = fake.issue_comments(REPO, PR)[0]["body"]
+    assert f"> **This pull request changes baselines:** `tiny-cnn` (`{BASELINE}`)." in body
+    assert ("> **This pull request changes what judges it:** constraints `parity-gate-constraints.txt`; workflows "
+            "`.github/workflows/gate.yml`.") in body
+    assert "**This check fails until the change to its baselines, constraints and workflows is approved**" in body
+
+
 HOSTILE = (" @victim @octo/admins https://evil.example/x www.evil.example a@evil.example mailto:a@evil.example #1 "
            "octo/other#2 GH-3 <img src=x onerror=alert(1)> <a href='https://evil.example'>x</a> "
            "[click](https://evil.example) ![i](https://evil.example/i.png) <details><summary>@victim</summary>")

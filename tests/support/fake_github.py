@@ -6,14 +6,16 @@ header with next/last), answers the pull-request lookups used for workflow_run, 
 reviews, its changed files (at most 3,000, as GitHub lists), its issue events
 (``labeled`` with actor and time), a branch's updates (the repository activity API, newest first),
 a user's permission on a repository (the collaborators endpoint: maintain reads as write, triage as
-read), a commit (its author and committer as GitHub maps them), who the token is (``GET /user`` refused for an installation token as for GITHUB_TOKEN;
-GraphQL's ``viewer``), records every request, and injects faults: a status code for the next N
-matching requests (403/404/422/500), or a rate limit (403 + X-RateLimit-Remaining: 0 +
-X-RateLimit-Reset, or 429 + Retry-After).
+read), a commit (its author and committer as GitHub maps them), a file at a commit (the contents API),
+who the token is (``GET /user`` refused for an installation token as for GITHUB_TOKEN; GraphQL's
+``viewer``), records every request, and injects faults: a status code for the next N matching requests
+(403/404/422/500), or a rate limit (403 + X-RateLimit-Remaining: 0 + X-RateLimit-Reset, or 429 +
+Retry-After).
 """
 
 from __future__ import annotations
 
+import base64
 import json
 import re
 import threading
@@ -21,7 +23,7 @@ import time
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
-from urllib.parse import parse_qs, urlencode, urlsplit
+from urllib.parse import parse_qs, unquote, urlencode, urlsplit
 
 
 @dataclass
@@ -61,6 +63,7 @@ class FakeGitHub:
         self.roles: dict[tuple[str, str], str] = {}  # (repo, login) -> admin|maintain|write|triage|read
         self.withheld: set[str] = set()  # keys left out of every pull request served (a GitHub that omits them)
         self.commits: dict[tuple[str, str], dict[str, Any]] = {}  # (repo, sha) -> commit (author, committer)
+        self.contents: dict[tuple[str, str, str], str] = {}  # (repo, commit, path) -> the file's text
         self.requests: list[Recorded] = []
         self.faults: list[Fault] = []
         self._next_id = 1000
@@ -229,6 +232,13 @@ class FakeGitHub:
         m = re.fullmatch(r"/repos/([^/]+/[^/]+)/commits/([0-9a-f]+)/pulls", path)
         if m and method == "GET":
             return 200, {}, [p for p in self.pulls.get(m[1], []) if p["head"]["sha"] == m[2] and not p.get("fork")]
+        m = re.fullmatch(r"/repos/([^/]+/[^/]+)/contents/(.+)", path)
+        if m and method == "GET":
+            text = self.contents.get((m[1], query.get("ref", [""])[0], unquote(m[2])))
+            if text is None:
+                return 404, {}, {"message": "Not Found"}
+            return 200, {}, {"type": "file", "path": unquote(m[2]), "encoding": "base64",
+                             "content": base64.encodebytes(text.encode()).decode()}  # wrapped at 60, as GitHub does
         m = re.fullmatch(r"/repos/([^/]+/[^/]+)/commits/([0-9a-f]+)", path)
         if m and method == "GET":
             found = self.commits.get((m[1], m[2]))
