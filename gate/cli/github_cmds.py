@@ -16,6 +16,7 @@ from gate.github import FAIL_ON, POLICIES, WHEN, ActionsEnv, PublishSettings, co
 from gate.github.actions import command, log_safe
 from gate.github.approval import DEFAULT_LABEL
 from gate.github.changes import Named
+from gate.github.commit_status import DEFAULT_CONTEXT
 from gate.render import headline_text
 
 When = Enum("When", {w.replace("-", "_"): w for w in WHEN}, type=str)
@@ -57,6 +58,10 @@ def comment(
                                                 help="The label that approves a baseline change.")] = DEFAULT_LABEL,
     job: Annotated[str | None, typer.Option("--job", envvar="PARITY_GATE_JOB_LABEL",
                                             help="What the comment names as the job that ran the gate.")] = None,
+    status_context: Annotated[str, typer.Option(
+        "--status-context", envvar="PARITY_GATE_STATUS_CONTEXT",
+        help="The commit status the verdict is posted as on the commit judged, the name a branch protection rule "
+             "requires (not with --when never; empty: none).")] = DEFAULT_CONTEXT,
 ) -> None:
     """Write the PR comment (one per PR and config), the job summary, annotations and step outputs.
 
@@ -68,7 +73,7 @@ def comment(
             report_path=report, when=when.value, fail_on=fail_on.value, comment_id=comment_id(cid or config),
             artifact_url=artifact_url or None, pr_number=pr, markdown_path=markdown, max_wait=max_wait,
             baseline_changes=baseline_changes.value, approval_label=approval_label or DEFAULT_LABEL, job=job or None,
-            named=Named(config or "", constraints or ""),
+            named=Named(config or "", constraints or ""), status_context=status_context,
         )
         env = ActionsEnv.from_environ()
         out = publish(data, settings, env)
@@ -84,6 +89,13 @@ def comment(
         say(f"parity-gate: PR comment not written: {c.reason}")
     else:
         say(f"parity-gate: PR comment {c.action}{': ' + c.url if c.url else ''}")
+    st = out.status
+    if st is not None and st.posted:
+        say(f"parity-gate: commit status {st.context} set to {st.state} on {st.sha[:12]}")
+    elif st is not None and env.in_actions:
+        typer.echo(command("warning", f"parity-gate: commit status {st.context} not set: {st.reason}"))
+    elif st is not None:
+        say(f"parity-gate: commit status {st.context} not set: {st.reason}")
     if out.approval is not None and out.approval.blocks:
         say(f"BLOCKED | this pull request changes {', '.join(out.changes.kinds)}; someone with write access approves "
             f"this commit in a review, or adds the label {approval_label} after its last push ({out.approval.how})")

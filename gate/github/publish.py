@@ -32,6 +32,7 @@ from gate.github.approval import DEFAULT_LABEL, Approval, approval_line, check_a
 from gate.github.changes import GateChanges, Named, changes_line, gate_changes
 from gate.github.client import GitHubClient, GitHubError, RateLimited
 from gate.github.comment import CommentResult, CommentTarget, digest_line, marker, own_login, upsert_comment
+from gate.github.commit_status import DEFAULT_CONTEXT, StatusResult, post_status
 from gate.github.event import PR_EVENTS, NoPullRequest, PullRequest, load_event, resolve_pull_request
 from gate.github.pull import ChangesUnknown, Pull, fetch_pull
 from gate.github.recheck import caution, recheck
@@ -59,6 +60,7 @@ class PublishSettings:
     approval_label: str = DEFAULT_LABEL
     job: str | None = None  # what the comment says ran it ("check on Linux X64")
     named: Named = Named()  # the config and constraints files the workflow names (their changes need approval)
+    status_context: str = DEFAULT_CONTEXT  # the commit status the verdict is posted as ("": none)
 
 
 @dataclass
@@ -70,6 +72,7 @@ class Outcome:
     approval: Approval | None = None
     report: Report | None = None  # the report as judged (baseline changes from the API)
     changes: GateChanges = GateChanges()  # what the pull request changes that decides its verdict
+    status: StatusResult | None = None  # the commit status posted, or not (None: this run posts none)
 
 
 @dataclass
@@ -106,7 +109,11 @@ def publish(
     make_client = make_client or (lambda e, wait: GitHubClient(e.token, e.api_url, max_wait=wait))
     ctx = _context(report, settings, env, make_client(env, settings.max_wait) if env.token else None)
     report = copy.deepcopy(report)  # judged here: what the API says replaces what the report claims
-    changes = _gate_changes(report, ctx)
+    try:
+        changes = _gate_changes(report, ctx)
+    except ChangesUnknown as e:
+        _status(ctx, "error", f"not judged: {e}")  # fails closed on the commit too, not only in the log
+        raise
     approval = _approval(changes, ctx)
     # What every rendering says besides the report: the approval, what else decides the verdict, and
     # what the report claimed too well.
@@ -128,11 +135,14 @@ def publish(
     if result.action == "skipped" and summary_written:
         append_summary(env.summary_path, f"\n> ℹ️ PR comment not written: {plain(result.reason)}\n")
     write_outputs(env.output_path, _outputs(report, settings, md_path, result, approval, changes))
-    exit_code = 0 if settings.fail_on == "never" else report.exit_code
-    if approval is not None and approval.blocks and settings.fail_on != "never":
-        exit_code = exit_code or 1
+    blocked = approval is not None and approval.blocks
+    exit_code = 0 if settings.fail_on == "never" else report.exit_code or int(blocked)
+    state = "error" if report.verdict == Verdict.ERROR else "failure" if report.verdict != Verdict.PASS or blocked \
+        else "success"
+    said_first = f"{changes.what()} needs approval · " if blocked else ""
+    status = _status(ctx, state, f"{said_first}{report.verdict}: {headline_text(report)}", result)
     return Outcome(report.verdict, exit_code, result, _approval_annotation(report, approval, settings, changes)
-                   + annotations(report), approval, report, changes)
+                   + annotations(report), approval, report, changes, status)
 
 
 def _context(report: Report, settings: PublishSettings, env: ActionsEnv, client: GitHubClient | None) -> _Context:
@@ -176,6 +186,19 @@ def _links(ctx: _Context) -> Links:
     commit_url = f"{env.server_url.rstrip('/')}/{repo}/commit/{stamp.sha}" if stamp.sha and repo else None
     return Links(stamp.url or env.run_url, ctx.settings.artifact_url, stamp.sha or None, commit_url, stamp.label(),
                  ctx.settings.job)
+
+
+def _status(ctx: _Context, state: str, description: str, comment: CommentResult | None = None) -> StatusResult | None:
+    """The verdict on the commit judged, from the job that speaks to the pull request (docs/action.md: the
+    status to require), unless a newer run's result holds the comment."""
+    s, sha = ctx.settings, ctx.stamp.sha if ctx.stamp else ""
+    if not (s.status_context and s.when != "never" and sha and ctx.client and _about_a_pull_request(ctx)):
+        return None
+    if comment is not None and comment.newer:
+        return None
+    repo = (ctx.event.get("repository") or {}).get("full_name") or ctx.env.repository
+    return post_status(ctx.client, repo, sha, s.status_context, state, description,
+                       (comment.url if comment else None) or ctx.env.run_url)
 
 
 def _about_a_pull_request(ctx: _Context) -> bool:

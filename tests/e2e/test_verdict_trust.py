@@ -473,3 +473,43 @@ def test_a_given_number_that_is_not_the_events_pull_request_is_refused(fake, tmp
     assert proc.returncode == 2
     assert "pull request #8 was given, and this pull_request event is about #7: not commenting there" in proc.stderr
     assert fake.issue_comments(REPO, PR) == []
+
+
+def test_the_verdict_is_a_commit_status_on_the_head_commit(fake, tmp_path):
+    assert comment(fake, tmp_path, report(tmp_path, name="regressed")).returncode == 1
+    [c] = fake.issue_comments(REPO, PR)
+    [status] = fake.statuses[(REPO, HEAD)]
+    assert status == {"state": "failure", "context": "parity-gate", "target_url": c["html_url"],
+                      "description": "regressed: tiny-cnn: layer conv2 on CPUExecutionProvider failed error-growth "
+                                     "(0.0042 > 2.76e-06)"}
+    proc = comment(fake, tmp_path, report(tmp_path), "--status-context", "parity-gate (cpu)")
+    assert proc.returncode == 0 and f"commit status parity-gate (cpu) set to success on {HEAD[:12]}" in proc.stdout
+    assert [(s["context"], s["state"]) for s in fake.statuses[(REPO, HEAD)]] == [
+        ("parity-gate", "failure"), ("parity-gate (cpu)", "success")]
+
+
+def test_a_run_that_fails_closed_sets_an_error_status(fake, tmp_path):
+    fake.inject("GET", rf"/pulls/{PR}/files$", 403, message="Resource not accessible by integration")
+    assert comment(fake, tmp_path, report(tmp_path)).returncode == 2
+    [status] = fake.statuses[(REPO, HEAD)]
+    assert status["state"] == "error" and status["description"].startswith(
+        f"not judged: the files pull request #{PR} changes cannot be read (403")
+
+
+def test_no_status_from_a_job_that_does_not_comment_or_from_a_run_a_newer_one_superseded(fake, tmp_path):
+    assert comment(fake, tmp_path, report(tmp_path, name="regressed"), "--when", "never").returncode == 1
+    assert fake.statuses == {}
+    payload = event()
+    fake.add_comment(REPO, PR, "x", user="github-actions[bot]")  # stands in for the newer run's comment
+    fake.comments[(REPO, PR)][0]["body"] = (f"<!-- parity-gate:comment id=default -->\n"
+                                            f"<!-- parity-gate:run id=5000 attempt=1 sha={HEAD} -->")
+    proc = comment(fake, tmp_path, report(tmp_path), payload=payload)  # run 4242: older
+    assert "the comment holds a newer result" in proc.stdout and fake.statuses == {}
+
+
+def test_a_token_that_cannot_set_statuses_is_one_line_and_the_check_stands(fake, tmp_path):
+    fake.inject("POST", r"/statuses/", 403, message="Resource not accessible by integration")
+    proc = comment(fake, tmp_path, report(tmp_path, name="regressed"))
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr
+    assert ("::warning::parity-gate: commit status parity-gate not set: 403 Resource not accessible by integration: "
+            "the token cannot set commit statuses (give the job statuses: write)") in proc.stdout

@@ -7,10 +7,10 @@ reviews, its changed files (at most 3,000, as GitHub lists), its issue events
 (``labeled`` with actor and time), a branch's updates (the repository activity API, newest first),
 a user's permission on a repository (the collaborators endpoint: maintain reads as write, triage as
 read), a commit (its author and committer as GitHub maps them), a file at a commit (the contents API),
-who the token is (``GET /user`` refused for an installation token as for GITHUB_TOKEN; GraphQL's
-``viewer``), records every request, and injects faults: a status code for the next N matching requests
-(403/404/422/500), or a rate limit (403 + X-RateLimit-Remaining: 0 + X-RateLimit-Reset, or 429 +
-Retry-After).
+commit statuses (kept per commit, oldest first), who the token is (``GET /user`` refused for an
+installation token as for GITHUB_TOKEN; GraphQL's ``viewer``), records every request, and injects
+faults: a status code for the next N matching requests (403/404/422/500), or a rate limit (403 +
+X-RateLimit-Remaining: 0 + X-RateLimit-Reset, or 429 + Retry-After).
 """
 
 from __future__ import annotations
@@ -64,6 +64,7 @@ class FakeGitHub:
         self.withheld: set[str] = set()  # keys left out of every pull request served (a GitHub that omits them)
         self.commits: dict[tuple[str, str], dict[str, Any]] = {}  # (repo, sha) -> commit (author, committer)
         self.contents: dict[tuple[str, str, str], str] = {}  # (repo, commit, path) -> the file's text
+        self.statuses: dict[tuple[str, str], list[dict[str, Any]]] = {}  # (repo, commit) -> statuses, oldest first
         self.requests: list[Recorded] = []
         self.faults: list[Fault] = []
         self._next_id = 1000
@@ -232,6 +233,13 @@ class FakeGitHub:
         m = re.fullmatch(r"/repos/([^/]+/[^/]+)/commits/([0-9a-f]+)/pulls", path)
         if m and method == "GET":
             return 200, {}, [p for p in self.pulls.get(m[1], []) if p["head"]["sha"] == m[2] and not p.get("fork")]
+        m = re.fullmatch(r"/repos/([^/]+/[^/]+)/statuses/([0-9a-f]{40})", path)
+        if m and method == "POST":
+            if not isinstance(body, dict) or body.get("state") not in ("error", "failure", "pending", "success") \
+                    or len(str(body.get("description") or "")) > 140:
+                return 422, {}, {"message": "Validation Failed"}
+            self.statuses.setdefault((m[1], m[2]), []).append(body)
+            return 201, {}, {"id": len(self.statuses[(m[1], m[2])]), **body}
         m = re.fullmatch(r"/repos/([^/]+/[^/]+)/contents/(.+)", path)
         if m and method == "GET":
             text = self.contents.get((m[1], query.get("ref", [""])[0], unquote(m[2])))
