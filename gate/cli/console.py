@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import sys
 from contextlib import contextmanager
 
 from rich.console import Console
@@ -10,6 +12,7 @@ from rich.table import Table
 
 from gate.core.stages import Stages
 from gate.core.status import AuditStatus, ModelStatus, Role, SkipKind, TargetStatus, Verdict
+from gate.github.actions import InertLines
 from gate.render.data_dependent_md import dependent_rows
 from gate.render.markdown import promotion_text
 from gate.render.reuse_text import alarm_line, reuse_line
@@ -23,6 +26,8 @@ if not console.is_terminal:  # CI logs: wide enough for the report table, never 
 err_console = Console(stderr=True, highlight=False)
 if not err_console.is_terminal:  # progress and errors in CI logs: one line each, never cut mid-token
     err_console = Console(stderr=True, highlight=False, width=160, soft_wrap=True)
+if os.environ.get("GITHUB_ACTIONS") == "true":  # names and messages from result files: no line starts a command
+    console.file, err_console.file = InertLines(sys.stdout), InertLines(sys.stderr)
 
 _STATUS_STYLE = {"pass": "green", "regressed": "bold red", "error": "bold red", "skipped": "yellow",
                  "no-baseline": "yellow"}

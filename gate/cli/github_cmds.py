@@ -13,7 +13,10 @@ import typer
 from gate.errors import GateError
 from gate.formats.report import load_report
 from gate.github import FAIL_ON, POLICIES, WHEN, ActionsEnv, PublishSettings, comment_id, publish
+from gate.github.actions import command, log_safe
 from gate.github.approval import DEFAULT_LABEL
+from gate.github.changes import Named
+from gate.github.commit_status import DEFAULT_CONTEXT
 from gate.render import headline_text
 
 When = Enum("When", {w.replace("-", "_"): w for w in WHEN}, type=str)
@@ -35,7 +38,11 @@ def comment(
     cid: Annotated[str | None, typer.Option("--id", envvar="PARITY_GATE_COMMENT_ID",
                                             help="Comment id, one comment per PR and id (default: the config path).")] = None,
     config: Annotated[str | None, typer.Option("--config", envvar="PARITY_GATE_CONFIG",
-                                               help="Config path; names the comment when --id is not given.")] = None,
+                                               help="Config path; names the comment when --id is not given, and "
+                                                    "a change to it needs approval like the default ones.")] = None,
+    constraints: Annotated[str | None, typer.Option("--constraints", envvar="PARITY_GATE_CONSTRAINTS",
+                                                    help="Constraints file whose change needs approval, besides "
+                                                         "parity-gate-constraints.txt.")] = None,
     pr: Annotated[int | None, typer.Option("--pr", envvar="PARITY_GATE_PR", min=1,
                                            help="Pull request number (default: from the event).")] = None,
     artifact_url: Annotated[str | None, typer.Option("--artifact-url", envvar="PARITY_GATE_ARTIFACT_URL",
@@ -45,12 +52,16 @@ def comment(
     baseline_changes: Annotated[Policy, typer.Option(
         "--baseline-changes", envvar="PARITY_GATE_BASELINE_CHANGES",
         help="comment: a pull request that changes baselines always gets a comment saying so; require-approval: "
-             "it also fails until someone with write access, not the author, approves this commit in a review "
-             "or adds the approval label after its last push.")] = Policy.comment,
+             "it also fails until someone with write access, neither the author nor the commit's pusher, approves "
+             "this commit in a review or adds the approval label after its last push.")] = Policy.comment,
     approval_label: Annotated[str, typer.Option("--approval-label", envvar="PARITY_GATE_APPROVAL_LABEL",
                                                 help="The label that approves a baseline change.")] = DEFAULT_LABEL,
     job: Annotated[str | None, typer.Option("--job", envvar="PARITY_GATE_JOB_LABEL",
                                             help="What the comment names as the job that ran the gate.")] = None,
+    status_context: Annotated[str, typer.Option(
+        "--status-context", envvar="PARITY_GATE_STATUS_CONTEXT",
+        help="The commit status the verdict is posted as on the commit judged, the name a branch protection rule "
+             "requires (not with --when never; empty: none).")] = DEFAULT_CONTEXT,
 ) -> None:
     """Write the PR comment (one per PR and config), the job summary, annotations and step outputs.
 
@@ -62,24 +73,39 @@ def comment(
             report_path=report, when=when.value, fail_on=fail_on.value, comment_id=comment_id(cid or config),
             artifact_url=artifact_url or None, pr_number=pr, markdown_path=markdown, max_wait=max_wait,
             baseline_changes=baseline_changes.value, approval_label=approval_label or DEFAULT_LABEL, job=job or None,
+            named=Named(config or "", constraints or ""), status_context=status_context,
         )
         env = ActionsEnv.from_environ()
         out = publish(data, settings, env)
     except GateError as e:
-        typer.echo(f"error: {e}", err=True)
+        say(f"error: {e}", err=True)
         raise typer.Exit(e.exit_code) from None
-    for line in out.lines:
+    for line in out.lines:  # workflow commands, their text escaped where they were made
         typer.echo(line)
     c = out.comment
-    if c.action == "skipped":
-        typer.echo(f"{'::notice::' if env.in_actions else ''}parity-gate: PR comment not written: {c.reason}")
+    if c.action == "skipped" and env.in_actions:
+        typer.echo(command("notice", f"parity-gate: PR comment not written: {c.reason}"))
+    elif c.action == "skipped":
+        say(f"parity-gate: PR comment not written: {c.reason}")
     else:
-        typer.echo(f"parity-gate: PR comment {c.action}{': ' + c.url if c.url else ''}")
+        say(f"parity-gate: PR comment {c.action}{': ' + c.url if c.url else ''}")
+    st = out.status
+    if st is not None and st.posted:
+        say(f"parity-gate: commit status {st.context} set to {st.state} on {st.sha[:12]}")
+    elif st is not None and env.in_actions:
+        typer.echo(command("warning", f"parity-gate: commit status {st.context} not set: {st.reason}"))
+    elif st is not None:
+        say(f"parity-gate: commit status {st.context} not set: {st.reason}")
     if out.approval is not None and out.approval.blocks:
-        typer.echo(f"BLOCKED | this pull request changes baselines; someone with write access approves this commit "
-                   f"in a review, or adds the label {approval_label} after its last push ({out.approval.how})")
-    typer.echo(f"{'PASSED' if out.verdict == 'pass' else 'FAILED'} | {headline_text(out.report or data)}")
+        say(f"BLOCKED | this pull request changes {', '.join(out.changes.kinds)}; someone with write access approves "
+            f"this commit in a review, or adds the label {approval_label} after its last push ({out.approval.how})")
+    say(f"{'PASSED' if out.verdict == 'pass' else 'FAILED'} | {headline_text(out.report or data)}")
     raise typer.Exit(out.exit_code)
+
+
+def say(line: str, err: bool = False) -> None:
+    """Every line this command prints holds text from the report or the API: none may start a workflow command."""
+    typer.echo(log_safe(line), err=err)
 
 
 def register(app: typer.Typer) -> None:

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from gate.config.parse import parse
 from gate.config.types import Config
+from gate.core.files import PYPROJECT, STANDALONE
 from gate.errors import ConfigError
 
 if sys.version_info >= (3, 11):
@@ -30,7 +31,7 @@ def find_config(explicit: Path | None, cwd: Path | None = None) -> Path:
             raise ConfigError(f"config file `{explicit}` does not exist")
         return explicit
     cwd = cwd or Path.cwd()
-    pyproject = cwd / "pyproject.toml"
+    pyproject = cwd / PYPROJECT
     if pyproject.is_file():
         try:
             data = tomllib.loads(pyproject.read_text(encoding="utf-8"))
@@ -38,7 +39,7 @@ def find_config(explicit: Path | None, cwd: Path | None = None) -> Path:
             raise ConfigError(f"{pyproject}: invalid TOML ({exc})") from None
         if "parity-gate" in data.get("tool", {}):
             return pyproject
-    standalone = cwd / "parity-gate.toml"
+    standalone = cwd / STANDALONE
     if standalone.is_file():
         return standalone
     raise ConfigError(
@@ -55,7 +56,7 @@ def load_config(path: Path, text: str | None = None) -> Config:
         raise ConfigError(f"config file `{path}` does not exist") from None
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{path}: invalid TOML ({exc})") from None
-    if path.name == "pyproject.toml":
+    if path.name == PYPROJECT:
         section = data.get("tool", {}).get("parity-gate")
         prefix = "tool.parity-gate"
         if section is None:

@@ -214,6 +214,15 @@ class CacheState(Word):
     UNKEYED = "unkeyed"  # user code whose inputs the gate cannot see: computed every time
 
 
+class ChangeKind(Word):
+    """What a pull request changes that decides its own verdict (``gate.github.changes``)."""
+
+    BASELINES = "baselines"
+    CONFIG = "config"  # the gate's settings: tolerances, models, providers, allow-missing-gpu, sweeps
+    CONSTRAINTS = "constraints"  # the versions the gate installs and runs with
+    WORKFLOWS = "workflows"  # the workflow that measures: its inputs choose providers and models
+
+
 class ApprovalState(Word):
     """Whether a pull request's baseline change may merge (``gate.github.approval``)."""
 
@@ -230,3 +239,4 @@ class NotCounted(Word):
     OTHER_COMMIT = "other-commit"  # a review of another commit
     BEFORE_PUSH = "before-push"  # a label added while another commit was the head
     NO_PUSH_TIME = "no-push-time"  # a label whose time cannot be placed among the branch's pushes
+    PUSHER = "pusher"  # by whoever pushed the judged commit (to someone else's pull request)

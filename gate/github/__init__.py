@@ -1,8 +1,10 @@
 """GitHub side of parity-gate: REST client (stdlib urllib), PR resolution, the pull request as the
-API tells it (``pull``: author, head, labels, the baseline files it changes), the one PR comment and
-its stamp, baseline approvals tied to the commit and to write access, a report's verdict decided
-again from its own rows (``recheck``), job summary, annotations and step outputs; and what the
-composite action installs (``install``, ``ortdist``: one ONNX Runtime distribution per environment).
+API tells it (``pull``: author, head, labels, the files it changes; ``changes``: those that decide its
+verdict), the one PR comment and its stamp, approvals tied to the commit and to write access, a
+report's verdict decided again from its own rows (``recheck``), job summary, annotations and step
+outputs (``actions``: log lines no text can turn into a workflow command); and what the composite action
+installs (``install``, ``ortdist``: one ONNX Runtime distribution per environment; ``pins``: the
+judging install's constraints, pins only).
 No typer/rich here; the CLI lives in gate.cli.github_cmds.
 """
 

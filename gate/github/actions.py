@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import os
 import secrets
 from collections.abc import Mapping
@@ -73,8 +74,76 @@ def append_summary(path: str, markdown: str) -> bool:
     return True
 
 
+def _shown(text: str) -> str:
+    """Unprintable characters shown escaped (``\\x1c``, ``\\u2028``), and ``##[`` broken: the runner
+    reads a legacy command at ``##[`` anywhere in a line."""
+    return "".join(ch if ch.isprintable() or ch == " " else ascii(ch)[1:-1] for ch in text).replace("##[", "#\\#[")
+
+
+def log_safe(text: object) -> str:
+    """``text`` (from a report or the API) made one inert log line. The runner starts a workflow
+    command at a line that begins with ``::`` after leading whitespace (``::error``, ``::add-mask::``,
+    ``::stop-commands::``): so every line break and other unprintable character (all that
+    ``str.splitlines()`` splits at, bidi and zero-width characters) is shown escaped, and a leading
+    ``::`` is broken by a backslash."""
+    s = _shown(str(text))
+    stripped = s.lstrip(" ")
+    return s[: len(s) - len(stripped)] + ":\\:" + stripped[2:] if stripped.startswith("::") else s
+
+
+class InertLines(io.TextIOBase):
+    """A text stream no line of which can start a workflow command, in whatever pieces it is written (rich
+    writes a line in several): each line goes on whole, its leading ``::`` and any ``##[`` broken, and the
+    line breaks the runner does not cut at shown escaped. Colour codes pass (a terminal's consoles)."""
+
+    _BREAKS = dict.fromkeys(map(ord, "\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"))
+
+    def __init__(self, stream):
+        super().__init__()
+        self.stream, self.pending = stream, ""
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, s: str) -> int:
+        self.pending += s
+        cut = max(self.pending.rfind("\n"), self.pending.rfind("\r")) + 1
+        if cut:
+            done, self.pending = self.pending[:cut], self.pending[cut:]
+            self.stream.write("".join(self._line(line) for line in done.splitlines(keepends=True)))
+        return len(s)
+
+    def flush(self) -> None:
+        start = self.pending.lstrip(" \t")
+        if start not in ("", ":") and not self.pending.endswith("#"):  # held: what more text could make a command
+            self.stream.write(self._line(self.pending))
+            self.pending = ""
+        self.stream.flush()
+
+    def close(self) -> None:
+        if self.pending:
+            self.stream.write(self._line(self.pending))
+            self.pending = ""
+        self.stream.flush()
+
+    def _line(self, line: str) -> str:
+        body = line.rstrip("\r\n")
+        shown = "".join(ascii(ch)[1:-1] if ord(ch) in self._BREAKS else ch for ch in body).replace("##[", "#\\#[")
+        stripped = shown.lstrip(" \t")
+        if stripped.startswith("::"):
+            shown = shown[: len(shown) - len(stripped)] + ":\\:" + stripped[2:]
+        return shown + line[len(body):]
+
+    def fileno(self) -> int:
+        return self.stream.fileno()
+
+    def isatty(self) -> bool:
+        return self.stream.isatty()
+
+
 def _escape_data(s: str) -> str:
-    return s.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    # %, CR and LF are what the runner unescapes; the rest that could break or hide a line is shown escaped.
+    return _shown(s.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A"))
 
 
 def _escape_property(s: str) -> str:

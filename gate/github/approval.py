@@ -2,7 +2,9 @@
 
 A pull request that rewrites baselines is judged against its own baselines, so it passes by
 construction. With ``baseline-changes: require-approval`` it fails until the exact commit judged is
-approved by someone with write access to the repository who is not the pull request's author:
+approved by someone with write access to the repository who is neither the pull request's author nor
+whoever pushed that commit (a maintainer pushing to someone else's pull request approves no push of
+their own):
 
 - an approving review whose ``commit_id`` is that commit (the reviewer's latest verdict; comments do
   not change it, a later request for changes or a dismissal does); or
@@ -20,7 +22,9 @@ activity API (``GET /repos/{head repository}/activity?ref=<head branch>``) lists
 branch with GitHub's own time and the commits before and after it: the head at the label's time is
 the ``after`` of the last update before it. Where that list cannot be read (a private fork, a GitHub
 Enterprise Server without it), or an update falls in the same second as the label, the label cannot
-be tied to a commit and does not count: a review of the commit approves it.
+be tied to a commit and does not count: a review of the commit approves it. The same list names who
+pushed the judged commit (the update's actor); where it cannot be read, the commit's author and
+committer as GitHub maps them stand in for the pusher.
 """
 
 from __future__ import annotations
@@ -45,6 +49,7 @@ WHY = {
     NotCounted.OTHER_COMMIT: "of another commit",
     NotCounted.BEFORE_PUSH: "added before the last push",
     NotCounted.NO_PUSH_TIME: "the branch's pushes cannot be read to tie it to a commit",
+    NotCounted.PUSHER: "who pushed this commit",
 }
 
 
@@ -86,6 +91,18 @@ class _Writers:
         return self.known[login]
 
 
+class _Pushers:
+    """Who pushed the judged commit, asked once and only when an approval needs it."""
+
+    def __init__(self, client: GitHubClient, pull: Pull, sha: str):
+        self.client, self.pull, self.sha, self.logins = client, pull, sha, None
+
+    def __contains__(self, login: str) -> bool:
+        if self.logins is None:
+            self.logins = {who.lower() for who in pushers(self.client, self.pull, self.sha)}
+        return login.lower() in self.logins
+
+
 def check_approval(client: GitHubClient | None, pull: Pull, sha: str, label: str) -> Approval:
     """Whether the baseline change of ``pull`` at commit ``sha`` (the commit judged) is approved."""
     if client is None:
@@ -93,13 +110,13 @@ def check_approval(client: GitHubClient | None, pull: Pull, sha: str, label: str
     if not sha:
         return Approval(ApprovalState.UNKNOWN, "the commit judged is not known (no head commit in the event)")
     ignored: list[Ignored] = []
-    writers = _Writers(client, pull.repository)
+    who = _Who(pull, _Writers(client, pull.repository), _Pushers(client, pull, sha))
     try:
-        by = _review(client, pull, sha, writers, ignored)
+        by = _review(client, pull, sha, who, ignored)
         if by:
             return Approval(ApprovalState.APPROVED, f"review of commit {sha[:12]} by {by}", tuple(ignored))
         if label in pull.labels:
-            by = _label(client, pull, sha, label, writers, ignored)
+            by = _label(client, pull, sha, label, who, ignored)
             if by:
                 return Approval(ApprovalState.APPROVED, f"label {label} added by {by} after the last push",
                                 tuple(ignored))
@@ -115,16 +132,26 @@ def _login(item: dict, key: str) -> str:
     return str(who.get("login") or "") if isinstance(who, dict) else ""
 
 
-def _who(pull: Pull, login: str, writers: _Writers) -> NotCounted | None:
-    """Why ``login`` cannot approve, or None when they can."""
-    if not login:
-        return NotCounted.NO_WRITE
-    if pull.is_author(login):
-        return NotCounted.AUTHOR
-    return None if login in writers else NotCounted.NO_WRITE
+@dataclass(frozen=True)
+class _Who:
+    """Who may approve the judged commit of ``pull``: the one rule for reviews and labels alike."""
+
+    pull: Pull
+    writers: _Writers
+    pushers: _Pushers
+
+    def why_not(self, login: str) -> NotCounted | None:
+        """Why ``login`` cannot approve, or None when they can."""
+        if not login:
+            return NotCounted.NO_WRITE
+        if self.pull.is_author(login):
+            return NotCounted.AUTHOR
+        if login not in self.writers:
+            return NotCounted.NO_WRITE
+        return NotCounted.PUSHER if login in self.pushers else None
 
 
-def _review(client: GitHubClient, pull: Pull, sha: str, writers: _Writers, ignored: list[Ignored]) -> str:
+def _review(client: GitHubClient, pull: Pull, sha: str, who: _Who, ignored: list[Ignored]) -> str:
     """The login of a writer whose latest verdict approves ``sha``, or ""."""
     latest: dict[str, dict] = {}
     for review in client.paginate(f"/repos/{pull.repository}/pulls/{pull.number}/reviews"):
@@ -134,14 +161,14 @@ def _review(client: GitHubClient, pull: Pull, sha: str, writers: _Writers, ignor
     for login, review in latest.items():
         if review.get("state") != "APPROVED":
             continue
-        why = NotCounted.OTHER_COMMIT if review.get("commit_id") != sha else _who(pull, login, writers)
+        why = NotCounted.OTHER_COMMIT if review.get("commit_id") != sha else who.why_not(login)
         if why is None:
             return login
         ignored.append(Ignored("review", login, why))
     return ""
 
 
-def _label(client: GitHubClient, pull: Pull, sha: str, label: str, writers: _Writers, ignored: list[Ignored]) -> str:
+def _label(client: GitHubClient, pull: Pull, sha: str, label: str, who: _Who, ignored: list[Ignored]) -> str:
     """The login of the writer whose adding of ``label`` (the latest) happened while ``sha`` was the head."""
     added = [e for e in client.paginate(f"/repos/{pull.repository}/issues/{pull.number}/events")
              if isinstance(e, dict) and e.get("event") == "labeled"
@@ -150,7 +177,7 @@ def _label(client: GitHubClient, pull: Pull, sha: str, label: str, writers: _Wri
         return ""
     event = max(added, key=lambda e: (str(e.get("created_at") or ""), e.get("id") or 0))
     login, at = _login(event, "actor"), _time(event.get("created_at"))
-    why = _who(pull, login, writers)
+    why = who.why_not(login)
     if why is None:
         head = head_at(client, pull, at) if at else None
         why = NotCounted.NO_PUSH_TIME if head is None else None if head == sha else NotCounted.BEFORE_PUSH
@@ -171,6 +198,34 @@ def _updates(client: GitHubClient, pull: Pull) -> Iterator[dict]:
     """The head branch's updates, newest first (the activity API of the repository it lives in)."""
     yield from client.paginate(f"/repos/{pull.head_repo}/activity", ref=f"refs/heads/{pull.head_ref}",
                                direction="desc")
+
+
+def pushers(client: GitHubClient, pull: Pull, sha: str) -> tuple[str, ...]:
+    """Who pushed ``sha`` to the pull request's branch: the actor of the latest branch update that made it
+    the head (GitHub's record). Where the updates cannot be read or do not name it, the commit's author
+    and committer as GitHub maps them (from their e-mail addresses) stand in."""
+    if pull.head_repo and pull.head_ref:
+        try:
+            for i, update in enumerate(_updates(client, pull)):
+                if i >= MAX_UPDATES:
+                    break
+                if isinstance(update, dict) and update.get("after") == sha:
+                    login = _login(update, "actor")
+                    if login:
+                        return (login,)
+                    break
+        except GitHubError as e:
+            if e.status not in (403, 404):  # a private fork, or no activity API
+                raise
+    try:
+        commit = client.get(f"/repos/{pull.repository}/commits/{sha}") or {}
+    except GitHubError as e:
+        if e.status not in (404, 422):
+            raise
+        return ()
+    if not isinstance(commit, dict):
+        return ()
+    return tuple(dict.fromkeys(login for login in (_login(commit, "author"), _login(commit, "committer")) if login))
 
 
 def head_at(client: GitHubClient, pull: Pull, at: datetime) -> str | None:
@@ -194,19 +249,20 @@ def head_at(client: GitHubClient, pull: Pull, at: datetime) -> str | None:
     return None
 
 
-def approval_line(approval: Approval | None, label: str) -> str:
-    """The line the comment's baseline block carries (Markdown); when pending, the rule."""
+def approval_line(approval: Approval | None, label: str, what: str = "baseline change") -> str:
+    """The line the comment's baseline block carries (Markdown); when pending, the rule. ``what`` names
+    the change ("baseline change", "change to its baselines and config")."""
     if approval is None:
         return ""
     if approval.state == ApprovalState.APPROVED:
-        return f"✅ The baseline change is approved ({plain(approval.how, 200)})."
+        return f"✅ The {what} is approved ({plain(approval.how, 200)})."
     why = "" if approval.state == ApprovalState.PENDING else \
         f" (approval could not be checked: {plain(approval.how, 200)})"
-    rule = (f"🔒 **This check fails until the baseline change is approved**{why}: someone with write access to "
-            f"this repository, other than the pull request's author, approves this commit in a review, or adds the "
-            f"label {code(label, 100)} after its last push; then the check runs again. A label added before a "
-            "push, a review of an earlier commit, and approvals by the author or by someone with triage or read "
-            "access do not count.")
+    rule = (f"🔒 **This check fails until the {what} is approved**{why}: someone with write access to "
+            f"this repository, other than the pull request's author and whoever pushed this commit, approves this "
+            f"commit in a review, or adds the label {code(label, 100)} after its last push; then the check runs "
+            "again. A label added before a push, a review of an earlier commit, and approvals by the author, by the "
+            "commit's pusher or by someone with triage or read access do not count.")
     seen = list(dict.fromkeys(approval.ignored))[:6]
     if seen:
         rule += " Not counted: " + "; ".join(f"{i.kind} by {code(i.login, 60)} ({WHY[i.why]})" for i in seen) + "."

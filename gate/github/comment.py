@@ -38,6 +38,7 @@ class CommentResult:
     id: int | None = None
     url: str | None = None
     reason: str = ""
+    newer: bool = False  # skipped because the comment holds a newer run's result
 
 
 def own_login(client: GitHubClient, graphql_url: str = "") -> str:
@@ -96,7 +97,7 @@ def upsert_comment(client: GitHubClient, target: CommentTarget, body: str, *, wh
     there = parse_stamp(existing.get("body") or "")
     if is_newer(there, stamp):
         return CommentResult("skipped", reason=f"the comment holds a newer result ({there.label()}, commit "
-                             f"{there.sha[:12] or '?'}); this {stamp.label()} leaves it")
+                             f"{there.sha[:12] or '?'}); this {stamp.label()} leaves it", newer=True)
     if when == "on-change" and digest_line(digest) in (existing.get("body") or ""):
         return CommentResult("unchanged", existing.get("id"), existing.get("html_url"),
                              "what a reviewer reads is unchanged (--when on-change)")
@@ -115,6 +116,6 @@ def _settle_race(client: GitHubClient, target: CommentTarget, body: str, made: d
     there = parse_stamp(oldest.get("body") or "")
     if is_newer(there, stamp):
         return CommentResult("skipped", reason=f"another run created the comment first with a newer result "
-                             f"({there.label()})")
+                             f"({there.label()})", newer=True)
     client.patch(f"/repos/{target.repo}/issues/comments/{oldest['id']}", {"body": body})
     return CommentResult("updated", oldest["id"], oldest.get("html_url"), "another run created the comment first")

@@ -45,19 +45,21 @@ def resolve_pull_request(
     client: GitHubClient | None,
     explicit: int | None = None,
 ) -> PullRequest | NoPullRequest:
-    """The PR for this run: an explicit number first, then the event, then the API (workflow_run)."""
+    """The PR for this run: the event's (a pull request event), the one open pull request whose head is
+    the run's commit (workflow_run: a number given must be that one), else a number given."""
     repo = (event.get("repository") or {}).get("full_name") or repository
-    if explicit and event_name == "workflow_run":
-        return _verified(explicit, event.get("workflow_run") or {}, repo, client)
-    if explicit:
-        return PullRequest(explicit, repo, "given (--pr / PARITY_GATE_PR)")
     if event_name in PR_EVENTS:
         number = (event.get("pull_request") or {}).get("number") or event.get("number")
-        if isinstance(number, int):
-            return PullRequest(number, repo, f"{event_name} event")
-        return NoPullRequest(f"the {event_name} event payload has no pull request number")
+        if not isinstance(number, int):
+            return NoPullRequest(f"the {event_name} event payload has no pull request number")
+        if explicit and explicit != number:
+            return NoPullRequest(f"pull request #{explicit} was given, and this {event_name} event is about "
+                                 f"#{number}: not commenting there")
+        return PullRequest(number, repo, f"{event_name} event")
     if event_name == "workflow_run":
-        return _from_workflow_run(event.get("workflow_run") or {}, repo, client)
+        return _from_workflow_run(event.get("workflow_run") or {}, repo, client, explicit)
+    if explicit:
+        return PullRequest(explicit, repo, "given (--pr / PARITY_GATE_PR)")
     return NoPullRequest(f"event `{event_name or 'unknown'}` is not about a pull request")
 
 
@@ -70,29 +72,33 @@ def _head_matches(pr: Any, sha: str, head_repo: str | None) -> bool:
     return head.get("sha") == sha and not (head_repo and theirs and theirs != head_repo)
 
 
-def _from_workflow_run(run: dict[str, Any], repo: str, client: GitHubClient | None) -> PullRequest | NoPullRequest:
-    """The pull request a ``workflow_run`` is about. For a fork GitHub lists none in the event (nor
-    for a run a review started), so the API is asked by commit and by head branch; the answer must be
-    one open pull request whose head is the run's commit, from the run's head repository: two
-    candidates (one branch, two base branches) are refused, as either could be the wrong one."""
+def _from_workflow_run(run: dict[str, Any], repo: str, client: GitHubClient | None,
+                       explicit: int | None) -> PullRequest | NoPullRequest:
+    """The pull request a ``workflow_run`` is about: the one open pull request whose head is the run's
+    commit, from the run's head repository. The event lists those of this repository; for a fork (and
+    for a run a review started) it lists none, so the API is asked by commit and by head branch. A number
+    given (an artifact the pull request's code could forge) must be such a pull request, and the only one:
+    two candidates (one branch into two bases, two branches at one commit) are refused, as either could
+    be the wrong one."""
     sha = run.get("head_sha")
-    for pr in run.get("pull_requests") or []:
-        # The list holds PRs of this repository whose head is the run's head (empty for forks).
-        if isinstance(pr.get("number"), int) and (pr.get("head") or {}).get("sha", sha) == sha:
-            return PullRequest(pr["number"], repo, "workflow_run event pull_requests")
     if not sha:
         return NoPullRequest("the workflow_run event has no head_sha")
-    if client is None:
-        return NoPullRequest("the workflow_run event lists no pull request and there is no token to look one up")
     head_repo = (run.get("head_repository") or {}).get("full_name")
-    by_commit = client.get(f"/repos/{repo}/commits/{sha}/pulls") or []
-    found = {pr["number"]: f"pull request of commit {sha[:12]}" for pr in by_commit if _head_matches(pr, sha, head_repo)}
-    owner = ((run.get("head_repository") or {}).get("owner") or {}).get("login")
-    branch = run.get("head_branch")
-    if owner and branch:
-        for pr in client.paginate(f"/repos/{repo}/pulls", state="open", head=f"{owner}:{branch}"):
-            if _head_matches(pr, sha, head_repo):
-                found.setdefault(pr["number"], f"open pull request from {owner}:{branch}")
+    found = {pr["number"]: "workflow_run event pull_requests" for pr in run.get("pull_requests") or []
+             if isinstance(pr, dict) and isinstance(pr.get("number"), int)
+             and (pr.get("head") or {}).get("sha", sha) == sha}
+    if explicit:
+        if client is None:
+            return NoPullRequest(f"cannot verify pull request #{explicit} against the workflow_run head (no token)")
+        problem = _given_problem(client, repo, explicit, sha, head_repo)
+        if problem:
+            return NoPullRequest(problem)
+    if not found:
+        if client is None:
+            return NoPullRequest("the workflow_run event lists no pull request and there is no token to look one up")
+        found = _by_head(client, repo, run, sha, head_repo)
+    if explicit:
+        found.setdefault(explicit, "given (--pr), verified against the workflow_run head")
     if len(found) > 1:
         numbers = ", ".join(f"#{n}" for n in sorted(found))
         return NoPullRequest(f"open pull requests {numbers} all have head {sha[:12]}: which one this run is about "
@@ -103,18 +109,27 @@ def _from_workflow_run(run: dict[str, Any], repo: str, client: GitHubClient | No
     return NoPullRequest(f"no open pull request has head {sha[:12]}")
 
 
-def _verified(number: int, run: dict[str, Any], repo: str, client: GitHubClient | None) -> PullRequest | NoPullRequest:
-    """A PR number carried from the pull_request run (an artifact the PR's code could forge) must match
-    the run's head commit and head repository, or a fork could steer the comment onto another pull request."""
-    sha, head_repo = run.get("head_sha"), (run.get("head_repository") or {}).get("full_name")
-    if client is None or not sha:
-        return NoPullRequest(f"cannot verify pull request #{number} against the workflow_run head (no token or no head_sha)")
+def _by_head(client: GitHubClient, repo: str, run: dict[str, Any], sha: str, head_repo: str | None) -> dict[int, str]:
+    """Open pull requests whose head is ``sha`` in ``head_repo``, by commit and by the run's head branch."""
+    by_commit = client.get(f"/repos/{repo}/commits/{sha}/pulls") or []
+    found = {pr["number"]: f"pull request of commit {sha[:12]}" for pr in by_commit if _head_matches(pr, sha, head_repo)}
+    owner = ((run.get("head_repository") or {}).get("owner") or {}).get("login")
+    branch = run.get("head_branch")
+    if owner and branch:
+        for pr in client.paginate(f"/repos/{repo}/pulls", state="open", head=f"{owner}:{branch}"):
+            if _head_matches(pr, sha, head_repo):
+                found.setdefault(pr["number"], f"open pull request from {owner}:{branch}")
+    return found
+
+
+def _given_problem(client: GitHubClient, repo: str, number: int, sha: str, head_repo: str | None) -> str:
+    """Why pull request ``number`` is not one whose head is the run's commit, or "" when it is."""
     pr = client.get(f"/repos/{repo}/pulls/{number}") or {}
     head = pr.get("head") or {}
     if head.get("sha") != sha:
-        return NoPullRequest(f"pull request #{number} has head {str(head.get('sha'))[:12]}, not the workflow_run's "
-                             f"{sha[:12]}: not commenting there")
+        return (f"pull request #{number} has head {str(head.get('sha'))[:12]}, not the workflow_run's {sha[:12]}: "
+                "not commenting there")
     if not _head_matches({**pr, "number": number}, sha, head_repo):
-        return NoPullRequest(f"pull request #{number} is not open from {head_repo}, where the workflow_run's head "
-                             "came from: not commenting there")
-    return PullRequest(number, repo, "given (--pr), verified against the workflow_run head")
+        return f"pull request #{number} is not open from {head_repo}, where the workflow_run's head came from: " \
+            "not commenting there"
+    return ""

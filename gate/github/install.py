@@ -13,7 +13,8 @@ The composite action runs this file with the Python it will use, before parity-g
   ``gate/github/ortdist.py ensure`` removes any other one a requirement pulled in.
 - On a GitHub-hosted Linux runner without a GPU, torch comes from PyTorch's CPU index (the default
   resolve pulls the CUDA build and gigabytes of CUDA libraries), unless ``torch-build`` says otherwise.
-- The user's constraints file pins the versions (``parity-gate init`` writes one).
+- The user's constraints file pins the versions (``parity-gate init`` writes one). In mode ``comment``
+  pip gets a copy rebuilt from its pins, never the file itself (``pins``).
 - The key names everything the environment depends on: parity-gate's own sources (the action's
   version), the Python (version and path), OS and architecture, and the requirements as resolved
   from the inputs: packages, indexes, extra pip arguments, and the contents of every file they name
@@ -31,6 +32,11 @@ import secrets
 import shutil
 import sys
 from pathlib import Path
+
+if __package__:
+    from gate.github.pins import PinsError, pinned_copy
+else:  # run as a script by the action, before parity-gate is installed: this folder is sys.path[0]
+    from pins import PinsError, pinned_copy  # type: ignore[no-redef]
 
 # Kept in step with pyproject.toml's extras (tests/unit/test_github_install.py checks it).
 TORCH = ("torch>=2.5", "onnx>=1.16", "onnxscript>=0.2")
@@ -216,6 +222,13 @@ def main() -> None:
     if constraints and not Path(constraints).is_file():
         print(f"::error title=parity-gate::constraints file `{constraints}` does not exist", file=sys.stderr)
         raise SystemExit(2)
+    if constraints and env["PG_MODE"] == "comment":  # the job that holds the write token
+        try:
+            env["PG_CONSTRAINTS"] = pinned_copy(constraints, os.path.join(env.get("RUNNER_TEMP") or ".", "parity-gate",
+                                                                          "constraints-pins.txt"))
+        except PinsError as e:
+            print(f"::error title=parity-gate::{e}", file=sys.stderr)
+            raise SystemExit(2) from None
     out = plan(env)
     for name, value in out.items():
         print(f"{name}={value}")

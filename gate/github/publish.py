@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gate.core.status import ApprovalState, ModelStatus, Verdict
+from gate.core.status import ApprovalState, ChangeKind, ModelStatus, Verdict
 from gate.errors import FormatError
 from gate.github.actions import (
     MAX_ANNOTATIONS,
@@ -29,10 +29,12 @@ from gate.github.actions import (
     write_outputs,
 )
 from gate.github.approval import DEFAULT_LABEL, Approval, approval_line, check_approval
+from gate.github.changes import GateChanges, Named, changes_line, gate_changes
 from gate.github.client import GitHubClient, GitHubError, RateLimited
 from gate.github.comment import CommentResult, CommentTarget, digest_line, marker, own_login, upsert_comment
+from gate.github.commit_status import DEFAULT_CONTEXT, StatusResult, post_status
 from gate.github.event import PR_EVENTS, NoPullRequest, PullRequest, load_event, resolve_pull_request
-from gate.github.pull import ChangesUnknown, Pull, baseline_changes, fetch_pull
+from gate.github.pull import ChangesUnknown, Pull, fetch_pull
 from gate.github.recheck import caution, recheck
 from gate.github.stamp import RunStamp, stamp_for
 from gate.render import COMMENT_LIMIT, SUMMARY_LIMIT, Links, headline_text, render_markdown
@@ -57,6 +59,8 @@ class PublishSettings:
     baseline_changes: str = "comment"  # or "require-approval"
     approval_label: str = DEFAULT_LABEL
     job: str | None = None  # what the comment says ran it ("check on Linux X64")
+    named: Named = Named()  # the config and constraints files the workflow names (their changes need approval)
+    status_context: str = DEFAULT_CONTEXT  # the commit status the verdict is posted as ("": none)
 
 
 @dataclass
@@ -67,6 +71,8 @@ class Outcome:
     lines: list[str] = field(default_factory=list)  # workflow commands for stdout (annotations)
     approval: Approval | None = None
     report: Report | None = None  # the report as judged (baseline changes from the API)
+    changes: GateChanges = GateChanges()  # what the pull request changes that decides its verdict
+    status: StatusResult | None = None  # the commit status posted, or not (None: this run posts none)
 
 
 @dataclass
@@ -103,10 +109,16 @@ def publish(
     make_client = make_client or (lambda e, wait: GitHubClient(e.token, e.api_url, max_wait=wait))
     ctx = _context(report, settings, env, make_client(env, settings.max_wait) if env.token else None)
     report = copy.deepcopy(report)  # judged here: what the API says replaces what the report claims
-    _baseline_changes(report, ctx)
-    approval = _approval(report, ctx)
-    # What every rendering says besides the report: the approval, and what the report claimed too well.
-    said = {"approval": approval_line(approval, settings.approval_label), "caution": caution(recheck(report))}
+    try:
+        changes = _gate_changes(report, ctx)
+    except ChangesUnknown as e:
+        _status(ctx, "error", f"not judged: {e}")  # fails closed on the commit too, not only in the log
+        raise
+    approval = _approval(changes, ctx)
+    # What every rendering says besides the report: the approval, what else decides the verdict, and
+    # what the report claimed too well.
+    said = {"approval": approval_line(approval, settings.approval_label, changes.what()),
+            "changes": changes_line(changes), "caution": caution(recheck(report))}
     links = _links(ctx)
     digest = reviewer_digest(report, **said)
     header = "\n".join([marker(settings.comment_id), digest_line(digest)] + ([ctx.stamp.line()] if ctx.stamp else []))
@@ -119,15 +131,18 @@ def publish(
     def short() -> str:
         return render_markdown(report, marker=header, links=links, limit=SHORT_LIMIT, brief=True, **said)
 
-    result = _comment(report, ctx, body, short, digest)
+    result = _comment(report, ctx, body, short, digest, bool(changes.files))
     if result.action == "skipped" and summary_written:
         append_summary(env.summary_path, f"\n> ℹ️ PR comment not written: {plain(result.reason)}\n")
-    write_outputs(env.output_path, _outputs(report, settings, md_path, result, approval))
-    exit_code = 0 if settings.fail_on == "never" else report.exit_code
-    if approval is not None and approval.blocks and settings.fail_on != "never":
-        exit_code = exit_code or 1
-    return Outcome(report.verdict, exit_code, result, _approval_annotation(report, approval, settings)
-                   + annotations(report), approval, report)
+    write_outputs(env.output_path, _outputs(report, settings, md_path, result, approval, changes))
+    blocked = approval is not None and approval.blocks
+    exit_code = 0 if settings.fail_on == "never" else report.exit_code or int(blocked)
+    state = "error" if report.verdict == Verdict.ERROR else "failure" if report.verdict != Verdict.PASS or blocked \
+        else "success"
+    said_first = f"{changes.what()} needs approval · " if blocked else ""
+    status = _status(ctx, state, f"{said_first}{report.verdict}: {headline_text(report)}", result)
+    return Outcome(report.verdict, exit_code, result, _approval_annotation(report, approval, settings, changes)
+                   + annotations(report), approval, report, changes, status)
 
 
 def _context(report: Report, settings: PublishSettings, env: ActionsEnv, client: GitHubClient | None) -> _Context:
@@ -173,19 +188,32 @@ def _links(ctx: _Context) -> Links:
                  ctx.settings.job)
 
 
+def _status(ctx: _Context, state: str, description: str, comment: CommentResult | None = None) -> StatusResult | None:
+    """The verdict on the commit judged, from the job that speaks to the pull request (docs/action.md: the
+    status to require), unless a newer run's result holds the comment."""
+    s, sha = ctx.settings, ctx.stamp.sha if ctx.stamp else ""
+    if not (s.status_context and s.when != "never" and sha and ctx.client and _about_a_pull_request(ctx)):
+        return None
+    if comment is not None and comment.newer:
+        return None
+    repo = (ctx.event.get("repository") or {}).get("full_name") or ctx.env.repository
+    return post_status(ctx.client, repo, sha, s.status_context, state, description,
+                       (comment.url if comment else None) or ctx.env.run_url)
+
+
 def _about_a_pull_request(ctx: _Context) -> bool:
     run_event = (ctx.event.get("workflow_run") or {}).get("event") if ctx.env.event_name == "workflow_run" else None
     return bool(ctx.settings.pr_number) or ctx.env.event_name in PR_EVENTS or run_event in PR_EVENTS
 
 
-def _baseline_changes(report: Report, ctx: _Context) -> None:
-    """The baseline files the pull request changes, as the API lists them for the commit judged; never
-    as the report says (it may come from a fork). Fails closed: ChangesUnknown (exit 2) when they
-    cannot be listed. A run that writes no comment and needs no approval decides nothing: its
-    report's own list (``--changed-since``) stands."""
+def _gate_changes(report: Report, ctx: _Context) -> GateChanges:
+    """What the pull request changes that decides its verdict (baselines, config, constraints, workflows), as
+    the API lists its files for the commit judged; never as the report says (it may come from a fork).
+    Fails closed: ChangesUnknown (exit 2) when they cannot be listed. A run that writes no comment and
+    needs no approval decides nothing: its report's own baseline list (``--changed-since``) stands."""
     s = ctx.settings
     if (s.when == "never" and s.baseline_changes != "require-approval") or not _about_a_pull_request(ctx):
-        return
+        return GateChanges.of_baselines(report.baseline_changes)
     pull = ctx.pull()
     if isinstance(pull, NoPullRequest):
         raise ChangesUnknown(f"the baseline files this pull request changes cannot be listed: {pull.reason}")
@@ -195,11 +223,13 @@ def _baseline_changes(report: Report, ctx: _Context) -> None:
                              f"{judged[:12]}: the files it lists are another commit's; the run for "
                              f"{pull.head_sha[:12]} decides")
     assert ctx.client is not None  # a Pull was read with it
-    report.baseline_changes = baseline_changes(ctx.client, pull)
+    changes = gate_changes(ctx.client, pull, s.named)
+    report.baseline_changes = changes.baselines
+    return changes
 
 
-def _approval(report: Report, ctx: _Context) -> Approval | None:
-    if not report.baseline_changes or ctx.settings.baseline_changes != "require-approval":
+def _approval(changes: GateChanges, ctx: _Context) -> Approval | None:
+    if not changes.files or ctx.settings.baseline_changes != "require-approval":
         return None
     pull = ctx.pull()
     if isinstance(pull, NoPullRequest):
@@ -207,7 +237,7 @@ def _approval(report: Report, ctx: _Context) -> Approval | None:
     return check_approval(ctx.client, pull, ctx.stamp.sha if ctx.stamp else "", ctx.settings.approval_label)
 
 
-def reviewer_digest(report: Report, approval: str = "", caution: str = "") -> str:
+def reviewer_digest(report: Report, approval: str = "", changes: str = "", caution: str = "") -> str:
     """A digest of what a reviewer reads: the comment as rendered, without links, latencies and
     peak memory, which change on every run. ``on-change`` compares it."""
     quiet = copy.deepcopy(report)
@@ -217,11 +247,12 @@ def reviewer_digest(report: Report, approval: str = "", caution: str = "") -> st
             for a in p.audits:
                 if a.check == "latency":
                     a.message = f"{p.name}: latency {a.status}"
-    text = render_markdown(quiet, approval=approval, caution=caution)
+    text = render_markdown(quiet, approval=approval, changes=changes, caution=caution)
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-def _comment(report: Report, ctx: _Context, body: str, short: Callable[[], str], digest: str) -> CommentResult:
+def _comment(report: Report, ctx: _Context, body: str, short: Callable[[], str], digest: str,
+             changes: bool) -> CommentResult:
     settings = ctx.settings
     if settings.when == "never":
         return CommentResult("skipped", reason="commenting is off (comment: never)")
@@ -231,7 +262,7 @@ def _comment(report: Report, ctx: _Context, body: str, short: Callable[[], str],
     if ctx.client is None:
         return CommentResult("skipped", reason="no token (set the github-token input or GITHUB_TOKEN)")
     client = ctx.client
-    wants = report.verdict != Verdict.PASS or bool(report.baseline_changes)  # a baseline change is always said
+    wants = report.verdict != Verdict.PASS or changes  # a change to what judges it is always said
     try:
         target = CommentTarget(pr.repository, pr.number, marker(settings.comment_id), own_login(client, ctx.env.graphql_url))
 
@@ -253,7 +284,7 @@ def _comment(report: Report, ctx: _Context, body: str, short: Callable[[], str],
 
 
 def _outputs(report: Report, settings: PublishSettings, md_path: str, result: CommentResult,
-             approval: Approval | None) -> dict[str, str]:
+             approval: Approval | None, changes: GateChanges) -> dict[str, str]:
     fr = report.first_regression
     return {
         "verdict": report.verdict,
@@ -265,18 +296,23 @@ def _outputs(report: Report, settings: PublishSettings, md_path: str, result: Co
         "comment-id": str(result.id or ""),
         "comment-url": str(result.url or ""),
         "baseline-changes": " ".join(model for model, _ in changed_models(report)),
+        "changes": " ".join(changes.kinds),
         "baselines-approved": "" if approval is None else str(not approval.blocks).lower(),
     }
 
 
-def _approval_annotation(report: Report, approval: Approval | None, settings: PublishSettings) -> list[str]:
+def _approval_annotation(report: Report, approval: Approval | None, settings: PublishSettings,
+                         changes: GateChanges) -> list[str]:
     if approval is None or not approval.blocks:
         return []
     models = ", ".join(model for model, _ in changed_models(report)[:10])
-    return [command("error", f"this pull request changes the baselines of {models}: it fails until someone with "
-                    "write access, other than its author, approves this commit in a review or adds the label "
-                    f"`{settings.approval_label}` after its last push ({approval.how})",
-                    title="parity-gate: baseline change needs approval")]
+    said = [f"the baselines of {models}"] if models else []
+    said += [f"its {kind} ({', '.join(f.path for f in changes.of(kind)[:5])})" for kind in changes.kinds
+             if kind != ChangeKind.BASELINES]
+    return [command("error", f"this pull request changes {'; '.join(said)}: it fails until someone with write "
+                    "access, other than its author and the commit's pusher, approves this commit in a review or "
+                    f"adds the label `{settings.approval_label}` after its last push ({approval.how})",
+                    title=f"parity-gate: {changes.what()} needs approval")]
 
 
 def _explain(e: GitHubError) -> str:

@@ -1,10 +1,9 @@
-"""A pull request as the API tells it (never as a report or an artifact does): its author, head,
-labels, and the baseline files it changes.
+"""A pull request as the API tells it (never as a report or an artifact does): its author, head, base,
+labels, and the files it changes.
 
 The changed files come from ``GET /pulls/{n}/files``, which lists at most 3,000 files: a pull
-request that changes more (or whose list comes back shorter than its ``changed_files``) cannot
-be judged, and says so. Baseline files are named by their suffix wherever they are: the judging
-side has no checkout to read ``baseline-dir`` from, and a pull request could move it.
+request that changes more (or whose list comes back shorter than its ``changed_files``, or whose
+``changed_files`` is missing or not a count) cannot be judged, and says so. Which of those decide the verdict is ``gate.github.changes``'s to tell.
 """
 
 from __future__ import annotations
@@ -15,7 +14,6 @@ from typing import Any
 from gate.errors import GateError
 from gate.github.client import GitHubClient, GitHubError
 
-SUFFIX = ".msgpack.zst"  # a baseline file, or a sweep's set file (gate.formats.baseline)
 FILES_CAP = 3000  # what GET /pulls/{n}/files lists at most
 
 
@@ -31,8 +29,9 @@ class Pull:
     head_sha: str
     head_repo: str  # owner/name the head branch lives in ("" when that repository is gone)
     head_ref: str  # the head branch
+    base_sha: str = ""  # the base branch's commit the pull request is compared with
     labels: tuple[str, ...] = ()
-    changed_files: int = 0
+    changed_files: int | None = None  # GitHub's count; None when it gave none (the list cannot be checked complete)
 
     def is_author(self, login: str) -> bool:
         return login.lower() == self.author.lower()  # logins are case-insensitive
@@ -54,15 +53,18 @@ def fetch_pull(client: GitHubClient, repo: str, number: int) -> Pull:
     labels = data.get("labels") if isinstance(data.get("labels"), list) else []
     changed = data.get("changed_files")
     return Pull(number, repo, _text(user.get("login")), _text(head.get("sha")), _text(_obj(head.get("repo")).get("full_name")),
-                _text(head.get("ref")),
+                _text(head.get("ref")), _text(_obj(data.get("base")).get("sha")),
                 tuple(_text(lab.get("name")) for lab in labels if isinstance(lab, dict)),
-                changed if isinstance(changed, int) and not isinstance(changed, bool) else 0)
+                changed if isinstance(changed, int) and not isinstance(changed, bool) and changed >= 0 else None)
 
 
-def baseline_changes(client: GitHubClient, pull: Pull) -> list[str]:
-    """The baseline files the pull request adds, changes, renames or deletes (both names of a
-    rename), from the API. ChangesUnknown when the list is incomplete or the API fails."""
+def changed_paths(client: GitHubClient, pull: Pull) -> list[str]:
+    """Every file the pull request adds, changes, renames or deletes (both names of a rename), from the
+    API. ChangesUnknown when the list is incomplete or the API fails."""
     where = f"the files pull request #{pull.number} changes"
+    if pull.changed_files is None:
+        raise ChangesUnknown(f"{where}: GitHub gave no count of them (changed_files), so whether its list is complete "
+                             "cannot be told")
     if pull.changed_files > FILES_CAP:
         raise ChangesUnknown(f"{where}: {pull.changed_files:,} files, and GitHub lists at most {FILES_CAP:,}; the "
                              "baseline files it changes cannot be told: split the pull request")
@@ -73,7 +75,7 @@ def baseline_changes(client: GitHubClient, pull: Pull) -> list[str]:
             listed += 1
             if isinstance(item, dict):
                 found.update(name for name in (_text(item.get("filename")), _text(item.get("previous_filename")))
-                             if name.endswith(SUFFIX))
+                             if name)
     except GitHubError as e:
         raise ChangesUnknown(f"{where} cannot be read ({e.status or 'no response'} {e.message}): give the job a token "
                              "that can read the pull request (github-token, with pull-requests: read)") from None

@@ -11,6 +11,7 @@ import math
 import re
 from typing import Any
 
+from gate.render.text import visible
 from gate.verdict.types import ProviderVerdict
 
 MAX_POINTS = 60
@@ -47,7 +48,7 @@ def _fill(series: list[float | None], default: float) -> list[float]:
 
 
 def _title(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9 ._:#()\[\]/+-]", "_", text)[:80]
+    return re.sub(r"[^A-Za-z0-9 ._:#()\[\]/+-]", "_", visible(text))[:80]
 
 
 def error_chart(model: str, provider: ProviderVerdict) -> str | None:

@@ -74,25 +74,27 @@ def render_markdown(
     summary: bool = False,
     brief: bool = False,
     approval: str = "",
+    changes: str = "",
     caution: str = "",
 ) -> str:
     """The whole Markdown document for ``report``, at most ``limit`` characters (UTF-16 units, see size()).
 
     ``summary=True`` renders for the job summary: a shortened one points at the artifact only.
     ``brief=True`` starts without per-layer tables and charts (the retry after GitHub refused a body).
-    ``approval`` is a line for the baseline-change block (whether changed baselines may merge);
+    ``approval`` is a line for the baseline-change block (whether changed baselines may merge), ``changes``
+    one for what else the pull request changes that decides its verdict (config, constraints, workflows);
     ``caution`` a block that leads, never dropped (where the report claimed more than its rows show).
     """
     links = links or Links()
     for level in _LADDER[_BRIEF:] if brief else _LADDER:
         text = _Doc(report, marker, links, level, shortened=level is not _LADDER[0], summary=summary,
-                    approval=approval, caution=caution).render()
+                    approval=approval, changes=changes, caution=caution).render()
         if size(text) <= limit:
             return text
     # Pathological reports (thousands of models, errors in every one): headline + pointer, cut hard.
     doc = _Doc(report, marker, links, _LADDER[-1], shortened=True, summary=summary, approval=approval)
     tail = "\n\n" + doc.pointer() + "\n"
-    head = "\n\n".join(p for p in (marker, caution, baseline_block(report, approval), doc.headline()) if p)
+    head = "\n\n".join(p for p in (marker, caution, baseline_block(report, approval, changes), doc.headline()) if p)
     return clip_block(head, limit - size(tail)) + tail
 
 
@@ -130,17 +132,17 @@ def headline_text(report: Report) -> str:
 
 class _Doc:
     def __init__(self, report: Report, marker: str, links: Links, level: _Level, shortened: bool, summary: bool,
-                 approval: str = "", caution: str = ""):
+                 approval: str = "", changes: str = "", caution: str = ""):
         self.r, self.marker, self.links, self.level, self.shortened = report, marker, links, level, shortened
-        self.summary, self.approval, self.caution = summary, approval, caution
+        self.summary, self.approval, self.changes, self.caution = summary, approval, changes, caution
         self.models: list[ModelVerdict] = report.models
         self.rows_total = 0
         self.rows_shown = 0
         self.charts_left = MAX_CHARTS
 
     def render(self) -> str:
-        parts = [self.marker, self.caution, baseline_block(self.r, self.approval), self.headline(), self.judged(),
-                 notices(self.r), next_steps(self.r), self.overview()]
+        parts = [self.marker, self.caution, baseline_block(self.r, self.approval, self.changes), self.headline(),
+                 self.judged(), notices(self.r), next_steps(self.r), self.overview()]
         if self.level.models:  # a passing case of a sweep is one row of its matrix, not a section
             parts += [self.model_section(m) for m in self.models if not m.sweep or m.status != ModelStatus.PASS]
         parts += [sweep_section(mx) for mx in matrices(self.models)]

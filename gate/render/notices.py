@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import PurePosixPath
 
 from gate.core.status import ModelStatus, SkipKind, TargetStatus
-from gate.render.text import code, plain
+from gate.render.text import code, plain, visible
 from gate.verdict.types import ModelVerdict, ProviderVerdict, Report
 
 MAX_LIST = 20
@@ -16,7 +16,7 @@ SUFFIX = ".msgpack.zst"
 
 def reason(p: ProviderVerdict) -> str:
     """The provider's reason without a repeated "skipped: " / "error: " prefix."""
-    text = str(p.reason or p.status or "")
+    text = visible(str(p.reason or p.status or ""))
     prefix = f"{p.status}:"
     return text[len(prefix):].strip() if text.startswith(prefix) else text
 
@@ -30,23 +30,24 @@ def changed_models(report: Report) -> list[tuple[str, str]]:
     return out
 
 
-def baseline_block(report: Report, approval: str = "") -> str:
+def baseline_block(report: Report, approval: str = "", changes: str = "") -> str:
     """The block that leads the comment of a pull request that rewrites baselines: which models,
-    and that they were judged against the rewritten files (so a pass does not compare with the base)."""
+    and that they were judged against the rewritten files (so a pass does not compare with the base);
+    ``changes``, what else it changes that decides its verdict; ``approval``, whether it may merge."""
     changed = changed_models(report)
-    if not changed:
+    if not changed and not changes:
         return ""
-    shown = ", ".join(f"{code(model)} ({code(path)})" for model, path in changed[:MAX_LIST])
-    more = f" and {len(changed) - MAX_LIST} more" if len(changed) > MAX_LIST else ""
-    lines = [
-        "> [!IMPORTANT]",
-        f"> **This pull request changes baselines:** {shown}{more}.",
-        "> These models were judged against the baselines this pull request writes, not against those of the "
-        "base branch: review what moved with `git diff` (with the `parity-gate show --textconv` driver, one line "
-        "per layer).",
-    ]
-    if approval:
-        lines.append(f"> {approval}")
+    lines = ["> [!IMPORTANT]"]
+    if changed:
+        shown = ", ".join(f"{code(model)} ({code(path)})" for model, path in changed[:MAX_LIST])
+        more = f" and {len(changed) - MAX_LIST} more" if len(changed) > MAX_LIST else ""
+        lines += [
+            f"> **This pull request changes baselines:** {shown}{more}.",
+            "> These models were judged against the baselines this pull request writes, not against those of the "
+            "base branch: review what moved with `git diff` (with the `parity-gate show --textconv` driver, one line "
+            "per layer).",
+        ]
+    lines += [f"> {line}" for line in (changes, approval) if line]
     return "\n".join(lines)
 
 

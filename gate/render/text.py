@@ -2,8 +2,8 @@
 
 Every string that comes from a report, an artifact, an exception message or a model name (layer
 names, messages, paths, logins) reaches Markdown through one of ``plain`` (prose), ``attr`` (inside
-raw HTML) or ``code`` (a code span): they cap the length, flatten newlines, and keep table pipes
-and HTML inert. Prose and HTML text also pass through ``inert``, the one place that stops GitHub
+raw HTML) or ``code`` (a code span): they cap the length, flatten newlines, drop what cannot be seen
+(``visible``: bidi overrides, zero-width characters, controls), and keep table pipes and HTML inert. Prose and HTML text also pass through ``inert``, the one place that stops GitHub
 from acting on what it reads there: @mentions of users and teams, autolinked URLs and addresses,
 and issue references (which notify the issue's subscribers). GitHub acts on none of these inside
 a code span, which is why ``code`` leaves its text as written (it stays copyable).
@@ -14,6 +14,7 @@ from __future__ import annotations
 import html
 import math
 import re
+import unicodedata
 
 NAME_CAP = 160
 MESSAGE_CAP = 400
@@ -35,8 +36,21 @@ def inert(text: str) -> str:
     return _ACTIVE.sub(ZWSP, text)
 
 
+# Shown as nothing, or changing how the text around them shows: format characters (category Cf: bidi
+# overrides and isolates, zero-width spaces and joiners, tags), controls, surrogates, unassigned code
+# points, and the blank fillers and selectors of other categories.
+_INVISIBLE_CATEGORIES = frozenset({"Cf", "Cc", "Cs", "Cn", "Zl", "Zp"})
+_INVISIBLE = frozenset("\u034f\u115f\u1160\u17b4\u17b5\u3164\uffa0") | frozenset(map(chr, range(0xFE00, 0xFE10))) \
+    | frozenset(map(chr, range(0xE0100, 0xE01F0)))
+
+
+def visible(text: str) -> str:
+    """``text`` without the characters a reader cannot see, which could make a line read as another."""
+    return "".join(ch for ch in text if ch not in _INVISIBLE and unicodedata.category(ch) not in _INVISIBLE_CATEGORIES)
+
+
 def clip(text: object, cap: int) -> str:
-    s = " ".join(str(text).split())
+    s = visible(" ".join(str(text).split()))  # whitespace first: a line break becomes a space, not nothing
     return s if len(s) <= cap else s[: cap - 1] + "…"
 
 

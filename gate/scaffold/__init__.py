@@ -14,6 +14,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from gate.core.files import CONSTRAINTS
 from gate.errors import ConfigError
 from gate.scaffold.config_text import (
     DEFAULT_PROVIDERS,
@@ -27,7 +28,6 @@ from gate.scaffold.config_text import (
 from gate.scaffold.deps import constraints, model_requirements
 from gate.scaffold.workflows import ACTION, FLOWS, FORK_ENVIRONMENT, Flow, workflows
 
-CONSTRAINTS = "parity-gate-constraints.txt"
 GITATTRIBUTES_LINE = "*.msgpack.zst diff=parity-gate"
 TEXTCONV_KEY = "diff.parity-gate.textconv"
 _MISSING = "parity-gate is not installed in this shell: pip install parity-gate (or activate its venv) to read baselines"

@@ -73,14 +73,18 @@ def _checkout(ref: str = "") -> str:
     return f"      - uses: {CHECKOUT}\n        with:\n{pinned}          persist-credentials: false\n"
 
 
-def _verdict(flow: Flow, needs: str, condition: str = "${{ !cancelled() }}") -> str:
+VERDICT_PERMISSIONS = ("    permissions:\n      pull-requests: write  # the comment; the changed files, labels and reviews\n"
+                       "      statuses: write  # the verdict on the pull request's head commit: the status to require\n")
+ANY_GATE_JOB = "${{ !cancelled() }}  # a gate job that failed still has its say"
+
+
+def _verdict(flow: Flow, needs: str, condition: str = ANY_GATE_JOB) -> str:
     """The job that judges the report artifact and comments: it holds the write token, so nothing of the
     pull request runs here (no checkout; the action's mode comment installs parity-gate's core only)."""
     return (f"  verdict:  # judges the report and comments; never checks out or runs the pull request's code\n"
-            f"    name: verdict\n    needs: {needs}\n    if: {condition}  # a gate job that failed still has its say\n"
-            "    runs-on: ubuntu-latest\n    timeout-minutes: 15\n"
-            "    permissions:\n      pull-requests: write  # the comment; the changed files, labels and reviews\n"
-            f"    steps:\n      - uses: {flow.action}\n"
+            f"    name: verdict\n    needs: {needs}\n    if: {condition}\n"
+            "    runs-on: ubuntu-latest\n    timeout-minutes: 15\n" + VERDICT_PERMISSIONS
+            + f"    steps:\n      - uses: {flow.action}\n"
             + _with(flow, ("mode", "comment"), ("report-artifact", REPORT), gate=True))
 
 
@@ -130,12 +134,15 @@ def gpu(flow: Flow) -> str:
                       "    needs: export", f"[{labels}]",
                       _with(flow, ("mode", "collect"), ("providers", flow.gpu_providers),
                             ("onnxruntime", "onnxruntime-gpu"), nocache))
-            + _pr_job(flow, "report", "\n    needs: [export, cpu, gpu]\n"
-                      "    if: ${{ !cancelled() && needs.export.result == 'success' }}  # a failed GPU leg fails "
+            + _pr_job(flow, "report", "  # fails only when it makes no report: the verdict job judges it\n"
+                      "    needs: [export, cpu, gpu]\n"
+                      "    if: ${{ !cancelled() && needs.export.result == 'success' }}  # a failed leg fails "
                       "`require`", "ubuntu-latest",
-                      _with(flow, ("mode", "report"), ("comment", "never"), ("report-artifact", REPORT),
-                            ("require", flow.gpu_providers), nocache), timeout=30)
-            + _verdict(flow, "report"))
+                      _with(flow, ("mode", "report"), ("comment", "never"), ("fail-on", "never"),
+                            ("report-artifact", REPORT), ("require", f"CPUExecutionProvider {flow.gpu_providers}"),
+                            nocache), timeout=30)
+            + _verdict(flow, "report", "${{ !cancelled() && needs.report.result == 'success' }}  # only what the "
+                       "report job made"))
 
 
 def fork(flow: Flow) -> tuple[str, str]:
@@ -163,7 +170,7 @@ def fork(flow: Flow) -> tuple[str, str]:
                "github.event.workflow_run.event == 'pull_request_review'\n"
                "    runs-on: ubuntu-latest\n    timeout-minutes: 15\n"
                "    permissions:\n      actions: read  # download the other run's artifact\n"
-               "      pull-requests: write  # the comment; the changed files, labels and reviews\n    steps:\n"
+               + VERDICT_PERMISSIONS.split("\n", 1)[1] + "    steps:\n"
                "      # No actions/checkout: nothing from the pull request runs here; the report is read as data.\n"
                f"      - uses: {DOWNLOAD}\n        with:\n          name: parity-gate-pr\n"
                "          path: parity-gate-pr\n          run-id: ${{ github.event.workflow_run.id }}\n"

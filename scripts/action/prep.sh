@@ -25,21 +25,10 @@ fi
 abs() { case "$1" in /*|[A-Za-z]:[\\/]*) printf '%s' "$1";; *) printf '%s/%s' "$PWD" "$1";; esac; }
 slug() { printf '%s' "$1" | tr -cs 'A-Za-z0-9._-' '-' | sed 's/^-*//; s/-*$//' | cut -c1-80; }
 
-# pip obeys options inside a constraints file (--index-url, --find-links, -r, -c, ...) and named URLs
-# (pkg @ https://...): a file that may come from a pull request could point the install at any package.
-pins_only() {
-  local n=0 line
-  while IFS= read -r line || [ -n "$line" ]; do
-    n=$((n + 1))
-    if printf '%s\n' "$line" | grep -Eq '(^|[[:space:]])-|@|://|\\[[:space:]]*$'; then
-      fail "constraints file '$1', line $n: only names and versions are allowed in mode comment (no pip options, URLs or line continuations)"
-    fi
-  done < "$1"
-}
-
 # The constraints file pins torch, onnxruntime, ...: the input, else the one `parity-gate init` writes.
-# Mode comment (judging and commenting) takes only a file named by the input, and only pins: it must not
-# install what a checked-out pull request asks for.
+# Mode comment (judging and commenting) takes only a file named by the input: it must not install what a
+# checked-out pull request asks for. Its pins are checked and copied as pip reads them (gate/github/pins.py,
+# from install.py), so pip never reads the file itself.
 if [ -n "$CONSTRAINTS" ]; then
   [ -f "$CONSTRAINTS" ] || fail "input constraints is '$CONSTRAINTS', which does not exist (relative to working-directory)"
   constraints="$(abs "$CONSTRAINTS")"
@@ -48,7 +37,6 @@ elif [ "$MODE" != comment ] && [ -f parity-gate-constraints.txt ]; then
 else
   constraints=""
 fi
-if [ "$MODE" = comment ] && [ -n "$constraints" ]; then pins_only "$constraints"; fi
 
 # This leg of a matrix: the job, the runner's OS and architecture, the providers and models it runs,
 # or what matrix-key says. It names the comment and the artifacts, so legs never share them.

@@ -135,9 +135,8 @@ def test_rejected_comment_is_retried_short_then_reported_in_one_line(make_runner
     [c] = github.issue_comments(REPO, PR)
     assert "regressed at layer `conv2`" in c["body"] and "This comment is shortened" in c["body"]
 
-    github.open_pull(REPO, github.pulls[REPO][0], number=8)  # another pull request at the same commit
-    github.inject("POST", r"/issues/8/comments$", 422, times=2, message="Validation Failed")
-    run = make_runner().run(comment_mode("regressed", **{"pr-number": "8"}), token=TOKEN)
+    github.inject("PATCH", r"/issues/comments/\d+$", 422, times=2, message="Validation Failed")  # both tries
+    run = make_runner().run(comment_mode("regressed"), token=TOKEN)
     assert run.returncode == 1
     assert "GitHub rejected the comment (422 Validation Failed)" in run.stdout
 
@@ -204,11 +203,13 @@ def test_pr_number_carried_into_workflow_run_is_verified_against_the_head(make_r
     assert "pull request #31 has head 999999999999, not the workflow_run's 5c1d2e3f4a5b" in forged.log
 
 
-def test_explicit_pr_number_is_used_as_given_on_other_events(make_runner, github):
-    github.open_pull(REPO, github.pulls[REPO][0], number=31)
+def test_a_pr_number_on_a_pull_request_event_must_be_the_events_own(make_runner, github):
+    github.open_pull(REPO, github.pulls[REPO][0], number=31)  # another pull request at the same commit
     run = make_runner().run(comment_mode("regressed", **{"pr-number": "31"}), token=TOKEN)
-    assert run.returncode == 1
-    assert len(github.issue_comments(REPO, 31)) == 1
+    assert run.returncode == 2 and github.issue_comments(REPO, 31) == []
+    assert "pull request #31 was given, and this pull_request event is about #7" in run.log
+    assert make_runner().run(comment_mode("regressed", **{"pr-number": "7"}), token=TOKEN).returncode == 1
+    assert len(github.issue_comments(REPO, 7)) == 1
 
 
 def test_bad_inputs_stop_before_anything_runs(make_runner, github):

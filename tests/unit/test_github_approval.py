@@ -143,8 +143,30 @@ def test_the_pending_line_states_the_rule_and_what_did_not_count(fake):
     fake.reviews[(REPO, PR)] = [review("reader", A)]
     line = approval_line(check(fake), LABEL)
     assert line.startswith("🔒 **This check fails until the baseline change is approved**: someone with write access "
-                           "to this repository, other than the pull request's author, approves this commit in a "
-                           f"review, or adds the label `{LABEL}` after its last push; then the check runs again.")
+                           "to this repository, other than the pull request's author and whoever pushed this commit, "
+                           f"approves this commit in a review, or adds the label `{LABEL}` after its last push; then "
+                           "the check runs again.")
     assert line.endswith("Not counted: review by `reader` (no write access); label by `mallory` (the pull request's "
                          "author).")
     assert "@" not in line
+
+
+def test_a_maintainer_who_pushed_to_someone_elses_pull_request_cannot_approve_that_push(fake):
+    fake.push(FORK, BRANCH, B, at(9), before=A, actor="maint")  # a maintainer's commit on mallory's branch
+    fake.reviews[(REPO, PR)] = [review("maint", B)]
+    fake.label(REPO, PR, LABEL, "maint", at(10))
+    approval = check(fake)
+    assert approval.blocks and approval.ignored == (Ignored("review", "maint", NotCounted.PUSHER),
+                                                    Ignored("label", "maint", NotCounted.PUSHER))
+    assert "label by `maint` (who pushed this commit)" in approval_line(approval, LABEL)
+    fake.reviews[(REPO, PR)].append(review("writer", B))  # a second person
+    assert check(fake).how == f"review of commit {B[:12]} by writer"
+
+
+def test_without_the_branchs_pushes_the_commits_author_and_committer_stand_in_for_the_pusher(fake):
+    fake.inject("GET", r"/activity$", 404, times=5)  # a private fork
+    fake.commits[(REPO, A)] = {"author": {"login": "Admin1"}, "committer": {"login": "web-flow"}}
+    fake.reviews[(REPO, PR)] = [review("admin1", A)]
+    assert check(fake).ignored == (Ignored("review", "admin1", NotCounted.PUSHER),)
+    fake.commits[(REPO, A)] = {"author": {"login": "writer"}, "committer": {"login": "writer"}}
+    assert check(fake).state == ApprovalState.APPROVED

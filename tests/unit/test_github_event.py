@@ -34,6 +34,14 @@ def test_workflow_run_with_listed_pull_request():
     assert resolve_pull_request("workflow_run", ev, "octo/models", None).number == 5
 
 
+def test_workflow_run_listing_two_pull_requests_is_not_guessed_between():
+    ev = event("workflow_run")
+    sha = ev["workflow_run"]["head_sha"]
+    ev["workflow_run"]["pull_requests"] = [{"number": n, "head": {"sha": sha}} for n in (5, 6)]
+    assert resolve_pull_request("workflow_run", ev, "octo/models", None) == NoPullRequest(
+        f"open pull requests #5, #6 all have head {sha[:12]}: which one this run is about cannot be told")
+
+
 def test_workflow_run_by_commit_through_the_api():
     ev = event("workflow_run")
     sha = ev["workflow_run"]["head_sha"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from gate.render.text import ZWSP, attr, code, inert, plain
+from gate.render.text import ZWSP, attr, code, inert, plain, visible
 from tests.support.github_text import acted_on
 
 
@@ -35,3 +35,11 @@ def test_a_code_span_keeps_its_text_and_does_nothing():
     assert code(text) == f"`{text}`"
     acted = acted_on(code(text))
     assert acted.active == [] and acted.tags == {"p", "code"}
+
+
+@pytest.mark.parametrize("render", [plain, attr, code])
+def test_characters_that_cannot_be_seen_are_dropped_and_line_breaks_become_spaces(render):
+    hidden = "\u202e\u2066\u2069\u200b\u200d\u2060\ufeff\U000e0041\u00ad\u3164\ufe0f\x00\x1b"
+    assert render(f"tiny{hidden}-cnn") == render("tiny-cnn")
+    assert render("a\u2028b\x1cc\x85d") == render("a b c d")
+    assert visible("≈ 1,500× 😀 é") == "≈ 1,500× 😀 é"
