@@ -247,7 +247,7 @@ def test_validate_builds_inputs_without_running_a_model(tmp_path):
                                                .replace('dynamic-shapes = { x = { 0 = "batch" } }',
                                                         'dynamic-shapes = { y = { 0 = "batch" } }'))
     proc = run_cli("validate", cwd=tmp_path)
-    assert proc.returncode == 2 and "`models[0].dynamic-shapes.y`: no declared input is named `y`" in proc.stderr
+    assert proc.returncode == 2 and "model `cnn`: `models[1].dynamic-shapes.y`: no declared input is named `y`" in proc.stderr
 
 
 def test_onnx_file_of_an_artifact_is_never_half_read(tmp_path):
