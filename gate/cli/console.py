@@ -12,6 +12,7 @@ from gate.core.stages import Stages
 from gate.core.status import AuditStatus, ModelStatus, Role, SkipKind, TargetStatus, Verdict
 from gate.render.data_dependent_md import dependent_rows
 from gate.render.markdown import promotion_text
+from gate.render.next_steps import TEXT, step_words
 from gate.render.reuse_text import reuse_line
 from gate.render.text import count
 from gate.verdict.sweeps import Cell, SweepMatrix, matrices
@@ -216,7 +217,7 @@ def _at(where: str | None) -> str:
 
 
 def why(m: ModelVerdict) -> str:
-    """What a model that did not pass failed on, in one line."""
+    """What a model that did not pass failed on, in one line (its next step is said below it)."""
     if m.status == ModelStatus.ERROR:
         if m.error:
             return f"{m.error.error_status}: {_line(m.error.message)}{_at(m.error.where)}"
@@ -227,14 +228,23 @@ def why(m: ModelVerdict) -> str:
         return f"{fr.layer} on {fr.provider} ({fr.check} {_fmt(fr.value)} > {_fmt(fr.threshold)})"
     missing = next((p for p in m.providers if p.status == TargetStatus.NO_BASELINE and p.role == Role.RUNTIME), None)
     if m.baseline_exists and missing is not None:
-        return f"no baseline entry for {missing.name} on {missing.label}: run `{m.recreate} --provider {missing.name}`"
-    return f"no baseline: run `{m.recreate}`"
+        return f"no baseline entry for {missing.name} on {missing.label}"
+    return "no baseline"
 
 
 def failure_lines(report: Report) -> list[str]:
-    """One line per model that did not pass, above the verdict line, when more than one did not."""
+    """Above the verdict line: each model that did not pass, when more than one did not, and the next
+    step of each (the comment's own words)."""
     failed = [m for m in report.models if m.status != ModelStatus.PASS]
-    return [f"  [red]✗[/red] {escape(m.name)}: {escape(why(m))}" for m in failed] if len(failed) > 1 else []
+    out = []
+    for m in failed:
+        if len(failed) > 1:
+            out.append(f"  [red]✗[/red] {escape(m.name)}: {escape(why(m))}")
+        words = step_words(m, TEXT)
+        if words:
+            out.append(f"    [bold]next:[/bold] {escape(words)}" if len(failed) > 1
+                       else f"  [bold]next:[/bold] {escape(words)}")
+    return out
 
 
 def verdict_line(report: Report) -> str:

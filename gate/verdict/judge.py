@@ -113,7 +113,8 @@ def model_verdict(spec: ModelSpec, run: ModelRun, baseline: Baseline | None, pat
                       reference_dtype=run.reference_dtype, layers=len(run.layers),
                       promoted=dict(run.meta.promoted or {}), below_float64=dict(run.meta.below_float64 or {}),
                       sweep=spec.sweep.sweep if spec.sweep else None, comparisons=list(comparisons or []),
-                      reuse=run.reuse)
+                      # A model that failed to build, export or run reused and computed nothing worth a line.
+                      reuse=None if run.error else run.reuse)
     if baseline is None:
         mv.status, mv.message = ModelStatus.NO_BASELINE, f"no baseline at {path}: create it with `{update_cmd}`"
     else:

@@ -25,6 +25,7 @@ from gate.core.status import (
     Verdict,
 )
 from gate.formats.fields import Obj
+from gate.verdict.next_step import next_step
 from gate.verdict.notes import Comparison, Hint
 
 SCHEMA, VERSION = "parity-gate/report", 1
@@ -258,6 +259,9 @@ class ModelVerdict:
             out["update_command"] = self.update_command
         if self.reuse is not None:
             out["reuse"] = self.reuse.to_dict()
+        step = next_step(self)  # derived from the model, for readers of the JSON: never read back
+        if step is not None:
+            out["next_step"] = step.to_dict()
         return out
 
     def _to_dict(self) -> dict[str, Any]:

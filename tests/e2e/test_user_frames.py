@@ -70,6 +70,14 @@ def test_the_users_frame_is_named_everywhere(project):
     assert errors["boom"]["status"] == "INFER_FAIL" and errors["boom"]["where"] == "models.py:14 in helper"
     assert errors["broken"]["status"] == "BUILD_FAIL" and errors["broken"]["where"] == "models.py:22 in broken"
     assert "trace" not in errors["boom"]
+    # A model that crashed computed nothing: no line claims a reference or an export, and its next step
+    # reproduces the crash (re-recording a baseline cannot fix it).
+    assert "float64 reference computed" not in proc.stdout and "exported (" not in proc.stdout
+    assert "next: it failed (INFER_FAIL). Reproduce with `parity-gate check --model boom`" in proc.stdout
+    steps = {m["name"]: m["next_step"] for m in report["models"]}
+    assert steps["boom"] == {"kind": "model-failed", "command": "parity-gate check --model boom",
+                             "error_status": "INFER_FAIL"}
+    assert "reuse" not in report["models"][0]
     comment = render_markdown(Report.from_dict(Obj(report, "r.json")))
     assert "(at `models.py:14 in helper`)" in comment
 
