@@ -289,15 +289,25 @@ def list_cases(config: ConfigOpt = None, model: ModelOpt = None) -> None:
 def validate(config: ConfigOpt = None, model: ModelOpt = None) -> None:
     """Check the config: import each model's factory, build its inputs and compare them with its baseline's (no model is built)."""
     from gate.cli.console import console
+    from gate.commands.common import display
     from gate.commands.listing import validate as check_inputs
 
     cfg = _load(config)
     _needs("validate")
-    lines = check_inputs(cfg, cfg.select_models(_split(model)))
-    for line in lines:
+    result = check_inputs(cfg, cfg.select_models(_split(model)))
+    for line in result.lines:
         console.print(escape(line), soft_wrap=True)
     _warn_install_gaps(cfg)
-    console.print(f"[bold green]VALID[/bold green] | {escape(str(cfg.path))}: {count(len(lines), 'case')}")
+    for m in result.missing:
+        console.print(f"[yellow]no baseline:[/yellow] {escape(f'{m.model} ({display(m.path)}): record it with `{m.command}`')}",
+                      soft_wrap=True)
+    if result.missing:  # check fails these (exit 1): say so now, with the command that records them
+        names = ", ".join(m.model for m in result.missing)
+        console.print(f"[bold red]MISSING BASELINE[/bold red] | {escape(names)}: "
+                      f"{escape(count(len(result.missing), 'case'))} without a baseline; `check` fails until "
+                      f"{'it is' if len(result.missing) == 1 else 'they are'} recorded", soft_wrap=True)
+        raise typer.Exit(1)
+    console.print(f"[bold green]VALID[/bold green] | {escape(str(cfg.path))}: {count(len(result.lines), 'case')}")
 
 
 @app.command()

@@ -16,6 +16,19 @@ def test_the_committed_examples_validate_against_their_baselines(tmp_path):
     assert "tiny-cnn: 1 input(s), 6,144 bytes, digest " in proc.stdout and ", as its baseline" in proc.stdout
 
 
+def test_a_configured_model_without_a_baseline_fails_validate_with_the_command_that_records_it(tmp_path):
+    examples_project(tmp_path, baselines=True)
+    (tmp_path / "baselines" / "tiny-cnn.msgpack.zst").unlink()
+    proc = run_cli("validate", cwd=tmp_path)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "tiny-cnn: 1 input(s), 6,144 bytes, digest " in proc.stdout and ", no baseline" in proc.stdout
+    assert ("no baseline: tiny-cnn (baselines/tiny-cnn.msgpack.zst): record it with "
+            "`parity-gate update-baseline --model tiny-cnn`") in proc.stdout
+    assert proc.stdout.rstrip().splitlines()[-1] == ("MISSING BASELINE | tiny-cnn: 1 case without a baseline; `check` "
+                                                     "fails until it is recorded")
+    assert "VALID" not in proc.stdout.replace("MISSING", "")
+
+
 def test_an_input_dtype_other_than_the_baselines_is_refused(tmp_path):
     path = examples_project(tmp_path, baselines=True)
     path.write_text(path.read_text().replace(DECLARED, DECLARED.replace("float32", "float64")))
