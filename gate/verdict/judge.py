@@ -155,7 +155,7 @@ def model_verdict(spec: ModelSpec, run: ModelRun, baseline: Baseline | None, pat
         mv.status = ModelStatus.NO_BASELINE
     if run.error or any(p.status == TargetStatus.ERROR for p in mv.providers):
         mv.status = ModelStatus.ERROR
-    mv.hints = hints.model_hints(spec, run, baseline, mv)  # diagnosis only; never changes the verdict
+    mv.hints = hints.model_hints(spec, run, baseline, mv, st)  # diagnosis only; never changes the verdict
     return mv
 
 
