@@ -112,6 +112,16 @@ def _warn_install_gaps(cfg) -> None:
         err_console.print(f"[yellow]warning:[/yellow] {escape(line)}", soft_wrap=True)
 
 
+def warn_input_ranges(models) -> None:
+    """Integer inputs named like a mask, a token type, a position or an index that take the default
+    range (gate.config.input_ranges): one warning each, on stderr."""
+    from gate.cli.console import err_console
+    from gate.config.input_ranges import range_advice
+
+    for a in range_advice(models):
+        err_console.print(f"[yellow]warning:[/yellow] {escape(a.message())}", soft_wrap=True)
+
+
 def _write_reports(report, json_path: Path | None, markdown_path: Path | None) -> None:
     from gate.formats.atomic import atomic_write_text
     from gate.formats.report import write_report
@@ -140,6 +150,7 @@ def check(config: ConfigOpt = None, model: ModelOpt = None, provider: ProviderOp
     _needs("check")
     _backend_notice()
     _warn_install_gaps(cfg)
+    warn_input_ranges(models)
     with progress_display() as progress:
         report = commands.check(cfg, models, providers, progress, full=full)
     if changed_since:
@@ -166,6 +177,7 @@ def update_baseline(config: ConfigOpt = None, model: ModelOpt = None, provider: 
     if not source:
         _needs("update-baseline")
     _backend_notice()
+    warn_input_ranges(models)
     with progress_display() as progress:
         updated = commands.update_baseline(cfg, models, providers, progress, sources=source, calibrate=calibrate)
     for u in updated:
@@ -298,6 +310,7 @@ def validate(config: ConfigOpt = None, model: ModelOpt = None) -> None:
     for line in result.lines:
         console.print(escape(line), soft_wrap=True)
     _warn_install_gaps(cfg)
+    warn_input_ranges(cfg.select_models(_split(model)))
     for m in result.missing:
         console.print(f"[yellow]no baseline:[/yellow] {escape(f'{m.model} ({display(m.path)}): record it with `{m.command}`')}",
                       soft_wrap=True)

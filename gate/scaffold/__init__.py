@@ -18,6 +18,7 @@ from gate.errors import ConfigError
 from gate.scaffold.config_text import (
     DEFAULT_PROVIDERS,
     Input,
+    Inputs,
     has_section,
     model_name,
     parse_input,
@@ -47,7 +48,7 @@ def textconv_command(executable: str = sys.executable) -> str:
 class Options:
     root: Path
     factory: str
-    inputs: tuple[Input, ...]
+    inputs: Inputs  # declared, or a module:function that makes them
     name: str | None = None
     flow: str = "single"
     providers: tuple[str, ...] = DEFAULT_PROVIDERS

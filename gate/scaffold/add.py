@@ -17,7 +17,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 from gate.errors import ConfigError
-from gate.scaffold.config_text import Input, model_name, model_table
+from gate.scaffold.config_text import Inputs, model_name, model_table
 from gate.scaffold.deps import constraints, model_requirements
 
 # ``extra-pip-args: "..."`` in a workflow's ``with:`` (what init writes: a JSON-quoted string).
@@ -125,7 +125,7 @@ def installable(root: Path) -> set[str] | None:
     return names
 
 
-def plan_add(root: Path, config: Path | None, factory: str, inputs: tuple[Input, ...], name: str | None,
+def plan_add(root: Path, config: Path | None, factory: str, inputs: Inputs, name: str | None,
              pip_args: str | None) -> tuple[str, Path, dict[Path, str]]:
     """(model name, config path, {file: new text}) for adding the model; ConfigError before anything
     is written when the name is taken or the result would not load."""
