@@ -154,9 +154,10 @@ def check(config: ConfigOpt = None, model: ModelOpt = None, provider: ProviderOp
     with progress_display() as progress:
         report = commands.check(cfg, models, providers, progress, full=full)
     if changed_since:
-        report.baseline_changes = commands.baseline_changes(cfg, changed_since)
+        report.baseline_changes, report.baseline_diffs = commands.changed_baselines(cfg, changed_since)
     _write_reports(report, json_path, markdown)
     render_report(report)
+    show_cmd.driver_notice(cfg.root, cfg.baseline_dir)
     raise typer.Exit(report.exit_code)
 
 
@@ -273,7 +274,7 @@ def report(files: Annotated[list[Path], typer.Argument(help="Result files (or fo
     cfg = _load(config, allow_missing_gpu, require)
     result = commands.report_files(cfg, files)
     if changed_since:
-        result.baseline_changes = commands.baseline_changes(cfg, changed_since)
+        result.baseline_changes, result.baseline_diffs = commands.changed_baselines(cfg, changed_since)
     _write_reports(result, json_path, markdown)
     render_report(result)
     raise typer.Exit(result.exit_code)

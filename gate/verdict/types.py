@@ -353,6 +353,9 @@ class Report:
     first_regression: Regression | None = None
     summary: Summary | None = None
     baseline_changes: list[str] | None = None
+    # The changed baseline files as text diffs (``--changed-since``), by path; the comment shows only
+    # those of files the pull request's own file list names.
+    baseline_diffs: dict[str, str] | None = None
 
     def __post_init__(self) -> None:
         if self.summary is None:
@@ -369,6 +372,8 @@ class Report:
                "models": [m.to_dict() for m in self.models]}
         if self.baseline_changes is not None:
             out["baseline_changes"] = self.baseline_changes
+        if self.baseline_diffs:
+            out["baseline_diffs"] = self.baseline_diffs
         from .sweeps import matrices  # derived from the models: written for readers, never read back
 
         sweeps = matrices(self.models)
@@ -388,4 +393,5 @@ class Report:
             o.fail("first_regression", "must name its `model` and `provider`")
         return cls(verdict=o.word("verdict", Verdict), models=o.objs("models", ModelVerdict.from_dict, required=True),
                    environment=o.free("environment") or {}, first_regression=first,
-                   summary=o.opt_obj("summary", Summary.from_dict), baseline_changes=changes)
+                   summary=o.opt_obj("summary", Summary.from_dict), baseline_changes=changes,
+                   baseline_diffs=o.words("baseline_diffs") or None)

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from gate.scaffold import Options, parse_input, plan, textconv_command
+from gate.scaffold.diff_driver import DriverState, state
 from gate.scaffold.workflows import FLOWS
 from tests.conftest import run_cli
 from tests.support import tools
@@ -103,6 +104,28 @@ def test_the_recorded_diff_driver_works_from_a_shell_without_the_venv_and_leaves
                               ":baselines/resnet18.msgpack.zst"], cwd=root, env=bare, capture_output=True, text=True)
     assert missing.returncode == 0 and "parity-gate is not installed in this shell: pip install parity-gate" in \
         missing.stdout
+
+
+def test_a_teammates_fresh_clone_is_told_and_gets_the_driver_with_one_command(repo, tmp_path):
+    root, _ = repo
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", "Gate the models with parity-gate")
+    clone = tmp_path / "clone"
+    git(tmp_path, "clone", "-q", str(root), str(clone))
+    bare = {**os.environ, "PATH": "/usr/bin:/bin"}
+    binary = subprocess.run(["git", "show", "--textconv", "HEAD:baselines/resnet18.msgpack.zst"], cwd=clone, env=bare,
+                            capture_output=True)
+    assert b"layer1.0.conv1" not in binary.stdout  # git takes no driver from the repository
+    checked = run_cli("check", cwd=clone / "baselines", env={"CI": ""})  # from a subfolder, as a person would
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert "notice: git diff shows baselines as binary in this clone: run `parity-gate diff-driver` once" in \
+        checked.stderr
+    installed = run_cli("diff-driver", cwd=clone)
+    assert installed.returncode == 0 and "DIFF DRIVER SET" in installed.stdout, installed.stderr
+    shown = subprocess.run(["git", "show", "--textconv", "HEAD:baselines/resnet18.msgpack.zst"], cwd=clone, env=bare,
+                           capture_output=True, text=True, timeout=300)
+    assert "layer1.0.conv1" in shown.stdout, shown.stderr
+    assert state(clone) == DriverState.SET  # and check has nothing more to say
 
 
 def _textconv() -> str:
