@@ -122,6 +122,16 @@ def warn_input_ranges(models) -> None:
         err_console.print(f"[yellow]warning:[/yellow] {escape(a.message())}", soft_wrap=True)
 
 
+def _gpu_workflow(cfg) -> str:
+    """How the repository records GPU baseline entries on its GPU runner, when it has the workflow
+    `init --flow gpu` writes ("" otherwise)."""
+    from gate.scaffold.add import workflow_root
+    from gate.scaffold.workflows import GPU_BASELINES, RUN_GPU_BASELINES
+
+    root = workflow_root(cfg.root)
+    return RUN_GPU_BASELINES if root is not None and (root / GPU_BASELINES).is_file() else ""
+
+
 def _write_reports(report, json_path: Path | None, markdown_path: Path | None) -> None:
     from gate.formats.atomic import atomic_write_text
     from gate.formats.report import write_report
@@ -156,7 +166,7 @@ def check(config: ConfigOpt = None, model: ModelOpt = None, provider: ProviderOp
     if changed_since:
         report.baseline_changes, report.baseline_diffs = commands.changed_baselines(cfg, changed_since)
     _write_reports(report, json_path, markdown)
-    render_report(report)
+    render_report(report, _gpu_workflow(cfg))
     show_cmd.driver_notice(cfg.root, cfg.baseline_dir)
     raise typer.Exit(report.exit_code)
 
@@ -276,7 +286,7 @@ def report(files: Annotated[list[Path], typer.Argument(help="Result files (or fo
     if changed_since:
         result.baseline_changes, result.baseline_diffs = commands.changed_baselines(cfg, changed_since)
     _write_reports(result, json_path, markdown)
-    render_report(result)
+    render_report(result, _gpu_workflow(cfg))
     raise typer.Exit(result.exit_code)
 
 

@@ -59,7 +59,9 @@ def _fmt(v) -> str:
     return "—" if v is None else f"{v:.3g}"
 
 
-def render_report(report: Report) -> None:
+def render_report(report: Report, gpu_workflow: str = "") -> None:
+    """``gpu_workflow``: how this repository records GPU entries on its GPU runner ("" when it has no
+    such workflow)."""
     for model in report.models:
         if not model.sweep:
             _render_model(model)
@@ -71,7 +73,26 @@ def render_report(report: Report) -> None:
         console.print(f"[yellow]this change updates baselines:[/yellow] {escape(', '.join(report.baseline_changes))}")
     for line in failure_lines(report):
         console.print(line, soft_wrap=True)
+    for line in unrecorded_lines(report, gpu_workflow):
+        console.print(line, soft_wrap=True)
     console.print(verdict_line(report), soft_wrap=True)
+
+
+def unrecorded_lines(report: Report, gpu_workflow: str = "") -> list[str]:
+    """Baseline entries nothing here can record (a GPU provider on a machine without the GPU): which,
+    for which models, and where they are recorded."""
+    models: dict[str, list[str]] = {}
+    for m in report.models:
+        for name in m.unrecorded:
+            models.setdefault(name, []).append(m.name)
+    out = []
+    for name, names in models.items():
+        shown = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
+        here = f"`parity-gate update-baseline --provider {name}` on a machine that has it"
+        how = f"on the GPU runner, {gpu_workflow} (or {here})" if gpu_workflow else here
+        out.append("  [yellow]not recorded yet:[/yellow] " + escape(
+            f"{name} ({shown}): no baseline entry, and it cannot run here; record it {how}"))
+    return out
 
 
 def _render_header(model: ModelVerdict) -> None:

@@ -12,6 +12,7 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 
+from gate.config.providers import is_gpu
 from gate.errors import GateError
 from gate.render.text import count
 from gate.scaffold import CONSTRAINTS, Options, Plan, apply, parse_input, plan
@@ -113,8 +114,21 @@ def init(
     _warn_ranges(p.config_path, p.model)
     if no_baseline:
         console.print(f"[bold green]INITIALIZED[/bold green] | model {escape(p.model)}; next: parity-gate update-baseline")
-        return
-    _first_baseline(p)
+    else:
+        _first_baseline(p)
+    if options.flow == "gpu":
+        _first_gpu_baseline(p)
+
+
+def _first_gpu_baseline(p: Plan) -> None:
+    """The GPU providers cannot run here: the one click (or command) that records them on the runner."""
+    from gate.cli.console import console
+    from gate.scaffold.workflows import RUN_GPU_BASELINES
+
+    gpu = [n for n in p.providers if is_gpu(n)]
+    console.print(f"[bold]first GPU baseline[/bold] ({escape(', '.join(gpu))}): commit and push these files, then "
+                  f"{escape(RUN_GPU_BASELINES)}; it records them on the GPU runner and opens a pull request with "
+                  "them (docs/action.md)", soft_wrap=True)
 
 
 def _first_baseline(p: Plan) -> None:

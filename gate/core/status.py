@@ -121,6 +121,7 @@ class StepKind(Word):
     PROVIDER_FAILED = "provider-failed"  # one provider failed while running: reproduce on its runner
     LOAD_FAIL = "load-fail"  # a provider failed to load: doctor on its runner
     NO_GPU = "no-gpu"  # no configured GPU provider could run on a GPU leg
+    RECORD_ELSEWHERE = "record-elsewhere"  # a provider not here has no baseline entry: record it where it runs
     NO_RESULT = "no-result"  # no result file holds it: its matrix leg uploaded nothing
 
 

@@ -111,6 +111,13 @@ def _no_gpu(m: ModelVerdict, step: NextStep, s: Style) -> str:
     return s.plain(_provider(m, step).reason or "no GPU provider could run on this runner", 600)
 
 
+def _record_elsewhere(m: ModelVerdict, step: NextStep, s: Style) -> str:
+    one = len(step.providers) == 1
+    return (f"{_names(step, s)} cannot run here and {'has' if one else 'have'} no baseline entry yet: record "
+            f"{'it' if one else 'them'} where {'it runs' if one else 'they run'}, {s.code(step.command, 300)}"
+            f"{_commit(m, s)}; meanwhile {s.code('--allow-missing-gpu')} checks the rest here.")
+
+
 def _no_result(m: ModelVerdict, step: NextStep, s: Style) -> str:
     p = _provider(m, step)
     return s.plain(p.reason or f"no result file holds {p.name}", 600) + ": see that job's log."
@@ -131,4 +138,5 @@ def _provider_failed(m: ModelVerdict, step: NextStep, s: Style) -> str:
 _WORDS = {StepKind.MODEL_CHANGED: _model_changed, StepKind.RUNTIME_AUDIT: _runtime_audit,
           StepKind.RUNTIME_CHANGED: _runtime_changed, StepKind.NO_BASELINE: _no_baseline, StepKind.NO_ENTRY: _no_entry,
           StepKind.MODEL_FAILED: _model_failed, StepKind.NO_GPU: _no_gpu, StepKind.NO_RESULT: _no_result,
-          StepKind.LOAD_FAIL: _load_fail, StepKind.PROVIDER_FAILED: _provider_failed}
+          StepKind.LOAD_FAIL: _load_fail, StepKind.PROVIDER_FAILED: _provider_failed,
+          StepKind.RECORD_ELSEWHERE: _record_elsewhere}

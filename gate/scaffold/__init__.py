@@ -24,7 +24,15 @@ from gate.scaffold.config_text import (
 )
 from gate.scaffold.deps import constraints, model_requirements
 from gate.scaffold.diff_driver import GITATTRIBUTES_LINE, INSTALL, TEXTCONV_KEY, install, textconv_command
-from gate.scaffold.workflows import ACTION, FLOWS, FORK_ENVIRONMENT, Flow, workflows
+from gate.scaffold.workflows import (
+    ACTION,
+    FLOWS,
+    FORK_ENVIRONMENT,
+    GPU_BASELINES,
+    RUN_GPU_BASELINES,
+    Flow,
+    workflows,
+)
 
 CONSTRAINTS = "parity-gate-constraints.txt"
 @dataclass(frozen=True)
@@ -56,6 +64,7 @@ class Plan:
     model: str
     changes: list[Change] = field(default_factory=list)
     pip_args: str = ""
+    providers: tuple[str, ...] = ()  # what the config gates
 
     @property
     def config_path(self) -> Path:
@@ -118,12 +127,14 @@ def plan(options: Options) -> Plan:
     providers = options.providers + (("CUDAExecutionProvider",) if options.flow == "gpu" and
                                      "CUDAExecutionProvider" not in options.providers else ())
     text = section(name, options.factory, options.inputs, providers)
-    out = Plan(options, name, pip_args=_pip_args(options))
+    out = Plan(options, name, pip_args=_pip_args(options), providers=providers)
     out.changes.append(_config(options.root, text, options.force))
     flow = Flow(options.flow, options.action, out.pip_args, options.require_approval, options.gpu_runner)
     for path, body in workflows(flow).items():
         change = _file(options.root, path, body, options.force)
-        if options.flow == "gpu" and change.action != "keep":
+        if path == GPU_BASELINES and change.action != "keep":
+            change.why = f"after the first push: {RUN_GPU_BASELINES} records the GPU baselines"
+        elif options.flow == "gpu" and change.action != "keep":
             # GitHub creates a missing environment without reviewers: then nothing would hold a fork's run.
             change.why = (f"before the first pull request: environment {FORK_ENVIRONMENT} with required reviewers, "
                           "and the GPU runner ephemeral, in a runner group that admits only this workflow "

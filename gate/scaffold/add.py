@@ -85,7 +85,7 @@ def _model_steps(lines: list[str]) -> list[tuple[int, int]]:
         while end < len(lines) and (not lines[end].strip() or len(lines[end]) - len(lines[end].lstrip()) > dash):
             end += 1
         mode = next((_MODE.match(x).group(1) for x in lines[i + 1:end] if _MODE.match(x)), "check")
-        if mode in ("check", "export"):
+        if mode in ("check", "export", "update-baseline"):  # the modes that import the models
             steps.append((i, end))
     return steps
 
@@ -158,7 +158,8 @@ def write(files: dict[Path, str]) -> None:
         path.write_text(text, encoding="utf-8")
 
 
-def _workflow_root(start: Path) -> Path | None:
+def workflow_root(start: Path) -> Path | None:
+    """The nearest folder from ``start`` up that holds .github/workflows."""
     for folder in (start, *start.parents):
         if (folder / ".github" / "workflows").is_dir():
             return folder
@@ -168,7 +169,7 @@ def _workflow_root(start: Path) -> Path | None:
 def install_gaps(config: Config) -> list[str]:
     """One warning per model whose factory imports a package that no workflow step running the models
     installs (none when there is no such workflow, or a step installs a requirements file)."""
-    root = _workflow_root(config.root)
+    root = workflow_root(config.root)
     have = installable(root) if root is not None else None
     if have is None:
         return []

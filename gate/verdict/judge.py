@@ -16,6 +16,7 @@ from gate.core.status import (
     ModelStatus,
     Role,
     RunStatus,
+    SkipKind,
     TargetStatus,
     Verdict,
 )
@@ -98,6 +99,16 @@ def _runtime(run: ModelRun, prun: ProviderRun, baseline: Baseline | None, spec: 
     return pv
 
 
+def unrecorded(run: ModelRun, baseline: Baseline | None) -> list[str]:
+    """Providers that could not run here and that the baseline has no entry for on any device class:
+    nothing here can record them (a GPU provider on a laptop); the check says where they are recorded."""
+    if baseline is None:
+        return []
+    here = [p for p in run.providers if (p.status == RunStatus.SKIPPED and p.skip == SkipKind.UNAVAILABLE)
+            or (p.status == RunStatus.ERROR and p.error_status == ErrorStatus.NO_GPU)]
+    return list(dict.fromkeys(p.name for p in here if next(baseline.entries_of(p.name), None) is None))
+
+
 def _first(pv: ProviderVerdict, order: dict[str, int]) -> Regression | None:
     row = checks.first_failure(pv.rows, order)
     if row is not None:
@@ -123,6 +134,7 @@ def model_verdict(spec: ModelSpec, run: ModelRun, baseline: Baseline | None, pat
     dependent = data_dependent.recognize(run, baseline, st)
     mv.providers = [_reference(run, baseline, spec, mv.message, st, dependent)]
     mv.providers += [_runtime(run, p, baseline, spec, update_cmd, policy, st, dependent) for p in run.providers]
+    mv.unrecorded = unrecorded(run, baseline)
     mv.audits = model_audits.dynamic_shape(spec, run, baseline) + model_audits.training_mode(run)
     mv.audits += [Audit(Check.STRUCTURE, AuditStatus.WARN, line) for line in described(st)] if st else []
     mv.mapping = model_audits.mapping(run)

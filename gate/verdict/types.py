@@ -231,6 +231,8 @@ class ModelVerdict:
     comparisons: list[Comparison] = field(default_factory=list)  # the sweep's pairs and anchor
     update_command: str | None = None  # the command that re-creates this model's baseline
     reuse: Reuse | None = None  # what the check took from the baseline and the export cache, and why
+    # Providers that could not run here and have no baseline entry anywhere yet (e.g. a GPU EP on a laptop).
+    unrecorded: list[str] = field(default_factory=list)
 
     @property
     def not_checked(self) -> list[ProviderVerdict]:
@@ -259,6 +261,8 @@ class ModelVerdict:
             out["update_command"] = self.update_command
         if self.reuse is not None:
             out["reuse"] = self.reuse.to_dict()
+        if self.unrecorded:
+            out["unrecorded"] = self.unrecorded
         step = next_step(self)  # derived from the model, for readers of the JSON: never read back
         if step is not None:
             out["next_step"] = step.to_dict()
@@ -296,7 +300,8 @@ class ModelVerdict:
                    audits=o.objs("audits", Audit.from_dict), mapping=o.opt_obj("mapping", _mapping) or {},
                    versions=o.opt_obj("versions", _versions) or {}, sweep=o.opt_str("sweep"),
                    comparisons=o.objs("comparisons", Comparison.from_dict),
-                   update_command=o.opt_str("update_command"), reuse=o.opt_obj("reuse", Reuse.from_dict))
+                   update_command=o.opt_str("update_command"), reuse=o.opt_obj("reuse", Reuse.from_dict),
+                   unrecorded=o.strs("unrecorded")[:64])
 
 
 MAPPING_COUNTS = ("layers", "mapped", "folded", "absent")
