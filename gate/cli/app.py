@@ -29,6 +29,9 @@ ProviderOpt = Annotated[list[str] | None, typer.Option("--provider", "-p", envva
                                                         help="Provider to run (repeatable; default: the configured ones).")]
 JsonOpt = Annotated[Path | None, typer.Option("--json", help="Write the JSON report here.")]
 MarkdownOpt = Annotated[Path | None, typer.Option("--markdown", help="Write the Markdown report here.")]
+JunitOpt = Annotated[Path | None, typer.Option("--junit", envvar="PARITY_GATE_JUNIT",
+                                              help="Write the verdict as JUnit XML here (one test case per model and "
+                                              "provider), for CI systems that show test reports.")]
 GpuOpt = Annotated[bool, typer.Option("--allow-missing-gpu", envvar="PARITY_GATE_ALLOW_MISSING_GPU",
                                        help="Pass when every configured GPU provider is unavailable here "
                                        "(default: such a run fails, exit 3; config key allow-missing-gpu).")]
@@ -132,7 +135,7 @@ def _gpu_workflow(cfg) -> str:
     return RUN_GPU_BASELINES if root is not None and (root / GPU_BASELINES).is_file() else ""
 
 
-def _write_reports(report, json_path: Path | None, markdown_path: Path | None) -> None:
+def _write_reports(report, json_path: Path | None, markdown_path: Path | None, junit_path: Path | None = None) -> None:
     from gate.formats.atomic import atomic_write_text
     from gate.formats.report import write_report
 
@@ -142,12 +145,16 @@ def _write_reports(report, json_path: Path | None, markdown_path: Path | None) -
         from gate.render import render_markdown
 
         atomic_write_text(markdown_path, render_markdown(report))
+    if junit_path:
+        from gate.render.junit import render_junit
+
+        atomic_write_text(junit_path, render_junit(report))
 
 
 @app.command()
 def check(config: ConfigOpt = None, model: ModelOpt = None, provider: ProviderOpt = None,
-          json_path: JsonOpt = None, markdown: MarkdownOpt = None, changed_since: SinceOpt = None,
-          allow_missing_gpu: GpuOpt = False, require: RequireOpt = None,
+          json_path: JsonOpt = None, markdown: MarkdownOpt = None, junit: JunitOpt = None,
+          changed_since: SinceOpt = None, allow_missing_gpu: GpuOpt = False, require: RequireOpt = None,
           full: Annotated[bool, typer.Option("--full", envvar="PARITY_GATE_FULL",
                                              help="Run the whole path: the float64 reference and the export even "
                                              "when the model's content key matches its baseline's.")] = False) -> None:
@@ -165,7 +172,7 @@ def check(config: ConfigOpt = None, model: ModelOpt = None, provider: ProviderOp
         report = commands.check(cfg, models, providers, progress, full=full)
     if changed_since:
         report.baseline_changes, report.baseline_diffs = commands.changed_baselines(cfg, changed_since)
-    _write_reports(report, json_path, markdown)
+    _write_reports(report, json_path, markdown, junit)
     render_report(report, _gpu_workflow(cfg))
     show_cmd.driver_notice(cfg.root, cfg.baseline_dir)
     raise typer.Exit(report.exit_code)
@@ -275,7 +282,7 @@ def collect(source: Annotated[Path, typer.Option("--from", help="A folder writte
 
 @app.command()
 def report(files: Annotated[list[Path], typer.Argument(help="Result files (or folders of them) from export/collect.")],
-           config: ConfigOpt = None, json_path: JsonOpt = None, markdown: MarkdownOpt = None,
+           config: ConfigOpt = None, json_path: JsonOpt = None, markdown: MarkdownOpt = None, junit: JunitOpt = None,
            changed_since: SinceOpt = None, allow_missing_gpu: GpuOpt = False, require: RequireOpt = None) -> None:
     """Merge result files from several runners, compare with the baselines, one verdict."""
     from gate import commands
@@ -285,7 +292,7 @@ def report(files: Annotated[list[Path], typer.Argument(help="Result files (or fo
     result = commands.report_files(cfg, files)
     if changed_since:
         result.baseline_changes, result.baseline_diffs = commands.changed_baselines(cfg, changed_since)
-    _write_reports(result, json_path, markdown)
+    _write_reports(result, json_path, markdown, junit)
     render_report(result, _gpu_workflow(cfg))
     raise typer.Exit(result.exit_code)
 

@@ -32,15 +32,17 @@ _MODEL_ERRORS = {
 @dataclass(frozen=True)
 class Style:
     """How the words are written: ``code`` for commands and names, ``plain`` for prose from a report,
-    ``strong`` for emphasis."""
+    ``strong`` for emphasis; ``tables``: where the per-layer rows are, seen from the step."""
 
     code: Callable[..., str]
     plain: Callable[..., str]
     strong: Callable[[str], str]
+    tables: str
 
 
-MARKDOWN = Style(code, plain, lambda s: f"**{s}**")
-TEXT = Style(lambda s, cap=NAME_CAP: f"`{clip(s, cap)}`", lambda s, cap=MESSAGE_CAP: clip(s, cap), lambda s: s)
+MARKDOWN = Style(code, plain, lambda s: f"**{s}**", "compare the layer tables below")
+TEXT = Style(lambda s, cap=NAME_CAP: f"`{clip(s, cap)}`", lambda s, cap=MESSAGE_CAP: clip(s, cap), lambda s: s,
+             "compare the layer rows of the report")
 
 
 def next_steps(report: Report) -> str:
@@ -79,7 +81,7 @@ def _runtime_audit(m: ModelVerdict, step: NextStep, s: Style) -> str:
 
 def _runtime_changed(m: ModelVerdict, step: NextStep, s: Style) -> str:
     hints = f" — see the hints under {s.strong('Diagnosis')}" if any(h.kind != "hints-unavailable" for h in m.hints) \
-        else " — compare the layer tables below"
+        else f" — {s.tables}"
     changed = [f"{s.plain(k, 20)} {s.plain(v.get('baseline'), 40)} → {s.plain(v.get('run'), 40)}"
                for k, v in m.versions.items() if k in ("onnxruntime", "onnx")]
     moved = f" ({', '.join(changed)} since the baseline)" if changed else ""
