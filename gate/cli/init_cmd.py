@@ -195,13 +195,14 @@ def add(
 def _add(root: Path, config: Path | None, factory: str, inputs: Inputs, name: str | None, pip_args: str | None,
          no_baseline: bool) -> None:
     from gate.cli.console import console
+    from gate.commands.common import display
     from gate.scaffold.add import plan_add, write
 
     model, path, files = plan_add(root, config, factory, inputs, name, pip_args)
     write(files)
-    shown = sorted(str(f.relative_to(root)) if f.is_relative_to(root) else str(f) for f in files)
+    shown = sorted(str(display(f.resolve())) for f in files)
     for f in shown:
-        console.print(f"{_MARK['append'] if f == str(path.relative_to(root)) else _MARK['replace']} {escape(f)}")
+        console.print(f"{_MARK['append'] if f == str(display(path.resolve())) else _MARK['replace']} {escape(f)}")
     _warn_ranges(path, model)
     if no_baseline:
         console.print(f"[bold green]ADDED[/bold green] | model {escape(model)}; next: parity-gate update-baseline "

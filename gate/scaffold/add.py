@@ -131,6 +131,8 @@ def plan_add(root: Path, config: Path | None, factory: str, inputs: Inputs, name
     is written when the name is taken or the result would not load."""
     path = find_config(config, root)
     cfg = load_config(path)
+    # The repository the config belongs to (found from a subfolder too): its workflows and constraints file.
+    root = workflow_root(path.resolve().parent) or path.resolve().parent
     name = name or model_name(factory)
     if any(name in (m.name, m.base) for m in cfg.models):
         raise ConfigError(f"{path}: a model named `{name}` is configured already; pass --name")

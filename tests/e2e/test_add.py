@@ -145,3 +145,14 @@ def test_add_takes_an_inputs_callable_and_records_the_baseline_on_its_tensors(re
     assert "ADDED | model pooled-real, 1 baseline" in proc.stdout
     both = run_cli("add", "--factory", "text:pooled", "--inputs", "text:sample", "--input", "x=2", "--yes", cwd=repo)
     assert both.returncode == 2 and "give the inputs once" in both.stderr
+
+
+def test_add_from_a_subfolder_adds_to_the_repositorys_config_and_workflow(repo):
+    repo = repo[0]
+    (repo / "src").mkdir(exist_ok=True)
+    (repo / "vision.py").write_text("import torch\nimport torchvision\n\n\ndef tiny():\n    return torch.nn.Linear(4, 2)\n")
+    proc = run_cli("add", "--factory", "vision:tiny", "--input", "x=2x4", "--no-baseline", "--yes", cwd=repo / "src")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert 'factory = "vision:tiny"' in (repo / "parity-gate.toml").read_text()
+    assert not (repo / "src" / "parity-gate.toml").exists()
+    assert f"appended {(repo / 'parity-gate.toml').resolve()}" in proc.stdout

@@ -205,3 +205,10 @@ def test_a_provider_that_fails_names_the_model_once(tmp_path):
     error = next(line for line in proc.stderr.splitlines() if line.startswith("error:"))
     assert error.count("model `tiny-cnn`") == 1, error
     assert not (tmp_path / "b").exists() or not any((tmp_path / "b").iterdir())  # nothing written
+
+
+def test_a_misspelt_tolerance_key_is_refused_with_exit_2_naming_it(tmp_path):
+    (tmp_path / "parity-gate.toml").write_text(
+        'tolerance = { grwoth = 3.0 }\n[[models]]\nname = "m"\nfactory = "m:f"\ninputs = [{ name = "x", shape = [2] }]\n')
+    assert_one_line_error(run_cli("validate", cwd=tmp_path), 2, "parity-gate.toml", "`tolerance.grwoth`",
+                          "unknown key (allowed: growth, floor, reference, ceiling)")
