@@ -11,7 +11,7 @@ import typer
 from rich.markup import escape
 
 import gate
-from gate.cli import cache_cmd, github_cmds, init_cmd, show_cmd
+from gate.cli import cache_cmd, github_cmds, init_cmd, notices, show_cmd
 from gate.core.status import ErrorStatus
 from gate.errors import GateError, ModelError
 from gate.render.text import count
@@ -93,48 +93,6 @@ def _needs(command: str) -> None:
     require(command)
 
 
-def _backend_notice() -> None:
-    """One line on stderr when the C kernel was not built and fingerprints fall back to NumPy
-    (pip shows the build's own warning only with -v)."""
-    from gate import fingerprint
-
-    if fingerprint.backend == "numpy" and fingerprint.native_error and not os.environ.get("PARITY_GATE_BACKEND"):
-        from gate.cli.console import err_console
-
-        err_console.print(f"[yellow]notice:[/yellow] {fingerprint.native_error}: fingerprints use the NumPy "
-                          "backend (same results, ~100x slower); reinstall parity-gate where a C compiler is "
-                          "available", soft_wrap=True)
-
-
-def _warn_install_gaps(cfg) -> None:
-    """Models whose imports the repository's workflow would not install: said before anything runs."""
-    from gate.cli.console import err_console
-    from gate.scaffold.add import install_gaps
-
-    for line in install_gaps(cfg):
-        err_console.print(f"[yellow]warning:[/yellow] {escape(line)}", soft_wrap=True)
-
-
-def warn_input_ranges(models) -> None:
-    """Integer inputs named like a mask, a token type, a position or an index that take the default
-    range (gate.config.input_ranges): one warning each, on stderr."""
-    from gate.cli.console import err_console
-    from gate.config.input_ranges import range_advice
-
-    for a in range_advice(models):
-        err_console.print(f"[yellow]warning:[/yellow] {escape(a.message())}", soft_wrap=True)
-
-
-def _gpu_workflow(cfg) -> str:
-    """How the repository records GPU baseline entries on its GPU runner, when it has the workflow
-    `init --flow gpu` writes ("" otherwise)."""
-    from gate.scaffold.add import workflow_root
-    from gate.scaffold.workflows import GPU_BASELINES, RUN_GPU_BASELINES
-
-    root = workflow_root(cfg.root)
-    return RUN_GPU_BASELINES if root is not None and (root / GPU_BASELINES).is_file() else ""
-
-
 def _write_reports(report, json_path: Path | None, markdown_path: Path | None, junit_path: Path | None = None) -> None:
     from gate.formats.atomic import atomic_write_text
     from gate.formats.report import write_report
@@ -165,16 +123,16 @@ def check(config: ConfigOpt = None, model: ModelOpt = None, provider: ProviderOp
     cfg = _load(config, allow_missing_gpu, require)
     models, providers = cfg.select_models(_split(model)), cfg.select_providers(_split(provider))
     _needs("check")
-    _backend_notice()
-    _warn_install_gaps(cfg)
-    warn_input_ranges(models)
+    notices.backend()
+    notices.install_gaps(cfg)
+    notices.input_ranges(models)
     with progress_display() as progress:
         report = commands.check(cfg, models, providers, progress, full=full)
     if changed_since:
         report.baseline_changes, report.baseline_diffs = commands.changed_baselines(cfg, changed_since)
     _write_reports(report, json_path, markdown, junit)
-    render_report(report, _gpu_workflow(cfg))
-    show_cmd.driver_notice(cfg.root, cfg.baseline_dir)
+    render_report(report, notices.gpu_workflow(cfg))
+    notices.diff_driver(cfg.root, cfg.baseline_dir)
     raise typer.Exit(report.exit_code)
 
 
@@ -194,8 +152,8 @@ def update_baseline(config: ConfigOpt = None, model: ModelOpt = None, provider: 
     models, providers = cfg.select_models(_split(model)), cfg.select_providers(_split(provider))
     if not source:
         _needs("update-baseline")
-    _backend_notice()
-    warn_input_ranges(models)
+    notices.backend()
+    notices.input_ranges(models)
     with progress_display() as progress:
         updated = commands.update_baseline(cfg, models, providers, progress, sources=source, calibrate=calibrate)
     for u in updated:
@@ -231,7 +189,7 @@ def export(out: Annotated[Path, typer.Option("--out", help="Folder to write <mod
     cfg = _load(config)
     models, providers = cfg.select_models(_split(model)), cfg.select_providers(_split(provider))
     _needs("export")
-    _backend_notice()
+    notices.backend()
     with progress_display() as progress:
         runs = commands.export_models(cfg, models, providers, out, progress)
     for run in runs:
@@ -264,7 +222,7 @@ def collect(source: Annotated[Path, typer.Option("--from", help="A folder writte
             raise GateError("collect: name the providers to run with --provider (or pass --config)")
         providers = tuple(ProviderSpec(canonical_provider(n)) for n in names)
     _needs("collect")
-    _backend_notice()
+    notices.backend()
     with progress_display() as progress:
         runs = commands.collect(source, providers, out, cfg.isolation if cfg else Isolation(), _split(model), progress,
                                 config=cfg)
@@ -293,7 +251,7 @@ def report(files: Annotated[list[Path], typer.Argument(help="Result files (or fo
     if changed_since:
         result.baseline_changes, result.baseline_diffs = commands.changed_baselines(cfg, changed_since)
     _write_reports(result, json_path, markdown, junit)
-    render_report(result, _gpu_workflow(cfg))
+    render_report(result, notices.gpu_workflow(cfg))
     raise typer.Exit(result.exit_code)
 
 
@@ -327,8 +285,8 @@ def validate(config: ConfigOpt = None, model: ModelOpt = None) -> None:
     result = check_inputs(cfg, cfg.select_models(_split(model)))
     for line in result.lines:
         console.print(escape(line), soft_wrap=True)
-    _warn_install_gaps(cfg)
-    warn_input_ranges(cfg.select_models(_split(model)))
+    notices.install_gaps(cfg)
+    notices.input_ranges(cfg.select_models(_split(model)))
     for m in result.missing:
         console.print(f"[yellow]no baseline:[/yellow] {escape(f'{m.model} ({display(m.path)}): record it with `{m.command}`')}",
                       soft_wrap=True)

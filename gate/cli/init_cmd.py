@@ -227,11 +227,11 @@ def _add(root: Path, config: Path | None, factory: str, inputs: Inputs, name: st
 def _warn_ranges(config_path: Path, model: str) -> None:
     """Integer inputs of the new model whose default range cannot be what it reads: said before its
     baseline is recorded on them."""
-    from gate.cli.app import warn_input_ranges
+    from gate.cli.notices import input_ranges
     from gate.config import load_config
 
     cfg = load_config(config_path)
-    warn_input_ranges(cfg.select_models([model]))
+    input_ranges(cfg.select_models([model]))
 
 
 def register(app: typer.Typer) -> None:

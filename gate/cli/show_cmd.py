@@ -86,23 +86,6 @@ def diff_driver(directory: Annotated[Path, typer.Option("--dir", help="A folder 
     console.print("[bold green]DIFF DRIVER SET[/bold green] | git diff shows baselines one line per layer in this clone")
 
 
-def driver_notice(root: Path, baseline_dir: Path) -> None:
-    """One line on stderr where the repository routes baselines to the driver and this clone lacks it
-    (a teammate's fresh clone); never in CI, whose clones diff nothing for a person."""
-    if os.environ.get("CI"):
-        return
-    from gate.cli.console import err_console
-    from gate.scaffold.diff_driver import INSTALL, DriverState, state
-
-    try:
-        sample = (baseline_dir / "model.msgpack.zst").relative_to(root).as_posix()
-    except ValueError:
-        return
-    if state(root, sample) == DriverState.MISSING:
-        err_console.print(f"[yellow]notice:[/yellow] git diff shows baselines as binary in this clone: run "
-                          f"`{INSTALL}` once", soft_wrap=True)
-
-
 def register(app: typer.Typer) -> None:
     app.command("show")(show)
     app.command("diff-driver")(diff_driver)
