@@ -11,7 +11,7 @@ import typer
 from rich.markup import escape
 
 import gate
-from gate.cli import cache_cmd, github_cmds, init_cmd, show_cmd
+from gate.cli import cache_cmd, github_cmds, init_cmd, notices, show_cmd
 from gate.core.status import ErrorStatus
 from gate.errors import GateError, ModelError
 from gate.render.text import count
@@ -29,6 +29,9 @@ ProviderOpt = Annotated[list[str] | None, typer.Option("--provider", "-p", envva
                                                         help="Provider to run (repeatable; default: the configured ones).")]
 JsonOpt = Annotated[Path | None, typer.Option("--json", help="Write the JSON report here.")]
 MarkdownOpt = Annotated[Path | None, typer.Option("--markdown", help="Write the Markdown report here.")]
+JunitOpt = Annotated[Path | None, typer.Option("--junit", envvar="PARITY_GATE_JUNIT",
+                                              help="Write the verdict as JUnit XML here (one test case per model and "
+                                              "provider), for CI systems that show test reports.")]
 GpuOpt = Annotated[bool, typer.Option("--allow-missing-gpu", envvar="PARITY_GATE_ALLOW_MISSING_GPU",
                                        help="Pass when every configured GPU provider is unavailable here "
                                        "(default: such a run fails, exit 3; config key allow-missing-gpu).")]
@@ -90,29 +93,7 @@ def _needs(command: str) -> None:
     require(command)
 
 
-def _backend_notice() -> None:
-    """One line on stderr when the C kernel was not built and fingerprints fall back to NumPy
-    (pip shows the build's own warning only with -v)."""
-    from gate import fingerprint
-
-    if fingerprint.backend == "numpy" and fingerprint.native_error and not os.environ.get("PARITY_GATE_BACKEND"):
-        from gate.cli.console import err_console
-
-        err_console.print(f"[yellow]notice:[/yellow] {fingerprint.native_error}: fingerprints use the NumPy "
-                          "backend (same results, ~100x slower); reinstall parity-gate where a C compiler is "
-                          "available", soft_wrap=True)
-
-
-def _warn_install_gaps(cfg) -> None:
-    """Models whose imports the repository's workflow would not install: said before anything runs."""
-    from gate.cli.console import err_console
-    from gate.scaffold.add import install_gaps
-
-    for line in install_gaps(cfg):
-        err_console.print(f"[yellow]warning:[/yellow] {escape(line)}", soft_wrap=True)
-
-
-def _write_reports(report, json_path: Path | None, markdown_path: Path | None) -> None:
+def _write_reports(report, json_path: Path | None, markdown_path: Path | None, junit_path: Path | None = None) -> None:
     from gate.formats.atomic import atomic_write_text
     from gate.formats.report import write_report
 
@@ -122,12 +103,16 @@ def _write_reports(report, json_path: Path | None, markdown_path: Path | None) -
         from gate.render import render_markdown
 
         atomic_write_text(markdown_path, render_markdown(report))
+    if junit_path:
+        from gate.render.junit import render_junit
+
+        atomic_write_text(junit_path, render_junit(report))
 
 
 @app.command()
 def check(config: ConfigOpt = None, model: ModelOpt = None, provider: ProviderOpt = None,
-          json_path: JsonOpt = None, markdown: MarkdownOpt = None, changed_since: SinceOpt = None,
-          allow_missing_gpu: GpuOpt = False, require: RequireOpt = None,
+          json_path: JsonOpt = None, markdown: MarkdownOpt = None, junit: JunitOpt = None,
+          changed_since: SinceOpt = None, allow_missing_gpu: GpuOpt = False, require: RequireOpt = None,
           full: Annotated[bool, typer.Option("--full", envvar="PARITY_GATE_FULL",
                                              help="Run the whole path: the float64 reference and the export even "
                                              "when the model's content key matches its baseline's.")] = False) -> None:
@@ -138,14 +123,16 @@ def check(config: ConfigOpt = None, model: ModelOpt = None, provider: ProviderOp
     cfg = _load(config, allow_missing_gpu, require)
     models, providers = cfg.select_models(_split(model)), cfg.select_providers(_split(provider))
     _needs("check")
-    _backend_notice()
-    _warn_install_gaps(cfg)
+    notices.backend()
+    notices.install_gaps(cfg)
+    notices.input_ranges(models)
     with progress_display() as progress:
         report = commands.check(cfg, models, providers, progress, full=full)
     if changed_since:
-        report.baseline_changes = commands.baseline_changes(cfg, changed_since)
-    _write_reports(report, json_path, markdown)
-    render_report(report)
+        report.baseline_changes, report.baseline_diffs = commands.changed_baselines(cfg, changed_since)
+    _write_reports(report, json_path, markdown, junit)
+    render_report(report, notices.gpu_workflow(cfg))
+    notices.diff_driver(cfg.root, cfg.baseline_dir)
     raise typer.Exit(report.exit_code)
 
 
@@ -165,7 +152,8 @@ def update_baseline(config: ConfigOpt = None, model: ModelOpt = None, provider: 
     models, providers = cfg.select_models(_split(model)), cfg.select_providers(_split(provider))
     if not source:
         _needs("update-baseline")
-    _backend_notice()
+    notices.backend()
+    notices.input_ranges(models)
     with progress_display() as progress:
         updated = commands.update_baseline(cfg, models, providers, progress, sources=source, calibrate=calibrate)
     for u in updated:
@@ -201,7 +189,7 @@ def export(out: Annotated[Path, typer.Option("--out", help="Folder to write <mod
     cfg = _load(config)
     models, providers = cfg.select_models(_split(model)), cfg.select_providers(_split(provider))
     _needs("export")
-    _backend_notice()
+    notices.backend()
     with progress_display() as progress:
         runs = commands.export_models(cfg, models, providers, out, progress)
     for run in runs:
@@ -234,7 +222,7 @@ def collect(source: Annotated[Path, typer.Option("--from", help="A folder writte
             raise GateError("collect: name the providers to run with --provider (or pass --config)")
         providers = tuple(ProviderSpec(canonical_provider(n)) for n in names)
     _needs("collect")
-    _backend_notice()
+    notices.backend()
     with progress_display() as progress:
         runs = commands.collect(source, providers, out, cfg.isolation if cfg else Isolation(), _split(model), progress,
                                 config=cfg)
@@ -252,7 +240,7 @@ def collect(source: Annotated[Path, typer.Option("--from", help="A folder writte
 
 @app.command()
 def report(files: Annotated[list[Path], typer.Argument(help="Result files (or folders of them) from export/collect.")],
-           config: ConfigOpt = None, json_path: JsonOpt = None, markdown: MarkdownOpt = None,
+           config: ConfigOpt = None, json_path: JsonOpt = None, markdown: MarkdownOpt = None, junit: JunitOpt = None,
            changed_since: SinceOpt = None, allow_missing_gpu: GpuOpt = False, require: RequireOpt = None) -> None:
     """Merge result files from several runners, compare with the baselines, one verdict."""
     from gate import commands
@@ -261,9 +249,9 @@ def report(files: Annotated[list[Path], typer.Argument(help="Result files (or fo
     cfg = _load(config, allow_missing_gpu, require)
     result = commands.report_files(cfg, files)
     if changed_since:
-        result.baseline_changes = commands.baseline_changes(cfg, changed_since)
-    _write_reports(result, json_path, markdown)
-    render_report(result)
+        result.baseline_changes, result.baseline_diffs = commands.changed_baselines(cfg, changed_since)
+    _write_reports(result, json_path, markdown, junit)
+    render_report(result, notices.gpu_workflow(cfg))
     raise typer.Exit(result.exit_code)
 
 
@@ -289,15 +277,26 @@ def list_cases(config: ConfigOpt = None, model: ModelOpt = None) -> None:
 def validate(config: ConfigOpt = None, model: ModelOpt = None) -> None:
     """Check the config: import each model's factory, build its inputs and compare them with its baseline's (no model is built)."""
     from gate.cli.console import console
+    from gate.commands.common import display
     from gate.commands.listing import validate as check_inputs
 
     cfg = _load(config)
     _needs("validate")
-    lines = check_inputs(cfg, cfg.select_models(_split(model)))
-    for line in lines:
+    result = check_inputs(cfg, cfg.select_models(_split(model)))
+    for line in result.lines:
         console.print(escape(line), soft_wrap=True)
-    _warn_install_gaps(cfg)
-    console.print(f"[bold green]VALID[/bold green] | {escape(str(cfg.path))}: {count(len(lines), 'case')}")
+    notices.install_gaps(cfg)
+    notices.input_ranges(cfg.select_models(_split(model)))
+    for m in result.missing:
+        console.print(f"[yellow]no baseline:[/yellow] {escape(f'{m.model} ({display(m.path)}): record it with `{m.command}`')}",
+                      soft_wrap=True)
+    if result.missing:  # check fails these (exit 1): say so now, with the command that records them
+        names = ", ".join(m.model for m in result.missing)
+        console.print(f"[bold red]MISSING BASELINE[/bold red] | {escape(names)}: "
+                      f"{escape(count(len(result.missing), 'case'))} without a baseline; `check` fails until "
+                      f"{'it is' if len(result.missing) == 1 else 'they are'} recorded", soft_wrap=True)
+        raise typer.Exit(1)
+    console.print(f"[bold green]VALID[/bold green] | {escape(str(cfg.path))}: {count(len(result.lines), 'case')}")
 
 
 @app.command()

@@ -15,6 +15,7 @@ from gate.core.status import AuditStatus, ModelStatus, Role, SkipKind, TargetSta
 from gate.github.actions import InertLines
 from gate.render.data_dependent_md import dependent_rows
 from gate.render.markdown import promotion_text
+from gate.render.next_steps import TEXT, step_words
 from gate.render.reuse_text import alarm_line, reuse_line
 from gate.render.text import count
 from gate.verdict.sweeps import Cell, SweepMatrix, matrices
@@ -63,7 +64,9 @@ def _fmt(v) -> str:
     return "—" if v is None else f"{v:.3g}"
 
 
-def render_report(report: Report) -> None:
+def render_report(report: Report, gpu_workflow: str = "") -> None:
+    """``gpu_workflow``: how this repository records GPU entries on its GPU runner ("" when it has no
+    such workflow)."""
     for model in report.models:
         if not model.sweep:
             _render_model(model)
@@ -75,7 +78,26 @@ def render_report(report: Report) -> None:
         console.print(f"[yellow]this change updates baselines:[/yellow] {escape(', '.join(report.baseline_changes))}")
     for line in failure_lines(report):
         console.print(line, soft_wrap=True)
+    for line in unrecorded_lines(report, gpu_workflow):
+        console.print(line, soft_wrap=True)
     console.print(verdict_line(report), soft_wrap=True)
+
+
+def unrecorded_lines(report: Report, gpu_workflow: str = "") -> list[str]:
+    """Baseline entries nothing here can record (a GPU provider on a machine without the GPU): which,
+    for which models, and where they are recorded."""
+    models: dict[str, list[str]] = {}
+    for m in report.models:
+        for name in m.unrecorded:
+            models.setdefault(name, []).append(m.name)
+    out = []
+    for name, names in models.items():
+        shown = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
+        here = f"`parity-gate update-baseline --provider {name}` on a machine that has it"
+        how = f"on the GPU runner, {gpu_workflow} (or {here})" if gpu_workflow else here
+        out.append("  [yellow]not recorded yet:[/yellow] " + escape(
+            f"{name} ({shown}): no baseline entry, and it cannot run here; record it {how}"))
+    return out
 
 
 def _render_header(model: ModelVerdict) -> None:
@@ -223,7 +245,7 @@ def _at(where: str | None) -> str:
 
 
 def why(m: ModelVerdict) -> str:
-    """What a model that did not pass failed on, in one line."""
+    """What a model that did not pass failed on, in one line (its next step is said below it)."""
     if m.status == ModelStatus.ERROR:
         if m.error:
             return f"{m.error.error_status}: {_line(m.error.message)}{_at(m.error.where)}"
@@ -234,14 +256,23 @@ def why(m: ModelVerdict) -> str:
         return f"{fr.layer} on {fr.provider} ({fr.check} {_fmt(fr.value)} > {_fmt(fr.threshold)})"
     missing = next((p for p in m.providers if p.status == TargetStatus.NO_BASELINE and p.role == Role.RUNTIME), None)
     if m.baseline_exists and missing is not None:
-        return f"no baseline entry for {missing.name} on {missing.label}: run `{m.recreate} --provider {missing.name}`"
-    return f"no baseline: run `{m.recreate}`"
+        return f"no baseline entry for {missing.name} on {missing.label}"
+    return "no baseline"
 
 
 def failure_lines(report: Report) -> list[str]:
-    """One line per model that did not pass, above the verdict line, when more than one did not."""
+    """Above the verdict line: each model that did not pass, when more than one did not, and the next
+    step of each (the comment's own words)."""
     failed = [m for m in report.models if m.status != ModelStatus.PASS]
-    return [f"  [red]✗[/red] {escape(m.name)}: {escape(why(m))}" for m in failed] if len(failed) > 1 else []
+    out = []
+    for m in failed:
+        if len(failed) > 1:
+            out.append(f"  [red]✗[/red] {escape(m.name)}: {escape(why(m))}")
+        words = step_words(m, TEXT)
+        if words:
+            out.append(f"    [bold]next:[/bold] {escape(words)}" if len(failed) > 1
+                       else f"  [bold]next:[/bold] {escape(words)}")
+    return out
 
 
 def verdict_line(report: Report) -> str:

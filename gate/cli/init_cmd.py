@@ -12,22 +12,29 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 
+from gate.config.providers import is_gpu
 from gate.errors import GateError
 from gate.render.text import count
 from gate.scaffold import CONSTRAINTS, Options, Plan, apply, parse_input, plan
+from gate.scaffold.config_text import Inputs
 from gate.scaffold.workflows import ACTION, FLOWS
 
 FactoryOpt = Annotated[str | None, typer.Option(
     "--factory", "-f", metavar="MODULE:CALLABLE", help="module:callable returning the torch.nn.Module (called with no arguments).")]
 InputOpt = Annotated[list[str] | None, typer.Option(
-    "--input", "-i", metavar="NAME=DIMS[:DTYPE]", help="An input as NAME=DIMS[:DTYPE], e.g. x=1x3x224x224 (repeat for several).")]
+    "--input", "-i", metavar="NAME=DIMS[:DTYPE][[LOW,HIGH)]",
+    help="An input as NAME=DIMS[:DTYPE], e.g. x=1x3x224x224 (repeat for several); integers are drawn from 0..99 "
+         "unless a half-open range follows, e.g. 'attention_mask=2x16:int64[0,2)' (quote it: the shell reads brackets).")]
+InputsOpt = Annotated[str | None, typer.Option(
+    "--inputs", metavar="MODULE:FUNCTION",
+    help="Real inputs instead of --input: module:function called with the seed, returning a tuple of tensors.")]
 NameOpt = Annotated[str | None, typer.Option("--name", metavar="NAME", help="Model name (default: from the factory).")]
 FlowChoice = Enum("FlowChoice", {f: f for f in FLOWS}, type=str)
 _MARK = {"create": "[green]created[/green] ", "append": "[green]appended[/green]", "replace": "[yellow]replaced[/yellow]",
          "keep": "[dim]kept[/dim]    "}
 
 
-def _ask(factory: str | None, inputs: list[str] | None, yes: bool) -> tuple[str, list[str]]:
+def _ask(factory: str | None, inputs: list[str] | None, callable_inputs: str | None, yes: bool) -> tuple[str, Inputs]:
     """What init needs and was not given: asked on a terminal, an error elsewhere."""
     interactive = sys.stdin.isatty() and not yes
     if not factory:
@@ -35,12 +42,18 @@ def _ask(factory: str | None, inputs: list[str] | None, yes: bool) -> tuple[str,
             raise GateError("init: give the model with --factory module:callable (a zero-argument callable "
                             "returning the torch.nn.Module)")
         factory = typer.prompt("Model factory (module:callable returning the torch.nn.Module)")
+    if callable_inputs is not None:
+        if inputs:
+            raise GateError("give the inputs once: --input NAME=DIMS... declares them, --inputs module:function "
+                            "makes them; not both")
+        return factory, callable_inputs
     if not inputs:
         if not interactive:
-            raise GateError("init: give the input shapes with --input, e.g. --input x=1x3x224x224")
-        inputs = typer.prompt("Input shapes, NAME=DIMS[:DTYPE], comma-free, space separated",
+            raise GateError("init: give the input shapes with --input, e.g. --input x=1x3x224x224 (or real inputs "
+                            "with --inputs module:function)")
+        inputs = typer.prompt("Input shapes, NAME=DIMS[:DTYPE][[LOW,HIGH)], comma-free, space separated",
                               default="x=1x3x224x224").split()
-    return factory, inputs
+    return factory, tuple(parse_input(t, i) for i, t in enumerate(inputs))
 
 
 def _show(p: Plan) -> None:
@@ -56,6 +69,7 @@ def _show(p: Plan) -> None:
 def init(
     factory: FactoryOpt = None,
     input_: InputOpt = None,
+    inputs_ref: InputsOpt = None,
     name: NameOpt = None,
     flow: Annotated[FlowChoice, typer.Option(
         "--flow", help="single: one CPU job; gpu: export, CPU and self-hosted GPU collect, one report; "
@@ -79,7 +93,7 @@ def init(
     """Set up a repository: config, workflow, git diff driver, constraints file, first baseline."""
     from gate.cli.console import console
 
-    factory, inputs = _ask(factory, input_, yes)
+    factory, inputs = _ask(factory, input_, inputs_ref, yes)
     if not no_baseline:
         from gate.cli.app import _needs
 
@@ -90,17 +104,31 @@ def init(
         console.print("[dim]a parity-gate config exists here: adding the model to it (--force replaces the config)[/dim]")
         _add(directory.resolve(), None, factory, inputs, name, pip_args, no_baseline)
         return
-    options = Options(directory.resolve(), factory, tuple(parse_input(t, i) for i, t in enumerate(inputs)), name,
+    options = Options(directory.resolve(), factory, inputs, name,
                       flow.value, tuple(provider) if provider else Options.providers, action, pip_args,
                       require_approval, gpu_runner, force)
     p = plan(options)
     for line in apply(p):
         console.print(f"[dim]{escape(line)}[/dim]", soft_wrap=True)
     _show(p)
+    _warn_ranges(p.config_path, p.model)
     if no_baseline:
         console.print(f"[bold green]INITIALIZED[/bold green] | model {escape(p.model)}; next: parity-gate update-baseline")
-        return
-    _first_baseline(p)
+    else:
+        _first_baseline(p)
+    if options.flow == "gpu":
+        _first_gpu_baseline(p)
+
+
+def _first_gpu_baseline(p: Plan) -> None:
+    """The GPU providers cannot run here: the one click (or command) that records them on the runner."""
+    from gate.cli.console import console
+    from gate.scaffold.workflows import RUN_GPU_BASELINES
+
+    gpu = [n for n in p.providers if is_gpu(n)]
+    console.print(f"[bold]first GPU baseline[/bold] ({escape(', '.join(gpu))}): commit and push these files, then "
+                  f"{escape(RUN_GPU_BASELINES)}; it records them on the GPU runner and opens a pull request with "
+                  "them (docs/action.md)", soft_wrap=True)
 
 
 def _first_baseline(p: Plan) -> None:
@@ -143,6 +171,7 @@ def _configured(root: Path) -> bool:
 def add(
     factory: FactoryOpt = None,
     input_: InputOpt = None,
+    inputs_ref: InputsOpt = None,
     name: NameOpt = None,
     pip_args: Annotated[str | None, typer.Option(
         "--pip-args", help="The model's own requirements (default: the packages its factory imports).")] = None,
@@ -155,7 +184,7 @@ def add(
 ) -> None:
     """Add a model to the config: its requirements go into the workflows and the constraints file, its
     first baseline is recorded; the other models are left as they are."""
-    factory, inputs = _ask(factory, input_, yes)
+    factory, inputs = _ask(factory, input_, inputs_ref, yes)
     if not no_baseline:
         from gate.cli.app import _needs
 
@@ -163,17 +192,18 @@ def add(
     _add(directory.resolve(), config, factory, inputs, name, pip_args, no_baseline)
 
 
-def _add(root: Path, config: Path | None, factory: str, inputs: list[str], name: str | None, pip_args: str | None,
+def _add(root: Path, config: Path | None, factory: str, inputs: Inputs, name: str | None, pip_args: str | None,
          no_baseline: bool) -> None:
     from gate.cli.console import console
+    from gate.commands.common import display
     from gate.scaffold.add import plan_add, write
 
-    model, path, files = plan_add(root, config, factory, tuple(parse_input(t, i) for i, t in enumerate(inputs)),
-                                  name, pip_args)
+    model, path, files = plan_add(root, config, factory, inputs, name, pip_args)
     write(files)
-    shown = sorted(str(f.relative_to(root)) if f.is_relative_to(root) else str(f) for f in files)
+    shown = sorted(str(display(f.resolve())) for f in files)
     for f in shown:
-        console.print(f"{_MARK['append'] if f == str(path.relative_to(root)) else _MARK['replace']} {escape(f)}")
+        console.print(f"{_MARK['append'] if f == str(display(path.resolve())) else _MARK['replace']} {escape(f)}")
+    _warn_ranges(path, model)
     if no_baseline:
         console.print(f"[bold green]ADDED[/bold green] | model {escape(model)}; next: parity-gate update-baseline "
                       f"--model {escape(model)}", soft_wrap=True)
@@ -192,6 +222,16 @@ def _add(root: Path, config: Path | None, factory: str, inputs: list[str], name:
     files_text = " ".join([*shown, *(str(u.path) for u in updated)])
     console.print(f"[bold green]ADDED[/bold green] | model {escape(model)}, {count(len(updated), 'baseline')}; commit "
                   f"them: git add {escape(files_text)}", soft_wrap=True)
+
+
+def _warn_ranges(config_path: Path, model: str) -> None:
+    """Integer inputs of the new model whose default range cannot be what it reads: said before its
+    baseline is recorded on them."""
+    from gate.cli.notices import input_ranges
+    from gate.config import load_config
+
+    cfg = load_config(config_path)
+    input_ranges(cfg.select_models([model]))
 
 
 def register(app: typer.Typer) -> None:

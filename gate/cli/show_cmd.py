@@ -1,5 +1,6 @@
 """``parity-gate show``: a baseline as text, for people (long lines folded) and for git (``--textconv``:
-one line per layer, a broken file's error as text). ``gate.cli.app`` calls ``register(app)``."""
+one line per layer, a broken file's error as text); ``parity-gate diff-driver`` sets git up to use it in
+this clone. ``gate.cli.app`` calls ``register(app)``."""
 
 from __future__ import annotations
 
@@ -68,5 +69,23 @@ def _shown(name: str, config: Path | None) -> Path:
     return path
 
 
+def diff_driver(directory: Annotated[Path, typer.Option("--dir", help="A folder of the clone (default: here).")]
+                = Path(".")) -> None:
+    """Show baselines as text in `git diff` in this clone (git takes diff drivers from each clone's own
+    config, never from the repository): run once per clone."""
+    from rich.markup import escape
+
+    from gate.cli.console import console
+    from gate.scaffold.diff_driver import DriverState, install, state
+
+    for line in install(directory):
+        console.print(f"[dim]{escape(line)}[/dim]", soft_wrap=True)
+    if state(directory) == DriverState.UNUSED:
+        console.print("[yellow]warning:[/yellow] no .gitattributes line routes baselines to it: add "
+                      "`*.msgpack.zst diff=parity-gate` (parity-gate init writes it) and commit it", soft_wrap=True)
+    console.print("[bold green]DIFF DRIVER SET[/bold green] | git diff shows baselines one line per layer in this clone")
+
+
 def register(app: typer.Typer) -> None:
     app.command("show")(show)
+    app.command("diff-driver")(diff_driver)

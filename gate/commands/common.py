@@ -78,6 +78,15 @@ def result_paths(files: list[Path]) -> list[Path]:
     return paths
 
 
+def changed_baselines(config: Config, since: str) -> tuple[list[str], dict[str, str]]:
+    """The baseline files changed since ``since`` and their diffs as text (``baseline_changes``,
+    ``gate.commands.baseline_diff``)."""
+    from gate.commands.baseline_diff import baseline_diffs
+
+    paths = baseline_changes(config, since)
+    return paths, baseline_diffs(config, since, paths)
+
+
 def baseline_changes(config: Config, since: str) -> list[str]:
     """Baseline files this change adds, changes, renames or deletes since ``since`` (the PR's base), for
     the report's "this PR changes baselines" block: every ``*.msgpack.zst`` of the repository, not only

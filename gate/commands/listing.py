@@ -5,6 +5,7 @@ import, its inputs build, and they are the inputs its baseline was recorded for 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
@@ -63,16 +64,34 @@ def _arrays(spec: ModelSpec) -> tuple[list[str], list[np.ndarray]] | None:
         raise ConfigError(f"`{spec.where}.inputs`: cannot read `{spec.inputs}` ({exc})") from None
 
 
-def validate(config: Config, models: tuple[ModelSpec, ...]) -> list[str]:
-    """One line per case; a GateError naming the model for the first that cannot be set up: a
-    reference that does not import, inputs that cannot be built, or inputs other than those its
-    baseline was recorded for (``check`` would refuse that baseline)."""
-    lines = []
+@dataclass(frozen=True)
+class Missing:
+    """A configured case without a baseline: ``check`` fails it (exit 1) until it is recorded."""
+
+    model: str
+    path: Path
+    command: str
+
+
+@dataclass
+class Validation:
+    lines: list[str]  # one per case
+    missing: list[Missing]
+
+
+def validate(config: Config, models: tuple[ModelSpec, ...]) -> Validation:
+    """One line per case, and the cases without a baseline; a GateError naming the model for the first
+    that cannot be set up: a reference that does not import, inputs that cannot be built, or inputs other
+    than those its baseline was recorded for (``check`` would refuse that baseline)."""
+    out = Validation([], [])
     for spec in models:
         _import_refs(config, spec)
+        path, baseline = load_baseline(config, spec)
+        if baseline is None:
+            out.missing.append(Missing(spec.name, path, update_command(spec, config)))
         built = _arrays(spec)
         if built is None:
-            lines.append(f"{spec.name}: inputs from `{spec.inputs}` (a callable: built when the model runs)")
+            out.lines.append(f"{spec.name}: inputs from `{spec.inputs}` (a callable: built when the model runs)")
             continue
         names, arrays = built
         bad = next((n for n, a in zip(names, arrays, strict=True)
@@ -80,7 +99,6 @@ def validate(config: Config, models: tuple[ModelSpec, ...]) -> list[str]:
         if bad is not None:
             raise ConfigError(f"model `{spec.name}`: input `{bad}` contains NaN/Inf")
         digest = inputs_mod.digest(names, arrays)
-        path, baseline = load_baseline(config, spec)
         if baseline is not None and baseline.meta.inputs_digest not in (None, digest):
             dtypes = [i.dtype for i in spec.inputs] if isinstance(spec.inputs, tuple) else None
             how = inputs_mod.difference(baseline.meta.inputs, inputs_mod.describe(names, arrays, dtypes))
@@ -88,6 +106,6 @@ def validate(config: Config, models: tuple[ModelSpec, ...]) -> list[str]:
                             f"recorded for{f' ({how})' if how else ''}; `check` will refuse it: re-create it with "
                             f"`{update_command(spec, config)}`")
         size = sum(a.nbytes for a in arrays)
-        lines.append(f"{spec.name}: {len(arrays)} input(s), {size:,} bytes, digest {digest[:12]}"
-                     + ("" if baseline is None else ", as its baseline"))
-    return lines
+        out.lines.append(f"{spec.name}: {len(arrays)} input(s), {size:,} bytes, digest {digest[:12]}"
+                         + (", no baseline" if baseline is None else ", as its baseline"))
+    return out

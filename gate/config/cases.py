@@ -36,7 +36,7 @@ def _shape_sets(r: Reader, base: ModelSpec) -> list[dict[str, list[int]]] | None
     ranks = {i.name: len(i.shape) for i in base.inputs}
     out = []
     for k, table in enumerate(raw):
-        t = Reader(table, r.path, f"{r.key('input-shapes')}[{k}]")
+        t = r.child(table, r.item("input-shapes", k))
         for name, shape in t.table.items():
             if name not in ranks:
                 t.fail(t.key(name), f"no declared input is named `{name}`")

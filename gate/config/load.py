@@ -22,7 +22,9 @@ else:  # pragma: no cover - exercised on 3.10 only
 
 
 def find_config(explicit: Path | None, cwd: Path | None = None) -> Path:
-    """The config file: ``explicit``, else ./pyproject.toml with [tool.parity-gate], else ./parity-gate.toml."""
+    """The config file: ``explicit``, else the nearest folder from ``cwd`` up that has pyproject.toml
+    with [tool.parity-gate] (preferred) or parity-gate.toml. The search stops at the repository root
+    (a folder holding ``.git``) or the filesystem root: a config above the repository is not its own."""
     if explicit is not None:
         if explicit.is_dir():
             raise ConfigError(f"config file `{explicit}` is a folder: pass the file (its pyproject.toml or "
@@ -30,8 +32,24 @@ def find_config(explicit: Path | None, cwd: Path | None = None) -> Path:
         if not explicit.is_file():
             raise ConfigError(f"config file `{explicit}` does not exist")
         return explicit
-    cwd = cwd or Path.cwd()
-    pyproject = cwd / PYPROJECT
+    start = (cwd or Path.cwd()).absolute()
+    top = None
+    for folder in (start, *start.parents):
+        found = _in(folder)
+        if found is not None:
+            return found
+        if (folder / ".git").exists():
+            top = folder
+            break
+    where = f"{start} or a folder above it" + (f" up to the repository root {top}" if top and top != start else "")
+    raise ConfigError(
+        f"no configuration found in {where}: add a [tool.parity-gate] section to pyproject.toml "
+        "or create parity-gate.toml (docs/configuration.md; `parity-gate init` writes one), or pass --config PATH"
+    )
+
+
+def _in(folder: Path) -> Path | None:
+    pyproject = folder / PYPROJECT
     if pyproject.is_file():
         try:
             data = tomllib.loads(pyproject.read_text(encoding="utf-8"))
@@ -39,13 +57,8 @@ def find_config(explicit: Path | None, cwd: Path | None = None) -> Path:
             raise ConfigError(f"{pyproject}: invalid TOML ({exc})") from None
         if "parity-gate" in data.get("tool", {}):
             return pyproject
-    standalone = cwd / STANDALONE
-    if standalone.is_file():
-        return standalone
-    raise ConfigError(
-        f"no configuration found in {cwd}: add a [tool.parity-gate] section to pyproject.toml "
-        "or create parity-gate.toml (docs/configuration.md; `parity-gate init` writes one), or pass --config PATH"
-    )
+    standalone = folder / STANDALONE
+    return standalone if standalone.is_file() else None
 
 
 def load_config(path: Path, text: str | None = None) -> Config:

@@ -41,6 +41,8 @@ def check_ref(r: Reader, key: str, ref: str) -> None:
 
 
 def tolerance_values(t: Reader, allowed: tuple[str, ...]) -> dict[str, float]:
+    """The numbers of a tolerance-like table; keys outside ``allowed`` are left for the caller's
+    ``check_keys`` (a table may hold other keys beside them, as ``layer-tolerances`` holds ``layers``)."""
     values = {}
     for key in t.table:
         if key not in allowed:
@@ -56,7 +58,9 @@ def parse_tolerance(r: Reader, name: str, base: Tolerance) -> Tolerance:
     raw = r.get(name, (dict,), None)
     if raw is None:
         return base
-    return base.merged(tolerance_values(Reader(raw, r.path, r.key(name)), TOLERANCE_KEYS))
+    t = r.child(raw, r.key(name))
+    t.check_keys(TOLERANCE_KEYS)  # a misspelt limit would otherwise leave the default in force, unsaid
+    return base.merged(tolerance_values(t, TOLERANCE_KEYS))
 
 
 def parse_model(r: Reader, default_tol: Tolerance, seed: int, opset: int | None, exporter: str) -> list[ModelSpec]:
@@ -64,6 +68,7 @@ def parse_model(r: Reader, default_tol: Tolerance, seed: int, opset: int | None,
     name = r.get("name", (str,), required=True)
     if model_name_problem(name) is not None:
         r.fail(r.key("name"), f"`{name}` is not a valid model name (use 1-128 of a-z 0-9 . _ -)")
+    r.owner = f"model `{name}`"  # what follows is said of this model, by name as well as position
     factory = r.get("factory", (str,), required=True)
     check_ref(r, "factory", factory)
     inputs = _inputs(r)
@@ -72,7 +77,7 @@ def parse_model(r: Reader, default_tol: Tolerance, seed: int, opset: int | None,
         r.fail(r.key("exporter"), f"expected one of {', '.join(EXPORTERS)}, got `{exp}`")
     layer_tols = []
     for i, raw in enumerate(r.get("layer-tolerances", (list,), [])):
-        t = Reader(raw, r.path, f"{r.key('layer-tolerances')}[{i}]")
+        t = r.child(raw, r.item("layer-tolerances", i))
         t.check_keys(("layers",) + TOLERANCE_KEYS)
         layer_tols.append(LayerTolerance(t.get("layers", (str,), required=True), tolerance_values(t, TOLERANCE_KEYS)))
     base = ModelSpec(name=name, factory=factory, inputs=inputs, exporter=exp, opset=_opset(r, "opset", opset),
@@ -112,7 +117,7 @@ def _inputs(r: Reader) -> tuple[InputSpec, ...] | str:
         return raw
     if not raw:
         r.fail(r.key("inputs"), "no inputs declared")
-    return tuple(_input(Reader(x, r.path, f"{r.key('inputs')}[{i}]")) for i, x in enumerate(raw))
+    return tuple(_input(r.child(x, r.item("inputs", i))) for i, x in enumerate(raw))
 
 
 def _input(r: Reader) -> InputSpec:
@@ -144,7 +149,7 @@ def _dynamic_shapes(r: Reader, inputs) -> dict[str, dict[int, str]]:
     for name, dims in raw.items():
         if name not in ranks:
             r.fail(f"{key}.{name}", f"no declared input is named `{name}` (inputs: {', '.join(ranks)})")
-        d = Reader(dims, r.path, f"{key}.{name}")
+        d = r.child(dims, f"{key}.{name}")
         out[name] = {}
         for index, label in d.table.items():
             if not str(index).isdigit() or int(index) >= ranks[name]:
@@ -195,7 +200,7 @@ def _output_tolerance(r: Reader) -> tuple[float, float] | None:
     raw: Any = r.get("output-tolerance", (dict,), None)
     if raw is None:
         return None
-    t = Reader(raw, r.path, r.key("output-tolerance"))
+    t = r.child(raw, r.key("output-tolerance"))
     t.check_keys(("rtol", "atol"))
     values = tolerance_values(t, ("rtol", "atol"))
     return values.get("rtol", 1e-5), values.get("atol", 1e-8)
@@ -206,7 +211,7 @@ def _detections(r: Reader) -> DetectionTolerance:
     raw: Any = r.get("detections", (dict,), None)
     if raw is None:
         return DetectionTolerance()
-    t = Reader(raw, r.path, r.key("detections"))
+    t = r.child(raw, r.key("detections"))
     t.check_keys(("min-score", "iou", "score"))
     values = tolerance_values(t, ("min-score", "iou", "score"))
     for key in ("min-score", "iou"):

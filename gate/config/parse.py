@@ -36,8 +36,8 @@ def parse(section: Any, path: Path, prefix: str) -> Config:
         top.fail(top.key("exporter"), f"expected one of {', '.join(EXPORTERS)}, got `{exporter}`")
     models = []
     for i, raw in enumerate(top.get("models", (list,), [])):
-        models.extend(parse_model(Reader(raw, path, f"{top.key('models')}[{i}]"), default_tol, seed, opset, exporter))
-    sweep_tables = [Reader(t, path, f"{top.key('sweeps')}[{i}]") for i, t in enumerate(top.get("sweeps", (list,), []))]
+        models.extend(parse_model(top.child(raw, top.item("models", i)), default_tol, seed, opset, exporter))
+    sweep_tables = [top.child(t, top.item("sweeps", i)) for i, t in enumerate(top.get("sweeps", (list,), []))]
     sweeps = []
     for r in sweep_tables + included(top):
         sweep, cases = parse_sweep(r, default_tol, seed, opset, exporter)
@@ -77,7 +77,7 @@ def _parse_isolation(top: Reader) -> Isolation:
     raw = top.get("isolation", (dict,), None)
     if raw is None:
         return Isolation()
-    r = Reader(raw, top.path, top.key("isolation"))
+    r = top.child(raw, top.key("isolation"))
     r.check_keys(ISOLATION_KEYS)
     values = {}
     for key, field_name, kinds in (("enabled", "enabled", (bool,)), ("timeout", "timeout_s", (int, float)),
@@ -96,11 +96,11 @@ def _parse_providers(top: Reader) -> tuple[ProviderSpec, ...]:
     raw = top.get("providers", (list,), [REFERENCE_PROVIDER, "CPUExecutionProvider"])
     out: list[ProviderSpec] = []
     for i, item in enumerate(raw):
-        key = f"{top.key('providers')}[{i}]"
+        key = top.item("providers", i)
         if isinstance(item, str):
             spec = ProviderSpec(_canonical(top, key, item))
         elif isinstance(item, dict):
-            r = Reader(item, top.path, key)
+            r = top.child(item, key)
             r.check_keys(("name", "options", "precision", "isolated", "session-options"))
             name = _canonical(top, r.key("name"), r.get("name", (str,), required=True))
             precision = r.get("precision", (str,), "float32")
@@ -132,7 +132,7 @@ def _session_options(r: Reader, name: str) -> dict[str, Any]:
         return {}
     if not name.endswith("ExecutionProvider"):
         r.fail(r.key("session-options"), f"applies to ONNX Runtime providers, not `{name}`")
-    t = Reader(raw, r.path, r.key("session-options"))
+    t = r.child(raw, r.key("session-options"))
     t.check_keys(SESSION_KEYS)
     out: dict[str, Any] = {}
     for key, choices in CHOICES.items():
@@ -151,7 +151,7 @@ def _session_options(r: Reader, name: str) -> dict[str, Any]:
         table = t.get(key, (dict,), None)
         if table is None:
             continue
-        sub = Reader(table, r.path, t.key(key))
+        sub = t.child(table, t.key(key))
         out[key] = {k: sub.get(k, kinds) for k in sub.table}
         if key == "free-dimension-overrides" and any(v < 1 for v in out[key].values()):
             sub.fail(sub.key(next(k for k, v in out[key].items() if v < 1)), "must be >= 1")

@@ -1,5 +1,9 @@
 """Typed access to one TOML table that remembers where it is, so every error names the file and
-the dotted key (``tool.parity-gate.models[0].inputs[0].shape``)."""
+the dotted key (``tool.parity-gate.models[1].inputs[1].shape``).
+
+Positions in an array count from 1, as a person counts the ``[[models]]`` tables of a file: the
+first is ``models[1]``. A table that belongs to a named model also names it, once the name is read.
+"""
 
 from __future__ import annotations
 
@@ -9,20 +13,33 @@ from typing import Any
 from gate.errors import ConfigError
 
 
+def position(key: str, index: int) -> str:
+    """``key``'s element at zero-based ``index``, as messages write it (counted from 1)."""
+    return f"{key}[{index + 1}]"
+
+
 class Reader:
     """Typed access to one TOML table that remembers where it is, for messages."""
 
-    def __init__(self, table: Any, path: Path, where: str):
-        self.path, self.where = path, where
+    def __init__(self, table: Any, path: Path, where: str, owner: str | None = None):
+        self.path, self.where, self.owner = path, where, owner
         if not isinstance(table, dict):
             self.fail(where, f"expected a table, got {kind(table)}")
         self.table = table
 
     def fail(self, key: str, message: str) -> None:
-        raise ConfigError(f"{self.path}: `{key}`: {message}")
+        raise ConfigError(f"{self.path}: {f'{self.owner}: ' if self.owner else ''}`{key}`: {message}")
 
     def key(self, name: str) -> str:
         return f"{self.where}.{name}" if self.where else name
+
+    def item(self, name: str, index: int) -> str:
+        """The key of element ``index`` (zero-based) of this table's array ``name``."""
+        return position(self.key(name), index)
+
+    def child(self, table: Any, where: str) -> Reader:
+        """A table inside this one (it names the same model)."""
+        return Reader(table, self.path, where, self.owner)
 
     def check_keys(self, allowed: tuple[str, ...]) -> None:
         for name in self.table:

@@ -61,7 +61,7 @@ def _inputs(r: Reader, axes: dict[str, list]) -> list[dict]:
     if not raw:
         r.fail(r.key("inputs"), "no inputs declared")
     for i, spec in enumerate(raw):
-        t = Reader(spec, r.path, f"{r.key('inputs')}[{i}]")
+        t = r.child(spec, r.item("inputs", i))
         t.check_keys(("name", "shape", "dtype", "low", "high"))
         t.get("name", (str,), required=True)
         for d in t.get("shape", (list,), required=True):
@@ -79,10 +79,10 @@ def _shaped(r: Reader, raw: list[dict], values: dict[str, Any]) -> tuple[InputSp
     for i, spec in enumerate(substitute(raw, values)):
         shape = tuple(values[d] if isinstance(d, str) and d in values else d for d in spec["shape"])
         if not all(isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in shape):
-            r.fail(f"{r.key('inputs')}[{i}].shape", f"a dimension is not a size for case {values}: {list(shape)}")
+            r.fail(f"{r.item('inputs', i)}.shape", f"a dimension is not a size for case {values}: {list(shape)}")
         dtype = spec.get("dtype", "float32")
         if dtype not in DTYPES:
-            r.fail(f"{r.key('inputs')}[{i}].dtype", f"unsupported dtype `{dtype}` (supported: {', '.join(DTYPES)})")
+            r.fail(f"{r.item('inputs', i)}.dtype", f"unsupported dtype `{dtype}` (supported: {', '.join(DTYPES)})")
         out.append(InputSpec(spec["name"], shape, dtype, spec.get("low"), spec.get("high")))
     return tuple(out)
 
@@ -90,7 +90,7 @@ def _shaped(r: Reader, raw: list[dict], values: dict[str, Any]) -> tuple[InputSp
 def _skips(r: Reader) -> tuple[Skip, ...]:
     out = []
     for i, raw in enumerate(r.get("skip", (list,), [])):
-        t = Reader(raw, r.path, f"{r.key('skip')}[{i}]")
+        t = r.child(raw, r.item("skip", i))
         t.check_keys(("case", "provider", "reason"))
         reason = t.get("reason", (str,), required=True).strip()
         if not reason:
@@ -121,7 +121,7 @@ def _pairs(r: Reader, variables: dict[str, list]) -> tuple[Pair, ...]:
     raw = r.get("pair", (dict, list), [])
     out = []
     for i, table in enumerate(raw if isinstance(raw, list) else [raw]):
-        t = Reader(table, r.path, r.key("pair") + (f"[{i}]" if isinstance(raw, list) else ""))
+        t = r.child(table, r.item("pair", i) if isinstance(raw, list) else r.key("pair"))
         t.check_keys(("left", "right", "tolerance"))
         (axis, left), (other, right) = _side(t, "left", variables), _side(t, "right", variables)
         if axis != other or left == right:
@@ -151,7 +151,7 @@ def _selected(r: Reader, axes: dict[str, list]) -> list[dict[str, Any]]:
     restrict = r.get("cases", (list,), None)
     for i, table in enumerate(restrict or []):
         if not isinstance(table, dict) or not set(table) <= set(axes):
-            r.fail(f"{r.key('cases')}[{i}]", f"expected a table of var/dim values ({', '.join(axes)})")
+            r.fail(r.item("cases", i), f"expected a table of var/dim values ({', '.join(axes)})")
     combos = [dict(zip(axes, combo, strict=True)) for combo in itertools.product(*axes.values())]
     if restrict is None:
         return combos
@@ -167,6 +167,7 @@ def parse_sweep(r: Reader, default_tol: Tolerance, seed: int, opset: int | None,
     name = r.get("name", (str,), required=True)
     if model_name_problem(name) is not None:
         r.fail(r.key("name"), f"`{name}` is not a valid sweep name (use a-z 0-9 . _ -)")
+    r.owner = f"sweep `{name}`"
     target_kind = next((k for k in ("module", "op") if k in r.table), None)
     if target_kind is None or ("module" in r.table and "op" in r.table):
         r.fail(r.where, "a sweep names exactly one of `module` or `op`")
@@ -215,5 +216,5 @@ def included(top: Reader) -> list[Reader]:
                 top.fail(top.key("include"), f"cannot read `{file}` ({exc})")
             sub = Reader(data, Path(file), "")
             sub.check_keys(("sweeps",))
-            out += [Reader(t, Path(file), f"sweeps[{i}]") for i, t in enumerate(sub.get("sweeps", (list,), []))]
+            out += [sub.child(t, sub.item("sweeps", i)) for i, t in enumerate(sub.get("sweeps", (list,), []))]
     return out

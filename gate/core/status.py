@@ -108,6 +108,23 @@ class TargetStatus(Word):
     ERROR = "error"
 
 
+class StepKind(Word):
+    """What a model that did not pass needs next (``gate.verdict.next_step`` decides; the console, the
+    comment, the JSON report and JUnit say it)."""
+
+    MODEL_CHANGED = "model-changed"  # the float64 reference moved: re-create the baseline if intended
+    RUNTIME_CHANGED = "runtime-changed"  # the reference held, a runtime moved: investigate the graph or EP
+    RUNTIME_AUDIT = "runtime-audit"  # an unchanged model failed a provider's audit (latency, placement)
+    NO_BASELINE = "no-baseline"  # record the baseline
+    NO_ENTRY = "no-entry"  # record one provider's entry, on a runner that has it
+    MODEL_FAILED = "model-failed"  # the model failed to build, export or run: reproduce
+    PROVIDER_FAILED = "provider-failed"  # one provider failed while running: reproduce on its runner
+    LOAD_FAIL = "load-fail"  # a provider failed to load: doctor on its runner
+    NO_GPU = "no-gpu"  # no configured GPU provider could run on a GPU leg
+    RECORD_ELSEWHERE = "record-elsewhere"  # a provider not here has no baseline entry: record it where it runs
+    NO_RESULT = "no-result"  # no result file holds it: its matrix leg uploaded nothing
+
+
 class RowStatus(Word):
     PASS = "pass"
     FAIL = "fail"

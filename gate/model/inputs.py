@@ -11,6 +11,7 @@ import hashlib
 
 import numpy as np
 
+from gate.config.input_ranges import INT_DEFAULT
 from gate.config.types import InputSpec
 
 _NUMPY = {"float32": np.float32, "float64": np.float64, "float16": np.float16, "int64": np.int64,
@@ -34,8 +35,8 @@ def generate(specs: tuple[InputSpec, ...], seed: int) -> list[np.ndarray]:
         elif spec.dtype == "bool":
             arrays.append(rng.integers(0, 2, size=spec.shape).astype(np.bool_))
         else:
-            low = 0 if spec.low is None else int(spec.low)
-            high = 100 if spec.high is None else int(spec.high)
+            low = INT_DEFAULT[0] if spec.low is None else int(spec.low)
+            high = INT_DEFAULT[1] if spec.high is None else int(spec.high)
             arrays.append(rng.integers(low, high, size=spec.shape).astype(_NUMPY[spec.dtype]))
     return arrays
 

@@ -1,16 +1,24 @@
-"""One line of next steps per model that did not pass, worded for its cause.
+"""One line of next steps per model that did not pass, worded for its cause
+(``gate.verdict.next_step`` decides which; this module only says it):
 
 - a model change (the float64 reference moved): update the baseline if the change is intended;
 - a runtime regression (the reference is unchanged): the ONNX graph or that provider changed;
 - a missing baseline (model, or one provider's device class): the command that creates it;
 - a model or provider that failed to build, export, load or run: where to reproduce it.
+
+The same words serve the Markdown comment (``MARKDOWN``: code spans, escaped prose) and plain text
+(``TEXT``: the console, JUnit), so the console's next step is the comment's.
 """
 
 from __future__ import annotations
 
-from gate.core.status import AuditStatus, ErrorStatus, ModelStatus, Role, TargetStatus
-from gate.render.text import code, plain
-from gate.verdict.types import ModelVerdict, ProviderVerdict, Report
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from gate.core.status import ErrorStatus, ModelStatus, StepKind
+from gate.render.text import MESSAGE_CAP, NAME_CAP, clip, code, plain
+from gate.verdict.next_step import NextStep, next_step
+from gate.verdict.types import ModelVerdict, Report
 
 MAX_MODELS = 20
 _MODEL_ERRORS = {
@@ -21,8 +29,24 @@ _MODEL_ERRORS = {
 }
 
 
+@dataclass(frozen=True)
+class Style:
+    """How the words are written: ``code`` for commands and names, ``plain`` for prose from a report,
+    ``strong`` for emphasis; ``tables``: where the per-layer rows are, seen from the step."""
+
+    code: Callable[..., str]
+    plain: Callable[..., str]
+    strong: Callable[[str], str]
+    tables: str
+
+
+MARKDOWN = Style(code, plain, lambda s: f"**{s}**", "compare the layer tables below")
+TEXT = Style(lambda s, cap=NAME_CAP: f"`{clip(s, cap)}`", lambda s, cap=MESSAGE_CAP: clip(s, cap), lambda s: s,
+             "compare the layer rows of the report")
+
+
 def next_steps(report: Report) -> str:
-    lines = [f"- {code(m.name)}: {_step(m)}" for m in report.models if m.status != ModelStatus.PASS]
+    lines = [f"- {code(m.name)}: {step_words(m)}" for m in report.models if m.status != ModelStatus.PASS]
     if not lines:
         return ""
     if len(lines) > MAX_MODELS:
@@ -30,77 +54,91 @@ def next_steps(report: Report) -> str:
     return "**Next steps**\n\n" + "\n".join(lines)
 
 
-def _commit(m: ModelVerdict) -> str:
-    return f" and commit {code(m.baseline_path)}" if m.baseline_path else " and commit the baseline file"
+def step_words(m: ModelVerdict, style: Style = MARKDOWN) -> str:
+    """The model's next step as a sentence ("" for a model that passed)."""
+    step = next_step(m)
+    return "" if step is None else _WORDS[step.kind](m, step, style)
 
 
-def _step(m: ModelVerdict) -> str:
-    if m.status == ModelStatus.ERROR:
-        return _error_step(m)
-    if m.status == ModelStatus.NO_BASELINE:
-        return _missing_step(m)
-    reference = next((p for p in m.providers if p.role == Role.REFERENCE and p.status == TargetStatus.REGRESSED),
-                     None)
-    if reference is not None:
-        where = f" first at {code(reference.first_regression.layer)}" if reference.first_regression else ""
-        return (f"the model changed (its float64 reference moved{where}). If that is intended, run "
-                f"{code(m.recreate, 260)}{_commit(m)}.")
-    return _runtime_step(m)
+def _commit(m: ModelVerdict, s: Style) -> str:
+    return f" and commit {s.code(m.baseline_path)}" if m.baseline_path else " and commit the baseline file"
 
 
-def _runtime_step(m: ModelVerdict) -> str:
-    regressed = [p for p in m.providers if p.role == Role.RUNTIME and p.status == TargetStatus.REGRESSED]
-    names = ", ".join(code(p.name) for p in regressed[:4]) or "a provider"
-    audits_only = regressed and all(p.failed == 0 for p in regressed)
-    if audits_only:
-        checks = sorted({a.check for p in regressed for a in p.audits if a.status == AuditStatus.FAIL})
-        return (f"{names} {'slowed down' if checks == ['latency'] else 'failed ' + ', '.join(checks)} on an unchanged "
-                "model: see the audit lines above.")
-    hints = " — see the hints under **Diagnosis**" if any(h.kind != "hints-unavailable" for h in m.hints) else \
-        " — compare the layer tables below"
-    moved = _runtime_versions(m)
-    return f"the PyTorch model is unchanged; the ONNX graph or {names} changed{moved}{hints}."
+def _model_changed(m: ModelVerdict, step: NextStep, s: Style) -> str:
+    where = f" first at {s.code(step.layer)}" if step.layer else ""
+    return (f"the model changed (its float64 reference moved{where}). If that is intended, run "
+            f"{s.code(step.command, 260)}{_commit(m, s)}.")
 
 
-def _runtime_versions(m: ModelVerdict) -> str:
-    changed = [f"{plain(k, 20)} {plain(v.get('baseline'), 40)} → {plain(v.get('run'), 40)}"
+def _names(step: NextStep, s: Style) -> str:
+    return ", ".join(s.code(n) for n in step.providers[:4]) or "a provider"
+
+
+def _runtime_audit(m: ModelVerdict, step: NextStep, s: Style) -> str:
+    what = "slowed down" if list(step.checks) == ["latency"] else "failed " + ", ".join(step.checks)
+    return f"{_names(step, s)} {what} on an unchanged model: see the audit lines above."
+
+
+def _runtime_changed(m: ModelVerdict, step: NextStep, s: Style) -> str:
+    hints = f" — see the hints under {s.strong('Diagnosis')}" if any(h.kind != "hints-unavailable" for h in m.hints) \
+        else f" — {s.tables}"
+    changed = [f"{s.plain(k, 20)} {s.plain(v.get('baseline'), 40)} → {s.plain(v.get('run'), 40)}"
                for k, v in m.versions.items() if k in ("onnxruntime", "onnx")]
-    return f" ({', '.join(changed)} since the baseline)" if changed else ""
+    moved = f" ({', '.join(changed)} since the baseline)" if changed else ""
+    return f"the PyTorch model is unchanged; the ONNX graph or {_names(step, s)} changed{moved}{hints}."
 
 
-def _missing_step(m: ModelVerdict) -> str:
-    if not m.baseline_exists:
-        return f"no baseline yet: run {code(m.recreate, 260)}{_commit(m)}."
-    missing = [p for p in m.providers if p.status == TargetStatus.NO_BASELINE]
-    first = missing[0] if missing else None
-    if first is None:
-        return f"no baseline entry: run {code(m.recreate, 260)}{_commit(m)}."
-    command = f"{m.recreate} --provider {first.name}"
-    return (f"{code(first.name)} has no baseline entry for {plain(first.label, 60)}: run {code(command, 300)} on a "
-            f"runner that has it{_commit(m)}.")
+def _no_baseline(m: ModelVerdict, step: NextStep, s: Style) -> str:
+    return f"no baseline yet: run {s.code(step.command, 260)}{_commit(m, s)}."
 
 
-def _error_step(m: ModelVerdict) -> str:
-    if m.error:
-        status = m.error.error_status
-        why = _MODEL_ERRORS.get(status, f"it failed ({plain(status, 20)})")
-        return f"{why}. Reproduce with {code(f'parity-gate check --model {m.name}', 200)}; the error is above."
-    failed = [p for p in m.providers if p.status == TargetStatus.ERROR]
-    if not failed:
+def _no_entry(m: ModelVerdict, step: NextStep, s: Style) -> str:
+    first = next(p for p in m.providers if p.name == step.providers[0])
+    return (f"{s.code(first.name)} has no baseline entry for {s.plain(first.label, 60)}: run {s.code(step.command, 300)} "
+            f"on a runner that has it{_commit(m, s)}.")
+
+
+def _model_failed(m: ModelVerdict, step: NextStep, s: Style) -> str:
+    if m.error is None:
         return "see the error above."
-    p = failed[0]
-    return _provider_error(m, p)
+    why = _MODEL_ERRORS.get(step.error_status, f"it failed ({s.plain(step.error_status, 20)})")
+    return f"{why}. Reproduce with {s.code(step.command, 200)}; the error is above."
 
 
-def _provider_error(m: ModelVerdict, p: ProviderVerdict) -> str:
-    if p.error_status == ErrorStatus.NO_GPU:
-        return plain(p.reason or "no GPU provider could run on this runner", 600)
-    if p.error_status == ErrorStatus.NO_RESULT:  # a required provider's matrix leg left no result
-        return plain(p.reason or f"no result file holds {p.name}", 600) + ": see that job's log."
-    if p.error_status == ErrorStatus.LOAD_FAIL:
-        return (f"{code(p.name)} failed to load on its runner: run {code('parity-gate doctor', 40)} there — its ONNX "
-                "Runtime build, drivers or provider options do not match (a provider listed in `require` must be "
-                "available).")
-    how = plain(p.error_status or "error", 20)
-    command = f"parity-gate check --model {m.name} --provider {p.name}"
-    return f"{code(p.name)} failed while running the model ({how}): reproduce with {code(command, 300)} on that runner."
+def _provider(m: ModelVerdict, step: NextStep):
+    return next(p for p in m.providers if p.name == step.providers[0])
+
+
+def _no_gpu(m: ModelVerdict, step: NextStep, s: Style) -> str:
+    return s.plain(_provider(m, step).reason or "no GPU provider could run on this runner", 600)
+
+
+def _record_elsewhere(m: ModelVerdict, step: NextStep, s: Style) -> str:
+    one = len(step.providers) == 1
+    return (f"{_names(step, s)} cannot run here and {'has' if one else 'have'} no baseline entry yet: record "
+            f"{'it' if one else 'them'} where {'it runs' if one else 'they run'}, {s.code(step.command, 300)}"
+            f"{_commit(m, s)}; meanwhile {s.code('--allow-missing-gpu')} checks the rest here.")
+
+
+def _no_result(m: ModelVerdict, step: NextStep, s: Style) -> str:
+    p = _provider(m, step)
+    return s.plain(p.reason or f"no result file holds {p.name}", 600) + ": see that job's log."
+
+
+def _load_fail(m: ModelVerdict, step: NextStep, s: Style) -> str:
+    return (f"{s.code(step.providers[0])} failed to load on its runner: run {s.code(step.command, 40)} there — its ONNX "
+            f"Runtime build, drivers or provider options do not match (a provider listed in {s.code('require')} must be "
+            "available).")
+
+
+def _provider_failed(m: ModelVerdict, step: NextStep, s: Style) -> str:
+    how = s.plain(step.error_status or "error", 20)
+    return (f"{s.code(step.providers[0])} failed while running the model ({how}): reproduce with "
+            f"{s.code(step.command, 300)} on that runner.")
+
+
+_WORDS = {StepKind.MODEL_CHANGED: _model_changed, StepKind.RUNTIME_AUDIT: _runtime_audit,
+          StepKind.RUNTIME_CHANGED: _runtime_changed, StepKind.NO_BASELINE: _no_baseline, StepKind.NO_ENTRY: _no_entry,
+          StepKind.MODEL_FAILED: _model_failed, StepKind.NO_GPU: _no_gpu, StepKind.NO_RESULT: _no_result,
+          StepKind.LOAD_FAIL: _load_fail, StepKind.PROVIDER_FAILED: _provider_failed,
+          StepKind.RECORD_ELSEWHERE: _record_elsewhere}

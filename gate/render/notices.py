@@ -4,6 +4,7 @@ so it can never read as a pass."""
 
 from __future__ import annotations
 
+import re
 from pathlib import PurePosixPath
 
 from gate.core.status import ModelStatus, SkipKind, TargetStatus
@@ -48,7 +49,31 @@ def baseline_block(report: Report, approval: str = "", changes: str = "") -> str
             "per layer).",
         ]
     lines += [f"> {line}" for line in (changes, approval) if line]
-    return "\n".join(lines)
+    return "\n".join(lines) + _diffs(report, [path for _, path in changed])
+
+DIFF_LINES = 80  # per file, and
+DIFF_CHARS = 12_000  # all files: the block is never shortened, so it stays small
+
+
+def _diffs(report: Report, paths: list[str]) -> str:
+    """What moved in each changed baseline file, as the run diffed them (one line per layer): only
+    files the pull request's own list names (``baseline_changes``; the report may come from a fork)."""
+    shown, budget = [], DIFF_CHARS
+    for path in paths:
+        text = (report.baseline_diffs or {}).get(path)
+        if not text or budget <= 0:
+            continue
+        lines = text.splitlines()
+        body = "\n".join(lines[:DIFF_LINES] + ([f"… {len(lines) - DIFF_LINES} more lines"] if len(lines) > DIFF_LINES
+                                                else []))[:budget]
+        budget -= len(body)
+        fence = "`" * max(3, 1 + max((len(m) for m in re.findall(r"`+", body)), default=0))
+        shown.append(f"{fence}diff\n{body}\n{fence}")
+    if not shown:
+        return ""
+    return ("\n\n<details><summary>What moved in the baseline files (one line per layer, as "
+            "<code>parity-gate show --textconv</code> prints them; <code>git diff</code> shows the same)</summary>\n\n"
+            + "\n\n".join(shown) + "\n\n</details>")
 
 
 def model_notices(m: ModelVerdict) -> list[str]:

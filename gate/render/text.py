@@ -63,10 +63,22 @@ def code(text: object, cap: int = NAME_CAP) -> str:
     return f"{fence}{pad}{s}{pad}{fence}"
 
 
+_QUOTED = re.compile(r"`([^`]+)`")
+
+
 def plain(text: object, cap: int = MESSAGE_CAP) -> str:
-    """Prose from a report: no HTML, no table breaks, no accidental emphasis, links or mentions."""
-    s = html.escape(inert(clip(text, cap)), quote=False)
-    return re.sub(r"([\\|*_\[\]`#])", r"\\\1", s)
+    """Prose from a report: no HTML, no table breaks, no accidental emphasis, links or mentions. What
+    the message quotes in backticks (a command, a name) is a code span, as its writer meant it: shown
+    as code and copyable, never as escaped backticks."""
+    s, out, last = clip(text, cap), [], 0
+    for quoted in _QUOTED.finditer(s):
+        out += [_prose(s[last:quoted.start()]), code(quoted.group(1), cap)]
+        last = quoted.end()
+    return "".join(out) + _prose(s[last:])
+
+
+def _prose(s: str) -> str:
+    return re.sub(r"([\\|*_\[\]`#])", r"\\\1", html.escape(inert(s), quote=False))
 
 
 def attr(text: object, cap: int = NAME_CAP) -> str:

@@ -8,9 +8,6 @@ user wrote is overwritten without ``force``. The CLI asks for what is missing, t
 
 from __future__ import annotations
 
-import shlex
-import subprocess
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -19,6 +16,7 @@ from gate.errors import ConfigError
 from gate.scaffold.config_text import (
     DEFAULT_PROVIDERS,
     Input,
+    Inputs,
     has_section,
     model_name,
     parse_input,
@@ -26,28 +24,23 @@ from gate.scaffold.config_text import (
     section,
 )
 from gate.scaffold.deps import constraints, model_requirements
-from gate.scaffold.workflows import ACTION, FLOWS, FORK_ENVIRONMENT, Flow, workflows
-
-GITATTRIBUTES_LINE = "*.msgpack.zst diff=parity-gate"
-TEXTCONV_KEY = "diff.parity-gate.textconv"
-_MISSING = "parity-gate is not installed in this shell: pip install parity-gate (or activate its venv) to read baselines"
-
-
-def textconv_command(executable: str = sys.executable) -> str:
-    """The diff driver git runs (through sh, the file appended): the parity-gate beside the Python that
-    ran ``init`` when it is still there, else the one on PATH, else a line saying how to install it,
-    so ``git diff`` works from any shell. Not cached: a cache would leave refs/notes/textconv behind."""
-    here = str(Path(executable).parent / "parity-gate")
-    steps = [] if any(c in here for c in "'\"$`\\") else [f'[ -x "{here}" ] && exec "{here}" show --textconv "$1"']
-    steps += ['command -v parity-gate >/dev/null 2>&1 && exec parity-gate show --textconv "$1"', f'echo "{_MISSING}"']
-    return "sh -c '" + "; ".join(steps) + "' -"
+from gate.scaffold.diff_driver import GITATTRIBUTES_LINE, INSTALL, TEXTCONV_KEY, install, textconv_command
+from gate.scaffold.workflows import (
+    ACTION,
+    FLOWS,
+    FORK_ENVIRONMENT,
+    GPU_BASELINES,
+    RUN_GPU_BASELINES,
+    Flow,
+    workflows,
+)
 
 
 @dataclass(frozen=True)
 class Options:
     root: Path
     factory: str
-    inputs: tuple[Input, ...]
+    inputs: Inputs  # declared, or a module:function that makes them
     name: str | None = None
     flow: str = "single"
     providers: tuple[str, ...] = DEFAULT_PROVIDERS
@@ -72,6 +65,7 @@ class Plan:
     model: str
     changes: list[Change] = field(default_factory=list)
     pip_args: str = ""
+    providers: tuple[str, ...] = ()  # what the config gates
 
     @property
     def config_path(self) -> Path:
@@ -109,7 +103,7 @@ def _gitattributes(root: Path) -> Change:
     if any(line.split() == GITATTRIBUTES_LINE.split() for line in current.splitlines()):
         return Change(".gitattributes", "keep", why="has the diff driver line")
     sep = "\n" if current and not current.endswith("\n") else ""
-    line = "# parity-gate baselines diff as text (git config diff.parity-gate.textconv)\n" + GITATTRIBUTES_LINE + "\n"
+    line = f"# parity-gate baselines diff as text; each clone runs `{INSTALL}` once\n" + GITATTRIBUTES_LINE + "\n"
     return Change(".gitattributes", "append" if current else "create", sep + line)
 
 
@@ -134,12 +128,14 @@ def plan(options: Options) -> Plan:
     providers = options.providers + (("CUDAExecutionProvider",) if options.flow == "gpu" and
                                      "CUDAExecutionProvider" not in options.providers else ())
     text = section(name, options.factory, options.inputs, providers)
-    out = Plan(options, name, pip_args=_pip_args(options))
+    out = Plan(options, name, pip_args=_pip_args(options), providers=providers)
     out.changes.append(_config(options.root, text, options.force))
     flow = Flow(options.flow, options.action, out.pip_args, options.require_approval, options.gpu_runner)
     for path, body in workflows(flow).items():
         change = _file(options.root, path, body, options.force)
-        if options.flow == "gpu" and change.action != "keep":
+        if path == GPU_BASELINES and change.action != "keep":
+            change.why = f"after the first push: {RUN_GPU_BASELINES} records the GPU baselines"
+        elif options.flow == "gpu" and change.action != "keep":
             # GitHub creates a missing environment without reviewers: then nothing would hold a fork's run.
             change.why = (f"before the first pull request: environment {FORK_ENVIRONMENT} with required reviewers, "
                           "and the GPU runner ephemeral, in a runner group that admits only this workflow "
@@ -166,19 +162,8 @@ def apply(p: Plan) -> list[str]:
         elif c.action == "append":
             with target.open("a", encoding="utf-8") as f:
                 f.write(c.text)
-    return _git_driver(p.options.root)
+    return install(p.options.root)
 
 
-def _git_driver(root: Path) -> list[str]:
-    inside = subprocess.run(["git", "rev-parse", "--is-inside-work-tree"], cwd=root, capture_output=True, text=True)
-    command = textconv_command()
-    if inside.returncode != 0:
-        return [f"not a git repository: run `git init`, then `git config {TEXTCONV_KEY} {shlex.quote(command)}`"]
-    subprocess.run(["git", "config", TEXTCONV_KEY, command], cwd=root, check=True, capture_output=True)
-    # An earlier init cached conversions under refs/notes/textconv: stop caching, drop what it kept.
-    subprocess.run(["git", "config", "--unset", "diff.parity-gate.cachetextconv"], cwd=root, capture_output=True)
-    subprocess.run(["git", "update-ref", "-d", "refs/notes/textconv/parity-gate"], cwd=root, capture_output=True)
-    return [f"git config {TEXTCONV_KEY} {shlex.quote(command)}"]
-
-
-__all__ = ["CONSTRAINTS", "Change", "Input", "Options", "Plan", "apply", "parse_input", "plan"]
+__all__ = ["CONSTRAINTS", "GITATTRIBUTES_LINE", "TEXTCONV_KEY", "Change", "Input", "Options", "Plan", "apply",
+           "parse_input", "plan", "textconv_command"]

@@ -17,7 +17,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 from gate.errors import ConfigError
-from gate.scaffold.config_text import Input, model_name, model_table
+from gate.scaffold.config_text import Inputs, model_name, model_table
 from gate.scaffold.deps import constraints, model_requirements
 
 # ``extra-pip-args: "..."`` in a workflow's ``with:`` (what init writes: a JSON-quoted string).
@@ -85,7 +85,7 @@ def _model_steps(lines: list[str]) -> list[tuple[int, int]]:
         while end < len(lines) and (not lines[end].strip() or len(lines[end]) - len(lines[end].lstrip()) > dash):
             end += 1
         mode = next((_MODE.match(x).group(1) for x in lines[i + 1:end] if _MODE.match(x)), "check")
-        if mode in ("check", "export"):
+        if mode in ("check", "export", "update-baseline"):  # the modes that import the models
             steps.append((i, end))
     return steps
 
@@ -125,12 +125,14 @@ def installable(root: Path) -> set[str] | None:
     return names
 
 
-def plan_add(root: Path, config: Path | None, factory: str, inputs: tuple[Input, ...], name: str | None,
+def plan_add(root: Path, config: Path | None, factory: str, inputs: Inputs, name: str | None,
              pip_args: str | None) -> tuple[str, Path, dict[Path, str]]:
     """(model name, config path, {file: new text}) for adding the model; ConfigError before anything
     is written when the name is taken or the result would not load."""
     path = find_config(config, root)
     cfg = load_config(path)
+    # The repository the config belongs to (found from a subfolder too): its workflows and constraints file.
+    root = workflow_root(path.resolve().parent) or path.resolve().parent
     name = name or model_name(factory)
     if any(name in (m.name, m.base) for m in cfg.models):
         raise ConfigError(f"{path}: a model named `{name}` is configured already; pass --name")
@@ -158,7 +160,8 @@ def write(files: dict[Path, str]) -> None:
         path.write_text(text, encoding="utf-8")
 
 
-def _workflow_root(start: Path) -> Path | None:
+def workflow_root(start: Path) -> Path | None:
+    """The nearest folder from ``start`` up that holds .github/workflows."""
     for folder in (start, *start.parents):
         if (folder / ".github" / "workflows").is_dir():
             return folder
@@ -168,7 +171,7 @@ def _workflow_root(start: Path) -> Path | None:
 def install_gaps(config: Config) -> list[str]:
     """One warning per model whose factory imports a package that no workflow step running the models
     installs (none when there is no such workflow, or a step installs a requirements file)."""
-    root = _workflow_root(config.root)
+    root = workflow_root(config.root)
     have = installable(root) if root is not None else None
     if have is None:
         return []

@@ -4,6 +4,11 @@
 - ``gpu``: export once on a CPU runner, collect there and on a self-hosted GPU runner, one report;
 - ``fork``: the check runs in ``pull_request``, a second workflow (``workflow_run``) comments.
 
+The ``gpu`` flow also writes ``GPU_BASELINES``: run by hand (``workflow_dispatch``, so only the default
+branch's file runs on the GPU runner), it records the GPU providers' baseline entries there, uploads
+the files and opens a pull request with them from a hosted job (the write token never reaches the GPU
+machine). It is how the first GPU baseline is made.
+
 In every flow the jobs that run the pull request's code hold a read-only token and hand their report on
 as an artifact; the job that judges it and comments holds ``pull-requests: write``, never checks out or
 runs the pull request's code, and installs parity-gate's core only (the action's mode ``comment``). The
@@ -23,6 +28,12 @@ FLOWS = ("single", "gpu", "fork")
 CHECKOUT = "actions/checkout@fbc6f3992d24b796d5a048ff273f7fcc4a7b6c09 # v5.1.0"
 UPLOAD = "actions/upload-artifact@b7c566a772e6b6bfb58ed0dc250532a479d7789f # v6.0.0"
 DOWNLOAD = "actions/download-artifact@37930b1c2abaa49bbe596cd826c3c89aef350131 # v7.0.0"
+GPU_BASELINES = ".github/workflows/parity-gate-gpu-baselines.yml"
+GPU_BASELINES_NAME = "parity-gate GPU baselines"
+GPU_BASELINES_ARTIFACT = "parity-gate-gpu-baselines"
+# The one click (or command) that records the GPU providers' entries: init and check say it.
+RUN_GPU_BASELINES = (f"Actions → {GPU_BASELINES_NAME} → Run workflow, or `gh workflow run "
+                     f"{GPU_BASELINES.rsplit('/', 1)[1]}`")
 FORK_ENVIRONMENT = "parity-gate-fork"  # required reviewers: who may run a fork's code (docs/action.md)
 REPORT = "parity-gate-report"  # the artifact the gate job uploads and the verdict job judges
 HEADER = ("# Written by `parity-gate init`; what each input does: "
@@ -44,6 +55,7 @@ class Flow:
     require_approval: bool = False
     gpu_runner: str = "self-hosted, linux, x64, gpu"
     gpu_providers: str = "CUDAExecutionProvider"
+    baseline_dir: str = "baselines"  # relative to the repository root: what the GPU job uploads
 
 
 def _with(flow: Flow, *pairs: tuple[str, str], model: bool = False, gate: bool = False) -> str:
@@ -120,7 +132,7 @@ def _pr_job(flow: Flow, name: str, head: str, runs_on: str, step_with: str, time
 
 
 def gpu(flow: Flow) -> str:
-    labels = ", ".join(label.strip() for label in flow.gpu_runner.split(",") if label.strip())
+    labels = _labels(flow)
     nocache = ("cache", "false")
     return (HEADER + "name: parity-gate\n" + _gpu_trigger(flow) + "permissions: {}\n"
             + CONCURRENCY.replace(" || github.ref", "") + "jobs:\n" + _approve()
@@ -143,6 +155,56 @@ def gpu(flow: Flow) -> str:
                             nocache), timeout=30)
             + _verdict(flow, "report", "${{ !cancelled() && needs.report.result == 'success' }}  # only what the "
                        "report job made"))
+
+
+def _labels(flow: Flow) -> str:
+    return ", ".join(label.strip() for label in flow.gpu_runner.split(",") if label.strip())
+
+
+def gpu_baselines(flow: Flow) -> str:
+    """Record the GPU providers' entries on the GPU runner, by hand; a hosted job opens the pull request."""
+    folder = flow.baseline_dir.strip("/")
+    return (HEADER + f"name: {GPU_BASELINES_NAME}\n"
+            "on:\n  workflow_dispatch:  # Actions → parity-gate GPU baselines → Run workflow, or: gh workflow run "
+            f"{GPU_BASELINES.rsplit('/', 1)[1]}\n"
+            "    inputs:\n      models:\n        description: \"Models to record (space or comma separated; empty: all)\"\n"
+            "        required: false\n        default: \"\"\n"
+            "      open-pr:\n        description: \"Open a pull request with the new baselines (else download the "
+            f"{GPU_BASELINES_ARTIFACT} artifact and commit it)\"\n        type: boolean\n        default: true\n"
+            "permissions: {}\n"
+            "concurrency:  # one recording at a time: two would race to the same files\n"
+            "  group: parity-gate-gpu-baselines\n  cancel-in-progress: false\n"
+            "jobs:\n"
+            "  record:  # the self-hosted GPU runner (docs/action.md): entries of the other providers are kept\n"
+            f"    name: record\n    runs-on: [{_labels(flow)}]\n    timeout-minutes: 60\n" + READ_ONLY.replace(
+                "check out the pull request", "check out the default branch") + "    steps:\n" + _checkout()
+            + f"      - uses: {flow.action}\n"
+            + _with(flow, ("mode", "update-baseline"), ("models", "${{ inputs.models }}"),
+                    ("providers", flow.gpu_providers), ("onnxruntime", "onnxruntime-gpu"), model=True)
+            + f"      - uses: {UPLOAD}\n        with:\n          name: {GPU_BASELINES_ARTIFACT}\n"
+            f"          path: {folder}/\n          if-no-files-found: error\n"
+            "  pull-request:  # a hosted job holds the write token: it never runs on the GPU machine\n"
+            "    name: pull request\n    needs: record\n    if: ${{ inputs.open-pr }}\n"
+            "    runs-on: ubuntu-latest\n    timeout-minutes: 10\n"
+            "    permissions:\n      contents: write  # push the branch\n"
+            "      pull-requests: write  # open the pull request (the repository must allow Actions to create them)\n"
+            "    steps:\n" + _checkout()
+            + f"      - uses: {DOWNLOAD}\n        with:\n          name: {GPU_BASELINES_ARTIFACT}\n"
+            f"          path: {folder}/\n"
+            "      - name: Open a pull request with the new baselines\n        env:\n"
+            "          GH_TOKEN: ${{ github.token }}\n          BRANCH: parity-gate/gpu-baselines-${{ github.run_id }}\n"
+            f"          FOLDER: {folder}\n"
+            "        run: |\n"
+            "          git config user.name \"github-actions[bot]\"\n"
+            "          git config user.email \"41898282+github-actions[bot]@users.noreply.github.com\"\n"
+            "          git switch -c \"$BRANCH\"\n"
+            "          git add \"$FOLDER\"\n"
+            "          if git diff --cached --quiet; then echo \"No baseline changed.\"; exit 0; fi\n"
+            "          git commit -m \"Record GPU baselines (run $GITHUB_RUN_ID)\"\n"
+            "          gh auth setup-git  # the token pushes through gh's credential helper, never .git/config\n"
+            "          git push origin \"$BRANCH\"\n"
+            "          gh pr create --head \"$BRANCH\" --title \"Record GPU baselines\" --body \"Recorded on the GPU "
+            "runner by run $GITHUB_RUN_ID. Review what moved with git diff (parity-gate diff-driver).\"\n")
 
 
 def fork(flow: Flow) -> tuple[str, str]:
@@ -188,6 +250,6 @@ def workflows(flow: Flow) -> dict[str, str]:
     if flow.kind == "single":
         return {".github/workflows/parity-gate.yml": single(flow)}
     if flow.kind == "gpu":
-        return {".github/workflows/parity-gate.yml": gpu(flow)}
+        return {".github/workflows/parity-gate.yml": gpu(flow), GPU_BASELINES: gpu_baselines(flow)}
     check, comment = fork(flow)
     return {".github/workflows/parity-gate.yml": check, ".github/workflows/parity-gate-comment.yml": comment}

@@ -16,6 +16,7 @@ from gate.core.status import (
     ModelStatus,
     Role,
     RunStatus,
+    SkipKind,
     TargetStatus,
     Verdict,
 )
@@ -98,6 +99,16 @@ def _runtime(run: ModelRun, prun: ProviderRun, baseline: Baseline | None, spec: 
     return pv
 
 
+def unrecorded(run: ModelRun, baseline: Baseline | None) -> list[str]:
+    """Providers that could not run here and that the baseline has no entry for on any device class:
+    nothing here can record them (a GPU provider on a laptop); the check says where they are recorded."""
+    if baseline is None:
+        return []
+    here = [p for p in run.providers if (p.status == RunStatus.SKIPPED and p.skip == SkipKind.UNAVAILABLE)
+            or (p.status == RunStatus.ERROR and p.error_status == ErrorStatus.NO_GPU)]
+    return list(dict.fromkeys(p.name for p in here if next(baseline.entries_of(p.name), None) is None))
+
+
 def _first(pv: ProviderVerdict, order: dict[str, int]) -> Regression | None:
     row = checks.first_failure(pv.rows, order)
     if row is not None:
@@ -113,7 +124,8 @@ def model_verdict(spec: ModelSpec, run: ModelRun, baseline: Baseline | None, pat
                       reference_dtype=run.reference_dtype, layers=len(run.layers),
                       promoted=dict(run.meta.promoted or {}), below_float64=dict(run.meta.below_float64 or {}),
                       sweep=spec.sweep.sweep if spec.sweep else None, comparisons=list(comparisons or []),
-                      reuse=run.reuse)
+                      # A model that failed to build, export or run reused and computed nothing worth a line.
+                      reuse=None if run.error else run.reuse)
     if baseline is None:
         mv.status, mv.message = ModelStatus.NO_BASELINE, f"no baseline at {path}: create it with `{update_cmd}`"
     else:
@@ -122,6 +134,7 @@ def model_verdict(spec: ModelSpec, run: ModelRun, baseline: Baseline | None, pat
     dependent = data_dependent.recognize(run, baseline, st)
     mv.providers = [_reference(run, baseline, spec, mv.message, st, dependent)]
     mv.providers += [_runtime(run, p, baseline, spec, update_cmd, policy, st, dependent) for p in run.providers]
+    mv.unrecorded = unrecorded(run, baseline)
     mv.audits = model_audits.dynamic_shape(spec, run, baseline) + model_audits.training_mode(run)
     mv.audits += [Audit(Check.STRUCTURE, AuditStatus.WARN, line) for line in described(st)] if st else []
     mv.mapping = model_audits.mapping(run)
@@ -154,7 +167,7 @@ def model_verdict(spec: ModelSpec, run: ModelRun, baseline: Baseline | None, pat
         mv.status = ModelStatus.NO_BASELINE
     if run.error or any(p.status == TargetStatus.ERROR for p in mv.providers):
         mv.status = ModelStatus.ERROR
-    mv.hints = hints.model_hints(spec, run, baseline, mv)  # diagnosis only; never changes the verdict
+    mv.hints = hints.model_hints(spec, run, baseline, mv, st)  # diagnosis only; never changes the verdict
     return mv
 
 

@@ -25,6 +25,7 @@ from gate.core.status import (
     TargetStatus,
     Verdict,
 )
+from gate.verdict.next_step import next_step
 from gate.verdict.notes import Comparison, Hint
 
 SCHEMA, VERSION = "parity-gate/report", 1
@@ -230,6 +231,8 @@ class ModelVerdict:
     comparisons: list[Comparison] = field(default_factory=list)  # the sweep's pairs and anchor
     update_command: str | None = None  # the command that re-creates this model's baseline
     reuse: Reuse | None = None  # what the check took from the baseline and the export cache, and why
+    # Providers that could not run here and have no baseline entry anywhere yet (e.g. a GPU EP on a laptop).
+    unrecorded: list[str] = field(default_factory=list)
 
     @property
     def not_checked(self) -> list[ProviderVerdict]:
@@ -258,6 +261,11 @@ class ModelVerdict:
             out["update_command"] = self.update_command
         if self.reuse is not None:
             out["reuse"] = self.reuse.to_dict()
+        if self.unrecorded:
+            out["unrecorded"] = self.unrecorded
+        step = next_step(self)  # derived from the model, for readers of the JSON: never read back
+        if step is not None:
+            out["next_step"] = step.to_dict()
         return out
 
     def _to_dict(self) -> dict[str, Any]:
@@ -292,7 +300,8 @@ class ModelVerdict:
                    audits=o.objs("audits", Audit.from_dict), mapping=o.opt_obj("mapping", _mapping) or {},
                    versions=o.opt_obj("versions", _versions) or {}, sweep=o.opt_str("sweep"),
                    comparisons=o.objs("comparisons", Comparison.from_dict),
-                   update_command=o.opt_str("update_command"), reuse=o.opt_obj("reuse", Reuse.from_dict))
+                   update_command=o.opt_str("update_command"), reuse=o.opt_obj("reuse", Reuse.from_dict),
+                   unrecorded=o.strs("unrecorded")[:64])
 
 
 MAPPING_COUNTS = ("layers", "mapped", "folded", "absent")
@@ -349,6 +358,9 @@ class Report:
     first_regression: Regression | None = None
     summary: Summary | None = None
     baseline_changes: list[str] | None = None
+    # The changed baseline files as text diffs (``--changed-since``), by path; the comment shows only
+    # those of files the pull request's own file list names.
+    baseline_diffs: dict[str, str] | None = None
 
     def __post_init__(self) -> None:
         if self.summary is None:
@@ -365,6 +377,8 @@ class Report:
                "models": [m.to_dict() for m in self.models]}
         if self.baseline_changes is not None:
             out["baseline_changes"] = self.baseline_changes
+        if self.baseline_diffs:
+            out["baseline_diffs"] = self.baseline_diffs
         from .sweeps import matrices  # derived from the models: written for readers, never read back
 
         sweeps = matrices(self.models)
@@ -384,4 +398,5 @@ class Report:
             o.fail("first_regression", "must name its `model` and `provider`")
         return cls(verdict=o.word("verdict", Verdict), models=o.objs("models", ModelVerdict.from_dict, required=True),
                    environment=o.free("environment") or {}, first_regression=first,
-                   summary=o.opt_obj("summary", Summary.from_dict), baseline_changes=changes)
+                   summary=o.opt_obj("summary", Summary.from_dict), baseline_changes=changes,
+                   baseline_diffs=o.words("baseline_diffs") or None)

@@ -33,6 +33,13 @@ def cnn_regrouped_and_changed() -> nn.Module:
     return m
 
 
+def cnn_regrouped_then_code_changed() -> nn.Module:
+    """The rename above never re-recorded, then a real bug that changes no weight: block2.bn2's eps."""
+    m = Regrouped(zoo.tiny_cnn())
+    m.features[2].bn2.eps = 1e-2
+    return m
+
+
 def _llama(implementation: str) -> nn.Module:
     import transformers
 

@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from gate.scaffold.workflows import FORK_ENVIRONMENT, Flow, workflows
+from gate.scaffold.workflows import FORK_ENVIRONMENT, GPU_BASELINES, Flow, workflows
 from tests.support import action_fixtures
 from tests.support.action_fixtures import EVENTS, REPO, REPORTS, ROOT, TOKEN, git_workspace
 from tests.support.action_init_workflows import variants, write
@@ -75,8 +75,10 @@ def test_docs_show_the_workflows_init_writes():
 def test_jobs_that_run_the_pull_requests_code_are_read_only_and_the_judge_never_checks_out():
     for name, doc in parsed().items():
         assert doc["permissions"] == {}, name
-        assert "concurrency" in doc, name  # every workflow comments or feeds the one that does
+        assert "concurrency" in doc, name  # every workflow comments, feeds the one that does, or writes files
         assert "secrets." not in variants()[name], name
+        if set(trigger(doc)) == {"workflow_dispatch"}:
+            continue  # runs no pull request's code: the GPU baselines (below)
         for job_id, job in doc["jobs"].items():
             checkouts = [s for s in job["steps"] if s.get("uses", "").startswith("actions/checkout@")]
             gate = [s for s in job["steps"] if s.get("uses", "").startswith("parity-gate/")]
@@ -134,6 +136,27 @@ def test_the_gpu_flows_verdict_judges_only_a_report_the_report_job_made():
     for result in ("failure", "skipped", "cancelled"):
         assert job_if(jobs["verdict"], same, {"report": result}, REPO) is False, result
     assert job_if(jobs["verdict"], same, {"report": "success"}, REPO) is True
+
+
+def test_the_gpu_baselines_run_by_hand_read_only_on_the_gpu_runner_and_a_hosted_job_opens_the_pull_request():
+    flows = workflows(Flow("gpu", pip_args="torchvision"))
+    doc = yaml.safe_load(flows[GPU_BASELINES])
+    assert set(trigger(doc)) == {"workflow_dispatch"}  # only the default branch's file, started by a person
+    record, pull = doc["jobs"]["record"], doc["jobs"]["pull-request"]
+    assert "self-hosted" in record["runs-on"] and record["permissions"] == {"contents": "read"}
+    [gate] = [s for s in record["steps"] if s.get("uses", "").startswith("parity-gate/")]
+    assert gate["with"]["mode"] == "update-baseline" and gate["with"]["providers"] == "CUDAExecutionProvider"
+    assert gate["with"]["onnxruntime"] == "onnxruntime-gpu" and gate["with"]["extra-pip-args"] == "torchvision"
+    [upload] = [s for s in record["steps"] if s.get("uses", "").startswith("actions/upload-artifact@")]
+    assert upload["with"]["path"] == "baselines/"
+    # The write token stays on a hosted runner that runs no model: git and gh only, no credentials left behind.
+    assert pull["runs-on"] == "ubuntu-latest" and pull["needs"] == "record"
+    assert pull["permissions"] == {"contents": "write", "pull-requests": "write"}
+    assert not [s for s in pull["steps"] if s.get("uses", "").startswith("parity-gate/")]
+    assert all(s["with"]["persist-credentials"] is False for s in pull["steps"]
+               if s.get("uses", "").startswith("actions/checkout@"))
+    for event, opened in (({"inputs": {"open-pr": True}}, True), ({"inputs": {"open-pr": False}}, False)):
+        assert condition(pull["if"], {"inputs": event["inputs"]}, "success") is opened
 
 
 def test_the_fork_flows_comment_workflow_is_serialised_requires_approval_and_comments_review_runs():

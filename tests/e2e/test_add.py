@@ -82,11 +82,77 @@ def test_validate_warns_when_the_workflow_would_not_install_a_models_imports(rep
     text = workflow.read_text()
     workflow.write_text(text.replace('extra-pip-args: "torchvision"', 'extra-pip-args: "numpy"'))
     try:
-        proc = run_cli("validate", cwd=repo)
+        proc = run_cli("validate", "--model", "cnn", "--model", "mlp", cwd=repo)  # `other` has no baseline
         assert proc.returncode == 0, proc.stderr
         assert "warning: model `mlp` imports torchvision, which the parity-gate workflow does not install" in \
             proc.stderr
         assert "model `cnn`" not in proc.stderr
     finally:
         workflow.write_text(text)
-    assert "warning" not in run_cli("validate", cwd=repo).stderr
+    assert "warning" not in run_cli("validate", "--model", "cnn", "--model", "mlp", cwd=repo).stderr
+
+
+TEXT = '''import torch
+
+
+class Pooled(torch.nn.Module):
+    """Token embeddings averaged under the attention mask: a mask of 0..99 is no mask at all."""
+
+    def __init__(self):
+        super().__init__()
+        self.emb = torch.nn.Embedding(50, 8)
+        self.out = torch.nn.Linear(8, 2)
+
+    def forward(self, input_ids, attention_mask):
+        m = attention_mask.unsqueeze(-1).to(self.emb.weight.dtype)
+        return self.out((self.emb(input_ids) * m).sum(1) / m.sum(1).clamp(min=1))
+
+
+def pooled():
+    return Pooled()
+
+
+def sample(seed):
+    g = torch.Generator().manual_seed(seed)
+    ids = torch.randint(0, 50, (2, 6), generator=g)
+    return ids, torch.tensor([[1, 1, 1, 1, 0, 0], [1, 1, 1, 1, 1, 1]])
+'''
+
+
+def test_an_integer_mask_on_the_default_range_is_warned_and_a_given_range_is_written(repo):
+    repo = repo[0]
+    (repo / "text.py").write_text(TEXT)
+    proc = run_cli("add", "--factory", "text:pooled", "--name", "pooled-default", "--input", "input_ids=2x6:int64[0,50)",
+                   "--input", "attention_mask=2x6:int64", "--no-baseline", "--yes", cwd=repo)
+    assert proc.returncode == 0, proc.stderr
+    assert ("warning: model `pooled-default`: integer input `attention_mask` looks like a mask and takes the default "
+            "range 0..99, but a mask holds 0 and 1: give its range, `low = 0, high = 2`") in proc.stderr
+    assert "input_ids" not in proc.stderr  # its range is given
+    proc = run_cli("add", "--factory", "text:pooled", "--name", "pooled-ranged", "--input", "input_ids=2x6:int64[0,50)",
+                   "--input", "attention_mask=2x6:int64[0,2)", "--no-baseline", "--yes", cwd=repo)
+    assert proc.returncode == 0 and "warning" not in proc.stderr, proc.stderr
+    assert ('{ name = "attention_mask", shape = [2, 6], dtype = "int64", low = 0, high = 2 }'
+            in (repo / "parity-gate.toml").read_text())
+
+
+def test_add_takes_an_inputs_callable_and_records_the_baseline_on_its_tensors(repo):
+    repo = repo[0]
+    (repo / "text.py").write_text(TEXT)
+    proc = run_cli("add", "--factory", "text:pooled", "--name", "pooled-real", "--inputs", "text:sample", "--yes",
+                   cwd=repo)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert 'inputs = "text:sample"' in (repo / "parity-gate.toml").read_text()
+    assert "ADDED | model pooled-real, 1 baseline" in proc.stdout
+    both = run_cli("add", "--factory", "text:pooled", "--inputs", "text:sample", "--input", "x=2", "--yes", cwd=repo)
+    assert both.returncode == 2 and "give the inputs once" in both.stderr
+
+
+def test_add_from_a_subfolder_adds_to_the_repositorys_config_and_workflow(repo):
+    repo = repo[0]
+    (repo / "src").mkdir(exist_ok=True)
+    (repo / "vision.py").write_text("import torch\nimport torchvision\n\n\ndef tiny():\n    return torch.nn.Linear(4, 2)\n")
+    proc = run_cli("add", "--factory", "vision:tiny", "--input", "x=2x4", "--no-baseline", "--yes", cwd=repo / "src")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert 'factory = "vision:tiny"' in (repo / "parity-gate.toml").read_text()
+    assert not (repo / "src" / "parity-gate.toml").exists()
+    assert f"appended {(repo / 'parity-gate.toml').resolve()}" in proc.stdout

@@ -30,18 +30,18 @@ def test_no_config(tmp_path):
 def test_unknown_config_key(tmp_path):
     config = write_config(tmp_path, "tiny-cnn", "examples.zoo:tiny_cnn")
     config.write_text(config.read_text().replace("[[models]]", "[[models]]\nexproter = \"dynamo\""))
-    assert_one_line_error(run_cli("check", cwd=tmp_path), 2, "parity-gate.toml", "models[0].exproter", "unknown key")
+    assert_one_line_error(run_cli("check", cwd=tmp_path), 2, "parity-gate.toml", "models[1].exproter", "unknown key")
 
 
 def test_wrong_type_names_the_key(tmp_path):
     config = write_config(tmp_path, "tiny-cnn", "examples.zoo:tiny_cnn")
     config.write_text(config.read_text().replace('shape = [2, 3, 16, 16]', 'shape = "2x3"'))
-    assert_one_line_error(run_cli("check", cwd=tmp_path), 2, "models[0].inputs[0].shape", "expected an array")
+    assert_one_line_error(run_cli("check", cwd=tmp_path), 2, "models[1].inputs[1].shape", "expected an array")
 
 
 def test_factory_that_does_not_import(tmp_path):
     write_config(tmp_path, "tiny-cnn", "nowhere.models:net")
-    assert_one_line_error(run_cli("check", cwd=tmp_path), 2, "models[0].factory", "cannot import `nowhere.models`")
+    assert_one_line_error(run_cli("check", cwd=tmp_path), 2, "models[1].factory", "cannot import `nowhere.models`")
 
 
 def assert_model_error(proc, status: str, *fragments: str) -> None:
@@ -64,7 +64,7 @@ def test_factory_that_raises(tmp_path):
 
 def test_factory_returning_something_else(tmp_path):
     write_config(tmp_path, "tiny-cnn", "faults:not_a_module")
-    assert_one_line_error(run_cli("check", cwd=tmp_path), 2, "models[0].factory", "not a torch.nn.Module")
+    assert_one_line_error(run_cli("check", cwd=tmp_path), 2, "models[1].factory", "not a torch.nn.Module")
 
 
 def test_model_that_fails_to_export(tmp_path):
@@ -205,3 +205,10 @@ def test_a_provider_that_fails_names_the_model_once(tmp_path):
     error = next(line for line in proc.stderr.splitlines() if line.startswith("error:"))
     assert error.count("model `tiny-cnn`") == 1, error
     assert not (tmp_path / "b").exists() or not any((tmp_path / "b").iterdir())  # nothing written
+
+
+def test_a_misspelt_tolerance_key_is_refused_with_exit_2_naming_it(tmp_path):
+    (tmp_path / "parity-gate.toml").write_text(
+        'tolerance = { grwoth = 3.0 }\n[[models]]\nname = "m"\nfactory = "m:f"\ninputs = [{ name = "x", shape = [2] }]\n')
+    assert_one_line_error(run_cli("validate", cwd=tmp_path), 2, "parity-gate.toml", "`tolerance.grwoth`",
+                          "unknown key (allowed: growth, floor, reference, ceiling)")

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from gate.scaffold import Options, parse_input, plan, textconv_command
+from gate.scaffold.diff_driver import DriverState, state
 from gate.scaffold.workflows import FLOWS
 from tests.conftest import run_cli
 from tests.support import tools
@@ -105,6 +106,28 @@ def test_the_recorded_diff_driver_works_from_a_shell_without_the_venv_and_leaves
         missing.stdout
 
 
+def test_a_teammates_fresh_clone_is_told_and_gets_the_driver_with_one_command(repo, tmp_path):
+    root, _ = repo
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", "Gate the models with parity-gate")
+    clone = tmp_path / "clone"
+    git(tmp_path, "clone", "-q", str(root), str(clone))
+    bare = {**os.environ, "PATH": "/usr/bin:/bin"}
+    binary = subprocess.run(["git", "show", "--textconv", "HEAD:baselines/resnet18.msgpack.zst"], cwd=clone, env=bare,
+                            capture_output=True)
+    assert b"layer1.0.conv1" not in binary.stdout  # git takes no driver from the repository
+    checked = run_cli("check", cwd=clone / "baselines", env={"CI": ""})  # from a subfolder, as a person would
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert "notice: git diff shows baselines as binary in this clone: run `parity-gate diff-driver` once" in \
+        checked.stderr
+    installed = run_cli("diff-driver", cwd=clone)
+    assert installed.returncode == 0 and "DIFF DRIVER SET" in installed.stdout, installed.stderr
+    shown = subprocess.run(["git", "show", "--textconv", "HEAD:baselines/resnet18.msgpack.zst"], cwd=clone, env=bare,
+                           capture_output=True, text=True, timeout=300)
+    assert "layer1.0.conv1" in shown.stdout, shown.stderr
+    assert state(clone) == DriverState.SET  # and check has nothing more to say
+
+
 def _textconv() -> str:
     """The installed `parity-gate show --textconv`, as this checkout runs it."""
     import sys
@@ -153,7 +176,7 @@ def test_every_flow_writes_workflows_that_pass_actionlint(tmp_path, flow, approv
 
     apply(p)
     files = [c.path for c in p.changes if c.path.startswith(".github/workflows/")]
-    assert len(files) == (2 if flow == "fork" else 1)
+    assert len(files) == (1 if flow == "single" else 2)
     result = lint(tmp_path, *files)
     assert result.returncode == 0, result.stdout + result.stderr
     text = "".join((tmp_path / f).read_text() for f in files)
@@ -164,6 +187,9 @@ def test_every_flow_writes_workflows_that_pass_actionlint(tmp_path, flow, approv
         assert "require: CUDAExecutionProvider" in text  # a GPU leg that fails or uploads nothing fails the report
         [why] = [c.why for c in p.changes if c.path == ".github/workflows/parity-gate.yml"]
         assert why.startswith("before the first pull request: environment parity-gate-fork with required reviewers")
+        baselines = (tmp_path / ".github/workflows/parity-gate-gpu-baselines.yml").read_text()
+        assert "workflow_dispatch:" in baselines and "mode: update-baseline" in baselines
+        assert 'extra-pip-args: "-r requirements.txt"' in baselines
 
 
 def test_without_a_terminal_missing_answers_are_one_line(tmp_path):
@@ -174,3 +200,31 @@ def test_without_a_terminal_missing_answers_are_one_line(tmp_path):
     bad = run_cli("init", "--factory", "models:net", "--input", "x=1xq", "--yes", cwd=tmp_path)
     assert bad.returncode == 2 and "input `x=1xq`: expected NAME=DIMS[:DTYPE]" in bad.stderr
     assert not any(tmp_path.iterdir())
+
+
+TINY = "import torch\n\n\ndef net():\n    return torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU())\n"
+
+
+def test_the_gpu_flow_says_how_the_first_gpu_baseline_is_recorded_and_check_says_what_is_missing(tmp_path):
+    import onnxruntime
+
+    if "CUDAExecutionProvider" in onnxruntime.get_available_providers():
+        pytest.skip("this machine runs CUDAExecutionProvider: init records its entry here")
+    git(tmp_path, "init", "-q")
+    (tmp_path / "models.py").write_text(TINY)
+    proc = run_cli("init", "--factory", "models:net", "--input", "x=2x4", "--flow", "gpu", "--yes", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert ("first GPU baseline (CUDAExecutionProvider): commit and push these files, then Actions → parity-gate GPU "
+            "baselines → Run workflow, or `gh workflow run parity-gate-gpu-baselines.yml`") in proc.stdout
+    assert (tmp_path / ".github/workflows/parity-gate-gpu-baselines.yml").is_file()
+    checked = run_cli("check", cwd=tmp_path)
+    assert checked.returncode == 3, checked.stdout + checked.stderr  # a run that checked no GPU still fails
+    assert ("not recorded yet: CUDAExecutionProvider (net): no baseline entry, and it cannot run here; record it on "
+            "the GPU runner, Actions → parity-gate GPU baselines → Run workflow") in checked.stdout
+    assert ("next: `CUDAExecutionProvider` cannot run here and has no baseline entry yet: record it where it runs, "
+            "`parity-gate update-baseline --model net --provider CUDAExecutionProvider`") in checked.stdout
+    allowed = run_cli("check", "--allow-missing-gpu", "--json", "r.json", cwd=tmp_path)
+    assert allowed.returncode == 0 and "not recorded yet: CUDAExecutionProvider (net)" in allowed.stdout
+    import json
+
+    assert json.loads((tmp_path / "r.json").read_text())["models"][0]["unrecorded"] == ["CUDAExecutionProvider"]

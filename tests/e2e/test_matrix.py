@@ -116,9 +116,14 @@ def test_a_gpu_leg_without_a_gpu_build_fails_the_report_unless_allowed(matrix):
     assert leg.returncode == 0, leg.stderr
     assert "warning: no GPU provider could run here (CUDAExecutionProvider not available)" in " ".join(leg.stdout.split())
     files = [str(tmp / "export"), str(tmp / "cpu.msgpack.zst"), str(tmp / "gpu.msgpack.zst")]
-    failed = run_cli("report", *files, "--markdown", "r.md", cwd=tmp)
+    failed = run_cli("report", *files, "--markdown", "r.md", "--junit", "r.xml", cwd=tmp)
     assert failed.returncode == 3, failed.stdout + failed.stderr
     assert "no GPU provider could run here (CUDAExecutionProvider not available)" in (tmp / "r.md").read_text()
+    import xml.etree.ElementTree as ET
+
+    errors = [c for c in ET.parse(tmp / "r.xml").iter("testcase") if c.find("error") is not None]
+    assert errors and all(c.get("name") == "CUDAExecutionProvider float32" for c in errors)
+    assert errors[0].find("error").get("type") == "NO_GPU"
     allowed = run_cli("report", *files, cwd=tmp, env={"PARITY_GATE_ALLOW_MISSING_GPU": "1"})
     assert allowed.returncode == 0, allowed.stdout + allowed.stderr
     assert run_cli("report", *files, "--allow-missing-gpu", cwd=tmp).returncode == 0

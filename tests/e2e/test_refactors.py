@@ -71,6 +71,18 @@ def test_a_refactor_that_moves_a_number_fails_where_it_moved(recorded):
     assert "gone: fc" in first["message"]  # the vanished value that fed it is named
 
 
+def test_a_later_bug_after_an_unrecorded_rename_is_not_blamed_on_the_renamed_weights(recorded):
+    report = check(recorded, "cnn", "refactor_models:cnn_regrouped_then_code_changed")
+    assert report["verdict"] == "regressed"
+    (hint,) = [h for h in report["models"][0]["hints"] if h["kind"] == "model-change"]
+    assert hint["evidence"]["cause"] == "code" and hint["evidence"]["weights_changed"] is False, hint["message"]
+    assert "its weights changed" not in hint["message"] and "tensors_changed" not in hint["evidence"]
+    assert "its code changed: the weights are the baseline's (25 tensors renamed with the layers the verdict " \
+           "matched; 14 tensors: 5 of block2, 5 of features, 2 of fc, 2 of head under names only one side has)" \
+           in hint["message"]
+    assert hint["evidence"]["tensors_renamed"] >= 10  # stem and block1 matched by their numbers
+
+
 def test_switching_attention_from_eager_to_sdpa_passes(recorded):
     report = check(recorded, "llama", "refactor_models:llama_sdpa")
     assert report["verdict"] == "pass", report["first_regression"]

@@ -5,6 +5,7 @@ whole traceback. Real models, a real CLI process."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -60,7 +61,7 @@ def project(tmp_path_factory):
 
 
 def test_the_users_frame_is_named_everywhere(project):
-    proc = run_cli("check", "--json", "r.json", cwd=project)
+    proc = run_cli("check", "--json", "r.json", "--junit", "r.xml", cwd=project)
     assert proc.returncode == 3, proc.stdout + proc.stderr
     assert "at models.py:14 in helper" in proc.stdout and "at models.py:22 in broken" in proc.stdout
     assert "--debug shows the traceback" in proc.stdout and "Traceback" not in proc.stdout + proc.stderr
@@ -70,6 +71,20 @@ def test_the_users_frame_is_named_everywhere(project):
     assert errors["boom"]["status"] == "INFER_FAIL" and errors["boom"]["where"] == "models.py:14 in helper"
     assert errors["broken"]["status"] == "BUILD_FAIL" and errors["broken"]["where"] == "models.py:22 in broken"
     assert "trace" not in errors["boom"]
+    # A model that crashed computed nothing: no line claims a reference or an export, and its next step
+    # reproduces the crash (re-recording a baseline cannot fix it).
+    assert "float64 reference computed" not in proc.stdout and "exported (" not in proc.stdout
+    assert "next: it failed (INFER_FAIL). Reproduce with `parity-gate check --model boom`" in proc.stdout
+    steps = {m["name"]: m["next_step"] for m in report["models"]}
+    assert steps["boom"] == {"kind": "model-failed", "command": "parity-gate check --model boom",
+                             "error_status": "INFER_FAIL"}
+    assert "reuse" not in report["models"][0]
+    xmlschema = pytest.importorskip("xmlschema")
+    schema = xmlschema.XMLSchema(str(Path(__file__).resolve().parents[1] / "data" / "junit" / "junit.xsd"))
+    junit = (project / "r.xml").read_text()
+    schema.validate(junit)
+    assert 'type="INFER_FAIL"' in junit and "next: it failed (INFER_FAIL). Reproduce with `parity-gate check --model " \
+        "boom`" in junit
     comment = render_markdown(Report.from_dict(Obj(report, "r.json")))
     assert "(at `models.py:14 in helper`)" in comment
 

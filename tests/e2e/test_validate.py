@@ -16,6 +16,19 @@ def test_the_committed_examples_validate_against_their_baselines(tmp_path):
     assert "tiny-cnn: 1 input(s), 6,144 bytes, digest " in proc.stdout and ", as its baseline" in proc.stdout
 
 
+def test_a_configured_model_without_a_baseline_fails_validate_with_the_command_that_records_it(tmp_path):
+    examples_project(tmp_path, baselines=True)
+    (tmp_path / "baselines" / "tiny-cnn.msgpack.zst").unlink()
+    proc = run_cli("validate", cwd=tmp_path)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "tiny-cnn: 1 input(s), 6,144 bytes, digest " in proc.stdout and ", no baseline" in proc.stdout
+    assert ("no baseline: tiny-cnn (baselines/tiny-cnn.msgpack.zst): record it with "
+            "`parity-gate update-baseline --model tiny-cnn`") in proc.stdout
+    assert proc.stdout.rstrip().splitlines()[-1] == ("MISSING BASELINE | tiny-cnn: 1 case without a baseline; `check` "
+                                                     "fails until it is recorded")
+    assert "VALID" not in proc.stdout.replace("MISSING", "")
+
+
 def test_an_input_dtype_other_than_the_baselines_is_refused(tmp_path):
     path = examples_project(tmp_path, baselines=True)
     path.write_text(path.read_text().replace(DECLARED, DECLARED.replace("float32", "float64")))
@@ -31,7 +44,7 @@ def test_a_factory_that_does_not_import_is_refused_by_its_key(tmp_path):
     path.write_text(path.read_text().replace('"examples.zoo:tiny_cnn"', '"examples.zooo:tiny_cnn"'))
     proc = run_cli("validate", cwd=tmp_path)
     assert proc.returncode == 2 and "VALID" not in proc.stdout
-    assert "`tool.parity-gate.models[0].factory`: cannot import `examples.zooo` (ModuleNotFoundError" in proc.stderr
+    assert "`tool.parity-gate.models[1].factory`: cannot import `examples.zooo` (ModuleNotFoundError" in proc.stderr
     path.write_text(path.read_text().replace('"examples.zooo:tiny_cnn"', '"examples.zoo:tiny_cnnn"'))
     proc = run_cli("validate", cwd=tmp_path)
     assert proc.returncode == 2 and "module `examples.zoo` has no attribute `tiny_cnnn`" in proc.stderr
@@ -54,3 +67,12 @@ def test_a_baseline_that_records_its_inputs_names_the_one_that_changed_and_how(t
     path.write_text(text.replace(DECLARED, DECLARED.replace("float32", "float64")))
     proc = run_cli("check", cwd=tmp_path)  # check refuses it the same way
     assert proc.returncode == 2 and "(input `x`: dtype float32 -> float64)" in proc.stderr, proc.stderr
+
+
+def test_a_command_run_in_a_subfolder_finds_the_config_above_it(tmp_path):
+    examples_project(tmp_path)
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "examples" / "deep").mkdir()
+    proc = run_cli("list", cwd=tmp_path / "examples" / "deep")
+    assert proc.returncode == 0, proc.stderr
+    assert "tiny-cnn  (tiny-cnn)  export #0" in proc.stdout

@@ -42,15 +42,15 @@ def test_find_config_prefers_pyproject_section(tmp_path):
 
 
 @pytest.mark.parametrize("edit, message", [
-    (("name = \"tiny-cnn\"", "name = \"Tiny CNN\""), "`tool.parity-gate.models[0].name`: `Tiny CNN` is not a valid model name"),
+    (("name = \"tiny-cnn\"", "name = \"Tiny CNN\""), "`tool.parity-gate.models[1].name`: `Tiny CNN` is not a valid model name"),
     (("name = \"tiny-cnn\"", "name = \"../evil\""), "is not a valid model name"),
-    (("factory = \"examples.zoo:tiny_cnn\"", "factory = \"examples.zoo\""), "models[0].factory`: `examples.zoo` is not of the form"),
-    (("dtype = \"float32\"", "dtype = \"float8\""), "models[0].inputs[0].dtype`: unsupported dtype `float8`"),
-    (("shape = [2, 3, 32, 32]", "shape = [2, -3]"), "models[0].inputs[0].shape`: expected an array of non-negative integers"),
+    (("factory = \"examples.zoo:tiny_cnn\"", "factory = \"examples.zoo\""), "model `tiny-cnn`: `tool.parity-gate.models[1].factory`: `examples.zoo` is not of the form"),
+    (("dtype = \"float32\"", "dtype = \"float8\""), "model `tiny-cnn`: `tool.parity-gate.models[1].inputs[1].dtype`: unsupported dtype `float8`"),
+    (("shape = [2, 3, 32, 32]", "shape = [2, -3]"), "model `tiny-cnn`: `tool.parity-gate.models[1].inputs[1].shape`: expected an array of non-negative integers"),
     (("providers = [", "provders = ["), "`tool.parity-gate.provders`: unknown key"),
     (("\"cpu\"", "\"tpu\""), "unknown provider `tpu`"),
-    (("inputs = [", "opset = \"18\"\ninputs = ["), "models[0].opset`: expected an integer, got a string"),
-    (("inputs = [", "tolerance = { growth = -1 }\ninputs = ["), "models[0].tolerance.growth`: must be >= 0"),
+    (("inputs = [", "opset = \"18\"\ninputs = ["), "model `tiny-cnn`: `tool.parity-gate.models[1].opset`: expected an integer, got a string"),
+    (("inputs = [", "tolerance = { growth = -1 }\ninputs = ["), "model `tiny-cnn`: `tool.parity-gate.models[1].tolerance.growth`: must be >= 0"),
     (("inputs = [{ name = \"x\", shape = [2, 3, 32, 32], dtype = \"float32\" }]", "inputs = []"), "no inputs declared"),
 ])
 def test_bad_config_names_file_and_key(tmp_path, edit, message):
@@ -145,3 +145,56 @@ def test_bad_detections_key_is_one_line_naming_it(tmp_path, value, message):
     with pytest.raises(ConfigError) as err:
         load_config(path)
     assert message in str(err.value) and str(path) in str(err.value)
+
+
+@pytest.mark.parametrize("table, key", [
+    ('tolerance = { grwoth = 3.0 }\ninputs = [', "models[1].tolerance.grwoth"),
+    ('layer-tolerances = [{ layers = "fc", flor = 1e-5 }]\ninputs = [', "models[1].layer-tolerances[1].flor"),
+    ('output-tolerance = { rtl = 1e-3 }\ninputs = [', "models[1].output-tolerance.rtl"),
+    ('detections = { iuo = 0.9 }\ninputs = [', "models[1].detections.iuo"),
+])
+def test_every_model_table_refuses_an_unknown_key_naming_it_and_the_allowed_ones(tmp_path, table, key):
+    path = write(tmp_path, BASE.replace("inputs = [", table))
+    with pytest.raises(ConfigError) as err:
+        load_config(path)
+    assert f"model `tiny-cnn`: `tool.parity-gate.{key}`: unknown key (allowed: " in str(err.value)
+
+
+def test_a_misspelt_top_level_tolerance_key_is_refused_with_the_allowed_keys(tmp_path):
+    path = write(tmp_path, BASE.replace("[[tool.parity-gate.models]]", "tolerance = { grwoth = 3.0 }\n\n"
+                                        "[[tool.parity-gate.models]]"))
+    with pytest.raises(ConfigError) as err:
+        load_config(path)
+    assert str(err.value) == (f"{path}: `tool.parity-gate.tolerance.grwoth`: unknown key (allowed: growth, floor, "
+                              "reference, ceiling)")
+
+
+def test_positions_count_from_one_and_the_model_is_named(tmp_path):
+    second = BASE.split("[[tool.parity-gate.models]]")[1].replace('"tiny-cnn"', '"second"')
+    path = write(tmp_path, BASE + "\n[[tool.parity-gate.models]]" + second.replace('dtype = "float32"', 'dtype = "f8"'))
+    with pytest.raises(ConfigError) as err:
+        load_config(path)
+    assert str(err.value).startswith(f"{path}: model `second`: `tool.parity-gate.models[2].inputs[1].dtype`: "
+                                     "unsupported dtype `f8`")
+
+
+def test_the_config_is_found_in_the_nearest_folder_above_up_to_the_repository_root(tmp_path):
+    repo = tmp_path / "repo"
+    deep = repo / "src" / "models"
+    deep.mkdir(parents=True)
+    (repo / ".git").mkdir()
+    write(repo, BASE)
+    assert find_config(None, deep) == repo / "pyproject.toml"
+    write(repo / "src", BASE.replace("[tool.parity-gate]", "").replace("tool.parity-gate.", ""), "parity-gate.toml")
+    assert find_config(None, deep) == repo / "src" / "parity-gate.toml"  # the nearest wins
+
+
+def test_the_search_stops_at_the_repository_root(tmp_path):
+    write(tmp_path, BASE)  # a config above the repository is not this repository's
+    repo = tmp_path / "repo"
+    (repo / ".git").mkdir(parents=True)
+    (repo / "sub").mkdir()
+    with pytest.raises(ConfigError) as err:
+        find_config(None, repo / "sub")
+    assert str(err.value).startswith(f"no configuration found in {repo / 'sub'} or a folder above it up to the "
+                                     f"repository root {repo}: ")

@@ -33,7 +33,7 @@ def _render(report: Report) -> list[str]:
     return captured.get().rstrip().splitlines()
 
 
-def test_every_model_that_did_not_pass_gets_one_line_above_the_verdict():
+def test_every_model_that_did_not_pass_gets_a_line_and_its_next_step_above_the_verdict():
     from gate.core.runs import RunError
     from gate.core.status import ErrorStatus
 
@@ -42,16 +42,47 @@ def test_every_model_that_did_not_pass_gets_one_line_above_the_verdict():
     loader = ProviderVerdict("CUDAExecutionProvider", "runtime", "float32", "gpu", "error", reason="required\nbut absent",
                              error_status=ErrorStatus.LOAD_FAIL)
     broken = ModelVerdict("b", "error", providers=[loader])
-    empty = ModelVerdict("c", "error", error=RunError(ErrorStatus.EMPTY, "model `c` has nothing to check"))
-    missing = ModelVerdict("d", "no-baseline", update_command="parity-gate update-baseline --model d --config x.toml")
+    empty = ModelVerdict("c", "error", error=RunError(ErrorStatus.INFER_FAIL, "model `c`: PyTorch forward failed"))
+    missing = ModelVerdict("d", "no-baseline", update_command="parity-gate update-baseline --model d --config x.toml",
+                           baseline_path="b/d.msgpack.zst")
     lines = _render(Report("error", [regressed, broken, empty, missing, ModelVerdict("e", "pass")]))
-    assert lines[-5:] == [
+    assert lines[-9:] == [
         "  ✗ a: conv2 on CPUExecutionProvider (error-growth 0.004 > 2e-06)",
+        "    next: the PyTorch model is unchanged; the ONNX graph or a provider changed — compare the layer rows of "
+        "the report.",
         "  ✗ b: CUDAExecutionProvider LOAD_FAIL: required",
-        "  ✗ c: EMPTY: model `c` has nothing to check",
-        "  ✗ d: no baseline: run `parity-gate update-baseline --model d --config x.toml`",
+        "    next: `CUDAExecutionProvider` failed to load on its runner: run `parity-gate doctor` there — its ONNX "
+        "Runtime build, drivers or provider options do not match (a provider listed in `require` must be available).",
+        "  ✗ c: INFER_FAIL: model `c`: PyTorch forward failed",
+        "    next: it failed (INFER_FAIL). Reproduce with `parity-gate check --model c`; the error is above.",
+        "  ✗ d: no baseline",
+        "    next: no baseline yet: run `parity-gate update-baseline --model d --config x.toml` and commit "
+        "`b/d.msgpack.zst`.",
         "ERROR | CUDAExecutionProvider LOAD_FAIL: required",
     ]
+
+
+def test_one_model_that_did_not_pass_gets_the_comments_next_step_above_the_verdict():
+    from gate.render.next_steps import step_words
+
+    first = Regression("stem.0", "Conv2d", "reference-drift", 0.004, 1e-9, None, "torch-cpu", "float64")
+    reference = ProviderVerdict("torch-cpu", "reference", "float64", "cpu", "regressed", first_regression=first)
+    model = ModelVerdict("m", "regressed", providers=[reference], first_regression=first, baseline_path="b/m.msgpack.zst")
+    lines = _render(Report("regressed", [model], first_regression=Regression(**{**vars(first), "model": "m"})))
+    assert lines[-2] == ("  next: the model changed (its float64 reference moved first at `stem.0`). If that is "
+                         "intended, run `parity-gate update-baseline --model m` and commit `b/m.msgpack.zst`.")
+    assert step_words(model).startswith("the model changed (its float64 reference moved first at `stem.0`).")
+
+
+def test_the_json_next_step_of_a_model_that_crashed_reproduces_it_and_never_rerecords():
+    from gate.core.runs import RunError
+    from gate.core.status import ErrorStatus
+
+    crashed = ModelVerdict("c", "error", error=RunError(ErrorStatus.INFER_FAIL, "forward failed"),
+                           update_command="parity-gate update-baseline --model c")
+    assert crashed.to_dict()["next_step"] == {"kind": "model-failed", "command": "parity-gate check --model c",
+                                              "error_status": "INFER_FAIL"}
+    assert "next_step" not in ModelVerdict("p", "pass").to_dict()
 
 
 def test_counts_read_in_the_singular_when_there_is_one():

@@ -15,7 +15,7 @@ import yaml
 from tests.support import tools
 
 ROOT = Path(__file__).resolve().parents[2]
-DOCS = ("configuration.md", "providers.md", "action.md", "verdict.md", "formats.md", "performance.md")
+DOCS = ("configuration.md", "providers.md", "action.md", "ci.md", "verdict.md", "formats.md", "performance.md")
 
 
 def test_the_readme_is_short_and_links_every_doc():

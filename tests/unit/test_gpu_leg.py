@@ -17,10 +17,14 @@ def skipped(name: str, device: str = "gpu") -> ProviderRun:
     return ProviderRun.skipped(Target(name, device), f"skipped: {name} not available here")
 
 
-def verdict(*pruns: ProviderRun, allow: bool = False):
+def verdict(*pruns: ProviderRun, allow: bool = False, recorded: tuple[str, ...] = ("CUDAExecutionProvider",
+                                                                                  "TensorrtExecutionProvider",
+                                                                                  "torch-cuda")):
+    """``recorded``: the GPU providers the baseline has an entry for (made on a GPU runner)."""
     r = run()
     r.providers = list(pruns)
-    mv = model_verdict(spec(), fail_missing_gpu(r, allow), baseline(entry()), "b.msgpack.zst", "update")
+    entries = [entry(), *(entry(name, device="cuda-sm90-A100") for name in recorded)]
+    mv = model_verdict(spec(), fail_missing_gpu(r, allow), baseline(*entries), "b.msgpack.zst", "update")
     return mv, assemble([mv], {})
 
 
@@ -36,6 +40,16 @@ def test_all_gpu_providers_unavailable_fails_with_the_fix():
     assert "CUDAExecutionProvider: install onnxruntime-gpu instead of onnxruntime (action input onnxruntime: gpu)" in reason
     assert "torch-cuda: install a CUDA build of torch" in reason and "allow-missing-gpu = true" in reason
     assert "CUDAExecutionProvider: install onnxruntime-gpu" in next_steps(report)
+
+
+def test_a_gpu_provider_the_baseline_never_recorded_is_named_as_such_and_recorded_where_it_runs():
+    mv, report = verdict(runtime(), skipped("CUDAExecutionProvider"), recorded=())
+    assert report.exit_code == 3 and mv.unrecorded == ["CUDAExecutionProvider"]
+    assert "cannot run here and has no baseline entry yet: record it where it runs, `update --provider " \
+           "CUDAExecutionProvider`" in next_steps(report)
+    allowed, report = verdict(runtime(), skipped("CUDAExecutionProvider"), allow=True, recorded=())
+    assert report.verdict == "pass" and allowed.unrecorded == ["CUDAExecutionProvider"]
+    assert verdict(runtime(), skipped("CUDAExecutionProvider"), allow=True)[0].unrecorded == []
 
 
 def test_allowing_a_missing_gpu_keeps_the_skips_and_passes():

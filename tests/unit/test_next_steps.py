@@ -90,6 +90,20 @@ def test_a_provider_that_failed_to_load_points_at_doctor_on_its_runner():
     assert "💥 `tiny-cnn` · `CUDAExecutionProvider` failed (LOAD\\_FAIL): libcudnn.so.9" in text
 
 
+def test_a_gpu_provider_never_recorded_is_recorded_where_it_runs_not_installed_here():
+    report = raw("pass")
+    model = report["models"][0]
+    model["status"], report["verdict"], model["unrecorded"] = "error", "error", ["CUDAExecutionProvider"]
+    cuda = next(p for p in model["providers"] if p["name"] == "CUDAExecutionProvider")
+    cuda.update(status="error", error_status="NO_GPU", reason="no GPU provider could run here: install onnxruntime-gpu")
+    assert steps(report) == [
+        "- `tiny-cnn`: `CUDAExecutionProvider` cannot run here and has no baseline entry yet: record it where it runs, "
+        "`parity-gate update-baseline --model tiny-cnn --provider CUDAExecutionProvider` and commit "
+        "`baselines/tiny-cnn.msgpack.zst`; meanwhile `--allow-missing-gpu` checks the rest here."]
+    model["unrecorded"] = []  # recorded elsewhere: this runner lacks the package
+    assert "install onnxruntime-gpu" in steps(report)[0]
+
+
 def test_a_model_that_failed_to_export_says_how_to_reproduce_it():
     assert steps(raw("export-fail")) == [
         "- `resnet18`: it failed to export to ONNX. Reproduce with `parity-gate check --model resnet18`; the error is "

@@ -30,6 +30,16 @@ def test_prose_and_html_text_do_nothing_on_github(render):
     assert acted.active == [] and acted.hrefs == [] and acted.images == [] and acted.tags <= {"p", "summary"}
 
 
+def test_what_a_message_quotes_in_backticks_is_a_code_span_never_escaped_backticks():
+    text = "no baseline: create it with `parity-gate update-baseline --model a` (@victim, a | b) then ` alone"
+    shown = plain(text)
+    assert shown == ("no baseline: create it with `parity-gate update-baseline --model a` (@\u200bvictim, a \\| b) "
+                     "then \\` alone")
+    acted = acted_on(shown)
+    assert acted.active == [] and acted.tags == {"p", "code"}
+    assert "\\`" not in plain("see `x` and `y`")
+
+
 def test_a_code_span_keeps_its_text_and_does_nothing():
     text = "@victim https://evil.example #1 <b>"
     assert code(text) == f"`{text}`"

@@ -14,6 +14,9 @@ from gate.scaffold.deps import model_requirements, release
     ("1,3,32,32", Input("x", (1, 3, 32, 32))),
     ("ids=1x16:int64", Input("ids", (1, 16), "int64")),
     (" mask = 1 * 16 : bool ", Input("mask", (1, 16), "bool")),
+    ("attention_mask=2x16:int64[0,2)", Input("attention_mask", (2, 16), "int64", 0, 2)),
+    ("x=1x8:float32[-1,0.5)", Input("x", (1, 8), "float32", -1.0, 0.5)),
+    ("x=1x8[0,1e3)", Input("x", (1, 8), "float32", 0.0, 1000.0)),
 ])
 def test_input_shapes_are_read_in_the_forms_people_type(text, parsed):
     assert parse_input(text) == parsed
@@ -26,10 +29,46 @@ def test_unnamed_inputs_after_the_first_are_numbered():
 @pytest.mark.parametrize(("text", "message"), [
     ("x=1xq", "input `x=1xq`: expected NAME=DIMS[:DTYPE]"),
     ("x=1x8:float128", "dtype `float128` is not one of"),
+    ("m=2x16:int64[0,2]", "input `m=2x16:int64[0,2]`: write the range half-open, [LOW,HIGH): HIGH itself is never drawn"),
+    ("m=2x16:int64[0.5,2)", "input `m=2x16:int64[0.5,2)`: an int64 input's range takes integers, e.g. [0,2)"),
+    ("m=2x16:int64[2,2)", "input `m=2x16:int64[2,2)`: the range [2,2) is empty: HIGH must be greater than LOW"),
+    ("m=2x16:bool[0,2)", "a bool input takes no range"),
 ])
 def test_bad_inputs_name_themselves(text, message):
-    with pytest.raises(ConfigError, match=message.replace("[", r"\[")):
+    with pytest.raises(ConfigError) as err:
         parse_input(text)
+    assert message in str(err.value)
+
+
+def test_a_range_and_an_inputs_callable_are_written_as_the_config_reads_them(tmp_path):
+    from gate.config import load_config
+
+    text = section("m", "models:net", [parse_input("ids=2x16:int64[0,30522)"), parse_input("attention_mask=2x16:int64[0,2)")])
+    assert 'inputs = [{ name = "ids", shape = [2, 16], dtype = "int64", low = 0, high = 30522 }, ' in text
+    (tmp_path / "parity-gate.toml").write_text(text)
+    (model,) = load_config(tmp_path / "parity-gate.toml").models
+    assert [(i.name, i.low, i.high) for i in model.inputs] == [("ids", 0, 30522), ("attention_mask", 0, 2)]
+    assert 'inputs = "models.data:sample"' in section("m", "models:net", "models.data:sample")
+    with pytest.raises(ConfigError, match="inputs `sample`: expected module:function"):
+        section("m", "models:net", "sample")
+
+
+def test_integer_inputs_named_like_a_mask_type_position_or_index_are_told_their_range():
+    from gate.config import InputSpec
+    from gate.config.input_ranges import advice
+
+    said = advice("bert", InputSpec("attention_mask", (2, 16), "int64"))
+    assert said.message() == (
+        "model `bert`: integer input `attention_mask` looks like a mask and takes the default range 0..99, but a "
+        "mask holds 0 and 1: give its range, `low = 0, high = 2` in its inputs (or --input "
+        "'attention_mask=2x16:int64[0,2)'), then re-record its baseline")
+    assert advice("bert", InputSpec("position_ids", (1, 128), "int64")).high == 128
+    assert (advice("bert", InputSpec("token_type_ids", (1, 8), "int32")).kind, advice("g", InputSpec(
+        "gather_idx", (4,), "int64")).high) == ("token type", None)
+    assert "an index stays below the size it indexes (N)" in advice("g", InputSpec("indices", (4,), "int64")).message()
+    for quiet in (InputSpec("input_ids", (2, 16), "int64"), InputSpec("attention_mask", (2, 16), "int64", 0, 2),
+                  InputSpec("attention_mask", (2, 16), "float32"), InputSpec("attention_mask", (2, 16), "bool")):
+        assert advice("bert", quiet) is None
 
 
 def test_model_names_come_from_the_factory():

@@ -104,13 +104,34 @@ def test_a_reference_that_never_ran_is_an_error_row_never_a_pass():
 
 
 def test_changed_tensors_are_named_and_past_three_counted_per_module():
-    from gate.verdict.hints.change import describe_tensors, tensors_changed
+    from gate.verdict.hints.change import describe_tensors
+    from gate.verdict.hints.weights import TensorChanges, tensor_changes
 
     before = {"bn.running_mean": "a" * 16, "bn.weight": "b" * 16, "fc.weight": "c" * 16}
-    assert tensors_changed(before, {**before, "bn.running_mean": "d" * 16}) == ["bn.running_mean"]
-    assert tensors_changed(before, None) is None and tensors_changed({}, before) is None
-    assert tensors_changed(before, {"fc.weight": "c" * 16, "head.bias": "e" * 16}) == [
-        "bn.running_mean", "bn.weight", "head.bias"]
+    assert tensor_changes(before, {**before, "bn.running_mean": "d" * 16}, {}) == TensorChanges(
+        ["bn.running_mean"], 0, [])
+    assert tensor_changes(before, None, {}) is None and tensor_changes({}, before, {}) is None
+    # Names on one side only are no change of value anyone measured.
+    assert tensor_changes(before, {"fc.weight": "c" * 16, "head.bias": "e" * 16}, {}) == TensorChanges(
+        [], 0, ["bn.running_mean", "bn.weight", "head.bias"])
     assert describe_tensors(["bn.running_mean"]) == "tensor `bn.running_mean`"
     many = [f"layer4.1.conv{i}.weight" for i in range(3)] + ["layer4.1.bn.weight", "fc.weight"]
     assert describe_tensors(many) == "5 tensors: 4 of layer4.1, 1 of fc"
+
+
+def test_a_module_the_verdict_matched_under_a_new_name_keeps_its_tensors_unchanged():
+    from gate.verdict.hints.weights import TensorChanges, tensor_changes
+
+    before = {"classifier.fc1.weight": "a" * 16, "classifier.fc1.bias": "b" * 16, "stem.weight": "c" * 16}
+    # Digests cover names: the renamed module's tensors differ by digest, whatever their values.
+    now = {"classifier.proj.weight": "d" * 16, "classifier.proj.bias": "e" * 16, "stem.weight": "f" * 16}
+    assert tensor_changes(before, now, {"classifier.proj": "classifier.fc1"}) == TensorChanges(["stem.weight"], 2, [])
+    # A call (#2) or element ([0]) suffix names the same module.
+    assert tensor_changes(before, {**now, "stem.weight": "c" * 16}, {"classifier.proj#2[0]": "classifier.fc1#2[0]"}) \
+        == TensorChanges([], 2, [])
+    # A tensor of a module that has no layer of its own (a parameter used in its parent's forward) takes
+    # the rename of its nearest renamed parent; a child that is not matched stays unmatched.
+    before = {"classifier.pos": "a" * 16, "classifier.fc1.weight": "b" * 16}
+    nested = {"head.pos": "c" * 16, "head.proj.weight": "d" * 16}
+    assert tensor_changes(before, nested, {"head": "classifier"}) == TensorChanges(
+        [], 1, ["classifier.fc1.weight", "head.proj.weight"])

@@ -58,11 +58,11 @@ def test_skips_match_cases_within_their_sweep_and_say_why(tmp_path):
 
 
 @pytest.mark.parametrize(("extra", "message"), [
-    ('skip = [{ case = "*" }]\n', "sweeps[0].skip[0].reason"),
+    ('skip = [{ case = "*" }]\n', "sweeps[1].skip[1].reason"),
     ('skip = [{ case = "*", reason = " " }]\n', "say why the case is skipped"),
-    ('pair = { left = "zeros", right = "circular" }\n', "sweeps[0].pair.right"),
+    ('pair = { left = "zeros", right = "circular" }\n', "sweeps[1].pair.right"),
     ('anchor = "OpenVINOExecutionProvider"\n', "anchor"),
-    ('repeats = 0\n', "sweeps[0].repeats"),
+    ('repeats = 0\n', "sweeps[1].repeats"),
     ('cases = [{ out = 5 }]\n', "no case of the sweep matches `cases`"),
     ('typo = 1\n', "typo"),
 ])

@@ -33,12 +33,13 @@ from gate.verdict.types import Hint
 __all__ = ["Context", "model_hints"]
 
 
-def model_hints(spec, run, baseline, verdict) -> list[Hint]:
-    """All hints for one model (``verdict`` is the ModelVerdict being built)."""
+def model_hints(spec, run, baseline, verdict, structure=None) -> list[Hint]:
+    """All hints for one model (``verdict`` is the ModelVerdict being built, ``structure`` what the verdict
+    matched by numbers: a hint attributes nothing to a rename it compared as its baseline layer)."""
     try:
         if baseline is None or run.error or not run.layers:
             return nonfinite.hints(run, None) if run.layers else []
-        ctx = Context(spec, run, baseline, verdict)
+        ctx = Context(spec, run, baseline, verdict, structure)
         return [*change.hints(ctx), *layout.hints(ctx), *precision.hints(ctx), *nonfinite.hints(run, baseline),
                 *propagation.hints(ctx), *graph.hints(ctx)]
     except Exception as exc:  # noqa: BLE001 - explanations must never break the verdict

@@ -6,19 +6,12 @@ from gate.core.status import RowStatus
 from gate.core.target import REFERENCE_PROVIDER
 from gate.verdict.hints import numerics
 from gate.verdict.hints.context import Context, make
+from gate.verdict.hints.weights import TensorChanges, weights_changed
 from gate.verdict.types import Hint
 
 
 def _digest_changed(a: str | None, b: str | None) -> bool | None:
     return None if not a or not b else a != b
-
-
-def tensors_changed(before: dict[str, str] | None, now: dict[str, str] | None) -> list[str] | None:
-    """The parameters and buffers whose digest differs (added and removed ones too), in name order;
-    None when either side recorded none (a baseline older than per-tensor digests)."""
-    if not before or not now:
-        return None
-    return sorted(n for n in {*before, *now} if before.get(n) != now.get(n))
 
 
 def describe_tensors(names: list[str]) -> str:
@@ -42,12 +35,12 @@ def describe_tensors(names: list[str]) -> str:
 
 def hints(ctx: Context) -> list[Hint]:
     base, now = ctx.baseline.meta, ctx.run.meta
-    weights_changed = _digest_changed(base.weights_digest, now.weights_digest)
+    weights, tensors = weights_changed(ctx)
     graph_changed = _digest_changed(base.graph_digest, now.graph_digest)
     out = []
     ref = ctx.reference
     if ref is not None and ref.first_regression is not None:
-        out.append(_model_change(ctx, weights_changed, graph_changed))
+        out.append(_model_change(ctx, weights, tensors, graph_changed))
     casts = _cast_changes(ctx)
     if casts:
         out.append(_casts_changed(ctx, casts))
@@ -80,7 +73,7 @@ def hints(ctx: Context) -> list[Hint]:
                                                   if flags else ""),
             check=fr.check, value=value, baseline=base_err, threshold=fr.threshold, ratio=ratio,
             reference_moved=ref_moved, reference_drift_here=ctx.ref_value(fr.layer),
-            graph_changed=graph_changed, weights_changed=weights_changed,
+            graph_changed=graph_changed, weights_changed=weights,
             **({"numerics": numerics.evidence(flags)} if flags else {})))
     return out
 
@@ -115,28 +108,43 @@ def _casts_changed(ctx: Context, casts: dict[str, tuple[int, int]]) -> Hint:
         f"first at {first} ({was} -> {now} casts): the float64 reference promotes them and did not move, the "
         "runtimes run the casts as written, so their errors there are the casts' rounding",
         cause="casts", changes={call: {"baseline": b, "now": n} for call, (b, n) in list(casts.items())[:50]},
-        weights_changed=_digest_changed(ctx.baseline.meta.weights_digest, ctx.run.meta.weights_digest))
+        weights_changed=weights_changed(ctx)[0])
 
 
-def _model_change(ctx: Context, weights_changed: bool | None, graph_changed: bool | None) -> Hint:
+def _model_change(ctx: Context, weights: bool | None, tensors: TensorChanges | None,
+                  graph_changed: bool | None) -> Hint:
     fr = ctx.reference.first_regression
     moved = [r.layer for r in ctx.reference.rows if r.status in (RowStatus.FAIL, RowStatus.NEW, RowStatus.MISSING)]
-    changed = tensors_changed(ctx.baseline.meta.tensor_digests, ctx.run.meta.tensor_digests)
-    if weights_changed and changed:
+    changed = tensors.values if tensors else None
+    if weights and changed:
         why = f"its weights changed: {describe_tensors(changed)}"
-    elif weights_changed:
+    elif weights:
         why = "its weights changed (the weights digest differs from the baseline's)"
-    elif weights_changed is False:
-        why = ("its code changed: the weights digest equals the baseline's, so the forward, a module type or a "
-               "hyperparameter (eps, scale, padding, activation) differs")
+    elif weights is False:
+        why = ("its code changed: the weights are the baseline's" + _names_only(tensors) + ", so the forward, a module "
+               "type or a hyperparameter (eps, scale, padding, activation) differs")
     else:
         why = "its code or weights changed (no weights digest to tell which)"
+    if weights and changed and tensors.unmatched:
+        why += f"; {describe_tensors(tensors.unmatched)} {'is' if len(tensors.unmatched) == 1 else 'are'} new or gone"
     value = f" {fr.value:.3g}" if fr.value is not None else ""
     return make(
         "model-change", fr.layer, REFERENCE_PROVIDER,
         f"the {ctx.ref_dtype} reference moved first at {fr.layer} ({fr.check}{value}): the model changed, {why}",
-        check=fr.check, value=fr.value, threshold=fr.threshold, weights_changed=weights_changed,
-        cause="weights" if weights_changed else ("code" if weights_changed is False else "unknown"),
+        check=fr.check, value=fr.value, threshold=fr.threshold, weights_changed=weights,
+        cause="weights" if weights else ("code" if weights is False else "unknown"),
         weights_digest_baseline=ctx.baseline.meta.weights_digest, weights_digest_now=ctx.run.meta.weights_digest,
         graph_changed=graph_changed, layers_moved=len(moved), first_layers_moved=moved[:5],
-        **({"tensors_changed": changed[:50]} if changed else {}))
+        **({"tensors_changed": changed[:50]} if changed else {}),
+        **({"tensors_renamed": tensors.renamed} if tensors and tensors.renamed else {}),
+        **({"tensors_new_or_gone": tensors.unmatched[:50]} if tensors and tensors.unmatched else {}))
+
+
+def _names_only(tensors: TensorChanges | None) -> str:
+    """What the digests still differ by when no tensor's values did: names."""
+    if tensors is None:
+        return ""
+    parts = [f"{tensors.renamed} tensor{'s' * (tensors.renamed != 1)} renamed with the layers the verdict matched"] if tensors.renamed else []
+    if tensors.unmatched:
+        parts.append(f"{describe_tensors(tensors.unmatched)} under names only one side has")
+    return f" ({'; '.join(parts)})" if parts else ""

@@ -13,8 +13,9 @@ def make(kind: str, layer: str, provider: str, message: str, **evidence) -> Hint
 
 
 class Context:
-    def __init__(self, spec, run, baseline, verdict):
+    def __init__(self, spec, run, baseline, verdict, structure=None):
         self.spec, self.run, self.baseline, self.verdict = spec, run, baseline, verdict
+        self.structure = structure  # the verdict's renames, copies, new and gone layers (None: not judged)
         self.order = [layer.name for layer in run.layers]
         self.index = {name: i for i, name in enumerate(self.order)}
         self.ref_now = {layer.name: layer.fp for layer in run.layers}

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from gate.core.status import LayerStatus, RunStatus
 from gate.verdict.hints.context import Context, make
+from gate.verdict.hints.weights import weights_changed
 from gate.verdict.types import Hint
 
 
@@ -42,7 +43,7 @@ def hints(ctx: Context) -> list[Hint]:
             op_types_added=added, op_types_removed=removed, graph_digest_baseline=base.graph_digest,
             graph_digest_now=now.graph_digest,
             graph_digest_changed=bool(base.graph_digest and now.graph_digest and base.graph_digest != now.graph_digest),
-            weights_changed=base.weights_digest != now.weights_digest))
+            weights_changed=weights_changed(ctx)[0]))
     for provider, changes in _status_changes(ctx).items():
         became = [c for c in changes if c[2] in (LayerStatus.FOLDED, LayerStatus.ABSENT)]
         back = [c for c in changes if c[2] == LayerStatus.OK]

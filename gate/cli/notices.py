@@ -1,0 +1,70 @@
+"""What the CLI says around a command's result: the fingerprint backend it fell back to, packages a
+workflow would not install, integer inputs on a range their names say is wrong, where this
+repository records its GPU baselines, and a clone without the baselines' git diff driver. Each is a line on stderr (or words for a renderer), never a
+change of the verdict."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from rich.markup import escape
+
+
+def backend() -> None:
+    """One line on stderr when the C kernel was not built and fingerprints fall back to NumPy
+    (pip shows the build's own warning only with -v)."""
+    from gate import fingerprint
+
+    if fingerprint.backend == "numpy" and fingerprint.native_error and not os.environ.get("PARITY_GATE_BACKEND"):
+        from gate.cli.console import err_console
+
+        err_console.print(f"[yellow]notice:[/yellow] {fingerprint.native_error}: fingerprints use the NumPy "
+                          "backend (same results, ~100x slower); reinstall parity-gate where a C compiler is "
+                          "available", soft_wrap=True)
+
+
+def install_gaps(cfg) -> None:
+    """Models whose imports the repository's workflow would not install: said before anything runs."""
+    from gate.cli.console import err_console
+    from gate.scaffold.add import install_gaps as gaps
+
+    for line in gaps(cfg):
+        err_console.print(f"[yellow]warning:[/yellow] {escape(line)}", soft_wrap=True)
+
+
+def input_ranges(models) -> None:
+    """Integer inputs named like a mask, a token type, a position or an index that take the default
+    range (gate.config.input_ranges): one warning each, on stderr."""
+    from gate.cli.console import err_console
+    from gate.config.input_ranges import range_advice
+
+    for a in range_advice(models):
+        err_console.print(f"[yellow]warning:[/yellow] {escape(a.message())}", soft_wrap=True)
+
+
+def gpu_workflow(cfg) -> str:
+    """How the repository records GPU baseline entries on its GPU runner, when it has the workflow
+    `init --flow gpu` writes ("" otherwise)."""
+    from gate.scaffold.add import workflow_root
+    from gate.scaffold.workflows import GPU_BASELINES, RUN_GPU_BASELINES
+
+    root = workflow_root(cfg.root)
+    return RUN_GPU_BASELINES if root is not None and (root / GPU_BASELINES).is_file() else ""
+
+
+def diff_driver(root: Path, baseline_dir: Path) -> None:
+    """One line on stderr where the repository routes baselines to the driver and this clone lacks it
+    (a teammate's fresh clone); never in CI, whose clones diff nothing for a person."""
+    if os.environ.get("CI"):
+        return
+    from gate.cli.console import err_console
+    from gate.scaffold.diff_driver import INSTALL, DriverState, state
+
+    try:
+        sample = (baseline_dir / "model.msgpack.zst").relative_to(root).as_posix()
+    except ValueError:
+        return
+    if state(root, sample) == DriverState.MISSING:
+        err_console.print(f"[yellow]notice:[/yellow] git diff shows baselines as binary in this clone: run "
+                          f"`{INSTALL}` once", soft_wrap=True)

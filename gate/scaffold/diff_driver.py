@@ -1,0 +1,67 @@
+"""The git diff driver that shows baselines as text (``parity-gate show --textconv``).
+
+``.gitattributes`` (committed) routes ``*.msgpack.zst`` to the driver ``parity-gate``; git takes the
+driver's command only from each clone's own config, never from the repository. So every clone needs
+one command, ``parity-gate diff-driver`` (``install``), and ``check`` says so where it is missing.
+"""
+
+from __future__ import annotations
+
+import shlex
+import subprocess
+import sys
+from enum import Enum
+from pathlib import Path
+
+GITATTRIBUTES_LINE = "*.msgpack.zst diff=parity-gate"
+TEXTCONV_KEY = "diff.parity-gate.textconv"
+INSTALL = "parity-gate diff-driver"  # what a teammate runs once in a fresh clone
+_MISSING = "parity-gate is not installed in this shell: pip install parity-gate (or activate its venv) to read baselines"
+
+
+class DriverState(Enum):
+    NOT_GIT = "not a git repository"
+    UNUSED = "no .gitattributes line routes baselines to it"
+    MISSING = "routed to it, not set in this clone"
+    SET = "set"
+
+
+def textconv_command(executable: str = sys.executable) -> str:
+    """The diff driver git runs (through sh, the file appended): the parity-gate beside the Python that
+    set it when it is still there, else the one on PATH, else a line saying how to install it, so
+    ``git diff`` works from any shell. Not cached: a cache would leave refs/notes/textconv behind."""
+    here = str(Path(executable).parent / "parity-gate")
+    steps = [] if any(c in here for c in "'\"$`\\") else [f'[ -x "{here}" ] && exec "{here}" show --textconv "$1"']
+    steps += ['command -v parity-gate >/dev/null 2>&1 && exec parity-gate show --textconv "$1"', f'echo "{_MISSING}"']
+    return "sh -c '" + "; ".join(steps) + "' -"
+
+
+def _git(root: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, timeout=30)
+
+
+def state(root: Path, sample: str = "baselines/model.msgpack.zst") -> DriverState:
+    """Whether ``git diff`` in the clone around ``root`` shows baselines as text (``sample``: a baseline
+    path relative to ``root``, whose attributes git is asked for)."""
+    try:
+        if _git(root, "rev-parse", "--is-inside-work-tree").returncode != 0:
+            return DriverState.NOT_GIT
+        routed = _git(root, "check-attr", "diff", "--", sample).stdout.strip().endswith(": parity-gate")
+        if not routed:
+            return DriverState.UNUSED
+        return DriverState.SET if _git(root, "config", "--get", TEXTCONV_KEY).returncode == 0 else DriverState.MISSING
+    except (OSError, subprocess.TimeoutExpired):  # no git here: nothing to say about its diffs
+        return DriverState.NOT_GIT
+
+
+def install(root: Path) -> list[str]:
+    """Set the driver in the local config of the clone around ``root``; returns what was done (or why
+    not), one line each."""
+    command = textconv_command()
+    if _git(root, "rev-parse", "--is-inside-work-tree").returncode != 0:
+        return [f"not a git repository: run `git init`, then `{INSTALL}`"]
+    subprocess.run(["git", "config", TEXTCONV_KEY, command], cwd=root, check=True, capture_output=True)
+    # An earlier init cached conversions under refs/notes/textconv: stop caching, drop what it kept.
+    _git(root, "config", "--unset", "diff.parity-gate.cachetextconv")
+    _git(root, "update-ref", "-d", "refs/notes/textconv/parity-gate")
+    return [f"git config {TEXTCONV_KEY} {shlex.quote(command)}"]

@@ -1,0 +1,65 @@
+"""Which weights changed since the baseline, as far as the verdict judged: shared by the hints that
+say whether a model's weights or its code changed."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from gate.verdict.hints.context import Context
+
+
+def _digest_changed(a: str | None, b: str | None) -> bool | None:
+    return None if not a or not b else a != b
+
+
+@dataclass(frozen=True)
+class TensorChanges:
+    """The weights against the baseline's, as far as the verdict judged them. A tensor's digest covers
+    its name, so a renamed module's tensors differ by digest whatever their values: the verdict's
+    renames (a layer matched to its baseline layer by its numbers) say which name a tensor had, and a
+    tensor under a name only one side has is not a change of value anyone measured."""
+
+    values: list[str]  # kept under their names with another digest: their values changed
+    renamed: int  # tensors of modules the verdict compared as a baseline layer under another name
+    unmatched: list[str]  # names on one side only: a module renamed (not matched), added or removed
+
+
+def tensor_changes(before: dict[str, str] | None, now: dict[str, str] | None,
+                   renames: dict[str, str]) -> TensorChanges | None:
+    """``renames``: the verdict's renamed layers (now -> baseline). None without per-tensor digests."""
+    if not before or not now:
+        return None
+    modules = {_module(new): _module(old) for new, old in renames.items()}
+    recorded = {n: _recorded(n, modules) for n in now}
+    values = sorted(n for n in now if recorded[n] == n and n in before and before[n] != now[n])
+    renamed = [n for n in now if recorded[n] != n and recorded[n] in before]
+    matched = {recorded[n] for n in now if recorded[n] in before}
+    unmatched = sorted({n for n in now if recorded[n] not in before} | {n for n in before if n not in matched})
+    return TensorChanges(values, len(renamed), unmatched)
+
+
+def _module(layer: str) -> str:
+    """The module a layer is a call of: its name without a call (``#2``) or element (``[0]``) suffix."""
+    return re.split(r"[#\[]", layer, maxsplit=1)[0]
+
+
+def _recorded(tensor: str, modules: dict[str, str]) -> str:
+    """The name ``tensor`` had in the baseline: its nearest enclosing module the verdict renamed, renamed."""
+    prefix = tensor.rpartition(".")[0]
+    while prefix:
+        if prefix in modules:
+            return modules[prefix] + tensor[len(prefix):]
+        prefix = prefix.rpartition(".")[0]
+    return tensor
+
+
+def weights_changed(ctx: Context) -> tuple[bool | None, TensorChanges | None]:
+    """Whether the weights' values changed since the baseline (None: no digest to tell), and which
+    tensors did: a digest that differs only by names the verdict matched is no change of value."""
+    base, now = ctx.baseline.meta, ctx.run.meta
+    changed = _digest_changed(base.weights_digest, now.weights_digest)
+    tensors = tensor_changes(base.tensor_digests, now.tensor_digests, ctx.structure.renames if ctx.structure else {})
+    if changed and tensors is not None and not tensors.values:
+        changed = False  # every tensor kept its values, under its own name or the one it was matched to
+    return changed, tensors

@@ -1,0 +1,82 @@
+"""What a model that did not pass needs next, decided once from its verdict.
+
+The comment, the console, the JSON report and JUnit all say this step (``gate.render.next_steps``
+words it); the command is a typed field, never read back out of a message. A model that crashed
+gets the command that reproduces it, never ``update-baseline``: re-recording cannot fix a crash.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from gate.core.status import AuditStatus, ErrorStatus, ModelStatus, Role, StepKind, TargetStatus
+
+if TYPE_CHECKING:  # the verdict types import this module to write the step into the JSON report
+    from gate.verdict.types import ModelVerdict
+
+
+@dataclass(frozen=True)
+class NextStep:
+    kind: StepKind
+    command: str | None = None  # what to run, where one command is the step
+    providers: tuple[str, ...] = ()  # the providers it concerns, first first
+    layer: str | None = None  # where the reference moved first (MODEL_CHANGED)
+    error_status: ErrorStatus | None = None  # how the model or provider failed
+    checks: tuple[str, ...] = field(default=())  # the audits a provider failed (RUNTIME_AUDIT)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "command": self.command,
+                **({"providers": list(self.providers)} if self.providers else {}),
+                **({"layer": self.layer} if self.layer else {}),
+                **({"error_status": self.error_status} if self.error_status else {})}
+
+
+def reproduce(m: ModelVerdict, provider: str | None = None) -> str:
+    return f"parity-gate check --model {m.name}" + (f" --provider {provider}" if provider else "")
+
+
+def next_step(m: ModelVerdict) -> NextStep | None:
+    """None for a model that passed."""
+    if m.status == ModelStatus.PASS:
+        return None
+    if m.status == ModelStatus.ERROR:
+        return _failed(m)
+    if m.status == ModelStatus.NO_BASELINE:
+        return _missing(m)
+    reference = next((p for p in m.providers if p.role == Role.REFERENCE and p.status == TargetStatus.REGRESSED),
+                     None)
+    if reference is not None:
+        layer = reference.first_regression.layer if reference.first_regression else None
+        return NextStep(StepKind.MODEL_CHANGED, m.recreate, (reference.name,), layer)
+    regressed = [p for p in m.providers if p.role == Role.RUNTIME and p.status == TargetStatus.REGRESSED]
+    names = tuple(p.name for p in regressed)
+    if regressed and all(p.failed == 0 for p in regressed):
+        checks = sorted({a.check for p in regressed for a in p.audits if a.status == AuditStatus.FAIL})
+        return NextStep(StepKind.RUNTIME_AUDIT, None, names, checks=tuple(checks))
+    return NextStep(StepKind.RUNTIME_CHANGED, None, names)  # no command fixes it: the hints and tables say where
+
+
+def _missing(m: ModelVerdict) -> NextStep:
+    missing = [p for p in m.providers if p.status == TargetStatus.NO_BASELINE]
+    if not m.baseline_exists or not missing:
+        return NextStep(StepKind.NO_BASELINE, m.recreate)
+    first = missing[0]
+    return NextStep(StepKind.NO_ENTRY, f"{m.recreate} --provider {first.name}", tuple(p.name for p in missing))
+
+
+def _failed(m: ModelVerdict) -> NextStep:
+    if m.error:
+        return NextStep(StepKind.MODEL_FAILED, reproduce(m), error_status=m.error.error_status)
+    failed = [p for p in m.providers if p.status == TargetStatus.ERROR]
+    if not failed:
+        return NextStep(StepKind.MODEL_FAILED, reproduce(m))
+    p = failed[0]
+    if p.error_status == ErrorStatus.NO_GPU and p.name in m.unrecorded:  # never recorded: no install fixes that here
+        return NextStep(StepKind.RECORD_ELSEWHERE, f"{m.recreate} --provider {p.name}", tuple(m.unrecorded),
+                        error_status=p.error_status)
+    kind = {ErrorStatus.NO_GPU: StepKind.NO_GPU, ErrorStatus.NO_RESULT: StepKind.NO_RESULT,
+            ErrorStatus.LOAD_FAIL: StepKind.LOAD_FAIL}.get(p.error_status, StepKind.PROVIDER_FAILED)
+    command = {StepKind.LOAD_FAIL: "parity-gate doctor", StepKind.NO_GPU: None,  # its reason names the package
+               StepKind.NO_RESULT: None}.get(kind, reproduce(m, p.name))
+    return NextStep(kind, command, (p.name,), error_status=p.error_status)

@@ -1,0 +1,63 @@
+"""gate.commands.baseline_diff and the comment's block for a pull request that rewrites baselines:
+what moved in each file, one line per layer, from real git; only files the pull request's own list
+names are shown, in a fence nothing in a file can close."""
+
+from __future__ import annotations
+
+import subprocess
+
+from gate.commands import changed_baselines
+from gate.config import load_config
+from gate.formats.baseline import write_baseline
+from gate.formats.baseline.testing import make_document
+from gate.render.notices import baseline_block
+from gate.verdict.types import ModelVerdict, Report
+from tests.support.github_text import acted_on
+
+CONFIG = '[tool.parity-gate]\n[[tool.parity-gate.models]]\nname = "tiny"\nfactory = "m:f"\n' \
+         'inputs = [{ name = "x", shape = [2, 3] }]\n'
+
+
+def git(root, *args):
+    subprocess.run(["git", "-c", "user.email=t@example.com", "-c", "user.name=t", *args], cwd=root, check=True,
+                   capture_output=True)
+
+
+def test_a_changed_baseline_is_diffed_as_text_per_layer(tmp_path):
+    git(tmp_path, "init", "-q")
+    (tmp_path / "pyproject.toml").write_text(CONFIG)
+    path = tmp_path / "baselines" / "tiny.msgpack.zst"
+    path.parent.mkdir()
+    write_baseline(path, make_document(3, seed=1))
+    git(tmp_path, "add", "-A")
+    git(tmp_path, "commit", "-qm", "base")
+    write_baseline(path, make_document(3, seed=2))
+    write_baseline(tmp_path / "baselines" / "new.msgpack.zst", make_document(2, seed=3, model="new"))
+    git(tmp_path, "add", "-A")
+    paths, diffs = changed_baselines(load_config(tmp_path / "pyproject.toml"), "HEAD")
+    assert paths == ["baselines/new.msgpack.zst", "baselines/tiny.msgpack.zst"]
+    added = diffs["baselines/new.msgpack.zst"].splitlines()
+    assert added[2].startswith("@@ -0,0 ") and all(line.startswith("+") for line in added[3:])
+    diff = diffs["baselines/tiny.msgpack.zst"].splitlines()
+    assert diff[:2] == ["--- a/baselines/tiny.msgpack.zst", "+++ b/baselines/tiny.msgpack.zst"]
+    assert any(line.startswith("-layer layer0 type=Linear") for line in diff)
+    assert any(line.startswith("+layer layer0 type=Linear") for line in diff)
+
+
+def test_the_comment_shows_the_diffs_of_the_files_the_pull_request_lists_and_nothing_else():
+    report = Report("pass", [ModelVerdict("tiny")], baseline_changes=["b/tiny.msgpack.zst"],
+                    baseline_diffs={"b/tiny.msgpack.zst": "-layer fc mean=1\n+layer fc mean=2 ``` @victim",
+                                    "b/forged.msgpack.zst": "+layer everything is fine"})
+    block = baseline_block(report)
+    assert "<details><summary>What moved in the baseline files" in block
+    assert "````diff\n-layer fc mean=1\n+layer fc mean=2 ``` @victim\n````" in block  # a fence the text cannot close
+    assert "forged" not in block and "everything is fine" not in block
+    assert acted_on(block).active == []
+    assert "<details>" not in baseline_block(Report("pass", [], baseline_changes=["b/tiny.msgpack.zst"]))
+
+
+def test_the_diffs_travel_in_the_json_report():
+    report = Report("pass", [], baseline_changes=["b/t.msgpack.zst"], baseline_diffs={"b/t.msgpack.zst": "+x"})
+    from gate.core.fields import Obj
+
+    assert Report.from_dict(Obj(report.to_dict(), "r.json")).baseline_diffs == {"b/t.msgpack.zst": "+x"}
