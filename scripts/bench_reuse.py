@@ -119,6 +119,7 @@ RECIPE_SHIPS = BUILT + textwrap.dedent("""
         out = model(x)
         expected = (out if isinstance(out, torch.Tensor) else out[0]).numpy()
     shipped = getattr(transforms, sys.argv[2])(onnx.load("recipe.onnx"))
+    __import__("pathlib").Path("shipped.onnx.data").unlink(missing_ok=True)  # the last run's
     onnx.save(shipped, "shipped.onnx", save_as_external_data=True, location="shipped.onnx.data")
     sess = ort.InferenceSession("shipped.onnx", providers=["CPUExecutionProvider"])
     got = sess.run(None, {sess.get_inputs()[0].name: x.numpy()})[0]
@@ -180,7 +181,8 @@ def gate(code: Path) -> list[str]:
             "sys.argv[0] = 'parity-gate'; main()"]
 
 
-def run_model(model: str, repeat: int, today: Path | None, work: Path, heap: bool, floor: bool) -> dict:
+def run_model(model: str, repeat: int, today: Path | None, work: Path, heap: bool, floor: bool,
+              only: tuple[str, ...] = ("warm", "cold", "changed")) -> dict:
     here = project(work / "reuse", model)
     cache = work / "cache"
     env = {"PARITY_GATE_CACHE_DIR": str(cache), "PYTHONPATH": str(ROOT)}
@@ -214,11 +216,15 @@ def run_model(model: str, repeat: int, today: Path | None, work: Path, heap: boo
                             "path": _path(reuse), "transform_s": stage_seconds(c.proc.stderr + c.proc.stdout)["transform"]})
 
     for i in range(repeat):
-        paired("warm", here, ROOT, env, i)
+        if "warm" in only:
+            paired("warm", here, ROOT, env, i)
         if heap:
             paired("warm 4k", here, ROOT, {**env, heap_tunables.TUNABLES: f"{heap_tunables.HUGE_PAGES}=0"}, i)
-        paired("cold", here, ROOT, {**env, "PARITY_GATE_CACHE_DIR": str(work / f"cold-{i}")}, i)
-        paired("changed", here, ROOT, {**env, "PARITY_GATE_CACHE_DIR": str(work / f"changed-{i}"), "BENCH_CHANGE": "1"}, i)
+        if "cold" in only:
+            paired("cold", here, ROOT, {**env, "PARITY_GATE_CACHE_DIR": str(work / f"cold-{i}")}, i)
+        if "changed" in only:
+            paired("changed", here, ROOT, {**env, "PARITY_GATE_CACHE_DIR": str(work / f"changed-{i}"),
+                                           "BENCH_CHANGE": "1"}, i)
         if today is not None:
             paired("today", work / "today", today, {"PARITY_GATE_CACHE_DIR": "off"}, i)
         if floor:
@@ -263,13 +269,16 @@ def main() -> None:
     ap.add_argument("--today", type=Path, default=None, help="a checkout of parity-gate before reuse, to time too")
     ap.add_argument("--heap", action="store_true", help="also `warm` with the worker's heap on 4 KiB pages")
     ap.add_argument("--floor", action="store_true", help="also the bare costs of a per-layer gate (see above)")
+    ap.add_argument("--sides", nargs="+", default=["warm", "cold", "changed"], choices=["warm", "cold", "changed"],
+                    help="which of the check's sides to time (default: all three)")
     ap.add_argument("--json", type=Path, default=None)
     args = ap.parse_args()
     print(host("torch", "onnx", "onnxruntime", "transformers"), flush=True)
     results = {}
     for model in args.models:
         with tempfile.TemporaryDirectory(prefix="bench-reuse-") as tmp:
-            results[model] = run_model(model, args.repeat, args.today, Path(tmp), args.heap, args.floor)
+            results[model] = run_model(model, args.repeat, args.today, Path(tmp), args.heap, args.floor,
+                                       tuple(args.sides))
         print("\n".join(table(model, results[model])), flush=True)
     print(f"\n{host()}; median (range) of {args.repeat}; peak = RSS of the process tree, GB")
     print("| model | run | wall s | peak GB | wall x recipe | peak x recipe | transform s | path |")

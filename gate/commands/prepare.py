@@ -190,6 +190,8 @@ def prepare(config: Config, spec: ModelSpec, progress: Progress = lambda _: None
     if plan is not None:
         plan.start(config, built, run, progress)
     shipped = _ship(config, built, run, cache, plan, progress)
+    if plan is not None:
+        plan.release()  # the transform has read the exported graph: its files may now be stored
     run.meta.weights_digest = built.weights_digest  # hashed while the export ran
     run.meta.tensor_digests = built.tensor_digests
     graph = None

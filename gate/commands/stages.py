@@ -99,6 +99,7 @@ class Plan:
         self.key: ContentKey | None = None
         self.reference = False  # the float64 reference's fingerprints are the baseline's
         self._ahead: Background[Lookup] | None = None
+        self._deferred: list[tuple[ModelRun, Callable[[], Put]]] = []  # writes not started yet (``release``)
         self._writes: list[tuple[ModelRun, Background[Put]]] = []
 
     @property
@@ -292,14 +293,22 @@ class Plan:
 
     def _put(self, run: ModelRun, stage: Stage, key: str, write, digest: Callable[[], str], payload: Callable[[], dict],
              agrees=None) -> None:
-        """Store on a thread: the copy and its checksums overlap the providers' runs. The closure
-        holds the output (and the folder its files are in) alive until written."""
+        """A write for ``release`` to start. The closure holds the output (and the folder its files are
+        in) alive until written."""
         store = self.policy.store
         assert store is not None
-        self._writes.append((run, Background(lambda: store.put(stage, key, write, digest(), payload(), agrees))))
+        self._deferred.append((run, lambda: store.put(stage, key, write, digest(), payload(), agrees)))
+
+    def release(self) -> None:
+        """Start the writes on a thread, where the copies and their checksums overlap the providers'
+        runs. Not before the stages that read an output are done with it: storing hard-links its files,
+        and onnx refuses to load external data from a file with more than one link."""
+        deferred, self._deferred = self._deferred, []
+        self._writes += [(run, Background(write)) for run, write in deferred]
 
     def finish(self) -> None:
         """Wait for the writes; an alarm one raised goes onto its run's stage and into the report."""
+        self.release()
         writes, self._writes = self._writes, []
         for run, pending in writes:
             try:
