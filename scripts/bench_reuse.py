@@ -6,7 +6,8 @@
 Per model (random weights from configs, nothing downloaded; providers torch-cpu + CPUExecutionProvider;
 `bert` with eager attention, `bert-sdpa` with transformers' default; `-fp16`, `-opt`, `-int8`: with
 the float16, transformer-optimizer or int8 transform of examples/transforms.py, which the recipe
-runs too: it checks what ships), `update-baseline` first (not timed; it records the stage keys and
+runs too: it checks what ships; `-declared`: the transform declares it reads nothing else
+(`transform-inputs = []`), so its output is reused under its key), `update-baseline` first (not timed; it records the stage keys and
 stores the export), then per repeat,
 each side in a fresh process, each `check` paired with a recipe run beside it (the recipe first in
 even repeats, the check first in odd ones): the recipe (export, one torch run, one ONNX Runtime run
@@ -94,6 +95,7 @@ MODELS_RUN = {
     "resnet18-int8": ("resnet18", RESNET_IN, "int8_dynamic"),
     "bert-opt": ("bert_sdpa", BERT_IN, "bert_optimized"),
     "bert-fp16": ("bert_sdpa", BERT_IN, "float16"),
+    "bert-opt-declared": ("bert_sdpa", BERT_IN, "bert_optimized"),  # transform-inputs = []: its output is keyed
     "gpt2x512": ("gpt2x512", '[{ name = "input_ids", shape = [1, 512], dtype = "int64", high = 50257 }]', None),
     "gpt2x2048": ("gpt2x2048", '[{ name = "input_ids", shape = [1, 2048], dtype = "int64", high = 50257 }]', None),
 }
@@ -144,7 +146,8 @@ def project(folder: Path, model: str) -> Path:
     (folder / "parity-gate.toml").write_text(
         f'baseline-dir = "baselines"\nproviders = ["torch-cpu", "CPUExecutionProvider"]\n\n'
         f'[[models]]\nname = "{model}"\nfactory = "bench_models:{factory}"\ninputs = {inputs}\n'
-        + (f'transform = "examples.transforms:{transform}"\n' if transform else ""))
+        + (f'transform = "examples.transforms:{transform}"\n' if transform else "")
+        + ("transform-inputs = []\n" if model.endswith("-declared") else ""))
     return folder
 
 
