@@ -90,10 +90,10 @@ def _fault_rows(folder: Path, model: str, wanted, log) -> list[dict]:
 
 
 def _graph(folder: Path, model: str, kind: str, fault) -> dict:
-    """A fault in the exported graph: its truth the module whose output the touched node computes,
-    found by value (never from the exporter's metadata the gate reads); checked on the default path
-    and with --full."""
-    value, truth = unseen.node_truth(folder, model, lambda proto: output_node(proto, fault.layer))
+    """A fault in the exported graph: its truth the first module whose output it changes, found by value
+    (never from the exporter's metadata the gate reads); checked on the default path and with --full."""
+    value, truth = unseen.node_truth(folder, model, lambda proto: output_node(proto, fault.layer),
+                                     lambda proto: fault.apply(proto, fault.layer))
     case = Case(model, "base", ARCHS[model].inputs, transform=f"graph__{model}__{kind}", tag=kind)
     out = unseen.row(kind, "graph", *unseen.twice(folder, case), value, truth, fault.hint)
     return {k: v for k, v in out.items() if k not in ("kind", "group")}

@@ -31,6 +31,7 @@ from gate.model import inputs as inputs_mod
 
 if TYPE_CHECKING:
     from gate.export.exporter import Exported
+    from gate.export.structure import Structure
     from gate.model.build import BuiltModel, Module
     from gate.model.trace import Probe
 
@@ -108,9 +109,24 @@ def _sites(records, exported: Exported) -> dict[str, OnnxSite]:
     return fold_batchnorms(records, sites) if exported.as_shipped else sites
 
 
-def _export(built: BuiltModel, records: list | None, progress: Progress) -> Graph:
+def _mapped(records, exported: Exported) -> tuple[dict[str, OnnxSite], Structure | None]:
+    """The layer map of a fresh export, and its structure where the exporter left one: mapped on the
+    graph before optimization (every value there exists), then what the optimizer folded away, so the
+    structure's map serves a later binding of other weights (``structure.with_availability``)."""
+    if exported.structure is None or exported.unoptimized is None:
+        return _sites(records, exported), None
+    from gate.export.layermap import FOLDED, assign
+    from gate.export.structure import Structure, with_availability
+
+    before = assign(records, exported.calls, exported.shapes, exported.unoptimized, ambiguous=exported.ambiguous,
+                    outputs=exported.outputs)
+    proto, weights = exported.structure
+    return with_availability(before, exported.available, FOLDED), Structure(proto, weights, before, exported.opset)
+
+
+def _export(built: BuiltModel, records: list | None, progress: Progress) -> tuple[Graph, Structure | None]:
     """The export stage: the graph and its layer map (from the probe's records where it ran; else a
-    mapper for the reference's)."""
+    mapper for the reference's), and the structure a weight-only change can bind into."""
     spec = built.spec
     progress(f"{spec.name}: " + ("reading the artifact" if spec.artifact else "exporting to ONNX"))
     with built.fresh():  # tracing runs the model's Python: what it caches stays in the export
@@ -124,8 +140,24 @@ def _export(built: BuiltModel, records: list | None, progress: Progress) -> Grap
             exported = export(built)
     facts = GraphFacts.of(exported.proto, exported.exporter, exported.fallback, exported.opset)
     if records is not None:
-        return Graph.of_file(exported.path, facts, _sites(records, exported), exported.folders)
-    return Graph.of_file(exported.path, facts, None, exported.folders, lambda recs: _sites(recs, exported))
+        sites, structure = _mapped(records, exported)
+        return Graph.of_file(exported.path, facts, sites, exported.folders), structure
+    return Graph.of_file(exported.path, facts, None, exported.folders, lambda recs: _sites(recs, exported)), None
+
+
+def _bind(built: BuiltModel, stored: Structure, progress: Progress) -> Graph:
+    """The export stage after a weight-only change: the stored structure with this model's weights,
+    through the exporter's optimizer, not traced again."""
+    from gate.export.exporter import bound
+    from gate.export.layermap import FOLDED
+    from gate.export.structure import with_availability
+
+    progress(f"{built.spec.name}: binding the weights into the stored structure (not exported again)")
+    with built.fresh():
+        exported = bound(built, stored)
+    facts = GraphFacts.of(exported.proto, exported.exporter, None, exported.opset)
+    return Graph.of_file(exported.path, facts, with_availability(stored.sites, exported.available, FOLDED),
+                         exported.folders)
 
 
 def _transform(config: Config, spec: ModelSpec, exported: Graph, progress: Progress) -> Graph:
@@ -147,10 +179,11 @@ def _ship(config: Config, built: BuiltModel, run: ModelRun, cache: Cache, plan: 
     records = plan.probe.records if plan is not None and plan.probe is not None else None
     try:
         if plan is None:
-            graph = _export(built, None, progress)
+            graph = _export(built, None, progress)[0]
             graph = _transform(config, spec, graph, progress) if spec.transform else graph
         else:
-            graph = plan.export(run, lambda: _export(built, records, progress))
+            graph = plan.export(run, lambda: _export(built, records, progress),
+                                lambda stored: _bind(built, stored, progress))
             if spec.transform:
                 exported = graph
                 graph = plan.transform(run, spec.transform, exported, lambda: _transform(config, spec, exported, progress))

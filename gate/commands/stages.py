@@ -36,6 +36,7 @@ from gate.core.stages import Progress
 from gate.core.status import CacheState, Check, FullWhy, Stage
 from gate.errors import FormatError
 from gate.export.record import Graph
+from gate.export.structure import Structure, Unbindable
 from gate.store import Corrupt, Entry, Lookup, Put, PutState, Store, store_dir
 
 if TYPE_CHECKING:
@@ -162,10 +163,67 @@ class Plan:
 
     # export and transform ----------------------------------------------------------------------
 
-    def export(self, run: ModelRun, compute: Callable[[], Graph]) -> Graph:
-        """The exported graph and its layer map: from the store under the export's key, or ``compute``d."""
+    def export(self, run: ModelRun, compute: Callable[[], tuple[Graph, Structure | None]],
+               bind: Callable[[Structure], Graph] | None = None) -> Graph:
+        """The exported graph and its layer map: from the store under the export's key; else, where
+        the store holds the structure of this code (only the weights changed), that structure with
+        these weights bound (``bind``); else ``compute``d, a fresh export, which stores both."""
         key = self.key.stage(Stage.EXPORT) if self.key is not None else None
-        return self._stage(run, Stage.EXPORT, key, compute)
+        skey = self.key.stage(Stage.STRUCTURE) if self.key is not None else None
+        missed: Lookup | None = None
+        if key is not None and self.policy.store is not None and self.policy.read:
+            hit = self._entry_graph(run, Stage.EXPORT, key)
+            if not isinstance(hit, Lookup):
+                return hit
+            missed = hit
+            if bind is not None and skey is not None:
+                bound = self._bound(run, skey, key, missed, bind)
+                if bound is not None:
+                    return bound
+        structure: list[Structure | None] = []
+
+        def fresh() -> Graph:
+            graph, made = compute()
+            structure.append(made)
+            return graph
+
+        graph = self._stage(run, Stage.EXPORT, key, fresh, missed)
+        if structure and structure[0] is not None and skey is not None and self.policy.store is not None:
+            made = structure[0]
+            found = self.policy.store.get(Stage.STRUCTURE, skey) if self.policy.read else None
+            state = found.state if found is not None else CacheState.BYPASSED
+            self._record(run, StageRun(Stage.STRUCTURE, skey, state))
+            if state != CacheState.ALARM:
+                self._put(run, Stage.STRUCTURE, skey, made.write, made.output_digest, made.payload, made.differs_from)
+        return graph
+
+    def _entry_graph(self, run: ModelRun, stage: Stage, key: str) -> Graph | Lookup:
+        """The graph the store holds under ``key`` (recorded as a hit), or the lookup that found none."""
+        found = self._found(stage, key)
+        if found.entry is None:
+            return found
+        try:
+            graph = Graph.from_entry(found.entry)
+        except (FormatError, Corrupt) as exc:
+            self.policy.store.discard(found.entry.folder)
+            return Lookup(CacheState.CORRUPT, note=f"entry {key[:12]}: {exc}")
+        self._record(run, StageRun(stage, key, CacheState.HIT))
+        return graph
+
+    def _bound(self, run: ModelRun, skey: str, key: str, missed: Lookup,
+               bind: Callable[[Structure], Graph]) -> Graph | None:
+        """The stored structure with this model's weights (None: none stored, or they do not fit)."""
+        found = self.policy.store.get(Stage.STRUCTURE, skey)
+        if found.entry is None:
+            return None
+        try:
+            graph = bind(Structure.from_entry(found.entry))
+        except (FormatError, Corrupt, Unbindable):
+            return None
+        self._record(run, StageRun(Stage.STRUCTURE, skey, CacheState.HIT))
+        self._record(run, StageRun(Stage.EXPORT, key, missed.state, missed.note))
+        self._put(run, Stage.EXPORT, key, graph.write, graph.output_digest, graph.payload, graph.differs_from)
+        return graph
 
     def transform(self, run: ModelRun, transform: str, exported: Graph, compute: Callable[[], Graph]) -> Graph:
         """What ships: from the store where the transform is keyed (its declared inputs and the
@@ -178,7 +236,10 @@ class Plan:
             run.reuse.transform = transform
         return graph
 
-    def _stage(self, run: ModelRun, stage: Stage, key: str | None, compute: Callable[[], Graph]) -> Graph:
+    def _stage(self, run: ModelRun, stage: Stage, key: str | None, compute: Callable[[], Graph],
+               found: Lookup | None = None) -> Graph:
+        """The stage's output from the store under ``key`` (``found``: the lookup already made), else
+        ``compute``d and stored."""
         store = self.policy.store
         if key is None:
             graph = compute()
@@ -189,19 +250,14 @@ class Plan:
             graph = compute()
             self._record(run, StageRun(stage, key, CacheState.OFF))
             return graph
-        found = self._found(stage, key) if self.policy.read else None
-        note = found.note if found is not None else None
-        if found is not None and found.entry is not None:
-            try:
-                graph = Graph.from_entry(found.entry)
-                self._record(run, StageRun(stage, key, CacheState.HIT))
-                return graph
-            except (FormatError, Corrupt) as exc:
-                store.discard(found.entry.folder)
-                found, note = Lookup(CacheState.CORRUPT), f"entry {key[:12]}: {exc}"
+        if found is None and self.policy.read:
+            hit = self._entry_graph(run, stage, key)
+            if not isinstance(hit, Lookup):
+                return hit
+            found = hit
         state = found.state if found is not None else CacheState.BYPASSED
         graph = compute()
-        self._record(run, StageRun(stage, key, state, note))
+        self._record(run, StageRun(stage, key, state, found.note if found is not None else None))
         if state != CacheState.ALARM and graph.sites is not None:
             self._put(run, stage, key, graph.write, graph.output_digest, graph.payload, graph.differs_from)
         return graph

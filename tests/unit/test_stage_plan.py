@@ -33,24 +33,24 @@ def plan(tmp_path, read: bool = True) -> tuple[Plan, Store]:
 def test_an_output_is_stored_only_once_released(tmp_path):
     p, store = plan(tmp_path)
     run = ModelRun("m")
-    p.export(run, lambda: exported(tmp_path / "g"))
+    p.export(run, lambda: (exported(tmp_path / "g"), None))
     assert run.reuse.stage(Stage.EXPORT).state == CacheState.MISS
     assert store.get(Stage.EXPORT, "e" * 64).state == CacheState.MISS  # not yet: a transform may still read it
     p.release()
     p.finish()
     assert store.get(Stage.EXPORT, "e" * 64).state == CacheState.HIT
     again = ModelRun("m")
-    graph_again = p.export(again, lambda: exported(tmp_path / "never"))
+    graph_again = p.export(again, lambda: (exported(tmp_path / "never"), None))
     assert again.reuse.stage(Stage.EXPORT).reused and graph_again.sites == {"layer": OnnxSite("value", "y")}
 
 
 def test_a_write_that_meets_another_output_puts_the_alarm_on_the_run(tmp_path):
     first, _ = plan(tmp_path)
-    first.export(ModelRun("m"), lambda: exported(tmp_path / "a", 2.0))
+    first.export(ModelRun("m"), lambda: (exported(tmp_path / "a", 2.0), None))
     first.finish()
     full, store = plan(tmp_path, read=False)
     run = ModelRun("m")
-    full.export(run, lambda: exported(tmp_path / "b", 3.0))
+    full.export(run, lambda: (exported(tmp_path / "b", 3.0), None))
     full.finish()
     [alarm] = run.reuse.alarms
     assert (alarm.stage, alarm.key, run.reuse.stage(Stage.EXPORT).state) == (Stage.EXPORT, "e" * 64, CacheState.ALARM)
