@@ -16,8 +16,12 @@ from the file, np.allclose) and
 - `warm`: `check`, the keys match and the store holds the export (a transform still runs: its time is
   printed apart, from the check's own stage timings);
 - `cold`: `check`, the key matches, an empty cache folder (the graph is exported and stored);
-- `changed`: `check` after a model change (one weight scaled by 1 + 1e-3: the key changes, the whole
-  path runs; an empty cache folder, as on the first run of a pull request that changes the model);
+- `changed`: `check` after a weight change (one weight scaled by 1 + 1e-3), starting from a copy of the
+  store `update-baseline` of the unchanged model left, as a pull request's first run starts from the
+  base branch's cache: the stored structure takes the new weights, not exported again; the float64
+  reference runs;
+- `code`: the same after a code change (a forward hook on the last module scales its output by
+  1 + 1e-3: the op trace changes), from a copy of that store: exported afresh, the reference runs;
 - `today` (with `--today`): `check` of that checkout on its own baseline: the gate before reuse;
 - `warm 4k` (with `--heap`): `warm` with the worker's heap on 4 KiB pages
   (``GLIBC_TUNABLES=glibc.malloc.hugetlb=0``, gate.runners.heap): what the huge-page advice saves;
@@ -50,7 +54,7 @@ from measure import RECIPE_RUN, host, measured, pairs, stage_seconds  # noqa: E4
 from gate.runners import heap as heap_tunables  # noqa: E402 - the worker's heap settings, named in one place
 
 ROOT = Path(__file__).resolve().parents[1]
-SIDES = ("warm", "warm 4k", "cold", "changed", "today", "floor")
+SIDES = ("warm", "warm 4k", "cold", "changed", "code", "today", "floor")
 
 MODELS = textwrap.dedent("""
     import os
@@ -60,6 +64,8 @@ MODELS = textwrap.dedent("""
         if os.environ.get("BENCH_CHANGE"):  # a model change: one weight moved by 1e-3
             with torch.no_grad():
                 next(model.parameters()).mul_(1 + 1e-3)
+        if os.environ.get("BENCH_CODE_CHANGE"):  # a code change: one more operation in the last module's forward
+            list(model.modules())[-1].register_forward_hook(lambda _m, _i, out: out * (1 + 1e-3))
         return model
 
     def resnet18():
@@ -185,7 +191,7 @@ def gate(code: Path) -> list[str]:
 
 
 def run_model(model: str, repeat: int, today: Path | None, work: Path, heap: bool, floor: bool,
-              only: tuple[str, ...] = ("warm", "cold", "changed")) -> dict:
+              only: tuple[str, ...] = ("warm", "cold", "changed", "code")) -> dict:
     here = project(work / "reuse", model)
     cache = work / "cache"
     env = {"PARITY_GATE_CACHE_DIR": str(cache), "PYTHONPATH": str(ROOT)}
@@ -225,9 +231,11 @@ def run_model(model: str, repeat: int, today: Path | None, work: Path, heap: boo
             paired("warm 4k", here, ROOT, {**env, heap_tunables.TUNABLES: f"{heap_tunables.HUGE_PAGES}=0"}, i)
         if "cold" in only:
             paired("cold", here, ROOT, {**env, "PARITY_GATE_CACHE_DIR": str(work / f"cold-{i}")}, i)
-        if "changed" in only:
-            paired("changed", here, ROOT, {**env, "PARITY_GATE_CACHE_DIR": str(work / f"changed-{i}"),
-                                           "BENCH_CHANGE": "1"}, i)
+        for side, change in (("changed", "BENCH_CHANGE"), ("code", "BENCH_CODE_CHANGE")):
+            if side in only:  # from the base's store, as a pull request's first run (copied: not timed)
+                base = work / f"{side}-{i}"
+                shutil.copytree(cache, base)
+                paired(side, here, ROOT, {**env, "PARITY_GATE_CACHE_DIR": str(base), change: "1"}, i)
         if today is not None:
             paired("today", work / "today", today, {"PARITY_GATE_CACHE_DIR": "off"}, i)
         if floor:
@@ -272,8 +280,8 @@ def main() -> None:
     ap.add_argument("--today", type=Path, default=None, help="a checkout of parity-gate before reuse, to time too")
     ap.add_argument("--heap", action="store_true", help="also `warm` with the worker's heap on 4 KiB pages")
     ap.add_argument("--floor", action="store_true", help="also the bare costs of a per-layer gate (see above)")
-    ap.add_argument("--sides", nargs="+", default=["warm", "cold", "changed"], choices=["warm", "cold", "changed"],
-                    help="which of the check's sides to time (default: all three)")
+    ap.add_argument("--sides", nargs="+", default=["warm", "cold", "changed", "code"],
+                    choices=["warm", "cold", "changed", "code"], help="which of the check's sides to time (default: all)")
     ap.add_argument("--json", type=Path, default=None)
     args = ap.parse_args()
     print(host("torch", "onnx", "onnxruntime", "transformers"), flush=True)
