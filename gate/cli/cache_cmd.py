@@ -38,7 +38,7 @@ def show_dir() -> None:
 def key(config: ConfigOpt = None, model: ModelOpt = None) -> None:
     """Print a digest of the content keys the selected baselines record: a CI cache key for the folder."""
     from gate.cli.app import _load, _split
-    from gate.commands.stages import recorded_keys
+    from gate.commands.cache_key import recorded_keys
 
     cfg = _load(config)
     typer.echo(recorded_keys(cfg, cfg.select_models(_split(model))))

@@ -23,7 +23,7 @@ from gate.core import device
 from gate.core.reuse import StageRun
 from gate.core.runs import LayerInfo, Meta, ModelRun, OnnxSite, RunError
 from gate.core.stages import Progress
-from gate.core.status import CacheState, DataDependence, ErrorStatus
+from gate.core.status import CacheState, DataDependence, ErrorStatus, Stage
 from gate.core.versions import versions
 from gate.errors import ModelError
 from gate.export.record import Graph, GraphFacts
@@ -152,7 +152,7 @@ def _bind(built: BuiltModel, stored: Structure, progress: Progress) -> Graph:
     from gate.export.layermap import FOLDED
     from gate.export.structure import with_availability
 
-    progress(f"{built.spec.name}: binding the weights into the stored structure (not exported again)")
+    progress(f"{built.spec.name}: the structure from the store, these weights bound into it (not exported again)")
     with built.fresh():
         exported = bound(built, stored)
     facts = GraphFacts.of(exported.proto, exported.exporter, None, exported.opset)
@@ -196,7 +196,8 @@ def _ship(config: Config, built: BuiltModel, run: ModelRun, cache: Cache, plan: 
 
 
 def _say_reused(run: ModelRun, progress: Progress) -> None:
-    taken = [str(s.stage) for s in (run.reuse.stages if run.reuse else []) if s.state == CacheState.HIT]
+    taken = [str(s.stage) for s in (run.reuse.stages if run.reuse else [])
+             if s.state == CacheState.HIT and s.stage != Stage.STRUCTURE]  # the binding said so
     if taken:
         progress(f"{run.name}: {' and '.join(taken)} from the store (keys unchanged)")
 

@@ -20,7 +20,6 @@ neither read nor written here again. ``Reuse`` on the run says, per stage, what 
 
 from __future__ import annotations
 
-import hashlib
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -28,15 +27,17 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from gate.commands import reuse_explain
+from gate.commands import alarms, reuse_explain
 from gate.core.background import Background
-from gate.core.reuse import Alarm, Reuse, Shipped, StageRun
+from gate.core.reuse import Reuse, Shipped, StageRun
 from gate.core.runs import LayerInfo, ModelRun
 from gate.core.stages import Progress
-from gate.core.status import CacheState, Check, FullWhy, Stage
+from gate.core.status import CacheState, FullWhy, Stage
 from gate.errors import FormatError
 from gate.export.record import Graph
 from gate.export.structure import Structure, Unbindable
+from gate.runners import reference_outputs
+from gate.runners.reference_outputs import ReferenceOutputs
 from gate.store import Corrupt, Entry, Lookup, Put, PutState, Store, store_dir
 
 if TYPE_CHECKING:
@@ -45,10 +46,8 @@ if TYPE_CHECKING:
     from gate.model.build import BuiltModel
     from gate.model.content_key import ContentKey
     from gate.model.trace import Probe
-    from gate.verdict.types import ModelVerdict
 
 FULL_ENV = "PARITY_GATE_FULL"
-OUTPUTS = "outputs.npz"
 
 # Where a computed reference stands in the store's words, by why it ran.
 _REFERENCE_STATE = {
@@ -295,8 +294,8 @@ class Plan:
                       for x in b.layers]
         found = self._outputs_entry()
         try:
-            outputs = _outputs(found) if found is not None else []
-        except Corrupt:
+            outputs = reference_outputs.read(found) if found is not None else []
+        except reference_outputs.Unreadable:
             outputs = []
         run.reuse.outputs = bool(outputs)
         self._record(run, StageRun(Stage.REFERENCE, self._reference_key(), CacheState.HIT,
@@ -314,14 +313,8 @@ class Plan:
         self._record(run, StageRun(Stage.REFERENCE, key, state))
         if key is None or not outputs or state in (CacheState.UNKEYED, CacheState.ALARM, CacheState.OFF):
             return
-
-        def write(folder) -> None:
-            np.savez(folder / OUTPUTS, **{f"out{i}": a for i, a in enumerate(outputs)})
-
-        def agrees(entry: Entry) -> str | None:
-            return _outputs_differ(_outputs(entry), outputs, tolerance)
-
-        self._put(run, Stage.REFERENCE, key, write, lambda: _digest_arrays(outputs), dict, agrees)
+        made = ReferenceOutputs(list(outputs), tolerance)
+        self._put(run, Stage.REFERENCE, key, made.write, made.digest, dict, made.differs_from)
 
     def _reference_key(self) -> str | None:
         return self.key.stage(Stage.REFERENCE) if self.key is not None else None
@@ -331,7 +324,7 @@ class Plan:
         if key is None or store is None:
             return None
         found = store.get(Stage.REFERENCE, key)
-        return found.entry if found.entry is not None and OUTPUTS in found.entry.files else None
+        return found.entry if found.entry is not None and reference_outputs.FILE in found.entry.files else None
 
     # the graph that ships --------------------------------------------------------------------
 
@@ -372,94 +365,4 @@ class Plan:
             except Exception:  # noqa: BLE001 - a store that cannot be written is only a miss next time
                 continue
             if put.state in (PutState.ALARM, PutState.BARRED) and put.alarm is not None and run.reuse is not None:
-                alarm(run, put.alarm)
-
-
-def alarm(run: ModelRun, raised: Alarm) -> None:
-    """Put an alarm on the run: its stage says so, the report lists it."""
-    reuse = run.reuse
-    assert reuse is not None
-    reuse.stages = [replace(s, state=CacheState.ALARM, note=raised.note) if s.stage == raised.stage else s
-                    for s in reuse.stages]
-    if raised not in reuse.alarms:
-        reuse.alarms.append(raised)
-
-
-def reference_alarms(verdicts: list[ModelVerdict], runs: list[ModelRun], baselines: list[Baseline | None],
-                     store: Store | None) -> None:
-    """A float64 reference computed under the key its baseline records, that moved against that
-    baseline at a forward layer: what the reference reads is not all in its key (a rebuilt C++
-    extension, a process setting). An alarm on the reference's key: it is not reused here again."""
-    from gate.model.content_key import ContentKey
-
-    for verdict, run, baseline in zip(verdicts, runs, baselines, strict=True):
-        reuse, raw = run.reuse, baseline.meta.content_key if baseline is not None else None
-        if reuse is None or reuse.reference or reuse.why == FullWhy.UNKEYABLE or not raw:
-            continue
-        stage = reuse.stage(Stage.REFERENCE)
-        key = stage.key if stage is not None else None
-        if key is None or key != ContentKey.from_dict(raw).stage(Stage.REFERENCE):
-            continue
-        ref = next((p for p in verdict.providers if p.role == "reference"), None)
-        fr = ref.first_regression if ref is not None else None
-        if fr is None or fr.check != Check.REFERENCE_DRIFT or fr.layer.startswith("grad:"):
-            continue
-        note = f"the float64 reference moved at `{fr.layer}` ({fr.value:.3g}) under the key its baseline records"
-        raised = store.raise_alarm(Stage.REFERENCE, key, None, None, note) if store is not None else \
-            Alarm(Stage.REFERENCE, key, None, None, note)
-        alarm(run, raised)
-        verdict.reuse = run.reuse
-
-
-def _outputs(entry: Entry) -> list[np.ndarray]:
-    try:
-        with np.load(entry.path(OUTPUTS), allow_pickle=False) as npz:
-            return [npz[f"out{i}"] for i in range(len(npz.files))]
-    except (OSError, ValueError, KeyError) as exc:
-        raise Corrupt(f"{OUTPUTS}: {type(exc).__name__}: {exc}") from None
-
-
-def _outputs_differ(stored: list[np.ndarray], computed: list[np.ndarray], tolerance: float) -> str | None:
-    """None when every output agrees within ``tolerance`` (relative L2; float64 runs on two machines
-    differ in their last bits), else where they differ."""
-    if len(stored) != len(computed):
-        return f"{len(computed)} float64 outputs against {len(stored)} stored"
-    for i, (a, b) in enumerate(zip(stored, computed, strict=True)):
-        if a.shape != b.shape or a.dtype != b.dtype:
-            return f"output {i}: {b.dtype}{list(b.shape)} against {a.dtype}{list(a.shape)} stored"
-        if not np.issubdtype(a.dtype, np.floating):
-            if not np.array_equal(a, b):
-                return f"output {i} differs"
-            continue
-        scale = float(np.linalg.norm(a.astype(np.float64)))
-        err = float(np.linalg.norm((a - b).astype(np.float64))) / (scale or 1.0)
-        if not err <= tolerance:
-            return f"output {i}: relative L2 {err:.3g} against the stored float64 output (limit {tolerance:.3g})"
-    return None
-
-
-def _digest_arrays(arrays: list[np.ndarray]) -> str:
-    h = hashlib.sha256(b"parity-gate float64 outputs v1\n")
-    for a in arrays:
-        h.update(f"{a.dtype}{list(a.shape)}\n".encode())
-        h.update(np.ascontiguousarray(a).tobytes())
-    return h.hexdigest()
-
-
-def recorded_keys(config: Config, models) -> str:
-    """A digest of the content keys the selected models' baselines record ("none" for a model without
-    one): what a CI cache of the store's folder is keyed on. A check can use exactly the entries of
-    these keys, so a cache saved under this digest holds what the next unchanged run needs. Reads
-    only the baselines; an unreadable one counts as none (``check`` names it)."""
-    from gate.commands.common import location
-    from gate.formats.baseline import store
-
-    h = hashlib.sha256(b"parity-gate recorded content keys v1\n")
-    for spec in models:
-        try:
-            baseline = store.read(location(config, spec))
-        except (FileNotFoundError, FormatError):
-            baseline = None
-        raw = baseline.meta.content_key if baseline is not None else None
-        h.update(f"{spec.name}={raw['key'] if raw else 'none'}\n".encode())
-    return h.hexdigest()[:32]
+                alarms.alarm(run, put.alarm)
