@@ -107,10 +107,14 @@ def first_changed_module(unfaulted: onnx.ModelProto, faulted: onnx.ModelProto, b
     claims: list[tuple[str, str, float]] = []  # (module, value, error), in the order calls return
     for module, out in _module_outputs(built):
         best = None
-        for name in by_shape.get(out.shape, []):
+        for name in by_shape.get(out.shape, []):  # in the order nodes make them
             err = float(np.linalg.norm(before[name] - out) / (np.linalg.norm(out) or 1.0))
-            if err <= SAME and (best is None or err < best[1] * 0.5):
-                best = (name, err)
+            if err > SAME:
+                continue
+            # As close as the closest so far (within float32 noise): of equal values (a MatMul and the
+            # Add of a zero bias after it) the module's output is the last one made.
+            if best is None or err <= 2 * best[1]:
+                best = (name, err if best is None else min(err, best[1]))
         if best is not None:
             claims.append((module, *best))
     owner: dict[str, tuple[float, int]] = {}
