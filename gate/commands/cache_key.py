@@ -4,12 +4,13 @@ content keys the selected baselines record. Reads only the baselines."""
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterable
 
-from gate.config import Config
+from gate.config import Config, ModelSpec
 from gate.errors import FormatError
 
 
-def recorded_keys(config: Config, models) -> str:
+def recorded_keys(config: Config, models: Iterable[ModelSpec]) -> str:
     """A digest of the content keys the selected models' baselines record ("none" for a model without
     one). A check can use exactly the entries of these keys, so a cache saved under this digest holds
     what the next unchanged run needs; an unreadable baseline counts as none (``check`` names it)."""

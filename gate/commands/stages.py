@@ -23,7 +23,8 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -204,6 +205,7 @@ class Plan:
         try:
             graph = Graph.from_entry(found.entry)
         except (FormatError, Corrupt) as exc:
+            assert self.policy.store is not None  # an entry was found in it
             self.policy.store.discard(found.entry.folder)
             return Lookup(CacheState.CORRUPT, note=f"entry {key[:12]}: {exc}")
         self._record(run, StageRun(stage, key, CacheState.HIT))
@@ -212,6 +214,7 @@ class Plan:
     def _bound(self, run: ModelRun, skey: str, key: str, missed: Lookup,
                bind: Callable[[Structure], Graph]) -> Graph | None:
         """The stored structure with this model's weights (None: none stored, or they do not fit)."""
+        assert self.policy.store is not None  # looked up only where there is one
         found = self.policy.store.get(Stage.STRUCTURE, skey)
         if found.entry is None:
             return None
@@ -340,8 +343,8 @@ class Plan:
             run.reuse = Reuse(None, FullWhy.UNKEYABLE)
         run.reuse.stages = [s for s in run.reuse.stages if s.stage != stage_run.stage] + [stage_run]
 
-    def _put(self, run: ModelRun, stage: Stage, key: str, write, digest: Callable[[], str], payload: Callable[[], dict],
-             agrees=None) -> None:
+    def _put(self, run: ModelRun, stage: Stage, key: str, write: Callable[[Path], None], digest: Callable[[], str],
+             payload: Callable[[], dict[str, Any]], agrees: Callable[[Entry], str | None] | None = None) -> None:
         """A write for ``release`` to start. The closure holds the output (and the folder its files are
         in) alive until written."""
         store = self.policy.store

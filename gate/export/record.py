@@ -57,19 +57,19 @@ class Graph:
     facts: GraphFacts
     digest: Background[str]  # ``graph.file_digest`` of ``path``, hashed on a thread
     sites: dict[str, OnnxSite] | None  # layer -> value here; None until mapped (no probe ran: after the reference)
-    folders: list[tempfile.TemporaryDirectory] = field(default_factory=list, repr=False)
+    folders: list[tempfile.TemporaryDirectory[str]] = field(default_factory=list, repr=False)
     # Where ``sites`` is None: the layer map from the reference's records (it holds the export's call map).
-    mapper: Callable[[list], dict[str, OnnxSite]] | None = field(default=None, repr=False)
+    mapper: Callable[[list[Any]], dict[str, OnnxSite]] | None = field(default=None, repr=False)
 
     @classmethod
     def of_file(cls, path: Path, facts: GraphFacts, sites: dict[str, OnnxSite] | None,
-                folders: list[tempfile.TemporaryDirectory],
-                mapper: Callable[[list], dict[str, OnnxSite]] | None = None) -> Graph:
+                folders: list[tempfile.TemporaryDirectory[str]],
+                mapper: Callable[[list[Any]], dict[str, OnnxSite]] | None = None) -> Graph:
         from gate.export import graph
 
         return cls(path, facts, Background(graph.file_digest, path), sites, folders, mapper)
 
-    def layer_map(self, records: list) -> dict[str, OnnxSite]:
+    def layer_map(self, records: list[Any]) -> dict[str, OnnxSite]:
         """Each layer's value here: as mapped at the export, or now from ``records``."""
         if self.sites is not None:
             return dict(self.sites)

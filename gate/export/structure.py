@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -90,7 +91,7 @@ def with_availability(sites: dict[str, OnnxSite], available: set[str], folded: s
             and s.value not in available else s for name, s in sites.items()}
 
 
-def capture(model, module) -> tuple[bytes, dict[str, str]]:
+def capture(model: Any, module: Any) -> tuple[bytes, dict[str, str]]:
     """(the unoptimized IR ``model`` serialized with every initializer that is one of ``module``'s
     parameters or buffers, by name and by value, left out; initializer -> state-dict name)."""
     import onnx_ir as ir
@@ -114,7 +115,7 @@ def capture(model, module) -> tuple[bytes, dict[str, str]]:
     return proto.SerializeToString(), {name: name for name in swapped}
 
 
-def bind(structure: Structure, module, save) -> tuple[Path, tempfile.TemporaryDirectory]:
+def bind(structure: Structure, module: Any, save: Callable[[Any, Path], None]) -> tuple[Path, tempfile.TemporaryDirectory[str]]:
     """The optimized graph of ``structure`` with ``module``'s weights, saved by ``save(model, path)``
     (the exporter's own writer) into a new folder. ``Unbindable`` when a left-out weight has no
     tensor of that name, shape and dtype in the module, or the exporter's classes are not there."""
@@ -130,7 +131,7 @@ def bind(structure: Structure, module, save) -> tuple[Path, tempfile.TemporaryDi
     state = module.state_dict(keep_vars=True)
     for init, name in structure.weights.items():
         value, tensor = model.graph.initializers.get(init), state.get(name)
-        if value is None or tensor is None:
+        if value is None or value.const_value is None or tensor is None:
             raise Unbindable(f"no tensor `{name}` for initializer `{init}`")
         bound = TorchTensor(tensor.detach(), name=init)
         if tuple(bound.shape) != tuple(value.const_value.shape) or bound.dtype != value.const_value.dtype:

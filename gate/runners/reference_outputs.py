@@ -7,7 +7,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -34,7 +34,8 @@ class ReferenceOutputs:
         return h.hexdigest()
 
     def write(self, folder: Path) -> None:
-        np.savez(folder / FILE, **{f"out{i}": a for i, a in enumerate(self.arrays)})
+        arrays: dict[str, Any] = {f"out{i}": a for i, a in enumerate(self.arrays)}
+        np.savez(folder / FILE, **arrays)
 
     def differs_from(self, entry: Entry) -> str | None:
         """None when ``entry``'s outputs agree with these, else where they differ."""
