@@ -11,7 +11,7 @@ import typer
 from rich.markup import escape
 
 import gate
-from gate.cli import cache_cmd, github_cmds, init_cmd, notices, show_cmd
+from gate.cli import cache_cmd, github_cmds, init_cmd, merge_cmd, notices, show_cmd
 from gate.core.status import ErrorStatus
 from gate.errors import GateError, ModelError
 from gate.render.text import count
@@ -375,6 +375,7 @@ def _doctor_onnxruntime(console, absent: list[str]) -> None:
 
 
 github_cmds.register(app)
+merge_cmd.register(app)
 init_cmd.register(app)
 show_cmd.register(app)
 cache_cmd.register(app)
