@@ -43,6 +43,8 @@ CASES = [
     (("add", "--factory", "m:f", "--input", "x=2", "--config", CONFIG, "--name", "Bad Name", "--no-baseline"),
      "model name `Bad Name`"),
     (("init", "--factory", "bad", "--input", "x=2", "--yes", "--no-baseline"), "factory `bad`: expected module:callable"),
+    (("init", "--factory", "m:f", "--input", "x=2", "--yes", "--no-baseline", "--flow", "gpu", "--shards", "4"),
+     "--shards 4: the gpu flow exports once and collects per runner"),
 ]
 
 
