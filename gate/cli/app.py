@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.markup import escape
@@ -15,6 +15,10 @@ from gate.cli import cache_cmd, github_cmds, init_cmd, merge_cmd, notices, show_
 from gate.core.status import ErrorStatus
 from gate.errors import GateError, ModelError
 from gate.render.text import count
+
+if TYPE_CHECKING:
+    from gate.commands.shards import ShardPlan
+    from gate.config import Config, ModelSpec
 
 # Plain help (click's layout): rich markup would eat "[tool.parity-gate]" and show flags as "<bool>".
 app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode=None,
@@ -90,7 +94,8 @@ def _load(config: Path | None, allow_missing_gpu: bool = False, require: list[st
     return replace(cfg, require=tuple(dict.fromkeys(cfg.require + tuple(names)))) if names else cfg
 
 
-def _sharded(cfg, models, shard: str | None):
+def _sharded(cfg: Config, models: tuple[ModelSpec, ...],
+             shard: str | None) -> tuple[tuple[ModelSpec, ...], ShardPlan | None]:
     """(the models to run, the plan) for ``--shard K/N``; (``models``, None) without it."""
     if not shard:
         return models, None
@@ -101,7 +106,7 @@ def _sharded(cfg, models, shard: str | None):
     return chosen.models, chosen
 
 
-def _shard_line(chosen) -> str:
+def _shard_line(chosen: ShardPlan) -> str:
     """What this leg runs of the whole, and how the legs are balanced (recorded seconds)."""
     from gate.render.text import count as counted
 

@@ -20,7 +20,8 @@ from gate.errors import GateError
 from gate.formats.baseline import Baseline, store
 from gate.verdict.shard import ShardRun
 
-A, T = TypeVar("A"), TypeVar("T")
+A = TypeVar("A")
+T = TypeVar("T")
 
 
 def unit_of(spec: ModelSpec) -> str:

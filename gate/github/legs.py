@@ -61,9 +61,8 @@ def latest(folder: Path, count: int) -> list[Leg]:
     for index, file in files.items():
         path = file.parent
         leg = Leg(path.name, load_report(file))
-        said = leg.report.shard.shard.index if leg.report.shard else None
-        if said is not None and said != index:
-            raise GateError(f"artifact `{path.name}` holds the report of shard {leg.report.shard.shard}, not of "
-                            f"shard {index}/{count}")
+        said = leg.report.shard  # None: merge() refuses it, naming the artifact
+        if said is not None and said.shard.index != index:
+            raise GateError(f"artifact `{path.name}` holds the report of shard {said.shard}, not of shard {index}/{count}")
         legs.append(leg)
     return legs

@@ -24,11 +24,8 @@ class ShardRun:
 
     @classmethod
     def from_dict(cls, o: Obj) -> ShardRun:
-        index, count = o.int("index"), o.int("count")
-        if count is None or not 1 <= count <= MAX_SHARDS:
-            o.fail("count", f"expected an integer from 1 to {MAX_SHARDS}, got {count!r}")
-        if index is None or not 1 <= index <= count:
-            o.fail("index", f"expected an integer from 1 to count ({count}), got {index!r}")
+        count = _within(o, "count", MAX_SHARDS, str(MAX_SHARDS))
+        index = _within(o, "index", count, f"count ({count})")
         names = o.strs("models")
         if len(names) > MAX_CASES:
             o.fail("models", f"lists {len(names):,} models (limit {MAX_CASES:,})")
@@ -40,4 +37,13 @@ class ShardRun:
             if name in seen:
                 o.fail(f"models[{i}]", f"names model `{name}` twice")
             seen.add(name)
-        return cls(Shard(index, count), tuple(names))  # in bounds: checked above
+        return cls(Shard(index, count), tuple(names))
+
+
+def _within(o: Obj, key: str, top: int, said: str) -> int:
+    """The integer at ``key``, from 1 to ``top`` (``said`` names the bound in the error)."""
+    value = o.int(key)
+    if value is None or not 1 <= value <= top:
+        o.fail(key, f"expected an integer from 1 to {said}, got {value!r}")
+        raise AssertionError("Obj.fail raises")  # for the type checker: the value is an int below
+    return value
