@@ -90,10 +90,10 @@ def _fault_rows(folder: Path, model: str, wanted, log) -> list[dict]:
 
 
 def _graph(folder: Path, model: str, kind: str, fault) -> dict:
-    """A fault in the exported graph: its truth the module whose output the touched node computes,
-    found by value (never from the exporter's metadata the gate reads); checked on the default path
-    and with --full."""
-    value, truth = unseen.node_truth(folder, model, lambda proto: output_node(proto, fault.layer))
+    """A fault in the exported graph: its truth the first module whose output it changes, found by value
+    (never from the exporter's metadata the gate reads); checked on the default path and with --full."""
+    value, truth = unseen.node_truth(folder, model, lambda proto: output_node(proto, fault.layer),
+                                     lambda proto: fault.apply(proto, fault.layer))
     case = Case(model, "base", ARCHS[model].inputs, transform=f"graph__{model}__{kind}", tag=kind)
     out = unseen.row(kind, "graph", *unseen.twice(folder, case), value, truth, fault.hint)
     return {k: v for k, v in out.items() if k not in ("kind", "group")}
@@ -130,13 +130,15 @@ ELSEWHERE = {"baseline_other_process": ("baselines-proc", None), "baseline_other
 
 
 def _run_kind(folder: Path, base: Case, kind: str) -> dict:
-    """The unchanged model, re-checked here, with one thread, or against a baseline another process wrote."""
+    """The unchanged model, re-checked here, with one thread, or against a baseline another process wrote:
+    with --full, so the float64 reference is computed again and compared (reused, it would be the
+    baseline's own, and the check a pass by construction)."""
     if kind in ELSEWHERE:
         where, threads = ELSEWHERE[kind]
         recorded = Case(base.model, "base", base.inputs, baselines=where, tag=kind)
         runs.record(folder, recorded, other_process=True, threads=threads)
-        return score_benign(runs.check(folder, recorded)[0])
-    return score_benign(runs.check(folder, base, threads=1 if kind == "threads_1" else None)[0])
+        return score_benign(runs.check(folder, recorded, full=True)[0])
+    return score_benign(runs.check(folder, base, threads=1 if kind == "threads_1" else None, full=True)[0])
 
 
 def bench_model(folder: Path, model: str, kinds: list[str] | None, log) -> dict:

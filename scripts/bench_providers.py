@@ -2,8 +2,8 @@
 
     PYTHONPATH=. python scripts/bench_providers.py [--repeat 3]
 
-1. Worker isolation: `check` on the example models with ONNX Runtime providers in worker
-   processes versus in-process (same config, same process; one untimed check of each first):
+1. Worker isolation: `check --full` (every stage computed) on the example models with ONNX Runtime
+   providers in worker processes versus in-process (same config, same process; one untimed check of each first):
    --repeat rounds of one check of each,
    the first of a round alternating; medians, and the overhead as the median of the rounds' ratios
    with its range.
@@ -39,12 +39,12 @@ def isolation_overhead(repeat: int) -> None:
     times: dict[bool, list[float]] = {True: [], False: []}
     for enabled in (False, True):  # not timed: the first check in a process pays imports and first calls
         c = dataclasses.replace(cfg, isolation=Isolation(enabled=enabled))
-        commands.check(c, c.models, c.providers)
+        commands.check(c, c.models, c.providers, full=True)
     for order in pairs(repeat, (False, True)):
         for enabled in order:
             c = dataclasses.replace(cfg, isolation=Isolation(enabled=enabled))
             start = time.perf_counter()
-            report = commands.check(c, c.models, c.providers).to_dict()
+            report = commands.check(c, c.models, c.providers, full=True).to_dict()  # the whole path
             times[enabled].append(time.perf_counter() - start)
             assert report["verdict"] == "pass", report["first_regression"]
     inproc, isolated = statistics.median(times[False]), statistics.median(times[True])

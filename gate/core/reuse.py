@@ -5,9 +5,12 @@ carried from the run to the report (``models[].reuse``). The decisions are made 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from gate.core.status import CacheState, FullWhy, KeyPart, Stage
+from gate.core.status import CacheState, FullWhy, KeyPart, Stage, Word
+
+if TYPE_CHECKING:
+    from gate.core.fields import Obj
 
 
 @dataclass(frozen=True)
@@ -28,7 +31,7 @@ class Alarm:
         return out
 
     @classmethod
-    def from_dict(cls, o) -> Alarm:
+    def from_dict(cls, o: Obj) -> Alarm:
         return cls(o.word("stage", Stage), o.str("key"), o.opt_str("stored"), o.opt_str("computed"), o.opt_str("note"))
 
 
@@ -53,7 +56,7 @@ class StageRun:
         return out
 
     @classmethod
-    def from_dict(cls, o) -> StageRun:
+    def from_dict(cls, o: Obj) -> StageRun:
         return cls(o.word("stage", Stage), o.opt_str("key"), o.word("state", CacheState), o.opt_str("note"))
 
 
@@ -73,7 +76,7 @@ class Shipped:
         return {"digest": self.digest, "baseline": self.baseline, "changed": self.changed}
 
     @classmethod
-    def from_dict(cls, o) -> Shipped:
+    def from_dict(cls, o: Obj) -> Shipped:
         return cls(o.opt_str("digest"), o.opt_str("baseline"))
 
 
@@ -126,7 +129,7 @@ class Reuse:
         return out
 
     @classmethod
-    def from_dict(cls, o) -> Reuse:
+    def from_dict(cls, o: Obj) -> Reuse:
         """From a report (``gate.core.fields.Obj``); words this version does not know are refused.
         A report without ``stages`` (an older writer's) has its export stage read from ``cache``."""
         why = o.opt_word("why", FullWhy)
@@ -143,7 +146,7 @@ class Reuse:
                    transform=o.opt_str("transform"))
 
 
-def _words(o, key: str, vocabulary) -> list[str]:
+def _words(o: Obj, key: str, vocabulary: type[Word]) -> list[str]:
     words = o.strs(key)
     for w in words:
         if w not in vocabulary.values():

@@ -192,12 +192,13 @@ class KeyPart(Word):
 
 class Stage(Word):
     """A stage of one model's pipeline, in the order they run (docs/verdict.md#stages). Build,
-    probe, providers and judge run every time; export, transform and reference are reused under
-    a key made of exactly what they read (``gate.model.content_key.STAGE_PARTS``)."""
+    probe, providers and judge run every time; structure, export, transform and reference are reused
+    under a key made of exactly what they read (``gate.model.content_key.STAGE_PARTS``)."""
 
     BUILD = "build"  # the factory and the inputs (user code)
     PROBE = "probe"  # one traced float32 forward: the content key, and torch-cpu's float32 run
-    EXPORT = "export"  # torch -> ONNX, and the layer map
+    STRUCTURE = "structure"  # the exporter's graph before optimization, without weights, and its layer map
+    EXPORT = "export"  # torch -> ONNX (or the structure with these weights, optimized), and the layer map
     TRANSFORM = "transform"  # the user's post-export transform: what ships
     REFERENCE = "reference"  # the float64 reference
     PROVIDERS = "providers"

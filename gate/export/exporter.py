@@ -28,7 +28,7 @@ import torch
 from gate.core.runs import OnnxSite
 from gate.core.status import ErrorStatus
 from gate.errors import ModelError
-from gate.export import layermap, saved, signatures
+from gate.export import layermap, saved, signatures, structure
 from gate.export.layermap import CallKey, CallValues
 from gate.model.build import BuiltModel, inference_mode
 
@@ -48,6 +48,10 @@ class Exported:
     outputs: dict[signatures.OutputKey, OnnxSite] = field(default_factory=dict)  # recorded call outputs
     as_shipped: bool = False  # mapped on the shipped graph itself (BatchNorms already fused)
     path: Path | None = None  # the graph's file (its external data beside it)
+    # The dynamo exporter's graph before optimization, its weights left out (``structure.capture``):
+    # (the serialized graph, initializer -> state-dict name); and the values that exist in it.
+    structure: tuple[bytes, dict[str, str]] | None = None
+    unoptimized: set[str] | None = None
     folders: list[tempfile.TemporaryDirectory] = field(default_factory=list, repr=False)  # hold the files
 
     def save(self, full: onnx.ModelProto) -> None:
@@ -166,7 +170,9 @@ def _dynamo(built: BuiltModel, opset: int) -> Exported:
         program.exported_program = signed = None  # the FX graphs are no longer needed; their memory goes now
         calls = layermap.call_values(raw, layermap.dynamo_stacks(raw, fx_stacks))
         shapes = layermap.value_shapes(_inferred(raw))
+        unoptimized = layermap.available_values(raw)
         del raw, fx_stacks
+        captured = structure.capture(program.model, built.module)  # before the optimizer folds the weights
         program.optimize()
         folder = tempfile.TemporaryDirectory(prefix="parity-gate-export-")
         path = Path(folder.name) / saved.MODEL
@@ -176,7 +182,20 @@ def _dynamo(built: BuiltModel, opset: int) -> Exported:
     _check(path, built.spec.name)
     proto = saved.load_graph(path)
     return Exported(proto, "dynamo", None, opset, calls, shapes, layermap.available_values(proto), path=path,
-                    outputs=outputs, folders=[folder])
+                    outputs=outputs, folders=[folder], structure=captured, unoptimized=unoptimized)
+
+
+def bound(built: BuiltModel, stored: structure.Structure) -> Exported:
+    """The export of ``built`` from a stored structure of its code: its weights bound in, the exporter's
+    optimizer run (``structure.bind``). The layer map is the structure's, with the values the optimizer
+    folded away (``Exported.sites``). ``structure.Unbindable`` when they do not fit."""
+    with inference_mode(), _quiet():
+        path, folder = structure.bind(stored, built.module, _save_ir)
+    gc.collect()
+    _check(path, built.spec.name)
+    proto = saved.load_graph(path)
+    return Exported(proto, "dynamo", None, stored.opset, {}, {}, layermap.available_values(proto), path=path,
+                    folders=[folder], unoptimized=None)
 
 
 def _onnx_program(built: BuiltModel, opset: int):

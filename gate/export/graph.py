@@ -14,8 +14,11 @@ CHUNK = 16 * 2**20
 
 
 def graph_digest(proto: onnx.ModelProto) -> str:
-    """sha256 of the graph without node metadata and doc strings: the exporter's stack traces
-    name source files, which differ between checkouts of the same code."""
+    """sha256 of the graph without what names rather than computes: node metadata and doc strings
+    (the exporter's stack traces name source files, which differ between checkouts of the same
+    code) and node names (the optimizer numbers the nodes it makes from a counter of the process, so
+    the same graph exported after another one in a process has other names). Values keep theirs:
+    nodes read them by name."""
     return hashlib.sha256(_bare(proto).SerializeToString(deterministic=True)).hexdigest()
 
 
@@ -52,11 +55,19 @@ def _bare(proto: onnx.ModelProto) -> onnx.ModelProto:
     bare.CopyFrom(proto)
     bare.doc_string = ""
     del bare.metadata_props[:]
-    bare.graph.doc_string = ""
-    for node in bare.graph.node:
+    _bare_graph(bare.graph)
+    return bare
+
+
+def _bare_graph(g: onnx.GraphProto) -> None:
+    g.doc_string = ""
+    for node in g.node:
         del node.metadata_props[:]
         node.doc_string = ""
-    return bare
+        node.name = ""
+        for attr in node.attribute:  # the bodies of If, Loop and Scan
+            for sub in ([attr.g] if attr.HasField("g") else []) + list(attr.graphs):
+                _bare_graph(sub)
 
 
 def op_types(proto: onnx.ModelProto) -> list[str]:

@@ -1,6 +1,7 @@
 """A graph on disk as the stages hand it on: the exported graph (the export stage's output) or the
 one that ships (the transform's), with what a run records of it (``GraphFacts``), its digest and
-its layer map, and the codec of the store entry that holds it. No torch here.
+its layer map, and the codec of the store entry that holds it. No torch here, and onnx only when a
+graph is read: the commands that judge and comment import this with neither installed.
 """
 
 from __future__ import annotations
@@ -14,19 +15,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import onnx
-
 from gate.core.background import Background
 from gate.core.fields import Obj
 from gate.core.runs import OnnxSite
 from gate.core.status import SiteKind
-from gate.export import graph, saved
 
 if TYPE_CHECKING:
+    import onnx
+
     from gate.store import Entry
 
 HEX64 = re.compile(r"[0-9a-f]{64}\Z")
 WHERE = "store entry"
+MODEL = "model.onnx"  # gate.export.saved.MODEL, named here so that reading an entry needs no onnx
 
 
 @dataclass(frozen=True)
@@ -42,6 +43,8 @@ class GraphFacts:
 
     @classmethod
     def of(cls, proto: onnx.ModelProto, exporter: str, fallback: str | None, opset: int) -> GraphFacts:
+        from gate.export import graph
+
         return cls(exporter, fallback, opset, graph.op_types(proto), graph.dynamic_dims(proto) or None,
                    graph.precision(proto))
 
@@ -54,17 +57,19 @@ class Graph:
     facts: GraphFacts
     digest: Background[str]  # ``graph.file_digest`` of ``path``, hashed on a thread
     sites: dict[str, OnnxSite] | None  # layer -> value here; None until mapped (no probe ran: after the reference)
-    folders: list[tempfile.TemporaryDirectory] = field(default_factory=list, repr=False)
+    folders: list[tempfile.TemporaryDirectory[str]] = field(default_factory=list, repr=False)
     # Where ``sites`` is None: the layer map from the reference's records (it holds the export's call map).
-    mapper: Callable[[list], dict[str, OnnxSite]] | None = field(default=None, repr=False)
+    mapper: Callable[[list[Any]], dict[str, OnnxSite]] | None = field(default=None, repr=False)
 
     @classmethod
     def of_file(cls, path: Path, facts: GraphFacts, sites: dict[str, OnnxSite] | None,
-                folders: list[tempfile.TemporaryDirectory],
-                mapper: Callable[[list], dict[str, OnnxSite]] | None = None) -> Graph:
+                folders: list[tempfile.TemporaryDirectory[str]],
+                mapper: Callable[[list[Any]], dict[str, OnnxSite]] | None = None) -> Graph:
+        from gate.export import graph
+
         return cls(path, facts, Background(graph.file_digest, path), sites, folders, mapper)
 
-    def layer_map(self, records: list) -> dict[str, OnnxSite]:
+    def layer_map(self, records: list[Any]) -> dict[str, OnnxSite]:
         """Each layer's value here: as mapped at the export, or now from ``records``."""
         if self.sites is not None:
             return dict(self.sites)
@@ -79,6 +84,8 @@ class Graph:
     def differs_from(self, entry: Entry) -> str | None:
         """None when ``entry`` holds this very output, told from its files (never from what its
         manifest claims); else how they differ."""
+        from gate.export import graph
+
         stored = Graph.from_entry(entry)
         file_digest = graph.file_digest(stored.path)
         if file_digest != self.digest.result():
@@ -95,6 +102,8 @@ class Graph:
 
     def write(self, folder: Path) -> None:
         """The files of a store entry: the graph and its external data (hard-linked where possible)."""
+        from gate.export import saved
+
         saved.copy_model(self.path, folder)
 
     @classmethod
@@ -118,7 +127,7 @@ class Graph:
         for name, site in (o.free("onnx_map") or {}).items():
             s = Obj(site, WHERE, f"onnx_map.{name[:60]}")
             sites[name] = OnnxSite(s.word("kind", SiteKind), s.opt_str("value"), s.int("output"), s.opt_str("reason"))
-        return cls(entry.path(saved.MODEL), facts, Background(lambda: digest), sites)
+        return cls(entry.path(MODEL), facts, Background(lambda: digest), sites)
 
 
 def _output_digest(graph_digest: str, sites: dict[str, OnnxSite]) -> str:

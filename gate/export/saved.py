@@ -21,6 +21,7 @@ DATA = "model.onnx.data"
 # self-contained file, byte for byte what they were.
 EXTERNAL_MIN_BYTES = 64 * 2**20
 INLINE_TENSOR_BYTES = 1024  # small tensors (shapes, scalars) stay in the graph for shape inference
+INLINE_APART_BYTES = 4 * 2**20  # weights past this size are set apart before a graph is copied to mark values
 
 
 def weight_bytes(proto: onnx.ModelProto) -> int:
@@ -80,6 +81,20 @@ def copy_model(source: Path, folder: Path) -> Path:
     for name in data_files(load_graph(source)):
         _share(source.parent / name, folder / name)
     shutil.copyfile(source, dest)
+    return dest
+
+
+def weights_apart(path: Path, folder: Path) -> Path:
+    """``path``'s graph with its weights in a data file: ``path`` itself where they are already
+    (external data), else a copy written into ``folder``. Copies of it with values marked as outputs
+    (``Marked``) then share that file: ONNX Runtime maps it instead of parsing the weights again from
+    each copy, and the graph held in memory has none."""
+    proto = load_graph(path)
+    if data_files(proto) or weight_bytes(proto) < INLINE_APART_BYTES:
+        return path
+    dest = folder / MODEL
+    onnx.save_model(proto, str(dest), save_as_external_data=True, all_tensors_to_one_file=True, location=DATA,
+                    size_threshold=INLINE_TENSOR_BYTES)
     return dest
 
 

@@ -39,15 +39,18 @@ PART = 16  # hex digits per part: a collision is a 1 in 2**64 chance
 FORMAT = "parity-gate content key v2"
 
 # The stage table: the parts each keyed stage reads, and the packages it runs (beside those the
-# model's classes, or the transform, come from). The transform's key also digests the graph it
-# reads, the export's output (``transform_key``), and exists only where the model declares what
-# else the transform reads (``transform-inputs``): else it runs every time.
+# model's classes, or the transform, come from). The structure (the dynamo exporter's graph before
+# optimization, without weights) reads all the export reads but the weights. The transform's key
+# also digests the graph it reads, the export's output (``transform_key``), and exists only where
+# the model declares what else the transform reads (``transform-inputs``): else it runs every time.
 STAGE_PARTS: dict[Stage, tuple[KeyPart, ...]] = {
+    Stage.STRUCTURE: (KeyPart.CODE, KeyPart.SOURCE, KeyPart.INPUTS, KeyPart.EXPORT, KeyPart.GATE),
     Stage.EXPORT: (KeyPart.CODE, KeyPart.SOURCE, KeyPart.WEIGHTS, KeyPart.INPUTS, KeyPart.EXPORT, KeyPart.GATE),
     Stage.TRANSFORM: (KeyPart.TRANSFORM, KeyPart.GATE),
     Stage.REFERENCE: (KeyPart.CODE, KeyPart.SOURCE, KeyPart.WEIGHTS, KeyPart.INPUTS, KeyPart.REFERENCE, KeyPart.GATE),
 }
 STAGE_PACKAGES: dict[Stage, tuple[str, ...]] = {
+    Stage.STRUCTURE: ("python", "torch", "numpy", "onnx", "onnxscript", "onnx-ir"),
     Stage.EXPORT: ("python", "torch", "numpy", "onnx", "onnxscript", "onnx-ir"),
     Stage.TRANSFORM: ("python", "numpy", "onnx", "onnxruntime"),
     Stage.REFERENCE: ("python", "torch", "numpy"),
@@ -312,6 +315,8 @@ def stage_keys(spec: ModelSpec, parts: dict[str, str], tools: dict[str, str], mo
     for stage, read in STAGE_PARTS.items():
         if stage == Stage.TRANSFORM and (not spec.transform or spec.transform_inputs is None):
             continue  # no transform, or one whose inputs the gate cannot see: it runs every time
+        if stage == Stage.STRUCTURE and (spec.artifact is not None or spec.exporter != "dynamo"):
+            continue  # a prebuilt file or the TorchScript exporter: no structure to bind weights into
         packages = transform_packages if stage == Stage.TRANSFORM else model_packages
         versions = {**packages, **{k: v for k, v in tools.items() if k in STAGE_PACKAGES[stage]}}
         out[stage.value] = _digest([FORMAT, stage.value, [parts[p.value] for p in read], versions], width=None)

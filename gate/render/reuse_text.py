@@ -61,7 +61,12 @@ def reuse_line(r: Reuse) -> str:
         elif r.changed:
             head += ": " + ", ".join(str(p) for p in r.changed)
         parts = [head]
-    parts += [_stage(s, r.transform) for s in r.stages if s.stage in (Stage.EXPORT, Stage.TRANSFORM)]
+    structure = r.stage(Stage.STRUCTURE)
+    for s in r.stages:
+        if s.stage == Stage.EXPORT and not s.reused and structure is not None and structure.reused:
+            parts.append("graph from the stored structure with these weights bound (not exported again)")
+        elif s.stage in (Stage.EXPORT, Stage.TRANSFORM):
+            parts.append(_stage(s, r.transform))
     if r.shipped is not None and r.shipped.changed:
         parts.append(f"the shipped graph changed since the baseline ({(r.shipped.baseline or '')[:12]} -> "
                      f"{(r.shipped.digest or '')[:12]}): the providers judged the new one")

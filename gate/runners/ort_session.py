@@ -145,10 +145,12 @@ def _feed(session, inputs: Sequence[np.ndarray]) -> dict[str, np.ndarray]:
 def run(proto: onnx.ModelProto, spec: SessionSpec, inputs: Sequence[np.ndarray], values: Sequence[str], what: str,
         timing_runs: int = 5, capture_bytes: int | None = None, value_bytes: Mapping[str, int] | None = None,
         keep_outputs: bool = False, how: Capture | None = None, model: Path | None = None,
-        detail: Detail | None = None) -> OrtRun:
+        detail: Detail | None = None, weights: Path | None = None) -> OrtRun:
     """Fingerprints of the shipped outputs and of ``values``; median latency of ``timing_runs`` warm runs.
 
-    ``model``: the file ``proto`` was read from (without its external weights), opened by path.
+    ``model``: the shipped graph's file, opened by path. ``weights``: the file ``proto`` was read from
+    (``saved.weights_apart``: its weights in a data file), whose data the copies with values marked
+    share; default ``model``.
     Marked values are bound to the EP's device (``ort_capture``; ``how`` overrides where and how
     they are fingerprinted) and all held at once by ONNX Runtime, so with ``capture_bytes`` set
     a graph whose marked values pass it is captured one segment at a time, at most that many bytes
@@ -157,6 +159,7 @@ def run(proto: onnx.ModelProto, spec: SessionSpec, inputs: Sequence[np.ndarray],
     """
     how = how or Capture.for_provider(spec.provider, spec.options)
     shipped = str(model) if model is not None else proto.SerializeToString()
+    weights = weights or model
     session = spec.open(shipped, what, record=True)
     feed = _feed(session, inputs)
     try:
@@ -183,12 +186,12 @@ def run(proto: onnx.ModelProto, spec: SessionSpec, inputs: Sequence[np.ndarray],
     parts = chunks(marked, sizes, capture_bytes)
     tell = detail or (lambda *_: None)
     if len(parts) > 1 and capture_bytes and _segments(result, proto, marked, sizes, capture_bytes, spec, feed, what,
-                                                      model, tell):
+                                                      weights, tell):
         return result
     for i, part in enumerate(parts):
         tell("capture run", i + 1, len(parts), part[-1])
         result.peak_capture_bytes = max(result.peak_capture_bytes, sum(sizes.get(v, 0) for v in part))
-        _capture(result, proto, part, spec, inputs, what, how, model)
+        _capture(result, proto, part, spec, inputs, what, how, weights)
     return result
 
 

@@ -18,9 +18,10 @@ import os
 import shutil
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from gate.core.reuse import Alarm
 from gate.core.status import CacheState, Stage, Word
@@ -130,7 +131,7 @@ class Store:
             os.utime(folder / MANIFEST)  # recently used: the last to be pruned
         return Lookup(CacheState.HIT, entry)
 
-    def put(self, stage: Stage, key: str, write: Callable[[Path], None], digest: str, payload: dict,
+    def put(self, stage: Stage, key: str, write: Callable[[Path], None], digest: str, payload: dict[str, Any],
             agrees: Agrees | None = None) -> Put:
         """Store the output ``write(folder)`` writes, whose digest is ``digest``, under ``key``,
         unless the key holds an output already: then compare (see the module docstring)."""
@@ -154,7 +155,8 @@ class Store:
             return Put(PutState.SAME)
         return Put(PutState.ALARM, self.raise_alarm(Stage(entry.stage), entry.key, entry.digest, digest, differs))
 
-    def _write(self, stage: Stage, key: str, write: Callable[[Path], None], digest: str, payload: dict) -> Put | None:
+    def _write(self, stage: Stage, key: str, write: Callable[[Path], None], digest: str,
+               payload: dict[str, Any]) -> Put | None:
         """Put(STORED) or Put(FAILED); None when another writer's entry appeared meanwhile."""
         final = self.folder(stage, key)
         try:
@@ -184,7 +186,7 @@ class Store:
             return
         shutil.rmtree(aside, ignore_errors=True)
 
-    def _entries(self):
+    def _entries(self) -> Iterator[tuple[float, int, Path]]:
         now = time.time()
         for stage in self.root.iterdir() if self.root.is_dir() else ():
             if stage.name == ALARMS or stage.name.startswith(".") or not stage.is_dir():

@@ -4,14 +4,13 @@
 - An initializer's module: the module whose parameter or buffer the initializer is, its values equal
   to that tensor or to its transpose (the exporter stores a Linear's weight transposed for MatMul).
   Initializers no tensor equals (a Conv with its BatchNorm folded in) belong to no single module.
-- A node's module: the module whose output (in float64, as the gate's reference) is closest to the node's output in an ONNX
-  Runtime run of the unchanged graph (within float32 rounding; of equal ones, the first in the order
-  calls return), as the model-side truth (``truth.py``) takes the first module whose output changes.
+- A node fault's module: the first module, in the order calls return, whose output the fault changes,
+  as the model-side truth (``truth.py``) takes it: each module call's output (float64, as the gate's
+  reference computes it) is found among the unchanged graph's values in an ONNX Runtime run by value
+  (the closest within float32 rounding), and that value is compared with the faulted graph's.
 """
 
 from __future__ import annotations
-
-from pathlib import Path
 
 import numpy as np
 import onnx
@@ -49,9 +48,11 @@ def module_of_tensor(name: str) -> str:
 
 
 def deep_weight(proto: onnx.ModelProto, model: torch.nn.Module, depth: float = 0.6) -> tuple[str, str]:
-    """(initializer, module): a weight about ``depth`` of the way through the graph, in the order
-    nodes first use it, that is exactly one module's."""
-    owned = weights_in_graph(proto, model)
+    """(initializer, module): a weight matrix or kernel (not a bias or a norm's scale: rounding a bias
+    initialized near zero to float16 moves nothing measurable) about ``depth`` of the way through the
+    graph, in the order nodes first use it, that is exactly one module's."""
+    owned = {init: name for init, name in weights_in_graph(proto, model).items()
+             if len(next(t.dims for t in proto.graph.initializer if t.name == init)) >= 2}
     order: list[str] = []
     for node in proto.graph.node:
         order += [i for i in node.input if i in owned and i not in order]
@@ -61,36 +62,69 @@ def deep_weight(proto: onnx.ModelProto, model: torch.nn.Module, depth: float = 0
     return chosen, module_of_tensor(owned[chosen])
 
 
-def node_module(path: Path, value: str, built) -> str | None:
-    """The module (of the order calls return) whose output, computed in float64 as the gate's
-    reference computes it, is closest to ``value``'s in an ONNX Runtime run of the graph at ``path``."""
-    import onnxruntime as ort
-
+def _module_outputs(built) -> list[tuple[str, np.ndarray]]:
+    """(module, output) of every module call, in the order calls return, computed in float64 as the
+    gate's reference computes them."""
     from gate.model.build import inference_mode
     from gate.runners.reference import as_float64
 
-    proto = onnx.load(str(path))
-    proto.graph.output.append(onnx.helper.make_tensor_value_info(value, onnx.TensorProto.FLOAT, None))
-    session = ort.InferenceSession(proto.SerializeToString(), providers=["CPUExecutionProvider"])
-    got = session.run([value], dict(zip(built.input_names, built.arrays, strict=True)))[0].astype(np.float64)
-    calls: list[tuple[str, list[torch.Tensor]]] = []
+    calls: list[tuple[str, np.ndarray]] = []
     with built.fresh():
         model, inputs = as_float64(built.module, built.inputs)
         for n, m in model.named_modules():
             if n:
-                m.register_forward_hook(lambda _m, _i, out, n=n: calls.append((n, [t.clone() for t in _tensors(out)])))
+                m.register_forward_hook(lambda _m, _i, out, n=n: calls.extend(
+                    (n, t.detach().clone().numpy()) for t in _tensors(out) if t.is_floating_point()))
         with inference_mode():
             model(*inputs)
-    best: tuple[float, int, str] | None = None
-    for order, (name, outs) in enumerate(calls):
-        for t in outs:
-            if tuple(t.shape) != got.shape or not t.is_floating_point():
+    return calls
+
+
+def _all_values(proto: onnx.ModelProto, built) -> dict[str, np.ndarray]:
+    """Every floating node output of ``proto`` in one ONNX Runtime run."""
+    import onnxruntime as ort
+
+    from gate.runners.ort_session import mark_outputs
+
+    marked = mark_outputs(proto, [out for node in proto.graph.node for out in node.output if out])
+    session = ort.InferenceSession(marked.SerializeToString(), providers=["CPUExecutionProvider"])
+    names = [o.name for o in session.get_outputs()]
+    values = session.run(names, dict(zip(built.input_names, built.arrays, strict=True)))
+    return {n: np.asarray(v, np.float64) for n, v in zip(names, values, strict=True)
+            if isinstance(v, np.ndarray) and np.issubdtype(v.dtype, np.floating)}
+
+
+def first_changed_module(unfaulted: onnx.ModelProto, faulted: onnx.ModelProto, built) -> str | None:
+    """The first module (in the order calls return) whose output the graph fault changes: each module
+    call's output is found among the unchanged graph's values by value (the closest within float32
+    rounding; a value is the output of the one module closest to it: a Conv whose BatchNorm the
+    optimizer folded has no value of its own, though at its random-init identity the BatchNorm's is
+    within 1e-5 of it), and that value compared between the two graphs' runs. None: nothing moved."""
+    before, after = _all_values(unfaulted, built), _all_values(faulted, built)
+    by_shape: dict[tuple, list[str]] = {}
+    for name, v in before.items():
+        by_shape.setdefault(v.shape, []).append(name)
+    claims: list[tuple[str, str, float]] = []  # (module, value, error), in the order calls return
+    for module, out in _module_outputs(built):
+        best = None
+        for name in by_shape.get(out.shape, []):  # in the order nodes make them
+            err = float(np.linalg.norm(before[name] - out) / (np.linalg.norm(out) or 1.0))
+            if err > SAME:
                 continue
-            ref = t.detach().numpy()
-            err = float(np.linalg.norm(ref - got) / (np.linalg.norm(ref) or 1.0))
-            # The closest output: a module whose output differs by a little more than rounding (a
-            # BatchNorm at its random-init identity after a Conv) is another value. Equal outputs
-            # (an activation and the block that returns it): the first to return.
-            if err <= SAME and (best is None or err < best[0] * 0.5):
-                best = (err, order, name)
-    return best[2] if best is not None else None
+            # As close as the closest so far (within float32 noise): of equal values (a MatMul and the
+            # Add of a zero bias after it) the module's output is the last one made.
+            if best is None or err <= 2 * best[1]:
+                best = (name, err if best is None else min(err, best[1]))
+        if best is not None:
+            claims.append((module, *best))
+    owner: dict[str, tuple[float, int]] = {}
+    for i, (_, value, err) in enumerate(claims):
+        if value not in owner or err < owner[value][0] * 0.5:  # of equal claims, the first call keeps it
+            owner[value] = (err, i)
+    for i, (module, value, _) in enumerate(claims):
+        if owner[value][1] != i or value not in after:
+            continue
+        a, b = before[value], after[value]
+        if a.shape != b.shape or np.linalg.norm(a - b) > 1e-6 * (np.linalg.norm(a) or 1.0):
+            return module
+    return None

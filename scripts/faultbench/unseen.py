@@ -25,7 +25,7 @@ from onnx import numpy_helper
 
 from faultbench import runs
 from faultbench.faults import HINT_R
-from faultbench.graph_truth import deep_weight, node_module
+from faultbench.graph_truth import deep_weight, first_changed_module
 from faultbench.models import ARCHS
 from faultbench.scoring import score_fault
 
@@ -73,13 +73,13 @@ def exported(folder: Path, model: str):
     return _EXPORTS[(folder, model)]
 
 
-def node_truth(folder: Path, model: str, place) -> tuple[str, str | None]:
-    """(the value a graph fault touches, placed by ``place(proto) -> node index``; the module that
-    computes it, by value)."""
+def node_truth(folder: Path, model: str, place, fault) -> tuple[str, str | None]:
+    """(the value a graph fault touches, placed by ``place(proto) -> node index``; the first module
+    whose output the fault changes, by value: ``graph_truth.first_changed_module``)."""
     path, built = exported(folder, model)
     proto = onnx.load(str(path))
     value = proto.graph.node[place(proto)].output[0]
-    return value, node_module(path, value, built)
+    return value, first_changed_module(proto, fault(onnx.load(str(path))), built)
 
 
 def twice(folder: Path, case: runs.Case) -> tuple[dict, dict, float, float]:

@@ -72,3 +72,38 @@ def test_a_bad_input_is_refused_before_anything_runs(project):
     with FakeGitHub(token="t") as github:
         run = job(project, github, 1).run({"mode": "check", "export-cache": "yes"})
         assert run.returncode == 2 and "input export-cache is 'yes'; expected true or false" in run.stdout
+
+
+def pull_request(number: int) -> dict:
+    # No base.sha: this workspace is no git checkout, so there is no base commit to fetch.
+    return {"pull_request": {"number": number, "head": {"sha": f"{number}" * 40}, "base": {"ref": "main"}},
+            "repository": {"full_name": "octo/models", "default_branch": "main"}}
+
+
+def pr_job(work: Path, github: FakeGitHub, n: int, number: int) -> ActionRunner:
+    runner = job(work, github, n, event_name="pull_request")
+    runner.event = pull_request(number)
+    runner.event_path.write_text(__import__("json").dumps(runner.event))
+    return runner
+
+
+def test_a_new_pull_requests_first_run_reuses_what_the_default_branch_saved(project):
+    """Caches are scoped as GitHub scopes them: a pull request's saves are its own; the default branch's
+    are every pull request's. A push to main (what `init`'s workflow runs on merge) primes the cache,
+    so a new pull request's first run takes the base's entries; another pull request's never."""
+    with FakeGitHub(token="t") as github:
+        cold = pr_job(project, github, 1, 1).run({"mode": "check"})  # nothing primed: this pull request exports
+        assert cold.returncode == 0, cold.log
+        assert EXPORTING in cold.log and cold.step("export-cache").outputs["cache-hit"] == "false"
+        assert cold.step("export-cache-save").conclusion == "success"  # into refs/pull/1/merge only
+
+        other = pr_job(project, github, 2, 2).run({"mode": "check"})  # pull request 1's entry is not its own
+        assert other.step("export-cache").outputs["cache-hit"] == "false" and EXPORTING in other.log
+
+        primed = job(project, github, 3).run({"mode": "check"})  # a push to main: saved in the default branch
+        assert primed.returncode == 0 and primed.step("export-cache-save").conclusion == "success"
+
+        first = pr_job(project, github, 4, 3).run({"mode": "check"})
+        assert first.returncode == 0, first.log
+        assert first.step("export-cache").outputs["cache-hit"] == "true"
+        assert EXPORTING not in first.log and "reused: float64 reference from the baseline" in first.log

@@ -305,3 +305,54 @@ def test_the_store_folder_can_be_moved_between_machines_as_a_whole(tmp_path, mon
     monkeypatch.setenv("PARITY_GATE_CACHE_DIR", str(moved))
     report, _ = check(path)
     assert states(report) == {"export": "hit", "reference": "hit"}
+
+
+def test_a_transform_reads_an_export_with_external_weights_that_is_being_stored(tmp_path, monkeypatch):
+    """Storing an output hard-links its files, and onnx refuses external data with more than one link:
+    the export is stored only once the transform has read it (a cold store, weights past the
+    external-data threshold)."""
+    from gate.export import saved
+
+    own_store(tmp_path, monkeypatch)
+    monkeypatch.setattr(saved, "EXTERNAL_MIN_BYTES", 0)
+    monkeypatch.setattr(saved, "INLINE_TENSOR_BYTES", 256)  # the conv's weight (864 bytes) goes to the data file
+    path = project(tmp_path, 'transform = "reuse_transforms:identity"\n')
+    update(path)
+    report, _ = check(path)
+    assert report["verdict"] == "pass", report["first_regression"]
+    assert states(report) == {"export": "hit", "transform": "unkeyed", "reference": "hit"}
+    assert (store_dir() / "export" / stage_key(report, "export") / saved.DATA).is_file()
+
+
+# a weight-only change binds the new weights into the stored structure -------------------------------
+
+
+def test_a_weight_only_change_binds_its_weights_into_the_stored_structure_as_a_fresh_export_would(tmp_path,
+                                                                                                 monkeypatch):
+    from tests.support.stage_projects import weights
+
+    own_store(tmp_path, monkeypatch)
+    monkeypatch.delenv("REUSE_TEST_WEIGHTS", raising=False)
+    path = project(tmp_path)
+    update(path)
+    weights(tmp_path, monkeypatch, **{"fc.weight": 1 + 1e-3})
+    changed, said = check(path)
+    assert states(changed) == {"structure": "hit", "export": "miss", "reference": "miss"}, states(changed)
+    assert any("these weights bound into it" in s for s in said)
+    assert not any("exporting to ONNX" in s for s in said)
+    assert (changed["first_regression"]["layer"], changed["first_regression"]["check"]) == ("fc", "reference-drift")
+    full, said = check(path, full=True)  # a fresh export under the same key: the same graph, no alarm
+    assert any("exporting to ONNX" in s for s in said) and not reuse_of(full).get("alarms")
+    assert reuse_of(full)["shipped"]["digest"] == reuse_of(changed)["shipped"]["digest"]
+    again, _ = check(path)
+    assert states(again)["export"] == "hit"
+
+
+def test_a_code_change_exports_afresh(tmp_path, monkeypatch):
+    own_store(tmp_path, monkeypatch)
+    path = project(tmp_path)
+    update(path)
+    monkeypatch.setenv("REUSE_TEST_TANH", "1")
+    report, said = check(path)
+    assert states(report)["structure"] == "miss" and states(report)["export"] == "miss"
+    assert any("exporting to ONNX" in s for s in said)

@@ -14,6 +14,7 @@ from onnx import TensorProto, helper, numpy_helper
 from gate import commands
 from gate.config import load_config
 from gate.export import graph, saved
+from gate.fingerprint import relative_error
 from gate.runners import ort_session
 from tests.conftest import ROOT
 
@@ -71,3 +72,25 @@ def test_examples_pass_with_their_weights_in_external_data(external, tmp_path):
     assert report["verdict"] == "pass", json.dumps(report["first_regression"])
     ort = next(p for p in report["models"][1]["providers"] if p["name"] == "CPUExecutionProvider")
     assert sum(1 for r in ort["layers"] if r["status"] == "pass") >= 20
+
+
+def test_inline_weights_are_set_apart_for_the_marked_copies_and_the_values_agree(tmp_path, monkeypatch):
+    """A graph whose weights are inline (under the external-data threshold) is copied with its weights
+    in a data file before values are marked: the copies share it (none carries the weights), the
+    shipped file is run as it is, and every value agrees with a run of the inline graph."""
+    monkeypatch.setattr(saved, "INLINE_APART_BYTES", 0)
+    weight = np.random.default_rng(0).standard_normal((64, 64)).astype(np.float32)
+    (tmp_path / "shipped").mkdir()
+    shipped = saved.save_proto(_model(weight), tmp_path / "shipped" / saved.MODEL)
+    assert not saved.data_files(saved.load_graph(shipped))  # inline: what ships is one file
+    apart = saved.weights_apart(shipped, tmp_path)
+    assert apart != shipped and saved.data_files(saved.load_graph(apart)) == [saved.DATA]
+    assert saved.load_graph(apart).ByteSize() < 4096  # the graph held in memory has no weights
+    spec = ort_session.SessionSpec("CPUExecutionProvider", {}, {}, None)
+    x = np.random.default_rng(1).standard_normal((2, 64)).astype(np.float32)
+    inline = ort_session.run(saved.load_graph(shipped), spec, [x], ["h"], "m", timing_runs=0, model=shipped)
+    split = ort_session.run(saved.load_graph(apart), spec, [x], ["h"], "m", timing_runs=0, model=shipped,
+                            weights=apart)
+    assert relative_error(split.values["h"], inline.values["h"]) <= 1e-6
+    assert all(relative_error(a, b) <= 1e-6 for a, b in zip(split.outputs, inline.outputs, strict=True))
+    assert saved.weights_apart(apart, tmp_path / "again") == apart  # weights already apart: used as they are

@@ -9,9 +9,10 @@ or always()), and emulates the ``uses:`` steps it knows:
 - actions/setup-python: python-path is ``python`` (default: the current interpreter);
 - actions/upload-artifact / actions/download-artifact: a folder per artifact under ``artifacts``
   (names must be unique unless ``overwrite``; download takes ``name`` or ``pattern`` + ``merge-multiple``);
-- actions/cache/restore and actions/cache/save: a zstd tarball per key under ``cache`` (an exact key,
-  else the newest entry matching ``restore-keys``; a key is never overwritten), like the cache
-  service minus the network.
+- actions/cache/restore and actions/cache/save: a zstd tarball per key and scope under ``cache`` (an
+  exact key, else the newest entry matching ``restore-keys``; a key is never overwritten), scoped as
+  the cache service scopes them: an entry is saved in the run's ref (a pull request's merge ref), and
+  a run restores from its own ref, its pull request's base branch, and the default branch only.
 
 A job's runner temp folder may be given (``temp``): GitHub-hosted runners keep the same one from job
 to job, which is what lets a cached virtual environment work where it was restored.
@@ -244,29 +245,61 @@ class ActionRunner:
             parse_output_file(out_file), proc.stdout, proc.stderr, proc.returncode,
         )
 
+    @property
+    def ref(self) -> str:
+        """``github.ref``: a pull request's merge ref (pull_request_target runs in its base branch), else
+        the pushed ref, else the default branch."""
+        pr = self.event.get("pull_request")
+        if pr and self.event_name in ("pull_request", "pull_request_review"):
+            return f"refs/pull/{pr.get('number', self.event.get('number'))}/merge"
+        if pr and self.event_name == "pull_request_target":
+            return f"refs/heads/{pr.get('base', {}).get('ref') or self.default_branch}"
+        return self.event.get("ref") or f"refs/heads/{self.default_branch}"
+
+    @property
+    def default_branch(self) -> str:
+        return self.event.get("repository", {}).get("default_branch") or "main"
+
+    def _scopes(self) -> list[str]:
+        """The refs whose cache entries this run can restore, in the order the service looks."""
+        scopes = [self.ref]
+        base = (self.event.get("pull_request") or {}).get("base", {}).get("ref")
+        scopes += [f"refs/heads/{b}" for b in (base, self.default_branch) if b]
+        return list(dict.fromkeys(scopes))
+
     def _cache(self, action: str, with_: dict[str, str]) -> dict[str, str]:
-        """Cache entries: a tarball of the path per key (as actions/cache stores them, zstd) and the key
-        beside it. Restore takes the exact key, else the newest entry whose key starts with one of
-        ``restore-keys`` (cache-hit false, as the service answers a partial match)."""
+        """Cache entries: a tarball of the path per key and scope (as actions/cache stores them, zstd), the
+        key and the scope beside it. Restore takes the exact key from the first scope that has it, else
+        the newest entry of a visible scope whose key starts with one of ``restore-keys`` (cache-hit
+        false, as the service answers a partial match). Save writes into this run's scope."""
         key, path = with_["key"], Path(with_["path"])
-        entry = self.cache / f"{hashlib.sha256(key.encode()).hexdigest()[:32]}.tar.zst"
         if action == "actions/cache/restore":
-            matched, hit = (entry, "true") if entry.exists() else (self._prefixed(with_.get("restore-keys", "")), "false")
+            exact = next((e for e in (self._entry(key, scope) for scope in self._scopes()) if e.exists()), None)
+            matched, hit = (exact, "true") if exact is not None else (self._prefixed(with_.get("restore-keys", "")),
+                                                                       "false")
             if matched is None:
                 return {"cache-hit": "false", "cache-primary-key": key}
             path.mkdir(parents=True, exist_ok=True)
             subprocess.run(["tar", "--zstd", "-xf", str(matched), "-C", str(path)], check=True)
             return {"cache-hit": hit, "cache-primary-key": key,
                     "cache-matched-key": matched.with_suffix("").with_suffix(".key").read_text()}
-        if not entry.exists() and path.is_dir():  # a key is written once (the service refuses a second save)
+        entry = self._entry(key, self.ref)
+        if not entry.exists() and path.is_dir():  # a key is written once per scope (the service refuses a second)
             self.cache.mkdir(parents=True, exist_ok=True)
             subprocess.run(["tar", "--zstd", "-cf", str(entry), "-C", str(path), "."], check=True)
             entry.with_suffix("").with_suffix(".key").write_text(key)
+            entry.with_suffix("").with_suffix(".scope").write_text(self.ref)
         return {}
 
+    def _entry(self, key: str, scope: str) -> Path:
+        digest = hashlib.sha256((scope + "\0" + key).encode()).hexdigest()
+        return self.cache / f"{digest[:32]}.tar.zst"
+
     def _prefixed(self, restore_keys: str) -> Path | None:
-        """The newest entry whose key starts with the first prefix that matches any."""
-        entries = sorted(self.cache.glob("*.tar.zst"), key=lambda p: p.stat().st_mtime, reverse=True)
+        """The newest entry of a visible scope whose key starts with the first prefix that matches any."""
+        visible = set(self._scopes())
+        entries = [e for e in sorted(self.cache.glob("*.tar.zst"), key=lambda p: p.stat().st_mtime, reverse=True)
+                   if e.with_suffix("").with_suffix(".scope").read_text() in visible]
         for prefix in (line.strip() for line in restore_keys.splitlines() if line.strip()):
             for e in entries:
                 if e.with_suffix("").with_suffix(".key").read_text().startswith(prefix):

@@ -95,6 +95,9 @@ def test_the_line_says_what_each_stage_took_or_why_it_ran():
     keyed = Reuse("a" * 64, None, _stages(CacheState.HIT, key="t" * 64, state=CacheState.HIT), transform="m:t",
                   shipped=Shipped("1" * 64, "1" * 64))
     assert "transform `m:t` its output from the store" in reuse_line(keyed) and "graph changed" not in reuse_line(keyed)
+    bound = Reuse("a" * 64, FullWhy.KEY_CHANGED, [StageRun(Stage.STRUCTURE, "s" * 64, CacheState.HIT),
+                                                  *_stages(CacheState.MISS, CacheState.MISS)])
+    assert "graph from the stored structure with these weights bound (not exported again)" in reuse_line(bound)
     custom = Reuse("a" * 64, None, _stages(CacheState.HIT), unseen=["mylib.op.default"])
     assert "sees mylib.op.default by name only (--full checks them)" in reuse_line(custom)
 

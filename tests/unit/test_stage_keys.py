@@ -30,9 +30,9 @@ def test_a_part_moves_the_keys_of_exactly_the_stages_that_read_it(part):
 
 
 @pytest.mark.parametrize(("package", "stages"), [
-    ("torch", {"export", "reference"}), ("numpy", {"export", "transform", "reference"}),
-    ("python", {"export", "transform", "reference"}), ("onnx", {"export", "transform"}),
-    ("onnxscript", {"export"}), ("onnx-ir", {"export"}), ("onnxruntime", {"transform"}),
+    ("torch", {"structure", "export", "reference"}), ("numpy", {"structure", "export", "transform", "reference"}),
+    ("python", {"structure", "export", "transform", "reference"}), ("onnx", {"structure", "export", "transform"}),
+    ("onnxscript", {"structure", "export"}), ("onnx-ir", {"structure", "export"}), ("onnxruntime", {"transform"}),
 ])
 def test_a_tool_version_moves_the_keys_of_the_stages_that_run_it(package, stages):
     before, after = keys(), keys(tools={**TOOLS, package: "0.0.1"})
@@ -42,16 +42,23 @@ def test_a_tool_version_moves_the_keys_of_the_stages_that_run_it(package, stages
 def test_the_model_s_packages_move_export_and_reference_and_the_transform_s_its_own():
     before = keys()
     model = keys(model={"transformers": "4.0"})
-    assert {s for s in before if before[s] != model[s]} == {"export", "reference"}
+    assert {s for s in before if before[s] != model[s]} == {"structure", "export", "reference"}
     transform = keys(transform={"onnxconverter-common": "1.0"})
     assert {s for s in before if before[s] != transform[s]} == {"transform"}
 
 
 def test_a_transform_without_declared_inputs_has_no_key_and_none_has_no_transform_stage():
-    assert set(keys()) == {"export", "transform", "reference"}
+    assert set(keys()) == {"structure", "export", "transform", "reference"}
     undeclared = ModelSpec("m", "mod:f", "mod:inputs", transform="mod:t")
-    assert set(keys(undeclared)) == {"export", "reference"}
-    assert set(keys(ModelSpec("m", "mod:f", "mod:inputs"))) == {"export", "reference"}
+    assert set(keys(undeclared)) == {"structure", "export", "reference"}
+    assert set(keys(ModelSpec("m", "mod:f", "mod:inputs"))) == {"structure", "export", "reference"}
+
+
+def test_only_the_dynamo_exporter_leaves_a_structure_to_bind_weights_into():
+    from pathlib import Path
+
+    assert "structure" not in keys(ModelSpec("m", "mod:f", "mod:inputs", exporter="torchscript"))
+    assert "structure" not in keys(ModelSpec("m", "mod:f", "mod:inputs", artifact=Path("m.onnx")))
 
 
 def test_the_transform_s_key_digests_the_graph_it_reads():

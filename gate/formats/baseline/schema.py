@@ -86,7 +86,7 @@ EXTRA_META = [
         ("settings", NameMap(NAME, TEXT, "max_layers", "settings")),
         ("unseen", Array(NAME, "max_layers")),
         # Per keyed stage, its key: the parts it reads (docs/verdict.md#stages).
-        ("stages", NameMap(Str(16, choices=Stage.values()), DIGEST, 8, "stages")),
+        ("stages", NameMap(Str(16, choices=Stage.values()), DIGEST, 16, "stages")),
     ], optional=("stages",))),
     # Wall seconds the model took when it was recorded: the cost `--shard` balances legs by.
     ("seconds", Float(nan=False, lo=0.0, hi=MAX_SECONDS)),

@@ -1,0 +1,150 @@
+"""The structure of a dynamo export: the exporter's graph before optimization with its weights left
+out (each initializer named by the parameter or buffer it holds), and its layer map.
+
+It is a function of the model's code, inputs and export settings, not of its weights: the exporter
+lifts parameters and buffers as initializers under their state-dict names, and whatever the forward
+derives from a weight in Python reaches the probe's op trace (a scalar by value, a foreign tensor by
+its bytes), so it changes the key. After a weight-only change the new weights are bound into the
+stored structure and the exporter's own optimizer runs on it: the graph a fresh export gives, without
+tracing the model again (docs/verdict.md#stages). ``check --full`` exports afresh and compares.
+torch only where a structure is captured or bound.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from gate.core.fields import Obj
+from gate.core.runs import OnnxSite
+from gate.core.status import SiteKind
+
+if TYPE_CHECKING:
+    from gate.store import Entry
+
+FILE = "structure.onnx"
+PLACEHOLDER = "parity-gate-weights-not-stored"  # where a left-out weight "lives": nothing is ever read there
+WHERE = "store entry (structure)"
+
+
+class Unbindable(Exception):
+    """The stored structure and the model's weights do not fit: the model is exported afresh."""
+
+
+@dataclass(frozen=True)
+class Structure:
+    proto: bytes  # the unoptimized graph, each left-out weight an external tensor at PLACEHOLDER
+    weights: dict[str, str]  # initializer -> the state-dict name of the tensor it holds
+    sites: dict[str, OnnxSite]  # the layer map on the unoptimized graph: every value there exists
+    opset: int
+
+    def output_digest(self) -> str:
+        """The structure without what names rather than computes (``graph.graph_digest``), the
+        weights it leaves out and its layer map."""
+        import onnx
+
+        from gate.export import graph
+
+        h = hashlib.sha256(b"parity-gate structure v1\n")
+        h.update(graph.graph_digest(onnx.load_from_string(self.proto)).encode())
+        h.update(json.dumps([self.weights, _sites_dict(self.sites), self.opset], sort_keys=True).encode())
+        return h.hexdigest()
+
+    def differs_from(self, entry: Entry) -> str | None:
+        """None when ``entry`` holds this structure, told from its file."""
+        return None if Structure.from_entry(entry).output_digest() == self.output_digest() else \
+            "the structure differs"
+
+    def payload(self) -> dict[str, Any]:
+        return {"weights": dict(self.weights), "onnx_map": _sites_dict(self.sites), "opset": self.opset}
+
+    def write(self, folder: Path) -> None:
+        (folder / FILE).write_bytes(self.proto)
+
+    @classmethod
+    def from_entry(cls, entry: Entry) -> Structure:
+        """The structure a store entry holds, its payload checked (``FormatError``)."""
+        o = Obj(entry.payload, WHERE)
+        weights = o.words("weights")
+        opset = o.int("opset")
+        if opset is None:
+            o.fail("opset", "expected an integer")
+        sites = {}
+        for name, site in (o.free("onnx_map") or {}).items():
+            s = Obj(site, WHERE, f"onnx_map.{name[:60]}")
+            sites[name] = OnnxSite(s.word("kind", SiteKind), s.opt_str("value"), s.int("output"), s.opt_str("reason"))
+        return cls(entry.path(FILE).read_bytes(), weights, sites, opset or 0)
+
+
+def _sites_dict(sites: dict[str, OnnxSite]) -> dict[str, dict[str, Any]]:
+    return {k: {"kind": str(s.kind), "value": s.value, "output": s.output, "reason": s.reason} for k, s in sites.items()}
+
+
+def with_availability(sites: dict[str, OnnxSite], available: set[str], folded: str) -> dict[str, OnnxSite]:
+    """The layer map on the optimized graph: a value the optimizer folded away is ``folded``."""
+    return {name: OnnxSite(SiteKind.FOLDED, s.value, reason=folded) if s.kind == SiteKind.VALUE
+            and s.value not in available else s for name, s in sites.items()}
+
+
+def capture(model: Any, module: Any) -> tuple[bytes, dict[str, str]]:
+    """(the unoptimized IR ``model`` serialized with every initializer that is one of ``module``'s
+    parameters or buffers, by name and by value, left out; initializer -> state-dict name)."""
+    import onnx_ir as ir
+    import torch
+
+    state = module.state_dict(keep_vars=True)
+    swapped: dict[str, Any] = {}
+    for name, value in model.graph.initializers.items():
+        tensor, const = state.get(name), value.const_value
+        raw = getattr(const, "raw", None)  # the exporter wraps the torch tensor itself (TorchTensor)
+        if tensor is None or not isinstance(raw, torch.Tensor) or raw.shape != tensor.shape or \
+                raw.dtype != tensor.dtype or not torch.equal(raw, tensor.detach()):
+            continue  # a constant of the graph's own: it stays in the structure
+        swapped[name] = const
+        value.const_value = ir.ExternalTensor(PLACEHOLDER, 0, const.nbytes, const.dtype, shape=const.shape, name=name)
+    try:
+        proto = ir.serde.serialize_model(model)
+    finally:
+        for name, const in swapped.items():
+            model.graph.initializers[name].const_value = const
+    return proto.SerializeToString(), {name: name for name in swapped}
+
+
+def bind(structure: Structure, module: Any, save: Callable[[Any, Path], None]) -> tuple[Path, tempfile.TemporaryDirectory[str]]:
+    """The optimized graph of ``structure`` with ``module``'s weights, saved by ``save(model, path)``
+    (the exporter's own writer) into a new folder. ``Unbindable`` when a left-out weight has no
+    tensor of that name, shape and dtype in the module, or the exporter's classes are not there."""
+    import onnx
+    import onnx_ir as ir
+    import torch
+
+    try:
+        from torch.onnx._internal.exporter._core import TorchTensor
+    except ImportError as exc:  # another torch: export afresh
+        raise Unbindable(f"torch's exporter has no TorchTensor ({exc})") from None
+    model = ir.serde.deserialize_model(onnx.load_from_string(structure.proto))
+    state = module.state_dict(keep_vars=True)
+    for init, name in structure.weights.items():
+        value, tensor = model.graph.initializers.get(init), state.get(name)
+        if value is None or value.const_value is None or tensor is None:
+            raise Unbindable(f"no tensor `{name}` for initializer `{init}`")
+        bound = TorchTensor(tensor.detach(), name=init)
+        if tuple(bound.shape) != tuple(value.const_value.shape) or bound.dtype != value.const_value.dtype:
+            raise Unbindable(f"`{name}` is {bound.dtype}{list(bound.shape)}, the structure holds "
+                             f"{value.const_value.dtype}{list(value.const_value.shape)}")
+        value.const_value = bound
+    left = [v.name for v in model.graph.initializers.values() if isinstance(v.const_value, ir.ExternalTensor)
+            and Path(str(v.const_value.location)).name == PLACEHOLDER]
+    if left:
+        raise Unbindable(f"initializer `{left[0]}` is left without its weight")
+    program = torch.onnx.ONNXProgram(model, None)
+    program.optimize()  # the exporter's optimizer, as a fresh export runs it
+    folder = tempfile.TemporaryDirectory(prefix="parity-gate-export-")
+    path = Path(folder.name) / "model.onnx"
+    save(program.model, path)
+    return path, folder

@@ -1,0 +1,84 @@
+"""A weight-only change binds the new weights into the stored structure (gate/export/structure.py): on
+public architectures, the graph that gives is the graph a fresh export of the changed model gives (the
+same digest: initializers, folded constants, nodes), with the same layer map; a structure whose
+weights do not fit the model is refused, never bound."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+import torch
+
+from gate.config import load_config
+from gate.export import graph
+from gate.export.exporter import bound, export
+from gate.export.layermap import FOLDED, assign
+from gate.export.structure import Structure, Unbindable, with_availability
+from gate.model.build import build
+
+HERE = Path(__file__).parent
+IMAGE = 'inputs = [{ name = "x", shape = [1, 3, 32, 32] }]'
+TOKENS = 'inputs = [{ name = "input_ids", shape = [1, 8], dtype = "int64", low = 0, high = 100 }]'
+ARCHS = {"resnet18": IMAGE, "mobilenet": IMAGE, "vit": IMAGE, "bert": TOKENS, "gpt2": TOKENS, "llama": TOKENS}
+
+
+def built_model(tmp: Path, arch: str):
+    shutil.copy(HERE / "structure_models.py", tmp / "structure_models.py")
+    path = tmp / "parity-gate.toml"
+    path.write_text(f'[[models]]\nname = "{arch}"\nfactory = "structure_models:{arch}"\n{ARCHS[arch]}\n')
+    cfg = load_config(path)
+    return build(cfg.models[0], cfg.root)
+
+
+def fresh(built):
+    with built.fresh():
+        return export(built)
+
+
+def structure_of(built, exported) -> Structure:
+    from gate.model import trace
+
+    records = trace.probe(built).records
+    before = assign(records, exported.calls, exported.shapes, exported.unoptimized, exported.ambiguous,
+                    exported.outputs)
+    return Structure(exported.structure[0], exported.structure[1], before, exported.opset)
+
+
+def change_weights(module: torch.nn.Module) -> None:
+    """Every third parameter and every floating persistent buffer (BatchNorm statistics) moved: what
+    the weights part of the key digests. (A non-persistent buffer, Llama's rotary frequencies, is
+    in the op trace by its bytes: changing it is a change of code, which exports afresh.)"""
+    with torch.no_grad():
+        for p in list(module.parameters())[::3]:
+            p.mul_(1.01).add_(1e-3)
+        persistent = module.state_dict(keep_vars=True)
+        for name, b in module.named_buffers():
+            if name in persistent and b.is_floating_point():
+                b.mul_(1.1).add_(0.01)
+
+
+@pytest.mark.parametrize("arch", list(ARCHS))
+def test_bound_weights_give_the_graph_a_fresh_export_gives(tmp_path, arch):
+    built = built_model(tmp_path, arch)
+    stored = structure_of(built, fresh(built))
+    assert stored.weights  # the structure leaves the weights out
+    change_weights(built.module)
+    built.pristine = type(built.pristine)(built.module, arch)  # the changed model is the one built
+    rebound, again = bound(built, stored), fresh(built)
+    assert graph.file_digest(rebound.path) == graph.file_digest(again.path)
+    assert with_availability(stored.sites, rebound.available, FOLDED) == \
+        with_availability(structure_of(built, again).sites, again.available, FOLDED)
+
+
+def test_a_structure_whose_weights_do_not_fit_is_refused(tmp_path):
+    built = built_model(tmp_path, "resnet18")
+    stored = structure_of(built, fresh(built))
+    wrong = Structure(stored.proto, {**stored.weights, "fc.weight": "no.such.tensor"}, stored.sites, stored.opset)
+    with pytest.raises(Unbindable, match="no tensor `no.such.tensor`"):
+        bound(built, wrong)
+    with torch.no_grad():
+        built.module.fc.weight = torch.nn.Parameter(torch.zeros(3, 512))  # another shape
+    with pytest.raises(Unbindable, match="fc.weight"):
+        bound(built, stored)
