@@ -5,16 +5,20 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.markup import escape
 
 import gate
-from gate.cli import cache_cmd, github_cmds, init_cmd, notices, show_cmd
+from gate.cli import cache_cmd, github_cmds, init_cmd, merge_cmd, notices, show_cmd
 from gate.core.status import ErrorStatus
 from gate.errors import GateError, ModelError
 from gate.render.text import count
+
+if TYPE_CHECKING:
+    from gate.commands.shards import ShardPlan
+    from gate.config import Config, ModelSpec
 
 # Plain help (click's layout): rich markup would eat "[tool.parity-gate]" and show flags as "<bool>".
 app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode=None,
@@ -39,6 +43,10 @@ RequireOpt = Annotated[list[str] | None, typer.Option(
     "--require", envvar="PARITY_GATE_REQUIRE", metavar="NAME",
     help="A provider that must have a result (repeatable, or comma/space separated; adds to the config's "
          "`require`): one that did not run, or whose matrix leg uploaded nothing, fails the report.")]
+ShardOpt = Annotated[str | None, typer.Option(
+    "--shard", envvar="PARITY_GATE_SHARD", metavar="K/N",
+    help="Only shard K of N of the selected models (a leg of a CI matrix): each configured model with all its "
+         "cases, each sweep with all its cases, in one shard, balanced by the seconds their baselines record.")]
 SinceOpt = Annotated[str | None, typer.Option("--changed-since", envvar="PARITY_GATE_CHANGED_SINCE",
                                                help="A git revision (the PR's base): list the baseline files "
                                                "changed since it in the report (exit 2 when git cannot tell).")]
@@ -86,6 +94,29 @@ def _load(config: Path | None, allow_missing_gpu: bool = False, require: list[st
     return replace(cfg, require=tuple(dict.fromkeys(cfg.require + tuple(names)))) if names else cfg
 
 
+def _sharded(cfg: Config, models: tuple[ModelSpec, ...],
+             shard: str | None) -> tuple[tuple[ModelSpec, ...], ShardPlan | None]:
+    """(the models to run, the plan) for ``--shard K/N``; (``models``, None) without it."""
+    if not shard:
+        return models, None
+    from gate.commands.shards import plan
+    from gate.config.shards import Shard
+
+    chosen = plan(cfg, models, Shard.parse(shard))
+    return chosen.models, chosen
+
+
+def _shard_line(chosen: ShardPlan) -> str:
+    """What this leg runs of the whole, and how the legs are balanced (recorded seconds)."""
+    from gate.render.text import count as counted
+
+    loads = " · ".join(f"{load:.0f} s" for load in chosen.loads)
+    guessed = f"; {counted(chosen.estimated, 'model')} without a recorded time weighed as the median" \
+        if chosen.estimated else ""
+    return (f"shard {chosen.shard}: {counted(chosen.held, 'model')} of {chosen.units} ({counted(len(chosen.models), 'case')} "
+            f"of {len(chosen.covered)}); recorded seconds per shard: {loads}{guessed}")
+
+
 def _needs(command: str) -> None:
     """One line naming the missing extra, before a command that runs models imports torch."""
     from gate.cli.extras import require
@@ -115,19 +146,24 @@ def check(config: ConfigOpt = None, model: ModelOpt = None, provider: ProviderOp
           changed_since: SinceOpt = None, allow_missing_gpu: GpuOpt = False, require: RequireOpt = None,
           full: Annotated[bool, typer.Option("--full", envvar="PARITY_GATE_FULL",
                                              help="Run the whole path: the float64 reference and the export even "
-                                             "when the model's content key matches its baseline's.")] = False) -> None:
+                                             "when the model's content key matches its baseline's.")] = False,
+          shard: ShardOpt = None) -> None:
     """Run the models on the local providers, compare with the baselines, exit with the verdict."""
     from gate import commands
-    from gate.cli.console import progress_display, render_report
+    from gate.cli.console import err_console, progress_display, render_report
 
     cfg = _load(config, allow_missing_gpu, require)
-    models, providers = cfg.select_models(_split(model)), cfg.select_providers(_split(provider))
+    models, chosen = _sharded(cfg, cfg.select_models(_split(model)), shard)
+    providers = cfg.select_providers(_split(provider))
     _needs("check")
+    if chosen is not None:
+        err_console.print(escape(_shard_line(chosen)), soft_wrap=True)
     notices.backend()
     notices.install_gaps(cfg)
     notices.input_ranges(models)
     with progress_display() as progress:
         report = commands.check(cfg, models, providers, progress, full=full)
+    report.shard = chosen.run if chosen is not None else None
     if changed_since:
         report.baseline_changes, report.baseline_diffs = commands.changed_baselines(cfg, changed_since)
     _write_reports(report, json_path, markdown, junit)
@@ -256,14 +292,15 @@ def report(files: Annotated[list[Path], typer.Argument(help="Result files (or fo
 
 
 @app.command("list")
-def list_cases(config: ConfigOpt = None, model: ModelOpt = None) -> None:
+def list_cases(config: ConfigOpt = None, model: ModelOpt = None, shard: ShardOpt = None) -> None:
     """Print the cases the config expands to (batch sizes, sequence lengths, shapes, input sets,
-    opsets), which of them share one export, and the providers."""
+    opsets), which of them share one export, and the providers; with --shard, those of one shard."""
     from gate.cli.console import console
     from gate.commands.listing import cases
 
     cfg = _load(config)
-    found = cases(cfg, cfg.select_models(_split(model)))
+    models, chosen = _sharded(cfg, cfg.select_models(_split(model)), shard)
+    found = cases(cfg, models)
     for c in found:
         axes = " ".join(f"{k}={v}" for k, v in c.case.items())
         console.print(escape(f"{c.name}  ({c.base}{': ' + axes if axes else ''})  export #{c.export_group}  "
@@ -271,6 +308,8 @@ def list_cases(config: ConfigOpt = None, model: ModelOpt = None) -> None:
     providers = found[0].providers if found else []
     console.print(escape(f"{count(len(found), 'case')}, {count(len({c.export_group for c in found}), 'export')}; providers: "
                          f"{', '.join(providers)}"), soft_wrap=True)
+    if chosen is not None:
+        console.print(escape(_shard_line(chosen)), soft_wrap=True)
 
 
 @app.command()
@@ -341,6 +380,7 @@ def _doctor_onnxruntime(console, absent: list[str]) -> None:
 
 
 github_cmds.register(app)
+merge_cmd.register(app)
 init_cmd.register(app)
 show_cmd.register(app)
 cache_cmd.register(app)

@@ -35,13 +35,17 @@ def show_dir() -> None:
 
 
 @cache_app.command("key")
-def key(config: ConfigOpt = None, model: ModelOpt = None) -> None:
+def key(config: ConfigOpt = None, model: ModelOpt = None,
+        shard: Annotated[str | None, typer.Option("--shard", envvar="PARITY_GATE_SHARD", metavar="K/N",
+                                                  help="Only the models of shard K of N (as check --shard).")] = None,
+        ) -> None:
     """Print a digest of the content keys the selected baselines record: a CI cache key for the folder."""
-    from gate.cli.app import _load, _split
+    from gate.cli.app import _load, _sharded, _split
     from gate.commands.cache_key import recorded_keys
 
     cfg = _load(config)
-    typer.echo(recorded_keys(cfg, cfg.select_models(_split(model))))
+    models, _ = _sharded(cfg, cfg.select_models(_split(model)), shard)
+    typer.echo(recorded_keys(cfg, models))
 
 
 @cache_app.command("prune")

@@ -81,6 +81,10 @@ def init(
                            "it exists, else the packages the factory imports).")] = None,
     require_approval: Annotated[bool, typer.Option(
         "--require-approval", help="Fail pull requests that change baselines until a label or review allows them.")] = False,
+    shards: Annotated[int, typer.Option(
+        "--shards", min=1, metavar="N",
+        help="Check the models in a matrix of N legs (flows single and fork), each running one shard of them "
+             "(check --shard K/N); the verdict job merges their reports into one comment and one status.")] = 1,
     gpu_runner: Annotated[str, typer.Option("--gpu-runner", help="Labels of the self-hosted GPU runner (flow gpu).")]
     = "self-hosted, linux, x64, gpu",
     action: Annotated[str, typer.Option("--action", help="The action the workflows use.")] = ACTION,
@@ -106,7 +110,7 @@ def init(
         return
     options = Options(directory.resolve(), factory, inputs, name,
                       flow.value, tuple(provider) if provider else Options.providers, action, pip_args,
-                      require_approval, gpu_runner, force)
+                      require_approval, gpu_runner, force, shards)
     p = plan(options)
     for line in apply(p):
         console.print(f"[dim]{escape(line)}[/dim]", soft_wrap=True)

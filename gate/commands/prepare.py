@@ -77,7 +77,9 @@ class Cache:
 def _meta(built: BuiltModel) -> Meta:
     tolerance = built.spec.output_tolerance
     dtypes = [str(t.dtype).removeprefix("torch.") for t in built.inputs]
-    return Meta(**versions(), inputs_digest=built.inputs_digest,  # weights_digest: once hashed (``prepare``)
+    v = versions()  # by name: Meta's other fields are no versions
+    return Meta(parity_gate=v["parity_gate"], torch=v["torch"], onnx=v["onnx"], onnxruntime=v["onnxruntime"],
+                onnxscript=v["onnxscript"], inputs_digest=built.inputs_digest,  # weights_digest: once hashed (``prepare``)
                 inputs=inputs_mod.describe(built.input_names, built.arrays, dtypes),
                 machine=device.machine(), fingerprint=fingerprint.parameters(),
                 normalizations=list(built.normalizations), output_tolerance=list(tolerance) if tolerance else None)

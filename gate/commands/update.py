@@ -10,6 +10,7 @@ under its folder's lock after a fresh read, so a concurrent update of other prov
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -51,6 +52,11 @@ def _from_files(config: Config, models: tuple[ModelSpec, ...], sources: list[Pat
     elif missing:
         raise GateError(f"the result files hold no run of model `{missing[0]}`")
     return models, runs
+
+
+def cost(seconds: float) -> float:
+    """A recorded cost: two significant digits (0.01 s at least), since only ratios between models matter."""
+    return max(float(f"{seconds:.2g}"), 0.01)
 
 
 def warnings_for(spec: ModelSpec, run: ModelRun) -> list[str]:
@@ -101,8 +107,11 @@ def update_baseline(config: Config, models: tuple[ModelSpec, ...], providers: tu
     for spec in models:
         location(config, spec)  # a bad name fails before any run
         try:
+            started = time.perf_counter()
             run = _ready(runs[spec.name] if sources else run_model(config, spec, providers, progress, settings, cache,
                                                                    ReusePolicy.for_update().plan(None)))
+            if not sources:  # what --shard balances by; result files say nothing of how long the model took
+                run.meta.seconds = cost(time.perf_counter() - started)
         except ModelError as exc:
             if spec.sweep is None:
                 raise

@@ -25,7 +25,7 @@ def error_against(fp: Fingerprint, ref: Fingerprint | None) -> float | None:
 
 
 OPTIONAL_META = ("promoted", "below_float64", "normalizations", "training", "dynamic_dims", "transform",
-                 "graph_precision", "output_tolerance", "tensor_digests", "inputs", "content_key")
+                 "graph_precision", "output_tolerance", "tensor_digests", "inputs", "content_key", "seconds")
 
 
 @dataclass
@@ -61,6 +61,9 @@ class Meta:
     tensor_digests: dict[str, str] | None = None  # per parameter and buffer: which tensors a weights change touched
     inputs: list[dict[str, Any]] | None = None  # per input: name, dtype, shape, digest (model.inputs.describe)
     content_key: dict[str, Any] | None = None  # what the run computed, digested (gate.model.content_key)
+    # Wall seconds the model took where its baseline was recorded (every stage, every provider): what
+    # ``--shard`` balances the legs of a matrix by (gate.config.shards).
+    seconds: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         out = {f.name: getattr(self, f.name) for f in fields(self)}

@@ -2,7 +2,8 @@
 API tells it (``pull``: author, head, labels, the files it changes; ``changes``: those that decide its
 verdict), the one PR comment and its stamp, approvals tied to the commit and to write access, a
 report's verdict decided again from its own rows (``recheck``), job summary, annotations and step
-outputs (``actions``: log lines no text can turn into a workflow command); and what the composite action
+outputs (``actions``: log lines no text can turn into a workflow command), the legs of a sharded run as
+their report artifacts arrive (``legs``: each shard's latest attempt); and what the composite action
 installs (``install``, ``ortdist``: one ONNX Runtime distribution per environment; ``pins``: the
 judging install's constraints, pins only).
 No typer/rich here; the CLI lives in gate.cli.github_cmds.

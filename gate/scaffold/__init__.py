@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from gate.config.shards import MAX_SHARDS
 from gate.core.files import CONSTRAINTS
 from gate.errors import ConfigError
 from gate.scaffold.config_text import (
@@ -31,6 +32,7 @@ from gate.scaffold.workflows import (
     FORK_ENVIRONMENT,
     GPU_BASELINES,
     RUN_GPU_BASELINES,
+    SHARDED_FLOWS,
     Flow,
     workflows,
 )
@@ -49,6 +51,7 @@ class Options:
     require_approval: bool = False
     gpu_runner: str = "self-hosted, linux, x64, gpu"
     force: bool = False
+    shards: int = 0  # the check as a matrix of this many legs, one verdict (single and fork flows)
 
 
 @dataclass
@@ -124,13 +127,19 @@ def plan(options: Options) -> Plan:
     """Every file ``init`` would write, and how; raises ConfigError before anything is written."""
     if options.flow not in FLOWS:
         raise ConfigError(f"flow `{options.flow}`: expected one of {', '.join(FLOWS)}")
+    if options.shards and options.flow not in SHARDED_FLOWS:
+        raise ConfigError(f"--shards {options.shards}: the {options.flow} flow exports once and collects per runner; "
+                          f"a sharded check is written for the {' and '.join(SHARDED_FLOWS)} flows")
+    if not 0 <= options.shards <= MAX_SHARDS:
+        raise ConfigError(f"--shards {options.shards}: expected 2 to {MAX_SHARDS} legs (or 1: one job, no matrix)")
     name = options.name or model_name(options.factory)
     providers = options.providers + (("CUDAExecutionProvider",) if options.flow == "gpu" and
                                      "CUDAExecutionProvider" not in options.providers else ())
     text = section(name, options.factory, options.inputs, providers)
     out = Plan(options, name, pip_args=_pip_args(options), providers=providers)
     out.changes.append(_config(options.root, text, options.force))
-    flow = Flow(options.flow, options.action, out.pip_args, options.require_approval, options.gpu_runner)
+    flow = Flow(options.flow, options.action, out.pip_args, options.require_approval, options.gpu_runner,
+                shards=options.shards if options.shards > 1 else 0)
     for path, body in workflows(flow).items():
         change = _file(options.root, path, body, options.force)
         if path == GPU_BASELINES and change.action != "keep":

@@ -4,6 +4,10 @@
 - ``gpu``: export once on a CPU runner, collect there and on a self-hosted GPU runner, one report;
 - ``fork``: the check runs in ``pull_request``, a second workflow (``workflow_run``) comments.
 
+With ``shards`` (the single and fork flows), the check is a matrix of that many legs, each running one
+shard of the models (``--shard K/N``); the job that comments merges every leg's report into one comment
+and one commit status.
+
 The ``gpu`` flow also writes ``GPU_BASELINES``: run by hand (``workflow_dispatch``, so only the default
 branch's file runs on the GPU runner), it records the GPU providers' baseline entries there, uploads
 the files and opens a pull request with them from a hosted job (the write token never reaches the GPU
@@ -24,6 +28,7 @@ from dataclasses import dataclass
 
 ACTION = "parity-gate/parity-gate@v1"
 FLOWS = ("single", "gpu", "fork")
+SHARDED_FLOWS = ("single", "fork")  # the gpu flow exports once and collects per runner: no sharded check
 # Pinned by commit (a tag can be moved); the comment names the release.
 CHECKOUT = "actions/checkout@fbc6f3992d24b796d5a048ff273f7fcc4a7b6c09 # v5.1.0"
 UPLOAD = "actions/upload-artifact@b7c566a772e6b6bfb58ed0dc250532a479d7789f # v6.0.0"
@@ -36,6 +41,7 @@ RUN_GPU_BASELINES = (f"Actions → {GPU_BASELINES_NAME} → Run workflow, or `gh
                      f"{GPU_BASELINES.rsplit('/', 1)[1]}`")
 FORK_ENVIRONMENT = "parity-gate-fork"  # required reviewers: who may run a fork's code (docs/action.md)
 REPORT = "parity-gate-report"  # the artifact the gate job uploads and the verdict job judges
+PR_ARTIFACT = "parity-gate-pr"  # the fork flow's hand-over to its comment workflow: the report and the PR number
 HEADER = ("# Written by `parity-gate init`; what each input does: "
           "https://github.com/parity-gate/parity-gate/blob/main/docs/action.md\n")
 CONCURRENCY = """concurrency:  # a newer push cancels the older run, whose comment would be stale anyway
@@ -56,6 +62,16 @@ class Flow:
     gpu_runner: str = "self-hosted, linux, x64, gpu"
     gpu_providers: str = "CUDAExecutionProvider"
     baseline_dir: str = "baselines"  # relative to the repository root: what the GPU job uploads
+    shards: int = 0  # the single and fork flows' check as a matrix of this many legs (0: one job)
+
+    def __post_init__(self) -> None:
+        if self.shards and self.kind not in SHARDED_FLOWS:
+            raise ValueError(f"shards: the {self.kind} flow has no sharded check (the single and fork flows do)")
+
+    @property
+    def shard_inputs(self) -> tuple[tuple[str, str], ...]:
+        """A leg's ``with:`` pairs: its shard from the matrix, and how many there are."""
+        return (("shard", "${{ matrix.shard }}"), ("shards", str(self.shards))) if self.shards else ()
 
 
 def _with(flow: Flow, *pairs: tuple[str, str], model: bool = False, gate: bool = False) -> str:
@@ -85,6 +101,18 @@ def _checkout(ref: str = "") -> str:
     return f"      - uses: {CHECKOUT}\n        with:\n{pinned}          persist-credentials: false\n"
 
 
+def _matrix(flow: Flow) -> str:
+    """The legs of a sharded check: every one reports, whatever another one found."""
+    if not flow.shards:
+        return ""
+    return ("    strategy:\n      fail-fast: false  # every leg reports: the verdict names every model\n"
+            f"      matrix:\n        shard: [{', '.join(str(k) for k in range(1, flow.shards + 1))}]\n")
+
+
+def _check_name(flow: Flow) -> str:
+    return f"check (shard ${{{{ matrix.shard }}}} of {flow.shards})" if flow.shards else "check"
+
+
 VERDICT_PERMISSIONS = ("    permissions:\n      pull-requests: write  # the comment; the changed files, labels and reviews\n"
                        "      statuses: write  # the verdict on the pull request's head commit: the status to require\n")
 ANY_GATE_JOB = "${{ !cancelled() }}  # a gate job that failed still has its say"
@@ -97,15 +125,20 @@ def _verdict(flow: Flow, needs: str, condition: str = ANY_GATE_JOB) -> str:
             f"    name: verdict\n    needs: {needs}\n    if: {condition}\n"
             "    runs-on: ubuntu-latest\n    timeout-minutes: 15\n" + VERDICT_PERMISSIONS
             + f"    steps:\n      - uses: {flow.action}\n"
-            + _with(flow, ("mode", "comment"), ("report-artifact", REPORT), gate=True))
+            + _with(flow, ("mode", "comment"), ("report-artifact", REPORT),
+                    *((("shards", str(flow.shards)),) if flow.shards else ()), gate=True))
 
 
 def single(flow: Flow) -> str:
+    what = ("each leg runs one shard of the models" if flow.shards else "runs the pull request's code") + \
+        " with a read-only token; the report leaves as an artifact"
     return (HEADER + "name: parity-gate\n" + _trigger(flow) + "permissions: {}\n" + CONCURRENCY + "jobs:\n"
-            "  check:  # runs the pull request's code with a read-only token; the report leaves as an artifact\n"
-            "    name: check\n    runs-on: ubuntu-latest\n    timeout-minutes: 60\n" + READ_ONLY + "    steps:\n" + _checkout()
+            f"  check:  # {what}\n"
+            f"    name: {_check_name(flow)}\n    runs-on: ubuntu-latest\n    timeout-minutes: 60\n" + _matrix(flow)
+            + READ_ONLY + "    steps:\n" + _checkout()
             + f"      - uses: {flow.action}\n"
-            + _with(flow, ("comment", "never"), ("report-artifact", REPORT), model=True) + _verdict(flow, "check"))
+            + _with(flow, ("comment", "never"), ("report-artifact", REPORT), *flow.shard_inputs, model=True)
+            + _verdict(flow, "check"))
 
 
 def _gpu_trigger(flow: Flow) -> str:
@@ -207,21 +240,46 @@ def gpu_baselines(flow: Flow) -> str:
             "runner by run $GITHUB_RUN_ID. Review what moved with git diff (parity-gate diff-driver).\"\n")
 
 
+def _keep_for_comment(flow: Flow) -> str:
+    """The fork flow's hand-over: the report and the pull request's number, as an artifact the comment workflow
+    downloads (one per leg and attempt when sharded, as the merge expects them)."""
+    name = f"{PR_ARTIFACT}-shard-${{{{ matrix.shard }}}}-of-{flow.shards}-a${{{{ github.run_attempt }}}}" if flow.shards \
+        else PR_ARTIFACT
+    return ("      - name: Keep the report and the PR number for the comment workflow\n"
+            "        if: ${{ !cancelled() && steps.gate.outputs.report-json != '' }}\n"
+            "        env:\n          REPORT: ${{ steps.gate.outputs.report-json }}\n"
+            "          PR_NUMBER: ${{ github.event.pull_request.number }}\n"
+            "        run: |\n          mkdir -p parity-gate-pr\n          cp \"$REPORT\" parity-gate-pr/report.json\n"
+            "          echo \"$PR_NUMBER\" > parity-gate-pr/number\n"
+            f"      - uses: {UPLOAD}\n"
+            "        if: ${{ !cancelled() && steps.gate.outputs.report-json != '' }}\n"
+            f"        with:\n          name: {name}\n          path: parity-gate-pr/\n")
+
+
+def _fetch_for_comment(flow: Flow) -> str:
+    """The comment workflow's download from the run that computed the report(s), and the number it carries (a
+    hint: the action checks it against that run's head commit)."""
+    what = f"pattern: {PR_ARTIFACT}-shard-*-of-{flow.shards}-a*" if flow.shards else f"name: {PR_ARTIFACT}"
+    number = ("cat parity-gate-pr/*/number | tr -cd '0-9\\n' | head -n 1 | cut -c1-12" if flow.shards
+              else "tr -cd '0-9' < parity-gate-pr/number | cut -c1-12")
+    return (f"      - uses: {DOWNLOAD}\n        with:\n          {what}\n"
+            "          path: parity-gate-pr\n          run-id: ${{ github.event.workflow_run.id }}\n"
+            "          github-token: ${{ github.token }}\n"
+            "      - id: pr  # a hint only: the action checks it against the run's head commit\n"
+            f"        run: echo \"number=$({number})\" >> \"$GITHUB_OUTPUT\"\n")
+
+
 def fork(flow: Flow) -> tuple[str, str]:
     """The pull_request workflow (read-only) and the workflow_run workflow that judges and comments."""
+    what = "each leg runs one shard of the models" if flow.shards else "runs the pull request's code"
     check = (HEADER + "name: parity-gate\n" + _trigger(flow) + "permissions: {}\n" + CONCURRENCY + "jobs:\n"
-             "  parity-gate:  # runs the pull request's code with a read-only token\n"
-             "    name: check\n    runs-on: ubuntu-latest\n    timeout-minutes: 60\n" + READ_ONLY + "    steps:\n" + _checkout()
-             + f"      - uses: {flow.action}\n        id: gate\n" + _with(flow, ("comment", "never"), model=True) +
-             "      - name: Keep the report and the PR number for the comment workflow\n"
-             "        if: ${{ !cancelled() && steps.gate.outputs.report-json != '' }}\n"
-             "        env:\n          REPORT: ${{ steps.gate.outputs.report-json }}\n"
-             "          PR_NUMBER: ${{ github.event.pull_request.number }}\n"
-             "        run: |\n          mkdir -p parity-gate-pr\n          cp \"$REPORT\" parity-gate-pr/report.json\n"
-             "          echo \"$PR_NUMBER\" > parity-gate-pr/number\n"
-             f"      - uses: {UPLOAD}\n"
-             "        if: ${{ !cancelled() && steps.gate.outputs.report-json != '' }}\n"
-             "        with:\n          name: parity-gate-pr\n          path: parity-gate-pr/\n")
+             f"  parity-gate:  # {what} with a read-only token\n"
+             f"    name: {_check_name(flow)}\n    runs-on: ubuntu-latest\n    timeout-minutes: 60\n" + _matrix(flow)
+             + READ_ONLY + "    steps:\n" + _checkout()
+             + f"      - uses: {flow.action}\n        id: gate\n"
+             + _with(flow, ("comment", "never"), *flow.shard_inputs, model=True) + _keep_for_comment(flow))
+    report = (("shards", str(flow.shards)), ("shard-reports", "parity-gate-pr")) if flow.shards else \
+        (("report-json", "parity-gate-pr/report.json"),)
     comment = (HEADER + "name: parity-gate comment\non:\n  workflow_run:\n    workflows: [parity-gate]\n"
                "    types: [completed]\npermissions: {}\n"
                "concurrency:  # one run per pull request at a time: no race between reading and writing its comment\n"
@@ -234,14 +292,9 @@ def fork(flow: Flow) -> tuple[str, str]:
                "    permissions:\n      actions: read  # download the other run's artifact\n"
                + VERDICT_PERMISSIONS.split("\n", 1)[1] + "    steps:\n"
                "      # No actions/checkout: nothing from the pull request runs here; the report is read as data.\n"
-               f"      - uses: {DOWNLOAD}\n        with:\n          name: parity-gate-pr\n"
-               "          path: parity-gate-pr\n          run-id: ${{ github.event.workflow_run.id }}\n"
-               "          github-token: ${{ github.token }}\n"
-               "      - id: pr  # a hint only: the action checks it against the run's head commit\n"
-               "        run: echo \"number=$(tr -cd '0-9' < parity-gate-pr/number | cut -c1-12)\" >> \"$GITHUB_OUTPUT\"\n"
-               f"      - uses: {flow.action}\n"
-               + _with(flow, ("mode", "comment"), ("report-json", "parity-gate-pr/report.json"),
-                       ("pr-number", "${{ steps.pr.outputs.number }}"), gate=True))
+               + _fetch_for_comment(flow)
+               + f"      - uses: {flow.action}\n"
+               + _with(flow, ("mode", "comment"), *report, ("pr-number", "${{ steps.pr.outputs.number }}"), gate=True))
     return check, comment
 
 

@@ -4,5 +4,6 @@ structure (``structure``: renames, copies, new and gone layers), layers whose sh
 values (``data_dependent``), target and model audits (``placement``, ``model_audits``), runtime
 versions that moved (``versions``), a sweep's pairs and anchor (``comparisons``) and its support
 matrix (``sweeps``), a GPU leg that checked no GPU (``gpu_leg``), the first regression and the
-report (``judge``), and root-cause hints that never change it (``hints``). No I/O here: the one
+report (``judge``), root-cause hints that never change it (``hints``), and the reports of a sharded
+run's legs made one (``shard``: what a leg covered; ``merge``). No I/O here: the one
 judge that reads baselines and refuses what cannot be judged is ``gate.commands.judging``."""

@@ -27,6 +27,7 @@ from gate.core.status import (
 )
 from gate.verdict.next_step import next_step
 from gate.verdict.notes import Comparison, Hint
+from gate.verdict.shard import ShardRun
 
 SCHEMA, VERSION = "parity-gate/report", 1
 # Checks whose value is not an error against the reference: a count, a distance between sets.
@@ -361,6 +362,7 @@ class Report:
     # The changed baseline files as text diffs (``--changed-since``), by path; the comment shows only
     # those of files the pull request's own file list names.
     baseline_diffs: dict[str, str] | None = None
+    shard: ShardRun | None = None  # a leg of a sharded run: its shard, and what the run covers (check --shard)
 
     def __post_init__(self) -> None:
         if self.summary is None:
@@ -379,6 +381,8 @@ class Report:
             out["baseline_changes"] = self.baseline_changes
         if self.baseline_diffs:
             out["baseline_diffs"] = self.baseline_diffs
+        if self.shard is not None:
+            out["shard"] = self.shard.to_dict()
         from .sweeps import matrices  # derived from the models: written for readers, never read back
 
         sweeps = matrices(self.models)
@@ -399,4 +403,4 @@ class Report:
         return cls(verdict=o.word("verdict", Verdict), models=o.objs("models", ModelVerdict.from_dict, required=True),
                    environment=o.free("environment") or {}, first_regression=first,
                    summary=o.opt_obj("summary", Summary.from_dict), baseline_changes=changes,
-                   baseline_diffs=o.words("baseline_diffs") or None)
+                   baseline_diffs=o.words("baseline_diffs") or None, shard=o.opt_obj("shard", ShardRun.from_dict))

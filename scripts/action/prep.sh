@@ -12,7 +12,24 @@ case "$CACHE" in true|false) ;; *) fail "input cache is '$CACHE'; expected true 
 case "$FULL" in true|false) ;; *) fail "input full is '$FULL'; expected true or false";; esac
 case "$EXPORT_CACHE" in true|false) ;; *) fail "input export-cache is '$EXPORT_CACHE'; expected true or false";; esac
 case "$ALLOW_MISSING_GPU" in true|false) ;; *) fail "input allow-missing-gpu is '$ALLOW_MISSING_GPU'; expected true or false";; esac
-if [ "$MODE" = comment ] && [ -z "$REPORT_JSON" ] && [ -z "$REPORT_ARTIFACT" ]; then
+# A sharded run: legs of mode check each run shard K of N; the judging job (mode comment) merges N reports.
+number() { case "$1" in ''|*[!0-9]*) return 1;; esac; [ "${#1}" -le 3 ] && [ "$((10#$1))" -ge 1 ]; }
+if [ -n "$SHARD" ] || [ -n "$SHARDS" ]; then
+  number "$SHARDS" && [ "$((10#$SHARDS))" -le 256 ] || fail "input shards is '$SHARDS'; expected how many shards the models are cut into, 1 to 256"
+  SHARDS=$((10#$SHARDS))
+  case "$MODE" in
+    check)
+      number "$SHARD" && [ "$((10#$SHARD))" -le "$SHARDS" ] || fail "input shard is '$SHARD'; expected this leg's shard, 1 to $SHARDS (shards), e.g. from the matrix"
+      SHARD=$((10#$SHARD)) ;;
+    comment)
+      [ -z "$SHARD" ] || fail "input shard is '$SHARD': mode comment merges every shard's report; give it shards only"
+      [ -z "$REPORT_JSON" ] || fail "mode comment with shards merges the legs' reports: give report-artifact (their name's prefix) or shard-reports (a folder of them), not report-json" ;;
+    *) fail "inputs shard and shards apply to modes check (a leg) and comment (the merge), not to mode $MODE" ;;
+  esac
+elif [ -n "$SHARD_REPORTS" ]; then
+  fail "input shard-reports is set but shards is not: give shards, how many legs' reports to merge"
+fi
+if [ "$MODE" = comment ] && [ -z "$REPORT_JSON" ] && [ -z "$REPORT_ARTIFACT" ] && [ -z "$SHARDS" ]; then
   fail "mode comment needs the report to post: the report-artifact input (an artifact of this run) or report-json (a file)"
 fi
 if [ -n "$PYTHON_PATH" ] && [ ! -x "$PYTHON_PATH" ] && ! command -v "$PYTHON_PATH" > /dev/null; then
@@ -39,10 +56,15 @@ else
 fi
 
 # This leg of a matrix: the job, the runner's OS and architecture, the providers and models it runs,
-# or what matrix-key says. It names the comment and the artifacts, so legs never share them.
-leg="$(slug "${MATRIX_KEY:-$JOB-$RUNNER_OS-$RUNNER_ARCH${PROVIDERS:+-$PROVIDERS}${MODELS:+-$MODELS}}")"
-job_label="$JOB on $RUNNER_OS $RUNNER_ARCH${MATRIX_KEY:+ ($MATRIX_KEY)}"
+# or what matrix-key says; and its shard. It names the comment and the artifacts, so legs never share them.
+shard="" shard_tag=""
+if [ "$MODE" = check ] && [ -n "$SHARDS" ]; then shard="$SHARD/$SHARDS" shard_tag="-shard-$SHARD-of-$SHARDS"; fi
+leg="$(slug "${MATRIX_KEY:-$JOB-$RUNNER_OS-$RUNNER_ARCH${PROVIDERS:+-$PROVIDERS}${MODELS:+-$MODELS}}")$shard_tag"
+job_label="$JOB on $RUNNER_OS $RUNNER_ARCH${MATRIX_KEY:+ ($MATRIX_KEY)}${shard:+ (shard $shard)}"
 artifact="${ARTIFACT_NAME:-$ARTIFACT_PREFIX-$leg-a${GITHUB_RUN_ATTEMPT:-1}}"
+report_artifact="${REPORT_ARTIFACT:-parity-gate-report-$leg}"
+# A leg's report artifact carries its shard and attempt: the merge takes each shard's latest attempt.
+if [ -n "$shard" ]; then report_artifact="${REPORT_ARTIFACT:-parity-gate-report}$shard_tag-a${GITHUB_RUN_ATTEMPT:-1}"; fi
 
 out="$RUNNER_TEMP/parity-gate"
 mkdir -p "$out"
@@ -53,6 +75,20 @@ if [ "$MODE" = comment ] && [ -z "$REPORT_JSON" ]; then
   download="$out/untrusted"
   rm -rf "$download"
   report_json="$download/report.json"
+fi
+legs="" legs_download=""
+if [ "$MODE" = comment ] && [ -n "$SHARDS" ]; then
+  # The legs ran the pull request's code: their reports land in a fresh folder and are merged as data.
+  download="" report_json="$out/merged.json"
+  rm -f "$report_json"
+  if [ -n "$SHARD_REPORTS" ]; then
+    [ -d "$SHARD_REPORTS" ] || fail "input shard-reports is '$SHARD_REPORTS', which is not a folder (relative to working-directory)"
+    legs="$(abs "$SHARD_REPORTS")"
+  else
+    legs="$out/untrusted-legs" legs_download="$out/untrusted-legs"
+    rm -rf "$legs" && mkdir -p "$legs"
+  fi
+  job_label="$job_label, $SHARDS shards merged"
 fi
 # No cache in mode comment: an entry can be saved by any job of the pull request, one running its code
 # included, and restoring it here would run that code with this job's token. None with venv-path either.
@@ -68,7 +104,13 @@ if [ "$MODE" = comment ] || [ -n "$VENV_PATH" ]; then cache=false; fi
   echo "leg=$leg"
   echo "job-label=$job_label"
   echo "comment-id=${COMMENT_ID:-${CONFIG:-default}@$leg}"
-  echo "report-artifact=${REPORT_ARTIFACT:-parity-gate-report-$leg}"
+  echo "report-artifact=$report_artifact"
+  echo "shard=$shard"
+  echo "shard-tag=$shard_tag"
+  echo "shards=$SHARDS"
+  echo "legs=$legs"
+  echo "legs-download=$legs_download"
+  echo "legs-pattern=${REPORT_ARTIFACT:-parity-gate-report}-shard-*-of-$SHARDS-a*"
   echo "artifact-name=$artifact"
   echo "constraints=$constraints"
   echo "cache=$cache"

@@ -67,9 +67,9 @@ def test_every_workflow_init_can_write_passes_actionlint_and_zizmor(tmp_path):
 
 def test_docs_show_the_workflows_init_writes():
     page = (ROOT / "docs" / "action.md").read_text()
-    for kind in ("single", "gpu", "fork"):
-        for path, text in workflows(Flow(kind)).items():
-            assert f"# {path}\n" + text.split("\n", 1)[1] in page, f"{kind}: {path} differs from docs/action.md"
+    for flow in (Flow("single"), Flow("gpu"), Flow("fork"), Flow("single", shards=4)):
+        for path, text in workflows(flow).items():
+            assert f"# {path}\n" + text.split("\n", 1)[1] in page, f"{flow}: {path} differs from docs/action.md"
 
 
 def test_jobs_that_run_the_pull_requests_code_are_read_only_and_the_judge_never_checks_out():

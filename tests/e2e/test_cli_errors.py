@@ -165,7 +165,7 @@ def test_report_lists_baseline_files_the_change_touches(tmp_path):
 
 def test_baselines_are_byte_identical_across_fingerprint_backends(tmp_path):
     """Same model, same machine: update-baseline under the C kernel and under the NumPy spec
-    writes the same bytes."""
+    writes the same bytes, but for the seconds each run took (a measurement, `meta.seconds`)."""
     outputs = {}
     for backend in ("native", "numpy"):
         folder = tmp_path / backend
@@ -175,7 +175,9 @@ def test_baselines_are_byte_identical_across_fingerprint_backends(tmp_path):
         shutil.copytree(ROOT / "examples", folder / "examples")
         proc = run_cli("update-baseline", cwd=folder, env={"PARITY_GATE_BACKEND": backend})
         assert proc.returncode == 0, proc.stderr
-        outputs[backend] = (folder / "b" / "tiny-transformer.msgpack.zst").read_bytes()
+        doc = read_document(folder / "b" / "tiny-transformer.msgpack.zst")
+        assert doc["meta"].pop("seconds") > 0
+        outputs[backend] = encode_baseline(doc)
     assert outputs["native"] == outputs["numpy"]
 
 

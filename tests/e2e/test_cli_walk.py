@@ -34,10 +34,17 @@ CASES = [
     (("comment", "--report", "missing.json"), "report `missing.json`: no such file"),
     (("comment", "--report", "folder"), "report `folder`: cannot read"),
     (("comment", "--report", "empty.json"), "report `empty.json`: not JSON"),
+    (("merge", "missing.json", "--shards", "2"), "report `missing.json`: no such file"),
+    (("merge", "empty.json", "--shards", "2"), "report `empty.json`: not JSON"),
+    (("merge", "folder", "--shards", "2"), "no report of any of the 2 shards to merge"),
+    (("check", "--config", CONFIG, "--shard", "3/2"), "--shard 3/2: shard 3 of 2 does not exist (1 to 2)"),
+    (("list", "--config", CONFIG, "--shard", "2"), "--shard '2': expected K/N, shard K of N (e.g. 2/4)"),
     (("add", "--factory", "m:f", "--input", "x=2", "--config", "folder", "--no-baseline"), "is a folder"),
     (("add", "--factory", "m:f", "--input", "x=2", "--config", CONFIG, "--name", "Bad Name", "--no-baseline"),
      "model name `Bad Name`"),
     (("init", "--factory", "bad", "--input", "x=2", "--yes", "--no-baseline"), "factory `bad`: expected module:callable"),
+    (("init", "--factory", "m:f", "--input", "x=2", "--yes", "--no-baseline", "--flow", "gpu", "--shards", "4"),
+     "--shards 4: the gpu flow exports once and collects per runner"),
 ]
 
 

@@ -1,7 +1,7 @@
 """Write every workflow ``parity-gate init`` can write into one folder, for actionlint and zizmor.
 
-Each flow with and without ``--require-approval`` and with the models' own requirements, one file per
-workflow, named ``init-<flow>[-approval]-<file>.yml``; plus ``actionlint.yaml`` naming the GPU runner's
+Each flow with and without ``--require-approval`` and with the models' own requirements, and the flows that
+can be sharded with ``--shards 4``, one file per workflow, named ``init-<flow>[-approval][-shards]-<file>.yml``; plus ``actionlint.yaml`` naming the GPU runner's
 labels. Usage: python -m tests.support.action_init_workflows OUTDIR
 """
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from gate.scaffold.workflows import FLOWS, Flow, workflows
+from gate.scaffold.workflows import FLOWS, SHARDED_FLOWS, Flow, workflows
 
 
 def variants() -> dict[str, str]:
@@ -18,9 +18,11 @@ def variants() -> dict[str, str]:
     out = {}
     for kind in FLOWS:
         for approval in (False, True):
-            flow = Flow(kind, pip_args="torchvision -r requirements.txt", require_approval=approval)
-            for path, text in workflows(flow).items():
-                out[f"init-{kind}{'-approval' if approval else ''}-{Path(path).name}"] = text
+            for shards in (0, 4) if kind in SHARDED_FLOWS else (0,):
+                flow = Flow(kind, pip_args="torchvision -r requirements.txt", require_approval=approval, shards=shards)
+                for path, text in workflows(flow).items():
+                    name = f"init-{kind}{'-approval' if approval else ''}{'-shards' if shards else ''}-{Path(path).name}"
+                    out[name] = text
     return out
 
 

@@ -47,10 +47,10 @@ def job_if(job: dict[str, Any], event: dict[str, Any], needs: dict[str, str], re
 
 
 def run_job(make: Any, job: dict[str, Any], *, checkout: Path | None, action_prefix: str = "parity-gate/parity-gate@",
-            inputs: dict[str, str] | None = None, token: str = "") -> JobRun:
+            inputs: dict[str, str] | None = None, token: str = "", matrix: dict[str, Any] | None = None) -> JobRun:
     """``make(workspace)`` returns the ``ActionRunner`` of this job (its event, env, artifacts);
     ``checkout``: what actions/checkout puts in the workspace; ``inputs``: added to the action's ``with:``
-    (what a runner would have ready, e.g. venv-path)."""
+    (what a runner would have ready, e.g. venv-path); ``matrix``: this leg's values of the job's matrix."""
     runner: ActionRunner = make()
     if any(runner.workspace.iterdir()):
         shutil.rmtree(runner.workspace)
@@ -60,7 +60,8 @@ def run_job(make: Any, job: dict[str, Any], *, checkout: Path | None, action_pre
     for index, step in enumerate(job["steps"]):
         sid = step.get("id") or f"__{index}"
         ctx = {"github": {"event": runner.event, "repository": runner.repository, "token": token,
-                          "workspace": str(runner.workspace)}, "steps": out.steps, "env": {}}
+                          "workspace": str(runner.workspace), "run_attempt": runner.run_attempt},
+               "steps": out.steps, "env": {}, "matrix": matrix or {}}
         if not condition(step.get("if"), ctx, status):
             out.steps[sid] = {"outputs": {}, "outcome": "skipped", "conclusion": "skipped"}
             continue

@@ -1,6 +1,6 @@
 """The `parity-gate` executable of the e2e tests' prepared environment (the action's `venv-path`).
 
-It is the real `comment` command (gate.cli.github_cmds.register) plus stand-ins for the
+It is the real `comment` and `merge` commands (gate.cli.github_cmds, gate.cli.merge_cmd) plus stand-ins for the
 commands the action calls before it (check, export, collect, report, update-baseline): they
 copy a fixture report / write a result file and exit with the code the test asks for, so the
 action's control flow is tested without torch. Stand-in behaviour, set by the test:
@@ -17,6 +17,7 @@ from typing import Annotated
 
 import typer
 
+from gate.cli import merge_cmd
 from gate.cli.github_cmds import register
 
 app = typer.Typer(add_completion=False)
@@ -87,6 +88,7 @@ def update_baseline() -> None:
 
 
 register(app)
+merge_cmd.register(app)
 
 if __name__ == "__main__":
     app()

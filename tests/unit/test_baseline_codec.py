@@ -406,3 +406,48 @@ def test_a_layers_data_dependence_round_trips_after_its_other_keys_and_is_one_of
 def encode_baseline_unchecked(doc: dict) -> bytes:
     """The document framed as a writer that skipped the schema would write it."""
     return zstandard.ZstdCompressor(write_content_size=True).compress(msgpack.packb(doc, use_bin_type=True))
+
+
+def test_a_recorded_cost_round_trips_last_in_meta_and_is_bounded_at_its_limit():
+    from gate.formats.baseline import Baseline
+    from gate.formats.baseline.schema import MAX_SECONDS
+
+    doc = make_document(2)
+    doc["meta"]["seconds"] = MAX_SECONDS  # at the limit: read and written
+    back = decode_baseline(encode_baseline(doc), "x")
+    assert back == doc and list(back["meta"])[-1] == "seconds"
+    assert Baseline.from_document(back).meta.seconds == MAX_SECONDS
+    for bad, said in ((math.nextafter(MAX_SECONDS, math.inf), "is outside [0.0, 10000000.0]"),
+                      (-1.0, "is outside"), (math.inf, "is outside"), (float("nan"), "NaN is not allowed here")):
+        doc["meta"]["seconds"] = bad
+        with pytest.raises(FormatError, match=r"^baseline document for model 'tiny': meta\.seconds: ") as info:
+            encode_baseline(doc)
+        assert said in str(info.value)
+    del doc["meta"]["seconds"]  # written before it existed: still read
+    assert "seconds" not in decode_baseline(encode_baseline(doc), "x")["meta"]
+
+
+def test_a_recorded_cost_is_steady_and_kept_by_an_update_that_timed_nothing():
+    from dataclasses import replace
+
+    from gate.formats.baseline import Baseline
+    from gate.formats.baseline.update import merge
+
+    before = Baseline.from_document(decode_baseline(encode_baseline(make_document(2)), "x"))
+    before = replace(before, meta=replace(before.meta, seconds=10.0))
+    run = _run_of(before)
+    for now, kept in ((40.0, 10.0), (2.5, 10.0), (41.0, 41.0), (2.4, 2.4), (None, 10.0)):  # within 4x: kept
+        run.meta.seconds = now
+        assert merge(run, before).meta.seconds == kept, now
+
+
+def _run_of(baseline):
+    """A run that recorded exactly what ``baseline`` holds (reference layers, no runtime)."""
+    from dataclasses import replace
+
+    from gate.core.runs import LayerInfo, ModelRun
+
+    run = ModelRun(baseline.model)
+    run.meta = replace(baseline.meta)
+    run.layers = [LayerInfo(x.name, x.type, x.fp) for x in baseline.layers]
+    return run

@@ -126,3 +126,33 @@ def test_constraints_gain_pins_only_for_new_packages():
     text = "# pins\ntorch==2.0.0\n"
     assert merge_constraints(text, ["torch"]) == text  # an existing pin is the user's
     assert merge_constraints(text, ["not-an-installed-package"]) == text  # nothing installed to pin
+
+
+def test_shards_make_the_check_a_matrix_with_one_verdict_in_the_single_and_fork_flows():
+    import yaml
+
+    from gate.scaffold.workflows import Flow, workflows
+
+    single = yaml.safe_load(workflows(Flow("single", shards=3))[".github/workflows/parity-gate.yml"])
+    check, verdict = single["jobs"]["check"], single["jobs"]["verdict"]
+    assert check["strategy"] == {"fail-fast": False, "matrix": {"shard": [1, 2, 3]}}
+    assert check["steps"][-1]["with"] == {"comment": "never", "report-artifact": "parity-gate-report",
+                                          "shard": "${{ matrix.shard }}", "shards": 3}
+    assert verdict["steps"][-1]["with"] == {"mode": "comment", "report-artifact": "parity-gate-report", "shards": 3}
+    legs, comment = (yaml.safe_load(t) for t in workflows(Flow("fork", shards=3)).values())
+    upload = legs["jobs"]["parity-gate"]["steps"][-1]
+    assert upload["with"]["name"] == "parity-gate-pr-shard-${{ matrix.shard }}-of-3-a${{ github.run_attempt }}"
+    download, _, gate = comment["jobs"]["comment"]["steps"]
+    assert download["with"]["pattern"] == "parity-gate-pr-shard-*-of-3-a*"
+    assert gate["with"]["shards"] == 3 and gate["with"]["shard-reports"] == "parity-gate-pr"
+
+
+def test_shards_are_refused_for_the_gpu_flow_and_past_their_limit(tmp_path):
+    from gate.scaffold import Options, plan
+
+    for flow, shards, message in (("gpu", 4, "--shards 4: the gpu flow exports once and collects per runner; a "
+                                               "sharded check is written for the single and fork flows"),
+                                  ("single", 257, "--shards 257: expected 2 to 256 legs (or 1: one job, no matrix)")):
+        with pytest.raises(ConfigError) as err:
+            plan(Options(tmp_path, "models:net", "models:inputs", flow=flow, shards=shards))
+        assert str(err.value) == message

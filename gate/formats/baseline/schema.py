@@ -59,6 +59,7 @@ PROMOTED = NameMap(NAME, Int(1, I64_MAX), "max_layers", "layers")
 BELOW = NameMap(NAME, LOWER, "max_layers", "layers")
 
 # What else a run records of its model and graph (all optional; see gate.core.runs.Meta).
+MAX_SECONDS = 1e7  # a recorded cost past this (about 4 months) is not a measurement
 HEX16 = Str(16, pattern=re.compile(r"[0-9a-f]{16}\Z"), rule="is not 16 hex digits")
 EXTRA_META = [
     ("normalizations", Array(TEXT, "max_layers")),
@@ -87,6 +88,8 @@ EXTRA_META = [
         # Per keyed stage, its key: the parts it reads (docs/verdict.md#stages).
         ("stages", NameMap(Str(16, choices=Stage.values()), DIGEST, 16, "stages")),
     ], optional=("stages",))),
+    # Wall seconds the model took when it was recorded: the cost `--shard` balances legs by.
+    ("seconds", Float(nan=False, lo=0.0, hi=MAX_SECONDS)),
 ]
 
 META = Record(

@@ -73,7 +73,8 @@ def _meta_lines(doc: dict) -> list[str]:
     if "promoted" in meta:
         out.append(f"meta promoted {sum(meta['promoted'].values())} "
                    + ",".join(f"{_name(k)}:{v}" for k, v in meta["promoted"].items()))
-    for key in ("normalizations", "training", "dynamic_dims", "transform", "graph_precision", "output_tolerance"):
+    for key in ("normalizations", "training", "dynamic_dims", "transform", "graph_precision", "output_tolerance",
+                "seconds"):
         if key in meta:  # what the run recorded of the model and its graph, one compact line each
             out.append(f"meta {key} {json.dumps(meta[key], sort_keys=True, ensure_ascii=True)}")
     if "below_float64" in meta:

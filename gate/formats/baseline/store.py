@@ -53,6 +53,11 @@ def read(loc: Location) -> Baseline:
     return Baseline.from_document(cases[loc.case])
 
 
+def read_cases(path: Path) -> dict[str, Baseline]:
+    """Every case of a sweep's set file, read once. FileNotFoundError, FormatError as ``read``."""
+    return {name: Baseline.from_document(case) for name, case in read_set(path)["cases"].items()}
+
+
 def update(loc: Location, make: Callable[[Baseline | None], Baseline],
            keep: Callable[[Baseline], bool]) -> Baseline | None:
     """Under the folder's lock, re-read the baseline (None when missing, unreadable, or refused by

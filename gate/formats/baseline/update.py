@@ -6,6 +6,8 @@ entries of other providers and device classes are kept while the layers still ma
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from gate.core.runs import LayerInfo, ModelRun, ProviderLayer, ProviderRun
 
 from .document import Baseline, BaselineLayer, Entry, EntryLayer
@@ -23,7 +25,10 @@ def merge(run: ModelRun, previous: Baseline | None = None) -> Baseline:
             continue
         entries = by_provider.setdefault(prun.name, {})
         entries[prun.target.label] = _entry(run, prun, entries.get(prun.target.label))
-    return Baseline(run.name, run.meta, run.reference_dtype, tuple(_layer(x) for x in run.layers),
+    # The recorded cost is steady like a latency: an unchanged model rewrites the same bytes.
+    meta = replace(run.meta, seconds=_steady(run.meta.seconds, previous.meta.seconds if previous is not None else None,
+                                             COST_BAND))
+    return Baseline(run.name, meta, run.reference_dtype, tuple(_layer(x) for x in run.layers),
                     tuple(e for entries in by_provider.values() for e in entries.values()))
 
 
@@ -34,18 +39,21 @@ def _entry(run: ModelRun, prun: ProviderRun, before: Entry | None) -> Entry:
 
 
 LATENCY_BAND = 2.0
+# A model's seconds move further than a latency: the first model of a process pays the imports and the
+# exporter's warm-up. Shards need them to within a few times, no closer.
+COST_BAND = 4.0
 
 
-def _steady(now: float | None, before: float | None) -> float | None:
-    """Keep the recorded latency while a new measurement stays within a factor of 2 of it
-    (sub-millisecond timings on a shared runner move that much), so rerunning update-baseline
-    on an unchanged model rewrites the same bytes. A run that timed nothing (result files
-    collected without ``max-slowdown``) keeps the recorded value."""
+def _steady(now: float | None, before: float | None, band: float = LATENCY_BAND) -> float | None:
+    """Keep the recorded latency (or cost) while a new measurement stays within a factor of ``band``
+    of it (sub-millisecond timings on a shared runner move by 2), so rerunning update-baseline on an
+    unchanged model rewrites the same bytes. A run that timed nothing (result files collected
+    without ``max-slowdown``, an update ``--from`` them) keeps the recorded value."""
     if now is None:
         return before
     if before is None or not before > 0:
         return now
-    return before if 1 / LATENCY_BAND <= now / before <= LATENCY_BAND else now
+    return before if 1 / band <= now / before <= band else now
 
 
 def _row(pl: ProviderLayer) -> EntryLayer:
