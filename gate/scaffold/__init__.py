@@ -54,6 +54,23 @@ class Options:
     shards: int = 0  # the check as a matrix of this many legs, one verdict (single and fork flows)
 
 
+def default_branch(root: Path) -> str:
+    """The repository's default branch as git knows it: origin's HEAD, else the branch checked out
+    when it is main or master (a feature branch is no default), else main."""
+    import subprocess
+
+    for args, accept in ((["symbolic-ref", "--quiet", "--short", "refs/remotes/origin/HEAD"], None),
+                         (["symbolic-ref", "--quiet", "--short", "HEAD"], ("main", "master"))):
+        try:
+            proc = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, timeout=30)
+        except (OSError, subprocess.SubprocessError):
+            return "main"
+        name = proc.stdout.strip().removeprefix("origin/") if proc.returncode == 0 else ""
+        if name and (accept is None or name in accept):
+            return name
+    return "main"
+
+
 @dataclass
 class Change:
     path: str  # relative to the root
@@ -139,7 +156,7 @@ def plan(options: Options) -> Plan:
     out = Plan(options, name, pip_args=_pip_args(options), providers=providers)
     out.changes.append(_config(options.root, text, options.force))
     flow = Flow(options.flow, options.action, out.pip_args, options.require_approval, options.gpu_runner,
-                shards=options.shards if options.shards > 1 else 0)
+                shards=options.shards if options.shards > 1 else 0, default_branch=default_branch(options.root))
     for path, body in workflows(flow).items():
         change = _file(options.root, path, body, options.force)
         if path == GPU_BASELINES and change.action != "keep":

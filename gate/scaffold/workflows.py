@@ -63,6 +63,7 @@ class Flow:
     gpu_providers: str = "CUDAExecutionProvider"
     baseline_dir: str = "baselines"  # relative to the repository root: what the GPU job uploads
     shards: int = 0  # the single and fork flows' check as a matrix of this many legs (0: one job)
+    default_branch: str = "main"  # its pushes fill the export cache every pull request starts from
 
     def __post_init__(self) -> None:
         if self.shards and self.kind not in SHARDED_FLOWS:
@@ -88,11 +89,15 @@ def _with(flow: Flow, *pairs: tuple[str, str], model: bool = False, gate: bool =
 
 
 def _trigger(flow: Flow) -> str:
+    # A cache saved by a pull request is that pull request's alone; the default branch's is every pull
+    # request's. Its pushes (a merge) export and save, so a new pull request's first run starts warm.
+    push = (f"  push:\n    branches: [{json.dumps(flow.default_branch)}]  # fills the export cache every pull "
+            "request starts from\n")
     if not flow.require_approval:
-        return "on:\n  pull_request:\n"
+        return "on:\n  pull_request:\n" + push
     # A label or an approving review must run the gate again.
     return ("on:\n  pull_request:\n    types: [opened, synchronize, reopened, labeled, unlabeled]\n"
-            "  pull_request_review:\n    types: [submitted, dismissed]\n")
+            "  pull_request_review:\n    types: [submitted, dismissed]\n" + push)
 
 
 def _checkout(ref: str = "") -> str:
@@ -115,7 +120,8 @@ def _check_name(flow: Flow) -> str:
 
 VERDICT_PERMISSIONS = ("    permissions:\n      pull-requests: write  # the comment; the changed files, labels and reviews\n"
                        "      statuses: write  # the verdict on the pull request's head commit: the status to require\n")
-ANY_GATE_JOB = "${{ !cancelled() }}  # a gate job that failed still has its say"
+ANY_GATE_JOB = ("${{ !cancelled() && github.event_name != 'push' }}  # a gate job that failed still has its say; "
+                "a push has no pull request to judge")
 
 
 def _verdict(flow: Flow, needs: str, condition: str = ANY_GATE_JOB) -> str:

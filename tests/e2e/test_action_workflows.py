@@ -138,6 +138,27 @@ def test_the_gpu_flows_verdict_judges_only_a_report_the_report_job_made():
     assert job_if(jobs["verdict"], same, {"report": "success"}, REPO) is True
 
 
+@pytest.mark.parametrize("flow", [Flow("single"), Flow("single", shards=3), Flow("fork"), Flow("fork", shards=2),
+                                  Flow("single", default_branch="trunk")])
+def test_a_push_to_the_default_branch_fills_the_export_cache_and_judges_nothing(flow):
+    """A pull request's cache is its own, the default branch's is every pull request's: the check runs on
+    pushes to the default branch (a merge) and saves there, so a new pull request's first run starts
+    warm; nothing judges or comments on a push."""
+    files = workflows(flow)
+    doc = yaml.safe_load(files[".github/workflows/parity-gate.yml"])
+    triggers = doc[True] if True in doc else doc["on"]  # YAML 1.1 reads a bare `on` as true
+    assert triggers["push"] == {"branches": [flow.default_branch]} and "pull_request" in triggers
+    same = json.loads((EVENTS / "pull_request.json").read_text())
+    if flow.kind == "single":
+        verdict = doc["jobs"]["verdict"]
+        assert job_if(verdict, same, {"check": "success"}, REPO) is True
+        assert job_if(verdict, {"ref": f"refs/heads/{flow.default_branch}"}, {"check": "success"}, REPO,
+                      event_name="push") is False
+    else:
+        comment = yaml.safe_load(files[".github/workflows/parity-gate-comment.yml"])["jobs"]["comment"]
+        assert condition(comment["if"], {"github": {"event": {"workflow_run": {"event": "push"}}}}, "success") is False
+
+
 def test_the_gpu_baselines_run_by_hand_read_only_on_the_gpu_runner_and_a_hosted_job_opens_the_pull_request():
     flows = workflows(Flow("gpu", pip_args="torchvision"))
     doc = yaml.safe_load(flows[GPU_BASELINES])

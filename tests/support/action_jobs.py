@@ -37,8 +37,9 @@ def _text(value: Any) -> str:
     return str(value).lower() if isinstance(value, bool) else str(value)
 
 
-def job_if(job: dict[str, Any], event: dict[str, Any], needs: dict[str, str], repository: str) -> bool:
-    ctx = {"github": {"event": event, "repository": repository},
+def job_if(job: dict[str, Any], event: dict[str, Any], needs: dict[str, str], repository: str,
+           event_name: str = "pull_request") -> bool:
+    ctx = {"github": {"event": event, "repository": repository, "event_name": event_name},
            "needs": {k: {"result": v} for k, v in needs.items()}}
     failed = any(v == "failure" for v in needs.values())
     if "if" not in job:

@@ -156,3 +156,25 @@ def test_shards_are_refused_for_the_gpu_flow_and_past_their_limit(tmp_path):
         with pytest.raises(ConfigError) as err:
             plan(Options(tmp_path, "models:net", "models:inputs", flow=flow, shards=shards))
         assert str(err.value) == message
+
+
+def test_the_default_branch_is_origins_head_else_main_or_master_checked_out(tmp_path):
+    import subprocess
+
+    from gate.scaffold import default_branch
+
+    def git(*args: str, cwd) -> None:
+        subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True)
+
+    origin = tmp_path / "origin"
+    git("init", "-q", "-b", "trunk", str(origin), cwd=tmp_path)
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "--allow-empty", "-m", "first", cwd=origin)
+    git("clone", "-q", str(origin), "clone", cwd=tmp_path)
+    git("switch", "-q", "-c", "feature", cwd=tmp_path / "clone")
+    assert default_branch(tmp_path / "clone") == "trunk"  # origin's HEAD, whatever is checked out
+    local = tmp_path / "local"
+    git("init", "-q", "-b", "master", str(local), cwd=tmp_path)
+    assert default_branch(local) == "master"
+    git("switch", "-q", "-c", "feature", cwd=local)
+    assert default_branch(local) == "main"  # a feature branch is no default
+    assert default_branch(tmp_path) == "main"  # no repository
