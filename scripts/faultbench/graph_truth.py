@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -48,10 +49,14 @@ def module_of_tensor(name: str) -> str:
     return name.rpartition(".")[0]
 
 
-def deep_weight(proto: onnx.ModelProto, model: torch.nn.Module, depth: float = 0.6) -> tuple[str, str]:
+def deep_weight(proto: onnx.ModelProto, model: torch.nn.Module, depth: float = 0.6,
+                keep: Callable[[np.ndarray], bool] | None = None) -> tuple[str, str]:
     """(initializer, module): a weight about ``depth`` of the way through the graph, in the order
-    nodes first use it, that is exactly one module's."""
+    nodes first use it, that is exactly one module's (and whose values ``keep`` accepts)."""
     owned = weights_in_graph(proto, model)
+    if keep is not None:
+        owned = {i.name: owned[i.name] for i in proto.graph.initializer
+                 if i.name in owned and keep(numpy_helper.to_array(i))}
     order: list[str] = []
     for node in proto.graph.node:
         order += [i for i in node.input if i in owned and i not in order]
