@@ -46,8 +46,10 @@ def fold_batchnorm(model, _rebuild):
     if not pairs:
         raise NotApplicable
     for conv, bn in pairs:
-        model.set_submodule(conv, fuse_conv_bn_eval(model.get_submodule(conv).eval(), model.get_submodule(bn).eval()))
-        model.set_submodule(bn, nn.Identity())
+        mode = model.get_submodule(conv).training  # fusing needs eval mode; the model keeps the mode it was in
+        fused = fuse_conv_bn_eval(model.get_submodule(conv).eval(), model.get_submodule(bn).eval())
+        model.set_submodule(conv, fused.train(mode))
+        model.set_submodule(bn, nn.Identity().train(mode))
     return model
 
 
