@@ -167,21 +167,7 @@ def model_verdict(spec: ModelSpec, run: ModelRun, baseline: Baseline | None, pat
     mv.audits += [Audit(Check.STRUCTURE, AuditStatus.WARN, line) for line in described(st)] if st else []
     mv.mapping = model_audits.mapping(run)
     order = {layer.name: i for i, layer in enumerate(run.layers)}
-    found = causality.cause(run, baseline, st) if st is not None else None
-    candidates = []
-    for pv in mv.providers:
-        skip = causality.contradicted(pv.rows, order, found) if pv.role == Role.REFERENCE else []
-        pv.first_regression = _first(pv, order, skip)
-        if skip:
-            audit = _contradiction(pv, skip, found)
-            mv.audits.append(audit)
-            if pv.first_regression is None:
-                pv.first_regression = Regression(skip[0], "", Check.CONTRADICTION, message=audit.message)
-        if pv.first_regression is not None:
-            pv.status = TargetStatus.REGRESSED
-            candidates.append((order.get(pv.first_regression.layer, len(order)), 1 + (pv.role != Role.REFERENCE),
-                               Regression(**{**vars(pv.first_regression), "provider": pv.name,
-                                             "precision": pv.precision})))
+    candidates = _targets_first(mv, order, causality.cause(run, baseline, st) if st is not None else None)
     for audit in (a for a in mv.audits if a.status == AuditStatus.FAIL and a.check != Check.CONTRADICTION):
         # What ships does not match the config (its export) or the model as given: before any layer.
         where = "(export)" if audit.check == Check.DYNAMIC_SHAPE else "(model as given)"
@@ -204,6 +190,26 @@ def model_verdict(spec: ModelSpec, run: ModelRun, baseline: Baseline | None, pat
         mv.status = ModelStatus.ERROR
     mv.hints = hints.model_hints(spec, run, baseline, mv, st)  # diagnosis only; never changes the verdict
     return mv
+
+
+def _targets_first(mv: ModelVerdict, order: dict[str, int], found: causality.Cause | None) -> list[tuple]:
+    """Each target's first regression (a reference row that contradicts the only change set apart, as an
+    audit), as candidates for the model's: (position, rank, regression)."""
+    candidates = []
+    for pv in mv.providers:
+        skip = causality.contradicted(pv.rows, order, found) if pv.role == Role.REFERENCE else []
+        pv.first_regression = _first(pv, order, skip)
+        if skip:
+            audit = _contradiction(pv, skip, found)
+            mv.audits.append(audit)
+            if pv.first_regression is None:
+                pv.first_regression = Regression(skip[0], "", Check.CONTRADICTION, message=audit.message)
+        if pv.first_regression is not None:
+            pv.status = TargetStatus.REGRESSED
+            candidates.append((order.get(pv.first_regression.layer, len(order)), 1 + (pv.role != Role.REFERENCE),
+                               Regression(**{**vars(pv.first_regression), "provider": pv.name,
+                                             "precision": pv.precision})))
+    return candidates
 
 
 def _upstream_gone(first: Regression, st: Structure | None, baseline: Baseline | None) -> Regression:
