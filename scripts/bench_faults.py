@@ -48,12 +48,12 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from faultbench import refactors, runs, unseen  # noqa: E402
-from faultbench.factories import _factory  # noqa: E402
+from faultbench.factories import BENIGN, _factory  # noqa: E402
 from faultbench.faults import MODEL_FAULTS  # noqa: E402
 from faultbench.graph_faults import graph_faults, output_node  # noqa: E402
 from faultbench.models import ARCHS  # noqa: E402
 from faultbench.runs import OV, Case  # noqa: E402
-from faultbench.scoring import WHOLE_GRAPH, score_benign, score_fault  # noqa: E402
+from faultbench.scoring import WHOLE_GRAPH, score_benign, score_fault, summarize  # noqa: E402
 from faultbench.truth import first_changed  # noqa: E402
 
 
@@ -113,7 +113,7 @@ def _benign_rows(folder: Path, model: str, wanted, log) -> list[dict]:
     for kind in refactors.RUNS:
         if wanted(kind):
             rows.append(_row(kind, "benign", lambda kind=kind: _run_kind(folder, base, kind), log))
-    for kind in (*refactors.REFACTORS, *refactors.BUILT):
+    for kind in (*BENIGN, *refactors.BUILT):
         if not wanted(kind):
             continue
         try:
@@ -148,24 +148,7 @@ def bench_model(folder: Path, model: str, kinds: list[str] | None, log) -> dict:
     base_s = runs.record(folder, Case(model, "base", ARCHS[model].inputs))
     rows = (_fault_rows(folder, model, wanted, log) + unseen.unseen_rows(folder, model, wanted, log)
             + _benign_rows(folder, model, wanted, log))
-    faults = [r for r in rows if r["group"] != "benign"]
-    benign = [r for r in rows if r["group"] == "benign" and r.get("applicable", True)]
-    detected = [r for r in faults if r.get("detected")]
-    summary = dict(model=model, injected=len(faults), detected=len(detected),
-                   localized=sum(bool(r.get("localized")) for r in detected),
-                   hints_ok=sum(bool(r.get("hint_ok")) for r in faults), benign=len(benign),
-                   false_positives=sum(bool(r.get("false_positive") or r.get("crashed")) for r in benign),
-                   seconds_per_check=_per_check(rows), default_like_full=sum(bool(r.get("agree")) for r in faults),
-                   checked_both=sum("agree" in r for r in faults),
-                   baseline_seconds=base_s)
-    return dict(summary=summary, rows=rows)
-
-
-def _per_check(rows: list[dict]) -> float:
-    """Seconds per check over the rows that ran (a fault checked twice counts both checks)."""
-    ran = [r for r in rows if "seconds" in r and not r.get("crashed")]
-    checks = sum(2 if "full_seconds" in r else 1 for r in ran)
-    return sum(r["seconds"] + r.get("full_seconds", 0.0) for r in ran) / max(checks, 1)
+    return dict(summary=summarize(model, rows, base_s), rows=rows)
 
 
 def _g(v) -> str:

@@ -9,9 +9,11 @@ transformers encoders, decoder-only LLM families, encoder-decoders, vision, audi
 models; timm when it is installed. Random weights, small inputs, nothing downloaded.
 
 Each row is a project of its own in a temporary folder (a config and the factory module it names),
-run by ``--python`` (default: this interpreter): ``update-baseline``, a clean ``check`` (must pass),
-and a ``check`` whose factory scales one weight deep in the model by 1.001 (``zoo/pick.py`` says which;
-the first regression must be a layer of that module). Every command is its own process tree, timed,
+run by ``--python`` (default: this interpreter): ``update-baseline``; a clean ``check --full`` and a
+clean ``check`` on the default path (both must pass); a ``check`` whose factory scales one weight deep
+in the model by 1.001 (``zoo/pick.py`` says which; the first regression must be a layer of that
+module); and a ``check`` whose transform rounds one deep weight of the shipped graph to float16
+(``zoo/graph_fault.py``; the first regression must be on the CPU EP, at the module that weight is). Every command is its own process tree, timed,
 its peak RSS summed over the tree (the gate's ONNX Runtime worker included), and ended with the row
 when the row runs past ``--timeout`` seconds, so one model cannot take the table down. A row that does
 not pass end to end gets its status and the gate's own message, shortened.
@@ -68,10 +70,14 @@ def machine() -> str:
 
 
 def line(row: dict) -> str:
-    step = row["steps"].get("check") or {}
+    step, default = row["steps"].get("check") or {}, row["steps"].get("check_default") or {}
     first = (row.get("fault") or {}).get("first_regression") or {}
-    return (f"{row['name']:24} {row['status']:16} check {step.get('wall_s', 0):6.1f} s {step.get('peak_gb', 0):5.2f} GB"
-            f"  row {row['total_s']:6.1f} s  fault {row.get('fault_layer', '-')} -> {first.get('layer', '-')}"
+    graph = row.get("graph_fault") or {}
+    where = (graph.get("first_regression") or {})
+    return (f"{row['name']:24} {row['status']:16} check --full {step.get('wall_s', 0):6.1f} s "
+            f"{step.get('peak_gb', 0):5.2f} GB, default {default.get('wall_s', 0):6.1f} s  row {row['total_s']:6.1f} s"
+            f"  weight {row.get('fault_layer', '-')} -> {first.get('layer', '-')}"
+            f"  graph {graph.get('module', '-')} -> {where.get('layer', '-')} ({where.get('provider', '-')})"
             + (f"  | {row['reason']}" if row.get("reason") else ""))
 
 
@@ -117,6 +123,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--only", help="comma-separated families or family prefixes (transformers, torchvision/video)")
     ap.add_argument("--json", type=Path, help="write every row's measurements here")
     ap.add_argument("--markdown", type=Path, help="rewrite the table block of this file (docs/models.md)")
+    ap.add_argument("--block", default="table", help="which block of --markdown: `table` (every row) or another "
+                    "name, for a partial run kept apart (markers <!-- zoo-NAME:begin/end -->)")
     ap.add_argument("--from", dest="source", type=Path, help="render --markdown from an earlier --json, no runs")
     ap.add_argument("--timeout", type=float, default=480.0, help="seconds per row, all its commands together")
     ap.add_argument("--python", default=sys.executable, help="the interpreter the gate runs under")
@@ -137,7 +145,7 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         data = run(chosen, args, "python scripts/bench_zoo.py " + " ".join(argv if argv is not None else sys.argv[1:]))
     if args.markdown:
-        table.write(args.markdown, data)
+        table.write(args.markdown, data, args.block)
         print(f"wrote {args.markdown}")
     return 0
 

@@ -253,7 +253,7 @@ def why(m: ModelVerdict) -> str:
         return f"{p.name} {p.error_status or 'error'}: {_line(p.reason)}{_at(p.where)}" if p else "error"
     fr = m.first_regression
     if fr:
-        return f"{fr.layer} on {fr.provider} ({fr.check} {_fmt(fr.value)} > {_fmt(fr.threshold)})"
+        return f"{fr.where} on {fr.provider} ({fr.check} {_fmt(fr.value)} > {_fmt(fr.threshold)})"
     missing = next((p for p in m.providers if p.status == TargetStatus.NO_BASELINE and p.role == Role.RUNTIME), None)
     if m.baseline_exists and missing is not None:
         return f"no baseline entry for {missing.name} on {missing.label}"
@@ -262,7 +262,7 @@ def why(m: ModelVerdict) -> str:
 
 def failure_lines(report: Report) -> list[str]:
     """Above the verdict line: each model that did not pass, when more than one did not, and the next
-    step of each (the comment's own words)."""
+    step of each (the comment's own words); and that of a model that passed with a refactor inside a module."""
     failed = [m for m in report.models if m.status != ModelStatus.PASS]
     out = []
     for m in failed:
@@ -272,6 +272,10 @@ def failure_lines(report: Report) -> list[str]:
         if words:
             out.append(f"    [bold]next:[/bold] {escape(words)}" if len(failed) > 1
                        else f"  [bold]next:[/bold] {escape(words)}")
+    for m in (m for m in report.models if m.status == ModelStatus.PASS):  # passed with a refactor inside a module
+        words = step_words(m, TEXT)
+        if words:
+            out.append(f"  [bold]next ({escape(m.name)}):[/bold] {escape(words)}")
     return out
 
 
@@ -290,7 +294,7 @@ def verdict_line(report: Report) -> str:
         return f"[bold red]ERROR[/bold red] | {escape(why(failed))}"
     if first:
         return "[bold red]FAILED[/bold red] | " + escape(
-            f"first regression: {first.model} {first.layer} on {first.provider}"
+            f"first regression: {first.model} {first.where} on {first.provider}"
             f"{' (float64 reference)' if first.precision == 'float64' else ''} "
             f"({first.check} {_fmt(first.value)} > {_fmt(first.threshold)})")
     missing = [m.name for m in report.models if m.status == ModelStatus.NO_BASELINE]

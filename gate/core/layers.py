@@ -3,6 +3,8 @@ element suffix for tuple/list/dict outputs (``attn[0]``, ``(model)[logits]``).""
 
 from __future__ import annotations
 
+import re
+
 ROOT = "(model)"  # the root module: its outputs are the model's outputs
 
 
@@ -11,6 +13,11 @@ def layer_name(module: str, call: int, element: str = "") -> str:
     if call:
         base = f"{base}#{call + 1}"
     return base + element
+
+
+def module_of(name: str) -> str:
+    """The module a layer is a call of: ``block.conv#2[0]`` -> ``block.conv``; the model's outputs -> ``(model)``."""
+    return re.split(r"[#\[]", name, maxsplit=1)[0]
 
 
 def is_output(name: str) -> bool:

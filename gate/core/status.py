@@ -123,6 +123,7 @@ class StepKind(Word):
     NO_GPU = "no-gpu"  # no configured GPU provider could run on a GPU leg
     RECORD_ELSEWHERE = "record-elsewhere"  # a provider not here has no baseline entry: record it where it runs
     NO_RESULT = "no-result"  # no result file holds it: its matrix leg uploaded nothing
+    REFACTORED = "refactored"  # it passed, with layers that moved inside modules whose outputs hold: re-record
 
 
 class RowStatus(Word):
@@ -130,6 +131,7 @@ class RowStatus(Word):
     FAIL = "fail"
     NEW = "new"  # not in the baseline
     MISSING = "missing"  # in the baseline, did not run
+    MOVED = "moved"  # its value moved inside a module whose output holds: a refactor inside it, not failed
     FOLDED = "folded"
     ABSENT = "absent"
 
@@ -165,6 +167,7 @@ class Check(Word):
     LATENCY = "latency"
     DYNAMIC_SHAPE = "dynamic-shape"
     TRAINING_MODE = "training-mode"
+    CONTRADICTION = "contradiction"  # the reference moved before the only change (its tensors) could reach it
     # A sweep's comparisons of outputs.
     PAIR = "pair"
     ANCHOR = "anchor"

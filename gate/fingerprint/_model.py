@@ -31,7 +31,6 @@ def parameters() -> dict[str, Any]:
 
 _INT_KEYS = ("count", "nan", "posinf", "neginf", "zero")
 _FLOAT_KEYS = ("min", "max", "sum", "sumsq", "sumabs")
-_TINY = float(np.finfo(np.float64).tiny)
 
 
 @dataclass(frozen=True, eq=False)
@@ -176,9 +175,25 @@ def sketch_distance(a: Fingerprint, b: Fingerprint) -> float:
     return math.sqrt(math.fsum((d * d).tolist()))
 
 
-def relative_error(x: Fingerprint, ref: Fingerprint) -> float:
-    """Estimated ||x - ref||_2 / ||ref||_2 (ref.l2 floored at the smallest normal float64)."""
+@dataclass(frozen=True)
+class Difference:
+    """How far a tensor is from its reference: the relative L2 error, or, against a reference that is
+    all zeros (where a relative error is undefined: 0/0 is no infinity), the RMS of the difference
+    (``absolute``), judged against the same limit read as an absolute one."""
+
+    value: float
+    absolute: bool = False
+
+
+def difference(x: Fingerprint, ref: Fingerprint) -> Difference:
+    """Estimated ``||x - ref||_2 / ||ref||_2``; ``||x - ref||_2 / sqrt(n)`` (absolute) where ``ref`` is all
+    zeros: 0 when both are."""
     dist = sketch_distance(x, ref)
-    if dist == 0.0:
-        return 0.0
-    return dist / max(ref.l2, _TINY)
+    if ref.l2 > 0.0:
+        return Difference(dist / ref.l2 if dist else 0.0)
+    return Difference(dist / math.sqrt(max(ref.count, 1)) if dist else 0.0, absolute=True)
+
+
+def relative_error(x: Fingerprint, ref: Fingerprint) -> float:
+    """``difference(x, ref).value``: relative, or absolute against an all-zero reference."""
+    return difference(x, ref).value

@@ -36,8 +36,8 @@ def machine_mb() -> int | None:
 
 def weight_bytes(spec: ModelSpec, root: Path) -> int | None:
     """Bytes of the model's parameters and buffers, from a build on the meta device; None when the
-    factory cannot build there (it then builds for real, and nothing is known in advance), and for
-    a sweep's case (one operator or layer: small by construction)."""
+    factory cannot build there (it then builds for real, and nothing is known in advance), when it has
+    lazy modules, and for a sweep's case (one operator or layer: small by construction)."""
     if spec.sweep is not None:
         return None
     factory = resolve(spec.factory, root, f"{spec.where}.factory")
@@ -48,8 +48,8 @@ def weight_bytes(spec: ModelSpec, root: Path) -> int | None:
         tensors = list(module.parameters()) + list(module.buffers())
     except Exception:  # noqa: BLE001 - a factory that needs real storage: no early estimate
         return None
-    if not isinstance(module, torch.nn.Module):
-        return None
+    if not isinstance(module, torch.nn.Module) or any(torch.nn.parameter.is_lazy(t) for t in tensors):
+        return None  # lazy modules: their sizes exist only after a forward
     return sum(t.numel() * t.element_size() for t in {id(t): t for t in tensors}.values())
 
 

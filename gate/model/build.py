@@ -3,8 +3,10 @@
 The same instance is exported and run on PyTorch: a model built twice from an unseeded
 factory is two different models, and every layer would "diverge" at the first conv.
 The factory is also called under ``torch.manual_seed(seed)`` so random-init models are
-reproducible from run to run. Its state right after the build is recorded (``pristine``), and
-every run on it starts from that state (``BuiltModel.fresh``).
+reproducible from run to run. Lazy modules get their parameters from one forward right after the
+build, under the same seed. Its state then is recorded (``pristine``), and every run on it starts
+from that state (``BuiltModel.fresh``), parameters a forward changes in place included; a model
+whose runs from that state still differ is refused.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from gate.core.refs import resolve
 from gate.core.status import ErrorStatus
 from gate.errors import ConfigError, ModelError
 from gate.model import inputs as inputs_mod
-from gate.model.pristine import Pristine
+from gate.model.pristine import Pristine, version_of
 
 
 @dataclass
@@ -51,25 +53,75 @@ class BuiltModel:
     training: list[str] = field(default_factory=list)
     pristine: Pristine | None = None  # None: a model built outside ``build`` (each run is then on its own)
 
+    @contextlib.contextmanager
     def fresh(self):
         """A context in which a run (the export, the reference, a provider) gets the model as built,
         whatever earlier runs left in it, and leaves it so: runs cannot contaminate each other."""
-        import contextlib
-
-        return self.pristine.fresh() if self.pristine is not None else contextlib.nullcontext()
+        if self.pristine is None:
+            yield
+            return
+        with self.pristine.fresh():
+            yield
+        self._repeatable()
 
     def restore(self) -> None:
         """The model's state as built, now."""
         if self.pristine is not None:
             self.pristine.restore()
+            self._repeatable()
+
+    def _repeatable(self) -> None:
+        """Once a forward changed parameters in place (restored since), two runs from the state as built
+        must agree: else what the gate compares depends on how many runs came before. A model refused
+        once is refused at every restore after (a caller may have caught the first)."""
+        if self.pristine.refused:
+            raise ModelError(self.pristine.refused, ErrorStatus.INFER_FAIL)
+        changed = self.pristine.take_rewritten()
+        if not changed:
+            return
+        runs = []
+        for _ in range(2):
+            with inference_mode():
+                out = self.module(*self.inputs)
+            runs.append([t.detach().double().clone() for t in _tensors(out)])
+            self.pristine.restore()
+        for i, (a, b) in enumerate(zip(*runs, strict=True)):
+            moved = float((a - b).norm() / max(float(b.norm()), 1e-300)) if a.shape == b.shape else float("inf")
+            if not moved <= REPEAT:  # NaN included
+                self.pristine.refused = (f"model `{self.spec.name}`: its forward changes parameter `{changed[0]}` in "
+                                         f"place, and two runs from the state it was built in differ (output {i} by "
+                                         f"{moved:.3g}, relative L2): its runs cannot be repeated")
+                raise ModelError(self.pristine.refused, ErrorStatus.INFER_FAIL)
 
     @property
     def weights_digest(self) -> str:
-        return self.digest.result().total
+        return self._digest().total
 
     @property
     def tensor_digests(self) -> dict[str, str]:
-        return self.digest.result().tensors
+        return self._digest().tensors
+
+    def _digest(self) -> WeightsDigest:
+        """The weights' digest; hashed again, from the state as built, when a forward wrote into them
+        while they were hashed."""
+        if self.digest.result().stale:
+            self.restore()
+            self.digest = weights_digest(self.module)
+        return self.digest.result()
+
+
+REPEAT = 1e-6  # float32 rounding: two runs from one state that differ by more are not the same run
+
+
+def _tensors(value) -> list[torch.Tensor]:
+    """The tensors of a (nested) output."""
+    if isinstance(value, torch.Tensor):
+        return [value]
+    if isinstance(value, dict):
+        value = list(value.values())
+    elif hasattr(value, "to_tuple") and callable(value.to_tuple):  # transformers ModelOutput
+        value = list(value.to_tuple())
+    return [t for v in value for t in _tensors(v)] if isinstance(value, (tuple, list)) else []
 
 
 @contextlib.contextmanager
@@ -102,9 +154,39 @@ def build_module(spec: ModelSpec, root: Path) -> Module:
         normalizations.append("eval mode (the factory returned it in training mode)" if len(training) == total
                               else f"eval mode ({len(training)} of {total} modules were in training mode)")
     module.eval()
+    lazy = _settle(module, spec, root)
+    if lazy:
+        normalizations.append(f"lazy modules given their parameters by one forward before any run ({', '.join(lazy[:3])}"
+                              f"{', …' if len(lazy) > 3 else ''})")
     mixed = training if 0 < len(training) < total else []
-    # Recorded before any forward: the export, the reference and each provider start from this state.
-    return Module(module, weights_digest(module), normalizations, mixed, Pristine(module, spec.name))
+    # Recorded before any run: the export, the reference and each provider start from this state.
+    return Module(module, weights_digest(module), normalizations, mixed,
+                  Pristine(module, spec.name, lambda: _rebuilt(spec, root)))
+
+
+def _settle(module: torch.nn.Module, spec: ModelSpec, root: Path) -> list[str]:
+    """Lazy modules make their parameters on their first forward: one forward (under the seed, on the
+    model's inputs) before anything is recorded, so every run starts from parameters that exist."""
+    lazy = [name or "(model)" for name, m in module.named_modules()
+            if isinstance(m, torch.nn.modules.lazy.LazyModuleMixin) and m.has_uninitialized_params()]
+    if lazy:
+        tensors, _ = _inputs(spec, root)
+        torch.manual_seed(spec.factory_seed if spec.factory_seed is not None else spec.seed)
+        try:
+            with inference_mode():
+                module(*tensors)
+        except Exception as exc:
+            raise ModelError.of(f"model `{spec.name}`: the forward that gives its lazy modules their parameters raised "
+                                f"{type(exc).__name__}: {exc}", ErrorStatus.BUILD_FAIL, exc) from None
+    return lazy
+
+
+def _rebuilt(spec: ModelSpec, root: Path) -> torch.nn.Module:
+    """The model built again as ``build_module`` built it (to restore what a forward wrote into its weights)."""
+    module = _construct(spec, root)
+    module.eval()
+    _settle(module, spec, root)
+    return module
 
 
 def _construct(spec: ModelSpec, root: Path) -> object:
@@ -176,6 +258,7 @@ def _npz_inputs(spec: ModelSpec) -> tuple[tuple[torch.Tensor, ...], list[str]]:
 class WeightsDigest:
     total: str  # sha256 over the whole state dict: equal weights, equal digest
     tensors: dict[str, str]  # per parameter and buffer, a short digest: which tensors changed
+    stale: bool = False  # a forward wrote into a tensor while it was hashed: hash again from the state as built
 
 
 TENSOR_DIGEST = 16  # hex characters kept per tensor: a collision is a 1 in 2**64 chance
@@ -191,17 +274,19 @@ def weights_digest(module: torch.nn.Module) -> Background[WeightsDigest]:
         header = f"{name}|{t.dtype}|{tuple(t.shape)}|".encode()
         if t.dtype == torch.bfloat16:
             t = t.view(torch.int16)
-        parts.append((name, header, np.ascontiguousarray(t.numpy())))
+        parts.append((name, header, np.ascontiguousarray(t.numpy()), tensor, version_of(tensor)))
 
     def sha256() -> WeightsDigest:
         h, tensors = hashlib.sha256(), {}
-        for name, header, array in parts:
+        for name, header, array, _, _ in parts:
             data = array.reshape(-1).view(np.uint8)  # the bytes of tobytes(), without the copy
             h.update(header)
             h.update(data)
             one = hashlib.sha256(header)  # a second pass per tensor: sha256 (SHA extensions) beats blake2b here
             one.update(data)
             tensors[name] = one.hexdigest()[:TENSOR_DIGEST]
-        return WeightsDigest(h.hexdigest(), tensors)
+        # the first forward runs while this hashes: one that wrote into a weight leaves no trustworthy digest
+        stale = any(version_of(tensor) != version for _, _, _, tensor, version in parts)
+        return WeightsDigest(h.hexdigest(), tensors, stale)
 
     return Background(sha256)

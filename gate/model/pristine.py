@@ -7,13 +7,20 @@ float32 run (``expected scalar type Float but found Double``, or silently wrong 
 float32 run's reaches the next case's reference, and the export's reaches both.
 
 ``Pristine`` records that state once, right after the build and before any forward, and
-``restore`` puts it back; ``fresh()`` restores around a run. It copies no parameter: per module,
-the buffers and tensor attributes are cloned once (restored in place, only when a run changed
+``restore`` puts it back; ``fresh()`` restores around a run. It copies no parameter up front: per
+module, the buffers and tensor attributes are cloned once (restored in place, only when a run changed
 them: tensor version counters say so), and every other mutable attribute is deep-copied once and
 deep-copied again from that copy at each restore (sharing the model's parameters, buffers and
 modules). Its memory is the buffers and the non-parameter attributes, not the weights: restoring
-beats a deep copy per run, which would hold the weights twice. A parameter a forward changed in
-place cannot be restored without a copy of every weight: that is refused, naming it.
+beats a deep copy per run, which would hold the weights twice.
+
+A forward may also change parameters in place (an inference optimization that rescales weights on
+the first eval forward, as a recurrent language model of transformers does). Their values as built
+come from the factory, called once more under the same seed (``rebuild``): only the parameters a
+forward changed are kept from it, and only once the rest of its weights are found equal to the
+model's (a factory that builds other weights cannot restore anything: refused, naming the parameter).
+Every later restore copies them back. Whether runs from that state agree is the caller's check
+(``BuiltModel``).
 
 State outside the modules (a module-level ``functools.cache``, a global registry) is out of reach.
 """
@@ -22,7 +29,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -45,11 +52,18 @@ _IMMUTABLE = (type(None), bool, int, float, complex, str, bytes, torch.dtype, to
               torch.utils.hooks.RemovableHandle)
 
 
-def _version(t: torch.Tensor) -> int | None:
+def version_of(t: torch.Tensor) -> int | None:
     try:
         return t._version
     except RuntimeError:  # an inference tensor keeps no version counter
         return None
+
+
+def _equal(a: torch.Tensor, b: torch.Tensor) -> bool:
+    try:
+        return a.shape == b.shape and a.dtype == b.dtype and bool(torch.equal(a, b))
+    except (RuntimeError, ValueError):  # an uninitialized or unreadable tensor equals nothing
+        return False
 
 
 def _immutable(value: Any) -> bool:
@@ -69,13 +83,13 @@ class _Tensor:
     @classmethod
     def of(cls, t: torch.Tensor) -> _Tensor:
         with torch.no_grad():
-            return cls(t, _version(t), t.detach().clone())
+            return cls(t, version_of(t), t.detach().clone())
 
     def restored(self) -> torch.Tensor:
-        if self.version is None or _version(self.obj) != self.version:
+        if self.version is None or version_of(self.obj) != self.version:
             with torch.no_grad():
                 self.obj.copy_(self.values)
-            self.version = _version(self.obj)
+            self.version = version_of(self.obj)
         return self.obj
 
 
@@ -92,13 +106,17 @@ class _Module:
 
 
 class Pristine:
-    """The state of ``module``'s modules as built; ``name`` is the model's, for errors."""
+    """The state of ``module``'s modules as built; ``name`` is the model's, for errors; ``rebuild`` makes
+    the model again as built (the factory under its seed), for parameters a forward changes in place."""
 
-    def __init__(self, module: torch.nn.Module, name: str):
-        self.name = name
+    def __init__(self, module: torch.nn.Module, name: str, rebuild: Callable[[], torch.nn.Module] | None = None):
+        self.name, self.module, self.rebuild = name, module, rebuild
         self.shared = self._shared(module)
         memo = dict(self.shared)
         self.saved = [(qual, m, self._record(m, memo)) for qual, m in module.named_modules()]
+        self.originals: dict[str, torch.Tensor] = {}  # parameter -> its values as built (changed by a forward)
+        self.rewritten: list[str] = []  # parameters restored for the first time since ``take_rewritten``
+        self.refused: str | None = None  # why its runs cannot be repeated, once found (``BuiltModel``)
 
     @staticmethod
     def _shared(module: torch.nn.Module) -> dict[int, Any]:
@@ -113,7 +131,7 @@ class Pristine:
 
     @staticmethod
     def _record(m: torch.nn.Module, memo: dict[int, Any]) -> _Module:
-        state = _Module(dict(m._parameters), {k: None if p is None else _version(p) for k, p in m._parameters.items()},
+        state = _Module(dict(m._parameters), {k: None if p is None else version_of(p) for k, p in m._parameters.items()},
                         dict(m._modules), {k: None if b is None else _Tensor.of(b) for k, b in m._buffers.items()},
                         {}, {}, hooks={k: frozenset(getattr(m, k)) for k in _HOOK_TABLES if hasattr(m, k)})
         for key, value in m.__dict__.items():
@@ -133,11 +151,11 @@ class Pristine:
         return state
 
     def restore(self) -> None:
-        """Every module's state as it was built; then ModelError if a run changed a parameter in place."""
+        """Every module's state as it was built, parameters a run changed in place included."""
         memo, changed = dict(self.shared), []
         for qual, m, state in self.saved:
-            changed += [f"{qual}.{key}" if qual else key for key, p in state.params.items() if p is not None
-                        and state.param_versions[key] is not None and _version(p) != state.param_versions[key]]
+            changed += [(f"{qual}.{key}" if qual else key, state, key) for key, p in state.params.items() if p is not None
+                        and state.param_versions[key] is not None and version_of(p) != state.param_versions[key]]
             for registry, saved in ((m._parameters, state.params), (m._modules, state.modules)):
                 if registry.keys() != saved.keys() or any(registry[k] is not v for k, v in saved.items()):
                     registry.clear()
@@ -156,8 +174,44 @@ class Pristine:
             for key, value in state.copies.items():
                 m.__dict__[key] = copy.deepcopy(value, memo)
         if changed:
-            raise ModelError(f"model `{self.name}`: its forward changed parameter `{changed[0]}` in place; its runs "
-                             "cannot start from the same weights", ErrorStatus.INFER_FAIL)
+            self._rewrite(changed)
+
+    def _rewrite(self, changed: list[tuple[str, _Module, str]]) -> None:
+        """Parameters a run changed in place, back to their values as built."""
+        missing = [name for name, _, _ in changed if name not in self.originals]
+        if missing:
+            self.originals.update(self._as_built(missing))
+            self.rewritten += missing
+        with torch.no_grad():
+            for name, state, key in changed:
+                p = state.params[key]
+                p.copy_(self.originals[name])
+                state.param_versions[key] = version_of(p)
+
+    def _as_built(self, names: list[str]) -> dict[str, torch.Tensor]:
+        """The values ``names`` had when the model was built, from the model built again; refused where
+        it cannot be built again, or is built with other weights."""
+        refused = f"model `{self.name}`: its forward changed parameter `{names[0]}` in place"
+        if self.rebuild is None:
+            raise ModelError(f"{refused}, and it was not built from a factory: its runs cannot start from the same "
+                             "weights", ErrorStatus.INFER_FAIL)
+        try:
+            again = dict(self.rebuild().named_parameters(remove_duplicate=False))
+        except Exception as exc:  # noqa: BLE001 - the model was built once: a second build failing is the news
+            raise ModelError(f"{refused}; building it again to restore it failed ({type(exc).__name__}: {exc})",
+                             ErrorStatus.INFER_FAIL) from None
+        with torch.no_grad():
+            for name, p in self.module.named_parameters(remove_duplicate=False):
+                if name not in names and (name not in again or not _equal(p, again[name])):
+                    raise ModelError(f"{refused}; its factory builds other weights when called again (`{name}` "
+                                     "differs), so its runs cannot start from the weights it was built with",
+                                     ErrorStatus.INFER_FAIL)
+            return {name: again[name].detach() for name in names}
+
+    def take_rewritten(self) -> list[str]:
+        """The parameters restored from their values as built for the first time since the last call."""
+        out, self.rewritten = self.rewritten, []
+        return out
 
     @contextlib.contextmanager
     def fresh(self) -> Iterator[None]:

@@ -80,7 +80,7 @@ def _case(m: ModelVerdict, p: ProviderVerdict, step: str) -> ET.Element:
 def _regression(r: Regression) -> str:
     value = "" if r.value is None else f" {r.value:.3g}"
     limit = "" if r.threshold is None else f" > {r.threshold:.3g}"
-    return f"first regression at {r.layer}: {r.check}{value}{limit}"
+    return f"first regression at {r.where}: {r.check}{value}{limit}"
 
 
 def _detail(message: str | None, step: str) -> str:

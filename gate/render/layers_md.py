@@ -9,7 +9,7 @@ from gate.core.status import RowStatus
 from gate.render.text import attr, code, num, plain, times
 from gate.verdict.types import ProviderVerdict, Row
 
-ROW_ICON = {"pass": "✅", "fail": "❌", "folded": "➖", "absent": "∅", "new": "🆕", "missing": "❓"}
+ROW_ICON = {"pass": "✅", "fail": "❌", "folded": "➖", "absent": "∅", "new": "🆕", "missing": "❓", "moved": "↪️"}
 QUIET_ROWS = ("pass", "folded")
 
 

@@ -118,7 +118,7 @@ def headline_text(report: Report) -> str:
     """One plain line for the verdict line: what failed, where, by how much; on a pass, the scope."""
     fr = report.first_regression
     if fr:
-        return f"{fr.model}: layer {fr.layer} on {fr.provider} failed {fr.check} ({num(fr.value)} > {num(fr.threshold)})"
+        return f"{fr.model}: layer {fr.where} on {fr.provider} failed {fr.check} ({num(fr.value)} > {num(fr.threshold)})"
     errors = [m for m in report.models if m.status == ModelStatus.ERROR]
     if errors:
         e = errors[0].error
@@ -265,9 +265,16 @@ class _Doc:
         return "<sub>" + " · ".join(b for b in bits if b) + "</sub>" if any(bits) else ""
 
 
+def _fused(fr: Regression) -> str:
+    """What the regressed value also computes on its runtime (layers folded into it)."""
+    if not fr.fused:
+        return ""
+    return f" (with {', '.join(code(x) for x in fr.fused[:4])}, folded into it)"
+
+
 def _title(fr: Regression) -> str:
     precision = f" ({plain(fr.precision, 20)})" if fr.precision else ""
-    return (f"### ❌ parity-gate: {code(fr.model)} regressed at layer {code(fr.layer)} "
+    return (f"### ❌ parity-gate: {code(fr.model)} regressed at layer {code(fr.layer)}{_fused(fr)} "
             f"on {code(fr.provider)}{precision}")
 
 
@@ -275,7 +282,7 @@ def _first_body(fr: Regression, baseline: float | None) -> str:
     ratio = times(fr.value, baseline)
     body = (
         f"**First regression:** model {code(fr.model)}, layer {code(fr.layer)}"
-        f"{' (' + code(fr.type) + ')' if fr.type else ''}, provider {code(fr.provider)}"
+        f"{' (' + code(fr.type) + ')' if fr.type else ''}{_fused(fr)}, provider {code(fr.provider)}"
         f"{' (' + plain(fr.precision, 20) + ')' if fr.precision else ''}: "
         f"check **{plain(fr.check, 40)}** measured **{num(fr.value)}**"
         f"{f' ({ratio} the baseline {num(baseline)})' if ratio else ''}, threshold **{num(fr.threshold)}**."
@@ -360,7 +367,7 @@ def _first(fr: Regression | None, baseline: float | None = None) -> str:
         return "—"
     provider = f" on {code(fr.provider, 60)}" if fr.provider else ""
     ratio = times(fr.value, baseline)
-    return (f"{code(fr.layer)}{provider}: {plain(fr.check, 40)} {num(fr.value)}"
+    return (f"{code(fr.layer)}{_fused(fr)}{provider}: {plain(fr.check, 40)} {num(fr.value)}"
             f"{f' ({ratio} the baseline)' if ratio else ''} > {num(fr.threshold)}")
 
 

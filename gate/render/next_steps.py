@@ -1,4 +1,4 @@
-"""One line of next steps per model that did not pass, worded for its cause
+"""One line of next steps per model that did not pass (or passed with a refactor inside a module), worded for its cause
 (``gate.verdict.next_step`` decides which; this module only says it):
 
 - a model change (the float64 reference moved): update the baseline if the change is intended;
@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from gate.core.status import ErrorStatus, ModelStatus, StepKind
+from gate.core.status import ErrorStatus, StepKind
 from gate.render.text import MESSAGE_CAP, NAME_CAP, clip, code, plain
 from gate.verdict.next_step import NextStep, next_step
 from gate.verdict.types import ModelVerdict, Report
@@ -46,7 +46,7 @@ TEXT = Style(lambda s, cap=NAME_CAP: f"`{clip(s, cap)}`", lambda s, cap=MESSAGE_
 
 
 def next_steps(report: Report) -> str:
-    lines = [f"- {code(m.name)}: {step_words(m)}" for m in report.models if m.status != ModelStatus.PASS]
+    lines = [f"- {code(m.name)}: {step_words(m)}" for m in report.models if step_words(m)]
     if not lines:
         return ""
     if len(lines) > MAX_MODELS:
@@ -86,6 +86,11 @@ def _runtime_changed(m: ModelVerdict, step: NextStep, s: Style) -> str:
                for k, v in m.versions.items() if k in ("onnxruntime", "onnx")]
     moved = f" ({', '.join(changed)} since the baseline)" if changed else ""
     return f"the PyTorch model is unchanged; the ONNX graph or {_names(step, s)} changed{moved}{hints}."
+
+
+def _refactored(m: ModelVerdict, step: NextStep, s: Style) -> str:
+    return (f"passed; layers moved inside modules whose outputs hold (a refactor inside them, first "
+            f"{s.code(step.layer)}). To compare them again layer by layer, run {s.code(step.command, 260)}{_commit(m, s)}.")
 
 
 def _no_baseline(m: ModelVerdict, step: NextStep, s: Style) -> str:
@@ -141,4 +146,4 @@ _WORDS = {StepKind.MODEL_CHANGED: _model_changed, StepKind.RUNTIME_AUDIT: _runti
           StepKind.RUNTIME_CHANGED: _runtime_changed, StepKind.NO_BASELINE: _no_baseline, StepKind.NO_ENTRY: _no_entry,
           StepKind.MODEL_FAILED: _model_failed, StepKind.NO_GPU: _no_gpu, StepKind.NO_RESULT: _no_result,
           StepKind.LOAD_FAIL: _load_fail, StepKind.PROVIDER_FAILED: _provider_failed,
-          StepKind.RECORD_ELSEWHERE: _record_elsewhere}
+          StepKind.RECORD_ELSEWHERE: _record_elsewhere, StepKind.REFACTORED: _refactored}

@@ -12,16 +12,17 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from dataclasses import replace
 
 from gate.config import ModelSpec
 from gate.core.layers import is_output
 from gate.core.runs import LayerInfo, ModelRun, ProviderRun
 from gate.core.status import Check, DataDependence, LayerStatus, RowStatus
 from gate.core.target import coarsest
-from gate.fingerprint import Fingerprint, relative_error
+from gate.fingerprint import Difference, Fingerprint, difference
 from gate.formats.baseline import Baseline, Entry
-from gate.verdict import data_dependent
-from gate.verdict.structure import Limit, Structure, structure
+from gate.verdict import data_dependent, moves
+from gate.verdict.structure import Limit, Move, Structure, structure
 from gate.verdict.types import Row
 
 NOISE_MARGIN = 4.0  # thresholds stay at least this many times the calibrated noise away
@@ -31,9 +32,15 @@ REFERENCE_FLOOR = {"float32": 1e-5, "float16": 1e-3, "bfloat16": 1e-2}
 
 
 def _row(layer: LayerInfo, status: RowStatus, check: Check | None = None, value: float | None = None,
-         threshold: float | None = None, baseline: float | None = None, message: str | None = None) -> Row:
+         threshold: float | None = None, baseline: float | None = None, message: str | None = None,
+         absolute: bool = False) -> Row:
     return Row(layer=layer.name, type=layer.type, status=status, check=check, value=_num(value),
-               threshold=_num(threshold), baseline=_num(baseline), message=message)
+               threshold=_num(threshold), baseline=_num(baseline), message=message, absolute=absolute)
+
+
+def _measure(d: Difference) -> str:
+    """What a difference's value is: relative L2, or (an all-zero reference) the RMS of the difference."""
+    return "RMS of the difference: the baseline is all zeros" if d.absolute else "relative L2"
 
 
 def _num(v: float | None) -> float | None:
@@ -76,7 +83,15 @@ def limits(run: ModelRun, baseline: Baseline, spec: ModelSpec) -> Limit:
 
 
 def layout(run: ModelRun, baseline: Baseline, spec: ModelSpec) -> Structure:
-    return structure(run, baseline, limits(run, baseline, spec))
+    """What changed in the model's structure: renames and copies matched by numbers, new and gone layers,
+    and the layers that moved inside a module whose output holds."""
+    limit = limits(run, baseline, spec)
+    st = structure(run, baseline, limit)
+    # Where the code changed, a module's output also holds within float32's rounding budget (the floor):
+    # weights folded in float32 move it by their rounding. Weights alone are held to the reference's limit.
+    seal = (lambda layer, recorded: max(limit(layer, recorded), spec.tolerance_for(layer.name, "float32").floor)) \
+        if moves.code_changed(run, baseline) else limit
+    return replace(st, moved=moves.inside(run, baseline, st, limit, seal))
 
 
 def reference_rows(run: ModelRun, baseline: Baseline, spec: ModelSpec, st: Structure | None = None,
@@ -102,6 +117,9 @@ def reference_rows(run: ModelRun, baseline: Baseline, spec: ModelSpec, st: Struc
 
 def _reference_layer(run: ModelRun, layer: LayerInfo, baseline: Baseline, st: Structure, limit: Limit,
                      how: DataDependence | None) -> Row:
+    if layer.name in st.moved:
+        own = baseline.layer(st.own(layer.name))
+        return _moved_row(layer, own.fp, limit(layer, own), st.moved[layer.name])
     recorded = baseline.layer(st.recorded(layer.name))
     if recorded is None:
         return _row(layer, RowStatus.FAIL, Check.STRUCTURE, message="a model output the baseline does not "
@@ -127,12 +145,24 @@ def _reference_row(run: ModelRun, layer: LayerInfo, base: Fingerprint, limit: fl
         n, b = sum(_nonfinite(now)), sum(_nonfinite(base))
         return _row(layer, RowStatus.FAIL, Check.NONFINITE, n, b, b, message=f"reference has {_describe_nonfinite(_nonfinite(now))}; "
                     f"baseline {_describe_nonfinite(_nonfinite(base))}")
-    change = relative_error(now, base)
-    if change > limit:
-        return _row(layer, RowStatus.FAIL, Check.REFERENCE_DRIFT, change, limit, 0.0,
-                    message=f"the {run.reference_dtype} reference moved by {change:.3g} (relative L2; limit "
-                    f"{limit:.3g}): the model's code or weights changed")
-    return _row(layer, RowStatus.PASS, Check.REFERENCE_DRIFT, change, limit, 0.0)
+    change = difference(now, base)
+    if change.value > limit:
+        return _row(layer, RowStatus.FAIL, Check.REFERENCE_DRIFT, change.value, limit, 0.0,
+                    message=f"the {run.reference_dtype} reference moved by {change.value:.3g} ({_measure(change)}; "
+                    f"limit {limit:.3g}): the model's code or weights changed", absolute=change.absolute)
+    return _row(layer, RowStatus.PASS, Check.REFERENCE_DRIFT, change.value, limit, 0.0, absolute=change.absolute)
+
+
+def _moved_row(layer: LayerInfo, base: Fingerprint, limit: float, move: Move) -> Row:
+    """A layer that moved inside a module call whose output holds: reported, not failed."""
+    where = (f"{move.words(layer.name)}: the code changed, and `{move.within}` holds within the float32 floor"
+             if move.rounded else
+             f"moved inside `{move.within}`, whose output holds (a refactor inside it): {move.words(layer.name)}")
+    if tuple(layer.fp.shape) != tuple(base.shape):
+        return _row(layer, RowStatus.MOVED, Check.SHAPE, message=f"shape {list(base.shape)} -> {list(layer.fp.shape)}, {where}")
+    change = difference(layer.fp, base)
+    return _row(layer, RowStatus.MOVED, Check.REFERENCE_DRIFT, change.value, limit, 0.0, message=where,
+                absolute=change.absolute)
 
 
 def runtime_rows(run: ModelRun, prun: ProviderRun, entry: Entry | None, spec: ModelSpec,
@@ -189,28 +219,31 @@ def _runtime_row(layer: LayerInfo, prun: ProviderRun, pl, recorded, judged: bool
         return _row(layer, RowStatus.FAIL, Check.NONFINITE, sum(_nonfinite(fp)), sum(_nonfinite(ref)),
                     message=f"{prun.name} has {_describe_nonfinite(_nonfinite(fp))}; reference "
                     f"{_describe_nonfinite(_nonfinite(ref))}")
-    err = pl.err if pl.err is not None else relative_error(fp, ref)
+    # the same measure the runner took: relative, or the RMS of the difference where the reference is all zeros
+    absolute = ref.l2 == 0.0
+    err = pl.err if pl.err is not None else difference(fp, ref).value
     base = recorded.err if recorded is not None else None
     if err > tol.ceiling:
-        return _row(layer, RowStatus.FAIL, Check.CEILING, err, tol.ceiling, base,
-                    message=f"error {err:.3g} against the reference is over the ceiling {tol.ceiling:.3g}")
+        return _row(layer, RowStatus.FAIL, Check.CEILING, err, tol.ceiling, base, absolute=absolute,
+                    message=f"error {err:.3g} against the reference{' (RMS: the reference is all zeros)' * absolute} "
+                    f"is over the ceiling {tol.ceiling:.3g}")
     if base is None or math.isnan(base):
         if not judged:  # no baseline for this target at all: its provider verdict says so
-            return _row(layer, RowStatus.PASS, Check.ERROR_GROWTH, err, None, None)
+            return _row(layer, RowStatus.PASS, Check.ERROR_GROWTH, err, None, None, absolute=absolute)
         if err > tol.floor:
             # Not observable in the baseline (folded, absent): with nothing to grow from, the
             # floor is the limit, so a graph change that un-fuses a layer is still checked.
             return _row(layer, RowStatus.FAIL, Check.ERROR_GROWTH, err, tol.floor, None,
                         message=f"no baseline value (the layer was not observable then); error {err:.3g} against "
-                        f"the reference is over the floor {tol.floor:.0e}")
+                        f"the reference is over the floor {tol.floor:.0e}", absolute=absolute)
         return _row(layer, RowStatus.NEW, Check.ERROR_GROWTH, err, tol.floor, None,
-                    message="no baseline value for this layer; within the floor")
+                    message="no baseline value for this layer; within the floor", absolute=absolute)
     threshold = growth_limit(base, tol.growth, tol.floor, recorded.noise)
     if err > threshold:
         return _row(layer, RowStatus.FAIL, Check.ERROR_GROWTH, err, threshold, base,
                     message=f"error against the reference {err:.3g} (baseline {base:.3g}, limit {threshold:.3g} = "
-                    f"{tol.growth:g}x + {tol.floor:.0e})")
-    return _row(layer, RowStatus.PASS, Check.ERROR_GROWTH, err, threshold, base)
+                    f"{tol.growth:g}x + {tol.floor:.0e})", absolute=absolute)
+    return _row(layer, RowStatus.PASS, Check.ERROR_GROWTH, err, threshold, base, absolute=absolute)
 
 
 def growth_limit(base: float, growth: float, floor: float, noise: float | None) -> float:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from gate.config import ModelSpec
+from gate.core.layers import module_of
 from gate.core.runs import ModelRun, ProviderRun
 from gate.core.status import (
     AuditStatus,
@@ -15,6 +16,7 @@ from gate.core.status import (
     ErrorStatus,
     ModelStatus,
     Role,
+    RowStatus,
     RunStatus,
     SkipKind,
     TargetStatus,
@@ -22,10 +24,10 @@ from gate.core.status import (
 )
 from gate.core.target import REFERENCE_PROVIDER
 from gate.formats.baseline import Baseline, Entry
-from gate.verdict import checks, data_dependent, hints, model_audits
+from gate.verdict import causality, checks, data_dependent, hints, model_audits
 from gate.verdict.placement import placement_audit
 from gate.verdict.structure import Structure, described
-from gate.verdict.types import Audit, Comparison, ModelVerdict, ProviderVerdict, Regression, Report
+from gate.verdict.types import Audit, Comparison, ModelVerdict, ProviderVerdict, Regression, Report, Row
 from gate.verdict.versions import version_changes
 
 Dependent = dict[str, DataDependence]  # the data-dependent layers, and how each is known
@@ -109,12 +111,38 @@ def unrecorded(run: ModelRun, baseline: Baseline | None) -> list[str]:
     return list(dict.fromkeys(p.name for p in here if next(baseline.entries_of(p.name), None) is None))
 
 
-def _first(pv: ProviderVerdict, order: dict[str, int]) -> Regression | None:
-    row = checks.first_failure(pv.rows, order)
+def _first(pv: ProviderVerdict, order: dict[str, int], skip: list[str]) -> Regression | None:
+    """The provider's first failing row, not one in ``skip`` (contradictions), with what the value also
+    computes on a runtime; else its first failing audit."""
+    row = checks.first_failure([r for r in pv.rows if r.layer not in skip], order)
     if row is not None:
-        return Regression.of(row)
+        return Regression.of(row, _folded_into(pv.rows, row) if pv.role == Role.RUNTIME else ())
     audit = next((a for a in pv.audits if a.status == AuditStatus.FAIL), None)
     return None if audit is None else Regression("(model)", "", audit.check, message=audit.message)
+
+
+def _folded_into(rows: list[Row], at: Row) -> tuple[str, ...]:
+    """The layers folded into ``at``'s value on this runtime: the folded rows right before it (its
+    siblings, or layers inside it), as a Conv is before the BatchNorm whose value the fused node gives."""
+    index = next(i for i, r in enumerate(rows) if r is at)
+    parent, own = at.layer.rpartition(".")[0], module_of(at.layer)
+    out: list[str] = []
+    for r in reversed(rows[:index]):
+        if r.status != RowStatus.FOLDED:
+            break
+        if r.layer.rpartition(".")[0] == parent or r.layer.startswith(own + "."):
+            out.append(r.layer)
+    return tuple(reversed(out))
+
+
+def _contradiction(pv: ProviderVerdict, skip: list[str], found: causality.Cause) -> Audit:
+    """Reference rows that moved before the only change could reach them: reported, never a verdict."""
+    more = f" and {len(skip) - 1} more layer{'s' * (len(skip) > 2)}" if len(skip) > 1 else ""
+    said = ("it is not named the first regression" if pv.first_regression is not None else
+            "nothing moved where it could have, so the contradiction is the finding")
+    return Audit(Check.CONTRADICTION, AuditStatus.WARN if pv.first_regression is not None else AuditStatus.FAIL,
+                 f"the float64 reference moved at `{skip[0]}`{more} before the change could reach it: {found.words()}; "
+                 f"the comparison there contradicts the content key: {said}", layer=skip[0])
 
 
 def model_verdict(spec: ModelSpec, run: ModelRun, baseline: Baseline | None, path: str, update_cmd: str,
@@ -139,15 +167,8 @@ def model_verdict(spec: ModelSpec, run: ModelRun, baseline: Baseline | None, pat
     mv.audits += [Audit(Check.STRUCTURE, AuditStatus.WARN, line) for line in described(st)] if st else []
     mv.mapping = model_audits.mapping(run)
     order = {layer.name: i for i, layer in enumerate(run.layers)}
-    candidates = []
-    for pv in mv.providers:
-        pv.first_regression = _first(pv, order)
-        if pv.first_regression is not None:
-            pv.status = TargetStatus.REGRESSED
-            candidates.append((order.get(pv.first_regression.layer, len(order)), 1 + (pv.role != Role.REFERENCE),
-                               Regression(**{**vars(pv.first_regression), "provider": pv.name,
-                                             "precision": pv.precision})))
-    for audit in (a for a in mv.audits if a.status == AuditStatus.FAIL):
+    candidates = _targets_first(mv, order, causality.cause(run, baseline, st) if st is not None else None)
+    for audit in (a for a in mv.audits if a.status == AuditStatus.FAIL and a.check != Check.CONTRADICTION):
         # What ships does not match the config (its export) or the model as given: before any layer.
         where = "(export)" if audit.check == Check.DYNAMIC_SHAPE else "(model as given)"
         layer = audit.layer or "(model)"
@@ -169,6 +190,26 @@ def model_verdict(spec: ModelSpec, run: ModelRun, baseline: Baseline | None, pat
         mv.status = ModelStatus.ERROR
     mv.hints = hints.model_hints(spec, run, baseline, mv, st)  # diagnosis only; never changes the verdict
     return mv
+
+
+def _targets_first(mv: ModelVerdict, order: dict[str, int], found: causality.Cause | None) -> list[tuple]:
+    """Each target's first regression (a reference row that contradicts the only change set apart, as an
+    audit), as candidates for the model's: (position, rank, regression)."""
+    candidates = []
+    for pv in mv.providers:
+        skip = causality.contradicted(pv.rows, order, found) if pv.role == Role.REFERENCE else []
+        pv.first_regression = _first(pv, order, skip)
+        if skip:
+            audit = _contradiction(pv, skip, found)
+            mv.audits.append(audit)
+            if pv.first_regression is None:
+                pv.first_regression = Regression(skip[0], "", Check.CONTRADICTION, message=audit.message)
+        if pv.first_regression is not None:
+            pv.status = TargetStatus.REGRESSED
+            candidates.append((order.get(pv.first_regression.layer, len(order)), 1 + (pv.role != Role.REFERENCE),
+                               Regression(**{**vars(pv.first_regression), "provider": pv.name,
+                                             "precision": pv.precision})))
+    return candidates
 
 
 def _upstream_gone(first: Regression, st: Structure | None, baseline: Baseline | None) -> Regression:

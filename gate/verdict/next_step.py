@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from gate.core.status import AuditStatus, ErrorStatus, ModelStatus, Role, StepKind, TargetStatus
+from gate.core.status import AuditStatus, ErrorStatus, ModelStatus, Role, RowStatus, StepKind, TargetStatus
 
 if TYPE_CHECKING:  # the verdict types import this module to write the step into the JSON report
     from gate.verdict.types import ModelVerdict
@@ -37,9 +37,11 @@ def reproduce(m: ModelVerdict, provider: str | None = None) -> str:
 
 
 def next_step(m: ModelVerdict) -> NextStep | None:
-    """None for a model that passed."""
+    """None for a model that passed, unless layers moved inside modules whose outputs hold (a refactor
+    inside them): re-recording the baseline compares them again."""
     if m.status == ModelStatus.PASS:
-        return None
+        moved = [r.layer for p in m.providers if p.role == Role.REFERENCE for r in p.rows if r.status == RowStatus.MOVED]
+        return NextStep(StepKind.REFACTORED, m.recreate, layer=moved[0]) if moved else None
     if m.status == ModelStatus.ERROR:
         return _failed(m)
     if m.status == ModelStatus.NO_BASELINE:

@@ -4,8 +4,11 @@ A refactor that renames a module, wraps blocks in a container, drops an ``nn.Ide
 an attention implementation changes layer names and leaves the numbers alone. So a layer that is
 new is first matched to a vanished one whose fingerprint it has (same shape, dtype and NaN/Inf
 counts, sketches within the reference's limit): that is a rename, compared as the baseline's layer.
-What stays unmatched is reported, not failed, unless it is a model output (what ships); every layer
-that remains is still checked, so a change that moves a number fails where it moved.
+Only a value that identifies a layer matches: never an empty, all-zero or constant one (zero-initialized
+tables, gates, masks), and of a value several candidates share, only the candidate whose name ends as
+the layer's does. What stays unmatched is reported, not failed, unless it is a model output (what
+ships); every layer that remains is still checked, so a change that moves a number fails where it
+moved, unless it stayed inside a module whose output holds (``moves``).
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from gate.core.layers import is_output
+from gate.core.layers import is_output, module_of
 from gate.core.runs import LayerInfo, ModelRun
 from gate.fingerprint import Fingerprint, relative_error
 from gate.formats.baseline import Baseline, BaselineLayer
@@ -27,10 +30,17 @@ class Structure:
     new: tuple[str, ...] = ()  # new layers no baseline layer matches, in execution order
     gone: tuple[str, ...] = ()  # baseline layers nothing matches or compares against, in the baseline's order
     copies: dict[str, str] = field(default_factory=dict)  # a new layer -> a baseline layer holding its values
+    moved: dict[str, Move] = field(default_factory=dict)  # layers that moved inside a module whose output holds
+
+    def own(self, name: str) -> str:
+        """The baseline layer ``name`` is compared as: its own, or the one the structure matched it to."""
+        return self.renames.get(name) or self.copies.get(name) or name
 
     def recorded(self, name: str) -> str:
-        """The name the baseline knows ``name`` by."""
-        return self.renames.get(name) or self.copies.get(name, name)
+        """The name the baseline knows ``name`` by (a layer that moved inside a module: the baseline layer
+        whose values it now holds, where one does)."""
+        move = self.moved.get(name)
+        return self.renames.get(name) or self.copies.get(name) or (move.now_as if move else None) or name
 
     @property
     def outputs_changed(self) -> list[str]:
@@ -38,14 +48,69 @@ class Structure:
         return [n for n in (*self.new, *self.gone) if is_output(n)]
 
 
+@dataclass(frozen=True)
+class Move:
+    """A layer whose value moved while the output of a module call around it holds: a refactor inside
+    that module (a normalization folded into the layer before it, projections merged, a layer split)."""
+
+    within: str  # the enclosing module call whose output holds (a layer name: `block`, `(model)`)
+    now_as: str | None = None  # the baseline layer whose values it now holds
+    took: str | None = None  # the layer that now holds its baseline values
+    rounded: bool = False  # it holds its own values within the rounding the enclosing output holds to
+
+    def words(self, layer: str) -> str:
+        """Where the moved layer's values went, in a few words."""
+        if self.rounded:
+            return f"`{layer}` holds its own values within float32 rounding"
+        if self.now_as:
+            return f"`{layer}`'s output is now `{self.now_as}`'s"
+        if self.took:
+            return f"`{layer}`'s former output is now `{self.took}`'s"
+        return f"`{layer}` computes values no baseline layer held"
+
+
 def _key(fp: Fingerprint) -> tuple:
     return tuple(fp.shape), fp.dtype, fp.nan, fp.posinf, fp.neginf
 
 
-def _same(now: Fingerprint, before: Fingerprint, limit: float) -> bool:
+def identifies(fp: Fingerprint) -> bool:
+    """Whether a value can tell one layer from another: not empty, all-zero, non-finite or constant
+    (a zero-initialized table, a gate, a mask: such values are every such layer's)."""
+    return fp.finite > 0 and fp.zero < fp.count and fp.min != fp.max
+
+
+def same(now: Fingerprint, before: Fingerprint, limit: float) -> bool:
+    """The same value: shape, dtype and NaN/Inf counts equal, sketches within the reference's limit."""
     if _key(now) != _key(before) or now.sketch is None or before.sketch is None:
         return False
     return relative_error(now, before) <= limit
+
+
+def _suffix(a: str, b: str) -> int:
+    """How many trailing name parts two layer names share (``model.layer4.1`` and ``layer4.1``: 2)."""
+    n = 0
+    for x, y in zip(reversed(a.split(".")), reversed(b.split(".")), strict=False):
+        if x != y:
+            break
+        n += 1
+    return n
+
+
+def by_name(name: str, candidates: list[BaselineLayer]) -> BaselineLayer | None:
+    """Of candidates that share one value, the one whose name ends as ``name`` does, if exactly one; else,
+    where they are one value by construction (a module and the layers inside it that return its output),
+    that module. Equal numbers never decide between layers."""
+    if len(candidates) <= 1:
+        return candidates[0] if candidates else None
+    score = {g.name: _suffix(name, g.name) for g in candidates}
+    best = max(score.values())
+    winners = [g for g in candidates if score[g.name] == best]
+    if best > 0 and len(winners) == 1:
+        return winners[0]
+    outer = min(candidates, key=lambda g: len(module_of(g.name)))
+    path = module_of(outer.name)
+    inside = all(g is outer or module_of(g.name).startswith(path + ".") for g in candidates)
+    return outer if inside else None
 
 
 def structure(run: ModelRun, baseline: Baseline, limit: Limit) -> Structure:
@@ -60,7 +125,7 @@ def structure(run: ModelRun, baseline: Baseline, limit: Limit) -> Structure:
     a module that became a no-op still fails where it stopped computing."""
     now = {x.name for x in run.layers}
     displaced = {x.name for x in run.layers if (b := baseline.layer(x.name)) is not None
-                 and not _same(x.fp, b.fp, limit(x, b))}
+                 and not same(x.fp, b.fp, limit(x, b))}
     free = [g for g in baseline.layers if g.name not in now or g.name in displaced]
     by_key: dict[tuple, list[BaselineLayer]] = {}
     for g in baseline.layers:
@@ -69,8 +134,10 @@ def structure(run: ModelRun, baseline: Baseline, limit: Limit) -> Structure:
     renames, copies, new, used = {}, {}, [], set()
 
     def find(layer: LayerInfo, pool) -> BaselineLayer | None:
-        return next((g for g in pool if g.name != layer.name and is_output(g.name) == is_output(layer.name)
-                     and _same(layer.fp, g.fp, limit(layer, g))), None)
+        if not identifies(layer.fp):
+            return None
+        return by_name(layer.name, [g for g in pool if g.name != layer.name and is_output(g.name) == is_output(layer.name)
+                                    and same(layer.fp, g.fp, limit(layer, g))])
 
     for layer in run.layers:
         if layer.name not in displaced and baseline.layer(layer.name) is not None:
@@ -108,6 +175,16 @@ def described(st: Structure) -> list[str]:
         more = f" and {len(st.copies) - 3} more" if len(st.copies) > 3 else ""
         out.append(f"{len(st.copies)} layer{'s' * (len(st.copies) != 1)} hold{'s' * (len(st.copies) == 1)} the "
                    f"values of another baseline layer ({shown}{more}): compared as that layer")
+    if st.moved:
+        moved = [(n, m) for n, m in st.moved.items() if not m.rounded]
+        shown = "; ".join(f"{m.words(n)} (inside `{m.within}`)" for n, m in moved[:4])
+        more = f"; and {len(moved) - 4} more" if len(moved) > 4 else ""
+        rounded = len(st.moved) - len(moved)
+        rounding = f"; {rounded} layer{'s' * (rounded != 1)} within float32 rounding of {'their' if rounded != 1 else 'its'} " \
+            "own values" if rounded else ""
+        out.append(f"{len(st.moved)} layer{'s' * (len(st.moved) != 1)} moved inside modules whose outputs hold, a "
+                   f"refactor inside them: {shown or 'none past rounding'}{more}{rounding}. `update-baseline` records "
+                   "them as they are now")
     unmatched = [n for n in (*st.new, *st.gone) if not is_output(n)]
     if unmatched:
         parts = [f"{len(st.new)} new ({', '.join(st.new[:3])}{', …' if len(st.new) > 3 else ''})"] if st.new else []

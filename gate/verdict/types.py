@@ -48,6 +48,7 @@ class Row:
     message: str | None = None
     exact: dict[str, Any] | None = None  # a model output's exact metrics (full tensors), where measured
     data_dependent: DataDependence | str | None = None  # its shape depends on values; ``check`` is the rule
+    absolute: bool = False  # ``value`` is the RMS of the difference: the reference is all zeros (no relative error)
 
     @property
     def failed(self) -> bool:
@@ -72,6 +73,8 @@ class Row:
             out["exact"] = self.exact
         if self.data_dependent is not None:
             out["data_dependent"] = self.data_dependent
+        if self.absolute:
+            out["absolute"] = True
         return out
 
     @classmethod
@@ -80,7 +83,8 @@ class Row:
         return cls(layer=o.str("layer"), type=o.str("type", default=""), status=o.word("status", RowStatus),
                    check=_check(o.opt_str("check")), value=o.num("value"), threshold=o.num("threshold"),
                    baseline=o.num("baseline"), message=o.opt_str("message"), exact=o.free("exact"),
-                   data_dependent=DataDependence(dependent) if dependent in DataDependence.values() else dependent)
+                   data_dependent=DataDependence(dependent) if dependent in DataDependence.values() else dependent,
+                   absolute=o.bool("absolute"))
 
 
 def _check(name: str | None) -> Check | str | None:
@@ -102,23 +106,32 @@ class Regression:
     provider: str | None = None
     precision: str | None = None
     model: str | None = None
+    # On a runtime: the layers this value also computes, folded into it by the exporter or the provider
+    # (a Conv whose BatchNorm was fused into it has no value of its own; the fused node gives the BatchNorm's).
+    fused: tuple[str, ...] = ()
 
     @classmethod
-    def of(cls, row: Row) -> Regression:
+    def of(cls, row: Row, fused: tuple[str, ...] = ()) -> Regression:
         return cls(layer=row.layer, type=row.type, check=row.check or "", value=row.value, threshold=row.threshold,
-                   message=row.message)
+                   message=row.message, fused=fused)
 
     def to_dict(self) -> dict[str, Any]:
         head = {k: v for k, v in (("model", self.model), ("provider", self.provider),
                                   ("precision", self.precision)) if v is not None}
         return {**head, "layer": self.layer, "type": self.type, "check": self.check, "value": self.value,
-                "threshold": self.threshold, "message": self.message}
+                "threshold": self.threshold, "message": self.message, **({"fused": list(self.fused)} if self.fused else {})}
 
     @classmethod
     def from_dict(cls, o: Obj) -> Regression:
         return cls(layer=o.str("layer"), type=o.str("type", default=""), check=_check(o.str("check")),
                    value=o.num("value"), threshold=o.num("threshold"), message=o.opt_str("message"),
-                   provider=o.opt_str("provider"), precision=o.opt_str("precision"), model=o.opt_str("model"))
+                   provider=o.opt_str("provider"), precision=o.opt_str("precision"), model=o.opt_str("model"),
+                   fused=tuple(o.strs("fused")[:16]))
+
+    @property
+    def where(self) -> str:
+        """The layer, and what its value also computes: ``bn1 (with conv1, folded into it)``."""
+        return self.layer + (f" (with {', '.join(self.fused)}, folded into it)" if self.fused else "")
 
 
 @dataclass

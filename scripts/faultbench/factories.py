@@ -5,9 +5,11 @@ deployment transform whose data file and environment carry the faults no key see
 
 from __future__ import annotations
 
-from faultbench import graph_faults, refactors, unseen
+from faultbench import graph_faults, inside, refactors, unseen
 from faultbench.faults import MODEL_FAULTS
 from faultbench.models import ARCHS
+
+BENIGN = {**refactors.REFACTORS, **inside.REFACTORS}  # every behaviour-preserving change, by kind
 
 
 def _factory(model: str, kind: str):
@@ -25,7 +27,7 @@ def _factory(model: str, kind: str):
             fault = MODEL_FAULTS[model][kind]
             fault.apply(m, fault.layer)
             return m
-        return refactors.REFACTORS[kind](m, arch.build)
+        return BENIGN[kind](m, arch.build)
 
     factory.__name__ = f"{model}__{kind}"
     return factory

@@ -12,6 +12,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 import onnx
 import torch
@@ -47,12 +49,15 @@ def module_of_tensor(name: str) -> str:
     return name.rpartition(".")[0]
 
 
-def deep_weight(proto: onnx.ModelProto, model: torch.nn.Module, depth: float = 0.6) -> tuple[str, str]:
+def deep_weight(proto: onnx.ModelProto, model: torch.nn.Module, depth: float = 0.6,
+                keep: Callable[[np.ndarray], bool] | None = None) -> tuple[str, str]:
     """(initializer, module): a weight matrix or kernel (not a bias or a norm's scale: rounding a bias
     initialized near zero to float16 moves nothing measurable) about ``depth`` of the way through the
-    graph, in the order nodes first use it, that is exactly one module's."""
-    owned = {init: name for init, name in weights_in_graph(proto, model).items()
-             if len(next(t.dims for t in proto.graph.initializer if t.name == init)) >= 2}
+    graph, in the order nodes first use it, that is exactly one module's (and whose values ``keep``
+    accepts)."""
+    weights = weights_in_graph(proto, model)
+    owned = {i.name: weights[i.name] for i in proto.graph.initializer
+             if i.name in weights and len(i.dims) >= 2 and (keep is None or keep(numpy_helper.to_array(i)))}
     order: list[str] = []
     for node in proto.graph.node:
         order += [i for i in node.input if i in owned and i not in order]

@@ -69,3 +69,25 @@ def score_benign(report: dict) -> dict:
     return dict(verdict=report["verdict"], first_layer=first.get("layer"), first_provider=first.get("provider"),
                 check=first.get("check"), value=first.get("value"), false_positive=report["verdict"] != "pass",
                 structure=structure_notes(model), error=(model.get("error") or {}).get("message"))
+
+
+def summarize(model: str, rows: list[dict], baseline_seconds: float) -> dict:
+    """One model's counts. Localization is counted over the faults with a module truth only; a
+    whole-graph fault (an EP option: ``*``) is counted apart, as caught on its provider or not. Seconds
+    per check are over the rows that ran (a fault checked twice counts both checks)."""
+    faults = [r for r in rows if r["group"] != "benign"]
+    benign = [r for r in rows if r["group"] == "benign" and r.get("applicable", True)]
+    detected = [r for r in faults if r.get("detected")]
+    with_module = [r for r in faults if r.get("truth") not in (None, WHOLE_GRAPH)]
+    whole = [r for r in faults if r.get("truth") == WHOLE_GRAPH]
+    ran = [r for r in rows if "seconds" in r and not r.get("crashed")]
+    checks = sum(2 if "full_seconds" in r else 1 for r in ran)
+    return dict(model=model, injected=len(faults), detected=len(detected), module_faults=len(with_module),
+                module_detected=sum(bool(r.get("detected")) for r in with_module),
+                localized=sum(bool(r.get("detected") and r.get("localized")) for r in with_module),
+                whole_graph=len(whole), whole_graph_on_provider=sum(bool(r.get("localized")) for r in whole),
+                hints_ok=sum(bool(r.get("hint_ok")) for r in faults), benign=len(benign),
+                false_positives=sum(bool(r.get("false_positive") or r.get("crashed")) for r in benign),
+                seconds_per_check=sum(r["seconds"] + r.get("full_seconds", 0.0) for r in ran) / max(checks, 1),
+                default_like_full=sum(bool(r.get("agree")) for r in faults),
+                checked_both=sum("agree" in r for r in faults), baseline_seconds=baseline_seconds)

@@ -5,11 +5,16 @@ from __future__ import annotations
 
 
 def summary(results: list[dict]) -> list[str]:
-    out = ["| model | faults detected | localized (strict) | hint at the layer | default path = --full | benign changes "
-           "| false positives | s/check |", "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+    """Localization counts only faults with a module truth; a whole-graph fault (an EP option) is counted
+    apart, as caught on its provider or not: it has no first module to be found at."""
+    out = ["| model | faults detected | at the first module (strict, faults with a module) | whole-graph faults on "
+           "their provider | hint at the layer | default path = --full | benign changes | false positives | s/check |",
+           "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for r in results:
         s = r["summary"]
-        out.append(f"| {s['model']} | {s['detected']}/{s['injected']} | {s['localized']}/{s['detected']} | "
+        whole = f"{s['whole_graph_on_provider']}/{s['whole_graph']}" if s.get("whole_graph") else "—"
+        out.append(f"| {s['model']} | {s['detected']}/{s['injected']} | {s['localized']}/{s['module_detected']} of "
+                   f"{s['module_faults']} | {whole} | "
                    f"{s['hints_ok']}/{s['injected']} | {s.get('default_like_full', 0)}/{s.get('checked_both', 0)} | "
                    f"{s['benign']} | {s['false_positives']}/{s['benign']} | {s['seconds_per_check']:.1f} |")
     return out
@@ -37,8 +42,10 @@ def faults(results: list[dict]) -> list[str]:
                 out.append(f"| {r['summary']['model']} | {row['kind']} | {row['group']} | | error: {row['error'][:80]} | | | |")
                 continue
             caught = f"{row['first_provider']} `{row['check']}`" if row["detected"] else "missed"
+            where = (f"no module (on its provider: {_yes(row['localized'])})" if row["truth"] == "*"
+                     else _yes(row["localized"]))
             out.append(f"| {r['summary']['model']} | {row['kind']} | {row['group']} | `{row['truth']}` | "
-                       f"`{row['first_layer'] or '-'}` | {caught} | {_yes(row['localized'])} | {_yes(row['hint_ok'])} |")
+                       f"`{row['first_layer'] or '-'}` | {caught} | {where} | {_yes(row['hint_ok'])} |")
     return out
 
 

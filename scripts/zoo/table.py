@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-BEGIN, END = "<!-- zoo-table:begin -->", "<!-- zoo-table:end -->"
+BEGIN, END = "<!-- zoo-table:begin -->", "<!-- zoo-table:end -->"  # the block of every row (``markers``)
 PROVIDERS = ("torch-cpu float64", "torch-cpu float32", "CPUExecutionProvider float32")
 
 
@@ -19,9 +19,17 @@ def _checked(row: dict) -> str:
     return " / ".join(str(counts[p]["checked"]) if p in counts else "—" for p in PROVIDERS)
 
 
-def _first(row: dict) -> str:
-    first = (row.get("fault") or {}).get("first_regression")
-    return f"`{first['layer']}` ({first['check']}, {first['provider']})" if first else "—"
+def _first(row: dict, key: str = "fault") -> str:
+    first = (row.get(key) or {}).get("first_regression")
+    if not first:
+        return "—"
+    fused = f" (with {', '.join(first['fused'])})" if first.get("fused") else ""
+    return f"`{first['layer']}`{fused} ({first['check']}, {first['provider']})"
+
+
+def _seconds(row: dict, key: str) -> str:
+    step = row["steps"].get(key) or {}
+    return f"{step['wall_s']:.1f}" if step else "—"
 
 
 def _status(row: dict) -> str:
@@ -40,8 +48,8 @@ def render(data: dict) -> str:
     gated, total, rate = summary(rows)
     v = data["versions"]
     lines = [
-        f"**{gated} of {total} rows gated end to end ({rate:.0f}%)**: clean `check` passed and the weight fault "
-        "was named at its module.",
+        f"**{gated} of {total} rows gated end to end ({rate:.0f}%)**: the clean `check --full` and `check` passed, "
+        "the weight fault was named at its module and the graph fault at its module on the execution provider.",
         "",
         f"- command: `{data['command']}` at commit {data.get('commit', 'unknown')}",
         *(f"- rerun on {r['date']} at commit {r.get('commit', 'unknown')}: `{r['command']}`"
@@ -50,25 +58,33 @@ def render(data: dict) -> str:
         f"- date: {data['date']}; the rows' commands took {sum(r['total_s'] for r in rows) / 60:.0f} min in all",
         "- versions: " + ", ".join(f"{k} {v[k]}" for k in v),
         "",
-        "| model | family | layers | checked: float64 ref / torch-cpu / CPU EP | fault in (`.weight` x1.001) "
-        "| first regression with the fault | check s | check peak GB | status |",
-        "| --- | --- | ---: | --- | --- | --- | ---: | ---: | --- |",
+        "| model | family | layers | checked: float64 ref / torch-cpu / CPU EP | weight fault in (`.weight` x1.001) "
+        "| first regression with it | graph fault in (a weight as float16) | first regression with it "
+        "| check s: --full / default | check --full peak GB | status |",
+        "| --- | --- | ---: | --- | --- | --- | --- | --- | ---: | ---: | --- |",
     ]
     for r in rows:
         step = r["steps"].get("check") or {}
-        wall = f"{step['wall_s']:.1f}" if step else "—"
         peak = f"{step['peak_gb']:.2f}" if step else "—"
         fault = f"`{r['fault_layer']}`" if r.get("fault_layer") else "—"
+        graph = (r.get("graph_fault") or {}).get("module")
         name = f"{r['name']}" + (f" <sub>{_cell(r['note'])}</sub>" if r.get("note") else "")
         lines.append(f"| {name} | {r['family']} | {r.get('layers') or '—'} | {_checked(r)} | {fault} | "
-                     f"{_cell(_first(r))} | {wall} | {peak} | {_cell(_status(r))} |")
+                     f"{_cell(_first(r))} | {f'`{graph}`' if graph else '—'} | {_cell(_first(r, 'graph_fault'))} | "
+                     f"{_seconds(r, 'check')} / {_seconds(r, 'check_default')} | {peak} | {_cell(_status(r))} |")
     return "\n".join(lines)
 
 
-def write(path: Path, data: dict) -> None:
+def markers(block: str = "table") -> tuple[str, str]:
+    """The markers around a named block of the page (``table``: every row; others: a partial run)."""
+    return f"<!-- zoo-{block}:begin -->", f"<!-- zoo-{block}:end -->"
+
+
+def write(path: Path, data: dict, name: str = "table") -> None:
     """Replace the block between the markers (append one when the file has none)."""
-    block = f"{BEGIN}\n{render(data)}\n{END}"
+    begin, end = markers(name)
+    block = f"{begin}\n{render(data)}\n{end}"
     text = path.read_text() if path.exists() else "# Models\n\n"
-    pattern = re.compile(re.escape(BEGIN) + ".*?" + re.escape(END), re.S)
+    pattern = re.compile(re.escape(begin) + ".*?" + re.escape(end), re.S)
     text = pattern.sub(lambda _m: block, text) if pattern.search(text) else text.rstrip("\n") + "\n\n" + block + "\n"
     path.write_text(text)

@@ -3,6 +3,7 @@ not contaminate each other (``test_isolated_runs``, ``integration/test_pristine`
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 from torch import nn
 
@@ -92,6 +93,54 @@ class ChangesItsWeights(nn.Module):
         return self.lin(x)
 
 
+class RescalesOnce(nn.Module):
+    """As transformers' RWKV: its first forward in eval mode halves its layer's weights in place (an
+    inference optimization against overflow), says so in a flag, and scales the layer's output back."""
+
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(16, 16)
+        self.rescaled = False
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if not self.training and not self.rescaled:
+            with torch.no_grad():
+                self.lin.weight.div_(2)
+                self.lin.bias.div_(2)
+            self.rescaled = True
+        y = self.lin(x)
+        return y * 2 if self.rescaled else y
+
+
+RUNS = [0]  # state no restore reaches: a module-level counter
+
+
+class DriftsEveryRun(nn.Module):
+    """Changes its weights in place by a factor that depends on how many runs came before."""
+
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(16, 16)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        RUNS[0] += 1
+        with torch.no_grad():
+            self.lin.weight.mul_(1 + 0.01 * RUNS[0])
+        return self.lin(x)
+
+
+class Lazy(nn.Module):
+    """Lazy modules: their parameters exist only after the first forward."""
+
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.LazyLinear(16)
+        self.norm = nn.LazyBatchNorm1d()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.norm(self.lin(x))
+
+
 class HooksOnFirstCall(nn.Module):
     """Installs forward hooks on its children at its first call and flags that it did (as
     transformers' output capturing does); a hook that runs twice doubles its child's output."""
@@ -122,6 +171,33 @@ def counts_calls() -> nn.Module:
 
 def changes_its_weights() -> nn.Module:
     return Net(ChangesItsWeights())
+
+
+def changes_its_weights_unseeded() -> nn.Module:
+    """Built with other weights on every call (a random draw the seed does not reach)."""
+    m = Net(ChangesItsWeights())
+    with torch.no_grad():
+        m.inp.weight.add_(torch.from_numpy(np.random.default_rng().normal(size=(16, 16))).float())
+    return m
+
+
+def rescales_once() -> nn.Module:
+    return Net(RescalesOnce())
+
+
+def rescales_once_faulted() -> nn.Module:
+    m = rescales_once()
+    with torch.no_grad():
+        m.block.lin.weight.mul_(1 + 1e-3)  # the weights its forward rescales
+    return m
+
+
+def drifts_every_run() -> nn.Module:
+    return Net(DriftsEveryRun())
+
+
+def lazy() -> nn.Module:
+    return Net(Lazy())
 
 
 

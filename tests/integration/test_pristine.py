@@ -87,12 +87,52 @@ def test_hooks_a_forward_installed_go_with_the_flag_it_set():
     assert len(lin._forward_hooks) == 1  # the factory's own hook stays
 
 
-def test_a_forward_that_changes_a_parameter_in_place_is_refused_by_name():
-    built = _built("changes_its_weights")
+def test_a_forward_that_changes_its_weights_in_place_starts_every_run_from_the_weights_as_built():
+    """As transformers' RWKV: the first eval forward halves a layer's weights and sets a flag. The weights
+    as built come from the factory called again; every run starts from them, and the runs agree."""
+    built = _built("rescales_once")
+    lin = built.module.block.lin
+    as_built = lin.weight.detach().clone()
+    outputs = []
+    for _ in range(3):
+        with built.fresh(), torch.no_grad():
+            outputs.append(built.module(*built.inputs))
+            assert built.module.block.rescaled and torch.equal(lin.weight, as_built / 2)
+        assert not built.module.block.rescaled and torch.equal(lin.weight, as_built)
+    assert lin.weight is built.module.block.lin.weight  # the same parameter, its values put back
+    assert all(torch.allclose(o, outputs[0], rtol=1e-6, atol=0) for o in outputs)
+    assert built.weights_digest == _built("rescales_once").weights_digest  # hashed from the weights as built
+
+
+def test_runs_from_the_same_state_that_differ_are_refused():
+    built = _built("drifts_every_run")
+    with pytest.raises(ModelError, match=r"model `m`: its forward changes parameter `block\.lin\.weight` in place, "
+                                         r"and two runs from the state it was built in differ \(output 0 by "):
+        with built.fresh(), torch.no_grad():
+            built.module(*built.inputs)
+
+
+def test_a_forward_that_changes_weights_a_factory_cannot_build_again_is_refused_by_name():
+    built = _built("changes_its_weights_unseeded")
     with torch.no_grad():
         built.module(*built.inputs)
-    with pytest.raises(ModelError, match=r"model `m`: its forward changed parameter `block\.lin\.weight` in place"):
+    with pytest.raises(ModelError, match=r"model `m`: its forward changed parameter `block\.lin\.weight` in place; "
+                                         r"its factory builds other weights when called again \(`inp\.weight` differs\)"):
         built.restore()
+
+
+def test_lazy_modules_get_their_parameters_once_before_any_run():
+    built = _built("lazy")
+    lazy = built.module.block
+    assert lazy.lin.weight.shape == (16, 16) and lazy.norm.running_mean.shape == (16,)
+    assert not any(isinstance(p, torch.nn.parameter.UninitializedParameter) for p in built.module.parameters())
+    assert any(n.startswith("lazy modules given their parameters by one forward") for n in built.normalizations)
+    again = _built("lazy")  # the same seed, the same parameters
+    assert all(torch.equal(a, b) for a, b in zip(built.module.parameters(), again.module.parameters(), strict=True))
+    with built.fresh(), torch.no_grad():
+        first = built.module(*built.inputs)
+    with built.fresh(), torch.no_grad():
+        assert torch.allclose(built.module(*built.inputs), first, rtol=1e-6, atol=0)
 
 
 def test_stateful_models_run_as_plain_modules():

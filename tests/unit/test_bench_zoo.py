@@ -8,8 +8,11 @@ import re
 import sys
 import time
 
+import numpy as np
+import onnx
 import pytest
 import torch
+from onnx import helper, numpy_helper
 from torch import nn
 
 from tests.conftest import ROOT
@@ -18,9 +21,10 @@ sys.path.insert(0, str(ROOT / "scripts"))
 
 import bench_zoo  # noqa: E402
 from zoo import specs, table  # noqa: E402
+from zoo.graph_fault import rounded  # noqa: E402
 from zoo.pick import candidates  # noqa: E402
 from zoo.reasons import gate_message, shorten  # noqa: E402
-from zoo.row import belongs  # noqa: E402
+from zoo.row import belongs, named_at  # noqa: E402
 from zoo.steps import run  # noqa: E402
 
 
@@ -135,3 +139,22 @@ def test_an_update_replaces_rows_in_place_and_refuses_other_versions():
     assert merged["reruns"] == [{"command": "c", "date": "d", "commit": "abc", "rows": ["a"]}]
     with pytest.raises(SystemExit, match="versions differ"):
         bench_zoo.merge(base, {**fresh, "versions": {"torch": "3"}})
+
+
+def test_a_graph_fault_is_named_at_its_module_or_at_the_value_it_was_folded_into():
+    assert named_at({"layer": "fc#2"}, "fc") and not named_at({"layer": "fc2"}, "fc")
+    assert named_at({"layer": "layer1.0.bn1", "fused": ["layer1.0.conv1"]}, "layer1.0.conv1")
+
+
+def test_the_graph_fault_rounds_one_initializer_as_float16_stores_it():
+    w = np.random.default_rng(0).normal(size=(8, 8)).astype(np.float32)
+    graph = helper.make_graph([helper.make_node("MatMul", ["x", "w"], ["y"])], "g",
+                              [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [1, 8])],
+                              [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [1, 8])],
+                              [numpy_helper.from_array(w, "w")])
+    proto, change = rounded(helper.make_model(graph), "w")
+    after = numpy_helper.to_array(proto.graph.initializer[0])
+    assert np.array_equal(after, w.astype(np.float16).astype(np.float32))
+    assert 1e-5 < change < 1e-3  # float16 keeps 11 significant bits: about 2e-4 relative
+    with pytest.raises(ValueError, match="no initializer `v`"):
+        rounded(proto, "v")

@@ -19,7 +19,7 @@ from tests.support.verdicts import baseline, entry, run, runtime, spec
 
 
 def a_report():
-    r = run(moves={"b": 1e-3})
+    r = run(moves={"b": 1e-3, "(model)": 1e-3})
     r.providers = [runtime(errs={"c": float("nan")})]
     return assemble([model_verdict(spec(), r, baseline(entry()), "b/m.msgpack.zst", "cmd")], {"backend": "numpy"})
 

@@ -34,7 +34,8 @@ def drift(move: float) -> float:
 def test_reference_drift_at_its_limit_passes_and_past_it_fails(past):
     change = drift(3e-9)
     limit = change / JUST_PAST if past else change
-    rows = rows_by_layer(reference_rows(run(moves={"b": 3e-9}), baseline(), spec(Tolerance(reference=limit))))
+    # the output moves too: a change that leaves every output as it was is a refactor inside the model
+    rows = rows_by_layer(reference_rows(run(moves={"b": 3e-9, "(model)": 3e-9}), baseline(), spec(Tolerance(reference=limit))))
     assert rows["a"].status == "pass" and rows["a"].value == 0.0
     assert rows["b"].check == "reference-drift" and rows["b"].value == change and rows["b"].threshold == limit
     assert rows["b"].failed is past
@@ -49,13 +50,13 @@ def test_reference_drift_limit_of_a_float32_reference_is_float32_rounding():
     r.reference_dtype = "float32"
     row = rows_by_layer(reference_rows(r, baseline(), spec()))["b"]
     assert row.threshold == 1e-5 and row.status == "pass"
-    row = rows_by_layer(reference_rows(run(moves={"b": 9e-6}), baseline(), spec()))["b"]
+    row = rows_by_layer(reference_rows(run(moves={"b": 9e-6, "(model)": 9e-6}), baseline(), spec()))["b"]
     assert row.threshold == 1e-9 and row.status == "fail"
 
 
 def test_reference_limit_follows_layer_tolerance_globs_later_rules_winning():
     s = spec(layers={"b*": {"reference": 1e-3}, "b": {"reference": 1e-6}})
-    rows = rows_by_layer(reference_rows(run(moves={"b": 1e-5}), baseline(), s))
+    rows = rows_by_layer(reference_rows(run(moves={"b": 1e-5, "(model)": 1e-5}), baseline(), s))
     assert rows["b"].threshold == 1e-6 and rows["b"].status == "fail"
 
 
@@ -63,7 +64,7 @@ def test_reference_limit_follows_layer_tolerance_globs_later_rules_winning():
 def test_calibrated_noise_widens_the_reference_limit_to_four_times_it(past):
     change = drift(1e-7)
     noise = change / 4 * (1 / JUST_PAST if past else 1)
-    rows = rows_by_layer(reference_rows(run(moves={"b": 1e-7}), baseline(noise={"b": noise}), spec()))
+    rows = rows_by_layer(reference_rows(run(moves={"b": 1e-7, "(model)": 1e-7}), baseline(noise={"b": noise}), spec()))
     assert rows["b"].threshold == 4 * noise
     assert rows["b"].failed is past
 
@@ -89,7 +90,7 @@ def test_runtime_nan_the_reference_lacks_fails_whatever_its_error():
 
 
 def test_reference_shape_change_fails():
-    rows = rows_by_layer(reference_rows(run(b=fp(shape=(4, 2))), baseline(), spec()))
+    rows = rows_by_layer(reference_rows(run(b=fp(shape=(4, 2)), output=fp(1e-3)), baseline(), spec()))
     assert (rows["b"].status, rows["b"].check) == ("fail", "shape")
     assert "[4, 2]" in rows["b"].message and "[2, 4]" in rows["b"].message
 
@@ -136,9 +137,11 @@ def test_a_name_that_now_belongs_to_another_module_is_matched_by_its_numbers():
 
 
 def test_a_module_that_became_a_no_op_fails_where_it_stopped_computing():
-    """`b` now returns its input (a's values): a is still compared under its own name, so b is no rename."""
+    """`b` now returns its input (a's values), and what follows moves: a is still compared under its own
+    name, so b is no rename, and nothing after it holds."""
     a, b = fp(0.5, axis=2), fp(0.7, axis=3)
-    rows = rows_by_layer(reference_rows(run(a=a, b=a), baseline(a=a, b=b), spec()))
+    rows = rows_by_layer(reference_rows(run(a=a, b=a, c=fp(0.2, axis=4), output=fp(0.2, axis=5)),
+                                        baseline(a=a, b=b), spec()))
     assert (rows["a"].status, rows["b"].status, rows["b"].check) == ("pass", "fail", "reference-drift")
 
 
@@ -178,7 +181,7 @@ def test_new_and_gone_layers_are_reported_not_failed_unless_they_are_outputs():
 
 
 def test_a_layer_that_moved_after_a_vanished_one_names_it():
-    r = run(names=("a", "c", "(model)"), moves={"c": 1e-3})
+    r = run(names=("a", "c", "(model)"), moves={"c": 1e-3, "(model)": 1e-3})
     mv = model_verdict(spec(), r, baseline(), "b.msgpack.zst", "cmd")
     assert mv.status == "regressed" and mv.first_regression.layer == "c"
     assert mv.first_regression.message.endswith("; 1 layer before it in the baseline is gone: b")

@@ -163,7 +163,7 @@ def test_first_regression_is_the_earliest_layer_over_all_targets():
 
 
 def test_on_a_tie_the_reference_explains_the_runtime():
-    v = judge(runtime(errs={"b": 1.0}), base=baseline(entry()), moves={"b": 1e-3})
+    v = judge(runtime(errs={"b": 1.0}), base=baseline(entry()), moves={"b": 1e-3, "(model)": 1e-3})
     assert (v.first_regression.provider, v.first_regression.precision) == ("torch-cpu", "float64")
     assert v.first_regression.check == "reference-drift"
 

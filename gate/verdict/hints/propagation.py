@@ -27,12 +27,13 @@ def _fmt(v) -> str:
 
 def _series(ctx: Context, pv) -> list[tuple[str, float | None, float | None]]:
     """(layer, value, baseline) in execution order; a failed nonfinite/shape check, or a failed rule of a
-    data-dependent layer (whose value is no error against the reference), is +inf."""
+    data-dependent layer (whose value is no error against the reference), is +inf; a layer that moved
+    inside a module whose output holds (a refactor) has none."""
     rows = ctx.rows(pv)
     out = []
     for name in ctx.order:
         row = rows.get(name)
-        value = None if row is None else row.value if row.check not in RULES else None
+        value = None if row is None or row.status == RowStatus.MOVED else row.value if row.check not in RULES else None
         if row is not None and row.check in (Check.NONFINITE, Check.SHAPE, *RULES) and row.status == RowStatus.FAIL:
             value = math.inf
         out.append((name, value, None if row is None else row.baseline))

@@ -1,0 +1,78 @@
+"""A first regression never comes before what changed.
+
+When the content key says that only the weights changed (every other part of it is the baseline's:
+code, source, inputs, reference settings, package versions, the gate's own) and the per-tensor digests
+say which tensors hold other values, the float64 reference cannot move before the first call of a
+module that uses one of them: the module that owns it, or, where that module has no call of its own
+(a weight its parent reads), the nearest enclosing module that has one. A reference row failing
+earlier is a contradiction of the gate's own comparison, not a verdict: it is reported as one and never
+named the first regression. Runtimes are not bound by it: a runner's drivers and builds are outside
+the key, so a runtime may move anywhere.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gate.core.layers import ROOT, module_of
+from gate.core.runs import ModelRun
+from gate.core.status import KeyPart
+from gate.formats.baseline import Baseline
+from gate.verdict.hints.weights import tensor_changes
+from gate.verdict.moves import enclosing
+from gate.verdict.structure import Structure
+from gate.verdict.types import Row
+
+ONLY = KeyPart.WEIGHTS.value  # the content-key part that may differ for the rule to hold
+
+
+@dataclass(frozen=True)
+class Cause:
+    """The only change since the baseline: tensors, the modules whose calls first use them, and where
+    in execution order the first of those calls ends."""
+
+    tensors: tuple[str, ...]
+    modules: tuple[str, ...]
+    first: int  # index of the first layer of the earliest such call
+
+    def allows(self, layer: str, index: int) -> bool:
+        """Whether a layer may move: inside a module that uses a changed tensor, or not before its call."""
+        module = module_of(layer)
+        inside = any(m == ROOT or module == m or module.startswith(m + ".") for m in self.modules)
+        return inside or index >= self.first
+
+    def words(self) -> str:
+        shown = ", ".join(f"`{t}`" for t in self.tensors[:3]) + (", …" if len(self.tensors) > 3 else "")
+        return f"the only change is {len(self.tensors)} tensor{'s' * (len(self.tensors) != 1)} ({shown}), first used in `{self.modules[0]}`"
+
+
+def cause(run: ModelRun, baseline: Baseline, st: Structure | None) -> Cause | None:
+    """The only change, where the content keys and tensor digests of both sides establish it."""
+    now, before = run.meta.content_key, baseline.meta.content_key
+    if not now or not before:
+        return None
+    parts, recorded = now.get("parts") or {}, before.get("parts") or {}
+    if not parts or {p for p in {*parts, *recorded} if parts.get(p) != recorded.get(p)} != {ONLY}:
+        return None
+    changes = tensor_changes(baseline.meta.tensor_digests, run.meta.tensor_digests, st.renames if st else {})
+    if changes is None or not changes.values or changes.unmatched:
+        return None
+    starts: dict[str, int] = {}
+    for i, layer in enumerate(run.layers):
+        starts.setdefault(module_of(layer.name), i)
+    users: dict[str, int] = {}
+    for tensor in changes.values:
+        owner = tensor.rpartition(".")[0] or ROOT
+        module = next((m for m in (owner, *enclosing(owner)) if m in starts), None)
+        if module is None:
+            return None  # a tensor no call of this run can be tied to: nothing to hold the run to
+        users.setdefault(module, starts[module])
+    ordered = sorted(users, key=users.get)
+    return Cause(tuple(changes.values), tuple(ordered), users[ordered[0]])
+
+
+def contradicted(rows: list[Row], order: dict[str, int], found: Cause | None) -> list[str]:
+    """The failing reference rows that come before the only change could reach them."""
+    if found is None:
+        return []
+    return [r.layer for r in rows if r.failed and r.layer in order and not found.allows(r.layer, order[r.layer])]

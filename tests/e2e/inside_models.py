@@ -1,0 +1,183 @@
+"""Small models for tests/e2e/test_refactors_inside.py: refactors inside a module (a BatchNorm folded
+into the conv before it, q/k/v merged into one projection, a Linear split in two), each with a faulted
+twin; zero-initialized position-bias tables and a module shared between calls; and a transform that
+changes the weights of a convolution the exporter folded its BatchNorm into."""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import torch
+from onnx import numpy_helper
+from torch import nn
+from torch.nn.utils.fusion import fuse_conv_bn_eval
+
+
+class Block(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 8, 3, padding=1, bias=False)
+        self.bn = nn.BatchNorm2d(8)
+        self.act = nn.ReLU()
+        with torch.no_grad():  # statistics as training leaves them: folding them is no identity
+            self.bn.running_mean.uniform_(-0.5, 0.5)
+            self.bn.running_var.uniform_(0.5, 2.0)
+            self.bn.weight.uniform_(0.5, 1.5)
+            self.bn.bias.uniform_(-0.2, 0.2)
+
+    def forward(self, x):
+        return self.act(self.bn(self.conv(x)))
+
+
+class Attention(nn.Module):
+    def __init__(self, d: int = 8):
+        super().__init__()
+        self.q, self.k, self.v, self.out = (nn.Linear(d, d) for _ in range(4))
+        self.scale = d ** -0.5
+
+    def project(self, x):
+        return self.q(x), self.k(x), self.v(x)
+
+    def forward(self, x):
+        q, k, v = self.project(x)
+        return self.out(torch.softmax(q @ k.transpose(-1, -2) * self.scale, dim=-1) @ v)
+
+
+class MergedAttention(Attention):
+    """q, k and v computed by one Linear, kept under the name `q`; `k` and `v` gone."""
+
+    def __init__(self, a: Attention):
+        nn.Module.__init__(self)
+        d = a.q.in_features
+        self.q, self.out, self.scale = nn.Linear(d, 3 * d), a.out, a.scale
+        with torch.no_grad():
+            self.q.weight.copy_(torch.cat([a.q.weight, a.k.weight, a.v.weight]))
+            self.q.bias.copy_(torch.cat([a.q.bias, a.k.bias, a.v.bias]))
+
+    def project(self, x):
+        return self.q(x).chunk(3, dim=-1)
+
+
+class AddBias(nn.Module):
+    def __init__(self, bias: torch.Tensor):
+        super().__init__()
+        self.bias = nn.Parameter(bias.detach().clone())
+
+    def forward(self, x):
+        return x + self.bias
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.stem = Block()
+        self.attn = Attention()
+        self.mlp = nn.Sequential(nn.Linear(8, 16), nn.GELU(), nn.Linear(16, 8))
+        self.head = nn.Linear(8, 4)
+
+    def forward(self, x):
+        t = self.stem(x).flatten(2).transpose(1, 2)
+        t = t + self.attn(t)
+        t = t + self.mlp(t)
+        return self.head(t.mean(1))
+
+
+def net() -> nn.Module:
+    return Net()
+
+
+def _scaled(m: nn.Module, path: str) -> nn.Module:
+    with torch.no_grad():
+        m.get_submodule(path).weight.mul_(1 + 1e-3)
+    return m
+
+
+def folded() -> nn.Module:
+    """The stem's BatchNorm folded into its conv (in float32, as torch.nn.utils.fusion does)."""
+    m = Net().eval()
+    m.stem.conv, m.stem.bn = fuse_conv_bn_eval(m.stem.conv, m.stem.bn), nn.Identity()
+    return m.eval()
+
+
+def merged() -> nn.Module:
+    m = Net()
+    m.attn = MergedAttention(m.attn)
+    return m
+
+
+def split() -> nn.Module:
+    """`mlp.0` split into the Linear without its bias and a module adding it (the indices after it shift)."""
+    m = Net()
+    first, rest = m.mlp[0], list(m.mlp)[1:]
+    bias, first.bias = first.bias, None
+    m.mlp = nn.Sequential(first, AddBias(bias), *rest)
+    return m
+
+
+def folded_faulted() -> nn.Module:
+    return _scaled(folded(), "stem.conv")
+
+
+def merged_faulted() -> nn.Module:
+    return _scaled(merged(), "attn.q")
+
+
+def split_faulted() -> nn.Module:
+    return _scaled(split(), "mlp.0")
+
+
+def conv_folded_into_bn_faulted(proto: onnx.ModelProto) -> onnx.ModelProto:
+    """A transform: the weights of the graph's first Conv, the stem's conv with its BatchNorm folded in,
+    scaled by 1.001."""
+    conv = next(n for n in proto.graph.node if n.op_type == "Conv")
+    for init in proto.graph.initializer:
+        if init.name == conv.input[1]:
+            init.CopyFrom(numpy_helper.from_array((numpy_helper.to_array(init) * np.float32(1.001)), init.name))
+    return proto
+
+
+class RelBias(nn.Module):
+    """A relative-position bias table, zero-initialized as libraries do: its output is all zeros."""
+
+    def __init__(self, t: int = 8):
+        super().__init__()
+        self.table = nn.Parameter(torch.zeros(2 * t - 1))
+        self.register_buffer("index", torch.arange(t)[:, None] - torch.arange(t)[None, :] + t - 1, persistent=False)
+
+    def forward(self, x):
+        return self.table[self.index].expand(x.shape[0], -1, -1)
+
+
+class BiasedAttention(Attention):
+    def __init__(self, d: int = 16):
+        super().__init__(d)
+        self.rel = RelBias()
+
+    def forward(self, x, shared):
+        q, k, v = self.project(x)
+        scores = q @ k.transpose(-1, -2) * self.scale + self.rel(x) + shared
+        return self.out(torch.softmax(scores, dim=-1) @ v)
+
+
+class Tables(nn.Module):
+    """Two attention blocks, each with its own zero-initialized table, and a zero-initialized table
+    module shared by both (called once per block: `shared`, `shared#2`)."""
+
+    def __init__(self):
+        super().__init__()
+        self.shared = RelBias()
+        self.blocks = nn.ModuleList(BiasedAttention() for _ in range(2))
+        self.head = nn.Linear(16, 4)
+
+    def forward(self, x):
+        for block in self.blocks:
+            x = x + block(x, self.shared(x))
+        return self.head(x.mean(1))
+
+
+def tables() -> nn.Module:
+    return Tables()
+
+
+def tables_faulted() -> nn.Module:
+    return _scaled(Tables(), "blocks.1.q")

@@ -1,0 +1,95 @@
+"""Numbers decide across modules, on real exports and real ONNX Runtime sessions: a refactor inside a
+module (a BatchNorm folded into the conv before it, q/k/v merged into one projection, a Linear split in
+two) passes with a note saying where the values went, and its faulted twin still fails at its layer;
+zero-initialized tables and a module shared between calls never cross wires; a fault in a convolution
+the exporter folded its BatchNorm into names both. Models: tests/e2e/inside_models.py."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from gate import commands
+from gate.config import load_config
+
+HERE = Path(__file__).parent
+IMAGE = '[{ name = "x", shape = [1, 3, 8, 8], dtype = "float32" }]'
+TOKENS = '[{ name = "x", shape = [2, 8, 16], dtype = "float32" }]'
+
+
+def _config(tmp: Path, name: str, factory: str, inputs: str, transform: str | None = None) -> Path:
+    shutil.copy(HERE / "inside_models.py", tmp / "inside_models.py")
+    path = tmp / f"{name}-{factory}.toml"
+    path.write_text(f'baseline-dir = "baselines"\nproviders = ["torch-cpu", "CPUExecutionProvider"]\n\n[[models]]\n'
+                    f'name = "{name}"\nfactory = "inside_models:{factory}"\ninputs = {inputs}\n'
+                    + (f'transform = "inside_models:{transform}"\n' if transform else ""))
+    return path
+
+
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory) -> Path:
+    tmp = tmp_path_factory.mktemp("inside")
+    for name, factory, inputs in (("net", "net", IMAGE), ("tables", "tables", TOKENS)):
+        cfg = load_config(_config(tmp, name, factory, inputs))
+        commands.update_baseline(cfg, cfg.models, cfg.providers)
+    return tmp
+
+
+def check(tmp: Path, name: str, factory: str, inputs: str = IMAGE, transform: str | None = None) -> dict:
+    cfg = load_config(_config(tmp, name, factory, inputs, transform))
+    return commands.check(cfg, cfg.models, cfg.providers).to_dict()
+
+
+def _reference(report: dict) -> dict:
+    return {r["layer"]: r for r in report["models"][0]["providers"][0]["layers"]}
+
+
+@pytest.mark.parametrize("factory, moved, words", [
+    ("folded", "stem.conv", "`stem.conv`'s output is now `stem.bn`'s"),
+    ("merged", "attn.q", "`attn.q` computes values no baseline layer held"),
+    ("split", "mlp.0", "`mlp.0`'s former output is now `mlp.1`'s"),
+])
+def test_a_refactor_inside_a_module_passes_saying_where_the_values_went(recorded, factory, moved, words):
+    report = check(recorded, "net", factory)
+    assert report["verdict"] == "pass", report["first_regression"]
+    (model,) = report["models"]
+    row = _reference(report)[moved]
+    assert row["status"] == "moved" and words in row["message"], row
+    (note,) = [a["message"] for a in model["audits"] if a["check"] == "structure" and "moved inside" in a["message"]]
+    assert words in note and "`update-baseline` records them as they are now" in note
+    step = model["next_step"]
+    assert (step["kind"], step["layer"]) == ("refactored", moved)
+    assert step["command"].startswith("parity-gate update-baseline --model net")
+    assert all(p["status"] == "pass" for p in model["providers"])  # the runtimes are judged as ever
+
+
+@pytest.mark.parametrize("factory, layer", [("folded_faulted", "stem.conv"), ("merged_faulted", "attn.q"),
+                                            ("split_faulted", "mlp.0")])
+def test_the_faulted_twin_of_a_refactor_still_fails_at_its_layer(recorded, factory, layer):
+    report = check(recorded, "net", factory)
+    first = report["first_regression"]
+    assert report["verdict"] == "regressed" and (first["layer"], first["provider"]) == (layer, "torch-cpu"), first
+    assert not any(r["status"] == "moved" for r in _reference(report).values())
+
+
+def test_zero_initialized_tables_and_a_shared_module_never_cross_wires(recorded):
+    clean = check(recorded, "tables", "tables", TOKENS)
+    assert clean["verdict"] == "pass", clean["first_regression"]
+    rows = _reference(clean)
+    assert {rows[n]["value"] for n in ("shared", "shared#2", "blocks.0.rel", "blocks.1.rel")} == {0.0}
+    assert rows["shared#2"]["absolute"] is True
+    faulted = check(recorded, "tables", "tables_faulted", TOKENS)
+    first = faulted["first_regression"]
+    assert (first["layer"], first["provider"], first["check"]) == ("blocks.1.q", "torch-cpu", "reference-drift")
+    for model in faulted["models"]:
+        for p in model["providers"]:
+            tables = [r for r in p["layers"] if r["layer"] in ("shared", "shared#2", "blocks.0.rel", "blocks.1.rel")]
+            assert all(r["status"] in ("pass", "folded", "absent") for r in tables), (p["name"], tables)
+
+
+def test_a_fault_in_a_conv_whose_batchnorm_was_folded_into_it_names_both(recorded):
+    report = check(recorded, "net", "net", transform="conv_folded_into_bn_faulted")
+    first = report["first_regression"]
+    assert (first["layer"], first["provider"], first["fused"]) == ("stem.bn", "CPUExecutionProvider", ["stem.conv"])
