@@ -74,9 +74,12 @@ class BuiltModel:
         """Once a forward changed parameters in place (restored since), two runs from the state as built
         must agree: else what the gate compares depends on how many runs came before. A model refused
         once is refused at every restore after (a caller may have caught the first)."""
-        if self.pristine.refused:
-            raise ModelError(self.pristine.refused, ErrorStatus.INFER_FAIL)
-        changed = self.pristine.take_rewritten()
+        pristine = self.pristine
+        if pristine is None:  # a model built outside ``build``: each run is on its own
+            return
+        if pristine.refused:
+            raise ModelError(pristine.refused, ErrorStatus.INFER_FAIL)
+        changed = pristine.take_rewritten()
         if not changed:
             return
         runs = []
@@ -84,14 +87,14 @@ class BuiltModel:
             with inference_mode():
                 out = self.module(*self.inputs)
             runs.append([t.detach().double().clone() for t in _tensors(out)])
-            self.pristine.restore()
+            pristine.restore()
         for i, (a, b) in enumerate(zip(*runs, strict=True)):
             moved = float((a - b).norm() / max(float(b.norm()), 1e-300)) if a.shape == b.shape else float("inf")
             if not moved <= REPEAT:  # NaN included
-                self.pristine.refused = (f"model `{self.spec.name}`: its forward changes parameter `{changed[0]}` in "
-                                         f"place, and two runs from the state it was built in differ (output {i} by "
-                                         f"{moved:.3g}, relative L2): its runs cannot be repeated")
-                raise ModelError(self.pristine.refused, ErrorStatus.INFER_FAIL)
+                pristine.refused = (f"model `{self.spec.name}`: its forward changes parameter `{changed[0]}` in "
+                                    f"place, and two runs from the state it was built in differ (output {i} by "
+                                    f"{moved:.3g}, relative L2): its runs cannot be repeated")
+                raise ModelError(pristine.refused, ErrorStatus.INFER_FAIL)
 
     @property
     def weights_digest(self) -> str:
@@ -113,7 +116,7 @@ class BuiltModel:
 REPEAT = 1e-6  # float32 rounding: two runs from one state that differ by more are not the same run
 
 
-def _tensors(value) -> list[torch.Tensor]:
+def _tensors(value: object) -> list[torch.Tensor]:
     """The tensors of a (nested) output."""
     if isinstance(value, torch.Tensor):
         return [value]
@@ -168,7 +171,8 @@ def _settle(module: torch.nn.Module, spec: ModelSpec, root: Path) -> list[str]:
     """Lazy modules make their parameters on their first forward: one forward (under the seed, on the
     model's inputs) before anything is recorded, so every run starts from parameters that exist."""
     lazy = [name or "(model)" for name, m in module.named_modules()
-            if isinstance(m, torch.nn.modules.lazy.LazyModuleMixin) and m.has_uninitialized_params()]
+            if isinstance(m, torch.nn.modules.lazy.LazyModuleMixin)
+            and m.has_uninitialized_params()]  # type: ignore[misc]  # torch types the mixin's self as a Protocol
     if lazy:
         tensors, _ = _inputs(spec, root)
         torch.manual_seed(spec.factory_seed if spec.factory_seed is not None else spec.seed)
@@ -184,6 +188,9 @@ def _settle(module: torch.nn.Module, spec: ModelSpec, root: Path) -> list[str]:
 def _rebuilt(spec: ModelSpec, root: Path) -> torch.nn.Module:
     """The model built again as ``build_module`` built it (to restore what a forward wrote into its weights)."""
     module = _construct(spec, root)
+    if not isinstance(module, torch.nn.Module):  # it was one at the first build: the factory changed its mind
+        raise ModelError(f"model `{spec.name}`: factory `{spec.factory}` returned {type(module).__name__} when "
+                         "built again, not a torch.nn.Module", ErrorStatus.BUILD_FAIL)
     module.eval()
     _settle(module, spec, root)
     return module

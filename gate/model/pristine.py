@@ -185,6 +185,7 @@ class Pristine:
         with torch.no_grad():
             for name, state, key in changed:
                 p = state.params[key]
+                assert p is not None  # ``changed`` lists only parameters that exist
                 p.copy_(self.originals[name])
                 state.param_versions[key] = version_of(p)
 

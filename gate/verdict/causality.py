@@ -67,7 +67,7 @@ def cause(run: ModelRun, baseline: Baseline, st: Structure | None) -> Cause | No
         if module is None:
             return None  # a tensor no call of this run can be tied to: nothing to hold the run to
         users.setdefault(module, starts[module])
-    ordered = sorted(users, key=users.get)
+    ordered = sorted(users, key=lambda m: users[m])
     return Cause(tuple(changes.values), tuple(ordered), users[ordered[0]])
 
 

@@ -117,8 +117,8 @@ def reference_rows(run: ModelRun, baseline: Baseline, spec: ModelSpec, st: Struc
 
 def _reference_layer(run: ModelRun, layer: LayerInfo, baseline: Baseline, st: Structure, limit: Limit,
                      how: DataDependence | None) -> Row:
-    if layer.name in st.moved:
-        own = baseline.layer(st.own(layer.name))
+    own = baseline.layer(st.own(layer.name)) if layer.name in st.moved else None
+    if own is not None:  # a layer moved inside its module: its own baseline layer holds its old values
         return _moved_row(layer, own.fp, limit(layer, own), st.moved[layer.name])
     recorded = baseline.layer(st.recorded(layer.name))
     if recorded is None:

@@ -167,7 +167,8 @@ def model_verdict(spec: ModelSpec, run: ModelRun, baseline: Baseline | None, pat
     mv.audits += [Audit(Check.STRUCTURE, AuditStatus.WARN, line) for line in described(st)] if st else []
     mv.mapping = model_audits.mapping(run)
     order = {layer.name: i for i, layer in enumerate(run.layers)}
-    candidates = _targets_first(mv, order, causality.cause(run, baseline, st) if st is not None else None)
+    found = causality.cause(run, baseline, st) if st is not None and baseline is not None else None
+    candidates = _targets_first(mv, order, found)
     for audit in (a for a in mv.audits if a.status == AuditStatus.FAIL and a.check != Check.CONTRADICTION):
         # What ships does not match the config (its export) or the model as given: before any layer.
         where = "(export)" if audit.check == Check.DYNAMIC_SHAPE else "(model as given)"
@@ -192,14 +193,15 @@ def model_verdict(spec: ModelSpec, run: ModelRun, baseline: Baseline | None, pat
     return mv
 
 
-def _targets_first(mv: ModelVerdict, order: dict[str, int], found: causality.Cause | None) -> list[tuple]:
+def _targets_first(mv: ModelVerdict, order: dict[str, int],
+                   found: causality.Cause | None) -> list[tuple[int, int, Regression]]:
     """Each target's first regression (a reference row that contradicts the only change set apart, as an
     audit), as candidates for the model's: (position, rank, regression)."""
     candidates = []
     for pv in mv.providers:
         skip = causality.contradicted(pv.rows, order, found) if pv.role == Role.REFERENCE else []
         pv.first_regression = _first(pv, order, skip)
-        if skip:
+        if skip and found is not None:  # only a known cause can be contradicted
             audit = _contradiction(pv, skip, found)
             mv.audits.append(audit)
             if pv.first_regression is None:

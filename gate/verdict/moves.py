@@ -108,8 +108,8 @@ class _Judge:
         b = self.recorded(layer)
         if b is None or is_gradient(layer.name) or layer.data_dependent is not None:
             return False
-        counts = lambda fp: (fp.nan, fp.posinf, fp.neginf)  # noqa: E731
-        return counts(layer.fp) == counts(b.fp) and not same(layer.fp, b.fp, self.limit(layer, b))
+        nonfinite = (layer.fp.nan, layer.fp.posinf, layer.fp.neginf) == (b.fp.nan, b.fp.posinf, b.fp.neginf)
+        return nonfinite and not same(layer.fp, b.fp, self.limit(layer, b))
 
     def seal(self, call: list[LayerInfo]) -> bool:
         return bool(call) and all(self.holds(x) for x in call) and any(identifies(x.fp) for x in call)
