@@ -40,7 +40,7 @@ def key(config: ConfigOpt = None, model: ModelOpt = None,
                                                   help="Only the models of shard K of N (as check --shard).")] = None,
         ) -> None:
     """Print a digest of the content keys the selected baselines record: a CI cache key for the folder."""
-    from gate.cli.app import _load, _sharded, _split
+    from gate.cli.shared import _load, _sharded, _split
     from gate.commands.cache_key import recorded_keys
 
     cfg = _load(config)

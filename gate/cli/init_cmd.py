@@ -99,7 +99,7 @@ def init(
 
     factory, inputs = _ask(factory, input_, inputs_ref, yes)
     if not no_baseline:
-        from gate.cli.app import _needs
+        from gate.cli.shared import _needs
 
         _needs("init")
     if not force and _configured(directory.resolve()) and not _has_model(directory.resolve(), name, factory):
@@ -190,7 +190,7 @@ def add(
     first baseline is recorded; the other models are left as they are."""
     factory, inputs = _ask(factory, input_, inputs_ref, yes)
     if not no_baseline:
-        from gate.cli.app import _needs
+        from gate.cli.shared import _needs
 
         _needs("add")
     _add(directory.resolve(), config, factory, inputs, name, pip_args, no_baseline)

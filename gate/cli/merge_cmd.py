@@ -25,8 +25,8 @@ def merge(
     junit: Annotated[Path | None, typer.Option("--junit", help="Write it as JUnit XML here.")] = None,
 ) -> None:
     """Merge the legs' reports into one verdict; refuse (exit 2) a model no leg or two legs judged."""
-    from gate.cli.app import _write_reports
     from gate.cli.console import console, verdict_line
+    from gate.cli.shared import _write_reports
     from gate.formats.report import load_report
     from gate.github.legs import latest
     from gate.verdict.merge import Leg
