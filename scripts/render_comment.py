@@ -20,9 +20,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from gate.formats.report import load_report  # noqa: E402
 from gate.github.publish import reviewer_digest  # noqa: E402
 from gate.render import Links, render_markdown  # noqa: E402
+from gate.verdict.report_file import load_report  # noqa: E402
 from gate.verdict.types import Report  # noqa: E402
 from tests.support.comment_render import missing, render  # noqa: E402
 

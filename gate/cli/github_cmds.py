@@ -11,13 +11,13 @@ from typing import Annotated
 import typer
 
 from gate.errors import GateError
-from gate.formats.report import load_report
 from gate.github import FAIL_ON, POLICIES, WHEN, ActionsEnv, PublishSettings, comment_id, publish
 from gate.github.actions import command, log_safe
 from gate.github.approval import DEFAULT_LABEL
 from gate.github.changes import Named
 from gate.github.commit_status import DEFAULT_CONTEXT
 from gate.render import headline_text
+from gate.verdict.report_file import load_report
 
 When = Enum("When", {w.replace("-", "_"): w for w in WHEN}, type=str)
 FailOn = Enum("FailOn", {f: f for f in FAIL_ON}, type=str)

@@ -27,10 +27,10 @@ def merge(
     """Merge the legs' reports into one verdict; refuse (exit 2) a model no leg or two legs judged."""
     from gate.cli.console import console, verdict_line
     from gate.cli.shared import _write_reports
-    from gate.formats.report import load_report
     from gate.github.legs import latest
     from gate.verdict.merge import Leg
     from gate.verdict.merge import merge as merge_legs
+    from gate.verdict.report_file import load_report
 
     legs: list[Leg] = []
     try:

@@ -71,7 +71,7 @@ def _needs(command: str) -> None:
 
 def _write_reports(report: Report, json_path: Path | None, markdown_path: Path | None, junit_path: Path | None = None) -> None:
     from gate.formats.atomic import atomic_write_text
-    from gate.formats.report import write_report
+    from gate.verdict.report_file import write_report
 
     if json_path:
         write_report(json_path, report)

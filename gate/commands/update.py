@@ -25,7 +25,7 @@ from gate.core.runs import ModelRun, RunError
 from gate.core.status import Check, ErrorStatus
 from gate.errors import GateError, ModelError
 from gate.fingerprint import relative_error
-from gate.formats.baseline import Baseline, store
+from gate.formats.baseline import Baseline, describe, merge_run, store
 from gate.formats.results import merge, read_runs
 from gate.verdict import data_dependent
 from gate.verdict.checks import degenerate, runtime_rows
@@ -130,12 +130,12 @@ def _write(config: Config, spec: ModelSpec, run: ModelRun, warnings: list[str]) 
 
     def make(previous: Baseline | None) -> Baseline:
         data_dependent.mark(run, previous)  # recorded on the layers: how each was known to depend on values
-        made.append(Baseline.from_run(run, previous))
+        made.append(merge_run(run, previous))
         return made[0]
 
     # Fingerprints of another definition: nothing of such a baseline can be kept.
     previous = store.update(loc, make, lambda b: b.meta.fingerprint == fingerprint.parameters())
-    return Updated(spec.name, display(loc.path), made[0].changes_from(previous), warnings,
+    return Updated(spec.name, display(loc.path), describe(previous, made[0]), warnings,
                    unexported=run.error if run.unexported else None)
 
 

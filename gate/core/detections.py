@@ -20,12 +20,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
-
-if TYPE_CHECKING:
-    from gate.core.runs import ProviderRun
 
 MATCH_IOU = 0.5  # the same object: COCO's matching threshold
 MAX_DETECTIONS = 1000  # kept per side, highest scores first (the matching is N x M)
@@ -207,11 +204,3 @@ def find(outputs: Iterable[tuple[str, np.ndarray, np.ndarray]], wanted: set[str]
         out.append(match(roles, names[container], {k: members[k] for k in used}))
     return out
 
-
-def attach(prun: ProviderRun, outputs: Iterable[tuple[str, np.ndarray, np.ndarray]], wanted: set[str]) -> None:
-    """Give each observed member of a matched group its group's facts."""
-    for found in find(outputs, wanted):
-        for name in found.members:
-            layer = prun.layers.get(name)
-            if layer is not None and layer.status == "ok":
-                layer.detections = found

@@ -9,8 +9,8 @@ import re
 from pathlib import Path
 
 from gate.errors import GateError
-from gate.formats.report import load_report
 from gate.verdict.merge import Leg
+from gate.verdict.report_file import load_report
 
 ARTIFACT = re.compile(r".+-shard-(?P<index>[0-9]{1,4})-of-(?P<count>[0-9]{1,4})-a(?P<attempt>[0-9]{1,9})\Z")
 MAX_ARTIFACTS = 4096  # many attempts of many legs; past it, something uploads artifacts on purpose

@@ -100,7 +100,11 @@ class Runner(ABC):
             if layer is not None and layer.status == "ok":
                 layer.exact = exact(actual, want, self.subject.output_tolerance)
         dependent = {x.name for x in self.subject.run.layers if x.data_dependent is not None}
-        detections.attach(prun, zip(outputs, arrays, expected, strict=False), dependent)
+        for found in detections.find(zip(outputs, arrays, expected, strict=False), dependent):
+            for name in found.members:  # each observed member of a matched group gets its group's facts
+                layer = prun.layers.get(name)
+                if layer is not None and layer.status == "ok":
+                    layer.detections = found
 
     def layers_from(self, prun: ProviderRun, fingerprints: dict[str, Any], missing: str) -> ProviderRun:
         """Fill ``prun`` from captured fingerprints by layer name, errors against the reference;

@@ -5,5 +5,6 @@ values (``data_dependent``), target and model audits (``placement``, ``model_aud
 versions that moved (``versions``), a sweep's pairs and anchor (``comparisons``) and its support
 matrix (``sweeps``), a GPU leg that checked no GPU (``gpu_leg``), the first regression and the
 report (``judge``), root-cause hints that never change it (``hints``), and the reports of a sharded
-run's legs made one (``shard``: what a leg covered; ``merge``). No I/O here: the one
+run's legs made one (``shard``: what a leg covered; ``merge``), and the JSON report file
+(``report_file``: written atomically, read back as distrustfully as a baseline). No other I/O: the one
 judge that reads baselines and refuses what cannot be judged is ``gate.commands.judging``."""

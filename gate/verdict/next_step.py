@@ -8,12 +8,10 @@ gets the command that reproduces it, never ``update-baseline``: re-recording can
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from gate.core.status import AuditStatus, ErrorStatus, ModelStatus, Role, RowStatus, StepKind, TargetStatus
-
-if TYPE_CHECKING:  # the verdict types import this module to write the step into the JSON report
-    from gate.verdict.types import ModelVerdict
+from gate.verdict.types import ModelVerdict
 
 
 @dataclass(frozen=True)

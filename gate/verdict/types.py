@@ -25,7 +25,6 @@ from gate.core.status import (
     TargetStatus,
     Verdict,
 )
-from gate.verdict.next_step import next_step
 from gate.verdict.notes import Comparison, Hint
 from gate.verdict.shard import ShardRun
 
@@ -277,9 +276,6 @@ class ModelVerdict:
             out["reuse"] = self.reuse.to_dict()
         if self.unrecorded:
             out["unrecorded"] = self.unrecorded
-        step = next_step(self)  # derived from the model, for readers of the JSON: never read back
-        if step is not None:
-            out["next_step"] = step.to_dict()
         return out
 
     def _to_dict(self) -> dict[str, Any]:
@@ -396,11 +392,6 @@ class Report:
             out["baseline_diffs"] = self.baseline_diffs
         if self.shard is not None:
             out["shard"] = self.shard.to_dict()
-        from .sweeps import matrices  # derived from the models: written for readers, never read back
-
-        sweeps = matrices(self.models)
-        if sweeps:
-            out["sweeps"] = [mx.to_dict() for mx in sweeps]
         return out
 
     @classmethod

@@ -20,9 +20,9 @@ import pytest
 import yaml
 
 from gate.config.shards import Shard
-from gate.formats.report import load_report, write_report
 from gate.scaffold.workflows import Flow, workflows
 from gate.verdict.judge import assemble
+from gate.verdict.report_file import load_report, write_report
 from gate.verdict.shard import ShardRun
 from tests.support import action_fixtures
 from tests.support.action_fixtures import EVENTS, PR, REPO, REPORTS, ROOT, TOKEN, git_workspace

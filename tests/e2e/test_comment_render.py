@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import json
 
-from gate.formats.report import load_report, parse_report
 from gate.render import Links, render_markdown
+from gate.verdict.report_file import load_report, parse_report
 from tests.support import tools
 from tests.support.comment_render import ROOT, missing, render
 

@@ -13,7 +13,7 @@ import pytest
 
 from gate import commands
 from gate.config import load_config
-from gate.formats.report import write_report
+from gate.verdict.report_file import write_report
 from tests.conftest import ROOT, run_cli
 from tests.support.this_machine import judging_here, unjudged
 

@@ -431,7 +431,7 @@ def test_a_recorded_cost_is_steady_and_kept_by_an_update_that_timed_nothing():
     from dataclasses import replace
 
     from gate.formats.baseline import Baseline
-    from gate.formats.baseline.update import merge
+    from gate.formats.baseline.update import merge_run as merge
 
     before = Baseline.from_document(decode_baseline(encode_baseline(make_document(2)), "x"))
     before = replace(before, meta=replace(before.meta, seconds=10.0))

@@ -2,7 +2,7 @@
 
 Every committed baseline (and sweep set) goes through the type and back to the same msgpack
 payload; a run merged over the previous baseline keeps, drops and rewrites entries by the rules
-of ``update-baseline``; ``changes_from`` says what moved in the lines the command prints.
+of ``update-baseline``; ``describe`` says what moved in the lines the command prints.
 """
 
 from __future__ import annotations
@@ -21,7 +21,9 @@ from gate.errors import FormatError, GateError
 from gate.formats.baseline import (
     Baseline,
     decode_baseline,
+    describe,
     encode_baseline,
+    merge_run,
     read_baseline,
     store,
     write_baseline,
@@ -108,14 +110,14 @@ def test_the_store_drops_the_cases_its_predicate_refuses(tmp_path):
 
 def test_a_merge_keeps_other_targets_entries_while_the_layers_match(tmp_path):
     gpu, arm = Target("CUDAExecutionProvider", GPU, "float16"), Target("CPUExecutionProvider", "aarch64")
-    before = Baseline.from_run(_run(runtime(device=CPU), runtime(device="aarch64"),
+    before = merge_run(_run(runtime(device=CPU), runtime(device="aarch64"),
                                     runtime("CUDAExecutionProvider", device=GPU, precision="float16")))
     path = tmp_path / "m.msgpack.zst"
     write_baseline(path, before)
     before = read_baseline(path)
     # Here only this class ran; the GPU was not there (skipped): its entry must survive too.
     now = _run(runtime(device=CPU, errs={"b": 3e-7}), ProviderRun.skipped(gpu, "no CUDA"))
-    after = Baseline.from_run(now, before)
+    after = merge_run(now, before)
     assert _entry(after, arm) == _entry(before, arm) and _entry(after, gpu) == _entry(before, gpu)
     assert _entry(after, ORT_CPU).layers["b"].err == 3e-7
     assert [e.target for e in after.entries] == [arm, ORT_CPU, gpu]  # as the file orders them
@@ -125,9 +127,9 @@ def test_a_merge_keeps_other_targets_entries_while_the_layers_match(tmp_path):
 
 def test_a_merge_drops_other_targets_entries_when_the_layers_change():
     names = NAMES[1:]
-    before = Baseline.from_run(_run(runtime(device=CPU), runtime(device="aarch64"),
+    before = merge_run(_run(runtime(device=CPU), runtime(device="aarch64"),
                                     runtime("CUDAExecutionProvider", device=GPU, precision="float16")))
-    after = Baseline.from_run(_run(runtime(device=CPU, names=names), names=names), before)
+    after = merge_run(_run(runtime(device=CPU, names=names), names=names), before)
     assert [e.target for e in after.entries] == [ORT_CPU]
     assert [x.name for x in after.layers] == list(names) and list(_entry(after, ORT_CPU).layers) == list(names)
 
@@ -138,50 +140,50 @@ def test_a_merge_drops_other_targets_entries_when_the_layers_change():
     (None, True),  # result files collected without timing keep what was recorded
 ])
 def test_a_merge_keeps_the_recorded_latency_within_its_band(now, kept):
-    before = Baseline.from_run(_run(runtime(device=CPU, latency_ms=2.0)))
-    after = Baseline.from_run(_run(runtime(device=CPU, latency_ms=now)), before)
+    before = merge_run(_run(runtime(device=CPU, latency_ms=2.0)))
+    after = merge_run(_run(runtime(device=CPU, latency_ms=now)), before)
     assert _entry(after, ORT_CPU).latency_ms == (2.0 if kept else now)
 
 
 def test_a_recorded_latency_is_not_kept_over_a_changed_layer_set():
-    before = Baseline.from_run(_run(runtime(device=CPU, latency_ms=2.0)))
-    after = Baseline.from_run(_run(runtime(device=CPU, latency_ms=2.5, names=NAMES[1:]), names=NAMES[1:]), before)
+    before = merge_run(_run(runtime(device=CPU, latency_ms=2.0)))
+    after = merge_run(_run(runtime(device=CPU, latency_ms=2.5, names=NAMES[1:]), names=NAMES[1:]), before)
     assert _entry(after, ORT_CPU).latency_ms == 2.5
 
 
 def test_changes_name_a_new_baseline_a_new_entry_and_no_change():
-    before = Baseline.from_run(_run(runtime(device=CPU), runtime("torch-cpu")))
-    assert before.changes_from(None) == [
+    before = merge_run(_run(runtime(device=CPU), runtime("torch-cpu")))
+    assert describe(None, before) == [
         "new baseline: 4 layers, providers: CPUExecutionProvider (x86_64-avx2), torch-cpu (x86_64-avx2)"]
-    assert Baseline.from_run(_run(runtime(device=CPU)), before).changes_from(before) == ["no change"]
+    assert describe(before, merge_run(_run(runtime(device=CPU)), before)) == ["no change"]
     gpu = runtime("CUDAExecutionProvider", device=GPU, precision="bfloat16")
-    assert Baseline.from_run(_run(gpu), before).changes_from(before) == [
+    assert describe(before, merge_run(_run(gpu), before)) == [
         f"CUDAExecutionProvider ({GPU}:bfloat16): new entry"]
 
 
 def test_changes_name_added_and_removed_layers():
-    before = Baseline.from_run(_run(runtime(device=CPU)))
+    before = merge_run(_run(runtime(device=CPU)))
     names = ("a", "c", "d", "e", "(model)")
-    after = Baseline.from_run(_run(runtime(device=CPU, names=names), names=names), before)
-    assert after.changes_from(before) == ["layers added: 2 (first: d)", "layers removed: 1 (first: b)"]
+    after = merge_run(_run(runtime(device=CPU, names=names), names=names), before)
+    assert describe(before, after) == ["layers added: 2 (first: d)", "layers removed: 1 (first: b)"]
 
 
 def test_changes_name_a_moved_reference_first_and_largest():
-    before = Baseline.from_run(_run(runtime(device=CPU)))
-    after = Baseline.from_run(_run(runtime(device=CPU), moves={"b": 0.25, "c": 0.5}), before)
-    assert after.changes_from(before) == ["reference moved on 2 layers (first: b by 0.25, largest: c by 0.5)"]
-    reshaped = Baseline.from_run(_run(runtime(device=CPU), moves={"b": 0.25}, c=fp(shape=(3, 4))), before)
-    assert reshaped.changes_from(before) == ["reference moved on 2 layers (first: b by 0.25, largest: c by inf)"]
+    before = merge_run(_run(runtime(device=CPU)))
+    after = merge_run(_run(runtime(device=CPU), moves={"b": 0.25, "c": 0.5}), before)
+    assert describe(before, after) == ["reference moved on 2 layers (first: b by 0.25, largest: c by 0.5)"]
+    reshaped = merge_run(_run(runtime(device=CPU), moves={"b": 0.25}, c=fp(shape=(3, 4))), before)
+    assert describe(before, reshaped) == ["reference moved on 2 layers (first: b by 0.25, largest: c by inf)"]
 
 
 def test_changes_name_errors_that_grew_per_entry(tmp_path):
     """As ``update-baseline`` does it: the previous baseline is the one the store re-read."""
     loc, keep = Location.of(tmp_path, "m"), (lambda b: True)
-    store.update(loc, lambda prev: Baseline.from_run(_run(runtime(device=CPU), runtime("torch-cpu")), prev), keep)
+    store.update(loc, lambda prev: merge_run(_run(runtime(device=CPU), runtime("torch-cpu")), prev), keep)
     grown = _run(runtime(device=CPU, errs={"a": 1.6e-7, "c": 1e-6}), runtime("torch-cpu", errs={"b": 1.4e-7}))
     made: list[Baseline] = []
-    previous = store.update(loc, lambda prev: made.append(Baseline.from_run(grown, prev)) or made[0], keep)
-    assert made[0].changes_from(previous) == [
+    previous = store.update(loc, lambda prev: made.append(merge_run(grown, prev)) or made[0], keep)
+    assert describe(previous, made[0]) == [
         "CPUExecutionProvider (x86_64-avx2): error grew >1.5x on 2 layers (most: c, 10.00x)"]
     assert read_baseline(loc.path) == made[0]
 
@@ -198,6 +200,6 @@ def test_load_baseline_names_the_fingerprint_parameter_that_differs(tmp_path):
     with pytest.raises(GateError, match=r"another sketch width \(8 vs 256 here\).*update-baseline --model tiny"):
         load_baseline(cfg, cfg.models[0])
     assert load_baseline(cfg, cfg.models[0], replacing=True) == (path, None)
-    write_baseline(path, replace(Baseline.from_run(_run(runtime(device=CPU))), model="tiny"))
+    write_baseline(path, replace(merge_run(_run(runtime(device=CPU))), model="tiny"))
     loaded_path, baseline = load_baseline(cfg, cfg.models[0])
     assert loaded_path == path and baseline is not None and baseline.entry(ORT_CPU) is not None

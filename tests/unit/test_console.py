@@ -77,12 +77,14 @@ def test_one_model_that_did_not_pass_gets_the_comments_next_step_above_the_verdi
 def test_the_json_next_step_of_a_model_that_crashed_reproduces_it_and_never_rerecords():
     from gate.core.runs import RunError
     from gate.core.status import ErrorStatus
+    from gate.verdict.report_file import report_document
 
     crashed = ModelVerdict("c", "error", error=RunError(ErrorStatus.INFER_FAIL, "forward failed"),
                            update_command="parity-gate update-baseline --model c")
-    assert crashed.to_dict()["next_step"] == {"kind": "model-failed", "command": "parity-gate check --model c",
-                                              "error_status": "INFER_FAIL"}
-    assert "next_step" not in ModelVerdict("p", "pass").to_dict()
+    [doc] = report_document(Report("error", [crashed]))["models"]
+    assert doc["next_step"] == {"kind": "model-failed", "command": "parity-gate check --model c",
+                                "error_status": "INFER_FAIL"}
+    assert "next_step" not in report_document(Report("pass", [ModelVerdict("p", "pass")]))["models"][0]
 
 
 def test_counts_read_in_the_singular_when_there_is_one():

@@ -26,14 +26,14 @@ class _Absent:
 sys.meta_path.insert(0, _Absent())
 '''
 CORE = ("gate.cli.app", "gate.cli.github_cmds", "gate.commands", "gate.commands.stages", "gate.commands.prepare",
-        "gate.github.publish", "gate.render.markdown", "gate.store", "gate.export.record", "gate.formats.report")
+        "gate.github.publish", "gate.render.markdown", "gate.store", "gate.export.record", "gate.verdict.report_file")
 
 
 def test_the_judging_side_imports_and_renders_without_torch_or_onnx(tmp_path):
     (tmp_path / "sitecustomize.py").write_text(BLOCKER)
     code = ("import importlib\n"
             f"for m in {CORE!r}: importlib.import_module(m)\n"
-            "from gate.formats.report import load_report\n"
+            "from gate.verdict.report_file import load_report\n"
             "from gate.render.markdown import render_markdown\n"
             f"report = load_report({str(ROOT / 'tests' / 'data' / 'reports' / 'regressed.json')!r})\n"
             "print(len(render_markdown(report)) > 100)\n")

@@ -9,9 +9,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from gate.formats.report import parse_report
 from gate.github.actions import ActionsEnv, InertLines, command, log_safe, write_outputs
 from gate.github.publish import annotations
+from gate.verdict.report_file import parse_report
 from tests.support.action_runner import parse_output_file
 
 REPORTS = Path(__file__).resolve().parents[1] / "data" / "reports"
@@ -73,7 +73,7 @@ def test_library_imports_neither_typer_nor_rich():
     import subprocess
     import sys
 
-    code = ("import sys, gate.github, gate.render, gate.formats.report, gate.commands, gate.verdict.judge, "
+    code = ("import sys, gate.github, gate.render, gate.verdict.report_file, gate.commands, gate.verdict.judge, "
             "gate.scaffold, gate.github.install; "
             "print(sorted(m for m in ('typer', 'rich', 'torch', 'onnxruntime') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout

@@ -9,8 +9,8 @@ import pytest
 
 from gate.config.shards import Shard
 from gate.errors import GateError
-from gate.formats.report import load_report, write_report
 from gate.github.legs import latest
+from gate.verdict.report_file import load_report, write_report
 from gate.verdict.shard import ShardRun
 from tests.support.action_fixtures import REPORTS
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from gate.core.status import ModelStatus, TargetStatus, Verdict
-from gate.formats.report import load_report
 from gate.github.recheck import Contradiction, recheck
+from gate.verdict.report_file import load_report
 
 REPORTS = Path(__file__).resolve().parents[1] / "data" / "reports"
 

@@ -12,8 +12,8 @@ import pytest
 
 from gate.core.runs import RunError
 from gate.core.status import ErrorStatus
-from gate.formats.report import parse_report
 from gate.render.junit import render_junit
+from gate.verdict.report_file import parse_report
 from gate.verdict.types import ModelVerdict, ProviderVerdict, Report
 
 xmlschema = pytest.importorskip("xmlschema")  # the test extra installs it

@@ -1,5 +1,5 @@
 """gate.render.markdown: full-document goldens, the size ladder, escaping; the typed report
-reader it renders from (gate.formats.report)."""
+reader it renders from (gate.verdict.report_file)."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from gate.errors import FormatError
-from gate.formats.report import load_report, parse_report
 from gate.render import COMMENT_LIMIT, Links, render_markdown
 from gate.render.markdown import size
+from gate.verdict.report_file import load_report, parse_report
 from gate.verdict.types import Report
 from tests.conftest import regold
 from tests.support.github_text import acted_on

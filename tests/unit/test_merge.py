@@ -9,9 +9,9 @@ import pytest
 
 from gate.config.shards import Shard
 from gate.errors import GateError
-from gate.formats.report import load_report, parse_report, write_report
 from gate.verdict.judge import assemble
 from gate.verdict.merge import Leg, merge
+from gate.verdict.report_file import load_report, parse_report, write_report
 from gate.verdict.shard import ShardRun
 from tests.support.action_fixtures import REPORTS
 

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from gate.formats.report import parse_report
 from gate.render import render_markdown
 from gate.render.next_steps import next_steps
 from gate.render.text import times
+from gate.verdict.report_file import parse_report
 from gate.verdict.types import Report
 
 REPORTS = Path(__file__).resolve().parents[1] / "data" / "reports"

@@ -27,7 +27,7 @@ sys.meta_path.insert(0, _Unavailable())
 '''
 
 LIBRARY = ("gate", "gate.config", "gate.commands", "gate.formats.baseline", "gate.formats.results",
-           "gate.formats.report", "gate.verdict.judge", "gate.render", "gate.github", "gate.runners.isolation",
+           "gate.verdict.report_file", "gate.verdict.judge", "gate.render", "gate.github", "gate.runners.isolation",
            "gate.runners.worker", "gate.runners.onnxruntime", "gate.cli.app")
 
 

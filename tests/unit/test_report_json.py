@@ -1,4 +1,4 @@
-"""gate.formats.report: the JSON report written, and read back as distrustfully as a baseline.
+"""gate.verdict.report_file: the JSON report written, and read back as distrustfully as a baseline.
 
 In the fork-safe flow ``comment`` reads a report a fork's run produced: every bad file is one
 FormatError line naming the file and the key, never a traceback or a comment that reads
@@ -13,8 +13,8 @@ import pytest
 
 from gate.core.jsonsafe import plain
 from gate.errors import FormatError
-from gate.formats.report import MAX_DEPTH, load_report, parse_report, write_report
 from gate.verdict.judge import assemble, model_verdict
+from gate.verdict.report_file import MAX_DEPTH, load_report, parse_report, report_document, write_report
 from tests.support.verdicts import baseline, entry, run, runtime, spec
 
 
@@ -34,7 +34,7 @@ def test_written_report_reads_back_to_the_same_document(tmp_path):
     text = (tmp_path / "r.json").read_text()
     assert "NaN" not in text  # JSON has none: written as null
     again = load_report(tmp_path / "r.json")
-    assert plain(again.to_dict()) == plain(report.to_dict()) == json.loads(text)
+    assert plain(report_document(again)) == plain(report_document(report)) == json.loads(text)
     assert again.first_regression.layer == "b" and again.models[0].providers[0].rows[1].failed
 
 

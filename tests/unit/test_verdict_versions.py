@@ -8,7 +8,7 @@ import pytest
 
 from gate.core.runs import Meta
 from gate.errors import FormatError
-from gate.formats.report import parse_report
+from gate.verdict.report_file import parse_report
 from gate.verdict.types import ModelVerdict, Report
 from gate.verdict.versions import version_changes
 

@@ -1,8 +1,8 @@
 """Baseline files: the hardened reader, the deterministic writer, the typed ``Baseline``.
 
     baseline = read_baseline(baseline_path(Path("baselines"), "resnet18"))   # -> Baseline
-    merged = Baseline.from_run(run, baseline)   # the run's reference and entries over the rest
-    merged.changes_from(baseline)        # what moved, in lines for update-baseline
+    merged = merge_run(run, baseline)    # the run's reference and entries over the rest
+    describe(baseline, merged)           # what moved, in lines for update-baseline
     write_baseline(path, merged)         # atomic, under baseline_lock(path)
     doc = merged.to_document()           # what the writer writes; Baseline.from_document(doc) back
     doc = read_document(path)            # the validated document (``show``, tests)
@@ -15,10 +15,12 @@ from __future__ import annotations
 
 from ..atomic import atomic_write_bytes, atomic_write_text, baseline_lock
 from ..limits import Limits
+from .changes import describe
 from .codec import KIND, decode_baseline, encode_baseline, read_baseline, read_document, write_baseline
 from .document import Baseline, BaselineLayer, Entry, EntryLayer
 from .names import baseline_path
 from .schema import FORMAT, VERSION
+from .update import merge_run
 
 __all__ = [
     "FORMAT",
@@ -34,7 +36,9 @@ __all__ = [
     "baseline_lock",
     "baseline_path",
     "decode_baseline",
+    "describe",
     "encode_baseline",
+    "merge_run",
     "read_baseline",
     "read_document",
     "write_baseline",

@@ -1,4 +1,4 @@
-"""What moved between two baselines, in lines for ``update-baseline`` (``Baseline.changes_from``)."""
+"""What moved between two baselines, in lines for ``update-baseline``."""
 
 from __future__ import annotations
 

@@ -4,9 +4,9 @@ The codec (``codec.py``) checks a file against the schema and returns its docume
 ``Baseline.from_document`` turns that document into types once, and ``to_document`` gives back
 exactly the document the writer writes (same keys, same omitted optional keys, same order), so
 a file read and written again keeps its bytes. Everything downstream (the verdict, the hints,
-``update-baseline``) works on the types: ``from_run`` merges a run into the previous baseline
-(``update.py``), ``changes_from`` says what moved (``changes.py``), and ``entry_for`` holds the
-one rule for which entry judges a target.
+``update-baseline``) works on the types: ``update.merge`` records a run over the previous
+baseline, ``changes.describe`` says what moved, and ``entry_for`` holds the one rule for which
+entry judges a target. Both of those modules build on this one, never the other way.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from gate.fingerprint import Fingerprint
 from .schema import FORMAT, VERSION
 
 if TYPE_CHECKING:
-    from gate.core.runs import ModelRun
+    pass
 
 
 def _fingerprint(d: dict[str, Any]) -> Fingerprint:
@@ -153,19 +153,6 @@ class Baseline:
             "layers": [x.to_document() for x in self.layers],
             "providers": providers,
         }
-
-    @classmethod
-    def from_run(cls, run: ModelRun, previous: Baseline | None = None) -> Baseline:
-        """``run`` recorded over ``previous``: the merge rules are in ``update.py``."""
-        from .update import merge  # update.py builds these types
-
-        return merge(run, previous)
-
-    def changes_from(self, previous: Baseline | None) -> list[str]:
-        """Human lines for ``update-baseline``: what moved since ``previous`` (``changes.py``)."""
-        from .changes import describe  # changes.py reads these types
-
-        return describe(previous, self)
 
     def layer(self, name: str) -> BaselineLayer | None:
         return self._by_name.get(name)

@@ -1,4 +1,4 @@
-"""Merge a ``ModelRun`` into the previous ``Baseline`` (``Baseline.from_run``).
+"""Merge a ``ModelRun`` into the previous ``Baseline`` (``merge_run``).
 
 ``update-baseline`` rewrites the reference and the entries of the targets that ran here;
 entries of other providers and device classes are kept while the layers still match.
@@ -13,7 +13,7 @@ from gate.core.runs import LayerInfo, ModelRun, ProviderLayer, ProviderRun
 from .document import Baseline, BaselineLayer, Entry, EntryLayer
 
 
-def merge(run: ModelRun, previous: Baseline | None = None) -> Baseline:
+def merge_run(run: ModelRun, previous: Baseline | None = None) -> Baseline:
     """``run`` as a baseline, over the entries of ``previous`` it did not rewrite."""
     by_provider: dict[str, dict[str, Entry]] = {}
     if previous is not None and {x.name for x in previous.layers} == {x.name for x in run.layers}:

@@ -1,5 +1,8 @@
 """JSON reports (``--json``): the writer, and a reader as distrustful as the baseline reader.
 
+The document is the types' own codec (``Report.to_dict``) plus what is derived from them for
+readers of the JSON and never read back: each model's ``next_step`` and the sweeps' matrices.
+
 In the fork-safe flow, ``comment`` reads a report that a fork's run produced: its size and
 nesting depth are capped before anything walks it, and ``Report.from_dict`` checks every field
 the renderers use, so a bad report is one ``FormatError`` line naming the file and the key
@@ -10,20 +13,36 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 from gate.core.fields import Obj
 from gate.core.jsonsafe import plain
 from gate.errors import FormatError
 from gate.formats.atomic import atomic_write_bytes
+from gate.verdict.next_step import next_step
+from gate.verdict.sweeps import matrices
 from gate.verdict.types import Report
 
 MAX_BYTES = 256 * 1024 * 1024
 MAX_DEPTH = 64  # the writer nests about 10 deep (hint evidence series)
 
 
+def report_document(report: Report) -> dict[str, Any]:
+    """The JSON document of ``report``: its fields, then what readers get derived from them."""
+    out = report.to_dict()
+    for model, doc in zip(report.models, out["models"], strict=True):
+        step = next_step(model)
+        if step is not None:
+            doc["next_step"] = step.to_dict()
+    sweeps = matrices(report.models)
+    if sweeps:
+        out["sweeps"] = [mx.to_dict() for mx in sweeps]
+    return out
+
+
 def write_report(path: Path, report: Report) -> None:
     """The report as JSON (NaN/Inf written as null), replaced atomically."""
-    text = json.dumps(plain(report.to_dict()), indent=1, allow_nan=False) + "\n"
+    text = json.dumps(plain(report_document(report)), indent=1, allow_nan=False) + "\n"
     atomic_write_bytes(path, text.encode())
 
 
