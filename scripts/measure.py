@@ -209,7 +209,7 @@ def stage_seconds(stderr: str) -> dict[str, float]:
 
 def fingerprint_seconds(profile: Path) -> float:
     """Seconds spent in the fingerprint function over every process of a run made with
-    PARITY_GATE_PROFILE=profile (gate.core.profile)."""
+    PARITY_GATE_PROFILE=profile (gate.fingerprint.profile)."""
     if not profile.exists():
         return 0.0
     return sum(float(line.split()[2]) for line in profile.read_text().splitlines() if line.split()[1] == "fingerprint")

@@ -13,8 +13,9 @@ from rich.markup import escape
 import gate
 from gate.cli import cache_cmd, github_cmds, init_cmd, merge_cmd, notices, show_cmd
 from gate.cli.shared import _load, _needs, _shard_line, _sharded, _split, _write_reports
+from gate.core.failure import ModelError
 from gate.core.status import ErrorStatus
-from gate.errors import GateError, ModelError
+from gate.errors import GateError
 from gate.render.text import count
 
 if TYPE_CHECKING:

@@ -4,8 +4,9 @@
 flow: ``export_models`` (torch side), ``collect`` (ONNX Runtime side, no torch),
 ``report_files`` (merge every runner's results into one verdict). ``check`` and ``report_files``
 judge through one function, ``judging.judge``. ``pipeline`` runs one model (``prepare`` builds,
-exports and fingerprints its reference); ``listing`` backs ``list`` and ``validate``; ``shards`` picks the
-models of one leg of a matrix (``--shard K/N``).
+exports and fingerprints its reference) in stages (``stages``), each reused only under a key of
+exactly what it reads (``content_key``); ``listing`` backs ``list`` and ``validate``; ``shards``
+picks the models of one leg of a matrix (``--shard K/N``).
 """
 
 from gate.commands.check import check

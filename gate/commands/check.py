@@ -9,8 +9,8 @@ from gate.commands.pipeline import Progress, Settings, run_model
 from gate.commands.prepare import Cache
 from gate.commands.stages import Plan, ReusePolicy
 from gate.config import Config, ModelSpec, ProviderSpec
+from gate.core.failure import ModelError
 from gate.core.runs import ModelRun, RunError
-from gate.errors import ModelError
 from gate.verdict.types import Report
 
 

@@ -19,11 +19,11 @@ from pathlib import Path
 from gate.commands.prepare import Cache, Prepared, prepare
 from gate.commands.stages import Plan
 from gate.config import Config, Isolation, ModelSpec, ProviderSpec
-from gate.core.env import threads as env_threads
 from gate.core.runs import ModelRun, ProviderRun
 from gate.core.stages import Progress
 from gate.core.status import SkipKind
 from gate.core.target import DEFAULT_PRECISION
+from gate.env import threads as env_threads
 from gate.formats.results import Bundle
 from gate.runners import heap
 from gate.runners.base import FAILURES, Subject, execute, failed_run

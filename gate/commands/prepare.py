@@ -20,12 +20,12 @@ from gate import fingerprint
 from gate.commands.stages import Plan
 from gate.config import Config, ModelSpec
 from gate.core import device
+from gate.core.failure import ModelError
 from gate.core.reuse import StageRun
 from gate.core.runs import LayerInfo, Meta, ModelRun, OnnxSite, RunError
 from gate.core.stages import Progress
 from gate.core.status import CacheState, DataDependence, ErrorStatus, Stage
 from gate.core.versions import versions
-from gate.errors import ModelError
 from gate.export.record import Graph, GraphFacts
 from gate.model import inputs as inputs_mod
 

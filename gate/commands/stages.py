@@ -3,7 +3,7 @@
 A model's run is a pipeline of stages (docs/verdict.md#stages): build, probe and key, export,
 transform, float64 reference, providers, judge. Build, probe, providers and judge run every time.
 The others are reused only under a key made of exactly what they read (``STAGE_PARTS`` in
-``gate.model.content_key``):
+``gate.commands.content_key``):
 
 - the export (graph and layer map) from the store (``gate.store``) under the export's key;
 - the transform's output likewise, where the model declares what else the transform reads
@@ -42,10 +42,10 @@ from gate.runners.reference_outputs import ReferenceOutputs
 from gate.store import Corrupt, Entry, Lookup, Put, PutState, Store, store_dir
 
 if TYPE_CHECKING:
+    from gate.commands.content_key import ContentKey
     from gate.config import Config
     from gate.formats.baseline import Baseline
     from gate.model.build import BuiltModel
-    from gate.model.content_key import ContentKey
     from gate.model.trace import Probe
 
 FULL_ENV = "PARITY_GATE_FULL"
@@ -105,7 +105,7 @@ class Plan:
 
     @property
     def recorded(self) -> ContentKey | None:
-        from gate.model.content_key import ContentKey
+        from gate.commands.content_key import ContentKey
 
         raw = self.baseline.meta.content_key if self.baseline is not None else None
         return ContentKey.from_dict(raw) if raw else None
@@ -114,7 +114,8 @@ class Plan:
 
     def start(self, config: Config, built: BuiltModel, run: ModelRun, progress: Progress) -> None:
         """Probe and key ``built``; decide whether the reference is the baseline's (``run.reuse``)."""
-        from gate.model import content_key, trace
+        from gate.commands import content_key
+        from gate.model import trace
 
         spec, recorded = built.spec, self.recorded
         if self.policy.read and recorded is not None and recorded.stage(Stage.EXPORT):
@@ -230,7 +231,7 @@ class Plan:
     def transform(self, run: ModelRun, transform: str, exported: Graph, compute: Callable[[], Graph]) -> Graph:
         """What ships: from the store where the transform is keyed (its declared inputs and the
         exported graph it reads), else ``compute``d on every check."""
-        from gate.model.content_key import transform_key
+        from gate.commands.content_key import transform_key
 
         key = transform_key(self.key, exported.output_digest()) if self.key is not None else None
         graph = self._stage(run, Stage.TRANSFORM, key, compute)

@@ -20,10 +20,11 @@ from gate.commands.pipeline import Progress, Settings, run_model
 from gate.commands.prepare import Cache
 from gate.commands.stages import ReusePolicy
 from gate.config import Config, ModelSpec, ProviderSpec
+from gate.core.failure import ModelError
 from gate.core.layers import is_output
 from gate.core.runs import ModelRun, RunError
 from gate.core.status import Check, ErrorStatus
-from gate.errors import GateError, ModelError
+from gate.errors import GateError
 from gate.fingerprint import relative_error
 from gate.formats.baseline import Baseline, describe, merge_run, store
 from gate.formats.results import merge, read_runs

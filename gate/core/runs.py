@@ -10,10 +10,10 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 from gate.core.detections import Detections
+from gate.core.failure import ModelError
 from gate.core.reuse import Reuse
 from gate.core.status import DataDependence, ErrorStatus, LayerStatus, RunStatus, SiteKind, SkipKind
 from gate.core.target import Target
-from gate.errors import ModelError
 from gate.fingerprint import Fingerprint, relative_error
 
 
@@ -60,7 +60,7 @@ class Meta:
     output_tolerance: list[float] | None = None  # [rtol, atol]: allclose on the outputs gates
     tensor_digests: dict[str, str] | None = None  # per parameter and buffer: which tensors a weights change touched
     inputs: list[dict[str, Any]] | None = None  # per input: name, dtype, shape, digest (model.inputs.describe)
-    content_key: dict[str, Any] | None = None  # what the run computed, digested (gate.model.content_key)
+    content_key: dict[str, Any] | None = None  # what the run computed, digested (gate.commands.content_key)
     # Wall seconds the model took where its baseline was recorded (every stage, every provider): what
     # ``--shard`` balances the legs of a matrix by (gate.config.shards).
     seconds: float | None = None

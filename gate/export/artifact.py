@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import onnx
 
+from gate.core.failure import ModelError
 from gate.core.status import ErrorStatus
-from gate.errors import ModelError
 from gate.export import layermap
 from gate.export.exporter import Exported
 

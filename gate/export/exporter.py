@@ -25,9 +25,9 @@ from pathlib import Path
 import onnx
 import torch
 
+from gate.core.failure import ModelError
 from gate.core.runs import OnnxSite
 from gate.core.status import ErrorStatus
-from gate.errors import ModelError
 from gate.export import layermap, saved, signatures, structure
 from gate.export.layermap import CallKey, CallValues
 from gate.model.build import BuiltModel, inference_mode

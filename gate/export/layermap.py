@@ -185,7 +185,7 @@ NOT_RETURNED = "the exported call returned no such element"
 def assign(records, calls: dict[CallKey, CallValues], shapes: dict[str, tuple | None],
            available: set[str], ambiguous: frozenset[str] = frozenset(),
            outputs: dict[tuple[str, int, str], OnnxSite] | None = None) -> dict[str, OnnxSite]:
-    """Assign each captured layer (``gate.runners.torch_hooks.LayerOutput``) its ONNX value.
+    """Assign each captured layer (``gate.model.torch_hooks.LayerOutput``) its ONNX value.
 
     Root outputs are the graph outputs, in order. A call whose outputs the export recorded
     (``outputs``, from ``signatures``: the value that computes each element) takes those. Any

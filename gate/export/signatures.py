@@ -27,7 +27,7 @@ from torch.utils import _pytree as pytree
 from gate.core.runs import OnnxSite
 from gate.core.status import SiteKind
 from gate.model.build import BuiltModel, inference_mode
-from gate.runners.torch_hooks import flatten
+from gate.model.torch_hooks import flatten
 
 OutputKey = tuple[str, int, str]  # (module qualified name, 0-based call, element suffix "[0]", "[logits]")
 

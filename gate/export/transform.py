@@ -13,10 +13,11 @@ from pathlib import Path
 import onnx
 
 from gate.config import ModelSpec
+from gate.core.failure import ModelError
 from gate.core.refs import resolve
 from gate.core.runs import OnnxSite
 from gate.core.status import ErrorStatus, SiteKind
-from gate.errors import ConfigError, ModelError
+from gate.errors import ConfigError
 from gate.export import layermap, saved
 from gate.export.record import Graph, GraphFacts
 

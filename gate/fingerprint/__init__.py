@@ -5,7 +5,7 @@ backends compute it bit-identically: the NumPy reference (:mod:`.reference`, whi
 specification) and a C kernel built with cffi at install time. ``backend`` says which one
 is in use; ``PARITY_GATE_BACKEND=native|numpy`` forces one.
 
-This package imports nothing from ``gate/__init__.py`` (only ``gate.errors``).
+This package imports nothing of parity-gate but ``gate.errors`` and ``gate.env`` (below it).
 """
 
 from __future__ import annotations
@@ -16,9 +16,9 @@ import types
 
 import numpy as np
 
-from gate.core import profile
 from gate.errors import ConfigError
 
+from . import profile
 from ._model import (
     BLOCK,
     DTYPES,

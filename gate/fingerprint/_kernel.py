@@ -11,7 +11,7 @@ import os
 
 import numpy as np
 
-from gate.core import env
+from gate import env
 
 from ._model import QUANTILES, SKETCH_WIDTH, Fingerprint
 from ._native import ffi, lib  # ImportError when the extension was not built

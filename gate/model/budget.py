@@ -16,9 +16,9 @@ from pathlib import Path
 import torch
 
 from gate.config import ModelSpec
+from gate.core.failure import ModelError
 from gate.core.refs import resolve
 from gate.core.status import ErrorStatus
-from gate.errors import ModelError
 
 MB = 10**6
 FIXED_MB = 1000  # torch, ONNX Runtime and the exporter loaded, before any weights

@@ -21,9 +21,10 @@ import torch
 
 from gate.config import ModelSpec
 from gate.core.background import Background
+from gate.core.failure import ModelError
 from gate.core.refs import resolve
 from gate.core.status import ErrorStatus
-from gate.errors import ConfigError, ModelError
+from gate.errors import ConfigError
 from gate.model import inputs as inputs_mod
 from gate.model.pristine import Pristine, version_of
 

@@ -35,8 +35,8 @@ from typing import Any
 
 import torch
 
+from gate.core.failure import ModelError
 from gate.core.status import ErrorStatus
-from gate.errors import ModelError
 
 # What nn.Module.__init__ sets: torch's registries and hook tables, never restored wholesale;
 # "training" is restored like any attribute.

@@ -16,9 +16,10 @@ from typing import Any
 import torch
 
 from gate.config import ModelSpec
+from gate.core.failure import ModelError
 from gate.core.refs import resolve
 from gate.core.status import ErrorStatus
-from gate.errors import ConfigError, ModelError
+from gate.errors import ConfigError
 
 
 class Op(torch.nn.Module):

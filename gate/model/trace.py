@@ -1,6 +1,6 @@
 """The probe: one float32 forward of the model on CPU, every module call fingerprinted (what the
 ``torch-cpu`` provider computes) and every ATen operation traced into a digest (the ``code`` part
-of the content key, ``gate.model.content_key``).
+of the content key, ``gate.commands.content_key``).
 
 The trace is a ``TorchDispatchMode``: it sees each operation that reaches PyTorch's dispatcher
 below autograd, and writes one line per operation: its name and overload; each tensor argument by
@@ -28,8 +28,8 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode, _disable_current_modes
 from torch.utils.weak import WeakIdKeyDictionary
 
+from gate.model import torch_hooks
 from gate.model.build import BuiltModel
-from gate.runners import torch_hooks
 
 # Namespaces whose kernels ship with torch: their versions are torch's. Others are custom ops.
 TORCH_NAMESPACES = frozenset({"aten", "prims", "prim", "quantized", "_quantized", "quantized_decomposed"})

@@ -24,11 +24,12 @@ import numpy as np
 from gate.config import ProviderSpec
 from gate.core import detections
 from gate.core.exact import exact
+from gate.core.failure import ModelError
 from gate.core.layers import is_output
 from gate.core.runs import ModelRun, ProviderLayer, ProviderRun, error_against
 from gate.core.status import ErrorStatus
 from gate.core.target import Target
-from gate.errors import GateError, ModelError
+from gate.errors import GateError
 
 if TYPE_CHECKING:
     from gate.model.build import BuiltModel

@@ -16,7 +16,7 @@ import torch
 
 from gate.core.layers import GRADIENT
 from gate.fingerprint import fingerprint
-from gate.runners.torch_hooks import LayerOutput, flatten, to_numpy
+from gate.model.torch_hooks import LayerOutput, flatten, to_numpy
 
 _SALT = 0x67726164  # "grad": the projection's stream differs from the inputs' under the same seed
 

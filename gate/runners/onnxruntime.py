@@ -15,12 +15,12 @@ from pathlib import Path
 
 from gate.config.providers import CPU_EPS
 from gate.core import device
+from gate.core.failure import ModelError
 from gate.core.layers import FORWARD_ONLY, is_gradient
 from gate.core.runs import ModelRun, ProviderLayer, ProviderRun, error_against
 from gate.core.stages import DETAIL, DETAIL_EVERY_S
 from gate.core.status import ErrorStatus
 from gate.core.target import Target
-from gate.errors import ModelError
 from gate.formats.results import Bundle
 from gate.runners import gpu_probe, ort_session
 from gate.runners.base import Runner, Subject, Unavailable

@@ -23,9 +23,9 @@ from typing import Any
 import numpy as np
 import onnx
 
+from gate.core.failure import ModelError
 from gate.core.runs import latency
 from gate.core.status import ErrorStatus
-from gate.errors import ModelError
 from gate.export.saved import Marked
 from gate.fingerprint import Fingerprint, fingerprint
 from gate.runners import heap, ort_placement, ort_segments

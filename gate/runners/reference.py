@@ -14,14 +14,14 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
+from gate.core.failure import ModelError
 from gate.core.stages import DETAIL, DETAIL_EVERY_S
 from gate.core.status import ErrorStatus
-from gate.errors import ModelError
+from gate.model import torch_hooks
 from gate.model.build import BuiltModel
-from gate.runners import torch_hooks
+from gate.model.torch_hooks import LayerOutput
 from gate.runners.gradients import gradients
 from gate.runners.promotion import Notes, promoted
-from gate.runners.torch_hooks import LayerOutput
 from gate.runners.widen import float64_weights
 
 

@@ -6,8 +6,8 @@ pieces and test something else, so every other layer is ``absent`` and says why.
 
 from __future__ import annotations
 
+from gate.model import torch_hooks
 from gate.model.build import inference_mode
-from gate.runners import torch_hooks
 from gate.runners.torch_eager import TorchEagerRunner
 
 

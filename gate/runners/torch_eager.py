@@ -7,11 +7,12 @@ import contextlib
 import copy
 
 from gate.core import device
+from gate.core.failure import ModelError
 from gate.core.runs import ProviderRun, latency
 from gate.core.status import ErrorStatus
 from gate.core.target import Target
-from gate.errors import ModelError
-from gate.runners import torch_hooks, torch_numerics
+from gate.model import torch_hooks
+from gate.runners import torch_numerics
 from gate.runners.base import Runner, Subject, Unavailable
 from gate.runners.gradients import gradients
 

@@ -24,7 +24,7 @@ from collections.abc import Iterator
 
 import torch
 
-from gate.runners.torch_hooks import _own_work
+from gate.model.torch_hooks import _own_work
 
 _WIDE = (torch.float32, torch.float16, torch.bfloat16)
 SUBTREE_BYTES = 256 * 2**20

@@ -15,9 +15,10 @@ import os
 import sys
 from pathlib import Path
 
+from gate.core.failure import ModelError
 from gate.core.runs import Meta, ModelRun, ProviderRun
 from gate.core.status import ErrorStatus
-from gate.errors import FormatError, GateError, ModelError
+from gate.errors import FormatError, GateError
 from gate.formats.results import Bundle, write_runs
 from gate.runners.base import Subject, Unavailable, execute, failed_run
 from gate.runners.isolation import report

@@ -15,8 +15,8 @@ from gate.core.layers import layer_name
 from gate.core.runs import OnnxSite
 from gate.export.exporter import export
 from gate.export.layermap import assign, eval_list
+from gate.model import torch_hooks
 from gate.model.build import build
-from gate.runners import torch_hooks
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -11,8 +11,8 @@ import torch
 
 from gate.config import ProviderSpec
 from gate.config.types import InputSpec, ModelSpec
+from gate.core.failure import ModelError
 from gate.core.runs import ModelRun
-from gate.errors import ModelError
 from gate.model.build import build
 from gate.runners.base import Subject, execute
 from gate.runners.reference import run_reference

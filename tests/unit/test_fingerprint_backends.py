@@ -204,7 +204,7 @@ def test_kernel_threads_default_to_the_usable_cpus():
     assert r.stdout.strip() == want, r.stderr
     r = _run({"PARITY_GATE_THREADS": "3"}, "from gate.fingerprint import _kernel; print(_kernel.THREADS)")
     assert r.stdout.strip() == "3", r.stderr
-    # One rule for every reader of the variable (gate.core.env): the kernel, torch, ONNX Runtime.
+    # One rule for every reader of the variable (gate.env): the kernel, torch, ONNX Runtime.
     for bad in ("many", "0", "-2"):
         r = _run({"PARITY_GATE_THREADS": bad}, "from gate.fingerprint import _kernel")
         assert f"PARITY_GATE_THREADS={bad!r}: expected a positive integer" in r.stderr

@@ -12,10 +12,11 @@ from onnx import TensorProto, helper
 from gate.commands.pipeline import is_isolated
 from gate.config import Isolation, ProviderSpec
 from gate.core import device
+from gate.core.failure import ModelError
 from gate.core.runs import LayerInfo, ModelRun, OnnxSite, ProviderRun
 from gate.core.status import ErrorStatus, RunStatus, SkipKind
 from gate.core.target import Target
-from gate.errors import ConfigError, FormatError, ModelError
+from gate.errors import ConfigError, FormatError
 from gate.fingerprint import fingerprint
 from gate.formats.results import Bundle
 from gate.runners.base import Runner, Subject, Unavailable, execute, failed_run

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import onnx
 
+from gate.commands.content_key import ContentKey
 from gate.commands.stages import Plan, ReusePolicy
 from gate.core.runs import ModelRun, OnnxSite
 from gate.core.status import CacheState, FullWhy, KeyPart, Stage
 from gate.export.record import Graph, GraphFacts
-from gate.model.content_key import ContentKey
 from gate.store import Store
 from tests.unit.test_store import graph
 

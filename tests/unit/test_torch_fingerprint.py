@@ -11,8 +11,8 @@ import torch
 import gate.fingerprint as F
 from gate.errors import ConfigError
 from gate.fingerprint.torch_ops import error_bound
-from gate.runners import torch_hooks
-from gate.runners.torch_fingerprint import DEVICE_FINGERPRINT, device_fingerprinter, on_device, on_host
+from gate.model import torch_hooks
+from gate.model.torch_fingerprint import DEVICE_FINGERPRINT, device_fingerprinter, on_device, on_host
 
 cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 

@@ -20,7 +20,7 @@ import torch
 from gate.core.layers import ROOT, layer_name
 from gate.fingerprint import Fingerprint
 from gate.model.build import inference_mode
-from gate.runners.torch_fingerprint import fingerprint_of, to_numpy
+from gate.model.torch_fingerprint import fingerprint_of, to_numpy
 
 __all__ = ["Capture", "LayerOutput", "flatten", "outputs", "run", "to_numpy"]
 

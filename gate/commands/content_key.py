@@ -34,6 +34,7 @@ from gate.core.refs import resolve
 from gate.core.status import KeyPart, Stage
 from gate.core.versions import versions as gate_versions
 from gate.errors import ConfigError
+from gate.export import saved
 
 PART = 16  # hex digits per part: a collision is a 1 in 2**64 chance
 FORMAT = "parity-gate content key v2"
@@ -228,8 +229,6 @@ def _gate_source() -> str:
 
 def _file_set_digest(path: Path) -> str:
     """A prebuilt artifact: its bytes and those of its external data files."""
-    from gate.export import saved
-
     h = hashlib.sha256(path.read_bytes())
     try:
         extra = saved.data_files(saved.load_graph(path))
