@@ -60,22 +60,26 @@ def cost(seconds: float) -> float:
     return max(float(f"{seconds:.2g}"), 0.01)
 
 
+WARNED_ROWS = 3  # per runtime, in execution order: the first is where to look
+
+
 def warnings_for(spec: ModelSpec, run: ModelRun) -> list[str]:
-    """What ``check`` will fail on even against the new baseline (said, not refused). A data-dependent
-    layer is held to its own rule, not to the ceiling its shifted items break."""
+    """What ``check`` will fail on even against the new baseline (said, not refused): the verdict's
+    own rows of each runtime judged with no entry (per-layer and per-precision tolerances included)
+    fail only where no baseline can help: a ceiling, a shape, a non-finite value, allclose. A
+    data-dependent layer is held to its own rule; of its rules only ``detections`` ignores the
+    entry (the new entry records the rest, which the ``recorded`` rule then holds it to)."""
     out = [f"{p.name}: {p.reason or p.status}" for p in run.providers if p.status != "ok"]
     dependent = data_dependent.recognize(run)
     for prun in run.providers:
-        worst = max((layer.err for name, layer in prun.layers.items() if layer.err is not None
-                     and name not in dependent), default=None)
-        if worst is not None and worst > spec.tolerance.ceiling:
-            out.append(f"{prun.name}: error against the reference reaches {worst:.3g} (ceiling "
-                       f"{spec.tolerance.ceiling:.3g}); `check` will fail until this is fixed")
-        if prun.status == "ok" and dependent:
-            rows = runtime_rows(run, prun, None, spec, dependent={n: h for n, h in dependent.items() if n in prun.layers})
-            # Only detections: the new entry records the rest, which the `recorded` rule then holds it to.
-            out += [f"{prun.name}: {r.layer} ({r.check}): {r.message}; `check` will fail until this is fixed"
-                    for r in rows if r.failed and r.check == Check.DETECTIONS][:3]
+        if prun.status != "ok":
+            continue
+        rows = runtime_rows(run, prun, None, spec, dependent={n: h for n, h in dependent.items() if n in prun.layers})
+        failing = [r for r in rows if r.failed and (r.check == Check.DETECTIONS or r.layer not in dependent)]
+        out += [f"{prun.name}: {r.layer} ({r.check}): {r.message}; `check` will fail until this is fixed"
+                for r in failing[:WARNED_ROWS]]
+        if len(failing) > WARNED_ROWS:
+            out.append(f"{prun.name}: and {len(failing) - WARNED_ROWS} more layers `check` will fail on")
     dead = [f"{x.name}: {why}" for x in run.layers if is_output(x.name) for why in [degenerate(x.fp)] if why]
     return out + [f"output {d}: `check` will fail on this model" for d in dead]
 
