@@ -91,20 +91,25 @@ def with_availability(sites: dict[str, OnnxSite], available: set[str], folded: s
             and s.value not in available else s for name, s in sites.items()}
 
 
-def capture(model: Any, module: Any) -> tuple[bytes, dict[str, str]]:
+def capture(model: Any, module: Any) -> tuple[bytes, dict[str, str]] | None:
     """(the unoptimized IR ``model`` serialized with every initializer that is one of ``module``'s
-    parameters or buffers, by name and by value, left out; initializer -> state-dict name)."""
+    parameters or buffers left out; initializer -> state-dict name). None where an initializer named
+    as a parameter or buffer holds other bytes: a structure keeping them would carry weights into a
+    key that does not digest them, and a later binding would keep those bytes."""
     import onnx_ir as ir
     import torch
+
+    from gate.model.pristine import same_bytes
 
     state = module.state_dict(keep_vars=True)
     swapped: dict[str, Any] = {}
     for name, value in model.graph.initializers.items():
         tensor, const = state.get(name), value.const_value
+        if tensor is None:
+            continue  # a constant of the graph's own (its bytes reach the probe's op trace): it stays
         raw = getattr(const, "raw", None)  # the exporter wraps the torch tensor itself (TorchTensor)
-        if tensor is None or not isinstance(raw, torch.Tensor) or raw.shape != tensor.shape or \
-                raw.dtype != tensor.dtype or not torch.equal(raw, tensor.detach()):
-            continue  # a constant of the graph's own: it stays in the structure
+        if not isinstance(raw, torch.Tensor) or not same_bytes(raw, tensor.detach()):
+            return None
         swapped[name] = const
         value.const_value = ir.ExternalTensor(PLACEHOLDER, 0, const.nbytes, const.dtype, shape=const.shape, name=name)
     try:

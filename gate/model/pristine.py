@@ -59,10 +59,17 @@ def version_of(t: torch.Tensor) -> int | None:
         return None
 
 
-def _equal(a: torch.Tensor, b: torch.Tensor) -> bool:
+def same_bytes(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """Bitwise equal: a NaN equals the same NaN (``torch.equal`` calls a tensor holding one unequal to
+    itself), -0.0 is not 0.0. An uninitialized or unreadable tensor equals nothing."""
     try:
-        return a.shape == b.shape and a.dtype == b.dtype and bool(torch.equal(a, b))
-    except (RuntimeError, ValueError):  # an uninitialized or unreadable tensor equals nothing
+        if a.shape != b.shape or a.dtype != b.dtype:
+            return False
+        if a.device == b.device and a.data_ptr() == b.data_ptr() and a.stride() == b.stride():
+            return True
+        return bool(torch.equal(a.detach().contiguous().reshape(-1).view(torch.uint8),
+                                b.detach().contiguous().reshape(-1).view(torch.uint8)))
+    except (RuntimeError, ValueError):
         return False
 
 
@@ -203,7 +210,7 @@ class Pristine:
                              ErrorStatus.INFER_FAIL) from None
         with torch.no_grad():
             for name, p in self.module.named_parameters(remove_duplicate=False):
-                if name not in names and (name not in again or not _equal(p, again[name])):
+                if name not in names and (name not in again or not same_bytes(p, again[name])):
                     raise ModelError(f"{refused}; its factory builds other weights when called again (`{name}` "
                                      "differs), so its runs cannot start from the weights it was built with",
                                      ErrorStatus.INFER_FAIL)

@@ -49,6 +49,10 @@ class ReferenceOutputs:
                 if not np.array_equal(a, b):
                     return f"output {i} differs"
                 continue
+            finite = np.isfinite(a)
+            if not np.array_equal(finite, np.isfinite(b)) or not np.array_equal(a[~finite], b[~finite], equal_nan=True):
+                return f"output {i}: its NaN and infinite values differ from the stored output's"
+            a, b = a[finite], b[finite]  # NaN - NaN is NaN: the same non-finite values agree, the rest by L2
             scale = float(np.linalg.norm(a.astype(np.float64)))
             err = float(np.linalg.norm((a - b).astype(np.float64))) / (scale or 1.0)
             if not err <= self.tolerance:

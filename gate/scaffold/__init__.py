@@ -144,7 +144,7 @@ def plan(options: Options) -> Plan:
     """Every file ``init`` would write, and how; raises ConfigError before anything is written."""
     if options.flow not in FLOWS:
         raise ConfigError(f"flow `{options.flow}`: expected one of {', '.join(FLOWS)}")
-    if options.shards and options.flow not in SHARDED_FLOWS:
+    if options.shards > 1 and options.flow not in SHARDED_FLOWS:
         raise ConfigError(f"--shards {options.shards}: the {options.flow} flow exports once and collects per runner; "
                           f"a sharded check is written for the {' and '.join(SHARDED_FLOWS)} flows")
     if not 0 <= options.shards <= MAX_SHARDS:

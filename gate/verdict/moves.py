@@ -8,7 +8,10 @@ holds: every element of that call's output matches its baseline layer within the
 one of them at least identifies a layer (a constant or empty output holds whatever happens inside).
 The enclosing call may be the model itself: a change that leaves every output as it was moved nothing
 that ships. A change whose effect reaches the output fails where it first moved; a layer with NaN/Inf
-its baseline lacks, and a layer whose shape depends on values, never count as moves.
+its baseline lacks, and a layer whose shape depends on values, never count as moves. Nor does a change
+that flows on through a module whose tensors did not change (its input and its output both stray):
+a contracting network fades a weight fault below any limit by its outputs, and an output that holds
+by fading is no evidence that the values moved back (``carries``).
 
 Weights folded in float32 are rounded to float32: the module's float64 output moves by that rounding
 (a few 1e-8), far past the reference's 1e-9. Where the model's code changed (its content key's code or
@@ -54,11 +57,12 @@ class _Calls:
                 continue
             self.starts.setdefault(module_of(x.name), []).append(i)
 
-    def after(self, module: str, index: int) -> list[LayerInfo]:
-        """The elements of ``module``'s first call that ends after layer ``index``: the call around it."""
+    def after(self, module: str, index: int) -> tuple[int, list[LayerInfo]]:
+        """The index of the first element of ``module``'s first call that ends after layer ``index``,
+        and its elements: the call around it."""
         ends = self.starts.get(module, [])
         k = bisect.bisect_right(ends, index)
-        return self.elements(ends[k]) if k < len(ends) else []
+        return (ends[k], self.elements(ends[k])) if k < len(ends) else (index, [])
 
     def elements(self, first: int) -> list[LayerInfo]:
         """The elements of the call whose first element is layer ``first``."""
@@ -70,12 +74,16 @@ class _Calls:
             out.append(x)
         return out
 
-    def own(self, index: int) -> list[LayerInfo]:
-        """The elements of the call layer ``index`` is an element of."""
+    def start(self, index: int) -> int:
+        """The index of the first element of the call layer ``index`` is an element of."""
         key = call_of(self.layers[index].name)
         while index and call_of(self.layers[index - 1].name) == key:
             index -= 1
-        return self.elements(index)
+        return index
+
+    def own(self, index: int) -> list[LayerInfo]:
+        """The elements of the call layer ``index`` is an element of."""
+        return self.elements(self.start(index))
 
 
 def code_changed(run: ModelRun, baseline: Baseline) -> bool:
@@ -92,6 +100,8 @@ def code_changed(run: ModelRun, baseline: Baseline) -> bool:
 class _Judge:
     def __init__(self, run: ModelRun, baseline: Baseline, st: Structure, limit: Limit, seal: Limit):
         self.run, self.baseline, self.st, self.limit, self.seal_limit = run, baseline, st, limit, seal
+        self._carried: list[int] | None = None
+        self._tensors: dict[str, list[str]] = {}  # module -> the tensors it holds
 
     def recorded(self, layer: LayerInfo) -> BaselineLayer | None:
         return self.baseline.layer(self.st.own(layer.name))
@@ -114,6 +124,38 @@ class _Judge:
     def seal(self, call: list[LayerInfo]) -> bool:
         return bool(call) and all(self.holds(x) for x in call) and any(identifies(x.fp) for x in call)
 
+    def strays(self, layer: LayerInfo) -> bool:
+        """Its value is not its baseline layer's, past the limit a module's output holds to."""
+        b = self.recorded(layer)
+        return b is not None and not is_gradient(layer.name) and layer.data_dependent is None \
+            and b.data_dependent is None and not same(layer.fp, b.fp, self.seal_limit(layer, b))
+
+    def carried(self, calls: _Calls, first: int, end: int) -> bool:
+        """Whether a layer in ``[first, end)`` carries a change on (``carries``)."""
+        if self._carried is None:  # counted once per run: a prefix sum over execution order
+            self._carried = [0]
+            for k in range(len(self.run.layers)):
+                self._carried.append(self._carried[-1] + self.carries(k, calls))
+        return self._carried[max(end, first)] > self._carried[first]
+
+    def carries(self, index: int, calls: _Calls) -> bool:
+        """The layer passes on a change it was handed: its value and its input's (the layer before its
+        call) stray, and its module holds tensors none of which changed. A module output that holds
+        after such a layer holds because the change faded on the way (a contracting network), not
+        because the values moved back: it is no evidence of a refactor."""
+        layer, start = self.run.layers[index], calls.start(index)
+        if not start or not self.strays(layer) or not self.strays(self.run.layers[start - 1]):
+            return False
+        now, before = self.run.meta.tensor_digests, self.baseline.meta.tensor_digests
+        if not now or not before:
+            return False
+        module = module_of(layer.name)
+        if module not in self._tensors:
+            prefix = module + "."
+            self._tensors[module] = [n for n in now if n.startswith(prefix)]
+        own = self._tensors[module]
+        return bool(own) and all(before.get(n) == now[n] for n in own)
+
 
 def inside(run: ModelRun, baseline: Baseline, st: Structure, limit: Limit, seal: Limit | None = None) -> dict[str, Move]:
     """The layers that moved (past ``limit``) inside a module call whose output holds (within ``seal``,
@@ -128,7 +170,9 @@ def inside(run: ModelRun, baseline: Baseline, st: Structure, limit: Limit, seal:
                 out[layer.name] = Move(call_of(layer.name), rounded=True)
             continue
         for module in enclosing(module_of(layer.name)):
-            call = calls.after(module, i)
+            end, call = calls.after(module, i)
+            if judge.carried(calls, i, end):
+                break  # the change flowed on through unchanged modules: it fails where it first moved
             if judge.seal(call):
                 within = call_of(call[0].name)
                 out[layer.name] = Move(within, rounded=True) if judge.holds(layer) else \

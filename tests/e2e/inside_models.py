@@ -181,3 +181,33 @@ def tables() -> nn.Module:
 
 def tables_faulted() -> nn.Module:
     return _scaled(Tables(), "blocks.1.q")
+
+
+class Fading(nn.Module):
+    """24 x (Linear + GELU) at their default initialization: a contracting network. A change of one
+    layer fades by about 0.3 per layer after it, so the outputs hold to 1e-12 whatever happens early on."""
+
+    def __init__(self):
+        super().__init__()
+        self.blocks = nn.Sequential(*(nn.Sequential(nn.Linear(16, 16), nn.GELU()) for _ in range(24)))
+        self.head = nn.Linear(16, 4)
+
+    def forward(self, x):
+        return self.head(self.blocks(x))
+
+
+def fading() -> nn.Module:
+    return Fading()
+
+
+def fading_faulted() -> nn.Module:
+    return _scaled(Fading(), "blocks.4.0")
+
+
+def fading_split() -> nn.Module:
+    """`blocks.4.0` split into the Linear without its bias and a module adding it: a refactor."""
+    m = Fading()
+    first = m.blocks[4][0]
+    bias, first.bias = first.bias, None
+    m.blocks[4] = nn.Sequential(first, AddBias(bias), nn.GELU())
+    return m

@@ -184,7 +184,7 @@ def test_every_flow_writes_workflows_that_pass_actionlint(tmp_path, flow, approv
     assert ("baseline-changes: require-approval" in text) is approval
     if flow == "gpu":
         assert "onnxruntime: onnxruntime-gpu" in text and "CUDAExecutionProvider" in (tmp_path / "parity-gate.toml").read_text()
-        assert "require: CUDAExecutionProvider" in text  # a GPU leg that fails or uploads nothing fails the report
+        assert "require: CPUExecutionProvider CUDAExecutionProvider" in text  # a leg that fails or uploads nothing fails the report
         [why] = [c.why for c in p.changes if c.path == ".github/workflows/parity-gate.yml"]
         assert why.startswith("before the first pull request: environment parity-gate-fork with required reviewers")
         baselines = (tmp_path / ".github/workflows/parity-gate-gpu-baselines.yml").read_text()

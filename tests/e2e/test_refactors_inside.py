@@ -13,6 +13,7 @@ import pytest
 
 from gate import commands
 from gate.config import load_config
+from gate.verdict.report_file import report_document
 
 HERE = Path(__file__).parent
 IMAGE = '[{ name = "x", shape = [1, 3, 8, 8], dtype = "float32" }]'
@@ -31,7 +32,7 @@ def _config(tmp: Path, name: str, factory: str, inputs: str, transform: str | No
 @pytest.fixture(scope="module")
 def recorded(tmp_path_factory) -> Path:
     tmp = tmp_path_factory.mktemp("inside")
-    for name, factory, inputs in (("net", "net", IMAGE), ("tables", "tables", TOKENS)):
+    for name, factory, inputs in (("net", "net", IMAGE), ("tables", "tables", TOKENS), ("fading", "fading", TOKENS)):
         cfg = load_config(_config(tmp, name, factory, inputs))
         commands.update_baseline(cfg, cfg.models, cfg.providers)
     return tmp
@@ -39,7 +40,7 @@ def recorded(tmp_path_factory) -> Path:
 
 def check(tmp: Path, name: str, factory: str, inputs: str = IMAGE, transform: str | None = None) -> dict:
     cfg = load_config(_config(tmp, name, factory, inputs, transform))
-    return commands.check(cfg, cfg.models, cfg.providers).to_dict()
+    return report_document(commands.check(cfg, cfg.models, cfg.providers))  # the JSON report, next steps and all
 
 
 def _reference(report: dict) -> dict:
@@ -72,6 +73,21 @@ def test_the_faulted_twin_of_a_refactor_still_fails_at_its_layer(recorded, facto
     first = report["first_regression"]
     assert report["verdict"] == "regressed" and (first["layer"], first["provider"]) == (layer, "torch-cpu"), first
     assert not any(r["status"] == "moved" for r in _reference(report).values())
+
+
+def test_a_fault_that_fades_before_the_outputs_still_fails_at_its_layer(recorded):
+    """A contracting network fades a weight fault below any limit by its outputs: an output that holds
+    by fading is no evidence that the values moved back, so the fault fails where it moved. A refactor
+    in the same network still passes."""
+    report = check(recorded, "fading", "fading_faulted", TOKENS)
+    first = report["first_regression"]
+    assert (first["layer"], first["provider"], first["check"]) == ("blocks.4.0", "torch-cpu", "reference-drift"), first
+    rows = _reference(report)
+    assert rows["(model)"]["status"] == "pass"  # faded: the outputs alone cannot tell
+    assert not any(r["status"] == "moved" for r in rows.values())
+    refactor = check(recorded, "fading", "fading_split", TOKENS)
+    assert refactor["verdict"] == "pass", refactor["first_regression"]
+    assert _reference(refactor)["blocks.4.0"]["status"] == "moved"
 
 
 def test_zero_initialized_tables_and_a_shared_module_never_cross_wires(recorded):

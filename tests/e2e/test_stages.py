@@ -349,6 +349,31 @@ def test_a_weight_only_change_binds_its_weights_into_the_stored_structure_as_a_f
     assert states(again)["export"] == "hit"
 
 
+def test_a_structure_stored_from_a_nan_weight_binds_other_weights_without_it(tmp_path, monkeypatch):
+    """The class of a structure carrying weight bytes its key does not digest: a check of weights
+    holding a NaN stores the structure; a later weight-only change binds into it and must judge its
+    own weights (the same verdict and graph as ``--full``), never the NaN."""
+    from tests.support.stage_projects import weights
+
+    monkeypatch.delenv("REUSE_TEST_WEIGHTS", raising=False)
+    path = project(tmp_path)
+    update(path)
+    own_store(tmp_path, monkeypatch)  # the NaN run is the first to store this code's structure
+    weights(tmp_path, monkeypatch, **{"fc.weight": float("nan")})
+    nan, _ = check(path)
+    assert nan["first_regression"]["check"] == "nonfinite"
+    again, _ = check(path)  # the same NaN outputs under their key are the same output, no alarm
+    assert again["first_regression"] == nan["first_regression"] and not reuse_of(again).get("alarms")
+    weights(tmp_path, monkeypatch, **{"fc.weight": 1 + 1e-3})
+    changed, _ = check(path)
+    assert states(changed)["structure"] == "hit", states(changed)
+    full, _ = check(path, full=True)
+    assert (changed["first_regression"]["layer"], changed["first_regression"]["check"]) == ("fc", "reference-drift")
+    assert changed["first_regression"] == full["first_regression"]
+    assert reuse_of(full)["shipped"]["digest"] == reuse_of(changed)["shipped"]["digest"]
+    assert not reuse_of(full).get("alarms")
+
+
 def test_a_code_change_exports_afresh(tmp_path, monkeypatch):
     own_store(tmp_path, monkeypatch)
     path = project(tmp_path)

@@ -67,6 +67,7 @@ def weights(tmp: Path, monkeypatch, **changed: float) -> None:
     factor (``shift`` set to it), in the file ``REUSE_TEST_WEIGHTS`` names."""
     from reuse_models import net
 
+    monkeypatch.delenv("REUSE_TEST_WEIGHTS", raising=False)  # the gate's own tensors, not a file set before
     torch.manual_seed(0)
     model = net()
     state = {n: t.detach().numpy().copy() for n, t in [*model.named_parameters(), *model.named_buffers()]}
