@@ -4,8 +4,8 @@ The report a comment job reads may come from a run of the pull request's code (t
 artifact), which can write any verdict. Nothing here can run the model again, so the measurements
 stand as measured; but every status that only summarizes them is decided again from the rows,
 audits and comparisons under it: a failed row, or a passing row over its threshold, regresses its
-target; a regressed or failed target its model, as does a baseline the report names and says is
-missing; and the models the verdict (``assemble``, the judge's own rule). A status is only ever made worse, and each one made worse is a
+target; then the target, the model and the verdict roll up by the judge's own rules
+(``gate.verdict.rollup``). A status is only ever made worse, and each one made worse is a
 ``Contradiction`` the comment shows. A report that holds no model judged nothing: an error.
 """
 
@@ -14,15 +14,20 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from gate.core.status import AuditStatus, ComparisonStatus, ModelStatus, RowStatus, TargetStatus, Verdict
+from gate.core.status import (
+    AuditStatus,
+    Check,
+    ComparisonStatus,
+    ModelStatus,
+    RowStatus,
+    TargetStatus,
+    Verdict,
+)
 from gate.render.text import code
-from gate.verdict.judge import assemble
+from gate.verdict import rollup
+from gate.verdict.judge import assemble, audit_regression, comparison_regression
 from gate.verdict.types import ModelVerdict, ProviderVerdict, Regression, Report, Row, Summary
 
-_TARGET = {TargetStatus.PASS: 0, TargetStatus.SKIPPED: 0, TargetStatus.NO_BASELINE: 1, TargetStatus.REGRESSED: 2,
-           TargetStatus.ERROR: 3}
-_MODEL = {ModelStatus.PASS: 0, ModelStatus.NO_BASELINE: 1, ModelStatus.REGRESSED: 2, ModelStatus.ERROR: 3}
-_VERDICT = {Verdict.PASS: 0, Verdict.REGRESSED: 1, Verdict.ERROR: 2}
 MAX_SHOWN = 10
 
 
@@ -44,30 +49,33 @@ def _over(row: Row) -> bool:
         math.isfinite(t) and v > t
 
 
-def _target(p: ProviderVerdict) -> TargetStatus:
-    failing = [r for r in p.rows if r.failed or _over(r)]
-    if failing and p.first_regression is None:
-        p.first_regression = Regression.of(failing[0])
-    if failing or p.first_regression is not None or any(a.status == AuditStatus.FAIL for a in p.audits):
-        return TargetStatus.REGRESSED
-    return TargetStatus(p.status)
+def _evidence(p: ProviderVerdict) -> None:
+    """A target's first regression from its own rows and audits, where the report left none."""
+    if p.first_regression is not None:
+        return
+    failing = next((r for r in p.rows if r.failed or _over(r)), None)
+    audit = next((a for a in p.audits if a.status == AuditStatus.FAIL), None)
+    if failing is not None:
+        p.first_regression = Regression.of(failing)
+    elif audit is not None:
+        p.first_regression = Regression("(model)", "", audit.check, message=audit.message)
 
 
-def _model(m: ModelVerdict) -> ModelStatus:
-    statuses = {p.status for p in m.providers}
-    if m.error is not None or TargetStatus.ERROR in statuses:
-        return ModelStatus.ERROR
+def _lead(m: ModelVerdict) -> None:
+    """A model's first regression, where the report left none: its first failing model audit (before
+    any layer), else its first regressed target's, else its first failing comparison (the outputs)."""
+    if m.first_regression is not None:
+        return
+    audit = next((a for a in m.audits if a.status == AuditStatus.FAIL and a.check != Check.CONTRADICTION), None)
     lead = next((p for p in m.providers if p.status == TargetStatus.REGRESSED and p.first_regression), None)
-    if lead is not None and m.first_regression is None:
+    compared = next((c for c in m.comparisons if c.status == ComparisonStatus.FAIL), None)
+    if audit is not None:
+        m.first_regression = audit_regression(audit)
+    elif lead is not None and lead.first_regression is not None:
         m.first_regression = Regression(**{**vars(lead.first_regression), "provider": lead.name,
                                            "precision": lead.precision})
-    if lead is not None or m.first_regression is not None or \
-            any(a.status == AuditStatus.FAIL for a in m.audits) or \
-            any(c.status == ComparisonStatus.FAIL for c in m.comparisons):
-        return ModelStatus.REGRESSED
-    if TargetStatus.NO_BASELINE in statuses or (m.baseline_path and not m.baseline_exists):
-        return ModelStatus.NO_BASELINE
-    return ModelStatus(m.status)
+    elif compared is not None:
+        m.first_regression = comparison_regression(compared)
 
 
 def recheck(report: Report) -> list[Contradiction]:
@@ -75,17 +83,19 @@ def recheck(report: Report) -> list[Contradiction]:
     found: list[Contradiction] = []
     for m in report.models:
         for p in m.providers:
-            status = _target(p)
-            if _TARGET[status] > _TARGET[TargetStatus(p.status)]:
-                found.append(Contradiction(m.name, p.name, str(p.status), str(status)))
-                p.status = status
-        status = _model(m)
-        if _MODEL[status] > _MODEL[ModelStatus(m.status)]:
-            found.append(Contradiction(m.name, None, str(m.status), str(status)))
-            m.status = status
+            _evidence(p)
+            target = rollup.target_status(p)
+            if rollup.worse(target, TargetStatus(p.status)):
+                found.append(Contradiction(m.name, p.name, str(p.status), str(target)))
+                p.status = target
+        _lead(m)
+        model = rollup.model_status(m)
+        if rollup.worse(model, ModelStatus(m.status)):
+            found.append(Contradiction(m.name, None, str(m.status), str(model)))
+            m.status = model
     judged = assemble(report.models, report.environment)
     verdict = judged.verdict if report.models else Verdict.ERROR
-    if _VERDICT[verdict] > _VERDICT[Verdict(report.verdict)]:
+    if rollup.worse(verdict, Verdict(report.verdict)):
         found.append(Contradiction(None, None, str(report.verdict), str(verdict)))
         report.verdict = verdict
     if report.first_regression is None:

@@ -20,11 +20,10 @@ from gate.core.status import (
     RunStatus,
     SkipKind,
     TargetStatus,
-    Verdict,
 )
 from gate.core.target import REFERENCE_PROVIDER
 from gate.formats.baseline import Baseline, Entry
-from gate.verdict import causality, checks, data_dependent, hints, model_audits
+from gate.verdict import causality, checks, data_dependent, hints, model_audits, rollup
 from gate.verdict.placement import placement_audit
 from gate.verdict.structure import Structure, described
 from gate.verdict.types import Audit, Comparison, ModelVerdict, ProviderVerdict, Regression, Report, Row
@@ -171,26 +170,31 @@ def model_verdict(spec: ModelSpec, run: ModelRun, baseline: Baseline | None, pat
     candidates = _targets_first(mv, order, found)
     for audit in (a for a in mv.audits if a.status == AuditStatus.FAIL and a.check != Check.CONTRADICTION):
         # What ships does not match the config (its export) or the model as given: before any layer.
-        where = "(export)" if audit.check == Check.DYNAMIC_SHAPE else "(model as given)"
-        layer = audit.layer or "(model)"
-        candidates.append((order.get(layer, -1) if audit.layer else -1, 0,
-                           Regression(layer, "", audit.check, message=audit.message, provider=where)))
+        candidates.append((order.get(audit.layer, -1) if audit.layer else -1, 0, audit_regression(audit)))
     for c in (c for c in mv.comparisons if c.status == ComparisonStatus.FAIL):  # after every layer: outputs only
-        against = f"case `{c.other}`" if c.kind == Check.PAIR else f"anchor `{c.other}`"
-        candidates.append((len(order), 2, Regression("(model)", "", c.kind, c.error, c.tolerance,
-                                                     f"outputs differ from {against} by {c.error:.3g}",
-                                                     provider=c.provider)))
+        candidates.append((len(order), 2, comparison_regression(c)))
     if candidates:
         # Earliest layer wins; on a tie the model's own audits, then the reference (a model change)
         # explain the runtimes.
         mv.first_regression = _upstream_gone(min(candidates, key=lambda c: c[:2])[2], st, baseline)
-        mv.status = ModelStatus.REGRESSED
-    if mv.status == ModelStatus.PASS and any(p.status == TargetStatus.NO_BASELINE for p in mv.providers):
-        mv.status = ModelStatus.NO_BASELINE
-    if run.error or any(p.status == TargetStatus.ERROR for p in mv.providers):
-        mv.status = ModelStatus.ERROR
+    mv.status = rollup.model_status(mv)
     mv.hints = hints.model_hints(spec, run, baseline, mv, st)  # diagnosis only; never changes the verdict
     return mv
+
+
+def audit_regression(audit: Audit) -> Regression:
+    """A model audit that failed, as the regression it names: what ships does not match the config (its
+    export) or the model as given."""
+    where = "(export)" if audit.check == Check.DYNAMIC_SHAPE else "(model as given)"
+    return Regression(audit.layer or "(model)", "", audit.check, message=audit.message, provider=where)
+
+
+def comparison_regression(c: Comparison) -> Regression:
+    """A sweep's comparison that failed, as the regression it names (the outputs)."""
+    against = f"case `{c.other}`" if c.kind == Check.PAIR else f"anchor `{c.other}`"
+    error = f"{c.error:.3g}" if c.error is not None else "an unknown amount"
+    return Regression("(model)", "", c.kind, c.error, c.tolerance, f"outputs differ from {against} by {error}",
+                      provider=c.provider)
 
 
 def _targets_first(mv: ModelVerdict, order: dict[str, int],
@@ -206,8 +210,8 @@ def _targets_first(mv: ModelVerdict, order: dict[str, int],
             mv.audits.append(audit)
             if pv.first_regression is None:
                 pv.first_regression = Regression(skip[0], "", Check.CONTRADICTION, message=audit.message)
+        pv.status = rollup.target_status(pv)
         if pv.first_regression is not None:
-            pv.status = TargetStatus.REGRESSED
             candidates.append((order.get(pv.first_regression.layer, len(order)), 1 + (pv.role != Role.REFERENCE),
                                Regression(**{**vars(pv.first_regression), "provider": pv.name,
                                              "precision": pv.precision})))
@@ -233,10 +237,4 @@ def assemble(models: list[ModelVerdict], environment: dict) -> Report:
     """The report: models in configured order; the first model's first regression leads."""
     lead = next((m for m in models if m.first_regression is not None), None)
     first = None if lead is None else Regression(**{**vars(lead.first_regression), "model": lead.name})
-    if any(m.status == ModelStatus.ERROR for m in models):
-        verdict = Verdict.ERROR
-    elif any(m.status in (ModelStatus.REGRESSED, ModelStatus.NO_BASELINE) for m in models):
-        verdict = Verdict.REGRESSED
-    else:
-        verdict = Verdict.PASS
-    return Report(verdict, models, environment, first)
+    return Report(rollup.verdict(models), models, environment, first)

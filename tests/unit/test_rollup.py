@@ -1,0 +1,103 @@
+"""One roll-up (gate.verdict.rollup): the judge decides a report's statuses, and ``recheck``, handed
+the same report with every summarizing status written as a pass, decides them again from the rows,
+audits and comparisons alone. Both paths get the same cases and must agree: targets, models, first
+regressions and the verdict. Runs and baselines built by hand (tests/support/verdicts.py)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from gate.core.runs import RunError
+from gate.core.status import (
+    Check,
+    ComparisonStatus,
+    ErrorStatus,
+    ModelStatus,
+    RunStatus,
+    TargetStatus,
+    Verdict,
+)
+from gate.github.recheck import recheck
+from gate.verdict import rollup
+from gate.verdict.judge import assemble, model_verdict
+from gate.verdict.notes import Comparison
+from gate.verdict.report_file import parse_report, report_document
+from gate.verdict.types import Report
+from tests.support.verdicts import baseline, entry, run, runtime, spec
+
+PATH, UPDATE = "baselines/m.msgpack.zst", "parity-gate update-baseline --model m"
+
+
+def _case(name: str):
+    r, b = run(), baseline(entry())
+    comparisons = []
+    if name == "reference drift":
+        r = run(moves={"b": 0.5})
+    elif name == "runtime drift":
+        r.providers.append(runtime(errs={"c": 0.2}))
+    if name != "runtime drift":
+        r.providers.append(runtime())
+    if name == "no baseline":
+        b = None
+    elif name == "runtime with no entry":
+        b = baseline()
+    elif name == "model failed":
+        r.error = RunError(ErrorStatus.INFER_FAIL, "boom")
+    elif name == "runtime failed":
+        r.providers[-1] = runtime(status=RunStatus.ERROR, error_status=ErrorStatus.INFER_FAIL, reason="boom")
+    elif name == "outputs differ from their pair":
+        comparisons = [Comparison(Check.PAIR, "torch-cpu", "other", 0.1, 1e-3, ComparisonStatus.FAIL)]
+    return model_verdict(spec(), r, b, PATH, UPDATE, comparisons=comparisons)
+
+
+CASES = ["pass", "reference drift", "runtime drift", "no baseline", "runtime with no entry", "model failed",
+         "runtime failed", "outputs differ from their pair"]
+
+
+def _written_as_a_pass(report: Report) -> Report:
+    """The report as a run of the pull request's code could write it: every summary a pass."""
+    doc = report_document(report)
+    doc["verdict"], doc["first_regression"] = "pass", None
+    for m in doc["models"]:
+        m["status"], m["first_regression"] = "pass", None
+        for p in m["providers"]:
+            if p["status"] == "regressed":
+                p["status"], p["first_regression"] = "pass", None
+    return parse_report(json.dumps(doc).encode(), "written.json")
+
+
+def _statuses(report: Report):
+    first = report.first_regression
+    return (report.verdict, [(m.status, m.first_regression and (m.first_regression.layer, m.first_regression.provider),
+                              [(p.name, p.status) for p in m.providers]) for m in report.models],
+            first and (first.model, first.layer, first.provider))
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_recheck_decides_what_the_judge_decided_from_the_same_evidence(case):
+    judged = assemble([_case(case)], {})
+    assert recheck(parse_report(json.dumps(report_document(judged)).encode(), "judged.json")) == []
+    again = _written_as_a_pass(judged)
+    found = recheck(again)
+    assert _statuses(again) == _statuses(judged)
+    assert bool(found) is (judged.verdict != Verdict.PASS)
+
+
+def test_every_case_is_a_different_roll_up():
+    """The cases cover each model status and each verdict (a case list that shrank would pass)."""
+    judged = [_case(c) for c in CASES]
+    assert {m.status for m in judged} == set(ModelStatus)
+    assert {assemble([m], {}).verdict for m in judged} == set(Verdict)
+    assert {p.status for m in judged for p in m.providers} >= {TargetStatus.PASS, TargetStatus.REGRESSED,
+                                                                TargetStatus.NO_BASELINE, TargetStatus.ERROR}
+
+
+@pytest.mark.parametrize("found, written, worse", [
+    (TargetStatus.REGRESSED, TargetStatus.SKIPPED, True), (TargetStatus.SKIPPED, TargetStatus.PASS, False),
+    (ModelStatus.NO_BASELINE, ModelStatus.PASS, True), (ModelStatus.REGRESSED, ModelStatus.ERROR, False),
+    (Verdict.ERROR, Verdict.REGRESSED, True), (Verdict.PASS, Verdict.PASS, False),
+])
+def test_severity_is_one_order(found, written, worse):
+    assert rollup.worse(found, written) is worse
