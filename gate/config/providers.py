@@ -46,10 +46,20 @@ ALIASES = {
     "dml": "DmlExecutionProvider",
 }
 
-# Providers whose kernels run on a GPU, and the distribution that brings each.
-GPU_EPS = {"CUDAExecutionProvider": "onnxruntime-gpu", "TensorrtExecutionProvider": "onnxruntime-gpu",
-           "ROCMExecutionProvider": "onnxruntime-rocm", "MIGraphXExecutionProvider": "onnxruntime-migraphx",
-           "DmlExecutionProvider": "onnxruntime-directml"}
+@dataclass(frozen=True)
+class GpuEp:
+    """What the gate knows of an ONNX Runtime EP whose kernels run on a GPU: the one table of them."""
+
+    distribution: str  # the ONNX Runtime build that brings it
+    io_device: str  # where its outputs live (IOBinding's device_type)
+    cuda: bool = False  # it runs on CUDA, where the device class is probed
+
+
+GPU_EPS = {"CUDAExecutionProvider": GpuEp("onnxruntime-gpu", "cuda", cuda=True),
+           "TensorrtExecutionProvider": GpuEp("onnxruntime-gpu", "cuda", cuda=True),
+           "ROCMExecutionProvider": GpuEp("onnxruntime-rocm", "cuda"),
+           "MIGraphXExecutionProvider": GpuEp("onnxruntime-migraphx", "cuda"),
+           "DmlExecutionProvider": GpuEp("onnxruntime-directml", "dml")}
 GPU_TORCH = ("torch-cuda", "torch-compile-cuda")
 
 
@@ -61,7 +71,7 @@ def fix_for(provider: str) -> str:
     """How to make ``provider`` available, in one phrase."""
     if provider in GPU_TORCH:
         return "a CUDA build of torch (action: torch-build default, or python-path with a CUDA torch)"
-    dist = GPU_EPS.get(provider, "onnxruntime")
+    dist = GPU_EPS[provider].distribution if provider in GPU_EPS else "onnxruntime"
     action = " (action input onnxruntime: gpu)" if dist == "onnxruntime-gpu" else ""
     return f"{dist} instead of onnxruntime{action}"
 

@@ -54,6 +54,11 @@ def cuda_class(name: str, capability: tuple[int, int]) -> str:
 
 
 GPU = "gpu"  # an ONNX Runtime GPU EP before it reports its device
+GPU_CLASS_PREFIXES = (GPU, "cuda")  # the device classes of GPUs (``cuda_class``, ``GPU``)
+
+
+def is_gpu_class(device_class: str) -> bool:
+    return device_class.startswith(GPU_CLASS_PREFIXES)
 
 
 def machine() -> dict[str, str]:

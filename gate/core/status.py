@@ -173,6 +173,12 @@ class Check(Word):
     ANCHOR = "anchor"
 
 
+# Checks by what they say, in one table each (docs/verdict.md).
+DATA_DEPENDENT_RULES = frozenset({Check.DETECTIONS, Check.RECORDED, Check.DISTRIBUTION})  # shapes that depend on values
+RUNTIME_ERROR_CHECKS = frozenset({Check.ERROR_GROWTH, Check.CEILING})  # a runtime's relative error to the reference
+NOT_AN_ERROR = DATA_DEPENDENT_RULES | {Check.STRUCTURE}  # a row whose value is no error against the reference
+
+
 class ComparisonStatus(Word):
     PASS = "pass"
     FAIL = "fail"

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from gate.core.device import is_gpu_class
+
 REFERENCE_PROVIDER = "torch-cpu"  # the float64 reference runs on PyTorch's CPU kernels
 PRECISIONS = ("float32", "float16", "bfloat16", "int8")  # what a target computes in (int8: a quantized graph)
 TORCH_PRECISIONS = ("float32", "float16", "bfloat16")  # what PyTorch providers can cast a model to
@@ -21,8 +23,6 @@ _FINEST_FIRST = ("float64", "float32", "float16", "bfloat16")
 def coarsest(*precisions: str) -> str:
     """The least precise of float dtypes (a comparison is as precise as its coarser side)."""
     return max(precisions, key=_FINEST_FIRST.index)
-# GPU device classes name one architecture each: never stand in for one another.
-_GPU_PREFIXES = ("gpu", "cuda")
 
 
 @dataclass(frozen=True)
@@ -52,7 +52,7 @@ class Target:
         """Whether this target's baseline entry may judge ``other`` when ``other`` has none."""
         return (self.provider == other.provider and self.precision == other.precision
                 and self.architecture == other.architecture
-                and not other.device_class.startswith(_GPU_PREFIXES))
+                and not is_gpu_class(other.device_class))  # a GPU class names one architecture
 
     def __str__(self) -> str:
         return f"{self.provider} ({self.label})"

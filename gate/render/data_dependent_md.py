@@ -4,11 +4,10 @@ each (docs/verdict.md, "Data-dependent shapes")."""
 from __future__ import annotations
 
 from gate.core.status import Role
+from gate.render.icons import icon
 from gate.render.notices import MAX_LIST
 from gate.render.text import code, num, plain
 from gate.verdict.types import ProviderVerdict, Row
-
-ICON = {"pass": "✅", "fail": "❌"}
 
 
 def dependent_rows(providers: list[ProviderVerdict]) -> list[tuple[ProviderVerdict, Row]]:
@@ -24,7 +23,7 @@ def data_dependent_table(providers: list[ProviderVerdict]) -> str:
              "| --- | --- | --- | --- | --- | ---: | ---: | --- |"]
     for p, r in rows[:MAX_LIST]:
         lines.append(f"| {code(p.name)} | {code(r.layer)} | {plain(r.data_dependent, 10)} | {plain(r.check or '', 20)} | "
-                     f"{ICON.get(r.status, '❔')} {plain(r.status, 10)} | {num(r.value)} | {num(r.threshold)} | "
+                     f"{icon(r.status)} {plain(r.status, 10)} | {num(r.value)} | {num(r.threshold)} | "
                      f"{plain(r.message or 'judged as any layer', 300)} |")
     if len(rows) > MAX_LIST:
         lines.append(f"| … {len(rows) - MAX_LIST} more rows | | | | | | | |")

@@ -6,10 +6,10 @@ from __future__ import annotations
 from collections import Counter
 
 from gate.core.status import RowStatus
+from gate.render.icons import icon
 from gate.render.text import attr, code, num, plain, times
 from gate.verdict.types import ProviderVerdict, Row
 
-ROW_ICON = {"pass": "✅", "fail": "❌", "folded": "➖", "absent": "∅", "new": "🆕", "missing": "❓", "moved": "↪️"}
 QUIET_ROWS = ("pass", "folded")
 
 
@@ -54,7 +54,7 @@ def _row_line(i: int, row: Row, shared: dict[str, tuple[str, int]] | None = None
         note = f"note {list(shared).index(note) + 1}"
     ratio = times(row.value, row.baseline) if row.status == RowStatus.FAIL else ""
     return (f"| {i + 1} | {code(row.layer)} | {code(row.type, 60) if row.type else ''} | "
-            f"{ROW_ICON.get(row.status, '❔')} {plain(row.status, 20)} | {plain(row.check or '', 40)} | "
+            f"{icon(row.status)} {plain(row.status, 20)} | {plain(row.check or '', 40)} | "
             f"{num(row.value)}{f' ({ratio})' if ratio else ''} | {num(row.threshold)} | {num(row.baseline)} | {note} |")
 
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from gate.core.status import ModelStatus, TargetStatus, Verdict
 from gate.render.chart import error_chart
 from gate.render.data_dependent_md import data_dependent_table
+from gate.render.icons import icon
 from gate.render.layers_md import layer_table
 from gate.render.next_steps import next_steps
 from gate.render.notices import MAX_LIST, baseline_block, notices, reason
@@ -29,7 +30,6 @@ COMMENT_LIMIT = 65_536
 SUMMARY_LIMIT = 250_000
 MAX_CHARTS = 3
 
-ICON = {"pass": "✅", "regressed": "❌", "error": "💥", "no-baseline": "🆕", "skipped": "⏭️"}
 
 
 @dataclass(frozen=True)
@@ -192,7 +192,7 @@ class _Doc:
             return ""
         cap = len(listed) if self.level.models else 50
         for m in listed[:cap]:
-            provs = " ".join(f"{ICON.get(p.status, '❔')}&nbsp;{_provider_label(p, m)}" for p in m.providers
+            provs = " ".join(f"{icon(p.status)}&nbsp;{_provider_label(p, m)}" for p in m.providers
                              if p.status != TargetStatus.SKIPPED)  # a skipped provider is said once, in the notices
             rows.append(f"| {code(m.name)} | {_status(m.status)} | {num(m.layers)} | {provs or '—'} | "
                         f"{_first(m.first_regression, _baseline_of(self.r, m.first_regression, m))} |")
@@ -359,7 +359,7 @@ def _provider_label(p: ProviderVerdict, m: ModelVerdict) -> str:
 
 
 def _status(status: str | None) -> str:
-    return f"{ICON.get(status, '❔')} {plain(status or 'unknown', 20)}"
+    return f"{icon(status)} {plain(status or 'unknown', 20)}"
 
 
 def _first(fr: Regression | None, baseline: float | None = None) -> str:

@@ -6,19 +6,18 @@ summary counts what is not ok; failing cases also get their own section above it
 
 from __future__ import annotations
 
+from gate.render.icons import icon
 from gate.render.text import attr, clip, code, num, plain
 from gate.verdict.sweeps import Cell, SweepMatrix
 
-CELL_ICON = {"ok": "✅", "regressed": "❌", "fallback": "⚠️", "no-baseline": "🆕", "skipped": "⏭️"}
-PAIR_ICON = {"pass": "✅", "fail": "❌", "unmeasured": "❔"}
 MAX_CASES = 400  # rows of one matrix in a comment; the JSON report has them all
 
 
 def cell_md(c: Cell) -> str:
-    icon = CELL_ICON.get(c.status, "💥")
+    mark = icon(c.status, unknown="💥")  # an ErrorStatus: the case failed
     if c.status == "skipped":
-        return f"{icon} {plain(clip(c.reason or 'skipped', 60), 80)}"
-    text = f"{icon} {plain(c.status, 20)}" if c.status != "ok" else icon
+        return f"{mark} {plain(clip(c.reason or 'skipped', 60), 80)}"
+    text = f"{mark} {plain(c.status, 20)}" if c.status != "ok" else mark
     if c.error is not None:
         text += f" {num(c.error)}"
     if c.anchor_error is not None:
@@ -40,7 +39,7 @@ def sweep_section(mx: SweepMatrix) -> str:
     if mx.pairs:
         rows += ["", "| pair | provider | outputs differ by | tolerance | |", "| --- | --- | ---: | ---: | --- |"]
         rows += [f"| {code(left)} vs {code(c.other)} | {code(c.provider)} | {num(c.error)} | {num(c.tolerance)} | "
-                 f"{PAIR_ICON[c.status]} |" for left, c in mx.pairs[:MAX_CASES]]
+                 f"{icon(c.status)} |" for left, c in mx.pairs[:MAX_CASES]]
     return (f"<details{' open' if failing else ''}><summary>Sweep <code>{attr(mx.name)}</code>: {attr(state)} "
             "(cells: worst error against the float64 reference · latency median/p90)</summary>\n\n"
             + "\n".join(head + rows) + "\n\n</details>")

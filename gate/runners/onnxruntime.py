@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from gate.config.providers import CPU_EPS
+from gate.config.providers import CPU_EPS, GPU_EPS
 from gate.core import device
 from gate.core.failure import ModelError
 from gate.core.layers import FORWARD_ONLY, is_gradient
@@ -36,9 +36,6 @@ def value_bytes(run: ModelRun) -> dict[str, int]:
     return out
 
 
-NVIDIA_EPS = ("CUDAExecutionProvider", "TensorrtExecutionProvider")
-
-
 def device_id(options) -> int:
     """The EP's ``device_id`` option (ONNX Runtime takes it as a string or an integer)."""
     raw = str(options.get("device_id", 0)).strip()
@@ -49,7 +46,7 @@ class OrtRunner(Runner):
     def probe(self) -> gpu_probe.Probe:
         if self.name in CPU_EPS:
             return gpu_probe.Probe(device.cpu_class())
-        if self.name in NVIDIA_EPS:
+        if self.name in GPU_EPS and GPU_EPS[self.name].cuda:
             return gpu_probe.cuda_probe(device_id(self.spec.options))
         return gpu_probe.Probe(device.GPU, f"{self.name} does not report its device")
 

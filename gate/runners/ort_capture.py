@@ -16,11 +16,8 @@ from typing import Any
 
 import numpy as np
 
+from gate.config.providers import GPU_EPS
 from gate.fingerprint import Fingerprint, fingerprint
-
-# Where each EP's outputs live (IOBinding's device_type); EPs not listed compute on the host.
-DEVICES = {"CUDAExecutionProvider": "cuda", "TensorrtExecutionProvider": "cuda", "ROCMExecutionProvider": "cuda",
-           "MIGraphXExecutionProvider": "cuda", "DmlExecutionProvider": "dml"}
 
 # An on-device fingerprinter takes a DLPack producer (an OrtValue on its device) and returns its
 # fingerprint, or None when it cannot (the value is then copied to the host).
@@ -38,7 +35,8 @@ def register(device_type: str, fingerprinter: DeviceFingerprinter | None) -> Non
 
 def device_of(provider: str, options: Mapping[str, Any]) -> tuple[str, int]:
     raw = str(options.get("device_id", 0)).strip()
-    return DEVICES.get(provider, "cpu"), int(raw) if raw.isdigit() else 0
+    where = GPU_EPS[provider].io_device if provider in GPU_EPS else "cpu"  # the others compute on the host
+    return where, int(raw) if raw.isdigit() else 0
 
 
 @dataclass

@@ -17,7 +17,7 @@ from dataclasses import replace
 from gate.config import ModelSpec
 from gate.core.layers import is_output
 from gate.core.runs import LayerInfo, ModelRun, ProviderRun
-from gate.core.status import Check, DataDependence, LayerStatus, RowStatus
+from gate.core.status import DATA_DEPENDENT_RULES, Check, DataDependence, LayerStatus, RowStatus
 from gate.core.target import coarsest
 from gate.fingerprint import Difference, Fingerprint, difference
 from gate.formats.baseline import Baseline, Entry
@@ -184,7 +184,7 @@ def runtime_rows(run: ModelRun, prun: ProviderRun, entry: Entry | None, spec: Mo
             if how is not None:
                 row = data_dependent.judged(row, layer, prun.name, pl, spec, prun.precision, how, recorded)
             # allclose on the full tensors says nothing of a set whose members differ at its margins
-            rows.append(_allclose(row, pl.exact, None if row.check in data_dependent.RULES else spec.output_tolerance))
+            rows.append(_allclose(row, pl.exact, None if row.check in DATA_DEPENDENT_RULES else spec.output_tolerance))
     return rows
 
 

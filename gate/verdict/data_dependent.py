@@ -30,8 +30,6 @@ from gate.formats.baseline import Baseline, EntryLayer
 from gate.verdict.structure import Structure
 from gate.verdict.types import Row
 
-RULES = (Check.DETECTIONS, Check.RECORDED, Check.DISTRIBUTION)
-
 
 def _leading_differs(pl: ProviderLayer | None, ref: Fingerprint) -> bool:
     """Another size along the first dimension only: another number of items, each of the same shape."""

@@ -10,11 +10,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from gate.core.status import Check, ComparisonStatus, ModelStatus, Role, TargetStatus
+from gate.core.status import RUNTIME_ERROR_CHECKS, ComparisonStatus, ModelStatus, Role, TargetStatus
 
 from .types import Comparison, ModelVerdict, ProviderVerdict
 
-ERROR_CHECKS = (Check.ERROR_GROWTH, Check.CEILING)
 # A cell's status: one of these, or the ErrorStatus of a model or target that failed.
 CELL_STATUSES = ("ok", "regressed", "fallback", "no-baseline", "skipped", "error")
 
@@ -66,7 +65,7 @@ def cell(m: ModelVerdict, p: ProviderVerdict | None) -> Cell:
         return Cell(m.error.error_status, m.error.message) if m.error else Cell("error")
     if p is None:
         return Cell("skipped", "no result for this provider")
-    errors = [r.value for r in p.rows if r.check in ERROR_CHECKS and r.value is not None]
+    errors = [r.value for r in p.rows if r.check in RUNTIME_ERROR_CHECKS and r.value is not None]
     worst = max(errors) if errors else None
     if p.status == TargetStatus.SKIPPED:
         return Cell("skipped", p.reason)

@@ -14,6 +14,7 @@ from gate.core.fields import Obj
 from gate.core.reuse import Reuse
 from gate.core.runs import RunError
 from gate.core.status import (
+    NOT_AN_ERROR,
     AuditStatus,
     Check,
     DataDependence,
@@ -30,7 +31,6 @@ from gate.verdict.shard import ShardRun
 
 SCHEMA, VERSION = "parity-gate/report", 1
 # Checks whose value is not an error against the reference: a count, a distance between sets.
-NOT_AN_ERROR = (Check.STRUCTURE, Check.DETECTIONS, Check.RECORDED, Check.DISTRIBUTION)
 
 
 @dataclass

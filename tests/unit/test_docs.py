@@ -60,3 +60,28 @@ def test_every_workflow_shown_passes_actionlint(tmp_path, name, block):
     result = subprocess.run([exe, "-config-file", str(tmp_path / "actionlint.yaml"), f"{name}.yml"], cwd=tmp_path,
                             capture_output=True, text=True)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+REPORT_WORDS = ("Verdict", "ModelStatus", "TargetStatus", "RowStatus", "Check", "AuditStatus", "ComparisonStatus",
+                "ErrorStatus", "StepKind", "Role")
+
+
+@pytest.mark.parametrize("name", REPORT_WORDS)
+def test_the_report_format_names_every_word_the_code_writes(name):
+    """docs/formats.md's vocabularies are tested against the code's: each word of each enum a report
+    carries appears there, quoted (a new word without its documentation fails here)."""
+    from gate.core import status
+
+    text = (ROOT / "docs" / "formats.md").read_text()
+    missing = [w.value for w in getattr(status, name) if f"`{w.value}`" not in text and f'"{w.value}"' not in text]
+    assert not missing, f"docs/formats.md does not name {name} words {missing}"
+
+
+def test_every_status_word_has_one_icon():
+    from gate.core.status import AuditStatus, ComparisonStatus, ModelStatus, RowStatus, TargetStatus
+    from gate.render.icons import ICONS
+    from gate.verdict.sweeps import CELL_STATUSES
+
+    words = {w.value for e in (ModelStatus, TargetStatus, RowStatus, ComparisonStatus) for w in e} | \
+        set(CELL_STATUSES) - {"error"} | {AuditStatus.FAIL.value}
+    assert words - {"error"} <= set(ICONS), sorted(words - set(ICONS))

@@ -7,11 +7,11 @@ Only flags recorded on both sides are compared: a torch release that adds a sett
 
 from __future__ import annotations
 
+from gate.core.device import is_gpu_class
 from gate.verdict.hints.context import Context
 from gate.verdict.types import ProviderVerdict
 
 CUDA_ONLY = ("torch.backends.cuda.", "torch.backends.cudnn.")  # no effect on a CPU provider
-GPU_CLASSES = ("gpu", "cuda")
 
 
 def changes(ctx: Context, pv: ProviderVerdict) -> tuple[dict[str, tuple[str, str]], str]:
@@ -23,7 +23,7 @@ def changes(ctx: Context, pv: ProviderVerdict) -> tuple[dict[str, tuple[str, str
         return {}, ""
     before = entry.numerics
     changed = {k: (before[k], v) for k, v in sorted(prun.numerics.items()) if k in before and before[k] != v}
-    on_cpu = not prun.target.device_class.startswith(GPU_CLASSES)
+    on_cpu = not is_gpu_class(prun.target.device_class)
     return changed, "; ".join(f"{flag} {was} -> {now}" + (" (no effect on CPU)" if on_cpu and
                                                            flag.startswith(CUDA_ONLY) else "")
                               for flag, (was, now) in changed.items())

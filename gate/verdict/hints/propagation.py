@@ -6,8 +6,7 @@ from __future__ import annotations
 
 import math
 
-from gate.core.status import Check, Role, RowStatus
-from gate.verdict.data_dependent import RULES
+from gate.core.status import DATA_DEPENDENT_RULES, Check, Role, RowStatus
 from gate.verdict.hints.context import Context, make
 from gate.verdict.types import Hint
 
@@ -33,8 +32,8 @@ def _series(ctx: Context, pv) -> list[tuple[str, float | None, float | None]]:
     out = []
     for name in ctx.order:
         row = rows.get(name)
-        value = None if row is None or row.status == RowStatus.MOVED else row.value if row.check not in RULES else None
-        if row is not None and row.check in (Check.NONFINITE, Check.SHAPE, *RULES) and row.status == RowStatus.FAIL:
+        value = None if row is None or row.status == RowStatus.MOVED else row.value if row.check not in DATA_DEPENDENT_RULES else None
+        if row is not None and row.check in (Check.NONFINITE, Check.SHAPE, *DATA_DEPENDENT_RULES) and row.status == RowStatus.FAIL:
             value = math.inf
         out.append((name, value, None if row is None else row.baseline))
     return out
