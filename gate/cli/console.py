@@ -11,7 +11,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from gate.core.stages import Stages
-from gate.core.status import AuditStatus, ModelStatus, Role, SkipKind, TargetStatus, Verdict
+from gate.core.status import AuditStatus, CellStatus, ModelStatus, Role, SkipKind, TargetStatus, Verdict
 from gate.github.actions import InertLines
 from gate.render.data_dependent_md import dependent_rows
 from gate.render.markdown import promotion_text
@@ -198,7 +198,7 @@ _CELL_STYLE = {"ok": "green", "skipped": "yellow", "no-baseline": "yellow", "fal
 
 
 def cell_text(c: Cell) -> str:
-    if c.status == "skipped":
+    if c.status == CellStatus.SKIPPED:
         return "skipped"
     parts = [c.status] + ([_fmt(c.error)] if c.error is not None else [])
     if c.anchor_error is not None:
@@ -225,7 +225,7 @@ def _render_matrix(mx: SweepMatrix) -> None:
         table.add_row(escape(case), *row)
     console.print(table)
     reasons = sorted({(label, c.reason) for _, cells in mx.cases for label, c in cells.items()
-                      if c.status == "skipped" and c.reason})
+                      if c.status == CellStatus.SKIPPED and c.reason})
     for label, reason in reasons[:10]:
         console.print(f"  [yellow]skipped[/yellow] {escape(label)}: {escape(reason)}", soft_wrap=True)
     for left, c in mx.pairs:

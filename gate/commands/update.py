@@ -23,7 +23,7 @@ from gate.config import Config, ModelSpec, ProviderSpec
 from gate.core.failure import ModelError
 from gate.core.layers import is_output
 from gate.core.runs import ModelRun, RunError
-from gate.core.status import Check, ErrorStatus
+from gate.core.status import Check, ErrorStatus, RunStatus
 from gate.errors import GateError
 from gate.fingerprint import relative_error
 from gate.formats.baseline import Baseline, describe, merge_run, store
@@ -90,7 +90,7 @@ def _ready(run: ModelRun) -> ModelRun:
     if run.error and not run.unexported:
         raise ModelError(run.error.message, run.error.error_status)
     unrun = ErrorStatus.EXPORT_FAIL if run.unexported else None
-    failed = next((p for p in run.providers if p.status == "error" and p.error_status != unrun), None)
+    failed = next((p for p in run.providers if p.status == RunStatus.ERROR and p.error_status != unrun), None)
     if failed is not None:
         # A provider's reason names the model already (its runner's or worker's message).
         raise ModelError(failed.reason or f"model `{run.name}`: {failed.target.provider} failed",

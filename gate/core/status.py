@@ -179,6 +179,17 @@ RUNTIME_ERROR_CHECKS = frozenset({Check.ERROR_GROWTH, Check.CEILING})  # a runti
 NOT_AN_ERROR = DATA_DEPENDENT_RULES | {Check.STRUCTURE}  # a row whose value is no error against the reference
 
 
+class CellStatus(Word):
+    """A sweep cell's status (or, not one of these, the ErrorStatus of a model or target that failed)."""
+
+    OK = "ok"
+    REGRESSED = "regressed"
+    FALLBACK = "fallback"
+    NO_BASELINE = "no-baseline"
+    SKIPPED = "skipped"
+    ERROR = "error"
+
+
 class ComparisonStatus(Word):
     PASS = "pass"
     FAIL = "fail"

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 import onnx
 
 from gate.core.runs import OnnxSite
+from gate.core.status import SiteKind
 
 CallKey = tuple[str, int]  # (module qualified name, 0-based call index)
 _SUFFIX = re.compile(r"^(.*)_(\d+)$")
@@ -201,14 +202,14 @@ def assign(records, calls: dict[CallKey, CallValues], shapes: dict[str, tuple | 
     for key, recs in by_call.items():
         if key[0] == "":
             for index, rec in enumerate(recs):
-                result[rec.name] = OnnxSite("output", output=index)
+                result[rec.name] = OnnxSite(SiteKind.OUTPUT, output=index)
             continue
         if key[0] in ambiguous:
             for rec in recs:
-                result[rec.name] = OnnxSite("absent", reason=AMBIGUOUS)
+                result[rec.name] = OnnxSite(SiteKind.ABSENT, reason=AMBIGUOUS)
             continue
         if key in recorded:
-            absent = OnnxSite("absent", reason=NOT_RETURNED)
+            absent = OnnxSite(SiteKind.ABSENT, reason=NOT_RETURNED)
             matched = {rec.name: outputs.get((key[0], key[1], rec.element), absent) for rec in recs}
         else:
             matched = _by_shape(recs, calls.get(key), shapes)
@@ -221,16 +222,16 @@ def _site(rec, found: OnnxSite | None, cv: CallValues | None, available: set[str
           done: dict[str, OnnxSite]) -> OnnxSite:
     if found is not None and found.kind == "value":
         if not shape_matches(shapes.get(found.value), tuple(rec.fp.shape)):
-            return OnnxSite("absent", reason="the value computing it has another shape in the graph")
-        return OnnxSite("value", found.value) if found.value in available else \
-            OnnxSite("folded", found.value, reason=FOLDED)
+            return OnnxSite(SiteKind.ABSENT, reason="the value computing it has another shape in the graph")
+        return OnnxSite(SiteKind.VALUE, found.value) if found.value in available else \
+            OnnxSite(SiteKind.FOLDED, found.value, reason=FOLDED)
     if rec.alias_of is not None and rec.alias_of in done:
         return done[rec.alias_of]  # the very tensor an earlier layer produced
     if found is not None:
         return found  # absent, with the reason the export gave
     if cv is None or cv.nodes == 0:
-        return OnnxSite("absent", reason="no ONNX node (identity at inference, or folded into constants)")
-    return OnnxSite("absent", reason="no exposed ONNX value matches this output's shape")
+        return OnnxSite(SiteKind.ABSENT, reason="no ONNX node (identity at inference, or folded into constants)")
+    return OnnxSite(SiteKind.ABSENT, reason="no exposed ONNX value matches this output's shape")
 
 
 def _by_shape(recs, cv: CallValues | None, shapes: dict) -> dict[str, OnnxSite]:
@@ -250,10 +251,10 @@ def _by_shape(recs, cv: CallValues | None, shapes: dict) -> dict[str, OnnxSite]:
     for rec in recs:
         values = allowed[rec.name]
         if len(values) == 1 and claims[values[0]] == 1:
-            out[rec.name] = OnnxSite("value", values[0])
+            out[rec.name] = OnnxSite(SiteKind.VALUE, values[0])
         elif values:
             rivals = max(claims[v] for v in values)
-            out[rec.name] = OnnxSite("absent", reason=f"{len(values)} value{'s' if len(values) > 1 else ''} the call "
+            out[rec.name] = OnnxSite(SiteKind.ABSENT, reason=f"{len(values)} value{'s' if len(values) > 1 else ''} the call "
                                      f"exposes {'have' if len(values) > 1 else 'has'} this output's shape"
                                      f"{f' (as {rivals} of its outputs do)' if rivals > 1 else ''}; the export "
                                      "did not record which computes it")
@@ -274,5 +275,5 @@ def fold_batchnorms(records, sites: dict[str, OnnxSite]) -> dict[str, OnnxSite]:
         if (rec.type.startswith("BatchNorm") and site is not None and site.kind == "absent"
                 and prev is not None and prev.kind == "value"):
             out[rec.name] = prev
-            out[before.name] = OnnxSite("folded", prev.value, reason=FUSED)
+            out[before.name] = OnnxSite(SiteKind.FOLDED, prev.value, reason=FUSED)
     return out

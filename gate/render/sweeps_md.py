@@ -6,6 +6,7 @@ summary counts what is not ok; failing cases also get their own section above it
 
 from __future__ import annotations
 
+from gate.core.status import CellStatus
 from gate.render.icons import icon
 from gate.render.text import attr, clip, code, num, plain
 from gate.verdict.sweeps import Cell, SweepMatrix
@@ -15,7 +16,7 @@ MAX_CASES = 400  # rows of one matrix in a comment; the JSON report has them all
 
 def cell_md(c: Cell) -> str:
     mark = icon(c.status, unknown="💥")  # an ErrorStatus: the case failed
-    if c.status == "skipped":
+    if c.status == CellStatus.SKIPPED:
         return f"{mark} {plain(clip(c.reason or 'skipped', 60), 80)}"
     text = f"{mark} {plain(c.status, 20)}" if c.status != "ok" else mark
     if c.error is not None:

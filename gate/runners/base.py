@@ -27,7 +27,7 @@ from gate.core.exact import exact
 from gate.core.failure import ModelError
 from gate.core.layers import is_output
 from gate.core.runs import ModelRun, ProviderLayer, ProviderRun, error_against
-from gate.core.status import ErrorStatus
+from gate.core.status import ErrorStatus, LayerStatus
 from gate.core.target import Target
 from gate.errors import GateError
 
@@ -98,13 +98,13 @@ class Runner(ABC):
         outputs = [x.name for x in self.subject.run.layers if is_output(x.name)]
         for name, actual, want in zip(outputs, arrays, expected, strict=False):
             layer = prun.layers.get(name)
-            if layer is not None and layer.status == "ok":
+            if layer is not None and layer.status == LayerStatus.OK:
                 layer.exact = exact(actual, want, self.subject.output_tolerance)
         dependent = {x.name for x in self.subject.run.layers if x.data_dependent is not None}
         for found in detections.find(zip(outputs, arrays, expected, strict=False), dependent):
             for name in found.members:  # each observed member of a matched group gets its group's facts
                 layer = prun.layers.get(name)
-                if layer is not None and layer.status == "ok":
+                if layer is not None and layer.status == LayerStatus.OK:
                     layer.detections = found
 
     def layers_from(self, prun: ProviderRun, fingerprints: dict[str, Any], missing: str) -> ProviderRun:

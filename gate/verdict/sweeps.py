@@ -10,12 +10,18 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from gate.core.status import RUNTIME_ERROR_CHECKS, ComparisonStatus, ModelStatus, Role, TargetStatus
+from gate.core.status import (
+    RUNTIME_ERROR_CHECKS,
+    CellStatus,
+    ComparisonStatus,
+    ModelStatus,
+    Role,
+    TargetStatus,
+)
 
 from .types import Comparison, ModelVerdict, ProviderVerdict
 
-# A cell's status: one of these, or the ErrorStatus of a model or target that failed.
-CELL_STATUSES = ("ok", "regressed", "fallback", "no-baseline", "skipped", "error")
+CELL_STATUSES = CellStatus.values()  # or the ErrorStatus of a model or target that failed
 
 
 @dataclass
@@ -28,7 +34,7 @@ class Cell:
     anchor_error: float | None = None  # outputs against the sweep's anchor provider, where it has one
 
     def to_dict(self) -> dict[str, Any]:
-        out = {"status": self.status, "reason": self.reason, "error": self.error, "latency_ms": self.latency_ms,
+        out = {"status": self.status, "reason": self.reason, CellStatus.ERROR: self.error, "latency_ms": self.latency_ms,
                "latency_p90_ms": self.latency_p90_ms}
         if self.anchor_error is not None:
             out["anchor_error"] = self.anchor_error
@@ -44,7 +50,7 @@ class SweepMatrix:
 
     @property
     def failing(self) -> list[str]:
-        cells_bad = [case for case, cells in self.cases if any(c.status not in ("ok", "skipped") for c in cells.values())]
+        cells_bad = [case for case, cells in self.cases if any(c.status not in (CellStatus.OK, CellStatus.SKIPPED) for c in cells.values())]
         pairs_bad = [left for left, c in self.pairs if c.status == ComparisonStatus.FAIL and left not in cells_bad]
         return cells_bad + list(dict.fromkeys(pairs_bad))
 
@@ -62,37 +68,37 @@ def column(p: ProviderVerdict) -> str:
 
 def cell(m: ModelVerdict, p: ProviderVerdict | None) -> Cell:
     if m.status == ModelStatus.ERROR and (p is None or p.status != TargetStatus.SKIPPED):
-        return Cell(m.error.error_status, m.error.message) if m.error else Cell("error")
+        return Cell(m.error.error_status, m.error.message) if m.error else Cell(CellStatus.ERROR)
     if p is None:
-        return Cell("skipped", "no result for this provider")
+        return Cell(CellStatus.SKIPPED, "no result for this provider")
     errors = [r.value for r in p.rows if r.check in RUNTIME_ERROR_CHECKS and r.value is not None]
     worst = max(errors) if errors else None
     if p.status == TargetStatus.SKIPPED:
-        return Cell("skipped", p.reason)
+        return Cell(CellStatus.SKIPPED, p.reason)
     if p.status == TargetStatus.ERROR:
-        return Cell(p.error_status or "error", p.reason)
+        return Cell(p.error_status or CellStatus.ERROR, p.reason)
     placement = p.placement or {}
-    status = {TargetStatus.PASS: "ok", TargetStatus.REGRESSED: "regressed",
-              TargetStatus.NO_BASELINE: "no-baseline"}.get(p.status, "error")
+    status = {TargetStatus.PASS: CellStatus.OK, TargetStatus.REGRESSED: CellStatus.REGRESSED,
+              TargetStatus.NO_BASELINE: CellStatus.NO_BASELINE}.get(p.status, CellStatus.ERROR)
     moved = next((r for r in m.providers if r.role == Role.REFERENCE and r.first_regression is not None), None)
-    if status == "ok" and moved is not None:  # the case itself changed: every provider's cell says so
+    if status == CellStatus.OK and moved is not None:  # the case itself changed: every provider's cell says so
         fr = moved.first_regression
-        return Cell("regressed", f"the float64 reference moved at {fr.layer} ({fr.check})", worst, p.latency_ms,
+        return Cell(CellStatus.REGRESSED, f"the float64 reference moved at {fr.layer} ({fr.check})", worst, p.latency_ms,
                     p.latency_p90_ms)
-    if status == "ok" and placement.get("fallback_nodes"):
-        status = "fallback"
+    if status == CellStatus.OK and placement.get("fallback_nodes"):
+        status = CellStatus.FALLBACK
     reason = p.first_regression.message if p.first_regression is not None else None
-    if status == "ok" and m.status == ModelStatus.NO_BASELINE:  # judged against the ceiling only
-        status, reason = "no-baseline", m.message
-    if status == "fallback":
+    if status == CellStatus.OK and m.status == ModelStatus.NO_BASELINE:  # judged against the ceiling only
+        status, reason = CellStatus.NO_BASELINE, m.message
+    if status == CellStatus.FALLBACK:
         reason = f"{len(placement['fallback_nodes'])} node(s) fell back: {', '.join(placement['fallback_ops'][:3])}"
     return Cell(status, reason, worst, p.latency_ms, p.latency_p90_ms)
 
 
 def _anchor(cell: Cell, c: Comparison) -> None:
     cell.anchor_error = c.error
-    if c.status == ComparisonStatus.FAIL and cell.status == "ok":
-        cell.status, cell.reason = "regressed", f"outputs differ from anchor `{c.other}` by {c.error:.3g}"
+    if c.status == ComparisonStatus.FAIL and cell.status == CellStatus.OK:
+        cell.status, cell.reason = CellStatus.REGRESSED, f"outputs differ from anchor `{c.other}` by {c.error:.3g}"
 
 
 def matrices(models: list[ModelVerdict]) -> list[SweepMatrix]:
