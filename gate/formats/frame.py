@@ -30,8 +30,13 @@ UPGRADE = "upgrade with `pip install -U parity-gate`"
 class FileKind:
     noun: str  # "baseline", "result file": how messages name the file
     format: str
-    version: int
+    version: int  # the version this parity-gate writes
     recreate: str  # what to run to write a file of the current version
+    oldest: int = 0  # the oldest version it reads (0: only ``version``); docs/formats.md#versions
+
+    @property
+    def reads(self) -> range:
+        return range(self.oldest or self.version, self.version + 1)
 
 
 def unframe(data: bytes, limits: Limits, kind: FileKind) -> bytes:
@@ -117,7 +122,7 @@ def check_version(raw: bytes, limits: Limits, kind: FileKind) -> None:
         raise Invalid("version", f"expected an integer, got {got}")
     if version > kind.version:
         raise Invalid("", f"written by a newer parity-gate (format version {version:,}); {UPGRADE}")
-    if version < kind.version:
+    if version not in kind.reads:
         raise Invalid("", f"format version {version:,} is no longer supported; {kind.recreate}")
 
 

@@ -24,10 +24,12 @@ from gate.formats.baseline import (
     read_document,
     write_baseline,
 )
+from gate.formats.baseline.schema import OLDEST
 from gate.formats.baseline.testing import make_document
 from tests.conftest import regold
 
-GOLDEN = Path(__file__).resolve().parents[1] / "data" / "good" / "golden-v1.msgpack.zst"
+GOOD = Path(__file__).resolve().parents[1] / "data" / "good"
+GOLDEN = GOOD / f"golden-v{VERSION}.msgpack.zst"
 
 
 def golden_document() -> dict:
@@ -51,7 +53,7 @@ def golden_document() -> dict:
     run_fp = {k: v for k, v in fp.items() if k != "sketch"} | {"dtype": "float32", "max": 1.5000001}
     return {
         "format": "parity-gate/baseline",
-        "version": 1,
+        "version": 2,
         "model": "golden",
         "meta": {
             "parity_gate": "0.1.0",
@@ -112,6 +114,21 @@ def test_golden_payload_and_frame():
     assert data == _level_10_frame(payload)  # level 10 with this libzstd, whichever version it is
     assert encode_baseline(golden_document()) == data  # deterministic within a run
     assert _nan_safe(decode_baseline(golden, "golden")) == _nan_safe(golden_document())
+
+
+def test_every_version_from_the_oldest_reads_and_a_newer_one_says_upgrade():
+    """docs/formats.md#versions: a file of any version this parity-gate reads is read as written (the
+    golden of version 1 was written before version 2 existed); a newer one gets the upgrade message
+    before its keys are looked at, never "unknown key"."""
+    old = decode_baseline((GOOD / "golden-v1.msgpack.zst").read_bytes(), "golden-v1")
+    assert old["version"] == OLDEST == 1
+    assert _nan_safe({**old, "version": VERSION}) == _nan_safe(golden_document())
+    newer = msgpack.packb({**golden_document(), "version": VERSION + 1, "added_later": True})
+    with pytest.raises(FormatError, match=f"newer parity-gate \\(format version {VERSION + 1}\\); upgrade"):
+        decode_baseline(zstandard.ZstdCompressor().compress(newer), "newer")
+    unknown = msgpack.packb({**golden_document(), "added_later": True})  # this version's keys are closed
+    with pytest.raises(FormatError, match="unknown key 'added_later'"):
+        decode_baseline(zstandard.ZstdCompressor(write_content_size=True).compress(unknown), "unknown")
 
 
 def _nan_safe(doc):
@@ -250,7 +267,7 @@ def test_every_nan_is_written_with_one_bit_pattern():
         ),
         (lambda d: d["layers"][0]["fp"].update(min="1"), "layers[0].fp.min: expected a float, got str"),
         (lambda d: d["layers"][0].update(name="\ud800"), "lone surrogate"),
-        (lambda d: d.update(version=2), "version: 2 exceeds the maximum 1"),
+        (lambda d: d.update(version=3), "version: 3 exceeds the maximum 2"),
         (lambda d: d["providers"].update({1: {}}), "providers key: expected a string, got int"),
         (lambda d: d["layers"][0]["fp"].update(max=10**400), "layers[0].fp.max: 1000"),
         (lambda d: d["reference"].update(device="cuda:0" * 10), "reference.device: 'cuda:0cuda:0"),
@@ -314,10 +331,10 @@ def test_directory_symlink_and_fifo_are_format_errors(tmp_path):
 
 def test_version_message_wins_over_schema_errors():
     """A newer file with a different layout still gets the upgrade message."""
-    payload = msgpack.packb({"layers": "whatever", "version": 2, "format": FORMAT, "new_key": [1, 2]})
+    payload = msgpack.packb({"layers": "whatever", "version": 3, "format": FORMAT, "new_key": [1, 2]})
     data = zstandard.ZstdCompressor(level=10).compress(payload)
     with pytest.raises(
-        FormatError, match="written by a newer parity-gate \\(format version 2\\); upgrade with"
+        FormatError, match="written by a newer parity-gate \\(format version 3\\); upgrade with"
     ):
         decode_baseline(data, "x")
 

@@ -113,7 +113,7 @@ def test_a_set_file_round_trips_and_hostile_sets_are_one_line():
 
     assert "is 'act.a', not the case's name" in hostile(lambda d: d["cases"].__setitem__("act.b", case_doc("act.a")))
     assert "cases['act.a'].layers[0].fp" in hostile(lambda d: d["cases"]["act.a"]["layers"][0]["fp"].update(count=3))
-    assert "newer parity-gate" in hostile(lambda d: d.update(version=2))
+    assert "newer parity-gate" in hostile(lambda d: d.update(version=3))
     assert "not a parity-gate baseline set" in hostile(lambda d: d.update(format="parity-gate/baseline"))
 
 

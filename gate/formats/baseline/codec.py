@@ -20,10 +20,10 @@ from ..frame import FileKind, check_version, read_bytes, unframe
 from ..limits import DEFAULT_LIMITS, Limits
 from ..stream import Invalid, StreamReader, quote
 from .document import Baseline
-from .schema import DOCUMENT, FORMAT, VERSION, check_document
+from .schema import DOCUMENT, FORMAT, OLDEST, VERSION, check_document
 
 ZSTD_LEVEL = 10
-KIND = FileKind("baseline", FORMAT, VERSION, "re-create it with `parity-gate update-baseline`")
+KIND = FileKind("baseline", FORMAT, VERSION, "re-create it with `parity-gate update-baseline`", OLDEST)
 
 
 def _parse(raw: bytes, limits: Limits, kind: FileKind = KIND, schema=DOCUMENT, check=check_document) -> dict:

@@ -18,7 +18,9 @@ from ..nodes import I64_MAX, U64_MAX, Array, Bin, Float, Int, NameMap, Nullable,
 from ..stream import Invalid, quote
 
 FORMAT = "parity-gate/baseline"
-VERSION = 1
+# Any change an older reader would refuse bumps VERSION (docs/formats.md#versions); 2 is version 1 with
+# the optional keys added under it, so readers of 1 that meet a file of today say "upgrade".
+VERSION, OLDEST = 2, 1
 
 HEX_SHA256 = re.compile(r"[0-9a-f]{64}\Z")
 DTYPE = re.compile(r"[a-z][a-z0-9_]*\Z")
@@ -187,7 +189,7 @@ DEVICE_ENTRY = Record(
 DOCUMENT = Record(
     [
         ("format", Str(len(FORMAT), choices=(FORMAT,))),
-        ("version", Int(VERSION, VERSION)),
+        ("version", Int(OLDEST, VERSION)),
         ("model", MODEL),
         ("meta", META),
         (
