@@ -1,5 +1,9 @@
 /* State of one fingerprint call, shared by the driver (pgfp.c) and the quantile planner
- * (pgfp_plan.c). */
+ * (pgfp_plan.c). The kernel's files are parts of one native module, built together (_build.py):
+ * the constants and types they share live in pgfp_internal.h and here, and each part calls the
+ * others' entry points (the driver the planner and the path chooser, the path chooser the AVX2
+ * kernels). A drawing that ties files by the names they use sees those ties as a circle; the
+ * headers are the split, and nothing outside gate/fingerprint/ includes them. */
 #ifndef PGFP_CTX_H
 #define PGFP_CTX_H
 
