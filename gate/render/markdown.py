@@ -327,8 +327,8 @@ def mapping_text(m: ModelVerdict) -> str:
     mp = m.mapping
     if not mp:
         return ""
-    return (f"{mp['mapped']} of {mp['layers']} layers have a value in the shipped graph "
-            f"({mp['folded']} folded, {mp['absent']} absent)")
+    return (f"{mp.mapped} of {mp.layers} layers have a value in the shipped graph "
+            f"({mp.folded} folded, {mp.absent} absent)")
 
 
 def promotion_text(m: ModelVerdict) -> str:

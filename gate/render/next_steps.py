@@ -82,7 +82,7 @@ def _runtime_audit(m: ModelVerdict, step: NextStep, s: Style) -> str:
 def _runtime_changed(m: ModelVerdict, step: NextStep, s: Style) -> str:
     hints = f" — see the hints under {s.strong('Diagnosis')}" if any(h.kind != "hints-unavailable" for h in m.hints) \
         else f" — {s.tables}"
-    changed = [f"{s.plain(k, 20)} {s.plain(v.get('baseline'), 40)} → {s.plain(v.get('run'), 40)}"
+    changed = [f"{s.plain(k, 20)} {s.plain(v.baseline, 40)} → {s.plain(v.run, 40)}"
                for k, v in m.versions.items() if k in ("onnxruntime", "onnx")]
     moved = f" ({', '.join(changed)} since the baseline)" if changed else ""
     return f"the PyTorch model is unchanged; the ONNX graph or {_names(step, s)} changed{moved}{hints}."

@@ -95,8 +95,8 @@ def model_notices(m: ModelVerdict) -> list[str]:
     if m.export_fallback:
         items.append(f"ℹ️ {code(m.name)}: export fell back to {plain(m.export_fallback, 200)}.")
     for name, v in list(m.versions.items())[:4]:
-        items.append(f"ℹ️ {code(m.name)} ran with {plain(name, 20)} {plain(v.get('run'), 40)}; its baseline was "
-                     f"recorded with {plain(v.get('baseline'), 40)}.")
+        items.append(f"ℹ️ {code(m.name)} ran with {plain(name, 20)} {plain(v.run, 40)}; its baseline was "
+                     f"recorded with {plain(v.baseline, 40)}.")
     for p in m.providers:
         if p.status == TargetStatus.SKIPPED and p.skip == SkipKind.SWEEP:
             continue  # listed with its reason in the sweep's matrix

@@ -10,6 +10,7 @@ from gate.config import ModelSpec
 from gate.core.runs import ModelRun
 from gate.core.status import AuditStatus, Check, SiteKind
 from gate.formats.baseline import Baseline
+from gate.verdict.notes import LayerMapping
 from gate.verdict.types import Audit
 
 
@@ -51,11 +52,12 @@ def training_mode(run: ModelRun) -> list[Audit]:
                   "in the factory, or fix the modules", layer=training["changed_at"])]
 
 
-def mapping(run: ModelRun) -> dict:
+def mapping(run: ModelRun) -> LayerMapping | None:
     """How many reference layers the shipped graph has a value for, and why the others have none."""
     kinds = Counter(site.kind for site in run.onnx_map.values())
     why = Counter(site.reason for site in run.onnx_map.values() if site.kind in (SiteKind.FOLDED, SiteKind.ABSENT))
     if not run.onnx_map:
-        return {}
-    return {"layers": len(run.layers), "mapped": kinds["value"] + kinds["output"], "folded": kinds["folded"],
-            "absent": kinds["absent"], "reasons": dict(why.most_common(10))}
+        return None
+    mapped = kinds[SiteKind.VALUE] + kinds[SiteKind.OUTPUT]
+    return LayerMapping(len(run.layers), mapped, kinds[SiteKind.FOLDED], kinds[SiteKind.ABSENT],
+                        {str(k): n for k, n in why.most_common(10)})

@@ -1,5 +1,6 @@
-"""What a verdict carries beside its rows: a sweep's output comparisons and the root-cause hints,
-each with its JSON codec (``gate.verdict.types`` holds them in ``ModelVerdict``)."""
+"""What a verdict carries beside its rows: how many layers the shipped graph shows, the runtimes whose
+release changed, a sweep's output comparisons and the root-cause hints, each with its JSON codec
+(``gate.verdict.types`` holds them in ``ModelVerdict``)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,48 @@ from typing import Any
 
 from gate.core.fields import Obj
 from gate.core.status import Check, ComparisonStatus
+
+
+@dataclass(frozen=True)
+class LayerMapping:
+    """How many reference layers the shipped graph has a value for, and why the others have none."""
+
+    layers: int
+    mapped: int
+    folded: int
+    absent: int
+    reasons: dict[str, int]  # why a layer is folded or absent -> how many (the 10 most common)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"layers": self.layers, "mapped": self.mapped, "folded": self.folded, "absent": self.absent,
+                "reasons": dict(self.reasons)}
+
+    @classmethod
+    def from_dict(cls, o: Obj) -> LayerMapping:
+        counts = {}
+        for key in ("layers", "mapped", "folded", "absent"):
+            if key not in o.data:
+                o.fail(key, "expected a count, got nothing (missing)")
+            value = o.int(key)
+            if value is None or value < 0:
+                o.fail(key, f"expected a count, got {'null' if value is None else value}")
+            counts[key] = value
+        return cls(reasons=o.counts("reasons"), **counts)
+
+
+@dataclass(frozen=True)
+class VersionChange:
+    """A runtime's release in the baseline and in this run, where they differ."""
+
+    baseline: str
+    run: str
+
+    def to_dict(self) -> dict[str, str]:
+        return {"baseline": self.baseline, "run": self.run}
+
+    @classmethod
+    def from_dict(cls, o: Obj) -> VersionChange:
+        return cls(o.str("baseline"), o.str("run"))
 
 
 @dataclass

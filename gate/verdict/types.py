@@ -26,7 +26,7 @@ from gate.core.status import (
     TargetStatus,
     Verdict,
 )
-from gate.verdict.notes import Comparison, Hint
+from gate.verdict.notes import Comparison, Hint, LayerMapping, VersionChange
 from gate.verdict.shard import ShardRun
 
 SCHEMA, VERSION = "parity-gate/report", 1
@@ -237,9 +237,9 @@ class ModelVerdict:
     promoted: dict[str, int] = field(default_factory=dict)
     below_float64: dict[str, str] = field(default_factory=dict)
     audits: list[Audit] = field(default_factory=list)  # of the model and its export, beside the targets'
-    mapping: dict[str, Any] = field(default_factory=dict)  # how many layers the shipped graph lets us see
-    # Runtimes whose version differs from the baseline's: {"onnxruntime": {"baseline": v0, "run": v1}}.
-    versions: dict[str, dict[str, str]] = field(default_factory=dict)
+    mapping: LayerMapping | None = None  # how many layers the shipped graph lets us see
+    # The runtimes whose release differs from the baseline's.
+    versions: dict[str, VersionChange] = field(default_factory=dict)
     sweep: str | None = None  # the sweep this model is a case of
     comparisons: list[Comparison] = field(default_factory=list)  # the sweep's pairs and anchor
     update_command: str | None = None  # the command that re-creates this model's baseline
@@ -265,7 +265,7 @@ class ModelVerdict:
     def to_dict(self) -> dict[str, Any]:
         out = self._to_dict()
         if self.versions:  # absent when nothing differs: such reports keep their bytes
-            out["versions"] = self.versions
+            out["versions"] = {k: v.to_dict() for k, v in self.versions.items()}
         if self.sweep:
             out["sweep"] = self.sweep
         if self.comparisons:
@@ -290,7 +290,8 @@ class ModelVerdict:
                 "layers": self.layers,
                 "first_regression": None if self.first_regression is None else self.first_regression.to_dict(),
                 "providers": [p.to_dict() for p in self.providers], "message": self.message,
-                "audits": [a.to_dict() for a in self.audits], "mapping": self.mapping,
+                "audits": [a.to_dict() for a in self.audits],
+                "mapping": self.mapping.to_dict() if self.mapping else {},
                 "hints": [h.to_dict() for h in self.hints]}
 
     @classmethod
@@ -307,32 +308,26 @@ class ModelVerdict:
                    first_regression=o.opt_obj("first_regression", Regression.from_dict),
                    providers=o.objs("providers", ProviderVerdict.from_dict), message=o.opt_str("message"),
                    hints=o.objs("hints", Hint.from_dict), promoted=promoted, below_float64=below,
-                   audits=o.objs("audits", Audit.from_dict), mapping=o.opt_obj("mapping", _mapping) or {},
+                   audits=o.objs("audits", Audit.from_dict), mapping=o.opt_obj("mapping", _mapping),
                    versions=o.opt_obj("versions", _versions) or {}, sweep=o.opt_str("sweep"),
                    comparisons=o.objs("comparisons", Comparison.from_dict),
                    update_command=o.opt_str("update_command"), reuse=o.opt_obj("reuse", Reuse.from_dict),
                    unrecorded=o.strs("unrecorded")[:64])
 
 
-MAPPING_COUNTS = ("layers", "mapped", "folded", "absent")
-
-
-def _mapping(o: Obj) -> dict[str, Any]:
+def _mapping(o: Obj) -> LayerMapping | None:
     """How many layers the shipped graph lets us see: nothing, or every count the comment prints."""
-    if not o.data:
-        return {}
-    for key in MAPPING_COUNTS:
-        if key not in o.data:
-            o.fail(key, "expected a count, got nothing (missing)")
-        value = o.int(key)
-        if value is None or value < 0:
-            o.fail(key, f"expected a count, got {'null' if value is None else value}")
-    return {**{k: o.data[k] for k in MAPPING_COUNTS}, "reasons": o.counts("reasons")}
+    return LayerMapping.from_dict(o) if o.data else None
 
 
-def _versions(o: Obj) -> dict[str, dict[str, str]]:
-    return {str(k)[:40]: o.opt_obj(k, lambda v: {"baseline": v.str("baseline"), "run": v.str("run")})
-            for k in list(o.data)[:8] if o.data.get(k) is not None}
+def _versions(o: Obj) -> dict[str, VersionChange]:
+    out = {}
+    for k in list(o.data)[:8]:
+        if o.data.get(k) is not None:
+            change = o.opt_obj(k, VersionChange.from_dict)
+            if change is not None:
+                out[str(k)[:40]] = change
+    return out
 
 
 @dataclass

@@ -8,19 +8,20 @@ version before the model.
 from __future__ import annotations
 
 from gate.core.runs import Meta
+from gate.verdict.notes import VersionChange
 
 RUNTIMES = ("torch", "onnxruntime", "onnx", "onnxscript")
 
 
-def version_changes(baseline: Meta | None, run: Meta) -> dict[str, dict[str, str]]:
-    """``{package: {"baseline": v0, "run": v1}}`` for each runtime both recorded, where they differ."""
+def version_changes(baseline: Meta | None, run: Meta) -> dict[str, VersionChange]:
+    """The change of each runtime both recorded, where its release differs."""
     if baseline is None:
         return {}
     out = {}
     for name in RUNTIMES:
         before, now = getattr(baseline, name), getattr(run, name)
         if before and now and _release(before) != _release(now):
-            out[name] = {"baseline": before, "run": now}
+            out[name] = VersionChange(before, now)
     return out
 
 
