@@ -37,6 +37,11 @@ class LayerMapping:
             counts[key] = value
         return cls(reasons=o.counts("reasons"), **counts)
 
+    @classmethod
+    def read(cls, o: Obj) -> LayerMapping | None:
+        """Nothing (an empty object: no layer map), or every count the comment prints."""
+        return cls.from_dict(o) if o.data else None
+
 
 @dataclass(frozen=True)
 class VersionChange:
@@ -51,6 +56,16 @@ class VersionChange:
     @classmethod
     def from_dict(cls, o: Obj) -> VersionChange:
         return cls(o.str("baseline"), o.str("run"))
+
+    @classmethod
+    def read_all(cls, o: Obj) -> dict[str, VersionChange]:
+        """``{package: change}``, at most 8 packages, each name cut to 40 characters."""
+        out = {}
+        for k in list(o.data)[:8]:
+            change = o.opt_obj(k, cls.from_dict) if o.data.get(k) is not None else None
+            if change is not None:
+                out[str(k)[:40]] = change
+        return out
 
 
 @dataclass

@@ -308,26 +308,11 @@ class ModelVerdict:
                    first_regression=o.opt_obj("first_regression", Regression.from_dict),
                    providers=o.objs("providers", ProviderVerdict.from_dict), message=o.opt_str("message"),
                    hints=o.objs("hints", Hint.from_dict), promoted=promoted, below_float64=below,
-                   audits=o.objs("audits", Audit.from_dict), mapping=o.opt_obj("mapping", _mapping),
-                   versions=o.opt_obj("versions", _versions) or {}, sweep=o.opt_str("sweep"),
+                   audits=o.objs("audits", Audit.from_dict), mapping=o.opt_obj("mapping", LayerMapping.read),
+                   versions=o.opt_obj("versions", VersionChange.read_all) or {}, sweep=o.opt_str("sweep"),
                    comparisons=o.objs("comparisons", Comparison.from_dict),
                    update_command=o.opt_str("update_command"), reuse=o.opt_obj("reuse", Reuse.from_dict),
                    unrecorded=o.strs("unrecorded")[:64])
-
-
-def _mapping(o: Obj) -> LayerMapping | None:
-    """How many layers the shipped graph lets us see: nothing, or every count the comment prints."""
-    return LayerMapping.from_dict(o) if o.data else None
-
-
-def _versions(o: Obj) -> dict[str, VersionChange]:
-    out = {}
-    for k in list(o.data)[:8]:
-        if o.data.get(k) is not None:
-            change = o.opt_obj(k, VersionChange.from_dict)
-            if change is not None:
-                out[str(k)[:40]] = change
-    return out
 
 
 @dataclass
