@@ -8,9 +8,9 @@ import pytest
 
 from gate.core.runs import Meta
 from gate.errors import FormatError
+from gate.verdict.notes import VersionChange
 from gate.verdict.report_file import parse_report
 from gate.verdict.types import ModelVerdict, Report
-from gate.verdict.notes import VersionChange
 from gate.verdict.versions import version_changes
 
 
