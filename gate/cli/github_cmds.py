@@ -16,8 +16,10 @@ from gate.github.actions import command, log_safe
 from gate.github.approval import DEFAULT_LABEL
 from gate.github.changes import Named
 from gate.github.commit_status import DEFAULT_CONTEXT
+from gate.github.publish import Outcome
 from gate.render import headline_text
 from gate.verdict.report_file import load_report
+from gate.verdict.types import Report
 
 When = Enum("When", {w.replace("-", "_"): w for w in WHEN}, type=str)
 FailOn = Enum("FailOn", {f: f for f in FAIL_ON}, type=str)
@@ -80,10 +82,16 @@ def comment(
     except GateError as e:
         say(f"error: {e}", err=True)
         raise typer.Exit(e.exit_code) from None
+    _tell(out, data, env.in_actions, approval_label)
+    raise typer.Exit(out.exit_code)
+
+
+def _tell(out: Outcome, data: Report, in_actions: bool, approval_label: str) -> None:
+    """What ``comment`` did, on the log: workflow commands where it runs in Actions, plain lines elsewhere."""
     for line in out.lines:  # workflow commands, their text escaped where they were made
         typer.echo(line)
     c = out.comment
-    if c.action == "skipped" and env.in_actions:
+    if c.action == "skipped" and in_actions:
         typer.echo(command("notice", f"parity-gate: PR comment not written: {c.reason}"))
     elif c.action == "skipped":
         say(f"parity-gate: PR comment not written: {c.reason}")
@@ -92,7 +100,7 @@ def comment(
     st = out.status
     if st is not None and st.posted:
         say(f"parity-gate: commit status {st.context} set to {st.state} on {st.sha[:12]}")
-    elif st is not None and env.in_actions:
+    elif st is not None and in_actions:
         typer.echo(command("warning", f"parity-gate: commit status {st.context} not set: {st.reason}"))
     elif st is not None:
         say(f"parity-gate: commit status {st.context} not set: {st.reason}")
@@ -100,7 +108,6 @@ def comment(
         say(f"BLOCKED | this pull request changes {', '.join(out.changes.kinds)}; someone with write access approves "
             f"this commit in a review, or adds the label {approval_label} after its last push ({out.approval.how})")
     say(f"{'PASSED' if out.verdict == 'pass' else 'FAILED'} | {headline_text(out.report or data)}")
-    raise typer.Exit(out.exit_code)
 
 
 def say(line: str, err: bool = False) -> None:
