@@ -51,6 +51,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from measure import RECIPE_RUN, host, measured, pairs, stage_seconds  # noqa: E402 - the process-tree sampler every benchmark uses
 
+from gate.commands.beside import BESIDE  # noqa: E402 - the reference's note where it ran beside the export
 from gate.runners import heap as heap_tunables  # noqa: E402 - the worker's heap settings, named in one place
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -246,7 +247,8 @@ def run_model(model: str, repeat: int, today: Path | None, work: Path, heap: boo
 def _path(reuse: dict) -> str:
     """The path a check took: each stage's state (``hit``: taken under its key), and why the
     reference ran where it did."""
-    stages = ", ".join(f"{s['stage']} {s['state']}" for s in reuse.get("stages", []))
+    stages = ", ".join(f"{s['stage']} {s['state']}" + (" beside the export" * (s.get("note") == BESIDE))
+                       for s in reuse.get("stages", []))
     return stages + (f" (reference: {reuse['why']})" if reuse.get("why") else "")
 
 

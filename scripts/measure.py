@@ -2,7 +2,8 @@
 
 - `measured(argv)`: one command in a fresh process: its wall time and the peak memory of its whole
   process tree (the command and everything it starts, e.g. the gate's ONNX Runtime worker), RSS
-  summed over the tree and sampled every 50 ms.
+  summed over the tree and sampled every 50 ms; PSS while a fork shares pages with its parent (the
+  gate's float64 reference beside the export), so that no page counts twice.
 - `pairs(n, sides)`: the order of each side within round i (alternating, so neither side always
   runs first on a warm or a cold cache); `Spread`: the median of n paired ratios and their range.
 - `host()`: the line every benchmark prints first: CPU model, CPUs, load average, versions, date.
@@ -40,21 +41,55 @@ RECIPE_RUN = textwrap.dedent("""
 """)
 
 
-def tree_rss(pid: int) -> int:
-    """RSS bytes of ``pid`` and all its descendants (Linux /proc); a process that ends while it is
-    read counts for what was read. Pages of a shared library count once per process that maps it."""
-    total, todo = 0, [pid]
-    page = os.sysconf("SC_PAGE_SIZE")
+def _tree(pid: int) -> list[int]:
+    """``pid`` and all its descendants (Linux /proc)."""
+    found, todo = [], [pid]
     while todo:
         p = todo.pop()
+        found.append(p)
         try:
-            with open(f"/proc/{p}/statm") as f:
-                total += int(f.read().split()[1]) * page
             for task in os.listdir(f"/proc/{p}/task"):
                 with open(f"/proc/{p}/task/{task}/children") as f:
                     todo.extend(int(c) for c in f.read().split())
         except (OSError, ValueError):
             continue
+    return found
+
+
+def _read(path: str) -> bytes:
+    try:
+        with open(path, "rb") as f:
+            return f.read()
+    except OSError:
+        return b""
+
+
+def _forked(pids: list[int]) -> bool:
+    """Whether a process of the tree is a fork of another that has not exec'd (the same command
+    line): the two share pages copy-on-write, which RSS counts once in each."""
+    lines = [_read(f"/proc/{p}/cmdline") for p in pids]
+    return len(set(lines)) < len(lines)
+
+
+def _pss(pid: int) -> int:
+    for line in _read(f"/proc/{pid}/smaps_rollup").splitlines():
+        if line.startswith(b"Pss:"):
+            return int(line.split()[1]) * 1024
+    return 0
+
+
+def tree_rss(pid: int) -> int:
+    """Bytes held by ``pid`` and all its descendants: the sum of their RSS, or, while one of them is
+    a fork sharing pages with another, of their PSS (a shared page counts once in all). A process
+    that ends while it is read counts for what was read. Pages of a shared library count once per
+    process that maps it."""
+    pids = _tree(pid)
+    if len(pids) > 1 and _forked(pids):
+        return sum(_pss(p) for p in pids)
+    page, total = os.sysconf("SC_PAGE_SIZE"), 0
+    for p in pids:
+        raw = _read(f"/proc/{p}/statm").split()
+        total += int(raw[1]) * page if len(raw) > 1 else 0
     return total
 
 

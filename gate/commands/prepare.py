@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from gate import fingerprint
+from gate.commands import beside
 from gate.commands.stages import Plan
 from gate.config import Config, ModelSpec
 from gate.core import device
@@ -225,44 +226,63 @@ def prepare(config: Config, spec: ModelSpec, progress: Progress = lambda _: None
         return Prepared(run, built, None, built.arrays)
     if plan is not None:
         plan.start(config, built, run, progress)
-    shipped = _ship(config, built, run, cache, plan, progress)
-    if plan is not None:
-        plan.release()  # the transform has read the exported graph: its files may now be stored
-    run.meta.weights_digest = built.weights_digest  # hashed while the export ran
-    run.meta.tensor_digests = built.tensor_digests
-    graph = None
-    if isinstance(shipped, ModelError):
-        run.error = RunError.of(shipped)
-    else:
-        graph = shipped
-        _record_graph(run, spec, graph)
-    probe = plan.probe if plan is not None else None
-    if plan is not None and plan.reference:
-        progress(f"{spec.name}: float64 reference from the baseline (its key unchanged)")
-        outputs, records = plan.reused_reference(run), plan.probe.records if plan.probe is not None else []
-    else:
-        reference = _reference(built, run, graph, plan, progress)
-        if reference is None:
-            return Prepared(run, built, None, built.arrays)
-        outputs, records = reference
-    if graph is not None:
-        run.meta.graph_digest = graph.digest.result()  # hashed while the reference ran
-        run.onnx_map = graph.layer_map(records)
+    with beside.stopped_on_error(_beside(built, cache, plan)) as child:
+        shipped = _ship(config, built, run, cache, plan, progress)
         if plan is not None:
-            plan.shipped(run, run.meta.graph_digest)
+            plan.release()  # the transform has read the exported graph: its files may now be stored
+        run.meta.weights_digest = built.weights_digest  # hashed while the export ran
+        run.meta.tensor_digests = built.tensor_digests
+        graph = None
+        if isinstance(shipped, ModelError):
+            run.error = RunError.of(shipped)
+        else:
+            graph = shipped
+            _record_graph(run, spec, graph)
+        probe = plan.probe if plan is not None else None
+        if plan is not None and plan.reference:
+            progress(f"{spec.name}: float64 reference from the baseline (its key unchanged)")
+            outputs = plan.reused_reference(run)
+            records = plan.probe.records if plan.probe is not None else []
+        else:
+            reference = _reference(built, run, graph, plan, progress, child)
+            if reference is None:
+                return Prepared(run, built, None, built.arrays)
+            outputs, records = reference
+        if graph is not None:
+            run.meta.graph_digest = graph.digest.result()  # hashed while the reference ran
+            run.onnx_map = graph.layer_map(records)
+            if plan is not None:
+                plan.shipped(run, run.meta.graph_digest)
     return Prepared(run, built, graph.path if graph is not None else None, built.arrays, outputs, graph, probe)
 
 
+def _beside(built: BuiltModel, cache: Cache, plan: Plan | None) -> beside.Beside | None:
+    """The reference started beside the export (``gate.commands.beside``), where this case computes
+    both here: its reference is not the baseline's, and its export is not shared or read."""
+    spec = built.spec
+    if (plan is not None and plan.reference) or spec.export_key in cache.exports or spec.artifact is not None:
+        return None
+    probe = plan.probe if plan is not None else None
+    return beside.start(built, len(probe.records) if probe is not None else None)
+
+
 def _reference(built: BuiltModel, run: ModelRun, graph: Graph | None, plan: Plan | None,
-               progress: Progress) -> tuple[list[np.ndarray], list] | None:
-    """The float64 reference stage run here: its outputs and records onto ``run``; None when the
-    model failed in it (``run.error`` says how)."""
+               progress: Progress, child: beside.Beside | None = None
+               ) -> tuple[list[np.ndarray], list] | None:
+    """The float64 reference stage: from the child that ran it beside the export, else run here;
+    its outputs and records onto ``run``; None when the model failed in it (``run.error`` says how)."""
     from gate.runners.reference import compare_as_given, run_reference
 
     spec = built.spec
-    progress(f"{spec.name}: float64 reference on torch-cpu")
+    ref = None
+    if child is not None:
+        progress(f"{spec.name}: float64 reference on torch-cpu, {beside.BESIDE}")
+        ref = beside.take(child)
+    where = beside.BESIDE if ref is not None else None
+    if ref is None:
+        progress(f"{spec.name}: float64 reference on torch-cpu")
     try:
-        ref = run_reference(built, progress, spec.reference_promotion)
+        ref = ref or run_reference(built, progress, spec.reference_promotion)
     except ModelError as exc:
         run.error = RunError.of(exc)
         return None
@@ -278,5 +298,5 @@ def _reference(built: BuiltModel, run: ModelRun, graph: Graph | None, plan: Plan
         progress(f"{spec.name}: the model as given (modules left in training mode)")
         run.meta.training = compare_as_given(built, ref, spec.reference_promotion)
     if plan is not None:
-        plan.computed_reference(run, ref.outputs, spec.tolerance.reference)
+        plan.computed_reference(run, ref.outputs, spec.tolerance.reference, where)
     return ref.outputs, ref.records

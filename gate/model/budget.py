@@ -34,6 +34,18 @@ def machine_mb() -> int | None:
         return None
 
 
+def available_mb() -> int | None:
+    """Memory available to start something now (Linux ``MemAvailable``); None where it cannot be read."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024 // MB
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
 def weight_bytes(spec: ModelSpec, root: Path) -> int | None:
     """Bytes of the model's parameters and buffers, from a build on the meta device; None when the
     factory cannot build there (it then builds for real, and nothing is known in advance), when it has

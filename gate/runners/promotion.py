@@ -47,6 +47,10 @@ class Notes:
         self.below[where] = coarsest(self.below.get(where, "float64"), dtype)
         self.reached = coarsest(self.reached, dtype)
 
+    def __reduce__(self) -> tuple[type[Notes], tuple[dict[str, int], dict[str, str], str]]:
+        # To another process (``gate.runners.forked``): the shapes watch tensors there.
+        return (Notes, (self.promoted, self.below, self.reached))
+
 
 def _promote_args(args: tuple) -> tuple[tuple, bool]:
     out, changed = [], False

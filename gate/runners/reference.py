@@ -42,14 +42,16 @@ def as_float64(module: torch.nn.Module, inputs: tuple[torch.Tensor, ...]):
 
 
 
-def _capture(module: torch.nn.Module, inputs, promote: bool,
-             detail: Callable[[str], None] | None = None) -> tuple[list[LayerOutput], Notes, list[np.ndarray]]:
+def _capture(module: torch.nn.Module, inputs, promote: bool, detail: Callable[[str], None] | None = None,
+             tick: Callable[[], None] | None = None) -> tuple[list[LayerOutput], Notes, list[np.ndarray]]:
     notes = Notes()
     last = [time.perf_counter()]
 
     def stamp(record: LayerOutput, tensor: torch.Tensor) -> None:
         record.reached = notes.reached  # the coarsest precision computed up to this layer
         record.data_dependent = notes.shapes.holds(tensor)
+        if tick is not None:
+            tick()
         if detail is not None and time.perf_counter() - last[0] >= DETAIL_EVERY_S:
             last[0] = time.perf_counter()
             detail(f"{DETAIL}{record.name}")
@@ -67,8 +69,8 @@ def own_apply(module: torch.nn.Module) -> str | None:
     return next((type(m).__name__ for m in module.modules() if type(m)._apply is not torch.nn.Module._apply), None)
 
 
-def _float64(built: BuiltModel, promote: bool,
-             detail: Callable[[str], None]) -> tuple[list[LayerOutput], Notes, list[np.ndarray]]:
+def _float64(built: BuiltModel, promote: bool, detail: Callable[[str], None],
+             tick: Callable[[], None] | None) -> tuple[list[LayerOutput], Notes, list[np.ndarray]]:
     """The float64 run: each module widened as it runs (no second copy of the model), which is
     exactly ``.double()`` unless the model defines its own ``_apply``. Such a model, and one where
     widening cannot work (code that reads another module's weights outside its call), runs on a
@@ -77,19 +79,21 @@ def _float64(built: BuiltModel, promote: bool,
     if own_apply(built.module) is None:
         try:
             with float64_weights(built.module):
-                return _capture(built.module, inputs, promote, detail)
+                return _capture(built.module, inputs, promote, detail, tick)
         except Exception:  # noqa: BLE001 - mixed dtypes from weights read across modules: use the copy
             built.restore()  # what the failed run cached goes before the copy
     module, inputs = as_float64(built.module, built.inputs)
-    return _capture(module, inputs, promote, detail)
+    return _capture(module, inputs, promote, detail, tick)
 
 
-def run_reference(built: BuiltModel, progress: Callable[[str], None], promote: bool = True) -> Reference:
-    """The reference's layers in execution order, with what promotion did and could not do."""
+def run_reference(built: BuiltModel, progress: Callable[[str], None], promote: bool = True,
+                  tick: Callable[[], None] | None = None) -> Reference:
+    """The reference's layers in execution order, with what promotion did and could not do
+    (``tick``: called once per layer recorded in float64, for a parent that counts them)."""
     name = built.spec.name
     try:
         with built.fresh():
-            records, notes, outputs = _float64(built, promote, progress)
+            records, notes, outputs = _float64(built, promote, progress, tick)
         # The backward pass needs float64 parameters of its own: a copy, only with `gradients = true`.
         with built.fresh():
             grads = gradients(*as_float64(built.module, built.inputs), built.spec.seed) if built.spec.gradients else []

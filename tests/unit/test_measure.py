@@ -52,3 +52,17 @@ def test_a_ratio_is_the_median_of_the_rounds_with_their_range():
     assert spread.fmt() == "1.20x (1.10-1.30, 3 pairs)"
     assert measure.Spread((1.5,)).fmt() == "1.50x (1 run)"
     assert measure.Spread((-12.1, 1.3, 23.7)).fmt(1, "%") == "1.3% (-12.1 to 23.7, 3 pairs)"
+
+
+# The parent holds 200 MiB and forks: the child shares those pages for a second, writes none of them.
+FORKED = (
+    "import os, time; held = bytearray(200 << 20); held[::4096] = b'\\x01' * (50 << 10); pid = os.fork()\n"
+    "if pid == 0:\n    time.sleep(1); os._exit(0)\n"
+    "os.waitpid(pid, 0)"
+)
+
+
+def test_pages_a_fork_shares_with_its_parent_count_once(tmp_path):
+    run = measure.measured([sys.executable, "-c", FORKED], tmp_path, ok=(0,))
+    # RSS summed would count the 200 MiB twice (400+ MiB) while the child lives
+    assert 200 * MB <= run.peak_bytes < 300 * MB, run.peak_mib

@@ -1,0 +1,116 @@
+"""The float64 reference beside the export: when it runs in a forked child (``gate.runners.forked``)
+while the parent exports, and whether the parent waits for it or runs it itself.
+
+The export is mostly one thread of Python; the reference is torch kernels. On two cores the child
+(one thread) fits inside the export for most models, so the reference costs the wall nothing. Where
+it is the longer of the two (long sequences: the float64 forward outgrows the export), the parent
+stops it at the end of the export and runs it with all its threads, unless what is left of it is
+shorter than that. Every rule is here; ``prepare`` asks.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from gate.model.build import BuiltModel
+    from gate.runners.forked import Forked
+    from gate.runners.reference import Reference
+
+BESIDE = "beside the export, in a forked child"  # the reference stage's note where it ran so
+SERIAL_ENV = "PARITY_GATE_SERIAL"  # set (1): every stage in one process, one after another
+# What the child may add beside the export, per byte of float32 weights: a float64 copy (the
+# reference's fallback for models with their own ``_apply``) and the export's own copies.
+BESIDE_COPIES = 3.0
+# The speed-up of the parent's threads over the child's one, per thread, on the reference's kernels.
+THREAD_GAIN = 0.8
+
+
+@dataclass(frozen=True)
+class Beside:
+    """A reference running in a child, with the layer count it will reach (None: not known)."""
+
+    child: Forked[Reference]
+    layers: int | None
+
+
+def start(built: BuiltModel, layers: int | None) -> Beside | None:
+    """The reference started in a child, where it may run beside the export; None where not."""
+    from gate.runners import forked
+    from gate.runners.reference import run_reference
+
+    if os.environ.get(SERIAL_ENV, "").strip() not in ("", "0") or not forked.available() or _cpus() < 2:
+        return None
+    if not _fits(built):
+        return None
+    promote = built.spec.reference_promotion
+
+    def reference(tick: Callable[[], None]) -> Reference:
+        ref = run_reference(built, lambda _: None, promote, tick)
+        if ref.dtype != "float64":  # the fallback says so on the parent's console: it runs there
+            raise RuntimeError("float32 fallback")
+        return ref
+
+    return Beside(forked.Forked(reference), layers)
+
+
+@contextlib.contextmanager
+def stopped_on_error(beside: Beside | None) -> Iterator[Beside | None]:
+    """A block that takes the child's reference: an exception out of it (the export's bug, an
+    interrupt) ends the child too."""
+    try:
+        yield beside
+    except BaseException:
+        if beside is not None:
+            beside.child.stop()
+        raise
+
+
+def take(beside: Beside) -> Reference | None:
+    """After the export: the child's reference, waited for while that is shorter than running it
+    here, with this process's threads, from the start; else None (the child is stopped, the caller
+    runs it)."""
+    from gate.runners import forked
+
+    child = beside.child
+    elapsed = time.perf_counter() - child.started
+    if child.running and not _worth_waiting(child.done, beside.layers, elapsed, forked.threads()):
+        child.stop()
+        return None
+    return child.result()
+
+
+def _worth_waiting(done: int, layers: int | None, elapsed: float, threads: int) -> bool:
+    """Whether the child's remaining time, at its pace so far, is below a run here from scratch."""
+    if layers is None:
+        return True  # no count to judge by: what the child has done is not thrown away
+    if done <= 0 or layers <= 0:
+        return False
+    share = min(done / layers, 1.0)
+    left = elapsed * (1 - share) / share
+    here = elapsed / share / max(1.0, THREAD_GAIN * threads)
+    return left <= here
+
+
+def _cpus() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not Linux
+        return os.cpu_count() or 1
+
+
+def _fits(built: BuiltModel) -> bool:
+    """Whether the memory available now holds what the child may add beside the export."""
+    from gate.model import budget
+
+    available = budget.available_mb()
+    if available is None:
+        return False
+    weights = sum(t.numel() * t.element_size() for t in {id(t): t for t in
+                  [*built.module.parameters(), *built.module.buffers()]}.values())
+    return available >= budget.FIXED_MB + BESIDE_COPIES * weights / budget.MB

@@ -1,0 +1,40 @@
+"""Models for tests/e2e/test_beside.py: the float64 reference runs in a forked child beside the
+export, and these make that child fail, stall or fall back."""
+
+from __future__ import annotations
+
+import os
+import time
+
+import torch
+from torch import nn
+
+PARENT = os.getpid()  # the gate's process: a forked child has another pid and the same module state
+
+
+class Net(nn.Module):
+    def __init__(self, how: str = ""):
+        super().__init__()
+        self.how = how
+        self.conv = nn.Conv2d(3, 8, 3, padding=1)
+        self.fc = nn.Linear(8, 4)
+
+    def forward(self, x):
+        h = torch.relu(self.conv(x)).mean(dim=(2, 3))
+        if x.dtype == torch.float64 and self.how == "no-float64":  # a kernel with no float64 variant
+            raise RuntimeError("this model has no float64 kernel")
+        if x.dtype == torch.float64 and self.how == "stalls-beside" and os.getpid() != PARENT:
+            time.sleep(600)  # only where it runs beside the export: the parent must not wait for it
+        return self.fc(h)
+
+
+def plain() -> nn.Module:
+    return Net()
+
+
+def no_float64() -> nn.Module:
+    return Net("no-float64")
+
+
+def stalls_beside() -> nn.Module:
+    return Net("stalls-beside")

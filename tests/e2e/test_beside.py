@@ -1,0 +1,75 @@
+"""The float64 reference beside the export (``gate.commands.beside``): a forked child runs it while
+the parent exports, with real exports, real ONNX Runtime sessions and real processes. What it hands
+back judges the model as the reference run in sequence does; a child that fails, falls back to
+float32 or stalls changes nothing but where the reference ran."""
+
+from __future__ import annotations
+
+import shutil
+import time
+
+import pytest
+
+from gate.commands import beside
+from gate.runners import forked
+from tests.support.stage_projects import E2E, check, reuse_of, update
+
+pytestmark = pytest.mark.skipif(not forked.available(), reason="no fork here")
+
+MODEL = ('[[models]]\nname = "net"\nfactory = "beside_models:{factory}"\n'
+         'inputs = [{{ name = "x", shape = [2, 3, 8, 8] }}]\n')
+
+
+def project(tmp, factory: str):
+    shutil.copy(E2E / "beside_models.py", tmp / "beside_models.py")
+    path = tmp / "parity-gate.toml"
+    path.write_text('baseline-dir = "b"\nproviders = ["torch-cpu", "CPUExecutionProvider"]\n\n'
+                    + MODEL.format(factory=factory))
+    return path
+
+
+def reference_stage(report: dict) -> dict:
+    return next(s for s in reuse_of(report)["stages"] if s["stage"] == "reference")
+
+
+def layer_values(report: dict) -> dict[tuple, float]:
+    """Each row's checked value, by provider, precision, layer and check."""
+    return {(p["name"], p.get("precision"), r["layer"], r["check"]): r["value"]
+            for p in report["models"][0]["providers"] for r in p["layers"] if r.get("value") is not None}
+
+
+def test_a_reference_beside_the_export_judges_as_one_run_after_it(tmp_path, monkeypatch):
+    monkeypatch.setenv("PARITY_GATE_CACHE_DIR", str(tmp_path / "store"))
+    path = project(tmp_path, "plain")
+    update(path)
+    besides, said = check(path, full=True)
+    assert reference_stage(besides).get("note") == beside.BESIDE, reference_stage(besides)
+    assert any(beside.BESIDE in s for s in said)
+    monkeypatch.setenv(beside.SERIAL_ENV, "1")
+    serial, said = check(path, full=True)
+    assert "note" not in reference_stage(serial) and not any(beside.BESIDE in s for s in said)
+    assert besides["verdict"] == serial["verdict"] == "pass"
+    a, b = layer_values(besides), layer_values(serial)
+    assert a.keys() == b.keys() and len(a) > 5
+    for where, error in a.items():  # one thread or two: float64 noise, far below any limit
+        assert error == pytest.approx(b[where], rel=1e-6, abs=1e-12), where
+
+
+def test_a_float32_fallback_is_said_by_the_parent_as_in_sequence(tmp_path, monkeypatch):
+    monkeypatch.setenv("PARITY_GATE_CACHE_DIR", str(tmp_path / "store"))
+    path = project(tmp_path, "no_float64")
+    said = update(path)
+    assert any("float64 reference failed (RuntimeError); using float32" in s for s in said), said
+    report, said = check(path, full=True)
+    assert any("using float32" in s for s in said) and "note" not in reference_stage(report)
+    assert report["models"][0]["reference"]["dtype"] == "float32" and report["verdict"] == "pass"
+
+
+def test_the_parent_does_not_wait_for_a_child_that_stalls(tmp_path, monkeypatch):
+    monkeypatch.setenv("PARITY_GATE_CACHE_DIR", str(tmp_path / "store"))
+    path = project(tmp_path, "stalls_beside")
+    started = time.monotonic()
+    update(path)
+    report, _ = check(path, full=True)
+    assert time.monotonic() - started < 300  # the child sleeps 600 s: it was stopped, not waited for
+    assert "note" not in reference_stage(report) and report["verdict"] == "pass"

@@ -1,0 +1,78 @@
+"""A computation in a forked child (``gate.runners.forked``): its value comes back whole, its steps
+are counted as it goes, and any end without a value (an exception, a value that does not pickle, a
+signal, a stop) gives None, so that the caller computes the value itself."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+
+import pytest
+import torch
+
+from gate.commands import beside
+from gate.runners import forked
+
+pytestmark = pytest.mark.skipif(not forked.available(), reason="no fork here")
+
+
+def test_the_child_s_value_comes_back_whole():
+    weights = torch.arange(12, dtype=torch.float64).reshape(3, 4)
+
+    def work(tick):
+        for _ in range(5):
+            tick()
+        return {"sum": float((weights @ weights.T).sum()), "threads": torch.get_num_threads()}
+
+    child = forked.Forked(work)
+    # one thread past a fork
+    assert child.result() == {"sum": float((weights @ weights.T).sum()), "threads": 1}
+
+
+def test_the_child_s_steps_are_counted_while_it_runs():
+    def work(tick):
+        for _ in range(3):
+            tick()
+        time.sleep(30)
+
+    child = forked.Forked(work)
+    deadline = time.monotonic() + 20
+    while child.done < 3 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert child.done == 3 and child.running
+    child.stop()
+    assert not child.running
+
+
+def _unpicklable(_tick):
+    return threading.Lock()
+
+
+def _raises(_tick):
+    raise RuntimeError("no value")
+
+
+def _killed(_tick):
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+@pytest.mark.parametrize("work", [_unpicklable, _raises, _killed], ids=["unpicklable", "raises", "killed"])
+def test_a_child_that_ends_without_a_value_gives_none(work):
+    assert forked.Forked(work).result() is None
+
+
+def test_the_parent_waits_for_a_child_whose_rest_is_shorter_than_a_run_of_its_own():
+    # 2 threads here run 1.6x the child's pace: a child 3/4 through has 1/3 of its time left, a
+    # run from the start here would take 5/6 of it.
+    assert beside._worth_waiting(done=75, layers=100, elapsed=3.0, threads=2)
+    assert not beside._worth_waiting(done=25, layers=100, elapsed=3.0, threads=2)  # 9 s left against 7.5 s
+    assert not beside._worth_waiting(done=0, layers=100, elapsed=0.5, threads=2)  # no pace to judge by
+    assert beside._worth_waiting(done=0, layers=None, elapsed=0.5, threads=2)  # no count: its work is kept
+    assert beside._worth_waiting(done=40, layers=100, elapsed=3.0, threads=1)  # one thread here: no faster
+
+
+def test_serial_runs_every_stage_in_the_process(monkeypatch):
+    monkeypatch.setenv(beside.SERIAL_ENV, "1")
+    assert beside.start(object(), 10) is None  # type: ignore[arg-type]
