@@ -21,7 +21,10 @@ from the file, np.allclose) and
   base branch's cache: the stored structure takes the new weights, not exported again; the float64
   reference runs;
 - `code`: the same after a code change (a forward hook on the last module scales its output by
-  1 + 1e-3: the op trace changes), from a copy of that store: exported afresh, the reference runs;
+  1 + 1e-3: the op trace changes), from a copy of that store: exported afresh, the reference runs
+  (beside the export, where `gate.commands.beside` lets it);
+- `changed serial`, `code serial`: the same with ``PARITY_GATE_SERIAL=1``: the reference after the
+  export, in the gate's process;
 - `today` (with `--today`): `check` of that checkout on its own baseline: the gate before reuse;
 - `warm 4k` (with `--heap`): `warm` with the worker's heap on 4 KiB pages
   (``GLIBC_TUNABLES=glibc.malloc.hugetlb=0``, gate.runners.heap): what the huge-page advice saves;
@@ -31,8 +34,9 @@ from the file, np.allclose) and
   and a session and one whole run (no segments) of a copy that also outputs every value the gate
   marks (the layer map stored with it). No hooks, no fingerprints, no comparison.
 
-Wall time and peak RSS of the whole process tree (the gate and its ONNX Runtime worker), sampled every
-50 ms (``measure.measured``). Reported: per side the median and range of wall and peak, the median
+Wall time and peak RSS of the whole process tree (the gate, its reference beside the export and its
+ONNX Runtime worker), sampled every 50 ms, PSS while a fork shares pages (``measure.measured``).
+Reported: per side the median and range of wall and peak, the median
 and range of the per-pair ratio to the recipe, and the path each run took (each stage's state).
 """
 
@@ -52,10 +56,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from measure import RECIPE_RUN, host, measured, pairs, stage_seconds  # noqa: E402 - the process-tree sampler every benchmark uses
 
 from gate.commands.beside import BESIDE  # noqa: E402 - the reference's note where it ran beside the export
+from gate.commands.beside import SERIAL_ENV as BESIDE_ENV  # noqa: E402
 from gate.runners import heap as heap_tunables  # noqa: E402 - the worker's heap settings, named in one place
 
 ROOT = Path(__file__).resolve().parents[1]
-SIDES = ("warm", "warm 4k", "cold", "changed", "code", "today", "floor")
+SIDES = ("warm", "warm 4k", "cold", "changed", "changed serial", "code", "code serial", "today", "floor")
+CHANGES = {"changed": "BENCH_CHANGE", "code": "BENCH_CODE_CHANGE"}
 
 MODELS = textwrap.dedent("""
     import os
@@ -232,11 +238,13 @@ def run_model(model: str, repeat: int, today: Path | None, work: Path, heap: boo
             paired("warm 4k", here, ROOT, {**env, heap_tunables.TUNABLES: f"{heap_tunables.HUGE_PAGES}=0"}, i)
         if "cold" in only:
             paired("cold", here, ROOT, {**env, "PARITY_GATE_CACHE_DIR": str(work / f"cold-{i}")}, i)
-        for side, change in (("changed", "BENCH_CHANGE"), ("code", "BENCH_CODE_CHANGE")):
+        for side in ("changed", "changed serial", "code", "code serial"):
             if side in only:  # from the base's store, as a pull request's first run (copied: not timed)
-                base = work / f"{side}-{i}"
+                base = work / f"{side}-{i}".replace(" ", "-")
                 shutil.copytree(cache, base)
-                paired(side, here, ROOT, {**env, "PARITY_GATE_CACHE_DIR": str(base), change: "1"}, i)
+                serial = {BESIDE_ENV: "1"} if side.endswith(" serial") else {}
+                extra = {"PARITY_GATE_CACHE_DIR": str(base), CHANGES[side.split()[0]]: "1", **serial}
+                paired(side, here, ROOT, {**env, **extra}, i)
         if today is not None:
             paired("today", work / "today", today, {"PARITY_GATE_CACHE_DIR": "off"}, i)
         if floor:
@@ -284,7 +292,9 @@ def main() -> None:
     ap.add_argument("--heap", action="store_true", help="also `warm` with the worker's heap on 4 KiB pages")
     ap.add_argument("--floor", action="store_true", help="also the bare costs of a per-layer gate (see above)")
     ap.add_argument("--sides", nargs="+", default=["warm", "cold", "changed", "code"],
-                    choices=["warm", "cold", "changed", "code"], help="which of the check's sides to time (default: all)")
+                    choices=["warm", "cold", "changed", "changed serial", "code", "code serial"],
+                    help="which of the check's sides to time (default: warm, cold, changed, code); "
+                    "`serial`: with PARITY_GATE_SERIAL=1, the reference after the export in one process")
     ap.add_argument("--json", type=Path, default=None)
     args = ap.parse_args()
     print(host("torch", "onnx", "onnxruntime", "transformers"), flush=True)
@@ -294,7 +304,8 @@ def main() -> None:
             results[model] = run_model(model, args.repeat, args.today, Path(tmp), args.heap, args.floor,
                                        tuple(args.sides))
         print("\n".join(table(model, results[model])), flush=True)
-    print(f"\n{host()}; median (range) of {args.repeat}; peak = RSS of the process tree, GB")
+    print(f"\n{host()}; median (range) of {args.repeat}; peak = RSS of the process tree (PSS while a fork "
+          "shares pages), GB")
     print("| model | run | recipe wall s | wall s | wall x recipe | recipe peak GB | peak GB | peak x recipe "
           "| transform s | path |")
     print("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |")

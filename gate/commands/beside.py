@@ -29,22 +29,28 @@ SERIAL_ENV = "PARITY_GATE_SERIAL"  # set (1): every stage in one process, one af
 BESIDE_COPIES = 3.0
 # The speed-up of the parent's threads over the child's one, per thread, on the reference's kernels.
 THREAD_GAIN = 0.8
+# A float32 forward (the probe's) shorter than this: the fork and the child's start (30-40 ms measured
+# for resnet18's process) would cost more than the reference they move.
+MIN_FORWARD_S = 0.05
 
 
 @dataclass(frozen=True)
 class Beside:
-    """A reference running in a child, with the layer count it will reach (None: not known)."""
+    """A reference running in a child, with the layer count it will reach (the probe's)."""
 
     child: Forked[Reference]
-    layers: int | None
+    layers: int
 
 
-def start(built: BuiltModel, layers: int | None) -> Beside | None:
-    """The reference started in a child, where it may run beside the export; None where not."""
+def start(built: BuiltModel, layers: int, forward_s: float) -> Beside | None:
+    """The reference started in a child, where it may run beside the export; None where not.
+    ``layers`` and ``forward_s``: the probe's records and the seconds its float32 forward took."""
     from gate.runners import forked
     from gate.runners.reference import run_reference
 
-    if os.environ.get(SERIAL_ENV, "").strip() not in ("", "0") or not forked.available() or _cpus() < 2:
+    if os.environ.get(SERIAL_ENV, "").strip() not in ("", "0") or forward_s < MIN_FORWARD_S:
+        return None
+    if not forked.available() or _cpus() < 2:
         return None
     if not _fits(built):
         return None
@@ -85,10 +91,8 @@ def take(beside: Beside) -> Reference | None:
     return child.result()
 
 
-def _worth_waiting(done: int, layers: int | None, elapsed: float, threads: int) -> bool:
+def _worth_waiting(done: int, layers: int, elapsed: float, threads: int) -> bool:
     """Whether the child's remaining time, at its pace so far, is below a run here from scratch."""
-    if layers is None:
-        return True  # no count to judge by: what the child has done is not thrown away
     if done <= 0 or layers <= 0:
         return False
     share = min(done / layers, 1.0)

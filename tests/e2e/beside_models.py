@@ -9,6 +9,8 @@ import time
 import torch
 from torch import nn
 
+from gate.commands.beside import MIN_FORWARD_S
+
 PARENT = os.getpid()  # the gate's process: a forked child has another pid and the same module state
 
 
@@ -20,6 +22,7 @@ class Net(nn.Module):
         self.fc = nn.Linear(8, 4)
 
     def forward(self, x):
+        time.sleep(MIN_FORWARD_S)  # a forward long enough to be worth a process of its own
         h = torch.relu(self.conv(x)).mean(dim=(2, 3))
         if x.dtype == torch.float64 and self.how == "no-float64":  # a kernel with no float64 variant
             raise RuntimeError("this model has no float64 kernel")

@@ -69,10 +69,13 @@ def test_the_parent_waits_for_a_child_whose_rest_is_shorter_than_a_run_of_its_ow
     assert beside._worth_waiting(done=75, layers=100, elapsed=3.0, threads=2)
     assert not beside._worth_waiting(done=25, layers=100, elapsed=3.0, threads=2)  # 9 s left against 7.5 s
     assert not beside._worth_waiting(done=0, layers=100, elapsed=0.5, threads=2)  # no pace to judge by
-    assert beside._worth_waiting(done=0, layers=None, elapsed=0.5, threads=2)  # no count: its work is kept
     assert beside._worth_waiting(done=40, layers=100, elapsed=3.0, threads=1)  # one thread here: no faster
 
 
 def test_serial_runs_every_stage_in_the_process(monkeypatch):
     monkeypatch.setenv(beside.SERIAL_ENV, "1")
-    assert beside.start(object(), 10) is None  # type: ignore[arg-type]
+    assert beside.start(object(), 10, 1.0) is None  # type: ignore[arg-type]
+
+
+def test_a_short_forward_is_not_worth_a_process():
+    assert beside.start(object(), 10, beside.MIN_FORWARD_S / 2) is None  # type: ignore[arg-type]
