@@ -229,7 +229,8 @@ def run_model(model: str, repeat: int, today: Path | None, work: Path, heap: boo
         sides["recipe"].append({"wall": r.wall_s, "peak": r.peak_gb})
         reuse = {} if side == "floor" else json.loads((folder / "report.json").read_text())["models"][0].get("reuse") or {}
         sides[side].append({"wall": c.wall_s, "peak": c.peak_gb, "recipe_wall": r.wall_s, "recipe_peak": r.peak_gb,
-                            "path": _path(reuse), "transform_s": stage_seconds(c.proc.stderr + c.proc.stdout)["transform"]})
+                            "path": _path(reuse) + _where(c.proc.stderr),
+                            "transform_s": stage_seconds(c.proc.stderr + c.proc.stdout)["transform"]})
 
     for i in range(repeat):
         if "warm" in only:
@@ -255,9 +256,20 @@ def run_model(model: str, repeat: int, today: Path | None, work: Path, heap: boo
 def _path(reuse: dict) -> str:
     """The path a check took: each stage's state (``hit``: taken under its key), and why the
     reference ran where it did."""
-    stages = ", ".join(f"{s['stage']} {s['state']}" + (" beside the export" * (s.get("note") == BESIDE))
-                       for s in reuse.get("stages", []))
+    stages = ", ".join(f"{s['stage']} {s['state']}" for s in reuse.get("stages", []))
     return stages + (f" (reference: {reuse['why']})" if reuse.get("why") else "")
+
+
+def _where(log: str) -> str:
+    """Where the reference ran, from the check's progress lines: beside the export (a forked child),
+    after it here because the child was stopped or failed, or after it here (serial, or not worth a
+    process); empty when it did not run."""
+    started = [line for line in log.splitlines() if line.startswith("·") and "float64 reference on torch-cpu" in line]
+    if not started:
+        return ""
+    if BESIDE in started[-1]:
+        return ", reference beside the export"
+    return ", reference after the export" + (" (the child stopped)" if any(BESIDE in s for s in started) else "")
 
 
 def _spread(values: list[float], fmt: str) -> str:

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from gate.runners.forked import Forked
     from gate.runners.reference import Reference
 
-BESIDE = "beside the export, in a forked child"  # the reference stage's note where it ran so
+BESIDE = "beside the export, in a forked child"  # the reference stage's progress line says so where it ran so
 SERIAL_ENV = "PARITY_GATE_SERIAL"  # set (1): every stage in one process, one after another
 # What the child may add beside the export, per byte of float32 weights: a float64 copy (the
 # reference's fallback for models with their own ``_apply``) and the export's own copies.

@@ -302,7 +302,6 @@ def _reference(built: BuiltModel, run: ModelRun, graph: Graph | None, plan: Plan
     if child is not None:
         progress(f"{spec.name}: float64 reference on torch-cpu, {beside.BESIDE}")
         ref = beside.take(child)
-    where = beside.BESIDE if ref is not None else None
     if ref is None:
         progress(f"{spec.name}: float64 reference on torch-cpu")
     try:
@@ -322,5 +321,5 @@ def _reference(built: BuiltModel, run: ModelRun, graph: Graph | None, plan: Plan
         progress(f"{spec.name}: the model as given (modules left in training mode)")
         run.meta.training = compare_as_given(built, ref, spec.reference_promotion)
     if plan is not None:
-        plan.computed_reference(run, ref.outputs, spec.tolerance.reference, where)
+        plan.computed_reference(run, ref.outputs, spec.tolerance.reference)
     return ref.outputs, ref.records

@@ -306,17 +306,15 @@ class Plan:
                                    None if outputs else "the store holds no float64 outputs under its key"))
         return outputs
 
-    def computed_reference(self, run: ModelRun, outputs: list[np.ndarray], tolerance: float,
-                           where: str | None = None) -> None:
-        """The reference ran (``where``: how, when not in this process after the export): say why, and
-        store its outputs under its key (compared, within ``tolerance`` relative L2, with outputs the
-        key already holds)."""
+    def computed_reference(self, run: ModelRun, outputs: list[np.ndarray], tolerance: float) -> None:
+        """The reference ran: say why, and store its outputs under its key (compared, within
+        ``tolerance`` relative L2, with outputs the key already holds)."""
         assert run.reuse is not None
         why, key = run.reuse.why, self._reference_key()
         state = _REFERENCE_STATE.get(why, CacheState.MISS) if why is not None else CacheState.MISS
         if self.policy.store is None and state not in (CacheState.UNKEYED, CacheState.ALARM):
             state = CacheState.OFF
-        self._record(run, StageRun(Stage.REFERENCE, key, state, where))
+        self._record(run, StageRun(Stage.REFERENCE, key, state))
         if key is None or not outputs or state in (CacheState.UNKEYED, CacheState.ALARM, CacheState.OFF):
             return
         made = ReferenceOutputs(list(outputs), tolerance)
