@@ -18,3 +18,16 @@ def threads(environ: dict[str, str] | None = None) -> int | None:
     if not raw.isdigit() or int(raw) < 1:
         raise ConfigError(f"{THREADS}={raw!r}: expected a positive integer")
     return int(raw)
+
+
+BESIDE = "PARITY_GATE_BESIDE"
+BESIDE_MODES = ("auto", "on", "off")
+
+
+def beside(environ: dict[str, str] | None = None) -> str:
+    """PARITY_GATE_BESIDE: whether the float64 reference may run beside the export
+    (``gate.commands.beside``): ``auto`` (unset or empty), ``on`` or ``off``; else a ConfigError naming it."""
+    raw = (os.environ if environ is None else environ).get(BESIDE, "").strip().lower() or "auto"
+    if raw not in BESIDE_MODES:
+        raise ConfigError(f"{BESIDE}={raw!r}: expected one of {', '.join(BESIDE_MODES)}")
+    return raw

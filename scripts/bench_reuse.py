@@ -23,8 +23,9 @@ from the file, np.allclose) and
 - `code`: the same after a code change (a forward hook on the last module scales its output by
   1 + 1e-3: the op trace changes), from a copy of that store: exported afresh, the reference runs
   (beside the export, where `gate.commands.beside` lets it);
-- `changed serial`, `code serial`: the same with ``PARITY_GATE_SERIAL=1``: the reference after the
-  export, in the gate's process;
+- `changed beside`, `code beside`, `changed serial`, `code serial`: the same with
+  ``PARITY_GATE_BESIDE=on`` (the reference beside the export, in a forked child, whatever the CPUs) or
+  ``off`` (after the export, in the gate's process); the path says where it ran;
 - `today` (with `--today`): `check` of that checkout on its own baseline: the gate before reuse;
 - `warm 4k` (with `--heap`): `warm` with the worker's heap on 4 KiB pages
   (``GLIBC_TUNABLES=glibc.malloc.hugetlb=0``, gate.runners.heap): what the huge-page advice saves;
@@ -56,11 +57,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from measure import RECIPE_RUN, host, measured, pairs, stage_seconds  # noqa: E402 - the process-tree sampler every benchmark uses
 
 from gate.commands.beside import BESIDE  # noqa: E402 - the reference's note where it ran beside the export
-from gate.commands.beside import SERIAL_ENV as BESIDE_ENV  # noqa: E402
+from gate.env import BESIDE as BESIDE_ENV  # noqa: E402
 from gate.runners import heap as heap_tunables  # noqa: E402 - the worker's heap settings, named in one place
 
 ROOT = Path(__file__).resolve().parents[1]
-SIDES = ("warm", "warm 4k", "cold", "changed", "changed serial", "code", "code serial", "today", "floor")
+TWINS = {"beside": "on", "serial": "off"}  # PARITY_GATE_BESIDE of a change side's twin
+SIDES = ("warm", "warm 4k", "cold", "changed", *(f"changed {t}" for t in TWINS), "code",
+         *(f"code {t}" for t in TWINS), "today", "floor")
 CHANGES = {"changed": "BENCH_CHANGE", "code": "BENCH_CODE_CHANGE"}
 
 MODELS = textwrap.dedent("""
@@ -239,12 +242,13 @@ def run_model(model: str, repeat: int, today: Path | None, work: Path, heap: boo
             paired("warm 4k", here, ROOT, {**env, heap_tunables.TUNABLES: f"{heap_tunables.HUGE_PAGES}=0"}, i)
         if "cold" in only:
             paired("cold", here, ROOT, {**env, "PARITY_GATE_CACHE_DIR": str(work / f"cold-{i}")}, i)
-        for side in ("changed", "changed serial", "code", "code serial"):
+        for side in [s for s in SIDES if s.split()[0] in CHANGES]:
             if side in only:  # from the base's store, as a pull request's first run (copied: not timed)
                 base = work / f"{side}-{i}".replace(" ", "-")
                 shutil.copytree(cache, base)
-                serial = {BESIDE_ENV: "1"} if side.endswith(" serial") else {}
-                extra = {"PARITY_GATE_CACHE_DIR": str(base), CHANGES[side.split()[0]]: "1", **serial}
+                change, _, twin = side.partition(" ")
+                mode = {BESIDE_ENV: TWINS[twin]} if twin else {}
+                extra = {"PARITY_GATE_CACHE_DIR": str(base), CHANGES[change]: "1", **mode}
                 paired(side, here, ROOT, {**env, **extra}, i)
         if today is not None:
             paired("today", work / "today", today, {"PARITY_GATE_CACHE_DIR": "off"}, i)
@@ -304,9 +308,9 @@ def main() -> None:
     ap.add_argument("--heap", action="store_true", help="also `warm` with the worker's heap on 4 KiB pages")
     ap.add_argument("--floor", action="store_true", help="also the bare costs of a per-layer gate (see above)")
     ap.add_argument("--sides", nargs="+", default=["warm", "cold", "changed", "code"],
-                    choices=["warm", "cold", "changed", "changed serial", "code", "code serial"],
+                    choices=[s for s in SIDES if s not in ("warm 4k", "today", "floor")],
                     help="which of the check's sides to time (default: warm, cold, changed, code); "
-                    "`serial`: with PARITY_GATE_SERIAL=1, the reference after the export in one process")
+                    "`beside` and `serial`: with PARITY_GATE_BESIDE=on and off")
     ap.add_argument("--json", type=Path, default=None)
     args = ap.parse_args()
     print(host("torch", "onnx", "onnxruntime", "transformers"), flush=True)

@@ -1,11 +1,12 @@
 """The float64 reference beside the export: when it runs in a forked child (``gate.runners.forked``)
 while the parent exports, and whether the parent waits for it or runs it itself.
 
-The export is mostly one thread of Python; the reference is torch kernels. On two cores the child
-(one thread) fits inside the export for most models, so the reference costs the wall nothing. Where
-it is the longer of the two (long sequences: the float64 forward outgrows the export), the parent
-stops it at the end of the export and runs it with all its threads, unless what is left of it is
-shorter than that. Every rule is here; ``prepare`` asks.
+The export is mostly one thread of Python; the reference is torch kernels. With cores to spare the
+child (one thread) runs inside the export's time. On 2 CPUs there are none: the export's own threads
+and the weights' hashing take the second core, and the pair measured slower than the stages in
+sequence (docs/performance.md), so ``auto`` starts a child only from ``AUTO_CPUS``. Where the child
+is the longer of the two, the parent stops it at the end of the export and runs the reference with
+all its threads, unless what is left of it is shorter than that. Every rule is here; ``prepare`` asks.
 """
 
 from __future__ import annotations
@@ -22,8 +23,8 @@ if TYPE_CHECKING:
     from gate.runners.forked import Forked
     from gate.runners.reference import Reference
 
-BESIDE = "beside the export, in a forked child"  # the reference stage's progress line says so where it ran so
-SERIAL_ENV = "PARITY_GATE_SERIAL"  # set (1): every stage in one process, one after another
+BESIDE = "beside the export, in a forked child"  # the reference's progress line says so where it ran so
+AUTO_CPUS = 4  # ``auto``: the CPUs this process may use from which a child starts
 # What the child may add beside the export, per byte of float32 weights: a float64 copy (the
 # reference's fallback for models with their own ``_apply``) and the export's own copies.
 BESIDE_COPIES = 3.0
@@ -45,12 +46,14 @@ class Beside:
 def start(built: BuiltModel, layers: int, forward_s: float) -> Beside | None:
     """The reference started in a child, where it may run beside the export; None where not.
     ``layers`` and ``forward_s``: the probe's records and the seconds its float32 forward took."""
+    from gate import env
     from gate.runners import forked
     from gate.runners.reference import run_reference
 
-    if os.environ.get(SERIAL_ENV, "").strip() not in ("", "0") or forward_s < MIN_FORWARD_S:
+    mode = env.beside()
+    if mode == "off" or forward_s < MIN_FORWARD_S or not forked.available():
         return None
-    if not forked.available() or _cpus() < 2:
+    if _cpus() < (AUTO_CPUS if mode == "auto" else 2):
         return None
     if not _fits(built):
         return None

@@ -12,7 +12,9 @@ import time
 import pytest
 import torch
 
+from gate import env
 from gate.commands import beside
+from gate.errors import ConfigError
 from gate.runners import forked
 
 pytestmark = pytest.mark.skipif(not forked.available(), reason="no fork here")
@@ -72,9 +74,15 @@ def test_the_parent_waits_for_a_child_whose_rest_is_shorter_than_a_run_of_its_ow
     assert beside._worth_waiting(done=40, layers=100, elapsed=3.0, threads=1)  # one thread here: no faster
 
 
-def test_serial_runs_every_stage_in_the_process(monkeypatch):
-    monkeypatch.setenv(beside.SERIAL_ENV, "1")
+def test_off_runs_every_stage_in_the_process(monkeypatch):
+    monkeypatch.setenv(env.BESIDE, "off")
     assert beside.start(object(), 10, 1.0) is None  # type: ignore[arg-type]
+
+
+def test_a_wrong_mode_is_refused_naming_it(monkeypatch):
+    monkeypatch.setenv(env.BESIDE, "yes")
+    with pytest.raises(ConfigError, match=r"PARITY_GATE_BESIDE='yes': expected one of auto, on, off"):
+        beside.start(object(), 10, 1.0)  # type: ignore[arg-type]
 
 
 def test_a_short_forward_is_not_worth_a_process():
