@@ -27,7 +27,7 @@ from gate.env import threads as env_threads
 from gate.formats.results import Bundle
 from gate.runners import heap
 from gate.runners.base import FAILURES, Subject, execute, failed_run
-from gate.runners.isolation import job_for, run_isolated
+from gate.runners.isolation import Spare, job_for, run_isolated
 from gate.runners.registry import nominal_target, runner_for
 
 
@@ -84,8 +84,9 @@ def for_graph(provider: ProviderSpec, graph_precision: str | None) -> ProviderSp
 
 
 def run_provider(provider: ProviderSpec, subject: Subject, isolation: Isolation, isolated: bool,
-                 config_path: Path | None = None) -> ProviderRun:
-    """One provider on one model, in-process or in a worker, failures as statuses."""
+                 config_path: Path | None = None, spare: Spare | None = None) -> ProviderRun:
+    """One provider on one model, in-process or in a worker (``spare``, where one waits), failures
+    as statuses."""
     provider = for_graph(provider, subject.run.meta.graph_precision)
     # The capture budget reaches the runner on its subject, here and in a worker (``job_for``) alike.
     subject = replace(subject, capture_bytes=isolation.capture_mb * 2**20 if isolation.capture_mb else None)
@@ -98,7 +99,7 @@ def run_provider(provider: ProviderSpec, subject: Subject, isolation: Isolation,
         return failed_run(exc, runner.target())
     heap.trim()  # what the export and the reference freed is not held beside the worker
     job = job_for(provider, subject, isolation, config_path)
-    return run_isolated(job, runner.target(), isolation.timeout_s, subject.detail)
+    return run_isolated(job, runner.target(), isolation.timeout_s, subject.detail, spare)
 
 
 def _probed(provider: ProviderSpec, probe, isolated: bool):
@@ -110,8 +111,9 @@ def _probed(provider: ProviderSpec, probe, isolated: bool):
 
 
 def run_providers(prepared: Prepared, bundle: Bundle, providers: tuple[ProviderSpec, ...], config: Config,
-                  progress: Progress, settings: Settings) -> None:
-    """PyTorch providers, then ONNX Runtime EPs (the order the report lists them in)."""
+                  progress: Progress, settings: Settings, spare: Spare | None = None) -> None:
+    """PyTorch providers, then ONNX Runtime EPs (the order the report lists them in); the first
+    isolated one in ``spare``, where one waits."""
     spec = prepared.built.spec
     subject = Subject(prepared.run, bundle.folder, prepared.built, settings.threads, prepared.outputs,
                       spec.output_tolerance, spec.repeats, settings.times(config), progress)
@@ -127,7 +129,8 @@ def run_providers(prepared: Prepared, bundle: Bundle, providers: tuple[ProviderS
             prepared.probe = None
             prepared.run.providers.append(execute(probed, subject))
             continue
-        prepared.run.providers.append(run_provider(provider, subject, config.isolation, isolated, config.path))
+        prepared.run.providers.append(run_provider(provider, subject, config.isolation, isolated, config.path,
+                                                   spare if isolated else None))
 
 
 def run_model(config: Config, spec: ModelSpec, providers: tuple[ProviderSpec, ...], progress: Progress = _quiet,
@@ -135,6 +138,7 @@ def run_model(config: Config, spec: ModelSpec, providers: tuple[ProviderSpec, ..
     """Everything for one model (``cache``: what its cases share within one command; ``plan``: what
     each stage may take from its key, ``gate.commands.stages``)."""
     settings = settings or Settings.from_env()
+    spare = _spare(providers, config)
     try:
         with torch_threads(settings.threads):
             prepared = prepare(config, spec, progress, cache, plan)
@@ -143,8 +147,19 @@ def run_model(config: Config, spec: ModelSpec, providers: tuple[ProviderSpec, ..
             with tempfile.TemporaryDirectory(prefix="parity-gate-") as tmp:
                 bundle = Bundle(Path(tmp))
                 bundle.write(prepared.run, prepared.model_file, prepared.inputs, prepared.outputs)
-                run_providers(prepared, bundle, providers, config, progress, settings)
+                run_providers(prepared, bundle, providers, config, progress, settings, spare)
         return prepared.run
     finally:
+        if spare is not None:
+            spare.close()
         if plan is not None:
             plan.finish()
+
+
+def _spare(providers: tuple[ProviderSpec, ...], config: Config) -> Spare | None:
+    """A worker started now for the first isolated ONNX Runtime provider, so that its start (0.3-0.45 s
+    measured: the interpreter, NumPy, ONNX Runtime) goes by while the model is exported; None where no
+    such provider is selected."""
+    if any(is_isolated(p, config.isolation) and not p.kind.torch for p in providers):
+        return Spare()
+    return None

@@ -5,11 +5,14 @@ the worker, not the gate: each becomes the provider's status (CRASH, TIMEOUT), t
 the process is watched. The job is a ``WorkerJob`` (``job``) written to a file. The worker
 reads the model from the bundle and writes its ``ProviderRun`` as a result file, never
 through a pipe, so a large result cannot deadlock the parent on a full pipe buffer; its stdout
-carries only progress lines, read as they come.
+carries only progress lines, read as they come. A ``Spare`` is a worker started before its job
+exists: its interpreter and ONNX Runtime load while the gate exports, and it reads the job's path
+from its stdin.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -19,6 +22,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 from gate.config import Isolation, ProviderSpec
 from gate.core.runs import ProviderRun
@@ -31,6 +35,40 @@ from gate.runners.base import Subject
 from gate.runners.job import WorkerJob
 
 PROGRESS = "parity-gate-progress: "  # a worker's stdout line that is progress; other lines are dropped
+WAIT = "-"  # the worker's argument that makes it a spare: it reads the job's path from its stdin
+
+
+class Spare:
+    """A worker started ahead of its job, waiting on its stdin for the job's path. ``run_isolated``
+    takes it once; ``close`` ends one never taken (its stdin closed, it exits)."""
+
+    def __init__(self) -> None:
+        self._err = tempfile.TemporaryFile()  # a file: a chatty worker cannot fill a pipe
+        self._proc: subprocess.Popen[bytes] | None = _spawn(WAIT, self._err, ahead=True)
+
+    def take(self) -> tuple[subprocess.Popen[bytes], Any] | None:
+        """The waiting worker and its stderr file; None when it was taken or has ended."""
+        proc, self._proc = self._proc, None
+        if proc is None:
+            return None
+        if proc.poll() is not None:  # it ended before its job: a fresh worker runs the job instead
+            self._err.close()
+            return None
+        return proc, self._err
+
+    def close(self) -> None:
+        proc, self._proc = self._proc, None
+        if proc is None:
+            return
+        with contextlib.suppress(OSError):
+            assert proc.stdin is not None
+            proc.stdin.close()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            _kill(proc)
+            proc.wait()
+        self._err.close()
 
 
 def job_for(spec: ProviderSpec, subject: Subject, isolation: Isolation, config: Path | None) -> WorkerJob:
@@ -43,16 +81,19 @@ def job_for(spec: ProviderSpec, subject: Subject, isolation: Isolation, config: 
 
 
 def run_isolated(job: WorkerJob, target: Target, timeout_s: float,
-                 detail: Callable[[str], None] | None = None) -> ProviderRun:
-    """Run ``job`` in a worker; the worker's ProviderRun, or a CRASH/TIMEOUT status for ``target``.
-    The worker's progress lines (``report``) go to ``detail`` as they come."""
+                 detail: Callable[[str], None] | None = None, spare: Spare | None = None) -> ProviderRun:
+    """Run ``job`` in a worker (``spare`` where one waits); the worker's ProviderRun, or a
+    CRASH/TIMEOUT status for ``target``. The worker's progress lines (``report``) go to ``detail``
+    as they come."""
     what = f"{job.what}: {target.provider}"
     with tempfile.TemporaryDirectory(prefix="parity-gate-worker-") as tmp:
         out = Path(tmp) / "result.msgpack.zst"
         job_path = Path(tmp) / "job.msgpack"
         job_path.write_bytes(replace(job, result=out).to_bytes())
-        with open(Path(tmp) / "stderr", "w+b") as err:  # a file: a chatty worker cannot fill a pipe
-            proc = _spawn(job_path, err)
+        taken = spare.take() if spare is not None else None
+        with (taken[1] if taken else open(Path(tmp) / "stderr", "w+b")) as err:
+            proc = _handed(taken[0], job_path) if taken else None
+            proc = proc or _spawn(job_path, err)
             reader = threading.Thread(target=_forward, args=(proc.stdout, detail), daemon=True)
             reader.start()
             try:
@@ -88,15 +129,29 @@ def _forward(stream, detail: Callable[[str], None] | None) -> None:
     stream.close()
 
 
-def _spawn(job_path: Path, stderr) -> subprocess.Popen:
+def _handed(proc: subprocess.Popen[bytes], job_path: Path) -> subprocess.Popen[bytes] | None:
+    """``proc`` (a spare) given ``job_path``; None when it can no longer take it."""
+    try:
+        assert proc.stdin is not None
+        proc.stdin.write(f"{job_path}\n".encode())
+        proc.stdin.close()
+    except OSError:  # it ended meanwhile
+        proc.wait()
+        return None
+    return proc
+
+
+def _spawn(job: Path | str, stderr, ahead: bool = False) -> subprocess.Popen[bytes]:
+    """A worker for the job file ``job``; ``ahead``: a spare (``job`` is ``WAIT``), its stdin a pipe."""
     env = heap.worker_env(os.environ)
     root = str(Path(__file__).resolve().parents[2])
     env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH", "")) if p)
     # Its own process group (session on POSIX), so a timeout ends the worker and its children.
     group = {"start_new_session": True} if os.name == "posix" else \
         {"creationflags": getattr(subprocess, "CREATE_NEW_PROCESS_GROUP", 0)}
-    return subprocess.Popen([sys.executable, "-m", "gate.runners.worker", str(job_path)], env=env,
-                            stdout=subprocess.PIPE, stderr=stderr, **group)
+    return subprocess.Popen([sys.executable, "-m", "gate.runners.worker", str(job)], env=env,
+                            stdin=subprocess.PIPE if ahead else None, stdout=subprocess.PIPE, stderr=stderr,
+                            **group)
 
 
 def _kill(proc: subprocess.Popen) -> None:

@@ -21,7 +21,7 @@ from gate.core.status import ErrorStatus
 from gate.errors import FormatError, GateError
 from gate.formats.results import Bundle, write_runs
 from gate.runners.base import Subject, Unavailable, execute, failed_run
-from gate.runners.isolation import report
+from gate.runners.isolation import WAIT, report
 from gate.runners.job import WorkerJob
 from gate.runners.registry import runner_for
 
@@ -88,7 +88,23 @@ def execute_job(job: WorkerJob) -> ProviderRun:
         return failed_run(exc, runner.target(), job.what, job.memory_mb)
 
 
+def _waited(argv: list[str]) -> list[str] | None:
+    """``argv``, or for a spare (``isolation.WAIT``) the job's path read from stdin once ONNX Runtime
+    and the runners are loaded; None when the parent closed stdin without a job."""
+    if argv[:1] != [WAIT]:
+        return argv
+    import onnxruntime  # type: ignore[import-untyped]  # noqa: F401 - loaded while the parent still exports
+
+    import gate.runners.onnxruntime  # noqa: F401
+    line = sys.stdin.readline().strip()
+    return [line] if line else None
+
+
 def main(argv: list[str]) -> int:
+    waited = _waited(argv)
+    if waited is None:
+        return 0
+    argv = waited
     try:
         job = WorkerJob.from_bytes(Path(argv[0]).read_bytes(), argv[0])
         if job.result is None:

@@ -24,7 +24,7 @@ from gate.fingerprint import fingerprint
 from gate.formats.results import RUN, Bundle
 from gate.runners import ort_session
 from gate.runners.base import Subject
-from gate.runners.isolation import job_for, run_isolated
+from gate.runners.isolation import Spare, job_for, run_isolated
 
 ROOT = Path(__file__).resolve().parents[2]
 # A worker expected to finish gets the margin a loaded 2-core CI runner needs: a cold `import
@@ -252,3 +252,43 @@ def test_capture_chunks_are_as_even_as_the_fewest_runs_allow():
     assert ort_session.chunks(list(sizes), sizes, 100) == [["small"], ["huge"], ["tail"]]
     assert ort_session.chunks(list(sizes), sizes, None) == [list(sizes)]
     assert ort_session.chunks([], {}, 100) == []
+
+
+# a spare: a worker started before its job, its job's path read from its stdin -----------------------
+
+
+def _chain_run(tmp_path, spare=None):
+    run, _ = chain_bundle(tmp_path, 20)
+    return run_provider(ProviderSpec("CPUExecutionProvider"), Subject(run, tmp_path),
+                        Isolation(timeout_s=HEALTHY_S), isolated=True, spare=spare)
+
+
+def test_a_spare_runs_its_job_as_a_worker_started_for_it(tmp_path):
+    (tmp_path / "fresh").mkdir()
+    (tmp_path / "spare").mkdir()
+    fresh = _chain_run(tmp_path / "fresh")
+    spare = Spare()
+    try:
+        waited = _chain_run(tmp_path / "spare", spare)
+        assert spare.take() is None  # taken once
+    finally:
+        spare.close()
+    assert (fresh.status, waited.status) == ("ok", "ok"), (fresh.reason, waited.reason)
+    assert {n: pl.err for n, pl in waited.layers.items()} == {n: pl.err for n, pl in fresh.layers.items()}
+
+
+def test_a_spare_never_given_a_job_ends_when_closed(tmp_path):
+    spare = Spare()
+    proc = spare._proc
+    spare.close()
+    assert proc is not None and proc.returncode == 0
+
+
+def test_a_spare_that_ended_before_its_job_is_replaced_by_a_fresh_worker(tmp_path):
+    spare = Spare()
+    proc = spare._proc
+    assert proc is not None
+    proc.kill()
+    proc.wait()
+    prun = _chain_run(tmp_path, spare)
+    assert prun.status == "ok", prun.reason
