@@ -120,6 +120,5 @@ def _fits(built: BuiltModel) -> bool:
     available = budget.available_mb()
     if available is None:
         return False
-    weights = sum(t.numel() * t.element_size() for t in {id(t): t for t in
-                  [*built.module.parameters(), *built.module.buffers()]}.values())
+    weights = budget.tensor_bytes([*built.module.parameters(), *built.module.buffers()])
     return available >= budget.FIXED_MB + BESIDE_COPIES * weights / budget.MB

@@ -62,6 +62,11 @@ def weight_bytes(spec: ModelSpec, root: Path) -> int | None:
         return None
     if not isinstance(module, torch.nn.Module) or any(torch.nn.parameter.is_lazy(t) for t in tensors):
         return None  # lazy modules: their sizes exist only after a forward
+    return tensor_bytes(tensors)
+
+
+def tensor_bytes(tensors: list[torch.Tensor]) -> int:
+    """Bytes of ``tensors``, each counted once however often it is listed (tied weights)."""
     return sum(t.numel() * t.element_size() for t in {id(t): t for t in tensors}.values())
 
 
