@@ -318,8 +318,11 @@ cache_cmd.register(app)
 
 
 def main() -> None:
+    from gate.core import collector
+
     try:
-        code = app(standalone_mode=False)
+        with collector.command():
+            code = app(standalone_mode=False)
     except GateError as exc:
         from gate.cli.console import err_console
         from gate.core.frames import debugging

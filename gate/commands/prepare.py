@@ -10,9 +10,6 @@ A failure of the model becomes ``run.error`` with its status; a wrong config rai
 
 from __future__ import annotations
 
-import contextlib
-import gc
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -23,7 +20,7 @@ from gate import fingerprint
 from gate.commands import beside
 from gate.commands.stages import Plan
 from gate.config import Config, ModelSpec
-from gate.core import device
+from gate.core import collector, device
 from gate.core.failure import ModelError
 from gate.core.reuse import StageRun
 from gate.core.runs import LayerInfo, Meta, ModelRun, OnnxSite, RunError
@@ -130,7 +127,7 @@ def _mapped(records, exported: Exported) -> tuple[dict[str, OnnxSite], Structure
     return with_availability(before, exported.available, FOLDED), Structure(proto, weights, before, exported.opset)
 
 
-def _export(built: BuiltModel, records: list | None, progress: Progress) -> tuple[Graph, Structure | None]:
+def _export(built: BuiltModel, probe: Probe | None, progress: Progress) -> tuple[Graph, Structure | None]:
     """The export stage: the graph and its layer map (from the probe's records where it ran; else a
     mapper for the reference's), and the structure a weight-only change can bind into."""
     spec = built.spec
@@ -143,10 +140,10 @@ def _export(built: BuiltModel, records: list | None, progress: Progress) -> tupl
         else:
             from gate.export.exporter import export
 
-            exported = export(built)
+            exported = export(built, probe.recordable if probe is not None else None)
     facts = GraphFacts.of(exported.proto, exported.exporter, exported.fallback, exported.opset)
-    if records is not None:
-        sites, structure = _mapped(records, exported)
+    if probe is not None:
+        sites, structure = _mapped(probe.records, exported)
         return Graph.of_file(exported.path, facts, sites, exported.folders), structure
     return Graph.of_file(exported.path, facts, None, exported.folders, lambda recs: _sites(recs, exported)), None
 
@@ -182,13 +179,13 @@ def _ship(config: Config, built: BuiltModel, run: ModelRun, cache: Cache, plan: 
         if plan is not None:
             plan.shared(run, shared.stages, shared.case)
         return shared.graph
-    records = plan.probe.records if plan is not None and plan.probe is not None else None
+    probe = plan.probe if plan is not None else None
     try:
         if plan is None:
             graph = _export(built, None, progress)[0]
             graph = _transform(config, spec, graph, progress) if spec.transform else graph
         else:
-            graph = plan.export(run, lambda: _export(built, records, progress),
+            graph = plan.export(run, lambda: _export(built, probe, progress),
                                 lambda stored: _bind(built, stored, progress))
             if spec.transform:
                 exported = graph
@@ -227,20 +224,8 @@ def prepare(config: Config, spec: ModelSpec, progress: Progress = lambda _: None
         run.error = RunError(ErrorStatus.EMPTY, f"model `{spec.name}` has no modules, parameters or buffers: nothing to check")
         run.meta.weights_digest = built.weights_digest
         return Prepared(run, built, None, built.arrays)
-    with _frozen():
+    with collector.frozen():
         return _stages(config, built, run, cache, plan, progress)
-
-
-@contextlib.contextmanager
-def _frozen() -> Iterator[None]:
-    """What is alive now (the imports, the model as built) set aside from garbage collection while the
-    stages run: each full collection in the export would scan it all again (0.2-0.4 s a time with torch
-    and transformers loaded, measured). Collected as before once the stages are done."""
-    gc.freeze()
-    try:
-        yield
-    finally:
-        gc.unfreeze()
 
 
 def _stages(config: Config, built: BuiltModel, run: ModelRun, cache: Cache, plan: Plan | None,

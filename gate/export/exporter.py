@@ -106,13 +106,15 @@ def _dynamic(built: BuiltModel) -> tuple | None:
     return tuple(dict(declared[name]) if name in declared else None for name in built.input_names)
 
 
-def export(built: BuiltModel) -> Exported:
+def export(built: BuiltModel, recordable: tuple[str, ...] | None = None) -> Exported:
+    """The model exported (the default exporter, else TorchScript's, saying why); ``recordable``: the
+    modules whose call signature the trace can record, where the probe found them (``signatures``)."""
     spec = built.spec
     opset = spec.opset or DEFAULT_OPSET
     fallback, tried = None, []
     if spec.exporter == "dynamo":
         try:
-            return _dynamo(built, opset)
+            return _dynamo(built, opset, recordable)
         except ModelError:
             raise
         except Exception as exc:  # any exporter failure: try the other exporter, keep the reason
@@ -160,9 +162,9 @@ def _first_line(exc: BaseException) -> str:
     return first[:300]
 
 
-def _dynamo(built: BuiltModel, opset: int) -> Exported:
+def _dynamo(built: BuiltModel, opset: int, recordable: tuple[str, ...] | None) -> Exported:
     with inference_mode(), _quiet():
-        program, signed = _onnx_program(built, opset)
+        program, signed = _onnx_program(built, opset, recordable)
         fx_stacks = _fx_stacks(program.exported_program)
         raw = _weightless(program.model)
         outputs = {} if signed is None else \
@@ -198,13 +200,13 @@ def bound(built: BuiltModel, stored: structure.Structure) -> Exported:
                     folders=[folder], unoptimized=None)
 
 
-def _onnx_program(built: BuiltModel, opset: int):
+def _onnx_program(built: BuiltModel, opset: int, recordable: tuple[str, ...] | None):
     """The unoptimized ONNX program, converted from a trace that recorded each module call's outputs
     (``signatures``) where it can be made; else as ``torch.onnx.export`` traces it itself."""
     dynamic = _dynamic(built)
     options = dict(dynamo=True, optimize=False, opset_version=opset, input_names=built.input_names, verbose=False,
                    dynamic_shapes=dynamic)
-    signed = signatures.trace(built, dynamic)
+    signed = signatures.trace(built, dynamic, recordable)
     if signed is not None:
         try:
             return torch.onnx.export(signed.program, built.inputs, **options), signed

@@ -9,7 +9,10 @@ nested). Those nodes are followed through the ONNX exporter's decompositions by 
 provenance (``from_node``) to the node, and so the ONNX value, that computes them.
 
 Only modules whose every call takes and returns tensors and plain scalars (and the same structure
-each time) can be recorded; a forward with hooks finds them first (``recordable``). The recorded
+each time) can be recorded; a forward with hooks finds them first: the probe's where it ran
+(``torch_hooks.CallSpecs``; it runs without ``torch.onnx.is_in_onnx_export()``, so a module whose
+calls change under that flag fails the trace, and the plain export follows, shapes only), else one
+of its own, under the flag (``recordable``). The recorded
 signatures are dropped before the ONNX exporter runs (its decomposition cannot update them all:
 an eval-mode dropout's output vanishes), so it converts the very program a plain export traces.
 An output that cannot be followed with certainty is reported absent, with the reason.
@@ -27,7 +30,7 @@ from torch.utils import _pytree as pytree
 from gate.core.runs import OnnxSite
 from gate.core.status import SiteKind
 from gate.model.build import BuiltModel, inference_mode
-from gate.model.torch_hooks import flatten
+from gate.model.torch_hooks import CallSpecs, flatten
 
 OutputKey = tuple[str, int, str]  # (module qualified name, 0-based call, element suffix "[0]", "[logits]")
 
@@ -36,35 +39,20 @@ _PASS_THROUGH = {"aten.dropout.default", "aten.feature_dropout.default", "aten.a
                  "aten.to.dtype", "aten.to.device", "aten.to.dtype_layout", "aten._to_copy.default",
                  "aten.alias.default", "aten.detach.default", "aten.clone.default", "aten.contiguous.default",
                  "aten.lift_fresh_copy.default", "aten.type_as.default"}
-_PLAIN = (torch.Tensor, str, int, float, bool, type(None))
 
 
 def recordable(module: torch.nn.Module, inputs: tuple) -> tuple[str, ...]:
-    """Modules (qualified names) whose signature ``torch.export`` can record: in one forward, every
-    call took and returned only tensors and plain scalars, with one structure across calls."""
-    specs: dict[str, list] = {}
-    refused: set[str] = set()
-
-    def check(qual: str, which: int, value) -> None:
-        leaves, spec = pytree.tree_flatten(value)
-        seen = specs.setdefault(qual, [None, None])
-        if not all(isinstance(x, _PLAIN) for x in leaves) or seen[which] not in (None, spec):
-            refused.add(qual)
-        seen[which] = spec
-
-    handles = []
-    for qual, m in module.named_modules():
-        if qual:
-            handles.append(m.register_forward_pre_hook(
-                lambda _m, args, kwargs, q=qual: check(q, 0, (args, kwargs)), with_kwargs=True))
-            handles.append(m.register_forward_hook(lambda _m, _a, out, q=qual: check(q, 1, out)))
+    """Modules (qualified names) whose signature ``torch.export`` can record, from a forward with
+    hooks (``torch_hooks.CallSpecs``)."""
+    specs = CallSpecs()
+    handles = specs.hooks(module)
     try:
         with inference_mode():
             module(*inputs)
     finally:
         for h in handles:
             h.remove()
-    return tuple(q for q in specs if q not in refused)
+    return specs.recordable()
 
 
 @dataclass
@@ -76,22 +64,18 @@ class Signed:
     outputs: dict[tuple[str, int], list[tuple[str, str | None]]] = field(default_factory=dict)
 
 
-def trace(built: BuiltModel, dynamic) -> Signed | None:
+def trace(built: BuiltModel, dynamic, known: tuple[str, ...] | None = None) -> Signed | None:
     """The program ``torch.onnx`` would trace (non-strict ``torch.export`` with its settings, while
-    ``torch.onnx.is_in_onnx_export()`` holds), with the signatures of every recordable module call;
-    None when that cannot be done (the plain export follows)."""
+    ``torch.onnx.is_in_onnx_export()`` holds), with the signatures of every recordable module call
+    (``known``: found by the probe's forward; else by a forward of its own); None when that cannot
+    be done (the plain export follows)."""
     try:
         from torch.onnx import _flags
         from torch.onnx._internal.exporter import _capture_strategies, _dynamic_shapes
         from torch.onnx._internal.exporter._flags import set_onnx_exporting_flag
     except ImportError:  # another torch: no signatures, shapes only
         return None
-    try:
-        names = set_onnx_exporting_flag(recordable)(built.module, built.inputs)
-    except Exception:  # noqa: BLE001 - the export reports the model's own failure
-        names = ()
-    finally:
-        built.restore()  # what that forward cached must not become a constant of the graph
+    names = known if known is not None else _found(built, set_onnx_exporting_flag)
     if not names:
         return None
 
@@ -115,6 +99,17 @@ def trace(built: BuiltModel, dynamic) -> Signed | None:
         if entry.fqn:
             entry.signature = None
     return signed
+
+
+def _found(built: BuiltModel, flagged) -> tuple[str, ...]:
+    """The recordable modules, from a forward of their own while the export's flag holds."""
+    try:
+        names: tuple[str, ...] = flagged(recordable)(built.module, built.inputs)
+        return names
+    except Exception:  # noqa: BLE001 - the export reports the model's own failure
+        return ()
+    finally:
+        built.restore()  # what that forward cached must not become a constant of the graph
 
 
 def _outputs(program: torch.export.ExportedProgram) -> dict[tuple[str, int], list[tuple[str, str | None]]]:

@@ -22,7 +22,9 @@ from gate.fingerprint import Fingerprint
 from gate.model.build import inference_mode
 from gate.model.torch_fingerprint import fingerprint_of, to_numpy
 
-__all__ = ["Capture", "LayerOutput", "flatten", "outputs", "run", "to_numpy"]
+__all__ = ["CallSpecs", "Capture", "LayerOutput", "flatten", "outputs", "run", "to_numpy"]
+
+_PLAIN = (torch.Tensor, str, int, float, bool, type(None))
 
 
 @dataclass
@@ -60,14 +62,46 @@ def outputs(module: torch.nn.Module, value: Any) -> list[LayerOutput]:
             for element, t in flatten(value)]
 
 
+class CallSpecs:
+    """Which modules ``torch.export`` can record the call signature of
+    (``gate.export.signatures``): those whose every call in one forward took and returned only
+    tensors and plain scalars, with one structure across calls. Fed by that forward's hooks."""
+
+    def __init__(self) -> None:
+        self._specs: dict[str, list[Any]] = {}  # per module: its (args, kwargs) structure, its output's
+        self._refused: set[str] = set()
+
+    def _check(self, qual: str, which: int, value: Any) -> None:
+        leaves, spec = torch.utils._pytree.tree_flatten(value)
+        seen = self._specs.setdefault(qual, [None, None])
+        if not all(isinstance(x, _PLAIN) for x in leaves) or seen[which] not in (None, spec):
+            self._refused.add(qual)
+        seen[which] = spec
+
+    def hooks(self, module: torch.nn.Module) -> list[Any]:
+        """Hooks on every module but the root, for one forward; the caller removes them."""
+        handles = []
+        for qual, m in module.named_modules():
+            if qual:
+                handles.append(m.register_forward_pre_hook(
+                    lambda _m, args, kwargs, q=qual: self._check(q, 0, (args, kwargs)), with_kwargs=True))
+                handles.append(m.register_forward_hook(lambda _m, _a, out, q=qual: self._check(q, 1, out)))
+        return handles
+
+    def recordable(self) -> tuple[str, ...]:
+        """The modules whose signature can be recorded, in the order they were first called."""
+        return tuple(q for q in self._specs if q not in self._refused)
+
+
 class Capture:
     """One forward of ``module`` with hooks on every module call. ``where()`` names the innermost
     module call running (for what happens inside a forward: casts, low-precision ops), and
     ``on_record`` sees each record as it is made, with the tensor it was made of."""
 
     def __init__(self, module: torch.nn.Module,
-                 on_record: Callable[[LayerOutput, torch.Tensor], None] | None = None):
-        self.module, self.on_record = module, on_record
+                 on_record: Callable[[LayerOutput, torch.Tensor], None] | None = None,
+                 specs: CallSpecs | None = None):
+        self.module, self.on_record, self.specs = module, on_record, specs
         self.records: list[LayerOutput] = []
         self._calls: dict[str, int] = {}
         self._stack: list[str] = []
@@ -105,7 +139,7 @@ class Capture:
     def run(self, inputs: tuple[torch.Tensor, ...],
             context: contextlib.AbstractContextManager | None = None) -> list[LayerOutput]:
         """The records in execution (hook completion) order."""
-        handles = []
+        handles = self.specs.hooks(self.module) if self.specs is not None else []
         for qual, m in self.module.named_modules():
             handles.append(m.register_forward_pre_hook(_bind_pre(self._enter, qual)))
             handles.append(m.register_forward_hook(_bind(self._exit, qual)))

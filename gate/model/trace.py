@@ -137,6 +137,7 @@ class Probe:
     random: list[str] = field(default_factory=list)
     custom: list[str] = field(default_factory=list)
     seconds: float = 0.0
+    recordable: tuple[str, ...] = ()  # modules whose call signature the export can record (``CallSpecs``)
 
     @property
     def fingerprints(self) -> dict:
@@ -186,7 +187,8 @@ def probe(built: BuiltModel) -> Probe:
     """The traced, fingerprinted float32 forward (raises what the model raises)."""
     named, hashed = _named(built)
     trace = OpTrace(named, hashed)
-    capture = torch_hooks.Capture(built.module)
+    specs = torch_hooks.CallSpecs()  # what the export's trace would otherwise run a forward to learn
+    capture = torch_hooks.Capture(built.module, specs=specs)
     start = time.perf_counter()
     with built.fresh():  # from the model as built, and leaving it so: what the forward caches goes
         generators = _generators(built.module)  # as restored: the very objects the forward sees
@@ -197,4 +199,4 @@ def probe(built: BuiltModel) -> Probe:
     random = trace.random + ([f"{', '.join(sorted(set(trace.seeded))[:3]) or 'an operation'} drew from "
                               f"{', '.join(drawn[:3])}"] if drawn else [])
     return Probe(records, capture.output, trace.digest, trace.ops, random[:20], sorted(trace.custom)[:50],
-                 time.perf_counter() - start)
+                 time.perf_counter() - start, specs.recordable())

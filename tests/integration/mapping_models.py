@@ -146,3 +146,40 @@ class Pyramid(nn.Module):
 def pyramid() -> nn.Module:
     torch.manual_seed(0)
     return Pyramid()
+
+
+class Boxed:
+    """Not a tensor, nor anything ``torch.utils._pytree`` flattens."""
+
+    def __init__(self, value: torch.Tensor):
+        self.value = value
+
+
+class Switches(nn.Module):
+    """Returns a tensor, except while ONNX is exported: then a ``Boxed`` one, whose signature
+    ``torch.export`` cannot record."""
+
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(8, 8)
+
+    def forward(self, x: torch.Tensor):
+        y = torch.relu(self.lin(x))
+        return Boxed(y) if torch.onnx.is_in_onnx_export() else y
+
+
+class FlagSwitch(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.switch, self.head = Switches(), nn.Linear(8, 4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = self.switch(x)
+        return self.head(y.value if isinstance(y, Boxed) else y)
+
+
+def flag_switch() -> nn.Module:
+    """A module whose calls change while ONNX is exported: the probe's forward (without the flag)
+    finds it recordable, the export's trace does not."""
+    torch.manual_seed(0)
+    return FlagSwitch()

@@ -201,3 +201,42 @@ def test_elements_of_a_multi_output_op_are_each_their_own_value():
     assert all(sites[n].kind == "value" for n in elements), {n: sites[n] for n in elements}
     assert len({sites[n].value for n in elements}) == 3
     assert_no_crossed_wires(exported, sites, built)
+
+
+def _spec(factory: str, shape: tuple | None = None, inputs: str | None = None) -> ModelSpec:
+    return ModelSpec(name="m", factory=factory, inputs=inputs or (InputSpec("x", shape),), where="models[0]")
+
+
+@pytest.mark.parametrize("factory, shape, inputs", [
+    ("examples.zoo:tiny_cnn", (2, 3, 16, 16), None),
+    ("tests.integration.mapping_models:dict_wrapper", (3, 8), None),
+    ("tests.integration.mapping_models:dict_wrapper_swapped", (3, 8), None),
+    ("tests.integration.mapping_models:recurrent", (2, 5, 8), None),
+    ("tests.integration.mapping_models:clip_eager", None, "tests.integration.mapping_models:clip_inputs"),
+])
+def test_the_probe_finds_the_modules_the_export_s_own_forward_would(factory, shape, inputs):
+    from torch.onnx._internal.exporter._flags import set_onnx_exporting_flag
+
+    from gate.export import signatures
+    from gate.model.trace import probe
+
+    built = build(_spec(factory, shape, inputs), ROOT)
+    found = probe(built).recordable
+    assert found == set_onnx_exporting_flag(signatures.recordable)(built.module, built.inputs)
+    assert found and ("inner" in found) == factory.endswith(":dict_wrapper")  # swapped keywords: refused
+    given, own = export(built, found), export(built)
+    assert given.outputs == own.outputs and given.calls == own.calls
+
+
+def test_a_module_that_changes_under_the_export_s_flag_falls_back_to_the_plain_export():
+    from gate.model.trace import probe
+
+    built = build(_spec("tests.integration.mapping_models:flag_switch", (3, 8)), ROOT)
+    found = probe(built).recordable
+    assert "switch" in found  # without the flag it returns a tensor
+    exported = export(built, found)
+    assert not exported.outputs  # the trace with signatures failed on it: no recorded outputs, shapes only
+    records = torch_hooks.run(built.module, built.inputs)
+    sites = assign(records, exported.calls, exported.shapes, exported.available, outputs=exported.outputs)
+    assert sites["head"].kind == "value"
+    assert_no_crossed_wires(exported, sites, built)

@@ -1,0 +1,59 @@
+"""The garbage collector around a command, decided here. A full collection scans every object the
+process holds, and a gate's process holds a great many that live as long as it does: torch, its
+model's libraries, the model (about 400,000 objects with transformers loaded). So:
+
+- while a command loads (its imports, its config, the first model's build), no full collection:
+  each one rescanned everything imported so far (six of them, 0.5 s, while torch and torchvision
+  import; young garbage is still collected);
+- while the stages run (``frozen``), what is alive is set aside from collection, and full
+  collections come back for what the export makes;
+- at the interpreter's exit, everything is set aside: its last collection and teardown took
+  1.1-1.7 s with torch loaded, and the operating system frees the pages at once.
+
+Measured with ``scripts/bench_gc.py`` (docs/performance.md).
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import gc
+from collections.abc import Iterator
+
+LOADING = 10**9  # the full collection's threshold while loading: never reached
+_held: list[tuple[int, int, int]] = []  # the process's own thresholds, while a command loads
+_exit_registered: list[bool] = []
+
+
+@contextlib.contextmanager
+def command() -> Iterator[None]:
+    """One command of the CLI: loading without full collections until its stages start (or it
+    ends), the heap set aside at the interpreter's exit."""
+    before = gc.get_threshold()
+    _held[:] = [before]
+    gc.set_threshold(before[0], before[1], LOADING)
+    if not _exit_registered:
+        atexit.register(gc.freeze)
+        _exit_registered.append(True)
+    try:
+        yield
+    finally:
+        loaded()
+
+
+def loaded() -> None:
+    """Loading is over: full collections as the process had them."""
+    if _held:
+        gc.set_threshold(*_held.pop())
+
+
+@contextlib.contextmanager
+def frozen() -> Iterator[None]:
+    """The stages of one model: what is alive now (the imports, the model as built) set aside from
+    collection while they run, collected as before once they are done."""
+    loaded()
+    gc.freeze()
+    try:
+        yield
+    finally:
+        gc.unfreeze()
