@@ -25,7 +25,7 @@ def _run(config: Config, spec: ModelSpec, providers, progress: Progress, setting
 def check(config: Config, models: tuple[ModelSpec, ...], providers: tuple[ProviderSpec, ...],
           progress: Progress = lambda _: None, settings: Settings | None = None, full: bool = False) -> Report:
     loaded = load_baselines(config, models)  # an unreadable baseline fails before any model runs
-    cache, policy = Cache(), ReusePolicy.for_check(full)
+    cache, policy = Cache.of(models), ReusePolicy.for_check(full)
     runs = [(spec, _run(config, spec, providers, progress, settings, cache, policy.plan(loaded[spec.name][1])))
             for spec in models]
     report = judge(config, runs, loaded, progress)

@@ -3,7 +3,8 @@ run every selected provider through its runner. Returns a ``ModelRun``; judging 
 verdict's job.
 
 The model is built once and that same instance is exported and run on PyTorch (the stages before
-the providers: ``prepare``). Providers run
+the providers: ``prepare``); where no later case of the command runs it, it goes before the ONNX
+Runtime providers (``Cache.let_go``). Providers run
 in-process or, where the config isolates them (ONNX Runtime EPs and CUDA by default), in a
 worker process that reads the exported bundle.
 """
@@ -111,13 +112,19 @@ def _probed(provider: ProviderSpec, probe, isolated: bool):
 
 
 def run_providers(prepared: Prepared, bundle: Bundle, providers: tuple[ProviderSpec, ...], config: Config,
-                  progress: Progress, settings: Settings, spare: Spare | None = None) -> None:
+                  progress: Progress, settings: Settings, spare: Spare | None = None,
+                  cache: Cache | None = None) -> None:
     """PyTorch providers, then ONNX Runtime EPs (the order the report lists them in); the first
-    isolated one in ``spare``, where one waits."""
+    isolated one in ``spare``, where one waits. After the PyTorch ones, the model goes where
+    ``cache`` says no later case runs it."""
+    assert prepared.built is not None
     spec = prepared.built.spec
     subject = Subject(prepared.run, bundle.folder, prepared.built, settings.threads, prepared.outputs,
                       spec.output_tolerance, spec.repeats, settings.times(config), progress)
     for provider in sorted(providers, key=lambda p: not p.kind.torch):
+        if not provider.kind.torch and subject.built is not None and cache is not None \
+                and cache.let_go(prepared):
+            subject = replace(subject, built=None)
         skip = config.skip_reason(prepared.run.name, provider.name)
         if skip:
             prepared.run.providers.append(ProviderRun.skipped(nominal_target(provider), skip, SkipKind.SWEEP))
@@ -147,7 +154,7 @@ def run_model(config: Config, spec: ModelSpec, providers: tuple[ProviderSpec, ..
             with tempfile.TemporaryDirectory(prefix="parity-gate-") as tmp:
                 bundle = Bundle(Path(tmp))
                 bundle.write(prepared.run, prepared.model_file, prepared.inputs, prepared.outputs)
-                run_providers(prepared, bundle, providers, config, progress, settings, spare)
+                run_providers(prepared, bundle, providers, config, progress, settings, spare, cache)
         return prepared.run
     finally:
         if spare is not None:

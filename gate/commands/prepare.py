@@ -10,6 +10,8 @@ A failure of the model becomes ``run.error`` with its status; a wrong config rai
 
 from __future__ import annotations
 
+from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -42,7 +44,7 @@ class Prepared:
     """A case built, exported, transformed and run on the reference."""
 
     run: ModelRun
-    built: BuiltModel
+    built: BuiltModel | None  # None once no later run of this command needs the model (``Cache.let_go``)
     model_file: Path | None  # the shipped ONNX graph (external data beside it); None when the export failed
     inputs: list[np.ndarray]
     outputs: list[np.ndarray] = field(default_factory=list)  # the reference's outputs (float64), in order
@@ -62,17 +64,39 @@ class Shared:
 @dataclass
 class Cache:
     """What the cases of one configured model share within a command: the built model and the
-    exports by key. Cases of a model are consecutive, so only the current model's are kept."""
+    exports by key. Cases of a model are consecutive, so only the current model's are kept; where
+    the command said which cases it runs (``of``), the model goes with its last case's PyTorch runs."""
 
     model: str | None = None
     modules: dict[str, Module] = field(default_factory=dict)
     exports: dict[tuple, Shared] = field(default_factory=dict)
+    cases: Counter[str] | None = None  # per configured model, its cases still to enter; None: not said
+
+    @classmethod
+    def of(cls, models: Iterable[ModelSpec]) -> Cache:
+        """A cache for a command that runs ``models``, in that order."""
+        return cls(cases=Counter(spec.base or spec.name for spec in models))
 
     def enter(self, spec: ModelSpec) -> Cache:
         base = spec.base or spec.name
         if base != self.model:
             self.model, self.modules, self.exports = base, {}, {}
+        if self.cases is not None:
+            self.cases[base] -= 1
         return self
+
+    def let_go(self, prepared: Prepared) -> bool:
+        """Drop the model of ``prepared`` where no later case of this command runs it: what is left
+        of its run (the ONNX Runtime providers) does not hold its weights beside a worker's session.
+        Whether it went."""
+        if prepared.built is None:
+            return True
+        base = prepared.built.spec.base or prepared.built.spec.name
+        if self.cases is None or self.cases[base] > 0:
+            return False
+        self.modules.pop(base, None)
+        prepared.built = None
+        return True
 
 
 def _meta(built: BuiltModel) -> Meta:

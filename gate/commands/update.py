@@ -108,7 +108,7 @@ def update_baseline(config: Config, models: tuple[ModelSpec, ...], providers: tu
     runs: dict[str, ModelRun] = {}
     if sources:
         models, runs = _from_files(config, models, sources)
-    ready, failed, cache = [], [], Cache()
+    ready, failed, cache = [], [], Cache.of(models)
     for spec in models:
         location(config, spec)  # a bad name fails before any run
         try:

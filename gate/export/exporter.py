@@ -28,7 +28,7 @@ import torch
 from gate.core.failure import ModelError
 from gate.core.runs import OnnxSite
 from gate.core.status import ErrorStatus
-from gate.export import layermap, saved, signatures, structure
+from gate.export import layermap, rewriter, saved, signatures, structure
 from gate.export.layermap import CallKey, CallValues
 from gate.model.build import BuiltModel, inference_mode
 
@@ -236,6 +236,7 @@ def _weightless(model) -> onnx.ModelProto:
 
 
 def _save_ir(model, path: Path) -> None:
+    """``model`` saved; the graphs the optimizer matched are let go of (``rewriter.forget``)."""
     import onnx_ir as ir
 
     size = sum(v.const_value.nbytes for v in model.graph.initializers.values() if v.const_value is not None)
@@ -243,6 +244,7 @@ def _save_ir(model, path: Path) -> None:
         ir.save(model, str(path), external_data=saved.DATA, size_threshold_bytes=saved.INLINE_TENSOR_BYTES)
     else:
         ir.save(model, str(path))
+    rewriter.forget()
 
 
 def _fx_stacks(exported_program) -> dict[str, list[CallKey]]:
