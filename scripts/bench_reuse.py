@@ -1,10 +1,11 @@
 """Benchmark: `parity-gate check` with its stages reused under their keys against the whole-output recipe.
 
-    PYTHONPATH=. python scripts/bench_reuse.py [--models resnet18 bert bert-sdpa resnet18-fp16 ...] [--repeat 3]
+    PYTHONPATH=. python scripts/bench_reuse.py [--models resnet18 bert bert-sdpa resnet18-fp16 wide-2.4gb ...] [--repeat 3]
         [--today /path/to/a/checkout/before/reuse] [--json out.json]
 
 Per model (random weights from configs, nothing downloaded; providers torch-cpu + CPUExecutionProvider;
-`bert` with eager attention, `bert-sdpa` with transformers' default; `-fp16`, `-opt`, `-int8`: with
+`bert` with eager attention, `bert-sdpa` with transformers' default; `wide-2.4gb`: 36 x Linear(4096, 4096)
+of examples/scale.py, 2.4 GB of float32 weights; `-fp16`, `-opt`, `-int8`: with
 the float16, transformer-optimizer or int8 transform of examples/transforms.py, which the recipe
 runs too: it checks what ships; `-declared`: the transform declares it reads nothing else
 (`transform-inputs = []`), so its output is reused under its key), `update-baseline` first (not timed; it records the stage keys and
@@ -98,6 +99,10 @@ MODELS = textwrap.dedent("""
         return build
 
     gpt2x512, gpt2x2048 = gpt2(512), gpt2(2048)
+
+    def wide_2_4gb():  # 36 x Linear(4096, 4096) + GELU: 2.4 GB of float32 weights
+        from examples.scale import wide_2_4gb as wide
+        return _changed(wide())
 """)
 
 RESNET_IN = '[{ name = "x", shape = [1, 3, 224, 224], dtype = "float32" }]'
@@ -114,6 +119,7 @@ MODELS_RUN = {
     "bert-opt-declared": ("bert_sdpa", BERT_IN, "bert_optimized"),  # transform-inputs = []: its output is keyed
     "gpt2x512": ("gpt2x512", '[{ name = "input_ids", shape = [1, 512], dtype = "int64", high = 50257 }]', None),
     "gpt2x2048": ("gpt2x2048", '[{ name = "input_ids", shape = [1, 2048], dtype = "int64", high = 50257 }]', None),
+    "wide-2.4gb": ("wide_2_4gb", '[{ name = "x", shape = [2, 4096], dtype = "float32" }]', None),
 }
 # The model and the inputs the gate generates (gate.model.inputs), in a fresh process.
 BUILT = textwrap.dedent("""

@@ -2,11 +2,12 @@
 while the parent exports, and whether the parent waits for it or runs it itself.
 
 The export is mostly one thread of Python; the reference is torch kernels. With cores to spare the
-child (one thread) runs inside the export's time. On 2 CPUs there are none: the export's own threads
-and the weights' hashing take the second core, and the pair measured slower than the stages in
-sequence (docs/performance.md), so ``auto`` starts a child only from ``AUTO_CPUS``. Where the child
-is the longer of the two, the parent stops it at the end of the export and runs the reference with
-all its threads, unless what is left of it is shorter than that. Every rule is here; ``prepare`` asks.
+child (one thread) runs inside the export's time. On 2 CPUs there are none: the export's torch work
+and the weights' hashing take the second core, and the pair measured no faster than the stages in
+sequence, at a higher peak (docs/performance.md), so ``auto`` starts a child only from
+``AUTO_CPUS``. Where the child is the longer of the two, the parent stops it at the end of the export
+and runs the reference with all its threads, unless what is left of it is shorter than that. Every
+rule is here; ``prepare`` asks.
 """
 
 from __future__ import annotations
