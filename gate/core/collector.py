@@ -22,7 +22,6 @@ from collections.abc import Iterator
 
 LOADING = 10**9  # the full collection's threshold while loading: never reached
 _held: list[tuple[int, int, int]] = []  # the process's own thresholds, while a command loads
-_exit_registered: list[bool] = []
 
 
 @contextlib.contextmanager
@@ -32,9 +31,8 @@ def command() -> Iterator[None]:
     before = gc.get_threshold()
     _held[:] = [before]
     gc.set_threshold(before[0], before[1], LOADING)
-    if not _exit_registered:
-        atexit.register(gc.freeze)
-        _exit_registered.append(True)
+    atexit.unregister(gc.freeze)  # once, however many commands a process runs
+    atexit.register(gc.freeze)
     try:
         yield
     finally:
