@@ -11,7 +11,7 @@ A failure of the model becomes ``run.error`` with its status; a wrong config rai
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -195,8 +195,9 @@ def _transform(config: Config, spec: ModelSpec, exported: Graph, progress: Progr
 
 
 def _ship(config: Config, built: BuiltModel, run: ModelRun, cache: Cache, plan: Plan | None,
-          progress: Progress) -> Graph | ModelError:
-    """The export and transform stages, once per export within a command."""
+          progress: Progress, tracing: Callable[[], None] = lambda: None) -> Graph | ModelError:
+    """The export and transform stages, once per export within a command; ``tracing`` is told
+    as a fresh export starts."""
     spec = built.spec
     shared = cache.exports.get(spec.export_key)
     if shared is not None:
@@ -209,8 +210,11 @@ def _ship(config: Config, built: BuiltModel, run: ModelRun, cache: Cache, plan: 
             graph = _export(built, None, progress)[0]
             graph = _transform(config, spec, graph, progress) if spec.transform else graph
         else:
-            graph = plan.export(run, lambda: _export(built, probe, progress),
-                                lambda stored: _bind(built, stored, progress))
+            def fresh() -> tuple[Graph, Structure | None]:
+                tracing()
+                return _export(built, probe, progress)
+
+            graph = plan.export(run, fresh, lambda stored: _bind(built, stored, progress))
             if spec.transform:
                 exported = graph
                 graph = plan.transform(run, spec.transform, exported, lambda: _transform(config, spec, exported, progress))
@@ -258,8 +262,9 @@ def _stages(config: Config, built: BuiltModel, run: ModelRun, cache: Cache, plan
     spec = built.spec
     if plan is not None:
         plan.start(config, built, run, progress)
-    with beside.stopped_on_error(_beside(built, cache, plan)) as child:
-        shipped = _ship(config, built, run, cache, plan, progress)
+    slot = beside.Slot(lambda: _beside(built, cache, plan))
+    with beside.stopped_on_error(slot):
+        shipped = _ship(config, built, run, cache, plan, progress, slot.start)
         if plan is not None:
             plan.release()  # the transform has read the exported graph: its files may now be stored
         run.meta.weights_digest = built.weights_digest  # hashed while the export ran
@@ -276,7 +281,7 @@ def _stages(config: Config, built: BuiltModel, run: ModelRun, cache: Cache, plan
             outputs = plan.reused_reference(run)
             records = plan.probe.records if plan.probe is not None else []
         else:
-            reference = _reference(built, run, graph, plan, progress, child)
+            reference = _reference(built, run, graph, plan, progress, slot.child)
             if reference is None:
                 return Prepared(run, built, None, built.arrays)
             outputs, records = reference
@@ -289,7 +294,8 @@ def _stages(config: Config, built: BuiltModel, run: ModelRun, cache: Cache, plan
 
 
 def _beside(built: BuiltModel, cache: Cache, plan: Plan | None) -> beside.Beside | None:
-    """The reference started beside the export (``gate.commands.beside``), where this case computes
+    """The reference started beside the export (``gate.commands.beside``), asked as the export starts
+    tracing (not for a graph from the store or a binding of new weights), where this case computes
     both here (its reference is not the baseline's, its export is not shared or read) and the probe
     ran: its records and its time tell how long the reference is."""
     spec = built.spec

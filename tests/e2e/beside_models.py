@@ -41,3 +41,11 @@ def no_float64() -> nn.Module:
 
 def stalls_beside() -> nn.Module:
     return Net("stalls-beside")
+
+
+def scaled() -> nn.Module:
+    """``plain`` with its first weight scaled by BESIDE_TEST_SCALE: a weight-only change."""
+    net = Net()
+    with torch.no_grad():
+        net.conv.weight.mul_(float(os.environ.get("BESIDE_TEST_SCALE", "1")))
+    return net

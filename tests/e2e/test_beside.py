@@ -13,14 +13,14 @@ import pytest
 from gate import env
 from gate.commands import beside
 from gate.runners import forked
-from tests.support.stage_projects import E2E, check, update
+from tests.support.stage_projects import E2E, check, states, update
 
 pytestmark = pytest.mark.skipif(not forked.available(), reason="no fork here")
 
 
 @pytest.fixture(autouse=True)
 def beside_on(monkeypatch):
-    """On, whatever the CPUs: ``auto`` wants 4, the CI machine has 2."""
+    """On, whatever the CPUs this machine has (``auto`` wants ``beside.AUTO_CPUS``)."""
     monkeypatch.setenv(env.BESIDE, "on")
 
 MODEL = ('[[models]]\nname = "net"\nfactory = "beside_models:{factory}"\n'
@@ -81,3 +81,14 @@ def test_the_parent_does_not_wait_for_a_child_that_stalls(tmp_path, monkeypatch)
     report, said = check(path, full=True)
     assert time.monotonic() - started < 300  # the child sleeps 600 s: it was stopped, not waited for
     assert any(beside.BESIDE in s for s in said) and where(said) == "here" and report["verdict"] == "pass"
+
+
+def test_a_child_starts_only_where_the_export_traces(tmp_path, monkeypatch):
+    monkeypatch.setenv("PARITY_GATE_CACHE_DIR", str(tmp_path / "store"))
+    path = project(tmp_path, "scaled")
+    said = update(path)
+    assert any(beside.BESIDE in s for s in said), said  # a fresh export: the reference beside it
+    monkeypatch.setenv("BESIDE_TEST_SCALE", "1.5")
+    report, said = check(path)  # only a weight changed: its new weights bound into the stored structure
+    assert states(report)["structure"] == "hit" and any("bound into it" in s for s in said), said
+    assert where(said) == "here" and not any(beside.BESIDE in s for s in said), said
