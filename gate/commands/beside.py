@@ -4,9 +4,11 @@ while the parent exports, and whether the parent waits for it or runs it itself.
 The export's trace is mostly one thread of Python; the reference is torch kernels. The child (one
 thread) runs inside the trace's time. After a code change on 2 CPUs, GPT-2 (512 tokens) took 16.2 s
 beside against 17.4 s in sequence, BERT-base 13.7 s against 14.1 s and resnet18 6.4 s against 6.3 s,
-at peaks no higher (docs/performance.md), so ``auto`` starts a child from ``AUTO_CPUS``. It starts
-as the export starts tracing (``Slot``): a graph from the store, or new weights bound into the stored
-structure, leaves too little time to hide a reference in. Where the child is the longer of the two,
+at peaks no higher (docs/performance.md), so ``auto`` starts a child from ``AUTO_CPUS``, where the
+probe predicts that the child's reference ends within the export (``hides``): at 2048 tokens GPT-2's
+takes four times its export, and the child only held memory beside it. It starts as the export starts
+tracing (``Slot``): a graph from the store, or new weights bound into the stored structure, leaves too
+little time to hide a reference in. Where the child is the longer of the two,
 the parent stops it at the end of the export and runs the reference with all its threads, unless
 what is left of it is shorter than that. Every rule is here; ``prepare`` asks.
 """
@@ -37,6 +39,14 @@ THREAD_GAIN = 0.8
 # A float32 forward (the probe's) shorter than this: the fork and the child's start (30-40 ms measured
 # for resnet18's process) would cost more than the reference they move.
 MIN_FORWARD_S = 0.05
+# ``auto`` predicts both sides. The child's reference: the probe's float32 forward, FLOAT64_COST times
+# longer in float64, on one thread. The export: at least EXPORT_S_PER_OP for each operation the probe
+# traced, or EXPORT_S_PER_GB for each GB of weights it writes, whichever is longer. Measured on the
+# Zen 4 host (2 CPUs): GPT-2's export 6.0-6.6 s for 644 operations, the 2.4 GB model's 8.3 s for 110;
+# one-thread references 0.44x (2.4 GB) to 3.5x (GPT-2, 2048 tokens) the probe's two-thread forward.
+FLOAT64_COST = 2.0
+EXPORT_S_PER_OP = 0.009
+EXPORT_S_PER_GB = 3.0
 
 
 @dataclass(frozen=True)
@@ -47,9 +57,10 @@ class Beside:
     layers: int
 
 
-def start(built: BuiltModel, layers: int, forward_s: float) -> Beside | None:
+def start(built: BuiltModel, layers: int, forward_s: float, ops: int) -> Beside | None:
     """The reference started in a child, where it may run beside the export; None where not.
-    ``layers`` and ``forward_s``: the probe's records and the seconds its float32 forward took."""
+    ``layers``, ``forward_s`` and ``ops``: the probe's records, the seconds its float32 forward took
+    and the operations it traced."""
     from gate import env
     from gate.runners import forked
     from gate.runners.reference import run_reference
@@ -57,9 +68,10 @@ def start(built: BuiltModel, layers: int, forward_s: float) -> Beside | None:
     mode = env.beside()
     if mode == "off" or forward_s < MIN_FORWARD_S or not forked.available():
         return None
-    if mode == "auto" and _cpus() < AUTO_CPUS:
+    weights = _weight_bytes(built)
+    if mode == "auto" and (_cpus() < AUTO_CPUS or not hides(forward_s, ops, weights, forked.threads())):
         return None
-    if not _fits(built):
+    if not _fits(weights):
         return None
     promote = built.spec.reference_promotion
 
@@ -111,6 +123,14 @@ def take(beside: Beside) -> Reference | None:
     return child.result()
 
 
+def hides(forward_s: float, ops: int, weight_bytes: int, threads: int) -> bool:
+    """Whether the child's reference, as the probe predicts it, ends within the export: where it
+    cannot, the parent stops it and runs it again, and it only held memory beside the export
+    (GPT-2 at 2048 tokens: 0.15 GB more at the peak, no time saved)."""
+    child = forward_s * FLOAT64_COST * max(1.0, THREAD_GAIN * threads)
+    return child <= max(ops * EXPORT_S_PER_OP, weight_bytes / 1e9 * EXPORT_S_PER_GB)
+
+
 def _worth_waiting(done: int, layers: int, elapsed: float, threads: int) -> bool:
     """Whether the child's remaining time, at its pace so far, is below a run here from scratch."""
     if done <= 0 or layers <= 0:
@@ -128,12 +148,17 @@ def _cpus() -> int:
         return os.cpu_count() or 1
 
 
-def _fits(built: BuiltModel) -> bool:
+def _weight_bytes(built: BuiltModel) -> int:
+    from gate.model import budget
+
+    return budget.tensor_bytes([*built.module.parameters(), *built.module.buffers()])
+
+
+def _fits(weight_bytes: int) -> bool:
     """Whether the memory available now holds what the child may add beside the export."""
     from gate.model import budget
 
     available = budget.available_mb()
     if available is None:
         return False
-    weights = budget.tensor_bytes([*built.module.parameters(), *built.module.buffers()])
-    return available >= budget.FIXED_MB + BESIDE_COPIES * weights / budget.MB
+    return available >= budget.FIXED_MB + BESIDE_COPIES * weight_bytes / budget.MB

@@ -302,7 +302,7 @@ def _beside(built: BuiltModel, cache: Cache, plan: Plan | None) -> beside.Beside
     probe = plan.probe if plan is not None else None
     if probe is None or plan is None or plan.reference or spec.export_key in cache.exports or spec.artifact:
         return None
-    return beside.start(built, len(probe.records), probe.seconds)
+    return beside.start(built, len(probe.records), probe.seconds, probe.ops)
 
 
 def _reference(built: BuiltModel, run: ModelRun, graph: Graph | None, plan: Plan | None,

@@ -49,3 +49,23 @@ def scaled() -> nn.Module:
     with torch.no_grad():
         net.conv.weight.mul_(float(os.environ.get("BESIDE_TEST_SCALE", "1")))
     return net
+
+
+class Deep(nn.Module):
+    """Many operations for a short forward: a trace long enough to hide its reference in."""
+
+    def __init__(self):
+        super().__init__()
+        self.stem = nn.Conv2d(3, 8, 3, padding=1)
+        self.layers = nn.ModuleList(nn.Linear(8, 8) for _ in range(40))
+
+    def forward(self, x):
+        time.sleep(MIN_FORWARD_S)
+        h = torch.relu(self.stem(x)).mean(dim=(2, 3))
+        for layer in self.layers:
+            h = torch.tanh(layer(h)) + h
+        return h
+
+
+def deep() -> nn.Module:
+    return Deep()

@@ -5,6 +5,7 @@ float32 or stalls changes nothing but where the reference ran."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import time
 
@@ -92,3 +93,17 @@ def test_a_child_starts_only_where_the_export_traces(tmp_path, monkeypatch):
     report, said = check(path)  # only a weight changed: its new weights bound into the stored structure
     assert states(report)["structure"] == "hit" and any("bound into it" in s for s in said), said
     assert where(said) == "here" and not any(beside.BESIDE in s for s in said), said
+
+
+CPUS = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1
+
+
+@pytest.mark.skipif(CPUS < beside.AUTO_CPUS, reason="auto starts no child on fewer CPUs")
+def test_auto_starts_a_child_only_where_the_trace_can_hide_the_reference(tmp_path, monkeypatch):
+    monkeypatch.setenv(env.BESIDE, "auto")
+    monkeypatch.setenv("PARITY_GATE_CACHE_DIR", str(tmp_path / "store"))
+    deep_said = update(project(tmp_path, "deep"))  # 40 blocks: a trace of some 170 operations
+    assert any(beside.BESIDE in s for s in deep_said), deep_said
+    (tmp_path / "short").mkdir()
+    short_said = update(project(tmp_path / "short", "plain"))  # a handful: the child could not finish in it
+    assert not any(beside.BESIDE in s for s in short_said) and where(short_said) == "here", short_said

@@ -76,14 +76,27 @@ def test_the_parent_waits_for_a_child_whose_rest_is_shorter_than_a_run_of_its_ow
 
 def test_off_runs_every_stage_in_the_process(monkeypatch):
     monkeypatch.setenv(env.BESIDE, "off")
-    assert beside.start(object(), 10, 1.0) is None  # type: ignore[arg-type]
+    assert beside.start(object(), 10, 1.0, 100) is None  # type: ignore[arg-type]
 
 
 def test_a_wrong_mode_is_refused_naming_it(monkeypatch):
     monkeypatch.setenv(env.BESIDE, "yes")
     with pytest.raises(ConfigError, match=r"PARITY_GATE_BESIDE='yes': expected one of auto, on, off"):
-        beside.start(object(), 10, 1.0)  # type: ignore[arg-type]
+        beside.start(object(), 10, 1.0, 100)  # type: ignore[arg-type]
 
 
 def test_a_short_forward_is_not_worth_a_process():
-    assert beside.start(object(), 10, beside.MIN_FORWARD_S / 2) is None  # type: ignore[arg-type]
+    assert beside.start(object(), 10, beside.MIN_FORWARD_S / 2, 100) is None  # type: ignore[arg-type]
+
+
+def test_auto_predicts_whether_the_export_hides_the_reference():
+    from gate.commands.beside import hides
+
+    # The probe's figures on 2 threads (the Zen 4 host). GPT-2, 644 operations, 0.5 GB: its float32
+    # forward took 1.4 s at 512 tokens and 7.6 s at 2048, against an export of 6.0-6.6 s.
+    assert hides(1.4, 644, 500_000_000, threads=2)
+    assert not hides(7.6, 644, 500_000_000, threads=2)
+    assert not hides(1.4, 644, 500_000_000, threads=8)  # the child has one thread, the parent eight
+    # The 2.4 GB model: 110 operations, but 2.4 GB of weights written (an export of 8.3 s).
+    assert hides(1.8, 110, 2_400_000_000, threads=2)
+    assert not hides(1.8, 110, 50_000_000, threads=2)
