@@ -95,6 +95,7 @@ def test_auto_predicts_whether_the_export_hides_the_reference():
     # The probe's figures on 2 threads (the Zen 4 host). GPT-2, 644 operations, 0.5 GB: its float32
     # forward took 1.4 s at 512 tokens and 7.6 s at 2048, against an export of 6.0-6.6 s.
     assert hides(1.4, 644, 500_000_000, threads=2)
+    assert hides(2.2, 644, 500_000_000, threads=2)  # a slow probe: a little past the export still pays
     assert not hides(7.6, 644, 500_000_000, threads=2)
     assert not hides(1.4, 644, 500_000_000, threads=8)  # the child has one thread, the parent eight
     # The 2.4 GB model: 110 operations, but 2.4 GB of weights written (an export of 8.3 s).
