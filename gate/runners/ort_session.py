@@ -7,7 +7,8 @@ No torch here: this module runs on runners that only have an ONNX Runtime distri
 
 Sessions open the model by path where it has one (external data is read from its file, never
 re-serialized) and run one at a time: each is released before the next opens, and capture sessions
-run without the CPU memory arena, so the peak of one is not held into the next.
+run without the CPU memory arena, so the peak of one is not held into the next. The shipped session's
+memory is faulted in on 4 KiB pages, a large capture's on huge pages (``heap.huge_pages``).
 """
 
 from __future__ import annotations
@@ -160,39 +161,41 @@ def run(proto: onnx.ModelProto, spec: SessionSpec, inputs: Sequence[np.ndarray],
     how = how or Capture.for_provider(spec.provider, spec.options)
     shipped = str(model) if model is not None else proto.SerializeToString()
     weights = weights or model
-    session = spec.open(shipped, what, record=True)
-    feed = _feed(session, inputs)
-    try:
-        outputs = session.run(None, feed)
-        times = []
-        for _ in range(timing_runs):
-            start = time.perf_counter()
-            session.run(None, feed)
-            times.append((time.perf_counter() - start) * 1e3)
-    except Exception as exc:
-        raise ModelError(f"{what}: {spec.provider} failed to run the model: {_line(exc)}") from None
-    median, p90 = latency(times)
-    result = OrtRun([fingerprint(floating(np.asarray(o))) for o in outputs], latency_ms=median, latency_p90_ms=p90,
-                    capture=how)
-    result.placement = ort_placement.placement(session, spec, shipped, feed, what)
-    # Copies: an output of session.run can be a view of the session's arena, and would keep all of
-    # the arena (0.5 GB for GPT-2 at sequence 2048) alive after the session is gone.
-    result.arrays = [np.array(o) for o in outputs] if keep_outputs else []
-    del outputs, session
-    gc.collect()
-    heap.trim()  # the shipped session's arena and prepacked weights, freed into the heap
+    with heap.huge_pages(False):  # its weights, prepacked once: huge pages cost a compaction here (``heap``)
+        session = spec.open(shipped, what, record=True)
+        feed = _feed(session, inputs)
+        try:
+            outputs = session.run(None, feed)
+            times = []
+            for _ in range(timing_runs):
+                start = time.perf_counter()
+                session.run(None, feed)
+                times.append((time.perf_counter() - start) * 1e3)
+        except Exception as exc:
+            raise ModelError(f"{what}: {spec.provider} failed to run the model: {_line(exc)}") from None
+        median, p90 = latency(times)
+        result = OrtRun([fingerprint(floating(np.asarray(o))) for o in outputs], latency_ms=median, latency_p90_ms=p90,
+                        capture=how)
+        result.placement = ort_placement.placement(session, spec, shipped, feed, what)
+        # Copies: an output of session.run can be a view of the session's arena, and would keep all of
+        # the arena (0.5 GB for GPT-2 at sequence 2048) alive after the session is gone.
+        result.arrays = [np.array(o) for o in outputs] if keep_outputs else []
+        del outputs, session
+        gc.collect()
+        heap.trim()  # the shipped session's arena and prepacked weights, freed into the heap
     sizes = value_bytes or {}
     marked = list(dict.fromkeys(values))
     parts = chunks(marked, sizes, capture_bytes)
     tell = detail or (lambda *_: None)
-    if len(parts) > 1 and capture_bytes and _segments(result, proto, marked, sizes, capture_bytes, spec, feed, what,
-                                                      weights, tell):
+    with heap.huge_pages(heap.capture_pages(sum(sizes.get(v, 0) for v in marked))):
+        if len(parts) > 1 and capture_bytes and _segments(result, proto, marked, sizes, capture_bytes, spec, feed, what,
+                                                          weights, tell):
+            return result
+        for i, part in enumerate(parts):
+            tell("capture run", i + 1, len(parts), part[-1])
+            result.peak_capture_bytes = max(result.peak_capture_bytes, sum(sizes.get(v, 0) for v in part))
+            _capture(result, proto, part, spec, inputs, what, how, weights)
         return result
-    for i, part in enumerate(parts):
-        tell("capture run", i + 1, len(parts), part[-1])
-        result.peak_capture_bytes = max(result.peak_capture_bytes, sum(sizes.get(v, 0) for v in part))
-        _capture(result, proto, part, spec, inputs, what, how, weights)
-    return result
 
 
 def _segments(result: OrtRun, proto: onnx.ModelProto, values: list[str], sizes: Mapping[str, int], budget: int,
