@@ -115,7 +115,8 @@ def _empty(module) -> bool:
         and not any(True for _ in module.buffers())
 
 
-def _build(config: Config, spec: ModelSpec, cache: Cache, progress: Progress) -> BuiltModel:
+def _build(config: Config, spec: ModelSpec, cache: Cache, progress: Progress,
+           plan: Plan | None) -> BuiltModel:
     from gate.model.build import build, build_module
 
     key = spec.base or spec.name
@@ -124,7 +125,8 @@ def _build(config: Config, spec: ModelSpec, cache: Cache, progress: Progress) ->
 
         check(spec, config.root, config.isolation.memory_mb)  # before the build: fail early, saying what it needs
         progress(f"{spec.name}: building")
-        cache.modules[key] = build_module(spec, config.root)
+        known = plan.known_weights() if plan is not None else None  # the baseline's digests of its weights
+        cache.modules[key] = build_module(spec, config.root, known)
     return build(spec, config.root, cache.modules[key])
 
 
@@ -246,7 +248,7 @@ def prepare(config: Config, spec: ModelSpec, progress: Progress = lambda _: None
     """Build (once), probe and key, export (once per export) and transform, fingerprint the float64
     reference, map its layers; with ``plan``, each stage's output comes from its key where it may."""
     cache = (cache if cache is not None else Cache()).enter(spec)
-    built = _build(config, spec, cache, progress)
+    built = _build(config, spec, cache, progress, plan)
     run = ModelRun(spec.name, _meta(built))
     if spec.sweep is None and _empty(built.module):  # a sweep's op has nothing but its call
         run.error = RunError(ErrorStatus.EMPTY, f"model `{spec.name}` has no modules, parameters or buffers: nothing to check")

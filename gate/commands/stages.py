@@ -112,6 +112,15 @@ class Plan:
 
     # probe and key ---------------------------------------------------------------------------
 
+    def known_weights(self) -> tuple[str, dict[str, str]] | None:
+        """The weights' digests the baseline recorded, for the build to take its tensors' digests from
+        where this model's whole digest is the baseline's (``build.weights_digest``); a command that
+        reads nothing (``--full``, ``update-baseline``) hashes them all."""
+        meta = self.baseline.meta if self.baseline is not None else None
+        if not self.policy.read or meta is None or not meta.weights_digest or not meta.tensor_digests:
+            return None
+        return meta.weights_digest, dict(meta.tensor_digests)
+
     def start(self, config: Config, built: BuiltModel, run: ModelRun, progress: Progress) -> None:
         """Probe and key ``built``; decide whether the reference is the baseline's (``run.reuse``)."""
         from gate.commands import content_key

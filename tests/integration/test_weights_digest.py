@@ -1,0 +1,59 @@
+"""gate.model.build.weights_digest: the whole digest always hashed, the tensors' digests taken from a
+baseline only where its whole digest is this model's, and only by a command that reads."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+import torch
+
+from gate.commands.stages import ReusePolicy
+from gate.model.build import weights_digest
+from tests.support.verdicts import baseline
+
+
+def _model() -> torch.nn.Module:
+    torch.manual_seed(0)
+    return torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.BatchNorm1d(3))
+
+
+def _other(tensors: dict[str, str]) -> dict[str, str]:
+    """Tensor digests no hash of these weights gives (what only a taken record can hold)."""
+    return {name: f"{i:016x}" for i, name in enumerate(tensors)}
+
+
+def test_a_baseline_with_this_whole_digest_gives_the_tensors_digests():
+    hashed = weights_digest(_model()).result()
+    recorded = _other(hashed.tensors)
+    taken = weights_digest(_model(), (hashed.total, recorded)).result()
+    assert taken.total == hashed.total and taken.tensors == recorded
+
+
+def test_other_weights_or_other_tensor_names_hash_every_tensor():
+    hashed = weights_digest(_model()).result()
+    recorded = _other(hashed.tensors)
+    changed = _model()
+    with torch.no_grad():
+        changed[0].weight[0, 0] += 1e-3
+    now = weights_digest(changed, (hashed.total, recorded)).result()
+    assert now.total != hashed.total and now.tensors != recorded
+    assert {n for n, d in now.tensors.items() if d != hashed.tensors[n]} == {"0.weight"}
+    fewer = {n: d for n, d in recorded.items() if n != "1.num_batches_tracked"}
+    assert weights_digest(_model(), (hashed.total, fewer)).result().tensors == hashed.tensors
+
+
+@pytest.mark.parametrize("policy, takes", [
+    (ReusePolicy(True, None), True),
+    (ReusePolicy.for_check(full=True), False),
+    (ReusePolicy.for_update(), False),
+])
+def test_only_a_command_that_reads_takes_the_baselines_digests(policy, takes):
+    hashed = weights_digest(_model()).result()
+    b = baseline()
+    b = dataclasses.replace(b, meta=dataclasses.replace(b.meta, weights_digest=hashed.total,
+                                                        tensor_digests=dict(hashed.tensors)))
+    assert policy.plan(b).known_weights() == ((hashed.total, hashed.tensors) if takes else None)
+    assert policy.plan(None).known_weights() is None
+    without = dataclasses.replace(b, meta=dataclasses.replace(b.meta, tensor_digests=None))
+    assert policy.plan(without).known_weights() is None
