@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from gate.commands.prepare import Cache, Prepared, prepare
+from gate.commands.prepare import Cache, Prepared, prepare, settle
 from gate.commands.stages import Plan
 from gate.config import Config, Isolation, ModelSpec, ProviderSpec
 from gate.core.runs import ModelRun, ProviderRun
@@ -148,13 +148,16 @@ def run_model(config: Config, spec: ModelSpec, providers: tuple[ProviderSpec, ..
     spare = _spare(providers, config)
     try:
         with torch_threads(settings.threads):
-            prepared = prepare(config, spec, progress, cache, plan)
-            if prepared.run.error and not prepared.run.layers:
-                return prepared.run
-            with tempfile.TemporaryDirectory(prefix="parity-gate-") as tmp:
-                bundle = Bundle(Path(tmp))
-                bundle.write(prepared.run, prepared.model_file, prepared.inputs, prepared.outputs)
-                run_providers(prepared, bundle, providers, config, progress, settings, spare, cache)
+            prepared = prepare(config, spec, progress, cache, plan, settled=False)
+            try:
+                if prepared.run.error and not prepared.run.layers:
+                    return prepared.run
+                with tempfile.TemporaryDirectory(prefix="parity-gate-") as tmp:
+                    bundle = Bundle(Path(tmp))
+                    bundle.write(prepared.run, prepared.model_file, prepared.inputs, prepared.outputs)
+                    run_providers(prepared, bundle, providers, config, progress, settings, spare, cache)
+            finally:
+                settle(prepared, plan)  # its digest, hashed while the providers ran
         return prepared.run
     finally:
         if spare is not None:

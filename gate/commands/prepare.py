@@ -244,9 +244,10 @@ def _record_graph(run: ModelRun, spec: ModelSpec, graph: Graph) -> None:
 
 
 def prepare(config: Config, spec: ModelSpec, progress: Progress = lambda _: None, cache: Cache | None = None,
-            plan: Plan | None = None) -> Prepared:
+            plan: Plan | None = None, settled: bool = True) -> Prepared:
     """Build (once), probe and key, export (once per export) and transform, fingerprint the float64
-    reference, map its layers; with ``plan``, each stage's output comes from its key where it may."""
+    reference, map its layers; with ``plan``, each stage's output comes from its key where it may.
+    ``settled``: the graph's digest is on the run; else the caller ``settle``s it once it needs it."""
     cache = (cache if cache is not None else Cache()).enter(spec)
     built = _build(config, spec, cache, progress, plan)
     run = ModelRun(spec.name, _meta(built))
@@ -255,7 +256,22 @@ def prepare(config: Config, spec: ModelSpec, progress: Progress = lambda _: None
         run.meta.weights_digest = built.weights_digest
         return Prepared(run, built, None, built.arrays)
     with collector.frozen():
-        return _stages(config, built, run, cache, plan, progress)
+        prepared = _stages(config, built, run, cache, plan, progress)
+    if settled:
+        settle(prepared, plan)
+    return prepared
+
+
+def settle(prepared: Prepared, plan: Plan | None) -> None:
+    """The shipped graph's digest onto the run, and whether it is the graph the baseline records. It is
+    hashed on a thread from when the graph is written (0.5 GB for GPT-2): a check waits for it only
+    after the providers, which read the graph, not its digest."""
+    graph, run = prepared.graph, prepared.run
+    if graph is None or run.meta.graph_digest is not None:
+        return
+    run.meta.graph_digest = graph.digest.result()
+    if plan is not None:
+        plan.shipped(run, run.meta.graph_digest)
 
 
 def _stages(config: Config, built: BuiltModel, run: ModelRun, cache: Cache, plan: Plan | None,
@@ -288,10 +304,7 @@ def _stages(config: Config, built: BuiltModel, run: ModelRun, cache: Cache, plan
                 return Prepared(run, built, None, built.arrays)
             outputs, records = reference
         if graph is not None:
-            run.meta.graph_digest = graph.digest.result()  # hashed while the reference ran
             run.onnx_map = graph.layer_map(records)
-            if plan is not None:
-                plan.shipped(run, run.meta.graph_digest)
     return Prepared(run, built, graph.path if graph is not None else None, built.arrays, outputs, graph, probe)
 
 
@@ -325,10 +338,9 @@ def _reference(built: BuiltModel, run: ModelRun, graph: Graph | None, plan: Plan
         ref = ref or run_reference(built, progress, spec.reference_promotion)
     except ModelError as exc:
         run.error = RunError.of(exc)
-        return None
-    finally:
-        if graph is not None:  # hashed while the reference ran
+        if graph is not None:  # the report of a failed reference still says what was exported
             run.meta.graph_digest = graph.digest.result()
+        return None
     run.reference_dtype = ref.dtype
     run.meta.promoted, run.meta.below_float64 = ref.notes.promoted or None, ref.notes.below or None
     run.layers = [LayerInfo(r.name, r.type, r.fp, reached=r.reached,
