@@ -71,9 +71,10 @@ def from_profile(events: list[dict[str, Any]], provider: str) -> dict[str, Any]:
     return record(seen.values(), provider, "profile")
 
 
-def profile(spec, model_bytes: bytes, feed: Mapping[str, Any], what: str) -> list[dict[str, Any]]:
-    """One profiled run of ``model_bytes`` under ``spec`` (an ``ort_session.SessionSpec``): the events."""
-    session = spec.open(model_bytes, what, profile=True)
+def profile(spec, model: bytes | str, feed: Mapping[str, Any], what: str) -> list[dict[str, Any]]:
+    """One profiled run of ``model`` (its bytes or its path) under ``spec`` (an
+    ``ort_session.SessionSpec``): the events."""
+    session = spec.open(model, what, profile=True)
     session.run(None, dict(feed))
     path = session.end_profiling()
     try:
@@ -84,12 +85,12 @@ def profile(spec, model_bytes: bytes, feed: Mapping[str, Any], what: str) -> lis
     return events if isinstance(events, list) else []
 
 
-def placement(session, spec, model_bytes: bytes, feed: Mapping[str, Any], what: str) -> dict[str, Any] | None:
+def placement(session, spec, model: bytes | str, feed: Mapping[str, Any], what: str) -> dict[str, Any] | None:
     """The placement record of ``spec.provider``: the assignment record, else a profiled run's."""
     found = from_assignment(session, spec.provider)
     if found is None:
         try:
-            found = from_profile(profile(spec, model_bytes, feed, what), spec.provider)
+            found = from_profile(profile(spec, model, feed, what), spec.provider)
         except Exception:  # profiling is diagnostics: never the reason a provider fails
             return None
     try:

@@ -162,27 +162,7 @@ def run(proto: onnx.ModelProto, spec: SessionSpec, inputs: Sequence[np.ndarray],
     shipped = str(model) if model is not None else proto.SerializeToString()
     weights = weights or model
     with heap.huge_pages(False):  # its weights, prepacked once: huge pages cost a compaction here (``heap``)
-        session = spec.open(shipped, what, record=True)
-        feed = _feed(session, inputs)
-        try:
-            outputs = session.run(None, feed)
-            times = []
-            for _ in range(timing_runs):
-                start = time.perf_counter()
-                session.run(None, feed)
-                times.append((time.perf_counter() - start) * 1e3)
-        except Exception as exc:
-            raise ModelError(f"{what}: {spec.provider} failed to run the model: {_line(exc)}") from None
-        median, p90 = latency(times)
-        result = OrtRun([fingerprint(floating(np.asarray(o))) for o in outputs], latency_ms=median, latency_p90_ms=p90,
-                        capture=how)
-        result.placement = ort_placement.placement(session, spec, shipped, feed, what)
-        # Copies: an output of session.run can be a view of the session's arena, and would keep all of
-        # the arena (0.5 GB for GPT-2 at sequence 2048) alive after the session is gone.
-        result.arrays = [np.array(o) for o in outputs] if keep_outputs else []
-        del outputs, session
-        gc.collect()
-        heap.trim()  # the shipped session's arena and prepacked weights, freed into the heap
+        result, feed = _shipped(shipped, spec, inputs, what, timing_runs, keep_outputs, how)
     sizes = value_bytes or {}
     marked = list(dict.fromkeys(values))
     parts = chunks(marked, sizes, capture_bytes)
@@ -196,6 +176,34 @@ def run(proto: onnx.ModelProto, spec: SessionSpec, inputs: Sequence[np.ndarray],
             result.peak_capture_bytes = max(result.peak_capture_bytes, sum(sizes.get(v, 0) for v in part))
             _capture(result, proto, part, spec, inputs, what, how, weights)
         return result
+
+
+def _shipped(shipped: bytes | str, spec: SessionSpec, inputs: Sequence[np.ndarray], what: str,
+             timing_runs: int, keep_outputs: bool, how: Capture) -> tuple[OrtRun, dict[str, np.ndarray]]:
+    """The unmodified graph's session: its outputs' fingerprints (the arrays too with ``keep_outputs``),
+    the latency of ``timing_runs`` warm runs and the placement; released before this returns."""
+    session = spec.open(shipped, what, record=True)
+    feed = _feed(session, inputs)
+    try:
+        outputs = session.run(None, feed)
+        times = []
+        for _ in range(timing_runs):
+            start = time.perf_counter()
+            session.run(None, feed)
+            times.append((time.perf_counter() - start) * 1e3)
+    except Exception as exc:
+        raise ModelError(f"{what}: {spec.provider} failed to run the model: {_line(exc)}") from None
+    median, p90 = latency(times)
+    result = OrtRun([fingerprint(floating(np.asarray(o))) for o in outputs], latency_ms=median, latency_p90_ms=p90,
+                    capture=how)
+    result.placement = ort_placement.placement(session, spec, shipped, feed, what)
+    # Copies: an output of session.run can be a view of the session's arena, and would keep all of
+    # the arena (0.5 GB for GPT-2 at sequence 2048) alive after the session is gone.
+    result.arrays = [np.array(o) for o in outputs] if keep_outputs else []
+    del outputs, session
+    gc.collect()
+    heap.trim()  # the shipped session's arena and prepacked weights, freed into the heap
+    return result, feed
 
 
 def _segments(result: OrtRun, proto: onnx.ModelProto, values: list[str], sizes: Mapping[str, int], budget: int,
