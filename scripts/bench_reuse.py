@@ -37,8 +37,8 @@ from the file, np.allclose) and
   marks (the layer map stored with it). No hooks, no fingerprints, no comparison.
 
 Wall time and peak RSS of the whole process tree (the gate, its reference beside the export and its
-ONNX Runtime worker), sampled every 50 ms, PSS while a fork shares pages (``measure.measured``).
-Reported: per side the median and range of wall and peak, the median
+ONNX Runtime worker), sampled every 50 ms, PSS while a fork shares pages, at most every 500 ms
+(``measure.measured``; the JSON has the CPU each run's sampling took). Reported: per side the median and range of wall and peak, the median
 and range of the per-pair ratio to the recipe, and the path each run took (each stage's state).
 """
 
@@ -235,10 +235,10 @@ def run_model(model: str, repeat: int, today: Path | None, work: Path, heap: boo
                 runs[which] = measured(gate(code) + ["check", "--json", "report.json"], folder,
                                        {"PYTHONPATH": str(code), **extra})
         r, c = runs["recipe"], runs[side]
-        sides["recipe"].append({"wall": r.wall_s, "peak": r.peak_gb})
+        sides["recipe"].append({"wall": r.wall_s, "peak": r.peak_gb, "sampler_cpu_s": r.sampler_cpu_s})
         reuse = {} if side == "floor" else json.loads((folder / "report.json").read_text())["models"][0].get("reuse") or {}
         sides[side].append({"wall": c.wall_s, "peak": c.peak_gb, "recipe_wall": r.wall_s, "recipe_peak": r.peak_gb,
-                            "path": _path(reuse) + _where(c.proc.stderr),
+                            "path": _path(reuse) + _where(c.proc.stderr), "sampler_cpu_s": c.sampler_cpu_s,
                             "transform_s": stage_seconds(c.proc.stderr + c.proc.stdout)["transform"]})
 
     for i in range(repeat):

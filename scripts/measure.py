@@ -3,7 +3,8 @@
 - `measured(argv)`: one command in a fresh process: its wall time and the peak memory of its whole
   process tree (the command and everything it starts, e.g. the gate's ONNX Runtime worker), RSS
   summed over the tree and sampled every 50 ms; PSS while a fork shares pages with its parent (the
-  gate's float64 reference beside the export), so that no page counts twice.
+  gate's float64 reference beside the export), so that no page counts twice, read at most every
+  500 ms and only while the RSS could be a new peak (``PSS_SAMPLE_S``).
 - `pairs(n, sides)`: the order of each side within round i (alternating, so neither side always
   runs first on a warm or a cold cache); `Spread`: the median of n paired ratios and their range.
 - `host()`: the line every benchmark prints first: CPU model, CPUs, load average, versions, date.
@@ -26,6 +27,11 @@ from importlib import metadata
 from pathlib import Path
 
 SAMPLE_S = 0.05
+# Reading PSS walks every page table of the tree: about 50 ms of CPU per read on GPT-2's 2 GB (gate
+# and forked reference). Every 50 ms that took 1.4 s of CPU from a 15 s check on 2 CPUs, and only
+# from the side that forks; every 250 ms, 0.8 s. PSS is at most RSS, so while the tree's RSS is no
+# new peak the read is skipped.
+PSS_SAMPLE_S = 0.5
 
 
 # The whole-output recipe every benchmark times the gate against, after its script has set ``model``
@@ -78,6 +84,14 @@ def _pss(pid: int) -> int:
     return 0
 
 
+def _rss(pids: list[int]) -> int:
+    page, total = os.sysconf("SC_PAGE_SIZE"), 0
+    for p in pids:
+        raw = _read(f"/proc/{p}/statm").split()
+        total += int(raw[1]) * page if len(raw) > 1 else 0
+    return total
+
+
 def tree_rss(pid: int) -> int:
     """Bytes held by ``pid`` and all its descendants: the sum of their RSS, or, while one of them is
     a fork sharing pages with another, of their PSS (a shared page counts once in all). A process
@@ -86,11 +100,7 @@ def tree_rss(pid: int) -> int:
     pids = _tree(pid)
     if len(pids) > 1 and _forked(pids):
         return sum(_pss(p) for p in pids)
-    page, total = os.sysconf("SC_PAGE_SIZE"), 0
-    for p in pids:
-        raw = _read(f"/proc/{p}/statm").split()
-        total += int(raw[1]) * page if len(raw) > 1 else 0
-    return total
+    return _rss(pids)
 
 
 @dataclass
@@ -98,6 +108,8 @@ class Run:
     wall_s: float
     peak_bytes: int
     proc: subprocess.CompletedProcess
+    pss_reads: int = 0  # samples that read the tree's PSS (``PSS_SAMPLE_S``)
+    sampler_cpu_s: float = 0.0  # CPU the sampling took from the machine the command ran on
 
     @property
     def peak_mib(self) -> float:
@@ -108,24 +120,39 @@ class Run:
         return self.peak_bytes / 1e9
 
 
-def peak_of(proc: subprocess.Popen) -> Callable[[], int]:
-    """Sample the RSS of ``proc``'s process tree every ``SAMPLE_S`` on a thread until it exits; the
-    call returned waits for the sampler and gives the peak in bytes."""
-    peak = [0]
+class _Sampler:
+    """The peak of a process tree, sampled every ``SAMPLE_S`` on a thread until the process exits:
+    RSS, or PSS while a fork shares pages (``tree_rss``), read as ``PSS_SAMPLE_S`` says."""
 
-    def sample() -> None:
-        while proc.poll() is None:
-            peak[0] = max(peak[0], tree_rss(proc.pid))
+    def __init__(self, proc: subprocess.Popen):
+        self.proc, self.peak, self.pss_reads, self.cpu_s = proc, 0, 0, 0.0
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+        self._thread.start()
+
+    def _sample(self) -> None:
+        last_pss = -PSS_SAMPLE_S
+        while self.proc.poll() is None:
+            pids = _tree(self.proc.pid)
+            rss = _rss(pids)
+            if len(pids) > 1 and _forked(pids):
+                now = time.monotonic()
+                if rss > self.peak and now - last_pss >= PSS_SAMPLE_S:
+                    self.peak, last_pss = max(self.peak, sum(_pss(p) for p in pids)), now
+                    self.pss_reads += 1
+            else:
+                self.peak = max(self.peak, rss)
             time.sleep(SAMPLE_S)
+        self.cpu_s = time.thread_time()
 
-    sampler = threading.Thread(target=sample, daemon=True)
-    sampler.start()
+    def done(self) -> int:
+        self._thread.join()
+        return self.peak
 
-    def done() -> int:
-        sampler.join()
-        return peak[0]
 
-    return done
+def peak_of(proc: subprocess.Popen) -> Callable[[], int]:
+    """Sample the peak of ``proc``'s process tree on a thread until it exits (``_Sampler``); the
+    call returned waits for the sampler and gives the peak in bytes."""
+    return _Sampler(proc).done
 
 
 def measured(argv: list[str], cwd: Path, env: dict | None = None, ok: tuple[int, ...] = (0, 1)) -> Run:
@@ -134,12 +161,13 @@ def measured(argv: list[str], cwd: Path, env: dict | None = None, ok: tuple[int,
     start = time.perf_counter()
     proc = subprocess.Popen(argv, cwd=cwd, env={**os.environ, **(env or {})}, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
-    peak = peak_of(proc)
+    sampler = _Sampler(proc)
     out, err = proc.communicate()
     wall = time.perf_counter() - start
     if proc.returncode not in ok:
         raise SystemExit(f"{' '.join(argv[:4])} failed ({proc.returncode}):\n{err[-3000:]}")
-    return Run(wall, peak(), subprocess.CompletedProcess(argv, proc.returncode, out, err))
+    return Run(wall, sampler.done(), subprocess.CompletedProcess(argv, proc.returncode, out, err), sampler.pss_reads,
+               sampler.cpu_s)
 
 
 def pairs(n: int, sides: tuple[str, str]) -> list[tuple[str, str]]:

@@ -66,3 +66,5 @@ def test_pages_a_fork_shares_with_its_parent_count_once(tmp_path):
     run = measure.measured([sys.executable, "-c", FORKED], tmp_path, ok=(0,))
     # RSS summed would count the 200 MiB twice (400+ MiB) while the child lives
     assert 200 * MB <= run.peak_bytes < 300 * MB, run.peak_mib
+    # PSS walks every page table: read at most every PSS_SAMPLE_S while the fork lives, not every sample
+    assert 1 <= run.pss_reads <= 1.0 / measure.PSS_SAMPLE_S + 2, run.pss_reads
