@@ -100,6 +100,11 @@ class Plan:
         self.key: ContentKey | None = None
         self.reference = False  # the float64 reference's fingerprints are the baseline's
         self._ahead: Background[Lookup] | None = None
+        recorded = self.recorded
+        if policy.read and policy.store is not None and recorded is not None and recorded.stage(Stage.EXPORT):
+            # The export's entry this run most likely needs, checked (every file hashed) on a thread
+            # from now: beside the build, which leaves a CPU idle, not the probe's two threads.
+            self._ahead = Background(self._lookup, Stage.EXPORT, recorded.stage(Stage.EXPORT))
         self._deferred: list[tuple[ModelRun, Callable[[], Put]]] = []  # writes not started yet (``release``)
         self._writes: list[tuple[ModelRun, Background[Put]]] = []
 
@@ -127,9 +132,6 @@ class Plan:
         from gate.model import trace
 
         spec, recorded = built.spec, self.recorded
-        if self.policy.read and recorded is not None and recorded.stage(Stage.EXPORT):
-            # The export's entry this run most likely needs, checked on a thread while the probe runs.
-            self._ahead = Background(self._lookup, Stage.EXPORT, recorded.stage(Stage.EXPORT))
         progress(f"{spec.name}: float32 forward on torch-cpu, traced (content key)")
         try:
             self.probe = trace.probe(built)

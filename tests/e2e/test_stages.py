@@ -8,6 +8,7 @@ what the forward draws."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 
 import pytest
@@ -372,6 +373,23 @@ def test_a_structure_stored_from_a_nan_weight_binds_other_weights_without_it(tmp
     assert changed["first_regression"] == full["first_regression"]
     assert reuse_of(full)["shipped"]["digest"] == reuse_of(changed)["shipped"]["digest"]
     assert not reuse_of(full).get("alarms")
+
+
+def test_the_export_the_baseline_records_is_read_while_the_model_builds(tmp_path, monkeypatch):
+    """The lookup a check most likely needs (the entry under the recorded export key, every file
+    hashed) runs beside the build, which leaves a CPU idle, and not beside the probe's threads: the
+    factory sees the entry marked used before it returns."""
+    own_store(tmp_path, monkeypatch)
+    path = project(tmp_path)
+    update(path)
+    report, _ = check(path)
+    manifest = store_dir() / "export" / stage_key(report, "export") / MANIFEST
+    os.utime(manifest, (1, 1))
+    monkeypatch.setenv("REUSE_TEST_WAIT_FOR", str(manifest))
+    monkeypatch.setenv("REUSE_TEST_SEEN", str(tmp_path / "seen"))
+    report, _ = check(path)
+    assert (tmp_path / "seen").read_text() == "used"
+    assert states(report)["export"] == "hit" and report["verdict"] == "pass"
 
 
 def test_a_code_change_exports_afresh(tmp_path, monkeypatch):
