@@ -55,6 +55,7 @@ import textwrap
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import measure  # noqa: E402
 from measure import RECIPE_RUN, host, measured, pairs, stage_seconds  # noqa: E402 - the process-tree sampler every benchmark uses
 
 from gate.commands.beside import BESIDE  # noqa: E402 - the reference's note where it ran beside the export
@@ -318,7 +319,11 @@ def main() -> None:
                     help="which of the check's sides to time (default: warm, cold, changed, code); "
                     "`beside` and `serial`: with PARITY_GATE_BESIDE=on and off")
     ap.add_argument("--json", type=Path, default=None)
+    ap.add_argument("--pss-every", type=float, default=measure.PSS_SAMPLE_S,
+                    help="seconds between PSS reads while a fork shares pages (measure.PSS_SAMPLE_S): what the "
+                    "sampling itself costs the side that forks")
     args = ap.parse_args()
+    measure.PSS_SAMPLE_S = args.pss_every
     print(host("torch", "onnx", "onnxruntime", "transformers"), flush=True)
     results = {}
     for model in args.models:
@@ -327,7 +332,7 @@ def main() -> None:
                                        tuple(args.sides))
         print("\n".join(table(model, results[model])), flush=True)
     print(f"\n{host()}; median (range) of {args.repeat}; peak = RSS of the process tree (PSS while a fork "
-          "shares pages), GB")
+          f"shares pages, read at most every {measure.PSS_SAMPLE_S:g} s), GB")
     print("| model | run | recipe wall s | wall s | wall x recipe | recipe peak GB | peak GB | peak x recipe "
           "| transform s | path |")
     print("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
