@@ -197,9 +197,9 @@ def _transform(config: Config, spec: ModelSpec, exported: Graph, progress: Progr
 
 
 def _ship(config: Config, built: BuiltModel, run: ModelRun, cache: Cache, plan: Plan | None,
-          progress: Progress, tracing: Callable[[], None] = lambda: None) -> Graph | ModelError:
-    """The export and transform stages, once per export within a command; ``tracing`` is told
-    as a fresh export starts."""
+          progress: Progress, starting: Callable[[bool], None] = lambda _: None) -> Graph | ModelError:
+    """The export and transform stages, once per export within a command; ``starting`` is told
+    as a fresh export (False) or a binding of new weights into the stored structure (True) starts."""
     spec = built.spec
     shared = cache.exports.get(spec.export_key)
     if shared is not None:
@@ -213,10 +213,14 @@ def _ship(config: Config, built: BuiltModel, run: ModelRun, cache: Cache, plan: 
             graph = _transform(config, spec, graph, progress) if spec.transform else graph
         else:
             def fresh() -> tuple[Graph, Structure | None]:
-                tracing()
+                starting(False)
                 return _export(built, probe, progress)
 
-            graph = plan.export(run, fresh, lambda stored: _bind(built, stored, progress))
+            def bind(stored: Structure) -> Graph:
+                starting(True)
+                return _bind(built, stored, progress)
+
+            graph = plan.export(run, fresh, bind)
             if spec.transform:
                 exported = graph
                 graph = plan.transform(run, spec.transform, exported, lambda: _transform(config, spec, exported, progress))
@@ -280,7 +284,7 @@ def _stages(config: Config, built: BuiltModel, run: ModelRun, cache: Cache, plan
     spec = built.spec
     if plan is not None:
         plan.start(config, built, run, progress)
-    slot = beside.Slot(lambda: _beside(built, cache, plan))
+    slot = beside.Slot(lambda binding: _beside(built, cache, plan, binding))
     with beside.stopped_on_error(slot):
         shipped = _ship(config, built, run, cache, plan, progress, slot.start)
         if plan is not None:
@@ -308,16 +312,17 @@ def _stages(config: Config, built: BuiltModel, run: ModelRun, cache: Cache, plan
     return Prepared(run, built, graph.path if graph is not None else None, built.arrays, outputs, graph, probe)
 
 
-def _beside(built: BuiltModel, cache: Cache, plan: Plan | None) -> beside.Beside | None:
-    """The reference started beside the export (``gate.commands.beside``), asked as the export starts
-    tracing (not for a graph from the store or a binding of new weights), where this case computes
-    both here (its reference is not the baseline's, its export is not shared or read) and the probe
-    ran: its records and its time tell how long the reference is."""
+def _beside(built: BuiltModel, cache: Cache, plan: Plan | None, binding: bool) -> beside.Beside | None:
+    """The reference started beside the export (``gate.commands.beside``), asked as a fresh export
+    starts tracing or new weights start binding into the stored structure (``binding``; not for a
+    graph from the store), where this case computes both here (its reference is not the baseline's,
+    its export is not shared or read) and the probe ran: its records and its time tell how long the
+    reference is."""
     spec = built.spec
     probe = plan.probe if plan is not None else None
     if probe is None or plan is None or plan.reference or spec.export_key in cache.exports or spec.artifact:
         return None
-    return beside.start(built, len(probe.records), probe.seconds, probe.ops)
+    return beside.start(built, len(probe.records), probe.seconds, probe.ops, binding)
 
 
 def _reference(built: BuiltModel, run: ModelRun, graph: Graph | None, plan: Plan | None,

@@ -84,15 +84,27 @@ def test_the_parent_does_not_wait_for_a_child_that_stalls(tmp_path, monkeypatch)
     assert any(beside.BESIDE in s for s in said) and where(said) == "here" and report["verdict"] == "pass"
 
 
-def test_a_child_starts_only_where_the_export_traces(tmp_path, monkeypatch):
+def test_a_child_starts_as_the_export_traces_or_new_weights_bind_and_judges_as_in_sequence(tmp_path, monkeypatch):
     monkeypatch.setenv("PARITY_GATE_CACHE_DIR", str(tmp_path / "store"))
     path = project(tmp_path, "scaled")
     said = update(path)
     assert any(beside.BESIDE in s for s in said), said  # a fresh export: the reference beside it
     monkeypatch.setenv("BESIDE_TEST_SCALE", "1.5")
+    store = tmp_path / "store"
+    shutil.copytree(store, tmp_path / "base-store")  # each check starts from the base's store
     report, said = check(path)  # only a weight changed: its new weights bound into the stored structure
     assert states(report)["structure"] == "hit" and any("bound into it" in s for s in said), said
-    assert where(said) == "here" and not any(beside.BESIDE in s for s in said), said
+    assert where(said) == beside.BESIDE, said
+    shutil.rmtree(store)
+    shutil.copytree(tmp_path / "base-store", store)
+    monkeypatch.setenv(env.BESIDE, "off")
+    serial, said = check(path)
+    assert states(serial)["structure"] == "hit" and where(said) == "here", said
+    assert report["verdict"] == serial["verdict"] and report["first_regression"] == serial["first_regression"]
+    a, b = layer_values(report), layer_values(serial)
+    assert a.keys() == b.keys() and len(a) > 5
+    for row, error in a.items():
+        assert error == pytest.approx(b[row], rel=1e-6, abs=1e-12), row
 
 
 CPUS = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1
