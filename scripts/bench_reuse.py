@@ -38,8 +38,9 @@ from the file, np.allclose) and
 
 Wall time and peak RSS of the whole process tree (the gate, its reference beside the export and its
 ONNX Runtime worker), sampled every 50 ms, PSS while a fork shares pages, at most every 500 ms
-(``measure.measured``; the JSON has the CPU each run's sampling took). Reported: per side the median and range of wall and peak, the median
-and range of the per-pair ratio to the recipe, and the path each run took (each stage's state).
+(``measure.measured``; the JSON has the CPU each run's sampling took). Reported: per side the median
+and range of wall and peak, the median and range of the per-pair ratio to the recipe, and the path
+each run took (each stage's state).
 """
 
 from __future__ import annotations
@@ -320,8 +321,8 @@ def main() -> None:
                     "`beside` and `serial`: with PARITY_GATE_BESIDE=on and off")
     ap.add_argument("--json", type=Path, default=None)
     ap.add_argument("--pss-every", type=float, default=measure.PSS_SAMPLE_S,
-                    help="seconds between PSS reads while a fork shares pages (measure.PSS_SAMPLE_S): what the "
-                    "sampling itself costs the side that forks")
+                    help="seconds between PSS reads while a fork shares pages (measure.PSS_SAMPLE_S): "
+                    "what the sampling itself costs the side that forks")
     args = ap.parse_args()
     measure.PSS_SAMPLE_S = args.pss_every
     print(host("torch", "onnx", "onnxruntime", "transformers"), flush=True)

@@ -166,8 +166,8 @@ def measured(argv: list[str], cwd: Path, env: dict | None = None, ok: tuple[int,
     wall = time.perf_counter() - start
     if proc.returncode not in ok:
         raise SystemExit(f"{' '.join(argv[:4])} failed ({proc.returncode}):\n{err[-3000:]}")
-    return Run(wall, sampler.done(), subprocess.CompletedProcess(argv, proc.returncode, out, err), sampler.pss_reads,
-               sampler.cpu_s)
+    done = subprocess.CompletedProcess(argv, proc.returncode, out, err)
+    return Run(wall, sampler.done(), done, sampler.pss_reads, sampler.cpu_s)
 
 
 def pairs(n: int, sides: tuple[str, str]) -> list[tuple[str, str]]:

@@ -82,7 +82,8 @@ def start(built: BuiltModel, layers: int, forward_s: float, ops: int, binding: b
     if mode == "off" or forward_s < MIN_FORWARD_S or not forked.available():
         return None
     weights = _weight_bytes(built)
-    if mode == "auto" and (_cpus() < AUTO_CPUS or not hides(forward_s, ops, weights, forked.threads(), binding)):
+    if mode == "auto" and (_cpus() < AUTO_CPUS
+                           or not hides(forward_s, ops, weights, forked.threads(), binding)):
         return None
     if not _fits(weights):
         return None

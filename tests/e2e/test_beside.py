@@ -84,7 +84,8 @@ def test_the_parent_does_not_wait_for_a_child_that_stalls(tmp_path, monkeypatch)
     assert any(beside.BESIDE in s for s in said) and where(said) == "here" and report["verdict"] == "pass"
 
 
-def test_a_child_starts_as_the_export_traces_or_new_weights_bind_and_judges_as_in_sequence(tmp_path, monkeypatch):
+def test_a_child_starts_as_the_export_traces_or_new_weights_bind_and_judges_as_in_sequence(tmp_path,
+                                                                                          monkeypatch):
     monkeypatch.setenv("PARITY_GATE_CACHE_DIR", str(tmp_path / "store"))
     path = project(tmp_path, "scaled")
     said = update(path)

@@ -112,4 +112,5 @@ def test_auto_predicts_whether_a_binding_of_new_weights_hides_the_reference():
     assert hides(1.8, 110, 2_400_000_000, threads=2, binding=True)
     assert not hides(1.8, 110, 50_000_000, threads=2, binding=True)
     # GPT-2 at 512 tokens: its export hides the reference, its binding (1.2-2.0 s) does not by this rule
-    assert hides(1.4, 644, 500_000_000, threads=2) and not hides(1.4, 644, 500_000_000, threads=2, binding=True)
+    assert hides(1.4, 644, 500_000_000, threads=2)
+    assert not hides(1.4, 644, 500_000_000, threads=2, binding=True)
