@@ -29,8 +29,8 @@ from pathlib import Path
 SAMPLE_S = 0.05
 # Reading PSS walks every page table of the tree: about 50 ms of CPU per read on GPT-2's 2 GB (gate
 # and forked reference). Every 50 ms that took 1.4 s of CPU from a 15 s check on 2 CPUs, and only
-# from the side that forks; every 250 ms, 0.8 s. PSS is at most RSS, so while the tree's RSS is no
-# new peak the read is skipped.
+# from the side that forks; every 250 ms, 0.8 s; every 500 ms, 0.45-0.54 s (the recipe's: 0.1 s). PSS
+# is at most RSS, so while the tree's RSS is no new peak the read is skipped.
 PSS_SAMPLE_S = 0.5
 
 
@@ -92,17 +92,6 @@ def _rss(pids: list[int]) -> int:
     return total
 
 
-def tree_rss(pid: int) -> int:
-    """Bytes held by ``pid`` and all its descendants: the sum of their RSS, or, while one of them is
-    a fork sharing pages with another, of their PSS (a shared page counts once in all). A process
-    that ends while it is read counts for what was read. Pages of a shared library count once per
-    process that maps it."""
-    pids = _tree(pid)
-    if len(pids) > 1 and _forked(pids):
-        return sum(_pss(p) for p in pids)
-    return _rss(pids)
-
-
 @dataclass
 class Run:
     wall_s: float
@@ -121,8 +110,11 @@ class Run:
 
 
 class _Sampler:
-    """The peak of a process tree, sampled every ``SAMPLE_S`` on a thread until the process exits:
-    RSS, or PSS while a fork shares pages (``tree_rss``), read as ``PSS_SAMPLE_S`` says."""
+    """The peak of a process tree, sampled every ``SAMPLE_S`` on a thread until the process exits: the
+    sum of its processes' RSS, or, while one of them is a fork sharing pages with another, of their
+    PSS (a shared page counts once in all), read as ``PSS_SAMPLE_S`` says. A process that ends while
+    it is read counts for what was read. Pages of a shared library count once per process that maps
+    it."""
 
     def __init__(self, proc: subprocess.Popen):
         self.proc, self.peak, self.pss_reads, self.cpu_s = proc, 0, 0, 0.0
