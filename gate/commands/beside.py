@@ -42,6 +42,7 @@ THREAD_GAIN = 0.8
 # A float32 forward (the probe's) shorter than this: the fork and the child's start (30-40 ms measured
 # for resnet18's process) would cost more than the reference they move.
 MIN_FORWARD_S = 0.05
+POLL_S = 0.05  # how often the parent looks at a child that runs beside a provider's capture
 # ``auto`` predicts both sides. The child's reference: the probe's float32 forward, FLOAT64_COST times
 # longer in float64, on one thread. The export: at least EXPORT_S_PER_OP for each operation the probe
 # traced, or EXPORT_S_PER_GB for each GB of weights it writes, whichever is longer. Measured on the
@@ -69,11 +70,13 @@ class Beside:
     layers: int
 
 
-def start(built: BuiltModel, layers: int, forward_s: float, ops: int, binding: bool = False) -> Beside | None:
+def start(built: BuiltModel, layers: int, forward_s: float, ops: int, binding: bool = False,
+          ahead_s: float = 0.0) -> Beside | None:
     """The reference started in a child, where it may run beside the export; None where not.
     ``layers``, ``forward_s`` and ``ops``: the probe's records, the seconds its float32 forward took
     and the operations it traced; ``binding``: the export is new weights bound into the stored
-    structure, not a trace."""
+    structure, not a trace; ``ahead_s``: a provider's capture predicted to run beside the child after
+    the export (``gate.commands.ahead``), which the child may also take."""
     from gate import env
     from gate.runners import forked
     from gate.runners.reference import run_reference
@@ -82,10 +85,10 @@ def start(built: BuiltModel, layers: int, forward_s: float, ops: int, binding: b
     if mode == "off" or forward_s < MIN_FORWARD_S or not forked.available():
         return None
     weights = _weight_bytes(built)
-    if mode == "auto" and (_cpus() < AUTO_CPUS
-                           or not hides(forward_s, ops, weights, forked.threads(), binding)):
+    if mode == "auto" and (cpus() < AUTO_CPUS
+                           or not hides(forward_s, ops, weights, forked.threads(), binding, ahead_s)):
         return None
-    if not _fits(weights):
+    if not _fits(weights * (2 if ahead_s else 1)):  # and a worker's session of them beside it
         return None
     promote = built.spec.reference_promotion
 
@@ -124,13 +127,15 @@ def stopped_on_error(slot: Slot) -> Iterator[Slot]:
         raise
 
 
-def take(beside: Beside) -> Reference | None:
+def take(beside: Beside, busy: Callable[[], bool] = lambda: False) -> Reference | None:
     """After the export: the child's reference, waited for while that is shorter than running it
     here, with this process's threads, from the start; else None (the child is stopped, the caller
-    runs it)."""
+    runs it). While ``busy`` (a provider's capture beside it) no CPU is idle, and the child runs on."""
     from gate.runners import forked
 
     child = beside.child
+    while busy() and child.running:
+        time.sleep(POLL_S)
     elapsed = time.perf_counter() - child.started
     if child.running and not _worth_waiting(child.done, beside.layers, elapsed, forked.threads()):
         child.stop()
@@ -138,13 +143,15 @@ def take(beside: Beside) -> Reference | None:
     return child.result()
 
 
-def hides(forward_s: float, ops: int, weight_bytes: int, threads: int, binding: bool = False) -> bool:
+def hides(forward_s: float, ops: int, weight_bytes: int, threads: int, binding: bool = False,
+          ahead_s: float = 0.0) -> bool:
     """Whether the child's reference, as the probe predicts it, ends within the export (``binding``:
-    the binding of new weights): where it cannot, the parent stops it and runs it again, and it only
-    held memory beside the export (GPT-2 at 2048 tokens: 0.15 GB more at the peak, no time saved)."""
+    the binding of new weights) and the capture of a provider that goes ahead beside it (``ahead_s``):
+    where it cannot, the parent stops it and runs it again, and it only held memory beside them
+    (GPT-2 at 2048 tokens, no provider ahead: 0.15 GB more at the peak, no time saved)."""
     child = forward_s * FLOAT64_COST * max(1.0, THREAD_GAIN * threads)
     per_op, per_gb = (BIND_S_PER_OP, BIND_S_PER_GB) if binding else (EXPORT_S_PER_OP, EXPORT_S_PER_GB)
-    return child <= HIDE_SLACK * max(ops * per_op, weight_bytes / 1e9 * per_gb)
+    return child <= HIDE_SLACK * (max(ops * per_op, weight_bytes / 1e9 * per_gb) + ahead_s)
 
 
 def _worth_waiting(done: int, layers: int, elapsed: float, threads: int) -> bool:
@@ -157,7 +164,8 @@ def _worth_waiting(done: int, layers: int, elapsed: float, threads: int) -> bool
     return left <= here
 
 
-def _cpus() -> int:
+def cpus() -> int:
+    """The CPUs this process may use."""
     try:
         return len(os.sched_getaffinity(0))
     except AttributeError:  # pragma: no cover - not Linux

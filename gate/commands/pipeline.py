@@ -6,7 +6,8 @@ The model is built once and that same instance is exported and run on PyTorch (t
 the providers: ``prepare``); where no later case of the command runs it, it goes before the ONNX
 Runtime providers (``Cache.let_go``). Providers run
 in-process or, where the config isolates them (ONNX Runtime EPs and CUDA by default), in a
-worker process that reads the exported bundle.
+worker process that reads the exported bundle; the first such ONNX Runtime provider may start
+beside a reference that still runs (``ahead``).
 """
 
 from __future__ import annotations
@@ -17,19 +18,22 @@ from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from gate.commands.ahead import Ahead
 from gate.commands.prepare import Cache, Prepared, prepare, settle
+from gate.commands.providers import for_graph, is_isolated, run_provider
 from gate.commands.stages import Plan
-from gate.config import Config, Isolation, ModelSpec, ProviderSpec
+from gate.config import Config, ModelSpec, ProviderSpec
 from gate.core.runs import ModelRun, ProviderRun
 from gate.core.stages import Progress
 from gate.core.status import SkipKind
-from gate.core.target import DEFAULT_PRECISION
 from gate.env import threads as env_threads
 from gate.formats.results import Bundle
-from gate.runners import heap
-from gate.runners.base import FAILURES, Subject, execute, failed_run
-from gate.runners.isolation import Spare, job_for, run_isolated
-from gate.runners.registry import nominal_target, runner_for
+from gate.runners.base import Subject, execute
+from gate.runners.isolation import Spare
+from gate.runners.registry import nominal_target
+
+__all__ = ["Progress", "Settings", "for_graph", "is_isolated", "run_model", "run_provider", "run_providers",
+           "torch_threads"]
 
 
 def _quiet(_: str) -> None:
@@ -54,14 +58,6 @@ class Settings:
         return cls(threads=env_threads())
 
 
-def is_isolated(provider: ProviderSpec, isolation: Isolation) -> bool:
-    """ONNX Runtime EPs and CUDA run in a worker unless the config says otherwise; PyTorch on CPU
-    runs in-process (on the very instance that was exported)."""
-    if provider.isolated is not None:
-        return provider.isolated
-    return isolation.enabled and (not provider.kind.torch or provider.device == "cuda")
-
-
 @contextlib.contextmanager
 def torch_threads(threads: int | None) -> Iterator[None]:
     """torch's intra-op threads for the block, restored after."""
@@ -76,33 +72,6 @@ def torch_threads(threads: int | None) -> Iterator[None]:
         torch.set_num_threads(before)
 
 
-def for_graph(provider: ProviderSpec, graph_precision: str | None) -> ProviderSpec:
-    """An ONNX Runtime EP runs what the graph computes in: a transformed or prebuilt float16/int8
-    graph gets that precision's label and default tolerances (unless the config set one)."""
-    if provider.kind.torch or not graph_precision or provider.precision != DEFAULT_PRECISION:
-        return provider
-    return replace(provider, precision=graph_precision)
-
-
-def run_provider(provider: ProviderSpec, subject: Subject, isolation: Isolation, isolated: bool,
-                 config_path: Path | None = None, spare: Spare | None = None) -> ProviderRun:
-    """One provider on one model, in-process or in a worker (``spare``, where one waits), failures
-    as statuses."""
-    provider = for_graph(provider, subject.run.meta.graph_precision)
-    # The capture budget reaches the runner on its subject, here and in a worker (``job_for``) alike.
-    subject = replace(subject, capture_bytes=isolation.capture_mb * 2**20 if isolation.capture_mb else None)
-    runner = runner_for(provider)
-    if not isolated:
-        return execute(runner, subject)
-    try:  # what the parent can tell at once needs no worker
-        runner.precheck(subject)
-    except FAILURES as exc:
-        return failed_run(exc, runner.target())
-    heap.trim()  # what the export and the reference freed is not held beside the worker
-    job = job_for(provider, subject, isolation, config_path)
-    return run_isolated(job, runner.target(), isolation.timeout_s, subject.detail, spare)
-
-
 def _probed(provider: ProviderSpec, probe, isolated: bool):
     if probe is None:
         return None
@@ -113,10 +82,11 @@ def _probed(provider: ProviderSpec, probe, isolated: bool):
 
 def run_providers(prepared: Prepared, bundle: Bundle, providers: tuple[ProviderSpec, ...], config: Config,
                   progress: Progress, settings: Settings, spare: Spare | None = None,
-                  cache: Cache | None = None) -> None:
+                  cache: Cache | None = None, ahead: Ahead | None = None) -> None:
     """PyTorch providers, then ONNX Runtime EPs (the order the report lists them in); the first
-    isolated one in ``spare``, where one waits. After the PyTorch ones, the model goes where
-    ``cache`` says no later case runs it."""
+    isolated one in ``spare``, where one waits, or where it started beside the reference
+    (``ahead``), its run from there. After the PyTorch ones, the model goes where ``cache`` says no
+    later case runs it."""
     assert prepared.built is not None
     spec = prepared.built.spec
     subject = Subject(prepared.run, bundle.folder, prepared.built, settings.threads, prepared.outputs,
@@ -136,8 +106,11 @@ def run_providers(prepared: Prepared, bundle: Bundle, providers: tuple[ProviderS
             prepared.probe = None
             prepared.run.providers.append(execute(probed, subject))
             continue
-        prepared.run.providers.append(run_provider(provider, subject, config.isolation, isolated, config.path,
-                                                   spare if isolated else None))
+        went = ahead.result(provider) if ahead is not None else None
+        if went is None:
+            went = run_provider(provider, subject, config.isolation, isolated, config.path,
+                                spare if isolated else None)
+        prepared.run.providers.append(went)
 
 
 def run_model(config: Config, spec: ModelSpec, providers: tuple[ProviderSpec, ...], progress: Progress = _quiet,
@@ -146,20 +119,27 @@ def run_model(config: Config, spec: ModelSpec, providers: tuple[ProviderSpec, ..
     each stage may take from its key, ``gate.commands.stages``)."""
     settings = settings or Settings.from_env()
     spare = _spare(providers, config)
+    ahead: Ahead | None = None
     try:
-        with torch_threads(settings.threads):
-            prepared = prepare(config, spec, progress, cache, plan, settled=False)
+        with torch_threads(settings.threads), tempfile.TemporaryDirectory(prefix="parity-gate-") as tmp:
+            bundle = Bundle(Path(tmp))
+            ahead = Ahead.of(providers, config, spec, bundle.folder, spare, settings.threads,
+                             settings.times(config), progress)
+            prepared = prepare(config, spec, progress, cache, plan, settled=False, ahead=ahead)
             try:
                 if prepared.run.error and not prepared.run.layers:
                     return prepared.run
-                with tempfile.TemporaryDirectory(prefix="parity-gate-") as tmp:
-                    bundle = Bundle(Path(tmp))
+                if ahead is not None and ahead.went:  # the graph and inputs are there: the rest, and its word
+                    ahead.settle(prepared.run, prepared.outputs)
+                else:
                     bundle.write(prepared.run, prepared.model_file, prepared.inputs, prepared.outputs)
-                    run_providers(prepared, bundle, providers, config, progress, settings, spare, cache)
+                run_providers(prepared, bundle, providers, config, progress, settings, spare, cache, ahead)
             finally:
                 settle(prepared, plan)  # its digest, hashed while the providers ran
         return prepared.run
     finally:
+        if ahead is not None:
+            ahead.close()
         if spare is not None:
             spare.close()
         if plan is not None:

@@ -69,3 +69,40 @@ class Deep(nn.Module):
 
 def deep() -> nn.Module:
     return Deep()
+
+
+class WaitsForAhead(Net):
+    """A reference that, in the child, waits until a provider's worker has started beside it (the file
+    AHEAD_TEST_STARTED names, written by ``ahead_hooks.log``): still running when the export ends,
+    on any machine. ``narrower``: in float64 its last layer sees one sample of two, so the reference's
+    element count there is not the probe's."""
+
+    def __init__(self, narrower: bool = False):
+        super().__init__()
+        self.narrower = narrower
+        self.extra = nn.Linear(4, 4)
+
+    def forward(self, x):
+        if x.dtype == torch.float64 and os.getpid() != PARENT:
+            started = os.environ.get("AHEAD_TEST_STARTED", "")
+            deadline = time.monotonic() + 60
+            while started and not os.path.exists(started) and time.monotonic() < deadline:
+                time.sleep(0.02)
+        out = super().forward(x)
+        return self.extra(out[:1] if self.narrower and x.dtype == torch.float64 else out)
+
+
+def waits_for_ahead() -> nn.Module:
+    return WaitsForAhead()
+
+
+def narrower_in_float64() -> nn.Module:
+    return WaitsForAhead(narrower=True)
+
+
+def scaled_waits_for_ahead() -> nn.Module:
+    """``waits_for_ahead`` with its first weight scaled by BESIDE_TEST_SCALE: a weight-only change."""
+    net = WaitsForAhead()
+    with torch.no_grad():
+        net.conv.weight.mul_(float(os.environ.get("BESIDE_TEST_SCALE", "1")))
+    return net
