@@ -84,7 +84,7 @@ def start(built: BuiltModel, layers: int, forward_s: float, ops: int, binding: b
     mode = env.beside()
     if mode == "off" or forward_s < MIN_FORWARD_S or not forked.available():
         return None
-    weights = _weight_bytes(built)
+    weights = weight_bytes(built)
     if mode == "auto" and (cpus() < AUTO_CPUS
                            or not hides(forward_s, ops, weights, forked.threads(), binding, ahead_s)):
         return None
@@ -109,9 +109,11 @@ class Slot:
 
     make: Callable[[bool], Beside | None]
     child: Beside | None = None
+    binding: bool = False  # the child started beside a binding of new weights, not a trace
 
     def start(self, binding: bool = False) -> None:
         if self.child is None:
+            self.binding = binding
             self.child = self.make(binding)
 
 
@@ -172,7 +174,8 @@ def cpus() -> int:
         return os.cpu_count() or 1
 
 
-def _weight_bytes(built: BuiltModel) -> int:
+def weight_bytes(built: BuiltModel) -> int:
+    """The bytes of the model's parameters and buffers."""
     from gate.model import budget
 
     return budget.tensor_bytes([*built.module.parameters(), *built.module.buffers()])

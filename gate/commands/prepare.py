@@ -308,7 +308,8 @@ def _stages(config: Config, built: BuiltModel, run: ModelRun, cache: Cache, plan
         else:
             child = slot.child
             if ahead is not None and child is not None and graph is not None and probe is not None \
-                    and child.child.running:  # the graph exists, the reference does not yet
+                    and child.child.running and ahead.may(slot.binding) \
+                    and ahead.fits(beside.weight_bytes(built)):  # the graph exists, the reference not yet
                 progress(f"{spec.name}: {ahead.provider.name} started beside the float64 reference")
                 ahead.start(run, graph, probe.records, built.arrays)
             busy = ahead.capturing if ahead is not None and ahead.went else None
@@ -332,7 +333,7 @@ def _beside(built: BuiltModel, cache: Cache, plan: Plan | None, binding: bool,
     probe = plan.probe if plan is not None else None
     if probe is None or plan is None or plan.reference or spec.export_key in cache.exports or spec.artifact:
         return None
-    ahead_s = ahead.cost(probe.seconds) if ahead is not None else 0.0
+    ahead_s = ahead.cost(probe.seconds, binding) if ahead is not None else 0.0
     return beside.start(built, len(probe.records), probe.seconds, probe.ops, binding, ahead_s)
 
 

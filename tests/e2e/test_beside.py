@@ -91,6 +91,9 @@ def test_a_child_starts_as_the_export_traces_or_new_weights_bind_and_judges_as_i
     said = update(path)
     assert any(beside.BESIDE in s for s in said), said  # a fresh export: the reference beside it
     monkeypatch.setenv("BESIDE_TEST_SCALE", "1.5")
+    # The binding of this small model can end before the child has counted a layer, and a child with no
+    # pace is stopped (``beside.take``); beside it, the provider's capture keeps it waited for.
+    monkeypatch.setenv(env.AHEAD, "on")
     store = tmp_path / "store"
     shutil.copytree(store, tmp_path / "base-store")  # each check starts from the base's store
     report, said = check(path)  # only a weight changed: its new weights bound into the stored structure

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from gate import env
-from gate.commands.ahead import Ahead
+from gate.commands.ahead import CAPTURE_COST, Ahead
 from gate.config import ProviderSpec, load_config
 from gate.errors import ConfigError
 from gate.runners.isolation import Spare
@@ -56,3 +56,23 @@ def test_a_wrong_mode_is_refused_naming_it(monkeypatch, config, spare):
     monkeypatch.setenv(env.AHEAD, "sometimes")
     with pytest.raises(ConfigError, match=r"PARITY_GATE_AHEAD='sometimes': expected one of auto, on, off"):
         of(config, spare)
+
+
+def test_auto_goes_ahead_after_a_trace_not_after_a_binding_and_on_after_both(monkeypatch, config, spare):
+    monkeypatch.setenv(env.AHEAD, "auto")
+    ahead = of(config, spare)
+    assert ahead is not None and ahead.may(binding=False) and not ahead.may(binding=True)
+    assert ahead.cost(2.0, binding=True) == 0.0 and ahead.cost(2.0, binding=False) == 2.0 * CAPTURE_COST
+    monkeypatch.setenv(env.AHEAD, "on")
+    assert of(config, spare).may(binding=True)
+
+
+def test_it_goes_ahead_only_where_the_memory_available_holds_its_session_and_capture(config, spare):
+    from gate.model import budget
+
+    ahead = of(config, spare)
+    available = budget.available_mb()
+    assert available is not None
+    room = (available - budget.FIXED_MB) * budget.MB - config.isolation.capture_mb * 2**20
+    assert ahead.fits(int(room / 2) - 2**20)
+    assert not ahead.fits(int(room / 2) + 2**30)
