@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from gate import env
+from gate.commands import ahead as ahead_mod
 from gate.commands.ahead import CAPTURE_COST, Ahead
 from gate.config import ProviderSpec, load_config
 from gate.errors import ConfigError
@@ -58,8 +59,12 @@ def test_a_wrong_mode_is_refused_naming_it(monkeypatch, config, spare):
         of(config, spare)
 
 
-def test_auto_goes_ahead_after_a_trace_not_after_a_binding_and_on_after_both(monkeypatch, config, spare):
+def test_auto_goes_ahead_from_its_cpus_after_a_trace_not_after_a_binding_and_on_after_both(
+        monkeypatch, config, spare):
     monkeypatch.setenv(env.AHEAD, "auto")
+    monkeypatch.setattr(ahead_mod, "cpus", lambda: ahead_mod.AUTO_CPUS - 1)
+    assert of(config, spare) is None
+    monkeypatch.setattr(ahead_mod, "cpus", lambda: ahead_mod.AUTO_CPUS)
     ahead = of(config, spare)
     assert ahead is not None and ahead.may(binding=False) and not ahead.may(binding=True)
     assert ahead.cost(2.0, binding=True) == 0.0 and ahead.cost(2.0, binding=False) == 2.0 * CAPTURE_COST
@@ -67,9 +72,11 @@ def test_auto_goes_ahead_after_a_trace_not_after_a_binding_and_on_after_both(mon
     assert of(config, spare).may(binding=True)
 
 
-def test_it_goes_ahead_only_where_the_memory_available_holds_its_session_and_capture(config, spare):
+def test_it_goes_ahead_only_where_the_memory_available_holds_its_session_and_capture(
+        monkeypatch, config, spare):
     from gate.model import budget
 
+    monkeypatch.setenv(env.AHEAD, "on")
     ahead = of(config, spare)
     available = budget.available_mb()
     assert available is not None
