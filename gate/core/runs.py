@@ -25,7 +25,7 @@ def error_against(fp: Fingerprint, ref: Fingerprint | None) -> float | None:
 
 
 OPTIONAL_META = ("promoted", "below_float64", "normalizations", "training", "dynamic_dims", "transform",
-                 "graph_precision", "output_tolerance", "tensor_digests", "inputs", "content_key", "seconds")
+                 "graph_precision", "output_tolerance", "tensor_digests", "module_code", "inputs", "content_key", "seconds")
 
 
 @dataclass
@@ -59,6 +59,7 @@ class Meta:
     graph_precision: str | None = None  # what a transformed or prebuilt graph computes in
     output_tolerance: list[float] | None = None  # [rtol, atol]: allclose on the outputs gates
     tensor_digests: dict[str, str] | None = None  # per parameter and buffer: which tensors a weights change touched
+    module_code: dict[str, str] | None = None  # per module: its own code's digest (where a refactor may move values)
     inputs: list[dict[str, Any]] | None = None  # per input: name, dtype, shape, digest (model.inputs.describe)
     content_key: dict[str, Any] | None = None  # what the run computed, digested (gate.commands.content_key)
     # Wall seconds the model took where its baseline was recorded (every stage, every provider): what

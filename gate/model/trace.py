@@ -10,6 +10,12 @@ with dtype, shape, strides and offset; every other argument by value (Python flo
 the outputs' dtypes and shapes. Dataflow is in the trace: ``a + b`` and ``a + a`` differ. What a
 dispatch trace cannot see is in docs/verdict.md#what-the-keys-cannot-see.
 
+Each module also gets a digest of its own code (``Probe.modules``): the operations that ran directly
+inside its calls, each tensor by kind rather than by number (an operation added upstream leaves it as it
+was), its class and its children's names and classes. A refactor inside a module changes that
+module's digest and no other's, so the verdict lets values move only inside a module whose code changed
+(``gate.verdict.moves``).
+
 Randomness is told by what the forward draws, not by operator names: the state of every generator
 it could use (the default CPU generator, CUDA's where initialized, any the model holds) before and
 after. Untouched states: it drew nothing (an attention kernel tagged random, called with dropout 0,
@@ -21,6 +27,7 @@ from __future__ import annotations
 
 import hashlib
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,6 +35,7 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode, _disable_current_modes
 from torch.utils.weak import WeakIdKeyDictionary
 
+from gate.core.layers import ROOT, module_of
 from gate.model import torch_hooks
 from gate.model.build import BuiltModel
 
@@ -51,8 +59,11 @@ def _content(t: torch.Tensor) -> str:
 class OpTrace(TorchDispatchMode):
     """Digests every dispatched operation (see the module's docstring)."""
 
-    def __init__(self, named: dict[torch.Tensor, str], hashed: dict[torch.Tensor, str]):
+    def __init__(self, named: dict[torch.Tensor, str], hashed: dict[torch.Tensor, str],
+                 where: Callable[[], str] | None = None):
         super().__init__()
+        self._where = where  # the innermost module call running (``torch_hooks.Capture.where``)
+        self._modules: dict[str, Any] = {}  # module -> the digest of the operations run directly inside it
         self._tokens: WeakIdKeyDictionary = WeakIdKeyDictionary()
         for t, name in named.items():
             self._tokens[t] = name
@@ -80,19 +91,22 @@ class OpTrace(TorchDispatchMode):
             self._tokens[t] = token
         return token
 
-    def _tensor(self, t: torch.Tensor) -> str:
+    def _tensor(self, t: torch.Tensor, local: bool) -> str:
         meta = f"{t.dtype}{list(t.shape)}"
         if t.layout == torch.strided:
             meta += f"s{list(t.stride())}+{t.storage_offset()}"
-        return f"{self._token(t)}<{meta}@{t.device.type}>"
+        token = self._token(t)
+        if local and token[0] in "#i":  # made by an operation, or an input: by kind, not by number
+            token = "t"
+        return f"{token}<{meta}@{t.device.type}>"
 
-    def _enc(self, x: Any) -> str:
+    def _enc(self, x: Any, local: bool = False) -> str:
         if isinstance(x, torch.Tensor):
-            return self._tensor(x)
+            return self._tensor(x, local)
         if isinstance(x, (list, tuple)):
-            return "[" + ",".join(self._enc(v) for v in x) + "]"
+            return "[" + ",".join(self._enc(v, local) for v in x) + "]"
         if isinstance(x, dict):
-            return "{" + ",".join(f"{k}={self._enc(v)}" for k, v in x.items()) + "}"
+            return "{" + ",".join(f"{k}={self._enc(v, local)}" for k, v in x.items()) + "}"
         if isinstance(x, float):
             return float.hex(x)  # exact: 0.1 and 0.1 + 1e-17 differ
         if x is None or isinstance(x, (bool, int, str, torch.dtype, torch.device, torch.layout, torch.memory_format)):
@@ -123,6 +137,23 @@ class OpTrace(TorchDispatchMode):
             self.custom.add(str(func))
         self._sha.update(f"{line}->{self._outputs(out)}\n".encode())
         self.ops += 1
+        if self._where is not None:
+            module = module_of(self._where())
+            sha = self._modules.get(module) or self._modules.setdefault(module, hashlib.sha256())
+            sha.update(f"{func}({self._enc(list(args), True)};{self._enc(kwargs, True)})\n".encode())
+        return out
+
+    def modules(self, root: torch.nn.Module) -> dict[str, str]:
+        """Per module of ``root`` (its qualified name; the root is ``(model)``): a short digest of its
+        class, its children and the operations that ran directly inside its calls."""
+        out = {}
+        for qual, m in root.named_modules(remove_duplicate=False):
+            name = qual or ROOT
+            sha = self._modules.get(name, hashlib.sha256()).copy()
+            sha.update(f"{type(m).__module__}.{type(m).__qualname__}".encode())
+            for child, c in m.named_children():
+                sha.update(f"|{child}:{type(c).__module__}.{type(c).__qualname__}".encode())
+            out[name] = sha.hexdigest()[:16]
         return out
 
 
@@ -138,6 +169,7 @@ class Probe:
     custom: list[str] = field(default_factory=list)
     seconds: float = 0.0
     recordable: tuple[str, ...] = ()  # modules whose call signature the export can record (``CallSpecs``)
+    modules: dict[str, str] = field(default_factory=dict)  # per module: its own code's digest
 
     @property
     def fingerprints(self) -> dict:
@@ -186,9 +218,9 @@ def _drawn(before: list[tuple[str, torch.Generator, torch.Tensor]]) -> list[str]
 def probe(built: BuiltModel) -> Probe:
     """The traced, fingerprinted float32 forward (raises what the model raises)."""
     named, hashed = _named(built)
-    trace = OpTrace(named, hashed)
     specs = torch_hooks.CallSpecs()  # what the export's trace would otherwise run a forward to learn
     capture = torch_hooks.Capture(built.module, specs=specs)
+    trace = OpTrace(named, hashed, capture.where)
     start = time.perf_counter()
     with built.fresh():  # from the model as built, and leaving it so: what the forward caches goes
         generators = _generators(built.module)  # as restored: the very objects the forward sees
@@ -199,4 +231,4 @@ def probe(built: BuiltModel) -> Probe:
     random = trace.random + ([f"{', '.join(sorted(set(trace.seeded))[:3]) or 'an operation'} drew from "
                               f"{', '.join(drawn[:3])}"] if drawn else [])
     return Probe(records, capture.output, trace.digest, trace.ops, random[:20], sorted(trace.custom)[:50],
-                 time.perf_counter() - start, specs.recordable())
+                 time.perf_counter() - start, specs.recordable(), trace.modules(built.module))

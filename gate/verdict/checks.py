@@ -127,6 +127,9 @@ def _reference_layer(run: ModelRun, layer: LayerInfo, baseline: Baseline, st: St
             _row(layer, RowStatus.NEW, Check.STRUCTURE, message="layer is not in the baseline (the "
                  "model's structure changed): not compared")
     row = _reference_row(run, layer, recorded.fp, limit(layer, recorded))
+    if row.failed and row.check == Check.REFERENCE_DRIFT and (tensors := moves.changed_tensors(run, baseline, layer.name)):
+        shown = ", ".join(f"`{n}`" for n in tensors[:3]) + (f" and {len(tensors) - 3} more" if len(tensors) > 3 else "")
+        row.message = f"{row.message}; {'its tensor' if len(tensors) == 1 else 'its tensors'} {shown} changed"
     if row.message is None and recorded.name != layer.name:
         row.message = f"{'renamed from' if layer.name in st.renames else 'same values as'} {recorded.name}"
     row.data_dependent = how

@@ -19,15 +19,26 @@ source part, or tensors only one side has), an output also holds within the floa
 (``seal``: 1e-6 by default, the budget for their own rounding): what float32 cannot tell from its
 rounding is no change of what ships; the model's own outputs too hold within it then. A change of the
 weights alone is held to the reference's limit.
+
+A change in a layer's own tensors is never a refactor by itself. Values move only inside a module whose
+own code changed (its digest in ``Meta.module_code``: the operations run directly inside it, its class
+and its children), and only after that change ran: never because code changed elsewhere in the model,
+never after a change of weights alone. A layer that moved and whose own tensors changed (its module's
+parameters and buffers) moves only where the rule says where its values went: it now holds another
+baseline layer's values (a fold), another layer holds its former ones (a split), or its values are those
+of its baseline layer and of the layers beside it that are gone, together (a merge: count and moments
+of the union). Any other such layer fails where it moved, and the report names its tensors.
 """
 
 from __future__ import annotations
 
 import bisect
+import math
 
 from gate.core.layers import ROOT, is_gradient, is_output, module_of
 from gate.core.runs import LayerInfo, ModelRun
 from gate.core.status import KeyPart
+from gate.fingerprint import Fingerprint
 from gate.formats.baseline import Baseline, BaselineLayer
 from gate.verdict.structure import Limit, Move, Structure, by_name, identifies, same
 
@@ -86,6 +97,54 @@ class _Calls:
         return self.elements(self.start(index))
 
 
+def _within(module: str, around: str) -> bool:
+    return around == ROOT or module == around or module.startswith(around + ".")
+
+
+class _Code:
+    """Where the model's code changed: per module where both sides digest it (``Meta.module_code``), else
+    the model's as a whole (``code_changed``)."""
+
+    def __init__(self, run: ModelRun, baseline: Baseline):
+        now, before = run.meta.module_code, baseline.meta.module_code
+        self.anywhere = code_changed(run, baseline)
+        self.changed = None if not now or not before else \
+            [m for m in {**now, **before} if now.get(m) != before.get(m)]
+        self._first: dict[str, int] = {ROOT: 0}  # module -> the index of the first layer inside it
+        for i, x in enumerate(run.layers):
+            parts = module_of(x.name).split(".")
+            for k in range(len(parts), 0, -1):
+                self._first.setdefault(".".join(parts[:k]), i)
+
+    def ran_before(self, index: int, around: str) -> bool:
+        """Whether code changed inside module ``around`` (the model: ``ROOT``) by layer ``index``."""
+        if self.changed is None:
+            return self.anywhere
+        return any(_within(m, around) and self._first.get(m, 0 if m == ROOT else index + 1) <= index
+                   for m in self.changed)
+
+    def covers(self, tensor: str) -> bool:
+        """Whether a tensor belongs to a module whose code changed (a fold rewrites the weights of the
+        module it folds into): its change is part of that refactor, not a change of weights alone.
+        Unknown per module: every tensor is covered where the code changed at all (as before)."""
+        if self.changed is None:
+            return self.anywhere
+        owner = tensor.rpartition(".")[0] or ROOT
+        return any(owner == m or owner.startswith(m + ".") for m in self.changed if m != ROOT) or \
+            (owner == ROOT and ROOT in self.changed)
+
+
+def changed_tensors(run: ModelRun, baseline: Baseline, layer: str) -> list[str]:
+    """The parameters and buffers of ``layer``'s module (and of the modules inside it) whose digest
+    changed since the baseline, or that one side lacks."""
+    now, before = run.meta.tensor_digests or {}, baseline.meta.tensor_digests or {}
+    if not now or not before:
+        return []
+    module = module_of(layer)
+    prefix = "" if module == ROOT else module + "."
+    return [n for n in {**before, **now} if n.startswith(prefix) and now.get(n) != before.get(n)]
+
+
 def code_changed(run: ModelRun, baseline: Baseline) -> bool:
     """Whether the model's code changed since the baseline, as far as the run can tell: its content
     key's code or source part, or parameters and buffers only one side has."""
@@ -102,6 +161,8 @@ class _Judge:
         self.run, self.baseline, self.st, self.limit, self.seal_limit = run, baseline, st, limit, seal
         self._carried: list[int] | None = None
         self._tensors: dict[str, list[str]] = {}  # module -> the tensors it holds
+        self._changed: dict[str, list[str]] = {}  # module -> its tensors that changed
+        self.code = _Code(run, baseline)
 
     def recorded(self, layer: LayerInfo) -> BaselineLayer | None:
         return self.baseline.layer(self.st.own(layer.name))
@@ -146,15 +207,37 @@ class _Judge:
         layer, start = self.run.layers[index], calls.start(index)
         if not start or not self.strays(layer) or not self.strays(self.run.layers[start - 1]):
             return False
+        own = self.tensors(module_of(layer.name))
+        return bool(own) and not self.own_changed(layer)
+
+    def tensors(self, module: str) -> list[str]:
+        """The parameters and buffers of ``module`` (and of the modules inside it), on either side."""
         now, before = self.run.meta.tensor_digests, self.baseline.meta.tensor_digests
         if not now or not before:
-            return False
-        module = module_of(layer.name)
+            return []
         if module not in self._tensors:
-            prefix = module + "."
-            self._tensors[module] = [n for n in now if n.startswith(prefix)]
-        own = self._tensors[module]
-        return bool(own) and all(before.get(n) == now[n] for n in own)
+            prefix = "" if module == ROOT else module + "."
+            self._tensors[module] = [n for n in {**before, **now} if n.startswith(prefix)]
+        return self._tensors[module]
+
+    def own_changed(self, layer: LayerInfo) -> list[str]:
+        """The layer's own tensors (its module's) whose digest changed, or that one side lacks."""
+        if module_of(layer.name) not in self._changed:
+            self._changed[module_of(layer.name)] = changed_tensors(self.run, self.baseline, layer.name)
+        return self._changed[module_of(layer.name)]
+
+    def merged(self, layer: LayerInfo) -> tuple[str, ...]:
+        """The baseline layers whose values ``layer`` now computes together: its own and the gone layers
+        of the modules beside it, where the count and moments of their union are its own (a merge)."""
+        own = self.baseline.layer(self.st.own(layer.name))
+        parent = module_of(layer.name).rpartition(".")[0]
+        gone = [g for g in (self.baseline.layer(n) for n in self.st.gone)
+                if g is not None and module_of(g.name).rpartition(".")[0] == parent and not is_output(g.name)]
+        parts = ([own] if own is not None else []) + gone
+        if len(parts) < 2 or not identifies(layer.fp):
+            return ()
+        return tuple(p.name for p in parts) if union_of(layer.fp, [p.fp for p in parts],
+                                                          max(self.seal_limit(layer, p) for p in parts)) else ()
 
 
 def inside(run: ModelRun, baseline: Baseline, st: Structure, limit: Limit, seal: Limit | None = None) -> dict[str, Move]:
@@ -167,18 +250,56 @@ def inside(run: ModelRun, baseline: Baseline, st: Structure, limit: Limit, seal:
             continue
         if is_output(layer.name):  # what ships moves only within the rounding the model's outputs hold to
             if judge.holds(layer) and judge.seal(calls.own(i)):
-                out[layer.name] = Move(call_of(layer.name), rounded=True)
+                move = _move(layer, i, ROOT, call_of(layer.name), run, judge)
+                if move is not None:
+                    out[layer.name] = move
             continue
         for module in enclosing(module_of(layer.name)):
             end, call = calls.after(module, i)
             if judge.carried(calls, i, end):
                 break  # the change flowed on through unchanged modules: it fails where it first moved
             if judge.seal(call):
-                within = call_of(call[0].name)
-                out[layer.name] = Move(within, rounded=True) if judge.holds(layer) else \
-                    Move(within, _now_as(layer, baseline, judge), _took(layer, run, st, judge))
+                move = _move(layer, i, module, call_of(call[0].name), run, judge)
+                if move is not None:
+                    out[layer.name] = move
                 break
     return out
+
+
+def _move(layer: LayerInfo, index: int, module: str, within: str, run: ModelRun, judge: _Judge) -> Move | None:
+    """The move of layer ``index`` inside ``module``'s call ``within``, or None where the rule cannot
+    say where its values went. Within float32 rounding of its own values, a layer passes on the rounding
+    of code that changed before it anywhere, unless tensors of its own that no changed code covers
+    changed (weights alone). Past that, the code of ``module`` itself changed before it, and a layer whose
+    own tensors changed holds another layer's values, gave its own to another, or merged them."""
+    code = judge.code
+    if judge.holds(layer):
+        weights = [t for t in judge.own_changed(layer) if not code.covers(t)]
+        return Move(within, rounded=True) if code.ran_before(index, ROOT) and not weights else None
+    if not code.ran_before(index, module):
+        return None
+    move = Move(within, _now_as(layer, judge.baseline, judge), _took(layer, run, judge.st, judge))
+    if move.now_as or move.took or not judge.own_changed(layer):
+        return move
+    merged = judge.merged(layer)
+    return Move(within, merged=merged) if merged else None
+
+
+def union_of(fp: Fingerprint, parts: list[Fingerprint], limit: float) -> bool:
+    """Whether ``fp``'s elements are those of ``parts`` together, as far as counts and moments tell, each
+    within what a relative L2 error of ``limit`` can move them."""
+    if fp.count != sum(p.count for p in parts) or fp.dtype != parts[0].dtype:
+        return False
+    if any(getattr(fp, k) != sum(getattr(p, k) for p in parts) for k in ("nan", "posinf", "neginf")):
+        return False
+    norm = math.sqrt(max(fp.sumsq, 0.0))
+    bound = 2 * limit * norm  # what the error moves an element by at most, doubled
+    if abs(fp.sumsq - sum(p.sumsq for p in parts)) > 2 * bound * norm + bound * bound:
+        return False
+    spread = bound * math.sqrt(fp.count)
+    if any(abs(getattr(fp, k) - sum(getattr(p, k) for p in parts)) > spread for k in ("sum", "sumabs")):
+        return False
+    return abs(fp.min - min(p.min for p in parts)) <= bound and abs(fp.max - max(p.max for p in parts)) <= bound
 
 
 def _now_as(layer: LayerInfo, baseline: Baseline, judge: _Judge) -> str | None:

@@ -57,6 +57,7 @@ class Move:
     now_as: str | None = None  # the baseline layer whose values it now holds
     took: str | None = None  # the layer that now holds its baseline values
     rounded: bool = False  # it holds its own values within the rounding the enclosing output holds to
+    merged: tuple[str, ...] = ()  # the baseline layers whose values it now computes together
 
     def words(self, layer: str) -> str:
         """Where the moved layer's values went, in a few words."""
@@ -66,7 +67,14 @@ class Move:
             return f"`{layer}`'s output is now `{self.now_as}`'s"
         if self.took:
             return f"`{layer}`'s former output is now `{self.took}`'s"
+        if self.merged:
+            return f"`{layer}` now computes {_listed(self.merged)}'s values together"
         return f"`{layer}` computes values no baseline layer held"
+
+
+def _listed(names: tuple[str, ...]) -> str:
+    quoted = [f"`{n}`" for n in names]
+    return quoted[0] if len(quoted) == 1 else f"{', '.join(quoted[:-1])} and {quoted[-1]}"
 
 
 def _key(fp: Fingerprint) -> tuple:

@@ -211,3 +211,71 @@ def fading_split() -> nn.Module:
     bias, first.bias = first.bias, None
     m.blocks[4] = nn.Sequential(first, AddBias(bias), nn.GELU())
     return m
+
+
+class Hidden(nn.Module):
+    """Three residual blocks whose branch barely reaches their output, as before training: a layer scale
+    at 1e-6 (ConvNeXt, CaiT), a zero-initialized gate (ReZero, SkipInit, adapters), and LoRA with B = 0.
+    A weight change inside a branch moves the branch and hardly (or not at all) the block's output."""
+
+    def __init__(self):
+        super().__init__()
+        self.stem = nn.Linear(16, 16)
+        self.scaled = nn.Sequential(nn.Linear(16, 32), nn.GELU(), nn.Linear(32, 16))
+        self.layer_scale = nn.Parameter(torch.full((16,), 1e-6))
+        self.gated = nn.Sequential(nn.Linear(16, 32), nn.GELU(), nn.Linear(32, 16))
+        self.gate = nn.Parameter(torch.zeros(()))
+        self.base = nn.Linear(16, 16)
+        self.lora_a, self.lora_b = nn.Linear(16, 4, bias=False), nn.Linear(4, 16, bias=False)
+        nn.init.zeros_(self.lora_b.weight)
+        self.head = nn.Linear(16, 4)
+
+    def forward(self, x):
+        x = self.stem(x)
+        x = x + self.layer_scale * self.scaled(x)
+        x = x + self.gate * self.gated(x)
+        x = self.base(x) + self.lora_b(self.lora_a(x))
+        return self.head(x)
+
+
+def hidden() -> nn.Module:
+    return Hidden()
+
+
+def hidden_refactored() -> nn.Module:
+    """`stem` split into the Linear without its bias and a module adding it: a refactor before every branch."""
+    m = Hidden()
+    bias, m.stem.bias = m.stem.bias, None
+    m.stem = nn.Sequential(m.stem, AddBias(bias))
+    return m
+
+
+HIDDEN_FAULTS = {"scaled": "scaled.0", "gated": "gated.0", "lora": "lora_a"}
+
+
+def hidden_faulted(branch: str, refactored: bool) -> nn.Module:
+    return _scaled(hidden_refactored() if refactored else Hidden(), HIDDEN_FAULTS[branch])
+
+
+def hidden_scaled() -> nn.Module:
+    return hidden_faulted("scaled", False)
+
+
+def hidden_gated() -> nn.Module:
+    return hidden_faulted("gated", False)
+
+
+def hidden_lora() -> nn.Module:
+    return hidden_faulted("lora", False)
+
+
+def hidden_scaled_refactored() -> nn.Module:
+    return hidden_faulted("scaled", True)
+
+
+def hidden_gated_refactored() -> nn.Module:
+    return hidden_faulted("gated", True)
+
+
+def hidden_lora_refactored() -> nn.Module:
+    return hidden_faulted("lora", True)

@@ -32,7 +32,8 @@ def _config(tmp: Path, name: str, factory: str, inputs: str, transform: str | No
 @pytest.fixture(scope="module")
 def recorded(tmp_path_factory) -> Path:
     tmp = tmp_path_factory.mktemp("inside")
-    for name, factory, inputs in (("net", "net", IMAGE), ("tables", "tables", TOKENS), ("fading", "fading", TOKENS)):
+    for name, factory, inputs in (("net", "net", IMAGE), ("tables", "tables", TOKENS), ("fading", "fading", TOKENS),
+                                  ("hidden", "hidden", TOKENS)):
         cfg = load_config(_config(tmp, name, factory, inputs))
         commands.update_baseline(cfg, cfg.models, cfg.providers)
     return tmp
@@ -49,7 +50,7 @@ def _reference(report: dict) -> dict:
 
 @pytest.mark.parametrize("factory, moved, words", [
     ("folded", "stem.conv", "`stem.conv`'s output is now `stem.bn`'s"),
-    ("merged", "attn.q", "`attn.q` computes values no baseline layer held"),
+    ("merged", "attn.q", "`attn.q` now computes `attn.q`, `attn.k` and `attn.v`'s values together"),
     ("split", "mlp.0", "`mlp.0`'s former output is now `mlp.1`'s"),
 ])
 def test_a_refactor_inside_a_module_passes_saying_where_the_values_went(recorded, factory, moved, words):
@@ -109,3 +110,24 @@ def test_a_fault_in_a_conv_whose_batchnorm_was_folded_into_it_names_both(recorde
     report = check(recorded, "net", "net", transform="conv_folded_into_bn_faulted")
     first = report["first_regression"]
     assert (first["layer"], first["provider"], first["fused"]) == ("stem.bn", "CPUExecutionProvider", ["stem.conv"])
+
+
+@pytest.mark.parametrize("branch, layer", [("scaled", "scaled.0"), ("gated", "gated.0"), ("lora", "lora_a")])
+@pytest.mark.parametrize("refactored", [False, True])
+def test_a_weight_change_hidden_from_the_blocks_output_fails_and_names_its_tensor(recorded, branch, layer, refactored):
+    """A layer scale at 1e-6, a zero-initialized gate, LoRA with B = 0: one weight scaled by 1.001 barely
+    moves (or does not move) the block's output. Alone, or beside a refactor of `stem` that runs before
+    it, the change is never a refactor inside a module: it fails where the reference moved, naming the
+    tensor."""
+    report = check(recorded, "hidden", f"hidden_{branch}{'_refactored' if refactored else ''}", TOKENS)
+    first = report["first_regression"]
+    assert report["verdict"] == "regressed" and (first["layer"], first["provider"], first["check"]) == \
+        (layer, "torch-cpu", "reference-drift"), first
+    rows = _reference(report)
+    assert f"`{layer}.weight`" in rows[layer]["message"]
+    assert not any(r["status"] == "moved" and r["layer"].startswith(layer.split(".")[0]) for r in rows.values())
+
+
+def test_the_refactor_beside_those_faults_passes_alone(recorded):
+    report = check(recorded, "hidden", "hidden_refactored", TOKENS)
+    assert report["verdict"] == "pass", report["first_regression"]

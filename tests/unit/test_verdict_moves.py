@@ -28,15 +28,29 @@ C, B, R, H, OUT = (fp(0.5, axis=k) for k in (2, 3, 4, 5, 6))  # conv, bn, block,
 AS_BUILT = {"blk.conv": C, "blk.bn": B, "blk": R, "head": H, "output": OUT}
 
 
-def judge(now: dict, base: dict | None = None, names=BLOCK, parts=None, tensors=None):
+def judge(now: dict, base: dict | None = None, names=BLOCK, parts=None, tensors=None, code=None):
     r = run(names=names, **{**AS_BUILT, **now})
     b = baseline(names=names, **{**AS_BUILT, **(base or {})})
+    if code is not None:  # module digests: the baseline's, and the run's with these modules' code changed
+        coded(r, b, code)
     if parts is not None:  # content keys: the baseline's, and the run's with these parts changed
         b.meta.content_key = {"parts": {p: "0" for p in ("code", "source", "weights", "inputs")}}
         r.meta.content_key = {"parts": {**b.meta.content_key["parts"], **{p: "1" for p in parts}}}
     if tensors is not None:
         b.meta.tensor_digests, r.meta.tensor_digests = tensors
     return model_verdict(spec(), r, b, "baselines/m.msgpack.zst", "parity-gate update-baseline --model m"), r, b
+
+
+def coded(r, b, changed=("blk",)):
+    """Module digests on both sides, those of ``changed`` different in the run."""
+    modules = {m for x in (*r.layers, *b.layers) for m in _modules(x.name)}
+    b.meta.module_code = {m: "0" * 16 for m in modules}
+    r.meta.module_code = {m: ("1" if m in changed else "0") * 16 for m in modules}
+
+
+def _modules(layer: str) -> list[str]:
+    parts = layer.split("#")[0].split("[")[0].split(".")
+    return [".".join(parts[:k]) for k in range(1, len(parts) + 1)]
 
 
 def rows(mv):
@@ -56,7 +70,7 @@ def zeros(shape=(2, 4), scale: float = 0.0):
 
 def test_a_layer_whose_values_moved_inside_a_module_whose_output_holds_is_a_refactor_that_passes():
     """A BatchNorm folded into the conv before it: the conv now gives the BatchNorm's values."""
-    mv, _, _ = judge({"blk.conv": B})
+    mv, _, _ = judge({"blk.conv": B}, code=("blk",))
     assert mv.status == "pass" and mv.first_regression is None
     row = rows(mv)["blk.conv"]
     assert (row.status, row.check, row.failed) == ("moved", "reference-drift", False)
@@ -72,7 +86,9 @@ def test_a_refactor_note_says_where_a_layers_former_values_went_when_no_baseline
     """A layer split in two: `blk.conv` lost its bias (values no baseline layer held); `blk.bias`, new, adds it."""
     names = ("blk.conv", "blk.bias", "blk.bn", "blk", "head", "(model)")
     r = run(names=names, **{**AS_BUILT, "blk.conv": fp(0.9, axis=7), "blk.bias": C})
-    st = layout(r, baseline(**AS_BUILT, names=BLOCK), spec())
+    b = baseline(**AS_BUILT, names=BLOCK)
+    coded(r, b)
+    st = layout(r, b, spec())
     assert st.renames == {"blk.bias": "blk.conv"}
     assert st.moved["blk.conv"].words("blk.conv") == "`blk.conv`'s former output is now `blk.bias`'s"
 
@@ -116,6 +132,80 @@ def test_where_only_the_weights_changed_an_output_holds_only_within_the_referenc
     assert tensors.status == "regressed"  # the same names: no code change the digests can see
     gone, _, _ = judge({"blk.conv": B, **rounding}, tensors=({"blk.bn.weight": "1"}, {"blk.conv.bias": "2"}))
     assert gone.status == "pass"  # a BatchNorm's tensors gone, a bias new: the code changed
+
+
+# a change in a layer's own tensors is never a refactor by itself ---------------------------------
+
+FOLDED = {"blk.conv": B}  # the conv now gives the BatchNorm's values, the block's output holds
+DIGESTS = {"blk.conv.weight": "1", "blk.bn.weight": "2", "head.weight": "3"}
+
+
+def test_values_move_only_inside_a_module_whose_own_code_changed():
+    """The same numbers pass where the block's code changed, and fail where only another module's did
+    or nothing did: a weight change that a layer scale or a gate hides from the block's output."""
+    refactor, _, _ = judge({"blk.conv": fp(0.9, axis=7)}, code=("blk",))
+    assert refactor.status == "pass"
+    for elsewhere in ((), ("head",)):
+        mv, _, _ = judge({"blk.conv": fp(0.9, axis=7)}, code=elsewhere)
+        assert (mv.status, mv.first_regression.layer) == ("regressed", "blk.conv"), elsewhere
+        assert not any(x.status == "moved" for x in mv.providers[0].rows)
+
+
+def test_a_code_change_upstream_lets_values_move_only_after_it_ran():
+    """The model's own forward changed: the model's outputs may hold a refactor; a module call that ran
+    before any changed code did not move because of it."""
+    names = ("stem", "blk.conv", "blk.bn", "blk", "head", "(model)")
+    values = {**AS_BUILT, "stem": fp(0.5, axis=8)}
+    r, b = run(names=names, **{**values, "blk.conv": fp(0.9, axis=7)}), baseline(names=names, **values)
+    coded(r, b, ("head",))  # `head` runs after `blk.conv`
+    mv = model_verdict(spec(), r, b, "p", "cmd")
+    assert mv.first_regression.layer == "blk.conv"
+    coded(r, b, ("stem",))  # `stem` runs before it, but outside `blk`: no module around the conv changed
+    assert model_verdict(spec(), r, b, "p", "cmd").first_regression.layer == "blk.conv"
+
+
+@pytest.mark.parametrize("beside", [(), ("head",), ("blk",)])
+def test_a_layer_whose_own_tensors_changed_fails_where_the_rule_cannot_say_where_its_values_went(beside):
+    """A weight fault alone, beside a refactor elsewhere, and inside a block whose code changed: the conv's
+    weight changed and its new values are no baseline layer's, nor did any layer take its old ones."""
+    faulted = {**DIGESTS, "blk.conv.weight": "9"}
+    mv, _, _ = judge({"blk.conv": fp(0.9, axis=7)}, tensors=(DIGESTS, faulted), code=beside)
+    assert (mv.status, mv.first_regression.layer, mv.first_regression.check) == \
+        ("regressed", "blk.conv", "reference-drift")
+    assert "`blk.conv.weight`" in rows(mv)["blk.conv"].message
+
+
+def test_a_fold_that_changed_the_conv_weights_still_passes():
+    """The conv's weights changed (the BatchNorm folded into them) and it now gives the BatchNorm's values."""
+    mv, _, _ = judge(FOLDED, tensors=(DIGESTS, {**DIGESTS, "blk.conv.weight": "9"}), code=("blk",))
+    assert mv.status == "pass" and rows(mv)["blk.conv"].status == "moved"
+
+
+def _union(parts, scale=1.0):
+    """A fingerprint of the elements of ``parts`` together (a merged projection), its values times ``scale``."""
+    n = sum(p.count for p in parts)
+    return dataclasses.replace(parts[0], shape=(n,), count=n, sum=scale * sum(p.sum for p in parts),
+                               sumsq=scale * scale * sum(p.sumsq for p in parts),
+                               sumabs=scale * sum(p.sumabs for p in parts),
+                               min=scale * min(p.min for p in parts), max=scale * max(p.max for p in parts))
+
+
+@pytest.mark.parametrize("scale, passes", [(1.0, True), (1 + 1e-3, False)])
+def test_a_merge_passes_where_its_values_are_the_gone_layers_together_and_its_faulted_twin_fails(scale, passes):
+    """`blk.q` now computes q, k and v (`blk.k`, `blk.v` gone): its count and moments are theirs together."""
+    names = ("blk.q", "blk.k", "blk.v", "blk", "(model)")
+    q, k, v, out = (fp(0.5, axis=a, shape=(2, 4)) for a in (2, 3, 4, 5))
+    base = baseline(names=names, **{"blk.q": q, "blk.k": k, "blk.v": v, "blk": out, "output": out})
+    r = run(names=("blk.q", "blk", "(model)"), **{"blk.q": _union([q, k, v], scale), "blk": out, "output": out})
+    r.meta.tensor_digests = {"blk.q.weight": "9"}
+    base.meta.tensor_digests = {"blk.q.weight": "1", "blk.k.weight": "2", "blk.v.weight": "3"}
+    coded(r, base)
+    mv = model_verdict(spec(), r, base, "p", "cmd")
+    assert (mv.status == "pass") is passes, mv.first_regression
+    if passes:
+        assert "`blk.q` now computes `blk.q`, `blk.k` and `blk.v`'s values together" in rows(mv)["blk.q"].message
+    else:
+        assert mv.first_regression.layer == "blk.q"
 
 
 # equal numbers never cross wires -------------------------------------------------------------
