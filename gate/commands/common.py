@@ -28,7 +28,8 @@ def display(path: Path) -> Path:
 
 
 def policy(config: Config) -> Policy:
-    return Policy(config.placement, config.max_slowdown, config.require)
+    return Policy(config.placement, config.max_slowdown, config.require,
+                  tuple((p.name, p.precision) for p in config.providers))
 
 
 def environment() -> dict:

@@ -246,6 +246,7 @@ def _record_graph(run: ModelRun, spec: ModelSpec, graph: Graph) -> None:
     meta.op_types, meta.dynamic_dims = list(f.op_types), f.dynamic_dims  # graph_digest: once hashed (``prepare``)
     meta.transform = spec.transform
     meta.graph_precision = f.precision if spec.transform or spec.artifact else None
+    meta.lowered = list(f.lowered)
 
 
 def prepare(config: Config, spec: ModelSpec, progress: Progress = lambda _: None, cache: Cache | None = None,

@@ -144,7 +144,7 @@ class Plan:
                                built.weights_digest, built.inputs_digest, p.custom)
         self.key, run.meta.content_key = key, key.to_dict()
         run.meta.weights_digest, run.meta.tensor_digests = built.weights_digest, built.tensor_digests  # hashed by now
-        run.meta.module_code = p.modules
+        run.meta.module_code, run.meta.random_draws = p.modules, p.draws or None
         changed = key.changed(recorded) if recorded is not None else []
         details = reuse_explain.details(changed, key, recorded, run.meta, self.baseline)
         why = self._why(key, recorded, p.random, spec.gradients, bool(built.training))

@@ -48,6 +48,12 @@ def user_frame(exc: BaseException) -> str | None:
     return None
 
 
+def user_site() -> str | None:
+    """``file:line in function`` of the innermost frame of the running stack that is the user's."""
+    frames = [f for f in traceback.extract_stack() if is_user_file(f.filename)]
+    return f"{_shown(frames[-1].filename)}:{frames[-1].lineno} in {frames[-1].name}" if frames else None
+
+
 def debugging() -> bool:
     return os.environ.get("PARITY_GATE_DEBUG", "") not in ("", "0")
 

@@ -25,7 +25,7 @@ def error_against(fp: Fingerprint, ref: Fingerprint | None) -> float | None:
 
 
 OPTIONAL_META = ("promoted", "below_float64", "normalizations", "training", "dynamic_dims", "transform",
-                 "graph_precision", "output_tolerance", "tensor_digests", "module_code", "inputs", "content_key", "seconds")
+                 "graph_precision", "output_tolerance", "tensor_digests", "module_code", "random_draws", "inputs", "content_key", "seconds")
 
 
 @dataclass
@@ -57,9 +57,11 @@ class Meta:
     dynamic_dims: dict[str, dict[str, str]] | None = None  # the shipped graph's dynamic input dimensions
     transform: str | None = None  # the post-export transform applied ("module:function")
     graph_precision: str | None = None  # what a transformed or prebuilt graph computes in
+    lowered: list[str] | None = None  # what the shipped graph computes below float32 (``graph.lowered``)
     output_tolerance: list[float] | None = None  # [rtol, atol]: allclose on the outputs gates
     tensor_digests: dict[str, str] | None = None  # per parameter and buffer: which tensors a weights change touched
     module_code: dict[str, str] | None = None  # per module: its own code's digest (where a refactor may move values)
+    random_draws: list[str] | None = None  # random operations the forward drew with, where the user's code called them
     inputs: list[dict[str, Any]] | None = None  # per input: name, dtype, shape, digest (model.inputs.describe)
     content_key: dict[str, Any] | None = None  # what the run computed, digested (gate.commands.content_key)
     # Wall seconds the model took where its baseline was recorded (every stage, every provider): what
@@ -73,6 +75,8 @@ class Meta:
         for key in OPTIONAL_META:  # absent when empty: files of models without them keep their bytes
             if not out[key]:
                 del out[key]
+        if out["lowered"] is None:  # empty says "nothing below float32"; absent, "no graph" or "not recorded"
+            del out["lowered"]
         return out
 
     @classmethod

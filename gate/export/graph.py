@@ -94,6 +94,35 @@ def precision(proto: onnx.ModelProto) -> str:
     return "float32"
 
 
+_HALF = {onnx.TensorProto.FLOAT16: "float16", onnx.TensorProto.BFLOAT16: "bfloat16"}
+_INT8 = (onnx.TensorProto.INT8, onnx.TensorProto.UINT8)
+MAX_LOWERED = 1000  # items a run records (a fully quantized graph is said by its class, not item by item)
+
+
+def lowered(proto: onnx.ModelProto) -> list[str]:
+    """What computes below float32 in a graph, one item each, in a wording stable across exports of
+    the same model: int8 weights and the quantized operation that reads them, int8 activations,
+    float16/bfloat16 weights, casts to float16/bfloat16. A precision change the configuration did
+    not ask for is an item one side has (``gate.verdict.precision``)."""
+    inits = {t.name: t for t in proto.graph.initializer}
+    out: dict[str, None] = {}
+    for node in proto.graph.node:
+        if node.op_type in QUANTIZED_OPS:
+            weights = [i for i in node.input if i in inits and inits[i].data_type in _INT8 and len(inits[i].dims)]
+            for w in weights:
+                out[f"int8 weight `{w}` through {node.op_type}"] = None
+            if not weights and node.op_type in ("DynamicQuantizeLinear", "QuantizeLinear"):
+                out[f"int8 activations through {node.op_type} (node `{node.name or node.output[0]}`)"] = None
+        elif node.op_type == "Cast":
+            to = next((a.i for a in node.attribute if a.name == "to"), None)
+            if to in _HALF:
+                out[f"cast to {_HALF[to]} (node `{node.name or node.output[0]}`)"] = None
+    for t in proto.graph.initializer:
+        if t.data_type in _HALF and len(t.dims):
+            out[f"{_HALF[t.data_type]} weight `{t.name}`"] = None
+    return list(out)[:MAX_LOWERED]
+
+
 def dynamic_dims(proto: onnx.ModelProto) -> dict[str, dict[str, str]]:
     """The graph inputs' dimensions without a fixed size, by input and index: ``{"x": {"0": "batch"}}``."""
     out: dict[str, dict[str, str]] = {}

@@ -40,13 +40,14 @@ class GraphFacts:
     op_types: list[str]
     dynamic_dims: dict[str, dict[str, str]] | None
     precision: str  # what it computes in (``graph.precision``)
+    lowered: list[str] = field(default_factory=list)  # what computes below float32 (``graph.lowered``)
 
     @classmethod
     def of(cls, proto: onnx.ModelProto, exporter: str, fallback: str | None, opset: int) -> GraphFacts:
         from gate.export import graph
 
         return cls(exporter, fallback, opset, graph.op_types(proto), graph.dynamic_dims(proto) or None,
-                   graph.precision(proto))
+                   graph.precision(proto), graph.lowered(proto))
 
 
 @dataclass
@@ -97,7 +98,8 @@ class Graph:
     def payload(self) -> dict[str, Any]:
         f = self.facts
         return {"exporter": f.exporter, "fallback": f.fallback, "opset": f.opset, "op_types": f.op_types,
-                "dynamic_dims": f.dynamic_dims, "precision": f.precision, "graph_digest": self.digest.result(),
+                "dynamic_dims": f.dynamic_dims, "precision": f.precision, "lowered": f.lowered,
+                "graph_digest": self.digest.result(),
                 "onnx_map": _sites_dict(self.sites or {})}
 
     def write(self, folder: Path) -> None:
@@ -122,7 +124,7 @@ class Graph:
             if not isinstance(d, dict) or not all(isinstance(v, str) for v in d.values()):
                 o.fail("dynamic_dims", f"{name[:60]!r}: expected an object of names")
         facts = GraphFacts(o.str("exporter"), o.opt_str("fallback"), o.int("opset") or 0, o.strs("op_types"),
-                           dims or None, o.str("precision"))
+                           dims or None, o.str("precision"), o.strs("lowered"))
         sites = {}
         for name, site in (o.free("onnx_map") or {}).items():
             s = Obj(site, WHERE, f"onnx_map.{name[:60]}")

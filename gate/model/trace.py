@@ -35,6 +35,7 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode, _disable_current_modes
 from torch.utils.weak import WeakIdKeyDictionary
 
+from gate.core import frames
 from gate.core.layers import ROOT, module_of
 from gate.model import torch_hooks
 from gate.model.build import BuiltModel
@@ -76,6 +77,8 @@ class OpTrace(TorchDispatchMode):
         self.random: list[str] = []  # random operations handed a generator no state was taken of
         self.seeded: list[str] = []  # operations tagged random (they draw only if a state moved)
         self.known: set[int] = set()  # ids of the generators whose states the probe compares
+        self.generators: list[tuple[str, torch.Generator]] = []  # those generators, by name
+        self.draws: list[str] = []  # random operations that drew, and where the user's code called them
         self.custom: set[str] = set()  # operations outside torch's own namespaces
 
     @property
@@ -126,8 +129,14 @@ class OpTrace(TorchDispatchMode):
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         line = f"{func}({self._enc(list(args))};{self._enc(kwargs)})"
+        seeded = torch.Tag.nondeterministic_seeded in getattr(func, "tags", ())
+        states = [g.get_state() for _, g in self.generators] if seeded else []
         out = func(*args, **kwargs)
-        if torch.Tag.nondeterministic_seeded in getattr(func, "tags", ()):
+        if seeded:
+            if any(not torch.equal(s, g.get_state()) for s, (_, g) in zip(states, self.generators, strict=True)) \
+                    and len(self.draws) < 5:
+                site = frames.user_site()
+                self.draws.append(f"{func} at {site}" if site else str(func))
             self.seeded.append(str(func))
             own = [g for g in torch.utils._pytree.tree_leaves((args, kwargs))
                    if isinstance(g, torch.Generator) and id(g) not in self.known]
@@ -170,6 +179,7 @@ class Probe:
     seconds: float = 0.0
     recordable: tuple[str, ...] = ()  # modules whose call signature the export can record (``CallSpecs``)
     modules: dict[str, str] = field(default_factory=dict)  # per module: its own code's digest
+    draws: list[str] = field(default_factory=list)  # random operations that drew, where the user's code called them
 
     @property
     def fingerprints(self) -> dict:
@@ -224,11 +234,12 @@ def probe(built: BuiltModel) -> Probe:
     start = time.perf_counter()
     with built.fresh():  # from the model as built, and leaving it so: what the forward caches goes
         generators = _generators(built.module)  # as restored: the very objects the forward sees
-        trace.known = {id(g) for _, g in generators}
+        trace.known, trace.generators = {id(g) for _, g in generators}, generators
         before = [(name, g, g.get_state()) for name, g in generators]
         records = capture.run(built.inputs, trace)
         drawn = _drawn(before)
     random = trace.random + ([f"{', '.join(sorted(set(trace.seeded))[:3]) or 'an operation'} drew from "
                               f"{', '.join(drawn[:3])}"] if drawn else [])
     return Probe(records, capture.output, trace.digest, trace.ops, random[:20], sorted(trace.custom)[:50],
-                 time.perf_counter() - start, specs.recordable(), trace.modules(built.module))
+                 time.perf_counter() - start, specs.recordable(), trace.modules(built.module),
+                 (trace.draws or [r for r in random if "(its own generator)" in r])[:5])

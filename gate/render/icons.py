@@ -5,7 +5,7 @@ from __future__ import annotations
 
 ICONS = {
     "pass": "✅", "ok": "✅", "regressed": "❌", "fail": "❌", "error": "💥", "no-baseline": "🆕", "new": "🆕",
-    "skipped": "⏭️", "fallback": "⚠️", "folded": "➖", "absent": "∅", "missing": "❓", "moved": "↪️",
+    "skipped": "⏭️", "fallback": "⚠️", "folded": "➖", "absent": "∅", "missing": "❓", "moved": "↪️", "follows": "↪️",
     "unmeasured": "❔",
 }
 UNKNOWN = "❔"

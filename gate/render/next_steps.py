@@ -1,7 +1,9 @@
 """One line of next steps per model that did not pass (or passed with a refactor inside a module), worded for its cause
 (``gate.verdict.next_step`` decides which; this module only says it):
 
-- a model change (the float64 reference moved): update the baseline if the change is intended;
+- a model change (the float64 reference moved), or its weights alone: update the baseline if intended;
+- random draws or training mode in the forward: make it deterministic, never re-record;
+- a precision nobody configured: fix the transform, or configure the precision before recording;
 - a runtime regression (the reference is unchanged): the ONNX graph or that provider changed;
 - a missing baseline (model, or one provider's device class): the command that creates it;
 - a model or provider that failed to build, export, load or run: where to reproduce it.
@@ -70,6 +72,24 @@ def _model_changed(m: ModelVerdict, step: NextStep, s: Style) -> str:
             f"{s.code(step.command, 260)}{_commit(m, s)}.")
 
 
+def _weights_changed(m: ModelVerdict, step: NextStep, s: Style) -> str:
+    where = f" first at {s.code(step.layer)}" if step.layer else ""
+    return (f"the model's weights changed, its code did not (its float64 reference moved{where}). If the new weights "
+            f"are intended, run {s.code(step.command, 260)}{_commit(m, s)}; if not, find what wrote them.")
+
+
+def _random_draws(m: ModelVerdict, step: NextStep, s: Style) -> str:
+    return (f"the forward draws random numbers (the {s.code('random-draws')} audit names the call): pass "
+            f"{s.code('training=False')} to functional dropout, call {s.code('model.eval()')}, or draw from a seeded "
+            "generator. Re-recording cannot fix it: the next run draws again.")
+
+
+def _training_mode(m: ModelVerdict, step: NextStep, s: Style) -> str:
+    where = f" from {s.code(step.layer)}" if step.layer else ""
+    return (f"the factory returns modules in training mode that change the outputs{where}: call "
+            f"{s.code('model.eval()')} in the factory, or fix those modules, then check again.")
+
+
 def _names(step: NextStep, s: Style) -> str:
     return ", ".join(s.code(n) for n in step.providers[:4]) or "a provider"
 
@@ -86,6 +106,14 @@ def _runtime_changed(m: ModelVerdict, step: NextStep, s: Style) -> str:
                for k, v in m.versions.items() if k in ("onnxruntime", "onnx")]
     moved = f" ({', '.join(changed)} since the baseline)" if changed else ""
     return f"the PyTorch model is unchanged; the ONNX graph or {_names(step, s)} changed{moved}{hints}."
+
+
+def _precision_changed(m: ModelVerdict, step: NextStep, s: Style) -> str:
+    where = f", and it hurts {s.code(step.layer)} first" if step.layer else ""
+    return (f"{_names(step, s)} now run{'s' * (len(step.providers) == 1)} a graph that computes below float32 where no "
+            f"configured precision asks for it (see the precision audit){where}. Fix the post-export transform or the "
+            f"quantization config that lowered it; if the precision is intended, set {s.code('precision')} for the "
+            "provider in the config first, then record its baseline.")
 
 
 def _refactored(m: ModelVerdict, step: NextStep, s: Style) -> str:
@@ -142,8 +170,9 @@ def _provider_failed(m: ModelVerdict, step: NextStep, s: Style) -> str:
             f"{s.code(step.command, 300)} on that runner.")
 
 
-_WORDS = {StepKind.MODEL_CHANGED: _model_changed, StepKind.RUNTIME_AUDIT: _runtime_audit,
-          StepKind.RUNTIME_CHANGED: _runtime_changed, StepKind.NO_BASELINE: _no_baseline, StepKind.NO_ENTRY: _no_entry,
+_WORDS = {StepKind.MODEL_CHANGED: _model_changed, StepKind.WEIGHTS_CHANGED: _weights_changed,
+          StepKind.RANDOM_DRAWS: _random_draws, StepKind.TRAINING_MODE: _training_mode, StepKind.RUNTIME_AUDIT: _runtime_audit,
+          StepKind.RUNTIME_CHANGED: _runtime_changed, StepKind.PRECISION_CHANGED: _precision_changed, StepKind.NO_BASELINE: _no_baseline, StepKind.NO_ENTRY: _no_entry,
           StepKind.MODEL_FAILED: _model_failed, StepKind.NO_GPU: _no_gpu, StepKind.NO_RESULT: _no_result,
           StepKind.LOAD_FAIL: _load_fail, StepKind.PROVIDER_FAILED: _provider_failed,
           StepKind.RECORD_ELSEWHERE: _record_elsewhere, StepKind.REFACTORED: _refactored}

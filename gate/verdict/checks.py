@@ -182,7 +182,7 @@ def runtime_rows(run: ModelRun, prun: ProviderRun, entry: Entry | None, spec: Mo
             rows.append(_row(layer, RowStatus(pl.status), message=pl.reason))
         else:
             recorded = entry.layers.get(st.recorded(layer.name) if st else layer.name) if entry is not None else None
-            row = _runtime_row(layer, prun, pl, recorded, entry is not None, spec)
+            row = _runtime_row(layer, prun, pl, recorded, entry, spec)
             how = (dependent or {}).get(layer.name)
             if how is not None:
                 row = data_dependent.judged(row, layer, prun.name, pl, spec, prun.precision, how, recorded)
@@ -211,10 +211,11 @@ def _row_with(row: Row, status: RowStatus, check: Check, value: float | None, th
                threshold=_num(threshold), baseline=row.baseline, message=message, exact=row.exact)
 
 
-def _runtime_row(layer: LayerInfo, prun: ProviderRun, pl, recorded, judged: bool, spec: ModelSpec) -> Row:
-    """``recorded``: the entry's row for this layer (None: it has none); ``judged``: whether an entry
-    judges this runtime at all."""
-    tol = spec.tolerance_for(layer.name, prun.precision)
+def _runtime_row(layer: LayerInfo, prun: ProviderRun, pl, recorded, entry: Entry | None, spec: ModelSpec) -> Row:
+    """``recorded``: the entry's row for this layer (None: it has none); ``entry``: the entry that judges
+    this runtime, at its precision's tolerances (None: none does)."""
+    judged = entry is not None
+    tol = spec.tolerance_for(layer.name, entry.target.precision if entry is not None else prun.precision)
     fp, ref = pl.fp, layer.fp
     if tuple(fp.shape) != tuple(ref.shape):
         return _row(layer, RowStatus.FAIL, Check.SHAPE, message=f"{prun.name} shape {list(fp.shape)}, reference {list(ref.shape)}")

@@ -21,9 +21,9 @@ from gate.core.status import (
     SkipKind,
     TargetStatus,
 )
-from gate.core.target import REFERENCE_PROVIDER
+from gate.core.target import DEFAULT_PRECISION, REFERENCE_PROVIDER
 from gate.formats.baseline import Baseline, Entry
-from gate.verdict import causality, checks, data_dependent, hints, model_audits, rollup
+from gate.verdict import causality, checks, data_dependent, graph_precision, hints, model_audits, rollup
 from gate.verdict.placement import placement_audit
 from gate.verdict.structure import Structure, described
 from gate.verdict.types import Audit, Comparison, ModelVerdict, ProviderVerdict, Regression, Report, Row
@@ -39,6 +39,11 @@ class Policy:
     placement: str = "warn"  # "warn" | "fail" | "off"
     max_slowdown: float | None = None
     require: tuple[str, ...] = ()
+    precisions: tuple[tuple[str, str], ...] = ()  # (provider, precision) as configured
+
+    def configured(self, provider: str) -> list[str]:
+        """The precisions the config asks of ``provider`` (the default where it names none)."""
+        return [p for name, p in self.precisions if name == provider] or [DEFAULT_PRECISION]
 
 
 def audits(prun: ProviderRun, entry: Entry | None, policy: Policy) -> list[Audit]:
@@ -83,9 +88,11 @@ def _runtime(run: ModelRun, prun: ProviderRun, baseline: Baseline | None, spec: 
     if prun.status == RunStatus.ERROR:
         pv.status, pv.error_status, pv.where, pv.trace = TargetStatus.ERROR, prun.error_status, prun.where, prun.trace
         return pv
-    entry = None
+    entry, lowered = None, None
     if baseline is not None:
-        entry, note = baseline.entry_for(prun.target)
+        lowered = graph_precision.change(run, baseline, prun, policy.configured(prun.name))
+        # a precision nobody configured is judged as the baseline recorded it, never as a new key
+        entry, note = baseline.entry_for(prun.target if lowered is None else replace(prun.target, precision=lowered.before))
         if entry is None:
             pv.status = TargetStatus.NO_BASELINE
             pv.reason = (f"no baseline for {prun.name} on device class {prun.target.label}: create it with "
@@ -95,7 +102,7 @@ def _runtime(run: ModelRun, prun: ProviderRun, baseline: Baseline | None, spec: 
             pv.baseline_latency_ms = entry.latency_ms
     pv.placement = prun.placement
     pv.capture_peak_mb = None if prun.capture_peak_bytes is None else round(prun.capture_peak_bytes / 2**20, 3)
-    pv.audits = audits(prun, entry, policy)
+    pv.audits = audits(prun, entry, policy) + ([lowered.audit(prun.name)] if lowered is not None else [])
     pv.rows = checks.runtime_rows(run, prun, entry, spec, st, dependent)
     return pv
 
@@ -161,8 +168,10 @@ def model_verdict(spec: ModelSpec, run: ModelRun, baseline: Baseline | None, pat
     dependent = data_dependent.recognize(run, baseline, st)
     mv.providers = [_reference(run, baseline, spec, mv.message, st, dependent)]
     mv.providers += [_runtime(run, p, baseline, spec, update_cmd, policy, st, dependent) for p in run.providers]
+    _follows(mv, spec, {layer.name: i for i, layer in enumerate(run.layers)})
     mv.unrecorded = unrecorded(run, baseline)
-    mv.audits = model_audits.dynamic_shape(spec, run, baseline) + model_audits.training_mode(run)
+    mv.audits = model_audits.dynamic_shape(spec, run, baseline) + model_audits.training_mode(run) + \
+        model_audits.random_draws(run)
     mv.audits += [Audit(Check.STRUCTURE, AuditStatus.WARN, line) for line in described(st)] if st else []
     mv.mapping = model_audits.mapping(run)
     order = {layer.name: i for i, layer in enumerate(run.layers)}
@@ -180,6 +189,34 @@ def model_verdict(spec: ModelSpec, run: ModelRun, baseline: Baseline | None, pat
     mv.status = rollup.model_status(mv)
     mv.hints = hints.model_hints(spec, run, baseline, mv, st)  # diagnosis only; never changes the verdict
     return mv
+
+
+def _follows(mv: ModelVerdict, spec: ModelSpec, order: dict[str, int]) -> None:
+    """One cause, one mark. Where the float64 reference moved (a model change), a runtime's error that
+    grew at or after the first layer that moved follows the change: the baseline's errors were those of
+    another model. It is a finding of its own only where it also grew past what today's float32 PyTorch
+    run (``torch-cpu``, the same new model) shows at that layer: the runtime regressed beyond what the
+    change explains. The ceiling, NaN/Inf and shapes judge as ever."""
+    moved = checks.first_failure(mv.providers[0].rows, order)
+    if moved is None:
+        return
+    at = order.get(moved.layer, len(order))
+    yard = next((p for p in mv.providers if p.role == Role.RUNTIME and p.name == REFERENCE_PROVIDER
+                 and p.precision == DEFAULT_PRECISION), None)
+    today = {r.layer: r.value for r in yard.rows} if yard is not None else {}
+    for pv in mv.providers[1:]:
+        for i, r in enumerate(pv.rows):
+            if r.status != RowStatus.FAIL or r.check != Check.ERROR_GROWTH or order.get(r.layer, -1) < at:
+                continue
+            tol = spec.tolerance_for(r.layer, pv.precision)
+            torch_err = today.get(r.layer)
+            if pv is not yard and (torch_err is None or r.value is None
+                                   or r.value > checks.growth_limit(torch_err, tol.growth, tol.floor, None)):
+                continue  # past what the change explains: a regression of this runtime
+            why = "" if pv is yard else f", as {REFERENCE_PROVIDER}'s error {torch_err:.3g} does today"
+            base = "" if r.baseline is None else f", baseline {r.baseline:.3g}"
+            pv.rows[i] = replace(r, status=RowStatus.FOLLOWS, message=f"follows the model change at `{moved.layer}` "
+                                 f"(error {r.value:.3g}{base}{why}); not a finding of its own")
 
 
 def audit_regression(audit: Audit) -> Regression:

@@ -10,8 +10,21 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from gate.core.status import AuditStatus, ErrorStatus, ModelStatus, Role, RowStatus, StepKind, TargetStatus
+from gate.core.status import (
+    AuditStatus,
+    Check,
+    ErrorStatus,
+    ModelStatus,
+    Role,
+    RowStatus,
+    StepKind,
+    TargetStatus,
+)
 from gate.verdict.types import ModelVerdict
+
+# Where recording the new numbers is the fix the user may intend: the only steps that offer `update-baseline`.
+RECORDS = frozenset({StepKind.MODEL_CHANGED, StepKind.WEIGHTS_CHANGED, StepKind.NO_BASELINE, StepKind.NO_ENTRY,
+                     StepKind.RECORD_ELSEWHERE, StepKind.REFACTORED})
 
 
 @dataclass(frozen=True)
@@ -19,7 +32,7 @@ class NextStep:
     kind: StepKind
     command: str | None = None  # what to run, where one command is the step
     providers: tuple[str, ...] = ()  # the providers it concerns, first first
-    layer: str | None = None  # where the reference moved first (MODEL_CHANGED)
+    layer: str | None = None  # where the reference moved first (MODEL_CHANGED), the change hurt first (PRECISION_CHANGED)
     error_status: ErrorStatus | None = None  # how the model or provider failed
     checks: tuple[str, ...] = field(default=())  # the audits a provider failed (RUNTIME_AUDIT)
 
@@ -44,17 +57,33 @@ def next_step(m: ModelVerdict) -> NextStep | None:
         return _failed(m)
     if m.status == ModelStatus.NO_BASELINE:
         return _missing(m)
+    audit = {a.check: a for a in reversed(m.audits)}
     reference = next((p for p in m.providers if p.role == Role.REFERENCE and p.status == TargetStatus.REGRESSED),
                      None)
+    layer = reference.first_regression.layer if reference is not None and reference.first_regression else None
+    if Check.TRAINING_MODE in audit and audit[Check.TRAINING_MODE].status == AuditStatus.FAIL:
+        return NextStep(StepKind.TRAINING_MODE, None, layer=audit[Check.TRAINING_MODE].layer)
+    if Check.RANDOM_DRAWS in audit:  # re-recording records one draw: the next differs again
+        return NextStep(StepKind.RANDOM_DRAWS, None, layer=layer)
     if reference is not None:
-        layer = reference.first_regression.layer if reference.first_regression else None
-        return NextStep(StepKind.MODEL_CHANGED, m.recreate, (reference.name,), layer)
+        kind = StepKind.WEIGHTS_CHANGED if _cause(m) == "weights" else StepKind.MODEL_CHANGED
+        return NextStep(kind, m.recreate, (reference.name,), layer)
     regressed = [p for p in m.providers if p.role == Role.RUNTIME and p.status == TargetStatus.REGRESSED]
     names = tuple(p.name for p in regressed)
+    lowered = [p for p in regressed if any(a.check == Check.PRECISION and a.status == AuditStatus.FAIL for a in p.audits)]
+    if lowered:  # configure the precision before any baseline records it
+        first = lowered[0].first_regression
+        return NextStep(StepKind.PRECISION_CHANGED, None, tuple(p.name for p in lowered),
+                        first.layer if first is not None and first.layer != "(model)" else None)
     if regressed and all(p.failed == 0 for p in regressed):
         checks = sorted({a.check for p in regressed for a in p.audits if a.status == AuditStatus.FAIL})
         return NextStep(StepKind.RUNTIME_AUDIT, None, names, checks=tuple(checks))
     return NextStep(StepKind.RUNTIME_CHANGED, None, names)  # no command fixes it: the hints and tables say where
+
+
+def _cause(m: ModelVerdict) -> str | None:
+    """What the model-change hint found changed: ``weights`` (alone), ``code``, or unknown."""
+    return next((h.evidence.get("cause") for h in m.hints if h.kind == "model-change"), None)
 
 
 def _missing(m: ModelVerdict) -> NextStep:

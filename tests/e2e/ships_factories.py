@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import onnx
+import torch.nn.functional as F
 from torch import nn
 
 from examples import zoo
@@ -27,6 +28,25 @@ def cnn_dropout_left_training() -> nn.Module:
     model = zoo.tiny_cnn().eval()
     model.drop.train()  # a deployment that forgot eval() on this one runs dropout
     return model
+
+
+class Noisy(nn.Module):
+    """``F.dropout`` without ``training=``: it drops in eval mode too, a draw on every forward."""
+
+    def __init__(self, p: float):
+        super().__init__()
+        self.inner, self.p = zoo.tiny_cnn().eval(), p
+
+    def forward(self, x):
+        return self.inner(F.dropout(x, self.p) if self.p else x)
+
+
+def cnn_no_dropout() -> nn.Module:
+    return Noisy(0.0)
+
+
+def cnn_functional_dropout() -> nn.Module:
+    return Noisy(0.1)
 
 
 def freeze_batch(model: onnx.ModelProto) -> onnx.ModelProto:

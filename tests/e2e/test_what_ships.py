@@ -15,6 +15,7 @@ from examples import zoo
 from gate import commands
 from gate.config import load_config
 from gate.formats.baseline import read_document
+from gate.verdict.report_file import report_document
 from tests.conftest import run_cli
 
 CNN_INPUT = 'inputs = [{ name = "x", shape = [2, 3, 16, 16] }]'
@@ -38,8 +39,9 @@ def update(path: Path, messages: list | None = None):
 
 
 def check(path: Path, **kw) -> dict:
+    """The JSON report, next steps and all."""
     cfg = load_config(path)
-    return commands.check(cfg, cfg.models, cfg.providers, **kw).to_dict()
+    return report_document(commands.check(cfg, cfg.models, cfg.providers, **kw))
 
 
 # dynamic shapes ---------------------------------------------------------------------------
@@ -216,6 +218,20 @@ def test_a_module_left_in_training_mode_that_changes_outputs_fails_naming_it(tmp
     first = report["first_regression"]
     assert (first["check"], first["layer"], first["provider"]) == ("training-mode", "drop", "(model as given)")
     assert "drop" in first["message"] and "model.eval()" in first["message"]
+    step = report["models"][0]["next_step"]
+    assert (step["kind"], step["command"], step["layer"]) == ("training-mode", None, "drop")  # not the ONNX graph
+
+
+def test_a_forward_that_draws_random_numbers_names_the_call_and_never_offers_to_re_record(tmp_path):
+    update(config(tmp_path, model("cnn", "ships_factories:cnn_no_dropout")))
+    report = check(config(tmp_path, model("cnn", "ships_factories:cnn_functional_dropout")))
+    (m,) = report["models"]
+    assert report["verdict"] == "regressed"
+    (audit,) = [a for a in m["audits"] if a["check"] == "random-draws"]
+    assert "ships_factories.py:" in audit["message"] and "in forward" in audit["message"], audit
+    assert (m["next_step"]["kind"], m["next_step"]["command"]) == ("random-draws", None)
+    hint = next(h for h in m["hints"] if h["kind"] == "model-change")
+    assert "draws them" in hint["message"] and "hyperparameter" not in hint["message"]
 
 
 def test_a_model_returned_in_training_mode_is_put_in_eval_mode_and_says_so(tmp_path):

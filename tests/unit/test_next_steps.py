@@ -136,3 +136,58 @@ def test_multiples_keep_two_significant_digits(ratio, said):
                                                  (1e-3, float("inf")), (1e-12, 1.0), (True, 1.0)])
 def test_no_multiple_without_a_positive_finite_baseline(value, baseline):
     assert times(value, baseline) == ""
+
+
+# one table: every cause, its step, and update-baseline only where recording is the fix ----------------
+
+def _drift_with(hints=(), audits=()) -> dict:
+    report = raw("real-check-reference-drift")
+    report["models"][0]["hints"] = list(hints)
+    report["models"][0]["audits"] = list(audits)
+    return report
+
+
+def _model_change(cause: str) -> dict:
+    return {"kind": "model-change", "layer": "stem.0", "provider": "torch-cpu", "message": "moved",
+            "evidence": {"cause": cause}}
+
+
+RANDOM = {"check": "random-draws", "status": "warn",
+          "message": "the forward draws random numbers (aten.native_dropout.default at kws.py:42 in forward)"}
+TRAINING = {"check": "training-mode", "status": "fail", "layer": "stem.0",
+            "message": "the factory left 1 module(s) in training mode (drop), and eval mode changes the outputs"}
+
+
+def _precision(report: dict) -> dict:
+    cpu = next(p for p in report["models"][0]["providers"] if p["name"] == "CPUExecutionProvider")
+    cpu["audits"] = [{"check": "precision", "status": "fail", "message": "CPUExecutionProvider: now int8"}]
+    return report
+
+
+CAUSES = {  # cause -> (a report of it, what its step says)
+    "model-changed": (lambda: _drift_with([_model_change("code")]), "the model changed"),
+    "weights-changed": (lambda: _drift_with([_model_change("weights")]), "the model's weights changed, its code did not"),
+    "random-draws": (lambda: _drift_with([_model_change("random")], [RANDOM]), "Re-recording cannot fix it"),
+    "training-mode": (lambda: _drift_with([], [TRAINING]), "call `model.eval()` in the factory"),
+    "precision-changed": (lambda: _precision(raw("regressed")), "computes below float32 where no configured precision"),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(CAUSES))
+def test_each_cause_gets_its_own_step_and_update_baseline_only_where_recording_is_the_fix(kind):
+    from gate.verdict.next_step import RECORDS, next_step
+
+    report, said = CAUSES[kind]
+    typed_report = typed(report())
+    step = next_step(typed_report.models[0])
+    assert step.kind == kind
+    line = next_steps(typed_report).splitlines()[2]
+    assert said in line, line
+    assert ("update-baseline" in line) is (step.kind in RECORDS), line
+
+
+def test_every_step_kind_has_words():
+    from gate.core.status import StepKind
+    from gate.render.next_steps import _WORDS
+
+    assert set(_WORDS) == set(StepKind)

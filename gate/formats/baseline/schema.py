@@ -71,11 +71,13 @@ EXTRA_META = [
                                            NAME, "max_rank", "dimensions"), "max_layers", "inputs")),
     ("transform", TEXT),
     ("graph_precision", Str(16, choices=("float32", "float16", "bfloat16", "int8"))),
+    ("lowered", Array(TEXT, "max_layers")),  # what the shipped graph computes below float32
     ("output_tolerance", Array(Float(nan=False, lo=0.0), 2)),
     # A short digest per parameter and buffer: a weights change names the tensors that changed.
     ("tensor_digests", NameMap(NAME, HEX16, "max_layers", "tensors")),
     # A short digest per module of its own code: values may move between layers only where it changed.
     ("module_code", NameMap(NAME, HEX16, "max_layers", "modules")),
+    ("random_draws", Array(TEXT, "max_layers")),  # random operations the forward drew with, and where
     # Per input: what a refusal names when the inputs changed.
     ("inputs", Array(Record([("name", NAME), ("dtype", Str(16)), ("shape", Array(Int(0, I64_MAX), "max_rank")),
                              ("digest", HEX16)]), "max_layers")),

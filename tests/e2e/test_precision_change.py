@@ -1,0 +1,76 @@
+"""A precision the configuration did not ask for is a finding, not a new baseline key: a post-export
+transform that lowers one layer (an int8 weight, dynamic int8, a float16 block, a bfloat16 round trip)
+fails the check, says what changed, names the layer the change hurt on the ONNX Runtime provider, and
+never offers to record a baseline for that precision. Real exports, real ONNX Runtime sessions.
+Models and transforms: tests/e2e/precision_models.py."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from gate import commands
+from gate.config import load_config
+from gate.verdict.report_file import report_document
+
+HERE = Path(__file__).parent
+
+
+def _config(tmp: Path, transform: str | None = None, precision: str | None = None) -> Path:
+    shutil.copy(HERE / "precision_models.py", tmp / "precision_models.py")
+    cpu = f'{{ name = "CPUExecutionProvider", precision = "{precision}" }}' if precision else '"CPUExecutionProvider"'
+    path = tmp / "parity-gate.toml"
+    path.write_text(f'baseline-dir = "baselines"\nproviders = ["torch-cpu", {cpu}]\n\n[[models]]\nname = "mlp"\n'
+                    'factory = "precision_models:mlp"\ninputs = [{ name = "x", shape = [8, 16] }]\n'
+                    + (f'transform = "precision_models:{transform}"\n' if transform else ""))
+    return path
+
+
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory) -> Path:
+    tmp = tmp_path_factory.mktemp("precision")
+    cfg = load_config(_config(tmp))
+    commands.update_baseline(cfg, cfg.models, cfg.providers)
+    return tmp
+
+
+def check(tmp: Path, transform: str | None, precision: str | None = None) -> dict:
+    cfg = load_config(_config(tmp, transform, precision))
+    return report_document(commands.check(cfg, cfg.models, cfg.providers))
+
+
+@pytest.mark.parametrize("transform, now, said", [
+    ("int8_weight", "int8", "int8 weight `fc2.weight_quantized` through DequantizeLinear"),
+    ("dynamic_int8", "int8", "int8 weight `fc2.weight_quantized` through MatMulInteger"),
+    ("float16_block", "float32", "float16 weight `fc2.weight_fp16`"),
+    ("bfloat16_cast", "float32", "cast to bfloat16 (node `fc2_to_bf16`)"),
+])
+def test_a_precision_nobody_configured_fails_naming_what_changed_and_the_layer(recorded, transform, now, said):
+    report = check(recorded, transform)
+    (model,) = report["models"]
+    first = report["first_regression"]
+    assert report["verdict"] == "regressed" and first["provider"] == "CPUExecutionProvider", first
+    assert first["layer"] == "fc2", first  # the layer the change hurt, judged against the float32 entry
+    cpu = next(p for p in model["providers"] if p["name"] == "CPUExecutionProvider")
+    assert cpu["status"] == "regressed" and cpu["device"].endswith(":int8") is (now == "int8")
+    (audit,) = [a for a in cpu["audits"] if a["check"] == "precision"]
+    assert audit["status"] == "fail" and said in audit["message"], audit
+    assert ("now computes in int8" in audit["message"]) is (now == "int8")
+    assert all(p["status"] == "pass" for p in model["providers"] if p["name"] == "torch-cpu")
+    step = model["next_step"]
+    assert step["kind"] == "precision-changed" and "update-baseline" not in (step["command"] or ""), step
+
+
+def test_the_unchanged_graph_passes(recorded):
+    assert check(recorded, None)["verdict"] == "pass"
+
+
+def test_a_configured_precision_is_no_finding_and_needs_its_own_baseline(recorded):
+    """The config asks for int8 on the provider: no precision finding; its int8 entry is recorded as any
+    new configured target is."""
+    report = check(recorded, "int8_weight", "int8")
+    cpu = next(p for p in report["models"][0]["providers"] if p["name"] == "CPUExecutionProvider")
+    assert not [a for a in cpu["audits"] if a["check"] == "precision"]
+    assert cpu["status"] == "no-baseline" and cpu["device"].endswith(":int8")
