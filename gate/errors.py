@@ -4,10 +4,13 @@ word of the report's vocabulary and lives above it, in ``gate.core.failure``.
 
 A ``GateError`` is a mistake in what the user gave us (a config key, a file, a model):
 the CLI prints ``str(error)`` as one line and exits with ``error.exit_code``. Any other
-exception is a bug in parity-gate and keeps its traceback.
+exception is a bug in parity-gate: it keeps its traceback and exits with ``INTERNAL_ERROR``, never
+with a regression's 1.
 """
 
 from __future__ import annotations
+
+INTERNAL_ERROR = 4  # an unexpected exception: a bug, reported with its traceback
 
 
 class GateError(Exception):

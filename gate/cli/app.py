@@ -15,7 +15,7 @@ from gate.cli import cache_cmd, github_cmds, init_cmd, merge_cmd, notices, show_
 from gate.cli.shared import _load, _needs, _shard_line, _sharded, _split, _write_reports
 from gate.core.failure import ModelError
 from gate.core.status import ErrorStatus
-from gate.errors import GateError
+from gate.errors import INTERNAL_ERROR, GateError
 from gate.render.text import count
 
 if TYPE_CHECKING:
@@ -343,5 +343,12 @@ def main() -> None:
         if callable(getattr(exc, "show", None)) and isinstance(getattr(exc, "exit_code", None), int):
             exc.show()
             sys.exit(2)
-        raise
+        import traceback
+
+        from gate.cli.console import err_console
+
+        traceback.print_exc()
+        err_console.print(f"[bold red]internal error[/bold red] (exit {INTERNAL_ERROR}): {escape(type(exc).__name__)} is a bug "
+                          "in parity-gate, not in your model or config; the traceback above says where", soft_wrap=True)
+        sys.exit(INTERNAL_ERROR)
     sys.exit(code if isinstance(code, int) else 0)

@@ -217,3 +217,21 @@ def test_a_misspelt_tolerance_key_is_refused_with_exit_2_naming_it(tmp_path):
         'tolerance = { grwoth = 3.0 }\n[[models]]\nname = "m"\nfactory = "m:f"\ninputs = [{ name = "x", shape = [2] }]\n')
     assert_one_line_error(run_cli("validate", cwd=tmp_path), 2, "parity-gate.toml", "`tolerance.grwoth`",
                           "unknown key (allowed: growth, floor, reference, ceiling)")
+
+
+def test_an_unexpected_exception_exits_with_its_own_code_and_its_traceback(tmp_path, monkeypatch, capsys):
+    """A bug in parity-gate is never read as a regression (1): it exits 4, its traceback kept."""
+    from gate.cli import app
+    from gate.errors import INTERNAL_ERROR
+
+    def broken(*_args, **_kwargs):
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr(app, "_load", broken)
+    monkeypatch.setattr("sys.argv", ["parity-gate", "list"])
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as exited:
+        app.main()
+    assert exited.value.code == INTERNAL_ERROR == 4
+    err = capsys.readouterr().err
+    assert "Traceback" in err and "RuntimeError: a bug" in err and "internal error" in err
