@@ -96,8 +96,9 @@ def test_recheck_derives_every_status_it_decides_from_evidence():
         for c in recheck(_written_as_a_pass(assemble([_case(case)], {}))):
             level = "verdict" if c.model is None else "model" if c.provider is None else "target"
             derived.add((level, c.found))
-    assert derived == {("target", TargetStatus.REGRESSED)} | {("model", s) for s in ModelStatus if s != ModelStatus.PASS} \
-        | {("verdict", v) for v in Verdict if v != Verdict.PASS}
+    models = {("model", s) for s in ModelStatus if s != ModelStatus.PASS}
+    verdicts = {("verdict", v) for v in Verdict if v != Verdict.PASS}
+    assert derived == {("target", TargetStatus.REGRESSED)} | models | verdicts
 
 
 @pytest.mark.parametrize("case, status, verdict", [
