@@ -26,6 +26,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from measure import own_cache  # noqa: E402
+
 from tests.support.action_runner import ActionRunner  # noqa: E402
 from tests.support.fake_github import FakeGitHub  # noqa: E402
 
@@ -107,6 +109,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--torch-build", default="", help="the torch-build input")
     ap.add_argument("--torch-index-url", default="", help="the torch-index-url input")
     args = ap.parse_args(argv)
+    own_cache()  # never the user's store
     with tempfile.TemporaryDirectory(prefix="parity-gate-bench-") as tmp_name, FakeGitHub(token=TOKEN) as github:
         tmp = Path(tmp_name)
         action = action_tree(args.ref, tmp / "action")

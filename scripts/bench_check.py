@@ -27,7 +27,7 @@ import tempfile
 import textwrap
 from pathlib import Path
 
-from measure import Run, Spread, host, measured, pairs, stage_seconds
+from measure import Run, Spread, host, measured, own_cache, pairs, peak_said, stage_seconds
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -114,6 +114,7 @@ def main() -> None:
     ap.add_argument("--pairs", type=int, default=3, help="rounds of one recipe run and one check (>= 3 to publish)")
     ap.add_argument("--polygraphy", metavar="EXE", help="a polygraphy executable: also measure its golden outputs")
     args = ap.parse_args()
+    own_cache()  # never the user's store
     print(host("torch", "torchvision", "onnx", "onnxruntime"), flush=True)
     from gate.fingerprint import backend
 
@@ -129,8 +130,7 @@ def main() -> None:
 
     print(f"model {args.model}, batch 1, providers torch-cpu + CPUExecutionProvider, "
           f"{report['models'][0]['layers']} layers checked, verdict {report['verdict']}, fingerprint backend "
-          f"{backend}; {args.pairs} rounds (recipe and check back to back, the first alternating); peak = RSS "
-          "summed over the process tree, sampled every 50 ms")
+          f"{backend}; {args.pairs} rounds (recipe and check back to back, the first alternating); {peak_said()}")
     print(f"{'':22}{'wall s, median (range)':>26}{'peak MiB, median (range)':>28}")
     for side, label in (("recipe", "whole-output recipe"), ("check", "parity-gate check")):
         w, m = [r.wall_s for r in runs[side]], [r.peak_mib for r in runs[side]]

@@ -55,6 +55,7 @@ from faultbench.models import ARCHS  # noqa: E402
 from faultbench.runs import OV, Case  # noqa: E402
 from faultbench.scoring import WHOLE_GRAPH, score_benign, score_fault, summarize  # noqa: E402
 from faultbench.truth import first_changed  # noqa: E402
+from measure import own_cache  # noqa: E402
 
 
 def _row(kind: str, group: str, fn, log) -> dict:
@@ -191,6 +192,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--kinds", default="")
     ap.add_argument("--json", type=Path)
     args = ap.parse_args(argv)
+    own_cache()  # never the user's store
     versions = _versions()
     print("versions:", json.dumps(versions), flush=True)
     results = []

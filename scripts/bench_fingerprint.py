@@ -25,7 +25,7 @@ import tempfile
 import time
 
 import numpy as np
-from measure import Spread, host
+from measure import Spread, host, own_cache
 
 import gate.fingerprint as F
 from gate.fingerprint import QUANTILES
@@ -313,6 +313,7 @@ def main() -> None:
     ap.add_argument("--skip-timing", action="store_true", help="skip the per-pass timing (instrumented builds)")
     ap.add_argument("--compare-with", metavar="CHECKOUT", help="only time another checkout's kernel against this one")
     args = ap.parse_args()
+    own_cache()  # never the user's store
     print(host("numpy"))
     if args.compare_with:
         compare_with(args.compare_with, args.n, args.repeat)

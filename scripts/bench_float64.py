@@ -15,7 +15,7 @@ import statistics
 import time
 
 import torch
-from measure import Spread, host, pairs
+from measure import Spread, host, own_cache, pairs
 
 
 def main() -> None:
@@ -24,6 +24,7 @@ def main() -> None:
     ap.add_argument("--seq", type=int, default=2048)
     ap.add_argument("--repeat", type=int, default=3)
     args = ap.parse_args()
+    own_cache()  # never the user's store
     from transformers import GPT2Config, GPT2Model
 
     torch.manual_seed(0)

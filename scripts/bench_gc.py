@@ -27,7 +27,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_reuse import ROOT, project  # noqa: E402 - the projects and models the reuse benchmark times
-from measure import host, measured, pairs  # noqa: E402
+from measure import host, measured, own_cache, pairs  # noqa: E402
 
 COUNTED = """
 import contextlib, gc, json, os, sys, time
@@ -90,6 +90,7 @@ def main() -> None:
     ap.add_argument("--models", nargs="+", default=["resnet18", "gpt2x512"])
     ap.add_argument("--repeat", type=int, default=3)
     args = ap.parse_args()
+    own_cache()  # never the user's store
     print(host("torch", "transformers"), flush=True)
     print("| model | collector | GC s loading | GC s stages and after | GC s exit | wall s | peak MiB |")
     print("| --- | --- | ---: | ---: | ---: | ---: | ---: |")

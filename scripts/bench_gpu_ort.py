@@ -22,6 +22,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from measure import own_cache
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
@@ -108,6 +110,7 @@ def main() -> None:
     ap.add_argument("--models", default=",".join(MODELS))
     ap.add_argument("--json", type=Path)
     args = ap.parse_args()
+    own_cache()  # never the user's store
     reason = why_no_cuda()
     if reason:
         print(f"bench_gpu_ort: no CUDA here ({reason}); nothing measured")

@@ -31,6 +31,8 @@ import textwrap
 import time
 from pathlib import Path
 
+from measure import own_cache
+
 ROOT = Path(__file__).resolve().parents[1]
 
 MODELS = textwrap.dedent('''
@@ -245,6 +247,7 @@ def main() -> int:
     ap.add_argument("--provider", action="append", default=[], help="run only these providers (repeatable)")
     ap.add_argument("--model", action="append", default=[], help="run only these models (repeatable)")
     args = ap.parse_args()
+    own_cache()  # never the user's store
     import torch
 
     if args.device == "cuda" and not torch.cuda.is_available():

@@ -20,7 +20,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from measure import host, measured
+from measure import host, measured, own_cache
 
 from gate.config.types import Tolerance
 
@@ -45,6 +45,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--threads", type=int, default=1, help="PARITY_GATE_THREADS of the check")
     args = ap.parse_args()
+    own_cache()  # never the user's store
     print(host("torch", "onnxruntime") + f"; baseline at the default threads ({os.cpu_count()} CPUs), "
           f"check at {args.threads}")
     with tempfile.TemporaryDirectory(prefix="bench-noise-") as tmp:

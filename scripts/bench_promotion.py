@@ -21,6 +21,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from measure import own_cache  # noqa: E402
+
 from gate.commands.pipeline import run_model  # noqa: E402
 from gate.config import load_config  # noqa: E402
 from gate.core.device import cpu_name  # noqa: E402
@@ -55,6 +57,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
+    own_cache()  # never the user's store
     print(f"CPU: {cpu_name()}")
     rows = []
     with tempfile.TemporaryDirectory() as tmp:

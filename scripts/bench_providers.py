@@ -27,7 +27,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from measure import Spread, host, pairs  # noqa: E402
+from measure import Spread, host, own_cache, pairs  # noqa: E402
 
 from gate import commands  # noqa: E402
 from gate.config import Isolation, load_config  # noqa: E402
@@ -103,6 +103,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeat", type=int, default=3)
     args = ap.parse_args()
+    own_cache()  # never the user's store
     from gate.fingerprint import backend
 
     print(host("torch", "onnx", "onnxruntime") + f"; fingerprint backend {backend}")

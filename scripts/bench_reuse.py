@@ -38,9 +38,8 @@ from the file, np.allclose) and
   and a session and one whole run (no segments) of a copy that also outputs every value the gate
   marks (the layer map stored with it). No hooks, no fingerprints, no comparison.
 
-Wall time and peak RSS of the whole process tree (the gate, its reference beside the export and its
-ONNX Runtime worker), sampled every 50 ms, PSS while a fork shares pages, at most every 500 ms
-(``measure.measured``; the JSON has the CPU each run's sampling took). Reported: per side the median
+Wall time and peak memory of the whole process tree (the gate, its reference beside the export and its
+ONNX Runtime worker), as scripts/measure.py takes it (``measure.measured``). Reported: per side the median
 and range of wall and peak, the median and range of the per-pair ratio to the recipe, and the path
 each run took (each stage's state).
 """
@@ -59,7 +58,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import measure  # noqa: E402
-from measure import RECIPE_RUN, host, measured, pairs, stage_seconds  # noqa: E402 - the process-tree sampler every benchmark uses
+from measure import RECIPE_RUN, host, measured, pairs, stage_seconds  # noqa: E402 - how every benchmark measures
 
 from gate.commands.beside import BESIDE  # noqa: E402 - the reference's note where it ran beside the export
 from gate.env import AHEAD as AHEAD_ENV  # noqa: E402
@@ -242,10 +241,10 @@ def run_model(model: str, repeat: int, today: Path | None, work: Path, heap: boo
                 runs[which] = measured(gate(code) + ["check", "--json", "report.json"], folder,
                                        {"PYTHONPATH": str(code), **extra})
         r, c = runs["recipe"], runs[side]
-        sides["recipe"].append({"wall": r.wall_s, "peak": r.peak_gb, "sampler_cpu_s": r.sampler_cpu_s})
+        sides["recipe"].append({"wall": r.wall_s, "peak": r.peak_gb})
         reuse = {} if side == "floor" else json.loads((folder / "report.json").read_text())["models"][0].get("reuse") or {}
         sides[side].append({"wall": c.wall_s, "peak": c.peak_gb, "recipe_wall": r.wall_s, "recipe_peak": r.peak_gb,
-                            "path": _path(reuse) + _where(c.proc.stderr), "sampler_cpu_s": c.sampler_cpu_s,
+                            "path": _path(reuse) + _where(c.proc.stderr),
                             "transform_s": stage_seconds(c.proc.stderr + c.proc.stdout)["transform"]})
 
     for i in range(repeat):
@@ -327,11 +326,9 @@ def main() -> None:
                     help="which of the check's sides to time (default: warm, cold, changed, code); "
                     "`beside` and `serial`: with PARITY_GATE_BESIDE=on and off; `after`: PARITY_GATE_AHEAD=off")
     ap.add_argument("--json", type=Path, default=None)
-    ap.add_argument("--pss-every", type=float, default=measure.PSS_SAMPLE_S,
-                    help="seconds between PSS reads while a fork shares pages (measure.PSS_SAMPLE_S): "
-                    "what the sampling itself costs the side that forks")
     args = ap.parse_args()
-    measure.PSS_SAMPLE_S = args.pss_every
+    measure.own_cache()  # never the user's store
+    measure.own_cache()
     print(host("torch", "onnx", "onnxruntime", "transformers"), flush=True)
     results = {}
     for model in args.models:
@@ -339,8 +336,7 @@ def main() -> None:
             results[model] = run_model(model, args.repeat, args.today, Path(tmp), args.heap, args.floor,
                                        tuple(args.sides))
         print("\n".join(table(model, results[model])), flush=True)
-    print(f"\n{host()}; median (range) of {args.repeat}; peak = RSS of the process tree (PSS while a fork "
-          f"shares pages, read at most every {measure.PSS_SAMPLE_S:g} s), GB")
+    print(f"\n{host()}; median (range) of {args.repeat}; {measure.peak_said()}, GB")
     print("| model | run | recipe wall s | wall s | wall x recipe | recipe peak GB | peak GB | peak x recipe "
           "| transform s | path |")
     print("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |")

@@ -13,8 +13,8 @@ external data), one torch run, one ONNX Runtime run from the file, np.allclose. 
 one check back to back (the first of a round alternating); times and peaks are the rounds' medians,
 and each ratio is the median of the rounds' ratios with their range. Both sides are measured alike
 (scripts/measure.py). Peak memory is the process tree's (the gate's
-process plus its ONNX Runtime worker, which run at the same time), RSS summed over the tree and
-sampled every 50 ms. The gate's stages are its own progress lines (`gate.core.stages`);
+process plus its ONNX Runtime worker and its forked reference, which run at the same time), as
+scripts/measure.py takes it. The gate's stages are its own progress lines (`gate.core.stages`);
 fingerprinting is the time spent in the fingerprint function in every process of the tree
 (PARITY_GATE_PROFILE), and falls inside the reference, torch and ORT stages. "other" is the rest
 of the wall: interpreter start, imports, writing the reports. Needs the `bench` extra (matplotlib).
@@ -30,7 +30,18 @@ import tempfile
 import textwrap
 from pathlib import Path
 
-from measure import RECIPE_RUN, STAGES, Spread, fingerprint_seconds, host, measured, pairs, stage_seconds
+from measure import (
+    RECIPE_RUN,
+    STAGES,
+    Spread,
+    fingerprint_seconds,
+    host,
+    measured,
+    own_cache,
+    pairs,
+    peak_said,
+    stage_seconds,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 LAYER_BYTES = (4096 * 4096 + 4096) * 4
@@ -157,7 +168,7 @@ def plot(rows: list[dict], path: Path) -> None:
         ax1.plot([r["gb"] for r in syn], [r[f"{key}_wall"] for r in syn], style, label=name)
         ax2.plot([r["gb"] for r in syn], [r[f"{key}_peak"] for r in syn], style, label=name)
     ax1.set(xlabel="float32 weights (GB)", ylabel="wall (s)", title="synthetic family: wall")
-    ax2.set(xlabel="float32 weights (GB)", ylabel="peak RSS, process tree (GB)", title="synthetic family: peak memory")
+    ax2.set(xlabel="float32 weights (GB)", ylabel="peak memory, process tree (GB)", title="synthetic family: peak memory")
     for ax in (ax1, ax2):
         ax.grid(alpha=0.3)
         ax.legend()
@@ -183,6 +194,7 @@ def main() -> None:
     ap.add_argument("--png", type=Path, default=None)
     ap.add_argument("--json", type=Path, default=None)
     args = ap.parse_args()
+    own_cache()  # never the user's store
     todo: list[tuple[str, list[int]]] = []
     if "synthetic" in args.family:
         todo += [("synthetic", [max(1, round(gb * 1e9 / LAYER_BYTES))]) for gb in args.sizes]
@@ -191,7 +203,7 @@ def main() -> None:
     if "bert" in args.family:
         todo.append(("bert", []))
     print(host("torch", "onnx", "onnxruntime", "transformers") + "; providers torch-cpu + CPUExecutionProvider; "
-          f"{args.pairs} rounds per row; peak = RSS summed over the process tree, sampled every 50 ms", flush=True)
+          f"{args.pairs} rounds per row; {peak_said()}", flush=True)
     rows = []
     for kind, case_args in todo:
         rows.append(run_case(kind, case_args, sys.executable, args.pairs))

@@ -37,7 +37,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "scripts")]
 
-from measure import host  # noqa: E402
+from measure import host, own_cache  # noqa: E402
 
 from tests.support.action_runner import ActionRunner  # noqa: E402
 from tests.support.fake_github import FakeGitHub  # noqa: E402
@@ -112,6 +112,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--keep", type=Path, help="keep the project and the runners' folders under DIR")
     ap.add_argument("--timeout", type=float, default=3600.0, help="seconds per step of a job")
     args = ap.parse_args(argv)
+    own_cache()  # never the user's store
     from zoo import specs
 
     names = [n for n in args.models.split(",") if n]

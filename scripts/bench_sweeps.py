@@ -14,7 +14,7 @@
    --repeat rounds of one check of each (the first alternating); ratios are the median of the
    rounds' ratios with their range.
 Every command runs in its own process; peak memory is its process tree's (the gate and its ONNX
-Runtime workers), RSS summed over the tree and sampled every 50 ms (scripts/measure.py).
+Runtime workers), as scripts/measure.py takes it.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
-from measure import Spread, host, measured, pairs
+from measure import Spread, host, measured, own_cache, pairs
 
 ROOT = Path(__file__).resolve().parents[1]
 SUITE = ROOT / "examples" / "sweeps.toml"
@@ -115,6 +115,7 @@ def main() -> int:
     ap.add_argument("--skip-gradients", action="store_true")
     ap.add_argument("--repeat", type=int, default=3, help="rounds of the gradients comparison (>= 3 to publish)")
     args = ap.parse_args()
+    own_cache()  # never the user's store
     print(host("torch", "onnx", "onnxruntime"), flush=True)
     tmp = Path(tempfile.mkdtemp(prefix="parity-gate-bench-sweeps-"))
     try:

@@ -24,7 +24,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from measure import Spread, host, pairs  # noqa: E402
+from measure import Spread, host, own_cache, pairs  # noqa: E402
 
 from gate import commands  # noqa: E402
 from gate.commands.pipeline import run_model  # noqa: E402
@@ -84,6 +84,7 @@ def main() -> int:
     parser.add_argument("--json", type=Path)
     parser.add_argument("--repeat", type=int, default=3, help="rounds of the dynamic/static timing (>= 3 to publish)")
     args = parser.parse_args()
+    own_cache()  # never the user's store
     print(host("torch", "onnx", "onnxruntime", "transformers"))
     rows = []
     with tempfile.TemporaryDirectory() as tmp:

@@ -14,9 +14,9 @@ clean ``check`` on the default path (both must pass); a ``check`` whose factory 
 in the model by 1.001 (``zoo/pick.py`` says which; the first regression must be a layer of that
 module); and a ``check`` whose transform rounds one deep weight of the shipped graph to float16
 (``zoo/graph_fault.py``; the first regression must be on the CPU EP, at the module that weight is). Every command is its own process tree, timed,
-its peak RSS summed over the tree (the gate's ONNX Runtime worker included), and ended with the row
-when the row runs past ``--timeout`` seconds, so one model cannot take the table down. A row that does
-not pass end to end gets its status and the gate's own message, shortened.
+its peak memory taken as scripts/measure.py does (the gate's ONNX Runtime worker included), and ended
+with the row when the row runs past ``--timeout`` seconds, so one model cannot take the table down. A
+row that does not pass end to end gets its status and the gate's own message, shortened.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from measure import cpu_model  # noqa: E402
+from measure import cpu_model, own_cache  # noqa: E402
 from zoo import specs, table  # noqa: E402
 from zoo.row import run_row  # noqa: E402
 
@@ -133,6 +133,7 @@ def main(argv: list[str] | None = None) -> int:
                     help="rerun the selected rows and replace them in the existing --json file")
     ap.add_argument("--list", action="store_true", help="print the rows and exit")
     args = ap.parse_args(argv)
+    own_cache()  # never the user's store
     if args.update and not (args.json and args.json.exists()):
         raise SystemExit("--update needs --json naming an existing table")
     if args.source:

@@ -1,23 +1,39 @@
 """What the benchmark scripts share, so that both sides of every comparison are measured alike.
 
 - `measured(argv)`: one command in a fresh process: its wall time and the peak memory of its whole
-  process tree (the command and everything it starts, e.g. the gate's ONNX Runtime worker), RSS
-  summed over the tree and sampled every 50 ms; PSS while a fork shares pages with its parent (the
-  gate's float64 reference beside the export), so that no page counts twice, read at most every
-  500 ms and only while the RSS could be a new peak (``PSS_SAMPLE_S``).
+  process tree (the command and everything it starts: the gate's ONNX Runtime worker, its forked float64
+  reference). `started(argv)` starts one so measured and gives its peak once it has ended.
+- `own_cache()`: the benchmark run's own store folder (``PARITY_GATE_CACHE_DIR``), never the user's.
 - `pairs(n, sides)`: the order of each side within round i (alternating, so neither side always
   runs first on a warm or a cold cache); `Spread`: the median of n paired ratios and their range.
 - `host()`: the line every benchmark prints first: CPU model, CPUs, load average, versions, date.
+
+How the peak is measured. Each command runs in a fresh v1 memory cgroup of its own, made a child of
+this process's (``/proc/self/cgroup``, the line with ``memory``; creating one needs root) and removed
+after it: a small ``sh`` moves itself into the group and execs the command, so the command and all it
+starts are charged there, and ``memory.max_usage_in_bytes`` after the run is the kernel's own high-water
+mark of the tree, whatever its processes and however short the peak: a page a forked child shares with
+its parent is charged once, both sides of a comparison are measured the same way, and nothing is
+sampled. The charge is the memory the tree allocates and the page cache it brings in (the files it
+writes, and those it reads that were not cached yet); pages already in the page cache from earlier runs
+are not charged again. Where no v1 memory cgroup is writable the benchmark stops with an error, unless
+``BENCH_PEAK=sampled`` asks for the old method: the summed RSS of the tree every 50 ms, which counts a
+page a forked child shares with its parent twice.
 """
 
 from __future__ import annotations
 
+import atexit
 import datetime
+import itertools
 import os
 import platform
 import re
+import shutil
+import signal
 import statistics
 import subprocess
+import tempfile
 import textwrap
 import threading
 import time
@@ -26,12 +42,10 @@ from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 
-SAMPLE_S = 0.05
-# Reading PSS walks every page table of the tree: about 50 ms of CPU per read on GPT-2's 2 GB (gate
-# and forked reference). Every 50 ms that took 1.4 s of CPU from a 15 s check on 2 CPUs, and only
-# from the side that forks; every 250 ms, 0.8 s; every 500 ms, 0.45-0.54 s (the recipe's: 0.1 s). PSS
-# is at most RSS, so while the tree's RSS is no new peak the read is skipped.
-PSS_SAMPLE_S = 0.5
+CACHE_ENV = "PARITY_GATE_CACHE_DIR"
+PEAK_ENV = "BENCH_PEAK"  # "sampled": the old sampler, where no v1 memory cgroup is writable
+SAMPLE_S = 0.05  # the sampler's interval
+_GROUPS = itertools.count()
 
 
 # The whole-output recipe every benchmark times the gate against, after its script has set ``model``
@@ -70,20 +84,6 @@ def _read(path: str) -> bytes:
         return b""
 
 
-def _forked(pids: list[int]) -> bool:
-    """Whether a process of the tree is a fork of another that has not exec'd (the same command
-    line): the two share pages copy-on-write, which RSS counts once in each."""
-    lines = [_read(f"/proc/{p}/cmdline") for p in pids]
-    return len(set(lines)) < len(lines)
-
-
-def _pss(pid: int) -> int:
-    for line in _read(f"/proc/{pid}/smaps_rollup").splitlines():
-        if line.startswith(b"Pss:"):
-            return int(line.split()[1]) * 1024
-    return 0
-
-
 def _rss(pids: list[int]) -> int:
     page, total = os.sysconf("SC_PAGE_SIZE"), 0
     for p in pids:
@@ -97,8 +97,6 @@ class Run:
     wall_s: float
     peak_bytes: int
     proc: subprocess.CompletedProcess
-    pss_reads: int = 0  # samples that read the tree's PSS (``PSS_SAMPLE_S``)
-    sampler_cpu_s: float = 0.0  # CPU the sampling took from the machine the command ran on
 
     @property
     def peak_mib(self) -> float:
@@ -110,56 +108,129 @@ class Run:
 
 
 class _Sampler:
-    """The peak of a process tree, sampled every ``SAMPLE_S`` on a thread until the process exits: the
-    sum of its processes' RSS, or, while one of them is a fork sharing pages with another, of their
-    PSS (a shared page counts once in all), read as ``PSS_SAMPLE_S`` says. A process that ends while
-    it is read counts for what was read. Pages of a shared library count once per process that maps
-    it."""
+    """``BENCH_PEAK=sampled``: the summed RSS of a process tree every ``SAMPLE_S`` on a thread until the
+    process exits (a page a fork shares with its parent counts in both)."""
 
     def __init__(self, proc: subprocess.Popen):
-        self.proc, self.peak, self.pss_reads, self.cpu_s = proc, 0, 0, 0.0
+        self.proc, self.peak = proc, 0
         self._thread = threading.Thread(target=self._sample, daemon=True)
         self._thread.start()
 
     def _sample(self) -> None:
-        last_pss = -PSS_SAMPLE_S
         while self.proc.poll() is None:
-            pids = _tree(self.proc.pid)
-            rss = _rss(pids)
-            if len(pids) > 1 and _forked(pids):
-                now = time.monotonic()
-                if rss > self.peak and now - last_pss >= PSS_SAMPLE_S:
-                    self.peak, last_pss = max(self.peak, sum(_pss(p) for p in pids)), now
-                    self.pss_reads += 1
-            else:
-                self.peak = max(self.peak, rss)
+            self.peak = max(self.peak, _rss(_tree(self.proc.pid)))
             time.sleep(SAMPLE_S)
-        self.cpu_s = time.thread_time()
 
     def done(self) -> int:
         self._thread.join()
         return self.peak
 
 
-def peak_of(proc: subprocess.Popen) -> Callable[[], int]:
-    """Sample the peak of ``proc``'s process tree on a thread until it exits (``_Sampler``); the
-    call returned waits for the sampler and gives the peak in bytes."""
-    return _Sampler(proc).done
+def _memory_cgroup() -> Path:
+    """This process's v1 memory cgroup folder, where it is writable; else the benchmark stops."""
+    rel = next((line.split(":", 2)[2] for line in _read("/proc/self/cgroup").decode().splitlines()
+                if "memory" in line.split(":", 2)[1].split(",")), None)
+    mounts = [line.split() for line in _read("/proc/self/mountinfo").decode().splitlines()]
+    mount = next((m for m in mounts
+                  if "-" in m and m[m.index("-") + 1] == "cgroup" and "memory" in m[-1].split(",")), None)
+    folder = None
+    if rel is not None and mount is not None:
+        root, point = mount[3], mount[4]
+        folder = Path(point) / os.path.relpath(rel, root)
+    if folder is None or not (folder / "memory.max_usage_in_bytes").is_file() \
+            or not os.access(folder, os.W_OK):
+        raise SystemExit(f"measure: no writable v1 memory cgroup for this process (its memory cgroup: {rel}; "
+                         f"folder: {folder}): run as root on a cgroup v1 host, or set {PEAK_ENV}=sampled for "
+                         "the 50 ms RSS sampler, which counts pages a fork shares with its parent twice")
+    return folder
+
+
+class _Group:
+    """A fresh memory cgroup for one command: ``argv`` starts it inside, ``peak`` (after it ended) reads
+    its high-water mark and removes the group."""
+
+    def __init__(self) -> None:
+        self.path = _memory_cgroup() / f"parity-gate-measure-{os.getpid()}-{next(_GROUPS)}"
+        self.path.mkdir()
+
+    def argv(self, argv: list[str]) -> list[str]:
+        return ["sh", "-c", 'echo $$ > "$0/cgroup.procs" && exec "$@"', str(self.path), *argv]
+
+    def peak(self) -> int:
+        try:
+            return int((self.path / "memory.max_usage_in_bytes").read_text())
+        finally:
+            self.remove()
+
+    def remove(self) -> None:
+        for _ in range(100):  # what the command left running (a daemon it started) ends with it
+            try:
+                self.path.rmdir()
+                return
+            except OSError:
+                for pid in _read(str(self.path / "cgroup.procs")).split():
+                    try:
+                        os.kill(int(pid), signal.SIGKILL)
+                    except ProcessLookupError:
+                        pass
+                time.sleep(0.01)
+        raise SystemExit(f"measure: could not remove {self.path}")
+
+
+def _sampled() -> bool:
+    """Whether the caller asked for the sampler (``BENCH_PEAK=sampled``) rather than a cgroup."""
+    value = os.environ.get(PEAK_ENV, "")
+    if value not in ("", "cgroup", "sampled"):
+        raise SystemExit(f"measure: {PEAK_ENV}={value!r}: expected cgroup (the default) or sampled")
+    return value == "sampled"
+
+
+def started(argv: list[str], **popen) -> tuple[subprocess.Popen, Callable[[], int]]:
+    """``argv`` started (``popen``: Popen's arguments) with its peak measured; the function returned
+    gives that peak in bytes once the process has ended."""
+    if _sampled():
+        proc = subprocess.Popen(argv, **popen)
+        return proc, _Sampler(proc).done
+    group = _Group()
+    try:
+        return subprocess.Popen(group.argv(argv), **popen), group.peak
+    except BaseException:
+        group.remove()
+        raise
 
 
 def measured(argv: list[str], cwd: Path, env: dict | None = None, ok: tuple[int, ...] = (0, 1)) -> Run:
-    """Run ``argv`` in ``cwd``; its wall time and the peak RSS of its process tree. An exit code
+    """Run ``argv`` in ``cwd``; its wall time and the peak memory of its process tree. An exit code
     outside ``ok`` stops the benchmark with the command's stderr."""
     start = time.perf_counter()
-    proc = subprocess.Popen(argv, cwd=cwd, env={**os.environ, **(env or {})}, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
-    sampler = _Sampler(proc)
+    proc, peak = started(argv, cwd=cwd, env={**os.environ, **(env or {})}, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
     out, err = proc.communicate()
     wall = time.perf_counter() - start
+    peak_bytes = peak()
     if proc.returncode not in ok:
         raise SystemExit(f"{' '.join(argv[:4])} failed ({proc.returncode}):\n{err[-3000:]}")
-    done = subprocess.CompletedProcess(argv, proc.returncode, out, err)
-    return Run(wall, sampler.done(), done, sampler.pss_reads, sampler.cpu_s)
+    return Run(wall, peak_bytes, subprocess.CompletedProcess(argv, proc.returncode, out, err))
+
+
+def peak_said() -> str:
+    """How the peaks of this run are taken, for a benchmark's header."""
+    if _sampled():
+        return f"peak = RSS summed over the process tree, every {SAMPLE_S * 1000:g} ms ({PEAK_ENV}=sampled)"
+    return "peak = the process tree's high-water mark in a memory cgroup of its own (scripts/measure.py)"
+
+
+def own_cache() -> Path | None:
+    """The benchmark run's store folder: ``PARITY_GATE_CACHE_DIR`` where the caller set it, else a fresh
+    temporary folder, kept for the run (what a benchmark of reuse fills and reads) and removed at exit.
+    Set in this process's environment, so the gate here and every command it starts use it, never the
+    user's ``~/.cache/parity-gate``. Every benchmark calls it first."""
+    if CACHE_ENV not in os.environ:
+        folder = tempfile.mkdtemp(prefix="parity-gate-bench-cache-")
+        atexit.register(shutil.rmtree, folder, ignore_errors=True)
+        os.environ[CACHE_ENV] = folder
+    value = os.environ[CACHE_ENV]
+    return None if value.strip().lower() in ("", "off", "none", "0") else Path(value)
 
 
 def pairs(n: int, sides: tuple[str, str]) -> list[tuple[str, str]]:

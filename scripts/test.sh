@@ -17,24 +17,32 @@ fi
 "$OV_VENV/bin/python" -m pip install -q "onnxruntime-openvino==1.24.1" numpy onnx zstandard msgpack rich typer cffi
 export PARITY_GATE_OPENVINO_PYTHON="$OV_VENV/bin/python"
 
-# The kernel's NEON path is tested on x86 under emulation (tests/unit/test_fingerprint_neon.py):
-# an aarch64 cross compiler, its C library headers and qemu-user, installed with apt-get (through
-# sudo where this is not root, as on GitHub-hosted runners). Without them that test skips, or fails
-# under PARITY_GATE_REQUIRE_TOOLS=1 (CI).
+# apt packages, installed through sudo where this is not root (as on GitHub-hosted runners); fails where
+# apt-get, or root and sudo, are missing. What needs them skips, or fails under PARITY_GATE_REQUIRE_TOOLS=1.
+apt_install() {
+  local sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo -n"
+  command -v apt-get > /dev/null && { [ -z "$sudo" ] || command -v sudo > /dev/null; } &&
+    $sudo apt-get update -qq &&
+    $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" > /dev/null
+}
+
+# The kernel's NEON path is tested on x86 under emulation (tests/unit/test_fingerprint_neon.py): an
+# aarch64 cross compiler, its C library headers and qemu-user.
 aarch64_tools() {
   command -v aarch64-linux-gnu-gcc > /dev/null && command -v qemu-aarch64 > /dev/null &&
     echo '#include <stdio.h>' | aarch64-linux-gnu-gcc -E -x c - > /dev/null 2>&1
 }
 if ! aarch64_tools; then
-  sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo -n"
-  if command -v apt-get > /dev/null && { [ -z "$sudo" ] || command -v sudo > /dev/null; }; then
-    echo "· installing qemu-user and the aarch64 cross compiler"
-    { $sudo apt-get update -qq && $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
-        --no-install-recommends qemu-user gcc-aarch64-linux-gnu libc6-dev-arm64-cross > /dev/null; } ||
-      echo "· could not install the aarch64 cross tools: the emulated NEON test will skip"
-  else
-    echo "· no aarch64 cross tools (installing them needs apt-get, and root or sudo): the emulated NEON test will skip"
-  fi
+  echo "· installing qemu-user and the aarch64 cross compiler"
+  apt_install --no-install-recommends qemu-user gcc-aarch64-linux-gnu libc6-dev-arm64-cross ||
+    echo "· could not install the aarch64 cross tools (apt-get, as root or through sudo): the emulated NEON test will skip"
+fi
+
+# The lint step (scripts/lint.sh) runs shellcheck on the scripts, and actionlint runs it on the workflows' run: blocks.
+if ! command -v shellcheck > /dev/null; then
+  echo "· installing shellcheck"
+  apt_install --no-install-recommends shellcheck || echo "· could not install shellcheck (apt-get, as root or through sudo): lint skips it (fails under PARITY_GATE_REQUIRE_TOOLS=1)"
 fi
 
 # The install tests build the package and install it into clean venvs offline: the core
@@ -46,10 +54,8 @@ python -m pip download -q -d "$PARITY_GATE_WHEELHOUSE" numpy zstandard msgpack r
 # The PR comment is rendered as GitHub shows it (tests/e2e/test_comment_render.py): headless Chromium,
 # and Mermaid from npm at the version tests/render/package-lock.json pins.
 if ! command -v chromium > /dev/null && ! command -v chromium-browser > /dev/null && ! command -v google-chrome > /dev/null; then
-  sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"
-  { $sudo apt-get install -y -q chromium fonts-noto-color-emoji > /dev/null 2>&1 ||
-    { $sudo apt-get update -q > /dev/null 2>&1 && $sudo apt-get install -y -q chromium fonts-noto-color-emoji > /dev/null 2>&1; }; } ||
-    echo "· could not install Chromium: the comment render test will be skipped"
+  echo "· installing Chromium"
+  apt_install chromium fonts-noto-color-emoji || echo "· could not install Chromium: the comment render test will be skipped"
 fi
 if command -v npm > /dev/null; then
   npm ci --prefix tests/render --no-audit --no-fund --loglevel=error
@@ -60,10 +66,8 @@ fi
 # zizmor audits the workflows in the lint step (scripts/lint.sh); it installs from the package index.
 python -m pip install -q zizmor
 
-if [ -x scripts/lint.sh ]; then
-  echo "== lint"
-  PYTHON=python bash scripts/lint.sh
-fi
+echo "== lint"
+PYTHON=python bash scripts/lint.sh
 
 # The whole suite runs on the native kernel. The NumPy specification then gates the same bundled
 # models end to end (committed baselines, injected faults, the export -> collect -> report matrix) and

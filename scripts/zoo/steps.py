@@ -1,6 +1,6 @@
 """One command of a row, measured as every benchmark here measures (``scripts/measure.py``): wall time
-and the peak RSS of its whole process tree (the gate runs ONNX Runtime in a worker process), sampled
-every 50 ms; in its own process group, so that a timeout ends that tree and nothing else."""
+and the peak memory of its whole process tree (the gate runs ONNX Runtime in a worker process); in its
+own process group, so that a timeout ends that tree and nothing else."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from measure import peak_of, stage_seconds
+from measure import stage_seconds, started
 
 
 @dataclass
@@ -33,9 +33,8 @@ class Step:
 
 def run(argv: list[str], cwd: Path, env: dict[str, str], timeout: float) -> Step:
     start = time.perf_counter()
-    proc = subprocess.Popen(argv, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)
-    peak = peak_of(proc)
+    proc, peak = started(argv, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         start_new_session=True)
     try:
         out, err = proc.communicate(timeout=max(timeout, 1.0))
         rc: int | None = proc.returncode

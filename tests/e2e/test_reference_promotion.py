@@ -9,7 +9,9 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("transformers")
+from tests.support import tools
+
+tools.module("transformers")
 
 from gate import commands  # noqa: E402
 from gate.config import InputSpec, ModelSpec, load_config  # noqa: E402

@@ -17,6 +17,7 @@ from gate.config import load_config
 from gate.formats.baseline import read_document
 from gate.verdict.report_file import report_document
 from tests.conftest import run_cli
+from tests.support import tools
 
 CNN_INPUT = 'inputs = [{ name = "x", shape = [2, 3, 16, 16] }]'
 
@@ -112,7 +113,7 @@ def test_a_transform_is_what_ships_and_sets_the_precision(tmp_path, transform, p
 
 
 def test_the_transformer_optimizer_fuses_layers_which_are_reported_absent_with_the_reason(tmp_path):
-    pytest.importorskip("transformers")
+    tools.module("transformers")
     inputs = 'inputs = [{ name = "input_ids", shape = [1, 16], dtype = "int64", low = 0, high = 128 }]'
     path = config(tmp_path, model("bert", "examples.transformers_zoo:bert_like", inputs,
                                   'transform = "examples.transforms:bert_optimized"'), providers='["CPUExecutionProvider"]')

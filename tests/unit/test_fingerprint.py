@@ -17,6 +17,7 @@ from gate.fingerprint import (
     sketch_distance,
 )
 from gate.fingerprint.reference import _lane_sums, combine_lanes
+from tests.support import tools
 
 
 def _spec(x, **kw):
@@ -87,7 +88,7 @@ def test_non_floating_is_a_type_error(bad):
 
 
 def test_bfloat16_forms_agree():
-    ml_dtypes = pytest.importorskip("ml_dtypes")
+    ml_dtypes = tools.module("ml_dtypes", "onnx installs it")
     x = np.random.default_rng(3).standard_normal(1000).astype(ml_dtypes.bfloat16)
     a = _spec(x)
     b = _spec(x.view(np.uint16), dtype="bfloat16")

@@ -56,14 +56,16 @@ CASES = ["pass", "reference drift", "runtime drift", "no baseline", "runtime wit
          "runtime failed", "outputs differ from their pair"]
 
 
-def _written_as_a_pass(report: Report) -> Report:
-    """The report as a run of the pull request's code could write it: every summary a pass."""
+def _written_as_a_pass(report: Report, no_baseline_targets: bool = False) -> Report:
+    """The report as a run of the pull request's code could write it: every summary a pass. A target's
+    error or skip is what its run measured and stays; ``no_baseline_targets``: a target without a
+    baseline written as a pass too (the model's own ``baseline_exists`` still says it has none)."""
     doc = report_document(report)
     doc["verdict"], doc["first_regression"] = "pass", None
     for m in doc["models"]:
         m["status"], m["first_regression"] = "pass", None
         for p in m["providers"]:
-            if p["status"] == "regressed":
+            if p["status"] == "regressed" or (no_baseline_targets and p["status"] == "no-baseline"):
                 p["status"], p["first_regression"] = "pass", None
     return parse_report(json.dumps(doc).encode(), "written.json")
 
@@ -83,6 +85,35 @@ def test_recheck_decides_what_the_judge_decided_from_the_same_evidence(case):
     found = recheck(again)
     assert _statuses(again) == _statuses(judged)
     assert bool(found) is (judged.verdict != Verdict.PASS)
+
+
+def test_recheck_derives_every_status_it_decides_from_evidence():
+    """Across the cases, recheck makes worse every status that only summarizes: a target regressed by
+    its rows, a model in error (its own error, a target's), regressed or without a baseline, and each
+    verdict but a pass. A case list that stopped reaching one fails here."""
+    derived = set()
+    for case in CASES:
+        for c in recheck(_written_as_a_pass(assemble([_case(case)], {}))):
+            level = "verdict" if c.model is None else "model" if c.provider is None else "target"
+            derived.add((level, c.found))
+    models = {("model", s) for s in ModelStatus if s != ModelStatus.PASS}
+    verdicts = {("verdict", v) for v in Verdict if v != Verdict.PASS}
+    assert derived == {("target", TargetStatus.REGRESSED)} | models | verdicts
+
+
+@pytest.mark.parametrize("case, status, verdict", [
+    ("model failed", ModelStatus.ERROR, Verdict.ERROR),  # every target passed: the model's own error
+    ("no baseline", ModelStatus.NO_BASELINE, Verdict.REGRESSED),  # every target written a pass
+    ("runtime with no entry", ModelStatus.NO_BASELINE, Verdict.REGRESSED),  # the target's, as measured
+    ("runtime failed", ModelStatus.ERROR, Verdict.ERROR),  # the target's error, as measured
+])
+def test_recheck_finds_an_error_or_a_missing_baseline_written_as_a_pass(case, status, verdict):
+    written = _written_as_a_pass(assemble([_case(case)], {}), no_baseline_targets=case == "no baseline")
+    assert written.verdict == Verdict.PASS and written.models[0].status == ModelStatus.PASS
+    found = recheck(written)
+    assert (written.models[0].status, written.verdict) == (status, verdict)
+    assert ("m", None, "pass", str(status)) in [(c.model, c.provider, c.claimed, c.found) for c in found]
+    assert (None, None, "pass", str(verdict)) in [(c.model, c.provider, c.claimed, c.found) for c in found]
 
 
 def test_every_case_is_a_different_roll_up():

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pytest
 
+from gate.commands import update
 from gate.commands.update import WARNED_ROWS, warnings_for
 from gate.formats.baseline import merge_run
 from gate.verdict.judge import model_verdict
@@ -24,24 +25,27 @@ CASES = {
 }
 
 
-def _warned(spec_, r) -> tuple[set[tuple[str, str]], int]:
-    """The (provider, layer) pairs named, and how many more the warnings count without naming."""
-    lines = warnings_for(spec_, r)
-    named = {(p.name, layer) for p in r.providers for layer in p.layers
-             if any(line.startswith(f"{p.name}: {layer} (") for line in lines)}
-    more = sum(int(line.split(": and ")[1].split()[0]) for line in lines if ": and " in line)
-    return named, more
+def _warned(spec_, r) -> list[tuple[str, str]]:
+    """The (provider, layer) each warning names; a warning that names none fails the test."""
+    pairs = [(p.name, layer) for p in r.providers for layer in p.layers]
+    out = []
+    for line in warnings_for(spec_, r):
+        named = [pair for pair in pairs if line.startswith(f"{pair[0]}: {pair[1]} (")]
+        assert len(named) == 1, line
+        out += named
+    return out
 
 
 @pytest.mark.parametrize("case", CASES)
-def test_what_update_baseline_warns_about_is_what_check_fails(case):
+def test_what_update_baseline_warns_about_is_what_check_fails(case, monkeypatch):
+    monkeypatch.setattr(update, "WARNED_ROWS", 10**6)  # every layer named (the cut: the last test)
     spec_, runtimes = CASES[case]
     r = run()
     r.providers.extend(runtimes)
     verdict = model_verdict(spec_, r, merge_run(r), "b.msgpack.zst", "cmd")
     failed = {(p.name, row.layer) for p in verdict.providers for row in p.rows if row.failed}
-    named, more = _warned(spec_, r)
-    assert named <= failed and len(named) + more == len(failed)
+    warned = _warned(spec_, r)
+    assert len(warned) == len(set(warned)) and set(warned) == failed
     assert bool(failed) == (verdict.status == "regressed")
 
 
