@@ -18,7 +18,6 @@ from typing import TYPE_CHECKING, Any
 from gate.core.background import Background
 from gate.core.fields import Obj
 from gate.core.runs import OnnxSite
-from gate.core.status import SiteKind
 
 if TYPE_CHECKING:
     import onnx
@@ -125,8 +124,7 @@ class Graph:
                            dims or None, o.str("precision"))
         sites = {}
         for name, site in (o.free("onnx_map") or {}).items():
-            s = Obj(site, WHERE, f"onnx_map.{name[:60]}")
-            sites[name] = OnnxSite(s.word("kind", SiteKind), s.opt_str("value"), s.int("output"), s.opt_str("reason"))
+            sites[name] = OnnxSite.read(Obj(site, WHERE, f"onnx_map.{name[:60]}"))
         return cls(entry.path(MODEL), facts, Background(lambda: digest), sites)
 
 
@@ -138,4 +136,4 @@ def _output_digest(graph_digest: str, sites: dict[str, OnnxSite]) -> str:
 
 
 def _sites_dict(sites: dict[str, OnnxSite]) -> dict[str, dict[str, Any]]:
-    return {k: {"kind": str(s.kind), "value": s.value, "output": s.output, "reason": s.reason} for k, s in sites.items()}
+    return {k: s.to_dict() for k, s in sites.items()}

@@ -76,13 +76,12 @@ class Structure:
             o.fail("opset", "expected an integer")
         sites = {}
         for name, site in (o.free("onnx_map") or {}).items():
-            s = Obj(site, WHERE, f"onnx_map.{name[:60]}")
-            sites[name] = OnnxSite(s.word("kind", SiteKind), s.opt_str("value"), s.int("output"), s.opt_str("reason"))
+            sites[name] = OnnxSite.read(Obj(site, WHERE, f"onnx_map.{name[:60]}"))
         return cls(entry.path(FILE).read_bytes(), weights, sites, opset or 0)
 
 
 def _sites_dict(sites: dict[str, OnnxSite]) -> dict[str, dict[str, Any]]:
-    return {k: {"kind": str(s.kind), "value": s.value, "output": s.output, "reason": s.reason} for k, s in sites.items()}
+    return {k: s.to_dict() for k, s in sites.items()}
 
 
 def with_availability(sites: dict[str, OnnxSite], available: set[str], folded: str) -> dict[str, OnnxSite]:

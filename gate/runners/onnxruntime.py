@@ -18,13 +18,20 @@ from gate.config.providers import CPU_EPS, GPU_EPS
 from gate.core import device
 from gate.core.failure import ModelError
 from gate.core.layers import FORWARD_ONLY, is_gradient
-from gate.core.runs import ModelRun, ProviderLayer, ProviderRun, error_against
+from gate.core.runs import ModelRun, OnnxSite, ProviderLayer, ProviderRun, error_against
 from gate.core.stages import DETAIL, DETAIL_EVERY_S
-from gate.core.status import ErrorStatus
+from gate.core.status import ErrorStatus, LayerStatus, SiteKind
 from gate.core.target import Target
 from gate.formats.results import Bundle
 from gate.runners import gpu_probe, ort_session
 from gate.runners.base import Runner, Subject, Unavailable
+
+
+def marked(site: OnnxSite) -> tuple[str, ...]:
+    """The values a layer's site has the capture fingerprint: its value, or its candidates."""
+    if site.kind == "value" and site.value is not None:
+        return (site.value,)
+    return site.candidates if site.kind == "absent" else ()
 
 
 def value_bytes(run: ModelRun) -> dict[str, int]:
@@ -32,8 +39,8 @@ def value_bytes(run: ModelRun) -> dict[str, int]:
     counts = {x.name: x.fp.count for x in run.layers}
     out: dict[str, int] = {}
     for layer, site in run.onnx_map.items():
-        if site.kind == "value" and site.value is not None:
-            out[site.value] = max(out.get(site.value, 0), 4 * counts.get(layer, 0))
+        for value in marked(site):
+            out[value] = max(out.get(value, 0), 4 * counts.get(layer, 0))
     return out
 
 
@@ -71,6 +78,7 @@ class OrtRunner(Runner):
         what = f"model `{run.name}`"
         bundle = Bundle(self.subject.bundle)
         try:
+            from gate.export.layermap import available_values
             from gate.export.saved import load_graph, weights_apart
 
             weights = weights_apart(bundle.model, folder)  # the marked copies share it; none holds the weights
@@ -79,7 +87,8 @@ class OrtRunner(Runner):
         except Exception as exc:  # a truncated or foreign file: the provider cannot load it
             raise ModelError(f"{what}: cannot read the exported model or inputs "
                              f"({type(exc).__name__}: {str(exc)[:200]})", ErrorStatus.LOAD_FAIL) from None
-        values = list(dict.fromkeys(s.value for s in run.onnx_map.values() if s.kind == "value"))
+        present = available_values(proto)  # candidates the shipped graph lost (optimizer, transform) are not
+        values = list(dict.fromkeys(v for s in run.onnx_map.values() for v in marked(s) if v in present))
         pending = self.subject.pending
         threads_now = pending.threads if pending is not None else None
         session = ort_session.SessionSpec(self.name, dict(self.spec.options), dict(self.spec.session_options),
@@ -100,7 +109,7 @@ class OrtRunner(Runner):
         if probe.reason and probe.device_class == device.GPU:
             prun.reason = f"device class `{device.GPU}`: {probe.reason}"
         for layer in run.layers:
-            prun.layers[layer.name] = _layer(run, layer, result.outputs, result.values)
+            prun.layers[layer.name] = _layer(run, layer, result.outputs, result.values, self.spec.precision)
         self.exact_outputs(prun, result.arrays)  # graph outputs are the root layers, in order
         return prun
 
@@ -121,10 +130,17 @@ def _detail(run: ModelRun, sink: Callable[[str], None] | None) -> ort_session.De
     return tell
 
 
-def _layer(run: ModelRun, layer, outputs: list, values: dict) -> ProviderLayer:
+def _layer(run: ModelRun, layer, outputs: list, values: dict, precision: str) -> ProviderLayer:
     site = run.onnx_map.get(layer.name)
     if site is None:
         return ProviderLayer("absent", reason=FORWARD_ONLY if is_gradient(layer.name) else "not mapped")
+    if site.kind == "absent" and site.candidates:  # several values its shape allows: their numbers decide
+        from gate.export.layermap import pick
+
+        found = pick({v: values[v] for v in site.candidates if v in values}, layer.fp, precision)
+        if found.value is None:
+            return ProviderLayer(LayerStatus.ABSENT, reason=found.reason(layer.fp.shape))
+        site = OnnxSite(SiteKind.VALUE, found.value)
     if site.kind in ("folded", "absent"):
         return ProviderLayer(site.kind, reason=site.reason)
     if site.kind == "output":
