@@ -273,14 +273,19 @@ class Pick:
     """What a capture's numbers say of an absent layer's candidate values (``OnnxSite.candidates``)."""
 
     value: str | None  # the one candidate that holds torch's numbers; None: none or several do
-    captured: int  # candidates the capture fingerprinted
+    captured: int  # candidates the capture fingerprinted (the others are not in the graph that ran)
+    shaped: int  # of those, how many have the layer's shape when run (a symbolic shape allows others)
     within: int  # of those, how many are within ``noise`` of torch's output
     precision: str  # whose rounding ``noise`` is
     noise: float
 
     def reason(self, shape) -> str:
         """Why the layer stays absent (``value`` is None)."""
-        head = (f"{self.captured} candidate value{'s' * (self.captured != 1)} of shape {list(shape)}; "
+        if not self.captured:
+            return "none of the values its shape allows is in the graph that ran"
+        if not self.shaped:
+            return f"no value the call exposes has shape {list(shape)} when run"
+        head = (f"{self.shaped} candidate value{'s' * (self.shaped != 1)} of shape {list(shape)}; "
                 f"{self.within or 'none'} within {self.precision} noise ({self.noise:.0e}) of torch's output")
         if self.within:
             return f"{head}: they hold the same numbers, and the export did not record which computes it"
@@ -295,8 +300,9 @@ def pick(candidates: Mapping[str, Fingerprint], torch: Fingerprint, precision: s
     a call exposes are read downstream or are outputs, where it is named."""
     label = precision if precision in ROUNDING else "float32"  # a quantized graph: the finest, missed rather than guessed
     noise = ROUNDING[label]
-    close = [v for v, fp in candidates.items() if (err := error_against(fp, torch)) is not None and err <= noise]
-    return Pick(close[0] if len(close) == 1 else None, len(candidates), len(close), label, noise)
+    shaped = [v for v, fp in candidates.items() if tuple(fp.shape) == tuple(torch.shape)]
+    close = [v for v in shaped if (err := error_against(candidates[v], torch)) is not None and err <= noise]
+    return Pick(close[0] if len(close) == 1 else None, len(candidates), len(shaped), len(close), label, noise)
 
 
 FUSED = "fused with the BatchNorm after it (the graph holds their joint output)"

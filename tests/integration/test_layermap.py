@@ -277,5 +277,7 @@ def test_a_candidate_is_taken_within_rounding_of_torch_at_its_limit_and_never_on
     twins = pick({"a": fp(1e-7, axis=2), "b": fp(1e-7, axis=3), "c": fp(0.5, axis=4)}, torch_out, "float32")
     assert (twins.value, twins.captured, twins.within) == (None, 3, 2)
     assert "; 2 within float32 noise (1e-05) of torch's output: they hold the same numbers" in twins.reason((2, 4))
-    assert pick({"a": fp(0.0, shape=(4, 2))}, torch_out, "float32").value is None  # another shape is not its value
-    assert pick({}, torch_out, "float32").within == 0
+    other = pick({"a": fp(0.0, shape=(4, 2))}, torch_out, "float32")  # a symbolic shape let it in
+    assert (other.value, other.shaped) == (None, 0)
+    assert other.reason((2, 4)) == "no value the call exposes has shape [2, 4] when run"
+    assert pick({}, torch_out, "float32").reason((2, 4)) == "none of the values its shape allows is in the graph that ran"
