@@ -108,6 +108,11 @@ class OnnxSite:
         return cls(o.word("kind", SiteKind), o.opt_str("value"), o.int("output"), o.opt_str("reason"), tuple(candidates))
 
 
+def sites_dict(sites: Mapping[str, OnnxSite]) -> dict[str, dict[str, Any]]:
+    """A layer map as files hold it (``OnnxSite.read`` reads each site back)."""
+    return {k: s.to_dict() for k, s in sites.items()}
+
+
 @dataclass
 class LayerInfo:
     """One layer of the reference run."""

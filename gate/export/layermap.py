@@ -296,8 +296,8 @@ def pick(candidates: Mapping[str, Fingerprint], torch: Fingerprint, precision: s
     """The candidate (value name -> its captured fingerprint) that is this layer: the only one within
     ``precision``'s rounding of ``torch``, the layer's output in the same run. Never a guess: none or
     several within it, and none is taken. Picked by closeness to torch, a value the provider computes
-    wrongly is not found rather than judged, so a fault there goes unnamed at this layer; the values
-    a call exposes are read downstream or are outputs, where it is named."""
+    wrongly is not found rather than judged, so a fault there goes unnamed at this layer and is named
+    at the next judged layer that reads the value (one that nothing reads changes nothing that ships)."""
     label = precision if precision in ROUNDING else "float32"  # a quantized graph: the finest, missed rather than guessed
     noise = ROUNDING[label]
     shaped = [v for v, fp in candidates.items() if tuple(fp.shape) == tuple(torch.shape)]

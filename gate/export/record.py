@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from gate.core.background import Background
 from gate.core.fields import Obj
-from gate.core.runs import OnnxSite
+from gate.core.runs import OnnxSite, sites_dict
 
 if TYPE_CHECKING:
     import onnx
@@ -97,7 +97,7 @@ class Graph:
         f = self.facts
         return {"exporter": f.exporter, "fallback": f.fallback, "opset": f.opset, "op_types": f.op_types,
                 "dynamic_dims": f.dynamic_dims, "precision": f.precision, "graph_digest": self.digest.result(),
-                "onnx_map": _sites_dict(self.sites or {})}
+                "onnx_map": sites_dict(self.sites or {})}
 
     def write(self, folder: Path) -> None:
         """The files of a store entry: the graph and its external data (hard-linked where possible)."""
@@ -131,9 +131,5 @@ class Graph:
 def _output_digest(graph_digest: str, sites: dict[str, OnnxSite]) -> str:
     h = hashlib.sha256(b"parity-gate graph output v1\n")
     h.update(graph_digest.encode())
-    h.update(json.dumps(_sites_dict(sites), sort_keys=True).encode())
+    h.update(json.dumps(sites_dict(sites), sort_keys=True).encode())
     return h.hexdigest()
-
-
-def _sites_dict(sites: dict[str, OnnxSite]) -> dict[str, dict[str, Any]]:
-    return {k: s.to_dict() for k, s in sites.items()}

@@ -2,7 +2,8 @@
 
 It runs the bundle's ``model.onnx`` (``ort_session``: the shipped graph for the outputs and
 latency, a copy with the mapped intermediates marked for the rest) and maps the fingerprints
-of ONNX values back to layers through the run's ``onnx_map``. No torch here: this runs on
+of ONNX values back to layers through the run's ``onnx_map``; where the map offers a layer
+several same-shaped values, their fingerprints pick its own (``layermap.pick``). No torch here: this runs on
 runners that only have an ONNX Runtime distribution.
 """
 
@@ -22,6 +23,7 @@ from gate.core.runs import ModelRun, OnnxSite, ProviderLayer, ProviderRun, error
 from gate.core.stages import DETAIL, DETAIL_EVERY_S
 from gate.core.status import ErrorStatus, LayerStatus, SiteKind
 from gate.core.target import Target
+from gate.export.layermap import available_values, pick
 from gate.formats.results import Bundle
 from gate.runners import gpu_probe, ort_session
 from gate.runners.base import Runner, Subject, Unavailable
@@ -78,7 +80,6 @@ class OrtRunner(Runner):
         what = f"model `{run.name}`"
         bundle = Bundle(self.subject.bundle)
         try:
-            from gate.export.layermap import available_values
             from gate.export.saved import load_graph, weights_apart
 
             weights = weights_apart(bundle.model, folder)  # the marked copies share it; none holds the weights
@@ -135,8 +136,6 @@ def _layer(run: ModelRun, layer, outputs: list, values: dict, precision: str) ->
     if site is None:
         return ProviderLayer("absent", reason=FORWARD_ONLY if is_gradient(layer.name) else "not mapped")
     if site.kind == "absent" and site.candidates:  # several values its shape allows: their numbers decide
-        from gate.export.layermap import pick
-
         found = pick({v: values[v] for v in site.candidates if v in values}, layer.fp, precision)
         if found.value is None:
             return ProviderLayer(LayerStatus.ABSENT, reason=found.reason(layer.fp.shape))

@@ -5,7 +5,8 @@ embeddings and logits, pooled outputs, attention weights) are each compared with
 computes them, so a clean check passes with errors of float32 rounding, never of a neighbour's value
 (``integration/test_layermap`` pins the map itself). An LSTM stack exported by TorchScript, which
 records no call's outputs: each LSTM's h and c share a shape, and the capture's numbers tell them
-apart; a runtime fault in one of them is still named, there or at the next layer that reads it."""
+apart; a runtime fault in one of them is still named, there or at the next layer that reads it
+(a swap of the two values passes at the states, by their numbers, and fails where they are read)."""
 
 from __future__ import annotations
 
@@ -95,3 +96,12 @@ def test_a_fault_past_rounding_leaves_the_state_absent_and_is_named_at_the_next_
     assert rows["first[1][0]"]["status"] == "pass"  # its h is still told apart from the faulty c
     first = report["first_regression"]
     assert (first["layer"], first["provider"]) == ("second[0]", ORT), first  # the next judged layer reads it
+
+
+def test_states_traded_between_same_shaped_values_pass_there_by_their_numbers_and_fail_where_read(lstm):
+    """Numbers pick each state's value, so a runtime that swaps h and c passes at the states (each
+    value is one of torch's numbers); the layer that reads them, in order, is named."""
+    report, rows = _check(lstm, "first_h_c_swapped")
+    assert rows["first[1][0]"]["status"] == rows["first[1][1]"]["status"] == "pass"
+    first = report["first_regression"]
+    assert report["verdict"] == "regressed" and (first["layer"], first["provider"]) == ("second[0]", ORT), first

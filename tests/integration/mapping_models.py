@@ -230,3 +230,11 @@ def first_c_by_3e_6(proto):
 def first_c_by_1e_3(proto):
     """Past float32 rounding of torch's value: none of the same-shaped values holds torch's numbers."""
     return _first_c_scaled(proto, 1 + 1e-3)
+
+
+def first_h_c_swapped(proto):
+    """A transform: the first LSTM's final hidden and cell states trade places (a runtime that writes
+    each into the other's output): each still holds one of torch's values, under the other's name."""
+    node = next(n for n in proto.graph.node if n.op_type == "LSTM" and "first" in n.name)
+    node.output[1], node.output[2] = node.output[2], node.output[1]
+    return proto

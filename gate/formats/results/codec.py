@@ -17,7 +17,16 @@ import zstandard
 
 from gate.core.detections import Detections, problem
 from gate.core.layers import is_output
-from gate.core.runs import LayerInfo, Meta, ModelRun, OnnxSite, ProviderLayer, ProviderRun, RunError
+from gate.core.runs import (
+    LayerInfo,
+    Meta,
+    ModelRun,
+    OnnxSite,
+    ProviderLayer,
+    ProviderRun,
+    RunError,
+    sites_dict,
+)
 from gate.core.status import DataDependence, ErrorStatus, LayerStatus, RunStatus, SiteKind, SkipKind
 from gate.core.target import Target
 from gate.errors import FormatError
@@ -52,7 +61,7 @@ def run_to_dict(run: ModelRun) -> dict[str, Any]:
         "error": None if run.error is None else {"status": run.error.error_status, "message": _text(run.error.message),
                                                  **_failure(run.error)},
         "layers": [_layer(x) for x in run.layers],
-        "onnx_map": {k: s.to_dict() for k, s in run.onnx_map.items()},
+        "onnx_map": sites_dict(run.onnx_map),
         "providers": [
             {"name": p.name, "precision": p.precision, "device": p.target.label, "status": p.status,
              "reason": _text(p.reason), "error_status": p.error_status, "latency_ms": p.latency_ms,
