@@ -11,6 +11,7 @@ from typing import Any
 
 from gate.core.detections import Detections
 from gate.core.failure import ModelError
+from gate.core.fields import Obj
 from gate.core.reuse import Reuse
 from gate.core.status import DataDependence, ErrorStatus, LayerStatus, RunStatus, SiteKind, SkipKind
 from gate.core.target import Target
@@ -84,6 +85,9 @@ class Meta:
         return cls(**{f.name: d.get(f.name) for f in fields(cls)})
 
 
+MAX_CANDIDATES = 16  # same-shaped values an absent layer may offer a capture to tell apart by numbers
+
+
 @dataclass(frozen=True)
 class OnnxSite:
     """Where a layer's value lives in the shipped ONNX graph."""
@@ -92,6 +96,26 @@ class OnnxSite:
     value: str | None = None  # the ONNX value name ("value", and the lost value of "folded")
     output: int | None = None  # the graph-output index ("output")
     reason: str | None = None  # why "folded" / "absent"
+    # "absent": the values its shape allows, none recorded as computing it; a capture takes the one
+    # that holds torch's numbers (``gate.export.layermap.pick``), else it stays absent.
+    candidates: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        out = {"kind": str(self.kind), "value": self.value, "output": self.output, "reason": self.reason}
+        return {**out, "candidates": list(self.candidates)} if self.candidates else out
+
+    @classmethod
+    def read(cls, o: Obj) -> OnnxSite:
+        """A site from a file's map (``to_dict``), each field checked (``FormatError``)."""
+        candidates = o.strs("candidates")
+        if len(candidates) > MAX_CANDIDATES:
+            o.fail("candidates", f"more than {MAX_CANDIDATES} values")
+        return cls(o.word("kind", SiteKind), o.opt_str("value"), o.int("output"), o.opt_str("reason"), tuple(candidates))
+
+
+def sites_dict(sites: Mapping[str, OnnxSite]) -> dict[str, dict[str, Any]]:
+    """A layer map as files hold it (``OnnxSite.read`` reads each site back)."""
+    return {k: s.to_dict() for k, s in sites.items()}
 
 
 @dataclass

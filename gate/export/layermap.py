@@ -6,7 +6,9 @@ the exported program's ``nn_module_stack`` tells the k-th call of a module apart
 (``L__self___act@1``). A call whose outputs the export recorded (``signatures``) takes the
 values that compute them; any other call's outputs are matched by shape among the values it
 *exposes* (its nodes produce them, a node outside the call or the graph output consumes them),
-only where the shape leaves one choice.
+only where the shape leaves one choice. Where it leaves several, the layer is absent and offers
+them as candidates: a capture fingerprints each, and the one that holds torch's numbers within
+rounding takes the layer (``pick``); none or several, and it stays absent.
 
 The map is built on the unoptimized graph, where every module still has its nodes. The
 shipped graph is the optimized one: a value that did not survive optimization belongs to a
@@ -19,12 +21,15 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import onnx
 
-from gate.core.runs import OnnxSite
+from gate.core.runs import MAX_CANDIDATES, OnnxSite, error_against
 from gate.core.status import SiteKind
+from gate.core.target import ROUNDING
+from gate.fingerprint import Fingerprint
 
 CallKey = tuple[str, int]  # (module qualified name, 0-based call index)
 _SUFFIX = re.compile(r"^(.*)_(\d+)$")
@@ -238,8 +243,9 @@ def _by_shape(recs, cv: CallValues | None, shapes: dict) -> dict[str, OnnxSite]:
     """Outputs of a call whose signature was not recorded, by shape among the values it exposes:
     an element takes a value only when that value is the one exposed value its shape allows and
     no other element's shape allows it. Shapes with symbolic dimensions allow many; two of a kind
-    would be a guess: absent, saying so. An element that is an earlier layer's very tensor (passed
-    through, ``alias_of``) is not matched here: it takes that layer's site."""
+    would be a guess: absent, saying so, with the values its shape allows as candidates for a
+    capture to tell apart by their numbers (``pick``). An element that is an earlier layer's very
+    tensor (passed through, ``alias_of``) is not matched here: it takes that layer's site."""
     candidates = list(cv.values) if cv else []
     recs = [r for r in recs if r.alias_of is None]
     allowed = {r.name: [v for v in candidates if shape_matches(shapes.get(v), tuple(r.fp.shape))] for r in recs}
@@ -257,8 +263,46 @@ def _by_shape(recs, cv: CallValues | None, shapes: dict) -> dict[str, OnnxSite]:
             out[rec.name] = OnnxSite(SiteKind.ABSENT, reason=f"{len(values)} value{'s' if len(values) > 1 else ''} the call "
                                      f"exposes {'have' if len(values) > 1 else 'has'} this output's shape"
                                      f"{f' (as {rivals} of its outputs do)' if rivals > 1 else ''}; the export "
-                                     "did not record which computes it")
+                                     "did not record which computes it",
+                                     candidates=tuple(values) if len(values) <= MAX_CANDIDATES else ())
     return out
+
+
+@dataclass(frozen=True)
+class Pick:
+    """What a capture's numbers say of an absent layer's candidate values (``OnnxSite.candidates``)."""
+
+    value: str | None  # the one candidate that holds torch's numbers; None: none or several do
+    captured: int  # candidates the capture fingerprinted (the others are not in the graph that ran)
+    shaped: int  # of those, how many have the layer's shape when run (a symbolic shape allows others)
+    within: int  # of those, how many are within ``noise`` of torch's output
+    precision: str  # whose rounding ``noise`` is
+    noise: float
+
+    def reason(self, shape) -> str:
+        """Why the layer stays absent (``value`` is None)."""
+        if not self.captured:
+            return "none of the values its shape allows is in the graph that ran"
+        if not self.shaped:
+            return f"no value the call exposes has shape {list(shape)} when run"
+        head = (f"{self.shaped} candidate value{'s' * (self.shaped != 1)} of shape {list(shape)}; "
+                f"{self.within or 'none'} within {self.precision} noise ({self.noise:.0e}) of torch's output")
+        if self.within:
+            return f"{head}: they hold the same numbers, and the export did not record which computes it"
+        return f"{head} on this provider: not judged here; a fault in it is named at the next judged layer that reads it"
+
+
+def pick(candidates: Mapping[str, Fingerprint], torch: Fingerprint, precision: str) -> Pick:
+    """The candidate (value name -> its captured fingerprint) that is this layer: the only one within
+    ``precision``'s rounding of ``torch``, the layer's output in the same run. Never a guess: none or
+    several within it, and none is taken. Picked by closeness to torch, a value the provider computes
+    wrongly is not found rather than judged, so a fault there goes unnamed at this layer and is named
+    at the next judged layer that reads the value (one that nothing reads changes nothing that ships)."""
+    label = precision if precision in ROUNDING else "float32"  # a quantized graph: the finest, missed rather than guessed
+    noise = ROUNDING[label]
+    shaped = [v for v, fp in candidates.items() if tuple(fp.shape) == tuple(torch.shape)]
+    close = [v for v in shaped if (err := error_against(candidates[v], torch)) is not None and err <= noise]
+    return Pick(close[0] if len(close) == 1 else None, len(candidates), len(shaped), len(close), label, noise)
 
 
 FUSED = "fused with the BatchNorm after it (the graph holds their joint output)"

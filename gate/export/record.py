@@ -17,8 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from gate.core.background import Background
 from gate.core.fields import Obj
-from gate.core.runs import OnnxSite
-from gate.core.status import SiteKind
+from gate.core.runs import OnnxSite, sites_dict
 
 if TYPE_CHECKING:
     import onnx
@@ -99,8 +98,7 @@ class Graph:
         f = self.facts
         return {"exporter": f.exporter, "fallback": f.fallback, "opset": f.opset, "op_types": f.op_types,
                 "dynamic_dims": f.dynamic_dims, "precision": f.precision, "lowered": f.lowered,
-                "graph_digest": self.digest.result(),
-                "onnx_map": _sites_dict(self.sites or {})}
+                "graph_digest": self.digest.result(), "onnx_map": sites_dict(self.sites or {})}
 
     def write(self, folder: Path) -> None:
         """The files of a store entry: the graph and its external data (hard-linked where possible)."""
@@ -127,17 +125,12 @@ class Graph:
                            dims or None, o.str("precision"), o.strs("lowered"))
         sites = {}
         for name, site in (o.free("onnx_map") or {}).items():
-            s = Obj(site, WHERE, f"onnx_map.{name[:60]}")
-            sites[name] = OnnxSite(s.word("kind", SiteKind), s.opt_str("value"), s.int("output"), s.opt_str("reason"))
+            sites[name] = OnnxSite.read(Obj(site, WHERE, f"onnx_map.{name[:60]}"))
         return cls(entry.path(MODEL), facts, Background(lambda: digest), sites)
 
 
 def _output_digest(graph_digest: str, sites: dict[str, OnnxSite]) -> str:
     h = hashlib.sha256(b"parity-gate graph output v1\n")
     h.update(graph_digest.encode())
-    h.update(json.dumps(_sites_dict(sites), sort_keys=True).encode())
+    h.update(json.dumps(sites_dict(sites), sort_keys=True).encode())
     return h.hexdigest()
-
-
-def _sites_dict(sites: dict[str, OnnxSite]) -> dict[str, dict[str, Any]]:
-    return {k: {"kind": str(s.kind), "value": s.value, "output": s.output, "reason": s.reason} for k, s in sites.items()}

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gate.core.fields import Obj
-from gate.core.runs import OnnxSite
+from gate.core.runs import OnnxSite, sites_dict
 from gate.core.status import SiteKind
 
 if TYPE_CHECKING:
@@ -52,7 +52,7 @@ class Structure:
 
         h = hashlib.sha256(b"parity-gate structure v1\n")
         h.update(graph.graph_digest(onnx.load_from_string(self.proto)).encode())
-        h.update(json.dumps([self.weights, _sites_dict(self.sites), self.opset], sort_keys=True).encode())
+        h.update(json.dumps([self.weights, sites_dict(self.sites), self.opset], sort_keys=True).encode())
         return h.hexdigest()
 
     def differs_from(self, entry: Entry) -> str | None:
@@ -61,7 +61,7 @@ class Structure:
             "the structure differs"
 
     def payload(self) -> dict[str, Any]:
-        return {"weights": dict(self.weights), "onnx_map": _sites_dict(self.sites), "opset": self.opset}
+        return {"weights": dict(self.weights), "onnx_map": sites_dict(self.sites), "opset": self.opset}
 
     def write(self, folder: Path) -> None:
         (folder / FILE).write_bytes(self.proto)
@@ -76,13 +76,8 @@ class Structure:
             o.fail("opset", "expected an integer")
         sites = {}
         for name, site in (o.free("onnx_map") or {}).items():
-            s = Obj(site, WHERE, f"onnx_map.{name[:60]}")
-            sites[name] = OnnxSite(s.word("kind", SiteKind), s.opt_str("value"), s.int("output"), s.opt_str("reason"))
+            sites[name] = OnnxSite.read(Obj(site, WHERE, f"onnx_map.{name[:60]}"))
         return cls(entry.path(FILE).read_bytes(), weights, sites, opset or 0)
-
-
-def _sites_dict(sites: dict[str, OnnxSite]) -> dict[str, dict[str, Any]]:
-    return {k: {"kind": str(s.kind), "value": s.value, "output": s.output, "reason": s.reason} for k, s in sites.items()}
 
 
 def with_availability(sites: dict[str, OnnxSite], available: set[str], folded: str) -> dict[str, OnnxSite]:

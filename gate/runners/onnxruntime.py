@@ -2,7 +2,8 @@
 
 It runs the bundle's ``model.onnx`` (``ort_session``: the shipped graph for the outputs and
 latency, a copy with the mapped intermediates marked for the rest) and maps the fingerprints
-of ONNX values back to layers through the run's ``onnx_map``. No torch here: this runs on
+of ONNX values back to layers through the run's ``onnx_map``; where the map offers a layer
+several same-shaped values, their fingerprints pick its own (``layermap.pick``). No torch here: this runs on
 runners that only have an ONNX Runtime distribution.
 """
 
@@ -18,13 +19,21 @@ from gate.config.providers import CPU_EPS, GPU_EPS
 from gate.core import device
 from gate.core.failure import ModelError
 from gate.core.layers import FORWARD_ONLY, is_gradient
-from gate.core.runs import ModelRun, ProviderLayer, ProviderRun, error_against
+from gate.core.runs import ModelRun, OnnxSite, ProviderLayer, ProviderRun, error_against
 from gate.core.stages import DETAIL, DETAIL_EVERY_S
-from gate.core.status import ErrorStatus
+from gate.core.status import ErrorStatus, LayerStatus, SiteKind
 from gate.core.target import Target
+from gate.export.layermap import available_values, pick
 from gate.formats.results import Bundle
 from gate.runners import gpu_probe, ort_session
 from gate.runners.base import Runner, Subject, Unavailable
+
+
+def marked(site: OnnxSite) -> tuple[str, ...]:
+    """The values a layer's site has the capture fingerprint: its value, or its candidates."""
+    if site.kind == "value" and site.value is not None:
+        return (site.value,)
+    return site.candidates if site.kind == "absent" else ()
 
 
 def value_bytes(run: ModelRun) -> dict[str, int]:
@@ -32,8 +41,8 @@ def value_bytes(run: ModelRun) -> dict[str, int]:
     counts = {x.name: x.fp.count for x in run.layers}
     out: dict[str, int] = {}
     for layer, site in run.onnx_map.items():
-        if site.kind == "value" and site.value is not None:
-            out[site.value] = max(out.get(site.value, 0), 4 * counts.get(layer, 0))
+        for value in marked(site):
+            out[value] = max(out.get(value, 0), 4 * counts.get(layer, 0))
     return out
 
 
@@ -79,7 +88,8 @@ class OrtRunner(Runner):
         except Exception as exc:  # a truncated or foreign file: the provider cannot load it
             raise ModelError(f"{what}: cannot read the exported model or inputs "
                              f"({type(exc).__name__}: {str(exc)[:200]})", ErrorStatus.LOAD_FAIL) from None
-        values = list(dict.fromkeys(s.value for s in run.onnx_map.values() if s.kind == "value"))
+        present = available_values(proto)  # candidates the shipped graph lost (optimizer, transform) are not
+        values = list(dict.fromkeys(v for s in run.onnx_map.values() for v in marked(s) if v in present))
         pending = self.subject.pending
         threads_now = pending.threads if pending is not None else None
         session = ort_session.SessionSpec(self.name, dict(self.spec.options), dict(self.spec.session_options),
@@ -100,7 +110,7 @@ class OrtRunner(Runner):
         if probe.reason and probe.device_class == device.GPU:
             prun.reason = f"device class `{device.GPU}`: {probe.reason}"
         for layer in run.layers:
-            prun.layers[layer.name] = _layer(run, layer, result.outputs, result.values)
+            prun.layers[layer.name] = _layer(run, layer, result.outputs, result.values, self.spec.precision)
         self.exact_outputs(prun, result.arrays)  # graph outputs are the root layers, in order
         return prun
 
@@ -121,10 +131,15 @@ def _detail(run: ModelRun, sink: Callable[[str], None] | None) -> ort_session.De
     return tell
 
 
-def _layer(run: ModelRun, layer, outputs: list, values: dict) -> ProviderLayer:
+def _layer(run: ModelRun, layer, outputs: list, values: dict, precision: str) -> ProviderLayer:
     site = run.onnx_map.get(layer.name)
     if site is None:
         return ProviderLayer("absent", reason=FORWARD_ONLY if is_gradient(layer.name) else "not mapped")
+    if site.kind == "absent" and site.candidates:  # several values its shape allows: their numbers decide
+        found = pick({v: values[v] for v in site.candidates if v in values}, layer.fp, precision)
+        if found.value is None:
+            return ProviderLayer(LayerStatus.ABSENT, reason=found.reason(layer.fp.shape))
+        site = OnnxSite(SiteKind.VALUE, found.value)
     if site.kind in ("folded", "absent"):
         return ProviderLayer(site.kind, reason=site.reason)
     if site.kind == "output":

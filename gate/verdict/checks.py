@@ -18,7 +18,7 @@ from gate.config import ModelSpec
 from gate.core.layers import is_output
 from gate.core.runs import LayerInfo, ModelRun, ProviderRun
 from gate.core.status import DATA_DEPENDENT_RULES, Check, DataDependence, LayerStatus, RowStatus
-from gate.core.target import coarsest
+from gate.core.target import ROUNDING, coarsest
 from gate.fingerprint import Difference, Fingerprint, difference
 from gate.formats.baseline import Baseline, Entry
 from gate.verdict import data_dependent, moves
@@ -28,7 +28,7 @@ from gate.verdict.types import Row
 NOISE_MARGIN = 4.0  # thresholds stay at least this many times the calibrated noise away
 # A reference computed (partly) below float64 moves with that precision's rounding across machines
 # and thread counts: its limit is at least this, never the 1e-9 only float64 can meet.
-REFERENCE_FLOOR = {"float32": 1e-5, "float16": 1e-3, "bfloat16": 1e-2}
+REFERENCE_FLOOR = ROUNDING
 
 
 def _row(layer: LayerInfo, status: RowStatus, check: Check | None = None, value: float | None = None,

@@ -201,3 +201,28 @@ def test_bad_detections_are_one_line_errors_naming_the_key(tmp_path, changes, wo
         read_runs(path)
     assert str(err.value).startswith(f"result file `{path}`") and words in str(err.value), str(err.value)
     assert "detections" in str(err.value)
+
+
+def _with_candidates(count: int) -> ModelRun:
+    run = make_run()
+    run.onnx_map["fc"] = OnnxSite("absent", reason="two values of its shape", candidates=tuple(f"v{i}" for i in range(count)))
+    return run
+
+
+def test_candidate_values_round_trip_up_to_their_limit_and_not_one_past(tmp_path):
+    from gate.core.fields import Obj
+    from gate.core.runs import MAX_CANDIDATES
+
+    path = tmp_path / "r.msgpack.zst"
+    write_runs(path, [_with_candidates(MAX_CANDIDATES)])
+    (run,) = read_runs(path)
+    assert run.onnx_map == _with_candidates(MAX_CANDIDATES).onnx_map
+    assert "candidates" not in run_to_dict(make_run())["onnx_map"]["fc"]  # files without them keep their bytes
+    path.write_bytes(with_run(onnx_map=run_to_dict(_with_candidates(MAX_CANDIDATES + 1))["onnx_map"]))
+    with pytest.raises(FormatError, match="candidates"):
+        read_runs(path)
+    site = _with_candidates(MAX_CANDIDATES + 1).onnx_map["fc"].to_dict()  # a store entry's map, read alike
+    with pytest.raises(FormatError, match=f"more than {MAX_CANDIDATES} values"):
+        OnnxSite.read(Obj(site, "store entry", "onnx_map.fc"))
+    assert OnnxSite.read(Obj({**site, "candidates": site["candidates"][:-1]}, "e")) == \
+        _with_candidates(MAX_CANDIDATES).onnx_map["fc"]

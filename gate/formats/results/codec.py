@@ -17,7 +17,16 @@ import zstandard
 
 from gate.core.detections import Detections, problem
 from gate.core.layers import is_output
-from gate.core.runs import LayerInfo, Meta, ModelRun, OnnxSite, ProviderLayer, ProviderRun, RunError
+from gate.core.runs import (
+    LayerInfo,
+    Meta,
+    ModelRun,
+    OnnxSite,
+    ProviderLayer,
+    ProviderRun,
+    RunError,
+    sites_dict,
+)
 from gate.core.status import DataDependence, ErrorStatus, LayerStatus, RunStatus, SiteKind, SkipKind
 from gate.core.target import Target
 from gate.errors import FormatError
@@ -52,8 +61,7 @@ def run_to_dict(run: ModelRun) -> dict[str, Any]:
         "error": None if run.error is None else {"status": run.error.error_status, "message": _text(run.error.message),
                                                  **_failure(run.error)},
         "layers": [_layer(x) for x in run.layers],
-        "onnx_map": {k: {"kind": s.kind, "value": s.value, "output": s.output, "reason": s.reason}
-                     for k, s in run.onnx_map.items()},
+        "onnx_map": sites_dict(run.onnx_map),
         "providers": [
             {"name": p.name, "precision": p.precision, "device": p.target.label, "status": p.status,
              "reason": _text(p.reason), "error_status": p.error_status, "latency_ms": p.latency_ms,
@@ -140,7 +148,8 @@ def run_from_dict(d: dict[str, Any]) -> ModelRun:
     for key, site in d["onnx_map"].items():
         if key not in names:
             raise Invalid(f"run {quote(run.name)}.onnx_map", f"{quote(key)} is not a layer of the run")
-        run.onnx_map[key] = OnnxSite(SiteKind(site["kind"]), site["value"], site["output"], site["reason"])
+        run.onnx_map[key] = OnnxSite(SiteKind(site["kind"]), site["value"], site["output"], site["reason"],
+                                     tuple(site.get("candidates", ())))
     run.providers = [_provider(p) for p in d["providers"]]
     for prun in run.providers:
         unknown = next((n for n in prun.layers if n not in names), None)

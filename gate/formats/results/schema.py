@@ -5,6 +5,7 @@ from other runners and are as untrusted as a baseline in a pull request."""
 from __future__ import annotations
 
 from gate.core.detections import MAX_ATTRIBUTES, MAX_DETECTIONS
+from gate.core.runs import MAX_CANDIDATES
 from gate.core.status import ErrorStatus, LayerStatus, RunStatus, SiteKind, SkipKind
 from gate.core.target import PRECISIONS
 
@@ -49,7 +50,8 @@ META = Record([
 ONNX_VALUE = Record([
     ("kind", Str(16, choices=SiteKind.values())),
     ("value", NULL_TEXT), ("output", Nullable(Int(0, 1_000_000))), ("reason", NULL_TEXT),
-])
+    ("candidates", Array(TEXT, MAX_CANDIDATES)),
+], optional=("candidates",))
 
 # A model output's exact metrics from the full tensors (gate.core.exact); inf where NaN/Inf met.
 EXACT = Record([
