@@ -20,6 +20,7 @@ reported as folded rather than matched to the neighbour's value.
 from __future__ import annotations
 
 import re
+from typing import Any
 from collections import defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -188,7 +189,7 @@ FOLDED = "removed by the exporter's optimizer (fused into a neighbouring node, o
 NOT_RETURNED = "the exported call returned no such element"
 
 
-def assign(records, calls: dict[CallKey, CallValues], shapes: dict[str, tuple | None],
+def assign(records: list[Any], calls: dict[CallKey, CallValues], shapes: dict[str, tuple | None],
            available: set[str], ambiguous: frozenset[str] = frozenset(),
            outputs: dict[tuple[str, int, str], OnnxSite] | None = None) -> dict[str, OnnxSite]:
     """Assign each captured layer (``gate.model.torch_hooks.LayerOutput``) its ONNX value.
