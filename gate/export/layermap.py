@@ -20,10 +20,10 @@ reported as folded rather than matched to the neighbour's value.
 from __future__ import annotations
 
 import re
-from typing import Any
 from collections import defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 import onnx
 
