@@ -348,7 +348,9 @@ def main() -> None:
         from gate.cli.console import err_console
 
         traceback.print_exc()
-        err_console.print(f"[bold red]internal error[/bold red] (exit {INTERNAL_ERROR}): {escape(type(exc).__name__)} is a bug "
-                          "in parity-gate, not in your model or config; the traceback above says where", soft_wrap=True)
+        name = escape(type(exc).__name__)
+        err_console.print(f"[bold red]internal error[/bold red] (exit {INTERNAL_ERROR}): {name} is a bug in "
+                          "parity-gate, not in your model or config; the traceback above says where",
+                          soft_wrap=True)
         sys.exit(INTERNAL_ERROR)
     sys.exit(code if isinstance(code, int) else 0)

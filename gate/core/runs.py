@@ -26,7 +26,8 @@ def error_against(fp: Fingerprint, ref: Fingerprint | None) -> float | None:
 
 
 OPTIONAL_META = ("promoted", "below_float64", "normalizations", "training", "dynamic_dims", "transform",
-                 "graph_precision", "output_tolerance", "tensor_digests", "module_code", "random_draws", "inputs", "content_key", "seconds")
+                 "graph_precision", "output_tolerance", "tensor_digests", "module_code", "random_draws",
+                 "inputs", "content_key", "seconds")
 
 
 @dataclass
@@ -61,8 +62,10 @@ class Meta:
     lowered: list[str] | None = None  # what the shipped graph computes below float32 (``graph.lowered``)
     output_tolerance: list[float] | None = None  # [rtol, atol]: allclose on the outputs gates
     tensor_digests: dict[str, str] | None = None  # per parameter and buffer: which tensors a weights change touched
-    module_code: dict[str, str] | None = None  # per module: its own code's digest (where a refactor may move values)
-    random_draws: list[str] | None = None  # random operations the forward drew with, where the user's code called them
+    # Per module: its own code's digest (where a refactor may move values).
+    module_code: dict[str, str] | None = None
+    # The random operations the forward drew with, and where the user's code called them.
+    random_draws: list[str] | None = None
     inputs: list[dict[str, Any]] | None = None  # per input: name, dtype, shape, digest (model.inputs.describe)
     content_key: dict[str, Any] | None = None  # what the run computed, digested (gate.commands.content_key)
     # Wall seconds the model took where its baseline was recorded (every stage, every provider): what
@@ -110,7 +113,8 @@ class OnnxSite:
         candidates = o.strs("candidates")
         if len(candidates) > MAX_CANDIDATES:
             o.fail("candidates", f"more than {MAX_CANDIDATES} values")
-        return cls(o.word("kind", SiteKind), o.opt_str("value"), o.int("output"), o.opt_str("reason"), tuple(candidates))
+        return cls(o.word("kind", SiteKind), o.opt_str("value"), o.int("output"), o.opt_str("reason"),
+                   tuple(candidates))
 
 
 def sites_dict(sites: Mapping[str, OnnxSite]) -> dict[str, dict[str, Any]]:

@@ -113,9 +113,9 @@ class StepKind(Word):
     comment, the JSON report and JUnit say it)."""
 
     MODEL_CHANGED = "model-changed"  # the float64 reference moved: re-create the baseline if intended
-    WEIGHTS_CHANGED = "weights-changed"  # the reference moved and only the weights changed: re-create if intended
+    WEIGHTS_CHANGED = "weights-changed"  # the reference moved, only weights changed: re-create if intended
     RANDOM_DRAWS = "random-draws"  # the forward draws random numbers: make it deterministic, never re-record
-    TRAINING_MODE = "training-mode"  # modules left in training mode change the outputs: eval mode in the factory
+    TRAINING_MODE = "training-mode"  # modules left in training mode change the outputs: eval() in the factory
     RUNTIME_CHANGED = "runtime-changed"  # the reference held, a runtime moved: investigate the graph or EP
     RUNTIME_AUDIT = "runtime-audit"  # an unchanged model failed a provider's audit (latency, placement)
     PRECISION_CHANGED = "precision-changed"  # the graph computes below float32 where nobody configured it
@@ -136,7 +136,7 @@ class RowStatus(Word):
     NEW = "new"  # not in the baseline
     MISSING = "missing"  # in the baseline, did not run
     MOVED = "moved"  # its value moved inside a module whose output holds: a refactor inside it, not failed
-    FOLLOWS = "follows"  # a runtime's error moved with the model change the reference names: not a finding of its own
+    FOLLOWS = "follows"  # a runtime's error moved with the model change the reference names: not a finding
     FOLDED = "folded"
     ABSENT = "absent"
 

@@ -108,7 +108,8 @@ def lowered(proto: onnx.ModelProto) -> list[str]:
     out: dict[str, None] = {}
     for node in proto.graph.node:
         if node.op_type in QUANTIZED_OPS:
-            weights = [i for i in node.input if i in inits and inits[i].data_type in _INT8 and len(inits[i].dims)]
+            weights = [i for i in node.input
+                       if i in inits and inits[i].data_type in _INT8 and len(inits[i].dims)]
             for w in weights:
                 out[f"int8 weight `{w}` through {node.op_type}"] = None
             if not weights and node.op_type in ("DynamicQuantizeLinear", "QuantizeLinear"):

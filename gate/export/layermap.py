@@ -290,7 +290,8 @@ class Pick:
                 f"{self.within or 'none'} within {self.precision} noise ({self.noise:.0e}) of torch's output")
         if self.within:
             return f"{head}: they hold the same numbers, and the export did not record which computes it"
-        return f"{head} on this provider: not judged here; a fault in it is named at the next judged layer that reads it"
+        return (f"{head} on this provider: not judged here; a fault in it is named at the next judged layer "
+                "that reads it")
 
 
 def pick(candidates: Mapping[str, Fingerprint], torch: Fingerprint, precision: str) -> Pick:
@@ -299,7 +300,7 @@ def pick(candidates: Mapping[str, Fingerprint], torch: Fingerprint, precision: s
     several within it, and none is taken. Picked by closeness to torch, a value the provider computes
     wrongly is not found rather than judged, so a fault there goes unnamed at this layer and is named
     at the next judged layer that reads the value (one that nothing reads changes nothing that ships)."""
-    label = precision if precision in ROUNDING else "float32"  # a quantized graph: the finest, missed rather than guessed
+    label = precision if precision in ROUNDING else "float32"  # quantized: the finest (missed, never guessed)
     noise = ROUNDING[label]
     shaped = [v for v, fp in candidates.items() if tuple(fp.shape) == tuple(torch.shape)]
     close = [v for v in shaped if (err := error_against(candidates[v], torch)) is not None and err <= noise]

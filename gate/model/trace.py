@@ -133,8 +133,9 @@ class OpTrace(TorchDispatchMode):
         states = [g.get_state() for _, g in self.generators] if seeded else []
         out = func(*args, **kwargs)
         if seeded:
-            if any(not torch.equal(s, g.get_state()) for s, (_, g) in zip(states, self.generators, strict=True)) \
-                    and len(self.draws) < 5:
+            after = [g.get_state() for _, g in self.generators]
+            moved = any(not torch.equal(s, a) for s, a in zip(states, after, strict=True))
+            if moved and len(self.draws) < 5:
                 site = frames.user_site()
                 self.draws.append(f"{func} at {site}" if site else str(func))
             self.seeded.append(str(func))
@@ -179,7 +180,7 @@ class Probe:
     seconds: float = 0.0
     recordable: tuple[str, ...] = ()  # modules whose call signature the export can record (``CallSpecs``)
     modules: dict[str, str] = field(default_factory=dict)  # per module: its own code's digest
-    draws: list[str] = field(default_factory=list)  # random operations that drew, where the user's code called them
+    draws: list[str] = field(default_factory=list)  # random operations that drew, where user code called them
 
     @property
     def fingerprints(self) -> dict:

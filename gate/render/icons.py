@@ -5,7 +5,8 @@ from __future__ import annotations
 
 ICONS = {
     "pass": "✅", "ok": "✅", "regressed": "❌", "fail": "❌", "error": "💥", "no-baseline": "🆕", "new": "🆕",
-    "skipped": "⏭️", "fallback": "⚠️", "folded": "➖", "absent": "∅", "missing": "❓", "moved": "↪️", "follows": "↪️",
+    "skipped": "⏭️", "fallback": "⚠️", "folded": "➖", "absent": "∅", "missing": "❓", "moved": "↪️",
+    "follows": "↪️",
     "unmeasured": "❔",
 }
 UNKNOWN = "❔"

@@ -74,14 +74,16 @@ def _model_changed(m: ModelVerdict, step: NextStep, s: Style) -> str:
 
 def _weights_changed(m: ModelVerdict, step: NextStep, s: Style) -> str:
     where = f" first at {s.code(step.layer)}" if step.layer else ""
-    return (f"the model's weights changed, its code did not (its float64 reference moved{where}). If the new weights "
-            f"are intended, run {s.code(step.command, 260)}{_commit(m, s)}; if not, find what wrote them.")
+    return (f"the model's weights changed, its code did not (its float64 reference moved{where}). If the "
+            f"new weights are intended, run {s.code(step.command, 260)}{_commit(m, s)}; if not, find what "
+            "wrote them.")
 
 
 def _random_draws(m: ModelVerdict, step: NextStep, s: Style) -> str:
+    eval_, no_training = s.code("model.eval()"), s.code("training=False")
     return (f"the forward draws random numbers (the {s.code('random-draws')} audit names the call): pass "
-            f"{s.code('training=False')} to functional dropout, call {s.code('model.eval()')}, or draw from a seeded "
-            "generator. Re-recording cannot fix it: the next run draws again.")
+            f"{no_training} to functional dropout, call {eval_}, or draw from a seeded generator. "
+            "Re-recording cannot fix it: the next run draws again.")
 
 
 def _training_mode(m: ModelVerdict, step: NextStep, s: Style) -> str:
@@ -110,10 +112,11 @@ def _runtime_changed(m: ModelVerdict, step: NextStep, s: Style) -> str:
 
 def _precision_changed(m: ModelVerdict, step: NextStep, s: Style) -> str:
     where = f", and it hurts {s.code(step.layer)} first" if step.layer else ""
-    return (f"{_names(step, s)} now run{'s' * (len(step.providers) == 1)} a graph that computes below float32 where no "
-            f"configured precision asks for it (see the precision audit){where}. Fix the post-export transform or the "
-            f"quantization config that lowered it; if the precision is intended, set {s.code('precision')} for the "
-            "provider in the config first, then record its baseline.")
+    verb = "runs" if len(step.providers) == 1 else "run"
+    return (f"{_names(step, s)} now {verb} a graph that computes below float32 where no configured "
+            f"precision asks for it (see the precision audit){where}. Fix the post-export transform or the "
+            "quantization config that lowered it; if the precision is intended, set "
+            f"{s.code('precision')} for the provider in the config first, then record its baseline.")
 
 
 def _refactored(m: ModelVerdict, step: NextStep, s: Style) -> str:
@@ -170,9 +173,11 @@ def _provider_failed(m: ModelVerdict, step: NextStep, s: Style) -> str:
             f"{s.code(step.command, 300)} on that runner.")
 
 
+# The one table of words per cause (docs/verdict.md#the-pr-comment-what-failed-and-what-to-do-next).
 _WORDS = {StepKind.MODEL_CHANGED: _model_changed, StepKind.WEIGHTS_CHANGED: _weights_changed,
-          StepKind.RANDOM_DRAWS: _random_draws, StepKind.TRAINING_MODE: _training_mode, StepKind.RUNTIME_AUDIT: _runtime_audit,
-          StepKind.RUNTIME_CHANGED: _runtime_changed, StepKind.PRECISION_CHANGED: _precision_changed, StepKind.NO_BASELINE: _no_baseline, StepKind.NO_ENTRY: _no_entry,
-          StepKind.MODEL_FAILED: _model_failed, StepKind.NO_GPU: _no_gpu, StepKind.NO_RESULT: _no_result,
+          StepKind.RANDOM_DRAWS: _random_draws, StepKind.TRAINING_MODE: _training_mode,
+          StepKind.RUNTIME_AUDIT: _runtime_audit, StepKind.RUNTIME_CHANGED: _runtime_changed,
+          StepKind.PRECISION_CHANGED: _precision_changed, StepKind.NO_BASELINE: _no_baseline,
+          StepKind.NO_ENTRY: _no_entry, StepKind.MODEL_FAILED: _model_failed, StepKind.NO_GPU: _no_gpu, StepKind.NO_RESULT: _no_result,
           StepKind.LOAD_FAIL: _load_fail, StepKind.PROVIDER_FAILED: _provider_failed,
           StepKind.RECORD_ELSEWHERE: _record_elsewhere, StepKind.REFACTORED: _refactored}

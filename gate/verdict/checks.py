@@ -127,8 +127,10 @@ def _reference_layer(run: ModelRun, layer: LayerInfo, baseline: Baseline, st: St
             _row(layer, RowStatus.NEW, Check.STRUCTURE, message="layer is not in the baseline (the "
                  "model's structure changed): not compared")
     row = _reference_row(run, layer, recorded.fp, limit(layer, recorded))
-    if row.failed and row.check == Check.REFERENCE_DRIFT and (tensors := moves.changed_tensors(run, baseline, layer.name)):
-        shown = ", ".join(f"`{n}`" for n in tensors[:3]) + (f" and {len(tensors) - 3} more" if len(tensors) > 3 else "")
+    tensors = moves.changed_tensors(run, baseline, layer.name) if row.failed else []
+    if row.check == Check.REFERENCE_DRIFT and tensors:
+        more = f" and {len(tensors) - 3} more" if len(tensors) > 3 else ""
+        shown = ", ".join(f"`{n}`" for n in tensors[:3]) + more
         row.message = f"{row.message}; {'its tensor' if len(tensors) == 1 else 'its tensors'} {shown} changed"
     if row.message is None and recorded.name != layer.name:
         row.message = f"{'renamed from' if layer.name in st.renames else 'same values as'} {recorded.name}"
@@ -211,7 +213,8 @@ def _row_with(row: Row, status: RowStatus, check: Check, value: float | None, th
                threshold=_num(threshold), baseline=row.baseline, message=message, exact=row.exact)
 
 
-def _runtime_row(layer: LayerInfo, prun: ProviderRun, pl, recorded, entry: Entry | None, spec: ModelSpec) -> Row:
+def _runtime_row(layer: LayerInfo, prun: ProviderRun, pl, recorded, entry: Entry | None,
+                 spec: ModelSpec) -> Row:
     """``recorded``: the entry's row for this layer (None: it has none); ``entry``: the entry that judges
     this runtime, at its precision's tolerances (None: none does)."""
     judged = entry is not None

@@ -31,15 +31,18 @@ class PrecisionChange:
     added: tuple[str, ...]  # what computes below float32 now and did not in the baseline's graph
 
     def audit(self, provider: str) -> Audit:
-        shown = "; ".join(self.added[:SHOWN]) + (f"; and {len(self.added) - SHOWN} more" if len(self.added) > SHOWN else "")
+        more = len(self.added) - SHOWN
+        shown = "; ".join(self.added[:SHOWN]) + (f"; and {more} more" if more > 0 else "")
         moved = f"the shipped graph now computes in {self.now}, the baseline's in {self.before}" \
-            if self.now != self.before else "the shipped graph computes below float32 where the baseline's did not"
+            if self.now != self.before else "the shipped graph computes below float32 where the baseline's " \
+            "did not"
         what = f" ({len(self.added)} new: {shown})" if self.added else ""
-        return Audit(Check.PRECISION, AuditStatus.FAIL, f"{provider}: {moved}{what}; no precision configured for "
-                     f"{provider} asks for it, so it is judged against its {self.before} baseline")
+        return Audit(Check.PRECISION, AuditStatus.FAIL, f"{provider}: {moved}{what}; no precision configured "
+                     f"for {provider} asks for it, so it is judged against its {self.before} baseline")
 
 
-def change(run: ModelRun, baseline: Baseline, prun: ProviderRun, configured: Iterable[str]) -> PrecisionChange | None:
+def change(run: ModelRun, baseline: Baseline, prun: ProviderRun,
+           configured: Iterable[str]) -> PrecisionChange | None:
     """What the graph ``prun`` ran now computes below float32 that nobody configured, or None. An ONNX
     Runtime provider only: PyTorch runs the model, not the graph."""
     if kind_of(prun.name).torch or run.meta.lowered is None:

@@ -92,7 +92,8 @@ def _runtime(run: ModelRun, prun: ProviderRun, baseline: Baseline | None, spec: 
     if baseline is not None:
         lowered = graph_precision.change(run, baseline, prun, policy.configured(prun.name))
         # a precision nobody configured is judged as the baseline recorded it, never as a new key
-        entry, note = baseline.entry_for(prun.target if lowered is None else replace(prun.target, precision=lowered.before))
+        target = prun.target if lowered is None else replace(prun.target, precision=lowered.before)
+        entry, note = baseline.entry_for(target)
         if entry is None:
             pv.status = TargetStatus.NO_BASELINE
             pv.reason = (f"no baseline for {prun.name} on device class {prun.target.label}: create it with "
@@ -215,8 +216,8 @@ def _follows(mv: ModelVerdict, spec: ModelSpec, order: dict[str, int]) -> None:
                 continue  # past what the change explains: a regression of this runtime
             why = "" if pv is yard else f", as {REFERENCE_PROVIDER}'s error {torch_err:.3g} does today"
             base = "" if r.baseline is None else f", baseline {r.baseline:.3g}"
-            pv.rows[i] = replace(r, status=RowStatus.FOLLOWS, message=f"follows the model change at `{moved.layer}` "
-                                 f"(error {r.value:.3g}{base}{why}); not a finding of its own")
+            said = f"follows the model change at `{moved.layer}` (error {r.value:.3g}{base}{why})"
+            pv.rows[i] = replace(r, status=RowStatus.FOLLOWS, message=f"{said}; not a finding of its own")
 
 
 def audit_regression(audit: Audit) -> Regression:

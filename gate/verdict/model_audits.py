@@ -46,9 +46,9 @@ def training_mode(run: ModelRun) -> list[Audit]:
                       "mode changes no layer's output, so the gate ran it in eval mode")]
     change = training.get("change")
     if run.meta.random_draws:  # two forwards that draw differ anyway: the comparison cannot tell
-        return [Audit(Check.TRAINING_MODE, AuditStatus.WARN, f"{len(modules)} module(s) were left in training mode "
-                      f"({shown}); whether eval mode changes the outputs cannot be told, since the forward draws "
-                      "random numbers in eval mode too", layer=training["changed_at"])]
+        said = (f"{len(modules)} module(s) were left in training mode ({shown}); whether eval mode changes "
+                "the outputs cannot be told, since the forward draws random numbers in eval mode too")
+        return [Audit(Check.TRAINING_MODE, AuditStatus.WARN, said, layer=training["changed_at"])]
     return [Audit(Check.TRAINING_MODE, AuditStatus.FAIL, f"the factory left {len(modules)} module(s) in training mode ({shown}), "
                   f"and eval mode changes the outputs from {training['changed_at']}"
                   + (f" (by {change:.3g})" if change is not None else "")
@@ -60,9 +60,10 @@ def random_draws(run: ModelRun) -> list[Audit]:
     draws = run.meta.random_draws
     if not draws:
         return []
-    return [Audit(Check.RANDOM_DRAWS, AuditStatus.WARN, f"the forward draws random numbers ({'; '.join(draws)}): no two "
-                  "runs compute the same, so a regression there is a draw, not a change; pass `training=False` to "
-                  "functional dropout, call `model.eval()`, or draw from a seeded generator")]
+    said = (f"the forward draws random numbers ({'; '.join(draws)}): no two runs compute the same, so a "
+            "regression there is a draw, not a change; pass `training=False` to functional dropout, call "
+            "`model.eval()`, or draw from a seeded generator")
+    return [Audit(Check.RANDOM_DRAWS, AuditStatus.WARN, said)]
 
 
 def mapping(run: ModelRun) -> LayerMapping | None:

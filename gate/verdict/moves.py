@@ -236,8 +236,8 @@ class _Judge:
         parts = ([own] if own is not None else []) + gone
         if len(parts) < 2 or not identifies(layer.fp):
             return ()
-        return tuple(p.name for p in parts) if union_of(layer.fp, [p.fp for p in parts],
-                                                          max(self.seal_limit(layer, p) for p in parts)) else ()
+        limit = max(self.seal_limit(layer, p) for p in parts)
+        return tuple(p.name for p in parts) if union_of(layer.fp, [p.fp for p in parts], limit) else ()
 
 
 def inside(run: ModelRun, baseline: Baseline, st: Structure, limit: Limit, seal: Limit | None = None) -> dict[str, Move]:
@@ -266,7 +266,8 @@ def inside(run: ModelRun, baseline: Baseline, st: Structure, limit: Limit, seal:
     return out
 
 
-def _move(layer: LayerInfo, index: int, module: str, within: str, run: ModelRun, judge: _Judge) -> Move | None:
+def _move(layer: LayerInfo, index: int, module: str, within: str, run: ModelRun,
+          judge: _Judge) -> Move | None:
     """The move of layer ``index`` inside ``module``'s call ``within``, or None where the rule cannot
     say where its values went. Within float32 rounding of its own values, a layer passes on the rounding
     of code that changed before it anywhere, unless tensors of its own that no changed code covers
@@ -299,7 +300,8 @@ def union_of(fp: Fingerprint, parts: list[Fingerprint], limit: float) -> bool:
     spread = bound * math.sqrt(fp.count)
     if any(abs(getattr(fp, k) - sum(getattr(p, k) for p in parts)) > spread for k in ("sum", "sumabs")):
         return False
-    return abs(fp.min - min(p.min for p in parts)) <= bound and abs(fp.max - max(p.max for p in parts)) <= bound
+    low, high = min(p.min for p in parts), max(p.max for p in parts)
+    return abs(fp.min - low) <= bound and abs(fp.max - high) <= bound
 
 
 def _now_as(layer: LayerInfo, baseline: Baseline, judge: _Judge) -> str | None:

@@ -23,8 +23,8 @@ from gate.core.status import (
 from gate.verdict.types import ModelVerdict
 
 # Where recording the new numbers is the fix the user may intend: the only steps that offer `update-baseline`.
-RECORDS = frozenset({StepKind.MODEL_CHANGED, StepKind.WEIGHTS_CHANGED, StepKind.NO_BASELINE, StepKind.NO_ENTRY,
-                     StepKind.RECORD_ELSEWHERE, StepKind.REFACTORED})
+RECORDS = frozenset({StepKind.MODEL_CHANGED, StepKind.WEIGHTS_CHANGED, StepKind.NO_BASELINE,
+                     StepKind.NO_ENTRY, StepKind.RECORD_ELSEWHERE, StepKind.REFACTORED})
 
 
 @dataclass(frozen=True)
@@ -32,7 +32,7 @@ class NextStep:
     kind: StepKind
     command: str | None = None  # what to run, where one command is the step
     providers: tuple[str, ...] = ()  # the providers it concerns, first first
-    layer: str | None = None  # where the reference moved first (MODEL_CHANGED), the change hurt first (PRECISION_CHANGED)
+    layer: str | None = None  # where the reference moved first, or a precision change hurt first
     error_status: ErrorStatus | None = None  # how the model or provider failed
     checks: tuple[str, ...] = field(default=())  # the audits a provider failed (RUNTIME_AUDIT)
 
@@ -70,7 +70,8 @@ def next_step(m: ModelVerdict) -> NextStep | None:
         return NextStep(kind, m.recreate, (reference.name,), layer)
     regressed = [p for p in m.providers if p.role == Role.RUNTIME and p.status == TargetStatus.REGRESSED]
     names = tuple(p.name for p in regressed)
-    lowered = [p for p in regressed if any(a.check == Check.PRECISION and a.status == AuditStatus.FAIL for a in p.audits)]
+    lowered = [p for p in regressed
+               if any(a.check == Check.PRECISION and a.status == AuditStatus.FAIL for a in p.audits)]
     if lowered:  # configure the precision before any baseline records it
         first = lowered[0].first_regression
         return NextStep(StepKind.PRECISION_CHANGED, None, tuple(p.name for p in lowered),

@@ -60,8 +60,8 @@ def hints(ctx: Context) -> list[Hint]:
         base_err, value = (row.baseline if row else None), fr.value
         ratio = value / base_err if value is not None and base_err else None
         if ref_moved:
-            where = ("the model also changed at or before this layer (the reference moved), and beyond what that "
-                     "change explains (today's float32 PyTorch error there)")
+            where = ("the model also changed at or before this layer (the reference moved), and beyond what "
+                     "that change explains (today's float32 PyTorch error there)")
         elif cast_first is not None and cast_first <= idx:
             where = ("the model's code casts to a lower precision at or before this layer (promoted in the float64 "
                      "reference, run as written here), and")
@@ -70,9 +70,9 @@ def hints(ctx: Context) -> list[Hint]:
         numbers = f" {value:.3g}, baseline {base_err:.3g}" if value is not None and base_err is not None else ""
         out.append(make(
             "runtime-change", fr.layer, pv.name,
-            f"{pv.name} ({pv.precision}): {where} {'this' if ref_moved else 'only this'} runtime's error against "
-            f"the reference moved at {fr.layer} ({fr.check}{numbers})" + (f"; PyTorch numerics settings changed since the baseline: {named}"
-                                                  if flags else ""),
+            f"{pv.name} ({pv.precision}): {where} {'this' if ref_moved else 'only this'} runtime's error "
+            f"against the reference moved at {fr.layer} ({fr.check}{numbers})"
+            + (f"; PyTorch numerics settings changed since the baseline: {named}" if flags else ""),
             check=fr.check, value=value, baseline=base_err, threshold=fr.threshold, ratio=ratio,
             reference_moved=ref_moved, reference_drift_here=ctx.ref_value(fr.layer),
             graph_changed=graph_changed, weights_changed=weights,
@@ -120,7 +120,8 @@ def _model_change(ctx: Context, weights: bool | None, tensors: TensorChanges | N
     changed = tensors.values if tensors else None
     code = code_changed(ctx.run, ctx.baseline)
     if ctx.run.meta.random_draws:
-        why = f"or the forward drew other random numbers: it draws them ({'; '.join(ctx.run.meta.random_draws[:2])})"
+        draws = "; ".join(ctx.run.meta.random_draws[:2])
+        why = f"or the forward drew other random numbers: it draws them ({draws})"
     elif weights and changed:
         why = f"its weights changed: {describe_tensors(changed)}"
     elif weights:
@@ -137,8 +138,8 @@ def _model_change(ctx: Context, weights: bool | None, tensors: TensorChanges | N
         "model-change", fr.layer, REFERENCE_PROVIDER,
         f"the {ctx.ref_dtype} reference moved first at {fr.layer} ({fr.check}{value}): the model changed, {why}",
         check=fr.check, value=fr.value, threshold=fr.threshold, weights_changed=weights,
-        cause="random" if ctx.run.meta.random_draws else ("code" if weights is False or (weights and code) else
-                                                           "weights" if weights else "unknown"),
+        cause="random" if ctx.run.meta.random_draws else
+        ("code" if weights is False or (weights and code) else "weights" if weights else "unknown"),
         weights_digest_baseline=ctx.baseline.meta.weights_digest, weights_digest_now=ctx.run.meta.weights_digest,
         graph_changed=graph_changed, layers_moved=len(moved), first_layers_moved=moved[:5],
         **({"tensors_changed": changed[:50]} if changed else {}),
