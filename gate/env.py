@@ -24,19 +24,10 @@ BESIDE = "PARITY_GATE_BESIDE"
 BESIDE_MODES = ("auto", "on", "off")
 
 
-AHEAD = "PARITY_GATE_AHEAD"
-
-
 def beside(environ: dict[str, str] | None = None) -> str:
     """PARITY_GATE_BESIDE: whether the float64 reference may run beside the export
     (``gate.commands.beside``): ``auto`` (unset or empty), ``on`` or ``off``; else a ConfigError naming it."""
     return _mode(BESIDE, environ)
-
-
-def ahead(environ: dict[str, str] | None = None) -> str:
-    """PARITY_GATE_AHEAD: whether the first ONNX Runtime provider may start beside a reference that
-    runs in a child (``gate.commands.ahead``): ``auto``, ``on`` or ``off``, as ``beside``."""
-    return _mode(AHEAD, environ)
 
 
 def _mode(name: str, environ: dict[str, str] | None) -> str:

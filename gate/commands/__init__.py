@@ -5,9 +5,8 @@ flow: ``export_models`` (torch side), ``collect`` (ONNX Runtime side, no torch),
 ``report_files`` (merge every runner's results into one verdict). ``check`` and ``report_files``
 judge through one function, ``judging.judge``. ``pipeline`` runs one model (``prepare`` builds,
 exports and fingerprints its reference) in stages (``stages``), each reused only under a key of
-exactly what it reads (``content_key``), some beside others (``beside``: the reference beside the
-export; ``ahead``: a provider beside the reference); ``providers`` runs one provider, in-process or in
-a worker; ``listing`` backs ``list`` and ``validate``; ``shards`` picks the models of one leg of a
+exactly what it reads (``content_key``), the float64 reference beside the export where it may
+(``beside``); ``providers`` runs one provider, in-process or in a worker; ``listing`` backs ``list`` and ``validate``; ``shards`` picks the models of one leg of a
 matrix (``--shard K/N``).
 """
 

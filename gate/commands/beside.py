@@ -42,7 +42,6 @@ THREAD_GAIN = 0.8
 # A float32 forward (the probe's) shorter than this: the fork and the child's start (30-40 ms measured
 # for resnet18's process) would cost more than the reference they move.
 MIN_FORWARD_S = 0.05
-POLL_S = 0.05  # how often the parent looks at a child that runs beside a provider's capture
 # ``auto`` predicts both sides. The child's reference: the probe's float32 forward, FLOAT64_COST times
 # longer in float64, on one thread. The export: at least EXPORT_S_PER_OP for each operation the probe
 # traced, or EXPORT_S_PER_GB for each GB of weights it writes, whichever is longer. Measured on the
@@ -57,7 +56,7 @@ EXPORT_S_PER_GB = 3.0
 BIND_S_PER_OP = 0.004
 BIND_S_PER_GB = 2.4
 # A child up to this many times the export still pays: two thirds done when the export ends, its last
-# third is shorter than a run from scratch on the parent's threads (``take``). The prediction is rough
+# third is shorter than a run from scratch on the parent's threads (``wait_or_stop``). The prediction is rough
 # (the ratios above), so only a child clearly past the export is not started.
 HIDE_SLACK = 1.5
 
@@ -70,13 +69,11 @@ class Beside:
     layers: int
 
 
-def start(built: BuiltModel, layers: int, forward_s: float, ops: int, binding: bool = False,
-          ahead_s: float = 0.0) -> Beside | None:
+def start(built: BuiltModel, layers: int, forward_s: float, ops: int, binding: bool = False) -> Beside | None:
     """The reference started in a child, where it may run beside the export; None where not.
     ``layers``, ``forward_s`` and ``ops``: the probe's records, the seconds its float32 forward took
     and the operations it traced; ``binding``: the export is new weights bound into the stored
-    structure, not a trace; ``ahead_s``: a provider's capture predicted to run beside the child after
-    the export (``gate.commands.ahead``), which the child may also take."""
+    structure, not a trace."""
     from gate import env
     from gate.runners import forked
     from gate.runners.reference import run_reference
@@ -86,9 +83,9 @@ def start(built: BuiltModel, layers: int, forward_s: float, ops: int, binding: b
         return None
     weights = weight_bytes(built)
     if mode == "auto" and (cpus() < AUTO_CPUS
-                           or not hides(forward_s, ops, weights, forked.threads(), binding, ahead_s)):
+                           or not hides(forward_s, ops, weights, forked.threads(), binding)):
         return None
-    if not _fits(weights * (2 if ahead_s else 1)):  # and a worker's session of them beside it
+    if not _fits(weights):
         return None
     promote = built.spec.reference_promotion
 
@@ -119,7 +116,7 @@ class Slot:
 
 @contextlib.contextmanager
 def stopped_on_error(slot: Slot) -> Iterator[Slot]:
-    """A block that takes the child's reference: an exception out of it (the export's bug, an
+    """A block that waits for the child's reference: an exception out of it (the export's bug, an
     interrupt) ends the child too."""
     try:
         yield slot
@@ -129,15 +126,13 @@ def stopped_on_error(slot: Slot) -> Iterator[Slot]:
         raise
 
 
-def take(beside: Beside, busy: Callable[[], bool] = lambda: False) -> Reference | None:
+def wait_or_stop(beside: Beside) -> Reference | None:
     """After the export: the child's reference, waited for while that is shorter than running it
     here, with this process's threads, from the start; else None (the child is stopped, the caller
-    runs it). While ``busy`` (a provider's capture beside it) no CPU is idle, and the child runs on."""
+    runs it)."""
     from gate.runners import forked
 
     child = beside.child
-    while busy() and child.running:
-        time.sleep(POLL_S)
     elapsed = time.perf_counter() - child.started
     if child.running and not _worth_waiting(child.done, beside.layers, elapsed, forked.threads()):
         child.stop()
@@ -145,15 +140,13 @@ def take(beside: Beside, busy: Callable[[], bool] = lambda: False) -> Reference 
     return child.result()
 
 
-def hides(forward_s: float, ops: int, weight_bytes: int, threads: int, binding: bool = False,
-          ahead_s: float = 0.0) -> bool:
+def hides(forward_s: float, ops: int, weight_bytes: int, threads: int, binding: bool = False) -> bool:
     """Whether the child's reference, as the probe predicts it, ends within the export (``binding``:
-    the binding of new weights) and the capture of a provider that goes ahead beside it (``ahead_s``):
-    where it cannot, the parent stops it and runs it again, and it only held memory beside them
-    (GPT-2 at 2048 tokens, no provider ahead: 0.15 GB more at the peak, no time saved)."""
+    the binding of new weights): where it cannot, the parent stops it and runs it again, and it only
+    held memory beside the export."""
     child = forward_s * FLOAT64_COST * max(1.0, THREAD_GAIN * threads)
     per_op, per_gb = (BIND_S_PER_OP, BIND_S_PER_GB) if binding else (EXPORT_S_PER_OP, EXPORT_S_PER_GB)
-    return child <= HIDE_SLACK * (max(ops * per_op, weight_bytes / 1e9 * per_gb) + ahead_s)
+    return child <= HIDE_SLACK * max(ops * per_op, weight_bytes / 1e9 * per_gb)
 
 
 def _worth_waiting(done: int, layers: int, elapsed: float, threads: int) -> bool:

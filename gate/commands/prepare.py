@@ -33,7 +33,6 @@ from gate.export.record import Graph, GraphFacts
 from gate.model import inputs as inputs_mod
 
 if TYPE_CHECKING:
-    from gate.commands.ahead import Ahead
     from gate.export.exporter import Exported
     from gate.export.structure import Structure
     from gate.model.build import BuiltModel, Module
@@ -249,11 +248,10 @@ def _record_graph(run: ModelRun, spec: ModelSpec, graph: Graph) -> None:
 
 
 def prepare(config: Config, spec: ModelSpec, progress: Progress = lambda _: None, cache: Cache | None = None,
-            plan: Plan | None = None, settled: bool = True, ahead: Ahead | None = None) -> Prepared:
+            plan: Plan | None = None, settled: bool = True) -> Prepared:
     """Build (once), probe and key, export (once per export) and transform, fingerprint the float64
     reference, map its layers; with ``plan``, each stage's output comes from its key where it may.
-    ``settled``: the graph's digest is on the run; else the caller ``settle``s it once it needs it.
-    ``ahead``: a provider that may start as soon as the graph exists (``gate.commands.ahead``)."""
+    ``settled``: the graph's digest is on the run; else the caller ``settle``s it once it needs it."""
     cache = (cache if cache is not None else Cache()).enter(spec)
     built = _build(config, spec, cache, progress, plan)
     run = ModelRun(spec.name, _meta(built))
@@ -262,7 +260,7 @@ def prepare(config: Config, spec: ModelSpec, progress: Progress = lambda _: None
         run.meta.weights_digest = built.weights_digest
         return Prepared(run, built, None, built.arrays)
     with collector.frozen():
-        prepared = _stages(config, built, run, cache, plan, progress, ahead)
+        prepared = _stages(config, built, run, cache, plan, progress)
     if settled:
         settle(prepared, plan)
     return prepared
@@ -281,13 +279,12 @@ def settle(prepared: Prepared, plan: Plan | None) -> None:
 
 
 def _stages(config: Config, built: BuiltModel, run: ModelRun, cache: Cache, plan: Plan | None,
-            progress: Progress, ahead: Ahead | None = None) -> Prepared:
-    """Probe and key, export and transform, the float64 reference (beside the export where it may,
-    and a provider beside it where one may go ahead)."""
+            progress: Progress) -> Prepared:
+    """Probe and key, export and transform, the float64 reference (beside the export where it may)."""
     spec = built.spec
     if plan is not None:
         plan.start(config, built, run, progress)
-    slot = beside.Slot(lambda binding: _beside(built, cache, plan, binding, ahead))
+    slot = beside.Slot(lambda binding: _beside(built, cache, plan, binding))
     with beside.stopped_on_error(slot):
         shipped = _ship(config, built, run, cache, plan, progress, slot.start)
         if plan is not None:
@@ -306,14 +303,7 @@ def _stages(config: Config, built: BuiltModel, run: ModelRun, cache: Cache, plan
             outputs = plan.reused_reference(run)
             records = plan.probe.records if plan.probe is not None else []
         else:
-            child = slot.child
-            if ahead is not None and child is not None and graph is not None and probe is not None \
-                    and child.child.running and ahead.may(slot.binding) \
-                    and ahead.fits(beside.weight_bytes(built)):  # the graph exists, the reference not yet
-                progress(f"{spec.name}: {ahead.provider.name} started beside the float64 reference")
-                ahead.start(run, graph, probe.records, built.arrays)
-            busy = ahead.capturing if ahead is not None and ahead.went else None
-            reference = _reference(built, run, graph, plan, progress, child, busy)
+            reference = _reference(built, run, graph, plan, progress, slot.child)
             if reference is None:
                 return Prepared(run, built, None, built.arrays)
             outputs, records = reference
@@ -322,34 +312,30 @@ def _stages(config: Config, built: BuiltModel, run: ModelRun, cache: Cache, plan
     return Prepared(run, built, graph.path if graph is not None else None, built.arrays, outputs, graph, probe)
 
 
-def _beside(built: BuiltModel, cache: Cache, plan: Plan | None, binding: bool,
-            ahead: Ahead | None = None) -> beside.Beside | None:
+def _beside(built: BuiltModel, cache: Cache, plan: Plan | None, binding: bool) -> beside.Beside | None:
     """The reference started beside the export (``gate.commands.beside``), asked as a fresh export
     starts tracing or new weights start binding into the stored structure (``binding``; not for a
     graph from the store), where this case computes both here (its reference is not the baseline's,
     its export is not shared or read) and the probe ran: its records and its time tell how long the
-    reference is, and a provider that may go ahead (``ahead``) how long its capture beside it is."""
+    reference is."""
     spec = built.spec
     probe = plan.probe if plan is not None else None
     if probe is None or plan is None or plan.reference or spec.export_key in cache.exports or spec.artifact:
         return None
-    ahead_s = ahead.cost(probe.seconds, binding) if ahead is not None else 0.0
-    return beside.start(built, len(probe.records), probe.seconds, probe.ops, binding, ahead_s)
+    return beside.start(built, len(probe.records), probe.seconds, probe.ops, binding)
 
 
 def _reference(built: BuiltModel, run: ModelRun, graph: Graph | None, plan: Plan | None,
-               progress: Progress, child: beside.Beside | None = None, busy: Callable[[], bool] | None = None
-               ) -> tuple[list[np.ndarray], list] | None:
-    """The float64 reference stage: from the child that ran it beside the export (and beside a
-    provider's capture while ``busy``), else run here; its outputs and records onto ``run``; None when
-    the model failed in it (``run.error`` says how)."""
+               progress: Progress, child: beside.Beside | None = None) -> tuple[list[np.ndarray], list] | None:
+    """The float64 reference stage: from the child that ran it beside the export, else run here; its
+    outputs and records onto ``run``; None when the model failed in it (``run.error`` says how)."""
     from gate.runners.reference import compare_as_given, run_reference
 
     spec = built.spec
     ref = None
     if child is not None:
         progress(f"{spec.name}: float64 reference on torch-cpu, {beside.BESIDE}")
-        ref = beside.take(child, busy) if busy is not None else beside.take(child)
+        ref = beside.wait_or_stop(child)
     if ref is None:
         progress(f"{spec.name}: float64 reference on torch-cpu")
     try:

@@ -99,12 +99,12 @@ class Plan:
         self.probe: Probe | None = None  # the torch-cpu float32 capture
         self.key: ContentKey | None = None
         self.reference = False  # the float64 reference's fingerprints are the baseline's
-        self._ahead: Background[Lookup] | None = None
+        self._prefetched: Background[Lookup] | None = None
         recorded = self.recorded
         if policy.read and policy.store is not None and recorded is not None and recorded.stage(Stage.EXPORT):
             # The export's entry this run most likely needs, checked (every file hashed) on a thread
             # from now: beside the build, which leaves a CPU idle, not the probe's two threads.
-            self._ahead = Background(self._lookup, Stage.EXPORT, recorded.stage(Stage.EXPORT))
+            self._prefetched = Background(self._lookup, Stage.EXPORT, recorded.stage(Stage.EXPORT))
         self._deferred: list[tuple[ModelRun, Callable[[], Put]]] = []  # writes not started yet (``release``)
         self._writes: list[tuple[ModelRun, Background[Put]]] = []
 
@@ -283,11 +283,11 @@ class Plan:
             self._record(run, replace(s, note=f"the graph of case `{case}` (one export for both)"))
 
     def _found(self, stage: Stage, key: str) -> Lookup:
-        if stage == Stage.EXPORT and self._ahead is not None:
-            ahead, self._ahead = self._ahead, None
+        if stage == Stage.EXPORT and self._prefetched is not None:
+            prefetched, self._prefetched = self._prefetched, None
             recorded = self.recorded
             if recorded is not None and recorded.stage(Stage.EXPORT) == key:
-                return ahead.result()
+                return prefetched.result()
         return self._lookup(stage, key)
 
     def _lookup(self, stage: Stage, key: str) -> Lookup:

@@ -308,7 +308,7 @@ def test_a_spare_runs_its_job_as_a_worker_started_for_it(tmp_path):
     spare = Spare()
     try:
         waited = _chain_run(tmp_path / "spare", spare)
-        assert spare.take() is None  # taken once
+        assert spare.claim() is None  # claimed once
     finally:
         spare.close()
     assert (fresh.status, waited.status) == ("ok", "ok"), (fresh.reason, waited.reason)
