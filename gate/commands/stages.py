@@ -20,7 +20,6 @@ neither read nor written here again. ``Reuse`` on the run says, per stage, what 
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -28,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from gate import env
 from gate.commands import alarms, reuse_explain
 from gate.core.background import Background
 from gate.core.reuse import Reuse, Shipped, StageRun
@@ -48,7 +48,6 @@ if TYPE_CHECKING:
     from gate.model.build import BuiltModel
     from gate.model.trace import Probe
 
-FULL_ENV = "PARITY_GATE_FULL"
 
 # Where a computed reference stands in the store's words, by why it ran.
 _REFERENCE_STATE = {
@@ -57,10 +56,6 @@ _REFERENCE_STATE = {
     FullWhy.UNKEYABLE: CacheState.UNKEYED, FullWhy.GRADIENTS: CacheState.UNKEYED, FullWhy.TRAINING: CacheState.UNKEYED,
     FullWhy.ALARM: CacheState.ALARM,
 }
-
-
-def _flag(name: str) -> bool:
-    return os.environ.get(name, "").strip().lower() not in ("", "0", "false", "no", "off")
 
 
 @dataclass(frozen=True)
@@ -76,7 +71,7 @@ class ReusePolicy:
     def for_check(cls, full: bool = False) -> ReusePolicy:
         root = store_dir()
         store = Store(root) if root is not None else None
-        if full or _flag(FULL_ENV):
+        if full or env.full():
             return cls(False, store, FullWhy.FORCED)
         return cls(True, store)
 

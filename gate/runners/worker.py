@@ -11,10 +11,10 @@ Runtime workers import no torch.
 from __future__ import annotations
 
 import importlib
-import os
 import sys
 from pathlib import Path
 
+from gate import env
 from gate.core.failure import ModelError
 from gate.core.runs import Meta, ModelRun, ProviderRun
 from gate.core.status import ErrorStatus
@@ -41,7 +41,7 @@ def _limit_memory(budget_mb: int | None) -> None:
 
 def _call_hook(job: WorkerJob) -> None:
     """PARITY_GATE_WORKER_HOOK=module:function runs before the provider (debugging, fault tests)."""
-    spec = os.environ.get("PARITY_GATE_WORKER_HOOK")
+    spec = env.worker_hook()
     if spec:
         module, _, attr = spec.partition(":")
         getattr(importlib.import_module(module), attr)(job)

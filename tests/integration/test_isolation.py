@@ -24,12 +24,12 @@ from gate.core.runs import LayerInfo, ModelRun, OnnxSite
 from gate.core.stages import DETAIL
 from gate.core.status import CacheState, Stage
 from gate.core.target import Target
+from gate.env import CACHE_DIR
 from gate.fingerprint import fingerprint
 from gate.formats.results import RUN, Bundle
 from gate.runners import ort_session
 from gate.runners.base import Subject
 from gate.runners.isolation import Spare, job_for, run_isolated
-from gate.store import CACHE_ENV
 
 ROOT = Path(__file__).resolve().parents[2]
 # A worker expected to finish gets the margin a loaded 2-core CI runner needs: a cold `import
@@ -336,7 +336,7 @@ def test_the_graph_digest_reaches_the_run_after_the_providers_even_when_one_cras
     """A run waits for its shipped graph's digest (hashed on a thread since the export wrote it) only
     after the providers (``prepare.settle``): it is on the run when the worker aborts, the same as a
     clean run's (whose graph comes from the store the first run wrote), and said against the baseline."""
-    monkeypatch.setenv(CACHE_ENV, str(tmp_path / "store"))
+    monkeypatch.setenv(CACHE_DIR, str(tmp_path / "store"))
     monkeypatch.setenv("PARITY_GATE_WORKER_HOOK", "worker_hooks:fault")
     monkeypatch.setenv("PYTHONPATH", str(Path(__file__).parent))
     cfg = load_config(torch_config(tmp_path, '"CPUExecutionProvider"'))
