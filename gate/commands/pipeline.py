@@ -4,7 +4,7 @@ verdict's job.
 
 The model is built once and that same instance is exported and run on PyTorch (the stages before
 the providers: ``prepare``); where no later case of the command runs it, it goes before the ONNX
-Runtime providers (``Cache.let_go``). Providers run
+Runtime providers (``Memo.drop_model``). Providers run
 in-process or, where the config isolates them (ONNX Runtime EPs and CUDA by default), in a
 worker process that reads the exported bundle.
 """
@@ -17,12 +17,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from gate.commands.prepare import Cache, Prepared, prepare, settle
+from gate.commands.prepare import Memo, Prepared, add_graph_digest, prepare
 from gate.commands.providers import for_graph, is_isolated, run_provider
 from gate.commands.stages import Plan
 from gate.config import Config, ModelSpec, ProviderSpec
+from gate.core.progress import Progress
 from gate.core.runs import ModelRun, ProviderRun
-from gate.core.stages import Progress
 from gate.core.status import SkipKind
 from gate.env import threads as env_threads
 from gate.formats.results import Bundle
@@ -80,17 +80,17 @@ def _probed(provider: ProviderSpec, probe, isolated: bool):
 
 def run_providers(prepared: Prepared, bundle: Bundle, providers: tuple[ProviderSpec, ...], config: Config,
                   progress: Progress, settings: Settings, spare: Spare | None = None,
-                  cache: Cache | None = None) -> None:
+                  memo: Memo | None = None) -> None:
     """PyTorch providers, then ONNX Runtime EPs (the order the report lists them in); the first
-    isolated one in ``spare``, where one waits. After the PyTorch ones, the model goes where ``cache`` says no
+    isolated one in ``spare``, where one waits. After the PyTorch ones, the model goes where ``memo`` says no
     later case runs it."""
     assert prepared.built is not None
     spec = prepared.built.spec
     subject = Subject(prepared.run, bundle.folder, prepared.built, settings.threads, prepared.outputs,
                       spec.output_tolerance, spec.repeats, settings.times(config), progress)
     for provider in sorted(providers, key=lambda p: not p.kind.torch):
-        if not provider.kind.torch and subject.built is not None and cache is not None \
-                and cache.let_go(prepared):
+        if not provider.kind.torch and subject.built is not None and memo is not None \
+                and memo.drop_model(prepared):
             subject = replace(subject, built=None)
         skip = config.skip_reason(prepared.run.name, provider.name)
         if skip:
@@ -108,22 +108,22 @@ def run_providers(prepared: Prepared, bundle: Bundle, providers: tuple[ProviderS
 
 
 def run_model(config: Config, spec: ModelSpec, providers: tuple[ProviderSpec, ...], progress: Progress = _quiet,
-              settings: Settings | None = None, cache: Cache | None = None, plan: Plan | None = None) -> ModelRun:
-    """Everything for one model (``cache``: what its cases share within one command; ``plan``: what
+              settings: Settings | None = None, memo: Memo | None = None, plan: Plan | None = None) -> ModelRun:
+    """Everything for one model (``memo``: what its cases share within one command; ``plan``: what
     each stage may take from its key, ``gate.commands.stages``)."""
     settings = settings or Settings.from_env()
     spare = _spare(providers, config)
     try:
         with torch_threads(settings.threads), tempfile.TemporaryDirectory(prefix="parity-gate-") as tmp:
             bundle = Bundle(Path(tmp))
-            prepared = prepare(config, spec, progress, cache, plan, settled=False)
+            prepared = prepare(config, spec, progress, memo, plan, digest=False)
             try:
                 if prepared.run.error and not prepared.run.layers:
                     return prepared.run
                 bundle.write(prepared.run, prepared.model_file, prepared.inputs, prepared.outputs)
-                run_providers(prepared, bundle, providers, config, progress, settings, spare, cache)
+                run_providers(prepared, bundle, providers, config, progress, settings, spare, memo)
             finally:
-                settle(prepared, plan)  # its digest, hashed while the providers ran
+                add_graph_digest(prepared, plan)  # hashed while the providers ran
         return prepared.run
     finally:
         if spare is not None:

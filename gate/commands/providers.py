@@ -44,8 +44,8 @@ def run_provider(provider: ProviderSpec, subject: Subject, isolation: Isolation,
     except FAILURES as exc:
         return failed_run(exc, runner.target())
     heap.trim()  # what the export and the reference freed is not held beside the worker
-    return run_isolated(job_for(provider, subject, isolation, config_path), runner.target(), isolation.timeout_s,
-                        subject.detail, spare)
+    job = job_for(provider, subject, isolation, config_path)
+    return run_isolated(job, runner.target(), isolation.timeout_s, subject.detail, spare)
 
 
 def _as_run(provider: ProviderSpec, subject: Subject, isolation: Isolation) -> tuple[ProviderSpec, Subject]:

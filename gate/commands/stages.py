@@ -30,9 +30,9 @@ import numpy as np
 from gate import env
 from gate.commands import alarms, reuse_explain
 from gate.core.background import Background
+from gate.core.progress import Progress
 from gate.core.reuse import Reuse, Shipped, StageRun
 from gate.core.runs import LayerInfo, ModelRun
-from gate.core.stages import Progress
 from gate.core.status import CacheState, FullWhy, Stage
 from gate.errors import FormatError
 from gate.export.record import Graph

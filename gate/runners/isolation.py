@@ -150,8 +150,8 @@ def _spawn(job: Path | str, stderr) -> subprocess.Popen[bytes]:
     group = {"start_new_session": True} if os.name == "posix" else \
         {"creationflags": getattr(subprocess, "CREATE_NEW_PROCESS_GROUP", 0)}
     return subprocess.Popen([sys.executable, "-m", "gate.runners.worker", str(job)], env=env,
-                            stdin=subprocess.PIPE if job == WAIT else None, stdout=subprocess.PIPE, stderr=stderr,
-                            **group)
+                            stdin=subprocess.PIPE if job == WAIT else None, stdout=subprocess.PIPE,
+                            stderr=stderr, **group)
 
 
 def _kill(proc: subprocess.Popen) -> None:

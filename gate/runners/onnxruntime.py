@@ -17,8 +17,8 @@ from gate.config.providers import CPU_EPS, GPU_EPS
 from gate.core import device
 from gate.core.failure import ModelError
 from gate.core.layers import FORWARD_ONLY, is_gradient
+from gate.core.progress import DETAIL, DETAIL_EVERY_S
 from gate.core.runs import ModelRun, ProviderLayer, ProviderRun, error_against
-from gate.core.stages import DETAIL, DETAIL_EVERY_S
 from gate.core.status import ErrorStatus
 from gate.core.target import Target
 from gate.formats.results import Bundle

@@ -31,7 +31,9 @@ MODEL = ('[[models]]\nname = "net"\nfactory = "beside_models:{factory}"\n'
 def project(tmp, factory: str, transform: str | None = None):
     shutil.copy(E2E / "beside_models.py", tmp / "beside_models.py")
     path = tmp / "parity-gate.toml"
-    model = MODEL.format(factory=factory) + (f'transform = "beside_models:{transform}"\n' if transform else "")
+    model = MODEL.format(factory=factory)
+    if transform:
+        model += f'transform = "beside_models:{transform}"\n'
     path.write_text('baseline-dir = "b"\nproviders = ["torch-cpu", "CPUExecutionProvider"]\n\n' + model)
     return path
 

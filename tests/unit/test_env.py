@@ -10,8 +10,8 @@ from gate import env
 from gate.errors import ConfigError
 
 
-@pytest.mark.parametrize(("value", "on"), [("1", True), ("yes", True), ("On", True), ("", False), ("0", False),
-                                           ("false", False), ("off", False), (None, False)])
+@pytest.mark.parametrize(("value", "on"), [("1", True), ("yes", True), ("On", True), ("", False),
+                                           ("0", False), ("false", False), ("off", False), (None, False)])
 def test_full_and_debug_are_one_flag_rule(value, on):
     for read, name in ((env.full, env.FULL), (env.debug, env.DEBUG)):
         assert read({} if value is None else {name: value}) is on
