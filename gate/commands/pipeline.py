@@ -133,9 +133,9 @@ def run_model(config: Config, spec: ModelSpec, providers: tuple[ProviderSpec, ..
 
 
 def _spare(providers: tuple[ProviderSpec, ...], config: Config) -> Spare | None:
-    """A worker started now for the first isolated ONNX Runtime provider, so that its start (0.3-0.45 s
-    measured: the interpreter, NumPy, ONNX Runtime) goes by while the model is exported; None where no
-    such provider is selected."""
+    """A worker started now for the first isolated ONNX Runtime provider, so that its start (the
+    interpreter, NumPy, ONNX Runtime) goes by while the model is exported; None where no such
+    provider is selected."""
     if any(is_isolated(p, config.isolation) and not p.kind.torch for p in providers):
         return Spare()
     return None

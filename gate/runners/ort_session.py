@@ -250,8 +250,8 @@ def _capture(result: OrtRun, proto: onnx.ModelProto, part: list[str], spec: Sess
     """One session with ``part`` marked as outputs (the weights file shared with ``model``), run
     without the CPU arena so its peak is not held into the next, and without weight prepacking:
     ONNX Runtime maps external weights from their file and uses them in place unless it prepacks
-    them, which copies every MatMul weight (3 s and a second copy for 2.4 GB) for a session that
-    runs once."""
+    them, which copies every MatMul weight (time, and a second copy of the weights) for a session
+    that runs once."""
     marked = mark_outputs(proto, part)
     with Marked(marked, model if model is not None else Path(".")) as source:
         del marked
