@@ -54,8 +54,9 @@ def _shape_sets(r: Reader, base: ModelSpec) -> list[dict[str, list[int]]] | None
 
 
 def _axes(r: Reader, base: ModelSpec) -> dict[str, list[Any]]:
-    axes: dict[str, list[Any] | None] = {"batch": _ints(r, "batch-sizes"), "length": _ints(r, "sequence-lengths"),
-            "shapes": _shape_sets(r, base), "opset": _ints(r, "opsets", low=7)}
+    axes: dict[str, list[Any] | None] = {
+        "batch": _ints(r, "batch-sizes"), "length": _ints(r, "sequence-lengths"),
+        "shapes": _shape_sets(r, base), "opset": _ints(r, "opsets", low=7)}
     declared = isinstance(base.inputs, tuple)
     for axis, key in (("batch", "batch-sizes"), ("length", "sequence-lengths"), ("shapes", "input-shapes")):
         if axes[axis] is not None and not declared:
