@@ -4,9 +4,8 @@ verdict's job.
 
 The model is built once and that same instance is exported and run on PyTorch (the stages before
 the providers: ``prepare``); where no later case of the command runs it, it goes before the ONNX
-Runtime providers (``Memo.drop_model``). Providers run
-in-process or, where the config isolates them (ONNX Runtime EPs and CUDA by default), in a
-worker process that reads the exported bundle.
+Runtime providers (``Memo.drop_model``). Providers run in-process or, where the config isolates
+them (ONNX Runtime EPs and CUDA by default), in a worker process that reads the exported bundle.
 """
 
 from __future__ import annotations
