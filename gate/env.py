@@ -1,18 +1,32 @@
-"""Settings read from the environment, each parsed by one rule."""
+"""Settings read from the environment, each parsed by one rule: a caller calls the accessor that
+names the variable, and never reads ``os.environ`` itself."""
 
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
+from pathlib import Path
 
 from gate.errors import ConfigError
 
 THREADS = "PARITY_GATE_THREADS"
+BESIDE = "PARITY_GATE_BESIDE"
+BESIDE_MODES = ("auto", "on", "off")
+FULL = "PARITY_GATE_FULL"
+CACHE_DIR, CACHE_MAX_GB = "PARITY_GATE_CACHE_DIR", "PARITY_GATE_CACHE_MAX_GB"
+DEBUG = "PARITY_GATE_DEBUG"
+WORKER_HOOK = "PARITY_GATE_WORKER_HOOK"
+CUDA_VISIBLE_DEVICES = "CUDA_VISIBLE_DEVICES"
 
 
-def threads(environ: dict[str, str] | None = None) -> int | None:
+def _read(name: str, environ: Mapping[str, str] | None) -> str | None:
+    return (os.environ if environ is None else environ).get(name)
+
+
+def threads(environ: Mapping[str, str] | None = None) -> int | None:
     """PARITY_GATE_THREADS: intra-op threads of torch, ONNX Runtime and the fingerprint kernel
     (unset or empty: each uses its default). A positive integer, or a ConfigError naming it."""
-    raw = (os.environ if environ is None else environ).get(THREADS, "").strip()
+    raw = (_read(THREADS, environ) or "").strip()
     if not raw:
         return None
     if not raw.isdigit() or int(raw) < 1:
@@ -20,27 +34,59 @@ def threads(environ: dict[str, str] | None = None) -> int | None:
     return int(raw)
 
 
-BESIDE = "PARITY_GATE_BESIDE"
-BESIDE_MODES = ("auto", "on", "off")
-
-
-AHEAD = "PARITY_GATE_AHEAD"
-
-
-def beside(environ: dict[str, str] | None = None) -> str:
+def beside(environ: Mapping[str, str] | None = None) -> str:
     """PARITY_GATE_BESIDE: whether the float64 reference may run beside the export
     (``gate.commands.beside``): ``auto`` (unset or empty), ``on`` or ``off``; else a ConfigError naming it."""
-    return _mode(BESIDE, environ)
-
-
-def ahead(environ: dict[str, str] | None = None) -> str:
-    """PARITY_GATE_AHEAD: whether the first ONNX Runtime provider may start beside a reference that
-    runs in a child (``gate.commands.ahead``): ``auto``, ``on`` or ``off``, as ``beside``."""
-    return _mode(AHEAD, environ)
-
-
-def _mode(name: str, environ: dict[str, str] | None) -> str:
-    raw = (os.environ if environ is None else environ).get(name, "").strip().lower() or "auto"
+    raw = (_read(BESIDE, environ) or "").strip().lower() or "auto"
     if raw not in BESIDE_MODES:
-        raise ConfigError(f"{name}={raw!r}: expected one of {', '.join(BESIDE_MODES)}")
+        raise ConfigError(f"{BESIDE}={raw!r}: expected one of {', '.join(BESIDE_MODES)}")
     return raw
+
+
+def _flag(name: str, environ: Mapping[str, str] | None) -> bool:
+    return (_read(name, environ) or "").strip().lower() not in ("", "0", "false", "no", "off")
+
+
+def full(environ: Mapping[str, str] | None = None) -> bool:
+    """PARITY_GATE_FULL: ``check --full``, every stage computed (set and not 0, false, no or off)."""
+    return _flag(FULL, environ)
+
+
+def debug(environ: Mapping[str, str] | None = None) -> bool:
+    """PARITY_GATE_DEBUG (``--debug``, which workers inherit): whole tracebacks in the results."""
+    return _flag(DEBUG, environ)
+
+
+def store_dir(environ: Mapping[str, str] | None = None) -> Path | None:
+    """The export cache's folder: PARITY_GATE_CACHE_DIR (empty, ``off``, ``none`` or ``0``: None, the
+    cache off), else ``parity-gate`` under XDG_CACHE_HOME or ``~/.cache``."""
+    value = _read(CACHE_DIR, environ)
+    if value is not None:
+        return None if value.strip().lower() in ("", "off", "none", "0") else Path(value).expanduser()
+    base = _read("XDG_CACHE_HOME", environ) or str(Path.home() / ".cache")
+    return Path(base) / "parity-gate"
+
+
+def store_max_bytes(environ: Mapping[str, str] | None = None) -> int:
+    """PARITY_GATE_CACHE_MAX_GB: the export cache's bound, in bytes (unset or not a number: 20 GB)."""
+    try:
+        return int(float(_read(CACHE_MAX_GB, environ) or "20") * 2**30)
+    except ValueError:
+        return 20 * 2**30
+
+
+def worker_hook(environ: Mapping[str, str] | None = None) -> str | None:
+    """PARITY_GATE_WORKER_HOOK=module:function, run in a worker before its provider (debugging, fault
+    tests); None where unset or empty."""
+    return _read(WORKER_HOOK, environ) or None
+
+
+def cuda_visible_devices(environ: Mapping[str, str] | None = None) -> str | None:
+    """CUDA_VISIBLE_DEVICES as CUDA reads it (None: unset, every device visible)."""
+    return _read(CUDA_VISIBLE_DEVICES, environ)
+
+
+def declared(name: str, environ: Mapping[str, str] | None = None) -> str | None:
+    """The variable ``name`` that a config declares a transform reads (``transform-inputs``,
+    ``env:NAME``); None where unset."""
+    return _read(name, environ)

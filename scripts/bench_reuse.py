@@ -27,8 +27,6 @@ from the file, np.allclose) and
 - `changed beside`, `code beside`, `changed serial`, `code serial`: the same with
   ``PARITY_GATE_BESIDE=on`` (the reference beside the export, in a forked child, whatever the CPUs) or
   ``off`` (after the export, in the gate's process); the path says where it ran;
-- `changed after`, `code after`: the same with ``PARITY_GATE_AHEAD=off`` (the ONNX Runtime provider
-  after the reference, never beside it: ``gate.commands.ahead``);
 - `today` (with `--today`): `check` of that checkout on its own baseline: the gate before reuse;
 - `warm 4k` (with `--heap`): `warm` with the worker's heap on 4 KiB pages
   (``GLIBC_TUNABLES=glibc.malloc.hugetlb=0``, gate.runners.heap): what the huge-page advice saves;
@@ -61,14 +59,11 @@ import measure  # noqa: E402
 from measure import RECIPE_RUN, host, measured, pairs, stage_seconds  # noqa: E402 - how every benchmark measures
 
 from gate.commands.beside import BESIDE  # noqa: E402 - the reference's note where it ran beside the export
-from gate.env import AHEAD as AHEAD_ENV  # noqa: E402
 from gate.env import BESIDE as BESIDE_ENV  # noqa: E402
 from gate.runners import heap as heap_tunables  # noqa: E402 - the worker's heap settings, named in one place
 
 ROOT = Path(__file__).resolve().parents[1]
-# The environment of a change side's twin: the reference beside the export or after it; the provider after it.
-TWINS = {"beside": {BESIDE_ENV: "on"}, "serial": {BESIDE_ENV: "off"}, "after": {AHEAD_ENV: "off"}}
-AHEAD_SAID = "started beside the float64 reference"  # the progress line of a provider started beside it
+TWINS = {"beside": "on", "serial": "off"}  # PARITY_GATE_BESIDE of a change side's twin
 SIDES = ("warm", "warm 4k", "cold", "changed", *(f"changed {t}" for t in TWINS), "code",
          *(f"code {t}" for t in TWINS), "today", "floor")
 CHANGES = {"changed": "BENCH_CHANGE", "code": "BENCH_CODE_CHANGE"}
@@ -259,7 +254,7 @@ def run_model(model: str, repeat: int, today: Path | None, work: Path, heap: boo
                 base = work / f"{side}-{i}".replace(" ", "-")
                 shutil.copytree(cache, base)
                 change, _, twin = side.partition(" ")
-                mode = TWINS[twin] if twin else {}
+                mode = {BESIDE_ENV: TWINS[twin]} if twin else {}
                 extra = {"PARITY_GATE_CACHE_DIR": str(base), CHANGES[change]: "1", **mode}
                 paired(side, here, ROOT, {**env, **extra}, i)
         if today is not None:
@@ -283,11 +278,9 @@ def _where(log: str) -> str:
     started = [line for line in log.splitlines() if line.startswith("·") and "float64 reference on torch-cpu" in line]
     if not started:
         return ""
-    ahead = ", the provider beside it" if AHEAD_SAID in log else ""
     if BESIDE in started[-1]:
-        return ", reference beside the export" + ahead
-    stopped = " (the child stopped)" if any(BESIDE in s for s in started) else ""
-    return ", reference after the export" + stopped + ahead
+        return ", reference beside the export"
+    return ", reference after the export" + (" (the child stopped)" if any(BESIDE in s for s in started) else "")
 
 
 def _spread(values: list[float], fmt: str) -> str:
@@ -324,7 +317,7 @@ def main() -> None:
     ap.add_argument("--sides", nargs="+", default=["warm", "cold", "changed", "code"],
                     choices=[s for s in SIDES if s not in ("warm 4k", "today", "floor")],
                     help="which of the check's sides to time (default: warm, cold, changed, code); "
-                    "`beside` and `serial`: with PARITY_GATE_BESIDE=on and off; `after`: PARITY_GATE_AHEAD=off")
+                    "`beside` and `serial`: with PARITY_GATE_BESIDE=on and off")
     ap.add_argument("--json", type=Path, default=None)
     args = ap.parse_args()
     measure.own_cache()  # never the user's store

@@ -14,7 +14,7 @@ one check back to back (the first of a round alternating); times and peaks are t
 and each ratio is the median of the rounds' ratios with their range. Both sides are measured alike
 (scripts/measure.py). Peak memory is the process tree's (the gate's
 process plus its ONNX Runtime worker and its forked reference, which run at the same time), as
-scripts/measure.py takes it. The gate's stages are its own progress lines (`gate.core.stages`);
+scripts/measure.py takes it. The gate's stages are its own progress lines (`gate.core.progress`);
 fingerprinting is the time spent in the fingerprint function in every process of the tree
 (PARITY_GATE_PROFILE), and falls inside the reference, torch and ORT stages. "other" is the rest
 of the wall: interpreter start, imports, writing the reports. Needs the `bench` extra (matplotlib).

@@ -313,7 +313,7 @@ def host(*dists: str) -> str:
             f"{load[0]:.2f} {load[1]:.2f} {load[2]:.2f}; {versions(*dists)}; {when}")
 
 
-# The gate's own progress lines (gate.core.stages): "  <stage> — 12.3 s" when a stage ends.
+# The gate's own progress lines (gate.core.progress): "  <stage> — 12.3 s" when a stage ends.
 STAGES = (("build", r": building$"), ("probe", r": float32 forward on torch-cpu, traced"),
           ("export", r": exporting to ONNX$"), ("transform", r": transform `"),
           ("float64 ref", r": float64 reference on torch-cpu$"), ("torch", r": torch-cpu float32$"),

@@ -11,6 +11,7 @@ import typer
 from rich.markup import escape
 
 import gate
+from gate import env
 from gate.cli import cache_cmd, github_cmds, init_cmd, merge_cmd, notices, show_cmd
 from gate.cli.shared import _load, _needs, _shard_line, _sharded, _split, _write_reports
 from gate.core.failure import ModelError
@@ -68,7 +69,7 @@ def main_callback(
 ) -> None:
     """A CI gate for PyTorch models that ship through ONNX."""
     if debug:
-        os.environ["PARITY_GATE_DEBUG"] = "1"  # workers inherit it: their tracebacks travel in their results
+        os.environ[env.DEBUG] = "1"  # workers inherit it: their tracebacks travel in their results
 
 
 @app.command()
@@ -325,9 +326,8 @@ def main() -> None:
             code = app(standalone_mode=False)
     except GateError as exc:
         from gate.cli.console import err_console
-        from gate.core.frames import debugging
 
-        if debugging():
+        if env.debug():
             import traceback
 
             err_console.print(escape("".join(traceback.format_exception(exc)).rstrip()), soft_wrap=True)

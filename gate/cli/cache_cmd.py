@@ -20,7 +20,8 @@ ModelOpt = Annotated[list[str] | None, typer.Option("--model", "-m", envvar="PAR
 
 
 def _folder() -> Path:
-    from gate.store import CACHE_ENV, store_dir
+    from gate.env import CACHE_DIR as CACHE_ENV
+    from gate.env import store_dir
 
     folder = store_dir()
     if folder is None:

@@ -10,7 +10,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from gate.core.stages import Stages
+from gate.core.progress import TimedProgress
 from gate.core.status import AuditStatus, CellStatus, ModelStatus, Role, SkipKind, TargetStatus, Verdict
 from gate.github.actions import InertLines
 from gate.render.data_dependent_md import dependent_rows
@@ -37,7 +37,7 @@ _STATUS_STYLE = {"pass": "green", "regressed": "bold red", "error": "bold red", 
 @contextmanager
 def progress_display():
     """A spinner on a terminal, plain progress lines elsewhere (CI logs); each stage's time is
-    shown when it ends (``gate.core.stages``)."""
+    shown when it ends (``gate.core.progress``)."""
     if console.is_terminal:
         with console.status("starting") as status:
             def show(line: str) -> None:
@@ -47,13 +47,13 @@ def progress_display():
                 else:
                     status.update(escape(line))
 
-            stages = Stages(show)
+            stages = TimedProgress(show)
             try:
                 yield stages
             finally:
                 stages.finish()
     else:
-        stages = Stages(lambda line: err_console.print(f"[dim]{'' if line.startswith('  ') else '· '}{escape(line)}[/dim]"))
+        stages = TimedProgress(lambda line: err_console.print(f"[dim]{'' if line.startswith('  ') else '· '}{escape(line)}[/dim]"))
         try:
             yield stages
         finally:

@@ -1,14 +1,18 @@
 """The commands as library calls; the CLI renders what they return and nothing here prints.
 
-``check`` (run here, judge, report), ``update_baseline`` (rewrite baselines), and the matrix
-flow: ``export_models`` (torch side), ``collect`` (ONNX Runtime side, no torch),
-``report_files`` (merge every runner's results into one verdict). ``check`` and ``report_files``
-judge through one function, ``judging.judge``. ``pipeline`` runs one model (``prepare`` builds,
-exports and fingerprints its reference) in stages (``stages``), each reused only under a key of
-exactly what it reads (``content_key``), some beside others (``beside``: the reference beside the
-export; ``ahead``: a provider beside the reference); ``providers`` runs one provider, in-process or in
-a worker; ``listing`` backs ``list`` and ``validate``; ``shards`` picks the models of one leg of a
-matrix (``--shard K/N``).
+The commands: ``check`` (run here, judge, report), ``update_baseline`` (rewrite baselines), the
+matrix flow (``matrix``: ``export_models`` on the torch side, ``collect`` on the ONNX Runtime side,
+``report_files`` merging every runner's results into one verdict), ``listing`` (``list`` and
+``validate``), ``cache_key`` (the key a CI cache of the store is saved under) and ``shards`` (the
+models of one leg of a matrix, ``--shard K/N``). ``check`` and ``report_files`` judge through one
+function, ``judging.judge``; ``common`` holds what they share (a model's baseline, the command that
+re-creates it) and ``baseline_diff`` the baseline files a change rewrites, as text.
+
+One model's run, which they call: ``pipeline`` runs it (``prepare`` builds, exports and fingerprints
+its float64 reference, ``beside`` in a forked child beside the export where it may; ``providers``
+runs one provider, in-process or in a worker), in stages (``stages``), each reused only under a key
+of exactly what it reads (``content_key``); ``reuse_explain`` says what moved inside a changed key
+and ``alarms`` puts soundness alarms onto a run.
 """
 
 from gate.commands.check import check

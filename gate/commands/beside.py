@@ -1,19 +1,16 @@
 """The float64 reference beside the export: when it runs in a forked child (``gate.runners.forked``)
 while the parent exports, and whether the parent waits for it or runs it itself.
 
-The export's trace is mostly one thread of Python; the reference is torch kernels. The child (one
-thread) runs inside the trace's time. After a code change on 2 CPUs, GPT-2 (512 tokens) took 16.2 s
-and 17.2 s beside against 17.4 s and 17.8 s in sequence, BERT-base 13.7 s against 14.1 s, resnet18
-within the noise, at peaks no higher (docs/performance.md). So ``auto`` starts a child from
-``AUTO_CPUS``, where the probe predicts that the child's reference ends within the export or soon
-after (``hides``): at 2048 tokens GPT-2's takes four times its export, and a child there only held
-memory beside it. It starts as the export starts (``Slot``): a trace, or, after a weight-only change,
-the binding of the new weights into the stored structure (a shorter stage, predicted on its own:
-BERT-base's check took 10.0-10.3 s with the child beside the binding against 10.6-10.9 s after it);
-a graph from the store leaves too little time to hide a reference in. Where the
-child is the longer of the two, the parent stops it at the end of the export and runs the reference
-with all its threads, unless what is left of it is shorter than that. Every rule is here;
-``prepare`` asks.
+The export's trace is mostly one thread of Python; the reference is torch kernels. So a child on
+one thread runs inside the trace's time, on a CPU the trace leaves idle, at a peak no higher
+(docs/performance.md has the figures). ``auto`` starts a child from ``AUTO_CPUS``, where the probe
+predicts that the child's reference ends within the export or soon after (``hides``): a reference
+much longer than its export would only hold memory beside it. It starts as the export starts
+(``Slot``): a trace, or, after a weight-only change, the binding of the new weights into the stored
+structure (a shorter stage, predicted on its own); a graph from the store leaves too little time to
+hide a reference in. Where the child is the longer of the two, the parent stops it at the end of the
+export and runs the reference with all its threads, unless what is left of it is shorter than that.
+Every rule is here; ``prepare`` asks.
 """
 
 from __future__ import annotations
@@ -35,29 +32,27 @@ AUTO_CPUS = 2  # ``auto``: the CPUs this process may use from which a child star
 # What the child may add beside the export, per byte of float32 weights: a float64 copy (the
 # reference's fallback for models with their own ``_apply``) and the export's own copies.
 BESIDE_COPIES = 3.0
-# The speed-up of the parent's threads over the child's one, per thread, on the reference's kernels:
-# a float64 forward on 2 threads against 1 measured 0.83 per thread (resnet18) and 1.03 (GPT-2, 512
-# tokens). The lower one: the child's work is kept unless a run from scratch clearly pays.
+# The speed-up of the parent's threads over the child's one, per thread, on the reference's kernels,
+# at the low end of what float64 forwards show (convolutions gain less than matmuls): the child's
+# work is kept unless a run from scratch clearly pays.
 THREAD_GAIN = 0.8
-# A float32 forward (the probe's) shorter than this: the fork and the child's start (30-40 ms measured
-# for resnet18's process) would cost more than the reference they move.
+# A float32 forward (the probe's) shorter than this: the fork and the child's start would cost more
+# than the reference they move.
 MIN_FORWARD_S = 0.05
-POLL_S = 0.05  # how often the parent looks at a child that runs beside a provider's capture
 # ``auto`` predicts both sides. The child's reference: the probe's float32 forward, FLOAT64_COST times
 # longer in float64, on one thread. The export: at least EXPORT_S_PER_OP for each operation the probe
-# traced, or EXPORT_S_PER_GB for each GB of weights it writes, whichever is longer. Measured on the
-# Zen 4 host (2 CPUs): GPT-2's export 6.0-6.6 s for 644 operations, the 2.4 GB model's 8.3 s for 110;
-# one-thread references 0.44x (2.4 GB) to 3.5x (GPT-2, 2048 tokens) the probe's two-thread forward.
+# traced, or EXPORT_S_PER_GB for each GB of weights it writes, whichever is longer: a trace costs per
+# operation, and a model of few large layers costs what writing its weights does. Fitted to the
+# exports and references scripts/bench_reuse.py times (docs/performance.md).
 FLOAT64_COST = 2.0
 EXPORT_S_PER_OP = 0.009
 EXPORT_S_PER_GB = 3.0
 # A binding of new weights into the stored structure (the exporter's optimizer over the graph, the
-# weights written), likewise. Measured on the same host: resnet18 0.5 s for 90 operations, BERT-base
-# 2.3 s for 482, GPT-2 2.0 s for 644 (3 to 6 ms each), the 2.4 GB model 5.9 s.
+# weights written), likewise: less per operation than a trace, since none of the model's Python runs.
 BIND_S_PER_OP = 0.004
 BIND_S_PER_GB = 2.4
 # A child up to this many times the export still pays: two thirds done when the export ends, its last
-# third is shorter than a run from scratch on the parent's threads (``take``). The prediction is rough
+# third is shorter than a run from scratch on the parent's threads (``wait_or_stop``). The prediction is rough
 # (the ratios above), so only a child clearly past the export is not started.
 HIDE_SLACK = 1.5
 
@@ -70,13 +65,11 @@ class Beside:
     layers: int
 
 
-def start(built: BuiltModel, layers: int, forward_s: float, ops: int, binding: bool = False,
-          ahead_s: float = 0.0) -> Beside | None:
+def start(built: BuiltModel, layers: int, forward_s: float, ops: int, binding: bool = False) -> Beside | None:
     """The reference started in a child, where it may run beside the export; None where not.
     ``layers``, ``forward_s`` and ``ops``: the probe's records, the seconds its float32 forward took
     and the operations it traced; ``binding``: the export is new weights bound into the stored
-    structure, not a trace; ``ahead_s``: a provider's capture predicted to run beside the child after
-    the export (``gate.commands.ahead``), which the child may also take."""
+    structure, not a trace."""
     from gate import env
     from gate.runners import forked
     from gate.runners.reference import run_reference
@@ -86,9 +79,9 @@ def start(built: BuiltModel, layers: int, forward_s: float, ops: int, binding: b
         return None
     weights = weight_bytes(built)
     if mode == "auto" and (cpus() < AUTO_CPUS
-                           or not hides(forward_s, ops, weights, forked.threads(), binding, ahead_s)):
+                           or not hides(forward_s, ops, weights, forked.threads(), binding)):
         return None
-    if not _fits(weights * (2 if ahead_s else 1)):  # and a worker's session of them beside it
+    if not _fits(weights):
         return None
     promote = built.spec.reference_promotion
 
@@ -119,7 +112,7 @@ class Slot:
 
 @contextlib.contextmanager
 def stopped_on_error(slot: Slot) -> Iterator[Slot]:
-    """A block that takes the child's reference: an exception out of it (the export's bug, an
+    """A block that waits for the child's reference: an exception out of it (the export's bug, an
     interrupt) ends the child too."""
     try:
         yield slot
@@ -129,15 +122,13 @@ def stopped_on_error(slot: Slot) -> Iterator[Slot]:
         raise
 
 
-def take(beside: Beside, busy: Callable[[], bool] = lambda: False) -> Reference | None:
+def wait_or_stop(beside: Beside) -> Reference | None:
     """After the export: the child's reference, waited for while that is shorter than running it
     here, with this process's threads, from the start; else None (the child is stopped, the caller
-    runs it). While ``busy`` (a provider's capture beside it) no CPU is idle, and the child runs on."""
+    runs it)."""
     from gate.runners import forked
 
     child = beside.child
-    while busy() and child.running:
-        time.sleep(POLL_S)
     elapsed = time.perf_counter() - child.started
     if child.running and not _worth_waiting(child.done, beside.layers, elapsed, forked.threads()):
         child.stop()
@@ -145,15 +136,13 @@ def take(beside: Beside, busy: Callable[[], bool] = lambda: False) -> Reference 
     return child.result()
 
 
-def hides(forward_s: float, ops: int, weight_bytes: int, threads: int, binding: bool = False,
-          ahead_s: float = 0.0) -> bool:
+def hides(forward_s: float, ops: int, weight_bytes: int, threads: int, binding: bool = False) -> bool:
     """Whether the child's reference, as the probe predicts it, ends within the export (``binding``:
-    the binding of new weights) and the capture of a provider that goes ahead beside it (``ahead_s``):
-    where it cannot, the parent stops it and runs it again, and it only held memory beside them
-    (GPT-2 at 2048 tokens, no provider ahead: 0.15 GB more at the peak, no time saved)."""
+    the binding of new weights): where it cannot, the parent stops it and runs it again, and it only
+    held memory beside the export."""
     child = forward_s * FLOAT64_COST * max(1.0, THREAD_GAIN * threads)
     per_op, per_gb = (BIND_S_PER_OP, BIND_S_PER_GB) if binding else (EXPORT_S_PER_OP, EXPORT_S_PER_GB)
-    return child <= HIDE_SLACK * (max(ops * per_op, weight_bytes / 1e9 * per_gb) + ahead_s)
+    return child <= HIDE_SLACK * max(ops * per_op, weight_bytes / 1e9 * per_gb)
 
 
 def _worth_waiting(done: int, layers: int, elapsed: float, threads: int) -> bool:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from gate.commands.alarms import reference_alarms
 from gate.commands.judging import judge, load_baselines
 from gate.commands.pipeline import Progress, Settings, run_model
-from gate.commands.prepare import Cache
+from gate.commands.prepare import Memo
 from gate.commands.stages import Plan, ReusePolicy
 from gate.config import Config, ModelSpec, ProviderSpec
 from gate.core.failure import ModelError
@@ -15,9 +15,9 @@ from gate.verdict.types import Report
 
 
 def _run(config: Config, spec: ModelSpec, providers, progress: Progress, settings: Settings | None,
-         cache: Cache, plan: Plan) -> ModelRun:
+         memo: Memo, plan: Plan) -> ModelRun:
     try:
-        return run_model(config, spec, providers, progress, settings, cache, plan)
+        return run_model(config, spec, providers, progress, settings, memo, plan)
     except ModelError as exc:
         return ModelRun(spec.name, error=RunError.of(exc))
 
@@ -25,8 +25,8 @@ def _run(config: Config, spec: ModelSpec, providers, progress: Progress, setting
 def check(config: Config, models: tuple[ModelSpec, ...], providers: tuple[ProviderSpec, ...],
           progress: Progress = lambda _: None, settings: Settings | None = None, full: bool = False) -> Report:
     loaded = load_baselines(config, models)  # an unreadable baseline fails before any model runs
-    cache, policy = Cache.of(models), ReusePolicy.for_check(full)
-    runs = [(spec, _run(config, spec, providers, progress, settings, cache, policy.plan(loaded[spec.name][1])))
+    memo, policy = Memo.of(models), ReusePolicy.for_check(full)
+    runs = [(spec, _run(config, spec, providers, progress, settings, memo, policy.plan(loaded[spec.name][1])))
             for spec in models]
     report = judge(config, runs, loaded, progress)
     reference_alarms(report.models, [run for _, run in runs], [loaded[spec.name][1] for spec, _ in runs], policy.store)

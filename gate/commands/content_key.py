@@ -17,7 +17,6 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
-import os
 import platform
 import sys
 import sysconfig
@@ -28,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import gate
-from gate import fingerprint
+from gate import env, fingerprint
 from gate.config import ModelSpec
 from gate.core.refs import resolve
 from gate.core.status import KeyPart, Stage
@@ -251,7 +250,7 @@ def transform_inputs_digest(spec: ModelSpec, root: Path) -> str:
     for entry in spec.transform_inputs or ():
         if entry.startswith(ENV_PREFIX):
             name = entry[len(ENV_PREFIX):]
-            value = os.environ.get(name)
+            value = env.declared(name)
             h.update(f"env {name}={'unset' if value is None else _digest(value, None)}\n".encode())
             continue
         files = sorted(p for p in root.glob(entry) if p.is_file())

@@ -13,8 +13,8 @@ from pathlib import Path
 
 from gate.commands.common import display, environment, load_baseline, policy, update_command
 from gate.config import Config, ModelSpec
+from gate.core.progress import Progress
 from gate.core.runs import ModelRun
-from gate.core.stages import Progress
 from gate.errors import GateError
 from gate.formats.baseline import Baseline
 from gate.model.inputs import difference

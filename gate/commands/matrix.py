@@ -8,7 +8,7 @@ from pathlib import Path
 from gate.commands.common import result_paths
 from gate.commands.judging import judge, load_baselines
 from gate.commands.pipeline import Progress, Settings, is_isolated, run_provider, run_providers, torch_threads
-from gate.commands.prepare import Cache, prepare
+from gate.commands.prepare import Memo, prepare
 from gate.config import Config, Isolation, ModelSpec, ProviderSpec
 from gate.core.runs import ModelRun, ProviderRun, RunError
 from gate.core.status import ErrorStatus, SkipKind
@@ -25,12 +25,12 @@ def export_models(config: Config, models: tuple[ModelSpec, ...], providers: tupl
     """``export --out DIR``: per model a bundle ``DIR/<model>/`` with the ONNX graph, the inputs and
     a result file holding the reference and the PyTorch providers' fingerprints."""
     settings = settings or Settings.from_env()
-    runs, cache = [], Cache()
+    runs, memo = [], Memo()
     for spec in models:
         folder = baseline_path(out, spec.name).with_suffix("").with_suffix("")  # a validated name, inside out
         bundle = Bundle(folder)
         with torch_threads(settings.threads):
-            prepared = prepare(config, spec, progress, cache)
+            prepared = prepare(config, spec, progress, memo)
             bundle.write(prepared.run, prepared.model_file, prepared.inputs, prepared.outputs)
             if prepared.run.layers:
                 torch_side = tuple(p for p in providers if p.kind.torch)

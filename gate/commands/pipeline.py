@@ -4,10 +4,8 @@ verdict's job.
 
 The model is built once and that same instance is exported and run on PyTorch (the stages before
 the providers: ``prepare``); where no later case of the command runs it, it goes before the ONNX
-Runtime providers (``Cache.let_go``). Providers run
-in-process or, where the config isolates them (ONNX Runtime EPs and CUDA by default), in a
-worker process that reads the exported bundle; the first such ONNX Runtime provider may start
-beside a reference that still runs (``ahead``).
+Runtime providers (``Memo.drop_model``). Providers run in-process or, where the config isolates
+them (ONNX Runtime EPs and CUDA by default), in a worker process that reads the exported bundle.
 """
 
 from __future__ import annotations
@@ -18,13 +16,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from gate.commands.ahead import Ahead
-from gate.commands.prepare import Cache, Prepared, prepare, settle
+from gate.commands.prepare import Memo, Prepared, add_graph_digest, prepare
 from gate.commands.providers import for_graph, is_isolated, run_provider
 from gate.commands.stages import Plan
 from gate.config import Config, ModelSpec, ProviderSpec
+from gate.core.progress import Progress
 from gate.core.runs import ModelRun, ProviderRun
-from gate.core.stages import Progress
 from gate.core.status import SkipKind
 from gate.env import threads as env_threads
 from gate.formats.results import Bundle
@@ -82,18 +79,17 @@ def _probed(provider: ProviderSpec, probe, isolated: bool):
 
 def run_providers(prepared: Prepared, bundle: Bundle, providers: tuple[ProviderSpec, ...], config: Config,
                   progress: Progress, settings: Settings, spare: Spare | None = None,
-                  cache: Cache | None = None, ahead: Ahead | None = None) -> None:
+                  memo: Memo | None = None) -> None:
     """PyTorch providers, then ONNX Runtime EPs (the order the report lists them in); the first
-    isolated one in ``spare``, where one waits, or where it started beside the reference
-    (``ahead``), its run from there. After the PyTorch ones, the model goes where ``cache`` says no
+    isolated one in ``spare``, where one waits. After the PyTorch ones, the model goes where ``memo`` says no
     later case runs it."""
     assert prepared.built is not None
     spec = prepared.built.spec
     subject = Subject(prepared.run, bundle.folder, prepared.built, settings.threads, prepared.outputs,
                       spec.output_tolerance, spec.repeats, settings.times(config), progress)
     for provider in sorted(providers, key=lambda p: not p.kind.torch):
-        if not provider.kind.torch and subject.built is not None and cache is not None \
-                and cache.let_go(prepared):
+        if not provider.kind.torch and subject.built is not None and memo is not None \
+                and memo.drop_model(prepared):
             subject = replace(subject, built=None)
         skip = config.skip_reason(prepared.run.name, provider.name)
         if skip:
@@ -106,40 +102,29 @@ def run_providers(prepared: Prepared, bundle: Bundle, providers: tuple[ProviderS
             prepared.probe = None
             prepared.run.providers.append(execute(probed, subject))
             continue
-        went = ahead.result(provider) if ahead is not None else None
-        if went is None:
-            went = run_provider(provider, subject, config.isolation, isolated, config.path,
-                                spare if isolated else None)
-        prepared.run.providers.append(went)
+        prepared.run.providers.append(run_provider(provider, subject, config.isolation, isolated, config.path,
+                                                   spare if isolated else None))
 
 
 def run_model(config: Config, spec: ModelSpec, providers: tuple[ProviderSpec, ...], progress: Progress = _quiet,
-              settings: Settings | None = None, cache: Cache | None = None, plan: Plan | None = None) -> ModelRun:
-    """Everything for one model (``cache``: what its cases share within one command; ``plan``: what
+              settings: Settings | None = None, memo: Memo | None = None, plan: Plan | None = None) -> ModelRun:
+    """Everything for one model (``memo``: what its cases share within one command; ``plan``: what
     each stage may take from its key, ``gate.commands.stages``)."""
     settings = settings or Settings.from_env()
     spare = _spare(providers, config)
-    ahead: Ahead | None = None
     try:
         with torch_threads(settings.threads), tempfile.TemporaryDirectory(prefix="parity-gate-") as tmp:
             bundle = Bundle(Path(tmp))
-            ahead = Ahead.of(providers, config, spec, bundle.folder, spare, settings.threads,
-                             settings.times(config), progress)
-            prepared = prepare(config, spec, progress, cache, plan, settled=False, ahead=ahead)
+            prepared = prepare(config, spec, progress, memo, plan, digest=False)
             try:
                 if prepared.run.error and not prepared.run.layers:
                     return prepared.run
-                if ahead is not None and ahead.went:  # the graph and inputs are there: the rest, and its word
-                    ahead.settle(prepared.run, prepared.outputs)
-                else:
-                    bundle.write(prepared.run, prepared.model_file, prepared.inputs, prepared.outputs)
-                run_providers(prepared, bundle, providers, config, progress, settings, spare, cache, ahead)
+                bundle.write(prepared.run, prepared.model_file, prepared.inputs, prepared.outputs)
+                run_providers(prepared, bundle, providers, config, progress, settings, spare, memo)
             finally:
-                settle(prepared, plan)  # its digest, hashed while the providers ran
+                add_graph_digest(prepared, plan)  # hashed while the providers ran
         return prepared.run
     finally:
-        if ahead is not None:
-            ahead.close()
         if spare is not None:
             spare.close()
         if plan is not None:
@@ -147,9 +132,9 @@ def run_model(config: Config, spec: ModelSpec, providers: tuple[ProviderSpec, ..
 
 
 def _spare(providers: tuple[ProviderSpec, ...], config: Config) -> Spare | None:
-    """A worker started now for the first isolated ONNX Runtime provider, so that its start (0.3-0.45 s
-    measured: the interpreter, NumPy, ONNX Runtime) goes by while the model is exported; None where no
-    such provider is selected."""
+    """A worker started now for the first isolated ONNX Runtime provider, so that its start (the
+    interpreter, NumPy, ONNX Runtime) goes by while the model is exported; None where no such
+    provider is selected."""
     if any(is_isolated(p, config.isolation) and not p.kind.torch for p in providers):
         return Spare()
     return None

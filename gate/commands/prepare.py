@@ -24,16 +24,15 @@ from gate.commands.stages import Plan
 from gate.config import Config, ModelSpec
 from gate.core import collector, device
 from gate.core.failure import ModelError
+from gate.core.progress import Progress
 from gate.core.reuse import StageRun
 from gate.core.runs import LayerInfo, Meta, ModelRun, OnnxSite, RunError
-from gate.core.stages import Progress
 from gate.core.status import CacheState, DataDependence, ErrorStatus, Stage
 from gate.core.versions import versions
 from gate.export.record import Graph, GraphFacts
 from gate.model import inputs as inputs_mod
 
 if TYPE_CHECKING:
-    from gate.commands.ahead import Ahead
     from gate.export.exporter import Exported
     from gate.export.structure import Structure
     from gate.model.build import BuiltModel, Module
@@ -45,7 +44,7 @@ class Prepared:
     """A case built, exported, transformed and run on the reference."""
 
     run: ModelRun
-    built: BuiltModel | None  # None once no later run of this command needs the model (``Cache.let_go``)
+    built: BuiltModel | None  # None once no later run of this command needs the model (``Memo.drop_model``)
     model_file: Path | None  # the shipped ONNX graph (external data beside it); None when the export failed
     inputs: list[np.ndarray]
     outputs: list[np.ndarray] = field(default_factory=list)  # the reference's outputs (float64), in order
@@ -63,7 +62,7 @@ class Shared:
 
 
 @dataclass
-class Cache:
+class Memo:
     """What the cases of one configured model share within a command: the built model and the
     exports by key. Cases of a model are consecutive, so only the current model's are kept; where
     the command said which cases it runs (``of``), the model goes with its last case's PyTorch runs."""
@@ -74,11 +73,11 @@ class Cache:
     cases: Counter[str] | None = None  # per configured model, its cases still to enter; None: not said
 
     @classmethod
-    def of(cls, models: Iterable[ModelSpec]) -> Cache:
-        """A cache for a command that runs ``models``, in that order."""
+    def of(cls, models: Iterable[ModelSpec]) -> Memo:
+        """A memo for a command that runs ``models``, in that order."""
         return cls(cases=Counter(spec.base or spec.name for spec in models))
 
-    def enter(self, spec: ModelSpec) -> Cache:
+    def enter(self, spec: ModelSpec) -> Memo:
         base = spec.base or spec.name
         if base != self.model:
             self.model, self.modules, self.exports = base, {}, {}
@@ -86,10 +85,10 @@ class Cache:
             self.cases[base] -= 1
         return self
 
-    def let_go(self, prepared: Prepared) -> bool:
+    def drop_model(self, prepared: Prepared) -> bool:
         """Drop the model of ``prepared`` where no later case of this command runs it: what is left
         of its run (the ONNX Runtime providers) does not hold its weights beside a worker's session.
-        Whether it went."""
+        Whether the model is gone."""
         if prepared.built is None:
             return True
         base = prepared.built.spec.base or prepared.built.spec.name
@@ -116,19 +115,19 @@ def _empty(module) -> bool:
         and not any(True for _ in module.buffers())
 
 
-def _build(config: Config, spec: ModelSpec, cache: Cache, progress: Progress,
+def _build(config: Config, spec: ModelSpec, memo: Memo, progress: Progress,
            plan: Plan | None) -> BuiltModel:
     from gate.model.build import build, build_module
 
     key = spec.base or spec.name
-    if key not in cache.modules:
+    if key not in memo.modules:
         from gate.model.budget import check
 
         check(spec, config.root, config.isolation.memory_mb)  # before the build: fail early, saying what it needs
         progress(f"{spec.name}: building")
         known = plan.known_weights() if plan is not None else None  # the baseline's digests of its weights
-        cache.modules[key] = build_module(spec, config.root, known)
-    return build(spec, config.root, cache.modules[key])
+        memo.modules[key] = build_module(spec, config.root, known)
+    return build(spec, config.root, memo.modules[key])
 
 
 def _sites(records, exported: Exported) -> dict[str, OnnxSite]:
@@ -197,12 +196,12 @@ def _transform(config: Config, spec: ModelSpec, exported: Graph, progress: Progr
     return ship(spec, exported, config.root)
 
 
-def _ship(config: Config, built: BuiltModel, run: ModelRun, cache: Cache, plan: Plan | None,
+def _ship(config: Config, built: BuiltModel, run: ModelRun, memo: Memo, plan: Plan | None,
           progress: Progress, starting: Callable[[bool], None] = lambda _: None) -> Graph | ModelError:
     """The export and transform stages, once per export within a command; ``starting`` is told
     as a fresh export (False) or a binding of new weights into the stored structure (True) starts."""
     spec = built.spec
-    shared = cache.exports.get(spec.export_key)
+    shared = memo.exports.get(spec.export_key)
     if shared is not None:
         if plan is not None:
             plan.shared(run, shared.stages, shared.case)
@@ -229,7 +228,7 @@ def _ship(config: Config, built: BuiltModel, run: ModelRun, cache: Cache, plan: 
         result: Graph | ModelError = graph
     except ModelError as exc:
         result = exc
-    cache.exports[spec.export_key] = Shared(spec.name, result, list(run.reuse.stages) if run.reuse else [])
+    memo.exports[spec.export_key] = Shared(spec.name, result, list(run.reuse.stages) if run.reuse else [])
     return result
 
 
@@ -249,27 +248,27 @@ def _record_graph(run: ModelRun, spec: ModelSpec, graph: Graph) -> None:
     meta.lowered = list(f.lowered)
 
 
-def prepare(config: Config, spec: ModelSpec, progress: Progress = lambda _: None, cache: Cache | None = None,
-            plan: Plan | None = None, settled: bool = True, ahead: Ahead | None = None) -> Prepared:
+def prepare(config: Config, spec: ModelSpec, progress: Progress = lambda _: None, memo: Memo | None = None,
+            plan: Plan | None = None, digest: bool = True) -> Prepared:
     """Build (once), probe and key, export (once per export) and transform, fingerprint the float64
     reference, map its layers; with ``plan``, each stage's output comes from its key where it may.
-    ``settled``: the graph's digest is on the run; else the caller ``settle``s it once it needs it.
-    ``ahead``: a provider that may start as soon as the graph exists (``gate.commands.ahead``)."""
-    cache = (cache if cache is not None else Cache()).enter(spec)
-    built = _build(config, spec, cache, progress, plan)
+    ``digest``: the graph's digest is on the run; else the caller adds it once it needs it
+    (``add_graph_digest``)."""
+    memo = (memo if memo is not None else Memo()).enter(spec)
+    built = _build(config, spec, memo, progress, plan)
     run = ModelRun(spec.name, _meta(built))
     if spec.sweep is None and _empty(built.module):  # a sweep's op has nothing but its call
         run.error = RunError(ErrorStatus.EMPTY, f"model `{spec.name}` has no modules, parameters or buffers: nothing to check")
         run.meta.weights_digest = built.weights_digest
         return Prepared(run, built, None, built.arrays)
     with collector.frozen():
-        prepared = _stages(config, built, run, cache, plan, progress, ahead)
-    if settled:
-        settle(prepared, plan)
+        prepared = _stages(config, built, run, memo, plan, progress)
+    if digest:
+        add_graph_digest(prepared, plan)
     return prepared
 
 
-def settle(prepared: Prepared, plan: Plan | None) -> None:
+def add_graph_digest(prepared: Prepared, plan: Plan | None) -> None:
     """The shipped graph's digest onto the run, and whether it is the graph the baseline records. It is
     hashed on a thread from when the graph is written (0.5 GB for GPT-2): a check waits for it only
     after the providers, which read the graph, not its digest."""
@@ -281,16 +280,15 @@ def settle(prepared: Prepared, plan: Plan | None) -> None:
         plan.shipped(run, run.meta.graph_digest)
 
 
-def _stages(config: Config, built: BuiltModel, run: ModelRun, cache: Cache, plan: Plan | None,
-            progress: Progress, ahead: Ahead | None = None) -> Prepared:
-    """Probe and key, export and transform, the float64 reference (beside the export where it may,
-    and a provider beside it where one may go ahead)."""
+def _stages(config: Config, built: BuiltModel, run: ModelRun, memo: Memo, plan: Plan | None,
+            progress: Progress) -> Prepared:
+    """Probe and key, export and transform, the float64 reference (beside the export where it may)."""
     spec = built.spec
     if plan is not None:
         plan.start(config, built, run, progress)
-    slot = beside.Slot(lambda binding: _beside(built, cache, plan, binding, ahead))
+    slot = beside.Slot(lambda binding: _beside(built, memo, plan, binding))
     with beside.stopped_on_error(slot):
-        shipped = _ship(config, built, run, cache, plan, progress, slot.start)
+        shipped = _ship(config, built, run, memo, plan, progress, slot.start)
         if plan is not None:
             plan.release()  # the transform has read the exported graph: its files may now be stored
         run.meta.weights_digest = built.weights_digest  # hashed while the export ran
@@ -307,14 +305,7 @@ def _stages(config: Config, built: BuiltModel, run: ModelRun, cache: Cache, plan
             outputs = plan.reused_reference(run)
             records = plan.probe.records if plan.probe is not None else []
         else:
-            child = slot.child
-            if ahead is not None and child is not None and graph is not None and probe is not None \
-                    and child.child.running and ahead.may(slot.binding) \
-                    and ahead.fits(beside.weight_bytes(built)):  # the graph exists, the reference not yet
-                progress(f"{spec.name}: {ahead.provider.name} started beside the float64 reference")
-                ahead.start(run, graph, probe.records, built.arrays)
-            busy = ahead.capturing if ahead is not None and ahead.went else None
-            reference = _reference(built, run, graph, plan, progress, child, busy)
+            reference = _reference(built, run, graph, plan, progress, slot.child)
             if reference is None:
                 return Prepared(run, built, None, built.arrays)
             outputs, records = reference
@@ -323,34 +314,31 @@ def _stages(config: Config, built: BuiltModel, run: ModelRun, cache: Cache, plan
     return Prepared(run, built, graph.path if graph is not None else None, built.arrays, outputs, graph, probe)
 
 
-def _beside(built: BuiltModel, cache: Cache, plan: Plan | None, binding: bool,
-            ahead: Ahead | None = None) -> beside.Beside | None:
+def _beside(built: BuiltModel, memo: Memo, plan: Plan | None, binding: bool) -> beside.Beside | None:
     """The reference started beside the export (``gate.commands.beside``), asked as a fresh export
     starts tracing or new weights start binding into the stored structure (``binding``; not for a
     graph from the store), where this case computes both here (its reference is not the baseline's,
     its export is not shared or read) and the probe ran: its records and its time tell how long the
-    reference is, and a provider that may go ahead (``ahead``) how long its capture beside it is."""
+    reference is."""
     spec = built.spec
     probe = plan.probe if plan is not None else None
-    if probe is None or plan is None or plan.reference or spec.export_key in cache.exports or spec.artifact:
+    if probe is None or plan is None or plan.reference or spec.export_key in memo.exports or spec.artifact:
         return None
-    ahead_s = ahead.cost(probe.seconds, binding) if ahead is not None else 0.0
-    return beside.start(built, len(probe.records), probe.seconds, probe.ops, binding, ahead_s)
+    return beside.start(built, len(probe.records), probe.seconds, probe.ops, binding)
 
 
 def _reference(built: BuiltModel, run: ModelRun, graph: Graph | None, plan: Plan | None,
-               progress: Progress, child: beside.Beside | None = None, busy: Callable[[], bool] | None = None
+               progress: Progress, child: beside.Beside | None = None
                ) -> tuple[list[np.ndarray], list] | None:
-    """The float64 reference stage: from the child that ran it beside the export (and beside a
-    provider's capture while ``busy``), else run here; its outputs and records onto ``run``; None when
-    the model failed in it (``run.error`` says how)."""
+    """The float64 reference stage: from the child that ran it beside the export, else run here; its
+    outputs and records onto ``run``; None when the model failed in it (``run.error`` says how)."""
     from gate.runners.reference import compare_as_given, run_reference
 
     spec = built.spec
     ref = None
     if child is not None:
         progress(f"{spec.name}: float64 reference on torch-cpu, {beside.BESIDE}")
-        ref = beside.take(child, busy) if busy is not None else beside.take(child)
+        ref = beside.wait_or_stop(child)
     if ref is None:
         progress(f"{spec.name}: float64 reference on torch-cpu")
     try:

@@ -1,6 +1,5 @@
 """One provider on one model, in-process or in a worker: where it runs (``is_isolated``), what it
-runs as (``for_graph``), and its run (``run_provider``; ``start_isolated`` starts a worker's run
-without waiting for it). Failures are statuses of the run."""
+runs as (``for_graph``), and its run (``run_provider``). Failures are statuses of the run."""
 
 from __future__ import annotations
 
@@ -12,7 +11,7 @@ from gate.core.runs import ProviderRun
 from gate.core.target import DEFAULT_PRECISION
 from gate.runners import heap
 from gate.runners.base import FAILURES, Subject, execute, failed_run
-from gate.runners.isolation import Spare, Started, job_for
+from gate.runners.isolation import Spare, job_for, run_isolated
 from gate.runners.registry import runner_for
 
 
@@ -36,28 +35,17 @@ def run_provider(provider: ProviderSpec, subject: Subject, isolation: Isolation,
                  config_path: Path | None = None, spare: Spare | None = None) -> ProviderRun:
     """One provider on one model, in-process or in a worker (``spare``, where one waits), failures
     as statuses."""
-    if not isolated:
-        provider, subject = _as_run(provider, subject, isolation)
-        return execute(runner_for(provider), subject)
-    started = start_isolated(provider, subject, isolation, config_path, spare)
-    return started if isinstance(started, ProviderRun) else started.wait(isolation.timeout_s)
-
-
-def start_isolated(provider: ProviderSpec, subject: Subject, isolation: Isolation,
-                   config_path: Path | None = None, spare: Spare | None = None,
-                   ahead: int | None = None) -> Started | ProviderRun:
-    """A worker started on the provider's run (``ahead``: before the reference, its sessions on that
-    many threads until told, ``gate.runners.ahead``); the status where the parent can tell at once
-    that it cannot run."""
     provider, subject = _as_run(provider, subject, isolation)
     runner = runner_for(provider)
+    if not isolated:
+        return execute(runner, subject)
     try:  # what the parent can tell at once needs no worker
         runner.precheck(subject)
     except FAILURES as exc:
         return failed_run(exc, runner.target())
     heap.trim()  # what the export and the reference freed is not held beside the worker
-    job = replace(job_for(provider, subject, isolation, config_path), ahead=ahead)
-    return Started(job, runner.target(), subject.detail, spare)
+    job = job_for(provider, subject, isolation, config_path)
+    return run_isolated(job, runner.target(), isolation.timeout_s, subject.detail, spare)
 
 
 def _as_run(provider: ProviderSpec, subject: Subject, isolation: Isolation) -> tuple[ProviderSpec, Subject]:

@@ -27,9 +27,9 @@ def _tensors(now: Meta, then: Meta) -> str:
         return "weights: the parameters or buffers changed"
     moved = [n for n in a if n in b and a[n] != b[n]]
     added, gone = [n for n in a if n not in b], [n for n in b if n not in a]
-    said = [f"{len(moved)} changed: {_names(moved)}" if moved else "",
-            f"{len(added)} new: {_names(added)}" if added else "", f"{len(gone)} gone: {_names(gone)}" if gone else ""]
-    return "weights: " + ("; ".join(s for s in said if s) or "the same tensors, another order or dtype")
+    parts = [f"{len(moved)} changed: {_names(moved)}" if moved else "",
+             f"{len(added)} new: {_names(added)}" if added else "", f"{len(gone)} gone: {_names(gone)}" if gone else ""]
+    return "weights: " + ("; ".join(s for s in parts if s) or "the same tensors, another order or dtype")
 
 
 def _part(part: KeyPart, now, then, meta: Meta, recorded: Meta) -> str:

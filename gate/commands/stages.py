@@ -20,7 +20,6 @@ neither read nor written here again. ``Reuse`` on the run says, per stage, what 
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -28,11 +27,12 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from gate import env
 from gate.commands import alarms, reuse_explain
 from gate.core.background import Background
+from gate.core.progress import Progress
 from gate.core.reuse import Reuse, Shipped, StageRun
 from gate.core.runs import LayerInfo, ModelRun
-from gate.core.stages import Progress
 from gate.core.status import CacheState, FullWhy, Stage
 from gate.errors import FormatError
 from gate.export.record import Graph
@@ -48,7 +48,6 @@ if TYPE_CHECKING:
     from gate.model.build import BuiltModel
     from gate.model.trace import Probe
 
-FULL_ENV = "PARITY_GATE_FULL"
 
 # Where a computed reference stands in the store's words, by why it ran.
 _REFERENCE_STATE = {
@@ -57,10 +56,6 @@ _REFERENCE_STATE = {
     FullWhy.UNKEYABLE: CacheState.UNKEYED, FullWhy.GRADIENTS: CacheState.UNKEYED, FullWhy.TRAINING: CacheState.UNKEYED,
     FullWhy.ALARM: CacheState.ALARM,
 }
-
-
-def _flag(name: str) -> bool:
-    return os.environ.get(name, "").strip().lower() not in ("", "0", "false", "no", "off")
 
 
 @dataclass(frozen=True)
@@ -76,7 +71,7 @@ class ReusePolicy:
     def for_check(cls, full: bool = False) -> ReusePolicy:
         root = store_dir()
         store = Store(root) if root is not None else None
-        if full or _flag(FULL_ENV):
+        if full or env.full():
             return cls(False, store, FullWhy.FORCED)
         return cls(True, store)
 
@@ -99,12 +94,12 @@ class Plan:
         self.probe: Probe | None = None  # the torch-cpu float32 capture
         self.key: ContentKey | None = None
         self.reference = False  # the float64 reference's fingerprints are the baseline's
-        self._ahead: Background[Lookup] | None = None
+        self._prefetched: Background[Lookup] | None = None
         recorded = self.recorded
         if policy.read and policy.store is not None and recorded is not None and recorded.stage(Stage.EXPORT):
             # The export's entry this run most likely needs, checked (every file hashed) on a thread
             # from now: beside the build, which leaves a CPU idle, not the probe's two threads.
-            self._ahead = Background(self._lookup, Stage.EXPORT, recorded.stage(Stage.EXPORT))
+            self._prefetched = Background(self._lookup, Stage.EXPORT, recorded.stage(Stage.EXPORT))
         self._deferred: list[tuple[ModelRun, Callable[[], Put]]] = []  # writes not started yet (``release``)
         self._writes: list[tuple[ModelRun, Background[Put]]] = []
 
@@ -284,11 +279,11 @@ class Plan:
             self._record(run, replace(s, note=f"the graph of case `{case}` (one export for both)"))
 
     def _found(self, stage: Stage, key: str) -> Lookup:
-        if stage == Stage.EXPORT and self._ahead is not None:
-            ahead, self._ahead = self._ahead, None
+        if stage == Stage.EXPORT and self._prefetched is not None:
+            prefetched, self._prefetched = self._prefetched, None
             recorded = self.recorded
             if recorded is not None and recorded.stage(Stage.EXPORT) == key:
-                return ahead.result()
+                return prefetched.result()
         return self._lookup(stage, key)
 
     def _lookup(self, stage: Stage, key: str) -> Lookup:

@@ -17,7 +17,7 @@ from pathlib import Path
 from gate import fingerprint
 from gate.commands.common import display, location, result_paths
 from gate.commands.pipeline import Progress, Settings, run_model
-from gate.commands.prepare import Cache
+from gate.commands.prepare import Memo
 from gate.commands.stages import ReusePolicy
 from gate.config import Config, ModelSpec, ProviderSpec
 from gate.core.failure import ModelError
@@ -108,12 +108,12 @@ def update_baseline(config: Config, models: tuple[ModelSpec, ...], providers: tu
     runs: dict[str, ModelRun] = {}
     if sources:
         models, runs = _from_files(config, models, sources)
-    ready, failed, cache = [], [], Cache.of(models)
+    ready, failed, memo = [], [], Memo.of(models)
     for spec in models:
         location(config, spec)  # a bad name fails before any run
         try:
             started = time.perf_counter()
-            run = _ready(runs[spec.name] if sources else run_model(config, spec, providers, progress, settings, cache,
+            run = _ready(runs[spec.name] if sources else run_model(config, spec, providers, progress, settings, memo,
                                                                    ReusePolicy.for_update().plan(None)))
             if not sources:  # what --shard balances by; result files say nothing of how long the model took
                 run.meta.seconds = cost(time.perf_counter() - started)

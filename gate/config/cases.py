@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import replace
+from typing import Any
 
 from gate.config.reader import Reader
 from gate.config.types import ModelSpec
@@ -18,7 +19,7 @@ from gate.core.names import MAX_MODEL_NAME
 
 
 def _ints(r: Reader, key: str, low: int = 1) -> list[int] | None:
-    values = r.get(key, (list,), None)
+    values: list[int] | None = r.get(key, (list,), None)
     if values is None:
         return None
     if not values or not all(isinstance(v, int) and not isinstance(v, bool) and v >= low for v in values):
@@ -33,8 +34,10 @@ def _shape_sets(r: Reader, base: ModelSpec) -> list[dict[str, list[int]]] | None
     raw = r.get("input-shapes", (list,), None)
     if raw is None:
         return None
+    if not isinstance(base.inputs, tuple):  # an input callable: ``_axes`` refuses the shapes
+        return []
     ranks = {i.name: len(i.shape) for i in base.inputs}
-    out = []
+    out: list[dict[str, list[int]]] = []
     for k, table in enumerate(raw):
         t = r.child(table, r.item("input-shapes", k))
         for name, shape in t.table.items():
@@ -50,9 +53,10 @@ def _shape_sets(r: Reader, base: ModelSpec) -> list[dict[str, list[int]]] | None
     return out
 
 
-def _axes(r: Reader, base: ModelSpec) -> dict[str, list]:
-    axes = {"batch": _ints(r, "batch-sizes"), "length": _ints(r, "sequence-lengths"),
-            "shapes": _shape_sets(r, base), "opset": _ints(r, "opsets", low=7)}
+def _axes(r: Reader, base: ModelSpec) -> dict[str, list[Any]]:
+    axes: dict[str, list[Any] | None] = {
+        "batch": _ints(r, "batch-sizes"), "length": _ints(r, "sequence-lengths"),
+        "shapes": _shape_sets(r, base), "opset": _ints(r, "opsets", low=7)}
     declared = isinstance(base.inputs, tuple)
     for axis, key in (("batch", "batch-sizes"), ("length", "sequence-lengths"), ("shapes", "input-shapes")):
         if axes[axis] is not None and not declared:
@@ -63,7 +67,7 @@ def _axes(r: Reader, base: ModelSpec) -> dict[str, list]:
         r.fail(r.key("opsets"), "cannot be combined with opset")
     if axes["opset"] is not None and any(not 7 <= o <= 30 for o in axes["opset"]):
         r.fail(r.key("opsets"), "opsets are out of range (7-30)")
-    sets = r.get("input-sets", (int,), 1)
+    sets: int = r.get("input-sets", (int,), 1)
     if sets < 1 or sets > 64:
         r.fail(r.key("input-sets"), f"expected 1 to 64 input sets, got {sets}")
     axes["set"] = list(range(sets)) if sets > 1 else None
@@ -73,9 +77,9 @@ def _axes(r: Reader, base: ModelSpec) -> dict[str, list]:
 _SUFFIX = {"batch": "b", "length": "t", "shapes": "c", "set": "s", "opset": "o"}
 
 
-def _case(base: ModelSpec, values: dict) -> ModelSpec:
+def _case(base: ModelSpec, values: dict[str, Any]) -> ModelSpec:
     inputs = base.inputs
-    if "batch" in values or "length" in values or "shapes" in values:
+    if isinstance(inputs, tuple) and ("batch" in values or "length" in values or "shapes" in values):
         sized = []
         for spec in inputs:
             shape = list(spec.shape)

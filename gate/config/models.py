@@ -92,14 +92,14 @@ def parse_model(r: Reader, default_tol: Tolerance, seed: int, opset: int | None,
 
 
 def _repeats(r: Reader) -> int | None:
-    value = r.get("repeats", (int,), None)
+    value: int | None = r.get("repeats", (int,), None)
     if value is not None and value < 1:
         r.fail(r.key("repeats"), f"must be >= 1, got {value}")
     return value
 
 
 def _opset(r: Reader, key: str, default: int | None) -> int | None:
-    value = r.get(key, (int,), default)
+    value: int | None = r.get(key, (int,), default)
     if value is not None and not 7 <= value <= 30:
         r.fail(r.key(key), f"opset {value} is out of range (7-30)")
     return value
@@ -136,7 +136,7 @@ def _input(r: Reader) -> InputSpec:
     return InputSpec(name=name, shape=tuple(shape), dtype=dtype, low=low, high=high)
 
 
-def _dynamic_shapes(r: Reader, inputs) -> dict[str, dict[int, str]]:
+def _dynamic_shapes(r: Reader, inputs: tuple[InputSpec, ...] | str) -> dict[str, dict[int, str]]:
     """``{ x = { 0 = "batch" } }``: the dimensions exported dynamic, by input name and index."""
     raw = r.get("dynamic-shapes", (dict,), None)
     if raw is None:
@@ -161,7 +161,7 @@ def _dynamic_shapes(r: Reader, inputs) -> dict[str, dict[int, str]]:
 
 
 def _transform(r: Reader) -> str | None:
-    ref = r.get("transform", (str,), None)
+    ref: str | None = r.get("transform", (str,), None)
     if ref is not None:
         check_ref(r, "transform", ref)
     return ref
@@ -188,7 +188,7 @@ def _transform_inputs(r: Reader) -> tuple[str, ...] | None:
 
 
 def _artifact(r: Reader) -> Path | None:
-    raw = r.get("artifact", (str,), None)
+    raw: str | None = r.get("artifact", (str,), None)
     if raw is None:
         return None
     if not raw.endswith(".onnx"):

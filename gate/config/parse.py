@@ -13,7 +13,7 @@ from gate.config.models import parse_model, parse_tolerance
 from gate.config.providers import canonical_provider
 from gate.config.reader import Reader, kind
 from gate.config.sweeps import included, parse_sweep
-from gate.config.types import EXPORTERS, Config, Isolation, ProviderSpec, Tolerance
+from gate.config.types import EXPORTERS, Config, Isolation, ProviderSpec, Sweep, Tolerance
 from gate.core.target import PRECISIONS, REFERENCE_PROVIDER, TORCH_PRECISIONS
 from gate.errors import ConfigError
 
@@ -38,7 +38,7 @@ def parse(section: Any, path: Path, prefix: str) -> Config:
     for i, raw in enumerate(top.get("models", (list,), [])):
         models.extend(parse_model(top.child(raw, top.item("models", i)), default_tol, seed, opset, exporter))
     sweep_tables = [top.child(t, top.item("sweeps", i)) for i, t in enumerate(top.get("sweeps", (list,), []))]
-    sweeps = []
+    sweeps: list[Sweep] = []
     for r in sweep_tables + included(top):
         sweep, cases = parse_sweep(r, default_tol, seed, opset, exporter)
         if sweep.anchor is not None:

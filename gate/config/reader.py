@@ -8,7 +8,7 @@ first is ``models[1]``. A table that belongs to a named model also names it, onc
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from gate.errors import ConfigError
 
@@ -27,7 +27,7 @@ class Reader:
             self.fail(where, f"expected a table, got {kind(table)}")
         self.table = table
 
-    def fail(self, key: str, message: str) -> None:
+    def fail(self, key: str, message: str) -> NoReturn:
         raise ConfigError(f"{self.path}: {f'{self.owner}: ' if self.owner else ''}`{key}`: {message}")
 
     def key(self, name: str) -> str:

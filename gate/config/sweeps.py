@@ -45,9 +45,9 @@ def substitute(value: Any, values: dict[str, Any]) -> Any:
     return value
 
 
-def _axis(r: Reader, key: str) -> dict[str, list]:
+def _axis(r: Reader, key: str) -> dict[str, list[Any]]:
     table = r.get(key, (dict,), {})
-    out = {}
+    out: dict[str, list[Any]] = {}
     for name, values in table.items():
         values = values if isinstance(values, list) else [values]
         if not values or any(isinstance(v, dict) for v in values):
@@ -56,8 +56,8 @@ def _axis(r: Reader, key: str) -> dict[str, list]:
     return out
 
 
-def _inputs(r: Reader, axes: dict[str, list]) -> list[dict]:
-    raw = r.get("inputs", (list,), required=True)
+def _inputs(r: Reader, axes: dict[str, list[Any]]) -> list[dict[str, Any]]:
+    raw: list[dict[str, Any]] = r.get("inputs", (list,), required=True)
     if not raw:
         r.fail(r.key("inputs"), "no inputs declared")
     for i, spec in enumerate(raw):
@@ -74,7 +74,7 @@ def _inputs(r: Reader, axes: dict[str, list]) -> list[dict]:
     return raw
 
 
-def _shaped(r: Reader, raw: list[dict], values: dict[str, Any]) -> tuple[InputSpec, ...]:
+def _shaped(r: Reader, raw: list[dict[str, Any]], values: dict[str, Any]) -> tuple[InputSpec, ...]:
     out = []
     for i, spec in enumerate(substitute(raw, values)):
         shape = tuple(values[d] if isinstance(d, str) and d in values else d for d in spec["shape"])
@@ -99,7 +99,7 @@ def _skips(r: Reader) -> tuple[Skip, ...]:
     return tuple(out)
 
 
-def _side(t: Reader, key: str, variables: dict[str, list]) -> tuple[str, Any]:
+def _side(t: Reader, key: str, variables: dict[str, list[Any]]) -> tuple[str, Any]:
     """``"RMSNorm"`` (a value of exactly one var) or ``{ norm = "RMSNorm" }``: (var, value)."""
     raw = t.get(key, (str, dict), required=True)
     if isinstance(raw, dict):
@@ -117,7 +117,7 @@ def _side(t: Reader, key: str, variables: dict[str, list]) -> tuple[str, Any]:
     return axis, value
 
 
-def _pairs(r: Reader, variables: dict[str, list]) -> tuple[Pair, ...]:
+def _pairs(r: Reader, variables: dict[str, list[Any]]) -> tuple[Pair, ...]:
     raw = r.get("pair", (dict, list), [])
     out = []
     for i, table in enumerate(raw if isinstance(raw, list) else [raw]):
@@ -146,7 +146,7 @@ def _case_name(sweep: str, values: dict[str, Any], varying: list[str], taken: se
     return name
 
 
-def _selected(r: Reader, axes: dict[str, list]) -> list[dict[str, Any]]:
+def _selected(r: Reader, axes: dict[str, list[Any]]) -> list[dict[str, Any]]:
     """The cartesian product of vars and dims, restricted to ``cases`` (tables of values) if given."""
     restrict = r.get("cases", (list,), None)
     for i, table in enumerate(restrict or []):
@@ -185,7 +185,8 @@ def parse_sweep(r: Reader, default_tol: Tolerance, seed: int, opset: int | None,
     base = ModelSpec(name=name, factory=f"sweep:{target}", inputs=(), seed=r.get("seed", (int,), seed),
                      tolerance=parse_tolerance(r, "tolerance", default_tol), where=r.where, opset=opset,
                      exporter=exporter, gradients=r.get("gradients", (bool,), False), repeats=repeats)
-    specs, taken = [], set()
+    specs: list[ModelSpec] = []
+    taken: set[str] = set()
     for values in _selected(r, axes):
         case = _case_name(name, values, varying, taken)
         if len(case) > MAX_MODEL_NAME:

@@ -98,7 +98,7 @@ class SweepCase:
     sweep: str
     kind: str  # "module" | "op"
     target: str  # "torch.nn.GELU", "torch.ops.aten.add.Tensor", "mypkg.layers:MyNorm"
-    args: tuple = ()
+    args: tuple[Any, ...] = ()
     kwargs: Mapping[str, Any] = field(default_factory=dict)
     values: tuple[tuple[str, Any], ...] = ()  # every var and dim of the case
 
@@ -171,7 +171,7 @@ class ModelSpec:
     detections: DetectionTolerance = DetectionTolerance()  # a detector's data-dependent outputs
 
     @property
-    def export_key(self) -> tuple:
+    def export_key(self) -> tuple[Any, ...]:
         """What determines the exported graph: cases that agree on it share one export (they differ
         only in dimensions exported dynamic, or in input values)."""
         shapes: Any = self.inputs
@@ -227,7 +227,9 @@ class Config:
         """Why a sweep's ``skip`` keeps ``provider`` off the case ``model`` (None: it runs)."""
         spec = next((m for m in self.models if m.name == model), None)
         sweep = self.sweep_of(spec) if spec is not None else None
-        reason = sweep.skip_reason(model, provider) if sweep is not None else None
+        if sweep is None:
+            return None
+        reason = sweep.skip_reason(model, provider)
         return f"skipped by sweep `{sweep.name}`: {reason}" if reason else None
 
     def select_models(self, patterns: list[str] | None) -> tuple[ModelSpec, ...]:

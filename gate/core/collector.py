@@ -9,8 +9,7 @@ model's libraries, the model (about 400,000 objects with transformers loaded). S
 - at the interpreter's exit, everything is set aside: its last collection and teardown would walk
   every object torch left, and the operating system frees the pages at once.
 
-After a code change this took resnet18's check from 8.7 s to 6.5 s and GPT-2's (512 tokens) from
-22.0 s to 18.4 s, at the same peak (``scripts/bench_gc.py``, docs/performance.md).
+What it saves, at the same peak: ``scripts/bench_gc.py``, docs/performance.md.
 """
 
 from __future__ import annotations

@@ -4,11 +4,12 @@ whole traceback, kept only when ``PARITY_GATE_DEBUG`` is set (``parity-gate --de
 
 from __future__ import annotations
 
-import os
 import sys
 import sysconfig
 import traceback
 from pathlib import Path
+
+from gate import env
 
 _GATE = Path(__file__).resolve().parents[1]
 _SYSTEM = {Path(p).resolve() for p in {sysconfig.get_paths()[k] for k in ("stdlib", "platstdlib", "purelib", "platlib")}
@@ -54,10 +55,6 @@ def user_site() -> str | None:
     return f"{_shown(frames[-1].filename)}:{frames[-1].lineno} in {frames[-1].name}" if frames else None
 
 
-def debugging() -> bool:
-    return os.environ.get("PARITY_GATE_DEBUG", "") not in ("", "0")
-
-
 def trace(exc: BaseException) -> str | None:
     """The whole traceback of ``exc`` when debugging, else None."""
-    return "".join(traceback.format_exception(exc)).rstrip() if debugging() else None
+    return "".join(traceback.format_exception(exc)).rstrip() if env.debug() else None

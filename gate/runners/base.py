@@ -17,7 +17,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -39,17 +39,6 @@ class Unavailable(Exception):
     """The provider cannot run on this machine; the message is the skip's reason."""
 
 
-class Pending(Protocol):
-    """A run that started ahead of its float64 reference (a worker's, ``gate.runners.ahead``): the
-    subject's run is the probe's until ``final`` returns the reference's."""
-
-    def threads(self) -> int | None:
-        """Intra-op threads for a session opened now (fewer while the reference still runs)."""
-
-    def final(self) -> tuple[ModelRun, list[np.ndarray]]:
-        """Wait for the reference: the run with its layers, and its outputs."""
-
-
 @dataclass
 class Subject:
     """What a runner runs: the run so far (reference layers and the ONNX value map), the exported
@@ -65,7 +54,6 @@ class Subject:
     latency: bool = False  # time ONNX Runtime's default runs even without ``repeats`` (something reads them)
     detail: Callable[[str], None] | None = None  # where a long run is ("segment 2/3, to h.11"), for progress
     capture_bytes: int | None = None  # marked intermediates held at once (None: all in one run)
-    pending: Pending | None = None  # started ahead of the reference: ``run`` is the probe's until ``final``
 
     @property
     def timing_runs(self) -> int:

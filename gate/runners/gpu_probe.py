@@ -12,11 +12,11 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import functools
-import os
 import shutil
 import subprocess
 from dataclasses import dataclass
 
+from gate import env
 from gate.core import device
 
 
@@ -122,8 +122,8 @@ def cuda_probe(device_id: int = 0) -> Probe:
     gpus, why = nvidia_gpus()
     if not gpus:
         return Probe(device.GPU, f"no NVIDIA GPU found ({why})")
-    index = physical_index(device_id, os.environ.get("CUDA_VISIBLE_DEVICES"))
+    index = physical_index(device_id, env.cuda_visible_devices())
     if index is None or index >= len(gpus):
         return Probe(device.GPU, f"device_id {device_id} is not one of the {len(gpus)} NVIDIA GPU(s) nvidia-smi lists "
-                     f"(CUDA_VISIBLE_DEVICES={os.environ.get('CUDA_VISIBLE_DEVICES', '')!r})")
+                     f"({env.CUDA_VISIBLE_DEVICES}={env.cuda_visible_devices() or ''!r})")
     return Probe(gpus[index].device_class)

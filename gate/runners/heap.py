@@ -2,9 +2,9 @@
 faults fresh memory in on huge pages.
 
 glibc keeps freed blocks below its mmap threshold (which grows to 32 MB as large blocks are freed)
-inside the process's heap. After the export and the float64 reference of GPT-2 at sequence 2048
-that was 0.35 GB of the gate's resident memory, held while the ONNX Runtime worker ran beside it.
-``malloc_trim(0)`` returns those pages; where there is no such call (musl, macOS, Windows) this
+inside the process's heap: after an export and a float64 reference, a share of the gate's resident
+memory that it would hold while the ONNX Runtime worker runs beside it. ``malloc_trim(0)`` returns
+those pages; where there is no such call (musl, macOS, Windows) this
 does nothing.
 
 A capture writes every marked value into fresh memory, and each 4 KiB page faults and is zeroed on
@@ -12,18 +12,12 @@ first touch. ``worker_env`` asks glibc (2.35 and later, ``GLIBC_TUNABLES=glibc.m
 advise transparent huge pages for the worker's heap and mappings; elsewhere the variable is ignored,
 and a ``glibc.malloc.hugetlb`` the caller set is kept. Whether the kernel then gives huge pages is
 decided per stretch of the run (``huge_pages``): the first huge pages a worker faults cost the kernel
-a compaction of memory the gate's other processes just freed. Measured on 2 vCPUs (Zen 4), in the
-worker of one check each:
-
-- GPT-2 at sequence 512: the shipped session's 0.5 GB of prepacked weights took 0.8 s to open on
-  huge pages (0.6 s of it system time) against 0.36 s on 4 KiB pages; left on for its 0.9 GB
-  capture, the compaction moved there (1.1 s against 1.5 s), so the worker took 2.2-2.5 s with
-  huge pages throughout against 1.8-1.9 s without;
-- GPT-2 at sequence 2048 (4.3 GB of marked values, faulted segment by segment): the capture took
-  9.4 s on huge pages against 11.0 s on 4 KiB pages.
-
-So the shipped session always runs on 4 KiB pages, and a capture on huge pages from
-``HUGE_CAPTURE_BYTES`` of marked values. Where the call is missing (not Linux) nothing changes.
+a compaction of memory the gate's other processes just freed. That costs more than the faults it
+saves while the shipped session opens (its prepacked weights are written once) or a small capture
+runs, and less once a capture faults in gigabytes of marked values. So the shipped session always
+runs on 4 KiB pages, and a capture on huge pages from ``HUGE_CAPTURE_BYTES`` of marked values
+(docs/performance.md; ``scripts/bench_reuse.py --heap``). Where the call is missing (not Linux)
+nothing changes.
 """
 
 from __future__ import annotations

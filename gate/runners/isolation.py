@@ -39,15 +39,15 @@ WAIT = "-"  # the worker's argument that makes it a spare: it reads the job's pa
 
 
 class Spare:
-    """A worker started ahead of its job, waiting on its stdin for the job's path. ``run_isolated``
-    takes it once; ``close`` ends one never taken (its stdin closed, it exits)."""
+    """A worker started before its job exists, waiting on its stdin for the job's path.
+    ``run_isolated`` claims it once; ``close`` ends one never claimed (its stdin closed, it exits)."""
 
     def __init__(self) -> None:
         self._err = tempfile.TemporaryFile()  # a file: a chatty worker cannot fill a pipe
-        self._proc: subprocess.Popen[bytes] | None = _spawn(WAIT, self._err, ahead=True)
+        self._proc: subprocess.Popen[bytes] | None = _spawn(WAIT, self._err)
 
-    def take(self) -> tuple[subprocess.Popen[bytes], Any] | None:
-        """The waiting worker and its stderr file; None when it was taken or has ended."""
+    def claim(self) -> tuple[subprocess.Popen[bytes], Any] | None:
+        """The waiting worker and its stderr file; None when it was claimed or has ended."""
         proc, self._proc = self._proc, None
         if proc is None:
             return None
@@ -80,89 +80,38 @@ def job_for(spec: ProviderSpec, subject: Subject, isolation: Isolation, config: 
                      repeats=subject.repeats, latency=subject.latency)
 
 
-class Started:
-    """A worker given its job. ``tell`` writes a line on its stdin (the word a job started ahead of its
-    reference waits for: ``gate.runners.ahead``); ``wait`` gives its ProviderRun, or a CRASH or
-    TIMEOUT status for ``target``; ``close`` ends one not waited for. Its progress lines (``report``)
-    go to ``detail`` as they come, and ``said`` holds the last."""
-
-    def __init__(self, job: WorkerJob, target: Target, detail: Callable[[str], None] | None = None,
-                 spare: Spare | None = None) -> None:
-        self.job, self.target = job, target
-        self.said: str | None = None
-        self._tmp = tempfile.TemporaryDirectory(prefix="parity-gate-worker-")
-        self._out = Path(self._tmp.name) / "result.msgpack.zst"
-        job_path = Path(self._tmp.name) / "job.msgpack"
-        job_path.write_bytes(replace(job, result=self._out).to_bytes())
-        taken = spare.take() if spare is not None else None
-        self._err = taken[1] if taken else open(Path(self._tmp.name) / "stderr", "w+b")  # noqa: SIM115 - closed in _end
-        proc = _handed(taken[0], job_path, keep=job.ahead is not None) if taken else None
-        self.proc = proc or _spawn(job_path, self._err, ahead=job.ahead is not None)
-        self._detail = detail
-        self._reader = threading.Thread(target=_forward, args=(self.proc.stdout, self._hear), daemon=True)
-        self._reader.start()
-
-    def _hear(self, line: str) -> None:
-        self.said = line
-        if self._detail is not None:
-            self._detail(line)
-
-    def tell(self, word: str) -> None:
-        """``word`` on the worker's stdin, which is then closed; a worker that has ended hears nothing."""
-        stdin, self.proc.stdin = self.proc.stdin, None
-        if stdin is None:
-            return
-        with contextlib.suppress(OSError):
-            stdin.write(f"{word}\n".encode())
-            stdin.close()
-
-    def wait(self, timeout_s: float) -> ProviderRun:
-        what = f"{self.job.what}: {self.target.provider}"
-        try:
-            try:
-                self.proc.wait(timeout=timeout_s)
-            except subprocess.TimeoutExpired:
-                _kill(self.proc)
-                self.proc.wait()
-                return ProviderRun.failed(self.target, ErrorStatus.TIMEOUT,
-                                          f"{what} did not finish within {timeout_s:g} s")
-            finally:
-                self._reader.join(timeout=5)
-            self._err.seek(0)
-            stderr = self._err.read()
-            if self.proc.returncode == 0 and self._out.is_file():
-                try:
-                    return read_run(self._out).providers[0]
-                except (FormatError, IndexError) as exc:
-                    return ProviderRun.failed(self.target, ErrorStatus.CRASH,
-                                              f"{what}: the worker's result is unreadable ({exc})")
-            return ProviderRun.failed(self.target, ErrorStatus.CRASH,
-                                      _crash_message(what, self.proc.returncode, stderr, self.job.memory_mb))
-        finally:
-            self._end()
-
-    def close(self) -> None:
-        """End the worker where it still runs; nothing of it is read."""
-        if self.proc.poll() is None:
-            _kill(self.proc)
-            self.proc.wait()
-        self._reader.join(timeout=5)
-        self._end()
-
-    def _end(self) -> None:
-        if self.proc.stdin is not None:  # never told: it has ended by now
-            with contextlib.suppress(OSError):
-                self.proc.stdin.close()
-        self._err.close()
-        self._tmp.cleanup()
-
-
 def run_isolated(job: WorkerJob, target: Target, timeout_s: float,
                  detail: Callable[[str], None] | None = None, spare: Spare | None = None) -> ProviderRun:
     """Run ``job`` in a worker (``spare`` where one waits); the worker's ProviderRun, or a
     CRASH/TIMEOUT status for ``target``. The worker's progress lines (``report``) go to ``detail``
     as they come."""
-    return Started(job, target, detail, spare).wait(timeout_s)
+    what = f"{job.what}: {target.provider}"
+    with tempfile.TemporaryDirectory(prefix="parity-gate-worker-") as tmp:
+        out = Path(tmp) / "result.msgpack.zst"
+        job_path = Path(tmp) / "job.msgpack"
+        job_path.write_bytes(replace(job, result=out).to_bytes())
+        waiting = spare.claim() if spare is not None else None
+        with (waiting[1] if waiting else open(Path(tmp) / "stderr", "w+b")) as err:
+            proc = _handed(waiting[0], job_path) if waiting else None
+            proc = proc or _spawn(job_path, err)
+            reader = threading.Thread(target=_forward, args=(proc.stdout, detail), daemon=True)
+            reader.start()
+            try:
+                proc.wait(timeout=timeout_s)
+            except subprocess.TimeoutExpired:
+                _kill(proc)
+                proc.wait()
+                return ProviderRun.failed(target, ErrorStatus.TIMEOUT, f"{what} did not finish within {timeout_s:g} s")
+            finally:
+                reader.join(timeout=5)
+            err.seek(0)
+            stderr = err.read()
+        if proc.returncode == 0 and out.is_file():
+            try:
+                return read_run(out).providers[0]
+            except (FormatError, IndexError) as exc:
+                return ProviderRun.failed(target, ErrorStatus.CRASH, f"{what}: the worker's result is unreadable ({exc})")
+        return ProviderRun.failed(target, ErrorStatus.CRASH, _crash_message(what, proc.returncode, stderr, job.memory_mb))
 
 
 def report(message: str) -> None:
@@ -171,34 +120,29 @@ def report(message: str) -> None:
     sys.stdout.buffer.flush()
 
 
-def _forward(stream, detail: Callable[[str], None]) -> None:
+def _forward(stream, detail: Callable[[str], None] | None) -> None:
     """Read the worker's stdout to its end (so it never blocks on it); hand progress lines on."""
     for raw in stream:
         line = raw.decode("utf-8", errors="replace").rstrip("\n")
-        if line.startswith(PROGRESS):
+        if detail is not None and line.startswith(PROGRESS):
             detail(line[len(PROGRESS):])
     stream.close()
 
 
-def _handed(proc: subprocess.Popen[bytes], job_path: Path, keep: bool = False) -> subprocess.Popen[bytes] | None:
-    """``proc`` (a spare) given ``job_path``, its stdin then closed (``keep``: left open for the word
-    of a job started ahead); None when it can no longer take it."""
+def _handed(proc: subprocess.Popen[bytes], job_path: Path) -> subprocess.Popen[bytes] | None:
+    """``proc`` (a spare) given ``job_path``; None when it can no longer take it."""
     try:
         assert proc.stdin is not None
         proc.stdin.write(f"{job_path}\n".encode())
-        proc.stdin.flush()
-        if not keep:
-            proc.stdin.close()
-            proc.stdin = None
+        proc.stdin.close()
     except OSError:  # it ended meanwhile
         proc.wait()
         return None
     return proc
 
 
-def _spawn(job: Path | str, stderr, ahead: bool = False) -> subprocess.Popen[bytes]:
-    """A worker for the job file ``job``; ``ahead``: its stdin a pipe (a spare, ``job`` is ``WAIT``,
-    reads its job's path there; a job started ahead of its reference, its word)."""
+def _spawn(job: Path | str, stderr) -> subprocess.Popen[bytes]:
+    """A worker for the job file ``job``; a spare's (``job`` is ``WAIT``) stdin is a pipe."""
     env = heap.worker_env(os.environ)
     root = str(Path(__file__).resolve().parents[2])
     env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH", "")) if p)
@@ -206,8 +150,8 @@ def _spawn(job: Path | str, stderr, ahead: bool = False) -> subprocess.Popen[byt
     group = {"start_new_session": True} if os.name == "posix" else \
         {"creationflags": getattr(subprocess, "CREATE_NEW_PROCESS_GROUP", 0)}
     return subprocess.Popen([sys.executable, "-m", "gate.runners.worker", str(job)], env=env,
-                            stdin=subprocess.PIPE if ahead else None, stdout=subprocess.PIPE, stderr=stderr,
-                            **group)
+                            stdin=subprocess.PIPE if job == WAIT else None, stdout=subprocess.PIPE,
+                            stderr=stderr, **group)
 
 
 def _kill(proc: subprocess.Popen) -> None:

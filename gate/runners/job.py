@@ -34,10 +34,6 @@ class WorkerJob:
     repeats: int | None = None  # timed runs
     latency: bool = False  # time the default runs even without ``repeats``
     result: Path | None = None  # where the worker writes its ProviderRun (``run_isolated`` sets it)
-    # Started ahead of the float64 reference (``gate.commands.ahead``): the bundle's run is the probe's
-    # until the parent writes ``READY`` on stdin (or ``DROP``); the sessions opened before that use
-    # this many intra-op threads. None: an ordinary job.
-    ahead: int | None = None
 
     @property
     def what(self) -> str:
@@ -54,7 +50,6 @@ class WorkerJob:
             "capture_bytes": self.capture_bytes,
             "output_tolerance": list(self.output_tolerance) if self.output_tolerance is not None else None,
             "repeats": self.repeats, "latency": self.latency, "result": _opt_str(self.result),
-            "ahead": self.ahead,
         }, use_bin_type=True)
 
     @classmethod
@@ -69,8 +64,7 @@ class WorkerJob:
         return cls(Path(job.str("bundle")), job.str("model"), _provider(Obj(doc.get("provider"), where, "provider")),
                    config=_opt_path(job, "config"), threads=job.int("threads"), memory_mb=job.int("memory_mb"),
                    capture_bytes=job.int("capture_bytes"), output_tolerance=_pair(job, "output_tolerance"),
-                   repeats=job.int("repeats"), latency=job.bool("latency"), result=_opt_path(job, "result"),
-                   ahead=job.int("ahead"))
+                   repeats=job.int("repeats"), latency=job.bool("latency"), result=_opt_path(job, "result"))
 
 
 def _provider(p: Obj) -> ProviderSpec:

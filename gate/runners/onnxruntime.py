@@ -12,15 +12,14 @@ from __future__ import annotations
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import replace
 from pathlib import Path
 
 from gate.config.providers import CPU_EPS, GPU_EPS
 from gate.core import device
 from gate.core.failure import ModelError
 from gate.core.layers import FORWARD_ONLY, is_gradient
+from gate.core.progress import DETAIL, DETAIL_EVERY_S
 from gate.core.runs import ModelRun, OnnxSite, ProviderLayer, ProviderRun, error_against
-from gate.core.stages import DETAIL, DETAIL_EVERY_S
 from gate.core.status import ErrorStatus, LayerStatus, SiteKind
 from gate.core.target import Target
 from gate.export.layermap import available_values, pick
@@ -90,18 +89,13 @@ class OrtRunner(Runner):
                              f"({type(exc).__name__}: {str(exc)[:200]})", ErrorStatus.LOAD_FAIL) from None
         present = available_values(proto)  # candidates the shipped graph lost (optimizer, transform) are not
         values = list(dict.fromkeys(v for s in run.onnx_map.values() for v in marked(s) if v in present))
-        pending = self.subject.pending
-        threads_now = pending.threads if pending is not None else None
         session = ort_session.SessionSpec(self.name, dict(self.spec.options), dict(self.spec.session_options),
-                                          self.subject.threads, threads_now)
+                                          self.subject.threads)
         repeats = self.subject.repeats
         result = ort_session.run(proto, session, inputs, values, what, timing_runs=self.subject.timing_runs,
                                  capture_bytes=self.subject.capture_bytes, value_bytes=value_bytes(run),
-                                 keep_outputs=bool(self.subject.outputs) or pending is not None,
+                                 keep_outputs=bool(self.subject.outputs),
                                  model=bundle.model, detail=_detail(run, self.subject.detail), weights=weights)
-        if pending is not None:  # captured on the probe's map, which is the export's: judged on the reference
-            run, outputs = pending.final()
-            self.subject = replace(self.subject, run=run, outputs=outputs, pending=None)
         probe = self.probe()
         prun = ProviderRun(Target(self.name, probe.device_class, self.spec.precision), latency_ms=result.latency_ms,
                            placement=result.placement, capture_peak_bytes=result.peak_capture_bytes,

@@ -64,9 +64,6 @@ class SessionSpec:
     options: Mapping[str, Any] = field(default_factory=dict)
     session_options: Mapping[str, Any] = field(default_factory=dict)
     threads: int | None = None  # PARITY_GATE_THREADS; session-options intra-op-threads wins
-    # Asked as each session opens, where the threads change during a run (a worker ahead of its
-    # reference, ``gate.runners.ahead``: fewer until the reference is done); else ``threads``.
-    threads_now: Callable[[], int | None] | None = None
 
     def sess_options(self, record: bool, profile: bool = False, arena: bool = True, prepack: bool = True):
         import onnxruntime as ort
@@ -83,9 +80,8 @@ class SessionSpec:
 
             so.enable_profiling = True
             so.profile_file_prefix = os.path.join(tempfile.gettempdir(), f"parity-gate-profile-{os.getpid()}")
-        threads = self.threads_now() if self.threads_now is not None else self.threads
-        if threads:
-            so.intra_op_num_threads = threads
+        if self.threads:
+            so.intra_op_num_threads = self.threads
         o = self.session_options
         if "graph-optimization-level" in o:
             so.graph_optimization_level = getattr(ort.GraphOptimizationLevel, _LEVELS[o["graph-optimization-level"]])
@@ -254,8 +250,8 @@ def _capture(result: OrtRun, proto: onnx.ModelProto, part: list[str], spec: Sess
     """One session with ``part`` marked as outputs (the weights file shared with ``model``), run
     without the CPU arena so its peak is not held into the next, and without weight prepacking:
     ONNX Runtime maps external weights from their file and uses them in place unless it prepacks
-    them, which copies every MatMul weight (3 s and a second copy for 2.4 GB) for a session that
-    runs once."""
+    them, which copies every MatMul weight (time, and a second copy of the weights) for a session
+    that runs once."""
     marked = mark_outputs(proto, part)
     with Marked(marked, model if model is not None else Path(".")) as source:
         del marked

@@ -15,7 +15,7 @@ import numpy as np
 import torch
 
 from gate.core.failure import ModelError
-from gate.core.stages import DETAIL, DETAIL_EVERY_S
+from gate.core.progress import DETAIL, DETAIL_EVERY_S
 from gate.core.status import ErrorStatus
 from gate.model import torch_hooks
 from gate.model.build import BuiltModel

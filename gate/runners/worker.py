@@ -2,8 +2,7 @@
 
 The job (a ``WorkerJob`` file, ``isolation.job_for``) names a bundle and a provider. The worker
 reads the run so far from the bundle, runs the provider's runner on it, and writes the
-``ProviderRun`` as a result file (a job started ahead of its reference waits for it on stdin before
-it judges: ``gate.runners.ahead``). A PyTorch provider needs the model itself: the worker rebuilds
+``ProviderRun`` as a result file. A PyTorch provider needs the model itself: the worker rebuilds
 it from the config under the same seed and refuses to go on unless its weights and inputs
 digests equal the exported model's, so the model compared is still the model exported. ONNX
 Runtime workers import no torch.
@@ -12,16 +11,15 @@ Runtime workers import no torch.
 from __future__ import annotations
 
 import importlib
-import os
 import sys
 from pathlib import Path
 
+from gate import env
 from gate.core.failure import ModelError
 from gate.core.runs import Meta, ModelRun, ProviderRun
 from gate.core.status import ErrorStatus
 from gate.errors import FormatError, GateError
 from gate.formats.results import Bundle, write_runs
-from gate.runners.ahead import Awaited, Dropped
 from gate.runners.base import Subject, Unavailable, execute, failed_run
 from gate.runners.isolation import WAIT, report
 from gate.runners.job import WorkerJob
@@ -43,7 +41,7 @@ def _limit_memory(budget_mb: int | None) -> None:
 
 def _call_hook(job: WorkerJob) -> None:
     """PARITY_GATE_WORKER_HOOK=module:function runs before the provider (debugging, fault tests)."""
-    spec = os.environ.get("PARITY_GATE_WORKER_HOOK")
+    spec = env.worker_hook()
     if spec:
         module, _, attr = spec.partition(":")
         getattr(importlib.import_module(module), attr)(job)
@@ -71,10 +69,9 @@ def rebuild(job: WorkerJob, meta: Meta):
 def subject_of(job: WorkerJob) -> Subject:
     """The subject the parent would have handed the runner, read back from the bundle."""
     bundle = Bundle(job.bundle)
-    pending = Awaited(bundle, job.ahead, job.threads) if job.ahead is not None else None
     return Subject(bundle.read_run(), bundle.folder, threads=job.threads, outputs=bundle.outputs(),
                    output_tolerance=job.output_tolerance, repeats=job.repeats, latency=job.latency,
-                   detail=report, capture_bytes=job.capture_bytes, pending=pending)
+                   detail=report, capture_bytes=job.capture_bytes)
 
 
 def execute_job(job: WorkerJob) -> ProviderRun:
@@ -116,11 +113,7 @@ def main(argv: list[str]) -> int:
         print(exc, file=sys.stderr)
         return 2
     _limit_memory(job.memory_mb)
-    try:
-        run = execute_job(job)
-    except Dropped:  # the parent runs the provider afresh: nothing to write
-        return 0
-    write_runs(job.result, [ModelRun(job.model, providers=[run])])
+    write_runs(job.result, [ModelRun(job.model, providers=[execute_job(job)])])
     return 0
 
 

@@ -23,30 +23,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from gate import env
 from gate.core.reuse import Alarm
 from gate.core.status import CacheState, Stage, Word
 from gate.store.entry import HEX64, MANIFEST, Corrupt, Entry, read_entry, write_manifest
 
-CACHE_ENV, MAX_ENV = "PARITY_GATE_CACHE_DIR", "PARITY_GATE_CACHE_MAX_GB"
 ALARMS = "alarms"
 ALARM_MAX = 64 * 2**10  # bytes of one alarm record
 STALE_S = 24 * 3600  # a temporary folder this old was left by a writer that died
-
-
-def store_dir() -> Path | None:
-    """The store's folder (None: turned off)."""
-    value = os.environ.get(CACHE_ENV)
-    if value is not None:
-        return None if value.strip().lower() in ("", "off", "none", "0") else Path(value).expanduser()
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "parity-gate"
-
-
-def _max_bytes() -> int:
-    try:
-        return int(float(os.environ.get(MAX_ENV, "20")) * 2**30)
-    except ValueError:
-        return 20 * 2**30
 
 
 class PutState(Word):
@@ -207,7 +191,7 @@ class Store:
         """Remove the least recently used entries past ``limit`` bytes (default
         ``PARITY_GATE_CACHE_MAX_GB``) and temporary folders of writers that died; the entries removed,
         as ``stage/key``. Alarms stay."""
-        limit = _max_bytes() if limit is None else limit
+        limit = env.store_max_bytes() if limit is None else limit
         entries = list(self._entries())
         total, removed = sum(size for _, size, _ in entries), []
         for _used, size, child in sorted(entries):

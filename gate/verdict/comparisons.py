@@ -13,7 +13,7 @@ from gate.core.status import Check, ComparisonStatus, LayerStatus, RunStatus
 from gate.core.target import REFERENCE_PROVIDER
 from gate.fingerprint import Fingerprint, relative_error
 
-from .types import Comparison
+from .notes import Comparison
 
 
 def outputs_of(run: ModelRun, prun: ProviderRun | None) -> dict[str, Fingerprint]:
@@ -46,14 +46,16 @@ def _targets(run: ModelRun) -> dict[str, ProviderRun | None]:
 
 
 def _pairs(sweep: Sweep, specs: list[ModelSpec], runs: dict[str, ModelRun]) -> Iterable[tuple[str, Comparison]]:
-    by_values = {tuple(sorted(s.sweep.values)): s for s in specs}
+    cases = [(s, dict(s.sweep.values)) for s in specs if s.sweep is not None]
+    by_values = {tuple(sorted(values.items())): s for s, values in cases}
     for pair in sweep.pairs:
-        for left in specs:
-            values = dict(left.sweep.values)
+        for left, values in cases:
             if values.get(pair.axis) != pair.left:
                 continue
             right = by_values.get(tuple(sorted({**values, pair.axis: pair.right}.items())))
-            a, b = runs.get(left.name), runs.get(right.name) if right else None
+            if right is None:
+                continue
+            a, b = runs.get(left.name), runs.get(right.name)
             if a is None or b is None or a.error or b.error:
                 continue
             tb = _targets(b)
@@ -64,6 +66,8 @@ def _pairs(sweep: Sweep, specs: list[ModelSpec], runs: dict[str, ModelRun]) -> I
 
 
 def _anchored(sweep: Sweep, specs: list[ModelSpec], runs: dict[str, ModelRun]) -> Iterable[tuple[str, Comparison]]:
+    if sweep.anchor is None:
+        return
     for spec in specs:
         run = runs.get(spec.name)
         if run is None or run.error:

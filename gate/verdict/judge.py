@@ -4,6 +4,7 @@ regression and a status; over all models, the report and its verdict."""
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import Any
 
 from gate.config import ModelSpec
 from gate.core.layers import module_of
@@ -24,9 +25,10 @@ from gate.core.status import (
 from gate.core.target import DEFAULT_PRECISION, REFERENCE_PROVIDER
 from gate.formats.baseline import Baseline, Entry
 from gate.verdict import causality, checks, data_dependent, graph_precision, hints, model_audits, rollup
+from gate.verdict.notes import Comparison
 from gate.verdict.placement import placement_audit
 from gate.verdict.structure import Structure, described
-from gate.verdict.types import Audit, Comparison, ModelVerdict, ProviderVerdict, Regression, Report, Row
+from gate.verdict.types import Audit, ModelVerdict, ProviderVerdict, Regression, Report, Row
 from gate.verdict.versions import version_changes
 
 Dependent = dict[str, DataDependence]  # the data-dependent layers, and how each is known
@@ -271,7 +273,7 @@ def _upstream_gone(first: Regression, st: Structure | None, baseline: Baseline |
     return replace(first, message=f"{first.message}; {gone}" if first.message else gone)
 
 
-def assemble(models: list[ModelVerdict], environment: dict) -> Report:
+def assemble(models: list[ModelVerdict], environment: dict[str, Any]) -> Report:
     """The report: models in configured order; the first model's first regression leads."""
     lead = next((m for m in models if m.first_regression is not None), None)
     first = None if lead is None else Regression(**{**vars(lead.first_regression), "model": lead.name})

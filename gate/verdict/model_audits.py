@@ -5,6 +5,8 @@ a forward that draws random numbers, and how many layers the shipped graph lets 
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Mapping
+from typing import Any
 
 from gate.config import ModelSpec
 from gate.core.runs import ModelRun
@@ -14,7 +16,8 @@ from gate.verdict.notes import LayerMapping
 from gate.verdict.types import Audit
 
 
-def _static(declared: dict, now: dict) -> list[tuple[str, str, str]]:
+def _static(declared: Mapping[str, Mapping[Any, str]], now: Mapping[str, Mapping[str, str]]
+            ) -> list[tuple[str, str, str]]:
     """(input, dimension, its name) dynamic in ``declared`` and not in ``now``."""
     return [(name, str(dim), label) for name, dims in declared.items() for dim, label in dims.items()
             if str(dim) not in now.get(name, {})]

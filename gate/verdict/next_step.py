@@ -105,8 +105,10 @@ def _failed(m: ModelVerdict) -> NextStep:
     if p.error_status == ErrorStatus.NO_GPU and p.name in m.unrecorded:  # never recorded: no install fixes that here
         return NextStep(StepKind.RECORD_ELSEWHERE, f"{m.recreate} --provider {p.name}", tuple(m.unrecorded),
                         error_status=p.error_status)
-    kind = {ErrorStatus.NO_GPU: StepKind.NO_GPU, ErrorStatus.NO_RESULT: StepKind.NO_RESULT,
-            ErrorStatus.LOAD_FAIL: StepKind.LOAD_FAIL}.get(p.error_status, StepKind.PROVIDER_FAILED)
+    kinds: dict[ErrorStatus | None, StepKind] = {ErrorStatus.NO_GPU: StepKind.NO_GPU,
+                                                 ErrorStatus.NO_RESULT: StepKind.NO_RESULT,
+                                                 ErrorStatus.LOAD_FAIL: StepKind.LOAD_FAIL}
+    kind = kinds.get(p.error_status, StepKind.PROVIDER_FAILED)
     command = {StepKind.LOAD_FAIL: "parity-gate doctor", StepKind.NO_GPU: None,  # its reason names the package
                StepKind.NO_RESULT: None}.get(kind, reproduce(m, p.name))
     return NextStep(kind, command, (p.name,), error_status=p.error_status)

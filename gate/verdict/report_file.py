@@ -12,6 +12,7 @@ the renderers use, so a bad report is one ``FormatError`` line naming the file a
 from __future__ import annotations
 
 import json
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -50,11 +51,10 @@ def _reject_constant(name: str) -> float:
     raise ValueError(f"{name} is not JSON")
 
 
-def _unique_keys(pairs: list[tuple[str, object]]) -> dict:
+def _unique_keys(pairs: list[tuple[str, object]]) -> dict[str, object]:
     out = dict(pairs)
     if len(out) != len(pairs):
-        seen: set[str] = set()
-        repeated = next(k for k, _ in pairs if k in seen or seen.add(k))
+        repeated = next(k for k, n in Counter(k for k, _ in pairs).items() if n > 1)
         raise ValueError(f"key {repeated[:40]!r} appears twice in one object")
     return out
 

@@ -13,8 +13,9 @@ moved, unless it stayed inside a module whose output holds (``moves``).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 from gate.core.layers import is_output, module_of
 from gate.core.runs import LayerInfo, ModelRun
@@ -77,7 +78,7 @@ def _listed(names: tuple[str, ...]) -> str:
     return quoted[0] if len(quoted) == 1 else f"{', '.join(quoted[:-1])} and {quoted[-1]}"
 
 
-def _key(fp: Fingerprint) -> tuple:
+def _key(fp: Fingerprint) -> tuple[Any, ...]:
     return tuple(fp.shape), fp.dtype, fp.nan, fp.posinf, fp.neginf
 
 
@@ -135,13 +136,13 @@ def structure(run: ModelRun, baseline: Baseline, limit: Limit) -> Structure:
     displaced = {x.name for x in run.layers if (b := baseline.layer(x.name)) is not None
                  and not same(x.fp, b.fp, limit(x, b))}
     free = [g for g in baseline.layers if g.name not in now or g.name in displaced]
-    by_key: dict[tuple, list[BaselineLayer]] = {}
+    by_key: dict[tuple[Any, ...], list[BaselineLayer]] = {}
     for g in baseline.layers:
         by_key.setdefault(_key(g.fp), []).append(g)
     free_names = {g.name for g in free}
     renames, copies, new, used = {}, {}, [], set()
 
-    def find(layer: LayerInfo, pool) -> BaselineLayer | None:
+    def find(layer: LayerInfo, pool: Iterable[BaselineLayer]) -> BaselineLayer | None:
         if not identifies(layer.fp):
             return None
         return by_name(layer.name, [g for g in pool if g.name != layer.name and is_output(g.name) == is_output(layer.name)

@@ -19,7 +19,8 @@ from gate.core.status import (
     TargetStatus,
 )
 
-from .types import Comparison, ModelVerdict, ProviderVerdict
+from .notes import Comparison
+from .types import ModelVerdict, ProviderVerdict
 
 CELL_STATUSES = CellStatus.values()  # or the ErrorStatus of a model or target that failed
 
@@ -80,9 +81,9 @@ def cell(m: ModelVerdict, p: ProviderVerdict | None) -> Cell:
     placement = p.placement or {}
     status = {TargetStatus.PASS: CellStatus.OK, TargetStatus.REGRESSED: CellStatus.REGRESSED,
               TargetStatus.NO_BASELINE: CellStatus.NO_BASELINE}.get(p.status, CellStatus.ERROR)
-    moved = next((r for r in m.providers if r.role == Role.REFERENCE and r.first_regression is not None), None)
-    if status == CellStatus.OK and moved is not None:  # the case itself changed: every provider's cell says so
-        fr = moved.first_regression
+    fr = next((r.first_regression for r in m.providers if r.role == Role.REFERENCE and r.first_regression is not None),
+              None)
+    if status == CellStatus.OK and fr is not None:  # the case itself changed: every provider's cell says so
         return Cell(CellStatus.REGRESSED, f"the float64 reference moved at {fr.layer} ({fr.check})", worst, p.latency_ms,
                     p.latency_p90_ms)
     if status == CellStatus.OK and placement.get("fallback_nodes"):

@@ -66,8 +66,9 @@ class Row:
         return None if self.check in NOT_AN_ERROR else self.value
 
     def to_dict(self) -> dict[str, Any]:
-        out = {"layer": self.layer, "type": self.type, "status": self.status, "check": self.check,
-               "value": self.value, "threshold": self.threshold, "baseline": self.baseline, "message": self.message}
+        out: dict[str, Any] = {
+            "layer": self.layer, "type": self.type, "status": self.status, "check": self.check, "value": self.value,
+            "threshold": self.threshold, "baseline": self.baseline, "message": self.message}
         if self.exact is not None:
             out["exact"] = self.exact
         if self.data_dependent is not None:
@@ -80,15 +81,19 @@ class Row:
     def from_dict(cls, o: Obj) -> Row:
         dependent = o.opt_str("data_dependent")
         return cls(layer=o.str("layer"), type=o.str("type", default=""), status=o.word("status", RowStatus),
-                   check=_check(o.opt_str("check")), value=o.num("value"), threshold=o.num("threshold"),
+                   check=_opt_check(o.opt_str("check")), value=o.num("value"), threshold=o.num("threshold"),
                    baseline=o.num("baseline"), message=o.opt_str("message"), exact=o.free("exact"),
                    data_dependent=DataDependence(dependent) if dependent in DataDependence.values() else dependent,
                    absolute=o.bool("absolute"))
 
 
-def _check(name: str | None) -> Check | str | None:
+def _check(name: str) -> Check | str:
     """A check's name as its member; a name this version does not know stays text."""
     return Check(name) if name in Check.values() else name
+
+
+def _opt_check(name: str | None) -> Check | str | None:
+    return None if name is None else _check(name)
 
 
 @dataclass
@@ -364,7 +369,8 @@ class Report:
     def to_dict(self) -> dict[str, Any]:
         out = {"schema": SCHEMA, "version": VERSION, "verdict": self.verdict,
                "first_regression": None if self.first_regression is None else self.first_regression.to_dict(),
-               "summary": self.summary.to_dict(), "environment": self.environment,
+               "summary": (self.summary or Summary.of(self.models)).to_dict(),
+               "environment": self.environment,
                "models": [m.to_dict() for m in self.models]}
         if self.baseline_changes is not None:
             out["baseline_changes"] = self.baseline_changes

@@ -1,10 +1,11 @@
 """Models for tests/e2e/test_beside.py: the float64 reference runs in a forked child beside the
-export, and these make that child fail, stall or fall back."""
+export, and these make that child fail, stall or fall back, or keep the parent until it has run."""
 
 from __future__ import annotations
 
 import os
 import time
+from pathlib import Path
 
 import torch
 from torch import nn
@@ -28,7 +29,11 @@ class Net(nn.Module):
             raise RuntimeError("this model has no float64 kernel")
         if x.dtype == torch.float64 and self.how == "stalls-beside" and os.getpid() != PARENT:
             time.sleep(600)  # only where it runs beside the export: the parent must not wait for it
-        return self.fc(h)
+        out = self.fc(h)
+        ran = os.environ.get("BESIDE_TEST_RAN", "")
+        if ran and x.dtype == torch.float64 and os.getpid() != PARENT:
+            Path(ran).touch()  # the child's layers are counted: ``after_the_child`` may let the parent go on
+        return out
 
 
 def plain() -> nn.Module:
@@ -71,38 +76,13 @@ def deep() -> nn.Module:
     return Deep()
 
 
-class WaitsForAhead(Net):
-    """A reference that, in the child, waits until a provider's worker has started beside it (the file
-    AHEAD_TEST_STARTED names, written by ``ahead_hooks.log``): still running when the export ends,
-    on any machine. ``narrower``: in float64 its last layer sees one sample of two, so the reference's
-    element count there is not the probe's."""
 
-    def __init__(self, narrower: bool = False):
-        super().__init__()
-        self.narrower = narrower
-        self.extra = nn.Linear(4, 4)
-
-    def forward(self, x):
-        if x.dtype == torch.float64 and os.getpid() != PARENT:
-            started = os.environ.get("AHEAD_TEST_STARTED", "")
-            deadline = time.monotonic() + 60
-            while started and not os.path.exists(started) and time.monotonic() < deadline:
-                time.sleep(0.02)
-        out = super().forward(x)
-        return self.extra(out[:1] if self.narrower and x.dtype == torch.float64 else out)
-
-
-def waits_for_ahead() -> nn.Module:
-    return WaitsForAhead()
-
-
-def narrower_in_float64() -> nn.Module:
-    return WaitsForAhead(narrower=True)
-
-
-def scaled_waits_for_ahead() -> nn.Module:
-    """``waits_for_ahead`` with its first weight scaled by BESIDE_TEST_SCALE: a weight-only change."""
-    net = WaitsForAhead()
-    with torch.no_grad():
-        net.conv.weight.mul_(float(os.environ.get("BESIDE_TEST_SCALE", "1")))
-    return net
+def after_the_child(model):
+    """A transform that ships the graph as exported, once the child's reference has run its layers
+    (the file BESIDE_TEST_RAN names, where set): the parent then finds the child's pace, whatever
+    this machine's load, and waits for it rather than stopping it."""
+    ran = os.environ.get("BESIDE_TEST_RAN", "")
+    deadline = time.monotonic() + 60
+    while ran and not os.path.exists(ran) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return model

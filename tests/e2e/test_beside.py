@@ -28,11 +28,13 @@ MODEL = ('[[models]]\nname = "net"\nfactory = "beside_models:{factory}"\n'
          'inputs = [{{ name = "x", shape = [2, 3, 8, 8] }}]\n')
 
 
-def project(tmp, factory: str):
+def project(tmp, factory: str, transform: str | None = None):
     shutil.copy(E2E / "beside_models.py", tmp / "beside_models.py")
     path = tmp / "parity-gate.toml"
-    path.write_text('baseline-dir = "b"\nproviders = ["torch-cpu", "CPUExecutionProvider"]\n\n'
-                    + MODEL.format(factory=factory))
+    model = MODEL.format(factory=factory)
+    if transform:
+        model += f'transform = "beside_models:{transform}"\n'
+    path.write_text('baseline-dir = "b"\nproviders = ["torch-cpu", "CPUExecutionProvider"]\n\n' + model)
     return path
 
 
@@ -87,13 +89,13 @@ def test_the_parent_does_not_wait_for_a_child_that_stalls(tmp_path, monkeypatch)
 def test_a_child_starts_as_the_export_traces_or_new_weights_bind_and_judges_as_in_sequence(tmp_path,
                                                                                           monkeypatch):
     monkeypatch.setenv("PARITY_GATE_CACHE_DIR", str(tmp_path / "store"))
-    path = project(tmp_path, "scaled")
+    path = project(tmp_path, "scaled", transform="after_the_child")
     said = update(path)
     assert any(beside.BESIDE in s for s in said), said  # a fresh export: the reference beside it
     monkeypatch.setenv("BESIDE_TEST_SCALE", "1.5")
     # The binding of this small model can end before the child has counted a layer, and a child with no
-    # pace is stopped (``beside.take``); beside it, the provider's capture keeps it waited for.
-    monkeypatch.setenv(env.AHEAD, "on")
+    # pace is stopped (``beside.wait_or_stop``): the transform keeps the parent until the child has run.
+    monkeypatch.setenv("BESIDE_TEST_RAN", str(tmp_path / "ran"))
     store = tmp_path / "store"
     shutil.copytree(store, tmp_path / "base-store")  # each check starts from the base's store
     report, said = check(path)  # only a weight changed: its new weights bound into the stored structure
@@ -102,6 +104,7 @@ def test_a_child_starts_as_the_export_traces_or_new_weights_bind_and_judges_as_i
     shutil.rmtree(store)
     shutil.copytree(tmp_path / "base-store", store)
     monkeypatch.setenv(env.BESIDE, "off")
+    monkeypatch.delenv("BESIDE_TEST_RAN")
     serial, said = check(path)
     assert states(serial)["structure"] == "hit" and where(said) == "here", said
     assert report["verdict"] == serial["verdict"] and report["first_regression"] == serial["first_regression"]

@@ -16,20 +16,20 @@ from onnx import TensorProto, helper
 
 from gate import commands
 from gate.commands.pipeline import run_model, run_provider
-from gate.commands.prepare import prepare, settle
+from gate.commands.prepare import add_graph_digest, prepare
 from gate.commands.stages import ReusePolicy
 from gate.config import Isolation, ProviderSpec, load_config
+from gate.core.progress import DETAIL
 from gate.core.reuse import Shipped
 from gate.core.runs import LayerInfo, ModelRun, OnnxSite
-from gate.core.stages import DETAIL
 from gate.core.status import CacheState, Stage
 from gate.core.target import Target
+from gate.env import CACHE_DIR
 from gate.fingerprint import fingerprint
 from gate.formats.results import RUN, Bundle
 from gate.runners import ort_session
 from gate.runners.base import Subject
 from gate.runners.isolation import Spare, job_for, run_isolated
-from gate.store import CACHE_ENV
 
 ROOT = Path(__file__).resolve().parents[2]
 # A worker expected to finish gets the margin a loaded 2-core CI runner needs: a cold `import
@@ -308,7 +308,7 @@ def test_a_spare_runs_its_job_as_a_worker_started_for_it(tmp_path):
     spare = Spare()
     try:
         waited = _chain_run(tmp_path / "spare", spare)
-        assert spare.take() is None  # taken once
+        assert spare.claim() is None  # claimed once
     finally:
         spare.close()
     assert (fresh.status, waited.status) == ("ok", "ok"), (fresh.reason, waited.reason)
@@ -334,9 +334,9 @@ def test_a_spare_that_ended_before_its_job_is_replaced_by_a_fresh_worker(tmp_pat
 
 def test_the_graph_digest_reaches_the_run_after_the_providers_even_when_one_crashes(tmp_path, monkeypatch):
     """A run waits for its shipped graph's digest (hashed on a thread since the export wrote it) only
-    after the providers (``prepare.settle``): it is on the run when the worker aborts, the same as a
+    after the providers (``prepare.add_graph_digest``): it is on the run when the worker aborts, the same as a
     clean run's (whose graph comes from the store the first run wrote), and said against the baseline."""
-    monkeypatch.setenv(CACHE_ENV, str(tmp_path / "store"))
+    monkeypatch.setenv(CACHE_DIR, str(tmp_path / "store"))
     monkeypatch.setenv("PARITY_GATE_WORKER_HOOK", "worker_hooks:fault")
     monkeypatch.setenv("PYTHONPATH", str(Path(__file__).parent))
     cfg = load_config(torch_config(tmp_path, '"CPUExecutionProvider"'))
@@ -351,9 +351,9 @@ def test_the_graph_digest_reaches_the_run_after_the_providers_even_when_one_cras
     assert crashed.meta.graph_digest == clean.meta.graph_digest
     assert crashed.reuse.shipped == clean.reuse.shipped == Shipped(clean.meta.graph_digest, None)
     plan = ReusePolicy.for_check().plan(None)
-    prepared = prepare(cfg, cfg.models[0], plan=plan, settled=False)  # as ``run_model`` prepares
+    prepared = prepare(cfg, cfg.models[0], plan=plan, digest=False)  # as ``run_model`` prepares
     assert prepared.run.meta.graph_digest is None and prepared.run.reuse.shipped is None
-    settle(prepared, plan)
+    add_graph_digest(prepared, plan)
     assert prepared.run.meta.graph_digest == clean.meta.graph_digest
     assert prepared.run.reuse.shipped == Shipped(clean.meta.graph_digest, None)
     plan.finish()

@@ -98,6 +98,14 @@ def test_bad_cases(tmp_path, edit, message):
         load_config(write(tmp_path, BASE.replace("inputs = [", f"{edit}\ninputs = [")))
 
 
+@pytest.mark.parametrize("edit", ['input-shapes = [{ x = [1, 3, 8, 8] }]', "batch-sizes = [1, 2]"])
+def test_case_axes_that_size_inputs_need_declared_inputs(tmp_path, edit):
+    text = BASE.replace('inputs = [{ name = "x", shape = [2, 3, 32, 32], dtype = "float32" }]',
+                        f'{edit}\ninputs = "examples.zoo:tiny_inputs"')
+    with pytest.raises(ConfigError, match="needs declared inputs"):
+        load_config(write(tmp_path, text))
+
+
 def test_npz_inputs_must_exist(tmp_path):
     text = BASE.replace('inputs = [{ name = "x", shape = [2, 3, 32, 32], dtype = "float32" }]', 'inputs = "data/x.npz"')
     with pytest.raises(ConfigError, match="input file .*data/x.npz` does not exist"):

@@ -114,15 +114,3 @@ def test_auto_predicts_whether_a_binding_of_new_weights_hides_the_reference():
     # GPT-2 at 512 tokens: its export hides the reference, its binding (1.2-2.0 s) does not by this rule
     assert hides(1.4, 644, 500_000_000, threads=2)
     assert not hides(1.4, 644, 500_000_000, threads=2, binding=True)
-
-
-def test_a_provider_ahead_lets_a_child_run_past_the_export():
-    from gate.commands.ahead import CAPTURE_COST
-    from gate.commands.beside import hides
-
-    # GPT-2 at 2048 tokens (a 7.6 s probe): its reference is four times its export, so no child alone;
-    # beside a provider's capture on the other CPU (18 s measured, CAPTURE_COST x the probe) it pays.
-    assert not hides(7.6, 644, 500_000_000, threads=2)
-    assert hides(7.6, 644, 500_000_000, threads=2, ahead_s=CAPTURE_COST * 7.6)
-    assert hides(1.4, 644, 500_000_000, threads=2, binding=True, ahead_s=CAPTURE_COST * 1.4)
-    assert not hides(7.6, 20, 1_000_000, threads=2, ahead_s=0.5)  # a capture too short to take it

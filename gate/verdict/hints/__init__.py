@@ -26,14 +26,24 @@ becomes one ``hints-unavailable`` hint.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from gate.verdict.hints import change, graph, layout, nonfinite, precision, propagation
 from gate.verdict.hints.context import Context, make
-from gate.verdict.types import Hint
+from gate.verdict.notes import Hint
+
+if TYPE_CHECKING:
+    from gate.config import ModelSpec
+    from gate.core.runs import ModelRun
+    from gate.formats.baseline import Baseline
+    from gate.verdict.structure import Structure
+    from gate.verdict.types import ModelVerdict
 
 __all__ = ["Context", "model_hints"]
 
 
-def model_hints(spec, run, baseline, verdict, structure=None) -> list[Hint]:
+def model_hints(spec: ModelSpec, run: ModelRun, baseline: Baseline | None, verdict: ModelVerdict,
+                structure: Structure | None = None) -> list[Hint]:
     """All hints for one model (``verdict`` is the ModelVerdict being built, ``structure`` what the verdict
     matched by numbers: a hint attributes nothing to a rename it compared as its baseline layer)."""
     try:

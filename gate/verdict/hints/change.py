@@ -8,7 +8,8 @@ from gate.verdict.hints import numerics
 from gate.verdict.hints.context import Context, make
 from gate.verdict.hints.weights import TensorChanges, weights_changed
 from gate.verdict.moves import code_changed
-from gate.verdict.types import Hint
+from gate.verdict.notes import Hint
+from gate.verdict.types import ProviderVerdict, Regression
 
 
 def _digest_changed(a: str | None, b: str | None) -> bool | None:
@@ -41,7 +42,7 @@ def hints(ctx: Context) -> list[Hint]:
     out = []
     ref = ctx.reference
     if ref is not None and ref.first_regression is not None:
-        out.append(_model_change(ctx, weights, tensors, graph_changed))
+        out.append(_model_change(ctx, ref, ref.first_regression, weights, tensors, graph_changed))
     casts = _cast_changes(ctx)
     if casts:
         out.append(_casts_changed(ctx, casts))
@@ -80,7 +81,7 @@ def hints(ctx: Context) -> list[Hint]:
     return out
 
 
-def _numerics_only(pv, flags: dict[str, tuple[str, str]], named: str):
+def _numerics_only(pv: ProviderVerdict, flags: dict[str, tuple[str, str]], named: str) -> Hint:
     """A torch provider's numerics settings moved and no layer regressed: still worth naming."""
     return make("runtime-change", "(model)", pv.name,
                 f"{pv.name} ({pv.precision}): PyTorch numerics settings changed since the baseline: {named}; "
@@ -113,10 +114,9 @@ def _casts_changed(ctx: Context, casts: dict[str, tuple[int, int]]) -> Hint:
         weights_changed=weights_changed(ctx)[0])
 
 
-def _model_change(ctx: Context, weights: bool | None, tensors: TensorChanges | None,
-                  graph_changed: bool | None) -> Hint:
-    fr = ctx.reference.first_regression
-    moved = [r.layer for r in ctx.reference.rows if r.status in (RowStatus.FAIL, RowStatus.NEW, RowStatus.MISSING)]
+def _model_change(ctx: Context, reference: ProviderVerdict, fr: Regression, weights: bool | None,
+                  tensors: TensorChanges | None, graph_changed: bool | None) -> Hint:
+    moved = [r.layer for r in reference.rows if r.status in (RowStatus.FAIL, RowStatus.NEW, RowStatus.MISSING)]
     changed = tensors.values if tensors else None
     code = code_changed(ctx.run, ctx.baseline)
     if ctx.run.meta.random_draws:
@@ -131,7 +131,7 @@ def _model_change(ctx: Context, weights: bool | None, tensors: TensorChanges | N
                "type or a hyperparameter (eps, scale, padding, activation) differs")
     else:
         why = "its code or weights changed (no weights digest to tell which)"
-    if weights and changed and tensors.unmatched:
+    if weights and changed and tensors is not None and tensors.unmatched:
         why += f"; {describe_tensors(tensors.unmatched)} {'is' if len(tensors.unmatched) == 1 else 'are'} new or gone"
     value = f" {fr.value:.3g}" if fr.value is not None else ""
     return make(

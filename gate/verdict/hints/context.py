@@ -2,18 +2,29 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from gate.core.jsonsafe import plain
 from gate.core.status import Role
-from gate.verdict.types import Hint, ProviderVerdict, Row
+from gate.verdict.notes import Hint
+from gate.verdict.types import ProviderVerdict, Row
+
+if TYPE_CHECKING:
+    from gate.config import ModelSpec
+    from gate.core.runs import ModelRun, ProviderRun
+    from gate.formats.baseline import Baseline
+    from gate.verdict.structure import Structure
+    from gate.verdict.types import ModelVerdict
 
 
-def make(kind: str, layer: str, provider: str, message: str, **evidence) -> Hint:
+def make(kind: str, layer: str, provider: str, message: str, **evidence: Any) -> Hint:
     """A hint with JSON-clean evidence (finite floats or None, plain numbers, lists)."""
     return Hint(kind, layer, provider, message, plain(evidence))
 
 
 class Context:
-    def __init__(self, spec, run, baseline, verdict, structure=None):
+    def __init__(self, spec: ModelSpec, run: ModelRun, baseline: Baseline, verdict: ModelVerdict,
+                 structure: Structure | None = None) -> None:
         self.spec, self.run, self.baseline, self.verdict = spec, run, baseline, verdict
         self.structure = structure  # the verdict's renames, copies, new and gone layers (None: not judged)
         self.order = [layer.name for layer in run.layers]
@@ -30,7 +41,7 @@ class Context:
     def rows(self, pv: ProviderVerdict) -> dict[str, Row]:
         return {r.layer: r for r in pv.rows}
 
-    def prun(self, pv: ProviderVerdict):
+    def prun(self, pv: ProviderVerdict) -> ProviderRun | None:
         """The run behind a runtime verdict (same provider, precision and device label)."""
         return next((p for p in self.run.providers
                      if (p.name, p.precision, p.target.label) == (pv.name, pv.precision, pv.label)), None)

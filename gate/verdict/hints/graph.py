@@ -10,7 +10,7 @@ from __future__ import annotations
 from gate.core.status import LayerStatus, RunStatus
 from gate.verdict.hints.context import Context, make
 from gate.verdict.hints.weights import weights_changed
-from gate.verdict.types import Hint
+from gate.verdict.notes import Hint
 
 
 def _status_changes(ctx: Context) -> dict[str, list[list[str]]]:
@@ -32,9 +32,10 @@ def _status_changes(ctx: Context) -> dict[str, list[list[str]]]:
 def hints(ctx: Context) -> list[Hint]:
     out = []
     base, now = ctx.baseline.meta, ctx.run.meta
+    before, after = set(base.op_types or ()), set(now.op_types or ())
     known = base.op_types is not None and now.op_types is not None
-    added = sorted(set(now.op_types) - set(base.op_types)) if known else []
-    removed = sorted(set(base.op_types) - set(now.op_types)) if known else []
+    added = sorted(after - before) if known else []
+    removed = sorted(before - after) if known else []
     if added or removed:
         what = ([f"op types added: {', '.join(added)}"] if added else []) + \
             ([f"op types removed: {', '.join(removed)}"] if removed else [])

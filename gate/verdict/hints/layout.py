@@ -9,7 +9,8 @@ from gate.core.status import Check, RowStatus
 from gate.core.target import REFERENCE_PROVIDER
 from gate.fingerprint import Fingerprint, relative_error
 from gate.verdict.hints.context import Context, make
-from gate.verdict.types import Hint
+from gate.verdict.notes import Hint
+from gate.verdict.types import ProviderVerdict
 
 # Relative tolerance for "same distribution" (quantiles, moments) when both sides are float64
 # (a permutation only reorders the float64 accumulation: ~1e-15) and when one side is a
@@ -20,7 +21,7 @@ LAYOUT_RTOL = {"float64": 1e-9, "float32": 1e-5, "float16": 2e-3, "bfloat16": 1e
 LAYOUT_MIN_MOVE = 0.05
 
 
-def same_distribution(a: Fingerprint, b: Fingerprint, rtol: float) -> tuple[bool, dict]:
+def same_distribution(a: Fingerprint, b: Fingerprint, rtol: float) -> tuple[bool, dict[str, float]]:
     """Counts, min/max, moments and quantiles equal within ``rtol`` (relative to the spread)."""
     if tuple(a.shape) != tuple(b.shape) or a.finite == 0 or b.finite == 0:
         return False, {}
@@ -48,7 +49,8 @@ def _moved(a: Fingerprint, b: Fingerprint, err: float | None) -> float | None:
     return None if spread <= 0 else err * b.l2 / spread
 
 
-def _permuted(now: Fingerprint | None, other: Fingerprint | None, err: float | None, rtol: float):
+def _permuted(now: Fingerprint | None, other: Fingerprint | None, err: float | None, rtol: float
+              ) -> tuple[float, dict[str, float]] | None:
     """(relative move, stat differences) when ``now`` and ``other`` hold the same values in other
     positions, else None."""
     if now is None or other is None:
@@ -83,7 +85,7 @@ def hints(ctx: Context) -> list[Hint]:
     return out
 
 
-def _runtime_layout(ctx: Context, pv) -> Hint | None:
+def _runtime_layout(ctx: Context, pv: ProviderVerdict) -> Hint | None:
     prun = ctx.prun(pv)
     if prun is None:
         return None
@@ -93,7 +95,7 @@ def _runtime_layout(ctx: Context, pv) -> Hint | None:
             continue
         pl, ref = prun.layers.get(row.layer), ctx.ref_now.get(row.layer)
         hit = _permuted(None if pl is None else pl.fp, ref, row.value, rtol)
-        if hit is None:
+        if hit is None or ref is None:  # no reference there: nothing was permuted
             continue
         moved, diffs = hit
         return make(

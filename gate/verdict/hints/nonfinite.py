@@ -2,25 +2,33 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
 from gate.core.status import RunStatus
 from gate.core.target import REFERENCE_PROVIDER
 from gate.fingerprint import Fingerprint
 from gate.verdict.hints.context import make
-from gate.verdict.types import Hint
+from gate.verdict.notes import Hint
+
+if TYPE_CHECKING:
+    from gate.core.runs import ModelRun
+    from gate.formats.baseline import Baseline
 
 
 def _bad(fp: Fingerprint | None) -> int:
     return 0 if fp is None else fp.nan + fp.posinf + fp.neginf
 
 
-def _first_nonfinite(names_fps) -> tuple[str, Fingerprint] | None:
-    return next(((n, fp) for n, fp in names_fps if _bad(fp)), None)
+def _first_nonfinite(names_fps: Iterable[tuple[str, Fingerprint | None]]) -> tuple[str, Fingerprint] | None:
+    return next(((n, fp) for n, fp in names_fps if fp is not None and _bad(fp)), None)
 
 
-def hints(run, baseline) -> list[Hint]:
+def hints(run: ModelRun, baseline: Baseline | None) -> list[Hint]:
     out = []
     base_first = None if baseline is None else _first_nonfinite((x.name, x.fp) for x in baseline.layers)
-    sources = [(REFERENCE_PROVIDER, run.reference_dtype, [(x.name, x.fp) for x in run.layers])]
+    sources: list[tuple[str, str | None, list[tuple[str, Fingerprint | None]]]] = [
+        (REFERENCE_PROVIDER, run.reference_dtype, [(x.name, x.fp) for x in run.layers])]
     for prun in run.providers:
         if prun.status == RunStatus.OK:
             sources.append((prun.name, prun.precision, [(x.name, prun.layers[x.name].fp) for x in run.layers

@@ -18,7 +18,9 @@ def changes(ctx: Context, pv: ProviderVerdict) -> tuple[dict[str, tuple[str, str
     """Flag -> (baseline, now) for the settings of ``pv``'s run that differ from its baseline
     entry's, and the text that names them (``flag baseline -> now; ...``)."""
     prun = ctx.prun(pv)
-    entry = ctx.baseline.entry_for(prun.target)[0] if prun is not None and prun.numerics else None
+    if prun is None or not prun.numerics:
+        return {}, ""
+    entry = ctx.baseline.entry_for(prun.target)[0]
     if entry is None or not entry.numerics:
         return {}, ""
     before = entry.numerics

@@ -16,7 +16,8 @@ import numpy as np
 from gate.core.status import Role
 from gate.fingerprint import QUANTILES, Fingerprint
 from gate.verdict.hints.context import Context, make
-from gate.verdict.types import Hint
+from gate.verdict.notes import Hint
+from gate.verdict.types import ProviderVerdict
 
 CAST_FACTOR = 3.0  # measured error within this factor of the expected cast error
 CAST_BIAS_LIMIT = 0.3  # |d||x||| / ||x - x'|| above which the change is a bias, not rounding
@@ -60,7 +61,7 @@ def expected_cast(fp: Fingerprint, dtype: str) -> tuple[float, float]:
     return err / norm, (abs(float(np.linalg.norm(y)) - norm) / err if err > 0 else 0.0)
 
 
-def _sides(ctx: Context, pv, layer: str) -> tuple[Fingerprint | None, Fingerprint | None]:
+def _sides(ctx: Context, pv: ProviderVerdict, layer: str) -> tuple[Fingerprint | None, Fingerprint | None]:
     """(what moved, what it is compared with) at ``layer`` for a target."""
     if pv.role == Role.REFERENCE:
         return ctx.ref_now.get(layer), ctx.ref_base.get(layer)
@@ -96,7 +97,7 @@ def hints(ctx: Context) -> list[Hint]:
     return out
 
 
-def _match(pv, layer: str, now: Fingerprint, ref: Fingerprint, excess: float) -> Hint | None:
+def _match(pv: ProviderVerdict, layer: str, now: Fingerprint, ref: Fingerprint, excess: float) -> Hint | None:
     cast = {d: expected_cast(ref, d) for d in CAST_UNIT}
     expected = {d: e for d, (e, _) in cast.items()}
     bias = abs(now.l2 - ref.l2) / ref.l2 / excess  # ~1/sqrt(n) for rounding, ~1 for a scale change

@@ -8,7 +8,8 @@ import math
 
 from gate.core.status import DATA_DEPENDENT_RULES, Check, Role, RowStatus
 from gate.verdict.hints.context import Context, make
-from gate.verdict.types import Hint
+from gate.verdict.notes import Hint
+from gate.verdict.types import ProviderVerdict, Regression
 
 # Reference noise: float64 reruns on one machine are bit-identical, across CPUs they differ by
 # ~1e-16; a float32 reference (a model that cannot run in float64) rounds at ~1e-7. Anything
@@ -20,11 +21,11 @@ RUNTIME_DIVERGE, RUNTIME_FLOOR_SHARE = 1.5, 0.1
 SERIES_LIMIT = 2000
 
 
-def _fmt(v) -> str:
+def _fmt(v: float | None) -> str:
     return "n/a" if v is None else f"{v:.3g}"
 
 
-def _series(ctx: Context, pv) -> list[tuple[str, float | None, float | None]]:
+def _series(ctx: Context, pv: ProviderVerdict) -> list[tuple[str, float | None, float | None]]:
     """(layer, value, baseline) in execution order; a failed nonfinite/shape check, or a failed rule of a
     data-dependent layer (whose value is no error against the reference), is +inf; a layer that moved
     inside a module whose output holds (a refactor) has none."""
@@ -43,7 +44,7 @@ def _reference_noise(ctx: Context) -> float:
     return REFERENCE_NOISE if ctx.ref_dtype == "float64" else FLOAT32_REFERENCE_NOISE
 
 
-def _diverged(ctx: Context, pv, name: str, value, base) -> bool:
+def _diverged(ctx: Context, pv: ProviderVerdict, name: str, value: float | None, base: float | None) -> bool:
     if value is None:
         return False
     if not math.isfinite(value):
@@ -57,12 +58,11 @@ def _diverged(ctx: Context, pv, name: str, value, base) -> bool:
 
 
 def hints(ctx: Context) -> list[Hint]:
-    return [_hint(ctx, pv) for pv in ctx.targets
-            if pv.first_regression is not None and pv.first_regression.layer in ctx.index]
+    return [_hint(ctx, pv, fr) for pv in ctx.targets
+            if (fr := pv.first_regression) is not None and fr.layer in ctx.index]
 
 
-def _hint(ctx: Context, pv) -> Hint:
-    fr = pv.first_regression
+def _hint(ctx: Context, pv: ProviderVerdict, fr: Regression) -> Hint:
     series = _series(ctx, pv)
     k = ctx.index[fr.layer]
     origin = next((i for i in range(k + 1) if _diverged(ctx, pv, *series[i])), k)

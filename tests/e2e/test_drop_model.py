@@ -1,4 +1,4 @@
-"""The model goes once nothing later in the command runs it (``prepare.Cache.let_go``): its weights
+"""The model goes once nothing later in the command runs it (``prepare.Memo.drop_model``): its weights
 are not held beside the ONNX Runtime worker's session. With real exports and a real worker."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import textwrap
 import pytest
 
 from gate.commands.pipeline import run_model
-from gate.commands.prepare import Cache
+from gate.commands.prepare import Memo
 from gate.config import load_config
 from gate.core.status import RunStatus
 
@@ -51,26 +51,26 @@ def _held(name: str) -> list[bool]:
 
 def test_the_model_goes_before_the_onnx_runtime_providers_when_no_later_case_runs_it(config):
     cfg, name = config
-    cache = Cache.of(cfg.models)
-    run = run_model(cfg, cfg.models[0], cfg.providers, cache=cache)
+    memo = Memo.of(cfg.models)
+    run = run_model(cfg, cfg.models[0], cfg.providers, memo=memo)
     assert [p.status for p in run.providers] == [RunStatus.OK] * 2, [p.reason for p in run.providers]
     assert all(p.layers for p in run.providers)
-    assert _held(name) == [False] and not cache.modules
+    assert _held(name) == [False] and not memo.modules
 
 
 def test_a_command_that_did_not_say_its_cases_keeps_the_model(config):
     cfg, name = config
-    cache = Cache()
-    run_model(cfg, cfg.models[0], cfg.providers, cache=cache)
-    assert _held(name) == [True] and cache.modules
+    memo = Memo()
+    run_model(cfg, cfg.models[0], cfg.providers, memo=memo)
+    assert _held(name) == [True] and memo.modules
 
 
 def test_the_model_stays_for_a_later_case_and_goes_with_the_last(config):
     cfg, name = config
     first = cfg.models[0]
     cases = (first, type(first)(**{**first.__dict__, "name": "mlp-again", "base": "mlp"}))
-    cache = Cache.of(cases)
-    run_model(cfg, cases[0], cfg.providers, cache=cache)
+    memo = Memo.of(cases)
+    run_model(cfg, cases[0], cfg.providers, memo=memo)
     assert _held(name) == [True]  # the second case runs the same instance
-    run_model(cfg, cases[1], cfg.providers, cache=cache)
-    assert _held(name) == [False] and not cache.modules
+    run_model(cfg, cases[1], cfg.providers, memo=memo)
+    assert _held(name) == [False] and not memo.modules

@@ -1,6 +1,6 @@
 """Progress messages: a message starts a stage (``"bert: exporting to ONNX"``); a message that
 begins with ``DETAIL`` says where a long stage is (the layer it has reached) without ending it.
-``Stages`` times them: it hands each line on with the stage's elapsed seconds, so a log says
+``TimedProgress`` times them: it hands each line on with the stage's elapsed seconds, so a log says
 where a run's time went. No rich here; the CLI renders what it gets."""
 
 from __future__ import annotations
@@ -8,12 +8,12 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-Progress = Callable[[str], None]  # where the library says what it is doing: ``Stages``, or a no-op
+Progress = Callable[[str], None]  # where the library says what it is doing: ``TimedProgress``, or a no-op
 DETAIL = "… "
 DETAIL_EVERY_S = 2.0  # a long stage says where it is at most this often
 
 
-class Stages:
+class TimedProgress:
     """``emit(text)`` is called with lines to show: a stage when it starts, ``  <stage> — 12.3 s``
     when it ends, and details with the seconds the stage has run so far."""
 

@@ -1,14 +1,14 @@
-"""Stage timing of progress messages (``gate.core.stages``)."""
+"""Stage timing of progress messages (``gate.core.progress``)."""
 
 from __future__ import annotations
 
-from gate.core.stages import DETAIL, Stages
+from gate.core.progress import DETAIL, TimedProgress
 
 
 def test_each_stage_reports_its_time_when_the_next_begins():
     now = [0.0]
     lines: list[str] = []
-    stages = Stages(lines.append, clock=lambda: now[0])
+    stages = TimedProgress(lines.append, clock=lambda: now[0])
     stages("m: building")
     now[0] = 1.25
     stages("m: exporting to ONNX")
@@ -23,5 +23,5 @@ def test_each_stage_reports_its_time_when_the_next_begins():
 
 def test_finish_without_a_stage_says_nothing():
     lines: list[str] = []
-    Stages(lines.append).finish()
+    TimedProgress(lines.append).finish()
     assert lines == []
