@@ -299,7 +299,7 @@ def test_other_inputs_change_the_key(made):
     made.write_text(made.read_text().replace('shape = [2, 3, 8, 8] }', 'shape = [2, 3, 8, 8], low = 0.0, high = 1.0 }'))
     cfg = load_config(made)
     spec = cfg.models[0]
-    _, baseline = load_one(cfg, spec)
+    baseline = load_one(cfg, spec).baseline
     run = run_model(cfg, spec, cfg.providers, plan=ReusePolicy.for_check().plan(baseline))
     assert (run.reuse.reference, run.reuse.why, run.reuse.changed) == (False, "key-changed", ["inputs"])
     assert "other values" in run.reuse.details[0]
