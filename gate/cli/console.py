@@ -16,6 +16,7 @@ from gate.github.actions import InertLines
 from gate.render.data_dependent_md import dependent_rows
 from gate.render.markdown import promotion_text
 from gate.render.next_steps import TEXT, step_words
+from gate.render.outputs_md import closeness
 from gate.render.reuse_text import alarm_line, reuse_line
 from gate.render.text import count
 from gate.verdict.sweeps import Cell, SweepMatrix, matrices
@@ -156,11 +157,10 @@ def _render_model(model: ModelVerdict) -> None:
         console.print(f"  [{style}]{escape(a.check)}:[/{style}] {escape(a.message)}", soft_wrap=True)
     for p in model.providers:
         for r in (r for r in p.rows if r.exact):
-            e = r.exact
-            close = "allclose" if e["allclose"] else f"not allclose ({e['mismatched']:,} of {e['count']:,})"
-            console.print(escape(f"  output {r.layer} on {p.name}: max-abs {_fmt(e['max_abs'])}, max-rel "
-                                 f"{_fmt(e['max_rel'])}, {close} at rtol {e['rtol']:g}, atol {e['atol']:g}"),
-                          soft_wrap=True)
+            words, failed = closeness(r, lambda v: f"{v:,}" if isinstance(v, int) else f"{v:g}")
+            line = escape(f"  output {r.layer} on {p.name}: max-abs {_fmt(r.exact['max_abs'])}, max-rel "
+                          f"{_fmt(r.exact['max_rel'])}, allclose: {words}")
+            console.print(f"[red]{line}[/red]" if failed else line, soft_wrap=True)
     _render_dependent(model)
     if model.status in (ModelStatus.REGRESSED, ModelStatus.ERROR):
         for h in [h for h in model.hints if h.kind != "hints-unavailable"][:6]:
@@ -235,7 +235,7 @@ def _render_matrix(mx: SweepMatrix) -> None:
     console.print()
 
 
-def _line(text: str, cap: int = 200) -> str:
+def _line(text: str, cap: int = 400) -> str:
     first = (text or "").strip().splitlines()[0] if (text or "").strip() else ""
     return first if len(first) <= cap else first[: cap - 1] + "…"
 
