@@ -21,11 +21,16 @@ def _report(row: Row, status: str) -> Report:
     return Report(status, [model], first_regression=Regression(**{**vars(first), "model": "m"}) if first else None)
 
 
-def _pages(report: Report) -> dict[str, str]:
+def _console(report: Report, verbose: bool) -> str:
     with con.console.capture() as captured:
-        con.render_report(report)
+        con.render_report(report, verbose=verbose)
+    return captured.get()
+
+
+def _pages(report: Report) -> dict[str, str]:
     return {"comment": render_markdown(report), "summary": render_markdown(report, summary=True),
-            "console": captured.get(), "junit": render_junit(report)}
+            "console": _console(report, verbose=True), "brief console": _console(report, verbose=False),
+            "junit": render_junit(report)}
 
 
 def test_a_pass_with_allclose_failing_at_numpy_tolerances_shows_no_mark():
