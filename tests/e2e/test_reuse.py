@@ -77,7 +77,7 @@ def test_a_cold_cache_exports_but_still_reuses_the_reference(made, tmp_path, mon
 
 
 def test_the_key_holds_across_processes_and_the_console_and_comment_say_what_was_reused(made):
-    result = run_cli("check", "--json", "r.json", "--markdown", "r.md", cwd=made.parent)
+    result = run_cli("check", "--verbose", "--json", "r.json", "--markdown", "r.md", cwd=made.parent)
     assert result.returncode == 0, result.stderr
     reuse = reuse_of(json.loads((made.parent / "r.json").read_text()))
     assert reuse["reference"] and reuse["cache"] == "hit"
