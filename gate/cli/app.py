@@ -52,9 +52,10 @@ SinceOpt = Annotated[str | None, typer.Option("--changed-since", envvar="PARITY_
                                                help="A git revision (the PR's base): list the baseline files "
                                                "changed since it in the report (exit 2 when git cannot tell).")]
 
-VerboseOpt = Annotated[bool, typer.Option("--verbose", "-v", envvar="PARITY_GATE_VERBOSE",
-                                          help="Print everything: each stage as it starts, and the providers' table, "
-                                          "outputs and notes of models that passed (default: a few lines each).")]
+VerboseOpt = Annotated[bool, typer.Option(
+    "--verbose", "-v", envvar="PARITY_GATE_VERBOSE",
+    help="Print everything: each stage as it starts, and the providers' table, outputs and notes of models "
+         "that passed (default: a few lines each).")]
 
 
 def _version(value: bool) -> None:

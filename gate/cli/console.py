@@ -113,8 +113,9 @@ def _render_passed(model: ModelVerdict) -> None:
     for p in model.providers:
         values = [r.error for r in p.rows if r.error is not None]
         role = " reference" if p.role == Role.REFERENCE else ""
-        worst.append(f"{p.name} {p.precision}{role}" + (f" {_fmt(max(values))}" if values else f" {p.status}"))
-    console.print(f"  [green]passed[/green] [dim](worst error)[/dim] {escape(', '.join(worst))}", soft_wrap=True)
+        worst.append(f"{p.name} {p.precision}{role} " + (_fmt(max(values)) if values else str(p.status)))
+    console.print(f"  [green]passed[/green] [dim](worst error)[/dim] {escape(', '.join(worst))}",
+                  soft_wrap=True)
     _render_audits(model)
     console.print()
 
@@ -128,8 +129,8 @@ def _render_header(model: ModelVerdict, brief: bool = False) -> None:
         title += f" (fallback: {escape(model.export_fallback)})"
     console.print(title)
     if model.error:
-        console.print(f"  [bold red]{escape(model.error.error_status)}[/bold red]: {escape(model.error.message)}",
-                      soft_wrap=True)
+        console.print(f"  [bold red]{escape(model.error.error_status)}[/bold red]: "
+                      f"{escape(model.error.message)}", soft_wrap=True)
         _failure_detail(model.error.where, model.error.trace)
     if model.not_checked:
         judged = ", ".join(f"{p.name} {p.precision}" for p in model.judged)

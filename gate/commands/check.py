@@ -31,6 +31,6 @@ def check(config: Config, models: tuple[ModelSpec, ...], providers: tuple[Provid
     runs = [(spec, _run(config, spec, providers, progress, settings, cache, loaded[spec.name], policy))
             for spec in models]
     report = judge(config, runs, loaded, progress)
-    reference_alarms(report.models, [run for _, run in runs], [loaded[spec.name].baseline for spec, _ in runs],
-                     policy.store)
+    baselines = [loaded[spec.name].baseline for spec, _ in runs]
+    reference_alarms(report.models, [run for _, run in runs], baselines, policy.store)
     return report

@@ -45,13 +45,13 @@ def load_one(config: Config, spec: ModelSpec) -> Loaded:
     try:
         _, baseline = load_baseline(config, spec)
     except FormatError as exc:
-        return _refused(path, f"{exc}; restore it with `git checkout -- {display(path)}`, or re-record it with "
-                              f"`{update}`")
+        return _refused(path, f"{exc}; restore it with `git checkout -- {display(path)}`, "
+                              f"or re-record it with `{update}`")
     except GateError as exc:
         return _refused(path, str(exc))
     if baseline is not None and baseline.model != spec.name:
-        return _refused(path, f"baseline `{display(path)}`: holds model `{baseline.model}`, not `{spec.name}`; "
-                              f"re-create it with `{update}`")
+        return _refused(path, f"baseline `{display(path)}`: holds model `{baseline.model}`, "
+                              f"not `{spec.name}`; re-create it with `{update}`")
     return Loaded(path, baseline)
 
 
@@ -64,14 +64,16 @@ def load_baselines(config: Config, specs: tuple[ModelSpec, ...] | list[ModelSpec
     return {spec.name: load_one(config, spec) for spec in specs}
 
 
-def other_inputs(config: Config, spec: ModelSpec, run: ModelRun, baseline: Baseline, path: str) -> RunError | None:
+def other_inputs(config: Config, spec: ModelSpec, run: ModelRun, baseline: Baseline,
+                 path: str) -> RunError | None:
     """Why ``baseline`` cannot judge ``run``: it was recorded for other inputs than the run was made with."""
     ran = run.error is None or run.unexported  # a failed export still judges the PyTorch side on these inputs
     if not ran or baseline.meta.inputs_digest in (None, run.meta.inputs_digest):
         return None
     how = difference(baseline.meta.inputs, run.meta.inputs or [])
-    return RunError(ErrorStatus.BAD_BASELINE, f"baseline `{path}`: recorded for other inputs than model `{spec.name}` "
-                    f"declares now{f' ({how})' if how else ''}; re-create it with `{update_command(spec, config)}`")
+    return RunError(ErrorStatus.BAD_BASELINE,
+                    f"baseline `{path}`: recorded for other inputs than model `{spec.name}` declares now"
+                    f"{f' ({how})' if how else ''}; re-create it with `{update_command(spec, config)}`")
 
 
 def judge(config: Config, runs: list[tuple[ModelSpec, ModelRun]], loaded: Mapping[str, Loaded] | None = None,
@@ -82,7 +84,9 @@ def judge(config: Config, runs: list[tuple[ModelSpec, ModelRun]], loaded: Mappin
         run = fail_missing_gpu(run, config.allow_missing_gpu, config.require)
         one = loaded[spec.name] if loaded is not None else load_one(config, spec)
         baseline, shown = one.baseline, str(display(one.path))
-        refused = one.refused or (other_inputs(config, spec, run, baseline, shown) if baseline is not None else None)
+        refused = one.refused
+        if refused is None and baseline is not None:
+            refused = other_inputs(config, spec, run, baseline, shown)
         if refused is not None:  # judged as the error it is, on nothing of its run
             run, baseline = ModelRun(spec.name, error=refused), None
         judged.append((spec, run, baseline, shown))

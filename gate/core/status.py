@@ -53,7 +53,7 @@ class ErrorStatus(Word):
     EMPTY = "EMPTY"  # nothing to check: the model has no layer
     NO_RESULT = "NO_RESULT"  # no result file holds the model
     NO_GPU = "NO_GPU"  # every configured GPU provider was unavailable on a GPU leg
-    BAD_BASELINE = "BAD_BASELINE"  # the model's baseline file cannot judge it: unreadable, or of something else
+    BAD_BASELINE = "BAD_BASELINE"  # its baseline file cannot judge it: unreadable, or of something else
 
 
 class LayerStatus(Word):

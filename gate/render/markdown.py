@@ -206,9 +206,9 @@ class _Doc:
         body = "\n\n".join(x for x in self.model_parts(m) if x)
         alarms = "\n".join(f"🚨 {code(m.name)}: **{plain(alarm_line(a), MESSAGE_CAP)}**"  # never collapsed
                            for a in (m.reuse.alarms[:5] if m.reuse is not None else []))
-        return "\n\n".join(x for x in (alarms, f"<details>\n<summary><b>{attr(m.name)}</b> · {icon(m.status)} "
-                                          f"{attr(m.status, 20)} · {m.layers:,} layers</summary>\n\n{body}\n\n"
-                                          "</details>") if x)
+        summary = f"<b>{attr(m.name)}</b> · {icon(m.status)} {attr(m.status, 20)} · {m.layers:,} layers"
+        section = f"<details>\n<summary>{summary}</summary>\n\n{body}\n\n</details>"
+        return f"{alarms}\n\n{section}" if alarms else section
 
     def model_parts(self, m: ModelVerdict) -> list[str]:
         out = [_model_meta(m)]

@@ -6,13 +6,15 @@ and failed (``closeness``, the console's words too)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from gate.core.status import Check
 from gate.render.notices import MAX_LIST
 from gate.render.text import code, num, plain
 from gate.verdict.types import ProviderVerdict, Row
 
 
-def closeness(row: Row, number=num) -> tuple[str, bool]:
+def closeness(row: Row, number: Callable[[object], str] = num) -> tuple[str, bool]:
     """What allclose found on an output row, in words ("all within rtol 1e-05, atol 1e-08", "190 of
     4,096 outside ..."), and whether it failed the row: only a gated allclose (``output-tolerance``) can."""
     e = row.exact or {}

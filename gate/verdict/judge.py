@@ -146,7 +146,8 @@ def _contradiction(pv: ProviderVerdict, skip: list[str], found: causality.Cause)
 
 def model_verdict(spec: ModelSpec, run: ModelRun, baseline: Baseline | None, path: str, update_cmd: str,
                   policy: Policy = Policy(), comparisons: list[Comparison] | None = None) -> ModelVerdict:
-    refused = run.error is not None and run.error.error_status == ErrorStatus.BAD_BASELINE  # there, and unusable
+    # A refused baseline is there, and unusable: not a missing one.
+    refused = run.error is not None and run.error.error_status == ErrorStatus.BAD_BASELINE
     mv = ModelVerdict(spec.name, error=run.error, update_command=update_cmd, baseline_path=path,
                       baseline_exists=baseline is not None or refused, exporter=run.meta.exporter,
                       export_fallback=run.meta.export_fallback, opset=run.meta.opset,

@@ -130,27 +130,30 @@ def test_one_bad_baseline_fails_one_model(tmp_path):
     """Three models, one baseline truncated (a crafted file of tests/data/bad): that model fails with its
     reason and next step; the other two are judged; the JSON, JUnit and Markdown reports are written."""
     shutil.copytree(ROOT / "baselines", tmp_path / "b")
-    shutil.copy(ROOT / "tests" / "data" / "bad" / "truncated-frame.msgpack.zst", tmp_path / "b" / "bad.msgpack.zst")
+    bad = ROOT / "tests" / "data" / "bad" / "truncated-frame.msgpack.zst"
+    shutil.copy(bad, tmp_path / "b" / "bad.msgpack.zst")
     config = write_config(tmp_path, "tiny-cnn", "examples.zoo:tiny_cnn", baseline_dir=tmp_path / "b")
     text = config.read_text()
     tables = text[text.index("[[models]]"):]
-    config.write_text(text + tables.replace('"tiny-cnn"', '"bad"') + '\n[[models]]\nname = "tiny-transformer"\n'
-                      'factory = "examples.zoo:tiny_transformer"\n'
+    config.write_text(text + tables.replace('"tiny-cnn"', '"bad"') + '\n[[models]]\n'
+                      'name = "tiny-transformer"\nfactory = "examples.zoo:tiny_transformer"\n'
                       'inputs = [{ name = "x", shape = [2, 8, 16], dtype = "float32" }]\n')
     proc = run_cli("check", "--json", "r.json", "--junit", "r.xml", "--markdown", "r.md", cwd=tmp_path)
     assert_baseline_refused(proc, "bad.msgpack.zst", "truncated zstd frame",
-                                   "restore it with `git checkout -- b/bad.msgpack.zst`, or re-record it with "
-                                   "`parity-gate update-baseline --model bad`")
+                            "restore it with `git checkout -- b/bad.msgpack.zst`, "
+                            "or re-record it with `parity-gate update-baseline --model bad`")
     report = json.loads((tmp_path / "r.json").read_text())
     status = {m["name"]: (m["status"], (m.get("error") or {}).get("status")) for m in report["models"]}
-    assert status == {"tiny-cnn": ("pass", None), "tiny-transformer": ("pass", None), "bad": ("error", "BAD_BASELINE")}
+    assert status == {"tiny-cnn": ("pass", None), "tiny-transformer": ("pass", None),
+                      "bad": ("error", "BAD_BASELINE")}
     assert report["verdict"] == "error"
     junit = ET.parse(tmp_path / "r.xml").getroot()
     errors = [(c.get("classname"), e.get("type")) for c in junit.iter("testcase") for e in c.findall("error")]
     assert errors == [("bad", "BAD_BASELINE")]
     assert len([c for c in junit.iter("testcase") if c.get("classname") != "bad"]) == 6  # judged, and passed
     comment = (tmp_path / "r.md").read_text()
-    assert "failed: `bad`" in comment and "truncated zstd frame" in comment and "`git checkout -- b/bad.msgpack.zst`" in comment
+    assert "failed: `bad`" in comment and "truncated zstd frame" in comment
+    assert "`git checkout -- b/bad.msgpack.zst`" in comment
 
 
 def test_show_prints_a_baseline(tmp_path):

@@ -56,7 +56,8 @@ def test_report_refuses_a_baseline_recorded_for_other_inputs(other_inputs, monke
     report = commands.report_files(cfg, [tmp / "export", tmp / "cpu.msgpack.zst"])
     assert_refused(report, REFUSED)
     # tiny-transformer has no result file here: judged as such, not stopped by tiny-cnn's baseline
-    assert next(m for m in report.models if m.name == "tiny-transformer").error.error_status == ErrorStatus.NO_RESULT
+    transformer = next(m for m in report.models if m.name == "tiny-transformer")
+    assert transformer.error.error_status == ErrorStatus.NO_RESULT
 
 
 def test_the_report_command_says_it_in_one_line_and_exits_2(other_inputs):
@@ -65,14 +66,15 @@ def test_the_report_command_says_it_in_one_line_and_exits_2(other_inputs):
                           env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert "Traceback" not in proc.stderr
-    assert proc.stdout.strip().splitlines()[-1].startswith("ERROR | BAD_BASELINE: baseline "
-                                                           "`baselines/tiny-cnn.msgpack.zst`: recorded for other inputs")
+    assert proc.stdout.strip().splitlines()[-1].startswith(
+        "ERROR | BAD_BASELINE: baseline `baselines/tiny-cnn.msgpack.zst`: recorded for other inputs")
 
 
 def test_check_refuses_it_too(other_inputs, monkeypatch):
     tmp, cfg = other_inputs
     monkeypatch.chdir(tmp)
-    assert_refused(commands.check(cfg, cfg.select_models(["tiny-cnn"]), cfg.select_providers(["torch-cpu"])), REFUSED)
+    report = commands.check(cfg, cfg.select_models(["tiny-cnn"]), cfg.select_providers(["torch-cpu"]))
+    assert_refused(report, REFUSED)
 
 
 def test_a_baseline_of_another_model_is_refused_on_both_paths(other_inputs, monkeypatch, tmp_path):

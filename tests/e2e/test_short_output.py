@@ -55,7 +55,8 @@ def test_a_passing_check_prints_one_line_per_stage_and_a_few_lines_per_model(pro
     assert proc.returncode == 0, proc.stdout + proc.stderr
     stages = [line for line in proc.stderr.splitlines() if re.search(r" — \d+\.\d s$", line)]
     assert len(stages) >= 3 * len(MODELS)
-    assert not [line for line in proc.stderr.splitlines() if line.startswith("· ")], proc.stderr  # no start lines
+    starts = [line for line in proc.stderr.splitlines() if line.startswith("· ")]
+    assert not starts, proc.stderr  # a stage is said once, when it ends
     for name in MODELS:
         lines = model_lines(proc.stdout, proc.stderr, name)
         assert len(lines) <= MODEL_LINES, "\n".join(lines)
@@ -72,7 +73,8 @@ def test_verbose_brings_the_rest_back(project):
 def test_one_changed_model_of_three_fits_on_a_screen(project):
     config = project / "pyproject.toml"
     text = config.read_text()
-    config.write_text(text.replace('factory = "examples.zoo:tiny_cnn"\n', 'factory = "faults:cnn_bn_eps"\n', 1))
+    changed = text.replace('factory = "examples.zoo:tiny_cnn"\n', 'factory = "faults:cnn_bn_eps"\n', 1)
+    config.write_text(changed)
     try:
         proc = run_cli("check", "--markdown", "comment.md", cwd=project)
     finally:

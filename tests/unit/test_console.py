@@ -130,8 +130,9 @@ def test_ci_logs_keep_a_long_line_whole():
 
 def _passed() -> Report:
     rows = [Row("fc", "Linear", "pass", "error-growth", 2e-7, 1e-6, 2e-7)]
+    reason = "compared with the baseline of device class x86_64-avx2 (none for x86_64-avx512)"
     runtime = ProviderVerdict("CPUExecutionProvider", "runtime", "float32", "x86_64-avx2", "pass", rows=rows,
-                              reason="compared with the baseline of device class x86_64-avx2 (none for x86_64-avx512)")
+                              reason=reason)
     return Report("pass", [ModelVerdict("m", "pass", layers=1, providers=[runtime])])
 
 
@@ -147,7 +148,8 @@ def test_a_model_that_passed_is_three_lines_unless_verbose():
 
 
 def test_progress_prints_one_line_per_stage_unless_verbose():
-    for verbose, expected in ((False, ["  m: building — 0.0 s"]), (True, ["· m: building", "  m: building — 0.0 s"])):
+    ended = "  m: building — 0.0 s"
+    for verbose, expected in ((False, [ended]), (True, ["· m: building", ended])):
         with con.err_console.capture() as captured:
             with con.progress_display(verbose) as progress:
                 progress("m: building")

@@ -275,7 +275,8 @@ def test_a_real_report_fits_on_a_screen_outside_details():
     what a reader sees; each model's tables are collapsed under its name."""
     from tests.e2e.test_short_output import COMMENT_LINES, outside_details
 
-    text = render_markdown(load_report(REPORTS / "real-check-reference-drift.json"), marker=MARKER, links=LINKS)
+    text = render_fixture("real-check-reference-drift")
     seen = outside_details(text)
     assert len(seen) <= COMMENT_LINES, "\n".join(seen)
-    assert "```mermaid" not in "\n".join(seen) and "<summary><b>tiny-cnn</b> · ❌ regressed · 22 layers</summary>" in text
+    assert "```mermaid" not in "\n".join(seen)
+    assert "<summary><b>tiny-cnn</b> · ❌ regressed · 22 layers</summary>" in text
