@@ -53,6 +53,11 @@ SinceOpt = Annotated[str | None, typer.Option("--changed-since", envvar="PARITY_
                                                help="A git revision (the PR's base): list the baseline files "
                                                "changed since it in the report (exit 2 when git cannot tell).")]
 
+VerboseOpt = Annotated[bool, typer.Option(
+    "--verbose", "-v", envvar="PARITY_GATE_VERBOSE",
+    help="Print everything: each stage as it starts, and the providers' table, outputs and notes of models "
+         "that passed (default: a few lines each).")]
+
 
 def _version(value: bool) -> None:
     if value:
@@ -79,7 +84,7 @@ def check(config: ConfigOpt = None, model: ModelOpt = None, provider: ProviderOp
           full: Annotated[bool, typer.Option("--full", envvar="PARITY_GATE_FULL",
                                              help="Run the whole path: the float64 reference and the export even "
                                              "when the model's content key matches its baseline's.")] = False,
-          shard: ShardOpt = None) -> None:
+          shard: ShardOpt = None, verbose: VerboseOpt = False) -> None:
     """Run the models on the local providers, compare with the baselines, exit with the verdict."""
     from gate import commands
     from gate.cli.console import err_console, progress_display, render_report
@@ -93,13 +98,13 @@ def check(config: ConfigOpt = None, model: ModelOpt = None, provider: ProviderOp
     notices.backend()
     notices.install_gaps(cfg)
     notices.input_ranges(models)
-    with progress_display() as progress:
+    with progress_display(verbose) as progress:
         report = commands.check(cfg, models, providers, progress, full=full)
     report.shard = chosen.run if chosen is not None else None
     if changed_since:
         report.baseline_changes, report.baseline_diffs = commands.changed_baselines(cfg, changed_since)
     _write_reports(report, json_path, markdown, junit)
-    render_report(report, notices.gpu_workflow(cfg))
+    render_report(report, notices.gpu_workflow(cfg), verbose)
     notices.diff_driver(cfg.root, cfg.baseline_dir)
     raise typer.Exit(report.exit_code)
 
@@ -209,7 +214,8 @@ def collect(source: Annotated[Path, typer.Option("--from", help="A folder writte
 @app.command()
 def report(files: Annotated[list[Path], typer.Argument(help="Result files (or folders of them) from export/collect.")],
            config: ConfigOpt = None, json_path: JsonOpt = None, markdown: MarkdownOpt = None, junit: JunitOpt = None,
-           changed_since: SinceOpt = None, allow_missing_gpu: GpuOpt = False, require: RequireOpt = None) -> None:
+           changed_since: SinceOpt = None, allow_missing_gpu: GpuOpt = False, require: RequireOpt = None,
+           verbose: VerboseOpt = False) -> None:
     """Merge result files from several runners, compare with the baselines, one verdict."""
     from gate import commands
     from gate.cli.console import render_report
@@ -219,7 +225,7 @@ def report(files: Annotated[list[Path], typer.Argument(help="Result files (or fo
     if changed_since:
         result.baseline_changes, result.baseline_diffs = commands.changed_baselines(cfg, changed_since)
     _write_reports(result, json_path, markdown, junit)
-    render_report(result, notices.gpu_workflow(cfg))
+    render_report(result, notices.gpu_workflow(cfg), verbose)
     raise typer.Exit(result.exit_code)
 
 

@@ -16,6 +16,7 @@ from gate.github.actions import InertLines
 from gate.render.data_dependent_md import dependent_rows
 from gate.render.markdown import promotion_text
 from gate.render.next_steps import TEXT, step_words
+from gate.render.outputs_md import closeness
 from gate.render.reuse_text import alarm_line, reuse_line
 from gate.render.text import count
 from gate.verdict.sweeps import Cell, SweepMatrix, matrices
@@ -35,9 +36,9 @@ _STATUS_STYLE = {"pass": "green", "regressed": "bold red", "error": "bold red", 
 
 
 @contextmanager
-def progress_display():
-    """A spinner on a terminal, plain progress lines elsewhere (CI logs); each stage's time is
-    shown when it ends (``gate.core.progress``)."""
+def progress_display(verbose: bool = False):
+    """A spinner on a terminal, plain progress lines elsewhere (CI logs): one line per stage, with its
+    time, when it ends (``gate.core.progress``); ``verbose`` also prints each stage as it starts."""
     if console.is_terminal:
         with console.status("starting") as status:
             def show(line: str) -> None:
@@ -53,7 +54,11 @@ def progress_display():
             finally:
                 stages.finish()
     else:
-        stages = TimedProgress(lambda line: err_console.print(f"[dim]{'' if line.startswith('  ') else '· '}{escape(line)}[/dim]"))
+        def plain(line: str) -> None:
+            if verbose or line.startswith("  "):  # a stage's end (with its time) or a detail
+                err_console.print(f"[dim]{'' if line.startswith('  ') else '· '}{escape(line)}[/dim]")
+
+        stages = TimedProgress(plain)
         try:
             yield stages
         finally:
@@ -64,12 +69,13 @@ def _fmt(v) -> str:
     return "—" if v is None else f"{v:.3g}"
 
 
-def render_report(report: Report, gpu_workflow: str = "") -> None:
+def render_report(report: Report, gpu_workflow: str = "", verbose: bool = False) -> None:
     """``gpu_workflow``: how this repository records GPU entries on its GPU runner ("" when it has no
-    such workflow)."""
+    such workflow). A model that passed is a few lines (its providers' table, outputs and notes with
+    ``verbose``); one that did not is shown in full."""
     for model in report.models:
         if not model.sweep:
-            _render_model(model)
+            _render_model(model) if verbose or model.status != ModelStatus.PASS else _render_passed(model)
     for mx in matrices(report.models):
         _render_matrix(mx)
         for model in (m for m in report.models if m.sweep == mx.name and m.status != ModelStatus.PASS):
@@ -100,15 +106,31 @@ def unrecorded_lines(report: Report, gpu_workflow: str = "") -> list[str]:
     return out
 
 
-def _render_header(model: ModelVerdict) -> None:
-    """The model's title line and what is said about it before the providers' table."""
+def _render_passed(model: ModelVerdict) -> None:
+    """A model that passed: its title, what warns about it, and its providers in one line."""
+    _render_header(model, brief=True)
+    worst = []
+    for p in model.providers:
+        values = [r.error for r in p.rows if r.error is not None]
+        role = " reference" if p.role == Role.REFERENCE else ""
+        worst.append(f"{p.name} {p.precision}{role} " + (_fmt(max(values)) if values else str(p.status)))
+    console.print(f"  [green]passed[/green] [dim](worst error)[/dim] {escape(', '.join(worst))}",
+                  soft_wrap=True)
+    _render_audits(model)
+    console.print()
+
+
+def _render_header(model: ModelVerdict, brief: bool = False) -> None:
+    """The model's title line and what is said about it before the providers' table (``brief``: what
+    warns, not what informs)."""
     # Names and messages come from the model and the files: never read as markup ("(model)[logits]").
     title = f"[bold]{escape(model.name)}[/bold]  ·  {count(model.layers, 'layer')}  ·  exporter {escape(model.exporter or '—')}"
     if model.export_fallback:
         title += f" (fallback: {escape(model.export_fallback)})"
     console.print(title)
     if model.error:
-        console.print(f"  [bold red]{escape(model.error.error_status)}[/bold red]: {escape(model.error.message)}")
+        console.print(f"  [bold red]{escape(model.error.error_status)}[/bold red]: "
+                      f"{escape(model.error.message)}", soft_wrap=True)
         _failure_detail(model.error.where, model.error.trace)
     if model.not_checked:
         judged = ", ".join(f"{p.name} {p.precision}" for p in model.judged)
@@ -117,10 +139,11 @@ def _render_header(model: ModelVerdict) -> None:
     if model.message:
         console.print(f"  [yellow]{escape(model.message)}[/yellow]")
     if model.reuse is not None:
-        console.print(f"  [dim]{escape(reuse_line(model.reuse))}[/dim]", soft_wrap=True)
+        if not brief:
+            console.print(f"  [dim]{escape(reuse_line(model.reuse))}[/dim]", soft_wrap=True)
         for alarm in model.reuse.alarms:
             console.print(f"  [bold red]{escape(alarm_line(alarm))}[/bold red]", soft_wrap=True)
-    if model.promoted:
+    if model.promoted and not brief:
         console.print(f"  [dim]reference: {escape(promotion_text(model))}[/dim]")
     if model.below_float64:
         shown = ", ".join(f"{k} ({v})" for k, v in list(model.below_float64.items())[:5])
@@ -131,6 +154,9 @@ def _render_header(model: ModelVerdict) -> None:
 
 def _render_model(model: ModelVerdict) -> None:
     _render_header(model)
+    if model.error is not None and not any(p.checked for p in model.providers):
+        console.print()  # nothing ran to show in a table: the error above says it all
+        return
     table = Table(show_edge=False, pad_edge=False)
     for col in ("provider", "precision", "status", "checked", "failed", "folded", "worst error", "latency",
                 "first regression"):
@@ -151,16 +177,13 @@ def _render_model(model: ModelVerdict) -> None:
         if (p.where or p.trace) and not (model.error and p.where == model.error.where):  # said above already
             console.print(f"  [bold red]{escape(p.name)}[/bold red] {escape(p.error_status or 'failed')}", soft_wrap=True)
             _failure_detail(p.where, p.trace)
-    for a in model.audits + [a for p in model.providers for a in p.audits]:
-        style = "red" if a.status == AuditStatus.FAIL else "yellow"
-        console.print(f"  [{style}]{escape(a.check)}:[/{style}] {escape(a.message)}", soft_wrap=True)
+    _render_audits(model)
     for p in model.providers:
         for r in (r for r in p.rows if r.exact):
-            e = r.exact
-            close = "allclose" if e["allclose"] else f"not allclose ({e['mismatched']:,} of {e['count']:,})"
-            console.print(escape(f"  output {r.layer} on {p.name}: max-abs {_fmt(e['max_abs'])}, max-rel "
-                                 f"{_fmt(e['max_rel'])}, {close} at rtol {e['rtol']:g}, atol {e['atol']:g}"),
-                          soft_wrap=True)
+            words, failed = closeness(r, lambda v: f"{v:,}" if isinstance(v, int) else f"{v:g}")
+            line = escape(f"  output {r.layer} on {p.name}: max-abs {_fmt(r.exact['max_abs'])}, max-rel "
+                          f"{_fmt(r.exact['max_rel'])}, allclose: {words}")
+            console.print(f"[red]{line}[/red]" if failed else line, soft_wrap=True)
     _render_dependent(model)
     if model.status in (ModelStatus.REGRESSED, ModelStatus.ERROR):
         for h in [h for h in model.hints if h.kind != "hints-unavailable"][:6]:
@@ -168,6 +191,12 @@ def _render_model(model: ModelVerdict) -> None:
             console.print(f"  [cyan]hint[/cyan] {escape(f'{h.kind} at {h.layer or chr(8212)}{where}: {h.message}')}",
                           soft_wrap=True)
     console.print()
+
+
+def _render_audits(model: ModelVerdict) -> None:
+    for a in model.audits + [a for p in model.providers for a in p.audits]:
+        style = "red" if a.status == AuditStatus.FAIL else "yellow"
+        console.print(f"  [{style}]{escape(a.check)}:[/{style}] {escape(a.message)}", soft_wrap=True)
 
 
 DEPENDENT_LINES = 8
@@ -235,7 +264,7 @@ def _render_matrix(mx: SweepMatrix) -> None:
     console.print()
 
 
-def _line(text: str, cap: int = 200) -> str:
+def _line(text: str, cap: int = 400) -> str:
     first = (text or "").strip().splitlines()[0] if (text or "").strip() else ""
     return first if len(first) <= cap else first[: cap - 1] + "…"
 

@@ -4,10 +4,10 @@ key vouches for comes from the baseline and the store (``stages``) unless ``full
 from __future__ import annotations
 
 from gate.commands.alarms import reference_alarms
-from gate.commands.judging import judge, load_baselines
+from gate.commands.judging import Loaded, judge, load_baselines
 from gate.commands.pipeline import Progress, Settings, run_model
 from gate.commands.prepare import Memo
-from gate.commands.stages import Plan, ReusePolicy
+from gate.commands.stages import ReusePolicy
 from gate.config import Config, ModelSpec, ProviderSpec
 from gate.core.failure import ModelError
 from gate.core.runs import ModelRun, RunError
@@ -15,19 +15,22 @@ from gate.verdict.types import Report
 
 
 def _run(config: Config, spec: ModelSpec, providers, progress: Progress, settings: Settings | None,
-         memo: Memo, plan: Plan) -> ModelRun:
+         memo: Memo, loaded: Loaded, policy: ReusePolicy) -> ModelRun:
+    if loaded.refused is not None:  # its baseline cannot judge it: nothing to run it for
+        return ModelRun(spec.name, error=loaded.refused)
     try:
-        return run_model(config, spec, providers, progress, settings, memo, plan)
+        return run_model(config, spec, providers, progress, settings, memo, policy.plan(loaded.baseline))
     except ModelError as exc:
         return ModelRun(spec.name, error=RunError.of(exc))
 
 
 def check(config: Config, models: tuple[ModelSpec, ...], providers: tuple[ProviderSpec, ...],
           progress: Progress = lambda _: None, settings: Settings | None = None, full: bool = False) -> Report:
-    loaded = load_baselines(config, models)  # an unreadable baseline fails before any model runs
+    loaded = load_baselines(config, models)  # a model whose baseline is refused is not run, the others are
     memo, policy = Memo.of(models), ReusePolicy.for_check(full)
-    runs = [(spec, _run(config, spec, providers, progress, settings, memo, policy.plan(loaded[spec.name][1])))
+    runs = [(spec, _run(config, spec, providers, progress, settings, memo, loaded[spec.name], policy))
             for spec in models]
     report = judge(config, runs, loaded, progress)
-    reference_alarms(report.models, [run for _, run in runs], [loaded[spec.name][1] for spec, _ in runs], policy.store)
+    baselines = [loaded[spec.name].baseline for spec, _ in runs]
+    reference_alarms(report.models, [run for _, run in runs], baselines, policy.store)
     return report

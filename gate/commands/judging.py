@@ -1,21 +1,24 @@
 """The one judge: runs and their baselines in, one report out.
 
 ``check`` (runs made here), ``report`` (runs read from every runner's result files) and the sweeps
-among their models all come through ``judge``, so every refusal is made once, here: a baseline of
-another format or fingerprint definition, of another model, or recorded for other inputs than the
-model declares now; and a GPU leg that checked no GPU.
+among their models all come through ``judge``, so every refusal is made once, here: a baseline that
+cannot be read, of another format or fingerprint definition, of another model, or recorded for other
+inputs than the model declares now; and a GPU leg that checked no GPU. A refused baseline fails its
+own model (``BAD_BASELINE``, naming the file and the next step; exit 2): every other model is judged.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
-from gate.commands.common import display, environment, load_baseline, policy, update_command
+from gate.commands.common import display, environment, load_baseline, location, policy, update_command
 from gate.config import Config, ModelSpec
 from gate.core.progress import Progress
-from gate.core.runs import ModelRun
-from gate.errors import GateError
+from gate.core.runs import ModelRun, RunError
+from gate.core.status import ErrorStatus
+from gate.errors import FormatError, GateError
 from gate.formats.baseline import Baseline
 from gate.model.inputs import difference
 from gate.verdict.comparisons import compare
@@ -23,17 +26,37 @@ from gate.verdict.gpu_leg import fail_missing_gpu
 from gate.verdict.judge import assemble, model_verdict
 from gate.verdict.types import Report
 
-Loaded = tuple[Path, Baseline | None]  # a baseline's path, and the baseline (None: there is none yet)
+
+@dataclass(frozen=True)
+class Loaded:
+    """A model's baseline: its path, the baseline (None: there is none yet, or it is refused), and why
+    it cannot judge the model (None: it can, or there is none)."""
+
+    path: Path
+    baseline: Baseline | None = None
+    refused: RunError | None = None
 
 
 def load_one(config: Config, spec: ModelSpec) -> Loaded:
-    """The model's baseline; GateError when it cannot judge this model at all: unreadable, of
-    another fingerprint definition (``load_baseline``), or holding another model."""
-    path, baseline = load_baseline(config, spec)
+    """The model's baseline, or why it cannot judge this model at all: unreadable (a corrupt, truncated
+    or newer-version file: restore it or re-record it), of another fingerprint definition
+    (``load_baseline``), or holding another model."""
+    path, update = location(config, spec).path, update_command(spec, config)
+    try:
+        _, baseline = load_baseline(config, spec)
+    except FormatError as exc:
+        return _refused(path, f"{exc}; restore it with `git checkout -- {display(path)}`, "
+                              f"or re-record it with `{update}`")
+    except GateError as exc:
+        return _refused(path, str(exc))
     if baseline is not None and baseline.model != spec.name:
-        raise GateError(f"baseline `{display(path)}`: holds model `{baseline.model}`, not `{spec.name}`; re-create it "
-                        f"with `{update_command(spec, config)}`")
-    return path, baseline
+        return _refused(path, f"baseline `{display(path)}`: holds model `{baseline.model}`, "
+                              f"not `{spec.name}`; re-create it with `{update}`")
+    return Loaded(path, baseline)
+
+
+def _refused(path: Path, message: str) -> Loaded:
+    return Loaded(path, None, RunError(ErrorStatus.BAD_BASELINE, message))
 
 
 def load_baselines(config: Config, specs: tuple[ModelSpec, ...] | list[ModelSpec]) -> dict[str, Loaded]:
@@ -41,13 +64,16 @@ def load_baselines(config: Config, specs: tuple[ModelSpec, ...] | list[ModelSpec
     return {spec.name: load_one(config, spec) for spec in specs}
 
 
-def refuse_other_inputs(config: Config, spec: ModelSpec, run: ModelRun, baseline: Baseline, path: str) -> None:
-    """GateError when ``baseline`` was recorded for other inputs than the run was made with."""
+def other_inputs(config: Config, spec: ModelSpec, run: ModelRun, baseline: Baseline,
+                 path: str) -> RunError | None:
+    """Why ``baseline`` cannot judge ``run``: it was recorded for other inputs than the run was made with."""
     ran = run.error is None or run.unexported  # a failed export still judges the PyTorch side on these inputs
-    if ran and baseline.meta.inputs_digest not in (None, run.meta.inputs_digest):
-        how = difference(baseline.meta.inputs, run.meta.inputs or [])
-        raise GateError(f"baseline `{path}`: recorded for other inputs than model `{spec.name}` declares now"
-                        f"{f' ({how})' if how else ''}; re-create it with `{update_command(spec, config)}`")
+    if not ran or baseline.meta.inputs_digest in (None, run.meta.inputs_digest):
+        return None
+    how = difference(baseline.meta.inputs, run.meta.inputs or [])
+    return RunError(ErrorStatus.BAD_BASELINE,
+                    f"baseline `{path}`: recorded for other inputs than model `{spec.name}` declares now"
+                    f"{f' ({how})' if how else ''}; re-create it with `{update_command(spec, config)}`")
 
 
 def judge(config: Config, runs: list[tuple[ModelSpec, ModelRun]], loaded: Mapping[str, Loaded] | None = None,
@@ -56,10 +82,13 @@ def judge(config: Config, runs: list[tuple[ModelSpec, ModelRun]], loaded: Mappin
     judged = []
     for spec, run in runs:
         run = fail_missing_gpu(run, config.allow_missing_gpu, config.require)
-        path, baseline = loaded[spec.name] if loaded is not None else load_one(config, spec)
-        shown = str(display(path))
-        if baseline is not None:
-            refuse_other_inputs(config, spec, run, baseline, shown)
+        one = loaded[spec.name] if loaded is not None else load_one(config, spec)
+        baseline, shown = one.baseline, str(display(one.path))
+        refused = one.refused
+        if refused is None and baseline is not None:
+            refused = other_inputs(config, spec, run, baseline, shown)
+        if refused is not None:  # judged as the error it is, on nothing of its run
+            run, baseline = ModelRun(spec.name, error=refused), None
         judged.append((spec, run, baseline, shown))
     compared = compare(config, {run.name: run for _, run, _, _ in judged})  # a sweep's pairs and anchor
     progress("comparing with the baselines")

@@ -53,6 +53,7 @@ class ErrorStatus(Word):
     EMPTY = "EMPTY"  # nothing to check: the model has no layer
     NO_RESULT = "NO_RESULT"  # no result file holds the model
     NO_GPU = "NO_GPU"  # every configured GPU provider was unavailable on a GPU leg
+    BAD_BASELINE = "BAD_BASELINE"  # its baseline file cannot judge it: unreadable, or of something else
 
 
 class LayerStatus(Word):
@@ -89,7 +90,8 @@ class Verdict(Word):
     @property
     def exit_code(self) -> int:
         """0 pass, 1 regression (a missing baseline counts), 3 a model failed (2 is a usage,
-        configuration or file-format error, raised before any verdict)."""
+        configuration or file-format error: raised before any verdict, or a model's ``BAD_BASELINE``,
+        ``Report.exit_code``)."""
         return {"pass": 0, "regressed": 1, "error": 3}[self.value]
 
 

@@ -21,7 +21,7 @@ from gate.render.notices import MAX_LIST, baseline_block, notices, reason
 from gate.render.outputs_md import outputs_table
 from gate.render.reuse_text import alarm_line, reuse_line, reuse_tally
 from gate.render.sweeps_md import sweep_section
-from gate.render.text import MESSAGE_CAP, clip, code, link, num, plain, times
+from gate.render.text import MESSAGE_CAP, attr, clip, code, link, num, plain, times
 from gate.verdict.sweeps import matrices
 from gate.verdict.types import ModelVerdict, ProviderVerdict, Regression, Report
 
@@ -201,10 +201,19 @@ class _Doc:
         return "\n".join(rows)
 
     def model_section(self, m: ModelVerdict) -> str:
-        out = [f"#### {code(m.name)}", _model_meta(m)]
+        """The model's tables, collapsed: what a reviewer must read is above them (the headline, the
+        next step, the overview's row)."""
+        body = "\n\n".join(x for x in self.model_parts(m) if x)
+        alarms = "\n".join(f"🚨 {code(m.name)}: **{plain(alarm_line(a), MESSAGE_CAP)}**"  # never collapsed
+                           for a in (m.reuse.alarms[:5] if m.reuse is not None else []))
+        summary = f"<b>{attr(m.name)}</b> · {icon(m.status)} {attr(m.status, 20)} · {m.layers:,} layers"
+        section = f"<details>\n<summary>{summary}</summary>\n\n{body}\n\n</details>"
+        return f"{alarms}\n\n{section}" if alarms else section
+
+    def model_parts(self, m: ModelVerdict) -> list[str]:
+        out = [_model_meta(m)]
         if m.reuse is not None:
             out.append(f"♻️ {plain(reuse_line(m.reuse), MESSAGE_CAP)}")
-            out += [f"🚨 **{plain(alarm_line(a), MESSAGE_CAP)}**" for a in m.reuse.alarms[:5]]
         if m.error:
             out.append(f"💥 **{plain(m.error.error_status, 20)}**: {plain(m.error.message, 2 * MESSAGE_CAP)}"
                        + (f" (at {code(m.error.where, 200)})" if m.error.where else ""))
@@ -228,7 +237,7 @@ class _Doc:
             first = self.r.first_regression
             out += [self.layer_details(m.name, p, first is not None and (first.model, first.provider) == (m.name, p.name)
                                        and first.precision in (None, p.precision)) for p in m.providers if p.rows]
-        return "\n\n".join(x for x in out if x)
+        return out
 
     def _take_chart(self) -> bool:
         self.charts_left -= 1

@@ -156,16 +156,19 @@ def _contradiction(pv: ProviderVerdict, skip: list[str], found: causality.Cause)
 
 def model_verdict(spec: ModelSpec, run: ModelRun, baseline: Baseline | None, path: str, update_cmd: str,
                   policy: Policy = Policy(), comparisons: list[Comparison] | None = None) -> ModelVerdict:
-    mv = ModelVerdict(spec.name, error=run.error, update_command=update_cmd, baseline_path=path, baseline_exists=baseline is not None, exporter=run.meta.exporter,
+    # A refused baseline is there, and unusable: not a missing one.
+    refused = run.error is not None and run.error.error_status == ErrorStatus.BAD_BASELINE
+    mv = ModelVerdict(spec.name, error=run.error, update_command=update_cmd, baseline_path=path,
+                      baseline_exists=baseline is not None or refused, exporter=run.meta.exporter,
                       export_fallback=run.meta.export_fallback, opset=run.meta.opset,
                       reference_dtype=run.reference_dtype, layers=len(run.layers),
                       promoted=dict(run.meta.promoted or {}), below_float64=dict(run.meta.below_float64 or {}),
                       sweep=spec.sweep.sweep if spec.sweep else None, comparisons=list(comparisons or []),
                       # A model that failed to build, export or run reused and computed nothing worth a line.
                       reuse=None if run.error else run.reuse)
-    if baseline is None:
+    if baseline is None and not refused:
         mv.status, mv.message = ModelStatus.NO_BASELINE, f"no baseline at {path}: create it with `{update_cmd}`"
-    else:
+    elif baseline is not None:
         mv.versions = version_changes(baseline.meta, run.meta)
     st = checks.layout(run, baseline, spec) if baseline is not None and run.layers else None
     dependent = data_dependent.recognize(run, baseline, st)

@@ -95,7 +95,9 @@ def _missing(m: ModelVerdict) -> NextStep:
     return NextStep(StepKind.NO_ENTRY, f"{m.recreate} --provider {first.name}", tuple(p.name for p in missing))
 
 
-def _failed(m: ModelVerdict) -> NextStep:
+def _failed(m: ModelVerdict) -> NextStep | None:
+    if m.error and m.error.error_status == ErrorStatus.BAD_BASELINE:
+        return None  # the reader's reason says what fixes it (restore, re-record, upgrade, `git lfs pull`)
     if m.error:
         return NextStep(StepKind.MODEL_FAILED, reproduce(m), error_status=m.error.error_status)
     failed = [p for p in m.providers if p.status == TargetStatus.ERROR]

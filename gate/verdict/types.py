@@ -364,6 +364,10 @@ class Report:
 
     @property
     def exit_code(self) -> int:
+        """The verdict's code; 2 where a model's baseline file could not judge it (a file-format error,
+        said in that model's status while the others are judged)."""
+        if any(m.error is not None and m.error.error_status == ErrorStatus.BAD_BASELINE for m in self.models):
+            return 2
         return Verdict(self.verdict).exit_code
 
     def to_dict(self) -> dict[str, Any]:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import shutil
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
@@ -84,15 +86,31 @@ def _copy_baseline(tmp_path: Path, data: bytes) -> None:
     write_config(tmp_path, "tiny-cnn", "examples.zoo:tiny_cnn", baseline_dir=tmp_path / "b")
 
 
+def assert_baseline_refused(proc, *fragments: str) -> str:
+    """A baseline that cannot be read fails its model (BAD_BASELINE, exit 2) in one line that names the
+    file and says what fixes it; the model is not run. Returns that line."""
+    assert proc.returncode == 2, (proc.returncode, proc.stdout, proc.stderr)
+    assert "Traceback" not in proc.stderr + proc.stdout
+    last = proc.stdout.strip().splitlines()[-1]
+    assert last.startswith("ERROR | BAD_BASELINE: baseline `"), last
+    for fragment in fragments:
+        assert fragment in last, (fragment, last)
+    return last
+
+
+RESTORE = ("restore it with `git checkout -- b/tiny-cnn.msgpack.zst`, or re-record it with "
+           "`parity-gate update-baseline --model tiny-cnn`")
+
+
 def test_corrupt_baseline(tmp_path):
     _copy_baseline(tmp_path, b"\x28\xb5\x2f\xfd" + b"garbage" * 10)
-    assert_one_line_error(run_cli("check", cwd=tmp_path), 2, "tiny-cnn.msgpack.zst")
+    assert_baseline_refused(run_cli("check", cwd=tmp_path), "tiny-cnn.msgpack.zst", RESTORE)
 
 
 def test_truncated_baseline(tmp_path):
     data = (ROOT / "baselines" / "tiny-cnn.msgpack.zst").read_bytes()
     _copy_baseline(tmp_path, data[: len(data) // 2])
-    assert_one_line_error(run_cli("check", cwd=tmp_path), 2, "tiny-cnn.msgpack.zst")
+    assert_baseline_refused(run_cli("check", cwd=tmp_path), "tiny-cnn.msgpack.zst", RESTORE)
 
 
 def test_baseline_from_a_newer_format_version(tmp_path):
@@ -104,8 +122,38 @@ def test_baseline_from_a_newer_format_version(tmp_path):
     doc["version"], doc["added_later"] = VERSION + 1, True  # a key this version does not know: still "upgrade"
     raw = msgpack.packb(doc, use_bin_type=True)
     _copy_baseline(tmp_path, zstandard.ZstdCompressor(write_content_size=True).compress(raw))
-    assert_one_line_error(run_cli("check", cwd=tmp_path), 2, "tiny-cnn.msgpack.zst", f"version {VERSION + 1}",
-                          "upgrade")
+    assert_baseline_refused(run_cli("check", cwd=tmp_path), "tiny-cnn.msgpack.zst", f"version {VERSION + 1}",
+                            "upgrade", RESTORE)
+
+
+def test_one_bad_baseline_fails_one_model(tmp_path):
+    """Three models, one baseline truncated (a crafted file of tests/data/bad): that model fails with its
+    reason and next step; the other two are judged; the JSON, JUnit and Markdown reports are written."""
+    shutil.copytree(ROOT / "baselines", tmp_path / "b")
+    bad = ROOT / "tests" / "data" / "bad" / "truncated-frame.msgpack.zst"
+    shutil.copy(bad, tmp_path / "b" / "bad.msgpack.zst")
+    config = write_config(tmp_path, "tiny-cnn", "examples.zoo:tiny_cnn", baseline_dir=tmp_path / "b")
+    text = config.read_text()
+    tables = text[text.index("[[models]]"):]
+    config.write_text(text + tables.replace('"tiny-cnn"', '"bad"') + '\n[[models]]\n'
+                      'name = "tiny-transformer"\nfactory = "examples.zoo:tiny_transformer"\n'
+                      'inputs = [{ name = "x", shape = [2, 8, 16], dtype = "float32" }]\n')
+    proc = run_cli("check", "--json", "r.json", "--junit", "r.xml", "--markdown", "r.md", cwd=tmp_path)
+    assert_baseline_refused(proc, "bad.msgpack.zst", "truncated zstd frame",
+                            "restore it with `git checkout -- b/bad.msgpack.zst`, "
+                            "or re-record it with `parity-gate update-baseline --model bad`")
+    report = json.loads((tmp_path / "r.json").read_text())
+    status = {m["name"]: (m["status"], (m.get("error") or {}).get("status")) for m in report["models"]}
+    assert status == {"tiny-cnn": ("pass", None), "tiny-transformer": ("pass", None),
+                      "bad": ("error", "BAD_BASELINE")}
+    assert report["verdict"] == "error"
+    junit = ET.parse(tmp_path / "r.xml").getroot()
+    errors = [(c.get("classname"), e.get("type")) for c in junit.iter("testcase") for e in c.findall("error")]
+    assert errors == [("bad", "BAD_BASELINE")]
+    assert len([c for c in junit.iter("testcase") if c.get("classname") != "bad"]) == 6  # judged, and passed
+    comment = (tmp_path / "r.md").read_text()
+    assert "failed: `bad`" in comment and "truncated zstd frame" in comment
+    assert "`git checkout -- b/bad.msgpack.zst`" in comment
 
 
 def test_show_prints_a_baseline(tmp_path):

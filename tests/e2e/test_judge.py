@@ -1,10 +1,12 @@
 """``check`` and ``report`` judge through one function: a refusal made on one path is made on the
 other. The bundled tiny-cnn is exported with other inputs than its committed baseline was recorded
-for, collected on the CPU EP, and judged both ways."""
+for, collected on the CPU EP, and judged both ways: the refused baseline fails its own model
+(``BAD_BASELINE``, exit 2), and the other models are judged."""
 
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -13,7 +15,7 @@ import pytest
 
 from gate import commands
 from gate.config import load_config
-from gate.errors import GateError
+from gate.core.status import ErrorStatus, ModelStatus
 from tests.conftest import ROOT
 from tests.support.projects import examples_project
 
@@ -38,11 +40,24 @@ def other_inputs(tmp_path_factory):
     return tmp, cfg
 
 
+def assert_refused(report, message: str) -> None:
+    """tiny-cnn fails on its baseline, with the message; every other model is judged all the same."""
+    by_name = {m.name: m for m in report.models}
+    tiny = by_name.pop("tiny-cnn")
+    assert tiny.status == ModelStatus.ERROR and tiny.error.error_status == ErrorStatus.BAD_BASELINE
+    assert re.match(message, tiny.error.message), tiny.error.message
+    assert report.exit_code == 2
+    assert all(m.error is None or m.error.error_status != ErrorStatus.BAD_BASELINE for m in by_name.values())
+
+
 def test_report_refuses_a_baseline_recorded_for_other_inputs(other_inputs, monkeypatch):
     tmp, cfg = other_inputs
     monkeypatch.chdir(tmp)
-    with pytest.raises(GateError, match=REFUSED):
-        commands.report_files(cfg, [tmp / "export", tmp / "cpu.msgpack.zst"])
+    report = commands.report_files(cfg, [tmp / "export", tmp / "cpu.msgpack.zst"])
+    assert_refused(report, REFUSED)
+    # tiny-transformer has no result file here: judged as such, not stopped by tiny-cnn's baseline
+    transformer = next(m for m in report.models if m.name == "tiny-transformer")
+    assert transformer.error.error_status == ErrorStatus.NO_RESULT
 
 
 def test_the_report_command_says_it_in_one_line_and_exits_2(other_inputs):
@@ -51,15 +66,15 @@ def test_the_report_command_says_it_in_one_line_and_exits_2(other_inputs):
                           env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert "Traceback" not in proc.stderr
-    assert proc.stderr.strip().splitlines()[-1].startswith("error: baseline `baselines/tiny-cnn.msgpack.zst`: "
-                                                           "recorded for other inputs")
+    assert proc.stdout.strip().splitlines()[-1].startswith(
+        "ERROR | BAD_BASELINE: baseline `baselines/tiny-cnn.msgpack.zst`: recorded for other inputs")
 
 
 def test_check_refuses_it_too(other_inputs, monkeypatch):
     tmp, cfg = other_inputs
     monkeypatch.chdir(tmp)
-    with pytest.raises(GateError, match=REFUSED):
-        commands.check(cfg, cfg.select_models(["tiny-cnn"]), cfg.select_providers(["torch-cpu"]))
+    report = commands.check(cfg, cfg.select_models(["tiny-cnn"]), cfg.select_providers(["torch-cpu"]))
+    assert_refused(report, REFUSED)
 
 
 def test_a_baseline_of_another_model_is_refused_on_both_paths(other_inputs, monkeypatch, tmp_path):
@@ -71,9 +86,9 @@ def test_a_baseline_of_another_model_is_refused_on_both_paths(other_inputs, monk
     try:
         shutil.copy(tmp / "baselines" / "tiny-transformer.msgpack.zst", own)
         wrong = r"baseline `baselines/tiny-cnn.msgpack.zst`: holds model `tiny-transformer`, not `tiny-cnn`"
-        with pytest.raises(GateError, match=wrong):
-            commands.report_files(cfg, [tmp / "export", tmp / "cpu.msgpack.zst"])
-        with pytest.raises(GateError, match=wrong):  # refused before the model runs
-            commands.check(cfg, cfg.select_models(["tiny-cnn"]), cfg.select_providers(["torch-cpu"]))
+        assert_refused(commands.report_files(cfg, [tmp / "export", tmp / "cpu.msgpack.zst"]), wrong)
+        report = commands.check(cfg, cfg.select_models(["tiny-cnn"]), cfg.select_providers(["torch-cpu"]))
+        assert_refused(report, wrong)
+        assert report.models[0].layers == 0  # refused before the model runs
     finally:
         shutil.copy(kept, own)

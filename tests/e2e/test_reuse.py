@@ -77,7 +77,7 @@ def test_a_cold_cache_exports_but_still_reuses_the_reference(made, tmp_path, mon
 
 
 def test_the_key_holds_across_processes_and_the_console_and_comment_say_what_was_reused(made):
-    result = run_cli("check", "--json", "r.json", "--markdown", "r.md", cwd=made.parent)
+    result = run_cli("check", "--verbose", "--json", "r.json", "--markdown", "r.md", cwd=made.parent)
     assert result.returncode == 0, result.stderr
     reuse = reuse_of(json.loads((made.parent / "r.json").read_text()))
     assert reuse["reference"] and reuse["cache"] == "hit"
@@ -299,7 +299,7 @@ def test_other_inputs_change_the_key(made):
     made.write_text(made.read_text().replace('shape = [2, 3, 8, 8] }', 'shape = [2, 3, 8, 8], low = 0.0, high = 1.0 }'))
     cfg = load_config(made)
     spec = cfg.models[0]
-    _, baseline = load_one(cfg, spec)
+    baseline = load_one(cfg, spec).baseline
     run = run_model(cfg, spec, cfg.providers, plan=ReusePolicy.for_check().plan(baseline))
     assert (run.reuse.reference, run.reuse.why, run.reuse.changed) == (False, "key-changed", ["inputs"])
     assert "other values" in run.reuse.details[0]

@@ -126,3 +126,33 @@ def test_ci_logs_keep_a_long_line_whole():
     with con.err_console.capture() as captured:
         con.err_console.print(line)
     assert captured.get() == line + "\n"
+
+
+def _passed() -> Report:
+    rows = [Row("fc", "Linear", "pass", "error-growth", 2e-7, 1e-6, 2e-7)]
+    reason = "compared with the baseline of device class x86_64-avx2 (none for x86_64-avx512)"
+    runtime = ProviderVerdict("CPUExecutionProvider", "runtime", "float32", "x86_64-avx2", "pass", rows=rows,
+                              reason=reason)
+    return Report("pass", [ModelVerdict("m", "pass", layers=1, providers=[runtime])])
+
+
+def test_a_model_that_passed_is_three_lines_unless_verbose():
+    with con.console.capture() as captured:
+        con.render_report(_passed())
+    lines = captured.get().rstrip().splitlines()
+    assert lines[1] == "  passed (worst error) CPUExecutionProvider float32 2e-07" and len(lines) == 4, lines
+    with con.console.capture() as captured:
+        con.render_report(_passed(), verbose=True)
+    verbose = captured.get()
+    assert "first regression" in verbose and "compared with the baseline of device class" in verbose
+
+
+def test_progress_prints_one_line_per_stage_unless_verbose():
+    ended = "  m: building — 0.0 s"
+    for verbose, expected in ((False, [ended]), (True, ["· m: building", ended])):
+        with con.err_console.capture() as captured:
+            with con.progress_display(verbose) as progress:
+                progress("m: building")
+        got = [line.split(" — ")[0] + " — 0.0 s" if " — " in line else line
+               for line in captured.get().rstrip().splitlines()]
+        assert got == expected, got

@@ -268,3 +268,15 @@ def test_a_note_many_rows_share_is_said_once_below_the_table():
                                                    rows=rows), None, True)
     assert shown == 215 and text.count(absent) == 1 and text.count("| note 1 |") == 214
     assert "1. not captured on this provider (214 rows)" in text and "| error grew |" in text
+
+
+def test_a_real_report_fits_on_a_screen_outside_details():
+    """A check's own report (two changed models): the headline, the next steps and the overview are
+    what a reader sees; each model's tables are collapsed under its name."""
+    from tests.e2e.test_short_output import COMMENT_LINES, outside_details
+
+    text = render_fixture("real-check-reference-drift")
+    seen = outside_details(text)
+    assert len(seen) <= COMMENT_LINES, "\n".join(seen)
+    assert "```mermaid" not in "\n".join(seen)
+    assert "<summary><b>tiny-cnn</b> · ❌ regressed · 22 layers</summary>" in text
