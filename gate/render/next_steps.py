@@ -134,6 +134,12 @@ def _no_entry(m: ModelVerdict, step: NextStep, s: Style) -> str:
             f"on a runner that has it{_commit(m, s)}.")
 
 
+def _bad_baseline(m: ModelVerdict, step: NextStep, s: Style) -> str:
+    return (f"its baseline file cannot judge it (the error above says why): restore it with "
+            f"{s.code(step.command, 300)} if it was damaged, or re-record it with {s.code(m.recreate, 260)}"
+            f"{_commit(m, s)}.")
+
+
 def _model_failed(m: ModelVerdict, step: NextStep, s: Style) -> str:
     if m.error is None:
         return "see the error above."
@@ -178,6 +184,6 @@ _WORDS = {StepKind.MODEL_CHANGED: _model_changed, StepKind.WEIGHTS_CHANGED: _wei
           StepKind.RANDOM_DRAWS: _random_draws, StepKind.TRAINING_MODE: _training_mode,
           StepKind.RUNTIME_AUDIT: _runtime_audit, StepKind.RUNTIME_CHANGED: _runtime_changed,
           StepKind.PRECISION_CHANGED: _precision_changed, StepKind.NO_BASELINE: _no_baseline,
-          StepKind.NO_ENTRY: _no_entry, StepKind.MODEL_FAILED: _model_failed, StepKind.NO_GPU: _no_gpu, StepKind.NO_RESULT: _no_result,
+          StepKind.NO_ENTRY: _no_entry, StepKind.BAD_BASELINE: _bad_baseline, StepKind.MODEL_FAILED: _model_failed, StepKind.NO_GPU: _no_gpu, StepKind.NO_RESULT: _no_result,
           StepKind.LOAD_FAIL: _load_fail, StepKind.PROVIDER_FAILED: _provider_failed,
           StepKind.RECORD_ELSEWHERE: _record_elsewhere, StepKind.REFACTORED: _refactored}

@@ -24,7 +24,7 @@ from gate.verdict.types import ModelVerdict
 
 # Where recording the new numbers is the fix the user may intend: the only steps that offer `update-baseline`.
 RECORDS = frozenset({StepKind.MODEL_CHANGED, StepKind.WEIGHTS_CHANGED, StepKind.NO_BASELINE,
-                     StepKind.NO_ENTRY, StepKind.RECORD_ELSEWHERE, StepKind.REFACTORED})
+                     StepKind.NO_ENTRY, StepKind.RECORD_ELSEWHERE, StepKind.REFACTORED, StepKind.BAD_BASELINE})
 
 
 @dataclass(frozen=True)
@@ -96,8 +96,8 @@ def _missing(m: ModelVerdict) -> NextStep:
 
 
 def _failed(m: ModelVerdict) -> NextStep | None:
-    if m.error and m.error.error_status == ErrorStatus.BAD_BASELINE:
-        return None  # the reader's reason says what fixes it (restore, re-record, upgrade, `git lfs pull`)
+    if m.error and m.error.error_status == ErrorStatus.BAD_BASELINE:  # the reason says why (a newer format...)
+        return NextStep(StepKind.BAD_BASELINE, f"git checkout -- {m.baseline_path}", error_status=m.error.error_status)
     if m.error:
         return NextStep(StepKind.MODEL_FAILED, reproduce(m), error_status=m.error.error_status)
     failed = [p for p in m.providers if p.status == TargetStatus.ERROR]

@@ -191,3 +191,19 @@ def test_every_step_kind_has_words():
     from gate.render.next_steps import _WORDS
 
     assert set(_WORDS) == set(StepKind)
+
+
+def test_a_corrupt_baseline_says_restore_it_from_git_or_re_record_it():
+    from gate.verdict.next_step import next_step
+
+    report = raw("real-check-reference-drift")
+    model = report["models"][0]
+    model.update(status="error", providers=[], hints=[], audits=[],
+                 error={"status": "BAD_BASELINE", "message": "baseline `baselines/tiny-cnn.msgpack.zst`: truncated"})
+    report["verdict"] = "error"
+    typed_report = typed(report)
+    step = next_step(typed_report.models[0])
+    assert (step.kind, step.command) == ("bad-baseline", "git checkout -- baselines/tiny-cnn.msgpack.zst")
+    line = next_steps(typed_report).splitlines()[2]
+    assert "restore it with `git checkout -- baselines/tiny-cnn.msgpack.zst`" in line
+    assert "re-record it with `parity-gate update-baseline --model tiny-cnn`" in line
