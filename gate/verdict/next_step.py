@@ -24,7 +24,8 @@ from gate.verdict.types import ModelVerdict
 
 # Where recording the new numbers is the fix the user may intend: the only steps that offer `update-baseline`.
 RECORDS = frozenset({StepKind.MODEL_CHANGED, StepKind.WEIGHTS_CHANGED, StepKind.NO_BASELINE,
-                     StepKind.NO_ENTRY, StepKind.RECORD_ELSEWHERE, StepKind.REFACTORED, StepKind.BAD_BASELINE})
+                     StepKind.NO_ENTRY, StepKind.RECORD_ELSEWHERE, StepKind.REFACTORED,
+                     StepKind.BAD_BASELINE})
 
 
 @dataclass(frozen=True)
@@ -58,8 +59,8 @@ def next_step(m: ModelVerdict) -> NextStep | None:
     if m.status == ModelStatus.NO_BASELINE:
         return _missing(m)
     audit = {a.check: a for a in reversed(m.audits)}
-    reference = next((p for p in m.providers if p.role == Role.REFERENCE and p.status == TargetStatus.REGRESSED),
-                     None)
+    reference = next((p for p in m.providers
+                      if p.role == Role.REFERENCE and p.status == TargetStatus.REGRESSED), None)
     layer = reference.first_regression.layer if reference is not None and reference.first_regression else None
     if Check.TRAINING_MODE in audit and audit[Check.TRAINING_MODE].status == AuditStatus.FAIL:
         return NextStep(StepKind.TRAINING_MODE, None, layer=audit[Check.TRAINING_MODE].layer)
@@ -97,7 +98,8 @@ def _missing(m: ModelVerdict) -> NextStep:
 
 def _failed(m: ModelVerdict) -> NextStep | None:
     if m.error and m.error.error_status == ErrorStatus.BAD_BASELINE:  # the reason says why (a newer format...)
-        return NextStep(StepKind.BAD_BASELINE, f"git checkout -- {m.baseline_path}", error_status=m.error.error_status)
+        return NextStep(StepKind.BAD_BASELINE, f"git checkout -- {m.baseline_path}",
+                        error_status=m.error.error_status)
     if m.error:
         return NextStep(StepKind.MODEL_FAILED, reproduce(m), error_status=m.error.error_status)
     failed = [p for p in m.providers if p.status == TargetStatus.ERROR]
