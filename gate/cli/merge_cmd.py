@@ -1,5 +1,6 @@
 """`parity-gate merge`: the reports of a sharded run's legs as one report (``gate.verdict.merge``), for the
-job that judges and comments. ``gate.cli.app`` calls ``register(app)``."""
+job that judges and comments; with ``--baselines``, the shares of a sharded re-recording as one baseline
+folder (``gate.commands.baseline_shards``). ``gate.cli.app`` calls ``register(app)``."""
 
 from __future__ import annotations
 
@@ -23,18 +24,23 @@ def merge(
     json_path: Annotated[Path | None, typer.Option("--json", help="Write the merged JSON report here.")] = None,
     markdown: Annotated[Path | None, typer.Option("--markdown", help="Write its Markdown here.")] = None,
     junit: Annotated[Path | None, typer.Option("--junit", help="Write it as JUnit XML here.")] = None,
-    baselines: Annotated[Path | None, typer.Option(
+    baselines: Annotated[bool, typer.Option(
         "--baselines", help="Merge the shares of a sharded re-recording instead (update-baseline --shard K/N --out "
         "DIR: each a folder, or a folder of <name>-shard-K-of-N-a<attempt> artifacts) and write their baseline "
-        "files into this folder.", show_default=False)] = None,
+        "files into the config's baseline-dir.")] = False,
+    config: Annotated[Path | None, typer.Option("--config", envvar="PARITY_GATE_CONFIG",
+                                                help="With --baselines: the config whose baseline-dir they go to.")] = None,
 ) -> None:
     """Merge the legs' reports into one verdict; refuse (exit 2) a model no leg or two legs judged.
     With --baselines, merge the legs' recorded baselines alike."""
-    if baselines is not None:
+    if baselines:
+        from gate.cli.shared import _load
+
         if json_path or markdown or junit:
             raise GateError("--baselines merges baseline files, not reports: drop --json, --markdown and --junit")
+        into = _load(config).baseline_dir
         try:
-            _merge_baselines(paths, shards, baselines)
+            _merge_baselines(paths, shards, into)
         except GateError as e:
             _refuse(e)
         return
@@ -70,6 +76,7 @@ def _refuse(e: GateError) -> NoReturn:
 def _merge_baselines(paths: list[Path], shards: int, into: Path) -> None:
     from gate.cli.console import console
     from gate.commands.baseline_shards import SHARE, combine, read_share
+    from gate.commands.common import display
     from gate.github.legs import latest_folders
     from gate.render.text import count
 
@@ -78,7 +85,7 @@ def _merge_baselines(paths: list[Path], shards: int, into: Path) -> None:
     for shard in sorted({share.run.shard for share in written.values()}):
         files = [t.name for t, share in written.items() if share.run.shard == shard]
         console.print(f"shard {shard}: {', '.join(files)}", markup=False, soft_wrap=True)
-    console.print(f"MERGED | {count(len(written), 'baseline file')} from {count(shards, 'shard')} into {into}",
+    console.print(f"MERGED | {count(len(written), 'baseline file')} from {count(shards, 'shard')} into {display(into)}",
                   markup=False, soft_wrap=True)
 
 

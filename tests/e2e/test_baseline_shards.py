@@ -85,7 +85,7 @@ def test_two_shares_recorded_apart_and_merged_are_one_update(checkout):
         assert files(leg / "baselines").keys() == files(one / "baselines").keys()  # the others', kept
         shared.update(files(out))
     final = job(checkout, "final")
-    merged = run_cli("merge", str(legs), "--shards", "2", "--baselines", "baselines", cwd=final, env=ENV)
+    merged = run_cli("merge", str(legs), "--shards", "2", "--baselines", cwd=final, env=ENV)
     assert merged.returncode == 0, merged.stdout + merged.stderr
     assert "MERGED | 2 baseline files from 2 shards" in merged.stdout
     assert files(final / "baselines") == shared  # each file the bytes its leg wrote
@@ -98,6 +98,6 @@ def test_two_shares_recorded_apart_and_merged_are_one_update(checkout):
     for args, said in (([str(legs / "parity-gate-baselines-shard-1-of-2-a1")], "no share from shard 2/2"),
                        ([str(legs), str(checkout.parent / "again")], "shard 1/2 has two shares")):
         before = files(final / "baselines")
-        refused = run_cli("merge", *args, "--shards", "2", "--baselines", "baselines", cwd=final, env=ENV)
+        refused = run_cli("merge", *args, "--shards", "2", "--baselines", cwd=final, env=ENV)
         assert refused.returncode == 2 and said in refused.stderr, refused.stderr
         assert files(final / "baselines") == before

@@ -19,6 +19,8 @@ from tests.conftest import ROOT, run_cli
 
 SWEEPS = load_config(ROOT / "examples" / "sweeps.toml")
 COUNT = 3
+CONFIG = 'baseline-dir = "baselines"\nproviders = ["torch-cpu"]\n[[models]]\nname = "m"\nfactory = "m:m"\n' \
+    'inputs = [{ name = "x", shape = [1] }]\n'
 
 
 def shares(tmp_path, config=SWEEPS, count=COUNT):
@@ -91,12 +93,14 @@ def test_a_share_without_the_file_it_names_is_refused(tmp_path):
 
 def test_the_command_merges_the_latest_artifacts_and_refuses_with_exit_2(tmp_path):
     folders = shares(tmp_path)
+    (tmp_path / "parity-gate.toml").write_text(CONFIG)  # the baseline folder the shares go to
     into = tmp_path / "baselines"
-    ok = run_cli("merge", "legs", "--shards", str(COUNT), "--baselines", str(into), cwd=tmp_path)
+    ok = run_cli("merge", "legs", "--shards", str(COUNT), "--baselines", cwd=tmp_path)
     assert ok.returncode == 0, ok.stderr
-    assert f"MERGED | {len(committed())} baseline files from 3 shards" in ok.stdout
+    assert f"MERGED | {len(committed())} baseline files from 3 shards into baselines" in ok.stdout
     assert {p.name: p.read_bytes() for p in into.iterdir()} == committed()
+    shutil.rmtree(into)
     shutil.rmtree(folders[1])
-    gone = run_cli("merge", "legs", "--shards", str(COUNT), "--baselines", str(tmp_path / "b2"), cwd=tmp_path)
+    gone = run_cli("merge", "legs", "--shards", str(COUNT), "--baselines", cwd=tmp_path)
     assert gone.returncode == 2 and "no share from shard 2/3" in gone.stderr, gone.stderr
-    assert not (tmp_path / "b2").exists()
+    assert not into.exists()
