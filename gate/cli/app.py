@@ -113,8 +113,9 @@ def update_baseline(config: ConfigOpt = None, model: ModelOpt = None, provider: 
                         "run-to-run noise: thresholds never go below it.")] = False,
                     shard: ShardOpt = None,
                     out: Annotated[Path | None, typer.Option(
-                        "--out", envvar="PARITY_GATE_SHARE_OUT", help="With --shard: copy this share's baseline "
-                        "files and its share.json into this folder, for `parity-gate merge --baselines`.")] = None,
+                        "--out", envvar="PARITY_GATE_SHARE_OUT",
+                        help="With --shard: copy this share's baseline files and its share.json into this "
+                        "folder, for `parity-gate merge --baselines`.")] = None,
                     ) -> None:
     """Run and rewrite the baselines; entries of providers not run here are kept."""
     from gate import commands
@@ -158,7 +159,8 @@ def update_baseline(config: ConfigOpt = None, model: ModelOpt = None, provider: 
         from gate.commands.baseline_shards import write_share
 
         files = write_share(cfg, chosen, out)
-        console.print(f"shard {chosen.shard}: {escape(count(len(files), 'baseline file'))} → {escape(str(out))}")
+        handed = count(len(files), "baseline file")
+        console.print(escape(f"shard {chosen.shard}: {handed} → {out}"))
 
 
 @app.command()

@@ -25,11 +25,12 @@ def merge(
     markdown: Annotated[Path | None, typer.Option("--markdown", help="Write its Markdown here.")] = None,
     junit: Annotated[Path | None, typer.Option("--junit", help="Write it as JUnit XML here.")] = None,
     baselines: Annotated[bool, typer.Option(
-        "--baselines", help="Merge the shares of a sharded re-recording instead (update-baseline --shard K/N --out "
-        "DIR: each a folder, or a folder of <name>-shard-K-of-N-a<attempt> artifacts) and write their baseline "
-        "files into the config's baseline-dir.")] = False,
-    config: Annotated[Path | None, typer.Option("--config", envvar="PARITY_GATE_CONFIG",
-                                                help="With --baselines: the config whose baseline-dir they go to.")] = None,
+        "--baselines", help="Merge the shares of a sharded re-recording instead (update-baseline --shard "
+        "K/N --out DIR: each a folder, or a folder of <name>-shard-K-of-N-a<attempt> artifacts) and "
+        "write their baseline files into the config's baseline-dir.")] = False,
+    config: Annotated[Path | None, typer.Option(
+        "--config", envvar="PARITY_GATE_CONFIG",
+        help="With --baselines: the config whose baseline-dir they go to.")] = None,
 ) -> None:
     """Merge the legs' reports into one verdict; refuse (exit 2) a model no leg or two legs judged.
     With --baselines, merge the legs' recorded baselines alike."""
@@ -37,7 +38,8 @@ def merge(
         from gate.cli.shared import _load
 
         if json_path or markdown or junit:
-            raise GateError("--baselines merges baseline files, not reports: drop --json, --markdown and --junit")
+            raise GateError("--baselines merges baseline files, not reports: "
+                            "drop --json, --markdown and --junit")
         into = _load(config).baseline_dir
         try:
             _merge_baselines(paths, shards, into)
@@ -80,13 +82,14 @@ def _merge_baselines(paths: list[Path], shards: int, into: Path) -> None:
     from gate.github.legs import latest_folders
     from gate.render.text import count
 
-    folders = [f for p in paths for f in ([p] if (p / SHARE).exists() else latest_folders(p, shards, "share").values())]
+    folders = [f for p in paths
+               for f in ([p] if (p / SHARE).exists() else latest_folders(p, shards, "share").values())]
     written = combine([read_share(f) for f in folders], shards, into)
     for shard in sorted({share.run.shard for share in written.values()}):
         files = [t.name for t, share in written.items() if share.run.shard == shard]
         console.print(f"shard {shard}: {', '.join(files)}", markup=False, soft_wrap=True)
-    console.print(f"MERGED | {count(len(written), 'baseline file')} from {count(shards, 'shard')} into {display(into)}",
-                  markup=False, soft_wrap=True)
+    merged = f"{count(len(written), 'baseline file')} from {count(shards, 'shard')}"
+    console.print(f"MERGED | {merged} into {display(into)}", markup=False, soft_wrap=True)
 
 
 def register(app: typer.Typer) -> None:

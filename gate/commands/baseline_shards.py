@@ -3,10 +3,11 @@
 Each leg runs ``update-baseline --shard K/N --out DIR``: it records its share of the models (the plan
 ``check --shard`` runs by) and copies that share's baseline files into DIR beside ``share.json``, which
 says its shard, every model the run covers, and the models it recorded (with the sweep whose set file
-holds each sweep case). ``merge --baselines DIR`` reads the legs' folders, holds them to the rule that
-holds a sharded check's legs (``gate.verdict.merge.cover``: one leg per shard, the same models covered,
-every model recorded by exactly one leg), reads every file as any baseline, and only then writes them.
-"""
+holds each sweep case). ``merge --baselines`` reads the legs' folders, holds them to the rule that holds
+a sharded check's legs (``gate.verdict.merge.cover``: one leg per shard, the same models covered, every
+model recorded by exactly one leg), reads every file as any baseline, and only then writes them into the
+config's baseline folder. The legs must start from the same baselines (one commit): the plan weighs
+models by the seconds those record."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ from gate.config import Config
 from gate.core.fields import Obj
 from gate.errors import FormatError, GateError
 from gate.formats.atomic import atomic_write_bytes, atomic_write_text
-from gate.formats.baseline import store
+from gate.formats.baseline import Baseline, store
 from gate.formats.baseline.store import Location
 from gate.verdict.merge import Part, cover
 from gate.verdict.shard import ShardRun
@@ -42,8 +43,9 @@ class Share:
     def part(self) -> Part:
         return Part(self.name, self.run, self.recorded)
 
-    def location(self, model: str, into: Path) -> Location:
-        return Location.of(into, model, self.sweeps.get(model))
+    def location(self, model: str) -> Location:
+        """Where the leg's folder holds the model's baseline: its own file, or its sweep's set file."""
+        return Location.of(self.folder, model, self.sweeps.get(model))
 
 
 def write_share(config: Config, plan: ShardPlan, out: Path) -> list[Path]:
@@ -63,7 +65,8 @@ def read_share(folder: Path) -> Share:
     """The leg's ``share.json``; FormatError naming the file and the key."""
     path = folder / SHARE
     if not path.is_file() or path.is_symlink():
-        raise FormatError(f"`{folder}`: holds no {SHARE} (`update-baseline --shard K/N --out DIR` writes it)")
+        raise FormatError(f"`{folder}`: holds no {SHARE} "
+                          "(`update-baseline --shard K/N --out DIR` writes it)")
     if path.stat().st_size > MAX_BYTES:
         raise FormatError(f"`{path}`: over the {MAX_BYTES:,}-byte limit")
     try:
@@ -72,7 +75,8 @@ def read_share(folder: Path) -> Share:
         raise FormatError(f"`{path}`: not JSON ({type(e).__name__})") from None
     o = Obj(doc, f"`{path}`")
     o.expect("schema", SCHEMA)
-    o.expect("version", 1)
+    if o.int("version") != 1:
+        o.fail("version", f"is {o.data.get('version')!r}, expected 1")
     run = o.opt_obj("shard", ShardRun.from_dict)
     if run is None:
         o.fail("shard", "expected the leg's shard, got nothing")
@@ -81,14 +85,15 @@ def read_share(folder: Path) -> Share:
 
 def combine(shares: list[Share], count: int, into: Path) -> dict[Path, Share]:
     """Each model's baseline from the one leg that recorded it, read and checked, then written into
-    ``into``; GateError (exit 2), before anything is written, for a share missing, doubled or of another run."""
+    ``into``; GateError (exit 2), before anything is written, for a share missing, doubled or of another
+    run."""
     parts = [share.part for share in shares]
     owner = {id(part): share for part, share in zip(parts, shares, strict=True)}
     files: dict[Path, Share] = {}
-    sets: dict[Path, dict] = {}  # a sweep's set file, read once for all its cases
+    sets: dict[Path, dict[str, Baseline]] = {}  # a sweep's set file, read once for all its cases
     for model, part in cover(parts, count, verb="recorded", thing="share").items():
         share = owner[id(part)]
-        loc = share.location(model, share.folder)
+        loc = share.location(model)
         try:  # as distrustful as any reader of a baseline: FormatError names the file
             if loc.case is None:
                 store.read(loc)
@@ -98,7 +103,8 @@ def combine(shares: list[Share], count: int, into: Path) -> dict[Path, Share]:
                 if loc.case not in sets[loc.path]:
                     raise FileNotFoundError(loc)
         except FileNotFoundError:
-            raise GateError(f"{part.label} recorded model `{model}` but holds no baseline of it ({loc})") from None
+            raise GateError(f"{part.label} recorded model `{model}` "
+                            f"but holds no baseline of it ({loc})") from None
         prior = files.setdefault(into / loc.path.name, share)
         if prior is not share:
             raise GateError(f"baseline `{loc.path.name}`: written by {prior.part.label} and {part.label}")

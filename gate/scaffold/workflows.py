@@ -231,25 +231,29 @@ def gpu_baselines(flow: Flow) -> str:
 def sharded_baselines(flow: Flow) -> str:
     """Re-record every baseline by hand as a matrix: each leg records its shard (``update-baseline --shard
     K/N``, the shards ``check`` runs) and uploads its share; one job merges the shares (``merge --baselines``:
-    a share missing or doubled is refused) and uploads the folder once; a hosted job opens the pull request."""
+    a share missing or doubled is refused) and uploads the folder once; a hosted job opens the pull
+    request."""
     folder = flow.baseline_dir.strip("/")
     read_only = READ_ONLY.replace("check out the pull request", "check out the default branch")
     return (HEADER + f"name: {BASELINES_NAME}\n"
-            f"on:\n  workflow_dispatch:  # Actions → {BASELINES_NAME} → Run workflow, or: gh workflow run "
-            f"{BASELINES.rsplit('/', 1)[1]}\n"
-            "    inputs:\n      open-pr:\n        description: \"Open a pull request with the new baselines (else download the "
-            f"{BASELINES_ARTIFACT} artifact and commit it)\"\n        type: boolean\n        default: true\n"
+            f"on:\n  workflow_dispatch:  # Actions → {BASELINES_NAME} → Run workflow, or: gh workflow "
+            f"run {BASELINES.rsplit('/', 1)[1]}\n"
+            "    inputs:\n      open-pr:\n        description: \"Open a pull request with the new baselines "
+            f"(else download the {BASELINES_ARTIFACT} artifact and commit it)\"\n"
+            "        type: boolean\n        default: true\n"
             "permissions: {}\n"
             "concurrency:  # one recording at a time: two would race to the same files\n"
             "  group: parity-gate-baselines\n  cancel-in-progress: false\n"
             "jobs:\n  record:  # each leg records one shard of the models and uploads its share\n"
             f"    name: record (shard ${{{{ matrix.shard }}}} of {flow.shards})\n    runs-on: ubuntu-latest\n"
             "    timeout-minutes: 60\n    strategy:\n      matrix:\n"
-            f"        shard: [{', '.join(str(k) for k in range(1, flow.shards + 1))}]\n" + read_only + "    steps:\n"
+            f"        shard: [{', '.join(str(k) for k in range(1, flow.shards + 1))}]\n"
+            + read_only + "    steps:\n"
             + _checkout() + f"      - uses: {flow.action}\n"
             + _with(flow, ("mode", "update-baseline"), *flow.shard_inputs, model=True)
             + "  merge:  # every shard's share, each model recorded by exactly one leg, or nothing (exit 2)\n"
-            "    name: merge\n    needs: record\n    runs-on: ubuntu-latest\n    timeout-minutes: 30\n" + read_only
+            "    name: merge\n    needs: record\n    runs-on: ubuntu-latest\n    timeout-minutes: 30\n"
+            + read_only
             + "    steps:\n" + _checkout() + f"      - uses: {flow.action}\n"
             + _with(flow, ("mode", "update-baseline"), ("shards", str(flow.shards)))
             + _upload(BASELINES_ARTIFACT, folder)
@@ -257,7 +261,8 @@ def sharded_baselines(flow: Flow) -> str:
 
 
 def _upload(name: str, folder: str) -> str:
-    return f"      - uses: {UPLOAD}\n        with:\n          name: {name}\n          path: {folder}/\n          if-no-files-found: error\n"
+    return (f"      - uses: {UPLOAD}\n        with:\n          name: {name}\n          path: {folder}/\n"
+            "          if-no-files-found: error\n")
 
 
 def _pull_request(flow: Flow, needs: str, artifact: str, what: str, where: str, note: str) -> str:
@@ -273,7 +278,8 @@ def _pull_request(flow: Flow, needs: str, artifact: str, what: str, where: str, 
             + f"      - uses: {DOWNLOAD}\n        with:\n          name: {artifact}\n"
             f"          path: {folder}/\n"
             f"      - name: Open a pull request with the new baselines\n        env:\n"
-            f"          GH_TOKEN: ${{{{ github.token }}}}\n          BRANCH: parity-gate/{slug}-${{{{ github.run_id }}}}\n"
+            "          GH_TOKEN: ${{ github.token }}\n"
+            f"          BRANCH: parity-gate/{slug}-${{{{ github.run_id }}}}\n"
             f"          FOLDER: {folder}\n"
             "        run: |\n"
             "          git config user.name \"github-actions[bot]\"\n"
@@ -354,4 +360,5 @@ def workflows(flow: Flow) -> dict[str, str]:
     if flow.kind == "gpu":
         return {".github/workflows/parity-gate.yml": gpu(flow), GPU_BASELINES: gpu_baselines(flow)}
     check, comment = fork(flow)
-    return {".github/workflows/parity-gate.yml": check, ".github/workflows/parity-gate-comment.yml": comment, **recording}
+    return {".github/workflows/parity-gate.yml": check, ".github/workflows/parity-gate-comment.yml": comment,
+            **recording}

@@ -6,7 +6,8 @@ The legs ran the pull request's code: each was read as any untrusted report, and
 what the run covers. Every leg is of the same N, one per shard, every leg lists the same models, and
 each model is judged by exactly one leg. Anything else is refused with one line naming the model and
 the legs (exit 2): a leg cannot hide a model by leaving it out, nor choose its verdict by judging it a
-second time.
+second time. ``cover`` is that rule, over what each leg did; a sharded re-recording's merge
+(``gate.commands.baseline_shards``) holds its legs' shares to it too.
 """
 
 from __future__ import annotations

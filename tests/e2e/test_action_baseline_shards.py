@@ -1,8 +1,9 @@
-"""A sharded re-recording, job by job, as `parity-gate init --shards N` writes it (parity-gate-baselines.yml), on
-this machine: each `record` leg runs update-baseline for its shard (a stand-in that hands on a share of the
-bundled sweeps' committed baselines) and uploads its share as `parity-gate-share-shard-K-of-N-a<attempt>`; the
-`merge` job runs the real `merge --baselines` over every shard's latest share and uploads the baseline folder
-once; a share missing is refused (exit 2) and nothing is uploaded."""
+"""A sharded re-recording, job by job, as `parity-gate init --shards N` writes it
+(parity-gate-baselines.yml), on this machine: each `record` leg runs update-baseline for its shard (a
+stand-in that hands on a share of the bundled sweeps' committed baselines) and uploads its share as
+`parity-gate-share-shard-K-of-N-a<attempt>`; the `merge` job runs the real `merge --baselines` over every
+shard's latest share and uploads the baseline folder once; a share missing is refused (exit 2) and nothing
+is uploaded."""
 
 from __future__ import annotations
 
@@ -35,8 +36,9 @@ def recording(tmp_path, github):
     venv = make_prepared_venv(tmp_path / "venv")
     checkout = tmp_path / "checkout"
     git_workspace(checkout)
-    (checkout / "parity-gate.toml").write_text('baseline-dir = "baselines"\nproviders = ["torch-cpu"]\n[[models]]\n'
-                                               'name = "m"\nfactory = "m:m"\ninputs = [{ name = "x", shape = [1] }]\n')
+    (checkout / "parity-gate.toml").write_text(
+        'baseline-dir = "baselines"\nproviders = ["torch-cpu"]\n[[models]]\nname = "m"\nfactory = "m:m"\n'
+        'inputs = [{ name = "x", shape = [1] }]\n')
     doc = yaml.safe_load(workflows(Flow("single", shards=3))[BASELINES])
 
     def run(job_id: str, shard: int | None = None, **env: str):
@@ -44,11 +46,12 @@ def recording(tmp_path, github):
         (tmp_path / name).mkdir(exist_ok=True)
 
         def make() -> ActionRunner:
-            return ActionRunner(ROOT, tmp_path / name, api_url=github.url, event_name="workflow_dispatch", event=EVENT, repository=REPO,
-                                job=job_id, env=env, artifacts=tmp_path / "artifacts", temp=tmp_path / f"temp-{name}")
+            return ActionRunner(ROOT, tmp_path / name, api_url=github.url, event_name="workflow_dispatch",
+                                event=EVENT, repository=REPO, job=job_id, env=env,
+                                artifacts=tmp_path / "artifacts", temp=tmp_path / f"temp-{name}")
 
-        return run_job(make, doc["jobs"][job_id], checkout=checkout, inputs={"venv-path": str(venv)}, token=TOKEN,
-                       matrix={"shard": shard} if shard else None)
+        return run_job(make, doc["jobs"][job_id], checkout=checkout, inputs={"venv-path": str(venv)},
+                       token=TOKEN, matrix={"shard": shard} if shard else None)
 
     return doc, run
 
@@ -70,11 +73,13 @@ def test_the_legs_shares_are_merged_and_uploaded_once(recording, tmp_path):
     calls = [ast.literal_eval(line) for line in log.read_text().splitlines()]
     assert [env["PARITY_GATE_SHARD"] for _, env in calls] == ["1/3", "2/3", "3/3"]
     artifacts = tmp_path / "artifacts"
-    assert sorted(p.name for p in artifacts.iterdir()) == [f"parity-gate-share-shard-{k}-of-3-a1" for k in (1, 2, 3)]
+    assert sorted(p.name for p in artifacts.iterdir()) == [f"parity-gate-share-shard-{k}-of-3-a1"
+                                                           for k in (1, 2, 3)]
     merged = run("merge")
     assert merged.result == "success", merged.log
     committed = {p.name: p.read_bytes() for p in SWEEPS.baseline_dir.glob("*.msgpack.zst")}
-    assert {p.name: p.read_bytes() for p in (artifacts / BASELINES_ARTIFACT).glob("*.msgpack.zst")} == committed
+    uploaded = artifacts / BASELINES_ARTIFACT
+    assert {p.name: p.read_bytes() for p in uploaded.glob("*.msgpack.zst")} == committed
     assert f"MERGED | {len(committed)} baseline files from 3 shards into baselines" in merged.log
 
 

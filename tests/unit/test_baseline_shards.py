@@ -78,7 +78,8 @@ def test_an_overlapping_share_is_refused_naming_both_shards(tmp_path):
     shutil.copy(folders[1] / f"{other['sweeps'][taken]}.msgpack.zst", folders[0])
     (folders[0] / SHARE).write_text(json.dumps(doc))
     assert refused(folders, tmp_path / "out") == (
-        f"model `{taken}` recorded twice: by shard 1/3 (`{folders[0].name}`) and shard 2/3 (`{folders[1].name}`)")
+        f"model `{taken}` recorded twice: by shard 1/3 (`{folders[0].name}`) and "
+        f"shard 2/3 (`{folders[1].name}`)")
     assert refused([*folders, folders[1]], tmp_path / "out").startswith("shard 2/3 has two shares: ")
 
 
@@ -87,8 +88,8 @@ def test_a_share_without_the_file_it_names_is_refused(tmp_path):
     doc = json.loads((folders[2] / SHARE).read_text())
     (folders[2] / f"{doc['sweeps'][doc['recorded'][0]]}.msgpack.zst").unlink()
     message = refused(folders, tmp_path / "out")
-    assert message.startswith(f"shard 3/3 (`{folders[2].name}`) recorded model `{doc['recorded'][0]}` but holds no "
-                              "baseline of it"), message
+    assert message.startswith(f"shard 3/3 (`{folders[2].name}`) recorded model `{doc['recorded'][0]}` "
+                              "but holds no baseline of it"), message
 
 
 def test_the_command_merges_the_latest_artifacts_and_refuses_with_exit_2(tmp_path):

@@ -140,7 +140,8 @@ def test_shards_make_the_check_a_matrix_with_one_verdict_in_the_single_and_fork_
                                           "shard": "${{ matrix.shard }}", "shards": 3}
     assert verdict["steps"][-1]["with"] == {"mode": "comment", "report-artifact": "parity-gate-report", "shards": 3}
     files = workflows(Flow("fork", shards=3))
-    legs, comment = (yaml.safe_load(files[f".github/workflows/{n}.yml"]) for n in ("parity-gate", "parity-gate-comment"))
+    legs, comment = (yaml.safe_load(files[f".github/workflows/{n}.yml"])
+                     for n in ("parity-gate", "parity-gate-comment"))
     upload = legs["jobs"]["parity-gate"]["steps"][-1]
     assert upload["with"]["name"] == "parity-gate-pr-shard-${{ matrix.shard }}-of-3-a${{ github.run_attempt }}"
     download, _, gate = comment["jobs"]["comment"]["steps"]
@@ -149,8 +150,8 @@ def test_shards_make_the_check_a_matrix_with_one_verdict_in_the_single_and_fork_
     # The re-recording is cut alike: a leg per shard, one merge, one pull request.
     recording = yaml.safe_load(files[".github/workflows/parity-gate-baselines.yml"])["jobs"]
     assert recording["record"]["strategy"] == {"matrix": {"shard": [1, 2, 3]}}
-    assert recording["record"]["steps"][-1]["with"] == {"mode": "update-baseline", "shard": "${{ matrix.shard }}",
-                                                        "shards": 3}
+    assert recording["record"]["steps"][-1]["with"] == {"mode": "update-baseline",
+                                                        "shard": "${{ matrix.shard }}", "shards": 3}
     assert recording["merge"]["steps"][1]["with"] == {"mode": "update-baseline", "shards": 3}
     assert ".github/workflows/parity-gate-baselines.yml" not in workflows(Flow("single"))
 
