@@ -105,3 +105,11 @@ def test_the_command_merges_the_latest_artifacts_and_refuses_with_exit_2(tmp_pat
     gone = run_cli("merge", "legs", "--shards", str(COUNT), "--baselines", cwd=tmp_path)
     assert gone.returncode == 2 and "no share from shard 2/3" in gone.stderr, gone.stderr
     assert not into.exists()
+
+
+def test_out_without_a_shard_is_refused_before_anything_runs(tmp_path):
+    (tmp_path / "parity-gate.toml").write_text(CONFIG)
+    run = run_cli("update-baseline", "--out", "share", cwd=tmp_path)
+    assert run.returncode == 2
+    assert "--out writes one share of a sharded re-recording: give --shard K/N" in run.stderr
+    assert not (tmp_path / "share").exists() and not (tmp_path / "baselines").exists()
