@@ -116,15 +116,26 @@ def update_baseline(config: ConfigOpt = None, model: ModelOpt = None, provider: 
                         "running here: how a GPU runner's results become baselines.")] = None,
                     calibrate: Annotated[bool, typer.Option(
                         "--calibrate", help="Rerun with another thread count and record each layer's "
-                        "run-to-run noise: thresholds never go below it.")] = False) -> None:
+                        "run-to-run noise: thresholds never go below it.")] = False,
+                    shard: ShardOpt = None,
+                    out: Annotated[Path | None, typer.Option(
+                        "--out", envvar="PARITY_GATE_SHARE_OUT",
+                        help="With --shard: copy this share's baseline files and its share.json into this "
+                        "folder, for `parity-gate merge --baselines`.")] = None,
+                    ) -> None:
     """Run and rewrite the baselines; entries of providers not run here are kept."""
     from gate import commands
-    from gate.cli.console import console, progress_display
+    from gate.cli.console import console, err_console, progress_display
 
     cfg = _load(config)
-    models, providers = cfg.select_models(_split(model)), cfg.select_providers(_split(provider))
+    models, chosen = _sharded(cfg, cfg.select_models(_split(model)), shard)
+    providers = cfg.select_providers(_split(provider))
+    if out is not None and chosen is None:
+        raise GateError("--out writes one share of a sharded re-recording: give --shard K/N")
     if not source:
         _needs("update-baseline")
+    if chosen is not None:
+        err_console.print(escape(_shard_line(chosen)), soft_wrap=True)
     notices.backend()
     notices.input_ranges(models)
     with progress_display() as progress:
@@ -150,6 +161,12 @@ def update_baseline(config: ConfigOpt = None, model: ModelOpt = None, provider: 
         first = unexported[0]
         raise ModelError(f"{first.model}: recorded the reference and the PyTorch providers only, no ONNX Runtime "
                          f"entry: {first.unexported.message}", ErrorStatus.EXPORT_FAIL)
+    if out is not None and chosen is not None:  # only a share recorded whole is handed on
+        from gate.commands.baseline_shards import write_share
+
+        files = write_share(cfg, chosen, out)
+        handed = count(len(files), "baseline file")
+        console.print(escape(f"shard {chosen.shard}: {handed} → {out}"))
 
 
 @app.command()

@@ -1,10 +1,11 @@
 """`parity-gate merge`: the reports of a sharded run's legs as one report (``gate.verdict.merge``), for the
-job that judges and comments. ``gate.cli.app`` calls ``register(app)``."""
+job that judges and comments; with ``--baselines``, the shares of a sharded re-recording as one baseline
+folder (``gate.commands.baseline_shards``). ``gate.cli.app`` calls ``register(app)``."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, NoReturn
 
 import typer
 
@@ -23,8 +24,28 @@ def merge(
     json_path: Annotated[Path | None, typer.Option("--json", help="Write the merged JSON report here.")] = None,
     markdown: Annotated[Path | None, typer.Option("--markdown", help="Write its Markdown here.")] = None,
     junit: Annotated[Path | None, typer.Option("--junit", help="Write it as JUnit XML here.")] = None,
+    baselines: Annotated[bool, typer.Option(
+        "--baselines", help="Merge the shares of a sharded re-recording instead (update-baseline --shard "
+        "K/N --out DIR: each a folder, or a folder of <name>-shard-K-of-N-a<attempt> artifacts) and "
+        "write their baseline files into the config's baseline-dir.")] = False,
+    config: Annotated[Path | None, typer.Option(
+        "--config", envvar="PARITY_GATE_CONFIG",
+        help="With --baselines: the config whose baseline-dir they go to.")] = None,
 ) -> None:
-    """Merge the legs' reports into one verdict; refuse (exit 2) a model no leg or two legs judged."""
+    """Merge the legs' reports into one verdict; refuse (exit 2) a model no leg or two legs judged.
+    With --baselines, merge the legs' recorded baselines alike."""
+    if baselines:
+        from gate.cli.shared import _load
+
+        if json_path or markdown or junit:
+            raise GateError("--baselines merges baseline files, not reports: "
+                            "drop --json, --markdown and --junit")
+        into = _load(config).baseline_dir
+        try:
+            _merge_baselines(paths, shards, into)
+        except GateError as e:
+            _refuse(e)
+        return
     from gate.cli.console import console, verdict_line
     from gate.cli.shared import _write_reports
     from gate.github.legs import latest
@@ -37,9 +58,8 @@ def merge(
         for path in paths:
             legs.extend(latest(path, shards) if path.is_dir() else [Leg(str(path), load_report(path))])
         report = merge_legs(legs, shards)
-    except GateError as e:  # a refusal is one inert line and its exit code, wherever the command runs
-        typer.echo(log_safe(f"error: {e}"), err=True)
-        raise typer.Exit(e.exit_code) from None
+    except GateError as e:
+        _refuse(e)
     _write_reports(report, json_path, markdown, junit)
     for leg in sorted(legs, key=lambda x: x.run.shard):
         names = ", ".join(m.name for m in leg.report.models[:3]) + (", …" if len(leg.report.models) > 3 else "")
@@ -47,6 +67,29 @@ def merge(
                       + (f" ({names})" if names else ""), markup=False, soft_wrap=True)
     console.print(verdict_line(report), soft_wrap=True)
     raise typer.Exit(report.exit_code)
+
+
+def _refuse(e: GateError) -> NoReturn:
+    """A refusal is one inert line and its exit code, wherever the command runs."""
+    typer.echo(log_safe(f"error: {e}"), err=True)
+    raise typer.Exit(e.exit_code) from None
+
+
+def _merge_baselines(paths: list[Path], shards: int, into: Path) -> None:
+    from gate.cli.console import console
+    from gate.commands.baseline_shards import SHARE, combine, read_share
+    from gate.commands.common import display
+    from gate.github.legs import latest_folders
+    from gate.render.text import count
+
+    folders = [f for p in paths
+               for f in ([p] if (p / SHARE).exists() else latest_folders(p, shards, "share").values())]
+    written = combine([read_share(f) for f in folders], shards, into)
+    for shard in sorted({share.run.shard for share in written.values()}):
+        files = [t.name for t, share in written.items() if share.run.shard == shard]
+        console.print(f"shard {shard}: {', '.join(files)}", markup=False, soft_wrap=True)
+    merged = f"{count(len(written), 'baseline file')} from {count(shards, 'shard')}"
+    console.print(f"MERGED | {merged} into {display(into)}", markup=False, soft_wrap=True)
 
 
 def register(app: typer.Typer) -> None:

@@ -29,10 +29,10 @@ def _report_file(folder: Path) -> Path:
     return found[0]
 
 
-def latest(folder: Path, count: int) -> list[Leg]:
-    """Each shard's latest report among the artifact folders in ``folder``."""
+def latest_folders(folder: Path, count: int, thing: str = "report") -> dict[int, Path]:
+    """Each shard's latest artifact folder in ``folder`` (``thing``: what the legs upload)."""
     if not folder.is_dir():
-        raise GateError(f"`{folder}`: no folder of the legs' report artifacts")
+        raise GateError(f"`{folder}`: no folder of the legs' {thing} artifacts")
     entries = sorted(folder.iterdir())
     if len(entries) > MAX_ARTIFACTS:
         raise GateError(f"`{folder}`: {len(entries):,} artifacts (limit {MAX_ARTIFACTS:,})")
@@ -40,20 +40,26 @@ def latest(folder: Path, count: int) -> list[Leg]:
     for path in entries:
         m = ARTIFACT.match(path.name)
         if m is None or not path.is_dir() or path.is_symlink():
-            raise GateError(f"`{path.name}` in `{folder}`: not a leg's report artifact "
+            raise GateError(f"`{path.name}` in `{folder}`: not a leg's {thing} artifact "
                             "(a folder <name>-shard-K-of-N-a<attempt>)")
         index, of, attempt = int(m["index"]), int(m["count"]), int(m["attempt"])
         if of != count or not 1 <= index <= count:
             raise GateError(f"artifact `{path.name}`: a leg of shard {index}/{of}; this merge expects {count} shards")
         found.setdefault(index, {}).setdefault(attempt, []).append(path)
-    files: dict[int, Path] = {}
+    folders: dict[int, Path] = {}
     for index, attempts in sorted(found.items()):
         attempt = max(attempts)
         if len(attempts[attempt]) > 1:
             first, second = attempts[attempt][:2]
-            raise GateError(f"shard {index}/{count} has two report artifacts of attempt {attempt}: "
+            raise GateError(f"shard {index}/{count} has two {thing} artifacts of attempt {attempt}: "
                             f"`{first.name}` and `{second.name}`")
-        files[index] = _report_file(attempts[attempt][0])
+        folders[index] = attempts[attempt][0]
+    return folders
+
+
+def latest(folder: Path, count: int) -> list[Leg]:
+    """Each shard's latest report among the artifact folders in ``folder``."""
+    files = {index: _report_file(path) for index, path in latest_folders(folder, count).items()}
     total = sum(f.stat().st_size for f in files.values())
     if total > MAX_TOTAL:
         raise GateError(f"`{folder}`: the legs' reports hold {total:,} bytes together (limit {MAX_TOTAL:,})")

@@ -39,6 +39,9 @@ GPU_BASELINES_ARTIFACT = "parity-gate-gpu-baselines"
 # The one click (or command) that records the GPU providers' entries: init and check say it.
 RUN_GPU_BASELINES = (f"Actions → {GPU_BASELINES_NAME} → Run workflow, or `gh workflow run "
                      f"{GPU_BASELINES.rsplit('/', 1)[1]}`")
+BASELINES = ".github/workflows/parity-gate-baselines.yml"  # with shards: the re-recording as a matrix
+BASELINES_NAME = "parity-gate baselines"
+BASELINES_ARTIFACT = "parity-gate-baselines"
 FORK_ENVIRONMENT = "parity-gate-fork"  # required reviewers: who may run a fork's code (docs/action.md)
 REPORT = "parity-gate-report"  # the artifact the gate job uploads and the verdict job judges
 PR_ARTIFACT = "parity-gate-pr"  # the fork flow's hand-over to its comment workflow: the report and the PR number
@@ -220,18 +223,63 @@ def gpu_baselines(flow: Flow) -> str:
             + f"      - uses: {flow.action}\n"
             + _with(flow, ("mode", "update-baseline"), ("models", "${{ inputs.models }}"),
                     ("providers", flow.gpu_providers), ("onnxruntime", "onnxruntime-gpu"), model=True)
-            + f"      - uses: {UPLOAD}\n        with:\n          name: {GPU_BASELINES_ARTIFACT}\n"
-            f"          path: {folder}/\n          if-no-files-found: error\n"
-            "  pull-request:  # a hosted job holds the write token: it never runs on the GPU machine\n"
-            "    name: pull request\n    needs: record\n    if: ${{ inputs.open-pr }}\n"
+            + _upload(GPU_BASELINES_ARTIFACT, folder)
+            + _pull_request(flow, "record", GPU_BASELINES_ARTIFACT, "GPU baselines", "on the GPU runner ",
+                            "it never runs on the GPU machine"))
+
+
+def sharded_baselines(flow: Flow) -> str:
+    """Re-record every baseline by hand as a matrix: each leg records its shard (``update-baseline --shard
+    K/N``, the shards ``check`` runs) and uploads its share; one job merges the shares (``merge --baselines``:
+    a share missing or doubled is refused) and uploads the folder once; a hosted job opens the pull
+    request."""
+    folder = flow.baseline_dir.strip("/")
+    read_only = READ_ONLY.replace("check out the pull request", "check out the default branch")
+    return (HEADER + f"name: {BASELINES_NAME}\n"
+            f"on:\n  workflow_dispatch:  # Actions → {BASELINES_NAME} → Run workflow, or: gh workflow "
+            f"run {BASELINES.rsplit('/', 1)[1]}\n"
+            "    inputs:\n      open-pr:\n        description: \"Open a pull request with the new baselines "
+            f"(else download the {BASELINES_ARTIFACT} artifact and commit it)\"\n"
+            "        type: boolean\n        default: true\n"
+            "permissions: {}\n"
+            "concurrency:  # one recording at a time: two would race to the same files\n"
+            "  group: parity-gate-baselines\n  cancel-in-progress: false\n"
+            "jobs:\n  record:  # each leg records one shard of the models and uploads its share\n"
+            f"    name: record (shard ${{{{ matrix.shard }}}} of {flow.shards})\n    runs-on: ubuntu-latest\n"
+            "    timeout-minutes: 60\n    strategy:\n      matrix:\n"
+            f"        shard: [{', '.join(str(k) for k in range(1, flow.shards + 1))}]\n"
+            + read_only + "    steps:\n"
+            + _checkout() + f"      - uses: {flow.action}\n"
+            + _with(flow, ("mode", "update-baseline"), *flow.shard_inputs, model=True)
+            + "  merge:  # every shard's share, each model recorded by exactly one leg, or nothing (exit 2)\n"
+            "    name: merge\n    needs: record\n    runs-on: ubuntu-latest\n    timeout-minutes: 30\n"
+            + read_only
+            + "    steps:\n" + _checkout() + f"      - uses: {flow.action}\n"
+            + _with(flow, ("mode", "update-baseline"), ("shards", str(flow.shards)))
+            + _upload(BASELINES_ARTIFACT, folder)
+            + _pull_request(flow, "merge", BASELINES_ARTIFACT, "baselines", "", "it runs none of the models"))
+
+
+def _upload(name: str, folder: str) -> str:
+    return (f"      - uses: {UPLOAD}\n        with:\n          name: {name}\n          path: {folder}/\n"
+            "          if-no-files-found: error\n")
+
+
+def _pull_request(flow: Flow, needs: str, artifact: str, what: str, where: str, note: str) -> str:
+    """The hosted job that holds the write token: it opens a pull request with the recorded baselines and
+    runs nothing of the models."""
+    folder, slug = flow.baseline_dir.strip("/"), what.lower().replace(" ", "-")
+    return (f"  pull-request:  # a hosted job holds the write token: {note}\n"
+            f"    name: pull request\n    needs: {needs}\n    if: ${{{{ inputs.open-pr }}}}\n"
             "    runs-on: ubuntu-latest\n    timeout-minutes: 10\n"
             "    permissions:\n      contents: write  # push the branch\n"
             "      pull-requests: write  # open the pull request (the repository must allow Actions to create them)\n"
             "    steps:\n" + _checkout()
-            + f"      - uses: {DOWNLOAD}\n        with:\n          name: {GPU_BASELINES_ARTIFACT}\n"
+            + f"      - uses: {DOWNLOAD}\n        with:\n          name: {artifact}\n"
             f"          path: {folder}/\n"
-            "      - name: Open a pull request with the new baselines\n        env:\n"
-            "          GH_TOKEN: ${{ github.token }}\n          BRANCH: parity-gate/gpu-baselines-${{ github.run_id }}\n"
+            f"      - name: Open a pull request with the new baselines\n        env:\n"
+            "          GH_TOKEN: ${{ github.token }}\n"
+            f"          BRANCH: parity-gate/{slug}-${{{{ github.run_id }}}}\n"
             f"          FOLDER: {folder}\n"
             "        run: |\n"
             "          git config user.name \"github-actions[bot]\"\n"
@@ -239,11 +287,11 @@ def gpu_baselines(flow: Flow) -> str:
             "          git switch -c \"$BRANCH\"\n"
             "          git add \"$FOLDER\"\n"
             "          if git diff --cached --quiet; then echo \"No baseline changed.\"; exit 0; fi\n"
-            "          git commit -m \"Record GPU baselines (run $GITHUB_RUN_ID)\"\n"
+            f"          git commit -m \"Record {what} (run $GITHUB_RUN_ID)\"\n"
             "          gh auth setup-git  # the token pushes through gh's credential helper, never .git/config\n"
             "          git push origin \"$BRANCH\"\n"
-            "          gh pr create --head \"$BRANCH\" --title \"Record GPU baselines\" --body \"Recorded on the GPU "
-            "runner by run $GITHUB_RUN_ID. Review what moved with git diff (parity-gate diff-driver).\"\n")
+            f"          gh pr create --head \"$BRANCH\" --title \"Record {what}\" --body \"Recorded {where}"
+            "by run $GITHUB_RUN_ID. Review what moved with git diff (parity-gate diff-driver).\"\n")
 
 
 def _keep_for_comment(flow: Flow) -> str:
@@ -306,9 +354,11 @@ def fork(flow: Flow) -> tuple[str, str]:
 
 def workflows(flow: Flow) -> dict[str, str]:
     """Workflow files by path, relative to the repository root."""
+    recording = {BASELINES: sharded_baselines(flow)} if flow.shards else {}
     if flow.kind == "single":
-        return {".github/workflows/parity-gate.yml": single(flow)}
+        return {".github/workflows/parity-gate.yml": single(flow), **recording}
     if flow.kind == "gpu":
         return {".github/workflows/parity-gate.yml": gpu(flow), GPU_BASELINES: gpu_baselines(flow)}
     check, comment = fork(flow)
-    return {".github/workflows/parity-gate.yml": check, ".github/workflows/parity-gate-comment.yml": comment}
+    return {".github/workflows/parity-gate.yml": check, ".github/workflows/parity-gate-comment.yml": comment,
+            **recording}

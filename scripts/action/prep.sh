@@ -13,6 +13,7 @@ case "$FULL" in true|false) ;; *) fail "input full is '$FULL'; expected true or 
 case "$EXPORT_CACHE" in true|false) ;; *) fail "input export-cache is '$EXPORT_CACHE'; expected true or false";; esac
 case "$ALLOW_MISSING_GPU" in true|false) ;; *) fail "input allow-missing-gpu is '$ALLOW_MISSING_GPU'; expected true or false";; esac
 # A sharded run: legs of mode check each run shard K of N; the judging job (mode comment) merges N reports.
+# A sharded re-recording: legs of mode update-baseline each record shard K of N; one without shard merges.
 number() { case "$1" in ''|*[!0-9]*) return 1;; esac; [ "${#1}" -le 3 ] && [ "$((10#$1))" -ge 1 ]; }
 if [ -n "$SHARD" ] || [ -n "$SHARDS" ]; then
   number "$SHARDS" && [ "$((10#$SHARDS))" -le 256 ] || fail "input shards is '$SHARDS'; expected how many shards the models are cut into, 1 to 256"
@@ -24,7 +25,12 @@ if [ -n "$SHARD" ] || [ -n "$SHARDS" ]; then
     comment)
       [ -z "$SHARD" ] || fail "input shard is '$SHARD': mode comment merges every shard's report; give it shards only"
       [ -z "$REPORT_JSON" ] || fail "mode comment with shards merges the legs' reports: give report-artifact (their name's prefix) or shard-reports (a folder of them), not report-json" ;;
-    *) fail "inputs shard and shards apply to modes check (a leg) and comment (the merge), not to mode $MODE" ;;
+    update-baseline)
+      if [ -n "$SHARD" ]; then
+        number "$SHARD" && [ "$((10#$SHARD))" -le "$SHARDS" ] || fail "input shard is '$SHARD'; expected this leg's shard, 1 to $SHARDS (shards), e.g. from the matrix"
+        SHARD=$((10#$SHARD))
+      fi ;;
+    *) fail "inputs shard and shards apply to modes check and update-baseline (a leg) and comment (the merge), not to mode $MODE" ;;
   esac
 elif [ -n "$SHARD_REPORTS" ]; then
   fail "input shard-reports is set but shards is not: give shards, how many legs' reports to merge"
@@ -58,7 +64,7 @@ fi
 # This leg of a matrix: the job, the runner's OS and architecture, the providers and models it runs,
 # or what matrix-key says; and its shard. It names the comment and the artifacts, so legs never share them.
 shard="" shard_tag=""
-if [ "$MODE" = check ] && [ -n "$SHARDS" ]; then shard="$SHARD/$SHARDS" shard_tag="-shard-$SHARD-of-$SHARDS"; fi
+if [ -n "$SHARDS" ] && [ -n "$SHARD" ]; then shard="$SHARD/$SHARDS" shard_tag="-shard-$SHARD-of-$SHARDS"; fi
 leg="$(slug "${MATRIX_KEY:-$JOB-$RUNNER_OS-$RUNNER_ARCH${PROVIDERS:+-$PROVIDERS}${MODELS:+-$MODELS}}")$shard_tag"
 job_label="$JOB on $RUNNER_OS $RUNNER_ARCH${MATRIX_KEY:+ ($MATRIX_KEY)}${shard:+ (shard $shard)}"
 artifact="${ARTIFACT_NAME:-$ARTIFACT_PREFIX-$leg-a${GITHUB_RUN_ATTEMPT:-1}}"
@@ -90,6 +96,12 @@ if [ "$MODE" = comment ] && [ -n "$SHARDS" ]; then
   fi
   job_label="$job_label, $SHARDS shards merged"
 fi
+share=""
+if [ "$MODE" = update-baseline ] && [ -n "$shard" ]; then share="$out/share" && rm -rf "$share"; fi
+if [ "$MODE" = update-baseline ] && [ -n "$SHARDS" ] && [ -z "$shard" ]; then
+  legs="$out/shares" legs_download="$out/shares"
+  rm -rf "$legs" && mkdir -p "$legs"
+fi
 # No cache in mode comment: an entry can be saved by any job of the pull request, one running its code
 # included, and restoring it here would run that code with this job's token. None with venv-path either.
 cache="$CACHE"
@@ -110,7 +122,10 @@ if [ "$MODE" = comment ] || [ -n "$VENV_PATH" ]; then cache=false; fi
   echo "shards=$SHARDS"
   echo "legs=$legs"
   echo "legs-download=$legs_download"
-  echo "legs-pattern=${REPORT_ARTIFACT:-parity-gate-report}-shard-*-of-$SHARDS-a*"
+  if [ "$MODE" = update-baseline ]; then echo "legs-pattern=parity-gate-share-shard-*-of-$SHARDS-a*"
+  else echo "legs-pattern=${REPORT_ARTIFACT:-parity-gate-report}-shard-*-of-$SHARDS-a*"; fi
+  echo "share=$share"
+  echo "share-artifact=parity-gate-share$shard_tag-a${GITHUB_RUN_ATTEMPT:-1}"
   echo "artifact-name=$artifact"
   echo "constraints=$constraints"
   echo "cache=$cache"

@@ -145,7 +145,9 @@ def test_a_model_no_leg_or_two_legs_checked_is_refused_without_a_comment_or_stat
 
 
 def test_the_fork_flow_hands_each_legs_report_over_and_its_comment_workflow_merges_them(flow, github, tmp_path):
-    check_wf, comment_wf = (yaml.safe_load(t) for t in workflows(Flow("fork", shards=2)).values())
+    files = workflows(Flow("fork", shards=2))
+    check_wf, comment_wf = (yaml.safe_load(files[f".github/workflows/{n}.yml"])
+                            for n in ("parity-gate", "parity-gate-comment"))
     pr_event = json.loads(json.dumps(EVENT))
     pr_event["pull_request"]["number"] = 12
     for shard, models in ((1, ("tiny-cnn",)), (2, ("tiny-mlp",))):
@@ -171,8 +173,11 @@ def test_the_fork_flow_hands_each_legs_report_over_and_its_comment_workflow_merg
     ({"mode": "check", "shard": "1"}, "input shards is ''; expected how many shards the models are cut into, 1 to 256"),
     ({"mode": "check", "shards": "2"}, "input shard is ''; expected this leg's shard, 1 to 2 (shards)"),
     ({"mode": "check", "shard": "1", "shards": "257"}, "input shards is '257'; expected how many shards"),
-    ({"mode": "export", "shard": "1", "shards": "2"}, "inputs shard and shards apply to modes check (a leg) and "
-                                                      "comment (the merge), not to mode export"),
+    ({"mode": "export", "shard": "1", "shards": "2"}, "inputs shard and shards apply to modes check and "
+                                                      "update-baseline (a leg) and comment (the merge), not to "
+                                                      "mode export"),
+    ({"mode": "update-baseline", "shard": "3", "shards": "2"},
+     "input shard is '3'; expected this leg's shard, 1 to 2"),
     ({"mode": "comment", "shard": "1", "shards": "2"}, "input shard is '1': mode comment merges every shard's report"),
     ({"mode": "comment", "shards": "2", "report-json": "r.json"}, "mode comment with shards merges the legs' reports"),
     ({"mode": "comment", "shard-reports": "legs"}, "input shard-reports is set but shards is not"),

@@ -5,7 +5,8 @@ commands the action calls before it (check, export, collect, report, update-base
 copy a fixture report / write a result file and exit with the code the test asks for, so the
 action's control flow is tested without torch. Stand-in behaviour, set by the test:
 PARITY_GATE_STUB_REPORT (fixture to copy for check/report), PARITY_GATE_STUB_EXIT (exit code),
-PARITY_GATE_STUB_LOG (file that records each call's argv), PARITY_GATE_STUB_EXPORT_NOTHING.
+PARITY_GATE_STUB_LOG (file that records each call's argv), PARITY_GATE_STUB_EXPORT_NOTHING,
+PARITY_GATE_STUB_SHARE (the share folder a leg of a sharded update-baseline hands on).
 """
 
 from __future__ import annotations
@@ -85,6 +86,8 @@ def collect(src: Annotated[str, typer.Option("--from")], out: Annotated[str, typ
 @app.command("update-baseline")
 def update_baseline() -> None:
     _log()
+    if os.environ.get("PARITY_GATE_SHARE_OUT"):  # a leg of a sharded re-recording hands on its share
+        shutil.copytree(os.environ["PARITY_GATE_STUB_SHARE"], os.environ["PARITY_GATE_SHARE_OUT"])
 
 
 register(app)

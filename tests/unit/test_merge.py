@@ -80,7 +80,7 @@ def test_a_model_outside_the_run_is_refused():
     stray = leg("b", 2, ("tiny-mlp", "tiny-cnn"), covered=COVERED)
     stray.report.models[0].name = "tiny-gru"
     assert refused([leg("a", 1, ("tiny-cnn",)), stray]) == (
-        "shard 2/2 (`b`) judged model `tiny-gru`, which is not among the 2 models the run covers")
+        "shard 2/2 (`b`) checked model `tiny-gru`, which is not among the 2 models the run covers")
 
 
 def test_legs_of_another_cut_or_without_a_shard_are_refused():

@@ -139,12 +139,21 @@ def test_shards_make_the_check_a_matrix_with_one_verdict_in_the_single_and_fork_
     assert check["steps"][-1]["with"] == {"comment": "never", "report-artifact": "parity-gate-report",
                                           "shard": "${{ matrix.shard }}", "shards": 3}
     assert verdict["steps"][-1]["with"] == {"mode": "comment", "report-artifact": "parity-gate-report", "shards": 3}
-    legs, comment = (yaml.safe_load(t) for t in workflows(Flow("fork", shards=3)).values())
+    files = workflows(Flow("fork", shards=3))
+    legs, comment = (yaml.safe_load(files[f".github/workflows/{n}.yml"])
+                     for n in ("parity-gate", "parity-gate-comment"))
     upload = legs["jobs"]["parity-gate"]["steps"][-1]
     assert upload["with"]["name"] == "parity-gate-pr-shard-${{ matrix.shard }}-of-3-a${{ github.run_attempt }}"
     download, _, gate = comment["jobs"]["comment"]["steps"]
     assert download["with"]["pattern"] == "parity-gate-pr-shard-*-of-3-a*"
     assert gate["with"]["shards"] == 3 and gate["with"]["shard-reports"] == "parity-gate-pr"
+    # The re-recording is cut alike: a leg per shard, one merge, one pull request.
+    recording = yaml.safe_load(files[".github/workflows/parity-gate-baselines.yml"])["jobs"]
+    assert recording["record"]["strategy"] == {"matrix": {"shard": [1, 2, 3]}}
+    assert recording["record"]["steps"][-1]["with"] == {"mode": "update-baseline",
+                                                        "shard": "${{ matrix.shard }}", "shards": 3}
+    assert recording["merge"]["steps"][1]["with"] == {"mode": "update-baseline", "shards": 3}
+    assert ".github/workflows/parity-gate-baselines.yml" not in workflows(Flow("single"))
 
 
 def test_shards_are_refused_for_the_gpu_flow_and_past_their_limit(tmp_path):
