@@ -37,6 +37,7 @@ def load(built) -> Exported:
     spec = built.spec
     try:
         proto = onnx.load(str(spec.artifact))
+        onnx.checker.check_model(proto)  # before anything reads it; whether it loads: once saved
     except FileNotFoundError:
         raise ModelError(f"model `{spec.name}`: artifact `{spec.artifact}` does not exist (build it before the gate "
                          "runs)", ErrorStatus.EXPORT_FAIL) from None
@@ -58,7 +59,7 @@ def load(built) -> Exported:
                       layermap.available_values(proto), ambiguous=ambiguous, as_shipped=True)
     result.save(proto)  # the bundle's own copy (external data past a size)
     assert result.path is not None  # saved
-    why = saved.refusal(result.path, result.proto)
+    why = saved.refusal(result.path, result.proto, full_check=False)  # checked as read
     if why is not None:
         raise ModelError(f"model `{spec.name}`: artifact `{spec.artifact}` does not load: {why}", ErrorStatus.EXPORT_FAIL)
     return result

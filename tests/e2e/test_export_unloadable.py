@@ -1,8 +1,9 @@
 """Every graph is loaded before it is trusted: the dynamo exporter writes, without an error, a
 ``Squeeze`` of a dimension that is not 1 (from a no-op ``x.squeeze(1)``) that ONNX Runtime refuses at
 load. The gate then exports with TorchScript and says why in the report; where no exporter gives a
-graph that loads, the model is an export failure whose PyTorch side is still recorded and judged
-(``test_export_fail``), and no such graph is stored as an export."""
+graph that loads (or a transform's graph does not load), the model is an export failure whose
+PyTorch side is still recorded and judged (``test_export_fail``), and no such graph is stored as an
+export."""
 
 from __future__ import annotations
 
@@ -17,7 +18,10 @@ REFUSED = "dynamo graph failed to load: ONNX checker: [ShapeInferenceError]"
 SQUEEZE = "(op_type:Squeeze, node name: node_squeeze): [ShapeInferenceError] Dimension of input 1 must be 1 instead of 16"
 
 MODELS = '''
+import numpy as np
+import onnx
 import torch
+from onnx import helper
 from torch import nn
 
 
@@ -38,14 +42,23 @@ def squeezed():
 
 def squeezed_histc():
     return Squeezed(histc=True)
+
+
+def squeeze_output(proto):
+    """A transform that squeezes the output's dimension 1 (16): a graph ONNX Runtime refuses."""
+    out = proto.graph.output[0]
+    proto.graph.initializer.append(onnx.numpy_helper.from_array(np.array([1]), "sq_axes"))
+    proto.graph.node.append(helper.make_node("Squeeze", [out.name, "sq_axes"], ["squeezed"]))
+    proto.graph.output[0].name = "squeezed"
+    return proto
 '''
 
 
-def write(tmp: Path, factory: str) -> dict[str, str]:
+def write(tmp: Path, factory: str, extra: str = "") -> dict[str, str]:
     (tmp / "squeeze_models.py").write_text(MODELS)
     (tmp / "parity-gate.toml").write_text(
         'providers = ["torch-cpu", "CPUExecutionProvider"]\n[[models]]\nname = "sq"\n'
-        f'factory = "squeeze_models:{factory}"\ninputs = [{{ name = "x", shape = [2, 16, 8] }}]\n')
+        f'factory = "squeeze_models:{factory}"\ninputs = [{{ name = "x", shape = [2, 16, 8] }}]\n{extra}')
     return {"PARITY_GATE_CACHE_DIR": str(tmp / "store")}  # a store of its own: what it holds is this test's
 
 
@@ -97,3 +110,15 @@ def test_where_no_exporter_gives_a_graph_that_loads_the_pytorch_side_is_still_ga
     ort = rows["CPUExecutionProvider float32"]
     assert (ort["status"], ort["error_status"], ort["checked"]) == ("error", "EXPORT_FAIL", 0)
     assert ort["reason"].startswith("not run: model `sq`: export failed (dynamo: graph failed to load: ONNX checker:")
+
+
+def test_a_transform_whose_graph_does_not_load_is_an_export_failure(tmp_path):
+    env = write(tmp_path, "squeezed", 'transform = "squeeze_models:squeeze_output"\n')
+    proc = run_cli("update-baseline", cwd=tmp_path, env=env)
+    assert proc.returncode == 3, proc.stdout + proc.stderr
+    last = proc.stderr.strip().splitlines()[-1]
+    assert "recorded the reference and the PyTorch providers only" in last
+    assert "the graph transform `squeeze_models:squeeze_output` returns does not load: ONNX Runtime: " in last, last
+    assert "Dimension of input 1 must be 1 instead of 16" in last
+    baseline = read_baseline(tmp_path / "baselines" / "sq.msgpack.zst")
+    assert {e.target.provider for e in baseline.entries} == {"torch-cpu"}
