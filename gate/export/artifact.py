@@ -61,5 +61,6 @@ def load(built) -> Exported:
     assert result.path is not None  # saved
     why = saved.refusal(result.path, result.proto, full_check=False)  # checked as read
     if why is not None:
-        raise ModelError(f"model `{spec.name}`: artifact `{spec.artifact}` does not load: {why}", ErrorStatus.EXPORT_FAIL)
+        raise ModelError(f"model `{spec.name}`: artifact `{spec.artifact}` does not load: {why}",
+                         ErrorStatus.EXPORT_FAIL)
     return result

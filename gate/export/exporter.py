@@ -2,9 +2,9 @@
 
 The dynamo exporter is the default; when it fails, or writes a graph that does not load
 (``saved.refusal``), the TorchScript exporter is tried and the reason is kept for the report; where
-neither gives a graph that loads, the export failed. The model is exported unoptimized first, so every module
-still owns its nodes while the map is built, then optimized: the optimized graph is what
-ships and what ONNX Runtime runs. It is saved to a file at once (``saved``: external data past
+neither gives a graph that loads, the export failed. The model is exported unoptimized first, so
+every module still owns its nodes while the map is built, then optimized: the optimized graph is
+what ships and what ONNX Runtime runs. It is saved to a file at once (``saved``: external data past
 a size), the exporter's objects are released, and from then on the graph is held without its
 weights.
 """
@@ -297,7 +297,7 @@ def _torchscript(built: BuiltModel, opset: int) -> Exported:
     return result
 
 
-def _checked(path: Path, folder: tempfile.TemporaryDirectory) -> onnx.ModelProto:
+def _checked(path: Path, folder: tempfile.TemporaryDirectory[str]) -> onnx.ModelProto:
     """The graph at ``path`` (``saved.load_graph``), loaded before it is trusted: ``Refused`` (its
     ``folder`` removed) where it does not load."""
     graph = saved.load_graph(path)

@@ -70,8 +70,10 @@ def refusal(path: Path, graph: onnx.ModelProto, full_check: bool = True) -> str 
     if any(o.domain not in defined for o in graph.opset_import):
         return None
     try:
-        import onnxruntime as ort
-        from onnxruntime.capi.onnxruntime_pybind11_state import NotImplemented as NoKernel
+        import onnxruntime as ort  # type: ignore[import-untyped]
+        from onnxruntime.capi.onnxruntime_pybind11_state import (  # type: ignore[import-untyped]
+            NotImplemented as NoKernel,
+        )
     except ImportError:  # an environment without ONNX Runtime runs none of its providers either
         return None
     so = ort.SessionOptions()

@@ -53,8 +53,8 @@ def ship(spec: ModelSpec, exported: Graph, root: Path) -> Graph:
     proto = saved.load_graph(path)
     why = saved.refusal(path, proto, full_check=False)  # what ONNX Runtime loads ships
     if why is not None:
-        raise ModelError(f"model `{spec.name}`: the graph transform `{spec.transform}` returns does not load: {why}",
-                         ErrorStatus.EXPORT_FAIL)
+        why = f"the graph transform `{spec.transform}` returns does not load: {why}"
+        raise ModelError(f"model `{spec.name}`: {why}", ErrorStatus.EXPORT_FAIL)
     values, transform = layermap.available_values(proto), spec.transform
     base = exported.facts
     facts = GraphFacts.of(proto, base.exporter, base.fallback, base.opset)

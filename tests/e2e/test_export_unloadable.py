@@ -15,7 +15,8 @@ from tests.conftest import run_cli
 from tests.support.stage_projects import states
 
 REFUSED = "dynamo graph failed to load: ONNX checker: [ShapeInferenceError]"
-SQUEEZE = "(op_type:Squeeze, node name: node_squeeze): [ShapeInferenceError] Dimension of input 1 must be 1 instead of 16"
+SQUEEZE = ("(op_type:Squeeze, node name: node_squeeze): [ShapeInferenceError] Dimension of input 1 must be 1 "
+           "instead of 16")
 
 MODELS = '''
 import numpy as np
@@ -109,7 +110,8 @@ def test_where_no_exporter_gives_a_graph_that_loads_the_pytorch_side_is_still_ga
         assert rows[name]["status"] == "pass" and rows[name]["checked"] > 0, rows[name]
     ort = rows["CPUExecutionProvider float32"]
     assert (ort["status"], ort["error_status"], ort["checked"]) == ("error", "EXPORT_FAIL", 0)
-    assert ort["reason"].startswith("not run: model `sq`: export failed (dynamo: graph failed to load: ONNX checker:")
+    assert ort["reason"].startswith("not run: model `sq`: export failed (dynamo: graph failed to load: ONNX "
+                                    "checker:")
 
 
 def test_a_transform_whose_graph_does_not_load_is_an_export_failure(tmp_path):
@@ -118,7 +120,8 @@ def test_a_transform_whose_graph_does_not_load_is_an_export_failure(tmp_path):
     assert proc.returncode == 3, proc.stdout + proc.stderr
     last = proc.stderr.strip().splitlines()[-1]
     assert "recorded the reference and the PyTorch providers only" in last
-    assert "the graph transform `squeeze_models:squeeze_output` returns does not load: ONNX Runtime: " in last, last
+    said = "the graph transform `squeeze_models:squeeze_output` returns does not load: ONNX Runtime: "
+    assert said in last, last
     assert "Dimension of input 1 must be 1 instead of 16" in last
     baseline = read_baseline(tmp_path / "baselines" / "sq.msgpack.zst")
     assert {e.target.provider for e in baseline.entries} == {"torch-cpu"}

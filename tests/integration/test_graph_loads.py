@@ -27,7 +27,8 @@ def _save(tmp_path, nodes, dtype=TensorProto.FLOAT, shape=(2, 16, 8), out=(2, 16
 def _squeeze():
     """``Squeeze`` of axis 1 after a ``MatMul``: as the dynamo exporter writes for ``x.squeeze(1)``."""
     axes = numpy_helper.from_array(np.array([1], np.int64), "axes")
-    return [helper.make_node("MatMul", ["x", "w"], ["h"]), helper.make_node("Squeeze", ["h", "axes"], ["y"])], axes
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["h"]), helper.make_node("Squeeze", ["h", "axes"], ["y"])]
+    return nodes, axes
 
 
 @pytest.mark.parametrize("external", [False, True])
@@ -39,7 +40,7 @@ def test_a_squeeze_of_a_dimension_that_is_not_1_is_refused(tmp_path, monkeypatch
     w = numpy_helper.from_array(np.ones((8, 64), np.float32), "w")  # past INLINE_TENSOR_BYTES: external
     why = _save(tmp_path, nodes, out=(2, 16, 64), inits=[w, axes], full_check=full_check)
     assert why is not None and "Dimension of input 1 must be 1 instead of 16" in why
-    assert why.startswith(SQUEEZE if full_check else "ONNX Runtime: ")  # without the checker ONNX Runtime says it
+    assert why.startswith(SQUEEZE if full_check else "ONNX Runtime: ")  # without the checker, ONNX Runtime
     assert (tmp_path / saved.DATA).exists() == external
 
 
@@ -77,7 +78,7 @@ def test_a_custom_op_library_s_domain_is_left_to_its_provider(tmp_path):
 
 
 def test_an_invalid_graph_is_refused_by_the_checker(tmp_path):
-    nodes = [helper.make_node("Relu", ["x"], ["y"]), helper.make_node("Relu", ["x"], ["y"])]  # y written twice
+    nodes = [helper.make_node("Relu", ["x"], ["y"]), helper.make_node("Relu", ["x"], ["y"])]  # y twice
     why = _save(tmp_path, nodes, shape=(2, 4), out=(2, 4))
     assert why is not None and why.startswith("ONNX checker: ")
     assert onnx.load(str(tmp_path / saved.MODEL)).graph.node  # the file itself is left as it was
