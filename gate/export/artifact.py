@@ -13,7 +13,7 @@ import onnx
 
 from gate.core.failure import ModelError
 from gate.core.status import ErrorStatus
-from gate.export import layermap
+from gate.export import layermap, saved
 from gate.export.exporter import Exported
 
 
@@ -37,7 +37,7 @@ def load(built) -> Exported:
     spec = built.spec
     try:
         proto = onnx.load(str(spec.artifact))
-        onnx.checker.check_model(proto)
+        onnx.checker.check_model(proto)  # before anything reads it; whether it loads: once saved
     except FileNotFoundError:
         raise ModelError(f"model `{spec.name}`: artifact `{spec.artifact}` does not exist (build it before the gate "
                          "runs)", ErrorStatus.EXPORT_FAIL) from None
@@ -58,4 +58,9 @@ def load(built) -> Exported:
     result = Exported(proto, "artifact", None, opset, layermap.call_values(proto, stacks), shapes,
                       layermap.available_values(proto), ambiguous=ambiguous, as_shipped=True)
     result.save(proto)  # the bundle's own copy (external data past a size)
+    assert result.path is not None  # saved
+    why = saved.refusal(result.path, result.proto, full_check=False)  # checked as read
+    if why is not None:
+        raise ModelError(f"model `{spec.name}`: artifact `{spec.artifact}` does not load: {why}",
+                         ErrorStatus.EXPORT_FAIL)
     return result

@@ -1,9 +1,10 @@
 """Export a built model to ONNX and map its values back to module calls.
 
-The dynamo exporter is the default; when it fails, the TorchScript exporter is tried and
-the reason is kept for the report. The model is exported unoptimized first, so every module
-still owns its nodes while the map is built, then optimized: the optimized graph is what
-ships and what ONNX Runtime runs. It is saved to a file at once (``saved``: external data past
+The dynamo exporter is the default; when it fails, or writes a graph that does not load
+(``saved.refusal``), the TorchScript exporter is tried and the reason is kept for the report; where
+neither gives a graph that loads, the export failed. The model is exported unoptimized first, so
+every module still owns its nodes while the map is built, then optimized: the optimized graph is
+what ships and what ONNX Runtime runs. It is saved to a file at once (``saved``: external data past
 a size), the exporter's objects are released, and from then on the graph is held without its
 weights.
 """
@@ -115,8 +116,9 @@ def export(built: BuiltModel, recordable: tuple[str, ...] | None = None) -> Expo
     if spec.exporter == "dynamo":
         try:
             return _dynamo(built, opset, recordable)
-        except ModelError:
-            raise
+        except Refused as exc:
+            fallback = f"dynamo graph failed to load: {exc}"
+            tried.append(f"dynamo: {_reason(exc)}")
         except Exception as exc:  # any exporter failure: try the other exporter, keep the reason
             fallback = f"dynamo exporter failed: {type(exc).__name__}: {_first_line(exc)}"
             tried.append(f"dynamo: {_reason(exc)}")
@@ -129,6 +131,10 @@ def export(built: BuiltModel, recordable: tuple[str, ...] | None = None) -> Expo
                             exc) from None
     result.fallback = fallback
     return result
+
+
+class Refused(Exception):
+    """An exporter's graph that does not load (``saved.refusal``), saying why."""
 
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
@@ -150,6 +156,8 @@ def _root(exc: BaseException) -> BaseException:
 def _reason(exc: BaseException) -> str:
     """Why an exporter failed, in one line: its innermost cause (``NotImplementedError: aten_histc
     with min == max (0.0) is not supported in this export path.``)."""
+    if isinstance(exc, Refused):
+        return f"graph failed to load: {exc}"[:300]
     root = _root(exc)
     return f"{type(root).__name__}: {_line(root) or '(no message)'}"[:300]
 
@@ -181,8 +189,7 @@ def _dynamo(built: BuiltModel, opset: int, recordable: tuple[str, ...] | None) -
         _save_ir(program.model, path)
     del program
     gc.collect()  # the exporter's copies of the weights go before any runtime starts
-    _check(path, built.spec.name)
-    proto = saved.load_graph(path)
+    proto = _checked(path, folder)
     return Exported(proto, "dynamo", None, opset, calls, shapes, layermap.available_values(proto), path=path,
                     outputs=outputs, folders=[folder], structure=captured, unoptimized=unoptimized)
 
@@ -190,12 +197,15 @@ def _dynamo(built: BuiltModel, opset: int, recordable: tuple[str, ...] | None) -
 def bound(built: BuiltModel, stored: structure.Structure) -> Exported:
     """The export of ``built`` from a stored structure of its code: its weights bound in, the exporter's
     optimizer run (``structure.bind``). The layer map is the structure's, with the values the optimizer
-    folded away (``Exported.sites``). ``structure.Unbindable`` when they do not fit."""
+    folded away (``Exported.sites``). ``structure.Unbindable`` when they do not fit, or the graph they
+    make does not load (a fresh export then chooses the exporter)."""
     with inference_mode(), _quiet():
         path, folder = structure.bind(stored, built.module, _save_ir)
     gc.collect()
-    _check(path, built.spec.name)
-    proto = saved.load_graph(path)
+    try:
+        proto = _checked(path, folder)
+    except Refused as exc:  # a fresh export decides between the exporters
+        raise structure.Unbindable(f"the bound graph failed to load: {exc}") from None
     return Exported(proto, "dynamo", None, stored.opset, {}, {}, layermap.available_values(proto), path=path,
                     folders=[folder], unoptimized=None)
 
@@ -282,16 +292,20 @@ def _torchscript(built: BuiltModel, opset: int) -> Exported:
     result = Exported(proto, "torchscript", None, opset, calls, layermap.value_shapes(proto),
                       layermap.available_values(proto), as_shipped=True)
     result.save(proto)
-    _check(result.path, built.spec.name)
+    assert result.path is not None  # saved
+    _checked(result.path, result.folders[-1])
     return result
 
 
-def _check(path: Path, name: str) -> None:
-    try:
-        onnx.checker.check_model(str(path))
-    except onnx.checker.ValidationError as exc:
-        raise ModelError(f"model `{name}`: exported ONNX graph is invalid: {_first_line(exc)}",
-                         ErrorStatus.EXPORT_FAIL) from None
+def _checked(path: Path, folder: tempfile.TemporaryDirectory[str]) -> onnx.ModelProto:
+    """The graph at ``path`` (``saved.load_graph``), loaded before it is trusted: ``Refused`` (its
+    ``folder`` removed) where it does not load."""
+    graph = saved.load_graph(path)
+    why = saved.refusal(path, graph)
+    if why is not None:
+        folder.cleanup()
+        raise Refused(why)
+    return graph
 
 
 def _inferred(proto: onnx.ModelProto) -> onnx.ModelProto:

@@ -47,6 +47,53 @@ def load_full(path: Path) -> onnx.ModelProto:
     return onnx.load(str(path))
 
 
+# Opset domains ONNX Runtime itself defines ops in; a graph that imports another, defined by none of
+# its functions, uses a custom op library that only the provider registering it can load.
+ORT_DOMAINS = frozenset({"", "ai.onnx", "ai.onnx.ml", "com.microsoft"})
+
+
+def refusal(path: Path, graph: onnx.ModelProto, full_check: bool = True) -> str | None:
+    """Why the graph at ``path`` (``graph``: its ``load_graph``) would not load, in one line; None
+    where it loads. With ``full_check``, the full ONNX checker first (shape inference: an exporter's
+    ``Squeeze`` of a dimension that is not 1 passes the plain one); a transform's tools write graphs
+    it refuses and ONNX Runtime loads (nodes out of topological order). Then an ONNX Runtime CPU
+    session, made only as far as loading needs (no optimizer, no prepacking, external data mapped,
+    not read). A node the CPU EP has no kernel for (a bfloat16 graph), or a custom op library's
+    domain, is no refusal of the graph: the provider that runs it says so. Both read the path:
+    external data never enters one protobuf."""
+    if full_check:
+        try:
+            onnx.checker.check_model(str(path), full_check=True)
+        except (onnx.checker.ValidationError, onnx.shape_inference.InferenceError) as exc:
+            return f"ONNX checker: {_line(exc)}"
+    defined = ORT_DOMAINS | {f.domain for f in graph.functions}
+    if any(o.domain not in defined for o in graph.opset_import):
+        return None
+    try:
+        import onnxruntime as ort  # type: ignore[import-untyped]
+        from onnxruntime.capi.onnxruntime_pybind11_state import (  # type: ignore[import-untyped]
+            NotImplemented as NoKernel,
+        )
+    except ImportError:  # an environment without ONNX Runtime runs none of its providers either
+        return None
+    so = ort.SessionOptions()
+    so.log_severity_level, so.intra_op_num_threads, so.enable_cpu_mem_arena = 3, 1, False
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    so.add_session_config_entry("session.disable_prepacking", "1")
+    try:
+        ort.InferenceSession(str(path), sess_options=so, providers=["CPUExecutionProvider"])
+    except NoKernel:
+        return None
+    except Exception as exc:  # noqa: BLE001 - whatever ONNX Runtime refuses the graph for, in its words
+        return f"ONNX Runtime: {_line(exc).replace(str(path), path.name)}"  # not the temporary folder's name
+    return None
+
+
+def _line(exc: BaseException) -> str:
+    lines = str(exc).strip().splitlines()
+    return lines[0].strip()[:300] if lines else type(exc).__name__
+
+
 def external(proto: onnx.ModelProto) -> list[onnx.TensorProto]:
     return [t for t in proto.graph.initializer if t.data_location == onnx.TensorProto.EXTERNAL]
 

@@ -2,7 +2,8 @@
 transformer optimizer, float16 conversion, int8 quantization). ``transform = "module:function"``
 takes an ``onnx.ModelProto`` and returns the one that ships; the gate checks that one. It is the
 user's code, run on the exported graph on every check unless the model declares what else it
-reads (``transform-inputs``; ``gate.commands.stages``)."""
+reads (``transform-inputs``; ``gate.commands.stages``). A graph it returns that does not load
+(``saved.refusal``) is an export failure."""
 
 from __future__ import annotations
 
@@ -50,6 +51,10 @@ def ship(spec: ModelSpec, exported: Graph, root: Path) -> Graph:
     path = saved.save_proto(out, Path(folder.name) / saved.MODEL)
     del out
     proto = saved.load_graph(path)
+    why = saved.refusal(path, proto, full_check=False)  # what ONNX Runtime loads ships
+    if why is not None:
+        why = f"the graph transform `{spec.transform}` returns does not load: {why}"
+        raise ModelError(f"model `{spec.name}`: {why}", ErrorStatus.EXPORT_FAIL)
     values, transform = layermap.available_values(proto), spec.transform
     base = exported.facts
     facts = GraphFacts.of(proto, base.exporter, base.fallback, base.opset)
