@@ -25,7 +25,13 @@ from gate.scaffold.config_text import (
     section,
 )
 from gate.scaffold.deps import constraints, model_requirements
-from gate.scaffold.diff_driver import GITATTRIBUTES_LINE, INSTALL, TEXTCONV_KEY, install, textconv_command
+from gate.scaffold.diff_driver import (
+    GITATTRIBUTES_LINE,
+    TEXTCONV_KEY,
+    attributes_line,
+    install,
+    textconv_command,
+)
 from gate.scaffold.workflows import (
     ACTION,
     FLOWS,
@@ -120,11 +126,10 @@ def _config(root: Path, text: str, force: bool) -> Change:
 def _gitattributes(root: Path) -> Change:
     target = root / ".gitattributes"
     current = target.read_text(encoding="utf-8") if target.exists() else ""
-    if any(line.split() == GITATTRIBUTES_LINE.split() for line in current.splitlines()):
+    added = attributes_line(current)
+    if not added:
         return Change(".gitattributes", "keep", why="has the diff driver line")
-    sep = "\n" if current and not current.endswith("\n") else ""
-    line = f"# parity-gate baselines diff as text; each clone runs `{INSTALL}` once\n" + GITATTRIBUTES_LINE + "\n"
-    return Change(".gitattributes", "append" if current else "create", sep + line)
+    return Change(".gitattributes", "append" if current else "create", added)
 
 
 def _custom_labels(options: Options) -> list[str]:

@@ -2,7 +2,8 @@
 
 ``.gitattributes`` (committed) routes ``*.msgpack.zst`` to the driver ``parity-gate``; git takes the
 driver's command only from each clone's own config, never from the repository. So every clone needs
-one command, ``parity-gate diff-driver`` (``install``), and ``check`` says so where it is missing.
+one command, ``parity-gate diff-driver`` (``install``: it also writes the ``.gitattributes`` line where
+none routes baselines), and ``check`` says so where it is missing.
 """
 
 from __future__ import annotations
@@ -54,9 +55,19 @@ def state(root: Path, sample: str = "baselines/model.msgpack.zst") -> DriverStat
         return DriverState.NOT_GIT
 
 
+def attributes_line(current: str) -> str:
+    """What to append to a ``.gitattributes`` holding ``current`` so that it routes baselines to the
+    driver ("" when it has the line)."""
+    if any(line.split() == GITATTRIBUTES_LINE.split() for line in current.splitlines()):
+        return ""
+    sep = "\n" if current and not current.endswith("\n") else ""
+    return sep + f"# parity-gate baselines diff as text; each clone runs `{INSTALL}` once\n" + GITATTRIBUTES_LINE + "\n"
+
+
 def install(root: Path) -> list[str]:
-    """Set the driver in the local config of the clone around ``root``; returns what was done (or why
-    not), one line each."""
+    """Set the driver in the local config of the clone around ``root``, and route baselines to it in the
+    ``.gitattributes`` at the clone's top where nothing does; returns what was done (or why not), one
+    line each."""
     command = textconv_command()
     if _git(root, "rev-parse", "--is-inside-work-tree").returncode != 0:
         return [f"not a git repository: run `git init`, then `{INSTALL}`"]
@@ -64,4 +75,15 @@ def install(root: Path) -> list[str]:
     # An earlier init cached conversions under refs/notes/textconv: stop caching, drop what it kept.
     _git(root, "config", "--unset", "diff.parity-gate.cachetextconv")
     _git(root, "update-ref", "-d", "refs/notes/textconv/parity-gate")
-    return [f"git config {TEXTCONV_KEY} {shlex.quote(command)}"]
+    done = [f"git config {TEXTCONV_KEY} {shlex.quote(command)}"]
+    if state(root) == DriverState.UNUSED:
+        top = Path(_git(root, "rev-parse", "--show-toplevel").stdout.strip() or root)
+        target = top / ".gitattributes"
+        current = target.read_text(encoding="utf-8") if target.is_file() else ""
+        added = attributes_line(current)
+        if added:
+            with target.open("a", encoding="utf-8") as f:
+                f.write(added)
+            done.append(f"{'appended' if current else 'created'} {target.name}: `{GITATTRIBUTES_LINE}` (commit it, "
+                        "so every clone routes baselines to the driver)")
+    return done

@@ -48,8 +48,8 @@ def test_a_model_without_a_baseline_says_how_to_create_it(tmp_path):
 
 def test_people_get_folded_lines_and_git_one_line_per_layer(tmp_path):
     examples_project(tmp_path, baselines=True)
-    people = show("tiny-transformer", cwd=tmp_path).stdout.splitlines()
-    git = show("--textconv", "baselines/tiny-transformer.msgpack.zst", cwd=tmp_path).stdout.splitlines()
+    people = show("--all", "tiny-transformer", cwd=tmp_path).stdout.splitlines()
+    git = show("--all", "--textconv", "baselines/tiny-transformer.msgpack.zst", cwd=tmp_path).stdout.splitlines()
     assert max(map(len, git)) > 300 and sum(line.startswith("layer ") for line in git) > 10
     assert all(len(line) <= 120 or " " not in line.strip() for line in people)  # a fold never splits a number
     assert " ".join(x.strip() for x in people) == " ".join(git)  # the same text, folded
