@@ -91,6 +91,7 @@ def check(config: ConfigOpt = None, model: ModelOpt = None, provider: ProviderOp
         err_console.print(escape(_shard_line(chosen)), soft_wrap=True)
     notices.backend()
     notices.install_gaps(cfg)
+    notices.orphans(cfg)
     notices.input_ranges(models)
     with progress_display() as progress:
         report = commands.check(cfg, models, providers, progress, full=full)
@@ -256,6 +257,7 @@ def validate(config: ConfigOpt = None, model: ModelOpt = None) -> None:
     for line in result.lines:
         console.print(escape(line), soft_wrap=True)
     notices.install_gaps(cfg)
+    notices.orphans(cfg)
     notices.input_ranges(cfg.select_models(_split(model)))
     for m in result.missing:
         console.print(f"[yellow]no baseline:[/yellow] {escape(f'{m.model} ({display(m.path)}): record it with `{m.command}`')}",

@@ -1,5 +1,5 @@
 """What the CLI says around a command's result: the fingerprint backend it fell back to, packages a
-workflow would not install, integer inputs on a range their names say is wrong, where this
+workflow would not install, baselines no model owns, integer inputs on a range their names say is wrong, where this
 repository records its GPU baselines, and a clone without the baselines' git diff driver. Each is a line on stderr (or words for a renderer), never a
 change of the verdict."""
 
@@ -31,6 +31,21 @@ def install_gaps(cfg) -> None:
 
     for line in gaps(cfg):
         err_console.print(f"[yellow]warning:[/yellow] {escape(line)}", soft_wrap=True)
+
+
+def orphans(cfg) -> None:
+    """One warning on stderr naming the baseline files no configured model owns (a model dropped from
+    the config: nothing checks those files any more)."""
+    from gate.cli.console import err_console
+    from gate.commands.common import display, orphaned_baselines
+
+    found = orphaned_baselines(cfg)
+    if found:
+        names = ", ".join(str(display(p)) for p in found)
+        one = len(found) == 1
+        err_console.print(f"[yellow]warning:[/yellow] {escape(names)}: no model in {escape(str(display(cfg.path)))} owns "
+                          f"{'this baseline' if one else 'these baselines'}, so nothing checks {'it' if one else 'them'}; "
+                          f"restore the model's [[models]] table, or delete the file{'' if one else 's'}", soft_wrap=True)
 
 
 def input_ranges(models) -> None:
