@@ -53,7 +53,7 @@ def test_a_range_and_an_inputs_callable_are_written_as_the_config_reads_them(tmp
         section("m", "models:net", "sample")
 
 
-def test_integer_inputs_named_like_a_mask_type_position_or_index_are_told_their_range():
+def test_integer_inputs_named_like_a_mask_type_position_index_timestep_step_class_or_label_are_told_their_range():
     from gate.config import InputSpec
     from gate.config.input_ranges import advice
 
@@ -66,7 +66,17 @@ def test_integer_inputs_named_like_a_mask_type_position_or_index_are_told_their_
     assert (advice("bert", InputSpec("token_type_ids", (1, 8), "int32")).kind, advice("g", InputSpec(
         "gather_idx", (4,), "int64")).high) == ("token type", None)
     assert "an index stays below the size it indexes (N)" in advice("g", InputSpec("indices", (4,), "int64")).message()
+    kinds = {name: advice("m", InputSpec(name, (2,), "int64")) for name in
+             ("timestep", "timesteps", "t", "num_steps", "step", "class_labels", "cls", "labels", "target")}
+    assert {name: a.kind for name, a in kinds.items()} == {
+        "timestep": "timestep", "timesteps": "timestep", "t": "timestep", "num_steps": "step", "step": "step",
+        "class_labels": "class", "cls": "class", "labels": "label", "target": "label"}
+    assert ("a diffusion timestep runs 0..N-1 (N: the scheduler's num_train_timesteps, 1000 for most): give its "
+            "range, `low = 0, high = N`") in kinds["timestep"].message()
+    assert all(a.high is None for a in kinds.values())  # only the user knows how many
     for quiet in (InputSpec("input_ids", (2, 16), "int64"), InputSpec("attention_mask", (2, 16), "int64", 0, 2),
+                  InputSpec("timestep", (1,), "int64", 0, 1000), InputSpec("timestep", (1,), "float32"),
+                  InputSpec("stepsize", (1,), "int64"), InputSpec("tokens", (2, 8), "int64"),
                   InputSpec("attention_mask", (2, 16), "float32"), InputSpec("attention_mask", (2, 16), "bool")):
         assert advice("bert", quiet) is None
 
