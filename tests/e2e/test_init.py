@@ -64,7 +64,7 @@ def test_init_writes_config_workflow_driver_constraints_and_the_first_baseline(r
     assert any(p.startswith("torchvision==") for p in pins)
     workflow = (root / ".github" / "workflows" / "parity-gate.yml").read_text()
     assert 'extra-pip-args: "torchvision"' in workflow and "concurrency:" in workflow
-    assert "INITIALIZED | 1 baseline; commit them: git add" in proc.stdout
+    assert "INITIALIZED | 1 baseline recorded; commit them: git add" in proc.stdout
 
 
 def test_the_written_workflow_passes_actionlint(repo):
