@@ -39,6 +39,23 @@ def show(file: Annotated[str, typer.Argument(help="A baseline (.msgpack.zst) fil
         sys.stdout.write(f"invalid baseline: {exc}\n")
 
 
+def git_diff(path: Annotated[str, typer.Argument(help="The baseline's path in the repository.")],
+             old: Annotated[str, typer.Argument(help="The old side's file (/dev/null: none).")],
+             old_hex: Annotated[str, typer.Argument()], old_mode: Annotated[str, typer.Argument()],
+             new: Annotated[str, typer.Argument(help="The new side's file (/dev/null: none).")],
+             rest: Annotated[list[str] | None, typer.Argument(help="The new side's hash and mode, and a rename's.")]
+             = None) -> None:
+    """A changed baseline as git's external diff driver (`diff.parity-gate.command`, set by diff-driver):
+    what moved first, then each layer that moved beyond noise, old line above new."""
+    from gate.commands.baseline_diff import change_text
+
+    def side(name: str) -> Path | None:
+        return None if name == os.devnull or not Path(name).is_file() else Path(name)
+
+    text = change_text(side(old), side(new), more=f"parity-gate show --all {path}")
+    sys.stdout.write(f"diff --git a/{path} b/{path}\n--- a/{path}\n+++ b/{path}\n{text}\n")
+
+
 def _folded(text: str, width: int = 120) -> str:
     """For people, long lines folded at spaces under their first word; git's textconv keeps one line
     per layer, so a diff names the layer on every changed line."""
@@ -97,3 +114,4 @@ def diff_driver(directory: Annotated[Path, typer.Option("--dir", help="A folder 
 def register(app: typer.Typer) -> None:
     app.command("show")(show)
     app.command("diff-driver")(diff_driver)
+    app.command("git-diff", hidden=True)(git_diff)

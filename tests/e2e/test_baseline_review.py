@@ -1,16 +1,19 @@
 """What a reviewer reads of a re-recorded baseline: the bundled tiny-cnn, recorded, then block1.bn2's eps
 changed (1e-5 to 1e-3, weights untouched) and recorded again. Real update-baseline, real git, the driver
-as `parity-gate diff-driver` sets it in a repository that had no .gitattributes."""
+(external diff for git diff, textconv for the rest) as `parity-gate diff-driver` sets it in a repository
+that had no .gitattributes."""
 
 from __future__ import annotations
 
 import os
 import subprocess
+import sys
 
 import pytest
 
 from gate.commands import changed_baselines
 from gate.config import load_config
+from gate.scaffold.diff_driver import diff_command
 from tests.conftest import run_cli
 from tests.support.projects import examples_project
 
@@ -53,10 +56,21 @@ def test_diff_driver_writes_the_missing_gitattributes_line_and_says_so(changed):
     assert "DIFF DRIVER SET" in driver.stdout
 
 
-def test_git_diff_of_a_one_layer_eps_change_is_short_and_starts_at_the_layer(changed):
+def test_git_diff_of_a_one_layer_eps_change_says_what_moved_then_the_moved_layers(changed):
     root, _, update = changed
     assert f"reference moved on 14 layers (first: {BEFORE} by " in update.stdout
-    diff = git(root, "diff", "--", BASELINE)
+    assert git(root, "config", "diff.parity-gate.command").strip() == diff_command(sys.executable)
+    lines = git(root, "diff", "--", BASELINE).splitlines()
+    assert lines[:3] == [f"diff --git a/{BASELINE} b/{BASELINE}", f"--- a/{BASELINE}", f"+++ b/{BASELINE}"]
+    assert lines[3].startswith(f"reference moved on 14 layers (first: {BEFORE} by ") and len(lines) <= 60, lines
+    moved = [line.split()[1] for line in lines if line.startswith(("-layer ", "+layer "))]
+    assert moved[:2] == [BEFORE, BEFORE] and len(moved) == 2 * 14  # each layer's old line above its new one
+
+
+def test_git_diff_through_textconv_alone_is_short_and_starts_at_the_layer(changed):
+    """git log -p and git show convert each side alone: the compact lines keep that diff short too."""
+    root, _, _ = changed
+    diff = git(root, "diff", "--no-ext-diff", "--", BASELINE)
     lines = diff.splitlines()
     assert "Binary files" not in diff and len(lines) <= 60, diff
     moved = [line.split()[1] for line in lines if line.startswith(("-layer ", "+layer "))]
