@@ -286,7 +286,7 @@ def doctor() -> None:
                   soft_wrap=True)
     console.print(f"{'device':12} {device.cpu_class()} ({device.cpu_name()})")
     _doctor_onnxruntime(console, missing(ORT_STACK))
-    names = [c.name or c.callback.__name__.replace("_", "-") for c in app.registered_commands]
+    names = [c.name or c.callback.__name__.replace("_", "-") for c in app.registered_commands if not c.hidden]
     ready = [n for n in names if not missing(NEEDS.get(n, ()))]
     console.print(escape(f"{'commands':12} {', '.join(ready)}"
                          + ("" if len(ready) == len(names) else " (running models needs: pip install 'parity-gate[torch]')")),
