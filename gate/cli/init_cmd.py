@@ -30,8 +30,8 @@ InputsOpt = Annotated[str | None, typer.Option(
     help="Real inputs instead of --input: module:function called with the seed, returning a tuple of tensors.")]
 NameOpt = Annotated[str | None, typer.Option("--name", metavar="NAME", help="Model name (default: from the factory).")]
 FlowChoice = Enum("FlowChoice", {f: f for f in FLOWS}, type=str)
-_MARK = {"create": "[green]created[/green] ", "append": "[green]appended[/green]", "edit": "[green]edited[/green]  ",
-         "replace": "[yellow]replaced[/yellow]", "keep": "[dim]kept[/dim]    "}
+_MARK = {"create": "[green]created[/green] ", "append": "[green]appended[/green]",
+         "edit": "[green]edited[/green]  ", "replace": "[yellow]replaced[/yellow]", "keep": "[dim]kept[/dim]    "}
 
 
 def _ask(factory: str | None, inputs: list[str] | None, callable_inputs: str | None, yes: bool) -> tuple[str, Inputs]:
@@ -103,7 +103,8 @@ def init(
 
         _needs("init")
     if _configured(directory.resolve()) and not _has_model(directory.resolve(), name, factory):
-        console.print("[dim]a parity-gate config exists here: adding the model to it, every other model kept[/dim]")
+        console.print("[dim]a parity-gate config exists here: adding the model to it, every other model "
+                      "kept[/dim]")
         _add_files(directory.resolve(), None, factory, inputs, name, pip_args)
     options = Options(directory.resolve(), factory, inputs, name,
                       flow.value, tuple(provider) if provider else Options.providers, action, pip_args,
@@ -144,19 +145,20 @@ def _first_baseline(p: Plan) -> None:
     updated = []
     if missing:
         with progress_display() as progress:
-            updated = commands.update_baseline(cfg, missing, cfg.select_providers(None), progress)
+            updated = commands.update_baseline(cfg, tuple(missing), cfg.select_providers(None), progress)
     for u in updated:
         console.print(f"[bold]{escape(u.model)}[/bold] → {escape(str(u.path))}")
         for line in u.warnings:
             console.print(f"  [yellow]warning:[/yellow] {escape(line)}", soft_wrap=True)
     kept = len(cfg.models) - len(missing)
     if kept:
-        console.print(f"[dim]kept the baselines of {count(kept, 'model')} (`parity-gate update-baseline --model NAME` "
-                      "re-records one)[/dim]", soft_wrap=True)
+        console.print(f"[dim]kept the baselines of {count(kept, 'model')} (`parity-gate update-baseline "
+                      "--model NAME` re-records one)[/dim]", soft_wrap=True)
     files = " ".join(sorted({c.path for c in p.changes if c.action != "keep"}
                             | {str(cfg.baseline_dir.relative_to(p.options.root))} | {CONSTRAINTS}))
-    console.print(f"[bold green]INITIALIZED[/bold green] | {count(len(updated), 'baseline')} recorded; commit them: "
-                  f"git add {escape(files)} && git commit -m \"Gate the models with parity-gate\"", soft_wrap=True)
+    console.print(f"[bold green]INITIALIZED[/bold green] | {count(len(updated), 'baseline')} recorded; commit "
+                  f"them: git add {escape(files)} && git commit -m \"Gate the models with parity-gate\"",
+                  soft_wrap=True)
 
 
 def _has_model(root: Path, name: str | None, factory: str) -> bool:

@@ -22,9 +22,9 @@ def show(file: Annotated[str, typer.Argument(help="A baseline (.msgpack.zst) fil
                                              metavar="FILE|MODEL")],
          textconv: Annotated[bool, typer.Option("--textconv", help="As a git textconv driver: print a broken "
                                                 "file's error as text and exit 0, so `git diff` still works.")] = False,
-         all_: Annotated[bool, typer.Option("--all", help="Every number exactly, and each runtime's rows (default: "
-                                            "numbers rounded to the reference's noise, one line per runtime).")]
-         = False,
+         all_: Annotated[bool, typer.Option(
+             "--all", help="Every number exactly, and each runtime's rows (default: numbers rounded to the "
+                           "reference's noise, one line per runtime).")] = False,
          config: ConfigOpt = None) -> None:
     """Print a baseline readably (also usable as a git textconv driver)."""
     from gate.errors import FormatError
@@ -43,8 +43,8 @@ def git_diff(path: Annotated[str, typer.Argument(help="The baseline's path in th
              old: Annotated[str, typer.Argument(help="The old side's file (/dev/null: none).")],
              old_hex: Annotated[str, typer.Argument()], old_mode: Annotated[str, typer.Argument()],
              new: Annotated[str, typer.Argument(help="The new side's file (/dev/null: none).")],
-             rest: Annotated[list[str] | None, typer.Argument(help="The new side's hash and mode, and a rename's.")]
-             = None) -> None:
+             rest: Annotated[list[str] | None, typer.Argument(
+                 help="The new side's hash and mode, and a rename's.")] = None) -> None:
     """A changed baseline as git's external diff driver (`diff.parity-gate.command`, set by diff-driver):
     what moved first, then each layer that moved beyond noise, old line above new."""
     from gate.commands.baseline_diff import change_text
@@ -103,11 +103,12 @@ def diff_driver(directory: Annotated[Path, typer.Option("--dir", help="A folder 
         console.print(f"[dim]{escape(line)}[/dim]", soft_wrap=True)
     now = state(directory)
     if now == DriverState.SET:
-        console.print("[bold green]DIFF DRIVER SET[/bold green] | git diff shows baselines as text, one line per "
-                      "layer, in this clone")
+        console.print("[bold green]DIFF DRIVER SET[/bold green] | git diff shows baselines as text, one line "
+                      "per layer, in this clone")
         return
-    console.print(f"[yellow]warning:[/yellow] git diff still shows baselines as binary here: {escape(now.value)} "
-                  "(`git check-attr diff -- baselines/model.msgpack.zst` says which line decides)", soft_wrap=True)
+    console.print(f"[yellow]warning:[/yellow] git diff still shows baselines as binary here: "
+                  f"{escape(now.value)} (`git check-attr diff -- baselines/model.msgpack.zst` says which line "
+                  "decides)", soft_wrap=True)
     raise typer.Exit(2)
 
 

@@ -44,7 +44,8 @@ class RangeAdvice:
         why = {"mask": "a mask holds 0 and 1", "token type": "token types are 0 and 1 for most models",
                "position": f"positions run 0..{self.shape[-1] - 1 if self.shape else 'length-1'}",
                "index": "an index stays below the size it indexes (N)",
-               "timestep": "a diffusion timestep runs 0..N-1 (N: the scheduler's num_train_timesteps, 1000 for most)",
+               "timestep": "a diffusion timestep runs 0..N-1 (N: the scheduler's num_train_timesteps, "
+                           "1000 for most)",
                "step": "a step stays below the number of steps (N)",
                "class": "a class id stays below the number of classes (N)",
                "label": "a label stays below the number of labels (N)"}[self.kind]

@@ -71,8 +71,8 @@ def _diffs(report: Report, paths: list[str]) -> str:
         shown.append(f"{fence}diff\n{body}\n{fence}")
     if not shown:
         return ""
-    return ("\n\n<details><summary>What moved in the baseline files (what moved first, then each layer that moved "
-            "beyond noise, as <code>parity-gate show</code> prints it)</summary>\n\n"
+    return ("\n\n<details><summary>What moved in the baseline files (what moved first, then each layer that "
+            "moved beyond noise, as <code>parity-gate show</code> prints it)</summary>\n\n"
             + "\n\n".join(shown) + "\n\n</details>")
 
 

@@ -123,7 +123,8 @@ def _config(root: Path, text: str) -> Change:
     if not has_section(current):
         return Change("pyproject.toml", "append", ("\n" if current and not current.endswith("\n") else "")
                       + ("\n" if current.strip() else "") + text)
-    return Change("pyproject.toml", "keep", why="[tool.parity-gate] kept whole: `parity-gate add` adds a model to it")
+    return Change("pyproject.toml", "keep",
+                  why="[tool.parity-gate] kept whole: `parity-gate add` adds a model to it")
 
 
 def _workflow(root: Path, path: str, body: str, options: Options, pip_args: str) -> Change:
@@ -140,8 +141,8 @@ def _workflow(root: Path, path: str, body: str, options: Options, pip_args: str)
     edited = with_approval(merged) if options.require_approval else merged
     if edited == current:
         return _file(root, path, body, False)
-    why = (["the models' requirements added"] if merged != current else []) + \
-        (["baseline changes need approval: a label or a review runs the gate again"] if edited != merged else [])
+    approval = "baseline changes need approval: a label or a review runs the gate again"
+    why = (["the models' requirements added"] if merged != current else []) + ([approval] if edited != merged else [])
     return Change(path, "edit", edited, why="; ".join(why) + "; the rest as it was")
 
 
@@ -203,7 +204,8 @@ def plan(options: Options) -> Plan:
     flow = Flow(options.flow, options.action, out.pip_args, approval, options.gpu_runner,
                 shards=options.shards if options.shards > 1 else 0, default_branch=default_branch(options.root))
     for path, body in workflows(flow).items():
-        change = _workflow(options.root, path, body, replace(options, require_approval=approval), out.pip_args)
+        change = _workflow(options.root, path, body, replace(options, require_approval=approval),
+                           out.pip_args)
         if path == GPU_BASELINES and change.action != "keep":
             change.why = f"after the first push: {RUN_GPU_BASELINES} records the GPU baselines"
         elif options.flow == "gpu" and change.action != "keep":
@@ -226,7 +228,8 @@ def _approving(root: Path) -> bool:
     from gate.scaffold.approval import requires_approval
 
     folder = root / ".github" / "workflows"
-    return folder.is_dir() and any(requires_approval(p.read_text(encoding="utf-8")) for p in folder.glob("*.y*ml"))
+    return folder.is_dir() and any(requires_approval(p.read_text(encoding="utf-8"))
+                                   for p in folder.glob("*.y*ml"))
 
 
 def apply(p: Plan) -> list[str]:

@@ -84,13 +84,15 @@ def action_steps(lines: list[str]) -> list[tuple[int, int, str]]:
         dash, end = len(m.group(1)), i + 1
         while end < len(lines) and (not lines[end].strip() or len(lines[end]) - len(lines[end].lstrip()) > dash):
             end += 1
-        steps.append((i, end, next((_MODE.match(x).group(1) for x in lines[i + 1:end] if _MODE.match(x)), "check")))
+        mode = next((_MODE.match(x).group(1) for x in lines[i + 1:end] if _MODE.match(x)), "check")
+        steps.append((i, end, mode))
     return steps
 
 
 def _model_steps(lines: list[str]) -> list[tuple[int, int]]:
     """(first, end) line ranges of the steps that run the action on the models."""
-    return [(i, end) for i, end, mode in action_steps(lines) if mode in ("check", "export", "update-baseline")]
+    return [(i, end) for i, end, mode in action_steps(lines)
+            if mode in ("check", "export", "update-baseline")]
 
 
 def merge_constraints(text: str, wanted: list[str]) -> str:

@@ -75,7 +75,7 @@ def attributes_line(current: str) -> str:
     if any(line.split() == GITATTRIBUTES_LINE.split() for line in current.splitlines()):
         return ""
     sep = "\n" if current and not current.endswith("\n") else ""
-    return sep + f"# parity-gate baselines diff as text; each clone runs `{INSTALL}` once\n" + GITATTRIBUTES_LINE + "\n"
+    return f"{sep}# parity-gate baselines diff as text; each clone runs `{INSTALL}` once\n{GITATTRIBUTES_LINE}\n"
 
 
 def install(root: Path) -> list[str]:
@@ -99,6 +99,6 @@ def install(root: Path) -> list[str]:
         if added:
             with target.open("a", encoding="utf-8") as f:
                 f.write(added)
-            done.append(f"{'appended' if current else 'created'} {target.name}: `{GITATTRIBUTES_LINE}` (commit it, "
-                        "so every clone routes baselines to the driver)")
+            done.append(f"{'appended' if current else 'created'} {target.name}: `{GITATTRIBUTES_LINE}` "
+                        "(commit it, so every clone routes baselines to the driver)")
     return done

@@ -23,8 +23,8 @@ BEFORE = "block1.bn2"  # the layer the change moves first; every layer before it
 
 def git(root, *args: str) -> str:
     return subprocess.run(["git", "-c", "user.email=t@example.com", "-c", "user.name=t", *args], cwd=root,
-                          check=True, capture_output=True, text=True, env={**os.environ, "GIT_CONFIG_GLOBAL": os.devnull}
-                          ).stdout
+                          check=True, capture_output=True, text=True,
+                          env={**os.environ, "GIT_CONFIG_GLOBAL": os.devnull}).stdout
 
 
 @pytest.fixture(scope="module")
@@ -62,7 +62,8 @@ def test_git_diff_of_a_one_layer_eps_change_says_what_moved_then_the_moved_layer
     assert git(root, "config", "diff.parity-gate.command").strip() == diff_command(sys.executable)
     lines = git(root, "diff", "--", BASELINE).splitlines()
     assert lines[:3] == [f"diff --git a/{BASELINE} b/{BASELINE}", f"--- a/{BASELINE}", f"+++ b/{BASELINE}"]
-    assert lines[3].startswith(f"reference moved on 14 layers (first: {BEFORE} by ") and len(lines) <= 60, lines
+    assert lines[3].startswith(f"reference moved on 14 layers (first: {BEFORE} by "), lines
+    assert len(lines) <= 60, lines
     moved = [line.split()[1] for line in lines if line.startswith(("-layer ", "+layer "))]
     assert moved[:2] == [BEFORE, BEFORE] and len(moved) == 2 * 14  # each layer's old line above its new one
 
@@ -74,7 +75,8 @@ def test_git_diff_through_textconv_alone_is_short_and_starts_at_the_layer(change
     lines = diff.splitlines()
     assert "Binary files" not in diff and len(lines) <= 60, diff
     moved = [line.split()[1] for line in lines if line.startswith(("-layer ", "+layer "))]
-    assert moved[0] == BEFORE and moved.count(BEFORE) == 2 and len(moved) == 2 * 14  # git: old lines, then new
+    # git: the old lines, then the new ones
+    assert moved[0] == BEFORE and moved.count(BEFORE) == 2 and len(moved) == 2 * 14
     assert not {"stem.0", "block1.bn1", "block1.conv2"} & set(moved)
     assert all(len(line) < 200 or line.startswith(" provider ") for line in lines), diff
 

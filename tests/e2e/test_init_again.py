@@ -12,7 +12,8 @@ import pytest
 
 from tests.conftest import run_cli
 
-MODELS = ("import torch\n\n\ndef a():\n    return torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU())\n\n\n"
+MODELS = ("import torch\n\n\ndef a():\n"
+          "    return torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU())\n\n\n"
           "def b():\n    return torch.nn.Embedding(50, 4)\n")
 WORKFLOW = ".github/workflows/parity-gate.yml"
 PINS = "parity-gate-constraints.txt"
@@ -39,7 +40,8 @@ def repo(tmp_path_factory):
 
 def test_add_says_what_it_changed_in_each_file(repo):
     _, added = repo
-    assert 'edited   .github/workflows/parity-gate.yml  (extra-pip-args: "timm open_clip_torch")' in added.stdout
+    assert 'edited   .github/workflows/parity-gate.yml  (extra-pip-args: "timm open_clip_torch")' \
+        in added.stdout
     assert 'appended parity-gate.toml  ([[tool.parity-gate.models]]; name = "b" (+2 lines))' in added.stdout
     assert "replaced" not in added.stdout
 
@@ -49,7 +51,8 @@ def test_init_force_require_approval_keeps_every_model_requirement_pin_and_basel
     config = (root / "parity-gate.toml").read_text()
     pins = (root / PINS).read_text()
     baselines = {p.name: p.read_bytes() for p in (root / "baselines").iterdir()}
-    again = cli(root, "init", "--factory", "models:a", "--input", "x=2x4", "--force", "--require-approval", "--yes")
+    again = cli(root, "init", "--factory", "models:a", "--input", "x=2x4", "--force", "--require-approval",
+                "--yes")
     assert (root / "parity-gate.toml").read_text() == config
     assert (root / PINS).read_text() == pins
     assert {p.name: p.read_bytes() for p in (root / "baselines").iterdir()} == baselines
@@ -67,8 +70,8 @@ def test_approval_turns_on_in_place_without_force(tmp_path):
     cli(tmp_path, "init", "--factory", "models:a", "--input", "x=2x4", "--no-baseline", "--yes")
     workflow = tmp_path / WORKFLOW
     workflow.write_text(workflow.read_text() + "# the user's own line\n")
-    turned = cli(tmp_path, "init", "--factory", "models:a", "--input", "x=2x4", "--require-approval", "--no-baseline",
-                 "--yes")
+    turned = cli(tmp_path, "init", "--factory", "models:a", "--input", "x=2x4", "--require-approval",
+                 "--no-baseline", "--yes")
     text = workflow.read_text()
     assert "baseline-changes: require-approval" in text and text.endswith("# the user's own line\n")
     assert "edited   .github/workflows/parity-gate.yml  (baseline changes need approval" in turned.stdout
@@ -80,8 +83,8 @@ def test_validate_and_check_name_baselines_no_model_owns(repo):
     text = config.read_text()
     start = text.index('[[tool.parity-gate.models]]\nname = "b"')
     config.write_text(text[:start].rstrip("\n") + "\n")
-    expected = ("warning: baselines/b.msgpack.zst: no model in parity-gate.toml owns this baseline, so nothing checks "
-                "it")
+    expected = ("warning: baselines/b.msgpack.zst: no model in parity-gate.toml owns this baseline, so "
+                "nothing checks it")
     for command in ("validate", "check"):
         proc = cli(root, command)
         assert expected in " ".join(proc.stderr.split()), proc.stderr

@@ -30,7 +30,8 @@ def scaled(fp: dict, factor: float) -> None:
         fp[key] *= factor
     fp["sumsq"] *= factor * factor
     fp["q"] = [v * factor for v in fp["q"]]
-    fp["sketch"] = struct.pack(f"<{len(fp['sketch']) // 8}d", *(x * factor for (x,) in struct.iter_unpack("<d", fp["sketch"])))
+    sketch = [x * factor for (x,) in struct.iter_unpack("<d", fp["sketch"])]
+    fp["sketch"] = struct.pack(f"<{len(sketch)}d", *sketch)
 
 
 def test_a_changed_baseline_reads_as_what_moved_then_the_layers_that_moved(tmp_path):
@@ -58,7 +59,8 @@ def test_a_changed_baseline_reads_as_what_moved_then_the_layers_that_moved(tmp_p
     shown = [line for line in lines if line.startswith(("-layer ", "+layer "))]
     assert [line.split()[1] for line in shown[:4]] == ["layer3", "layer3", "layer4", "layer4"]
     assert shown[0].startswith("-") and shown[1].startswith("+") and len(shown) == 2 * MAX_LAYERS
-    assert lines[-1] == f"… {27 - MAX_LAYERS} more layers moved: git diff HEAD -- baselines/tiny.msgpack.zst"
+    more = 27 - MAX_LAYERS
+    assert lines[-1] == f"… {more} more layers moved: git diff HEAD -- baselines/tiny.msgpack.zst"
     assert not any(" layer1 " in line for line in lines)
 
 

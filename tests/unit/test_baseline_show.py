@@ -108,8 +108,8 @@ def test_compact_text_has_one_line_per_runtime_entry_without_timings():
     entry["latency_ms"] = 0.25
     lines = render_text(doc).splitlines()
     worst = max(e["err"] for e in entry["layers"].values() if e["err"] is not None)
-    assert f"provider CPUExecutionProvider cpu precision=float32 layers=4 err<1e-{-math.ceil(math.log10(worst)):02d}" \
-        in lines, lines
+    decade = -math.ceil(math.log10(worst))
+    assert f"provider CPUExecutionProvider cpu precision=float32 layers=4 err<1e-{decade:02d}" in lines, lines
     assert "statuses CPUExecutionProvider cpu folded=layer1" in lines
     assert not any(ln.startswith(("provider-layer", "meta seconds")) or "latency" in ln for ln in lines)
     entry["latency_ms"], doc["meta"]["seconds"] = 0.5, 11.0  # another run's timings: the same text
@@ -199,4 +199,5 @@ def test_numerics_settings_are_shown():
     entry = doc["providers"]["CPUExecutionProvider"]["cpu"]
     entry["numerics"] = {"torch.backends.cuda.matmul.allow_tf32": "True"}
     assert ('provider CPUExecutionProvider cpu precision=float32 layers=2 '
-            'numerics={"torch.backends.cuda.matmul.allow_tf32": "True"}') in render_text(doc, full=True).splitlines()
+            'numerics={"torch.backends.cuda.matmul.allow_tf32": "True"}') \
+        in render_text(doc, full=True).splitlines()

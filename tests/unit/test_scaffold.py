@@ -53,7 +53,7 @@ def test_a_range_and_an_inputs_callable_are_written_as_the_config_reads_them(tmp
         section("m", "models:net", "sample")
 
 
-def test_integer_inputs_named_like_a_mask_type_position_index_timestep_step_class_or_label_are_told_their_range():
+def test_integer_inputs_named_like_a_mask_type_position_index_timestep_class_or_label_are_told_the_range():
     from gate.config import InputSpec
     from gate.config.input_ranges import advice
 
@@ -71,8 +71,8 @@ def test_integer_inputs_named_like_a_mask_type_position_index_timestep_step_clas
     assert {name: a.kind for name, a in kinds.items()} == {
         "timestep": "timestep", "timesteps": "timestep", "t": "timestep", "num_steps": "step", "step": "step",
         "class_labels": "class", "cls": "class", "labels": "label", "target": "label"}
-    assert ("a diffusion timestep runs 0..N-1 (N: the scheduler's num_train_timesteps, 1000 for most): give its "
-            "range, `low = 0, high = N`") in kinds["timestep"].message()
+    assert ("a diffusion timestep runs 0..N-1 (N: the scheduler's num_train_timesteps, 1000 for most): give "
+            "its range, `low = 0, high = N`") in kinds["timestep"].message()
     assert all(a.high is None for a in kinds.values())  # only the user knows how many
     for quiet in (InputSpec("input_ids", (2, 16), "int64"), InputSpec("attention_mask", (2, 16), "int64", 0, 2),
                   InputSpec("timestep", (1,), "int64", 0, 1000), InputSpec("timestep", (1,), "float32"),
@@ -96,10 +96,12 @@ def test_the_section_is_refused_when_check_would_refuse_it():
         section("m", "m:f", [])
 
 
-CONFIGURED = ('[project]\nname = "x"\n\n[tool.parity-gate]\nproviders = ["torch-cpu"]\n\n[[tool.parity-gate.models]]\n'
-              'name = "a"\nfactory = "m:a"\ninputs = [{ name = "x", shape = [2, 3] }]\n\n'
-              '[[tool.parity-gate.models]]\nname = "b"\nfactory = "m:b"\ninputs = [{ name = "ids", shape = [2, 8], '
-              'dtype = "int64", low = 0, high = 50 }]\n\n[tool.ruff]\nline-length = 9\n')
+CONFIGURED = ('[project]\nname = "x"\n\n[tool.parity-gate]\nproviders = ["torch-cpu"]\n\n'
+              '[[tool.parity-gate.models]]\nname = "a"\nfactory = "m:a"\n'
+              'inputs = [{ name = "x", shape = [2, 3] }]\n\n'
+              '[[tool.parity-gate.models]]\nname = "b"\nfactory = "m:b"\n'
+              'inputs = [{ name = "ids", shape = [2, 8], dtype = "int64", low = 0, high = 50 }]\n\n'
+              '[tool.ruff]\nline-length = 9\n')
 PINS = "# mine\ntorch==2.0.0\ntimm==1.0.3\n"
 
 
@@ -138,14 +140,16 @@ def test_approval_is_turned_on_in_place_and_force_never_turns_it_off(tmp_path):
     p = plan(Options(tmp_path, "m:a", (parse_input("x=2x3"),), require_approval=True))
     assert {c.path: c.action for c in p.changes}[".github/workflows/parity-gate.yml"] == "edit"
     apply(p)
-    expected = workflows(Flow(pip_args="timm open_clip_torch", require_approval=True))[".github/workflows/parity-gate.yml"]
+    flow = Flow(pip_args="timm open_clip_torch", require_approval=True)
+    expected = workflows(flow)[".github/workflows/parity-gate.yml"]
     assert path.read_text() == expected + "# my own line\n"
     assert (tmp_path / "pyproject.toml").read_text() == CONFIGURED
     apply(plan(Options(tmp_path, "m:a", (parse_input("x=2x3"),), force=True)))
     assert "baseline-changes: require-approval" in path.read_text()
 
 
-@pytest.mark.parametrize(("kind", "shards"), [("single", 0), ("single", 3), ("fork", 0), ("fork", 3), ("gpu", 0)])
+@pytest.mark.parametrize(("kind", "shards"),
+                         [("single", 0), ("single", 3), ("fork", 0), ("fork", 3), ("gpu", 0)])
 def test_approval_in_place_is_what_init_writes_with_it(kind, shards):
     from gate.scaffold.approval import with_approval
     from gate.scaffold.workflows import Flow, workflows

@@ -20,7 +20,8 @@ COARSE_NOISE = 1e-2  # float16, bfloat16
 def noise(reference_dtype: str, reached: str = "float64", calibrated: float | None = None) -> float:
     """The relative change of a layer of the reference that is still noise: its precision's, never under
     4x what ``update-baseline --calibrate`` measured for it."""
-    return max(NOISE.get(reference_dtype, COARSE_NOISE), NOISE.get(reached, COARSE_NOISE), 4 * (calibrated or 0.0))
+    return max(NOISE.get(reference_dtype, COARSE_NOISE), NOISE.get(reached, COARSE_NOISE),
+               4 * (calibrated or 0.0))
 
 
 def describe(old: Baseline | None, new: Baseline) -> list[str]:

@@ -17,6 +17,7 @@ import re
 import struct
 import sys
 from pathlib import Path
+from typing import Any
 
 from gate.errors import FormatError
 
@@ -74,14 +75,15 @@ def _rounded(x: float | None, unit: float) -> str:
     return f"{round(x / unit) * unit:.6g}"
 
 
-def _compact(fp: dict, rel_noise: float) -> str:
+def _compact(fp: dict[str, Any], rel_noise: float) -> str:
     """Shape, l2, range and a digest of every number rounded to ``rel_noise`` of the tensor's scale
     (values by its RMS, sums by its l2 times sqrt(n), the sketch by its l2)."""
     finite = max(fp["count"] - fp["nan"] - fp["posinf"] - fp["neginf"], 1)
     l2 = math.sqrt(max(fp["sumsq"], 0.0))
     unit, total = l2 / math.sqrt(finite) * rel_noise, l2 * math.sqrt(finite) * rel_noise
     levels = [_levels(fp["min"], unit), _levels(fp["max"], unit), *(_levels(v, unit) for v in fp["q"]),
-              _levels(fp["sum"], total), _levels(fp["sumabs"], total), _levels(fp["sumsq"], l2 * l2 * rel_noise),
+              _levels(fp["sum"], total), _levels(fp["sumabs"], total),
+              _levels(fp["sumsq"], l2 * l2 * rel_noise),
               *(str(fp[k]) for k in ("count", "nan", "posinf", "neginf", "zero"))]
     if "sketch" in fp:
         sketch = [x for (x,) in struct.iter_unpack("<d", fp["sketch"])]
@@ -89,8 +91,9 @@ def _compact(fp: dict, rel_noise: float) -> str:
     shown = unit * 1e4  # the range at 1e-6 of the scale: never a digit of noise
     shape = "x".join(str(d) for d in fp["shape"]) or "scalar"
     odd = "".join(f" {k}={fp[k]}" for k in ("nan", "posinf", "neginf") if fp[k])
+    digest = hashlib.sha256(",".join(levels).encode()).hexdigest()[:12]
     return (f"{_name(fp['dtype'])}[{shape}] l2={_rounded(l2, l2 * 1e-6)} min={_rounded(fp['min'], shown)} "
-            f"max={_rounded(fp['max'], shown)}{odd} values={hashlib.sha256(','.join(levels).encode()).hexdigest()[:12]}")
+            f"max={_rounded(fp['max'], shown)}{odd} values={digest}")
 
 
 def _meta_lines(doc: dict, full: bool = True) -> list[str]:
@@ -115,7 +118,8 @@ def _meta_lines(doc: dict, full: bool = True) -> list[str]:
                    + ",".join(f"{_name(k)}:{v}" for k, v in meta["promoted"].items()))
     for key in ("normalizations", "training", "dynamic_dims", "transform", "graph_precision", "output_tolerance",
                 "seconds"):
-        if key in meta and (full or key != "seconds"):  # what the run recorded of the model and its graph, one compact line each
+        # what the run recorded of the model and its graph, one compact line each (no timing unless full)
+        if key in meta and (full or key != "seconds"):
             out.append(f"meta {key} {json.dumps(meta[key], sort_keys=True, ensure_ascii=True)}")
     if "below_float64" in meta:
         out.append(f"meta below_float64 {len(meta['below_float64'])} "
@@ -123,7 +127,7 @@ def _meta_lines(doc: dict, full: bool = True) -> list[str]:
     return out
 
 
-def _largest_err(entry: dict) -> str:
+def _largest_err(entry: dict[str, Any]) -> str:
     """The largest error of the entry's layers, as the power of ten above it: a runtime's error against
     the reference is rounding noise itself, so its digits move with every change of the model."""
     errs = [e["err"] for e in entry["layers"].values() if e["err"] is not None and math.isfinite(e["err"])]
