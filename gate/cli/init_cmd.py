@@ -217,6 +217,7 @@ def _add_files(root: Path, config: Path | None, factory: str, inputs: Inputs, na
     write(files)
     for f in sorted(files, key=lambda f: str(display(f.resolve()))):
         verb, what = _edit(before[f], files[f])
+        what = f"(model `{model}`)" if f == path else what
         console.print(f"{_MARK[verb]} {escape(str(display(f.resolve())))}  {escape(what)}", soft_wrap=True)
     return model, path, sorted(str(display(f.resolve())) for f in files)
 

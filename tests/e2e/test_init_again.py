@@ -42,7 +42,7 @@ def test_add_says_what_it_changed_in_each_file(repo):
     _, added = repo
     assert 'edited   .github/workflows/parity-gate.yml  (extra-pip-args: "timm open_clip_torch")' \
         in added.stdout
-    assert 'appended parity-gate.toml  ([[tool.parity-gate.models]]; name = "b" (+2 lines))' in added.stdout
+    assert "appended parity-gate.toml  (model `b`)" in added.stdout
     assert "replaced" not in added.stdout
 
 
