@@ -97,6 +97,7 @@ def check(config: ConfigOpt = None, model: ModelOpt = None, provider: ProviderOp
         err_console.print(escape(_shard_line(chosen)), soft_wrap=True)
     notices.backend()
     notices.install_gaps(cfg)
+    notices.orphans(cfg)
     notices.input_ranges(models)
     with progress_display(verbose) as progress:
         report = commands.check(cfg, models, providers, progress, full=full)
@@ -280,6 +281,7 @@ def validate(config: ConfigOpt = None, model: ModelOpt = None) -> None:
     for line in result.lines:
         console.print(escape(line), soft_wrap=True)
     notices.install_gaps(cfg)
+    notices.orphans(cfg)
     notices.input_ranges(cfg.select_models(_split(model)))
     for m in result.missing:
         console.print(f"[yellow]no baseline:[/yellow] {escape(f'{m.model} ({display(m.path)}): record it with `{m.command}`')}",
@@ -308,7 +310,7 @@ def doctor() -> None:
                   soft_wrap=True)
     console.print(f"{'device':12} {device.cpu_class()} ({device.cpu_name()})")
     _doctor_onnxruntime(console, missing(ORT_STACK))
-    names = [c.name or c.callback.__name__.replace("_", "-") for c in app.registered_commands]
+    names = [c.name or c.callback.__name__.replace("_", "-") for c in app.registered_commands if not c.hidden]
     ready = [n for n in names if not missing(NEEDS.get(n, ()))]
     console.print(escape(f"{'commands':12} {', '.join(ready)}"
                          + ("" if len(ready) == len(names) else " (running models needs: pip install 'parity-gate[torch]')")),

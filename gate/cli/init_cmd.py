@@ -30,8 +30,8 @@ InputsOpt = Annotated[str | None, typer.Option(
     help="Real inputs instead of --input: module:function called with the seed, returning a tuple of tensors.")]
 NameOpt = Annotated[str | None, typer.Option("--name", metavar="NAME", help="Model name (default: from the factory).")]
 FlowChoice = Enum("FlowChoice", {f: f for f in FLOWS}, type=str)
-_MARK = {"create": "[green]created[/green] ", "append": "[green]appended[/green]", "replace": "[yellow]replaced[/yellow]",
-         "keep": "[dim]kept[/dim]    "}
+_MARK = {"create": "[green]created[/green] ", "append": "[green]appended[/green]",
+         "edit": "[green]edited[/green]  ", "replace": "[yellow]replaced[/yellow]", "keep": "[dim]kept[/dim]    "}
 
 
 def _ask(factory: str | None, inputs: list[str] | None, callable_inputs: str | None, yes: bool) -> tuple[str, Inputs]:
@@ -102,12 +102,10 @@ def init(
         from gate.cli.shared import _needs
 
         _needs("init")
-    if not force and _configured(directory.resolve()) and not _has_model(directory.resolve(), name, factory):
-        from gate.cli.console import console
-
-        console.print("[dim]a parity-gate config exists here: adding the model to it (--force replaces the config)[/dim]")
-        _add(directory.resolve(), None, factory, inputs, name, pip_args, no_baseline)
-        return
+    if _configured(directory.resolve()) and not _has_model(directory.resolve(), name, factory):
+        console.print("[dim]a parity-gate config exists here: adding the model to it, every other model "
+                      "kept[/dim]")
+        _add_files(directory.resolve(), None, factory, inputs, name, pip_args)
     options = Options(directory.resolve(), factory, inputs, name,
                       flow.value, tuple(provider) if provider else Options.providers, action, pip_args,
                       require_approval, gpu_runner, force, shards)
@@ -136,21 +134,31 @@ def _first_gpu_baseline(p: Plan) -> None:
 
 
 def _first_baseline(p: Plan) -> None:
+    """Record the baselines no model has yet; a recorded one is the user's, never re-recorded here."""
     from gate import commands
     from gate.cli.console import console, progress_display
+    from gate.commands.common import location
     from gate.config import load_config
 
     cfg = load_config(p.config_path)
-    with progress_display() as progress:
-        updated = commands.update_baseline(cfg, cfg.models, cfg.select_providers(None), progress)
+    missing = [m for m in cfg.models if not location(cfg, m).path.exists()]
+    updated = []
+    if missing:
+        with progress_display() as progress:
+            updated = commands.update_baseline(cfg, tuple(missing), cfg.select_providers(None), progress)
     for u in updated:
         console.print(f"[bold]{escape(u.model)}[/bold] → {escape(str(u.path))}")
         for line in u.warnings:
             console.print(f"  [yellow]warning:[/yellow] {escape(line)}", soft_wrap=True)
-    files = " ".join(sorted({c.path for c in p.changes} | {str(cfg.baseline_dir.relative_to(p.options.root))}
-                            | {CONSTRAINTS}))
-    console.print(f"[bold green]INITIALIZED[/bold green] | {count(len(updated), 'baseline')}; commit them: "
-                  f"git add {escape(files)} && git commit -m \"Gate the models with parity-gate\"", soft_wrap=True)
+    kept = len(cfg.models) - len(missing)
+    if kept:
+        console.print(f"[dim]kept the baselines of {count(kept, 'model')} (`parity-gate update-baseline "
+                      "--model NAME` re-records one)[/dim]", soft_wrap=True)
+    files = " ".join(sorted({c.path for c in p.changes if c.action != "keep"}
+                            | {str(cfg.baseline_dir.relative_to(p.options.root))} | {CONSTRAINTS}))
+    console.print(f"[bold green]INITIALIZED[/bold green] | {count(len(updated), 'baseline')} recorded; commit "
+                  f"them: git add {escape(files)} && git commit -m \"Gate the models with parity-gate\"",
+                  soft_wrap=True)
 
 
 def _has_model(root: Path, name: str | None, factory: str) -> bool:
@@ -196,17 +204,37 @@ def add(
     _add(directory.resolve(), config, factory, inputs, name, pip_args, no_baseline)
 
 
-def _add(root: Path, config: Path | None, factory: str, inputs: Inputs, name: str | None, pip_args: str | None,
-         no_baseline: bool) -> None:
+def _add_files(root: Path, config: Path | None, factory: str, inputs: Inputs, name: str | None,
+               pip_args: str | None) -> tuple[str, Path, list[str]]:
+    """Add the model to the config, its requirements to the workflows and pins; say what changed in each
+    file. Returns (model, config path, the files written)."""
     from gate.cli.console import console
     from gate.commands.common import display
     from gate.scaffold.add import plan_add, write
 
     model, path, files = plan_add(root, config, factory, inputs, name, pip_args)
+    before = {f: f.read_text(encoding="utf-8") for f in files}
     write(files)
-    shown = sorted(str(display(f.resolve())) for f in files)
-    for f in shown:
-        console.print(f"{_MARK['append'] if f == str(display(path.resolve())) else _MARK['replace']} {escape(f)}")
+    for f in sorted(files, key=lambda f: str(display(f.resolve()))):
+        verb, what = _edit(before[f], files[f])
+        what = f"(model `{model}`)" if f == path else what
+        console.print(f"{_MARK[verb]} {escape(str(display(f.resolve())))}  {escape(what)}", soft_wrap=True)
+    return model, path, sorted(str(display(f.resolve())) for f in files)
+
+
+def _edit(old: str, new: str) -> tuple[str, str]:
+    """("append" | "edit", what the new text says that the old did not), for a file ``add`` changed."""
+    gone = set(old.splitlines())
+    added = [line.strip() for line in new.splitlines() if line not in gone and line.strip()]
+    shown = "; ".join(added[:2]) + (f" (+{len(added) - 2} lines)" if len(added) > 2 else "")
+    return ("append" if new.startswith(old) else "edit"), f"({shown})" if shown else ""
+
+
+def _add(root: Path, config: Path | None, factory: str, inputs: Inputs, name: str | None, pip_args: str | None,
+         no_baseline: bool) -> None:
+    from gate.cli.console import console
+
+    model, path, shown = _add_files(root, config, factory, inputs, name, pip_args)
     _warn_ranges(path, model)
     if no_baseline:
         console.print(f"[bold green]ADDED[/bold green] | model {escape(model)}; next: parity-gate update-baseline "

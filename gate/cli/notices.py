@@ -1,14 +1,19 @@
 """What the CLI says around a command's result: the fingerprint backend it fell back to, packages a
-workflow would not install, integer inputs on a range their names say is wrong, where this
-repository records its GPU baselines, and a clone without the baselines' git diff driver. Each is a line on stderr (or words for a renderer), never a
+workflow would not install, baselines no model owns, integer inputs on a range their names say is
+wrong, where this repository records its GPU baselines, and a clone without the baselines' git diff
+driver. Each is a line on stderr (or words for a renderer), never a
 change of the verdict."""
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rich.markup import escape
+
+if TYPE_CHECKING:
+    from gate.config import Config
 
 
 def backend() -> None:
@@ -31,6 +36,22 @@ def install_gaps(cfg) -> None:
 
     for line in gaps(cfg):
         err_console.print(f"[yellow]warning:[/yellow] {escape(line)}", soft_wrap=True)
+
+
+def orphans(cfg: Config) -> None:
+    """One warning on stderr naming the baseline files no configured model owns (a model dropped from
+    the config: nothing checks those files any more)."""
+    from gate.cli.console import err_console
+    from gate.commands.common import display, orphaned_baselines
+
+    found = orphaned_baselines(cfg)
+    if found:
+        names = ", ".join(str(display(p)) for p in found)
+        one = len(found) == 1
+        what, them = ("this baseline", "it") if one else ("these baselines", "them")
+        err_console.print(f"[yellow]warning:[/yellow] {escape(names)}: no model in {escape(str(display(cfg.path)))} "
+                          f"owns {what}, so nothing checks {them}; restore the model's [[models]] table, or "
+                          f"delete the file{'' if one else 's'}", soft_wrap=True)
 
 
 def input_ranges(models) -> None:

@@ -1,6 +1,7 @@
 """``parity-gate show``: a baseline as text, for people (long lines folded) and for git (``--textconv``:
-one line per layer, a broken file's error as text); ``parity-gate diff-driver`` sets git up to use it in
-this clone. ``gate.cli.app`` calls ``register(app)``."""
+one line per layer, a broken file's error as text), numbers rounded to the reference's noise unless
+``--all``; ``parity-gate diff-driver`` sets git up to use it in this clone. ``gate.cli.app`` calls
+``register(app)``."""
 
 from __future__ import annotations
 
@@ -21,18 +22,38 @@ def show(file: Annotated[str, typer.Argument(help="A baseline (.msgpack.zst) fil
                                              metavar="FILE|MODEL")],
          textconv: Annotated[bool, typer.Option("--textconv", help="As a git textconv driver: print a broken "
                                                 "file's error as text and exit 0, so `git diff` still works.")] = False,
+         all_: Annotated[bool, typer.Option(
+             "--all", help="Every number exactly, and each runtime's rows (default: numbers rounded to the "
+                           "reference's noise, one line per runtime).")] = False,
          config: ConfigOpt = None) -> None:
     """Print a baseline readably (also usable as a git textconv driver)."""
     from gate.errors import FormatError
     from gate.formats.baseline.show import render_file
 
     try:
-        text = render_file(_shown(file, config))
+        text = render_file(_shown(file, config), full=all_)
         sys.stdout.write(text if textconv else _folded(text))
     except FormatError as exc:
         if not textconv:
             raise
         sys.stdout.write(f"invalid baseline: {exc}\n")
+
+
+def git_diff(path: Annotated[str, typer.Argument(help="The baseline's path in the repository.")],
+             old: Annotated[str, typer.Argument(help="The old side's file (/dev/null: none).")],
+             old_hex: Annotated[str, typer.Argument()], old_mode: Annotated[str, typer.Argument()],
+             new: Annotated[str, typer.Argument(help="The new side's file (/dev/null: none).")],
+             rest: Annotated[list[str] | None, typer.Argument(
+                 help="The new side's hash and mode, and a rename's.")] = None) -> None:
+    """A changed baseline as git's external diff driver (`diff.parity-gate.command`, set by diff-driver):
+    what moved first, then each layer that moved beyond noise, old line above new."""
+    from gate.commands.baseline_diff import change_text
+
+    def side(name: str) -> Path | None:
+        return None if name == os.devnull or not Path(name).is_file() else Path(name)
+
+    text = change_text(side(old), side(new), more=f"parity-gate show --all {path}")
+    sys.stdout.write(f"diff --git a/{path} b/{path}\n--- a/{path}\n+++ b/{path}\n{text}\n")
 
 
 def _folded(text: str, width: int = 120) -> str:
@@ -80,12 +101,18 @@ def diff_driver(directory: Annotated[Path, typer.Option("--dir", help="A folder 
 
     for line in install(directory):
         console.print(f"[dim]{escape(line)}[/dim]", soft_wrap=True)
-    if state(directory) == DriverState.UNUSED:
-        console.print("[yellow]warning:[/yellow] no .gitattributes line routes baselines to it: add "
-                      "`*.msgpack.zst diff=parity-gate` (parity-gate init writes it) and commit it", soft_wrap=True)
-    console.print("[bold green]DIFF DRIVER SET[/bold green] | git diff shows baselines one line per layer in this clone")
+    now = state(directory)
+    if now == DriverState.SET:
+        console.print("[bold green]DIFF DRIVER SET[/bold green] | git diff shows baselines as text, one line "
+                      "per layer, in this clone")
+        return
+    console.print(f"[yellow]warning:[/yellow] git diff still shows baselines as binary here: "
+                  f"{escape(now.value)} (`git check-attr diff -- baselines/model.msgpack.zst` says which line "
+                  "decides)", soft_wrap=True)
+    raise typer.Exit(2)
 
 
 def register(app: typer.Typer) -> None:
     app.command("show")(show)
     app.command("diff-driver")(diff_driver)
+    app.command("git-diff", hidden=True)(git_diff)

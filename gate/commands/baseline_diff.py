@@ -1,40 +1,107 @@
-"""The baseline files a change rewrites, as text: each file before (at the base revision) and after,
-rendered as ``parity-gate show --textconv`` renders them (one line per layer), and diffed. The report
-carries these diffs so the pull request's comment shows what moved, without a git diff driver."""
+"""The baseline files a change rewrites, as a reviewer reads them: for each file, what moved (the
+summary ``update-baseline`` prints: the first layer and by how much, how many, the largest), then each
+line of ``parity-gate show`` that changed, old above new, up to ``MAX_LAYERS`` layers and then how
+many more. Lines are matched by what they are about (a layer, a meta key, a provider entry), and ``show``
+rounds numbers to the reference's noise, so only layers that moved beyond it appear. The report carries
+these texts so the pull request's comment shows what moved, without a git diff driver; the driver's
+``git diff`` shows the same (``parity-gate show --diff``)."""
 
 from __future__ import annotations
 
-import difflib
 import subprocess
 import tempfile
 from pathlib import Path
 
 from gate.config import Config
 from gate.errors import FormatError
+from gate.formats.baseline import Baseline, describe, read_document
+from gate.formats.baseline.sets import read_set
 from gate.formats.baseline.show import render_file
 
-MAX_LINES = 80  # per file: the comment keeps its notices whole, so this part stays small
+MAX_LAYERS = 20  # layers shown per file, then "N more"
 MAX_CHARS = 12_000  # all files together
 
 
 def baseline_diffs(config: Config, since: str, paths: list[str]) -> dict[str, str]:
-    """``{path: unified diff}`` for the changed baseline files ``paths`` (relative to the repository's
-    top, as ``baseline_changes`` lists them); a file that cannot be read shows its error as text."""
+    """``{path: text}`` for the changed baseline files ``paths`` (relative to the repository's top, as
+    ``baseline_changes`` lists them); a file that cannot be read shows its error as text."""
     top = _top(config.root)
     out: dict[str, str] = {}
     budget = MAX_CHARS
     for path in paths:
         if budget <= 0:
             break
-        before = _text_at(top, since, path)
-        after = _text(top / path) if (top / path).is_file() else ""
-        lines = list(difflib.unified_diff(before.splitlines(), after.splitlines(), f"a/{path}", f"b/{path}", n=0,
-                                          lineterm=""))
-        if len(lines) > MAX_LINES:
-            lines = lines[:MAX_LINES] + [f"… {len(lines) - MAX_LINES} more lines: git diff {since} -- {path}"]
-        text = "\n".join(lines)[:budget]
-        out[path] = text
-        budget -= len(text)
+        with tempfile.TemporaryDirectory() as folder:
+            before = _at(top, since, path, Path(folder))
+            after = top / path
+            text = change_text(before, after if after.is_file() else None, more=f"git diff {since} -- {path}")
+        out[path] = text[:budget]
+        budget -= len(out[path])
+    return out
+
+
+def change_text(before: Path | None, after: Path | None, more: str = "parity-gate show --all") -> str:
+    """What moved from the baseline file ``before`` to ``after`` (None: there is none), summary first;
+    ``more``: where the rest is, named after the last layer shown."""
+    old, new = _text(before), _text(after)
+    lines = _summary(before, after)
+    layers = hidden = 0
+    for key, was, now in _changed(old, new):
+        if key[1].startswith("layer "):
+            layers += 1
+            if layers > MAX_LAYERS:
+                hidden += 1
+                continue
+        lines += ([f"-{was}"] if was is not None else []) + ([f"+{now}"] if now is not None else [])
+    if hidden:
+        lines.append(f"… {hidden} more layer{'s' * (hidden != 1)} moved: {more}")
+    return "\n".join(lines)
+
+
+def _summary(before: Path | None, after: Path | None) -> list[str]:
+    """``update-baseline``'s lines for the change (per case for a baseline set); none where a side cannot
+    be read (its error shows in the lines below)."""
+    if after is None:
+        return ["baseline deleted"]
+    try:
+        new = _cases(after)
+        old = _cases(before) if before is not None else {}
+    except (FormatError, OSError):
+        return []
+    lines = []
+    for case, baseline in new.items():
+        said = describe(old.get(case), baseline)
+        lines += [f"{case}: {line}" if case else line for line in said if not (case and line == "no change")]
+    return lines or ["no change"]
+
+
+def _cases(path: Path) -> dict[str, Baseline]:
+    try:
+        return {"": Baseline.from_document(read_document(path))}
+    except FormatError as not_a_baseline:
+        try:
+            return {name: Baseline.from_document(case) for name, case in read_set(path)["cases"].items()}
+        except FormatError:
+            raise not_a_baseline from None
+
+
+def _changed(old: str, new: str) -> list[tuple[tuple[str, str], str | None, str | None]]:
+    """``(key, old line, new line)`` for each line whose text changed, in the new file's order, then the
+    lines only the old one has. A line's key: its case and the words that name what it is about."""
+    before, after = _keyed(old), _keyed(new)
+    out = [(key, before.get(key), line) for key, line in after.items() if before.get(key) != line]
+    return out + [(key, line, None) for key, line in before.items() if key not in after]
+
+
+def _keyed(text: str) -> dict[tuple[str, str], str]:
+    out: dict[tuple[str, str], str] = {}
+    case = ""
+    for line in text.splitlines():
+        words = line.split(" ")
+        if words[0] == "case":
+            case = line
+        about = 3 if words[0] in ("provider", "placement", "statuses") else 2  # these name provider and class
+        out[(case, " ".join(words[:about]))] = line
     return out
 
 
@@ -43,19 +110,20 @@ def _top(root: Path) -> Path:
     return Path(proc.stdout.strip()) if proc.returncode == 0 and proc.stdout.strip() else root
 
 
-def _text(path: Path) -> str:
+def _text(path: Path | None) -> str:
+    if path is None:
+        return ""
     try:
         return render_file(path)
     except (FormatError, OSError) as exc:
         return f"invalid baseline: {exc}\n"
 
 
-def _text_at(top: Path, rev: str, path: str) -> str:
-    """The file at ``rev`` rendered as text; empty when it did not exist there (a new baseline)."""
+def _at(top: Path, rev: str, path: str, folder: Path) -> Path | None:
+    """The file as it was at ``rev``, copied into ``folder``; None when it did not exist there."""
     proc = subprocess.run(["git", "show", f"{rev}:{path}"], cwd=top, capture_output=True, timeout=60)
     if proc.returncode != 0:
-        return ""
-    with tempfile.TemporaryDirectory() as folder:
-        old = Path(folder) / Path(path).name
-        old.write_bytes(proc.stdout)
-        return _text(old)
+        return None
+    old = folder / Path(path).name
+    old.write_bytes(proc.stdout)
+    return old

@@ -10,6 +10,7 @@ from gate.config import Config, ModelSpec
 from gate.core.versions import environment as _environment
 from gate.errors import FormatError, GateError
 from gate.formats.baseline import Baseline, store
+from gate.formats.baseline.names import SUFFIX
 from gate.formats.baseline.store import Location
 from gate.verdict.judge import Policy
 
@@ -39,6 +40,14 @@ def environment() -> dict:
 def location(config: Config, spec: ModelSpec) -> Location:
     """Where the model's baseline lives: its own file, or its sweep's set file."""
     return Location.of(config.baseline_dir, spec.name, spec.sweep.sweep if spec.sweep else None)
+
+
+def orphaned_baselines(config: Config) -> list[Path]:
+    """Baseline files in the baseline folder that no configured model (or sweep) owns: a model removed
+    or renamed in the config, whose baselines nothing checks any more."""
+    owned = {location(config, spec).path for spec in config.models}
+    folder = config.baseline_dir
+    return sorted(p for p in folder.glob(f"*{SUFFIX}") if p not in owned) if folder.is_dir() else []
 
 
 def load_baseline(config: Config, spec: ModelSpec, replacing: bool = False) -> tuple[Path, Baseline | None]:

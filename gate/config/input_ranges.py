@@ -1,8 +1,9 @@
 """Integer inputs whose default range cannot be what the model reads.
 
 A declared integer input without ``low``/``high`` is drawn from 0..99 (``INT_DEFAULT``). For token ids
-that is a fair start; for a mask (0/1), token types (0/1), positions (0..length-1) or indices into
-something it records a baseline of inputs the model never sees. Such names are recognised here, once,
+that is a fair start; for a mask (0/1), token types (0/1), positions (0..length-1), indices into
+something, a diffusion timestep (0..999 for most schedulers), a step, a class or a label it records a
+baseline of inputs the model never sees. Such names are recognised here, once,
 and ``add``, ``init``, ``validate``, ``check`` and ``update-baseline`` say what range to give.
 """
 
@@ -19,7 +20,9 @@ INT_DTYPES = ("int64", "int32", "int8", "uint8")
 # (kind, pattern): checked in order on the lower-cased name; the first that matches decides.
 _KINDS = (("mask", re.compile(r"mask")), ("token type", re.compile(r"token_?type|segment")),
           ("position", re.compile(r"position|(^|_)pos(_|$)|pos_?ids")),
-          ("index", re.compile(r"ind(ex|ices)|(^|_)idx(s|es)?(_|$)")))
+          ("index", re.compile(r"ind(ex|ices)|(^|_)idx(s|es)?(_|$)")),
+          ("timestep", re.compile(r"time_?steps?|^t$")), ("step", re.compile(r"(^|_)steps?(_|$)")),
+          ("class", re.compile(r"class|(^|_)cls(_|$)")), ("label", re.compile(r"label|(^|_)targets?(_|$)")))
 
 
 @dataclass(frozen=True)
@@ -40,7 +43,12 @@ class RangeAdvice:
         bound = str(self.high) if self.high is not None else "N"
         why = {"mask": "a mask holds 0 and 1", "token type": "token types are 0 and 1 for most models",
                "position": f"positions run 0..{self.shape[-1] - 1 if self.shape else 'length-1'}",
-               "index": "an index stays below the size it indexes (N)"}[self.kind]
+               "index": "an index stays below the size it indexes (N)",
+               "timestep": "a diffusion timestep runs 0..N-1 (N: the scheduler's num_train_timesteps, "
+                           "1000 for most)",
+               "step": "a step stays below the number of steps (N)",
+               "class": "a class id stays below the number of classes (N)",
+               "label": "a label stays below the number of labels (N)"}[self.kind]
         dims = "x".join(map(str, self.shape))
         return (f"model `{self.model}`: integer input `{self.input}` looks like a {self.kind} and takes the default "
                 f"range {lo}..{hi - 1}, but {why}: give its range, `low = {self.low}, high = {bound}` in its "

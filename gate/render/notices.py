@@ -56,7 +56,7 @@ DIFF_CHARS = 12_000  # all files: the block is never shortened, so it stays smal
 
 
 def _diffs(report: Report, paths: list[str]) -> str:
-    """What moved in each changed baseline file, as the run diffed them (one line per layer): only
+    """What moved in each changed baseline file, as the run described them (``commands.baseline_diff``): only
     files the pull request's own list names (``baseline_changes``; the report may come from a fork)."""
     shown, budget = [], DIFF_CHARS
     for path in paths:
@@ -71,8 +71,8 @@ def _diffs(report: Report, paths: list[str]) -> str:
         shown.append(f"{fence}diff\n{body}\n{fence}")
     if not shown:
         return ""
-    return ("\n\n<details><summary>What moved in the baseline files (one line per layer, as "
-            "<code>parity-gate show --textconv</code> prints them; <code>git diff</code> shows the same)</summary>\n\n"
+    return ("\n\n<details><summary>What moved in the baseline files (what moved first, then each layer that "
+            "moved beyond noise, as <code>parity-gate show</code> prints it)</summary>\n\n"
             + "\n\n".join(shown) + "\n\n</details>")
 
 

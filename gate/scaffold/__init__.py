@@ -1,19 +1,21 @@
 """``parity-gate init``: the files a repository needs to be gated, planned, then written.
 
-``plan(options)`` decides every file (its text, and whether it is created, appended to, left alone
-or, with ``force``, replaced); ``apply(plan)`` writes them and sets the git diff driver. Nothing a
-user wrote is overwritten without ``force``. The CLI asks for what is missing, then runs
-``update-baseline`` once.
+``plan(options)`` decides every file (its text, and whether it is created, appended to, edited, left
+alone or, with ``force``, replaced); ``apply(plan)`` writes them and sets the git diff driver. Nothing a
+user wrote is overwritten without ``force``, and nothing configured is ever dropped: an existing config
+is kept whole (``add`` adds a model to it), the workflows keep every model's requirements and approval,
+the constraints file every pin. The CLI asks for what is missing, then records missing baselines.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from gate.config.shards import MAX_SHARDS
 from gate.core.files import CONSTRAINTS
 from gate.errors import ConfigError
+from gate.scaffold.add import merge_constraints, pip_args_of
 from gate.scaffold.config_text import (
     DEFAULT_PROVIDERS,
     Input,
@@ -21,11 +23,16 @@ from gate.scaffold.config_text import (
     has_section,
     model_name,
     parse_input,
-    replace_section,
     section,
 )
 from gate.scaffold.deps import constraints, model_requirements
-from gate.scaffold.diff_driver import GITATTRIBUTES_LINE, INSTALL, TEXTCONV_KEY, install, textconv_command
+from gate.scaffold.diff_driver import (
+    GITATTRIBUTES_LINE,
+    TEXTCONV_KEY,
+    attributes_line,
+    install,
+    textconv_command,
+)
 from gate.scaffold.workflows import (
     ACTION,
     FLOWS,
@@ -74,7 +81,7 @@ def default_branch(root: Path) -> str:
 @dataclass
 class Change:
     path: str  # relative to the root
-    action: str  # create | append | replace | keep
+    action: str  # create | append | edit | replace | keep
     text: str = ""
     why: str = ""
 
@@ -104,27 +111,61 @@ def _file(root: Path, path: str, text: str, force: bool) -> Change:
     return Change(path, "keep", why="exists; --force replaces it")
 
 
-def _config(root: Path, text: str, force: bool) -> Change:
+def _config(root: Path, text: str) -> Change:
+    """A new config, or the section appended to a pyproject.toml without one; an existing one is kept
+    whole, ``--force`` or not (its other models, inputs and keys are the user's)."""
     pyproject = root / "pyproject.toml"
     if not pyproject.exists():
-        return _file(root, "parity-gate.toml", text, force)
+        if (root / "parity-gate.toml").exists():
+            return Change("parity-gate.toml", "keep", why="kept whole: `parity-gate add` adds a model to it")
+        return _file(root, "parity-gate.toml", text, False)
     current = pyproject.read_text(encoding="utf-8")
     if not has_section(current):
         return Change("pyproject.toml", "append", ("\n" if current and not current.endswith("\n") else "")
                       + ("\n" if current.strip() else "") + text)
-    if force:
-        return Change("pyproject.toml", "replace", replace_section(current, text))
-    return Change("pyproject.toml", "keep", why="has a [tool.parity-gate] section; --force replaces it")
+    return Change("pyproject.toml", "keep",
+                  why="[tool.parity-gate] kept whole: `parity-gate add` adds a model to it")
+
+
+def _workflow(root: Path, path: str, body: str, options: Options, pip_args: str) -> Change:
+    """A workflow: created; replaced with ``force``; else kept, with the models' requirements it lacks
+    added and, with ``require_approval``, approval turned on, in place."""
+    from gate.scaffold.add import merge_pip_args
+    from gate.scaffold.approval import with_approval
+
+    target = root / path
+    if not target.exists() or options.force:
+        return _file(root, path, body, options.force)
+    current = target.read_text(encoding="utf-8")
+    merged = merge_pip_args(current, pip_args.split())
+    edited = with_approval(merged) if options.require_approval else merged
+    if edited == current:
+        return _file(root, path, body, False)
+    approval = "baseline changes need approval: a label or a review runs the gate again"
+    why = (["the models' requirements added"] if merged != current else []) + ([approval] if edited != merged else [])
+    return Change(path, "edit", edited, why="; ".join(why) + "; the rest as it was")
+
+
+def _constraints(root: Path, extra: list[str], force: bool) -> Change:
+    """The pins: created; an existing file keeps every pin, and gains pins for packages it lacks."""
+    target = root / CONSTRAINTS
+    if not target.exists():
+        return _file(root, CONSTRAINTS, constraints(extra), force)
+    current = target.read_text(encoding="utf-8")
+    merged = merge_constraints(current, extra)
+    if merged == current:
+        return Change(CONSTRAINTS, "keep", why="kept every pin")
+    return Change(CONSTRAINTS, "append", merged[len(current):] if merged.startswith(current) else merged,
+                  why="kept every pin")
 
 
 def _gitattributes(root: Path) -> Change:
     target = root / ".gitattributes"
     current = target.read_text(encoding="utf-8") if target.exists() else ""
-    if any(line.split() == GITATTRIBUTES_LINE.split() for line in current.splitlines()):
+    added = attributes_line(current)
+    if not added:
         return Change(".gitattributes", "keep", why="has the diff driver line")
-    sep = "\n" if current and not current.endswith("\n") else ""
-    line = f"# parity-gate baselines diff as text; each clone runs `{INSTALL}` once\n" + GITATTRIBUTES_LINE + "\n"
-    return Change(".gitattributes", "append" if current else "create", sep + line)
+    return Change(".gitattributes", "append" if current else "create", added)
 
 
 def _custom_labels(options: Options) -> list[str]:
@@ -133,11 +174,15 @@ def _custom_labels(options: Options) -> list[str]:
 
 
 def _pip_args(options: Options) -> str:
+    """The models' requirements: given, or requirements.txt, or what the factory imports, added to what
+    the repository's workflows install already (every configured model's)."""
     if options.pip_args is not None:
-        return options.pip_args
-    if (options.root / "requirements.txt").is_file():
-        return "-r requirements.txt"
-    return " ".join(model_requirements(options.factory, options.root))
+        wanted = options.pip_args
+    elif (options.root / "requirements.txt").is_file():
+        wanted = "-r requirements.txt"
+    else:
+        wanted = " ".join(model_requirements(options.factory, options.root))
+    return pip_args_of(options.root, wanted.split())
 
 
 def plan(options: Options) -> Plan:
@@ -154,11 +199,13 @@ def plan(options: Options) -> Plan:
                                      "CUDAExecutionProvider" not in options.providers else ())
     text = section(name, options.factory, options.inputs, providers)
     out = Plan(options, name, pip_args=_pip_args(options), providers=providers)
-    out.changes.append(_config(options.root, text, options.force))
-    flow = Flow(options.flow, options.action, out.pip_args, options.require_approval, options.gpu_runner,
+    out.changes.append(_config(options.root, text))
+    approval = options.require_approval or _approving(options.root)  # --force never turns approval off
+    flow = Flow(options.flow, options.action, out.pip_args, approval, options.gpu_runner,
                 shards=options.shards if options.shards > 1 else 0, default_branch=default_branch(options.root))
     for path, body in workflows(flow).items():
-        change = _file(options.root, path, body, options.force)
+        change = _workflow(options.root, path, body, replace(options, require_approval=approval),
+                           out.pip_args)
         if path == GPU_BASELINES and change.action != "keep":
             change.why = f"after the first push: {RUN_GPU_BASELINES} records the GPU baselines"
         elif options.flow == "gpu" and change.action != "keep":
@@ -173,8 +220,16 @@ def plan(options: Options) -> Plan:
                                  + "".join(f"    - {label}\n" for label in labels), False))
     out.changes.append(_gitattributes(options.root))
     extra = [a for a in out.pip_args.split() if not a.startswith("-") and "/" not in a and a != "requirements.txt"]
-    out.changes.append(_file(options.root, CONSTRAINTS, constraints(extra), options.force))
+    out.changes.append(_constraints(options.root, extra, options.force))
     return out
+
+
+def _approving(root: Path) -> bool:
+    from gate.scaffold.approval import requires_approval
+
+    folder = root / ".github" / "workflows"
+    return folder.is_dir() and any(requires_approval(p.read_text(encoding="utf-8"))
+                                   for p in folder.glob("*.y*ml"))
 
 
 def apply(p: Plan) -> list[str]:
@@ -182,7 +237,7 @@ def apply(p: Plan) -> list[str]:
     Returns what was done to git, for the log."""
     for c in p.changes:
         target = p.options.root / c.path
-        if c.action in ("create", "replace"):
+        if c.action in ("create", "replace", "edit"):
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_text(c.text, encoding="utf-8")
         elif c.action == "append":

@@ -74,8 +74,8 @@ _USES = re.compile(r"^(\s*)-\s+uses:\s*\S*parity-gate\S*@")
 _MODE = re.compile(r"^\s*mode:\s*[\"']?([a-z-]+)")
 
 
-def _model_steps(lines: list[str]) -> list[tuple[int, int]]:
-    """(first, end) line ranges of the steps that run the action on the models."""
+def action_steps(lines: list[str]) -> list[tuple[int, int, str]]:
+    """(first, end, mode) line ranges of the steps that use the action, with their mode."""
     steps = []
     for i, line in enumerate(lines):
         m = _USES.match(line)
@@ -85,9 +85,14 @@ def _model_steps(lines: list[str]) -> list[tuple[int, int]]:
         while end < len(lines) and (not lines[end].strip() or len(lines[end]) - len(lines[end].lstrip()) > dash):
             end += 1
         mode = next((_MODE.match(x).group(1) for x in lines[i + 1:end] if _MODE.match(x)), "check")
-        if mode in ("check", "export", "update-baseline"):  # the modes that import the models
-            steps.append((i, end))
+        steps.append((i, end, mode))
     return steps
+
+
+def _model_steps(lines: list[str]) -> list[tuple[int, int]]:
+    """(first, end) line ranges of the steps that run the action on the models."""
+    return [(i, end) for i, end, mode in action_steps(lines)
+            if mode in ("check", "export", "update-baseline")]
 
 
 def merge_constraints(text: str, wanted: list[str]) -> str:
@@ -123,6 +128,26 @@ def installable(root: Path) -> set[str] | None:
             step = requirement_names(value)
             names = step if names is None else names & step
     return names
+
+
+def pip_args_of(root: Path, wanted: list[str]) -> str:
+    """What the workflows under ``root`` install for the models (the first model step's
+    ``extra-pip-args``), with ``wanted`` added: what ``init`` writes again, so no model loses its
+    requirements."""
+    for text in model_workflows(root).values():
+        lines = text.splitlines(keepends=True)
+        for start, end in _model_steps(lines):
+            found = _PIP_ARGS.search("".join(lines[start:end]))
+            if not found:
+                continue
+            value = _value(found.group("value"))
+            if "requirements" in value:
+                return value
+            if any("requirements" in w for w in wanted):
+                return " ".join([value, *wanted]).strip()
+            have = requirement_names(value)
+            return " ".join([value, *(w for w in wanted if requirement_names(w) - have)]).strip()
+    return " ".join(wanted)
 
 
 def plan_add(root: Path, config: Path | None, factory: str, inputs: Inputs, name: str | None,

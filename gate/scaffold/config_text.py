@@ -32,8 +32,6 @@ _INPUT = re.compile(r"(?:(?P<name>[A-Za-z_][A-Za-z0-9_.-]*)=)?(?P<shape>\d+(?:[x
                     rf"(?:\[(?P<low>{_NUMBER}),(?P<high>{_NUMBER})\))?\Z")
 FORM = "NAME=DIMS[:DTYPE][[LOW,HIGH)]"
 EXAMPLE = "x=1x3x224x224, or 'attention_mask=2x16:int64[0,2)' (quoted: the shell reads brackets)"
-_SECTION = re.compile(r"^\s*\[\[?\s*tool\.parity-gate[\].]")
-_HEADER = re.compile(r"^\s*\[")
 
 
 @dataclass(frozen=True)
@@ -134,15 +132,3 @@ def section(name: str, factory: str, inputs: Inputs, providers: Sequence[str] = 
 
 def has_section(pyproject_text: str) -> bool:
     return "parity-gate" in tomllib.loads(pyproject_text).get("tool", {})
-
-
-def replace_section(pyproject_text: str, new: str) -> str:
-    """``pyproject_text`` with its ``[tool.parity-gate]`` tables replaced by ``new`` (``--force``)."""
-    kept, inside = [], False
-    for line in pyproject_text.splitlines(keepends=True):
-        if _HEADER.match(line):
-            inside = bool(_SECTION.match(line))
-        if not inside:
-            kept.append(line)
-    head = "".join(kept).rstrip("\n")
-    return (head + "\n\n" if head else "") + new

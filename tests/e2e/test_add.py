@@ -62,7 +62,8 @@ def test_init_on_a_configured_repository_adds_rather_than_claims(repo):
     repo = repo[0]
     proc = run_cli("init", "--factory", "models:other", "--input", "x=2x4", "--no-baseline", "--yes", cwd=repo)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "adding the model to it" in proc.stdout and "ADDED | model other" in proc.stdout
+    assert "adding the model to it, every other model kept" in proc.stdout
+    assert "INITIALIZED | model other" in proc.stdout
     config = (repo / "parity-gate.toml").read_text()
     assert config.count("[[tool.parity-gate.models]]") + config.count("[[models]]") == 3
 

@@ -36,7 +36,8 @@ def test_an_input_dtype_other_than_the_baselines_is_refused(tmp_path):
     assert proc.returncode == 2 and "VALID" not in proc.stdout
     assert proc.stderr.strip() == (
         "error: model `tiny-cnn`: its declared inputs are not those baseline `baselines/tiny-cnn.msgpack.zst` was "
-        "recorded for; `check` will refuse it: re-create it with `parity-gate update-baseline --model tiny-cnn`")
+        "recorded for (input `x`: dtype float32 -> float64); `check` will refuse it: re-create it with "
+        "`parity-gate update-baseline --model tiny-cnn`")
 
 
 def test_a_factory_that_does_not_import_is_refused_by_its_key(tmp_path):

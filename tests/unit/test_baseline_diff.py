@@ -4,9 +4,11 @@ names are shown, in a fence nothing in a file can close."""
 
 from __future__ import annotations
 
+import struct
 import subprocess
 
 from gate.commands import changed_baselines
+from gate.commands.baseline_diff import MAX_LAYERS
 from gate.config import load_config
 from gate.formats.baseline import write_baseline
 from gate.formats.baseline.testing import make_document
@@ -23,25 +25,43 @@ def git(root, *args):
                    capture_output=True)
 
 
-def test_a_changed_baseline_is_diffed_as_text_per_layer(tmp_path):
+def scaled(fp: dict, factor: float) -> None:
+    for key in ("min", "max", "sum", "sumabs"):
+        fp[key] *= factor
+    fp["sumsq"] *= factor * factor
+    fp["q"] = [v * factor for v in fp["q"]]
+    sketch = [x * factor for (x,) in struct.iter_unpack("<d", fp["sketch"])]
+    fp["sketch"] = struct.pack(f"<{len(sketch)}d", *sketch)
+
+
+def test_a_changed_baseline_reads_as_what_moved_then_the_layers_that_moved(tmp_path):
     git(tmp_path, "init", "-q")
     (tmp_path / "pyproject.toml").write_text(CONFIG)
     path = tmp_path / "baselines" / "tiny.msgpack.zst"
     path.parent.mkdir()
-    write_baseline(path, make_document(3, seed=1))
+    doc = make_document(30, seed=1)
+    write_baseline(path, doc)
     git(tmp_path, "add", "-A")
     git(tmp_path, "commit", "-qm", "base")
-    write_baseline(path, make_document(3, seed=2))
+    for layer in doc["layers"][3:]:  # a change at layer3 moves every layer after it: values 1.001x
+        scaled(layer["fp"], 1.001)
+    scaled(doc["layers"][1]["fp"], 1 + 1e-15)  # noise: not shown
+    write_baseline(path, doc)
     write_baseline(tmp_path / "baselines" / "new.msgpack.zst", make_document(2, seed=3, model="new"))
     git(tmp_path, "add", "-A")
     paths, diffs = changed_baselines(load_config(tmp_path / "pyproject.toml"), "HEAD")
     assert paths == ["baselines/new.msgpack.zst", "baselines/tiny.msgpack.zst"]
     added = diffs["baselines/new.msgpack.zst"].splitlines()
-    assert added[2].startswith("@@ -0,0 ") and all(line.startswith("+") for line in added[3:])
-    diff = diffs["baselines/tiny.msgpack.zst"].splitlines()
-    assert diff[:2] == ["--- a/baselines/tiny.msgpack.zst", "+++ b/baselines/tiny.msgpack.zst"]
-    assert any(line.startswith("-layer layer0 type=Linear") for line in diff)
-    assert any(line.startswith("+layer layer0 type=Linear") for line in diff)
+    assert added[0].startswith("new baseline: 2 layers") and all(line.startswith("+") for line in added[1:])
+    lines = diffs["baselines/tiny.msgpack.zst"].splitlines()
+    assert lines[0].startswith("reference moved on 27 layers (first: layer3 by ") and "largest: " in lines[0]
+    assert "graph, weights and inputs the same" in lines[0]
+    shown = [line for line in lines if line.startswith(("-layer ", "+layer "))]
+    assert [line.split()[1] for line in shown[:4]] == ["layer3", "layer3", "layer4", "layer4"]
+    assert shown[0].startswith("-") and shown[1].startswith("+") and len(shown) == 2 * MAX_LAYERS
+    more = 27 - MAX_LAYERS
+    assert lines[-1] == f"… {more} more layers moved: git diff HEAD -- baselines/tiny.msgpack.zst"
+    assert not any(" layer1 " in line for line in lines)
 
 
 def test_the_comment_shows_the_diffs_of_the_files_the_pull_request_lists_and_nothing_else():

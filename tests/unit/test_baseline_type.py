@@ -171,9 +171,25 @@ def test_changes_name_added_and_removed_layers():
 def test_changes_name_a_moved_reference_first_and_largest():
     before = merge_run(_run(runtime(device=CPU)))
     after = merge_run(_run(runtime(device=CPU), moves={"b": 0.25, "c": 0.5}), before)
-    assert describe(before, after) == ["reference moved on 2 layers (first: b by 0.25, largest: c by 0.5)"]
+    same = "; graph, weights and inputs the same"
+    assert describe(before, after) == [
+        f"reference moved on 2 layers (first: b by 0.25, largest: c by 0.5){same}"]
     reshaped = merge_run(_run(runtime(device=CPU), moves={"b": 0.25}, c=fp(shape=(3, 4))), before)
-    assert describe(before, reshaped) == ["reference moved on 2 layers (first: b by 0.25, largest: c by inf)"]
+    assert describe(before, reshaped) == [
+        f"reference moved on 2 layers (first: b by 0.25, largest: c by inf){same}"]
+    moved = _run(runtime(device=CPU), moves={"c": 0.5})
+    retrained = merge_run(replace(moved, meta=replace(META, weights_digest="w2")), before)
+    assert describe(before, retrained) == [
+        "reference moved on 1 layer (first: c by 0.5, largest: c by 0.5); weights changed, graph and inputs "
+        "the same"]
+
+
+def test_changes_leave_out_a_reference_that_moved_within_its_noise():
+    """float64 across CPUs: ~1e-16; the summary names only layers past the reference's noise (1e-10)."""
+    before = merge_run(_run(runtime(device=CPU)))
+    assert describe(before, merge_run(_run(runtime(device=CPU), moves={"b": 1e-14}), before)) == ["no change"]
+    moved = describe(before, merge_run(_run(runtime(device=CPU), moves={"b": 1e-14, "c": 1e-8}), before))
+    assert moved[0].startswith("reference moved on 1 layer (first: c by 1e-08")
 
 
 def test_changes_name_errors_that_grew_per_entry(tmp_path):

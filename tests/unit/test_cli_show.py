@@ -48,8 +48,28 @@ def test_a_model_without_a_baseline_says_how_to_create_it(tmp_path):
 
 def test_people_get_folded_lines_and_git_one_line_per_layer(tmp_path):
     examples_project(tmp_path, baselines=True)
-    people = show("tiny-transformer", cwd=tmp_path).stdout.splitlines()
-    git = show("--textconv", "baselines/tiny-transformer.msgpack.zst", cwd=tmp_path).stdout.splitlines()
+    people = show("--all", "tiny-transformer", cwd=tmp_path).stdout.splitlines()
+    git = show("--all", "--textconv", "baselines/tiny-transformer.msgpack.zst",
+               cwd=tmp_path).stdout.splitlines()
     assert max(map(len, git)) > 300 and sum(line.startswith("layer ") for line in git) > 10
     assert all(len(line) <= 120 or " " not in line.strip() for line in people)  # a fold never splits a number
     assert " ".join(x.strip() for x in people) == " ".join(git)  # the same text, folded
+
+
+def git_diff(*args: str, cwd) -> subprocess.CompletedProcess:
+    """``parity-gate git-diff`` as git runs it: the path, then each side's file, hash and mode."""
+    return subprocess.run([sys.executable, "-m", "gate.cli", "git-diff", *args], cwd=cwd, capture_output=True,
+                          text=True, env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=300)
+
+
+def test_git_diff_driver_takes_gits_seven_arguments_and_a_missing_side(tmp_path):
+    examples_project(tmp_path, baselines=True)
+    new = "baselines/tiny-cnn.msgpack.zst"
+    added = git_diff(new, os.devnull, ".", ".", new, "abc", "100644", cwd=tmp_path)
+    assert added.returncode == 0, added.stderr
+    lines = added.stdout.splitlines()
+    assert lines[:4] == [f"diff --git a/{new} b/{new}", f"--- a/{new}", f"+++ b/{new}", lines[3]]
+    assert lines[3].startswith("new baseline: 22 layers, providers: ")
+    assert lines[4].startswith("+parity-gate baseline")
+    gone = git_diff(new, new, "abc", "100644", os.devnull, ".", ".", cwd=tmp_path).stdout.splitlines()
+    assert gone[3] == "baseline deleted" and gone[4].startswith("-parity-gate")

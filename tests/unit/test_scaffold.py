@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from gate.errors import ConfigError
-from gate.scaffold.config_text import Input, model_name, parse_input, replace_section, section
+from gate.scaffold.config_text import Input, model_name, parse_input, section
 from gate.scaffold.deps import model_requirements, release
 
 
@@ -53,7 +53,7 @@ def test_a_range_and_an_inputs_callable_are_written_as_the_config_reads_them(tmp
         section("m", "models:net", "sample")
 
 
-def test_integer_inputs_named_like_a_mask_type_position_or_index_are_told_their_range():
+def test_integer_inputs_named_like_a_mask_type_position_index_timestep_class_or_label_are_told_the_range():
     from gate.config import InputSpec
     from gate.config.input_ranges import advice
 
@@ -66,7 +66,17 @@ def test_integer_inputs_named_like_a_mask_type_position_or_index_are_told_their_
     assert (advice("bert", InputSpec("token_type_ids", (1, 8), "int32")).kind, advice("g", InputSpec(
         "gather_idx", (4,), "int64")).high) == ("token type", None)
     assert "an index stays below the size it indexes (N)" in advice("g", InputSpec("indices", (4,), "int64")).message()
+    kinds = {name: advice("m", InputSpec(name, (2,), "int64")) for name in
+             ("timestep", "timesteps", "t", "num_steps", "step", "class_labels", "cls", "labels", "target")}
+    assert {name: a.kind for name, a in kinds.items()} == {
+        "timestep": "timestep", "timesteps": "timestep", "t": "timestep", "num_steps": "step", "step": "step",
+        "class_labels": "class", "cls": "class", "labels": "label", "target": "label"}
+    assert ("a diffusion timestep runs 0..N-1 (N: the scheduler's num_train_timesteps, 1000 for most): give "
+            "its range, `low = 0, high = N`") in kinds["timestep"].message()
+    assert all(a.high is None for a in kinds.values())  # only the user knows how many
     for quiet in (InputSpec("input_ids", (2, 16), "int64"), InputSpec("attention_mask", (2, 16), "int64", 0, 2),
+                  InputSpec("timestep", (1,), "int64", 0, 1000), InputSpec("timestep", (1,), "float32"),
+                  InputSpec("stepsize", (1,), "int64"), InputSpec("tokens", (2, 8), "int64"),
                   InputSpec("attention_mask", (2, 16), "float32"), InputSpec("attention_mask", (2, 16), "bool")):
         assert advice("bert", quiet) is None
 
@@ -86,11 +96,69 @@ def test_the_section_is_refused_when_check_would_refuse_it():
         section("m", "m:f", [])
 
 
-def test_replacing_the_section_keeps_every_other_table():
-    text = ('[project]\nname = "x"\n\n[tool.parity-gate]\nproviders = []\n\n[[tool.parity-gate.models]]\n'
-            'name = "a"\n\n[tool.ruff]\nline-length = 9\n')
-    out = replace_section(text, "[tool.parity-gate]\nnew = 1\n")
-    assert out == '[project]\nname = "x"\n\n[tool.ruff]\nline-length = 9\n\n[tool.parity-gate]\nnew = 1\n'
+CONFIGURED = ('[project]\nname = "x"\n\n[tool.parity-gate]\nproviders = ["torch-cpu"]\n\n'
+              '[[tool.parity-gate.models]]\nname = "a"\nfactory = "m:a"\n'
+              'inputs = [{ name = "x", shape = [2, 3] }]\n\n'
+              '[[tool.parity-gate.models]]\nname = "b"\nfactory = "m:b"\n'
+              'inputs = [{ name = "ids", shape = [2, 8], dtype = "int64", low = 0, high = 50 }]\n\n'
+              '[tool.ruff]\nline-length = 9\n')
+PINS = "# mine\ntorch==2.0.0\ntimm==1.0.3\n"
+
+
+def _configured(root, approval: bool = False):
+    from gate.scaffold.workflows import Flow, workflows
+
+    (root / "pyproject.toml").write_text(CONFIGURED)
+    (root / "parity-gate-constraints.txt").write_text(PINS)
+    for path, text in workflows(Flow(pip_args="timm open_clip_torch", require_approval=approval)).items():
+        (root / path).parent.mkdir(parents=True, exist_ok=True)
+        (root / path).write_text(text)
+
+
+@pytest.mark.parametrize("force", [False, True])
+def test_init_again_keeps_every_model_requirement_and_pin(tmp_path, force):
+    from gate.scaffold import Options, apply, plan
+
+    _configured(tmp_path)
+    p = plan(Options(tmp_path, "m:a", (parse_input("x=2x3"),), force=force, pip_args="torchvision"))
+    apply(p)
+    assert (tmp_path / "pyproject.toml").read_text() == CONFIGURED
+    workflow = (tmp_path / ".github/workflows/parity-gate.yml").read_text()
+    assert 'extra-pip-args: "timm open_clip_torch torchvision"' in workflow
+    pins = (tmp_path / "parity-gate-constraints.txt").read_text()
+    assert pins.startswith(PINS)
+    assert {c.path: c.action for c in p.changes}["pyproject.toml"] == "keep"
+
+
+def test_approval_is_turned_on_in_place_and_force_never_turns_it_off(tmp_path):
+    from gate.scaffold import Options, apply, plan
+    from gate.scaffold.workflows import Flow, workflows
+
+    _configured(tmp_path)
+    path = tmp_path / ".github/workflows/parity-gate.yml"
+    path.write_text(path.read_text() + "# my own line\n")
+    p = plan(Options(tmp_path, "m:a", (parse_input("x=2x3"),), require_approval=True))
+    assert {c.path: c.action for c in p.changes}[".github/workflows/parity-gate.yml"] == "edit"
+    apply(p)
+    flow = Flow(pip_args="timm open_clip_torch", require_approval=True)
+    expected = workflows(flow)[".github/workflows/parity-gate.yml"]
+    assert path.read_text() == expected + "# my own line\n"
+    assert (tmp_path / "pyproject.toml").read_text() == CONFIGURED
+    apply(plan(Options(tmp_path, "m:a", (parse_input("x=2x3"),), force=True)))
+    assert "baseline-changes: require-approval" in path.read_text()
+
+
+@pytest.mark.parametrize(("kind", "shards"),
+                         [("single", 0), ("single", 3), ("fork", 0), ("fork", 3), ("gpu", 0)])
+def test_approval_in_place_is_what_init_writes_with_it(kind, shards):
+    from gate.scaffold.approval import with_approval
+    from gate.scaffold.workflows import Flow, workflows
+
+    without = workflows(Flow(kind, pip_args="torchvision", shards=shards))
+    with_it = workflows(Flow(kind, pip_args="torchvision", require_approval=True, shards=shards))
+    for path, text in without.items():
+        assert with_approval(text) == with_it[path], path
+        assert with_approval(with_it[path]) == with_it[path]
 
 
 def test_requirements_are_the_packages_the_factory_code_imports(tmp_path):

@@ -1,4 +1,6 @@
-"""What moved between two baselines, in lines for ``update-baseline``."""
+"""What moved between two baselines, in lines for ``update-baseline`` and for the text a reviewer reads of
+a changed baseline (``gate.commands.baseline_diff``); ``noise`` is how far a recorded layer may move and be
+the same numbers (``show`` rounds to it, so unchanged layers read the same)."""
 
 from __future__ import annotations
 
@@ -9,6 +11,17 @@ from gate.fingerprint import relative_error
 from .document import Baseline, Entry
 
 GROWTH = 1.5  # an entry's error that grew past this factor is named
+# How far the reference moves between reruns of the same model: float64 is bit-identical on one machine and
+# differs by ~1e-16 across CPUs; a reference that computed below float64 rounds at that precision.
+NOISE = {"float64": 1e-10, "float32": 1e-6}
+COARSE_NOISE = 1e-2  # float16, bfloat16
+
+
+def noise(reference_dtype: str, reached: str = "float64", calibrated: float | None = None) -> float:
+    """The relative change of a layer of the reference that is still noise: its precision's, never under
+    4x what ``update-baseline --calibrate`` measured for it."""
+    return max(NOISE.get(reference_dtype, COARSE_NOISE), NOISE.get(reached, COARSE_NOISE),
+               4 * (calibrated or 0.0))
 
 
 def describe(old: Baseline | None, new: Baseline) -> list[str]:
@@ -31,6 +44,27 @@ def _layer_lines(old: Baseline, new: Baseline) -> list[str]:
         lines.append(f"layers added: {len(added)} (first: {added[0]})")
     if removed:
         lines.append(f"layers removed: {len(removed)} (first: {removed[0]})")
+    moved = moved_layers(old, new)
+    if moved:
+        first, worst = moved[0], max(moved)
+        lines.append(f"reference moved on {_layers(len(moved))} (first: {first[1]} by {first[0]:.3g}, "
+                     f"largest: {worst[1]} by {worst[0]:.3g}){_digests(old, new)}")
+    return lines
+
+
+def _digests(old: Baseline, new: Baseline) -> str:
+    """Which of what the reference is a function of changed: the graph (code), the weights, the inputs."""
+    names = {"graph_digest": "graph", "weights_digest": "weights", "inputs_digest": "inputs"}
+    changed = [word for key, word in names.items() if getattr(old.meta, key) != getattr(new.meta, key)]
+    same = [word for word in names.values() if word not in changed]
+    if not changed:
+        return "; graph, weights and inputs the same"
+    return f"; {' and '.join(changed)} changed" + (f", {' and '.join(same)} the same" if same else "")
+
+
+def moved_layers(old: Baseline, new: Baseline) -> list[tuple[float, str]]:
+    """``(relative change, name)`` of each layer of both whose reference moved beyond its noise, in
+    execution order (a changed shape: inf)."""
     moved = []
     for layer in new.layers:
         before = old.layer(layer.name)
@@ -40,13 +74,10 @@ def _layer_lines(old: Baseline, new: Baseline) -> list[str]:
             moved.append((math.inf, layer.name))
             continue
         change = relative_error(layer.fp, before.fp)
-        if change > 0:
+        if change > max(noise(new.reference_dtype, layer.reached, layer.noise),
+                        noise(old.reference_dtype, before.reached, before.noise)):
             moved.append((change, layer.name))
-    if moved:
-        first, worst = moved[0], max(moved)
-        lines.append(f"reference moved on {_layers(len(moved))} (first: {first[1]} by {first[0]:.3g}, "
-                     f"largest: {worst[1]} by {worst[0]:.3g})")
-    return lines
+    return moved
 
 
 def _entry_lines(before: Entry | None, entry: Entry) -> list[str]:

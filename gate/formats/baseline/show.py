@@ -1,8 +1,11 @@
 """A baseline as stable, line-oriented text (for people, and for git as a textconv driver).
 
-One fact per line, one line per layer, no timestamps, no paths, no column alignment
-(renaming one layer must not re-indent the rest), floats exact (``repr``) so every
-change to the numbers shows in a diff. Usage: ``python -m gate.formats.baseline.show FILE``.
+One fact per line, one line per layer, no timestamps, no paths, no column alignment (renaming one
+layer must not re-indent the rest). git converts each side of a diff alone, so the text of a layer must
+read the same wherever its numbers did not move: by default each reference layer is a short line whose
+numbers are rounded to the reference's noise (``changes.noise``) and digested, and each runtime entry one
+line (its largest error to the decade), without timings. ``full=True`` (``show --all``) prints every
+number exactly (``repr``). Usage: ``python -m gate.formats.baseline.show [--all] FILE``.
 """
 
 from __future__ import annotations
@@ -11,12 +14,15 @@ import hashlib
 import json
 import math
 import re
+import struct
 import sys
 from pathlib import Path
+from typing import Any
 
 from gate.errors import FormatError
 
 from ..limits import DEFAULT_LIMITS, Limits
+from .changes import noise
 from .codec import read_document
 from .sets import read_set
 
@@ -56,10 +62,47 @@ def _stats(fp: dict) -> str:
     return " ".join(parts)
 
 
-def _meta_lines(doc: dict) -> list[str]:
+def _levels(x: float | None, unit: float) -> str:
+    """``x`` as a whole number of ``unit``s: the same for every value within noise of it."""
+    if x is None or not math.isfinite(x) or unit <= 0 or not math.isfinite(unit):
+        return repr(x)
+    return str(round(x / unit))
+
+
+def _rounded(x: float | None, unit: float) -> str:
+    if x is None or not math.isfinite(x) or unit <= 0 or not math.isfinite(unit):
+        return _f(x)
+    return f"{round(x / unit) * unit:.6g}"
+
+
+def _compact(fp: dict[str, Any], rel_noise: float) -> str:
+    """Shape, l2, range and a digest of every number rounded to ``rel_noise`` of the tensor's scale
+    (values by its RMS, sums by its l2 times sqrt(n), the sketch by its l2)."""
+    finite = max(fp["count"] - fp["nan"] - fp["posinf"] - fp["neginf"], 1)
+    l2 = math.sqrt(max(fp["sumsq"], 0.0))
+    unit, total = l2 / math.sqrt(finite) * rel_noise, l2 * math.sqrt(finite) * rel_noise
+    levels = [_levels(fp["min"], unit), _levels(fp["max"], unit), *(_levels(v, unit) for v in fp["q"]),
+              _levels(fp["sum"], total), _levels(fp["sumabs"], total),
+              _levels(fp["sumsq"], l2 * l2 * rel_noise),
+              *(str(fp[k]) for k in ("count", "nan", "posinf", "neginf", "zero"))]
+    if "sketch" in fp:
+        sketch = [x for (x,) in struct.iter_unpack("<d", fp["sketch"])]
+        levels += [_levels(x, l2 * rel_noise) for x in sketch]
+    shown = unit * 1e4  # the range at 1e-6 of the scale: never a digit of noise
+    shape = "x".join(str(d) for d in fp["shape"]) or "scalar"
+    odd = "".join(f" {k}={fp[k]}" for k in ("nan", "posinf", "neginf") if fp[k])
+    digest = hashlib.sha256(",".join(levels).encode()).hexdigest()[:12]
+    return (f"{_name(fp['dtype'])}[{shape}] l2={_rounded(l2, l2 * 1e-6)} min={_rounded(fp['min'], shown)} "
+            f"max={_rounded(fp['max'], shown)}{odd} values={digest}")
+
+
+def _meta_lines(doc: dict, full: bool = True) -> list[str]:
     meta = doc["meta"]
     fpm = meta["fingerprint"]
-    out = [f"parity-gate baseline (format version {doc['version']})", f"model {_name(doc['model'])}"]
+    head = f"parity-gate baseline (format version {doc['version']})"
+    if not full:
+        head += ": numbers rounded to the reference's noise (every number: parity-gate show --all)"
+    out = [head, f"model {_name(doc['model'])}"]
     for key in ("parity_gate", "torch", "onnx", "onnxruntime", "onnxscript", "exporter", "export_fallback", "opset",
                 "inputs_digest", "weights_digest", "graph_digest"):
         value = meta[key]
@@ -75,7 +118,8 @@ def _meta_lines(doc: dict) -> list[str]:
                    + ",".join(f"{_name(k)}:{v}" for k, v in meta["promoted"].items()))
     for key in ("normalizations", "training", "dynamic_dims", "transform", "graph_precision", "output_tolerance",
                 "seconds"):
-        if key in meta:  # what the run recorded of the model and its graph, one compact line each
+        # what the run recorded of the model and its graph, one compact line each (no timing unless full)
+        if key in meta and (full or key != "seconds"):
             out.append(f"meta {key} {json.dumps(meta[key], sort_keys=True, ensure_ascii=True)}")
     if "below_float64" in meta:
         out.append(f"meta below_float64 {len(meta['below_float64'])} "
@@ -83,10 +127,22 @@ def _meta_lines(doc: dict) -> list[str]:
     return out
 
 
-def _entry_lines(prov: str, dev: str, entry: dict) -> list[str]:
+def _largest_err(entry: dict[str, Any]) -> str:
+    """The largest error of the entry's layers, as the power of ten above it: a runtime's error against
+    the reference is rounding noise itself, so its digits move with every change of the model."""
+    errs = [e["err"] for e in entry["layers"].values() if e["err"] is not None and math.isfinite(e["err"])]
+    if not errs:
+        return "err=-"
+    worst = max(errs)
+    return "err=0" if worst <= 0 else f"err<1e{math.ceil(math.log10(worst)):+03d}"
+
+
+def _entry_lines(prov: str, dev: str, entry: dict, full: bool = True) -> list[str]:
     head = f"{_name(prov)} {_name(dev)}"
     line = f"provider {head} precision={entry['precision']} layers={len(entry['layers'])}"
-    if "latency_ms" in entry:
+    if not full:
+        line += " " + _largest_err(entry)
+    elif "latency_ms" in entry:
         line += f" latency_ms={_f(entry['latency_ms'])}"
     if "session_options" in entry:
         line += f" session_options={json.dumps(entry['session_options'], sort_keys=True, ensure_ascii=True)}"
@@ -99,57 +155,69 @@ def _entry_lines(prov: str, dev: str, entry: dict) -> list[str]:
         out.append(f"placement {head} nodes={placement['nodes']} by_provider={by or '-'} "
                    f"fallback_ops={','.join(map(_name, placement['fallback_ops'])) or '-'} "
                    f"fallback_nodes={len(placement['fallback_nodes'])}")
+    if not full:
+        odd: dict[str, list[str]] = {}
+        for name, e in entry["layers"].items():
+            if e["status"] != "ok":
+                odd.setdefault(e["status"], []).append(_name(name))
+        if odd:
+            out.append(f"statuses {head} " + " ".join(f"{k}={','.join(v)}" for k, v in odd.items()))
+        return out
     for name, e in entry["layers"].items():
         fp = "-" if e["fp"] is None else _stats(e["fp"])
         out.append(f"provider-layer {head} {_name(name)} status={e['status']} err={_f(e['err'])} {fp}")
     return out
 
 
-def render_text(doc: dict) -> str:
-    """Text of a (validated) baseline document; same document, same text."""
-    out = _meta_lines(doc)
-    out.append(f"reference device={doc['reference']['device']} dtype={doc['reference']['dtype']}")
+def render_text(doc: dict, full: bool = False) -> str:
+    """Text of a (validated) baseline document; same document, same text. Compact unless ``full``: only
+    a move beyond the reference's noise changes a layer's line."""
+    ref = doc["reference"]["dtype"]
+    out = _meta_lines(doc, full)
+    out.append(f"reference device={doc['reference']['device']} dtype={ref}")
     out.append(f"layers {len(doc['layers'])}")
     for layer in doc["layers"]:
         reached = f" reached={layer['reached']}" if "reached" in layer else ""
         reached += f" data_dependent={layer['data_dependent']}" if "data_dependent" in layer else ""
-        out.append(f"layer {_name(layer['name'])} type={_name(layer['type'])}{reached} {_stats(layer['fp'])}")
+        fp = _stats(layer["fp"]) if full else \
+            _compact(layer["fp"], noise(ref, layer.get("reached", "float64"), layer.get("noise")))
+        out.append(f"layer {_name(layer['name'])} type={_name(layer['type'])}{reached} {fp}")
     for prov in sorted(doc["providers"]):
         for dev in sorted(doc["providers"][prov]):
-            out += _entry_lines(prov, dev, doc["providers"][prov][dev])
+            out += _entry_lines(prov, dev, doc["providers"][prov][dev], full)
     return "\n".join(out) + "\n"
 
 
-def render_set(doc: dict) -> str:
+def render_set(doc: dict, full: bool = False) -> str:
     """Text of a (validated) baseline set: each case's text under a ``case NAME`` line."""
     out = [f"sweep {_name(doc['sweep'])} cases {len(doc['cases'])}"]
     for name, case in doc["cases"].items():
         out.append(f"case {_name(name)}")
-        out.append(render_text(case).rstrip("\n"))
+        out.append(render_text(case, full).rstrip("\n"))
     return "\n".join(out) + "\n"
 
 
-def render_file(path: str | Path, limits: Limits = DEFAULT_LIMITS) -> str:
+def render_file(path: str | Path, limits: Limits = DEFAULT_LIMITS, full: bool = False) -> str:
     """``render_text`` of the baseline (or ``render_set`` of the baseline set) at ``path``
     (FormatError / FileNotFoundError as read_baseline)."""
     try:
-        return render_text(read_document(Path(path), limits))
+        return render_text(read_document(Path(path), limits), full)
     except FormatError as not_a_baseline:
         try:
-            return render_set(read_set(Path(path), limits))
+            return render_set(read_set(Path(path), limits), full)
         except FormatError:
             raise not_a_baseline from None
 
 
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
-    textconv = "--textconv" in args
-    files = [a for a in args if a != "--textconv"]
+    textconv, full = "--textconv" in args, "--all" in args
+    files = [a for a in args if a not in ("--textconv", "--all")]
     if len(files) != 1:
-        print("usage: python -m gate.formats.baseline.show [--textconv] FILE", file=sys.stderr)
+        print("usage: python -m gate.formats.baseline.show [--textconv] [--all] FILE", file=sys.stderr)
         return 2
     try:
-        text = render_file(files[0])
+        text = render_file(files[0], full=full)
     except (FormatError, FileNotFoundError) as e:
         msg = str(e) if isinstance(e, FormatError) else f"baseline `{files[0]}`: no such file"
         if textconv:  # show the problem inside the diff instead of failing `git diff`
