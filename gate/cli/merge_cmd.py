@@ -8,11 +8,13 @@ from typing import Annotated
 
 import typer
 
+from gate.cli.shared import ReportPaths, _write_reports, report_options
 from gate.config.shards import MAX_SHARDS
 from gate.errors import GateError
 from gate.github.actions import log_safe
 
 
+@report_options
 def merge(
     paths: Annotated[list[Path], typer.Argument(
         help="The legs' JSON reports (check --shard K/N --json), or folders of downloaded report artifacts "
@@ -20,13 +22,10 @@ def merge(
     shards: Annotated[int, typer.Option("--shards", envvar="PARITY_GATE_SHARDS", min=1, max=MAX_SHARDS,
                                         help="How many shards the run was cut into: each must have a report.",
                                         show_default=False)],
-    json_path: Annotated[Path | None, typer.Option("--json", help="Write the merged JSON report here.")] = None,
-    markdown: Annotated[Path | None, typer.Option("--markdown", help="Write its Markdown here.")] = None,
-    junit: Annotated[Path | None, typer.Option("--junit", help="Write it as JUnit XML here.")] = None,
+    *, reports: ReportPaths,
 ) -> None:
     """Merge the legs' reports into one verdict; refuse (exit 2) a model no leg or two legs judged."""
     from gate.cli.console import console, verdict_line
-    from gate.cli.shared import _write_reports
     from gate.github.legs import latest
     from gate.verdict.merge import Leg
     from gate.verdict.merge import merge as merge_legs
@@ -40,7 +39,7 @@ def merge(
     except GateError as e:  # a refusal is one inert line and its exit code, wherever the command runs
         typer.echo(log_safe(f"error: {e}"), err=True)
         raise typer.Exit(e.exit_code) from None
-    _write_reports(report, json_path, markdown, junit)
+    _write_reports(report, reports)
     for leg in sorted(legs, key=lambda x: x.run.shard):
         names = ", ".join(m.name for m in leg.report.models[:3]) + (", …" if len(leg.report.models) > 3 else "")
         console.print(f"shard {leg.run.shard}: {len(leg.report.models)} model(s) from `{leg.name}`"
