@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
 from rich.markup import escape
@@ -13,14 +13,20 @@ from rich.markup import escape
 import gate
 from gate import env
 from gate.cli import cache_cmd, github_cmds, init_cmd, merge_cmd, notices, show_cmd
-from gate.cli.shared import _load, _needs, _shard_line, _sharded, _split, _write_reports
+from gate.cli.shared import (
+    ReportPaths,
+    _load,
+    _needs,
+    _shard_line,
+    _sharded,
+    _split,
+    _write_reports,
+    report_options,
+)
 from gate.core.failure import ModelError
 from gate.core.status import ErrorStatus
 from gate.errors import INTERNAL_ERROR, GateError
 from gate.render.text import count
-
-if TYPE_CHECKING:
-    pass
 
 # Plain help (click's layout): rich markup would eat "[tool.parity-gate]" and show flags as "<bool>".
 app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode=None,
@@ -33,11 +39,6 @@ ModelOpt = Annotated[list[str] | None, typer.Option("--model", "-m", envvar="PAR
                                                      help="Model to run (repeatable; default: all).")]
 ProviderOpt = Annotated[list[str] | None, typer.Option("--provider", "-p", envvar="PARITY_GATE_PROVIDERS", metavar="NAME",
                                                         help="Provider to run (repeatable; default: the configured ones).")]
-JsonOpt = Annotated[Path | None, typer.Option("--json", help="Write the JSON report here.")]
-MarkdownOpt = Annotated[Path | None, typer.Option("--markdown", help="Write the Markdown report here.")]
-JunitOpt = Annotated[Path | None, typer.Option("--junit", envvar="PARITY_GATE_JUNIT",
-                                              help="Write the verdict as JUnit XML here (one test case per model and "
-                                              "provider), for CI systems that show test reports.")]
 GpuOpt = Annotated[bool, typer.Option("--allow-missing-gpu", envvar="PARITY_GATE_ALLOW_MISSING_GPU",
                                        help="Pass when every configured GPU provider is unavailable here "
                                        "(default: such a run fails, exit 3; config key allow-missing-gpu).")]
@@ -78,8 +79,8 @@ def main_callback(
 
 
 @app.command()
-def check(config: ConfigOpt = None, model: ModelOpt = None, provider: ProviderOpt = None,
-          json_path: JsonOpt = None, markdown: MarkdownOpt = None, junit: JunitOpt = None,
+@report_options
+def check(config: ConfigOpt = None, model: ModelOpt = None, provider: ProviderOpt = None, *, reports: ReportPaths,
           changed_since: SinceOpt = None, allow_missing_gpu: GpuOpt = False, require: RequireOpt = None,
           full: Annotated[bool, typer.Option("--full", envvar="PARITY_GATE_FULL",
                                              help="Run the whole path: the float64 reference and the export even "
@@ -104,7 +105,7 @@ def check(config: ConfigOpt = None, model: ModelOpt = None, provider: ProviderOp
     report.shard = chosen.run if chosen is not None else None
     if changed_since:
         report.baseline_changes, report.baseline_diffs = commands.changed_baselines(cfg, changed_since)
-    _write_reports(report, json_path, markdown, junit)
+    _write_reports(report, reports)
     render_report(report, notices.gpu_workflow(cfg), verbose)
     notices.diff_driver(cfg.root, cfg.baseline_dir)
     raise typer.Exit(report.exit_code)
@@ -230,8 +231,9 @@ def collect(source: Annotated[Path, typer.Option("--from", help="A folder writte
 
 
 @app.command()
+@report_options
 def report(files: Annotated[list[Path], typer.Argument(help="Result files (or folders of them) from export/collect.")],
-           config: ConfigOpt = None, json_path: JsonOpt = None, markdown: MarkdownOpt = None, junit: JunitOpt = None,
+           config: ConfigOpt = None, *, reports: ReportPaths,
            changed_since: SinceOpt = None, allow_missing_gpu: GpuOpt = False, require: RequireOpt = None,
            verbose: VerboseOpt = False) -> None:
     """Merge result files from several runners, compare with the baselines, one verdict."""
@@ -242,7 +244,7 @@ def report(files: Annotated[list[Path], typer.Argument(help="Result files (or fo
     result = commands.report_files(cfg, files)
     if changed_since:
         result.baseline_changes, result.baseline_diffs = commands.changed_baselines(cfg, changed_since)
-    _write_reports(result, json_path, markdown, junit)
+    _write_reports(result, reports)
     render_report(result, notices.gpu_workflow(cfg), verbose)
     raise typer.Exit(result.exit_code)
 

@@ -9,11 +9,13 @@ from typing import Annotated, NoReturn
 
 import typer
 
+from gate.cli.shared import ReportPaths, _write_reports, report_options
 from gate.config.shards import MAX_SHARDS
 from gate.errors import GateError
 from gate.github.actions import log_safe
 
 
+@report_options
 def merge(
     paths: Annotated[list[Path], typer.Argument(
         help="The legs' JSON reports (check --shard K/N --json), or folders of downloaded report artifacts "
@@ -21,9 +23,7 @@ def merge(
     shards: Annotated[int, typer.Option("--shards", envvar="PARITY_GATE_SHARDS", min=1, max=MAX_SHARDS,
                                         help="How many shards the run was cut into: each must have a report.",
                                         show_default=False)],
-    json_path: Annotated[Path | None, typer.Option("--json", help="Write the merged JSON report here.")] = None,
-    markdown: Annotated[Path | None, typer.Option("--markdown", help="Write its Markdown here.")] = None,
-    junit: Annotated[Path | None, typer.Option("--junit", help="Write it as JUnit XML here.")] = None,
+    *, reports: ReportPaths,
     baselines: Annotated[bool, typer.Option(
         "--baselines", help="Merge the shares of a sharded re-recording instead (update-baseline --shard "
         "K/N --out DIR: each a folder, or a folder of <name>-shard-K-of-N-a<attempt> artifacts) and "
@@ -37,9 +37,9 @@ def merge(
     if baselines:
         from gate.cli.shared import _load
 
-        if json_path or markdown or junit:
+        if any(reports.values()):
             raise GateError("--baselines merges baseline files, not reports: "
-                            "drop --json, --markdown and --junit")
+                            f"drop {', '.join(f'--{name}' for name, path in reports.items() if path)}")
         into = _load(config).baseline_dir
         try:
             _merge_baselines(paths, shards, into)
@@ -47,7 +47,6 @@ def merge(
             _refuse(e)
         return
     from gate.cli.console import console, verdict_line
-    from gate.cli.shared import _write_reports
     from gate.github.legs import latest
     from gate.verdict.merge import Leg
     from gate.verdict.merge import merge as merge_legs
@@ -60,7 +59,7 @@ def merge(
         report = merge_legs(legs, shards)
     except GateError as e:
         _refuse(e)
-    _write_reports(report, json_path, markdown, junit)
+    _write_reports(report, reports)
     for leg in sorted(legs, key=lambda x: x.run.shard):
         names = ", ".join(m.name for m in leg.report.models[:3]) + (", …" if len(leg.report.models) > 3 else "")
         console.print(f"shard {leg.run.shard}: {len(leg.report.models)} model(s) from `{leg.name}`"

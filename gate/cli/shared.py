@@ -4,8 +4,13 @@ Below ``app`` and every subcommand module, which all take these from here."""
 
 from __future__ import annotations
 
+import functools
+import inspect
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
 
 from gate.errors import GateError
 
@@ -13,6 +18,8 @@ if TYPE_CHECKING:
     from gate.commands.shards import ShardPlan
     from gate.config import Config, ModelSpec
     from gate.verdict.types import Report
+
+ReportPaths = dict[str, Path | None]  # renderer name -> where to write its report (``report_options``)
 
 
 def _split(values: list[str] | None) -> list[str] | None:
@@ -69,17 +76,33 @@ def _needs(command: str) -> None:
     require(command)
 
 
-def _write_reports(report: Report, json_path: Path | None, markdown_path: Path | None, junit_path: Path | None = None) -> None:
+def report_options(command: Callable[..., None]) -> Callable[..., None]:
+    """``command`` with its keyword-only ``reports`` parameter turned into one ``--<name> PATH`` option per
+    renderer (``gate.render.renderers``); it receives them as ``reports``, a path or None per name."""
+    from gate.render.renderers import RENDERERS
+
+    signature = inspect.signature(command, eval_str=True)
+    params = []
+    for p in signature.parameters.values():
+        params += [p] if p.name != "reports" else [
+            inspect.Parameter(r.name, inspect.Parameter.KEYWORD_ONLY, default=None, annotation=Annotated[
+                Path | None, typer.Option(f"--{r.name}", envvar=r.envvar, help=r.help)]) for r in RENDERERS]
+
+    @functools.wraps(command)
+    def with_reports(**kwargs: Any) -> None:
+        reports = {r.name: kwargs.pop(r.name) for r in RENDERERS}
+        command(**kwargs, reports=reports)
+
+    with_reports.__signature__ = signature.replace(parameters=params)  # type: ignore[attr-defined]
+    with_reports.__annotations__ = {p.name: p.annotation for p in params}
+    return with_reports
+
+
+def _write_reports(report: Report, paths: ReportPaths) -> None:
+    """Each report file asked for, replaced atomically, in the renderers' order."""
     from gate.formats.atomic import atomic_write_text
-    from gate.verdict.report_file import write_report
+    from gate.render.renderers import RENDERERS
 
-    if json_path:
-        write_report(json_path, report)
-    if markdown_path:
-        from gate.render import render_markdown
-
-        atomic_write_text(markdown_path, render_markdown(report))
-    if junit_path:
-        from gate.render.junit import render_junit
-
-        atomic_write_text(junit_path, render_junit(report))
+    for r in RENDERERS:
+        if paths.get(r.name):
+            atomic_write_text(paths[r.name], r.render(report))

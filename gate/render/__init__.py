@@ -1,5 +1,5 @@
 """Reports for people: Markdown for the PR comment and the job summary (the console is the
-CLI's, in ``gate.cli.console``)."""
+CLI's, in ``gate.cli.console``). The report files the CLI writes are listed in ``renderers``."""
 
 from __future__ import annotations
 

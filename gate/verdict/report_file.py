@@ -41,10 +41,14 @@ def report_document(report: Report) -> dict[str, Any]:
     return out
 
 
+def report_json(report: Report) -> str:
+    """The report as JSON text (NaN/Inf written as null)."""
+    return json.dumps(plain(report_document(report)), indent=1, allow_nan=False) + "\n"
+
+
 def write_report(path: Path, report: Report) -> None:
-    """The report as JSON (NaN/Inf written as null), replaced atomically."""
-    text = json.dumps(plain(report_document(report)), indent=1, allow_nan=False) + "\n"
-    atomic_write_bytes(path, text.encode())
+    """``report_json``, replaced atomically."""
+    atomic_write_bytes(path, report_json(report).encode())
 
 
 def _reject_constant(name: str) -> float:
