@@ -145,6 +145,13 @@ def changed_tensors(run: ModelRun, baseline: Baseline, layer: str) -> list[str]:
     return [n for n in {**before, **now} if n.startswith(prefix) and now.get(n) != before.get(n)]
 
 
+def traced_ops_changed(run: ModelRun, baseline: Baseline) -> bool:
+    """Whether the operations the probe traced differ from the baseline's (the content key's code part):
+    the model computes something else, whatever its source files say."""
+    now, before = (k.get("parts") or {} for k in (run.meta.content_key or {}, baseline.meta.content_key or {}))
+    return bool(now and before) and now.get(KeyPart.CODE.value) != before.get(KeyPart.CODE.value)
+
+
 def code_changed(run: ModelRun, baseline: Baseline) -> bool:
     """Whether the model's code changed since the baseline, as far as the run can tell: its content
     key's code or source part, or parameters and buffers only one side has."""

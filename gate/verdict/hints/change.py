@@ -7,7 +7,7 @@ from gate.core.target import REFERENCE_PROVIDER
 from gate.verdict.hints import numerics
 from gate.verdict.hints.context import Context, make
 from gate.verdict.hints.weights import TensorChanges, weights_changed
-from gate.verdict.moves import code_changed
+from gate.verdict.moves import traced_ops_changed
 from gate.verdict.notes import Hint
 from gate.verdict.types import ProviderVerdict, Regression
 
@@ -118,7 +118,7 @@ def _model_change(ctx: Context, reference: ProviderVerdict, fr: Regression, weig
                   tensors: TensorChanges | None, graph_changed: bool | None) -> Hint:
     moved = [r.layer for r in reference.rows if r.status in (RowStatus.FAIL, RowStatus.NEW, RowStatus.MISSING)]
     changed = tensors.values if tensors else None
-    code = code_changed(ctx.run, ctx.baseline)
+    code = traced_ops_changed(ctx.run, ctx.baseline)
     if ctx.run.meta.random_draws:
         draws = "; ".join(ctx.run.meta.random_draws[:2])
         why = f"or the forward drew other random numbers: it draws them ({draws})"
