@@ -12,7 +12,7 @@ import typer
 
 from gate.errors import GateError
 from gate.github import FAIL_ON, POLICIES, WHEN, ActionsEnv, PublishSettings, comment_id, publish
-from gate.github.actions import command, log_safe
+from gate.github.actions import command, log_safe, write_command
 from gate.github.approval import DEFAULT_LABEL
 from gate.github.changes import Named
 from gate.github.commit_status import DEFAULT_CONTEXT
@@ -89,10 +89,10 @@ def comment(
 def _tell(out: Outcome, data: Report, in_actions: bool, approval_label: str) -> None:
     """What ``comment`` did, on the log: workflow commands where it runs in Actions, plain lines elsewhere."""
     for line in out.lines:  # workflow commands, their text escaped where they were made
-        typer.echo(line)
+        write_command(line)
     c = out.comment
     if c.action == "skipped" and in_actions:
-        typer.echo(command("notice", f"parity-gate: PR comment not written: {c.reason}"))
+        write_command(command("notice", f"parity-gate: PR comment not written: {c.reason}"))
     elif c.action == "skipped":
         say(f"parity-gate: PR comment not written: {c.reason}")
     else:
@@ -101,7 +101,7 @@ def _tell(out: Outcome, data: Report, in_actions: bool, approval_label: str) -> 
     if st is not None and st.posted:
         say(f"parity-gate: commit status {st.context} set to {st.state} on {st.sha[:12]}")
     elif st is not None and in_actions:
-        typer.echo(command("warning", f"parity-gate: commit status {st.context} not set: {st.reason}"))
+        write_command(command("warning", f"parity-gate: commit status {st.context} not set: {st.reason}"))
     elif st is not None:
         say(f"parity-gate: commit status {st.context} not set: {st.reason}")
     if out.approval is not None and out.approval.blocks:
@@ -111,7 +111,8 @@ def _tell(out: Outcome, data: Report, in_actions: bool, approval_label: str) -> 
 
 
 def say(line: str, err: bool = False) -> None:
-    """Every line this command prints holds text from the report or the API: none may start a workflow command."""
+    """Every line this command prints holds text from the report or the API: one line each (in Actions the
+    writer, ``gate.github.actions.InertLines``, also keeps it from starting a workflow command)."""
     typer.echo(log_safe(line), err=err)
 
 
