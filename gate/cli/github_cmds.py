@@ -16,7 +16,7 @@ from gate.github.actions import command, log_safe, write_command
 from gate.github.approval import DEFAULT_LABEL
 from gate.github.changes import Named
 from gate.github.commit_status import DEFAULT_CONTEXT
-from gate.github.publish import Outcome
+from gate.github.publish import JOB_STATES, Outcome, job_status
 from gate.render import headline_text
 from gate.verdict.report_file import load_report
 from gate.verdict.types import Report
@@ -116,6 +116,39 @@ def say(line: str, err: bool = False) -> None:
     typer.echo(log_safe(line), err=err)
 
 
+JobState = Enum("JobState", {s: s for s in JOB_STATES}, type=str)
+
+
+def status(
+    state: Annotated[JobState, typer.Argument(help="pending: the judging job started; error: it ended without a "
+                                                   "verdict (failed or cancelled).", show_default=False)],
+    when: Annotated[When, typer.Option("--when", envvar="PARITY_GATE_COMMENT",
+                                       help="As for comment: never posts no status.")] = When.auto,
+    pr: Annotated[int | None, typer.Option("--pr", envvar="PARITY_GATE_PR", min=1,
+                                           help="Pull request number (default: from the event).")] = None,
+    status_context: Annotated[str, typer.Option("--status-context", envvar="PARITY_GATE_STATUS_CONTEXT",
+                                                help="The commit status to set (empty: none).")] = DEFAULT_CONTEXT,
+    max_wait: Annotated[float, typer.Option("--max-wait", envvar="PARITY_GATE_GITHUB_MAX_WAIT", min=0,
+                                            help="Most seconds to wait on GitHub rate limits.")] = 120.0,
+) -> None:
+    """Set the verdict's commit status to pending or error on the commit the judging job judges, where
+    ``comment`` would post the verdict: no earlier verdict stands while a run judges, or after it died."""
+    settings = PublishSettings(report_path="", when=when.value, pr_number=pr, max_wait=max_wait,
+                               status_context=status_context)
+    try:
+        st = job_status(state.value, settings, ActionsEnv.from_environ())
+    except GateError as e:
+        say(f"error: {e}", err=True)
+        raise typer.Exit(e.exit_code) from None
+    if st is None:
+        say(f"parity-gate: no commit status from this run ({status_context or 'status-context empty'})")
+    elif st.posted:
+        say(f"parity-gate: commit status {st.context} set to {st.state} on {st.sha[:12]}")
+    else:  # as for comment: the job's own check stands
+        say(f"parity-gate: commit status {st.context} not set: {st.reason}", err=True)
+
+
 def register(app: typer.Typer) -> None:
     """Add the GitHub commands to the parity-gate app."""
     app.command("comment")(comment)
+    app.command("status")(status)
