@@ -54,7 +54,7 @@ def comment(
     baseline_changes: Annotated[Policy, typer.Option(
         "--baseline-changes", envvar="PARITY_GATE_BASELINE_CHANGES",
         help="comment: a pull request that changes baselines always gets a comment saying so; require-approval: "
-             "it also fails until someone with write access, neither the author nor the commit's pusher, approves "
+             "it also fails until someone with write access, neither the author nor anyone who pushed to it, approves "
              "this commit in a review or adds the approval label after its last push.")] = Policy.comment,
     approval_label: Annotated[str, typer.Option("--approval-label", envvar="PARITY_GATE_APPROVAL_LABEL",
                                                 help="The label that approves a baseline change.")] = DEFAULT_LABEL,
