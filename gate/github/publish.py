@@ -173,7 +173,7 @@ def _resolve(ctx: _Context) -> PullRequest | NoPullRequest:
         return NoPullRequest(ctx.event_error)
     try:
         return resolve_pull_request(ctx.env.event_name, ctx.event, ctx.env.repository, ctx.client,
-                                    ctx.settings.pr_number)
+                                    ctx.settings.pr_number, ctx.env.sha)
     except RateLimited as e:
         return NoPullRequest(f"rate limited by GitHub: {e}")
     except GitHubError as e:
@@ -325,7 +325,7 @@ def _approval_annotation(report: Report, approval: Approval | None, settings: Pu
     said += [f"its {kind} ({', '.join(f.path for f in changes.of(kind)[:5])})" for kind in changes.kinds
              if kind != ChangeKind.BASELINES]
     return [command("error", f"this pull request changes {'; '.join(said)}: it fails until someone with write "
-                    "access, other than its author and the commit's pusher, approves this commit in a review or "
+                    "access, other than its author and those who pushed to it, approves this commit in a review or "
                     f"adds the label `{settings.approval_label}` after its last push ({approval.how})",
                     title=f"parity-gate: {changes.what()} needs approval")]
 
