@@ -14,6 +14,7 @@ from pathlib import Path
 from gate.config.shards import MAX_SHARDS
 from gate.core.files import CONSTRAINTS
 from gate.errors import ConfigError
+from gate.scaffold import codeowners
 from gate.scaffold.config_text import (
     DEFAULT_PROVIDERS,
     Input,
@@ -174,6 +175,8 @@ def plan(options: Options) -> Plan:
     out.changes.append(_gitattributes(options.root))
     extra = [a for a in out.pip_args.split() if not a.startswith("-") and "/" not in a and a != "requirements.txt"]
     out.changes.append(_file(options.root, CONSTRAINTS, constraints(extra), options.force))
+    decides = (".github/", out.changes[0].path, CONSTRAINTS, "baselines/")
+    out.changes.append(Change(codeowners.PATH, *codeowners.entry(options.root, decides)))
     return out
 
 
