@@ -224,7 +224,7 @@ def pushers(client: GitHubClient, pull: Pull) -> tuple[str, ...]:
             if not login:
                 raise PushersUnknown("an update of its branch names no one")
             found.append(login)
-            if update.get("before") in (NO_COMMIT, pull.base_sha):
+            if update.get("before") in (NO_COMMIT, pull.base_sha or NO_COMMIT):
                 return tuple(dict.fromkeys(found))
     except GitHubError as e:
         if e.status in (403, 404):
