@@ -54,8 +54,8 @@ def comment(
     baseline_changes: Annotated[Policy, typer.Option(
         "--baseline-changes", envvar="PARITY_GATE_BASELINE_CHANGES",
         help="comment: a pull request that changes baselines always gets a comment saying so; require-approval: "
-             "it also fails until someone with write access, neither the author nor anyone who pushed to it, approves "
-             "this commit in a review or adds the approval label after its last push.")] = Policy.comment,
+             "it also fails until someone with write access, neither the author nor anyone who pushed to it, "
+             "approves this commit in a review or adds the approval label after its last push.")] = Policy.comment,
     approval_label: Annotated[str, typer.Option("--approval-label", envvar="PARITY_GATE_APPROVAL_LABEL",
                                                 help="The label that approves a baseline change.")] = DEFAULT_LABEL,
     job: Annotated[str | None, typer.Option("--job", envvar="PARITY_GATE_JOB_LABEL",
@@ -120,14 +120,16 @@ JobState = Enum("JobState", {s: s for s in JOB_STATES}, type=str)
 
 
 def status(
-    state: Annotated[JobState, typer.Argument(help="pending: the judging job started; error: it ended without a "
-                                                   "verdict (failed or cancelled).", show_default=False)],
+    state: Annotated[JobState, typer.Argument(
+        help="pending: the judging job started; error: it ended without a verdict (failed or cancelled).",
+        show_default=False)],
     when: Annotated[When, typer.Option("--when", envvar="PARITY_GATE_COMMENT",
                                        help="As for comment: never posts no status.")] = When.auto,
     pr: Annotated[int | None, typer.Option("--pr", envvar="PARITY_GATE_PR", min=1,
                                            help="Pull request number (default: from the event).")] = None,
-    status_context: Annotated[str, typer.Option("--status-context", envvar="PARITY_GATE_STATUS_CONTEXT",
-                                                help="The commit status to set (empty: none).")] = DEFAULT_CONTEXT,
+    status_context: Annotated[str, typer.Option(
+        "--status-context", envvar="PARITY_GATE_STATUS_CONTEXT",
+        help="The commit status to set (empty: none).")] = DEFAULT_CONTEXT,
     max_wait: Annotated[float, typer.Option("--max-wait", envvar="PARITY_GATE_GITHUB_MAX_WAIT", min=0,
                                             help="Most seconds to wait on GitHub rate limits.")] = 120.0,
 ) -> None:

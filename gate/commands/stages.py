@@ -221,10 +221,10 @@ class Plan:
         try:
             graph = Graph.from_entry(found.entry)
             why = graph.unproven(found.entry, self._recorded_graph(stage))  # before any provider runs it
-        except (FormatError, Corrupt, OSError, ValueError, DecodeError) as exc:  # a file onnx cannot read: corrupt
+        except (FormatError, Corrupt, OSError, ValueError, DecodeError) as exc:  # one onnx cannot read too
             store.discard(found.entry.folder)
             return Lookup(CacheState.CORRUPT, note=f"entry {key[:12]}: {exc}")
-        if why is not None:  # the entry proves another graph than it claims: the key is barred, the stage reruns
+        if why is not None:  # it holds another graph than it claims: the key is barred, the stage reruns
             raised = store.raise_alarm(stage, key, found.entry.digest, graph.output_digest(), why)
             if run.reuse is not None:
                 alarms.alarm(run, raised)

@@ -138,11 +138,12 @@ class Graph:
         records (``recorded``); else how it differs: an entry changed together with its manifest."""
         found = self.digest.result()
         if found != entry.payload.get("graph_digest"):
-            return f"the stored graph's digest is {found[:12]}, its entry records {str(entry.payload.get('graph_digest'))[:12]}"
+            claimed = str(entry.payload.get("graph_digest"))[:12]
+            return f"the stored graph's digest is {found[:12]}, its entry records {claimed}"
         if self.output_digest() != entry.digest:
             return "the stored graph and layer map are not the output its manifest records"
         if recorded and found != recorded:
-            return f"the stored graph's digest is {found[:12]}, the baseline recorded under this key {recorded[:12]}"
+            return f"the stored graph's digest is {found[:12]}, the baseline's under this key {recorded[:12]}"
         return None
 
 

@@ -146,7 +146,8 @@ class InertLines(io.TextIOBase):
 
     def _line(self, line: str) -> str:
         body = line.rstrip("\r\n")
-        return inert("".join(ascii(ch)[1:-1] if ord(ch) in self._BREAKS else ch for ch in body)) + line[len(body):]
+        shown = "".join(ascii(ch)[1:-1] if ord(ch) in self._BREAKS else ch for ch in body)
+        return inert(shown) + line[len(body):]
 
     def fileno(self) -> int:
         return self.stream.fileno()
@@ -156,7 +157,8 @@ class InertLines(io.TextIOBase):
 
 
 def inert_streams(environ: Mapping[str, str] | None = None) -> None:
-    """In Actions, every line this process prints (rich, click, print, warnings) goes through ``InertLines``."""
+    """In Actions, every line this process prints (rich, click, print, warnings) goes through
+    ``InertLines``."""
     if (os.environ if environ is None else environ).get("GITHUB_ACTIONS") != "true":
         return
     if not isinstance(sys.stdout, InertLines):

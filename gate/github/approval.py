@@ -228,8 +228,8 @@ def pushers(client: GitHubClient, pull: Pull) -> tuple[str, ...]:
                 return tuple(dict.fromkeys(found))
     except GitHubError as e:
         if e.status in (403, 404):
-            raise PushersUnknown(f"its branch's updates cannot be read ({e.status}: a private fork, or no activity "
-                                 "API)") from None
+            raise PushersUnknown(f"its branch's updates cannot be read ({e.status}: a private fork, or no "
+                                 "activity API)") from None
         raise
     raise PushersUnknown("its branch's updates do not reach back to where it was made")
 

@@ -84,8 +84,8 @@ def _given(client: GitHubClient | None, repo: str, number: int, sha: str) -> Pul
     found.setdefault(number, "given (--pr / PARITY_GATE_PR)")
     if len(found) > 1:
         numbers = ", ".join(f"#{n}" for n in sorted(found))
-        return NoPullRequest(f"open pull requests {numbers} all have head {sha[:12]}: which one this run is about "
-                             "cannot be told")
+        return NoPullRequest(f"open pull requests {numbers} all have head {sha[:12]}: which one this run is "
+                             "about cannot be told")
     return PullRequest(number, repo, "given (--pr / PARITY_GATE_PR), the one open pull request at its head")
 
 

@@ -325,8 +325,8 @@ def _approval_annotation(report: Report, approval: Approval | None, settings: Pu
     said += [f"its {kind} ({', '.join(f.path for f in changes.of(kind)[:5])})" for kind in changes.kinds
              if kind != ChangeKind.BASELINES]
     return [command("error", f"this pull request changes {'; '.join(said)}: it fails until someone with write "
-                    "access, other than its author and those who pushed to it, approves this commit in a review or "
-                    f"adds the label `{settings.approval_label}` after its last push ({approval.how})",
+                    "access, other than its author and those who pushed to it, approves this commit in a review "
+                    f"or adds the label `{settings.approval_label}` after its last push ({approval.how})",
                     title=f"parity-gate: {changes.what()} needs approval")]
 
 
@@ -369,5 +369,5 @@ def annotations(report: Report) -> list[str]:
     return out[:MAX_ANNOTATIONS]
 
 
-__all__ = ["FAIL_ON", "JOB_STATES", "Outcome", "PublishSettings", "annotations", "headline_text", "job_status",
-           "publish"]
+__all__ = ["FAIL_ON", "JOB_STATES", "Outcome", "PublishSettings", "annotations", "headline_text",
+           "job_status", "publish"]

@@ -27,7 +27,8 @@ from gate.verdict.types import Report
 MAX_BYTES = 256 * 1024 * 1024
 MAX_DEPTH = 64  # the writer nests about 10 deep (hint evidence series)
 # The fields that hold names (and every object's keys): what the log and the comment print as names.
-NAME_KEYS = frozenset({"name", "model", "layer", "provider", "providers", "check", "device", "precision", "other"})
+NAME_KEYS = frozenset({"name", "model", "layer", "provider", "providers", "check", "device", "precision",
+                       "other"})
 
 
 def report_document(report: Report) -> dict[str, Any]:

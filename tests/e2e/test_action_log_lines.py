@@ -25,8 +25,10 @@ from tests.e2e.test_verdict_trust import REPORTS, comment, fake  # noqa: F401 (f
 from tests.unit.test_results import make_run
 
 VARIANTS = ("\n\u00a0::error title=parity-gate::all models passed\n\u3000::add-mask::fc",
-            "\n::stop-commands::pause", "\r\u2003::notice::ok", "\n\t\u205f::warning::w ##[set-output name=v;]p")
-WORDS = {"schema", "verdict", "status", "role", "error_status", "skip", "kind", "precision", "device", "check"}
+            "\n::stop-commands::pause", "\r\u2003::notice::ok",
+            "\n\t\u205f::warning::w ##[set-output name=v;]p")
+WORDS = {"schema", "verdict", "status", "role", "error_status", "skip", "kind", "precision", "device",
+         "check"}
 NAMES = {"name", "model", "models", "layer", "provider", "providers", "other"}
 OURS = ("::error title=parity-gate%3A ", "::notice::parity-gate: ", "::warning::parity-gate: ")
 ACTIONS = {"GITHUB_ACTIONS": "true"}
@@ -84,7 +86,8 @@ def legs(tmp_path: Path, variant: str, name: str = "regressed") -> list[str]:
     covered = tuple(m.name for m in whole.models)
     paths = []
     for k in (1, 2):
-        leg = assemble([m for i, m in enumerate(copy.deepcopy(whole.models)) if i % 2 == k - 1], whole.environment)
+        models = [m for i, m in enumerate(copy.deepcopy(whole.models)) if i % 2 == k - 1]
+        leg = assemble(models, whole.environment)
         leg.shard = ShardRun(Shard(k, 2), covered)
         write_report(tmp_path / f"leg{k}.json", leg)
         doc = texts(json.loads((tmp_path / f"leg{k}.json").read_text()), variant)
@@ -106,7 +109,8 @@ def test_merge_refuses_a_leg_whose_name_breaks_a_line(tmp_path):
     paths = legs(tmp_path, "")
     doc = json.loads(Path(paths[0]).read_text())
     Path(paths[0]).write_text(json.dumps(with_layer(doc, VARIANTS[0])))
-    assert_refused_in_one_line(run_cli("merge", *paths, "--shards", "2", cwd=tmp_path, env=ACTIONS), "leg1.json")
+    proc = run_cli("merge", *paths, "--shards", "2", cwd=tmp_path, env=ACTIONS)
+    assert_refused_in_one_line(proc, "leg1.json")
 
 
 def test_merge_gives_the_verdict_comment_gives_to_a_forged_leg(tmp_path):
@@ -121,8 +125,8 @@ def test_merge_gives_the_verdict_comment_gives_to_a_forged_leg(tmp_path):
         Path(p).write_text(json.dumps(doc))
     proc = run_cli("merge", *paths, "--shards", "2", "--json", "merged.json", cwd=tmp_path, env=ACTIONS)
     assert proc.returncode == 1, proc.stdout + proc.stderr
-    assert "judged by its rows: tiny-cnn · CPUExecutionProvider was written pass, its evidence says regressed" \
-        in proc.stdout
+    assert ("judged by its rows: tiny-cnn · CPUExecutionProvider was written pass, its evidence says "
+            "regressed") in proc.stdout
     assert proc.stdout.splitlines()[-1].startswith("FAILED | first regression: tiny-cnn conv2")
     assert load_report(tmp_path / "merged.json").verdict == "regressed"
 

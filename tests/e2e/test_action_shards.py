@@ -103,8 +103,8 @@ def test_the_legs_of_a_sharded_check_get_one_comment_and_one_status(flow, github
                    PARITY_GATE_STUB_REPORT=str(leg_report(tmp_path, shard, models)), PARITY_GATE_STUB_EXIT="1")
         assert leg.result == "failure", leg.log  # a regression (tiny-cnn), a missing baseline (tiny-mlp)
     assert [env["PARITY_GATE_SHARD"] for _, env in calls(log)] == ["1/2", "2/2"]
-    assert sorted(p.name for p in (tmp_path / "artifacts").iterdir() if p.name.startswith("parity-gate-pr")) == [
-        "parity-gate-pr-shard-1-of-2-a1", "parity-gate-pr-shard-2-of-2-a1"]
+    handed = sorted(p.name for p in (tmp_path / "artifacts").iterdir() if p.name.startswith("parity-gate-pr"))
+    assert handed == ["parity-gate-pr-shard-1-of-2-a1", "parity-gate-pr-shard-2-of-2-a1"]
     assert github.issue_comments(REPO, PR) == [] and github.statuses == {}  # the legs have no write token
     verdict = flow(judge, "comment", "workflow_run", run_event())
     assert verdict.result == "failure", verdict.log
@@ -112,7 +112,8 @@ def test_the_legs_of_a_sharded_check_get_one_comment_and_one_status(flow, github
     [c] = github.issue_comments(REPO, PR)
     assert "regressed at layer `conv2`" in c["body"] and "2 shards merged" in c["body"]
     pending, status = github.statuses[(REPO, HEAD)]
-    assert pending["state"] == "pending" and (status["context"], status["state"]) == ("parity-gate", "failure")
+    assert pending["state"] == "pending"
+    assert (status["context"], status["state"]) == ("parity-gate", "failure")
     assert status["description"].startswith("regressed: tiny-cnn: layer conv2 on CPUExecutionProvider")
 
 

@@ -15,8 +15,9 @@ LABEL = "parity-gate:approve-baselines"
 
 def status(fake, tmp_path, state: str, *args: str):  # noqa: F811
     (tmp_path / "event.json").write_text(json.dumps(event()))
-    env = {"GITHUB_ACTIONS": "true", "GITHUB_EVENT_NAME": "pull_request", "GITHUB_EVENT_PATH": str(tmp_path / "event.json"),
-           "GITHUB_API_URL": fake.url, "GITHUB_REPOSITORY": REPO, "GITHUB_RUN_ID": "4242", "GITHUB_RUN_ATTEMPT": "1",
+    env = {"GITHUB_ACTIONS": "true", "GITHUB_EVENT_NAME": "pull_request",
+           "GITHUB_EVENT_PATH": str(tmp_path / "event.json"), "GITHUB_API_URL": fake.url,
+           "GITHUB_REPOSITORY": REPO, "GITHUB_RUN_ID": "4242", "GITHUB_RUN_ATTEMPT": "1",
            "GITHUB_TOKEN": TOKEN, "PARITY_GATE_GITHUB_TOKEN": "", "GITHUB_OUTPUT": str(tmp_path / "output")}
     proc = run_cli("status", state, *args, cwd=tmp_path, env=env, timeout=120)
     assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stdout + proc.stderr

@@ -149,7 +149,8 @@ def test_a_push_to_the_default_branch_fills_the_export_cache_and_judges_nothing(
     triggers = doc[True] if True in doc else doc["on"]  # YAML 1.1 reads a bare `on` as true
     assert triggers["push"] == {"branches": [flow.default_branch]} and "pull_request" in triggers
     comment = yaml.safe_load(files[".github/workflows/parity-gate-comment.yml"])["jobs"]["comment"]
-    assert condition(comment["if"], {"github": {"event": {"workflow_run": {"event": "push"}}}}, "success") is False
+    on_push = {"github": {"event": {"workflow_run": {"event": "push"}}}}
+    assert condition(comment["if"], on_push, "success") is False
 
 
 def test_the_gpu_baselines_run_by_hand_read_only_on_the_gpu_runner_and_a_hosted_job_opens_the_pull_request():
@@ -233,7 +234,7 @@ def test_single_flow_the_check_reports_and_the_default_branchs_workflow_judges_a
     check = run_flow(check_wf["jobs"]["parity-gate"], "parity-gate", "pull_request", event,
                      PARITY_GATE_STUB_REPORT=str(REPORTS / "regressed.json"), PARITY_GATE_STUB_EXIT="1")
     assert check.result == "failure"  # the regression shows on the job that ran the models too
-    assert github.issue_comments(REPO, 7) == [] and github.statuses == {}  # no write token: no comment, no status
+    assert github.issue_comments(REPO, 7) == [] and github.statuses == {}  # no write token: neither
     assert (tmp_path / "artifacts" / "parity-gate-pr" / "report.json").is_file()
     run = json.loads((EVENTS / "workflow_run.json").read_text())
     sha = run["workflow_run"]["head_sha"]
@@ -310,6 +311,7 @@ def test_fork_flow_a_review_run_is_commented_and_an_unapproved_baseline_change_b
     assert verdict.actions[0].outputs["baselines-approved"] == "false"
     # The workflow_run job's own check belongs to the default branch's commit; the status goes to the head.
     pending, status = github.statuses[(REPO, sha)]
-    assert pending["state"] == "pending" and (status["context"], status["state"]) == ("parity-gate", "failure")
+    assert pending["state"] == "pending"
+    assert (status["context"], status["state"]) == ("parity-gate", "failure")
     assert status["description"].startswith("baseline change needs approval · pass: ")
     assert list(github.statuses) == [(REPO, sha)]

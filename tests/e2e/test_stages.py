@@ -238,7 +238,7 @@ def test_a_planted_export_is_caught_on_the_hit_before_any_provider_runs_it(tmp_p
         rewrite(digest=Graph.from_entry(read_entry(folder, "export", key)).output_digest())
     after, _ = check(path)
     assert [(a["stage"], a["key"]) for a in reuse_of(after)["alarms"]] == [("export", key)]
-    assert states(after)["export"] == "alarm" and after["verdict"] == "pass"  # exported afresh, judged on that
+    assert states(after)["export"] == "alarm" and after["verdict"] == "pass"  # exported afresh, judged so
 
 
 def test_a_reference_that_moves_under_its_recorded_key_raises_an_alarm(tmp_path, monkeypatch):

@@ -355,7 +355,8 @@ def test_characters_that_cannot_be_seen_never_reach_the_comment_or_the_summary(f
     named = copy.deepcopy(doc)  # a name holding them is refused where the report is read, in one line
     named["models"][0]["name"] = "\u202etiny-cnn"
     proc = comment(fake, tmp_path, report(tmp_path, **named))
-    assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "control character '\\u202e'" in proc.stderr
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1
+    assert "control character '\\u202e'" in proc.stderr
 
 
 def test_a_malformed_mapping_is_one_line_exit_2(fake, tmp_path):

@@ -46,7 +46,7 @@ def test_a_stream_written_in_pieces_never_starts_a_line_with_a_command():
     assert out.getvalue() == "model x\n :\\:error::forged\r:\\:notice::n\n#\\#[add-mask]s\n\\u2028:\\:warning::w\n"
 
 
-SPACES = [chr(c) for c in range(0x110000) if chr(c).isspace()]  # U+00A0, U+2003, U+3000, ... (the runner trims them)
+SPACES = [chr(c) for c in range(0x110000) if chr(c).isspace()]  # U+00A0, U+2003, U+3000, ...: all trimmed
 
 
 def test_no_leading_whitespace_the_runner_trims_lets_a_line_start_a_command():
@@ -61,7 +61,7 @@ def test_no_leading_whitespace_the_runner_trims_lets_a_line_start_a_command():
 
 
 def test_print_and_echo_go_through_the_writer_and_only_annotations_pass():
-    code = ("from gate.github.actions import inert_streams, write_command; import typer, warnings; inert_streams(); "
+    code = ("from gate.github.actions import inert_streams, write_command; import typer; inert_streams(); "
             "print('\\u3000::add-mask::m'); typer.echo('\\u00a0::error::e', err=True); "
             "write_command('::notice::ours'); print('x ##[group]g')")
     env = {**os.environ, "GITHUB_ACTIONS": "true"}

@@ -74,8 +74,8 @@ def test_without_the_branchs_pushes_no_approval_counts_and_the_reason_is_said(fa
     fake.inject("GET", r"/activity$", 404, times=5)  # a private fork: who pushed cannot be told
     approval = check(fake)
     assert approval.state == ApprovalState.UNKNOWN and approval.blocks
-    assert approval.how == ("who pushed to it since its base cannot be established: its branch's updates cannot "
-                            "be read (404: a private fork, or no activity API)")
+    assert approval.how == ("who pushed to it since its base cannot be established: its branch's updates "
+                            "cannot be read (404: a private fork, or no activity API)")
 
 
 def test_the_authors_own_label_does_not_count(fake):
@@ -143,8 +143,8 @@ def test_the_pending_line_states_the_rule_and_what_did_not_count(fake):
     fake.reviews[(REPO, PR)] = [review("reader", A)]
     line = approval_line(check(fake), LABEL)
     assert line.startswith("🔒 **This check fails until the baseline change is approved**: someone with write access "
-                           "to this repository, other than the pull request's author and whoever pushed to it, "
-                           f"approves this commit in a review, or adds the label `{LABEL}` after its last push; then "
+                           "to this repository, other than the pull request's author and whoever pushed to "
+                           f"it, approves this commit in a review, or adds the label `{LABEL}` after its last push; then "
                            "the check runs again.")
     assert line.endswith("Not counted: review by `reader` (no write access); label by `mallory` (the pull request's "
                          "author).")
@@ -175,13 +175,13 @@ def test_every_pusher_since_the_base_is_excluded_not_only_the_heads(fake):
 
 def test_the_commits_author_and_committer_e_mails_are_never_trusted(fake):
     fake.inject("GET", r"/activity$", 404, times=5)  # a private fork
-    fake.commits[(REPO, A)] = {"author": {"login": "someone"}, "committer": {"login": "someone"}}  # forged e-mails
+    fake.commits[(REPO, A)] = {"author": {"login": "x"}, "committer": {"login": "x"}}  # e-mails the pusher chose
     fake.reviews[(REPO, PR)] = [review("writer", A)]
     assert check(fake).state == ApprovalState.UNKNOWN
 
 
 def test_updates_that_do_not_reach_the_branchs_creation_fail_closed(fake):
-    fake.activity[FORK] = [{**u, "before": "ee" * 20} for u in fake.activity[FORK]]  # its creation is not listed
+    fake.activity[FORK] = [{**u, "before": "ee" * 20} for u in fake.activity[FORK]]  # no creation listed
     fake.reviews[(REPO, PR)] = [review("writer", A)]
     approval = check(fake)
     assert approval.state == ApprovalState.UNKNOWN and approval.how.endswith(

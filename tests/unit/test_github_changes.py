@@ -50,8 +50,9 @@ def test_a_configs_includes_count_whatever_their_extension_relative_to_the_confi
         fake.contents[(REPO, HEAD, "pyproject.toml")] = '[tool.parity-gate]\ninclude = ["sweeps/*"]\n'
         for ref in (BASE, HEAD):  # a config in a subfolder: its own patterns, against its own folder
             fake.contents[(REPO, ref, "models/vision/parity-gate.toml")] = 'include = ["cases/*.json"]\n'
-        found = changes(fake, [{"filename": f} for f in ("sweeps/act.yaml", "models/vision/cases/conv.json",
-                                                          "cases/conv.json", "models/vision/cases/readme.md")])
+        paths = ("sweeps/act.yaml", "models/vision/cases/conv.json", "cases/conv.json",
+                 "models/vision/cases/readme.md")
+        found = changes(fake, [{"filename": f} for f in paths])
     assert [(f.path, f.note) for f in found.files] == [
         ("models/vision/cases/conv.json", "included by models/vision/parity-gate.toml"),
         ("sweeps/act.yaml", "included by pyproject.toml")]

@@ -74,10 +74,12 @@ def test_push_has_no_pull_request_unless_given_and_then_only_the_one_at_its_head
         fake.pulls["o/r"] = [pull(4)]
         for name in ("push", "workflow_dispatch"):
             assert resolve_pull_request(name, {}, "o/r", client, explicit=4, sha=SHA).number == 4
-        assert "not the run's" in resolve_pull_request("push", {}, "o/r", client, explicit=4, sha="cd" * 20).reason
+        moved = resolve_pull_request("push", {}, "o/r", client, explicit=4, sha="cd" * 20)
+        assert "not the run's" in moved.reason
         fake.pulls["o/r"].append(pull(5, base="release"))  # the same branch into a second base
-        assert resolve_pull_request("workflow_dispatch", {}, "o/r", client, explicit=4, sha=SHA) == NoPullRequest(
-            f"open pull requests #4, #5 all have head {SHA[:12]}: which one this run is about cannot be told")
+        two = resolve_pull_request("workflow_dispatch", {}, "o/r", client, explicit=4, sha=SHA)
+        assert two == NoPullRequest(f"open pull requests #4, #5 all have head {SHA[:12]}: which one this run "
+                                    "is about cannot be told")
         fake.pulls["o/r"][1] = pull(5, branch="other")  # another branch at the same commit
         assert "#4, #5" in resolve_pull_request("push", {}, "o/r", client, explicit=5).reason
 

@@ -133,7 +133,7 @@ def test_shards_make_the_check_a_matrix_with_one_verdict_in_the_single_and_fork_
 
     from gate.scaffold.workflows import Flow, workflows
 
-    assert workflows(Flow("single", shards=3)) == workflows(Flow("fork", shards=3))  # the judge: the default branch's
+    assert workflows(Flow("single", shards=3)) == workflows(Flow("fork", shards=3))  # the default branch judges
     legs, comment = (yaml.safe_load(t) for t in workflows(Flow("fork", shards=3)).values())
     assert legs["jobs"]["parity-gate"]["strategy"] == {"fail-fast": False, "matrix": {"shard": [1, 2, 3]}}
     upload = legs["jobs"]["parity-gate"]["steps"][-1]
@@ -166,14 +166,17 @@ def test_init_writes_a_codeowners_entry_for_what_decides_and_keeps_the_files_own
     (tmp_path / ".github" / "CODEOWNERS").write_text("/docs/ @octo/writers\n/baselines/ @octo/ml\n")
     p = plan(Options(tmp_path, "models:net", "models:inputs"))
     [c] = [c for c in p.changes if c.path == ".github/CODEOWNERS"]
-    assert c.action == "append" and c.why.startswith("protect the verdict: a branch ruleset on the default branch "
-                                                     "requiring the status parity-gate, the workflow")
+    assert c.action == "append"
+    assert c.why.startswith("protect the verdict: a branch ruleset on the default branch requiring the "
+                            "status parity-gate, the workflow")
     apply(p)
     assert (tmp_path / ".github" / "CODEOWNERS").read_text() == (
-        "/docs/ @octo/writers\n/baselines/ @octo/ml\n# parity-gate: what decides the verdict is reviewed by its owners\n"
+        "/docs/ @octo/writers\n/baselines/ @octo/ml\n"
+        "# parity-gate: what decides the verdict is reviewed by its owners\n"
         "/.github/ @OWNER\n/parity-gate.toml @OWNER\n/parity-gate-constraints.txt @OWNER\n")
     assert "replace @OWNER" in c.why
-    [again] = [c for c in plan(Options(tmp_path, "models:net", "models:inputs")).changes if c.path == ".github/CODEOWNERS"]
+    again = next(c for c in plan(Options(tmp_path, "models:net", "models:inputs")).changes
+                 if c.path == ".github/CODEOWNERS")
     assert again.action == "keep" and again.why.startswith("protect the verdict")
 
 
