@@ -347,6 +347,9 @@ cache_cmd.register(app)
 
 def main() -> None:
     from gate.core import collector
+    from gate.github.actions import inert_streams
+
+    inert_streams()  # in Actions, one writer for every line any command prints
 
     try:
         with collector.command():

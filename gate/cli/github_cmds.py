@@ -12,11 +12,11 @@ import typer
 
 from gate.errors import GateError
 from gate.github import FAIL_ON, POLICIES, WHEN, ActionsEnv, PublishSettings, comment_id, publish
-from gate.github.actions import command, log_safe
+from gate.github.actions import command, log_safe, write_command
 from gate.github.approval import DEFAULT_LABEL
 from gate.github.changes import Named
 from gate.github.commit_status import DEFAULT_CONTEXT
-from gate.github.publish import Outcome
+from gate.github.publish import JOB_STATES, Outcome, job_status
 from gate.render import headline_text
 from gate.verdict.report_file import load_report
 from gate.verdict.types import Report
@@ -54,8 +54,8 @@ def comment(
     baseline_changes: Annotated[Policy, typer.Option(
         "--baseline-changes", envvar="PARITY_GATE_BASELINE_CHANGES",
         help="comment: a pull request that changes baselines always gets a comment saying so; require-approval: "
-             "it also fails until someone with write access, neither the author nor the commit's pusher, approves "
-             "this commit in a review or adds the approval label after its last push.")] = Policy.comment,
+             "it also fails until someone with write access, neither the author nor anyone who pushed to it, "
+             "approves this commit in a review or adds the approval label after its last push.")] = Policy.comment,
     approval_label: Annotated[str, typer.Option("--approval-label", envvar="PARITY_GATE_APPROVAL_LABEL",
                                                 help="The label that approves a baseline change.")] = DEFAULT_LABEL,
     job: Annotated[str | None, typer.Option("--job", envvar="PARITY_GATE_JOB_LABEL",
@@ -89,10 +89,10 @@ def comment(
 def _tell(out: Outcome, data: Report, in_actions: bool, approval_label: str) -> None:
     """What ``comment`` did, on the log: workflow commands where it runs in Actions, plain lines elsewhere."""
     for line in out.lines:  # workflow commands, their text escaped where they were made
-        typer.echo(line)
+        write_command(line)
     c = out.comment
     if c.action == "skipped" and in_actions:
-        typer.echo(command("notice", f"parity-gate: PR comment not written: {c.reason}"))
+        write_command(command("notice", f"parity-gate: PR comment not written: {c.reason}"))
     elif c.action == "skipped":
         say(f"parity-gate: PR comment not written: {c.reason}")
     else:
@@ -101,7 +101,7 @@ def _tell(out: Outcome, data: Report, in_actions: bool, approval_label: str) -> 
     if st is not None and st.posted:
         say(f"parity-gate: commit status {st.context} set to {st.state} on {st.sha[:12]}")
     elif st is not None and in_actions:
-        typer.echo(command("warning", f"parity-gate: commit status {st.context} not set: {st.reason}"))
+        write_command(command("warning", f"parity-gate: commit status {st.context} not set: {st.reason}"))
     elif st is not None:
         say(f"parity-gate: commit status {st.context} not set: {st.reason}")
     if out.approval is not None and out.approval.blocks:
@@ -111,10 +111,46 @@ def _tell(out: Outcome, data: Report, in_actions: bool, approval_label: str) -> 
 
 
 def say(line: str, err: bool = False) -> None:
-    """Every line this command prints holds text from the report or the API: none may start a workflow command."""
+    """Every line this command prints holds text from the report or the API: one line each (in Actions the
+    writer, ``gate.github.actions.InertLines``, also keeps it from starting a workflow command)."""
     typer.echo(log_safe(line), err=err)
+
+
+JobState = Enum("JobState", {s: s for s in JOB_STATES}, type=str)
+
+
+def status(
+    state: Annotated[JobState, typer.Argument(
+        help="pending: the judging job started; error: it ended without a verdict (failed or cancelled).",
+        show_default=False)],
+    when: Annotated[When, typer.Option("--when", envvar="PARITY_GATE_COMMENT",
+                                       help="As for comment: never posts no status.")] = When.auto,
+    pr: Annotated[int | None, typer.Option("--pr", envvar="PARITY_GATE_PR", min=1,
+                                           help="Pull request number (default: from the event).")] = None,
+    status_context: Annotated[str, typer.Option(
+        "--status-context", envvar="PARITY_GATE_STATUS_CONTEXT",
+        help="The commit status to set (empty: none).")] = DEFAULT_CONTEXT,
+    max_wait: Annotated[float, typer.Option("--max-wait", envvar="PARITY_GATE_GITHUB_MAX_WAIT", min=0,
+                                            help="Most seconds to wait on GitHub rate limits.")] = 120.0,
+) -> None:
+    """Set the verdict's commit status to pending or error on the commit the judging job judges, where
+    ``comment`` would post the verdict: no earlier verdict stands while a run judges, or after it died."""
+    settings = PublishSettings(report_path="", when=when.value, pr_number=pr, max_wait=max_wait,
+                               status_context=status_context)
+    try:
+        st = job_status(state.value, settings, ActionsEnv.from_environ())
+    except GateError as e:
+        say(f"error: {e}", err=True)
+        raise typer.Exit(e.exit_code) from None
+    if st is None:
+        say(f"parity-gate: no commit status from this run ({status_context or 'status-context empty'})")
+    elif st.posted:
+        say(f"parity-gate: commit status {st.context} set to {st.state} on {st.sha[:12]}")
+    else:  # as for comment: the job's own check stands
+        say(f"parity-gate: commit status {st.context} not set: {st.reason}", err=True)
 
 
 def register(app: typer.Typer) -> None:
     """Add the GitHub commands to the parity-gate app."""
     app.command("comment")(comment)
+    app.command("status")(status)

@@ -48,6 +48,7 @@ def merge(
         return
     from gate.cli.console import console, verdict_line
     from gate.github.legs import latest
+    from gate.github.recheck import recheck
     from gate.verdict.merge import Leg
     from gate.verdict.merge import merge as merge_legs
     from gate.verdict.report_file import load_report
@@ -57,13 +58,19 @@ def merge(
         for path in paths:
             legs.extend(latest(path, shards) if path.is_dir() else [Leg(str(path), load_report(path))])
         report = merge_legs(legs, shards)
-    except GateError as e:
-        _refuse(e)
+        found = recheck(report)  # the verdict `comment` gives: a leg's statuses never better than its rows
+    except GateError as e:  # a refusal is one inert line and its exit code, wherever the command runs
+        typer.echo(log_safe(f"error: {e}"), err=True)
+        raise typer.Exit(e.exit_code) from None
     _write_reports(report, reports)
     for leg in sorted(legs, key=lambda x: x.run.shard):
         names = ", ".join(m.name for m in leg.report.models[:3]) + (", …" if len(leg.report.models) > 3 else "")
         console.print(f"shard {leg.run.shard}: {len(leg.report.models)} model(s) from `{leg.name}`"
                       + (f" ({names})" if names else ""), markup=False, soft_wrap=True)
+    for c in found:
+        what = " · ".join(x for x in (c.model, c.provider) if x) or "the verdict"
+        console.print(f"judged by its rows: {what} was written {c.claimed}, its evidence says {c.found}",
+                      markup=False, soft_wrap=True)
     console.print(verdict_line(report), soft_wrap=True)
     raise typer.Exit(report.exit_code)
 

@@ -210,14 +210,35 @@ class Plan:
         found = self._found(stage, key)
         if found.entry is None:
             return found
+        from google.protobuf.message import DecodeError
+
+        store = self.policy.store
+        assert store is not None  # an entry was found in it
         try:
             graph = Graph.from_entry(found.entry)
-        except (FormatError, Corrupt) as exc:
-            assert self.policy.store is not None  # an entry was found in it
-            self.policy.store.discard(found.entry.folder)
+            why = graph.unproven(found.entry, self._recorded_graph(stage))  # before any provider runs it
+        except (FormatError, Corrupt, OSError, ValueError, DecodeError) as exc:  # one onnx cannot read too
+            store.discard(found.entry.folder)
             return Lookup(CacheState.CORRUPT, note=f"entry {key[:12]}: {exc}")
+        if why is not None:  # it holds another graph than it claims: the key is barred, the stage reruns
+            raised = store.raise_alarm(stage, key, found.entry.digest, graph.output_digest(), why)
+            if run.reuse is not None:
+                alarms.alarm(run, raised)
+            return Lookup(CacheState.ALARM, note=why)
         self._record(run, StageRun(stage, key, CacheState.HIT))
         return graph
+
+    def _recorded_graph(self, stage: Stage) -> str | None:
+        """The graph digest the baseline records, where this stage's output is the graph that ships and
+        its key is the one the baseline was recorded under (the same key: the same graph)."""
+        recorded, meta = self.recorded, self.baseline.meta if self.baseline is not None else None
+        if recorded is None or meta is None or self.key is None or not meta.graph_digest:
+            return None
+        if stage == Stage.EXPORT and meta.transform:
+            return None  # a transform's output shipped, not the export's
+        stages = (Stage.EXPORT, Stage.TRANSFORM) if stage == Stage.TRANSFORM else (Stage.EXPORT,)
+        same = all(recorded.stage(s) is not None and recorded.stage(s) == self.key.stage(s) for s in stages)
+        return meta.graph_digest if same else None
 
     def _bound(self, run: ModelRun, skey: str, key: str, missed: Lookup,
                bind: Callable[[Structure], Graph]) -> Graph | None:

@@ -126,7 +126,24 @@ class Graph:
         sites = {}
         for name, site in (o.free("onnx_map") or {}).items():
             sites[name] = OnnxSite.read(Obj(site, WHERE, f"onnx_map.{name[:60]}"))
-        return cls(entry.path(MODEL), facts, Background(lambda: digest), sites)
+        from gate.export import graph
+
+        path = entry.path(MODEL)  # its digest from the file, never from what the payload claims
+        return cls(path, facts, Background(graph.file_digest, path), sites)
+
+    def unproven(self, entry: Entry, recorded: str | None = None) -> str | None:
+        """None when this graph (read from ``entry``'s file) is what the entry records (the payload's
+        graph digest, the manifest's output digest) and, where given, the graph digest its baseline
+        records (``recorded``); else how it differs: an entry changed together with its manifest."""
+        found = self.digest.result()
+        if found != entry.payload.get("graph_digest"):
+            claimed = str(entry.payload.get("graph_digest"))[:12]
+            return f"the stored graph's digest is {found[:12]}, its entry records {claimed}"
+        if self.output_digest() != entry.digest:
+            return "the stored graph and layer map are not the output its manifest records"
+        if recorded and found != recorded:
+            return f"the stored graph's digest is {found[:12]}, the baseline's under this key {recorded[:12]}"
+        return None
 
 
 def _output_digest(graph_digest: str, sites: dict[str, OnnxSite]) -> str:

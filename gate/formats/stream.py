@@ -7,6 +7,8 @@ so a hostile file never makes us build a structure the schema would throw away.
 
 from __future__ import annotations
 
+import unicodedata
+
 import msgpack
 
 from .limits import Limits
@@ -29,6 +31,20 @@ def one_line(text: object, limit: int = 200) -> str:
     s = " ".join(str(text).split())
     s = s.encode("ascii", "backslashreplace").decode("ascii")
     return s if len(s) <= limit else s[: limit - 3] + "..."
+
+
+# Control, format (bidi, zero-width), surrogate and line/paragraph-separator characters: none belongs in a
+# model, layer, provider or check name, and each could break a log line or hide what a name says.
+_NOT_IN_NAMES = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})
+
+
+def bad_name(name: object) -> str | None:
+    """Why ``name`` (a string read where a report or result file holds a name) is refused; None when it
+    is not (one rule for every reader of names from a file)."""
+    if not isinstance(name, str):
+        return None
+    ch = next((ch for ch in name if unicodedata.category(ch) in _NOT_IN_NAMES), None)
+    return None if ch is None else f"name {quote(name)} holds the control character {ascii(ch)}"
 
 
 def quote(name: str, limit: int = 80) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import os
 import secrets
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -75,32 +76,49 @@ def append_summary(path: str, markdown: str) -> bool:
 
 
 def _shown(text: str) -> str:
-    """Unprintable characters shown escaped (``\\x1c``, ``\\u2028``), and ``##[`` broken: the runner
-    reads a legacy command at ``##[`` anywhere in a line."""
-    return "".join(ch if ch.isprintable() or ch == " " else ascii(ch)[1:-1] for ch in text).replace("##[", "#\\#[")
+    """Unprintable characters shown escaped (``\\x1c``, ``\\u2028``)."""
+    return "".join(ch if ch.isprintable() or ch == " " else ascii(ch)[1:-1] for ch in text)
+
+
+def inert(line: str) -> str:
+    """One log line the runner cannot read as a workflow command: it trims every leading whitespace
+    character (.NET's ``TrimStart``: U+00A0, U+2003, U+3000, ...; ``str.isspace`` accepts them all and
+    more) and then looks for ``::``, and it reads a legacy command at ``##[`` anywhere in the line. So
+    ``##[`` is broken, and a leading ``::`` after any whitespace, by a backslash."""
+    line = line.replace("##[", "#\\#[")
+    body = line.lstrip()
+    return line[: len(line) - len(body)] + ":\\:" + body[2:] if body.startswith("::") else line
 
 
 def log_safe(text: object) -> str:
-    """``text`` (from a report or the API) made one inert log line. The runner starts a workflow
-    command at a line that begins with ``::`` after leading whitespace (``::error``, ``::add-mask::``,
-    ``::stop-commands::``): so every line break and other unprintable character (all that
-    ``str.splitlines()`` splits at, bidi and zero-width characters) is shown escaped, and a leading
-    ``::`` is broken by a backslash."""
-    s = _shown(str(text))
-    stripped = s.lstrip(" ")
-    return s[: len(s) - len(stripped)] + ":\\:" + stripped[2:] if stripped.startswith("::") else s
+    """``text`` (from a report or the API) made one inert log line: every line break and other unprintable
+    character (all that ``str.splitlines()`` splits at, bidi and zero-width characters) shown escaped."""
+    return inert(_shown(str(text)))
 
 
 class InertLines(io.TextIOBase):
-    """A text stream no line of which can start a workflow command, in whatever pieces it is written (rich
-    writes a line in several): each line goes on whole, its leading ``::`` and any ``##[`` broken, and the
-    line breaks the runner does not cut at shown escaped. Colour codes pass (a terminal's consoles)."""
+    """The one writer of what parity-gate prints in Actions (``inert_streams`` puts it on stdout and
+    stderr): a text stream no line of which can start a workflow command, in whatever pieces it is written
+    (rich writes a line in several). Each line goes on whole through ``inert``, with the line breaks the
+    runner does not cut at shown escaped. Colour codes pass (a terminal's consoles)."""
 
     _BREAKS = dict.fromkeys(map(ord, "\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"))
 
     def __init__(self, stream):
         super().__init__()
         self.stream, self.pending = stream, ""
+
+    @property
+    def encoding(self):  # what click asks before it writes text here
+        return getattr(self.stream, "encoding", "utf-8")
+
+    @property
+    def errors(self):
+        return getattr(self.stream, "errors", "strict")
+
+    @property
+    def buffer(self):  # a worker's binary progress lines to its parent, never read by the runner
+        return self.stream.buffer
 
     def writable(self) -> bool:
         return True
@@ -114,7 +132,7 @@ class InertLines(io.TextIOBase):
         return len(s)
 
     def flush(self) -> None:
-        start = self.pending.lstrip(" \t")
+        start = self.pending.lstrip()
         if start not in ("", ":") and not self.pending.endswith("#"):  # held: what more text could make a command
             self.stream.write(self._line(self.pending))
             self.pending = ""
@@ -128,11 +146,8 @@ class InertLines(io.TextIOBase):
 
     def _line(self, line: str) -> str:
         body = line.rstrip("\r\n")
-        shown = "".join(ascii(ch)[1:-1] if ord(ch) in self._BREAKS else ch for ch in body).replace("##[", "#\\#[")
-        stripped = shown.lstrip(" \t")
-        if stripped.startswith("::"):
-            shown = shown[: len(shown) - len(stripped)] + ":\\:" + stripped[2:]
-        return shown + line[len(body):]
+        shown = "".join(ascii(ch)[1:-1] if ord(ch) in self._BREAKS else ch for ch in body)
+        return inert(shown) + line[len(body):]
 
     def fileno(self) -> int:
         return self.stream.fileno()
@@ -141,9 +156,20 @@ class InertLines(io.TextIOBase):
         return self.stream.isatty()
 
 
+def inert_streams(environ: Mapping[str, str] | None = None) -> None:
+    """In Actions, every line this process prints (rich, click, print, warnings) goes through
+    ``InertLines``."""
+    if (os.environ if environ is None else environ).get("GITHUB_ACTIONS") != "true":
+        return
+    if not isinstance(sys.stdout, InertLines):
+        sys.stdout = InertLines(sys.stdout)
+    if not isinstance(sys.stderr, InertLines):
+        sys.stderr = InertLines(sys.stderr)
+
+
 def _escape_data(s: str) -> str:
     # %, CR and LF are what the runner unescapes; the rest that could break or hide a line is shown escaped.
-    return _shown(s.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A"))
+    return _shown(s.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")).replace("##[", "#\\#[")
 
 
 def _escape_property(s: str) -> str:
@@ -154,6 +180,17 @@ def command(name: str, message: str, **properties: str) -> str:
     """A workflow command line (``::error title=...::message``), escaped."""
     props = ",".join(f"{k}={_escape_property(v)}" for k, v in properties.items() if v)
     return f"::{name}{' ' + props if props else ''}::{_escape_data(message)}"
+
+
+def write_command(line: str) -> None:
+    """Print a workflow command that ``command`` made (its text escaped there) past the writer that
+    would break it: the one way parity-gate's own annotations reach the log."""
+    if not line.startswith("::") or "\n" in line or "\r" in line:
+        raise ValueError(f"not one workflow command: {line[:40]!r}")
+    out = sys.stdout.stream if isinstance(sys.stdout, InertLines) else sys.stdout
+    sys.stdout.flush()
+    out.write(line + "\n")
+    out.flush()
 
 
 def write_file(path: str, text: str) -> str:

@@ -3,8 +3,8 @@
 A pull request that rewrites baselines is judged against its own baselines, so it passes by
 construction. With ``baseline-changes: require-approval`` it fails until the exact commit judged is
 approved by someone with write access to the repository who is neither the pull request's author nor
-whoever pushed that commit (a maintainer pushing to someone else's pull request approves no push of
-their own):
+anyone who pushed to its branch since it was made (a maintainer pushing to someone else's pull request
+approves no push of their own):
 
 - an approving review whose ``commit_id`` is that commit (the reviewer's latest verdict; comments do
   not change it, a later request for changes or a dismissal does); or
@@ -22,9 +22,9 @@ activity API (``GET /repos/{head repository}/activity?ref=<head branch>``) lists
 branch with GitHub's own time and the commits before and after it: the head at the label's time is
 the ``after`` of the last update before it. Where that list cannot be read (a private fork, a GitHub
 Enterprise Server without it), or an update falls in the same second as the label, the label cannot
-be tied to a commit and does not count: a review of the commit approves it. The same list names who
-pushed the judged commit (the update's actor); where it cannot be read, the commit's author and
-committer as GitHub maps them stand in for the pusher.
+be tied to a commit and does not count. The same list names who pushed (each update's actor): where it
+cannot be read back to the branch's creation, no approval counts (fails closed, with the reason); the
+commits' author and committer e-mail addresses, which the pusher writes, are never asked.
 """
 
 from __future__ import annotations
@@ -42,14 +42,15 @@ from gate.render.text import code, plain
 POLICIES = ("comment", "require-approval")
 DEFAULT_LABEL = "parity-gate:approve-baselines"
 WRITE = ("admin", "write")  # the permission endpoint's words for write access and above
-MAX_UPDATES = 1000  # branch updates read back before a label's time is given up on
+MAX_UPDATES = 1000  # branch updates read back before a label's time, or the pushers, are given up on
+NO_COMMIT = "0" * 40  # an update's ``before`` where it created the branch
 WHY = {
     NotCounted.AUTHOR: "the pull request's author",
     NotCounted.NO_WRITE: "no write access",
     NotCounted.OTHER_COMMIT: "of another commit",
     NotCounted.BEFORE_PUSH: "added before the last push",
     NotCounted.NO_PUSH_TIME: "the branch's pushes cannot be read to tie it to a commit",
-    NotCounted.PUSHER: "who pushed this commit",
+    NotCounted.PUSHER: "pushed to the pull request",
 }
 
 
@@ -92,14 +93,14 @@ class _Writers:
 
 
 class _Pushers:
-    """Who pushed the judged commit, asked once and only when an approval needs it."""
+    """Who pushed to the pull request since its base, asked once and only when an approval needs it."""
 
-    def __init__(self, client: GitHubClient, pull: Pull, sha: str):
-        self.client, self.pull, self.sha, self.logins = client, pull, sha, None
+    def __init__(self, client: GitHubClient, pull: Pull):
+        self.client, self.pull, self.logins = client, pull, None
 
     def __contains__(self, login: str) -> bool:
         if self.logins is None:
-            self.logins = {who.lower() for who in pushers(self.client, self.pull, self.sha)}
+            self.logins = {who.lower() for who in pushers(self.client, self.pull)}
         return login.lower() in self.logins
 
 
@@ -110,7 +111,7 @@ def check_approval(client: GitHubClient | None, pull: Pull, sha: str, label: str
     if not sha:
         return Approval(ApprovalState.UNKNOWN, "the commit judged is not known (no head commit in the event)")
     ignored: list[Ignored] = []
-    who = _Who(pull, _Writers(client, pull.repository), _Pushers(client, pull, sha))
+    who = _Who(pull, _Writers(client, pull.repository), _Pushers(client, pull))
     try:
         by = _review(client, pull, sha, who, ignored)
         if by:
@@ -123,6 +124,9 @@ def check_approval(client: GitHubClient | None, pull: Pull, sha: str, label: str
     except GitHubError as e:
         return Approval(ApprovalState.UNKNOWN, f"could not read the pull request ({e.status or 'no response'} "
                         f"{e.message})", tuple(ignored))
+    except PushersUnknown as e:  # fails closed: an approver could be one of them
+        return Approval(ApprovalState.UNKNOWN, f"who pushed to it since its base cannot be established: {e}",
+                        tuple(ignored))
     return Approval(ApprovalState.PENDING, f"no approving review of commit {sha[:12]} and no label {label} "
                     "added after its last push", tuple(ignored))
 
@@ -200,32 +204,34 @@ def _updates(client: GitHubClient, pull: Pull) -> Iterator[dict]:
                                direction="desc")
 
 
-def pushers(client: GitHubClient, pull: Pull, sha: str) -> tuple[str, ...]:
-    """Who pushed ``sha`` to the pull request's branch: the actor of the latest branch update that made it
-    the head (GitHub's record). Where the updates cannot be read or do not name it, the commit's author
-    and committer as GitHub maps them (from their e-mail addresses) stand in."""
-    if pull.head_repo and pull.head_ref:
-        try:
-            for i, update in enumerate(_updates(client, pull)):
-                if i >= MAX_UPDATES:
-                    break
-                if isinstance(update, dict) and update.get("after") == sha:
-                    login = _login(update, "actor")
-                    if login:
-                        return (login,)
-                    break
-        except GitHubError as e:
-            if e.status not in (403, 404):  # a private fork, or no activity API
-                raise
+class PushersUnknown(Exception):
+    """Who pushed to the pull request's branch since its base cannot be established (the reason)."""
+
+
+def pushers(client: GitHubClient, pull: Pull) -> tuple[str, ...]:
+    """Everyone who pushed to the pull request's branch since it was made: the actors of its updates (GitHub's
+    record), newest first, back to the one that created the branch or set it to the base. Never the commits'
+    author or committer, whose e-mail addresses the pusher writes. PushersUnknown where the updates cannot
+    be read (a private fork, a deleted head repository) or do not reach back that far."""
+    if not (pull.head_repo and pull.head_ref):
+        raise PushersUnknown("the head branch is not known (its repository may be deleted)")
+    found: list[str] = []
     try:
-        commit = client.get(f"/repos/{pull.repository}/commits/{sha}") or {}
+        for i, update in enumerate(_updates(client, pull)):
+            if i >= MAX_UPDATES:
+                raise PushersUnknown(f"its branch has more than {MAX_UPDATES:,} updates")
+            login = _login(update, "actor") if isinstance(update, dict) else ""
+            if not login:
+                raise PushersUnknown("an update of its branch names no one")
+            found.append(login)
+            if update.get("before") in (NO_COMMIT, pull.base_sha or NO_COMMIT):
+                return tuple(dict.fromkeys(found))
     except GitHubError as e:
-        if e.status not in (404, 422):
-            raise
-        return ()
-    if not isinstance(commit, dict):
-        return ()
-    return tuple(dict.fromkeys(login for login in (_login(commit, "author"), _login(commit, "committer")) if login))
+        if e.status in (403, 404):
+            raise PushersUnknown(f"its branch's updates cannot be read ({e.status}: a private fork, or no "
+                                 "activity API)") from None
+        raise
+    raise PushersUnknown("its branch's updates do not reach back to where it was made")
 
 
 def head_at(client: GitHubClient, pull: Pull, at: datetime) -> str | None:
@@ -259,10 +265,10 @@ def approval_line(approval: Approval | None, label: str, what: str = "baseline c
     why = "" if approval.state == ApprovalState.PENDING else \
         f" (approval could not be checked: {plain(approval.how, 200)})"
     rule = (f"🔒 **This check fails until the {what} is approved**{why}: someone with write access to "
-            f"this repository, other than the pull request's author and whoever pushed this commit, approves this "
+            f"this repository, other than the pull request's author and whoever pushed to it, approves this "
             f"commit in a review, or adds the label {code(label, 100)} after its last push; then the check runs "
             "again. A label added before a push, a review of an earlier commit, and approvals by the author, by the "
-            "commit's pusher or by someone with triage or read access do not count.")
+            "pull request's pushers or by someone with triage or read access do not count.")
     seen = list(dict.fromkeys(approval.ignored))[:6]
     if seen:
         rule += " Not counted: " + "; ".join(f"{i.kind} by {code(i.login, 60)} ({WHY[i.why]})" for i in seen) + "."

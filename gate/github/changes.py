@@ -7,8 +7,12 @@ has no checkout, and a report could leave anything out):
   whose other tables changed needs nothing); the file the workflow's ``config`` input names; and the
   sweep files the config's ``include`` patterns match;
 - constraints: ``parity-gate-constraints.txt`` anywhere, and the file the ``constraints`` input names;
-- workflows: ``.github/workflows/*``: the workflow that measures (the pull request's own copy, in the
-  single and fork flows) chooses the providers, models and ``allow-missing-gpu`` a run judges.
+- workflows: everything under ``.github/`` (workflows, local actions under ``.github/actions/``, CODEOWNERS):
+  the workflow that measures chooses the providers, models and ``allow-missing-gpu`` a run judges.
+
+A config's ``include`` patterns count whatever they match (any extension), resolved against that config's
+folder; a changed file is matched against every config that could own it the way ``find_config`` finds one
+(each folder's from its own up to the root), the one the workflow names, and any the pull request changes.
 
 Both names of a rename count. A file that cannot be read to compare counts as changed: it could be.
 """
@@ -23,7 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
 
-from gate.core.files import CONFIG_TABLE, CONSTRAINTS, PYPROJECT, STANDALONE, WORKFLOWS
+from gate.core.files import CONFIG_TABLE, CONSTRAINTS, PYPROJECT, STANDALONE
 from gate.core.status import ChangeKind
 from gate.formats.baseline.names import SUFFIX
 from gate.github.client import GitHubClient, GitHubError
@@ -36,6 +40,7 @@ else:  # pragma: no cover - Python 3.10
     import tomli as tomllib
 
 MAX_SHOWN = 10
+GITHUB = ".github/"  # workflows, local actions (.github/actions/**), CODEOWNERS: all of it decides
 UNREADABLE = object()  # a file the contents API would not give, or not TOML
 
 
@@ -98,22 +103,33 @@ def gate_changes(client: GitHubClient, pull: Pull, named: Named) -> GateChanges:
         kind, note = _kind(path, named, tables)
         if kind is not None:
             found.append(Decisive(kind, path, note))
-    left = [p for p in paths if p.endswith(".toml") and all(f.path != p for f in found)]
+    left = [p for p in paths if all(f.path != p for f in found)]
     if left:  # sweep files a config includes: the configs the workflow reads, and any the pull request changes
-        configs = [named.config] if named.config.strip() else [PYPROJECT, STANDALONE]
+        configs = [named.config] if named.config.strip() else []
         configs += [f.path for f in found if f.kind == ChangeKind.CONFIG]
         for path in left:
-            by = next((c for c in dict.fromkeys(configs) if tables.includes(c, path)), None)
+            by = next((c for c in dict.fromkeys(configs + _owners(path)) if tables.includes(c, path)), None)
             if by is not None:
                 found.append(Decisive(ChangeKind.CONFIG, path, f"included by {by}"))
     return GateChanges(tuple(sorted(found, key=lambda f: (list(ChangeKind).index(f.kind), f.path))))
+
+
+def _owners(path: str) -> list[str]:
+    """The configs that could own ``path``, as ``find_config`` looks from its folder: each folder's
+    pyproject.toml and parity-gate.toml, from the path's own up to the repository root."""
+    out, folder = [], posixpath.dirname(path)
+    while True:
+        out += [posixpath.join(folder, PYPROJECT), posixpath.join(folder, STANDALONE)]
+        if not folder:
+            return out
+        folder = posixpath.dirname(folder)
 
 
 def _kind(path: str, named: Named, tables: _Tables) -> tuple[ChangeKind | None, str]:
     name = posixpath.basename(path)
     if path.endswith(SUFFIX):
         return ChangeKind.BASELINES, ""
-    if path.startswith(WORKFLOWS):
+    if path.startswith(GITHUB):
         return ChangeKind.WORKFLOWS, ""
     if name == CONSTRAINTS or named.names(path, named.constraints):
         return ChangeKind.CONSTRAINTS, ""

@@ -3,7 +3,9 @@ every flow. A job's own check run belongs to the commit of its event: a ``workfl
 fork flow's judge) to the default branch's, so the pull request's head never shows it; a status is
 posted to the head commit by whichever job judged it.
 
-Only a job that speaks to the pull request posts it (``comment`` other than ``never``: the judging
+The judging job posts ``pending`` as it starts and ``error`` when it ends without a verdict (failed or
+cancelled: ``parity-gate status``), so no earlier verdict outlives a run. Only a job that speaks to the
+pull request posts it (``comment`` other than ``never``: the judging
 job, never the one that ran the pull request's code), and never over a newer run's result: a run whose
 comment a newer run already holds leaves the status to that run.
 """
@@ -16,7 +18,7 @@ from gate.github.client import GitHubClient, GitHubError
 from gate.render.text import visible
 
 DEFAULT_CONTEXT = "parity-gate"
-STATES = ("success", "failure", "error")
+STATES = ("pending", "success", "failure", "error")
 DESCRIPTION_CAP = 140  # what the statuses API keeps
 
 

@@ -44,9 +44,11 @@ def resolve_pull_request(
     repository: str,
     client: GitHubClient | None,
     explicit: int | None = None,
+    sha: str = "",
 ) -> PullRequest | NoPullRequest:
     """The PR for this run: the event's (a pull request event), the one open pull request whose head is
-    the run's commit (workflow_run: a number given must be that one), else a number given."""
+    the run's commit (workflow_run: a number given must be that one), else a number given, which must be
+    the one open pull request at its head (and at ``sha``, the run's commit, where given)."""
     repo = (event.get("repository") or {}).get("full_name") or repository
     if event_name in PR_EVENTS:
         number = (event.get("pull_request") or {}).get("number") or event.get("number")
@@ -59,8 +61,32 @@ def resolve_pull_request(
     if event_name == "workflow_run":
         return _from_workflow_run(event.get("workflow_run") or {}, repo, client, explicit)
     if explicit:
-        return PullRequest(explicit, repo, "given (--pr / PARITY_GATE_PR)")
+        return _given(client, repo, explicit, sha)
     return NoPullRequest(f"event `{event_name or 'unknown'}` is not about a pull request")
+
+
+def _given(client: GitHubClient | None, repo: str, number: int, sha: str) -> PullRequest | NoPullRequest:
+    """A number given on another event (push, workflow_dispatch): open, at the run's commit where it is known,
+    and the only open pull request at its head; two (one branch into two bases, two branches at one commit)
+    are refused, as for a workflow_run."""
+    if client is None:
+        return NoPullRequest(f"cannot verify pull request #{number} (no token)")
+    pr = client.get(f"/repos/{repo}/pulls/{number}") or {}
+    head = pr.get("head") if isinstance(pr, dict) and isinstance(pr.get("head"), dict) else {}
+    sha = sha or str(head.get("sha") or "")
+    head_repo = (head.get("repo") or {}).get("full_name") if isinstance(head.get("repo"), dict) else None
+    problem = _given_problem(client, repo, number, sha, head_repo)
+    if problem:
+        return NoPullRequest(problem.replace("the workflow_run's", "the run's"))
+    run = {"head_repository": {"owner": {"login": str(head.get("label") or "").partition(":")[0]}},
+           "head_branch": head.get("ref")}
+    found = _by_head(client, repo, run, sha, head_repo)
+    found.setdefault(number, "given (--pr / PARITY_GATE_PR)")
+    if len(found) > 1:
+        numbers = ", ".join(f"#{n}" for n in sorted(found))
+        return NoPullRequest(f"open pull requests {numbers} all have head {sha[:12]}: which one this run is "
+                             "about cannot be told")
+    return PullRequest(number, repo, "given (--pr / PARITY_GATE_PR), the one open pull request at its head")
 
 
 def _head_matches(pr: Any, sha: str, head_repo: str | None) -> bool:

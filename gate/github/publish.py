@@ -107,7 +107,7 @@ def publish(
     make_client: Callable[[ActionsEnv, float], GitHubClient] | None = None,
 ) -> Outcome:
     make_client = make_client or (lambda e, wait: GitHubClient(e.token, e.api_url, max_wait=wait))
-    ctx = _context(report, settings, env, make_client(env, settings.max_wait) if env.token else None)
+    ctx = _context(settings, env, make_client(env, settings.max_wait) if env.token else None)
     report = copy.deepcopy(report)  # judged here: what the API says replaces what the report claims
     try:
         changes = _gate_changes(report, ctx)
@@ -141,11 +141,26 @@ def publish(
         else "success"
     said_first = f"{changes.what()} needs approval · " if blocked else ""
     status = _status(ctx, state, f"{said_first}{report.verdict}: {headline_text(report)}", result)
+    write_outputs(env.output_path, {"status": status.state if status is not None and status.posted else ""})
     return Outcome(report.verdict, exit_code, result, _approval_annotation(report, approval, settings, changes)
                    + annotations(report), approval, report, changes, status)
 
 
-def _context(report: Report, settings: PublishSettings, env: ActionsEnv, client: GitHubClient | None) -> _Context:
+JOB_STATES = {"pending": "judging this commit: no verdict yet",
+              "error": "not judged: the judging job failed or was cancelled before its verdict (see the run)"}
+
+
+def job_status(state: str, settings: PublishSettings, env: ActionsEnv,
+               make_client: Callable[[ActionsEnv, float], GitHubClient] | None = None) -> StatusResult | None:
+    """``pending`` as the judging job starts, ``error`` when it ends without a verdict: the commit never keeps
+    an earlier run's verdict (a success an approval since withdrawn gave) while this run judges, or after
+    it died. Posted where the verdict would be (``_status``); None where this run posts none."""
+    make_client = make_client or (lambda e, wait: GitHubClient(e.token, e.api_url, max_wait=wait))
+    ctx = _context(settings, env, make_client(env, settings.max_wait) if env.token else None)
+    return _status(ctx, state, JOB_STATES[state])
+
+
+def _context(settings: PublishSettings, env: ActionsEnv, client: GitHubClient | None) -> _Context:
     try:
         event, error = load_event(env.event_path), ""
     except FormatError as e:
@@ -158,7 +173,7 @@ def _resolve(ctx: _Context) -> PullRequest | NoPullRequest:
         return NoPullRequest(ctx.event_error)
     try:
         return resolve_pull_request(ctx.env.event_name, ctx.event, ctx.env.repository, ctx.client,
-                                    ctx.settings.pr_number)
+                                    ctx.settings.pr_number, ctx.env.sha)
     except RateLimited as e:
         return NoPullRequest(f"rate limited by GitHub: {e}")
     except GitHubError as e:
@@ -310,8 +325,8 @@ def _approval_annotation(report: Report, approval: Approval | None, settings: Pu
     said += [f"its {kind} ({', '.join(f.path for f in changes.of(kind)[:5])})" for kind in changes.kinds
              if kind != ChangeKind.BASELINES]
     return [command("error", f"this pull request changes {'; '.join(said)}: it fails until someone with write "
-                    "access, other than its author and the commit's pusher, approves this commit in a review or "
-                    f"adds the label `{settings.approval_label}` after its last push ({approval.how})",
+                    "access, other than its author and those who pushed to it, approves this commit in a review "
+                    f"or adds the label `{settings.approval_label}` after its last push ({approval.how})",
                     title=f"parity-gate: {changes.what()} needs approval")]
 
 
@@ -354,4 +369,5 @@ def annotations(report: Report) -> list[str]:
     return out[:MAX_ANNOTATIONS]
 
 
-__all__ = ["FAIL_ON", "Outcome", "PublishSettings", "annotations", "headline_text", "publish"]
+__all__ = ["FAIL_ON", "JOB_STATES", "Outcome", "PublishSettings", "annotations", "headline_text",
+           "job_status", "publish"]

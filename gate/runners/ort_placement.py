@@ -82,6 +82,7 @@ def profile(spec, model: bytes | str, feed: Mapping[str, Any], what: str) -> lis
             events = json.load(f)
     finally:
         os.unlink(path)
+        os.rmdir(os.path.dirname(path))  # the private folder ort_session made for it
     return events if isinstance(events, list) else []
 
 

@@ -79,7 +79,8 @@ class SessionSpec:
             import tempfile
 
             so.enable_profiling = True
-            so.profile_file_prefix = os.path.join(tempfile.gettempdir(), f"parity-gate-profile-{os.getpid()}")
+            # A folder of its own (mode 0700), never a name another user of /tmp can guess and plant first.
+            so.profile_file_prefix = os.path.join(tempfile.mkdtemp(prefix="parity-gate-profile-"), "profile")
         if self.threads:
             so.intra_op_num_threads = self.threads
         o = self.session_options

@@ -15,6 +15,7 @@ from pathlib import Path
 from gate.config.shards import MAX_SHARDS
 from gate.core.files import CONSTRAINTS
 from gate.errors import ConfigError
+from gate.scaffold import codeowners
 from gate.scaffold.add import merge_constraints, pip_args_of
 from gate.scaffold.config_text import (
     DEFAULT_PROVIDERS,
@@ -221,6 +222,8 @@ def plan(options: Options) -> Plan:
     out.changes.append(_gitattributes(options.root))
     extra = [a for a in out.pip_args.split() if not a.startswith("-") and "/" not in a and a != "requirements.txt"]
     out.changes.append(_constraints(options.root, extra, options.force))
+    decides = (".github/", out.changes[0].path, CONSTRAINTS, "baselines/")
+    out.changes.append(Change(codeowners.PATH, *codeowners.entry(options.root, decides)))
     return out
 
 

@@ -1,24 +1,26 @@
 """The GitHub workflows ``init`` writes, one per flow (docs/action.md explains each):
 
-- ``single``: one job checks every model on a GitHub-hosted runner;
-- ``gpu``: export once on a CPU runner, collect there and on a self-hosted GPU runner, one report;
-- ``fork``: the check runs in ``pull_request``, a second workflow (``workflow_run``) comments.
+- ``single`` and ``fork``: the check runs in ``pull_request`` with a read-only token and hands its report
+  on; a second workflow (``workflow_run``) judges it and comments. That workflow runs as the default
+  branch has it, so a pull request, from a fork or from a branch of this repository, cannot edit the job
+  that judges it (drop ``require-approval``, or judge its own way);
+- ``gpu``: export once on a CPU runner, collect there and on a self-hosted GPU runner, one report, from
+  ``pull_request_target`` (the base branch's file, the judge included).
 
 With ``shards`` (the single and fork flows), the check is a matrix of that many legs, each running one
 shard of the models (``--shard K/N``); the job that comments merges every leg's report into one comment
 and one commit status.
 
-The ``gpu`` flow also writes ``GPU_BASELINES``: run by hand (``workflow_dispatch``, so only the default
-branch's file runs on the GPU runner), it records the GPU providers' baseline entries there, uploads
-the files and opens a pull request with them from a hosted job (the write token never reaches the GPU
-machine). It is how the first GPU baseline is made.
+The ``gpu`` flow also writes ``GPU_BASELINES``: run by hand (``workflow_dispatch``, which runs the chosen
+branch's copy of the file: the GPU runner group admits it at the default branch's ref only), it records
+the GPU providers' baseline entries there, uploads the files and opens a pull request with them from a
+hosted job (the write token never reaches the GPU machine). It is how the first GPU baseline is made.
 
 In every flow the jobs that run the pull request's code hold a read-only token and hand their report on
 as an artifact; the job that judges it and comments holds ``pull-requests: write``, never checks out or
-runs the pull request's code, and installs parity-gate's core only (the action's mode ``comment``). The
-``gpu`` flow runs from ``pull_request_target``, so the workflow file is the base branch's (the only one a
-runner group restricted to it lets onto the GPU machine), and a fork's code runs only once a maintainer
-has approved the run (a protected environment), at the head commit the run was made for.
+runs the pull request's code, and installs parity-gate's core only (the action's mode ``comment``). A
+fork's code in the ``gpu`` flow runs only once a maintainer has approved the run (a protected
+environment), at the head commit the run was made for.
 """
 
 from __future__ import annotations
@@ -123,11 +125,8 @@ def _check_name(flow: Flow) -> str:
 
 VERDICT_PERMISSIONS = ("    permissions:\n      pull-requests: write  # the comment; the changed files, labels and reviews\n"
                        "      statuses: write  # the verdict on the pull request's head commit: the status to require\n")
-ANY_GATE_JOB = ("${{ !cancelled() && github.event_name != 'push' }}  # a gate job that failed still has its say; "
-                "a push has no pull request to judge")
 
-
-def _verdict(flow: Flow, needs: str, condition: str = ANY_GATE_JOB) -> str:
+def _verdict(flow: Flow, needs: str, condition: str) -> str:
     """The job that judges the report artifact and comments: it holds the write token, so nothing of the
     pull request runs here (no checkout; the action's mode comment installs parity-gate's core only)."""
     return (f"  verdict:  # judges the report and comments; never checks out or runs the pull request's code\n"
@@ -136,18 +135,6 @@ def _verdict(flow: Flow, needs: str, condition: str = ANY_GATE_JOB) -> str:
             + f"    steps:\n      - uses: {flow.action}\n"
             + _with(flow, ("mode", "comment"), ("report-artifact", REPORT),
                     *((("shards", str(flow.shards)),) if flow.shards else ()), gate=True))
-
-
-def single(flow: Flow) -> str:
-    what = ("each leg runs one shard of the models" if flow.shards else "runs the pull request's code") + \
-        " with a read-only token; the report leaves as an artifact"
-    return (HEADER + "name: parity-gate\n" + _trigger(flow) + "permissions: {}\n" + CONCURRENCY + "jobs:\n"
-            f"  check:  # {what}\n"
-            f"    name: {_check_name(flow)}\n    runs-on: ubuntu-latest\n    timeout-minutes: 60\n" + _matrix(flow)
-            + READ_ONLY + "    steps:\n" + _checkout()
-            + f"      - uses: {flow.action}\n"
-            + _with(flow, ("comment", "never"), ("report-artifact", REPORT), *flow.shard_inputs, model=True)
-            + _verdict(flow, "check"))
 
 
 def _gpu_trigger(flow: Flow) -> str:
@@ -353,10 +340,9 @@ def fork(flow: Flow) -> tuple[str, str]:
 
 
 def workflows(flow: Flow) -> dict[str, str]:
-    """Workflow files by path, relative to the repository root."""
+    """Workflow files by path, relative to the repository root (``single`` is written as ``fork`` is: the
+    judge from the default branch)."""
     recording = {BASELINES: sharded_baselines(flow)} if flow.shards else {}
-    if flow.kind == "single":
-        return {".github/workflows/parity-gate.yml": single(flow), **recording}
     if flow.kind == "gpu":
         return {".github/workflows/parity-gate.yml": gpu(flow), GPU_BASELINES: gpu_baselines(flow)}
     check, comment = fork(flow)

@@ -20,12 +20,16 @@ from gate.core.fields import Obj
 from gate.core.jsonsafe import plain
 from gate.errors import FormatError
 from gate.formats.atomic import atomic_write_bytes
+from gate.formats.stream import bad_name
 from gate.verdict.next_step import next_step
 from gate.verdict.sweeps import matrices
 from gate.verdict.types import Report
 
 MAX_BYTES = 256 * 1024 * 1024
 MAX_DEPTH = 64  # the writer nests about 10 deep (hint evidence series)
+# The fields that hold names (and every object's keys): what the log and the comment print as names.
+NAME_KEYS = frozenset({"name", "model", "layer", "provider", "providers", "check", "device", "precision",
+                       "other"})
 
 
 def report_document(report: Report) -> dict[str, Any]:
@@ -76,6 +80,24 @@ def _depth(value: object) -> int:
     return deepest
 
 
+def _names(doc: object) -> tuple[str, str] | None:
+    """The first name in ``doc`` that ``bad_name`` refuses: (the key it is under, why)."""
+    stack = [("", doc)]
+    while stack:
+        key, node = stack.pop()
+        if isinstance(node, dict):
+            for k, v in node.items():
+                why = bad_name(k)
+                if why:
+                    return k, why
+                stack.append((k, v))
+        elif isinstance(node, list):
+            stack.extend((key, v) for v in node)
+        elif key in NAME_KEYS and (why := bad_name(node)):
+            return key, why
+    return None
+
+
 def parse_report(data: bytes, source: str) -> Report:
     """A ``Report`` from JSON bytes; ``source`` names them in errors."""
     where = f"report `{source}`"
@@ -87,6 +109,9 @@ def parse_report(data: bytes, source: str) -> Report:
         raise FormatError(f"{where}: not JSON ({e})") from None
     if _depth(doc) > MAX_DEPTH:
         raise FormatError(f"{where}: nested deeper than {MAX_DEPTH} levels")
+    bad = _names(doc)
+    if bad is not None:
+        raise FormatError(f"{where}: {ascii(bad[0])[:40]}: {bad[1]}")
     return Report.from_dict(Obj(doc, where))
 
 

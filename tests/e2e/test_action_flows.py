@@ -6,7 +6,7 @@ import ast
 import json
 
 from tests.support import action_fixtures
-from tests.support.action_fixtures import PR, REPO, REPORTS, TOKEN
+from tests.support.action_fixtures import EVENTS, PR, REPO, REPORTS, TOKEN
 
 github = action_fixtures.github  # fixtures
 make_runner = action_fixtures.make_runner
@@ -39,7 +39,9 @@ def test_check_that_writes_no_report_fails_with_its_exit_code(make_runner, githu
     run = make_runner(PARITY_GATE_STUB_EXIT="2").run({"mode": "check"}, token=TOKEN)
     assert run.returncode == 2
     assert "check exited 2 without writing a report" in run.stdout
-    assert run.step("comment").conclusion == "skipped" and github.requests == []
+    assert run.step("comment").conclusion == "skipped" and github.issue_comments(REPO, PR) == []
+    head = json.loads((EVENTS / "pull_request.json").read_text())["pull_request"]["head"]["sha"]
+    assert [s["state"] for s in github.statuses[(REPO, head)]] == ["pending", "error"]  # never an older verdict
 
 
 def test_matrix_export_collect_legs_and_report_make_one_comment(make_runner, github, tmp_path):

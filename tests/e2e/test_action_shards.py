@@ -1,11 +1,12 @@
 """A sharded check, job by job, as `parity-gate init --shards N` writes it, on a fake GitHub (stand-ins for
 check, the real `merge` and `comment`):
 
-- each leg gets its shard, and its report leaves as `<report-artifact>-shard-K-of-N-a<attempt>`;
-- the verdict job merges each shard's latest attempt into one comment and one commit status;
+- each leg gets its shard, and its report leaves as `parity-gate-pr-shard-K-of-N-a<attempt>`;
+- the comment workflow (the default branch's, ``workflow_run``) merges each shard's latest attempt into one
+  comment and one commit status, pending while it judges;
 - a model that no leg, or two legs, checked is refused in one line naming it and the legs (exit 2), with no
-  comment and no status (a missing status blocks the merge);
-- the fork flow hands each leg's report over by artifact, and its comment workflow merges them;
+  comment and the status error;
+- a fork's pull request hands each leg's report over the same way;
 - the action refuses shard inputs that do not fit, before anything runs.
 """
 
@@ -26,7 +27,7 @@ from gate.verdict.report_file import load_report, write_report
 from gate.verdict.shard import ShardRun
 from tests.support import action_fixtures
 from tests.support.action_fixtures import EVENTS, PR, REPO, REPORTS, ROOT, TOKEN, git_workspace
-from tests.support.action_jobs import job_if, run_job
+from tests.support.action_jobs import run_job
 from tests.support.action_runner import ActionRunner
 from tests.support.prepared_venv import make_prepared_venv
 
@@ -72,11 +73,22 @@ def flow(tmp_path, github):
     return run
 
 
-def single(shards: int = 2) -> dict:
-    return yaml.safe_load(workflows(Flow("single", shards=shards))[".github/workflows/parity-gate.yml"])
+def single(shards: int = 2) -> tuple[dict, dict]:
+    """The legs' job and the comment workflow's judging job."""
+    check, comment = (yaml.safe_load(t) for t in workflows(Flow("single", shards=shards)).values())
+    return check["jobs"]["parity-gate"], comment["jobs"]["comment"]
 
 
 EVENT = json.loads((EVENTS / "pull_request.json").read_text())
+HEAD = EVENT["pull_request"]["head"]["sha"]
+
+
+def run_event() -> dict:
+    """The comment workflow's event: the check run of the same-repository pull request of ``EVENT``."""
+    run = json.loads((EVENTS / "workflow_run.json").read_text())
+    run["workflow_run"].update(head_sha=HEAD, head_branch=EVENT["pull_request"]["head"]["ref"],
+                               head_repository={"full_name": REPO, "owner": {"login": REPO.split("/")[0]}})
+    return run
 
 
 def calls(log: Path) -> list[tuple[list[str], dict]]:
@@ -84,64 +96,64 @@ def calls(log: Path) -> list[tuple[list[str], dict]]:
 
 
 def test_the_legs_of_a_sharded_check_get_one_comment_and_one_status(flow, github, tmp_path):
-    doc, log = single(), tmp_path / "calls.log"
-    assert doc["jobs"]["check"]["strategy"]["matrix"]["shard"] == [1, 2]
+    (legs, judge), log = single(), tmp_path / "calls.log"
+    assert legs["strategy"]["matrix"]["shard"] == [1, 2]
     for shard, models in ((1, ("tiny-cnn",)), (2, ("tiny-mlp",))):
-        leg = flow(doc["jobs"]["check"], "check", "pull_request", EVENT, shard=shard, PARITY_GATE_STUB_LOG=str(log),
+        leg = flow(legs, "parity-gate", "pull_request", EVENT, shard=shard, PARITY_GATE_STUB_LOG=str(log),
                    PARITY_GATE_STUB_REPORT=str(leg_report(tmp_path, shard, models)), PARITY_GATE_STUB_EXIT="1")
         assert leg.result == "failure", leg.log  # a regression (tiny-cnn), a missing baseline (tiny-mlp)
     assert [env["PARITY_GATE_SHARD"] for _, env in calls(log)] == ["1/2", "2/2"]
-    assert sorted(p.name for p in (tmp_path / "artifacts").iterdir()) == [
-        "parity-gate-report-shard-1-of-2-a1", "parity-gate-report-shard-2-of-2-a1"]
-    assert github.issue_comments(REPO, PR) == []  # the legs have no write token and do not comment
-    assert job_if(doc["jobs"]["verdict"], EVENT, {"check": "failure"}, REPO)
-    verdict = flow(doc["jobs"]["verdict"], "verdict", "pull_request", EVENT)
+    handed = sorted(p.name for p in (tmp_path / "artifacts").iterdir() if p.name.startswith("parity-gate-pr"))
+    assert handed == ["parity-gate-pr-shard-1-of-2-a1", "parity-gate-pr-shard-2-of-2-a1"]
+    assert github.issue_comments(REPO, PR) == [] and github.statuses == {}  # the legs have no write token
+    verdict = flow(judge, "comment", "workflow_run", run_event())
     assert verdict.result == "failure", verdict.log
-    assert "shard 1/2: 1 model(s) from `parity-gate-report-shard-1-of-2-a1` (tiny-cnn)" in verdict.log
+    assert "shard 1/2: 1 model(s) from `parity-gate-pr-shard-1-of-2-a1` (tiny-cnn)" in verdict.log
     [c] = github.issue_comments(REPO, PR)
-    assert c["body"].startswith("<!-- parity-gate:comment id=default@verdict-Linux-X64 -->")
-    assert "regressed at layer `conv2`" in c["body"] and "verdict on Linux X64, 2 shards merged" in c["body"]
-    [status] = github.statuses[(REPO, EVENT["pull_request"]["head"]["sha"])]
+    assert "regressed at layer `conv2`" in c["body"] and "2 shards merged" in c["body"]
+    pending, status = github.statuses[(REPO, HEAD)]
+    assert pending["state"] == "pending"
     assert (status["context"], status["state"]) == ("parity-gate", "failure")
     assert status["description"].startswith("regressed: tiny-cnn: layer conv2 on CPUExecutionProvider")
 
 
 def test_a_rerun_leg_replaces_its_report_and_the_other_legs_keep_theirs(flow, github, tmp_path):
-    doc = single()
+    legs, judge = single()
     forged = leg_report(tmp_path, 2, COVERED)  # attempt 1 of leg 2 also judged tiny-cnn, as passing
     forged_report = load_report(forged)
     forged_report.models[0] = load_report(REPORTS / "pass.json").models[0]
     write_report(forged, forged_report)
     for shard, models, report, attempt in ((1, ("tiny-cnn",), None, "1"), (2, COVERED, forged, "1"),
                                            (2, ("tiny-mlp",), None, "2")):
-        flow(doc["jobs"]["check"], "check", "pull_request", EVENT, shard=shard, attempt=attempt,
+        flow(legs, "parity-gate", "pull_request", EVENT, shard=shard, attempt=attempt,
              PARITY_GATE_STUB_REPORT=str(report or leg_report(tmp_path, shard, models)))
-    verdict = flow(doc["jobs"]["verdict"], "verdict", "pull_request", EVENT, attempt="2")
+    verdict = flow(judge, "comment", "workflow_run", run_event())
     assert verdict.result == "failure", verdict.log  # attempt 2 of leg 2, attempt 1 of leg 1: tiny-cnn regressed
     assert verdict.actions[0].outputs["first-model"] == "tiny-cnn"
 
 
 @pytest.mark.parametrize(("legs", "message"), [
     ({1: ("tiny-cnn",)}, "model `tiny-mlp` was checked by no leg: no report from shard 2/2 "
-                         "(merged: shard 1/2 (`parity-gate-report-shard-1-of-2-a1`))"),
+                         "(merged: shard 1/2 (`parity-gate-pr-shard-1-of-2-a1`))"),
     ({1: ("tiny-cnn",), 2: COVERED}, "model `tiny-cnn` checked twice: by shard 1/2 "
-                                     "(`parity-gate-report-shard-1-of-2-a1`) and shard 2/2 "
-                                     "(`parity-gate-report-shard-2-of-2-a1`)"),
+                                     "(`parity-gate-pr-shard-1-of-2-a1`) and shard 2/2 "
+                                     "(`parity-gate-pr-shard-2-of-2-a1`)"),
 ])
-def test_a_model_no_leg_or_two_legs_checked_is_refused_without_a_comment_or_status(flow, github, tmp_path, legs,
-                                                                                    message):
-    doc = single()
+def test_a_model_no_leg_or_two_legs_checked_is_refused_without_a_comment_and_the_status_says_so(
+        flow, github, tmp_path, legs, message):
+    job, judge = single()
     for shard, models in legs.items():
-        flow(doc["jobs"]["check"], "check", "pull_request", EVENT, shard=shard,
+        flow(job, "parity-gate", "pull_request", EVENT, shard=shard,
              PARITY_GATE_STUB_REPORT=str(leg_report(tmp_path, shard, models)))
-    verdict = flow(doc["jobs"]["verdict"], "verdict", "pull_request", EVENT)
+    verdict = flow(judge, "comment", "workflow_run", run_event())
     assert verdict.result == "failure"
     [run] = verdict.actions
     assert run.returncode == 2 and run.step("merge").returncode == 2
     assert f"error: {message}" in run.step("merge").stderr
     assert "::error title=parity-gate::the legs' reports were not merged (exit 2)" in run.stdout
     assert run.step("comment").conclusion == "skipped"
-    assert github.issue_comments(REPO, PR) == [] and github.statuses == {}
+    assert github.issue_comments(REPO, PR) == []
+    assert [s["state"] for s in github.statuses[(REPO, HEAD)]] == ["pending", "error"]  # not judged: blocks
 
 
 def test_the_fork_flow_hands_each_legs_report_over_and_its_comment_workflow_merges_them(flow, github, tmp_path):
@@ -165,7 +177,8 @@ def test_the_fork_flow_hands_each_legs_report_over_and_its_comment_workflow_merg
     assert verdict.steps["pr"]["outputs"]["number"] == "12"
     [c] = github.issue_comments(REPO, 12)
     assert "regressed at layer `conv2`" in c["body"]
-    assert [(s["context"], s["state"]) for s in github.statuses[(REPO, sha)]] == [("parity-gate", "failure")]
+    assert [(s["context"], s["state"]) for s in github.statuses[(REPO, sha)]] == [("parity-gate", "pending"),
+                                                                                ("parity-gate", "failure")]
 
 
 @pytest.mark.parametrize(("inputs", "message"), [

@@ -140,15 +140,9 @@ def test_a_push_to_the_default_branch_fills_the_export_cache_and_judges_nothing(
     doc = yaml.safe_load(files[".github/workflows/parity-gate.yml"])
     triggers = doc[True] if True in doc else doc["on"]  # YAML 1.1 reads a bare `on` as true
     assert triggers["push"] == {"branches": [flow.default_branch]} and "pull_request" in triggers
-    same = json.loads((EVENTS / "pull_request.json").read_text())
-    if flow.kind == "single":
-        verdict = doc["jobs"]["verdict"]
-        assert job_if(verdict, same, {"check": "success"}, REPO) is True
-        assert job_if(verdict, {"ref": f"refs/heads/{flow.default_branch}"}, {"check": "success"}, REPO,
-                      event_name="push") is False
-    else:
-        comment = yaml.safe_load(files[".github/workflows/parity-gate-comment.yml"])["jobs"]["comment"]
-        assert condition(comment["if"], {"github": {"event": {"workflow_run": {"event": "push"}}}}, "success") is False
+    comment = yaml.safe_load(files[".github/workflows/parity-gate-comment.yml"])["jobs"]["comment"]
+    on_push = {"github": {"event": {"workflow_run": {"event": "push"}}}}
+    assert condition(comment["if"], on_push, "success") is False
 
 
 def test_the_gpu_baselines_run_by_hand_read_only_on_the_gpu_runner_and_a_hosted_job_opens_the_pull_request():
@@ -223,28 +217,33 @@ def run_flow(tmp_path, github):
     return run
 
 
-def test_single_flow_the_check_job_reports_and_the_verdict_job_judges_and_comments(run_flow, github, tmp_path):
-    doc = yaml.safe_load(workflows(Flow("single"))[".github/workflows/parity-gate.yml"])
+def test_single_flow_the_check_reports_and_the_default_branchs_workflow_judges_and_comments(run_flow, github,
+                                                                                           tmp_path):
+    """A same-repository pull request: its check runs its own copy of the workflow, read-only; the judge
+    is the comment workflow as the default branch has it (workflow_run), pending first, then the verdict."""
+    check_wf, comment_wf = (yaml.safe_load(t) for t in workflows(Flow("single")).values())
     event = json.loads((EVENTS / "pull_request.json").read_text())
-    check = run_flow(doc["jobs"]["check"], "check", "pull_request", event,
+    check = run_flow(check_wf["jobs"]["parity-gate"], "parity-gate", "pull_request", event,
                      PARITY_GATE_STUB_REPORT=str(REPORTS / "regressed.json"), PARITY_GATE_STUB_EXIT="1")
     assert check.result == "failure"  # the regression shows on the job that ran the models too
-    assert github.issue_comments(REPO, 7) == []  # it has no write token and does not comment
-    assert (tmp_path / "artifacts" / "parity-gate-report" / "report.json").is_file()
-    assert job_if(doc["jobs"]["verdict"], event, {"check": "failure"}, REPO)
-    verdict = run_flow(doc["jobs"]["verdict"], "verdict", "pull_request", event)
+    assert github.issue_comments(REPO, 7) == [] and github.statuses == {}  # no write token: neither
+    assert (tmp_path / "artifacts" / "parity-gate-pr" / "report.json").is_file()
+    run = json.loads((EVENTS / "workflow_run.json").read_text())
+    sha = run["workflow_run"]["head_sha"]
+    run["workflow_run"]["head_repository"] = {"full_name": REPO, "owner": {"login": REPO.split("/")[0]}}
+    github.pulls[REPO] = [{"number": 7, "state": "open", "labels": [], "user": {"login": "contributor"},
+                           "head": {"sha": sha, "ref": "fuse-stem", "label": "octo:fuse-stem",
+                                    "repo": {"full_name": REPO}}, "changed_files": 1}]
+    github.files[(REPO, 7)] = [{"filename": "models/cnn.py"}]
+    verdict = run_flow(comment_wf["jobs"]["comment"], "comment", "workflow_run", run)
     assert verdict.result == "failure", verdict.log
-    assert not any(verdict.workspace.iterdir())  # nothing of the pull request in the judging job
-    [run] = verdict.actions
-    assert run.step("prep").outputs["constraints"] == "" and run.step("prep").outputs["cache"] == "false"
+    assert not any(p for p in verdict.workspace.iterdir() if p.name != "parity-gate-pr")  # no checkout
     [c] = github.issue_comments(REPO, 7)
-    assert c["body"].startswith("<!-- parity-gate:comment id=default@verdict-Linux-X64 -->")
     assert "regressed at layer `conv2`" in c["body"]
-    # the verdict on the head commit, set by the verdict job only (the check job has comment: never)
-    [status] = github.statuses[(REPO, event["pull_request"]["head"]["sha"])]
-    assert (status["context"], status["state"], status["target_url"]) == ("parity-gate", "failure", c["html_url"])
-    assert status["description"].startswith("regressed: tiny-cnn: layer conv2 on CPUExecutionProvider")
-    assert list(github.statuses) == [(REPO, event["pull_request"]["head"]["sha"])]
+    states = [(s["context"], s["state"]) for s in github.statuses[(REPO, sha)]]
+    assert states == [("parity-gate", "pending"), ("parity-gate", "failure")]
+    assert github.statuses[(REPO, sha)][-1]["target_url"] == c["html_url"]
+    assert list(github.statuses) == [(REPO, sha)]
 
 
 def test_gpu_flow_a_gpu_leg_that_uploads_nothing_still_gets_a_report_that_requires_it(run_flow, github, tmp_path):
@@ -271,7 +270,7 @@ def test_gpu_flow_a_gpu_leg_that_uploads_nothing_still_gets_a_report_that_requir
     assert verdict.result == "success", verdict.log
     assert verdict.actions[0].outputs["verdict"] == "pass"
     assert [(s["context"], s["state"]) for s in github.statuses[(REPO, event["pull_request"]["head"]["sha"])]] == \
-        [("parity-gate", "success")]  # on the pull request's head, not the base branch's commit the event runs on
+        [("parity-gate", "pending"), ("parity-gate", "success")]  # on the pull request's head, not the base's
 
 
 def _needs(doc: dict, job_id: str) -> list[str]:
@@ -303,7 +302,8 @@ def test_fork_flow_a_review_run_is_commented_and_an_unapproved_baseline_change_b
     assert "This check fails until the baseline change is approved" in c["body"]
     assert verdict.actions[0].outputs["baselines-approved"] == "false"
     # The workflow_run job's own check belongs to the default branch's commit; the status goes to the head.
-    [status] = github.statuses[(REPO, sha)]
+    pending, status = github.statuses[(REPO, sha)]
+    assert pending["state"] == "pending"
     assert (status["context"], status["state"]) == ("parity-gate", "failure")
     assert status["description"].startswith("baseline change needs approval · pass: ")
     assert list(github.statuses) == [(REPO, sha)]

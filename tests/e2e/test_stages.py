@@ -201,6 +201,46 @@ def test_a_planted_export_is_caught_by_the_next_full_run_as_an_alarm(tmp_path, m
     assert states(after)["export"] == "alarm" and after["verdict"] == "pass"
 
 
+@pytest.mark.parametrize("forged", ["the file and its size and sha256", "its entry's digests too"])
+def test_a_planted_export_is_caught_on_the_hit_before_any_provider_runs_it(tmp_path, monkeypatch, forged):
+    """The default check proves the entry it serves: the graph's digest recomputed from the file against
+    the entry's payload and manifest, and against the baseline's record under the same key. A mismatch
+    raises the export key's alarm and the export reruns: the planted graph never runs."""
+    import onnx
+    from onnx import numpy_helper
+
+    from gate.export.graph import file_digest
+    from gate.export.record import Graph
+    from gate.store.entry import read_entry, sha256
+
+    own_store(tmp_path, monkeypatch)
+    path = project(tmp_path)
+    update(path)
+    report, _ = check(path)
+    key = stage_key(report, "export")
+    folder = store_dir() / "export" / key
+    proto = onnx.load(str(folder / "model.onnx"))
+    init = next(t for t in proto.graph.initializer if t.name == "fc.weight")
+    init.CopyFrom(numpy_helper.from_array(numpy_helper.to_array(init) * 1.5, init.name))
+    onnx.save(proto, str(folder / "model.onnx"))
+
+    def rewrite(**changes) -> None:
+        manifest = json.loads((folder / MANIFEST).read_text())
+        manifest["files"]["model.onnx"] = {"size": (folder / "model.onnx").stat().st_size,
+                                           "sha256": sha256(folder / "model.onnx")}
+        manifest["payload"].update(changes.pop("payload", {}))
+        manifest.update(changes)
+        (folder / MANIFEST).write_text(json.dumps(manifest))
+
+    rewrite()
+    if forged == "its entry's digests too":  # consistent in itself: only the baseline's record tells
+        rewrite(payload={"graph_digest": file_digest(folder / "model.onnx")})
+        rewrite(digest=Graph.from_entry(read_entry(folder, "export", key)).output_digest())
+    after, _ = check(path)
+    assert [(a["stage"], a["key"]) for a in reuse_of(after)["alarms"]] == [("export", key)]
+    assert states(after)["export"] == "alarm" and after["verdict"] == "pass"  # exported afresh, judged so
+
+
 def test_a_reference_that_moves_under_its_recorded_key_raises_an_alarm(tmp_path, monkeypatch):
     """The baseline's float64 reference computed by what the key did not see (here: its fingerprint
     of `fc` edited, and of the model's output, fc's very tensor): ``--full`` fails at `fc` as it must,

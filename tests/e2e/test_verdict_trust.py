@@ -7,11 +7,13 @@ when that list cannot be read the run fails closed, exit 2, in one line saying w
 
 from __future__ import annotations
 
+import copy
 import json
 from pathlib import Path
 
 import pytest
 
+from gate.verdict.report_file import NAME_KEYS
 from tests.conftest import ROOT, run_cli
 from tests.support.fake_github import FakeGitHub
 
@@ -31,6 +33,7 @@ def event(name: str = "pull_request") -> dict:
 def fake():
     with FakeGitHub(token=TOKEN) as f:
         f.open_pull(REPO, event()["pull_request"], files=(BASELINE, "models.py"))
+        f.push(REPO, "fuse-stem", HEAD, "2026-11-02T09:00:00Z", actor="contributor")  # who pushed: its author
         yield f
 
 
@@ -205,6 +208,8 @@ def test_a_pyproject_that_cannot_be_compared_counts_as_changed(fake, tmp_path):
     ("ci/pins.txt", ("--constraints", "./ci/pins.txt"), "constraints"),
     (".github/workflows/parity-gate.yml", (), "workflows"),
     ("sweeps/ops.toml", (), "config"),  # a sweep file the config includes
+    (".github/actions/setup/action.yml", (), "workflows"),  # a local action the workflow uses
+    (".github/CODEOWNERS", (), "workflows"),  # who must review what
 ])
 def test_every_file_that_decides_the_verdict_needs_approval(fake, tmp_path, path, args, kind):
     changing(fake, path, "README.md")
@@ -217,7 +222,7 @@ def test_every_file_that_decides_the_verdict_needs_approval(fake, tmp_path, path
 
 
 def test_files_that_decide_nothing_need_nothing(fake, tmp_path):
-    changing(fake, "docs/tolerances.md", "other/ruff.toml", "models.py", ".github/CODEOWNERS")
+    changing(fake, "docs/tolerances.md", "other/ruff.toml", "models.py", "docs/.github/notes.md")
     for sha in (BASE, HEAD):
         fake.contents[(REPO, sha, "pyproject.toml")] = pyproject(include='include = ["sweeps/*.toml"]\n')
     proc = comment(fake, tmp_path, report(tmp_path), "--baseline-changes", "require-approval")
@@ -292,7 +297,7 @@ def commanding(value, key: str = ""):
         return {k: commanding(v, k) for k, v in value.items()}
     if isinstance(value, list):
         return [commanding(v, key) for v in value]
-    return value + COMMANDS if isinstance(value, str) and key not in WORDS else value
+    return value + COMMANDS if isinstance(value, str) and key not in WORDS | NAME_KEYS else value
 
 
 @pytest.mark.parametrize("name", ["pass", "regressed", "export-fail", "real-check-reference-drift"])
@@ -333,7 +338,7 @@ def invisible(value, key: str = ""):
     if isinstance(value, list):
         return [invisible(v, key) for v in value]
     return INVISIBLE + value[:1] + INVISIBLE + value[1:] + INVISIBLE \
-        if isinstance(value, str) and key not in WORDS else value
+        if isinstance(value, str) and key not in WORDS | NAME_KEYS else value
 
 
 @pytest.mark.parametrize("name", ["regressed", "export-fail", "real-check-reference-drift"])
@@ -347,6 +352,11 @@ def test_characters_that_cannot_be_seen_never_reach_the_comment_or_the_summary(f
     [written] = fake.issue_comments(REPO, PR)
     assert written["body"] == clean["body"]  # every invisible character dropped, nothing else changed
     assert (tmp_path / "summary.md").read_text() == clean_summary
+    named = copy.deepcopy(doc)  # a name holding them is refused where the report is read, in one line
+    named["models"][0]["name"] = "\u202etiny-cnn"
+    proc = comment(fake, tmp_path, report(tmp_path, **named))
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1
+    assert "control character '\\u202e'" in proc.stderr
 
 
 def test_a_malformed_mapping_is_one_line_exit_2(fake, tmp_path):
@@ -415,6 +425,7 @@ def run_event(event_name: str = "pull_request_review") -> dict:
 
 def fork_pull(fake: FakeGitHub, number: int = 12, base: str = "main", branch: str = "fuse-stem") -> None:
     sha = event("workflow_run")["workflow_run"]["head_sha"]
+    fake.push("contributor/models", branch, sha, "2026-11-02T09:00:00Z", actor="contributor")
     fake.pulls[REPO].append({
         "number": number, "state": "open", "labels": [], "user": {"login": "contributor"}, "changed_files": 1,
         "base": {"ref": base}, "head": {"sha": sha, "ref": branch, "label": f"contributor:{branch}",

@@ -46,6 +46,30 @@ def test_a_stream_written_in_pieces_never_starts_a_line_with_a_command():
     assert out.getvalue() == "model x\n :\\:error::forged\r:\\:notice::n\n#\\#[add-mask]s\n\\u2028:\\:warning::w\n"
 
 
+SPACES = [chr(c) for c in range(0x110000) if chr(c).isspace()]  # U+00A0, U+2003, U+3000, ...: all trimmed
+
+
+def test_no_leading_whitespace_the_runner_trims_lets_a_line_start_a_command():
+    out = io.StringIO()
+    stream = InertLines(out)
+    for space in SPACES:
+        stream.write(f"x\n{space}::error::forged\n{space * 3}\t::stop-commands::p\n")
+        assert not log_safe(f"{space}::add-mask::m").lstrip().startswith("::")
+    stream.close()
+    lines = [line.lstrip() for line in out.getvalue().replace("\r", "\n").split("\n")]
+    assert len(lines) > 2 * len(SPACES) and not [line for line in lines if line.startswith("::")]
+
+
+def test_print_and_echo_go_through_the_writer_and_only_annotations_pass():
+    code = ("from gate.github.actions import inert_streams, write_command; import typer; inert_streams(); "
+            "print('\\u3000::add-mask::m'); typer.echo('\\u00a0::error::e', err=True); "
+            "write_command('::notice::ours'); print('x ##[group]g')")
+    env = {**os.environ, "GITHUB_ACTIONS": "true"}
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
+    assert proc.stdout == "\u3000:\\:add-mask::m\n::notice::ours\nx #\\#[group]g\n"
+    assert proc.stderr == "\u00a0:\\:error::e\n"
+
+
 def test_the_consoles_of_check_and_report_are_inert_in_github_actions():
     code = ("from rich.markup import escape; from gate.cli.console import console, err_console; "
             "console.print('model ' + escape('x\\n::error title=a::b')); err_console.print(escape('::add-mask::m'))")

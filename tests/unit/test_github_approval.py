@@ -68,14 +68,14 @@ def test_a_label_in_the_same_second_as_a_push_cannot_be_placed(fake):
     assert check(fake).ignored == (Ignored("label", "maint", NotCounted.NO_PUSH_TIME),)
 
 
-def test_without_the_branchs_pushes_a_label_does_not_count_and_a_review_still_does(fake):
+def test_without_the_branchs_pushes_no_approval_counts_and_the_reason_is_said(fake):
     fake.label(REPO, PR, LABEL, "maint", at(5))
-    fake.inject("GET", r"/activity$", 404, times=5)  # a private fork
-    approval = check(fake)
-    assert approval.state == ApprovalState.PENDING
-    assert approval.ignored == (Ignored("label", "maint", NotCounted.NO_PUSH_TIME),)
     fake.reviews[(REPO, PR)] = [review("writer", A)]
-    assert check(fake).state == ApprovalState.APPROVED
+    fake.inject("GET", r"/activity$", 404, times=5)  # a private fork: who pushed cannot be told
+    approval = check(fake)
+    assert approval.state == ApprovalState.UNKNOWN and approval.blocks
+    assert approval.how == ("who pushed to it since its base cannot be established: its branch's updates "
+                            "cannot be read (404: a private fork, or no activity API)")
 
 
 def test_the_authors_own_label_does_not_count(fake):
@@ -143,8 +143,8 @@ def test_the_pending_line_states_the_rule_and_what_did_not_count(fake):
     fake.reviews[(REPO, PR)] = [review("reader", A)]
     line = approval_line(check(fake), LABEL)
     assert line.startswith("🔒 **This check fails until the baseline change is approved**: someone with write access "
-                           "to this repository, other than the pull request's author and whoever pushed this commit, "
-                           f"approves this commit in a review, or adds the label `{LABEL}` after its last push; then "
+                           "to this repository, other than the pull request's author and whoever pushed to "
+                           f"it, approves this commit in a review, or adds the label `{LABEL}` after its last push; then "
                            "the check runs again.")
     assert line.endswith("Not counted: review by `reader` (no write access); label by `mallory` (the pull request's "
                          "author).")
@@ -158,15 +158,32 @@ def test_a_maintainer_who_pushed_to_someone_elses_pull_request_cannot_approve_th
     approval = check(fake)
     assert approval.blocks and approval.ignored == (Ignored("review", "maint", NotCounted.PUSHER),
                                                     Ignored("label", "maint", NotCounted.PUSHER))
-    assert "label by `maint` (who pushed this commit)" in approval_line(approval, LABEL)
+    assert "label by `maint` (pushed to the pull request)" in approval_line(approval, LABEL)
     fake.reviews[(REPO, PR)].append(review("writer", B))  # a second person
     assert check(fake).how == f"review of commit {B[:12]} by writer"
 
 
-def test_without_the_branchs_pushes_the_commits_author_and_committer_stand_in_for_the_pusher(fake):
-    fake.inject("GET", r"/activity$", 404, times=5)  # a private fork
-    fake.commits[(REPO, A)] = {"author": {"login": "Admin1"}, "committer": {"login": "web-flow"}}
-    fake.reviews[(REPO, PR)] = [review("admin1", A)]
-    assert check(fake).ignored == (Ignored("review", "admin1", NotCounted.PUSHER),)
-    fake.commits[(REPO, A)] = {"author": {"login": "writer"}, "committer": {"login": "writer"}}
+def test_every_pusher_since_the_base_is_excluded_not_only_the_heads(fake):
+    fake.push(FORK, BRANCH, B, at(9), before=A, actor="maint")  # maint's push, then mallory's on top
+    c = "cc" * 20
+    fake.push(FORK, BRANCH, c, at(10), before=B, actor="mallory")
+    fake.reviews[(REPO, PR)] = [review("maint", c)]
+    assert check(fake).ignored == (Ignored("review", "maint", NotCounted.PUSHER),)
+    fake.reviews[(REPO, PR)] = [review("writer", c)]
     assert check(fake).state == ApprovalState.APPROVED
+
+
+def test_the_commits_author_and_committer_e_mails_are_never_trusted(fake):
+    fake.inject("GET", r"/activity$", 404, times=5)  # a private fork
+    fake.commits[(REPO, A)] = {"author": {"login": "x"}, "committer": {"login": "x"}}  # e-mails the pusher chose
+    fake.reviews[(REPO, PR)] = [review("writer", A)]
+    assert check(fake).state == ApprovalState.UNKNOWN
+
+
+def test_updates_that_do_not_reach_the_branchs_creation_fail_closed(fake):
+    fake.activity[FORK] = [{**u, "before": "ee" * 20} for u in fake.activity[FORK]]  # no creation listed
+    fake.reviews[(REPO, PR)] = [review("writer", A)]
+    approval = check(fake)
+    assert approval.state == ApprovalState.UNKNOWN and approval.how.endswith(
+        "its branch's updates do not reach back to where it was made")
+

@@ -35,12 +35,27 @@ def test_only_the_files_the_workflow_names_and_the_known_names_count():
     with FakeGitHub(token=TOKEN) as fake:
         found = changes(fake, [{"filename": f} for f in ("a/gate.toml", "gate.toml.bak", "x/ci/pins.txt", "pins.txt",
                                                           "baselines/m.msgpack.zst", ".github/workflows/w.yml",
-                                                          ".github/dependabot.yml")],
+                                                          ".github/actions/setup/action.yml", "docs/x.md")],
                         Named(config="./a/gate.toml", constraints="ci/pins.txt"))
     assert [(f.kind, f.path) for f in found.files] == [
         (ChangeKind.BASELINES, "baselines/m.msgpack.zst"), (ChangeKind.CONFIG, "a/gate.toml"),
-        (ChangeKind.CONSTRAINTS, "x/ci/pins.txt"), (ChangeKind.WORKFLOWS, ".github/workflows/w.yml")]
+        (ChangeKind.CONSTRAINTS, "x/ci/pins.txt"), (ChangeKind.WORKFLOWS, ".github/actions/setup/action.yml"),
+        (ChangeKind.WORKFLOWS, ".github/workflows/w.yml")]
     assert found.kinds == (ChangeKind.BASELINES, ChangeKind.CONFIG, ChangeKind.CONSTRAINTS, ChangeKind.WORKFLOWS)
+
+
+def test_a_configs_includes_count_whatever_their_extension_relative_to_the_config_that_owns_them():
+    with FakeGitHub(token=TOKEN) as fake:
+        fake.contents[(REPO, BASE, "pyproject.toml")] = '[tool.parity-gate]\ninclude = ["sweeps/*"]\n'
+        fake.contents[(REPO, HEAD, "pyproject.toml")] = '[tool.parity-gate]\ninclude = ["sweeps/*"]\n'
+        for ref in (BASE, HEAD):  # a config in a subfolder: its own patterns, against its own folder
+            fake.contents[(REPO, ref, "models/vision/parity-gate.toml")] = 'include = ["cases/*.json"]\n'
+        paths = ("sweeps/act.yaml", "models/vision/cases/conv.json", "cases/conv.json",
+                 "models/vision/cases/readme.md")
+        found = changes(fake, [{"filename": f} for f in paths])
+    assert [(f.path, f.note) for f in found.files] == [
+        ("models/vision/cases/conv.json", "included by models/vision/parity-gate.toml"),
+        ("sweeps/act.yaml", "included by pyproject.toml")]
 
 
 def test_what_an_approval_approves_is_named_by_kind():

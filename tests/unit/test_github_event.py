@@ -57,9 +57,31 @@ def test_workflow_run_without_a_match_says_so():
     assert pr == NoPullRequest("no open pull request has head 5c1d2e3f4a5b")
 
 
-def test_push_has_no_pull_request_unless_given():
+SHA = "ab" * 20
+
+
+def pull(number: int, branch: str = "b", base: str = "main", sha: str = SHA) -> dict:
+    return {"number": number, "state": "open", "base": {"ref": base},
+            "head": {"sha": sha, "ref": branch, "label": f"o:{branch}", "repo": {"full_name": "o/r"}}}
+
+
+def test_push_has_no_pull_request_unless_given_and_then_only_the_one_at_its_head():
     assert isinstance(resolve_pull_request("push", {}, "o/r", None), NoPullRequest)
-    assert resolve_pull_request("push", {}, "o/r", None, explicit=4).number == 4
+    assert resolve_pull_request("push", {}, "o/r", None, explicit=4) == NoPullRequest(
+        "cannot verify pull request #4 (no token)")
+    with FakeGitHub(token="t") as fake:
+        client = GitHubClient("t", fake.url)
+        fake.pulls["o/r"] = [pull(4)]
+        for name in ("push", "workflow_dispatch"):
+            assert resolve_pull_request(name, {}, "o/r", client, explicit=4, sha=SHA).number == 4
+        moved = resolve_pull_request("push", {}, "o/r", client, explicit=4, sha="cd" * 20)
+        assert "not the run's" in moved.reason
+        fake.pulls["o/r"].append(pull(5, base="release"))  # the same branch into a second base
+        two = resolve_pull_request("workflow_dispatch", {}, "o/r", client, explicit=4, sha=SHA)
+        assert two == NoPullRequest(f"open pull requests #4, #5 all have head {SHA[:12]}: which one this run "
+                                    "is about cannot be told")
+        fake.pulls["o/r"][1] = pull(5, branch="other")  # another branch at the same commit
+        assert "#4, #5" in resolve_pull_request("push", {}, "o/r", client, explicit=5).reason
 
 
 def test_unreadable_event_is_a_format_error(tmp_path):

@@ -201,15 +201,11 @@ def test_shards_make_the_check_a_matrix_with_one_verdict_in_the_single_and_fork_
 
     from gate.scaffold.workflows import Flow, workflows
 
-    single = yaml.safe_load(workflows(Flow("single", shards=3))[".github/workflows/parity-gate.yml"])
-    check, verdict = single["jobs"]["check"], single["jobs"]["verdict"]
-    assert check["strategy"] == {"fail-fast": False, "matrix": {"shard": [1, 2, 3]}}
-    assert check["steps"][-1]["with"] == {"comment": "never", "report-artifact": "parity-gate-report",
-                                          "shard": "${{ matrix.shard }}", "shards": 3}
-    assert verdict["steps"][-1]["with"] == {"mode": "comment", "report-artifact": "parity-gate-report", "shards": 3}
+    assert workflows(Flow("single", shards=3)) == workflows(Flow("fork", shards=3))  # the default branch judges
     files = workflows(Flow("fork", shards=3))
     legs, comment = (yaml.safe_load(files[f".github/workflows/{n}.yml"])
                      for n in ("parity-gate", "parity-gate-comment"))
+    assert legs["jobs"]["parity-gate"]["strategy"] == {"fail-fast": False, "matrix": {"shard": [1, 2, 3]}}
     upload = legs["jobs"]["parity-gate"]["steps"][-1]
     assert upload["with"]["name"] == "parity-gate-pr-shard-${{ matrix.shard }}-of-3-a${{ github.run_attempt }}"
     download, _, gate = comment["jobs"]["comment"]["steps"]
@@ -222,6 +218,43 @@ def test_shards_make_the_check_a_matrix_with_one_verdict_in_the_single_and_fork_
                                                         "shard": "${{ matrix.shard }}", "shards": 3}
     assert recording["merge"]["steps"][1]["with"] == {"mode": "update-baseline", "shards": 3}
     assert ".github/workflows/parity-gate-baselines.yml" not in workflows(Flow("single"))
+
+
+def test_no_flow_judges_with_a_workflow_the_pull_request_can_edit():
+    import yaml
+
+    from gate.scaffold.workflows import FLOWS, Flow, workflows
+
+    for kind in FLOWS:
+        for approval in (False, True):
+            for text in workflows(Flow(kind, require_approval=approval)).values():
+                doc = yaml.safe_load(text)
+                on = doc[True] if True in doc else doc["on"]
+                judges = [j for j in doc["jobs"].values() if any(s.get("with", {}).get("mode") == "comment"
+                                                                  for s in j.get("steps", []))]
+                if judges:  # the default branch's copy of the file: workflow_run, or pull_request_target
+                    assert set(on) <= {"workflow_run", "pull_request_target"}, (kind, approval, set(on))
+
+
+def test_init_writes_a_codeowners_entry_for_what_decides_and_keeps_the_files_own_lines(tmp_path):
+    from gate.scaffold import Options, apply, plan
+
+    (tmp_path / ".github").mkdir()
+    (tmp_path / ".github" / "CODEOWNERS").write_text("/docs/ @octo/writers\n/baselines/ @octo/ml\n")
+    p = plan(Options(tmp_path, "models:net", "models:inputs"))
+    [c] = [c for c in p.changes if c.path == ".github/CODEOWNERS"]
+    assert c.action == "append"
+    assert c.why.startswith("protect the verdict: a branch ruleset on the default branch requiring the "
+                            "status parity-gate, the workflow")
+    apply(p)
+    assert (tmp_path / ".github" / "CODEOWNERS").read_text() == (
+        "/docs/ @octo/writers\n/baselines/ @octo/ml\n"
+        "# parity-gate: what decides the verdict is reviewed by its owners\n"
+        "/.github/ @OWNER\n/parity-gate.toml @OWNER\n/parity-gate-constraints.txt @OWNER\n")
+    assert "replace @OWNER" in c.why
+    again = next(c for c in plan(Options(tmp_path, "models:net", "models:inputs")).changes
+                 if c.path == ".github/CODEOWNERS")
+    assert again.action == "keep" and again.why.startswith("protect the verdict")
 
 
 def test_shards_are_refused_for_the_gpu_flow_and_past_their_limit(tmp_path):

@@ -35,7 +35,7 @@ from gate.fingerprint import Fingerprint
 from ..atomic import atomic_write_bytes
 from ..frame import FileKind, check_version, read_bytes, unframe
 from ..limits import Limits
-from ..stream import Invalid, StreamReader, quote
+from ..stream import Invalid, StreamReader, bad_name, quote
 from .schema import DOCUMENT, FORMAT, VERSION
 
 KIND = FileKind("result file", FORMAT, VERSION, "re-create it with `parity-gate export` / `parity-gate collect`")
@@ -137,6 +137,11 @@ def _opt(word, value):
 
 def run_from_dict(d: dict[str, Any]) -> ModelRun:
     """A run from a document the schema has validated; cross-field rules raise ``Invalid``."""
+    names = [d["model"], *(x["name"] for x in d["layers"]), *d["onnx_map"],
+             *(n for p in d["providers"] for n in (p["name"], *p["layers"]))]
+    why = next(filter(None, map(bad_name, names)), None)
+    if why is not None:
+        raise Invalid(f"run {quote(d['model'])}", why)
     run = ModelRun(d["model"], Meta.from_dict(d["meta"]), d["reference"]["dtype"],
                    error=None if d["error"] is None else RunError(ErrorStatus(d["error"]["status"]), d["error"]["message"],
                                                                   d["error"].get("where"), d["error"].get("trace")))
