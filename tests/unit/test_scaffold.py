@@ -145,7 +145,8 @@ def test_approval_is_turned_on_in_place_and_force_never_turns_it_off(tmp_path):
     assert path.read_text() == expected + "# my own line\n"
     assert (tmp_path / "pyproject.toml").read_text() == CONFIGURED
     apply(plan(Options(tmp_path, "m:a", (parse_input("x=2x3"),), force=True)))
-    assert "baseline-changes: require-approval" in path.read_text()
+    judge = tmp_path / ".github/workflows/parity-gate-comment.yml"  # the judging workflow, from the default branch
+    assert "baseline-changes: require-approval" in judge.read_text()
 
 
 @pytest.mark.parametrize(("kind", "shards"),
