@@ -16,7 +16,7 @@ from gate.github.actions import command, log_safe, write_command
 from gate.github.approval import DEFAULT_LABEL
 from gate.github.changes import Named
 from gate.github.commit_status import DEFAULT_CONTEXT
-from gate.github.publish import JOB_STATES, Outcome, job_status
+from gate.github.publish import Outcome, job_status
 from gate.render import headline_text
 from gate.verdict.report_file import load_report
 from gate.verdict.types import Report
@@ -116,7 +116,9 @@ def say(line: str, err: bool = False) -> None:
     typer.echo(log_safe(line), err=err)
 
 
-JobState = Enum("JobState", {s: s for s in JOB_STATES}, type=str)
+class JobState(str, Enum):  # the states of ``publish.JOB_STATES``
+    pending = "pending"
+    error = "error"
 
 
 def status(
@@ -124,7 +126,7 @@ def status(
         help="pending: the judging job started; error: it ended without a verdict (failed or cancelled).",
         show_default=False)],
     when: Annotated[When, typer.Option("--when", envvar="PARITY_GATE_COMMENT",
-                                       help="As for comment: never posts no status.")] = When.auto,
+                                       help="As for comment: never posts no status.")] = When("auto"),
     pr: Annotated[int | None, typer.Option("--pr", envvar="PARITY_GATE_PR", min=1,
                                            help="Pull request number (default: from the event).")] = None,
     status_context: Annotated[str, typer.Option(

@@ -104,5 +104,6 @@ def _write_reports(report: Report, paths: ReportPaths) -> None:
     from gate.render.renderers import RENDERERS
 
     for r in RENDERERS:
-        if paths.get(r.name):
-            atomic_write_text(paths[r.name], r.render(report))
+        path = paths.get(r.name)
+        if path:
+            atomic_write_text(path, r.render(report))

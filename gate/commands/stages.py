@@ -210,7 +210,7 @@ class Plan:
         found = self._found(stage, key)
         if found.entry is None:
             return found
-        from google.protobuf.message import DecodeError
+        from google.protobuf.message import DecodeError  # type: ignore[import-untyped]
 
         store = self.policy.store
         assert store is not None  # an entry was found in it

@@ -6,6 +6,7 @@ import io
 import os
 import secrets
 import sys
+from typing import Any
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -104,20 +105,20 @@ class InertLines(io.TextIOBase):
 
     _BREAKS = dict.fromkeys(map(ord, "\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"))
 
-    def __init__(self, stream):
+    def __init__(self, stream: Any) -> None:
         super().__init__()
         self.stream, self.pending = stream, ""
 
     @property
-    def encoding(self):  # what click asks before it writes text here
+    def encoding(self) -> str:  # type: ignore[override]  # what click asks before it writes text here
         return getattr(self.stream, "encoding", "utf-8")
 
     @property
-    def errors(self):
+    def errors(self) -> str:  # type: ignore[override]
         return getattr(self.stream, "errors", "strict")
 
     @property
-    def buffer(self):  # a worker's binary progress lines to its parent, never read by the runner
+    def buffer(self) -> Any:  # a worker's binary progress lines to its parent, never read by the runner
         return self.stream.buffer
 
     def writable(self) -> bool:

@@ -72,7 +72,7 @@ def _given(client: GitHubClient | None, repo: str, number: int, sha: str) -> Pul
     if client is None:
         return NoPullRequest(f"cannot verify pull request #{number} (no token)")
     pr = client.get(f"/repos/{repo}/pulls/{number}") or {}
-    head = pr.get("head") if isinstance(pr, dict) and isinstance(pr.get("head"), dict) else {}
+    head: dict[str, Any] = pr["head"] if isinstance(pr, dict) and isinstance(pr.get("head"), dict) else {}
     sha = sha or str(head.get("sha") or "")
     head_repo = (head.get("repo") or {}).get("full_name") if isinstance(head.get("repo"), dict) else None
     problem = _given_problem(client, repo, number, sha, head_repo)

@@ -76,3 +76,10 @@ def test_a_forks_hostile_report_is_one_line_exit_2(tmp_path):
     r = invoke("--report", str(forged))
     assert r.exit_code == 2 and len(r.output.strip().splitlines()) == 1
     assert "`first_regression.layer`: expected a string, got a number" in r.output and "None" not in r.output
+
+
+def test_the_status_command_takes_exactly_the_states_publish_posts():
+    from gate.cli.github_cmds import JobState
+    from gate.github.publish import JOB_STATES
+
+    assert {s.value for s in JobState} == set(JOB_STATES)

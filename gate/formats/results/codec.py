@@ -137,9 +137,9 @@ def _opt(word, value):
 
 def run_from_dict(d: dict[str, Any]) -> ModelRun:
     """A run from a document the schema has validated; cross-field rules raise ``Invalid``."""
-    names = [d["model"], *(x["name"] for x in d["layers"]), *d["onnx_map"],
+    named = [d["model"], *(x["name"] for x in d["layers"]), *d["onnx_map"],
              *(n for p in d["providers"] for n in (p["name"], *p["layers"]))]
-    why = next(filter(None, map(bad_name, names)), None)
+    why = next(filter(None, map(bad_name, named)), None)
     if why is not None:
         raise Invalid(f"run {quote(d['model'])}", why)
     run = ModelRun(d["model"], Meta.from_dict(d["meta"]), d["reference"]["dtype"],
