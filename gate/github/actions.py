@@ -6,10 +6,10 @@ import io
 import os
 import secrets
 import sys
-from typing import Any
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 MAX_ANNOTATIONS = 10
 
