@@ -116,6 +116,9 @@ def say(line: str, err: bool = False) -> None:
     typer.echo(log_safe(line), err=err)
 
 
+AUTO = When("auto")
+
+
 class JobState(str, Enum):  # the states of ``publish.JOB_STATES``
     pending = "pending"
     error = "error"
@@ -126,7 +129,7 @@ def status(
         help="pending: the judging job started; error: it ended without a verdict (failed or cancelled).",
         show_default=False)],
     when: Annotated[When, typer.Option("--when", envvar="PARITY_GATE_COMMENT",
-                                       help="As for comment: never posts no status.")] = When("auto"),
+                                       help="As for comment: never posts no status.")] = AUTO,
     pr: Annotated[int | None, typer.Option("--pr", envvar="PARITY_GATE_PR", min=1,
                                            help="Pull request number (default: from the event).")] = None,
     status_context: Annotated[str, typer.Option(

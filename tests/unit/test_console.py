@@ -114,7 +114,7 @@ def test_doctor_lists_every_command():
     with con.console.capture() as captured:
         CliRunner().invoke(app, ["doctor"])
     listed = next(line for line in captured.get().splitlines() if line.startswith("commands"))
-    names = {c.name or c.callback.__name__.replace("_", "-") for c in app.registered_commands}
+    names = {c.name or c.callback.__name__.replace("_", "-") for c in app.registered_commands if not c.hidden}
     assert {n.strip() for n in listed.split(None, 1)[1].split("(")[0].split(",")} == names
     assert {"list", "validate", "init", "comment", "show"} <= names
 
