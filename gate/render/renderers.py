@@ -24,6 +24,7 @@ class Renderer:
 RENDERERS = (
     Renderer("json", report_json, "Write the JSON report here."),
     Renderer("markdown", render_markdown, "Write the Markdown report here."),
-    Renderer("junit", render_junit, "Write the verdict as JUnit XML here (one test case per model and provider), "
+    Renderer("junit", render_junit,
+             "Write the verdict as JUnit XML here (one test case per model and provider), "
              "for CI systems that show test reports.", envvar="PARITY_GATE_JUNIT"),
 )

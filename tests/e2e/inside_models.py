@@ -243,7 +243,8 @@ def hidden() -> nn.Module:
 
 
 def hidden_refactored() -> nn.Module:
-    """`stem` split into the Linear without its bias and a module adding it: a refactor before every branch."""
+    """`stem` split into the Linear without its bias and a module adding it: a refactor before every
+    branch."""
     m = Hidden()
     bias, m.stem.bias = m.stem.bias, None
     m.stem = nn.Sequential(m.stem, AddBias(bias))

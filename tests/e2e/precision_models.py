@@ -55,10 +55,11 @@ def int8_weight(proto: onnx.ModelProto) -> onnx.ModelProto:
     """`fc2`'s weight stored as int8, dequantized in the graph (weight-only quantization)."""
     index, node, inits = _gemm(proto, "fc2")
     q, scale = _int8(numpy_helper.to_array(inits["fc2.weight"]))
-    dq = helper.make_node("DequantizeLinear", ["fc2.weight_quantized", "fc2.weight_scale", "fc2.weight_zero_point"],
+    dq = helper.make_node("DequantizeLinear",
+                          ["fc2.weight_quantized", "fc2.weight_scale", "fc2.weight_zero_point"],
                           ["fc2.weight_dequantized"], name="fc2_dequantize")
-    gemm = helper.make_node("Gemm", [node.input[0], "fc2.weight_dequantized", node.input[2]], list(node.output),
-                            name=node.name, transB=1)
+    gemm = helper.make_node("Gemm", [node.input[0], "fc2.weight_dequantized", node.input[2]],
+                            list(node.output), name=node.name, transB=1)
     return _replace(proto, index, [dq, gemm], ["fc2.weight"], [
         numpy_helper.from_array(q, "fc2.weight_quantized"),
         numpy_helper.from_array(np.array(scale, np.float32), "fc2.weight_scale"),
@@ -71,8 +72,10 @@ def dynamic_int8(proto: onnx.ModelProto) -> onnx.ModelProto:
     q, scale = _int8(numpy_helper.to_array(inits["fc2.weight"]).T.copy())
     x, out = node.input[0], node.output[0]
     nodes = [
-        helper.make_node("DynamicQuantizeLinear", [x], ["fc2_x_q", "fc2_x_scale", "fc2_x_zp"], name="fc2_quantize"),
-        helper.make_node("MatMulInteger", ["fc2_x_q", "fc2.weight_quantized", "fc2_x_zp", "fc2.weight_zero_point"],
+        helper.make_node("DynamicQuantizeLinear", [x], ["fc2_x_q", "fc2_x_scale", "fc2_x_zp"],
+                         name="fc2_quantize"),
+        helper.make_node("MatMulInteger",
+                         ["fc2_x_q", "fc2.weight_quantized", "fc2_x_zp", "fc2.weight_zero_point"],
                          ["fc2_int32"], name="fc2_matmul_integer"),
         helper.make_node("Cast", ["fc2_int32"], ["fc2_float"], to=TensorProto.FLOAT, name="fc2_cast"),
         helper.make_node("Mul", ["fc2_x_scale", "fc2.weight_scale"], ["fc2_scale"], name="fc2_scale"),
@@ -88,12 +91,14 @@ def dynamic_int8(proto: onnx.ModelProto) -> onnx.ModelProto:
 def float16_block(proto: onnx.ModelProto) -> onnx.ModelProto:
     """`fc2` computed in float16 between two casts, its weight and bias stored as float16."""
     index, node, inits = _gemm(proto, "fc2")
-    half = [numpy_helper.from_array(numpy_helper.to_array(inits[f"fc2.{k}"]).astype(np.float16), f"fc2.{k}_fp16")
-            for k in ("weight", "bias")]
-    nodes = [helper.make_node("Cast", [node.input[0]], ["fc2_in_fp16"], to=TensorProto.FLOAT16, name="fc2_to_fp16"),
+    half = [numpy_helper.from_array(numpy_helper.to_array(inits[f"fc2.{k}"]).astype(np.float16),
+                                    f"fc2.{k}_fp16") for k in ("weight", "bias")]
+    nodes = [helper.make_node("Cast", [node.input[0]], ["fc2_in_fp16"], to=TensorProto.FLOAT16,
+                              name="fc2_to_fp16"),
              helper.make_node("Gemm", ["fc2_in_fp16", "fc2.weight_fp16", "fc2.bias_fp16"], ["fc2_out_fp16"],
                               name=node.name, transB=1),
-             helper.make_node("Cast", ["fc2_out_fp16"], list(node.output), to=TensorProto.FLOAT, name="fc2_to_fp32")]
+             helper.make_node("Cast", ["fc2_out_fp16"], list(node.output), to=TensorProto.FLOAT,
+                              name="fc2_to_fp32")]
     return _replace(proto, index, nodes, ["fc2.weight", "fc2.bias"], half)
 
 
@@ -104,6 +109,7 @@ def bfloat16_cast(proto: onnx.ModelProto) -> onnx.ModelProto:
     renamed = onnx.NodeProto()
     renamed.CopyFrom(node)
     renamed.output[0] = "fc2_raw"
-    nodes = [renamed, helper.make_node("Cast", ["fc2_raw"], ["fc2_bf16"], to=TensorProto.BFLOAT16, name="fc2_to_bf16"),
+    nodes = [renamed,
+             helper.make_node("Cast", ["fc2_raw"], ["fc2_bf16"], to=TensorProto.BFLOAT16, name="fc2_to_bf16"),
              helper.make_node("Cast", ["fc2_bf16"], [out], to=TensorProto.FLOAT, name="fc2_from_bf16")]
     return _replace(proto, index, nodes, [], [])

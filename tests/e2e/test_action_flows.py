@@ -41,7 +41,8 @@ def test_check_that_writes_no_report_fails_with_its_exit_code(make_runner, githu
     assert "check exited 2 without writing a report" in run.stdout
     assert run.step("comment").conclusion == "skipped" and github.issue_comments(REPO, PR) == []
     head = json.loads((EVENTS / "pull_request.json").read_text())["pull_request"]["head"]["sha"]
-    assert [s["state"] for s in github.statuses[(REPO, head)]] == ["pending", "error"]  # never an older verdict
+    # never an older verdict
+    assert [s["state"] for s in github.statuses[(REPO, head)]] == ["pending", "error"]
 
 
 def test_matrix_export_collect_legs_and_report_make_one_comment(make_runner, github, tmp_path):

@@ -49,7 +49,8 @@ def test_a_clip_wrapper_is_gated_clean_on_every_inner_output(tmp_path):
 
 def _lstm_config(tmp: Path, transform: str | None = None) -> Path:
     path = tmp / f"lstm-{transform or 'clean'}.toml"
-    path.write_text('baseline-dir = "baselines"\nproviders = ["torch-cpu", "CPUExecutionProvider"]\n[[models]]\n'
+    path.write_text('baseline-dir = "baselines"\nproviders = ["torch-cpu", "CPUExecutionProvider"]\n'
+                    '[[models]]\n'
                     'name = "lstm"\nfactory = "mapping_models:lstm_stack"\nexporter = "torchscript"\n'
                     'inputs = [{ name = "x", shape = [2, 5, 8], dtype = "float32" }]\n'
                     + (f'transform = "mapping_models:{transform}"\n' if transform else ""))
@@ -104,4 +105,5 @@ def test_states_traded_between_same_shaped_values_pass_there_by_their_numbers_an
     report, rows = _check(lstm, "first_h_c_swapped")
     assert rows["first[1][0]"]["status"] == rows["first[1][1]"]["status"] == "pass"
     first = report["first_regression"]
-    assert report["verdict"] == "regressed" and (first["layer"], first["provider"]) == ("second[0]", ORT), first
+    assert report["verdict"] == "regressed"
+    assert (first["layer"], first["provider"]) == ("second[0]", ORT), first

@@ -20,9 +20,12 @@ HERE = Path(__file__).parent
 
 def _config(tmp: Path, transform: str | None = None, precision: str | None = None) -> Path:
     shutil.copy(HERE / "precision_models.py", tmp / "precision_models.py")
-    cpu = f'{{ name = "CPUExecutionProvider", precision = "{precision}" }}' if precision else '"CPUExecutionProvider"'
+    cpu = '"CPUExecutionProvider"'
+    if precision:
+        cpu = f'{{ name = "CPUExecutionProvider", precision = "{precision}" }}'
     path = tmp / "parity-gate.toml"
-    path.write_text(f'baseline-dir = "baselines"\nproviders = ["torch-cpu", {cpu}]\n\n[[models]]\nname = "mlp"\n'
+    path.write_text(f'baseline-dir = "baselines"\nproviders = ["torch-cpu", {cpu}]\n\n'
+                    '[[models]]\nname = "mlp"\n'
                     'factory = "precision_models:mlp"\ninputs = [{ name = "x", shape = [8, 16] }]\n'
                     + (f'transform = "precision_models:{transform}"\n' if transform else ""))
     return path
@@ -47,7 +50,8 @@ def check(tmp: Path, transform: str | None, precision: str | None = None) -> dic
     ("float16_block", "float32", "float16 weight `fc2.weight_fp16`"),
     ("bfloat16_cast", "float32", "cast to bfloat16 (node `fc2_to_bf16`)"),
 ])
-def test_a_precision_nobody_configured_fails_naming_what_changed_and_the_layer(recorded, transform, now, said):
+def test_a_precision_nobody_configured_fails_naming_what_changed_and_the_layer(recorded, transform, now,
+                                                                                 said):
     report = check(recorded, transform)
     (model,) = report["models"]
     first = report["first_regression"]

@@ -220,7 +220,8 @@ def test_a_module_left_in_training_mode_that_changes_outputs_fails_naming_it(tmp
     assert (first["check"], first["layer"], first["provider"]) == ("training-mode", "drop", "(model as given)")
     assert "drop" in first["message"] and "model.eval()" in first["message"]
     step = report["models"][0]["next_step"]
-    assert (step["kind"], step["command"], step["layer"]) == ("training-mode", None, "drop")  # not the ONNX graph
+    # the factory's modules, not the ONNX graph
+    assert (step["kind"], step["command"], step["layer"]) == ("training-mode", None, "drop")
 
 
 def test_a_forward_that_draws_random_numbers_names_the_call_and_never_offers_to_re_record(tmp_path):

@@ -213,7 +213,8 @@ def _first_c_scaled(proto, factor: float):
     import onnx
     from onnx import numpy_helper
 
-    at, node = next((i, n) for i, n in enumerate(proto.graph.node) if n.op_type == "LSTM" and "first" in n.name)
+    at, node = next((i, n) for i, n in enumerate(proto.graph.node)
+                    if n.op_type == "LSTM" and "first" in n.name)
     cell = node.output[2]
     node.output[2] = cell + "_computed"
     scale = numpy_helper.from_array(np.array(factor, dtype=np.float32), "first_c_scale")

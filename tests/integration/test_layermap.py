@@ -247,8 +247,8 @@ def test_a_module_that_changes_under_the_export_s_flag_falls_back_to_the_plain_e
 def test_same_shaped_lstm_states_offer_their_values_and_torch_s_numbers_pick_each():
     """TorchScript records no call's outputs, and an LSTM's h and c share a shape: the map offers both
     values to each; the value ONNX Runtime computes within float32 rounding of torch's is each one's own."""
-    exported, records, sites, built = mapped("tests.integration.mapping_models:lstm_stack", (2, 5, 8), "torchscript",
-                                             with_built=True)
+    exported, records, sites, built = mapped("tests.integration.mapping_models:lstm_stack", (2, 5, 8),
+                                             "torchscript", with_built=True)
     states = ["first[1][0]", "first[1][1]", "second[1][0]", "second[1][1]"]
     for h, c in (states[:2], states[2:]):
         assert sites[h].kind == sites[c].kind == "absent" and sites[h].candidates == sites[c].candidates
@@ -264,7 +264,8 @@ def test_same_shaped_lstm_states_offer_their_values_and_torch_s_numbers_pick_eac
     h, c = sites["first[1][0]"].candidates
     off = pick({h: fingerprint(got[h] * 1.001), c: captured[c]}, torch_fp["first[1][0]"], "float32")
     assert off.value is None and off.within == 0
-    assert off.reason((1, 2, 8)).startswith("2 candidate values of shape [1, 2, 8]; none within float32 noise (1e-05)")
+    assert off.reason((1, 2, 8)).startswith(
+        "2 candidate values of shape [1, 2, 8]; none within float32 noise (1e-05)")
 
 
 def test_a_candidate_is_taken_within_rounding_of_torch_at_its_limit_and_never_one_of_several():
@@ -276,8 +277,10 @@ def test_a_candidate_is_taken_within_rounding_of_torch_at_its_limit_and_never_on
         assert pick({"a": past, "b": far}, torch_out, precision).value is None, precision
     twins = pick({"a": fp(1e-7, axis=2), "b": fp(1e-7, axis=3), "c": fp(0.5, axis=4)}, torch_out, "float32")
     assert (twins.value, twins.captured, twins.within) == (None, 3, 2)
-    assert "; 2 within float32 noise (1e-05) of torch's output: they hold the same numbers" in twins.reason((2, 4))
+    said = "; 2 within float32 noise (1e-05) of torch's output: they hold the same numbers"
+    assert said in twins.reason((2, 4))
     other = pick({"a": fp(0.0, shape=(4, 2))}, torch_out, "float32")  # a symbolic shape let it in
     assert (other.value, other.shaped) == (None, 0)
     assert other.reason((2, 4)) == "no value the call exposes has shape [2, 4] when run"
-    assert pick({}, torch_out, "float32").reason((2, 4)) == "none of the values its shape allows is in the graph that ran"
+    assert pick({}, torch_out, "float32").reason((2, 4)) == \
+        "none of the values its shape allows is in the graph that ran"

@@ -155,7 +155,8 @@ def _model_change(cause: str) -> dict:
 RANDOM = {"check": "random-draws", "status": "warn",
           "message": "the forward draws random numbers (aten.native_dropout.default at kws.py:42 in forward)"}
 TRAINING = {"check": "training-mode", "status": "fail", "layer": "stem.0",
-            "message": "the factory left 1 module(s) in training mode (drop), and eval mode changes the outputs"}
+            "message": "the factory left 1 module(s) in training mode (drop), and eval mode changes the "
+                       "outputs"}
 
 
 def _precision(report: dict) -> dict:
@@ -166,10 +167,12 @@ def _precision(report: dict) -> dict:
 
 CAUSES = {  # cause -> (a report of it, what its step says)
     "model-changed": (lambda: _drift_with([_model_change("code")]), "the model changed"),
-    "weights-changed": (lambda: _drift_with([_model_change("weights")]), "the model's weights changed, its code did not"),
+    "weights-changed": (lambda: _drift_with([_model_change("weights")]),
+                        "the model's weights changed, its code did not"),
     "random-draws": (lambda: _drift_with([_model_change("random")], [RANDOM]), "Re-recording cannot fix it"),
     "training-mode": (lambda: _drift_with([], [TRAINING]), "call `model.eval()` in the factory"),
-    "precision-changed": (lambda: _precision(raw("regressed")), "computes below float32 where no configured precision"),
+    "precision-changed": (lambda: _precision(raw("regressed")),
+                          "computes below float32 where no configured precision"),
 }
 
 
@@ -199,7 +202,8 @@ def test_a_corrupt_baseline_says_restore_it_from_git_or_re_record_it():
     report = raw("real-check-reference-drift")
     model = report["models"][0]
     model.update(status="error", providers=[], hints=[], audits=[],
-                 error={"status": "BAD_BASELINE", "message": "baseline `baselines/tiny-cnn.msgpack.zst`: truncated"})
+                 error={"status": "BAD_BASELINE",
+                        "message": "baseline `baselines/tiny-cnn.msgpack.zst`: truncated"})
     report["verdict"] = "error"
     typed_report = typed(report)
     step = next_step(typed_report.models[0])

@@ -205,7 +205,8 @@ def test_bad_detections_are_one_line_errors_naming_the_key(tmp_path, changes, wo
 
 def _with_candidates(count: int) -> ModelRun:
     run = make_run()
-    run.onnx_map["fc"] = OnnxSite("absent", reason="two values of its shape", candidates=tuple(f"v{i}" for i in range(count)))
+    run.onnx_map["fc"] = OnnxSite("absent", reason="two values of its shape",
+                                  candidates=tuple(f"v{i}" for i in range(count)))
     return run
 
 
@@ -217,7 +218,8 @@ def test_candidate_values_round_trip_up_to_their_limit_and_not_one_past(tmp_path
     write_runs(path, [_with_candidates(MAX_CANDIDATES)])
     (run,) = read_runs(path)
     assert run.onnx_map == _with_candidates(MAX_CANDIDATES).onnx_map
-    assert "candidates" not in run_to_dict(make_run())["onnx_map"]["fc"]  # files without them keep their bytes
+    # files without them keep their bytes
+    assert "candidates" not in run_to_dict(make_run())["onnx_map"]["fc"]
     path.write_bytes(with_run(onnx_map=run_to_dict(_with_candidates(MAX_CANDIDATES + 1))["onnx_map"]))
     with pytest.raises(FormatError, match="candidates"):
         read_runs(path)

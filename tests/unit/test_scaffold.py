@@ -145,7 +145,7 @@ def test_approval_is_turned_on_in_place_and_force_never_turns_it_off(tmp_path):
     assert path.read_text() == expected + "# my own line\n"
     assert (tmp_path / "pyproject.toml").read_text() == CONFIGURED
     apply(plan(Options(tmp_path, "m:a", (parse_input("x=2x3"),), force=True)))
-    judge = tmp_path / ".github/workflows/parity-gate-comment.yml"  # the judging workflow, from the default branch
+    judge = tmp_path / ".github/workflows/parity-gate-comment.yml"  # the judge, from the default branch
     assert "baseline-changes: require-approval" in judge.read_text()
 
 
@@ -202,7 +202,8 @@ def test_shards_make_the_check_a_matrix_with_one_verdict_in_the_single_and_fork_
 
     from gate.scaffold.workflows import Flow, workflows
 
-    assert workflows(Flow("single", shards=3)) == workflows(Flow("fork", shards=3))  # the default branch judges
+    # the default branch judges in both
+    assert workflows(Flow("single", shards=3)) == workflows(Flow("fork", shards=3))
     files = workflows(Flow("fork", shards=3))
     legs, comment = (yaml.safe_load(files[f".github/workflows/{n}.yml"])
                      for n in ("parity-gate", "parity-gate-comment"))

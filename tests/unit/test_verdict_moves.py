@@ -182,7 +182,8 @@ def test_a_fold_that_changed_the_conv_weights_still_passes():
 
 
 def _union(parts, scale=1.0):
-    """A fingerprint of the elements of ``parts`` together (a merged projection), its values times ``scale``."""
+    """A fingerprint of the elements of ``parts`` together (a merged projection), its values times
+    ``scale``."""
     n = sum(p.count for p in parts)
     return dataclasses.replace(parts[0], shape=(n,), count=n, sum=scale * sum(p.sum for p in parts),
                                sumsq=scale * scale * sum(p.sumsq for p in parts),
@@ -191,19 +192,22 @@ def _union(parts, scale=1.0):
 
 
 @pytest.mark.parametrize("scale, passes", [(1.0, True), (1 + 1e-3, False)])
-def test_a_merge_passes_where_its_values_are_the_gone_layers_together_and_its_faulted_twin_fails(scale, passes):
+def test_a_merge_passes_where_its_values_are_the_gone_layers_together_and_its_faulted_twin_fails(scale,
+                                                                                                   passes):
     """`blk.q` now computes q, k and v (`blk.k`, `blk.v` gone): its count and moments are theirs together."""
     names = ("blk.q", "blk.k", "blk.v", "blk", "(model)")
     q, k, v, out = (fp(0.5, axis=a, shape=(2, 4)) for a in (2, 3, 4, 5))
     base = baseline(names=names, **{"blk.q": q, "blk.k": k, "blk.v": v, "blk": out, "output": out})
-    r = run(names=("blk.q", "blk", "(model)"), **{"blk.q": _union([q, k, v], scale), "blk": out, "output": out})
+    merged = {"blk.q": _union([q, k, v], scale), "blk": out, "output": out}
+    r = run(names=("blk.q", "blk", "(model)"), **merged)
     r.meta.tensor_digests = {"blk.q.weight": "9"}
     base.meta.tensor_digests = {"blk.q.weight": "1", "blk.k.weight": "2", "blk.v.weight": "3"}
     coded(r, base)
     mv = model_verdict(spec(), r, base, "p", "cmd")
     assert (mv.status == "pass") is passes, mv.first_regression
     if passes:
-        assert "`blk.q` now computes `blk.q`, `blk.k` and `blk.v`'s values together" in rows(mv)["blk.q"].message
+        said = "`blk.q` now computes `blk.q`, `blk.k` and `blk.v`'s values together"
+        assert said in rows(mv)["blk.q"].message
     else:
         assert mv.first_regression.layer == "blk.q"
 
