@@ -67,7 +67,7 @@ class Meta:
     # The random operations the forward drew with, and where the user's code called them.
     random_draws: list[str] | None = None
     inputs: list[dict[str, Any]] | None = None  # per input: name, dtype, shape, digest (model.inputs.describe)
-    content_key: dict[str, Any] | None = None  # what the run computed, digested (gate.commands.content_key)
+    content_key: dict[str, Any] | None = None  # what the run computed, digested (gate.pipeline.content_key)
     # Wall seconds the model took where its baseline was recorded (every stage, every provider): what
     # ``--shard`` balances the legs of a matrix by (gate.config.shards).
     seconds: float | None = None

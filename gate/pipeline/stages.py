@@ -3,7 +3,7 @@
 A model's run is a pipeline of stages (docs/verdict.md#stages): build, probe and key, export,
 transform, float64 reference, providers, judge. Build, probe, providers and judge run every time.
 The others are reused only under a key made of exactly what they read (``STAGE_PARTS`` in
-``gate.commands.content_key``):
+``gate.pipeline.content_key``):
 
 - the export (graph and layer map) from the store (``gate.store``) under the export's key;
 - the transform's output likewise, where the model declares what else the transform reads
@@ -28,7 +28,6 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from gate import env
-from gate.commands import alarms, reuse_explain
 from gate.core.background import Background
 from gate.core.progress import Progress
 from gate.core.reuse import Reuse, Shipped, StageRun
@@ -37,16 +36,17 @@ from gate.core.status import CacheState, FullWhy, Stage
 from gate.errors import FormatError
 from gate.export.record import Graph
 from gate.export.structure import Structure, Unbindable
+from gate.pipeline import alarms, reuse_explain
 from gate.runners import reference_outputs
 from gate.runners.reference_outputs import ReferenceOutputs
 from gate.store import Corrupt, Entry, Lookup, Put, PutState, Store, store_dir
 
 if TYPE_CHECKING:
-    from gate.commands.content_key import ContentKey
     from gate.config import Config
     from gate.formats.baseline import Baseline
     from gate.model.build import BuiltModel
     from gate.model.trace import Probe
+    from gate.pipeline.content_key import ContentKey
 
 
 # Where a computed reference stands in the store's words, by why it ran.
@@ -105,7 +105,7 @@ class Plan:
 
     @property
     def recorded(self) -> ContentKey | None:
-        from gate.commands.content_key import ContentKey
+        from gate.pipeline.content_key import ContentKey
 
         raw = self.baseline.meta.content_key if self.baseline is not None else None
         return ContentKey.from_dict(raw) if raw else None
@@ -123,8 +123,8 @@ class Plan:
 
     def start(self, config: Config, built: BuiltModel, run: ModelRun, progress: Progress) -> None:
         """Probe and key ``built``; decide whether the reference is the baseline's (``run.reuse``)."""
-        from gate.commands import content_key
         from gate.model import trace
+        from gate.pipeline import content_key
 
         spec, recorded = built.spec, self.recorded
         progress(f"{spec.name}: float32 forward on torch-cpu, traced (content key)")
@@ -238,7 +238,7 @@ class Plan:
     def transform(self, run: ModelRun, transform: str, exported: Graph, compute: Callable[[], Graph]) -> Graph:
         """What ships: from the store where the transform is keyed (its declared inputs and the
         exported graph it reads), else ``compute``d on every check."""
-        from gate.commands.content_key import transform_key
+        from gate.pipeline.content_key import transform_key
 
         key = transform_key(self.key, exported.output_digest()) if self.key is not None else None
         graph = self._stage(run, Stage.TRANSFORM, key, compute)
