@@ -22,8 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -39,7 +38,7 @@ from gate.export.structure import Structure, Unbindable
 from gate.pipeline import alarms, reuse_explain
 from gate.runners import reference_outputs
 from gate.runners.reference_outputs import ReferenceOutputs
-from gate.store import Corrupt, Entry, Lookup, Put, PutState, Store, store_dir
+from gate.store import Corrupt, Entry, Lookup, Output, Put, PutState, Store, store_dir
 
 if TYPE_CHECKING:
     from gate.config import Config
@@ -202,7 +201,7 @@ class Plan:
             state = found.state if found is not None else CacheState.BYPASSED
             self._record(run, StageRun(Stage.STRUCTURE, skey, state))
             if state != CacheState.ALARM:
-                self._put(run, Stage.STRUCTURE, skey, made.write, made.output_digest, made.payload, made.differs_from)
+                self._put(run, Stage.STRUCTURE, skey, made)
         return graph
 
     def _entry_graph(self, run: ModelRun, stage: Stage, key: str) -> Graph | Lookup:
@@ -232,7 +231,7 @@ class Plan:
             return None
         self._record(run, StageRun(Stage.STRUCTURE, skey, CacheState.HIT))
         self._record(run, StageRun(Stage.EXPORT, key, missed.state, missed.note))
-        self._put(run, Stage.EXPORT, key, graph.write, graph.output_digest, graph.payload, graph.differs_from)
+        self._put(run, Stage.EXPORT, key, graph)
         return graph
 
     def transform(self, run: ModelRun, transform: str, exported: Graph, compute: Callable[[], Graph]) -> Graph:
@@ -269,7 +268,7 @@ class Plan:
         graph = compute()
         self._record(run, StageRun(stage, key, state, found.note if found is not None else None))
         if state != CacheState.ALARM and graph.sites is not None:
-            self._put(run, stage, key, graph.write, graph.output_digest, graph.payload, graph.differs_from)
+            self._put(run, stage, key, graph)
         return graph
 
     def shared(self, run: ModelRun, stages: list[StageRun], case: str) -> None:
@@ -325,7 +324,7 @@ class Plan:
         if key is None or not outputs or state in (CacheState.UNKEYED, CacheState.ALARM, CacheState.OFF):
             return
         made = ReferenceOutputs(list(outputs), tolerance)
-        self._put(run, Stage.REFERENCE, key, made.write, made.digest, dict, made.differs_from)
+        self._put(run, Stage.REFERENCE, key, made)
 
     def _reference_key(self) -> str | None:
         return self.key.stage(Stage.REFERENCE) if self.key is not None else None
@@ -351,13 +350,14 @@ class Plan:
             run.reuse = Reuse(None, FullWhy.UNKEYABLE)
         run.reuse.stages = [s for s in run.reuse.stages if s.stage != stage_run.stage] + [stage_run]
 
-    def _put(self, run: ModelRun, stage: Stage, key: str, write: Callable[[Path], None], digest: Callable[[], str],
-             payload: Callable[[], dict[str, Any]], agrees: Callable[[Entry], str | None] | None = None) -> None:
-        """A write for ``release`` to start. The closure holds the output (and the folder its files are
-        in) alive until written."""
+    def _put(self, run: ModelRun, stage: Stage, key: str, output: Output) -> None:
+        """A write for ``release`` to start: every stage's output through one door, by its contract
+        (``gate.store.Output``). The closure holds the output (and the folder its files are in) alive
+        until written."""
         store = self.policy.store
         assert store is not None
-        self._deferred.append((run, lambda: store.put(stage, key, write, digest(), payload(), agrees)))
+        self._deferred.append((run, lambda: store.put(stage, key, output.write, output.output_digest(),
+                                                      output.payload(), output.differs_from)))
 
     def release(self) -> None:
         """Start the writes on a thread, where the copies and their checksums overlap the providers'
