@@ -35,9 +35,9 @@ def layers(prun: ProviderRun, fingerprints: Mapping[str, Fingerprint], reference
     reference layers not captured are ``absent`` with the reason ``missing``."""
     fps = {x.name: x.fp for x in reference}
     for name, fp in fingerprints.items():
-        prun.layers[name] = ProviderLayer("ok", fp, error_against(fp, fps.get(name)))
+        prun.layers[name] = ProviderLayer(LayerStatus.OK, fp, error_against(fp, fps.get(name)))
     for name in fps:
-        prun.layers.setdefault(name, ProviderLayer("absent", reason=missing))
+        prun.layers.setdefault(name, ProviderLayer(LayerStatus.ABSENT, reason=missing))
     return prun
 
 
