@@ -36,7 +36,7 @@ def threads(environ: Mapping[str, str] | None = None) -> int | None:
 
 def beside(environ: Mapping[str, str] | None = None) -> str:
     """PARITY_GATE_BESIDE: whether the float64 reference may run beside the export
-    (``gate.commands.beside``): ``auto`` (unset or empty), ``on`` or ``off``; else a ConfigError naming it."""
+    (``gate.pipeline.beside``): ``auto`` (unset or empty), ``on`` or ``off``; else a ConfigError naming it."""
     raw = (_read(BESIDE, environ) or "").strip().lower() or "auto"
     if raw not in BESIDE_MODES:
         raise ConfigError(f"{BESIDE}={raw!r}: expected one of {', '.join(BESIDE_MODES)}")

@@ -57,8 +57,8 @@ def why_no_cuda() -> str | None:
 
 
 def gate_row(tmp: Path, model: str, variant: str) -> dict:
-    from gate.commands.pipeline import run_model
     from gate.config import load_config
+    from gate.pipeline.run import run_model
 
     factory, inputs = MODELS[model]
     provider, extra = VARIANTS[variant]

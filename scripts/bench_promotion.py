@@ -23,10 +23,10 @@ sys.path.insert(0, str(ROOT))
 
 from measure import own_cache  # noqa: E402
 
-from gate.commands.pipeline import run_model  # noqa: E402
 from gate.config import load_config  # noqa: E402
 from gate.core.device import cpu_name  # noqa: E402
 from gate.fingerprint import relative_error  # noqa: E402
+from gate.pipeline.run import run_model  # noqa: E402
 
 MODELS = ("llama", "mistral", "qwen2", "bert", "gpt2")
 

@@ -23,7 +23,7 @@ from the file, np.allclose) and
   reference runs;
 - `code`: the same after a code change (a forward hook on the last module scales its output by
   1 + 1e-3: the op trace changes), from a copy of that store: exported afresh, the reference runs
-  (beside the export, where `gate.commands.beside` lets it);
+  (beside the export, where `gate.pipeline.beside` lets it);
 - `changed beside`, `code beside`, `changed serial`, `code serial`: the same with
   ``PARITY_GATE_BESIDE=on`` (the reference beside the export, in a forked child, whatever the CPUs) or
   ``off`` (after the export, in the gate's process); the path says where it ran;
@@ -58,8 +58,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import measure  # noqa: E402
 from measure import RECIPE_RUN, host, measured, pairs, stage_seconds  # noqa: E402 - how every benchmark measures
 
-from gate.commands.beside import BESIDE  # noqa: E402 - the reference's note where it ran beside the export
 from gate.env import BESIDE as BESIDE_ENV  # noqa: E402
+from gate.pipeline.beside import BESIDE  # noqa: E402 - the reference's note where it ran beside the export
 from gate.runners import heap as heap_tunables  # noqa: E402 - the worker's heap settings, named in one place
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -27,9 +27,9 @@ sys.path.insert(0, str(ROOT))
 from measure import Spread, host, own_cache, pairs  # noqa: E402
 
 from gate import commands  # noqa: E402
-from gate.commands.pipeline import run_model  # noqa: E402
 from gate.config import load_config  # noqa: E402
 from gate.core.device import cpu_name  # noqa: E402
+from gate.pipeline.run import run_model  # noqa: E402
 
 MODELS = {
     "resnet18": ("examples.torchvision_zoo:resnet18", '[{ name = "x", shape = [1, 3, 224, 224] }]'),

@@ -8,11 +8,7 @@ models of one leg of a matrix, ``--shard K/N``). ``check`` and ``report_files`` 
 function, ``judging.judge``; ``common`` holds what they share (a model's baseline, the command that
 re-creates it) and ``baseline_diff`` the baseline files a change rewrites, as text.
 
-One model's run, which they call: ``pipeline`` runs it (``prepare`` builds, exports and fingerprints
-its float64 reference, ``beside`` in a forked child beside the export where it may; ``providers``
-runs one provider, in-process or in a worker), in stages (``stages``), each reused only under a key
-of exactly what it reads (``content_key``); ``reuse_explain`` says what moved inside a changed key
-and ``alarms`` puts soundness alarms onto a run.
+One model's run, which they call, is ``gate.pipeline``.
 """
 
 from gate.commands.check import check

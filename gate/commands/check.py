@@ -3,14 +3,14 @@ key vouches for comes from the baseline and the store (``stages``) unless ``full
 
 from __future__ import annotations
 
-from gate.commands.alarms import reference_alarms
 from gate.commands.judging import Loaded, judge, load_baselines
-from gate.commands.pipeline import Progress, Settings, run_model
-from gate.commands.prepare import Memo
-from gate.commands.stages import ReusePolicy
 from gate.config import Config, ModelSpec, ProviderSpec
 from gate.core.failure import ModelError
 from gate.core.runs import ModelRun, RunError
+from gate.pipeline.alarms import reference_alarms
+from gate.pipeline.prepare import Memo
+from gate.pipeline.run import Progress, Settings, run_model
+from gate.pipeline.stages import ReusePolicy
 from gate.verdict.types import Report
 
 

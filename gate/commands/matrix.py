@@ -7,14 +7,14 @@ from pathlib import Path
 
 from gate.commands.common import result_paths
 from gate.commands.judging import judge, load_baselines
-from gate.commands.pipeline import Progress, Settings, is_isolated, run_provider, run_providers, torch_threads
-from gate.commands.prepare import Memo, prepare
 from gate.config import Config, Isolation, ModelSpec, ProviderSpec
 from gate.core.runs import ModelRun, ProviderRun, RunError
 from gate.core.status import ErrorStatus, SkipKind
 from gate.errors import GateError
 from gate.formats.baseline import baseline_path
 from gate.formats.results import RUN, Bundle, merge, read_runs, write_runs
+from gate.pipeline.prepare import Memo, prepare
+from gate.pipeline.run import Progress, Settings, is_isolated, run_provider, run_providers, torch_threads
 from gate.runners.base import Subject
 from gate.runners.registry import nominal_target
 from gate.verdict.types import Report

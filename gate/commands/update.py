@@ -16,9 +16,6 @@ from pathlib import Path
 
 from gate import fingerprint
 from gate.commands.common import display, location, result_paths
-from gate.commands.pipeline import Progress, Settings, run_model
-from gate.commands.prepare import Memo
-from gate.commands.stages import ReusePolicy
 from gate.config import Config, ModelSpec, ProviderSpec
 from gate.core.failure import ModelError
 from gate.core.layers import is_output
@@ -28,6 +25,9 @@ from gate.errors import GateError
 from gate.fingerprint import relative_error
 from gate.formats.baseline import Baseline, describe, merge_run, store
 from gate.formats.results import merge, read_runs
+from gate.pipeline.prepare import Memo
+from gate.pipeline.run import Progress, Settings, run_model
+from gate.pipeline.stages import ReusePolicy
 from gate.verdict import data_dependent
 from gate.verdict.checks import degenerate, runtime_rows
 

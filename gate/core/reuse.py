@@ -1,6 +1,6 @@
 """What a run took from before instead of computing it, stage by stage, and why: plain data,
 carried from the run to the report (``models[].reuse``). The decisions are made once, in
-``gate.commands.stages``; the stage table is ``gate.commands.content_key.STAGE_PARTS``."""
+``gate.pipeline.stages``; the stage table is ``gate.pipeline.content_key.STAGE_PARTS``."""
 
 from __future__ import annotations
 

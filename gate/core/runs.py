@@ -15,15 +15,7 @@ from gate.core.fields import Obj
 from gate.core.reuse import Reuse
 from gate.core.status import DataDependence, ErrorStatus, LayerStatus, RunStatus, SiteKind, SkipKind
 from gate.core.target import Target
-from gate.fingerprint import Fingerprint, relative_error
-
-
-def error_against(fp: Fingerprint, ref: Fingerprint | None) -> float | None:
-    """A runtime's relative L2 error against the reference layer (None: no comparable layer)."""
-    if ref is None or tuple(fp.shape) != tuple(ref.shape):
-        return None
-    return relative_error(fp, ref)
-
+from gate.fingerprint import Fingerprint
 
 OPTIONAL_META = ("promoted", "below_float64", "normalizations", "training", "dynamic_dims", "transform",
                  "graph_precision", "output_tolerance", "tensor_digests", "module_code", "random_draws",
@@ -67,7 +59,7 @@ class Meta:
     # The random operations the forward drew with, and where the user's code called them.
     random_draws: list[str] | None = None
     inputs: list[dict[str, Any]] | None = None  # per input: name, dtype, shape, digest (model.inputs.describe)
-    content_key: dict[str, Any] | None = None  # what the run computed, digested (gate.commands.content_key)
+    content_key: dict[str, Any] | None = None  # what the run computed, digested (gate.pipeline.content_key)
     # Wall seconds the model took where its baseline was recorded (every stage, every provider): what
     # ``--shard`` balances the legs of a matrix by (gate.config.shards).
     seconds: float | None = None

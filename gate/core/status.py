@@ -223,7 +223,7 @@ class KeyPart(Word):
 class Stage(Word):
     """A stage of one model's pipeline, in the order they run (docs/verdict.md#stages). Build,
     probe, providers and judge run every time; structure, export, transform and reference are reused
-    under a key made of exactly what they read (``gate.commands.content_key.STAGE_PARTS``)."""
+    under a key made of exactly what they read (``gate.pipeline.content_key.STAGE_PARTS``)."""
 
     BUILD = "build"  # the factory and the inputs (user code)
     PROBE = "probe"  # one traced float32 forward: the content key, and torch-cpu's float32 run

@@ -27,10 +27,10 @@ from typing import Any
 
 import onnx
 
-from gate.core.runs import MAX_CANDIDATES, OnnxSite, error_against
+from gate.core.runs import MAX_CANDIDATES, OnnxSite
 from gate.core.status import SiteKind
 from gate.core.target import ROUNDING
-from gate.fingerprint import Fingerprint
+from gate.fingerprint import Fingerprint, relative_error
 
 CallKey = tuple[str, int]  # (module qualified name, 0-based call index)
 _SUFFIX = re.compile(r"^(.*)_(\d+)$")
@@ -303,7 +303,7 @@ def pick(candidates: Mapping[str, Fingerprint], torch: Fingerprint, precision: s
     label = precision if precision in ROUNDING else "float32"  # quantized: the finest (missed, never guessed)
     noise = ROUNDING[label]
     shaped = [v for v, fp in candidates.items() if tuple(fp.shape) == tuple(torch.shape)]
-    close = [v for v in shaped if (err := error_against(candidates[v], torch)) is not None and err <= noise]
+    close = [v for v in shaped if relative_error(candidates[v], torch) <= noise]
     return Pick(close[0] if len(close) == 1 else None, len(candidates), len(shaped), len(close), label, noise)
 
 

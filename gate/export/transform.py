@@ -2,7 +2,7 @@
 transformer optimizer, float16 conversion, int8 quantization). ``transform = "module:function"``
 takes an ``onnx.ModelProto`` and returns the one that ships; the gate checks that one. It is the
 user's code, run on the exported graph on every check unless the model declares what else it
-reads (``transform-inputs``; ``gate.commands.stages``). A graph it returns that does not load
+reads (``transform-inputs``; ``gate.pipeline.stages``). A graph it returns that does not load
 (``saved.refusal``) is an export failure."""
 
 from __future__ import annotations

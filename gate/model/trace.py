@@ -1,6 +1,6 @@
 """The probe: one float32 forward of the model on CPU, every module call fingerprinted (what the
 ``torch-cpu`` provider computes) and every ATen operation traced into a digest (the ``code`` part
-of the content key, ``gate.commands.content_key``).
+of the content key, ``gate.pipeline.content_key``).
 
 The trace is a ``TorchDispatchMode``: it sees each operation that reaches PyTorch's dispatcher
 below autograd, and writes one line per operation: its name and overload; each tensor argument by

@@ -4,7 +4,9 @@ Runtime execution provider.
 A runner is made for one configured provider and one model. ``prepare`` takes the model
 (``Subject``) and raises ``Unavailable`` when the provider cannot run here (``precheck`` tells
 that alone, cheaply); ``run`` returns the ``ProviderRun``; ``close`` releases what ``prepare``
-took. ``execute`` drives that lifecycle and turns every failure into a status of the run
+took. A runner runs and returns values; what compares them with the float64 reference is the
+verdict's (``gate.verdict.against_reference``), called where the runtime's values are at hand.
+``execute`` drives that lifecycle and turns every failure into a status of the run
 (``failed_run``, the one place an exception becomes a status), so one provider never takes the
 others down. A runner gets all it needs from its spec and the ``Subject``, whether it runs
 in-process or in a worker. Callers pick a runner by the provider's kind
@@ -17,17 +19,14 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from gate.config import ProviderSpec
-from gate.core import detections
-from gate.core.exact import exact
 from gate.core.failure import ModelError
-from gate.core.layers import is_output
-from gate.core.runs import ModelRun, ProviderLayer, ProviderRun, error_against
-from gate.core.status import ErrorStatus, LayerStatus
+from gate.core.runs import ModelRun, ProviderRun
+from gate.core.status import ErrorStatus
 from gate.core.target import Target
 from gate.errors import GateError
 
@@ -90,32 +89,6 @@ class Runner(ABC):
 
     def close(self) -> None:
         self.subject = None
-
-    def exact_outputs(self, prun: ProviderRun, arrays: list[np.ndarray]) -> None:
-        """Exact metrics of the model's outputs (``arrays``, in output order) against the
-        reference's, where both tensors are here; detections matched where they are data-dependent."""
-        expected = self.subject.outputs
-        outputs = [x.name for x in self.subject.run.layers if is_output(x.name)]
-        for name, actual, want in zip(outputs, arrays, expected, strict=False):
-            layer = prun.layers.get(name)
-            if layer is not None and layer.status == LayerStatus.OK:
-                layer.exact = exact(actual, want, self.subject.output_tolerance)
-        dependent = {x.name for x in self.subject.run.layers if x.data_dependent is not None}
-        for found in detections.find(zip(outputs, arrays, expected, strict=False), dependent):
-            for name in found.members:  # each observed member of a matched group gets its group's facts
-                layer = prun.layers.get(name)
-                if layer is not None and layer.status == LayerStatus.OK:
-                    layer.detections = found
-
-    def layers_from(self, prun: ProviderRun, fingerprints: dict[str, Any], missing: str) -> ProviderRun:
-        """Fill ``prun`` from captured fingerprints by layer name, errors against the reference;
-        reference layers not captured are ``absent`` with the reason ``missing``."""
-        reference = {x.name: x.fp for x in self.subject.run.layers}
-        for name, fp in fingerprints.items():
-            prun.layers[name] = ProviderLayer("ok", fp, error_against(fp, reference.get(name)))
-        for name in reference:
-            prun.layers.setdefault(name, ProviderLayer("absent", reason=missing))
-        return prun
 
 
 FAILURES = (Unavailable, ModelError, MemoryError)  # how a run may end early; anything else is a bug

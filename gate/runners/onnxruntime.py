@@ -19,13 +19,14 @@ from gate.core import device
 from gate.core.failure import ModelError
 from gate.core.layers import FORWARD_ONLY, is_gradient
 from gate.core.progress import DETAIL, DETAIL_EVERY_S
-from gate.core.runs import ModelRun, OnnxSite, ProviderLayer, ProviderRun, error_against
+from gate.core.runs import ModelRun, OnnxSite, ProviderLayer, ProviderRun
 from gate.core.status import ErrorStatus, LayerStatus, SiteKind
 from gate.core.target import Target
 from gate.export.layermap import available_values, pick
 from gate.formats.results import Bundle
 from gate.runners import gpu_probe, ort_session
 from gate.runners.base import Runner, Subject, Unavailable
+from gate.verdict import against_reference
 
 
 def marked(site: OnnxSite) -> tuple[str, ...]:
@@ -105,7 +106,8 @@ class OrtRunner(Runner):
             prun.reason = f"device class `{device.GPU}`: {probe.reason}"
         for layer in run.layers:
             prun.layers[layer.name] = _layer(run, layer, result.outputs, result.values, self.spec.precision)
-        self.exact_outputs(prun, result.arrays)  # graph outputs are the root layers, in order
+        subject = self.subject  # graph outputs are the root layers, in order
+        against_reference.outputs(prun, result.arrays, run.layers, subject.outputs, subject.output_tolerance)
         return prun
 
 
@@ -142,5 +144,5 @@ def _layer(run: ModelRun, layer, outputs: list, values: dict, precision: str) ->
         fp = values.get(site.value)
     if fp is None:
         return ProviderLayer("absent", reason="value not returned")
-    return ProviderLayer("ok", fp, error_against(fp, layer.fp))
+    return ProviderLayer("ok", fp, against_reference.error_against(fp, layer.fp))
 

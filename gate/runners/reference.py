@@ -125,7 +125,7 @@ CHANGED = 1e-12  # float64 noise: above it, eval mode changed what a layer compu
 def compare_as_given(built: BuiltModel, ref: Reference, promote: bool) -> dict:
     """Run the model as its factory returned it (some modules in training mode) and find the first
     layer whose output eval mode changed: a deployment that forgot eval() runs it that way."""
-    from gate.core.runs import error_against
+    from gate.verdict.against_reference import error_against
 
     with built.fresh():  # the copy starts from the model as built, not from what the reference left
         module, inputs = as_float64(built.module, built.inputs)

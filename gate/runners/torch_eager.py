@@ -15,6 +15,7 @@ from gate.model import torch_hooks
 from gate.runners import torch_numerics
 from gate.runners.base import Runner, Subject, Unavailable
 from gate.runners.gradients import gradients
+from gate.verdict import against_reference
 
 
 class TorchEagerRunner(Runner):
@@ -96,11 +97,13 @@ class TorchEagerRunner(Runner):
             raise ModelError.of(f"model `{self.subject.run.name}`: {self.name} ({self.spec.precision}) failed: "
                                 f"{type(exc).__name__}: {str(exc)[:300]}",
                                 ErrorStatus.INFER_FAIL, exc) from None
-        prun = self.layers_from(ProviderRun(self.target(), numerics=torch_numerics.settings()), fingerprints,
-                                self.absent_reason)
+        run = self.subject.run
+        prun = against_reference.layers(ProviderRun(self.target(), numerics=torch_numerics.settings()), fingerprints,
+                                        run.layers, self.absent_reason)
         if self.subject.repeats:
             prun.latency_ms, prun.latency_p90_ms = latency(self.timed(self.subject.repeats))
-        self.exact_outputs(prun, [torch_hooks.to_numpy(t) for _, t in torch_hooks.flatten(output)])
+        against_reference.outputs(prun, [torch_hooks.to_numpy(t) for _, t in torch_hooks.flatten(output)], run.layers,
+                                  self.subject.outputs, self.subject.output_tolerance)
         return prun
 
     def close(self) -> None:

@@ -11,6 +11,6 @@ checks its own payload.
 
 from gate.env import store_dir
 from gate.store.entry import MANIFEST, Corrupt, Entry
-from gate.store.store import Lookup, Put, PutState, Store
+from gate.store.store import Lookup, Output, Put, PutState, Store
 
-__all__ = ["MANIFEST", "Corrupt", "Entry", "Lookup", "Put", "PutState", "Store", "store_dir"]
+__all__ = ["MANIFEST", "Corrupt", "Entry", "Lookup", "Output", "Put", "PutState", "Store", "store_dir"]

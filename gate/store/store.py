@@ -21,7 +21,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from gate import env
 from gate.core.reuse import Alarm
@@ -58,6 +58,21 @@ class Lookup:
 
 # A stage's rule for "the same output" beyond equal digests: None when they agree, else where they differ.
 Agrees = Callable[[Entry], "str | None"]
+
+
+class Output(Protocol):
+    """A stage's output with its contract, as every stage hands it to the store: its files
+    (``write``), the digest that names it (``output_digest``), what its manifest carries beside
+    (``payload``) and how an output already under its key is verified against it (``differs_from``:
+    None when the same output, else how it differs). Read back, each type verifies its own payload."""
+
+    def write(self, folder: Path) -> None: ...
+
+    def output_digest(self) -> str: ...
+
+    def payload(self) -> dict[str, Any]: ...
+
+    def differs_from(self, entry: Entry) -> str | None: ...
 
 
 class Store:

@@ -1,5 +1,6 @@
 """The verdict, as types (``types``, and ``notes`` for comparisons and hints, with their JSON codec)
-built from a run and its baseline: per-layer checks (``checks``), what changed in the model's
+built from a run and its baseline: a runtime's values against the float64 reference, measured where
+the runtime ran (``against_reference``), per-layer checks (``checks``), what changed in the model's
 structure (``structure``: renames, copies, new and gone layers), layers whose shape depends on
 values (``data_dependent``), target and model audits (``placement``, ``model_audits``), runtime
 versions that moved (``versions``), a sweep's pairs and anchor (``comparisons``) and its support

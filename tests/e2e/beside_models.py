@@ -10,7 +10,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from gate.commands.beside import MIN_FORWARD_S
+from gate.pipeline.beside import MIN_FORWARD_S
 
 PARENT = os.getpid()  # the gate's process: a forked child has another pid and the same module state
 

@@ -1,4 +1,4 @@
-"""The float64 reference beside the export (``gate.commands.beside``): a forked child runs it while
+"""The float64 reference beside the export (``gate.pipeline.beside``): a forked child runs it while
 the parent exports, with real exports, real ONNX Runtime sessions and real processes. What it hands
 back judges the model as the reference run in sequence does; a child that fails, falls back to
 float32 or stalls changes nothing but where the reference ran."""
@@ -12,7 +12,7 @@ import time
 import pytest
 
 from gate import env
-from gate.commands import beside
+from gate.pipeline import beside
 from gate.runners import forked
 from tests.support.stage_projects import E2E, check, states, update
 

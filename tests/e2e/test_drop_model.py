@@ -9,10 +9,10 @@ import textwrap
 
 import pytest
 
-from gate.commands.pipeline import run_model
-from gate.commands.prepare import Memo
 from gate.config import load_config
 from gate.core.status import RunStatus
+from gate.pipeline.prepare import Memo
+from gate.pipeline.run import run_model
 
 FACTORY = textwrap.dedent("""
     import weakref

@@ -14,11 +14,11 @@ import pytest
 import torch
 
 from gate.commands.judging import load_one
-from gate.commands.pipeline import run_model
-from gate.commands.stages import ReusePolicy
 from gate.config import load_config
 from gate.core.status import Stage
 from gate.formats.baseline import read_baseline, write_baseline
+from gate.pipeline.run import run_model
+from gate.pipeline.stages import ReusePolicy
 from gate.store import MANIFEST, Store, store_dir
 from tests.conftest import run_cli
 from tests.support.stage_projects import (

@@ -15,9 +15,6 @@ import pytest
 from onnx import TensorProto, helper
 
 from gate import commands
-from gate.commands.pipeline import run_model, run_provider
-from gate.commands.prepare import add_graph_digest, prepare
-from gate.commands.stages import ReusePolicy
 from gate.config import Isolation, ProviderSpec, load_config
 from gate.core.progress import DETAIL
 from gate.core.reuse import Shipped
@@ -27,6 +24,9 @@ from gate.core.target import Target
 from gate.env import CACHE_DIR
 from gate.fingerprint import fingerprint
 from gate.formats.results import RUN, Bundle
+from gate.pipeline.prepare import add_graph_digest, prepare
+from gate.pipeline.run import run_model, run_provider
+from gate.pipeline.stages import ReusePolicy
 from gate.runners import ort_session
 from gate.runners.base import Subject
 from gate.runners.isolation import Spare, job_for, run_isolated

@@ -8,8 +8,8 @@ import dataclasses
 import pytest
 import torch
 
-from gate.commands.stages import ReusePolicy
 from gate.model.build import weights_digest
+from gate.pipeline.stages import ReusePolicy
 from tests.support.verdicts import baseline
 
 

@@ -25,7 +25,7 @@ class _Absent:
 
 sys.meta_path.insert(0, _Absent())
 '''
-CORE = ("gate.cli.app", "gate.cli.github_cmds", "gate.commands", "gate.commands.stages", "gate.commands.prepare",
+CORE = ("gate.cli.app", "gate.cli.github_cmds", "gate.commands", "gate.pipeline.stages", "gate.pipeline.prepare",
         "gate.github.publish", "gate.render.markdown", "gate.store", "gate.export.record", "gate.verdict.report_file")
 
 

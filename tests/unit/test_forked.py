@@ -13,8 +13,8 @@ import pytest
 import torch
 
 from gate import env
-from gate.commands import beside
 from gate.errors import ConfigError
+from gate.pipeline import beside
 from gate.runners import forked
 
 pytestmark = pytest.mark.skipif(not forked.available(), reason="no fork here")
@@ -90,7 +90,7 @@ def test_a_short_forward_is_not_worth_a_process():
 
 
 def test_auto_predicts_whether_the_export_hides_the_reference():
-    from gate.commands.beside import hides
+    from gate.pipeline.beside import hides
 
     # The probe's figures on 2 threads (the Zen 4 host). GPT-2, 644 operations, 0.5 GB: its float32
     # forward took 1.4 s at 512 tokens and 7.6 s at 2048, against an export of 6.0-6.6 s.
@@ -104,7 +104,7 @@ def test_auto_predicts_whether_the_export_hides_the_reference():
 
 
 def test_auto_predicts_whether_a_binding_of_new_weights_hides_the_reference():
-    from gate.commands.beside import hides
+    from gate.pipeline.beside import hides
 
     # A binding (the optimizer over the stored structure, the weights written) is shorter than a
     # trace: BERT-base's 2.3 s for 482 operations and 0.44 GB, the 2.4 GB model's 5.9 s.

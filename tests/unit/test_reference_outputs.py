@@ -14,7 +14,7 @@ from gate.store import Entry
 def stored(tmp_path, arrays) -> Entry:
     made = ReferenceOutputs(arrays, 1e-9)
     made.write(tmp_path)
-    return Entry(tmp_path, "reference", "k", made.digest(), {}, ("outputs.npz",))
+    return Entry(tmp_path, "reference", "k", made.output_digest(), {}, ("outputs.npz",))
 
 
 def with_nan(*at: int, inf: int | None = None) -> np.ndarray:

@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import pytest
 
-from gate.commands.content_key import ContentKey
 from gate.core.fields import Obj
 from gate.core.reuse import Alarm, Reuse, Shipped, StageRun
 from gate.core.status import CacheState, FullWhy, KeyPart, Stage
 from gate.errors import FormatError
 from gate.formats.baseline import decode_baseline, encode_baseline
 from gate.formats.baseline.testing import make_document
+from gate.pipeline.content_key import ContentKey
 from gate.render.reuse_text import alarm_line, reuse_line, reuse_tally
 
 PARTS = {p.value: f"{i:016x}" for i, p in enumerate(KeyPart)}

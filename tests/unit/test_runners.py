@@ -9,7 +9,6 @@ import onnx
 import pytest
 from onnx import TensorProto, helper
 
-from gate.commands.pipeline import is_isolated
 from gate.config import Isolation, ProviderSpec
 from gate.core import device
 from gate.core.failure import ModelError
@@ -19,6 +18,7 @@ from gate.core.target import Target
 from gate.errors import ConfigError, FormatError
 from gate.fingerprint import fingerprint
 from gate.formats.results import Bundle
+from gate.pipeline.run import is_isolated
 from gate.runners.base import Runner, Subject, Unavailable, execute, failed_run
 from gate.runners.registry import RUNNERS, nominal_target, runner_for
 
@@ -70,7 +70,7 @@ def bundle_run(tmp_path, proto_bytes: bytes | None, latency: bool = False) -> Su
 
 @pytest.mark.parametrize("isolated", [False, True])
 def test_onnxruntime_runner_maps_values_to_layers(tmp_path, isolated):
-    from gate.commands.pipeline import run_provider
+    from gate.pipeline.run import run_provider
 
     subject = bundle_run(tmp_path, add_model().SerializeToString(), latency=True)
     prun = run_provider(ProviderSpec("CPUExecutionProvider"), subject, Isolation(timeout_s=HEALTHY_S), isolated)
@@ -84,7 +84,7 @@ def test_onnxruntime_runner_maps_values_to_layers(tmp_path, isolated):
 
 @pytest.mark.parametrize("isolated", [False, True])
 def test_latency_is_timed_only_when_something_reads_it(tmp_path, isolated):
-    from gate.commands.pipeline import run_provider
+    from gate.pipeline.run import run_provider
 
     subject = bundle_run(tmp_path, add_model().SerializeToString())
     assert subject.timing_runs == 0
@@ -97,7 +97,7 @@ def test_latency_is_timed_only_when_something_reads_it(tmp_path, isolated):
 
 @pytest.mark.parametrize("isolated", [False, True])
 def test_missing_or_broken_model_is_a_status_of_the_provider(tmp_path, isolated):
-    from gate.commands.pipeline import run_provider
+    from gate.pipeline.run import run_provider
 
     spec = ProviderSpec("CPUExecutionProvider", precision="float16")
     prun = run_provider(spec, bundle_run(tmp_path / "a", None), Isolation(timeout_s=HEALTHY_S), isolated)

@@ -1,4 +1,4 @@
-"""The stage table (gate.commands.content_key.STAGE_PARTS): each stage's key digests exactly the parts
+"""The stage table (gate.pipeline.content_key.STAGE_PARTS): each stage's key digests exactly the parts
 it reads and the versions of what it runs. Changing one input changes the keys of the stages that
 read it, and no other."""
 
@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from gate.commands.content_key import STAGE_PARTS, ContentKey, stage_keys, transform_key
 from gate.config.types import ModelSpec
 from gate.core.status import KeyPart, Stage
+from gate.pipeline.content_key import STAGE_PARTS, ContentKey, stage_keys, transform_key
 
 PARTS = {p.value: f"{i:016x}" for i, p in enumerate(KeyPart)}
 TOOLS = {"python": "3.11.7", "torch": "2.14.1", "numpy": "2.3.0", "onnx": "1.23.2", "onnxscript": "0.7.2",

@@ -1,4 +1,4 @@
-"""The plan's store writes (gate/commands/stages.py) with a real graph file and a real store: a stage's
+"""The plan's store writes (gate/pipeline/stages.py) with a real graph file and a real store: a stage's
 output is stored only once the stages that read it are done (storing hard-links its files, and onnx
 refuses external data with more than one link), and a write's alarm reaches the run."""
 
@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import onnx
 
-from gate.commands.content_key import ContentKey
-from gate.commands.stages import Plan, ReusePolicy
 from gate.core.runs import ModelRun, OnnxSite
 from gate.core.status import CacheState, FullWhy, KeyPart, Stage
 from gate.export.record import Graph, GraphFacts
+from gate.pipeline.content_key import ContentKey
+from gate.pipeline.stages import Plan, ReusePolicy
 from gate.store import Store
 from tests.unit.test_store import graph
 

@@ -81,7 +81,7 @@ EXTRA_META = [
     # Per input: what a refusal names when the inputs changed.
     ("inputs", Array(Record([("name", NAME), ("dtype", Str(16)), ("shape", Array(Int(0, I64_MAX), "max_rank")),
                              ("digest", HEX16)]), "max_layers")),
-    # What the run computed, digested (gate.commands.content_key; docs/verdict.md#stages): per part a
+    # What the run computed, digested (gate.pipeline.content_key; docs/verdict.md#stages): per part a
     # digest, the plain values a changed part is told by, and each keyed stage's key.
     ("content_key", Record([
         ("key", DIGEST),

@@ -1,7 +1,7 @@
 """A model's content key: a digest of everything the stages after the probe read, in parts, and
 per stage a key made of exactly the parts that stage reads (``STAGE_PARTS``, the stage table of
 docs/verdict.md#stages). A stage's output is reused only under its own key: the export from the
-store, the float64 reference from the baseline (``gate.commands.stages``).
+store, the float64 reference from the baseline (``gate.pipeline.stages``).
 
 The parts (``KeyPart``), each digested on its own so a changed key names what changed: ``code``
 (the op trace of the probe's float32 forward, ``gate.model.trace``), ``source`` (the model's own

@@ -3,7 +3,7 @@
 A model's run is a pipeline of stages (docs/verdict.md#stages): build, probe and key, export,
 transform, float64 reference, providers, judge. Build, probe, providers and judge run every time.
 The others are reused only under a key made of exactly what they read (``STAGE_PARTS`` in
-``gate.commands.content_key``):
+``gate.pipeline.content_key``):
 
 - the export (graph and layer map) from the store (``gate.store``) under the export's key;
 - the transform's output likewise, where the model declares what else the transform reads
@@ -22,13 +22,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from gate import env
-from gate.commands import alarms, reuse_explain
 from gate.core.background import Background
 from gate.core.progress import Progress
 from gate.core.reuse import Reuse, Shipped, StageRun
@@ -37,16 +35,17 @@ from gate.core.status import CacheState, FullWhy, Stage
 from gate.errors import FormatError
 from gate.export.record import Graph
 from gate.export.structure import Structure, Unbindable
+from gate.pipeline import alarms, reuse_explain
 from gate.runners import reference_outputs
 from gate.runners.reference_outputs import ReferenceOutputs
-from gate.store import Corrupt, Entry, Lookup, Put, PutState, Store, store_dir
+from gate.store import Corrupt, Entry, Lookup, Output, Put, PutState, Store, store_dir
 
 if TYPE_CHECKING:
-    from gate.commands.content_key import ContentKey
     from gate.config import Config
     from gate.formats.baseline import Baseline
     from gate.model.build import BuiltModel
     from gate.model.trace import Probe
+    from gate.pipeline.content_key import ContentKey
 
 
 # Where a computed reference stands in the store's words, by why it ran.
@@ -105,7 +104,7 @@ class Plan:
 
     @property
     def recorded(self) -> ContentKey | None:
-        from gate.commands.content_key import ContentKey
+        from gate.pipeline.content_key import ContentKey
 
         raw = self.baseline.meta.content_key if self.baseline is not None else None
         return ContentKey.from_dict(raw) if raw else None
@@ -123,8 +122,8 @@ class Plan:
 
     def start(self, config: Config, built: BuiltModel, run: ModelRun, progress: Progress) -> None:
         """Probe and key ``built``; decide whether the reference is the baseline's (``run.reuse``)."""
-        from gate.commands import content_key
         from gate.model import trace
+        from gate.pipeline import content_key
 
         spec, recorded = built.spec, self.recorded
         progress(f"{spec.name}: float32 forward on torch-cpu, traced (content key)")
@@ -202,7 +201,7 @@ class Plan:
             state = found.state if found is not None else CacheState.BYPASSED
             self._record(run, StageRun(Stage.STRUCTURE, skey, state))
             if state != CacheState.ALARM:
-                self._put(run, Stage.STRUCTURE, skey, made.write, made.output_digest, made.payload, made.differs_from)
+                self._put(run, Stage.STRUCTURE, skey, made)
         return graph
 
     def _entry_graph(self, run: ModelRun, stage: Stage, key: str) -> Graph | Lookup:
@@ -253,13 +252,13 @@ class Plan:
             return None
         self._record(run, StageRun(Stage.STRUCTURE, skey, CacheState.HIT))
         self._record(run, StageRun(Stage.EXPORT, key, missed.state, missed.note))
-        self._put(run, Stage.EXPORT, key, graph.write, graph.output_digest, graph.payload, graph.differs_from)
+        self._put(run, Stage.EXPORT, key, graph)
         return graph
 
     def transform(self, run: ModelRun, transform: str, exported: Graph, compute: Callable[[], Graph]) -> Graph:
         """What ships: from the store where the transform is keyed (its declared inputs and the
         exported graph it reads), else ``compute``d on every check."""
-        from gate.commands.content_key import transform_key
+        from gate.pipeline.content_key import transform_key
 
         key = transform_key(self.key, exported.output_digest()) if self.key is not None else None
         graph = self._stage(run, Stage.TRANSFORM, key, compute)
@@ -290,7 +289,7 @@ class Plan:
         graph = compute()
         self._record(run, StageRun(stage, key, state, found.note if found is not None else None))
         if state != CacheState.ALARM and graph.sites is not None:
-            self._put(run, stage, key, graph.write, graph.output_digest, graph.payload, graph.differs_from)
+            self._put(run, stage, key, graph)
         return graph
 
     def shared(self, run: ModelRun, stages: list[StageRun], case: str) -> None:
@@ -346,7 +345,7 @@ class Plan:
         if key is None or not outputs or state in (CacheState.UNKEYED, CacheState.ALARM, CacheState.OFF):
             return
         made = ReferenceOutputs(list(outputs), tolerance)
-        self._put(run, Stage.REFERENCE, key, made.write, made.digest, dict, made.differs_from)
+        self._put(run, Stage.REFERENCE, key, made)
 
     def _reference_key(self) -> str | None:
         return self.key.stage(Stage.REFERENCE) if self.key is not None else None
@@ -372,13 +371,14 @@ class Plan:
             run.reuse = Reuse(None, FullWhy.UNKEYABLE)
         run.reuse.stages = [s for s in run.reuse.stages if s.stage != stage_run.stage] + [stage_run]
 
-    def _put(self, run: ModelRun, stage: Stage, key: str, write: Callable[[Path], None], digest: Callable[[], str],
-             payload: Callable[[], dict[str, Any]], agrees: Callable[[Entry], str | None] | None = None) -> None:
-        """A write for ``release`` to start. The closure holds the output (and the folder its files are
-        in) alive until written."""
+    def _put(self, run: ModelRun, stage: Stage, key: str, output: Output) -> None:
+        """A write for ``release`` to start: every stage's output through one door, by its contract
+        (``gate.store.Output``). The closure holds the output (and the folder its files are in) alive
+        until written."""
         store = self.policy.store
         assert store is not None
-        self._deferred.append((run, lambda: store.put(stage, key, write, digest(), payload(), agrees)))
+        self._deferred.append((run, lambda: store.put(stage, key, output.write, output.output_digest(),
+                                                      output.payload(), output.differs_from)))
 
     def release(self) -> None:
         """Start the writes on a thread, where the copies and their checksums overlap the providers'

@@ -32,7 +32,7 @@ def reference_alarms(verdicts: list[ModelVerdict], runs: list[ModelRun], baselin
     """A float64 reference computed under the key its baseline records, that moved against that
     baseline at a forward layer: what the reference reads is not all in its key (a rebuilt C++
     extension, a process setting). An alarm on the reference's key: it is not reused here again."""
-    from gate.commands.content_key import ContentKey
+    from gate.pipeline.content_key import ContentKey
 
     for verdict, run, baseline in zip(verdicts, runs, baselines, strict=True):
         reuse, raw = run.reuse, baseline.meta.content_key if baseline is not None else None

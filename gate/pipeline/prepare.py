@@ -2,7 +2,7 @@
 (once per configured model), probe and key it, export it (once per export: cases that differ only
 in dynamic dimensions or input values share one graph), run the transform on it, fingerprint the
 float64 reference, map its layers to the values of the graph that ships. With a plan
-(``gate.commands.stages``) each stage's output comes from its key where the plan allows; this
+(``gate.pipeline.stages``) each stage's output comes from its key where the plan allows; this
 module computes, the plan decides.
 
 A failure of the model becomes ``run.error`` with its status; a wrong config raises.
@@ -19,8 +19,6 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from gate import fingerprint
-from gate.commands import beside
-from gate.commands.stages import Plan
 from gate.config import Config, ModelSpec
 from gate.core import collector, device
 from gate.core.failure import ModelError
@@ -31,6 +29,8 @@ from gate.core.status import CacheState, DataDependence, ErrorStatus, Stage
 from gate.core.versions import versions
 from gate.export.record import Graph, GraphFacts
 from gate.model import inputs as inputs_mod
+from gate.pipeline import beside
+from gate.pipeline.stages import Plan
 
 if TYPE_CHECKING:
     from gate.export.exporter import Exported
@@ -315,7 +315,7 @@ def _stages(config: Config, built: BuiltModel, run: ModelRun, memo: Memo, plan: 
 
 
 def _beside(built: BuiltModel, memo: Memo, plan: Plan | None, binding: bool) -> beside.Beside | None:
-    """The reference started beside the export (``gate.commands.beside``), asked as a fresh export
+    """The reference started beside the export (``gate.pipeline.beside``), asked as a fresh export
     starts tracing or new weights start binding into the stored structure (``binding``; not for a
     graph from the store), where this case computes both here (its reference is not the baseline's,
     its export is not shared or read) and the probe ran: its records and its time tell how long the

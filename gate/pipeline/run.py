@@ -16,15 +16,15 @@ from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from gate.commands.prepare import Memo, Prepared, add_graph_digest, prepare
-from gate.commands.providers import for_graph, is_isolated, run_provider
-from gate.commands.stages import Plan
 from gate.config import Config, ModelSpec, ProviderSpec
 from gate.core.progress import Progress
 from gate.core.runs import ModelRun, ProviderRun
 from gate.core.status import SkipKind
 from gate.env import threads as env_threads
 from gate.formats.results import Bundle
+from gate.pipeline.prepare import Memo, Prepared, add_graph_digest, prepare
+from gate.pipeline.providers import for_graph, is_isolated, run_provider
+from gate.pipeline.stages import Plan
 from gate.runners.base import Subject, execute
 from gate.runners.isolation import Spare
 from gate.runners.registry import nominal_target
@@ -109,7 +109,7 @@ def run_providers(prepared: Prepared, bundle: Bundle, providers: tuple[ProviderS
 def run_model(config: Config, spec: ModelSpec, providers: tuple[ProviderSpec, ...], progress: Progress = _quiet,
               settings: Settings | None = None, memo: Memo | None = None, plan: Plan | None = None) -> ModelRun:
     """Everything for one model (``memo``: what its cases share within one command; ``plan``: what
-    each stage may take from its key, ``gate.commands.stages``)."""
+    each stage may take from its key, ``gate.pipeline.stages``)."""
     settings = settings or Settings.from_env()
     spare = _spare(providers, config)
     try:
