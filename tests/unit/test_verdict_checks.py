@@ -273,3 +273,37 @@ def _with(*pruns):
     r = run()
     r.providers = list(pruns)
     return r
+
+
+# one cause, one mark -----------------------------------------------------------------------------------
+
+def _model_changed_at_b(cpu_errs: dict, torch_errs: dict):
+    """The reference moved at `b` (a model change); torch-cpu float32 and CPUExecutionProvider report these
+    errors against today's reference, their baselines 1e-7 everywhere."""
+    r = run(moves={"b": 1e-3, "c": 1e-3, "(model)": 1e-3})
+    r.providers = [runtime("torch-cpu", errs=torch_errs), runtime(errs=cpu_errs)]
+    b = baseline(entry("torch-cpu"), entry())
+    return model_verdict(spec(), r, b, "baselines/m.msgpack.zst", "cmd")
+
+
+def test_runtime_errors_that_follow_a_model_change_are_not_a_second_mark():
+    """The new model's float32 errors are 1e-6 on both runtimes after `b`, past 2x the baseline's 1e-7 +
+    1e-6: they follow the change (today's torch-cpu float32 has them too)."""
+    mv = _model_changed_at_b({"c": 4e-6, "(model)": 4e-6}, {"c": 3e-6, "(model)": 3e-6})
+    assert (mv.first_regression.layer, mv.first_regression.provider) == ("b", "torch-cpu")
+    runtimes = [p for p in mv.providers if p.role == "runtime"]
+    assert all(p.status == "pass" and p.first_regression is None for p in runtimes)
+    rows = {r.layer: r for r in runtimes[1].rows}
+    assert rows["c"].status == "follows" and "follows the model change at `b`" in rows["c"].message
+    assert not [h for h in mv.hints if h.kind == "runtime-change"]
+
+
+@pytest.mark.parametrize("where", ["a", "c"])
+def test_a_runtime_that_also_regressed_beyond_the_change_is_a_second_finding(where):
+    """Past today's torch-cpu float32 error at a layer after the change, or at a layer before it (where no
+    change explains anything), the runtime regressed on its own."""
+    mv = _model_changed_at_b({where: 1e-3}, {"c": 3e-6})
+    assert mv.first_regression.layer == ("a" if where == "a" else "b")
+    cpu = next(p for p in mv.providers if p.name == "CPUExecutionProvider")
+    assert cpu.status == "regressed" and cpu.first_regression.layer == where
+    assert {r.layer: r for r in cpu.rows}[where].status == "fail"
