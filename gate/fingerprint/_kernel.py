@@ -73,7 +73,7 @@ def fingerprint_native(a: np.ndarray, dtype: str, threads: int | None = None) ->
     t = (THREADS if threads is None else threads) if n >= _PARALLEL_MIN else 1
     if lib.pgfp_fingerprint(_from_buffer(a) if n else ffi.NULL, n, _CODES[dtype], _QS, _NQ, t, out):
         raise MemoryError("fingerprint: native kernel could not allocate its scratch memory")
-    v = _read(res, _HEAD * 8)  # the statistics of _NAMES, then the quantiles
+    v = _read(res.data, _HEAD * 8)  # the statistics of _NAMES, then the quantiles
     fp = _obj_new(Fingerprint)
     fp.__dict__.update(zip(_NAMES, v), shape=a.shape, dtype=dtype, count=n,  # noqa: B905 (v goes on with q)
                        quantiles=v[len(_NAMES):], sketch=res[_SKETCH])

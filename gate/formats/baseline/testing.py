@@ -6,6 +6,7 @@ import hashlib
 import random
 import struct
 from collections.abc import Iterable, Mapping
+from typing import Any
 
 from gate.fingerprint import STATS
 
@@ -28,7 +29,7 @@ def make_fp(
     for d in shape:
         count *= d
     values = sorted(rng.uniform(-2.0, 2.0) for _ in range(max(n_quantiles, 2)))
-    fp: dict = {"shape": list(shape), "dtype": dtype}
+    fp: dict[str, Any] = {"shape": list(shape), "dtype": dtype}
     for k, kind in STATS.items():  # the sums drawn in the order of STATS: same seed, same document
         if kind == "count":
             fp[k] = count if k == "count" else 0
