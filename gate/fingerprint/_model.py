@@ -137,7 +137,8 @@ class Fingerprint:
         raw = d.get("sketch")
         if raw is not None and (not isinstance(raw, bytes | bytearray) or len(raw) != SKETCH_WIDTH * 8):
             raise FormatError(f"fingerprint: key 'sketch' must be {SKETCH_WIDTH * 8} bytes")
-        return cls.from_valid({"shape": shape, "dtype": dtype, **stats, "q": [float(v) for v in q], "sketch": raw})
+        q = [float(v) for v in q]
+        return cls.from_valid({"shape": shape, "dtype": dtype, **stats, "q": q, "sketch": raw})
 
     @classmethod
     def from_valid(cls, d: Mapping[str, Any]) -> Fingerprint:

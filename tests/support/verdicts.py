@@ -29,8 +29,8 @@ def fp(move: float = 0.0, *, shape: tuple[int, ...] = (2, 4), nan: int = 0, zero
     count = int(np.prod(shape))
     stats = {k: 0 if kind == "count" else 1.0 for k, kind in STATS.items()}  # every other statistic 0, or 1.0
     stats.update(count=count, nan=nan, zero=zero, min=-1.0, sum=0.0)
-    return Fingerprint(shape=shape, dtype=dtype, quantiles=tuple(np.linspace(-1, 1, len(QUANTILES))), sketch=sketch,
-                       **stats)
+    quantiles = tuple(np.linspace(-1, 1, len(QUANTILES)))
+    return Fingerprint(shape=shape, dtype=dtype, quantiles=quantiles, sketch=sketch, **stats)
 
 
 def spec(tolerance: Tolerance | None = None, layers: dict[str, dict[str, float]] | None = None) -> ModelSpec:

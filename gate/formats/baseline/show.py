@@ -39,7 +39,8 @@ def _name(s: str | None) -> str:
 
 
 # The statistics of each kind (gate.fingerprint.STATS), in their order.
-_OF = {kind: tuple(k for k, of in STATS.items() if of == kind) for kind in ("count", "value", "total", "square")}
+_OF = {kind: tuple(k for k, of in STATS.items() if of == kind)
+       for kind in ("count", "value", "total", "square")}
 
 
 def _f(x: float | None) -> str:
@@ -87,7 +88,8 @@ def _compact(fp: dict[str, Any], rel_noise: float) -> str:
     l2 = math.sqrt(max(fp["sumsq"], 0.0))
     unit, total = l2 / math.sqrt(finite) * rel_noise, l2 * math.sqrt(finite) * rel_noise
     levels = [*(_levels(fp[k], unit) for k in _OF["value"]), *(_levels(v, unit) for v in fp["q"]),
-              *(_levels(fp[k], total) for k in _OF["total"]), *(_levels(fp[k], l2 * l2 * rel_noise) for k in _OF["square"]),
+              *(_levels(fp[k], total) for k in _OF["total"]),
+              *(_levels(fp[k], l2 * l2 * rel_noise) for k in _OF["square"]),
               *(str(fp[k]) for k in _OF["count"])]
     if "sketch" in fp:
         sketch = [x for (x,) in struct.iter_unpack("<d", fp["sketch"])]
