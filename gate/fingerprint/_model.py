@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 import struct
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any
 
 import numpy as np
@@ -29,8 +29,21 @@ def parameters() -> dict[str, Any]:
     with other parameters cannot be compared."""
     return {"sketch_width": SKETCH_WIDTH, "sketch_seed": SKETCH_SEED, "quantiles": list(QUANTILES)}
 
-_INT_KEYS = ("count", "nan", "posinf", "neginf", "zero")
-_FLOAT_KEYS = ("min", "max", "sum", "sumsq", "sumabs")
+
+# The statistics of a fingerprint, in the order the dataclass, the file formats and ``show`` list them:
+# each name is the attribute and the key on disk, and its kind says what it holds and how it scales.
+# "count": a non-negative int; "value": a float64 in the tensor's units, NaN when no value is finite;
+# "total": a float64 sum of values (never NaN); "square": a float64 sum of squared values (never NaN).
+# A fingerprint on disk is {shape, dtype, *STATS, q, sketch}; only the reference's carry the sketch.
+STATS: dict[str, str] = {
+    "count": "count", "nan": "count", "posinf": "count", "neginf": "count", "zero": "count",
+    "min": "value", "max": "value", "sum": "total", "sumsq": "square", "sumabs": "total",
+}
+COUNTS = tuple(k for k, kind in STATS.items() if kind == "count")
+FLOATS = tuple(k for k, kind in STATS.items() if kind != "count")
+# The statistics of a tensor with no elements (a kernel computes the others).
+EMPTY: dict[str, Any] = {k: 0 if kind == "count" else math.nan if kind == "value" else 0.0
+                         for k, kind in STATS.items()}
 
 
 @dataclass(frozen=True, eq=False)
@@ -79,10 +92,8 @@ class Fingerprint:
     def to_dict(self, sketch: bool = True) -> dict[str, Any]:
         """The on-disk form (msgpack-ready). ``sketch=False`` leaves the sketch out."""
         d: dict[str, Any] = {"shape": list(self.shape), "dtype": self.dtype}
-        for k in _INT_KEYS:
-            d[k] = int(getattr(self, k))
-        for k in _FLOAT_KEYS:
-            d[k] = float(getattr(self, k))
+        for k, kind in STATS.items():
+            d[k] = int(getattr(self, k)) if kind == "count" else float(getattr(self, k))
         d["q"] = [float(v) for v in self.quantiles]
         if sketch and self.sketch is not None:
             d["sketch"] = np.asarray(self.sketch, dtype="<f8").tobytes()
@@ -101,22 +112,21 @@ class Fingerprint:
         dtype = d.get("dtype")
         if dtype not in DTYPES:
             raise FormatError(f"fingerprint: key 'dtype' must be one of {', '.join(DTYPES)}, got {dtype!r}")
-        ints = {}
-        for k in _INT_KEYS:
+        stats: dict[str, Any] = {}
+        for k in COUNTS:
             v = d.get(k)
             if not isinstance(v, int) or isinstance(v, bool) or v < 0:
                 raise FormatError(f"fingerprint: key {k!r} must be a non-negative int, got {v!r}")
-            ints[k] = v
-        if ints["count"] != math.prod(shape):
-            raise FormatError(f"fingerprint: 'count' {ints['count']} does not match shape {list(shape)}")
-        if ints["nan"] + ints["posinf"] + ints["neginf"] > ints["count"]:
+            stats[k] = v
+        if stats["count"] != math.prod(shape):
+            raise FormatError(f"fingerprint: 'count' {stats['count']} does not match shape {list(shape)}")
+        if stats["nan"] + stats["posinf"] + stats["neginf"] > stats["count"]:
             raise FormatError("fingerprint: nan+posinf+neginf exceeds 'count'")
-        floats = {}
-        for k in _FLOAT_KEYS:
+        for k in FLOATS:
             v = d.get(k)
             if not isinstance(v, float | int) or isinstance(v, bool):
                 raise FormatError(f"fingerprint: key {k!r} must be a float, got {v!r}")
-            floats[k] = float(v)
+            stats[k] = float(v)
         q = d.get("q")
         if (
             not isinstance(q, list | tuple)
@@ -124,19 +134,23 @@ class Fingerprint:
             or not all(isinstance(v, float | int) and not isinstance(v, bool) for v in q)
         ):
             raise FormatError(f"fingerprint: key 'q' must be a list of {len(QUANTILES)} floats")
-        sk = None
-        if d.get("sketch") is not None:
-            raw = d["sketch"]
-            if not isinstance(raw, bytes | bytearray) or len(raw) != SKETCH_WIDTH * 8:
-                raise FormatError(f"fingerprint: key 'sketch' must be {SKETCH_WIDTH * 8} bytes")
-            sk = np.frombuffer(bytes(raw), dtype="<f8").astype(np.float64)
+        raw = d.get("sketch")
+        if raw is not None and (not isinstance(raw, bytes | bytearray) or len(raw) != SKETCH_WIDTH * 8):
+            raise FormatError(f"fingerprint: key 'sketch' must be {SKETCH_WIDTH * 8} bytes")
+        q = [float(v) for v in q]
+        return cls.from_valid({"shape": shape, "dtype": dtype, **stats, "q": q, "sketch": raw})
+
+    @classmethod
+    def from_valid(cls, d: Mapping[str, Any]) -> Fingerprint:
+        """Build from the dict form whose keys a schema has already checked (against the file's own
+        parameters, which may differ from today's: ``from_dict`` demands today's)."""
+        raw = d.get("sketch")
         return cls(
-            shape=tuple(shape),
-            dtype=dtype,
-            quantiles=tuple(float(v) for v in q),
-            sketch=sk,
-            **ints,
-            **floats,
+            shape=tuple(d["shape"]),
+            dtype=d["dtype"],
+            quantiles=tuple(d["q"]),
+            sketch=None if raw is None else np.frombuffer(bytes(raw), dtype="<f8").astype(np.float64),
+            **{k: d[k] for k in STATS},
         )
 
     def __eq__(self, other: object) -> bool:
@@ -147,6 +161,10 @@ class Fingerprint:
         return _bits(self.to_dict(sketch=both)) == _bits(other.to_dict(sketch=both))
 
     __hash__ = None  # type: ignore[assignment]
+
+
+if [f.name for f in fields(Fingerprint)] != ["shape", "dtype", *STATS, "quantiles", "sketch"]:
+    raise TypeError("Fingerprint's fields differ from STATS")
 
 
 def _bits(d: dict[str, Any]) -> dict[str, Any]:

@@ -32,7 +32,7 @@ import math
 import numpy as np
 import torch
 
-from ._model import QUANTILES, SKETCH_SEED, SKETCH_WIDTH, Fingerprint
+from ._model import EMPTY, QUANTILES, SKETCH_SEED, SKETCH_WIDTH, Fingerprint
 
 CHUNK = 1 << 22  # elements widened to float64 at a time (a multiple of 8: whole hash groups)
 _MASK = 0xFFFFFFFF
@@ -116,8 +116,8 @@ def fingerprint_tensor(x) -> Fingerprint:
         raise TypeError(f"fingerprint: {t.dtype} is not a supported floating dtype ({', '.join(_DTYPES.values())})")
     shape, n, dev = tuple(int(s) for s in t.shape), t.numel(), t.device
     if n == 0:
-        return Fingerprint(shape, name, 0, 0, 0, 0, 0, math.nan, math.nan, 0.0, 0.0, 0.0,
-                           (math.nan,) * len(QUANTILES), np.zeros(SKETCH_WIDTH))
+        return Fingerprint(shape=shape, dtype=name, quantiles=(math.nan,) * len(QUANTILES),
+                           sketch=np.zeros(SKETCH_WIDTH), **EMPTY)
     flat = t.reshape(-1)  # the logical C order, whatever the strides
     counts = torch.zeros(4, dtype=torch.int64, device=dev)  # nan, posinf, neginf, zero
     sums = torch.zeros(3, dtype=torch.float64, device=dev)  # sum, sumsq, sumabs

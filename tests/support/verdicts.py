@@ -13,7 +13,7 @@ from gate.config import LayerTolerance, ModelSpec, Tolerance
 from gate.core.runs import LayerInfo, Meta, ModelRun, ProviderLayer, ProviderRun
 from gate.core.status import LayerStatus
 from gate.core.target import Target
-from gate.fingerprint import QUANTILES, SKETCH_WIDTH, Fingerprint
+from gate.fingerprint import QUANTILES, SKETCH_WIDTH, STATS, Fingerprint
 from gate.formats.baseline import Baseline, BaselineLayer, Entry, EntryLayer
 
 CPU = "x86_64-avx2"
@@ -27,9 +27,10 @@ def fp(move: float = 0.0, *, shape: tuple[int, ...] = (2, 4), nan: int = 0, zero
     sketch[0] = 1.0
     sketch[axis] = move
     count = int(np.prod(shape))
-    return Fingerprint(shape=shape, dtype=dtype, count=count, nan=nan, posinf=0, neginf=0, zero=zero,
-                       min=-1.0, max=1.0, sum=0.0, sumsq=1.0, sumabs=1.0,
-                       quantiles=tuple(np.linspace(-1, 1, len(QUANTILES))), sketch=sketch)
+    stats = {k: 0 if kind == "count" else 1.0 for k, kind in STATS.items()}  # every other statistic 0, or 1.0
+    stats.update(count=count, nan=nan, zero=zero, min=-1.0, sum=0.0)
+    quantiles = tuple(np.linspace(-1, 1, len(QUANTILES)))
+    return Fingerprint(shape=shape, dtype=dtype, quantiles=quantiles, sketch=sketch, **stats)
 
 
 def spec(tolerance: Tolerance | None = None, layers: dict[str, dict[str, float]] | None = None) -> ModelSpec:

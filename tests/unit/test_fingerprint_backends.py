@@ -263,20 +263,11 @@ def test_portable_c_path_agrees(tmp_path):
         )
         assert rc == 0
         return Fingerprint(
-            a.shape,
-            name,
-            a.size,
-            out.nan,
-            out.posinf,
-            out.neginf,
-            out.zero,
-            out.min,
-            out.max,
-            out.sum,
-            out.sumsq,
-            out.sumabs,
-            tuple(mod.ffi.unpack(out.q, 9)),
-            np.array(mod.ffi.unpack(out.sketch, 256)),
+            shape=a.shape,
+            dtype=name,
+            quantiles=tuple(mod.ffi.unpack(out.q, 9)),
+            sketch=np.array(mod.ffi.unpack(out.sketch, 256)),
+            **{k: a.size if k == "count" else getattr(out, k) for k in F.STATS},
         )
 
     rng = np.random.default_rng(9)

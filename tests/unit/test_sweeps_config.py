@@ -4,6 +4,8 @@ input."""
 
 from __future__ import annotations
 
+import random
+
 import msgpack
 import pytest
 import zstandard
@@ -11,6 +13,7 @@ import zstandard
 from gate.config import load_config
 from gate.errors import ConfigError, FormatError
 from gate.formats.baseline.sets import decode_set, empty_set, encode_set
+from gate.formats.baseline.testing import make_fp
 
 HEAD = 'providers = ["torch-cpu", "CPUExecutionProvider"]\n'
 SWEEP = """
@@ -82,8 +85,7 @@ def test_a_sweep_and_a_model_may_not_share_a_name(tmp_path):
 
 
 def case_doc(name: str) -> dict:
-    fp = {"shape": [2], "dtype": "float32", "count": 2, "nan": 0, "posinf": 0, "neginf": 0, "zero": 0, "min": 0.5,
-          "max": 1.0, "sum": 1.5, "sumsq": 1.25, "sumabs": 1.5, "q": [0.5, 1.0], "sketch": bytes(16)}
+    fp = make_fp((2,), n_quantiles=2, sketch_width=2, rng=random.Random(0), dtype="float32")
     digest = "0" * 64
     meta = {"parity_gate": "0", "torch": "0", "onnx": "0", "onnxruntime": "0", "onnxscript": None,
             "exporter": "dynamo", "export_fallback": None, "opset": 18, "inputs_digest": digest,

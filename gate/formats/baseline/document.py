@@ -13,9 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
-
-import numpy as np
+from typing import Any
 
 from gate.core.runs import Meta
 from gate.core.status import DataDependence
@@ -24,18 +22,12 @@ from gate.fingerprint import Fingerprint
 
 from .schema import FORMAT, VERSION
 
-if TYPE_CHECKING:
-    pass
-
 
 def _fingerprint(d: dict[str, Any]) -> Fingerprint:
     """A fingerprint the schema has checked against the file's own parameters. Not
     ``Fingerprint.from_dict``, which demands today's: a baseline taken with other parameters
     must still read, so that ``load_baseline`` can name the parameter that differs."""
-    sketch = d.get("sketch")
-    return Fingerprint(tuple(d["shape"]), d["dtype"], d["count"], d["nan"], d["posinf"], d["neginf"], d["zero"],
-                       d["min"], d["max"], d["sum"], d["sumsq"], d["sumabs"], tuple(d["q"]),
-                       None if sketch is None else np.frombuffer(sketch, dtype="<f8").astype(np.float64))
+    return Fingerprint.from_valid(d)
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,7 @@ import re
 from gate.core.names import MAX_MODEL_NAME, MODEL_NAME_RE
 from gate.core.status import DataDependence, KeyPart, Stage
 from gate.core.target import PRECISIONS
+from gate.fingerprint import STATS
 
 from ..nodes import I64_MAX, U64_MAX, Array, Bin, Float, Int, NameMap, Nullable, Record, Str
 from ..stream import Invalid, quote
@@ -31,20 +32,15 @@ DIGEST = Str(64, pattern=HEX_SHA256, rule="is not a lowercase hex sha256")
 MODEL = Str(MAX_MODEL_NAME, pattern=MODEL_NAME_RE, rule="is not a model name ([a-z0-9._-]+, at most 128 characters)")
 
 
+# A node per kind of statistic (gate.fingerprint.STATS): values are NaN where nothing is finite, sums never.
+_STAT = {"count": COUNT, "value": Float(), "total": Float(nan=False), "square": Float(nan=False)}
+
+
 def _fingerprint(with_sketch: bool) -> Record:
     fields = [
         ("shape", Array(COUNT, "max_rank")),
         ("dtype", Str(32, pattern=DTYPE, rule="is not a dtype name")),
-        ("count", COUNT),
-        ("nan", COUNT),
-        ("posinf", COUNT),
-        ("neginf", COUNT),
-        ("zero", COUNT),
-        ("min", Float()),
-        ("max", Float()),
-        ("sum", Float(nan=False)),
-        ("sumsq", Float(nan=False)),
-        ("sumabs", Float(nan=False)),
+        *((k, _STAT[kind]) for k, kind in STATS.items()),
         ("q", Array(Float(), "max_quantiles")),
     ]
     if with_sketch:

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from gate.errors import FormatError
+from gate.fingerprint import STATS
 
 from ..limits import DEFAULT_LIMITS, Limits
 from .changes import noise
@@ -37,6 +38,11 @@ def _name(s: str | None) -> str:
     return '"' + s.encode("unicode_escape").decode("ascii").replace('"', '\\"') + '"'
 
 
+# The statistics of each kind (gate.fingerprint.STATS), in their order.
+_OF = {kind: tuple(k for k, of in STATS.items() if of == kind)
+       for kind in ("count", "value", "total", "square")}
+
+
 def _f(x: float | None) -> str:
     return "-" if x is None else repr(x)
 
@@ -52,9 +58,9 @@ def _stats(fp: dict) -> str:
     shape = "x".join(str(d) for d in fp["shape"]) or "scalar"
     parts = [
         f"{_name(fp['dtype'])}[{shape}]",
-        f"min={_f(fp['min'])} max={_f(fp['max'])} {derived}",
-        f"nan={fp['nan']} posinf={fp['posinf']} neginf={fp['neginf']} zero={fp['zero']}",
-        f"sum={_f(fp['sum'])} sumsq={_f(fp['sumsq'])} sumabs={_f(fp['sumabs'])}",
+        " ".join(f"{k}={_f(fp[k])}" for k in _OF["value"]) + f" {derived}",
+        " ".join(f"{k}={fp[k]}" for k in _OF["count"] if k != "count"),
+        " ".join(f"{k}={_f(fp[k])}" for k, kind in STATS.items() if kind in ("total", "square")),
         "q=" + ",".join(_f(v) for v in fp["q"]),
     ]
     if "sketch" in fp:
@@ -81,10 +87,10 @@ def _compact(fp: dict[str, Any], rel_noise: float) -> str:
     finite = max(fp["count"] - fp["nan"] - fp["posinf"] - fp["neginf"], 1)
     l2 = math.sqrt(max(fp["sumsq"], 0.0))
     unit, total = l2 / math.sqrt(finite) * rel_noise, l2 * math.sqrt(finite) * rel_noise
-    levels = [_levels(fp["min"], unit), _levels(fp["max"], unit), *(_levels(v, unit) for v in fp["q"]),
-              _levels(fp["sum"], total), _levels(fp["sumabs"], total),
-              _levels(fp["sumsq"], l2 * l2 * rel_noise),
-              *(str(fp[k]) for k in ("count", "nan", "posinf", "neginf", "zero"))]
+    levels = [*(_levels(fp[k], unit) for k in _OF["value"]), *(_levels(v, unit) for v in fp["q"]),
+              *(_levels(fp[k], total) for k in _OF["total"]),
+              *(_levels(fp[k], l2 * l2 * rel_noise) for k in _OF["square"]),
+              *(str(fp[k]) for k in _OF["count"])]
     if "sketch" in fp:
         sketch = [x for (x,) in struct.iter_unpack("<d", fp["sketch"])]
         levels += [_levels(x, l2 * rel_noise) for x in sketch]

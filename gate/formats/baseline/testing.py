@@ -6,10 +6,14 @@ import hashlib
 import random
 import struct
 from collections.abc import Iterable, Mapping
+from typing import Any
+
+from gate.fingerprint import STATS
 
 from .schema import FORMAT, VERSION
 
 DEFAULT_QUANTILES = (0.0, 0.01, 0.25, 0.5, 0.75, 0.99, 1.0)
+_RANGES = {"sum": (-1.0, 1.0), "sumsq": (0.5, 1.5)}  # a sum per element; others (0.5, 1.0)
 
 
 def make_fp(
@@ -25,21 +29,15 @@ def make_fp(
     for d in shape:
         count *= d
     values = sorted(rng.uniform(-2.0, 2.0) for _ in range(max(n_quantiles, 2)))
-    fp = {
-        "shape": list(shape),
-        "dtype": dtype,
-        "count": count,
-        "nan": 0,
-        "posinf": 0,
-        "neginf": 0,
-        "zero": 0,
-        "min": values[0],
-        "max": values[-1],
-        "sum": rng.uniform(-1.0, 1.0) * count,
-        "sumsq": rng.uniform(0.5, 1.5) * count,
-        "sumabs": rng.uniform(0.5, 1.0) * count,
-        "q": values[:n_quantiles],
-    }
+    fp: dict[str, Any] = {"shape": list(shape), "dtype": dtype}
+    for k, kind in STATS.items():  # the sums drawn in the order of STATS: same seed, same document
+        if kind == "count":
+            fp[k] = count if k == "count" else 0
+        elif kind == "value":
+            fp[k] = {"min": values[0], "max": values[-1]}.get(k, values[len(values) // 2])
+        else:
+            fp[k] = rng.uniform(*_RANGES.get(k, (0.5, 1.0))) * count
+    fp["q"] = values[:n_quantiles]
     if sketch_width is not None:
         fp["sketch"] = struct.pack(f"<{sketch_width}d", *(rng.gauss(0.0, 1.0) for _ in range(sketch_width)))
     return fp
