@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+from pathlib import Path
 
 import pytest
 
@@ -172,13 +173,11 @@ def test_a_second_different_output_under_a_key_raises_an_alarm_and_bars_the_key(
     assert again["verdict"] == "pass"
 
 
-def test_a_planted_export_is_caught_by_the_next_full_run_as_an_alarm(tmp_path, monkeypatch):
-    """An export entry that holds another graph than its key gives (its manifest made to match): the
-    full run's export differs, the alarm names the export's key, and later checks export afresh."""
+def _plant(tmp_path: Path, monkeypatch, scale: float) -> tuple[Path, str, Path]:
+    """A project whose stored export's `fc.weight` is scaled by ``scale`` after a check stored it: the
+    config, the export's key and the entry's folder."""
     import onnx
     from onnx import numpy_helper
-
-    from gate.store.entry import sha256
 
     own_store(tmp_path, monkeypatch)
     path = project(tmp_path)
@@ -188,12 +187,28 @@ def test_a_planted_export_is_caught_by_the_next_full_run_as_an_alarm(tmp_path, m
     folder = store_dir() / "export" / key
     proto = onnx.load(str(folder / "model.onnx"))
     init = next(t for t in proto.graph.initializer if t.name == "fc.weight")
-    init.CopyFrom(numpy_helper.from_array(numpy_helper.to_array(init) * 1.01, init.name))
+    init.CopyFrom(numpy_helper.from_array(numpy_helper.to_array(init) * scale, init.name))
     onnx.save(proto, str(folder / "model.onnx"))
+    return path, key, folder
+
+
+def _rewrite(folder: Path, **changes) -> None:
+    """The entry's manifest made to match its planted file (and ``changes``)."""
+    from gate.store.entry import sha256
+
     manifest = json.loads((folder / MANIFEST).read_text())
     manifest["files"]["model.onnx"] = {"size": (folder / "model.onnx").stat().st_size,
                                        "sha256": sha256(folder / "model.onnx")}
+    manifest["payload"].update(changes.pop("payload", {}))
+    manifest.update(changes)
     (folder / MANIFEST).write_text(json.dumps(manifest))
+
+
+def test_a_planted_export_is_caught_by_the_next_full_run_as_an_alarm(tmp_path, monkeypatch):
+    """An export entry that holds another graph than its key gives (its manifest made to match): the
+    full run's export differs, the alarm names the export's key, and later checks export afresh."""
+    path, key, folder = _plant(tmp_path, monkeypatch, 1.01)
+    _rewrite(folder)
     full, _ = check(path, full=True)
     assert full["verdict"] == "pass"  # the full run judged its own export
     assert [(a["stage"], a["key"]) for a in reuse_of(full)["alarms"]] == [("export", key)]
@@ -206,36 +221,15 @@ def test_a_planted_export_is_caught_on_the_hit_before_any_provider_runs_it(tmp_p
     """The default check proves the entry it serves: the graph's digest recomputed from the file against
     the entry's payload and manifest, and against the baseline's record under the same key. A mismatch
     raises the export key's alarm and the export reruns: the planted graph never runs."""
-    import onnx
-    from onnx import numpy_helper
-
     from gate.export.graph import file_digest
     from gate.export.record import Graph
-    from gate.store.entry import read_entry, sha256
+    from gate.store.entry import read_entry
 
-    own_store(tmp_path, monkeypatch)
-    path = project(tmp_path)
-    update(path)
-    report, _ = check(path)
-    key = stage_key(report, "export")
-    folder = store_dir() / "export" / key
-    proto = onnx.load(str(folder / "model.onnx"))
-    init = next(t for t in proto.graph.initializer if t.name == "fc.weight")
-    init.CopyFrom(numpy_helper.from_array(numpy_helper.to_array(init) * 1.5, init.name))
-    onnx.save(proto, str(folder / "model.onnx"))
-
-    def rewrite(**changes) -> None:
-        manifest = json.loads((folder / MANIFEST).read_text())
-        manifest["files"]["model.onnx"] = {"size": (folder / "model.onnx").stat().st_size,
-                                           "sha256": sha256(folder / "model.onnx")}
-        manifest["payload"].update(changes.pop("payload", {}))
-        manifest.update(changes)
-        (folder / MANIFEST).write_text(json.dumps(manifest))
-
-    rewrite()
+    path, key, folder = _plant(tmp_path, monkeypatch, 1.5)
+    _rewrite(folder)
     if forged == "its entry's digests too":  # consistent in itself: only the baseline's record tells
-        rewrite(payload={"graph_digest": file_digest(folder / "model.onnx")})
-        rewrite(digest=Graph.from_entry(read_entry(folder, "export", key)).output_digest())
+        _rewrite(folder, payload={"graph_digest": file_digest(folder / "model.onnx")})
+        _rewrite(folder, digest=Graph.from_entry(read_entry(folder, "export", key)).output_digest())
     after, _ = check(path)
     assert [(a["stage"], a["key"]) for a in reuse_of(after)["alarms"]] == [("export", key)]
     assert states(after)["export"] == "alarm" and after["verdict"] == "pass"  # exported afresh, judged so
