@@ -43,11 +43,6 @@ class Structure:
         move = self.moved.get(name)
         return self.renames.get(name) or self.copies.get(name) or (move.now_as if move else None) or name
 
-    @property
-    def outputs_changed(self) -> list[str]:
-        """Model outputs (what ships) that are new or gone: never a refactor."""
-        return [n for n in (*self.new, *self.gone) if is_output(n)]
-
 
 @dataclass(frozen=True)
 class Move:
