@@ -22,6 +22,7 @@ import tempfile
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import onnx
 import torch
@@ -43,7 +44,7 @@ class Exported:
     fallback: str | None  # why dynamo was not used, when it was not
     opset: int
     calls: dict[CallKey, CallValues]  # from the unoptimized graph
-    shapes: dict[str, tuple | None]
+    shapes: dict[str, tuple[Any, ...] | None]
     available: set[str]  # values that exist in the optimized graph
     ambiguous: frozenset[str] = frozenset()  # modules whose calls the graph cannot tell apart
     outputs: dict[signatures.OutputKey, OnnxSite] = field(default_factory=dict)  # recorded call outputs
@@ -53,7 +54,8 @@ class Exported:
     # (the serialized graph, initializer -> state-dict name); and the values that exist in it.
     structure: tuple[bytes, dict[str, str]] | None = None
     unoptimized: set[str] | None = None
-    folders: list[tempfile.TemporaryDirectory] = field(default_factory=list, repr=False)  # hold the files
+    # hold the files
+    folders: list[tempfile.TemporaryDirectory[str]] = field(default_factory=list, repr=False)
 
     def save(self, full: onnx.ModelProto) -> None:
         """Make ``full`` (weights in memory) the exported graph: written to a fresh folder."""
@@ -99,7 +101,7 @@ def _native_stdout_silenced():
         os.close(null)
 
 
-def _dynamic(built: BuiltModel) -> tuple | None:
+def _dynamic(built: BuiltModel) -> tuple[Any, ...] | None:
     """The declared dynamic dimensions, one entry per forward argument, for torch.export."""
     declared = built.spec.dynamic_shapes
     if not declared:

@@ -25,7 +25,7 @@ from gate.errors import ConfigError
 class Op(torch.nn.Module):
     """``fn(*inputs, *args, **kwargs)`` as a module."""
 
-    def __init__(self, fn: Any, args: tuple, kwargs: dict[str, Any]):
+    def __init__(self, fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]):
         super().__init__()
         self.fn, self.args, self.kwargs = fn, args, kwargs
 

@@ -107,7 +107,7 @@ class Capture:
         self._stack: list[str] = []
         # id(tensor) -> (weakref, version, layer): an identity module (Dropout in eval, Identity)
         # returns the very tensor it got, unchanged; in-place modules return it with a new version.
-        self._produced: dict[int, tuple[weakref.ref, int, str]] = {}
+        self._produced: dict[int, tuple[weakref.ref[Any], int, str]] = {}
         self.output: Any = None  # what the forward returned
 
     def where(self) -> str:
@@ -137,7 +137,7 @@ class Capture:
                 self.on_record(record, tensor)
 
     def run(self, inputs: tuple[torch.Tensor, ...],
-            context: contextlib.AbstractContextManager | None = None) -> list[LayerOutput]:
+            context: contextlib.AbstractContextManager[Any] | None = None) -> list[LayerOutput]:
         """The records in execution (hook completion) order."""
         handles = self.specs.hooks(self.module) if self.specs is not None else []
         for qual, m in self.module.named_modules():

@@ -154,7 +154,7 @@ def _spawn(job: Path | str, stderr) -> subprocess.Popen[bytes]:
                             stderr=stderr, **group)
 
 
-def _kill(proc: subprocess.Popen) -> None:
+def _kill(proc: subprocess.Popen[Any]) -> None:
     if hasattr(os, "killpg"):
         os.killpg(proc.pid, signal.SIGKILL)
     else:  # pragma: no cover - Windows

@@ -13,6 +13,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from gate.config.providers import CPU_EPS, GPU_EPS
 from gate.core import device
@@ -127,7 +128,7 @@ def _detail(run: ModelRun, sink: Callable[[str], None] | None) -> ort_session.De
     return tell
 
 
-def _layer(run: ModelRun, layer, outputs: list, values: dict, precision: str) -> ProviderLayer:
+def _layer(run: ModelRun, layer, outputs: list[Any], values: dict[str, Any], precision: str) -> ProviderLayer:
     site = run.onnx_map.get(layer.name)
     if site is None:
         return ProviderLayer("absent", reason=FORWARD_ONLY if is_gradient(layer.name) else "not mapped")

@@ -4,6 +4,8 @@ any other; only the forward is not repeated. Timed repeats and gradients still r
 
 from __future__ import annotations
 
+from typing import Any
+
 from gate.config import ProviderSpec
 from gate.runners.registry import runner_for
 from gate.runners.torch_eager import TorchEagerRunner
@@ -14,7 +16,7 @@ class ProbedRunner(TorchEagerRunner):
         super().__init__(spec)
         self.probe = probe
 
-    def capture(self) -> tuple[dict, object]:
+    def capture(self) -> tuple[dict[str, Any], object]:
         probe, self.probe = self.probe, None  # its tensors go with this run
         return probe.fingerprints, probe.output
 

@@ -43,7 +43,7 @@ KIND = FileKind("result file", FORMAT, VERSION, "re-create it with `parity-gate 
 LIMITS = Limits(max_file_size=256 * 1024 * 1024, max_decompressed_size=1024 * 1024 * 1024)
 
 
-def _fp(fp: Fingerprint | None, sketch: bool) -> dict | None:
+def _fp(fp: Fingerprint | None, sketch: bool) -> dict[str, Any] | None:
     return None if fp is None else fp.to_dict(sketch=sketch)
 
 
