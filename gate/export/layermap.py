@@ -280,7 +280,7 @@ class Pick:
     precision: str  # whose rounding ``noise`` is
     noise: float
 
-    def reason(self, shape) -> str:
+    def reason(self, shape: tuple[int, ...]) -> str:
         """Why the layer stays absent (``value`` is None)."""
         if not self.captured:
             return "none of the values its shape allows is in the graph that ran"

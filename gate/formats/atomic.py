@@ -22,7 +22,7 @@ import os
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 try:
@@ -112,7 +112,7 @@ def directory_lock(directory: str | os.PathLike[str]) -> Iterator[None]:
         release()
 
 
-def _acquire(directory: str):
+def _acquire(directory: str) -> Callable[[], None]:
     """Take the folder's lock; returns the function that releases it."""
     if fcntl is not None:
         fd = os.open(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0))
@@ -140,7 +140,7 @@ def _acquire(directory: str):
     return _exclusive_file(path)
 
 
-def _exclusive_file(path: str):
+def _exclusive_file(path: str) -> Callable[[], None]:
     """The last resort: a lock file created with O_EXCL; a lock whose owner is dead is taken over."""
     while True:
         try:

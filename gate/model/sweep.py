@@ -67,6 +67,7 @@ def value(raw: Any, root: Path, where: str) -> Any:
 
 def build_case(spec: ModelSpec, root: Path) -> torch.nn.Module:
     case = spec.sweep
+    assert case is not None  # only a sweep's case is built here
     where = f"{spec.where}.{case.kind}"
     target = lookup(case.target, root, where)
     try:

@@ -167,15 +167,16 @@ def run(module: torch.nn.Module, inputs: tuple[torch.Tensor, ...]) -> list[Layer
     return Capture(module).run(inputs)
 
 
-def _bind_pre(enter, qual: str):
-    def bound(mod, _args):
+def _bind_pre(enter: Callable[[str], None], qual: str) -> Callable[[torch.nn.Module, tuple[Any, ...]], None]:
+    def bound(mod: torch.nn.Module, _args: tuple[Any, ...]) -> None:
         enter(qual)
 
     return bound
 
 
-def _bind(exit_, qual: str):
-    def bound(mod, _args, output):
+def _bind(exit_: Callable[[torch.nn.Module, Any, str], None], qual: str
+          ) -> Callable[[torch.nn.Module, tuple[Any, ...], Any], None]:
+    def bound(mod: torch.nn.Module, _args: tuple[Any, ...], output: Any) -> None:
         exit_(mod, output, qual)
 
     return bound

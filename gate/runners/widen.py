@@ -109,7 +109,7 @@ class _Widened:
         self.depth: dict[int, int] = {}
         self.pool = pool
 
-    def pre(self, module: torch.nn.Module, args) -> None:
+    def pre(self, module: torch.nn.Module, args: tuple[Any, ...]) -> None:
         key = id(module)
         self.depth[key] = self.depth.get(key, 0) + 1
         if self.depth[key] > 1:
@@ -121,7 +121,7 @@ class _Widened:
             else:
                 self.saved[key] = [_widen(m, self.pool) for m in subtree]
 
-    def post(self, module: torch.nn.Module, _args, _output) -> None:
+    def post(self, module: torch.nn.Module, _args: tuple[Any, ...], _output: object) -> None:
         key = id(module)
         self.depth[key] = self.depth.get(key, 1) - 1
         if self.depth[key] <= 0:
