@@ -10,12 +10,14 @@ first use, so a bad PARITY_GATE_BACKEND surfaces as the CLI's one-line error.
 
 from __future__ import annotations
 
+from typing import Any
+
 __version__ = "0.1.0"
 
 __all__ = ["__version__", "backend", "fingerprint"]
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> Any:  # gate.fingerprint (a module) or its backend (str)
     if name in ("fingerprint", "backend"):
         import importlib
 

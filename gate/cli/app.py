@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.console import Console
 from rich.markup import escape
 
 import gate
@@ -319,7 +320,7 @@ def doctor() -> None:
                   soft_wrap=True)
 
 
-def _doctor_onnxruntime(console, absent: list[str]) -> None:
+def _doctor_onnxruntime(console: Console, absent: list[str]) -> None:
     """Which ONNX Runtime distribution Python imports, its EPs, and more than one installed."""
     from gate.github import ortdist
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Iterator
 from contextlib import contextmanager
 
 from rich.console import Console
@@ -36,7 +37,7 @@ _STATUS_STYLE = {"pass": "green", "regressed": "bold red", "error": "bold red", 
 
 
 @contextmanager
-def progress_display(verbose: bool = False):
+def progress_display(verbose: bool = False) -> Iterator[TimedProgress]:
     """A spinner on a terminal, plain progress lines elsewhere (CI logs): one line per stage, with its
     time, when it ends (``gate.core.progress``); ``verbose`` also prints each stage as it starts."""
     if console.is_terminal:
@@ -65,7 +66,7 @@ def progress_display(verbose: bool = False):
             stages.finish()
 
 
-def _fmt(v) -> str:
+def _fmt(v: float | None) -> str:
     return "—" if v is None else f"{v:.3g}"
 
 
@@ -180,6 +181,7 @@ def _render_model(model: ModelVerdict) -> None:
     _render_audits(model)
     for p in model.providers:
         for r in (r for r in p.rows if r.exact):
+            assert r.exact is not None
             words, failed = closeness(r, lambda v: f"{v:,}" if isinstance(v, int) else f"{v:g}")
             line = escape(f"  output {r.layer} on {p.name}: max-abs {_fmt(r.exact['max_abs'])}, max-rel "
                           f"{_fmt(r.exact['max_rel'])}, allclose: {words}")
@@ -257,14 +259,15 @@ def _render_matrix(mx: SweepMatrix) -> None:
                       if c.status == CellStatus.SKIPPED and c.reason})
     for label, reason in reasons[:10]:
         console.print(f"  [yellow]skipped[/yellow] {escape(label)}: {escape(reason)}", soft_wrap=True)
-    for left, c in mx.pairs:
-        style = {"pass": "green", "fail": "bold red"}.get(c.status, "yellow")
-        console.print(f"  pair {escape(left)} vs {escape(c.other)} on {escape(c.provider)}: outputs differ by "
-                      f"{_fmt(c.error)} (tolerance {_fmt(c.tolerance)}) [{style}]{c.status}[/{style}]", soft_wrap=True)
+    for left, pair in mx.pairs:
+        style = {"pass": "green", "fail": "bold red"}.get(pair.status, "yellow")
+        console.print(f"  pair {escape(left)} vs {escape(pair.other)} on {escape(pair.provider)}: outputs differ by "
+                      f"{_fmt(pair.error)} (tolerance {_fmt(pair.tolerance)}) [{style}]{pair.status}[/{style}]",
+                      soft_wrap=True)
     console.print()
 
 
-def _line(text: str, cap: int = 400) -> str:
+def _line(text: str | None, cap: int = 400) -> str:
     first = (text or "").strip().splitlines()[0] if (text or "").strip() else ""
     return first if len(first) <= cap else first[: cap - 1] + "…"
 
@@ -310,6 +313,7 @@ def failure_lines(report: Report) -> list[str]:
 
 def verdict_line(report: Report) -> str:
     s = report.summary
+    assert s is not None  # a Report always has one (__post_init__)
     skipped = sorted({p.name for m in report.models for p in m.providers
                       if p.status == TargetStatus.SKIPPED and p.skip != SkipKind.SWEEP})
     if report.verdict == Verdict.PASS:

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from rich.markup import escape
 
 if TYPE_CHECKING:
-    from gate.config import Config
+    from gate.config import Config, ModelSpec
 
 
 def backend() -> None:
@@ -29,7 +29,7 @@ def backend() -> None:
                           "available", soft_wrap=True)
 
 
-def install_gaps(cfg) -> None:
+def install_gaps(cfg: Config) -> None:
     """Models whose imports the repository's workflow would not install: said before anything runs."""
     from gate.cli.console import err_console
     from gate.scaffold.add import install_gaps as gaps
@@ -54,7 +54,7 @@ def orphans(cfg: Config) -> None:
                           f"delete the file{'' if one else 's'}", soft_wrap=True)
 
 
-def input_ranges(models) -> None:
+def input_ranges(models: tuple[ModelSpec, ...]) -> None:
     """Integer inputs named like a mask, a token type, a position or an index that take the default
     range (gate.config.input_ranges): one warning each, on stderr."""
     from gate.cli.console import err_console
@@ -64,7 +64,7 @@ def input_ranges(models) -> None:
         err_console.print(f"[yellow]warning:[/yellow] {escape(a.message())}", soft_wrap=True)
 
 
-def gpu_workflow(cfg) -> str:
+def gpu_workflow(cfg: Config) -> str:
     """How the repository records GPU baseline entries on its GPU runner, when it has the workflow
     `init --flow gpu` writes ("" otherwise)."""
     from gate.scaffold.add import workflow_root

@@ -14,8 +14,8 @@ from gate.pipeline.stages import ReusePolicy
 from gate.verdict.types import Report
 
 
-def _run(config: Config, spec: ModelSpec, providers, progress: Progress, settings: Settings | None,
-         memo: Memo, loaded: Loaded, policy: ReusePolicy) -> ModelRun:
+def _run(config: Config, spec: ModelSpec, providers: tuple[ProviderSpec, ...], progress: Progress,
+         settings: Settings | None, memo: Memo, loaded: Loaded, policy: ReusePolicy) -> ModelRun:
     if loaded.refused is not None:  # its baseline cannot judge it: nothing to run it for
         return ModelRun(spec.name, error=loaded.refused)
     try:

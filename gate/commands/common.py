@@ -33,7 +33,7 @@ def policy(config: Config) -> Policy:
                   tuple((p.name, p.precision) for p in config.providers))
 
 
-def environment() -> dict:
+def environment() -> dict[str, str | None]:
     return _environment(fingerprint.backend)
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -20,7 +21,7 @@ from gate.model import inputs as inputs_mod
 class Case:
     name: str
     base: str
-    case: dict
+    case: dict[str, Any]
     inputs: list[str]  # "x float32[2, 3, 16, 16]"
     export_group: int  # cases in one group share one export
     providers: list[str]
@@ -35,7 +36,7 @@ def _inputs(spec: ModelSpec) -> list[str]:
 
 
 def cases(config: Config, models: tuple[ModelSpec, ...]) -> list[Case]:
-    groups: dict[tuple, int] = {}
+    groups: dict[tuple[Any, ...], int] = {}
     return [Case(m.name, m.base or m.name, dict(m.case), _inputs(m), groups.setdefault(m.export_key, len(groups)),
                  [p.name + (f" ({p.precision})" if p.precision != "float32" else "") for p in config.providers])
             for m in models]

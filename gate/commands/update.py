@@ -43,7 +43,8 @@ class Updated:
     unexported: RunError | None = None  # the export failed: written without ONNX Runtime entries of this run
 
 
-def _from_files(config: Config, models: tuple[ModelSpec, ...], sources: list[Path]):
+def _from_files(config: Config, models: tuple[ModelSpec, ...], sources: list[Path]
+                ) -> tuple[tuple[ModelSpec, ...], dict[str, ModelRun]]:
     """(models to update, their runs) from result files: every selected model, or, when all
     models were selected, those the files hold."""
     runs = {r.name: r for r in merge([run for p in result_paths(sources) for run in read_runs(p)])}
@@ -144,8 +145,8 @@ def _write(config: Config, spec: ModelSpec, run: ModelRun, warnings: list[str]) 
                    unexported=run.error if run.unexported else None)
 
 
-def calibrate_noise(config: Config, spec: ModelSpec, providers, run: ModelRun, progress: Progress,
-                    settings: Settings) -> None:
+def calibrate_noise(config: Config, spec: ModelSpec, providers: tuple[ProviderSpec, ...], run: ModelRun,
+                    progress: Progress, settings: Settings) -> None:
     """Rerun with another thread count (1, or 2 when already pinned to 1) and record, per layer,
     how much the reference and each runtime's error moved: thresholds never go below that."""
     other = Settings(threads=2 if settings.threads == 1 else 1)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 T = TypeVar("T")
 
@@ -25,7 +25,7 @@ class Background(Generic[T]):
                                         name=f"parity-gate {getattr(fn, '__name__', 'background')}")
         self._thread.start()
 
-    def _run(self, fn: Callable[..., T], args: tuple) -> None:
+    def _run(self, fn: Callable[..., T], args: tuple[Any, ...]) -> None:
         try:
             self._value = fn(*args)
         except BaseException as exc:  # handed to whoever asks for the result

@@ -18,15 +18,24 @@ one row per detection (masks, keypoints) is an attribute compared over the pairs
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 
 MATCH_IOU = 0.5  # the same object: COCO's matching threshold
 MAX_DETECTIONS = 1000  # kept per side, highest scores first (the matching is N x M)
 MAX_ATTRIBUTES = 16
+
+
+class Roles(TypedDict):
+    """A group's members by role (element keys)."""
+
+    boxes: str
+    scores: str
+    labels: str | None
+    attributes: list[str]
 
 
 @dataclass(frozen=True)
@@ -91,7 +100,8 @@ def _key(layer: str) -> tuple[str, str] | None:
     return layer[:cut], layer[cut + 1:-1]
 
 
-def _pick(members: dict[str, tuple[np.ndarray, np.ndarray]], want: str, fits) -> str | None:
+def _pick(members: dict[str, tuple[np.ndarray, np.ndarray]], want: str,
+          fits: Callable[[np.ndarray], bool]) -> str | None:
     """The member named ``want`` if it fits on both sides, else the first that does."""
     fitting = [k for k, (a, r) in members.items() if fits(a) and fits(r)]
     return want if want in fitting else next(iter(fitting), None)
@@ -106,7 +116,7 @@ def _integral(x: np.ndarray) -> bool:
     return x.size > 0 and (not _floating(x) or bool(np.all(np.isfinite(x)) and np.all(x == np.round(x))))
 
 
-def _group(members: dict[str, tuple[np.ndarray, np.ndarray]]) -> dict[str, str | list[str]] | None:
+def _group(members: dict[str, tuple[np.ndarray, np.ndarray]]) -> Roles | None:
     """The roles of a container's members (by element key), or None when it holds no box set."""
     boxes = _pick(members, "boxes", lambda x: _floating(x) and x.ndim == 2 and x.shape[1] == 4)
     if boxes is None:
@@ -159,7 +169,7 @@ def _relative(a: np.ndarray, r: np.ndarray) -> float:
     return diff / norm if norm > 0 else (0.0 if diff == 0 else float("inf"))
 
 
-def match(roles: dict, names: dict[str, str], members: dict[str, tuple[np.ndarray, np.ndarray]]) -> Detections:
+def match(roles: Roles, names: dict[str, str], members: dict[str, tuple[np.ndarray, np.ndarray]]) -> Detections:
     """Match one group's runtime detections (``members[k][0]``) with the reference's (``[1]``)."""
     (ab, rb), (as_, rs) = members[roles["boxes"]], members[roles["scores"]]
     ra = np.argsort(-rs.astype(np.float64), kind="stable")[:MAX_DETECTIONS]

@@ -4,12 +4,14 @@ element. The whole-output recipe's numbers, so a reader can compare them with wh
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 DEFAULT_TOLERANCE = (1e-5, 1e-8)  # numpy.allclose's rtol, atol
 
 
-def exact(actual: np.ndarray, expected: np.ndarray, tolerance: tuple[float, float] | None = None) -> dict | None:
+def exact(actual: np.ndarray, expected: np.ndarray, tolerance: tuple[float, float] | None = None) -> dict[str, Any] | None:
     """Metrics of ``actual`` against the float64 ``expected`` (None when the shapes differ)."""
     rtol, atol = tolerance or DEFAULT_TOLERANCE
     a = np.asarray(actual, dtype=np.float64)

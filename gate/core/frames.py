@@ -39,13 +39,14 @@ def user_frame(exc: BaseException) -> str | None:
     """``file:line in function`` of the innermost user frame of ``exc`` (or of what it was raised
     from); None when no frame is the user's."""
     seen: set[int] = set()
-    while exc is not None and id(exc) not in seen:
-        seen.add(id(exc))
-        frames = [f for f in traceback.extract_tb(exc.__traceback__) if is_user_file(f.filename)]
+    at: BaseException | None = exc
+    while at is not None and id(at) not in seen:
+        seen.add(id(at))
+        frames = [f for f in traceback.extract_tb(at.__traceback__) if is_user_file(f.filename)]
         if frames:
             f = frames[-1]
             return f"{_shown(f.filename)}:{f.lineno} in {f.name}"
-        exc = exc.__cause__ or exc.__context__
+        at = at.__cause__ or at.__context__
     return None
 
 

@@ -9,6 +9,8 @@ and is reported as such.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import onnx
 
 from gate.core.failure import ModelError
@@ -16,8 +18,11 @@ from gate.core.status import ErrorStatus
 from gate.export import layermap, saved
 from gate.export.exporter import Exported
 
+if TYPE_CHECKING:
+    from gate.model.build import BuiltModel
 
-def _calls_per_module(built) -> dict[str, int]:
+
+def _calls_per_module(built: BuiltModel) -> dict[str, int]:
     """How often each module runs in one forward (forward pre-hooks, one run)."""
     import torch
 
@@ -33,7 +38,7 @@ def _calls_per_module(built) -> dict[str, int]:
     return counts
 
 
-def load(built) -> Exported:
+def load(built: BuiltModel) -> Exported:
     spec = built.spec
     try:
         proto = onnx.load(str(spec.artifact))

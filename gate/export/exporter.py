@@ -20,8 +20,10 @@ import re
 import sys
 import tempfile
 import warnings
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import onnx
 import torch
@@ -33,6 +35,9 @@ from gate.export import layermap, rewriter, saved, signatures, structure
 from gate.export.layermap import CallKey, CallValues
 from gate.model.build import BuiltModel, inference_mode
 
+if TYPE_CHECKING:
+    import onnx_ir as ir
+
 DEFAULT_OPSET = 18
 
 
@@ -43,7 +48,7 @@ class Exported:
     fallback: str | None  # why dynamo was not used, when it was not
     opset: int
     calls: dict[CallKey, CallValues]  # from the unoptimized graph
-    shapes: dict[str, tuple | None]
+    shapes: dict[str, tuple[Any, ...] | None]
     available: set[str]  # values that exist in the optimized graph
     ambiguous: frozenset[str] = frozenset()  # modules whose calls the graph cannot tell apart
     outputs: dict[signatures.OutputKey, OnnxSite] = field(default_factory=dict)  # recorded call outputs
@@ -53,7 +58,8 @@ class Exported:
     # (the serialized graph, initializer -> state-dict name); and the values that exist in it.
     structure: tuple[bytes, dict[str, str]] | None = None
     unoptimized: set[str] | None = None
-    folders: list[tempfile.TemporaryDirectory] = field(default_factory=list, repr=False)  # hold the files
+    # hold the files
+    folders: list[tempfile.TemporaryDirectory[str]] = field(default_factory=list, repr=False)
 
     def save(self, full: onnx.ModelProto) -> None:
         """Make ``full`` (weights in memory) the exported graph: written to a fresh folder."""
@@ -64,7 +70,7 @@ class Exported:
 
 
 @contextlib.contextmanager
-def _quiet():
+def _quiet() -> Iterator[None]:
     """The exporters print progress and deprecation chatter; keep the gate's output readable."""
     logger = logging.getLogger("torch.onnx")
     level = logger.level
@@ -79,7 +85,7 @@ def _quiet():
 
 
 @contextlib.contextmanager
-def _native_stdout_silenced():
+def _native_stdout_silenced() -> Iterator[None]:
     """The TorchScript exporter's C++ side prints the whole IR graph to the process's stdout when a
     conversion fails ("Torch IR graph at exception"), past any Python-level redirect: the file
     descriptor itself points at the null device meanwhile."""
@@ -99,7 +105,7 @@ def _native_stdout_silenced():
         os.close(null)
 
 
-def _dynamic(built: BuiltModel) -> tuple | None:
+def _dynamic(built: BuiltModel) -> tuple[Any, ...] | None:
     """The declared dynamic dimensions, one entry per forward argument, for torch.export."""
     declared = built.spec.dynamic_shapes
     if not declared:
@@ -173,6 +179,7 @@ def _first_line(exc: BaseException) -> str:
 def _dynamo(built: BuiltModel, opset: int, recordable: tuple[str, ...] | None) -> Exported:
     with inference_mode(), _quiet():
         program, signed = _onnx_program(built, opset, recordable)
+        assert program is not None and program.exported_program is not None  # dynamo=True: both are made
         fx_stacks = _fx_stacks(program.exported_program)
         raw = _weightless(program.model)
         outputs = {} if signed is None else \
@@ -210,11 +217,12 @@ def bound(built: BuiltModel, stored: structure.Structure) -> Exported:
                     folders=[folder], unoptimized=None)
 
 
-def _onnx_program(built: BuiltModel, opset: int, recordable: tuple[str, ...] | None):
+def _onnx_program(built: BuiltModel, opset: int, recordable: tuple[str, ...] | None
+                  ) -> tuple[torch.onnx.ONNXProgram | None, signatures.Signed | None]:
     """The unoptimized ONNX program, converted from a trace that recorded each module call's outputs
     (``signatures``) where it can be made; else as ``torch.onnx.export`` traces it itself."""
     dynamic = _dynamic(built)
-    options = dict(dynamo=True, optimize=False, opset_version=opset, input_names=built.input_names, verbose=False,
+    options: dict[str, Any] = dict(dynamo=True, optimize=False, opset_version=opset, input_names=built.input_names, verbose=False,
                    dynamic_shapes=dynamic)
     signed = signatures.trace(built, dynamic, recordable)
     if signed is not None:
@@ -225,7 +233,7 @@ def _onnx_program(built: BuiltModel, opset: int, recordable: tuple[str, ...] | N
     return torch.onnx.export(built.module, built.inputs, **options), None
 
 
-def _weightless(model) -> onnx.ModelProto:
+def _weightless(model: ir.Model) -> onnx.ModelProto:
     """The IR model as a proto without its large initializers (they become typed graph inputs, so
     shape inference still sees them): the layer map needs the nodes, never the weights."""
     import onnx_ir as ir
@@ -245,7 +253,7 @@ def _weightless(model) -> onnx.ModelProto:
     return proto
 
 
-def _save_ir(model, path: Path) -> None:
+def _save_ir(model: ir.Model, path: Path) -> None:
     """``model`` saved; the graphs the optimizer matched are let go of (``rewriter.forget``)."""
     import onnx_ir as ir
 
@@ -257,7 +265,7 @@ def _save_ir(model, path: Path) -> None:
     rewriter.forget()
 
 
-def _fx_stacks(exported_program) -> dict[str, list[CallKey]]:
+def _fx_stacks(exported_program: torch.export.ExportedProgram) -> dict[str, list[CallKey]]:
     """FX node name -> module calls (qualified name, call index), from ``nn_module_stack``."""
     stacks: dict[str, list[CallKey]] = {}
     for node in exported_program.graph.nodes:

@@ -189,7 +189,7 @@ FOLDED = "removed by the exporter's optimizer (fused into a neighbouring node, o
 NOT_RETURNED = "the exported call returned no such element"
 
 
-def assign(records: list[Any], calls: dict[CallKey, CallValues], shapes: dict[str, tuple | None],
+def assign(records: list[Any], calls: dict[CallKey, CallValues], shapes: dict[str, tuple[Any, ...] | None],
            available: set[str], ambiguous: frozenset[str] = frozenset(),
            outputs: dict[tuple[str, int, str], OnnxSite] | None = None) -> dict[str, OnnxSite]:
     """Assign each captured layer (``gate.model.torch_hooks.LayerOutput``) its ONNX value.
@@ -201,7 +201,7 @@ def assign(records: list[Any], calls: dict[CallKey, CallValues], shapes: dict[st
     """
     outputs = outputs or {}
     recorded = {(module, call) for module, call, _ in outputs}
-    by_call: dict[CallKey, list] = defaultdict(list)
+    by_call: dict[CallKey, list[Any]] = defaultdict(list[Any])
     for rec in records:
         by_call[(rec.module, rec.call)].append(rec)
     result: dict[str, OnnxSite] = {}
@@ -224,7 +224,7 @@ def assign(records: list[Any], calls: dict[CallKey, CallValues], shapes: dict[st
     return result
 
 
-def _site(rec, found: OnnxSite | None, cv: CallValues | None, available: set[str], shapes: dict,
+def _site(rec, found: OnnxSite | None, cv: CallValues | None, available: set[str], shapes: dict[str, Any],
           done: dict[str, OnnxSite]) -> OnnxSite:
     if found is not None and found.kind == "value":
         if not shape_matches(shapes.get(found.value), tuple(rec.fp.shape)):
@@ -240,7 +240,7 @@ def _site(rec, found: OnnxSite | None, cv: CallValues | None, available: set[str
     return OnnxSite(SiteKind.ABSENT, reason="no exposed ONNX value matches this output's shape")
 
 
-def _by_shape(recs, cv: CallValues | None, shapes: dict) -> dict[str, OnnxSite]:
+def _by_shape(recs, cv: CallValues | None, shapes: dict[str, Any]) -> dict[str, OnnxSite]:
     """Outputs of a call whose signature was not recorded, by shape among the values it exposes:
     an element takes a value only when that value is the one exposed value its shape allows and
     no other element's shape allows it. Shapes with symbolic dimensions allow many; two of a kind
@@ -280,7 +280,7 @@ class Pick:
     precision: str  # whose rounding ``noise`` is
     noise: float
 
-    def reason(self, shape) -> str:
+    def reason(self, shape: tuple[int, ...]) -> str:
         """Why the layer stays absent (``value`` is None)."""
         if not self.captured:
             return "none of the values its shape allows is in the graph that ran"

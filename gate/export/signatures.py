@@ -23,6 +23,7 @@ from __future__ import annotations
 import operator
 from collections import defaultdict
 from dataclasses import dataclass, field
+from typing import Any
 
 import torch
 from torch.utils import _pytree as pytree
@@ -41,7 +42,7 @@ _PASS_THROUGH = {"aten.dropout.default", "aten.feature_dropout.default", "aten.a
                  "aten.lift_fresh_copy.default", "aten.type_as.default"}
 
 
-def recordable(module: torch.nn.Module, inputs: tuple) -> tuple[str, ...]:
+def recordable(module: torch.nn.Module, inputs: tuple[Any, ...]) -> tuple[str, ...]:
     """Modules (qualified names) whose signature ``torch.export`` can record, from a forward with
     hooks (``torch_hooks.CallSpecs``)."""
     specs = CallSpecs()
@@ -174,7 +175,8 @@ def _live(graph: torch.fx.Graph) -> set[str]:
     return seen
 
 
-def _site(name: str | None, traced: dict, groups: dict, values: set[str], live: set[str]) -> OnnxSite:
+def _site(name: str | None, traced: dict[str, Any], groups: dict[str, Any], values: set[str],
+          live: set[str]) -> OnnxSite:
     seen = set()
     while name is not None and name not in seen:
         seen.add(name)
@@ -198,7 +200,7 @@ def _site(name: str | None, traced: dict, groups: dict, values: set[str], live: 
     return OnnxSite(SiteKind.ABSENT, reason="not a tensor the exported graph computes")
 
 
-def _element(node: torch.fx.Node, groups: dict, values: set[str]) -> OnnxSite:
+def _element(node: torch.fx.Node, groups: dict[str, Any], values: set[str]) -> OnnxSite:
     """``op(...)[k]``: the k-th element of the same op in the converted program, if it kept the op."""
     source, index = node.args[0], node.args[1]
     same = [n for n in groups.get(getattr(source, "name", None), ()) if n.target is operator.getitem

@@ -10,6 +10,7 @@ from __future__ import annotations
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import onnx
 
@@ -59,7 +60,7 @@ def ship(spec: ModelSpec, exported: Graph, root: Path) -> Graph:
     base = exported.facts
     facts = GraphFacts.of(proto, base.exporter, base.fallback, base.opset)
     sites = mark_removed(exported.sites, values, transform) if exported.sites is not None else None
-    mapper: Callable[[list], dict[str, OnnxSite]] | None = None
+    mapper: Callable[[list[Any]], dict[str, OnnxSite]] | None = None
     if exported.mapper is not None:
         first = exported.mapper
         mapper = lambda records: mark_removed(first(records), values, transform)  # noqa: E731

@@ -8,6 +8,7 @@ import atexit
 import os
 import time
 from collections.abc import Callable
+from typing import Any
 
 PROFILE = "PARITY_GATE_PROFILE"
 _totals: dict[str, list[float]] = {}
@@ -22,7 +23,7 @@ def _write() -> None:
             f.write(f"{os.getpid()} {name} {seconds:.4f} {int(calls)}\n")
 
 
-def timed(name: str, fn: Callable) -> Callable:
+def timed(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
     if not os.environ.get(PROFILE):
         return fn
     if not _totals:

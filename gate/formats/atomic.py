@@ -22,7 +22,7 @@ import os
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 try:
@@ -53,7 +53,7 @@ def _fsync_dir(directory: str) -> None:
         os.close(fd)
 
 
-def atomic_write_bytes(path: str | os.PathLike, data: bytes, *, mode: int = 0o644) -> None:
+def atomic_write_bytes(path: str | os.PathLike[str], data: bytes, *, mode: int = 0o644) -> None:
     """Replace ``path`` with ``data`` atomically (temp file in the same folder, fsync, os.replace)."""
     path = Path(path)
     directory = str(path.parent)
@@ -72,7 +72,7 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes, *, mode: int = 0o64
     _fsync_dir(directory)
 
 
-def remove_stale_temps(path: str | os.PathLike) -> int:
+def remove_stale_temps(path: str | os.PathLike[str]) -> int:
     """Delete temp files that killed writers of ``path`` left behind; returns how many.
 
     Only safe while no writer of ``path`` can be running: call it under ``baseline_lock``.
@@ -86,13 +86,13 @@ def remove_stale_temps(path: str | os.PathLike) -> int:
     return removed
 
 
-def atomic_write_text(path: str | os.PathLike, text: str, *, mode: int = 0o644) -> None:
+def atomic_write_text(path: str | os.PathLike[str], text: str, *, mode: int = 0o644) -> None:
     """``atomic_write_bytes`` for UTF-8 text (reports, summaries)."""
     atomic_write_bytes(path, text.encode("utf-8"), mode=mode)
 
 
 @contextlib.contextmanager
-def directory_lock(directory: str | os.PathLike) -> Iterator[None]:
+def directory_lock(directory: str | os.PathLike[str]) -> Iterator[None]:
     """An exclusive lock on ``directory`` for the duration of the block (re-entrant per thread)."""
     held: dict[str, int] = _local.__dict__.setdefault("held", {})
     key = os.path.realpath(directory)
@@ -112,7 +112,7 @@ def directory_lock(directory: str | os.PathLike) -> Iterator[None]:
         release()
 
 
-def _acquire(directory: str):
+def _acquire(directory: str) -> Callable[[], None]:
     """Take the folder's lock; returns the function that releases it."""
     if fcntl is not None:
         fd = os.open(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0))
@@ -140,7 +140,7 @@ def _acquire(directory: str):
     return _exclusive_file(path)
 
 
-def _exclusive_file(path: str):
+def _exclusive_file(path: str) -> Callable[[], None]:
     """The last resort: a lock file created with O_EXCL; a lock whose owner is dead is taken over."""
     while True:
         try:
@@ -175,6 +175,6 @@ def _owner_dead(path: str) -> bool:
     return False
 
 
-def baseline_lock(path: str | os.PathLike) -> contextlib.AbstractContextManager[None]:
+def baseline_lock(path: str | os.PathLike[str]) -> contextlib.AbstractContextManager[None]:
     """The lock writers of ``path`` hold (its folder's flock)."""
     return directory_lock(Path(path).parent)

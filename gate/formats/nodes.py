@@ -13,6 +13,7 @@ import numbers
 import re
 import struct
 from collections.abc import Mapping
+from typing import Any
 
 from .limits import Limits
 from .stream import Invalid, StreamReader, quote
@@ -20,7 +21,7 @@ from .stream import Invalid, StreamReader, quote
 I64_MAX = 2**63 - 1
 U64_MAX = 2**64 - 1
 # the one NaN a writer emits (0x7ff8000000000000), whatever payload or sign the caller had
-CANONICAL_NAN = struct.unpack("<d", struct.pack("<Q", 0x7FF8000000000000))[0]
+CANONICAL_NAN: float = struct.unpack("<d", struct.pack("<Q", 0x7FF8000000000000))[0]
 
 
 def _key(path: str, key: str) -> str:
@@ -37,6 +38,13 @@ class Node:
 
     def conform(self, v: object, path: str, limits: Limits) -> object:
         raise NotImplementedError
+
+
+def _str(r: StreamReader, path: str) -> str:
+    """The string the header just checked announces."""
+    v = r.take(path)
+    assert isinstance(v, str)
+    return v
 
 
 def _expect(r: StreamReader, path: str, want: str, what: str) -> int:
@@ -59,13 +67,15 @@ class Int(Node):
             raise Invalid(path, f"{v:,} exceeds the {word} {hi:,}")
         return v
 
-    def read(self, r, path, limits):
+    def read(self, r: StreamReader, path: str, limits: Limits) -> int:
         b = r.byte()
         if not (0 <= b <= 0x7F or b >= 0xE0 or 0xCC <= b <= 0xD3):  # fixints, uint8..64, int8..64
             _expect(r, path, "integer", "an integer")
-        return self.check(r.take(path), path, limits)
+        v = r.take(path)
+        assert isinstance(v, int)  # the header said an integer
+        return self.check(v, path, limits)
 
-    def conform(self, v, path, limits):
+    def conform(self, v: object, path: str, limits: Limits) -> int:
         if isinstance(v, bool) or not isinstance(v, numbers.Integral):
             raise Invalid(path, f"expected an integer, got {type(v).__name__}")
         return self.check(int(v), path, limits)
@@ -86,13 +96,15 @@ class Float(Node):
             raise Invalid(path, f"{v!r} is outside [{self.lo!r}, {self.hi!r}]")
         return v
 
-    def read(self, r, path, limits):
+    def read(self, r: StreamReader, path: str, limits: Limits) -> float:
         if r.byte() != 0xCB:
             kind, _ = r.peek(path)
             raise Invalid(path, f"expected a float64, got {kind}")
-        return self.check(r.take(path), path)
+        v = r.take(path)
+        assert isinstance(v, float)  # the header said a float64
+        return self.check(v, path)
 
-    def conform(self, v, path, limits):
+    def conform(self, v: object, path: str, limits: Limits) -> float:
         if isinstance(v, bool) or not isinstance(v, numbers.Real):
             raise Invalid(path, f"expected a float, got {type(v).__name__}")
         try:
@@ -107,7 +119,7 @@ class Str(Node):
         self,
         max_len: int | str,
         *,
-        pattern: re.Pattern | None = None,
+        pattern: re.Pattern[str] | None = None,
         choices: tuple[str, ...] | None = None,
         rule: str = "",
         min_len: int = 1,
@@ -136,11 +148,11 @@ class Str(Node):
             raise Invalid(path, f"{quote(v)} {self.rule}")
         return v
 
-    def read(self, r, path, limits):
+    def read(self, r: StreamReader, path: str, limits: Limits) -> str:
         n = self._longest_choice if self.choices else _limit(limits, self.max_len)
         b = r.byte()
         if 0xA0 <= b <= 0xBF and (b & 0x1F) <= 4 * n:  # short string: the common case
-            return self.check(r.take(path), path, limits)
+            return self.check(_str(r, path), path, limits)
         nbytes = _expect(r, path, "string", "a string")
         if self.choices and nbytes > 4 * n:
             raise Invalid(
@@ -148,9 +160,9 @@ class Str(Node):
             )
         if nbytes > 4 * n:  # UTF-8 takes at most 4 bytes a character
             raise Invalid(path, f"string of {nbytes:,} bytes exceeds the limit {n:,} characters")
-        return self.check(r.take(path), path, limits)
+        return self.check(_str(r, path), path, limits)
 
-    def conform(self, v, path, limits):
+    def conform(self, v: object, path: str, limits: Limits) -> str:
         if not isinstance(v, str):
             raise Invalid(path, f"expected a string, got {type(v).__name__}")
         v = str(v)  # a plain str: the packer is strict, and a status word is written as its value
@@ -162,13 +174,15 @@ class Str(Node):
 
 
 class Bool(Node):
-    def read(self, r, path, limits):
+    def read(self, r: StreamReader, path: str, limits: Limits) -> bool:
         kind, _ = r.peek(path)
         if kind != "boolean":
             raise Invalid(path, f"expected true or false, got {kind}")
-        return r.take(path)
+        v = r.take(path)
+        assert isinstance(v, bool)  # the header said a boolean
+        return v
 
-    def conform(self, v, path, limits):
+    def conform(self, v: object, path: str, limits: Limits) -> bool:
         if not isinstance(v, bool):
             raise Invalid(path, f"expected true or false, got {type(v).__name__}")
         return v
@@ -178,14 +192,16 @@ class Bin(Node):
     def __init__(self, max_len: int | str) -> None:
         self.max_len = max_len
 
-    def read(self, r, path, limits):
+    def read(self, r: StreamReader, path: str, limits: Limits) -> bytes:
         n = _expect(r, path, "binary", "binary data")
         hi = _limit(limits, self.max_len)
         if n > hi:
             raise Invalid(path, f"{n:,} bytes exceed the limit {hi:,}")
-        return r.take(path)
+        v = r.take(path)
+        assert isinstance(v, bytes)  # the header said binary data
+        return v
 
-    def conform(self, v, path, limits):
+    def conform(self, v: object, path: str, limits: Limits) -> bytes:
         if not isinstance(v, (bytes, bytearray, memoryview)):
             raise Invalid(path, f"expected bytes, got {type(v).__name__}")
         v = bytes(v)
@@ -199,13 +215,13 @@ class Nullable(Node):
     def __init__(self, inner: Node) -> None:
         self.inner = inner
 
-    def read(self, r, path, limits):
+    def read(self, r: StreamReader, path: str, limits: Limits) -> object:
         if r.peek(path)[0] == "nil":
             r.take(path)
             return None
         return self.inner.read(r, path, limits)
 
-    def conform(self, v, path, limits):
+    def conform(self, v: object, path: str, limits: Limits) -> object:
         return None if v is None else self.inner.conform(v, path, limits)
 
 
@@ -225,12 +241,12 @@ class Array(_Sized):
     def __init__(self, item: Node, max_len: int | str) -> None:
         self.item, self.max_len = item, max_len
 
-    def read(self, r, path, limits):
+    def read(self, r: StreamReader, path: str, limits: Limits) -> list[object]:
         self._count(_expect(r, path, "array", "an array"), path, limits)
         n = r.array_header(path)
         return [self.item.read(r, f"{path}[{i}]", limits) for i in range(n)]
 
-    def conform(self, v, path, limits):
+    def conform(self, v: object, path: str, limits: Limits) -> list[object]:
         if not isinstance(v, (list, tuple)):
             raise Invalid(path, f"expected a list, got {type(v).__name__}")
         self._count(len(v), path, limits)
@@ -244,12 +260,12 @@ class Record(Node):
         self.fields = dict(fields)
         self.optional = frozenset(optional)
 
-    def _missing(self, got: Mapping, path: str) -> None:
+    def _missing(self, got: Mapping[str, Any], path: str) -> None:
         for k in self.fields:
             if k not in got and k not in self.optional:
                 raise Invalid(path, f"missing key {k!r}")
 
-    def read(self, r, path, limits):
+    def read(self, r: StreamReader, path: str, limits: Limits) -> dict[str, Any]:
         _expect(r, path, "map", "a map")
         n = r.map_header(path)
         got: dict[str, object] = {}
@@ -261,7 +277,7 @@ class Record(Node):
                     raise Invalid(path, f"map key is {kind}, expected a string")
                 if nbytes > 256:
                     raise Invalid(path, f"unknown key of {nbytes:,} bytes")
-            k = r.take(path)
+            k = _str(r, path)
             node = fields.get(k)
             if node is None:
                 raise Invalid(path, f"unknown key {quote(k)}")
@@ -271,7 +287,7 @@ class Record(Node):
         self._missing(got, path)
         return {k: got[k] for k in self.fields if k in got}
 
-    def conform(self, v, path, limits):
+    def conform(self, v: object, path: str, limits: Limits) -> dict[str, Any]:
         if not isinstance(v, Mapping):
             raise Invalid(path, f"expected a map, got {type(v).__name__}")
         for k in v:
@@ -287,7 +303,7 @@ class NameMap(_Sized):
     def __init__(self, key: Str, value: Node, max_len: int | str, what: str) -> None:
         self.key, self.value, self.max_len, self.what = key, value, max_len, what
 
-    def read(self, r, path, limits):
+    def read(self, r: StreamReader, path: str, limits: Limits) -> dict[str, object]:
         self._count(_expect(r, path, "map", "a map"), path, limits)
         n = r.map_header(path)
         got: dict[str, object] = {}
@@ -298,11 +314,11 @@ class NameMap(_Sized):
             got[k] = self.value.read(r, f"{path}[{quote(k)}]", limits)
         return got
 
-    def conform(self, v, path, limits):
+    def conform(self, v: object, path: str, limits: Limits) -> dict[str, object]:
         if not isinstance(v, Mapping):
             raise Invalid(path, f"expected a map, got {type(v).__name__}")
         self._count(len(v), path, limits)
-        out = {}
+        out: dict[str, object] = {}
         for k in v:
             self.key.conform(k, f"{path} key", limits)
         for k in sorted(v):

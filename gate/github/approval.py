@@ -32,6 +32,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
 from urllib.parse import quote
 
 from gate.core.status import ApprovalState, NotCounted
@@ -131,7 +132,7 @@ def check_approval(client: GitHubClient | None, pull: Pull, sha: str, label: str
                     "added after its last push", tuple(ignored))
 
 
-def _login(item: dict, key: str) -> str:
+def _login(item: dict[str, Any], key: str) -> str:
     who = item.get(key)
     return str(who.get("login") or "") if isinstance(who, dict) else ""
 
@@ -157,7 +158,7 @@ class _Who:
 
 def _review(client: GitHubClient, pull: Pull, sha: str, who: _Who, ignored: list[Ignored]) -> str:
     """The login of a writer whose latest verdict approves ``sha``, or ""."""
-    latest: dict[str, dict] = {}
+    latest: dict[str, dict[str, Any]] = {}
     for review in client.paginate(f"/repos/{pull.repository}/pulls/{pull.number}/reviews"):
         login = _login(review, "user") if isinstance(review, dict) else ""
         if login and review.get("state") in ("APPROVED", "CHANGES_REQUESTED", "DISMISSED"):
@@ -198,7 +199,7 @@ def _time(value: object) -> datetime | None:
         return None
 
 
-def _updates(client: GitHubClient, pull: Pull) -> Iterator[dict]:
+def _updates(client: GitHubClient, pull: Pull) -> Iterator[dict[str, Any]]:
     """The head branch's updates, newest first (the activity API of the repository it lives in)."""
     yield from client.paginate(f"/repos/{pull.head_repo}/activity", ref=f"refs/heads/{pull.head_ref}",
                                direction="desc")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Any
 
 from gate.github.client import GitHubClient, GitHubError
 from gate.github.stamp import RunStamp, is_newer, parse_stamp
@@ -64,13 +65,15 @@ def own_login(client: GitHubClient, graphql_url: str = "") -> str:
     return f"{login}[bot]" if viewer.get("__typename") == "Bot" and not login.endswith("[bot]") else login
 
 
-def find_comments(client: GitHubClient, repo: str, number: int, mark: str, author: str) -> list[dict]:
+def find_comments(client: GitHubClient, repo: str, number: int, mark: str, author: str
+                  ) -> list[dict[str, Any]]:
     """``author``'s comments whose body starts with the marker line, oldest first (all pages)."""
     return [c for c in client.paginate(f"/repos/{repo}/issues/{number}/comments")
             if (c.get("body") or "").startswith(mark) and ((c.get("user") or {}).get("login") == author)]
 
 
-def find_comment(client: GitHubClient, repo: str, number: int, mark: str, author: str) -> dict | None:
+def find_comment(client: GitHubClient, repo: str, number: int, mark: str, author: str
+                 ) -> dict[str, Any] | None:
     found = find_comments(client, repo, number, mark, author)
     return found[0] if found else None
 
@@ -105,7 +108,8 @@ def upsert_comment(client: GitHubClient, target: CommentTarget, body: str, *, wh
     return CommentResult("updated", updated.get("id", existing["id"]), updated.get("html_url", existing.get("html_url")))
 
 
-def _settle_race(client: GitHubClient, target: CommentTarget, body: str, made: dict, stamp: RunStamp | None) -> CommentResult:
+def _settle_race(client: GitHubClient, target: CommentTarget, body: str, made: dict[str, Any],
+                 stamp: RunStamp | None) -> CommentResult:
     """Two runs that both found no comment both create one: the later creator folds its comment into
     the oldest (unless that one holds a newer result) and deletes its own, so the pull request keeps one."""
     found = find_comments(client, target.repo, target.number, target.mark, target.author)

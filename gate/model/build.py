@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -55,7 +56,7 @@ class BuiltModel:
     pristine: Pristine | None = None  # None: a model built outside ``build`` (each run is then on its own)
 
     @contextlib.contextmanager
-    def fresh(self):
+    def fresh(self) -> Iterator[None]:
         """A context in which a run (the export, the reference, a provider) gets the model as built,
         whatever earlier runs left in it, and leaves it so: runs cannot contaminate each other."""
         if self.pristine is None:
@@ -129,7 +130,7 @@ def _tensors(value: object) -> list[torch.Tensor]:
 
 
 @contextlib.contextmanager
-def inference_mode():
+def inference_mode() -> Iterator[None]:
     """No autograd, and no MultiheadAttention fast path (its fused op does not export and
     would make PyTorch run a different kernel than the one exported)."""
     previous = torch.backends.mha.get_fastpath_enabled()

@@ -8,6 +8,7 @@ other inputs is refused rather than compared.
 from __future__ import annotations
 
 import hashlib
+from typing import Any
 
 import numpy as np
 
@@ -51,7 +52,8 @@ def digest(names: list[str], arrays: list[np.ndarray]) -> str:
     return h.hexdigest()
 
 
-def describe(names: list[str], arrays: list[np.ndarray], dtypes: list[str] | None = None) -> list[dict]:
+def describe(names: list[str], arrays: list[np.ndarray], dtypes: list[str] | None = None
+             ) -> list[dict[str, Any]]:
     """What the baseline records of each input: name, dtype (``dtypes`` where the arrays widen it,
     bfloat16), shape and a short digest of its bytes, so a refusal can say which input changed and how."""
     out = []
@@ -62,7 +64,7 @@ def describe(names: list[str], arrays: list[np.ndarray], dtypes: list[str] | Non
     return out
 
 
-def difference(recorded: list[dict] | None, now: list[dict]) -> str | None:
+def difference(recorded: list[dict[str, Any]] | None, now: list[dict[str, Any]]) -> str | None:
     """How the inputs ``now`` differ from those a baseline ``recorded``, in one phrase (None: it
     recorded none, or they are the same)."""
     if not recorded:

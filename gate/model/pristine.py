@@ -109,7 +109,8 @@ class _Module:
     tensors: dict[str, _Tensor]  # plain attributes holding a tensor
     plain: dict[str, Any]  # immutable attributes, as they were
     copies: dict[str, Any] = field(default_factory=dict)  # mutable attributes, deep-copied at the build
-    hooks: dict[str, frozenset] = field(default_factory=dict)  # per hook table, the hook ids at the build
+    # per hook table, the hook ids at the build
+    hooks: dict[str, frozenset[int]] = field(default_factory=dict)
 
 
 class Pristine:

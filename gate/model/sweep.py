@@ -25,7 +25,7 @@ from gate.errors import ConfigError
 class Op(torch.nn.Module):
     """``fn(*inputs, *args, **kwargs)`` as a module."""
 
-    def __init__(self, fn: Any, args: tuple, kwargs: dict[str, Any]):
+    def __init__(self, fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]):
         super().__init__()
         self.fn, self.args, self.kwargs = fn, args, kwargs
 
@@ -67,6 +67,7 @@ def value(raw: Any, root: Path, where: str) -> Any:
 
 def build_case(spec: ModelSpec, root: Path) -> torch.nn.Module:
     case = spec.sweep
+    assert case is not None  # only a sweep's case is built here
     where = f"{spec.where}.{case.kind}"
     target = lookup(case.target, root, where)
     try:

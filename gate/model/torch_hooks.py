@@ -107,7 +107,7 @@ class Capture:
         self._stack: list[str] = []
         # id(tensor) -> (weakref, version, layer): an identity module (Dropout in eval, Identity)
         # returns the very tensor it got, unchanged; in-place modules return it with a new version.
-        self._produced: dict[int, tuple[weakref.ref, int, str]] = {}
+        self._produced: dict[int, tuple[weakref.ref[Any], int, str]] = {}
         self.output: Any = None  # what the forward returned
 
     def where(self) -> str:
@@ -137,7 +137,7 @@ class Capture:
                 self.on_record(record, tensor)
 
     def run(self, inputs: tuple[torch.Tensor, ...],
-            context: contextlib.AbstractContextManager | None = None) -> list[LayerOutput]:
+            context: contextlib.AbstractContextManager[Any] | None = None) -> list[LayerOutput]:
         """The records in execution (hook completion) order."""
         handles = self.specs.hooks(self.module) if self.specs is not None else []
         for qual, m in self.module.named_modules():
@@ -167,15 +167,16 @@ def run(module: torch.nn.Module, inputs: tuple[torch.Tensor, ...]) -> list[Layer
     return Capture(module).run(inputs)
 
 
-def _bind_pre(enter, qual: str):
-    def bound(mod, _args):
+def _bind_pre(enter: Callable[[str], None], qual: str) -> Callable[[torch.nn.Module, tuple[Any, ...]], None]:
+    def bound(mod: torch.nn.Module, _args: tuple[Any, ...]) -> None:
         enter(qual)
 
     return bound
 
 
-def _bind(exit_, qual: str):
-    def bound(mod, _args, output):
+def _bind(exit_: Callable[[torch.nn.Module, Any, str], None], qual: str
+          ) -> Callable[[torch.nn.Module, tuple[Any, ...], Any], None]:
+    def bound(mod: torch.nn.Module, _args: tuple[Any, ...], output: Any) -> None:
         exit_(mod, output, qual)
 
     return bound

@@ -37,6 +37,7 @@ from torch.utils.weak import WeakIdKeyDictionary
 
 from gate.core import frames
 from gate.core.layers import ROOT, module_of
+from gate.fingerprint import Fingerprint
 from gate.model import torch_hooks
 from gate.model.build import BuiltModel
 
@@ -183,20 +184,20 @@ class Probe:
     draws: list[str] = field(default_factory=list)  # random operations that drew, where user code called them
 
     @property
-    def fingerprints(self) -> dict:
+    def fingerprints(self) -> dict[str, Fingerprint]:
         return {r.name: r.fp for r in self.records}
 
 
-def _named(built: BuiltModel) -> tuple[dict, dict]:
+def _named(built: BuiltModel) -> tuple[dict[torch.Tensor, str], dict[torch.Tensor, str]]:
     """Tensors the trace names: parameters and persistent buffers (their values are the weights
     digest's), the inputs (the inputs digest's); and non-persistent buffers, which no digest
     holds, named and hashed by the trace where used."""
     module = built.module
-    named: dict = {}
+    named: dict[torch.Tensor, str] = {}
     persistent = set(module.state_dict(keep_vars=True))
     for name, p in module.named_parameters():
         named.setdefault(p, f"p:{name}")
-    hashed: dict = {}
+    hashed: dict[torch.Tensor, str] = {}
     for name, b in module.named_buffers():
         if name in persistent:
             named.setdefault(b, f"b:{name}")

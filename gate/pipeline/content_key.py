@@ -21,10 +21,11 @@ import platform
 import sys
 import sysconfig
 import types
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import gate
 from gate import env, fingerprint
@@ -34,6 +35,9 @@ from gate.core.status import KeyPart, Stage
 from gate.core.versions import versions as gate_versions
 from gate.errors import ConfigError
 from gate.export import saved
+
+if TYPE_CHECKING:
+    import torch
 
 PART = 16  # hex digits per part: a collision is a 1 in 2**64 chance
 FORMAT = "parity-gate content key v2"
@@ -105,7 +109,7 @@ class ContentKey:
 
 
 @functools.lru_cache(maxsize=1)
-def _distributions() -> dict[str, list[str]]:
+def _distributions() -> Mapping[str, list[str]]:
     return metadata.packages_distributions()  # scans every installed package: the last resort
 
 
@@ -203,7 +207,7 @@ def _closure(roots: set[str], root: Path) -> tuple[dict[str, str], dict[str, str
     return sources, packages
 
 
-def _model_modules(module, spec: ModelSpec) -> set[str]:
+def _model_modules(module: torch.nn.Module, spec: ModelSpec) -> set[str]:
     """The modules the model's classes (their bases included), factory and inputs come from."""
     names: set[str] = set()
     for m in module.modules():
@@ -328,7 +332,7 @@ def transform_key(content_key: ContentKey, graph_digest: str) -> str | None:
     return None if base is None else _digest([FORMAT, base, graph_digest], width=None)
 
 
-def take(spec: ModelSpec, module, input_names: list[str], root: Path, trace: str, ops: int,
+def take(spec: ModelSpec, module: torch.nn.Module, input_names: list[str], root: Path, trace: str, ops: int,
          weights_digest: str, inputs_digest: str, unseen: list[str]) -> ContentKey:
     """The key of a built model whose probe traced ``trace`` (``ops`` operations)."""
     sources, packages = _closure(_model_modules(module, spec), root.resolve())

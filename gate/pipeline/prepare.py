@@ -14,7 +14,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -33,9 +33,12 @@ from gate.pipeline import beside
 from gate.pipeline.stages import Plan
 
 if TYPE_CHECKING:
+    import torch
+
     from gate.export.exporter import Exported
     from gate.export.structure import Structure
     from gate.model.build import BuiltModel, Module
+    from gate.model.torch_hooks import LayerOutput
     from gate.model.trace import Probe
 
 
@@ -69,7 +72,7 @@ class Memo:
 
     model: str | None = None
     modules: dict[str, Module] = field(default_factory=dict)
-    exports: dict[tuple, Shared] = field(default_factory=dict)
+    exports: dict[tuple[Any, ...], Shared] = field(default_factory=dict)
     cases: Counter[str] | None = None  # per configured model, its cases still to enter; None: not said
 
     @classmethod
@@ -110,7 +113,7 @@ def _meta(built: BuiltModel) -> Meta:
                 normalizations=list(built.normalizations), output_tolerance=list(tolerance) if tolerance else None)
 
 
-def _empty(module) -> bool:
+def _empty(module: torch.nn.Module) -> bool:
     return not any(True for _ in module.children()) and not any(True for _ in module.parameters()) \
         and not any(True for _ in module.buffers())
 
@@ -130,7 +133,7 @@ def _build(config: Config, spec: ModelSpec, memo: Memo, progress: Progress,
     return build(spec, config.root, memo.modules[key])
 
 
-def _sites(records, exported: Exported) -> dict[str, OnnxSite]:
+def _sites(records: list[LayerOutput], exported: Exported) -> dict[str, OnnxSite]:
     from gate.export.layermap import assign, fold_batchnorms
 
     sites = assign(records, exported.calls, exported.shapes, exported.available, ambiguous=exported.ambiguous,
@@ -138,7 +141,7 @@ def _sites(records, exported: Exported) -> dict[str, OnnxSite]:
     return fold_batchnorms(records, sites) if exported.as_shipped else sites
 
 
-def _mapped(records, exported: Exported) -> tuple[dict[str, OnnxSite], Structure | None]:
+def _mapped(records: list[LayerOutput], exported: Exported) -> tuple[dict[str, OnnxSite], Structure | None]:
     """The layer map of a fresh export, and its structure where the exporter left one: mapped on the
     graph before optimization (every value there exists), then what the optimizer folded away, so the
     structure's map serves a later binding of other weights (``structure.with_availability``)."""
@@ -168,6 +171,7 @@ def _export(built: BuiltModel, probe: Probe | None, progress: Progress) -> tuple
 
             exported = export(built, probe.recordable if probe is not None else None)
     facts = GraphFacts.of(exported.proto, exported.exporter, exported.fallback, exported.opset)
+    assert exported.path is not None  # an artifact loaded or a graph exported is a file
     if probe is not None:
         sites, structure = _mapped(probe.records, exported)
         return Graph.of_file(exported.path, facts, sites, exported.folders), structure
@@ -185,6 +189,7 @@ def _bind(built: BuiltModel, stored: Structure, progress: Progress) -> Graph:
     with built.fresh():
         exported = bound(built, stored)
     facts = GraphFacts.of(exported.proto, exported.exporter, None, exported.opset)
+    assert exported.path is not None  # the bound graph is a file
     return Graph.of_file(exported.path, facts, with_availability(stored.sites, exported.available, FOLDED),
                          exported.folders)
 
@@ -329,7 +334,7 @@ def _beside(built: BuiltModel, memo: Memo, plan: Plan | None, binding: bool) -> 
 
 def _reference(built: BuiltModel, run: ModelRun, graph: Graph | None, plan: Plan | None,
                progress: Progress, child: beside.Beside | None = None
-               ) -> tuple[list[np.ndarray], list] | None:
+               ) -> tuple[list[np.ndarray], list[LayerOutput]] | None:
     """The float64 reference stage: from the child that ran it beside the export, else run here; its
     outputs and records onto ``run``; None when the model failed in it (``run.error`` says how)."""
     from gate.runners.reference import compare_as_given, run_reference

@@ -3,9 +3,15 @@ which tensors, which source files, which settings and versions (``Reuse.details`
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from gate.core.runs import Meta
 from gate.core.status import KeyPart
 from gate.model.inputs import difference
+
+if TYPE_CHECKING:
+    from gate.formats.baseline import Baseline
+    from gate.pipeline.content_key import ContentKey
 
 SHOWN = 3  # names per line
 
@@ -32,7 +38,7 @@ def _tensors(now: Meta, then: Meta) -> str:
     return "weights: " + ("; ".join(s for s in parts if s) or "the same tensors, another order or dtype")
 
 
-def _part(part: KeyPart, now, then, meta: Meta, recorded: Meta) -> str:
+def _part(part: KeyPart, now: ContentKey, then: ContentKey, meta: Meta, recorded: Meta) -> str:
     if part == KeyPart.CODE:
         return (f"code: the operations of the float32 forward changed ({now.ops:,} traced, {then.ops:,} when the "
                 "baseline was made)")
@@ -55,7 +61,8 @@ def _part(part: KeyPart, now, then, meta: Meta, recorded: Meta) -> str:
     return "gate: parity-gate's own source changed (same version)"
 
 
-def details(changed: list[KeyPart], now, then, meta: Meta, baseline) -> list[str]:
+def details(changed: list[KeyPart], now: ContentKey, then: ContentKey | None, meta: Meta,
+            baseline: Baseline | None) -> list[str]:
     """One line per changed part (``now``/``then``: ``ContentKey``; ``baseline``: its ``Baseline``)."""
     if then is None or baseline is None:
         return []

@@ -15,6 +15,7 @@ import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from gate.config import Config, ModelSpec, ProviderSpec
 from gate.core.progress import Progress
@@ -28,6 +29,10 @@ from gate.pipeline.stages import Plan
 from gate.runners.base import Subject, execute
 from gate.runners.isolation import Spare
 from gate.runners.registry import nominal_target
+
+if TYPE_CHECKING:
+    from gate.model.trace import Probe
+    from gate.runners.probed import ProbedRunner
 
 __all__ = ["Progress", "Settings", "for_graph", "is_isolated", "run_model", "run_provider", "run_providers",
            "torch_threads"]
@@ -69,7 +74,7 @@ def torch_threads(threads: int | None) -> Iterator[None]:
         torch.set_num_threads(before)
 
 
-def _probed(provider: ProviderSpec, probe, isolated: bool):
+def _probed(provider: ProviderSpec, probe: Probe | None, isolated: bool) -> ProbedRunner | None:
     if probe is None:
         return None
     from gate.runners.probed import probed_runner  # torch: already loaded where a probe ran

@@ -30,7 +30,7 @@ def render_junit(report: Report) -> str:
     totals = {"tests": str(len(suite)), "failures": str(counts["failure"]), "errors": str(counts["error"]),
               "skipped": str(counts["skipped"])}
     suite.attrib.update(totals)
-    root = ET.Element("testsuites", name=SUITE, **{k: v for k, v in totals.items() if k != "skipped"})
+    root = ET.Element("testsuites", {"name": SUITE, **{k: v for k, v in totals.items() if k != "skipped"}})
     root.append(suite)
     ET.indent(root)
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"

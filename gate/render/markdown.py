@@ -127,6 +127,7 @@ def headline_text(report: Report) -> str:
     if missing:
         return f"{missing[0].name}: no baseline (create it with `{missing[0].recreate}`)"
     s = report.summary
+    assert s is not None  # a Report always has one (__post_init__)
     return f"{s.models} model{'s' * (s.models != 1)}, {s.layers:,} layers"
 
 
@@ -154,6 +155,7 @@ class _Doc:
     # -- headline -------------------------------------------------------------------------
     def headline(self) -> str:
         s = self.r.summary
+        assert s is not None  # a Report always has one (__post_init__)
         providers = s.providers or sorted({p.name for m in self.models for p in m.providers})
         scope = (f"{s.models} model{'s' * (s.models != 1)}, {s.layers:,} layers, {len(providers)} "
                  f"provider{'s' * (len(providers) != 1)}{reuse_tally(self.models)}")

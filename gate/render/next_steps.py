@@ -20,10 +20,10 @@ from dataclasses import dataclass
 from gate.core.status import ErrorStatus, StepKind
 from gate.render.text import MESSAGE_CAP, NAME_CAP, clip, code, plain
 from gate.verdict.next_step import NextStep, next_step
-from gate.verdict.types import ModelVerdict, Report
+from gate.verdict.types import ModelVerdict, ProviderVerdict, Report
 
 MAX_MODELS = 20
-_MODEL_ERRORS = {
+_MODEL_ERRORS: dict[ErrorStatus | None, str] = {
     ErrorStatus.BUILD_FAIL: "its factory failed to build the model",
     ErrorStatus.EXPORT_FAIL: "it failed to export to ONNX",
     ErrorStatus.EMPTY: "it has nothing to check",
@@ -147,7 +147,7 @@ def _model_failed(m: ModelVerdict, step: NextStep, s: Style) -> str:
     return f"{why}. Reproduce with {s.code(step.command, 200)}; the error is above."
 
 
-def _provider(m: ModelVerdict, step: NextStep):
+def _provider(m: ModelVerdict, step: NextStep) -> ProviderVerdict:
     return next(p for p in m.providers if p.name == step.providers[0])
 
 

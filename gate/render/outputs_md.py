@@ -34,6 +34,7 @@ def outputs_table(providers: list[ProviderVerdict]) -> str:
              "| --- | --- | ---: | ---: | --- | --- |"]
     for p, r in rows[:MAX_LIST]:
         e = r.exact
+        assert e is not None  # only rows with exact metrics are listed
         index = e.get("worst_index")
         where = ", ".join(str(i) for i in index) if isinstance(index, list) else ""
         words, failed = closeness(r)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from gate.core.reuse import Alarm, Reuse, StageRun
 from gate.core.status import CacheState, FullWhy, Stage
+from gate.verdict.types import ModelVerdict
 
 _WHY = {
     FullWhy.FORCED: "--full asked for it",
@@ -84,7 +85,7 @@ def alarm_line(a: Alarm) -> str:
             "reused on this machine; outputs reused under it before may not be what ships")
 
 
-def reuse_tally(models) -> str:
+def reuse_tally(models: list[ModelVerdict]) -> str:
     """"; float64 reference reused for 3 of 4 models (keys unchanged)", and the soundness alarms, or
     nothing when no model says (a report from result files, or an older writer's)."""
     said = [m.reuse for m in models if m.reuse is not None]

@@ -112,7 +112,8 @@ def link(label: str, url: str | None) -> str:
 def times(value: object, baseline: object) -> str:
     """``value`` as a multiple of ``baseline``, the way a reader compares errors: "≈ 1,500×", "≈ 9.5×"
     (two significant digits); empty when there is no positive finite baseline to compare with."""
-    if any(isinstance(v, bool) or not isinstance(v, (int, float)) for v in (value, baseline)):
+    if isinstance(value, bool) or isinstance(baseline, bool) or not isinstance(value, (int, float)) \
+            or not isinstance(baseline, (int, float)):
         return ""
     if not (math.isfinite(value) and math.isfinite(baseline)) or baseline <= 0 or value <= 0:
         return ""

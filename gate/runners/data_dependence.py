@@ -13,6 +13,8 @@ runs instead (the float32 and float64 shapes differ), by ``update-baseline``.
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 from torch.utils._pytree import tree_leaves
 from torch.utils.weak import WeakIdKeyDictionary
@@ -23,10 +25,10 @@ _MASKS = (torch.bool, torch.uint8)
 
 
 _NEVER, _ALWAYS, _MASKED = 0, 1, 2
-_KINDS: dict = {}  # operator -> one of the above, worked out once per operator
+_KINDS: dict[object, int] = {}  # operator -> one of the above, worked out once per operator
 
 
-def _kind(func) -> int:
+def _kind(func: object) -> int:
     name = func.name() if hasattr(func, "name") else str(func)
     if name in UNTAGGED:
         return _ALWAYS
@@ -35,7 +37,7 @@ def _kind(func) -> int:
     return _MASKED if func is torch.ops.aten.index.Tensor else _ALWAYS
 
 
-def starts(func, args: tuple) -> bool:
+def starts(func: object, args: tuple[Any, ...]) -> bool:
     """Whether ``func`` makes an output whose size depends on its inputs' values."""
     kind = _KINDS.get(func)
     if kind is None:
@@ -51,7 +53,7 @@ class Shapes:
     def __init__(self) -> None:
         self.tainted = WeakIdKeyDictionary()
 
-    def saw(self, func, args: tuple, kwargs: dict, out) -> None:
+    def saw(self, func: object, args: tuple[Any, ...], kwargs: dict[str, Any], out: object) -> None:
         """One operation of the run: its outputs are data-dependent when it starts one or reads one."""
         if not starts(func, args):
             if not self.tainted:  # the usual case: nothing data-dependent yet, nothing to look up

@@ -22,7 +22,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from gate.config import Isolation, ProviderSpec
 from gate.core.runs import ProviderRun
@@ -120,7 +120,7 @@ def report(message: str) -> None:
     sys.stdout.buffer.flush()
 
 
-def _forward(stream, detail: Callable[[str], None] | None) -> None:
+def _forward(stream: IO[bytes], detail: Callable[[str], None] | None) -> None:
     """Read the worker's stdout to its end (so it never blocks on it); hand progress lines on."""
     for raw in stream:
         line = raw.decode("utf-8", errors="replace").rstrip("\n")
@@ -141,7 +141,7 @@ def _handed(proc: subprocess.Popen[bytes], job_path: Path) -> subprocess.Popen[b
     return proc
 
 
-def _spawn(job: Path | str, stderr) -> subprocess.Popen[bytes]:
+def _spawn(job: Path | str, stderr: int | IO[Any] | None) -> subprocess.Popen[bytes]:
     """A worker for the job file ``job``; a spare's (``job`` is ``WAIT``) stdin is a pipe."""
     env = heap.worker_env(os.environ)
     root = str(Path(__file__).resolve().parents[2])
@@ -154,7 +154,7 @@ def _spawn(job: Path | str, stderr) -> subprocess.Popen[bytes]:
                             stderr=stderr, **group)
 
 
-def _kill(proc: subprocess.Popen) -> None:
+def _kill(proc: subprocess.Popen[Any]) -> None:
     if hasattr(os, "killpg"):
         os.killpg(proc.pid, signal.SIGKILL)
     else:  # pragma: no cover - Windows

@@ -11,15 +11,16 @@ from __future__ import annotations
 
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import Any
 
 from gate.config.providers import CPU_EPS, GPU_EPS
 from gate.core import device
 from gate.core.failure import ModelError
 from gate.core.layers import FORWARD_ONLY, is_gradient
 from gate.core.progress import DETAIL, DETAIL_EVERY_S
-from gate.core.runs import ModelRun, OnnxSite, ProviderLayer, ProviderRun
+from gate.core.runs import LayerInfo, ModelRun, OnnxSite, ProviderLayer, ProviderRun
 from gate.core.status import ErrorStatus, LayerStatus, SiteKind
 from gate.core.target import Target
 from gate.export.layermap import available_values, pick
@@ -46,7 +47,7 @@ def value_bytes(run: ModelRun) -> dict[str, int]:
     return out
 
 
-def device_id(options) -> int:
+def device_id(options: Mapping[str, Any]) -> int:
     """The EP's ``device_id`` option (ONNX Runtime takes it as a string or an integer)."""
     raw = str(options.get("device_id", 0)).strip()
     return int(raw) if raw.isdigit() else 0
@@ -127,7 +128,8 @@ def _detail(run: ModelRun, sink: Callable[[str], None] | None) -> ort_session.De
     return tell
 
 
-def _layer(run: ModelRun, layer, outputs: list, values: dict, precision: str) -> ProviderLayer:
+def _layer(run: ModelRun, layer: LayerInfo, outputs: list[Any], values: dict[str, Any],
+           precision: str) -> ProviderLayer:
     site = run.onnx_map.get(layer.name)
     if site is None:
         return ProviderLayer("absent", reason=FORWARD_ONLY if is_gradient(layer.name) else "not mapped")

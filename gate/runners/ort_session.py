@@ -220,6 +220,7 @@ def _segments(result: OrtRun, proto: onnx.ModelProto, values: list[str], sizes: 
         return False
     last = ort_segments.last_reader(plan)
     held: dict[str, np.ndarray] = {}
+    assert result.capture is not None  # the shipped session's run set it
     counts = (result.capture.host_copies, result.capture.on_device_count)
     try:
         for k, seg in enumerate(plan):

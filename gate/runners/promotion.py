@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 import torch
 from torch.overrides import TorchFunctionMode
@@ -52,7 +53,7 @@ class Notes:
         return (Notes, (self.promoted, self.below, self.reached))
 
 
-def _promote_args(args: tuple) -> tuple[tuple, bool]:
+def _promote_args(args: tuple[Any, ...]) -> tuple[tuple[Any, ...], bool]:
     out, changed = [], False
     for a in args:
         if isinstance(a, torch.dtype) and a in LOW:

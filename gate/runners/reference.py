@@ -10,6 +10,7 @@ import copy
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import torch
@@ -122,7 +123,7 @@ def run_reference(built: BuiltModel, progress: Callable[[str], None], promote: b
 CHANGED = 1e-12  # float64 noise: above it, eval mode changed what a layer computes
 
 
-def compare_as_given(built: BuiltModel, ref: Reference, promote: bool) -> dict:
+def compare_as_given(built: BuiltModel, ref: Reference, promote: bool) -> dict[str, Any]:
     """Run the model as its factory returned it (some modules in training mode) and find the first
     layer whose output eval mode changed: a deployment that forgot eval() runs it that way."""
     from gate.verdict.against_reference import error_against

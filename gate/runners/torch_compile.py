@@ -6,6 +6,8 @@ pieces and test something else, so every other layer is ``absent`` and says why.
 
 from __future__ import annotations
 
+from typing import Any
+
 from gate.model import torch_hooks
 from gate.model.build import inference_mode
 from gate.runners.torch_eager import TorchEagerRunner
@@ -14,7 +16,7 @@ from gate.runners.torch_eager import TorchEagerRunner
 class TorchCompileRunner(TorchEagerRunner):
     absent_reason = "inside the compiled graph"
 
-    def capture(self) -> tuple[dict, object]:
+    def capture(self) -> tuple[dict[str, Any], object]:
         import torch
 
         compiled = self.compiled = torch.compile(self.module, backend="inductor", **dict(self.spec.options))

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+from typing import Any
 
 from gate.core import device
 from gate.core.failure import ModelError
@@ -57,7 +58,7 @@ class TorchEagerRunner(Runner):
         self.inputs = tuple(t.to(device=where, dtype=dtype if dtype is not None and t.is_floating_point() else t.dtype)
                             for t in subject.built.inputs)
 
-    def capture(self) -> tuple[dict, object]:
+    def capture(self) -> tuple[dict[str, Any], object]:
         """(fingerprints by layer, what the forward returned)."""
         capture = torch_hooks.Capture(self.module)
         return {r.name: r.fp for r in capture.run(self.inputs)}, capture.output

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
+from typing import Any
 
 import torch
 
@@ -104,11 +105,11 @@ class _Widened:
     def __init__(self, whole: set[int], pool: _Pool, gathered: set[int]) -> None:
         self.whole = whole  # modules widened with their subtree
         self.gathered = gathered  # embeddings widened at the rows their input names (``gathers``)
-        self.saved: dict[int, list[tuple[torch.nn.Module, dict, dict, list]]] = {}
+        self.saved: dict[int, list[tuple[torch.nn.Module, dict[str, Any], dict[str, Any], list[Any]]]] = {}
         self.depth: dict[int, int] = {}
         self.pool = pool
 
-    def pre(self, module: torch.nn.Module, args) -> None:
+    def pre(self, module: torch.nn.Module, args: tuple[Any, ...]) -> None:
         key = id(module)
         self.depth[key] = self.depth.get(key, 0) + 1
         if self.depth[key] > 1:
@@ -120,7 +121,7 @@ class _Widened:
             else:
                 self.saved[key] = [_widen(m, self.pool) for m in subtree]
 
-    def post(self, module: torch.nn.Module, _args, _output) -> None:
+    def post(self, module: torch.nn.Module, _args: tuple[Any, ...], _output: object) -> None:
         key = id(module)
         self.depth[key] = self.depth.get(key, 1) - 1
         if self.depth[key] <= 0:
@@ -134,7 +135,8 @@ class _Widened:
                 self.pool.give_back(flat)
 
 
-def _widen(module: torch.nn.Module, pool: _Pool) -> tuple[torch.nn.Module, dict, dict, list]:
+def _widen(module: torch.nn.Module, pool: _Pool
+           ) -> tuple[torch.nn.Module, dict[str, Any], dict[str, Any], list[Any]]:
     """Swap ``module``'s own floating weights for float64 ones; the originals, to put back, and
     the pooled tensors to give back once they are."""
     params, buffers, pooled = {}, {}, []

@@ -37,7 +37,8 @@ def requirement_names(pip_args: str) -> set[str]:
 def _value(raw: str) -> str:
     raw = raw.strip()
     if raw.startswith('"'):
-        return json.loads(raw)
+        value: str = json.loads(raw)  # a quoted YAML scalar is a JSON string
+        return value
     return raw.strip("'")
 
 
@@ -45,7 +46,7 @@ def merge_pip_args(text: str, wanted: list[str]) -> str:
     """``text`` (a workflow) with ``wanted`` added to the ``extra-pip-args`` of every step that runs
     the action on the models (no ``mode``, or ``check``/``export``); a step without the input gets
     it. A workflow that installs ``-r requirements.txt`` is left as it is: that file is the user's list."""
-    def merged(m: re.Match) -> str:
+    def merged(m: re.Match[str]) -> str:
         value = _value(m.group("value"))
         if "requirements" in value:
             return m.group(0)
@@ -84,7 +85,7 @@ def action_steps(lines: list[str]) -> list[tuple[int, int, str]]:
         dash, end = len(m.group(1)), i + 1
         while end < len(lines) and (not lines[end].strip() or len(lines[end]) - len(lines[end].lstrip()) > dash):
             end += 1
-        mode = next((_MODE.match(x).group(1) for x in lines[i + 1:end] if _MODE.match(x)), "check")
+        mode = next((found.group(1) for x in lines[i + 1:end] if (found := _MODE.match(x))), "check")
         steps.append((i, end, mode))
     return steps
 

@@ -62,6 +62,7 @@ def parse_input(text: str, index: int = 0) -> Input:
 def _range(text: str, dtype: str, low: str | None, high: str | None) -> tuple[float | int | None, float | int | None]:
     if low is None:
         return None, None
+    assert high is not None  # the pattern takes both ends or neither
     if dtype == "bool":
         raise ConfigError(f"input `{text}`: a bool input takes no range (its values are 0 and 1)")
     floating = dtype.startswith(("float", "bfloat"))

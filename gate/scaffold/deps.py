@@ -42,7 +42,7 @@ def model_requirements(factory: str, root: Path) -> list[str]:
 def _imported_tops(module: str, root: Path, limit: int = 200) -> set[str]:
     """Top-level names imported by ``module`` and by the repository modules it imports (breadth first)."""
     tops: set[str] = set()
-    queue, seen = [module], set()
+    queue, seen = [module], set[str]()
     while queue and len(seen) < limit:
         name = queue.pop(0)
         if name in seen:

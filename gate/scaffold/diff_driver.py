@@ -50,7 +50,7 @@ def _through_sh(args: str, executable: str) -> str:
     return "sh -c '" + "; ".join(steps) + "' -"
 
 
-def _git(root: Path, *args: str) -> subprocess.CompletedProcess:
+def _git(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, timeout=30)
 
 

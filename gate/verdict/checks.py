@@ -13,14 +13,15 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import replace
+from typing import Any
 
 from gate.config import ModelSpec
 from gate.core.layers import is_output
-from gate.core.runs import LayerInfo, ModelRun, ProviderRun
+from gate.core.runs import LayerInfo, ModelRun, ProviderLayer, ProviderRun
 from gate.core.status import DATA_DEPENDENT_RULES, Check, DataDependence, LayerStatus, RowStatus
 from gate.core.target import ROUNDING, coarsest
 from gate.fingerprint import Difference, Fingerprint, difference
-from gate.formats.baseline import Baseline, Entry
+from gate.formats.baseline import Baseline, Entry, EntryLayer
 from gate.verdict import data_dependent, moves
 from gate.verdict.structure import Limit, Move, Structure, structure
 from gate.verdict.types import Row
@@ -105,7 +106,9 @@ def reference_rows(run: ModelRun, baseline: Baseline, spec: ModelSpec, st: Struc
     for layer in run.layers:
         rows.append(_reference_layer(run, layer, baseline, st, limit, (dependent or {}).get(layer.name)))
     ran = {x.name for x in run.layers}
-    for x in (baseline.layer(n) for n in st.gone):
+    for n in st.gone:
+        x = baseline.layer(n)
+        assert x is not None  # ``gone`` names only the baseline's layers
         output = is_output(x.name)
         rows.append(Row(x.name, x.type, RowStatus.FAIL if output else RowStatus.MISSING, Check.STRUCTURE,
                         message="a model output in the baseline is gone: what ships changed" if output else
@@ -193,7 +196,7 @@ def runtime_rows(run: ModelRun, prun: ProviderRun, entry: Entry | None, spec: Mo
     return rows
 
 
-def _allclose(row: Row, exact: dict | None, tolerance: tuple[float, float] | None) -> Row:
+def _allclose(row: Row, exact: dict[str, Any] | None, tolerance: tuple[float, float] | None) -> Row:
     """An output row carries its exact metrics; with ``output-tolerance`` set, allclose on the full
     tensors is a gate of its own (as in the whole-output recipe)."""
     row.exact = exact
@@ -213,13 +216,14 @@ def _row_with(row: Row, status: RowStatus, check: Check, value: float | None, th
                threshold=_num(threshold), baseline=row.baseline, message=message, exact=row.exact)
 
 
-def _runtime_row(layer: LayerInfo, prun: ProviderRun, pl, recorded, entry: Entry | None,
-                 spec: ModelSpec) -> Row:
+def _runtime_row(layer: LayerInfo, prun: ProviderRun, pl: ProviderLayer, recorded: EntryLayer | None,
+                 entry: Entry | None, spec: ModelSpec) -> Row:
     """``recorded``: the entry's row for this layer (None: it has none); ``entry``: the entry that judges
     this runtime, at its precision's tolerances (None: none does)."""
     judged = entry is not None
     tol = spec.tolerance_for(layer.name, entry.target.precision if entry is not None else prun.precision)
     fp, ref = pl.fp, layer.fp
+    assert fp is not None  # a layer the runtime ran (not folded, not absent) carries its fingerprint
     if tuple(fp.shape) != tuple(ref.shape):
         return _row(layer, RowStatus.FAIL, Check.SHAPE, message=f"{prun.name} shape {list(fp.shape)}, reference {list(ref.shape)}")
     if _nonfinite(fp) != _nonfinite(ref):
@@ -245,6 +249,7 @@ def _runtime_row(layer: LayerInfo, prun: ProviderRun, pl, recorded, entry: Entry
                         f"the reference is over the floor {tol.floor:.0e}", absolute=absolute)
         return _row(layer, RowStatus.NEW, Check.ERROR_GROWTH, err, tol.floor, None,
                     message="no baseline value for this layer; within the floor", absolute=absolute)
+    assert recorded is not None  # ``base`` is its error
     threshold = growth_limit(base, tol.growth, tol.floor, recorded.noise)
     if err > threshold:
         return _row(layer, RowStatus.FAIL, Check.ERROR_GROWTH, err, threshold, base,

@@ -8,7 +8,9 @@ zstd level 10 with content size and checksum.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import msgpack
 import zstandard
@@ -18,15 +20,19 @@ from gate.errors import FormatError
 from ..atomic import atomic_write_bytes, baseline_lock, remove_stale_temps
 from ..frame import FileKind, check_version, read_bytes, unframe
 from ..limits import DEFAULT_LIMITS, Limits
+from ..nodes import Record
 from ..stream import Invalid, StreamReader, quote
 from .document import Baseline
 from .schema import DOCUMENT, FORMAT, OLDEST, VERSION, check_document
+
+Checker = Callable[[dict[str, Any]], dict[str, Any]]  # a document's checks beyond its schema
 
 ZSTD_LEVEL = 10
 KIND = FileKind("baseline", FORMAT, VERSION, "re-create it with `parity-gate update-baseline`", OLDEST)
 
 
-def _parse(raw: bytes, limits: Limits, kind: FileKind = KIND, schema=DOCUMENT, check=check_document) -> dict:
+def _parse(raw: bytes, limits: Limits, kind: FileKind = KIND, schema: Record = DOCUMENT,
+           check: Checker = check_document) -> dict[str, Any]:
     check_version(raw, limits, kind)
     r = StreamReader(raw, limits)
     doc = schema.read(r, "", limits)
@@ -35,7 +41,7 @@ def _parse(raw: bytes, limits: Limits, kind: FileKind = KIND, schema=DOCUMENT, c
     return check(doc)
 
 
-def decode_baseline(data: bytes, source: str, limits: Limits = DEFAULT_LIMITS) -> dict:
+def decode_baseline(data: bytes, source: str, limits: Limits = DEFAULT_LIMITS) -> dict[str, Any]:
     """The document in ``data``; FormatError naming ``source`` for anything wrong."""
     try:
         return _parse(unframe(bytes(data), limits, KIND), limits)
@@ -43,7 +49,8 @@ def decode_baseline(data: bytes, source: str, limits: Limits = DEFAULT_LIMITS) -
         raise FormatError(f"baseline `{source}`: {e}") from None
 
 
-def _encode(doc: dict, source: str, kind: FileKind = KIND, schema=DOCUMENT, check=check_document) -> bytes:
+def _encode(doc: dict[str, Any], source: str, kind: FileKind = KIND, schema: Record = DOCUMENT,
+            check: Checker = check_document) -> bytes:
     limits = DEFAULT_LIMITS  # never write what the default reader would refuse
     try:
         canonical = check(schema.conform(doc, "", limits))
@@ -66,18 +73,18 @@ def _doc_source(doc: object) -> str:
     return f"document for model {quote(model)}" if isinstance(model, str) else "document"
 
 
-def encode_baseline(doc: Baseline | dict) -> bytes:
+def encode_baseline(doc: Baseline | dict[str, Any]) -> bytes:
     """Validate ``doc`` (a ``Baseline`` or its document) against the schema and return its file
     bytes (same doc, same bytes)."""
     doc = _document(doc)
     return _encode(doc, _doc_source(doc))
 
 
-def _document(doc: Baseline | dict) -> dict:
+def _document(doc: Baseline | dict[str, Any]) -> dict[str, Any]:
     return doc.to_document() if isinstance(doc, Baseline) else doc
 
 
-def read_document(path: Path, limits: Limits = DEFAULT_LIMITS) -> dict:
+def read_document(path: Path, limits: Limits = DEFAULT_LIMITS) -> dict[str, Any]:
     """Read and validate one baseline file into its document. FileNotFoundError passes through."""
     return decode_baseline(read_bytes(Path(path), limits.max_file_size, KIND), str(path), limits)
 
@@ -87,7 +94,7 @@ def read_baseline(path: Path, limits: Limits = DEFAULT_LIMITS) -> Baseline:
     return Baseline.from_document(read_document(path, limits))
 
 
-def write_baseline(path: Path, doc: Baseline | dict) -> None:
+def write_baseline(path: Path, doc: Baseline | dict[str, Any]) -> None:
     """Validate, encode and atomically replace ``path`` with ``doc`` (a ``Baseline`` or its
     document) while holding the baseline lock (the folder is created when missing)."""
     data = _encode(_document(doc), f"`{path}`")

@@ -9,6 +9,7 @@ live in ``check_document`` and run on the result of either walk.
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from gate.core.names import MAX_MODEL_NAME, MODEL_NAME_RE
 from gate.core.status import DataDependence, KeyPart, Stage
@@ -215,7 +216,7 @@ DOCUMENT = Record(
 )
 
 
-def _check_fp(fp: dict, path: str, sketch_width: int, n_quantiles: int) -> None:
+def _check_fp(fp: dict[str, Any], path: str, sketch_width: int, n_quantiles: int) -> None:
     shape, count = fp["shape"], fp["count"]
     if 0 in shape:
         elements = 0
@@ -242,7 +243,7 @@ def _check_fp(fp: dict, path: str, sketch_width: int, n_quantiles: int) -> None:
         )
 
 
-def check_document(doc: dict) -> dict:
+def check_document(doc: dict[str, Any]) -> dict[str, Any]:
     """Cross-field rules on a structurally valid document; returns it with every provider
     layer map put in the order of "layers" (the canonical order)."""
     fpm = doc["meta"]["fingerprint"]

@@ -9,6 +9,7 @@ as a baseline file, each case checked by the baseline document's own rules.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from gate.errors import FormatError
 
@@ -35,7 +36,7 @@ SET_DOCUMENT = Record(
 )
 
 
-def check_set(doc: dict) -> dict:
+def check_set(doc: dict[str, Any]) -> dict[str, Any]:
     """Each case is a valid baseline document of the model its key names; cases sorted by name."""
     for name, case in doc["cases"].items():
         if case["model"] != name:
@@ -48,27 +49,27 @@ def check_set(doc: dict) -> dict:
     return doc
 
 
-def decode_set(data: bytes, source: str, limits: Limits = DEFAULT_LIMITS) -> dict:
+def decode_set(data: bytes, source: str, limits: Limits = DEFAULT_LIMITS) -> dict[str, Any]:
     try:
         return _parse(unframe(bytes(data), limits, SET_KIND), limits, SET_KIND, SET_DOCUMENT, check_set)
     except Invalid as e:
         raise FormatError(f"baseline set `{source}`: {e}") from None
 
 
-def read_set(path: Path, limits: Limits = DEFAULT_LIMITS) -> dict:
+def read_set(path: Path, limits: Limits = DEFAULT_LIMITS) -> dict[str, Any]:
     """The validated set document at ``path``; FileNotFoundError passes through."""
     return decode_set(read_bytes(Path(path), limits.max_file_size, SET_KIND), str(path), limits)
 
 
-def empty_set(sweep: str) -> dict:
+def empty_set(sweep: str) -> dict[str, Any]:
     return {"format": SET_FORMAT, "version": SET_VERSION, "sweep": sweep, "cases": {}}
 
 
-def encode_set(doc: dict) -> bytes:
+def encode_set(doc: dict[str, Any]) -> bytes:
     return _encode(doc, f"for sweep {quote(str(doc.get('sweep')))}", SET_KIND, SET_DOCUMENT, check_set)
 
 
-def write_set(path: Path, doc: dict) -> None:
+def write_set(path: Path, doc: dict[str, Any]) -> None:
     """Validate, encode and atomically replace ``path``; the caller holds the folder's lock."""
     data = encode_set(doc)
     Path(path).parent.mkdir(parents=True, exist_ok=True)

@@ -47,7 +47,7 @@ def _f(x: float | None) -> str:
     return "-" if x is None else repr(x)
 
 
-def _stats(fp: dict) -> str:
+def _stats(fp: dict[str, Any]) -> str:
     finite = fp["count"] - fp["nan"] - fp["posinf"] - fp["neginf"]
     if finite > 0:
         mean = fp["sum"] / finite
@@ -102,7 +102,7 @@ def _compact(fp: dict[str, Any], rel_noise: float) -> str:
             f"max={_rounded(fp['max'], shown)}{odd} values={digest}")
 
 
-def _meta_lines(doc: dict, full: bool = True) -> list[str]:
+def _meta_lines(doc: dict[str, Any], full: bool = True) -> list[str]:
     meta = doc["meta"]
     fpm = meta["fingerprint"]
     head = f"parity-gate baseline (format version {doc['version']})"
@@ -143,7 +143,7 @@ def _largest_err(entry: dict[str, Any]) -> str:
     return "err=0" if worst <= 0 else f"err<1e{math.ceil(math.log10(worst)):+03d}"
 
 
-def _entry_lines(prov: str, dev: str, entry: dict, full: bool = True) -> list[str]:
+def _entry_lines(prov: str, dev: str, entry: dict[str, Any], full: bool = True) -> list[str]:
     head = f"{_name(prov)} {_name(dev)}"
     line = f"provider {head} precision={entry['precision']} layers={len(entry['layers'])}"
     if not full:
@@ -175,7 +175,7 @@ def _entry_lines(prov: str, dev: str, entry: dict, full: bool = True) -> list[st
     return out
 
 
-def render_text(doc: dict, full: bool = False) -> str:
+def render_text(doc: dict[str, Any], full: bool = False) -> str:
     """Text of a (validated) baseline document; same document, same text. Compact unless ``full``: only
     a move beyond the reference's noise changes a layer's line."""
     ref = doc["reference"]["dtype"]
@@ -194,7 +194,7 @@ def render_text(doc: dict, full: bool = False) -> str:
     return "\n".join(out) + "\n"
 
 
-def render_set(doc: dict, full: bool = False) -> str:
+def render_set(doc: dict[str, Any], full: bool = False) -> str:
     """Text of a (validated) baseline set: each case's text under a ``case NAME`` line."""
     out = [f"sweep {_name(doc['sweep'])} cases {len(doc['cases'])}"]
     for name, case in doc["cases"].items():

@@ -23,7 +23,7 @@ def make_fp(
     sketch_width: int | None,
     rng: random.Random,
     dtype: str = "float64",
-) -> dict:
+) -> dict[str, Any]:
     """A self-consistent fingerprint dict (sketch only when ``sketch_width`` is given)."""
     count = 1
     for d in shape:
@@ -44,7 +44,7 @@ def make_fp(
 
 
 def _entry_layers(names: list[str], folded: set[str], shape: tuple[int, ...], nq: int, rng: random.Random,
-                  precision: str) -> dict:
+                  precision: str) -> dict[str, Any]:
     """One provider entry's layers: "ok" with an error and a fingerprint, or "folded"."""
     return {name: {"status": "folded", "err": None, "fp": None} if name in folded else
             {"status": "ok", "err": rng.uniform(1e-8, 1e-6),
@@ -62,7 +62,7 @@ def make_document(
     seed: int = 0,
     shape: tuple[int, ...] = (2, 3),
     folded: Iterable[str] = (),
-) -> dict:
+) -> dict[str, Any]:
     """A valid baseline document with ``n_layers`` layers named ``layer0``... and "(model)" last.
 
     ``providers``: provider names (device class "cpu", precision "float32"), or a mapping
@@ -92,7 +92,7 @@ def make_document(
             "reference": {"device": "cpu", "dtype": "float64"}, "layers": layers, "providers": prov_doc}
 
 
-def _meta(model: str, seed: int, sketch_width: int, quantiles: tuple[float, ...]) -> dict:
+def _meta(model: str, seed: int, sketch_width: int, quantiles: tuple[float, ...]) -> dict[str, Any]:
     def digest(what: str) -> str:
         return hashlib.sha256(f"{what}:{model}:{seed}".encode()).hexdigest()
 

@@ -9,8 +9,9 @@ allocation, the schema checked while streaming, cross-field rules after, and eve
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import msgpack
 import zstandard
@@ -38,12 +39,14 @@ from ..limits import Limits
 from ..stream import Invalid, StreamReader, bad_name, quote
 from .schema import DOCUMENT, FORMAT, VERSION
 
+W = TypeVar("W")  # a validated word's enum
+
 KIND = FileKind("result file", FORMAT, VERSION, "re-create it with `parity-gate export` / `parity-gate collect`")
 # A result holds one baseline's worth of data per run and provider: the baseline caps, widened.
 LIMITS = Limits(max_file_size=256 * 1024 * 1024, max_decompressed_size=1024 * 1024 * 1024)
 
 
-def _fp(fp: Fingerprint | None, sketch: bool) -> dict | None:
+def _fp(fp: Fingerprint | None, sketch: bool) -> dict[str, Any] | None:
     return None if fp is None else fp.to_dict(sketch=sketch)
 
 
@@ -130,7 +133,7 @@ def _provider(p: dict[str, Any]) -> ProviderRun:
     return prun
 
 
-def _opt(word, value):
+def _opt(word: Callable[[str], W], value: str | None) -> W | None:
     """A validated word as its enum member (None stays None)."""
     return None if value is None else word(value)
 
