@@ -15,6 +15,7 @@ from tests.conftest import run_cli
 MODELS = ("import torch\n\n\ndef a():\n"
           "    return torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU())\n\n\n"
           "def b():\n    return torch.nn.Embedding(50, 4)\n")
+JUDGE = ".github/workflows/parity-gate-comment.yml"  # the single flow judges from the default branch
 WORKFLOW = ".github/workflows/parity-gate.yml"
 PINS = "parity-gate-constraints.txt"
 
@@ -58,7 +59,8 @@ def test_init_force_require_approval_keeps_every_model_requirement_pin_and_basel
     assert {p.name: p.read_bytes() for p in (root / "baselines").iterdir()} == baselines
     workflow = (root / WORKFLOW).read_text()
     assert 'extra-pip-args: "timm open_clip_torch"' in workflow
-    assert "baseline-changes: require-approval" in workflow and "labeled, unlabeled" in workflow
+    assert "labeled, unlabeled" in workflow  # a label runs the check again; the judge enforces approval
+    assert "baseline-changes: require-approval" in (root / JUDGE).read_text()
     assert "kept the baselines of 2 models" in again.stdout
     checked = cli(root, "check")
     assert "PASSED | 2 models" in checked.stdout and "no model in" not in checked.stderr
@@ -73,8 +75,9 @@ def test_approval_turns_on_in_place_without_force(tmp_path):
     turned = cli(tmp_path, "init", "--factory", "models:a", "--input", "x=2x4", "--require-approval",
                  "--no-baseline", "--yes")
     text = workflow.read_text()
-    assert "baseline-changes: require-approval" in text and text.endswith("# the user's own line\n")
-    assert "edited   .github/workflows/parity-gate.yml  (baseline changes need approval" in turned.stdout
+    assert "labeled, unlabeled" in text and text.endswith("# the user's own line\n")
+    assert "baseline-changes: require-approval" in (tmp_path / JUDGE).read_text()
+    assert f"edited   {JUDGE}  (baseline changes need approval" in turned.stdout
 
 
 def test_validate_and_check_name_baselines_no_model_owns(repo):

@@ -88,10 +88,12 @@ def test_the_key_holds_across_processes_and_the_console_and_comment_say_what_was
     assert f"♻️ {line}" in comment and "float64 reference reused for 1 of 1 model (keys unchanged)" in comment
 
 
-def test_a_runtime_fault_is_caught_with_everything_reused(made, tmp_path, monkeypatch):
-    """The providers still run: a stored graph whose numbers moved (its manifest rewritten to match,
-    as an ONNX Runtime or EP change would move them) fails on that runtime, at that layer. (A store
-    of its own: no other test may read the planted graph.)"""
+def test_a_stored_graph_whose_numbers_moved_is_never_served_and_the_reference_is_still_reused(made, tmp_path,
+                                                                                             monkeypatch):
+    """A stored graph whose numbers moved (its manifest rewritten to match) is proved against the
+    digests on the hit: the export's key raises its alarm, the graph is exported afresh, the providers
+    run on it and pass, and the float64 reference is still the baseline's. (A store of its own: no
+    other test may read the planted graph.)"""
     import onnx
     from onnx import numpy_helper
 
@@ -109,10 +111,9 @@ def test_a_runtime_fault_is_caught_with_everything_reused(made, tmp_path, monkey
     manifest["files"]["model.onnx"] = {"size": len(data), "sha256": hashlib.sha256(data).hexdigest()}
     (folder / MANIFEST).write_text(json.dumps(manifest))
     report, _ = check(made)
-    assert reuse_of(report)["reference"] and reuse_of(report)["cache"] == "hit"
-    assert report["verdict"] == "regressed"
-    assert (report["first_regression"]["provider"], report["first_regression"]["layer"]) == ("CPUExecutionProvider", "fc")
-    assert runtimes(report)["torch-cpu"]["status"] == "pass"
+    assert reuse_of(report)["reference"] and reuse_of(report)["cache"] == "alarm"
+    assert report["verdict"] == "pass", report["first_regression"]
+    assert runtimes(report)["CPUExecutionProvider"]["status"] == "pass"
 
 
 @pytest.mark.parametrize("damage", ["flip a byte", "truncate", "remove the graph", "garbage manifest"])

@@ -58,8 +58,8 @@ def test_the_merged_legs_are_the_report_of_one_job_checking_every_model(project)
     write_report(project / "one.json", commands.check(cfg, cfg.models, cfg.providers))
     listed = run_cli("list", "--shard", "1/2", cwd=project, env={"PARITY_GATE_CACHE_DIR": "off"})
     assert listed.returncode == 0, listed.stderr
-    assert "shard 1/2: 1 model of 2 (1 case of 2); recorded seconds per shard: 1 s · 1 s; 2 models without a " \
-           "recorded time weighed as the median" in listed.stdout
+    # how the plan weighs the recorded seconds is tests/unit/test_shards.py's; here, that the leg says it
+    assert "shard 1/2: 1 model of 2 (1 case of 2); recorded seconds per shard: " in listed.stdout
     for k in (1, 2):
         leg = run_cli("check", "--shard", f"{k}/2", "--json", f"leg{k}.json", cwd=project,
                       env={"PARITY_GATE_CACHE_DIR": "off"})

@@ -66,8 +66,9 @@ def test_a_baseline_that_records_its_inputs_names_the_one_that_changed_and_how(t
         proc = run_cli("validate", cwd=tmp_path)
         assert proc.returncode == 2 and how in proc.stderr, (edit, proc.stderr)
     path.write_text(text.replace(DECLARED, DECLARED.replace("float32", "float64")))
-    proc = run_cli("check", cwd=tmp_path)  # check refuses it the same way
-    assert proc.returncode == 2 and "(input `x`: dtype float32 -> float64)" in proc.stderr, proc.stderr
+    proc = run_cli("check", cwd=tmp_path)  # check refuses it the same way: that model fails, exit 2
+    said = proc.stdout + proc.stderr
+    assert proc.returncode == 2 and "(input `x`: dtype float32 -> float64)" in said, said
 
 
 def test_a_command_run_in_a_subfolder_finds_the_config_above_it(tmp_path):
