@@ -76,7 +76,8 @@ def flow(tmp_path, github):
 def single(shards: int = 2) -> tuple[dict, dict]:
     """The legs' job and the comment workflow's judging job."""
     files = workflows(Flow("single", shards=shards))
-    check, comment = (yaml.safe_load(files[f".github/workflows/{n}.yml"]) for n in ("parity-gate", "parity-gate-comment"))
+    check, comment = (yaml.safe_load(files[f".github/workflows/{n}.yml"])
+                      for n in ("parity-gate", "parity-gate-comment"))
     return check["jobs"]["parity-gate"], comment["jobs"]["comment"]
 
 

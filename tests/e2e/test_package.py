@@ -88,7 +88,8 @@ def test_core_install_runs_doctor_without_torch_or_onnx(core_venv):
     assert "torch        not installed" in proc.stdout
     listed = next(line for line in proc.stdout.splitlines() if line.startswith("commands"))
     names, _, why = listed.split(None, 1)[1].partition(" (")
-    assert set(names.split(", ")) == {"report", "merge", "list", "show", "diff-driver", "doctor", "comment", "status"}
+    assert set(names.split(", ")) == {"report", "merge", "list", "show", "diff-driver", "doctor", "comment",
+                                      "status"}
     assert why == "running models needs: pip install 'parity-gate[torch]')"
 
 
