@@ -313,13 +313,16 @@ def union_of(fp: Fingerprint, parts: list[Fingerprint], limit: float) -> bool:
 
 
 def _now_as(layer: LayerInfo, baseline: Baseline, judge: _Judge) -> str | None:
-    """The baseline layer (not its own) whose values the layer now holds."""
+    """The baseline layer (not its own) whose values the layer now holds: the one its name picks, else,
+    where several hold them (a folded BatchNorm, its block and an identity after it), the first of
+    them: any of them accounts for the values."""
     own = judge.st.own(layer.name)
     if not identifies(layer.fp):
         return None
-    found = by_name(layer.name, [b for b in baseline.layers if b.name != own and not is_output(b.name)
-                                 and same(layer.fp, b.fp, judge.seal_limit(layer, b))])
-    return found.name if found else None
+    held = [b for b in baseline.layers if b.name != own and not is_output(b.name)
+            and same(layer.fp, b.fp, judge.seal_limit(layer, b))]
+    found = by_name(layer.name, held)
+    return found.name if found else (held[0].name if held else None)
 
 
 def _took(layer: LayerInfo, run: ModelRun, st: Structure, judge: _Judge) -> str | None:
