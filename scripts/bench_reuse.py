@@ -56,10 +56,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import measure  # noqa: E402
-from measure import RECIPE_RUN, host, measured, pairs, stage_seconds  # noqa: E402 - how every benchmark measures
+from measure import RECIPE_RUN, host, measured, pairs, path_taken, stage_seconds  # noqa: E402 - how every benchmark measures
 
 from gate.env import BESIDE as BESIDE_ENV  # noqa: E402
-from gate.pipeline.beside import BESIDE  # noqa: E402 - the reference's note where it ran beside the export
 from gate.runners import heap as heap_tunables  # noqa: E402 - the worker's heap settings, named in one place
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -237,9 +236,9 @@ def run_model(model: str, repeat: int, today: Path | None, work: Path, heap: boo
                                        {"PYTHONPATH": str(code), **extra})
         r, c = runs["recipe"], runs[side]
         sides["recipe"].append({"wall": r.wall_s, "peak": r.peak_gb})
-        reuse = {} if side == "floor" else json.loads((folder / "report.json").read_text())["models"][0].get("reuse") or {}
+        report = {} if side == "floor" else json.loads((folder / "report.json").read_text())
         sides[side].append({"wall": c.wall_s, "peak": c.peak_gb, "recipe_wall": r.wall_s, "recipe_peak": r.peak_gb,
-                            "path": _path(reuse) + _where(c.proc.stderr),
+                            "path": path_taken(report, c.proc.stderr),
                             "transform_s": stage_seconds(c.proc.stderr + c.proc.stdout)["transform"]})
 
     for i in range(repeat):
@@ -262,25 +261,6 @@ def run_model(model: str, repeat: int, today: Path | None, work: Path, heap: boo
         if floor:
             paired("floor", here, ROOT, {}, i)
     return {k: v for k, v in sides.items() if v}
-
-
-def _path(reuse: dict) -> str:
-    """The path a check took: each stage's state (``hit``: taken under its key), and why the
-    reference ran where it did."""
-    stages = ", ".join(f"{s['stage']} {s['state']}" for s in reuse.get("stages", []))
-    return stages + (f" (reference: {reuse['why']})" if reuse.get("why") else "")
-
-
-def _where(log: str) -> str:
-    """Where the reference ran, from the check's progress lines: beside the export (a forked child),
-    after it here because the child was stopped or failed, or after it here (serial, or not worth a
-    process); empty when it did not run."""
-    started = [line for line in log.splitlines() if line.startswith("·") and "float64 reference on torch-cpu" in line]
-    if not started:
-        return ""
-    if BESIDE in started[-1]:
-        return ", reference beside the export"
-    return ", reference after the export" + (" (the child stopped)" if any(BESIDE in s for s in started) else "")
 
 
 def _spread(values: list[float], fmt: str) -> str:

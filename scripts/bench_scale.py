@@ -39,6 +39,7 @@ from measure import (
     measured,
     own_cache,
     pairs,
+    path_taken,
     peak_said,
     stage_seconds,
 )
@@ -114,7 +115,7 @@ def run_case(kind: str, args: list[int], py: str, n: int) -> dict:
         env = {"PYTHONPATH": str(ROOT), "PARITY_GATE_FULL": "1"}
         gate = [py, "-m", "gate.cli"]
         measured(gate + ["update-baseline"], work, env)
-        recipe, check, stages, fp = [], [], [], []
+        recipe, check, stages, fp, paths = [], [], [], [], set()
         for order in pairs(n, ("recipe", "check")):
             for side in order:
                 if side == "recipe":
@@ -128,7 +129,8 @@ def run_case(kind: str, args: list[int], py: str, n: int) -> dict:
                 check.append(run)
                 stages.append(stage_seconds(run.proc.stderr))
                 fp.append(fingerprint_seconds(profile))
-        report = json.loads((work / "report.json").read_text())
+                report = json.loads((work / "report.json").read_text())
+                paths.add(path_taken(report, run.proc.stderr))
     med = statistics.median
     stage = {name: med(s[name] for s in stages) for name, _ in STAGES}
     return {"label": label, "kind": kind, "args": args, "gb": gb, "verdict": report["verdict"], "pairs": n,
@@ -137,21 +139,21 @@ def run_case(kind: str, args: list[int], py: str, n: int) -> dict:
             "wall_ratios": [c.wall_s / r.wall_s for c, r in zip(check, recipe, strict=True)],
             "peak_ratios": [c.peak_bytes / r.peak_bytes for c, r in zip(check, recipe, strict=True)],
             "recipe_walls": [r.wall_s for r in recipe], "check_walls": [r.wall_s for r in check],
-            "stages": stage, "fingerprint": med(fp),
+            "stages": stage, "fingerprint": med(fp), "path": "; ".join(sorted(paths)),
             "other": med(r.wall_s - sum(s.values()) for r, s in zip(check, stages, strict=True))}
 
 
 def table(rows: list[dict]) -> str:
     """Markdown: medians of the rounds; each ratio the median of the rounds' ratios and their range."""
     head = ["case", "recipe s", "check s", "wall x", "recipe GB", "check GB", "peak x",
-            *(n for n, _ in STAGES), "other", "fingerprinting"]
+            *(n for n, _ in STAGES), "other", "fingerprinting", "path"]
     out = ["| " + " | ".join(head) + " |", "| --- |" + " ---: |" * (len(head) - 1)]
     for r in rows:
         wall, peak = Spread(tuple(r["wall_ratios"])), Spread(tuple(r["peak_ratios"]))
         cells = [r["label"], f"{r['recipe_wall']:.1f}", f"{r['check_wall']:.1f}", wall.fmt(),
                  f"{r['recipe_peak']:.2f}", f"{r['check_peak']:.2f}", peak.fmt(),
                  *(f"{r['stages'][n]:.1f}" for n, _ in STAGES), f"{r['other']:.1f}",
-                 f"{r['fingerprint']:.1f} ({100 * r['fingerprint'] / r['check_wall']:.1f}%)"]
+                 f"{r['fingerprint']:.1f} ({100 * r['fingerprint'] / r['check_wall']:.1f}%)", r.get("path", "")]
         out.append("| " + " | ".join(cells) + " |")
     return "\n".join(out)
 

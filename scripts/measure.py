@@ -316,7 +316,7 @@ def host(*dists: str) -> str:
 # The gate's own progress lines (gate.core.progress): "  <stage> — 12.3 s" when a stage ends.
 STAGES = (("build", r": building$"), ("probe", r": float32 forward on torch-cpu, traced"),
           ("export", r": exporting to ONNX$"), ("transform", r": transform `"),
-          ("float64 ref", r": float64 reference on torch-cpu$"), ("torch", r": torch-cpu float32$"),
+          ("float64 ref", r": float64 reference on torch-cpu(,|$)"), ("torch", r": torch-cpu float32$"),
           ("ORT", r": CPUExecutionProvider$"), ("compare", r": comparing with the baseline$"))
 _TIMED = re.compile(r"^\s+(.*) — ([0-9.]+) s$")
 
@@ -331,6 +331,25 @@ def stage_seconds(stderr: str) -> dict[str, float]:
                 if re.search(pattern, m.group(1)):
                     out[name] += float(m.group(2))
     return out
+
+
+REFERENCE_STAGE = ": float64 reference on torch-cpu"
+BESIDE = "beside the export"  # how the reference's progress line ends where a forked child ran it
+
+
+def path_taken(report: dict, stderr: str) -> str:
+    """The path one `check` took, from its report and its progress lines: each stage's state (``hit``:
+    taken under its key), why the reference ran, and where it ran (beside the export in a forked
+    child, after it because that child was stopped, or after it)."""
+    reuse = (report["models"][0].get("reuse") or {}) if report.get("models") else {}
+    said = ", ".join(f"{s['stage']} {s['state']}" for s in reuse.get("stages", []))
+    said += f" (reference: {reuse['why']})" if reuse.get("why") else ""
+    ran = [m.group(1) for m in map(_TIMED.match, stderr.splitlines()) if m and REFERENCE_STAGE in m.group(1)]
+    if ran:
+        where = "beside the export" if BESIDE in ran[-1] else "after the export"
+        stopped = " (the child stopped)" if len(ran) > 1 and any(BESIDE in r for r in ran) else ""
+        said += f"{', ' if said else ''}reference {where}{stopped}"
+    return said
 
 
 def fingerprint_seconds(profile: Path) -> float:

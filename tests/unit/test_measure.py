@@ -126,3 +126,26 @@ def test_a_benchmark_has_a_store_of_its_own_unless_its_caller_set_one(tmp_path, 
     assert measure.own_cache() == tmp_path
     monkeypatch.setenv(measure.CACHE_ENV, "off")
     assert measure.own_cache() is None and os.environ[measure.CACHE_ENV] == "off"
+
+
+def test_the_path_says_where_the_reference_ran_as_the_gate_prints_it():
+    """The reference's stage, as a check prints its end on a CI log: beside the export, stopped and
+    rerun here, or after the export; and each stage's state from the report."""
+    from gate.core.progress import TimedProgress
+    from gate.pipeline.beside import BESIDE
+
+    def printed(*stages: str) -> str:
+        lines: list[str] = []
+        progress = TimedProgress(lines.append)
+        for stage in stages:
+            progress(stage)
+        progress.finish()
+        return "\n".join(line for line in lines if line.startswith("  "))  # what a CI log keeps
+
+    report = {"models": [{"reuse": {"why": "key-changed", "stages": [{"stage": "export", "state": "miss"}]}}]}
+    beside, here = f"m: float64 reference on torch-cpu, {BESIDE}", "m: float64 reference on torch-cpu"
+    assert measure.path_taken(report, printed("m: exporting to ONNX", beside)) == (
+        "export miss (reference: key-changed), reference beside the export")
+    assert measure.path_taken(report, printed(beside, here)).endswith("reference after the export (the child stopped)")
+    assert measure.path_taken({}, printed(here)) == "reference after the export"
+    assert measure.path_taken({}, printed("m: exporting to ONNX")) == ""
