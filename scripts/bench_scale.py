@@ -15,9 +15,8 @@ and each ratio is the median of the rounds' ratios with their range. Both sides 
 (scripts/measure.py). Peak memory is the process tree's (the gate's
 process plus its ONNX Runtime worker and its forked reference, which run at the same time), as
 scripts/measure.py takes it. The gate's stages are its own progress lines (`gate.core.progress`);
-fingerprinting is the time spent in the fingerprint function in every process of the tree
-(PARITY_GATE_PROFILE), and falls inside the reference, torch and ORT stages. "other" is the rest
-of the wall: interpreter start, imports, writing the reports. Needs the `bench` extra (matplotlib).
+"other" is the rest of the wall: interpreter start, imports, writing the reports. "path" is what each
+check ran and where its reference ran. Needs the `bench` extra (matplotlib).
 """
 
 from __future__ import annotations
@@ -34,7 +33,6 @@ from measure import (
     RECIPE_RUN,
     STAGES,
     Spread,
-    fingerprint_seconds,
     host,
     measured,
     own_cache,
@@ -115,7 +113,7 @@ def run_case(kind: str, args: list[int], py: str, n: int) -> dict:
         env = {"PYTHONPATH": str(ROOT), "PARITY_GATE_FULL": "1"}
         gate = [py, "-m", "gate.cli"]
         measured(gate + ["update-baseline"], work, env)
-        recipe, check, stages, fp, paths = [], [], [], [], set()
+        recipe, check, stages, paths = [], [], [], set()
         for order in pairs(n, ("recipe", "check")):
             for side in order:
                 if side == "recipe":
@@ -124,11 +122,9 @@ def run_case(kind: str, args: list[int], py: str, n: int) -> dict:
                         raise SystemExit(f"the recipe failed for {label}:\n{run.proc.stderr[-3000:]}")
                     recipe.append(run)
                     continue
-                profile = work / f"profile-{len(check)}.txt"
-                run = measured(gate + ["check", "--json", "report.json"], work, {**env, "PARITY_GATE_PROFILE": str(profile)})
+                run = measured(gate + ["check", "--json", "report.json"], work, env)
                 check.append(run)
                 stages.append(stage_seconds(run.proc.stderr))
-                fp.append(fingerprint_seconds(profile))
                 report = json.loads((work / "report.json").read_text())
                 paths.add(path_taken(report, run.proc.stderr))
     med = statistics.median
@@ -139,21 +135,20 @@ def run_case(kind: str, args: list[int], py: str, n: int) -> dict:
             "wall_ratios": [c.wall_s / r.wall_s for c, r in zip(check, recipe, strict=True)],
             "peak_ratios": [c.peak_bytes / r.peak_bytes for c, r in zip(check, recipe, strict=True)],
             "recipe_walls": [r.wall_s for r in recipe], "check_walls": [r.wall_s for r in check],
-            "stages": stage, "fingerprint": med(fp), "path": "; ".join(sorted(paths)),
+            "stages": stage, "path": "; ".join(sorted(paths)),
             "other": med(r.wall_s - sum(s.values()) for r, s in zip(check, stages, strict=True))}
 
 
 def table(rows: list[dict]) -> str:
     """Markdown: medians of the rounds; each ratio the median of the rounds' ratios and their range."""
     head = ["case", "recipe s", "check s", "wall x", "recipe GB", "check GB", "peak x",
-            *(n for n, _ in STAGES), "other", "fingerprinting", "path"]
+            *(n for n, _ in STAGES), "other", "path"]
     out = ["| " + " | ".join(head) + " |", "| --- |" + " ---: |" * (len(head) - 1)]
     for r in rows:
         wall, peak = Spread(tuple(r["wall_ratios"])), Spread(tuple(r["peak_ratios"]))
         cells = [r["label"], f"{r['recipe_wall']:.1f}", f"{r['check_wall']:.1f}", wall.fmt(),
                  f"{r['recipe_peak']:.2f}", f"{r['check_peak']:.2f}", peak.fmt(),
-                 *(f"{r['stages'][n]:.1f}" for n, _ in STAGES), f"{r['other']:.1f}",
-                 f"{r['fingerprint']:.1f} ({100 * r['fingerprint'] / r['check_wall']:.1f}%)", r.get("path", "")]
+                 *(f"{r['stages'][n]:.1f}" for n, _ in STAGES), f"{r['other']:.1f}", r.get("path", "")]
         out.append("| " + " | ".join(cells) + " |")
     return "\n".join(out)
 

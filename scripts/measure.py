@@ -350,11 +350,3 @@ def path_taken(report: dict, stderr: str) -> str:
         stopped = " (the child stopped)" if len(ran) > 1 and any(BESIDE in r for r in ran) else ""
         said += f"{', ' if said else ''}reference {where}{stopped}"
     return said
-
-
-def fingerprint_seconds(profile: Path) -> float:
-    """Seconds spent in the fingerprint function over every process of a run made with
-    PARITY_GATE_PROFILE=profile (gate.fingerprint.profile)."""
-    if not profile.exists():
-        return 0.0
-    return sum(float(line.split()[2]) for line in profile.read_text().splitlines() if line.split()[1] == "fingerprint")
