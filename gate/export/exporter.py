@@ -1,12 +1,8 @@
 """Export a built model to ONNX and map its values back to module calls.
 
-The dynamo exporter is the default; when it fails, or writes a graph that does not load
-(``saved.refusal``), the TorchScript exporter is tried and the reason is kept for the report; where
-neither gives a graph that loads, the export failed. The model is exported unoptimized first, so
-every module still owns its nodes while the map is built, then optimized: the optimized graph is
-what ships and what ONNX Runtime runs. It is saved to a file at once (``saved``: external data past
-a size), the exporter's objects are released, and from then on the graph is held without its
-weights.
+The dynamo exporter is the default; when it fails or its graph does not load (``saved.refusal``),
+TorchScript is tried and the reason kept. The map is built on the unoptimized export (every module
+still owns its nodes); the optimized graph ships, saved at once and then held without its weights.
 """
 
 from __future__ import annotations

@@ -14,11 +14,8 @@ CHUNK = 16 * 2**20
 
 
 def graph_digest(proto: onnx.ModelProto) -> str:
-    """sha256 of the graph without what names rather than computes: node metadata and doc strings
-    (the exporter's stack traces name source files, which differ between checkouts of the same
-    code) and node names (the optimizer numbers the nodes it makes from a counter of the process, so
-    the same graph exported after another one in a process has other names). Values keep theirs:
-    nodes read them by name."""
+    """sha256 of the graph without what names rather than computes: node metadata and doc strings (stack
+    traces name source files) and node names (numbered from a counter of the process)."""
     return hashlib.sha256(_bare(proto).SerializeToString(deterministic=True)).hexdigest()
 
 
