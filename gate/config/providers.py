@@ -75,7 +75,6 @@ def fix_for(provider: str) -> str:
 
 
 def kind_of(name: str) -> Kind:
-    """The kind of a canonical provider name."""
     return TORCH.get(name, ONNXRUNTIME)
 
 

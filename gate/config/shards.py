@@ -49,13 +49,9 @@ class Shard:
         return f"{self.index}/{self.count}"
 
 
-def _place(unit: str) -> bytes:
-    return hashlib.sha256(unit.encode()).digest()
-
-
 def assign(costs: Mapping[str, float], count: int) -> dict[str, int]:
     """Each unit's shard (from 1), by the rule above; ``costs`` in seconds."""
-    order = sorted(costs, key=lambda unit: (_place(unit), unit))
+    order = sorted(costs, key=lambda unit: (hashlib.sha256(unit.encode()).digest(), unit))
     lengths = [max(float(costs[unit]), MIN_COST) for unit in order]
     total = sum(lengths)
     out, start = {}, 0.0
