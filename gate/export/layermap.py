@@ -36,25 +36,21 @@ class CallValues:
     op_types: set[str] = field(default_factory=set)
 
 
-def _meta(node: onnx.NodeProto, key: str) -> str | None:
-    for prop in node.metadata_props:
-        if prop.key == key:
-            return prop.value
-    return None
+def _scopes(node: onnx.NodeProto) -> list[str]:
+    """The node's ``name_scopes`` metadata (module paths, outermost first); [] where it has none."""
+    text = next((p.value for p in node.metadata_props if p.key == "pkg.torch.onnx.name_scopes"), None)
+    try:
+        return eval_list(text) if text else []
+    except ValueError:
+        return []
 
 
 def dynamo_stacks(proto: onnx.ModelProto, fx_stacks: dict[str, list[CallKey]]) -> list[list[CallKey]]:
     """For every node of ``proto``, the module calls it belongs to (outermost first)."""
     stacks = []
     for node in proto.graph.node:
-        scopes = _meta(node, "pkg.torch.onnx.name_scopes")
-        fx_name = None
-        if scopes:
-            try:
-                parsed = eval_list(scopes)
-                fx_name = parsed[-1] if parsed else None
-            except ValueError:
-                fx_name = None
+        parsed = _scopes(node)
+        fx_name = parsed[-1] if parsed else None
         stacks.append(list(fx_stacks.get(fx_name, [])) if fx_name else [])
     return stacks
 
@@ -65,11 +61,7 @@ def scope_stacks(proto: onnx.ModelProto, module_names: set[str]) -> list[list[Ca
     None when no node carries the metadata."""
     stacks, seen = [], False
     for node in proto.graph.node:
-        scopes = _meta(node, "pkg.torch.onnx.name_scopes")
-        try:
-            parsed = eval_list(scopes) if scopes else []
-        except ValueError:
-            parsed = []
+        parsed = _scopes(node)
         seen = seen or bool(parsed)
         stacks.append([("", 0)] + [(q, 0) for q in parsed[1:] if q in module_names])
     return stacks if seen else None

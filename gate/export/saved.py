@@ -39,10 +39,6 @@ def load_graph(path: Path) -> onnx.ModelProto:
     return onnx.load(str(path), load_external_data=False)
 
 
-def load_full(path: Path) -> onnx.ModelProto:
-    return onnx.load(str(path))
-
-
 # Opset domains ONNX Runtime itself defines ops in; a graph that imports another, defined by none of
 # its functions, uses a custom op library that only the provider registering it can load.
 ORT_DOMAINS = frozenset({"", "ai.onnx", "ai.onnx.ml", "com.microsoft"})
