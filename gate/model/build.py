@@ -63,7 +63,6 @@ class BuiltModel:
         self._repeatable()
 
     def restore(self) -> None:
-        """The model's state as built, now."""
         if self.pristine is not None:
             self.pristine.restore()
             self._repeatable()
@@ -115,7 +114,6 @@ REPEAT = 1e-6  # float32 rounding: two runs from one state that differ by more a
 
 
 def _tensors(value: object) -> list[torch.Tensor]:
-    """The tensors of a (nested) output."""
     if isinstance(value, torch.Tensor):
         return [value]
     if isinstance(value, dict):

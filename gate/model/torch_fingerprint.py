@@ -75,5 +75,4 @@ def device_fingerprinter(device: torch.device | str) -> Callable[[torch.Tensor],
 
 
 def fingerprint_of(t: torch.Tensor) -> Fingerprint:
-    """The fingerprint of a captured tensor by the path its device takes."""
     return device_fingerprinter(t.device)(t)

@@ -208,11 +208,6 @@ def _generators(module: torch.nn.Module) -> list[tuple[str, torch.Generator]]:
     return out
 
 
-def _drawn(before: list[tuple[str, torch.Generator, torch.Tensor]]) -> list[str]:
-    """The generators whose state moved since ``before``."""
-    return [name for name, g, state in before if not torch.equal(state, g.get_state())]
-
-
 def probe(built: BuiltModel) -> Probe:
     """The traced, fingerprinted float32 forward (raises what the model raises)."""
     named, hashed = _named(built)
@@ -225,7 +220,7 @@ def probe(built: BuiltModel) -> Probe:
         trace.known, trace.generators = {id(g) for _, g in generators}, generators
         before = [(name, g, g.get_state()) for name, g in generators]
         records = capture.run(built.inputs, trace)
-        drawn = _drawn(before)
+        drawn = [name for name, g, state in before if not torch.equal(state, g.get_state())]
     random = trace.random + ([f"{', '.join(sorted(set(trace.seeded))[:3]) or 'an operation'} drew from "
                               f"{', '.join(drawn[:3])}"] if drawn else [])
     return Probe(records, capture.output, trace.digest, trace.ops, random[:20], sorted(trace.custom)[:50],
