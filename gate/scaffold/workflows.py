@@ -206,9 +206,8 @@ def gpu_baselines(flow: Flow) -> str:
 
 def sharded_baselines(flow: Flow) -> str:
     """Re-record every baseline by hand as a matrix: each leg records its shard (``update-baseline --shard
-    K/N``, the shards ``check`` runs) and uploads its share; one job merges the shares (``merge --baselines``:
-    a share missing or doubled is refused) and uploads the folder once; a hosted job opens the pull
-    request."""
+    K/N``) and uploads its share; one job merges the shares (``merge --baselines``: a share missing or
+    doubled is refused) and uploads the folder once; a hosted job opens the pull request."""
     folder = flow.baseline_dir.strip("/")
     read_only = READ_ONLY.replace("check out the pull request", "check out the default branch")
     return (HEADER + f"name: {BASELINES_NAME}\n"
