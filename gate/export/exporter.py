@@ -198,10 +198,9 @@ def _dynamo(built: BuiltModel, opset: int, recordable: tuple[str, ...] | None) -
 
 
 def bound(built: BuiltModel, stored: structure.Structure) -> Exported:
-    """The export of ``built`` from a stored structure of its code: its weights bound in, the exporter's
-    optimizer run (``structure.bind``). The layer map is the structure's, with the values the optimizer
-    folded away (``Exported.sites``). ``structure.Unbindable`` when they do not fit, or the graph they
-    make does not load (a fresh export then chooses the exporter)."""
+    """The export of ``built`` from a stored structure of its code: its weights bound in and the optimizer
+    run (``structure.bind``); the structure's layer map, values the optimizer folded away marked folded.
+    ``structure.Unbindable`` when they do not fit or the graph does not load (a fresh export follows)."""
     with inference_mode(), _quiet():
         path, folder = structure.bind(stored, built.module, _save_ir)
     gc.collect()

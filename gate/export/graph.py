@@ -20,10 +20,9 @@ def graph_digest(proto: onnx.ModelProto) -> str:
 
 
 def file_digest(path: Path) -> str:
-    """``graph_digest`` of a saved graph. With external data the weights are streamed from their
-    file, never loaded whole: sha256 over the bare graph (external tensors without their
-    location/offset/length, which depend on the file's layout) and then each external tensor's
-    bytes, in initializer order. Without external data it is ``graph_digest`` of the file."""
+    """``graph_digest`` of a saved graph, external weights streamed, never loaded whole: sha256 over the
+    bare graph (external tensors without their location/offset/length, which depend on the file's
+    layout), then each external tensor's bytes in initializer order."""
     proto = saved.load_graph(path)
     tensors = saved.external(proto)
     if not tensors:
@@ -97,10 +96,9 @@ MAX_LOWERED = 1000  # items a run records (a fully quantized graph is said by it
 
 
 def lowered(proto: onnx.ModelProto) -> list[str]:
-    """What computes below float32 in a graph, one item each, in a wording stable across exports of
-    the same model: int8 weights and the quantized operation that reads them, int8 activations,
-    float16/bfloat16 weights, casts to float16/bfloat16. A precision change the configuration did
-    not ask for is an item one side has (``gate.verdict.precision``)."""
+    """What computes below float32, one item each, worded stably across exports: int8 weights and the
+    quantized op reading them, int8 activations, float16/bfloat16 weights, casts to them. An item one
+    side has is a precision change the config did not ask for (``gate.verdict.precision``)."""
     inits = {t.name: t for t in proto.graph.initializer}
     out: dict[str, None] = {}
     for node in proto.graph.node:

@@ -278,10 +278,9 @@ FUSED = "fused with the BatchNorm after it (the graph holds their joint output)"
 
 
 def fold_batchnorms(records, sites: dict[str, OnnxSite]) -> dict[str, OnnxSite]:
-    """A graph mapped as shipped (TorchScript export, prebuilt file) fused each BatchNorm into the
-    Conv before it: the Conv's node, still named after the Conv, produces the BatchNorm's output,
-    and the BatchNorm owns no node. Give that value to the BatchNorm and call the Conv folded, as
-    the map of an unoptimized graph would."""
+    """A graph mapped as shipped (TorchScript export, prebuilt file) fused each BatchNorm into the Conv
+    before it, whose node produces the BatchNorm's output: give that value to the BatchNorm and call the
+    Conv folded, as the map of an unoptimized graph would."""
     out = dict(sites)
     for before, rec in zip(records, records[1:], strict=False):
         site, prev = out.get(rec.name), out.get(before.name)

@@ -57,10 +57,9 @@ class Signed:
 
 
 def trace(built: BuiltModel, dynamic, known: tuple[str, ...] | None = None) -> Signed | None:
-    """The program ``torch.onnx`` would trace (non-strict ``torch.export`` with its settings, while
-    ``torch.onnx.is_in_onnx_export()`` holds), with the signatures of every recordable module call
-    (``known``: found by the probe's forward; else by a forward of its own); None when that cannot
-    be done (the plain export follows)."""
+    """The program ``torch.onnx`` would trace (non-strict ``torch.export`` while
+    ``torch.onnx.is_in_onnx_export()`` holds) with the signatures of every recordable call (``known``: the
+    probe's; else found by a forward of its own); None when that fails (the plain export follows)."""
     try:
         from torch.onnx import _flags
         from torch.onnx._internal.exporter import _capture_strategies, _dynamic_shapes

@@ -82,10 +82,9 @@ def with_availability(sites: dict[str, OnnxSite], available: set[str], folded: s
 
 
 def capture(model: Any, module: Any) -> tuple[bytes, dict[str, str]] | None:
-    """(the unoptimized IR ``model`` serialized with every initializer that is one of ``module``'s
-    parameters or buffers left out; initializer -> state-dict name). None where an initializer named
-    as a parameter or buffer holds other bytes: a structure keeping them would carry weights into a
-    key that does not digest them, and a later binding would keep those bytes."""
+    """(``model`` serialized without the initializers that are ``module``'s parameters or buffers;
+    initializer -> state-dict name). None where such an initializer holds other bytes than its namesake:
+    the structure would carry weights into a key that does not digest them."""
     import onnx_ir as ir
     import torch
 
