@@ -1,9 +1,7 @@
-"""What each command needs beyond the core install, and one clear error when it is missing.
-
-The core install (numpy, zstandard, msgpack, rich, typer, cffi) reads and writes every file
-format, merges result files (``report``) and posts the PR comment (``comment``). Running a model
-needs the ``torch`` extra (``gpu``: the same with ONNX Runtime's GPU build); running an exported
-graph without torch (``collect``) needs onnx and one ONNX Runtime distribution (``ort``, ``ort-gpu``).
+"""What each command needs beyond the core install, and one clear error when it is missing: the core
+(numpy, zstandard, msgpack, rich, typer, cffi) reads and writes every file, merges reports and
+comments; running a model needs ``torch`` (``gpu``); running a graph without torch (``collect``)
+needs onnx and one ONNX Runtime distribution (``ort``, ``ort-gpu``).
 """
 
 from __future__ import annotations

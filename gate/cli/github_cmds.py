@@ -156,6 +156,5 @@ def status(
 
 
 def register(app: typer.Typer) -> None:
-    """Add the GitHub commands to the parity-gate app."""
     app.command("comment")(comment)
     app.command("status")(status)

@@ -1,8 +1,6 @@
-"""What the CLI says around a command's result: the fingerprint backend it fell back to, packages a
-workflow would not install, baselines no model owns, integer inputs on a range their names say is
-wrong, where this repository records its GPU baselines, and a clone without the baselines' git diff
-driver. Each is a line on stderr (or words for a renderer), never a
-change of the verdict."""
+"""What the CLI says around a command's result (a fallen-back fingerprint backend, packages a workflow
+would not install, baselines no model owns, integer inputs on a wrong-looking range, where GPU
+baselines are recorded, a missing git diff driver): lines on stderr, never a change of the verdict."""
 
 from __future__ import annotations
 

@@ -1,10 +1,7 @@
-"""The baseline files a change rewrites, as a reviewer reads them: for each file, what moved (the
-summary ``update-baseline`` prints: the first layer and by how much, how many, the largest), then each
-line of ``parity-gate show`` that changed, old above new, up to ``MAX_LAYERS`` layers and then how
-many more. Lines are matched by what they are about (a layer, a meta key, a provider entry), and ``show``
-rounds numbers to the reference's noise, so only layers that moved beyond it appear. The report carries
-these texts so the pull request's comment shows what moved, without a git diff driver; the driver's
-``git diff`` shows the same (``parity-gate show --diff``)."""
+"""The baseline files a change rewrites, as a reviewer reads them: per file, the summary
+``update-baseline`` prints, then each changed line of ``parity-gate show`` (old above new, up to
+``MAX_LAYERS`` layers). ``show`` rounds to the reference's noise, so only layers that moved beyond it
+appear; the report carries these texts so a pull request's comment needs no git diff driver."""
 
 from __future__ import annotations
 

@@ -1,13 +1,8 @@
-"""A re-recording cut into shards, brought together once.
-
-Each leg runs ``update-baseline --shard K/N --out DIR``: it records its share of the models (the plan
-``check --shard`` runs by) and copies that share's baseline files into DIR beside ``share.json``, which
-says its shard, every model the run covers, and the models it recorded (with the sweep whose set file
-holds each sweep case). ``merge --baselines`` reads the legs' folders, holds them to the rule that holds
-a sharded check's legs (``gate.verdict.merge.cover``: one leg per shard, the same models covered, every
-model recorded by exactly one leg), reads every file as any baseline, and only then writes them into the
-config's baseline folder. The legs must start from the same baselines (one commit): the plan weighs
-models by the seconds those record."""
+"""A re-recording cut into shards, brought together once: each leg's ``update-baseline --shard K/N
+--out DIR`` copies its share's baseline files into DIR beside ``share.json``; ``merge --baselines``
+holds the legs to the rule of a sharded check's legs (``gate.verdict.merge.cover``), reads every file
+as any baseline, and only then writes them. The legs must start from the same baselines (one commit):
+the plan weighs models by the seconds those record."""
 
 from __future__ import annotations
 

@@ -8,7 +8,7 @@ from pathlib import Path
 from gate import fingerprint
 from gate.config import Config, ModelSpec
 from gate.core.versions import environment as _environment
-from gate.errors import FormatError, GateError
+from gate.errors import GateError
 from gate.formats.baseline import Baseline, store
 from gate.formats.baseline.names import SUFFIX
 from gate.formats.baseline.store import Location
@@ -50,23 +50,17 @@ def orphaned_baselines(config: Config) -> list[Path]:
     return sorted(p for p in folder.glob(f"*{SUFFIX}") if p not in owned) if folder.is_dir() else []
 
 
-def load_baseline(config: Config, spec: ModelSpec, replacing: bool = False) -> tuple[Path, Baseline | None]:
-    """The model's baseline path and its ``Baseline`` (None when missing, and when unreadable but
-    about to be replaced). Fingerprints taken with other parameters are refused, naming them."""
+def load_baseline(config: Config, spec: ModelSpec) -> tuple[Path, Baseline | None]:
+    """The model's baseline path and its ``Baseline`` (None when missing). Fingerprints taken with
+    other parameters are refused, naming them."""
     loc = location(config, spec)
     path = loc.path
     try:
         baseline = store.read(loc)
     except FileNotFoundError:
         return path, None
-    except FormatError:
-        if replacing:
-            return path, None
-        raise
     recorded, current = baseline.meta.fingerprint or {}, fingerprint.parameters()
     if recorded != current:
-        if replacing:
-            return path, None
         diff = next(k for k in current if recorded.get(k) != current[k])
         raise GateError(f"baseline `{path}`: fingerprints were taken with another {diff.replace('_', ' ')} "
                         f"({recorded.get(diff)} vs {current[diff]} here); re-create it with "

@@ -1,10 +1,7 @@
-"""The one judge: runs and their baselines in, one report out.
-
-``check`` (runs made here), ``report`` (runs read from every runner's result files) and the sweeps
-among their models all come through ``judge``, so every refusal is made once, here: a baseline that
-cannot be read, of another format or fingerprint definition, of another model, or recorded for other
-inputs than the model declares now; and a GPU leg that checked no GPU. A refused baseline fails its
-own model (``BAD_BASELINE``, naming the file and the next step; exit 2): every other model is judged.
+"""The one judge: runs and their baselines in, one report out. ``check``, ``report`` and their sweeps
+all come through ``judge``, so every refusal of a baseline is made once, here (unreadable, of another
+format, fingerprint definition or model, recorded for other inputs; a GPU leg that checked no GPU). A
+refused baseline fails its own model (``BAD_BASELINE``, exit 2); every other model is judged.
 """
 
 from __future__ import annotations

@@ -1,9 +1,6 @@
-"""The models of one shard of a matrix (``check --shard K/N``, ``list --shard``, ``cache key --shard``).
-
-The selection is cut into units as configured (a model with its cases, a sweep with its cases), each
-weighed by the seconds its baselines record (``meta.seconds``; the median of the recorded ones where a
-baseline records none), and assigned by ``gate.config.shards``. Every leg reads the same config and
-baselines, so every leg cuts alike, and none needs to know what the others run.
+"""The models of one shard of a matrix (``check --shard K/N``, ``list --shard``, ``cache key --shard``):
+units as configured, weighed by the seconds their baselines record (``meta.seconds``; the median where
+none is recorded), assigned by ``gate.config.shards``, so every leg cuts alike on its own.
 """
 
 from __future__ import annotations

@@ -1,11 +1,9 @@
 """``update-baseline``: run here (or read other runners' result files) and rewrite the baselines.
 
-Every model runs the whole path (no reuse) and records its content key. Every model runs (or is
-read) before anything is written, so a model that fails to build or run leaves every baseline as
-it was. A model whose export failed records what ran without a graph
-(the reference and the PyTorch providers; its ONNX Runtime entries stay as they were) and says
-so (``Updated.unexported``): the command still fails, as ``check`` does. Each file is rewritten
-under its folder's lock after a fresh read, so a concurrent update of other providers is kept.
+Every model runs the whole path (no reuse) before anything is written, so a model that fails leaves
+every baseline as it was. A failed export records what ran without a graph and fails the command
+(``Updated.unexported``). Each file is rewritten under its folder's lock after a fresh read, so a
+concurrent update of other providers is kept.
 """
 
 from __future__ import annotations

@@ -1,10 +1,8 @@
-"""A configured model expands into cases: one per batch size, sequence length, input shape set,
-input set and opset (their cartesian product). Numerics differ between shapes, one input set can
-hide what another shows, and each opset is a different graph.
-
-Cases are named ``<name>.b<batch>.t<length>.c<shapes>.s<set>.o<opset>`` (only the axes that are
-set) and keep the configured name as their ``base``: ``--model NAME`` selects every case of
-NAME, and cases that differ only in dimensions exported dynamic share one export.
+"""A configured model expands into cases: the cartesian product of batch sizes, sequence lengths, input
+shape sets, input sets and opsets (numerics differ between shapes, inputs and opsets). Cases are named
+``<name>.b<batch>.t<length>.c<shapes>.s<set>.o<opset>`` (set axes only) with the configured name as
+``base``: ``--model NAME`` selects them all, and cases differing only in dynamic dimensions share one
+export.
 """
 
 from __future__ import annotations

@@ -1,10 +1,6 @@
-"""Integer inputs whose default range cannot be what the model reads.
-
-A declared integer input without ``low``/``high`` is drawn from 0..99 (``INT_DEFAULT``). For token ids
-that is a fair start; for a mask (0/1), token types (0/1), positions (0..length-1), indices into
-something, a diffusion timestep (0..999 for most schedulers), a step, a class or a label it records a
-baseline of inputs the model never sees. Such names are recognised here, once,
-and ``add``, ``init``, ``validate``, ``check`` and ``update-baseline`` say what range to give.
+"""Integer inputs whose default range (0..99, ``INT_DEFAULT``) cannot be what the model reads: masks,
+token types, positions, indices, timesteps, steps, classes, labels. Such names are recognised here,
+once, and ``add``, ``init``, ``validate``, ``check`` and ``update-baseline`` say what range to give.
 """
 
 from __future__ import annotations

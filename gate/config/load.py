@@ -1,9 +1,5 @@
-"""Find and read the configuration file.
-
-``[tool.parity-gate]`` in ``pyproject.toml``, or ``parity-gate.toml`` (the same table, or its keys
-at top level). Every error names the file and the dotted key, so a user can fix it without
-reading code.
-"""
+"""Find and read the configuration file: ``[tool.parity-gate]`` in ``pyproject.toml``, or
+``parity-gate.toml`` (the same table, or its keys at top level)."""
 
 from __future__ import annotations
 

@@ -1,11 +1,6 @@
-"""One ``[[tool.parity-gate.models]]`` table: the model, its inputs and what ships.
-
-Besides the factory and inputs: ``dynamic-shapes`` (dimensions exported dynamic), ``transform``
-(what is applied to the exported graph before it ships) and ``transform-inputs`` (what else it
-reads), ``artifact`` (a prebuilt ONNX file
-gated instead of an export), ``output-tolerance`` (allclose on the outputs as a gate),
-``detections`` (how a detector's data-dependent outputs are judged) and the case axes expanded
-by ``cases``.
+"""One ``[[tool.parity-gate.models]]`` table: the model, its inputs, what ships (``transform``,
+``artifact``), how it is judged (``output-tolerance``, ``detections``) and the case axes expanded by
+``cases``.
 """
 
 from __future__ import annotations

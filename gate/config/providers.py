@@ -1,8 +1,6 @@
-"""Provider names: the canonical ones, the aliases users may type, and each one's kind.
-
-A provider's *kind* picks its runner (``gate.runners.registry``): PyTorch eager, PyTorch
-compiled (inductor), or an ONNX Runtime execution provider. Every name not in ``TORCH`` that
-ends in ``ExecutionProvider`` is an ONNX Runtime EP.
+"""Provider names: the canonical ones, the aliases users may type, and each one's kind, which picks its
+runner (``gate.runners.registry``). Every name not in ``TORCH`` that ends in ``ExecutionProvider`` is an
+ONNX Runtime EP.
 """
 
 from __future__ import annotations
@@ -77,7 +75,6 @@ def fix_for(provider: str) -> str:
 
 
 def kind_of(name: str) -> Kind:
-    """The kind of a canonical provider name."""
     return TORCH.get(name, ONNXRUNTIME)
 
 

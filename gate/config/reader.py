@@ -1,8 +1,6 @@
-"""Typed access to one TOML table that remembers where it is, so every error names the file and
-the dotted key (``tool.parity-gate.models[1].inputs[1].shape``).
-
-Positions in an array count from 1, as a person counts the ``[[models]]`` tables of a file: the
-first is ``models[1]``. A table that belongs to a named model also names it, once the name is read.
+"""Typed access to one TOML table that remembers where it is, so every error names the file and the
+dotted key (``tool.parity-gate.models[1].inputs[1].shape``). Array positions count from 1, as a person
+counts ``[[models]]`` tables; a table of a named model also names it once the name is read.
 """
 
 from __future__ import annotations

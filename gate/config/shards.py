@@ -1,15 +1,10 @@
 """Which leg of a CI matrix checks which model: ``--shard K/N``.
 
-The unit is a configured model with every case it expands to, or a sweep with every case (their cases
-share an export, and a sweep's pairs compare its cases with each other). The units are laid end to end
-in the order of a hash of their names, each as long as its recorded cost; the line is cut into N equal
-lengths, and a unit belongs to the piece that holds its middle. So:
-
-- every leg, on every machine, computes the same assignment (it reads names and recorded costs only);
-- each piece holds 1/N of the cost to within the costliest unit;
-- adding a unit of cost c moves, besides it, only units whose middle lay within c of one of the N - 1
-  cuts, each to the next piece: at most (N - 1) * (c / c_min + 1) others (``c_min`` the cheapest unit),
-  a couple per cut in practice, never a reshuffle (tests/unit/test_shards.py measures it).
+The unit is a configured model, or a sweep, with every case. Units are laid end to end in the order of
+a hash of their names, each as long as its recorded cost; the line is cut into N equal lengths and a
+unit belongs to the piece holding its middle. Every leg computes the same assignment from names and
+costs alone, each piece holds 1/N of the cost to within the costliest unit, and adding a unit moves
+only units near a cut, each to the next piece (tests/unit/test_shards.py measures it).
 """
 
 from __future__ import annotations
@@ -54,13 +49,9 @@ class Shard:
         return f"{self.index}/{self.count}"
 
 
-def _place(unit: str) -> bytes:
-    return hashlib.sha256(unit.encode()).digest()
-
-
 def assign(costs: Mapping[str, float], count: int) -> dict[str, int]:
     """Each unit's shard (from 1), by the rule above; ``costs`` in seconds."""
-    order = sorted(costs, key=lambda unit: (_place(unit), unit))
+    order = sorted(costs, key=lambda unit: (hashlib.sha256(unit.encode()).digest(), unit))
     lengths = [max(float(costs[unit]), MIN_COST) for unit in order]
     total = sum(lengths)
     out, start = {}, 0.0

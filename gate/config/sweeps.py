@@ -1,9 +1,7 @@
-"""``[[tool.parity-gate.sweeps]]``: operators and modules swept declaratively (opdiff's tables).
-
-A sweep names a ``module`` (a class, constructed per case) or an ``op`` (a function, called per
-case), either templated with ``{var}``; ``vars`` and ``dims`` expand into cases (their cartesian
-product, restricted by ``cases``); ``inputs`` take dimension names for sizes. Each case is a small
-model that runs through the whole gate; ``include = ["sweeps/*.toml"]`` splits large suites.
+"""``[[tool.parity-gate.sweeps]]``: operators and modules swept declaratively (opdiff's tables): a
+``module`` (a class) or an ``op`` (a function), templated with ``{var}``; ``vars`` and ``dims`` expand
+into cases (their product, restricted by ``cases``), each a small model that runs through the whole
+gate; ``include = ["sweeps/*.toml"]`` splits large suites.
 """
 
 from __future__ import annotations

@@ -27,13 +27,9 @@ PRECISION_TOLERANCE = {
 
 @dataclass(frozen=True)
 class Tolerance:
-    """Thresholds of the checks (see docs/verdict.md, "Verdict").
-
-    growth, floor: a runtime passes a layer while err <= growth * err_baseline + floor,
-    where err is its relative L2 error against the float64 reference.
-    reference: largest relative L2 change of the reference itself (a model change).
-    ceiling: largest error a runtime may ever have, baseline or not.
-    """
+    """Thresholds of the checks (docs/verdict.md): a runtime passes a layer while its relative L2 error
+    against the float64 reference is <= growth * baseline error + floor, and never above ``ceiling``;
+    ``reference``: the largest relative L2 change of the reference itself (a model change)."""
 
     growth: float = 2.0
     floor: float = 1e-6

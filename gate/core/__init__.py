@@ -6,8 +6,5 @@ own frame that failed from ``frames``), targets and precisions (``target``), wha
 (``device``), versions (``versions``), exact output metrics (``exact``), plain-JSON cleaning
 (``jsonsafe``), checked reading of untrusted JSON objects (``fields``), a run's reuse record
 (``reuse``), progress lines timed by stage (``progress``), work on a background thread
-(``background``) and the garbage collector's rule around a command (``collector``).
-Below it: the user-facing errors (``gate.errors``), settings read from the environment
-(``gate.env``) and the fingerprint (``gate.fingerprint``). What probes or manages the machine
-lives with its users: the GPU probe and heap trimming in ``gate.runners``, ONNX Runtime
-distributions in ``gate.github``, installed extras in ``gate.cli``."""
+(``background``), the garbage collector's rule around a command (``collector``) and the names of a
+user's repository files (``files``)."""

@@ -1,9 +1,6 @@
-"""One computation on a thread beside the caller's, its result (or its exception) collected later.
-
-The gate hashes what it checks: a multi-GB model's weights once built, its exported file once
-written. hashlib and file reads release the GIL, so on a thread the hashing of the weights overlaps
-the export and the hashing of the file overlaps the float64 reference, instead of adding seconds
-per gigabyte to the wall time.
+"""One computation on a thread beside the caller's, its result (or its exception) collected later:
+hashlib and file reads release the GIL, so hashing the weights overlaps the export and hashing the
+file overlaps the float64 reference.
 """
 
 from __future__ import annotations

@@ -1,15 +1,8 @@
 """The garbage collector around a command, decided here. A full collection scans every object the
-process holds, and a gate's process holds a great many that live as long as it does: torch, its
-model's libraries, the model (about 400,000 objects with transformers loaded). So:
-
-- while a command loads (its imports, its config, the first model's build), no full collection:
-  each one rescans everything imported so far (young garbage is still collected);
-- while the stages run (``frozen``), what is alive is set aside from collection, and full
-  collections come back for what the export makes;
-- at the interpreter's exit, everything is set aside: its last collection and teardown would walk
-  every object torch left, and the operating system frees the pages at once.
-
-What it saves, at the same peak: ``scripts/bench_gc.py``, docs/performance.md.
+process holds, and a gate's process holds a great many long-lived ones (torch, the model's libraries):
+no full collection while a command loads; while the stages run (``frozen``) what is alive is set aside
+from collection; at exit everything is (the operating system frees the pages at once).
+What it saves: ``scripts/bench_gc.py``, docs/performance.md.
 """
 
 from __future__ import annotations

@@ -1,19 +1,12 @@
 """A detector's output matched against the float64 reference's: the facts the ``detections`` rule
 judges (``gate.verdict.data_dependent``).
 
-Post-processing (a score threshold, NMS, a top-k cut) keeps another set of boxes in float32 than
-in float64: the boxes at its margins (a score at the threshold, an overlap at the NMS limit, a tie
-at the cut) go one way or the other. So, as a detection benchmark does, a runtime's boxes are
-matched one to one with the reference's: in the reference's score order, each reference box takes
-the runtime box of the same label with the largest IoU, if that is at least ``MATCH_IOU``. The
-pairs (both scores, the IoU, and each per-detection attribute's error) and the scores of what is
-left unmatched are the facts; the thresholds are the verdict's (the model's ``detections`` key).
-
-A detection group is found among the model's outputs, where the runner holds both full tensors:
-the elements of one container (``(model)[0][boxes]``, ``…[scores]``, ``…[labels]``, ``…[masks]``)
-with one row per detection, among them boxes ``[N, 4]`` as (x1, y1, x2, y2), torchvision's
-convention, and scores ``[N]``; labels ``[N]`` (integers) are optional; every other member with
-one row per detection (masks, keypoints) is an attribute compared over the pairs. No torch here.
+Post-processing (a score threshold, NMS, a top-k cut) keeps other boxes in float32 than in float64 at
+its margins, so, as a detection benchmark does, boxes are matched one to one: in the reference's score
+order, each reference box takes the same-label runtime box of largest IoU, if at least ``MATCH_IOU``.
+A group is the elements of one output container with one row per detection: boxes ``[N, 4]``
+(x1, y1, x2, y2), scores ``[N]``, optional integer labels ``[N]``; every other member is an attribute
+compared over the pairs. No torch here.
 """
 
 from __future__ import annotations

@@ -1,10 +1,6 @@
-"""Device classes: the hardware a provider's numerics depend on.
-
-CPU kernels pick their code path by instruction set, so the CPU class is the machine
-architecture plus the widest vector ISA ONNX Runtime's kernels use (``x86_64-avx512``,
-``x86_64-avx2``, ``aarch64``). GPU kernels are chosen per architecture
-(``cuda-sm90-NVIDIA_H100_80GB_HBM3``). No torch or onnxruntime here: each runner asks for
-the class of the device it runs on.
+"""Device classes: the hardware a provider's numerics depend on: the machine architecture plus the
+widest vector ISA ONNX Runtime's kernels use (``x86_64-avx2``), or the GPU's
+(``cuda-sm90-NVIDIA_H100_80GB_HBM3``). No torch or onnxruntime here.
 """
 
 from __future__ import annotations

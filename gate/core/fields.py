@@ -1,8 +1,6 @@
-"""Checked access to one object of an untrusted JSON document.
-
-``Obj`` wraps a parsed JSON object and the path that led to it, so every wrong field is one
-``FormatError`` line naming the file and the key (``report `r.json`: `models[0].name`: expected
-a string, got a number``). Unknown keys are ignored: newer writers may add fields.
+"""Checked access to one object of an untrusted JSON document: ``Obj`` wraps a parsed object and its
+path, so every wrong field is one ``FormatError`` line naming the file and the key. Unknown keys are
+ignored: newer writers may add fields.
 """
 
 from __future__ import annotations

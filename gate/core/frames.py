@@ -57,5 +57,4 @@ def user_site() -> str | None:
 
 
 def trace(exc: BaseException) -> str | None:
-    """The whole traceback of ``exc`` when debugging, else None."""
     return "".join(traceback.format_exception(exc)).rstrip() if env.debug() else None

@@ -1,10 +1,7 @@
-"""Targets: where a runtime's numbers come from.
-
-A ``Target`` is a provider (``torch-cpu``, ``CPUExecutionProvider``, ...), the device class
-it ran on and the precision it ran in. Baseline entries are kept per target; their key in
-the file is the target's *label*: the device class, with ``:<precision>`` unless float32
-(``x86_64-avx2``, ``cuda-sm90-NVIDIA_H100_80GB_HBM3:bfloat16``). ``label`` writes it and
-``Target.parse`` reads it back; nothing else assembles or splits labels.
+"""Targets: where a runtime's numbers come from: a provider, the device class it ran on and the
+precision it ran in. A baseline entry's key is the target's label (``x86_64-avx2``,
+``cuda-sm90-NVIDIA_H100_80GB_HBM3:bfloat16``): ``label`` writes it and ``Target.parse`` reads it
+back; nothing else assembles or splits labels.
 """
 
 from __future__ import annotations

@@ -1,10 +1,6 @@
-"""A prebuilt ONNX file (``artifact = "build/model.onnx"``): the graph the repository's own build
-ships, gated against the PyTorch model instead of the gate's export.
-
-Final outputs are always compared (graph outputs, in order). Intermediates are mapped where the
-file says where they came from: the dynamo exporter's ``name_scopes`` metadata, else the
-TorchScript exporter's node names. A module called more than once cannot be told apart by either
-and is reported as such.
+"""A prebuilt ONNX file (``artifact = "build/model.onnx"``) gated against the PyTorch model instead of
+the gate's export. Final outputs are always compared; intermediates are mapped from the dynamo
+exporter's ``name_scopes``, else TorchScript node names (neither tells a module's calls apart).
 """
 
 from __future__ import annotations

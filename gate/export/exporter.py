@@ -1,12 +1,8 @@
 """Export a built model to ONNX and map its values back to module calls.
 
-The dynamo exporter is the default; when it fails, or writes a graph that does not load
-(``saved.refusal``), the TorchScript exporter is tried and the reason is kept for the report; where
-neither gives a graph that loads, the export failed. The model is exported unoptimized first, so
-every module still owns its nodes while the map is built, then optimized: the optimized graph is
-what ships and what ONNX Runtime runs. It is saved to a file at once (``saved``: external data past
-a size), the exporter's objects are released, and from then on the graph is held without its
-weights.
+The dynamo exporter is the default; when it fails or its graph does not load (``saved.refusal``),
+TorchScript is tried and the reason kept. The map is built on the unoptimized export (every module
+still owns its nodes); the optimized graph ships, saved at once and then held without its weights.
 """
 
 from __future__ import annotations
@@ -202,10 +198,9 @@ def _dynamo(built: BuiltModel, opset: int, recordable: tuple[str, ...] | None) -
 
 
 def bound(built: BuiltModel, stored: structure.Structure) -> Exported:
-    """The export of ``built`` from a stored structure of its code: its weights bound in, the exporter's
-    optimizer run (``structure.bind``). The layer map is the structure's, with the values the optimizer
-    folded away (``Exported.sites``). ``structure.Unbindable`` when they do not fit, or the graph they
-    make does not load (a fresh export then chooses the exporter)."""
+    """The export of ``built`` from a stored structure of its code: its weights bound in and the optimizer
+    run (``structure.bind``); the structure's layer map, values the optimizer folded away marked folded.
+    ``structure.Unbindable`` when they do not fit or the graph does not load (a fresh export follows)."""
     with inference_mode(), _quiet():
         path, folder = structure.bind(stored, built.module, _save_ir)
     gc.collect()

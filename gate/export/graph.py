@@ -14,19 +14,15 @@ CHUNK = 16 * 2**20
 
 
 def graph_digest(proto: onnx.ModelProto) -> str:
-    """sha256 of the graph without what names rather than computes: node metadata and doc strings
-    (the exporter's stack traces name source files, which differ between checkouts of the same
-    code) and node names (the optimizer numbers the nodes it makes from a counter of the process, so
-    the same graph exported after another one in a process has other names). Values keep theirs:
-    nodes read them by name."""
+    """sha256 of the graph without what names rather than computes: node metadata and doc strings (stack
+    traces name source files) and node names (numbered from a counter of the process)."""
     return hashlib.sha256(_bare(proto).SerializeToString(deterministic=True)).hexdigest()
 
 
 def file_digest(path: Path) -> str:
-    """``graph_digest`` of a saved graph. With external data the weights are streamed from their
-    file, never loaded whole: sha256 over the bare graph (external tensors without their
-    location/offset/length, which depend on the file's layout) and then each external tensor's
-    bytes, in initializer order. Without external data it is ``graph_digest`` of the file."""
+    """``graph_digest`` of a saved graph, external weights streamed, never loaded whole: sha256 over the
+    bare graph (external tensors without their location/offset/length, which depend on the file's
+    layout), then each external tensor's bytes in initializer order."""
     proto = saved.load_graph(path)
     tensors = saved.external(proto)
     if not tensors:
@@ -100,10 +96,9 @@ MAX_LOWERED = 1000  # items a run records (a fully quantized graph is said by it
 
 
 def lowered(proto: onnx.ModelProto) -> list[str]:
-    """What computes below float32 in a graph, one item each, in a wording stable across exports of
-    the same model: int8 weights and the quantized operation that reads them, int8 activations,
-    float16/bfloat16 weights, casts to float16/bfloat16. A precision change the configuration did
-    not ask for is an item one side has (``gate.verdict.precision``)."""
+    """What computes below float32, one item each, worded stably across exports: int8 weights and the
+    quantized op reading them, int8 activations, float16/bfloat16 weights, casts to them. An item one
+    side has is a precision change the config did not ask for (``gate.verdict.precision``)."""
     inits = {t.name: t for t in proto.graph.initializer}
     out: dict[str, None] = {}
     for node in proto.graph.node:

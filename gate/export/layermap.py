@@ -1,20 +1,11 @@
 """Map ONNX values back to PyTorch module calls.
 
-The dynamo exporter records on every node the module path stack it came from
-(``pkg.torch.onnx.name_scopes``) and the FX node it lowers (the last entry of that stack);
-the exported program's ``nn_module_stack`` tells the k-th call of a module apart
-(``L__self___act@1``). A call whose outputs the export recorded (``signatures``) takes the
-values that compute them; any other call's outputs are matched by shape among the values it
-*exposes* (its nodes produce them, a node outside the call or the graph output consumes them),
-only where the shape leaves one choice. Where it leaves several, the layer is absent and offers
-them as candidates: a capture fingerprints each, and the one that holds torch's numbers within
-rounding takes the layer (``pick``); none or several, and it stays absent.
-
-The map is built on the unoptimized graph, where every module still has its nodes. The
-shipped graph is the optimized one: a value that did not survive optimization belongs to a
-module that was folded into a neighbour (a Conv whose BatchNorm was folded into it keeps
-no output of its own; the fused node produces the BatchNorm's value). Such layers are
-reported as folded rather than matched to the neighbour's value.
+Calls come from the dynamo exporter's node metadata (``name_scopes``; the exported program's
+``nn_module_stack`` tells the k-th call apart), else TorchScript node names. A call whose outputs the
+export recorded (``signatures``) takes those values; any other is matched by shape among the values it
+exposes, only where that leaves one choice, else it is absent with candidates a capture can tell apart
+(``pick``). The map is built on the unoptimized graph: a layer whose value the optimizer removed is
+reported folded rather than matched to a neighbour's value.
 """
 
 from __future__ import annotations
@@ -45,25 +36,21 @@ class CallValues:
     op_types: set[str] = field(default_factory=set)
 
 
-def _meta(node: onnx.NodeProto, key: str) -> str | None:
-    for prop in node.metadata_props:
-        if prop.key == key:
-            return prop.value
-    return None
+def _scopes(node: onnx.NodeProto) -> list[str]:
+    """The node's ``name_scopes`` metadata (module paths, outermost first); [] where it has none."""
+    text = next((p.value for p in node.metadata_props if p.key == "pkg.torch.onnx.name_scopes"), None)
+    try:
+        return eval_list(text) if text else []
+    except ValueError:
+        return []
 
 
 def dynamo_stacks(proto: onnx.ModelProto, fx_stacks: dict[str, list[CallKey]]) -> list[list[CallKey]]:
     """For every node of ``proto``, the module calls it belongs to (outermost first)."""
     stacks = []
     for node in proto.graph.node:
-        scopes = _meta(node, "pkg.torch.onnx.name_scopes")
-        fx_name = None
-        if scopes:
-            try:
-                parsed = eval_list(scopes)
-                fx_name = parsed[-1] if parsed else None
-            except ValueError:
-                fx_name = None
+        parsed = _scopes(node)
+        fx_name = parsed[-1] if parsed else None
         stacks.append(list(fx_stacks.get(fx_name, [])) if fx_name else [])
     return stacks
 
@@ -74,11 +61,7 @@ def scope_stacks(proto: onnx.ModelProto, module_names: set[str]) -> list[list[Ca
     None when no node carries the metadata."""
     stacks, seen = [], False
     for node in proto.graph.node:
-        scopes = _meta(node, "pkg.torch.onnx.name_scopes")
-        try:
-            parsed = eval_list(scopes) if scopes else []
-        except ValueError:
-            parsed = []
+        parsed = _scopes(node)
         seen = seen or bool(parsed)
         stacks.append([("", 0)] + [(q, 0) for q in parsed[1:] if q in module_names])
     return stacks if seen else None
@@ -93,15 +76,9 @@ def eval_list(text: str) -> list[str]:
 
 
 def torchscript_stacks(proto: onnx.ModelProto, module_names: set[str]) -> list[list[CallKey]]:
-    """Module calls from TorchScript-exporter node names (``/layer1/layer1.0/conv1/Conv``).
-
-    A component is a module's path from an enclosing module in the scope before it, the nearest one
-    that is not a container: ``layer1.0`` from the root (``layer1`` is a Sequential), ``conv1`` from
-    ``layer1.0``, ``inner_blocks.3`` from ``fpn`` (a ModuleList is iterated, never called: no scope of
-    its own). It is read from the deepest enclosing scope where it names a module below the last.
-    That exporter names the k-th call of a module ``<attr>_<k>``; a component that is not a module
-    but strips to one is read as such a call.
-    """
+    """Module calls from TorchScript-exporter node names (``/layer1/layer1.0/conv1/Conv``): each
+    component is a path from the nearest enclosing scope that is not a container (a Sequential or
+    ModuleList has no scope of its own); ``<attr>_<k>`` names the k-th call of a module."""
     stacks = []
     for node in proto.graph.node:
         parts = [p for p in node.name.split("/")[:-1] if p]
@@ -192,13 +169,8 @@ NOT_RETURNED = "the exported call returned no such element"
 def assign(records: list[Any], calls: dict[CallKey, CallValues], shapes: dict[str, tuple[Any, ...] | None],
            available: set[str], ambiguous: frozenset[str] = frozenset(),
            outputs: dict[tuple[str, int, str], OnnxSite] | None = None) -> dict[str, OnnxSite]:
-    """Assign each captured layer (``gate.model.torch_hooks.LayerOutput``) its ONNX value.
-
-    Root outputs are the graph outputs, in order. A call whose outputs the export recorded
-    (``outputs``, from ``signatures``: the value that computes each element) takes those. Any
-    other call's outputs are matched by shape among the values the call exposes, only where the
-    shape leaves one choice; else they are absent, and say why.
-    """
+    """Assign each captured layer (``gate.model.torch_hooks.LayerOutput``) its ONNX value: root outputs
+    are the graph outputs in order, recorded calls take their ``outputs``, others go by ``_by_shape``."""
     outputs = outputs or {}
     recorded = {(module, call) for module, call, _ in outputs}
     by_call: dict[CallKey, list[Any]] = defaultdict(list[Any])
@@ -241,12 +213,9 @@ def _site(rec, found: OnnxSite | None, cv: CallValues | None, available: set[str
 
 
 def _by_shape(recs, cv: CallValues | None, shapes: dict[str, Any]) -> dict[str, OnnxSite]:
-    """Outputs of a call whose signature was not recorded, by shape among the values it exposes:
-    an element takes a value only when that value is the one exposed value its shape allows and
-    no other element's shape allows it. Shapes with symbolic dimensions allow many; two of a kind
-    would be a guess: absent, saying so, with the values its shape allows as candidates for a
-    capture to tell apart by their numbers (``pick``). An element that is an earlier layer's very
-    tensor (passed through, ``alias_of``) is not matched here: it takes that layer's site."""
+    """Outputs of an unrecorded call: an element takes the one exposed value its shape allows that no
+    other element's shape allows; else it is absent, with those values as candidates (``pick``). A
+    pass-through (``alias_of``) takes the earlier layer's site instead."""
     candidates = list(cv.values) if cv else []
     recs = [r for r in recs if r.alias_of is None]
     allowed = {r.name: [v for v in candidates if shape_matches(shapes.get(v), tuple(r.fp.shape))] for r in recs}
@@ -295,11 +264,9 @@ class Pick:
 
 
 def pick(candidates: Mapping[str, Fingerprint], torch: Fingerprint, precision: str) -> Pick:
-    """The candidate (value name -> its captured fingerprint) that is this layer: the only one within
-    ``precision``'s rounding of ``torch``, the layer's output in the same run. Never a guess: none or
-    several within it, and none is taken. Picked by closeness to torch, a value the provider computes
-    wrongly is not found rather than judged, so a fault there goes unnamed at this layer and is named
-    at the next judged layer that reads the value (one that nothing reads changes nothing that ships)."""
+    """The one candidate within ``precision``'s rounding of ``torch`` (the layer's output in the same
+    run); none or several, and none is taken. A value the provider computes wrongly is thus not found,
+    and a fault there is named at the next judged layer that reads it."""
     label = precision if precision in ROUNDING else "float32"  # quantized: the finest (missed, never guessed)
     noise = ROUNDING[label]
     shaped = [v for v, fp in candidates.items() if tuple(fp.shape) == tuple(torch.shape)]
@@ -311,10 +278,9 @@ FUSED = "fused with the BatchNorm after it (the graph holds their joint output)"
 
 
 def fold_batchnorms(records, sites: dict[str, OnnxSite]) -> dict[str, OnnxSite]:
-    """A graph mapped as shipped (TorchScript export, prebuilt file) fused each BatchNorm into the
-    Conv before it: the Conv's node, still named after the Conv, produces the BatchNorm's output,
-    and the BatchNorm owns no node. Give that value to the BatchNorm and call the Conv folded, as
-    the map of an unoptimized graph would."""
+    """A graph mapped as shipped (TorchScript export, prebuilt file) fused each BatchNorm into the Conv
+    before it, whose node produces the BatchNorm's output: give that value to the BatchNorm and call the
+    Conv folded, as the map of an unoptimized graph would."""
     out = dict(sites)
     for before, rec in zip(records, records[1:], strict=False):
         site, prev = out.get(rec.name), out.get(before.name)

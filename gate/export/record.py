@@ -1,7 +1,6 @@
-"""A graph on disk as the stages hand it on: the exported graph (the export stage's output) or the
-one that ships (the transform's), with what a run records of it (``GraphFacts``), its digest and
-its layer map, and the codec of the store entry that holds it. No torch here, and onnx only when a
-graph is read: the commands that judge and comment import this with neither installed.
+"""A graph on disk as the stages hand it on (exported, or as shipped after the transform), with what a
+run records of it (``GraphFacts``), its digest, its layer map and its store entry's codec. No torch,
+and onnx only when a graph is read: the commands that judge and comment import this without either.
 """
 
 from __future__ import annotations

@@ -1,10 +1,7 @@
-"""What onnxscript's optimizer leaves behind. Its pattern matchers keep the state of their last
-match (the graph, its last node, the bindings) in rules held at module level, and with that graph
-every tensor it holds: the model's own weights, which the exporter wraps without a copy (GPT-2: its
-124 M parameters, 0.5 GB, held for the rest of the process, beside the ONNX Runtime worker's
-session). A matcher sets that state anew at each match, so emptying it after the optimizer is
-done changes nothing the next match sees. Where onnxscript has no such rules (another version),
-nothing is done; ``tests/integration/test_structure.py`` says whether the weights still go.
+"""What onnxscript's optimizer leaves behind: its pattern matchers keep their last match (and through
+it the model's weights, which the exporter wraps without a copy) in rules held at module level. Each
+match sets that state anew, so emptying it afterwards changes nothing; where a version has no such
+rules nothing is done (``tests/integration/test_structure.py`` says whether the weights still go).
 """
 
 from __future__ import annotations

@@ -1,10 +1,6 @@
-"""The shipped graph as files: ``model.onnx``, and beside it ``model.onnx.data`` when its weights
-are large (ONNX external data; a single protobuf cannot pass 2 GiB).
-
-Everything after the export works on the graph without its weights (``load_graph``): the layer
-map, op types, the digest's structure. ONNX Runtime opens the file by path, and the copy with
-intermediates marked as outputs is a small graph file that points at the same weights file, so
-the weights exist once on disk and are never serialized again. No torch here.
+"""The shipped graph as files: ``model.onnx`` and, when its weights are large, ``model.onnx.data``
+(a protobuf cannot pass 2 GiB). Everything after the export works on the graph without its weights
+(``load_graph``); copies with values marked as outputs point at the same weights file. No torch here.
 """
 
 from __future__ import annotations
@@ -43,24 +39,16 @@ def load_graph(path: Path) -> onnx.ModelProto:
     return onnx.load(str(path), load_external_data=False)
 
 
-def load_full(path: Path) -> onnx.ModelProto:
-    return onnx.load(str(path))
-
-
 # Opset domains ONNX Runtime itself defines ops in; a graph that imports another, defined by none of
 # its functions, uses a custom op library that only the provider registering it can load.
 ORT_DOMAINS = frozenset({"", "ai.onnx", "ai.onnx.ml", "com.microsoft"})
 
 
 def refusal(path: Path, graph: onnx.ModelProto, full_check: bool = True) -> str | None:
-    """Why the graph at ``path`` (``graph``: its ``load_graph``) would not load, in one line; None
-    where it loads. With ``full_check``, the full ONNX checker first (shape inference: an exporter's
-    ``Squeeze`` of a dimension that is not 1 passes the plain one); a transform's tools write graphs
-    it refuses and ONNX Runtime loads (nodes out of topological order). Then an ONNX Runtime CPU
-    session, made only as far as loading needs (no optimizer, no prepacking, external data mapped,
-    not read). A node the CPU EP has no kernel for (a bfloat16 graph), or a custom op library's
-    domain, is no refusal of the graph: the provider that runs it says so. Both read the path:
-    external data never enters one protobuf."""
+    """Why the graph at ``path`` would not load, in one line; None where it loads. ``full_check`` runs the
+    full ONNX checker first (its shape inference refuses what the plain one passes; a transform's tools
+    write graphs it refuses and ONNX Runtime loads). Then a minimal ONNX Runtime CPU session; a missing
+    CPU kernel or a custom op domain is left to the provider that runs it. Both read the path."""
     if full_check:
         try:
             onnx.checker.check_model(str(path), full_check=True)
@@ -132,10 +120,8 @@ def copy_model(source: Path, folder: Path) -> Path:
 
 
 def weights_apart(path: Path, folder: Path) -> Path:
-    """``path``'s graph with its weights in a data file: ``path`` itself where they are already
-    (external data), else a copy written into ``folder``. Copies of it with values marked as outputs
-    (``Marked``) then share that file: ONNX Runtime maps it instead of parsing the weights again from
-    each copy, and the graph held in memory has none."""
+    """``path``'s graph with its weights in a data file (``path`` itself where they are already, else a
+    copy in ``folder``), so that ``Marked`` copies share it instead of parsing the weights each."""
     proto = load_graph(path)
     if data_files(proto) or weight_bytes(proto) < INLINE_APART_BYTES:
         return path
@@ -146,10 +132,8 @@ def weights_apart(path: Path, folder: Path) -> Path:
 
 
 class Marked:
-    """A graph file for ``proto`` (a variant of the model at ``model``: intermediates marked as
-    outputs) that uses ``model``'s external data in place: written beside it, so the weights file
-    is found by the same relative location and never copied. A context manager; the file is
-    removed on exit. Without external data it is just the serialized bytes."""
+    """A graph file for ``proto`` (``model`` with intermediates marked as outputs) written beside
+    ``model``, so its external data is found in place and never copied; removed on exit."""
 
     def __init__(self, proto: onnx.ModelProto, model: Path):
         self.proto, self.model = proto, model

@@ -1,21 +1,12 @@
 """What each module call returns, as the exporter computes it: the ONNX value of every output element.
 
-Matching a call's outputs to ONNX values by shape crosses wires as soon as two outputs share a
-shape (a CLIP model's ``text_embeds`` and ``image_embeds``, ``logits_per_image`` and its transpose)
-or an output is also used inside the call. ``torch.export`` can record each module call's
-signature instead (``preserve_module_call_signature``): the FX node of every output, in the
-order ``torch.utils._pytree`` flattens the returned value (tuples, dicts, ``ModelOutput``s,
-nested). Those nodes are followed through the ONNX exporter's decompositions by their
-provenance (``from_node``) to the node, and so the ONNX value, that computes them.
-
-Only modules whose every call takes and returns tensors and plain scalars (and the same structure
-each time) can be recorded; a forward with hooks finds them first: the probe's where it ran
-(``torch_hooks.CallSpecs``; it runs without ``torch.onnx.is_in_onnx_export()``, so a module whose
-calls change under that flag fails the trace, and the plain export follows, shapes only), else one
-of its own, under the flag (``recordable``). The recorded
-signatures are dropped before the ONNX exporter runs (its decomposition cannot update them all:
-an eval-mode dropout's output vanishes), so it converts the very program a plain export traces.
-An output that cannot be followed with certainty is reported absent, with the reason.
+Matching outputs by shape crosses wires when two share a shape (CLIP's ``text_embeds`` and
+``image_embeds``), so ``torch.export`` records each module call's signature
+(``preserve_module_call_signature``) and its FX nodes are followed by provenance (``from_node``) to the
+ONNX nodes that compute them. Only calls that take and return tensors and plain scalars, with one
+structure, can be recorded (``torch_hooks.CallSpecs``, else ``recordable``). The signatures are dropped
+before the ONNX exporter runs, so it converts the very program a plain export traces. An output that
+cannot be followed with certainty is reported absent, with the reason.
 """
 
 from __future__ import annotations
@@ -66,10 +57,9 @@ class Signed:
 
 
 def trace(built: BuiltModel, dynamic, known: tuple[str, ...] | None = None) -> Signed | None:
-    """The program ``torch.onnx`` would trace (non-strict ``torch.export`` with its settings, while
-    ``torch.onnx.is_in_onnx_export()`` holds), with the signatures of every recordable module call
-    (``known``: found by the probe's forward; else by a forward of its own); None when that cannot
-    be done (the plain export follows)."""
+    """The program ``torch.onnx`` would trace (non-strict ``torch.export`` while
+    ``torch.onnx.is_in_onnx_export()`` holds) with the signatures of every recordable call (``known``: the
+    probe's; else found by a forward of its own); None when that fails (the plain export follows)."""
     try:
         from torch.onnx import _flags
         from torch.onnx._internal.exporter import _capture_strategies, _dynamic_shapes

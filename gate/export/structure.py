@@ -1,12 +1,7 @@
-"""The structure of a dynamo export: the exporter's graph before optimization with its weights left
-out (each initializer named by the parameter or buffer it holds), and its layer map.
-
-It is a function of the model's code, inputs and export settings, not of its weights: the exporter
-lifts parameters and buffers as initializers under their state-dict names, and whatever the forward
-derives from a weight in Python reaches the probe's op trace (a scalar by value, a foreign tensor by
-its bytes), so it changes the key. After a weight-only change the new weights are bound into the
-stored structure and the exporter's own optimizer runs on it: the graph a fresh export gives, without
-tracing the model again (docs/verdict.md#stages). ``check --full`` exports afresh and compares.
+"""The structure of a dynamo export: the unoptimized graph with its weights left out (each initializer
+named by its state-dict name), and its layer map. It depends on the model's code, inputs and export
+settings, not its weights: after a weight-only change the new weights are bound into it and the
+exporter's optimizer runs, a fresh export's graph without tracing again (docs/verdict.md#stages).
 torch only where a structure is captured or bound.
 """
 
@@ -87,10 +82,9 @@ def with_availability(sites: dict[str, OnnxSite], available: set[str], folded: s
 
 
 def capture(model: Any, module: Any) -> tuple[bytes, dict[str, str]] | None:
-    """(the unoptimized IR ``model`` serialized with every initializer that is one of ``module``'s
-    parameters or buffers left out; initializer -> state-dict name). None where an initializer named
-    as a parameter or buffer holds other bytes: a structure keeping them would carry weights into a
-    key that does not digest them, and a later binding would keep those bytes."""
+    """(``model`` serialized without the initializers that are ``module``'s parameters or buffers;
+    initializer -> state-dict name). None where such an initializer holds other bytes than its namesake:
+    the structure would carry weights into a key that does not digest them."""
     import onnx_ir as ir
     import torch
 

@@ -1,8 +1,6 @@
-"""Post-export transforms: what teams do to the exported graph before it ships (the ONNX Runtime
-transformer optimizer, float16 conversion, int8 quantization). ``transform = "module:function"``
-takes an ``onnx.ModelProto`` and returns the one that ships; the gate checks that one. It is the
-user's code, run on the exported graph on every check unless the model declares what else it
-reads (``transform-inputs``; ``gate.pipeline.stages``). A graph it returns that does not load
+"""Post-export transforms (``transform = "module:function"``: an ``onnx.ModelProto`` in, the one that
+ships out), the user's code, run on every check unless the model declares what else it reads
+(``transform-inputs``; ``gate.pipeline.stages``). A graph it returns that does not load
 (``saved.refusal``) is an export failure."""
 
 from __future__ import annotations
@@ -47,7 +45,7 @@ def mark_removed(sites: dict[str, OnnxSite], shipped: set[str], transform: str) 
 def ship(spec: ModelSpec, exported: Graph, root: Path) -> Graph:
     """The transform run on the exported graph: the graph that ships, in a folder of its own."""
     assert spec.transform is not None
-    out = apply(spec, saved.load_full(exported.path), root)
+    out = apply(spec, onnx.load(str(exported.path)), root)
     folder = tempfile.TemporaryDirectory(prefix="parity-gate-shipped-")
     path = saved.save_proto(out, Path(folder.name) / saved.MODEL)
     del out

@@ -1,11 +1,7 @@
-"""The memory a model will need, known before it is built.
-
-The factory runs once on the ``meta`` device (no storage: a multi-GB model "builds" in
-milliseconds) to count its parameters and buffers. What a check then holds at its peak is a
-multiple of those bytes (measured: ``scripts/bench_scale.py``): the float32 model in the gate's
-process, and in an ONNX Runtime worker beside it the session's own copy of the weights, plus the
-runtimes' fixed cost. Above the budget (``[isolation] memory-budget-mb``, else the machine's
-memory) the model fails at once, with what it needs, instead of being killed minutes later.
+"""The memory a model will need, known before it is built: the factory runs once on the ``meta``
+device to count its parameter and buffer bytes, and a check's peak is a multiple of those. Above the
+budget (``[isolation] memory-budget-mb``, else the machine's memory) the model fails at once, with
+what it needs, instead of being killed minutes later.
 """
 
 from __future__ import annotations

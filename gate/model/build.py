@@ -1,12 +1,8 @@
 """Build the user's model from its factory, once, and the inputs it runs on.
 
-The same instance is exported and run on PyTorch: a model built twice from an unseeded
-factory is two different models, and every layer would "diverge" at the first conv.
-The factory is also called under ``torch.manual_seed(seed)`` so random-init models are
-reproducible from run to run. Lazy modules get their parameters from one forward right after the
-build, under the same seed. Its state then is recorded (``pristine``), and every run on it starts
-from that state (``BuiltModel.fresh``), parameters a forward changes in place included; a model
-whose runs from that state still differ is refused.
+The same instance is exported and run on PyTorch (an unseeded factory called twice gives two models),
+built under ``torch.manual_seed(seed)``; lazy modules get their parameters from one forward under that
+seed. Its state is then recorded (``pristine``) and every run starts from it (``BuiltModel.fresh``).
 """
 
 from __future__ import annotations
@@ -67,7 +63,6 @@ class BuiltModel:
         self._repeatable()
 
     def restore(self) -> None:
-        """The model's state as built, now."""
         if self.pristine is not None:
             self.pristine.restore()
             self._repeatable()
@@ -119,7 +114,6 @@ REPEAT = 1e-6  # float32 rounding: two runs from one state that differ by more a
 
 
 def _tensors(value: object) -> list[torch.Tensor]:
-    """The tensors of a (nested) output."""
     if isinstance(value, torch.Tensor):
         return [value]
     if isinstance(value, dict):
@@ -276,13 +270,9 @@ Known = tuple[str, dict[str, str]]  # a weights digest and its tensors' digests,
 
 
 def weights_digest(module: torch.nn.Module, known: Known | None = None) -> Background[WeightsDigest]:
-    """sha256 over the state dict (names, dtypes, shapes, bytes), in name order, and one per tensor,
-    hashed on a thread. The arrays are taken here, as views of the tensors' memory: nothing is
-    copied, and nothing the exporter does to the module's attributes meanwhile changes what is hashed.
-
-    The tensors' digests are a function of what the whole digest covers: where ``known`` has this
-    digest and the same tensor names, its tensors' digests are these, and the second pass over the
-    weights is not made (the probe's forward runs beside this hashing: on GPT-2 the pass is 0.65 GB)."""
+    """sha256 over the state dict (names, dtypes, shapes, bytes) in name order, and one per tensor,
+    hashed on a thread from views taken here (nothing the exporter does meanwhile changes them). Where
+    ``known`` has this digest and the same names, its per-tensor digests are reused: no second pass."""
     parts = []
     for name, tensor in sorted(module.state_dict().items()):
         t = tensor.detach().cpu().contiguous()

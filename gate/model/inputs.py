@@ -1,9 +1,5 @@
-"""Deterministic model inputs.
-
-Declared inputs are generated with NumPy from (seed, input index), so any runner, with or
-without torch, rebuilds the same bytes. ``digest`` fixes them in the baseline: a check run on
-other inputs is refused rather than compared.
-"""
+"""Deterministic model inputs, generated with NumPy from (seed, input index) so any runner, with or
+without torch, rebuilds the same bytes; ``digest`` fixes them in the baseline."""
 
 from __future__ import annotations
 

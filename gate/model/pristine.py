@@ -1,28 +1,12 @@
 """Every PyTorch run of a model starts from the model as its factory built it.
 
-A forward can leave state outside the parameters: a cache in a plain dict or attribute
-(attention biases gathered once in eval mode, rotary tables, masks, KV caches), a buffer written
-in place, an attribute rebound or added. Left there, the float64 reference's state reaches the
-float32 run (``expected scalar type Float but found Double``, or silently wrong numbers), the
-float32 run's reaches the next case's reference, and the export's reaches both.
-
-``Pristine`` records that state once, right after the build and before any forward, and
-``restore`` puts it back; ``fresh()`` restores around a run. It copies no parameter up front: per
-module, the buffers and tensor attributes are cloned once (restored in place, only when a run changed
-them: tensor version counters say so), and every other mutable attribute is deep-copied once and
-deep-copied again from that copy at each restore (sharing the model's parameters, buffers and
-modules). Its memory is the buffers and the non-parameter attributes, not the weights: restoring
-beats a deep copy per run, which would hold the weights twice.
-
-A forward may also change parameters in place (an inference optimization that rescales weights on
-the first eval forward, as a recurrent language model of transformers does). Their values as built
-come from the factory, called once more under the same seed (``rebuild``): only the parameters a
-forward changed are kept from it, and only once the rest of its weights are found equal to the
-model's (a factory that builds other weights cannot restore anything: refused, naming the parameter).
-Every later restore copies them back. Whether runs from that state agree is the caller's check
-(``BuiltModel``).
-
-State outside the modules (a module-level ``functools.cache``, a global registry) is out of reach.
+A forward can leave state outside the parameters (caches in attributes, buffers written in place,
+attributes rebound); left there, the float64 reference's state reaches the float32 run and the
+export's reaches both. ``Pristine`` records that state once, after the build and before any forward,
+and ``restore`` puts it back: buffers and tensor attributes in place when their version counters
+moved, other mutable attributes deep-copied, so it never holds the weights twice. Parameters a forward
+changes in place come from the factory called once more under the same seed (``rebuild``), once its
+other weights are found equal to the model's. State outside the modules is out of reach.
 """
 
 from __future__ import annotations

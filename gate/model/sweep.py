@@ -1,10 +1,7 @@
-"""A sweep's case as a module: the class constructed, or the function wrapped so it exports and
-hooks like any model (its call is the model's one layer, ``output``).
-
-Targets are dotted paths (``torch.nn.GELU``, ``torch.ops.aten.add.Tensor``) or
-``package.module:attribute`` (a team's own layers, imported from the config's folder).
-Arguments may be constructed objects, ``{ new = "torch.nn.ReLU", args = [], kwargs = {} }``, or
-objects by path, ``{ ref = "torch.float64" }``.
+"""A sweep's case as a module: the class constructed, or the function wrapped so it exports and hooks
+like any model (its call is the model's one layer, ``output``). Targets are dotted paths
+(``torch.nn.GELU``) or ``package.module:attribute``; an argument may be an object constructed,
+``{ new = "torch.nn.ReLU", args = [], kwargs = {} }``, or looked up, ``{ ref = "torch.float64" }``.
 """
 
 from __future__ import annotations

@@ -1,14 +1,8 @@
-"""Which fingerprint path a captured tensor takes, by the device it lives on.
-
-CPU tensors go to the native kernel through a NumPy view (no copy; faster than torch ops on a
-CPU). CUDA tensors are fingerprinted on the GPU with torch ops (``gate.fingerprint.torch_ops``)
-and only the fingerprint comes back: no device-to-host copy of every activation. Copying to the
-host stays as the fallback: for other devices (MPS has no float64), when the GPU runs out of
-memory for the sort, and when ``PARITY_GATE_DEVICE_FINGERPRINT=host`` asks for it.
-
-Both paths see the same values: integers and bools as float64, complex as (real, imag) pairs,
-bfloat16 widened exactly to float32 (as the host path always has, so a baseline does not change
-with the path that made it).
+"""Which fingerprint path a captured tensor takes, by its device: CPU tensors go to the native kernel
+through a NumPy view (no copy), CUDA tensors through torch ops on the GPU (only the fingerprint comes
+back), anything else through a copy to the host (other devices, the GPU out of memory for the sort,
+``PARITY_GATE_DEVICE_FINGERPRINT=host``). Both paths widen alike (bfloat16 exactly to float32), so a
+baseline does not change with the path that made it.
 """
 
 from __future__ import annotations
@@ -81,5 +75,4 @@ def device_fingerprinter(device: torch.device | str) -> Callable[[torch.Tensor],
 
 
 def fingerprint_of(t: torch.Tensor) -> Fingerprint:
-    """The fingerprint of a captured tensor by the path its device takes."""
     return device_fingerprinter(t.device)(t)

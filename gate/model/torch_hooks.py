@@ -1,10 +1,6 @@
-"""Fingerprint every module call of a PyTorch forward.
-
-Forward hooks on every module, containers and the root included. A hook fingerprints the
-output at once, before any later in-place op (``ReLU(inplace=True)``, ``out += identity``)
-can overwrite it: that is the clone the naive approach needs, without the copy. Tensors are
-dropped as soon as they are fingerprinted, so memory does not grow with the number of layers.
-CUDA tensors are fingerprinted on the GPU (``torch_fingerprint``), CPU tensors by the native kernel.
+"""Fingerprint every module call of a PyTorch forward: hooks on every module (containers and the root
+included) fingerprint each output at once, before a later in-place op can overwrite it, and drop the
+tensor, so memory does not grow with the number of layers.
 """
 
 from __future__ import annotations

@@ -1,26 +1,12 @@
-"""The probe: one float32 forward of the model on CPU, every module call fingerprinted (what the
-``torch-cpu`` provider computes) and every ATen operation traced into a digest (the ``code`` part
-of the content key, ``gate.pipeline.content_key``).
+"""The probe: one float32 forward on CPU, every module call fingerprinted (what the ``torch-cpu``
+provider computes) and every ATen operation traced into a digest (the ``code`` part of the content key).
 
-The trace is a ``TorchDispatchMode``: it sees each operation that reaches PyTorch's dispatcher
-below autograd, and writes one line per operation: its name and overload; each tensor argument by
-where it came from (a parameter or persistent buffer by name, an input by position, an earlier
-operation's output by number, any other tensor, a non-persistent buffer included, by its bytes)
-with dtype, shape, strides and offset; every other argument by value (Python floats exactly); and
-the outputs' dtypes and shapes. Dataflow is in the trace: ``a + b`` and ``a + a`` differ. What a
-dispatch trace cannot see is in docs/verdict.md#what-the-keys-cannot-see.
-
-Each module also gets a digest of its own code (``Probe.modules``): the operations that ran directly
-inside its calls, each tensor by kind rather than by number (an operation added upstream leaves it as it
-was), its class and its children's names and classes. A refactor inside a module changes that
-module's digest and no other's, so the verdict lets values move only inside a module whose code changed
-(``gate.verdict.moves``).
-
-Randomness is told by what the forward draws, not by operator names: the state of every generator
-it could use (the default CPU generator, CUDA's where initialized, any the model holds) before and
-after. Untouched states: it drew nothing (an attention kernel tagged random, called with dropout 0,
-in eval mode), and its key vouches for it. A random operation handed a generator of its own, which
-no state was taken of, counts as drawing.
+The trace is a ``TorchDispatchMode``: one line per operation, each tensor argument named by where it
+came from (a parameter or buffer by name, an input by position, an earlier output by number, else its
+bytes), so dataflow is in the trace. Each module also gets a digest of its own code (``Probe.modules``,
+tensors by kind rather than number): a refactor inside a module changes that module's digest only
+(``gate.verdict.moves``). Randomness is told by the generators' states before and after the forward,
+not by operator names. What a dispatch trace cannot see: docs/verdict.md#what-the-keys-cannot-see.
 """
 
 from __future__ import annotations
@@ -222,11 +208,6 @@ def _generators(module: torch.nn.Module) -> list[tuple[str, torch.Generator]]:
     return out
 
 
-def _drawn(before: list[tuple[str, torch.Generator, torch.Tensor]]) -> list[str]:
-    """The generators whose state moved since ``before``."""
-    return [name for name, g, state in before if not torch.equal(state, g.get_state())]
-
-
 def probe(built: BuiltModel) -> Probe:
     """The traced, fingerprinted float32 forward (raises what the model raises)."""
     named, hashed = _named(built)
@@ -239,7 +220,7 @@ def probe(built: BuiltModel) -> Probe:
         trace.known, trace.generators = {id(g) for _, g in generators}, generators
         before = [(name, g, g.get_state()) for name, g in generators]
         records = capture.run(built.inputs, trace)
-        drawn = _drawn(before)
+        drawn = [name for name, g, state in before if not torch.equal(state, g.get_state())]
     random = trace.random + ([f"{', '.join(sorted(set(trace.seeded))[:3]) or 'an operation'} drew from "
                               f"{', '.join(drawn[:3])}"] if drawn else [])
     return Probe(records, capture.output, trace.digest, trace.ops, random[:20], sorted(trace.custom)[:50],

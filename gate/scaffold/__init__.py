@@ -1,10 +1,7 @@
-"""``parity-gate init``: the files a repository needs to be gated, planned, then written.
-
-``plan(options)`` decides every file (its text, and whether it is created, appended to, edited, left
-alone or, with ``force``, replaced); ``apply(plan)`` writes them and sets the git diff driver. Nothing a
-user wrote is overwritten without ``force``, and nothing configured is ever dropped: an existing config
-is kept whole (``add`` adds a model to it), the workflows keep every model's requirements and approval,
-the constraints file every pin. The CLI asks for what is missing, then records missing baselines.
+"""``parity-gate init``: the files a repository needs to be gated, planned (``plan``: each file's text
+and action), then written (``apply``, which also sets the git diff driver). Nothing a user wrote is
+overwritten without ``force``, and nothing configured is dropped: an existing config, the workflows'
+requirements and approval, the constraints' pins are kept.
 """
 
 from __future__ import annotations

@@ -1,9 +1,6 @@
-"""The CODEOWNERS entry ``init`` writes: what decides the gate's verdict (``.github/``, the config, the
-constraints and the baselines) needs a code owner's review, once the branch ruleset asks for it.
-
-The owner is the repository's owner as ``origin`` names it (a user; for an organization, name a team
-instead). Lines already in the file are kept; ours are appended. ``RECIPE`` is what ``init`` says
-about protection: the rest of the recipe, which only the repository's settings can hold."""
+"""The CODEOWNERS entry ``init`` writes: what decides the verdict (``.github/``, the config, the
+constraints, the baselines) needs a review by ``origin``'s owner; existing lines are kept. ``RECIPE``
+is the rest of the protection, which only the repository's settings can hold."""
 
 from __future__ import annotations
 

@@ -1,8 +1,5 @@
-"""The ``[tool.parity-gate]`` section ``init`` writes, from a factory and input shapes.
-
-The text is checked by the config parser before anything is written, so ``init`` never leaves a
-config that ``check`` would refuse.
-"""
+"""The ``[tool.parity-gate]`` section ``init`` writes, from a factory and input shapes; checked by the
+config parser before anything is written, so ``init`` never leaves a config ``check`` would refuse."""
 
 from __future__ import annotations
 

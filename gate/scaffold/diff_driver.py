@@ -1,11 +1,7 @@
 """The git diff driver that shows baselines as text: ``git diff`` runs ``parity-gate git-diff`` on both
-sides of a changed baseline (what moved first, then each layer that moved), ``git log -p`` and
-``git show`` convert each side alone with ``parity-gate show --textconv`` (one line per layer).
-
-``.gitattributes`` (committed) routes ``*.msgpack.zst`` to the driver ``parity-gate``; git takes the
-driver's command only from each clone's own config, never from the repository. So every clone needs
-one command, ``parity-gate diff-driver`` (``install``: it also writes the ``.gitattributes`` line where
-none routes baselines), and ``check`` says so where it is missing.
+sides, ``git log -p`` and ``git show`` run ``parity-gate show --textconv`` on each. ``.gitattributes``
+routes ``*.msgpack.zst`` to it, but git takes a driver's command only from each clone's own config, so
+every clone needs ``parity-gate diff-driver`` once (``install``), and ``check`` says so where missing.
 """
 
 from __future__ import annotations

@@ -1,26 +1,15 @@
-"""The GitHub workflows ``init`` writes, one per flow (docs/action.md explains each):
+"""The GitHub workflows ``init`` writes, one per flow (docs/action.md explains each): ``single`` and
+``fork`` check in ``pull_request`` and a ``workflow_run`` workflow judges and comments; ``gpu`` exports
+on a CPU runner, collects there and on a self-hosted GPU runner, from ``pull_request_target``. With
+``shards`` the check is a matrix of legs (``--shard K/N``) merged into one comment and status;
+``GPU_BASELINES`` (the ``gpu`` flow, ``workflow_dispatch``) records the GPU baseline entries and opens
+a pull request from a hosted job.
 
-- ``single`` and ``fork``: the check runs in ``pull_request`` with a read-only token and hands its report
-  on; a second workflow (``workflow_run``) judges it and comments. That workflow runs as the default
-  branch has it, so a pull request, from a fork or from a branch of this repository, cannot edit the job
-  that judges it (drop ``require-approval``, or judge its own way);
-- ``gpu``: export once on a CPU runner, collect there and on a self-hosted GPU runner, one report, from
-  ``pull_request_target`` (the base branch's file, the judge included).
-
-With ``shards`` (the single and fork flows), the check is a matrix of that many legs, each running one
-shard of the models (``--shard K/N``); the job that comments merges every leg's report into one comment
-and one commit status.
-
-The ``gpu`` flow also writes ``GPU_BASELINES``: run by hand (``workflow_dispatch``, which runs the chosen
-branch's copy of the file: the GPU runner group admits it at the default branch's ref only), it records
-the GPU providers' baseline entries there, uploads the files and opens a pull request with them from a
-hosted job (the write token never reaches the GPU machine). It is how the first GPU baseline is made.
-
-In every flow the jobs that run the pull request's code hold a read-only token and hand their report on
-as an artifact; the job that judges it and comments holds ``pull-requests: write``, never checks out or
-runs the pull request's code, and installs parity-gate's core only (the action's mode ``comment``). A
-fork's code in the ``gpu`` flow runs only once a maintainer has approved the run (a protected
-environment), at the head commit the run was made for.
+The jobs that run the pull request's code hold a read-only token and hand their report on as an
+artifact; the job that judges and comments holds ``pull-requests: write``, runs as the default branch
+has it, never checks out or runs the pull request's code, and installs parity-gate's core only (mode
+``comment``). The write token never reaches the GPU machine, and a fork's code in the ``gpu`` flow
+runs only once a maintainer has approved the run (a protected environment), at its head commit.
 """
 
 from __future__ import annotations
@@ -217,9 +206,8 @@ def gpu_baselines(flow: Flow) -> str:
 
 def sharded_baselines(flow: Flow) -> str:
     """Re-record every baseline by hand as a matrix: each leg records its shard (``update-baseline --shard
-    K/N``, the shards ``check`` runs) and uploads its share; one job merges the shares (``merge --baselines``:
-    a share missing or doubled is refused) and uploads the folder once; a hosted job opens the pull
-    request."""
+    K/N``) and uploads its share; one job merges the shares (``merge --baselines``: a share missing or
+    doubled is refused) and uploads the folder once; a hosted job opens the pull request."""
     folder = flow.baseline_dir.strip("/")
     read_only = READ_ONLY.replace("check out the pull request", "check out the default branch")
     return (HEADER + f"name: {BASELINES_NAME}\n"
