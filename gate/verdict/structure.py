@@ -1,14 +1,7 @@
-"""What changed in a model's structure since its baseline: numbers decide, names follow.
-
-A refactor that renames a module, wraps blocks in a container, drops an ``nn.Identity`` or switches
-an attention implementation changes layer names and leaves the numbers alone. So a layer that is
-new is first matched to a vanished one whose fingerprint it has (same shape, dtype and NaN/Inf
-counts, sketches within the reference's limit): that is a rename, compared as the baseline's layer.
-Only a value that identifies a layer matches: never an empty, all-zero or constant one (zero-initialized
-tables, gates, masks), and of a value several candidates share, only the candidate whose name ends as
-the layer's does. What stays unmatched is reported, not failed, unless it is a model output (what
-ships); every layer that remains is still checked, so a change that moves a number fails where it
-moved, unless it stayed inside a module whose output holds (``moves``).
+"""What changed in a model's structure since its baseline: numbers decide, names follow
+(docs/verdict.md#verdict). A new layer with a vanished one's fingerprint is that layer renamed; only a
+value that identifies a layer matches (never an empty, all-zero or constant one, which zero-initialized
+tables and masks share), and of several candidates only the one whose name ends as the layer's does.
 """
 
 from __future__ import annotations

@@ -1,8 +1,6 @@
-"""The verdict as types: layer rows, audits, regressions, per-target and per-model verdicts,
-the report. Each answers for itself (``Row.failed``, ``ProviderVerdict.status``) and carries
-its JSON codec beside it: ``to_dict`` writes the report contract (docs/formats.md), and
-``from_dict`` reads one back, checking every field it uses, so a report from an untrusted run
-(a fork's, in the fork-safe flow) is either a well-typed ``Report`` or one error naming the key.
+"""The verdict as types, each with its JSON codec beside it: ``to_dict`` writes the report contract
+(docs/formats.md#json-report-schema-version-1), ``from_dict`` checks every field it reads, since a
+report may come from an untrusted run (a fork's).
 """
 
 from __future__ import annotations

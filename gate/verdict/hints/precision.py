@@ -1,10 +1,6 @@
-"""``precision-loss``: the error at a first regressed layer is what a float16 or bfloat16
-round trip of that tensor gives, estimated from the reference fingerprint alone.
-
-A rounding error is unbiased: it moves values by up to u|x| each, in no common direction, so
-the tensor's norm barely moves (|d||x||| / ||x-x'|| ~ 1/sqrt(n)). A scaled weight, a changed
-eps or scale move the norm by about the whole error: that tells them apart from a cast of
-equal size.
+"""``precision-loss``: the error at a first regressed layer is what a float16 or bfloat16 round trip of
+that tensor gives, estimated from the reference fingerprint alone. Rounding is unbiased and barely moves
+the norm (|d||x||| / ||x-x'|| ~ 1/sqrt(n)); a scaled weight or changed eps moves it by the whole error.
 """
 
 from __future__ import annotations
