@@ -1,9 +1,6 @@
-"""What baseline and result files share: one zstd frame that records its content size, holding
-one msgpack map whose first keys say its format and version, read from a regular file.
-
-Reading distrusts the bytes: every size is checked before the memory is spent, trailing data
-is rejected, and each failure is an ``Invalid`` naming the broken rule (the codecs turn it into
-one FormatError line naming the file).
+"""What baseline and result files share: one zstd frame that records its content size, holding one msgpack
+map whose first keys say its format and version. Every size is checked before the memory is spent; each
+failure is an ``Invalid`` naming the broken rule (the codecs make it one FormatError line).
 """
 
 from __future__ import annotations

@@ -1,9 +1,6 @@
-"""Baseline files: one zstd frame (content size recorded) holding one msgpack map.
-
-Reading distrusts the bytes: size caps are checked before each allocation (file, frame,
-msgpack headers), trailing data is rejected, and every failure is one FormatError line
-naming the file and the rule. Writing is deterministic: canonical key order, float64,
-zstd level 10 with content size and checksum.
+"""Baseline files: one zstd frame (content size recorded) holding one msgpack map. Reading distrusts
+the bytes (caps before each allocation, trailing data rejected); writing is deterministic (canonical
+key order, float64, zstd level 10 with content size and checksum).
 """
 
 from __future__ import annotations

@@ -1,9 +1,5 @@
-"""Baseline sets: one file holds the baselines of every case of a sweep.
-
-A sweep expands into hundreds of small models; one file per case would flood the baseline
-folder and every pull request's diff. The set is one zstd frame holding one msgpack map,
-``{format, version, sweep, cases: {case name: baseline document}}``, read with the same caps
-as a baseline file, each case checked by the baseline document's own rules.
+"""Baseline sets: one file holds the baselines of every case of a sweep, since one file per case would
+flood the folder and every diff. Read with a baseline file's caps, each case by the document's rules.
 """
 
 from __future__ import annotations

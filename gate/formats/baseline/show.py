@@ -1,11 +1,9 @@
 """A baseline as stable, line-oriented text (for people, and for git as a textconv driver).
 
-One fact per line, one line per layer, no timestamps, no paths, no column alignment (renaming one
-layer must not re-indent the rest). git converts each side of a diff alone, so the text of a layer must
-read the same wherever its numbers did not move: by default each reference layer is a short line whose
-numbers are rounded to the reference's noise (``changes.noise``) and digested, and each runtime entry one
-line (its largest error to the decade), without timings. ``full=True`` (``show --all``) prints every
-number exactly (``repr``). Usage: ``python -m gate.formats.baseline.show [--all] FILE``.
+No timestamps, paths or column alignment (renaming one layer must not re-indent the rest). git converts
+each side alone, so by default a layer's numbers are rounded to the reference's noise and digested, and
+a runtime entry is one line without timings; ``full=True`` (``show --all``) prints every number exactly.
+Usage: ``python -m gate.formats.baseline.show [--all] FILE``.
 """
 
 from __future__ import annotations

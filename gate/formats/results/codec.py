@@ -1,10 +1,6 @@
-"""Result files: what ``export`` and ``collect`` write and ``report`` merges (docs/formats.md).
-
-One zstd frame (content size recorded) holding one msgpack map ``{"format":
-"parity-gate/result", "version": 1, "runs": [...]}``; each run is a ``ModelRun``. Files travel
-between runners as artifacts, so the reader is the baseline reader's twin: sizes capped before
-allocation, the schema checked while streaming, cross-field rules after, and every problem one
-``FormatError`` line naming the file.
+"""Result files: what ``export`` and ``collect`` write and ``report`` merges (docs/formats.md). They travel
+between runners as artifacts, so the reader is the baseline reader's twin: sizes capped, the schema
+checked while streaming, every problem one ``FormatError`` line naming the file.
 """
 
 from __future__ import annotations
