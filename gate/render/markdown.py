@@ -1,10 +1,8 @@
 """Markdown for a JSON report: the PR comment and the job summary.
 
-The comment must fit GitHub's 65,536-character limit whatever the model size, so the
-renderer tries a ladder of detail levels (all layer rows, fewer rows, no per-layer tables,
-no charts, the headline alone) and keeps the richest one that fits. What is never dropped:
-the headline naming the first regression, and the notices for errored models, missing
-baselines and skipped providers (a shortened comment must not read as a pass).
+The comment must fit GitHub's 65,536 characters, so the renderer keeps the richest of a ladder of detail
+levels that fits. Never dropped: the headline and the notices for errored models, missing baselines and
+skipped providers (a shortened comment must not read as a pass).
 """
 
 from __future__ import annotations
