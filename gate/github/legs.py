@@ -1,7 +1,7 @@
-"""The legs of a sharded run as the job that judges finds them: one folder per downloaded report artifact,
-``<name>-shard-K-of-N-a<attempt>`` (actions/download-artifact with a pattern), of which each shard's latest
-attempt counts, as for a matrix's result files: a re-run leg replaces its report, a leg that was not re-run
-keeps its own. Each report is read as untrusted (``load_report``); ``gate.verdict.merge`` does the rest."""
+"""The legs of a sharded run as the judging job finds them: one downloaded report artifact folder per
+leg, ``<name>-shard-K-of-N-a<attempt>``, of which each shard's latest attempt counts. Each report is
+read as untrusted (``load_report``); ``gate.verdict.merge`` does the rest.
+"""
 
 from __future__ import annotations
 
