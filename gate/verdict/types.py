@@ -28,7 +28,6 @@ from gate.verdict.notes import Comparison, Hint, LayerMapping, VersionChange
 from gate.verdict.shard import ShardRun
 
 SCHEMA, VERSION = "parity-gate/report", 1
-# Checks whose value is not an error against the reference: a count, a distance between sets.
 
 
 @dataclass
@@ -49,9 +48,6 @@ class Row:
 
     @property
     def failed(self) -> bool:
-        """A failed check. A layer that is new to the baseline or gone from it is reported, not
-        failed (numbers decide: every layer that remains is checked); a model output that is new
-        or gone is a failed ``structure`` check."""
         return self.status == RowStatus.FAIL
 
     @property
@@ -138,9 +134,7 @@ class Regression:
 
 @dataclass
 class Audit:
-    """A check of a whole target or model: CPU fallbacks added (``placement``), a slowdown
-    (``latency``), dynamic dimensions the export made static (``dynamic-shape``), modules left in
-    training mode that change the outputs (``training-mode``, at ``layer``)."""
+    """A check of a whole target or model (``placement``, ``latency``, ``dynamic-shape``, ...)."""
 
     check: Check | str
     status: AuditStatus

@@ -34,11 +34,6 @@ def _bf16(x: np.ndarray) -> np.ndarray:
     return rounded.view(np.float32).astype(np.float64)
 
 
-def expected_cast_error(fp: Fingerprint, dtype: str) -> float:
-    """Relative L2 error of a ``dtype`` round trip of a tensor with this fingerprint (estimated)."""
-    return expected_cast(fp, dtype)[0]
-
-
 def expected_cast(fp: Fingerprint, dtype: str) -> tuple[float, float]:
     """(relative L2 error, norm shift / error) of a ``dtype`` round trip, on values drawn from the
     fingerprint's quantile function. The norm shift is ~0 for rounding of normal numbers and ~1
