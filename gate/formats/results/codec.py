@@ -30,9 +30,9 @@ from gate.errors import FormatError
 from gate.fingerprint import Fingerprint
 
 from ..atomic import atomic_write_bytes
-from ..frame import FileKind, check_version, read_bytes, unframe
+from ..frame import FileKind, parse, read_bytes
 from ..limits import Limits
-from ..stream import Invalid, StreamReader, bad_name, quote
+from ..stream import Invalid, bad_name, quote
 from .schema import DOCUMENT, FORMAT, VERSION
 
 W = TypeVar("W")  # a validated word's enum
@@ -178,12 +178,7 @@ def read_runs(path: Path) -> list[ModelRun]:
     """The runs in a result file; one FormatError line naming the file and the rule otherwise."""
     where = f"result file `{path}`"
     try:
-        raw = unframe(read_bytes(Path(path), LIMITS.max_file_size, KIND), LIMITS, KIND)
-        check_version(raw, LIMITS, KIND)
-        reader = StreamReader(raw, LIMITS)
-        doc = DOCUMENT.read(reader, "", LIMITS)
-        if reader.pos != len(raw):
-            raise Invalid("", f"trailing data after the msgpack map ({len(raw) - reader.pos:,} more bytes)")
+        doc = parse(read_bytes(Path(path), LIMITS.max_file_size, KIND), LIMITS, KIND, DOCUMENT)
         return [run_from_dict(r) for r in doc["runs"]]
     except FileNotFoundError:
         raise FormatError(f"{where}: does not exist") from None
