@@ -80,7 +80,6 @@ def remove_stale_temps(path: str | os.PathLike[str]) -> int:
 
 
 def atomic_write_text(path: str | os.PathLike[str], text: str, *, mode: int = 0o644) -> None:
-    """``atomic_write_bytes`` for UTF-8 text (reports, summaries)."""
     atomic_write_bytes(path, text.encode("utf-8"), mode=mode)
 
 
@@ -106,7 +105,6 @@ def directory_lock(directory: str | os.PathLike[str]) -> Iterator[None]:
 
 
 def _acquire(directory: str) -> Callable[[], None]:
-    """Take the folder's lock; returns the function that releases it."""
     if fcntl is not None:
         fd = os.open(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0))
         try:

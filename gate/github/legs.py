@@ -58,7 +58,6 @@ def latest_folders(folder: Path, count: int, thing: str = "report") -> dict[int,
 
 
 def latest(folder: Path, count: int) -> list[Leg]:
-    """Each shard's latest report among the artifact folders in ``folder``."""
     files = {index: _report_file(path) for index, path in latest_folders(folder, count).items()}
     total = sum(f.stat().st_size for f in files.values())
     if total > MAX_TOTAL:

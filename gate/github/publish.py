@@ -90,7 +90,6 @@ class _Context:
         return self._pr
 
     def pull(self) -> Pull | NoPullRequest:
-        """The pull request as the API tells it now (author, head, labels, changed files)."""
         if self._pull is None:
             self._pull = _fetch(self)
         return self._pull

@@ -24,7 +24,6 @@ def closeness(row: Row, number: Callable[[object], str] = num) -> tuple[str, boo
 
 
 def outputs_table(providers: list[ProviderVerdict]) -> str:
-    """The model outputs' exact metrics (full tensors), per runtime."""
     rows = [(p, r) for p in providers for r in p.rows if r.exact]
     if not rows:
         return ""

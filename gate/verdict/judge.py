@@ -49,7 +49,6 @@ class Policy:
 
 
 def audits(prun: ProviderRun, entry: Entry | None, policy: Policy) -> list[Audit]:
-    """Nodes an EP gave up since the baseline, session options and latency against the baseline."""
     out = placement_audit(prun.name, entry.placement if entry is not None else None, prun.placement, policy.placement)
     if entry is not None and (entry.session_options or {}) != (prun.session_options or {}):
         out.append(Audit(Check.SESSION_OPTIONS, AuditStatus.WARN, f"{prun.name}: session options changed since the baseline "

@@ -45,7 +45,6 @@ def report_json(report: Report) -> str:
 
 
 def write_report(path: Path, report: Report) -> None:
-    """``report_json``, replaced atomically."""
     atomic_write_bytes(path, report_json(report).encode())
 
 

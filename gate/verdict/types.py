@@ -251,7 +251,6 @@ class ModelVerdict:
 
     @property
     def judged(self) -> list[ProviderVerdict]:
-        """Targets compared with the baseline: they passed or regressed."""
         return [p for p in self.providers if p.status in (TargetStatus.PASS, TargetStatus.REGRESSED)]
 
     @property

@@ -189,7 +189,6 @@ def read_runs(path: Path) -> list[ModelRun]:
 
 
 def read_run(path: Path) -> ModelRun:
-    """The one run of a bundle's result file."""
     runs = read_runs(path)
     if len(runs) != 1:
         raise FormatError(f"result file `{path}`: holds {len(runs)} runs; a bundle's holds exactly one")
