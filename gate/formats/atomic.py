@@ -66,10 +66,8 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes, *, mode: int =
 
 
 def remove_stale_temps(path: str | os.PathLike[str]) -> int:
-    """Delete temp files that killed writers of ``path`` left behind; returns how many.
-
-    Only safe while no writer of ``path`` can be running: call it under ``baseline_lock``.
-    """
+    """Delete temp files that killed writers of ``path`` left behind; returns how many. Only safe
+    while no writer of ``path`` can be running: call it under ``baseline_lock``."""
     path = Path(path)
     removed = 0
     for tmp in path.parent.glob(glob.escape(f".{path.name}.") + "*" + TEMP_SUFFIX):

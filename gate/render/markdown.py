@@ -76,13 +76,9 @@ def render_markdown(
     caution: str = "",
 ) -> str:
     """The whole Markdown document for ``report``, at most ``limit`` characters (UTF-16 units, see size()).
-
-    ``summary=True`` renders for the job summary: a shortened one points at the artifact only.
-    ``brief=True`` starts without per-layer tables and charts (the retry after GitHub refused a body).
-    ``approval`` is a line for the baseline-change block (whether changed baselines may merge), ``changes``
-    one for what else the pull request changes that decides its verdict (config, constraints, workflows);
-    ``caution`` a block that leads, never dropped (where the report claimed more than its rows show).
-    """
+    ``summary``: for the job summary; ``brief``: start without per-layer tables and charts (the retry
+    after GitHub refused a body); ``approval`` and ``changes``: lines for the baseline-change block;
+    ``caution``: a block that leads, never dropped (the report claimed more than its rows show)."""
     links = links or Links()
     for level in _LADDER[_BRIEF:] if brief else _LADDER:
         text = _Doc(report, marker, links, level, shortened=level is not _LADDER[0], summary=summary,

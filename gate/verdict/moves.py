@@ -103,8 +103,7 @@ class _Code:
 
     def covers(self, tensor: str) -> bool:
         """Whether a tensor belongs to a module whose code changed (a fold rewrites the weights of the
-        module it folds into): its change is part of that refactor, not a change of weights alone.
-        Unknown per module: every tensor is covered where the code changed at all (as before)."""
+        module it folds into); unknown per module: every tensor, where the code changed at all."""
         if self.changed is None:
             return self.anywhere
         owner = tensor.rpartition(".")[0] or ROOT

@@ -111,15 +111,10 @@ def by_name(name: str, candidates: list[BaselineLayer]) -> BaselineLayer | None:
 
 
 def structure(run: ModelRun, baseline: Baseline, limit: Limit) -> Structure:
-    """Renames, copies, new and gone layers of ``run`` against ``baseline``.
-
-    A layer whose name the baseline does not know is matched to a baseline layer with its
-    fingerprint: first one whose name is free (gone, or now another module's), as a rename; else any,
-    as a copy (a module wrapped in a Sequential holds its child's values). A name the baseline knows
-    may now belong to another module (a Sequential regrouped, a Dropout deleted from one shifts the
-    indices after it): when its fingerprint is no longer its baseline layer's but is a free layer's,
-    it is that layer renamed. It is never matched to a layer still compared under its own name, so
-    a module that became a no-op still fails where it stopped computing."""
+    """Renames, copies, new and gone layers of ``run`` against ``baseline``. A new name matches a free
+    baseline layer (gone, or its name now another module's) as a rename, else any as a copy; a known name
+    whose values are now a free layer's (a Dropout deleted shifts the indices after it) is that layer
+    renamed. Never a layer still compared under its own name: a module that became a no-op still fails."""
     now = {x.name for x in run.layers}
     displaced = {x.name for x in run.layers if (b := baseline.layer(x.name)) is not None
                  and not same(x.fp, b.fp, limit(x, b))}

@@ -196,13 +196,10 @@ def read_run(path: Path) -> ModelRun:
 
 
 def merge(runs: list[ModelRun]) -> list[ModelRun]:
-    """One run per model: the reference from the first file, targets from all of them.
-
-    Runs of one model must share weights and inputs (the digests); the ONNX bytes may differ
-    between runners that exported separately (stack-trace metadata holds file paths). A target
-    seen twice keeps its first result; a provider skipped on one runner and run on another keeps
-    the run (the GPU runner's device class differs from the nominal one of the skip).
-    """
+    """One run per model: the reference from the first file, targets from all of them. Runs of one
+    model must share weights and inputs; the ONNX bytes may differ (stack-trace metadata holds file
+    paths). A target seen twice keeps its first result; a provider skipped on one runner and run on
+    another keeps the run (the GPU runner's device class differs from the nominal one of the skip)."""
     merged: dict[str, ModelRun] = {}
     for run in runs:
         first = merged.get(run.name)
