@@ -29,7 +29,6 @@ SUMMARY_LIMIT = 250_000
 MAX_CHARTS = 3
 
 
-
 @dataclass(frozen=True)
 class Links:
     """Where the reader finds more: the workflow run that computed the report (its job summary) and
@@ -146,7 +145,6 @@ class _Doc:
         parts.append(self.footer())
         return "\n\n".join(p for p in parts if p) + "\n"
 
-    # -- headline -------------------------------------------------------------------------
     def headline(self) -> str:
         s = self.r.summary
         assert s is not None  # a Report always has one (__post_init__)
@@ -180,7 +178,6 @@ class _Doc:
             bits.append(f"job {plain(lk.job, 120)}")
         return "<sub>Judged: " + " · ".join(bits) + "</sub>" if bits else ""
 
-    # -- tables ------------------------------------------------------------------------------
     def overview(self) -> str:
         rows = ["| model | status | layers | providers | first regression |", "| --- | --- | ---: | --- | --- |"]
         listed = [m for m in self.models if not m.sweep or m.status != ModelStatus.PASS]
@@ -245,7 +242,6 @@ class _Doc:
         self.rows_shown += shown
         return text
 
-    # -- pointer and footer --------------------------------------------------------------------
     def pointer(self) -> str:
         places = [] if self.summary else [link("job summary", self.links.run_url)]
         places.append(link("report artifact", self.links.artifact_url))
