@@ -1,5 +1,4 @@
-"""The files parity-gate reads and writes (specified in docs/formats.md): baselines, result
-files and bundles; the JSON report's codec is the verdict's (``gate.verdict.report_file``).
-Shared here: the zstd frame and version check (``frame``), the check-before-allocate msgpack
-reader (``stream``) and its schema nodes (``nodes``), size caps (``limits``), atomic writes and
-the writer lock (``atomic``)."""
+"""The files parity-gate reads and writes (docs/formats.md): ``baseline`` and ``results``; the JSON report's
+codec is the verdict's. Shared: ``frame`` (zstd frame, version check), ``stream`` and ``nodes`` (the
+check-before-allocate msgpack reader and its schema), ``limits`` (size caps), ``atomic`` (writes, lock).
+"""

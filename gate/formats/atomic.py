@@ -1,17 +1,10 @@
 """Atomic file replacement and the lock that serializes baseline writers.
 
-``atomic_write_bytes`` writes a hidden temp file in the target's folder
-(``.<name>.<random>.tmp``), fsyncs it, ``os.replace``s it over the target and fsyncs the
-folder: readers see the old file or the new one, never a mix. A writer killed mid-way
-leaves its temp file behind; such names never match ``*.msgpack.zst`` and readers ignore
-them, and ``write_baseline`` deletes those of its target while it holds the lock.
-
-``baseline_lock(path)`` serializes writers of one folder; hold it around read-modify-write so
-concurrent updates do not lose each other's entries. It is re-entrant within a thread. On
-POSIX it is ``flock`` on the folder itself (no lock file to litter the repository). Where
-there is no ``fcntl`` (Windows) it is a byte-range lock (``msvcrt.locking``) on a hidden
-``.parity-gate.lock`` in the folder, and with neither, that file created exclusively, holding
-its owner's pid so a lock left by a killed process is taken over.
+A write goes to a hidden ``.<name>.<random>.tmp`` in the target's folder, fsynced and ``os.replace``d:
+readers see the old file or the new one. A killed writer's temp file never matches ``*.msgpack.zst``;
+``write_baseline`` deletes those of its target under the lock. The lock is ``flock`` on the folder (no
+lock file to litter the repository), else a byte-range lock on ``.parity-gate.lock``, else that file
+created exclusively with its owner's pid, so a lock left by a killed process is taken over.
 """
 
 from __future__ import annotations
@@ -73,10 +66,8 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes, *, mode: int =
 
 
 def remove_stale_temps(path: str | os.PathLike[str]) -> int:
-    """Delete temp files that killed writers of ``path`` left behind; returns how many.
-
-    Only safe while no writer of ``path`` can be running: call it under ``baseline_lock``.
-    """
+    """Delete temp files that killed writers of ``path`` left behind; returns how many. Only safe
+    while no writer of ``path`` can be running: call it under ``baseline_lock``."""
     path = Path(path)
     removed = 0
     for tmp in path.parent.glob(glob.escape(f".{path.name}.") + "*" + TEMP_SUFFIX):
@@ -87,7 +78,6 @@ def remove_stale_temps(path: str | os.PathLike[str]) -> int:
 
 
 def atomic_write_text(path: str | os.PathLike[str], text: str, *, mode: int = 0o644) -> None:
-    """``atomic_write_bytes`` for UTF-8 text (reports, summaries)."""
     atomic_write_bytes(path, text.encode("utf-8"), mode=mode)
 
 
@@ -113,7 +103,6 @@ def directory_lock(directory: str | os.PathLike[str]) -> Iterator[None]:
 
 
 def _acquire(directory: str) -> Callable[[], None]:
-    """Take the folder's lock; returns the function that releases it."""
     if fcntl is not None:
         fd = os.open(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0))
         try:

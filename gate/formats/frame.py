@@ -1,9 +1,6 @@
-"""What baseline and result files share: one zstd frame that records its content size, holding
-one msgpack map whose first keys say its format and version, read from a regular file.
-
-Reading distrusts the bytes: every size is checked before the memory is spent, trailing data
-is rejected, and each failure is an ``Invalid`` naming the broken rule (the codecs turn it into
-one FormatError line naming the file).
+"""What baseline and result files share: one zstd frame that records its content size, holding one msgpack
+map whose first keys say its format and version. Every size is checked before the memory is spent; each
+failure is an ``Invalid`` naming the broken rule (the codecs make it one FormatError line).
 """
 
 from __future__ import annotations
@@ -13,12 +10,14 @@ import os
 import stat
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import zstandard
 
 from gate.errors import FormatError
 
 from .limits import Limits
+from .nodes import Record
 from .stream import Invalid, StreamReader, one_line, quote
 
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
@@ -80,6 +79,17 @@ def unframe(data: bytes, limits: Limits, kind: FileKind) -> bytes:
     if len(out) != size:  # zstd checks this; keep the promise independent of it
         raise Invalid("", f"zstd frame holds {len(out):,} bytes, its header declares {size:,}")
     return out
+
+
+def parse(data: bytes, limits: Limits, kind: FileKind, schema: Record) -> dict[str, Any]:
+    """The document in a file's bytes: unframed, its version checked, read by ``schema`` to its end."""
+    raw = unframe(data, limits, kind)
+    check_version(raw, limits, kind)
+    r = StreamReader(raw, limits)
+    doc = schema.read(r, "", limits)
+    if r.pos != len(raw):
+        raise Invalid("", f"trailing data after the msgpack map ({len(raw) - r.pos:,} more bytes)")
+    return doc
 
 
 def check_version(raw: bytes, limits: Limits, kind: FileKind) -> None:

@@ -1,9 +1,6 @@
-"""Schema building blocks, each walked two ways.
-
-``node.read(reader, path, limits)`` parses from a msgpack stream (untrusted file: the type
-byte and declared length are checked first; unknown keys are rejected before their values
-are read). ``node.conform(value, path, limits)`` checks a Python document and returns its
-canonical copy (writer: fixed key order, plain int/float/str/bytes, float64, one NaN).
+"""Schema building blocks, each walked two ways: ``read`` from an untrusted msgpack stream (type byte and
+length checked first, unknown keys rejected before their values are read), and ``conform`` a Python
+document to its canonical copy for the writer.
 """
 
 from __future__ import annotations

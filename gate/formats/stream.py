@@ -1,8 +1,5 @@
-"""A msgpack reader that looks at each value's header before it lets msgpack build it.
-
-The schema walker (``schema.py``) asks for "a map", "a string of at most N characters"...
-and this reader rejects a wrong type or an oversized length from the header bytes alone,
-so a hostile file never makes us build a structure the schema would throw away.
+"""A msgpack reader that rejects a wrong type or an oversized length from a value's header bytes, so a
+hostile file never makes us build a structure the schema would throw away.
 """
 
 from __future__ import annotations

@@ -1,12 +1,8 @@
-"""GitHub side of parity-gate: REST client (stdlib urllib), PR resolution, the pull request as the
-API tells it (``pull``: author, head, labels, the files it changes; ``changes``: those that decide its
-verdict), the one PR comment and its stamp, approvals tied to the commit and to write access, a
-report's verdict decided again from its own rows (``recheck``), job summary, annotations and step
-outputs (``actions``: log lines no text can turn into a workflow command), the legs of a sharded run as
-their report artifacts arrive (``legs``: each shard's latest attempt); and what the composite action
-installs (``install``, ``ortdist``: one ONNX Runtime distribution per environment; ``pins``: the
-judging install's constraints, pins only).
-No typer/rich here; the CLI lives in gate.cli.github_cmds.
+"""GitHub side of parity-gate: the REST client (``client``), the pull request as the API tells it
+(``event``, ``pull``, ``changes``), the one PR comment (``comment``, ``stamp``), approvals (``approval``),
+a report's verdict decided again (``recheck``), commit status, job summary and step outputs (``publish``,
+``commit_status``, ``actions``), a sharded run's legs (``legs``), and what the composite action installs
+(``install``, ``ortdist``, ``pins``). No typer/rich here; the CLI lives in gate.cli.github_cmds.
 """
 
 from __future__ import annotations

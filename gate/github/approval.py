@@ -1,30 +1,15 @@
-"""Baseline changes that must be approved before they merge, by whom and for which commit.
+"""Baseline changes that must be approved before they merge, by whom and for which commit (docs/action.md).
 
-A pull request that rewrites baselines is judged against its own baselines, so it passes by
-construction. With ``baseline-changes: require-approval`` it fails until the exact commit judged is
-approved by someone with write access to the repository who is neither the pull request's author nor
-anyone who pushed to its branch since it was made (a maintainer pushing to someone else's pull request
-approves no push of their own):
+A pull request that rewrites baselines passes against them by construction, so with ``require-approval``
+the exact commit judged must be approved by someone with write access who is neither its author nor
+anyone who pushed to its branch: by an approving review of that commit, or by the label added after
+that commit's last push (a label on a harmless commit never approves the one pushed after it).
 
-- an approving review whose ``commit_id`` is that commit (the reviewer's latest verdict; comments do
-  not change it, a later request for changes or a dismissal does); or
-- the approval label, added while that commit was the head of the pull request's branch: after its
-  last push, so a label given to a harmless commit never approves the one pushed after it.
-
-Write access is the repository permission (``GET /collaborators/{user}/permission``: admin, or write,
-which is how maintain reads there; triage reads as read), never ``author_association``, which a
-read-only organization member shares with a maintainer.
-
-When was the last push: GitHub's REST API keeps no time of an ordinary push in the pull request's
-timeline (``committed`` events carry the git dates, which the pusher writes; ``head_ref_force_pushed``
-covers force pushes only; ``synchronize`` is a webhook action, not a stored event). The repository
-activity API (``GET /repos/{head repository}/activity?ref=<head branch>``) lists every update of the
-branch with GitHub's own time and the commits before and after it: the head at the label's time is
-the ``after`` of the last update before it. Where that list cannot be read (a private fork, a GitHub
-Enterprise Server without it), or an update falls in the same second as the label, the label cannot
-be tied to a commit and does not count. The same list names who pushed (each update's actor): where it
-cannot be read back to the branch's creation, no approval counts (fails closed, with the reason); the
-commits' author and committer e-mail addresses, which the pusher writes, are never asked.
+Write access is the repository permission, never ``author_association``, which a read-only organization
+member shares with a maintainer. The REST timeline keeps no time of an ordinary push, so the last push
+and who pushed come from the repository activity API (GitHub's own times; commit dates and e-mails are
+the pusher's to write). Where it cannot be read, or an update shares the label's second, the label does
+not count; where it cannot be read back to the branch's creation, no approval counts (fails closed).
 """
 
 from __future__ import annotations

@@ -1,20 +1,9 @@
 """What a pull request changes that decides its own verdict, from the API's file list (the judging side
-has no checkout, and a report could leave anything out):
-
-- baselines: every ``*.msgpack.zst``, wherever it is (a pull request could move ``baseline-dir``);
-- config: ``parity-gate.toml`` anywhere; ``pyproject.toml`` anywhere whose ``[tool.parity-gate]`` table
-  differs between the base commit and the head (read through the contents API, so a pyproject.toml
-  whose other tables changed needs nothing); the file the workflow's ``config`` input names; and the
-  sweep files the config's ``include`` patterns match;
-- constraints: ``parity-gate-constraints.txt`` anywhere, and the file the ``constraints`` input names;
-- workflows: everything under ``.github/`` (workflows, local actions under ``.github/actions/``, CODEOWNERS):
-  the workflow that measures chooses the providers, models and ``allow-missing-gpu`` a run judges.
-
-A config's ``include`` patterns count whatever they match (any extension), resolved against that config's
-folder; a changed file is matched against every config that could own it the way ``find_config`` finds one
-(each folder's from its own up to the root), the one the workflow names, and any the pull request changes.
-
-Both names of a rename count. A file that cannot be read to compare counts as changed: it could be.
+has no checkout, and a report could leave anything out): baselines (every ``*.msgpack.zst``, since a
+pull request could move ``baseline-dir``), configs and the files their ``include`` patterns match,
+constraints, and everything under ``.github/`` (the workflow chooses what a run judges). A pyproject.toml
+counts only where its ``[tool.parity-gate]`` table differs. Both names of a rename count; a file that
+cannot be read to compare counts as changed: it could be.
 """
 
 from __future__ import annotations

@@ -63,7 +63,6 @@ class GitHubClient:
     def __repr__(self) -> str:
         return f"GitHubClient(api_url={self.api_url!r}, token={'***' if self._token else None})"
 
-    # -- requests ---------------------------------------------------------------------------
     def request(self, method: str, path: str, *, params: dict[str, Any] | None = None, body: Any = None) -> Response:
         url = path if path.startswith(("http://", "https://")) else self.api_url + path
         if params:

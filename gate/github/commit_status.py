@@ -1,13 +1,7 @@
-"""The verdict as a commit status on the commit judged: what a branch protection rule can require, in
-every flow. A job's own check run belongs to the commit of its event: a ``workflow_run`` job's (the
-fork flow's judge) to the default branch's, so the pull request's head never shows it; a status is
-posted to the head commit by whichever job judged it.
-
-The judging job posts ``pending`` as it starts and ``error`` when it ends without a verdict (failed or
-cancelled: ``parity-gate status``), so no earlier verdict outlives a run. Only a job that speaks to the
-pull request posts it (``comment`` other than ``never``: the judging
-job, never the one that ran the pull request's code), and never over a newer run's result: a run whose
-comment a newer run already holds leaves the status to that run.
+"""The verdict as a commit status on the commit judged, what branch protection can require: a
+``workflow_run`` job's own check run belongs to the default branch, never the pull request's head.
+``pending`` as the judging job starts and ``error`` when it ends without a verdict, so no earlier verdict
+outlives a run; only the job that speaks to the pull request posts it, never over a newer run's result.
 """
 
 from __future__ import annotations

@@ -1,26 +1,11 @@
 """What the action installs for each mode, from where, and the cache key of that environment.
 
-The composite action runs this file with the Python it will use, before parity-gate is installed
-(so: standard library only, runnable as a script), and writes what it prints to GITHUB_OUTPUT:
-
-    python gate/github/install.py   # reads PG_* variables, prints name=value lines
-
-- Only what the mode needs: ``comment`` and ``report`` run no model (the core install);
-  ``collect`` runs ONNX graphs (onnx and one ONNX Runtime distribution); ``export`` runs the
-  model on PyTorch; ``check`` and ``update-baseline`` do both.
-- ONNX Runtime is one distribution, never two (they overwrite each other's files): the GPU build
-  where the runner has an NVIDIA GPU (``onnxruntime: auto``), else the CPU build; after the install
-  ``gate/github/ortdist.py ensure`` removes any other one a requirement pulled in.
-- On a GitHub-hosted Linux runner without a GPU, torch comes from PyTorch's CPU index (the default
-  resolve pulls the CUDA build and gigabytes of CUDA libraries), unless ``torch-build`` says otherwise.
-- The user's constraints file pins the versions (``parity-gate init`` writes one). In mode ``comment``
-  pip gets a copy rebuilt from its pins, never the file itself (``pins``).
-- The key names everything the environment depends on: parity-gate's own sources (the action's
-  version), the Python (version and path), OS and architecture, and the requirements as resolved
-  from the inputs: packages, indexes, extra pip arguments, and the contents of every file they name
-  (``requirements_digest``): the constraints file, ``-r``/``-c`` files and the files those include,
-  local packages, wheels and ``--find-links`` folders. A pull request that bumps a line of
-  ``requirements.txt`` gets another key, so a stale environment is never restored in its place.
+The composite action runs this file before parity-gate is installed (standard library only) and
+writes what it prints to GITHUB_OUTPUT: ``python gate/github/install.py`` (reads PG_* variables).
+ONNX Runtime is one distribution, never two (they overwrite each other's files). On a hosted Linux
+runner without a GPU, torch comes from PyTorch's CPU index (the default pulls gigabytes of CUDA). The
+key names every input the environment depends on, including the contents of every requirements file,
+so a pull request that bumps a line of ``requirements.txt`` never restores a stale environment.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
-"""The legs of a sharded run as the job that judges finds them: one folder per downloaded report artifact,
-``<name>-shard-K-of-N-a<attempt>`` (actions/download-artifact with a pattern), of which each shard's latest
-attempt counts, as for a matrix's result files: a re-run leg replaces its report, a leg that was not re-run
-keeps its own. Each report is read as untrusted (``load_report``); ``gate.verdict.merge`` does the rest."""
+"""The legs of a sharded run as the judging job finds them: one downloaded report artifact folder per
+leg, ``<name>-shard-K-of-N-a<attempt>``, of which each shard's latest attempt counts. Each report is
+read as untrusted (``load_report``); ``gate.verdict.merge`` does the rest.
+"""
 
 from __future__ import annotations
 
@@ -58,7 +58,6 @@ def latest_folders(folder: Path, count: int, thing: str = "report") -> dict[int,
 
 
 def latest(folder: Path, count: int) -> list[Leg]:
-    """Each shard's latest report among the artifact folders in ``folder``."""
     files = {index: _report_file(path) for index, path in latest_folders(folder, count).items()}
     total = sum(f.stat().st_size for f in files.values())
     if total > MAX_TOTAL:

@@ -1,14 +1,7 @@
-"""ONNX Runtime distributions: which one is installed, which one Python imports, and leaving one
-(the action's install step; which distribution a GPU provider needs is ``gate.config.providers.fix_for``).
-
-``onnxruntime``, ``onnxruntime-gpu``, ``onnxruntime-openvino``, ... all install the same
-``onnxruntime`` package: two in one environment overwrite each other's files, and which EPs
-load then depends on the order they were installed in. Standard library only: the action runs
-this file as a script with the environment's Python right after its install,
-
-    python gate/github/ortdist.py ensure onnxruntime-gpu   # uninstall the others, exit 2 if one stays
-
-and ``parity-gate doctor`` reports the same facts.
+"""ONNX Runtime distributions: which one is installed, which one Python imports, and leaving one.
+``onnxruntime-gpu``, ``-openvino``, ... all install the same ``onnxruntime`` package, so two in one
+environment overwrite each other's files. Standard library only: the action runs it as a script,
+``python gate/github/ortdist.py ensure onnxruntime-gpu`` (exit 2 if another stays).
 """
 
 from __future__ import annotations

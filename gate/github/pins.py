@@ -1,14 +1,10 @@
 """The constraints file of mode ``comment``, read as pip would read it and handed on as pins only.
 
-pip obeys options inside a constraints file (``--index-url``, ``-r``, ``-c``, ...), named URLs,
-``${VAR}`` references and line continuations, and it splits lines with ``str.splitlines()``, which
-also breaks at ``\\x0b \\x0c \\x1c \\x1d \\x1e \\x85 \\u2028 \\u2029``: a check line by line at ``\\n``
-lets ``numpy==1.0\\x1c-r more.txt`` through. So the file is read as pip splits it, every line must
-be a ``name==version`` pin (or a comment, or blank) in printable ASCII, and pip never sees the file:
-it gets a new one holding the pins alone (no comment, so no ``coding:`` line either, which pip
-would follow when it decodes the file).
-
-Standard library only: the action runs this (through ``install.py``) before parity-gate is installed.
+pip obeys options inside a constraints file (``--index-url``, ``-r``, ...), URLs, ``${VAR}`` and line
+continuations, and splits lines with ``str.splitlines()`` (also at ``\\x0b \\x1c \\x85 \\u2028`` ...):
+so every line, split as pip splits it, must be a printable-ASCII ``name==version`` pin, comment or
+blank, and pip gets a new file of the pins alone (no comment, so no ``coding:`` line for it to follow).
+Standard library only: the action runs this before parity-gate is installed.
 """
 
 from __future__ import annotations

@@ -1,12 +1,8 @@
 """Publish a report from inside a workflow: job summary, annotations, step outputs, the PR comment.
 
-The report is judged here, never taken on trust (in the fork flow a fork's run wrote it): on a pull
-request, the baseline files it changes are the API's list for the commit judged, and when they
-cannot be listed (no token, an API error, more files than the API lists, a pull request that moved
-on) the run fails, exit 2, saying why. The comment is best effort: a read-only token, a missing PR
-or an API failure becomes one line in the log and the summary, never a crash; the exit status
-follows the verdict and ``fail_on``, and, with ``baseline_changes="require-approval"``, whether the
-baseline change is approved (``gate.github.approval``).
+The report is judged here, never taken on trust (a fork's run may have written it): the baseline files
+it changes are the API's list for the commit judged, and where they cannot be listed the run fails
+(exit 2). The comment is best effort: an API failure is one line in the log, never a crash.
 """
 
 from __future__ import annotations
@@ -94,7 +90,6 @@ class _Context:
         return self._pr
 
     def pull(self) -> Pull | NoPullRequest:
-        """The pull request as the API tells it now (author, head, labels, changed files)."""
         if self._pull is None:
             self._pull = _fetch(self)
         return self._pull
@@ -106,8 +101,7 @@ def publish(
     env: ActionsEnv,
     make_client: Callable[[ActionsEnv, float], GitHubClient] | None = None,
 ) -> Outcome:
-    make_client = make_client or (lambda e, wait: GitHubClient(e.token, e.api_url, max_wait=wait))
-    ctx = _context(settings, env, make_client(env, settings.max_wait) if env.token else None)
+    ctx = _context(settings, env, make_client)
     report = copy.deepcopy(report)  # judged here: what the API says replaces what the report claims
     try:
         changes = _gate_changes(report, ctx)
@@ -152,15 +146,15 @@ JOB_STATES = {"pending": "judging this commit: no verdict yet",
 
 def job_status(state: str, settings: PublishSettings, env: ActionsEnv,
                make_client: Callable[[ActionsEnv, float], GitHubClient] | None = None) -> StatusResult | None:
-    """``pending`` as the judging job starts, ``error`` when it ends without a verdict: the commit never keeps
-    an earlier run's verdict (a success an approval since withdrawn gave) while this run judges, or after
-    it died. Posted where the verdict would be (``_status``); None where this run posts none."""
-    make_client = make_client or (lambda e, wait: GitHubClient(e.token, e.api_url, max_wait=wait))
-    ctx = _context(settings, env, make_client(env, settings.max_wait) if env.token else None)
+    """``pending`` or ``error`` (``gate.github.commit_status``); None where this run posts none."""
+    ctx = _context(settings, env, make_client)
     return _status(ctx, state, JOB_STATES[state])
 
 
-def _context(settings: PublishSettings, env: ActionsEnv, client: GitHubClient | None) -> _Context:
+def _context(settings: PublishSettings, env: ActionsEnv,
+             make_client: Callable[[ActionsEnv, float], GitHubClient] | None) -> _Context:
+    make_client = make_client or (lambda e, wait: GitHubClient(e.token, e.api_url, max_wait=wait))
+    client = make_client(env, settings.max_wait) if env.token else None
     try:
         event, error = load_event(env.event_path), ""
     except FormatError as e:

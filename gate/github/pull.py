@@ -1,9 +1,6 @@
 """A pull request as the API tells it (never as a report or an artifact does): its author, head, base,
-labels, and the files it changes.
-
-The changed files come from ``GET /pulls/{n}/files``, which lists at most 3,000 files: a pull
-request that changes more (or whose list comes back shorter than its ``changed_files``, or whose
-``changed_files`` is missing or not a count) cannot be judged, and says so. Which of those decide the verdict is ``gate.github.changes``'s to tell.
+labels and changed files. ``GET /pulls/{n}/files`` lists at most 3,000 files: a pull request whose
+list is cut short cannot be judged, and says so.
 """
 
 from __future__ import annotations

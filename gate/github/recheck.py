@@ -1,11 +1,6 @@
-"""A report's verdict decided again from its own evidence, never better than written.
-
-The report a comment job reads may come from a run of the pull request's code (the fork flow's
-artifact), which can write any verdict. Nothing here can run the model again, so the measurements
-stand as measured; but every status that only summarizes them is decided again from the rows,
-audits and comparisons under it: a failed row, or a passing row over its threshold, regresses its
-target; then the target, the model and the verdict roll up by the judge's own rules
-(``gate.verdict.rollup``). A status is only ever made worse, and each one made worse is a
+"""A report's verdict decided again from its own evidence, never better than written: a fork's run can
+write any verdict. The measurements stand; every status that summarizes them is rolled up again from
+the rows, audits and comparisons (``gate.verdict.rollup``), and each one made worse is a
 ``Contradiction`` the comment shows. A report that holds no model judged nothing: an error.
 """
 

@@ -1,10 +1,7 @@
 """What a comment judged: the commit, and the workflow run (and attempt) that computed the report.
-
-Every comment carries its stamp in a hidden line. A run updates the comment only when its own
-stamp is not older than the one there, so a run that finishes late never replaces the result of a
-newer commit (run ids grow with the order runs are created in a repository; a re-run keeps its id
-and counts up its attempt). In the fork-safe flow the comment is written by a ``workflow_run`` run,
-but the stamp, and the links, are those of the ``pull_request`` run that computed the report.
+A run updates the comment only when its stamp is not older than the one there, so a late run never
+replaces a newer commit's result (run ids grow in creation order; a re-run counts up its attempt).
+In the fork-safe flow the stamp is that of the ``pull_request`` run that computed the report.
 """
 
 from __future__ import annotations

@@ -1,8 +1,5 @@
-"""A Mermaid ``xychart-beta`` of error by layer for one provider of one model.
-
-Errors span many decades, so the chart plots log10(error) with the thresholds as a second
-line; long models are bucketed to a fixed number of points, keeping each bucket's worst
-value so a single spike is never averaged away.
+"""A Mermaid ``xychart-beta`` of log10(error) by layer for one provider, with the thresholds as a second
+line; long models are bucketed keeping each bucket's worst value, so a spike is never averaged away.
 """
 
 from __future__ import annotations

@@ -1,12 +1,6 @@
-"""The report as JUnit XML (``check``/``report --junit FILE``): the test report GitLab, Jenkins,
-Buildkite, Azure Pipelines and most CI systems read and show.
-
-One ``testcase`` per model and provider (the float64 reference included), named
-``<provider> <precision>`` in class ``<model>``: a regression or a missing baseline is a ``failure``
-naming the first layer, its check and the model's next step (``gate.render.next_steps``, the words the
-comment uses); a provider or model that failed to run is an ``error``; a provider not run here is
-``skipped``. A model whose failure belongs to no provider (an audit of its export) gets a ``(model)``
-case. Names and messages are text: the XML writer escapes them.
+"""The report as JUnit XML (``--junit FILE``), which most CI systems read: one ``testcase`` per model and
+provider, plus ``(model)`` for a failure that belongs to no provider; the failure names the first layer,
+its check and the model's next step. The XML writer escapes names and messages.
 """
 
 from __future__ import annotations

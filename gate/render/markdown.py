@@ -1,10 +1,8 @@
 """Markdown for a JSON report: the PR comment and the job summary.
 
-The comment must fit GitHub's 65,536-character limit whatever the model size, so the
-renderer tries a ladder of detail levels (all layer rows, fewer rows, no per-layer tables,
-no charts, the headline alone) and keeps the richest one that fits. What is never dropped:
-the headline naming the first regression, and the notices for errored models, missing
-baselines and skipped providers (a shortened comment must not read as a pass).
+The comment must fit GitHub's 65,536 characters, so the renderer keeps the richest of a ladder of detail
+levels that fits. Never dropped: the headline and the notices for errored models, missing baselines and
+skipped providers (a shortened comment must not read as a pass).
 """
 
 from __future__ import annotations
@@ -29,7 +27,6 @@ COMMENT_LIMIT = 65_536
 # The job summary takes 1 MiB per step; 4 bytes per character at worst.
 SUMMARY_LIMIT = 250_000
 MAX_CHARTS = 3
-
 
 
 @dataclass(frozen=True)
@@ -78,13 +75,9 @@ def render_markdown(
     caution: str = "",
 ) -> str:
     """The whole Markdown document for ``report``, at most ``limit`` characters (UTF-16 units, see size()).
-
-    ``summary=True`` renders for the job summary: a shortened one points at the artifact only.
-    ``brief=True`` starts without per-layer tables and charts (the retry after GitHub refused a body).
-    ``approval`` is a line for the baseline-change block (whether changed baselines may merge), ``changes``
-    one for what else the pull request changes that decides its verdict (config, constraints, workflows);
-    ``caution`` a block that leads, never dropped (where the report claimed more than its rows show).
-    """
+    ``summary``: for the job summary; ``brief``: start without per-layer tables and charts (the retry
+    after GitHub refused a body); ``approval`` and ``changes``: lines for the baseline-change block;
+    ``caution``: a block that leads, never dropped (the report claimed more than its rows show)."""
     links = links or Links()
     for level in _LADDER[_BRIEF:] if brief else _LADDER:
         text = _Doc(report, marker, links, level, shortened=level is not _LADDER[0], summary=summary,
@@ -152,7 +145,6 @@ class _Doc:
         parts.append(self.footer())
         return "\n\n".join(p for p in parts if p) + "\n"
 
-    # -- headline -------------------------------------------------------------------------
     def headline(self) -> str:
         s = self.r.summary
         assert s is not None  # a Report always has one (__post_init__)
@@ -186,7 +178,6 @@ class _Doc:
             bits.append(f"job {plain(lk.job, 120)}")
         return "<sub>Judged: " + " · ".join(bits) + "</sub>" if bits else ""
 
-    # -- tables ------------------------------------------------------------------------------
     def overview(self) -> str:
         rows = ["| model | status | layers | providers | first regression |", "| --- | --- | ---: | --- | --- |"]
         listed = [m for m in self.models if not m.sweep or m.status != ModelStatus.PASS]
@@ -251,7 +242,6 @@ class _Doc:
         self.rows_shown += shown
         return text
 
-    # -- pointer and footer --------------------------------------------------------------------
     def pointer(self) -> str:
         places = [] if self.summary else [link("job summary", self.links.run_url)]
         places.append(link("report artifact", self.links.artifact_url))

@@ -1,15 +1,6 @@
-"""One line of next steps per model that did not pass (or passed with a refactor inside a module), worded for its cause
-(``gate.verdict.next_step`` decides which; this module only says it):
-
-- a model change (the float64 reference moved), or its weights alone: update the baseline if intended;
-- random draws or training mode in the forward: make it deterministic, never re-record;
-- a precision nobody configured: fix the transform, or configure the precision before recording;
-- a runtime regression (the reference is unchanged): the ONNX graph or that provider changed;
-- a missing baseline (model, or one provider's device class): the command that creates it;
-- a model or provider that failed to build, export, load or run: where to reproduce it.
-
-The same words serve the Markdown comment (``MARKDOWN``: code spans, escaped prose) and plain text
-(``TEXT``: the console, JUnit), so the console's next step is the comment's.
+"""One line of next steps per model that did not pass (or passed with a refactor inside a module), worded
+for its cause (``gate.verdict.next_step`` decides which). The same words serve Markdown (``MARKDOWN``)
+and plain text (``TEXT``: the console, JUnit), so the console's next step is the comment's.
 """
 
 from __future__ import annotations

@@ -1,8 +1,6 @@
-"""The model outputs' exact metrics as a Markdown table (full tensors, per runtime).
-
-``np.allclose`` at NumPy's fixed tolerances fails near zero on almost any float32 model, so its count
-is information, never a mark: a row is marked failed only where allclose gates (``output-tolerance``)
-and failed (``closeness``, the console's words too)."""
+"""The model outputs' exact metrics as a Markdown table. ``np.allclose`` at NumPy's tolerances fails near
+zero on almost any float32 model, so a row is marked failed only where ``output-tolerance`` gates.
+"""
 
 from __future__ import annotations
 
@@ -26,7 +24,6 @@ def closeness(row: Row, number: Callable[[object], str] = num) -> tuple[str, boo
 
 
 def outputs_table(providers: list[ProviderVerdict]) -> str:
-    """The model outputs' exact metrics (full tensors), per runtime."""
     rows = [(p, r) for p in providers for r in p.rows if r.exact]
     if not rows:
         return ""

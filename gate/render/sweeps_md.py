@@ -1,7 +1,5 @@
-"""A sweep's support matrix in the PR comment: collapsed, one row per case, one cell per provider.
-
-Hundreds of passing cases would bury the comment, so each sweep is one ``<details>`` block whose
-summary counts what is not ok; failing cases also get their own section above it.
+"""A sweep's support matrix in the PR comment: hundreds of passing cases would bury it, so each sweep is
+one collapsed ``<details>`` block; failing cases also get their own section above it.
 """
 
 from __future__ import annotations

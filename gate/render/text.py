@@ -1,12 +1,8 @@
-"""Small, safe Markdown/HTML text helpers shared by the report renderers.
-
-Every string that comes from a report, an artifact, an exception message or a model name (layer
-names, messages, paths, logins) reaches Markdown through one of ``plain`` (prose), ``attr`` (inside
-raw HTML) or ``code`` (a code span): they cap the length, flatten newlines, drop what cannot be seen
-(``visible``: bidi overrides, zero-width characters, controls), and keep table pipes and HTML inert. Prose and HTML text also pass through ``inert``, the one place that stops GitHub
-from acting on what it reads there: @mentions of users and teams, autolinked URLs and addresses,
-and issue references (which notify the issue's subscribers). GitHub acts on none of these inside
-a code span, which is why ``code`` leaves its text as written (it stays copyable).
+"""Safe Markdown/HTML text: every string from a report, artifact, exception or model name goes through
+``plain`` (prose), ``attr`` (raw HTML) or ``code`` (a code span). They cap length, flatten newlines,
+drop what cannot be seen (``visible``) and keep pipes and HTML inert; prose also passes ``inert``, which
+stops GitHub acting on @mentions, autolinks and issue references. GitHub acts on none of these in a code
+span, so ``code`` leaves its text as written (copyable).
 """
 
 from __future__ import annotations

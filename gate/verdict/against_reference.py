@@ -1,11 +1,6 @@
-"""A runtime's values against the float64 reference: each layer's error (``error_against``, ``layers``)
-and the model outputs' exact metrics and detections (``outputs``). Runners run and return values;
-they call these to compare, and ``checks`` judges what these measured.
-
-The comparing runs where the runtime ran (in-process, in a worker, on a ``collect`` leg of the
-matrix), because what it reads goes no further: a result file carries a runtime layer's fingerprint
-without its sketch and none of its full output tensors. The measures travel as fields of the
-``ProviderLayer`` (``err``, ``exact``, ``detections``).
+"""A runtime's values against the float64 reference: each layer's error and the outputs' exact metrics
+and detections. It runs where the runtime ran, because a result file carries a runtime layer's
+fingerprint without its sketch or full tensors; the measures travel as ``ProviderLayer`` fields.
 """
 
 from __future__ import annotations

@@ -1,13 +1,8 @@
 """A first regression never comes before what changed.
 
-When the content key says that only the weights changed (every other part of it is the baseline's:
-code, source, inputs, reference settings, package versions, the gate's own) and the per-tensor digests
-say which tensors hold other values, the float64 reference cannot move before the first call of a
-module that uses one of them: the module that owns it, or, where that module has no call of its own
-(a weight its parent reads), the nearest enclosing module that has one. A reference row failing
-earlier is a contradiction of the gate's own comparison, not a verdict: it is reported as one and never
-named the first regression. Runtimes are not bound by it: a runner's drivers and builds are outside
-the key, so a runtime may move anywhere.
+Where only weights changed, the float64 reference cannot move before the first call of a module that
+uses one of them; an earlier failing row contradicts the gate's own comparison and is reported as such,
+never as the first regression. Runtimes are not bound by it: their drivers and builds are outside the key.
 """
 
 from __future__ import annotations

@@ -1,11 +1,6 @@
-"""Per-layer checks (docs/verdict.md).
-
-The float64 reference is compared with the reference recorded in the baseline: any move
-beyond its tolerance is a change of the model itself (code or weights), localized at the
-first layer that moved. Each runtime is judged by its error against *today's* reference,
-compared with the error it had in the baseline (growth factor plus floor): a model change
-moves reference and runtimes together and leaves runtime errors alone, while a runtime
-regression leaves the reference alone. NaN/Inf that the reference does not have always fail.
+"""Per-layer checks (docs/verdict.md#verdict): the float64 reference against its baseline (a move is a
+change of the model), each runtime's error against today's reference against its baseline error (growth
+factor plus floor), so a model change moves reference and runtimes together and leaves runtime errors alone.
 """
 
 from __future__ import annotations

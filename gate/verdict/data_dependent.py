@@ -1,19 +1,7 @@
-"""Layers whose shape depends on values (docs/verdict.md, "Data-dependent shapes").
-
-Score thresholds, NMS, top-k and boolean masks keep another number of elements in float32 than
-in float64: the items at their margins go one way or the other. Such a layer is recognised
-(``recognize``) from the reference run's watch (``DataDependence.OP``), from the runs (a PyTorch
-provider, running the model's own code in another precision, gave it another leading size than
-the float64 reference: ``RUNS``) or from the baseline, which records both.
-
-The float64 reference reproduces such a layer exactly, so it is judged against the baseline as
-any layer is (shape and values), and every layer before the data-dependent step keeps its
-per-layer checks. A runtime's row is the usual one while that passes; when it does not, the rule
-for the layer decides and the row names it: ``detections`` where the runner matched the layer's
-detection group (``gate.core.detections``); else ``recorded`` where the runtime gives what its
-baseline entry recorded (its margins fall as they fell then); else ``distribution`` (the values
-as an unordered set). A runtime whose data-dependent output truly changed still fails, at the first
-layer that moved: before the post-processing when the change is there, else after it.
+"""Layers whose shape depends on values (docs/verdict.md#data-dependent-shapes): score thresholds, NMS,
+top-k and masks keep another number of elements in float32 than in float64. The float64 reference is
+judged as any layer is; a runtime row that fails is judged by the layer's rule (``detections``,
+``recorded``, ``distribution``), and a real change still fails at the first layer that moved.
 """
 
 from __future__ import annotations

@@ -1,11 +1,6 @@
-"""A GPU leg that checks nothing fails.
-
-A self-hosted GPU runner without a GPU build of ONNX Runtime (or of torch) lists its GPU
-providers as skipped, and a gate that passes then has checked no GPU at all. So a run whose
-configured GPU providers were *all* unavailable where they ran is an error naming the fix,
-unless the config (``allow-missing-gpu = true``) or the command (``--allow-missing-gpu``) says
-that is expected. A run with only CPU providers is unaffected; GPU providers that no result
-file holds (a matrix leg that did not run, e.g. for a fork) are not "unavailable here".
+"""A GPU leg that checks nothing fails: a run whose configured GPU providers were all unavailable where
+they ran is an error naming the fix, unless ``allow-missing-gpu`` says it is expected. Providers no
+result file holds (a leg that did not run) are not "unavailable here".
 """
 
 from __future__ import annotations

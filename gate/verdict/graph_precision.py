@@ -1,12 +1,6 @@
-"""A precision the configuration did not ask for is a finding, never a new baseline key.
-
-The shipped graph computes below float32 where the baseline's did not (an int8 weight behind a
-``DequantizeLinear``, a dynamic int8 ``MatMulInteger``, a float16 block, a bfloat16 cast:
-``graph.lowered``), or its precision class moved (``graph.precision``) under a provider whose
-configured precision is not that class. Each ONNX Runtime provider is then judged against the
-baseline's entry of the precision it was recorded in, at that precision's tolerances, so the first
-layer the change hurt is named where it is; and the provider fails with what changed, whether or
-not a layer's error grew past its budget.
+"""A precision the configuration did not ask for is a finding, never a new baseline key: a provider whose
+shipped graph computes below float32 where the baseline's did not (or whose precision class moved) is
+judged against the baseline entry of its recorded precision, and fails with what changed.
 """
 
 from __future__ import annotations

@@ -49,7 +49,6 @@ class Policy:
 
 
 def audits(prun: ProviderRun, entry: Entry | None, policy: Policy) -> list[Audit]:
-    """Nodes an EP gave up since the baseline, session options and latency against the baseline."""
     out = placement_audit(prun.name, entry.placement if entry is not None else None, prun.placement, policy.placement)
     if entry is not None and (entry.session_options or {}) != (prun.session_options or {}):
         out.append(Audit(Check.SESSION_OPTIONS, AuditStatus.WARN, f"{prun.name}: session options changed since the baseline "
@@ -198,11 +197,9 @@ def model_verdict(spec: ModelSpec, run: ModelRun, baseline: Baseline | None, pat
 
 
 def _follows(mv: ModelVerdict, spec: ModelSpec, order: dict[str, int]) -> None:
-    """One cause, one mark. Where the float64 reference moved (a model change), a runtime's error that
-    grew at or after the first layer that moved follows the change: the baseline's errors were those of
-    another model. It is a finding of its own only where it also grew past what today's float32 PyTorch
-    run (``torch-cpu``, the same new model) shows at that layer: the runtime regressed beyond what the
-    change explains. The ceiling, NaN/Inf and shapes judge as ever."""
+    """One cause, one mark (docs/verdict.md#verdict): after the reference moved, a runtime's error growth
+    follows the model change unless it also grew past today's float32 ``torch-cpu`` error at that layer.
+    The ceiling, NaN/Inf and shapes judge as ever."""
     moved = checks.first_failure(mv.providers[0].rows, order)
     if moved is None:
         return

@@ -1,13 +1,6 @@
-"""One report from the legs of a sharded run (``parity-gate merge``): the report one job checking every
-model would have written (models in configured order, the verdict and the first regression decided over
-all of them, by ``assemble``).
-
-The legs ran the pull request's code: each was read as any untrusted report, and here each is held to
-what the run covers. Every leg is of the same N, one per shard, every leg lists the same models, and
-each model is judged by exactly one leg. Anything else is refused with one line naming the model and
-the legs (exit 2): a leg cannot hide a model by leaving it out, nor choose its verdict by judging it a
-second time. ``cover`` is that rule, over what each leg did; a sharded re-recording's merge
-(``gate.commands.baseline_shards``) holds its legs' shares to it too.
+"""One report from the legs of a sharded run (``parity-gate merge``), as one job checking every model
+would have written it. The legs ran the pull request's code, so ``cover`` holds them to the run: same N,
+same models, each model judged by exactly one leg; else one line naming the model and legs (exit 2).
 """
 
 from __future__ import annotations

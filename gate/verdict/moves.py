@@ -1,33 +1,11 @@
-"""Refactors inside a module: numbers decide across modules, not only across names.
+"""Refactors inside a module: a layer whose float64 value moved is a *move*, reported and not failed,
+where the output of a module call around it holds and that module's own code changed before it
+(docs/verdict.md#verdict, "Numbers decide across modules").
 
-Folding a normalization into the layer before it, merging parallel projections into one, splitting a
-layer's work across two, moving a scale from one layer into the next: values move between the layers
-inside a module while the module's output holds. So a layer whose float64 value moved (past its limit,
-or to another shape) is a *move*, reported and not failed, when the output of a module call around it
-holds: every element of that call's output matches its baseline layer within the reference's limit, and
-one of them at least identifies a layer (a constant or empty output holds whatever happens inside).
-The enclosing call may be the model itself: a change that leaves every output as it was moved nothing
-that ships. A change whose effect reaches the output fails where it first moved; a layer with NaN/Inf
-its baseline lacks, and a layer whose shape depends on values, never count as moves. Nor does a change
-that flows on through a module whose tensors did not change (its input and its output both stray):
-a contracting network fades a weight fault below any limit by its outputs, and an output that holds
-by fading is no evidence that the values moved back (``carries``).
-
-Weights folded in float32 are rounded to float32: the module's float64 output moves by that rounding
-(a few 1e-8), far past the reference's 1e-9. Where the model's code changed (its content key's code or
-source part, or tensors only one side has), an output also holds within the float32 runtimes' floor
-(``seal``: 1e-6 by default, the budget for their own rounding): what float32 cannot tell from its
-rounding is no change of what ships; the model's own outputs too hold within it then. A change of the
-weights alone is held to the reference's limit.
-
-A change in a layer's own tensors is never a refactor by itself. Values move only inside a module whose
-own code changed (its digest in ``Meta.module_code``: the operations run directly inside it, its class
-and its children), and only after that change ran: never because code changed elsewhere in the model,
-never after a change of weights alone. A layer that moved and whose own tensors changed (its module's
-parameters and buffers) moves only where the rule says where its values went: it now holds another
-baseline layer's values (a fold), another layer holds its former ones (a split), or its values are those
-of its baseline layer and of the layers beside it that are gone, together (a merge: count and moments
-of the union). Any other such layer fails where it moved, and the report names its tensors.
+Weights folded in float32 are rounded to float32: the module's float64 output then moves by a few 1e-8,
+far past the reference's 1e-9, so where the code changed an output also holds within the float32
+runtimes' floor (``seal``). A change that flows on through a module whose tensors did not change is no
+move (``carries``): a contracting network fades a weight fault below any limit by its outputs.
 """
 
 from __future__ import annotations
@@ -125,8 +103,7 @@ class _Code:
 
     def covers(self, tensor: str) -> bool:
         """Whether a tensor belongs to a module whose code changed (a fold rewrites the weights of the
-        module it folds into): its change is part of that refactor, not a change of weights alone.
-        Unknown per module: every tensor is covered where the code changed at all (as before)."""
+        module it folds into); unknown per module: every tensor, where the code changed at all."""
         if self.changed is None:
             return self.anywhere
         owner = tensor.rpartition(".")[0] or ROOT

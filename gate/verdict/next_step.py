@@ -1,8 +1,5 @@
-"""What a model that did not pass needs next, decided once from its verdict.
-
-The comment, the console, the JSON report and JUnit all say this step (``gate.render.next_steps``
-words it); the command is a typed field, never read back out of a message. A model that crashed
-gets the command that reproduces it, never ``update-baseline``: re-recording cannot fix a crash.
+"""What a model that did not pass needs next, decided once from its verdict and carried as a typed field
+(``gate.render.next_steps`` words it). A crash gets the command that reproduces it, never ``update-baseline``.
 """
 
 from __future__ import annotations

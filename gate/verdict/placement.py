@@ -1,10 +1,5 @@
-"""The placement audit: a pull request after which an EP runs fewer of the graph's nodes.
-
-Compares two placement records of one provider (baseline and now) node counts per EP: the
-nodes the provider gave up, where they went (TensorRT to CUDA, any EP to the CPU), and op types
-that fall back for the first time. Records from different sources (ONNX Runtime's assignment
-record, a profiled run's kernels) count different things and are not compared. A change of the
-recorded EP options (TensorRT precision, engine cache, ...) is a warning of its own.
+"""The placement audit: after a pull request an EP runs fewer of the graph's nodes. Records from different
+sources (ONNX Runtime's assignment, a profile's kernels) count different things and are not compared.
 """
 
 from __future__ import annotations

@@ -1,12 +1,6 @@
-"""JSON reports (``--json``): the writer, and a reader as distrustful as the baseline reader.
-
-The document is the types' own codec (``Report.to_dict``) plus what is derived from them for
-readers of the JSON and never read back: each model's ``next_step`` and the sweeps' matrices.
-
-In the fork-safe flow, ``comment`` reads a report that a fork's run produced: its size and
-nesting depth are capped before anything walks it, and ``Report.from_dict`` checks every field
-the renderers use, so a bad report is one ``FormatError`` line naming the file and the key
-(exit 2), never a traceback or a comment that reads "None failed None".
+"""JSON reports (``--json``): the writer, and a reader as distrustful as the baseline reader, since the
+fork-safe ``comment`` reads a fork's report: size and depth are capped before anything walks it, and a
+bad report is one ``FormatError`` naming the file and key (exit 2).
 """
 
 from __future__ import annotations
@@ -51,7 +45,6 @@ def report_json(report: Report) -> str:
 
 
 def write_report(path: Path, report: Report) -> None:
-    """``report_json``, replaced atomically."""
     atomic_write_bytes(path, report_json(report).encode())
 
 

@@ -1,14 +1,7 @@
-"""What changed in a model's structure since its baseline: numbers decide, names follow.
-
-A refactor that renames a module, wraps blocks in a container, drops an ``nn.Identity`` or switches
-an attention implementation changes layer names and leaves the numbers alone. So a layer that is
-new is first matched to a vanished one whose fingerprint it has (same shape, dtype and NaN/Inf
-counts, sketches within the reference's limit): that is a rename, compared as the baseline's layer.
-Only a value that identifies a layer matches: never an empty, all-zero or constant one (zero-initialized
-tables, gates, masks), and of a value several candidates share, only the candidate whose name ends as
-the layer's does. What stays unmatched is reported, not failed, unless it is a model output (what
-ships); every layer that remains is still checked, so a change that moves a number fails where it
-moved, unless it stayed inside a module whose output holds (``moves``).
+"""What changed in a model's structure since its baseline: numbers decide, names follow
+(docs/verdict.md#verdict). A new layer with a vanished one's fingerprint is that layer renamed; only a
+value that identifies a layer matches (never an empty, all-zero or constant one, which zero-initialized
+tables and masks share), and of several candidates only the one whose name ends as the layer's does.
 """
 
 from __future__ import annotations
@@ -118,15 +111,10 @@ def by_name(name: str, candidates: list[BaselineLayer]) -> BaselineLayer | None:
 
 
 def structure(run: ModelRun, baseline: Baseline, limit: Limit) -> Structure:
-    """Renames, copies, new and gone layers of ``run`` against ``baseline``.
-
-    A layer whose name the baseline does not know is matched to a baseline layer with its
-    fingerprint: first one whose name is free (gone, or now another module's), as a rename; else any,
-    as a copy (a module wrapped in a Sequential holds its child's values). A name the baseline knows
-    may now belong to another module (a Sequential regrouped, a Dropout deleted from one shifts the
-    indices after it): when its fingerprint is no longer its baseline layer's but is a free layer's,
-    it is that layer renamed. It is never matched to a layer still compared under its own name, so
-    a module that became a no-op still fails where it stopped computing."""
+    """Renames, copies, new and gone layers of ``run`` against ``baseline``. A new name matches a free
+    baseline layer (gone, or its name now another module's) as a rename, else any as a copy; a known name
+    whose values are now a free layer's (a Dropout deleted shifts the indices after it) is that layer
+    renamed. Never a layer still compared under its own name: a module that became a no-op still fails."""
     now = {x.name for x in run.layers}
     displaced = {x.name for x in run.layers if (b := baseline.layer(x.name)) is not None
                  and not same(x.fp, b.fp, limit(x, b))}

@@ -1,8 +1,5 @@
-"""The support matrix of a sweep: one row per case, one column per runtime, one cell each.
-
-A sweep's cases are judged as models (``judge.model_verdict``); this module only arranges
-their verdicts into what a team scanning hundreds of operators reads: which case runs where,
-how far from the float64 reference, how fast, and why a cell was not checked.
+"""The support matrix of a sweep: one row per case, one column per runtime, one cell each. The cases are
+judged as models (``judge.model_verdict``); this only arranges their verdicts.
 """
 
 from __future__ import annotations

@@ -1,8 +1,6 @@
-"""The verdict as types: layer rows, audits, regressions, per-target and per-model verdicts,
-the report. Each answers for itself (``Row.failed``, ``ProviderVerdict.status``) and carries
-its JSON codec beside it: ``to_dict`` writes the report contract (docs/formats.md), and
-``from_dict`` reads one back, checking every field it uses, so a report from an untrusted run
-(a fork's, in the fork-safe flow) is either a well-typed ``Report`` or one error naming the key.
+"""The verdict as types, each with its JSON codec beside it: ``to_dict`` writes the report contract
+(docs/formats.md#json-report-schema-version-1), ``from_dict`` checks every field it reads, since a
+report may come from an untrusted run (a fork's).
 """
 
 from __future__ import annotations
@@ -30,7 +28,6 @@ from gate.verdict.notes import Comparison, Hint, LayerMapping, VersionChange
 from gate.verdict.shard import ShardRun
 
 SCHEMA, VERSION = "parity-gate/report", 1
-# Checks whose value is not an error against the reference: a count, a distance between sets.
 
 
 @dataclass
@@ -51,9 +48,6 @@ class Row:
 
     @property
     def failed(self) -> bool:
-        """A failed check. A layer that is new to the baseline or gone from it is reported, not
-        failed (numbers decide: every layer that remains is checked); a model output that is new
-        or gone is a failed ``structure`` check."""
         return self.status == RowStatus.FAIL
 
     @property
@@ -140,9 +134,7 @@ class Regression:
 
 @dataclass
 class Audit:
-    """A check of a whole target or model: CPU fallbacks added (``placement``), a slowdown
-    (``latency``), dynamic dimensions the export made static (``dynamic-shape``), modules left in
-    training mode that change the outputs (``training-mode``, at ``layer``)."""
+    """A check of a whole target or model (``placement``, ``latency``, ``dynamic-shape``, ...)."""
 
     check: Check | str
     status: AuditStatus
@@ -259,7 +251,6 @@ class ModelVerdict:
 
     @property
     def judged(self) -> list[ProviderVerdict]:
-        """Targets compared with the baseline: they passed or regressed."""
         return [p for p in self.providers if p.status in (TargetStatus.PASS, TargetStatus.REGRESSED)]
 
     @property

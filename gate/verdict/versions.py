@@ -1,8 +1,5 @@
-"""Runtime versions that differ between a run and its baseline.
-
-A torch or ONNX Runtime release can move every layer's numbers; when a regression coincides
-with a new version, the report says so (the PR comment names it), so the reader looks at the
-version before the model.
+"""Runtime versions that differ between a run and its baseline: a new release can move every layer's
+numbers, so the report names it beside a regression.
 """
 
 from __future__ import annotations

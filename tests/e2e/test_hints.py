@@ -277,7 +277,7 @@ def test_unchanged_model_has_no_hints(tmp_path, fresh):
 
 def test_expected_cast_error_matches_a_real_round_trip():
     from gate.fingerprint import fingerprint, relative_error
-    from gate.verdict.hints.precision import _bf16, expected_cast_error
+    from gate.verdict.hints.precision import _bf16, expected_cast
 
     rng = np.random.default_rng(0)
     for x in (rng.standard_normal(50_000), np.maximum(rng.standard_normal(50_000), 0) * 7.0,
@@ -285,7 +285,7 @@ def test_expected_cast_error_matches_a_real_round_trip():
         fp = fingerprint(x)
         for dtype, cast in (("float16", lambda a: a.astype(np.float16).astype(np.float64)), ("bfloat16", _bf16)):
             measured = relative_error(fingerprint(cast(x)), fp)
-            assert 0.5 < expected_cast_error(fp, dtype) / measured < 2, (dtype, measured)
+            assert 0.5 < expected_cast(fp, dtype)[0] / measured < 2, (dtype, measured)
 
 
 def test_same_distribution_sees_a_permutation_not_a_scale():

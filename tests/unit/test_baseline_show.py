@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 from gate.formats.baseline import encode_baseline, write_baseline
-from gate.formats.baseline.show import main, render_file, render_text
+from gate.formats.baseline.show import render_file, render_text
 from gate.formats.baseline.testing import make_document
 from tests.support import tools
 
@@ -118,22 +118,6 @@ def test_compact_text_has_one_line_per_runtime_entry_without_timings():
     assert "latency_ms=0.5" in full and "meta seconds 11.0" in full and "provider-layer " in full
 
 
-def test_main_prints_and_reports_errors(tmp_path, capsys):
-    path = tmp_path / "m.msgpack.zst"
-    write_baseline(path, make_document(2))
-    assert main([str(path)]) == 0
-    assert capsys.readouterr().out == render_file(path)
-    assert main(["--all", str(path)]) == 0
-    assert capsys.readouterr().out == render_file(path, full=True)
-    bad = tmp_path / "bad.msgpack.zst"
-    bad.write_bytes(b"junk")
-    assert main([str(bad)]) == 2
-    assert "error: baseline `" in capsys.readouterr().err
-    assert main(["--textconv", str(bad)]) == 0
-    assert capsys.readouterr().out.startswith("invalid baseline: baseline `")
-    assert main([]) == 2
-
-
 @tools.needs(None if shutil.which("git") else "needs git")
 def test_git_textconv_diff_shows_the_changed_layer(tmp_path):
     env = dict(
@@ -154,7 +138,7 @@ def test_git_textconv_diff_shows_the_changed_layer(tmp_path):
 
     git("init", "-q")
     (tmp_path / ".gitattributes").write_text("*.msgpack.zst diff=parity-gate\n")
-    git("config", "diff.parity-gate.textconv", f"{sys.executable} -m gate.formats.baseline.show")
+    git("config", "diff.parity-gate.textconv", f"{sys.executable} -m gate.cli show --textconv")
     (tmp_path / "baselines").mkdir()
     path = tmp_path / "baselines" / "tiny.msgpack.zst"
     doc = make_document(6)

@@ -2,10 +2,7 @@
 
     baseline = read_baseline(baseline_path(Path("baselines"), "resnet18"))   # -> Baseline
     merged = merge_run(run, baseline)    # the run's reference and entries over the rest
-    describe(baseline, merged)           # what moved, in lines for update-baseline
     write_baseline(path, merged)         # atomic, under baseline_lock(path)
-    doc = merged.to_document()           # what the writer writes; Baseline.from_document(doc) back
-    doc = read_document(path)            # the validated document (``show``, tests)
 
 Every problem with a file's content is one ``FormatError`` line naming the file and the
 rule; a missing file is ``FileNotFoundError``; a bad model name is ``ConfigError``.

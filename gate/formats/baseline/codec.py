@@ -1,9 +1,6 @@
-"""Baseline files: one zstd frame (content size recorded) holding one msgpack map.
-
-Reading distrusts the bytes: size caps are checked before each allocation (file, frame,
-msgpack headers), trailing data is rejected, and every failure is one FormatError line
-naming the file and the rule. Writing is deterministic: canonical key order, float64,
-zstd level 10 with content size and checksum.
+"""Baseline files: one zstd frame (content size recorded) holding one msgpack map. Reading distrusts
+the bytes (caps before each allocation, trailing data rejected); writing is deterministic (canonical
+key order, float64, zstd level 10 with content size and checksum).
 """
 
 from __future__ import annotations
@@ -18,10 +15,10 @@ import zstandard
 from gate.errors import FormatError
 
 from ..atomic import atomic_write_bytes, baseline_lock, remove_stale_temps
-from ..frame import FileKind, check_version, read_bytes, unframe
+from ..frame import FileKind, parse, read_bytes
 from ..limits import DEFAULT_LIMITS, Limits
 from ..nodes import Record
-from ..stream import Invalid, StreamReader, quote
+from ..stream import Invalid, quote
 from .document import Baseline
 from .schema import DOCUMENT, FORMAT, OLDEST, VERSION, check_document
 
@@ -31,20 +28,10 @@ ZSTD_LEVEL = 10
 KIND = FileKind("baseline", FORMAT, VERSION, "re-create it with `parity-gate update-baseline`", OLDEST)
 
 
-def _parse(raw: bytes, limits: Limits, kind: FileKind = KIND, schema: Record = DOCUMENT,
-           check: Checker = check_document) -> dict[str, Any]:
-    check_version(raw, limits, kind)
-    r = StreamReader(raw, limits)
-    doc = schema.read(r, "", limits)
-    if r.pos != len(raw):
-        raise Invalid("", f"trailing data after the msgpack map ({len(raw) - r.pos:,} more bytes)")
-    return check(doc)
-
-
 def decode_baseline(data: bytes, source: str, limits: Limits = DEFAULT_LIMITS) -> dict[str, Any]:
     """The document in ``data``; FormatError naming ``source`` for anything wrong."""
     try:
-        return _parse(unframe(bytes(data), limits, KIND), limits)
+        return check_document(parse(bytes(data), limits, KIND, DOCUMENT))
     except Invalid as e:
         raise FormatError(f"baseline `{source}`: {e}") from None
 

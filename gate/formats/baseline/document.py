@@ -1,12 +1,6 @@
-"""``Baseline``: a baseline document as types, both ways.
-
-The codec (``codec.py``) checks a file against the schema and returns its document;
-``Baseline.from_document`` turns that document into types once, and ``to_document`` gives back
-exactly the document the writer writes (same keys, same omitted optional keys, same order), so
-a file read and written again keeps its bytes. Everything downstream (the verdict, the hints,
-``update-baseline``) works on the types: ``update.merge`` records a run over the previous
-baseline, ``changes.describe`` says what moved, and ``entry_for`` holds the one rule for which
-entry judges a target. Both of those modules build on this one, never the other way.
+"""``Baseline``: a baseline document as types, both ways. ``to_document`` gives back exactly the document
+the writer writes, so a file read and written again keeps its bytes; ``entry_for`` holds the one rule
+for which entry judges a target. ``update`` and ``changes`` build on this module, never the other way.
 """
 
 from __future__ import annotations

@@ -11,11 +11,8 @@ SUFFIX = ".msgpack.zst"
 
 
 def baseline_path(baseline_dir: Path, model: str) -> Path:
-    """``<baseline_dir>/<model>.msgpack.zst``; ConfigError unless ``model`` is a valid name.
-
-    A valid name has no separator and is not '.' or '..', so the result is always a direct
-    child of ``baseline_dir``.
-    """
+    """``<baseline_dir>/<model>.msgpack.zst``, always a direct child of ``baseline_dir``; ConfigError
+    unless ``model`` is a valid name (no separator, not '.' or '..')."""
     check_model_name(model)
     path = Path(baseline_dir) / f"{model}{SUFFIX}"
     # Belt and braces: the name rules above already guarantee this.

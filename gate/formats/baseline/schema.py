@@ -1,9 +1,6 @@
-"""The baseline document schema (format version 1) and its cross-field rules.
-
-Structure and per-value rules are declared once with the nodes of ``nodes.py`` and used
-by both the reader (``DOCUMENT.read``) and the writer (``DOCUMENT.conform``). Rules that
-span fields (sketch length vs width, shape product vs count, provider layers vs "layers")
-live in ``check_document`` and run on the result of either walk.
+"""The baseline document schema and its cross-field rules. Declared once with ``nodes`` for both the
+reader (``DOCUMENT.read``) and the writer (``DOCUMENT.conform``); rules that span fields live in
+``check_document`` and run on the result of either walk.
 """
 
 from __future__ import annotations

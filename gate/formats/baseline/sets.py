@@ -1,9 +1,5 @@
-"""Baseline sets: one file holds the baselines of every case of a sweep.
-
-A sweep expands into hundreds of small models; one file per case would flood the baseline
-folder and every pull request's diff. The set is one zstd frame holding one msgpack map,
-``{format, version, sweep, cases: {case name: baseline document}}``, read with the same caps
-as a baseline file, each case checked by the baseline document's own rules.
+"""Baseline sets: one file holds the baselines of every case of a sweep, since one file per case would
+flood the folder and every diff. Read with a baseline file's caps, each case by the document's rules.
 """
 
 from __future__ import annotations
@@ -14,11 +10,11 @@ from typing import Any
 from gate.errors import FormatError
 
 from ..atomic import atomic_write_bytes, remove_stale_temps
-from ..frame import FileKind, read_bytes, unframe
+from ..frame import FileKind, parse, read_bytes
 from ..limits import DEFAULT_LIMITS, Limits
 from ..nodes import Int, NameMap, Record, Str
 from ..stream import Invalid, quote
-from .codec import _encode, _parse
+from .codec import _encode
 from .schema import DOCUMENT, MODEL, check_document
 
 SET_FORMAT = "parity-gate/baseline-set"
@@ -51,7 +47,7 @@ def check_set(doc: dict[str, Any]) -> dict[str, Any]:
 
 def decode_set(data: bytes, source: str, limits: Limits = DEFAULT_LIMITS) -> dict[str, Any]:
     try:
-        return _parse(unframe(bytes(data), limits, SET_KIND), limits, SET_KIND, SET_DOCUMENT, check_set)
+        return check_set(parse(bytes(data), limits, SET_KIND, SET_DOCUMENT))
     except Invalid as e:
         raise FormatError(f"baseline set `{source}`: {e}") from None
 

@@ -1,11 +1,9 @@
 """A baseline as stable, line-oriented text (for people, and for git as a textconv driver).
 
-One fact per line, one line per layer, no timestamps, no paths, no column alignment (renaming one
-layer must not re-indent the rest). git converts each side of a diff alone, so the text of a layer must
-read the same wherever its numbers did not move: by default each reference layer is a short line whose
-numbers are rounded to the reference's noise (``changes.noise``) and digested, and each runtime entry one
-line (its largest error to the decade), without timings. ``full=True`` (``show --all``) prints every
-number exactly (``repr``). Usage: ``python -m gate.formats.baseline.show [--all] FILE``.
+No timestamps, paths or column alignment (renaming one layer must not re-indent the rest). git converts
+each side alone, so by default a layer's numbers are rounded to the reference's noise and digested, and
+a runtime entry is one line without timings; ``full=True`` (``show --all``) prints every number exactly.
+``parity-gate show`` (``gate.cli.show_cmd``) prints it, and is the textconv driver.
 """
 
 from __future__ import annotations
@@ -15,7 +13,6 @@ import json
 import math
 import re
 import struct
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -213,27 +210,3 @@ def render_file(path: str | Path, limits: Limits = DEFAULT_LIMITS, full: bool = 
             return render_set(read_set(Path(path), limits), full)
         except FormatError:
             raise not_a_baseline from None
-
-
-def main(argv: list[str] | None = None) -> int:
-    args = sys.argv[1:] if argv is None else argv
-    textconv, full = "--textconv" in args, "--all" in args
-    files = [a for a in args if a not in ("--textconv", "--all")]
-    if len(files) != 1:
-        print("usage: python -m gate.formats.baseline.show [--textconv] [--all] FILE", file=sys.stderr)
-        return 2
-    try:
-        text = render_file(files[0], full=full)
-    except (FormatError, FileNotFoundError) as e:
-        msg = str(e) if isinstance(e, FormatError) else f"baseline `{files[0]}`: no such file"
-        if textconv:  # show the problem inside the diff instead of failing `git diff`
-            sys.stdout.write(f"invalid baseline: {msg}\n")
-            return 0
-        print(f"error: {msg}", file=sys.stderr)
-        return 2
-    sys.stdout.write(text)
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,9 +1,5 @@
-"""Where a model's baseline lives, and reading and rewriting it there.
-
-A configured model has its own file, ``<dir>/<model>.msgpack.zst``; a case of a sweep is one
-entry of its sweep's set file, ``<dir>/<sweep>.msgpack.zst`` (``sets.py``). Commands go through
-``Location`` and never need to know which; they read and write a ``Baseline``, never its
-document.
+"""Where a model's baseline lives, and reading and rewriting it there: a model's own file, or its
+sweep's set file (``sets``). Commands go through ``Location`` and never need to know which.
 """
 
 from __future__ import annotations

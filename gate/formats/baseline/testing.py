@@ -64,12 +64,8 @@ def make_document(
     folded: Iterable[str] = (),
 ) -> dict[str, Any]:
     """A valid baseline document with ``n_layers`` layers named ``layer0``... and "(model)" last.
-
-    ``providers``: provider names (device class "cpu", precision "float32"), or a mapping
-    ``{provider: {device_class: precision}}``. Every provider has every layer with status
-    "ok", except the names in ``folded`` (status "folded", no err, no fp). Same arguments,
-    same document.
-    """
+    ``providers``: names (device class "cpu", precision "float32"), or ``{provider: {device_class:
+    precision}}``; every layer "ok" but those in ``folded``. Same arguments, same document."""
     rng = random.Random(seed)
     names = [f"layer{i}" for i in range(n_layers - 1)] + (["(model)"] if n_layers else [])
     nq = len(quantiles)

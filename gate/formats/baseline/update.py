@@ -1,7 +1,5 @@
-"""Merge a ``ModelRun`` into the previous ``Baseline`` (``merge_run``).
-
-``update-baseline`` rewrites the reference and the entries of the targets that ran here;
-entries of other providers and device classes are kept while the layers still match.
+"""Merge a ``ModelRun`` into the previous ``Baseline`` (``merge_run``): the reference and the entries of
+the targets that ran here are rewritten; other entries are kept while the layers still match.
 """
 
 from __future__ import annotations

@@ -1,12 +1,5 @@
-"""A bundle: the folder that holds one exported model for the runners.
-
-``model.onnx`` (the graph that ships; with ``model.onnx.data`` beside it when its weights are
-large), ``inputs.npz`` (the inputs as ``arg0``..``argN-1``, no
-pickles), ``outputs.npz`` (the float64 reference's outputs as ``out0``.., for the exact output
-metrics) and ``run.msgpack.zst`` (a result file with the model's run so far: the reference's
-fingerprints, the layer -> ONNX value map, and the providers that already ran). ``check``
-writes one to a temporary folder; ``export --out DIR`` writes ``DIR/<model>/``, and
-``collect --from DIR`` runs providers on them on a runner that has no torch.
+"""A bundle: the folder that holds one exported model for the runners (docs/formats.md): ``model.onnx``,
+``inputs.npz``, ``outputs.npz`` and ``run.msgpack.zst``, the model's run so far.
 """
 
 from __future__ import annotations

@@ -1,10 +1,6 @@
-"""Result files: what ``export`` and ``collect`` write and ``report`` merges (docs/formats.md).
-
-One zstd frame (content size recorded) holding one msgpack map ``{"format":
-"parity-gate/result", "version": 1, "runs": [...]}``; each run is a ``ModelRun``. Files travel
-between runners as artifacts, so the reader is the baseline reader's twin: sizes capped before
-allocation, the schema checked while streaming, cross-field rules after, and every problem one
-``FormatError`` line naming the file.
+"""Result files: what ``export`` and ``collect`` write and ``report`` merges (docs/formats.md). They travel
+between runners as artifacts, so the reader is the baseline reader's twin: sizes capped, the schema
+checked while streaming, every problem one ``FormatError`` line naming the file.
 """
 
 from __future__ import annotations
@@ -34,9 +30,9 @@ from gate.errors import FormatError
 from gate.fingerprint import Fingerprint
 
 from ..atomic import atomic_write_bytes
-from ..frame import FileKind, check_version, read_bytes, unframe
+from ..frame import FileKind, parse, read_bytes
 from ..limits import Limits
-from ..stream import Invalid, StreamReader, bad_name, quote
+from ..stream import Invalid, bad_name, quote
 from .schema import DOCUMENT, FORMAT, VERSION
 
 W = TypeVar("W")  # a validated word's enum
@@ -182,12 +178,7 @@ def read_runs(path: Path) -> list[ModelRun]:
     """The runs in a result file; one FormatError line naming the file and the rule otherwise."""
     where = f"result file `{path}`"
     try:
-        raw = unframe(read_bytes(Path(path), LIMITS.max_file_size, KIND), LIMITS, KIND)
-        check_version(raw, LIMITS, KIND)
-        reader = StreamReader(raw, LIMITS)
-        doc = DOCUMENT.read(reader, "", LIMITS)
-        if reader.pos != len(raw):
-            raise Invalid("", f"trailing data after the msgpack map ({len(raw) - reader.pos:,} more bytes)")
+        doc = parse(read_bytes(Path(path), LIMITS.max_file_size, KIND), LIMITS, KIND, DOCUMENT)
         return [run_from_dict(r) for r in doc["runs"]]
     except FileNotFoundError:
         raise FormatError(f"{where}: does not exist") from None
@@ -198,7 +189,6 @@ def read_runs(path: Path) -> list[ModelRun]:
 
 
 def read_run(path: Path) -> ModelRun:
-    """The one run of a bundle's result file."""
     runs = read_runs(path)
     if len(runs) != 1:
         raise FormatError(f"result file `{path}`: holds {len(runs)} runs; a bundle's holds exactly one")
@@ -206,13 +196,10 @@ def read_run(path: Path) -> ModelRun:
 
 
 def merge(runs: list[ModelRun]) -> list[ModelRun]:
-    """One run per model: the reference from the first file, targets from all of them.
-
-    Runs of one model must share weights and inputs (the digests); the ONNX bytes may differ
-    between runners that exported separately (stack-trace metadata holds file paths). A target
-    seen twice keeps its first result; a provider skipped on one runner and run on another keeps
-    the run (the GPU runner's device class differs from the nominal one of the skip).
-    """
+    """One run per model: the reference from the first file, targets from all of them. Runs of one
+    model must share weights and inputs; the ONNX bytes may differ (stack-trace metadata holds file
+    paths). A target seen twice keeps its first result; a provider skipped on one runner and run on
+    another keeps the run (the GPU runner's device class differs from the nominal one of the skip)."""
     merged: dict[str, ModelRun] = {}
     for run in runs:
         first = merged.get(run.name)

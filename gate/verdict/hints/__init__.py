@@ -1,27 +1,8 @@
-"""Root-cause hints: what the fingerprints say about *why* a layer regressed.
-
-The checks decide pass/fail; hints only explain. Each is computed from what the run and the
-baseline already hold (fingerprints, errors, digests, op types, per-target layer status), one
-module per kind:
-
-``model-change``            (change.py) the float64 reference moved: the model changed; the
-                            weights digest tells weights from code. Or the model's own casts to a
-                            lower precision changed (promoted in the reference, run by runtimes).
-``runtime-change``          (change.py) a runtime's error grew while the reference did not
-                            move at or before that layer; and (numerics.py) a torch provider's
-                            TF32/cuDNN/matmul-precision settings differ from its baseline's.
-``layout``                  (layout.py) same distribution, different positions: a transpose,
-                            permutation, layout or indexing bug.
-``precision-loss``          (precision.py) the error is what a float16/bfloat16 round trip of
-                            that tensor gives.
-``nonfinite-origin``        (nonfinite.py) per target, the first layer holding NaN/Inf.
-``introduced-vs-inherited`` (propagation.py) was the error introduced at the first regressed
-                            layer or inherited from an earlier one? With the series to chart.
-``export-graph-change``     (graph.py) ONNX op types added/removed; layers that became
-                            folded/absent or came back.
-
-A hint never changes the verdict, and building them never raises: an unexpected failure
-becomes one ``hints-unavailable`` hint.
+"""Root-cause hints: what the fingerprints say about *why* a layer regressed
+(docs/verdict.md#root-cause-hints). One module per kind: ``change`` (model-change, runtime-change),
+``numerics``, ``layout``, ``precision``, ``nonfinite``, ``propagation`` (introduced-vs-inherited),
+``graph`` (export-graph-change); ``context`` and ``weights`` are what they share. A hint never changes
+the verdict, and building them never raises: a failure becomes one ``hints-unavailable`` hint.
 """
 
 from __future__ import annotations

@@ -1,8 +1,5 @@
 """``export-graph-change``: ONNX op types added/removed since the baseline, and per target the
 layers that became folded/absent (or have their own value again).
-
-A changed graph digest alone says no more than that the graph moved (``models[].reuse.shipped`` says
-it); this hint names what moved in it.
 """
 
 from __future__ import annotations

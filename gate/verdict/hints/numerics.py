@@ -1,8 +1,5 @@
-"""PyTorch numerics settings (TF32, cuDNN, matmul precision) that differ from the baseline's.
-
-A torch provider records them with its run (``gate.runners.torch_numerics``); a PR that flips
-one is named in that provider's ``runtime-change`` hint, whether or not a layer regressed.
-Only flags recorded on both sides are compared: a torch release that adds a setting is not a change.
+"""PyTorch numerics settings (TF32, cuDNN, matmul precision) that differ from the baseline's. Only flags
+recorded on both sides are compared: a torch release that adds a setting is not a change.
 """
 
 from __future__ import annotations

@@ -1,10 +1,6 @@
-"""``precision-loss``: the error at a first regressed layer is what a float16 or bfloat16
-round trip of that tensor gives, estimated from the reference fingerprint alone.
-
-A rounding error is unbiased: it moves values by up to u|x| each, in no common direction, so
-the tensor's norm barely moves (|d||x||| / ||x-x'|| ~ 1/sqrt(n)). A scaled weight, a changed
-eps or scale move the norm by about the whole error: that tells them apart from a cast of
-equal size.
+"""``precision-loss``: the error at a first regressed layer is what a float16 or bfloat16 round trip of
+that tensor gives, estimated from the reference fingerprint alone. Rounding is unbiased and barely moves
+the norm (|d||x||| / ||x-x'|| ~ 1/sqrt(n)); a scaled weight or changed eps moves it by the whole error.
 """
 
 from __future__ import annotations
@@ -36,11 +32,6 @@ def _bf16(x: np.ndarray) -> np.ndarray:
     u = x.astype(np.float32).view(np.uint32)
     rounded = (u + np.uint32(0x7FFF) + ((u >> np.uint32(16)) & np.uint32(1))) & np.uint32(0xFFFF0000)
     return rounded.view(np.float32).astype(np.float64)
-
-
-def expected_cast_error(fp: Fingerprint, dtype: str) -> float:
-    """Relative L2 error of a ``dtype`` round trip of a tensor with this fingerprint (estimated)."""
-    return expected_cast(fp, dtype)[0]
 
 
 def expected_cast(fp: Fingerprint, dtype: str) -> tuple[float, float]:
