@@ -19,7 +19,7 @@ from pathlib import Path
 import msgpack
 import zstandard
 
-from gate.formats.baseline.testing import make_document
+from tests.support.baseline_docs import make_document
 
 OUT = Path(__file__).resolve().parent.parent / "tests" / "data" / "bad"
 

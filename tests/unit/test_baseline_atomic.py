@@ -21,7 +21,7 @@ from gate.formats.baseline import (
     read_document,
     write_baseline,
 )
-from gate.formats.baseline.testing import make_document
+from tests.support.baseline_docs import make_document
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -127,7 +127,7 @@ CONCURRENT = """
     import sys
     from pathlib import Path
     from gate.formats.baseline import write_baseline
-    from gate.formats.baseline.testing import make_document
+    from tests.support.baseline_docs import make_document
     path, seed, start = Path(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3])
     doc = make_document(300, sketch_width=64, seed=seed)
     import time

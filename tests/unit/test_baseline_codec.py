@@ -25,7 +25,7 @@ from gate.formats.baseline import (
     write_baseline,
 )
 from gate.formats.baseline.schema import OLDEST
-from gate.formats.baseline.testing import make_document
+from tests.support.baseline_docs import make_document
 from tests.conftest import regold
 
 GOOD = Path(__file__).resolve().parents[1] / "data" / "good"

@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 from gate.errors import FormatError
 from gate.formats.baseline import Limits, decode_baseline, encode_baseline
-from gate.formats.baseline.testing import make_document
+from tests.support.baseline_docs import make_document
 
 EXAMPLES = int(os.environ.get("PARITY_GATE_FUZZ_EXAMPLES", "300"))
 # Small caps so that "never more than its caps" is measurable: the frame may declare at most

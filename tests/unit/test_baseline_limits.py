@@ -10,7 +10,7 @@ import zstandard
 
 from gate.errors import FormatError
 from gate.formats.baseline import Limits, decode_baseline, encode_baseline, read_document
-from gate.formats.baseline.testing import make_document
+from tests.support.baseline_docs import make_document
 
 
 def _doc(**kw) -> dict:

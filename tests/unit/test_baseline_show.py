@@ -11,7 +11,7 @@ from pathlib import Path
 
 from gate.formats.baseline import encode_baseline, write_baseline
 from gate.formats.baseline.show import render_file, render_text
-from gate.formats.baseline.testing import make_document
+from tests.support.baseline_docs import make_document
 from tests.support import tools
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -30,7 +30,7 @@ from gate.formats.baseline import (
 )
 from gate.formats.baseline.sets import decode_set, encode_set, read_set
 from gate.formats.baseline.store import Location
-from gate.formats.baseline.testing import make_document
+from tests.support.baseline_docs import make_document
 from gate.formats.baseline.update import LATENCY_BAND
 from tests.conftest import ROOT
 from tests.support.verdicts import CPU, NAMES, fp, run, runtime

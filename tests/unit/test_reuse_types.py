@@ -11,7 +11,7 @@ from gate.core.reuse import Alarm, Reuse, Shipped, StageRun
 from gate.core.status import CacheState, FullWhy, KeyPart, Stage
 from gate.errors import FormatError
 from gate.formats.baseline import decode_baseline, encode_baseline
-from gate.formats.baseline.testing import make_document
+from tests.support.baseline_docs import make_document
 from gate.pipeline.content_key import ContentKey
 from gate.render.reuse_text import alarm_line, reuse_line, reuse_tally
 

@@ -12,7 +12,7 @@ from gate.config.shards import Shard
 from gate.formats.baseline import write_baseline
 from gate.formats.baseline.names import baseline_path
 from gate.formats.baseline.sets import empty_set, write_set
-from gate.formats.baseline.testing import make_document
+from tests.support.baseline_docs import make_document
 
 CONFIG = """baseline-dir = "b"
 providers = ["torch-cpu"]

@@ -71,7 +71,7 @@ def test_the_transform_s_key_digests_the_graph_it_reads():
 
 def test_stage_keys_go_through_the_baseline_format():
     from gate.formats.baseline import decode_baseline, encode_baseline
-    from gate.formats.baseline.testing import make_document
+    from tests.support.baseline_docs import make_document
 
     content = ContentKey("f" * 64, PARTS, 3, stages=keys())
     doc = make_document(3)

@@ -78,7 +78,7 @@ def test_a_gpu_leg_that_ran_nowhere_is_not_a_gpu_leg_without_a_gpu():
 def test_a_baseline_written_from_typed_statuses_holds_their_values():
     # The baseline writer packs strictly: a status word goes in as its plain value, bytes unchanged.
     from gate.formats.baseline import decode_baseline, encode_baseline
-    from gate.formats.baseline.testing import make_document
+    from tests.support.baseline_docs import make_document
 
     doc = make_document()
     typed = copy.deepcopy(doc)

@@ -13,7 +13,7 @@ import zstandard
 from gate.config import load_config
 from gate.errors import ConfigError, FormatError
 from gate.formats.baseline.sets import decode_set, empty_set, encode_set
-from gate.formats.baseline.testing import make_fp
+from tests.support.baseline_docs import make_fp
 
 HEAD = 'providers = ["torch-cpu", "CPUExecutionProvider"]\n'
 SWEEP = """

@@ -9,8 +9,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from gate.fingerprint import STATS
-
-from .schema import FORMAT, VERSION
+from gate.formats.baseline.schema import FORMAT, VERSION
 
 DEFAULT_QUANTILES = (0.0, 0.01, 0.25, 0.5, 0.75, 0.99, 1.0)
 _RANGES = {"sum": (-1.0, 1.0), "sumsq": (0.5, 1.5)}  # a sum per element; others (0.5, 1.0)
