@@ -28,9 +28,9 @@ def worse(found: S, written: S) -> bool:
 
 
 def target_status(pv: ProviderVerdict) -> TargetStatus:
-    """A target that failed to run is an error; one with a first regression regressed; otherwise what
-    its run made it (pass, skipped, no baseline)."""
-    if pv.status == TargetStatus.ERROR:
+    """A target that failed to run (its status, or how it failed) is an error; one with a first
+    regression regressed; otherwise what its run made it (pass, skipped, no baseline)."""
+    if pv.status == TargetStatus.ERROR or pv.error_status is not None:
         return TargetStatus.ERROR
     return TargetStatus.REGRESSED if pv.first_regression is not None else TargetStatus(pv.status)
 

@@ -57,15 +57,16 @@ CASES = ["pass", "reference drift", "runtime drift", "no baseline", "runtime wit
 
 
 def _written_as_a_pass(report: Report, no_baseline_targets: bool = False) -> Report:
-    """The report as a run of the pull request's code could write it: every summary a pass. A target's
-    error or skip is what its run measured and stays; ``no_baseline_targets``: a target without a
-    baseline written as a pass too (the model's own ``baseline_exists`` still says it has none)."""
+    """The report as a run of the pull request's code could write it: every summary a pass, a failed
+    target's too (how it failed, ``error_status``, is what its run measured and stays); a skip stays;
+    ``no_baseline_targets``: a target without a baseline written as a pass too (the model's own
+    ``baseline_exists`` still says it has none)."""
     doc = report_document(report)
     doc["verdict"], doc["first_regression"] = "pass", None
     for m in doc["models"]:
         m["status"], m["first_regression"] = "pass", None
         for p in m["providers"]:
-            if p["status"] == "regressed" or (no_baseline_targets and p["status"] == "no-baseline"):
+            if p["status"] in ("regressed", "error") or (no_baseline_targets and p["status"] == "no-baseline"):
                 p["status"], p["first_regression"] = "pass", None
     return parse_report(json.dumps(doc).encode(), "written.json")
 
@@ -98,14 +99,14 @@ def test_recheck_derives_every_status_it_decides_from_evidence():
             derived.add((level, c.found))
     models = {("model", s) for s in ModelStatus if s != ModelStatus.PASS}
     verdicts = {("verdict", v) for v in Verdict if v != Verdict.PASS}
-    assert derived == {("target", TargetStatus.REGRESSED)} | models | verdicts
+    assert derived == {("target", TargetStatus.REGRESSED), ("target", TargetStatus.ERROR)} | models | verdicts
 
 
 @pytest.mark.parametrize("case, status, verdict", [
     ("model failed", ModelStatus.ERROR, Verdict.ERROR),  # every target passed: the model's own error
     ("no baseline", ModelStatus.NO_BASELINE, Verdict.REGRESSED),  # every target written a pass
     ("runtime with no entry", ModelStatus.NO_BASELINE, Verdict.REGRESSED),  # the target's, as measured
-    ("runtime failed", ModelStatus.ERROR, Verdict.ERROR),  # the target's error, as measured
+    ("runtime failed", ModelStatus.ERROR, Verdict.ERROR),  # the target's error, from how it failed
 ])
 def test_recheck_finds_an_error_or_a_missing_baseline_written_as_a_pass(case, status, verdict):
     written = _written_as_a_pass(assemble([_case(case)], {}), no_baseline_targets=case == "no baseline")
