@@ -17,6 +17,8 @@ CACHE_DIR, CACHE_MAX_GB = "PARITY_GATE_CACHE_DIR", "PARITY_GATE_CACHE_MAX_GB"
 DEBUG = "PARITY_GATE_DEBUG"
 WORKER_HOOK = "PARITY_GATE_WORKER_HOOK"
 CUDA_VISIBLE_DEVICES = "CUDA_VISIBLE_DEVICES"
+BACKEND = "PARITY_GATE_BACKEND"
+DEVICE_FINGERPRINT = "PARITY_GATE_DEVICE_FINGERPRINT"
 
 
 def _read(name: str, environ: Mapping[str, str] | None) -> str | None:
@@ -84,6 +86,31 @@ def worker_hook(environ: Mapping[str, str] | None = None) -> str | None:
 def cuda_visible_devices(environ: Mapping[str, str] | None = None) -> str | None:
     """CUDA_VISIBLE_DEVICES as CUDA reads it (None: unset, every device visible)."""
     return _read(CUDA_VISIBLE_DEVICES, environ)
+
+
+def backend(environ: Mapping[str, str] | None = None) -> str:
+    """PARITY_GATE_BACKEND: the fingerprint backend asked for (empty: the module picks;
+    ``gate.fingerprint`` checks the name)."""
+    return (_read(BACKEND, environ) or "").strip()
+
+
+def device_fingerprint(environ: Mapping[str, str] | None = None) -> str:
+    """PARITY_GATE_DEVICE_FINGERPRINT: ``device`` (unset or empty) fingerprints CUDA tensors where they
+    are, ``host`` copies them first; else a ConfigError naming it."""
+    raw = (_read(DEVICE_FINGERPRINT, environ) or "").strip() or "device"
+    if raw not in ("device", "host"):
+        raise ConfigError(f"{DEVICE_FINGERPRINT}={raw!r}: expected 'device' or 'host'")
+    return raw
+
+
+def in_ci(environ: Mapping[str, str] | None = None) -> bool:
+    """CI: set by every hosted CI service; what is only for a person at a clone is not said there."""
+    return bool(_read("CI", environ))
+
+
+def github_actions(environ: Mapping[str, str] | None = None) -> bool:
+    """GITHUB_ACTIONS=true: a step of a GitHub Actions job, whose log reads workflow commands."""
+    return _read("GITHUB_ACTIONS", environ) == "true"
 
 
 def declared(name: str, environ: Mapping[str, str] | None = None) -> str | None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -11,6 +10,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from gate import env
 from gate.core.progress import TimedProgress
 from gate.core.status import AuditStatus, CellStatus, ModelStatus, Role, SkipKind, TargetStatus, Verdict
 from gate.github.actions import InertLines
@@ -29,7 +29,7 @@ if not console.is_terminal:  # CI logs: wide enough for the report table, never 
 err_console = Console(stderr=True, highlight=False)
 if not err_console.is_terminal:  # progress and errors in CI logs: one line each, never cut mid-token
     err_console = Console(stderr=True, highlight=False, width=160, soft_wrap=True)
-if os.environ.get("GITHUB_ACTIONS") == "true":  # names and messages from result files: no line starts a command
+if env.github_actions():  # names and messages from result files: no line starts a command
     console.file, err_console.file = InertLines(sys.stdout), InertLines(sys.stderr)
 
 _STATUS_STYLE = {"pass": "green", "regressed": "bold red", "error": "bold red", "skipped": "yellow",

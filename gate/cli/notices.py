@@ -4,11 +4,12 @@ baselines are recorded, a missing git diff driver): lines on stderr, never a cha
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from rich.markup import escape
+
+from gate import env
 
 if TYPE_CHECKING:
     from gate.config import Config, ModelSpec
@@ -19,7 +20,7 @@ def backend() -> None:
     (pip shows the build's own warning only with -v)."""
     from gate import fingerprint
 
-    if fingerprint.backend == "numpy" and fingerprint.native_error and not os.environ.get("PARITY_GATE_BACKEND"):
+    if fingerprint.backend == "numpy" and fingerprint.native_error and not env.backend():
         from gate.cli.console import err_console
 
         err_console.print(f"[yellow]notice:[/yellow] {fingerprint.native_error}: fingerprints use the NumPy "
@@ -75,7 +76,7 @@ def gpu_workflow(cfg: Config) -> str:
 def diff_driver(root: Path, baseline_dir: Path) -> None:
     """One line on stderr where the repository routes baselines to the driver and this clone lacks it
     (a teammate's fresh clone); never in CI, whose clones diff nothing for a person."""
-    if os.environ.get("CI"):
+    if env.in_ci():
         return
     from gate.cli.console import err_console
     from gate.scaffold.diff_driver import INSTALL, DriverState, state

@@ -7,17 +7,15 @@ baseline does not change with the path that made it.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 
 import numpy as np
 import torch
 
-from gate.errors import ConfigError
+from gate import env
 from gate.fingerprint import Fingerprint, fingerprint
 from gate.fingerprint.torch_ops import fingerprint_tensor
 
-DEVICE_FINGERPRINT = "PARITY_GATE_DEVICE_FINGERPRINT"
 ON_DEVICE = ("cuda",)  # device types whose tensors are fingerprinted where they live
 
 
@@ -60,18 +58,11 @@ def on_device(t: torch.Tensor) -> Fingerprint:
         return on_host(t)
 
 
-def _wanted() -> str:
-    raw = os.environ.get(DEVICE_FINGERPRINT, "").strip() or "device"
-    if raw not in ("device", "host"):
-        raise ConfigError(f"{DEVICE_FINGERPRINT}={raw!r}: expected 'device' or 'host'")
-    return raw
-
-
 def device_fingerprinter(device: torch.device | str) -> Callable[[torch.Tensor], Fingerprint]:
     """How tensors on ``device`` are fingerprinted: ``on_device`` for CUDA (unless the environment
     asks for the host path), ``on_host`` for everything else."""
     kind = torch.device(device).type
-    return on_device if kind in ON_DEVICE and _wanted() == "device" else on_host
+    return on_device if kind in ON_DEVICE and env.device_fingerprint() == "device" else on_host
 
 
 def fingerprint_of(t: torch.Tensor) -> Fingerprint:

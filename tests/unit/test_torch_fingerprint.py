@@ -9,10 +9,11 @@ import pytest
 import torch
 
 import gate.fingerprint as F
+from gate.env import DEVICE_FINGERPRINT
 from gate.errors import ConfigError
 from gate.fingerprint.torch_ops import error_bound
 from gate.model import torch_hooks
-from gate.model.torch_fingerprint import DEVICE_FINGERPRINT, device_fingerprinter, on_device, on_host
+from gate.model.torch_fingerprint import device_fingerprinter, on_device, on_host
 
 cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 
