@@ -1,11 +1,9 @@
-"""The backward pass as layers: every parameter gradient of a seeded loss, fingerprinted as
-``grad:<parameter name>`` in the order backward produces them (``gradients = true``).
+"""The backward pass as layers (``gradients = true``): every parameter gradient of a seeded loss,
+fingerprinted as ``grad:<parameter name>`` in the order backward produces them.
 
-The loss is a fixed random projection of the outputs, ``sum_i <out_i, R_i>`` with ``R_i`` drawn in
-float64 from the model's seed: every output element weighs in, and the same ``R`` is used on every
-provider (cast to its precision), so the gradients are comparable like activations. ONNX Runtime
-runs inference graphs only: its providers report these layers absent, and say why.
-"""
+The loss is a fixed random projection of the outputs (``sum_i <out_i, R_i>``, ``R`` drawn in float64
+from the model's seed), the same on every provider, so gradients compare like activations. ONNX
+Runtime runs inference graphs only: its providers report these layers absent, and say why."""
 
 from __future__ import annotations
 

@@ -1,24 +1,14 @@
 """The C heap of the gate's processes: memory given back before a worker starts, and where a worker
 faults fresh memory in on huge pages.
 
-glibc keeps freed blocks below its mmap threshold (which grows to 32 MB as large blocks are freed)
-inside the process's heap: after an export and a float64 reference, a share of the gate's resident
-memory that it would hold while the ONNX Runtime worker runs beside it. ``malloc_trim(0)`` returns
-those pages; where there is no such call (musl, macOS, Windows) this
-does nothing.
+glibc keeps freed blocks below its mmap threshold inside the heap; ``malloc_trim(0)`` returns them so
+the gate does not hold them while a worker runs beside it (a no-op without that call).
 
-A capture writes every marked value into fresh memory, and each 4 KiB page faults and is zeroed on
-first touch. ``worker_env`` asks glibc (2.35 and later, ``GLIBC_TUNABLES=glibc.malloc.hugetlb=1``) to
-advise transparent huge pages for the worker's heap and mappings; elsewhere the variable is ignored,
-and a ``glibc.malloc.hugetlb`` the caller set is kept. Whether the kernel then gives huge pages is
-decided per stretch of the run (``huge_pages``): the first huge pages a worker faults cost the kernel
-a compaction of memory the gate's other processes just freed. That costs more than the faults it
-saves while the shipped session opens (its prepacked weights are written once) or a small capture
-runs, and less once a capture faults in gigabytes of marked values. So the shipped session always
-runs on 4 KiB pages, and a capture on huge pages from ``HUGE_CAPTURE_BYTES`` of marked values
-(docs/performance.md; ``scripts/bench_reuse.py --heap``). Where the call is missing (not Linux)
-nothing changes.
-"""
+``worker_env`` asks glibc (2.35+, ``glibc.malloc.hugetlb=1``) to advise transparent huge pages for a
+worker, keeping a value the caller set. ``huge_pages`` decides per stretch of the run: a worker's first
+huge pages cost the kernel a compaction of memory just freed elsewhere, which pays only once a capture
+faults in gigabytes of marked values. So the shipped session runs on 4 KiB pages, and a capture on
+huge pages from ``HUGE_CAPTURE_BYTES`` of marked values."""
 
 from __future__ import annotations
 

@@ -1,14 +1,9 @@
 """Run a provider in a worker process (``python -m gate.runners.worker JOB``).
 
-A segfaulting execution provider, a hung kernel or an allocation past the memory budget ends
-the worker, not the gate: each becomes the provider's status (CRASH, TIMEOUT), told here where
-the process is watched. The job is a ``WorkerJob`` (``job``) written to a file. The worker
-reads the model from the bundle and writes its ``ProviderRun`` as a result file, never
-through a pipe, so a large result cannot deadlock the parent on a full pipe buffer; its stdout
-carries only progress lines, read as they come. A ``Spare`` is a worker started before its job
-exists: its interpreter and ONNX Runtime load while the gate exports, and it reads the job's path
-from its stdin.
-"""
+A segfaulting EP, a hung kernel or an allocation past the budget ends the worker, not the gate, and
+becomes the provider's status (CRASH, TIMEOUT). The worker writes its ``ProviderRun`` to a result
+file, never a pipe, so a large result cannot deadlock on a full pipe buffer; its stdout carries only
+progress lines. A ``Spare`` is started before its job exists, so its imports overlap the export."""
 
 from __future__ import annotations
 

@@ -1,17 +1,14 @@
-"""An ONNX Runtime execution provider as a runner.
+"""An ONNX Runtime execution provider as a runner (no torch here).
 
-It runs the bundle's ``model.onnx`` (``ort_session``: the shipped graph for the outputs and
-latency, a copy with the mapped intermediates marked for the rest) and maps the fingerprints
-of ONNX values back to layers through the run's ``onnx_map``; where the map offers a layer
-several same-shaped values, their fingerprints pick its own (``layermap.pick``). No torch here: this runs on
-runners that only have an ONNX Runtime distribution.
-"""
+It runs the bundle's ``model.onnx`` (``ort_session``) and maps the ONNX values' fingerprints back to
+layers through the run's ``onnx_map``; where several same-shaped values could be a layer's, their
+fingerprints pick it (``layermap.pick``)."""
 
 from __future__ import annotations
 
 import tempfile
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +24,7 @@ from gate.export.layermap import available_values, pick
 from gate.formats.results import Bundle
 from gate.runners import gpu_probe, ort_session
 from gate.runners.base import Runner, Subject, Unavailable
+from gate.runners.ort_capture import device_id
 from gate.verdict import against_reference
 
 
@@ -45,12 +43,6 @@ def value_bytes(run: ModelRun) -> dict[str, int]:
         for value in marked(site):
             out[value] = max(out.get(value, 0), 4 * counts.get(layer, 0))
     return out
-
-
-def device_id(options: Mapping[str, Any]) -> int:
-    """The EP's ``device_id`` option (ONNX Runtime takes it as a string or an integer)."""
-    raw = str(options.get("device_id", 0)).strip()
-    return int(raw) if raw.isdigit() else 0
 
 
 class OrtRunner(Runner):

@@ -1,15 +1,10 @@
 """Where ONNX Runtime ran a graph's nodes, and the EP options that decide it.
 
-Two sources, one record (``{nodes, by_provider, fallback_ops, fallback_nodes, source?, options?}``):
-``assignment``, ONNX Runtime's own record of the partitioning
-(``session.record_ep_graph_assignment_info``, nodes before fusion), and, where a build lacks it,
-``profile``: the kernels a profiled run executed, each with its ``provider``. Counts of the two
-sources differ (fused kernels), so the placement audit compares only records of the same source.
-``options`` keeps the EP options that change what an EP takes or how it computes (TensorRT's
-precision and engine cache, CUDA's TF32 and convolution search), from
-``session.get_provider_options()``; paths are left out, they differ per runner.
-No torch here.
-"""
+One record (``{nodes, by_provider, fallback_ops, fallback_nodes, source?, options?}``) from ONNX
+Runtime's partitioning record (``assignment``, nodes before fusion) or, where a build lacks it, a
+profiled run's kernels (``profile``). Their counts differ (fused kernels), so the placement audit
+compares only records of one source. ``options`` keeps the EP options that change what an EP takes
+or how it computes (``RECORDED_OPTIONS``); paths are left out, they differ per runner."""
 
 from __future__ import annotations
 

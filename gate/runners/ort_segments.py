@@ -1,16 +1,10 @@
 """Capture the marked values of a large graph one segment at a time.
 
-When the marked values of a graph do not fit the capture budget at once, the graph is cut, in
-execution order, into consecutive segments whose marked values each fit. Each segment is a graph
-of its own (its nodes, the initializers they read, the same external weights file) whose inputs
-are the values earlier segments produced; it runs once, its marked values are fingerprinted and
-dropped, and only the values a later segment reads are held. The whole graph runs once in all,
-where marking a chunk of values at a time reruns the whole graph per chunk.
-
-Cuts fall right after a node that produces a marked value, so the values crossing a cut are
-marked values or values made earlier and read later (masks, positions): what ONNX Runtime may
-fuse inside a segment is what it may fuse in the whole graph with every value marked. No torch.
-"""
+When the marked values do not fit the capture budget at once, the graph is cut in execution order
+into segments whose marked values each fit; each runs once as a graph of its own (same external
+weights file), fed what earlier segments produced, so the whole graph runs once in all rather than
+once per chunk of values. Cuts fall right after a node that produces a marked value, so what ONNX
+Runtime may fuse inside a segment is what it may fuse in the whole graph with every value marked."""
 
 from __future__ import annotations
 

@@ -41,8 +41,6 @@ def as_float64(module: torch.nn.Module, inputs: tuple[torch.Tensor, ...]):
     return ref, tuple(t.double() if t.is_floating_point() else t for t in inputs)
 
 
-
-
 def _capture(module: torch.nn.Module, inputs, promote: bool, detail: Callable[[str], None] | None = None,
              tick: Callable[[], None] | None = None) -> tuple[list[LayerOutput], Notes, list[np.ndarray]]:
     notes = Notes()

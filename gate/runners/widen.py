@@ -1,26 +1,15 @@
 """Run a float32 model as float64 without a float64 copy of it.
 
-``float64_weights`` gives a module its parameters and floating buffers as float64 just before
-it runs and puts the float32 ones back when it returns. The outermost modules whose weights
-fit in ``SUBTREE_BYTES`` are widened whole (their children included: code such as
-``nn.MultiheadAttention`` reads a child's weight without calling the child); modules above
-them widen only their own. At most the weights of the calls in flight exist twice (one block,
-not the model). The float32 tensors are never
-modified: the instance the export and the PyTorch providers use stays as it was. The widening
-is exact (float32 -> float64), so a layer computes what it computes on a deep copy made with
-``.double()``. Code that reads another module's weights outside that module's call would see
-float32; the reference then falls back to the copy (``reference.run_reference``).
+``float64_weights`` widens a module's floating weights just before it runs and puts the float32 ones
+back when it returns, so at most the weights of the calls in flight exist twice. The outermost modules
+that fit in ``SUBTREE_BYTES`` widen whole, because code such as ``nn.MultiheadAttention`` reads a
+child's weight without calling the child. Widening is exact, so a layer computes what it computes on a
+``.double()`` copy; code that reads another module's weights outside its call sees float32, and the
+reference then falls back to the copy (``reference.run_reference``).
 
-The float64 tensors come from a pool (``_Pool``): a fresh allocation of a large tensor is fresh
-pages from the kernel, one fault and a zeroing per 4 KiB, which cost more than the widening
-itself. Layers of one model repeat their shapes, so the next block reuses what the last one gave
-back.
-
-An embedding table is read only at the rows its input names. A plain ``nn.Embedding`` (torch's own
-forward, no hooks of its own, a plain weight) widens just those rows into a float64 table whose other
-rows are never written, so never faulted in: GPT-2's 50257 x 768 table was 309 MB of float64
-copied for 512 rows. The forward reads exactly the values ``.double()`` would give it.
-"""
+Large float64 tensors come from a pool (``_Pool``): fresh pages fault and zero per 4 KiB, which costs
+more than the widening, and layers repeat their shapes. A plain ``nn.Embedding`` widens only the rows
+its input names; the other rows are never written, so never faulted in."""
 
 from __future__ import annotations
 

@@ -1,12 +1,9 @@
 """One (model, provider) run in its own process: ``python -m gate.runners.worker JOB``.
 
-The job (a ``WorkerJob`` file, ``isolation.job_for``) names a bundle and a provider. The worker
-reads the run so far from the bundle, runs the provider's runner on it, and writes the
-``ProviderRun`` as a result file. A PyTorch provider needs the model itself: the worker rebuilds
-it from the config under the same seed and refuses to go on unless its weights and inputs
-digests equal the exported model's, so the model compared is still the model exported. ONNX
-Runtime workers import no torch.
-"""
+The worker reads the run so far from the job's bundle, runs the provider's runner and writes the
+``ProviderRun`` to a result file. A PyTorch provider rebuilds the model from the config under its seed
+and refuses to go on unless the weights and inputs digests equal the exported model's, so the model
+compared is the model exported. ONNX Runtime workers import no torch."""
 
 from __future__ import annotations
 
