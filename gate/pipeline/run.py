@@ -1,12 +1,7 @@
-"""Run one configured model: build it once, export it, fingerprint the float64 reference, then
-run every selected provider through its runner. Returns a ``ModelRun``; judging it is the
-verdict's job.
-
-The model is built once and that same instance is exported and run on PyTorch (the stages before
-the providers: ``prepare``); where no later case of the command runs it, it goes before the ONNX
-Runtime providers (``Memo.drop_model``). Providers run in-process or, where the config isolates
-them (ONNX Runtime EPs and CUDA by default), in a worker process that reads the exported bundle.
-"""
+"""Run one configured model: build it once, export it, fingerprint the float64 reference (``prepare``),
+then run every selected provider through its runner, in-process or in a worker that reads the
+exported bundle. The same instance is exported and run on PyTorch; where no later case of the command
+runs it, it goes before the ONNX Runtime providers (``Memo.drop_model``). Judging is the verdict's job."""
 
 from __future__ import annotations
 
