@@ -12,7 +12,6 @@ runs the reference on all its threads (``wait_or_stop``)."""
 from __future__ import annotations
 
 import contextlib
-import os
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -69,7 +68,7 @@ def start(built: BuiltModel, layers: int, forward_s: float, ops: int, binding: b
     if mode == "off" or forward_s < MIN_FORWARD_S or not forked.available():
         return None
     weights = weight_bytes(built)
-    if mode == "auto" and (cpus() < AUTO_CPUS
+    if mode == "auto" and (env.usable_cpus() < AUTO_CPUS
                            or not hides(forward_s, ops, weights, forked.threads(), binding)):
         return None
     if not _fits(weights):
@@ -102,8 +101,7 @@ class Slot:
 
 @contextlib.contextmanager
 def stopped_on_error(slot: Slot) -> Iterator[Slot]:
-    """A block that waits for the child's reference: an exception out of it (the export's bug, an
-    interrupt) ends the child too."""
+    """A block that waits for the child's reference: an exception out of it ends the child too."""
     try:
         yield slot
     except BaseException:
@@ -113,9 +111,8 @@ def stopped_on_error(slot: Slot) -> Iterator[Slot]:
 
 
 def wait_or_stop(beside: Beside) -> Reference | None:
-    """After the export: the child's reference, waited for while that is shorter than running it
-    here, with this process's threads, from the start; else None (the child is stopped, the caller
-    runs it)."""
+    """After the export: the child's reference, where waiting is shorter than running it here from
+    the start; else None (the child stopped)."""
     from gate.runners import forked
 
     child = beside.child
@@ -144,16 +141,7 @@ def _worth_waiting(done: int, layers: int, elapsed: float, threads: int) -> bool
     return left <= here
 
 
-def cpus() -> int:
-    """The CPUs this process may use."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # pragma: no cover - not Linux
-        return os.cpu_count() or 1
-
-
 def weight_bytes(built: BuiltModel) -> int:
-    """The bytes of the model's parameters and buffers."""
     from gate.model import budget
 
     return budget.tensor_bytes([*built.module.parameters(), *built.module.buffers()])
