@@ -1,9 +1,5 @@
-"""cffi out-of-line (API mode) build of the native fingerprint kernel.
-
-Used by setup.py (``cffi_modules=["gate/fingerprint/_build.py:ffibuilder"]``) and, for a
-source tree, directly: ``python gate/fingerprint/_build.py`` builds
-``gate/fingerprint/_native*.so`` in place.
-"""
+"""cffi out-of-line (API mode) build of the native fingerprint kernel, for setup.py
+(``cffi_modules``) and, in a source tree, ``python gate/fingerprint/_build.py`` (builds in place)."""
 
 from __future__ import annotations
 
