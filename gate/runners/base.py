@@ -32,8 +32,7 @@ class Unavailable(Exception):
 
 @dataclass
 class Subject:
-    """What a runner runs: the run so far (reference layers and the ONNX value map), the exported
-    bundle (``model.onnx``, ``inputs.npz``) and, where PyTorch runs, the built model."""
+    """What a runner runs: the run so far, the exported bundle and, where PyTorch runs, the built model."""
 
     run: ModelRun
     bundle: Path | None = None
@@ -48,8 +47,7 @@ class Subject:
 
     @property
     def timing_runs(self) -> int:
-        """Warm runs of the shipped graph to time: ``repeats``, else 5 when the latency is read
-        (``max-slowdown``, a baseline being written), else none: a check pays only for what it reads."""
+        """Warm runs of the shipped graph to time: ``repeats``, else 5 where latency is read, else none."""
         return self.repeats or (5 if self.latency else 0)
 
 
@@ -66,9 +64,8 @@ class Runner(ABC):
         """The provider, the device class it runs on here, and its precision."""
 
     def precheck(self, subject: Subject) -> None:
-        """What can be told without loading the model (is the provider here, is there a model to
-        run): raises ``Unavailable`` or ``ModelError``. Cheap, so a parent can ask before it starts
-        a worker; ``prepare`` asks too. Nothing to check by default."""
+        """What can be told without loading the model (``Unavailable``, ``ModelError``): cheap, so a
+        parent asks before it starts a worker."""
         return None
 
     def prepare(self, subject: Subject) -> None:

@@ -78,7 +78,6 @@ class Forked(Generic[T]):
 
     @property
     def done(self) -> int:
-        """The steps the child has counted so far."""
         count: int = _COUNT.unpack_from(self._steps, 0)[0]
         return count
 
@@ -106,7 +105,6 @@ class Forked(Generic[T]):
             self.close()
 
     def stop(self) -> None:
-        """End the child now; its work is dropped."""
         if self._pid is not None:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(self._pid, signal.SIGKILL)

@@ -33,8 +33,7 @@ class Probe:
 
 
 def parse_nvidia_smi(text: str) -> list[Gpu]:
-    """``NVIDIA H100 80GB HBM3, 9.0`` per line (``--format=csv,noheader``) -> GPUs in index order.
-    A line that does not parse raises ValueError naming it."""
+    """``NVIDIA H100 80GB HBM3, 9.0`` per line -> GPUs in index order (ValueError naming a bad line)."""
     gpus = []
     for line in text.splitlines():
         if not line.strip():

@@ -26,10 +26,9 @@ def projection(outputs: Sequence[torch.Tensor], seed: int) -> list[torch.Tensor]
 
 def gradients(module: torch.nn.Module, inputs: tuple[torch.Tensor, ...], seed: int,
               forward: Callable[..., Any] | None = None) -> list[LayerOutput]:
-    """Fingerprints of the parameter gradients of the projected loss, in the order backward
-    accumulated them. ``forward`` (default: ``module``) is what runs, e.g. a compiled module; the
-    parameters are ``module``'s. Their ``requires_grad`` and ``.grad`` are restored afterwards:
-    the same instance is exported and run forward by the other providers."""
+    """The parameter gradients of the projected loss, in backward's order; ``forward`` (e.g. a compiled
+    module) runs ``module``'s parameters. Their ``requires_grad`` and ``.grad`` are restored: the
+    other providers run the same instance."""
     params = [(name, p) for name, p in module.named_parameters() if p.is_floating_point()]
     before = [(p, p.requires_grad, p.grad) for _, p in params]
     produced: list[LayerOutput] = []

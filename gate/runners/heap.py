@@ -24,7 +24,7 @@ _SET_THP_DISABLE, _GET_THP_DISABLE = 41, 42  # prctl(2) options, Linux 3.15 and 
 
 
 def trim() -> bool:
-    """Release the heap's free pages; False where the C library has no ``malloc_trim``."""
+    """Release the heap's free pages; False where there is no ``malloc_trim``."""
     if not sys.platform.startswith("linux"):
         return False
     try:
@@ -36,8 +36,7 @@ def trim() -> bool:
 
 
 def worker_env(env: Mapping[str, str]) -> dict[str, str]:
-    """``env`` for a worker process: on Linux, glibc's malloc on transparent huge pages (madvise),
-    unless the caller's tunables already say how."""
+    """``env`` for a worker process, with glibc's huge-page tunable unless the caller set it."""
     out = dict(env)
     if not sys.platform.startswith("linux"):
         return out
@@ -48,7 +47,6 @@ def worker_env(env: Mapping[str, str]) -> dict[str, str]:
 
 
 def capture_pages(marked_bytes: int) -> bool:
-    """Whether a capture of ``marked_bytes`` of values faults in on huge pages (module docstring)."""
     return marked_bytes >= HUGE_CAPTURE_BYTES
 
 
@@ -65,9 +63,8 @@ def _prctl() -> Callable[..., int] | None:
 
 @contextlib.contextmanager
 def huge_pages(allowed: bool) -> Iterator[bool]:
-    """Within the block, this process's new faults may (``allowed``) or may not be served with
-    transparent huge pages (``prctl(PR_SET_THP_DISABLE)``); the setting before comes back after.
-    Yields whether the setting took (False where there is no such call)."""
+    """Transparent huge pages ``allowed`` or not for this process within the block
+    (``PR_SET_THP_DISABLE``); yields whether the setting took."""
     call = _prctl()
     zero = ctypes.c_ulong(0)
     before = -1 if call is None else call(_GET_THP_DISABLE, zero, zero, zero, zero)

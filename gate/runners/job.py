@@ -33,7 +33,6 @@ class WorkerJob:
 
     @property
     def what(self) -> str:
-        """How messages name the model."""
         return f"model `{self.model}`"
 
     def to_bytes(self) -> bytes:

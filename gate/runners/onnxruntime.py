@@ -36,7 +36,7 @@ def marked(site: OnnxSite) -> tuple[str, ...]:
 
 
 def value_bytes(run: ModelRun) -> dict[str, int]:
-    """Bytes each marked value will occupy, from the reference's element counts (float32)."""
+    """Bytes each marked value will occupy (float32)."""
     counts = {x.name: x.fp.count for x in run.layers}
     out: dict[str, int] = {}
     for layer, site in run.onnx_map.items():
@@ -105,8 +105,7 @@ class OrtRunner(Runner):
 
 
 def _detail(run: ModelRun, sink: Callable[[str], None] | None) -> ort_session.Detail | None:
-    """Capture progress for ``sink``, by layer name, at most every ``DETAIL_EVERY_S`` (a small
-    model's run says nothing)."""
+    """Capture progress for ``sink``, by layer name, at most every ``DETAIL_EVERY_S``."""
     if sink is None:
         return None
     layer_of = {site.value: name for name, site in run.onnx_map.items() if site.kind == "value"}

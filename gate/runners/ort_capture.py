@@ -73,9 +73,7 @@ def floating(a: np.ndarray) -> np.ndarray:
 def capture(session, feed: Mapping[str, np.ndarray], names: Sequence[str], how: Capture, keep: Sequence[str] = (),
             held: dict[str, np.ndarray] | None = None) -> dict[str, Fingerprint]:
     """Run ``session`` once with ``names`` bound to ``how``'s device; their fingerprints by name.
-
-    The outputs named in ``keep`` are bound too and copied to ``held`` as arrays, for a later
-    session to read."""
+    ``keep`` is copied into ``held``, for a later session to read."""
     binding = session.io_binding()
     for name, value in feed.items():
         binding.bind_cpu_input(name, np.ascontiguousarray(value))

@@ -25,13 +25,11 @@ _LIMIT = 200  # fallback nodes listed (the count is exact)
 
 
 def recorded_options(provider: str, options: Mapping[str, Mapping[str, Any]]) -> dict[str, str]:
-    """The options of ``provider`` worth recording, from ``session.get_provider_options()``."""
     mine = options.get(provider) or {}
     return {k: str(mine[k]) for k in RECORDED_OPTIONS.get(provider, ()) if k in mine}
 
 
 def record(assigned: Iterable[tuple[str, str, str]], provider: str, source: str) -> dict[str, Any]:
-    """The placement of ``(ep, op_type, node name)`` triples on ``provider``."""
     counts: dict[str, int] = {}
     fallback: list[str] = []
     for ep, op_type, name in assigned:
@@ -67,8 +65,7 @@ def from_profile(events: list[dict[str, Any]], provider: str) -> dict[str, Any]:
 
 
 def profile(spec, model: bytes | str, feed: Mapping[str, Any], what: str) -> list[dict[str, Any]]:
-    """One profiled run of ``model`` (its bytes or its path) under ``spec`` (an
-    ``ort_session.SessionSpec``): the events."""
+    """The events of one profiled run of ``model`` under ``spec`` (an ``ort_session.SessionSpec``)."""
     session = spec.open(model, what, profile=True)
     session.run(None, dict(feed))
     path = session.end_profiling()

@@ -82,8 +82,7 @@ def _outer(graph: onnx.GraphProto) -> list[str]:
 
 def plan(graph: onnx.GraphProto, values: Sequence[str], sizes: Mapping[str, int], budget: int,
          feed: Iterable[str]) -> list[Segment] | None:
-    """Segments whose marked values each fit ``budget`` bytes (a value past it alone), as even as
-    the fewest segments allow; None when a marked value is not produced by a node of ``graph``."""
+    """Segments cut as ``chunks`` cuts the values; None when a marked value is no node's output."""
     produced = {out: i for i, node in enumerate(graph.node) for out in node.output if out}
     if any(v not in produced for v in values):
         return None
@@ -115,14 +114,12 @@ def _add(names: list[str], name: str) -> None:
 
 
 def last_reader(segments: Sequence[Segment]) -> dict[str, int]:
-    """For each value a segment reads from outside itself, the last segment that reads it: held
-    until then, dropped after."""
+    """For each value a segment reads from outside itself, the last segment that reads it."""
     return {name: k for k, s in enumerate(segments) for name in s.inputs}
 
 
 def model(proto: onnx.ModelProto, seg: Segment, types: Mapping[str, onnx.TypeProto], index: int) -> onnx.ModelProto:
-    """``seg`` as a graph of its own: external weights keep their locations, so the file written
-    beside the original model reads the same weights file."""
+    """``seg`` as a graph of its own, reading the original model's external weights file."""
     g = proto.graph
     out = onnx.ModelProto(ir_version=proto.ir_version, producer_name=proto.producer_name)
     out.opset_import.extend(proto.opset_import)

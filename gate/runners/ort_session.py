@@ -50,9 +50,7 @@ _MODES = {"sequential": "ORT_SEQUENTIAL", "parallel": "ORT_PARALLEL"}
 
 @dataclass(frozen=True)
 class SessionSpec:
-    """How every session of one provider is made: the EP with its options, and ``SessionOptions``
-    from the config's ``session-options`` (graph optimization level, execution mode, threads,
-    free dimension overrides, config entries)."""
+    """How every session of one provider is made: the EP, its options and the config's ``session-options``."""
 
     provider: str
     options: Mapping[str, Any] = field(default_factory=dict)
@@ -134,15 +132,15 @@ def _feed(session, inputs: Sequence[np.ndarray]) -> dict[str, np.ndarray]:
 
 def run(proto: onnx.ModelProto, spec: SessionSpec, inputs: Sequence[np.ndarray], values: Sequence[str], what: str,
         timing_runs: int = 5, capture_bytes: int | None = None, value_bytes: Mapping[str, int] | None = None,
-        keep_outputs: bool = False, how: Capture | None = None, model: Path | None = None,
-        detail: Detail | None = None, weights: Path | None = None) -> OrtRun:
+        keep_outputs: bool = False, model: Path | None = None, detail: Detail | None = None,
+        weights: Path | None = None) -> OrtRun:
     """Fingerprints of the shipped outputs and of ``values``; median latency of ``timing_runs`` warm runs.
 
     ``model``: the shipped graph's file; ``weights``: the file whose data the marked copies share
     (default ``model``). ONNX Runtime holds all marked values at once, so past ``capture_bytes`` the
     graph is captured a segment at a time (where it cannot be cut, in chunks of whole runs).
     """
-    how = how or Capture.for_provider(spec.provider, spec.options)
+    how = Capture.for_provider(spec.provider, spec.options)
     shipped = str(model) if model is not None else proto.SerializeToString()
     weights = weights or model
     with heap.huge_pages(False):  # its weights, prepacked once: huge pages cost a compaction here (``heap``)
@@ -164,8 +162,7 @@ def run(proto: onnx.ModelProto, spec: SessionSpec, inputs: Sequence[np.ndarray],
 
 def _shipped(shipped: bytes | str, spec: SessionSpec, inputs: Sequence[np.ndarray], what: str,
              timing_runs: int, keep_outputs: bool, how: Capture) -> tuple[OrtRun, dict[str, np.ndarray]]:
-    """The unmodified graph's session: its outputs' fingerprints (the arrays too with ``keep_outputs``),
-    the latency of ``timing_runs`` warm runs and the placement; released before this returns."""
+    """The unmodified graph's outputs, latency and placement; its session released before this returns."""
     session = spec.open(shipped, what, record=True)
     feed = _feed(session, inputs)
     try:
@@ -181,8 +178,7 @@ def _shipped(shipped: bytes | str, spec: SessionSpec, inputs: Sequence[np.ndarra
     result = OrtRun([fingerprint(floating(np.asarray(o))) for o in outputs], latency_ms=median, latency_p90_ms=p90,
                     capture=how)
     result.placement = ort_placement.placement(session, spec, shipped, feed, what)
-    # Copies: an output of session.run can be a view of the session's arena, and would keep all of
-    # the arena (0.5 GB for GPT-2 at sequence 2048) alive after the session is gone.
+    # Copies: an output of session.run can be a view that keeps the whole arena alive after the session.
     result.arrays = [np.array(o) for o in outputs] if keep_outputs else []
     del outputs, session
     gc.collect()

@@ -39,6 +39,5 @@ def _read(reader: Callable[[], object]) -> str | None:
 
 
 def settings() -> dict[str, str]:
-    """The settings as they are now in this process, by flag name (sorted)."""
     out = {name: _read(reader) for name, reader in FLAGS.items()}
     return {k: v for k, v in sorted(out.items()) if v is not None}

@@ -1,15 +1,11 @@
 """Run a float32 model as float64 without a float64 copy of it.
 
 ``float64_weights`` widens a module's floating weights just before it runs and puts the float32 ones
-back when it returns, so at most the weights of the calls in flight exist twice. The outermost modules
-that fit in ``SUBTREE_BYTES`` widen whole, because code such as ``nn.MultiheadAttention`` reads a
-child's weight without calling the child. Widening is exact, so a layer computes what it computes on a
-``.double()`` copy; code that reads another module's weights outside its call sees float32, and the
-reference then falls back to the copy (``reference.run_reference``).
-
+back when it returns. The outermost modules within ``SUBTREE_BYTES`` widen whole, since code such as
+``nn.MultiheadAttention`` reads a child's weight without calling it. Widening is exact; code that
+reads another module's weights outside its call sees float32, and the reference falls back to a copy.
 Large float64 tensors come from a pool (``_Pool``): fresh pages fault and zero per 4 KiB, which costs
-more than the widening, and layers repeat their shapes. A plain ``nn.Embedding`` widens only the rows
-its input names; the other rows are never written, so never faulted in."""
+more than the widening. A plain ``nn.Embedding`` widens only the rows its input names."""
 
 from __future__ import annotations
 
@@ -49,9 +45,8 @@ _use_count = getattr(torch._C, "_storage_Use_Count", None)
 
 
 class _Pool:
-    """Contiguous float64 tensors by element count, reused across calls. A tensor goes back only
-    when nothing but the pool references its memory (a module may return a view of its weight),
-    and the pool keeps at most ``limit`` bytes."""
+    """Contiguous float64 tensors by element count, at most ``limit`` bytes; one goes back only when
+    nothing else references its memory (a module may return a view of its weight)."""
 
     def __init__(self, limit: int) -> None:
         self.limit = limit
@@ -59,7 +54,7 @@ class _Pool:
         self.held = 0
 
     def widen(self, t: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """``t`` as float64 (exact), and the pooled tensor it lives in (None: not pooled)."""
+        """``t`` as float64, and the pooled tensor it lives in (None: not pooled)."""
         if _use_count is None or not t.is_contiguous() or t.numel() * 8 < POOLED_BYTES:
             return t.double(), None
         stack = self.free.get(t.numel())
@@ -80,8 +75,7 @@ class _Pool:
 
 def gathers(module: torch.nn.Module) -> bool:
     """Whether ``module``'s call reads its table only at the rows its input names: torch's own
-    ``nn.Embedding.forward`` on a plain weight, with no hook (its own or every module's) that could
-    read the rest."""
+    ``nn.Embedding.forward`` on a plain weight, with no hook that could read the rest."""
     weight = module._parameters.get("weight") if isinstance(module, torch.nn.Embedding) else None
     everywhere = [getattr(torch.nn.modules.module, f"_global_forward{kind}_hooks", None)
                   for kind in ("_pre", "")]
@@ -126,8 +120,7 @@ class _Widened:
 
 def _widen(module: torch.nn.Module, pool: _Pool
            ) -> tuple[torch.nn.Module, dict[str, Any], dict[str, Any], list[Any]]:
-    """Swap ``module``'s own floating weights for float64 ones; the originals, to put back, and
-    the pooled tensors to give back once they are."""
+    """Swap ``module``'s own floating weights for float64 ones; the originals and the pooled tensors."""
     params, buffers, pooled = {}, {}, []
     for name, p in module._parameters.items():
         if p is not None and p.dtype in _WIDE and p.dtype != torch.float64:

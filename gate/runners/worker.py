@@ -64,7 +64,6 @@ def rebuild(job: WorkerJob, meta: Meta):
 
 
 def subject_of(job: WorkerJob) -> Subject:
-    """The subject the parent would have handed the runner, read back from the bundle."""
     bundle = Bundle(job.bundle)
     return Subject(bundle.read_run(), bundle.folder, threads=job.threads, outputs=bundle.outputs(),
                    output_tolerance=job.output_tolerance, repeats=job.repeats, latency=job.latency,
@@ -72,8 +71,8 @@ def subject_of(job: WorkerJob) -> Subject:
 
 
 def execute_job(job: WorkerJob) -> ProviderRun:
-    """The job's run. Besides the runner's own failures, the worker's are statuses too: a bundle
-    or config it cannot read (LOAD_FAIL), a model rebuilt otherwise, memory past the budget."""
+    """The job's run; the worker's own failures (a bundle or config it cannot read, a model rebuilt
+    otherwise, memory past the budget) are statuses too."""
     runner = runner_for(job.provider)
     try:
         subject = subject_of(job)

@@ -31,8 +31,6 @@ STALE_S = 24 * 3600  # a temporary folder this old was left by a writer that die
 
 
 class PutState(Word):
-    """What ``put`` did."""
-
     STORED = "stored"  # the key's first output: written
     SAME = "same"  # the key holds this output already
     ALARM = "alarm"  # the key holds another output: nothing replaced, the alarm raised
@@ -127,8 +125,7 @@ class Store:
 
     def put(self, stage: Stage, key: str, write: Callable[[Path], None], digest: str, payload: dict[str, Any],
             agrees: Agrees | None = None) -> Put:
-        """Store the output ``write(folder)`` writes, whose digest is ``digest``, under ``key``,
-        unless the key holds an output already: then compare (see the module docstring)."""
+        """Store what ``write(folder)`` writes under ``key``, or compare with the output it holds."""
         for _ in range(2):  # a second round only when another writer got there between the look and the rename
             found = self.get(stage, key)
             if found.state == CacheState.ALARM:
