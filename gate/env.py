@@ -94,6 +94,5 @@ def cuda_visible_devices(environ: Mapping[str, str] | None = None) -> str | None
 
 
 def declared(name: str, environ: Mapping[str, str] | None = None) -> str | None:
-    """The variable ``name`` that a config declares a transform reads (``transform-inputs``,
-    ``env:NAME``); None where unset."""
+    """A variable a config declares its transform reads (``env:NAME``); None where unset."""
     return _read(name, environ)

@@ -23,8 +23,7 @@ SOURCES = (
 )
 
 def cdef(header: str = os.path.join(SRC, "pgfp.h")) -> str:
-    """The cffi declarations, taken from the public header itself: its integer ``#define``s,
-    enums, types and prototypes; include guards, includes and comments dropped."""
+    """The cffi declarations from the public header: integer ``#define``s, enums, types, prototypes."""
     with open(header, encoding="utf-8") as f:
         text = re.sub(r"/\*.*?\*/", "", f.read(), flags=re.S)
     keep = []

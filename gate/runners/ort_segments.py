@@ -16,10 +16,8 @@ import onnx
 
 
 def chunks(values: Sequence[str], sizes: Mapping[str, int], budget: int | None) -> list[list[str]]:
-    """Split marked values, in order, so one run never holds more than ``budget`` bytes of them (a
-    value larger than the budget runs alone), in as few runs as that allows and as even as those
-    runs allow: a run's peak is its chunk, so 2,100 MB under a 2,048 MB budget is two runs of
-    1,050 MB rather than 2,048 + 52."""
+    """Split marked values, in order, into the fewest runs of at most ``budget`` bytes (a larger value
+    alone), as even as those allow: a run's peak is its chunk, so 2,100 MB is two runs of 1,050 MB."""
     if not budget:
         return [list(values)] if values else []
     greedy = _greedy(values, sizes, budget)
