@@ -1,12 +1,8 @@
 """parity-gate: a CI gate for PyTorch models that ship through ONNX.
 
-The library never imports typer or rich (that is ``gate.cli``), and imports torch only
-where a model is exported or run on PyTorch.
-
-``gate.fingerprint(array)`` fingerprints an array; ``gate.backend`` says which
-implementation does it ("native" C kernel or the "numpy" specification). Both load on
-first use, so a bad PARITY_GATE_BACKEND surfaces as the CLI's one-line error.
-"""
+``gate.fingerprint(array)`` fingerprints an array; ``gate.backend`` says which implementation does it
+("native" or "numpy"). Both load on first use, so a bad PARITY_GATE_BACKEND surfaces as the CLI's
+one-line error. The library never imports typer or rich (``gate.cli``), and torch only where it runs."""
 
 from __future__ import annotations
 

@@ -78,9 +78,16 @@ def store_max_bytes(environ: Mapping[str, str] | None = None) -> int:
 
 
 def worker_hook(environ: Mapping[str, str] | None = None) -> str | None:
-    """PARITY_GATE_WORKER_HOOK=module:function, run in a worker before its provider (debugging, fault
-    tests); None where unset or empty."""
+    """PARITY_GATE_WORKER_HOOK=module:function, run in a worker before its provider (fault tests)."""
     return _read(WORKER_HOOK, environ) or None
+
+
+def usable_cpus() -> int:
+    """The CPUs this process may run on (its affinity: containers, taskset)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # not Linux
+        return os.cpu_count() or 1
 
 
 def cuda_visible_devices(environ: Mapping[str, str] | None = None) -> str | None:
@@ -114,6 +121,5 @@ def github_actions(environ: Mapping[str, str] | None = None) -> bool:
 
 
 def declared(name: str, environ: Mapping[str, str] | None = None) -> str | None:
-    """The variable ``name`` that a config declares a transform reads (``transform-inputs``,
-    ``env:NAME``); None where unset."""
+    """A variable a config declares its transform reads (``env:NAME``); None where unset."""
     return _read(name, environ)

@@ -1,12 +1,7 @@
-"""User-facing errors; this module imports nothing of parity-gate, so every part (the
-fingerprint kernel included) can raise them. ``ModelError``, a model that failed, carries a
-word of the report's vocabulary and lives above it, in ``gate.core.failure``.
-
-A ``GateError`` is a mistake in what the user gave us (a config key, a file, a model):
-the CLI prints ``str(error)`` as one line and exits with ``error.exit_code``. Any other
-exception is a bug in parity-gate: it keeps its traceback and exits with ``INTERNAL_ERROR``, never
-with a regression's 1.
-"""
+"""User-facing errors. This module imports nothing of parity-gate, so every part can raise them
+(``ModelError`` carries a report word and lives above, in ``gate.core.failure``). The CLI prints a
+``GateError`` as one line and exits with its ``exit_code``; any other exception is a bug: it keeps its
+traceback and exits with ``INTERNAL_ERROR``, never with a regression's 1."""
 
 from __future__ import annotations
 

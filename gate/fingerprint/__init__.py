@@ -1,12 +1,10 @@
 """Tensor fingerprints: counts, moments, quantiles and a linear position-sensitive sketch.
 
-``fingerprint(array)`` summarises a float16/bfloat16/float32/float64 NumPy array. Two
-backends compute it bit-identically: the NumPy reference (:mod:`.reference`, which is the
-specification) and a C kernel built with cffi at install time. ``backend`` says which one
-is in use; ``PARITY_GATE_BACKEND=native|numpy`` forces one.
-
-This package imports nothing of parity-gate but ``gate.errors`` and ``gate.env`` (below it).
-"""
+``fingerprint(array)`` summarises a float16/bfloat16/float32/float64 NumPy array, bit-identically
+on two backends: the NumPy reference (:mod:`.reference`, the specification) and a C kernel built with
+cffi (``_build``, ``_kernel``); ``backend`` says which, ``PARITY_GATE_BACKEND=native|numpy`` forces
+one. ``torch_ops`` computes it on a tensor's own device; ``profile`` times it for the benchmarks.
+Imports nothing of parity-gate but ``gate.errors`` and ``gate.env``."""
 
 from __future__ import annotations
 
@@ -122,10 +120,7 @@ def _prepare(array, dtype: str | None) -> tuple[np.ndarray, str]:
 
 def fingerprint(array, dtype: str | None = None, *, backend: str | None = None) -> Fingerprint:
     """Fingerprint of a floating NumPy array (any shape and strides, 0-d and empty included).
-
-    ``dtype="bfloat16"`` reads a uint16 array as bfloat16 bits; ml_dtypes.bfloat16 arrays
-    are recognised without it. ``backend`` overrides the module-wide choice (tests).
-    """
+    ``dtype="bfloat16"`` reads uint16 bits (ml_dtypes.bfloat16 needs no hint); ``backend``: for tests."""
     if dtype is None and backend is None and type(array) is np.ndarray:  # fast path, small tensors
         name = _FAST.get(array.dtype)
         if name is not None and array.flags.c_contiguous:

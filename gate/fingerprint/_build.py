@@ -1,9 +1,5 @@
-"""cffi out-of-line (API mode) build of the native fingerprint kernel.
-
-Used by setup.py (``cffi_modules=["gate/fingerprint/_build.py:ffibuilder"]``) and, for a
-source tree, directly: ``python gate/fingerprint/_build.py`` builds
-``gate/fingerprint/_native*.so`` in place.
-"""
+"""cffi out-of-line (API mode) build of the native fingerprint kernel, for setup.py
+(``cffi_modules``) and, in a source tree, ``python gate/fingerprint/_build.py`` (builds in place)."""
 
 from __future__ import annotations
 
@@ -27,8 +23,7 @@ SOURCES = (
 )
 
 def cdef(header: str = os.path.join(SRC, "pgfp.h")) -> str:
-    """The cffi declarations, taken from the public header itself: its integer ``#define``s,
-    enums, types and prototypes; include guards, includes and comments dropped."""
+    """The cffi declarations from the public header: integer ``#define``s, enums, types, prototypes."""
     with open(header, encoding="utf-8") as f:
         text = re.sub(r"/\*.*?\*/", "", f.read(), flags=re.S)
     keep = []

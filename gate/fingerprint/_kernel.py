@@ -1,13 +1,9 @@
-"""Thin wrapper around the cffi-built C kernel (``gate.fingerprint._native``).
-
-Kept lean for small tensors: the quantile table, dtype codes and struct offsets are built
-once; a call allocates only the result (a float64 array the C struct is written into).
-cffi releases the GIL around the C call.
-"""
+"""Thin wrapper around the cffi-built C kernel (``gate.fingerprint._native``), lean for small tensors:
+tables and struct offsets are built once, and a call allocates only the result. cffi releases the GIL
+around the C call."""
 
 from __future__ import annotations
 
-import os
 import struct
 
 import numpy as np
@@ -39,19 +35,11 @@ _empty, _from_buffer, _obj_new = np.empty, ffi.from_buffer, object.__new__
 VECTOR_PATH: str = ffi.string(lib.pgfp_path()).decode()  # "avx2", "neon" or "portable" on this CPU
 
 
-def _usable_cpus() -> int:
-    try:
-        return len(os.sched_getaffinity(0))  # what this process may run on (containers, taskset)
-    except (AttributeError, OSError):
-        return os.cpu_count() or 1
-
-
 def _threads() -> int:
-    """PARITY_GATE_THREADS (at most 64), else the CPUs this process may use (at most 8). Any
-    count gives bit-identical results. The gate fingerprints while torch and ONNX Runtime wait
-    (inside a module hook, or after a session run), so the kernel may use every core while it runs."""
+    """PARITY_GATE_THREADS (at most 64), else the usable CPUs (at most 8): the gate fingerprints while
+    torch and ONNX Runtime wait, and any count gives bit-identical results."""
     pinned = env.threads()
-    return max(1, min(8, _usable_cpus())) if pinned is None else min(64, pinned)
+    return max(1, min(8, env.usable_cpus())) if pinned is None else min(64, pinned)
 
 
 THREADS = _threads()

@@ -180,11 +180,8 @@ def _bits(d: dict[str, Any]) -> dict[str, Any]:
 
 
 def sketch_distance(a: Fingerprint, b: Fingerprint) -> float:
-    """Estimate ||x_a - x_b||_2 from two sketches of equal-shaped tensors.
-
-    sqrt of the correctly rounded (math.fsum) sum of squared bucket differences, so the
-    value is the same on every platform. See the reference module for its accuracy.
-    """
+    """Estimate ||x_a - x_b||_2 from two sketches of equal-shaped tensors; ``math.fsum`` rounds the
+    sum correctly, so the value is the same on every platform (accuracy: the reference module)."""
     if tuple(a.shape) != tuple(b.shape):
         raise ValueError(f"sketch_distance: shapes differ: {list(a.shape)} vs {list(b.shape)}")
     if a.sketch is None or b.sketch is None:
@@ -195,9 +192,8 @@ def sketch_distance(a: Fingerprint, b: Fingerprint) -> float:
 
 @dataclass(frozen=True)
 class Difference:
-    """How far a tensor is from its reference: the relative L2 error, or, against a reference that is
-    all zeros (where a relative error is undefined: 0/0 is no infinity), the RMS of the difference
-    (``absolute``), judged against the same limit read as an absolute one."""
+    """How far a tensor is from its reference: the relative L2 error, or against an all-zero reference
+    (where 0/0 is undefined) the RMS of the difference (``absolute``), judged against the same limit."""
 
     value: float
     absolute: bool = False

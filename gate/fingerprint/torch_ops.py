@@ -1,29 +1,23 @@
 """The fingerprint computed with torch ops on the tensor's own device.
 
-A CUDA activation is fingerprinted where it lives and only the fingerprint (a few hundred
-numbers) crosses to the host; the same code runs on CPU tensors, which is how it is tested
-against the specification (:mod:`.reference`). Any object with ``__dlpack__`` (an ONNX Runtime
-``OrtValue`` on the GPU, a CuPy or NumPy array) is taken through ``torch.from_dlpack`` without a copy.
+A CUDA activation is fingerprinted where it lives and only the fingerprint crosses to the host; on
+CPU tensors the same code is tested against the specification (:mod:`.reference`). Anything with
+``__dlpack__`` (an ONNX Runtime ``OrtValue`` on the GPU) is taken through ``torch.from_dlpack``, no copy.
 
 Agreement with the specification:
 
-- ``shape``, ``dtype``, ``count``, the NaN/Inf/zero counts, ``min``, ``max`` and the quantiles are
-  exact: the same order statistics (ranks ``floor(q * (m - 1))`` evaluated in float64) read from a
-  sort of the whole tensor, in which -Inf comes first and NaN and +Inf last.
+- the counts, ``min``, ``max`` and the quantiles are exact (the same ranks, read from a sort in which
+  -Inf comes first and NaN and +Inf last);
 - ``sum``, ``sumsq``, ``sumabs`` and each sketch bucket are float64 sums of the same terms (``v*v``
-  is rounded before it is added, never fused), in another order: torch's reductions and, on CUDA,
-  atomic adds. Any order of n - 1 float64 additions is within ``gamma(n - 1) * sum(|terms|)`` of
-  the exact sum, ``gamma(k) = k*u / (1 - k*u)``, ``u = 2**-53``; so this backend and the
-  specification differ by at most ``2 * gamma(n - 1) * sum(|terms|)`` (``error_bound``). For
-  ``sumsq`` and ``sumabs`` that is a relative bound (2.2e-8 at n = 1e8); for ``sum`` and a sketch
-  bucket it is relative to the sum of the magnitudes that enter it. Where every partial sum is
-  exact (small integers) the results are bit-identical. A sum that overflows float64 can end as
-  inf in one order and NaN in another.
-- The sketch uses the same hash, buckets and signs (uint32 arithmetic emulated in int64).
+  rounded, never fused) in another order (torch's reductions, CUDA atomics). Any order of n - 1
+  float64 additions is within ``gamma(n - 1) * sum(|terms|)`` of the exact sum (``gamma(k) = k*u /
+  (1 - k*u)``, ``u = 2**-53``), so the two differ by at most twice that (``error_bound``): 2.2e-8
+  relative for ``sumsq`` and ``sumabs`` at n = 1e8. Where every partial sum is exact the results are
+  bit-identical; a sum that overflows can end as inf in one order and NaN in another;
+- the sketch uses the same hash, buckets and signs (uint32 arithmetic emulated in int64).
 
-Transient device memory: the sort (``itemsize + 8`` bytes per element: values and indices) and
-about 40 bytes per element of one chunk of ``CHUNK`` elements.
-"""
+Transient device memory: the sort (``itemsize + 8`` bytes per element) and about 40 bytes per
+element of one ``CHUNK``."""
 
 from __future__ import annotations
 
@@ -89,11 +83,8 @@ def _sketch_add(sketch: torch.Tensor, v: torch.Tensor, c0: int) -> None:
 
 
 def _order_statistics(flat: torch.Tensor, counts: torch.Tensor) -> torch.Tensor:
-    """min, max and the quantiles (float64, NaN when nothing is finite), read from one sort.
-
-    torch.sort puts -Inf first and +Inf, then NaN, last, so the finite values are the slice
-    [neginf, n - nan - posinf). The ranks are computed on the device: no synchronisation here.
-    """
+    """min, max and the quantiles (NaN when nothing is finite) from one sort, whose finite values are
+    the slice [neginf, n - nan - posinf); ranks are computed on the device, so nothing synchronises."""
     n = flat.numel()
     nan, posinf, neginf = counts[0], counts[1], counts[2]
     m = n - nan - posinf - neginf
@@ -108,8 +99,7 @@ def _order_statistics(flat: torch.Tensor, counts: torch.Tensor) -> torch.Tensor:
 
 @torch.no_grad()
 def fingerprint_tensor(x) -> Fingerprint:
-    """Fingerprint of a float16/bfloat16/float32/float64 tensor on its own device (see the module
-    docstring for how it agrees with the specification). Any shape and strides, 0-d and empty."""
+    """Fingerprint of a floating tensor on its own device; any shape and strides, 0-d and empty."""
     t = as_tensor(x).detach()
     name = _DTYPES.get(t.dtype)
     if name is None:

@@ -18,7 +18,6 @@ if TYPE_CHECKING:
 
 
 def alarm(run: ModelRun, raised: Alarm) -> None:
-    """Put an alarm on the run: its stage says so, the report lists it."""
     reuse = run.reuse
     assert reuse is not None
     reuse.stages = [replace(s, state=CacheState.ALARM, note=raised.note) if s.stage == raised.stage else s
@@ -29,9 +28,8 @@ def alarm(run: ModelRun, raised: Alarm) -> None:
 
 def reference_alarms(verdicts: list[ModelVerdict], runs: list[ModelRun], baselines: list[Baseline | None],
                      store: Store | None) -> None:
-    """A float64 reference computed under the key its baseline records, that moved against that
-    baseline at a forward layer: what the reference reads is not all in its key (a rebuilt C++
-    extension, a process setting). An alarm on the reference's key: it is not reused here again."""
+    """An alarm on a float64 reference computed under the key its baseline records that moved at a
+    forward layer: what it reads is not all in its key (a rebuilt C++ extension, a process setting)."""
     from gate.pipeline.content_key import ContentKey
 
     for verdict, run, baseline in zip(verdicts, runs, baselines, strict=True):

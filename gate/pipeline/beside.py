@@ -1,22 +1,17 @@
 """The float64 reference beside the export: when it runs in a forked child (``gate.runners.forked``)
-while the parent exports, and whether the parent waits for it or runs it itself.
+while the parent exports, and whether the parent waits for it or runs it itself. Every rule is here;
+``prepare`` asks.
 
-The export's trace is mostly one thread of Python; the reference is torch kernels. So a child on
-one thread runs inside the trace's time, on a CPU the trace leaves idle, at a peak no higher
-(docs/performance.md has the figures). ``auto`` starts a child from ``AUTO_CPUS``, where the probe
-predicts that the child's reference ends within the export or soon after (``hides``): a reference
-much longer than its export would only hold memory beside it. It starts as the export starts
-(``Slot``): a trace, or, after a weight-only change, the binding of the new weights into the stored
-structure (a shorter stage, predicted on its own); a graph from the store leaves too little time to
-hide a reference in. Where the child is the longer of the two, the parent stops it at the end of the
-export and runs the reference with all its threads, unless what is left of it is shorter than that.
-Every rule is here; ``prepare`` asks.
-"""
+The export's trace is mostly one thread of Python, the reference torch kernels, so a one-thread child
+runs on a CPU the trace leaves idle, at a peak no higher. ``auto`` starts one only where the probe
+predicts it ends within the export or soon after (``hides``): a longer one would only hold memory
+beside it. It starts with the export's trace or weight binding (``Slot``); a graph from the store
+leaves too little time. A child still far from done when the export ends is stopped and the parent
+runs the reference on all its threads (``wait_or_stop``)."""
 
 from __future__ import annotations
 
 import contextlib
-import os
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -39,21 +34,17 @@ THREAD_GAIN = 0.8
 # A float32 forward (the probe's) shorter than this: the fork and the child's start would cost more
 # than the reference they move.
 MIN_FORWARD_S = 0.05
-# ``auto`` predicts both sides. The child's reference: the probe's float32 forward, FLOAT64_COST times
-# longer in float64, on one thread. The export: at least EXPORT_S_PER_OP for each operation the probe
-# traced, or EXPORT_S_PER_GB for each GB of weights it writes, whichever is longer: a trace costs per
-# operation, and a model of few large layers costs what writing its weights does. Fitted to the
-# exports and references scripts/bench_reuse.py times (docs/performance.md).
+# ``auto`` predicts both sides. The child: the probe's float32 forward, FLOAT64_COST times longer, on one
+# thread. The export: the longer of a cost per traced operation and per GB of weights written (a model
+# of few large layers costs what writing its weights does). Fitted with scripts/bench_reuse.py.
 FLOAT64_COST = 2.0
 EXPORT_S_PER_OP = 0.009
 EXPORT_S_PER_GB = 3.0
-# A binding of new weights into the stored structure (the exporter's optimizer over the graph, the
-# weights written), likewise: less per operation than a trace, since none of the model's Python runs.
+# A binding of new weights into the stored structure: less per operation than a trace (no model Python).
 BIND_S_PER_OP = 0.004
 BIND_S_PER_GB = 2.4
-# A child up to this many times the export still pays: two thirds done when the export ends, its last
-# third is shorter than a run from scratch on the parent's threads (``wait_or_stop``). The prediction is rough
-# (the ratios above), so only a child clearly past the export is not started.
+# A child up to this many times the export still pays: its last third is shorter than a run from scratch
+# on the parent's threads. The prediction is rough, so only a child clearly past the export is not started.
 HIDE_SLACK = 1.5
 
 
@@ -66,10 +57,9 @@ class Beside:
 
 
 def start(built: BuiltModel, layers: int, forward_s: float, ops: int, binding: bool = False) -> Beside | None:
-    """The reference started in a child, where it may run beside the export; None where not.
-    ``layers``, ``forward_s`` and ``ops``: the probe's records, the seconds its float32 forward took
-    and the operations it traced; ``binding``: the export is new weights bound into the stored
-    structure, not a trace."""
+    """The reference started in a child, where it may run beside the export; None where not. The
+    arguments are the probe's (records, float32 forward seconds, traced operations); ``binding``: the
+    export binds new weights into the stored structure, not a trace."""
     from gate import env
     from gate.runners import forked
     from gate.runners.reference import run_reference
@@ -78,7 +68,7 @@ def start(built: BuiltModel, layers: int, forward_s: float, ops: int, binding: b
     if mode == "off" or forward_s < MIN_FORWARD_S or not forked.available():
         return None
     weights = weight_bytes(built)
-    if mode == "auto" and (cpus() < AUTO_CPUS
+    if mode == "auto" and (env.usable_cpus() < AUTO_CPUS
                            or not hides(forward_s, ops, weights, forked.threads(), binding)):
         return None
     if not _fits(weights):
@@ -96,9 +86,8 @@ def start(built: BuiltModel, layers: int, forward_s: float, ops: int, binding: b
 
 @dataclass
 class Slot:
-    """Where the child goes: started (``make``) as the export starts, a trace or a binding of new
-    weights (``binding``), the one stage long enough to hide the reference; a graph from the store
-    starts none."""
+    """The child, started (``make``) as the export's trace or weight binding starts: the one stage long
+    enough to hide the reference."""
 
     make: Callable[[bool], Beside | None]
     child: Beside | None = None
@@ -112,8 +101,7 @@ class Slot:
 
 @contextlib.contextmanager
 def stopped_on_error(slot: Slot) -> Iterator[Slot]:
-    """A block that waits for the child's reference: an exception out of it (the export's bug, an
-    interrupt) ends the child too."""
+    """A block that waits for the child's reference: an exception out of it ends the child too."""
     try:
         yield slot
     except BaseException:
@@ -123,9 +111,8 @@ def stopped_on_error(slot: Slot) -> Iterator[Slot]:
 
 
 def wait_or_stop(beside: Beside) -> Reference | None:
-    """After the export: the child's reference, waited for while that is shorter than running it
-    here, with this process's threads, from the start; else None (the child is stopped, the caller
-    runs it)."""
+    """After the export: the child's reference, where waiting is shorter than running it here from
+    the start; else None (the child stopped)."""
     from gate.runners import forked
 
     child = beside.child
@@ -138,8 +125,7 @@ def wait_or_stop(beside: Beside) -> Reference | None:
 
 def hides(forward_s: float, ops: int, weight_bytes: int, threads: int, binding: bool = False) -> bool:
     """Whether the child's reference, as the probe predicts it, ends within the export (``binding``:
-    the binding of new weights): where it cannot, the parent stops it and runs it again, and it only
-    held memory beside the export."""
+    a weight binding)."""
     child = forward_s * FLOAT64_COST * max(1.0, THREAD_GAIN * threads)
     per_op, per_gb = (BIND_S_PER_OP, BIND_S_PER_GB) if binding else (EXPORT_S_PER_OP, EXPORT_S_PER_GB)
     return child <= HIDE_SLACK * max(ops * per_op, weight_bytes / 1e9 * per_gb)
@@ -155,16 +141,7 @@ def _worth_waiting(done: int, layers: int, elapsed: float, threads: int) -> bool
     return left <= here
 
 
-def cpus() -> int:
-    """The CPUs this process may use."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # pragma: no cover - not Linux
-        return os.cpu_count() or 1
-
-
 def weight_bytes(built: BuiltModel) -> int:
-    """The bytes of the model's parameters and buffers."""
     from gate.model import budget
 
     return budget.tensor_bytes([*built.module.parameters(), *built.module.buffers()])

@@ -33,8 +33,7 @@ def for_graph(provider: ProviderSpec, graph_precision: str | None) -> ProviderSp
 
 def run_provider(provider: ProviderSpec, subject: Subject, isolation: Isolation, isolated: bool,
                  config_path: Path | None = None, spare: Spare | None = None) -> ProviderRun:
-    """One provider on one model, in-process or in a worker (``spare``, where one waits), failures
-    as statuses."""
+    """One provider on one model, in-process or in a worker, failures as statuses."""
     provider, subject = _as_run(provider, subject, isolation)
     runner = runner_for(provider)
     if not isolated:
@@ -49,8 +48,7 @@ def run_provider(provider: ProviderSpec, subject: Subject, isolation: Isolation,
 
 
 def _as_run(provider: ProviderSpec, subject: Subject, isolation: Isolation) -> tuple[ProviderSpec, Subject]:
-    """The provider as the graph computes, and the subject with the capture budget: it reaches the
-    runner on its subject, here and in a worker (``job_for``) alike."""
+    """The provider as the graph computes, and the subject with the capture budget (here and in a worker)."""
     provider = for_graph(provider, subject.run.meta.graph_precision)
     budget = isolation.capture_mb * 2**20 if isolation.capture_mb else None
     return provider, replace(subject, capture_bytes=budget)

@@ -1,12 +1,7 @@
-"""Run one configured model: build it once, export it, fingerprint the float64 reference, then
-run every selected provider through its runner. Returns a ``ModelRun``; judging it is the
-verdict's job.
-
-The model is built once and that same instance is exported and run on PyTorch (the stages before
-the providers: ``prepare``); where no later case of the command runs it, it goes before the ONNX
-Runtime providers (``Memo.drop_model``). Providers run in-process or, where the config isolates
-them (ONNX Runtime EPs and CUDA by default), in a worker process that reads the exported bundle.
-"""
+"""Run one configured model: build it once, export it, fingerprint the float64 reference (``prepare``),
+then run every selected provider through its runner, in-process or in a worker that reads the
+exported bundle. The same instance is exported and run on PyTorch; where no later case of the command
+runs it, it goes before the ONNX Runtime providers (``Memo.drop_model``). Judging is the verdict's job."""
 
 from __future__ import annotations
 
@@ -44,9 +39,8 @@ def _quiet(_: str) -> None:
 
 @dataclass(frozen=True)
 class Settings:
-    """How a run is made: the intra-op threads of torch and ONNX Runtime (None: theirs), and
-    whether ONNX Runtime's latency is measured when no ``max-slowdown`` or ``repeats`` reads it
-    (``update-baseline`` records it, so that a later ``max-slowdown`` has something to compare)."""
+    """How a run is made: the intra-op threads (None: the runtimes'), and whether ONNX Runtime's latency
+    is measured when nothing reads it (``update-baseline`` records it for a later ``max-slowdown``)."""
 
     threads: int | None = None
     latency: bool = False
@@ -62,7 +56,6 @@ class Settings:
 
 @contextlib.contextmanager
 def torch_threads(threads: int | None) -> Iterator[None]:
-    """torch's intra-op threads for the block, restored after."""
     import torch
 
     before = torch.get_num_threads()
@@ -85,9 +78,8 @@ def _probed(provider: ProviderSpec, probe: Probe | None, isolated: bool) -> Prob
 def run_providers(prepared: Prepared, bundle: Bundle, providers: tuple[ProviderSpec, ...], config: Config,
                   progress: Progress, settings: Settings, spare: Spare | None = None,
                   memo: Memo | None = None) -> None:
-    """PyTorch providers, then ONNX Runtime EPs (the order the report lists them in); the first
-    isolated one in ``spare``, where one waits. After the PyTorch ones, the model goes where ``memo`` says no
-    later case runs it."""
+    """PyTorch providers, then ONNX Runtime EPs (the report's order); the first isolated one in
+    ``spare``. After the PyTorch ones, the model goes where ``memo`` says no later case runs it."""
     assert prepared.built is not None
     spec = prepared.built.spec
     subject = Subject(prepared.run, bundle.folder, prepared.built, settings.threads, prepared.outputs,
@@ -137,9 +129,7 @@ def run_model(config: Config, spec: ModelSpec, providers: tuple[ProviderSpec, ..
 
 
 def _spare(providers: tuple[ProviderSpec, ...], config: Config) -> Spare | None:
-    """A worker started now for the first isolated ONNX Runtime provider, so that its start (the
-    interpreter, NumPy, ONNX Runtime) goes by while the model is exported; None where no such
-    provider is selected."""
+    """A worker for the first isolated ONNX Runtime provider, started now: its imports overlap the export."""
     if any(is_isolated(p, config.isolation) and not p.kind.torch for p in providers):
         return Spare()
     return None

@@ -1,17 +1,9 @@
-"""One interface for every kind of provider: PyTorch eager, ``torch.compile`` and each ONNX
-Runtime execution provider.
+"""One interface for every kind of provider (PyTorch eager, ``torch.compile``, each ONNX Runtime EP).
 
-A runner is made for one configured provider and one model. ``prepare`` takes the model
-(``Subject``) and raises ``Unavailable`` when the provider cannot run here (``precheck`` tells
-that alone, cheaply); ``run`` returns the ``ProviderRun``; ``close`` releases what ``prepare``
-took. A runner runs and returns values; what compares them with the float64 reference is the
-verdict's (``gate.verdict.against_reference``), called where the runtime's values are at hand.
-``execute`` drives that lifecycle and turns every failure into a status of the run
-(``failed_run``, the one place an exception becomes a status), so one provider never takes the
-others down. A runner gets all it needs from its spec and the ``Subject``, whether it runs
-in-process or in a worker. Callers pick a runner by the provider's kind
-(``registry.runner_for``), never by its name.
-"""
+``prepare`` takes the ``Subject`` (``Unavailable`` when the provider cannot run here; ``precheck``
+tells that alone, cheaply), ``run`` returns the ``ProviderRun``, ``close`` releases. ``execute`` drives
+that lifecycle and ``failed_run`` is the one place an exception becomes a status, so one provider never
+takes the others down. Callers pick a runner by kind (``registry.runner_for``), never by name."""
 
 from __future__ import annotations
 
@@ -40,8 +32,7 @@ class Unavailable(Exception):
 
 @dataclass
 class Subject:
-    """What a runner runs: the run so far (reference layers and the ONNX value map), the exported
-    bundle (``model.onnx``, ``inputs.npz``) and, where PyTorch runs, the built model."""
+    """What a runner runs: the run so far, the exported bundle and, where PyTorch runs, the built model."""
 
     run: ModelRun
     bundle: Path | None = None
@@ -56,8 +47,7 @@ class Subject:
 
     @property
     def timing_runs(self) -> int:
-        """Warm runs of the shipped graph to time: ``repeats``, else 5 when the latency is read
-        (``max-slowdown``, a baseline being written), else none: a check pays only for what it reads."""
+        """Warm runs of the shipped graph to time: ``repeats``, else 5 where latency is read, else none."""
         return self.repeats or (5 if self.latency else 0)
 
 
@@ -74,9 +64,8 @@ class Runner(ABC):
         """The provider, the device class it runs on here, and its precision."""
 
     def precheck(self, subject: Subject) -> None:
-        """What can be told without loading the model (is the provider here, is there a model to
-        run): raises ``Unavailable`` or ``ModelError``. Cheap, so a parent can ask before it starts
-        a worker; ``prepare`` asks too. Nothing to check by default."""
+        """What can be told without loading the model (``Unavailable``, ``ModelError``): cheap, so a
+        parent asks before it starts a worker."""
         return None
 
     def prepare(self, subject: Subject) -> None:
@@ -96,13 +85,8 @@ FAILURES = (Unavailable, ModelError, MemoryError)  # how a run may end early; an
 
 def failed_run(exc: BaseException, target: Target, what: str | None = None,
                budget_mb: int | None = None) -> ProviderRun:
-    """The status ``exc`` makes of ``target``'s run: the one place an exception becomes one.
-
-    ``Unavailable`` is a skip; a ``ModelError`` carries its own status; ``MemoryError`` is a CRASH;
-    any other ``GateError`` (a bundle or config that cannot be read) means the model did not load.
-    A worker passes ``what`` (the model) and its memory budget: its message goes to a parent that
-    runs many models. Anything else is a bug and is raised again, traceback kept.
-    """
+    """The status ``exc`` makes of ``target``'s run; anything but ``FAILURES`` and ``GateError`` is a
+    bug and is raised again. A worker passes ``what`` (the model) and its budget for the message."""
     if isinstance(exc, Unavailable):
         return ProviderRun.skipped(target, str(exc))
     if isinstance(exc, ModelError):

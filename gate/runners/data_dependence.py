@@ -1,15 +1,10 @@
 """Which tensors of the reference run have a shape that depends on values.
 
-An operation whose output shape is decided by the values it reads (``nonzero``, a boolean mask,
-``masked_select``, ``unique``, ``bincount``, NMS: what score thresholds and detection
-post-processing are made of) starts a data-dependent tensor; everything computed from one is
-data-dependent too. ``Shapes`` follows that through the reference run, seen at the dispatcher
-(the same watch that records precision), so a layer whose output it marks keeps a different
-number of elements in float32 than in float64 and is judged by the rules for such layers
-(``gate.verdict.data_dependent``), never by its shape. An operation that reads a value into
-Python first (``.item()``, then a size) is not followed: such layers are recognised from the
-runs instead (the float32 and float64 shapes differ), by ``update-baseline``.
-"""
+An operation whose output size depends on the values it reads (``nonzero``, a boolean mask,
+``unique``, NMS) starts a data-dependent tensor, and everything computed from one is one too. Such a
+layer keeps a different number of elements in float32 than in float64, so it is judged by
+``gate.verdict.data_dependent``, never by its shape. A size read through ``.item()`` is not followed:
+``update-baseline`` recognises those layers from the runs (the float32 and float64 shapes differ)."""
 
 from __future__ import annotations
 

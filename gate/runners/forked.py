@@ -1,13 +1,10 @@
-"""A PyTorch computation in a forked child, beside the parent's own work: the float64 reference
-while the parent exports (docs/verdict.md#stages).
+"""A PyTorch computation in a forked child beside the parent's own work: the float64 reference while
+the parent exports (docs/verdict.md#stages).
 
-The export is mostly single-threaded Python, and torch's exporter patches ``torch.nn.Module.__call__``
-for the whole process while it traces, so the reference cannot share its process. A forked child
-shares the model as built (copy-on-write: built once, never twice) and runs it with one intra-op
-thread: GNU OpenMP, started in the parent, is not safe past a fork with more. The child hands back
-only a result: any failure of its own (an exception, a signal, a result that does not pickle) says
-nothing about the model, and the caller computes the result itself, as without a child.
-"""
+torch's exporter patches ``torch.nn.Module.__call__`` process-wide while it traces, so the reference
+cannot share its process. The child shares the built model copy-on-write and runs on one intra-op
+thread (GNU OpenMP started in the parent is not safe past a fork with more). Any failure of the
+child says nothing about the model: the caller then computes the result itself."""
 
 from __future__ import annotations
 
@@ -81,7 +78,6 @@ class Forked(Generic[T]):
 
     @property
     def done(self) -> int:
-        """The steps the child has counted so far."""
         count: int = _COUNT.unpack_from(self._steps, 0)[0]
         return count
 
@@ -109,7 +105,6 @@ class Forked(Generic[T]):
             self.close()
 
     def stop(self) -> None:
-        """End the child now; its work is dropped."""
         if self._pid is not None:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(self._pid, signal.SIGKILL)

@@ -1,11 +1,7 @@
-"""The NVIDIA GPU an ONNX Runtime EP runs on, without torch: its name and compute capability, for
-a device class named like torch's (``cuda-sm90-NVIDIA_H100_80GB_HBM3``).
-
-Asked of ``nvidia-smi --query-gpu=name,compute_cap --format=csv,noheader`` first, then of NVML
-(``libnvidia-ml``) through ctypes, for the EP's ``device_id`` (an index into the devices
-``CUDA_VISIBLE_DEVICES`` leaves visible, as CUDA counts them). When neither answers, the class
-is the generic ``gpu`` and the reason says why.
-"""
+"""The NVIDIA GPU an ONNX Runtime EP runs on, without torch: a device class named like torch's
+(``cuda-sm90-NVIDIA_H100_80GB_HBM3``), asked of ``nvidia-smi`` first, then of NVML through ctypes, for
+the EP's ``device_id`` as CUDA counts it under ``CUDA_VISIBLE_DEVICES``. When neither answers, the
+class is the generic ``gpu`` and the reason says why."""
 
 from __future__ import annotations
 
@@ -37,8 +33,7 @@ class Probe:
 
 
 def parse_nvidia_smi(text: str) -> list[Gpu]:
-    """``NVIDIA H100 80GB HBM3, 9.0`` per line (``--format=csv,noheader``) -> GPUs in index order.
-    A line that does not parse raises ValueError naming it."""
+    """``NVIDIA H100 80GB HBM3, 9.0`` per line -> GPUs in index order (ValueError naming a bad line)."""
     gpus = []
     for line in text.splitlines():
         if not line.strip():

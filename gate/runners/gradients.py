@@ -1,11 +1,9 @@
-"""The backward pass as layers: every parameter gradient of a seeded loss, fingerprinted as
-``grad:<parameter name>`` in the order backward produces them (``gradients = true``).
+"""The backward pass as layers (``gradients = true``): every parameter gradient of a seeded loss,
+fingerprinted as ``grad:<parameter name>`` in the order backward produces them.
 
-The loss is a fixed random projection of the outputs, ``sum_i <out_i, R_i>`` with ``R_i`` drawn in
-float64 from the model's seed: every output element weighs in, and the same ``R`` is used on every
-provider (cast to its precision), so the gradients are comparable like activations. ONNX Runtime
-runs inference graphs only: its providers report these layers absent, and say why.
-"""
+The loss is a fixed random projection of the outputs (``sum_i <out_i, R_i>``, ``R`` drawn in float64
+from the model's seed), the same on every provider, so gradients compare like activations. ONNX
+Runtime runs inference graphs only: its providers report these layers absent, and say why."""
 
 from __future__ import annotations
 
@@ -28,10 +26,9 @@ def projection(outputs: Sequence[torch.Tensor], seed: int) -> list[torch.Tensor]
 
 def gradients(module: torch.nn.Module, inputs: tuple[torch.Tensor, ...], seed: int,
               forward: Callable[..., Any] | None = None) -> list[LayerOutput]:
-    """Fingerprints of the parameter gradients of the projected loss, in the order backward
-    accumulated them. ``forward`` (default: ``module``) is what runs, e.g. a compiled module; the
-    parameters are ``module``'s. Their ``requires_grad`` and ``.grad`` are restored afterwards:
-    the same instance is exported and run forward by the other providers."""
+    """The parameter gradients of the projected loss, in backward's order; ``forward`` (e.g. a compiled
+    module) runs ``module``'s parameters. Their ``requires_grad`` and ``.grad`` are restored: the
+    other providers run the same instance."""
     params = [(name, p) for name, p in module.named_parameters() if p.is_floating_point()]
     before = [(p, p.requires_grad, p.grad) for _, p in params]
     produced: list[LayerOutput] = []

@@ -1,24 +1,14 @@
 """The C heap of the gate's processes: memory given back before a worker starts, and where a worker
 faults fresh memory in on huge pages.
 
-glibc keeps freed blocks below its mmap threshold (which grows to 32 MB as large blocks are freed)
-inside the process's heap: after an export and a float64 reference, a share of the gate's resident
-memory that it would hold while the ONNX Runtime worker runs beside it. ``malloc_trim(0)`` returns
-those pages; where there is no such call (musl, macOS, Windows) this
-does nothing.
+glibc keeps freed blocks below its mmap threshold inside the heap; ``malloc_trim(0)`` returns them so
+the gate does not hold them while a worker runs beside it (a no-op without that call).
 
-A capture writes every marked value into fresh memory, and each 4 KiB page faults and is zeroed on
-first touch. ``worker_env`` asks glibc (2.35 and later, ``GLIBC_TUNABLES=glibc.malloc.hugetlb=1``) to
-advise transparent huge pages for the worker's heap and mappings; elsewhere the variable is ignored,
-and a ``glibc.malloc.hugetlb`` the caller set is kept. Whether the kernel then gives huge pages is
-decided per stretch of the run (``huge_pages``): the first huge pages a worker faults cost the kernel
-a compaction of memory the gate's other processes just freed. That costs more than the faults it
-saves while the shipped session opens (its prepacked weights are written once) or a small capture
-runs, and less once a capture faults in gigabytes of marked values. So the shipped session always
-runs on 4 KiB pages, and a capture on huge pages from ``HUGE_CAPTURE_BYTES`` of marked values
-(docs/performance.md; ``scripts/bench_reuse.py --heap``). Where the call is missing (not Linux)
-nothing changes.
-"""
+``worker_env`` asks glibc (2.35+, ``glibc.malloc.hugetlb=1``) to advise transparent huge pages for a
+worker, keeping a value the caller set. ``huge_pages`` decides per stretch of the run: a worker's first
+huge pages cost the kernel a compaction of memory just freed elsewhere, which pays only once a capture
+faults in gigabytes of marked values. So the shipped session runs on 4 KiB pages, and a capture on
+huge pages from ``HUGE_CAPTURE_BYTES`` of marked values."""
 
 from __future__ import annotations
 
@@ -34,7 +24,7 @@ _SET_THP_DISABLE, _GET_THP_DISABLE = 41, 42  # prctl(2) options, Linux 3.15 and 
 
 
 def trim() -> bool:
-    """Release the heap's free pages; False where the C library has no ``malloc_trim``."""
+    """Release the heap's free pages; False where there is no ``malloc_trim``."""
     if not sys.platform.startswith("linux"):
         return False
     try:
@@ -46,8 +36,7 @@ def trim() -> bool:
 
 
 def worker_env(env: Mapping[str, str]) -> dict[str, str]:
-    """``env`` for a worker process: on Linux, glibc's malloc on transparent huge pages (madvise),
-    unless the caller's tunables already say how."""
+    """``env`` for a worker process, with glibc's huge-page tunable unless the caller set it."""
     out = dict(env)
     if not sys.platform.startswith("linux"):
         return out
@@ -58,7 +47,6 @@ def worker_env(env: Mapping[str, str]) -> dict[str, str]:
 
 
 def capture_pages(marked_bytes: int) -> bool:
-    """Whether a capture of ``marked_bytes`` of values faults in on huge pages (module docstring)."""
     return marked_bytes >= HUGE_CAPTURE_BYTES
 
 
@@ -75,9 +63,8 @@ def _prctl() -> Callable[..., int] | None:
 
 @contextlib.contextmanager
 def huge_pages(allowed: bool) -> Iterator[bool]:
-    """Within the block, this process's new faults may (``allowed``) or may not be served with
-    transparent huge pages (``prctl(PR_SET_THP_DISABLE)``); the setting before comes back after.
-    Yields whether the setting took (False where there is no such call)."""
+    """Transparent huge pages ``allowed`` or not for this process within the block
+    (``PR_SET_THP_DISABLE``); yields whether the setting took."""
     call = _prctl()
     zero = ctypes.c_ulong(0)
     before = -1 if call is None else call(_GET_THP_DISABLE, zero, zero, zero, zero)

@@ -1,14 +1,9 @@
 """Run a provider in a worker process (``python -m gate.runners.worker JOB``).
 
-A segfaulting execution provider, a hung kernel or an allocation past the memory budget ends
-the worker, not the gate: each becomes the provider's status (CRASH, TIMEOUT), told here where
-the process is watched. The job is a ``WorkerJob`` (``job``) written to a file. The worker
-reads the model from the bundle and writes its ``ProviderRun`` as a result file, never
-through a pipe, so a large result cannot deadlock the parent on a full pipe buffer; its stdout
-carries only progress lines, read as they come. A ``Spare`` is a worker started before its job
-exists: its interpreter and ONNX Runtime load while the gate exports, and it reads the job's path
-from its stdin.
-"""
+A segfaulting EP, a hung kernel or an allocation past the budget ends the worker, not the gate, and
+becomes the provider's status (CRASH, TIMEOUT). The worker writes its ``ProviderRun`` to a result
+file, never a pipe, so a large result cannot deadlock on a full pipe buffer; its stdout carries only
+progress lines. A ``Spare`` is started before its job exists, so its imports overlap the export."""
 
 from __future__ import annotations
 
@@ -72,8 +67,6 @@ class Spare:
 
 
 def job_for(spec: ProviderSpec, subject: Subject, isolation: Isolation, config: Path | None) -> WorkerJob:
-    """What a worker needs: the bundle, the provider, the run's settings from ``subject`` and
-    (for PyTorch) the config to rebuild the model from."""
     return WorkerJob(subject.bundle, subject.run.name, spec, config=config, threads=subject.threads,
                      memory_mb=isolation.memory_mb, capture_bytes=subject.capture_bytes,
                      output_tolerance=tuple(subject.output_tolerance) if subject.output_tolerance else None,
@@ -82,9 +75,8 @@ def job_for(spec: ProviderSpec, subject: Subject, isolation: Isolation, config: 
 
 def run_isolated(job: WorkerJob, target: Target, timeout_s: float,
                  detail: Callable[[str], None] | None = None, spare: Spare | None = None) -> ProviderRun:
-    """Run ``job`` in a worker (``spare`` where one waits); the worker's ProviderRun, or a
-    CRASH/TIMEOUT status for ``target``. The worker's progress lines (``report``) go to ``detail``
-    as they come."""
+    """Run ``job`` in a worker (``spare`` where one waits): its ProviderRun, or CRASH/TIMEOUT for
+    ``target``; its progress lines go to ``detail``."""
     what = f"{job.what}: {target.provider}"
     with tempfile.TemporaryDirectory(prefix="parity-gate-worker-") as tmp:
         out = Path(tmp) / "result.msgpack.zst"
@@ -115,7 +107,6 @@ def run_isolated(job: WorkerJob, target: Target, timeout_s: float,
 
 
 def report(message: str) -> None:
-    """In a worker: a progress line for the parent (``run_isolated``'s ``detail``)."""
     sys.stdout.buffer.write(f"{PROGRESS}{message}\n".encode())
     sys.stdout.buffer.flush()
 

@@ -1,11 +1,7 @@
-"""What a worker process runs (``python -m gate.runners.worker JOB``): one provider on one exported
-model, with the budgets and settings of the run, as a typed value with its own codec.
-
-The parent writes the job (``isolation.run_isolated``) and the worker reads it; both go through
-``WorkerJob``, so the two sides cannot drift apart. The file is msgpack (never pickle: reading it
-runs no code), and every field is checked on the way in, each problem one ``FormatError`` line
-naming the job file and the key.
-"""
+"""What a worker process runs: one provider on one exported model, with the run's budgets and settings,
+as a typed value with its codec beside it, so parent and worker cannot drift apart. The file is
+msgpack (never pickle: reading it runs no code); every field is checked on the way in, each problem
+one ``FormatError`` line naming the job file and the key."""
 
 from __future__ import annotations
 
@@ -37,7 +33,6 @@ class WorkerJob:
 
     @property
     def what(self) -> str:
-        """How messages name the model."""
         return f"model `{self.model}`"
 
     def to_bytes(self) -> bytes:

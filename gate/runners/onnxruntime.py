@@ -1,17 +1,14 @@
-"""An ONNX Runtime execution provider as a runner.
+"""An ONNX Runtime execution provider as a runner (no torch here).
 
-It runs the bundle's ``model.onnx`` (``ort_session``: the shipped graph for the outputs and
-latency, a copy with the mapped intermediates marked for the rest) and maps the fingerprints
-of ONNX values back to layers through the run's ``onnx_map``; where the map offers a layer
-several same-shaped values, their fingerprints pick its own (``layermap.pick``). No torch here: this runs on
-runners that only have an ONNX Runtime distribution.
-"""
+It runs the bundle's ``model.onnx`` (``ort_session``) and maps the ONNX values' fingerprints back to
+layers through the run's ``onnx_map``; where several same-shaped values could be a layer's, their
+fingerprints pick it (``layermap.pick``)."""
 
 from __future__ import annotations
 
 import tempfile
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +24,7 @@ from gate.export.layermap import available_values, pick
 from gate.formats.results import Bundle
 from gate.runners import gpu_probe, ort_session
 from gate.runners.base import Runner, Subject, Unavailable
+from gate.runners.ort_capture import device_id
 from gate.verdict import against_reference
 
 
@@ -38,19 +36,13 @@ def marked(site: OnnxSite) -> tuple[str, ...]:
 
 
 def value_bytes(run: ModelRun) -> dict[str, int]:
-    """Bytes each marked value will occupy, from the reference's element counts (float32)."""
+    """Bytes each marked value will occupy (float32)."""
     counts = {x.name: x.fp.count for x in run.layers}
     out: dict[str, int] = {}
     for layer, site in run.onnx_map.items():
         for value in marked(site):
             out[value] = max(out.get(value, 0), 4 * counts.get(layer, 0))
     return out
-
-
-def device_id(options: Mapping[str, Any]) -> int:
-    """The EP's ``device_id`` option (ONNX Runtime takes it as a string or an integer)."""
-    raw = str(options.get("device_id", 0)).strip()
-    return int(raw) if raw.isdigit() else 0
 
 
 class OrtRunner(Runner):
@@ -113,8 +105,7 @@ class OrtRunner(Runner):
 
 
 def _detail(run: ModelRun, sink: Callable[[str], None] | None) -> ort_session.Detail | None:
-    """Capture progress for ``sink``, by layer name, at most every ``DETAIL_EVERY_S`` (a small
-    model's run says nothing)."""
+    """Capture progress for ``sink``, by layer name, at most every ``DETAIL_EVERY_S``."""
     if sink is None:
         return None
     layer_of = {site.value: name for name, site in run.onnx_map.items() if site.kind == "value"}

@@ -1,12 +1,9 @@
-"""Fingerprint the values an ONNX Runtime session produces where they are produced.
+"""Fingerprint the values an ONNX Runtime session produces where they are produced (no torch here).
 
-``capture`` binds the requested outputs to the EP's device with IOBinding
-(``bind_output(name, device_type, device_id)``), runs ``run_with_iobinding`` and hands each
-output, as an ``OrtValue`` (a DLPack producer: ``__dlpack__``), to a ``Capture``: an on-device
-fingerprinter registered for that device (``register``) when there is one, else a copy to the
-host and the regular fingerprint. Each value is dropped once fingerprinted, so a GPU EP never
-copies all its intermediates to the host at once. No torch here.
-"""
+``capture`` binds the outputs to the EP's device with IOBinding and hands each ``OrtValue`` (a DLPack
+producer) to a ``Capture``: the on-device fingerprinter ``register``ed for that device, else a copy to
+the host. Each value is dropped once fingerprinted, so a GPU EP never copies all its intermediates to
+the host at once."""
 
 from __future__ import annotations
 
@@ -33,10 +30,15 @@ def register(device_type: str, fingerprinter: DeviceFingerprinter | None) -> Non
         _REGISTRY[device_type] = fingerprinter
 
 
-def device_of(provider: str, options: Mapping[str, Any]) -> tuple[str, int]:
+def device_id(options: Mapping[str, Any]) -> int:
+    """The EP's ``device_id`` option (ONNX Runtime takes it as a string or an integer)."""
     raw = str(options.get("device_id", 0)).strip()
+    return int(raw) if raw.isdigit() else 0
+
+
+def device_of(provider: str, options: Mapping[str, Any]) -> tuple[str, int]:
     where = GPU_EPS[provider].io_device if provider in GPU_EPS else "cpu"  # the others compute on the host
-    return where, int(raw) if raw.isdigit() else 0
+    return where, device_id(options)
 
 
 @dataclass
@@ -71,9 +73,7 @@ def floating(a: np.ndarray) -> np.ndarray:
 def capture(session, feed: Mapping[str, np.ndarray], names: Sequence[str], how: Capture, keep: Sequence[str] = (),
             held: dict[str, np.ndarray] | None = None) -> dict[str, Fingerprint]:
     """Run ``session`` once with ``names`` bound to ``how``'s device; their fingerprints by name.
-
-    The outputs named in ``keep`` are bound too and copied to ``held`` as arrays, for a later
-    session to read."""
+    ``keep`` is copied into ``held``, for a later session to read."""
     binding = session.io_binding()
     for name, value in feed.items():
         binding.bind_cpu_input(name, np.ascontiguousarray(value))

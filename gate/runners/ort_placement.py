@@ -1,15 +1,10 @@
 """Where ONNX Runtime ran a graph's nodes, and the EP options that decide it.
 
-Two sources, one record (``{nodes, by_provider, fallback_ops, fallback_nodes, source?, options?}``):
-``assignment``, ONNX Runtime's own record of the partitioning
-(``session.record_ep_graph_assignment_info``, nodes before fusion), and, where a build lacks it,
-``profile``: the kernels a profiled run executed, each with its ``provider``. Counts of the two
-sources differ (fused kernels), so the placement audit compares only records of the same source.
-``options`` keeps the EP options that change what an EP takes or how it computes (TensorRT's
-precision and engine cache, CUDA's TF32 and convolution search), from
-``session.get_provider_options()``; paths are left out, they differ per runner.
-No torch here.
-"""
+One record (``{nodes, by_provider, fallback_ops, fallback_nodes, source?, options?}``) from ONNX
+Runtime's partitioning record (``assignment``, nodes before fusion) or, where a build lacks it, a
+profiled run's kernels (``profile``). Their counts differ (fused kernels), so the placement audit
+compares only records of one source. ``options`` keeps the EP options that change what an EP takes
+or how it computes (``RECORDED_OPTIONS``); paths are left out, they differ per runner."""
 
 from __future__ import annotations
 
@@ -30,13 +25,11 @@ _LIMIT = 200  # fallback nodes listed (the count is exact)
 
 
 def recorded_options(provider: str, options: Mapping[str, Mapping[str, Any]]) -> dict[str, str]:
-    """The options of ``provider`` worth recording, from ``session.get_provider_options()``."""
     mine = options.get(provider) or {}
     return {k: str(mine[k]) for k in RECORDED_OPTIONS.get(provider, ()) if k in mine}
 
 
 def record(assigned: Iterable[tuple[str, str, str]], provider: str, source: str) -> dict[str, Any]:
-    """The placement of ``(ep, op_type, node name)`` triples on ``provider``."""
     counts: dict[str, int] = {}
     fallback: list[str] = []
     for ep, op_type, name in assigned:
@@ -72,8 +65,7 @@ def from_profile(events: list[dict[str, Any]], provider: str) -> dict[str, Any]:
 
 
 def profile(spec, model: bytes | str, feed: Mapping[str, Any], what: str) -> list[dict[str, Any]]:
-    """One profiled run of ``model`` (its bytes or its path) under ``spec`` (an
-    ``ort_session.SessionSpec``): the events."""
+    """The events of one profiled run of ``model`` under ``spec`` (an ``ort_session.SessionSpec``)."""
     session = spec.open(model, what, profile=True)
     session.run(None, dict(feed))
     path = session.end_profiling()

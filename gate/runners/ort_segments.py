@@ -1,16 +1,10 @@
 """Capture the marked values of a large graph one segment at a time.
 
-When the marked values of a graph do not fit the capture budget at once, the graph is cut, in
-execution order, into consecutive segments whose marked values each fit. Each segment is a graph
-of its own (its nodes, the initializers they read, the same external weights file) whose inputs
-are the values earlier segments produced; it runs once, its marked values are fingerprinted and
-dropped, and only the values a later segment reads are held. The whole graph runs once in all,
-where marking a chunk of values at a time reruns the whole graph per chunk.
-
-Cuts fall right after a node that produces a marked value, so the values crossing a cut are
-marked values or values made earlier and read later (masks, positions): what ONNX Runtime may
-fuse inside a segment is what it may fuse in the whole graph with every value marked. No torch.
-"""
+When the marked values do not fit the capture budget at once, the graph is cut in execution order
+into segments whose marked values each fit; each runs once as a graph of its own (same external
+weights file), fed what earlier segments produced, so the whole graph runs once in all rather than
+once per chunk of values. Cuts fall right after a node that produces a marked value, so what ONNX
+Runtime may fuse inside a segment is what it may fuse in the whole graph with every value marked."""
 
 from __future__ import annotations
 
@@ -22,10 +16,8 @@ import onnx
 
 
 def chunks(values: Sequence[str], sizes: Mapping[str, int], budget: int | None) -> list[list[str]]:
-    """Split marked values, in order, so one run never holds more than ``budget`` bytes of them (a
-    value larger than the budget runs alone), in as few runs as that allows and as even as those
-    runs allow: a run's peak is its chunk, so 2,100 MB under a 2,048 MB budget is two runs of
-    1,050 MB rather than 2,048 + 52."""
+    """Split marked values, in order, into the fewest runs of at most ``budget`` bytes (a larger value
+    alone), as even as those allow: a run's peak is its chunk, so 2,100 MB is two runs of 1,050 MB."""
     if not budget:
         return [list(values)] if values else []
     greedy = _greedy(values, sizes, budget)
@@ -88,8 +80,7 @@ def _outer(graph: onnx.GraphProto) -> list[str]:
 
 def plan(graph: onnx.GraphProto, values: Sequence[str], sizes: Mapping[str, int], budget: int,
          feed: Iterable[str]) -> list[Segment] | None:
-    """Segments whose marked values each fit ``budget`` bytes (a value past it alone), as even as
-    the fewest segments allow; None when a marked value is not produced by a node of ``graph``."""
+    """Segments cut as ``chunks`` cuts the values; None when a marked value is no node's output."""
     produced = {out: i for i, node in enumerate(graph.node) for out in node.output if out}
     if any(v not in produced for v in values):
         return None
@@ -121,14 +112,12 @@ def _add(names: list[str], name: str) -> None:
 
 
 def last_reader(segments: Sequence[Segment]) -> dict[str, int]:
-    """For each value a segment reads from outside itself, the last segment that reads it: held
-    until then, dropped after."""
+    """For each value a segment reads from outside itself, the last segment that reads it."""
     return {name: k for k, s in enumerate(segments) for name in s.inputs}
 
 
 def model(proto: onnx.ModelProto, seg: Segment, types: Mapping[str, onnx.TypeProto], index: int) -> onnx.ModelProto:
-    """``seg`` as a graph of its own: external weights keep their locations, so the file written
-    beside the original model reads the same weights file."""
+    """``seg`` as a graph of its own, reading the original model's external weights file."""
     g = proto.graph
     out = onnx.ModelProto(ir_version=proto.ir_version, producer_name=proto.producer_name)
     out.opset_import.extend(proto.opset_import)

@@ -1,15 +1,9 @@
-"""Run an exported model on one ONNX Runtime execution provider.
+"""Run an exported model on one ONNX Runtime execution provider (no torch here).
 
-Two sessions: the unmodified graph (its outputs are what ships; its latency is recorded) and
-a copy with the mapped intermediate values marked as graph outputs. Marking values changes
-what ONNX Runtime can fuse, which is why the shipped outputs come from the first session.
-No torch here: this module runs on runners that only have an ONNX Runtime distribution.
-
-Sessions open the model by path where it has one (external data is read from its file, never
-re-serialized) and run one at a time: each is released before the next opens, and capture sessions
-run without the CPU memory arena, so the peak of one is not held into the next. The shipped session's
-memory is faulted in on 4 KiB pages, a large capture's on huge pages (``heap.huge_pages``).
-"""
+Two sessions: the unmodified graph (what ships: its outputs and latency) and a copy with the mapped
+intermediates marked as outputs, which changes what ONNX Runtime can fuse. Sessions open the model by
+path where it has one (external data never re-serialized) and run one at a time, capture sessions
+without the CPU arena, so one's peak is not held into the next; ``heap.huge_pages`` picks the pages."""
 
 from __future__ import annotations
 
@@ -56,9 +50,7 @@ _MODES = {"sequential": "ORT_SEQUENTIAL", "parallel": "ORT_PARALLEL"}
 
 @dataclass(frozen=True)
 class SessionSpec:
-    """How every session of one provider is made: the EP with its options, and ``SessionOptions``
-    from the config's ``session-options`` (graph optimization level, execution mode, threads,
-    free dimension overrides, config entries)."""
+    """How every session of one provider is made: the EP, its options and the config's ``session-options``."""
 
     provider: str
     options: Mapping[str, Any] = field(default_factory=dict)
@@ -121,14 +113,8 @@ def mark_outputs(proto: onnx.ModelProto, names: Sequence[str]) -> onnx.ModelProt
     marked.CopyFrom(proto)
     existing = {o.name for o in marked.graph.output}
     infos = {vi.name: vi for vi in marked.graph.value_info}
-    for name in names:
-        if name in existing:
-            continue
-        existing.add(name)
-        if name in infos:
-            marked.graph.output.append(infos[name])
-        else:
-            marked.graph.output.append(onnx.ValueInfoProto(name=name))
+    for name in dict.fromkeys(n for n in names if n not in existing):
+        marked.graph.output.append(infos[name] if name in infos else onnx.ValueInfoProto(name=name))
     return marked
 
 
@@ -146,20 +132,15 @@ def _feed(session, inputs: Sequence[np.ndarray]) -> dict[str, np.ndarray]:
 
 def run(proto: onnx.ModelProto, spec: SessionSpec, inputs: Sequence[np.ndarray], values: Sequence[str], what: str,
         timing_runs: int = 5, capture_bytes: int | None = None, value_bytes: Mapping[str, int] | None = None,
-        keep_outputs: bool = False, how: Capture | None = None, model: Path | None = None,
-        detail: Detail | None = None, weights: Path | None = None) -> OrtRun:
+        keep_outputs: bool = False, model: Path | None = None, detail: Detail | None = None,
+        weights: Path | None = None) -> OrtRun:
     """Fingerprints of the shipped outputs and of ``values``; median latency of ``timing_runs`` warm runs.
 
-    ``model``: the shipped graph's file, opened by path. ``weights``: the file ``proto`` was read from
-    (``saved.weights_apart``: its weights in a data file), whose data the copies with values marked
-    share; default ``model``.
-    Marked values are bound to the EP's device (``ort_capture``; ``how`` overrides where and how
-    they are fingerprinted) and all held at once by ONNX Runtime, so with ``capture_bytes`` set
-    a graph whose marked values pass it is captured one segment at a time, at most that many bytes
-    of them per segment (or, where the graph cannot be cut, in chunks, one whole run each).
-    ``detail`` hears each capture run or segment as it starts: ("segment", 2, 3, the last value it marks).
+    ``model``: the shipped graph's file; ``weights``: the file whose data the marked copies share
+    (default ``model``). ONNX Runtime holds all marked values at once, so past ``capture_bytes`` the
+    graph is captured a segment at a time (where it cannot be cut, in chunks of whole runs).
     """
-    how = how or Capture.for_provider(spec.provider, spec.options)
+    how = Capture.for_provider(spec.provider, spec.options)
     shipped = str(model) if model is not None else proto.SerializeToString()
     weights = weights or model
     with heap.huge_pages(False):  # its weights, prepacked once: huge pages cost a compaction here (``heap``)
@@ -181,8 +162,7 @@ def run(proto: onnx.ModelProto, spec: SessionSpec, inputs: Sequence[np.ndarray],
 
 def _shipped(shipped: bytes | str, spec: SessionSpec, inputs: Sequence[np.ndarray], what: str,
              timing_runs: int, keep_outputs: bool, how: Capture) -> tuple[OrtRun, dict[str, np.ndarray]]:
-    """The unmodified graph's session: its outputs' fingerprints (the arrays too with ``keep_outputs``),
-    the latency of ``timing_runs`` warm runs and the placement; released before this returns."""
+    """The unmodified graph's outputs, latency and placement; its session released before this returns."""
     session = spec.open(shipped, what, record=True)
     feed = _feed(session, inputs)
     try:
@@ -198,8 +178,7 @@ def _shipped(shipped: bytes | str, spec: SessionSpec, inputs: Sequence[np.ndarra
     result = OrtRun([fingerprint(floating(np.asarray(o))) for o in outputs], latency_ms=median, latency_p90_ms=p90,
                     capture=how)
     result.placement = ort_placement.placement(session, spec, shipped, feed, what)
-    # Copies: an output of session.run can be a view of the session's arena, and would keep all of
-    # the arena (0.5 GB for GPT-2 at sequence 2048) alive after the session is gone.
+    # Copies: an output of session.run can be a view that keeps the whole arena alive after the session.
     result.arrays = [np.array(o) for o in outputs] if keep_outputs else []
     del outputs, session
     gc.collect()
@@ -210,11 +189,9 @@ def _shipped(shipped: bytes | str, spec: SessionSpec, inputs: Sequence[np.ndarra
 def _segments(result: OrtRun, proto: onnx.ModelProto, values: list[str], sizes: Mapping[str, int], budget: int,
               spec: SessionSpec, feed: Mapping[str, np.ndarray], what: str, model: Path | None,
               tell: Detail) -> bool:
-    """Capture ``values`` one segment of the graph at a time (``ort_segments``): the graph runs
-    once and at most ``budget`` bytes of marked values are held. False, with nothing recorded,
-    when the graph cannot be cut (a marked value no node makes, a value that is not a tensor) or a
-    segment does not load or run: the caller then reruns the whole graph per chunk, which also
-    reports a model that fails on its own."""
+    """Capture ``values`` one segment of the graph at a time (``ort_segments``). False, with nothing
+    recorded, when the graph cannot be cut or a segment fails: the caller's whole-graph runs then
+    report a model that fails on its own."""
     plan = ort_segments.plan(proto.graph, values, sizes, budget, feed)
     if not plan or len(plan) < 2:
         return False
@@ -249,10 +226,8 @@ def _segments(result: OrtRun, proto: onnx.ModelProto, values: list[str], sizes: 
 
 def _capture(result: OrtRun, proto: onnx.ModelProto, part: list[str], spec: SessionSpec,
              inputs: Sequence[np.ndarray], what: str, how: Capture, model: Path | None) -> None:
-    """One session with ``part`` marked as outputs (the weights file shared with ``model``), run
-    without the CPU arena so its peak is not held into the next, and without weight prepacking:
-    ONNX Runtime maps external weights from their file and uses them in place unless it prepacks
-    them, which copies every MatMul weight (time, and a second copy of the weights) for a session
+    """One session with ``part`` marked as outputs, without weight prepacking: prepacking copies
+    every MatMul weight that ONNX Runtime would otherwise use in place from its file, for a session
     that runs once."""
     marked = mark_outputs(proto, part)
     with Marked(marked, model if model is not None else Path(".")) as source:

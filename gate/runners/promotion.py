@@ -1,18 +1,11 @@
 """A float64 reference that is float64 throughout.
 
-Much model code computes parts of its forward in float32 on purpose (RMSNorm and softmax in
-Llama-style decoders: ``x.to(torch.float32)``, ``softmax(..., dtype=torch.float32)``, autocast
-regions). Run in float64 as written, such a model has float32 islands, and its "float64"
-reference carries float32 rounding (~1e-7) that hides the changes it exists to see.
-
-``promoted`` runs the reference with every float32/float16/bfloat16 *target* made float64:
-``dtype=`` arguments, ``Tensor.to``/``type`` to those dtypes, ``.float()``/``.half()``/
-``.bfloat16()``, the default dtype, and autocast regions (entered disabled). Each promotion is
-counted at the innermost module call running. A dispatch-level watch then records every
-operation that still produced a tensor below float64 (a custom op, a NumPy round trip, a C
-extension): those layers' reference is only as precise as what they reached. The same watch
-follows which tensors have a shape that depends on values (``data_dependence``).
-"""
+Model code often computes in float32 on purpose (RMSNorm and softmax in Llama-style decoders,
+autocast regions); run as written, the "float64" reference carries float32 rounding (~1e-7) that hides
+the changes it exists to see. ``promoted`` makes every float32/float16/bfloat16 *target* float64
+(``dtype=``, ``to``/``type``, ``.float()`` and kin, the default dtype, autocast entered disabled),
+counted per module call. A dispatch-level watch records what still computed below float64 (a custom
+op, a NumPy round trip) and which tensors have value-dependent shapes (``data_dependence``)."""
 
 from __future__ import annotations
 

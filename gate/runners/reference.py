@@ -36,11 +36,8 @@ class Reference:
 
 
 def as_float64(module: torch.nn.Module, inputs: tuple[torch.Tensor, ...]):
-    """A float64 copy of the model and its floating inputs."""
     ref = copy.deepcopy(module).double()
     return ref, tuple(t.double() if t.is_floating_point() else t for t in inputs)
-
-
 
 
 def _capture(module: torch.nn.Module, inputs, promote: bool, detail: Callable[[str], None] | None = None,
@@ -64,18 +61,15 @@ def _capture(module: torch.nn.Module, inputs, promote: bool, detail: Callable[[s
 
 
 def own_apply(module: torch.nn.Module) -> str | None:
-    """The first module class that defines its own ``_apply`` (what ``.double()``/``.to()`` run): such
-    a model says itself what a dtype change involves (clearing a cache, converting a plain tensor
-    attribute), which widening the parameters and buffers alone would skip."""
+    """The first module class with its own ``_apply``: it says itself what ``.double()`` involves (a
+    cache cleared, a plain tensor converted), which widening the weights alone would skip."""
     return next((type(m).__name__ for m in module.modules() if type(m)._apply is not torch.nn.Module._apply), None)
 
 
 def _float64(built: BuiltModel, promote: bool, detail: Callable[[str], None],
              tick: Callable[[], None] | None) -> tuple[list[LayerOutput], Notes, list[np.ndarray]]:
-    """The float64 run: each module widened as it runs (no second copy of the model), which is
-    exactly ``.double()`` unless the model defines its own ``_apply``. Such a model, and one where
-    widening cannot work (code that reads another module's weights outside its call), runs on a
-    float64 copy made through its own ``.double()``: twice the float32 weights, for this run."""
+    """The float64 run, each module widened as it runs; a model with its own ``_apply``, or one that
+    reads another module's weights outside its call, runs on a ``.double()`` copy instead."""
     inputs = tuple(t.double() if t.is_floating_point() else t for t in built.inputs)
     if own_apply(built.module) is None:
         try:

@@ -24,7 +24,6 @@ def runner_for(spec: ProviderSpec) -> Runner:
 
 
 def nominal_target(spec: ProviderSpec) -> Target:
-    """The target a provider would have on this machine, told without importing its runtime
-    (GPU providers refine their class when they run): for reports of providers that did not run."""
+    """The target of a provider that did not run, told without importing its runtime."""
     on_cpu = spec.device == "cpu" if spec.kind.torch else spec.name in CPU_EPS
     return Target(spec.name, device.cpu_class() if on_cpu else device.GPU, spec.precision)

@@ -1,12 +1,7 @@
-"""The process-wide PyTorch settings that change how a run computes, recorded with each torch
-provider's run (and so in baselines): TF32 for matmuls and convolutions, cuDNN's autotuner and
-determinism, reduced-precision reductions in float16/bfloat16 GEMMs, and the float32 matmul
-precision. A model's code can flip any of them; the verdict names the one that moved.
-
-Values are recorded as text (``"True"``, ``"high"``, ``"tf32"``): a setting torch refuses to
-read (it raises when the legacy and the new TF32 APIs were mixed) is recorded as
-``"unreadable: <error>"`` rather than dropped, since that is a change worth seeing too.
-"""
+"""The process-wide PyTorch settings that change how a run computes (TF32, cuDNN autotuning and
+determinism, reduced-precision reductions, float32 matmul precision), recorded with each torch
+provider's run: a model's code can flip any of them, and the verdict names the one that moved. A
+setting torch refuses to read is recorded as ``"unreadable: <error>"``, a change worth seeing too."""
 
 from __future__ import annotations
 
@@ -44,6 +39,5 @@ def _read(reader: Callable[[], object]) -> str | None:
 
 
 def settings() -> dict[str, str]:
-    """The settings as they are now in this process, by flag name (sorted)."""
     out = {name: _read(reader) for name, reader in FLAGS.items()}
     return {k: v for k, v in sorted(out.items()) if v is not None}

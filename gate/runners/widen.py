@@ -1,26 +1,11 @@
 """Run a float32 model as float64 without a float64 copy of it.
 
-``float64_weights`` gives a module its parameters and floating buffers as float64 just before
-it runs and puts the float32 ones back when it returns. The outermost modules whose weights
-fit in ``SUBTREE_BYTES`` are widened whole (their children included: code such as
-``nn.MultiheadAttention`` reads a child's weight without calling the child); modules above
-them widen only their own. At most the weights of the calls in flight exist twice (one block,
-not the model). The float32 tensors are never
-modified: the instance the export and the PyTorch providers use stays as it was. The widening
-is exact (float32 -> float64), so a layer computes what it computes on a deep copy made with
-``.double()``. Code that reads another module's weights outside that module's call would see
-float32; the reference then falls back to the copy (``reference.run_reference``).
-
-The float64 tensors come from a pool (``_Pool``): a fresh allocation of a large tensor is fresh
-pages from the kernel, one fault and a zeroing per 4 KiB, which cost more than the widening
-itself. Layers of one model repeat their shapes, so the next block reuses what the last one gave
-back.
-
-An embedding table is read only at the rows its input names. A plain ``nn.Embedding`` (torch's own
-forward, no hooks of its own, a plain weight) widens just those rows into a float64 table whose other
-rows are never written, so never faulted in: GPT-2's 50257 x 768 table was 309 MB of float64
-copied for 512 rows. The forward reads exactly the values ``.double()`` would give it.
-"""
+``float64_weights`` widens a module's floating weights just before it runs and puts the float32 ones
+back when it returns. The outermost modules within ``SUBTREE_BYTES`` widen whole, since code such as
+``nn.MultiheadAttention`` reads a child's weight without calling it. Widening is exact; code that
+reads another module's weights outside its call sees float32, and the reference falls back to a copy.
+Large float64 tensors come from a pool (``_Pool``): fresh pages fault and zero per 4 KiB, which costs
+more than the widening. A plain ``nn.Embedding`` widens only the rows its input names."""
 
 from __future__ import annotations
 
@@ -60,9 +45,8 @@ _use_count = getattr(torch._C, "_storage_Use_Count", None)
 
 
 class _Pool:
-    """Contiguous float64 tensors by element count, reused across calls. A tensor goes back only
-    when nothing but the pool references its memory (a module may return a view of its weight),
-    and the pool keeps at most ``limit`` bytes."""
+    """Contiguous float64 tensors by element count, at most ``limit`` bytes; one goes back only when
+    nothing else references its memory (a module may return a view of its weight)."""
 
     def __init__(self, limit: int) -> None:
         self.limit = limit
@@ -70,7 +54,7 @@ class _Pool:
         self.held = 0
 
     def widen(self, t: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """``t`` as float64 (exact), and the pooled tensor it lives in (None: not pooled)."""
+        """``t`` as float64, and the pooled tensor it lives in (None: not pooled)."""
         if _use_count is None or not t.is_contiguous() or t.numel() * 8 < POOLED_BYTES:
             return t.double(), None
         stack = self.free.get(t.numel())
@@ -91,8 +75,7 @@ class _Pool:
 
 def gathers(module: torch.nn.Module) -> bool:
     """Whether ``module``'s call reads its table only at the rows its input names: torch's own
-    ``nn.Embedding.forward`` on a plain weight, with no hook (its own or every module's) that could
-    read the rest."""
+    ``nn.Embedding.forward`` on a plain weight, with no hook that could read the rest."""
     weight = module._parameters.get("weight") if isinstance(module, torch.nn.Embedding) else None
     everywhere = [getattr(torch.nn.modules.module, f"_global_forward{kind}_hooks", None)
                   for kind in ("_pre", "")]
@@ -137,8 +120,7 @@ class _Widened:
 
 def _widen(module: torch.nn.Module, pool: _Pool
            ) -> tuple[torch.nn.Module, dict[str, Any], dict[str, Any], list[Any]]:
-    """Swap ``module``'s own floating weights for float64 ones; the originals, to put back, and
-    the pooled tensors to give back once they are."""
+    """Swap ``module``'s own floating weights for float64 ones; the originals and the pooled tensors."""
     params, buffers, pooled = {}, {}, []
     for name, p in module._parameters.items():
         if p is not None and p.dtype in _WIDE and p.dtype != torch.float64:

@@ -1,12 +1,9 @@
 """One (model, provider) run in its own process: ``python -m gate.runners.worker JOB``.
 
-The job (a ``WorkerJob`` file, ``isolation.job_for``) names a bundle and a provider. The worker
-reads the run so far from the bundle, runs the provider's runner on it, and writes the
-``ProviderRun`` as a result file. A PyTorch provider needs the model itself: the worker rebuilds
-it from the config under the same seed and refuses to go on unless its weights and inputs
-digests equal the exported model's, so the model compared is still the model exported. ONNX
-Runtime workers import no torch.
-"""
+The worker reads the run so far from the job's bundle, runs the provider's runner and writes the
+``ProviderRun`` to a result file. A PyTorch provider rebuilds the model from the config under its seed
+and refuses to go on unless the weights and inputs digests equal the exported model's, so the model
+compared is the model exported. ONNX Runtime workers import no torch."""
 
 from __future__ import annotations
 
@@ -67,7 +64,6 @@ def rebuild(job: WorkerJob, meta: Meta):
 
 
 def subject_of(job: WorkerJob) -> Subject:
-    """The subject the parent would have handed the runner, read back from the bundle."""
     bundle = Bundle(job.bundle)
     return Subject(bundle.read_run(), bundle.folder, threads=job.threads, outputs=bundle.outputs(),
                    output_tolerance=job.output_tolerance, repeats=job.repeats, latency=job.latency,
@@ -75,8 +71,8 @@ def subject_of(job: WorkerJob) -> Subject:
 
 
 def execute_job(job: WorkerJob) -> ProviderRun:
-    """The job's run. Besides the runner's own failures, the worker's are statuses too: a bundle
-    or config it cannot read (LOAD_FAIL), a model rebuilt otherwise, memory past the budget."""
+    """The job's run; the worker's own failures (a bundle or config it cannot read, a model rebuilt
+    otherwise, memory past the budget) are statuses too."""
     runner = runner_for(job.provider)
     try:
         subject = subject_of(job)

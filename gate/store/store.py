@@ -1,14 +1,11 @@
-"""The store: ``get`` an entry by stage and key (checked), ``put`` one (written once), and the alarms
-of keys that gave two different outputs (see the package docstring).
+"""The store: ``get`` an entry by stage and key (checked), ``put`` one (written once), and the alarms of
+keys that gave two different outputs.
 
-A key has at most one output. ``put`` under a key that already holds an entry compares the two (by
-digest, or by the stage's own rule for numbers that may differ in their last bits): the same output
-is a no-op; another output replaces nothing and raises an alarm, recorded on disk, after which the
-key is neither read nor written on this machine. A damaged entry is no output: it is removed and
-replaced. Entries are written into a hidden folder and renamed into place, so a reader sees a whole
-entry or none, and of two writers racing for one key the first wins and the second is compared with
-it. Least recently used entries go past ``PARITY_GATE_CACHE_MAX_GB`` (default 20).
-"""
+A key has at most one output. ``put`` under a key that holds one compares them (by digest, or by the
+stage's rule for numbers that may differ in their last bits): the same output is a no-op; another
+raises an alarm, recorded in ``<dir>/alarms/``, after which the key is neither read nor written on
+this machine. A damaged entry is removed and replaced. Entries are renamed into place, so a reader
+sees a whole entry or none, and of two racing writers the first wins and the second is compared."""
 
 from __future__ import annotations
 
@@ -34,8 +31,6 @@ STALE_S = 24 * 3600  # a temporary folder this old was left by a writer that die
 
 
 class PutState(Word):
-    """What ``put`` did."""
-
     STORED = "stored"  # the key's first output: written
     SAME = "same"  # the key holds this output already
     ALARM = "alarm"  # the key holds another output: nothing replaced, the alarm raised
@@ -61,10 +56,8 @@ Agrees = Callable[[Entry], "str | None"]
 
 
 class Output(Protocol):
-    """A stage's output with its contract, as every stage hands it to the store: its files
-    (``write``), the digest that names it (``output_digest``), what its manifest carries beside
-    (``payload``) and how an output already under its key is verified against it (``differs_from``:
-    None when the same output, else how it differs). Read back, each type verifies its own payload."""
+    """A stage's output as every stage hands it to the store; ``differs_from`` is None when an output
+    already under its key is the same, else how it differs. Read back, each verifies its own payload."""
 
     def write(self, folder: Path) -> None: ...
 
@@ -132,8 +125,7 @@ class Store:
 
     def put(self, stage: Stage, key: str, write: Callable[[Path], None], digest: str, payload: dict[str, Any],
             agrees: Agrees | None = None) -> Put:
-        """Store the output ``write(folder)`` writes, whose digest is ``digest``, under ``key``,
-        unless the key holds an output already: then compare (see the module docstring)."""
+        """Store what ``write(folder)`` writes under ``key``, or compare with the output it holds."""
         for _ in range(2):  # a second round only when another writer got there between the look and the rename
             found = self.get(stage, key)
             if found.state == CacheState.ALARM:
@@ -203,9 +195,8 @@ class Store:
                 yield used, size, child
 
     def prune(self, keep: Path | None = None, limit: int | None = None) -> list[str]:
-        """Remove the least recently used entries past ``limit`` bytes (default
-        ``PARITY_GATE_CACHE_MAX_GB``) and temporary folders of writers that died; the entries removed,
-        as ``stage/key``. Alarms stay."""
+        """Remove the least recently used entries past ``limit`` bytes (default ``PARITY_GATE_CACHE_MAX_GB``)
+        and dead writers' temporary folders; the entries removed, as ``stage/key``. Alarms stay."""
         limit = env.store_max_bytes() if limit is None else limit
         entries = list(self._entries())
         total, removed = sum(size for _, size, _ in entries), []
