@@ -3,20 +3,19 @@
 ``fingerprint(array)`` summarises a float16/bfloat16/float32/float64 NumPy array, bit-identically
 on two backends: the NumPy reference (:mod:`.reference`, the specification) and a C kernel built with
 cffi (``_build``, ``_kernel``); ``backend`` says which, ``PARITY_GATE_BACKEND=native|numpy`` forces
-one. ``torch_ops`` computes it on a tensor's own device; ``profile`` times it for the benchmarks.
+one. ``torch_ops`` computes it on a tensor's own device.
 Imports nothing of parity-gate but ``gate.errors`` and ``gate.env``."""
 
 from __future__ import annotations
 
-import os
 import sys
 import types
 
 import numpy as np
 
+from gate import env
 from gate.errors import ConfigError
 
-from . import profile
 from ._model import (
     BLOCK,
     DTYPES,
@@ -64,7 +63,7 @@ except ImportError as exc:  # no compiler at install time, or a source tree neve
 
 
 def _select_backend() -> str:
-    want = os.environ.get("PARITY_GATE_BACKEND", "").strip()
+    want = env.backend()
     if want and want not in BACKENDS:
         raise ConfigError(
             f"PARITY_GATE_BACKEND={want!r} is not a fingerprint backend; valid: {', '.join(BACKENDS)}"
@@ -81,7 +80,7 @@ def _select_backend() -> str:
 
 backend: str = _select_backend()
 _IMPLS = {"numpy": fingerprint_numpy, "native": _native_impl}
-_default_impl = profile.timed("fingerprint", _IMPLS[backend])
+_default_impl = _IMPLS[backend]
 
 
 _FAST = {np.dtype(n): n for n in ("float16", "float32", "float64")}  # native byte order

@@ -85,8 +85,8 @@ def run_providers(prepared: Prepared, bundle: Bundle, providers: tuple[ProviderS
     subject = Subject(prepared.run, bundle.folder, prepared.built, settings.threads, prepared.outputs,
                       spec.output_tolerance, spec.repeats, settings.times(config), progress)
     for provider in sorted(providers, key=lambda p: not p.kind.torch):
-        if not provider.kind.torch and subject.built is not None and memo is not None \
-                and memo.drop_model(prepared):
+        if (not provider.kind.torch and subject.built is not None and memo is not None
+                and memo.drop_model(prepared)):
             subject = replace(subject, built=None)
         skip = config.skip_reason(prepared.run.name, provider.name)
         if skip:
