@@ -1,13 +1,12 @@
 """Fingerprint the values an ONNX Runtime session produces where they are produced (no torch here).
 
-``capture`` binds the outputs to the EP's device with IOBinding and hands each ``OrtValue`` (a DLPack
-producer) to a ``Capture``: the on-device fingerprinter ``register``ed for that device, else a copy to
-the host. Each value is dropped once fingerprinted, so a GPU EP never copies all its intermediates to
-the host at once."""
+``capture`` binds the outputs to the EP's device with IOBinding and copies each ``OrtValue`` to the
+host to fingerprint it. Each value is dropped once fingerprinted, so a GPU EP never copies all its
+intermediates to the host at once."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -15,19 +14,6 @@ import numpy as np
 
 from gate.config.providers import GPU_EPS
 from gate.fingerprint import Fingerprint, fingerprint
-
-# An on-device fingerprinter takes a DLPack producer (an OrtValue on its device) and returns its
-# fingerprint, or None when it cannot (the value is then copied to the host).
-DeviceFingerprinter = Callable[[Any], "Fingerprint | None"]
-_REGISTRY: dict[str, DeviceFingerprinter] = {}
-
-
-def register(device_type: str, fingerprinter: DeviceFingerprinter | None) -> None:
-    """Use ``fingerprinter`` for values on ``device_type`` ("cuda", ...); None removes it."""
-    if fingerprinter is None:
-        _REGISTRY.pop(device_type, None)
-    else:
-        _REGISTRY[device_type] = fingerprinter
 
 
 def device_id(options: Mapping[str, Any]) -> int:
@@ -43,27 +29,14 @@ def device_of(provider: str, options: Mapping[str, Any]) -> tuple[str, int]:
 
 @dataclass
 class Capture:
-    """Where outputs are bound, and how a bound value becomes a fingerprint."""
+    """Where outputs are bound."""
 
     device_type: str = "cpu"
     device_id: int = 0
-    on_device: DeviceFingerprinter | None = None
-    host_copies: int = 0  # values fingerprinted on the host (copied there unless already on it)
-    on_device_count: int = 0  # values the on-device fingerprinter took
 
     @classmethod
     def for_provider(cls, provider: str, options: Mapping[str, Any]) -> Capture:
-        device_type, device_id = device_of(provider, options)
-        return cls(device_type, device_id, _REGISTRY.get(device_type))
-
-    def fingerprint(self, value: Any) -> Fingerprint:
-        if self.on_device is not None:
-            fp = self.on_device(value)
-            if fp is not None:
-                self.on_device_count += 1
-                return fp
-        self.host_copies += 1
-        return fingerprint(floating(value.numpy()))
+        return cls(*device_of(provider, options))
 
 
 def floating(a: np.ndarray) -> np.ndarray:
@@ -89,7 +62,7 @@ def capture(session, feed: Mapping[str, np.ndarray], names: Sequence[str], how: 
     out: dict[str, Fingerprint] = {}
     for i, name in enumerate(bound):
         if name in wanted:
-            out[name] = how.fingerprint(values[i])
+            out[name] = fingerprint(floating(values[i].numpy()))
         if name in kept and held is not None:
             # A copy: an OrtValue from the binding keeps the binding, and with it the session and
             # every output of this run, alive. Values crossing a segment cut are small.

@@ -198,7 +198,6 @@ def _segments(result: OrtRun, proto: onnx.ModelProto, values: list[str], sizes: 
     last = ort_segments.last_reader(plan)
     held: dict[str, np.ndarray] = {}
     assert result.capture is not None  # the shipped session's run set it
-    counts = (result.capture.host_copies, result.capture.on_device_count)
     try:
         for k, seg in enumerate(plan):
             tell("segment", k + 1, len(plan), seg.marked[-1])
@@ -217,7 +216,6 @@ def _segments(result: OrtRun, proto: onnx.ModelProto, values: list[str], sizes: 
     except Exception:  # noqa: BLE001 - any failure falls back to whole-graph runs, which name it
         result.values.clear()
         result.peak_capture_bytes = 0
-        result.capture.host_copies, result.capture.on_device_count = counts
         return False
     result.values = {v: result.values[v] for v in values}  # the caller's order, as whole-graph runs give
     result.segments = len(plan)
