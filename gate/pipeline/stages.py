@@ -127,7 +127,7 @@ class Plan:
         self.probe: Probe | None = None  # the torch-cpu float32 capture
         self.key: ContentKey | None = None
         self.reference = False  # the float64 reference's fingerprints are the baseline's
-        self._ran = uncached(Stage.REFERENCE, None, policy)  # why it runs: no key yet
+        self._why_not = uncached(Stage.REFERENCE, None, policy)  # why the reference runs: no key yet
         self._prefetched: Background[Lookup] | None = None
         recorded = _recorded(self.baseline)
         if recorded is not None and uncached(Stage.EXPORT, recorded.stage(Stage.EXPORT), policy) is None:
@@ -158,7 +158,7 @@ class Plan:
         try:
             self.probe = trace.probe(built)
         except Exception as exc:  # noqa: BLE001 - the full path runs and reports the model's failure
-            run.reuse = Reuse(None, self._ran.why if self._ran else None, details=[
+            run.reuse = Reuse(None, self._why_not.why if self._why_not else None, details=[
                 f"the float32 forward failed ({type(exc).__name__}): no key can vouch for this run"])
             return
         p = self.probe
@@ -172,12 +172,12 @@ class Plan:
         if p.random:
             details.append(f"the forward draws random numbers ({'; '.join(p.random[:3])})")
         outputs = not spec.output_tolerance or self._outputs_entry() is not None
-        self._ran = uncached(Stage.REFERENCE, self._reference_key(), self.policy, self.baseline,
+        self._why_not = uncached(Stage.REFERENCE, self._reference_key(), self.policy, self.baseline,
                              random=bool(p.random), gradients=spec.gradients, training=bool(built.training),
                              outputs=outputs)
-        self.reference = self._ran is None
-        run.reuse = Reuse(key.key, self._ran.why if self._ran else None, changed=changed, details=details,
-                          unseen=list(p.custom))
+        self.reference = self._why_not is None
+        why = self._why_not.why if self._why_not else None
+        run.reuse = Reuse(key.key, why, changed=changed, details=details, unseen=list(p.custom))
 
     # export and transform ----------------------------------------------------------------------
 
@@ -197,12 +197,12 @@ class Plan:
 
         bound = partial(self._bound, run, skey, bind) if bind is not None and skey is not None else None
         graph = self._stage(run, Stage.EXPORT, key, fresh, bound)
-        ran = uncached(Stage.STRUCTURE, skey, self.policy)  # said only where a store could hold it
-        if structure and structure[0] and skey is not None and (not ran or ran.state not in _UNSTORED):
-            state = ran.state if ran else self._lookup(Stage.STRUCTURE, skey).state
+        made, why_not = structure[0] if structure else None, uncached(Stage.STRUCTURE, skey, self.policy)
+        if made and skey is not None and (not why_not or why_not.state not in _UNSTORED):  # where a store is
+            state = why_not.state if why_not else self._lookup(Stage.STRUCTURE, skey).state
             self._record(run, StageRun(Stage.STRUCTURE, skey, state))
             if state not in _UNSTORED:
-                self._put(run, Stage.STRUCTURE, skey, structure[0])
+                self._put(run, Stage.STRUCTURE, skey, made)
         return graph
 
     def _entry_graph(self, run: ModelRun, stage: Stage, key: str) -> Graph | Lookup:
@@ -271,9 +271,9 @@ class Plan:
                bound: Callable[[str, Lookup], Graph | None] | None = None) -> Graph:
         """The stage's output from the store under ``key``, else ``bound`` (the export: the stored
         structure with these weights), else ``compute``d and stored."""
-        ran = uncached(stage, key, self.policy)
-        state, note = (ran.state if ran else CacheState.MISS), None
-        if ran is None:
+        why_not = uncached(stage, key, self.policy)
+        state, note = (why_not.state if why_not else CacheState.MISS), None
+        if why_not is None:
             assert key is not None  # a stage without a key is uncached
             hit = self._entry_graph(run, stage, key)
             if isinstance(hit, Lookup) and bound is not None:
@@ -331,7 +331,7 @@ class Plan:
     def computed_reference(self, run: ModelRun, outputs: list[np.ndarray], tolerance: float) -> None:
         """The reference ran: say why, and store its outputs under its key (compared, within
         ``tolerance`` relative L2, with outputs the key already holds)."""
-        key, state = self._reference_key(), self._ran.state if self._ran is not None else CacheState.MISS
+        key, state = self._reference_key(), self._why_not.state if self._why_not else CacheState.MISS
         self._record(run, StageRun(Stage.REFERENCE, key, state))
         if key is None or not outputs or state in _UNSTORED:
             return
