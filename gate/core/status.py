@@ -257,9 +257,9 @@ class CacheState(Word):
     MISS = "miss"  # no entry: computed, and stored
     CORRUPT = "corrupt"  # an entry that failed its checks: computed, and replaced
     BYPASSED = "bypassed"  # not read (--full, update-baseline); computed, stored where new
-    OFF = "off"  # no store folder (PARITY_GATE_CACHE_DIR=off), or no key could be taken
+    OFF = "off"  # no store folder (PARITY_GATE_CACHE_DIR=off)
     ALARM = "alarm"  # the key once gave a second, different output here: computed, never stored or read again
-    UNKEYED = "unkeyed"  # user code whose inputs the gate cannot see: computed every time
+    UNKEYED = "unkeyed"  # no key: user code whose inputs the gate cannot see, or the probe failed
 
 
 class ChangeKind(Word):

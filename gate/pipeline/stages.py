@@ -13,15 +13,18 @@ The others are reused only under a key made of exactly what they read (``STAGE_P
   run's (``check`` only: ``--full``/``PARITY_GATE_FULL`` and ``update-baseline`` always run it),
   and its outputs from the store.
 
-A stage that computes its output stores it under its key. A key that already holds another output
-is an alarm (``Alarm``): nothing is replaced, the report says which stage and key, and the key is
-neither read nor written here again. ``Reuse`` on the run says, per stage, what was taken and why.
+Every stage asks one decision, ``uncached``: why it cannot take its output (a ``CacheState``, and
+the reference's ``FullWhy``), or None. What a stage computes it stores under its key. A key that
+already holds another output is an alarm (``Alarm``): nothing is replaced, the report says which
+stage and key, and the key is neither read nor written here again. ``Reuse`` on the run says, per
+stage, what was taken and why.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from functools import partial
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -48,39 +51,70 @@ if TYPE_CHECKING:
     from gate.pipeline.content_key import ContentKey
 
 
-# Where a computed reference stands in the store's words, by why it ran.
-_REFERENCE_STATE = {
-    FullWhy.FORCED: CacheState.BYPASSED, FullWhy.UPDATE: CacheState.BYPASSED, FullWhy.NO_BASELINE: CacheState.MISS,
-    FullWhy.NO_KEY: CacheState.MISS, FullWhy.KEY_CHANGED: CacheState.MISS, FullWhy.OUTPUTS: CacheState.MISS,
-    FullWhy.UNKEYABLE: CacheState.UNKEYED, FullWhy.GRADIENTS: CacheState.UNKEYED, FullWhy.TRAINING: CacheState.UNKEYED,
-    FullWhy.ALARM: CacheState.ALARM,
-}
-
-
 @dataclass(frozen=True)
 class ReusePolicy:
-    """How a command reuses: ``read`` (take what the keys allow), else ``full_why`` says why not;
-    the store, where there is one (a run that reads nothing still writes what it computed)."""
+    """How a command reuses: ``full_why`` says why it reads nothing (None: it takes what the keys
+    allow); the store, where there is one (a run that reads nothing still writes what it computed)."""
 
-    read: bool
     store: Store | None
     full_why: FullWhy | None = None
 
     @classmethod
     def for_check(cls, full: bool = False) -> ReusePolicy:
         root = store_dir()
-        store = Store(root) if root is not None else None
-        if full or env.full():
-            return cls(False, store, FullWhy.FORCED)
-        return cls(True, store)
+        return cls(Store(root) if root is not None else None, FullWhy.FORCED if full or env.full() else None)
 
     @classmethod
     def for_update(cls) -> ReusePolicy:
         root = store_dir()
-        return cls(False, Store(root) if root is not None else None, FullWhy.UPDATE)
+        return cls(Store(root) if root is not None else None, FullWhy.UPDATE)
 
     def plan(self, baseline: Baseline | None) -> Plan:
         return Plan(self, baseline)
+
+
+@dataclass(frozen=True)
+class Uncached:
+    """Why a stage computes its output: the state its record says, and why the float64 reference runs."""
+
+    state: CacheState
+    why: FullWhy | None = None
+
+
+_UNSTORED = (CacheState.UNKEYED, CacheState.OFF, CacheState.ALARM)  # a stage computed so stores nothing
+
+
+def uncached(stage: Stage, key: str | None, policy: ReusePolicy, baseline: Baseline | None = None, *,
+             random: bool = False, gradients: bool = False, training: bool = False,
+             outputs: bool = True) -> Uncached | None:
+    """Why ``stage`` cannot take its output under ``key`` (None: it takes it from the store, or the
+    reference its fingerprints from ``baseline``): the one decision every stage asks. The reference's
+    also reads what its key cannot vouch for (random draws, the backward, training mode) and whether
+    the float64 outputs a tolerance needs are at hand (``outputs``)."""
+    if key is None:  # the probe failed, or what the stage reads cannot be stated (``stage_keys``)
+        return Uncached(CacheState.UNKEYED, FullWhy.UNKEYABLE)
+    miss = CacheState.MISS if policy.store is not None else CacheState.OFF
+    if policy.full_why is not None:
+        return Uncached(CacheState.BYPASSED if policy.store is not None else miss, policy.full_why)
+    if stage != Stage.REFERENCE:
+        return None if policy.store is not None else Uncached(miss)
+    recorded = _recorded(baseline)
+    ours = recorded.stage(Stage.REFERENCE) if recorded is not None else None
+    alarmed = policy.store is not None and policy.store.alarmed(stage, key) is not None
+    # The first that holds. The key traces neither the backward (a custom autograd Function, a hook) nor
+    # the training-mode forward the audit runs; allclose gates on the float64 outputs, which it stores.
+    return next((Uncached(state, why) for why, state, holds in (
+        (FullWhy.NO_BASELINE, miss, baseline is None), (FullWhy.NO_KEY, miss, ours is None),
+        (FullWhy.UNKEYABLE, CacheState.UNKEYED, random), (FullWhy.GRADIENTS, CacheState.UNKEYED, gradients),
+        (FullWhy.TRAINING, CacheState.UNKEYED, training), (FullWhy.ALARM, CacheState.ALARM, alarmed),
+        (FullWhy.KEY_CHANGED, miss, key != ours), (FullWhy.OUTPUTS, miss, not outputs)) if holds), None)
+
+
+def _recorded(baseline: Baseline | None) -> ContentKey | None:
+    from gate.pipeline.content_key import ContentKey
+
+    raw = baseline.meta.content_key if baseline is not None else None
+    return ContentKey.from_dict(raw) if raw else None
 
 
 class Plan:
@@ -93,21 +127,15 @@ class Plan:
         self.probe: Probe | None = None  # the torch-cpu float32 capture
         self.key: ContentKey | None = None
         self.reference = False  # the float64 reference's fingerprints are the baseline's
+        self._why_not = uncached(Stage.REFERENCE, None, policy)  # why the reference runs: no key yet
         self._prefetched: Background[Lookup] | None = None
-        recorded = self.recorded
-        if policy.read and policy.store is not None and recorded is not None and recorded.stage(Stage.EXPORT):
+        recorded = _recorded(self.baseline)
+        if recorded is not None and uncached(Stage.EXPORT, recorded.stage(Stage.EXPORT), policy) is None:
             # The export's entry this run most likely needs, checked (every file hashed) on a thread
             # from now: beside the build, which leaves a CPU idle, not the probe's two threads.
             self._prefetched = Background(self._lookup, Stage.EXPORT, recorded.stage(Stage.EXPORT))
         self._deferred: list[tuple[ModelRun, Callable[[], Put]]] = []  # writes not started yet (``release``)
         self._writes: list[tuple[ModelRun, Background[Put]]] = []
-
-    @property
-    def recorded(self) -> ContentKey | None:
-        from gate.pipeline.content_key import ContentKey
-
-        raw = self.baseline.meta.content_key if self.baseline is not None else None
-        return ContentKey.from_dict(raw) if raw else None
 
     # probe and key ---------------------------------------------------------------------------
 
@@ -116,7 +144,7 @@ class Plan:
         where this model's whole digest is the baseline's (``build.weights_digest``); a command that
         reads nothing (``--full``, ``update-baseline``) hashes them all."""
         meta = self.baseline.meta if self.baseline is not None else None
-        if not self.policy.read or meta is None or not meta.weights_digest or not meta.tensor_digests:
+        if self.policy.full_why is not None or not meta or not meta.weights_digest or not meta.tensor_digests:
             return None
         return meta.weights_digest, dict(meta.tensor_digests)
 
@@ -125,12 +153,12 @@ class Plan:
         from gate.model import trace
         from gate.pipeline import content_key
 
-        spec, recorded = built.spec, self.recorded
+        spec, recorded = built.spec, _recorded(self.baseline)
         progress(f"{spec.name}: float32 forward on torch-cpu, traced (content key)")
         try:
             self.probe = trace.probe(built)
         except Exception as exc:  # noqa: BLE001 - the full path runs and reports the model's failure
-            run.reuse = Reuse(None, FullWhy.UNKEYABLE, details=[
+            run.reuse = Reuse(None, self._why_not.why if self._why_not else None, details=[
                 f"the float32 forward failed ({type(exc).__name__}): no key can vouch for this run"])
             return
         p = self.probe
@@ -141,32 +169,15 @@ class Plan:
         run.meta.module_code, run.meta.random_draws = p.modules, p.draws or None
         changed = key.changed(recorded) if recorded is not None else []
         details = reuse_explain.details(changed, key, recorded, run.meta, self.baseline)
-        why = self._why(key, recorded, p.random, spec.gradients, bool(built.training))
         if p.random:
             details.append(f"the forward draws random numbers ({'; '.join(p.random[:3])})")
-        if why is None and spec.output_tolerance and self._outputs_entry() is None:
-            why = FullWhy.OUTPUTS  # allclose gates on the float64 outputs: the reference runs, and stores them
-        self.reference = why is None
+        outputs = not spec.output_tolerance or self._outputs_entry() is not None
+        self._why_not = uncached(Stage.REFERENCE, self._reference_key(), self.policy, self.baseline,
+                             random=bool(p.random), gradients=spec.gradients, training=bool(built.training),
+                             outputs=outputs)
+        self.reference = self._why_not is None
+        why = self._why_not.why if self._why_not else None
         run.reuse = Reuse(key.key, why, changed=changed, details=details, unseen=list(p.custom))
-
-    def _why(self, key: ContentKey, recorded: ContentKey | None, random: list[str], gradients: bool,
-             training: bool) -> FullWhy | None:
-        if self.policy.full_why is not None:
-            return self.policy.full_why
-        if self.baseline is None:
-            return FullWhy.NO_BASELINE
-        if recorded is None or recorded.stage(Stage.REFERENCE) is None:
-            return FullWhy.NO_KEY
-        if random:
-            return FullWhy.UNKEYABLE
-        if gradients:  # the backward's code path (a custom autograd Function, a hook) is not in the key
-            return FullWhy.GRADIENTS
-        if training:  # the training-mode audit runs the model as given, a forward the probe (eval) never traced
-            return FullWhy.TRAINING
-        ours = key.stage(Stage.REFERENCE)
-        if ours is not None and self.policy.store is not None and self.policy.store.alarmed(Stage.REFERENCE, ours):
-            return FullWhy.ALARM
-        return None if ours == recorded.stage(Stage.REFERENCE) else FullWhy.KEY_CHANGED
 
     # export and transform ----------------------------------------------------------------------
 
@@ -177,16 +188,6 @@ class Plan:
         these weights bound (``bind``); else ``compute``d, a fresh export, which stores both."""
         key = self.key.stage(Stage.EXPORT) if self.key is not None else None
         skey = self.key.stage(Stage.STRUCTURE) if self.key is not None else None
-        missed: Lookup | None = None
-        if key is not None and self.policy.store is not None and self.policy.read:
-            hit = self._entry_graph(run, Stage.EXPORT, key)
-            if not isinstance(hit, Lookup):
-                return hit
-            missed = hit
-            if bind is not None and skey is not None:
-                bound = self._bound(run, skey, key, missed, bind)
-                if bound is not None:
-                    return bound
         structure: list[Structure | None] = []
 
         def fresh() -> Graph:
@@ -194,13 +195,13 @@ class Plan:
             structure.append(made)
             return graph
 
-        graph = self._stage(run, Stage.EXPORT, key, fresh, missed)
-        if structure and structure[0] is not None and skey is not None and self.policy.store is not None:
-            made = structure[0]
-            found = self.policy.store.get(Stage.STRUCTURE, skey) if self.policy.read else None
-            state = found.state if found is not None else CacheState.BYPASSED
+        bound = partial(self._bound, run, skey, bind) if bind is not None and skey is not None else None
+        graph = self._stage(run, Stage.EXPORT, key, fresh, bound)
+        made, why_not = structure[0] if structure else None, uncached(Stage.STRUCTURE, skey, self.policy)
+        if made and skey is not None and (not why_not or why_not.state not in _UNSTORED):  # where a store is
+            state = why_not.state if why_not else self._lookup(Stage.STRUCTURE, skey).state
             self._record(run, StageRun(Stage.STRUCTURE, skey, state))
-            if state != CacheState.ALARM:
+            if state not in _UNSTORED:
                 self._put(run, Stage.STRUCTURE, skey, made)
         return graph
 
@@ -230,7 +231,7 @@ class Plan:
     def _recorded_graph(self, stage: Stage) -> str | None:
         """The graph digest the baseline records, where this stage's output is the graph that ships and
         its key is the one the baseline was recorded under (the same key: the same graph)."""
-        recorded, meta = self.recorded, self.baseline.meta if self.baseline is not None else None
+        recorded, meta = _recorded(self.baseline), self.baseline.meta if self.baseline is not None else None
         if recorded is None or meta is None or self.key is None or not meta.graph_digest:
             return None
         if stage == Stage.EXPORT and meta.transform:
@@ -239,8 +240,8 @@ class Plan:
         same = all(recorded.stage(s) is not None and recorded.stage(s) == self.key.stage(s) for s in stages)
         return meta.graph_digest if same else None
 
-    def _bound(self, run: ModelRun, skey: str, key: str, missed: Lookup,
-               bind: Callable[[Structure], Graph]) -> Graph | None:
+    def _bound(self, run: ModelRun, skey: str, bind: Callable[[Structure], Graph], key: str,
+               missed: Lookup) -> Graph | None:
         """The stored structure with this model's weights (None: none stored, or they do not fit)."""
         assert self.policy.store is not None  # looked up only where there is one
         found = self.policy.store.get(Stage.STRUCTURE, skey)
@@ -267,28 +268,22 @@ class Plan:
         return graph
 
     def _stage(self, run: ModelRun, stage: Stage, key: str | None, compute: Callable[[], Graph],
-               found: Lookup | None = None) -> Graph:
-        """The stage's output from the store under ``key`` (``found``: the lookup already made), else
-        ``compute``d and stored."""
-        store = self.policy.store
-        if key is None:
-            graph = compute()
-            state = CacheState.UNKEYED if stage == Stage.TRANSFORM or self.probe is None else CacheState.OFF
-            self._record(run, StageRun(stage, None, state))
-            return graph
-        if store is None:
-            graph = compute()
-            self._record(run, StageRun(stage, key, CacheState.OFF))
-            return graph
-        if found is None and self.policy.read:
+               bound: Callable[[str, Lookup], Graph | None] | None = None) -> Graph:
+        """The stage's output from the store under ``key``, else ``bound`` (the export: the stored
+        structure with these weights), else ``compute``d and stored."""
+        why_not = uncached(stage, key, self.policy)
+        state, note = (why_not.state if why_not else CacheState.MISS), None
+        if why_not is None:
+            assert key is not None  # a stage without a key is uncached
             hit = self._entry_graph(run, stage, key)
+            if isinstance(hit, Lookup) and bound is not None:
+                hit = bound(key, hit) or hit
             if not isinstance(hit, Lookup):
                 return hit
-            found = hit
-        state = found.state if found is not None else CacheState.BYPASSED
+            state, note = hit.state, hit.note
         graph = compute()
-        self._record(run, StageRun(stage, key, state, found.note if found is not None else None))
-        if state != CacheState.ALARM and graph.sites is not None:
+        self._record(run, StageRun(stage, key, state, note))
+        if key is not None and state not in _UNSTORED and graph.sites is not None:
             self._put(run, stage, key, graph)
         return graph
 
@@ -301,7 +296,7 @@ class Plan:
     def _found(self, stage: Stage, key: str) -> Lookup:
         if stage == Stage.EXPORT and self._prefetched is not None:
             prefetched, self._prefetched = self._prefetched, None
-            recorded = self.recorded
+            recorded = _recorded(self.baseline)
             if recorded is not None and recorded.stage(Stage.EXPORT) == key:
                 return prefetched.result()
         return self._lookup(stage, key)
@@ -336,13 +331,9 @@ class Plan:
     def computed_reference(self, run: ModelRun, outputs: list[np.ndarray], tolerance: float) -> None:
         """The reference ran: say why, and store its outputs under its key (compared, within
         ``tolerance`` relative L2, with outputs the key already holds)."""
-        assert run.reuse is not None
-        why, key = run.reuse.why, self._reference_key()
-        state = _REFERENCE_STATE.get(why, CacheState.MISS) if why is not None else CacheState.MISS
-        if self.policy.store is None and state not in (CacheState.UNKEYED, CacheState.ALARM):
-            state = CacheState.OFF
+        key, state = self._reference_key(), self._why_not.state if self._why_not else CacheState.MISS
         self._record(run, StageRun(Stage.REFERENCE, key, state))
-        if key is None or not outputs or state in (CacheState.UNKEYED, CacheState.ALARM, CacheState.OFF):
+        if key is None or not outputs or state in _UNSTORED:
             return
         made = ReferenceOutputs(list(outputs), tolerance)
         self._put(run, Stage.REFERENCE, key, made)

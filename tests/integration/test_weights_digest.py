@@ -44,7 +44,7 @@ def test_other_weights_or_other_tensor_names_hash_every_tensor():
 
 
 @pytest.mark.parametrize("policy, takes", [
-    (ReusePolicy(True, None), True),
+    (ReusePolicy(None), True),
     (ReusePolicy.for_check(full=True), False),
     (ReusePolicy.for_update(), False),
 ])

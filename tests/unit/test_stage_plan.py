@@ -1,17 +1,21 @@
-"""The plan's store writes (gate/pipeline/stages.py) with a real graph file and a real store: a stage's
-output is stored only once the stages that read it are done (storing hard-links its files, and onnx
-refuses external data with more than one link), and a write's alarm reaches the run."""
+"""The plan (gate/pipeline/stages.py) with a real graph file and a real store: the one decision every
+stage asks (``uncached``), reason by reason; a stage's output is stored only once the stages that
+read it are done (storing hard-links its files, and onnx refuses external data with more than one
+link), and a write's alarm reaches the run."""
 
 from __future__ import annotations
+
+import dataclasses
 
 import onnx
 
 from gate.core.runs import ModelRun, OnnxSite
 from gate.core.status import CacheState, FullWhy, KeyPart, Stage
 from gate.export.record import Graph, GraphFacts
-from gate.pipeline.content_key import ContentKey
-from gate.pipeline.stages import Plan, ReusePolicy
+from gate.pipeline.content_key import ContentKey, transform_key
+from gate.pipeline.stages import Plan, ReusePolicy, Uncached, uncached
 from gate.store import Store
+from tests.support.verdicts import baseline
 from tests.unit.test_store import graph
 
 KEY = ContentKey("k" * 64, {p.value: "0" * 16 for p in KeyPart}, 1, stages={"export": "e" * 64, "reference": "r" * 64})
@@ -25,7 +29,7 @@ def exported(folder, scale: float = 2.0) -> Graph:
 
 def plan(tmp_path, read: bool = True) -> tuple[Plan, Store]:
     store = Store(tmp_path / "store")
-    p = ReusePolicy(read, store, None if read else FullWhy.FORCED).plan(None)
+    p = ReusePolicy(store, None if read else FullWhy.FORCED).plan(None)
     p.key = KEY
     return p, store
 
@@ -56,3 +60,36 @@ def test_a_write_that_meets_another_output_puts_the_alarm_on_the_run(tmp_path):
     assert (alarm.stage, alarm.key, run.reuse.stage(Stage.EXPORT).state) == (Stage.EXPORT, "e" * 64, CacheState.ALARM)
     assert "the graph differs" in alarm.note
     assert store.get(Stage.EXPORT, "e" * 64).state == CacheState.ALARM
+
+
+def test_each_reason_a_stage_cannot_take_its_output(tmp_path):
+    store, ref = Store(tmp_path / "store"), "a" * 64
+    reads = ReusePolicy(store)
+    recorded = baseline()
+    recorded = dataclasses.replace(recorded, meta=dataclasses.replace(recorded.meta, content_key={
+        **KEY.to_dict(), "stages": {"export": "e" * 64, "reference": ref}}))
+
+    def why(key: str | None = ref, policy: ReusePolicy = reads, stage: Stage = Stage.REFERENCE, b=recorded,
+            **facts):
+        return uncached(stage, key, policy, b, **facts)
+
+    assert why() is None and why("b" * 64, stage=Stage.EXPORT) is None  # taken: the baseline's, the store's
+    assert why(stage=Stage.EXPORT, policy=ReusePolicy(None)) == Uncached(CacheState.OFF)  # no store
+    assert why(stage=Stage.EXPORT, policy=ReusePolicy(store, FullWhy.UPDATE)) == \
+        Uncached(CacheState.BYPASSED, FullWhy.UPDATE)  # read off
+    assert why(None, stage=Stage.EXPORT) == Uncached(CacheState.UNKEYED, FullWhy.UNKEYABLE)  # no key
+    assert why(transform_key(KEY, "d" * 64), stage=Stage.TRANSFORM) == \
+        Uncached(CacheState.UNKEYED, FullWhy.UNKEYABLE)  # a transform without declared inputs
+    assert why(policy=ReusePolicy(store, FullWhy.FORCED), random=True) == \
+        Uncached(CacheState.BYPASSED, FullWhy.FORCED)  # forced, before all else
+    assert why(policy=ReusePolicy(None, FullWhy.FORCED)) == Uncached(CacheState.OFF, FullWhy.FORCED)
+    assert why(b=None) == Uncached(CacheState.MISS, FullWhy.NO_BASELINE)
+    assert why(b=baseline()) == Uncached(CacheState.MISS, FullWhy.NO_KEY)
+    assert why("b" * 64) == Uncached(CacheState.MISS, FullWhy.KEY_CHANGED)
+    assert why(random=True) == Uncached(CacheState.UNKEYED, FullWhy.UNKEYABLE)
+    assert why(gradients=True) == Uncached(CacheState.UNKEYED, FullWhy.GRADIENTS)
+    assert why(training=True) == Uncached(CacheState.UNKEYED, FullWhy.TRAINING)
+    assert why(outputs=False) == Uncached(CacheState.MISS, FullWhy.OUTPUTS)
+    assert why(outputs=False, policy=ReusePolicy(None)) == Uncached(CacheState.OFF, FullWhy.OUTPUTS)
+    store.raise_alarm(Stage.REFERENCE, ref, None, None, "moved")
+    assert why() == Uncached(CacheState.ALARM, FullWhy.ALARM)  # an alarmed key
