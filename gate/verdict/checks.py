@@ -200,15 +200,12 @@ def _allclose(row: Row, exact: dict[str, Any] | None, tolerance: tuple[float, fl
     rtol, atol = tolerance
     bound = atol + rtol * abs(exact["expected"]) if exact["expected"] is not None else atol
     where = ", ".join(map(str, exact["worst_index"]))
-    return _row_with(row, RowStatus.FAIL, Check.ALLCLOSE, exact["max_abs"], bound,
-                     f"allclose(rtol={rtol:g}, atol={atol:g}) fails on {exact['mismatched']:,} of {exact['count']:,} "
-                     f"elements; worst at [{where}]: expected {exact['expected']!r}, got {exact['actual']!r} "
-                     f"(max-abs {exact['max_abs']:.3g}, max-rel {exact['max_rel']:.3g})")
-
-
-def _row_with(row: Row, status: RowStatus, check: Check, value: float | None, threshold: float | None, message: str) -> Row:
-    return Row(layer=row.layer, type=row.type, status=status, check=check, value=_num(value),
-               threshold=_num(threshold), baseline=row.baseline, message=message, exact=row.exact)
+    # a row of its own: of the row it replaces it keeps the layer, the baseline and the exact metrics
+    return replace(row, status=RowStatus.FAIL, check=Check.ALLCLOSE, value=_num(exact["max_abs"]),
+                   threshold=_num(bound), data_dependent=None, absolute=False,
+                   message=f"allclose(rtol={rtol:g}, atol={atol:g}) fails on {exact['mismatched']:,} of "
+                   f"{exact['count']:,} elements; worst at [{where}]: expected {exact['expected']!r}, got "
+                   f"{exact['actual']!r} (max-abs {exact['max_abs']:.3g}, max-rel {exact['max_rel']:.3g})")
 
 
 def _runtime_row(layer: LayerInfo, prun: ProviderRun, pl: ProviderLayer, recorded: EntryLayer | None,

@@ -320,8 +320,7 @@ class Summary:
     errors: int
 
     def to_dict(self) -> dict[str, Any]:
-        return {"models": self.models, "layers": self.layers, "providers": self.providers,
-                "regressions": self.regressions, "errors": self.errors}
+        return dict(vars(self))
 
     @classmethod
     def of(cls, models: list[ModelVerdict]) -> Summary:
