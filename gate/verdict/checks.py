@@ -15,7 +15,7 @@ from gate.core.layers import is_output
 from gate.core.runs import LayerInfo, ModelRun, ProviderLayer, ProviderRun
 from gate.core.status import DATA_DEPENDENT_RULES, Check, DataDependence, LayerStatus, RowStatus
 from gate.core.target import ROUNDING, coarsest
-from gate.fingerprint import Difference, Fingerprint, difference
+from gate.fingerprint import Fingerprint, difference
 from gate.formats.baseline import Baseline, Entry, EntryLayer
 from gate.verdict import data_dependent, moves
 from gate.verdict.structure import Limit, Move, Structure, structure
@@ -32,11 +32,6 @@ def _row(layer: LayerInfo, status: RowStatus, check: Check | None = None, value:
          absolute: bool = False) -> Row:
     return Row(layer=layer.name, type=layer.type, status=status, check=check, value=_num(value),
                threshold=_num(threshold), baseline=_num(baseline), message=message, absolute=absolute)
-
-
-def _measure(d: Difference) -> str:
-    """What a difference's value is: relative L2, or (an all-zero reference) the RMS of the difference."""
-    return "RMS of the difference: the baseline is all zeros" if d.absolute else "relative L2"
 
 
 def _num(v: float | None) -> float | None:
@@ -150,8 +145,9 @@ def _reference_row(run: ModelRun, layer: LayerInfo, base: Fingerprint, limit: fl
                     f"baseline {_describe_nonfinite(_nonfinite(base))}")
     change = difference(now, base)
     if change.value > limit:
+        measure = "RMS of the difference: the baseline is all zeros" if change.absolute else "relative L2"
         return _row(layer, RowStatus.FAIL, Check.REFERENCE_DRIFT, change.value, limit, 0.0,
-                    message=f"the {run.reference_dtype} reference moved by {change.value:.3g} ({_measure(change)}; "
+                    message=f"the {run.reference_dtype} reference moved by {change.value:.3g} ({measure}; "
                     f"limit {limit:.3g}): the model's code or weights changed", absolute=change.absolute)
     return _row(layer, RowStatus.PASS, Check.REFERENCE_DRIFT, change.value, limit, 0.0, absolute=change.absolute)
 
