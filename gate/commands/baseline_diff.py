@@ -37,7 +37,7 @@ def baseline_diffs(config: Config, since: str, paths: list[str]) -> dict[str, st
     return out
 
 
-def change_text(before: Path | None, after: Path | None, more: str = "parity-gate show --all") -> str:
+def change_text(before: Path | None, after: Path | None, more: str) -> str:
     """What moved from the baseline file ``before`` to ``after`` (None: there is none), summary first;
     ``more``: where the rest is, named after the last layer shown."""
     old, new = _text(before), _text(after)

@@ -10,13 +10,13 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from gate.commands.common import location
+from gate.commands.common import location, read_located
 from gate.commands.shards import ShardPlan
 from gate.config import Config
 from gate.core.fields import Obj
 from gate.errors import FormatError, GateError
 from gate.formats.atomic import atomic_write_bytes, atomic_write_text
-from gate.formats.baseline import Baseline, store
+from gate.formats.baseline import Baseline
 from gate.formats.baseline.store import Location
 from gate.verdict.merge import Part, cover
 from gate.verdict.shard import ShardRun
@@ -90,13 +90,7 @@ def combine(shares: list[Share], count: int, into: Path) -> dict[Path, Share]:
         share = owner[id(part)]
         loc = share.location(model)
         try:  # as distrustful as any reader of a baseline: FormatError names the file
-            if loc.case is None:
-                store.read(loc)
-            else:
-                if loc.path not in sets:
-                    sets[loc.path] = store.read_cases(loc.path)
-                if loc.case not in sets[loc.path]:
-                    raise FileNotFoundError(loc)
+            read_located(loc, sets)
         except FileNotFoundError:
             raise GateError(f"{part.label} recorded model `{model}` "
                             f"but holds no baseline of it ({loc})") from None

@@ -7,7 +7,6 @@ from pathlib import Path
 
 from gate import fingerprint
 from gate.config import Config, ModelSpec
-from gate.core.versions import environment as _environment
 from gate.errors import GateError
 from gate.formats.baseline import Baseline, store
 from gate.formats.baseline.names import SUFFIX
@@ -33,13 +32,20 @@ def policy(config: Config) -> Policy:
                   tuple((p.name, p.precision) for p in config.providers))
 
 
-def environment() -> dict[str, str | None]:
-    return _environment(fingerprint.backend)
-
-
 def location(config: Config, spec: ModelSpec) -> Location:
     """Where the model's baseline lives: its own file, or its sweep's set file."""
     return Location.of(config.baseline_dir, spec.name, spec.sweep.sweep if spec.sweep else None)
+
+
+def read_located(loc: Location, sets: dict[Path, dict[str, Baseline]]) -> Baseline:
+    """``store.read``, where a sweep's set file is read once (into ``sets``) for all its cases."""
+    if loc.case is None:
+        return store.read(loc)
+    if loc.path not in sets:
+        sets[loc.path] = store.read_cases(loc.path)
+    if loc.case not in sets[loc.path]:
+        raise FileNotFoundError(loc)
+    return sets[loc.path][loc.case]
 
 
 def orphaned_baselines(config: Config) -> list[Path]:

@@ -10,11 +10,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from gate.commands.common import display, environment, load_baseline, location, policy, update_command
+from gate import fingerprint
+from gate.commands.common import display, load_baseline, location, policy, update_command
 from gate.config import Config, ModelSpec
 from gate.core.progress import Progress
 from gate.core.runs import ModelRun, RunError
 from gate.core.status import ErrorStatus
+from gate.core.versions import environment
 from gate.errors import FormatError, GateError
 from gate.formats.baseline import Baseline
 from gate.model.inputs import difference
@@ -90,4 +92,5 @@ def judge(config: Config, runs: list[tuple[ModelSpec, ModelRun]], loaded: Mappin
     compared = compare(config, {run.name: run for _, run, _, _ in judged})  # a sweep's pairs and anchor
     progress("comparing with the baselines")
     return assemble([model_verdict(spec, run, baseline, shown, update_command(spec, config), policy(config),
-                                   compared.get(spec.name)) for spec, run, baseline, shown in judged], environment())
+                                   compared.get(spec.name)) for spec, run, baseline, shown in judged],
+                    environment(fingerprint.backend))

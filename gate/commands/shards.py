@@ -5,20 +5,15 @@ none is recorded), assigned by ``gate.config.shards``, so every leg cuts alike o
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypeVar
 
-from gate.commands.common import location
+from gate.commands.common import location, read_located
 from gate.config import Config, ModelSpec
 from gate.config.shards import Shard, assign, default_cost
 from gate.errors import GateError
-from gate.formats.baseline import Baseline, store
+from gate.formats.baseline import Baseline
 from gate.verdict.shard import ShardRun
-
-A = TypeVar("A")
-T = TypeVar("T")
 
 
 def unit_of(spec: ModelSpec) -> str:
@@ -49,22 +44,12 @@ def _recorded(config: Config, models: tuple[ModelSpec, ...]) -> dict[str, float 
     out: dict[str, float | None] = {}
     sets: dict[Path, dict[str, Baseline]] = {}  # a sweep's set file, read once for all its cases
     for spec in models:
-        loc = location(config, spec)
-        if loc.case is None:
-            baseline = _readable(store.read, loc)
-        else:
-            if loc.path not in sets:
-                sets[loc.path] = _readable(store.read_cases, loc.path) or {}
-            baseline = sets[loc.path].get(loc.case)
+        try:
+            baseline: Baseline | None = read_located(location(config, spec), sets)
+        except (FileNotFoundError, GateError):
+            baseline = None
         out[spec.name] = baseline.meta.seconds if baseline is not None else None
     return out
-
-
-def _readable(read: Callable[[A], T], where: A) -> T | None:
-    try:
-        return read(where)
-    except (FileNotFoundError, GateError):
-        return None
 
 
 def plan(config: Config, models: tuple[ModelSpec, ...], shard: Shard) -> ShardPlan:

@@ -5,10 +5,4 @@ from __future__ import annotations
 
 from gate.render.markdown import COMMENT_LIMIT, SUMMARY_LIMIT, Links, headline_text, render_markdown
 
-__all__ = [
-    "COMMENT_LIMIT",
-    "SUMMARY_LIMIT",
-    "Links",
-    "headline_text",
-    "render_markdown",
-]
+__all__ = ["COMMENT_LIMIT", "SUMMARY_LIMIT", "Links", "headline_text", "render_markdown"]

@@ -5,9 +5,8 @@ from __future__ import annotations
 
 ICONS = {
     "pass": "✅", "ok": "✅", "regressed": "❌", "fail": "❌", "error": "💥", "no-baseline": "🆕", "new": "🆕",
-    "skipped": "⏭️", "fallback": "⚠️", "folded": "➖", "absent": "∅", "missing": "❓", "moved": "↪️",
-    "follows": "↪️",
-    "unmeasured": "❔",
+    "skipped": "⏭️", "fallback": "⚠️", "folded": "➖", "absent": "∅", "missing": "❓", "unmeasured": "❔",
+    "moved": "↪️", "follows": "↪️",
 }
 UNKNOWN = "❔"
 

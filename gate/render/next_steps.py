@@ -120,7 +120,7 @@ def _no_baseline(m: ModelVerdict, step: NextStep, s: Style) -> str:
 
 
 def _no_entry(m: ModelVerdict, step: NextStep, s: Style) -> str:
-    first = next(p for p in m.providers if p.name == step.providers[0])
+    first = _provider(m, step)
     return (f"{s.code(first.name)} has no baseline entry for {s.plain(first.label, 60)}: run {s.code(step.command, 300)} "
             f"on a runner that has it{_commit(m, s)}.")
 

@@ -21,29 +21,24 @@ _WHY = {
     FullWhy.ALARM: "its key once gave two different outputs here",
 }
 
-_EXPORT = {
-    CacheState.HIT: "exported graph from the store",
-    CacheState.MISS: "exported (not in the store; stored now)",
-    CacheState.CORRUPT: "exported (the stored entry failed its checks; replaced)",
-    CacheState.BYPASSED: "exported (the store is not read on a full run)",
-    CacheState.OFF: "exported (no store)",
-    CacheState.ALARM: "exported (its key is under an alarm: neither read nor stored)",
-    CacheState.UNKEYED: "exported (no key)",
+# What the store did, said alike of an export and a transform.
+_STORE = {
+    CacheState.MISS: "not in the store; stored now",
+    CacheState.CORRUPT: "the stored entry failed its checks; replaced",
+    CacheState.BYPASSED: "the store is not read on a full run",
+    CacheState.OFF: "no store",
+    CacheState.ALARM: "its key is under an alarm: neither read nor stored",
 }
-
-_TRANSFORM = {
-    CacheState.HIT: "its output from the store (its declared inputs unchanged)",
-    CacheState.MISS: "run (not in the store; stored now)",
-    CacheState.CORRUPT: "run (the stored entry failed its checks; replaced)",
-    CacheState.BYPASSED: "run (the store is not read on a full run)",
-    CacheState.OFF: "run (no store)",
-    CacheState.ALARM: "run (its key is under an alarm: neither read nor stored)",
-    CacheState.UNKEYED: "run (it reads what the gate cannot see: on every check)",
-}
+_EXPORT = {CacheState.HIT: "exported graph from the store", CacheState.UNKEYED: "exported (no key)"}
+_TRANSFORM = {CacheState.HIT: "its output from the store (its declared inputs unchanged)",
+              CacheState.UNKEYED: "run (it reads what the gate cannot see: on every check)"}
 
 
 def _stage(s: StageRun, transform: str | None) -> str:
-    text = _EXPORT[s.state] if s.stage == Stage.EXPORT else f"transform `{transform}` {_TRANSFORM[s.state]}"
+    if s.stage == Stage.EXPORT:
+        text = _EXPORT.get(s.state) or f"exported ({_STORE[s.state]})"
+    else:
+        text = f"transform `{transform}` " + (_TRANSFORM.get(s.state) or f"run ({_STORE[s.state]})")
     return text + (f" [{s.note}]" if s.note and s.state != CacheState.ALARM else "")
 
 

@@ -15,7 +15,7 @@ from gate.core.layers import is_output
 from gate.core.runs import LayerInfo, ModelRun, ProviderLayer, ProviderRun
 from gate.core.status import DATA_DEPENDENT_RULES, Check, DataDependence, LayerStatus, RowStatus
 from gate.core.target import ROUNDING, coarsest
-from gate.fingerprint import Difference, Fingerprint, difference
+from gate.fingerprint import Fingerprint, difference
 from gate.formats.baseline import Baseline, Entry, EntryLayer
 from gate.verdict import data_dependent, moves
 from gate.verdict.structure import Limit, Move, Structure, structure
@@ -32,11 +32,6 @@ def _row(layer: LayerInfo, status: RowStatus, check: Check | None = None, value:
          absolute: bool = False) -> Row:
     return Row(layer=layer.name, type=layer.type, status=status, check=check, value=_num(value),
                threshold=_num(threshold), baseline=_num(baseline), message=message, absolute=absolute)
-
-
-def _measure(d: Difference) -> str:
-    """What a difference's value is: relative L2, or (an all-zero reference) the RMS of the difference."""
-    return "RMS of the difference: the baseline is all zeros" if d.absolute else "relative L2"
 
 
 def _num(v: float | None) -> float | None:
@@ -150,8 +145,9 @@ def _reference_row(run: ModelRun, layer: LayerInfo, base: Fingerprint, limit: fl
                     f"baseline {_describe_nonfinite(_nonfinite(base))}")
     change = difference(now, base)
     if change.value > limit:
+        measure = "RMS of the difference: the baseline is all zeros" if change.absolute else "relative L2"
         return _row(layer, RowStatus.FAIL, Check.REFERENCE_DRIFT, change.value, limit, 0.0,
-                    message=f"the {run.reference_dtype} reference moved by {change.value:.3g} ({_measure(change)}; "
+                    message=f"the {run.reference_dtype} reference moved by {change.value:.3g} ({measure}; "
                     f"limit {limit:.3g}): the model's code or weights changed", absolute=change.absolute)
     return _row(layer, RowStatus.PASS, Check.REFERENCE_DRIFT, change.value, limit, 0.0, absolute=change.absolute)
 
@@ -200,15 +196,12 @@ def _allclose(row: Row, exact: dict[str, Any] | None, tolerance: tuple[float, fl
     rtol, atol = tolerance
     bound = atol + rtol * abs(exact["expected"]) if exact["expected"] is not None else atol
     where = ", ".join(map(str, exact["worst_index"]))
-    return _row_with(row, RowStatus.FAIL, Check.ALLCLOSE, exact["max_abs"], bound,
-                     f"allclose(rtol={rtol:g}, atol={atol:g}) fails on {exact['mismatched']:,} of {exact['count']:,} "
-                     f"elements; worst at [{where}]: expected {exact['expected']!r}, got {exact['actual']!r} "
-                     f"(max-abs {exact['max_abs']:.3g}, max-rel {exact['max_rel']:.3g})")
-
-
-def _row_with(row: Row, status: RowStatus, check: Check, value: float | None, threshold: float | None, message: str) -> Row:
-    return Row(layer=row.layer, type=row.type, status=status, check=check, value=_num(value),
-               threshold=_num(threshold), baseline=row.baseline, message=message, exact=row.exact)
+    # a row of its own: of the row it replaces it keeps the layer, the baseline and the exact metrics
+    return replace(row, status=RowStatus.FAIL, check=Check.ALLCLOSE, value=_num(exact["max_abs"]),
+                   threshold=_num(bound), data_dependent=None, absolute=False,
+                   message=f"allclose(rtol={rtol:g}, atol={atol:g}) fails on {exact['mismatched']:,} of "
+                   f"{exact['count']:,} elements; worst at [{where}]: expected {exact['expected']!r}, got "
+                   f"{exact['actual']!r} (max-abs {exact['max_abs']:.3g}, max-rel {exact['max_rel']:.3g})")
 
 
 def _runtime_row(layer: LayerInfo, prun: ProviderRun, pl: ProviderLayer, recorded: EntryLayer | None,

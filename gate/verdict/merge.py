@@ -64,13 +64,12 @@ def _named(parts: list[Part]) -> str:
 def _same_list(first: Part, part: Part) -> None:
     if part.run.covered == first.run.covered:
         return
-    mine, theirs = set(part.run.covered), set(first.run.covered)
-    extra = next((n for n in part.run.covered if n not in theirs), None)
-    if extra is not None:
-        raise GateError(f"model `{extra}` is covered by {part.label} but not by {first.label}: the legs ran other configs")
-    gone = next((n for n in first.run.covered if n not in mine), None)
-    if gone is not None:
-        raise GateError(f"model `{gone}` is covered by {first.label} but not by {part.label}: the legs ran other configs")
+    for one, other in ((part, first), (first, part)):
+        known = set(other.run.covered)
+        extra = next((n for n in one.run.covered if n not in known), None)
+        if extra is not None:
+            raise GateError(f"model `{extra}` is covered by {one.label} but not by {other.label}: "
+                            "the legs ran other configs")
     raise GateError(f"{first.label} and {part.label} list the models in another order: the legs ran other configs")
 
 

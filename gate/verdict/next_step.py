@@ -64,7 +64,9 @@ def next_step(m: ModelVerdict) -> NextStep | None:
     if Check.RANDOM_DRAWS in audit:  # re-recording records one draw: the next differs again
         return NextStep(StepKind.RANDOM_DRAWS, None, layer=layer)
     if reference is not None:
-        kind = StepKind.WEIGHTS_CHANGED if _cause(m) == "weights" else StepKind.MODEL_CHANGED
+        # what the model-change hint found changed: ``weights`` (alone), ``code``, or unknown
+        cause = next((h.evidence.get("cause") for h in m.hints if h.kind == "model-change"), None)
+        kind = StepKind.WEIGHTS_CHANGED if cause == "weights" else StepKind.MODEL_CHANGED
         return NextStep(kind, m.recreate, (reference.name,), layer)
     regressed = [p for p in m.providers if p.role == Role.RUNTIME and p.status == TargetStatus.REGRESSED]
     names = tuple(p.name for p in regressed)
@@ -78,11 +80,6 @@ def next_step(m: ModelVerdict) -> NextStep | None:
         checks = sorted({a.check for p in regressed for a in p.audits if a.status == AuditStatus.FAIL})
         return NextStep(StepKind.RUNTIME_AUDIT, None, names, checks=tuple(checks))
     return NextStep(StepKind.RUNTIME_CHANGED, None, names)  # no command fixes it: the hints and tables say where
-
-
-def _cause(m: ModelVerdict) -> str | None:
-    """What the model-change hint found changed: ``weights`` (alone), ``code``, or unknown."""
-    return next((h.evidence.get("cause") for h in m.hints if h.kind == "model-change"), None)
 
 
 def _missing(m: ModelVerdict) -> NextStep:

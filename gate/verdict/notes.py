@@ -22,8 +22,7 @@ class LayerMapping:
     reasons: dict[str, int]  # why a layer is folded or absent -> how many (the 10 most common)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"layers": self.layers, "mapped": self.mapped, "folded": self.folded, "absent": self.absent,
-                "reasons": dict(self.reasons)}
+        return dict(vars(self))
 
     @classmethod
     def from_dict(cls, o: Obj) -> LayerMapping:
@@ -51,7 +50,7 @@ class VersionChange:
     run: str
 
     def to_dict(self) -> dict[str, str]:
-        return {"baseline": self.baseline, "run": self.run}
+        return dict(vars(self))
 
     @classmethod
     def from_dict(cls, o: Obj) -> VersionChange:
@@ -81,8 +80,7 @@ class Comparison:
     status: ComparisonStatus
 
     def to_dict(self) -> dict[str, Any]:
-        return {"kind": self.kind, "provider": self.provider, "other": self.other, "error": self.error,
-                "tolerance": self.tolerance, "status": self.status}
+        return dict(vars(self))
 
     @classmethod
     def from_dict(cls, o: Obj) -> Comparison:
@@ -102,8 +100,7 @@ class Hint:
     evidence: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"kind": self.kind, "layer": self.layer, "provider": self.provider, "message": self.message,
-                "evidence": self.evidence}
+        return dict(vars(self))
 
     @classmethod
     def from_dict(cls, o: Obj) -> Hint:

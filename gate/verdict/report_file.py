@@ -113,14 +113,11 @@ def load_report(path: str | Path) -> Report:
     path = Path(path)
     try:
         size = path.stat().st_size
+        if size > MAX_BYTES:
+            raise FormatError(f"report `{path}`: {size:,} bytes is over the {MAX_BYTES:,}-byte limit")
+        data = path.read_bytes()
     except FileNotFoundError:
         raise FormatError(f"report `{path}`: no such file") from None
-    except OSError as e:
-        raise FormatError(f"report `{path}`: cannot read ({e.strerror})") from None
-    if size > MAX_BYTES:
-        raise FormatError(f"report `{path}`: {size:,} bytes is over the {MAX_BYTES:,}-byte limit")
-    try:
-        data = path.read_bytes()
     except OSError as e:
         raise FormatError(f"report `{path}`: cannot read ({e.strerror})") from None
     return parse_report(data, str(path))

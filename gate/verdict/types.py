@@ -259,20 +259,13 @@ class ModelVerdict:
         return self.update_command or f"parity-gate update-baseline --model {self.name}"
 
     def to_dict(self) -> dict[str, Any]:
-        out = self._to_dict()
-        if self.versions:  # absent when nothing differs: such reports keep their bytes
-            out["versions"] = {k: v.to_dict() for k, v in self.versions.items()}
-        if self.sweep:
-            out["sweep"] = self.sweep
-        if self.comparisons:
-            out["comparisons"] = [c.to_dict() for c in self.comparisons]
-        if self.update_command:
-            out["update_command"] = self.update_command
-        if self.reuse is not None:
-            out["reuse"] = self.reuse.to_dict()
-        if self.unrecorded:
-            out["unrecorded"] = self.unrecorded
-        return out
+        # Each absent where empty (a reuse is never): reports without them keep their bytes.
+        extra = {"versions": {k: v.to_dict() for k, v in self.versions.items()}, "sweep": self.sweep,
+                 "comparisons": [c.to_dict() for c in self.comparisons],
+                 "update_command": self.update_command,
+                 "reuse": self.reuse.to_dict() if self.reuse is not None else None,
+                 "unrecorded": self.unrecorded}
+        return {**self._to_dict(), **{k: v for k, v in extra.items() if v}}
 
     def _to_dict(self) -> dict[str, Any]:
         e = self.error
@@ -320,8 +313,7 @@ class Summary:
     errors: int
 
     def to_dict(self) -> dict[str, Any]:
-        return {"models": self.models, "layers": self.layers, "providers": self.providers,
-                "regressions": self.regressions, "errors": self.errors}
+        return dict(vars(self))
 
     @classmethod
     def of(cls, models: list[ModelVerdict]) -> Summary:

@@ -6,14 +6,10 @@ from gate.core.status import RowStatus
 from gate.core.target import REFERENCE_PROVIDER
 from gate.verdict.hints import numerics
 from gate.verdict.hints.context import Context, make
-from gate.verdict.hints.weights import TensorChanges, weights_changed
+from gate.verdict.hints.weights import TensorChanges, digest_changed, weights_changed
 from gate.verdict.moves import traced_ops_changed
 from gate.verdict.notes import Hint
 from gate.verdict.types import ProviderVerdict, Regression
-
-
-def _digest_changed(a: str | None, b: str | None) -> bool | None:
-    return None if not a or not b else a != b
 
 
 def describe_tensors(names: list[str]) -> str:
@@ -38,7 +34,7 @@ def describe_tensors(names: list[str]) -> str:
 def hints(ctx: Context) -> list[Hint]:
     base, now = ctx.baseline.meta, ctx.run.meta
     weights, tensors = weights_changed(ctx)
-    graph_changed = _digest_changed(base.graph_digest, now.graph_digest)
+    graph_changed = digest_changed(base.graph_digest, now.graph_digest)
     out = []
     ref = ctx.reference
     if ref is not None and ref.first_regression is not None:

@@ -16,12 +16,8 @@ if TYPE_CHECKING:
     from gate.formats.baseline import Baseline
 
 
-def _bad(fp: Fingerprint | None) -> int:
-    return 0 if fp is None else fp.nan + fp.posinf + fp.neginf
-
-
 def _first_nonfinite(names_fps: Iterable[tuple[str, Fingerprint | None]]) -> tuple[str, Fingerprint] | None:
-    return next(((n, fp) for n, fp in names_fps if fp is not None and _bad(fp)), None)
+    return next(((n, fp) for n, fp in names_fps if fp is not None and fp.nan + fp.posinf + fp.neginf), None)
 
 
 def hints(run: ModelRun, baseline: Baseline | None) -> list[Hint]:

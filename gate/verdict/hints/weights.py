@@ -3,13 +3,13 @@ say whether a model's weights or its code changed."""
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
+from gate.core.layers import module_of
 from gate.verdict.hints.context import Context
 
 
-def _digest_changed(a: str | None, b: str | None) -> bool | None:
+def digest_changed(a: str | None, b: str | None) -> bool | None:
     return None if not a or not b else a != b
 
 
@@ -30,18 +30,13 @@ def tensor_changes(before: dict[str, str] | None, now: dict[str, str] | None,
     """``renames``: the verdict's renamed layers (now -> baseline). None without per-tensor digests."""
     if not before or not now:
         return None
-    modules = {_module(new): _module(old) for new, old in renames.items()}
+    modules = {module_of(new): module_of(old) for new, old in renames.items()}
     recorded = {n: _recorded(n, modules) for n in now}
     values = sorted(n for n in now if recorded[n] == n and n in before and before[n] != now[n])
     renamed = [n for n in now if recorded[n] != n and recorded[n] in before]
     matched = {recorded[n] for n in now if recorded[n] in before}
     unmatched = sorted({n for n in now if recorded[n] not in before} | {n for n in before if n not in matched})
     return TensorChanges(values, len(renamed), unmatched)
-
-
-def _module(layer: str) -> str:
-    """The module a layer is a call of: its name without a call (``#2``) or element (``[0]``) suffix."""
-    return re.split(r"[#\[]", layer, maxsplit=1)[0]
 
 
 def _recorded(tensor: str, modules: dict[str, str]) -> str:
@@ -58,7 +53,7 @@ def weights_changed(ctx: Context) -> tuple[bool | None, TensorChanges | None]:
     """Whether the weights' values changed since the baseline (None: no digest to tell), and which
     tensors did: a digest that differs only by names the verdict matched is no change of value."""
     base, now = ctx.baseline.meta, ctx.run.meta
-    changed = _digest_changed(base.weights_digest, now.weights_digest)
+    changed = digest_changed(base.weights_digest, now.weights_digest)
     tensors = tensor_changes(base.tensor_digests, now.tensor_digests, ctx.structure.renames if ctx.structure else {})
     if changed and tensors is not None and not tensors.values:
         changed = False  # every tensor kept its values, under its own name or the one it was matched to
