@@ -182,9 +182,7 @@ def read_runs(path: Path) -> list[ModelRun]:
         return [run_from_dict(r) for r in doc["runs"]]
     except FileNotFoundError:
         raise FormatError(f"{where}: does not exist") from None
-    except Invalid as exc:
-        raise FormatError(f"{where}: {exc}") from None
-    except FormatError as exc:  # a fingerprint the schema lets through but the type refuses
+    except (Invalid, FormatError) as exc:  # FormatError: a fingerprint the schema lets through, the type refuses
         raise FormatError(f"{where}: {exc}") from None
 
 
