@@ -182,7 +182,7 @@ def read_runs(path: Path) -> list[ModelRun]:
         return [run_from_dict(r) for r in doc["runs"]]
     except FileNotFoundError:
         raise FormatError(f"{where}: does not exist") from None
-    except (Invalid, FormatError) as exc:  # FormatError: a fingerprint the schema lets through, the type refuses
+    except (Invalid, FormatError) as exc:  # or a fingerprint the schema lets through and the type refuses
         raise FormatError(f"{where}: {exc}") from None
 
 
