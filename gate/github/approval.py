@@ -119,7 +119,6 @@ class _Who:
         return self.writers[login]
 
     def why_not(self, login: str) -> NotCounted | None:
-        """Why ``login`` cannot approve, or None when they can."""
         if not login:
             return NotCounted.NO_WRITE
         if self.pull.is_author(login):

@@ -130,7 +130,6 @@ def _provider(p: dict[str, Any]) -> ProviderRun:
 
 
 def _opt(word: Callable[[str], W], value: str | None) -> W | None:
-    """A validated word as its enum member (None stays None)."""
     return None if value is None else word(value)
 
 
