@@ -19,6 +19,6 @@ from .names import baseline_path
 from .schema import FORMAT, VERSION
 from .update import merge_run
 
-__all__ = ["FORMAT", "VERSION", "Baseline", "BaselineLayer", "Entry", "EntryLayer", "Limits", "atomic_write_bytes",
-           "atomic_write_text", "baseline_lock", "baseline_path", "decode_baseline", "describe", "encode_baseline",
-           "merge_run", "read_baseline", "read_document", "write_baseline"]
+__all__ = ["FORMAT", "VERSION", "Baseline", "BaselineLayer", "Entry", "EntryLayer", "Limits",
+           "atomic_write_bytes", "atomic_write_text", "baseline_lock", "baseline_path", "decode_baseline",
+           "describe", "encode_baseline", "merge_run", "read_baseline", "read_document", "write_baseline"]
