@@ -13,11 +13,10 @@ from rich.markup import escape
 
 import gate
 from gate import env
-from gate.cli import cache_cmd, github_cmds, init_cmd, merge_cmd, notices, show_cmd
+from gate.cli import cache_cmd, extras, github_cmds, init_cmd, merge_cmd, notices, show_cmd
 from gate.cli.shared import (
     ReportPaths,
     _load,
-    _needs,
     _shard_line,
     _sharded,
     _split,
@@ -94,7 +93,7 @@ def check(config: ConfigOpt = None, model: ModelOpt = None, provider: ProviderOp
     cfg = _load(config, allow_missing_gpu, require)
     models, chosen = _sharded(cfg, cfg.select_models(_split(model)), shard)
     providers = cfg.select_providers(_split(provider))
-    _needs("check")
+    extras.require("check")
     if chosen is not None:
         err_console.print(escape(_shard_line(chosen)), soft_wrap=True)
     notices.backend()
@@ -136,7 +135,7 @@ def update_baseline(config: ConfigOpt = None, model: ModelOpt = None, provider: 
     if out is not None and chosen is None:
         raise GateError("--out writes one share of a sharded re-recording: give --shard K/N")
     if not source:
-        _needs("update-baseline")
+        extras.require("update-baseline")
     if chosen is not None:
         err_console.print(escape(_shard_line(chosen)), soft_wrap=True)
     notices.backend()
@@ -181,7 +180,7 @@ def export(out: Annotated[Path, typer.Option("--out", help="Folder to write <mod
 
     cfg = _load(config)
     models, providers = cfg.select_models(_split(model)), cfg.select_providers(_split(provider))
-    _needs("export")
+    extras.require("export")
     notices.backend()
     with progress_display() as progress:
         runs = commands.export_models(cfg, models, providers, out, progress)
@@ -214,7 +213,7 @@ def collect(source: Annotated[Path, typer.Option("--from", help="A folder writte
         if not names:
             raise GateError("collect: name the providers to run with --provider (or pass --config)")
         providers = tuple(ProviderSpec(canonical_provider(n)) for n in names)
-    _needs("collect")
+    extras.require("collect")
     notices.backend()
     with progress_display() as progress:
         runs = commands.collect(source, providers, out, cfg.isolation if cfg else Isolation(), _split(model), progress,
@@ -279,7 +278,7 @@ def validate(config: ConfigOpt = None, model: ModelOpt = None) -> None:
     from gate.commands.listing import validate as check_inputs
 
     cfg = _load(config)
-    _needs("validate")
+    extras.require("validate")
     result = check_inputs(cfg, cfg.select_models(_split(model)))
     for line in result.lines:
         console.print(escape(line), soft_wrap=True)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 
 from rich.console import Console
 from rich.markup import escape
@@ -40,26 +40,22 @@ _STATUS_STYLE = {"pass": "green", "regressed": "bold red", "error": "bold red", 
 def progress_display(verbose: bool = False) -> Iterator[TimedProgress]:
     """A spinner on a terminal, plain progress lines elsewhere (CI logs): one line per stage, with its
     time, when it ends (``gate.core.progress``); ``verbose`` also prints each stage as it starts."""
-    if console.is_terminal:
-        with console.status("starting") as status:
+    with ExitStack() as stack:
+        if console.is_terminal:
+            status = stack.enter_context(console.status("starting"))
+
             def show(line: str) -> None:
                 if line.startswith("  "):  # a stage's time or a detail: kept in the scrollback, printed
                     # through the spinner's own console so the spinner is redrawn below it, not left behind
                     console.print(f"[dim]{escape(line)}[/dim]", soft_wrap=True)
                 else:
                     status.update(escape(line))
+        else:
+            def show(line: str) -> None:
+                if verbose or line.startswith("  "):  # a stage's end (with its time) or a detail
+                    err_console.print(f"[dim]{'' if line.startswith('  ') else '· '}{escape(line)}[/dim]")
 
-            stages = TimedProgress(show)
-            try:
-                yield stages
-            finally:
-                stages.finish()
-    else:
-        def plain(line: str) -> None:
-            if verbose or line.startswith("  "):  # a stage's end (with its time) or a detail
-                err_console.print(f"[dim]{'' if line.startswith('  ') else '· '}{escape(line)}[/dim]")
-
-        stages = TimedProgress(plain)
+        stages = TimedProgress(show)
         try:
             yield stages
         finally:

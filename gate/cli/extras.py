@@ -34,7 +34,6 @@ def missing(modules: tuple[str, ...]) -> list[str]:
 
 
 def require(command: str) -> None:
-    """Raise one GateError line naming what ``command`` needs and how to install it."""
     modules = NEEDS.get(command, ())
     absent = missing(modules)
     if absent:

@@ -12,6 +12,7 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 
+from gate.cli.extras import require
 from gate.config.providers import is_gpu
 from gate.errors import GateError
 from gate.render.text import count
@@ -99,9 +100,7 @@ def init(
 
     factory, inputs = _ask(factory, input_, inputs_ref, yes)
     if not no_baseline:
-        from gate.cli.shared import _needs
-
-        _needs("init")
+        require("init")
     if _configured(directory.resolve()) and not _has_model(directory.resolve(), name, factory):
         console.print("[dim]a parity-gate config exists here: adding the model to it, every other model "
                       "kept[/dim]")
@@ -198,9 +197,7 @@ def add(
     first baseline is recorded; the other models are left as they are."""
     factory, inputs = _ask(factory, input_, inputs_ref, yes)
     if not no_baseline:
-        from gate.cli.shared import _needs
-
-        _needs("add")
+        require("add")
     _add(directory.resolve(), config, factory, inputs, name, pip_args, no_baseline)
 
 

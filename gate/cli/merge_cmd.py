@@ -59,9 +59,8 @@ def merge(
             legs.extend(latest(path, shards) if path.is_dir() else [Leg(str(path), load_report(path))])
         report = merge_legs(legs, shards)
         found = recheck(report)  # the verdict `comment` gives: a leg's statuses never better than its rows
-    except GateError as e:  # a refusal is one inert line and its exit code, wherever the command runs
-        typer.echo(log_safe(f"error: {e}"), err=True)
-        raise typer.Exit(e.exit_code) from None
+    except GateError as e:
+        _refuse(e)
     _write_reports(report, reports)
     for leg in sorted(legs, key=lambda x: x.run.shard):
         names = ", ".join(m.name for m in leg.report.models[:3]) + (", …" if len(leg.report.models) > 3 else "")

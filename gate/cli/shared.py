@@ -69,13 +69,6 @@ def _shard_line(chosen: ShardPlan) -> str:
             f"of {len(chosen.covered)}); recorded seconds per shard: {loads}{guessed}")
 
 
-def _needs(command: str) -> None:
-    """One line naming the missing extra, before a command that runs models imports torch."""
-    from gate.cli.extras import require
-
-    require(command)
-
-
 def report_options(command: Callable[..., None]) -> Callable[..., None]:
     """``command`` with its keyword-only ``reports`` parameter turned into one ``--<name> PATH`` option per
     renderer (``gate.render.renderers``); it receives them as ``reports``, a path or None per name."""

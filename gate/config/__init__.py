@@ -4,39 +4,16 @@ from gate.config.load import find_config, load_config
 from gate.config.providers import canonical_provider
 from gate.config.types import (
     DTYPES,
-    EXPORTERS,
-    PRECISION_TOLERANCE,
     Config,
     DetectionTolerance,
     InputSpec,
     Isolation,
     LayerTolerance,
     ModelSpec,
-    Pair,
     ProviderSpec,
-    Skip,
     Sweep,
-    SweepCase,
     Tolerance,
 )
 
-__all__ = [
-    "DTYPES",
-    "EXPORTERS",
-    "PRECISION_TOLERANCE",
-    "Config",
-    "InputSpec",
-    "Isolation",
-    "DetectionTolerance",
-    "LayerTolerance",
-    "ModelSpec",
-    "Pair",
-    "ProviderSpec",
-    "Skip",
-    "Sweep",
-    "SweepCase",
-    "Tolerance",
-    "canonical_provider",
-    "find_config",
-    "load_config",
-]
+__all__ = ["DTYPES", "Config", "DetectionTolerance", "InputSpec", "Isolation", "LayerTolerance", "ModelSpec",
+           "ProviderSpec", "Sweep", "Tolerance", "canonical_provider", "find_config", "load_config"]

@@ -42,10 +42,7 @@ def tolerance_values(t: Reader, allowed: tuple[str, ...]) -> dict[str, float]:
     for key in t.table:
         if key not in allowed:
             continue
-        value = t.get(key, (int, float))
-        if not value >= 0:
-            t.fail(t.key(key), f"must be >= 0, got {value}")
-        values[key] = float(value)
+        values[key] = float(t.at_least(key, (int, float), 0))
     return values
 
 
@@ -67,9 +64,7 @@ def parse_model(r: Reader, default_tol: Tolerance, seed: int, opset: int | None,
     factory = r.get("factory", (str,), required=True)
     check_ref(r, "factory", factory)
     inputs = _inputs(r)
-    exp = r.get("exporter", (str,), exporter)
-    if exp not in EXPORTERS:
-        r.fail(r.key("exporter"), f"expected one of {', '.join(EXPORTERS)}, got `{exp}`")
+    exp = r.choice("exporter", EXPORTERS, exporter)
     layer_tols = []
     for i, raw in enumerate(r.get("layer-tolerances", (list,), [])):
         t = r.child(raw, r.item("layer-tolerances", i))
@@ -82,15 +77,9 @@ def parse_model(r: Reader, default_tol: Tolerance, seed: int, opset: int | None,
                      dynamic_shapes=_dynamic_shapes(r, inputs), transform=_transform(r),
                      transform_inputs=_transform_inputs(r),
                      artifact=_artifact(r), output_tolerance=_output_tolerance(r),
-                     gradients=r.get("gradients", (bool,), False), repeats=_repeats(r), detections=_detections(r))
+                     gradients=r.get("gradients", (bool,), False), repeats=r.at_least("repeats", (int,), 1),
+                     detections=_detections(r))
     return expand(r, base)
-
-
-def _repeats(r: Reader) -> int | None:
-    value: int | None = r.get("repeats", (int,), None)
-    if value is not None and value < 1:
-        r.fail(r.key("repeats"), f"must be >= 1, got {value}")
-    return value
 
 
 def _opset(r: Reader, key: str, default: int | None) -> int | None:

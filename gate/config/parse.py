@@ -31,9 +31,7 @@ def parse(section: Any, path: Path, prefix: str) -> Config:
     default_tol = parse_tolerance(top, "tolerance", Tolerance())
     seed = top.get("seed", (int,), 0)
     opset = top.get("opset", (int,), None)
-    exporter = top.get("exporter", (str,), "dynamo")
-    if exporter not in EXPORTERS:
-        top.fail(top.key("exporter"), f"expected one of {', '.join(EXPORTERS)}, got `{exporter}`")
+    exporter = top.choice("exporter", EXPORTERS, "dynamo")
     models = []
     for i, raw in enumerate(top.get("models", (list,), [])):
         models.extend(parse_model(top.child(raw, top.item("models", i)), default_tol, seed, opset, exporter))
@@ -103,10 +101,8 @@ def _parse_providers(top: Reader) -> tuple[ProviderSpec, ...]:
             r = top.child(item, key)
             r.check_keys(("name", "options", "precision", "isolated", "session-options"))
             name = _canonical(top, r.key("name"), r.get("name", (str,), required=True))
-            precision = r.get("precision", (str,), "float32")
             allowed = PRECISIONS if name.endswith("ExecutionProvider") else TORCH_PRECISIONS
-            if precision not in allowed:
-                r.fail(r.key("precision"), f"expected one of {', '.join(allowed)}, got `{precision}`")
+            precision = r.choice("precision", allowed, "float32")
             spec = ProviderSpec(name, dict(r.get("options", (dict,), {})), precision,
                                 r.get("isolated", (bool,), None), _session_options(r, name))
         else:
@@ -136,15 +132,11 @@ def _session_options(r: Reader, name: str) -> dict[str, Any]:
     t.check_keys(SESSION_KEYS)
     out: dict[str, Any] = {}
     for key, choices in CHOICES.items():
-        value = t.get(key, (str,), None)
-        if value is not None and value not in choices:
-            t.fail(t.key(key), f"expected one of {', '.join(choices)}, got `{value}`")
+        value = t.choice(key, choices)
         if value is not None:
             out[key] = value
     for key in ("intra-op-threads", "inter-op-threads"):
-        value = t.get(key, (int,), None)
-        if value is not None and value < 1:
-            t.fail(t.key(key), f"must be >= 1, got {value}")
+        value = t.at_least(key, (int,), 1)
         if value is not None:
             out[key] = value
     for key, kinds in (("free-dimension-overrides", (int,)), ("config-entries", (str,))):

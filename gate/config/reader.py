@@ -56,6 +56,18 @@ class Reader:
             self.fail(self.key(name), f"expected {names(kinds)}, got {kind(value)}")
         return value
 
+    def at_least(self, name: str, kinds: tuple[type, ...], low: int, default: Any = None) -> Any:
+        value = self.get(name, kinds, default)
+        if value is not None and not value >= low:  # NaN too
+            self.fail(self.key(name), f"must be >= {low}, got {value}")
+        return value
+
+    def choice(self, name: str, choices: tuple[str, ...], default: str | None = None) -> Any:
+        value = self.get(name, (str,), default)
+        if value is not None and value not in choices:
+            self.fail(self.key(name), f"expected one of {', '.join(choices)}, got `{value}`")
+        return value
+
 
 def kind(value: Any) -> str:
     return {dict: "a table", list: "an array", str: "a string", int: "an integer", float: "a float",

@@ -124,9 +124,7 @@ def _pairs(r: Reader, variables: dict[str, list[Any]]) -> tuple[Pair, ...]:
         (axis, left), (other, right) = _side(t, "left", variables), _side(t, "right", variables)
         if axis != other or left == right:
             t.fail(t.where, "`left` and `right` must be two values of the same var")
-        tolerance = t.get("tolerance", (int, float), 1e-5)
-        if not tolerance >= 0:
-            t.fail(t.key("tolerance"), f"must be >= 0, got {tolerance}")
+        tolerance = t.at_least("tolerance", (int, float), 0, 1e-5)
         out.append(Pair(axis, left, right, float(tolerance)))
     return tuple(out)
 
@@ -177,9 +175,7 @@ def parse_sweep(r: Reader, default_tol: Tolerance, seed: int, opset: int | None,
     inputs = _inputs(r, axes)
     args, kwargs = r.get("args", (list,), []), r.get("kwargs", (dict,), {})
     varying = [k for k, v in axes.items() if len(v) > 1]
-    repeats = r.get("repeats", (int,), 5)
-    if repeats < 1:
-        r.fail(r.key("repeats"), f"must be >= 1, got {repeats}")
+    repeats = r.at_least("repeats", (int,), 1, 5)
     base = ModelSpec(name=name, factory=f"sweep:{target}", inputs=(), seed=r.get("seed", (int,), seed),
                      tolerance=parse_tolerance(r, "tolerance", default_tol), where=r.where, opset=opset,
                      exporter=exporter, gradients=r.get("gradients", (bool,), False), repeats=repeats)

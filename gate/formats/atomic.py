@@ -38,15 +38,14 @@ def _fsync_dir(directory: str) -> None:
         fd = os.open(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
     except OSError:
         return
-    try:
-        os.fsync(fd)
-    except OSError:  # some filesystems refuse fsync on a directory; the rename still happened
-        pass
+    try:  # some filesystems refuse fsync on a directory; the rename still happened
+        with contextlib.suppress(OSError):
+            os.fsync(fd)
     finally:
         os.close(fd)
 
 
-def atomic_write_bytes(path: str | os.PathLike[str], data: bytes, *, mode: int = 0o644) -> None:
+def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
     """Replace ``path`` with ``data`` atomically (temp file in the same folder, fsync, os.replace)."""
     path = Path(path)
     directory = str(path.parent)
@@ -56,7 +55,7 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes, *, mode: int =
             f.write(data)
             f.flush()
             os.fsync(f.fileno())
-        os.chmod(tmp, mode)
+        os.chmod(tmp, 0o644)
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):
@@ -65,20 +64,16 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes, *, mode: int =
     _fsync_dir(directory)
 
 
-def remove_stale_temps(path: str | os.PathLike[str]) -> int:
-    """Delete temp files that killed writers of ``path`` left behind; returns how many. Only safe
-    while no writer of ``path`` can be running: call it under ``baseline_lock``."""
+def remove_stale_temps(path: str | os.PathLike[str]) -> None:
+    """Delete temp files that killed writers of ``path`` left behind. Only safe while no writer of
+    ``path`` can be running: call it under ``baseline_lock``."""
     path = Path(path)
-    removed = 0
     for tmp in path.parent.glob(glob.escape(f".{path.name}.") + "*" + TEMP_SUFFIX):
-        with contextlib.suppress(FileNotFoundError):
-            tmp.unlink()
-            removed += 1
-    return removed
+        tmp.unlink(missing_ok=True)
 
 
-def atomic_write_text(path: str | os.PathLike[str], text: str, *, mode: int = 0o644) -> None:
-    atomic_write_bytes(path, text.encode("utf-8"), mode=mode)
+def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:
+    atomic_write_bytes(path, text.encode("utf-8"))
 
 
 @contextlib.contextmanager

@@ -8,45 +8,11 @@ a report's verdict decided again (``recheck``), commit status, job summary and s
 from __future__ import annotations
 
 from gate.github.actions import ActionsEnv
-from gate.github.approval import POLICIES, Approval, check_approval
+from gate.github.approval import POLICIES
 from gate.github.client import GitHubClient, GitHubError, RateLimited
-from gate.github.comment import (
-    WHEN,
-    CommentResult,
-    comment_id,
-    find_comment,
-    find_comments,
-    marker,
-    own_login,
-    upsert_comment,
-)
+from gate.github.comment import WHEN, comment_id
 from gate.github.event import NoPullRequest, PullRequest, resolve_pull_request
-from gate.github.publish import FAIL_ON, Outcome, PublishSettings, publish
-from gate.github.stamp import RunStamp, stamp_for
+from gate.github.publish import FAIL_ON, PublishSettings, publish
 
-__all__ = [
-    "FAIL_ON",
-    "POLICIES",
-    "Approval",
-    "RunStamp",
-    "check_approval",
-    "own_login",
-    "stamp_for",
-    "WHEN",
-    "ActionsEnv",
-    "CommentResult",
-    "GitHubClient",
-    "GitHubError",
-    "NoPullRequest",
-    "Outcome",
-    "PullRequest",
-    "RateLimited",
-    "PublishSettings",
-    "comment_id",
-    "find_comment",
-    "find_comments",
-    "marker",
-    "publish",
-    "resolve_pull_request",
-    "upsert_comment",
-]
+__all__ = ["FAIL_ON", "POLICIES", "WHEN", "ActionsEnv", "GitHubClient", "GitHubError", "NoPullRequest",
+           "PublishSettings", "PullRequest", "RateLimited", "comment_id", "publish", "resolve_pull_request"]

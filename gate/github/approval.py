@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import cached_property
 from typing import Any
 from urllib.parse import quote
 
@@ -60,36 +61,6 @@ class Approval:
         return self.state != ApprovalState.APPROVED
 
 
-class _Writers:
-    """Who has write access to the repository, asked once per login."""
-
-    def __init__(self, client: GitHubClient, repo: str):
-        self.client, self.repo, self.known = client, repo, {}
-
-    def __contains__(self, login: str) -> bool:
-        if login not in self.known:
-            try:
-                data = self.client.get(f"/repos/{self.repo}/collaborators/{quote(login, safe='')}/permission") or {}
-            except GitHubError as e:
-                if e.status != 404:  # 404: not a collaborator (or no such user)
-                    raise
-                data = {}
-            self.known[login] = isinstance(data, dict) and data.get("permission") in WRITE
-        return self.known[login]
-
-
-class _Pushers:
-    """Who pushed to the pull request since its base, asked once and only when an approval needs it."""
-
-    def __init__(self, client: GitHubClient, pull: Pull):
-        self.client, self.pull, self.logins = client, pull, None
-
-    def __contains__(self, login: str) -> bool:
-        if self.logins is None:
-            self.logins = {who.lower() for who in pushers(self.client, self.pull)}
-        return login.lower() in self.logins
-
-
 def check_approval(client: GitHubClient | None, pull: Pull, sha: str, label: str) -> Approval:
     """Whether the baseline change of ``pull`` at commit ``sha`` (the commit judged) is approved."""
     if client is None:
@@ -97,7 +68,7 @@ def check_approval(client: GitHubClient | None, pull: Pull, sha: str, label: str
     if not sha:
         return Approval(ApprovalState.UNKNOWN, "the commit judged is not known (no head commit in the event)")
     ignored: list[Ignored] = []
-    who = _Who(pull, _Writers(client, pull.repository), _Pushers(client, pull))
+    who = _Who(client, pull)
     try:
         by = _review(client, pull, sha, who, ignored)
         if by:
@@ -126,19 +97,35 @@ def _login(item: dict[str, Any], key: str) -> str:
 class _Who:
     """Who may approve the judged commit of ``pull``: the one rule for reviews and labels alike."""
 
+    client: GitHubClient
     pull: Pull
-    writers: _Writers
-    pushers: _Pushers
+    writers: dict[str, bool] = field(default_factory=dict)  # write access, asked once per login
+
+    @cached_property
+    def pushers(self) -> set[str]:
+        """Who pushed to the pull request since its base, asked once and only when an approval needs it."""
+        return {who.lower() for who in pushers(self.client, self.pull)}
+
+    def writes(self, login: str) -> bool:
+        if login not in self.writers:
+            try:
+                path = f"/repos/{self.pull.repository}/collaborators/{quote(login, safe='')}/permission"
+                data = self.client.get(path) or {}
+            except GitHubError as e:
+                if e.status != 404:  # 404: not a collaborator (or no such user)
+                    raise
+                data = {}
+            self.writers[login] = isinstance(data, dict) and data.get("permission") in WRITE
+        return self.writers[login]
 
     def why_not(self, login: str) -> NotCounted | None:
-        """Why ``login`` cannot approve, or None when they can."""
         if not login:
             return NotCounted.NO_WRITE
         if self.pull.is_author(login):
             return NotCounted.AUTHOR
-        if login not in self.writers:
+        if not self.writes(login):
             return NotCounted.NO_WRITE
-        return NotCounted.PUSHER if login in self.pushers else None
+        return NotCounted.PUSHER if login.lower() in self.pushers else None
 
 
 def _review(client: GitHubClient, pull: Pull, sha: str, who: _Who, ignored: list[Ignored]) -> str:

@@ -72,12 +72,6 @@ def find_comments(client: GitHubClient, repo: str, number: int, mark: str, autho
             if (c.get("body") or "").startswith(mark) and ((c.get("user") or {}).get("login") == author)]
 
 
-def find_comment(client: GitHubClient, repo: str, number: int, mark: str, author: str
-                 ) -> dict[str, Any] | None:
-    found = find_comments(client, repo, number, mark, author)
-    return found[0] if found else None
-
-
 @dataclass(frozen=True)
 class CommentTarget:
     """Where the comment goes and who may have written it before."""
@@ -91,7 +85,7 @@ class CommentTarget:
 def upsert_comment(client: GitHubClient, target: CommentTarget, body: str, *, when: str, wants_attention: bool,
                    digest: str, stamp: RunStamp | None = None) -> CommentResult:
     """Create, update or leave the comment; ``when`` is auto, always or on-change (see docs/action.md)."""
-    existing = find_comment(client, target.repo, target.number, target.mark, target.author)
+    existing = next(iter(find_comments(client, target.repo, target.number, target.mark, target.author)), None)
     if existing is None:
         if when == "auto" and not wants_attention:
             return CommentResult("skipped", reason="passed and no earlier comment to update (--when auto)")

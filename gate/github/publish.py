@@ -362,6 +362,3 @@ def annotations(report: Report) -> list[str]:
         out.sort(key=lambda line: lead not in line)
     return out[:MAX_ANNOTATIONS]
 
-
-__all__ = ["FAIL_ON", "JOB_STATES", "Outcome", "PublishSettings", "annotations", "headline_text",
-           "job_status", "publish"]

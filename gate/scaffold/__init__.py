@@ -14,23 +14,9 @@ from gate.core.files import CONSTRAINTS
 from gate.errors import ConfigError
 from gate.scaffold import codeowners
 from gate.scaffold.add import merge_constraints, pip_args_of
-from gate.scaffold.config_text import (
-    DEFAULT_PROVIDERS,
-    Input,
-    Inputs,
-    has_section,
-    model_name,
-    parse_input,
-    section,
-)
+from gate.scaffold.config_text import DEFAULT_PROVIDERS, Inputs, has_section, model_name, parse_input, section
 from gate.scaffold.deps import constraints, model_requirements
-from gate.scaffold.diff_driver import (
-    GITATTRIBUTES_LINE,
-    TEXTCONV_KEY,
-    attributes_line,
-    install,
-    textconv_command,
-)
+from gate.scaffold.diff_driver import attributes_line, install
 from gate.scaffold.workflows import (
     ACTION,
     FLOWS,
@@ -246,5 +232,4 @@ def apply(p: Plan) -> list[str]:
     return install(p.options.root)
 
 
-__all__ = ["CONSTRAINTS", "GITATTRIBUTES_LINE", "TEXTCONV_KEY", "Change", "Input", "Options", "Plan", "apply",
-           "parse_input", "plan", "textconv_command"]
+__all__ = ["CONSTRAINTS", "Change", "Options", "Plan", "apply", "parse_input", "plan"]

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from gate.scaffold import Options, parse_input, plan, textconv_command
-from gate.scaffold.diff_driver import DriverState, state
+from gate.scaffold import Options, parse_input, plan
+from gate.scaffold.diff_driver import DriverState, state, textconv_command
 from gate.scaffold.workflows import FLOWS
 from tests.conftest import run_cli
 from tests.support import tools

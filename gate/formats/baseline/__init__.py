@@ -13,30 +13,12 @@ from __future__ import annotations
 from ..atomic import atomic_write_bytes, atomic_write_text, baseline_lock
 from ..limits import Limits
 from .changes import describe
-from .codec import KIND, decode_baseline, encode_baseline, read_baseline, read_document, write_baseline
+from .codec import decode_baseline, encode_baseline, read_baseline, read_document, write_baseline
 from .document import Baseline, BaselineLayer, Entry, EntryLayer
 from .names import baseline_path
 from .schema import FORMAT, VERSION
 from .update import merge_run
 
-__all__ = [
-    "FORMAT",
-    "KIND",
-    "VERSION",
-    "Baseline",
-    "BaselineLayer",
-    "Entry",
-    "EntryLayer",
-    "Limits",
-    "atomic_write_bytes",
-    "atomic_write_text",
-    "baseline_lock",
-    "baseline_path",
-    "decode_baseline",
-    "describe",
-    "encode_baseline",
-    "merge_run",
-    "read_baseline",
-    "read_document",
-    "write_baseline",
-]
+__all__ = ["FORMAT", "VERSION", "Baseline", "BaselineLayer", "Entry", "EntryLayer", "Limits",
+           "atomic_write_bytes", "atomic_write_text", "baseline_lock", "baseline_path", "decode_baseline",
+           "describe", "encode_baseline", "merge_run", "read_baseline", "read_document", "write_baseline"]

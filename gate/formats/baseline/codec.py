@@ -55,16 +55,12 @@ def _encode(doc: dict[str, Any], source: str, kind: FileKind = KIND, schema: Rec
     return data
 
 
-def _doc_source(doc: object) -> str:
-    model = doc.get("model") if isinstance(doc, dict) else None
-    return f"document for model {quote(model)}" if isinstance(model, str) else "document"
-
-
 def encode_baseline(doc: Baseline | dict[str, Any]) -> bytes:
     """Validate ``doc`` (a ``Baseline`` or its document) against the schema and return its file
     bytes (same doc, same bytes)."""
     doc = _document(doc)
-    return _encode(doc, _doc_source(doc))
+    model = doc.get("model") if isinstance(doc, dict) else None
+    return _encode(doc, f"document for model {quote(model)}" if isinstance(model, str) else "document")
 
 
 def _document(doc: Baseline | dict[str, Any]) -> dict[str, Any]:

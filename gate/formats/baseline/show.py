@@ -19,7 +19,6 @@ from typing import Any
 from gate.errors import FormatError
 from gate.fingerprint import STATS
 
-from ..limits import DEFAULT_LIMITS, Limits
 from .changes import noise
 from .codec import read_document
 from .sets import read_set
@@ -200,13 +199,13 @@ def render_set(doc: dict[str, Any], full: bool = False) -> str:
     return "\n".join(out) + "\n"
 
 
-def render_file(path: str | Path, limits: Limits = DEFAULT_LIMITS, full: bool = False) -> str:
+def render_file(path: str | Path, full: bool = False) -> str:
     """``render_text`` of the baseline (or ``render_set`` of the baseline set) at ``path``
     (FormatError / FileNotFoundError as read_baseline)."""
     try:
-        return render_text(read_document(Path(path), limits), full)
+        return render_text(read_document(Path(path)), full)
     except FormatError as not_a_baseline:
         try:
-            return render_set(read_set(Path(path), limits), full)
+            return render_set(read_set(Path(path)), full)
         except FormatError:
             raise not_a_baseline from None

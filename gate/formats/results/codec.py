@@ -130,7 +130,6 @@ def _provider(p: dict[str, Any]) -> ProviderRun:
 
 
 def _opt(word: Callable[[str], W], value: str | None) -> W | None:
-    """A validated word as its enum member (None stays None)."""
     return None if value is None else word(value)
 
 
@@ -182,9 +181,7 @@ def read_runs(path: Path) -> list[ModelRun]:
         return [run_from_dict(r) for r in doc["runs"]]
     except FileNotFoundError:
         raise FormatError(f"{where}: does not exist") from None
-    except Invalid as exc:
-        raise FormatError(f"{where}: {exc}") from None
-    except FormatError as exc:  # a fingerprint the schema lets through but the type refuses
+    except (Invalid, FormatError) as exc:  # or a fingerprint the schema lets through and the type refuses
         raise FormatError(f"{where}: {exc}") from None
 
 
