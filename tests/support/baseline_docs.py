@@ -83,7 +83,8 @@ def make_document(
                        for dev, precision in classes.items()}
                 for prov, classes in providers.items()}
 
-    return {"format": FORMAT, "version": VERSION, "model": model, "meta": _meta(model, seed, sketch_width, quantiles),
+    meta = _meta(model, seed, sketch_width, quantiles)
+    return {"format": FORMAT, "version": VERSION, "model": model, "meta": meta,
             "reference": {"device": "cpu", "dtype": "float64"}, "layers": layers, "providers": prov_doc}
 
 
@@ -91,7 +92,8 @@ def _meta(model: str, seed: int, sketch_width: int, quantiles: tuple[float, ...]
     def digest(what: str) -> str:
         return hashlib.sha256(f"{what}:{model}:{seed}".encode()).hexdigest()
 
-    return {"parity_gate": "0.1.0", "torch": "2.14.1", "onnx": "1.23.0", "onnxruntime": "1.31.1", "onnxscript": "0.7.2",
+    return {"parity_gate": "0.1.0", "torch": "2.14.1", "onnx": "1.23.0", "onnxruntime": "1.31.1",
+            "onnxscript": "0.7.2",
             "exporter": "dynamo", "export_fallback": None, "opset": 18, "inputs_digest": digest("inputs"),
             "weights_digest": digest("weights"), "graph_digest": digest("graph"),
             "machine": {"platform": "linux-x86_64", "cpu": "test-cpu", "python": "3.11.7"},

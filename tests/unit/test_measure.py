@@ -146,6 +146,7 @@ def test_the_path_says_where_the_reference_ran_as_the_gate_prints_it():
     beside, here = f"m: float64 reference on torch-cpu, {BESIDE}", "m: float64 reference on torch-cpu"
     assert measure.path_taken(report, printed("m: exporting to ONNX", beside)) == (
         "export miss (reference: key-changed), reference beside the export")
-    assert measure.path_taken(report, printed(beside, here)).endswith("reference after the export (the child stopped)")
+    stopped = measure.path_taken(report, printed(beside, here))
+    assert stopped.endswith("reference after the export (the child stopped)")
     assert measure.path_taken({}, printed(here)) == "reference after the export"
     assert measure.path_taken({}, printed("m: exporting to ONNX")) == ""
