@@ -25,8 +25,8 @@ from gate.formats.baseline import (
     write_baseline,
 )
 from gate.formats.baseline.schema import OLDEST
-from tests.support.baseline_docs import make_document
 from tests.conftest import regold
+from tests.support.baseline_docs import make_document
 
 GOOD = Path(__file__).resolve().parents[1] / "data" / "good"
 GOLDEN = GOOD / f"golden-v{VERSION}.msgpack.zst"

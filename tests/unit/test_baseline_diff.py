@@ -11,9 +11,9 @@ from gate.commands import changed_baselines
 from gate.commands.baseline_diff import MAX_LAYERS
 from gate.config import load_config
 from gate.formats.baseline import write_baseline
-from tests.support.baseline_docs import make_document
 from gate.render.notices import baseline_block
 from gate.verdict.types import ModelVerdict, Report
+from tests.support.baseline_docs import make_document
 from tests.support.github_text import acted_on
 
 CONFIG = '[tool.parity-gate]\n[[tool.parity-gate.models]]\nname = "tiny"\nfactory = "m:f"\n' \

@@ -11,8 +11,8 @@ from pathlib import Path
 
 from gate.formats.baseline import encode_baseline, write_baseline
 from gate.formats.baseline.show import render_file, render_text
-from tests.support.baseline_docs import make_document
 from tests.support import tools
+from tests.support.baseline_docs import make_document
 
 ROOT = Path(__file__).resolve().parents[2]
 

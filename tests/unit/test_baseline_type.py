@@ -30,9 +30,9 @@ from gate.formats.baseline import (
 )
 from gate.formats.baseline.sets import decode_set, encode_set, read_set
 from gate.formats.baseline.store import Location
-from tests.support.baseline_docs import make_document
 from gate.formats.baseline.update import LATENCY_BAND
 from tests.conftest import ROOT
+from tests.support.baseline_docs import make_document
 from tests.support.verdicts import CPU, NAMES, fp, run, runtime
 
 COMMITTED = sorted((ROOT / "baselines").rglob("*.msgpack.zst"))

@@ -11,9 +11,9 @@ from gate.core.reuse import Alarm, Reuse, Shipped, StageRun
 from gate.core.status import CacheState, FullWhy, KeyPart, Stage
 from gate.errors import FormatError
 from gate.formats.baseline import decode_baseline, encode_baseline
-from tests.support.baseline_docs import make_document
 from gate.pipeline.content_key import ContentKey
 from gate.render.reuse_text import alarm_line, reuse_line, reuse_tally
+from tests.support.baseline_docs import make_document
 
 PARTS = {p.value: f"{i:016x}" for i, p in enumerate(KeyPart)}
 KEY = {"key": "f" * 64, "parts": PARTS, "ops": 26, "sources": {"examples.zoo": "2cfa6c35e6c450fd"},
