@@ -1,7 +1,7 @@
 """gate.runners.ort_capture on real ONNX Runtime sessions (CPU EP) of the bundled examples: values
-bound with IOBinding give exactly the fingerprints of ``session.run``'s host arrays, a pluggable
-on-device fingerprinter receives DLPack producers, one that declines falls back to a host copy, and
-a capture past its budget runs in segments (CPU EP: bit-identical; OpenVINO EP: within noise)."""
+bound with IOBinding give exactly the fingerprints of ``session.run``'s host arrays, an EP's outputs
+are bound on its device, and a capture past its budget runs in segments (CPU EP: bit-identical;
+OpenVINO EP: within noise)."""
 
 from __future__ import annotations
 
