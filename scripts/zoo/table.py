@@ -19,14 +19,6 @@ def _checked(row: dict) -> str:
     return " / ".join(str(counts[p]["checked"]) if p in counts else "—" for p in PROVIDERS)
 
 
-def _first(row: dict, key: str = "fault") -> str:
-    first = (row.get(key) or {}).get("first_regression")
-    if not first:
-        return "—"
-    fused = f" (with {', '.join(first['fused'])})" if first.get("fused") else ""
-    return f"`{first['layer']}`{fused} ({first['check']}, {first['provider']})"
-
-
 def _seconds(row: dict, key: str) -> str:
     step = row["steps"].get(key) or {}
     return f"{step['wall_s']:.1f}" if step else "—"
@@ -58,10 +50,12 @@ def render(data: dict) -> str:
         f"- date: {data['date']}; the rows' commands took {sum(r['total_s'] for r in rows) / 60:.0f} min in all",
         "- versions: " + ", ".join(f"{k} {v[k]}" for k in v),
         "",
+        "A gated row's faults were each named at the module in their column; a row that is not gated says "
+        "what its check named instead. The JSON has every first regression.",
+        "",
         "| model | family | layers | checked: float64 ref / torch-cpu / CPU EP | weight fault in (`.weight` x1.001) "
-        "| first regression with it | graph fault in (a weight as float16) | first regression with it "
-        "| check s: --full / default | check --full peak GB | status |",
-        "| --- | --- | ---: | --- | --- | --- | --- | --- | ---: | ---: | --- |",
+        "| graph fault in (a weight as float16) | check s: --full / default | check --full peak GB | status |",
+        "| --- | --- | ---: | --- | --- | --- | ---: | ---: | --- |",
     ]
     for r in rows:
         step = r["steps"].get("check") or {}
@@ -70,8 +64,8 @@ def render(data: dict) -> str:
         graph = (r.get("graph_fault") or {}).get("module")
         name = f"{r['name']}" + (f" <sub>{_cell(r['note'])}</sub>" if r.get("note") else "")
         lines.append(f"| {name} | {r['family']} | {r.get('layers') or '—'} | {_checked(r)} | {fault} | "
-                     f"{_cell(_first(r))} | {f'`{graph}`' if graph else '—'} | {_cell(_first(r, 'graph_fault'))} | "
-                     f"{_seconds(r, 'check')} / {_seconds(r, 'check_default')} | {peak} | {_cell(_status(r))} |")
+                     f"{f'`{graph}`' if graph else '—'} | {_seconds(r, 'check')} / {_seconds(r, 'check_default')} | "
+                     f"{peak} | {_cell(_status(r))} |")
     return "\n".join(lines)
 
 
