@@ -62,18 +62,9 @@ _LADDER = (
 _BRIEF = 5  # the first level without per-layer tables and charts
 
 
-def render_markdown(
-    report: Report,
-    *,
-    marker: str = "",
-    links: Links | None = None,
-    limit: int = COMMENT_LIMIT,
-    summary: bool = False,
-    brief: bool = False,
-    approval: str = "",
-    changes: str = "",
-    caution: str = "",
-) -> str:
+def render_markdown(report: Report, *, marker: str = "", links: Links | None = None,
+                    limit: int = COMMENT_LIMIT, summary: bool = False, brief: bool = False,
+                    approval: str = "", changes: str = "", caution: str = "") -> str:
     """The whole Markdown document for ``report``, at most ``limit`` characters (UTF-16 units, see size()).
     ``summary``: for the job summary; ``brief``: start without per-layer tables and charts (the retry
     after GitHub refused a body); ``approval`` and ``changes``: lines for the baseline-change block;
@@ -130,8 +121,7 @@ class _Doc:
         self.r, self.marker, self.links, self.level, self.shortened = report, marker, links, level, shortened
         self.summary, self.approval, self.changes, self.caution = summary, approval, changes, caution
         self.models: list[ModelVerdict] = report.models
-        self.rows_total = 0
-        self.rows_shown = 0
+        self.rows_total, self.rows_shown = 0, 0
         self.charts_left = MAX_CHARTS
 
     def render(self) -> str:
@@ -247,18 +237,13 @@ class _Doc:
         places.append(link("report artifact", self.links.artifact_url))
         what = "job summary is shortened to fit GitHub's 1 MiB" if self.summary else \
             "comment is shortened to fit GitHub's 65,536-character"
-        return (
-            f"> ✂️ This {what} limit"
-            + (f" ({self.rows_shown:,} of {self.rows_total:,} layer rows shown)" if self.rows_total else "")
-            + f". The full report is in the {' and the '.join(places)}."
-        )
+        shown = f" ({self.rows_shown:,} of {self.rows_total:,} layer rows shown)" if self.rows_total else ""
+        return f"> ✂️ This {what} limit{shown}. The full report is in the {' and the '.join(places)}."
 
     def footer(self) -> str:
         env = self.r.environment
-        bits = [
-            link("workflow run", self.links.run_url) if self.links.run_url else "",
-            link("report artifact", self.links.artifact_url) if self.links.artifact_url else "",
-        ]
+        bits = [link("workflow run", self.links.run_url) if self.links.run_url else "",
+                link("report artifact", self.links.artifact_url) if self.links.artifact_url else ""]
         for key, label in (("parity_gate", "parity-gate"), ("torch", "torch"), ("onnxruntime", "onnxruntime"),
                            ("onnx", "onnx"), ("python", "python"), ("platform", ""), ("backend", "fingerprint")):
             if env.get(key):
@@ -268,9 +253,7 @@ class _Doc:
 
 def _fused(fr: Regression) -> str:
     """What the regressed value also computes on its runtime (layers folded into it)."""
-    if not fr.fused:
-        return ""
-    return f" (with {', '.join(code(x) for x in fr.fused[:4])}, folded into it)"
+    return f" (with {', '.join(code(x) for x in fr.fused[:4])}, folded into it)" if fr.fused else ""
 
 
 def _title(fr: Regression) -> str:
@@ -281,13 +264,12 @@ def _title(fr: Regression) -> str:
 
 def _first_body(fr: Regression, baseline: float | None) -> str:
     ratio = times(fr.value, baseline)
-    body = (
-        f"**First regression:** model {code(fr.model)}, layer {code(fr.layer)}"
-        f"{' (' + code(fr.type) + ')' if fr.type else ''}{_fused(fr)}, provider {code(fr.provider)}"
-        f"{' (' + plain(fr.precision, 20) + ')' if fr.precision else ''}: "
-        f"check **{plain(fr.check, 40)}** measured **{num(fr.value)}**"
-        f"{f' ({ratio} the baseline {num(baseline)})' if ratio else ''}, threshold **{num(fr.threshold)}**."
-    )
+    body = (f"**First regression:** model {code(fr.model)}, layer {code(fr.layer)}"
+            f"{' (' + code(fr.type) + ')' if fr.type else ''}{_fused(fr)}, provider {code(fr.provider)}"
+            f"{' (' + plain(fr.precision, 20) + ')' if fr.precision else ''}: "
+            f"check **{plain(fr.check, 40)}** measured **{num(fr.value)}**"
+            f"{f' ({ratio} the baseline {num(baseline)})' if ratio else ''}, "
+            f"threshold **{num(fr.threshold)}**.")
     return body + (f"\n> {plain(fr.message)}" if fr.message else "")
 
 
@@ -326,10 +308,8 @@ def _model_meta(m: ModelVerdict) -> str:
 def mapping_text(m: ModelVerdict) -> str:
     """"16 of 22 layers have a value in the shipped graph (5 folded, 1 absent)", or nothing."""
     mp = m.mapping
-    if not mp:
-        return ""
     return (f"{mp.mapped} of {mp.layers} layers have a value in the shipped graph "
-            f"({mp.folded} folded, {mp.absent} absent)")
+            f"({mp.folded} folded, {mp.absent} absent)") if mp else ""
 
 
 def promotion_text(m: ModelVerdict) -> str:
