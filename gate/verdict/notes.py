@@ -11,8 +11,15 @@ from gate.core.fields import Obj
 from gate.core.status import Check, ComparisonStatus
 
 
+class Fields:
+    """A record whose JSON object is its fields as they are."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(vars(self))
+
+
 @dataclass(frozen=True)
-class LayerMapping:
+class LayerMapping(Fields):
     """How many reference layers the shipped graph has a value for, and why the others have none."""
 
     layers: int
@@ -20,9 +27,6 @@ class LayerMapping:
     folded: int
     absent: int
     reasons: dict[str, int]  # why a layer is folded or absent -> how many (the 10 most common)
-
-    def to_dict(self) -> dict[str, Any]:
-        return dict(vars(self))
 
     @classmethod
     def from_dict(cls, o: Obj) -> LayerMapping:
@@ -43,14 +47,11 @@ class LayerMapping:
 
 
 @dataclass(frozen=True)
-class VersionChange:
+class VersionChange(Fields):
     """A runtime's release in the baseline and in this run, where they differ."""
 
     baseline: str
     run: str
-
-    def to_dict(self) -> dict[str, str]:
-        return dict(vars(self))
 
     @classmethod
     def from_dict(cls, o: Obj) -> VersionChange:
@@ -68,7 +69,7 @@ class VersionChange:
 
 
 @dataclass
-class Comparison:
+class Comparison(Fields):
     """A sweep's comparison of one case's outputs beyond the reference: ``pair`` (against the case
     ``other`` on the same ``provider``) or ``anchor`` (``provider`` against the provider ``other``)."""
 
@@ -79,9 +80,6 @@ class Comparison:
     tolerance: float
     status: ComparisonStatus
 
-    def to_dict(self) -> dict[str, Any]:
-        return dict(vars(self))
-
     @classmethod
     def from_dict(cls, o: Obj) -> Comparison:
         return cls(kind=Check(o.choice("kind", (Check.PAIR.value, Check.ANCHOR.value))), provider=o.str("provider"),
@@ -90,7 +88,7 @@ class Comparison:
 
 
 @dataclass
-class Hint:
+class Hint(Fields):
     """Why a layer regressed (never changes the verdict); ``evidence`` is plain JSON."""
 
     kind: str
@@ -98,9 +96,6 @@ class Hint:
     provider: str
     message: str
     evidence: dict[str, Any] = field(default_factory=dict)
-
-    def to_dict(self) -> dict[str, Any]:
-        return dict(vars(self))
 
     @classmethod
     def from_dict(cls, o: Obj) -> Hint:

@@ -24,7 +24,7 @@ from gate.core.status import (
     TargetStatus,
     Verdict,
 )
-from gate.verdict.notes import Comparison, Hint, LayerMapping, VersionChange
+from gate.verdict.notes import Comparison, Fields, Hint, LayerMapping, VersionChange
 from gate.verdict.shard import ShardRun
 
 SCHEMA, VERSION = "parity-gate/report", 1
@@ -142,10 +142,8 @@ class Audit:
     layer: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        out = {"check": self.check, "status": self.status, "message": self.message}
-        if self.layer is not None:
-            out["layer"] = self.layer
-        return out
+        return {"check": self.check, "status": self.status, "message": self.message,
+                **({"layer": self.layer} if self.layer is not None else {})}
 
     @classmethod
     def from_dict(cls, o: Obj) -> Audit:
@@ -305,15 +303,12 @@ class ModelVerdict:
 
 
 @dataclass
-class Summary:
+class Summary(Fields):
     models: int
     layers: int
     providers: list[str]
     regressions: int
     errors: int
-
-    def to_dict(self) -> dict[str, Any]:
-        return dict(vars(self))
 
     @classmethod
     def of(cls, models: list[ModelVerdict]) -> Summary:
