@@ -13,9 +13,7 @@ from gate.verdict.notes import Hint
 def _status_changes(ctx: Context) -> dict[str, list[list[str]]]:
     out: dict[str, list[list[str]]] = {}
     for prun in ctx.run.providers:
-        if prun.status != RunStatus.OK:
-            continue
-        entry, _ = ctx.baseline.entry_for(prun.target)
+        entry = ctx.baseline.entry_for(prun.target)[0] if prun.status == RunStatus.OK else None
         if entry is None:
             continue
         changes = [[name, entry.layers[name].status, prun.layers[name].status] for name in ctx.order
@@ -34,8 +32,8 @@ def hints(ctx: Context) -> list[Hint]:
     added = sorted(after - before) if known else []
     removed = sorted(before - after) if known else []
     if added or removed:
-        what = ([f"op types added: {', '.join(added)}"] if added else []) + \
-            ([f"op types removed: {', '.join(removed)}"] if removed else [])
+        what = ([f"op types added: {', '.join(added)}"] if added else []
+                + ([f"op types removed: {', '.join(removed)}"] if removed else []))
         out.append(make(
             "export-graph-change", "(model)", "(export)", "the shipped ONNX graph changed: " + "; ".join(what),
             op_types_added=added, op_types_removed=removed, graph_digest_baseline=base.graph_digest,

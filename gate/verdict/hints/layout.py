@@ -23,17 +23,14 @@ LAYOUT_MIN_MOVE = 0.05
 
 def same_distribution(a: Fingerprint, b: Fingerprint, rtol: float) -> tuple[bool, dict[str, float]]:
     """Counts, min/max, moments and quantiles equal within ``rtol`` (relative to the spread)."""
-    if tuple(a.shape) != tuple(b.shape) or a.finite == 0 or b.finite == 0:
-        return False, {}
-    if (a.nan, a.posinf, a.neginf) != (b.nan, b.posinf, b.neginf):
+    if (tuple(a.shape) != tuple(b.shape) or a.finite == 0 or b.finite == 0
+            or (a.nan, a.posinf, a.neginf) != (b.nan, b.posinf, b.neginf)):
         return False, {}
     scale = max(math.sqrt(a.sumsq / a.finite), math.sqrt(b.sumsq / b.finite), 1e-300)
-    diffs = {
-        "quantiles": max(abs(x - y) for x, y in zip(a.quantiles, b.quantiles, strict=True)) / scale,
-        "min": abs(a.min - b.min) / scale, "max": abs(a.max - b.max) / scale,
-        "mean": abs(a.mean - b.mean) / scale, "std": abs(a.std - b.std) / scale,
-        "meanabs": abs(a.meanabs - b.meanabs) / scale,
-    }
+    diffs = {"quantiles": max(abs(x - y) for x, y in zip(a.quantiles, b.quantiles, strict=True)) / scale,
+             "min": abs(a.min - b.min) / scale, "max": abs(a.max - b.max) / scale,
+             "mean": abs(a.mean - b.mean) / scale, "std": abs(a.std - b.std) / scale,
+             "meanabs": abs(a.meanabs - b.meanabs) / scale}
     zero_tol = max(2, int(rtol * a.count * 10))  # a float32 runtime may flush/round a few values to 0
     same = all(v <= rtol for v in diffs.values()) and abs(a.zero - b.zero) <= (0 if rtol < 1e-6 else zero_tol)
     return same, diffs
@@ -78,11 +75,7 @@ def hints(ctx: Context) -> list[Hint]:
                 compared="reference vs baseline", relative_distance=row.value, distance_over_spread=moved,
                 max_relative_stat_difference=max(diffs.values()), rtol=rtol,
                 shape=list(ctx.ref_now[row.layer].shape), also_at=[r.layer for r, _ in found[1:6]]))
-    for pv in ctx.runtimes():
-        hint = _runtime_layout(ctx, pv)
-        if hint is not None:
-            out.append(hint)
-    return out
+    return out + [hint for pv in ctx.runtimes() if (hint := _runtime_layout(ctx, pv)) is not None]
 
 
 def _runtime_layout(ctx: Context, pv: ProviderVerdict) -> Hint | None:

@@ -15,10 +15,8 @@ def changes(ctx: Context, pv: ProviderVerdict) -> tuple[dict[str, tuple[str, str
     """Flag -> (baseline, now) for the settings of ``pv``'s run that differ from its baseline
     entry's, and the text that names them (``flag baseline -> now; ...``)."""
     prun = ctx.prun(pv)
-    if prun is None or not prun.numerics:
-        return {}, ""
-    entry = ctx.baseline.entry_for(prun.target)[0]
-    if entry is None or not entry.numerics:
+    entry = ctx.baseline.entry_for(prun.target)[0] if prun is not None and prun.numerics else None
+    if prun is None or entry is None or not entry.numerics:
         return {}, ""
     before = entry.numerics
     changed = {k: (before[k], v) for k, v in sorted(prun.numerics.items()) if k in before and before[k] != v}

@@ -70,9 +70,8 @@ def hints(ctx: Context) -> list[Hint]:
     out = []
     for pv in ctx.targets:
         fr = pv.first_regression
-        if fr is None or fr.check not in ("reference-drift", "error-growth", "ceiling"):
-            continue
-        if fr.value is None or fr.value <= 0:
+        if (fr is None or fr.check not in ("reference-drift", "error-growth", "ceiling")
+                or fr.value is None or fr.value <= 0):
             continue
         now, ref = _sides(ctx, pv, fr.layer)
         if now is None or ref is None or ref.l2 <= 0:
@@ -81,10 +80,8 @@ def hints(ctx: Context) -> list[Hint]:
         # For a runtime, what counts is the error beyond its baseline error.
         base = 0.0 if pv.role == Role.REFERENCE or row is None else (row.baseline or 0.0)
         excess = math.sqrt(max(fr.value**2 - base**2, 0.0))
-        if excess > 0:
-            hint = _match(pv, fr.layer, now, ref, excess)
-            if hint is not None:
-                out.append(hint)
+        if excess > 0 and (hint := _match(pv, fr.layer, now, ref, excess)) is not None:
+            out.append(hint)
     return out
 
 
