@@ -57,15 +57,11 @@ def error_chart(model: str, provider: ProviderVerdict) -> str | None:
     if not known:
         return None
     low = min(known + [v for v in limits if v is not None])
-    values_f = _fill(values, low)
-    lines = [
-        "```mermaid",
-        "xychart-beta",
-        f'    title "{_title(model)} on {_title(provider.name)}: log10 error by layer"',
-        f'    x-axis "layer, execution order (1..{len(layers)})" 1 --> {len(layers)}',
-        '    y-axis "log10 relative error"',
-        "    line [" + ", ".join(f"{v:.2f}" for v in values_f) + "]",
-    ]
+    lines = ["```mermaid", "xychart-beta",
+             f'    title "{_title(model)} on {_title(provider.name)}: log10 error by layer"',
+             f'    x-axis "layer, execution order (1..{len(layers)})" 1 --> {len(layers)}',
+             '    y-axis "log10 relative error"',
+             "    line [" + ", ".join(f"{v:.2f}" for v in _fill(values, low)) + "]"]
     has_limits = any(v is not None for v in limits)
     if has_limits:
         lines.append("    line [" + ", ".join(f"{v:.2f}" for v in _fill(limits, low)) + "]")

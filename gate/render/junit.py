@@ -17,9 +17,7 @@ SUITE = "parity-gate"
 
 def render_junit(report: Report) -> str:
     suite = ET.Element("testsuite", name=SUITE)
-    for m in report.models:
-        for case in _cases(m):
-            suite.append(case)
+    suite.extend(case for m in report.models for case in _cases(m))
     counts = {k: sum(1 for c in suite if c.find(k) is not None) for k in ("failure", "error", "skipped")}
     totals = {"tests": str(len(suite)), "failures": str(counts["failure"]), "errors": str(counts["error"]),
               "skipped": str(counts["skipped"])}

@@ -24,11 +24,7 @@ def reason(p: ProviderVerdict) -> str:
 
 def changed_models(report: Report) -> list[tuple[str, str]]:
     """(model or file stem, file) for each baseline file the pull request changes."""
-    out = []
-    for path in report.baseline_changes or []:
-        name = PurePosixPath(path).name
-        out.append((name[: -len(SUFFIX)] if name.endswith(SUFFIX) else name, path))
-    return out
+    return [(PurePosixPath(path).name.removesuffix(SUFFIX), path) for path in report.baseline_changes or []]
 
 
 def baseline_block(report: Report, approval: str = "", changes: str = "") -> str:

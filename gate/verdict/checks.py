@@ -92,9 +92,8 @@ def reference_rows(run: ModelRun, baseline: Baseline, spec: ModelSpec, st: Struc
     data-dependent layer (``dependent``) is judged as any other: the float64 reference reproduces it."""
     st = st or layout(run, baseline, spec)
     limit = limits(run, baseline, spec)
-    rows = []
-    for layer in run.layers:
-        rows.append(_reference_layer(run, layer, baseline, st, limit, (dependent or {}).get(layer.name)))
+    rows = [_reference_layer(run, layer, baseline, st, limit, (dependent or {}).get(layer.name))
+            for layer in run.layers]
     ran = {x.name for x in run.layers}
     for n in st.gone:
         x = baseline.layer(n)

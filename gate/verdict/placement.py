@@ -12,9 +12,8 @@ from gate.verdict.types import Audit
 
 def placement_audit(provider: str, before: dict[str, Any] | None, now: dict[str, Any] | None,
                     policy: str) -> list[Audit]:
-    if policy == "off" or before is None or now is None:
-        return []
-    if before.get("source", "assignment") != now.get("source", "assignment"):
+    if (policy == "off" or before is None or now is None
+            or before.get("source", "assignment") != now.get("source", "assignment")):
         return []
     out = []
     added = sorted(set(now["fallback_ops"]) - set(before["fallback_ops"]))

@@ -32,11 +32,9 @@ class Cell:
     anchor_error: float | None = None  # outputs against the sweep's anchor provider, where it has one
 
     def to_dict(self) -> dict[str, Any]:
-        out = {"status": self.status, "reason": self.reason, CellStatus.ERROR: self.error, "latency_ms": self.latency_ms,
-               "latency_p90_ms": self.latency_p90_ms}
-        if self.anchor_error is not None:
-            out["anchor_error"] = self.anchor_error
-        return out
+        return {"status": self.status, "reason": self.reason, CellStatus.ERROR: self.error,
+                "latency_ms": self.latency_ms, "latency_p90_ms": self.latency_p90_ms,
+                **({"anchor_error": self.anchor_error} if self.anchor_error is not None else {})}
 
 
 @dataclass

@@ -17,11 +17,7 @@ def version_changes(baseline: Meta | None, run: Meta) -> dict[str, VersionChange
     out = {}
     for name in RUNTIMES:
         before, now = getattr(baseline, name), getattr(run, name)
-        if before and now and _release(before) != _release(now):
+        # ``2.14.1+cpu`` and ``2.14.1`` are one release: the build label is not a numerics change by itself
+        if before and now and before.split("+", 1)[0] != now.split("+", 1)[0]:
             out[name] = VersionChange(before, now)
     return out
-
-
-def _release(version: str) -> str:
-    """``2.14.1+cpu`` and ``2.14.1`` are one release: the build label is not a numerics change by itself."""
-    return version.split("+", 1)[0]
