@@ -70,10 +70,6 @@ class _Calls:
             index -= 1
         return index
 
-    def own(self, index: int) -> list[LayerInfo]:
-        """The elements of the call layer ``index`` is an element of."""
-        return self.elements(self.start(index))
-
 
 def _within(module: str, around: str) -> bool:
     return around == ROOT or module == around or module.startswith(around + ".")
@@ -86,8 +82,8 @@ class _Code:
     def __init__(self, run: ModelRun, baseline: Baseline):
         now, before = run.meta.module_code, baseline.meta.module_code
         self.anywhere = code_changed(run, baseline)
-        self.changed = None if not now or not before else \
-            [m for m in {**now, **before} if now.get(m) != before.get(m)]
+        self.changed = (None if not now or not before else
+                        [m for m in {**now, **before} if now.get(m) != before.get(m)])
         self._first: dict[str, int] = {ROOT: 0}  # module -> the index of the first layer inside it
         for i, x in enumerate(run.layers):
             parts = module_of(x.name).split(".")
@@ -152,11 +148,12 @@ class _Judge:
     def recorded(self, layer: LayerInfo) -> BaselineLayer | None:
         return self.baseline.layer(self.st.own(layer.name))
 
-    def holds(self, layer: LayerInfo) -> bool:
-        """Its value is its baseline layer's, within the limit a module's output holds to."""
+    def holds(self, layer: LayerInfo, held: bool = True) -> bool:
+        """Its value is its baseline layer's (``held`` False: is not), within the limit a module's output
+        holds to; never where either side's shape depends on values."""
         b = self.recorded(layer)
-        return b is not None and layer.data_dependent is None and b.data_dependent is None \
-            and same(layer.fp, b.fp, self.seal_limit(layer, b))
+        return (b is not None and layer.data_dependent is None and b.data_dependent is None
+                and same(layer.fp, b.fp, self.seal_limit(layer, b)) == held)
 
     def moved(self, layer: LayerInfo) -> bool:
         """Its value moved in a way a refactor can move it: past the limit or to another shape, with the
@@ -171,10 +168,7 @@ class _Judge:
         return bool(call) and all(self.holds(x) for x in call) and any(identifies(x.fp) for x in call)
 
     def strays(self, layer: LayerInfo) -> bool:
-        """Its value is not its baseline layer's, past the limit a module's output holds to."""
-        b = self.recorded(layer)
-        return b is not None and not is_gradient(layer.name) and layer.data_dependent is None \
-            and b.data_dependent is None and not same(layer.fp, b.fp, self.seal_limit(layer, b))
+        return not is_gradient(layer.name) and self.holds(layer, held=False)
 
     def carried(self, calls: _Calls, first: int, end: int) -> bool:
         """Whether a layer in ``[first, end)`` carries a change on (``carries``)."""
@@ -234,8 +228,8 @@ def inside(run: ModelRun, baseline: Baseline, st: Structure, limit: Limit, seal:
         if not judge.moved(layer):
             continue
         if is_output(layer.name):  # what ships moves only within the rounding the model's outputs hold to
-            if judge.holds(layer) and judge.seal(calls.own(i)):
-                move = _move(layer, i, ROOT, call_of(layer.name), run, judge)
+            if judge.holds(layer) and judge.seal(calls.elements(calls.start(i))):
+                move = _move(layer, i, ROOT, call_of(layer.name), judge)
                 if move is not None:
                     out[layer.name] = move
             continue
@@ -244,15 +238,14 @@ def inside(run: ModelRun, baseline: Baseline, st: Structure, limit: Limit, seal:
             if judge.carried(calls, i, end):
                 break  # the change flowed on through unchanged modules: it fails where it first moved
             if judge.seal(call):
-                move = _move(layer, i, module, call_of(call[0].name), run, judge)
+                move = _move(layer, i, module, call_of(call[0].name), judge)
                 if move is not None:
                     out[layer.name] = move
                 break
     return out
 
 
-def _move(layer: LayerInfo, index: int, module: str, within: str, run: ModelRun,
-          judge: _Judge) -> Move | None:
+def _move(layer: LayerInfo, index: int, module: str, within: str, judge: _Judge) -> Move | None:
     """The move of layer ``index`` inside ``module``'s call ``within``, or None where the rule cannot
     say where its values went. Within float32 rounding of its own values, a layer passes on the rounding
     of code that changed before it anywhere, unless tensors of its own that no changed code covers
@@ -264,7 +257,7 @@ def _move(layer: LayerInfo, index: int, module: str, within: str, run: ModelRun,
         return Move(within, rounded=True) if code.ran_before(index, ROOT) and not weights else None
     if not code.ran_before(index, module):
         return None
-    move = Move(within, _now_as(layer, judge.baseline, judge), _took(layer, run, judge.st, judge))
+    move = Move(within, _now_as(layer, judge), _took(layer, judge))
     if move.now_as or move.took or not judge.own_changed(layer):
         return move
     merged = judge.merged(layer)
@@ -289,30 +282,30 @@ def union_of(fp: Fingerprint, parts: list[Fingerprint], limit: float) -> bool:
     return abs(fp.min - low) <= bound and abs(fp.max - high) <= bound
 
 
-def _now_as(layer: LayerInfo, baseline: Baseline, judge: _Judge) -> str | None:
+def _now_as(layer: LayerInfo, judge: _Judge) -> str | None:
     """The baseline layer (not its own) whose values the layer now holds: the one its name picks, else,
     where several hold them (a folded BatchNorm, its block and an identity after it), the first of
     them: any of them accounts for the values."""
     own = judge.st.own(layer.name)
     if not identifies(layer.fp):
         return None
-    held = [b for b in baseline.layers if b.name != own and not is_output(b.name)
+    held = [b for b in judge.baseline.layers if b.name != own and not is_output(b.name)
             and same(layer.fp, b.fp, judge.seal_limit(layer, b))]
     found = by_name(layer.name, held)
     return found.name if found else (held[0].name if held else None)
 
 
-def _took(layer: LayerInfo, run: ModelRun, st: Structure, judge: _Judge) -> str | None:
+def _took(layer: LayerInfo, judge: _Judge) -> str | None:
     """The layer (not itself) that now holds the layer's baseline values: one the structure matched to
     it, else one with its baseline's numbers."""
-    own = st.own(layer.name)
-    matched = [n for n, old in (*st.renames.items(), *st.copies.items()) if old == own]
+    own = judge.st.own(layer.name)
+    matched = [n for n, old in (*judge.st.renames.items(), *judge.st.copies.items()) if old == own]
     if matched:
         return matched[0]
     b = judge.baseline.layer(own)
     if b is None or not identifies(b.fp):
         return None
-    holders = [x for x in run.layers if x.name != layer.name and not is_output(x.name)
+    holders = [x for x in judge.run.layers if x.name != layer.name and not is_output(x.name)
                and same(x.fp, b.fp, judge.seal_limit(x, b))]
     return holders[0].name if len(holders) == 1 else None
 
