@@ -173,13 +173,13 @@ def model_verdict(spec: ModelSpec, run: ModelRun, baseline: Baseline | None, pat
     dependent = data_dependent.recognize(run, baseline, st)
     mv.providers = [_reference(run, baseline, spec, mv.message, st, dependent)]
     mv.providers += [_runtime(run, p, baseline, spec, update_cmd, policy, st, dependent) for p in run.providers]
-    _follows(mv, spec, {layer.name: i for i, layer in enumerate(run.layers)})
+    order = {layer.name: i for i, layer in enumerate(run.layers)}
+    _follows(mv, spec, order)
     mv.unrecorded = unrecorded(run, baseline)
-    mv.audits = model_audits.dynamic_shape(spec, run, baseline) + model_audits.training_mode(run) + \
-        model_audits.random_draws(run)
+    mv.audits = (model_audits.dynamic_shape(spec, run, baseline) + model_audits.training_mode(run)
+                 + model_audits.random_draws(run))
     mv.audits += [Audit(Check.STRUCTURE, AuditStatus.WARN, line) for line in described(st)] if st else []
     mv.mapping = model_audits.mapping(run)
-    order = {layer.name: i for i, layer in enumerate(run.layers)}
     found = causality.cause(run, baseline, st) if st is not None and baseline is not None else None
     candidates = _targets_first(mv, order, found)
     for audit in (a for a in mv.audits if a.status == AuditStatus.FAIL and a.check != Check.CONTRADICTION):
@@ -253,8 +253,7 @@ def _targets_first(mv: ModelVerdict, order: dict[str, int],
         pv.status = rollup.target_status(pv)
         if pv.first_regression is not None:
             candidates.append((order.get(pv.first_regression.layer, len(order)), 1 + (pv.role != Role.REFERENCE),
-                               Regression(**{**vars(pv.first_regression), "provider": pv.name,
-                                             "precision": pv.precision})))
+                               replace(pv.first_regression, provider=pv.name, precision=pv.precision)))
     return candidates
 
 
