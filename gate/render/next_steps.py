@@ -59,15 +59,12 @@ def _commit(m: ModelVerdict, s: Style) -> str:
 
 def _model_changed(m: ModelVerdict, step: NextStep, s: Style) -> str:
     where = f" first at {s.code(step.layer)}" if step.layer else ""
+    if step.kind == StepKind.WEIGHTS_CHANGED:
+        return (f"the model's weights changed, its code did not (its float64 reference moved{where}). If "
+                f"the new weights are intended, run {s.code(step.command, 260)}{_commit(m, s)}; if not, find "
+                "what wrote them.")
     return (f"the model changed (its float64 reference moved{where}). If that is intended, run "
             f"{s.code(step.command, 260)}{_commit(m, s)}.")
-
-
-def _weights_changed(m: ModelVerdict, step: NextStep, s: Style) -> str:
-    where = f" first at {s.code(step.layer)}" if step.layer else ""
-    return (f"the model's weights changed, its code did not (its float64 reference moved{where}). If the "
-            f"new weights are intended, run {s.code(step.command, 260)}{_commit(m, s)}; if not, find what "
-            "wrote them.")
 
 
 def _random_draws(m: ModelVerdict, step: NextStep, s: Style) -> str:
@@ -171,7 +168,7 @@ def _provider_failed(m: ModelVerdict, step: NextStep, s: Style) -> str:
 
 
 # The one table of words per cause (docs/verdict.md#the-pr-comment-what-failed-and-what-to-do-next).
-_WORDS = {StepKind.MODEL_CHANGED: _model_changed, StepKind.WEIGHTS_CHANGED: _weights_changed,
+_WORDS = {StepKind.MODEL_CHANGED: _model_changed, StepKind.WEIGHTS_CHANGED: _model_changed,
           StepKind.RANDOM_DRAWS: _random_draws, StepKind.TRAINING_MODE: _training_mode,
           StepKind.RUNTIME_AUDIT: _runtime_audit, StepKind.RUNTIME_CHANGED: _runtime_changed,
           StepKind.PRECISION_CHANGED: _precision_changed, StepKind.NO_BASELINE: _no_baseline,

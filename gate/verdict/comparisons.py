@@ -82,11 +82,10 @@ def _anchored(sweep: Sweep, specs: list[ModelSpec], runs: dict[str, ModelRun]) -
 
 
 def compare(config: Config, runs: dict[str, ModelRun]) -> dict[str, list[Comparison]]:
-    """Comparisons per case name, for the sweeps that ask for them."""
     out: dict[str, list[Comparison]] = {}
     for sweep in config.sweeps:
         specs = [s for s in config.models if s.sweep is not None and s.sweep.sweep == sweep.name]
-        found = list(_pairs(sweep, specs, runs)) + (list(_anchored(sweep, specs, runs)) if sweep.anchor else [])
+        found = list(_pairs(sweep, specs, runs)) + list(_anchored(sweep, specs, runs))
         for case, comparison in found:
             out.setdefault(case, []).append(comparison)
     return out

@@ -70,7 +70,6 @@ def random_draws(run: ModelRun) -> list[Audit]:
 
 
 def mapping(run: ModelRun) -> LayerMapping | None:
-    """How many reference layers the shipped graph has a value for, and why the others have none."""
     kinds = Counter(site.kind for site in run.onnx_map.values())
     why = Counter(site.reason for site in run.onnx_map.values() if site.kind in (SiteKind.FOLDED, SiteKind.ABSENT))
     if not run.onnx_map:

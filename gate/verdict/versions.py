@@ -11,7 +11,6 @@ RUNTIMES = ("torch", "onnxruntime", "onnx", "onnxscript")
 
 
 def version_changes(baseline: Meta | None, run: Meta) -> dict[str, VersionChange]:
-    """The change of each runtime both recorded, where its release differs."""
     if baseline is None:
         return {}
     out = {}
