@@ -60,16 +60,11 @@ class Row:
         return None if self.check in NOT_AN_ERROR else self.value
 
     def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "layer": self.layer, "type": self.type, "status": self.status, "check": self.check, "value": self.value,
-            "threshold": self.threshold, "baseline": self.baseline, "message": self.message}
-        if self.exact is not None:
-            out["exact"] = self.exact
-        if self.data_dependent is not None:
-            out["data_dependent"] = self.data_dependent
-        if self.absolute:
-            out["absolute"] = True
-        return out
+        return {"layer": self.layer, "type": self.type, "status": self.status, "check": self.check,
+                "value": self.value, "threshold": self.threshold, "baseline": self.baseline, "message": self.message,
+                **({"exact": self.exact} if self.exact is not None else {}),
+                **({"data_dependent": self.data_dependent} if self.data_dependent is not None else {}),
+                **({"absolute": True} if self.absolute else {})}
 
     @classmethod
     def from_dict(cls, o: Obj) -> Row:
@@ -349,18 +344,13 @@ class Report:
         return Verdict(self.verdict).exit_code
 
     def to_dict(self) -> dict[str, Any]:
-        out = {"schema": SCHEMA, "version": VERSION, "verdict": self.verdict,
-               "first_regression": None if self.first_regression is None else self.first_regression.to_dict(),
-               "summary": (self.summary or Summary.of(self.models)).to_dict(),
-               "environment": self.environment,
-               "models": [m.to_dict() for m in self.models]}
-        if self.baseline_changes is not None:
-            out["baseline_changes"] = self.baseline_changes
-        if self.baseline_diffs:
-            out["baseline_diffs"] = self.baseline_diffs
-        if self.shard is not None:
-            out["shard"] = self.shard.to_dict()
-        return out
+        return {"schema": SCHEMA, "version": VERSION, "verdict": self.verdict,
+                "first_regression": self.first_regression.to_dict() if self.first_regression else None,
+                "summary": (self.summary or Summary.of(self.models)).to_dict(),
+                "environment": self.environment, "models": [m.to_dict() for m in self.models],
+                **({"baseline_changes": self.baseline_changes} if self.baseline_changes is not None else {}),
+                **({"baseline_diffs": self.baseline_diffs} if self.baseline_diffs else {}),
+                **({"shard": self.shard.to_dict()} if self.shard is not None else {})}
 
     @classmethod
     def from_dict(cls, o: Obj) -> Report:
