@@ -17,9 +17,8 @@ def layer_table(model: str, p: ProviderVerdict, cap: int | None, open_: bool) ->
     """The collapsible table of ``p``'s rows (at most ``cap`` of them), and how many rows it shows."""
     layers = p.rows
     chosen = choose_rows(layers, cap)
-    failed = sum(1 for row in layers if row.status == RowStatus.FAIL)
     summary = (f"<summary><b>{attr(model)}</b> · {attr(p.name)} ({attr(p.precision or '?', 20)}): "
-               f"{failed} of {len(layers):,} layers failed</summary>")
+               f"{p.failed} of {len(layers):,} layers failed</summary>")
     rows = ["| # | layer | type | status | check | value | threshold | baseline | note |",
             "| ---: | --- | --- | --- | --- | ---: | ---: | ---: | --- |"]
     notes = _shared_notes([layers[i] for i in chosen])

@@ -315,10 +315,8 @@ def mapping_text(m: ModelVerdict) -> str:
 def promotion_text(m: ModelVerdict) -> str:
     """"12 casts promoted to float64 in 6 layers", or nothing."""
     n = sum(m.promoted.values())
-    if not n:
-        return ""
     return (f"{n} cast{'s' * (n != 1)} to a lower precision promoted to float64 in {len(m.promoted)} "
-            f"layer{'s' * (len(m.promoted) != 1)}")
+            f"layer{'s' * (len(m.promoted) != 1)}") if n else ""
 
 
 def _provider_table(providers: list[ProviderVerdict]) -> str:

@@ -100,16 +100,14 @@ def num(value: object) -> str:
 
 
 def link(label: str, url: str | None) -> str:
-    if not url:
-        return label
-    return f"[{label}]({url.replace(' ', '%20').replace(')', '%29')})"
+    return f"[{label}]({url.replace(' ', '%20').replace(')', '%29')})" if url else label
 
 
 def times(value: object, baseline: object) -> str:
     """``value`` as a multiple of ``baseline``, the way a reader compares errors: "≈ 1,500×", "≈ 9.5×"
     (two significant digits); empty when there is no positive finite baseline to compare with."""
-    if isinstance(value, bool) or isinstance(baseline, bool) or not isinstance(value, (int, float)) \
-            or not isinstance(baseline, (int, float)):
+    if (isinstance(value, bool) or isinstance(baseline, bool) or not isinstance(value, (int, float))
+            or not isinstance(baseline, (int, float))):
         return ""
     if not (math.isfinite(value) and math.isfinite(baseline)) or baseline <= 0 or value <= 0:
         return ""

@@ -68,6 +68,5 @@ def cause(run: ModelRun, baseline: Baseline, st: Structure | None) -> Cause | No
 
 def contradicted(rows: list[Row], order: dict[str, int], found: Cause | None) -> list[str]:
     """The failing reference rows that come before the only change could reach them."""
-    if found is None:
-        return []
-    return [r.layer for r in rows if r.failed and r.layer in order and not found.allows(r.layer, order[r.layer])]
+    return [] if found is None else [r.layer for r in rows if r.failed and r.layer in order
+                                     and not found.allows(r.layer, order[r.layer])]

@@ -115,8 +115,7 @@ def merge(legs: list[Leg], count: int) -> Report:
     judged = {m.name: m for leg, part in zip(legs, parts, strict=True) for m in leg.report.models
               if done[m.name] is part}
     legs = sorted(legs, key=lambda leg: leg.run.shard)
-    first = legs[0].report
-    merged = assemble([judged[name] for name in done], first.environment)
+    merged = assemble([judged[name] for name in done], legs[0].report.environment)
     changes = [r.baseline_changes for r in (leg.report for leg in legs) if r.baseline_changes is not None]
     merged.baseline_changes = sorted(set().union(*changes)) if changes else None
     diffs = {path: diff for leg in legs for path, diff in (leg.report.baseline_diffs or {}).items()}

@@ -25,10 +25,9 @@ def hints(run: ModelRun, baseline: Baseline | None) -> list[Hint]:
     base_first = None if baseline is None else _first_nonfinite((x.name, x.fp) for x in baseline.layers)
     sources: list[tuple[str, str | None, list[tuple[str, Fingerprint | None]]]] = [
         (REFERENCE_PROVIDER, run.reference_dtype, [(x.name, x.fp) for x in run.layers])]
-    for prun in run.providers:
-        if prun.status == RunStatus.OK:
-            sources.append((prun.name, prun.precision, [(x.name, prun.layers[x.name].fp) for x in run.layers
-                                                         if x.name in prun.layers]))
+    sources += [(prun.name, prun.precision, [(x.name, prun.layers[x.name].fp) for x in run.layers
+                                             if x.name in prun.layers])
+                for prun in run.providers if prun.status == RunStatus.OK]
     for provider, precision, names_fps in sources:
         hit = _first_nonfinite(names_fps)
         if hit is None:
