@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections import Counter
+
 from gate.core.status import RowStatus
 from gate.core.target import REFERENCE_PROVIDER
 from gate.verdict.hints import numerics
@@ -23,11 +25,7 @@ def describe_tensors(names: list[str]) -> str:
         if coarser == modules:
             break
         modules = coarser
-    counts: dict[str, int] = {}
-    for m in modules:
-        counts[m or "(model)"] = counts.get(m or "(model)", 0) + 1
-    ranked = sorted(counts.items(), key=lambda kv: -kv[1])
-    first, *rest = [f"{c} of {m}" for m, c in ranked]
+    first, *rest = [f"{c} of {m}" for m, c in Counter(m or "(model)" for m in modules).most_common()]
     return f"{len(names)} tensors: {first}" + "".join(f", {x}" for x in rest)
 
 
@@ -43,7 +41,9 @@ def hints(ctx: Context) -> list[Hint]:
     if casts:
         out.append(_casts_changed(ctx, casts))
     cast_first = min((_order(ctx, call) for call in casts), default=None)
-    ref_first = ctx.ref_first_index()
+    first = ref.first_regression if ref is not None else None
+    ref_first = None if first is None else ctx.index.get(first.layer, len(ctx.order))
+    drift = {r.layer: r.value for r in ref.rows} if ref is not None else {}
     for pv in ctx.runtimes():
         fr = pv.first_regression
         flags, named = numerics.changes(ctx, pv)
@@ -71,7 +71,7 @@ def hints(ctx: Context) -> list[Hint]:
             f"against the reference moved at {fr.layer} ({fr.check}{numbers})"
             + (f"; PyTorch numerics settings changed since the baseline: {named}" if flags else ""),
             check=fr.check, value=value, baseline=base_err, threshold=fr.threshold, ratio=ratio,
-            reference_moved=ref_moved, reference_drift_here=ctx.ref_value(fr.layer),
+            reference_moved=ref_moved, reference_drift_here=drift.get(fr.layer),
             graph_changed=graph_changed, weights_changed=weights,
             **({"numerics": numerics.evidence(flags)} if flags else {})))
     return out

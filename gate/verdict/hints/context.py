@@ -45,11 +45,3 @@ class Context:
         """The run behind a runtime verdict (same provider, precision and device label)."""
         return next((p for p in self.run.providers
                      if (p.name, p.precision, p.target.label) == (pv.name, pv.precision, pv.label)), None)
-
-    def ref_first_index(self) -> int | None:
-        fr = self.reference.first_regression if self.reference else None
-        return None if fr is None else self.index.get(fr.layer, len(self.order))
-
-    def ref_value(self, layer: str) -> float | None:
-        row = self.rows(self.reference).get(layer) if self.reference else None
-        return None if row is None else row.value
