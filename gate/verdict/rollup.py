@@ -23,7 +23,6 @@ S = TypeVar("S", TargetStatus, ModelStatus, Verdict)
 
 
 def worse(found: S, written: S) -> bool:
-    """Whether ``found`` is a worse status than ``written`` (of the same kind)."""
     return _SEVERITY[found] > _SEVERITY[written]
 
 
@@ -41,9 +40,9 @@ def model_status(m: ModelVerdict) -> ModelStatus:
     targets = {p.status for p in m.providers}
     if m.error is not None or TargetStatus.ERROR in targets:
         return ModelStatus.ERROR
-    if m.first_regression is not None or TargetStatus.REGRESSED in targets or \
-            any(a.status == AuditStatus.FAIL for a in m.audits) or \
-            any(c.status == ComparisonStatus.FAIL for c in m.comparisons):
+    if (m.first_regression is not None or TargetStatus.REGRESSED in targets
+            or any(a.status == AuditStatus.FAIL for a in m.audits)
+            or any(c.status == ComparisonStatus.FAIL for c in m.comparisons)):
         return ModelStatus.REGRESSED
     if TargetStatus.NO_BASELINE in targets or (m.baseline_path and not m.baseline_exists):
         return ModelStatus.NO_BASELINE

@@ -61,8 +61,8 @@ class Row:
 
     def to_dict(self) -> dict[str, Any]:
         return {"layer": self.layer, "type": self.type, "status": self.status, "check": self.check,
-                "value": self.value, "threshold": self.threshold, "baseline": self.baseline, "message": self.message,
-                **({"exact": self.exact} if self.exact is not None else {}),
+                "value": self.value, "threshold": self.threshold, "baseline": self.baseline,
+                "message": self.message, **({"exact": self.exact} if self.exact is not None else {}),
                 **({"data_dependent": self.data_dependent} if self.data_dependent is not None else {}),
                 **({"absolute": True} if self.absolute else {})}
 
@@ -258,9 +258,6 @@ class ModelVerdict:
                  "update_command": self.update_command,
                  "reuse": self.reuse.to_dict() if self.reuse is not None else None,
                  "unrecorded": self.unrecorded}
-        return {**self._to_dict(), **{k: v for k, v in extra.items() if v}}
-
-    def _to_dict(self) -> dict[str, Any]:
         e = self.error
         error = None if e is None else {"status": e.error_status, "message": e.message,
                                         **{k: v for k, v in (("where", e.where), ("trace", e.trace)) if v}}
@@ -274,7 +271,7 @@ class ModelVerdict:
                 "providers": [p.to_dict() for p in self.providers], "message": self.message,
                 "audits": [a.to_dict() for a in self.audits],
                 "mapping": self.mapping.to_dict() if self.mapping else {},
-                "hints": [h.to_dict() for h in self.hints]}
+                "hints": [h.to_dict() for h in self.hints], **{k: v for k, v in extra.items() if v}}
 
     @classmethod
     def from_dict(cls, o: Obj) -> ModelVerdict:
