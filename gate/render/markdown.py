@@ -159,14 +159,10 @@ class _Doc:
     def judged(self) -> str:
         """What this comment judged: the commit, the run that computed it, the job."""
         lk = self.links
-        bits = []
-        if lk.commit:
-            bits.append("commit " + link(code(lk.commit[:12]), lk.commit_url))
-        if lk.run_label:
-            bits.append(link(plain(lk.run_label, 80), lk.run_url))
-        if lk.job:
-            bits.append(f"job {plain(lk.job, 120)}")
-        return "<sub>Judged: " + " · ".join(bits) + "</sub>" if bits else ""
+        bits = ["commit " + link(code(lk.commit[:12]), lk.commit_url) if lk.commit else "",
+                link(plain(lk.run_label, 80), lk.run_url) if lk.run_label else "",
+                f"job {plain(lk.job, 120)}" if lk.job else ""]
+        return "<sub>Judged: " + " · ".join(b for b in bits if b) + "</sub>" if any(bits) else ""
 
     def overview(self) -> str:
         rows = ["| model | status | layers | providers | first regression |", "| --- | --- | ---: | --- | --- |"]

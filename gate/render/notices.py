@@ -74,10 +74,10 @@ def _diffs(report: Report, paths: list[str]) -> str:
 
 def model_notices(m: ModelVerdict) -> list[str]:
     items = []
-    if m.status == ModelStatus.ERROR:
-        if m.error:
-            items.append(f"💥 {code(m.name)} failed: **{plain(m.error.error_status, 20)}**: {plain(m.error.message)}"
-                         + (f" (at {code(m.error.where, 200)})" if m.error.where else "") + _unchecked(m))
+    if m.status == ModelStatus.ERROR and m.error:
+        at = f" (at {code(m.error.where, 200)})" if m.error.where else ""
+        items.append(f"💥 {code(m.name)} failed: **{plain(m.error.error_status, 20)}**: "
+                     f"{plain(m.error.message)}{at}{_unchecked(m)}")
     elif m.status == ModelStatus.NO_BASELINE and not m.baseline_exists:
         where = f" at {code(m.baseline_path)}" if m.baseline_path else ""
         items.append(f"🆕 {code(m.name)} has no baseline{where}.")

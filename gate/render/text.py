@@ -15,7 +15,6 @@ import unicodedata
 NAME_CAP = 160
 MESSAGE_CAP = 400
 
-
 ZWSP = "\u200b"  # zero-width space: invisible, and breaks the patterns GitHub looks for
 _ACTIVE = re.compile(
     r"(?<=@)"  # @user, @org/team, and the @ of an e-mail address

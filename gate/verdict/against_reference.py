@@ -19,9 +19,7 @@ from gate.fingerprint import Fingerprint, relative_error
 
 def error_against(fp: Fingerprint, ref: Fingerprint | None) -> float | None:
     """A runtime's relative L2 error against the reference layer (None: no comparable layer)."""
-    if ref is None or tuple(fp.shape) != tuple(ref.shape):
-        return None
-    return relative_error(fp, ref)
+    return None if ref is None or tuple(fp.shape) != tuple(ref.shape) else relative_error(fp, ref)
 
 
 def layers(prun: ProviderRun, fingerprints: Mapping[str, Fingerprint], reference: list[LayerInfo],

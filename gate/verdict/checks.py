@@ -61,8 +61,7 @@ def degenerate(fp: Fingerprint) -> str | None:
 def reference_limit(tolerance: float, precision: str, noise: float | None) -> float:
     """The reference may move by its tolerance (at least its precision's floor when it computed
     below float64), never by less than 4x its calibrated noise."""
-    base = max(tolerance, REFERENCE_FLOOR.get(precision, 0.0))
-    return max(base, NOISE_MARGIN * (noise or 0.0))
+    return max(tolerance, REFERENCE_FLOOR.get(precision, 0.0), NOISE_MARGIN * (noise or 0.0))
 
 
 def limits(run: ModelRun, baseline: Baseline, spec: ModelSpec) -> Limit:
@@ -207,7 +206,6 @@ def _runtime_row(layer: LayerInfo, prun: ProviderRun, pl: ProviderLayer, recorde
                  entry: Entry | None, spec: ModelSpec) -> Row:
     """``recorded``: the entry's row for this layer (None: it has none); ``entry``: the entry that judges
     this runtime, at its precision's tolerances (None: none does)."""
-    judged = entry is not None
     tol = spec.tolerance_for(layer.name, entry.target.precision if entry is not None else prun.precision)
     fp, ref = pl.fp, layer.fp
     assert fp is not None  # a layer the runtime ran (not folded, not absent) carries its fingerprint
@@ -226,7 +224,7 @@ def _runtime_row(layer: LayerInfo, prun: ProviderRun, pl: ProviderLayer, recorde
                     message=f"error {err:.3g} against the reference{' (RMS: the reference is all zeros)' * absolute} "
                     f"is over the ceiling {tol.ceiling:.3g}")
     if base is None or math.isnan(base):
-        if not judged:  # no baseline for this target at all: its provider verdict says so
+        if entry is None:  # no baseline for this target at all: its provider verdict says so
             return _row(layer, RowStatus.PASS, Check.ERROR_GROWTH, err, None, None, absolute=absolute)
         if err > tol.floor:
             # Not observable in the baseline (folded, absent): with nothing to grow from, the

@@ -66,8 +66,8 @@ def judged(row: Row, layer: LayerInfo, provider: str, pl: ProviderLayer, spec: M
     if pl.detections is not None:
         new = detections_row(layer, pl.detections, spec.detections, tol.ceiling)
     else:
-        new = recorded_row(layer, provider, pl.fp, recorded, tol.floor) or \
-            distribution_row(layer, provider, pl.fp, layer.fp, tol.ceiling)
+        new = (recorded_row(layer, provider, pl.fp, recorded, tol.floor)
+               or distribution_row(layer, provider, pl.fp, layer.fp, tol.ceiling))
     new.data_dependent, new.exact = how, row.exact
     return new
 

@@ -54,7 +54,6 @@ class _Calls:
         return (ends[k], self.elements(ends[k])) if k < len(ends) else (index, [])
 
     def elements(self, first: int) -> list[LayerInfo]:
-        """The elements of the call whose first element is layer ``first``."""
         key = call_of(self.layers[first].name)
         out = []
         for x in self.layers[first:]:
@@ -64,7 +63,6 @@ class _Calls:
         return out
 
     def start(self, index: int) -> int:
-        """The index of the first element of the call layer ``index`` is an element of."""
         key = call_of(self.layers[index].name)
         while index and call_of(self.layers[index - 1].name) == key:
             index -= 1
@@ -186,8 +184,7 @@ class _Judge:
         layer, start = self.run.layers[index], calls.start(index)
         if not start or not self.strays(layer) or not self.strays(self.run.layers[start - 1]):
             return False
-        own = self.tensors(module_of(layer.name))
-        return bool(own) and not self.own_changed(layer)
+        return bool(self.tensors(module_of(layer.name))) and not self.own_changed(layer)
 
     def tensors(self, module: str) -> list[str]:
         """The parameters and buffers of ``module`` (and of the modules inside it), on either side."""

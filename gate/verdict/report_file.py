@@ -92,7 +92,6 @@ def _names(doc: object) -> tuple[str, str] | None:
 
 
 def parse_report(data: bytes, source: str) -> Report:
-    """A ``Report`` from JSON bytes; ``source`` names them in errors."""
     where = f"report `{source}`"
     try:
         doc = json.loads(data, parse_constant=_reject_constant, object_pairs_hook=_unique_keys)

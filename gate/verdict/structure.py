@@ -49,7 +49,6 @@ class Move:
     merged: tuple[str, ...] = ()  # the baseline layers whose values it now computes together
 
     def words(self, layer: str) -> str:
-        """Where the moved layer's values went, in a few words."""
         if self.rounded:
             return f"`{layer}` holds its own values within float32 rounding"
         if self.now_as:
@@ -78,9 +77,8 @@ def identifies(fp: Fingerprint) -> bool:
 
 def same(now: Fingerprint, before: Fingerprint, limit: float) -> bool:
     """The same value: shape, dtype and NaN/Inf counts equal, sketches within the reference's limit."""
-    if _key(now) != _key(before) or now.sketch is None or before.sketch is None:
-        return False
-    return relative_error(now, before) <= limit
+    return (_key(now) == _key(before) and now.sketch is not None and before.sketch is not None
+            and relative_error(now, before) <= limit)
 
 
 def _suffix(a: str, b: str) -> int:

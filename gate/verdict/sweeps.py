@@ -67,8 +67,8 @@ def cell(m: ModelVerdict, p: ProviderVerdict | None) -> Cell:
         return Cell(m.error.error_status, m.error.message) if m.error else Cell(CellStatus.ERROR)
     if p is None:
         return Cell(CellStatus.SKIPPED, "no result for this provider")
-    errors = [r.value for r in p.rows if r.check in RUNTIME_ERROR_CHECKS and r.value is not None]
-    worst = max(errors) if errors else None
+    worst = max((r.value for r in p.rows if r.check in RUNTIME_ERROR_CHECKS and r.value is not None),
+                default=None)
     if p.status == TargetStatus.SKIPPED:
         return Cell(CellStatus.SKIPPED, p.reason)
     if p.status == TargetStatus.ERROR:
