@@ -16,7 +16,7 @@ def changes(ctx: Context, pv: ProviderVerdict) -> tuple[dict[str, tuple[str, str
     entry's, and the text that names them (``flag baseline -> now; ...``)."""
     prun = ctx.prun(pv)
     entry = ctx.baseline.entry_for(prun.target)[0] if prun is not None and prun.numerics else None
-    if prun is None or entry is None or not entry.numerics:
+    if prun is None or not prun.numerics or entry is None or not entry.numerics:
         return {}, ""
     before = entry.numerics
     changed = {k: (before[k], v) for k, v in sorted(prun.numerics.items()) if k in before and before[k] != v}
