@@ -263,6 +263,7 @@ def test_same_math_other_ops_passes_and_reports_the_graph_change(tmp_path, fresh
     assert report["verdict"] == "pass", report["first_regression"]
     (h,) = [h for h in hints(report, "export-graph-change") if h["provider"] == "(export)"]
     assert "Relu" in h["evidence"]["op_types_removed"] and h["evidence"]["op_types_added"]
+    assert "op types added: " in h["message"] and "op types removed: Relu" in h["message"]
     assert not hints(report, "model-change")
 
 

@@ -32,8 +32,8 @@ def hints(ctx: Context) -> list[Hint]:
     added = sorted(after - before) if known else []
     removed = sorted(before - after) if known else []
     if added or removed:
-        what = ([f"op types added: {', '.join(added)}"] if added else []
-                + ([f"op types removed: {', '.join(removed)}"] if removed else []))
+        what = ([f"op types added: {', '.join(added)}"] if added else []) + (
+            [f"op types removed: {', '.join(removed)}"] if removed else [])
         out.append(make(
             "export-graph-change", "(model)", "(export)", "the shipped ONNX graph changed: " + "; ".join(what),
             op_types_added=added, op_types_removed=removed, graph_digest_baseline=base.graph_digest,
