@@ -107,16 +107,9 @@ META = Record(
         ("weights_digest", DIGEST),
         ("graph_digest", Nullable(DIGEST)),
         ("machine", Record([("platform", TEXT), ("cpu", TEXT), ("python", TEXT)])),
-        (
-            "fingerprint",
-            Record(
-                [
-                    ("sketch_width", Int(1, "max_sketch_width")),
-                    ("sketch_seed", Int(0, U64_MAX)),
-                    ("quantiles", Array(Float(nan=False, lo=0.0, hi=1.0), "max_quantiles")),
-                ]
-            ),
-        ),
+        ("fingerprint", Record([("sketch_width", Int(1, "max_sketch_width")),
+                                ("sketch_seed", Int(0, U64_MAX)),
+                                ("quantiles", Array(Float(nan=False, lo=0.0, hi=1.0), "max_quantiles"))])),
         ("op_types", Array(NAME, "max_layers")),  # ONNX op types of the shipped graph (opset coverage audit)
         ("promoted", PROMOTED),
         ("below_float64", BELOW),
@@ -190,25 +183,11 @@ DOCUMENT = Record(
         ("version", Int(OLDEST, VERSION)),
         ("model", MODEL),
         ("meta", META),
-        (
-            "reference",
-            Record(
-                [
-                    ("device", Str(8, choices=("cpu",))),
-                    ("dtype", Str(8, choices=("float64", "float32"))),
-                ]
-            ),
-        ),
+        ("reference", Record([("device", Str(8, choices=("cpu",))),
+                              ("dtype", Str(8, choices=("float64", "float32")))])),
         ("layers", Array(LAYER, "max_layers")),
-        (
-            "providers",
-            NameMap(
-                NAME,
-                NameMap(NAME, DEVICE_ENTRY, "max_device_classes", "device classes"),
-                "max_providers",
-                "providers",
-            ),
-        ),
+        ("providers", NameMap(NAME, NameMap(NAME, DEVICE_ENTRY, "max_device_classes", "device classes"),
+                              "max_providers", "providers")),
     ]
 )
 
