@@ -335,8 +335,7 @@ class Plan:
         self._record(run, StageRun(Stage.REFERENCE, key, state))
         if key is None or not outputs or state in _UNSTORED:
             return
-        made = ReferenceOutputs(list(outputs), tolerance)
-        self._put(run, Stage.REFERENCE, key, made)
+        self._put(run, Stage.REFERENCE, key, ReferenceOutputs(list(outputs), tolerance))
 
     def _reference_key(self) -> str | None:
         return self.key.stage(Stage.REFERENCE) if self.key is not None else None
