@@ -147,9 +147,8 @@ class Str(Node):
             return self.check(_str(r, path), path, limits)
         nbytes = _expect(r, path, "string", "a string")
         if self.choices and nbytes > 4 * n:
-            raise Invalid(
-                path, f"string of {nbytes:,} bytes is not one of {', '.join(map(repr, self.choices))}"
-            )
+            raise Invalid(path,
+                          f"string of {nbytes:,} bytes is not one of {', '.join(map(repr, self.choices))}")
         if nbytes > 4 * n:  # UTF-8 takes at most 4 bytes a character
             raise Invalid(path, f"string of {nbytes:,} bytes exceeds the limit {n:,} characters")
         return self.check(_str(r, path), path, limits)

@@ -209,14 +209,12 @@ def _check_fp(fp: dict[str, Any], path: str, sketch_width: int, n_quantiles: int
     if special > count:
         raise Invalid(path, f"nan + posinf + neginf + zero = {special:,} exceeds count {count:,}")
     if len(fp["q"]) != n_quantiles:
-        raise Invalid(
-            f"{path}.q", f"has {len(fp['q']):,} values but meta.fingerprint.quantiles has {n_quantiles:,}"
-        )
+        raise Invalid(f"{path}.q",
+                      f"has {len(fp['q']):,} values but meta.fingerprint.quantiles has {n_quantiles:,}")
     sketch = fp.get("sketch")
     if sketch is not None and len(sketch) != sketch_width * 8:
-        raise Invalid(
-            f"{path}.sketch", f"is {len(sketch):,} bytes, expected sketch_width * 8 = {sketch_width * 8:,}"
-        )
+        raise Invalid(f"{path}.sketch",
+                      f"is {len(sketch):,} bytes, expected sketch_width * 8 = {sketch_width * 8:,}")
 
 
 def check_document(doc: dict[str, Any]) -> dict[str, Any]:
@@ -228,9 +226,8 @@ def check_document(doc: dict[str, Any]) -> dict[str, Any]:
     for i, layer in enumerate(doc["layers"]):
         name = layer["name"]
         if name in order:
-            raise Invalid(
-                f"layers[{i}].name", f"duplicate layer name {quote(name)} (also layers[{order[name]}])"
-            )
+            raise Invalid(f"layers[{i}].name",
+                          f"duplicate layer name {quote(name)} (also layers[{order[name]}])")
         order[name] = i
         _check_fp(layer["fp"], f"layers[{i}].fp", width, nq)
     for prov, classes in doc["providers"].items():
