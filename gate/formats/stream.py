@@ -137,19 +137,16 @@ class StreamReader:
             raise Invalid(path, f"{kind} declares {length:,} bytes but only {left:,} follow")
         return kind, length
 
-    def _malformed(self, path: str, e: Exception) -> Invalid:
-        if isinstance(e, msgpack.StackError):
-            return Invalid(path, f"msgpack nesting too deep at byte {self.pos:,}")
-        detail = one_line(e) or type(e).__name__
-        return Invalid(path, f"malformed msgpack at byte {self.pos:,} ({detail})")
-
     def _read(self, path: str, read: Callable[[], Any]) -> Any:
         try:
             return read()
         except msgpack.OutOfData:
             raise self._truncated(path) from None
+        except msgpack.StackError:
+            raise Invalid(path, f"msgpack nesting too deep at byte {self.pos:,}") from None
         except _MSGPACK_ERRORS as e:
-            raise self._malformed(path, e) from None
+            detail = one_line(e) or type(e).__name__
+            raise Invalid(path, f"malformed msgpack at byte {self.pos:,} ({detail})") from None
 
     def take(self, path: str) -> object:
         return self._read(path, self._up.unpack)
