@@ -66,8 +66,7 @@ class ReusePolicy:
 
     @classmethod
     def for_update(cls) -> ReusePolicy:
-        root = store_dir()
-        return cls(Store(root) if root is not None else None, FullWhy.UPDATE)
+        return replace(cls.for_check(), full_why=FullWhy.UPDATE)
 
     def plan(self, baseline: Baseline | None) -> Plan:
         return Plan(self, baseline)
