@@ -60,8 +60,7 @@ def read_share(folder: Path) -> Share:
     """The leg's ``share.json``; FormatError naming the file and the key."""
     path = folder / SHARE
     if not path.is_file() or path.is_symlink():
-        raise FormatError(f"`{folder}`: holds no {SHARE} "
-                          "(`update-baseline --shard K/N --out DIR` writes it)")
+        raise FormatError(f"`{folder}`: holds no {SHARE} (`update-baseline --shard K/N --out DIR` writes it)")
     if path.stat().st_size > MAX_BYTES:
         raise FormatError(f"`{path}`: over the {MAX_BYTES:,}-byte limit")
     try:

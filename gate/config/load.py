@@ -38,10 +38,9 @@ def find_config(explicit: Path | None, cwd: Path | None = None) -> Path:
             top = folder
             break
     where = f"{start} or a folder above it" + (f" up to the repository root {top}" if top and top != start else "")
-    raise ConfigError(
-        f"no configuration found in {where}: add a [tool.parity-gate] section to pyproject.toml "
-        "or create parity-gate.toml (docs/configuration.md; `parity-gate init` writes one), or pass --config PATH"
-    )
+    raise ConfigError(f"no configuration found in {where}: add a [tool.parity-gate] section to pyproject.toml "
+                      "or create parity-gate.toml (docs/configuration.md; `parity-gate init` writes one), or "
+                      "pass --config PATH")
 
 
 def _in(folder: Path) -> Path | None:

@@ -38,12 +38,7 @@ def check_ref(r: Reader, key: str, ref: str) -> None:
 def tolerance_values(t: Reader, allowed: tuple[str, ...]) -> dict[str, float]:
     """The numbers of a tolerance-like table; keys outside ``allowed`` are left for the caller's
     ``check_keys`` (a table may hold other keys beside them, as ``layer-tolerances`` holds ``layers``)."""
-    values = {}
-    for key in t.table:
-        if key not in allowed:
-            continue
-        values[key] = float(t.at_least(key, (int, float), 0))
-    return values
+    return {key: float(t.at_least(key, (int, float), 0)) for key in t.table if key in allowed}
 
 
 def parse_tolerance(r: Reader, name: str, base: Tolerance) -> Tolerance:

@@ -85,8 +85,6 @@ def canonical_provider(name: str) -> str:
     alias = ALIASES.get(name.lower())
     if alias is None:
         known = ", ".join(sorted(set(TORCH) | set(ALIASES)))
-        raise ConfigError(
-            f"unknown provider `{name}`: use `torch-cpu`, `torch-cuda`, an ONNX Runtime EP name "
-            f"(e.g. `CPUExecutionProvider`) or an alias ({known})"
-        )
+        raise ConfigError(f"unknown provider `{name}`: use `torch-cpu`, `torch-cuda`, an ONNX Runtime EP "
+                          f"name (e.g. `CPUExecutionProvider`) or an alias ({known})")
     return alias

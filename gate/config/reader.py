@@ -11,14 +11,7 @@ from typing import Any, NoReturn
 from gate.errors import ConfigError
 
 
-def position(key: str, index: int) -> str:
-    """``key``'s element at zero-based ``index``, as messages write it (counted from 1)."""
-    return f"{key}[{index + 1}]"
-
-
 class Reader:
-    """Typed access to one TOML table that remembers where it is, for messages."""
-
     def __init__(self, table: Any, path: Path, where: str, owner: str | None = None):
         self.path, self.where, self.owner = path, where, owner
         if not isinstance(table, dict):
@@ -32,8 +25,9 @@ class Reader:
         return f"{self.where}.{name}" if self.where else name
 
     def item(self, name: str, index: int) -> str:
-        """The key of element ``index`` (zero-based) of this table's array ``name``."""
-        return position(self.key(name), index)
+        """The key of element ``index`` (zero-based) of this table's array ``name``, as messages write
+        it (counted from 1)."""
+        return f"{self.key(name)}[{index + 1}]"
 
     def child(self, table: Any, where: str) -> Reader:
         """A table inside this one (it names the same model)."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import statistics
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -65,8 +66,4 @@ def assign(costs: Mapping[str, float], count: int) -> dict[str, int]:
 def default_cost(recorded: list[float]) -> float:
     """The weight of a unit whose baselines record no cost: the median of those that do (1 s when none
     do, which balances by count)."""
-    known = sorted(recorded)
-    if not known:
-        return 1.0
-    mid = len(known) // 2
-    return known[mid] if len(known) % 2 else (known[mid - 1] + known[mid]) / 2
+    return statistics.median(recorded) if recorded else 1.0

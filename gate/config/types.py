@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
+from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any
 
@@ -108,8 +109,6 @@ class Skip:
     reason: str
 
     def matches(self, case: str, provider: str) -> bool:
-        from fnmatch import fnmatchcase
-
         # "act.gelu.b8" matches "act.gelu.*" and, within its sweep, "gelu.*"
         named = fnmatchcase(case, self.case) or fnmatchcase(case.partition(".")[2], self.case)
         return named and fnmatchcase(provider, self.provider)
@@ -179,8 +178,6 @@ class ModelSpec:
                 str(self.artifact), dynamic, shapes)
 
     def tolerance_for(self, layer: str, precision: str = "float32") -> Tolerance:
-        from fnmatch import fnmatchcase
-
         tol = self.tolerance
         if precision in PRECISION_TOLERANCE:
             tol = tol.merged({k: max(v, getattr(tol, k)) for k, v in PRECISION_TOLERANCE[precision].items()})
@@ -233,8 +230,6 @@ class Config:
         (a name or a glob: ``resnet*``, ``bert.b8*``), in configured order."""
         if not patterns:
             return self.models
-        from fnmatch import fnmatchcase
-
         chosen = []
         for pattern in patterns:
             hits = [m for m in self.models if fnmatchcase(m.name, pattern) or fnmatchcase(m.base, pattern)

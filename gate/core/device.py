@@ -10,16 +10,18 @@ import platform
 from pathlib import Path
 
 
-@functools.lru_cache(maxsize=1)
-def cpu_flags() -> frozenset[str]:
+def _cpuinfo(*prefixes: str) -> str | None:
+    """The value of the first line of /proc/cpuinfo that starts with one of ``prefixes``."""
     try:
         text = Path("/proc/cpuinfo").read_text()
     except OSError:
-        return frozenset()
-    for line in text.splitlines():
-        if line.startswith(("flags", "Features")):
-            return frozenset(line.split(":", 1)[1].split())
-    return frozenset()
+        return None
+    return next((line.split(":", 1)[1] for line in text.splitlines() if line.startswith(prefixes)), None)
+
+
+@functools.lru_cache(maxsize=1)
+def cpu_flags() -> frozenset[str]:
+    return frozenset((_cpuinfo("flags", "Features") or "").split())
 
 
 @functools.lru_cache(maxsize=1)
@@ -36,13 +38,8 @@ def cpu_class() -> str:
 
 @functools.lru_cache(maxsize=1)
 def cpu_name() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
+    name = _cpuinfo("model name")
+    return name.strip() if name is not None else (platform.processor() or platform.machine())
 
 
 def cuda_class(name: str, capability: tuple[int, int]) -> str:

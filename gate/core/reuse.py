@@ -135,10 +135,8 @@ class Reuse:
         why = o.opt_word("why", FullWhy)
         if o.bool("reference") != (why is None):
             o.fail("reference", "contradicts `why`")
-        if o.has("stages"):
-            stages = o.objs("stages", StageRun.from_dict)
-        else:
-            stages = [StageRun(Stage.EXPORT, None, o.word("cache", CacheState), o.opt_str("cache_note"))]
+        stages = (o.objs("stages", StageRun.from_dict) if o.has("stages") else
+                  [StageRun(Stage.EXPORT, None, o.word("cache", CacheState), o.opt_str("cache_note"))])
         return cls(key=o.opt_str("key"), why=why, stages=stages,
                    changed=[KeyPart(w) for w in _words(o, "changed", KeyPart)], details=o.strs("details"),
                    outputs=o.bool("outputs") if o.has("outputs") else True, unseen=o.strs("unseen"),

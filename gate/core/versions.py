@@ -11,7 +11,7 @@ import gate
 ORT_DISTRIBUTIONS = ("onnxruntime", "onnxruntime-gpu", "onnxruntime-openvino")
 
 
-def _version(dist: str) -> str | None:
+def version(dist: str) -> str | None:
     try:
         return metadata.version(dist)
     except metadata.PackageNotFoundError:
@@ -21,8 +21,8 @@ def _version(dist: str) -> str | None:
 def versions() -> dict[str, str | None]:
     out: dict[str, str | None] = {"parity_gate": gate.__version__}
     for dist in ("torch", "onnx", "onnxscript"):
-        out[dist] = _version(dist)
-    out["onnxruntime"] = next((v for v in map(_version, ORT_DISTRIBUTIONS) if v), None)
+        out[dist] = version(dist)
+    out["onnxruntime"] = next((v for v in map(version, ORT_DISTRIBUTIONS) if v), None)
     return out
 
 

@@ -140,12 +140,8 @@ def read_bytes(path: Path, cap: int, kind: FileKind) -> bytes:
     """The bytes of a regular file of at most ``cap`` bytes (never a link, never more read).
     FileNotFoundError passes through; anything else is one FormatError naming the file."""
     source = str(path)
-    flags = (
-        os.O_RDONLY
-        | getattr(os, "O_CLOEXEC", 0)
-        | getattr(os, "O_NOFOLLOW", 0)
-        | getattr(os, "O_NONBLOCK", 0)
-    )
+    flags = (os.O_RDONLY | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOFOLLOW", 0)
+             | getattr(os, "O_NONBLOCK", 0))
     try:
         fd = os.open(path, flags)
     except FileNotFoundError:

@@ -121,13 +121,8 @@ class Str(Node):
         rule: str = "",
         min_len: int = 1,
     ) -> None:
-        self.max_len, self.pattern, self.choices, self.rule, self.min_len = (
-            max_len,
-            pattern,
-            choices,
-            rule,
-            min_len,
-        )
+        self.max_len, self.pattern, self.choices = max_len, pattern, choices
+        self.rule, self.min_len = rule, min_len
         self._longest_choice = max(map(len, choices)) if choices else 0
 
     def check(self, v: str, path: str, limits: Limits) -> str:
@@ -152,9 +147,8 @@ class Str(Node):
             return self.check(_str(r, path), path, limits)
         nbytes = _expect(r, path, "string", "a string")
         if self.choices and nbytes > 4 * n:
-            raise Invalid(
-                path, f"string of {nbytes:,} bytes is not one of {', '.join(map(repr, self.choices))}"
-            )
+            raise Invalid(path,
+                          f"string of {nbytes:,} bytes is not one of {', '.join(map(repr, self.choices))}")
         if nbytes > 4 * n:  # UTF-8 takes at most 4 bytes a character
             raise Invalid(path, f"string of {nbytes:,} bytes exceeds the limit {n:,} characters")
         return self.check(_str(r, path), path, limits)
@@ -172,9 +166,7 @@ class Str(Node):
 
 class Bool(Node):
     def read(self, r: StreamReader, path: str, limits: Limits) -> bool:
-        kind, _ = r.peek(path)
-        if kind != "boolean":
-            raise Invalid(path, f"expected true or false, got {kind}")
+        _expect(r, path, "boolean", "true or false")
         v = r.take(path)
         assert isinstance(v, bool)  # the header said a boolean
         return v
@@ -182,29 +174,6 @@ class Bool(Node):
     def conform(self, v: object, path: str, limits: Limits) -> bool:
         if not isinstance(v, bool):
             raise Invalid(path, f"expected true or false, got {type(v).__name__}")
-        return v
-
-
-class Bin(Node):
-    def __init__(self, max_len: int | str) -> None:
-        self.max_len = max_len
-
-    def read(self, r: StreamReader, path: str, limits: Limits) -> bytes:
-        n = _expect(r, path, "binary", "binary data")
-        hi = _limit(limits, self.max_len)
-        if n > hi:
-            raise Invalid(path, f"{n:,} bytes exceed the limit {hi:,}")
-        v = r.take(path)
-        assert isinstance(v, bytes)  # the header said binary data
-        return v
-
-    def conform(self, v: object, path: str, limits: Limits) -> bytes:
-        if not isinstance(v, (bytes, bytearray, memoryview)):
-            raise Invalid(path, f"expected bytes, got {type(v).__name__}")
-        v = bytes(v)
-        hi = _limit(limits, self.max_len)
-        if len(v) > hi:
-            raise Invalid(path, f"{len(v):,} bytes exceed the limit {hi:,}")
         return v
 
 
@@ -232,6 +201,26 @@ class _Sized(Node):
         hi = _limit(limits, self.max_len)
         if n > hi:
             raise Invalid(path, f"{n:,} {self.what} exceed the limit {hi:,}")
+
+
+class Bin(_Sized):
+    what = "bytes"
+
+    def __init__(self, max_len: int | str) -> None:
+        self.max_len = max_len
+
+    def read(self, r: StreamReader, path: str, limits: Limits) -> bytes:
+        self._count(_expect(r, path, "binary", "binary data"), path, limits)
+        v = r.take(path)
+        assert isinstance(v, bytes)  # the header said binary data
+        return v
+
+    def conform(self, v: object, path: str, limits: Limits) -> bytes:
+        if not isinstance(v, (bytes, bytearray, memoryview)):
+            raise Invalid(path, f"expected bytes, got {type(v).__name__}")
+        v = bytes(v)
+        self._count(len(v), path, limits)
+        return v
 
 
 class Array(_Sized):

@@ -5,6 +5,8 @@ hostile file never makes us build a structure the schema would throw away.
 from __future__ import annotations
 
 import unicodedata
+from collections.abc import Callable
+from typing import Any
 
 import msgpack
 
@@ -54,29 +56,14 @@ def quote(name: str, limit: int = 80) -> str:
 _FIXED = {
     0xC0: ("nil", None),
     0xC1: ("invalid byte 0xc1", None),
-    0xC2: ("boolean", None),
-    0xC3: ("boolean", None),
+    **dict.fromkeys((0xC2, 0xC3), ("boolean", None)),
     0xC4: ("binary", 1),
     0xC5: ("binary", 2),
     0xC6: ("binary", 4),
-    0xC7: ("extension", None),
-    0xC8: ("extension", None),
-    0xC9: ("extension", None),
+    **dict.fromkeys((0xC7, 0xC8, 0xC9, *range(0xD4, 0xD9)), ("extension", None)),
     0xCA: ("float32", None),
     0xCB: ("float64", None),
-    0xCC: ("integer", None),
-    0xCD: ("integer", None),
-    0xCE: ("integer", None),
-    0xCF: ("integer", None),
-    0xD0: ("integer", None),
-    0xD1: ("integer", None),
-    0xD2: ("integer", None),
-    0xD3: ("integer", None),
-    0xD4: ("extension", None),
-    0xD5: ("extension", None),
-    0xD6: ("extension", None),
-    0xD7: ("extension", None),
-    0xD8: ("extension", None),
+    **dict.fromkeys(range(0xCC, 0xD4), ("integer", None)),
     0xD9: ("string", 1),
     0xDA: ("string", 2),
     0xDB: ("string", 4),
@@ -141,55 +128,34 @@ class StreamReader:
         if pos + 1 + size > self.end:
             raise self._truncated(path)
         length = int.from_bytes(self.raw[pos + 1 : pos + 1 + size], "big")
-        if kind in ("map", "array"):
-            # every element takes at least one byte (a map entry two): a cheap early stop
-            # for headers that declare billions of entries
-            need = length * (2 if kind == "map" else 1)
-            if need > self.end - pos - 1 - size:
-                raise Invalid(
-                    path,
-                    f"{kind} declares {length:,} entries but only {self.end - pos - 1 - size:,} bytes follow",
-                )
-        elif length > self.end - pos - 1 - size:
-            raise Invalid(
-                path, f"{kind} declares {length:,} bytes but only {self.end - pos - 1 - size:,} follow"
-            )
+        left = self.end - pos - 1 - size
+        # every element takes at least one byte (a map entry two): a cheap early stop
+        # for headers that declare billions of entries
+        if kind in ("map", "array") and length * (2 if kind == "map" else 1) > left:
+            raise Invalid(path, f"{kind} declares {length:,} entries but only {left:,} bytes follow")
+        if kind not in ("map", "array") and length > left:
+            raise Invalid(path, f"{kind} declares {length:,} bytes but only {left:,} follow")
         return kind, length
 
-    def _malformed(self, path: str, e: Exception) -> Invalid:
-        if isinstance(e, msgpack.StackError):
-            return Invalid(path, f"msgpack nesting too deep at byte {self.pos:,}")
-        detail = one_line(e) or type(e).__name__
-        return Invalid(path, f"malformed msgpack at byte {self.pos:,} ({detail})")
+    def _read(self, path: str, read: Callable[[], Any]) -> Any:
+        try:
+            return read()
+        except msgpack.OutOfData:
+            raise self._truncated(path) from None
+        except msgpack.StackError:
+            raise Invalid(path, f"msgpack nesting too deep at byte {self.pos:,}") from None
+        except _MSGPACK_ERRORS as e:
+            detail = one_line(e) or type(e).__name__
+            raise Invalid(path, f"malformed msgpack at byte {self.pos:,} ({detail})") from None
 
     def take(self, path: str) -> object:
-        try:
-            return self._up.unpack()
-        except msgpack.OutOfData:
-            raise self._truncated(path) from None
-        except _MSGPACK_ERRORS as e:
-            raise self._malformed(path, e) from None
+        return self._read(path, self._up.unpack)
 
     def map_header(self, path: str) -> int:
-        try:
-            return self._up.read_map_header()
-        except msgpack.OutOfData:
-            raise self._truncated(path) from None
-        except _MSGPACK_ERRORS as e:
-            raise self._malformed(path, e) from None
+        return self._read(path, self._up.read_map_header)
 
     def array_header(self, path: str) -> int:
-        try:
-            return self._up.read_array_header()
-        except msgpack.OutOfData:
-            raise self._truncated(path) from None
-        except _MSGPACK_ERRORS as e:
-            raise self._malformed(path, e) from None
+        return self._read(path, self._up.read_array_header)
 
     def skip(self, path: str) -> None:
-        try:
-            self._up.skip()
-        except msgpack.OutOfData:
-            raise self._truncated(path) from None
-        except _MSGPACK_ERRORS as e:
-            raise self._malformed(path, e) from None
+        self._read(path, self._up.skip)

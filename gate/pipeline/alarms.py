@@ -45,7 +45,7 @@ def reference_alarms(verdicts: list[ModelVerdict], runs: list[ModelRun], baselin
         if fr is None or fr.check != Check.REFERENCE_DRIFT or fr.layer.startswith("grad:"):
             continue
         note = f"the float64 reference moved at `{fr.layer}` ({fr.value:.3g}) under the key its baseline records"
-        raised = store.raise_alarm(Stage.REFERENCE, key, None, None, note) if store is not None else \
-            Alarm(Stage.REFERENCE, key, None, None, note)
+        raised = (store.raise_alarm(Stage.REFERENCE, key, None, None, note) if store is not None else
+                  Alarm(Stage.REFERENCE, key, None, None, note))
         alarm(run, raised)
         verdict.reuse = run.reuse

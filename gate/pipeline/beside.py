@@ -152,6 +152,4 @@ def _fits(weight_bytes: int) -> bool:
     from gate.model import budget
 
     available = budget.available_mb()
-    if available is None:
-        return False
-    return available >= budget.FIXED_MB + BESIDE_COPIES * weight_bytes / budget.MB
+    return available is not None and available >= budget.FIXED_MB + BESIDE_COPIES * weight_bytes / budget.MB

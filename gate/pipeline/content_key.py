@@ -32,6 +32,7 @@ from gate import env, fingerprint
 from gate.config import ModelSpec
 from gate.core.refs import resolve
 from gate.core.status import KeyPart, Stage
+from gate.core.versions import version
 from gate.core.versions import versions as gate_versions
 from gate.errors import ConfigError
 from gate.export import saved
@@ -129,6 +130,8 @@ def _named(top: str) -> tuple[str, str] | None:
 
 @functools.cache
 def _dist_of(top: str) -> tuple[str, str] | None:
+    """(distribution, version) of the installed package a top-level module comes from; None for the
+    repository's own modules and the standard library."""
     if top in sys.stdlib_module_names:
         return None
     found = _named(top)
@@ -140,12 +143,6 @@ def _dist_of(top: str) -> tuple[str, str] | None:
         except metadata.PackageNotFoundError:
             continue
     return None
-
-
-def _dist_version(module: str) -> tuple[str, str] | None:
-    """(distribution, version) of the installed package a module comes from; None for the repository's
-    own modules and the standard library."""
-    return _dist_of(module.split(".")[0])
 
 
 _STDLIB = tuple(str(Path(p).resolve()) for p in {sysconfig.get_paths()["stdlib"], sysconfig.get_paths()["platstdlib"]})
@@ -171,7 +168,7 @@ def _own(name: str, root: Path) -> bool:
         return True
     if str(file).startswith(_STDLIB) and "-packages" not in str(file):
         return False
-    return _dist_version(name) is None
+    return _dist_of(top) is None
 
 
 def _uses(name: str) -> set[str]:
@@ -201,7 +198,7 @@ def _closure(roots: set[str], root: Path) -> tuple[dict[str, str], dict[str, str
                 seen.add(used)
                 todo.append(used)
         elif name.split(".")[0] not in ("gate", "torch", "builtins"):
-            dist = _dist_version(name)
+            dist = _dist_of(name.split(".")[0])
             if dist is not None:
                 packages[dist[0]] = dist[1]
     return sources, packages
@@ -294,20 +291,13 @@ def _stage_versions(spec: ModelSpec) -> dict[str, str]:
     """The versions of the packages the stages run (``STAGE_PACKAGES``): torch and NumPy (probe,
     reference); the exporter's; ONNX Runtime where a transform may run it (its optimizer)."""
     v = gate_versions()
-    out = {"python": platform.python_version(), "torch": v["torch"], "numpy": _version("numpy"),
+    out = {"python": platform.python_version(), "torch": v["torch"], "numpy": version("numpy"),
            "onnx": v["onnx"]}
     if spec.artifact is None:
-        out.update({"onnxscript": v["onnxscript"], "onnx-ir": _version("onnx-ir")})
+        out.update({"onnxscript": v["onnxscript"], "onnx-ir": version("onnx-ir")})
     if spec.transform:
         out["onnxruntime"] = v["onnxruntime"]
     return {k: val or "absent" for k, val in out.items()}
-
-
-def _version(dist: str) -> str | None:
-    try:
-        return metadata.version(dist)
-    except metadata.PackageNotFoundError:
-        return None
 
 
 def stage_keys(spec: ModelSpec, parts: dict[str, str], tools: dict[str, str], model_packages: dict[str, str],

@@ -77,7 +77,6 @@ class Memo:
 
     @classmethod
     def of(cls, models: Iterable[ModelSpec]) -> Memo:
-        """A memo for a command that runs ``models``, in that order."""
         return cls(cases=Counter(spec.base or spec.name for spec in models))
 
     def enter(self, spec: ModelSpec) -> Memo:
@@ -114,8 +113,8 @@ def _meta(built: BuiltModel) -> Meta:
 
 
 def _empty(module: torch.nn.Module) -> bool:
-    return not any(True for _ in module.children()) and not any(True for _ in module.parameters()) \
-        and not any(True for _ in module.buffers())
+    members = (module.children(), module.parameters(), module.buffers())
+    return not any(True for each in members for _ in each)
 
 
 def _build(config: Config, spec: ModelSpec, memo: Memo, progress: Progress,

@@ -130,6 +130,4 @@ def run_model(config: Config, spec: ModelSpec, providers: tuple[ProviderSpec, ..
 
 def _spare(providers: tuple[ProviderSpec, ...], config: Config) -> Spare | None:
     """A worker for the first isolated ONNX Runtime provider, started now: its imports overlap the export."""
-    if any(is_isolated(p, config.isolation) and not p.kind.torch for p in providers):
-        return Spare()
-    return None
+    return Spare() if any(is_isolated(p, config.isolation) and not p.kind.torch for p in providers) else None

@@ -66,8 +66,7 @@ class ReusePolicy:
 
     @classmethod
     def for_update(cls) -> ReusePolicy:
-        root = store_dir()
-        return cls(Store(root) if root is not None else None, FullWhy.UPDATE)
+        return replace(cls.for_check(), full_why=FullWhy.UPDATE)
 
     def plan(self, baseline: Baseline | None) -> Plan:
         return Plan(self, baseline)
@@ -335,8 +334,7 @@ class Plan:
         self._record(run, StageRun(Stage.REFERENCE, key, state))
         if key is None or not outputs or state in _UNSTORED:
             return
-        made = ReferenceOutputs(list(outputs), tolerance)
-        self._put(run, Stage.REFERENCE, key, made)
+        self._put(run, Stage.REFERENCE, key, ReferenceOutputs(list(outputs), tolerance))
 
     def _reference_key(self) -> str | None:
         return self.key.stage(Stage.REFERENCE) if self.key is not None else None

@@ -86,8 +86,8 @@ def read_entry(folder: Path, stage: str, key: str) -> Entry:
     if present - set(files):
         raise Corrupt(f"{', '.join(sorted(present - set(files)))[:200]} not in its manifest")
     for name, info in files.items():
-        if not FILE_NAME.match(name) or not isinstance(info, dict) or not isinstance(info.get("size"), int) \
-                or not isinstance(info.get("sha256"), str):
+        if (not FILE_NAME.match(name) or not isinstance(info, dict) or not isinstance(info.get("size"), int)
+                or not isinstance(info.get("sha256"), str)):
             raise Corrupt(f"{MANIFEST}: files.{name[:60]} malformed")
         actual = (folder / name).stat().st_size
         if actual != info["size"]:

@@ -44,9 +44,8 @@ def _encode(doc: dict[str, Any], source: str, kind: FileKind = KIND, schema: Rec
         payload = msgpack.packb(canonical, use_bin_type=True, use_single_float=False, strict_types=True)
         if len(payload) > limits.max_decompressed_size:
             raise Invalid("", f"document is {len(payload):,} bytes (limit {limits.max_decompressed_size:,})")
-        cctx = zstandard.ZstdCompressor(
-            level=ZSTD_LEVEL, write_content_size=True, write_checksum=True, write_dict_id=False, threads=0
-        )
+        cctx = zstandard.ZstdCompressor(level=ZSTD_LEVEL, write_content_size=True, write_checksum=True,
+                                        write_dict_id=False, threads=0)
         data = cctx.compress(payload)
         if len(data) > limits.max_file_size:
             raise Invalid("", f"file would be {len(data):,} bytes (limit {limits.max_file_size:,})")

@@ -5,6 +5,7 @@ for which entry judges a target. ``update`` and ``changes`` build on this module
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -15,13 +16,6 @@ from gate.core.target import Target
 from gate.fingerprint import Fingerprint
 
 from .schema import FORMAT, VERSION
-
-
-def _fingerprint(d: dict[str, Any]) -> Fingerprint:
-    """A fingerprint the schema has checked against the file's own parameters. Not
-    ``Fingerprint.from_dict``, which demands today's: a baseline taken with other parameters
-    must still read, so that ``load_baseline`` can name the parameter that differs."""
-    return Fingerprint.from_valid(d)
 
 
 @dataclass(frozen=True)
@@ -37,9 +31,12 @@ class BaselineLayer:
 
     @classmethod
     def from_document(cls, d: dict[str, Any]) -> BaselineLayer:
+        # The schema has checked the fingerprints against the file's own parameters. Not
+        # ``Fingerprint.from_dict``, which demands today's: a baseline taken with other parameters
+        # must still read, so that ``load_baseline`` can name the parameter that differs.
         dependent = d.get("data_dependent")
-        return cls(d["name"], d["type"], _fingerprint(d["fp"]), d.get("noise"), d.get("reached", "float64"),
-                   None if dependent is None else DataDependence(dependent))
+        return cls(d["name"], d["type"], Fingerprint.from_valid(d["fp"]), d.get("noise"),
+                   d.get("reached", "float64"), None if dependent is None else DataDependence(dependent))
 
     def to_document(self) -> dict[str, Any]:
         out = {"name": self.name, "type": self.type, "fp": self.fp.to_dict(sketch=True)}
@@ -63,7 +60,8 @@ class EntryLayer:
 
     @classmethod
     def from_document(cls, d: dict[str, Any]) -> EntryLayer:
-        return cls(d["status"], d["err"], None if d["fp"] is None else _fingerprint(d["fp"]), d.get("noise"))
+        fp = None if d["fp"] is None else Fingerprint.from_valid(d["fp"])
+        return cls(d["status"], d["err"], fp, d.get("noise"))
 
     def to_document(self) -> dict[str, Any]:
         # str(): a status word (gate.core.status) becomes its plain value; the packer is strict
@@ -143,13 +141,9 @@ class Baseline:
     def layer(self, name: str) -> BaselineLayer | None:
         return self._by_name.get(name)
 
-    @property
+    @functools.cached_property
     def _by_name(self) -> dict[str, BaselineLayer]:
-        cached = self.__dict__.get("_layer_index")
-        if cached is None:
-            cached = {x.name: x for x in self.layers}
-            object.__setattr__(self, "_layer_index", cached)
-        return cached
+        return {x.name: x for x in self.layers}
 
     def entries_of(self, provider: str) -> Iterator[Entry]:
         return (e for e in self.entries if e.target.provider == provider)

@@ -107,16 +107,9 @@ META = Record(
         ("weights_digest", DIGEST),
         ("graph_digest", Nullable(DIGEST)),
         ("machine", Record([("platform", TEXT), ("cpu", TEXT), ("python", TEXT)])),
-        (
-            "fingerprint",
-            Record(
-                [
-                    ("sketch_width", Int(1, "max_sketch_width")),
-                    ("sketch_seed", Int(0, U64_MAX)),
-                    ("quantiles", Array(Float(nan=False, lo=0.0, hi=1.0), "max_quantiles")),
-                ]
-            ),
-        ),
+        ("fingerprint", Record([("sketch_width", Int(1, "max_sketch_width")),
+                                ("sketch_seed", Int(0, U64_MAX)),
+                                ("quantiles", Array(Float(nan=False, lo=0.0, hi=1.0), "max_quantiles"))])),
         ("op_types", Array(NAME, "max_layers")),  # ONNX op types of the shipped graph (opset coverage audit)
         ("promoted", PROMOTED),
         ("below_float64", BELOW),
@@ -190,25 +183,11 @@ DOCUMENT = Record(
         ("version", Int(OLDEST, VERSION)),
         ("model", MODEL),
         ("meta", META),
-        (
-            "reference",
-            Record(
-                [
-                    ("device", Str(8, choices=("cpu",))),
-                    ("dtype", Str(8, choices=("float64", "float32"))),
-                ]
-            ),
-        ),
+        ("reference", Record([("device", Str(8, choices=("cpu",))),
+                              ("dtype", Str(8, choices=("float64", "float32")))])),
         ("layers", Array(LAYER, "max_layers")),
-        (
-            "providers",
-            NameMap(
-                NAME,
-                NameMap(NAME, DEVICE_ENTRY, "max_device_classes", "device classes"),
-                "max_providers",
-                "providers",
-            ),
-        ),
+        ("providers", NameMap(NAME, NameMap(NAME, DEVICE_ENTRY, "max_device_classes", "device classes"),
+                              "max_providers", "providers")),
     ]
 )
 
@@ -230,14 +209,12 @@ def _check_fp(fp: dict[str, Any], path: str, sketch_width: int, n_quantiles: int
     if special > count:
         raise Invalid(path, f"nan + posinf + neginf + zero = {special:,} exceeds count {count:,}")
     if len(fp["q"]) != n_quantiles:
-        raise Invalid(
-            f"{path}.q", f"has {len(fp['q']):,} values but meta.fingerprint.quantiles has {n_quantiles:,}"
-        )
+        raise Invalid(f"{path}.q",
+                      f"has {len(fp['q']):,} values but meta.fingerprint.quantiles has {n_quantiles:,}")
     sketch = fp.get("sketch")
     if sketch is not None and len(sketch) != sketch_width * 8:
-        raise Invalid(
-            f"{path}.sketch", f"is {len(sketch):,} bytes, expected sketch_width * 8 = {sketch_width * 8:,}"
-        )
+        raise Invalid(f"{path}.sketch",
+                      f"is {len(sketch):,} bytes, expected sketch_width * 8 = {sketch_width * 8:,}")
 
 
 def check_document(doc: dict[str, Any]) -> dict[str, Any]:
@@ -249,9 +226,8 @@ def check_document(doc: dict[str, Any]) -> dict[str, Any]:
     for i, layer in enumerate(doc["layers"]):
         name = layer["name"]
         if name in order:
-            raise Invalid(
-                f"layers[{i}].name", f"duplicate layer name {quote(name)} (also layers[{order[name]}])"
-            )
+            raise Invalid(f"layers[{i}].name",
+                          f"duplicate layer name {quote(name)} (also layers[{order[name]}])")
         order[name] = i
         _check_fp(layer["fp"], f"layers[{i}].fp", width, nq)
     for prov, classes in doc["providers"].items():

@@ -22,14 +22,9 @@ SET_VERSION, SET_OLDEST = 2, 1  # as the baseline's (docs/formats.md#versions)
 SET_KIND = FileKind("baseline set", SET_FORMAT, SET_VERSION, "re-create it with `parity-gate update-baseline`",
                     SET_OLDEST)
 
-SET_DOCUMENT = Record(
-    [
-        ("format", Str(len(SET_FORMAT), choices=(SET_FORMAT,))),
-        ("version", Int(SET_OLDEST, SET_VERSION)),
-        ("sweep", MODEL),
-        ("cases", NameMap(MODEL, DOCUMENT, "max_runs", "cases")),
-    ]
-)
+SET_DOCUMENT = Record([("format", Str(len(SET_FORMAT), choices=(SET_FORMAT,))),
+                       ("version", Int(SET_OLDEST, SET_VERSION)), ("sweep", MODEL),
+                       ("cases", NameMap(MODEL, DOCUMENT, "max_runs", "cases"))])
 
 
 def check_set(doc: dict[str, Any]) -> dict[str, Any]:

@@ -146,10 +146,9 @@ def _entry_lines(prov: str, dev: str, entry: dict[str, Any], full: bool = True) 
         line += " " + _largest_err(entry)
     elif "latency_ms" in entry:
         line += f" latency_ms={_f(entry['latency_ms'])}"
-    if "session_options" in entry:
-        line += f" session_options={json.dumps(entry['session_options'], sort_keys=True, ensure_ascii=True)}"
-    if "numerics" in entry:
-        line += f" numerics={json.dumps(entry['numerics'], sort_keys=True, ensure_ascii=True)}"
+    for key in ("session_options", "numerics"):
+        if key in entry:
+            line += f" {key}={json.dumps(entry[key], sort_keys=True, ensure_ascii=True)}"
     out = [line]
     placement = entry.get("placement")
     if placement is not None:
@@ -181,8 +180,8 @@ def render_text(doc: dict[str, Any], full: bool = False) -> str:
     for layer in doc["layers"]:
         reached = f" reached={layer['reached']}" if "reached" in layer else ""
         reached += f" data_dependent={layer['data_dependent']}" if "data_dependent" in layer else ""
-        fp = _stats(layer["fp"]) if full else \
-            _compact(layer["fp"], noise(ref, layer.get("reached", "float64"), layer.get("noise")))
+        fp = (_stats(layer["fp"]) if full else
+              _compact(layer["fp"], noise(ref, layer.get("reached", "float64"), layer.get("noise"))))
         out.append(f"layer {_name(layer['name'])} type={_name(layer['type'])}{reached} {fp}")
     for prov in sorted(doc["providers"]):
         for dev in sorted(doc["providers"][prov]):

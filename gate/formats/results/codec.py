@@ -42,10 +42,6 @@ KIND = FileKind("result file", FORMAT, VERSION, "re-create it with `parity-gate 
 LIMITS = Limits(max_file_size=256 * 1024 * 1024, max_decompressed_size=1024 * 1024 * 1024)
 
 
-def _fp(fp: Fingerprint | None, sketch: bool) -> dict[str, Any] | None:
-    return None if fp is None else fp.to_dict(sketch=sketch)
-
-
 def _text(message: str | None) -> str | None:
     """Messages come from exceptions and can be any length: kept to what the reader accepts."""
     cap = LIMITS.max_text_length
@@ -81,7 +77,8 @@ def _failure(f: ProviderRun | RunError) -> dict[str, str]:
 
 
 def _provider_layer(pl: ProviderLayer, sketch: bool) -> dict[str, Any]:
-    out = {"status": pl.status, "err": pl.err, "reason": _text(pl.reason), "fp": _fp(pl.fp, sketch)}
+    fp = None if pl.fp is None else pl.fp.to_dict(sketch=sketch)
+    out = {"status": pl.status, "err": pl.err, "reason": _text(pl.reason), "fp": fp}
     if pl.exact is not None:
         out["exact"] = pl.exact
     if pl.detections is not None:
