@@ -259,8 +259,7 @@ def _warn_ranges(config_path: Path, model: str) -> None:
     from gate.cli.notices import input_ranges
     from gate.config import load_config
 
-    cfg = load_config(config_path)
-    input_ranges(cfg.select_models([model]))
+    input_ranges(load_config(config_path).select_models([model]))
 
 
 def register(app: typer.Typer) -> None:

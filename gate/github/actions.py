@@ -12,6 +12,9 @@ from pathlib import Path
 from typing import Any
 
 MAX_ANNOTATIONS = 10
+_VARIABLES = {"repository": "GITHUB_REPOSITORY", "run_id": "GITHUB_RUN_ID", "run_attempt": "GITHUB_RUN_ATTEMPT",
+              "event_name": "GITHUB_EVENT_NAME", "event_path": "GITHUB_EVENT_PATH", "sha": "GITHUB_SHA",
+              "output_path": "GITHUB_OUTPUT", "summary_path": "GITHUB_STEP_SUMMARY"}  # ActionsEnv's plain fields
 
 
 @dataclass(frozen=True)
@@ -39,14 +42,7 @@ class ActionsEnv:
             api_url=e.get("GITHUB_API_URL") or "https://api.github.com",
             graphql_url=e.get("GITHUB_GRAPHQL_URL") or "",
             server_url=e.get("GITHUB_SERVER_URL") or "https://github.com",
-            repository=e.get("GITHUB_REPOSITORY", ""),
-            run_id=e.get("GITHUB_RUN_ID", ""),
-            run_attempt=e.get("GITHUB_RUN_ATTEMPT", ""),
-            event_name=e.get("GITHUB_EVENT_NAME", ""),
-            event_path=e.get("GITHUB_EVENT_PATH", ""),
-            sha=e.get("GITHUB_SHA", ""),
-            output_path=e.get("GITHUB_OUTPUT", ""),
-            summary_path=e.get("GITHUB_STEP_SUMMARY", ""),
+            **{name: e.get(var, "") for name, var in _VARIABLES.items()},
             in_actions=e.get("GITHUB_ACTIONS") == "true",
             token=e.get("PARITY_GATE_GITHUB_TOKEN") or e.get("GITHUB_TOKEN") or None,
         )
