@@ -63,8 +63,8 @@ def _shard_line(chosen: ShardPlan) -> str:
     from gate.render.text import count as counted
 
     loads = " · ".join(f"{load:.0f} s" for load in chosen.loads)
-    guessed = f"; {counted(chosen.estimated, 'model')} without a recorded time weighed as the median" \
-        if chosen.estimated else ""
+    guessed = (f"; {counted(chosen.estimated, 'model')} without a recorded time weighed as the median"
+               if chosen.estimated else "")
     return (f"shard {chosen.shard}: {counted(chosen.held, 'model')} of {chosen.units} ({counted(len(chosen.models), 'case')} "
             f"of {len(chosen.covered)}); recorded seconds per shard: {loads}{guessed}")
 

@@ -235,8 +235,8 @@ def approval_line(approval: Approval | None, label: str, what: str = "baseline c
         return ""
     if approval.state == ApprovalState.APPROVED:
         return f"✅ The {what} is approved ({plain(approval.how, 200)})."
-    why = "" if approval.state == ApprovalState.PENDING else \
-        f" (approval could not be checked: {plain(approval.how, 200)})"
+    why = ("" if approval.state == ApprovalState.PENDING
+           else f" (approval could not be checked: {plain(approval.how, 200)})")
     rule = (f"🔒 **This check fails until the {what} is approved**{why}: someone with write access to "
             f"this repository, other than the pull request's author and whoever pushed to it, approves this "
             f"commit in a review, or adds the label {code(label, 100)} after its last push; then the check runs "

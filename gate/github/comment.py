@@ -55,8 +55,8 @@ def own_login(client: GitHubClient, graphql_url: str = "") -> str:
             raise
     try:
         url = graphql_url or f"{client.api_url}/graphql"
-        viewer = ((client.post(url, {"query": "query { viewer { login __typename } }"}) or {}).get("data") or {}) \
-            .get("viewer") or {}
+        answer = client.post(url, {"query": "query { viewer { login __typename } }"}) or {}
+        viewer = (answer.get("data") or {}).get("viewer") or {}
     except GitHubError:
         return ACTIONS_LOGIN
     login = viewer.get("login")

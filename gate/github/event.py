@@ -156,6 +156,6 @@ def _given_problem(client: GitHubClient, repo: str, number: int, sha: str, head_
         return (f"pull request #{number} has head {str(head.get('sha'))[:12]}, not the workflow_run's {sha[:12]}: "
                 "not commenting there")
     if not _head_matches({**pr, "number": number}, sha, head_repo):
-        return f"pull request #{number} is not open from {head_repo}, where the workflow_run's head came from: " \
-            "not commenting there"
+        return (f"pull request #{number} is not open from {head_repo}, where the workflow_run's head came from: "
+                "not commenting there")
     return ""

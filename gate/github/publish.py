@@ -131,8 +131,8 @@ def publish(
     write_outputs(env.output_path, _outputs(report, settings, md_path, result, approval, changes))
     blocked = approval is not None and approval.blocks
     exit_code = 0 if settings.fail_on == "never" else report.exit_code or int(blocked)
-    state = "error" if report.verdict == Verdict.ERROR else "failure" if report.verdict != Verdict.PASS or blocked \
-        else "success"
+    state = ("error" if report.verdict == Verdict.ERROR
+             else "failure" if report.verdict != Verdict.PASS or blocked else "success")
     said_first = f"{changes.what()} needs approval · " if blocked else ""
     status = _status(ctx, state, f"{said_first}{report.verdict}: {headline_text(report)}", result)
     write_outputs(env.output_path, {"status": status.state if status is not None and status.posted else ""})
@@ -147,8 +147,7 @@ JOB_STATES = {"pending": "judging this commit: no verdict yet",
 def job_status(state: str, settings: PublishSettings, env: ActionsEnv,
                make_client: Callable[[ActionsEnv, float], GitHubClient] | None = None) -> StatusResult | None:
     """``pending`` or ``error`` (``gate.github.commit_status``); None where this run posts none."""
-    ctx = _context(settings, env, make_client)
-    return _status(ctx, state, JOB_STATES[state])
+    return _status(_context(settings, env, make_client), state, JOB_STATES[state])
 
 
 def _context(settings: PublishSettings, env: ActionsEnv,
@@ -326,11 +325,9 @@ def _approval_annotation(report: Report, approval: Approval | None, settings: Pu
 
 def _explain(e: GitHubError) -> str:
     if e.status in (403, 404):
-        return (
-            f"GitHub answered {e.status} ({e.message or 'forbidden'}) to {e.method} {e.path}: the token cannot write "
-            "to this pull request (a pull request from a fork gets a read-only token; see the fork-safe flow in "
-            "docs/action.md); the report is in the job summary"
-        )
+        return (f"GitHub answered {e.status} ({e.message or 'forbidden'}) to {e.method} {e.path}: the token cannot "
+                "write to this pull request (a pull request from a fork gets a read-only token; see the fork-safe "
+                "flow in docs/action.md); the report is in the job summary")
     if e.status == 422:
         return f"GitHub rejected the comment (422 {e.message}); the report is in the job summary"
     return f"{e}; the report is in the job summary"
@@ -350,12 +347,9 @@ def annotations(report: Report) -> list[str]:
         for p in m.providers:
             fr = p.first_regression
             if fr:
-                out.append(command(
-                    "error",
-                    f"{m.name}: layer {fr.layer} on {p.name} failed {fr.check}: "
-                    f"{num(fr.value)} > {num(fr.threshold)}. {fr.message or ''}".strip(),
-                    title=f"parity-gate: {m.name} regressed on {p.name} ({p.precision or '?'})",
-                ))
+                out.append(command("error", f"{m.name}: layer {fr.layer} on {p.name} failed {fr.check}: "
+                                   f"{num(fr.value)} > {num(fr.threshold)}. {fr.message or ''}".strip(),
+                                   title=f"parity-gate: {m.name} regressed on {p.name} ({p.precision or '?'})"))
     first = report.first_regression
     if first is not None:  # the overall first regression leads; stable otherwise
         lead = f"{first.model}: layer {first.layer} on {first.provider} "
