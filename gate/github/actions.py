@@ -12,9 +12,10 @@ from pathlib import Path
 from typing import Any
 
 MAX_ANNOTATIONS = 10
-_VARIABLES = {"repository": "GITHUB_REPOSITORY", "run_id": "GITHUB_RUN_ID", "run_attempt": "GITHUB_RUN_ATTEMPT",
-              "event_name": "GITHUB_EVENT_NAME", "event_path": "GITHUB_EVENT_PATH", "sha": "GITHUB_SHA",
-              "output_path": "GITHUB_OUTPUT", "summary_path": "GITHUB_STEP_SUMMARY"}  # ActionsEnv's plain fields
+_VARIABLES = {"repository": "GITHUB_REPOSITORY", "run_id": "GITHUB_RUN_ID",  # ActionsEnv's plain fields
+              "run_attempt": "GITHUB_RUN_ATTEMPT", "event_name": "GITHUB_EVENT_NAME",
+              "event_path": "GITHUB_EVENT_PATH", "sha": "GITHUB_SHA", "output_path": "GITHUB_OUTPUT",
+              "summary_path": "GITHUB_STEP_SUMMARY"}
 
 
 @dataclass(frozen=True)

@@ -95,12 +95,8 @@ class _Context:
         return self._pull
 
 
-def publish(
-    report: Report,
-    settings: PublishSettings,
-    env: ActionsEnv,
-    make_client: Callable[[ActionsEnv, float], GitHubClient] | None = None,
-) -> Outcome:
+def publish(report: Report, settings: PublishSettings, env: ActionsEnv,
+            make_client: Callable[[ActionsEnv, float], GitHubClient] | None = None) -> Outcome:
     ctx = _context(settings, env, make_client)
     report = copy.deepcopy(report)  # judged here: what the API says replaces what the report claims
     try:

@@ -114,16 +114,12 @@ def _input_table(i: Input) -> str:
             f'dtype = {json.dumps(i.dtype)}{bounds} }}')
 
 
-def section(name: str, factory: str, inputs: Inputs, providers: Sequence[str] = DEFAULT_PROVIDERS,
-            baseline_dir: str = "baselines") -> str:
+def section(name: str, factory: str, inputs: Inputs, providers: Sequence[str] = DEFAULT_PROVIDERS) -> str:
     """The TOML text; raises ConfigError (naming the key) if ``check`` would refuse it."""
-    text = (
-        "[tool.parity-gate]\n"
-        f"baseline-dir = {json.dumps(baseline_dir)}                       # relative to this file's folder; commit it\n"
-        f"providers = [{', '.join(json.dumps(p) for p in providers)}]\n"
-        "\n"
-        + model_table(name, factory, inputs)
-    )
+    text = ("[tool.parity-gate]\n"
+            'baseline-dir = "baselines"                       # relative to this file\'s folder; commit it\n'
+            f"providers = [{', '.join(json.dumps(p) for p in providers)}]\n\n"
+            + model_table(name, factory, inputs))
     parse(tomllib.loads(text)["tool"]["parity-gate"], Path("parity-gate.toml"), "tool.parity-gate")
     return text
 
