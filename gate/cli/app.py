@@ -14,15 +14,7 @@ from rich.markup import escape
 import gate
 from gate import env
 from gate.cli import cache_cmd, extras, github_cmds, init_cmd, merge_cmd, notices, show_cmd
-from gate.cli.shared import (
-    ReportPaths,
-    _load,
-    _shard_line,
-    _sharded,
-    _split,
-    _write_reports,
-    report_options,
-)
+from gate.cli.shared import ReportPaths, _load, _shard_line, _sharded, _split, _write_reports, report_options
 from gate.core.failure import ModelError
 from gate.core.status import ErrorStatus
 from gate.errors import INTERNAL_ERROR, GateError
@@ -73,7 +65,6 @@ def main_callback(
                                         help="Print the whole traceback of a model that failed to build, export or run "
                                         "(and of any error), not only the line of your code it failed at.")] = False,
 ) -> None:
-    """A CI gate for PyTorch models that ship through ONNX."""
     if debug:
         os.environ[env.DEBUG] = "1"  # workers inherit it: their tracebacks travel in their results
 
@@ -320,7 +311,6 @@ def doctor() -> None:
 
 
 def _doctor_onnxruntime(console: Console, absent: list[str]) -> None:
-    """Which ONNX Runtime distribution Python imports, its EPs, and more than one installed."""
     from gate.github import ortdist
 
     found = ortdist.installed()

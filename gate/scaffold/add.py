@@ -105,7 +105,6 @@ def merge_constraints(text: str, wanted: list[str]) -> str:
 
 
 def model_workflows(root: Path) -> dict[Path, str]:
-    """The repository's workflows with a step that runs the action on the models."""
     folder = root / ".github" / "workflows"
     found = {}
     for path in sorted([*folder.glob("*.yml"), *folder.glob("*.yaml")]) if folder.is_dir() else []:

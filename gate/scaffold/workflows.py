@@ -65,8 +65,7 @@ class Flow:
             raise ValueError(f"shards: the {self.kind} flow has no sharded check (the single and fork flows do)")
 
     @property
-    def shard_inputs(self) -> tuple[tuple[str, str], ...]:
-        """A leg's ``with:`` pairs: its shard from the matrix, and how many there are."""
+    def shard_inputs(self) -> tuple[tuple[str, str], ...]:  # a leg's shard from the matrix, and how many
         return (("shard", "${{ matrix.shard }}"), ("shards", str(self.shards))) if self.shards else ()
 
 
@@ -104,7 +103,6 @@ def _steps(action: str = "", ref: str = "") -> str:
 
 
 def _matrix(flow: Flow) -> str:
-    """The legs of a sharded check: every one reports, whatever another one found."""
     if not flow.shards:
         return ""
     return ("    strategy:\n      fail-fast: false  # every leg reports: the verdict names every model\n"
