@@ -25,8 +25,11 @@ from gate.scaffold.workflows import (
     RUN_GPU_BASELINES,
     SHARDED_FLOWS,
     Flow,
+    runner_labels,
     workflows,
 )
+
+BUILTIN_LABELS = {"self-hosted", "linux", "macos", "windows", "x64", "arm", "arm64"}  # GitHub's own runner labels
 
 
 @dataclass(frozen=True)
@@ -152,11 +155,6 @@ def _gitattributes(root: Path) -> Change:
     return Change(".gitattributes", "append" if current else "create", added)
 
 
-def _custom_labels(options: Options) -> list[str]:
-    builtin = {"self-hosted", "linux", "macos", "windows", "x64", "arm", "arm64"}
-    return [label.strip() for label in options.gpu_runner.split(",") if label.strip() and label.strip() not in builtin]
-
-
 def _pip_args(options: Options) -> str:
     """The models' requirements: given, or requirements.txt, or what the factory imports, added to what
     the repository's workflows install already (every configured model's)."""
@@ -198,7 +196,7 @@ def plan(options: Options) -> Plan:
                           "and the GPU runner ephemeral, in a runner group that admits only this workflow "
                           "(docs/action.md)")
         out.changes.append(change)
-    labels = _custom_labels(options) if options.flow == "gpu" else []
+    labels = [x for x in runner_labels(flow) if x not in BUILTIN_LABELS] if options.flow == "gpu" else []
     if labels:  # actionlint (and editors using it) must know the self-hosted runner's own labels
         out.changes.append(_file(options.root, ".github/actionlint.yaml", "self-hosted-runner:\n  labels:\n"
                                  + "".join(f"    - {label}\n" for label in labels), False))

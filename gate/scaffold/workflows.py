@@ -113,38 +113,27 @@ def _shard_list(flow: Flow) -> str:
     return f"[{', '.join(str(k) for k in range(1, flow.shards + 1))}]"
 
 
-def _check_name(flow: Flow) -> str:
-    return f"check (shard ${{{{ matrix.shard }}}} of {flow.shards})" if flow.shards else "check"
-
-
 VERDICT_PERMISSIONS = ("    permissions:\n      pull-requests: write  # the comment; the changed files, labels and reviews\n"
                        "      statuses: write  # the verdict on the pull request's head commit: the status to require\n")
 
-def _verdict(flow: Flow, needs: str, condition: str) -> str:
-    """The job that judges the report artifact and comments: it holds the write token, so nothing of the
-    pull request runs here (no checkout; the action's mode comment installs parity-gate's core only)."""
-    return (f"  verdict:  # judges the report and comments; never checks out or runs the pull request's code\n"
-            f"    name: verdict\n    needs: {needs}\n    if: {condition}\n"
+def _verdict(flow: Flow) -> str:
+    """The gpu flow's job that judges the report artifact and comments: it holds the write token, so nothing
+    of the pull request runs here (no checkout; the action's mode comment installs parity-gate's core only)."""
+    return ("  verdict:  # judges the report and comments; never checks out or runs the pull request's code\n"
+            "    name: verdict\n    needs: report\n"
+            "    if: ${{ !cancelled() && needs.report.result == 'success' }}  # only what the report job made\n"
             "    runs-on: ubuntu-latest\n    timeout-minutes: 15\n" + VERDICT_PERMISSIONS
             + f"    steps:\n      - uses: {flow.action}\n"
-            + _with(flow, ("mode", "comment"), ("report-artifact", REPORT),
-                    *((("shards", str(flow.shards)),) if flow.shards else ()), gate=True))
+            + _with(flow, ("mode", "comment"), ("report-artifact", REPORT), gate=True))
 
 
-def _gpu_trigger(flow: Flow) -> str:
-    types = "opened, synchronize, reopened" + (", labeled, unlabeled" if flow.require_approval else "")
-    return ("on:\n  pull_request_target:  # this file as the base branch has it: a pull request cannot change "
-            f"what runs where\n    types: [{types}]\n")
-
-
-def _approve() -> str:
-    return ("  approve:\n    name: approve a fork's run\n"
-            "    # A fork's code runs nowhere, the GPU runner included, until a maintainer approves this run\n"
-            f"    # (environment {FORK_ENVIRONMENT}: required reviewers). Same-repository pull requests skip it.\n"
-            f"    if: {SAME_REPO.replace('==', '!=')}\n"
-            f"    runs-on: ubuntu-latest\n    timeout-minutes: 5\n    environment: {FORK_ENVIRONMENT}\n"
-            "    steps:\n      - name: Approved\n        env:\n          SHA: " + HEAD_SHA + "\n"
-            '        run: echo "approved to run commit $SHA"\n')
+APPROVE = ("  approve:\n    name: approve a fork's run\n"
+           "    # A fork's code runs nowhere, the GPU runner included, until a maintainer approves this run\n"
+           f"    # (environment {FORK_ENVIRONMENT}: required reviewers). Same-repository pull requests skip it.\n"
+           f"    if: {SAME_REPO.replace('==', '!=')}\n"
+           f"    runs-on: ubuntu-latest\n    timeout-minutes: 5\n    environment: {FORK_ENVIRONMENT}\n"
+           "    steps:\n      - name: Approved\n        env:\n          SHA: " + HEAD_SHA + "\n"
+           '        run: echo "approved to run commit $SHA"\n')
 
 
 def _pr_job(flow: Flow, name: str, head: str, runs_on: str, step_with: str, timeout: int = 60) -> str:
@@ -156,8 +145,11 @@ def _pr_job(flow: Flow, name: str, head: str, runs_on: str, step_with: str, time
 
 def gpu(flow: Flow) -> str:
     nocache = ("cache", "false")
-    return (HEADER + "name: parity-gate\n" + _gpu_trigger(flow) + "permissions: {}\n"
-            + CONCURRENCY.replace(" || github.ref", "") + "jobs:\n" + _approve()
+    types = "opened, synchronize, reopened" + (", labeled, unlabeled" if flow.require_approval else "")
+    return (HEADER + "name: parity-gate\n"
+            "on:\n  pull_request_target:  # this file as the base branch has it: a pull request cannot change "
+            f"what runs where\n    types: [{types}]\n" + "permissions: {}\n"
+            + CONCURRENCY.replace(" || github.ref", "") + "jobs:\n" + APPROVE
             + _pr_job(flow, "export", "  # the models, exported once; the float64 reference and torch providers run here\n"
                       "    needs: approve\n    if: ${{ !cancelled() && (needs.approve.result == 'success' || "
                       "needs.approve.result == 'skipped') }}", "ubuntu-latest",
@@ -165,7 +157,7 @@ def gpu(flow: Flow) -> str:
             + _pr_job(flow, "cpu", "\n    needs: export", "ubuntu-latest",
                       _with(flow, ("mode", "collect"), ("providers", "CPUExecutionProvider"), nocache))
             + _pr_job(flow, "gpu", "  # the self-hosted runner: its own runner group, ephemeral (docs/action.md)\n"
-                      "    needs: export", f"[{_labels(flow)}]",
+                      "    needs: export", f"[{', '.join(runner_labels(flow))}]",
                       _with(flow, ("mode", "collect"), ("providers", flow.gpu_providers),
                             ("onnxruntime", "onnxruntime-gpu"), nocache))
             + _pr_job(flow, "report", "  # fails only when it makes no report: the verdict job judges it\n"
@@ -175,12 +167,11 @@ def gpu(flow: Flow) -> str:
                       _with(flow, ("mode", "report"), ("comment", "never"), ("fail-on", "never"),
                             ("report-artifact", REPORT), ("require", f"CPUExecutionProvider {flow.gpu_providers}"),
                             nocache), timeout=30)
-            + _verdict(flow, "report", "${{ !cancelled() && needs.report.result == 'success' }}  # only what the "
-                       "report job made"))
+            + _verdict(flow))
 
 
-def _labels(flow: Flow) -> str:
-    return ", ".join(label.strip() for label in flow.gpu_runner.split(",") if label.strip())
+def runner_labels(flow: Flow) -> list[str]:
+    return [label.strip() for label in flow.gpu_runner.split(",") if label.strip()]
 
 
 def _by_hand(name: str, path: str, artifact: str, inputs: str = "") -> str:
@@ -201,7 +192,8 @@ def gpu_baselines(flow: Flow) -> str:
                      "      models:\n        description: \"Models to record (space or comma separated; empty: all)\"\n"
                      "        required: false\n        default: \"\"\n")
             + "  record:  # the self-hosted GPU runner (docs/action.md): entries of the other providers are kept\n"
-            f"    name: record\n    runs-on: [{_labels(flow)}]\n    timeout-minutes: 60\n" + READ_DEFAULT
+            f"    name: record\n    runs-on: [{', '.join(runner_labels(flow))}]\n    timeout-minutes: 60\n"
+            + READ_DEFAULT
             + _steps(flow.action)
             + _with(flow, ("mode", "update-baseline"), ("models", "${{ inputs.models }}"),
                     ("providers", flow.gpu_providers), ("onnxruntime", "onnxruntime-gpu"), model=True)
@@ -288,9 +280,10 @@ def _fetch_for_comment(flow: Flow) -> str:
 def fork(flow: Flow) -> tuple[str, str]:
     """The pull_request workflow (read-only) and the workflow_run workflow that judges and comments."""
     what = "each leg runs one shard of the models" if flow.shards else "runs the pull request's code"
+    name = f"check (shard ${{{{ matrix.shard }}}} of {flow.shards})" if flow.shards else "check"
     check = (HEADER + "name: parity-gate\n" + _trigger(flow) + "permissions: {}\n" + CONCURRENCY + "jobs:\n"
              f"  parity-gate:  # {what} with a read-only token\n"
-             f"    name: {_check_name(flow)}\n    runs-on: ubuntu-latest\n    timeout-minutes: 60\n" + _matrix(flow)
+             f"    name: {name}\n    runs-on: ubuntu-latest\n    timeout-minutes: 60\n" + _matrix(flow)
              + READ_ONLY + _steps(flow.action) + "        id: gate\n"
              + _with(flow, ("comment", "never"), *flow.shard_inputs, model=True) + _keep_for_comment(flow))
     report = ((("shards", str(flow.shards)), ("shard-reports", "parity-gate-pr")) if flow.shards
