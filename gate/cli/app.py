@@ -157,8 +157,7 @@ def update_baseline(config: ConfigOpt = None, model: ModelOpt = None, provider: 
     if out is not None and chosen is not None:  # only a share recorded whole is handed on
         from gate.commands.baseline_shards import write_share
 
-        files = write_share(cfg, chosen, out)
-        handed = count(len(files), "baseline file")
+        handed = count(len(write_share(cfg, chosen, out)), "baseline file")
         console.print(escape(f"shard {chosen.shard}: {handed} → {out}"))
 
 

@@ -75,8 +75,7 @@ def comment(
             report_path=report, when=when.value, fail_on=fail_on.value, comment_id=comment_id(cid or config),
             artifact_url=artifact_url or None, pr_number=pr, markdown_path=markdown, max_wait=max_wait,
             baseline_changes=baseline_changes.value, approval_label=approval_label or DEFAULT_LABEL, job=job or None,
-            named=Named(config or "", constraints or ""), status_context=status_context,
-        )
+            named=Named(config or "", constraints or ""), status_context=status_context)
         env = ActionsEnv.from_environ()
         out = publish(data, settings, env)
     except GateError as e:

@@ -17,8 +17,8 @@ from gate.config.providers import is_gpu
 from gate.errors import GateError
 from gate.render.text import count
 from gate.scaffold import CONSTRAINTS, Options, Plan, apply, parse_input, plan
-from gate.scaffold.config_text import Inputs
-from gate.scaffold.workflows import ACTION, FLOWS
+from gate.scaffold.config_text import Inputs, model_name
+from gate.scaffold.workflows import ACTION, FLOWS, RUN_GPU_BASELINES
 
 FactoryOpt = Annotated[str | None, typer.Option(
     "--factory", "-f", metavar="MODULE:CALLABLE", help="module:callable returning the torch.nn.Module (called with no arguments).")]
@@ -101,7 +101,7 @@ def init(
     factory, inputs = _ask(factory, input_, inputs_ref, yes)
     if not no_baseline:
         require("init")
-    if _configured(directory.resolve()) and not _has_model(directory.resolve(), name, factory):
+    if _adds_to_config(directory.resolve(), name, factory):
         console.print("[dim]a parity-gate config exists here: adding the model to it, every other model "
                       "kept[/dim]")
         _add_files(directory.resolve(), None, factory, inputs, name, pip_args)
@@ -124,7 +124,6 @@ def init(
 def _first_gpu_baseline(p: Plan) -> None:
     """The GPU providers cannot run here: the one click (or command) that records them on the runner."""
     from gate.cli.console import console
-    from gate.scaffold.workflows import RUN_GPU_BASELINES
 
     gpu = [n for n in p.providers if is_gpu(n)]
     console.print(f"[bold]first GPU baseline[/bold] ({escape(', '.join(gpu))}): commit and push these files, then "
@@ -160,23 +159,17 @@ def _first_baseline(p: Plan) -> None:
                   soft_wrap=True)
 
 
-def _has_model(root: Path, name: str | None, factory: str) -> bool:
-    """Whether the config already gates this model (run init again: it keeps and completes the files)."""
+def _adds_to_config(root: Path, name: str | None, factory: str) -> bool:
+    """Whether a config exists here that does not gate this model yet (one that does: init runs again,
+    keeping and completing the files)."""
     from gate.config import find_config, load_config
-    from gate.scaffold.config_text import model_name
-
-    wanted = name or model_name(factory)
-    return any(wanted in (m.name, m.base) for m in load_config(find_config(None, root)).models)
-
-
-def _configured(root: Path) -> bool:
-    from gate.config import find_config
 
     try:
-        find_config(None, root)
+        path = find_config(None, root)
     except GateError:
         return False
-    return True
+    wanted = name or model_name(factory)
+    return not any(wanted in (m.name, m.base) for m in load_config(path).models)
 
 
 def add(
@@ -229,7 +222,7 @@ def _edit(old: str, new: str) -> tuple[str, str]:
 
 def _add(root: Path, config: Path | None, factory: str, inputs: Inputs, name: str | None, pip_args: str | None,
          no_baseline: bool) -> None:
-    from gate.cli.console import console
+    from gate.cli.console import console, progress_display
 
     model, path, shown = _add_files(root, config, factory, inputs, name, pip_args)
     _warn_ranges(path, model)
@@ -238,7 +231,6 @@ def _add(root: Path, config: Path | None, factory: str, inputs: Inputs, name: st
                       f"--model {escape(model)}", soft_wrap=True)
         return
     from gate import commands
-    from gate.cli.console import progress_display
     from gate.config import load_config
 
     cfg = load_config(path)
