@@ -11,6 +11,7 @@ import copy
 import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -81,18 +82,14 @@ class _Context:
     event: dict[str, Any]
     stamp: RunStamp | None
     event_error: str = ""
-    _pr: PullRequest | NoPullRequest | None = None
-    _pull: Pull | NoPullRequest | None = None
 
+    @cached_property
     def pull_request(self) -> PullRequest | NoPullRequest:
-        if self._pr is None:
-            self._pr = _resolve(self)
-        return self._pr
+        return _resolve(self)
 
+    @cached_property
     def pull(self) -> Pull | NoPullRequest:
-        if self._pull is None:
-            self._pull = _fetch(self)
-        return self._pull
+        return _fetch(self)
 
 
 def publish(report: Report, settings: PublishSettings, env: ActionsEnv,
@@ -170,7 +167,7 @@ def _resolve(ctx: _Context) -> PullRequest | NoPullRequest:
 
 
 def _fetch(ctx: _Context) -> Pull | NoPullRequest:
-    pr = ctx.pull_request()
+    pr = ctx.pull_request
     if isinstance(pr, NoPullRequest):
         return pr
     if ctx.client is None:
@@ -218,7 +215,7 @@ def _gate_changes(report: Report, ctx: _Context) -> GateChanges:
     s = ctx.settings
     if (s.when == "never" and s.baseline_changes != "require-approval") or not _about_a_pull_request(ctx):
         return GateChanges.of_baselines(report.baseline_changes)
-    pull = ctx.pull()
+    pull = ctx.pull
     if isinstance(pull, NoPullRequest):
         raise ChangesUnknown(f"the baseline files this pull request changes cannot be listed: {pull.reason}")
     judged = ctx.stamp.sha if ctx.stamp else ""
@@ -235,7 +232,7 @@ def _gate_changes(report: Report, ctx: _Context) -> GateChanges:
 def _approval(changes: GateChanges, ctx: _Context) -> Approval | None:
     if not changes.files or ctx.settings.baseline_changes != "require-approval":
         return None
-    pull = ctx.pull()
+    pull = ctx.pull
     if isinstance(pull, NoPullRequest):
         return Approval(ApprovalState.UNKNOWN, pull.reason)
     return check_approval(ctx.client, pull, ctx.stamp.sha if ctx.stamp else "", ctx.settings.approval_label)
@@ -260,7 +257,7 @@ def _comment(report: Report, ctx: _Context, body: str, short: Callable[[], str],
     settings = ctx.settings
     if settings.when == "never":
         return CommentResult("skipped", reason="commenting is off (comment: never)")
-    pr = ctx.pull_request()
+    pr = ctx.pull_request
     if isinstance(pr, NoPullRequest):
         return CommentResult("skipped", reason=pr.reason)
     if ctx.client is None:
