@@ -24,10 +24,7 @@ ReportPaths = dict[str, Path | None]  # renderer name -> where to write its repo
 
 def _split(values: list[str] | None) -> list[str] | None:
     """Repeatable options also take comma/space separated lists (the action passes one env var)."""
-    if not values:
-        return None
-    out = [v for item in values for v in item.replace(",", " ").split()]
-    return out or None
+    return [v for item in values or () for v in item.replace(",", " ").split()] or None
 
 
 def _load(config: Path | None, allow_missing_gpu: bool = False, require: list[str] | None = None) -> Config:

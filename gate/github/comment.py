@@ -20,8 +20,7 @@ ACTIONS_LOGIN = "github-actions[bot]"
 def comment_id(raw: str | None) -> str:
     """A marker-safe id (a config path like `models/vision.toml` stays readable)."""
     raw = (raw or "").strip().removeprefix("./")
-    cleaned = _ID_SAFE.sub("_", raw).strip("_")
-    return cleaned[:100] or "default"
+    return _ID_SAFE.sub("_", raw).strip("_")[:100] or "default"
 
 
 def marker(cid: str) -> str:

@@ -78,8 +78,7 @@ Inputs = Sequence[Input] | str  # declared inputs, or a module:function that mak
 def model_name(factory: str) -> str:
     """A model name from the factory's callable: ``models.vision:ResNet18`` -> ``resnet18``."""
     fn = factory.rsplit(":", 1)[-1].rsplit(".", 1)[-1]
-    name = re.sub(r"[^a-z0-9._-]+", "-", fn.lower()).strip("-._") or "model"
-    return name[:64]
+    return (re.sub(r"[^a-z0-9._-]+", "-", fn.lower()).strip("-._") or "model")[:64]
 
 
 def _checked(name: str, factory: str, inputs: Inputs) -> None:

@@ -309,9 +309,8 @@ def fork(flow: Flow) -> tuple[str, str]:
 def workflows(flow: Flow) -> dict[str, str]:
     """Workflow files by path, relative to the repository root (``single`` is written as ``fork`` is: the
     judge from the default branch)."""
-    recording = {BASELINES: sharded_baselines(flow)} if flow.shards else {}
     if flow.kind == "gpu":
         return {".github/workflows/parity-gate.yml": gpu(flow), GPU_BASELINES: gpu_baselines(flow)}
     check, comment = fork(flow)
     return {".github/workflows/parity-gate.yml": check, ".github/workflows/parity-gate-comment.yml": comment,
-            **recording}
+            **({BASELINES: sharded_baselines(flow)} if flow.shards else {})}
