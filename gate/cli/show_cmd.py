@@ -12,7 +12,7 @@ from typing import Annotated
 
 import typer
 
-from gate.errors import GateError
+from gate.errors import FormatError, GateError
 
 ConfigOpt = Annotated[Path | None, typer.Option("--config", envvar="PARITY_GATE_CONFIG",
                                                  help="Config file, to look a model name up in (default: as `check` finds it).")]
@@ -27,7 +27,6 @@ def show(file: Annotated[str, typer.Argument(help="A baseline (.msgpack.zst) fil
                            "reference's noise, one line per runtime).")] = False,
          config: ConfigOpt = None) -> None:
     """Print a baseline readably (also usable as a git textconv driver)."""
-    from gate.errors import FormatError
     from gate.formats.baseline.show import render_file
 
     try:
