@@ -154,10 +154,10 @@ class InertLines(io.TextIOBase):
         return self.stream.isatty()
 
 
-def inert_streams(environ: Mapping[str, str] | None = None) -> None:
+def inert_streams() -> None:
     """In Actions, every line this process prints (rich, click, print, warnings) goes through
     ``InertLines``."""
-    if (os.environ if environ is None else environ).get("GITHUB_ACTIONS") != "true":
+    if os.environ.get("GITHUB_ACTIONS") != "true":
         return
     if not isinstance(sys.stdout, InertLines):
         sys.stdout = InertLines(sys.stdout)

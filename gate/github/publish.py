@@ -137,10 +137,9 @@ JOB_STATES = {"pending": "judging this commit: no verdict yet",
               "error": "not judged: the judging job failed or was cancelled before its verdict (see the run)"}
 
 
-def job_status(state: str, settings: PublishSettings, env: ActionsEnv,
-               make_client: Callable[[ActionsEnv, float], GitHubClient] | None = None) -> StatusResult | None:
+def job_status(state: str, settings: PublishSettings, env: ActionsEnv) -> StatusResult | None:
     """``pending`` or ``error`` (``gate.github.commit_status``); None where this run posts none."""
-    return _status(_context(settings, env, make_client), state, JOB_STATES[state])
+    return _status(_context(settings, env, None), state, JOB_STATES[state])
 
 
 def _context(settings: PublishSettings, env: ActionsEnv,
