@@ -137,14 +137,13 @@ class _Digest:
                     self._file(path / name, f"{kind}:{value}/{name}")
         elif path.is_dir():
             self._folder(path)
-        elif kind == "file":
-            self._file(path, f"{kind}:{value}")
-            for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
-                words = line.split("#", 1)[0].split() if not line.lstrip().startswith("#") else []
-                for k, v in _options(words):  # pip reads an included file relative to the one including it
-                    self.add(k, v, path.parent)
         else:
             self._file(path, f"{kind}:{value}")
+            if kind == "file":  # its -r/-c lines: pip reads an included file relative to the one including it
+                for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+                    words = line.split("#", 1)[0].split() if not line.lstrip().startswith("#") else []
+                    for k, v in _options(words):
+                        self.add(k, v, path.parent)
 
     def _file(self, path: Path, name: str) -> None:
         data = path.read_bytes()
