@@ -11,12 +11,12 @@ from typing import Annotated
 import typer
 
 from gate.errors import GateError
-from gate.github import FAIL_ON, POLICIES, WHEN, ActionsEnv, PublishSettings, comment_id, publish
-from gate.github.actions import command, log_safe, write_command
-from gate.github.approval import DEFAULT_LABEL
+from gate.github.actions import ActionsEnv, command, log_safe, write_command
+from gate.github.approval import DEFAULT_LABEL, POLICIES
 from gate.github.changes import Named
+from gate.github.comment import WHEN, comment_id
 from gate.github.commit_status import DEFAULT_CONTEXT
-from gate.github.publish import Outcome, job_status
+from gate.github.publish import FAIL_ON, Outcome, PublishSettings, job_status, publish
 from gate.render import headline_text
 from gate.verdict.report_file import load_report
 from gate.verdict.types import Report
