@@ -85,10 +85,9 @@ class GitHubClient:
 
     def _send(self, method: str, url: str, shown: str, body: Any) -> tuple[int, dict[str, str], bytes]:
         data = None if body is None else json.dumps(body).encode()
-        req = urllib.request.Request(url, data=data, method=method)
-        req.add_header("Accept", "application/vnd.github+json")
-        req.add_header("X-GitHub-Api-Version", "2022-11-28")
-        req.add_header("User-Agent", f"parity-gate/{__version__}")
+        req = urllib.request.Request(url, data=data, method=method, headers={
+            "Accept": "application/vnd.github+json", "X-GitHub-Api-Version": "2022-11-28",
+            "User-Agent": f"parity-gate/{__version__}"})
         if data is not None:
             req.add_header("Content-Type", "application/json")
         if self._token and urllib.parse.urlsplit(url).netloc == self._host:
