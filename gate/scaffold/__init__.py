@@ -13,7 +13,8 @@ from gate.config.shards import MAX_SHARDS
 from gate.core.files import CONSTRAINTS
 from gate.errors import ConfigError
 from gate.scaffold import codeowners
-from gate.scaffold.add import merge_constraints, pip_args_of
+from gate.scaffold.add import merge_constraints, merge_pip_args, pip_args_of
+from gate.scaffold.approval import requires_approval, with_approval
 from gate.scaffold.config_text import DEFAULT_PROVIDERS, Inputs, has_section, model_name, parse_input, section
 from gate.scaffold.deps import constraints, model_requirements
 from gate.scaffold.diff_driver import attributes_line, install
@@ -117,9 +118,6 @@ def _config(root: Path, text: str) -> Change:
 def _workflow(root: Path, path: str, body: str, options: Options, pip_args: str) -> Change:
     """A workflow: created; replaced with ``force``; else kept, with the models' requirements it lacks
     added and, with ``require_approval``, approval turned on, in place."""
-    from gate.scaffold.add import merge_pip_args
-    from gate.scaffold.approval import with_approval
-
     target = root / path
     if not target.exists() or options.force:
         return _file(root, path, body, options.force)
@@ -209,8 +207,6 @@ def plan(options: Options) -> Plan:
 
 
 def _approving(root: Path) -> bool:
-    from gate.scaffold.approval import requires_approval
-
     folder = root / ".github" / "workflows"
     return folder.is_dir() and any(requires_approval(p.read_text(encoding="utf-8"))
                                    for p in folder.glob("*.y*ml"))
