@@ -13,6 +13,7 @@ import typer
 from rich.markup import escape
 
 from gate.cli.extras import require
+from gate.config import find_config, load_config
 from gate.config.providers import is_gpu
 from gate.errors import GateError
 from gate.render.text import count
@@ -136,7 +137,6 @@ def _first_baseline(p: Plan) -> None:
     from gate import commands
     from gate.cli.console import console, progress_display
     from gate.commands.common import location
-    from gate.config import load_config
 
     cfg = load_config(p.config_path)
     missing = [m for m in cfg.models if not location(cfg, m).path.exists()]
@@ -162,8 +162,6 @@ def _first_baseline(p: Plan) -> None:
 def _adds_to_config(root: Path, name: str | None, factory: str) -> bool:
     """Whether a config exists here that does not gate this model yet (one that does: init runs again,
     keeping and completing the files)."""
-    from gate.config import find_config, load_config
-
     try:
         path = find_config(None, root)
     except GateError:
@@ -231,7 +229,6 @@ def _add(root: Path, config: Path | None, factory: str, inputs: Inputs, name: st
                       f"--model {escape(model)}", soft_wrap=True)
         return
     from gate import commands
-    from gate.config import load_config
 
     cfg = load_config(path)
     with progress_display() as progress:
@@ -249,7 +246,6 @@ def _warn_ranges(config_path: Path, model: str) -> None:
     """Integer inputs of the new model whose default range cannot be what it reads: said before its
     baseline is recorded on them."""
     from gate.cli.notices import input_ranges
-    from gate.config import load_config
 
     input_ranges(load_config(config_path).select_models([model]))
 
