@@ -291,7 +291,6 @@ def validate(config: ConfigOpt = None, model: ModelOpt = None) -> None:
 def doctor() -> None:
     """Print versions, providers available here, the fingerprint backend and device class."""
     from gate.cli.console import console
-    from gate.cli.extras import NEEDS, ORT_STACK, missing
     from gate.core import device
     from gate.core.versions import versions
     from gate.fingerprint import backend, native_error
@@ -301,9 +300,9 @@ def doctor() -> None:
     console.print(f"{'backend':12} {backend}" + (f" ({native_error})" if backend == "numpy" and native_error else ""),
                   soft_wrap=True)
     console.print(f"{'device':12} {device.cpu_class()} ({device.cpu_name()})")
-    _doctor_onnxruntime(console, missing(ORT_STACK))
+    _doctor_onnxruntime(console, extras.missing(extras.ORT_STACK))
     names = [c.name or c.callback.__name__.replace("_", "-") for c in app.registered_commands if not c.hidden]
-    ready = [n for n in names if not missing(NEEDS.get(n, ()))]
+    ready = [n for n in names if not extras.missing(extras.NEEDS.get(n, ()))]
     console.print(escape(f"{'commands':12} {', '.join(ready)}"
                          + ("" if len(ready) == len(names) else " (running models needs: pip install 'parity-gate[torch]')")),
                   soft_wrap=True)
