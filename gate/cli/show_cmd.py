@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.markup import escape
 
 from gate.errors import FormatError, GateError
 
@@ -93,8 +94,6 @@ def diff_driver(directory: Annotated[Path, typer.Option("--dir", help="A folder 
                 = Path(".")) -> None:
     """Show baselines as text in `git diff` in this clone (git takes diff drivers from each clone's own
     config, never from the repository): run once per clone."""
-    from rich.markup import escape
-
     from gate.cli.console import console
     from gate.scaffold.diff_driver import DriverState, install, state
 
