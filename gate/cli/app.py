@@ -14,15 +14,7 @@ from rich.markup import escape
 import gate
 from gate import env
 from gate.cli import cache_cmd, extras, github_cmds, init_cmd, merge_cmd, notices, show_cmd
-from gate.cli.shared import (
-    ReportPaths,
-    _load,
-    _shard_line,
-    _sharded,
-    _split,
-    _write_reports,
-    report_options,
-)
+from gate.cli.shared import ReportPaths, _load, _shard_line, _sharded, _split, _write_reports, report_options
 from gate.core.failure import ModelError
 from gate.core.status import ErrorStatus
 from gate.errors import INTERNAL_ERROR, GateError
@@ -73,7 +65,6 @@ def main_callback(
                                         help="Print the whole traceback of a model that failed to build, export or run "
                                         "(and of any error), not only the line of your code it failed at.")] = False,
 ) -> None:
-    """A CI gate for PyTorch models that ship through ONNX."""
     if debug:
         os.environ[env.DEBUG] = "1"  # workers inherit it: their tracebacks travel in their results
 
@@ -166,8 +157,7 @@ def update_baseline(config: ConfigOpt = None, model: ModelOpt = None, provider: 
     if out is not None and chosen is not None:  # only a share recorded whole is handed on
         from gate.commands.baseline_shards import write_share
 
-        files = write_share(cfg, chosen, out)
-        handed = count(len(files), "baseline file")
+        handed = count(len(write_share(cfg, chosen, out)), "baseline file")
         console.print(escape(f"shard {chosen.shard}: {handed} → {out}"))
 
 
@@ -301,7 +291,6 @@ def validate(config: ConfigOpt = None, model: ModelOpt = None) -> None:
 def doctor() -> None:
     """Print versions, providers available here, the fingerprint backend and device class."""
     from gate.cli.console import console
-    from gate.cli.extras import NEEDS, ORT_STACK, missing
     from gate.core import device
     from gate.core.versions import versions
     from gate.fingerprint import backend, native_error
@@ -311,16 +300,15 @@ def doctor() -> None:
     console.print(f"{'backend':12} {backend}" + (f" ({native_error})" if backend == "numpy" and native_error else ""),
                   soft_wrap=True)
     console.print(f"{'device':12} {device.cpu_class()} ({device.cpu_name()})")
-    _doctor_onnxruntime(console, missing(ORT_STACK))
+    _doctor_onnxruntime(console, extras.missing(extras.ORT_STACK))
     names = [c.name or c.callback.__name__.replace("_", "-") for c in app.registered_commands if not c.hidden]
-    ready = [n for n in names if not missing(NEEDS.get(n, ()))]
+    ready = [n for n in names if not extras.missing(extras.NEEDS.get(n, ()))]
     console.print(escape(f"{'commands':12} {', '.join(ready)}"
                          + ("" if len(ready) == len(names) else " (running models needs: pip install 'parity-gate[torch]')")),
                   soft_wrap=True)
 
 
 def _doctor_onnxruntime(console: Console, absent: list[str]) -> None:
-    """Which ONNX Runtime distribution Python imports, its EPs, and more than one installed."""
     from gate.github import ortdist
 
     found = ortdist.installed()

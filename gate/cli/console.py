@@ -298,8 +298,7 @@ def failure_lines(report: Report) -> list[str]:
             out.append(f"  [red]✗[/red] {escape(m.name)}: {escape(why(m))}")
         words = step_words(m, TEXT)
         if words:
-            out.append(f"    [bold]next:[/bold] {escape(words)}" if len(failed) > 1
-                       else f"  [bold]next:[/bold] {escape(words)}")
+            out.append(f"{'    ' if len(failed) > 1 else '  '}[bold]next:[/bold] {escape(words)}")
     for m in (m for m in report.models if m.status == ModelStatus.PASS):  # passed with a refactor inside a module
         words = step_words(m, TEXT)
         if words:

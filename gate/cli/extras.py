@@ -17,8 +17,7 @@ ORT_STACK = ("onnx", "onnxruntime")
 # What each command needs beyond the core install; a command not named needs nothing more.
 # validate imports the models' factories, which import torch.
 NEEDS = {"check": TORCH_STACK, "update-baseline": TORCH_STACK, "init": TORCH_STACK, "add": TORCH_STACK,
-         "validate": TORCH_STACK, "export": EXPORT_STACK,
-         "collect": ORT_STACK}
+         "validate": TORCH_STACK, "export": EXPORT_STACK, "collect": ORT_STACK}
 
 _INSTALL = {
     TORCH_STACK: "pip install 'parity-gate[torch]' (on a GPU runner: 'parity-gate[gpu]')",

@@ -11,12 +11,12 @@ from typing import Annotated
 import typer
 
 from gate.errors import GateError
-from gate.github import FAIL_ON, POLICIES, WHEN, ActionsEnv, PublishSettings, comment_id, publish
-from gate.github.actions import command, log_safe, write_command
-from gate.github.approval import DEFAULT_LABEL
+from gate.github.actions import ActionsEnv, command, log_safe, write_command
+from gate.github.approval import DEFAULT_LABEL, POLICIES
 from gate.github.changes import Named
+from gate.github.comment import WHEN, comment_id
 from gate.github.commit_status import DEFAULT_CONTEXT
-from gate.github.publish import Outcome, job_status
+from gate.github.publish import FAIL_ON, Outcome, PublishSettings, job_status, publish
 from gate.render import headline_text
 from gate.verdict.report_file import load_report
 from gate.verdict.types import Report
@@ -75,8 +75,7 @@ def comment(
             report_path=report, when=when.value, fail_on=fail_on.value, comment_id=comment_id(cid or config),
             artifact_url=artifact_url or None, pr_number=pr, markdown_path=markdown, max_wait=max_wait,
             baseline_changes=baseline_changes.value, approval_label=approval_label or DEFAULT_LABEL, job=job or None,
-            named=Named(config or "", constraints or ""), status_context=status_context,
-        )
+            named=Named(config or "", constraints or ""), status_context=status_context)
         env = ActionsEnv.from_environ()
         out = publish(data, settings, env)
     except GateError as e:

@@ -13,12 +13,13 @@ import typer
 from rich.markup import escape
 
 from gate.cli.extras import require
+from gate.config import find_config, load_config
 from gate.config.providers import is_gpu
 from gate.errors import GateError
 from gate.render.text import count
 from gate.scaffold import CONSTRAINTS, Options, Plan, apply, parse_input, plan
-from gate.scaffold.config_text import Inputs
-from gate.scaffold.workflows import ACTION, FLOWS
+from gate.scaffold.config_text import Inputs, model_name
+from gate.scaffold.workflows import ACTION, FLOWS, RUN_GPU_BASELINES
 
 FactoryOpt = Annotated[str | None, typer.Option(
     "--factory", "-f", metavar="MODULE:CALLABLE", help="module:callable returning the torch.nn.Module (called with no arguments).")]
@@ -101,7 +102,7 @@ def init(
     factory, inputs = _ask(factory, input_, inputs_ref, yes)
     if not no_baseline:
         require("init")
-    if _configured(directory.resolve()) and not _has_model(directory.resolve(), name, factory):
+    if _adds_to_config(directory.resolve(), name, factory):
         console.print("[dim]a parity-gate config exists here: adding the model to it, every other model "
                       "kept[/dim]")
         _add_files(directory.resolve(), None, factory, inputs, name, pip_args)
@@ -124,7 +125,6 @@ def init(
 def _first_gpu_baseline(p: Plan) -> None:
     """The GPU providers cannot run here: the one click (or command) that records them on the runner."""
     from gate.cli.console import console
-    from gate.scaffold.workflows import RUN_GPU_BASELINES
 
     gpu = [n for n in p.providers if is_gpu(n)]
     console.print(f"[bold]first GPU baseline[/bold] ({escape(', '.join(gpu))}): commit and push these files, then "
@@ -137,7 +137,6 @@ def _first_baseline(p: Plan) -> None:
     from gate import commands
     from gate.cli.console import console, progress_display
     from gate.commands.common import location
-    from gate.config import load_config
 
     cfg = load_config(p.config_path)
     missing = [m for m in cfg.models if not location(cfg, m).path.exists()]
@@ -160,23 +159,15 @@ def _first_baseline(p: Plan) -> None:
                   soft_wrap=True)
 
 
-def _has_model(root: Path, name: str | None, factory: str) -> bool:
-    """Whether the config already gates this model (run init again: it keeps and completes the files)."""
-    from gate.config import find_config, load_config
-    from gate.scaffold.config_text import model_name
-
-    wanted = name or model_name(factory)
-    return any(wanted in (m.name, m.base) for m in load_config(find_config(None, root)).models)
-
-
-def _configured(root: Path) -> bool:
-    from gate.config import find_config
-
+def _adds_to_config(root: Path, name: str | None, factory: str) -> bool:
+    """Whether a config exists here that does not gate this model yet (one that does: init runs again,
+    keeping and completing the files)."""
     try:
-        find_config(None, root)
+        path = find_config(None, root)
     except GateError:
         return False
-    return True
+    wanted = name or model_name(factory)
+    return not any(wanted in (m.name, m.base) for m in load_config(path).models)
 
 
 def add(
@@ -229,7 +220,7 @@ def _edit(old: str, new: str) -> tuple[str, str]:
 
 def _add(root: Path, config: Path | None, factory: str, inputs: Inputs, name: str | None, pip_args: str | None,
          no_baseline: bool) -> None:
-    from gate.cli.console import console
+    from gate.cli.console import console, progress_display
 
     model, path, shown = _add_files(root, config, factory, inputs, name, pip_args)
     _warn_ranges(path, model)
@@ -238,8 +229,6 @@ def _add(root: Path, config: Path | None, factory: str, inputs: Inputs, name: st
                       f"--model {escape(model)}", soft_wrap=True)
         return
     from gate import commands
-    from gate.cli.console import progress_display
-    from gate.config import load_config
 
     cfg = load_config(path)
     with progress_display() as progress:
@@ -257,10 +246,8 @@ def _warn_ranges(config_path: Path, model: str) -> None:
     """Integer inputs of the new model whose default range cannot be what it reads: said before its
     baseline is recorded on them."""
     from gate.cli.notices import input_ranges
-    from gate.config import load_config
 
-    cfg = load_config(config_path)
-    input_ranges(cfg.select_models([model]))
+    input_ranges(load_config(config_path).select_models([model]))
 
 
 def register(app: typer.Typer) -> None:

@@ -9,7 +9,7 @@ from typing import Annotated, NoReturn
 
 import typer
 
-from gate.cli.shared import ReportPaths, _write_reports, report_options
+from gate.cli.shared import ReportPaths, _load, _write_reports, report_options
 from gate.config.shards import MAX_SHARDS
 from gate.errors import GateError
 from gate.github.actions import log_safe
@@ -35,8 +35,6 @@ def merge(
     """Merge the legs' reports into one verdict; refuse (exit 2) a model no leg or two legs judged.
     With --baselines, merge the legs' recorded baselines alike."""
     if baselines:
-        from gate.cli.shared import _load
-
         if any(reports.values()):
             raise GateError("--baselines merges baseline files, not reports: "
                             f"drop {', '.join(f'--{name}' for name, path in reports.items() if path)}")

@@ -7,12 +7,14 @@ from __future__ import annotations
 import functools
 import inspect
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from gate.errors import GateError
+from gate.render.text import count
 
 if TYPE_CHECKING:
     from gate.commands.shards import ShardPlan
@@ -24,15 +26,10 @@ ReportPaths = dict[str, Path | None]  # renderer name -> where to write its repo
 
 def _split(values: list[str] | None) -> list[str] | None:
     """Repeatable options also take comma/space separated lists (the action passes one env var)."""
-    if not values:
-        return None
-    out = [v for item in values for v in item.replace(",", " ").split()]
-    return out or None
+    return [v for item in values or () for v in item.replace(",", " ").split()] or None
 
 
 def _load(config: Path | None, allow_missing_gpu: bool = False, require: list[str] | None = None) -> Config:
-    from dataclasses import replace
-
     from gate.commands.common import display
     from gate.config import canonical_provider, find_config, load_config
 
@@ -60,12 +57,10 @@ def _sharded(cfg: Config, models: tuple[ModelSpec, ...],
 
 def _shard_line(chosen: ShardPlan) -> str:
     """What this leg runs of the whole, and how the legs are balanced (recorded seconds)."""
-    from gate.render.text import count as counted
-
     loads = " · ".join(f"{load:.0f} s" for load in chosen.loads)
-    guessed = f"; {counted(chosen.estimated, 'model')} without a recorded time weighed as the median" \
-        if chosen.estimated else ""
-    return (f"shard {chosen.shard}: {counted(chosen.held, 'model')} of {chosen.units} ({counted(len(chosen.models), 'case')} "
+    guessed = (f"; {count(chosen.estimated, 'model')} without a recorded time weighed as the median"
+               if chosen.estimated else "")
+    return (f"shard {chosen.shard}: {count(chosen.held, 'model')} of {chosen.units} ({count(len(chosen.models), 'case')} "
             f"of {len(chosen.covered)}); recorded seconds per shard: {loads}{guessed}")
 
 

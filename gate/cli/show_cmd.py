@@ -11,8 +11,9 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.markup import escape
 
-from gate.errors import GateError
+from gate.errors import FormatError, GateError
 
 ConfigOpt = Annotated[Path | None, typer.Option("--config", envvar="PARITY_GATE_CONFIG",
                                                  help="Config file, to look a model name up in (default: as `check` finds it).")]
@@ -27,7 +28,6 @@ def show(file: Annotated[str, typer.Argument(help="A baseline (.msgpack.zst) fil
                            "reference's noise, one line per runtime).")] = False,
          config: ConfigOpt = None) -> None:
     """Print a baseline readably (also usable as a git textconv driver)."""
-    from gate.errors import FormatError
     from gate.formats.baseline.show import render_file
 
     try:
@@ -94,8 +94,6 @@ def diff_driver(directory: Annotated[Path, typer.Option("--dir", help="A folder 
                 = Path(".")) -> None:
     """Show baselines as text in `git diff` in this clone (git takes diff drivers from each clone's own
     config, never from the repository): run once per clone."""
-    from rich.markup import escape
-
     from gate.cli.console import console
     from gate.scaffold.diff_driver import DriverState, install, state
 

@@ -12,6 +12,10 @@ from pathlib import Path
 from typing import Any
 
 MAX_ANNOTATIONS = 10
+_VARIABLES = {"repository": "GITHUB_REPOSITORY", "run_id": "GITHUB_RUN_ID",  # ActionsEnv's plain fields
+              "run_attempt": "GITHUB_RUN_ATTEMPT", "event_name": "GITHUB_EVENT_NAME",
+              "event_path": "GITHUB_EVENT_PATH", "sha": "GITHUB_SHA", "output_path": "GITHUB_OUTPUT",
+              "summary_path": "GITHUB_STEP_SUMMARY"}
 
 
 @dataclass(frozen=True)
@@ -39,14 +43,7 @@ class ActionsEnv:
             api_url=e.get("GITHUB_API_URL") or "https://api.github.com",
             graphql_url=e.get("GITHUB_GRAPHQL_URL") or "",
             server_url=e.get("GITHUB_SERVER_URL") or "https://github.com",
-            repository=e.get("GITHUB_REPOSITORY", ""),
-            run_id=e.get("GITHUB_RUN_ID", ""),
-            run_attempt=e.get("GITHUB_RUN_ATTEMPT", ""),
-            event_name=e.get("GITHUB_EVENT_NAME", ""),
-            event_path=e.get("GITHUB_EVENT_PATH", ""),
-            sha=e.get("GITHUB_SHA", ""),
-            output_path=e.get("GITHUB_OUTPUT", ""),
-            summary_path=e.get("GITHUB_STEP_SUMMARY", ""),
+            **{name: e.get(var, "") for name, var in _VARIABLES.items()},
             in_actions=e.get("GITHUB_ACTIONS") == "true",
             token=e.get("PARITY_GATE_GITHUB_TOKEN") or e.get("GITHUB_TOKEN") or None,
         )
@@ -157,10 +154,10 @@ class InertLines(io.TextIOBase):
         return self.stream.isatty()
 
 
-def inert_streams(environ: Mapping[str, str] | None = None) -> None:
+def inert_streams() -> None:
     """In Actions, every line this process prints (rich, click, print, warnings) goes through
     ``InertLines``."""
-    if (os.environ if environ is None else environ).get("GITHUB_ACTIONS") != "true":
+    if os.environ.get("GITHUB_ACTIONS") != "true":
         return
     if not isinstance(sys.stdout, InertLines):
         sys.stdout = InertLines(sys.stdout)

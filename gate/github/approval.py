@@ -172,9 +172,18 @@ def _time(value: object) -> datetime | None:
 
 
 def _updates(client: GitHubClient, pull: Pull) -> Iterator[dict[str, Any]]:
-    """The head branch's updates, newest first (the activity API of the repository it lives in)."""
-    yield from client.paginate(f"/repos/{pull.head_repo}/activity", ref=f"refs/heads/{pull.head_ref}",
-                               direction="desc")
+    """The head branch's updates, newest first (the activity API of the repository it lives in);
+    PushersUnknown where they cannot be read."""
+    if not (pull.head_repo and pull.head_ref):
+        raise PushersUnknown("the head branch is not known (its repository may be deleted)")
+    try:
+        yield from client.paginate(f"/repos/{pull.head_repo}/activity", ref=f"refs/heads/{pull.head_ref}",
+                                   direction="desc")
+    except GitHubError as e:
+        if e.status in (403, 404):
+            raise PushersUnknown(f"its branch's updates cannot be read ({e.status}: a private fork, or no "
+                                 "activity API)") from None
+        raise
 
 
 class PushersUnknown(Exception):
@@ -186,24 +195,16 @@ def pushers(client: GitHubClient, pull: Pull) -> tuple[str, ...]:
     record), newest first, back to the one that created the branch or set it to the base. Never the commits'
     author or committer, whose e-mail addresses the pusher writes. PushersUnknown where the updates cannot
     be read (a private fork, a deleted head repository) or do not reach back that far."""
-    if not (pull.head_repo and pull.head_ref):
-        raise PushersUnknown("the head branch is not known (its repository may be deleted)")
     found: list[str] = []
-    try:
-        for i, update in enumerate(_updates(client, pull)):
-            if i >= MAX_UPDATES:
-                raise PushersUnknown(f"its branch has more than {MAX_UPDATES:,} updates")
-            login = _login(update, "actor") if isinstance(update, dict) else ""
-            if not login:
-                raise PushersUnknown("an update of its branch names no one")
-            found.append(login)
-            if update.get("before") in (NO_COMMIT, pull.base_sha or NO_COMMIT):
-                return tuple(dict.fromkeys(found))
-    except GitHubError as e:
-        if e.status in (403, 404):
-            raise PushersUnknown(f"its branch's updates cannot be read ({e.status}: a private fork, or no "
-                                 "activity API)") from None
-        raise
+    for i, update in enumerate(_updates(client, pull)):
+        if i >= MAX_UPDATES:
+            raise PushersUnknown(f"its branch has more than {MAX_UPDATES:,} updates")
+        login = _login(update, "actor") if isinstance(update, dict) else ""
+        if not login:
+            raise PushersUnknown("an update of its branch names no one")
+        found.append(login)
+        if update.get("before") in (NO_COMMIT, pull.base_sha or NO_COMMIT):
+            return tuple(dict.fromkeys(found))
     raise PushersUnknown("its branch's updates do not reach back to where it was made")
 
 
@@ -211,8 +212,6 @@ def head_at(client: GitHubClient, pull: Pull, at: datetime) -> str | None:
     """The commit the pull request's branch pointed at, at time ``at`` (GitHub's clock): the ``after``
     of its last update before then. None when that cannot be told: the updates cannot be read, none
     is that old, or one falls in the same second (the order within a second is unknown)."""
-    if not (pull.head_repo and pull.head_ref):
-        return None
     try:
         for i, update in enumerate(_updates(client, pull)):
             when = _time(update.get("timestamp")) if isinstance(update, dict) else None
@@ -221,10 +220,8 @@ def head_at(client: GitHubClient, pull: Pull, at: datetime) -> str | None:
             if when < at:
                 after = update.get("after")
                 return after if isinstance(after, str) and after else None
-    except GitHubError as e:
-        if e.status in (403, 404):  # a private fork, or no activity API: the label cannot be placed
-            return None
-        raise
+    except PushersUnknown:  # no head branch, a private fork, no activity API: the label cannot be placed
+        return None
     return None
 
 
@@ -235,8 +232,8 @@ def approval_line(approval: Approval | None, label: str, what: str = "baseline c
         return ""
     if approval.state == ApprovalState.APPROVED:
         return f"✅ The {what} is approved ({plain(approval.how, 200)})."
-    why = "" if approval.state == ApprovalState.PENDING else \
-        f" (approval could not be checked: {plain(approval.how, 200)})"
+    why = ("" if approval.state == ApprovalState.PENDING
+           else f" (approval could not be checked: {plain(approval.how, 200)})")
     rule = (f"🔒 **This check fails until the {what} is approved**{why}: someone with write access to "
             f"this repository, other than the pull request's author and whoever pushed to it, approves this "
             f"commit in a review, or adds the label {code(label, 100)} after its last push; then the check runs "

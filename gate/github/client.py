@@ -43,15 +43,9 @@ class Response:
 
 
 class GitHubClient:
-    def __init__(
-        self,
-        token: str | None,
-        api_url: str = DEFAULT_API_URL,
-        *,
-        max_wait: float = DEFAULT_MAX_WAIT,
-        timeout: float = 30.0,
-        sleep: Callable[[float], None] = time.sleep,
-    ):
+    def __init__(self, token: str | None, api_url: str = DEFAULT_API_URL, *,
+                 max_wait: float = DEFAULT_MAX_WAIT, timeout: float = 30.0,
+                 sleep: Callable[[float], None] = time.sleep):
         self._token = token or None
         self.api_url = api_url.rstrip("/")
         self.max_wait = max_wait
@@ -84,19 +78,16 @@ class GitHubClient:
             if wait is None:
                 raise GitHubError(method, shown, status, message)
             if self.waited + wait > self.max_wait:
-                raise RateLimited(
-                    method, shown, status,
-                    f"{message} (would wait {wait:.0f}s more; already waited {self.waited:.0f}s, max {self.max_wait:.0f}s)",
-                )
+                raise RateLimited(method, shown, status, f"{message} (would wait {wait:.0f}s more; already waited "
+                                  f"{self.waited:.0f}s, max {self.max_wait:.0f}s)")
             self._sleep(wait)
             self.waited += wait
 
     def _send(self, method: str, url: str, shown: str, body: Any) -> tuple[int, dict[str, str], bytes]:
         data = None if body is None else json.dumps(body).encode()
-        req = urllib.request.Request(url, data=data, method=method)
-        req.add_header("Accept", "application/vnd.github+json")
-        req.add_header("X-GitHub-Api-Version", "2022-11-28")
-        req.add_header("User-Agent", f"parity-gate/{__version__}")
+        req = urllib.request.Request(url, data=data, method=method, headers={
+            "Accept": "application/vnd.github+json", "X-GitHub-Api-Version": "2022-11-28",
+            "User-Agent": f"parity-gate/{__version__}"})
         if data is not None:
             req.add_header("Content-Type", "application/json")
         if self._token and urllib.parse.urlsplit(url).netloc == self._host:

@@ -19,10 +19,8 @@ ACTIONS_LOGIN = "github-actions[bot]"
 
 def comment_id(raw: str | None) -> str:
     """A marker-safe id (a config path like `models/vision.toml` stays readable)."""
-    raw = (raw or "").strip()
-    raw = raw[2:] if raw.startswith("./") else raw
-    cleaned = _ID_SAFE.sub("_", raw).strip("_")
-    return cleaned[:100] or "default"
+    raw = (raw or "").strip().removeprefix("./")
+    return _ID_SAFE.sub("_", raw).strip("_")[:100] or "default"
 
 
 def marker(cid: str) -> str:
@@ -55,8 +53,8 @@ def own_login(client: GitHubClient, graphql_url: str = "") -> str:
             raise
     try:
         url = graphql_url or f"{client.api_url}/graphql"
-        viewer = ((client.post(url, {"query": "query { viewer { login __typename } }"}) or {}).get("data") or {}) \
-            .get("viewer") or {}
+        answer = client.post(url, {"query": "query { viewer { login __typename } }"}) or {}
+        viewer = (answer.get("data") or {}).get("viewer") or {}
     except GitHubError:
         return ACTIONS_LOGIN
     login = viewer.get("login")
@@ -65,8 +63,8 @@ def own_login(client: GitHubClient, graphql_url: str = "") -> str:
     return f"{login}[bot]" if viewer.get("__typename") == "Bot" and not login.endswith("[bot]") else login
 
 
-def find_comments(client: GitHubClient, repo: str, number: int, mark: str, author: str
-                  ) -> list[dict[str, Any]]:
+def find_comments(client: GitHubClient, repo: str, number: int, mark: str,
+                  author: str) -> list[dict[str, Any]]:
     """``author``'s comments whose body starts with the marker line, oldest first (all pages)."""
     return [c for c in client.paginate(f"/repos/{repo}/issues/{number}/comments")
             if (c.get("body") or "").startswith(mark) and ((c.get("user") or {}).get("login") == author)]

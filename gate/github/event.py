@@ -38,14 +38,8 @@ def load_event(path: str) -> dict[str, Any]:
     return data if isinstance(data, dict) else {}
 
 
-def resolve_pull_request(
-    event_name: str,
-    event: dict[str, Any],
-    repository: str,
-    client: GitHubClient | None,
-    explicit: int | None = None,
-    sha: str = "",
-) -> PullRequest | NoPullRequest:
+def resolve_pull_request(event_name: str, event: dict[str, Any], repository: str, client: GitHubClient | None,
+                         explicit: int | None = None, sha: str = "") -> PullRequest | NoPullRequest:
     """The PR for this run: the event's (a pull request event), the one open pull request whose head is
     the run's commit (workflow_run: a number given must be that one), else a number given, which must be
     the one open pull request at its head (and at ``sha``, the run's commit, where given)."""
@@ -156,6 +150,6 @@ def _given_problem(client: GitHubClient, repo: str, number: int, sha: str, head_
         return (f"pull request #{number} has head {str(head.get('sha'))[:12]}, not the workflow_run's {sha[:12]}: "
                 "not commenting there")
     if not _head_matches({**pr, "number": number}, sha, head_repo):
-        return f"pull request #{number} is not open from {head_repo}, where the workflow_run's head came from: " \
-            "not commenting there"
+        return (f"pull request #{number} is not open from {head_repo}, where the workflow_run's head came from: "
+                "not commenting there")
     return ""

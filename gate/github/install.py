@@ -137,14 +137,13 @@ class _Digest:
                     self._file(path / name, f"{kind}:{value}/{name}")
         elif path.is_dir():
             self._folder(path)
-        elif kind == "file":
-            self._file(path, f"{kind}:{value}")
-            for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
-                words = line.split("#", 1)[0].split() if not line.lstrip().startswith("#") else []
-                for k, v in _options(words):  # pip reads an included file relative to the one including it
-                    self.add(k, v, path.parent)
         else:
             self._file(path, f"{kind}:{value}")
+            if kind == "file":  # its -r/-c lines: pip reads an included file relative to the one including it
+                for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+                    words = line.split("#", 1)[0].split() if not line.lstrip().startswith("#") else []
+                    for k, v in _options(words):
+                        self.add(k, v, path.parent)
 
     def _file(self, path: Path, name: str) -> None:
         data = path.read_bytes()
@@ -197,8 +196,7 @@ def plan(env: dict[str, str], python: str = sys.executable, has_gpu: bool | None
     key = f"parity-gate-env-{os_arch}-{interpreter}-{where}-{tier}-{action}-{requirements}"
     return {"key": key, "packages": " ".join(pkgs), "index-args": index_args, "torch-build": build,
             "constraints": constraints if pinned else "", "python-version": platform.python_version(),
-            "unhashed": unbounded,
-            "onnxruntime": ort_distribution(mode, ort)}
+            "unhashed": unbounded, "onnxruntime": ort_distribution(mode, ort)}
 
 
 def main() -> None:
@@ -221,10 +219,9 @@ def main() -> None:
         print(f"::warning title=parity-gate::{out['unhashed']} holds more than {MAX_FILES:,} files or "
               f"{MAX_BYTES // 2**20} MiB: its contents cannot be part of the cache key, so this environment is "
               "installed afresh", file=sys.stderr)
-    summary = (f"parity-gate environment for mode {env['PG_MODE']}: {out['packages'] or 'core only'}; torch build "
-               f"{out['torch-build']}; ONNX Runtime {out['onnxruntime'] or 'none'}; constraints "
-               f"{out['constraints'] or 'none'}; key {out['key']}")
-    print(summary, file=sys.stderr)
+    print(f"parity-gate environment for mode {env['PG_MODE']}: {out['packages'] or 'core only'}; torch build "
+          f"{out['torch-build']}; ONNX Runtime {out['onnxruntime'] or 'none'}; constraints "
+          f"{out['constraints'] or 'none'}; key {out['key']}", file=sys.stderr)
 
 
 if __name__ == "__main__":

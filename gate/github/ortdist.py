@@ -59,10 +59,10 @@ def distribution_name(spec: str) -> str:
     return _normalize(spec)
 
 
-def ensure(wanted: str, pip: list[str] | None = None) -> int:
+def ensure(wanted: str) -> int:
     """Leave ``wanted`` the only distribution in this environment: uninstall the others and, when
     one was there, reinstall ``wanted`` (the other's uninstall removed shared files)."""
-    pip = pip or [sys.executable, "-m", "pip", "--disable-pip-version-check"]
+    pip = [sys.executable, "-m", "pip", "--disable-pip-version-check"]
     found = installed()
     others = [n for n in found if n != wanted]
     if others:

@@ -58,8 +58,8 @@ def pinned_copy(source: str, dest: str) -> str:
         text = path.read_bytes().decode("utf-8")  # anything past ASCII is then refused by its character
     except UnicodeDecodeError as e:
         line = len((e.object[: e.start].decode("utf-8", "replace") + "x").splitlines())
-        raise PinsError(f"constraints file `{source}`, line {line}: not UTF-8 (byte 0x{e.object[e.start]:02X})") \
-            from None
+        raise PinsError(f"constraints file `{source}`, line {line}: not UTF-8 "
+                        f"(byte 0x{e.object[e.start]:02X})") from None
     except OSError as e:
         raise PinsError(f"constraints file `{source}`: cannot be read ({e.strerror})") from None
     pins = read_pins(text, source)

@@ -11,6 +11,7 @@ import copy
 import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -81,26 +82,18 @@ class _Context:
     event: dict[str, Any]
     stamp: RunStamp | None
     event_error: str = ""
-    _pr: PullRequest | NoPullRequest | None = None
-    _pull: Pull | NoPullRequest | None = None
 
+    @cached_property
     def pull_request(self) -> PullRequest | NoPullRequest:
-        if self._pr is None:
-            self._pr = _resolve(self)
-        return self._pr
+        return _resolve(self)
 
+    @cached_property
     def pull(self) -> Pull | NoPullRequest:
-        if self._pull is None:
-            self._pull = _fetch(self)
-        return self._pull
+        return _fetch(self)
 
 
-def publish(
-    report: Report,
-    settings: PublishSettings,
-    env: ActionsEnv,
-    make_client: Callable[[ActionsEnv, float], GitHubClient] | None = None,
-) -> Outcome:
+def publish(report: Report, settings: PublishSettings, env: ActionsEnv,
+            make_client: Callable[[ActionsEnv, float], GitHubClient] | None = None) -> Outcome:
     ctx = _context(settings, env, make_client)
     report = copy.deepcopy(report)  # judged here: what the API says replaces what the report claims
     try:
@@ -131,8 +124,8 @@ def publish(
     write_outputs(env.output_path, _outputs(report, settings, md_path, result, approval, changes))
     blocked = approval is not None and approval.blocks
     exit_code = 0 if settings.fail_on == "never" else report.exit_code or int(blocked)
-    state = "error" if report.verdict == Verdict.ERROR else "failure" if report.verdict != Verdict.PASS or blocked \
-        else "success"
+    state = ("error" if report.verdict == Verdict.ERROR
+             else "failure" if report.verdict != Verdict.PASS or blocked else "success")
     said_first = f"{changes.what()} needs approval · " if blocked else ""
     status = _status(ctx, state, f"{said_first}{report.verdict}: {headline_text(report)}", result)
     write_outputs(env.output_path, {"status": status.state if status is not None and status.posted else ""})
@@ -144,11 +137,9 @@ JOB_STATES = {"pending": "judging this commit: no verdict yet",
               "error": "not judged: the judging job failed or was cancelled before its verdict (see the run)"}
 
 
-def job_status(state: str, settings: PublishSettings, env: ActionsEnv,
-               make_client: Callable[[ActionsEnv, float], GitHubClient] | None = None) -> StatusResult | None:
+def job_status(state: str, settings: PublishSettings, env: ActionsEnv) -> StatusResult | None:
     """``pending`` or ``error`` (``gate.github.commit_status``); None where this run posts none."""
-    ctx = _context(settings, env, make_client)
-    return _status(ctx, state, JOB_STATES[state])
+    return _status(_context(settings, env, None), state, JOB_STATES[state])
 
 
 def _context(settings: PublishSettings, env: ActionsEnv,
@@ -175,7 +166,7 @@ def _resolve(ctx: _Context) -> PullRequest | NoPullRequest:
 
 
 def _fetch(ctx: _Context) -> Pull | NoPullRequest:
-    pr = ctx.pull_request()
+    pr = ctx.pull_request
     if isinstance(pr, NoPullRequest):
         return pr
     if ctx.client is None:
@@ -223,7 +214,7 @@ def _gate_changes(report: Report, ctx: _Context) -> GateChanges:
     s = ctx.settings
     if (s.when == "never" and s.baseline_changes != "require-approval") or not _about_a_pull_request(ctx):
         return GateChanges.of_baselines(report.baseline_changes)
-    pull = ctx.pull()
+    pull = ctx.pull
     if isinstance(pull, NoPullRequest):
         raise ChangesUnknown(f"the baseline files this pull request changes cannot be listed: {pull.reason}")
     judged = ctx.stamp.sha if ctx.stamp else ""
@@ -240,7 +231,7 @@ def _gate_changes(report: Report, ctx: _Context) -> GateChanges:
 def _approval(changes: GateChanges, ctx: _Context) -> Approval | None:
     if not changes.files or ctx.settings.baseline_changes != "require-approval":
         return None
-    pull = ctx.pull()
+    pull = ctx.pull
     if isinstance(pull, NoPullRequest):
         return Approval(ApprovalState.UNKNOWN, pull.reason)
     return check_approval(ctx.client, pull, ctx.stamp.sha if ctx.stamp else "", ctx.settings.approval_label)
@@ -265,7 +256,7 @@ def _comment(report: Report, ctx: _Context, body: str, short: Callable[[], str],
     settings = ctx.settings
     if settings.when == "never":
         return CommentResult("skipped", reason="commenting is off (comment: never)")
-    pr = ctx.pull_request()
+    pr = ctx.pull_request
     if isinstance(pr, NoPullRequest):
         return CommentResult("skipped", reason=pr.reason)
     if ctx.client is None:
@@ -326,11 +317,9 @@ def _approval_annotation(report: Report, approval: Approval | None, settings: Pu
 
 def _explain(e: GitHubError) -> str:
     if e.status in (403, 404):
-        return (
-            f"GitHub answered {e.status} ({e.message or 'forbidden'}) to {e.method} {e.path}: the token cannot write "
-            "to this pull request (a pull request from a fork gets a read-only token; see the fork-safe flow in "
-            "docs/action.md); the report is in the job summary"
-        )
+        return (f"GitHub answered {e.status} ({e.message or 'forbidden'}) to {e.method} {e.path}: the token cannot "
+                "write to this pull request (a pull request from a fork gets a read-only token; see the fork-safe "
+                "flow in docs/action.md); the report is in the job summary")
     if e.status == 422:
         return f"GitHub rejected the comment (422 {e.message}); the report is in the job summary"
     return f"{e}; the report is in the job summary"
@@ -350,12 +339,9 @@ def annotations(report: Report) -> list[str]:
         for p in m.providers:
             fr = p.first_regression
             if fr:
-                out.append(command(
-                    "error",
-                    f"{m.name}: layer {fr.layer} on {p.name} failed {fr.check}: "
-                    f"{num(fr.value)} > {num(fr.threshold)}. {fr.message or ''}".strip(),
-                    title=f"parity-gate: {m.name} regressed on {p.name} ({p.precision or '?'})",
-                ))
+                out.append(command("error", f"{m.name}: layer {fr.layer} on {p.name} failed {fr.check}: "
+                                   f"{num(fr.value)} > {num(fr.threshold)}. {fr.message or ''}".strip(),
+                                   title=f"parity-gate: {m.name} regressed on {p.name} ({p.precision or '?'})"))
     first = report.first_regression
     if first is not None:  # the overall first regression leads; stable otherwise
         lead = f"{first.model}: layer {first.layer} on {first.provider} "

@@ -44,8 +44,7 @@ def _obj(value: Any) -> dict[str, Any]:
 
 def fetch_pull(client: GitHubClient, repo: str, number: int) -> Pull:
     """The pull request ``number`` of ``repo`` (GitHubError when the API does not answer)."""
-    data = client.get(f"/repos/{repo}/pulls/{number}")
-    data = _obj(data)
+    data = _obj(client.get(f"/repos/{repo}/pulls/{number}"))
     head, user = _obj(data.get("head")), _obj(data.get("user"))
     labels = data.get("labels") if isinstance(data.get("labels"), list) else []
     changed = data.get("changed_files")

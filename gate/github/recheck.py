@@ -40,8 +40,8 @@ class Contradiction:
 def _over(row: Row) -> bool:
     """A passing row whose value exceeds its threshold (no check the writer knows passes such a row)."""
     v, t = row.value, row.threshold
-    return row.status == RowStatus.PASS and v is not None and t is not None and math.isfinite(v) and \
-        math.isfinite(t) and v > t
+    return (row.status == RowStatus.PASS and v is not None and t is not None and math.isfinite(v)
+            and math.isfinite(t) and v > t)
 
 
 def _evidence(p: ProviderVerdict) -> None:

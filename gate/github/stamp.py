@@ -58,8 +58,8 @@ def stamp_for(env: ActionsEnv, event: dict[str, Any]) -> RunStamp | None:
                         run.get("html_url") if isinstance(run.get("html_url"), str) else None)
     if not _int(env.run_id):
         return None
-    sha = _sha(((event.get("pull_request") or {}).get("head") or {}).get("sha")) if env.event_name in PR_EVENTS \
-        else ""
+    sha = (_sha(((event.get("pull_request") or {}).get("head") or {}).get("sha"))
+           if env.event_name in PR_EVENTS else "")
     return RunStamp(_int(env.run_id), _int(env.run_attempt) or 1, sha or _sha(env.sha), env.run_url)
 
 

@@ -13,7 +13,8 @@ from gate.config.shards import MAX_SHARDS
 from gate.core.files import CONSTRAINTS
 from gate.errors import ConfigError
 from gate.scaffold import codeowners
-from gate.scaffold.add import merge_constraints, pip_args_of
+from gate.scaffold.add import merge_constraints, merge_pip_args, pip_args_of
+from gate.scaffold.approval import requires_approval, with_approval
 from gate.scaffold.config_text import DEFAULT_PROVIDERS, Inputs, has_section, model_name, parse_input, section
 from gate.scaffold.deps import constraints, model_requirements
 from gate.scaffold.diff_driver import attributes_line, install
@@ -25,8 +26,11 @@ from gate.scaffold.workflows import (
     RUN_GPU_BASELINES,
     SHARDED_FLOWS,
     Flow,
+    runner_labels,
     workflows,
 )
+
+BUILTIN_LABELS = {"self-hosted", "linux", "macos", "windows", "x64", "arm", "arm64"}  # GitHub's own runner labels
 
 
 @dataclass(frozen=True)
@@ -114,9 +118,6 @@ def _config(root: Path, text: str) -> Change:
 def _workflow(root: Path, path: str, body: str, options: Options, pip_args: str) -> Change:
     """A workflow: created; replaced with ``force``; else kept, with the models' requirements it lacks
     added and, with ``require_approval``, approval turned on, in place."""
-    from gate.scaffold.add import merge_pip_args
-    from gate.scaffold.approval import with_approval
-
     target = root / path
     if not target.exists() or options.force:
         return _file(root, path, body, options.force)
@@ -150,11 +151,6 @@ def _gitattributes(root: Path) -> Change:
     if not added:
         return Change(".gitattributes", "keep", why="has the diff driver line")
     return Change(".gitattributes", "append" if current else "create", added)
-
-
-def _custom_labels(options: Options) -> list[str]:
-    builtin = {"self-hosted", "linux", "macos", "windows", "x64", "arm", "arm64"}
-    return [label.strip() for label in options.gpu_runner.split(",") if label.strip() and label.strip() not in builtin]
 
 
 def _pip_args(options: Options) -> str:
@@ -198,7 +194,7 @@ def plan(options: Options) -> Plan:
                           "and the GPU runner ephemeral, in a runner group that admits only this workflow "
                           "(docs/action.md)")
         out.changes.append(change)
-    labels = _custom_labels(options) if options.flow == "gpu" else []
+    labels = [x for x in runner_labels(flow) if x not in BUILTIN_LABELS] if options.flow == "gpu" else []
     if labels:  # actionlint (and editors using it) must know the self-hosted runner's own labels
         out.changes.append(_file(options.root, ".github/actionlint.yaml", "self-hosted-runner:\n  labels:\n"
                                  + "".join(f"    - {label}\n" for label in labels), False))
@@ -211,8 +207,6 @@ def plan(options: Options) -> Plan:
 
 
 def _approving(root: Path) -> bool:
-    from gate.scaffold.approval import requires_approval
-
     folder = root / ".github" / "workflows"
     return folder.is_dir() and any(requires_approval(p.read_text(encoding="utf-8"))
                                    for p in folder.glob("*.y*ml"))

@@ -7,17 +7,11 @@ from __future__ import annotations
 
 import json
 import re
-import sys
 from pathlib import Path
 
 from gate.config import Config, find_config, load_config
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
 from gate.errors import ConfigError
-from gate.scaffold.config_text import Inputs, model_name, model_table
+from gate.scaffold.config_text import Inputs, has_section, model_name, model_table
 from gate.scaffold.deps import constraints, model_requirements
 
 # ``extra-pip-args: "..."`` in a workflow's ``with:`` (what init writes: a JSON-quoted string).
@@ -105,7 +99,6 @@ def merge_constraints(text: str, wanted: list[str]) -> str:
 
 
 def model_workflows(root: Path) -> dict[Path, str]:
-    """The repository's workflows with a step that runs the action on the models."""
     folder = root / ".github" / "workflows"
     found = {}
     for path in sorted([*folder.glob("*.yml"), *folder.glob("*.yaml")]) if folder.is_dir() else []:
@@ -163,7 +156,7 @@ def plan_add(root: Path, config: Path | None, factory: str, inputs: Inputs, name
     if any(name in (m.name, m.base) for m in cfg.models):
         raise ConfigError(f"{path}: a model named `{name}` is configured already; pass --name")
     text = path.read_text(encoding="utf-8")
-    under_tool = "parity-gate" in tomllib.loads(text).get("tool", {})  # parity-gate.toml may use either form
+    under_tool = has_section(text)  # parity-gate.toml may use either form
     files = {path: text.rstrip("\n") + "\n\n" + model_table(name, factory, inputs,
                                                              "tool.parity-gate" if under_tool else None)}
     load_config(path, files[path])  # the config as it will be: refused here, before anything is written

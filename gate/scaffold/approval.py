@@ -28,8 +28,8 @@ def with_approval(text: str) -> str:
     steps = action_steps(lines)
     if not steps:
         return text
-    judges = [] if requires_approval(text) else \
-        [(start, end) for start, end, mode in steps if mode == "comment"]
+    judges = ([] if requires_approval(text)
+              else [(start, end) for start, end, mode in steps if mode == "comment"])
     for start, end in reversed(judges):
         with_at = next((i for i in range(start + 1, end) if lines[i].strip() == "with:"), None)
         dash = len(lines[start]) - len(lines[start].lstrip())

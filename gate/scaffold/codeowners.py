@@ -38,6 +38,6 @@ def entry(root: Path, paths: tuple[str, ...]) -> tuple[str, str, str]:
     why = RECIPE + ("; replace @OWNER with the user or team that reviews them" if who == "@OWNER" else "")
     if not lines:
         return "keep", "", RECIPE
-    text = ("\n" if current and not current.endswith("\n") else "") + \
-        "# parity-gate: what decides the verdict is reviewed by its owners\n" + "".join(lines)
+    text = (("\n" if current and not current.endswith("\n") else "")
+            + "# parity-gate: what decides the verdict is reviewed by its owners\n" + "".join(lines))
     return ("append" if current else "create"), text, why

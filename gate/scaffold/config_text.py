@@ -78,8 +78,7 @@ Inputs = Sequence[Input] | str  # declared inputs, or a module:function that mak
 def model_name(factory: str) -> str:
     """A model name from the factory's callable: ``models.vision:ResNet18`` -> ``resnet18``."""
     fn = factory.rsplit(":", 1)[-1].rsplit(".", 1)[-1]
-    name = re.sub(r"[^a-z0-9._-]+", "-", fn.lower()).strip("-._") or "model"
-    return name[:64]
+    return (re.sub(r"[^a-z0-9._-]+", "-", fn.lower()).strip("-._") or "model")[:64]
 
 
 def _checked(name: str, factory: str, inputs: Inputs) -> None:
@@ -114,16 +113,12 @@ def _input_table(i: Input) -> str:
             f'dtype = {json.dumps(i.dtype)}{bounds} }}')
 
 
-def section(name: str, factory: str, inputs: Inputs, providers: Sequence[str] = DEFAULT_PROVIDERS,
-            baseline_dir: str = "baselines") -> str:
+def section(name: str, factory: str, inputs: Inputs, providers: Sequence[str] = DEFAULT_PROVIDERS) -> str:
     """The TOML text; raises ConfigError (naming the key) if ``check`` would refuse it."""
-    text = (
-        "[tool.parity-gate]\n"
-        f"baseline-dir = {json.dumps(baseline_dir)}                       # relative to this file's folder; commit it\n"
-        f"providers = [{', '.join(json.dumps(p) for p in providers)}]\n"
-        "\n"
-        + model_table(name, factory, inputs)
-    )
+    text = ("[tool.parity-gate]\n"
+            'baseline-dir = "baselines"                       # relative to this file\'s folder; commit it\n'
+            f"providers = [{', '.join(json.dumps(p) for p in providers)}]\n\n"
+            + model_table(name, factory, inputs))
     parse(tomllib.loads(text)["tool"]["parity-gate"], Path("parity-gate.toml"), "tool.parity-gate")
     return text
 

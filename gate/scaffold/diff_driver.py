@@ -56,8 +56,7 @@ def state(root: Path, sample: str = "baselines/model.msgpack.zst") -> DriverStat
     try:
         if _git(root, "rev-parse", "--is-inside-work-tree").returncode != 0:
             return DriverState.NOT_GIT
-        routed = _git(root, "check-attr", "diff", "--", sample).stdout.strip().endswith(": parity-gate")
-        if not routed:
+        if not _git(root, "check-attr", "diff", "--", sample).stdout.strip().endswith(": parity-gate"):
             return DriverState.UNUSED
         # The textconv is what turns binary into text; the command (git diff's summary) is set beside it.
         return DriverState.SET if _git(root, "config", "--get", TEXTCONV_KEY).returncode == 0 else DriverState.MISSING

@@ -45,6 +45,7 @@ CONCURRENCY = """concurrency:  # a newer push cancels the older run, whose comme
 SAME_REPO = "github.event.pull_request.head.repo.full_name == github.repository"
 HEAD_SHA = "${{ github.event.pull_request.head.sha }}"
 READ_ONLY = "    permissions:\n      contents: read  # check out the pull request; nothing else\n"
+READ_DEFAULT = READ_ONLY.replace("check out the pull request", "check out the default branch")
 
 
 @dataclass(frozen=True)
@@ -64,8 +65,7 @@ class Flow:
             raise ValueError(f"shards: the {self.kind} flow has no sharded check (the single and fork flows do)")
 
     @property
-    def shard_inputs(self) -> tuple[tuple[str, str], ...]:
-        """A leg's ``with:`` pairs: its shard from the matrix, and how many there are."""
+    def shard_inputs(self) -> tuple[tuple[str, str], ...]:  # a leg's shard from the matrix, and how many
         return (("shard", "${{ matrix.shard }}"), ("shards", str(self.shards))) if self.shards else ()
 
 
@@ -94,66 +94,62 @@ def _trigger(flow: Flow) -> str:
             "  pull_request_review:\n    types: [submitted, dismissed]\n" + push)
 
 
-def _checkout(ref: str = "") -> str:
-    """Credentials are not left in .git/config, where the pull request's code could read them."""
+def _steps(action: str = "", ref: str = "") -> str:
+    """The checkout, then ``action``: credentials are not left in .git/config, where the pull request's
+    code could read them."""
     pinned = f"          ref: {ref}  # the commit this run was made (and approved) for\n" if ref else ""
-    return f"      - uses: {CHECKOUT}\n        with:\n{pinned}          persist-credentials: false\n"
+    return (f"    steps:\n      - uses: {CHECKOUT}\n        with:\n{pinned}          persist-credentials: false\n"
+            + (f"      - uses: {action}\n" if action else ""))
 
 
 def _matrix(flow: Flow) -> str:
-    """The legs of a sharded check: every one reports, whatever another one found."""
     if not flow.shards:
         return ""
     return ("    strategy:\n      fail-fast: false  # every leg reports: the verdict names every model\n"
-            f"      matrix:\n        shard: [{', '.join(str(k) for k in range(1, flow.shards + 1))}]\n")
+            f"      matrix:\n        shard: {_shard_list(flow)}\n")
 
 
-def _check_name(flow: Flow) -> str:
-    return f"check (shard ${{{{ matrix.shard }}}} of {flow.shards})" if flow.shards else "check"
+def _shard_list(flow: Flow) -> str:
+    return f"[{', '.join(str(k) for k in range(1, flow.shards + 1))}]"
 
 
 VERDICT_PERMISSIONS = ("    permissions:\n      pull-requests: write  # the comment; the changed files, labels and reviews\n"
                        "      statuses: write  # the verdict on the pull request's head commit: the status to require\n")
 
-def _verdict(flow: Flow, needs: str, condition: str) -> str:
-    """The job that judges the report artifact and comments: it holds the write token, so nothing of the
-    pull request runs here (no checkout; the action's mode comment installs parity-gate's core only)."""
-    return (f"  verdict:  # judges the report and comments; never checks out or runs the pull request's code\n"
-            f"    name: verdict\n    needs: {needs}\n    if: {condition}\n"
+def _verdict(flow: Flow) -> str:
+    """The gpu flow's job that judges the report artifact and comments: it holds the write token, so nothing
+    of the pull request runs here (no checkout; the action's mode comment installs parity-gate's core only)."""
+    return ("  verdict:  # judges the report and comments; never checks out or runs the pull request's code\n"
+            "    name: verdict\n    needs: report\n"
+            "    if: ${{ !cancelled() && needs.report.result == 'success' }}  # only what the report job made\n"
             "    runs-on: ubuntu-latest\n    timeout-minutes: 15\n" + VERDICT_PERMISSIONS
             + f"    steps:\n      - uses: {flow.action}\n"
-            + _with(flow, ("mode", "comment"), ("report-artifact", REPORT),
-                    *((("shards", str(flow.shards)),) if flow.shards else ()), gate=True))
+            + _with(flow, ("mode", "comment"), ("report-artifact", REPORT), gate=True))
 
 
-def _gpu_trigger(flow: Flow) -> str:
-    types = "opened, synchronize, reopened" + (", labeled, unlabeled" if flow.require_approval else "")
-    return ("on:\n  pull_request_target:  # this file as the base branch has it: a pull request cannot change "
-            f"what runs where\n    types: [{types}]\n")
-
-
-def _approve() -> str:
-    return ("  approve:\n    name: approve a fork's run\n"
-            "    # A fork's code runs nowhere, the GPU runner included, until a maintainer approves this run\n"
-            f"    # (environment {FORK_ENVIRONMENT}: required reviewers). Same-repository pull requests skip it.\n"
-            f"    if: {SAME_REPO.replace('==', '!=')}\n"
-            f"    runs-on: ubuntu-latest\n    timeout-minutes: 5\n    environment: {FORK_ENVIRONMENT}\n"
-            "    steps:\n      - name: Approved\n        env:\n          SHA: " + HEAD_SHA + "\n"
-            '        run: echo "approved to run commit $SHA"\n')
+APPROVE = ("  approve:\n    name: approve a fork's run\n"
+           "    # A fork's code runs nowhere, the GPU runner included, until a maintainer approves this run\n"
+           f"    # (environment {FORK_ENVIRONMENT}: required reviewers). Same-repository pull requests skip it.\n"
+           f"    if: {SAME_REPO.replace('==', '!=')}\n"
+           f"    runs-on: ubuntu-latest\n    timeout-minutes: 5\n    environment: {FORK_ENVIRONMENT}\n"
+           "    steps:\n      - name: Approved\n        env:\n          SHA: " + HEAD_SHA + "\n"
+           '        run: echo "approved to run commit $SHA"\n')
 
 
 def _pr_job(flow: Flow, name: str, head: str, runs_on: str, step_with: str, timeout: int = 60) -> str:
     """A job of the gpu flow that runs the pull request's code: read-only, at the head commit, no cache
     (this event's cache is the base branch's, which the pull request's code must not write)."""
-    return (f"  {name}:{head}\n    name: {name}\n    runs-on: {runs_on}\n    timeout-minutes: {timeout}\n" + READ_ONLY + "    steps:\n"
-            + _checkout(HEAD_SHA) + f"      - uses: {flow.action}\n" + step_with)
+    return (f"  {name}:{head}\n    name: {name}\n    runs-on: {runs_on}\n    timeout-minutes: {timeout}\n"
+            + READ_ONLY + _steps(flow.action, HEAD_SHA) + step_with)
 
 
 def gpu(flow: Flow) -> str:
-    labels = _labels(flow)
     nocache = ("cache", "false")
-    return (HEADER + "name: parity-gate\n" + _gpu_trigger(flow) + "permissions: {}\n"
-            + CONCURRENCY.replace(" || github.ref", "") + "jobs:\n" + _approve()
+    types = "opened, synchronize, reopened" + (", labeled, unlabeled" if flow.require_approval else "")
+    return (HEADER + "name: parity-gate\n"
+            "on:\n  pull_request_target:  # this file as the base branch has it: a pull request cannot change "
+            f"what runs where\n    types: [{types}]\n" + "permissions: {}\n"
+            + CONCURRENCY.replace(" || github.ref", "") + "jobs:\n" + APPROVE
             + _pr_job(flow, "export", "  # the models, exported once; the float64 reference and torch providers run here\n"
                       "    needs: approve\n    if: ${{ !cancelled() && (needs.approve.result == 'success' || "
                       "needs.approve.result == 'skipped') }}", "ubuntu-latest",
@@ -161,7 +157,7 @@ def gpu(flow: Flow) -> str:
             + _pr_job(flow, "cpu", "\n    needs: export", "ubuntu-latest",
                       _with(flow, ("mode", "collect"), ("providers", "CPUExecutionProvider"), nocache))
             + _pr_job(flow, "gpu", "  # the self-hosted runner: its own runner group, ephemeral (docs/action.md)\n"
-                      "    needs: export", f"[{labels}]",
+                      "    needs: export", f"[{', '.join(runner_labels(flow))}]",
                       _with(flow, ("mode", "collect"), ("providers", flow.gpu_providers),
                             ("onnxruntime", "onnxruntime-gpu"), nocache))
             + _pr_job(flow, "report", "  # fails only when it makes no report: the verdict job judges it\n"
@@ -171,35 +167,36 @@ def gpu(flow: Flow) -> str:
                       _with(flow, ("mode", "report"), ("comment", "never"), ("fail-on", "never"),
                             ("report-artifact", REPORT), ("require", f"CPUExecutionProvider {flow.gpu_providers}"),
                             nocache), timeout=30)
-            + _verdict(flow, "report", "${{ !cancelled() && needs.report.result == 'success' }}  # only what the "
-                       "report job made"))
+            + _verdict(flow))
 
 
-def _labels(flow: Flow) -> str:
-    return ", ".join(label.strip() for label in flow.gpu_runner.split(",") if label.strip())
+def runner_labels(flow: Flow) -> list[str]:
+    return [label.strip() for label in flow.gpu_runner.split(",") if label.strip()]
+
+
+def _by_hand(name: str, path: str, artifact: str, inputs: str = "") -> str:
+    """The head of a workflow that records baselines when run by hand, one recording at a time."""
+    return (HEADER + f"name: {name}\n"
+            f"on:\n  workflow_dispatch:  # Actions → {name} → Run workflow, or: gh workflow run "
+            f"{path.rsplit('/', 1)[1]}\n    inputs:\n" + inputs
+            + "      open-pr:\n        description: \"Open a pull request with the new baselines (else download the "
+            f"{artifact} artifact and commit it)\"\n        type: boolean\n        default: true\n"
+            "permissions: {}\n"
+            "concurrency:  # one recording at a time: two would race to the same files\n"
+            f"  group: {artifact}\n  cancel-in-progress: false\njobs:\n")
 
 
 def gpu_baselines(flow: Flow) -> str:
     """Record the GPU providers' entries on the GPU runner, by hand; a hosted job opens the pull request."""
-    folder = flow.baseline_dir.strip("/")
-    return (HEADER + f"name: {GPU_BASELINES_NAME}\n"
-            "on:\n  workflow_dispatch:  # Actions → parity-gate GPU baselines → Run workflow, or: gh workflow run "
-            f"{GPU_BASELINES.rsplit('/', 1)[1]}\n"
-            "    inputs:\n      models:\n        description: \"Models to record (space or comma separated; empty: all)\"\n"
-            "        required: false\n        default: \"\"\n"
-            "      open-pr:\n        description: \"Open a pull request with the new baselines (else download the "
-            f"{GPU_BASELINES_ARTIFACT} artifact and commit it)\"\n        type: boolean\n        default: true\n"
-            "permissions: {}\n"
-            "concurrency:  # one recording at a time: two would race to the same files\n"
-            "  group: parity-gate-gpu-baselines\n  cancel-in-progress: false\n"
-            "jobs:\n"
-            "  record:  # the self-hosted GPU runner (docs/action.md): entries of the other providers are kept\n"
-            f"    name: record\n    runs-on: [{_labels(flow)}]\n    timeout-minutes: 60\n" + READ_ONLY.replace(
-                "check out the pull request", "check out the default branch") + "    steps:\n" + _checkout()
-            + f"      - uses: {flow.action}\n"
+    return (_by_hand(GPU_BASELINES_NAME, GPU_BASELINES, GPU_BASELINES_ARTIFACT,
+                     "      models:\n        description: \"Models to record (space or comma separated; empty: all)\"\n"
+                     "        required: false\n        default: \"\"\n")
+            + "  record:  # the self-hosted GPU runner (docs/action.md): entries of the other providers are kept\n"
+            f"    name: record\n    runs-on: [{', '.join(runner_labels(flow))}]\n    timeout-minutes: 60\n"
+            + READ_DEFAULT
+            + _steps(flow.action)
             + _with(flow, ("mode", "update-baseline"), ("models", "${{ inputs.models }}"),
                     ("providers", flow.gpu_providers), ("onnxruntime", "onnxruntime-gpu"), model=True)
-            + _upload(GPU_BASELINES_ARTIFACT, folder)
             + _pull_request(flow, "record", GPU_BASELINES_ARTIFACT, "GPU baselines", "on the GPU runner ",
                             "it never runs on the GPU machine"))
 
@@ -208,49 +205,31 @@ def sharded_baselines(flow: Flow) -> str:
     """Re-record every baseline by hand as a matrix: each leg records its shard (``update-baseline --shard
     K/N``) and uploads its share; one job merges the shares (``merge --baselines``: a share missing or
     doubled is refused) and uploads the folder once; a hosted job opens the pull request."""
-    folder = flow.baseline_dir.strip("/")
-    read_only = READ_ONLY.replace("check out the pull request", "check out the default branch")
-    return (HEADER + f"name: {BASELINES_NAME}\n"
-            f"on:\n  workflow_dispatch:  # Actions → {BASELINES_NAME} → Run workflow, or: gh workflow "
-            f"run {BASELINES.rsplit('/', 1)[1]}\n"
-            "    inputs:\n      open-pr:\n        description: \"Open a pull request with the new baselines "
-            f"(else download the {BASELINES_ARTIFACT} artifact and commit it)\"\n"
-            "        type: boolean\n        default: true\n"
-            "permissions: {}\n"
-            "concurrency:  # one recording at a time: two would race to the same files\n"
-            "  group: parity-gate-baselines\n  cancel-in-progress: false\n"
-            "jobs:\n  record:  # each leg records one shard of the models and uploads its share\n"
+    return (_by_hand(BASELINES_NAME, BASELINES, BASELINES_ARTIFACT)
+            + "  record:  # each leg records one shard of the models and uploads its share\n"
             f"    name: record (shard ${{{{ matrix.shard }}}} of {flow.shards})\n    runs-on: ubuntu-latest\n"
-            "    timeout-minutes: 60\n    strategy:\n      matrix:\n"
-            f"        shard: [{', '.join(str(k) for k in range(1, flow.shards + 1))}]\n"
-            + read_only + "    steps:\n"
-            + _checkout() + f"      - uses: {flow.action}\n"
+            f"    timeout-minutes: 60\n    strategy:\n      matrix:\n        shard: {_shard_list(flow)}\n"
+            + READ_DEFAULT + _steps(flow.action)
             + _with(flow, ("mode", "update-baseline"), *flow.shard_inputs, model=True)
             + "  merge:  # every shard's share, each model recorded by exactly one leg, or nothing (exit 2)\n"
             "    name: merge\n    needs: record\n    runs-on: ubuntu-latest\n    timeout-minutes: 30\n"
-            + read_only
-            + "    steps:\n" + _checkout() + f"      - uses: {flow.action}\n"
+            + READ_DEFAULT + _steps(flow.action)
             + _with(flow, ("mode", "update-baseline"), ("shards", str(flow.shards)))
-            + _upload(BASELINES_ARTIFACT, folder)
             + _pull_request(flow, "merge", BASELINES_ARTIFACT, "baselines", "", "it runs none of the models"))
 
 
-def _upload(name: str, folder: str) -> str:
-    return (f"      - uses: {UPLOAD}\n        with:\n          name: {name}\n          path: {folder}/\n"
-            "          if-no-files-found: error\n")
-
-
 def _pull_request(flow: Flow, needs: str, artifact: str, what: str, where: str, note: str) -> str:
-    """The hosted job that holds the write token: it opens a pull request with the recorded baselines and
-    runs nothing of the models."""
+    """The recording job's upload, and the hosted job that holds the write token: it opens a pull request
+    with the recorded baselines and runs nothing of the models."""
     folder, slug = flow.baseline_dir.strip("/"), what.lower().replace(" ", "-")
-    return (f"  pull-request:  # a hosted job holds the write token: {note}\n"
+    return (f"      - uses: {UPLOAD}\n        with:\n          name: {artifact}\n          path: {folder}/\n"
+            "          if-no-files-found: error\n"
+            f"  pull-request:  # a hosted job holds the write token: {note}\n"
             f"    name: pull request\n    needs: {needs}\n    if: ${{{{ inputs.open-pr }}}}\n"
             "    runs-on: ubuntu-latest\n    timeout-minutes: 10\n"
             "    permissions:\n      contents: write  # push the branch\n"
             "      pull-requests: write  # open the pull request (the repository must allow Actions to create them)\n"
-            "    steps:\n" + _checkout()
-            + f"      - uses: {DOWNLOAD}\n        with:\n          name: {artifact}\n"
+            + _steps() + f"      - uses: {DOWNLOAD}\n        with:\n          name: {artifact}\n"
             f"          path: {folder}/\n"
             f"      - name: Open a pull request with the new baselines\n        env:\n"
             "          GH_TOKEN: ${{ github.token }}\n"
@@ -272,8 +251,8 @@ def _pull_request(flow: Flow, needs: str, artifact: str, what: str, where: str, 
 def _keep_for_comment(flow: Flow) -> str:
     """The fork flow's hand-over: the report and the pull request's number, as an artifact the comment workflow
     downloads (one per leg and attempt when sharded, as the merge expects them)."""
-    name = f"{PR_ARTIFACT}-shard-${{{{ matrix.shard }}}}-of-{flow.shards}-a${{{{ github.run_attempt }}}}" if flow.shards \
-        else PR_ARTIFACT
+    name = (f"{PR_ARTIFACT}-shard-${{{{ matrix.shard }}}}-of-{flow.shards}-a${{{{ github.run_attempt }}}}"
+            if flow.shards else PR_ARTIFACT)
     return ("      - name: Keep the report and the PR number for the comment workflow\n"
             "        if: ${{ !cancelled() && steps.gate.outputs.report-json != '' }}\n"
             "        env:\n          REPORT: ${{ steps.gate.outputs.report-json }}\n"
@@ -301,14 +280,14 @@ def _fetch_for_comment(flow: Flow) -> str:
 def fork(flow: Flow) -> tuple[str, str]:
     """The pull_request workflow (read-only) and the workflow_run workflow that judges and comments."""
     what = "each leg runs one shard of the models" if flow.shards else "runs the pull request's code"
+    name = f"check (shard ${{{{ matrix.shard }}}} of {flow.shards})" if flow.shards else "check"
     check = (HEADER + "name: parity-gate\n" + _trigger(flow) + "permissions: {}\n" + CONCURRENCY + "jobs:\n"
              f"  parity-gate:  # {what} with a read-only token\n"
-             f"    name: {_check_name(flow)}\n    runs-on: ubuntu-latest\n    timeout-minutes: 60\n" + _matrix(flow)
-             + READ_ONLY + "    steps:\n" + _checkout()
-             + f"      - uses: {flow.action}\n        id: gate\n"
+             f"    name: {name}\n    runs-on: ubuntu-latest\n    timeout-minutes: 60\n" + _matrix(flow)
+             + READ_ONLY + _steps(flow.action) + "        id: gate\n"
              + _with(flow, ("comment", "never"), *flow.shard_inputs, model=True) + _keep_for_comment(flow))
-    report = (("shards", str(flow.shards)), ("shard-reports", "parity-gate-pr")) if flow.shards else \
-        (("report-json", "parity-gate-pr/report.json"),)
+    report = ((("shards", str(flow.shards)), ("shard-reports", "parity-gate-pr")) if flow.shards
+              else (("report-json", "parity-gate-pr/report.json"),))
     comment = (HEADER + "name: parity-gate comment\non:\n  workflow_run:\n    workflows: [parity-gate]\n"
                "    types: [completed]\npermissions: {}\n"
                "concurrency:  # one run per pull request at a time: no race between reading and writing its comment\n"
@@ -330,9 +309,8 @@ def fork(flow: Flow) -> tuple[str, str]:
 def workflows(flow: Flow) -> dict[str, str]:
     """Workflow files by path, relative to the repository root (``single`` is written as ``fork`` is: the
     judge from the default branch)."""
-    recording = {BASELINES: sharded_baselines(flow)} if flow.shards else {}
     if flow.kind == "gpu":
         return {".github/workflows/parity-gate.yml": gpu(flow), GPU_BASELINES: gpu_baselines(flow)}
     check, comment = fork(flow)
     return {".github/workflows/parity-gate.yml": check, ".github/workflows/parity-gate-comment.yml": comment,
-            **recording}
+            **({BASELINES: sharded_baselines(flow)} if flow.shards else {})}

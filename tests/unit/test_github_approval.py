@@ -8,8 +8,8 @@ from __future__ import annotations
 import pytest
 
 from gate.core.status import ApprovalState, NotCounted
-from gate.github import GitHubClient
 from gate.github.approval import Ignored, approval_line, check_approval
+from gate.github.client import GitHubClient
 from gate.github.pull import fetch_pull
 from tests.support.fake_github import FakeGitHub
 

@@ -4,8 +4,8 @@ fake GitHub: the file list and the contents API)."""
 from __future__ import annotations
 
 from gate.core.status import ChangeKind
-from gate.github import GitHubClient
 from gate.github.changes import Decisive, GateChanges, Named, gate_changes
+from gate.github.client import GitHubClient
 from gate.github.pull import fetch_pull
 from tests.support.fake_github import FakeGitHub
 

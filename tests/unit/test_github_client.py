@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from gate.github import GitHubClient, GitHubError, RateLimited
+from gate.github.client import GitHubClient, GitHubError, RateLimited
 from tests.support.fake_github import FakeGitHub
 
 TOKEN = "ghs_unitTestToken"

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from gate.errors import FormatError
-from gate.github import GitHubClient, NoPullRequest, PullRequest, resolve_pull_request
-from gate.github.event import load_event
+from gate.github.client import GitHubClient
+from gate.github.event import NoPullRequest, PullRequest, load_event, resolve_pull_request
 from tests.support.fake_github import FakeGitHub
 
 EVENTS = Path(__file__).resolve().parents[1] / "support" / "events"

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from gate.github import ActionsEnv, GitHubClient
+from gate.github.actions import ActionsEnv
+from gate.github.client import GitHubClient
 from gate.github.comment import ACTIONS_LOGIN, own_login
 from gate.github.stamp import RunStamp, is_newer, parse_stamp, stamp_for
 from tests.support.fake_github import FakeGitHub
