@@ -53,7 +53,7 @@ def refusal(path: Path, graph: onnx.ModelProto, full_check: bool = True) -> str 
         try:
             onnx.checker.check_model(str(path), full_check=True)
         except (onnx.checker.ValidationError, onnx.shape_inference.InferenceError) as exc:
-            return f"ONNX checker: {_line(exc)}"
+            return f"ONNX checker: {first_line(exc)}"
     defined = ORT_DOMAINS | {f.domain for f in graph.functions}
     if any(o.domain not in defined for o in graph.opset_import):
         return None
@@ -73,11 +73,12 @@ def refusal(path: Path, graph: onnx.ModelProto, full_check: bool = True) -> str 
     except NoKernel:
         return None
     except Exception as exc:  # noqa: BLE001 - whatever ONNX Runtime refuses the graph for, in its words
-        return f"ONNX Runtime: {_line(exc).replace(str(path), path.name)}"  # not the temporary folder's name
+        # not the temporary folder's name
+        return f"ONNX Runtime: {first_line(exc).replace(str(path), path.name)}"
     return None
 
 
-def _line(exc: BaseException) -> str:
+def first_line(exc: BaseException) -> str:
     lines = str(exc).strip().splitlines()
     return lines[0].strip()[:300] if lines else type(exc).__name__
 

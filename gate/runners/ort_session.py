@@ -21,7 +21,7 @@ import onnx
 from gate.core.failure import ModelError
 from gate.core.runs import latency
 from gate.core.status import ErrorStatus
-from gate.export.saved import Marked
+from gate.export.saved import Marked, first_line
 from gate.fingerprint import Fingerprint, fingerprint
 from gate.runners import heap, ort_placement, ort_segments
 from gate.runners.ort_capture import Capture, capture, floating
@@ -98,7 +98,8 @@ class SessionSpec:
             return ort.InferenceSession(model, sess_options=self.sess_options(record, profile, arena, prepack),
                                         providers=[(self.provider, dict(self.options))])
         except Exception as exc:
-            raise ModelError(f"{what}: {self.provider} failed to load the model: {_line(exc)}", ErrorStatus.LOAD_FAIL) from None
+            raise ModelError(f"{what}: {self.provider} failed to load the model: {first_line(exc)}",
+                             ErrorStatus.LOAD_FAIL) from None
 
 
 def available_providers() -> list[str]:
@@ -116,11 +117,6 @@ def mark_outputs(proto: onnx.ModelProto, names: Sequence[str]) -> onnx.ModelProt
     for name in dict.fromkeys(n for n in names if n not in existing):
         marked.graph.output.append(infos[name] if name in infos else onnx.ValueInfoProto(name=name))
     return marked
-
-
-def _line(exc: BaseException) -> str:
-    lines = str(exc).strip().splitlines()
-    return lines[0][:300] if lines else type(exc).__name__
 
 
 def _feed(session, inputs: Sequence[np.ndarray]) -> dict[str, np.ndarray]:
@@ -173,7 +169,7 @@ def _shipped(shipped: bytes | str, spec: SessionSpec, inputs: Sequence[np.ndarra
             session.run(None, feed)
             times.append((time.perf_counter() - start) * 1e3)
     except Exception as exc:
-        raise ModelError(f"{what}: {spec.provider} failed to run the model: {_line(exc)}") from None
+        raise ModelError(f"{what}: {spec.provider} failed to run the model: {first_line(exc)}") from None
     median, p90 = latency(times)
     result = OrtRun([fingerprint(floating(np.asarray(o))) for o in outputs], latency_ms=median, latency_p90_ms=p90,
                     capture=how)
@@ -235,7 +231,7 @@ def _capture(result: OrtRun, proto: onnx.ModelProto, part: list[str], spec: Sess
         result.values.update(capture(session, _feed(session, inputs), part, how))
     except Exception as exc:
         raise ModelError(f"{what}: {spec.provider} failed to run the model with intermediates marked: "
-                         f"{_line(exc)}") from None
+                         f"{first_line(exc)}") from None
     del session
     gc.collect()
     heap.trim()
