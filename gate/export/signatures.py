@@ -146,11 +146,8 @@ def resolve(signed: Signed, decomposed: torch.export.ExportedProgram, values: se
             if origin is not None:
                 groups[origin].append(node)
     live = _live(signed.program.graph)
-    sites = {}
-    for (qual, call), elements in signed.outputs.items():
-        for element, name in elements:
-            sites[(qual, call, element)] = _site(name, traced, groups, values, live)
-    return sites
+    return {(qual, call, element): _site(name, traced, groups, values, live)
+            for (qual, call), elements in signed.outputs.items() for element, name in elements}
 
 
 def _live(graph: torch.fx.Graph) -> set[str]:
@@ -198,8 +195,8 @@ def _element(node: torch.fx.Node, groups: dict[str, Any], values: set[str]) -> O
     if len(same) != 1:
         return OnnxSite(SiteKind.ABSENT, reason=f"element {index} of `{getattr(source, 'target', source)}`, which the "
                         "exporter's decompositions rewrote")
-    return OnnxSite(SiteKind.VALUE, same[0].name) if same[0].name in values else \
-        OnnxSite(SiteKind.ABSENT, reason="no ONNX value carries it")
+    return (OnnxSite(SiteKind.VALUE, same[0].name) if same[0].name in values
+            else OnnxSite(SiteKind.ABSENT, reason="no ONNX value carries it"))
 
 
 def _made_by(group: list[torch.fx.Node], values: set[str]) -> OnnxSite:
