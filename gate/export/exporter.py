@@ -288,8 +288,7 @@ def _torchscript(built: BuiltModel, opset: int) -> Exported:
     del buffer
     proto = onnx.shape_inference.infer_shapes(proto)
     names = {n for n, _ in built.module.named_modules() if n}
-    stacks = [[("", 0)] + s for s in layermap.torchscript_stacks(proto, names)]
-    calls = layermap.call_values(proto, stacks)
+    calls = layermap.call_values(proto, layermap.torchscript_stacks(proto, names))
     # Constant folding already happened inside torch.onnx.export: the map is built on the
     # graph that ships, so folded modules simply own no nodes.
     result = Exported(proto, "torchscript", None, opset, calls, layermap.value_shapes(proto),

@@ -76,15 +76,15 @@ def eval_list(text: str) -> list[str]:
 
 
 def torchscript_stacks(proto: onnx.ModelProto, module_names: set[str]) -> list[list[CallKey]]:
-    """Module calls from TorchScript-exporter node names (``/layer1/layer1.0/conv1/Conv``): each
-    component is a path from the nearest enclosing scope that is not a container (a Sequential or
-    ModuleList has no scope of its own); ``<attr>_<k>`` names the k-th call of a module."""
+    """Module calls from TorchScript-exporter node names (``/layer1/layer1.0/conv1/Conv``), the root's
+    first: each component is a path from the nearest enclosing scope that is not a container (a
+    Sequential or ModuleList has no scope of its own); ``<attr>_<k>`` names the k-th call of a module."""
     stacks = []
     for node in proto.graph.node:
         parts = [p for p in node.name.split("/")[:-1] if p]
-        stack: list[CallKey] = []
+        stack: list[CallKey] = [("", 0)]
         for part in parts:
-            found = _component([""] + [q for q, _ in stack], part, module_names)
+            found = _component([q for q, _ in stack], part, module_names)
             if found is None:
                 break
             stack.append(found)
