@@ -201,8 +201,8 @@ def _site(rec, found: OnnxSite | None, cv: CallValues | None, available: set[str
     if found is not None and found.kind == "value":
         if not shape_matches(shapes.get(found.value), tuple(rec.fp.shape)):
             return OnnxSite(SiteKind.ABSENT, reason="the value computing it has another shape in the graph")
-        return OnnxSite(SiteKind.VALUE, found.value) if found.value in available else \
-            OnnxSite(SiteKind.FOLDED, found.value, reason=FOLDED)
+        return (OnnxSite(SiteKind.VALUE, found.value) if found.value in available
+                else OnnxSite(SiteKind.FOLDED, found.value, reason=FOLDED))
     if rec.alias_of is not None and rec.alias_of in done:
         return done[rec.alias_of]  # the very tensor an earlier layer produced
     if found is not None:

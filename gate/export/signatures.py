@@ -73,8 +73,8 @@ def trace(built: BuiltModel, dynamic, known: tuple[str, ...] | None = None) -> S
     @set_onnx_exporting_flag
     def export() -> torch.export.ExportedProgram:
         dims, _ = _dynamic_shapes.convert_str_to_export_dim(dynamic)
-        with _capture_strategies._patch_dynamic_shape_rnn_decompositions(dims), \
-                torch.fx.experimental._config.patch(backed_size_oblivious=True):
+        with (_capture_strategies._patch_dynamic_shape_rnn_decompositions(dims),
+              torch.fx.experimental._config.patch(backed_size_oblivious=True)):
             return torch.export.export(
                 built.module, built.inputs, dynamic_shapes=dims, strict=False, preserve_module_call_signature=names,
                 prefer_deferred_runtime_asserts_over_guards=getattr(

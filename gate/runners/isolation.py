@@ -138,8 +138,8 @@ def _spawn(job: Path | str, stderr: int | IO[Any] | None) -> subprocess.Popen[by
     root = str(Path(__file__).resolve().parents[2])
     env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH", "")) if p)
     # Its own process group (session on POSIX), so a timeout ends the worker and its children.
-    group = {"start_new_session": True} if os.name == "posix" else \
-        {"creationflags": getattr(subprocess, "CREATE_NEW_PROCESS_GROUP", 0)}
+    group = ({"start_new_session": True} if os.name == "posix"
+             else {"creationflags": getattr(subprocess, "CREATE_NEW_PROCESS_GROUP", 0)})
     return subprocess.Popen([sys.executable, "-m", "gate.runners.worker", str(job)], env=env,
                             stdin=subprocess.PIPE if job == WAIT else None, stdout=subprocess.PIPE,
                             stderr=stderr, **group)
