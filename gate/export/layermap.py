@@ -47,12 +47,8 @@ def _scopes(node: onnx.NodeProto) -> list[str]:
 
 def dynamo_stacks(proto: onnx.ModelProto, fx_stacks: dict[str, list[CallKey]]) -> list[list[CallKey]]:
     """For every node of ``proto``, the module calls it belongs to (outermost first)."""
-    stacks = []
-    for node in proto.graph.node:
-        parsed = _scopes(node)
-        fx_name = parsed[-1] if parsed else None
-        stacks.append(list(fx_stacks.get(fx_name, [])) if fx_name else [])
-    return stacks
+    innermost = [_scopes(node)[-1:] for node in proto.graph.node]  # the FX node's name, where it has one
+    return [list(fx_stacks.get(s[0], [])) if s and s[0] else [] for s in innermost]
 
 
 def scope_stacks(proto: onnx.ModelProto, module_names: set[str]) -> list[list[CallKey]] | None:

@@ -124,10 +124,8 @@ class Graph:
                            dims or None, o.str("precision"), o.strs("lowered"))
         sites = {name: OnnxSite.read(Obj(site, WHERE, f"onnx_map.{name[:60]}"))
                  for name, site in (o.free("onnx_map") or {}).items()}
-        from gate.export import graph
-
-        path = entry.path(MODEL)  # its digest from the file, never from what the payload claims
-        return cls(path, facts, Background(graph.file_digest, path), sites)
+        # its digest from the file, never from what the payload claims
+        return cls.of_file(entry.path(MODEL), facts, sites, [])
 
     def unproven(self, entry: Entry, recorded: str | None = None) -> str | None:
         """None when this graph (read from ``entry``'s file) is what the entry records (the payload's
