@@ -21,7 +21,7 @@ import onnx
 from gate.core.failure import ModelError
 from gate.core.runs import latency
 from gate.core.status import ErrorStatus
-from gate.export.saved import Marked, first_line
+from gate.export.saved import first_line, marked_source
 from gate.fingerprint import Fingerprint, fingerprint
 from gate.runners import heap, ort_placement, ort_segments
 from gate.runners.ort_capture import Capture, capture, floating
@@ -199,7 +199,7 @@ def _segments(result: OrtRun, proto: onnx.ModelProto, values: list[str], sizes: 
             tell("segment", k + 1, len(plan), seg.marked[-1])
             given = {n: feed[n] if n in feed else held[n] for n in seg.inputs}
             sub = ort_segments.model(proto, seg, {n: ort_segments.tensor_type(v) for n, v in given.items()}, k)
-            with Marked(sub, model if model is not None else Path(".")) as source:
+            with marked_source(sub, model) as source:
                 del sub
                 session = spec.open(source, what, arena=False, prepack=False)
             result.values.update(capture(session, given, seg.marked, result.capture, seg.keep, held))
@@ -224,7 +224,7 @@ def _capture(result: OrtRun, proto: onnx.ModelProto, part: list[str], spec: Sess
     every MatMul weight that ONNX Runtime would otherwise use in place from its file, for a session
     that runs once."""
     marked = mark_outputs(proto, part)
-    with Marked(marked, model if model is not None else Path(".")) as source:
+    with marked_source(marked, model) as source:
         del marked
         session = spec.open(source, what, arena=False, prepack=False)
     try:
