@@ -62,7 +62,6 @@ class Spare:
             proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
             _kill(proc)
-            proc.wait()
         self._err.close()
 
 
@@ -92,7 +91,6 @@ def run_isolated(job: WorkerJob, target: Target, timeout_s: float,
                 proc.wait(timeout=timeout_s)
             except subprocess.TimeoutExpired:
                 _kill(proc)
-                proc.wait()
                 return ProviderRun.failed(target, ErrorStatus.TIMEOUT, f"{what} did not finish within {timeout_s:g} s")
             finally:
                 reader.join(timeout=5)
@@ -150,6 +148,7 @@ def _kill(proc: subprocess.Popen[Any]) -> None:
         os.killpg(proc.pid, signal.SIGKILL)
     else:  # pragma: no cover - Windows
         proc.kill()
+    proc.wait()
 
 
 def _crash_message(what: str, returncode: int, stderr: bytes, budget_mb: int | None) -> str:
