@@ -34,21 +34,8 @@ from ._model import (
 from .reference import fingerprint_numpy
 
 __all__ = [
-    "BLOCK",
-    "LANES",
-    "QUANTILES",
-    "SKETCH_SEED",
-    "SKETCH_WIDTH",
-    "STATS",
-    "Difference",
-    "Fingerprint",
-    "backend",
-    "difference",
-    "fingerprint",
-    "native_error",
-    "parameters",
-    "relative_error",
-    "sketch_distance",
+    "BLOCK", "LANES", "QUANTILES", "SKETCH_SEED", "SKETCH_WIDTH", "STATS", "Difference", "Fingerprint",
+    "backend", "difference", "fingerprint", "native_error", "parameters", "relative_error", "sketch_distance",
 ]
 
 BACKENDS = ("native", "numpy")
