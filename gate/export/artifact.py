@@ -49,7 +49,7 @@ def load(built: BuiltModel) -> Exported:
     names = {n for n, _ in built.module.named_modules() if n}
     stacks = layermap.scope_stacks(proto, names)
     if stacks is None:
-        stacks = [[("", 0)] + s for s in layermap.torchscript_stacks(proto, names)]
+        stacks = layermap.torchscript_stacks(proto, names)
     try:
         shapes = layermap.value_shapes(onnx.shape_inference.infer_shapes(proto))
     except Exception:  # noqa: BLE001 - best effort: without shapes every candidate value matches

@@ -72,8 +72,8 @@ def _quiet() -> Iterator[None]:
     level = logger.level
     logger.setLevel(logging.ERROR)
     try:
-        with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()), \
-                contextlib.redirect_stderr(io.StringIO()):
+        with (warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()),
+              contextlib.redirect_stderr(io.StringIO())):
             warnings.simplefilter("ignore")
             yield
     finally:
@@ -118,11 +118,9 @@ def export(built: BuiltModel, recordable: tuple[str, ...] | None = None) -> Expo
     if spec.exporter == "dynamo":
         try:
             return _dynamo(built, opset, recordable)
-        except Refused as exc:
-            fallback = f"dynamo graph failed to load: {exc}"
-            tried.append(f"dynamo: {_reason(exc)}")
-        except Exception as exc:  # any exporter failure: try the other exporter, keep the reason
-            fallback = f"dynamo exporter failed: {type(exc).__name__}: {_first_line(exc)}"
+        except Exception as exc:  # any exporter failure, or a graph that does not load: try the other
+            fallback = (f"dynamo graph failed to load: {exc}" if isinstance(exc, Refused)
+                        else f"dynamo exporter failed: {type(exc).__name__}: {_first_line(exc)}")
             tried.append(f"dynamo: {_reason(exc)}")
     try:
         result = _torchscript(built, opset)
@@ -178,11 +176,14 @@ def _dynamo(built: BuiltModel, opset: int, recordable: tuple[str, ...] | None) -
         assert program is not None and program.exported_program is not None  # dynamo=True: both are made
         fx_stacks = _fx_stacks(program.exported_program)
         raw = _weightless(program.model)
-        outputs = {} if signed is None else \
-            signatures.resolve(signed, program.exported_program, layermap.available_values(raw))
+        outputs = {} if signed is None else (
+            signatures.resolve(signed, program.exported_program, layermap.available_values(raw)))
         program.exported_program = signed = None  # the FX graphs are no longer needed; their memory goes now
         calls = layermap.call_values(raw, layermap.dynamo_stacks(raw, fx_stacks))
-        shapes = layermap.value_shapes(_inferred(raw))
+        try:  # shape inference fills the value_info the exporter left out; best effort
+            shapes = layermap.value_shapes(onnx.shape_inference.infer_shapes(raw))
+        except Exception:
+            shapes = layermap.value_shapes(raw)
         unoptimized = layermap.available_values(raw)
         del raw, fx_stacks
         captured = structure.capture(program.model, built.module)  # before the optimizer folds the weights
@@ -288,8 +289,7 @@ def _torchscript(built: BuiltModel, opset: int) -> Exported:
     del buffer
     proto = onnx.shape_inference.infer_shapes(proto)
     names = {n for n, _ in built.module.named_modules() if n}
-    stacks = [[("", 0)] + s for s in layermap.torchscript_stacks(proto, names)]
-    calls = layermap.call_values(proto, stacks)
+    calls = layermap.call_values(proto, layermap.torchscript_stacks(proto, names))
     # Constant folding already happened inside torch.onnx.export: the map is built on the
     # graph that ships, so folded modules simply own no nodes.
     result = Exported(proto, "torchscript", None, opset, calls, layermap.value_shapes(proto),
@@ -310,10 +310,3 @@ def _checked(path: Path, folder: tempfile.TemporaryDirectory[str]) -> onnx.Model
         raise Refused(why)
     return graph
 
-
-def _inferred(proto: onnx.ModelProto) -> onnx.ModelProto:
-    """Shape inference fills the value_info the exporter left out; best effort."""
-    try:
-        return onnx.shape_inference.infer_shapes(proto)
-    except Exception:
-        return proto

@@ -4,6 +4,7 @@ computes in and its dynamic dimensions."""
 from __future__ import annotations
 
 import hashlib
+from collections import Counter
 from pathlib import Path
 
 import onnx
@@ -81,9 +82,7 @@ def precision(proto: onnx.ModelProto) -> str:
     in a float32 graph does not make it a float16 graph.)"""
     if {n.op_type for n in proto.graph.node} & QUANTIZED_OPS:
         return "int8"
-    counts: dict[int, int] = {}
-    for t in proto.graph.initializer:
-        counts[t.data_type] = counts.get(t.data_type, 0) + 1
+    counts = Counter(t.data_type for t in proto.graph.initializer)
     for half, name in ((onnx.TensorProto.FLOAT16, "float16"), (onnx.TensorProto.BFLOAT16, "bfloat16")):
         if counts.get(half, 0) > counts.get(onnx.TensorProto.FLOAT, 0):
             return name

@@ -47,12 +47,8 @@ def _scopes(node: onnx.NodeProto) -> list[str]:
 
 def dynamo_stacks(proto: onnx.ModelProto, fx_stacks: dict[str, list[CallKey]]) -> list[list[CallKey]]:
     """For every node of ``proto``, the module calls it belongs to (outermost first)."""
-    stacks = []
-    for node in proto.graph.node:
-        parsed = _scopes(node)
-        fx_name = parsed[-1] if parsed else None
-        stacks.append(list(fx_stacks.get(fx_name, [])) if fx_name else [])
-    return stacks
+    innermost = [_scopes(node)[-1:] for node in proto.graph.node]  # the FX node's name, where it has one
+    return [list(fx_stacks.get(s[0], [])) if s and s[0] else [] for s in innermost]
 
 
 def scope_stacks(proto: onnx.ModelProto, module_names: set[str]) -> list[list[CallKey]] | None:
@@ -76,15 +72,15 @@ def eval_list(text: str) -> list[str]:
 
 
 def torchscript_stacks(proto: onnx.ModelProto, module_names: set[str]) -> list[list[CallKey]]:
-    """Module calls from TorchScript-exporter node names (``/layer1/layer1.0/conv1/Conv``): each
-    component is a path from the nearest enclosing scope that is not a container (a Sequential or
-    ModuleList has no scope of its own); ``<attr>_<k>`` names the k-th call of a module."""
+    """Module calls from TorchScript-exporter node names (``/layer1/layer1.0/conv1/Conv``), the root's
+    first: each component is a path from the nearest enclosing scope that is not a container (a
+    Sequential or ModuleList has no scope of its own); ``<attr>_<k>`` names the k-th call of a module."""
     stacks = []
     for node in proto.graph.node:
         parts = [p for p in node.name.split("/")[:-1] if p]
-        stack: list[CallKey] = []
+        stack: list[CallKey] = [("", 0)]
         for part in parts:
-            found = _component([""] + [q for q, _ in stack], part, module_names)
+            found = _component([q for q, _ in stack], part, module_names)
             if found is None:
                 break
             stack.append(found)
@@ -201,8 +197,8 @@ def _site(rec, found: OnnxSite | None, cv: CallValues | None, available: set[str
     if found is not None and found.kind == "value":
         if not shape_matches(shapes.get(found.value), tuple(rec.fp.shape)):
             return OnnxSite(SiteKind.ABSENT, reason="the value computing it has another shape in the graph")
-        return OnnxSite(SiteKind.VALUE, found.value) if found.value in available else \
-            OnnxSite(SiteKind.FOLDED, found.value, reason=FOLDED)
+        return (OnnxSite(SiteKind.VALUE, found.value) if found.value in available
+                else OnnxSite(SiteKind.FOLDED, found.value, reason=FOLDED))
     if rec.alias_of is not None and rec.alias_of in done:
         return done[rec.alias_of]  # the very tensor an earlier layer produced
     if found is not None:

@@ -122,13 +122,10 @@ class Graph:
                 o.fail("dynamic_dims", f"{name[:60]!r}: expected an object of names")
         facts = GraphFacts(o.str("exporter"), o.opt_str("fallback"), o.int("opset") or 0, o.strs("op_types"),
                            dims or None, o.str("precision"), o.strs("lowered"))
-        sites = {}
-        for name, site in (o.free("onnx_map") or {}).items():
-            sites[name] = OnnxSite.read(Obj(site, WHERE, f"onnx_map.{name[:60]}"))
-        from gate.export import graph
-
-        path = entry.path(MODEL)  # its digest from the file, never from what the payload claims
-        return cls(path, facts, Background(graph.file_digest, path), sites)
+        sites = {name: OnnxSite.read(Obj(site, WHERE, f"onnx_map.{name[:60]}"))
+                 for name, site in (o.free("onnx_map") or {}).items()}
+        # its digest from the file, never from what the payload claims
+        return cls.of_file(entry.path(MODEL), facts, sites, [])
 
     def unproven(self, entry: Entry, recorded: str | None = None) -> str | None:
         """None when this graph (read from ``entry``'s file) is what the entry records (the payload's

@@ -14,16 +14,11 @@ _STATE = ("_graph", "_current_node", "_match", "_tracer")  # a matcher's last ma
 
 def _rules(value: object, classes: tuple[type, type]) -> Iterator[object]:
     rule, rule_set = classes
-    if isinstance(value, rule):
-        yield value
-    elif isinstance(value, rule_set):
-        yield from getattr(value, "rules", ())
-    elif isinstance(value, (tuple, list)):
-        for item in value:
-            if isinstance(item, rule):
-                yield item
-            elif isinstance(item, rule_set):
-                yield from getattr(item, "rules", ())
+    for item in value if isinstance(value, (tuple, list)) else (value,):
+        if isinstance(item, rule):
+            yield item
+        elif isinstance(item, rule_set):
+            yield from getattr(item, "rules", ())
 
 
 def forget() -> int:

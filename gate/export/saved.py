@@ -5,8 +5,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
 
 import onnx
@@ -53,7 +55,7 @@ def refusal(path: Path, graph: onnx.ModelProto, full_check: bool = True) -> str 
         try:
             onnx.checker.check_model(str(path), full_check=True)
         except (onnx.checker.ValidationError, onnx.shape_inference.InferenceError) as exc:
-            return f"ONNX checker: {_line(exc)}"
+            return f"ONNX checker: {first_line(exc)}"
     defined = ORT_DOMAINS | {f.domain for f in graph.functions}
     if any(o.domain not in defined for o in graph.opset_import):
         return None
@@ -73,11 +75,12 @@ def refusal(path: Path, graph: onnx.ModelProto, full_check: bool = True) -> str 
     except NoKernel:
         return None
     except Exception as exc:  # noqa: BLE001 - whatever ONNX Runtime refuses the graph for, in its words
-        return f"ONNX Runtime: {_line(exc).replace(str(path), path.name)}"  # not the temporary folder's name
+        # not the temporary folder's name
+        return f"ONNX Runtime: {first_line(exc).replace(str(path), path.name)}"
     return None
 
 
-def _line(exc: BaseException) -> str:
+def first_line(exc: BaseException) -> str:
     lines = str(exc).strip().splitlines()
     return lines[0].strip()[:300] if lines else type(exc).__name__
 
@@ -121,7 +124,7 @@ def copy_model(source: Path, folder: Path) -> Path:
 
 def weights_apart(path: Path, folder: Path) -> Path:
     """``path``'s graph with its weights in a data file (``path`` itself where they are already, else a
-    copy in ``folder``), so that ``Marked`` copies share it instead of parsing the weights each."""
+    copy in ``folder``), so that ``marked_source`` copies share it instead of parsing the weights each."""
     proto = load_graph(path)
     if data_files(proto) or weight_bytes(proto) < INLINE_APART_BYTES:
         return path
@@ -131,22 +134,16 @@ def weights_apart(path: Path, folder: Path) -> Path:
     return dest
 
 
-class Marked:
-    """A graph file for ``proto`` (``model`` with intermediates marked as outputs) written beside
-    ``model``, so its external data is found in place and never copied; removed on exit."""
-
-    def __init__(self, proto: onnx.ModelProto, model: Path):
-        self.proto, self.model = proto, model
-        self._path: Path | None = None
-
-    def __enter__(self) -> str | bytes:
-        if not data_files(self.proto):
-            return self.proto.SerializeToString()
-        self._path = self.model.parent / f".marked-{os.getpid()}.onnx"
-        self._path.write_bytes(self.proto.SerializeToString())
-        return str(self._path)
-
-    def __exit__(self, *exc) -> None:
-        if self._path is not None:
-            self._path.unlink(missing_ok=True)
-            self._path = None
+@contextlib.contextmanager
+def marked_source(proto: onnx.ModelProto, model: Path | None) -> Iterator[str | bytes]:
+    """``proto`` (``model`` with intermediates marked as outputs) as a session opens it: its bytes, or a
+    file beside ``model`` where it has external data (found in place, never copied), removed on exit."""
+    if not data_files(proto):
+        yield proto.SerializeToString()
+        return
+    path = (model or Path(".")).parent / f".marked-{os.getpid()}.onnx"
+    path.write_bytes(proto.SerializeToString())
+    try:
+        yield str(path)
+    finally:
+        path.unlink(missing_ok=True)

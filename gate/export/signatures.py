@@ -73,8 +73,8 @@ def trace(built: BuiltModel, dynamic, known: tuple[str, ...] | None = None) -> S
     @set_onnx_exporting_flag
     def export() -> torch.export.ExportedProgram:
         dims, _ = _dynamic_shapes.convert_str_to_export_dim(dynamic)
-        with _capture_strategies._patch_dynamic_shape_rnn_decompositions(dims), \
-                torch.fx.experimental._config.patch(backed_size_oblivious=True):
+        with (_capture_strategies._patch_dynamic_shape_rnn_decompositions(dims),
+              torch.fx.experimental._config.patch(backed_size_oblivious=True)):
             return torch.export.export(
                 built.module, built.inputs, dynamic_shapes=dims, strict=False, preserve_module_call_signature=names,
                 prefer_deferred_runtime_asserts_over_guards=getattr(
@@ -146,11 +146,8 @@ def resolve(signed: Signed, decomposed: torch.export.ExportedProgram, values: se
             if origin is not None:
                 groups[origin].append(node)
     live = _live(signed.program.graph)
-    sites = {}
-    for (qual, call), elements in signed.outputs.items():
-        for element, name in elements:
-            sites[(qual, call, element)] = _site(name, traced, groups, values, live)
-    return sites
+    return {(qual, call, element): _site(name, traced, groups, values, live)
+            for (qual, call), elements in signed.outputs.items() for element, name in elements}
 
 
 def _live(graph: torch.fx.Graph) -> set[str]:
@@ -198,8 +195,8 @@ def _element(node: torch.fx.Node, groups: dict[str, Any], values: set[str]) -> O
     if len(same) != 1:
         return OnnxSite(SiteKind.ABSENT, reason=f"element {index} of `{getattr(source, 'target', source)}`, which the "
                         "exporter's decompositions rewrote")
-    return OnnxSite(SiteKind.VALUE, same[0].name) if same[0].name in values else \
-        OnnxSite(SiteKind.ABSENT, reason="no ONNX value carries it")
+    return (OnnxSite(SiteKind.VALUE, same[0].name) if same[0].name in values
+            else OnnxSite(SiteKind.ABSENT, reason="no ONNX value carries it"))
 
 
 def _made_by(group: list[torch.fx.Node], values: set[str]) -> OnnxSite:

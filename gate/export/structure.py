@@ -52,8 +52,8 @@ class Structure:
 
     def differs_from(self, entry: Entry) -> str | None:
         """None when ``entry`` holds this structure, told from its file."""
-        return None if Structure.from_entry(entry).output_digest() == self.output_digest() else \
-            "the structure differs"
+        same = Structure.from_entry(entry).output_digest() == self.output_digest()
+        return None if same else "the structure differs"
 
     def payload(self) -> dict[str, Any]:
         return {"weights": dict(self.weights), "onnx_map": sites_dict(self.sites), "opset": self.opset}
@@ -69,9 +69,8 @@ class Structure:
         opset = o.int("opset")
         if opset is None:
             o.fail("opset", "expected an integer")
-        sites = {}
-        for name, site in (o.free("onnx_map") or {}).items():
-            sites[name] = OnnxSite.read(Obj(site, WHERE, f"onnx_map.{name[:60]}"))
+        sites = {name: OnnxSite.read(Obj(site, WHERE, f"onnx_map.{name[:60]}"))
+                 for name, site in (o.free("onnx_map") or {}).items()}
         return cls(entry.path(FILE).read_bytes(), weights, sites, opset or 0)
 
 

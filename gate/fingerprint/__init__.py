@@ -34,21 +34,8 @@ from ._model import (
 from .reference import fingerprint_numpy
 
 __all__ = [
-    "BLOCK",
-    "LANES",
-    "QUANTILES",
-    "SKETCH_SEED",
-    "SKETCH_WIDTH",
-    "STATS",
-    "Difference",
-    "Fingerprint",
-    "backend",
-    "difference",
-    "fingerprint",
-    "native_error",
-    "parameters",
-    "relative_error",
-    "sketch_distance",
+    "BLOCK", "LANES", "QUANTILES", "SKETCH_SEED", "SKETCH_WIDTH", "STATS", "Difference", "Fingerprint",
+    "backend", "difference", "fingerprint", "native_error", "parameters", "relative_error", "sketch_distance",
 ]
 
 BACKENDS = ("native", "numpy")
@@ -65,17 +52,12 @@ except ImportError as exc:  # no compiler at install time, or a source tree neve
 def _select_backend() -> str:
     want = env.backend()
     if want and want not in BACKENDS:
-        raise ConfigError(
-            f"PARITY_GATE_BACKEND={want!r} is not a fingerprint backend; valid: {', '.join(BACKENDS)}"
-        )
+        raise ConfigError(f"PARITY_GATE_BACKEND={want!r} is not a fingerprint backend; "
+                          f"valid: {', '.join(BACKENDS)}")
     if want == "native" and _native_impl is None:
-        raise ConfigError(
-            f"PARITY_GATE_BACKEND=native but {native_error}; "
-            "build it with `python gate/fingerprint/_build.py` or reinstall with a C compiler"
-        )
-    if want:
-        return want
-    return "native" if _native_impl is not None else "numpy"
+        raise ConfigError(f"PARITY_GATE_BACKEND=native but {native_error}; "
+                          "build it with `python gate/fingerprint/_build.py` or reinstall with a C compiler")
+    return want or ("native" if _native_impl is not None else "numpy")
 
 
 backend: str = _select_backend()
@@ -96,10 +78,8 @@ def _prepare(array, dtype: str | None) -> tuple[np.ndarray, str]:
         elif dtype == dt.name and dtype in DTYPES:
             name = dtype
         else:
-            raise ValueError(
-                f"fingerprint: dtype={dtype!r} does not fit an array of {dt}; "
-                "use dtype='bfloat16' with uint16 bits, or leave it out"
-            )
+            raise ValueError(f"fingerprint: dtype={dtype!r} does not fit an array of {dt}; "
+                             "use dtype='bfloat16' with uint16 bits, or leave it out")
     elif dt.kind == "f" and dt.name in DTYPES:
         name = dt.name
     elif dt.name == "bfloat16" and dt.itemsize == 2:  # ml_dtypes.bfloat16 (not imported here)

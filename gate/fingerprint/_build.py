@@ -11,16 +11,8 @@ from cffi import FFI
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SRC = os.path.join(HERE, "src")
-SOURCES = (
-    "pgfp.c",
-    "pgfp_path.c",
-    "pgfp_plan.c",
-    "pgfp_scalar.c",
-    "pgfp_select.c",
-    "pgfp_avx2.c",
-    "pgfp_neon.c",
-    "pgfp_neon_match.c",
-)
+SOURCES = ("pgfp.c", "pgfp_path.c", "pgfp_plan.c", "pgfp_scalar.c", "pgfp_select.c", "pgfp_avx2.c",
+           "pgfp_neon.c", "pgfp_neon_match.c")
 
 def cdef(header: str = os.path.join(SRC, "pgfp.h")) -> str:
     """The cffi declarations from the public header: integer ``#define``s, enums, types, prototypes."""
@@ -50,14 +42,10 @@ def make_ffi(path=os.path.relpath, name: str = "gate.fingerprint._native", defin
     ffi = FFI()
     ffi.cdef(cdef())
     ffi.set_source(
-        name,
-        '#include "pgfp.h"',
-        sources=[path(os.path.join(SRC, f)) for f in SOURCES],
-        include_dirs=[path(SRC)],
+        name, '#include "pgfp.h"', sources=[path(os.path.join(SRC, f)) for f in SOURCES],
+        include_dirs=[path(SRC)], define_macros=[(d, "1") for d in defines],
         depends=[path(os.path.join(SRC, f)) for f in ("pgfp.h", "pgfp_internal.h", "pgfp_ctx.h", "pgfp_neon.h")],
-        define_macros=[(d, "1") for d in defines],
-        extra_compile_args=_compile_args(),
-        extra_link_args=[] if sys.platform == "win32" else ["-pthread"],
+        extra_compile_args=_compile_args(), extra_link_args=[] if sys.platform == "win32" else ["-pthread"],
     )
     return ffi
 

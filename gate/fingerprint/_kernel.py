@@ -27,8 +27,8 @@ _AT = {name: f.offset // 8 for name, f in ffi.typeof("pgfp_result").fields}  # a
 _HEAD = _AT.get(_NAMES[0], 0)
 _read = struct.Struct(f"={len(_COUNTED)}Q{len(_NAMES) - len(_COUNTED) + _NQ}d").unpack_from
 _SKETCH = slice(_S0, _S0 + SKETCH_WIDTH)
-if [_AT.get(k) for k in (*_NAMES, "q")] != list(range(_HEAD, _HEAD + len(_NAMES) + 1)) \
-        or ffi.sizeof("pgfp_result") % 8 or lib.PGFP_WIDTH != SKETCH_WIDTH or lib.PGFP_NQ_MAX < _NQ:
+if ([_AT.get(k) for k in (*_NAMES, "q")] != list(range(_HEAD, _HEAD + len(_NAMES) + 1))
+        or ffi.sizeof("pgfp_result") % 8 or lib.PGFP_WIDTH != SKETCH_WIDTH or lib.PGFP_NQ_MAX < _NQ):
     raise ImportError("pgfp_result differs from what gate/fingerprint/_kernel.py reads")
 _empty, _from_buffer, _obj_new = np.empty, ffi.from_buffer, object.__new__
 

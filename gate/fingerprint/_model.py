@@ -106,8 +106,7 @@ class Fingerprint:
             raise FormatError(f"fingerprint: expected a map, got {type(d).__name__}")
         shape = d.get("shape")
         if not isinstance(shape, list | tuple) or not all(
-            isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in shape
-        ):
+                isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in shape):
             raise FormatError("fingerprint: key 'shape' must be a list of non-negative ints")
         dtype = d.get("dtype")
         if dtype not in DTYPES:
@@ -128,11 +127,8 @@ class Fingerprint:
                 raise FormatError(f"fingerprint: key {k!r} must be a float, got {v!r}")
             stats[k] = float(v)
         q = d.get("q")
-        if (
-            not isinstance(q, list | tuple)
-            or len(q) != len(QUANTILES)
-            or not all(isinstance(v, float | int) and not isinstance(v, bool) for v in q)
-        ):
+        if (not isinstance(q, list | tuple) or len(q) != len(QUANTILES)
+                or not all(isinstance(v, float | int) and not isinstance(v, bool) for v in q)):
             raise FormatError(f"fingerprint: key 'q' must be a list of {len(QUANTILES)} floats")
         raw = d.get("sketch")
         if raw is not None and (not isinstance(raw, bytes | bytearray) or len(raw) != SKETCH_WIDTH * 8):
@@ -145,13 +141,9 @@ class Fingerprint:
         """Build from the dict form whose keys a schema has already checked (against the file's own
         parameters, which may differ from today's: ``from_dict`` demands today's)."""
         raw = d.get("sketch")
-        return cls(
-            shape=tuple(d["shape"]),
-            dtype=d["dtype"],
-            quantiles=tuple(d["q"]),
-            sketch=None if raw is None else np.frombuffer(bytes(raw), dtype="<f8").astype(np.float64),
-            **{k: d[k] for k in STATS},
-        )
+        sketch = None if raw is None else np.frombuffer(bytes(raw), dtype="<f8").astype(np.float64)
+        return cls(shape=tuple(d["shape"]), dtype=d["dtype"], quantiles=tuple(d["q"]), sketch=sketch,
+                   **{k: d[k] for k in STATS})
 
     def __eq__(self, other: object) -> bool:
         """Bit-identical comparison (NaN equals NaN); the sketch counts when both have one."""

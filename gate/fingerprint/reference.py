@@ -105,9 +105,8 @@ def sketch_map(start: int, stop: int) -> tuple[np.ndarray, np.ndarray]:
     """(bucket, negative) for flat indices start..stop-1; start is a multiple of 8."""
     h = np.repeat(group_hash(start >> 3, (stop + 7) >> 3), 8)[: stop - start]
     j = np.tile(np.arange(8, dtype=np.uint32), (stop - start + 7) // 8)[: stop - start]
-    bucket = ((h >> np.uint32(27)) * np.uint32(8) + (j ^ ((h >> np.uint32(24)) & np.uint32(7)))).astype(
-        np.intp
-    )
+    bucket = (h >> np.uint32(27)) * np.uint32(8) + (j ^ ((h >> np.uint32(24)) & np.uint32(7)))
+    bucket = bucket.astype(np.intp)
     negative = ((h >> (np.uint32(16) + j)) & np.uint32(1)).astype(bool)
     return bucket, negative
 
@@ -192,18 +191,7 @@ def _fingerprint(a: np.ndarray, flat: np.ndarray, n: int, dtype: str) -> Fingerp
             sketch += np.bincount(bucket[b0:b1], weights=signed[b0:b1], minlength=SKETCH_WIDTH)
     qs, vmin, vmax = _order_statistics(finite_parts, n - nan - posinf - neginf, vmin, vmax)
     return Fingerprint(
-        shape=tuple(int(s) for s in a.shape),
-        dtype=dtype,
-        count=int(n),
-        nan=nan,
-        posinf=posinf,
-        neginf=neginf,
-        zero=zero,
-        min=vmin,
-        max=vmax,
-        sum=combine_lanes(tot["sum"]),
-        sumsq=combine_lanes(tot["sumsq"]),
-        sumabs=combine_lanes(tot["sumabs"]),
-        quantiles=qs,
-        sketch=sketch,
+        shape=tuple(int(s) for s in a.shape), dtype=dtype, count=int(n), nan=nan, posinf=posinf,
+        neginf=neginf, zero=zero, min=vmin, max=vmax, sum=combine_lanes(tot["sum"]),
+        sumsq=combine_lanes(tot["sumsq"]), sumabs=combine_lanes(tot["sumabs"]), quantiles=qs, sketch=sketch,
     )

@@ -75,8 +75,8 @@ def check(spec: ModelSpec, root: Path, budget_mb: int | None) -> None:
     weights = weight_bytes(spec, root)
     if weights is None:
         return
-    copies, where = (PROCESS_COPIES, "[isolation] memory-budget-mb") if budget_mb else \
-        (TREE_COPIES, "this machine's memory")
+    copies, where = ((PROCESS_COPIES, "[isolation] memory-budget-mb") if budget_mb
+                     else (TREE_COPIES, "this machine's memory"))
     need = int(FIXED_MB + copies * weights / MB)
     if need > limit:
         raise ModelError(f"model `{spec.name}`: needs about {need:,} MB of memory ({weights / MB:,.0f} MB of weights), "

@@ -60,20 +60,17 @@ class BuiltModel:
             return
         with self.pristine.fresh():
             yield
-        self._repeatable()
+        self._repeatable(self.pristine)
 
     def restore(self) -> None:
         if self.pristine is not None:
             self.pristine.restore()
-            self._repeatable()
+            self._repeatable(self.pristine)
 
-    def _repeatable(self) -> None:
+    def _repeatable(self, pristine: Pristine) -> None:
         """Once a forward changed parameters in place (restored since), two runs from the state as built
         must agree: else what the gate compares depends on how many runs came before. A model refused
         once is refused at every restore after (a caller may have caught the first)."""
-        pristine = self.pristine
-        if pristine is None:  # a model built outside ``build``: each run is on its own
-            return
         if pristine.refused:
             raise ModelError(pristine.refused, ErrorStatus.INFER_FAIL)
         changed = pristine.take_rewritten()

@@ -20,17 +20,9 @@ ON_DEVICE = ("cuda",)  # device types whose tensors are fingerprinted where they
 
 
 def to_numpy(t: torch.Tensor) -> np.ndarray:
-    """A NumPy view of a tensor for fingerprinting (bfloat16 widened exactly; ints/bools as float64)."""
-    t = t.detach()
-    if t.device.type != "cpu":
-        t = t.cpu()
-    if t.dtype == torch.bfloat16:
-        return t.float().numpy()
-    if t.is_floating_point():
-        return t.numpy()
-    if t.is_complex():
-        return torch.view_as_real(t).numpy()
-    return t.numpy().astype(np.float64)
+    """A NumPy view of a tensor for fingerprinting (bfloat16 widened exactly; ints/bools as float64),
+    copied to the host before it is widened."""
+    return _widened(t.detach().cpu()).numpy()
 
 
 def on_host(t: torch.Tensor) -> Fingerprint:
@@ -39,7 +31,7 @@ def on_host(t: torch.Tensor) -> Fingerprint:
 
 
 def _widened(t: torch.Tensor) -> torch.Tensor:
-    """What ``to_numpy`` gives, computed on the tensor's own device."""
+    """The tensor as fingerprinted: floating, bfloat16 widened exactly, on its own device."""
     t = t.detach()
     if t.dtype == torch.bfloat16:
         return t.float()

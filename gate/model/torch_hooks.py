@@ -137,8 +137,8 @@ class Capture:
         """The records in execution (hook completion) order."""
         handles = self.specs.hooks(self.module) if self.specs is not None else []
         for qual, m in self.module.named_modules():
-            handles.append(m.register_forward_pre_hook(_bind_pre(self._enter, qual)))
-            handles.append(m.register_forward_hook(_bind(self._exit, qual)))
+            handles.append(m.register_forward_pre_hook(lambda _m, _args, q=qual: self._enter(q)))
+            handles.append(m.register_forward_hook(lambda mod, _args, out, q=qual: self._exit(mod, out, q)))
         try:
             with inference_mode(), context or contextlib.nullcontext():
                 self.output = self.module(*inputs)
@@ -162,17 +162,3 @@ def run(module: torch.nn.Module, inputs: tuple[torch.Tensor, ...]) -> list[Layer
     """One forward with hooks; returns the records in execution (hook completion) order."""
     return Capture(module).run(inputs)
 
-
-def _bind_pre(enter: Callable[[str], None], qual: str) -> Callable[[torch.nn.Module, tuple[Any, ...]], None]:
-    def bound(mod: torch.nn.Module, _args: tuple[Any, ...]) -> None:
-        enter(qual)
-
-    return bound
-
-
-def _bind(exit_: Callable[[torch.nn.Module, Any, str], None], qual: str
-          ) -> Callable[[torch.nn.Module, tuple[Any, ...], Any], None]:
-    def bound(mod: torch.nn.Module, _args: tuple[Any, ...], output: Any) -> None:
-        exit_(mod, output, qual)
-
-    return bound

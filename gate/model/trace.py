@@ -52,12 +52,8 @@ class OpTrace(TorchDispatchMode):
         super().__init__()
         self._where = where  # the innermost module call running (``torch_hooks.Capture.where``)
         self._modules: dict[str, Any] = {}  # module -> the digest of the operations run directly inside it
-        self._tokens: WeakIdKeyDictionary = WeakIdKeyDictionary()
-        for t, name in named.items():
-            self._tokens[t] = name
-        self._hashed = WeakIdKeyDictionary()
-        for t, name in hashed.items():
-            self._hashed[t] = name
+        self._tokens: WeakIdKeyDictionary = WeakIdKeyDictionary(named)
+        self._hashed = WeakIdKeyDictionary(hashed)
         self._sha = hashlib.sha256(b"parity-gate op trace v1\n")
         self.ops = 0
         self._made = 0  # tensors the traced operations made: their numbers in the trace

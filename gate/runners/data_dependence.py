@@ -8,6 +8,7 @@ layer keeps a different number of elements in float32 than in float64, so it is 
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import torch
@@ -17,12 +18,10 @@ from torch.utils.weak import WeakIdKeyDictionary
 # Custom operators with a data-dependent output size that carry no tag saying so.
 UNTAGGED = frozenset({"torchvision::nms"})
 _MASKS = (torch.bool, torch.uint8)
-
-
 _NEVER, _ALWAYS, _MASKED = 0, 1, 2
-_KINDS: dict[object, int] = {}  # operator -> one of the above, worked out once per operator
 
 
+@functools.cache  # worked out once per operator
 def _kind(func: object) -> int:
     name = func.name() if hasattr(func, "name") else str(func)
     if name in UNTAGGED:
@@ -34,9 +33,7 @@ def _kind(func: object) -> int:
 
 def starts(func: object, args: tuple[Any, ...]) -> bool:
     """Whether ``func`` makes an output whose size depends on its inputs' values."""
-    kind = _KINDS.get(func)
-    if kind is None:
-        kind = _KINDS[func] = _kind(func)
+    kind = _kind(func)
     if kind == _MASKED:  # integer indices give their own shape; a mask does not
         return any(isinstance(i, torch.Tensor) and i.dtype in _MASKS for i in args[1])
     return kind == _ALWAYS

@@ -7,6 +7,7 @@ Runtime runs inference graphs only: its providers report these layers absent, an
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -33,13 +34,11 @@ def gradients(module: torch.nn.Module, inputs: tuple[torch.Tensor, ...], seed: i
     before = [(p, p.requires_grad, p.grad) for _, p in params]
     produced: list[LayerOutput] = []
 
-    def hook(name: str) -> Callable[[torch.Tensor], None]:
-        def record(p: torch.Tensor) -> None:
-            produced.append(LayerOutput(f"{GRADIENT}{name}", name, 0, "", "grad", fingerprint(to_numpy(p.grad))))
-            p.grad = None  # fingerprinted: never held for the whole backward
-        return record
+    def record(p: torch.Tensor, name: str) -> None:
+        produced.append(LayerOutput(f"{GRADIENT}{name}", name, 0, "", "grad", fingerprint(to_numpy(p.grad))))
+        p.grad = None  # fingerprinted: never held for the whole backward
 
-    handles = [p.register_post_accumulate_grad_hook(hook(name)) for name, p in params]
+    handles = [p.register_post_accumulate_grad_hook(functools.partial(record, name=name)) for name, p in params]
     try:
         for _, p in params:
             p.requires_grad_(True)

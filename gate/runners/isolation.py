@@ -62,7 +62,6 @@ class Spare:
             proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
             _kill(proc)
-            proc.wait()
         self._err.close()
 
 
@@ -92,7 +91,6 @@ def run_isolated(job: WorkerJob, target: Target, timeout_s: float,
                 proc.wait(timeout=timeout_s)
             except subprocess.TimeoutExpired:
                 _kill(proc)
-                proc.wait()
                 return ProviderRun.failed(target, ErrorStatus.TIMEOUT, f"{what} did not finish within {timeout_s:g} s")
             finally:
                 reader.join(timeout=5)
@@ -138,8 +136,8 @@ def _spawn(job: Path | str, stderr: int | IO[Any] | None) -> subprocess.Popen[by
     root = str(Path(__file__).resolve().parents[2])
     env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH", "")) if p)
     # Its own process group (session on POSIX), so a timeout ends the worker and its children.
-    group = {"start_new_session": True} if os.name == "posix" else \
-        {"creationflags": getattr(subprocess, "CREATE_NEW_PROCESS_GROUP", 0)}
+    group = ({"start_new_session": True} if os.name == "posix"
+             else {"creationflags": getattr(subprocess, "CREATE_NEW_PROCESS_GROUP", 0)})
     return subprocess.Popen([sys.executable, "-m", "gate.runners.worker", str(job)], env=env,
                             stdin=subprocess.PIPE if job == WAIT else None, stdout=subprocess.PIPE,
                             stderr=stderr, **group)
@@ -150,6 +148,7 @@ def _kill(proc: subprocess.Popen[Any]) -> None:
         os.killpg(proc.pid, signal.SIGKILL)
     else:  # pragma: no cover - Windows
         proc.kill()
+    proc.wait()
 
 
 def _crash_message(what: str, returncode: int, stderr: bytes, budget_mb: int | None) -> str:

@@ -80,8 +80,8 @@ def _pair(obj: Obj, key: str) -> tuple[float, float] | None:
     value = obj.data.get(key)
     if value is None:
         return None
-    if not isinstance(value, list) or len(value) != 2 or \
-            any(isinstance(x, bool) or not isinstance(x, (int, float)) for x in value):
+    if (not isinstance(value, list) or len(value) != 2
+            or any(isinstance(x, bool) or not isinstance(x, (int, float)) for x in value)):
         obj.fail(key, f"expected two numbers or null, got {kind(value)}")
     return float(value[0]), float(value[1])
 

@@ -85,7 +85,6 @@ class OrtRunner(Runner):
         values = list(dict.fromkeys(v for s in run.onnx_map.values() for v in marked(s) if v in present))
         session = ort_session.SessionSpec(self.name, dict(self.spec.options), dict(self.spec.session_options),
                                           self.subject.threads)
-        repeats = self.subject.repeats
         result = ort_session.run(proto, session, inputs, values, what, timing_runs=self.subject.timing_runs,
                                  capture_bytes=self.subject.capture_bytes, value_bytes=value_bytes(run),
                                  keep_outputs=bool(self.subject.outputs),
@@ -93,7 +92,7 @@ class OrtRunner(Runner):
         probe = self.probe()
         prun = ProviderRun(Target(self.name, probe.device_class, self.spec.precision), latency_ms=result.latency_ms,
                            placement=result.placement, capture_peak_bytes=result.peak_capture_bytes,
-                           latency_p90_ms=result.latency_p90_ms if repeats else None,
+                           latency_p90_ms=result.latency_p90_ms if self.subject.repeats else None,
                            session_options=dict(self.spec.session_options) or None)
         if probe.reason and probe.device_class == device.GPU:
             prun.reason = f"device class `{device.GPU}`: {probe.reason}"

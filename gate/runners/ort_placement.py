@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections import Counter
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -30,12 +31,9 @@ def recorded_options(provider: str, options: Mapping[str, Mapping[str, Any]]) ->
 
 
 def record(assigned: Iterable[tuple[str, str, str]], provider: str, source: str) -> dict[str, Any]:
-    counts: dict[str, int] = {}
-    fallback: list[str] = []
-    for ep, op_type, name in assigned:
-        counts[ep] = counts.get(ep, 0) + 1
-        if ep != provider:
-            fallback.append(f"{op_type}:{name}")
+    assigned = list(assigned)
+    counts = Counter(ep for ep, _, _ in assigned)
+    fallback = [f"{op_type}:{name}" for ep, op_type, name in assigned if ep != provider]
     out = {"nodes": sum(counts.values()), "by_provider": dict(sorted(counts.items())),
            "fallback_ops": sorted({f.split(":", 1)[0] for f in fallback}), "fallback_nodes": sorted(fallback)[:_LIMIT]}
     if source != "assignment":  # the default source goes unsaid: baselines written before keep their bytes

@@ -21,7 +21,7 @@ import onnx
 from gate.core.failure import ModelError
 from gate.core.runs import latency
 from gate.core.status import ErrorStatus
-from gate.export.saved import Marked
+from gate.export.saved import first_line, marked_source
 from gate.fingerprint import Fingerprint, fingerprint
 from gate.runners import heap, ort_placement, ort_segments
 from gate.runners.ort_capture import Capture, capture, floating
@@ -98,7 +98,8 @@ class SessionSpec:
             return ort.InferenceSession(model, sess_options=self.sess_options(record, profile, arena, prepack),
                                         providers=[(self.provider, dict(self.options))])
         except Exception as exc:
-            raise ModelError(f"{what}: {self.provider} failed to load the model: {_line(exc)}", ErrorStatus.LOAD_FAIL) from None
+            raise ModelError(f"{what}: {self.provider} failed to load the model: {first_line(exc)}",
+                             ErrorStatus.LOAD_FAIL) from None
 
 
 def available_providers() -> list[str]:
@@ -116,11 +117,6 @@ def mark_outputs(proto: onnx.ModelProto, names: Sequence[str]) -> onnx.ModelProt
     for name in dict.fromkeys(n for n in names if n not in existing):
         marked.graph.output.append(infos[name] if name in infos else onnx.ValueInfoProto(name=name))
     return marked
-
-
-def _line(exc: BaseException) -> str:
-    lines = str(exc).strip().splitlines()
-    return lines[0][:300] if lines else type(exc).__name__
 
 
 def _feed(session, inputs: Sequence[np.ndarray]) -> dict[str, np.ndarray]:
@@ -173,7 +169,7 @@ def _shipped(shipped: bytes | str, spec: SessionSpec, inputs: Sequence[np.ndarra
             session.run(None, feed)
             times.append((time.perf_counter() - start) * 1e3)
     except Exception as exc:
-        raise ModelError(f"{what}: {spec.provider} failed to run the model: {_line(exc)}") from None
+        raise ModelError(f"{what}: {spec.provider} failed to run the model: {first_line(exc)}") from None
     median, p90 = latency(times)
     result = OrtRun([fingerprint(floating(np.asarray(o))) for o in outputs], latency_ms=median, latency_p90_ms=p90,
                     capture=how)
@@ -203,7 +199,7 @@ def _segments(result: OrtRun, proto: onnx.ModelProto, values: list[str], sizes: 
             tell("segment", k + 1, len(plan), seg.marked[-1])
             given = {n: feed[n] if n in feed else held[n] for n in seg.inputs}
             sub = ort_segments.model(proto, seg, {n: ort_segments.tensor_type(v) for n, v in given.items()}, k)
-            with Marked(sub, model if model is not None else Path(".")) as source:
+            with marked_source(sub, model) as source:
                 del sub
                 session = spec.open(source, what, arena=False, prepack=False)
             result.values.update(capture(session, given, seg.marked, result.capture, seg.keep, held))
@@ -228,14 +224,14 @@ def _capture(result: OrtRun, proto: onnx.ModelProto, part: list[str], spec: Sess
     every MatMul weight that ONNX Runtime would otherwise use in place from its file, for a session
     that runs once."""
     marked = mark_outputs(proto, part)
-    with Marked(marked, model if model is not None else Path(".")) as source:
+    with marked_source(marked, model) as source:
         del marked
         session = spec.open(source, what, arena=False, prepack=False)
     try:
         result.values.update(capture(session, _feed(session, inputs), part, how))
     except Exception as exc:
         raise ModelError(f"{what}: {spec.provider} failed to run the model with intermediates marked: "
-                         f"{_line(exc)}") from None
+                         f"{first_line(exc)}") from None
     del session
     gc.collect()
     heap.trim()

@@ -31,8 +31,8 @@ class TorchEagerRunner(Runner):
             return Target(self.name, device.cpu_class(), self.spec.precision)
         import torch
 
-        cls = device.cuda_class(torch.cuda.get_device_name(), torch.cuda.get_device_capability()) \
-            if torch.cuda.is_available() else device.GPU
+        cls = (device.cuda_class(torch.cuda.get_device_name(), torch.cuda.get_device_capability())
+               if torch.cuda.is_available() else device.GPU)
         return Target(self.name, cls, self.spec.precision)
 
     def precheck(self, subject: Subject) -> None:

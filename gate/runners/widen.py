@@ -22,8 +22,7 @@ SUBTREE_BYTES = 256 * 2**20
 
 
 def _size(module: torch.nn.Module) -> int:
-    return sum(t.numel() * t.element_size() for t in module.parameters()) + \
-        sum(t.numel() * t.element_size() for t in module.buffers())
+    return sum(t.numel() * t.element_size() for t in (*module.parameters(), *module.buffers()))
 
 
 def plan(module: torch.nn.Module, limit: int = SUBTREE_BYTES) -> list[tuple[torch.nn.Module, bool]]:
@@ -32,11 +31,10 @@ def plan(module: torch.nn.Module, limit: int = SUBTREE_BYTES) -> list[tuple[torc
     todo = [module]
     while todo:
         m = todo.pop()
-        if _size(m) <= limit:
-            out.append((m, True))
-            continue
-        out.append((m, False))
-        todo.extend(m.children())
+        whole = _size(m) <= limit
+        out.append((m, whole))
+        if not whole:
+            todo.extend(m.children())
     return out
 
 
