@@ -30,12 +30,15 @@ from the file, np.allclose) and
 - `today` (with `--today`): `check` of that checkout on its own baseline: the gate before reuse;
 - `warm 4k` (with `--heap`): `warm` with the worker's heap on 4 KiB pages
   (``GLIBC_TUNABLES=glibc.malloc.hugetlb=0``, gate.runners.heap): what the huge-page advice saves;
-- `floor` (with `--floor`): the least any per-layer gate that reuses the export and the float64
-  reference must do, with nothing of the gate's own: in one fresh process, imports, the model built,
-  one torch forward (inference mode), an ONNX Runtime session and run of the graph the cache holds,
-  and a session and one whole run (no segments) of a copy that also outputs every value the gate
-  marks (the layer map stored with it). No hooks, no fingerprints, no comparison.
-
+- with `--floor`, each side's floor, timed in the same round: the stages its path must run, each
+  alone, one after another in one fresh process, with nothing of the gate's own: imports; the model
+  built; its weights read once (sha256: whether they changed is known no other way); one float32
+  forward; after a code change, the export (as the recipe's); an ONNX Runtime session and run of the
+  graph the cache holds, and of a copy that also outputs every value the gate marks (the layer map
+  stored with it; made before the round, not timed); after a weight change, the new weights written
+  once; after any change, the float64 forward (the model converted to float64 first). The floor's wall is the
+  process's; each part's seconds go to the JSON (`floor_parts`). It is the sum of what the path
+  cannot skip, not a bound on a gate that overlaps stages on two CPUs.
 Wall time and peak memory of the whole process tree (the gate, its reference beside the export and its
 ONNX Runtime worker), as scripts/measure.py takes it (``measure.measured``). Reported: per side the median
 and range of wall and peak, the median and range of the per-pair ratio to the recipe, and the path
@@ -64,7 +67,7 @@ from gate.runners import heap as heap_tunables  # noqa: E402 - the worker's heap
 ROOT = Path(__file__).resolve().parents[1]
 TWINS = {"beside": "on", "serial": "off"}  # PARITY_GATE_BESIDE of a change side's twin
 SIDES = ("warm", "warm 4k", "cold", "changed", *(f"changed {t}" for t in TWINS), "code",
-         *(f"code {t}" for t in TWINS), "today", "floor")
+         *(f"code {t}" for t in TWINS), "today")
 CHANGES = {"changed": "BENCH_CHANGE", "code": "BENCH_CODE_CHANGE"}
 
 MODELS = textwrap.dedent("""
@@ -149,14 +152,58 @@ RECIPE_SHIPS = BUILT + textwrap.dedent("""
     got = sess.run(None, {sess.get_inputs()[0].name: x.numpy()})[0]
     print("allclose", np.allclose(expected, got, rtol=1e-2, atol=1e-2))
 """)
-FLOOR = BUILT + textwrap.dedent("""
+# A path's floor (``--floor``): argv model factory, path (none, weight, code); the seconds of each part.
+FLOOR = textwrap.dedent("""
+    import time
+    T0 = time.perf_counter()
+    import hashlib, json, sys, numpy as np, torch, onnxruntime as ort
+    sys.path.insert(0, ".")
+    import bench_models
+    from gate.config import load_config
+    from gate.model.inputs import generate
+    parts = {"imports": time.perf_counter() - T0}
+    path = sys.argv[2]
+
+    def part(name, fn):
+        t = time.perf_counter()
+        out = fn()
+        parts[name] = time.perf_counter() - t
+        return out
+
+    def build():
+        spec = load_config(__import__("pathlib").Path("parity-gate.toml")).models[0]
+        torch.manual_seed(spec.seed)
+        x = torch.from_numpy(generate(spec.inputs, spec.seed)[0])
+        return getattr(bench_models, sys.argv[1])().eval(), x
+
+    def read_weights():
+        h = hashlib.sha256()
+        for _, t in sorted(model.state_dict().items()):
+            h.update(t.detach().contiguous().reshape(-1).view(torch.uint8).numpy())
+        return h.hexdigest()
+
+    def ort_runs():
+        for graph in ("floor.onnx", "floor-marked.onnx"):
+            sess = ort.InferenceSession(graph, providers=["CPUExecutionProvider"])
+            sess.run(None, {sess.get_inputs()[0].name: x.numpy()})
+
+    model, x = part("build", build)
+    part("weights read", read_weights)
     with torch.inference_mode():
-        model(x)
-    for path in ("floor.onnx", "floor-marked.onnx"):
-        sess = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
-        sess.run(None, {sess.get_inputs()[0].name: x.numpy()})
-    print("floor done")
+        part("float32 forward", lambda: model(x))
+    if path == "code":
+        with torch.no_grad():
+            part("export", lambda: torch.onnx.export(model, (x,), "floor-export.onnx", dynamo=True,
+                                                     external_data=True))
+    part("ONNX Runtime", ort_runs)
+    if path == "weight":
+        part("weights written", lambda: torch.save(model.state_dict(), "floor-weights.pt"))
+    if path != "none":
+        with torch.inference_mode():
+            part("float64 forward", lambda: model.double()(x.double() if x.is_floating_point() else x))
+    print("FLOOR", json.dumps(parts))
 """)
+FLOOR_PATHS = {"warm": "none", "changed": "weight", "code": "code"}  # a side's path, by its first word
 
 
 def project(folder: Path, model: str) -> Path:
@@ -227,19 +274,25 @@ def run_model(model: str, repeat: int, today: Path | None, work: Path, heap: boo
                                        {"PYTHONPATH": f"{code}{os.pathsep}{ROOT}"})
                 if "allclose" not in runs[which].proc.stdout:
                     raise SystemExit(f"the recipe failed for {model}:\n{runs[which].proc.stderr[-3000:]}")
-            elif side == "floor":
-                runs[which] = measured([sys.executable, "floor.py", recipe_args(model)[0]], folder,
-                                       {"PYTHONPATH": str(code)}, ok=(0,))
             else:
                 (folder / "report.json").unlink(missing_ok=True)
                 runs[which] = measured(gate(code) + ["check", "--json", "report.json"], folder,
                                        {"PYTHONPATH": str(code), **extra})
         r, c = runs["recipe"], runs[side]
         sides["recipe"].append({"wall": r.wall_s, "peak": r.peak_gb})
-        report = {} if side == "floor" else json.loads((folder / "report.json").read_text())
-        sides[side].append({"wall": c.wall_s, "peak": c.peak_gb, "recipe_wall": r.wall_s, "recipe_peak": r.peak_gb,
-                            "path": path_taken(report, c.proc.stderr),
-                            "transform_s": stage_seconds(c.proc.stderr + c.proc.stdout)["transform"]})
+        report = json.loads((folder / "report.json").read_text())
+        row = {"wall": c.wall_s, "peak": c.peak_gb, "recipe_wall": r.wall_s, "recipe_peak": r.peak_gb,
+               "path": path_taken(report, c.proc.stderr),
+               "transform_s": stage_seconds(c.proc.stderr + c.proc.stdout)["transform"]}
+        if floor and side != "warm 4k" and side.split()[0] in FLOOR_PATHS:  # the path's floor, same round
+            changed = {k: v for k, v in extra.items() if k in CHANGES.values()}
+            f = measured([sys.executable, "floor.py", recipe_args(model)[0], FLOOR_PATHS[side.split()[0]]],
+                         folder, {"PYTHONPATH": str(code), **changed}, ok=(0,))
+            said = [line for line in f.proc.stdout.splitlines() if line.startswith("FLOOR ")]
+            if not said:
+                raise SystemExit(f"the floor failed for {model}:\n{f.proc.stderr[-3000:]}")
+            row.update(floor_wall=f.wall_s, floor_peak=f.peak_gb, floor_parts=json.loads(said[-1][6:]))
+        sides[side].append(row)
 
     for i in range(repeat):
         if "warm" in only:
@@ -258,8 +311,6 @@ def run_model(model: str, repeat: int, today: Path | None, work: Path, heap: boo
                 paired(side, here, ROOT, {**env, **extra}, i)
         if today is not None:
             paired("today", work / "today", today, {"PARITY_GATE_CACHE_DIR": "off"}, i)
-        if floor:
-            paired("floor", here, ROOT, {}, i)
     return {k: v for k, v in sides.items() if v}
 
 
@@ -277,13 +328,28 @@ def table(model: str, sides: dict) -> list[str]:
             continue
         wall_x = [r["wall"] / r["recipe_wall"] for r in runs]
         peak_x = [r["peak"] / r["recipe_peak"] for r in runs]
-        said = "; ".join(sorted({r["path"] for r in runs})) if side != "floor" else ""
+        said = "; ".join(sorted({r["path"] for r in runs}))
         transform = [r["transform_s"] for r in runs if r.get("transform_s")]
-        out.append(f"| {model} | {side if side == 'floor' else 'check ' + side} | "
-                   f"{_spread([r['recipe_wall'] for r in runs], '.1f')} | {_spread([r['wall'] for r in runs], '.1f')} | "
+        floors = [r for r in runs if "floor_wall" in r]
+        floor = (f"{_spread([r['floor_wall'] for r in floors], '.1f')} | "
+                 f"{_spread([r['wall'] / r['floor_wall'] for r in floors], '.2f')}") if floors else "— | —"
+        out.append(f"| {model} | check {side} | {_spread([r['recipe_wall'] for r in runs], '.1f')} | "
+                   f"{_spread([r['wall'] for r in runs], '.1f')} | "
                    f"{_spread(wall_x, '.2f')} | {_spread([r['recipe_peak'] for r in runs], '.2f')} | "
-                   f"{_spread([r['peak'] for r in runs], '.2f')} | {_spread(peak_x, '.2f')} | "
+                   f"{_spread([r['peak'] for r in runs], '.2f')} | {_spread(peak_x, '.2f')} | {floor} | "
                    f"{_spread(transform, '.1f') if transform else '—'} | {said} |")
+    return out
+
+
+def floor_parts(model: str, sides: dict) -> list[str]:
+    """Per side with floors, the median seconds of each part of its path's floor."""
+    out = []
+    for side in SIDES:
+        floors = [r["floor_parts"] for r in sides.get(side, []) if "floor_parts" in r]
+        if floors:
+            names = list(floors[0])
+            parts = ", ".join(f"{n} {statistics.median(f[n] for f in floors):.2f}" for n in names)
+            out.append(f"| {model} | {FLOOR_PATHS[side.split()[0]]} | {parts} |")
     return out
 
 
@@ -293,9 +359,9 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--today", type=Path, default=None, help="a checkout of parity-gate before reuse, to time too")
     ap.add_argument("--heap", action="store_true", help="also `warm` with the worker's heap on 4 KiB pages")
-    ap.add_argument("--floor", action="store_true", help="also the bare costs of a per-layer gate (see above)")
+    ap.add_argument("--floor", action="store_true", help="also each side's floor: what its path cannot skip")
     ap.add_argument("--sides", nargs="+", default=["warm", "cold", "changed", "code"],
-                    choices=[s for s in SIDES if s not in ("warm 4k", "today", "floor")],
+                    choices=[s for s in SIDES if s not in ("warm 4k", "today")],
                     help="which of the check's sides to time (default: warm, cold, changed, code); "
                     "`beside` and `serial`: with PARITY_GATE_BESIDE=on and off")
     ap.add_argument("--json", type=Path, default=None)
@@ -311,10 +377,14 @@ def main() -> None:
         print("\n".join(table(model, results[model])), flush=True)
     print(f"\n{host()}; median (range) of {args.repeat}; {measure.peak_said()}, GB")
     print("| model | run | recipe wall s | wall s | wall x recipe | recipe peak GB | peak GB | peak x recipe "
-          "| transform s | path |")
-    print("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
+          "| floor s | wall x floor | transform s | path |")
+    print("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
     for model, sides in results.items():
         print("\n".join(table(model, sides)))
+    if args.floor:
+        print("\n| model | path | floor: median seconds of each part |\n| --- | --- | --- |")
+        for model, sides in results.items():
+            print("\n".join(floor_parts(model, sides)))
     if args.json:
         args.json.write_text(json.dumps({"host": host(), "results": results}, indent=1))
 
