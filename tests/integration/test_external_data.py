@@ -94,3 +94,29 @@ def test_inline_weights_are_set_apart_for_the_marked_copies_and_the_values_agree
     assert relative_error(split.values["h"], inline.values["h"]) <= 1e-6
     assert all(relative_error(a, b) <= 1e-6 for a, b in zip(split.outputs, inline.outputs, strict=True))
     assert saved.weights_apart(apart, tmp_path / "again") == apart  # weights already apart: used as they are
+
+
+def test_a_strided_initializer_is_written_in_c_order_with_the_same_bytes(external, tmp_path):
+    """The optimizer folds transposes into strided NumPy views; the writer makes them contiguous first
+    (NumPy writes a strided array element by element) and the file holds the same bytes."""
+    import onnx_ir as ir
+
+    from gate.export.exporter import _save_ir
+
+    base = np.random.default_rng(1).standard_normal((64, 64)).astype(np.float32)
+    paths = {}
+    for name, weight in (("strided", base.T), ("contiguous", np.ascontiguousarray(base.T))):
+        model = ir.serde.deserialize_model(_model(np.zeros((64, 64), np.float32)))
+        model.graph.initializers["w"].const_value = ir.Tensor(weight, name="w")
+        assert weight.flags.c_contiguous == (name == "contiguous")
+        folder = tmp_path / name
+        folder.mkdir()
+        _save_ir(model, folder / saved.MODEL)
+        assert model.graph.initializers["w"].const_value.raw.flags.c_contiguous
+        paths[name] = folder / saved.MODEL
+    strided, contiguous = (paths[k].parent / saved.DATA for k in ("strided", "contiguous"))
+    assert strided.read_bytes() == contiguous.read_bytes()
+    assert graph.file_digest(paths["strided"]) == graph.file_digest(paths["contiguous"])
+    proto = saved.load_graph(paths["strided"])
+    stored = numpy_helper.to_array(proto.graph.initializer[0], base_dir=str(tmp_path / "strided"))
+    assert np.array_equal(stored, base.T)
