@@ -36,9 +36,12 @@ from the file, np.allclose) and
   forward; after a code change, the export (as the recipe's); an ONNX Runtime session and run of the
   graph the cache holds, and of a copy that also outputs every value the gate marks (the layer map
   stored with it; made before the round, not timed); after a weight change, the new weights written
-  once; after any change, the float64 forward (the model converted to float64 first). The floor's wall is the
-  process's; each part's seconds go to the JSON (`floor_parts`). It is the sum of what the path
-  cannot skip, not a bound on a gate that overlaps stages on two CPUs.
+  once; after any change, the float64 forward (the model converted to float64 first). The floor's
+  wall is the process's; each part's seconds go to the JSON (`floor_parts`). It is the sum of what
+  the path cannot skip, not a bound on a gate that overlaps stages on two CPUs. What it writes, and
+  each change side's copy of the store, are removed after its round (a 2.4 GB model's would fill
+  tens of GB).
+
 Wall time and peak memory of the whole process tree (the gate, its reference beside the export and its
 ONNX Runtime worker), as scripts/measure.py takes it (``measure.measured``). Reported: per side the median
 and range of wall and peak, the median and range of the per-pair ratio to the recipe, and the path
@@ -201,6 +204,8 @@ FLOOR = textwrap.dedent("""
     if path != "none":
         with torch.inference_mode():
             part("float64 forward", lambda: model.double()(x.double() if x.is_floating_point() else x))
+    for written in ("floor-export.onnx", "floor-export.onnx.data", "floor-weights.pt"):
+        __import__("pathlib").Path(written).unlink(missing_ok=True)
     print("FLOOR", json.dumps(parts))
 """)
 FLOOR_PATHS = {"warm": "none", "changed": "weight", "code": "code"}  # a side's path, by its first word
@@ -309,6 +314,7 @@ def run_model(model: str, repeat: int, today: Path | None, work: Path, heap: boo
                 mode = {BESIDE_ENV: TWINS[twin]} if twin else {}
                 extra = {"PARITY_GATE_CACHE_DIR": str(base), CHANGES[change]: "1", **mode}
                 paired(side, here, ROOT, {**env, **extra}, i)
+                shutil.rmtree(base, ignore_errors=True)
         if today is not None:
             paired("today", work / "today", today, {"PARITY_GATE_CACHE_DIR": "off"}, i)
     return {k: v for k, v in sides.items() if v}
