@@ -28,8 +28,6 @@ from the file, np.allclose) and
   ``PARITY_GATE_BESIDE=on`` (the reference beside the export, in a forked child, whatever the CPUs) or
   ``off`` (after the export, in the gate's process); the path says where it ran;
 - `today` (with `--today`): `check` of that checkout on its own baseline: the gate before reuse;
-- `warm 4k` (with `--heap`): `warm` with the worker's heap on 4 KiB pages
-  (``GLIBC_TUNABLES=glibc.malloc.hugetlb=0``, gate.runners.heap): what the huge-page advice saves;
 - with `--floor`, each side's floor, timed in the same round: the stages its path must run, each
   alone, one after another in one fresh process, with nothing of the gate's own: imports; the model
   built; its weights read once (sha256: whether they changed is known no other way); one float32
@@ -65,11 +63,10 @@ import measure  # noqa: E402
 from measure import RECIPE_RUN, host, measured, pairs, path_taken, stage_seconds  # noqa: E402 - how every benchmark measures
 
 from gate.env import BESIDE as BESIDE_ENV  # noqa: E402
-from gate.runners import heap as heap_tunables  # noqa: E402 - the worker's heap settings, named in one place
 
 ROOT = Path(__file__).resolve().parents[1]
 TWINS = {"beside": "on", "serial": "off"}  # PARITY_GATE_BESIDE of a change side's twin
-SIDES = ("warm", "warm 4k", "cold", "changed", *(f"changed {t}" for t in TWINS), "code",
+SIDES = ("warm", "cold", "changed", *(f"changed {t}" for t in TWINS), "code",
          *(f"code {t}" for t in TWINS), "today")
 CHANGES = {"changed": "BENCH_CHANGE", "code": "BENCH_CODE_CHANGE"}
 
@@ -258,7 +255,7 @@ def gate(code: Path) -> list[str]:
             "sys.argv[0] = 'parity-gate'; main()"]
 
 
-def run_model(model: str, repeat: int, today: Path | None, work: Path, heap: bool, floor: bool,
+def run_model(model: str, repeat: int, today: Path | None, work: Path, floor: bool,
               only: tuple[str, ...] = ("warm", "cold", "changed", "code")) -> dict:
     here = project(work / "reuse", model)
     cache = work / "cache"
@@ -289,7 +286,7 @@ def run_model(model: str, repeat: int, today: Path | None, work: Path, heap: boo
         row = {"wall": c.wall_s, "peak": c.peak_gb, "recipe_wall": r.wall_s, "recipe_peak": r.peak_gb,
                "path": path_taken(report, c.proc.stderr),
                "transform_s": stage_seconds(c.proc.stderr + c.proc.stdout)["transform"]}
-        if floor and side != "warm 4k" and side.split()[0] in FLOOR_PATHS:  # the path's floor, same round
+        if floor and side.split()[0] in FLOOR_PATHS:  # the path's floor, same round
             changed = {k: v for k, v in extra.items() if k in CHANGES.values()}
             f = measured([sys.executable, "floor.py", recipe_args(model)[0], FLOOR_PATHS[side.split()[0]]],
                          folder, {"PYTHONPATH": str(code), **changed}, ok=(0,))
@@ -302,8 +299,6 @@ def run_model(model: str, repeat: int, today: Path | None, work: Path, heap: boo
     for i in range(repeat):
         if "warm" in only:
             paired("warm", here, ROOT, env, i)
-        if heap:
-            paired("warm 4k", here, ROOT, {**env, heap_tunables.TUNABLES: f"{heap_tunables.HUGE_PAGES}=0"}, i)
         if "cold" in only:
             paired("cold", here, ROOT, {**env, "PARITY_GATE_CACHE_DIR": str(work / f"cold-{i}")}, i)
         for side in [s for s in SIDES if s.split()[0] in CHANGES]:
@@ -364,10 +359,9 @@ def main() -> None:
     ap.add_argument("--models", nargs="+", default=["resnet18", "bert-sdpa"], choices=sorted(MODELS_RUN))
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--today", type=Path, default=None, help="a checkout of parity-gate before reuse, to time too")
-    ap.add_argument("--heap", action="store_true", help="also `warm` with the worker's heap on 4 KiB pages")
     ap.add_argument("--floor", action="store_true", help="also each side's floor: what its path cannot skip")
     ap.add_argument("--sides", nargs="+", default=["warm", "cold", "changed", "code"],
-                    choices=[s for s in SIDES if s not in ("warm 4k", "today")],
+                    choices=[s for s in SIDES if s != "today"],
                     help="which of the check's sides to time (default: warm, cold, changed, code); "
                     "`beside` and `serial`: with PARITY_GATE_BESIDE=on and off")
     ap.add_argument("--json", type=Path, default=None)
@@ -378,7 +372,7 @@ def main() -> None:
     results = {}
     for model in args.models:
         with tempfile.TemporaryDirectory(prefix="bench-reuse-") as tmp:
-            results[model] = run_model(model, args.repeat, args.today, Path(tmp), args.heap, args.floor,
+            results[model] = run_model(model, args.repeat, args.today, Path(tmp), args.floor,
                                        tuple(args.sides))
         print("\n".join(table(model, results[model])), flush=True)
     print(f"\n{host()}; median (range) of {args.repeat}; {measure.peak_said()}, GB")

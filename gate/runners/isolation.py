@@ -25,7 +25,6 @@ from gate.core.status import ErrorStatus
 from gate.core.target import Target
 from gate.errors import FormatError
 from gate.formats.results import read_run
-from gate.runners import heap
 from gate.runners.base import Subject
 from gate.runners.job import WorkerJob
 
@@ -132,7 +131,7 @@ def _handed(proc: subprocess.Popen[bytes], job_path: Path) -> subprocess.Popen[b
 
 def _spawn(job: Path | str, stderr: int | IO[Any] | None) -> subprocess.Popen[bytes]:
     """A worker for the job file ``job``; a spare's (``job`` is ``WAIT``) stdin is a pipe."""
-    env = heap.worker_env(os.environ)
+    env = dict(os.environ)
     root = str(Path(__file__).resolve().parents[2])
     env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH", "")) if p)
     # Its own process group (session on POSIX), so a timeout ends the worker and its children.

@@ -3,7 +3,7 @@
 Two sessions: the unmodified graph (what ships: its outputs and latency) and a copy with the mapped
 intermediates marked as outputs, which changes what ONNX Runtime can fuse. Sessions open the model by
 path where it has one (external data never re-serialized) and run one at a time, capture sessions
-without the CPU arena, so one's peak is not held into the next; ``heap.huge_pages`` picks the pages."""
+without the CPU arena, so one's peak is not held into the next."""
 
 from __future__ import annotations
 
@@ -139,21 +139,19 @@ def run(proto: onnx.ModelProto, spec: SessionSpec, inputs: Sequence[np.ndarray],
     how = Capture.for_provider(spec.provider, spec.options)
     shipped = str(model) if model is not None else proto.SerializeToString()
     weights = weights or model
-    with heap.huge_pages(False):  # its weights, prepacked once: huge pages cost a compaction here (``heap``)
-        result, feed = _shipped(shipped, spec, inputs, what, timing_runs, keep_outputs, how)
+    result, feed = _shipped(shipped, spec, inputs, what, timing_runs, keep_outputs, how)
     sizes = value_bytes or {}
     marked = list(dict.fromkeys(values))
     parts = chunks(marked, sizes, capture_bytes)
     tell = detail or (lambda *_: None)
-    with heap.huge_pages(heap.capture_pages(sum(sizes.get(v, 0) for v in marked))):
-        if len(parts) > 1 and capture_bytes and _segments(result, proto, marked, sizes, capture_bytes, spec, feed, what,
-                                                          weights, tell):
-            return result
-        for i, part in enumerate(parts):
-            tell("capture run", i + 1, len(parts), part[-1])
-            result.peak_capture_bytes = max(result.peak_capture_bytes, sum(sizes.get(v, 0) for v in part))
-            _capture(result, proto, part, spec, inputs, what, how, weights)
+    if len(parts) > 1 and capture_bytes and _segments(result, proto, marked, sizes, capture_bytes, spec, feed, what,
+                                                      weights, tell):
         return result
+    for i, part in enumerate(parts):
+        tell("capture run", i + 1, len(parts), part[-1])
+        result.peak_capture_bytes = max(result.peak_capture_bytes, sum(sizes.get(v, 0) for v in part))
+        _capture(result, proto, part, spec, inputs, what, how, weights)
+    return result
 
 
 def _shipped(shipped: bytes | str, spec: SessionSpec, inputs: Sequence[np.ndarray], what: str,

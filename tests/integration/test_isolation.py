@@ -4,9 +4,7 @@ other models and providers still report. Real worker processes, real ONNX Runtim
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -168,63 +166,6 @@ def test_a_workers_capture_progress_reaches_the_parent_and_other_output_does_not
     assert prun.status == "ok" and all(pl.status == "ok" for pl in prun.layers.values())
     last = [names.index(part[-1]) for part in ort_session.chunks(names, {v: 256 for v in names}, 1024)]
     assert heard == [f"{DETAIL}segment {k + 1}/13, to add{i}" for k, i in enumerate(last)]
-
-
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc tunables")
-@pytest.mark.parametrize("caller, seen", [
-    (None, "glibc.malloc.hugetlb=1"),
-    ("glibc.malloc.arena_max=2", "glibc.malloc.arena_max=2:glibc.malloc.hugetlb=1"),
-    ("glibc.malloc.hugetlb=0:glibc.malloc.arena_max=2", "glibc.malloc.hugetlb=0:glibc.malloc.arena_max=2"),
-])
-def test_a_worker_heap_asks_for_huge_pages_unless_the_caller_said_otherwise(tmp_path, monkeypatch, caller, seen):
-    """What the worker process itself sees, not what the parent meant to pass."""
-    out = tmp_path / "env.json"
-    monkeypatch.setenv("PARITY_GATE_WORKER_HOOK", "worker_hooks:environ")
-    monkeypatch.setenv("PARITY_GATE_TEST_ENV_OUT", str(out))
-    monkeypatch.setenv("PYTHONPATH", str(Path(__file__).parent))
-    if caller is None:
-        monkeypatch.delenv("GLIBC_TUNABLES", raising=False)
-    else:
-        monkeypatch.setenv("GLIBC_TUNABLES", caller)
-    run, _ = chain_bundle(tmp_path / "bundle", 3)
-    job = job_for(ProviderSpec("CPUExecutionProvider"), Subject(run, tmp_path / "bundle"), Isolation(), None)
-    prun = run_isolated(job, Target("CPUExecutionProvider", "cpu"), HEALTHY_S)
-    assert prun.status == "ok", prun.reason
-    assert json.loads(out.read_text())["GLIBC_TUNABLES"] == seen
-    assert os.environ.get("GLIBC_TUNABLES") == caller  # the parent's own environment is untouched
-
-
-
-def _thp_allowed() -> bool:
-    try:
-        with open("/proc/self/status") as f:
-            return any(line.split() == ["THP_enabled:", "1"] for line in f)
-    except OSError:
-        return False
-
-
-NO_THP = "THP_enabled: 1 in /proc/self/status (Linux 5.0 and later, THP built)"
-
-
-@pytest.mark.skipif(not _thp_allowed(), reason=NO_THP)
-@pytest.mark.parametrize("huge_from, capture_thp", [(None, "0"), ("0", "1")])
-def test_the_shipped_session_runs_on_small_pages_and_a_large_capture_on_huge_ones(tmp_path, monkeypatch,
-                                                                                  huge_from, capture_thp):
-    """Per session, what the worker's kernel may serve it: the shipped graph's session never huge
-    pages; a capture huge pages from ``heap.HUGE_CAPTURE_BYTES`` of marked values (here 48 bytes,
-    below the default; 0 in the worker: every capture counts as large)."""
-    out = tmp_path / "pages.jsonl"
-    monkeypatch.setenv("PARITY_GATE_WORKER_HOOK", "worker_hooks:pages")
-    monkeypatch.setenv("PARITY_GATE_TEST_ENV_OUT", str(out))
-    monkeypatch.setenv("PYTHONPATH", str(Path(__file__).parent))
-    if huge_from is not None:
-        monkeypatch.setenv("PARITY_GATE_TEST_HUGE_FROM", huge_from)
-    run, _ = chain_bundle(tmp_path / "bundle", 3)
-    job = job_for(ProviderSpec("CPUExecutionProvider"), Subject(run, tmp_path / "bundle"), Isolation(), None)
-    prun = run_isolated(job, Target("CPUExecutionProvider", "cpu"), HEALTHY_S)
-    assert prun.status == "ok", prun.reason
-    opened = [json.loads(line) for line in out.read_text().splitlines()]
-    assert opened == [{"shipped": True, "thp": "0"}, {"shipped": False, "thp": capture_thp}]
 
 
 def torch_config(tmp_path: Path, provider: str, factory: str = "examples.zoo:tiny_cnn") -> Path:
