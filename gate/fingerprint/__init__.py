@@ -26,16 +26,19 @@ from ._model import (
     STATS,
     Difference,
     Fingerprint,
+    Sketches,
     difference,
     parameters,
     relative_error,
     sketch_distance,
+    within,
 )
 from .reference import fingerprint_numpy
 
 __all__ = [
     "BLOCK", "LANES", "QUANTILES", "SKETCH_SEED", "SKETCH_WIDTH", "STATS", "Difference", "Fingerprint",
-    "backend", "difference", "fingerprint", "native_error", "parameters", "relative_error", "sketch_distance",
+    "Sketches", "backend", "difference", "fingerprint", "native_error", "parameters", "relative_error",
+    "sketch_distance", "within",
 ]
 
 BACKENDS = ("native", "numpy")

@@ -1,4 +1,4 @@
-"""The Fingerprint value type, its on-disk dict form, and the sketch distance.
+"""The Fingerprint value type, its on-disk dict form, and the sketch distance (one, or one to many).
 
 Nothing here depends on the backend: both backends build the same ``Fingerprint``.
 """
@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 import struct
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, fields
 from typing import Any
 
@@ -198,6 +198,42 @@ def difference(x: Fingerprint, ref: Fingerprint) -> Difference:
     if ref.l2 > 0.0:
         return Difference(dist / ref.l2 if dist else 0.0)
     return Difference(dist / math.sqrt(max(ref.count, 1)) if dist else 0.0, absolute=True)
+
+
+SUM_SLACK = 1e-9  # relative: NumPy's sum of SKETCH_WIDTH squares against math.fsum's, with room to spare
+
+
+class Sketches:
+    """The sketches of many equal-shaped references, stacked once: a tensor's ``difference`` to each of
+    them in one NumPy pass, each within ``SUM_SLACK`` (relative) of the exact value (NumPy's sum is not
+    correctly rounded), for a search that decides exactly only near its limit (``within``)."""
+
+    def __init__(self, refs: Sequence[Fingerprint]):
+        rows = [r.sketch for r in refs if r.sketch is not None]
+        self._stack = np.array(rows, dtype=np.float64).reshape(len(rows), SKETCH_WIDTH)
+        self._index = [i for i, r in enumerate(refs) if r.sketch is not None]
+        self._scale = np.array([r.l2 if r.l2 > 0.0 else math.sqrt(max(r.count, 1)) for r in refs],
+                               dtype=np.float64)
+
+    def differences(self, x: Fingerprint) -> np.ndarray:
+        """Per reference, ``difference(x, ref).value`` within ``SUM_SLACK``; NaN where one has no sketch."""
+        out = np.full(len(self._scale), np.nan)
+        if x.sketch is not None and self._index:
+            d = self._stack - np.asarray(x.sketch, dtype=np.float64)
+            out[self._index] = np.sqrt(np.einsum("ij,ij->i", d, d)) / self._scale[self._index]
+        return out
+
+
+def within(near: float, limit: float, exact: Callable[[], float]) -> bool:
+    """Whether the exact difference is at most ``limit``, given ``near`` (``Sketches``) within
+    ``SUM_SLACK`` of it: the exact one is computed only where ``near`` cannot tell."""
+    if near != near:  # NaN: no sketch
+        return False
+    if near <= limit * (1 - SUM_SLACK):
+        return True
+    if near > limit * (1 + SUM_SLACK):
+        return False
+    return exact() <= limit
 
 
 def relative_error(x: Fingerprint, ref: Fingerprint) -> float:

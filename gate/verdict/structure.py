@@ -8,11 +8,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from gate.core.layers import is_output, module_of
 from gate.core.runs import LayerInfo, ModelRun
-from gate.fingerprint import Fingerprint, relative_error
+from gate.fingerprint import Fingerprint, Sketches, relative_error, within
 from gate.formats.baseline import Baseline, BaselineLayer
 
 Limit = Callable[[LayerInfo, BaselineLayer], float]  # how far the reference may move at a layer
@@ -122,12 +123,23 @@ def structure(run: ModelRun, baseline: Baseline, limit: Limit) -> Structure:
         by_key.setdefault(_key(g.fp), []).append(g)
     free_names = {g.name for g in free}
     renames, copies, new, used = {}, {}, [], set()
+    # Every layer whose values moved searches its key's layers (a weight change moves them all): their
+    # sketches stacked once, each search one NumPy pass, the exact distance only near a limit.
+    stacks = {k: Sketches([g.fp for g in gs]) for k, gs in by_key.items()}
+    nearness: dict[str, dict[str, float]] = {}
 
     def find(layer: LayerInfo, pool: Iterable[BaselineLayer]) -> BaselineLayer | None:
         if not identifies(layer.fp):
             return None
-        return by_name(layer.name, [g for g in pool if g.name != layer.name and is_output(g.name) == is_output(layer.name)
-                                    and same(layer.fp, g.fp, limit(layer, g))])
+        if layer.name not in nearness:
+            group = by_key.get(_key(layer.fp), [])
+            ds = stacks[_key(layer.fp)].differences(layer.fp) if group else ()
+            nearness[layer.name] = {g.name: float(d) for g, d in zip(group, ds, strict=True)}
+        near = nearness[layer.name]
+        output = is_output(layer.name)
+        exact = partial(relative_error, layer.fp)
+        return by_name(layer.name, [g for g in pool if g.name != layer.name and is_output(g.name) == output
+                                    and within(near[g.name], limit(layer, g), partial(exact, g.fp))])
 
     for layer in run.layers:
         if layer.name not in displaced and baseline.layer(layer.name) is not None:

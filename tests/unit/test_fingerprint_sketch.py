@@ -4,10 +4,13 @@ Run on the default backend (the suite runs once per backend)."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
-from gate.fingerprint import fingerprint, relative_error, sketch_distance
+from gate.fingerprint import Sketches, difference, fingerprint, relative_error, sketch_distance, within
+from gate.fingerprint._model import SUM_SLACK
 
 
 def exact_rel(x, ref):
@@ -89,3 +92,40 @@ def test_dense_accuracy_matches_the_documented_spread():
         ratios.append(relative_error(fingerprint(x), fingerprint(ref)) / exact_rel(x, ref))
     assert abs(np.mean(ratios) - 1) < 0.03
     assert 0.025 < np.std(ratios) < 0.07
+
+
+def test_differences_to_many_references_are_each_ones_within_the_slack():
+    """``Sketches``: one NumPy pass over stacked sketches gives each reference's ``difference`` (relative,
+    or absolute against an all-zero one) within ``SUM_SLACK``; NaN where a reference has no sketch."""
+    rng = np.random.default_rng(0)
+    refs = [fingerprint(rng.standard_normal((8, 64)).astype(np.float32) * s) for s in (1e-30, 1.0, 1e30)]
+    refs.append(fingerprint(np.zeros((8, 64), np.float32)))
+    refs.append(dataclasses.replace(refs[1], sketch=None))
+    x = fingerprint(rng.standard_normal((8, 64)).astype(np.float32))
+    near = Sketches(refs).differences(x)
+    for got, ref in zip(near[:4], refs[:4], strict=True):
+        want = difference(x, ref).value
+        assert abs(got - want) <= SUM_SLACK * want
+    assert np.isnan(near[4])
+    assert np.isnan(Sketches(refs).differences(dataclasses.replace(x, sketch=None))).all()
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_within_decides_as_the_exact_difference_and_computes_it_only_near_the_limit(seed):
+    rng = np.random.default_rng(seed)
+    ref = rng.standard_normal(4096).astype(np.float32)
+    x = fingerprint(ref * (1 + 1e-6 * rng.standard_normal(4096)).astype(np.float32))
+    ref_fp = fingerprint(ref)
+    (near,) = Sketches([ref_fp]).differences(x)
+    exact = relative_error(x, ref_fp)
+    calls = []
+
+    def exactly() -> float:
+        calls.append(1)
+        return exact
+
+    assert within(near, exact, exactly) and calls  # at the limit: decided by the exact value
+    assert not within(near, np.nextafter(exact, 0.0), exactly)
+    calls.clear()
+    assert within(near, 2 * exact, exactly) and not within(near, exact / 2, exactly) and not calls
+    assert not within(float("nan"), 1.0, exactly)
