@@ -263,11 +263,16 @@ def _save_ir(model: ir.Model, path: Path) -> None:
 
 
 def _contiguous(model: ir.Model) -> None:
-    """Each NumPy initializer in C order: the optimizer's folded transposes are strided views (most of a
-    transformer's weights), and NumPy writes a strided array element by element, an order of magnitude
-    slower. The bytes written are the same: ``tofile`` writes C order either way."""
+    """Each strided NumPy initializer written in C order from a copy of its own, made as it is written
+    and freed after: the optimizer's folded transposes are strided views (most of a transformer's
+    weights), which NumPy writes element by element, an order of magnitude slower; copied all at once
+    they would add their bytes to the peak. ``tofile`` writes C order either way: the same bytes."""
     import numpy as np
     import onnx_ir as ir
+
+    class COrder(ir.Tensor):  # type: ignore[type-arg]
+        def tofile(self, file: Any) -> None:
+            ir.Tensor(np.ascontiguousarray(self.raw), self.dtype, shape=self.shape).tofile(file)
 
     for value in model.graph.initializers.values():
         tensor = value.const_value
@@ -275,9 +280,9 @@ def _contiguous(model: ir.Model) -> None:
             continue
         raw = tensor.raw
         if isinstance(raw, np.ndarray) and raw.dtype.isbuiltin and not raw.flags.c_contiguous:
-            value.const_value = ir.Tensor(np.ascontiguousarray(raw), tensor.dtype, shape=tensor.shape,
-                                          name=tensor.name, doc_string=tensor.doc_string,
-                                          metadata_props=dict(tensor.metadata_props))
+            value.const_value = COrder(raw, tensor.dtype, shape=tensor.shape, name=tensor.name,
+                                       doc_string=tensor.doc_string,
+                                       metadata_props=dict(tensor.metadata_props))
 
 
 def _fx_stacks(exported_program: torch.export.ExportedProgram) -> dict[str, list[CallKey]]:
