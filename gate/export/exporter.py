@@ -253,7 +253,7 @@ def _save_ir(model: ir.Model, path: Path) -> None:
     """``model`` saved; the graphs the optimizer matched are let go of (``rewriter.forget``)."""
     import onnx_ir as ir
 
-    _contiguous(model)
+    _c_order_writes(model)
     size = sum(v.const_value.nbytes for v in model.graph.initializers.values() if v.const_value is not None)
     if size > saved.EXTERNAL_MIN_BYTES:
         ir.save(model, str(path), external_data=saved.DATA, size_threshold_bytes=saved.INLINE_TENSOR_BYTES)
@@ -262,7 +262,7 @@ def _save_ir(model: ir.Model, path: Path) -> None:
     rewriter.forget()
 
 
-def _contiguous(model: ir.Model) -> None:
+def _c_order_writes(model: ir.Model) -> None:
     """Each strided NumPy initializer written in C order from a copy of its own, made as it is written
     and freed after: the optimizer's folded transposes are strided views (most of a transformer's
     weights), which NumPy writes element by element, an order of magnitude slower; copied all at once

@@ -124,16 +124,20 @@ def structure(run: ModelRun, baseline: Baseline, limit: Limit) -> Structure:
     free_names = {g.name for g in free}
     renames, copies, new, used = {}, {}, [], set()
     # Every layer whose values moved searches its key's layers (a weight change moves them all): their
-    # sketches stacked once, each search one NumPy pass, the exact distance only near a limit.
-    stacks = {k: Sketches([g.fp for g in gs]) for k, gs in by_key.items()}
+    # sketches stacked once (on first use), each search one NumPy pass, the exact distance only near a
+    # limit.
+    stacks: dict[tuple[Any, ...], Sketches] = {}
     nearness: dict[str, dict[str, float]] = {}
 
     def find(layer: LayerInfo, pool: Iterable[BaselineLayer]) -> BaselineLayer | None:
         if not identifies(layer.fp):
             return None
         if layer.name not in nearness:
-            group = by_key.get(_key(layer.fp), [])
-            ds = stacks[_key(layer.fp)].differences(layer.fp) if group else ()
+            key = _key(layer.fp)
+            group = by_key.get(key, [])
+            if group and key not in stacks:
+                stacks[key] = Sketches([g.fp for g in group])
+            ds = stacks[key].differences(layer.fp) if group else ()
             nearness[layer.name] = {g.name: float(d) for g, d in zip(group, ds, strict=True)}
         near = nearness[layer.name]
         output = is_output(layer.name)
