@@ -58,7 +58,7 @@ def load(built: BuiltModel) -> Exported:
     ambiguous = frozenset(q for q, n in _calls_per_module(built).items() if n > 1)
     result = Exported(proto, "artifact", None, opset, layermap.call_values(proto, stacks), shapes,
                       layermap.available_values(proto), ambiguous=ambiguous, as_shipped=True)
-    result.save(proto)  # the bundle's own copy (external data past a size)
+    result.save(proto)  # the bundle's own copy
     assert result.path is not None  # saved
     why = saved.refusal(result.path, result.proto, full_check=False)  # checked as read
     if why is not None:

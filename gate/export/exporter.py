@@ -254,11 +254,7 @@ def _save_ir(model: ir.Model, path: Path) -> None:
     import onnx_ir as ir
 
     _c_order_writes(model)
-    size = sum(v.const_value.nbytes for v in model.graph.initializers.values() if v.const_value is not None)
-    if size > saved.EXTERNAL_MIN_BYTES:
-        ir.save(model, str(path), external_data=saved.DATA, size_threshold_bytes=saved.INLINE_TENSOR_BYTES)
-    else:
-        ir.save(model, str(path))
+    ir.save(model, str(path), external_data=saved.DATA, size_threshold_bytes=saved.INLINE_TENSOR_BYTES)
     rewriter.forget()
 
 

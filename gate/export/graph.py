@@ -6,12 +6,15 @@ from __future__ import annotations
 import hashlib
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import onnx
 
 from gate.export import saved
 
 CHUNK = 16 * 2**20
+# Weights a graph was saved with in one file, before they always went apart (``file_digest``).
+ONE_FILE_MAX = 64 * 2**20
 
 
 def graph_digest(proto: onnx.ModelProto) -> str:
@@ -21,30 +24,137 @@ def graph_digest(proto: onnx.ModelProto) -> str:
 
 
 def file_digest(path: Path) -> str:
-    """``graph_digest`` of a saved graph, external weights streamed, never loaded whole: sha256 over the
-    bare graph (external tensors without their location/offset/length, which depend on the file's
-    layout), then each external tensor's bytes in initializer order."""
+    """``graph_digest`` of a saved graph, its external weights streamed, never loaded whole. A graph with
+    at most ``ONE_FILE_MAX`` bytes of weights gets the digest of the self-contained file it was saved as
+    before its weights went apart (``_one_file``; baselines record it). A larger one: sha256 over the bare
+    graph (external tensors without their location/offset/length, which depend on the file's layout),
+    then each external tensor's bytes in initializer order."""
     proto = saved.load_graph(path)
     tensors = saved.external(proto)
     if not tensors:
         return graph_digest(proto)
     bare = _bare(proto)
+    if sum(_region(t, path.parent)[2] for t in tensors) + saved.inline_bytes(proto) <= ONE_FILE_MAX:
+        return _one_file(bare, path)
     for t in saved.external(bare):
         del t.external_data[:]
     h = hashlib.sha256(b"parity-gate graph digest: external data v1\0")
     h.update(bare.SerializeToString(deterministic=True))
     for t in tensors:
-        info = {e.key: e.value for e in t.external_data}
-        remaining = int(info.get("length", -1))
-        with open(path.parent / info["location"], "rb") as f:
-            f.seek(int(info.get("offset", 0)))
-            while remaining != 0:
-                block = f.read(CHUNK if remaining < 0 else min(CHUNK, remaining))
-                if not block:
-                    break
-                h.update(block)
-                remaining -= len(block)
+        _stream(h, *_region(t, path.parent))
     return h.hexdigest()
+
+
+def _region(t: onnx.TensorProto, folder: Path) -> tuple[Path, int, int]:
+    """Where an external tensor's bytes are: (file, offset, length; to the file's end if unsaid)."""
+    info = {e.key: e.value for e in t.external_data}
+    file, offset = folder / saved.location(t), int(info.get("offset", 0))
+    return file, offset, int(info["length"]) if "length" in info else file.stat().st_size - offset
+
+
+def _stream(h: Any, file: Path, offset: int, length: int) -> None:
+    with open(file, "rb") as f:
+        f.seek(offset)
+        while length > 0:
+            block = f.read(min(CHUNK, length))
+            if not block:
+                raise ValueError(f"{file.name}: external data ends {length} bytes short")
+            h.update(block)
+            length -= len(block)
+
+
+Piece = bytes | tuple[Path, int, int]  # serialized bytes, or an external tensor's (file, offset, length)
+
+
+def _one_file(bare: onnx.ModelProto, path: Path) -> str:
+    """``graph_digest`` of ``bare`` with each external tensor's bytes in place (as ``raw_data``), the weights
+    streamed: deterministic serialization writes a message's set fields in field-number order, so the bytes
+    are assembled field by field. Unknown fields are written last, where this could not place them: a graph
+    with any is loaded whole."""
+    known = onnx.ModelProto()
+    known.CopyFrom(bare)
+    known.DiscardUnknownFields()
+    if known.ByteSize() != bare.ByteSize():
+        return graph_digest(onnx.load(str(path)))
+    h = hashlib.sha256()
+    for piece in _pieces(bare, path.parent):
+        if isinstance(piece, bytes):
+            h.update(piece)
+        else:
+            _stream(h, *piece)
+    return h.hexdigest()
+
+
+def _pieces(msg: Any, folder: Path) -> list[Piece]:
+    if not _holds_external(msg):
+        return [msg.SerializeToString(deterministic=True)]
+    fields: list[tuple[Any, Any]] = msg.ListFields()
+    if isinstance(msg, onnx.TensorProto):  # external: raw_data in the place of where it is
+        fields = [(f, v) for f, v in fields if f.name not in ("external_data", "data_location")]
+        fields = sorted([*fields, (_RAW_DATA, _region(msg, folder))], key=lambda fv: fv[0].number)
+    out: list[Piece] = []
+    for field, value in fields:
+        if field is _RAW_DATA:
+            out += [_key(field.number) + _varint(value[2]), value]
+        elif field.message_type is not None:
+            for item in (value if field.is_repeated else [value]):
+                body = _pieces(item, folder)
+                size = sum(len(b) if isinstance(b, bytes) else b[2] for b in body)
+                out += [_key(field.number) + _varint(size), *body]
+        else:
+            one = type(msg)()
+            if field.is_repeated:
+                getattr(one, field.name).extend(value)
+            else:
+                setattr(one, field.name, value)
+            out.append(one.SerializeToString(deterministic=True))
+    return out
+
+
+_RAW_DATA = onnx.TensorProto.DESCRIPTOR.fields_by_name["raw_data"]
+
+
+def _holders() -> frozenset[str]:
+    """The message types that can hold a tensor, at any depth (a graph's nodes' attributes hold graphs)."""
+    seen: dict[str, Any] = {}
+    todo = [onnx.ModelProto.DESCRIPTOR]
+    while todo:
+        d = todo.pop()
+        if d.full_name not in seen:
+            seen[d.full_name] = d
+            todo += [f.message_type for f in d.fields if f.message_type is not None]
+    held = {onnx.TensorProto.DESCRIPTOR.full_name}
+    while True:
+        more = {name for name, d in seen.items()
+                if any(f.message_type and f.message_type.full_name in held for f in d.fields)} - held
+        if not more:
+            return frozenset(held)
+        held |= more
+
+
+_HOLDERS = _holders()
+
+
+def _holds_external(msg: Any) -> bool:
+    if isinstance(msg, onnx.TensorProto):
+        return msg.data_location == onnx.TensorProto.EXTERNAL
+    return msg.DESCRIPTOR.full_name in _HOLDERS and any(
+        _holds_external(item) for field, value in msg.ListFields()
+        if field.message_type is not None and field.message_type.full_name in _HOLDERS
+        for item in (value if field.is_repeated else [value]))
+
+
+def _key(number: int) -> bytes:
+    return _varint(number << 3 | 2)  # a length-delimited field
+
+
+def _varint(n: int) -> bytes:
+    out = bytearray()
+    while n > 0x7F:
+        out.append(n & 0x7F | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out)
 
 
 def _bare(proto: onnx.ModelProto) -> onnx.ModelProto:

@@ -1,6 +1,7 @@
-"""The shipped graph as files: ``model.onnx`` and, when its weights are large, ``model.onnx.data``
-(a protobuf cannot pass 2 GiB). Everything after the export works on the graph without its weights
-(``load_graph``); copies with values marked as outputs point at the same weights file. No torch here.
+"""The shipped graph as files: ``model.onnx`` and its weights in ``model.onnx.data``. Written apart, the
+weights are never serialized into one protobuf (twice their size in memory; nor can one pass 2 GiB);
+everything after the export works on the graph without them (``load_graph``), and copies with values
+marked as outputs point at the same weights file. No torch here.
 """
 
 from __future__ import annotations
@@ -15,24 +16,19 @@ import onnx
 
 MODEL = "model.onnx"
 DATA = "model.onnx.data"
-# Weights past this many bytes go to the external data file. Small models stay one
-# self-contained file, byte for byte what they were.
-EXTERNAL_MIN_BYTES = 64 * 2**20
 INLINE_TENSOR_BYTES = 1024  # small tensors (shapes, scalars) stay in the graph for shape inference
-INLINE_APART_BYTES = 4 * 2**20  # weights past this size are set apart before a graph is copied to mark values
 
 
-def weight_bytes(proto: onnx.ModelProto) -> int:
+def inline_bytes(proto: onnx.ModelProto) -> int:
+    """The bytes of the initializers the graph holds in itself."""
     return sum(len(t.raw_data) for t in proto.graph.initializer)
 
 
 def save_proto(proto: onnx.ModelProto, path: Path) -> Path:
-    """Write ``proto`` (with its weights in memory) as ``path``, external data past the threshold."""
-    if weight_bytes(proto) > EXTERNAL_MIN_BYTES:
-        onnx.save_model(proto, str(path), save_as_external_data=True, all_tensors_to_one_file=True,
-                        location=DATA, size_threshold=INLINE_TENSOR_BYTES)
-    else:
-        onnx.save_model(proto, str(path))
+    """Write ``proto`` (with its weights in memory) as ``path``, its weights in ``DATA`` beside it. onnx
+    moves them: ``proto`` is left pointing at the file."""
+    onnx.save_model(proto, str(path), save_as_external_data=True, all_tensors_to_one_file=True,
+                    location=DATA, size_threshold=INLINE_TENSOR_BYTES)
     return path
 
 
@@ -89,14 +85,18 @@ def external(proto: onnx.ModelProto) -> list[onnx.TensorProto]:
     return [t for t in proto.graph.initializer if t.data_location == onnx.TensorProto.EXTERNAL]
 
 
+def location(t: onnx.TensorProto) -> str:
+    """An external tensor's data file, a path inside the graph's folder (``ValueError`` where it is not:
+    a graph from a store or a bundle is read, never trusted to name files)."""
+    name = next((e.value for e in t.external_data if e.key == "location"), "")
+    if not name or Path(name).is_absolute() or ".." in Path(name).parts:
+        raise ValueError(f"tensor `{t.name}`: external data location {name!r} is not a file beside the graph")
+    return name
+
+
 def data_files(proto: onnx.ModelProto) -> list[str]:
     """The external data files ``proto`` refers to (relative locations, in first-use order)."""
-    names: dict[str, None] = {}
-    for t in external(proto):
-        for entry in t.external_data:
-            if entry.key == "location":
-                names[entry.value] = None
-    return list(names)
+    return list(dict.fromkeys(location(t) for t in external(proto)))
 
 
 def _share(source: Path, dest: Path) -> None:
@@ -119,18 +119,6 @@ def copy_model(source: Path, folder: Path) -> Path:
     for name in data_files(load_graph(source)):
         _share(source.parent / name, folder / name)
     shutil.copyfile(source, dest)
-    return dest
-
-
-def weights_apart(path: Path, folder: Path) -> Path:
-    """``path``'s graph with its weights in a data file (``path`` itself where they are already, else a
-    copy in ``folder``), so that ``marked_source`` copies share it instead of parsing the weights each."""
-    proto = load_graph(path)
-    if data_files(proto) or weight_bytes(proto) < INLINE_APART_BYTES:
-        return path
-    dest = folder / MODEL
-    onnx.save_model(proto, str(dest), save_as_external_data=True, all_tensors_to_one_file=True, location=DATA,
-                    size_threshold=INLINE_TENSOR_BYTES)
     return dest
 
 

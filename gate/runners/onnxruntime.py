@@ -6,10 +6,8 @@ fingerprints pick it (``layermap.pick``)."""
 
 from __future__ import annotations
 
-import tempfile
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 from gate.config.providers import CPU_EPS, GPU_EPS
@@ -65,18 +63,13 @@ class OrtRunner(Runner):
             raise ModelError("no ONNX model (export failed)", ErrorStatus.EXPORT_FAIL)
 
     def run(self) -> ProviderRun:
-        with tempfile.TemporaryDirectory(prefix="parity-gate-weights-") as folder:
-            return self._run(Path(folder))
-
-    def _run(self, folder: Path) -> ProviderRun:
         run = self.subject.run
         what = f"model `{run.name}`"
         bundle = Bundle(self.subject.bundle)
         try:
-            from gate.export.saved import load_graph, weights_apart
+            from gate.export.saved import load_graph
 
-            weights = weights_apart(bundle.model, folder)  # the marked copies share it; none holds the weights
-            proto = load_graph(weights)
+            proto = load_graph(bundle.model)  # without its weights: the marked copies share their file
             inputs = bundle.inputs()
         except Exception as exc:  # a truncated or foreign file: the provider cannot load it
             raise ModelError(f"{what}: cannot read the exported model or inputs "
@@ -88,7 +81,7 @@ class OrtRunner(Runner):
         result = ort_session.run(proto, session, inputs, values, what, timing_runs=self.subject.timing_runs,
                                  capture_bytes=self.subject.capture_bytes, value_bytes=value_bytes(run),
                                  keep_outputs=bool(self.subject.outputs),
-                                 model=bundle.model, detail=_detail(run, self.subject.detail), weights=weights)
+                                 model=bundle.model, detail=_detail(run, self.subject.detail))
         probe = self.probe()
         prun = ProviderRun(Target(self.name, probe.device_class, self.spec.precision), latency_ms=result.latency_ms,
                            placement=result.placement, capture_peak_bytes=result.peak_capture_bytes,

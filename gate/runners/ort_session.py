@@ -128,29 +128,27 @@ def _feed(session, inputs: Sequence[np.ndarray]) -> dict[str, np.ndarray]:
 
 def run(proto: onnx.ModelProto, spec: SessionSpec, inputs: Sequence[np.ndarray], values: Sequence[str], what: str,
         timing_runs: int = 5, capture_bytes: int | None = None, value_bytes: Mapping[str, int] | None = None,
-        keep_outputs: bool = False, model: Path | None = None, detail: Detail | None = None,
-        weights: Path | None = None) -> OrtRun:
+        keep_outputs: bool = False, model: Path | None = None, detail: Detail | None = None) -> OrtRun:
     """Fingerprints of the shipped outputs and of ``values``; median latency of ``timing_runs`` warm runs.
 
-    ``model``: the shipped graph's file; ``weights``: the file whose data the marked copies share
-    (default ``model``). ONNX Runtime holds all marked values at once, so past ``capture_bytes`` the
-    graph is captured a segment at a time (where it cannot be cut, in chunks of whole runs).
+    ``model``: the shipped graph's file; the marked copies share its weights file. ONNX Runtime holds all
+    marked values at once, so past ``capture_bytes`` the graph is captured a segment at a time (where it
+    cannot be cut, in chunks of whole runs).
     """
     how = Capture.for_provider(spec.provider, spec.options)
     shipped = str(model) if model is not None else proto.SerializeToString()
-    weights = weights or model
     result, feed = _shipped(shipped, spec, inputs, what, timing_runs, keep_outputs, how)
     sizes = value_bytes or {}
     marked = list(dict.fromkeys(values))
     parts = chunks(marked, sizes, capture_bytes)
     tell = detail or (lambda *_: None)
     if len(parts) > 1 and capture_bytes and _segments(result, proto, marked, sizes, capture_bytes, spec, feed, what,
-                                                      weights, tell):
+                                                      model, tell):
         return result
     for i, part in enumerate(parts):
         tell("capture run", i + 1, len(parts), part[-1])
         result.peak_capture_bytes = max(result.peak_capture_bytes, sum(sizes.get(v, 0) for v in part))
-        _capture(result, proto, part, spec, inputs, what, how, weights)
+        _capture(result, proto, part, spec, inputs, what, how, model)
     return result
 
 

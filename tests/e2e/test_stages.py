@@ -345,12 +345,10 @@ def test_the_store_folder_can_be_moved_between_machines_as_a_whole(tmp_path, mon
 
 def test_a_transform_reads_an_export_with_external_weights_that_is_being_stored(tmp_path, monkeypatch):
     """Storing an output hard-links its files, and onnx refuses external data with more than one link:
-    the export is stored only once the transform has read it (a cold store, weights past the
-    external-data threshold)."""
+    the export is stored only once the transform has read it (a cold store)."""
     from gate.export import saved
 
     own_store(tmp_path, monkeypatch)
-    monkeypatch.setattr(saved, "EXTERNAL_MIN_BYTES", 0)
     monkeypatch.setattr(saved, "INLINE_TENSOR_BYTES", 256)  # the conv's weight (864 bytes) goes to the data file
     path = project(tmp_path, 'transform = "reuse_transforms:identity"\n')
     update(path)

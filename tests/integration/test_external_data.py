@@ -1,6 +1,7 @@
-"""External data end to end on a small model (forced past the threshold): the bundle holds the
-graph and its weights file, the marked copy shares that file, the digest streams the weights
-and changes with them, and the example models still pass against their committed baselines."""
+"""External data end to end: every saved graph keeps its weights in a data file beside it, the marked
+copy shares that file, the digest streams the weights, is the one its self-contained file had (the
+digest baselines record) and changes with them, and the example models pass against their committed
+baselines."""
 
 from __future__ import annotations
 
@@ -14,7 +15,6 @@ from onnx import TensorProto, helper, numpy_helper
 from gate import commands
 from gate.config import load_config
 from gate.export import graph, saved
-from gate.fingerprint import relative_error
 from gate.runners import ort_session
 from tests.conftest import ROOT
 
@@ -27,12 +27,7 @@ def _model(weight: np.ndarray) -> onnx.ModelProto:
     return helper.make_model(g, opset_imports=[helper.make_opsetid("", 18)])
 
 
-@pytest.fixture
-def external(monkeypatch):
-    monkeypatch.setattr(saved, "EXTERNAL_MIN_BYTES", 0)
-
-
-def test_saved_graph_keeps_weights_in_a_data_file(external, tmp_path):
+def test_saved_graph_keeps_weights_in_a_data_file(tmp_path):
     path = saved.save_proto(_model(np.ones((64, 64), np.float32)), tmp_path / saved.MODEL)
     proto = saved.load_graph(path)
     assert saved.data_files(proto) == [saved.DATA]
@@ -40,7 +35,7 @@ def test_saved_graph_keeps_weights_in_a_data_file(external, tmp_path):
     assert path.stat().st_size < 1024
 
 
-def test_digest_streams_the_weights_and_changes_with_one_of_them(external, tmp_path):
+def test_digest_streams_the_weights_and_changes_with_one_of_them(tmp_path):
     w = np.random.default_rng(0).standard_normal((64, 64)).astype(np.float32)
     a = saved.save_proto(_model(w), (tmp_path / "a").mkdir() or tmp_path / "a" / saved.MODEL)
     b = saved.save_proto(_model(w), (tmp_path / "b").mkdir() or tmp_path / "b" / saved.MODEL)
@@ -50,13 +45,67 @@ def test_digest_streams_the_weights_and_changes_with_one_of_them(external, tmp_p
     assert graph.file_digest(c) != graph.file_digest(a)
 
 
-def test_inline_graph_digest_is_unchanged(tmp_path):
-    proto = _model(np.ones((64, 64), np.float32))
+def _copy(proto: onnx.ModelProto) -> onnx.ModelProto:
+    out = onnx.ModelProto()
+    out.CopyFrom(proto)
+    return out
+
+
+def _with_subgraph(weight: np.ndarray) -> onnx.ModelProto:
+    """An ``If`` whose branch holds an initializer: weights apart at two depths, doc strings on the way."""
+    y = helper.make_tensor_value_info("t", TensorProto.FLOAT, [2, 64])
+    node = helper.make_node("MatMul", ["x", "sw"], ["t"], doc_string="d")
+    then = helper.make_graph([node], "then", [], [y], [numpy_helper.from_array(weight[::-1].copy(), "sw")])
+    other = helper.make_graph([helper.make_node("Identity", ["x"], ["t"])], "else", [], [y])
+    model = _model(weight)
+    model.graph.initializer.append(numpy_helper.from_array(np.array(True), "c"))
+    model.graph.node.append(helper.make_node("If", ["c"], ["z"], then_branch=then, else_branch=other))
+    model.graph.output.append(helper.make_tensor_value_info("z", TensorProto.FLOAT, [2, 64]))
+    model.doc_string = "model"
+    return model
+
+
+@pytest.mark.parametrize("build", [_model, _with_subgraph])
+def test_a_graph_with_its_weights_apart_has_the_digest_of_its_self_contained_file(tmp_path, build):
+    """Graphs of up to 64 MiB of weights were saved as one file, and baselines record that file's digest:
+    streamed from the data file, it is the same, to the byte, wherever the weights sit."""
+    weight = np.random.default_rng(2).standard_normal((64, 64)).astype(np.float32)
+    proto = build(weight)
+    whole = graph.graph_digest(_copy(proto))
     path = saved.save_proto(proto, tmp_path / saved.MODEL)
-    assert graph.file_digest(path) == graph.graph_digest(proto)
+    assert len(saved.external(saved.load_graph(path))) >= 1
+    assert graph.file_digest(path) == whole
+    weight[0, 0] += 1
+    (tmp_path / "b").mkdir()
+    assert graph.file_digest(saved.save_proto(build(weight), tmp_path / "b" / saved.MODEL)) != whole
 
 
-def test_marked_copy_shares_the_weights_file_and_is_removed(external, tmp_path):
+def test_past_the_one_file_size_the_digest_is_the_bare_graph_then_the_weights(tmp_path, monkeypatch):
+    monkeypatch.setattr(graph, "ONE_FILE_MAX", 0)  # as a graph past 64 MiB of weights
+    weight = np.random.default_rng(3).standard_normal((64, 64)).astype(np.float32)
+    whole = graph.graph_digest(_copy(_model(weight)))
+    a = saved.save_proto(_model(weight), (tmp_path / "a").mkdir() or tmp_path / "a" / saved.MODEL)
+    assert graph.file_digest(a) != whole
+    b = saved.save_proto(_model(weight), (tmp_path / "b").mkdir() or tmp_path / "b" / saved.MODEL)
+    assert graph.file_digest(b) == graph.file_digest(a)
+
+
+def test_a_graph_with_unknown_fields_is_digested_loaded_whole(tmp_path):
+    """Serialization writes unknown fields last, where the streamed digest could not place them."""
+    path = saved.save_proto(_model(np.ones((64, 64), np.float32)), tmp_path / saved.MODEL)
+    path.write_bytes(path.read_bytes() + b"\xf8\x07\x01")  # field 127, a varint: no field of ModelProto
+    assert graph.file_digest(path) == graph.graph_digest(onnx.load(str(path)))
+
+
+def test_a_data_file_shorter_than_its_graph_says_is_an_error(tmp_path):
+    path = saved.save_proto(_model(np.ones((64, 64), np.float32)), tmp_path / saved.MODEL)
+    with open(tmp_path / saved.DATA, "r+b") as f:
+        f.truncate(100)
+    with pytest.raises(ValueError, match="short"):
+        graph.file_digest(path)
+
+
+def test_marked_copy_shares_the_weights_file_and_is_removed(tmp_path):
     path = saved.save_proto(_model(np.eye(64, dtype=np.float32)), tmp_path / saved.MODEL)
     proto = saved.load_graph(path)
     spec = ort_session.SessionSpec("CPUExecutionProvider")
@@ -66,7 +115,7 @@ def test_marked_copy_shares_the_weights_file_and_is_removed(external, tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == [saved.MODEL, saved.DATA]
 
 
-def test_examples_pass_with_their_weights_in_external_data(external, tmp_path):
+def test_examples_pass_with_their_weights_in_external_data(tmp_path):
     cfg = load_config(ROOT / "pyproject.toml")
     report = commands.check(cfg, cfg.models, cfg.providers).to_dict()
     assert report["verdict"] == "pass", json.dumps(report["first_regression"])
@@ -74,29 +123,7 @@ def test_examples_pass_with_their_weights_in_external_data(external, tmp_path):
     assert sum(1 for r in ort["layers"] if r["status"] == "pass") >= 20
 
 
-def test_inline_weights_are_set_apart_for_the_marked_copies_and_the_values_agree(tmp_path, monkeypatch):
-    """A graph whose weights are inline (under the external-data threshold) is copied with its weights
-    in a data file before values are marked: the copies share it (none carries the weights), the
-    shipped file is run as it is, and every value agrees with a run of the inline graph."""
-    monkeypatch.setattr(saved, "INLINE_APART_BYTES", 0)
-    weight = np.random.default_rng(0).standard_normal((64, 64)).astype(np.float32)
-    (tmp_path / "shipped").mkdir()
-    shipped = saved.save_proto(_model(weight), tmp_path / "shipped" / saved.MODEL)
-    assert not saved.data_files(saved.load_graph(shipped))  # inline: what ships is one file
-    apart = saved.weights_apart(shipped, tmp_path)
-    assert apart != shipped and saved.data_files(saved.load_graph(apart)) == [saved.DATA]
-    assert saved.load_graph(apart).ByteSize() < 4096  # the graph held in memory has no weights
-    spec = ort_session.SessionSpec("CPUExecutionProvider", {}, {}, None)
-    x = np.random.default_rng(1).standard_normal((2, 64)).astype(np.float32)
-    inline = ort_session.run(saved.load_graph(shipped), spec, [x], ["h"], "m", timing_runs=0, model=shipped)
-    split = ort_session.run(saved.load_graph(apart), spec, [x], ["h"], "m", timing_runs=0, model=shipped,
-                            weights=apart)
-    assert relative_error(split.values["h"], inline.values["h"]) <= 1e-6
-    assert all(relative_error(a, b) <= 1e-6 for a, b in zip(split.outputs, inline.outputs, strict=True))
-    assert saved.weights_apart(apart, tmp_path / "again") == apart  # weights already apart: used as they are
-
-
-def test_a_strided_initializer_is_written_in_c_order_with_the_same_bytes(external, tmp_path):
+def test_a_strided_initializer_is_written_in_c_order_with_the_same_bytes(tmp_path):
     """The optimizer folds transposes into strided NumPy views; the writer writes each from a C-order copy
     made as it is written (NumPy writes a strided array element by element), none held after: the model
     keeps its view, and the file holds the same bytes."""
@@ -121,3 +148,21 @@ def test_a_strided_initializer_is_written_in_c_order_with_the_same_bytes(externa
     proto = saved.load_graph(paths["strided"])
     stored = numpy_helper.to_array(proto.graph.initializer[0], base_dir=str(tmp_path / "strided"))
     assert np.array_equal(stored, base.T)
+
+
+@pytest.mark.parametrize("where", ["../model.onnx.data", "/etc/hostname", ""])
+def test_a_data_file_named_outside_the_graphs_folder_is_refused(tmp_path, where):
+    """A graph from a store or a bundle names its data file: never read or linked from outside its folder."""
+    (tmp_path / "g").mkdir()
+    path = saved.save_proto(_model(np.ones((64, 64), np.float32)), tmp_path / "g" / saved.MODEL)
+    (tmp_path / saved.DATA).write_bytes((tmp_path / "g" / saved.DATA).read_bytes())
+    proto = saved.load_graph(path)
+    for t in saved.external(proto):
+        for e in t.external_data:
+            if e.key == "location":
+                e.value = where
+    path.write_bytes(proto.SerializeToString())
+    with pytest.raises(ValueError, match="not a file beside the graph"):
+        graph.file_digest(path)
+    with pytest.raises(ValueError, match="not a file beside the graph"):
+        saved.copy_model(path, tmp_path / "copy")
