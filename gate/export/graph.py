@@ -34,22 +34,15 @@ def file_digest(path: Path) -> str:
     if not tensors:
         return graph_digest(proto)
     bare = _bare(proto)
-    if sum(_region(t, path.parent)[2] for t in tensors) + saved.inline_bytes(proto) <= ONE_FILE_MAX:
+    if sum(saved.region(t, path.parent)[2] for t in tensors) + saved.inline_bytes(proto) <= ONE_FILE_MAX:
         return _one_file(bare, path)
     for t in saved.external(bare):
         del t.external_data[:]
     h = hashlib.sha256(b"parity-gate graph digest: external data v1\0")
     h.update(bare.SerializeToString(deterministic=True))
     for t in tensors:
-        _stream(h, *_region(t, path.parent))
+        _stream(h, *saved.region(t, path.parent))
     return h.hexdigest()
-
-
-def _region(t: onnx.TensorProto, folder: Path) -> tuple[Path, int, int]:
-    """Where an external tensor's bytes are: (file, offset, length; to the file's end if unsaid)."""
-    info = {e.key: e.value for e in t.external_data}
-    file, offset = folder / saved.location(t), int(info.get("offset", 0))
-    return file, offset, int(info["length"]) if "length" in info else file.stat().st_size - offset
 
 
 def _stream(h: Any, file: Path, offset: int, length: int) -> None:
@@ -75,7 +68,7 @@ def _one_file(bare: onnx.ModelProto, path: Path) -> str:
     known.CopyFrom(bare)
     known.DiscardUnknownFields()
     if known.ByteSize() != bare.ByteSize():
-        return graph_digest(onnx.load(str(path)))
+        return graph_digest(saved.load_model(path))
     h = hashlib.sha256()
     for piece in _pieces(bare, path.parent):
         if isinstance(piece, bytes):
@@ -91,7 +84,7 @@ def _pieces(msg: Any, folder: Path) -> list[Piece]:
     fields: list[tuple[Any, Any]] = msg.ListFields()
     if isinstance(msg, onnx.TensorProto):  # external: raw_data in the place of where it is
         fields = [(f, v) for f, v in fields if f.name not in ("external_data", "data_location")]
-        fields = sorted([*fields, (_RAW_DATA, _region(msg, folder))], key=lambda fv: fv[0].number)
+        fields = sorted([*fields, (_RAW_DATA, saved.region(msg, folder))], key=lambda fv: fv[0].number)
     out: list[Piece] = []
     for field, value in fields:
         if field is _RAW_DATA:

@@ -37,6 +37,23 @@ def load_graph(path: Path) -> onnx.ModelProto:
     return onnx.load(str(path), load_external_data=False)
 
 
+def load_model(path: Path) -> onnx.ModelProto:
+    """The graph with its weights in memory, read from the data files beside it, as if saved in one file.
+    Not ``onnx.load``: it refuses a data file with a second hard link, and the store links what it holds."""
+    proto = load_graph(path)
+    for t in external(proto):
+        file, offset, length = region(t, path.parent)
+        with open(file, "rb") as f:
+            f.seek(offset)
+            data = f.read(length)
+        if len(data) != length:
+            raise ValueError(f"{file.name}: external data ends {length - len(data)} bytes short")
+        t.raw_data = data
+        del t.external_data[:]
+        t.ClearField("data_location")
+    return proto
+
+
 # Opset domains ONNX Runtime itself defines ops in; a graph that imports another, defined by none of
 # its functions, uses a custom op library that only the provider registering it can load.
 ORT_DOMAINS = frozenset({"", "ai.onnx", "ai.onnx.ml", "com.microsoft"})
@@ -82,7 +99,24 @@ def first_line(exc: BaseException) -> str:
 
 
 def external(proto: onnx.ModelProto) -> list[onnx.TensorProto]:
-    return [t for t in proto.graph.initializer if t.data_location == onnx.TensorProto.EXTERNAL]
+    """The tensors whose bytes are in a data file: initializers and attributes, in subgraphs too."""
+    return [t for t in _tensors(proto.graph) if t.data_location == onnx.TensorProto.EXTERNAL]
+
+
+def _tensors(g: onnx.GraphProto) -> Iterator[onnx.TensorProto]:
+    yield from g.initializer
+    for node in g.node:
+        for a in node.attribute:
+            yield from ([a.t] if a.HasField("t") else []) + list(a.tensors)
+            for sub in ([a.g] if a.HasField("g") else []) + list(a.graphs):
+                yield from _tensors(sub)
+
+
+def region(t: onnx.TensorProto, folder: Path) -> tuple[Path, int, int]:
+    """Where an external tensor's bytes are: (file, offset, length; to the file's end if unsaid)."""
+    info = {e.key: e.value for e in t.external_data}
+    file, offset = folder / location(t), int(info.get("offset", 0))
+    return file, offset, int(info["length"]) if "length" in info else file.stat().st_size - offset
 
 
 def location(t: onnx.TensorProto) -> str:

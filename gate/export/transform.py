@@ -45,7 +45,7 @@ def mark_removed(sites: dict[str, OnnxSite], shipped: set[str], transform: str) 
 def ship(spec: ModelSpec, exported: Graph, root: Path) -> Graph:
     """The transform run on the exported graph: the graph that ships, in a folder of its own."""
     assert spec.transform is not None
-    out = apply(spec, onnx.load(str(exported.path)), root)
+    out = apply(spec, saved.load_model(exported.path), root)
     folder = tempfile.TemporaryDirectory(prefix="parity-gate-shipped-")
     path = saved.save_proto(out, Path(folder.name) / saved.MODEL)
     del out

@@ -6,6 +6,7 @@ baselines."""
 from __future__ import annotations
 
 import json
+import os
 
 import numpy as np
 import onnx
@@ -92,9 +93,12 @@ def test_past_the_one_file_size_the_digest_is_the_bare_graph_then_the_weights(tm
 
 def test_a_graph_with_unknown_fields_is_digested_loaded_whole(tmp_path):
     """Serialization writes unknown fields last, where the streamed digest could not place them."""
-    path = saved.save_proto(_model(np.ones((64, 64), np.float32)), tmp_path / saved.MODEL)
-    path.write_bytes(path.read_bytes() + b"\xf8\x07\x01")  # field 127, a varint: no field of ModelProto
-    assert graph.file_digest(path) == graph.graph_digest(onnx.load(str(path)))
+    proto = _model(np.ones((64, 64), np.float32))
+    unknown = b"\xf8\x07\x01"  # field 127, a varint: no field of ModelProto
+    whole = graph.graph_digest(onnx.load_from_string(proto.SerializeToString() + unknown))
+    path = saved.save_proto(proto, tmp_path / saved.MODEL)
+    path.write_bytes(path.read_bytes() + unknown)
+    assert graph.file_digest(path) == whole
 
 
 def test_a_data_file_shorter_than_its_graph_says_is_an_error(tmp_path):
@@ -166,3 +170,15 @@ def test_a_data_file_named_outside_the_graphs_folder_is_refused(tmp_path, where)
         graph.file_digest(path)
     with pytest.raises(ValueError, match="not a file beside the graph"):
         saved.copy_model(path, tmp_path / "copy")
+
+
+def test_a_graph_whose_data_file_has_a_second_link_loads_whole_as_from_one_file(tmp_path):
+    """The store hard-links what it holds, and onnx refuses such a data file: the gate reads it itself
+    (a transform reads a stored export), and gets the graph a self-contained file holds."""
+    proto = _with_subgraph(np.random.default_rng(4).standard_normal((64, 64)).astype(np.float32))
+    whole = _copy(proto)
+    path = saved.save_proto(proto, tmp_path / saved.MODEL)
+    os.link(tmp_path / saved.DATA, tmp_path / "stored.data")
+    with pytest.raises(Exception, match="hard link"):
+        onnx.load(str(path))
+    assert graph.graph_digest(saved.load_model(path)) == graph.graph_digest(whole)
