@@ -28,6 +28,7 @@ from faultbench.faults import HINT_R
 from faultbench.graph_truth import deep_weight, first_changed_module
 from faultbench.models import ARCHS
 from faultbench.scoring import score_fault
+from gate.export import saved
 
 DEPLOY_ENV, ROUND_ENV = "FAULTBENCH_DEPLOY", "FAULTBENCH_ROUND"
 KINDS = ("transform_data_file", "transform_env", "artifact_rebuilt")
@@ -59,7 +60,6 @@ def exported(folder: Path, model: str):
     the built model), once per model."""
     if (folder, model) not in _EXPORTS:
         from gate.config import load_config
-        from gate.export import saved
         from gate.export.exporter import export
         from gate.model.build import build
 
@@ -77,9 +77,9 @@ def node_truth(folder: Path, model: str, place, fault) -> tuple[str, str | None]
     """(the value a graph fault touches, placed by ``place(proto) -> node index``; the first module
     whose output the fault changes, by value: ``graph_truth.first_changed_module``)."""
     path, built = exported(folder, model)
-    proto = onnx.load(str(path))
+    proto = saved.load_model(path)
     value = proto.graph.node[place(proto)].output[0]
-    return value, first_changed_module(proto, fault(onnx.load(str(path))), built)
+    return value, first_changed_module(proto, fault(saved.load_model(path)), built)
 
 
 def twice(folder: Path, case: runs.Case) -> tuple[dict, dict, float, float]:
@@ -108,8 +108,8 @@ def unseen_rows(folder: Path, model: str, wanted, log) -> list[dict]:
     path, built = exported(folder, model)
     artifact = folder / f"artifact-{model}" / path.name
     artifact.parent.mkdir(exist_ok=True)
-    artifact.write_bytes(path.read_bytes())
-    init, module = deep_weight(onnx.load(str(path)), built.module)
+    onnx.save(saved.load_model(path), str(artifact))  # a prebuilt file of one piece, as a team ships it
+    init, module = deep_weight(saved.load_model(path), built.module)
     inputs, rows = ARCHS[model].inputs, []
     deploy = folder / f"deploy-{model}.json"
     deploy.write_text(json.dumps({"round": []}))
