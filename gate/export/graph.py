@@ -34,7 +34,7 @@ def file_digest(path: Path) -> str:
     if not tensors:
         return graph_digest(proto)
     bare = _bare(proto)
-    if sum(saved.region(t, path.parent)[2] for t in tensors) + saved.inline_bytes(proto) <= ONE_FILE_MAX:
+    if saved.weight_bytes(proto, path.parent) <= ONE_FILE_MAX:  # what decided whether they went apart
         return _one_file(bare, path)
     for t in saved.external(bare):
         del t.external_data[:]
@@ -82,7 +82,7 @@ def _pieces(msg: Any, folder: Path) -> list[Piece]:
     if not _holds_external(msg):
         return [msg.SerializeToString(deterministic=True)]
     fields: list[tuple[Any, Any]] = msg.ListFields()
-    if isinstance(msg, onnx.TensorProto):  # external: raw_data in the place of where it is
+    if isinstance(msg, onnx.TensorProto):  # external: its bytes go where raw_data would be
         fields = [(f, v) for f, v in fields if f.name not in ("external_data", "data_location")]
         fields = sorted([*fields, (_RAW_DATA, saved.region(msg, folder))], key=lambda fv: fv[0].number)
     out: list[Piece] = []

@@ -19,9 +19,10 @@ DATA = "model.onnx.data"
 INLINE_TENSOR_BYTES = 1024  # small tensors (shapes, scalars) stay in the graph for shape inference
 
 
-def inline_bytes(proto: onnx.ModelProto) -> int:
-    """The bytes of the initializers the graph holds in itself."""
-    return sum(len(t.raw_data) for t in proto.graph.initializer)
+def weight_bytes(proto: onnx.ModelProto, folder: Path) -> int:
+    """The bytes of the graph's own initializers (not its subgraphs'), in it or in a data file."""
+    return sum(region(t, folder)[2] if t.data_location == onnx.TensorProto.EXTERNAL else len(t.raw_data)
+               for t in proto.graph.initializer)
 
 
 def save_proto(proto: onnx.ModelProto, path: Path) -> Path:
