@@ -182,3 +182,23 @@ def test_a_graph_whose_data_file_has_a_second_link_loads_whole_as_from_one_file(
     with pytest.raises(Exception, match="hard link"):
         onnx.load(str(path))
     assert graph.graph_digest(saved.load_model(path)) == graph.graph_digest(whole)
+
+
+def test_a_dynamo_export_saved_by_the_gates_writer_has_its_self_contained_files_digest(tmp_path):
+    """What the exporter writes (``onnx_ir``, its weights apart) hashes as the one file it wrote before."""
+    import onnx_ir as ir
+    import torch
+
+    from gate.export.exporter import _save_ir
+
+    torch.manual_seed(0)
+    module = torch.nn.Sequential(torch.nn.Conv2d(3, 16, 3), torch.nn.BatchNorm2d(16), torch.nn.ReLU(),
+                                 torch.nn.Flatten(), torch.nn.Linear(16 * 6 * 6, 10)).eval()
+    with torch.inference_mode():
+        program = torch.onnx.export(module, (torch.randn(1, 3, 8, 8),), dynamo=True, verbose=False)
+    ir.save(program.model, str(tmp_path / "whole.onnx"))
+    (tmp_path / "apart").mkdir()
+    _save_ir(program.model, tmp_path / "apart" / saved.MODEL)
+    assert saved.data_files(saved.load_graph(tmp_path / "apart" / saved.MODEL)) == [saved.DATA]
+    whole = graph.graph_digest(onnx.load(str(tmp_path / "whole.onnx")))
+    assert graph.file_digest(tmp_path / "apart" / saved.MODEL) == whole
