@@ -334,19 +334,24 @@ def stage_seconds(stderr: str) -> dict[str, float]:
 
 
 REFERENCE_STAGE = ": float64 reference on torch-cpu"
+_EXPORT_STAGES = (": exporting to ONNX", ": the structure from the store, these weights bound")
 BESIDE = "beside the export"  # how the reference's progress line ends where a forked child ran it
 
 
 def path_taken(report: dict, stderr: str) -> str:
     """The path one `check` took, from its report and its progress lines: each stage's state (``hit``:
     taken under its key), why the reference ran, and where it ran (beside the export in a forked
-    child, after it because that child was stopped, or after it)."""
+    child, after it because that child was stopped, before it, or after a graph from the store)."""
     reuse = (report["models"][0].get("reuse") or {}) if report.get("models") else {}
     said = ", ".join(f"{s['stage']} {s['state']}" for s in reuse.get("stages", []))
     said += f" (reference: {reuse['why']})" if reuse.get("why") else ""
-    ran = [m.group(1) for m in map(_TIMED.match, stderr.splitlines()) if m and REFERENCE_STAGE in m.group(1)]
+    timed = [m.group(1) for m in map(_TIMED.match, stderr.splitlines()) if m]
+    ran = [t for t in timed if REFERENCE_STAGE in t]
     if ran:
-        where = "beside the export" if BESIDE in ran[-1] else "after the export"
+        exported = [i for i, t in enumerate(timed) if any(s in t for s in _EXPORT_STAGES)]
+        first = bool(exported) and timed.index(ran[0]) < exported[0]
+        where = ("beside the export" if BESIDE in ran[-1] else "before the export" if first
+                 else "after the export")
         stopped = " (the child stopped)" if len(ran) > 1 and any(BESIDE in r for r in ran) else ""
         said += f"{', ' if said else ''}reference {where}{stopped}"
     return said

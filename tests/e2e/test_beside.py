@@ -1,7 +1,7 @@
 """The float64 reference beside the export (``gate.pipeline.beside``): a forked child runs it while
 the parent exports, with real exports, real ONNX Runtime sessions and real processes. What it hands
-back judges the model as the reference run in sequence does; a child that fails, falls back to
-float32 or stalls changes nothing but where the reference ran."""
+back judges the model as the reference run in sequence (before the export) does; a child that fails,
+falls back to float32 or stalls changes nothing but where the reference ran (then after the export)."""
 
 from __future__ import annotations
 
@@ -39,9 +39,14 @@ def project(tmp, factory: str, transform: str | None = None):
 
 
 def where(said: list[str]) -> str:
-    """Where the reference ran, as the progress lines tell: the last line that starts it."""
-    started = [s for s in said if "float64 reference on torch-cpu" in s]
-    return beside.BESIDE if beside.BESIDE in started[-1] else "here"
+    """Where the reference ran, as the progress lines tell (the last line that starts it): beside the
+    export, ``first`` (before the export or binding starts, where no child started) or ``here`` after it."""
+    started = [i for i, s in enumerate(said) if "float64 reference on torch-cpu" in s]
+    if beside.BESIDE in said[started[-1]]:
+        return beside.BESIDE
+    export = next((i for i, s in enumerate(said) if "exporting to ONNX" in s or "bound into it" in s),
+                  len(said))
+    return "first" if started[-1] < export else "here"
 
 
 def layer_values(report: dict) -> dict[tuple, float]:
@@ -58,7 +63,7 @@ def test_a_reference_beside_the_export_judges_as_one_run_after_it(tmp_path, monk
     assert where(said) == beside.BESIDE, said
     monkeypatch.setenv(env.BESIDE, "off")
     serial, said = check(path, full=True)
-    assert where(said) == "here", said
+    assert where(said) == "first", said
     assert besides["verdict"] == serial["verdict"] == "pass"
     a, b = layer_values(besides), layer_values(serial)
     assert a.keys() == b.keys() and len(a) > 5
@@ -106,7 +111,7 @@ def test_a_child_starts_as_the_export_traces_or_new_weights_bind_and_judges_as_i
     monkeypatch.setenv(env.BESIDE, "off")
     monkeypatch.delenv("BESIDE_TEST_RAN")
     serial, said = check(path)
-    assert states(serial)["structure"] == "hit" and where(said) == "here", said
+    assert states(serial)["structure"] == "hit" and where(said) == "first", said
     assert report["verdict"] == serial["verdict"] and report["first_regression"] == serial["first_regression"]
     a, b = layer_values(report), layer_values(serial)
     assert a.keys() == b.keys() and len(a) > 5
@@ -125,4 +130,4 @@ def test_auto_starts_a_child_only_where_the_trace_can_hide_the_reference(tmp_pat
     assert any(beside.BESIDE in s for s in deep_said), deep_said
     (tmp_path / "short").mkdir()
     short_said = update(project(tmp_path / "short", "plain"))  # a handful: the child could not finish in it
-    assert not any(beside.BESIDE in s for s in short_said) and where(short_said) == "here", short_said
+    assert not any(beside.BESIDE in s for s in short_said) and where(short_said) == "first", short_said

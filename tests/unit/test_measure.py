@@ -149,4 +149,5 @@ def test_the_path_says_where_the_reference_ran_as_the_gate_prints_it():
     stopped = measure.path_taken(report, printed(beside, here))
     assert stopped.endswith("reference after the export (the child stopped)")
     assert measure.path_taken({}, printed(here)) == "reference after the export"
+    assert measure.path_taken({}, printed(here, "m: exporting to ONNX")) == "reference before the export"
     assert measure.path_taken({}, printed("m: exporting to ONNX")) == ""
