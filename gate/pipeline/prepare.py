@@ -1,7 +1,8 @@
 """Prepare one case of a model: the stages before the providers (docs/verdict.md#stages). Build it
-(once per configured model), probe and key it, export it (once per export: cases that differ only
-in dynamic dimensions or input values share one graph), run the transform on it, fingerprint the
-float64 reference, map its layers to the values of the graph that ships. With a plan
+(once per configured model), probe and key it, fingerprint the float64 reference (beside the export
+in a child where that pays, else before it), export it (once per export: cases that differ only in
+dynamic dimensions or input values share one graph), run the transform on it, map the reference's
+layers to the values of the graph that ships. With a plan
 (``gate.pipeline.stages``) each stage's output comes from its key where the plan allows; this
 module computes, the plan decides.
 
@@ -287,7 +288,8 @@ def add_graph_digest(prepared: Prepared, plan: Plan | None) -> None:
 
 def _stages(config: Config, built: BuiltModel, run: ModelRun, memo: Memo, plan: Plan | None,
             progress: Progress) -> Prepared:
-    """Probe and key, export and transform, the float64 reference (beside the export where it may)."""
+    """Probe and key, the float64 reference (beside the export where it may, else before it), export
+    and transform."""
     spec = built.spec
     if plan is not None:
         plan.start(config, built, run, progress)
