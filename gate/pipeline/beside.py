@@ -7,7 +7,8 @@ runs on a CPU the trace leaves idle, at a peak no higher. ``auto`` starts one on
 predicts it ends within the export or soon after (``hides``): a longer one would only hold memory
 beside it. It starts with the export's trace or weight binding (``Slot``); a graph from the store
 leaves too little time. A child still far from done when the export ends is stopped and the parent
-runs the reference on all its threads (``wait_or_stop``)."""
+runs the reference on all its threads (``wait_or_stop``). Where no child starts, ``prepare`` runs the
+reference before the export."""
 
 from __future__ import annotations
 
