@@ -377,13 +377,16 @@ class Plan:
         self._writes += [(run, Background(write)) for run, write in deferred]
 
     def finish(self) -> None:
-        """Wait for the writes; an alarm one raised goes onto its run's stage and into the report."""
+        """Wait for the writes; an alarm one raised goes onto its run's stage and into the report. Any
+        other exception a write raised is a bug, raised here: never an alarm lost in silence."""
         self.release()
         writes, self._writes = self._writes, []
+        from google.protobuf.message import DecodeError
+
         for run, pending in writes:
             try:
                 put = pending.result()
-            except Exception:  # noqa: BLE001 - a store that cannot be written is only a miss next time
-                continue
+            except (OSError, FormatError, Corrupt, reference_outputs.Unreadable, DecodeError):
+                continue  # the store could not be written, or what it holds not read: a miss next time
             if put.state in (PutState.ALARM, PutState.BARRED) and put.alarm is not None and run.reuse is not None:
                 alarms.alarm(run, put.alarm)

@@ -8,7 +8,9 @@ from __future__ import annotations
 import dataclasses
 
 import onnx
+import pytest
 
+from gate.core.background import Background
 from gate.core.runs import ModelRun, OnnxSite
 from gate.core.status import CacheState, FullWhy, KeyPart, Stage
 from gate.export.record import Graph, GraphFacts
@@ -60,6 +62,27 @@ def test_a_write_that_meets_another_output_puts_the_alarm_on_the_run(tmp_path):
     assert (alarm.stage, alarm.key, run.reuse.stage(Stage.EXPORT).state) == (Stage.EXPORT, "e" * 64, CacheState.ALARM)
     assert "the graph differs" in alarm.note
     assert store.get(Stage.EXPORT, "e" * 64).state == CacheState.ALARM
+
+
+def _bug() -> str:
+    raise RuntimeError("a bug in a write")
+
+
+def test_a_write_the_store_refuses_is_a_miss_and_a_bug_in_a_write_is_raised(tmp_path):
+    """A store that cannot be written costs a miss next time; any other exception in a write is a bug,
+    raised by ``finish`` rather than lost with the alarm the write would have raised."""
+    (tmp_path / "store").write_text("")  # the store's folder cannot be made: OSError in the write
+    refused, store = plan(tmp_path)
+    run = ModelRun("m")
+    refused.export(run, lambda: (exported(tmp_path / "a"), None))
+    refused.finish()
+    assert store.get(Stage.EXPORT, "e" * 64).state == CacheState.MISS and not run.reuse.alarms
+    buggy, _ = plan(tmp_path / "b")
+    broken = exported(tmp_path / "c")
+    broken.digest = Background(_bug)
+    buggy.export(ModelRun("m"), lambda: (broken, None))
+    with pytest.raises(RuntimeError, match="a bug in a write"):
+        buggy.finish()
 
 
 def test_each_reason_a_stage_cannot_take_its_output(tmp_path):
