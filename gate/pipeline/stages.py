@@ -127,12 +127,12 @@ class Plan:
         self.key: ContentKey | None = None
         self.reference = False  # the float64 reference's fingerprints are the baseline's
         self._why_not = uncached(Stage.REFERENCE, None, policy)  # why the reference runs: no key yet
-        self._prefetched: Background[Lookup] | None = None
+        self._prefetched: Background[tuple[Lookup, Graph | None]] | None = None
         recorded = _recorded(self.baseline)
         if recorded is not None and uncached(Stage.EXPORT, recorded.stage(Stage.EXPORT), policy) is None:
-            # The export's entry this run most likely needs, checked (every file hashed) on a thread
-            # from now: beside the build, which leaves a CPU idle, not the probe's two threads.
-            self._prefetched = Background(self._lookup, Stage.EXPORT, recorded.stage(Stage.EXPORT))
+            # The export's entry this run most likely needs, read and digested on a thread from now:
+            # beside the build, which leaves a CPU idle, not the probe's two threads.
+            self._prefetched = Background(self._prefetch, recorded.stage(Stage.EXPORT))
         self._deferred: list[tuple[ModelRun, Callable[[], Put]]] = []  # writes not started yet (``release``)
         self._writes: list[tuple[ModelRun, Background[Put]]] = []
 
@@ -206,7 +206,7 @@ class Plan:
 
     def _entry_graph(self, run: ModelRun, stage: Stage, key: str) -> Graph | Lookup:
         """The graph the store holds under ``key`` (recorded as a hit), or the lookup that found none."""
-        found = self._found(stage, key)
+        found, read = self._found(stage, key)
         if found.entry is None:
             return found
         from google.protobuf.message import DecodeError  # type: ignore[import-untyped]
@@ -214,8 +214,14 @@ class Plan:
         store = self.policy.store
         assert store is not None  # an entry was found in it
         try:
-            graph = Graph.from_entry(found.entry)
-            why = graph.unproven(found.entry, self._recorded_graph(stage))  # before any provider runs it
+            graph = read or Graph.from_entry(found.entry)
+            recorded = self._recorded_graph(stage)
+            why = graph.unproven(found.entry, recorded)  # before any provider runs it
+            if found.entry.unchecked and (why is not None or recorded is None):
+                # Not proven by the baseline's digest: every file against the manifest (damaged: a miss)
+                checked = store.get(stage, key)
+                if checked.entry is None:
+                    return checked
         except (FormatError, Corrupt, OSError, ValueError, DecodeError) as exc:  # one onnx cannot read too
             store.discard(found.entry.folder)
             return Lookup(CacheState.CORRUPT, note=f"entry {key[:12]}: {exc}")
@@ -292,13 +298,29 @@ class Plan:
         for s in stages:
             self._record(run, replace(s, note=f"the graph of case `{case}` (one export for both)"))
 
-    def _found(self, stage: Stage, key: str) -> Lookup:
+    def _found(self, stage: Stage, key: str) -> tuple[Lookup, Graph | None]:
+        """The entry under ``key`` and, where the prefetch read it, its graph."""
         if stage == Stage.EXPORT and self._prefetched is not None:
             prefetched, self._prefetched = self._prefetched, None
             recorded = _recorded(self.baseline)
             if recorded is not None and recorded.stage(Stage.EXPORT) == key:
                 return prefetched.result()
-        return self._lookup(stage, key)
+        return self._lookup(stage, key), None
+
+    def _prefetch(self, key: str) -> tuple[Lookup, Graph | None]:
+        """The export's entry under the baseline's key and its graph, the digest being taken. The graph's
+        digest streams every external weight: where the baseline records it, it proves the weights file,
+        read once, not also against the manifest (``_entry_graph`` checks that where it does not)."""
+        from gate.export.saved import DATA
+
+        assert self.policy.store is not None  # a key is looked up only where there is a store
+        found = self.policy.store.get(Stage.EXPORT, key, unchecked=frozenset({DATA}))
+        if found.entry is None:
+            return found, None
+        try:
+            return found, Graph.from_entry(found.entry)  # its digest hashed on a thread from now
+        except (FormatError, Corrupt):
+            return found, None  # _entry_graph reads it again and says why
 
     def _lookup(self, stage: Stage, key: str) -> Lookup:
         assert self.policy.store is not None

@@ -42,6 +42,7 @@ class Entry:
     digest: str  # the output's digest, as its stage defines it (equal digests: the same output)
     payload: dict[str, Any]  # what the stage stored beside the files (its own reader checks it)
     files: tuple[str, ...]
+    unchecked: tuple[str, ...] = ()  # files whose bytes were not hashed (their reader proves them itself)
 
     def path(self, name: str) -> Path:
         if name not in self.files:
@@ -61,8 +62,9 @@ def write_manifest(folder: Path, stage: str, key: str, digest: str, payload: dic
     (folder / MANIFEST).write_text(json.dumps(manifest, sort_keys=True))
 
 
-def read_entry(folder: Path, stage: str, key: str) -> Entry:
-    """The entry in ``folder``, checked file by file (raises ``Corrupt`` or ``OSError``)."""
+def read_entry(folder: Path, stage: str, key: str, unchecked: frozenset[str] = frozenset()) -> Entry:
+    """The entry in ``folder``, checked file by file (raises ``Corrupt`` or ``OSError``): the bytes of
+    each but ``unchecked``, the sizes of all (``unchecked``: what a reader digests itself)."""
     path = folder / MANIFEST
     size = path.stat().st_size
     if size > MANIFEST_MAX:
@@ -92,6 +94,7 @@ def read_entry(folder: Path, stage: str, key: str) -> Entry:
         actual = (folder / name).stat().st_size
         if actual != info["size"]:
             raise Corrupt(f"{name} is {actual:,} bytes, expected {info['size']:,}")
-        if sha256(folder / name) != info["sha256"]:
+        if name not in unchecked and sha256(folder / name) != info["sha256"]:
             raise Corrupt(f"{name} does not have the bytes its manifest records")
-    return Entry(folder, stage, key, digest, payload, tuple(sorted(files)))
+    return Entry(folder, stage, key, digest, payload, tuple(sorted(files)),
+                 tuple(sorted(unchecked & set(files))))

@@ -106,8 +106,9 @@ class Store:
             os.replace(tmp, path)
         return alarm
 
-    def get(self, stage: Stage, key: str) -> Lookup:
-        """The entry under ``key``, checked file by file; a failed check removes it."""
+    def get(self, stage: Stage, key: str, unchecked: frozenset[str] = frozenset()) -> Lookup:
+        """The entry under ``key``, checked file by file (but the bytes of ``unchecked``: ``read_entry``);
+        a failed check removes it."""
         alarm = self.alarmed(stage, key)
         if alarm is not None:
             return Lookup(CacheState.ALARM, note=_alarm_note(alarm))
@@ -115,7 +116,7 @@ class Store:
         if not folder.is_dir():
             return Lookup(CacheState.MISS)
         try:
-            entry = read_entry(folder, str(stage), key)
+            entry = read_entry(folder, str(stage), key, unchecked)
         except (Corrupt, OSError) as exc:
             self.discard(folder)
             return Lookup(CacheState.CORRUPT, note=f"entry {key[:12]}: {exc}")

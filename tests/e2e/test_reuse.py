@@ -116,13 +116,38 @@ def test_a_stored_graph_whose_numbers_moved_is_never_served_and_the_reference_is
     assert runtimes(report)["CPUExecutionProvider"]["status"] == "pass"
 
 
-@pytest.mark.parametrize("damage", ["flip a byte", "truncate", "remove the graph", "garbage manifest"])
+def _weight_byte(folder: Path) -> tuple[Path, int]:
+    """The weights file of an entry and the offset of its first tensor's first byte."""
+    import onnx
+
+    from gate.export import saved
+
+    proto = onnx.load(str(folder / "model.onnx"), load_external_data=False)
+    [first, *_] = saved.external(proto)
+    return folder / saved.DATA, saved.region(first, folder)[1]
+
+
+def _flip(path: Path, at: int) -> None:
+    data = bytearray(path.read_bytes())
+    data[at] ^= 0xFF
+    path.write_bytes(bytes(data))
+
+
+@pytest.mark.parametrize("damage", ["flip a byte", "flip a weight's byte", "truncate", "remove the graph",
+                                    "garbage manifest"])
 def test_a_damaged_store_entry_is_a_miss_never_a_wrong_graph(made, damage, tmp_path, monkeypatch):
+    """A weights file the graph's digest proves (its bytes not hashed again against the manifest) is
+    damaged all the same: the digest differs from the baseline's, the manifest says which file."""
+    from gate.export import saved
+
     monkeypatch.setenv("PARITY_GATE_CACHE_DIR", str(tmp_path / "own"))
+    monkeypatch.setattr(saved, "INLINE_TENSOR_BYTES", 256)  # weights past 256 bytes go to the data file
     first, _ = check(made)
     folder = entry_folder(first)
     graph = folder / "model.onnx"
-    if damage == "flip a byte":
+    if damage == "flip a weight's byte":
+        _flip(*_weight_byte(folder))
+    elif damage == "flip a byte":
         data = bytearray(graph.read_bytes())
         data[len(data) // 2] ^= 0xFF
         graph.write_bytes(bytes(data))
@@ -136,6 +161,8 @@ def test_a_damaged_store_entry_is_a_miss_never_a_wrong_graph(made, damage, tmp_p
     reuse = reuse_of(report)
     assert report["verdict"] == "pass", report["first_regression"]
     assert (reuse["reference"], reuse["cache"]) == (True, "corrupt") and reuse["cache_note"]
+    if damage == "flip a weight's byte":
+        assert "model.onnx.data does not have the bytes its manifest records" in reuse["cache_note"]
     # Computed again: the stored structure with the weights bound (the graph's entry was the damaged one).
     assert states(report)["structure"] == "hit" and any("these weights bound into it" in s for s in said)
     assert Store(store_dir()).get(Stage.EXPORT, stage_key(report, "export")).state == "hit"  # replaced by a whole entry

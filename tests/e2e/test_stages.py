@@ -192,6 +192,31 @@ def _plant(tmp_path: Path, monkeypatch, scale: float) -> tuple[Path, str, Path]:
     return path, key, folder
 
 
+def _plant_weights(tmp_path: Path, monkeypatch) -> tuple[Path, str, Path]:
+    """A stored export whose first external tensor's bytes are changed in its weights file, the manifest's
+    size and sha256 of that file made to match."""
+    import onnx
+
+    from gate.export import saved
+    from gate.store.entry import sha256
+
+    own_store(tmp_path, monkeypatch)
+    monkeypatch.setattr(saved, "INLINE_TENSOR_BYTES", 256)  # the conv's weight (864 bytes) goes to the data file
+    path = project(tmp_path)
+    update(path)
+    key = stage_key(check(path)[0], "export")
+    folder = store_dir() / "export" / key
+    [first, *_] = saved.external(onnx.load(str(folder / saved.MODEL), load_external_data=False))
+    data, offset, length = saved.region(first, folder)
+    raw = bytearray(data.read_bytes())
+    raw[offset:offset + length] = bytes(length)  # the tensor zeroed
+    data.write_bytes(bytes(raw))
+    manifest = json.loads((folder / MANIFEST).read_text())
+    manifest["files"][saved.DATA] = {"size": data.stat().st_size, "sha256": sha256(data)}
+    (folder / MANIFEST).write_text(json.dumps(manifest))
+    return path, key, folder
+
+
 def _rewrite(folder: Path, **changes) -> None:
     """The entry's manifest made to match its planted file (and ``changes``)."""
     from gate.store.entry import sha256
@@ -216,7 +241,8 @@ def test_a_planted_export_is_caught_by_the_next_full_run_as_an_alarm(tmp_path, m
     assert states(after)["export"] == "alarm" and after["verdict"] == "pass"
 
 
-@pytest.mark.parametrize("forged", ["the file and its size and sha256", "its entry's digests too"])
+@pytest.mark.parametrize("forged", ["the file and its size and sha256", "its entry's digests too",
+                                    "the weights file and its sha256"])
 def test_a_planted_export_is_caught_on_the_hit_before_any_provider_runs_it(tmp_path, monkeypatch, forged):
     """The default check proves the entry it serves: the graph's digest recomputed from the file against
     the entry's payload and manifest, and against the baseline's record under the same key. A mismatch
@@ -225,8 +251,11 @@ def test_a_planted_export_is_caught_on_the_hit_before_any_provider_runs_it(tmp_p
     from gate.export.record import Graph
     from gate.store.entry import read_entry
 
-    path, key, folder = _plant(tmp_path, monkeypatch, 1.5)
-    _rewrite(folder)
+    if forged == "the weights file and its sha256":  # bytes the graph's digest proves, not the manifest
+        path, key, folder = _plant_weights(tmp_path, monkeypatch)
+    else:
+        path, key, folder = _plant(tmp_path, monkeypatch, 1.5)
+        _rewrite(folder)
     if forged == "its entry's digests too":  # consistent in itself: only the baseline's record tells
         _rewrite(folder, payload={"graph_digest": file_digest(folder / "model.onnx")})
         _rewrite(folder, digest=Graph.from_entry(read_entry(folder, "export", key)).output_digest())
