@@ -201,7 +201,7 @@ def _plant_weights(tmp_path: Path, monkeypatch) -> tuple[Path, str, Path]:
     from gate.store.entry import sha256
 
     own_store(tmp_path, monkeypatch)
-    monkeypatch.setattr(saved, "INLINE_TENSOR_BYTES", 256)  # the conv's weight (864 bytes) goes to the data file
+    monkeypatch.setattr(saved, "INLINE_TENSOR_BYTES", 256)  # the conv's weight (864 bytes): the data file
     path = project(tmp_path)
     update(path)
     key = stage_key(check(path)[0], "export")
@@ -437,8 +437,8 @@ def test_a_structure_stored_from_a_nan_weight_binds_other_weights_without_it(tmp
 
 
 def test_the_export_the_baseline_records_is_read_while_the_model_builds(tmp_path, monkeypatch):
-    """The lookup a check most likely needs (the entry under the recorded export key, every file
-    hashed) runs beside the build, which leaves a CPU idle, and not beside the probe's threads: the
+    """The lookup a check most likely needs (the entry under the recorded export key, its graph
+    digested) runs beside the build, which leaves a CPU idle, and not beside the probe's threads: the
     factory sees the entry marked used before it returns."""
     own_store(tmp_path, monkeypatch)
     path = project(tmp_path)
