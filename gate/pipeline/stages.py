@@ -28,7 +28,6 @@ from functools import partial
 from typing import TYPE_CHECKING
 
 import numpy as np
-from google.protobuf.message import DecodeError  # type: ignore[import-untyped]
 
 from gate import env
 from gate.core.background import Background
@@ -38,7 +37,6 @@ from gate.core.runs import LayerInfo, ModelRun
 from gate.core.status import CacheState, FullWhy, Stage
 from gate.errors import FormatError
 from gate.export.record import Graph
-from gate.export.saved import DATA
 from gate.export.structure import Structure, Unbindable
 from gate.pipeline import alarms, reuse_explain
 from gate.runners import reference_outputs
@@ -132,7 +130,8 @@ class Plan:
         self._prefetched: Background[tuple[Lookup, Graph | None]] | None = None
         recorded = _recorded(self.baseline)
         if recorded is not None and uncached(Stage.EXPORT, recorded.stage(Stage.EXPORT), policy) is None:
-            # The export's entry this run most likely needs, read beside the build (a CPU left idle).
+            # The export's entry this run most likely needs, read and digested on a thread from now:
+            # beside the build, which leaves a CPU idle, not the probe's two threads.
             self._prefetched = Background(self._prefetch, recorded.stage(Stage.EXPORT))
         self._deferred: list[tuple[ModelRun, Callable[[], Put]]] = []  # writes not started yet (``release``)
         self._writes: list[tuple[ModelRun, Background[Put]]] = []
@@ -210,6 +209,8 @@ class Plan:
         found, read = self._found(stage, key)
         if found.entry is None:
             return found
+        from google.protobuf.message import DecodeError  # type: ignore[import-untyped]
+
         store = self.policy.store
         assert store is not None  # an entry was found in it
         try:
@@ -218,7 +219,8 @@ class Plan:
             why = graph.unproven(found.entry, recorded)  # before any provider runs it
             if found.entry.unchecked and (why is not None or recorded is None):
                 # Not proven by the baseline's digest: every file against the manifest (damaged: a miss)
-                if (checked := store.get(stage, key)).entry is None:
+                checked = store.get(stage, key)
+                if checked.entry is None:
                     return checked
         except (FormatError, Corrupt, OSError, ValueError, DecodeError) as exc:  # one onnx cannot read too
             store.discard(found.entry.folder)
@@ -297,24 +299,32 @@ class Plan:
             self._record(run, replace(s, note=f"the graph of case `{case}` (one export for both)"))
 
     def _found(self, stage: Stage, key: str) -> tuple[Lookup, Graph | None]:
+        """The entry under ``key`` and, where the prefetch read it, its graph."""
         if stage == Stage.EXPORT and self._prefetched is not None:
             prefetched, self._prefetched = self._prefetched, None
-            if (recorded := _recorded(self.baseline)) is not None and recorded.stage(Stage.EXPORT) == key:
+            recorded = _recorded(self.baseline)
+            if recorded is not None and recorded.stage(Stage.EXPORT) == key:
                 return prefetched.result()
         return self._lookup(stage, key), None
 
     def _prefetch(self, key: str) -> tuple[Lookup, Graph | None]:
-        """The export's entry under the baseline's key and its graph, digested on a thread from now: where
-        the baseline records that digest it proves the weights file (``_entry_graph``), not hashed twice."""
-        found = self._lookup(Stage.EXPORT, key, frozenset({DATA}))
+        """The export's entry under the baseline's key and its graph, the digest being taken. The graph's
+        digest streams every external weight: where the baseline records it, it proves the weights file,
+        read once, not also against the manifest (``_entry_graph`` checks that where it does not)."""
+        from gate.export.saved import DATA
+
+        assert self.policy.store is not None  # a key is looked up only where there is a store
+        found = self.policy.store.get(Stage.EXPORT, key, unchecked=frozenset({DATA}))
+        if found.entry is None:
+            return found, None
         try:
-            return found, Graph.from_entry(found.entry) if found.entry is not None else None
+            return found, Graph.from_entry(found.entry)  # its digest hashed on a thread from now
         except (FormatError, Corrupt):
             return found, None  # _entry_graph reads it again and says why
 
-    def _lookup(self, stage: Stage, key: str, unchecked: frozenset[str] = frozenset()) -> Lookup:
+    def _lookup(self, stage: Stage, key: str) -> Lookup:
         assert self.policy.store is not None
-        return self.policy.store.get(stage, key, unchecked)
+        return self.policy.store.get(stage, key)
 
     # the float64 reference -----------------------------------------------------------------------
 
@@ -324,7 +334,8 @@ class Plan:
         b = self.baseline
         assert b is not None and run.reuse is not None
         run.reference_dtype = b.reference_dtype
-        # No module is in training mode (else the reference runs): no training-mode audit.
+        # No module is in training mode (else the reference runs): no training-mode audit, whatever
+        # the baseline's factory left.
         run.meta.promoted, run.meta.below_float64, run.meta.training = b.meta.promoted, b.meta.below_float64, None
         run.layers = [LayerInfo(x.name, x.type, x.fp, reached=x.reached, data_dependent=x.data_dependent)
                       for x in b.layers]
@@ -343,18 +354,21 @@ class Plan:
         ``tolerance`` relative L2, with outputs the key already holds)."""
         key, state = self._reference_key(), self._why_not.state if self._why_not else CacheState.MISS
         self._record(run, StageRun(Stage.REFERENCE, key, state))
-        if key is not None and outputs and state not in _UNSTORED:
-            self._put(run, Stage.REFERENCE, key, ReferenceOutputs(list(outputs), tolerance))
+        if key is None or not outputs or state in _UNSTORED:
+            return
+        self._put(run, Stage.REFERENCE, key, ReferenceOutputs(list(outputs), tolerance))
 
     def _reference_key(self) -> str | None:
         return self.key.stage(Stage.REFERENCE) if self.key is not None else None
 
     def _outputs_entry(self) -> Entry | None:
-        key = self._reference_key()
-        if key is None or self.policy.store is None:
+        key, store = self._reference_key(), self.policy.store
+        if key is None or store is None:
             return None
-        found = self._lookup(Stage.REFERENCE, key)
+        found = store.get(Stage.REFERENCE, key)
         return found.entry if found.entry is not None and reference_outputs.FILE in found.entry.files else None
+
+    # the graph that ships --------------------------------------------------------------------
 
     def shipped(self, run: ModelRun, digest: str | None) -> None:
         """Say whether the graph that ships is the one the baseline records."""
@@ -369,8 +383,9 @@ class Plan:
         run.reuse.stages = [s for s in run.reuse.stages if s.stage != stage_run.stage] + [stage_run]
 
     def _put(self, run: ModelRun, stage: Stage, key: str, output: Output) -> None:
-        """A write for ``release`` to start, every stage's output by its contract (``gate.store.Output``).
-        The closure holds the output (and the folder its files are in) alive until written."""
+        """A write for ``release`` to start: every stage's output through one door, by its contract
+        (``gate.store.Output``). The closure holds the output (and the folder its files are in) alive
+        until written."""
         store = self.policy.store
         assert store is not None
         self._deferred.append((run, lambda: store.put(stage, key, output.write, output.output_digest(),
@@ -388,6 +403,8 @@ class Plan:
         other exception a write raised is a bug, raised here: never an alarm lost in silence."""
         self.release()
         writes, self._writes = self._writes, []
+        from google.protobuf.message import DecodeError
+
         for run, pending in writes:
             try:
                 put = pending.result()
