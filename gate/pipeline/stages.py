@@ -130,8 +130,7 @@ class Plan:
         self._prefetched: Background[tuple[Lookup, Graph | None]] | None = None
         recorded = _recorded(self.baseline)
         if recorded is not None and uncached(Stage.EXPORT, recorded.stage(Stage.EXPORT), policy) is None:
-            # The export's entry this run most likely needs, read and digested on a thread from now:
-            # beside the build, which leaves a CPU idle, not the probe's two threads.
+            # The export's entry this run most likely needs, read beside the build (a CPU left idle).
             self._prefetched = Background(self._prefetch, recorded.stage(Stage.EXPORT))
         self._deferred: list[tuple[ModelRun, Callable[[], Put]]] = []  # writes not started yet (``release``)
         self._writes: list[tuple[ModelRun, Background[Put]]] = []
@@ -219,8 +218,7 @@ class Plan:
             why = graph.unproven(found.entry, recorded)  # before any provider runs it
             if found.entry.unchecked and (why is not None or recorded is None):
                 # Not proven by the baseline's digest: every file against the manifest (damaged: a miss)
-                checked = store.get(stage, key)
-                if checked.entry is None:
+                if (checked := store.get(stage, key)).entry is None:
                     return checked
         except (FormatError, Corrupt, OSError, ValueError, DecodeError) as exc:  # one onnx cannot read too
             store.discard(found.entry.folder)
@@ -248,8 +246,7 @@ class Plan:
     def _bound(self, run: ModelRun, skey: str, bind: Callable[[Structure], Graph], key: str,
                missed: Lookup) -> Graph | None:
         """The stored structure with this model's weights (None: none stored, or they do not fit)."""
-        assert self.policy.store is not None  # looked up only where there is one
-        found = self.policy.store.get(Stage.STRUCTURE, skey)
+        found = self._lookup(Stage.STRUCTURE, skey)
         if found.entry is None:
             return None
         try:
@@ -293,38 +290,31 @@ class Plan:
         return graph
 
     def shared(self, run: ModelRun, stages: list[StageRun], case: str) -> None:
-        """A case that takes the graph another case of its model exported (one export serves the
-        cases that differ only in dynamic dimensions or input values): that case's stage runs."""
+        """A case that takes the graph another case of its model exported: that case's stage runs."""
         for s in stages:
             self._record(run, replace(s, note=f"the graph of case `{case}` (one export for both)"))
 
     def _found(self, stage: Stage, key: str) -> tuple[Lookup, Graph | None]:
-        """The entry under ``key`` and, where the prefetch read it, its graph."""
         if stage == Stage.EXPORT and self._prefetched is not None:
             prefetched, self._prefetched = self._prefetched, None
-            recorded = _recorded(self.baseline)
-            if recorded is not None and recorded.stage(Stage.EXPORT) == key:
+            if (recorded := _recorded(self.baseline)) is not None and recorded.stage(Stage.EXPORT) == key:
                 return prefetched.result()
         return self._lookup(stage, key), None
 
     def _prefetch(self, key: str) -> tuple[Lookup, Graph | None]:
-        """The export's entry under the baseline's key and its graph, the digest being taken. The graph's
-        digest streams every external weight: where the baseline records it, it proves the weights file,
-        read once, not also against the manifest (``_entry_graph`` checks that where it does not)."""
-        from gate.export.saved import DATA
+        """The export's entry under the baseline's key and its graph, digested on a thread from now: where
+        the baseline records that digest it proves the weights file (``_entry_graph``), not hashed twice."""
+        from gate.export.saved import DATA  # onnx: only where there is an export
 
-        assert self.policy.store is not None  # a key is looked up only where there is a store
-        found = self.policy.store.get(Stage.EXPORT, key, unchecked=frozenset({DATA}))
-        if found.entry is None:
-            return found, None
+        found = self._lookup(Stage.EXPORT, key, frozenset({DATA}))
         try:
-            return found, Graph.from_entry(found.entry)  # its digest hashed on a thread from now
+            return found, Graph.from_entry(found.entry) if found.entry is not None else None
         except (FormatError, Corrupt):
             return found, None  # _entry_graph reads it again and says why
 
-    def _lookup(self, stage: Stage, key: str) -> Lookup:
+    def _lookup(self, stage: Stage, key: str, unchecked: frozenset[str] = frozenset()) -> Lookup:
         assert self.policy.store is not None
-        return self.policy.store.get(stage, key)
+        return self.policy.store.get(stage, key, unchecked)
 
     # the float64 reference -----------------------------------------------------------------------
 
@@ -334,8 +324,7 @@ class Plan:
         b = self.baseline
         assert b is not None and run.reuse is not None
         run.reference_dtype = b.reference_dtype
-        # No module is in training mode (else the reference runs): no training-mode audit, whatever
-        # the baseline's factory left.
+        # No module is in training mode (else the reference runs): no training-mode audit.
         run.meta.promoted, run.meta.below_float64, run.meta.training = b.meta.promoted, b.meta.below_float64, None
         run.layers = [LayerInfo(x.name, x.type, x.fp, reached=x.reached, data_dependent=x.data_dependent)
                       for x in b.layers]
@@ -350,25 +339,21 @@ class Plan:
         return outputs
 
     def computed_reference(self, run: ModelRun, outputs: list[np.ndarray], tolerance: float) -> None:
-        """The reference ran: say why, and store its outputs under its key (compared, within
-        ``tolerance`` relative L2, with outputs the key already holds)."""
+        """The reference ran: say why; store its outputs (within ``tolerance`` of any its key holds)."""
         key, state = self._reference_key(), self._why_not.state if self._why_not else CacheState.MISS
         self._record(run, StageRun(Stage.REFERENCE, key, state))
-        if key is None or not outputs or state in _UNSTORED:
-            return
-        self._put(run, Stage.REFERENCE, key, ReferenceOutputs(list(outputs), tolerance))
+        if key is not None and outputs and state not in _UNSTORED:
+            self._put(run, Stage.REFERENCE, key, ReferenceOutputs(list(outputs), tolerance))
 
     def _reference_key(self) -> str | None:
         return self.key.stage(Stage.REFERENCE) if self.key is not None else None
 
     def _outputs_entry(self) -> Entry | None:
-        key, store = self._reference_key(), self.policy.store
-        if key is None or store is None:
+        key = self._reference_key()
+        if key is None or self.policy.store is None:
             return None
-        found = store.get(Stage.REFERENCE, key)
+        found = self._lookup(Stage.REFERENCE, key)
         return found.entry if found.entry is not None and reference_outputs.FILE in found.entry.files else None
-
-    # the graph that ships --------------------------------------------------------------------
 
     def shipped(self, run: ModelRun, digest: str | None) -> None:
         """Say whether the graph that ships is the one the baseline records."""
@@ -383,9 +368,8 @@ class Plan:
         run.reuse.stages = [s for s in run.reuse.stages if s.stage != stage_run.stage] + [stage_run]
 
     def _put(self, run: ModelRun, stage: Stage, key: str, output: Output) -> None:
-        """A write for ``release`` to start: every stage's output through one door, by its contract
-        (``gate.store.Output``). The closure holds the output (and the folder its files are in) alive
-        until written."""
+        """A write for ``release`` to start, every stage's output by its contract (``gate.store.Output``).
+        The closure holds the output (and the folder its files are in) alive until written."""
         store = self.policy.store
         assert store is not None
         self._deferred.append((run, lambda: store.put(stage, key, output.write, output.output_digest(),

@@ -107,8 +107,7 @@ class Store:
         return alarm
 
     def get(self, stage: Stage, key: str, unchecked: frozenset[str] = frozenset()) -> Lookup:
-        """The entry under ``key``, checked file by file (but the bytes of ``unchecked``: ``read_entry``);
-        a failed check removes it."""
+        """The entry under ``key``, checked file by file (``read_entry``); a failed check removes it."""
         alarm = self.alarmed(stage, key)
         if alarm is not None:
             return Lookup(CacheState.ALARM, note=_alarm_note(alarm))
