@@ -4,11 +4,11 @@ while the parent exports, and whether the parent waits for it or runs it itself.
 
 The export's trace is mostly one thread of Python, the reference torch kernels, so a one-thread child
 runs on a CPU the trace leaves idle, at a peak no higher. ``auto`` starts one only where the probe
-predicts it ends within the export or soon after (``hides``): a longer one would only hold memory
-beside it. It starts with the export's trace or weight binding (``Slot``); a graph from the store
-leaves too little time. A child still far from done when the export ends is stopped and the parent
-runs the reference on all its threads (``wait_or_stop``). Where no child starts, ``prepare`` runs the
-reference before the export."""
+predicts the parent would wait for it when the export ends (``hides``, by the rule ``wait_or_stop``
+applies): a longer one would only hold memory beside it. It starts with the export's trace or weight
+binding (``Slot``); a graph from the store leaves too little time. A child still far from done when
+the export ends is stopped and the parent runs the reference on all its threads (``wait_or_stop``).
+Where no child starts, ``prepare`` runs the reference before the export."""
 
 from __future__ import annotations
 
@@ -44,9 +44,6 @@ EXPORT_S_PER_GB = 3.0
 # A binding of new weights into the stored structure: less per operation than a trace (no model Python).
 BIND_S_PER_OP = 0.004
 BIND_S_PER_GB = 2.4
-# A child up to this many times the export still pays: its last third is shorter than a run from scratch
-# on the parent's threads. The prediction is rough, so only a child clearly past the export is not started.
-HIDE_SLACK = 1.5
 
 
 @dataclass(frozen=True)
@@ -125,21 +122,22 @@ def wait_or_stop(beside: Beside) -> Reference | None:
 
 
 def hides(forward_s: float, ops: int, weight_bytes: int, threads: int, binding: bool = False) -> bool:
-    """Whether the child's reference, as the probe predicts it, ends within the export (``binding``:
-    a weight binding)."""
+    """Whether the child's reference, as the probe predicts it, is far enough at the export's end
+    (``binding``: a weight binding) for the parent to wait for it (``_pays``)."""
     child = forward_s * FLOAT64_COST * max(1.0, THREAD_GAIN * threads)
     per_op, per_gb = (BIND_S_PER_OP, BIND_S_PER_GB) if binding else (EXPORT_S_PER_OP, EXPORT_S_PER_GB)
-    return child <= HIDE_SLACK * max(ops * per_op, weight_bytes / 1e9 * per_gb)
+    return _pays(min(1.0, max(ops * per_op, weight_bytes / 1e9 * per_gb) / child), threads)
 
 
 def _worth_waiting(done: int, layers: int, elapsed: float, threads: int) -> bool:
-    """Whether the child's remaining time, at its pace so far, is below a run here from scratch."""
-    if done <= 0 or layers <= 0:
-        return False
-    share = min(done / layers, 1.0)
-    left = elapsed * (1 - share) / share
-    here = elapsed / share / max(1.0, THREAD_GAIN * threads)
-    return left <= here
+    """Whether the child, at its pace so far, ends before a run here from scratch would."""
+    return done > 0 and layers > 0 and _pays(min(done / layers, 1.0), threads)
+
+
+def _pays(share: float, threads: int) -> bool:
+    """Whether a child ``share`` through its reference ends sooner than a run from scratch on the
+    parent's threads: what is left of its time, (1 - share), against 1 / (their gain over its one)."""
+    return 1 - share <= 1 / max(1.0, THREAD_GAIN * threads)
 
 
 def weight_bytes(built: BuiltModel) -> int:
