@@ -6,7 +6,7 @@ store, the float64 reference from the baseline (``gate.pipeline.stages``).
 The parts (``KeyPart``), each digested on its own so a changed key names what changed: ``code``
 (the op trace of the probe's float32 forward, ``gate.model.trace``), ``source`` (the model's own
 files: every module class's, the factory's, the inputs function's, and the repository modules they
-use), ``weights``, ``inputs``, ``export``, ``transform`` (its source, and the files and variables
+use; and the factory's name), ``weights``, ``inputs``, ``export``, ``transform`` (its source, and the files and variables
 it declares it reads: ``transform-inputs``), ``reference``, ``versions`` (of the packages each
 stage runs, and of the packages the model's classes come from) and ``gate`` (parity-gate's version
 and its own source). No torch here: the module and the probe come in as arguments.
@@ -240,6 +240,7 @@ def _file_set_digest(path: Path) -> str:
     return h.hexdigest()[:PART]
 
 
+FACTORY = "<factory>"  # the factory's reference among the source's modules (no module has this name)
 ENV_PREFIX = "env:"  # a transform input that is an environment variable, not a file
 
 
@@ -326,6 +327,8 @@ def take(spec: ModelSpec, module: torch.nn.Module, input_names: list[str], root:
          weights_digest: str, inputs_digest: str, unseen: list[str]) -> ContentKey:
     """The key of a built model whose probe traced ``trace`` (``ops`` operations)."""
     sources, packages = _closure(_model_modules(module, spec), root.resolve())
+    if isinstance(spec.factory, str):  # two factories of a file: models only their exports may tell apart
+        sources[FACTORY] = _digest(spec.factory)
     settings, transform_packages = _settings(spec, input_names, root.resolve())
     tools = _stage_versions(spec)
     versions = {**packages, **transform_packages, **tools}

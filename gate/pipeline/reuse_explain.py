@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 from gate.core.runs import Meta
 from gate.core.status import KeyPart
 from gate.model.inputs import difference
+from gate.pipeline.content_key import FACTORY
 
 if TYPE_CHECKING:
     from gate.formats.baseline import Baseline
@@ -43,7 +44,10 @@ def _part(part: KeyPart, now: ContentKey, then: ContentKey, meta: Meta, recorded
         return (f"code: the operations of the float32 forward changed ({now.ops:,} traced, {then.ops:,} when the "
                 "baseline was made)")
     if part == KeyPart.SOURCE:
-        moved = [m for m in sorted(set(now.sources) | set(then.sources)) if now.sources.get(m) != then.sources.get(m)]
+        if FACTORY in then.sources and now.sources.get(FACTORY) != then.sources[FACTORY]:
+            return "source: the model's factory changed (another function builds it)"
+        moved = [m for m in sorted(set(now.sources) | set(then.sources))
+                 if m != FACTORY and now.sources.get(m) != then.sources.get(m)]
         return f"source: {_names(moved)} changed" if moved else "source: the model's files changed"
     if part == KeyPart.WEIGHTS:
         return _tensors(meta, recorded)

@@ -41,6 +41,8 @@ class Net(nn.Module):
             h = h + 0.0 * torch.randn(h.shape, generator=self.noise)
         elif noise:
             h = h + 0.0 * torch.randn_like(h)
+        if getattr(self, "export_fp16", False) and torch.compiler.is_exporting():  # the exported graph alone
+            h = h.half().float()
         return self.fc(h.to(self.fc.weight.dtype))
 
 
@@ -72,6 +74,13 @@ def net() -> nn.Module:
         model.act.train()
     return model
 
+
+def net_export_fp16() -> nn.Module:
+    """``net`` whose exported graph alone rounds the head's input through float16: its op trace, its
+    files and its weights are ``net``'s; only the factory tells the two apart."""
+    model = net()
+    model.export_fp16 = True
+    return model
 
 
 def bert_sdpa() -> nn.Module:

@@ -333,6 +333,19 @@ def test_other_inputs_change_the_key(made):
     assert "other values" in run.reuse.details[0]
 
 
+def test_another_factory_of_the_same_file_is_never_served_the_first_ones_graph(made):
+    """Two factories of one file whose models trace alike and hold the same weights; only the second's
+    exported graph rounds through float16. The factory is part of the key: the second is exported, not
+    bound into the first's stored structure, and its own graph fails."""
+    made.write_text(made.read_text().replace('"reuse_models:net"', '"reuse_models:net_export_fp16"'))
+    report, _ = check(made)
+    reuse = reuse_of(report)
+    assert reuse["changed"] == ["source"] and "factory" in reuse["details"][0]
+    assert states(report)["export"] == "miss" and states(report).get("structure") != "hit"
+    assert report["verdict"] != "passed"
+    assert report["first_regression"]["provider"] == "CPUExecutionProvider"
+
+
 @pytest.mark.parametrize("edit", ["model", "transform"])
 def test_an_edited_source_file_changes_the_key(tmp_path, edit):
     """In a fresh process each (a module is imported once per process): the edited file is what runs."""
