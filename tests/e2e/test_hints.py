@@ -46,6 +46,16 @@ def cnn_bf16_conv() -> nn.Module:
     return m
 
 
+def cnn_bf16_weights() -> nn.Module:
+    """block2.conv1's weight rounded to bfloat16 and back (a checkpoint saved in bfloat16): its code is
+    unchanged, and the float64 reference moves by about what a bfloat16 cast of the output would give."""
+    m = zoo.tiny_cnn()
+    with torch.no_grad():
+        w = m.block2.conv1.weight
+        w.copy_(w.to(torch.bfloat16).to(w.dtype))
+    return m
+
+
 def _onnx_only_cast(self, x):
     y = type(self).__mro__[1].forward(self, x)
     if torch.onnx.is_in_onnx_export():  # only the exported graph rounds: PyTorch is unchanged
@@ -224,6 +234,22 @@ def test_a_cast_in_the_model_is_precision_loss_of_that_dtype(tmp_path, factory, 
     assert h["evidence"]["changes"] == {"block2.conv1": {"baseline": 0, "now": 1}}
     assert all("casts to a lower precision at or before this layer" in h["message"]
                for h in hints(report, "runtime-change"))
+
+
+def test_rounded_weights_are_a_weight_change_not_a_cast_to_look_for(tmp_path, fresh):
+    """The twin of the cast above: weights rounded in a checkpoint move the float64 reference by about a
+    cast's error, without the norm shift of a scale. The reference promotes the model's casts, so no
+    cast explains its drift: the weight change is the one mark, naming the tensor, and no hint sends the
+    reader to look for autocast or an EP setting."""
+    report = check(tmp_path, "tiny-cnn", "hint_factories:cnn_bf16_weights", fresh)
+    first = report["first_regression"]
+    assert (first["layer"], first["provider"]) == ("block2.conv1", "torch-cpu")
+    assert first["check"] == "reference-drift"
+    (h,) = hints(report, "model-change")
+    assert h["evidence"]["cause"] == "weights" and h["evidence"]["tensors_changed"] == ["block2.conv1.weight"]
+    assert not hints(report, "precision-loss")
+    (p,) = hints(report, "introduced-vs-inherited", "torch-cpu")
+    assert p["evidence"]["origin"] == "block2.conv1"
 
 
 def test_a_cast_only_in_the_exported_graph_is_a_runtime_change(tmp_path, fresh):

@@ -1,6 +1,8 @@
-"""``precision-loss``: the error at a first regressed layer is what a float16 or bfloat16 round trip of
-that tensor gives, estimated from the reference fingerprint alone. Rounding is unbiased and barely moves
-the norm (|d||x||| / ||x-x'|| ~ 1/sqrt(n)); a scaled weight or changed eps moves it by the whole error.
+"""``precision-loss``: the error at a runtime's first regressed layer is what a float16 or bfloat16 round
+trip of that tensor gives, estimated from the reference fingerprint alone. Rounding is unbiased and barely
+moves the norm (|d||x||| / ||x-x'|| ~ 1/sqrt(n)); a scaled weight or changed eps moves it by the whole error.
+Never the float64 reference's: it promotes the model's own casts, so what moves it is the model's weights or
+code (``change``), even where the drift has a cast's size (weights rounded in a checkpoint).
 """
 
 from __future__ import annotations
@@ -9,7 +11,7 @@ import math
 
 import numpy as np
 
-from gate.core.status import Role
+from gate.core.status import Check
 from gate.fingerprint import QUANTILES, Fingerprint
 from gate.verdict.hints.context import Context, make
 from gate.verdict.notes import Hint
@@ -53,9 +55,7 @@ def expected_cast(fp: Fingerprint, dtype: str) -> tuple[float, float]:
 
 
 def _sides(ctx: Context, pv: ProviderVerdict, layer: str) -> tuple[Fingerprint | None, Fingerprint | None]:
-    """(what moved, what it is compared with) at ``layer`` for a target."""
-    if pv.role == Role.REFERENCE:
-        return ctx.ref_now.get(layer), ctx.ref_base.get(layer)
+    """(what moved, what it is compared with) at ``layer`` for a runtime."""
     prun = ctx.prun(pv)
     pl = None if prun is None else prun.layers.get(layer)
     return (None if pl is None else pl.fp), ctx.ref_now.get(layer)
@@ -68,17 +68,16 @@ def _bias_limit(base_limit: float, cast: tuple[float, float]) -> float:
 
 def hints(ctx: Context) -> list[Hint]:
     out = []
-    for pv in ctx.targets:
+    for pv in ctx.runtimes():
         fr = pv.first_regression
-        if (fr is None or fr.check not in ("reference-drift", "error-growth", "ceiling")
+        if (fr is None or fr.check not in (Check.ERROR_GROWTH, Check.CEILING)
                 or fr.value is None or fr.value <= 0):
             continue
         now, ref = _sides(ctx, pv, fr.layer)
         if now is None or ref is None or ref.l2 <= 0:
             continue
         row = ctx.rows(pv).get(fr.layer)
-        # For a runtime, what counts is the error beyond its baseline error.
-        base = 0.0 if pv.role == Role.REFERENCE or row is None else (row.baseline or 0.0)
+        base = 0.0 if row is None else (row.baseline or 0.0)  # what counts is the error beyond the baseline's
         excess = math.sqrt(max(fr.value**2 - base**2, 0.0))
         if excess > 0 and (hint := _match(pv, fr.layer, now, ref, excess)) is not None:
             out.append(hint)
