@@ -48,7 +48,10 @@ def _part(part: KeyPart, now: ContentKey, then: ContentKey, meta: Meta, recorded
             return "source: the model's factory changed (another function builds it)"
         moved = [m for m in sorted(set(now.sources) | set(then.sources))
                  if m != FACTORY and now.sources.get(m) != then.sources.get(m)]
-        return f"source: {_names(moved)} changed" if moved else "source: the model's files changed"
+        if moved:
+            return f"source: {_names(moved)} changed"
+        return ("source: the model's files changed" if FACTORY in then.sources
+                else "source: the factory's name, which the baseline's parity-gate did not record")
     if part == KeyPart.WEIGHTS:
         return _tensors(meta, recorded)
     if part == KeyPart.INPUTS:

@@ -235,6 +235,22 @@ def test_a_baseline_without_a_key_runs_the_whole_path(made):
     assert report["verdict"] == "pass"
 
 
+def test_a_baseline_that_predates_the_factory_in_the_key_says_so_not_that_files_changed(made):
+    from gate.pipeline.content_key import FACTORY, _digest
+
+    path = made.parent / "b" / "net.msgpack.zst"
+    baseline = read_baseline(path)
+    key = dict(baseline.meta.content_key)
+    key["sources"] = {m: d for m, d in key["sources"].items() if m != FACTORY}
+    key["parts"] = {**key["parts"], "source": _digest(key["sources"])}
+    baseline.meta.content_key = key
+    write_baseline(path, baseline)
+    report, _ = check(made)
+    reuse = reuse_of(report)
+    assert reuse["changed"] == ["source"] and "did not record" in reuse["details"][0], reuse
+    assert report["verdict"] == "pass"
+
+
 def test_a_forward_that_draws_random_numbers_is_never_reused(tmp_path, monkeypatch):
     monkeypatch.setenv("REUSE_TEST_NOISE", "1")
     path = project(tmp_path)
