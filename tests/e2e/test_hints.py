@@ -238,9 +238,9 @@ def test_a_cast_in_the_model_is_precision_loss_of_that_dtype(tmp_path, factory, 
 
 def test_rounded_weights_are_a_weight_change_not_a_cast_to_look_for(tmp_path, fresh):
     """The twin of the cast above: weights rounded in a checkpoint move the float64 reference by about a
-    cast's error, without the norm shift of a scale. The reference promotes the model's casts, so no
-    cast explains its drift: the weight change is the one mark, naming the tensor, and no hint sends the
-    reader to look for autocast or an EP setting."""
+    cast's error, without the norm shift of a scale. The code is unchanged, so no cast explains its
+    drift: the weight change is the one mark, naming the tensor, and no hint sends the reader to look
+    for autocast or an EP setting."""
     report = check(tmp_path, "tiny-cnn", "hint_factories:cnn_bf16_weights", fresh)
     first = report["first_regression"]
     assert (first["layer"], first["provider"]) == ("block2.conv1", "torch-cpu")

@@ -1,8 +1,8 @@
 """``precision-loss``: the error at a runtime's first regressed layer is what a float16 or bfloat16 round
 trip of that tensor gives, estimated from the reference fingerprint alone. Rounding is unbiased and barely
 moves the norm (|d||x||| / ||x-x'|| ~ 1/sqrt(n)); a scaled weight or changed eps moves it by the whole error.
-Never the float64 reference's: it promotes the model's own casts, so what moves it is the model's weights or
-code (``change``), even where the drift has a cast's size (weights rounded in a checkpoint).
+Never the reference's: what moves it is the model's weights or code, casts included, which ``change`` names,
+even where the drift has a cast's size (weights rounded in a checkpoint).
 """
 
 from __future__ import annotations
