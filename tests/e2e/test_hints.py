@@ -181,12 +181,12 @@ def test_weights_change_is_a_model_change_of_the_weights_introduced_at_the_layer
     assert not hints(report, "runtime-change")
     # A uniform 1e-3 scale is the size of a cast error, but it is biased: not precision loss.
     assert not hints(report, "precision-loss")
-    (p,) = hints(report, "introduced-vs-inherited", "torch-cpu")
-    assert p["evidence"]["verdict"] == "introduced" and p["evidence"]["origin"] == "block2.conv1"
-    series = dict(p["evidence"]["series"])
-    assert series["block2.conv1"] > 1e-4 and series["block1"] == 0.0  # reference and baseline: one machine
-    assert p["evidence"]["max_before"] <= REFERENCE_NOISE
-    assert p["evidence"]["output_layer"] == "(model)" and p["evidence"]["output_value"] > 0
+    # Introduced at the layer model-change names (every earlier layer clean): said once, there.
+    (ref,) = [p for p in report["models"][0]["providers"] if p["role"] == "reference"]
+    drift = [(r["layer"], r["value"]) for r in ref["layers"]]
+    at = [n for n, _ in drift].index("block2.conv1")
+    assert drift[at][1] > 1e-4 and at > 0 and max(v for _, v in drift[:at]) <= REFERENCE_NOISE
+    assert not hints(report, "introduced-vs-inherited")
 
 
 def test_hyperparameter_change_is_a_model_change_of_the_code(tmp_path, fresh):
@@ -248,8 +248,7 @@ def test_rounded_weights_are_a_weight_change_not_a_cast_to_look_for(tmp_path, fr
     (h,) = hints(report, "model-change")
     assert h["evidence"]["cause"] == "weights" and h["evidence"]["tensors_changed"] == ["block2.conv1.weight"]
     assert not hints(report, "precision-loss")
-    (p,) = hints(report, "introduced-vs-inherited", "torch-cpu")
-    assert p["evidence"]["origin"] == "block2.conv1"
+    assert not hints(report, "introduced-vs-inherited")  # introduced where model-change says
 
 
 def test_a_cast_only_in_the_exported_graph_is_a_runtime_change(tmp_path, fresh):

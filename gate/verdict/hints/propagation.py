@@ -1,6 +1,7 @@
 """``introduced-vs-inherited``: for each target's first regressed layer, was the error
 introduced there (every earlier layer clean) or inherited from the first earlier layer that
-had already diverged, below its threshold? The evidence carries the per-layer series."""
+had already diverged, below its threshold? The evidence carries the per-layer series. The
+reference's drift introduced where it first failed is ``model-change``'s layer: said there, once."""
 
 from __future__ import annotations
 
@@ -58,17 +59,19 @@ def _diverged(ctx: Context, pv: ProviderVerdict, name: str, value: float | None,
 
 
 def hints(ctx: Context) -> list[Hint]:
-    return [_hint(ctx, pv, fr) for pv in ctx.targets
-            if (fr := pv.first_regression) is not None and fr.layer in ctx.index]
+    return [h for pv in ctx.targets if (fr := pv.first_regression) is not None and fr.layer in ctx.index
+            and (h := _hint(ctx, pv, fr)) is not None]
 
 
-def _hint(ctx: Context, pv: ProviderVerdict, fr: Regression) -> Hint:
+def _hint(ctx: Context, pv: ProviderVerdict, fr: Regression) -> Hint | None:
     series = _series(ctx, pv)
     k = ctx.index[fr.layer]
     origin = next((i for i in range(k + 1) if _diverged(ctx, pv, *series[i])), k)
+    is_ref = pv.role == Role.REFERENCE
+    if is_ref and origin == k:
+        return None
     before = [v for _, v, _ in series[:k] if v is not None and math.isfinite(v)]
     at = series[k][1]
-    is_ref = pv.role == Role.REFERENCE
     # Growth over noise-level values (another CPU's last bits) means nothing: not reported.
     least = _reference_noise(ctx) if is_ref else 0.0
     growth = at / max(before) if at is not None and before and max(before) > least else None
