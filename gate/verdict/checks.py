@@ -77,10 +77,10 @@ def layout(run: ModelRun, baseline: Baseline, spec: ModelSpec) -> Structure:
     and the layers that moved inside a module whose output holds."""
     limit = limits(run, baseline, spec)
     st = structure(run, baseline, limit)
-    # Where the code changed, a module's output also holds within float32's rounding budget (the floor):
-    # weights folded in float32 move it by their rounding. Weights alone are held to the reference's limit.
-    seal = (lambda layer, recorded: max(limit(layer, recorded), spec.tolerance_for(layer.name, "float32").floor)) \
-        if moves.code_changed(run, baseline) else limit
+    # Where weights were re-expressed, a module's output also holds within their float32 rounding (a fixed
+    # budget: a provider's floor is no licence for the reference). Code or weights alone: the reference's limit.
+    seal = (lambda layer, recorded: max(limit(layer, recorded), moves.FOLD_ROUNDING)) \
+        if moves.reexpressed(run, baseline) else limit
     return replace(st, moved=moves.inside(run, baseline, st, limit, seal))
 
 

@@ -3,9 +3,12 @@ where the output of a module call around it holds and that module's own code cha
 (docs/verdict.md#verdict, "Numbers decide across modules").
 
 Weights folded in float32 are rounded to float32: the module's float64 output then moves by a few 1e-8,
-far past the reference's 1e-9, so where the code changed an output also holds within the float32
-runtimes' floor (``seal``). A change that flows on through a module whose tensors did not change is no
-move (``carries``): a contracting network fades a weight fault below any limit by its outputs.
+far past the reference's 1e-9, so where weights were re-expressed (tensors gone or new: a fold, a merge,
+a split) an output also holds within ``FOLD_ROUNDING`` (``seal``), whatever a provider's floor says.
+Code alone moves float64 values by ~1e-16, and in a module whose tensors are all still there, values
+that changed are a weight change, whatever code changed around them. A change that flows on through a
+module whose tensors did not change is no move (``carries``): a contracting network fades a weight
+fault below any limit by its outputs.
 """
 
 from __future__ import annotations
@@ -19,6 +22,10 @@ from gate.core.status import KeyPart
 from gate.fingerprint import Fingerprint
 from gate.formats.baseline import Baseline, BaselineLayer
 from gate.verdict.structure import Limit, Move, Structure, by_name, identifies, same
+
+# What weights re-expressed in float32 move a module's float64 output by, at most: their rounding, a few
+# 1e-8 a layer, grown through the layers after them.
+FOLD_ROUNDING = 1e-6
 
 
 def call_of(layer: str) -> str:
@@ -80,6 +87,7 @@ class _Code:
     def __init__(self, run: ModelRun, baseline: Baseline):
         now, before = run.meta.module_code, baseline.meta.module_code
         self.anywhere = code_changed(run, baseline)
+        self.one_sided = set(run.meta.tensor_digests or {}) ^ set(baseline.meta.tensor_digests or {})
         self.changed = (None if not now or not before else
                         [m for m in {**now, **before} if now.get(m) != before.get(m)])
         self._first: dict[str, int] = {ROOT: 0}  # module -> the index of the first layer inside it
@@ -96,13 +104,19 @@ class _Code:
                    for m in self.changed)
 
     def covers(self, tensor: str) -> bool:
-        """Whether a tensor belongs to a module whose code changed (a fold rewrites the weights of the
-        module it folds into); unknown per module: every tensor, where the code changed at all."""
+        """Whether changed code re-expressed a tensor: a module whose code changed holds it and tensors one
+        side lacks (a fold leaves the BatchNorm's behind, a merge or a split drops or adds some); unknown
+        per module: where the code changed at all. In a module whose tensors are all still there, values
+        that changed are a weight change, whatever code changed around them."""
         if self.changed is None:
             return self.anywhere
         owner = tensor.rpartition(".")[0] or ROOT
-        return any(owner == m or owner.startswith(m + ".") for m in self.changed if m != ROOT) or \
-            (owner == ROOT and ROOT in self.changed)
+        return any(self._holds(m, owner) and any(self._holds(m, t.rpartition(".")[0] or ROOT)
+                                                 for t in self.one_sided) for m in self.changed)
+
+    @staticmethod
+    def _holds(module: str, owner: str) -> bool:
+        return owner == module if module == ROOT else owner == module or owner.startswith(module + ".")
 
 
 def changed_tensors(run: ModelRun, baseline: Baseline, layer: str) -> list[str]:
@@ -124,15 +138,29 @@ def traced_ops_changed(run: ModelRun, baseline: Baseline) -> bool:
     return bool(now and before) and now.get(KeyPart.CODE.value) != before.get(KeyPart.CODE.value)
 
 
+def _tensors_differ(run: ModelRun, baseline: Baseline) -> bool | None:
+    """Whether one side holds parameters or buffers the other lacks; None where either did not record them."""
+    tensors, recorded = run.meta.tensor_digests, baseline.meta.tensor_digests
+    return set(tensors) != set(recorded) if tensors and recorded else None
+
+
+def _key_changed(run: ModelRun, baseline: Baseline) -> bool:
+    now, before = run.meta.content_key or {}, baseline.meta.content_key or {}
+    a, b = now.get("parts") or {}, before.get("parts") or {}
+    return bool(a and b) and any(a.get(p.value) != b.get(p.value) for p in (KeyPart.CODE, KeyPart.SOURCE))
+
+
+def reexpressed(run: ModelRun, baseline: Baseline) -> bool:
+    """Whether weights were re-expressed: tensors one side lacks (a fold, a merge, a split); where a side
+    did not record its tensors, wherever the code changed."""
+    differ = _tensors_differ(run, baseline)
+    return _key_changed(run, baseline) if differ is None else differ
+
+
 def code_changed(run: ModelRun, baseline: Baseline) -> bool:
     """Whether the model's code changed since the baseline, as far as the run can tell: its content
     key's code or source part, or parameters and buffers only one side has."""
-    now, before = run.meta.content_key or {}, baseline.meta.content_key or {}
-    a, b = now.get("parts") or {}, before.get("parts") or {}
-    if a and b and any(a.get(p.value) != b.get(p.value) for p in (KeyPart.CODE, KeyPart.SOURCE)):
-        return True
-    tensors, recorded = run.meta.tensor_digests, baseline.meta.tensor_digests
-    return bool(tensors and recorded and set(tensors) != set(recorded))
+    return _key_changed(run, baseline) or bool(_tensors_differ(run, baseline))
 
 
 class _Judge:

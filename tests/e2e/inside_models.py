@@ -280,3 +280,44 @@ def hidden_gated_refactored() -> nn.Module:
 
 def hidden_lora_refactored() -> nn.Module:
     return hidden_faulted("lora", True)
+
+
+class ScaledFirst(Attention):
+    """The same attention, the scale applied to q before the product: a refactor of `attn`'s code."""
+
+    def forward(self, x):
+        q, k, v = self.project(x)
+        return self.out(torch.softmax((q * self.scale) @ k.transpose(-1, -2), dim=-1) @ v)
+
+
+def attn_refactored() -> nn.Module:
+    m = Net()
+    m.attn.__class__ = ScaledFirst
+    return m
+
+
+def attn_refactored_faulted(factor: float = 1 + 3e-7) -> nn.Module:
+    """The refactor of `attn`, and `attn.q`'s weights scaled by a factor whose drift stays within float32's
+    rounding budget: the module whose code changed holds the tensor, which is still a weight change."""
+    m = attn_refactored()
+    with torch.no_grad():
+        m.attn.q.weight.mul_(factor)
+    return m
+
+
+def attn_refactored_faulted_1e4() -> nn.Module:
+    return attn_refactored_faulted(1 + 1e-4)
+
+
+def mlp_tanh() -> nn.Module:
+    """A code change whose drift is under a loosened floor: GELU's tanh approximation."""
+    m = Net()
+    m.mlp[1] = nn.GELU(approximate="tanh")
+    return m
+
+
+def stem_bn_eps() -> nn.Module:
+    """A hyperparameter changed by a tenth: the drift is under 1e-6, far past float64's noise."""
+    m = Net()
+    m.stem.bn.eps = 1.1e-5
+    return m
