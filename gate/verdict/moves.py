@@ -60,6 +60,13 @@ class _Calls:
         k = bisect.bisect_right(ends, index)
         return (ends[k], self.elements(ends[k])) if k < len(ends) else (index, [])
 
+    def begun(self, module: str, index: int) -> int:
+        """The index of the last element of ``module``'s call before the one around layer ``index`` (-1:
+        none): the layers of that call come after it."""
+        ends = self.starts.get(module, [])
+        k = bisect.bisect_right(ends, index)
+        return ends[k - 1] if k else -1
+
     def elements(self, first: int) -> list[LayerInfo]:
         key = call_of(self.layers[first].name)
         out = []
@@ -249,24 +256,35 @@ def inside(run: ModelRun, baseline: Baseline, st: Structure, limit: Limit, seal:
     by default ``limit``), each with the innermost such call and where its values went."""
     judge, calls = _Judge(run, baseline, st, limit, seal or limit), _Calls(run.layers)
     out: dict[str, Move] = {}
+    failed: list[int] = []  # layers that moved and are no move: they fail
+
+    def after_failure(module: str, index: int) -> bool:
+        """Whether a layer of ``module``'s call around ``index`` failed before it: the call's output holds
+        by fading or by chance, and what moves after that failure is the same cause, never a refactor."""
+        begun = calls.begun(module, index)
+        return any(begun < f and _within(module_of(run.layers[f].name), module) for f in failed)
+
     for i, layer in enumerate(run.layers):
         if not judge.moved(layer):
             continue
+        move = None
         if is_output(layer.name):  # what ships moves only within the rounding the model's outputs hold to
-            if judge.holds(layer) and judge.seal(calls.elements(calls.start(i))):
+            call = calls.elements(calls.start(i))
+            if judge.holds(layer) and judge.seal(call) and not after_failure(ROOT, i):
                 move = _move(layer, i, ROOT, call_of(layer.name), judge)
-                if move is not None:
-                    out[layer.name] = move
-            continue
-        for module in enclosing(module_of(layer.name)):
-            end, call = calls.after(module, i)
-            if judge.carried(calls, i, end):
-                break  # the change flowed on through unchanged modules: it fails where it first moved
-            if judge.seal(call):
-                move = _move(layer, i, module, call_of(call[0].name), judge)
-                if move is not None:
-                    out[layer.name] = move
-                break
+        else:
+            for module in enclosing(module_of(layer.name)):
+                end, call = calls.after(module, i)
+                if judge.carried(calls, i, end):
+                    break  # the change flowed on through unchanged modules: it fails where it first moved
+                if judge.seal(call):
+                    if not after_failure(module, i):
+                        move = _move(layer, i, module, call_of(call[0].name), judge)
+                    break
+        if move is None:
+            failed.append(i)
+        else:
+            out[layer.name] = move
     return out
 
 

@@ -320,3 +320,13 @@ def test_a_runtime_regression_at_a_value_a_layer_was_folded_into_names_both():
     assert report.to_dict()["first_regression"]["fused"] == ["blk.conv"]
     assert "blk.bn (with blk.conv, folded into it) on CPUExecutionProvider" in verdict_line(report)
     assert "layer `blk.bn` (with `blk.conv`, folded into it) on `CPUExecutionProvider`" in render_markdown(report)
+
+
+def test_what_moves_after_a_failure_inside_the_same_call_fails_too():
+    """A layer of `blk` failed (its own weights changed, its values are nobody's); the BatchNorm after it
+    moved, holding no tensors, and `blk`'s output holds: the same cause, never a refactor beside it."""
+    tensors = ({"blk.conv.weight": "1", "x.weight": "1"}, {"blk.conv.weight": "2", "y.weight": "1"})
+    mv, _, _ = judge({"blk.conv": fp(0.9, axis=7), "blk.bn": fp(0.8, axis=8)}, code=("blk",), tensors=tensors)
+    assert (mv.status, mv.first_regression.layer) == ("regressed", "blk.conv")
+    assert rows(mv)["blk.bn"].status == "fail"
+    assert not [a for a in mv.audits if a.check == "structure" and "moved inside" in a.message]
