@@ -89,6 +89,12 @@ def _runtime_audit(m: ModelVerdict, step: NextStep, s: Style) -> str:
     return f"{_names(step, s)} {what} on an unchanged model: see the audit lines above."
 
 
+def _output_tolerance(m: ModelVerdict, step: NextStep, s: Style) -> str:
+    return (f"only {s.code('output-tolerance')} failed on {_names(step, s)}: every layer's error is within "
+            f"its baseline budget, and the outputs' float32 error is past that allclose. Loosen it to what "
+            f"float32 gives, or {s.tables} if it passed at the baseline.")
+
+
 def _runtime_changed(m: ModelVerdict, step: NextStep, s: Style) -> str:
     hints = f" — see the hints under {s.strong('Diagnosis')}" if any(h.kind != "hints-unavailable" for h in m.hints) \
         else f" — {s.tables}"
@@ -171,6 +177,7 @@ def _provider_failed(m: ModelVerdict, step: NextStep, s: Style) -> str:
 _WORDS = {StepKind.MODEL_CHANGED: _model_changed, StepKind.WEIGHTS_CHANGED: _model_changed,
           StepKind.RANDOM_DRAWS: _random_draws, StepKind.TRAINING_MODE: _training_mode,
           StepKind.RUNTIME_AUDIT: _runtime_audit, StepKind.RUNTIME_CHANGED: _runtime_changed,
+          StepKind.OUTPUT_TOLERANCE: _output_tolerance,
           StepKind.PRECISION_CHANGED: _precision_changed, StepKind.NO_BASELINE: _no_baseline,
           StepKind.NO_ENTRY: _no_entry, StepKind.BAD_BASELINE: _bad_baseline, StepKind.MODEL_FAILED: _model_failed, StepKind.NO_GPU: _no_gpu, StepKind.NO_RESULT: _no_result,
           StepKind.LOAD_FAIL: _load_fail, StepKind.PROVIDER_FAILED: _provider_failed,

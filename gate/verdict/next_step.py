@@ -17,7 +17,7 @@ from gate.core.status import (
     StepKind,
     TargetStatus,
 )
-from gate.verdict.types import ModelVerdict
+from gate.verdict.types import ModelVerdict, ProviderVerdict
 
 # Where recording the new numbers is the fix the user may intend: the only steps that offer `update-baseline`.
 RECORDS = frozenset({StepKind.MODEL_CHANGED, StepKind.WEIGHTS_CHANGED, StepKind.NO_BASELINE,
@@ -76,10 +76,20 @@ def next_step(m: ModelVerdict) -> NextStep | None:
         first = lowered[0].first_regression
         return NextStep(StepKind.PRECISION_CHANGED, None, tuple(p.name for p in lowered),
                         first.layer if first is not None and first.layer != "(model)" else None)
+    if regressed and all(allclose_only(p) for p in regressed):
+        return NextStep(StepKind.OUTPUT_TOLERANCE, None, names)
     if regressed and all(p.failed == 0 for p in regressed):
         checks = sorted({a.check for p in regressed for a in p.audits if a.status == AuditStatus.FAIL})
         return NextStep(StepKind.RUNTIME_AUDIT, None, names, checks=tuple(checks))
     return NextStep(StepKind.RUNTIME_CHANGED, None, names)  # no command fixes it: the hints and tables say where
+
+
+def allclose_only(p: ProviderVerdict) -> bool:
+    """Whether only ``output-tolerance``'s allclose failed: every layer's error held within its baseline
+    budget (an allclose row replaces only a row that passed), and the outputs' is past rtol and atol."""
+    failed = [r for r in p.rows if r.failed]
+    return bool(failed) and all(r.check == Check.ALLCLOSE for r in failed) and \
+        not any(a.status == AuditStatus.FAIL for a in p.audits)
 
 
 def _missing(m: ModelVerdict) -> NextStep:

@@ -197,6 +197,11 @@ def test_outputs_get_exact_metrics_and_output_tolerance_gates_them(tmp_path):
     first = report["first_regression"]
     assert (first["layer"], first["check"]) == ("(model)", "allclose")
     assert "allclose(rtol=0, atol=1e-12) fails on" in first["message"] and "worst at [" in first["message"]
+    # Nothing changed but the tolerance: the advice names it, and no hint says an error moved.
+    (m,) = report["models"]
+    assert m["next_step"]["kind"] == "output-tolerance", m["next_step"]
+    moved = [h for h in m["hints"] if h["kind"] in ("runtime-change", "introduced-vs-inherited")]
+    assert not moved, moved
 
 
 # the model as given -----------------------------------------------------------------------

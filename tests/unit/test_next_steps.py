@@ -165,6 +165,15 @@ def _precision(report: dict) -> dict:
     return report
 
 
+def _allclose_only(report: dict) -> dict:
+    """Every failed runtime row is output-tolerance's allclose: no layer's error past its budget."""
+    for p in report["models"][0]["providers"]:
+        for r in p["layers"]:
+            if r["status"] == "fail":
+                r["check"] = "allclose"
+    return report
+
+
 CAUSES = {  # cause -> (a report of it, what its step says)
     "model-changed": (lambda: _drift_with([_model_change("code")]), "the model changed"),
     "weights-changed": (lambda: _drift_with([_model_change("weights")]),
@@ -173,6 +182,8 @@ CAUSES = {  # cause -> (a report of it, what its step says)
     "training-mode": (lambda: _drift_with([], [TRAINING]), "call `model.eval()` in the factory"),
     "precision-changed": (lambda: _precision(raw("regressed")),
                           "computes below float32 where no configured precision"),
+    "output-tolerance": (lambda: _allclose_only(raw("regressed")), "only `output-tolerance` failed on"),
+    "runtime-changed": (lambda: raw("regressed"), "the ONNX graph or"),  # its twin: an error that grew
 }
 
 
