@@ -5,8 +5,9 @@ where the output of a module call around it holds and that module's own code cha
 Weights folded in float32 are rounded to float32: the module's float64 output then moves by a few 1e-8,
 far past the reference's 1e-9, so where weights were re-expressed (tensors gone or new: a fold, a merge,
 a split) an output also holds within ``FOLD_ROUNDING`` (``seal``), whatever a provider's floor says.
-Code alone moves float64 values by ~1e-16, and in a module whose tensors are all still there, values
-that changed are a weight change, whatever code changed around them. A change that flows on through a
+Code alone moves float64 values by ~1e-16: a module whose own code changed keeps no such budget unless
+it re-expressed tensors, and a kept tensor whose values changed is a weight change unless its module's
+values went somewhere known (a fold's conv, a merge's projection). A change that flows on through a
 module whose tensors did not change is no move (``carries``): a contracting network fades a weight
 fault below any limit by its outputs.
 """
@@ -110,20 +111,28 @@ class _Code:
         return any(_within(m, around) and self._first.get(m, 0 if m == ROOT else index + 1) <= index
                    for m in self.changed)
 
-    def covers(self, tensor: str) -> bool:
-        """Whether changed code re-expressed a tensor: a module whose code changed holds it and tensors one
-        side lacks (a fold leaves the BatchNorm's behind, a merge or a split drops or adds some); unknown
-        per module: where the code changed at all. In a module whose tensors are all still there, values
-        that changed are a weight change, whatever code changed around them."""
+    def covers(self, tensor: str, accounted: set[str]) -> bool:
+        """Whether changed code re-expressed a tensor: gone or new in a module whose code changed (a fold
+        leaves the BatchNorm's behind; unknown per module: where the code changed at all), or held on both
+        sides by a module whose layer's values went somewhere known (``accounted``: a fold's conv, a merge's
+        projection). Any other tensor whose values changed is a weight change, whatever code changed
+        around it: digests cannot tell a constant folded into a kept weight from a fault."""
+        owner = tensor.rpartition(".")[0] or ROOT
+        if tensor not in self.one_sided:
+            return owner in accounted
         if self.changed is None:
             return self.anywhere
-        owner = tensor.rpartition(".")[0] or ROOT
-        return any(self._holds(m, owner) and any(self._holds(m, t.rpartition(".")[0] or ROOT)
-                                                 for t in self.one_sided) for m in self.changed)
+        return any(_holds(m, owner) for m in self.changed)
 
-    @staticmethod
-    def _holds(module: str, owner: str) -> bool:
-        return owner == module if module == ROOT else owner == module or owner.startswith(module + ".")
+    def recomputes(self, module: str) -> bool:
+        """Whether ``module``'s own code changed without re-expressing any tensor in it: what it computes
+        changed, so its float32-sized drift is its own, not inherited rounding."""
+        return self.changed is not None and module in self.changed and \
+            not any(_within(t.rpartition(".")[0] or ROOT, module) for t in self.one_sided)
+
+
+def _holds(module: str, owner: str) -> bool:
+    return owner == module if module == ROOT else owner == module or owner.startswith(module + ".")
 
 
 def changed_tensors(run: ModelRun, baseline: Baseline, layer: str) -> list[str]:
@@ -176,6 +185,7 @@ class _Judge:
         self._carried: list[int] | None = None
         self._tensors: dict[str, list[str]] = {}  # module -> the tensors it holds
         self._changed: dict[str, list[str]] = {}  # module -> its tensors that changed
+        self.accounted: set[str] = set()  # modules a layer of which moved its values somewhere known
         self.code = _Code(run, baseline)
 
     def recorded(self, layer: LayerInfo) -> BaselineLayer | None:
@@ -285,6 +295,8 @@ def inside(run: ModelRun, baseline: Baseline, st: Structure, limit: Limit, seal:
             failed.append(i)
         else:
             out[layer.name] = move
+            if move.now_as or move.took or move.merged:
+                judge.accounted.add(module_of(layer.name))
     return out
 
 
@@ -296,8 +308,9 @@ def _move(layer: LayerInfo, index: int, module: str, within: str, judge: _Judge)
     own tensors changed holds another layer's values, gave its own to another, or merged them."""
     code = judge.code
     if judge.holds(layer):
-        weights = [t for t in judge.own_changed(layer) if not code.covers(t)]
-        return Move(within, rounded=True) if code.ran_before(index, ROOT) and not weights else None
+        weights = [t for t in judge.own_changed(layer) if not code.covers(t, judge.accounted)]
+        inherited = code.ran_before(index, ROOT) and not code.recomputes(module_of(layer.name))
+        return Move(within, rounded=True) if inherited and not weights else None
     if not code.ran_before(index, module):
         return None
     move = Move(within, _now_as(layer, judge), _took(layer, judge))

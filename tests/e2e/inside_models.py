@@ -321,3 +321,19 @@ def stem_bn_eps() -> nn.Module:
     m = Net()
     m.stem.bn.eps = 1.1e-5
     return m
+
+
+def merged_out_faulted() -> nn.Module:
+    """The merge, and `attn.out`'s weights (kept, in the module that lost `k` and `v`) scaled within
+    float32's rounding budget: still a weight change."""
+    m = merged()
+    with torch.no_grad():
+        m.attn.out.weight.mul_(1 + 3e-7)
+    return m
+
+
+def folded_attn_scale() -> nn.Module:
+    """The fold, and after it attention's scale moved by 1e-7: code of its own, not inherited rounding."""
+    m = folded()
+    m.attn.scale *= 1 + 1e-7
+    return m

@@ -169,3 +169,15 @@ def test_a_code_change_within_float32_rounding_or_a_loosened_floor_is_a_model_ch
     assert first["value"] < (floor or 1e-6)  # what the floor, as a seal, once excused
     assert report["models"][0]["next_step"]["kind"] == "model-changed"
     assert check(recorded, "net", "folded", floor=floor)["verdict"] == "pass"
+
+
+@pytest.mark.parametrize("factory, layer", [("merged_out_faulted", "attn.out"), ("folded_attn_scale", "attn")])
+def test_beside_a_re_expression_a_kept_weight_or_a_modules_own_code_is_no_rounding(recorded, factory, layer):
+    """Tensors gone or new give a float32 rounding budget to what re-expressed them, not to a weight the
+    module kept (merged q/k/v beside a change of `attn.out`) nor to a module whose own code changed
+    after a fold (attention's scale moved by 1e-7): both fail where they moved."""
+    report = check(recorded, "net", factory)
+    first = report["first_regression"]
+    assert report["verdict"] == "regressed", first
+    assert (first["layer"], first["check"]) == (layer, "reference-drift"), first
+    assert first["value"] < 1e-6  # within the budget a re-expression has
