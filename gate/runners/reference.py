@@ -89,6 +89,8 @@ def run_reference(built: BuiltModel, progress: Callable[[str], None], promote: b
     try:
         with built.fresh():
             records, notes, outputs = _float64(built, promote, progress, tick)
+        if not outputs:  # nothing ships: no graph to export, no output to compare
+            raise ModelError(f"model `{name}`: its forward returned no tensor", ErrorStatus.INFER_FAIL)
         # The backward pass needs float64 parameters of its own: a copy, only with `gradients = true`.
         with built.fresh():
             grads = gradients(*as_float64(built.module, built.inputs), built.spec.seed) if built.spec.gradients else []

@@ -163,3 +163,18 @@ def all_nan() -> nn.Module:
 
 def empty() -> nn.Module:
     return nn.Sequential()
+
+
+class ReturnsNone(nn.Module):
+    """Runs its layer and returns nothing: nothing ships."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 4, 3)
+
+    def forward(self, x):
+        self.conv(x)
+
+
+def returns_none() -> nn.Module:
+    return ReturnsNone()

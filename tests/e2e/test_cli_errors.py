@@ -64,6 +64,14 @@ def test_factory_that_raises(tmp_path):
     assert_one_line_error(run_cli("update-baseline", cwd=tmp_path), 3, "checkpoint weights.pt not found")
 
 
+def test_a_forward_that_returns_no_tensor(tmp_path):
+    """Nothing ships: the model fails in one line, and update-baseline writes nothing for it."""
+    write_config(tmp_path, "tiny-cnn", "faults:returns_none", baseline_dir=tmp_path / "b")
+    assert_one_line_error(run_cli("update-baseline", cwd=tmp_path), 3,
+                          "model `tiny-cnn`: its forward returned no tensor")
+    assert not (tmp_path / "b" / "tiny-cnn.msgpack.zst").exists()
+
+
 def test_factory_returning_something_else(tmp_path):
     write_config(tmp_path, "tiny-cnn", "faults:not_a_module")
     assert_one_line_error(run_cli("check", cwd=tmp_path), 2, "models[1].factory", "not a torch.nn.Module")
