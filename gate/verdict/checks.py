@@ -152,9 +152,12 @@ def _reference_row(run: ModelRun, layer: LayerInfo, base: Fingerprint, limit: fl
 
 def _moved_row(layer: LayerInfo, base: Fingerprint, limit: float, move: Move) -> Row:
     """A layer that moved inside a module call whose output holds: reported, not failed."""
-    where = (f"{move.words(layer.name)}: the code changed, and `{move.within}` holds within the float32 floor"
-             if move.rounded else
-             f"moved inside `{move.within}`, whose output holds (a refactor inside it): {move.words(layer.name)}")
+    words = move.words(layer.name)
+    where = f"{words}: its values went on, as a refactor moves them"
+    if move.rounded:
+        where = f"{words}: weights re-expressed before it (a fold, a merge, a split) round in float32"
+    elif move.within:
+        where = f"moved inside `{move.within}`, whose output holds (a refactor inside it): {words}"
     if tuple(layer.fp.shape) != tuple(base.shape):
         return _row(layer, RowStatus.MOVED, Check.SHAPE, message=f"shape {list(base.shape)} -> {list(layer.fp.shape)}, {where}")
     change = difference(layer.fp, base)

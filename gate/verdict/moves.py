@@ -1,6 +1,7 @@
 """Refactors inside a module: a layer whose float64 value moved is a *move*, reported and not failed,
 where the output of a module call around it holds and that module's own code changed before it
-(docs/verdict.md#verdict, "Numbers decide across modules").
+(docs/verdict.md#verdict, "Numbers decide across modules"). Where a change after it moves every call
+around it, a layer moves on evidence of its own (``_onward``).
 
 Weights folded in float32 are rounded to float32: the module's float64 output then moves by a few 1e-8,
 far past the reference's 1e-9, so where weights were re-expressed (tensors gone or new: a fold, a merge,
@@ -291,6 +292,8 @@ def inside(run: ModelRun, baseline: Baseline, st: Structure, limit: Limit, seal:
                     if not after_failure(module, i):
                         move = _move(layer, i, module, call_of(call[0].name), judge)
                     break
+        if move is None and not is_output(layer.name) and not after_failure(ROOT, i):
+            move = _onward(layer, i, judge)
         if move is None:
             failed.append(i)
         else:
@@ -300,7 +303,7 @@ def inside(run: ModelRun, baseline: Baseline, st: Structure, limit: Limit, seal:
     return out
 
 
-def _move(layer: LayerInfo, index: int, module: str, within: str, judge: _Judge) -> Move | None:
+def _move(layer: LayerInfo, index: int, module: str, within: str | None, judge: _Judge) -> Move | None:
     """The move of layer ``index`` inside ``module``'s call ``within``, or None where the rule cannot
     say where its values went. Within float32 rounding of its own values, a layer passes on the rounding
     of code that changed before it anywhere, unless tensors of its own that no changed code covers
@@ -318,6 +321,14 @@ def _move(layer: LayerInfo, index: int, module: str, within: str, judge: _Judge)
         return move
     merged = judge.merged(layer)
     return Move(within, merged=merged) if merged else None
+
+
+def _onward(layer: LayerInfo, index: int, judge: _Judge) -> Move | None:
+    """The move of layer ``index`` where no call around it holds (a change after it moved the outputs),
+    on evidence of its own: it holds its own values within the rounding of weights re-expressed before
+    it, or its values went on to a later layer (a fold's conv, a split's first part) or merged."""
+    move = _move(layer, index, ROOT, None, judge)
+    return move if move and (move.rounded or move.now_as or move.took or move.merged) else None
 
 
 def union_of(fp: Fingerprint, parts: list[Fingerprint], limit: float) -> bool:
@@ -339,21 +350,22 @@ def union_of(fp: Fingerprint, parts: list[Fingerprint], limit: float) -> bool:
 
 
 def _now_as(layer: LayerInfo, judge: _Judge) -> str | None:
-    """The baseline layer (not its own) whose values the layer now holds: the one its name picks, else,
-    where several hold them (a folded BatchNorm, its block and an identity after it), the first of
-    them: any of them accounts for the values."""
+    """The later baseline layer whose values the layer now holds: the one its name picks, else, where
+    several hold them (a folded BatchNorm, its block and an identity after it), the first of them: any
+    of them accounts for the values. An earlier one's values are a layer dropped, not moved."""
     own = judge.st.own(layer.name)
     if not identifies(layer.fp):
         return None
-    held = [b for b in judge.baseline.layers if b.name != own and not is_output(b.name)
-            and same(layer.fp, b.fp, judge.seal_limit(layer, b))]
+    names = [b.name for b in judge.baseline.layers]
+    later = judge.baseline.layers[names.index(own) + 1:] if own in names else []
+    held = [b for b in later if not is_output(b.name) and same(layer.fp, b.fp, judge.seal_limit(layer, b))]
     found = by_name(layer.name, held)
     return found.name if found else (held[0].name if held else None)
 
 
 def _took(layer: LayerInfo, judge: _Judge) -> str | None:
-    """The layer (not itself) that now holds the layer's baseline values: one the structure matched to
-    it, else one with its baseline's numbers."""
+    """The layer that now holds the layer's baseline values: one the structure matched to it, else a
+    later one with its baseline's numbers."""
     own = judge.st.own(layer.name)
     matched = [n for n, old in (*judge.st.renames.items(), *judge.st.copies.items()) if old == own]
     if matched:
@@ -361,7 +373,8 @@ def _took(layer: LayerInfo, judge: _Judge) -> str | None:
     b = judge.baseline.layer(own)
     if b is None or not identifies(b.fp):
         return None
-    holders = [x for x in judge.run.layers if x.name != layer.name and not is_output(x.name)
+    names = [x.name for x in judge.run.layers]
+    holders = [x for x in judge.run.layers[names.index(layer.name) + 1:] if not is_output(x.name)
                and same(x.fp, b.fp, judge.seal_limit(x, b))]
     return holders[0].name if len(holders) == 1 else None
 

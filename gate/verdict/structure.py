@@ -43,7 +43,7 @@ class Move:
     """A layer whose value moved while the output of a module call around it holds: a refactor inside
     that module (a normalization folded into the layer before it, projections merged, a layer split)."""
 
-    within: str  # the enclosing module call whose output holds (a layer name: `block`, `(model)`)
+    within: str | None  # the enclosing module call whose output holds (`block`, `(model)`); None: none does
     now_as: str | None = None  # the baseline layer whose values it now holds
     took: str | None = None  # the layer that now holds its baseline values
     rounded: bool = False  # it holds its own values within the rounding the enclosing output holds to
@@ -183,13 +183,13 @@ def described(st: Structure) -> list[str]:
                    f"values of another baseline layer ({shown}{more}): compared as that layer")
     if st.moved:
         moved = [(n, m) for n, m in st.moved.items() if not m.rounded]
-        shown = "; ".join(f"{m.words(n)} (inside `{m.within}`)" for n, m in moved[:4])
+        shown = "; ".join(m.words(n) + (f" (inside `{m.within}`)" if m.within else "") for n, m in moved[:4])
         more = f"; and {len(moved) - 4} more" if len(moved) > 4 else ""
         rounded = len(st.moved) - len(moved)
         rounding = f"; {rounded} layer{'s' * (rounded != 1)} within float32 rounding of {'their' if rounded != 1 else 'its'} " \
             "own values" if rounded else ""
-        out.append(f"{len(st.moved)} layer{'s' * (len(st.moved) != 1)} moved inside modules whose outputs hold, a "
-                   f"refactor inside them: {shown or 'none past rounding'}{more}{rounding}. `update-baseline` records "
+        out.append(f"{len(st.moved)} layer{'s' * (len(st.moved) != 1)} moved as a refactor moves values: "
+                   f"{shown or 'none past rounding'}{more}{rounding}. `update-baseline` records "
                    "them as they are now")
     unmatched = [n for n in (*st.new, *st.gone) if not is_output(n)]
     if unmatched:

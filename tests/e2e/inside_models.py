@@ -86,9 +86,9 @@ def net() -> nn.Module:
     return Net()
 
 
-def _scaled(m: nn.Module, path: str) -> nn.Module:
+def _scaled(m: nn.Module, path: str, factor: float = 1 + 1e-3) -> nn.Module:
     with torch.no_grad():
-        m.get_submodule(path).weight.mul_(1 + 1e-3)
+        m.get_submodule(path).weight.mul_(factor)
     return m
 
 
@@ -336,4 +336,51 @@ def folded_attn_scale() -> nn.Module:
     """The fold, and after it attention's scale moved by 1e-7: code of its own, not inherited rounding."""
     m = folded()
     m.attn.scale *= 1 + 1e-7
+    return m
+
+
+
+def folded_head_faulted() -> nn.Module:
+    """The fold, and the head's weights scaled: the outputs move, so no call around the attention (a
+    top-level module whose float32 rounding is the fold's) holds. The head changed, not the attention."""
+    return _scaled(folded(), "head")
+
+
+def folded_head_rounding() -> nn.Module:
+    """The same with the head's weights scaled within float32's rounding budget: still a weight change."""
+    return _scaled(folded(), "head", 1 + 3e-7)
+
+
+class Flat(nn.Module):
+    """A block's layers at the top level (a ResNet's stem): no call around them but the model's."""
+
+    def __init__(self):
+        super().__init__()
+        block = Block()
+        self.conv, self.bn, self.act = block.conv, block.bn, block.act
+        self.head = nn.Linear(8, 4)
+
+    def forward(self, x):
+        return self.head(self.act(self.bn(self.conv(x))).mean((2, 3)))
+
+
+def flat() -> nn.Module:
+    return Flat()
+
+
+def flat_folded(head: float = 1.0) -> nn.Module:
+    """The BatchNorm folded into the conv before it, and the head's weights scaled by ``head``."""
+    m = Flat().eval()
+    m.conv, m.bn = fuse_conv_bn_eval(m.conv, m.bn), nn.Identity()
+    return _scaled(m, "head", head)
+
+
+def flat_folded_head_faulted() -> nn.Module:
+    return flat_folded(1 + 1e-3)
+
+
+def flat_skipped() -> nn.Module:
+    """The BatchNorm dropped, not folded: its output now is the conv's, an earlier layer's values."""
+    m = Flat()
+    m.bn = nn.Identity()
     return m

@@ -35,7 +35,7 @@ def _config(tmp: Path, name: str, factory: str, inputs: str, transform: str | No
 def recorded(tmp_path_factory) -> Path:
     tmp = tmp_path_factory.mktemp("inside")
     models = (("net", "net", IMAGE), ("tables", "tables", TOKENS), ("fading", "fading", TOKENS),
-              ("hidden", "hidden", TOKENS))
+              ("hidden", "hidden", TOKENS), ("flat", "flat", IMAGE))
     for name, factory, inputs in models:
         cfg = load_config(_config(tmp, name, factory, inputs))
         commands.update_baseline(cfg, cfg.models, cfg.providers)
@@ -63,7 +63,7 @@ def test_a_refactor_inside_a_module_passes_saying_where_the_values_went(recorded
     (model,) = report["models"]
     row = _reference(report)[moved]
     assert row["status"] == "moved" and words in row["message"], row
-    (note,) = [a["message"] for a in model["audits"] if a["check"] == "structure" and "moved inside" in a["message"]]
+    (note,) = [a["message"] for a in model["audits"] if a["check"] == "structure" and "moved as a refactor" in a["message"]]
     assert words in note and "`update-baseline` records them as they are now" in note
     step = model["next_step"]
     assert (step["kind"], step["layer"]) == ("refactored", moved)
@@ -181,3 +181,26 @@ def test_beside_a_re_expression_a_kept_weight_or_a_modules_own_code_is_no_roundi
     assert report["verdict"] == "regressed", first
     assert (first["layer"], first["check"]) == (layer, "reference-drift"), first
     assert first["value"] < 1e-6  # within the budget a re-expression has
+
+
+@pytest.mark.parametrize("name, factory, refactored", [("net", "folded_head_faulted", ("stem.conv", "attn")),
+                                                       ("net", "folded_head_rounding", ("stem.conv", "attn")),
+                                                       ("flat", "flat_folded_head_faulted", ("conv", "bn"))])
+def test_a_change_after_a_refactor_is_named_not_the_refactor(recorded, name, factory, refactored):
+    """A fold, and the head's weights scaled past float32's rounding or within it. The outputs move, so no
+    call around a top-level module holds: the fold's rounding (`attn`), and a top-level conv whose values
+    went on to its BatchNorm's (`conv`), are still no change. The first regression is the head."""
+    report = check(recorded, name, factory)
+    first, rows = report["first_regression"], _reference(report)
+    assert report["verdict"] == "regressed", first
+    assert (first["layer"], first["check"]) == ("head", "reference-drift"), first
+    assert "`head.weight`" in rows["head"]["message"]
+    assert [rows[x]["status"] for x in refactored] == ["moved", "moved"]
+
+
+def test_a_dropped_layer_holds_an_earlier_layers_values_and_fails(recorded):
+    """The twin: the top-level BatchNorm replaced by an identity, not folded. Its output is now the conv's
+    (values went back, not on), so it fails where it changed; the fold beside it passes."""
+    report = check(recorded, "flat", "flat_skipped")
+    assert (report["first_regression"]["layer"], report["verdict"]) == ("bn", "regressed")
+    assert check(recorded, "flat", "flat_folded")["verdict"] == "pass"
