@@ -27,7 +27,7 @@ from gate.pipeline.prepare import Memo
 from gate.pipeline.run import Progress, Settings, run_model
 from gate.pipeline.stages import ReusePolicy
 from gate.verdict import data_dependent
-from gate.verdict.checks import degenerate, runtime_rows
+from gate.verdict.checks import degenerate, outputs_of, runtime_rows
 
 
 @dataclass
@@ -79,7 +79,8 @@ def warnings_for(spec: ModelSpec, run: ModelRun) -> list[str]:
                 for r in failing[:WARNED_ROWS]]
         if len(failing) > WARNED_ROWS:
             out.append(f"{prun.name}: and {len(failing) - WARNED_ROWS} more layers `check` will fail on")
-    dead = [f"{x.name}: {why}" for x in run.layers if is_output(x.name) for why in [degenerate(x.fp)] if why]
+    outputs = outputs_of(run)
+    dead = [f"{x.name}: {why}" for x in run.layers if is_output(x.name) for why in [degenerate(x.fp, outputs)] if why]
     return out + [f"output {d}: `check` will fail on this model" for d in dead]
 
 

@@ -47,15 +47,20 @@ def _describe_nonfinite(counts: tuple[int, int, int]) -> str:
     return ", ".join(parts) or "none"
 
 
-def degenerate(fp: Fingerprint) -> str | None:
-    """An output that carries no information: every element zero, or none finite."""
+def degenerate(fp: Fingerprint, outputs: list[Fingerprint]) -> str | None:
+    """An output that carries no information: none of its elements finite, or every element zero where
+    every output's is (class indices or a mask all zero beside logits are values, not a dead model)."""
     if fp.count == 0:
         return None
     if fp.nan + fp.posinf + fp.neginf == fp.count:
         return "every element is NaN/Inf"
-    if fp.zero == fp.count:
-        return "every element is zero"
+    if all(o.zero == o.count for o in outputs):
+        return "every element is zero" if len(outputs) == 1 else "every element of every output is zero"
     return None
+
+
+def outputs_of(run: ModelRun) -> list[Fingerprint]:
+    return [x.fp for x in run.layers if is_output(x.name)]
 
 
 def reference_limit(tolerance: float, precision: str, noise: float | None) -> float:
@@ -131,7 +136,7 @@ def _reference_layer(run: ModelRun, layer: LayerInfo, baseline: Baseline, st: St
 
 def _reference_row(run: ModelRun, layer: LayerInfo, base: Fingerprint, limit: float) -> Row:
     now = layer.fp
-    dead = degenerate(now) if is_output(layer.name) else None
+    dead = degenerate(now, outputs_of(run)) if is_output(layer.name) else None
     if dead:
         return _row(layer, RowStatus.FAIL, Check.DEGENERATE, message=f"the model's output is degenerate: {dead}; a gate never "
                     "passes such a model, baseline or not")

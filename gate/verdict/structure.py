@@ -113,7 +113,8 @@ def structure(run: ModelRun, baseline: Baseline, limit: Limit) -> Structure:
     """Renames, copies, new and gone layers of ``run`` against ``baseline``. A new name matches a free
     baseline layer (gone, or its name now another module's) as a rename, else any as a copy; a known name
     whose values are now a free layer's (a Dropout deleted shifts the indices after it) is that layer
-    renamed. Never a layer still compared under its own name: a module that became a no-op still fails."""
+    renamed. Never a layer still compared under its own name: a module that became a no-op still fails.
+    An output matches only an output whose name is gone (a dict key renamed), never one still returned."""
     now = {x.name for x in run.layers}
     displaced = {x.name for x in run.layers if (b := baseline.layer(x.name)) is not None
                  and not same(x.fp, b.fp, limit(x, b))}
@@ -143,6 +144,7 @@ def structure(run: ModelRun, baseline: Baseline, limit: Limit) -> Structure:
         output = is_output(layer.name)
         exact = partial(relative_error, layer.fp)
         return by_name(layer.name, [g for g in pool if g.name != layer.name and is_output(g.name) == output
+                                    and not (output and g.name in now)  # outputs swapped: what ships changed
                                     and within(near[g.name], limit(layer, g), partial(exact, g.fp))])
 
     for layer in run.layers:

@@ -113,6 +113,18 @@ def test_degenerate_output_never_passes_even_when_the_baseline_agrees(dead, word
     assert rows["a"].status == "pass"
 
 
+@pytest.mark.parametrize("logits_zero", [False, True])
+def test_an_all_zero_output_beside_one_that_is_not_is_a_value(logits_zero):
+    """`(logits, logits.argmax(-1))` where every prediction is class 0, or a mask all False: a value the
+    model gives, not a dead model. Its twin: every output all zero still never passes."""
+    names = ("a", "b", "c", "(model)[0]", "(model)[1]")
+    outs = {"output[0]": fp(zero=8) if logits_zero else fp(0.5, axis=6), "output[1]": fp(zero=8)}
+    rows = rows_by_layer(reference_rows(run(names=names, **outs), baseline(names=names, **outs), spec()))
+    assert (rows["(model)[1]"].status, rows["(model)[1]"].check) == \
+        (("fail", "degenerate") if logits_zero else ("pass", "reference-drift"))
+    assert ("every element of every output is zero" in (rows["(model)[1]"].message or "")) is logits_zero
+
+
 def test_a_new_layer_with_a_vanished_layers_fingerprint_is_that_layer_renamed():
     r = run(names=("a", "x", "c", "(model)"))  # b renamed x, same numbers
     rows = rows_by_layer(reference_rows(r, baseline(), spec()))
@@ -178,6 +190,17 @@ def test_new_and_gone_layers_are_reported_not_failed_unless_they_are_outputs():
     r = run(names=("a", "b", "c", "(model)[logits]"))
     rows = rows_by_layer(reference_rows(r, baseline(), spec()))
     assert (rows["(model)[logits]"].status, rows["(model)[logits]"].message) == ("pass", "renamed from (model)")
+
+
+def test_outputs_swapped_are_what_ships_changed_not_a_rename():
+    """`return logits, aux` became `return aux, logits`: each output now holds the other's values. Both
+    names are still returned, so neither is a rename: each fails where it moved."""
+    names, swapped = ("a", "b", "(model)[0]", "(model)[1]"), {"output[0]": fp(0.9, axis=7), "output[1]": fp(0.5, axis=6)}
+    r = run(names=names, **swapped)
+    b = baseline(names=names, **{"output[0]": fp(0.5, axis=6), "output[1]": fp(0.9, axis=7)})
+    mv = model_verdict(spec(), r, b, "b.msgpack.zst", "cmd")
+    assert mv.status == "regressed" and mv.first_regression.layer == "(model)[0]"
+    assert not [a for a in mv.audits if "renamed" in a.message]
 
 
 def test_a_layer_that_moved_after_a_vanished_one_names_it():
