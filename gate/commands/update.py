@@ -80,7 +80,8 @@ def warnings_for(spec: ModelSpec, run: ModelRun) -> list[str]:
         if len(failing) > WARNED_ROWS:
             out.append(f"{prun.name}: and {len(failing) - WARNED_ROWS} more layers `check` will fail on")
     outputs = outputs_of(run)
-    dead = [f"{x.name}: {why}" for x in run.layers if is_output(x.name) for why in [degenerate(x.fp, outputs)] if why]
+    dead = [f"{x.name}: {why}" for x in run.layers if is_output(x.name)
+            for why in [degenerate(x.fp, outputs)] if why]
     return out + [f"output {d}: `check` will fail on this model" for d in dead]
 
 

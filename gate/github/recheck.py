@@ -1,7 +1,8 @@
 """A report's verdict decided again from its own evidence, never better than written: a fork's run can
 write any verdict. The measurements stand; every status that summarizes them is rolled up again from
 the rows, audits and comparisons (``gate.verdict.rollup``), and each one made worse is a
-``Contradiction`` the comment shows. A report that holds no model judged nothing: an error.
+``Contradiction`` the comment shows. A report that holds no model, or a model without its float64
+reference's rows, judged nothing: an error.
 """
 
 from __future__ import annotations
@@ -14,10 +15,12 @@ from gate.core.status import (
     Check,
     ComparisonStatus,
     ModelStatus,
+    Role,
     RowStatus,
     TargetStatus,
     Verdict,
 )
+from gate.core.target import REFERENCE_PROVIDER
 from gate.render.text import code
 from gate.verdict import rollup
 from gate.verdict.judge import assemble, audit_regression, comparison_regression
@@ -73,6 +76,13 @@ def _lead(m: ModelVerdict) -> None:
         m.first_regression = comparison_regression(compared)
 
 
+def _unjudged(m: ModelVerdict) -> bool:
+    """A model whose float64 reference is absent, skipped or without rows: the judge writes it for
+    every model it runs and never skips it, so a pass without it was edited."""
+    refs = [p for p in m.providers if p.role == Role.REFERENCE]
+    return len(refs) != 1 or refs[0].status == TargetStatus.SKIPPED or not refs[0].rows
+
+
 def recheck(report: Report) -> list[Contradiction]:
     """Make ``report``'s statuses and verdict at least as bad as its evidence (in place); what changed."""
     found: list[Contradiction] = []
@@ -85,8 +95,11 @@ def recheck(report: Report) -> list[Contradiction]:
                 p.status = target
         _lead(m)
         model = rollup.model_status(m)
+        unjudged = model == ModelStatus.PASS and _unjudged(m)
+        model = ModelStatus.ERROR if unjudged else model
         if rollup.worse(model, ModelStatus(m.status)):
-            found.append(Contradiction(m.name, None, str(m.status), str(model)))
+            where = REFERENCE_PROVIDER if unjudged else None
+            found.append(Contradiction(m.name, where, str(m.status), str(model)))
             m.status = model
     judged = assemble(report.models, report.environment)
     verdict = judged.verdict if report.models else Verdict.ERROR

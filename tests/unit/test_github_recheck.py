@@ -35,3 +35,22 @@ def test_a_skipped_target_with_a_failed_row_regressed():
     assert found == [Contradiction("tiny-cnn", "CPUExecutionProvider", "skipped", "regressed")]
     assert p.first_regression is not None and p.first_regression.layer == "conv2"
     assert report.models[0].status == ModelStatus.REGRESSED
+
+
+def test_a_model_without_its_references_rows_judged_nothing():
+    """A leg's report edited to drop the model's targets, or to skip them all, the float64 reference
+    included, claimed a pass for a model nothing judged: an error. Its twin, the report as written, holds."""
+    for edit in ("dropped", "skipped", "empty"):
+        report = load_report(REPORTS / "regressed.json")
+        m = report.models[0]
+        if edit == "dropped":
+            m.providers = []
+        for p in m.providers:
+            p.status = TargetStatus.SKIPPED if edit == "skipped" else TargetStatus.PASS
+            p.first_regression = None
+            p.rows = []
+        m.status, m.first_regression, m.audits, m.hints = ModelStatus.PASS, None, [], []
+        report.verdict, report.first_regression = Verdict.PASS, None
+        found = recheck(report)
+        assert Contradiction("tiny-cnn", "torch-cpu", "pass", "error") in found, edit
+        assert (m.status, report.verdict) == (ModelStatus.ERROR, Verdict.ERROR), edit

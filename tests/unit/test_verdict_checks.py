@@ -195,7 +195,8 @@ def test_new_and_gone_layers_are_reported_not_failed_unless_they_are_outputs():
 def test_outputs_swapped_are_what_ships_changed_not_a_rename():
     """`return logits, aux` became `return aux, logits`: each output now holds the other's values. Both
     names are still returned, so neither is a rename: each fails where it moved."""
-    names, swapped = ("a", "b", "(model)[0]", "(model)[1]"), {"output[0]": fp(0.9, axis=7), "output[1]": fp(0.5, axis=6)}
+    names = ("a", "b", "(model)[0]", "(model)[1]")
+    swapped = {"output[0]": fp(0.9, axis=7), "output[1]": fp(0.5, axis=6)}
     r = run(names=names, **swapped)
     b = baseline(names=names, **{"output[0]": fp(0.5, axis=6), "output[1]": fp(0.9, axis=7)})
     mv = model_verdict(spec(), r, b, "b.msgpack.zst", "cmd")
