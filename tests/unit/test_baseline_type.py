@@ -192,6 +192,24 @@ def test_changes_leave_out_a_reference_that_moved_within_its_noise():
     assert moved[0].startswith("reference moved on 1 layer (first: c by 1e-08")
 
 
+def test_changes_name_limits_a_baseline_loosened_whatever_its_numbers():
+    """A pull request's baseline with the same numbers and a layer's calibrated noise grown, or its
+    precision coarsened, lets the reference move by more: the text a reviewer reads says so, and a move
+    is judged by the noise of the baseline it replaces, not the new one's."""
+    before = merge_run(_run(runtime(device=CPU)))
+    noisy = replace(before, layers=[replace(x, noise=1e-3) for x in before.layers])
+    assert describe(before, noisy) == [
+        "limits loosened: calibrated noise grew on 4 layers (first: a, 0 -> 0.001)"]
+    coarse = replace(before, layers=[replace(x, reached="bfloat16") if x.name == "c" else x
+                                     for x in before.layers])
+    assert describe(before, coarse) == [
+        "limits loosened: precision coarsened on 1 layer (first: c, float64 -> bfloat16)"]
+    moved = merge_run(_run(runtime(device=CPU), moves={"c": 1e-4}), before)
+    hidden = replace(moved, layers=[replace(x, noise=1e-3) for x in moved.layers])
+    assert describe(before, hidden)[0].startswith("reference moved on 1 layer (first: c by 0.0001")
+    assert describe(noisy, before) == ["no change"]  # limits tightened
+
+
 def test_changes_name_errors_that_grew_per_entry(tmp_path):
     """As ``update-baseline`` does it: the previous baseline is the one the store re-read."""
     loc, keep = Location.of(tmp_path, "m"), (lambda b: True)

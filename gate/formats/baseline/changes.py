@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 
+from gate.core.target import coarsest
 from gate.fingerprint import relative_error
 
 from .document import Baseline, Entry
@@ -29,10 +30,33 @@ def describe(old: Baseline | None, new: Baseline) -> list[str]:
     if old is None:
         return [f"new baseline: {_layers(len(new.layers))}, providers: "
                 f"{', '.join(f'{e.target.provider} ({e.target.label})' for e in new.entries) or 'none'}"]
-    lines = _layer_lines(old, new)
+    lines = _layer_lines(old, new) + _loosened(old, new)
     for entry in new.entries:
         lines += _entry_lines(old.entry(entry.target), entry)
     return lines or ["no change"]
+
+
+def _loosened(old: Baseline, new: Baseline) -> list[str]:
+    """What lets a check pass by more, whatever the numbers: a layer's calibrated noise grown (its limit is
+    4x it), its precision or the reference's coarsened, a runtime layer's noise grown."""
+    both = [(b, x) for x in new.layers if (b := old.layer(x.name)) is not None]
+    noisier = [(x.name, b.noise, x.noise) for b, x in both if (x.noise or 0) > (b.noise or 0)]
+    noisier += [(f"{e.target.provider} {name}", was.noise, row.noise) for e in new.entries
+                if (before := old.entry(e.target)) is not None for name, row in e.layers.items()
+                if (was := before.layers.get(name)) is not None and (row.noise or 0) > (was.noise or 0)]
+    coarser = [(x.name, b.reached, x.reached) for b, x in both if coarsest(b.reached, x.reached) != b.reached]
+    if coarsest(old.reference_dtype, new.reference_dtype) != old.reference_dtype:
+        coarser.insert(0, ("the reference", old.reference_dtype, new.reference_dtype))
+    lines = []
+    if noisier:
+        name, was, now = noisier[0]
+        lines.append(f"limits loosened: calibrated noise grew on {_layers(len(noisier))} (first: {name}, "
+                     f"{was or 0:g} -> {now:g})")
+    if coarser:
+        name, was, now = coarser[0]
+        lines.append(f"limits loosened: precision coarsened on {_layers(len(coarser))} (first: {name}, "
+                     f"{was} -> {now})")
+    return lines
 
 
 def _layer_lines(old: Baseline, new: Baseline) -> list[str]:
@@ -74,8 +98,7 @@ def moved_layers(old: Baseline, new: Baseline) -> list[tuple[float, str]]:
             moved.append((math.inf, layer.name))
             continue
         change = relative_error(layer.fp, before.fp)
-        if change > max(noise(new.reference_dtype, layer.reached, layer.noise),
-                        noise(old.reference_dtype, before.reached, before.noise)):
+        if change > noise(old.reference_dtype, before.reached, before.noise):  # the new side's may be forged
             moved.append((change, layer.name))
     return moved
 

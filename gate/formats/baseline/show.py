@@ -166,7 +166,8 @@ def _entry_lines(prov: str, dev: str, entry: dict[str, Any], full: bool = True) 
         return out
     for name, e in entry["layers"].items():
         fp = "-" if e["fp"] is None else _stats(e["fp"])
-        out.append(f"provider-layer {head} {_name(name)} status={e['status']} err={_f(e['err'])} {fp}")
+        noisy = f" noise={_f(e['noise'])}" if e.get("noise") is not None else ""
+        out.append(f"provider-layer {head} {_name(name)} status={e['status']} err={_f(e['err'])}{noisy} {fp}")
     return out
 
 
@@ -180,6 +181,7 @@ def render_text(doc: dict[str, Any], full: bool = False) -> str:
     for layer in doc["layers"]:
         reached = f" reached={layer['reached']}" if "reached" in layer else ""
         reached += f" data_dependent={layer['data_dependent']}" if "data_dependent" in layer else ""
+        reached += f" noise={_f(layer['noise'])}" if layer.get("noise") is not None else ""
         fp = (_stats(layer["fp"]) if full else
               _compact(layer["fp"], noise(ref, layer.get("reached", "float64"), layer.get("noise"))))
         out.append(f"layer {_name(layer['name'])} type={_name(layer['type'])}{reached} {fp}")
