@@ -86,7 +86,16 @@ def _names(step: NextStep, s: Style) -> str:
 
 def _runtime_audit(m: ModelVerdict, step: NextStep, s: Style) -> str:
     what = "slowed down" if list(step.checks) == ["latency"] else "failed " + ", ".join(step.checks)
-    return f"{_names(step, s)} {what} on an unchanged model: see the audit lines above."
+    return f"{_names(step, s)} {what} on {_unchanged(step)}: see the audit lines above."
+
+
+def _unchanged(step: NextStep) -> str:
+    return (f"a model whose float64 reference holds ({_parts(step)} changed)" if step.model
+            else "an unchanged model")
+
+
+def _parts(step: NextStep) -> str:
+    return "its " + " and ".join(str(p) for p in step.model)
 
 
 def _output_tolerance(m: ModelVerdict, step: NextStep, s: Style) -> str:
@@ -101,6 +110,9 @@ def _runtime_changed(m: ModelVerdict, step: NextStep, s: Style) -> str:
     changed = [f"{s.plain(k, 20)} {s.plain(v.baseline, 40)} → {s.plain(v.run, 40)}"
                for k, v in m.versions.items() if k in ("onnxruntime", "onnx")]
     moved = f" ({', '.join(changed)} since the baseline)" if changed else ""
+    if step.model:  # code only the runtimes run: a float32 branch, an export-only path
+        return (f"the float64 reference holds, yet {_parts(step)} changed: what {_names(step, s)} compute "
+                f"beyond it moved (float32 or export-only code, the ONNX graph){moved}{hints}.")
     return f"the PyTorch model is unchanged; the ONNX graph or {_names(step, s)} changed{moved}{hints}."
 
 

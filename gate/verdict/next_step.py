@@ -11,6 +11,7 @@ from gate.core.status import (
     AuditStatus,
     Check,
     ErrorStatus,
+    KeyPart,
     ModelStatus,
     Role,
     RowStatus,
@@ -33,6 +34,7 @@ class NextStep:
     layer: str | None = None  # where the reference moved first, or a precision change hurt first
     error_status: ErrorStatus | None = None  # how the model or provider failed
     checks: tuple[str, ...] = field(default=())  # the audits a provider failed (RUNTIME_AUDIT)
+    model: tuple[KeyPart, ...] = ()  # what of the model changed where its float64 reference holds
 
     def to_dict(self) -> dict[str, Any]:
         return {"kind": self.kind, "command": self.command,
@@ -78,10 +80,15 @@ def next_step(m: ModelVerdict) -> NextStep | None:
                         first.layer if first is not None and first.layer != "(model)" else None)
     if regressed and all(allclose_only(p) for p in regressed):
         return NextStep(StepKind.OUTPUT_TOLERANCE, None, names)
+    # what only the runtimes compute (float32 or export-only code, a fold) can change with the model too
+    model = tuple(p for p in (m.reuse.changed if m.reuse else ()) if p in _MODEL)
     if regressed and all(p.failed == 0 for p in regressed):
         checks = sorted({a.check for p in regressed for a in p.audits if a.status == AuditStatus.FAIL})
-        return NextStep(StepKind.RUNTIME_AUDIT, None, names, checks=tuple(checks))
-    return NextStep(StepKind.RUNTIME_CHANGED, None, names)  # no command fixes it: the hints and tables say where
+        return NextStep(StepKind.RUNTIME_AUDIT, None, names, checks=tuple(checks), model=model)
+    return NextStep(StepKind.RUNTIME_CHANGED, None, names, model=model)  # the hints and tables say where
+
+
+_MODEL = (KeyPart.CODE, KeyPart.SOURCE, KeyPart.WEIGHTS)
 
 
 def allclose_only(p: ProviderVerdict) -> bool:

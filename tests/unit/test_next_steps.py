@@ -45,6 +45,21 @@ def test_a_runtime_regression_names_the_provider_and_points_at_the_hints():
                     "— see the hints under **Diagnosis**.")
 
 
+def test_a_runtime_regression_where_the_models_code_changed_never_calls_the_model_unchanged():
+    """A float32-only branch, or code only the export takes: the float64 reference holds while the
+    model's source and code changed. The step says the reference holds and what changed; its twin, a
+    report whose model key did not change, keeps "unchanged"."""
+    report = raw("regressed")
+    report["models"][0]["reuse"] = {"key": "k", "reference": False, "why": "key-changed",
+                                    "changed": ["code", "source"], "details": [], "stages": []}
+    line = steps(report)[0]
+    assert "unchanged" not in line
+    assert line.startswith("- `tiny-cnn`: the float64 reference holds, yet its code and source changed: what "
+                           "`CPUExecutionProvider` compute beyond it moved")
+    report["models"][0]["reuse"]["changed"] = ["versions"]
+    assert "the PyTorch model is unchanged" in steps(report)[0]
+
+
 def test_a_new_onnxruntime_is_named_in_the_step_and_the_notices():
     report = raw("regressed")
     report["models"][0]["versions"] = {"onnxruntime": {"baseline": "1.31.1", "run": "1.32.0"}}
