@@ -199,6 +199,7 @@ class ModelRun:
     error: RunError | None = None
     onnx_map: dict[str, OnnxSite] = field(default_factory=dict)
     reuse: Reuse | None = None  # what ``check`` took from the baseline and the export cache, and why
+    first_use: dict[str, str] = field(default_factory=dict)  # tensor -> the module that first read it
 
     def provider(self, target: Target) -> ProviderRun | None:
         return next((p for p in self.providers if p.target == target), None)

@@ -63,6 +63,7 @@ class OpTrace(TorchDispatchMode):
         self.generators: list[tuple[str, torch.Generator]] = []  # those generators, by name
         self.draws: list[str] = []  # random operations that drew, and where the user's code called them
         self.custom: set[str] = set()  # operations outside torch's own namespaces
+        self.first_use: dict[str, str] = {}  # parameter or buffer -> the module call that first read it
 
     @property
     def digest(self) -> str:
@@ -82,6 +83,8 @@ class OpTrace(TorchDispatchMode):
         if t.layout == torch.strided:
             meta += f"s{list(t.stride())}+{t.storage_offset()}"
         token = self._token(t)
+        if token[:2] in ("p:", "b:") and self._where is not None and token[2:] not in self.first_use:
+            self.first_use[token[2:]] = module_of(self._where())  # tied weights: not always their owner
         if local and token[0] in "#i":  # made by an operation, or an input: by kind, not by number
             token = "t"
         return f"{token}<{meta}@{t.device.type}>"
@@ -164,6 +167,7 @@ class Probe:
     recordable: tuple[str, ...] = ()  # modules whose call signature the export can record (``CallSpecs``)
     modules: dict[str, str] = field(default_factory=dict)  # per module: its own code's digest
     draws: list[str] = field(default_factory=list)  # random operations that drew, where user code called them
+    first_use: dict[str, str] = field(default_factory=dict)  # tensor -> the module that first read it
 
     @property
     def fingerprints(self) -> dict[str, Fingerprint]:
@@ -221,4 +225,4 @@ def probe(built: BuiltModel) -> Probe:
                               f"{', '.join(drawn[:3])}"] if drawn else [])
     return Probe(records, capture.output, trace.digest, trace.ops, random[:20], sorted(trace.custom)[:50],
                  time.perf_counter() - start, specs.recordable(), trace.modules(built.module),
-                 (trace.draws or [r for r in random if "(its own generator)" in r])[:5])
+                 (trace.draws or [r for r in random if "(its own generator)" in r])[:5], trace.first_use)

@@ -164,7 +164,7 @@ class Plan:
                                built.weights_digest, built.inputs_digest, p.custom)
         self.key, run.meta.content_key = key, key.to_dict()
         run.meta.weights_digest, run.meta.tensor_digests = built.weights_digest, built.tensor_digests  # hashed by now
-        run.meta.module_code, run.meta.random_draws = p.modules, p.draws or None
+        run.meta.module_code, run.meta.random_draws, run.first_use = p.modules, p.draws or None, p.first_use
         changed = key.changed(recorded) if recorded is not None else []
         details = reuse_explain.details(changed, key, recorded, run.meta, self.baseline)
         if p.random:

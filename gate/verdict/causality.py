@@ -1,9 +1,9 @@
 """A first regression never comes before what changed.
 
 Where only weights changed, the float64 reference cannot move before the first call of a module that
-uses one of them; an earlier failing row contradicts the gate's own comparison and is reported as such,
-never as the first regression. Runtimes are not bound by it: their drivers and builds are outside the key.
-"""
+reads one of them (as the probe's trace saw it: a tied weight is read outside its owner); an earlier
+failing row contradicts the gate's own comparison and is reported as such, never as the first
+regression. Runtimes are not bound by it: their drivers and builds are outside the key. """
 
 from __future__ import annotations
 
@@ -56,8 +56,8 @@ def cause(run: ModelRun, baseline: Baseline, st: Structure | None) -> Cause | No
     for i, layer in enumerate(run.layers):
         starts.setdefault(module_of(layer.name), i)
     users: dict[str, int] = {}
-    for tensor in changes.values:
-        owner = tensor.rpartition(".")[0] or ROOT
+    for tensor in changes.values:  # where the probe saw it read first (a tied weight), else its owner
+        owner = run.first_use.get(tensor) or tensor.rpartition(".")[0] or ROOT
         module = next((m for m in (owner, *enclosing(owner)) if m in starts), None)
         if module is None:
             return None  # a tensor no call of this run can be tied to: nothing to hold the run to

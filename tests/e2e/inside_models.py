@@ -5,6 +5,8 @@ changes the weights of a convolution the exporter folded its BatchNorm into."""
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import onnx
 import torch
@@ -349,6 +351,25 @@ def folded_head_faulted() -> nn.Module:
 def folded_head_rounding() -> nn.Module:
     """The same with the head's weights scaled within float32's rounding budget: still a weight change."""
     return _scaled(folded(), "head", 1 + 3e-7)
+
+
+class Tied(nn.Module):
+    """An input embedding tied to the output head: `head.weight` is read first by the model's own
+    forward, before `blocks`, not by `head`."""
+
+    def __init__(self):
+        super().__init__()
+        self.blocks = nn.Sequential(nn.Linear(16, 16), nn.GELU(), nn.Linear(16, 16))
+        self.head = nn.Linear(16, 30, bias=False)
+
+    def forward(self, ids):
+        x = nn.functional.embedding(ids, self.head.weight)
+        return self.head(x + self.blocks(x))
+
+
+def tied() -> nn.Module:
+    """`TIED_SCALE` scales the head's weights: a checkpoint changed, the code and factory the same."""
+    return _scaled(Tied(), "head", float(os.environ.get("TIED_SCALE", "1")))
 
 
 class Flat(nn.Module):

@@ -18,6 +18,7 @@ from gate.verdict.report_file import report_document
 HERE = Path(__file__).parent
 IMAGE = '[{ name = "x", shape = [1, 3, 8, 8], dtype = "float32" }]'
 TOKENS = '[{ name = "x", shape = [2, 8, 16], dtype = "float32" }]'
+IDS = '[{ name = "ids", shape = [2, 5], dtype = "int64", low = 0, high = 30 }]'
 
 
 def _config(tmp: Path, name: str, factory: str, inputs: str, transform: str | None = None,
@@ -35,7 +36,7 @@ def _config(tmp: Path, name: str, factory: str, inputs: str, transform: str | No
 def recorded(tmp_path_factory) -> Path:
     tmp = tmp_path_factory.mktemp("inside")
     models = (("net", "net", IMAGE), ("tables", "tables", TOKENS), ("fading", "fading", TOKENS),
-              ("hidden", "hidden", TOKENS), ("flat", "flat", IMAGE))
+              ("hidden", "hidden", TOKENS), ("flat", "flat", IMAGE), ("tied", "tied", IDS))
     for name, factory, inputs in models:
         cfg = load_config(_config(tmp, name, factory, inputs))
         commands.update_baseline(cfg, cfg.models, cfg.providers)
@@ -204,3 +205,14 @@ def test_a_dropped_layer_holds_an_earlier_layers_values_and_fails(recorded):
     report = check(recorded, "flat", "flat_skipped")
     assert (report["first_regression"]["layer"], report["verdict"]) == ("bn", "regressed")
     assert check(recorded, "flat", "flat_folded")["verdict"] == "pass"
+
+
+
+def test_a_tied_weight_moves_the_reference_first_where_it_is_read(recorded, monkeypatch):
+    """`head.weight` also embeds the input, read by the model's forward before `blocks`: scaling it (only
+    the weights change) moves `blocks.0` first. That is the first regression, not a contradiction."""
+    monkeypatch.setenv("TIED_SCALE", str(1 + 1e-6))
+    report = check(recorded, "tied", "tied", IDS)
+    assert report["models"][0]["reuse"]["changed"] == ["weights"]
+    assert (report["first_regression"]["layer"], report["verdict"]) == ("blocks.0", "regressed")
+    assert not [a for a in report["models"][0]["audits"] if a["check"] == "contradiction"]

@@ -28,8 +28,10 @@ C, B, R, H, OUT = (fp(0.5, axis=k) for k in (2, 3, 4, 5, 6))  # conv, bn, block,
 AS_BUILT = {"blk.conv": C, "blk.bn": B, "blk": R, "head": H, "output": OUT}
 
 
-def judge(now: dict, base: dict | None = None, names=BLOCK, parts=None, tensors=None, code=None):
+def judge(now: dict, base: dict | None = None, names=BLOCK, parts=None, tensors=None, code=None,
+          first_use=None):
     r = run(names=names, **{**AS_BUILT, **now})
+    r.first_use = first_use or {}
     b = baseline(names=names, **{**AS_BUILT, **(base or {})})
     if code is not None:  # module digests: the baseline's, and the run's with these modules' code changed
         coded(r, b, code)
@@ -304,6 +306,10 @@ def test_a_reference_that_moved_before_the_only_changed_weight_is_used_is_a_cont
     # where the code changed too, anything may move: no contradiction
     mv, _, _ = judge(moved, base={n: fp(axis=k) for n, k in (("a", 2), ("b", 3), ("c", 4), ("output", 5))},
                      names=names, parts=("weights", "source"), tensors=digests)
+    assert mv.first_regression.layer == "a" and not [a for a in mv.audits if a.check == "contradiction"]
+    # a tied weight: the probe saw `b.weight` read first inside `a` (an embedding tied to a head)
+    mv, _, _ = judge(moved, base={n: fp(axis=k) for n, k in (("a", 2), ("b", 3), ("c", 4), ("output", 5))},
+                     names=names, parts=("weights",), tensors=digests, first_use={"b.weight": "a"})
     assert mv.first_regression.layer == "a" and not [a for a in mv.audits if a.check == "contradiction"]
 
 
