@@ -138,10 +138,13 @@ class Capture:
         handles = self.specs.hooks(self.module) if self.specs is not None else []
         for qual, m in self.module.named_modules():
             handles.append(m.register_forward_pre_hook(lambda _m, _args, q=qual: self._enter(q)))
-            handles.append(m.register_forward_hook(lambda mod, _args, out, q=qual: self._exit(mod, out, q)))
+            if qual:
+                handles.append(m.register_forward_hook(lambda mod, _a, out, q=qual: self._exit(mod, out, q)))
         try:
             with inference_mode(), context or contextlib.nullcontext():
                 self.output = self.module(*inputs)
+                # the outputs as returned, whatever hooks run after ours (one the forward adds) make of them
+                self._exit(self.module, self.output, "")
         finally:
             for h in handles:
                 h.remove()

@@ -67,6 +67,28 @@ def test_a_capture_on_cpu_matches_the_host_fingerprints():
     assert first.fp == F.fingerprint(h.numpy())
 
 
+class _Rehooked(torch.nn.Module):
+    """A forward that hooks its own output after the capture's hooks: what it returns is scaled."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(4, 4)
+
+    def forward(self, x):
+        self._forward_hooks.clear()
+        self.register_forward_hook(lambda _m, _a, out: out * (1 + 1e-4))
+        return self.fc(x)
+
+
+def test_the_models_outputs_are_fingerprinted_as_the_forward_returned_them():
+    model, x = _Rehooked(), torch.randn(2, 4)
+    capture = torch_hooks.Capture(model)
+    records = capture.run((x,))
+    (out,) = [r for r in records if r.name == "(model)"]
+    assert out.fp == F.fingerprint(capture.output.numpy())
+    assert out.fp != next(r for r in records if r.name == "fc").fp  # the scale is in it
+
+
 @cuda
 def test_cuda_tensors_agree_with_the_specification():
     x = torch.randn(3, 1000, 77, dtype=torch.float64)
