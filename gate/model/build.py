@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import math
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -69,26 +70,30 @@ class BuiltModel:
 
     def _repeatable(self, pristine: Pristine) -> None:
         """Once a forward changed parameters in place (restored since), two runs from the state as built
-        must agree: else what the gate compares depends on how many runs came before. A model refused
-        once is refused at every restore after (a caller may have caught the first)."""
+        must agree, and so must a second call after the first: else what the gate compares (and what the
+        model gives in production) depends on how many runs came before. A model refused once is refused
+        at every restore after (a caller may have caught the first)."""
         if pristine.refused:
             raise ModelError(pristine.refused, ErrorStatus.INFER_FAIL)
         changed = pristine.take_rewritten()
         if not changed:
             return
         runs = []
-        for _ in range(2):
+        for restore in (False, True, True):  # built state, the call after it, built state again
             with inference_mode():
                 out = self.module(*self.inputs)
             runs.append([t.detach().double().clone() for t in _tensors(out)])
-            pristine.restore()
-        for i, (a, b) in enumerate(zip(*runs, strict=True)):
-            moved = float((a - b).norm() / max(float(b.norm()), 1e-300)) if a.shape == b.shape else float("inf")
-            if not moved <= REPEAT:  # NaN included
-                pristine.refused = (f"model `{self.spec.name}`: its forward changes parameter `{changed[0]}` in "
-                                    f"place, and two runs from the state it was built in differ (output {i} by "
-                                    f"{moved:.3g}, relative L2): its runs cannot be repeated")
-                raise ModelError(pristine.refused, ErrorStatus.INFER_FAIL)
+            if restore:
+                pristine.restore()
+        for again, why in ((runs[2], "two runs from the state it was built in differ"),
+                           (runs[1], "a second call gives other outputs than the first")):
+            for i, (a, b) in enumerate(zip(runs[0], again, strict=True)):
+                moved = float((a - b).norm() / max(float(b.norm()), 1e-300)) if a.shape == b.shape else math.inf
+                if not moved <= REPEAT:  # NaN included
+                    pristine.refused = (f"model `{self.spec.name}`: its forward changes parameter `{changed[0]}` "
+                                        f"in place, and {why} (output {i} by {moved:.3g}, relative L2): its "
+                                        "runs cannot be repeated")
+                    raise ModelError(pristine.refused, ErrorStatus.INFER_FAIL)
 
     @property
     def weights_digest(self) -> str:

@@ -129,6 +129,21 @@ class DriftsEveryRun(nn.Module):
         return self.lin(x)
 
 
+class DecaysAfterUse(nn.Module):
+    """Scales its weights in place after each call: every run from the state as built agrees, and the
+    second call in a row gives other outputs than the first."""
+
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(16, 16)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        out = self.lin(x)
+        with torch.no_grad():
+            self.lin.weight.mul_(1 + 1e-4)
+        return out
+
+
 class Lazy(nn.Module):
     """Lazy modules: their parameters exist only after the first forward."""
 
@@ -194,6 +209,10 @@ def rescales_once_faulted() -> nn.Module:
 
 def drifts_every_run() -> nn.Module:
     return Net(DriftsEveryRun())
+
+
+def decays_after_use() -> nn.Module:
+    return Net(DecaysAfterUse())
 
 
 def lazy() -> nn.Module:

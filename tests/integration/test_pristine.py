@@ -112,6 +112,16 @@ def test_runs_from_the_same_state_that_differ_are_refused():
             built.module(*built.inputs)
 
 
+def test_a_forward_whose_second_call_differs_from_its_first_is_refused():
+    """Runs from the state as built agree, yet the weights it leaves behind change the next call: what a
+    deployment's second request gets is not what the gate compared."""
+    built = _built("decays_after_use")
+    with pytest.raises(ModelError, match=r"model `m`: its forward changes parameter `block\.lin\.weight` in "
+                                         r"place, and a second call gives other outputs than the first "):
+        with built.fresh(), torch.no_grad():
+            built.module(*built.inputs)
+
+
 def test_a_forward_that_changes_weights_a_factory_cannot_build_again_is_refused_by_name():
     built = _built("changes_its_weights_unseeded")
     with torch.no_grad():
