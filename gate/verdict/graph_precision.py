@@ -1,6 +1,8 @@
 """A precision the configuration did not ask for is a finding, never a new baseline key: a provider whose
 shipped graph computes below float32 where the baseline's did not (or whose precision class moved) is
-judged against the baseline entry of its recorded precision, and fails with what changed.
+judged against the baseline entry of its recorded precision, and fails with what changed. Where neither
+graph passed through a transform or came prebuilt, a cast is the model's own code: `torch-cpu` runs it,
+and its rows judge it as a model change.
 """
 
 from __future__ import annotations
@@ -41,6 +43,8 @@ def change(run: ModelRun, baseline: Baseline, prun: ProviderRun,
     Runtime provider only: PyTorch runs the model, not the graph."""
     if kind_of(prun.name).torch or run.meta.lowered is None:
         return None
+    if run.meta.graph_precision is None and baseline.meta.graph_precision is None:
+        return None  # both the model's own export, no transform: its code casts, and torch-cpu runs that code
     before = baseline.meta.graph_precision or DEFAULT_PRECISION
     now = run.meta.graph_precision or DEFAULT_PRECISION
     recorded = baseline.meta.lowered

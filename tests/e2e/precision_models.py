@@ -26,6 +26,17 @@ def mlp() -> nn.Module:
     return Mlp()
 
 
+class Rounded(Mlp):
+    """`fc2`'s output rounded through float16 and back in the model's own code."""
+
+    def forward(self, x):
+        return self.fc3(self.act2(self.fc2(self.act1(self.fc1(x))).half().float()))
+
+
+def mlp_rounded() -> nn.Module:
+    return Rounded()
+
+
 def _gemm(proto: onnx.ModelProto, module: str) -> tuple[int, onnx.NodeProto, dict[str, onnx.TensorProto]]:
     """The Gemm that reads ``module``'s weight (the exporter's x @ W.T + b), and the initializers by name."""
     inits = {t.name: t for t in proto.graph.initializer}

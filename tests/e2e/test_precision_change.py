@@ -18,7 +18,8 @@ from gate.verdict.report_file import report_document
 HERE = Path(__file__).parent
 
 
-def _config(tmp: Path, transform: str | None = None, precision: str | None = None) -> Path:
+def _config(tmp: Path, transform: str | None = None, precision: str | None = None,
+            factory: str = "mlp") -> Path:
     shutil.copy(HERE / "precision_models.py", tmp / "precision_models.py")
     cpu = '"CPUExecutionProvider"'
     if precision:
@@ -26,7 +27,7 @@ def _config(tmp: Path, transform: str | None = None, precision: str | None = Non
     path = tmp / "parity-gate.toml"
     path.write_text(f'baseline-dir = "baselines"\nproviders = ["torch-cpu", {cpu}]\n\n'
                     '[[models]]\nname = "mlp"\n'
-                    'factory = "precision_models:mlp"\ninputs = [{ name = "x", shape = [8, 16] }]\n'
+                    f'factory = "precision_models:{factory}"\ninputs = [{{ name = "x", shape = [8, 16] }}]\n'
                     + (f'transform = "precision_models:{transform}"\n' if transform else ""))
     return path
 
@@ -65,6 +66,18 @@ def test_a_precision_nobody_configured_fails_naming_what_changed_and_the_layer(r
     assert all(p["status"] == "pass" for p in model["providers"] if p["name"] == "torch-cpu")
     step = model["next_step"]
     assert step["kind"] == "precision-changed" and "update-baseline" not in (step["command"] or ""), step
+
+
+def test_a_cast_in_the_models_own_code_is_a_model_change_not_a_config_to_fix(recorded):
+    """No transform: the model's code rounds `fc2`'s output through float16. `torch-cpu` runs that code and
+    fails where it hurts; no precision audit tells the team to fix a transform or quantization config it
+    does not have, and the step says what of the model changed."""
+    cfg = load_config(_config(recorded, factory="mlp_rounded"))
+    report = report_document(commands.check(cfg, cfg.models, cfg.providers))
+    (model,) = report["models"]
+    assert report["verdict"] == "regressed" and report["first_regression"]["provider"] == "torch-cpu"
+    assert not [a for p in model["providers"] for a in p["audits"] if a["check"] == "precision"]
+    assert model["next_step"]["kind"] == "runtime-changed", model["next_step"]
 
 
 def test_the_unchanged_graph_passes(recorded):
