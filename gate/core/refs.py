@@ -1,5 +1,6 @@
 """``module:attribute`` references from the config (factories, input callables, transforms),
-imported from the config's folder."""
+imported from the config's folder. A module that is not there is the config's error (exit 2); one that
+raises while imported (a syntax error, a package it lacks) is the model's: it fails alone (exit 3)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from gate.core.failure import ModelError
+from gate.core.status import ErrorStatus
 from gate.errors import ConfigError
 
 IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")  # a dotted Python name
@@ -20,15 +23,28 @@ def is_ref(text: str) -> bool:
     return bool(sep) and IDENT.fullmatch(module) is not None and IDENT.fullmatch(attr) is not None
 
 
-def resolve(ref: str, root: Path, where: str) -> Any:
+def resolve(ref: str, root: Path, where: str, model: str | None = None) -> Any:
     module_name, _, attr = ref.partition(":")
     if str(root) not in sys.path:
         sys.path.insert(0, str(root))
     try:
         module = importlib.import_module(module_name)
-    except Exception as exc:  # any import-time failure is the user's module
-        raise ConfigError(f"`{where}`: cannot import `{module_name}` ({type(exc).__name__}: {exc})") from None
+    except ModuleNotFoundError as exc:
+        if exc.name is not None and f"{module_name}.".startswith(f"{exc.name}."):
+            raise ConfigError(f"`{where}`: cannot import `{module_name}` ({type(exc).__name__}: {exc})") \
+                from None
+        raise _raised(f"model `{model}`" if model else f"`{where}`", module_name, exc) from None
+    except Exception as exc:  # the user's module raised while imported
+        raise _raised(f"model `{model}`" if model else f"`{where}`", module_name, exc) from None
     try:
         return getattr(module, attr)
     except AttributeError:
         raise ConfigError(f"`{where}`: module `{module_name}` has no attribute `{attr}`") from None
+
+
+def _raised(who: str, module_name: str, exc: Exception) -> ModelError:
+    error = ModelError.of(f"{who}: importing `{module_name}` raised {type(exc).__name__}: {exc}",
+                          ErrorStatus.BUILD_FAIL, exc)
+    if isinstance(exc, SyntaxError) and exc.filename:  # no frame of the file: the parser's own position
+        error.where = f"{Path(exc.filename).name}:{exc.lineno}"
+    return error

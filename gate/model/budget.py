@@ -48,7 +48,7 @@ def weight_bytes(spec: ModelSpec, root: Path) -> int | None:
     lazy modules, and for a sweep's case (one operator or layer: small by construction)."""
     if spec.sweep is not None:
         return None
-    factory = resolve(spec.factory, root, f"{spec.where}.factory")
+    factory = resolve(spec.factory, root, f"{spec.where}.factory", spec.name)
     torch.manual_seed(spec.factory_seed if spec.factory_seed is not None else spec.seed)
     try:
         with torch.device("meta"):

@@ -197,7 +197,7 @@ def _rebuilt(spec: ModelSpec, root: Path) -> torch.nn.Module:
 
 def _construct(spec: ModelSpec, root: Path) -> object:
     """The factory's model, or a sweep case's module, made under the model's seed."""
-    factory = None if spec.sweep else resolve(spec.factory, root, f"{spec.where}.factory")
+    factory = None if spec.sweep else resolve(spec.factory, root, f"{spec.where}.factory", spec.name)
     torch.manual_seed(spec.factory_seed if spec.factory_seed is not None else spec.seed)
     if spec.sweep:
         from gate.model.sweep import build_case
@@ -224,7 +224,7 @@ def _inputs(spec: ModelSpec, root: Path) -> tuple[tuple[torch.Tensor, ...], list
     if isinstance(spec.inputs, str) and spec.inputs.endswith(".npz"):
         tensors, names = _npz_inputs(spec)
     elif isinstance(spec.inputs, str):
-        fn = resolve(spec.inputs, root, f"{spec.where}.inputs")
+        fn = resolve(spec.inputs, root, f"{spec.where}.inputs", spec.name)
         try:
             produced = fn(spec.seed)
         except Exception as exc:

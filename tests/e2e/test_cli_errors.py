@@ -46,6 +46,23 @@ def test_factory_that_does_not_import(tmp_path):
     assert_one_line_error(run_cli("check", cwd=tmp_path), 2, "models[1].factory", "cannot import `nowhere.models`")
 
 
+@pytest.mark.parametrize("source, said", [("def net(:\n", "SyntaxError"),
+                                          ("import lacking_it\n", "No module named 'lacking_it'")])
+def test_a_factory_module_that_raises_while_imported_fails_its_model_alone(tmp_path, source, said):
+    """The module is there and the model's code breaks on import (a pull request's syntax error, a package
+    it lacks): that model fails to build, named with the file's line; the model beside it is judged and
+    the reports are written."""
+    config = write_config(tmp_path, "tiny-cnn", "examples.zoo:tiny_cnn")
+    (tmp_path / "broken.py").write_text(source)
+    config.write_text(config.read_text() + config.read_text().split("\n\n", 1)[1]
+                      .replace('"tiny-cnn"', '"broken"').replace("examples.zoo:tiny_cnn", "broken:net"))
+    proc = run_cli("check", "--json", "r.json", cwd=tmp_path)
+    assert_model_error(proc, "BUILD_FAIL", "model `broken`: importing `broken` raised", said)
+    models = {m["name"]: m for m in json.loads((tmp_path / "r.json").read_text())["models"]}
+    assert models["broken"]["error"]["status"] == "BUILD_FAIL" and models["tiny-cnn"]["error"] is None
+    assert models["broken"]["error"]["where"].startswith("broken.py:1")
+
+
 def assert_model_error(proc, status: str, *fragments: str) -> None:
     """A model that fails is a report status (other models still report), exit 3, last line says why."""
     assert proc.returncode == 3, (proc.stdout, proc.stderr)
