@@ -104,6 +104,17 @@ class _Code:
             parts = module_of(x.name).split(".")
             for k in range(len(parts), 0, -1):
                 self._first.setdefault(".".join(parts[:k]), i)
+        # where the first re-expressed tensor's module (or the nearest one around it that runs) begins
+        owners = [t.rpartition(".")[0] or ROOT for t in self.one_sided]
+        self._reexpressed = min((self._first[next(m for m in (o, *enclosing(o)) if m in self._first)]
+                                 for o in owners), default=None)
+
+    def rounds_before(self, index: int) -> bool:
+        """Whether weights were re-expressed (tensors gone or new) by layer ``index``: only then does it
+        inherit float32 rounding. Where a side did not record its tensors: wherever code changed."""
+        if not self.one_sided or self.changed is None:
+            return self.ran_before(index, ROOT)
+        return self._reexpressed is not None and self._reexpressed <= index
 
     def ran_before(self, index: int, around: str) -> bool:
         """Whether code changed inside module ``around`` (the model: ``ROOT``) by layer ``index``."""
@@ -312,7 +323,7 @@ def _move(layer: LayerInfo, index: int, module: str, within: str | None, judge: 
     code = judge.code
     if judge.holds(layer):
         weights = [t for t in judge.own_changed(layer) if not code.covers(t, judge.accounted)]
-        inherited = code.ran_before(index, ROOT) and not code.recomputes(module_of(layer.name))
+        inherited = code.rounds_before(index) and not code.recomputes(module_of(layer.name))
         return Move(within, rounded=True) if inherited and not weights else None
     if not code.ran_before(index, module):
         return None
@@ -367,14 +378,16 @@ def _took(layer: LayerInfo, judge: _Judge) -> str | None:
     """The layer that now holds the layer's baseline values: one the structure matched to it, else a
     later one with its baseline's numbers."""
     own = judge.st.own(layer.name)
-    matched = [n for n, old in (*judge.st.renames.items(), *judge.st.copies.items()) if old == own]
+    names = [x.name for x in judge.run.layers]
+    later = set(names[names.index(layer.name) + 1:])  # one that ran before it is a copy run twice
+    matched = [n for n, old in (*judge.st.renames.items(), *judge.st.copies.items())
+               if old == own and n in later]
     if matched:
         return matched[0]
     b = judge.baseline.layer(own)
     if b is None or not identifies(b.fp):
         return None
-    names = [x.name for x in judge.run.layers]
-    holders = [x for x in judge.run.layers[names.index(layer.name) + 1:] if not is_output(x.name)
+    holders = [x for x in judge.run.layers if x.name in later and not is_output(x.name)
                and same(x.fp, b.fp, judge.seal_limit(x, b))]
     return holders[0].name if len(holders) == 1 else None
 

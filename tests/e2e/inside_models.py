@@ -5,6 +5,7 @@ changes the weights of a convolution the exporter folded its BatchNorm into."""
 
 from __future__ import annotations
 
+import copy
 import os
 
 import numpy as np
@@ -404,4 +405,43 @@ def flat_skipped() -> nn.Module:
     """The BatchNorm dropped, not folded: its output now is the conv's, an earlier layer's values."""
     m = Flat()
     m.bn = nn.Identity()
+    return m
+
+
+
+class Chain(nn.Module):
+    """Linear layers one after another at the top level; `pre`, when set, runs before `fc2`."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc1, self.fc2, self.head = nn.Linear(8, 8), nn.Linear(8, 8), nn.Linear(8, 4)
+        self.pre: nn.Module | None = None
+
+    def forward(self, x):
+        x = self.fc1(x)
+        if self.pre is not None:
+            x = self.pre(x)
+        return self.head(torch.relu(self.fc2(x)))
+
+
+def chain() -> nn.Module:
+    return Chain()
+
+
+def chain_fc2_twice() -> nn.Module:
+    """`fc2` run twice: a copy of it, `pre`, before it (a layer moved and its old call kept)."""
+    m = Chain()
+    m.pre = copy.deepcopy(m.fc2)
+    return m
+
+class ScaledInput(Net):
+    """The model's own forward scales its input by 1 + 3e-7: code, before any weight is re-expressed."""
+
+    def forward(self, x):
+        return super().forward(x * (1 + 3e-7))
+
+
+def split_scaled_input() -> nn.Module:
+    m = split()
+    m.__class__ = ScaledInput
     return m

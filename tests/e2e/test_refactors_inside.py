@@ -18,6 +18,7 @@ from gate.verdict.report_file import report_document
 HERE = Path(__file__).parent
 IMAGE = '[{ name = "x", shape = [1, 3, 8, 8], dtype = "float32" }]'
 TOKENS = '[{ name = "x", shape = [2, 8, 16], dtype = "float32" }]'
+ROWS = '[{ name = "x", shape = [2, 8, 8], dtype = "float32" }]'
 IDS = '[{ name = "ids", shape = [2, 5], dtype = "int64", low = 0, high = 30 }]'
 
 
@@ -36,7 +37,8 @@ def _config(tmp: Path, name: str, factory: str, inputs: str, transform: str | No
 def recorded(tmp_path_factory) -> Path:
     tmp = tmp_path_factory.mktemp("inside")
     models = (("net", "net", IMAGE), ("tables", "tables", TOKENS), ("fading", "fading", TOKENS),
-              ("hidden", "hidden", TOKENS), ("flat", "flat", IMAGE), ("tied", "tied", IDS))
+              ("hidden", "hidden", TOKENS), ("flat", "flat", IMAGE), ("tied", "tied", IDS),
+              ("chain", "chain", ROWS))
     for name, factory, inputs in models:
         cfg = load_config(_config(tmp, name, factory, inputs))
         commands.update_baseline(cfg, cfg.models, cfg.providers)
@@ -216,3 +218,15 @@ def test_a_tied_weight_moves_the_reference_first_where_it_is_read(recorded, monk
     assert report["models"][0]["reuse"]["changed"] == ["weights"]
     assert (report["first_regression"]["layer"], report["verdict"]) == ("blocks.0", "regressed")
     assert not [a for a in report["models"][0]["audits"] if a["check"] == "contradiction"]
+
+
+@pytest.mark.parametrize("name, factory, layer", [("chain", "chain_fc2_twice", "fc2"),
+                                                  ("net", "split_scaled_input", "stem.conv")])
+def test_a_layer_run_twice_or_code_before_a_refactor_fails_where_it_moved(recorded, name, factory, layer):
+    """`fc2` with a copy of it run first: the copy holds its values, which went back, not on; a split of
+    `mlp.0` after the model's own forward scaled its input by 1 + 3e-7: that drift comes before any
+    weight was re-expressed, so it is no float32 rounding. Both fail where they moved."""
+    report = check(recorded, name, factory, ROWS if name == "chain" else IMAGE)
+    first = report["first_regression"]
+    assert (report["verdict"], first["layer"], first["check"]) == ("regressed", layer, "reference-drift"), \
+        first
