@@ -150,7 +150,9 @@ class _Doc:
             return f"### 💥 parity-gate: {len(errors) or 'a'} model{'s' * (len(errors) != 1)} failed: {names}\n\n{scope}."
         if self.r.verdict == Verdict.REGRESSED:
             missing = [m for m in self.models if m.status == ModelStatus.NO_BASELINE]
-            what = f"no baseline for {', '.join(code(m.name) for m in missing[:MAX_LIST])}" if missing else "regressed"
+            entry = all(m.baseline_exists for m in missing)  # the file is there: a target's entry is not
+            what = (f"no baseline {'entry ' * entry}for {', '.join(code(m.name) for m in missing[:MAX_LIST])}"
+                    if missing else "regressed")
             return f"### ❌ parity-gate: {what}\n\n{scope}."
         unchecked = sum(1 for m in self.models for p in m.providers if p.status in (TargetStatus.SKIPPED, TargetStatus.ERROR))
         note = f" ({unchecked} provider run{'s' * (unchecked != 1)} not checked, see below)" if unchecked else ""

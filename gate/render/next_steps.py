@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from gate.core.status import ErrorStatus, StepKind
+from gate.core.status import ErrorStatus, StepKind, TargetStatus
 from gate.render.text import MESSAGE_CAP, NAME_CAP, clip, code, plain
 from gate.verdict.next_step import NextStep, next_step
 from gate.verdict.types import ModelVerdict, ProviderVerdict, Report
@@ -135,7 +135,8 @@ def _no_baseline(m: ModelVerdict, step: NextStep, s: Style) -> str:
 
 
 def _no_entry(m: ModelVerdict, step: NextStep, s: Style) -> str:
-    first = _provider(m, step)
+    first = next(p for p in m.providers  # never the float64 reference, which shares torch-cpu's name
+                 if p.name == step.providers[0] and p.status == TargetStatus.NO_BASELINE)
     return (f"{s.code(first.name)} has no baseline entry for {s.plain(first.label, 60)}: run {s.code(step.command, 300)} "
             f"on a runner that has it{_commit(m, s)}.")
 

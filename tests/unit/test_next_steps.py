@@ -92,6 +92,20 @@ def test_a_device_class_without_an_entry_says_where_to_create_it():
         "and commit `baselines/tiny-cnn.msgpack.zst`."]
 
 
+def test_a_torch_cpu_entry_missing_names_its_own_device_class_not_the_references():
+    """`torch-cpu` at bfloat16 added: the float64 reference shares its name. The step names the missing
+    entry's device class, and the title says an entry is missing, not the baseline."""
+    report = raw("pass")
+    model = report["models"][0]
+    model["status"], report["verdict"] = "no-baseline", "regressed"
+    ref = next(p for p in model["providers"] if p["role"] == "reference")
+    missing = {"role": "runtime", "status": "no-baseline", "layers": [], "reason": None,
+               "device": "x86_64-avx2:bfloat16", "precision": "bfloat16"}
+    model["providers"].append({**ref, **missing})
+    assert "`torch-cpu` has no baseline entry for x86\\_64-avx2:bfloat16: run" in steps(report)[0]
+    assert "### ❌ parity-gate: no baseline entry for `tiny-cnn`" in render_markdown(typed(report))
+
+
 def test_a_provider_that_failed_to_load_points_at_doctor_on_its_runner():
     report = raw("pass")
     model = report["models"][0]
