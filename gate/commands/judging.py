@@ -17,7 +17,7 @@ from gate.core.progress import Progress
 from gate.core.runs import ModelRun, RunError
 from gate.core.status import ErrorStatus
 from gate.core.versions import environment
-from gate.errors import FormatError, GateError
+from gate.errors import GateError
 from gate.formats.baseline import Baseline
 from gate.model.inputs import difference
 from gate.verdict.comparisons import compare
@@ -40,17 +40,14 @@ def load_one(config: Config, spec: ModelSpec) -> Loaded:
     """The model's baseline, or why it cannot judge this model at all: unreadable (a corrupt, truncated
     or newer-version file: restore it or re-record it), of another fingerprint definition
     (``load_baseline``), or holding another model."""
-    path, update = location(config, spec).path, update_command(spec, config)
+    path = location(config, spec).path
     try:
         _, baseline = load_baseline(config, spec)
-    except FormatError as exc:
-        return _refused(path, f"{exc}; restore it with `git checkout -- {display(path)}`, "
-                              f"or re-record it with `{update}`")
-    except GateError as exc:
-        return _refused(path, str(exc))
+    except GateError as exc:  # the next step says how to restore or re-record it; the repository's path
+        return _refused(path, str(exc).replace(str(path), str(display(path))))
     if baseline is not None and baseline.model != spec.name:
         return _refused(path, f"baseline `{display(path)}`: holds model `{baseline.model}`, "
-                              f"not `{spec.name}`; re-create it with `{update}`")
+                              f"not `{spec.name}`")
     return Loaded(path, baseline)
 
 
@@ -72,7 +69,7 @@ def other_inputs(config: Config, spec: ModelSpec, run: ModelRun, baseline: Basel
     how = difference(baseline.meta.inputs, run.meta.inputs or [])
     return RunError(ErrorStatus.BAD_BASELINE,
                     f"baseline `{path}`: recorded for other inputs than model `{spec.name}` declares now"
-                    f"{f' ({how})' if how else ''}; re-create it with `{update_command(spec, config)}`")
+                    f"{f' ({how})' if how else ''}")
 
 
 def judge(config: Config, runs: list[tuple[ModelSpec, ModelRun]], loaded: Mapping[str, Loaded] | None = None,

@@ -142,9 +142,9 @@ def _no_entry(m: ModelVerdict, step: NextStep, s: Style) -> str:
 
 
 def _bad_baseline(m: ModelVerdict, step: NextStep, s: Style) -> str:
-    return (f"its baseline file cannot judge it (the error above says why): restore it with "
-            f"{s.code(step.command, 300)} if it was damaged, or re-record it with {s.code(m.recreate, 260)}"
-            f"{_commit(m, s)}.")
+    return (f"its baseline file cannot judge it (the error above says why): re-record it with "
+            f"{s.code(m.recreate, 260)}{_commit(m, s)}, or, if the file was damaged, restore it with "
+            f"{s.code(step.command, 300)}.")
 
 
 def _model_failed(m: ModelVerdict, step: NextStep, s: Style) -> str:

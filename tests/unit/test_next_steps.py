@@ -251,3 +251,4 @@ def test_a_corrupt_baseline_says_restore_it_from_git_or_re_record_it():
     line = next_steps(typed_report).splitlines()[2]
     assert "restore it with `git checkout -- baselines/tiny-cnn.msgpack.zst`" in line
     assert "re-record it with `parity-gate update-baseline --model tiny-cnn`" in line
+    assert line.index("re-record") < line.index("restore")  # what fixes every cause first
