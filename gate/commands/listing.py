@@ -88,6 +88,10 @@ def validate(config: Config, models: tuple[ModelSpec, ...]) -> Validation:
     for spec in models:
         _import_refs(config, spec)
         path, baseline = load_baseline(config, spec)
+        if baseline is not None and baseline.model != spec.name:  # as ``check`` refuses it, first
+            raise GateError(f"model `{spec.name}`: baseline `{display(path)}` holds model "
+                            f"`{baseline.model}`; `check` will refuse it: re-create it with "
+                            f"`{update_command(spec, config)}`")
         if baseline is None:
             out.missing.append(Missing(spec.name, path, update_command(spec, config)))
         built = _arrays(spec)

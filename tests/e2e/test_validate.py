@@ -3,6 +3,8 @@ that does not import, and declared inputs other than those the baseline was reco
 
 from __future__ import annotations
 
+import shutil
+
 from tests.conftest import run_cli
 from tests.support.projects import examples_project
 
@@ -38,6 +40,18 @@ def test_an_input_dtype_other_than_the_baselines_is_refused(tmp_path):
         "error: model `tiny-cnn`: its declared inputs are not those baseline `baselines/tiny-cnn.msgpack.zst` was "
         "recorded for (input `x`: dtype float32 -> float64); `check` will refuse it: re-create it with "
         "`parity-gate update-baseline --model tiny-cnn`")
+
+
+def test_another_models_baseline_is_named_as_such_not_as_other_inputs(tmp_path):
+    """`tiny-cnn`'s file replaced by `tiny-transformer`'s: validate says what check will refuse it for."""
+    path = examples_project(tmp_path, baselines=True)
+    shutil.copy(path.parent / "baselines" / "tiny-transformer.msgpack.zst",
+                path.parent / "baselines" / "tiny-cnn.msgpack.zst")
+    proc = run_cli("validate", cwd=tmp_path)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert proc.stderr.strip() == (
+        "error: model `tiny-cnn`: baseline `baselines/tiny-cnn.msgpack.zst` holds model `tiny-transformer`; "
+        "`check` will refuse it: re-create it with `parity-gate update-baseline --model tiny-cnn`")
 
 
 def test_a_factory_that_does_not_import_is_refused_by_its_key(tmp_path):
