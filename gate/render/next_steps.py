@@ -99,9 +99,11 @@ def _parts(step: NextStep) -> str:
 
 
 def _output_tolerance(m: ModelVerdict, step: NextStep, s: Style) -> str:
-    return (f"only {s.code('output-tolerance')} failed on {_names(step, s)}: every layer's error is within "
-            f"its baseline budget, and the outputs' float32 error is past that allclose. Loosen it to what "
-            f"float32 gives, or {s.tables} if it passed at the baseline.")
+    limits = " and ".join(s.code("tolerance.ceiling" if c == "ceiling" else "output-tolerance")
+                          for c in step.checks or ("allclose",))
+    return (f"only {limits} failed on {_names(step, s)}: every layer's error is within its baseline "
+            f"budget, and a configured limit is under what it gives. Loosen it to what float32 gives, or "
+            f"{s.tables} if it passed at the baseline.")
 
 
 def _runtime_changed(m: ModelVerdict, step: NextStep, s: Style) -> str:

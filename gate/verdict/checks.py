@@ -227,11 +227,19 @@ def _runtime_row(layer: LayerInfo, prun: ProviderRun, pl: ProviderLayer, recorde
     absolute = ref.l2 == 0.0
     err = pl.err if pl.err is not None else difference(fp, ref).value
     base = recorded.err if recorded is not None else None
+    threshold = (math.inf if recorded is None or base is None or math.isnan(base)
+                 else growth_limit(base, tol.growth, tol.floor, recorded.noise))
+    known = threshold < math.inf
+    if err > threshold:  # checked first: a ceiling row with a baseline is an error within its budget
+        return _row(layer, RowStatus.FAIL, Check.ERROR_GROWTH, err, threshold, base,
+                    message=f"error against the reference {err:.3g} (baseline {base:.3g}, limit {threshold:.3g} = "
+                    f"{tol.growth:g}x + {tol.floor:.0e})", absolute=absolute)
     if err > tol.ceiling:
+        held = f"; its baseline was {base:.3g}: the ceiling is under what this runtime gives" if known else ""
         return _row(layer, RowStatus.FAIL, Check.CEILING, err, tol.ceiling, base, absolute=absolute,
                     message=f"error {err:.3g} against the reference{' (RMS: the reference is all zeros)' * absolute} "
-                    f"is over the ceiling {tol.ceiling:.3g}")
-    if base is None or math.isnan(base):
+                    f"is over the ceiling {tol.ceiling:.3g}{held}")
+    if not known:
         if entry is None:  # no baseline for this target at all: its provider verdict says so
             return _row(layer, RowStatus.PASS, Check.ERROR_GROWTH, err, None, None, absolute=absolute)
         if err > tol.floor:
@@ -242,12 +250,6 @@ def _runtime_row(layer: LayerInfo, prun: ProviderRun, pl: ProviderLayer, recorde
                         f"the reference is over the floor {tol.floor:.0e}", absolute=absolute)
         return _row(layer, RowStatus.NEW, Check.ERROR_GROWTH, err, tol.floor, None,
                     message="no baseline value for this layer; within the floor", absolute=absolute)
-    assert recorded is not None  # ``base`` is its error
-    threshold = growth_limit(base, tol.growth, tol.floor, recorded.noise)
-    if err > threshold:
-        return _row(layer, RowStatus.FAIL, Check.ERROR_GROWTH, err, threshold, base,
-                    message=f"error against the reference {err:.3g} (baseline {base:.3g}, limit {threshold:.3g} = "
-                    f"{tol.growth:g}x + {tol.floor:.0e})", absolute=absolute)
     return _row(layer, RowStatus.PASS, Check.ERROR_GROWTH, err, threshold, base, absolute=absolute)
 
 

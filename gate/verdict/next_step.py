@@ -18,7 +18,7 @@ from gate.core.status import (
     StepKind,
     TargetStatus,
 )
-from gate.verdict.types import ModelVerdict, ProviderVerdict
+from gate.verdict.types import ModelVerdict
 
 # Where recording the new numbers is the fix the user may intend: the only steps that offer `update-baseline`.
 RECORDS = frozenset({StepKind.MODEL_CHANGED, StepKind.WEIGHTS_CHANGED, StepKind.NO_BASELINE,
@@ -33,7 +33,7 @@ class NextStep:
     providers: tuple[str, ...] = ()  # the providers it concerns, first first
     layer: str | None = None  # where the reference moved first, or a precision change hurt first
     error_status: ErrorStatus | None = None  # how the model or provider failed
-    checks: tuple[str, ...] = field(default=())  # the audits a provider failed (RUNTIME_AUDIT)
+    checks: tuple[str, ...] = field(default=())  # the audits or limits that failed (RUNTIME_AUDIT, OUTPUT_TOLERANCE)
     model: tuple[KeyPart, ...] = ()  # what of the model changed where its float64 reference holds
 
     def to_dict(self) -> dict[str, Any]:
@@ -78,8 +78,9 @@ def next_step(m: ModelVerdict) -> NextStep | None:
         first = lowered[0].first_regression
         return NextStep(StepKind.PRECISION_CHANGED, None, tuple(p.name for p in lowered),
                         first.layer if first is not None and first.layer != "(model)" else None)
-    if regressed and all(allclose_only(p) for p in regressed):
-        return NextStep(StepKind.OUTPUT_TOLERANCE, None, names)
+    if regressed and all(p.limits_only for p in regressed):  # the step names the limits that failed
+        limits = sorted({str(r.check) for p in regressed for r in p.rows if r.failed})
+        return NextStep(StepKind.OUTPUT_TOLERANCE, None, names, checks=tuple(limits))
     # what only the runtimes compute (float32 or export-only code, a fold) can change with the model too
     model = tuple(p for p in (m.reuse.changed if m.reuse else ()) if p in _MODEL)
     if regressed and all(p.failed == 0 for p in regressed):
@@ -89,14 +90,6 @@ def next_step(m: ModelVerdict) -> NextStep | None:
 
 
 _MODEL = (KeyPart.CODE, KeyPart.SOURCE, KeyPart.WEIGHTS)
-
-
-def allclose_only(p: ProviderVerdict) -> bool:
-    """Whether only ``output-tolerance``'s allclose failed: every layer's error held within its baseline
-    budget (an allclose row replaces only a row that passed), and the outputs' is past rtol and atol."""
-    failed = [r for r in p.rows if r.failed]
-    return bool(failed) and all(r.check == Check.ALLCLOSE for r in failed) and \
-        not any(a.status == AuditStatus.FAIL for a in p.audits)
 
 
 def _missing(m: ModelVerdict) -> NextStep:

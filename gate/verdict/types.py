@@ -174,6 +174,16 @@ class ProviderVerdict:
         return sum(r.checked for r in self.rows)
 
     @property
+    def limits_only(self) -> bool:
+        """Whether only a configured limit failed, no error having moved: every failed row is
+        ``output-tolerance``'s allclose (it replaces only a row that passed) or a ceiling over an error
+        within its baseline budget (growth is judged first), and no audit failed."""
+        failed = [r for r in self.rows if r.failed]
+        limit = [r.check == Check.ALLCLOSE or (r.check == Check.CEILING and r.baseline is not None)
+                 for r in failed]
+        return bool(failed) and all(limit) and not any(a.status == AuditStatus.FAIL for a in self.audits)
+
+    @property
     def failed(self) -> int:
         return sum(r.failed for r in self.rows)
 

@@ -194,13 +194,30 @@ def _precision(report: dict) -> dict:
     return report
 
 
-def _allclose_only(report: dict) -> dict:
-    """Every failed runtime row is output-tolerance's allclose: no layer's error past its budget."""
+def _allclose_only(report: dict, check: str = "allclose") -> dict:
+    """Every failed runtime row is output-tolerance's allclose, or a ceiling over an error within its
+    baseline budget (growth is judged first): no layer's error past its budget."""
     for p in report["models"][0]["providers"]:
         for r in p["layers"]:
             if r["status"] == "fail":
-                r["check"] = "allclose"
+                r["check"] = check
     return report
+
+
+def test_a_ceiling_under_an_error_that_held_its_budget_is_a_limit_not_a_runtime_change():
+    """The config tightened `tolerance.ceiling` under the runtimes' float32 error: the step says so. Its
+    twin, a ceiling row with no baseline value (the error could have grown), stays a runtime change."""
+    from gate.verdict.next_step import next_step
+
+    report = typed(_allclose_only(raw("regressed"), "ceiling"))
+    step = next_step(report.models[0])
+    assert (step.kind, step.checks) == ("output-tolerance", ("ceiling",))
+    assert "only `tolerance.ceiling` failed on `CPUExecutionProvider`" in next_steps(report)
+    unknown = _allclose_only(raw("regressed"), "ceiling")
+    for p in unknown["models"][0]["providers"]:
+        for r in p["layers"]:
+            r["baseline"] = None
+    assert next_step(typed(unknown).models[0]).kind == "runtime-changed"
 
 
 CAUSES = {  # cause -> (a report of it, what its step says)

@@ -252,6 +252,15 @@ def test_ceiling_at_its_limit_passes_and_past_fails_even_within_growth(past):
         assert rows["c"].threshold == ceiling
 
 
+def test_an_error_that_grew_past_its_budget_fails_growth_first_even_over_the_ceiling():
+    """So a ceiling row with a baseline value is an error within its budget: a limit, not a change."""
+    rows = rows_by_layer(runtime_rows(run(), runtime(errs={"c": 0.5}), entry(errs={"c": 1e-7}), spec()))
+    assert (rows["c"].check, rows["c"].status, rows["c"].baseline) == ("error-growth", "fail", 1e-7)
+    held = rows_by_layer(runtime_rows(run(), runtime(errs={"c": 3e-2}), entry(errs={"c": 2e-2}), spec()))
+    assert (held["c"].check, held["c"].baseline) == ("ceiling", 2e-2)
+    assert "the ceiling is under what this runtime gives" in held["c"].message
+
+
 def test_ceiling_applies_without_any_baseline():
     rows = rows_by_layer(runtime_rows(run(), runtime(errs={"c": 0.02}), None, spec()))
     assert (rows["c"].check, rows["c"].status) == ("ceiling", "fail")

@@ -41,21 +41,21 @@ def _loosened(old: Baseline, new: Baseline) -> list[str]:
     4x it), its precision or the reference's coarsened, a runtime layer's noise grown."""
     both = [(b, x) for x in new.layers if (b := old.layer(x.name)) is not None]
     noisier = [(x.name, b.noise, x.noise) for b, x in both if (x.noise or 0) > (b.noise or 0)]
-    noisier += [(f"{e.target.provider} {name}", was.noise, row.noise) for e in new.entries
-                if (before := old.entry(e.target)) is not None for name, row in e.layers.items()
-                if (was := before.layers.get(name)) is not None and (row.noise or 0) > (was.noise or 0)]
+    noisier += [(f"{e.target.provider} {name}", prior.noise, row.noise) for e in new.entries
+                if (recorded := old.entry(e.target)) is not None for name, row in e.layers.items()
+                if (prior := recorded.layers.get(name)) is not None and (row.noise or 0) > (prior.noise or 0)]
     coarser = [(x.name, b.reached, x.reached) for b, x in both if coarsest(b.reached, x.reached) != b.reached]
     if coarsest(old.reference_dtype, new.reference_dtype) != old.reference_dtype:
         coarser.insert(0, ("the reference", old.reference_dtype, new.reference_dtype))
     lines = []
     if noisier:
-        name, was, now = noisier[0]
-        lines.append(f"limits loosened: calibrated noise grew on {_layers(len(noisier))} (first: {name}, "
-                     f"{was or 0:g} -> {now:g})")
+        first = noisier[0]
+        lines.append(f"limits loosened: calibrated noise grew on {_layers(len(noisier))} (first: {first[0]}, "
+                     f"{first[1] or 0:g} -> {first[2] or 0:g})")
     if coarser:
-        name, was, now = coarser[0]
-        lines.append(f"limits loosened: precision coarsened on {_layers(len(coarser))} (first: {name}, "
-                     f"{was} -> {now})")
+        layer = coarser[0]
+        lines.append(f"limits loosened: precision coarsened on {_layers(len(coarser))} (first: {layer[0]}, "
+                     f"{layer[1]} -> {layer[2]})")
     return lines
 
 

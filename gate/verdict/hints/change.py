@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from gate.core.status import Check, RowStatus
+from gate.core.status import RowStatus
 from gate.core.target import REFERENCE_PROVIDER
 from gate.verdict.hints import numerics
 from gate.verdict.hints.context import Context, make
@@ -46,8 +46,8 @@ def hints(ctx: Context) -> list[Hint]:
     drift = {r.layer: r.value for r in ref.rows} if ref is not None else {}
     for pv in ctx.runtimes():
         fr = pv.first_regression
-        if fr is not None and fr.check == Check.ALLCLOSE:
-            continue  # no error moved: output-tolerance is tighter than it (the next step says so)
+        if pv.limits_only:
+            continue  # no error moved: a configured limit is tighter than it (the next step says so)
         flags, named = numerics.changes(ctx, pv)
         if fr is None:
             if flags:
