@@ -68,7 +68,9 @@ def _reference(run: ModelRun, baseline: Baseline | None, spec: ModelSpec, missin
     ref = ProviderVerdict(REFERENCE_PROVIDER, Role.REFERENCE, run.reference_dtype, "cpu")
     if run.error is not None and not run.layers:  # it never ran: never a pass, nor only a missing baseline
         ref.status, ref.error_status = TargetStatus.ERROR, run.error.error_status
-        ref.reason, ref.where = f"did not run: {run.error.message}", run.error.where
+        refused = run.error.error_status == ErrorStatus.BAD_BASELINE  # it may have run; nothing can judge it
+        ref.reason = f"{'not judged' if refused else 'did not run'}: {run.error.message}"
+        ref.where = run.error.where
     elif baseline is None:
         ref.status, ref.reason = TargetStatus.NO_BASELINE, missing
     elif run.layers:
