@@ -147,7 +147,8 @@ class _Doc:
             return f"{_title(fr)}\n\n{_first_body(fr, _baseline_of(self.r, fr))}\n\n{scope}: {_tally(self.models)}."
         if self.r.verdict == Verdict.ERROR or errors:
             names = ", ".join(code(m.name) for m in errors[:MAX_LIST]) or "a model"
-            return f"### 💥 parity-gate: {len(errors) or 'a'} model{'s' * (len(errors) != 1)} failed: {names}\n\n{scope}."
+            return (f"### 💥 parity-gate: {len(errors) or 'a'} model{'s' * (len(errors) != 1)} failed: {names}"
+                    f"\n\n{scope}: {_tally(self.models)}.")
         if self.r.verdict == Verdict.REGRESSED:
             missing = [m for m in self.models if m.status == ModelStatus.NO_BASELINE]
             entry = all(m.baseline_exists for m in missing)  # the file is there: a target's entry is not
