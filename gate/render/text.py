@@ -66,7 +66,7 @@ def plain(text: object, cap: int = MESSAGE_CAP) -> str:
     the message quotes in backticks (a command, a name) is a code span, as its writer meant it: shown
     as code and copyable, never as escaped backticks."""
     s, out, last = clip(text, cap), [], 0
-    if s.count("`") % 2:  # clipped inside a code span: end before it, never with half a command
+    if s.count("`") % 2 and s != clip(text, len(str(text)) + 1):  # clipped inside a code span: end before it
         s = s[:s.rindex("`")].rstrip() + "…"
     for quoted in _QUOTED.finditer(s):
         out += [_prose(s[last:quoted.start()]), code(quoted.group(1), cap)]

@@ -53,3 +53,9 @@ def test_characters_that_cannot_be_seen_are_dropped_and_line_breaks_become_space
     assert render(f"tiny{hidden}-cnn") == render("tiny-cnn")
     assert render("a\u2028b\x1cc\x85d") == render("a b c d")
     assert visible("≈ 1,500× 😀 é") == "≈ 1,500× 😀 é"
+
+
+def test_a_message_clipped_inside_a_code_span_ends_before_it():
+    text = "baseline `b/m.msgpack.zst`: truncated; re-record it with `parity-gate update-baseline --model m`"
+    shown = plain(text, 70)
+    assert shown.endswith("truncated; re-record it with…") and "\\`" not in shown
