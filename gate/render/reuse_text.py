@@ -82,11 +82,10 @@ def alarm_line(a: Alarm) -> str:
 
 def reuse_tally(models: list[ModelVerdict]) -> str:
     """"; float64 reference reused for 3 of 4 models (keys unchanged)", and the soundness alarms, or
-    nothing when no model says (a report from result files, or an older writer's)."""
+    nothing when none was reused and no alarm rang (every reference ran: nothing to say)."""
     said = [m.reuse for m in models if m.reuse is not None]
-    if not said:
-        return ""
     reused = sum(r.reference for r in said)
     alarms = sum(len(r.alarms) for r in said)
-    return (f"; float64 reference reused for {reused} of {len(said)} model{'s' * (len(said) != 1)} (keys unchanged)"
+    return ((f"; float64 reference reused for {reused} of {len(models)} model{'s' * (len(models) != 1)} "
+             "(keys unchanged)" if reused else "")
             + (f"; {alarms} soundness alarm{'s' * (alarms != 1)}" if alarms else ""))

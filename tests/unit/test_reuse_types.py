@@ -112,3 +112,15 @@ def test_an_alarm_names_its_stage_and_key_and_is_counted():
         reuse = Reuse("a" * 64, None, _stages(CacheState.ALARM), alarms=[alarm])
 
     assert reuse_tally([Model()]).endswith("; 1 soundness alarm")
+
+
+def test_the_reuse_tally_counts_every_model_of_the_run_and_says_nothing_where_none_was_reused():
+    """A model that failed before its reference (no reuse said) is one of the run's models, not left out of
+    the count; a run where every reference ran has no tally to give."""
+    def model(reused: bool | None):
+        return type("Model", (), {"reuse": None if reused is None else Reuse(
+            "a" * 64, None if reused else FullWhy.KEY_CHANGED, _stages(CacheState.HIT))})()
+
+    assert reuse_tally([model(True), model(False), model(None)]) == \
+        "; float64 reference reused for 1 of 3 models (keys unchanged)"
+    assert reuse_tally([model(False), model(None)]) == ""
