@@ -36,8 +36,9 @@ def _bucket(series: list[float | None], n: int) -> list[float | None]:
 
 
 def _fill(series: list[float | None], default: float) -> list[float]:
-    """Mermaid needs a number at every point: carry the previous one over gaps (folded layers)."""
-    out, last = [], default
+    """Mermaid needs a number at every point: carry the previous one over gaps (folded layers), the first
+    one over leading gaps (a dip to the chart's floor would read as an exact match)."""
+    out, last = [], next((v for v in series if v is not None), default)
     for v in series:
         last = v if v is not None else last
         out.append(last)

@@ -178,6 +178,19 @@ def test_chart_buckets_long_models_and_keeps_a_single_spike():
     assert error_chart("m", ProviderVerdict("p", "runtime", "float32", "cpu", rows=[Row("l", "", "absent")])) is None
 
 
+def test_chart_draws_leading_folded_layers_at_the_first_measured_error_not_at_its_floor():
+    """Folded layers (no error) before the first measured one take its value: a dip to the chart's minimum
+    would read as an exact match; later gaps carry the previous value."""
+    from gate.render.chart import error_chart
+    from gate.verdict.types import ProviderVerdict, Row
+
+    rows = [Row("a", "", "folded"), Row("b", "", "pass", "error-growth", 1e-5, 1e-3), Row("c", "", "folded"),
+            Row("d", "", "pass", "error-growth", 1e-6, 1e-3)]
+    chart = error_chart("m", ProviderVerdict("CPUExecutionProvider", "runtime", "float32", "cpu", rows=rows))
+    errors, limits = (line.strip() for line in chart.splitlines() if line.strip().startswith("line ["))
+    assert errors == "line [-5.00, -5.00, -5.00, -6.00]" and limits == "line [-3.00, -3.00, -3.00, -3.00]"
+
+
 def _reports():
     from hypothesis import strategies as st
 
