@@ -182,6 +182,15 @@ def test_changes_name_a_moved_reference_first_and_largest():
     assert describe(before, retrained) == [
         "reference moved on 1 layer (first: c by 0.5, largest: c by 0.5); weights changed, graph and inputs "
         "the same"]
+    head = "reference moved on 1 layer (first: c by 0.5, largest: c by 0.5); "
+    # the shipped graph holds the weights: new weights move its digest, which then says nothing of the code
+    rebound = merge_run(replace(moved, meta=replace(META, weights_digest="w2", graph_digest="g2")), before)
+    assert describe(before, rebound) == [f"{head}weights changed, inputs the same"]
+    recoded = merge_run(replace(moved, meta=replace(META, weights_digest="w2", graph_digest="g2",
+                                                    op_types=[*META.op_types, "Mul"])), before)
+    assert describe(before, recoded) == [f"{head}graph and weights changed, inputs the same"]
+    edited = merge_run(replace(moved, meta=replace(META, graph_digest="g2")), before)
+    assert describe(before, edited) == [f"{head}graph changed, weights and inputs the same"]
 
 
 def test_changes_leave_out_a_reference_that_moved_within_its_noise():

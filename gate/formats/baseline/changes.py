@@ -77,10 +77,16 @@ def _layer_lines(old: Baseline, new: Baseline) -> list[str]:
 
 
 def _digests(old: Baseline, new: Baseline) -> str:
-    """Which of what the reference is a function of changed: the graph (code), the weights, the inputs."""
-    names = {"graph_digest": "graph", "weights_digest": "weights", "inputs_digest": "inputs"}
-    changed = [word for key, word in names.items() if getattr(old.meta, key) != getattr(new.meta, key)]
-    same = [word for word in names.values() if word not in changed]
+    """Which of what the reference is a function of changed: the graph (code), the weights, the inputs. The
+    shipped graph holds the weights, so with new weights its digest moves whatever the code did: the graph is
+    named only where its digest moved with the same weights, or its operation types changed."""
+    moved = {key: getattr(old.meta, key) != getattr(new.meta, key)
+             for key in ("graph_digest", "weights_digest", "inputs_digest")}
+    weights = moved["weights_digest"]
+    code = moved["graph_digest"] and (not weights or old.meta.op_types != new.meta.op_types)
+    known = [("graph", code), ("weights", weights), ("inputs", moved["inputs_digest"])]
+    changed = [word for word, c in known if c]
+    same = [word for word, c in known if not c and not (word == "graph" and moved["graph_digest"])]
     if not changed:
         return "; graph, weights and inputs the same"
     return f"; {' and '.join(changed)} changed" + (f", {' and '.join(same)} the same" if same else "")
