@@ -171,7 +171,7 @@ def structure(run: ModelRun, baseline: Baseline, limit: Limit) -> Structure:
 
 def described(st: Structure) -> list[str]:
     """What the report says of a structure change (audits at warn): renames, and what is no longer
-    compared, with the command that restores per-layer coverage."""
+    compared, with the command that records the new layers."""
     out = []
     if st.renames:
         shown = ", ".join(f"{old} → {new}" for new, old in list(st.renames.items())[:5])
@@ -198,5 +198,6 @@ def described(st: Structure) -> list[str]:
         parts = [f"{len(st.new)} new ({', '.join(st.new[:3])}{', …' if len(st.new) > 3 else ''})"] if st.new else []
         parts += [f"{len(st.gone)} gone ({', '.join(st.gone[:3])}{', …' if len(st.gone) > 3 else ''})"] if st.gone else []
         out.append(f"the model's structure changed: layers {' and '.join(parts)} since the baseline are not compared; "
-                   "every layer that remains is. `update-baseline` restores per-layer coverage")
+                   "every layer that remains is"
+                   + (". `update-baseline` records the new ones" if st.new else ""))
     return out
