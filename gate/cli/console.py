@@ -317,9 +317,12 @@ def verdict_line(report: Report) -> str:
             f"{count(s.models, 'model')}, {count(s.layers, 'layer')}, providers: {', '.join(ran) or 'none'}"
             + (f" (skipped, not available here: {', '.join(skipped)})" if skipped else ""))
     first = report.first_regression
-    if report.verdict == Verdict.ERROR:
-        failed = next(m for m in report.models if m.status == ModelStatus.ERROR)
-        return f"[bold red]ERROR[/bold red] | {escape(why(failed))}"
+    if report.verdict == Verdict.ERROR:  # name a model the exit code stands for (2: a refused baseline)
+        errors = [m for m in report.models if m.status == ModelStatus.ERROR]
+        refused = [m for m in errors if m.refused]
+        failed = (refused if report.exit_code == 2 and refused else errors)[0]
+        more = f" (and {count(len(errors) - 1, 'more model')})" if len(errors) > 1 else ""
+        return f"[bold red]ERROR[/bold red] | {escape(f'{failed.name}: {why(failed)}{more}')}"
     if first:
         return "[bold red]FAILED[/bold red] | " + escape(
             f"first regression: {first.model} {first.where} on {first.provider}"

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gate.core.status import ErrorStatus, ModelStatus, TargetStatus, Verdict
+from gate.core.status import ModelStatus, TargetStatus, Verdict
 from gate.render.chart import error_chart
 from gate.render.data_dependent_md import data_dependent_table
 from gate.render.icons import icon
@@ -290,8 +290,7 @@ def _row_baseline(p: ProviderVerdict, fr: Regression | None) -> float | None:
 
 def _tally(models: list[ModelVerdict]) -> str:
     """What did not pass, counted by kind: a missing baseline is not a regression."""
-    refused = [m.status == ModelStatus.ERROR and m.error is not None
-               and m.error.error_status == ErrorStatus.BAD_BASELINE for m in models]
+    refused = [m.status == ModelStatus.ERROR and m.refused for m in models]
     counts = [(sum(m.status == ModelStatus.REGRESSED for m in models), "regressed"),
               (sum(m.status == ModelStatus.NO_BASELINE for m in models), "without a baseline"),
               (sum(refused), "with a baseline that cannot judge it"),

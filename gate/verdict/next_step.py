@@ -101,7 +101,7 @@ def _missing(m: ModelVerdict) -> NextStep:
 
 
 def _failed(m: ModelVerdict) -> NextStep | None:
-    if m.error and m.error.error_status == ErrorStatus.BAD_BASELINE:  # the reason says why (a newer format...)
+    if m.error and m.refused:  # the reason says why (a newer format...)
         return NextStep(StepKind.BAD_BASELINE, f"git checkout -- {m.baseline_path}",
                         error_status=m.error.error_status)
     if m.error:

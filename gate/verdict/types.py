@@ -253,6 +253,11 @@ class ModelVerdict:
         return [p for p in self.providers if p.status == TargetStatus.ERROR and p.error_status == ErrorStatus.EXPORT_FAIL]
 
     @property
+    def refused(self) -> bool:
+        """Its baseline file cannot judge it (exit 2, a file-format error), whether it ran or not."""
+        return self.error is not None and self.error.error_status == ErrorStatus.BAD_BASELINE
+
+    @property
     def judged(self) -> list[ProviderVerdict]:
         return [p for p in self.providers if p.status in (TargetStatus.PASS, TargetStatus.REGRESSED)]
 
@@ -346,7 +351,7 @@ class Report:
     def exit_code(self) -> int:
         """The verdict's code; 2 where a model's baseline file could not judge it (a file-format error,
         said in that model's status while the others are judged)."""
-        if any(m.error is not None and m.error.error_status == ErrorStatus.BAD_BASELINE for m in self.models):
+        if any(m.refused for m in self.models):
             return 2
         return Verdict(self.verdict).exit_code
 

@@ -117,7 +117,7 @@ def assert_baseline_refused(proc, *fragments: str) -> str:
     assert proc.returncode == 2, (proc.returncode, proc.stdout, proc.stderr)
     assert "Traceback" not in proc.stderr + proc.stdout
     last = proc.stdout.strip().splitlines()[-1]
-    assert last.startswith("ERROR | BAD_BASELINE: baseline `"), last
+    assert last.startswith("ERROR | ") and ": BAD_BASELINE: baseline `" in last, last
     for fragment in fragments:
         assert fragment in proc.stdout, (fragment, proc.stdout)
     return last

@@ -38,7 +38,7 @@ def test_empty_model_is_an_error_status(tmp_path):
     assert proc.returncode == 3
     report = json.loads((tmp_path / "r.json").read_text())
     assert report["verdict"] == "error" and report["models"][0]["error"]["status"] == "EMPTY"
-    assert proc.stdout.strip().splitlines()[-1].startswith("ERROR | EMPTY")
+    assert proc.stdout.strip().splitlines()[-1].startswith("ERROR | m: EMPTY")
 
 
 def test_provider_that_fails_to_load_is_reported(tmp_path):

@@ -58,8 +58,24 @@ def test_every_model_that_did_not_pass_gets_a_line_and_its_next_step_above_the_v
         "  ✗ d: no baseline",
         "    next: no baseline yet: run `parity-gate update-baseline --model d --config x.toml` and commit "
         "`b/d.msgpack.zst`.",
-        "ERROR | CUDAExecutionProvider LOAD_FAIL: required",
+        "ERROR | b: CUDAExecutionProvider LOAD_FAIL: required (and 1 more model)",
     ]
+
+
+def test_the_verdict_line_names_the_model_the_exit_code_stands_for():
+    """One model failed to build (3), a later one's baseline was refused (2): the run exits 2, so its last
+    line names the refused baseline, not the build failure; the other error is counted."""
+    from gate.core.runs import RunError
+    from gate.core.status import ErrorStatus
+
+    built = ModelVerdict("a", "error", error=RunError(ErrorStatus.BUILD_FAIL, "model `a`: factory raised"))
+    refused = ModelVerdict("b", "error",
+                           error=RunError(ErrorStatus.BAD_BASELINE, "baseline `b.msgpack.zst`: truncated"))
+    report = Report("error", [built, refused])
+    assert report.exit_code == 2
+    assert _render(report)[-1] == ("ERROR | b: BAD_BASELINE: baseline `b.msgpack.zst`: truncated "
+                                   "(and 1 more model)")
+    assert _render(Report("error", [built]))[-1] == "ERROR | a: BUILD_FAIL: model `a`: factory raised"
 
 
 def test_one_model_that_did_not_pass_gets_the_comments_next_step_above_the_verdict():
