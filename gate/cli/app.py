@@ -91,11 +91,14 @@ def check(config: ConfigOpt = None, model: ModelOpt = None, provider: ProviderOp
     notices.install_gaps(cfg)
     notices.orphans(cfg)
     notices.input_ranges(models)
+    changes = commands.baseline_changes(cfg, changed_since) if changed_since else []
     with progress_display(verbose) as progress:
-        report = commands.check(cfg, models, providers, progress, full=full)
+        report = commands.check(cfg, models, providers, progress, full=full,
+                                rewritten=commands.rewritten(cfg, changes))
     report.shard = chosen.run if chosen is not None else None
     if changed_since:
-        report.baseline_changes, report.baseline_diffs = commands.changed_baselines(cfg, changed_since)
+        report.baseline_changes, report.baseline_diffs = commands.changed_baselines(cfg, changed_since,
+                                                                                    changes)
     _write_reports(report, reports)
     render_report(report, notices.gpu_workflow(cfg), verbose)
     notices.diff_driver(cfg.root, cfg.baseline_dir)

@@ -9,8 +9,9 @@ run is ``gate.pipeline``.
 """
 
 from gate.commands.check import check
-from gate.commands.common import baseline_changes, changed_baselines
+from gate.commands.common import baseline_changes, changed_baselines, rewritten
 from gate.commands.matrix import collect, export_models, report_files
 from gate.commands.update import Updated, update_baseline
 
-__all__ = ["Updated", "baseline_changes", "changed_baselines", "check", "collect", "export_models", "report_files", "update_baseline"]
+__all__ = ["Updated", "baseline_changes", "changed_baselines", "check", "collect", "export_models", "report_files",
+           "rewritten", "update_baseline"]

@@ -22,7 +22,7 @@ MAX_CHARS = 12_000  # all files together
 def baseline_diffs(config: Config, since: str, paths: list[str]) -> dict[str, str]:
     """``{path: text}`` for the changed baseline files ``paths`` (relative to the repository's top, as
     ``baseline_changes`` lists them); a file that cannot be read shows its error as text."""
-    top = _top(config.root)
+    top = repo_top(config.root)
     out: dict[str, str] = {}
     budget = MAX_CHARS
     for path in paths:
@@ -102,7 +102,7 @@ def _keyed(text: str) -> dict[tuple[str, str], str]:
     return out
 
 
-def _top(root: Path) -> Path:
+def repo_top(root: Path) -> Path:
     proc = subprocess.run(["git", "rev-parse", "--show-toplevel"], cwd=root, capture_output=True, text=True, timeout=30)
     return Path(proc.stdout.strip()) if proc.returncode == 0 and proc.stdout.strip() else root
 

@@ -1,7 +1,10 @@
 """``check``: run the models here, judge them against their baselines, one report. What each stage's
-key vouches for comes from the baseline and the store (``stages``) unless ``full``."""
+key vouches for comes from the baseline and the store (``stages``) unless ``full``, or unless the change
+under check rewrote that baseline (``rewritten``: keys written beside the numbers vouch for nothing)."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 from gate.commands.judging import Loaded, judge, load_baselines
 from gate.config import Config, ModelSpec, ProviderSpec
@@ -15,21 +18,25 @@ from gate.verdict.types import Report
 
 
 def _run(config: Config, spec: ModelSpec, providers: tuple[ProviderSpec, ...], progress: Progress,
-         settings: Settings | None, memo: Memo, loaded: Loaded, policy: ReusePolicy) -> ModelRun:
+         settings: Settings | None, memo: Memo, loaded: Loaded, policy: ReusePolicy,
+         rewritten: frozenset[Path]) -> ModelRun:
     if loaded.refused is not None:  # its baseline cannot judge it: nothing to run it for
         return ModelRun(spec.name, error=loaded.refused)
+    plan = policy.plan(loaded.baseline, loaded.path.resolve() in rewritten)
     try:
-        return run_model(config, spec, providers, progress, settings, memo, policy.plan(loaded.baseline))
+        return run_model(config, spec, providers, progress, settings, memo, plan)
     except ModelError as exc:
         return ModelRun(spec.name, error=RunError.of(exc))
 
 
 def check(config: Config, models: tuple[ModelSpec, ...], providers: tuple[ProviderSpec, ...],
-          progress: Progress = lambda _: None, settings: Settings | None = None, full: bool = False) -> Report:
+          progress: Progress = lambda _: None, settings: Settings | None = None, full: bool = False,
+          rewritten: frozenset[Path] = frozenset()) -> Report:
+    """``rewritten``: the baseline files (resolved paths) the change under check rewrote."""
     loaded = load_baselines(config, models)  # a model whose baseline is refused is not run, the others are
     memo, policy = Memo.of(models), ReusePolicy.for_check(full)
-    runs = [(spec, _run(config, spec, providers, progress, settings, memo, loaded[spec.name], policy))
-            for spec in models]
+    runs = [(spec, _run(config, spec, providers, progress, settings, memo, loaded[spec.name], policy,
+                        rewritten)) for spec in models]
     report = judge(config, runs, loaded, progress)
     baselines = [loaded[spec.name].baseline for spec, _ in runs]
     reference_alarms(report.models, [run for _, run in runs], baselines, policy.store)

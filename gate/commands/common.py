@@ -88,13 +88,23 @@ def result_paths(files: list[Path]) -> list[Path]:
     return paths
 
 
-def changed_baselines(config: Config, since: str) -> tuple[list[str], dict[str, str]]:
-    """The baseline files changed since ``since`` and their diffs as text (``baseline_changes``,
-    ``gate.commands.baseline_diff``)."""
+def changed_baselines(config: Config, since: str,
+                      paths: list[str] | None = None) -> tuple[list[str], dict[str, str]]:
+    """The baseline files changed since ``since`` (``paths`` where listed already) and their diffs as text
+    (``baseline_changes``, ``gate.commands.baseline_diff``)."""
     from gate.commands.baseline_diff import baseline_diffs
 
-    paths = baseline_changes(config, since)
+    paths = baseline_changes(config, since) if paths is None else paths
     return paths, baseline_diffs(config, since, paths)
+
+
+def rewritten(config: Config, paths: list[str]) -> frozenset[Path]:
+    """The changed baseline files ``paths`` (relative to the repository's top) as resolved paths: the
+    baselines whose stage keys ``check`` does not take (they were written with the numbers they vouch for)."""
+    from gate.commands.baseline_diff import repo_top
+
+    top = repo_top(config.root) if paths else config.root
+    return frozenset((top / p).resolve() for p in paths)
 
 
 def baseline_changes(config: Config, since: str) -> list[str]:

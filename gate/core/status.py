@@ -243,6 +243,7 @@ class FullWhy(Word):
     UPDATE = "update"  # update-baseline always runs the whole path
     NO_BASELINE = "no-baseline"
     NO_KEY = "no-key"  # the baseline predates content keys, or was made from result files
+    REWRITTEN = "rewritten"  # the change under check rewrote the baseline: its keys cannot vouch for it
     KEY_CHANGED = "key-changed"
     UNKEYABLE = "unkeyable"  # the forward failed or draws random numbers: no key can vouch for it
     OUTPUTS = "outputs"  # output-tolerance gates on the float64 outputs, which are not cached

@@ -68,8 +68,8 @@ class ReusePolicy:
     def for_update(cls) -> ReusePolicy:
         return replace(cls.for_check(), full_why=FullWhy.UPDATE)
 
-    def plan(self, baseline: Baseline | None) -> Plan:
-        return Plan(self, baseline)
+    def plan(self, baseline: Baseline | None, rewritten: bool = False) -> Plan:
+        return Plan(self, baseline, rewritten)
 
 
 @dataclass(frozen=True)
@@ -85,11 +85,12 @@ _UNSTORED = (CacheState.UNKEYED, CacheState.OFF, CacheState.ALARM)  # a stage co
 
 def uncached(stage: Stage, key: str | None, policy: ReusePolicy, baseline: Baseline | None = None, *,
              random: bool = False, gradients: bool = False, training: bool = False,
-             outputs: bool = True) -> Uncached | None:
+             outputs: bool = True, rewritten: bool = False) -> Uncached | None:
     """Why ``stage`` cannot take its output under ``key`` (None: it takes it from the store, or the
     reference its fingerprints from ``baseline``): the one decision every stage asks. The reference's
-    also reads what its key cannot vouch for (random draws, the backward, training mode) and whether
-    the float64 outputs a tolerance needs are at hand (``outputs``)."""
+    also reads what its key cannot vouch for (random draws, the backward, training mode), whether
+    the float64 outputs a tolerance needs are at hand (``outputs``), and whether the change under check
+    rewrote the baseline (``rewritten``: keys and numbers written together vouch for nothing)."""
     if key is None:  # the probe failed, or what the stage reads cannot be stated (``stage_keys``)
         return Uncached(CacheState.UNKEYED, FullWhy.UNKEYABLE)
     miss = CacheState.MISS if policy.store is not None else CacheState.OFF
@@ -104,6 +105,7 @@ def uncached(stage: Stage, key: str | None, policy: ReusePolicy, baseline: Basel
     # the training-mode forward the audit runs; allclose gates on the float64 outputs, which it stores.
     return next((Uncached(state, why) for why, state, holds in (
         (FullWhy.NO_BASELINE, miss, baseline is None), (FullWhy.NO_KEY, miss, ours is None),
+        (FullWhy.REWRITTEN, miss, rewritten),
         (FullWhy.UNKEYABLE, CacheState.UNKEYED, random), (FullWhy.GRADIENTS, CacheState.UNKEYED, gradients),
         (FullWhy.TRAINING, CacheState.UNKEYED, training), (FullWhy.ALARM, CacheState.ALARM, alarmed),
         (FullWhy.KEY_CHANGED, miss, key != ours), (FullWhy.OUTPUTS, miss, not outputs)) if holds), None)
@@ -121,8 +123,8 @@ class Plan:
     ``export``, ``transform`` and the reference's calls take each stage's output from its key or
     compute and store it; ``finish`` waits for the writes and reports their alarms."""
 
-    def __init__(self, policy: ReusePolicy, baseline: Baseline | None):
-        self.policy, self.baseline = policy, baseline
+    def __init__(self, policy: ReusePolicy, baseline: Baseline | None, rewritten: bool = False):
+        self.policy, self.baseline, self.rewritten = policy, baseline, rewritten
         self.probe: Probe | None = None  # the torch-cpu float32 capture
         self.key: ContentKey | None = None
         self.reference = False  # the float64 reference's fingerprints are the baseline's
@@ -172,7 +174,7 @@ class Plan:
         outputs = not spec.output_tolerance or self._outputs_entry() is not None
         self._why_not = uncached(Stage.REFERENCE, self._reference_key(), self.policy, self.baseline,
                              random=bool(p.random), gradients=spec.gradients, training=bool(built.training),
-                             outputs=outputs)
+                             outputs=outputs, rewritten=self.rewritten)
         self.reference = self._why_not is None
         why = self._why_not.why if self._why_not else None
         run.reuse = Reuse(key.key, why, changed=changed, details=details, unseen=list(p.custom))

@@ -14,6 +14,7 @@ _WHY = {
     FullWhy.NO_BASELINE: "no baseline to take it from",
     FullWhy.NO_KEY: "the baseline records no stage keys (re-create it with update-baseline to reuse)",
     FullWhy.KEY_CHANGED: "its key changed",
+    FullWhy.REWRITTEN: "this change rewrote the baseline file, whose keys cannot vouch for its own numbers",
     FullWhy.UNKEYABLE: "no key can vouch for this model",
     FullWhy.OUTPUTS: "output-tolerance needs the float64 outputs, which the store does not hold",
     FullWhy.GRADIENTS: "gradients are judged, and the key traces the forward pass only",

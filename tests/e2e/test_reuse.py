@@ -403,3 +403,50 @@ def test_the_trace_names_custom_operations_it_sees_by_name_only():
     with trace:
         twice(torch.ones(3))
     assert trace.custom == {"reusetest.twice.default"}
+
+
+def _git(folder: Path, *args: str) -> str:
+    import subprocess
+
+    env = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
+           "GIT_COMMITTER_EMAIL": "t@t", "PATH": "/usr/bin:/bin"}
+    done = subprocess.run(["git", *args], cwd=folder, env=env, capture_output=True, text=True, check=True)
+    return done.stdout
+
+
+def test_a_baseline_the_change_rewrote_never_vouches_for_itself(made, tmp_path, monkeypatch):
+    """A change that moves a weight and writes into the committed baseline the keys a re-record of the
+    changed model would, its numbers kept: with --changed-since the base, the reference runs (``rewritten``)
+    and the weight fails where it moved. Twins: a baseline the change leaves alone is still taken; an honest
+    re-record passes, its reference run all the same."""
+    folder = made.parent
+    _git(folder, "init", "-q")
+    _git(folder, "add", "-A")
+    _git(folder, "commit", "-qm", "base")
+    base = _git(folder, "rev-parse", "HEAD").strip()
+    r = run_cli("check", "--changed-since", base, "--json", "same.json", cwd=folder)
+    same = json.loads((folder / "same.json").read_text())
+    assert r.returncode == 0 and reuse_of(same)["reference"], r.stdout
+
+    path = folder / "b" / "net.msgpack.zst"
+    kept = path.read_bytes()
+    weights(tmp_path, monkeypatch, **{"fc.weight": 1 + 1e-4})
+    update(made)  # what a re-record of the changed model writes: its keys are taken, its numbers are not
+    forged = read_baseline(path).meta
+    path.write_bytes(kept)
+    baseline = read_baseline(path)
+    baseline.meta.content_key, baseline.meta.graph_digest = forged.content_key, forged.graph_digest
+    baseline.meta.weights_digest, baseline.meta.tensor_digests = forged.weights_digest, forged.tensor_digests
+    write_baseline(path, baseline)
+    r = run_cli("check", "--changed-since", base, "--json", "forged.json", cwd=folder)
+    report = json.loads((folder / "forged.json").read_text())
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert reuse_of(report)["why"] == "rewritten" and report["baseline_changes"] == ["b/net.msgpack.zst"]
+    fr = report["first_regression"]
+    assert (fr["layer"], fr["check"]) == ("fc", "reference-drift")
+    assert "this change rewrote the baseline file" in r.stdout
+
+    update(made)  # the honest re-record
+    r = run_cli("check", "--changed-since", base, "--json", "honest.json", cwd=folder)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert reuse_of(json.loads((folder / "honest.json").read_text()))["why"] == "rewritten"

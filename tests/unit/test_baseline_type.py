@@ -193,6 +193,18 @@ def test_changes_name_a_moved_reference_first_and_largest():
     assert describe(before, edited) == [f"{head}graph changed, weights and inputs the same"]
 
 
+def test_changes_say_what_a_baseline_is_a_function_of_changed_where_no_number_moved():
+    """New digests or stage keys with the old numbers (a forged file, or a change no layer shows) are said,
+    never "no change"; the same file twice is "no change"."""
+    before = merge_run(_run(runtime(device=CPU)))
+    keys = {**(META.content_key or {}), "key": "0" * 64}
+    meta = replace(META, weights_digest="w2", graph_digest="g2", content_key=keys)
+    rekeyed = merge_run(replace(_run(runtime(device=CPU)), meta=meta), before)
+    assert describe(before, rekeyed) == [
+        "no recorded value moved; weights changed, inputs the same; its stage keys changed"]
+    assert describe(before, merge_run(_run(runtime(device=CPU)), before)) == ["no change"]
+
+
 def test_changes_leave_out_a_reference_that_moved_within_its_noise():
     """float64 across CPUs: ~1e-16; the summary names only layers past the reference's noise (1e-10)."""
     before = merge_run(_run(runtime(device=CPU)))

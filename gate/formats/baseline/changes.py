@@ -16,6 +16,7 @@ GROWTH = 1.5  # an entry's error that grew past this factor is named
 # differs by ~1e-16 across CPUs; a reference that computed below float64 rounds at that precision.
 NOISE = {"float64": 1e-10, "float32": 1e-6}
 COARSE_NOISE = 1e-2  # float16, bfloat16
+SAME = "; graph, weights and inputs the same"
 
 
 def noise(reference_dtype: str, reached: str = "float64", calibrated: float | None = None) -> float:
@@ -73,6 +74,11 @@ def _layer_lines(old: Baseline, new: Baseline) -> list[str]:
         first, worst = moved[0], max(moved)
         lines.append(f"reference moved on {_layers(len(moved))} (first: {first[1]} by {first[0]:.3g}, "
                      f"largest: {worst[1]} by {worst[0]:.3g}){_digests(old, new)}")
+    else:  # what the numbers are a function of changed and none moved: said, never "no change"
+        digests, keys = _digests(old, new), old.meta.content_key != new.meta.content_key
+        if digests != SAME or keys:
+            lines.append(f"no recorded value moved{'' if digests == SAME else digests}"
+                         f"{'; its stage keys changed' if keys else ''}")
     return lines
 
 
@@ -88,7 +94,7 @@ def _digests(old: Baseline, new: Baseline) -> str:
     changed = [word for word, c in known if c]
     same = [word for word, c in known if not c and not (word == "graph" and moved["graph_digest"])]
     if not changed:
-        return "; graph, weights and inputs the same"
+        return SAME
     return f"; {' and '.join(changed)} changed" + (f", {' and '.join(same)} the same" if same else "")
 
 
