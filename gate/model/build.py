@@ -69,8 +69,8 @@ class BuiltModel:
             self._repeatable(self.pristine)
 
     def _repeatable(self, pristine: Pristine) -> None:
-        """Once a forward changed parameters in place (restored since), two runs from the state as built
-        must agree, and so must a second call after the first: else what the gate compares (and what the
+        """Once a forward changed parameters or buffers in place (restored since), two runs from the state
+        as built must agree, and so must a second call after the first: else what the gate compares (and what the
         model gives in production) depends on how many runs came before. A model refused once is refused
         at every restore after (a caller may have caught the first)."""
         if pristine.refused:
@@ -90,7 +90,7 @@ class BuiltModel:
             for i, (a, b) in enumerate(zip(runs[0], again, strict=True)):
                 moved = float((a - b).norm() / max(float(b.norm()), 1e-300)) if a.shape == b.shape else math.inf
                 if not moved <= REPEAT:  # NaN included
-                    pristine.refused = (f"model `{self.spec.name}`: its forward changes parameter `{changed[0]}` "
+                    pristine.refused = (f"model `{self.spec.name}`: its forward changes `{changed[0]}` "
                                         f"in place, and {why} (output {i} by {moved:.3g}, relative L2): its "
                                         "runs cannot be repeated")
                     raise ModelError(pristine.refused, ErrorStatus.INFER_FAIL)

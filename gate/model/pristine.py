@@ -76,6 +76,11 @@ class _Tensor:
         with torch.no_grad():
             return cls(t, version_of(t), t.detach().clone())
 
+    @property
+    def written(self) -> bool:
+        """Written in place since it was recorded or last restored (an inference tensor never says)."""
+        return self.version is not None and version_of(self.obj) != self.version
+
     def restored(self) -> torch.Tensor:
         if self.version is None or version_of(self.obj) != self.version:
             with torch.no_grad():
@@ -107,7 +112,9 @@ class Pristine:
         memo = dict(self.shared)
         self.saved = [(qual, m, self._record(m, memo)) for qual, m in module.named_modules()]
         self.originals: dict[str, torch.Tensor] = {}  # parameter -> its values as built (changed by a forward)
-        self.rewritten: list[str] = []  # parameters restored for the first time since ``take_rewritten``
+        # parameters and buffers a run wrote in place, restored for the first time since ``take_rewritten``
+        self.rewritten: list[str] = []
+        self._written: set[str] = set()  # every buffer and tensor attribute ever found written
         self.refused: str | None = None  # why its runs cannot be repeated, once found (``BuiltModel``)
 
     @staticmethod
@@ -155,6 +162,11 @@ class Pristine:
             for table, ids in state.hooks.items():
                 for hook_id in [i for i in getattr(m, table, ()) if i not in ids]:
                     del getattr(m, table)[hook_id]
+            # a module in training mode writes its statistics by design (the training audit's to judge)
+            tensors = () if m.training else (*state.buffers.items(), *state.tensors.items())
+            written = [f"{qual}.{key}" if qual else key for key, b in tensors if b is not None and b.written]
+            self.rewritten += [name for name in written if name not in self._written]
+            self._written.update(written)
             m._buffers.clear()
             m._buffers.update({k: None if b is None else b.restored() for k, b in state.buffers.items()})
             for key in [k for k in m.__dict__ if k not in _TORCH_OWN]:
@@ -202,7 +214,8 @@ class Pristine:
             return {name: again[name].detach() for name in names}
 
     def take_rewritten(self) -> list[str]:
-        """The parameters restored from their values as built for the first time since the last call."""
+        """The parameters and buffers restored from their values as built for the first time since the last
+        call."""
         out, self.rewritten = self.rewritten, []
         return out
 

@@ -69,7 +69,8 @@ class Net(nn.Module):
 
 
 class CountsCalls(nn.Module):
-    """Writes into its buffer in place and adds an attribute on every call."""
+    """Writes into its buffer in place and adds an attribute on every call; what it returns does not depend
+    on how many calls came before (``buffer_after_use`` is the one whose does)."""
 
     def __init__(self):
         super().__init__()
@@ -79,7 +80,7 @@ class CountsCalls(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         self.calls += 1
         self.last = x.detach()
-        return self.lin(x) * self.calls
+        return self.lin(x) * (self.calls > 0)
 
 
 class ChangesItsWeights(nn.Module):
@@ -222,3 +223,40 @@ def lazy() -> nn.Module:
 
 def hooks_on_first_call() -> nn.Module:
     return Net(HooksOnFirstCall())
+
+
+class BufferAfterUse(nn.Module):
+    """Running statistics updated in eval mode too, after they are used (an ``if self.training`` guard
+    dropped): every run from the state as built agrees, the second call in a row does not."""
+
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(16, 16)
+        self.register_buffer("mean", torch.zeros(16))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        out = self.lin(x - self.mean)
+        with torch.no_grad():
+            self.mean.mul_(0.9).add_(0.1 * x.mean(0))
+        return out
+
+
+class CacheRefilled(nn.Module):
+    """A buffer used as scratch: written in place on every call, wholly, before it is read."""
+
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(16, 16)
+        self.register_buffer("scratch", torch.zeros(2, 16), persistent=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        self.scratch.copy_(x)
+        return self.lin(self.scratch)
+
+
+def buffer_after_use() -> nn.Module:
+    return Net(BufferAfterUse())
+
+
+def cache_refilled() -> nn.Module:
+    return Net(CacheRefilled())

@@ -106,7 +106,7 @@ def test_a_forward_that_changes_its_weights_in_place_starts_every_run_from_the_w
 
 def test_runs_from_the_same_state_that_differ_are_refused():
     built = _built("drifts_every_run")
-    with pytest.raises(ModelError, match=r"model `m`: its forward changes parameter `block\.lin\.weight` in place, "
+    with pytest.raises(ModelError, match=r"model `m`: its forward changes `block\.lin\.weight` in place, "
                                          r"and two runs from the state it was built in differ \(output 0 by "):
         with built.fresh(), torch.no_grad():
             built.module(*built.inputs)
@@ -116,10 +116,25 @@ def test_a_forward_whose_second_call_differs_from_its_first_is_refused():
     """Runs from the state as built agree, yet the weights it leaves behind change the next call: what a
     deployment's second request gets is not what the gate compared."""
     built = _built("decays_after_use")
-    with pytest.raises(ModelError, match=r"model `m`: its forward changes parameter `block\.lin\.weight` in "
+    with pytest.raises(ModelError, match=r"model `m`: its forward changes `block\.lin\.weight` in "
                                          r"place, and a second call gives other outputs than the first "):
         with built.fresh(), torch.no_grad():
             built.module(*built.inputs)
+
+
+def test_a_forward_that_writes_a_buffer_after_using_it_is_refused_and_one_that_refills_it_is_not():
+    """Running statistics updated in eval mode after their use: each run from the state as built agrees (the
+    buffer is put back), a deployment's second request does not. Its twin writes its buffer wholly before
+    reading it: every call agrees."""
+    built = _built("buffer_after_use")
+    with pytest.raises(ModelError, match=r"model `m`: its forward changes `block\.mean` in place, and a "
+                                         r"second call gives other outputs than the first "):
+        with built.fresh(), torch.no_grad():
+            built.module(*built.inputs)
+    refilled = _built("cache_refilled")
+    for _ in range(2):
+        with refilled.fresh(), torch.no_grad():
+            refilled.module(*refilled.inputs)
 
 
 def test_a_forward_that_changes_weights_a_factory_cannot_build_again_is_refused_by_name():
