@@ -16,7 +16,7 @@ from gate.formats.baseline.sets import read_set
 from gate.formats.baseline.show import render_file
 
 MAX_LAYERS = 20  # layers shown per file, then "N more"
-MAX_CHARS = 12_000  # all files together
+MAX_CHARS = 12_000  # all files together, shared equally: one file's size never hides another's summary
 
 
 def baseline_diffs(config: Config, since: str, paths: list[str]) -> dict[str, str]:
@@ -24,16 +24,13 @@ def baseline_diffs(config: Config, since: str, paths: list[str]) -> dict[str, st
     ``baseline_changes`` lists them); a file that cannot be read shows its error as text."""
     top = repo_top(config.root)
     out: dict[str, str] = {}
-    budget = MAX_CHARS
+    share = MAX_CHARS // max(len(paths), 1)
     for path in paths:
-        if budget <= 0:
-            break
         with tempfile.TemporaryDirectory() as folder:
             before = _at(top, since, path, Path(folder))
             after = top / path
             text = change_text(before, after if after.is_file() else None, more=f"git diff {since} -- {path}")
-        out[path] = text[:budget]
-        budget -= len(out[path])
+        out[path] = text if len(text) <= share else f"{text[:share]}\n… cut: git diff {since} -- {path}"
     return out
 
 

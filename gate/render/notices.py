@@ -48,21 +48,21 @@ def baseline_block(report: Report, approval: str = "", changes: str = "") -> str
     return "\n".join(lines) + _diffs(report, [path for _, path in changed])
 
 DIFF_LINES = 80  # per file, and
-DIFF_CHARS = 12_000  # all files: the block is never shortened, so it stays small
+DIFF_CHARS = 12_000  # all files, shared equally (one file never hides another): the block is never shortened
 
 
 def _diffs(report: Report, paths: list[str]) -> str:
     """What moved in each changed baseline file, as the run described them (``commands.baseline_diff``): only
     files the pull request's own list names (``baseline_changes``; the report may come from a fork)."""
-    shown, budget = [], DIFF_CHARS
+    shown, share = [], DIFF_CHARS // max(len(paths), 1)
     for path in paths:
         text = (report.baseline_diffs or {}).get(path)
-        if not text or budget <= 0:
+        if not text:
             continue
         lines = text.splitlines()
         body = "\n".join(lines[:DIFF_LINES] + ([f"… {len(lines) - DIFF_LINES} more lines"] if len(lines) > DIFF_LINES
-                                                else []))[:budget]
-        budget -= len(body)
+                                                else []))
+        body = body if len(body) <= share else f"{body[:share]}\n… cut"
         fence = "`" * max(3, 1 + max((len(m) for m in re.findall(r"`+", body)), default=0))
         shown.append(f"{fence}diff\n{body}\n{fence}")
     if not shown:

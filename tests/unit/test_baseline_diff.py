@@ -81,3 +81,34 @@ def test_the_diffs_travel_in_the_json_report():
     from gate.core.fields import Obj
 
     assert Report.from_dict(Obj(report.to_dict(), "r.json")).baseline_diffs == {"b/t.msgpack.zst": "+x"}
+
+
+def test_a_large_new_baseline_never_hides_another_files_summary(tmp_path):
+    """A decoy: a new model with many long layer names sorts before the model whose weights moved. Each file
+    gets its share of the diff's budget, in the report and in the comment: the moved one's summary shows."""
+    git(tmp_path, "init", "-q")
+    (tmp_path / "pyproject.toml").write_text(CONFIG)
+    path = tmp_path / "baselines" / "tiny.msgpack.zst"
+    path.parent.mkdir()
+    doc = make_document(8, seed=1)
+    write_baseline(path, doc)
+    git(tmp_path, "add", "-A")
+    git(tmp_path, "commit", "-qm", "base")
+    for layer in doc["layers"][3:]:
+        scaled(layer["fp"], 1.001)
+    write_baseline(path, doc)
+    decoy = make_document(40, seed=3, model="aaa")
+    names = {layer["name"]: f"{'x' * 700}{i}" for i, layer in enumerate(decoy["layers"][:-1])}  # (model) kept
+    for layer in decoy["layers"]:
+        layer["name"] = names.get(layer["name"], layer["name"])
+    for entries in decoy["providers"].values():
+        for entry in entries.values():
+            entry["layers"] = {names.get(k, k): v for k, v in entry["layers"].items()}
+    write_baseline(tmp_path / "baselines" / "aaa.msgpack.zst", decoy)
+    git(tmp_path, "add", "-A")
+    paths, diffs = changed_baselines(load_config(tmp_path / "pyproject.toml"), "HEAD")
+    assert diffs["baselines/tiny.msgpack.zst"].startswith("reference moved on 5 layers")
+    assert diffs["baselines/aaa.msgpack.zst"].endswith("… cut: git diff HEAD -- baselines/aaa.msgpack.zst")
+    report = Report("pass", [ModelVerdict("tiny", "pass")], baseline_changes=paths, baseline_diffs=diffs)
+    block = baseline_block(report)
+    assert "reference moved on 5 layers" in block and block.count("```diff") == 2
