@@ -58,13 +58,15 @@ def reuse_line(r: Reuse) -> str:
         elif r.changed:
             head += ": " + ", ".join(str(p) for p in r.changed)
         parts = [head]
-    structure = r.stage(Stage.STRUCTURE)
+    structure, bound = r.stage(Stage.STRUCTURE), False
     for s in r.stages:
         if s.stage == Stage.EXPORT and not s.reused and structure is not None and structure.reused:
             parts.append("graph from the stored structure with these weights bound (not exported again)")
+            bound = True
         elif s.stage in (Stage.EXPORT, Stage.TRANSFORM):
             parts.append(_stage(s, r.transform))
-    if r.shipped is not None and r.shipped.changed:
+    # a graph the weights were bound into moved with them: said once, as the weights that changed
+    if r.shipped is not None and r.shipped.changed and not (bound and r.transform is None):
         parts.append(f"the shipped graph changed since the baseline ({(r.shipped.baseline or '')[:12]} -> "
                      f"{(r.shipped.digest or '')[:12]}): the providers judged the new one")
     if r.reference and not r.outputs:

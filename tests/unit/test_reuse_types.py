@@ -98,6 +98,9 @@ def test_the_line_says_what_each_stage_took_or_why_it_ran():
     bound = Reuse("a" * 64, FullWhy.KEY_CHANGED, [StageRun(Stage.STRUCTURE, "s" * 64, CacheState.HIT),
                                                   *_stages(CacheState.MISS, CacheState.MISS)])
     assert "graph from the stored structure with these weights bound (not exported again)" in reuse_line(bound)
+    # its digest moved with the weights bound into it: the weights that changed say it, once
+    bound.shipped = Shipped("1" * 64, "2" * 64)
+    assert "shipped graph changed" not in reuse_line(bound)
     custom = Reuse("a" * 64, None, _stages(CacheState.HIT), unseen=["mylib.op.default"])
     assert "sees mylib.op.default by name only (--full checks them)" in reuse_line(custom)
 
