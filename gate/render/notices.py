@@ -99,8 +99,9 @@ def model_notices(m: ModelVerdict) -> list[str]:
         if p.status == TargetStatus.SKIPPED:
             items.append(f"⏭️ {code(m.name)} · {code(p.name)} not checked: {plain(reason(p))}")
         elif p in m.not_checked:
-            items.append(f"⛔ {code(m.name)} · {code(p.name)} not checked (**{plain(p.error_status, 20)}**): there is "
-                         "no ONNX graph to run")
+            if not (m.status == ModelStatus.ERROR and m.error):  # else the model's line lists it (_unchecked)
+                items.append(f"⛔ {code(m.name)} · {code(p.name)} not checked "
+                             f"(**{plain(p.error_status, 20)}**): there is no ONNX graph to run")
         elif p.status == TargetStatus.ERROR and not (m.error and p.role == Role.REFERENCE):  # said above
             items.append(f"💥 {code(m.name)} · {code(p.name)} failed"
                          f"{' (' + plain(p.error_status, 20) + ')' if p.error_status else ''}: {plain(reason(p))}"

@@ -55,7 +55,7 @@ def test_an_unexportable_model_gates_its_pytorch_side(tmp_path):
     markdown = (tmp_path / "r.md").read_text()
     assert "Not checked: `CPUExecutionProvider` float32 (no ONNX graph); checked against the baseline all the " \
            "same: `torch-cpu` float64, `torch-cpu` float32, `torch-compile` float32." in markdown
-    assert "⛔ `moe` · `CPUExecutionProvider` not checked (**EXPORT\\_FAIL**)" in markdown
+    assert "⛔" not in markdown  # one mark per cause: the model's own line lists what is not checked
 
 
 def test_a_change_is_still_named_when_the_export_fails(tmp_path):
