@@ -18,7 +18,7 @@ from gate.core.status import (
     StepKind,
     TargetStatus,
 )
-from gate.verdict.types import ModelVerdict
+from gate.verdict.types import ModelVerdict, ProviderVerdict
 
 # Where recording the new numbers is the fix the user may intend: the only steps that offer `update-baseline`.
 RECORDS = frozenset({StepKind.MODEL_CHANGED, StepKind.WEIGHTS_CHANGED, StepKind.NO_BASELINE,
@@ -66,10 +66,7 @@ def next_step(m: ModelVerdict) -> NextStep | None:
     if Check.RANDOM_DRAWS in audit:  # re-recording records one draw: the next differs again
         return NextStep(StepKind.RANDOM_DRAWS, None, layer=layer)
     if reference is not None:
-        # what the model-change hint found changed: ``weights`` (alone), ``code``, or unknown
-        cause = next((h.evidence.get("cause") for h in m.hints if h.kind == "model-change"), None)
-        kind = StepKind.WEIGHTS_CHANGED if cause == "weights" else StepKind.MODEL_CHANGED
-        return NextStep(kind, m.recreate, (reference.name,), layer)
+        return _changed(m, reference, layer)
     regressed = [p for p in m.providers if p.role == Role.RUNTIME and p.status == TargetStatus.REGRESSED]
     names = tuple(p.name for p in regressed)
     lowered = [p for p in regressed
@@ -92,6 +89,13 @@ def next_step(m: ModelVerdict) -> NextStep | None:
 _MODEL = (KeyPart.CODE, KeyPart.SOURCE, KeyPart.WEIGHTS)
 
 
+def _changed(m: ModelVerdict, reference: ProviderVerdict, layer: str | None) -> NextStep:
+    # what the model-change hint found changed: ``weights`` (alone), ``code``, or unknown
+    cause = next((h.evidence.get("cause") for h in m.hints if h.kind == "model-change"), None)
+    kind = StepKind.WEIGHTS_CHANGED if cause == "weights" else StepKind.MODEL_CHANGED
+    return NextStep(kind, m.recreate, (reference.name,), layer)
+
+
 def _missing(m: ModelVerdict) -> NextStep:
     missing = [p for p in m.providers if p.status == TargetStatus.NO_BASELINE]
     if not m.baseline_exists or not missing:
@@ -109,6 +113,10 @@ def _failed(m: ModelVerdict) -> NextStep | None:
     failed = [p for p in m.providers if p.status == TargetStatus.ERROR]
     if not failed:
         return NextStep(StepKind.MODEL_FAILED, reproduce(m))
+    moved = next((r for r in m.providers if r.role == Role.REFERENCE and r.status == TargetStatus.REGRESSED
+                  and r.first_regression), None)
+    if moved is not None and moved.first_regression is not None:  # the model changed: that is the news
+        return _changed(m, moved, moved.first_regression.layer)
     p = failed[0]
     if p.error_status == ErrorStatus.NO_GPU and p.name in m.unrecorded:  # never recorded: no install fixes that here
         return NextStep(StepKind.RECORD_ELSEWHERE, f"{m.recreate} --provider {p.name}", tuple(m.unrecorded),
@@ -117,6 +125,9 @@ def _failed(m: ModelVerdict) -> NextStep | None:
                                                  ErrorStatus.NO_RESULT: StepKind.NO_RESULT,
                                                  ErrorStatus.LOAD_FAIL: StepKind.LOAD_FAIL}
     kind = kinds.get(p.error_status, StepKind.PROVIDER_FAILED)
+    shipped = m.reuse.shipped if m.reuse is not None else None
+    if kind == StepKind.LOAD_FAIL and shipped is not None and shipped.changed:
+        kind = StepKind.PROVIDER_FAILED  # a graph changed since the baseline fails to load: the graph's doing
     command = {StepKind.LOAD_FAIL: "parity-gate doctor", StepKind.NO_GPU: None,  # its reason names the package
                StepKind.NO_RESULT: None}.get(kind, reproduce(m, p.name))
     return NextStep(kind, command, (p.name,), error_status=p.error_status)
