@@ -12,7 +12,16 @@ from rich.table import Table
 
 from gate import env
 from gate.core.progress import TimedProgress
-from gate.core.status import AuditStatus, CellStatus, ModelStatus, Role, SkipKind, TargetStatus, Verdict
+from gate.core.status import (
+    AuditStatus,
+    CellStatus,
+    ModelStatus,
+    Role,
+    RowStatus,
+    SkipKind,
+    TargetStatus,
+    Verdict,
+)
 from gate.github.actions import InertLines
 from gate.render.data_dependent_md import dependent_rows
 from gate.render.markdown import promotion_text
@@ -108,7 +117,8 @@ def _render_passed(model: ModelVerdict) -> None:
     _render_header(model, brief=True)
     worst = []
     for p in model.providers:
-        values = [r.error for r in p.rows if r.error is not None]
+        # a moved row's value is how far a refactor moved it (the note says so), not an error
+        values = [r.error for r in p.rows if r.error is not None and r.status != RowStatus.MOVED]
         role = " reference" if p.role == Role.REFERENCE else ""
         worst.append(f"{p.name} {p.precision}{role} " + (_fmt(max(values)) if values else str(p.status)))
     console.print(f"  [green]passed[/green] [dim](worst error)[/dim] {escape(', '.join(worst))}",
