@@ -346,3 +346,21 @@ def test_a_runtime_that_also_regressed_beyond_the_change_is_a_second_finding(whe
     cpu = next(p for p in mv.providers if p.name == "CPUExecutionProvider")
     assert cpu.status == "regressed" and cpu.first_regression.layer == where
     assert {r.layer: r for r in cpu.rows}[where].status == "fail"
+
+
+def test_a_model_change_into_a_lower_precision_is_named_in_its_hint():
+    """A factory that now returns ``model.half()``: the reference moves as a model change (torch-cpu runs that
+    code), and the hint names the precision nobody configured. Twin: a graph as low as the baseline's says
+    nothing of it."""
+    changed = run(moves={"b": 0.5})
+    before = baseline()
+    changed.meta.lowered = ["float16 weight `b.weight`", "cast to float16 (node `c`)"]
+    before.meta.lowered = []
+    hint = next(h for h in model_verdict(spec(), changed, before, "b.msgpack.zst", "cmd").hints
+                if h.kind == "model-change")
+    assert hint.message.endswith("its graph now computes below float32 where the baseline's did not (2 new, "
+                                 "first: float16 weight `b.weight`)")
+    before.meta.lowered = list(changed.meta.lowered)
+    same = next(h for h in model_verdict(spec(), changed, before, "b.msgpack.zst", "cmd").hints
+                if h.kind == "model-change")
+    assert "below float32" not in same.message

@@ -131,6 +131,11 @@ def _model_change(ctx: Context, reference: ProviderVerdict, fr: Regression, weig
         why = "its code or weights changed (no weights digest to tell which)"
     if weights and changed and tensors is not None and tensors.unmatched:
         why += f"; {describe_tensors(tensors.unmatched)} {'is' if len(tensors.unmatched) == 1 else 'are'} new or gone"
+    now, before = ctx.run.meta.lowered, ctx.baseline.meta.lowered
+    lower = [x for x in now or () if before is not None and x not in set(before)]
+    if lower:  # the model's own cast or half weights: a precision nobody configured, named
+        why += (f"; its graph now computes below float32 where the baseline's did not ({len(lower)} new, "
+                f"first: {lower[0]})")
     value = f" {fr.value:.3g}" if fr.value is not None else ""
     return make(
         "model-change", fr.layer, REFERENCE_PROVIDER,
