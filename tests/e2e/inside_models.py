@@ -445,3 +445,43 @@ def split_scaled_input() -> nn.Module:
     m = split()
     m.__class__ = ScaledInput
     return m
+
+
+class TokenMlp(nn.Module):
+    """Linear layers over tokens; ``flat``: applied to the tokens flattened to rows and reshaped back (the
+    same values in the same order, another shape: a refactor); ``faulted``: flattened time-major and never
+    put back (values land on other tokens)."""
+
+    def __init__(self, flat: bool = False, faulted: bool = False):
+        super().__init__()
+        self.flat, self.faulted = flat, faulted
+        self.fc1, self.fc2 = nn.Linear(16, 32), nn.Linear(32, 16)
+
+    def forward(self, x):
+        if self.faulted:
+            return self.fc2(torch.relu(self.fc1(x.transpose(0, 1).reshape(-1, 16)))).reshape(x.shape)
+        if self.flat:
+            return self.fc2(torch.relu(self.fc1(x.reshape(-1, 16)))).reshape(x.shape)
+        return self.fc2(torch.relu(self.fc1(x)))
+
+
+class Tokens(nn.Module):
+    def __init__(self, **how: bool):
+        super().__init__()
+        torch.manual_seed(0)
+        self.mlp, self.head = TokenMlp(**how), nn.Linear(16, 3)
+
+    def forward(self, x):
+        return self.head(x + self.mlp(x))
+
+
+def tokens() -> nn.Module:
+    return Tokens().eval()
+
+
+def tokens_flat() -> nn.Module:
+    return Tokens(flat=True).eval()
+
+
+def tokens_flat_faulted() -> nn.Module:
+    return Tokens(flat=True, faulted=True).eval()

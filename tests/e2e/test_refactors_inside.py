@@ -38,7 +38,7 @@ def recorded(tmp_path_factory) -> Path:
     tmp = tmp_path_factory.mktemp("inside")
     models = (("net", "net", IMAGE), ("tables", "tables", TOKENS), ("fading", "fading", TOKENS),
               ("hidden", "hidden", TOKENS), ("flat", "flat", IMAGE), ("tied", "tied", IDS),
-              ("chain", "chain", ROWS))
+              ("chain", "chain", ROWS), ("tokens", "tokens", TOKENS))
     for name, factory, inputs in models:
         cfg = load_config(_config(tmp, name, factory, inputs))
         commands.update_baseline(cfg, cfg.models, cfg.providers)
@@ -230,3 +230,18 @@ def test_a_layer_run_twice_or_code_before_a_refactor_fails_where_it_moved(record
     first = report["first_regression"]
     assert (report["verdict"], first["layer"], first["check"]) == ("regressed", layer, "reference-drift"), \
         first
+
+
+def test_layers_reshaped_around_a_linear_move_and_their_faulted_twin_fails(recorded):
+    """Tokens flattened to rows around `fc1` and `fc2` and reshaped back: their values in the same order under
+    another shape, `mlp`'s output holding. That is a refactor, not a change `fc2` passes on: both move. The
+    twin flattens time-major and never puts the tokens back: it fails where the values first moved."""
+    report = check(recorded, "tokens", "tokens_flat", TOKENS)
+    assert report["verdict"] == "pass", report["first_regression"]
+    rows = _reference(report)
+    assert (rows["mlp.fc1"]["status"], rows["mlp.fc1"]["check"]) == ("moved", "shape")
+    assert rows["mlp.fc2"]["status"] == "moved" and rows["mlp"]["status"] == "pass"
+    faulted = check(recorded, "tokens", "tokens_flat_faulted", TOKENS)
+    assert faulted["verdict"] == "regressed"
+    first = faulted["first_regression"]
+    assert (first["layer"], first["provider"]) == ("mlp.fc1", "torch-cpu")
