@@ -34,15 +34,22 @@ def scaled(fp: dict, factor: float) -> None:
     fp["sketch"] = struct.pack(f"<{len(sketch)}d", *sketch)
 
 
-def test_a_changed_baseline_reads_as_what_moved_then_the_layers_that_moved(tmp_path):
+def committed(tmp_path, layers: int):
+    """A repository whose base commit holds the baseline of model `tiny` (``layers`` layers): its path and
+    document."""
     git(tmp_path, "init", "-q")
     (tmp_path / "pyproject.toml").write_text(CONFIG)
     path = tmp_path / "baselines" / "tiny.msgpack.zst"
     path.parent.mkdir()
-    doc = make_document(30, seed=1)
+    doc = make_document(layers, seed=1)
     write_baseline(path, doc)
     git(tmp_path, "add", "-A")
     git(tmp_path, "commit", "-qm", "base")
+    return path, doc
+
+
+def test_a_changed_baseline_reads_as_what_moved_then_the_layers_that_moved(tmp_path):
+    path, doc = committed(tmp_path, 30)
     for layer in doc["layers"][3:]:  # a change at layer3 moves every layer after it: values 1.001x
         scaled(layer["fp"], 1.001)
     scaled(doc["layers"][1]["fp"], 1 + 1e-15)  # noise: not shown
@@ -86,14 +93,7 @@ def test_the_diffs_travel_in_the_json_report():
 def test_a_large_new_baseline_never_hides_another_files_summary(tmp_path):
     """A decoy: a new model with many long layer names sorts before the model whose weights moved. Each file
     gets its share of the diff's budget, in the report and in the comment: the moved one's summary shows."""
-    git(tmp_path, "init", "-q")
-    (tmp_path / "pyproject.toml").write_text(CONFIG)
-    path = tmp_path / "baselines" / "tiny.msgpack.zst"
-    path.parent.mkdir()
-    doc = make_document(8, seed=1)
-    write_baseline(path, doc)
-    git(tmp_path, "add", "-A")
-    git(tmp_path, "commit", "-qm", "base")
+    path, doc = committed(tmp_path, 8)
     for layer in doc["layers"][3:]:
         scaled(layer["fp"], 1.001)
     write_baseline(path, doc)
