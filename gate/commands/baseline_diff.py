@@ -27,9 +27,11 @@ def baseline_diffs(config: Config, since: str, paths: list[str]) -> dict[str, st
     share = MAX_CHARS // max(len(paths), 1)
     for path in paths:
         with tempfile.TemporaryDirectory() as folder:
-            before = _at(top, since, path, Path(folder))
+            was = path if _exists(top, since, path) else _moved_from(top, since, path)
+            before = _at(top, since, was, Path(folder)) if was else None
             after = top / path
             text = change_text(before, after if after.is_file() else None, more=f"git diff {since} -- {path}")
+            text = f"moved from {was}\n{text}" if was and was != path else text
         out[path] = text if len(text) <= share else f"{text[:share]}\n… cut: git diff {since} -- {path}"
     return out
 
@@ -111,6 +113,22 @@ def _text(path: Path | None) -> str:
         return render_file(path)
     except (FormatError, OSError) as exc:
         return f"invalid baseline: {exc}\n"
+
+
+def _exists(top: Path, rev: str, path: str) -> bool:
+    return subprocess.run(["git", "cat-file", "-e", f"{rev}:{path}"], cwd=top, capture_output=True,
+                          timeout=60).returncode == 0
+
+
+def _moved_from(top: Path, rev: str, path: str) -> str | None:
+    """The one file of the same name at ``rev`` for a file that did not exist there: where the model's
+    baseline was before a ``baseline-dir`` moved, so its diff is against the numbers it had, never a "new
+    baseline"."""
+    proc = subprocess.run(["git", "ls-tree", "-r", "--name-only", rev], cwd=top, capture_output=True,
+                          text=True, timeout=60)
+    listed = proc.stdout.splitlines() if proc.returncode == 0 else []
+    named = [p for p in listed if Path(p).name == Path(path).name]
+    return named[0] if len(named) == 1 else None
 
 
 def _at(top: Path, rev: str, path: str, folder: Path) -> Path | None:

@@ -112,3 +112,19 @@ def test_a_large_new_baseline_never_hides_another_files_summary(tmp_path):
     report = Report("pass", [ModelVerdict("tiny", "pass")], baseline_changes=paths, baseline_diffs=diffs)
     block = baseline_block(report)
     assert "reference moved on 5 layers" in block and block.count("```diff") == 2
+
+
+def test_a_baseline_whose_folder_moved_is_compared_with_the_numbers_it_had(tmp_path):
+    """A change that moves `baseline-dir` and records there, the old file left behind: the diff is against
+    that file's numbers (what moved, and where it was), never a "new baseline" that hides the move."""
+    path, doc = committed(tmp_path, 8)
+    for layer in doc["layers"][3:]:
+        scaled(layer["fp"], 1.001)
+    moved = tmp_path / "gate-baselines" / "tiny.msgpack.zst"
+    moved.parent.mkdir()
+    write_baseline(moved, doc)
+    git(tmp_path, "add", "-A")
+    _, diffs = changed_baselines(load_config(tmp_path / "pyproject.toml"), "HEAD")
+    lines = diffs["gate-baselines/tiny.msgpack.zst"].splitlines()
+    assert lines[0] == "moved from baselines/tiny.msgpack.zst"
+    assert lines[1].startswith("reference moved on 5 layers")
