@@ -332,7 +332,7 @@ def verdict_line(report: Report) -> str:
         refused = [m for m in errors if m.refused]
         failed = (refused if report.exit_code == 2 and refused else errors)[0]
         more = f" (and {count(len(errors) - 1, 'more model')})" if len(errors) > 1 else ""
-        return f"[bold red]ERROR[/bold red] | {escape(f'{failed.name}: {why(failed)}{more}')}"
+        return f"[bold red]ERROR[/bold red] | {escape(f'{failed.name}{more}: {why(failed)}')}"
     if first:
         return "[bold red]FAILED[/bold red] | " + escape(
             f"first regression: {first.model} {first.where} on {first.provider}"

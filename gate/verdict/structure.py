@@ -199,5 +199,6 @@ def described(st: Structure) -> list[str]:
         parts += [f"{len(st.gone)} gone ({', '.join(st.gone[:3])}{', …' if len(st.gone) > 3 else ''})"] if st.gone else []
         out.append(f"the model's structure changed: layers {' and '.join(parts)} since the baseline are not compared; "
                    "every layer that remains is"
-                   + (". `update-baseline` records the new ones" if st.new else ""))
+                   + (". `update-baseline` records the new ones" if st.new else
+                      ". `update-baseline` drops the gone ones"))
     return out

@@ -67,8 +67,8 @@ def test_the_report_command_says_it_in_one_line_and_exits_2(other_inputs):
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert "Traceback" not in proc.stderr
     assert proc.stdout.strip().splitlines()[-1].startswith(
-        "ERROR | tiny-cnn: BAD_BASELINE: baseline `baselines/tiny-cnn.msgpack.zst`: recorded for other "
-        "inputs")
+        "ERROR | tiny-cnn (and 1 more model): BAD_BASELINE: baseline `baselines/tiny-cnn.msgpack.zst`: "
+        "recorded for other inputs")
 
 
 def test_check_refuses_it_too(other_inputs, monkeypatch):

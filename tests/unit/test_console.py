@@ -58,7 +58,7 @@ def test_every_model_that_did_not_pass_gets_a_line_and_its_next_step_above_the_v
         "  ✗ d: no baseline",
         "    next: no baseline yet: run `parity-gate update-baseline --model d --config x.toml` and commit "
         "`b/d.msgpack.zst`.",
-        "ERROR | b: CUDAExecutionProvider LOAD_FAIL: required (and 1 more model)",
+        "ERROR | b (and 1 more model): CUDAExecutionProvider LOAD_FAIL: required",
     ]
 
 
@@ -73,8 +73,8 @@ def test_the_verdict_line_names_the_model_the_exit_code_stands_for():
                            error=RunError(ErrorStatus.BAD_BASELINE, "baseline `b.msgpack.zst`: truncated"))
     report = Report("error", [built, refused])
     assert report.exit_code == 2
-    assert _render(report)[-1] == ("ERROR | b: BAD_BASELINE: baseline `b.msgpack.zst`: truncated "
-                                   "(and 1 more model)")
+    assert _render(report)[-1] == ("ERROR | b (and 1 more model): BAD_BASELINE: baseline `b.msgpack.zst`: "
+                                   "truncated")
     assert _render(Report("error", [built]))[-1] == "ERROR | a: BUILD_FAIL: model `a`: factory raised"
 
 

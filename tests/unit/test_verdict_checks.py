@@ -183,10 +183,11 @@ def test_new_and_gone_layers_are_reported_not_failed_unless_they_are_outputs():
     assert mv.audits[0].message.endswith(
         "layers 1 new (x) and 2 gone (b, c) since the baseline are not compared; every layer that remains "
         "is. `update-baseline` records the new ones")
-    # gone layers only: no command can bring their coverage back, and none is promised
+    # gone layers only: no command brings their coverage back; re-recording drops them
     gone = model_verdict(spec(), run(names=("a", "b", "(model)")), baseline(), "b.msgpack.zst", "cmd")
     assert gone.audits[0].message.endswith(
-        "layers 1 gone (c) since the baseline are not compared; every layer that remains is")
+        "layers 1 gone (c) since the baseline are not compared; every layer that remains is. "
+        "`update-baseline` drops the gone ones")
     # what ships is never a refactor: an output that is new or gone fails
     r = run(names=("a", "b", "c", "(model)[logits]"), **{"output[logits]": fp(0.9, axis=3)})
     rows = rows_by_layer(reference_rows(r, baseline(), spec()))
