@@ -22,7 +22,7 @@ import math
 from gate.core.layers import ROOT, is_gradient, is_output, module_of
 from gate.core.runs import LayerInfo, ModelRun
 from gate.core.status import KeyPart
-from gate.fingerprint import Fingerprint, relative_error
+from gate.fingerprint import Fingerprint
 from gate.formats.baseline import Baseline, BaselineLayer
 from gate.verdict.structure import Limit, Move, Structure, by_name, identifies, same
 
@@ -224,16 +224,12 @@ class _Judge:
         return bool(call) and all(self.holds(x) for x in call) and any(identifies(x.fp) for x in call)
 
     def strays(self, layer: LayerInfo) -> bool:
-        return not is_gradient(layer.name) and self.holds(layer, held=False) and not self.reshaped(layer)
-
-    def reshaped(self, layer: LayerInfo) -> bool:
-        """Its baseline layer's values in the same order under another shape (tokens flattened around a
-        Linear): a refactor's doing, never a change passed on."""
+        """Its value is not its baseline layer's, nor those values in order under another shape (tokens
+        flattened around a Linear: a refactor's doing, never a change passed on)."""
         b = self.recorded(layer)
-        return (b is not None and tuple(b.fp.shape) != tuple(layer.fp.shape) and b.fp.count == layer.fp.count
-                and b.fp.dtype == layer.fp.dtype and layer.data_dependent is None and b.data_dependent is None
-                and relative_error(dataclasses.replace(layer.fp, shape=b.fp.shape), b.fp)
-                <= self.seal_limit(layer, b))
+        reshaped = (b is not None and b.fp.count == layer.fp.count and not layer.data_dependent and
+                    same(dataclasses.replace(layer.fp, shape=b.fp.shape), b.fp, self.seal_limit(layer, b)))
+        return not is_gradient(layer.name) and self.holds(layer, held=False) and not reshaped
 
     def carried(self, calls: _Calls, first: int, end: int) -> bool:
         """Whether a layer in ``[first, end)`` carries a change on (``carries``)."""
