@@ -38,10 +38,8 @@ def call_of(layer: str) -> str:
 
 def enclosing(module: str) -> list[str]:
     """The modules around ``module``, innermost first, the model last: ``a.b.c`` -> ``a.b``, ``a``, ``(model)``."""
-    if module == ROOT:
-        return []
     parts = module.split(".")
-    return [".".join(parts[:k]) for k in range(len(parts) - 1, 0, -1)] + [ROOT]
+    return [] if module == ROOT else [".".join(parts[:k]) for k in range(len(parts) - 1, 0, -1)] + [ROOT]
 
 
 class _Calls:
@@ -223,13 +221,15 @@ class _Judge:
     def seal(self, call: list[LayerInfo]) -> bool:
         return bool(call) and all(self.holds(x) for x in call) and any(identifies(x.fp) for x in call)
 
-    def strays(self, layer: LayerInfo) -> bool:
-        """Its value is not its baseline layer's, nor those values in order under another shape (tokens
-        flattened around a Linear: a refactor's doing, never a change passed on)."""
+    def reshaped(self, layer: LayerInfo) -> bool:
+        """Its baseline values in order under another shape (tokens flattened around a Linear)."""
         b = self.recorded(layer)
-        reshaped = (b is not None and b.fp.count == layer.fp.count and not layer.data_dependent and
-                    same(dataclasses.replace(layer.fp, shape=b.fp.shape), b.fp, self.seal_limit(layer, b)))
-        return not is_gradient(layer.name) and self.holds(layer, held=False) and not reshaped
+        return (b is not None and b.fp.count == layer.fp.count and not layer.data_dependent
+                and same(dataclasses.replace(layer.fp, shape=b.fp.shape), b.fp, self.seal_limit(layer, b)))
+
+    def strays(self, layer: LayerInfo) -> bool:
+        """Not its baseline layer's value, nor reshaped (a refactor's doing, not a change passed on)."""
+        return not is_gradient(layer.name) and self.holds(layer, held=False) and not self.reshaped(layer)
 
     def carried(self, calls: _Calls, first: int, end: int) -> bool:
         """Whether a layer in ``[first, end)`` carries a change on (``carries``)."""
@@ -333,8 +333,8 @@ def _move(layer: LayerInfo, index: int, module: str, within: str | None, judge: 
         return Move(within, rounded=True) if inherited and not weights else None
     if not code.ran_before(index, module):
         return None
-    move = Move(within, _now_as(layer, judge), _took(layer, judge))
-    if move.now_as or move.took or not judge.own_changed(layer):
+    move = Move(within, _now_as(layer, judge), _took(layer, judge), reshaped=judge.reshaped(layer))
+    if move.now_as or move.took or move.reshaped or not judge.own_changed(layer):
         return move
     merged = judge.merged(layer)
     return Move(within, merged=merged) if merged else None

@@ -48,6 +48,7 @@ class Move:
     took: str | None = None  # the layer that now holds its baseline values
     rounded: bool = False  # it holds its own values within the rounding the enclosing output holds to
     merged: tuple[str, ...] = ()  # the baseline layers whose values it now computes together
+    reshaped: bool = False  # it holds its own baseline values, in order, under another shape
 
     def words(self, layer: str) -> str:
         if self.rounded:
@@ -58,6 +59,8 @@ class Move:
             return f"`{layer}`'s former output is now `{self.took}`'s"
         if self.merged:
             return f"`{layer}` now computes {_listed(self.merged)}'s values together"
+        if self.reshaped:
+            return f"`{layer}` holds its own values, in order, under another shape"
         return f"`{layer}` computes values no baseline layer held"
 
 

@@ -240,6 +240,7 @@ def test_layers_reshaped_around_a_linear_move_and_their_faulted_twin_fails(recor
     assert report["verdict"] == "pass", report["first_regression"]
     rows = _reference(report)
     assert (rows["mlp.fc1"]["status"], rows["mlp.fc1"]["check"]) == ("moved", "shape")
+    assert "`mlp.fc1` holds its own values, in order, under another shape" in rows["mlp.fc1"]["message"]
     assert rows["mlp.fc2"]["status"] == "moved" and rows["mlp"]["status"] == "pass"
     faulted = check(recorded, "tokens", "tokens_flat_faulted", TOKENS)
     assert faulted["verdict"] == "regressed"
