@@ -90,12 +90,14 @@ def _runtime_audit(m: ModelVerdict, step: NextStep, s: Style) -> str:
 
 
 def _unchanged(step: NextStep) -> str:
+    if step.model is None:
+        return "a model whose float64 reference holds"
     return (f"a model whose float64 reference holds ({_parts(step)} changed)" if step.model
             else "an unchanged model")
 
 
 def _parts(step: NextStep) -> str:
-    return "its " + " and ".join(str(p) for p in step.model)
+    return "its " + " and ".join(str(p) for p in step.model or ())
 
 
 def _output_tolerance(m: ModelVerdict, step: NextStep, s: Style) -> str:
@@ -115,6 +117,9 @@ def _runtime_changed(m: ModelVerdict, step: NextStep, s: Style) -> str:
     if step.model:  # code only the runtimes run: a float32 branch, an export-only path
         return (f"the float64 reference holds, yet {_parts(step)} changed: what {_names(step, s)} compute "
                 f"beyond it moved (float32 or export-only code, the ONNX graph){moved}{hints}.")
+    if step.model is None:  # what changed is unknown here: no content key was taken
+        return (f"the float64 reference holds; the ONNX graph, {_names(step, s)} or code only they run "
+                f"(float32 or export-only) changed{moved}{hints}.")
     return f"the PyTorch model is unchanged; the ONNX graph or {_names(step, s)} changed{moved}{hints}."
 
 

@@ -34,7 +34,9 @@ class NextStep:
     layer: str | None = None  # where the reference moved first, or a precision change hurt first
     error_status: ErrorStatus | None = None  # how the model or provider failed
     checks: tuple[str, ...] = field(default=())  # the audits or limits that failed (RUNTIME_AUDIT, OUTPUT_TOLERANCE)
-    model: tuple[KeyPart, ...] = ()  # what of the model changed where its float64 reference holds
+    # what of the model changed where its float64 reference holds; None: unknown (no content key was taken,
+    # as on the export/collect/report path)
+    model: tuple[KeyPart, ...] | None = ()
 
     def to_dict(self) -> dict[str, Any]:
         return {"kind": self.kind, "command": self.command,
@@ -79,7 +81,7 @@ def next_step(m: ModelVerdict) -> NextStep | None:
         limits = sorted({str(r.check) for p in regressed for r in p.rows if r.failed})
         return NextStep(StepKind.OUTPUT_TOLERANCE, None, names, checks=tuple(limits))
     # what only the runtimes compute (float32 or export-only code, a fold) can change with the model too
-    model = tuple(p for p in (m.reuse.changed if m.reuse else ()) if p in _MODEL)
+    model = tuple(p for p in m.reuse.changed if p in _MODEL) if m.reuse and m.reuse.key else None
     if regressed and all(p.failed == 0 for p in regressed):
         checks = sorted({a.check for p in regressed for a in p.audits if a.status == AuditStatus.FAIL})
         return NextStep(StepKind.RUNTIME_AUDIT, None, names, checks=tuple(checks), model=model)

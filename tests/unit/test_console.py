@@ -48,8 +48,8 @@ def test_every_model_that_did_not_pass_gets_a_line_and_its_next_step_above_the_v
     lines = _render(Report("error", [regressed, broken, empty, missing, ModelVerdict("e", "pass")]))
     assert lines[-9:] == [
         "  ✗ a: conv2 on CPUExecutionProvider (error-growth 0.004 > 2e-06)",
-        "    next: the PyTorch model is unchanged; the ONNX graph or a provider changed — compare the layer rows of "
-        "the report.",
+        "    next: the float64 reference holds; the ONNX graph, a provider or code only they run (float32 or "
+        "export-only) changed — compare the layer rows of the report.",
         "  ✗ b: CUDAExecutionProvider LOAD_FAIL: required",
         "    next: `CUDAExecutionProvider` failed to load on its runner: run `parity-gate doctor` there — its ONNX "
         "Runtime build, drivers or provider options do not match (a provider listed in `require` must be available).",

@@ -50,8 +50,9 @@ def test_a_regression_is_a_failure_naming_the_first_layer_its_check_and_the_next
     failure = found[("tiny-cnn", "CPUExecutionProvider float32")].find("failure")
     assert failure.get("message") == "first regression at conv2: error-growth 0.0042 > 2.76e-06"
     assert failure.get("type") == "error-growth"
-    assert failure.text.splitlines()[-1] == ("next: the PyTorch model is unchanged; the ONNX graph or "
-                                             "`CPUExecutionProvider` changed — compare the layer rows of the report.")
+    assert failure.text.splitlines()[-1] == (
+        "next: the float64 reference holds; the ONNX graph, `CPUExecutionProvider` or code only they run (float32 or "
+        "export-only) changed — compare the layer rows of the report.")
     assert found[("tiny-cnn", "torch-cpu float64 reference")].find("failure") is None  # it passed
     assert found[("tiny-cnn", "CUDAExecutionProvider float16")].find("skipped") is not None
     missing = found[("tiny-mlp", "(model)")].find("failure")

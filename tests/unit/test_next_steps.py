@@ -29,6 +29,14 @@ def steps(report: dict) -> list[str]:
     return next_steps(typed(report)).splitlines()[2:]
 
 
+def keyed(report: dict, *changed: str) -> dict:
+    """The report of a check that keyed its models: what of each changed is known (here: ``changed``)."""
+    for model in report["models"]:
+        model["reuse"] = {"key": "k", "reference": False, "why": "key-changed", "changed": list(changed),
+                          "details": [], "stages": []}
+    return report
+
+
 def test_a_model_change_says_update_the_baseline_if_intended():
     line = steps(raw("real-check-reference-drift"))[0]
     assert line == ("- `tiny-cnn`: the model changed (its float64 reference moved first at `stem.0`). If that is "
@@ -37,12 +45,30 @@ def test_a_model_change_says_update_the_baseline_if_intended():
 
 
 def test_a_runtime_regression_names_the_provider_and_points_at_the_hints():
-    report = raw("regressed")
+    report = keyed(raw("regressed"), "versions")
     report["models"][0]["hints"] = [{"kind": "runtime-change", "layer": "conv2", "provider": "CPUExecutionProvider",
                                      "message": "the reference did not move", "evidence": {}}]
     line = steps(report)[0]
     assert line == ("- `tiny-cnn`: the PyTorch model is unchanged; the ONNX graph or `CPUExecutionProvider` changed "
                     "— see the hints under **Diagnosis**.")
+
+
+def test_a_runtime_regression_where_no_key_was_taken_never_calls_the_model_unchanged():
+    """`report` over `export`/`collect` results takes no content key: what of the model changed is unknown,
+    so the step names every candidate, the code only the runtimes run among them; its twin, a keyed report
+    whose model did not change, says "unchanged" (above)."""
+    line = steps(raw("regressed"))[0]
+    assert "unchanged" not in line
+    assert line.startswith("- `tiny-cnn`: the float64 reference holds; the ONNX graph, "
+                           "`CPUExecutionProvider` or code only they run (float32 or export-only) changed")
+    report = keyed(raw("pass"))
+    model = report["models"][0]
+    model["status"], report["verdict"] = "regressed", "regressed"
+    cpu = next(p for p in model["providers"] if p["name"] == "CPUExecutionProvider")
+    cpu["status"], cpu["audits"] = "regressed", [{"check": "latency", "status": "fail", "message": "2.1x"}]
+    assert "on an unchanged model" in steps(report)[0]
+    del model["reuse"]
+    assert "on a model whose float64 reference holds:" in steps(report)[0]
 
 
 def test_a_runtime_regression_where_the_models_code_changed_never_calls_the_model_unchanged():
@@ -165,7 +191,7 @@ def test_a_model_that_failed_to_export_says_how_to_reproduce_it():
 
 
 def test_a_slowdown_alone_is_worded_as_one():
-    report = raw("pass")
+    report = keyed(raw("pass"))
     model = report["models"][0]
     model["status"], report["verdict"] = "regressed", "regressed"
     cpu = next(p for p in model["providers"] if p["name"] == "CPUExecutionProvider")
@@ -254,7 +280,7 @@ CAUSES = {  # cause -> (a report of it, what its step says)
     "precision-changed": (lambda: _precision(raw("regressed")),
                           "computes below float32 where no configured precision"),
     "output-tolerance": (lambda: _allclose_only(raw("regressed")), "only `output-tolerance` failed on"),
-    "runtime-changed": (lambda: raw("regressed"), "the ONNX graph or"),  # its twin: an error that grew
+    "runtime-changed": (lambda: keyed(raw("regressed")), "the ONNX graph or"),  # its twin: an error that grew
 }
 
 
