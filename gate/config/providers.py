@@ -61,6 +61,12 @@ GPU_EPS = {"CUDAExecutionProvider": GpuEp("onnxruntime-gpu", "cuda", cuda=True),
 GPU_TORCH = ("torch-cuda", "torch-compile-cuda")
 
 
+# onnxruntime.get_all_providers() (1.32): a name that differs from one of these in case only is that EP
+KNOWN_EPS = {f"{ep.lower()}executionprovider": f"{ep}ExecutionProvider" for ep in (
+    "Tensorrt", "CUDA", "MIGraphX", "OpenVINO", "Dnnl", "VitisAI", "QNN", "Nnapi", "VSINPU", "Js", "CoreML",
+    "Dml", "Rknpu", "WebNN", "WebGpu", "Xnnpack", "CANN", "Azure", "CPU", "ROCM")}
+
+
 def is_gpu(provider: str) -> bool:
     return provider in GPU_EPS or provider in GPU_TORCH
 
@@ -79,10 +85,11 @@ def kind_of(name: str) -> Kind:
 
 
 def canonical_provider(name: str) -> str:
-    """The canonical provider name for ``name`` (aliases folded, case-insensitively)."""
-    if name in TORCH or name.endswith("ExecutionProvider"):
+    """The canonical provider name for ``name`` (aliases and the EPs the gate knows folded,
+    case-insensitively: `CpuExecutionProvider` is the CPU EP, never an absent one that skips its check)."""
+    alias = ALIASES.get(name.lower()) or KNOWN_EPS.get(name.lower())
+    if name in TORCH or (alias is None and name.endswith("ExecutionProvider")):
         return name
-    alias = ALIASES.get(name.lower())
     if alias is None:
         known = ", ".join(sorted(set(TORCH) | set(ALIASES)))
         raise ConfigError(f"unknown provider `{name}`: use `torch-cpu`, `torch-cuda`, an ONNX Runtime EP "

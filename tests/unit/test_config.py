@@ -77,6 +77,12 @@ def test_layer_tolerances_later_rules_win(tmp_path):
 
 def test_provider_aliases_are_canonicalised():
     assert canonical_provider("cuda") == "CUDAExecutionProvider"
+    # an EP name in another case is that EP, never an absent one whose check is skipped; an EP the gate
+    # does not know (a plugin's) keeps its name
+    for typed in ("CpuExecutionProvider", "cpuexecutionprovider"):
+        assert canonical_provider(typed) == "CPUExecutionProvider"
+    assert canonical_provider("OpenVinoExecutionProvider") == "OpenVINOExecutionProvider"
+    assert canonical_provider("MyPluginExecutionProvider") == "MyPluginExecutionProvider"
     assert canonical_provider("TensorrtExecutionProvider") == "TensorrtExecutionProvider"
 
 
