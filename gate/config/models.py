@@ -5,11 +5,13 @@
 
 from __future__ import annotations
 
+import math
 import re
 from pathlib import Path
 from typing import Any
 
 from gate.config.cases import expand
+from gate.config.input_ranges import INT_DEFAULT
 from gate.config.reader import Reader
 from gate.config.types import (
     DTYPES,
@@ -66,7 +68,7 @@ def parse_model(r: Reader, default_tol: Tolerance, seed: int, opset: int | None,
         t.check_keys(("layers",) + TOLERANCE_KEYS)
         layer_tols.append(LayerTolerance(t.get("layers", (str,), required=True), tolerance_values(t, TOLERANCE_KEYS)))
     base = ModelSpec(name=name, factory=factory, inputs=inputs, exporter=exp, opset=_opset(r, "opset", opset),
-                     seed=r.get("seed", (int,), seed), tolerance=parse_tolerance(r, "tolerance", default_tol),
+                     seed=r.seed(seed), tolerance=parse_tolerance(r, "tolerance", default_tol),
                      layer_tolerances=tuple(layer_tols),
                      reference_promotion=r.get("reference-promotion", (bool,), True), where=r.where,
                      dynamic_shapes=_dynamic_shapes(r, inputs), transform=_transform(r),
@@ -96,7 +98,11 @@ def _inputs(r: Reader) -> tuple[InputSpec, ...] | str:
         return raw
     if not raw:
         r.fail(r.key("inputs"), "no inputs declared")
-    return tuple(_input(r.child(x, r.item("inputs", i))) for i, x in enumerate(raw))
+    specs = tuple(_input(r.child(x, r.item("inputs", i))) for i, x in enumerate(raw))
+    for i, spec in enumerate(specs):
+        if not spec.name or spec.name in [s.name for s in specs[:i]]:
+            r.fail(f"{r.item('inputs', i)}.name", f"`{spec.name}`: each input needs a name of its own")
+    return specs
 
 
 def _input(r: Reader) -> InputSpec:
@@ -108,11 +114,35 @@ def _input(r: Reader) -> InputSpec:
     dtype = r.get("dtype", (str,), "float32")
     if dtype not in DTYPES:
         r.fail(r.key("dtype"), f"unsupported dtype `{dtype}` (supported: {', '.join(DTYPES)})")
-    low = r.get("low", (int, float), None)
-    high = r.get("high", (int, float), None)
-    if low is not None and high is not None and not low < high:
-        r.fail(r.key("high"), f"must be greater than low ({low})")
+    low, high = (_bound(r, key, dtype) for key in ("low", "high"))
+    # the range drawn from, defaults filled as gate.model.inputs fills them
+    lo = low if low is not None else (0 if dtype in _FLOATS else INT_DEFAULT[0])
+    hi = high if high is not None else (lo + 1.0 if dtype in _FLOATS else INT_DEFAULT[1])
+    if (low is not None or high is not None) and not (lo < hi and math.isfinite(hi - lo)):
+        key = "high" if high is not None else "low"
+        r.fail(r.key(key), f"[low, high) is empty or too wide: [{lo}, {hi})")
     return InputSpec(name=name, shape=tuple(shape), dtype=dtype, low=low, high=high)
+
+
+# The finite values each input dtype holds: a bound past them draws Inf (floats) or cannot be drawn
+# (integers).
+_RANGE = {"float16": 65504.0, "bfloat16": 3.3895313892515355e38, "float32": 3.4028234663852886e38,
+          "float64": 1.7976931348623157e308, "int64": (-2**63, 2**63), "int32": (-2**31, 2**31),
+          "int8": (-128, 128), "uint8": (0, 256), "bool": (0, 2)}
+
+
+_FLOATS = ("float16", "bfloat16", "float32", "float64")
+
+
+def _bound(r: Reader, key: str, dtype: str) -> float | None:
+    """``low`` or ``high`` of an input: a number the dtype holds (an integer's ``high``: one past its
+    largest)."""
+    value = r.get(key, (int, float), None)
+    span = _RANGE[dtype]
+    lo, hi = span if isinstance(span, tuple) else (-span, span)
+    if value is not None and not lo <= value <= hi:  # NaN too
+        r.fail(r.key(key), f"must be within what {dtype} holds, [{lo:g}, {hi:g}], got {value}")
+    return value
 
 
 def _dynamic_shapes(r: Reader, inputs: tuple[InputSpec, ...] | str) -> dict[str, dict[int, str]]:

@@ -29,7 +29,7 @@ def parse(section: Any, path: Path, prefix: str) -> Config:
     baseline_dir = root / top.get("baseline-dir", (str,), "baselines")
     providers = _parse_providers(top)
     default_tol = parse_tolerance(top, "tolerance", Tolerance())
-    seed = top.get("seed", (int,), 0)
+    seed = top.seed(0)
     opset = top.get("opset", (int,), None)
     exporter = top.choice("exporter", EXPORTERS, "dynamo")
     models = []

@@ -56,6 +56,13 @@ class Reader:
             self.fail(self.key(name), f"must be >= {low}, got {value}")
         return value
 
+    def seed(self, default: int) -> int:
+        """``seed``: what torch and NumPy accept as a seed, sweep sets added (0 <= seed < 2**62)."""
+        value = self.at_least("seed", (int,), 0, default)
+        if value >= 2**62:
+            self.fail(self.key("seed"), f"must be < 2**62, got {value}")
+        return value
+
     def choice(self, name: str, choices: tuple[str, ...], default: str | None = None) -> Any:
         value = self.get(name, (str,), default)
         if value is not None and value not in choices:

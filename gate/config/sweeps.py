@@ -176,7 +176,7 @@ def parse_sweep(r: Reader, default_tol: Tolerance, seed: int, opset: int | None,
     args, kwargs = r.get("args", (list,), []), r.get("kwargs", (dict,), {})
     varying = [k for k, v in axes.items() if len(v) > 1]
     repeats = r.at_least("repeats", (int,), 1, 5)
-    base = ModelSpec(name=name, factory=f"sweep:{target}", inputs=(), seed=r.get("seed", (int,), seed),
+    base = ModelSpec(name=name, factory=f"sweep:{target}", inputs=(), seed=r.seed(seed),
                      tolerance=parse_tolerance(r, "tolerance", default_tol), where=r.where, opset=opset,
                      exporter=exporter, gradients=r.get("gradients", (bool,), False), repeats=repeats)
     specs: list[ModelSpec] = []

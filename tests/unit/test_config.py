@@ -52,6 +52,22 @@ def test_find_config_prefers_pyproject_section(tmp_path):
     (("inputs = [", "opset = \"18\"\ninputs = ["), "model `tiny-cnn`: `tool.parity-gate.models[1].opset`: expected an integer, got a string"),
     (("inputs = [", "tolerance = { growth = -1 }\ninputs = ["), "model `tiny-cnn`: `tool.parity-gate.models[1].tolerance.growth`: must be >= 0"),
     (("inputs = [{ name = \"x\", shape = [2, 3, 32, 32], dtype = \"float32\" }]", "inputs = []"), "no inputs declared"),
+    # values the parser took and a later step crashed on or drew Inf from: a seed torch refuses, a bound
+    # the dtype cannot hold, an empty range, two inputs of one name
+    (("providers = [", "seed = -1\nproviders = ["), "`tool.parity-gate.seed`: must be >= 0"),
+    (("inputs = [", "seed = 18446744073709551616\ninputs = ["),
+     "`tool.parity-gate.models[1].seed`: must be < 2**62"),
+    (("dtype = \"float32\"", "dtype = \"float32\", low = -inf"),
+     "`tool.parity-gate.models[1].inputs[1].low`: must be within"),
+    (("dtype = \"float32\"", "dtype = \"float32\", low = nan"),
+     "`tool.parity-gate.models[1].inputs[1].low`: must be within"),
+    (("dtype = \"float32\"", "dtype = \"float16\", high = 1e10"),
+     "inputs[1].high`: must be within what float16 holds"),
+    (("dtype = \"float32\"", "dtype = \"int64\", high = 1e30"),
+     "inputs[1].high`: must be within what int64 holds"),
+    (("dtype = \"float32\"", "dtype = \"int64\", low = 200"), "inputs[1].low`: [low, high) is empty"),
+    (("dtype = \"float32\" }", "dtype = \"float32\" }, { name = \"x\", shape = [1] }"),
+     "`tool.parity-gate.models[1].inputs[2].name`: `x`: each input needs a name of its own"),
 ])
 def test_bad_config_names_file_and_key(tmp_path, edit, message):
     path = write(tmp_path, BASE.replace(*edit))
