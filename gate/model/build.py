@@ -145,10 +145,9 @@ def build_module(spec: ModelSpec, root: Path, known: Known | None = None) -> Mod
     """Call the factory (under the model's seed) and put the model in eval mode, saying what that changed;
     ``known``: the weights' digests a baseline recorded (``weights_digest``)."""
     module = _construct(spec, root)
-    if not isinstance(module, torch.nn.Module):
-        raise ConfigError(
-            f"`{spec.where}.factory`: `{spec.factory}` returned {type(module).__name__}, not a torch.nn.Module"
-        )
+    if not isinstance(module, torch.nn.Module):  # the model's own code: it fails alone, the others are judged
+        raise ModelError(f"model `{spec.name}`: `{spec.where}.factory`: `{spec.factory}` returned "
+                         f"{type(module).__name__}, not a torch.nn.Module", ErrorStatus.BUILD_FAIL)
     training = [name or "(model)" for name, m in module.named_modules() if m.training]
     total = sum(1 for _ in module.named_modules())
     normalizations = list(ALWAYS)
@@ -233,7 +232,8 @@ def _inputs(spec: ModelSpec, root: Path) -> tuple[tuple[torch.Tensor, ...], list
         if isinstance(produced, torch.Tensor):
             produced = (produced,)
         if not isinstance(produced, (tuple, list)) or not all(isinstance(t, torch.Tensor) for t in produced):
-            raise ConfigError(f"`{spec.where}.inputs`: `{spec.inputs}` must return a tuple of tensors")
+            raise ModelError(f"model `{spec.name}`: `{spec.where}.inputs`: `{spec.inputs}` returned "
+                             f"{type(produced).__name__}, not a tuple of tensors", ErrorStatus.BUILD_FAIL)
         tensors, names = tuple(produced), [f"input_{i}" for i in range(len(produced))]
     else:
         arrays = inputs_mod.generate(spec.inputs, spec.seed)

@@ -81,5 +81,6 @@ def build_case(spec: ModelSpec, root: Path) -> torch.nn.Module:
         raise ModelError.of(f"model `{spec.name}`: `{case.target}` raised {type(exc).__name__}: {exc}",
                             ErrorStatus.BUILD_FAIL, exc) from None
     if not isinstance(module, torch.nn.Module):
-        raise ConfigError(f"`{where}`: `{case.target}` built {type(module).__name__}, not a torch.nn.Module")
+        raise ModelError(f"model `{spec.name}`: `{where}`: `{case.target}` built {type(module).__name__}, "
+                         "not a torch.nn.Module", ErrorStatus.BUILD_FAIL)
     return module

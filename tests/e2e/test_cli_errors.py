@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -89,9 +90,27 @@ def test_a_forward_that_returns_no_tensor(tmp_path):
     assert not (tmp_path / "b" / "tiny-cnn.msgpack.zst").exists()
 
 
-def test_factory_returning_something_else(tmp_path):
-    write_config(tmp_path, "tiny-cnn", "faults:not_a_module")
-    assert_one_line_error(run_cli("check", cwd=tmp_path), 2, "models[1].factory", "not a torch.nn.Module")
+@pytest.mark.parametrize("key, value, said", [
+    ("factory", "faults:not_a_module",
+     "`models[2].factory`: `faults:not_a_module` returned dict, not a torch.nn.Module"),
+    ("inputs", "made:nothing",
+     "`models[2].inputs`: `made:nothing` returned NoneType, not a tuple of tensors"),
+])
+def test_a_factory_or_inputs_returning_something_else_fails_its_model_alone(tmp_path, key, value, said):
+    """The model's own code returned the wrong thing: that model fails to build, named with its key; the
+    model beside it is judged and the reports are written (it stopped the whole check, exit 2)."""
+    config = write_config(tmp_path, "tiny-cnn", "examples.zoo:tiny_cnn")
+    (tmp_path / "made.py").write_text("def nothing(seed):\n    return None\n")
+    second = config.read_text().split("\n\n", 1)[1].replace('"tiny-cnn"', '"odd"')
+    if key == "factory":
+        second = second.replace("examples.zoo:tiny_cnn", value)
+    else:
+        second = re.sub(r"inputs = .*", f'inputs = "{value}"', second)
+    config.write_text(config.read_text() + second)
+    proc = run_cli("check", "--json", "r.json", cwd=tmp_path)
+    assert_model_error(proc, "BUILD_FAIL", f"model `odd`: {said}")
+    models = {m["name"]: m for m in json.loads((tmp_path / "r.json").read_text())["models"]}
+    assert models["odd"]["error"]["status"] == "BUILD_FAIL" and models["tiny-cnn"]["error"] is None
 
 
 def test_model_that_fails_to_export(tmp_path):
