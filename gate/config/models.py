@@ -126,9 +126,11 @@ def _input(r: Reader) -> InputSpec:
 
 # The finite values each input dtype holds: a bound past them draws Inf (floats) or cannot be drawn
 # (integers).
-_RANGE = {"float16": 65504.0, "bfloat16": 3.3895313892515355e38, "float32": 3.4028234663852886e38,
-          "float64": 1.7976931348623157e308, "int64": (-2**63, 2**63), "int32": (-2**31, 2**31),
-          "int8": (-128, 128), "uint8": (0, 256), "bool": (0, 2)}
+_RANGE: dict[str, tuple[float, float]] = {
+    "float16": (-65504.0, 65504.0), "bfloat16": (-3.3895313892515355e38, 3.3895313892515355e38),
+    "float32": (-3.4028234663852886e38, 3.4028234663852886e38),
+    "float64": (-1.7976931348623157e308, 1.7976931348623157e308), "int64": (-2**63, 2**63),
+    "int32": (-2**31, 2**31), "int8": (-128, 128), "uint8": (0, 256), "bool": (0, 2)}
 
 
 _FLOATS = ("float16", "bfloat16", "float32", "float64")
@@ -137,9 +139,8 @@ _FLOATS = ("float16", "bfloat16", "float32", "float64")
 def _bound(r: Reader, key: str, dtype: str) -> float | None:
     """``low`` or ``high`` of an input: a number the dtype holds (an integer's ``high``: one past its
     largest)."""
-    value = r.get(key, (int, float), None)
-    span = _RANGE[dtype]
-    lo, hi = span if isinstance(span, tuple) else (-span, span)
+    value: float | None = r.get(key, (int, float), None)
+    lo, hi = _RANGE[dtype]
     if value is not None and not lo <= value <= hi:  # NaN too
         r.fail(r.key(key), f"must be within what {dtype} holds, [{lo:g}, {hi:g}], got {value}")
     return value

@@ -58,7 +58,7 @@ class Reader:
 
     def seed(self, default: int) -> int:
         """``seed``: what torch and NumPy accept as a seed, sweep sets added (0 <= seed < 2**62)."""
-        value = self.at_least("seed", (int,), 0, default)
+        value: int = self.at_least("seed", (int,), 0, default)
         if value >= 2**62:
             self.fail(self.key("seed"), f"must be < 2**62, got {value}")
         return value
