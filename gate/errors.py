@@ -20,3 +20,7 @@ class ConfigError(GateError):
 
 class FormatError(GateError):
     """A baseline, result or report file is malformed, too large or of an unknown version."""
+
+
+class NewerFormat(FormatError):
+    """A file written by a newer parity-gate: upgrading reads it; re-recording would drop what it holds."""

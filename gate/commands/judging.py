@@ -17,7 +17,7 @@ from gate.core.progress import Progress
 from gate.core.runs import ModelRun, RunError
 from gate.core.status import ErrorStatus
 from gate.core.versions import environment
-from gate.errors import GateError
+from gate.errors import GateError, NewerFormat
 from gate.formats.baseline import Baseline
 from gate.model.inputs import difference
 from gate.verdict.comparisons import compare
@@ -43,16 +43,16 @@ def load_one(config: Config, spec: ModelSpec) -> Loaded:
     path = location(config, spec).path
     try:
         _, baseline = load_baseline(config, spec)
-    except GateError as exc:  # the next step says how to restore or re-record it; the repository's path
-        return _refused(path, str(exc).replace(str(path), str(display(path))))
+    except GateError as exc:  # the next step says how to restore, re-record or read it; the repository's path
+        return _refused(path, str(exc).replace(str(path), str(display(path))), isinstance(exc, NewerFormat))
     if baseline is not None and baseline.model != spec.name:
         return _refused(path, f"baseline `{display(path)}`: holds model `{baseline.model}`, "
                               f"not `{spec.name}`")
     return Loaded(path, baseline)
 
 
-def _refused(path: Path, message: str) -> Loaded:
-    return Loaded(path, None, RunError(ErrorStatus.BAD_BASELINE, message))
+def _refused(path: Path, message: str, newer: bool = False) -> Loaded:
+    return Loaded(path, None, RunError(ErrorStatus.BAD_BASELINE, message, newer=newer))
 
 
 def load_baselines(config: Config, specs: tuple[ModelSpec, ...] | list[ModelSpec]) -> dict[str, Loaded]:

@@ -110,8 +110,9 @@ def update_baseline(config: Config, models: tuple[ModelSpec, ...], providers: tu
     if sources:
         models, runs = _from_files(config, models, sources)
     ready, failed, memo = [], [], Memo.of(models)
+    for spec in models:  # before any run: a bad name, a file a newer parity-gate wrote (never replaced)
+        store.refuse_newer(location(config, spec))
     for spec in models:
-        location(config, spec)  # a bad name fails before any run
         try:
             started = time.perf_counter()
             run = _ready(runs[spec.name] if sources else run_model(config, spec, providers, progress, settings, memo,

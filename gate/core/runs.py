@@ -183,6 +183,7 @@ class RunError:
     message: str
     where: str | None = None  # the user's frame that failed, where known
     trace: str | None = None  # the whole traceback, with --debug
+    newer: bool = False  # BAD_BASELINE: the file is a newer parity-gate's (upgrading reads it)
 
     @classmethod
     def of(cls, exc: ModelError) -> RunError:

@@ -18,7 +18,7 @@ from gate.errors import FormatError
 
 from .limits import Limits
 from .nodes import Record
-from .stream import Invalid, StreamReader, one_line, quote
+from .stream import Invalid, Newer, StreamReader, one_line, quote
 
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 _MAX_WINDOW = 1 << 27  # zstd's own default cap, made explicit
@@ -131,7 +131,7 @@ def check_version(raw: bytes, limits: Limits, kind: FileKind) -> None:
         got = f"string {quote(version)}" if isinstance(version, str) else str(version)
         raise Invalid("version", f"expected an integer, got {got}")
     if version > kind.version:
-        raise Invalid("", f"written by a newer parity-gate (format version {version:,}); {UPGRADE}")
+        raise Newer("", f"written by a newer parity-gate (format version {version:,}); {UPGRADE}")
     if version not in kind.reads:
         raise Invalid("", f"format version {version:,} is no longer supported; {kind.recreate}")
 

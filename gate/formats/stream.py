@@ -25,6 +25,10 @@ class Invalid(Exception):
         return f"{self.path}: {self.message}" if self.path else self.message
 
 
+class Newer(Invalid):
+    """The document is of a newer format than this parity-gate reads (becomes a NewerFormat)."""
+
+
 def one_line(text: object, limit: int = 200) -> str:
     """``text`` as a single printable line (file content must not forge output lines)."""
     s = " ".join(str(text).split())

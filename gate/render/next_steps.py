@@ -154,6 +154,11 @@ def _bad_baseline(m: ModelVerdict, step: NextStep, s: Style) -> str:
             f"{s.code(step.command, 300)}.")
 
 
+def _upgrade(m: ModelVerdict, step: NextStep, s: Style) -> str:
+    return (f"its baseline file was written by a newer parity-gate: run {s.code(step.command, 80)} where this "
+            "check runs (re-recording it here would drop what the newer one recorded).")
+
+
 def _model_failed(m: ModelVerdict, step: NextStep, s: Style) -> str:
     if m.error is None:
         return "see the error above."
@@ -199,6 +204,7 @@ _WORDS = {StepKind.MODEL_CHANGED: _model_changed, StepKind.WEIGHTS_CHANGED: _mod
           StepKind.RUNTIME_AUDIT: _runtime_audit, StepKind.RUNTIME_CHANGED: _runtime_changed,
           StepKind.OUTPUT_TOLERANCE: _output_tolerance,
           StepKind.PRECISION_CHANGED: _precision_changed, StepKind.NO_BASELINE: _no_baseline,
-          StepKind.NO_ENTRY: _no_entry, StepKind.BAD_BASELINE: _bad_baseline, StepKind.MODEL_FAILED: _model_failed, StepKind.NO_GPU: _no_gpu, StepKind.NO_RESULT: _no_result,
+          StepKind.NO_ENTRY: _no_entry, StepKind.BAD_BASELINE: _bad_baseline, StepKind.UPGRADE: _upgrade,
+          StepKind.MODEL_FAILED: _model_failed, StepKind.NO_GPU: _no_gpu, StepKind.NO_RESULT: _no_result,
           StepKind.LOAD_FAIL: _load_fail, StepKind.PROVIDER_FAILED: _provider_failed,
           StepKind.RECORD_ELSEWHERE: _record_elsewhere, StepKind.REFACTORED: _refactored}

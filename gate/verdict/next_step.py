@@ -20,6 +20,7 @@ from gate.core.status import (
 )
 from gate.verdict.types import ModelVerdict, ProviderVerdict
 
+UPGRADE = "pip install -U parity-gate"
 # Where recording the new numbers is the fix the user may intend: the only steps that offer `update-baseline`.
 RECORDS = frozenset({StepKind.MODEL_CHANGED, StepKind.WEIGHTS_CHANGED, StepKind.NO_BASELINE,
                      StepKind.NO_ENTRY, StepKind.RECORD_ELSEWHERE, StepKind.REFACTORED,
@@ -107,7 +108,9 @@ def _missing(m: ModelVerdict) -> NextStep:
 
 
 def _failed(m: ModelVerdict) -> NextStep | None:
-    if m.error and m.refused:  # the reason says why (a newer format...)
+    if m.error and m.refused and m.error.newer:  # a newer parity-gate's file: re-recording would drop it
+        return NextStep(StepKind.UPGRADE, UPGRADE, error_status=m.error.error_status)
+    if m.error and m.refused:  # the reason says why
         return NextStep(StepKind.BAD_BASELINE, f"git checkout -- {m.baseline_path}",
                         error_status=m.error.error_status)
     if m.error:

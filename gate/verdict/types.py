@@ -275,7 +275,8 @@ class ModelVerdict:
                  "unrecorded": self.unrecorded}
         e = self.error
         error = None if e is None else {"status": e.error_status, "message": e.message,
-                                        **{k: v for k, v in (("where", e.where), ("trace", e.trace)) if v}}
+                                        **{k: v for k, v in (("where", e.where), ("trace", e.trace),
+                                                             ("newer", e.newer)) if v}}
         return {"name": self.name, "status": self.status, "error": error,
                 "baseline": {"path": self.baseline_path, "exists": self.baseline_exists},
                 "exporter": self.exporter, "export_fallback": self.export_fallback, "opset": self.opset,
@@ -291,7 +292,8 @@ class ModelVerdict:
     @classmethod
     def from_dict(cls, o: Obj) -> ModelVerdict:
         error = o.opt_obj("error", lambda e: RunError(e.word("status", ErrorStatus), e.str("message", default=""),
-                                                      e.opt_str("where"), e.opt_str("trace")))
+                                                      e.opt_str("where"), e.opt_str("trace"),
+                                                      e.bool("newer")))
         path, exists = o.opt_obj("baseline", lambda b: (b.str("path", default=""), b.bool("exists"))) or ("", False)
         reference = o.opt_obj("reference", lambda r: (r.str("dtype", default="float64"), r.counts("promoted"),
                                                       r.words("below_float64")))

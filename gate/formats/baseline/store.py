@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
-from gate.errors import FormatError
+from gate.errors import FormatError, NewerFormat
 
 from ..atomic import baseline_lock
 from .codec import read_baseline, write_baseline
@@ -81,7 +81,16 @@ def _kept(baseline: Baseline | None, keep: Callable[[Baseline], bool]) -> Baseli
 
 
 def _readable(read_fn: Callable[[], T]) -> T | None:
+    """What ``read_fn`` reads; None where nothing or nothing valid is there. A newer parity-gate's file is
+    never replaced: re-recording would drop what it holds (``NewerFormat``)."""
     try:
         return read_fn()
+    except NewerFormat:
+        raise
     except (FileNotFoundError, FormatError):
         return None
+
+
+def refuse_newer(loc: Location) -> None:
+    """Raise ``NewerFormat`` where the file at ``loc`` was written by a newer parity-gate (before any run)."""
+    _readable(lambda: read_baseline(loc.path) if loc.case is None else read_set(loc.path))
