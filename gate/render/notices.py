@@ -64,7 +64,7 @@ def _diffs(report: Report, paths: list[str]) -> str:
                                                 else []))
         body = body if len(body) <= share else f"{body[:share]}\n… cut"
         fence = "`" * max(3, 1 + max((len(m) for m in re.findall(r"`+", body)), default=0))
-        shown.append(f"{fence}diff\n{body}\n{fence}")
+        shown.append(f"{code(path, 200)}:\n\n{fence}diff\n{body}\n{fence}")  # each file named, as git diff does
     if not shown:
         return ""
     return ("\n\n<details><summary>What moved in the baseline files (what moved first, then each layer that "

@@ -80,6 +80,11 @@ def test_the_comment_shows_the_diffs_of_the_files_the_pull_request_lists_and_not
     assert "````diff\n-layer fc mean=1\n+layer fc mean=2 ``` @victim\n````" in block  # a fence the text cannot close
     assert "forged" not in block and "everything is fine" not in block
     assert acted_on(block).active == []
+    # each block named by its file, as git diff names each: two files re-recorded read apart
+    diffs = {"b/a.msgpack.zst": "", "b/b.msgpack.zst": "no recorded value moved"}
+    two = Report("pass", [ModelVerdict("a"), ModelVerdict("b")], baseline_changes=list(diffs),
+                 baseline_diffs=diffs)
+    assert "`b/b.msgpack.zst`:\n\n```diff\nno recorded value moved\n```" in baseline_block(two)
     assert "<details>" not in baseline_block(Report("pass", [], baseline_changes=["b/tiny.msgpack.zst"]))
 
 
