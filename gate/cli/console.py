@@ -307,8 +307,10 @@ def failure_lines(report: Report) -> list[str]:
         if len(failed) > 1:
             out.append(f"  [red]✗[/red] {escape(m.name)}: {escape(why(m))}")
         words = step_words(m, TEXT)
+        # one model of several: the step names it (the lines above it may be about another model)
+        label = f"next ({escape(m.name)}):" if len(failed) == 1 and len(report.models) > 1 else "next:"
         if words:
-            out.append(f"{'    ' if len(failed) > 1 else '  '}[bold]next:[/bold] {escape(words)}")
+            out.append(f"{'    ' if len(failed) > 1 else '  '}[bold]{label}[/bold] {escape(words)}")
     for m in (m for m in report.models if m.status == ModelStatus.PASS):  # passed with a refactor inside a module
         words = step_words(m, TEXT)
         if words:

@@ -88,6 +88,10 @@ def test_one_model_that_did_not_pass_gets_the_comments_next_step_above_the_verdi
     assert lines[-2] == ("  next: the model changed (its float64 reference moved first at `stem.0`). If that is "
                          "intended, run `parity-gate update-baseline --model m` and commit `b/m.msgpack.zst`.")
     assert step_words(model).startswith("the model changed (its float64 reference moved first at `stem.0`).")
+    # beside a model that passed, the step names its model: lines about the other may stand above it
+    lines = _render(Report("regressed", [ModelVerdict("a", "pass"), model],
+                           first_regression=Regression(**{**vars(first), "model": "m"})))
+    assert lines[-2].startswith("  next (m): the model changed (its float64 reference moved first at `stem.0`).")
 
 
 def test_the_json_next_step_of_a_model_that_crashed_reproduces_it_and_never_rerecords():
