@@ -94,7 +94,8 @@ def check(config: ConfigOpt = None, model: ModelOpt = None, provider: ProviderOp
     changes = commands.baseline_changes(cfg, changed_since) if changed_since else []
     with progress_display(verbose) as progress:
         report = commands.check(cfg, models, providers, progress, full=full,
-                                rewritten=commands.rewritten(cfg, changes))
+                                rewritten=commands.rewritten(cfg, changes),
+                                base=commands.base_config(cfg, changed_since) if changed_since else None)
     report.shard = chosen.run if chosen is not None else None
     if changed_since:
         report.baseline_changes, report.baseline_diffs = commands.changed_baselines(cfg, changed_since,

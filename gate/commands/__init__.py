@@ -4,14 +4,15 @@
 the torch side, ``collect`` on the ONNX Runtime side, ``report_files`` merging every runner's results),
 ``listing`` (``list`` and ``validate``), ``cache_key`` (a CI cache's key), ``shards`` (one leg's
 models), ``baseline_shards`` (a sharded re-recording merged), ``judging`` (the one judge), ``common``
-(what they share) and ``baseline_diff`` (the baseline files a change rewrites, as text). One model's
-run is ``gate.pipeline``.
+(what they share), ``baseline_diff`` (the baseline files a change rewrites, as text) and ``loosened``
+(what a change's config stopped judging). One model's run is ``gate.pipeline``.
 """
 
 from gate.commands.check import check
 from gate.commands.common import baseline_changes, changed_baselines, rewritten
+from gate.commands.loosened import base_config
 from gate.commands.matrix import collect, export_models, report_files
 from gate.commands.update import Updated, update_baseline
 
-__all__ = ["Updated", "baseline_changes", "changed_baselines", "check", "collect", "export_models", "report_files",
+__all__ = ["Updated", "base_config", "baseline_changes", "changed_baselines", "check", "collect", "export_models", "report_files",
            "rewritten", "update_baseline"]

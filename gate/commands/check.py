@@ -31,13 +31,14 @@ def _run(config: Config, spec: ModelSpec, providers: tuple[ProviderSpec, ...], p
 
 def check(config: Config, models: tuple[ModelSpec, ...], providers: tuple[ProviderSpec, ...],
           progress: Progress = lambda _: None, settings: Settings | None = None, full: bool = False,
-          rewritten: frozenset[Path] = frozenset()) -> Report:
-    """``rewritten``: the baseline files (resolved paths) the change under check rewrote."""
+          rewritten: frozenset[Path] = frozenset(), base: Config | None = None) -> Report:
+    """``rewritten``: the baseline files (resolved paths) the change under check rewrote; ``base``: the
+    config at its base (``gate.commands.loosened``)."""
     loaded = load_baselines(config, models)  # a model whose baseline is refused is not run, the others are
     memo, policy = Memo.of(models), ReusePolicy.for_check(full)
     runs = [(spec, _run(config, spec, providers, progress, settings, memo, loaded[spec.name], policy,
                         rewritten)) for spec in models]
-    report = judge(config, runs, loaded, progress)
+    report = judge(config, runs, loaded, progress, base)
     baselines = [loaded[spec.name].baseline for spec, _ in runs]
     reference_alarms(report.models, [run for _, run in runs], baselines, policy.store)
     return report

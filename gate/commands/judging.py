@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gate import fingerprint
+from gate.commands import loosened
 from gate.commands.common import display, load_baseline, location, policy, update_command
 from gate.config import Config, ModelSpec
 from gate.core.progress import Progress
@@ -73,8 +74,9 @@ def other_inputs(config: Config, spec: ModelSpec, run: ModelRun, baseline: Basel
 
 
 def judge(config: Config, runs: list[tuple[ModelSpec, ModelRun]], loaded: Mapping[str, Loaded] | None = None,
-          progress: Progress = lambda _: None) -> Report:
-    """Judge each model's run against its baseline (``loaded``, else read now), in the order given."""
+          progress: Progress = lambda _: None, base: Config | None = None) -> Report:
+    """Judge each model's run against its baseline (``loaded``, else read now), in the order given; with
+    ``base`` (the config at the change's base), say what passes only under the change's config."""
     judged = []
     for spec, run in runs:
         run = fail_missing_gpu(run, config.allow_missing_gpu, config.require)
@@ -88,6 +90,8 @@ def judge(config: Config, runs: list[tuple[ModelSpec, ModelRun]], loaded: Mappin
         judged.append((spec, run, baseline, shown))
     compared = compare(config, {run.name: run for _, run, _, _ in judged})  # a sweep's pairs and anchor
     progress("comparing with the baselines")
-    return assemble([model_verdict(spec, run, baseline, shown, update_command(spec, config), policy(config),
-                                   compared.get(spec.name)) for spec, run, baseline, shown in judged],
-                    environment(fingerprint.backend))
+    verdicts = [model_verdict(spec, run, baseline, shown, update_command(spec, config), policy(config),
+                              compared.get(spec.name)) for spec, run, baseline, shown in judged]
+    if base is not None:
+        loosened.mark(config, base, [(*j, v) for j, v in zip(judged, verdicts, strict=True)])
+    return assemble(verdicts, environment(fingerprint.backend))

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from gate.core.status import ErrorStatus, StepKind, TargetStatus
-from gate.render.text import MESSAGE_CAP, NAME_CAP, clip, code, plain
+from gate.render.text import MESSAGE_CAP, NAME_CAP, clip, code, num, plain
 from gate.verdict.next_step import NextStep, next_step
 from gate.verdict.types import ModelVerdict, ProviderVerdict, Report
 
@@ -208,3 +208,20 @@ _WORDS = {StepKind.MODEL_CHANGED: _model_changed, StepKind.WEIGHTS_CHANGED: _mod
           StepKind.MODEL_FAILED: _model_failed, StepKind.NO_GPU: _no_gpu, StepKind.NO_RESULT: _no_result,
           StepKind.LOAD_FAIL: _load_fail, StepKind.PROVIDER_FAILED: _provider_failed,
           StepKind.RECORD_ELSEWHERE: _record_elsewhere, StepKind.REFACTORED: _refactored}
+
+
+def loosened_words(m: ModelVerdict, s: Style) -> str:
+    """What the change's config stopped judging in ``m`` (``check --changed-since``); "" where nothing."""
+    lo = m.loosened
+    if lo is None:
+        return ""
+    said = []
+    if lo.first is not None:
+        f = lo.first
+        said.append(f"it passes only under limits this change's config loosened: under the base's it fails "
+                    f"at {s.code(f.layer)} on {s.code(f.provider or '')} ({s.plain(str(f.check), 40)} "
+                    f"{num(f.value)} > {num(f.threshold)})")
+    if lo.dropped:
+        dropped = ", ".join(s.code(p) for p in lo.dropped[:8])
+        said.append(f"this change's config no longer checks {dropped}, which the base's does")
+    return "; ".join(said) + ". Review the config change as a change of what passes."

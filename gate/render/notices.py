@@ -8,6 +8,7 @@ import re
 from pathlib import PurePosixPath
 
 from gate.core.status import ModelStatus, Role, SkipKind, TargetStatus
+from gate.render.next_steps import MARKDOWN, loosened_words
 from gate.render.text import code, plain, visible
 from gate.verdict.types import ModelVerdict, ProviderVerdict, Report
 
@@ -74,6 +75,8 @@ def _diffs(report: Report, paths: list[str]) -> str:
 
 def model_notices(m: ModelVerdict) -> list[str]:
     items = []
+    if m.loosened is not None:
+        items.append(f"⚠️ {code(m.name)}: {loosened_words(m, MARKDOWN)}")
     if m.status == ModelStatus.ERROR and m.error:
         at = f" (at {code(m.error.where, 200)})" if m.error.where else ""
         items.append(f"💥 {code(m.name)} failed: **{plain(m.error.error_status, 20)}**: "

@@ -246,6 +246,7 @@ class ModelVerdict:
     reuse: Reuse | None = None  # what the check took from the baseline and the export cache, and why
     # Providers that could not run here and have no baseline entry anywhere yet (e.g. a GPU EP on a laptop).
     unrecorded: list[str] = field(default_factory=list)
+    loosened: Loosened | None = None  # what the change's config stopped judging (``check --changed-since``)
 
     @property
     def not_checked(self) -> list[ProviderVerdict]:
@@ -272,7 +273,8 @@ class ModelVerdict:
                  "comparisons": [c.to_dict() for c in self.comparisons],
                  "update_command": self.update_command,
                  "reuse": self.reuse.to_dict() if self.reuse is not None else None,
-                 "unrecorded": self.unrecorded}
+                 "unrecorded": self.unrecorded,
+                 "loosened": self.loosened.to_dict() if self.loosened else None}
         e = self.error
         error = None if e is None else {"status": e.error_status, "message": e.message,
                                         **{k: v for k, v in (("where", e.where), ("trace", e.trace),
@@ -308,7 +310,24 @@ class ModelVerdict:
                    versions=o.opt_obj("versions", VersionChange.read_all) or {}, sweep=o.opt_str("sweep"),
                    comparisons=o.objs("comparisons", Comparison.from_dict),
                    update_command=o.opt_str("update_command"), reuse=o.opt_obj("reuse", Reuse.from_dict),
-                   unrecorded=o.strs("unrecorded")[:64])
+                   unrecorded=o.strs("unrecorded")[:64], loosened=o.opt_obj("loosened", Loosened.from_dict))
+
+
+@dataclass(frozen=True)
+class Loosened:
+    """What the config of the change under check stopped judging in a model that the config at its base
+    judges: where it fails under the base's limits (it passes only under the change's), and the providers
+    the base checks that the change dropped."""
+
+    first: Regression | None = None
+    dropped: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"first": self.first.to_dict() if self.first else None, "dropped": list(self.dropped)}
+
+    @classmethod
+    def from_dict(cls, o: Obj) -> Loosened:
+        return cls(o.opt_obj("first", Regression.from_dict), tuple(o.strs("dropped")[:64]))
 
 
 @dataclass
