@@ -14,7 +14,7 @@ REFERENCE_PROVIDER = "torch-cpu"  # the float64 reference runs on PyTorch's CPU 
 PRECISIONS = ("float32", "float16", "bfloat16", "int8")  # what a target computes in (int8: a quantized graph)
 TORCH_PRECISIONS = ("float32", "float16", "bfloat16")  # what PyTorch providers can cast a model to
 DEFAULT_PRECISION = "float32"
-_FINEST_FIRST = ("float64", "float32", "float16", "bfloat16")
+_FINEST_FIRST = ("float64", "float32", "float16", "bfloat16", "int8")
 # Relative L2 by which two computations of one tensor in a precision differ by rounding alone (other
 # kernels, thread counts, machines): how far a value may move and still be the same value.
 ROUNDING = {"float32": 1e-5, "float16": 1e-3, "bfloat16": 1e-2}

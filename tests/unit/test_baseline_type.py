@@ -231,6 +231,27 @@ def test_changes_name_limits_a_baseline_loosened_whatever_its_numbers():
     assert describe(noisy, before) == ["no change"]  # limits tightened
 
 
+def test_changes_name_an_entry_whose_precision_or_rows_changed_with_the_same_numbers():
+    """A runtime entry forged with its errors kept: its precision coarsened, its errors NaN (no limit holds
+    them), its layers marked folded (no longer compared). Each is said, never "no change"; its twin, the
+    same entry twice, is "no change"."""
+    before = merge_run(_run(runtime(device=CPU)))
+    (entry,) = [e for e in before.entries if e.target.provider == "CPUExecutionProvider"]
+
+    def forged(**change) -> list[str]:
+        changed = replace(entry, **change)
+        entries = [changed if e is entry else e for e in before.entries]
+        return describe(before, replace(before, entries=entries))
+
+    head = "CPUExecutionProvider (x86_64-avx2)"
+    assert forged(precision="int8") == [f"{head}: limits loosened: precision float32 -> int8"]
+    nan = {name: replace(row, err=float("nan")) for name, row in entry.layers.items()}
+    assert forged(layers=nan)[0].startswith(f"{head}: error grew >1.5x on 4 layers (most: ")
+    folded = {name: replace(row, status="folded", err=None) for name, row in entry.layers.items()}
+    assert forged(layers=folded) == [f"{head}: no longer compared on 4 layers (first: a, ok -> folded)"]
+    assert forged() == ["no change"]
+
+
 def test_changes_name_errors_that_grew_per_entry(tmp_path):
     """As ``update-baseline`` does it: the previous baseline is the one the store re-read."""
     loc, keep = Location.of(tmp_path, "m"), (lambda b: True)

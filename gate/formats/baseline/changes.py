@@ -119,16 +119,29 @@ def _entry_lines(before: Entry | None, entry: Entry) -> list[str]:
     head = f"{entry.target.provider} ({entry.target.label})"
     if before is None:
         return [f"{head}: new entry"]
-    grew = []
+    lines = []
+    old_p, new_p = before.precision or before.target.precision, entry.precision or entry.target.precision
+    if new_p != old_p:  # what the entry's limits follow: never "no change"
+        looser = "limits loosened: " if coarsest(old_p, new_p) != old_p else ""
+        lines.append(f"{head}: {looser}precision {old_p} -> {new_p}")
+    grew, dropped = [], []
     for name, row in entry.layers.items():
         was = before.layers.get(name)
         e, b = row.err, None if was is None else was.err
-        if e is not None and b not in (None, 0) and e > b * GROWTH:
+        if e is not None and math.isnan(e):  # no limit holds it
+            grew.append((math.inf, name))
+        elif e is not None and b and e > b * GROWTH:
             grew.append((e / b, name))
-    if not grew:
-        return []
-    ratio, name = max(grew)
-    return [f"{head}: error grew >{GROWTH}x on {_layers(len(grew))} (most: {name}, {ratio:.2f}x)"]
+        if was is not None and was.status != row.status and row.status != "ok":
+            dropped.append((name, was.status, row.status))
+    if dropped:
+        name, status, now = dropped[0]
+        lines.append(f"{head}: no longer compared on {_layers(len(dropped))} (first: {name}, {status} -> "
+                     f"{now})")
+    if grew:
+        ratio, name = max(grew)
+        lines.append(f"{head}: error grew >{GROWTH}x on {_layers(len(grew))} (most: {name}, {ratio:.2f}x)")
+    return lines
 
 
 def _layers(n: int) -> str:
