@@ -31,7 +31,7 @@ def _run(config: Config, spec: ModelSpec, providers: tuple[ProviderSpec, ...], p
 
 def check(config: Config, models: tuple[ModelSpec, ...], providers: tuple[ProviderSpec, ...],
           progress: Progress = lambda _: None, settings: Settings | None = None, full: bool = False,
-          rewritten: frozenset[Path] = frozenset(), base: Config | None = None) -> Report:
+          rewritten: frozenset[Path] = frozenset(), base: Config | str | None = None) -> Report:
     """``rewritten``: the baseline files (resolved paths) the change under check rewrote; ``base``: the
     config at its base (``gate.commands.loosened``)."""
     loaded = load_baselines(config, models)  # a model whose baseline is refused is not run, the others are

@@ -74,7 +74,7 @@ def other_inputs(config: Config, spec: ModelSpec, run: ModelRun, baseline: Basel
 
 
 def judge(config: Config, runs: list[tuple[ModelSpec, ModelRun]], loaded: Mapping[str, Loaded] | None = None,
-          progress: Progress = lambda _: None, base: Config | None = None) -> Report:
+          progress: Progress = lambda _: None, base: Config | str | None = None) -> Report:
     """Judge each model's run against its baseline (``loaded``, else read now), in the order given; with
     ``base`` (the config at the change's base), say what passes only under the change's config."""
     judged = []
@@ -93,5 +93,6 @@ def judge(config: Config, runs: list[tuple[ModelSpec, ModelRun]], loaded: Mappin
     verdicts = [model_verdict(spec, run, baseline, shown, update_command(spec, config), policy(config),
                               compared.get(spec.name)) for spec, run, baseline, shown in judged]
     if base is not None:
-        loosened.mark(config, base, [(*j, v) for j, v in zip(judged, verdicts, strict=True)])
+        again = {} if isinstance(base, str) else compare(base, {run.name: run for _, run, _, _ in judged})
+        loosened.mark(config, base, [(*j, v) for j, v in zip(judged, verdicts, strict=True)], again)
     return assemble(verdicts, environment(fingerprint.backend))

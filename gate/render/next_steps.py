@@ -224,4 +224,6 @@ def loosened_words(m: ModelVerdict, s: Style) -> str:
     if lo.dropped:
         dropped = ", ".join(s.code(p) for p in lo.dropped[:8])
         said.append(f"this change's config no longer checks {dropped}, which the base's does")
+    if lo.unread:
+        said.append(f"what this change's config loosens is not known: the base's {s.plain(lo.unread, 300)}")
     return "; ".join(said) + ". Review the config change as a change of what passes."

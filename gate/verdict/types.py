@@ -316,18 +316,21 @@ class ModelVerdict:
 @dataclass(frozen=True)
 class Loosened:
     """What the config of the change under check stopped judging in a model that the config at its base
-    judges: where it fails under the base's limits (it passes only under the change's), and the providers
-    the base checks that the change dropped."""
+    judges: where it fails under the base's limits (it passes only under the change's), the providers
+    the base checks that the change dropped, or why the base's config could not be read (``unread``)."""
 
     first: Regression | None = None
     dropped: tuple[str, ...] = ()
+    unread: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"first": self.first.to_dict() if self.first else None, "dropped": list(self.dropped)}
+        return {"first": self.first.to_dict() if self.first else None, "dropped": list(self.dropped),
+                **({"unread": self.unread} if self.unread else {})}
 
     @classmethod
     def from_dict(cls, o: Obj) -> Loosened:
-        return cls(o.opt_obj("first", Regression.from_dict), tuple(o.strs("dropped")[:64]))
+        return cls(o.opt_obj("first", Regression.from_dict), tuple(o.strs("dropped")[:64]),
+                   o.opt_str("unread"))
 
 
 @dataclass

@@ -62,7 +62,7 @@ def test_a_fault_a_raised_tolerance_hides_passes_only_saying_so_and_its_twins(pr
     assert report.verdict == "pass" and model.loosened is not None
     first = model.loosened.first
     assert (first.layer, first.provider, str(first.check)) == ("2", "torch-cpu", "reference-drift")
-    said = "⚠️ `net`: it passes only under limits this change's config loosened: under the base's it fails at"
+    said = "⚠️ `net`: it passes only under limits this change's config loosened: under the base's it fails"
     assert said in render_markdown(report)
     # the same loosening and no fault: the base's limits pass it too, nothing to say
     report, model = _check(project, LOOSE, "1.0")
@@ -78,20 +78,94 @@ def test_a_provider_the_change_drops_is_named(project):
     assert (model.loosened.first, model.loosened.dropped) == (None, ("CPUExecutionProvider",))
 
 
-def test_the_config_at_the_base_comes_from_git(tmp_path):
-    def git(*args: str) -> None:
-        subprocess.run(["git", "-c", "user.email=t@t", "-c", "user.name=t", *args], cwd=tmp_path, check=True,
-                       capture_output=True)
+def _git(folder: Path, *args: str) -> None:
+    subprocess.run(["git", "-c", "user.email=t@t", "-c", "user.name=t", *args], cwd=folder, check=True,
+                   capture_output=True)
 
-    (tmp_path / "parity-gate.toml").write_text(BASE)
-    git("init", "-q")
-    git("add", "-A")
-    git("commit", "-qm", "base")
+
+def _committed(folder: Path, files: dict[str, str]) -> None:
+    for name, text in files.items():
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_text(text)
+    _git(folder, "init", "-q")
+    _git(folder, "add", "-A")
+    _git(folder, "commit", "-qm", "base")
+
+
+def test_the_config_at_the_base_comes_from_git(tmp_path):
+    """Under this file's name, or the other one where the change moved the config (parity-gate.toml into
+    pyproject.toml); the sweep files it includes as they were there; a config new in the change: none."""
+    _committed(tmp_path, {"parity-gate.toml": BASE})
     (tmp_path / "parity-gate.toml").write_text(LOOSE)
     cfg = load_config(tmp_path / "parity-gate.toml")
     base = commands.base_config(cfg, "HEAD")
-    assert base is not None
+    assert not isinstance(base, str) and base is not None
     assert (base.models[0].tolerance.reference, cfg.models[0].tolerance.reference) == (1e-9, 1e-2)
-    git("rm", "-q", "--cached", "parity-gate.toml")
-    git("commit", "-qm", "no config")
-    assert commands.base_config(cfg, "HEAD") is None  # a config new in the change: nothing was loosened
+    (tmp_path / "parity-gate.toml").unlink()
+    moved = tmp_path / "pyproject.toml"
+    moved.write_text("[tool.parity-gate]\n" + LOOSE.replace("[[models]]", "[[tool.parity-gate.models]]"))
+    base = commands.base_config(load_config(moved), "HEAD")
+    assert not isinstance(base, str) and base is not None and base.models[0].tolerance.reference == 1e-9
+    _git(tmp_path, "rm", "-q", "--cached", "parity-gate.toml")
+    _git(tmp_path, "commit", "-qm", "no config")
+    assert commands.base_config(load_config(moved), "HEAD") is None  # new in the change: nothing was loosened
+
+
+SWEEP = """[[sweeps]]
+name = "acts"
+op = "torch.nn.functional:gelu"
+inputs = [{ name = "x", shape = [2, 8], dtype = "float32" }]
+"""
+
+
+def test_an_included_sweep_file_is_read_as_it_was_at_the_base(tmp_path):
+    """A tolerance raised inside a sweep file the config includes is a loosening; a base whose config does
+    not load here (its included file gone) is said, never read as nothing loosened."""
+    including = 'include = ["sweeps/*.toml"]\n' + BASE
+    _committed(tmp_path, {"parity-gate.toml": including, "sweeps/acts.toml": SWEEP})
+    (tmp_path / "sweeps" / "acts.toml").write_text(SWEEP + "tolerance = { reference = 1e-2 }\n")
+    cfg = load_config(tmp_path / "parity-gate.toml")
+    base = commands.base_config(cfg, "HEAD")
+    assert not isinstance(base, str) and base is not None
+    (case,) = [m for m in base.models if m.sweep is not None]
+    assert case.tolerance.reference == 1e-9
+    (tmp_path / "parity-gate.toml").write_text(BASE)
+    _git(tmp_path, "rm", "-qf", "sweeps/acts.toml")
+    _git(tmp_path, "commit", "-qm", "sweep gone")  # the base's config includes a file it no longer has
+    (tmp_path / "parity-gate.toml").write_text(LOOSE)
+    unread = commands.base_config(load_config(tmp_path / "parity-gate.toml"), "HEAD")
+    assert isinstance(unread, str) and "`sweeps/*.toml` matches no file" in unread
+
+
+RENAMED = MODEL.replace("nn.Sequential(nn.Linear(8, 16), nn.GELU(), nn.Linear(16, 4))",
+                        "nn.Sequential(OrderedDict(a=nn.Linear(8, 16), g=nn.GELU(), out=nn.Linear(16, 4)))") \
+    .replace("m[2].weight", "m.out.weight") \
+    .replace("import torch\n", "from collections import OrderedDict\nimport torch\n")
+
+
+def _rules(*layers: str, ceiling: str = "1") -> str:
+    """Every float32 error above 1e-12 fails, but on the layers named (their own rules)."""
+    rules = ", ".join(f'{{ layers = "{layer}", ceiling = {ceiling} }}' for layer in (*layers, "(model)"))
+    return f"tolerance = {{ ceiling = 1e-12 }}\nlayer-tolerances = [{rules}]\n"
+
+
+def test_a_layer_rule_renamed_with_its_module_is_no_loosening(project):
+    """The base's rules for `0`, `1`, `2` and the change's for `a`, `g`, `out`: the same layers renamed, the
+    same limits. The rules follow the rename, so nothing was loosened and nothing is said (matched by the
+    new names alone, the base's 1e-12 would fail every layer); its twin, a rule loosened over a weight
+    fault after the rename, is said."""
+    (project / "renamed.py").write_text(RENAMED)
+    now = BASE.replace("models:net", "renamed:net")
+    base = load_config(project / "parity-gate.toml", BASE + _rules("0", "1", "2"))
+    try:
+        cfg = load_config(project / "parity-gate.toml", now + _rules("a", "g", "out"))
+        report = commands.check(cfg, cfg.models, cfg.providers, base=base)
+        assert report.verdict == "pass" and report.models[0].loosened is None, report.models[0].loosened
+        (project / "scale.txt").write_text("1.001")
+        cfg = load_config(project / "parity-gate.toml", LOOSE.replace("models:net", "renamed:net"))
+        base = load_config(project / "parity-gate.toml", BASE)
+        report = commands.check(cfg, cfg.models, cfg.providers, base=base)
+        loosened = report.models[0].loosened
+        assert report.verdict == "pass" and loosened is not None and loosened.first is not None
+    finally:
+        (project / "scale.txt").write_text("1.0")
