@@ -73,6 +73,14 @@ def test_merge_requires_the_same_weights_and_inputs():
     c.meta.weights_digest = "c" * 64
     with pytest.raises(FormatError, match="weights_digest differs"):
         merge([make_run(), c])
+    # a result collected from another export (an export-only change): its graph is not this reference's;
+    # a file that records no graph digest (an older writer) is merged as before
+    d, e = make_run(), make_run()
+    d.meta.graph_digest, e.meta.graph_digest = "d" * 64, "e" * 64
+    with pytest.raises(FormatError, match="graph_digest differs"):
+        merge([d, e])
+    e.meta.graph_digest = None
+    assert len(merge([d, e])) == 1
 
 
 def with_run(**changes) -> bytes:

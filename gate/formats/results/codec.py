@@ -191,8 +191,9 @@ def read_run(path: Path) -> ModelRun:
 
 def merge(runs: list[ModelRun]) -> list[ModelRun]:
     """One run per model: the reference from the first file, targets from all of them. Runs of one
-    model must share weights and inputs; the ONNX bytes may differ (stack-trace metadata holds file
-    paths). A target seen twice keeps its first result; a provider skipped on one runner and run on
+    model must share weights, inputs and the shipped graph's digest (where both record it): a result
+    collected from another export would judge that graph's runtimes against this one's reference. A
+    target seen twice keeps its first result; a provider skipped on one runner and run on
     another keeps the run (the GPU runner's device class differs from the nominal one of the skip)."""
     merged: dict[str, ModelRun] = {}
     for run in runs:
@@ -200,8 +201,9 @@ def merge(runs: list[ModelRun]) -> list[ModelRun]:
         if first is None:
             merged[run.name] = run
             continue
-        for key in ("weights_digest", "inputs_digest"):
-            if getattr(first.meta, key) != getattr(run.meta, key):
+        for key in ("weights_digest", "inputs_digest", "graph_digest"):
+            mine, theirs = getattr(first.meta, key), getattr(run.meta, key)
+            if mine != theirs and not (key == "graph_digest" and None in (mine, theirs)):
                 raise FormatError(f"result files disagree on model `{run.name}` ({key} differs): they come "
                                   "from different exports; collect every runner from one `parity-gate export`")
         first.error = first.error or run.error
