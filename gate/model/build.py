@@ -22,7 +22,6 @@ from gate.core.background import Background
 from gate.core.failure import ModelError
 from gate.core.refs import resolve
 from gate.core.status import ErrorStatus
-from gate.errors import ConfigError
 from gate.model import inputs as inputs_mod
 from gate.model.pristine import Pristine, version_of
 
@@ -248,15 +247,22 @@ def _inputs(spec: ModelSpec, root: Path) -> tuple[tuple[torch.Tensor, ...], list
 
 
 def _npz_inputs(spec: ModelSpec) -> tuple[tuple[torch.Tensor, ...], list[str]]:
-    """User-supplied real inputs: arrays of an .npz file, in the file's order (no pickles)."""
+    """User-supplied real inputs: arrays of an .npz file, in the file's order (no pickles). A file that
+    cannot give them fails its model alone (BUILD_FAIL), named with its key."""
+    def fail(why: str) -> ModelError:
+        return ModelError(f"model `{spec.name}`: `{spec.where}.inputs`: `{spec.inputs}` {why}", ErrorStatus.BUILD_FAIL)
+
     try:
         with np.load(spec.inputs, allow_pickle=False) as npz:
             names = list(npz.files)
             arrays = [npz[n] for n in names]
-    except (OSError, ValueError) as exc:
-        raise ConfigError(f"`{spec.where}.inputs`: cannot read `{spec.inputs}` ({exc})") from None
+    except Exception as exc:  # noqa: BLE001 - a damaged zip, an .npy under this name, pickled data: the file's fault
+        raise fail(f"cannot be read as .npz ({type(exc).__name__}: {exc})") from None
     if not arrays:
-        raise ConfigError(f"`{spec.where}.inputs`: `{spec.inputs}` holds no arrays")
+        raise fail("holds no arrays")
+    odd = next((n for n, a in zip(names, arrays, strict=True) if a.dtype.kind not in "biuf"), None)
+    if odd is not None:
+        raise fail(f"holds `{odd}` of dtype {arrays[names.index(odd)].dtype}, not numbers a model takes")
     return tuple(torch.from_numpy(np.ascontiguousarray(a)) for a in arrays), names
 
 

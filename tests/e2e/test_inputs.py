@@ -47,3 +47,13 @@ def test_npz_inputs_and_nan_inputs(tmp_path):
     proc = run_cli("check", cwd=tmp_path)
     assert proc.returncode == 3
     assert "input `x` contains NaN/Inf" in proc.stdout.replace("\n", " ")
+    # a file that cannot give numbers fails its model in one line, never a traceback
+    for damaged in (b"PK\x03\x04 truncated", np.array(["a", "b"])):
+        if isinstance(damaged, bytes):
+            (tmp_path / "data" / "real.npz").write_bytes(damaged)
+        else:
+            np.savez(tmp_path / "data" / "real.npz", x=damaged)
+        proc = run_cli("check", cwd=tmp_path)
+        out = proc.stdout + proc.stderr
+        assert proc.returncode == 3 and "Traceback" not in out, out
+        assert "BUILD_FAIL" in proc.stdout and "real.npz`" in proc.stdout
