@@ -49,7 +49,7 @@ def orphans(cfg: Config) -> None:
         one = len(found) == 1
         what, them = ("this baseline", "it") if one else ("these baselines", "them")
         err_console.print(f"[yellow]warning:[/yellow] {escape(names)}: no model in {escape(str(display(cfg.path)))} "
-                          f"owns {what}, so nothing checks {them}; restore the model's [[models]] table, or "
+                          f"owns {what}, so nothing checks {them}; restore its model's table (or sweep), or "
                           f"delete the file{'' if one else 's'}", soft_wrap=True)
 
 

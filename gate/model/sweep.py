@@ -66,7 +66,10 @@ def build_case(spec: ModelSpec, root: Path) -> torch.nn.Module:
     case = spec.sweep
     assert case is not None  # only a sweep's case is built here
     where = f"{spec.where}.{case.kind}"
-    target = lookup(case.target, root, where)
+    try:  # a case whose target is not there fails alone; the sweep's other cases run (docs/sweeps.md)
+        target = lookup(case.target, root, where)
+    except ConfigError as exc:
+        raise ModelError(f"model `{spec.name}`: {exc}", ErrorStatus.BUILD_FAIL) from None
     try:
         args = tuple(value(list(case.args), root, f"{spec.where}.args"))
         kwargs = value(dict(case.kwargs), root, f"{spec.where}.kwargs")

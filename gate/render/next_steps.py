@@ -15,7 +15,7 @@ from gate.verdict.types import ModelVerdict, ProviderVerdict, Report
 
 MAX_MODELS = 20
 _MODEL_ERRORS: dict[ErrorStatus | None, str] = {
-    ErrorStatus.BUILD_FAIL: "its factory failed to build the model",
+    ErrorStatus.BUILD_FAIL: "it failed to build (its factory, inputs or their files)",
     ErrorStatus.EXPORT_FAIL: "it failed to export to ONNX",
     ErrorStatus.EMPTY: "it has nothing to check",
     ErrorStatus.NO_RESULT: "no result file holds it: did its export and collect jobs run and upload their artifacts?",

@@ -125,6 +125,25 @@ inputs = [{ name = "x", shape = [4] }]
     assert broken["broken.k2"]["torch-cpu"]["status"] == "no-baseline"  # it ran; it only lacks a baseline
 
 
+def test_a_case_whose_class_is_not_there_fails_alone(tmp_path):
+    """`module = "sweep_layers:{layer}"` with a class its module lacks: that case's BUILD_FAIL, naming it;
+    the case beside it runs and the report is written (the lookup stopped the whole check, exit 2)."""
+    project(tmp_path, """
+[[sweeps]]
+name = "mine"
+module = "sweep_layers:{layer}"
+vars = { layer = ["Scaled", "Missing"] }
+kwargs = { k = 1 }
+inputs = [{ name = "x", shape = [2, 16] }]
+""")
+    result = run_cli("check", "--json", "r.json", cwd=tmp_path)
+    assert result.returncode == 3, result.stdout + result.stderr
+    mine = cells(json.loads((tmp_path / "r.json").read_text()), "mine")
+    assert mine["mine.missing"]["torch-cpu"]["status"] == "BUILD_FAIL"
+    assert "has no attribute `Missing`" in mine["mine.missing"]["torch-cpu"]["reason"]
+    assert mine["mine.scaled"]["torch-cpu"]["status"] == "no-baseline"
+
+
 def test_globs_select_cases_and_update_keeps_the_other_cases(recorded, tmp_path):
     before = read_set(recorded / "b" / "act.msgpack.zst")["cases"]
     result = run_cli("update-baseline", "--model", "act.relu.*", cwd=recorded)
