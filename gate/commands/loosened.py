@@ -8,7 +8,6 @@ that cannot be read is said too, never read as "nothing loosened"."""
 
 from __future__ import annotations
 
-import io
 import subprocess
 import tarfile
 import tempfile
@@ -44,10 +43,10 @@ def base_config(config: Config, since: str) -> Config | str | None:
         if shown is None or (name == PYPROJECT and b"[tool.parity-gate]" not in shown):
             continue
         with tempfile.TemporaryDirectory() as tmp:
+            tree = Path(tmp) / "base.tar"  # on disk, never in memory: input files may be large
             for pattern in READS:  # one archive each: a pattern that matches nothing fails its own
-                tree = _git(folder, "archive", since, "--", pattern)
-                if tree is not None:
-                    with tarfile.open(fileobj=io.BytesIO(tree)) as tar:
+                if _git(folder, "archive", f"--output={tree}", since, "--", pattern) is not None:
+                    with tarfile.open(tree) as tar:
                         tar.extractall(tmp, filter="data")
             (Path(tmp) / name).write_bytes(shown)
             try:
