@@ -235,7 +235,8 @@ def report(files: Annotated[list[Path], typer.Argument(help="Result files (or fo
     from gate.cli.console import render_report
 
     cfg = _load(config, allow_missing_gpu, require)
-    result = commands.report_files(cfg, files)
+    base = commands.base_config(cfg, changed_since) if changed_since else None
+    result = commands.report_files(cfg, files, base=base)
     if changed_since:
         result.baseline_changes, result.baseline_diffs = commands.changed_baselines(cfg, changed_since)
     _write_reports(result, reports)

@@ -103,8 +103,10 @@ def _with_unrun(run: ModelRun, config: Config) -> ModelRun:
     return run
 
 
-def report_files(config: Config, files: list[Path], progress: Progress = lambda _: None) -> Report:
-    """``report FILE|DIR ...``: merge result files from several runners into one verdict."""
+def report_files(config: Config, files: list[Path], progress: Progress = lambda _: None,
+                 base: Config | str | None = None) -> Report:
+    """``report FILE|DIR ...``: merge result files from several runners into one verdict (``base``: the
+    config at the change's base, ``gate.commands.loosened``)."""
     by_name = {r.name: r for r in merge([run for p in result_paths(files) for run in read_runs(p)])}
     unknown = sorted(set(by_name) - {s.name for s in config.models})
     if unknown:
@@ -113,4 +115,4 @@ def report_files(config: Config, files: list[Path], progress: Progress = lambda 
     missing = "no result file holds model `{}` (did its export or collect job run?)"
     runs = [(spec, _with_unrun(by_name.get(spec.name) or ModelRun(spec.name, error=RunError(
         ErrorStatus.NO_RESULT, missing.format(spec.name))), config)) for spec in config.models]
-    return judge(config, runs, loaded, progress)
+    return judge(config, runs, loaded, progress, base)

@@ -72,6 +72,25 @@ def test_a_fault_a_raised_tolerance_hides_passes_only_saying_so_and_its_twins(pr
     assert report.verdict == "regressed" and model.loosened is None
 
 
+def test_the_export_collect_report_path_says_it_too(project, tmp_path):
+    """The GPU flow's verdict job: `report` over `export` and `collect` results judges under the base's
+    config as `check` does; its twin, the same results under the base's own config, fails."""
+    (project / "scale.txt").write_text("1.001")
+    try:
+        cfg = load_config(project / "parity-gate.toml", LOOSE)
+        commands.export_models(cfg, cfg.models, cfg.select_providers(["torch-cpu"]), tmp_path / "export")
+        cpu = cfg.select_providers(["CPUExecutionProvider"])
+        commands.collect(tmp_path / "export", cpu, tmp_path / "cpu.msgpack.zst")
+        files = [tmp_path / "export", tmp_path / "cpu.msgpack.zst"]
+        base = load_config(project / "parity-gate.toml", BASE)
+        report = commands.report_files(cfg, files, base=base)
+        loosened = report.models[0].loosened
+        assert report.verdict == "pass" and loosened is not None and loosened.first is not None
+        assert commands.report_files(base, files).verdict == "regressed"
+    finally:
+        (project / "scale.txt").write_text("1.0")
+
+
 def test_a_provider_the_change_drops_is_named(project):
     report, model = _check(project, BASE.replace(', "CPUExecutionProvider"', ""), "1.0")
     assert report.verdict == "pass" and model.loosened is not None
