@@ -189,6 +189,16 @@ class RunError:
     def of(cls, exc: ModelError) -> RunError:
         return cls(exc.error_status, str(exc), exc.where, exc.trace)
 
+    def to_dict(self) -> dict[str, Any]:
+        """As the JSON report writes it (absent where empty)."""
+        optional = (("where", self.where), ("trace", self.trace), ("newer", self.newer))
+        return {"status": self.error_status, "message": self.message, **{k: v for k, v in optional if v}}
+
+    @classmethod
+    def from_dict(cls, e: Obj) -> RunError:
+        return cls(e.word("status", ErrorStatus), e.str("message", default=""), e.opt_str("where"),
+                   e.opt_str("trace"), e.bool("newer"))
+
 
 @dataclass
 class ModelRun:

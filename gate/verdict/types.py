@@ -275,10 +275,7 @@ class ModelVerdict:
                  "reuse": self.reuse.to_dict() if self.reuse is not None else None,
                  "unrecorded": self.unrecorded,
                  "loosened": self.loosened.to_dict() if self.loosened else None}
-        e = self.error
-        error = None if e is None else {"status": e.error_status, "message": e.message,
-                                        **{k: v for k, v in (("where", e.where), ("trace", e.trace),
-                                                             ("newer", e.newer)) if v}}
+        error = self.error.to_dict() if self.error is not None else None
         return {"name": self.name, "status": self.status, "error": error,
                 "baseline": {"path": self.baseline_path, "exists": self.baseline_exists},
                 "exporter": self.exporter, "export_fallback": self.export_fallback, "opset": self.opset,
@@ -293,9 +290,7 @@ class ModelVerdict:
 
     @classmethod
     def from_dict(cls, o: Obj) -> ModelVerdict:
-        error = o.opt_obj("error", lambda e: RunError(e.word("status", ErrorStatus), e.str("message", default=""),
-                                                      e.opt_str("where"), e.opt_str("trace"),
-                                                      e.bool("newer")))
+        error = o.opt_obj("error", RunError.from_dict)
         path, exists = o.opt_obj("baseline", lambda b: (b.str("path", default=""), b.bool("exists"))) or ("", False)
         reference = o.opt_obj("reference", lambda r: (r.str("dtype", default="float64"), r.counts("promoted"),
                                                       r.words("below_float64")))
@@ -315,9 +310,8 @@ class ModelVerdict:
 
 @dataclass(frozen=True)
 class Loosened:
-    """What the config of the change under check stopped judging in a model that the config at its base
-    judges: where it fails under the base's limits (it passes only under the change's), the providers
-    the base checks that the change dropped, or why the base's config could not be read (``unread``)."""
+    """What the change's config stopped judging that the base's judges: where the base's limits fail the
+    model, the providers the change dropped, or why the base's config could not be read (``unread``)."""
 
     first: Regression | None = None
     dropped: tuple[str, ...] = ()
