@@ -68,7 +68,7 @@ def raw_call(mod, x: np.ndarray, threads: int) -> bytes:
     return bytes(mod.ffi.buffer(out))
 
 
-PASSES = ("fused pass", "planning", "refinement", "collection", "select", "refinement passes")
+PASSES = ("fused pass", "planning", "refinement", "collection", "select", "refinement passes", "fused passes")
 
 
 def pass_timings(repeat: int, n: int) -> None:

@@ -110,6 +110,9 @@ def _distributions(r: np.random.Generator, n: int) -> dict[str, np.ndarray]:
         "mostly non-finite": np.where(pick < 0.3, -np.inf, np.where(pick < 0.35, np.nan, dense)),
         "few values": r.integers(-3, 4, n).astype(float),
         "float64 overflow": np.where(pick < 0.5, 1.7e308, -1.7e308) * r.random(n),
+        "past float64's digit window": np.where(
+            pick < 0.005, 1e300, np.where(pick < 0.6, 1e-300, 1.0) * dense
+        ),
     }
 
 

@@ -169,3 +169,31 @@ def test_whole_fingerprint_on_skewed_data_matches_the_specification():
     ]
     for x in cases:
         assert F.fingerprint(x, backend="native") == F.fingerprint(x, backend="numpy"), x.dtype
+
+
+def _window_cases() -> dict[str, np.ndarray]:
+    """float64 data whose wanted ranks fall at or past the edges of pass 1's digit window
+    (16 exponents above the largest of 512 sampled magnitudes, 256 exponents deep)."""
+    r = np.random.default_rng(21)
+    n = 1_200_007
+    x, pick = r.standard_normal(n), r.random(n)
+    return {
+        "0.5% at +-1e300, past the top": np.where(pick < 0.005, np.where(pick < 0.0025, 1e300, -1e300), x),
+        "60% near 1e-300, under the bottom": np.where(pick < 0.6, 1e-300 * r.standard_normal(n), x),
+        "2% from 2^14 to 2^18, across the top edge": np.where(
+            pick < 0.02, 2.0 ** r.uniform(14, 18, n), 1.0 + x * 1e-3
+        ),
+        "2% of negatives from 2^-228 to 2^-236, across the bottom": np.where(
+            pick < 0.02, -(2.0 ** r.uniform(-236, -228, n)), np.abs(x) + 0.5
+        ),
+        "half at 1e-200, half at 1e100": np.where(pick < 0.5, 1e-200, 1e100) * x,
+        "every exponent": np.exp(r.uniform(-700, 700, n)) * np.sign(x),
+    }
+
+
+@pytest.mark.parametrize("case", list(_window_cases()))
+def test_float64_ranks_past_the_digit_window(case):
+    """float64's pass 1 bins a window of exponents finely (dig64); a wanted rank in an edge
+    bin runs pass 1 again over the whole range, with every thread count."""
+    x = _window_cases()[case]
+    check(x, [0.0, 0.001, 0.01, 0.1, 0.25, 0.5, 0.75, 0.9, 0.99, 0.999, 1.0])

@@ -4,10 +4,10 @@
  *
  * This file is the driver. One fused pass (pgfp_chunk_avx2 / _neon / _scalar) computes
  * counts, min/max, the lane sums, the sketch and a 16-bit histogram of order-preserving
- * integer keys; quantiles are then finished by passes the planner (pgfp_plan.c) asks
- * for: refinement (histogram the next digit of the few groups holding a wanted rank) and,
- * once at most CAP candidates remain, collection followed by a radix select
- * (pgfp_select.c). Inputs of at most SMALL elements collect every key in pass 1 instead.
+ * integer keys (float64: of a window of its exponents, dig64); quantiles are then finished
+ * by passes the planner (pgfp_plan.c) asks for: refinement (histogram the next digit of
+ * the few groups holding a wanted rank) and, once at most CAP candidates remain,
+ * collection followed by a radix select (pgfp_select.c). Inputs of at most SMALL elements collect every key in pass 1 instead.
  * Zeros are counted, never ranked: they occupy the ranks right after the negative values,
  * so a wanted rank among them is answered without a pass (a ReLU output, half zeros, costs
  * what a dense tensor costs); a group dominated by one value is counted by vector compares
@@ -50,7 +50,7 @@ static void block_range(const ctx *c, uint64_t w0, int t, uint64_t *b0, uint64_t
 static void do_block(ctx *c, uint64_t b, partial *p, uint32_t *hist) {
     uint64_t e0 = b * BLOCK, e1 = e0 + BLOCK;
     if (e1 > c->n) e1 = c->n;
-    sink o = {c->small ? NULL : hist, c->hdig, c->buf, c->bufn};
+    sink o = {c->small ? NULL : hist, c->hdig, c->buf, c->bufn, c->dsh, c->dlo};
     partial_init(p);
     for (uint64_t i = e0; i < e1; i += SUB) {
         uint32_t len = (uint32_t)((e1 - i) < SUB ? (e1 - i) : SUB);
@@ -158,7 +158,7 @@ static void fold_dominant(ctx *c) {
     }
 }
 
-/* Top-16 digit of element i's key, or ~0u for a zero or non-finite element. */
+/* Pass 1's digit of element i, or ~0u for a zero or non-finite element. */
 static uint32_t sample_digit(const ctx *c, uint64_t i) {
     int kb = key_bits(c->dtype);
     uint64_t key = load_key(c, i), zkey = 1ull << (kb - 1);
@@ -166,7 +166,31 @@ static uint32_t sample_digit(const ctx *c, uint64_t i) {
                : c->dtype == PGFP_F64 ? nonfin_f64(((const uint64_t *)c->data)[i])
                : c->dtype == PGFP_F16 ? nonfin_f16(((const uint16_t *)c->data)[i])
                : nonfin_bf16(((const uint16_t *)c->data)[i]);
-    return key == zkey || nonfin ? ~0u : (uint32_t)(key >> (kb - 16));
+    if (key == zkey || nonfin) return ~0u;
+    return c->dtype == PGFP_F64 ? dig64(((const uint64_t *)c->data)[i], c->dsh, c->dlo) : (uint32_t)(key >> (kb - 16));
+}
+
+/* float64's digit window (see dig64): its top 16 exponents above the largest magnitude
+ * among 512 elements sampled in 64 runs spread over the data (1.0 if none is finite and
+ * non-zero). A wanted rank lands in an edge bin only where its value is 2^16 times larger
+ * than every sampled one (a few outliers in a thousand), or 2^240 times smaller. */
+static void digit_window(ctx *c) {
+    enum { RUNS = 64, RUN = 8 };
+    const uint64_t *u = (const uint64_t *)c->data;
+    uint64_t step = c->n / RUNS;
+    uint32_t tmax = 1023u << 7;
+    int any = 0;
+    for (uint64_t r = 0; r < RUNS; r++)
+        for (uint64_t i = r * step; i < r * step + RUN; i++) {
+            uint32_t hi = (uint32_t)(u[i] >> 32) & 0x7fffffffu, t = hi >> DSH_FINE;
+            if (nonfin_f64(u[i]) || !(u[i] << 1)) continue;
+            if (!any || t > tmax) tmax = t;
+            any = 1;
+        }
+    uint32_t top = tmax + (16u << 7), last = (2047u << 7) - 1; /* the largest finite t */
+    if (top > last) top = last;
+    c->dsh = DSH_FINE;
+    c->dlo = top + 1 > 32766u ? top + 1 - 32766u : 0;
 }
 
 /* The digit of at least 1/8 of the finite non-zero elements among 128 sampled in 64 pairs
@@ -198,6 +222,7 @@ static void worker(ctx *c, int t) {
         barrier(c);           /* B: plan visible */
         int was = c->cmd;
         if (was == 0) return;
+        if (was == 3) { pass1(c, t); continue; }
         quantile_pass(c, t);
         if (was == 2) { barrier(c); return; }
     }
@@ -222,6 +247,7 @@ static void run_main(ctx *c, plan *pl, const double *qs, int nq, double *q) {
     pass1(c, 0);
     fold_dominant(c);
     TM_LAP(PGFP_TM_PASS1);
+    TM_COUNT(PGFP_TM_NPASS1);
     uint64_t m = c->n - c->tot.nan - c->tot.pinf - c->tot.ninf;
     int done_q = (m == 0 || nq == 0 || (NO_HIST && !c->small));
     pl->nq = nq;
@@ -231,15 +257,22 @@ static void run_main(ctx *c, plan *pl, const double *qs, int nq, double *q) {
         pgfp_select_small(c, pl, qs, m, q);
         TM_LAP(PGFP_TM_SELECT);
         done_q = 1;
-    } else if (!done_q) {
-        pgfp_plan_first(c, pl, qs, m, q);
     }
+    int redo = !done_q && pgfp_plan_first(c, pl, qs, m, q) < 0;
     c->cmd = 0;
     for (;;) {
         barrier(c);                                       /* A */
         TM_LAP(c->cmd == 1 ? PGFP_TM_REFINE : PGFP_TM_PLAN); /* a refinement ends at A */
         if (done_q) c->cmd = 0;
-        else {
+        else if (redo) { /* a wanted rank in an edge bin: pass 1 again over the whole range */
+            redo = 0;
+            c->cmd = 3;
+            c->dsh = DSH_WHOLE;
+            c->dlo = 0;
+            c->hdig = c->vec ? dominant_digit(c) : ~0u;
+            partial_init(&c->tot);
+            if (c->hist64) memset(c->hist64, 0, sizeof(uint64_t) * HSTRIDE * (size_t)c->T);
+        } else {
             if (c->cmd == 1) pgfp_plan_after_refine(c, pl, q);
             c->cmd = pgfp_plan_next(c, pl);
             if (c->cmd < 0) { c->cmd = 0; c->err = -2; done_q = 1; }
@@ -248,6 +281,14 @@ static void run_main(ctx *c, plan *pl, const double *qs, int nq, double *q) {
         TM_LAP(PGFP_TM_PLAN);
         int was = c->cmd;
         if (was == 0) break;
+        if (was == 3) {
+            pass1(c, 0);
+            fold_dominant(c);
+            TM_LAP(PGFP_TM_PASS1);
+            TM_COUNT(PGFP_TM_NPASS1);
+            pgfp_plan_first(c, pl, qs, m, q); /* no edge bins now */
+            continue;
+        }
         if (was == 1) TM_COUNT(PGFP_TM_NREFINE);
         quantile_pass(c, 0);
         if (was == 2) {
@@ -321,6 +362,7 @@ int pgfp_fingerprint(const void *data, uint64_t n, int dtype, const double *qs, 
         c->tab = malloc(HBINS);
         if (!c->hist || !c->tab) { rc = -2; goto done; }
         if (n >= FLUSH && !(c->hist64 = calloc(HSTRIDE * (size_t)T, sizeof(uint64_t)))) { rc = -2; goto done; }
+        if (dtype == PGFP_F64) digit_window(c);
         c->hdig = c->vec ? dominant_digit(c) : ~0u;
     }
 

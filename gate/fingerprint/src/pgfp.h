@@ -35,8 +35,8 @@ const char *pgfp_path(void);
 /* Builds with -DPGFP_TIMING (benchmarks only): nanoseconds spent in each pass of the last
  * call made on this thread, PGFP_TIMING_FIELDS values in the order of the enum below;
  * returns how many were written (0 in other builds). */
-enum { PGFP_TM_PASS1, PGFP_TM_PLAN, PGFP_TM_REFINE, PGFP_TM_COLLECT, PGFP_TM_SELECT, PGFP_TM_NREFINE };
-#define PGFP_TIMING_FIELDS 6
+enum { PGFP_TM_PASS1, PGFP_TM_PLAN, PGFP_TM_REFINE, PGFP_TM_COLLECT, PGFP_TM_SELECT, PGFP_TM_NREFINE, PGFP_TM_NPASS1 };
+#define PGFP_TIMING_FIELDS 7
 int pgfp_timing(double *ns, int n);
 
 #endif

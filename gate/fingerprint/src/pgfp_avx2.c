@@ -187,8 +187,10 @@ TGT static void chunk_f64(const double *src, uint32_t len, partial *p, const uin
     const __m256d absd = _mm256_castsi256_pd(_mm256_set1_epi64x(0x7fffffffffffffffll));
     const __m256d big = _mm256_set1_pd(1.7976931348623157e308), inf = _mm256_set1_pd(INFINITY);
     const __m256i top = _mm256_set1_epi64x((long long)0x8000000000000000ull);
-    const __m256i junk = _mm256_setr_epi64x(HBINS, HBINS + 1, HBINS + 2, HBINS + 3);
-    const __m256i djunk = _mm256_add_epi64(junk, _mm256_set1_epi64x(LANES)), hdig = _mm256_set1_epi64x((long long)o->hdig);
+    /* dig64, 8 lanes of the values' high halves */
+    const __m128i dsh = _mm_cvtsi32_si128(o->dsh);
+    const __m256i abs32 = _mm256_set1_epi32(0x7fffffff), dlo = _mm256_set1_epi32((int)o->dlo - 1);
+    const __m256i lo16 = _mm256_set1_epi32(0xffff), bit15 = _mm256_set1_epi32(0x8000), mdmax = _mm256_set1_epi32(32767);
     __m256d s[2], q[2], a[2], mn[2], mx[2];
     __m256i cn[2], cp[2], cm[2], cz[2];
     for (int h = 0; h < 2; h++) {
@@ -198,6 +200,7 @@ TGT static void chunk_f64(const double *src, uint32_t len, partial *p, const uin
     }
     for (uint32_t i = 0; i < len; i += 8) {
         __m256d wv[2];
+        __m256i bv[2], kv[2];
         for (int h = 0; h < 2; h++) {
             __m256d x = _mm256_loadu_pd(src + i + 4 * h);
             __m256d fin = _mm256_cmp_pd(_mm256_and_pd(x, absd), big, _CMP_LE_OQ);
@@ -220,20 +223,23 @@ TGT static void chunk_f64(const double *src, uint32_t len, partial *p, const uin
             a[h] = _mm256_add_pd(a[h], _mm256_and_pd(w, absd));
             wv[h] = w;
             __m256i b = _mm256_castpd_si256(x);
-            __m256i key = _mm256_xor_si256(b, _mm256_or_si256(_mm256_cmpgt_epi64(_mm256_setzero_si256(), b), top));
             __m256i keep = _mm256_castpd_si256(_mm256_andnot_pd(zero, fin));
-            if (o->hist && !NO_HIST) {
-                uint64_t t[4];
-                __m256i d = _mm256_srli_epi64(key, 48);
-                __m256i dom = _mm256_and_si256(_mm256_cmpeq_epi64(d, hdig), keep);
-                d = _mm256_blendv_epi8(_mm256_blendv_epi8(junk, d, keep), djunk, dom);
-                _mm256_storeu_si256((__m256i *)t, d);
-                o->hist[t[0]]++; o->hist[t[1]]++; o->hist[t[2]]++; o->hist[t[3]]++;
-            } else if (!o->hist) {
+            bv[h] = b;
+            kv[h] = keep;
+            if (!o->hist) {
+                __m256i key = _mm256_xor_si256(b, _mm256_or_si256(_mm256_cmpgt_epi64(_mm256_setzero_si256(), b), top));
                 unsigned m = WIDE[_mm256_movemask_pd(_mm256_castsi256_pd(keep))];
                 _mm256_storeu_si256((__m256i *)((uint64_t *)o->keys + o->nkeys), left_pack(key, m));
                 o->nkeys += (uint64_t)__builtin_popcount(m) / 2;
             }
+        }
+        if (o->hist) { /* the high halves of 8 values (lanes in another order: junk bins still differ) */
+            __m256i hi = _mm256_castps_si256(_mm256_shuffle_ps(_mm256_castsi256_ps(bv[0]), _mm256_castsi256_ps(bv[1]), _MM_SHUFFLE(3, 1, 3, 1)));
+            __m256i keep = _mm256_castps_si256(_mm256_shuffle_ps(_mm256_castsi256_ps(kv[0]), _mm256_castsi256_ps(kv[1]), _MM_SHUFFLE(3, 1, 3, 1)));
+            __m256i md = _mm256_sub_epi32(_mm256_srl_epi32(_mm256_and_si256(hi, abs32), dsh), dlo);
+            md = _mm256_min_epi32(_mm256_max_epi32(md, _mm256_setzero_si256()), mdmax);
+            __m256i d = _mm256_xor_si256(md, _mm256_xor_si256(_mm256_and_si256(_mm256_srai_epi32(hi, 31), lo16), bit15));
+            sink8(o, d, 0, keep);
         }
         sketch_group(p->sk, hs[i >> 3], wv[0], wv[1]);
     }

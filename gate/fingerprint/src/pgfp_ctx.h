@@ -31,6 +31,8 @@ typedef struct {
     uint64_t n, nblocks;
     int dtype, esize, T, W, small, vec; /* vec: a vector path (AVX2, NEON) runs */
     uint32_t hdig;           /* pass 1's dominant digit (see sink), ~0u if none */
+    int dsh;                 /* float64's digit: dig64(bits, dsh, dlo) */
+    uint32_t dlo;
     chunk_fn chunk;
     match_fn match;
     partial *slots;          /* block partials of a window (&tot itself for one block) */
@@ -42,7 +44,7 @@ typedef struct {
     uint32_t *sel;           /* allocated for the collection); 12-bit radix-select level */
     uint64_t bufn;
     /* quantile plan, written by thread 0 between barriers */
-    int cmd;                 /* 0 done, 1 refine, 2 collect */
+    int cmd;                 /* 0 done, 1 refine, 2 collect, 3 pass 1 again (whole range) */
     int ng, shift, nbits;    /* groups; key >> shift is the prefix; refine digit bits */
     unsigned char *tab;      /* HBINS flags: top-16 digit of some group prefix */
     int err;                 /* -2: scratch memory could not be allocated */
@@ -117,7 +119,7 @@ double pgfp_tm_now(void);
 #endif
 
 /* pgfp_plan.c, called by thread 0 between barriers. q receives resolved quantiles. */
-void pgfp_plan_first(ctx *c, plan *pl, const double *qs, uint64_t m, double *q);
+int pgfp_plan_first(ctx *c, plan *pl, const double *qs, uint64_t m, double *q); /* -1: an edge bin */
 int pgfp_plan_next(ctx *c, plan *pl);                 /* 0 done, 1 refine, 2 collect, -1 no memory */
 void pgfp_plan_after_refine(ctx *c, plan *pl, double *q);
 void pgfp_select_groups(ctx *c, plan *pl, double *q); /* after a collection */

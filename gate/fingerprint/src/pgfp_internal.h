@@ -59,6 +59,24 @@ static inline uint64_t key64(uint64_t b) {
     uint64_t k = b ^ ((uint64_t)((int64_t)b >> 63) | 0x8000000000000000ull);
     return k + (k == 0x7fffffffffffffffull);
 }
+/* float64's pass-1 digit. Its key's top 16 bits hold 4 mantissa bits, so a wanted rank's
+ * bin would hold ~1/16 of an octave: a refinement pass each call, and counters that the
+ * histogram increments back to back. Instead the digit is the sign and the magnitude's
+ * exponent and top 20 - dsh mantissa bits (t, 32 - dsh - 1 bits), shifted into a window of
+ * 32766 steps from dlo; magnitudes below and above it land in edge bins (md 0 and 32767).
+ * Monotone in the value, so the histogram ranks; an in-window bin is a key prefix of
+ * 32 - dsh bits (see pgfp_plan_first). dsh = 16, dlo = 0 is the whole range with no edges
+ * (t then has 15 bits): the fallback when a wanted rank lands in an edge bin. */
+#define DSH_FINE 13
+#define DSH_WHOLE 16
+static inline uint32_t dig64(uint64_t b, int dsh, uint32_t dlo) {
+    uint32_t hi = (uint32_t)(b >> 32), t = (hi & 0x7fffffffu) >> dsh;
+    int32_t md = (int32_t)t - (int32_t)dlo + 1;
+    md = md < 0 ? 0 : md > 32767 ? 32767 : md;
+    return (uint32_t)md ^ ((hi >> 31) ? 0x7fffu : 0x8000u);
+}
+static inline int dig64_edge(uint32_t d) { return (d & 0x7fffu) == 0 || (d & 0x7fffu) == 0x7fffu; }
+
 static inline int nonfin_f16(uint16_t b) { return (b & 0x7c00u) == 0x7c00u; }
 static inline int nonfin_bf16(uint16_t b) { return (b & 0x7f80u) == 0x7f80u; }
 static inline int nonfin_f32(uint32_t b) { return (b & 0x7f800000u) == 0x7f800000u; }
@@ -91,8 +109,8 @@ static inline void partial_init(partial *p) {
 /* Where pass 1 sends the order-preserving keys of the finite non-zero elements. Zeros are
  * counted, not ranked: their rank range is known from the count of negative values, so
  * a tensor that is half zeros (ReLU) puts no repeated value into the quantile machinery.
- * hist (large inputs): top-16 key digit histogram. Increments of one counter depend on
- * each other through memory, so a value that fills a large share of the data would make
+ * hist (large inputs): histogram of a 16-bit digit (the key's top 16 bits; float64: dig64).
+ * Increments of one counter depend on each other through memory, so a value that fills a large share of the data would make
  * the pass wait on one chain: zero and non-finite elements of lane j go to the junk bin
  * HBINS + j, and elements whose digit is hdig (a digit found dominant in a sample before
  * the pass; ~0u if none) to HBINS + LANES + j, which the driver adds to hist[hdig]
@@ -104,6 +122,8 @@ typedef struct {
     uint32_t hdig;
     void *keys;
     uint64_t nkeys;
+    int dsh;       /* float64's digit (dig64) */
+    uint32_t dlo;
 } sink;
 
 /* What a refinement or collection pass looks for: elements whose key prefix (key >> shift)

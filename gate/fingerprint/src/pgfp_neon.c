@@ -126,8 +126,17 @@ static inline void step_ps(acc *A, float32x4_t *mn, float32x4_t *mx, float32x4_t
     }
 }
 
+/* dig64 of 4 float64 values (two pairs of lanes), from their high halves. */
+static inline uint32x4_t dig4(const sink *o, float64x2_t a, float64x2_t b) {
+    uint32x4_t hi = vuzp2q_u32(vreinterpretq_u32_f64(a), vreinterpretq_u32_f64(b));
+    int32x4_t t = vreinterpretq_s32_u32(vshlq_u32(vandq_u32(hi, vdupq_n_u32(0x7fffffffu)), vdupq_n_s32(-o->dsh)));
+    int32x4_t md = vminq_s32(vmaxq_s32(vsubq_s32(t, vdupq_n_s32((int32_t)o->dlo - 1)), vdupq_n_s32(0)), vdupq_n_s32(32767));
+    uint32x4_t sgn = vandq_u32(vreinterpretq_u32_s32(vshrq_n_s32(vreinterpretq_s32_u32(hi), 31)), vdupq_n_u32(0xffffu));
+    return veorq_u32(vreinterpretq_u32_s32(md), veorq_u32(sgn, vdupq_n_u32(0x8000u)));
+}
+
 /* 8 float64 values x[0..3] (pairs of lanes). Masks are narrowed to 32-bit lanes for the
- * counts and the histogram (the digit is the top 16 bits of the key's high half). */
+ * counts and the histogram (the digit: dig64 of their high halves). */
 static inline void step_pd(acc *A, float64x2_t *mn, float64x2_t *mx, const float64x2_t *x, uint32_t h,
                            double *sk, sink *o) {
     const float64x2_t big = vdupq_n_f64(1.7976931348623157e308), inf = vdupq_n_f64(INFINITY);
@@ -165,9 +174,7 @@ static inline void step_pd(acc *A, float64x2_t *mn, float64x2_t *mx, const float
     }
     if (o->hist) {
         if (NO_HIST) return;
-        uint32x4_t d0 = vuzp2q_u32(vreinterpretq_u32_u64(key[0]), vreinterpretq_u32_u64(key[1]));
-        uint32x4_t d1 = vuzp2q_u32(vreinterpretq_u32_u64(key[2]), vreinterpretq_u32_u64(key[3]));
-        hist8(o, vshrq_n_u32(d0, 16), vshrq_n_u32(d1, 16), narrow2(keep[0], keep[1]), narrow2(keep[2], keep[3]));
+        hist8(o, dig4(o, x[0], x[1]), dig4(o, x[2], x[3]), narrow2(keep[0], keep[1]), narrow2(keep[2], keep[3]));
     } else { /* 64-bit keys, two per register */
         uint64_t *dst = (uint64_t *)o->keys + o->nkeys;
         for (int k = 0; k < 4; k++) {

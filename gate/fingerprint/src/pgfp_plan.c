@@ -212,9 +212,9 @@ int pgfp_plan_next(ctx *c, plan *pl) {
         c->bufn = off;
         return 2;
     }
-    /* float32: 16 bits finish the key in one pass. float64 has 48 bits left and many more
-     * candidates (its top 16 bits hold only 4 mantissa bits): 12-bit digits keep their
-     * histogram in cache, and the pass after is a collection either way. */
+    /* float32: 16 bits finish the key in one pass. float64 has 45 bits left (48 after a
+     * whole-range pass 1): 12-bit digits keep their histogram in cache, and the pass after
+     * is a collection either way. */
     int rb = kb == 64 ? 12 : RBITS;
     c->nbits = kb - pl->bits < rb ? kb - pl->bits : rb;
     if (!c->rhist) {
@@ -311,26 +311,37 @@ static int map_ranks(plan *pl, const double *qs, uint64_t m, uint64_t zeros, uin
     return live;
 }
 
-/* Pass-1 histogram (all threads) -> each live rank's 16-bit digit, rank inside its bin,
- * and the bin's per-thread counts. One sweep over the bins, ranks in ascending order. */
-void pgfp_plan_first(ctx *c, plan *pl, const double *qs, uint64_t m, double *q) {
+/* float64's in-window digit d (see dig64) -> the key prefix of 32 - dsh bits it stands for. */
+static uint64_t dig64_prefix(const ctx *c, uint32_t d) {
+    int b = 31 - c->dsh; /* bits of t */
+    uint64_t md = (d & 0x8000u) ? d - 0x8000u : d ^ 0x7fffu, t = c->dlo + md - 1, all = (1ull << b) - 1;
+    return (d & 0x8000u) ? (1ull << b) | t : ~t & all;
+}
+
+/* Pass-1 histogram (all threads) -> each live rank's digit, rank inside its bin, and the
+ * bin's per-thread counts. One sweep over the bins, ranks in ascending order. Returns -1
+ * where a float64 rank lands in an edge bin (then pass 1 runs again, over the whole range). */
+int pgfp_plan_first(ctx *c, plan *pl, const double *qs, uint64_t m, double *q) {
     uint64_t blk[HBINS / 256], nneg = 0;
     hview v = {c->hist, c->hist64, HSTRIDE, c->T, NULL};
     for (uint64_t b = 0; b < HBINS / 256; b++) blk[b] = hsum(&v, b * 256, b * 256 + 256);
     for (uint64_t b = 0; b < HBINS / 512; b++) nneg += blk[b]; /* negatives: the bins below +0's digit */
     v.blk = blk;
-    if (!map_ranks(pl, qs, m, c->tot.zero, nneg, q)) { c->ng = 0; return; }
-    int ord[PGFP_NQ_MAX], nr = sorted_ranks(pl, pl->live, ord);
+    if (!map_ranks(pl, qs, m, c->tot.zero, nneg, q)) { c->ng = 0; return 0; }
+    int ord[PGFP_NQ_MAX], nr = sorted_ranks(pl, pl->live, ord), f64 = c->dtype == PGFP_F64;
     uint64_t below = 0, d = 0, tq[64][PGFP_NQ_MAX];
     for (int j = 0; j < nr; j++) { /* ascending ranks: each search goes on from the last bin */
         int k = ord[j];
         hfind(&v, pl->rank[k], &d, &below);
+        if (f64 && dig64_edge((uint32_t)d)) return -1;
         pl->rank[k] -= below;
-        pl->prefix[k] = d;
+        pl->prefix[k] = f64 ? dig64_prefix(c, (uint32_t)d) : d;
         pl->count[k] = hsum(&v, d, d + 1);
         for (int t = 0; t < c->T; t++) tq[t][k] = hget(v.h32, v.h64, (uint64_t)t * HSTRIDE + d);
     }
+    if (f64) pl->bits = 32 - c->dsh;
     regroup(c, pl, tq);
+    return 0;
 }
 
 /* Small inputs: every non-zero finite key is in the buffer. */

@@ -74,7 +74,7 @@ static void sketch_chunk(const double *vv, uint32_t len, uint64_t start, double 
     static void NAME(const T *u, uint32_t len, sink *o) {                               \
         if (o->hist) {                                                                  \
             for (uint32_t i = 0; i < len && !NO_HIST; i++)                              \
-                o->hist[SKIP(u[i]) ? HBINS + (i & (LANES - 1)) : DIG(KEY(u[i]))]++;       \
+                o->hist[SKIP(u[i]) ? HBINS + (i & (LANES - 1)) : DIG(u[i], KEY)]++;         \
         } else {                                                                        \
             KT *k = o->keys;                                                            \
             uint64_t pos = o->nkeys;                                                    \
@@ -89,9 +89,9 @@ static void sketch_chunk(const double *vv, uint32_t len, uint64_t start, double 
 #define SKIPB16(b) (nonfin_bf16(b) || ((b) & 0x7fffu) == 0)
 #define SKIP32(b) (nonfin_f32(b) || ((b) & 0x7fffffffu) == 0)
 #define SKIP64(b) (nonfin_f64(b) || ((b) & 0x7fffffffffffffffull) == 0)
-#define DIG16(k) (k)
-#define DIG32(k) ((k) >> 16)
-#define DIG64(k) ((uint32_t)((k) >> 48))
+#define DIG16(b, KEY) KEY(b)
+#define DIG32(b, KEY) (KEY(b) >> 16)
+#define DIG64(b, KEY) dig64(b, o->dsh, o->dlo)
 DEFINE_SINK(sink_f16, uint16_t, uint32_t, SKIP16, key16, DIG16)
 DEFINE_SINK(sink_bf16, uint16_t, uint32_t, SKIPB16, key16, DIG16)
 DEFINE_SINK(sink_f32, uint32_t, uint32_t, SKIP32, key32, DIG32)
