@@ -1,23 +1,23 @@
 """What the change under check does to the config that judges it (``check --changed-since``): each model
-that passes is judged again, on the same run and baseline, under the config at the base (its file under
-either name, with the sweep files and inputs it reads as they were there). Where it fails there, it passes
-only under limits the change loosened (a tolerance raised, a layer rule added, a sweep's pair limit, a
-slowdown allowed); a provider the base checks and the change dropped goes unchecked. Both are said on the
-model (``ModelVerdict.loosened``), never taken silently; the verdict stays the change's own. A base config
-that cannot be read is said too, never read as "nothing loosened"."""
+that passes is judged again, on the same run and baseline, under the config at the base: the file that judged
+there (``--config``'s path, else the one the folder's search finds there), read with every file it names
+(included sweep files, input files) from the base's tree, as the change's is read from disk. Where it fails
+there, it passes only under limits the change loosened (a tolerance raised, a layer rule added, a sweep's
+pair limit, a slowdown allowed); a provider the base checks and the change dropped goes unchecked. Both are
+said on the model (``ModelVerdict.loosened``), never taken silently; the verdict stays the change's own. A
+base config that cannot be read is said too, never read as "nothing loosened"."""
 
 from __future__ import annotations
 
+import fnmatch
+import os
 import subprocess
-import tarfile
-import tempfile
 from dataclasses import asdict, replace
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from gate.commands.common import policy, update_command
-from gate.config import Config, ModelSpec, load_config
+from gate.config import Config, Files, ModelSpec, config_in, load_config
 from gate.config.types import LayerTolerance
-from gate.core.files import PYPROJECT, STANDALONE
 from gate.core.runs import ModelRun
 from gate.core.status import ModelStatus
 from gate.errors import ConfigError
@@ -27,33 +27,61 @@ from gate.verdict.judge import model_verdict
 from gate.verdict.notes import Comparison
 from gate.verdict.types import Loosened, ModelVerdict
 
-# What a config reads besides itself, taken from the base with it: sweep files it includes, input files.
-READS = (":(glob)**/*.toml", ":(glob)**/*.npz")
 
-
-def base_config(config: Config, since: str) -> Config | str | None:
-    """The config as it is at ``since``, under this file's name or the other one, read from a copy of what
-    it reads there; None where the base has no config in this folder (a new one: nothing was loosened);
-    the reason where it has one that does not load."""
-    folder = config.path.parent
-    if _git(folder, "diff", "--quiet", since, "--", *READS) is not None:  # no config or file it reads changed
+def base_config(config: Config, since: str, explicit: bool) -> Config | str | None:
+    """The config as it was at ``since`` (``explicit``: its file was named with --config); None where the
+    base has none (a new one: nothing was loosened) or the same one; the reason where it does not load."""
+    tree = _Tree.at(config.path.resolve().parent, since)
+    if tree is None:
+        return f"tree at {since} could not be read"
+    path = config.path if explicit else config_in(config.path.parent, tree)  # the form the change's has
+    if path is None or not tree.is_file(path):
         return None
-    for name in dict.fromkeys((config.path.name, PYPROJECT, STANDALONE)):
-        shown = _git(folder, "show", f"{since}:./{name}")
-        if shown is None or (name == PYPROJECT and b"[tool.parity-gate]" not in shown):
-            continue
-        with tempfile.TemporaryDirectory() as tmp:
-            tree = Path(tmp) / "base.tar"  # on disk, never in memory: input files may be large
-            for pattern in READS:  # one archive each: a pattern that matches nothing fails its own
-                if _git(folder, "archive", f"--output={tree}", since, "--", pattern) is not None:
-                    with tarfile.open(tree) as tar:
-                        tar.extractall(tmp, filter="data")
-            (Path(tmp) / name).write_bytes(shown)
-            try:
-                return load_config(Path(tmp) / name)
-            except ConfigError as exc:
-                return f"{name} at {since} does not load here ({str(exc).replace(tmp + '/', '')})"
-    return None
+    try:
+        base = load_config(path, files=tree)
+    except ConfigError as exc:
+        return f"{path.name} at {since} does not load here ({exc})"
+    return None if base == config else base
+
+
+class _Tree(Files):
+    """The files of one commit, read with git: no checkout, nothing outside the repository."""
+
+    def __init__(self, top: Path, commit: str, names: set[str]):
+        self.top, self.commit, self.names = top, commit, names
+
+    @classmethod
+    def at(cls, folder: Path, commit: str) -> _Tree | None:
+        top = _git(folder, "rev-parse", "--show-toplevel")
+        listed = _git(folder, "ls-tree", "-r", "-z", "--full-tree", "--name-only", commit)
+        if top is None or listed is None:
+            return None
+        return cls(Path(top.decode().strip()).resolve(), commit, set(listed.decode().split("\0")) - {""})
+
+    def _name(self, path: Path) -> str | None:
+        """``path``'s name in the tree; None outside the repository."""
+        rel = os.path.relpath(os.path.normpath(path), self.top)
+        return None if rel.startswith("..") or os.path.isabs(rel) else PurePosixPath(Path(rel)).as_posix()
+
+    def is_file(self, path: Path) -> bool:
+        return self._name(path) in self.names
+
+    def read_text(self, path: Path) -> str:
+        name = self._name(path)
+        shown = _git(self.top, "show", f"{self.commit}:{name}") if name in self.names else None
+        if shown is None:
+            raise FileNotFoundError(f"no file `{path}` at {self.commit}")
+        return shown.decode("utf-8")
+
+    def glob(self, pattern: str) -> list[str]:
+        """As ``glob.glob`` (no ``**`` recursion): each part of the path matched by its own pattern."""
+        want = self._name(Path(pattern))
+        if want is None:
+            return []
+        parts = want.split("/")
+        return sorted(str(self.top / n) for n in self.names
+                      if len(n.split("/")) == len(parts)
+                      and all(fnmatch.fnmatchcase(a, b) for a, b in zip(n.split("/"), parts, strict=True)))
 
 
 def _git(folder: Path, *args: str) -> bytes | None:
@@ -77,7 +105,10 @@ def mark(config: Config, base: Config | str, judged: list[Judged],
             verdict.loosened = Loosened(unread=base)
         return
     specs = {spec.name: spec for spec in base.models}
-    dropped = tuple(p.name for p in base.providers if p.name not in {q.name for q in config.providers})
+    kept, names = {(q.name, q.precision) for q in config.providers}, {q.name for q in config.providers}
+    # a provider is its name and its precision: torch-cpu's float32 run dropped beside its bfloat16 one
+    dropped = tuple(f"{p.name}:{p.precision}" if p.name in names else p.name for p in base.providers
+                    if (p.name, p.precision) not in kept)
     for spec, run, baseline, path, verdict in judged:
         was = specs.get(spec.name)
         if verdict.status != ModelStatus.PASS or was is None:

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from gate.config.parse import parse
+from gate.config.reader import DISK, Files
 from gate.config.types import Config
 from gate.core.files import PYPROJECT, STANDALONE
 from gate.errors import ConfigError
@@ -31,7 +32,7 @@ def find_config(explicit: Path | None, cwd: Path | None = None) -> Path:
     start = (cwd or Path.cwd()).absolute()
     top = None
     for folder in (start, *start.parents):
-        found = _in(folder)
+        found = config_in(folder)
         if found is not None:
             return found
         if (folder / ".git").exists():
@@ -43,23 +44,25 @@ def find_config(explicit: Path | None, cwd: Path | None = None) -> Path:
                       "pass --config PATH")
 
 
-def _in(folder: Path) -> Path | None:
+def config_in(folder: Path, files: Files = DISK) -> Path | None:
+    """The config file of ``folder``: pyproject.toml with [tool.parity-gate] first, else parity-gate.toml."""
     pyproject = folder / PYPROJECT
-    if pyproject.is_file():
+    if files.is_file(pyproject):
         try:
-            data = tomllib.loads(pyproject.read_text(encoding="utf-8"))
+            data = tomllib.loads(files.read_text(pyproject))
         except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
             raise ConfigError(f"{pyproject}: invalid TOML ({exc})") from None
         if "parity-gate" in data.get("tool", {}):
             return pyproject
     standalone = folder / STANDALONE
-    return standalone if standalone.is_file() else None
+    return standalone if files.is_file(standalone) else None
 
 
-def load_config(path: Path, text: str | None = None) -> Config:
-    """The validated config of ``path`` (read from ``text`` instead, when given: a config about to be written)."""
+def load_config(path: Path, text: str | None = None, files: Files = DISK) -> Config:
+    """The validated config of ``path`` (read from ``text`` instead, when given: a config about to be written;
+    ``files``: where it and the files it names are read)."""
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8") if text is None else text)
+        data = tomllib.loads(files.read_text(path) if text is None else text)
     except FileNotFoundError:
         raise ConfigError(f"config file `{path}` does not exist") from None
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
@@ -73,4 +76,4 @@ def load_config(path: Path, text: str | None = None) -> Config:
         # parity-gate.toml may use the same [tool.parity-gate] table or put the keys at top level.
         section = data.get("tool", {}).get("parity-gate", data)
         prefix = "tool.parity-gate" if "tool" in data else ""
-    return parse(section, path, prefix)
+    return parse(section, path, prefix, files)

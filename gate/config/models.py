@@ -90,7 +90,7 @@ def _inputs(r: Reader) -> tuple[InputSpec, ...] | str:
     raw = r.get("inputs", (list, str), required=True)
     if isinstance(raw, str) and raw.endswith(".npz"):
         npz = (r.path.resolve().parent / raw).resolve()
-        if not npz.is_file():
+        if not r.files.is_file(npz):
             r.fail(r.key("inputs"), f"input file `{npz}` does not exist")
         return str(npz)
     if isinstance(raw, str):

@@ -11,7 +11,7 @@ from typing import Any
 
 from gate.config.models import parse_model, parse_tolerance
 from gate.config.providers import canonical_provider
-from gate.config.reader import Reader, kind
+from gate.config.reader import DISK, Files, Reader, kind
 from gate.config.sweeps import included, parse_sweep
 from gate.config.types import EXPORTERS, Config, Isolation, ProviderSpec, Sweep, Tolerance
 from gate.core.target import PRECISIONS, REFERENCE_PROVIDER, TORCH_PRECISIONS
@@ -22,8 +22,8 @@ TOP_KEYS = ("baseline-dir", "providers", "models", "tolerance", "seed", "opset",
 ISOLATION_KEYS = ("enabled", "timeout", "memory-budget-mb", "capture-memory-mb")
 
 
-def parse(section: Any, path: Path, prefix: str) -> Config:
-    top = Reader(section, path, prefix)
+def parse(section: Any, path: Path, prefix: str, files: Files = DISK) -> Config:
+    top = Reader(section, path, prefix, files=files)
     top.check_keys(TOP_KEYS)
     root = path.resolve().parent
     baseline_dir = root / top.get("baseline-dir", (str,), "baselines")

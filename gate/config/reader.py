@@ -5,15 +5,33 @@ counts ``[[models]]`` tables; a table of a named model also names it once the na
 
 from __future__ import annotations
 
+import glob
 from pathlib import Path
 from typing import Any, NoReturn
 
 from gate.errors import ConfigError
 
 
+class Files:
+    """Where a config and the files it names are read: this disk, or another commit's tree (the base of
+    ``check --changed-since``, gate.commands.loosened), through the same loader."""
+
+    def read_text(self, path: Path) -> str:
+        return path.read_text(encoding="utf-8")
+
+    def is_file(self, path: Path) -> bool:
+        return path.is_file()
+
+    def glob(self, pattern: str) -> list[str]:
+        return sorted(glob.glob(pattern))
+
+
+DISK = Files()
+
+
 class Reader:
-    def __init__(self, table: Any, path: Path, where: str, owner: str | None = None):
-        self.path, self.where, self.owner = path, where, owner
+    def __init__(self, table: Any, path: Path, where: str, owner: str | None = None, files: Files = DISK):
+        self.path, self.where, self.owner, self.files = path, where, owner, files
         if not isinstance(table, dict):
             self.fail(where, f"expected a table, got {kind(table)}")
         self.table = table
@@ -31,7 +49,7 @@ class Reader:
 
     def child(self, table: Any, where: str) -> Reader:
         """A table inside this one (it names the same model)."""
-        return Reader(table, self.path, where, self.owner)
+        return Reader(table, self.path, where, self.owner, self.files)
 
     def check_keys(self, allowed: tuple[str, ...]) -> None:
         for name in self.table:

@@ -6,7 +6,6 @@ gate; ``include = ["sweeps/*.toml"]`` splits large suites.
 
 from __future__ import annotations
 
-import glob
 import itertools
 import re
 import sys
@@ -201,15 +200,15 @@ def included(top: Reader) -> list[Reader]:
     for pattern in top.get("include", (list,), []):
         if not isinstance(pattern, str):
             top.fail(top.key("include"), f"expected file patterns, got {kind(pattern)}")
-        files = sorted(glob.glob(str(top.path.resolve().parent / pattern)))
+        files = top.files.glob(str(top.path.resolve().parent / pattern))
         if not files:
             top.fail(top.key("include"), f"`{pattern}` matches no file")
         for file in files:
             try:
-                data = tomllib.loads(Path(file).read_text(encoding="utf-8"))
+                data = tomllib.loads(top.files.read_text(Path(file)))
             except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
                 top.fail(top.key("include"), f"cannot read `{file}` ({exc})")
-            sub = Reader(data, Path(file), "")
+            sub = Reader(data, Path(file), "", files=top.files)
             sub.check_keys(("sweeps",))
             out += [sub.child(t, sub.item("sweeps", i)) for i, t in enumerate(sub.get("sweeps", (list,), []))]
     return out

@@ -117,17 +117,17 @@ def test_the_config_at_the_base_comes_from_git(tmp_path):
     _committed(tmp_path, {"parity-gate.toml": BASE})
     (tmp_path / "parity-gate.toml").write_text(LOOSE)
     cfg = load_config(tmp_path / "parity-gate.toml")
-    base = commands.base_config(cfg, "HEAD")
+    base = commands.base_config(cfg, "HEAD", False)
     assert not isinstance(base, str) and base is not None
     assert (base.models[0].tolerance.reference, cfg.models[0].tolerance.reference) == (1e-9, 1e-2)
     (tmp_path / "parity-gate.toml").unlink()
     moved = tmp_path / "pyproject.toml"
     moved.write_text("[tool.parity-gate]\n" + LOOSE.replace("[[models]]", "[[tool.parity-gate.models]]"))
-    base = commands.base_config(load_config(moved), "HEAD")
+    base = commands.base_config(load_config(moved), "HEAD", False)
     assert not isinstance(base, str) and base is not None and base.models[0].tolerance.reference == 1e-9
     _git(tmp_path, "rm", "-q", "--cached", "parity-gate.toml")
     _git(tmp_path, "commit", "-qm", "no config")
-    assert commands.base_config(load_config(moved), "HEAD") is None  # new in the change: nothing was loosened
+    assert commands.base_config(load_config(moved), "HEAD", False) is None  # new in the change
 
 
 SWEEP = """[[sweeps]]
@@ -144,7 +144,7 @@ def test_an_included_sweep_file_is_read_as_it_was_at_the_base(tmp_path):
     _committed(tmp_path, {"parity-gate.toml": including, "sweeps/acts.toml": SWEEP})
     (tmp_path / "sweeps" / "acts.toml").write_text(SWEEP + "tolerance = { reference = 1e-2 }\n")
     cfg = load_config(tmp_path / "parity-gate.toml")
-    base = commands.base_config(cfg, "HEAD")
+    base = commands.base_config(cfg, "HEAD", False)
     assert not isinstance(base, str) and base is not None
     (case,) = [m for m in base.models if m.sweep is not None]
     assert case.tolerance.reference == 1e-9
@@ -152,7 +152,7 @@ def test_an_included_sweep_file_is_read_as_it_was_at_the_base(tmp_path):
     _git(tmp_path, "rm", "-qf", "sweeps/acts.toml")
     _git(tmp_path, "commit", "-qm", "sweep gone")  # the base's config includes a file it no longer has
     (tmp_path / "parity-gate.toml").write_text(LOOSE)
-    unread = commands.base_config(load_config(tmp_path / "parity-gate.toml"), "HEAD")
+    unread = commands.base_config(load_config(tmp_path / "parity-gate.toml"), "HEAD", False)
     assert isinstance(unread, str) and "`sweeps/*.toml` matches no file" in unread
 
 
@@ -188,3 +188,54 @@ def test_a_layer_rule_renamed_with_its_module_is_no_loosening(project):
         assert report.verdict == "pass" and loosened is not None and loosened.first is not None
     finally:
         (project / "scale.txt").write_text("1.0")
+
+
+
+def test_a_precision_the_change_drops_is_named(tmp_path):
+    """torch-cpu in float32 and in bfloat16 at the base; the change keeps the bfloat16 run alone: the
+    float32 check is gone, and said (a provider is its name and its precision). Twin: both kept, nothing."""
+    both = BASE.replace('"torch-cpu",', '"torch-cpu", { name = "torch-cpu", precision = "bfloat16" },')
+    (tmp_path / "models.py").write_text(MODEL)
+    (tmp_path / "scale.txt").write_text("1.0")
+    base = load_config(tmp_path / "parity-gate.toml", both)
+    commands.update_baseline(base, base.models, base.providers)
+    for text, dropped in ((both.replace('"torch-cpu", ', "", 1), ("torch-cpu:float32",)), (both, None)):
+        cfg = load_config(tmp_path / "parity-gate.toml", text)
+        report = commands.check(cfg, cfg.models, cfg.providers, base=base)
+        loosened = report.models[0].loosened
+        assert report.verdict == "pass" and (loosened and loosened.dropped) == dropped, text
+
+
+def _reference(base) -> float:
+    assert not isinstance(base, str) and base is not None, base
+    (case,) = [m for m in base.models if m.sweep is not None] or base.models
+    return case.tolerance.reference
+
+
+def test_the_base_config_is_the_file_that_judged_there_with_every_file_it_names(tmp_path):
+    """Read from the base's tree as the change's is read from disk, whatever the names: a sweep file
+    included under another suffix, or from a folder beside the config's; a config named with --config;
+    the pyproject table the search preferred at the base over a loose parity-gate.toml beside it. Twins:
+    a change that loosens nothing reads as nothing (not as a base that does not load); a file outside the
+    repository is never read for the base."""
+    loose = "tolerance = { reference = 1e-2 }\n"
+    included = 'include = ["../shared/*.cfg"]\n' + BASE
+    table = "[tool.parity-gate]\n" + BASE.replace("[[models]]", "[[tool.parity-gate.models]]")
+    _committed(tmp_path, {"gate/parity-gate.toml": included, "shared/acts.cfg": SWEEP, "ci/gate.conf": BASE,
+                          "pyproject.toml": table, "parity-gate.toml": LOOSE})
+    config = tmp_path / "gate" / "parity-gate.toml"
+    (config).write_text(included + "# a comment\n")
+    assert commands.base_config(load_config(config), "HEAD", False) is None
+    (tmp_path / "shared" / "acts.cfg").write_text(SWEEP + loose)
+    assert _reference(commands.base_config(load_config(config), "HEAD", False)) == 1e-9
+    (tmp_path / "ci" / "gate.conf").write_text(LOOSE)
+    assert _reference(commands.base_config(load_config(tmp_path / "ci" / "gate.conf"), "HEAD", True)) == 1e-9
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'x'\n")
+    assert _reference(commands.base_config(load_config(tmp_path / "parity-gate.toml"), "HEAD", False)) == 1e-9
+    outside = tmp_path.parent / f"{tmp_path.name}-outside"
+    outside.mkdir()
+    (outside / "acts.toml").write_text(SWEEP)
+    config.write_text(f'include = ["{outside}/*.toml"]\n' + BASE)
+    _git(tmp_path, "commit", "-qam", "includes a file outside")
+    unread = commands.base_config(load_config(config), "HEAD", False)
+    assert isinstance(unread, str) and "matches no file" in unread
