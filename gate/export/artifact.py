@@ -22,12 +22,14 @@ def _calls_per_module(built: BuiltModel) -> dict[str, int]:
     """How often each module runs in one forward (forward pre-hooks, one run)."""
     import torch
 
+    from gate.model.build import unshared
+
     counts: dict[str, int] = {}
     handles = [m.register_forward_pre_hook(lambda *_, q=q: counts.__setitem__(q, counts.get(q, 0) + 1))
                for q, m in built.module.named_modules() if q]
     try:
         with torch.no_grad():
-            built.module(*built.inputs)
+            built.module(*unshared(built.inputs))
     finally:
         for h in handles:
             h.remove()

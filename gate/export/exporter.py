@@ -29,7 +29,7 @@ from gate.core.runs import OnnxSite
 from gate.core.status import ErrorStatus
 from gate.export import layermap, rewriter, saved, signatures, structure
 from gate.export.layermap import CallKey, CallValues
-from gate.model.build import BuiltModel, inference_mode
+from gate.model.build import BuiltModel, inference_mode, unshared
 
 if TYPE_CHECKING:
     import onnx_ir as ir
@@ -223,10 +223,10 @@ def _onnx_program(built: BuiltModel, opset: int, recordable: tuple[str, ...] | N
     signed = signatures.trace(built, dynamic, recordable)
     if signed is not None:
         try:
-            return torch.onnx.export(signed.program, built.inputs, **options), signed
+            return torch.onnx.export(signed.program, unshared(built.inputs), **options), signed
         except Exception:  # noqa: BLE001 - the plain export below reports the model's own failure
             built.restore()
-    return torch.onnx.export(built.module, built.inputs, **options), None
+    return torch.onnx.export(built.module, unshared(built.inputs), **options), None
 
 
 def _weightless(model: ir.Model) -> onnx.ModelProto:
@@ -302,7 +302,7 @@ def _torchscript(built: BuiltModel, opset: int) -> Exported:
     with inference_mode(), _quiet(), _native_stdout_silenced():
         axes = {name: {d: label for d, label in dims.items()} for name, dims in built.spec.dynamic_shapes.items()}
         torch.onnx.export(
-            built.module, built.inputs, buffer, dynamo=False, opset_version=min(opset, 20),
+            built.module, unshared(built.inputs), buffer, dynamo=False, opset_version=min(opset, 20),
             input_names=built.input_names, do_constant_folding=True, dynamic_axes=axes or None,
         )
     proto = onnx.load_from_string(buffer.getvalue())

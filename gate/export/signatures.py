@@ -21,7 +21,7 @@ from torch.utils import _pytree as pytree
 
 from gate.core.runs import OnnxSite
 from gate.core.status import SiteKind
-from gate.model.build import BuiltModel, inference_mode
+from gate.model.build import BuiltModel, inference_mode, unshared
 from gate.model.torch_hooks import CallSpecs, flatten
 
 OutputKey = tuple[str, int, str]  # (module qualified name, 0-based call, element suffix "[0]", "[logits]")
@@ -40,7 +40,7 @@ def recordable(module: torch.nn.Module, inputs: tuple[Any, ...]) -> tuple[str, .
     handles = specs.hooks(module)
     try:
         with inference_mode():
-            module(*inputs)
+            module(*unshared(inputs))
     finally:
         for h in handles:
             h.remove()
@@ -76,7 +76,7 @@ def trace(built: BuiltModel, dynamic, known: tuple[str, ...] | None = None) -> S
         with (_capture_strategies._patch_dynamic_shape_rnn_decompositions(dims),
               torch.fx.experimental._config.patch(backed_size_oblivious=True)):
             return torch.export.export(
-                built.module, built.inputs, dynamic_shapes=dims, strict=False, preserve_module_call_signature=names,
+                built.module, unshared(built.inputs), dynamic_shapes=dims, strict=False, preserve_module_call_signature=names,
                 prefer_deferred_runtime_asserts_over_guards=getattr(
                     _flags, "PREFER_DEFERRED_RUNTIME_ASSERTS_OVER_GUARDS", False))
 

@@ -80,7 +80,7 @@ class BuiltModel:
         runs = []
         for restore in (False, True, True):  # built state, the call after it, built state again
             with inference_mode():
-                out = self.module(*self.inputs)
+                out = self.module(*unshared(self.inputs))
             runs.append([t.detach().double().clone() for t in _tensors(out)])
             if restore:
                 pristine.restore()
@@ -122,6 +122,13 @@ def _tensors(value: object) -> list[torch.Tensor]:
     elif hasattr(value, "to_tuple") and callable(value.to_tuple):  # transformers ModelOutput
         value = list(value.to_tuple())
     return [t for v in value for t in _tensors(v)] if isinstance(value, (tuple, list)) else []
+
+
+def unshared(inputs: tuple[torch.Tensor, ...]) -> tuple[torch.Tensor, ...]:
+    """The inputs of one forward, its own copy: a forward that writes its input in place (``x.div_``, an
+    in-place first activation) changes that call alone, never what later runs (the reference, ONNX Runtime,
+    which reads the same memory) are given."""
+    return tuple(t.clone() for t in inputs)
 
 
 @contextlib.contextmanager

@@ -15,7 +15,7 @@ import torch
 
 from gate.core.layers import ROOT, layer_name
 from gate.fingerprint import Fingerprint
-from gate.model.build import inference_mode
+from gate.model.build import inference_mode, unshared
 from gate.model.torch_fingerprint import fingerprint_of, to_numpy
 
 __all__ = ["CallSpecs", "Capture", "LayerOutput", "flatten", "outputs", "run", "to_numpy"]
@@ -142,7 +142,7 @@ class Capture:
                 handles.append(m.register_forward_hook(lambda mod, _a, out, q=qual: self._exit(mod, out, q)))
         try:
             with inference_mode(), context or contextlib.nullcontext():
-                self.output = self.module(*inputs)
+                self.output = self.module(*unshared(inputs))
                 # the outputs as returned, whatever hooks run after ours (one the forward adds) make of them
                 self._exit(self.module, self.output, "")
         finally:

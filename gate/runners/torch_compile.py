@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from gate.model import torch_hooks
-from gate.model.build import inference_mode
+from gate.model.build import inference_mode, unshared
 from gate.runners.torch_eager import TorchEagerRunner
 
 
@@ -21,7 +21,7 @@ class TorchCompileRunner(TorchEagerRunner):
 
         compiled = self.compiled = torch.compile(self.module, backend="inductor", **dict(self.spec.options))
         with inference_mode():
-            output = compiled(*self.inputs)
+            output = compiled(*unshared(self.inputs))
         return {r.name: r.fp for r in torch_hooks.outputs(self.module, output)}, output
 
     def forward(self):

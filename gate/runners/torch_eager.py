@@ -72,15 +72,16 @@ class TorchEagerRunner(Runner):
 
         import torch
 
-        from gate.model.build import inference_mode
+        from gate.model.build import inference_mode, unshared
 
         fn, times = self.forward(), []
         with inference_mode():
             for _ in range(repeats):
                 if self.on_cuda:
                     torch.cuda.synchronize()
+                args = unshared(self.inputs)
                 start = time.perf_counter()
-                fn(*self.inputs)
+                fn(*args)
                 if self.on_cuda:
                     torch.cuda.synchronize()
                 times.append((time.perf_counter() - start) * 1e3)

@@ -260,3 +260,38 @@ def buffer_after_use() -> nn.Module:
 
 def cache_refilled() -> nn.Module:
     return Net(CacheRefilled())
+
+
+class WritesItsInput(nn.Module):
+    """Scales its input by 1/div first: out of place, or in place (``x.div_``, an in-place first
+    activation): one call computes the same either way, whatever runs came before."""
+
+    def __init__(self, div: float, in_place: bool, act: nn.Module | None = None):
+        super().__init__()
+        torch.manual_seed(0)
+        self.div, self.in_place, self.act, self.lin = div, in_place, act, nn.Linear(16, 8)
+
+    def forward(self, x):
+        if self.act is not None:  # the activation first, on the input itself
+            return self.lin(self.act(x))
+        return self.lin(x.div_(self.div) if self.in_place else x / self.div)
+
+
+def halves() -> nn.Module:
+    return WritesItsInput(2.0, False)
+
+
+def halves_in_place() -> nn.Module:
+    return WritesItsInput(2.0, True)
+
+
+def quarters_in_place() -> nn.Module:  # a fault against `halves`
+    return WritesItsInput(4.0, True)
+
+
+def leaky() -> nn.Module:
+    return WritesItsInput(1.0, False, nn.LeakyReLU(0.1))
+
+
+def leaky_in_place() -> nn.Module:
+    return WritesItsInput(1.0, False, nn.LeakyReLU(0.1, inplace=True))

@@ -43,3 +43,19 @@ def test_a_model_whose_forward_changes_its_own_state_is_gated(tmp_path, factory)
         faulted = _check(tmp_path, "rescales_once_faulted")
         first = faulted["first_regression"]
         assert (faulted["verdict"], first["layer"], first["check"]) == ("regressed", "block.lin", "reference-drift")
+
+
+@pytest.mark.parametrize("base,refactor,fault", [("halves", "halves_in_place", "quarters_in_place"),
+                                                 ("leaky", "leaky_in_place", None)])
+def test_a_forward_that_writes_its_input_changes_its_own_call_alone(tmp_path, base, refactor, fault):
+    """`x.div_(2)` for `x / 2`, an in-place first activation: the same values in one call, so it passes
+    (each run, the reference's, torch-cpu's, ONNX Runtime's, is given the inputs as built); its twin, the
+    input quartered in place where the baseline halved it, fails at the first layer on the reference."""
+    cfg = load_config(_config(tmp_path, "m", base))
+    (updated,) = commands.update_baseline(cfg, cfg.models, cfg.providers)
+    assert updated.error is None and updated.unexported is None, updated
+    report = _check(tmp_path, refactor)
+    assert report["verdict"] == "pass", report["first_regression"] or report["models"][0]["error"]
+    if fault is not None:
+        first = _check(tmp_path, fault)["first_regression"]
+        assert (first["layer"], first["provider"], first["check"]) == ("lin", "torch-cpu", "reference-drift")
