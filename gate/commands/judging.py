@@ -95,4 +95,7 @@ def judge(config: Config, runs: list[tuple[ModelSpec, ModelRun]], loaded: Mappin
     if base is not None:
         again = {} if isinstance(base, str) else compare(base, {run.name: run for _, run, _, _ in judged})
         loosened.mark(config, base, [(*j, v) for j, v in zip(judged, verdicts, strict=True)], again)
-    return assemble(verdicts, environment(fingerprint.backend))
+    report = assemble(verdicts, environment(fingerprint.backend))
+    if isinstance(base, Config):
+        report.unchecked = loosened.unchecked(config, base)
+    return report

@@ -120,6 +120,13 @@ def mark(config: Config, base: Config | str, judged: list[Judged],
             verdict.loosened = Loosened(first, dropped)
 
 
+def unchecked(config: Config, base: Config) -> list[str] | None:
+    """Models and sweep cases the base's config checks and the change's does not (a model's table removed,
+    a sweep's case dropped from its values): nothing judges them now, and their baselines stay."""
+    kept = {spec.name for spec in config.models}
+    return [spec.name for spec in base.models if spec.name not in kept] or None
+
+
 def _renamed(was: ModelSpec, run: ModelRun, baseline: Baseline | None, spec: ModelSpec) -> ModelSpec:
     """The base's spec, its layer rules following the layers the structure matched to other names (a rule
     renamed with its module holds what it held): each renamed layer gets the base's limits of the name the

@@ -210,6 +210,15 @@ _WORDS = {StepKind.MODEL_CHANGED: _model_changed, StepKind.WEIGHTS_CHANGED: _mod
           StepKind.RECORD_ELSEWHERE: _record_elsewhere, StepKind.REFACTORED: _refactored}
 
 
+def unchecked_words(report: Report, s: Style) -> str:
+    """The models and cases the change's config stopped checking (``check --changed-since``)."""
+    names = report.unchecked or []
+    more = f" and {len(names) - 8} more" if len(names) > 8 else ""
+    listed = ", ".join(s.code(n) for n in names[:8])
+    return (f"this change's config no longer checks {listed}{more}, which the base's does. Review the config "
+            "change as a change of what passes.")
+
+
 def loosened_words(m: ModelVerdict, s: Style) -> str:
     """What the change's config stopped judging in ``m`` (``check --changed-since``); "" where nothing."""
     lo = m.loosened

@@ -8,7 +8,7 @@ import re
 from pathlib import PurePosixPath
 
 from gate.core.status import ModelStatus, Role, SkipKind, TargetStatus
-from gate.render.next_steps import MARKDOWN, loosened_words
+from gate.render.next_steps import MARKDOWN, loosened_words, unchecked_words
 from gate.render.text import code, plain, visible
 from gate.verdict.types import ModelVerdict, ProviderVerdict, Report
 
@@ -127,7 +127,8 @@ def _unchecked(m: ModelVerdict) -> str:
 
 
 def notices(report: Report) -> str:
-    items = [item for m in report.models for item in model_notices(m)]
+    items = [f"⚠️ {unchecked_words(report, MARKDOWN)}"] if report.unchecked else []
+    items += [item for m in report.models for item in model_notices(m)]
     if len(items) > 2 * MAX_LIST:
         items = items[: 2 * MAX_LIST] + [f"… and {len(items) - 2 * MAX_LIST} more notices (see the job summary)."]
     return "\n".join(f"- {i}" for i in items)

@@ -118,6 +118,7 @@ def merge(legs: list[Leg], count: int) -> Report:
     merged = assemble([judged[name] for name in done], legs[0].report.environment)
     changes = [r.baseline_changes for r in (leg.report for leg in legs) if r.baseline_changes is not None]
     merged.baseline_changes = sorted(set().union(*changes)) if changes else None
+    merged.unchecked = sorted(set().union(*(leg.report.unchecked or () for leg in legs))) or None
     diffs = {path: diff for leg in legs for path, diff in (leg.report.baseline_diffs or {}).items()}
     merged.baseline_diffs = diffs or None
     return merged

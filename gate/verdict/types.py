@@ -356,10 +356,9 @@ class Report:
     first_regression: Regression | None = None
     summary: Summary | None = None
     baseline_changes: list[str] | None = None
-    # The changed baseline files as text diffs (``--changed-since``), by path; the comment shows only
-    # those of files the pull request's own file list names.
-    baseline_diffs: dict[str, str] | None = None
+    baseline_diffs: dict[str, str] | None = None  # by path (--changed-since); shown: the PR's own files
     shard: ShardRun | None = None  # a leg of a sharded run: its shard, and what the run covers (check --shard)
+    unchecked: list[str] | None = None  # models, cases the base's config checks and the change's not
 
     def __post_init__(self) -> None:
         if self.summary is None:
@@ -380,7 +379,8 @@ class Report:
                 "environment": self.environment, "models": [m.to_dict() for m in self.models],
                 **({"baseline_changes": self.baseline_changes} if self.baseline_changes is not None else {}),
                 **({"baseline_diffs": self.baseline_diffs} if self.baseline_diffs else {}),
-                **({"shard": self.shard.to_dict()} if self.shard is not None else {})}
+                **({"shard": self.shard.to_dict()} if self.shard is not None else {}),
+                **({"unchecked": self.unchecked} if self.unchecked else {})}
 
     @classmethod
     def from_dict(cls, o: Obj) -> Report:
@@ -388,11 +388,12 @@ class Report:
         version = o.int("version")
         if version != VERSION:
             o.fail("version", f"{version!r} is not supported (this parity-gate reads {VERSION})")
-        changes = o.strs("baseline_changes") if o.has("baseline_changes") else None
         first = o.opt_obj("first_regression", Regression.from_dict)
         if first is not None and (first.model is None or first.provider is None):
             o.fail("first_regression", "must name its `model` and `provider`")
         return cls(verdict=o.word("verdict", Verdict), models=o.objs("models", ModelVerdict.from_dict, required=True),
                    environment=o.free("environment") or {}, first_regression=first,
-                   summary=o.opt_obj("summary", Summary.from_dict), baseline_changes=changes,
-                   baseline_diffs=o.words("baseline_diffs") or None, shard=o.opt_obj("shard", ShardRun.from_dict))
+                   summary=o.opt_obj("summary", Summary.from_dict),
+                   baseline_changes=o.strs("baseline_changes") if o.has("baseline_changes") else None,
+                   baseline_diffs=o.words("baseline_diffs") or None, unchecked=o.strs("unchecked")[:256] or None,
+                   shard=o.opt_obj("shard", ShardRun.from_dict))

@@ -239,3 +239,20 @@ def test_the_base_config_is_the_file_that_judged_there_with_every_file_it_names(
     _git(tmp_path, "commit", "-qam", "includes a file outside")
     unread = commands.base_config(load_config(config), "HEAD", False)
     assert isinstance(unread, str) and "matches no file" in unread
+
+
+def test_models_and_cases_the_change_drops_are_named(project):
+    """A model's table removed and a sweep's case dropped from its values: nothing judges them, their
+    baselines stay; said on the report (JSON, Markdown). Twin: the same configs unchanged say nothing."""
+    sweep = '[[sweeps]]\nname = "act"\nmodule = "torch.nn.{act}"\nvars = {{ act = [{acts}] }}\n' \
+            'inputs = [{{ name = "x", shape = [2, 8], dtype = "float32" }}]\n'
+    twice = BASE + BASE.split("\n\n", 1)[1].replace('"net"', '"net2"')
+    acts = sweep.format(act="{act}", acts='"ReLU", "GELU", "SiLU"')
+    base = load_config(project / "parity-gate.toml", twice + "\n" + acts)
+    cfg = load_config(project / "parity-gate.toml", BASE + "\n" + acts.replace('"GELU", ', ""))
+    report = commands.check(cfg, cfg.models, cfg.providers, base=base)
+    assert report.unchecked == ["net2", "act.gelu"] and report.to_dict()["unchecked"] == report.unchecked
+    assert "⚠️ this change's config no longer checks `net2`, `act.gelu`, which the base's does" \
+        in render_markdown(report)
+    again = commands.check(base, base.models, base.providers, base=base)
+    assert again.unchecked is None and "no longer checks" not in render_markdown(again)

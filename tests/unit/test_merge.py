@@ -38,6 +38,17 @@ def test_the_legs_merged_are_the_report_one_job_wrote(tmp_path):
     assert load_report(tmp_path / "merged.json").verdict == "regressed"
 
 
+def test_what_the_change_stopped_checking_is_said_once_from_every_leg(tmp_path):
+    """Each leg names the models the change's config dropped (check --changed-since): the merged report
+    names them once, and reads back."""
+    legs = [leg("a", 1, ("tiny-cnn",)), leg("b", 2, ("tiny-mlp",))]
+    legs[0].report.unchecked, legs[1].report.unchecked = ["old", "act.gelu"], ["act.gelu", "old"]
+    write_report(tmp_path / "merged.json", merge(legs, 2))
+    assert load_report(tmp_path / "merged.json").unchecked == ["act.gelu", "old"]
+    legs[0].report.unchecked = legs[1].report.unchecked = None
+    assert merge(legs, 2).unchecked is None
+
+
 def test_a_leg_of_no_models_is_a_leg_all_the_same():
     legs = [leg("a", 1, COVERED), leg("b", 2, ())]
     assert [m.name for m in merge(legs, 2).models] == list(COVERED)
