@@ -67,7 +67,7 @@ def other_inputs(config: Config, spec: ModelSpec, run: ModelRun, baseline: Basel
     ran = run.error is None or run.unexported  # a failed export still judges the PyTorch side on these inputs
     if not ran or baseline.meta.inputs_digest in (None, run.meta.inputs_digest):
         return None
-    how = difference(baseline.meta.inputs, run.meta.inputs or [])
+    how = difference(baseline.meta.inputs, run.meta.inputs or [], spec.inputs)
     return RunError(ErrorStatus.BAD_BASELINE,
                     f"baseline `{path}`: recorded for other inputs than model `{spec.name}` declares now"
                     f"{f' ({how})' if how else ''}")

@@ -106,7 +106,8 @@ def validate(config: Config, models: tuple[ModelSpec, ...]) -> Validation:
         digest = inputs_mod.digest(names, arrays)
         if baseline is not None and baseline.meta.inputs_digest not in (None, digest):
             dtypes = [i.dtype for i in spec.inputs] if isinstance(spec.inputs, tuple) else None
-            how = inputs_mod.difference(baseline.meta.inputs, inputs_mod.describe(names, arrays, dtypes))
+            how = inputs_mod.difference(baseline.meta.inputs, inputs_mod.describe(names, arrays, dtypes),
+                                          spec.inputs)
             raise GateError(f"model `{spec.name}`: its declared inputs are not those baseline `{display(path)}` was "
                             f"recorded for{f' ({how})' if how else ''}; `check` will refuse it: re-create it with "
                             f"`{update_command(spec, config)}`")

@@ -60,9 +60,16 @@ def describe(names: list[str], arrays: list[np.ndarray], dtypes: list[str] | Non
     return out
 
 
-def difference(recorded: list[dict[str, Any]] | None, now: list[dict[str, Any]]) -> str | None:
+def _cause(source: str | tuple[Any, ...]) -> str:
+    if isinstance(source, str):
+        return "its file changed" if source.endswith(".npz") else f"its inputs function `{source}` gives others"
+    return "its seed or range changed" if source else "its seed, range, file or inputs function changed"
+
+
+def difference(recorded: list[dict[str, Any]] | None, now: list[dict[str, Any]],
+               source: str | tuple[Any, ...] = ()) -> str | None:
     """How the inputs ``now`` differ from those a baseline ``recorded``, in one phrase (None: it
-    recorded none, or they are the same)."""
+    recorded none, or they are the same); ``source``: the model's ``inputs`` (what other values point at)."""
     if not recorded:
         return None
     before, after = {x["name"]: x for x in recorded}, {x["name"]: x for x in now}
@@ -75,7 +82,7 @@ def difference(recorded: list[dict[str, Any]] | None, now: list[dict[str, Any]])
         elif list(b["shape"]) != list(a["shape"]):
             changes.append(f"input `{name}`: shape {list(b['shape'])} -> {list(a['shape'])}")
         elif b["digest"] != a["digest"]:
-            changes.append(f"input `{name}`: other values, same dtype and shape (its seed, range or file changed)")
+            changes.append(f"input `{name}`: other values, same dtype and shape ({_cause(source)})")
     if not changes and [x["name"] for x in recorded] != [x["name"] for x in now]:
         changes.append("the inputs are in another order")
     return "; ".join(changes) or None

@@ -22,7 +22,7 @@ from tests.support.projects import examples_project
 DECLARED = 'inputs = [{ name = "x", shape = [2, 3, 16, 16], dtype = "float32" }]'
 OTHER = 'inputs = [{ name = "x", shape = [2, 3, 16, 16], dtype = "float32", low = -2.0, high = 2.0 }]'
 REFUSED = (r"baseline `baselines/tiny-cnn.msgpack.zst`: recorded for other inputs than model `tiny-cnn` declares now "
-           r"\(input `x`: other values, same dtype and shape \(its seed, range or file changed\)\)")
+           r"\(input `x`: other values, same dtype and shape \(its seed or range changed\)\)")
 
 
 @pytest.fixture(scope="module")

@@ -74,7 +74,7 @@ def test_a_baseline_that_records_its_inputs_names_the_one_that_changed_and_how(t
     for edit, how in [(DECLARED.replace("float32", "float64"), "(input `x`: dtype float32 -> float64)"),
                       (DECLARED.replace("16, 16", "16, 32"), "(input `x`: shape [2, 3, 16, 16] -> [2, 3, 16, 32])"),
                       (DECLARED.replace(" }]", ", low = 0.0 }]"),
-                       "(input `x`: other values, same dtype and shape (its seed, range or file changed))"),
+                       "(input `x`: other values, same dtype and shape (its seed or range changed))"),
                       (DECLARED.replace('"x"', '"image"'), "(input `image` is new; input `x` is gone)")]:
         path.write_text(text.replace(DECLARED, edit))
         proc = run_cli("validate", cwd=tmp_path)
