@@ -4,9 +4,10 @@ A forward can leave state outside the parameters (caches in attributes, buffers 
 attributes rebound); left there, the float64 reference's state reaches the float32 run and the
 export's reaches both. ``Pristine`` records that state once, after the build and before any forward,
 and ``restore`` puts it back: buffers and tensor attributes in place when their version counters
-moved, other mutable attributes deep-copied, so it never holds the weights twice. Parameters a forward
-changes in place come from the factory called once more under the same seed (``rebuild``), once its
-other weights are found equal to the model's. State outside the modules is out of reach.
+moved or their values did, other mutable attributes deep-copied, so it never holds the weights twice.
+Parameters a forward changes in place come from the factory called once more under the same seed
+(``rebuild``), once its other weights are found equal to the model's. State outside the modules is out
+of reach.
 """
 
 from __future__ import annotations
@@ -78,11 +79,16 @@ class _Tensor:
 
     @property
     def written(self) -> bool:
-        """Written in place since it was recorded or last restored (an inference tensor never says)."""
-        return self.version is not None and version_of(self.obj) != self.version
+        """Written in place since it was recorded or last restored: its version moved, or its values did (a
+        kernel can write without moving the version: batch_norm's running statistics in training mode)."""
+        if self.version is not None and version_of(self.obj) != self.version:
+            return True
+        if self.obj.layout != torch.strided or self.obj.is_meta:
+            return self.version is None  # nothing to compare: an inference one is put back every time
+        return not same_bytes(self.obj, self.values)
 
     def restored(self) -> torch.Tensor:
-        if self.version is None or version_of(self.obj) != self.version:
+        if self.written:
             with torch.no_grad():
                 self.obj.copy_(self.values)
             self.version = version_of(self.obj)

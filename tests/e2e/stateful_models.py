@@ -254,8 +254,28 @@ class CacheRefilled(nn.Module):
         return self.lin(self.scratch)
 
 
+class KernelStatistics(nn.Module):
+    """BufferAfterUse's statistics, written by batch_norm's kernel in training mode from an eval-mode module:
+    the kernel writes them without moving their version counters."""
+
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(16, 16)
+        self.register_buffer("mean", torch.zeros(16))
+        self.register_buffer("var", torch.ones(16))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        out = self.lin(nn.functional.batch_norm(x, self.mean, self.var, training=False))
+        nn.functional.batch_norm(x, self.mean, self.var, training=True, momentum=0.5)
+        return out
+
+
 def buffer_after_use() -> nn.Module:
     return Net(BufferAfterUse())
+
+
+def kernel_statistics() -> nn.Module:
+    return Net(KernelStatistics())
 
 
 def cache_refilled() -> nn.Module:

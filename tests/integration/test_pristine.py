@@ -137,6 +137,19 @@ def test_a_forward_that_writes_a_buffer_after_using_it_is_refused_and_one_that_r
             refilled.module(*refilled.inputs)
 
 
+def test_a_buffer_a_kernel_writes_without_moving_its_version_is_seen_and_put_back():
+    """batch_norm's kernel in training mode updates running statistics and leaves their version counters:
+    the values moved, so the buffer is put back after every run, and the model whose second call differs
+    is refused as the Python-written one is (never a later run on another run's statistics)."""
+    built = _built("kernel_statistics")
+    block = built.module.block
+    with pytest.raises(ModelError, match=r"model `m`: its forward changes `block\.(mean|var)` in place, and a "
+                                         r"second call gives other outputs than the first "):
+        with built.fresh(), torch.no_grad():
+            built.module(*built.inputs)
+    assert torch.equal(block.mean, torch.zeros(16)) and torch.equal(block.var, torch.ones(16))
+
+
 def test_a_forward_that_changes_weights_a_factory_cannot_build_again_is_refused_by_name():
     built = _built("changes_its_weights_unseeded")
     with torch.no_grad():
