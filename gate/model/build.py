@@ -230,6 +230,9 @@ def _inputs(spec: ModelSpec, root: Path) -> tuple[tuple[torch.Tensor, ...], list
         tensors, names = _npz_inputs(spec)
     elif isinstance(spec.inputs, str):
         fn = resolve(spec.inputs, root, f"{spec.where}.inputs", spec.name)
+        # torch's generator at the seed: inputs it draws follow the seed alone, never how many numbers the
+        # factory drew before (a refactor that drops an unused layer would give other inputs)
+        torch.manual_seed(spec.seed)
         try:
             produced = fn(spec.seed)
         except Exception as exc:

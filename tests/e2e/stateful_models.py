@@ -315,3 +315,15 @@ def leaky() -> nn.Module:
 
 def leaky_in_place() -> nn.Module:
     return WritesItsInput(1.0, False, nn.LeakyReLU(0.1, inplace=True))
+
+
+def drawn_inputs(seed: int) -> tuple[torch.Tensor, ...]:
+    """Inputs from torch's global generator, as many examples write them."""
+    return (torch.randn(2, 16),)
+
+
+def with_unused_head() -> nn.Module:
+    """`halves` and a head it never calls: its initialisation draws more numbers."""
+    m = halves()
+    m.head = nn.Linear(16, 64)
+    return m
