@@ -95,7 +95,7 @@ def check(config: ConfigOpt = None, model: ModelOpt = None, provider: ProviderOp
     with progress_display(verbose) as progress:
         report = commands.check(cfg, models, providers, progress, full=full,
                                 rewritten=commands.rewritten(cfg, changes),
-                                base=commands.base_config(cfg, changed_since, bool(config))
+                                base=commands.base_config(cfg, changed_since, None if config else Path.cwd())
                                 if changed_since else None)
     report.shard = chosen.run if chosen is not None else None
     if changed_since:
@@ -236,7 +236,7 @@ def report(files: Annotated[list[Path], typer.Argument(help="Result files (or fo
     from gate.cli.console import render_report
 
     cfg = _load(config, allow_missing_gpu, require)
-    base = commands.base_config(cfg, changed_since, bool(config)) if changed_since else None
+    base = commands.base_config(cfg, changed_since, None if config else Path.cwd()) if changed_since else None
     result = commands.report_files(cfg, files, base=base)
     if changed_since:
         result.baseline_changes, result.baseline_diffs = commands.changed_baselines(cfg, changed_since)

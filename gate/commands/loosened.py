@@ -28,13 +28,20 @@ from gate.verdict.notes import Comparison
 from gate.verdict.types import Loosened, ModelVerdict
 
 
-def base_config(config: Config, since: str, explicit: bool) -> Config | str | None:
-    """The config as it was at ``since`` (``explicit``: its file was named with --config); None where the
-    base has none (a new one: nothing was loosened) or the same one; the reason where it does not load."""
+def base_config(config: Config, since: str, search: Path | None) -> Config | str | None:
+    """The config as it was at ``since``: the file the search from ``search`` up finds there (as
+    ``find_config`` searched), or this one's path (None: it was named with --config); None where the base
+    has none (a new one: nothing was loosened) or the same one; the reason where it does not load."""
     tree = _Tree.at(config.path.resolve().parent, since)
     if tree is None:
         return f"tree at {since} could not be read"
-    path = config.path if explicit else config_in(config.path.parent, tree)  # the form the change's has
+    path: Path | None = config.path
+    if search is not None:
+        path = None
+        for folder in (search, *search.parents):
+            path = config_in(folder, tree)
+            if path is not None or tree.relative(folder) in (None, "."):
+                break
     if path is None or not tree.is_file(path):
         return None
     try:
@@ -45,43 +52,93 @@ def base_config(config: Config, since: str, explicit: bool) -> Config | str | No
 
 
 class _Tree(Files):
-    """The files of one commit, read with git: no checkout, nothing outside the repository."""
+    """The files of one commit, read with git: no checkout, nothing outside the repository, its symlinks
+    followed as the disk follows them, names with a leading dot matched as ``glob`` matches them."""
 
-    def __init__(self, top: Path, commit: str, names: set[str]):
-        self.top, self.commit, self.names = top, commit, names
+    def __init__(self, top: Path, commit: str, entries: dict[str, tuple[str, str]]):
+        self.top, self.commit, self.entries = top, commit, entries  # name -> (mode, object)
+        self.children: dict[str, set[str]] = {}
+        for name in entries:
+            parts = name.split("/")
+            for i in range(len(parts)):
+                self.children.setdefault("/".join(parts[:i]), set()).add(parts[i])
 
     @classmethod
     def at(cls, folder: Path, commit: str) -> _Tree | None:
         top = _git(folder, "rev-parse", "--show-toplevel")
-        listed = _git(folder, "ls-tree", "-r", "-z", "--full-tree", "--name-only", commit)
+        listed = _git(folder, "ls-tree", "-r", "-z", "--full-tree", commit)
         if top is None or listed is None:
             return None
-        return cls(Path(top.decode().strip()).resolve(), commit, set(listed.decode().split("\0")) - {""})
+        entries = {}
+        for row in listed.decode().split("\0"):
+            if row:
+                meta, name = row.split("\t", 1)
+                mode, _, obj = meta.split(" ")
+                entries[name] = (mode, obj)
+        return cls(Path(top.decode().strip()).resolve(), commit, entries)
 
-    def _name(self, path: Path) -> str | None:
-        """``path``'s name in the tree; None outside the repository."""
-        rel = os.path.relpath(os.path.normpath(path), self.top)
-        return None if rel.startswith("..") or os.path.isabs(rel) else PurePosixPath(Path(rel)).as_posix()
+    def relative(self, path: Path | str) -> str | None:
+        """``path`` from the repository's top, as written (its symlinks not followed); "." for the top;
+        None outside it (a path reached through a link from outside: its real place)."""
+        for p in (os.path.normpath(os.path.abspath(path)), os.path.realpath(path)):
+            rel = os.path.relpath(p, self.top)
+            if not rel.startswith(".."):
+                return PurePosixPath(Path(rel)).as_posix()
+        return None
+
+    def _resolve(self, name: str, depth: int = 0) -> str | None:
+        """``name`` with the tree's symlinks followed; None where it leaves the tree."""
+        parts, done = name.split("/"), list[str]()
+        for i, part in enumerate(parts):
+            if part in ("", "."):
+                continue
+            if part == "..":
+                if not done:
+                    return None
+                done.pop()
+                continue
+            mode, obj = self.entries.get("/".join([*done, part]), ("", ""))
+            if mode == "120000":  # a symlink: its target, from the link's folder
+                target = _git(self.top, "cat-file", "blob", obj)
+                if target is None or depth > 40 or target.startswith(b"/"):
+                    return None
+                return self._resolve("/".join([*done, target.decode(), *parts[i + 1:]]), depth + 1)
+            done.append(part)
+        return "/".join(done)
+
+    def _file(self, path: Path | str) -> str | None:
+        rel = self.relative(path)
+        name = None if rel is None else self._resolve(rel)
+        return name if name is not None and self.entries.get(name, ("",))[0].startswith("100") else None
 
     def is_file(self, path: Path) -> bool:
-        return self._name(path) in self.names
+        return self._file(path) is not None
 
     def read_text(self, path: Path) -> str:
-        name = self._name(path)
-        shown = _git(self.top, "show", f"{self.commit}:{name}") if name in self.names else None
+        name = self._file(path)
+        shown = None if name is None else _git(self.top, "cat-file", "blob", self.entries[name][1])
         if shown is None:
             raise FileNotFoundError(f"no file `{path}` at {self.commit}")
         return shown.decode("utf-8")
 
     def glob(self, pattern: str) -> list[str]:
-        """As ``glob.glob`` (no ``**`` recursion): each part of the path matched by its own pattern."""
-        want = self._name(Path(pattern))
-        if want is None:
+        """As ``glob.glob`` (no ``**`` recursion), through the tree's folders and links."""
+        rel = self.relative(pattern)
+        if rel is None:
             return []
-        parts = want.split("/")
-        return sorted(str(self.top / n) for n in self.names
-                      if len(n.split("/")) == len(parts)
-                      and all(fnmatch.fnmatchcase(a, b) for a, b in zip(n.split("/"), parts, strict=True)))
+        reached = [("", "")]  # (as written, the tree's folder)
+        for part in rel.split("/") if rel != "." else []:
+            magic = any(c in part for c in "*?[")
+            step = []
+            for written, real in reached:
+                names = sorted(c for c in self.children.get(real, ()) if fnmatch.fnmatchcase(c, part)
+                               and (part.startswith(".") or not c.startswith("."))) if magic else [part]
+                for c in names:
+                    resolved = self._resolve(f"{real}/{c}" if real else c)
+                    if resolved is not None:
+                        step.append((f"{written}/{c}" if written else c, resolved))
+            reached = step
+        return [str(self.top / w) for w, r in reached if self.entries.get(r, ("",))[0].startswith("100")]
 
 
 def _git(folder: Path, *args: str) -> bytes | None:

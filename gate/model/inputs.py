@@ -62,7 +62,8 @@ def describe(names: list[str], arrays: list[np.ndarray], dtypes: list[str] | Non
 
 def _cause(source: str | tuple[Any, ...]) -> str:
     if isinstance(source, str):
-        return "its file changed" if source.endswith(".npz") else f"its inputs function `{source}` gives others"
+        return "its file changed" if source.endswith(".npz") else (
+            f"its inputs function `{source}` gives others; it runs with torch's generator at the seed")
     return "its seed or range changed" if source else "its seed, range, file or inputs function changed"
 
 

@@ -117,17 +117,17 @@ def test_the_config_at_the_base_comes_from_git(tmp_path):
     _committed(tmp_path, {"parity-gate.toml": BASE})
     (tmp_path / "parity-gate.toml").write_text(LOOSE)
     cfg = load_config(tmp_path / "parity-gate.toml")
-    base = commands.base_config(cfg, "HEAD", False)
+    base = commands.base_config(cfg, "HEAD", tmp_path)
     assert not isinstance(base, str) and base is not None
     assert (base.models[0].tolerance.reference, cfg.models[0].tolerance.reference) == (1e-9, 1e-2)
     (tmp_path / "parity-gate.toml").unlink()
     moved = tmp_path / "pyproject.toml"
     moved.write_text("[tool.parity-gate]\n" + LOOSE.replace("[[models]]", "[[tool.parity-gate.models]]"))
-    base = commands.base_config(load_config(moved), "HEAD", False)
+    base = commands.base_config(load_config(moved), "HEAD", tmp_path)
     assert not isinstance(base, str) and base is not None and base.models[0].tolerance.reference == 1e-9
     _git(tmp_path, "rm", "-q", "--cached", "parity-gate.toml")
     _git(tmp_path, "commit", "-qm", "no config")
-    assert commands.base_config(load_config(moved), "HEAD", False) is None  # new in the change
+    assert commands.base_config(load_config(moved), "HEAD", tmp_path) is None  # new in the change
 
 
 SWEEP = """[[sweeps]]
@@ -144,7 +144,7 @@ def test_an_included_sweep_file_is_read_as_it_was_at_the_base(tmp_path):
     _committed(tmp_path, {"parity-gate.toml": including, "sweeps/acts.toml": SWEEP})
     (tmp_path / "sweeps" / "acts.toml").write_text(SWEEP + "tolerance = { reference = 1e-2 }\n")
     cfg = load_config(tmp_path / "parity-gate.toml")
-    base = commands.base_config(cfg, "HEAD", False)
+    base = commands.base_config(cfg, "HEAD", tmp_path)
     assert not isinstance(base, str) and base is not None
     (case,) = [m for m in base.models if m.sweep is not None]
     assert case.tolerance.reference == 1e-9
@@ -152,7 +152,7 @@ def test_an_included_sweep_file_is_read_as_it_was_at_the_base(tmp_path):
     _git(tmp_path, "rm", "-qf", "sweeps/acts.toml")
     _git(tmp_path, "commit", "-qm", "sweep gone")  # the base's config includes a file it no longer has
     (tmp_path / "parity-gate.toml").write_text(LOOSE)
-    unread = commands.base_config(load_config(tmp_path / "parity-gate.toml"), "HEAD", False)
+    unread = commands.base_config(load_config(tmp_path / "parity-gate.toml"), "HEAD", tmp_path)
     assert isinstance(unread, str) and "`sweeps/*.toml` matches no file" in unread
 
 
@@ -225,19 +225,20 @@ def test_the_base_config_is_the_file_that_judged_there_with_every_file_it_names(
                           "pyproject.toml": table, "parity-gate.toml": LOOSE})
     config = tmp_path / "gate" / "parity-gate.toml"
     (config).write_text(included + "# a comment\n")
-    assert commands.base_config(load_config(config), "HEAD", False) is None
+    assert commands.base_config(load_config(config), "HEAD", config.parent) is None
     (tmp_path / "shared" / "acts.cfg").write_text(SWEEP + loose)
-    assert _reference(commands.base_config(load_config(config), "HEAD", False)) == 1e-9
+    assert _reference(commands.base_config(load_config(config), "HEAD", config.parent)) == 1e-9
     (tmp_path / "ci" / "gate.conf").write_text(LOOSE)
-    assert _reference(commands.base_config(load_config(tmp_path / "ci" / "gate.conf"), "HEAD", True)) == 1e-9
+    assert _reference(commands.base_config(load_config(tmp_path / "ci" / "gate.conf"), "HEAD", None)) == 1e-9
     (tmp_path / "pyproject.toml").write_text("[project]\nname = 'x'\n")
-    assert _reference(commands.base_config(load_config(tmp_path / "parity-gate.toml"), "HEAD", False)) == 1e-9
+    standalone = load_config(tmp_path / "parity-gate.toml")
+    assert _reference(commands.base_config(standalone, "HEAD", tmp_path)) == 1e-9
     outside = tmp_path.parent / f"{tmp_path.name}-outside"
     outside.mkdir()
     (outside / "acts.toml").write_text(SWEEP)
     config.write_text(f'include = ["{outside}/*.toml"]\n' + BASE)
     _git(tmp_path, "commit", "-qam", "includes a file outside")
-    unread = commands.base_config(load_config(config), "HEAD", False)
+    unread = commands.base_config(load_config(config), "HEAD", config.parent)
     assert isinstance(unread, str) and "matches no file" in unread
 
 
@@ -256,3 +257,27 @@ def test_models_and_cases_the_change_drops_are_named(project):
         in render_markdown(report)
     again = commands.check(base, base.models, base.providers, base=base)
     assert again.unchecked is None and "no longer checks" not in render_markdown(again)
+
+
+def test_the_base_tree_is_read_as_the_disk_is(tmp_path):
+    """Symlinks (a sweep folder, the config file itself, the repository reached through one) are followed
+    in the base's tree as on disk; a dotfile beside the included sweeps is left out as `glob` leaves it;
+    the search from a subfolder finds what it found at the base, not a config the change added there."""
+    loose = "tolerance = { reference = 1e-2 }\n"
+    repo = tmp_path / "repo"
+    _committed(repo, {"ci/parity-gate.toml": 'include = ["sweeps/*/*.toml"]\n' + BASE,
+                      "shared/acts.toml": SWEEP, "ci/sweeps/.draft.toml": SWEEP.replace("acts", "draft"),
+                      "ci/sub/keep.txt": ""})
+    (repo / "ci" / "sweeps" / "shared").symlink_to("../../shared")
+    (repo / "parity-gate.toml").symlink_to("ci/parity-gate.toml")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-qm", "links")
+    (tmp_path / "link").symlink_to(repo)
+    config = tmp_path / "link" / "parity-gate.toml"
+    assert commands.base_config(load_config(config), "HEAD", config.parent) is None  # unchanged: the same
+    (repo / "shared" / "acts.toml").write_text(SWEEP + loose)
+    assert _reference(commands.base_config(load_config(config), "HEAD", config.parent)) == 1e-9
+    assert _reference(commands.base_config(load_config(config), "HEAD", None)) == 1e-9
+    (repo / "ci" / "sub" / "parity-gate.toml").write_text(LOOSE)  # a config the change adds below
+    assert _reference(commands.base_config(load_config(repo / "ci" / "sub" / "parity-gate.toml"), "HEAD",
+                                           repo / "ci" / "sub")) == 1e-9

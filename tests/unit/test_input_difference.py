@@ -13,7 +13,8 @@ NOW = [{**RECORDED[0], "digest": "b" * 16}]
 
 
 @pytest.mark.parametrize("source,cause", [
-    ("models:inputs", "its inputs function `models:inputs` gives others"),
+    ("models:inputs",
+     "its inputs function `models:inputs` gives others; it runs with torch's generator at the seed"),
     ("/repo/data/x.npz", "its file changed"),
     (("declared",), "its seed or range changed"),
     ((), "its seed, range, file or inputs function changed"),
