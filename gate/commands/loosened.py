@@ -35,14 +35,16 @@ def base_config(config: Config, since: str, search: Path | None) -> Config | str
     tree = _Tree.at(config.path.resolve().parent, since)
     if tree is None:
         return f"tree at {since} could not be read"
-    path: Path | None = config.path
-    if search is not None:
-        path = None
-        for folder in (search, *search.parents):
+    path: Path | None = config.path if search is None else None
+    if path is not None and not tree.is_file(path):  # a --config file the change renamed: what it was
+        path = tree.renamed_from(path)
+    if path is None:
+        start = search or config.path.parent
+        for folder in (start, *start.parents):
             path = config_in(folder, tree)
             if path is not None or tree.relative(folder) in (None, "."):
                 break
-    if path is None or not tree.is_file(path):
+    if path is None:
         return None
     try:
         base = load_config(path, files=tree)
@@ -70,12 +72,12 @@ class _Tree(Files):
         if top is None or listed is None:
             return None
         entries = {}
-        for row in listed.decode().split("\0"):
+        for row in os.fsdecode(listed).split("\0"):  # names as the disk's
             if row:
                 meta, name = row.split("\t", 1)
                 mode, _, obj = meta.split(" ")
                 entries[name] = (mode, obj)
-        return cls(Path(top.decode().strip()).resolve(), commit, entries)
+        return cls(Path(os.fsdecode(top.strip())).resolve(), commit, entries)
 
     def relative(self, path: Path | str) -> str | None:
         """``path`` from the repository's top, as written (its symlinks not followed); "." for the top;
@@ -102,9 +104,26 @@ class _Tree(Files):
                 target = _git(self.top, "cat-file", "blob", obj)
                 if target is None or depth > 40 or target.startswith(b"/"):
                     return None
-                return self._resolve("/".join([*done, target.decode(), *parts[i + 1:]]), depth + 1)
+                return self._resolve("/".join([*done, os.fsdecode(target), *parts[i + 1:]]), depth + 1)
             done.append(part)
         return "/".join(done)
+
+    def renamed_from(self, path: Path) -> Path | None:
+        """Where the file at ``path`` was in this tree, if the change renamed it (git's rename detection)."""
+        rel = self.relative(path)
+        rows = _git(self.top, "diff", "-z", "--name-status", "-M", self.commit)
+        fields, i = ([] if rows is None or rel is None else os.fsdecode(rows).split("\0")), 0
+        while i + 1 < len(fields):  # status, path; a rename or copy: status, old, new
+            two = fields[i][:1] in ("R", "C")
+            if two and i + 2 < len(fields) and fields[i + 2] == rel:
+                return self.top / fields[i + 1]
+            i += 3 if two else 2
+        return None
+
+    def resolve(self, path: Path) -> Path:
+        rel = self.relative(path)
+        name = None if rel is None else self._resolve(rel)
+        return path if name is None else self.top / name
 
     def _file(self, path: Path | str) -> str | None:
         rel = self.relative(path)

@@ -89,7 +89,7 @@ def _opset(r: Reader, key: str, default: int | None) -> int | None:
 def _inputs(r: Reader) -> tuple[InputSpec, ...] | str:
     raw = r.get("inputs", (list, str), required=True)
     if isinstance(raw, str) and raw.endswith(".npz"):
-        npz = (r.path.resolve().parent / raw).resolve()
+        npz = r.files.resolve(r.files.resolve(r.path).parent / raw)
         if not r.files.is_file(npz):
             r.fail(r.key("inputs"), f"input file `{npz}` does not exist")
         return str(npz)
@@ -203,7 +203,7 @@ def _artifact(r: Reader) -> Path | None:
         return None
     if not raw.endswith(".onnx"):
         r.fail(r.key("artifact"), f"`{raw}` is not an .onnx file")
-    return (r.path.resolve().parent / raw).resolve()
+    return r.files.resolve(r.files.resolve(r.path).parent / raw)
 
 
 def _output_tolerance(r: Reader) -> tuple[float, float] | None:

@@ -25,7 +25,7 @@ ISOLATION_KEYS = ("enabled", "timeout", "memory-budget-mb", "capture-memory-mb")
 def parse(section: Any, path: Path, prefix: str, files: Files = DISK) -> Config:
     top = Reader(section, path, prefix, files=files)
     top.check_keys(TOP_KEYS)
-    root = path.resolve().parent
+    root = files.resolve(path).parent
     baseline_dir = root / top.get("baseline-dir", (str,), "baselines")
     providers = _parse_providers(top)
     default_tol = parse_tolerance(top, "tolerance", Tolerance())

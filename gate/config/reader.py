@@ -25,6 +25,10 @@ class Files:
     def glob(self, pattern: str) -> list[str]:
         return sorted(glob.glob(pattern))
 
+    def resolve(self, path: Path) -> Path:
+        """``path`` with its symlinks followed (in the tree read: a link may point elsewhere there)."""
+        return path.resolve()
+
 
 DISK = Files()
 

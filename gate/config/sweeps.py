@@ -200,7 +200,7 @@ def included(top: Reader) -> list[Reader]:
     for pattern in top.get("include", (list,), []):
         if not isinstance(pattern, str):
             top.fail(top.key("include"), f"expected file patterns, got {kind(pattern)}")
-        files = top.files.glob(str(top.path.resolve().parent / pattern))
+        files = top.files.glob(str(top.files.resolve(top.path).parent / pattern))
         if not files:
             top.fail(top.key("include"), f"`{pattern}` matches no file")
         for file in files:

@@ -5,6 +5,7 @@ Twins: the same loosening with no fault says nothing; the fault under the base's
 
 from __future__ import annotations
 
+import os
 import subprocess
 from pathlib import Path
 
@@ -281,3 +282,27 @@ def test_the_base_tree_is_read_as_the_disk_is(tmp_path):
     (repo / "ci" / "sub" / "parity-gate.toml").write_text(LOOSE)  # a config the change adds below
     assert _reference(commands.base_config(load_config(repo / "ci" / "sub" / "parity-gate.toml"), "HEAD",
                                            repo / "ci" / "sub")) == 1e-9
+
+
+def test_a_renamed_config_a_foreign_file_name_and_a_link_the_change_moves(tmp_path):
+    """--config's file renamed by the change is compared with what it was (git's rename detection); a
+    file name that is not UTF-8 anywhere in the repository is no crash; a config made a link to its new
+    place (its sweep files moved with it) reads the base's own files: the same config, nothing said."""
+    loose = "tolerance = { reference = 1e-2 }\n"
+    _committed(tmp_path, {"ci/a.cfg": BASE, "parity-gate.toml": 'include = ["sweeps/*.toml"]\n' + BASE,
+                          "sweeps/acts.toml": SWEEP})
+    (tmp_path / os.fsdecode(b"caf\xe9.txt")).write_text("")
+    _git(tmp_path, "add", "-A")
+    _git(tmp_path, "commit", "-qm", "a foreign name")
+    _git(tmp_path, "mv", "ci/a.cfg", "ci/b.cfg")
+    (tmp_path / "ci" / "b.cfg").write_text(BASE + loose)
+    _git(tmp_path, "commit", "-qam", "renamed")
+    assert _reference(commands.base_config(load_config(tmp_path / "ci" / "b.cfg"), "HEAD~1", None)) == 1e-9
+    _git(tmp_path, "mv", "parity-gate.toml", "sweeps", "ci")
+    (tmp_path / "parity-gate.toml").symlink_to("ci/parity-gate.toml")
+    _git(tmp_path, "add", "-A")
+    _git(tmp_path, "commit", "-qm", "a link to its new place")
+    moved = load_config(tmp_path / "parity-gate.toml")
+    base = commands.base_config(moved, "HEAD~1", tmp_path)
+    assert not isinstance(base, str), base
+    assert base is None or [m.name for m in base.models] == [m.name for m in moved.models]
