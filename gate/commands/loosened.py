@@ -1,11 +1,12 @@
 """What the change under check does to the config that judges it (``check --changed-since``): each model
 that passes is judged again, on the same run and baseline, under the config at the base: the file that judged
-there (``--config``'s path, else the one the folder's search finds there), read with every file it names
-(included sweep files, input files) from the base's tree, as the change's is read from disk. Where it fails
-there, it passes only under limits the change loosened (a tolerance raised, a layer rule added, a sweep's
-pair limit, a slowdown allowed); a provider the base checks and the change dropped goes unchecked. Both are
-said on the model (``ModelVerdict.loosened``), never taken silently; the verdict stays the change's own. A
-base config that cannot be read is said too, never read as "nothing loosened"."""
+there (``--config``'s path or where the change renamed it from, else the one the search finds there), read
+with every file it names from the base's tree (its links followed), as the change's is read from disk. Where
+it fails there, it passes only under limits the change loosened (a tolerance raised, a layer rule added, a
+sweep's pair limit, a slowdown allowed); a provider the base checks and the change dropped (or a sweep's skip
+keeps off a case) goes unchecked. Both are said on the model (``ModelVerdict.loosened``), never taken
+silently; the verdict stays the change's own; models and cases the change stopped checking are said on the
+report (``unchecked``). A base config that cannot be read is said too, never read as "nothing loosened"."""
 
 from __future__ import annotations
 
@@ -192,8 +193,11 @@ def mark(config: Config, base: Config | str, judged: list[Judged],
         again = model_verdict(_renamed(was, run, baseline, spec), run, baseline, path,
                               update_command(spec, config), policy(base), compared.get(spec.name))
         first = again.first_regression if again.status == ModelStatus.REGRESSED else None
-        if first is not None or dropped:
-            verdict.loosened = Loosened(first, dropped)
+        # a sweep's skip the change added keeps a provider off this case: dropped for it alone
+        skipped = tuple(p.name for p in config.providers if p.name not in dropped
+                        and config.skip_reason(spec.name, p.name) and not base.skip_reason(spec.name, p.name))
+        if first is not None or dropped or skipped:
+            verdict.loosened = Loosened(first, dropped + skipped)
 
 
 def unchecked(config: Config, base: Config) -> list[str] | None:

@@ -306,3 +306,20 @@ def test_a_renamed_config_a_foreign_file_name_and_a_link_the_change_moves(tmp_pa
     base = commands.base_config(moved, "HEAD~1", tmp_path)
     assert not isinstance(base, str), base
     assert base is None or [m.name for m in base.models] == [m.name for m in moved.models]
+
+
+def test_a_skip_the_change_adds_to_a_sweep_drops_that_provider_for_its_cases(tmp_path):
+    """A sweep's `skip` the change adds keeps CPUExecutionProvider off one case: that case names it as
+    dropped; the cases it does not match, and the same skip at the base, say nothing."""
+    sweep = '[[sweeps]]\nname = "act"\nmodule = "torch.nn.{act}"\nvars = { act = ["ReLU", "SiLU"] }\n' \
+            'inputs = [{ name = "x", shape = [2, 8], dtype = "float32" }]\n'
+    skip = 'skip = [{ case = "act.silu", provider = "CPUExecutionProvider", reason = "flaky" }]\n'
+    (tmp_path / "models.py").write_text(MODEL)
+    (tmp_path / "scale.txt").write_text("1.0")
+    base = load_config(tmp_path / "parity-gate.toml", BASE + "\n" + sweep)
+    commands.update_baseline(base, base.models, base.providers)
+    cfg = load_config(tmp_path / "parity-gate.toml", BASE + "\n" + sweep + skip)
+    for judged_under, said in ((base, {"act.silu": ("CPUExecutionProvider",)}), (cfg, {})):
+        report = commands.check(cfg, cfg.models, cfg.providers, base=judged_under)
+        assert report.verdict == "pass"
+        assert {m.name: m.loosened.dropped for m in report.models if m.loosened} == said
