@@ -4,8 +4,9 @@
 the torch side, ``collect`` on the ONNX Runtime side, ``report_files`` merging every runner's results),
 ``listing`` (``list`` and ``validate``), ``cache_key`` (a CI cache's key), ``shards`` (one leg's
 models), ``baseline_shards`` (a sharded re-recording merged), ``judging`` (the one judge), ``common``
-(what they share), ``baseline_diff`` (the baseline files a change rewrites, as text) and ``loosened``
-(what a change's config stopped judging). One model's run is ``gate.pipeline``.
+(what they share), ``baseline_diff`` (the baseline files a change rewrites, as text), ``loosened``
+(what a change's config stopped judging) and ``commit_tree`` (the base's files, read with git). One
+model's run is ``gate.pipeline``.
 """
 
 from gate.commands.check import check
