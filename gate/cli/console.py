@@ -25,7 +25,7 @@ from gate.core.status import (
 from gate.github.actions import InertLines
 from gate.render.data_dependent_md import dependent_rows
 from gate.render.markdown import promotion_text
-from gate.render.next_steps import TEXT, loosened_words, step_words, unchecked_words
+from gate.render.next_steps import TEXT, loosened_lines, step_words, unchecked_words
 from gate.render.outputs_md import closeness
 from gate.render.reuse_text import alarm_line, reuse_line
 from gate.render.text import count
@@ -90,8 +90,8 @@ def render_report(report: Report, gpu_workflow: str = "", verbose: bool = False)
         console.print(f"[yellow]this change updates baselines:[/yellow] {escape(', '.join(report.baseline_changes))}")
     if report.unchecked:
         console.print(f"[yellow]{escape(unchecked_words(report, TEXT))}[/yellow]", soft_wrap=True)
-    for m in (m for m in report.models if m.loosened is not None):
-        console.print(f"[yellow]{escape(m.name)}:[/yellow] {escape(loosened_words(m, TEXT))}", soft_wrap=True)
+    for line in loosened_lines(report, TEXT):
+        console.print(f"[yellow]{escape(line)}[/yellow]", soft_wrap=True)
     for line in failure_lines(report):
         console.print(line, soft_wrap=True)
     for line in unrecorded_lines(report, gpu_workflow):

@@ -10,12 +10,13 @@ report (``unchecked``). A base config that cannot be read is said too, never rea
 
 from __future__ import annotations
 
+import os
 from dataclasses import asdict, replace
 from pathlib import Path
 
 from gate.commands.commit_tree import CommitTree
 from gate.commands.common import policy, update_command
-from gate.config import Config, ModelSpec, config_in, load_config
+from gate.config import Config, ModelSpec, ProviderSpec, config_in, load_config
 from gate.config.types import LayerTolerance
 from gate.core.runs import ModelRun
 from gate.core.status import ModelStatus
@@ -48,7 +49,7 @@ def base_config(config: Config, since: str, search: Path | None) -> Config | str
     try:
         base = load_config(path, files=tree)
     except ConfigError as exc:
-        return f"{path.name} at {since} does not load here ({exc})"
+        return f"{path.name} at {since} does not load here ({str(exc).replace(f'{tree.top}{os.sep}', '')})"
     return None if base == config else base
 
 
@@ -60,15 +61,15 @@ def mark(config: Config, base: Config | str, judged: list[Judged],
          compared: dict[str, list[Comparison]]) -> None:
     """Set ``loosened`` on each model whose judgment the change's config loosened (``compared``: the
     sweeps' pairs and anchors under the base's config)."""
-    if isinstance(base, str):
+    if isinstance(base, str):  # what passes might pass only under the change's config
         for *_, verdict in judged:
-            verdict.loosened = Loosened(unread=base)
+            if verdict.status == ModelStatus.PASS:
+                verdict.loosened = Loosened(unread=base)
         return
     specs = {spec.name: spec for spec in base.models}
-    kept, names = {(q.name, q.precision) for q in config.providers}, {q.name for q in config.providers}
-    # a provider is its name and its precision: torch-cpu's float32 run dropped beside its bfloat16 one
-    dropped = tuple(f"{p.name}:{p.precision}" if p.name in names else p.name for p in base.providers
-                    if (p.name, p.precision) not in kept)
+    kept = {(q.name, q.precision) for q in config.providers}
+    checked = {(p.name, p.precision) for p in base.providers}
+    dropped = tuple(_label(p, base, config) for p in base.providers if (p.name, p.precision) not in kept)
     for spec, run, baseline, path, verdict in judged:
         was = specs.get(spec.name)
         if verdict.status != ModelStatus.PASS or was is None:
@@ -76,11 +77,19 @@ def mark(config: Config, base: Config | str, judged: list[Judged],
         again = model_verdict(_renamed(was, run, baseline, spec), run, baseline, path,
                               update_command(spec, config), policy(base), compared.get(spec.name))
         first = again.first_regression if again.status == ModelStatus.REGRESSED else None
-        # a sweep's skip the change added keeps a provider off this case: dropped for it alone
-        skipped = tuple(p.name for p in config.providers if p.name not in dropped
-                        and config.skip_reason(spec.name, p.name) and not base.skip_reason(spec.name, p.name))
+        # a sweep's skip the change added keeps a provider the base checks off this case: dropped for it alone
+        skipped = tuple(dict.fromkeys(
+            _label(p, base, config) for p in config.providers if (p.name, p.precision) in checked
+            and config.skip_reason(spec.name, p.name) and not base.skip_reason(spec.name, p.name)))
         if first is not None or dropped or skipped:
             verdict.loosened = Loosened(first, dropped + skipped)
+
+
+def _label(p: ProviderSpec, *configs: Config) -> str:
+    """A provider is its name and its precision: named with it where the name alone is ambiguous (torch-cpu
+    in float32 and in bfloat16)."""
+    precisions = {q.precision for c in configs for q in c.providers if q.name == p.name}
+    return f"{p.name}:{p.precision}" if len(precisions) > 1 else p.name
 
 
 def unchecked(config: Config, base: Config) -> list[str] | None:

@@ -210,13 +210,25 @@ _WORDS = {StepKind.MODEL_CHANGED: _model_changed, StepKind.WEIGHTS_CHANGED: _mod
           StepKind.RECORD_ELSEWHERE: _record_elsewhere, StepKind.REFACTORED: _refactored}
 
 
+def _listed(names: list[str], s: Style) -> str:
+    more = f" and {len(names) - 8} more" if len(names) > 8 else ""
+    return ", ".join(s.code(n) for n in names[:8]) + more
+
+
 def unchecked_words(report: Report, s: Style) -> str:
     """The models and cases the change's config stopped checking (``check --changed-since``)."""
-    names = report.unchecked or []
-    more = f" and {len(names) - 8} more" if len(names) > 8 else ""
-    listed = ", ".join(s.code(n) for n in names[:8])
-    return (f"this change's config no longer checks {listed}{more}, which the base's does. Review the config "
-            "change as a change of what passes.")
+    return (f"this change's config no longer checks {_listed(report.unchecked or [], s)}, which the base's "
+            "does. Review the config change as a change of what passes.")
+
+
+def loosened_lines(report: Report, s: Style) -> list[str]:
+    """What the change's config stopped judging, one line per cause: the models it reads the same for (a
+    sweep's skip over every case, a base config that does not load) named together."""
+    groups: dict[str, list[str]] = {}
+    for m in report.models:
+        if words := loosened_words(m, s):
+            groups.setdefault(words, []).append(m.name)
+    return [f"{_listed(names, s)}: {words}" for words, names in groups.items()]
 
 
 def loosened_words(m: ModelVerdict, s: Style) -> str:
@@ -235,4 +247,6 @@ def loosened_words(m: ModelVerdict, s: Style) -> str:
         said.append(f"this change's config no longer checks {dropped}, which the base's does")
     if lo.unread:
         said.append(f"what this change's config loosens is not known: the base's {s.plain(lo.unread, 300)}")
+        by_hand = s.code("git diff")
+        return "; ".join(said) + f". Compare the config and its files with the base's by hand ({by_hand})."
     return "; ".join(said) + ". Review the config change as a change of what passes."

@@ -8,7 +8,7 @@ import re
 from pathlib import PurePosixPath
 
 from gate.core.status import ModelStatus, Role, SkipKind, TargetStatus
-from gate.render.next_steps import MARKDOWN, loosened_words, unchecked_words
+from gate.render.next_steps import MARKDOWN, loosened_lines, unchecked_words
 from gate.render.text import code, plain, visible
 from gate.verdict.types import ModelVerdict, ProviderVerdict, Report
 
@@ -75,8 +75,6 @@ def _diffs(report: Report, paths: list[str]) -> str:
 
 def model_notices(m: ModelVerdict) -> list[str]:
     items = []
-    if m.loosened is not None:
-        items.append(f"⚠️ {code(m.name)}: {loosened_words(m, MARKDOWN)}")
     if m.status == ModelStatus.ERROR and m.error:
         at = f" (at {code(m.error.where, 200)})" if m.error.where else ""
         items.append(f"💥 {code(m.name)} failed: **{plain(m.error.error_status, 20)}**: "
@@ -128,6 +126,7 @@ def _unchecked(m: ModelVerdict) -> str:
 
 def notices(report: Report) -> str:
     items = [f"⚠️ {unchecked_words(report, MARKDOWN)}"] if report.unchecked else []
+    items += [f"⚠️ {line}" for line in loosened_lines(report, MARKDOWN)]
     items += [item for m in report.models for item in model_notices(m)]
     if len(items) > 2 * MAX_LIST:
         items = items[: 2 * MAX_LIST] + [f"… and {len(items) - 2 * MAX_LIST} more notices (see the job summary)."]

@@ -200,7 +200,9 @@ def test_a_precision_the_change_drops_is_named(tmp_path):
     (tmp_path / "scale.txt").write_text("1.0")
     base = load_config(tmp_path / "parity-gate.toml", both)
     commands.update_baseline(base, base.models, base.providers)
-    for text, dropped in ((both.replace('"torch-cpu", ', "", 1), ("torch-cpu:float32",)), (both, None)):
+    cpu_only = BASE.replace('"torch-cpu", ', "")
+    for text, dropped in ((both.replace('"torch-cpu", ', "", 1), ("torch-cpu:float32",)), (both, None),
+                          (cpu_only, ("torch-cpu:float32", "torch-cpu:bfloat16"))):
         cfg = load_config(tmp_path / "parity-gate.toml", text)
         report = commands.check(cfg, cfg.models, cfg.providers, base=base)
         loosened = report.models[0].loosened
@@ -323,3 +325,14 @@ def test_a_skip_the_change_adds_to_a_sweep_drops_that_provider_for_its_cases(tmp
         report = commands.check(cfg, cfg.models, cfg.providers, base=judged_under)
         assert report.verdict == "pass"
         assert {m.name: m.loosened.dropped for m in report.models if m.loosened} == said
+    # over every case: one line names them all (one mark per cause)
+    every = load_config(tmp_path / "parity-gate.toml",
+                        BASE + "\n" + sweep + skip.replace("act.silu", "act.*"))
+    text = render_markdown(commands.check(every, every.models, every.providers, base=base))
+    assert text.count("no longer checks `CPUExecutionProvider`") == 1
+    assert "⚠️ `act.relu`, `act.silu`: this change's config no longer checks `CPUExecutionProvider`" in text
+    # a provider the change adds and skips on a case: the base never checked it, nothing was loosened
+    torch_only = load_config(tmp_path / "parity-gate.toml",
+                             BASE.replace(', "CPUExecutionProvider"', "") + "\n" + sweep)
+    report = commands.check(cfg, cfg.models, cfg.providers, base=torch_only)
+    assert [m.loosened.dropped for m in report.models if m.loosened] == []
