@@ -81,14 +81,20 @@ class CommitTree(Files):
         return None
 
     def resolve(self, path: Path) -> Path:
-        rel = self.relative(path)
-        name = None if rel is None else self._resolve(rel)
+        name = self._name(path)
         return path if name is None else self.top / name
 
-    def _file(self, path: Path | str) -> str | None:
+    def _name(self, path: Path | str) -> str | None:
+        """``path``'s name in the tree, its links followed; None outside it."""
         rel = self.relative(path)
-        name = None if rel is None else self._resolve(rel)
-        return name if name is not None and self.entries.get(name, ("",))[0].startswith("100") else None
+        return None if rel is None else self._resolve(rel)
+
+    def _blob(self, name: str | None) -> bool:
+        return name is not None and self.entries.get(name, ("",))[0].startswith("100")  # a file, not a link
+
+    def _file(self, path: Path | str) -> str | None:
+        name = self._name(path)
+        return name if self._blob(name) else None
 
     def is_file(self, path: Path) -> bool:
         return self._file(path) is not None
@@ -117,7 +123,7 @@ class CommitTree(Files):
                     if resolved is not None:
                         step.append((f"{written}/{c}" if written else c, resolved))
             reached = step
-        return [str(self.top / w) for w, r in reached if self.entries.get(r, ("",))[0].startswith("100")]
+        return [str(self.top / w) for w, r in reached if self._blob(r)]
 
 
 def _git(folder: Path, *args: str) -> bytes | None:
