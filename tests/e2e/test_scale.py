@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -56,14 +57,15 @@ def _no_export_cache():
 
 
 @pytest.fixture(scope="module")
-def work(tmp_path_factory) -> Path:
+def work(tmp_path_factory) -> Iterator[Path]:
     tmp = tmp_path_factory.mktemp("scale")
     shutil.copytree(ROOT / "examples", tmp / "examples")
     (tmp / "faulted.py").write_text(FAULTED)
     _config(tmp, "examples.scale:wide_2_4gb")
     proc = run_cli("update-baseline", cwd=tmp, timeout=900)
     assert proc.returncode == 0, proc.stderr[-2000:]
-    return tmp
+    yield tmp
+    shutil.rmtree(tmp)  # the 2.4 GB bundle would outlive the run in pytest's kept temp folders
 
 
 def test_baseline_of_a_model_past_2gib_is_small(work):
