@@ -14,7 +14,16 @@ from rich.markup import escape
 import gate
 from gate import env
 from gate.cli import cache_cmd, extras, github_cmds, init_cmd, merge_cmd, notices, show_cmd
-from gate.cli.shared import ReportPaths, _load, _shard_line, _sharded, _split, _write_reports, report_options
+from gate.cli.shared import (
+    ReportPaths,
+    _base,
+    _load,
+    _shard_line,
+    _sharded,
+    _split,
+    _write_reports,
+    report_options,
+)
 from gate.core.failure import ModelError
 from gate.core.status import ErrorStatus
 from gate.errors import INTERNAL_ERROR, GateError
@@ -95,8 +104,7 @@ def check(config: ConfigOpt = None, model: ModelOpt = None, provider: ProviderOp
     with progress_display(verbose) as progress:
         report = commands.check(cfg, models, providers, progress, full=full,
                                 rewritten=commands.rewritten(cfg, changes),
-                                base=commands.base_config(cfg, changed_since, None if config else Path.cwd())
-                                if changed_since else None)
+                                base=_base(cfg, changed_since, config, allow_missing_gpu, require))
     report.shard = chosen.run if chosen is not None else None
     if changed_since:
         report.baseline_changes, report.baseline_diffs = commands.changed_baselines(cfg, changed_since,
@@ -236,7 +244,7 @@ def report(files: Annotated[list[Path], typer.Argument(help="Result files (or fo
     from gate.cli.console import render_report
 
     cfg = _load(config, allow_missing_gpu, require)
-    base = commands.base_config(cfg, changed_since, None if config else Path.cwd()) if changed_since else None
+    base = _base(cfg, changed_since, config, allow_missing_gpu, require)
     result = commands.report_files(cfg, files, base=base)
     if changed_since:
         result.baseline_changes, result.baseline_diffs = commands.changed_baselines(cfg, changed_since)

@@ -34,13 +34,37 @@ def _load(config: Path | None, allow_missing_gpu: bool = False, require: list[st
     from gate.config import canonical_provider, find_config, load_config
 
     cfg = load_config(find_config(config))
-    cfg = replace(cfg, allow_missing_gpu=True) if allow_missing_gpu else cfg
     names = [canonical_provider(n) for n in _split(require) or []]
     unknown = [n for n in names if n not in {p.name for p in cfg.providers}]
     if unknown:
         raise GateError(f"--require {unknown[0]}: not a provider {display(cfg.path)} configures "
                         f"({', '.join(p.name for p in cfg.providers)})")
+    return _with_flags(cfg, allow_missing_gpu, require)
+
+
+def _with_flags(cfg: Config, allow_missing_gpu: bool, require: list[str] | None) -> Config:
+    """``cfg`` with the command line's --allow-missing-gpu and --require (the providers it configures)."""
+    from gate.config import canonical_provider
+
+    cfg = replace(cfg, allow_missing_gpu=True) if allow_missing_gpu else cfg
+    configured = {p.name for p in cfg.providers}
+    names = [n for n in (canonical_provider(n) for n in _split(require) or []) if n in configured]
     return replace(cfg, require=tuple(dict.fromkeys(cfg.require + tuple(names)))) if names else cfg
+
+
+def _base(cfg: Config, since: str | None, config: Path | None, allow_missing_gpu: bool,
+          require: list[str] | None) -> Config | str | None:
+    """The config at ``since`` for ``--changed-since`` (None without it): with the same command-line flags,
+    which are the workflow's, not the config change's."""
+    from gate import commands
+
+    if not since:
+        return None
+    base = commands.base_config(cfg, since, None if config else Path.cwd())
+    if base is None or isinstance(base, str):
+        return base
+    base = _with_flags(base, allow_missing_gpu, require)
+    return None if base == cfg else base
 
 
 def _sharded(cfg: Config, models: tuple[ModelSpec, ...],

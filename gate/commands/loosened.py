@@ -3,10 +3,11 @@ that passes is judged again, on the same run and baseline, under the config at t
 there (``--config``'s path or where the change renamed it from, else the one the search finds there), read
 with every file it names from the base's tree (its links followed), as the change's is read from disk. Where
 it fails there, it passes only under limits the change loosened (a tolerance raised, a layer rule added, a
-sweep's pair limit, a slowdown allowed); a provider the base checks and the change dropped (or a sweep's skip
-keeps off a case) goes unchecked. Both are said on the model (``ModelVerdict.loosened``), never taken
-silently; the verdict stays the change's own; models and cases the change stopped checking are said on the
-report (``unchecked``). A base config that cannot be read is said too, never read as "nothing loosened"."""
+sweep's pair limit, a slowdown allowed); a provider the base checks goes unchecked where the change dropped
+it, a sweep's skip keeps it off a case, or the base fails it for not running here (allow-missing-gpu,
+require). Both are said on the model (``ModelVerdict.loosened``), never taken silently; the verdict stays the
+change's own; models and cases the change stopped checking are said on the report (``unchecked``). A base
+config that cannot be read is said too, never read as "nothing loosened"."""
 
 from __future__ import annotations
 
@@ -16,13 +17,14 @@ from pathlib import Path
 
 from gate.commands.commit_tree import CommitTree
 from gate.commands.common import policy, update_command
-from gate.config import Config, ModelSpec, ProviderSpec, config_in, load_config
+from gate.config import Config, ModelSpec, config_in, load_config
 from gate.config.types import LayerTolerance
 from gate.core.runs import ModelRun
-from gate.core.status import ModelStatus
+from gate.core.status import ModelStatus, TargetStatus
 from gate.errors import ConfigError
 from gate.formats.baseline import Baseline
 from gate.verdict.checks import layout
+from gate.verdict.gpu_leg import fail_missing_gpu
 from gate.verdict.judge import model_verdict
 from gate.verdict.notes import Comparison
 from gate.verdict.types import Loosened, ModelVerdict
@@ -69,27 +71,34 @@ def mark(config: Config, base: Config | str, judged: list[Judged],
     specs = {spec.name: spec for spec in base.models}
     kept = {(q.name, q.precision) for q in config.providers}
     checked = {(p.name, p.precision) for p in base.providers}
-    dropped = tuple(_label(p, base, config) for p in base.providers if (p.name, p.precision) not in kept)
+    dropped = tuple(_label(p.name, p.precision, base, config) for p in base.providers
+                    if (p.name, p.precision) not in kept)
     for spec, run, baseline, path, verdict in judged:
         was = specs.get(spec.name)
         if verdict.status != ModelStatus.PASS or was is None:
             continue
-        again = model_verdict(_renamed(was, run, baseline, spec), run, baseline, path,
+        # the base's own rules for a provider not available here (allow-missing-gpu, require) on a copy
+        as_base = fail_missing_gpu(replace(run, providers=list(run.providers)), base.allow_missing_gpu,
+                                   base.require)
+        again = model_verdict(_renamed(was, as_base, baseline, spec), as_base, baseline, path,
                               update_command(spec, config), policy(base), compared.get(spec.name))
         first = again.first_regression if again.status == ModelStatus.REGRESSED else None
+        # a provider the base fails for not running here and the change lets go unchecked
+        failed = tuple(_label(p.name, p.precision, base, config) for p in again.providers
+                       if p.status == TargetStatus.ERROR and (p.name, p.precision) in checked)
         # a sweep's skip the change added keeps a provider the base checks off this case: dropped for it alone
-        skipped = tuple(dict.fromkeys(
-            _label(p, base, config) for p in config.providers if (p.name, p.precision) in checked
-            and config.skip_reason(spec.name, p.name) and not base.skip_reason(spec.name, p.name)))
-        if first is not None or dropped or skipped:
-            verdict.loosened = Loosened(first, dropped + skipped)
+        skipped = tuple(_label(p.name, p.precision, base, config) for p in config.providers
+                        if (p.name, p.precision) in checked and config.skip_reason(spec.name, p.name)
+                        and not base.skip_reason(spec.name, p.name))
+        if first is not None or dropped or skipped or failed:
+            verdict.loosened = Loosened(first, tuple(dict.fromkeys(dropped + skipped + failed)))
 
 
-def _label(p: ProviderSpec, *configs: Config) -> str:
+def _label(name: str, precision: str, *configs: Config) -> str:
     """A provider is its name and its precision: named with it where the name alone is ambiguous (torch-cpu
     in float32 and in bfloat16)."""
-    precisions = {q.precision for c in configs for q in c.providers if q.name == p.name}
-    return f"{p.name}:{p.precision}" if len(precisions) > 1 else p.name
+    precisions = {q.precision for c in configs for q in c.providers if q.name == name}
+    return f"{name}:{precision}" if len(precisions) > 1 else name
 
 
 def unchecked(config: Config, base: Config) -> list[str] | None:

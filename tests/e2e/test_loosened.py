@@ -9,10 +9,12 @@ import os
 import subprocess
 from pathlib import Path
 
+import onnxruntime
 import pytest
 
 from gate import commands
-from gate.config import load_config
+from gate.cli.shared import _base, _with_flags
+from gate.config import Config, load_config
 from gate.render import render_markdown
 
 MODEL = """import torch
@@ -96,6 +98,41 @@ def test_a_provider_the_change_drops_is_named(project):
     report, model = _check(project, BASE.replace(', "CPUExecutionProvider"', ""), "1.0")
     assert report.verdict == "pass" and model.loosened is not None
     assert (model.loosened.first, model.loosened.dropped) == (None, ("CPUExecutionProvider",))
+
+
+GPU = BASE.replace('"CPUExecutionProvider"]\n', '"CPUExecutionProvider", "CUDAExecutionProvider"]\n')
+ALLOWED = "allow-missing-gpu = true\n" + GPU
+REQUIRED = "require = [\"CUDAExecutionProvider\"]\n" + ALLOWED
+no_cuda = pytest.mark.skipif("CUDAExecutionProvider" in onnxruntime.get_available_providers(), reason="CUDA is here")
+
+
+@no_cuda
+@pytest.mark.parametrize(("base", "change", "dropped"), [
+    (GPU, ALLOWED, ("CUDAExecutionProvider",)),  # allow-missing-gpu added: the GPU run the base fails without
+    (REQUIRED, ALLOWED, ("CUDAExecutionProvider",)),  # require dropped: the provider the base must run
+    (ALLOWED, ALLOWED, None),  # twins: the same rules at the base
+    (REQUIRED.replace('["CUDA', '["CPU'), ALLOWED, None),  # a required provider that ran here
+])
+def test_a_provider_the_base_fails_for_not_running_here_is_named(project, base, change, dropped):
+    """A GPU leg with no GPU passes under the change's config, and fails under the base's."""
+    cfg = load_config(project / "parity-gate.toml", change)
+    was = load_config(project / "parity-gate.toml", base)
+    report = commands.check(cfg, cfg.models, cfg.providers, base=was)
+    loosened = report.models[0].loosened
+    assert report.verdict == "pass" and (loosened and loosened.dropped) == dropped
+    assert (commands.check(was, was.models, was.providers).verdict == "pass") is (dropped is None)
+
+
+@no_cuda
+def test_the_command_lines_flags_judge_the_base_too(tmp_path):
+    """--allow-missing-gpu is the workflow's, not the config change's: the base gets it too, so an
+    unchanged config loosens nothing; the same key added to the config file is named."""
+    _committed(tmp_path, {"parity-gate.toml": GPU})
+    cfg = _with_flags(load_config(tmp_path / "parity-gate.toml"), True, None)
+    assert _base(cfg, "HEAD", None, True, None) is None
+    (tmp_path / "parity-gate.toml").write_text(ALLOWED)
+    base = _base(load_config(tmp_path / "parity-gate.toml"), "HEAD", tmp_path / "parity-gate.toml", False, None)
+    assert isinstance(base, Config) and not base.allow_missing_gpu
 
 
 def _git(folder: Path, *args: str) -> None:
