@@ -103,7 +103,8 @@ def test_a_provider_the_change_drops_is_named(project):
 GPU = BASE.replace('"CPUExecutionProvider"]\n', '"CPUExecutionProvider", "CUDAExecutionProvider"]\n')
 ALLOWED = "allow-missing-gpu = true\n" + GPU
 REQUIRED = "require = [\"CUDAExecutionProvider\"]\n" + ALLOWED
-no_cuda = pytest.mark.skipif("CUDAExecutionProvider" in onnxruntime.get_available_providers(), reason="CUDA is here")
+no_cuda = pytest.mark.skipif("CUDAExecutionProvider" in onnxruntime.get_available_providers(),
+                             reason="CUDA is here")
 
 
 @no_cuda
@@ -131,7 +132,8 @@ def test_the_command_lines_flags_judge_the_base_too(tmp_path):
     cfg = _with_flags(load_config(tmp_path / "parity-gate.toml"), True, None)
     assert _base(cfg, "HEAD", None, True, None) is None
     (tmp_path / "parity-gate.toml").write_text(ALLOWED)
-    base = _base(load_config(tmp_path / "parity-gate.toml"), "HEAD", tmp_path / "parity-gate.toml", False, None)
+    path = tmp_path / "parity-gate.toml"
+    base = _base(load_config(path), "HEAD", path, False, None)
     assert isinstance(base, Config) and not base.allow_missing_gpu
 
 
