@@ -4,6 +4,7 @@ under check rewrote that baseline (``rewritten``: keys written beside the number
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 from gate.commands.judging import Loaded, judge, load_baselines
@@ -35,6 +36,8 @@ def check(config: Config, models: tuple[ModelSpec, ...], providers: tuple[Provid
     """``rewritten``: the baseline files (resolved paths) the change under check rewrote; ``base``: the
     config at its base (``gate.commands.loosened``)."""
     loaded = load_baselines(config, models)  # a model whose baseline is refused is not run, the others are
+    if isinstance(base, Config) and base.max_slowdown is not None:  # judged under the base's, timed for it
+        settings = replace(settings or Settings.from_env(), latency=True)
     memo, policy = Memo.of(models), ReusePolicy.for_check(full)
     runs = [(spec, _run(config, spec, providers, progress, settings, memo, loaded[spec.name], policy,
                         rewritten)) for spec in models]

@@ -20,7 +20,7 @@ from gate.commands.common import policy, update_command
 from gate.config import Config, ModelSpec, config_in, load_config
 from gate.config.types import LayerTolerance
 from gate.core.runs import ModelRun
-from gate.core.status import ModelStatus, TargetStatus
+from gate.core.status import ModelStatus, RunStatus, TargetStatus
 from gate.errors import ConfigError
 from gate.formats.baseline import Baseline
 from gate.verdict.checks import layout
@@ -90,8 +90,20 @@ def mark(config: Config, base: Config | str, judged: list[Judged],
         skipped = tuple(_label(p.name, p.precision, base, config) for p in config.providers
                         if (p.name, p.precision) in checked and config.skip_reason(spec.name, p.name)
                         and not base.skip_reason(spec.name, p.name))
-        if first is not None or dropped or skipped or failed:
-            verdict.loosened = Loosened(first, tuple(dict.fromkeys(dropped + skipped + failed)))
+        untimed = _untimed(config, base, run, baseline)
+        if first is not None or dropped or skipped or failed or untimed:
+            verdict.loosened = Loosened(first, tuple(dict.fromkeys(dropped + skipped + failed + untimed)))
+
+
+def _untimed(config: Config, base: Config, run: ModelRun, baseline: Baseline | None) -> tuple[str, ...]:
+    """The latencies the base's max-slowdown judges and nothing timed: the change removed it, and its
+    results were collected under the change's config (``collect`` times only for a max-slowdown)."""
+    if base.max_slowdown is None or config.max_slowdown is not None or baseline is None:
+        return ()
+    recorded = [(p, baseline.entry_for(p.target)[0]) for p in run.providers
+                if p.status == RunStatus.OK and p.latency_ms is None]
+    return tuple(f"{_label(p.name, p.precision, base, config)} latency" for p, entry in recorded
+                 if entry is not None and entry.latency_ms)
 
 
 def _label(name: str, precision: str, *configs: Config) -> str:

@@ -16,6 +16,7 @@ from gate import commands
 from gate.cli.shared import _base, _with_flags
 from gate.config import Config, load_config
 from gate.render import render_markdown
+from gate.verdict.types import Loosened
 
 MODEL = """import torch
 from torch import nn
@@ -375,3 +376,58 @@ def test_a_skip_the_change_adds_to_a_sweep_drops_that_provider_for_its_cases(tmp
                              BASE.replace(', "CPUExecutionProvider"', "") + "\n" + sweep)
     report = commands.check(cfg, cfg.models, cfg.providers, base=torch_only)
     assert [m.loosened.dropped for m in report.models if m.loosened] == []
+
+
+SLOW = """import torch
+from torch import nn
+from pathlib import Path
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(0)
+        self.fc = nn.Linear(16, 4)
+        self.register_buffer("big", torch.randn(256, 256) / 16)
+
+    def forward(self, x):
+        if (Path(__file__).parent / "slow.txt").read_text() == "1":  # the same values, ~100x the time
+            z = self.big * (1 + 0.0 * x.mean())
+            for _ in range(10):
+                z = torch.tanh(z @ self.big)
+            x = x + 0.0 * z.sum()
+        return self.fc(x)
+
+
+def net():
+    return Net()
+"""
+TIMED = ('baseline-dir = "baselines"\nproviders = ["torch-cpu", "CPUExecutionProvider"]\nmax-slowdown = 3\n\n'
+         '[[models]]\nname = "slow"\nfactory = "slow_models:net"\n'
+         'inputs = [{ name = "x", shape = [4, 16] }]\n')
+UNTIMED = TIMED.replace("max-slowdown = 3\n", "")
+
+
+def test_a_slowdown_gate_the_change_removes_is_named_on_both_paths(tmp_path):
+    """max-slowdown at the base, removed by the change that makes ONNX Runtime ~100x slower (the same
+    values): `check` times for the base's gate and names where it fails; `report` over results collected
+    under the change's config names the latency nothing timed. Twins: the gate kept fails; the gate removed
+    with no slowdown, and no gate at the base, say nothing."""
+    (tmp_path / "slow_models.py").write_text(SLOW)
+    (tmp_path / "slow.txt").write_text("0")
+    timed, untimed = (load_config(tmp_path / "parity-gate.toml", text) for text in (TIMED, UNTIMED))
+    commands.update_baseline(timed, timed.models, timed.providers)
+    (tmp_path / "slow.txt").write_text("1")
+    assert commands.check(timed, timed.models, timed.providers).verdict == "regressed"
+    loosened = commands.check(untimed, untimed.models, untimed.providers, base=timed).models[0].loosened
+    assert loosened is not None and loosened.first is not None and str(loosened.first.check) == "latency"
+    files = [tmp_path / "export", tmp_path / "cpu.zst"]
+    commands.export_models(untimed, untimed.models, untimed.select_providers(["torch-cpu"]), files[0])
+    commands.collect(files[0], untimed.select_providers(["CPUExecutionProvider"]), files[1])
+    for base, dropped in ((timed, ("CPUExecutionProvider latency",)), (untimed, None)):
+        report = commands.report_files(untimed, files, base=base)
+        loosened = report.models[0].loosened or Loosened()
+        assert report.verdict == "pass" and loosened.dropped == (dropped or ())
+    (tmp_path / "slow.txt").write_text("0")
+    report = commands.check(untimed, untimed.models, untimed.providers, base=timed)
+    assert report.verdict == "pass" and report.models[0].loosened is None
