@@ -23,6 +23,8 @@ from gate.formats.baseline import Baseline
 from gate.model.inputs import difference
 from gate.verdict.comparisons import compare
 from gate.verdict.gpu_leg import fail_missing_gpu
+from gate.verdict.hints.change import describe_tensors
+from gate.verdict.hints.weights import tensor_changes
 from gate.verdict.judge import assemble, model_verdict
 from gate.verdict.types import Report
 
@@ -68,9 +70,14 @@ def other_inputs(config: Config, spec: ModelSpec, run: ModelRun, baseline: Basel
     if not ran or baseline.meta.inputs_digest in (None, run.meta.inputs_digest):
         return None
     how = difference(baseline.meta.inputs, run.meta.inputs or [], spec.inputs)
+    # a re-record would also take weights that changed meanwhile: said, never hidden behind the inputs
+    tensors = tensor_changes(baseline.meta.tensor_digests, run.meta.tensor_digests, {})
+    changed = tensors.values if tensors is not None else []
+    weights = f"; its weights changed too ({describe_tensors(changed)}): a re-record takes them as they are" \
+        if changed else ""
     return RunError(ErrorStatus.BAD_BASELINE,
                     f"baseline `{path}`: recorded for other inputs than model `{spec.name}` declares now"
-                    f"{f' ({how})' if how else ''}")
+                    f"{f' ({how})' if how else ''}{weights}")
 
 
 def judge(config: Config, runs: list[tuple[ModelSpec, ModelRun]], loaded: Mapping[str, Loaded] | None = None,

@@ -10,6 +10,7 @@ import re
 import shutil
 import subprocess
 import sys
+from dataclasses import replace
 
 import pytest
 
@@ -76,6 +77,21 @@ def test_check_refuses_it_too(other_inputs, monkeypatch):
     monkeypatch.chdir(tmp)
     report = commands.check(cfg, cfg.select_models(["tiny-cnn"]), cfg.select_providers(["torch-cpu"]))
     assert_refused(report, REFUSED)
+    assert "weights" not in report.models[0].error.message
+
+
+def test_a_weight_change_beside_the_inputs_is_said(other_inputs, monkeypatch):
+    """Re-recording for the new inputs would take weights that changed meanwhile as they are: the refusal
+    names them (its twin, the weights as recorded, says nothing of them: above)."""
+    tmp, cfg = other_inputs
+    monkeypatch.chdir(tmp)
+    (tmp / "judge_faults.py").write_text("from examples.zoo import tiny_cnn\n\n\ndef faulted():\n"
+                                         "    m = tiny_cnn()\n    m.fc.weight.data[0, 0] += 1e-3\n"
+                                         "    return m\n")
+    (spec,) = cfg.select_models(["tiny-cnn"])
+    faulted = replace(spec, factory="judge_faults:faulted")
+    report = commands.check(cfg, (faulted,), cfg.select_providers(["torch-cpu"]))
+    assert_refused(report, REFUSED + r"; its weights changed too \(tensor `fc.weight`\): a re-record takes")
 
 
 def test_a_baseline_of_another_model_is_refused_on_both_paths(other_inputs, monkeypatch, tmp_path):
