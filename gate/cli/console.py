@@ -13,6 +13,7 @@ from rich.table import Table
 from gate import env
 from gate.core.progress import TimedProgress
 from gate.core.status import (
+    AUDITS,
     AuditStatus,
     CellStatus,
     ModelStatus,
@@ -73,6 +74,13 @@ def progress_display(verbose: bool = False) -> Iterator[TimedProgress]:
 
 def _fmt(v: float | None) -> str:
     return "—" if v is None else f"{v:.3g}"
+
+
+def _precision(precision: str | None) -> str:
+    """A target named with its precision where it is not the default float32 run."""
+    if precision == "float64":
+        return " (float64 reference)"
+    return f" ({precision})" if precision not in (None, "float32") else ""
 
 
 def render_report(report: Report, gpu_workflow: str = "", verbose: bool = False) -> None:
@@ -341,8 +349,8 @@ def verdict_line(report: Report) -> str:
         return f"[bold red]ERROR[/bold red] | {escape(f'{failed.name}{more}: {why(failed)}')}"
     if first:
         return "[bold red]FAILED[/bold red] | " + escape(
-            f"first regression: {first.model} {first.where} on {first.provider}"
-            f"{' (float64 reference)' if first.precision == 'float64' else ''} "
-            f"({first.check} {_fmt(first.value)} > {_fmt(first.threshold)})")
+            f"first regression: {first.model} {first.where} on {first.provider}{_precision(first.precision)} "
+            + (f"({first.check} audit failed)" if first.check in AUDITS else
+               f"({first.check} {_fmt(first.value)} > {_fmt(first.threshold)})"))
     missing = [m.name for m in report.models if m.status == ModelStatus.NO_BASELINE]
     return f"[bold red]FAILED[/bold red] | missing baseline: {escape(', '.join(missing))}"

@@ -189,6 +189,8 @@ class Check(Word):
 DATA_DEPENDENT_RULES = frozenset({Check.DETECTIONS, Check.RECORDED, Check.DISTRIBUTION})  # shapes that depend on values
 RUNTIME_ERROR_CHECKS = frozenset({Check.ERROR_GROWTH, Check.CEILING})  # a runtime's relative error to the reference
 NOT_AN_ERROR = DATA_DEPENDENT_RULES | {Check.STRUCTURE}  # a row whose value is no error against the reference
+AUDITS = frozenset({Check.PLACEMENT, Check.SESSION_OPTIONS, Check.LATENCY, Check.DYNAMIC_SHAPE,  # of a whole
+                    Check.TRAINING_MODE, Check.CONTRADICTION, Check.PRECISION, Check.RANDOM_DRAWS})  # target
 
 
 class CellStatus(Word):

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gate.core.status import ModelStatus, TargetStatus, Verdict
+from gate.core.status import AUDITS, ModelStatus, TargetStatus, Verdict
 from gate.render.chart import error_chart
 from gate.render.data_dependent_md import data_dependent_table
 from gate.render.icons import icon
@@ -257,18 +257,20 @@ def _fused(fr: Regression) -> str:
 
 def _title(fr: Regression) -> str:
     precision = f" ({plain(fr.precision, 20)})" if fr.precision else ""
+    if fr.check in AUDITS:  # of the whole target: no layer's value failed
+        return f"### ❌ parity-gate: {code(fr.model)} failed its {plain(fr.check, 40)} audit on {code(fr.provider)}{precision}"
     return (f"### ❌ parity-gate: {code(fr.model)} regressed at layer {code(fr.layer)}{_fused(fr)} "
             f"on {code(fr.provider)}{precision}")
 
 
 def _first_body(fr: Regression, baseline: float | None) -> str:
     ratio = times(fr.value, baseline)
+    what = (f"audit **{plain(fr.check, 40)}** failed." if fr.check in AUDITS else
+            f"check **{plain(fr.check, 40)}** measured **{num(fr.value)}**"
+            f"{f' ({ratio} the baseline {num(baseline)})' if ratio else ''}, threshold **{num(fr.threshold)}**.")
     body = (f"**First regression:** model {code(fr.model)}, layer {code(fr.layer)}"
             f"{' (' + code(fr.type) + ')' if fr.type else ''}{_fused(fr)}, provider {code(fr.provider)}"
-            f"{' (' + plain(fr.precision, 20) + ')' if fr.precision else ''}: "
-            f"check **{plain(fr.check, 40)}** measured **{num(fr.value)}**"
-            f"{f' ({ratio} the baseline {num(baseline)})' if ratio else ''}, "
-            f"threshold **{num(fr.threshold)}**.")
+            f"{' (' + plain(fr.precision, 20) + ')' if fr.precision else ''}: {what}")
     return body + (f"\n> {plain(fr.message)}" if fr.message else "")
 
 

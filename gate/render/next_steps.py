@@ -116,7 +116,8 @@ def _runtime_changed(m: ModelVerdict, step: NextStep, s: Style) -> str:
     moved = f" ({', '.join(changed)} since the baseline)" if changed else ""
     if step.model:  # code only the runtimes run: a float32 branch, an export-only path
         return (f"the float64 reference holds, yet {_parts(step)} changed: what {_names(step, s)} compute "
-                f"beyond it moved (float32 or export-only code, the ONNX graph){moved}{hints}.")
+                "beyond it moved (code only they run: a float32 or lower-precision branch, export-only code; "
+                f"the ONNX graph){moved}{hints}.")
     if step.model is None:  # what changed is unknown here: no content key was taken
         return (f"the float64 reference holds; the ONNX graph, {_names(step, s)} or code only they run "
                 f"(float32 or export-only) changed{moved}{hints}.")

@@ -71,12 +71,12 @@ def next_step(m: ModelVerdict) -> NextStep | None:
     if reference is not None:
         return _changed(m, reference, layer)
     regressed = [p for p in m.providers if p.role == Role.RUNTIME and p.status == TargetStatus.REGRESSED]
-    names = tuple(p.name for p in regressed)
+    names = tuple(_label(p, m) for p in regressed)
     lowered = [p for p in regressed
                if any(a.check == Check.PRECISION and a.status == AuditStatus.FAIL for a in p.audits)]
     if lowered:  # configure the precision before any baseline records it
         first = lowered[0].first_regression
-        return NextStep(StepKind.PRECISION_CHANGED, None, tuple(p.name for p in lowered),
+        return NextStep(StepKind.PRECISION_CHANGED, None, tuple(_label(p, m) for p in lowered),
                         first.layer if first is not None and first.layer != "(model)" else None)
     if regressed and all(p.limits_only for p in regressed):  # the step names the limits that failed
         limits = sorted({str(r.check) for p in regressed for r in p.rows if r.failed})
@@ -90,6 +90,13 @@ def next_step(m: ModelVerdict) -> NextStep | None:
 
 
 _MODEL = (KeyPart.CODE, KeyPart.SOURCE, KeyPart.WEIGHTS)
+
+
+def _label(p: ProviderVerdict, m: ModelVerdict) -> str:
+    """A runtime named with its precision where the model runs it in more than one (torch-cpu and
+    torch-cpu:bfloat16)."""
+    twins = [q for q in m.providers if q.role == Role.RUNTIME and q.name == p.name]
+    return f"{p.name}:{p.precision}" if len(twins) > 1 else p.name
 
 
 def _changed(m: ModelVerdict, reference: ProviderVerdict, layer: str | None) -> NextStep:

@@ -12,6 +12,7 @@ from gate.core.fields import Obj
 from gate.core.reuse import Reuse
 from gate.core.runs import RunError
 from gate.core.status import (
+    AUDITS,
     NOT_AN_ERROR,
     AuditStatus,
     Check,
@@ -172,6 +173,12 @@ class ProviderVerdict:
     @property
     def checked(self) -> int:
         return sum(r.checked for r in self.rows)
+
+    @property
+    def audit_only(self) -> bool:
+        """Whether what failed is an audit of the whole target (latency, placement, ...): no layer's
+        error against the reference failed."""
+        return self.first_regression is not None and self.first_regression.check in AUDITS
 
     @property
     def limits_only(self) -> bool:

@@ -9,6 +9,7 @@ import pytest
 
 from gate.core.status import Verdict
 from gate.core.target import Target
+from gate.render import render_markdown
 from gate.verdict.judge import Policy, assemble, model_verdict
 from tests.support.verdicts import CPU, baseline, entry, fp, run, runtime, spec
 
@@ -208,3 +209,31 @@ def test_nan_in_one_runtime_is_its_first_regression_even_below_every_threshold()
     prun.layers["a"].fp = fp(nan=1)
     v = judge(prun, base=baseline(entry()))
     assert (v.first_regression.layer, v.first_regression.check) == ("a", "nonfinite")
+
+
+def test_a_failed_audit_is_read_as_an_audit_never_as_an_error_that_moved():
+    """A slowdown past max-slowdown with every layer as recorded: the hints that read an error against the
+    reference say nothing, and the report names the audit, not a layer's value. Twin: a layer's error
+    that moved keeps its runtime hints."""
+    slow = judge(runtime(latency_ms=9.0), base=baseline(entry(latency_ms=1.0)),
+                 policy=Policy(max_slowdown=0.1))
+    assert slow.status == "regressed" and target(slow, "CPUExecutionProvider").audit_only
+    assert not [h.kind for h in slow.hints if h.kind in ("runtime-change", "introduced-vs-inherited")]
+    text = render_markdown(assemble([slow], {}))
+    assert "failed its latency audit on `CPUExecutionProvider`" in text and "measured **—**" not in text
+    moved = judge(runtime(errs={"b": 1.0}), base=baseline(entry()))
+    assert not target(moved, "CPUExecutionProvider").audit_only
+    assert "runtime-change" in [h.kind for h in moved.hints]
+
+
+def test_a_provider_run_in_two_precisions_is_named_with_the_one_that_failed():
+    """torch-cpu in float32 passes and in bfloat16 fails: the step names torch-cpu:bfloat16, never the
+    float32 run. Twin: one precision alone keeps the bare name."""
+    from gate.verdict.next_step import next_step
+
+    base = baseline(entry("torch-cpu"), entry("torch-cpu", precision="bfloat16", errs={"b": 1e-3}))
+    v = judge(runtime("torch-cpu"), runtime("torch-cpu", precision="bfloat16", errs={"b": 1.0}), base=base)
+    assert v.status == "regressed" and next_step(v).providers == ("torch-cpu:bfloat16",)
+    alone = judge(runtime("torch-cpu", precision="bfloat16", errs={"b": 1.0}),
+                  base=baseline(entry("torch-cpu", precision="bfloat16", errs={"b": 1e-3})))
+    assert next_step(alone).providers == ("torch-cpu",)

@@ -46,8 +46,8 @@ def hints(ctx: Context) -> list[Hint]:
     drift = {r.layer: r.value for r in ref.rows} if ref is not None else {}
     for pv in ctx.runtimes():
         fr = pv.first_regression
-        if pv.limits_only:
-            continue  # no error moved: a configured limit is tighter than it (the next step says so)
+        if pv.limits_only or pv.audit_only:
+            continue  # no error moved: a limit tighter than it, or an audit, failed (the step says)
         flags, named = numerics.changes(ctx, pv)
         if fr is None:
             if flags:

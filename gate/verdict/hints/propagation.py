@@ -60,7 +60,7 @@ def _diverged(ctx: Context, pv: ProviderVerdict, name: str, value: float | None,
 
 def hints(ctx: Context) -> list[Hint]:
     return [h for pv in ctx.targets if (fr := pv.first_regression) is not None and fr.layer in ctx.index
-            and not pv.limits_only and (h := _hint(ctx, pv, fr)) is not None]
+            and not pv.limits_only and not pv.audit_only and (h := _hint(ctx, pv, fr)) is not None]
 
 
 def _hint(ctx: Context, pv: ProviderVerdict, fr: Regression) -> Hint | None:
