@@ -13,7 +13,6 @@ from rich.table import Table
 from gate import env
 from gate.core.progress import TimedProgress
 from gate.core.status import (
-    AUDITS,
     AuditStatus,
     CellStatus,
     ModelStatus,
@@ -29,7 +28,7 @@ from gate.render.markdown import promotion_text
 from gate.render.next_steps import TEXT, loosened_lines, step_words, unchecked_words
 from gate.render.outputs_md import closeness
 from gate.render.reuse_text import alarm_line, reuse_line
-from gate.render.text import count
+from gate.render.text import count, over
 from gate.verdict.sweeps import Cell, SweepMatrix, matrices
 from gate.verdict.types import ModelVerdict, Report
 
@@ -185,7 +184,7 @@ def _render_model(model: ModelVerdict) -> None:
         precision = f"{p.precision} reference" if p.role == Role.REFERENCE else p.precision
         values = [r.error for r in p.rows if r.error is not None]
         first = p.first_regression
-        first_text = (f"{first.layer}: {first.check} {_fmt(first.value)} > {_fmt(first.threshold)}"
+        first_text = (f"{first.layer}: {first.check} {over(first.check, first.value, first.threshold, _fmt)}"
                       if first else (p.reason or ""))
         style = _STATUS_STYLE.get(p.status, "")
         table.add_row(escape(p.name), precision, f"[{style}]{p.status}[/{style}]" if style else escape(p.status),
@@ -303,7 +302,7 @@ def why(m: ModelVerdict) -> str:
         return f"{p.name} {p.error_status or 'error'}: {_line(p.reason)}{_at(p.where)}" if p else "error"
     fr = m.first_regression
     if fr:
-        return f"{fr.where} on {fr.provider} ({fr.check} {_fmt(fr.value)} > {_fmt(fr.threshold)})"
+        return f"{fr.where} on {fr.provider} ({fr.check} {over(fr.check, fr.value, fr.threshold, _fmt)})"
     missing = next((p for p in m.providers if p.status == TargetStatus.NO_BASELINE and p.role == Role.RUNTIME), None)
     if m.baseline_exists and missing is not None:
         return f"no baseline entry for {missing.name} on {missing.label}"
@@ -350,7 +349,6 @@ def verdict_line(report: Report) -> str:
     if first:
         return "[bold red]FAILED[/bold red] | " + escape(
             f"first regression: {first.model} {first.where} on {first.provider}{_precision(first.precision)} "
-            + (f"({first.check} audit failed)" if first.check in AUDITS else
-               f"({first.check} {_fmt(first.value)} > {_fmt(first.threshold)})"))
+            f"({first.check} {over(first.check, first.value, first.threshold, _fmt)})")
     missing = [m.name for m in report.models if m.status == ModelStatus.NO_BASELINE]
     return f"[bold red]FAILED[/bold red] | missing baseline: {escape(', '.join(missing))}"

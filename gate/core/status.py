@@ -120,6 +120,7 @@ class StepKind(Word):
     TRAINING_MODE = "training-mode"  # modules left in training mode change the outputs: eval() in the factory
     RUNTIME_CHANGED = "runtime-changed"  # the reference held, a runtime moved: investigate the graph or EP
     RUNTIME_AUDIT = "runtime-audit"  # an unchanged model failed a provider's audit (latency, placement)
+    DYNAMIC_SHAPE = "dynamic-shape"  # the shipped graph keeps a dimension static: declare it, or re-record
     OUTPUT_TOLERANCE = "output-tolerance"  # only output-tolerance's allclose failed: tighter than float32
     PRECISION_CHANGED = "precision-changed"  # the graph computes below float32 where nobody configured it
     NO_BASELINE = "no-baseline"  # record the baseline

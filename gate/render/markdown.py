@@ -19,7 +19,7 @@ from gate.render.notices import MAX_LIST, baseline_block, notices, reason
 from gate.render.outputs_md import outputs_table
 from gate.render.reuse_text import alarm_line, reuse_line, reuse_tally
 from gate.render.sweeps_md import sweep_section
-from gate.render.text import MESSAGE_CAP, attr, clip, code, link, num, plain, times
+from gate.render.text import MESSAGE_CAP, attr, clip, code, link, num, over, plain, times
 from gate.verdict.sweeps import matrices
 from gate.verdict.types import ModelVerdict, ProviderVerdict, Regression, Report
 
@@ -102,7 +102,7 @@ def headline_text(report: Report) -> str:
     """One plain line for the verdict line: what failed, where, by how much; on a pass, the scope."""
     fr = report.first_regression
     if fr:
-        return f"{fr.model}: layer {fr.where} on {fr.provider} failed {fr.check} ({num(fr.value)} > {num(fr.threshold)})"
+        return f"{fr.model}: layer {fr.where} on {fr.provider} failed {fr.check} ({over(fr.check, fr.value, fr.threshold)})"
     errors = [m for m in report.models if m.status == ModelStatus.ERROR]
     if errors:
         e = errors[0].error
@@ -349,6 +349,8 @@ def _first(fr: Regression | None, baseline: float | None = None) -> str:
         return "—"
     provider = f" on {code(fr.provider, 60)}" if fr.provider else ""
     ratio = times(fr.value, baseline)
+    if fr.check in AUDITS:
+        return f"{code(fr.layer)}{provider}: {plain(fr.check, 40)} audit"
     return (f"{code(fr.layer)}{_fused(fr)}{provider}: {plain(fr.check, 40)} {num(fr.value)}"
             f"{f' ({ratio} the baseline)' if ratio else ''} > {num(fr.threshold)}")
 

@@ -8,10 +8,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from gate.core.status import ErrorStatus, StepKind, TargetStatus
-from gate.render.text import MESSAGE_CAP, NAME_CAP, clip, code, num, plain
+from gate.core.status import AUDITS, ErrorStatus, StepKind, TargetStatus
+from gate.render.text import MESSAGE_CAP, NAME_CAP, clip, code, over, plain
 from gate.verdict.next_step import NextStep, next_step
-from gate.verdict.types import ModelVerdict, ProviderVerdict, Report
+from gate.verdict.types import ModelVerdict, ProviderVerdict, Regression, Report
 
 MAX_MODELS = 20
 _MODEL_ERRORS: dict[ErrorStatus | None, str] = {
@@ -78,6 +78,13 @@ def _training_mode(m: ModelVerdict, step: NextStep, s: Style) -> str:
     where = f" from {s.code(step.layer)}" if step.layer else ""
     return (f"the factory returns modules in training mode that change the outputs{where}: call "
             f"{s.code('model.eval()')} in the factory, or fix those modules, then check again.")
+
+
+def _dynamic_shape(m: ModelVerdict, step: NextStep, s: Style) -> str:
+    audit, key = s.code("dynamic-shape"), s.code("dynamic-shapes")
+    return (f"its exported graph keeps static an input dimension that should be dynamic (the {audit} audit "
+            f"names it): declare it in {key}, or fix what specializes it; if static is intended, re-record "
+            f"with {s.code(step.command, 260)}{_commit(m, s)}.")
 
 
 def _names(step: NextStep, s: Style) -> str:
@@ -203,6 +210,7 @@ def _provider_failed(m: ModelVerdict, step: NextStep, s: Style) -> str:
 _WORDS = {StepKind.MODEL_CHANGED: _model_changed, StepKind.WEIGHTS_CHANGED: _model_changed,
           StepKind.RANDOM_DRAWS: _random_draws, StepKind.TRAINING_MODE: _training_mode,
           StepKind.RUNTIME_AUDIT: _runtime_audit, StepKind.RUNTIME_CHANGED: _runtime_changed,
+          StepKind.DYNAMIC_SHAPE: _dynamic_shape,
           StepKind.OUTPUT_TOLERANCE: _output_tolerance,
           StepKind.PRECISION_CHANGED: _precision_changed, StepKind.NO_BASELINE: _no_baseline,
           StepKind.NO_ENTRY: _no_entry, StepKind.BAD_BASELINE: _bad_baseline, StepKind.UPGRADE: _upgrade,
@@ -214,6 +222,11 @@ _WORDS = {StepKind.MODEL_CHANGED: _model_changed, StepKind.WEIGHTS_CHANGED: _mod
 def _listed(names: list[str], s: Style) -> str:
     more = f" and {len(names) - 8} more" if len(names) > 8 else ""
     return ", ".join(s.code(n) for n in names[:8]) + more
+
+
+def _said(f: Regression, s: Style) -> str:
+    """An audit's own words (its figures), which it has in place of a value and a threshold."""
+    return f": {s.plain(f.message, 200)}" if f.check in AUDITS and f.message else ""
 
 
 def unchecked_words(report: Report, s: Style) -> str:
@@ -242,7 +255,7 @@ def loosened_words(m: ModelVerdict, s: Style) -> str:
         f = lo.first
         said.append(f"it passes only under limits this change's config loosened: under the base's it fails "
                     f"at {s.code(f.layer)} on {s.code(f.provider or '')} ({s.plain(str(f.check), 40)} "
-                    f"{num(f.value)} > {num(f.threshold)})")
+                    f"{over(f.check, f.value, f.threshold)}{_said(f, s)})")
     if lo.dropped:
         dropped = ", ".join(s.code(p) for p in lo.dropped[:8])
         said.append(f"this change's config no longer checks {dropped}, which the base's does")

@@ -11,6 +11,9 @@ import html
 import math
 import re
 import unicodedata
+from collections.abc import Callable
+
+from gate.core.status import AUDITS
 
 NAME_CAP = 160
 MESSAGE_CAP = 400
@@ -99,6 +102,12 @@ def num(value: object) -> str:
         return "0"
     return f"{value:.3g}" if 1e-3 <= abs(value) < 1e4 else f"{value:.2e}"
 
+
+def over(check: object, value: float | None, threshold: float | None,
+         fmt: Callable[[float | None], str] = num) -> str:
+    """What a failed check measured against its limit (``value > threshold``); an audit of a whole target
+    (latency, placement, ...) has neither: "audit"."""
+    return "audit" if check in AUDITS else f"{fmt(value)} > {fmt(threshold)}"
 
 def link(label: str, url: str | None) -> str:
     return f"[{label}]({url.replace(' ', '%20').replace(')', '%29')})" if url else label

@@ -32,8 +32,9 @@ def dynamic_shape(spec: ModelSpec, run: ModelRun, baseline: Baseline | None) -> 
            for name, dim, label in _static(spec.dynamic_shapes, now)]
     if baseline is not None:
         declared = {(name, dim) for name, dim, _ in _static(spec.dynamic_shapes, now)}
-        out += [Audit(Check.DYNAMIC_SHAPE, AuditStatus.FAIL, f"input `{name}` dimension {dim} was dynamic (`{label}`) in the "
-                      "baseline's graph and is static now: the export silently specialized it")
+        out += [Audit(Check.DYNAMIC_SHAPE, AuditStatus.FAIL,
+                      f"input `{name}` dimension {dim} was dynamic (`{label}`) in the baseline's graph and is static "
+                      "now, and the config does not declare it: a caller that feeds another size fails")
                 for name, dim, label in _static(baseline.meta.dynamic_dims or {}, now) if (name, dim) not in declared]
     return out
 

@@ -70,6 +70,8 @@ def next_step(m: ModelVerdict) -> NextStep | None:
         return NextStep(StepKind.RANDOM_DRAWS, None, layer=layer)
     if reference is not None:
         return _changed(m, reference, layer)
+    if audit.get(Check.DYNAMIC_SHAPE) is not None and audit[Check.DYNAMIC_SHAPE].status == AuditStatus.FAIL:
+        return NextStep(StepKind.DYNAMIC_SHAPE, m.recreate)
     regressed = [p for p in m.providers if p.role == Role.RUNTIME and p.status == TargetStatus.REGRESSED]
     names = tuple(_label(p, m) for p in regressed)
     lowered = [p for p in regressed
