@@ -250,6 +250,14 @@ def test_changes_name_an_entry_whose_precision_or_rows_changed_with_the_same_num
     folded = {name: replace(row, status="folded", err=None) for name, row in entry.layers.items()}
     assert forged(layers=folded) == [f"{head}: no longer compared on 4 layers (first: a, ok -> folded)"]
     assert forged() == ["no change"]
+    # a slowdown recorded: the latency max-slowdown judges against grew; within the timing noise, nothing
+    timed = replace(entry, latency_ms=0.02)
+    before = replace(before, entries=[timed if e is entry else e for e in before.entries])
+    entry = timed
+    said = f"{head}: limits loosened: recorded latency 0.02 -> 5 ms (250.0x), which max-slowdown judges " \
+           "against"
+    assert forged(latency_ms=5.0) == [said]
+    assert forged(latency_ms=0.035) == ["no change"]
 
 
 def test_changes_name_errors_that_grew_per_entry(tmp_path):

@@ -12,6 +12,7 @@ from gate.fingerprint import relative_error
 from .document import Baseline, Entry
 
 GROWTH = 1.5  # an entry's error that grew past this factor is named
+SLOWER = 2.0  # a recorded latency that grew past this factor is named: max-slowdown judges against it
 # How far the reference moves between reruns of the same model: float64 is bit-identical on one machine and
 # differs by ~1e-16 across CPUs; a reference that computed below float64 rounds at that precision.
 NOISE = {"float64": 1e-10, "float32": 1e-6}
@@ -141,6 +142,10 @@ def _entry_lines(before: Entry | None, entry: Entry) -> list[str]:
     if grew:
         ratio, name = max(grew)
         lines.append(f"{head}: error grew >{GROWTH}x on {_layers(len(grew))} (most: {name}, {ratio:.2f}x)")
+    if entry.latency_ms and before.latency_ms and entry.latency_ms > SLOWER * before.latency_ms:
+        lines.append(f"{head}: limits loosened: recorded latency {before.latency_ms:.3g} -> "
+                     f"{entry.latency_ms:.3g} ms ({entry.latency_ms / before.latency_ms:.1f}x), which "
+                     "max-slowdown judges against")
     return lines
 
 
