@@ -5,6 +5,7 @@ checking configs. Real exports, real ONNX Runtime, baselines written here."""
 
 from __future__ import annotations
 
+import importlib.util
 import shutil
 from pathlib import Path
 
@@ -152,6 +153,59 @@ def test_a_prebuilt_onnx_file_is_gated_against_the_pytorch_model(tmp_path, dynam
     # the ReLU module runs twice per block: a prebuilt graph cannot tell its calls apart, and says so
     assert rows["block1.relu"]["status"] == "absent" and "cannot tell its calls apart" in rows["block1.relu"]["message"]
     assert entry["mapping"]["mapped"] >= 8
+
+
+ARTIFACT_NET = """import torch
+from torch import nn
+from torch.nn import functional as F
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1, self.fc2, self.head = nn.Linear(16, 64), nn.Linear(64, 64), nn.Linear(64, 8)
+
+    def forward(self, x):
+        return self.head(torch.relu(self.fc2(F.gelu(self.fc1(x)))))
+
+
+def net():
+    torch.manual_seed(0)
+    return Net().eval()
+"""
+
+
+def test_a_weight_edited_in_the_artifact_is_no_cast_to_look_for(tmp_path):
+    """The shipped file's fc2 weight moved by 1e-3 in one element, the PyTorch model untouched: it fails at
+    fc2 on ONNX Runtime, and no hint sends the reader to look for a float16 cast in a float32 CPU run of a
+    graph that computes nothing below float32, however much the error looks like one (a cast in the graph:
+    test_hints)."""
+    (tmp_path / "artifact_net.py").write_text(ARTIFACT_NET)
+    onnx_path = tmp_path / "build" / "net.onnx"
+    onnx_path.parent.mkdir()
+
+    def ship(edit: float) -> None:
+        module = _import(tmp_path / "artifact_net.py").net()
+        with torch.no_grad():
+            module.fc2.weight[3, 5] += edit
+            torch.onnx.export(module, (torch.randn(4, 16),), str(onnx_path), dynamo=True, input_names=["x"])
+
+    ship(0.0)
+    path = config(tmp_path, model("net", "artifact_net:net", 'inputs = [{ name = "x", shape = [4, 16] }]',
+                                  'artifact = "build/net.onnx"'))
+    update(path)
+    ship(1e-3)
+    report = check(path)
+    first = report["first_regression"]
+    assert (first["layer"], first["provider"]) == ("fc2", "CPUExecutionProvider")
+    assert [h["kind"] for h in report["models"][0]["hints"] if h["kind"] == "precision-loss"] == []
+
+
+def _import(file: Path):
+    spec = importlib.util.spec_from_file_location(f"shipped_{file.stem}", file)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def test_a_missing_artifact_is_an_export_failure_naming_it(tmp_path):

@@ -11,6 +11,7 @@ import math
 
 import numpy as np
 
+from gate.config.providers import is_gpu
 from gate.core.status import Check
 from gate.fingerprint import QUANTILES, Fingerprint
 from gate.verdict.hints.context import Context, make
@@ -73,6 +74,8 @@ def hints(ctx: Context) -> list[Hint]:
         if (fr is None or fr.check not in (Check.ERROR_GROWTH, Check.CEILING)
                 or fr.value is None or fr.value <= 0):
             continue
+        if pv.precision == "float32" and not is_gpu(pv.name) and ctx.run.meta.lowered == []:
+            continue  # a float32 CPU run of a graph that computes nothing below float32: no cast to name
         now, ref = _sides(ctx, pv, fr.layer)
         if now is None or ref is None or ref.l2 <= 0:
             continue
