@@ -160,6 +160,7 @@ def shape_matches(onnx_shape: tuple[int | str, ...] | None, torch_shape: tuple[i
 AMBIGUOUS = "called more than once, and the graph's metadata cannot tell its calls apart"
 FOLDED = "removed by the exporter's optimizer (fused into a neighbouring node, or unused)"
 NOT_RETURNED = "the exported call returned no such element"
+UNSCOPED = "the graph's nodes name no module (no name-scope metadata): nothing maps them to layers"
 
 
 def assign(records: list[Any], calls: dict[CallKey, CallValues], shapes: dict[str, tuple[Any, ...] | None],
@@ -173,6 +174,7 @@ def assign(records: list[Any], calls: dict[CallKey, CallValues], shapes: dict[st
     for rec in records:
         by_call[(rec.module, rec.call)].append(rec)
     result: dict[str, OnnxSite] = {}
+    scoped = any(module for module, _ in calls)  # some node names a module below the root
     for key, recs in by_call.items():
         if key[0] == "":
             for index, rec in enumerate(recs):
@@ -188,12 +190,13 @@ def assign(records: list[Any], calls: dict[CallKey, CallValues], shapes: dict[st
         else:
             matched = _by_shape(recs, calls.get(key), shapes)
         for rec in recs:
-            result[rec.name] = _site(rec, matched.get(rec.name), calls.get(key), available, shapes, result)
+            result[rec.name] = _site(rec, matched.get(rec.name), calls.get(key), available, shapes, result,
+                                     scoped)
     return result
 
 
 def _site(rec, found: OnnxSite | None, cv: CallValues | None, available: set[str], shapes: dict[str, Any],
-          done: dict[str, OnnxSite]) -> OnnxSite:
+          done: dict[str, OnnxSite], scoped: bool) -> OnnxSite:
     if found is not None and found.kind == "value":
         if not shape_matches(shapes.get(found.value), tuple(rec.fp.shape)):
             return OnnxSite(SiteKind.ABSENT, reason="the value computing it has another shape in the graph")
@@ -204,7 +207,8 @@ def _site(rec, found: OnnxSite | None, cv: CallValues | None, available: set[str
     if found is not None:
         return found  # absent, with the reason the export gave
     if cv is None or cv.nodes == 0:
-        return OnnxSite(SiteKind.ABSENT, reason="no ONNX node (identity at inference, or folded into constants)")
+        return OnnxSite(SiteKind.ABSENT, reason=UNSCOPED if not scoped else
+                        "no ONNX node (identity at inference, or folded into constants)")
     return OnnxSite(SiteKind.ABSENT, reason="no exposed ONNX value matches this output's shape")
 
 

@@ -201,6 +201,34 @@ def test_a_weight_edited_in_the_artifact_is_no_cast_to_look_for(tmp_path):
     assert [h["kind"] for h in report["models"][0]["hints"] if h["kind"] == "precision-loss"] == []
 
 
+def test_an_artifact_whose_nodes_name_no_module_says_so(tmp_path):
+    """A shipped graph stripped of its nodes' metadata (as some converters do): its layers have no value
+    here, and each says why (nothing maps the nodes to modules), never "no ONNX node". Twin: the graph as
+    exported maps every layer."""
+    import onnx
+
+    (tmp_path / "artifact_net.py").write_text(ARTIFACT_NET)
+    onnx_path = tmp_path / "build" / "net.onnx"
+    onnx_path.parent.mkdir()
+    with torch.no_grad():
+        torch.onnx.export(_import(tmp_path / "artifact_net.py").net(), (torch.randn(4, 16),), str(onnx_path),
+                          dynamo=True, input_names=["x"])
+    path = config(tmp_path, model("net", "artifact_net:net", 'inputs = [{ name = "x", shape = [4, 16] }]',
+                                  'artifact = "build/net.onnx"'), providers='["CPUExecutionProvider"]')
+    update(path)
+
+    def rows() -> dict[str, dict]:
+        return {r["layer"]: r for r in check(path)["models"][0]["providers"][1]["layers"]}
+
+    assert rows()["fc2"]["status"] == "pass"
+    proto = onnx.load(str(onnx_path))
+    for node in proto.graph.node:
+        del node.metadata_props[:]
+    onnx.save(proto, str(onnx_path))
+    fc2 = rows()["fc2"]
+    assert fc2["status"] == "absent" and "the graph's nodes name no module" in fc2["message"]
+
+
 def _import(file: Path):
     spec = importlib.util.spec_from_file_location(f"shipped_{file.stem}", file)
     module = importlib.util.module_from_spec(spec)
