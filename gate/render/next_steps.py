@@ -134,10 +134,12 @@ def _runtime_changed(m: ModelVerdict, step: NextStep, s: Style) -> str:
 def _precision_changed(m: ModelVerdict, step: NextStep, s: Style) -> str:
     where = f", and it hurts {s.code(step.layer)} first" if step.layer else ""
     verb = "runs" if len(step.providers) == 1 else "run"
+    fix = (f"the build of the shipped file (its {s.code('artifact')})" if m.exporter == "artifact" else
+           "the post-export transform or the quantization config")
     return (f"{_names(step, s)} now {verb} a graph that computes below float32 where no configured "
-            f"precision asks for it (see the precision audit){where}. Fix the post-export transform or the "
-            "quantization config that lowered it; if the precision is intended, set "
-            f"{s.code('precision')} for the provider in the config first, then record its baseline.")
+            f"precision asks for it (see the precision audit){where}. Fix {fix} that lowered it; if the "
+            f"precision is intended, set {s.code('precision')} for the provider in the config first, then "
+            "record its baseline.")
 
 
 def _refactored(m: ModelVerdict, step: NextStep, s: Style) -> str:

@@ -24,7 +24,7 @@ UPGRADE = "pip install -U parity-gate"
 # Where recording the new numbers is the fix the user may intend: the only steps that offer `update-baseline`.
 RECORDS = frozenset({StepKind.MODEL_CHANGED, StepKind.WEIGHTS_CHANGED, StepKind.NO_BASELINE,
                      StepKind.NO_ENTRY, StepKind.RECORD_ELSEWHERE, StepKind.REFACTORED,
-                     StepKind.BAD_BASELINE})
+                     StepKind.BAD_BASELINE, StepKind.DYNAMIC_SHAPE})
 
 
 @dataclass(frozen=True)

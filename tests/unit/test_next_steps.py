@@ -245,6 +245,17 @@ def _precision(report: dict) -> dict:
     return report
 
 
+def _dynamic(report: dict) -> dict:
+    report["models"][0]["audits"] = [{"check": "dynamic-shape", "status": "fail",
+                                      "message": "input `x` dimension 0 is static in the exported graph"}]
+    return report
+
+
+def _artifact(report: dict) -> dict:
+    report["models"][0]["exporter"] = "artifact"
+    return report
+
+
 def _allclose_only(report: dict, check: str = "allclose") -> dict:
     """Every failed runtime row is output-tolerance's allclose, or a ceiling over an error within its
     baseline budget (growth is judged first): no layer's error past its budget."""
@@ -279,6 +290,7 @@ CAUSES = {  # cause -> (a report of it, what its step says)
     "training-mode": (lambda: _drift_with([], [TRAINING]), "call `model.eval()` in the factory"),
     "precision-changed": (lambda: _precision(raw("regressed")),
                           "computes below float32 where no configured precision"),
+    "dynamic-shape": (lambda: _dynamic(raw("regressed")), "declare it in `dynamic-shapes`"),
     "output-tolerance": (lambda: _allclose_only(raw("regressed")), "only `output-tolerance` failed on"),
     "runtime-changed": (lambda: keyed(raw("regressed")), "the ONNX graph or"),  # its twin: an error that grew
 }
@@ -295,6 +307,13 @@ def test_each_cause_gets_its_own_step_and_update_baseline_only_where_recording_i
     line = next_steps(typed_report).splitlines()[2]
     assert said in line, line
     assert ("update-baseline" in line) is (step.kind in RECORDS), line
+
+
+def test_a_shipped_file_that_computes_below_float32_points_at_its_build():
+    """An `artifact` has no transform or quantization config of the gate's to fix: its build lowered it."""
+    line = next_steps(typed(_artifact(_precision(raw("regressed"))))).splitlines()[2]
+    assert "Fix the build of the shipped file (its `artifact`)" in line and "transform" not in line
+    assert "Fix the post-export transform" in next_steps(typed(_precision(raw("regressed")))).splitlines()[2]
 
 
 def test_every_step_kind_has_words():
