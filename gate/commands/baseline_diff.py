@@ -27,7 +27,7 @@ def baseline_diffs(config: Config, since: str, paths: list[str]) -> dict[str, st
     share = MAX_CHARS // max(len(paths), 1)
     for path in paths:
         with tempfile.TemporaryDirectory() as folder:
-            was = path if _exists(top, since, path) else _moved_from(top, since, path)
+            was = path if exists_at(top, since, path) else _moved_from(top, since, path)
             before = _at(top, since, was, Path(folder)) if was else None
             after = top / path
             text = change_text(before, after if after.is_file() else None, more=f"git diff {since} -- {path}")
@@ -115,7 +115,7 @@ def _text(path: Path | None) -> str:
         return f"invalid baseline: {exc}\n"
 
 
-def _exists(top: Path, rev: str, path: str) -> bool:
+def exists_at(top: Path, rev: str, path: str) -> bool:
     return subprocess.run(["git", "cat-file", "-e", f"{rev}:{path}"], cwd=top, capture_output=True,
                           timeout=60).returncode == 0
 

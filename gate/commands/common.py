@@ -7,11 +7,13 @@ from pathlib import Path
 
 from gate import fingerprint
 from gate.config import Config, ModelSpec
+from gate.core.status import ModelStatus
 from gate.errors import GateError
 from gate.formats.baseline import Baseline, store
 from gate.formats.baseline.names import SUFFIX
 from gate.formats.baseline.store import Location
 from gate.verdict.judge import Policy
+from gate.verdict.types import ModelVerdict
 
 
 def update_command(spec: ModelSpec, config: Config) -> str:
@@ -96,6 +98,23 @@ def changed_baselines(config: Config, since: str,
 
     paths = baseline_changes(config, since) if paths is None else paths
     return paths, baseline_diffs(config, since, paths)
+
+
+def restorable(config: Config, since: str, paths: list[str], models: list[ModelVerdict]) -> None:
+    """Set ``restore`` on each model whose baseline file this change deleted or damaged (``paths``, as
+    ``baseline_changes`` lists them) and ``since`` holds: the change is judged against that file once it is
+    back, never by a new recording."""
+    from gate.commands.baseline_diff import exists_at, repo_top
+
+    top = repo_top(config.root)
+    changed = {(top / p).resolve(): p for p in paths}
+    specs = {spec.name: spec for spec in config.models}
+    for m in models:
+        spec = specs.get(m.name)
+        lost = m.refused or (m.status == ModelStatus.NO_BASELINE and not m.baseline_exists)
+        path = changed.get(location(config, spec).path.resolve()) if spec is not None and lost else None
+        if path is not None and exists_at(top, since, path):
+            m.restore = since
 
 
 def rewritten(config: Config, paths: list[str]) -> frozenset[Path]:

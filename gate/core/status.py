@@ -126,6 +126,7 @@ class StepKind(Word):
     NO_BASELINE = "no-baseline"  # record the baseline
     NO_ENTRY = "no-entry"  # record one provider's entry, on a runner that has it
     BAD_BASELINE = "bad-baseline"  # its baseline file cannot judge it: restore it from git, or re-record it
+    RESTORE = "restore"  # the change deleted or damaged its baseline file: restore it from the base
     UPGRADE = "upgrade"  # its baseline file is a newer parity-gate's: upgrade this one to read it
     MODEL_FAILED = "model-failed"  # the model failed to build, export or run: reproduce
     PROVIDER_FAILED = "provider-failed"  # one provider failed while running: reproduce on its runner

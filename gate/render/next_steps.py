@@ -164,6 +164,13 @@ def _bad_baseline(m: ModelVerdict, step: NextStep, s: Style) -> str:
             f"{s.code(step.command, 300)}.")
 
 
+def _restore(m: ModelVerdict, step: NextStep, s: Style) -> str:
+    what = "damages" if m.refused else "deletes"
+    return (f"this change {what} its baseline file, so nothing judged the model: restore it with "
+            f"{s.code(step.command, 300)} and check again; what that check says is the verdict on this "
+            "change.")
+
+
 def _upgrade(m: ModelVerdict, step: NextStep, s: Style) -> str:
     return (f"its baseline file was written by a newer parity-gate: run {s.code(step.command, 80)} where this "
             "check runs (re-recording it here would drop what the newer one recorded).")
@@ -216,6 +223,7 @@ _WORDS = {StepKind.MODEL_CHANGED: _model_changed, StepKind.WEIGHTS_CHANGED: _mod
           StepKind.OUTPUT_TOLERANCE: _output_tolerance,
           StepKind.PRECISION_CHANGED: _precision_changed, StepKind.NO_BASELINE: _no_baseline,
           StepKind.NO_ENTRY: _no_entry, StepKind.BAD_BASELINE: _bad_baseline, StepKind.UPGRADE: _upgrade,
+          StepKind.RESTORE: _restore,
           StepKind.MODEL_FAILED: _model_failed, StepKind.NO_GPU: _no_gpu, StepKind.NO_RESULT: _no_result,
           StepKind.LOAD_FAIL: _load_fail, StepKind.PROVIDER_FAILED: _provider_failed,
           StepKind.RECORD_ELSEWHERE: _record_elsewhere, StepKind.REFACTORED: _refactored}

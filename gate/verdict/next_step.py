@@ -110,15 +110,24 @@ def _changed(m: ModelVerdict, reference: ProviderVerdict, layer: str | None) -> 
 
 def _missing(m: ModelVerdict) -> NextStep:
     missing = [p for p in m.providers if p.status == TargetStatus.NO_BASELINE]
+    if not m.baseline_exists and m.restore:  # deleted by the change: recording now would judge nothing
+        return _restore(m)
     if not m.baseline_exists or not missing:
         return NextStep(StepKind.NO_BASELINE, m.recreate)
     first = missing[0]
     return NextStep(StepKind.NO_ENTRY, f"{m.recreate} --provider {first.name}", tuple(p.name for p in missing))
 
 
+def _restore(m: ModelVerdict) -> NextStep:
+    return NextStep(StepKind.RESTORE, f"git checkout {m.restore} -- {m.baseline_path}",
+                    error_status=m.error.error_status if m.error else None)
+
+
 def _failed(m: ModelVerdict) -> NextStep | None:
     if m.error and m.refused and m.error.newer:  # a newer parity-gate's file: re-recording would drop it
         return NextStep(StepKind.UPGRADE, UPGRADE, error_status=m.error.error_status)
+    if m.error and m.refused and m.restore:  # damaged by the change: re-recording would judge nothing
+        return _restore(m)
     if m.error and m.refused:  # the reason says why
         return NextStep(StepKind.BAD_BASELINE, f"git checkout -- {m.baseline_path}",
                         error_status=m.error.error_status)

@@ -254,6 +254,7 @@ class ModelVerdict:
     # Providers that could not run here and have no baseline entry anywhere yet (e.g. a GPU EP on a laptop).
     unrecorded: list[str] = field(default_factory=list)
     loosened: Loosened | None = None  # what the change's config stopped judging (``check --changed-since``)
+    restore: str | None = None  # the base its baseline file is restored from: the change deleted or damaged it
 
     @property
     def not_checked(self) -> list[ProviderVerdict]:
@@ -281,7 +282,7 @@ class ModelVerdict:
                  "update_command": self.update_command,
                  "reuse": self.reuse.to_dict() if self.reuse is not None else None,
                  "unrecorded": self.unrecorded,
-                 "loosened": self.loosened.to_dict() if self.loosened else None}
+                 "loosened": self.loosened.to_dict() if self.loosened else None, "restore": self.restore}
         error = self.error.to_dict() if self.error is not None else None
         return {"name": self.name, "status": self.status, "error": error,
                 "baseline": {"path": self.baseline_path, "exists": self.baseline_exists},
@@ -312,7 +313,8 @@ class ModelVerdict:
                    versions=o.opt_obj("versions", VersionChange.read_all) or {}, sweep=o.opt_str("sweep"),
                    comparisons=o.objs("comparisons", Comparison.from_dict),
                    update_command=o.opt_str("update_command"), reuse=o.opt_obj("reuse", Reuse.from_dict),
-                   unrecorded=o.strs("unrecorded")[:64], loosened=o.opt_obj("loosened", Loosened.from_dict))
+                   unrecorded=o.strs("unrecorded")[:64], loosened=o.opt_obj("loosened", Loosened.from_dict),
+                   restore=o.opt_str("restore"))
 
 
 @dataclass(frozen=True)

@@ -5,6 +5,7 @@ Twins: the same loosening with no fault says nothing; the fault under the base's
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 from pathlib import Path
@@ -17,6 +18,7 @@ from gate.cli.shared import _base, _with_flags
 from gate.config import Config, load_config
 from gate.render import render_markdown
 from gate.verdict.types import Loosened
+from tests.conftest import run_cli
 
 MODEL = """import torch
 from torch import nn
@@ -431,3 +433,38 @@ def test_a_slowdown_gate_the_change_removes_is_named_on_both_paths(tmp_path):
     (tmp_path / "slow.txt").write_text("0")
     report = commands.check(untimed, untimed.models, untimed.providers, base=timed)
     assert report.verdict == "pass" and report.models[0].loosened is None
+
+
+RESTORE = ('baseline-dir = "baselines"\nproviders = ["torch-cpu", "CPUExecutionProvider"]\n\n'
+           '[[models]]\nname = "a"\nfactory = "restore_models:net"\n'
+           'inputs = [{ name = "x", shape = [4, 16] }]\n')
+
+
+def test_a_baseline_file_the_change_deletes_or_damages_is_restored_from_the_base(tmp_path):
+    """A change that deletes, or truncates, a model's baseline file leaves nothing to judge it: the step is
+    to restore the file from the base (a new recording would take whatever the change did to the model),
+    with the command that works once the change is committed. Twins: a model new in the change is recorded;
+    a damaged file without --changed-since is restored from the checkout, as ever."""
+    model = "import torch\nfrom torch import nn\n\n\ndef net():\n    torch.manual_seed(0)\n" \
+            "    return nn.Linear(16, 4)\n"
+    _committed(tmp_path, {"restore_models.py": model, "parity-gate.toml": RESTORE})
+    assert run_cli("update-baseline", cwd=tmp_path).returncode == 0
+    _git(tmp_path, "add", "-A")
+    _git(tmp_path, "commit", "-qm", "recorded")
+    file = tmp_path / "baselines" / "a.msgpack.zst"
+    recorded = file.read_bytes()
+
+    def step(*since: str) -> dict:
+        run_cli("check", *since, "--json", "r.json", cwd=tmp_path)
+        return json.loads((tmp_path / "r.json").read_text())["models"][0]["next_step"]
+
+    file.write_bytes(recorded[:200])
+    assert step("--changed-since", "HEAD") == {"kind": "restore", "error_status": "BAD_BASELINE",
+                                               "command": "git checkout HEAD -- baselines/a.msgpack.zst"}
+    assert step()["kind"] == "bad-baseline"
+    file.unlink()
+    assert step("--changed-since", "HEAD") == {"kind": "restore",
+                                               "command": "git checkout HEAD -- baselines/a.msgpack.zst"}
+    _git(tmp_path, "add", "-A")
+    _git(tmp_path, "commit", "-qm", "deleted")
+    assert step("--changed-since", "HEAD")["kind"] == "no-baseline"  # not in the base either: a new recording
