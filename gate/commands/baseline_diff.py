@@ -5,6 +5,7 @@ appear; the report carries these texts so a pull request's comment needs no git 
 
 from __future__ import annotations
 
+import os
 import subprocess
 import tempfile
 from pathlib import Path
@@ -31,6 +32,7 @@ def baseline_diffs(config: Config, since: str, paths: list[str]) -> dict[str, st
             before = _at(top, since, was, Path(folder)) if was else None
             after = top / path
             text = change_text(before, after if after.is_file() else None, more=f"git diff {since} -- {path}")
+            text = text.replace(f"{top}{os.sep}", "")  # an error names the file as the runner's path
             text = f"moved from {was}\n{text}" if was and was != path else text
         out[path] = text if len(text) <= share else f"{text[:share]}\n… cut: git diff {since} -- {path}"
     return out
@@ -39,7 +41,11 @@ def baseline_diffs(config: Config, since: str, paths: list[str]) -> dict[str, st
 def change_text(before: Path | None, after: Path | None, more: str) -> str:
     """What moved from the baseline file ``before`` to ``after`` (None: there is none), summary first;
     ``more``: where the rest is, named after the last layer shown."""
-    old, new = _text(before), _text(after)
+    try:
+        new = render_file(after) if after is not None else ""
+    except (FormatError, OSError) as exc:  # nothing to set the old file against line by line: what is wrong
+        return f"unreadable: {exc}"
+    old = _text(before)
     lines = _summary(before, after)
     layers = hidden = 0
     for key, was, now in _changed(old, new):

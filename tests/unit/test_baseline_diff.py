@@ -133,3 +133,17 @@ def test_a_baseline_whose_folder_moved_is_compared_with_the_numbers_it_had(tmp_p
     lines = diffs["gate-baselines/tiny.msgpack.zst"].splitlines()
     assert lines[0] == "moved from baselines/tiny.msgpack.zst"
     assert lines[1].startswith("reference moved on 5 layers")
+
+
+def test_a_file_the_change_damages_reads_as_its_error_named_in_the_repository(tmp_path):
+    """Truncated in the change: one line, the reader's error with the file as the repository names it,
+    never the old file line by line nor the runner's path. Twin: the file as committed changes nothing."""
+    path, _ = committed(tmp_path, 3)
+    recorded = path.read_bytes()
+    path.write_bytes(recorded[:40])
+    _, diffs = changed_baselines(load_config(tmp_path / "pyproject.toml"), "HEAD")
+    (text,) = diffs.values()
+    assert text.startswith("unreadable: baseline `baselines/tiny.msgpack.zst`: ") and "\n" not in text
+    assert str(tmp_path) not in text
+    path.write_bytes(recorded)
+    assert changed_baselines(load_config(tmp_path / "pyproject.toml"), "HEAD") == ([], {})
