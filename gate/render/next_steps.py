@@ -39,7 +39,12 @@ TEXT = Style(lambda s, cap=NAME_CAP: f"`{clip(s, cap)}`", lambda s, cap=MESSAGE_
 
 
 def next_steps(report: Report) -> str:
-    lines = [f"- {code(m.name)}: {step_words(m)}" for m in report.models if step_words(m)]
+    """One line per step: models whose step reads the same (a sweep's cases sharing one bad file) together."""
+    groups: dict[str, list[str]] = {}
+    for m in report.models:
+        if words := step_words(m):
+            groups.setdefault(words, []).append(m.name)
+    lines = [f"- {_listed(names, MARKDOWN)}: {words}" for words, names in groups.items()]
     if not lines:
         return ""
     if len(lines) > MAX_MODELS:
@@ -159,8 +164,10 @@ def _no_entry(m: ModelVerdict, step: NextStep, s: Style) -> str:
 
 
 def _bad_baseline(m: ModelVerdict, step: NextStep, s: Style) -> str:
+    # a sweep's cases share the file: recording one case alone would write a set of that case
+    command = m.recreate.replace(f"--model {m.name}", f"--model {m.sweep}") if m.sweep else m.recreate
     return (f"its baseline file cannot judge it (the error above says why): re-record it with "
-            f"{s.code(m.recreate, 260)}{_commit(m, s)}, or, if the file was damaged, restore it with "
+            f"{s.code(command, 260)}{_commit(m, s)}, or, if the file was damaged, restore it with "
             f"{s.code(step.command, 300)}.")
 
 

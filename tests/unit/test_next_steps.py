@@ -339,3 +339,26 @@ def test_a_corrupt_baseline_says_restore_it_from_git_or_re_record_it():
     assert "restore it with `git checkout -- baselines/tiny-cnn.msgpack.zst`" in line
     assert "re-record it with `parity-gate update-baseline --model tiny-cnn`" in line
     assert line.index("re-record") < line.index("restore")  # what fixes every cause first
+
+
+def test_a_sweeps_bad_file_is_one_step_for_its_cases_recording_the_whole_sweep():
+    """A sweep's cases share one baseline file: where it cannot be read, one line names the cases, and the
+    re-recording covers the sweep (one case alone would write a set of that case). Twin: a model's own bad
+    file keeps its own line and command."""
+    from gate.core.runs import RunError
+    from gate.core.status import ErrorStatus, ModelStatus
+    from gate.verdict.judge import assemble
+    from gate.verdict.types import ModelVerdict
+
+    def refused(name: str, sweep: str | None, path: str) -> ModelVerdict:
+        error = RunError(ErrorStatus.BAD_BASELINE, f"baseline `{path}`: truncated")
+        return ModelVerdict(name, ModelStatus.ERROR, error, path, True, sweep=sweep,
+                            update_command=f"parity-gate update-baseline --model {name}")
+
+    cases = [refused(f"act.{a}", "act", "baselines/act.msgpack.zst") for a in ("relu", "gelu", "silu")]
+    models = [*cases, refused("net", None, "baselines/net.msgpack.zst")]
+    lines = next_steps(assemble(models, {})).splitlines()[2:]
+    assert len(lines) == 2
+    assert lines[0].startswith("- `act.relu`, `act.gelu`, `act.silu`: its baseline file cannot judge it")
+    assert "`parity-gate update-baseline --model act`" in lines[0] and "--model act.relu" not in lines[0]
+    assert lines[1].startswith("- `net`: ") and "`parity-gate update-baseline --model net`" in lines[1]
