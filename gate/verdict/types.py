@@ -71,19 +71,15 @@ class Row:
     def from_dict(cls, o: Obj) -> Row:
         dependent = o.opt_str("data_dependent")
         return cls(layer=o.str("layer"), type=o.str("type", default=""), status=o.word("status", RowStatus),
-                   check=_opt_check(o.opt_str("check")), value=o.num("value"), threshold=o.num("threshold"),
-                   baseline=o.num("baseline"), message=o.opt_str("message"), exact=o.free("exact"),
-                   data_dependent=DataDependence(dependent) if dependent in DataDependence.values() else dependent,
-                   absolute=o.bool("absolute"))
+                   check=None if (c := o.opt_str("check")) is None else _check(c), value=o.num("value"),
+                   threshold=o.num("threshold"), baseline=o.num("baseline"), message=o.opt_str("message"),
+                   exact=o.free("exact"), absolute=o.bool("absolute"),
+                   data_dependent=DataDependence(dependent) if dependent in DataDependence.values() else dependent)
 
 
 def _check(name: str) -> Check | str:
     """A check's name as its member; a name this version does not know stays text."""
     return Check(name) if name in Check.values() else name
-
-
-def _opt_check(name: str | None) -> Check | str | None:
-    return None if name is None else _check(name)
 
 
 @dataclass
@@ -176,8 +172,7 @@ class ProviderVerdict:
 
     @property
     def audit_only(self) -> bool:
-        """Whether what failed is an audit of the whole target (latency, placement, ...): no layer's
-        error against the reference failed."""
+        """Whether what failed is an audit of the whole target (latency, placement, ...), no layer."""
         return self.first_regression is not None and self.first_regression.check in AUDITS
 
     @property
@@ -319,12 +314,11 @@ class ModelVerdict:
 
 @dataclass(frozen=True)
 class Loosened:
-    """What the change's config stopped judging that the base's judges: where the base's limits fail the
-    model, the providers the change dropped, or why the base's config could not be read (``unread``)."""
+    """What the change's config stopped judging that the base's judges."""
 
-    first: Regression | None = None
-    dropped: tuple[str, ...] = ()
-    unread: str | None = None
+    first: Regression | None = None  # where the base's limits fail the model
+    dropped: tuple[str, ...] = ()  # providers (and latencies) the base checks and the change does not
+    unread: str | None = None  # why the base's config could not be read
 
     def to_dict(self) -> dict[str, Any]:
         return {"first": self.first.to_dict() if self.first else None, "dropped": list(self.dropped),
@@ -370,16 +364,13 @@ class Report:
     unchecked: list[str] | None = None  # models, cases the base's config checks and the change's not
 
     def __post_init__(self) -> None:
-        if self.summary is None:
-            self.summary = Summary.of(self.models)
+        self.summary = self.summary or Summary.of(self.models)
 
     @property
     def exit_code(self) -> int:
         """The verdict's code; 2 where a model's baseline file could not judge it (a file-format error,
         said in that model's status while the others are judged)."""
-        if any(m.refused for m in self.models):
-            return 2
-        return Verdict(self.verdict).exit_code
+        return 2 if any(m.refused for m in self.models) else Verdict(self.verdict).exit_code
 
     def to_dict(self) -> dict[str, Any]:
         return {"schema": SCHEMA, "version": VERSION, "verdict": self.verdict,
