@@ -18,8 +18,8 @@ from gate.core.target import Target
 from gate.fingerprint import Fingerprint
 
 OPTIONAL_META = ("promoted", "below_float64", "normalizations", "training", "dynamic_dims", "transform",
-                 "graph_precision", "output_tolerance", "tensor_digests", "module_code", "random_draws",
-                 "inputs", "content_key", "seconds")
+                 "graph_precision", "output_tolerance", "tensor_digests", "tensor_sums", "module_code",
+                 "random_draws", "inputs", "content_key", "seconds")
 
 
 @dataclass
@@ -54,6 +54,7 @@ class Meta:
     lowered: list[str] | None = None  # what the shipped graph computes below float32 (``graph.lowered``)
     output_tolerance: list[float] | None = None  # [rtol, atol]: allclose on the outputs gates
     tensor_digests: dict[str, str] | None = None  # per parameter and buffer: which tensors a weights change touched
+    tensor_sums: dict[str, str] | None = None  # per parameter and buffer: its values as a multiset
     # Per module: its own code's digest (where a refactor may move values).
     module_code: dict[str, str] | None = None
     # The random operations the forward drew with, and where the user's code called them.

@@ -102,6 +102,10 @@ class BuiltModel:
     def tensor_digests(self) -> dict[str, str]:
         return self._digest().tensors
 
+    @property
+    def tensor_sums(self) -> dict[str, str]:
+        return self._digest().sums
+
     def _digest(self) -> WeightsDigest:
         """The weights' digest; hashed again, from the state as built, when a forward wrote into them
         while they were hashed."""
@@ -280,11 +284,13 @@ def _npz_inputs(spec: ModelSpec) -> tuple[tuple[torch.Tensor, ...], list[str]]:
 class WeightsDigest:
     total: str  # sha256 over the whole state dict: equal weights, equal digest
     tensors: dict[str, str]  # per parameter and buffer, a short digest: which tensors changed
+    sums: dict[str, str]  # per parameter and buffer, its values as a multiset (``value_sums``)
     stale: bool = False  # a forward wrote into a tensor while it was hashed: hash again from the state as built
 
 
 TENSOR_DIGEST = 16  # hex characters kept per tensor: a collision is a 1 in 2**64 chance
-Known = tuple[str, dict[str, str]]  # a weights digest and its tensors' digests, as a baseline recorded them
+# a weights digest, its tensors' digests and value sums, as a baseline recorded them
+Known = tuple[str, dict[str, str], dict[str, str] | None]
 
 
 def weights_digest(module: torch.nn.Module, known: Known | None = None) -> Background[WeightsDigest]:
@@ -305,13 +311,16 @@ def weights_digest(module: torch.nn.Module, known: Known | None = None) -> Backg
             h.update(header)
             h.update(array.reshape(-1).view(np.uint8))  # the bytes of tobytes(), without the copy
         total = h.hexdigest()
-        if known is not None and known[0] == total and set(known[1]) == {name for name, *_ in parts}:
+        same = known is not None and known[0] == total and set(known[1]) == {name for name, *_ in parts}
+        if same and known is not None:
             tensors = dict(known[1])
         else:  # sha256 (SHA extensions) beats blake2b here
             tensors = {name: _one(header, array) for name, header, array, _, _ in parts}
+        sums = dict(known[2]) if same and known is not None and known[2] and set(known[2]) == set(tensors) \
+            else {name: value_sums(array, tensor.dtype) for name, _, array, tensor, _ in parts}
         # the first forward runs while this hashes: one that wrote into a weight leaves no trustworthy digest
         stale = any(version_of(tensor) != version for _, _, _, tensor, version in parts)
-        return WeightsDigest(total, tensors, stale)
+        return WeightsDigest(total, tensors, sums, stale)
 
     return Background(sha256)
 
@@ -320,3 +329,25 @@ def _one(header: bytes, array: np.ndarray) -> str:
     one = hashlib.sha256(header)
     one.update(array.reshape(-1).view(np.uint8))
     return one.hexdigest()[:TENSOR_DIGEST]
+
+
+SUM_CHUNK = 1 << 20  # elements widened at a time: a third of the sha256 pass's time, in little memory
+
+
+def value_sums(array: np.ndarray, dtype: torch.dtype) -> str:
+    """A tensor's values as a multiset: ``count.S1S2``, the sums of each value's float64 (integers: int64)
+    bit pattern and of its square, modulo 2**64. They add over tensors, and a re-expression that only moves
+    values (a split, a merge, a rename, an exact upcast) keeps their total; any changed value changes S1."""
+    flat = array.reshape(-1)
+    if dtype == torch.bfloat16:  # held as its int16 bits: the float32 with those upper bits
+        flat = (flat.view(np.uint16).astype(np.uint32) << 16).view(np.float32)
+    s1 = s2 = 0
+    for i in range(0, flat.size, SUM_CHUNK):
+        part = flat[i:i + SUM_CHUNK]
+        kind = part.dtype.kind
+        wide = part.astype(np.float64) if kind == "f" else part.astype(np.int64) if kind in "biu" else \
+            part.view(np.uint8).astype(np.int64)  # complex and the rest: their bytes
+        u = wide.view(np.uint64)
+        s1 += int(u.sum(dtype=np.uint64))
+        s2 += int(np.multiply(u, u, dtype=np.uint64).sum(dtype=np.uint64))
+    return f"{flat.size}.{s1 % 2**64:016x}{s2 % 2**64:016x}"

@@ -311,7 +311,7 @@ def _stages(config: Config, built: BuiltModel, run: ModelRun, memo: Memo, plan: 
         if plan is not None:
             plan.release()  # the transform has read the exported graph: its files may now be stored
         run.meta.weights_digest = built.weights_digest  # hashed while the export ran
-        run.meta.tensor_digests = built.tensor_digests
+        run.meta.tensor_digests, run.meta.tensor_sums = built.tensor_digests, built.tensor_sums
         graph = None
         if isinstance(shipped, ModelError):
             run.error = RunError.of(shipped)

@@ -17,7 +17,7 @@ from gate.core.status import DATA_DEPENDENT_RULES, Check, DataDependence, LayerS
 from gate.core.target import ROUNDING, coarsest
 from gate.fingerprint import Fingerprint, difference
 from gate.formats.baseline import Baseline, Entry, EntryLayer
-from gate.verdict import data_dependent, moves
+from gate.verdict import data_dependent, moves, reexpression
 from gate.verdict.structure import Limit, Move, Structure, structure
 from gate.verdict.types import Row
 
@@ -82,10 +82,10 @@ def layout(run: ModelRun, baseline: Baseline, spec: ModelSpec) -> Structure:
     and the layers that moved inside a module whose output holds."""
     limit = limits(run, baseline, spec)
     st = structure(run, baseline, limit)
-    # Where weights were re-expressed, a module's output also holds within their float32 rounding (a fixed
-    # budget: a provider's floor is no licence for the reference). Code or weights alone: the reference's limit.
+    # Where a re-expression computed new weights, a module's output also holds within their float32 rounding
+    # (a fixed budget: a provider's floor is no licence for the reference). Else: the reference's limit.
     seal = (lambda layer, recorded: max(limit(layer, recorded), moves.FOLD_ROUNDING)) \
-        if moves.reexpressed(run, baseline) else limit
+        if reexpression.rounds(run, baseline) else limit
     return replace(st, moved=moves.inside(run, baseline, st, limit, seal))
 
 
@@ -96,7 +96,8 @@ def reference_rows(run: ModelRun, baseline: Baseline, spec: ModelSpec, st: Struc
     data-dependent layer (``dependent``) is judged as any other: the float64 reference reproduces it."""
     st = st or layout(run, baseline, spec)
     limit = limits(run, baseline, spec)
-    rows = [_reference_layer(run, layer, baseline, st, limit, (dependent or {}).get(layer.name))
+    altered = reexpression.reexpression(run, baseline).changed
+    rows = [_reference_layer(run, layer, baseline, st, limit, (dependent or {}).get(layer.name), altered)
             for layer in run.layers]
     ran = {x.name for x in run.layers}
     for n in st.gone:
@@ -112,7 +113,7 @@ def reference_rows(run: ModelRun, baseline: Baseline, spec: ModelSpec, st: Struc
 
 
 def _reference_layer(run: ModelRun, layer: LayerInfo, baseline: Baseline, st: Structure, limit: Limit,
-                     how: DataDependence | None) -> Row:
+                     how: DataDependence | None, altered: frozenset[str]) -> Row:
     own = baseline.layer(st.own(layer.name)) if layer.name in st.moved else None
     if own is not None:  # a layer moved inside its module: its own baseline layer holds its old values
         return _moved_row(layer, own.fp, limit(layer, own), st.moved[layer.name])
@@ -124,10 +125,12 @@ def _reference_layer(run: ModelRun, layer: LayerInfo, baseline: Baseline, st: St
                  "model's structure changed): not compared")
     row = _reference_row(run, layer, recorded.fp, limit(layer, recorded))
     tensors = moves.changed_tensors(run, baseline, layer.name) if row.failed else []
-    if row.check == Check.REFERENCE_DRIFT and tensors:
+    if row.check in (Check.REFERENCE_DRIFT, Check.SHAPE) and tensors:
         more = f" and {len(tensors) - 3} more" if len(tensors) > 3 else ""
         shown = ", ".join(f"`{n}`" for n in tensors[:3]) + more
-        row.message = f"{row.message}; {'its tensor' if len(tensors) == 1 else 'its tensors'} {shown} changed"
+        why = (": re-expressed (split, merged or renamed) into as many values as before, not the same ones"
+               if altered.intersection(tensors) else "")
+        row.message = f"{row.message}; {'its tensor' if len(tensors) == 1 else 'its tensors'} {shown} changed{why}"
     if row.message is None and recorded.name != layer.name:
         row.message = f"{'renamed from' if layer.name in st.renames else 'same values as'} {recorded.name}"
     row.data_dependent = how

@@ -4,8 +4,10 @@ where the output of a module call around it holds and that module's own code cha
 around it, a layer moves on evidence of its own (``_onward``).
 
 Weights folded in float32 are rounded to float32: the module's float64 output then moves by a few 1e-8,
-far past the reference's 1e-9, so where weights were re-expressed (tensors gone or new: a fold, a merge,
-a split) an output also holds within ``FOLD_ROUNDING`` (``seal``), whatever a provider's floor says.
+far past the reference's 1e-9, so where a re-expression computed new weights (``reexpression``: a fold)
+an output also holds within ``FOLD_ROUNDING`` (``seal``), whatever a provider's floor says; one that only
+moved values (a split, a merge) has no rounding, and one that kept its count but not its values changed
+weights.
 Code alone moves float64 values by ~1e-16: a module whose own code changed keeps no such budget unless
 it re-expressed tensors, and a kept tensor whose values changed is a weight change unless its module's
 values went somewhere known (a fold's conv, a merge's projection). A change that flows on through a
@@ -24,6 +26,7 @@ from gate.core.runs import LayerInfo, ModelRun
 from gate.core.status import KeyPart
 from gate.fingerprint import Fingerprint
 from gate.formats.baseline import Baseline, BaselineLayer
+from gate.verdict.reexpression import code_changed, reexpression
 from gate.verdict.structure import Limit, Move, Structure, by_name, identifies, same
 
 # What weights re-expressed in float32 move a module's float64 output by, at most: their rounding, a few
@@ -95,7 +98,8 @@ class _Code:
     def __init__(self, run: ModelRun, baseline: Baseline):
         now, before = run.meta.module_code, baseline.meta.module_code
         self.anywhere = code_changed(run, baseline)
-        self.one_sided = set(run.meta.tensor_digests or {}) ^ set(baseline.meta.tensor_digests or {})
+        self.re = reexpression(run, baseline)
+        self.one_sided = self.re.one_sided
         self.changed = (None if not now or not before else
                         [m for m in {**now, **before} if now.get(m) != before.get(m)])
         self._first: dict[str, int] = {ROOT: 0}  # module -> the index of the first layer inside it
@@ -104,7 +108,7 @@ class _Code:
             for k in range(len(parts), 0, -1):
                 self._first.setdefault(".".join(parts[:k]), i)
         # where the first re-expressed tensor's module (or the nearest one around it that runs) begins
-        owners = [t.rpartition(".")[0] or ROOT for t in self.one_sided]
+        owners = [t.rpartition(".")[0] or ROOT for t in self.one_sided & self.re.computed]
         self._reexpressed = min((self._first[next(m for m in (o, *enclosing(o)) if m in self._first)]
                                  for o in owners), default=None)
 
@@ -129,6 +133,8 @@ class _Code:
         projection). Any other tensor whose values changed is a weight change, whatever code changed
         around it: digests cannot tell a constant folded into a kept weight from a fault."""
         owner = tensor.rpartition(".")[0] or ROOT
+        if tensor in self.re.changed or tensor in self.re.moved:
+            return tensor in self.re.moved  # only moved; else as many values, not the same: weights changed
         if tensor not in self.one_sided:
             return owner in accounted
         if self.changed is None:
@@ -163,31 +169,6 @@ def traced_ops_changed(run: ModelRun, baseline: Baseline) -> bool:
     keys = (run.meta.content_key or {}, baseline.meta.content_key or {})
     now, before = (k.get("parts") or {} for k in keys)
     return bool(now and before) and now.get(KeyPart.CODE.value) != before.get(KeyPart.CODE.value)
-
-
-def _tensors_differ(run: ModelRun, baseline: Baseline) -> bool | None:
-    """Whether one side holds parameters or buffers the other lacks; None where either did not record them."""
-    tensors, recorded = run.meta.tensor_digests, baseline.meta.tensor_digests
-    return set(tensors) != set(recorded) if tensors and recorded else None
-
-
-def _key_changed(run: ModelRun, baseline: Baseline) -> bool:
-    now, before = run.meta.content_key or {}, baseline.meta.content_key or {}
-    a, b = now.get("parts") or {}, before.get("parts") or {}
-    return bool(a and b) and any(a.get(p.value) != b.get(p.value) for p in (KeyPart.CODE, KeyPart.SOURCE))
-
-
-def reexpressed(run: ModelRun, baseline: Baseline) -> bool:
-    """Whether weights were re-expressed: tensors one side lacks (a fold, a merge, a split); where a side
-    did not record its tensors, wherever the code changed."""
-    differ = _tensors_differ(run, baseline)
-    return _key_changed(run, baseline) if differ is None else differ
-
-
-def code_changed(run: ModelRun, baseline: Baseline) -> bool:
-    """Whether the model's code changed since the baseline, as far as the run can tell: its content
-    key's code or source part, or parameters and buffers only one side has."""
-    return _key_changed(run, baseline) or bool(_tensors_differ(run, baseline))
 
 
 class _Judge:

@@ -129,6 +129,59 @@ def split_faulted() -> nn.Module:
     return _scaled(split(), "mlp.0")
 
 
+class Stacked(nn.Module):
+    """A Linear split into two stacked halves whose outputs are concatenated: the same values, computed
+    in two parts."""
+
+    def __init__(self, whole: nn.Linear):
+        super().__init__()
+        half = whole.out_features // 2
+        self.a, self.b = nn.Linear(whole.in_features, half), nn.Linear(whole.in_features, half)
+        with torch.no_grad():
+            for part, rows in ((self.a, slice(None, half)), (self.b, slice(half, None))):
+                part.weight.copy_(whole.weight[rows])
+                part.bias.copy_(whole.bias[rows])
+
+    def forward(self, x):
+        return torch.cat([self.a(x), self.b(x)], dim=-1)
+
+
+def stacked() -> nn.Module:
+    m = Net()
+    m.mlp[0] = Stacked(m.mlp[0])
+    return m
+
+
+def stacked_faulted() -> nn.Module:
+    """The split, and one weight of its first half changed by 1e-4: a weight change, smaller than what
+    float32 rounding of a re-computed weight (a fold) may move the outputs by."""
+    m = stacked()
+    with torch.no_grad():
+        m.mlp[0].a.weight[0, 0] *= 1 + 1e-4
+    return m
+
+
+def stacked_rounding() -> nn.Module:
+    """The split, and its second half's weights scaled by 1 + 3e-7: within float32's rounding."""
+    m = stacked()
+    with torch.no_grad():
+        m.mlp[0].b.weight.mul_(1 + 3e-7)
+    return m
+
+
+def merged_rounding() -> nn.Module:
+    """The merge, and the merged projection's weights scaled by 1 + 3e-7."""
+    return _scaled(merged(), "attn.q", 1 + 3e-7)
+
+
+def split_rounding() -> nn.Module:
+    """The bias split off `mlp.0`, and the module that now adds it holding it scaled by 1 + 3e-7."""
+    m = split()
+    with torch.no_grad():
+        m.mlp[1].bias.mul_(1 + 3e-7)
+    return m
+
+
 def conv_folded_into_bn_faulted(proto: onnx.ModelProto) -> onnx.ModelProto:
     """A transform: the weights of the graph's first Conv, the stem's conv with its BatchNorm folded in,
     scaled by 1.001."""

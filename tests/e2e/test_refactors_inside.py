@@ -75,12 +75,28 @@ def test_a_refactor_inside_a_module_passes_saying_where_the_values_went(recorded
 
 
 @pytest.mark.parametrize("factory, layer", [("folded_faulted", "stem.conv"), ("merged_faulted", "attn.q"),
-                                            ("split_faulted", "mlp.0")])
+                                            ("split_faulted", "mlp.0"), ("stacked_faulted", "mlp.0"),
+                                            ("stacked_rounding", "mlp.0"), ("merged_rounding", "attn.q"),
+                                            ("split_rounding", "mlp.0")])
 def test_the_faulted_twin_of_a_refactor_still_fails_at_its_layer(recorded, factory, layer):
     report = check(recorded, "net", factory)
     first = report["first_regression"]
     assert report["verdict"] == "regressed" and (first["layer"], first["provider"]) == (layer, "torch-cpu"), first
     assert not any(r["status"] == "moved" for r in _reference(report).values())
+
+
+def test_a_split_that_changed_one_value_is_a_weight_change_and_says_so(recorded):
+    """A Linear split into stacked halves only moves values: no float32 rounding to excuse, so one weight
+    changed by 1e-4 (an output drift under what a fold's rounding may move it by) fails, naming the
+    re-expression. The honest split passes, its halves new layers."""
+    refactor = check(recorded, "net", "stacked")
+    assert refactor["verdict"] == "pass", refactor["first_regression"]
+    assert {r["status"] for r in _reference(refactor).values()} == {"pass", "new"}
+    faulted = check(recorded, "net", "stacked_faulted")
+    first = faulted["first_regression"]
+    assert (first["layer"], first["check"]) == ("mlp.0", "reference-drift") and first["value"] < 1e-5, first
+    message = _reference(faulted)["mlp.0"]["message"]
+    assert "`mlp.0.weight`" in message and "into as many values as before, not the same ones" in message
 
 
 def test_a_fault_that_fades_before_the_outputs_still_fails_at_its_layer(recorded):

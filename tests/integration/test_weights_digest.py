@@ -23,11 +23,13 @@ def _other(tensors: dict[str, str]) -> dict[str, str]:
     return {name: f"{i:016x}" for i, name in enumerate(tensors)}
 
 
-def test_a_baseline_with_this_whole_digest_gives_the_tensors_digests():
+def test_a_baseline_with_this_whole_digest_gives_the_tensors_digests_and_sums():
     hashed = weights_digest(_model()).result()
-    recorded = _other(hashed.tensors)
-    taken = weights_digest(_model(), (hashed.total, recorded)).result()
-    assert taken.total == hashed.total and taken.tensors == recorded
+    recorded, sums = _other(hashed.tensors), {n: f"1.{i:032x}" for i, n in enumerate(hashed.tensors)}
+    taken = weights_digest(_model(), (hashed.total, recorded, sums)).result()
+    assert taken.total == hashed.total and taken.tensors == recorded and taken.sums == sums
+    unsummed = weights_digest(_model(), (hashed.total, recorded, None)).result()  # recorded before sums were
+    assert unsummed.tensors == recorded and unsummed.sums == hashed.sums
 
 
 def test_other_weights_or_other_tensor_names_hash_every_tensor():
@@ -36,11 +38,11 @@ def test_other_weights_or_other_tensor_names_hash_every_tensor():
     changed = _model()
     with torch.no_grad():
         changed[0].weight[0, 0] += 1e-3
-    now = weights_digest(changed, (hashed.total, recorded)).result()
+    now = weights_digest(changed, (hashed.total, recorded, None)).result()
     assert now.total != hashed.total and now.tensors != recorded
     assert {n for n, d in now.tensors.items() if d != hashed.tensors[n]} == {"0.weight"}
     fewer = {n: d for n, d in recorded.items() if n != "1.num_batches_tracked"}
-    assert weights_digest(_model(), (hashed.total, fewer)).result().tensors == hashed.tensors
+    assert weights_digest(_model(), (hashed.total, fewer, None)).result().tensors == hashed.tensors
 
 
 @pytest.mark.parametrize("policy, takes", [
@@ -52,8 +54,9 @@ def test_only_a_command_that_reads_takes_the_baselines_digests(policy, takes):
     hashed = weights_digest(_model()).result()
     b = baseline()
     b = dataclasses.replace(b, meta=dataclasses.replace(b.meta, weights_digest=hashed.total,
-                                                        tensor_digests=dict(hashed.tensors)))
-    assert policy.plan(b).known_weights() == ((hashed.total, hashed.tensors) if takes else None)
+                                                        tensor_digests=dict(hashed.tensors),
+                                                        tensor_sums=dict(hashed.sums)))
+    assert policy.plan(b).known_weights() == ((hashed.total, hashed.tensors, hashed.sums) if takes else None)
     assert policy.plan(None).known_weights() is None
     without = dataclasses.replace(b, meta=dataclasses.replace(b.meta, tensor_digests=None))
     assert policy.plan(without).known_weights() is None
