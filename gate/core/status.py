@@ -182,6 +182,7 @@ class Check(Word):
     CONTRADICTION = "contradiction"  # the reference moved before the only change (its tensors) could reach it
     PRECISION = "precision"  # the shipped graph computes below float32 where nobody configured it
     RANDOM_DRAWS = "random-draws"  # the forward draws random numbers: no two runs compute the same
+    COVERAGE = "coverage"  # layers a runtime compared in the baseline have no value in the graph now
     # A sweep's comparisons of outputs.
     PAIR = "pair"
     ANCHOR = "anchor"
@@ -192,7 +193,8 @@ DATA_DEPENDENT_RULES = frozenset({Check.DETECTIONS, Check.RECORDED, Check.DISTRI
 RUNTIME_ERROR_CHECKS = frozenset({Check.ERROR_GROWTH, Check.CEILING})  # a runtime's relative error to the reference
 NOT_AN_ERROR = DATA_DEPENDENT_RULES | {Check.STRUCTURE}  # a row whose value is no error against the reference
 AUDITS = frozenset({Check.PLACEMENT, Check.SESSION_OPTIONS, Check.LATENCY, Check.DYNAMIC_SHAPE,  # of a whole
-                    Check.TRAINING_MODE, Check.CONTRADICTION, Check.PRECISION, Check.RANDOM_DRAWS})  # target
+                    Check.TRAINING_MODE, Check.CONTRADICTION, Check.PRECISION, Check.RANDOM_DRAWS,  # target
+                    Check.COVERAGE})
 
 
 class CellStatus(Word):

@@ -1,6 +1,7 @@
 """Checks of a model and of what ships, beside the per-layer ones: dynamic dimensions the export
 made static (or specialized), modules the factory left in training mode that change the outputs,
-a forward that draws random numbers, and how many layers the shipped graph lets the gate see."""
+a forward that draws random numbers, how many layers the shipped graph lets the gate see, and the
+layers a runtime compared when the baseline was recorded that it no longer can."""
 
 from __future__ import annotations
 
@@ -10,9 +11,10 @@ from typing import Any
 
 from gate.config import ModelSpec
 from gate.core.runs import ModelRun
-from gate.core.status import AuditStatus, Check, SiteKind
+from gate.core.status import AuditStatus, Check, LayerStatus, SiteKind
 from gate.formats.baseline import Baseline
 from gate.verdict.notes import LayerMapping
+from gate.verdict.structure import Structure
 from gate.verdict.types import Audit
 
 
@@ -78,3 +80,31 @@ def mapping(run: ModelRun) -> LayerMapping | None:
     mapped = kinds[SiteKind.VALUE] + kinds[SiteKind.OUTPUT]
     return LayerMapping(len(run.layers), mapped, kinds[SiteKind.FOLDED], kinds[SiteKind.ABSENT],
                         {str(k): n for k, n in why.most_common(10)})
+
+
+def coverage(run: ModelRun, baseline: Baseline | None, st: Structure | None) -> list[Audit]:
+    """Layers a runtime gave a value for when its baseline was recorded and gives none now (the shipped
+    graph's nodes lost their metadata, the exporter folds them): the gate compares less inside the model
+    than it did, and a re-record would make that the rule. One note for the model, whatever the runtimes."""
+    if baseline is None:
+        return []
+    lost: dict[str, str] = {}
+    for p in run.providers:
+        entry = baseline.entry_for(p.target)[0]
+        if entry is None or not p.layers:  # a runtime that did not run is a finding of its own
+            continue
+        for layer in run.layers:
+            now = p.layers.get(layer.name)
+            was = entry.layers.get(st.recorded(layer.name) if st else layer.name)
+            if (now is None or now.status in (LayerStatus.ABSENT, LayerStatus.FOLDED)) and \
+                    was is not None and was.status == LayerStatus.OK:
+                lost.setdefault(layer.name, now.reason if now is not None and now.reason else "not captured")
+    if not lost:
+        return []
+    first, why = next(iter(lost.items()))
+    return [Audit(Check.COVERAGE, AuditStatus.WARN,
+                  f"{len(lost)} layer{'s' if len(lost) > 1 else ''} a runtime compared in the baseline "
+                  f"{'have' if len(lost) > 1 else 'has'} no value in the graph now; the first, `{first}`: "
+                  f"{why}. "
+                  "The gate sees less inside the model than it did: fix what stripped or folded them before "
+                  "re-recording, which would make this the rule", layer=first)]
