@@ -44,7 +44,7 @@ def next_steps(report: Report) -> str:
     for m in report.models:
         if words := step_words(m):
             groups.setdefault(words, []).append(m.name)
-    lines = [f"- {_listed(names, MARKDOWN)}: {words}" for words, names in groups.items()]
+    lines = [f"- {listed(names, MARKDOWN)}: {words}" for words, names in groups.items()]
     if not lines:
         return ""
     if len(lines) > MAX_MODELS:
@@ -236,7 +236,7 @@ _WORDS = {StepKind.MODEL_CHANGED: _model_changed, StepKind.WEIGHTS_CHANGED: _mod
           StepKind.RECORD_ELSEWHERE: _record_elsewhere, StepKind.REFACTORED: _refactored}
 
 
-def _listed(names: list[str], s: Style) -> str:
+def listed(names: list[str], s: Style) -> str:
     more = f" and {len(names) - 8} more" if len(names) > 8 else ""
     return ", ".join(s.code(n) for n in names[:8]) + more
 
@@ -248,7 +248,7 @@ def _said(f: Regression, s: Style) -> str:
 
 def unchecked_words(report: Report, s: Style) -> str:
     """The models and cases the change's config stopped checking (``check --changed-since``)."""
-    return (f"this change's config no longer checks {_listed(report.unchecked or [], s)}, which the base's "
+    return (f"this change's config no longer checks {listed(report.unchecked or [], s)}, which the base's "
             "does. Review the config change as a change of what passes.")
 
 
@@ -259,7 +259,7 @@ def loosened_lines(report: Report, s: Style) -> list[str]:
     for m in report.models:
         if words := loosened_words(m, s):
             groups.setdefault(words, []).append(m.name)
-    return [f"{_listed(names, s)}: {words}" for words, names in groups.items()]
+    return [f"{listed(names, s)}: {words}" for words, names in groups.items()]
 
 
 def loosened_words(m: ModelVerdict, s: Style) -> str:

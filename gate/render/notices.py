@@ -8,7 +8,7 @@ import re
 from pathlib import PurePosixPath
 
 from gate.core.status import ModelStatus, Role, SkipKind, TargetStatus
-from gate.render.next_steps import MARKDOWN, loosened_lines, unchecked_words
+from gate.render.next_steps import MARKDOWN, listed, loosened_lines, unchecked_words
 from gate.render.text import code, plain, visible
 from gate.verdict.types import ModelVerdict, ProviderVerdict, Report
 
@@ -73,13 +73,19 @@ def _diffs(report: Report, paths: list[str]) -> str:
             + "\n\n".join(shown) + "\n\n</details>")
 
 
+def failure(m: ModelVerdict) -> str | None:
+    """What a failed model's line says after its name: models sharing these words (a sweep's cases, one
+    baseline file) share one line."""
+    if m.status != ModelStatus.ERROR or not m.error:
+        return None
+    at = f" (at {code(m.error.where, 200)})" if m.error.where else ""
+    return f"**{plain(m.error.error_status, 20)}**: {plain(m.error.message)}{at}{_unchecked(m)}"
+
+
 def model_notices(m: ModelVerdict) -> list[str]:
+    """Notices of one model but its failure (``failure``)."""
     items = []
-    if m.status == ModelStatus.ERROR and m.error:
-        at = f" (at {code(m.error.where, 200)})" if m.error.where else ""
-        items.append(f"💥 {code(m.name)} failed: **{plain(m.error.error_status, 20)}**: "
-                     f"{plain(m.error.message)}{at}{_unchecked(m)}")
-    elif m.status == ModelStatus.NO_BASELINE and not m.baseline_exists:
+    if m.status == ModelStatus.NO_BASELINE and not m.baseline_exists:
         where = f" at {code(m.baseline_path)}" if m.baseline_path else ""
         items.append(f"🆕 {code(m.name)} has no baseline{where}.")
     if m.reference_dtype == "float32":
@@ -127,6 +133,12 @@ def _unchecked(m: ModelVerdict) -> str:
 def notices(report: Report) -> str:
     items = [f"⚠️ {unchecked_words(report, MARKDOWN)}"] if report.unchecked else []
     items += [f"⚠️ {line}" for line in loosened_lines(report, MARKDOWN)]
+    failed: dict[str, list[str]] = {}
+    for m in report.models:
+        said = failure(m)
+        if said is not None:
+            failed.setdefault(said, []).append(m.name)
+    items += [f"💥 {listed(names, MARKDOWN)} failed: {said}" for said, names in failed.items()]
     items += [item for m in report.models for item in model_notices(m)]
     if len(items) > 2 * MAX_LIST:
         items = items[: 2 * MAX_LIST] + [f"… and {len(items) - 2 * MAX_LIST} more notices (see the job summary)."]

@@ -20,6 +20,7 @@ from .notes import Comparison
 from .types import ModelVerdict, ProviderVerdict
 
 CELL_STATUSES = CellStatus.values()  # or the ErrorStatus of a model or target that failed
+WHOLE = "(model)"  # the column of a matrix none of whose cases ran a runtime
 
 
 @dataclass
@@ -109,6 +110,8 @@ def matrices(models: list[ModelVerdict]) -> list[SweepMatrix]:
                 if p.role == Role.RUNTIME and column(p) not in mx.providers:
                     mx.providers.append(column(p))
     for mx, cases in out.values():
+        if not mx.providers and any(m.status == ModelStatus.ERROR for m in cases):
+            mx.providers.append(WHOLE)  # no case ran a runtime: one column, so that a failed case says so
         for m in cases:
             runtimes = {column(p): p for p in m.providers if p.role == Role.RUNTIME}
             cells = {label: cell(m, runtimes.get(label)) for label in mx.providers}

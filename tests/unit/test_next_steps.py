@@ -362,3 +362,29 @@ def test_a_sweeps_bad_file_is_one_step_for_its_cases_recording_the_whole_sweep()
     assert lines[0].startswith("- `act.relu`, `act.gelu`, `act.silu`: its baseline file cannot judge it")
     assert "`parity-gate update-baseline --model act`" in lines[0] and "--model act.relu" not in lines[0]
     assert lines[1].startswith("- `net`: ") and "`parity-gate update-baseline --model net`" in lines[1]
+
+
+def test_a_sweeps_bad_file_is_one_failure_line_and_its_matrix_says_every_case_failed():
+    """The comment's body says a cause once: the cases that share a bad file share one failure line, and
+    the sweep's matrix, none of whose cases ran a runtime, says they failed (never "all ok"). Twin: another
+    model's failure keeps its own line."""
+    from gate.core.runs import RunError
+    from gate.core.status import ErrorStatus, ModelStatus
+    from gate.render import render_markdown
+    from gate.verdict.judge import assemble
+    from gate.verdict.types import ModelVerdict
+
+    def refused(name: str, sweep: str | None, path: str) -> ModelVerdict:
+        error = RunError(ErrorStatus.BAD_BASELINE, f"baseline `{path}`: truncated")
+        return ModelVerdict(name, ModelStatus.ERROR, error, path, True, sweep=sweep,
+                            update_command=f"parity-gate update-baseline --model {name}")
+
+    cases = [refused(f"act.{a}", "act", "baselines/act.msgpack.zst") for a in ("relu", "gelu", "silu")]
+    text = render_markdown(assemble([*cases, refused("net", None, "baselines/net.msgpack.zst")], {}))
+    failures = [line for line in text.splitlines() if line.startswith("- 💥")]
+    assert failures == ["- 💥 `act.relu`, `act.gelu`, `act.silu` failed: **BAD\\_BASELINE**: baseline "
+                        "`baselines/act.msgpack.zst`: truncated",
+                        "- 💥 `net` failed: **BAD\\_BASELINE**: baseline `baselines/net.msgpack.zst`: "
+                        "truncated"]
+    assert "Sweep <code>act</code>: 3 of 3 cases not ok" in text and "all 3 cases ok" not in text
+    assert "| `act.gelu` | 💥 BAD\\_BASELINE |" in text
