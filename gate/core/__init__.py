@@ -6,5 +6,5 @@ own frame that failed from ``frames``), targets and precisions (``target``), wha
 (``device``), versions (``versions``), exact output metrics (``exact``), plain-JSON cleaning
 (``jsonsafe``), checked reading of untrusted JSON objects (``fields``), a run's reuse record
 (``reuse``), progress lines timed by stage (``progress``), work on a background thread
-(``background``), the garbage collector's rule around a command (``collector``) and the names of a
-user's repository files (``files``)."""
+(``background``), the garbage collector's rule around a command (``collector``), the names of a user's
+repository files (``files``) and what re-expressing weights did to their values (``reexpressed``)."""

@@ -147,3 +147,29 @@ def test_a_file_the_change_damages_reads_as_its_error_named_in_the_repository(tm
     assert str(tmp_path) not in text
     path.write_bytes(recorded)
     assert changed_baselines(load_config(tmp_path / "pyproject.toml"), "HEAD") == ([], {})
+
+
+def test_weights_that_changed_names_and_not_values_read_as_renamed(tmp_path):
+    """A re-record after a rename only: the weights digest moved (names are part of it), the values did not
+    (their sums), so the diff says the weights were renamed, never that they changed. Twin: one value
+    changed beside the rename reads as weights changed."""
+    path, doc = committed(tmp_path, 4)
+    sums = {"fc.weight": f"6.{1:016x}{2:016x}", "fc.bias": f"2.{3:016x}{4:016x}"}
+
+    def recorded(meta: dict, names: dict[str, str], digest: str) -> None:
+        meta.update(weights_digest=digest * 64, tensor_digests={n: digest * 16 for n in names},
+                    tensor_sums={n: names[n] for n in names})
+
+    recorded(doc["meta"], sums, "a")
+    write_baseline(path, doc)
+    git(tmp_path, "add", "-A")
+    git(tmp_path, "commit", "-qm", "digests")
+    renamed = {f"head.{n.split('.')[1]}": v for n, v in sums.items()}
+    for names, said in ((renamed, "weights renamed, their values the same"),
+                        ({**renamed, "head.bias": f"2.{3:016x}{5:016x}"}, "weights changed")):
+        recorded(doc["meta"], names, "b")
+        write_baseline(path, doc)
+        git(tmp_path, "add", "-A")
+        (line,) = [x for x in changed_baselines(load_config(tmp_path / "pyproject.toml"), "HEAD")[1][
+            "baselines/tiny.msgpack.zst"].splitlines() if x.startswith("no recorded value moved")]
+        assert said in line and ("weights changed" in line) is (said == "weights changed"), line

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 
+from gate.core.reexpressed import only_moved
 from gate.core.target import coarsest
 from gate.fingerprint import relative_error
 
@@ -86,17 +87,22 @@ def _layer_lines(old: Baseline, new: Baseline) -> list[str]:
 def _digests(old: Baseline, new: Baseline) -> str:
     """Which of what the reference is a function of changed: the graph (code), the weights, the inputs. The
     shipped graph holds the weights, so with new weights its digest moves whatever the code did: the graph is
-    named only where its digest moved with the same weights, or its operation types changed."""
+    named only where its digest moved with the same weights, or its operation types changed. Weights that
+    changed names and not values (a rename, a split) are said to be renamed."""
     moved = {key: getattr(old.meta, key) != getattr(new.meta, key)
              for key in ("graph_digest", "weights_digest", "inputs_digest")}
     weights = moved["weights_digest"]
+    renamed = weights and only_moved(new.meta.tensor_digests or {}, old.meta.tensor_digests or {},
+                                     new.meta.tensor_sums, old.meta.tensor_sums)
     code = moved["graph_digest"] and (not weights or old.meta.op_types != new.meta.op_types)
-    known = [("graph", code), ("weights", weights), ("inputs", moved["inputs_digest"])]
+    known = [("graph", code), ("weights", weights and not renamed), ("inputs", moved["inputs_digest"])]
     changed = [word for word, c in known if c]
-    same = [word for word, c in known if not c and not (word == "graph" and moved["graph_digest"])]
+    same = [word for word, c in known if not c and not (word == "graph" and moved["graph_digest"])
+            and not (word == "weights" and renamed)]
+    said = "; weights renamed, their values the same" if renamed else ""
     if not changed:
-        return SAME
-    return f"; {' and '.join(changed)} changed" + (f", {' and '.join(same)} the same" if same else "")
+        return said or SAME
+    return f"; {' and '.join(changed)} changed" + (f", {' and '.join(same)} the same" if same else "") + said
 
 
 def moved_layers(old: Baseline, new: Baseline) -> list[tuple[float, str]]:
