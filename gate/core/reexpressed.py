@@ -18,20 +18,27 @@ class Reexpression:
     one_sided: frozenset[str]  # tensors one side lacks
     computed: frozenset[str]  # in groups that computed new values: float32 rounding may follow them
     moved: frozenset[str]  # in groups whose values only moved: nothing to excuse
-    changed: frozenset[str]  # in groups that kept their count but not their values: weights changed
+    changed: frozenset[str]  # in groups as many nonzero values as before, not the same: weights changed
 
 
 def _container(tensor: str) -> str:
-    """The module around the tensor's own module: a split or a merge re-expresses tensors there."""
-    return tensor.rpartition(".")[0].rpartition(".")[0]
+    """The module around the tensor's own module, where a split or a merge re-expresses tensors; for a
+    top-level module, itself (the model is around every module: no group of its own)."""
+    owner = tensor.rpartition(".")[0]
+    return owner.rpartition(".")[0] or owner
 
 
 def _ancestors(module: str) -> list[str]:
+    """The modules around ``module``, the model itself left out: joined through it, every re-expression of
+    a model with a top-level tensor would be one group."""
     parts = module.split(".") if module else []
-    return [".".join(parts[:k]) for k in range(len(parts) - 1, -1, -1)]
+    return [".".join(parts[:k]) for k in range(len(parts) - 1, 0, -1)]
 
 
-def _total(sums: Mapping[str, str], names: list[str]) -> tuple[int, int, int] | None:
+Total = tuple[int, int, int]  # nonzero values, and their two sums
+
+
+def _total(sums: Mapping[str, str], names: list[str]) -> Total | None:
     count = s1 = s2 = 0
     for name in names:
         if name not in sums:
@@ -41,13 +48,10 @@ def _total(sums: Mapping[str, str], names: list[str]) -> tuple[int, int, int] | 
     return count, s1 % 2**64, s2 % 2**64
 
 
-def classify(now: Mapping[str, str], before: Mapping[str, str], now_sums: Mapping[str, str] | None,
-             before_sums: Mapping[str, str] | None) -> Reexpression:
-    """The re-expressed tensors of a run (``now``: its tensors' digests) against its baseline's, by group."""
-    one_sided = set(now) ^ set(before)
-    kept = {n for n in now if n in before and now[n] != before[n]}
-    # groups: containers joined to every container around them that also holds a re-expressed tensor
-    root: dict[str, str] = {_container(t): _container(t) for t in one_sided | kept}
+def _groups(tensors: set[str]) -> list[list[str]]:
+    """Tensors by container, each joined to the containers around it (a split's parts sit inside the module
+    it split)."""
+    root: dict[str, str] = {_container(t): _container(t) for t in tensors}
 
     def find(c: str) -> str:
         while root[c] != c:
@@ -60,20 +64,61 @@ def classify(now: Mapping[str, str], before: Mapping[str, str], now_sums: Mappin
             if a in root:
                 root[find(c)] = find(a)
     groups: dict[str, list[str]] = {}
-    for t in one_sided | kept:
+    for t in sorted(tensors):
         groups.setdefault(find(_container(t)), []).append(t)
-    computed: set[str] = set()
+    return list(groups.values())
+
+
+def _judge(groups: list[tuple[list[str], Total, Total]], moved: set[str], changed: set[str]) -> None:
+    """Groups whose counts balance together: the same values, or weights changed."""
+    same = all(sum(g[1][k] - g[2][k] for g in groups) % 2**64 == 0 for k in (1, 2))
+    (moved if same else changed).update(t for g in groups for t in g[0])
+
+
+def classify(now: Mapping[str, str], before: Mapping[str, str], now_sums: Mapping[str, str] | None,
+             before_sums: Mapping[str, str] | None) -> Reexpression:
+    """The re-expressed tensors of a run (``now``: its tensors' digests) against its baseline's. A tensor
+    gone and a new one holding exactly its values (a rename, a wrap) only moved. The rest go by group, and
+    a group whose count of nonzero values changed may be the other half of another (a module moved from one
+    container to another): two whose changes cancel are judged together. What is left unbalanced computed
+    new values."""
+    one_sided = set(now) ^ set(before)
+    kept = {n for n in now if n in before and now[n] != before[n]}
+    a, b = now_sums or {}, before_sums or {}
     moved: set[str] = set()
+    gone: dict[str, list[str]] = {}
+    for t in sorted(one_sided - set(now)):
+        gone.setdefault(b.get(t, t), []).append(t)  # no sum: a key no new tensor has
+    for t in sorted(one_sided - set(before)):
+        if gone.get(a.get(t, "")):
+            moved.update((t, gone[a[t]].pop()))
+    computed: set[str] = set()
     changed: set[str] = set()
-    for members in groups.values():
+    unbalanced: list[tuple[list[str], Total, Total]] = []
+    for members in _groups((one_sided | kept) - moved):
         if not one_sided.intersection(members):
             continue  # kept tensors alone: weights changed, as ever
-        then = _total(before_sums or {}, [t for t in members if t in before])
-        after = _total(now_sums or {}, [t for t in members if t in now])
-        if then is None or after is None or then[0] != after[0]:
+        then = _total(b, [t for t in members if t in before])
+        after = _total(a, [t for t in members if t in now])
+        if then is None or after is None:
             computed.update(members)
+        elif then[0] == after[0]:
+            _judge([(members, then, after)], moved, changed)
         else:
-            (moved if then == after else changed).update(members)
+            unbalanced.append((members, then, after))
+    left: list[tuple[list[str], Total, Total]] = []
+    while unbalanced:
+        first = unbalanced.pop(0)
+        other = next((u for u in unbalanced if u[1][0] - u[2][0] == first[2][0] - first[1][0]), None)
+        if other is None:
+            left.append(first)
+            continue
+        unbalanced.remove(other)
+        _judge([first, other], moved, changed)
+    if left and sum(u[1][0] - u[2][0] for u in left) == 0:
+        _judge(left, moved, changed)  # siblings a top-level module was split into, say
+    else:
+        computed.update(t for u in left for t in u[0])
     return Reexpression(frozenset(one_sided), frozenset(computed), frozenset(moved), frozenset(changed))
 
 

@@ -331,23 +331,28 @@ def _one(header: bytes, array: np.ndarray) -> str:
     return one.hexdigest()[:TENSOR_DIGEST]
 
 
-SUM_CHUNK = 1 << 20  # elements widened at a time: a third of the sha256 pass's time, in little memory
+SUM_CHUNK = 1 << 18  # elements widened at a time: in a core's cache, 0.7x the sha256 pass's time
 
 
 def value_sums(array: np.ndarray, dtype: torch.dtype) -> str:
-    """A tensor's values as a multiset: ``count.S1S2``, the sums of each value's float64 (integers: int64)
-    bit pattern and of its square, modulo 2**64. They add over tensors, and a re-expression that only moves
-    values (a split, a merge, a rename, an exact upcast) keeps their total; any changed value changes S1."""
+    """A tensor's values as a multiset: ``count.S1S2``, how many have a nonzero float64 (integers: int64) bit
+    pattern, and the sums of those patterns and of a hash of each, modulo 2**64. They add over tensors, and
+    a re-expression that only moves values (a split, a merge, a rename, an exact upcast, zeros added) keeps
+    their total; any changed value changes S1, and changes that cancel in S1 almost never cancel in S2."""
     flat = array.reshape(-1)
     if dtype == torch.bfloat16:  # held as its int16 bits: the float32 with those upper bits
         flat = (flat.view(np.uint16).astype(np.uint32) << 16).view(np.float32)
-    s1 = s2 = 0
+    count = s1 = s2 = 0
     for i in range(0, flat.size, SUM_CHUNK):
         part = flat[i:i + SUM_CHUNK]
         kind = part.dtype.kind
         wide = part.astype(np.float64) if kind == "f" else part.astype(np.int64) if kind in "biu" else \
             part.view(np.uint8).astype(np.int64)  # complex and the rest: their bytes
         u = wide.view(np.uint64)
+        count += int(np.count_nonzero(u))
         s1 += int(u.sum(dtype=np.uint64))
-        s2 += int(np.multiply(u, u, dtype=np.uint64).sum(dtype=np.uint64))
-    return f"{flat.size}.{s1 % 2**64:016x}{s2 % 2**64:016x}"
+        h = u ^ (u >> np.uint64(32))  # float32's float64 patterns end in 29 zero bits: fold the top down
+        h *= np.uint64(0x9E3779B97F4A7C15)
+        h ^= h >> np.uint64(29)  # zero stays zero: zeros add nothing, as to S1
+        s2 += int(h.sum(dtype=np.uint64))
+    return f"{count}.{s1 % 2**64:016x}{s2 % 2**64:016x}"

@@ -97,6 +97,8 @@ def test_a_split_that_changed_one_value_is_a_weight_change_and_says_so(recorded)
     assert (first["layer"], first["check"]) == ("mlp.0", "reference-drift") and first["value"] < 1e-5, first
     message = _reference(faulted)["mlp.0"]["message"]
     assert "`mlp.0.weight`" in message and "into as many values as before, not the same ones" in message
+    (hint,) = [h["message"] for h in faulted["models"][0]["hints"] if h["kind"] == "model-change"]
+    assert "its weights changed: 6 tensors" in hint and "the weights are the baseline's" not in hint, hint
 
 
 def test_a_fault_that_fades_before_the_outputs_still_fails_at_its_layer(recorded):

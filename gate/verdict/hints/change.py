@@ -129,8 +129,9 @@ def _model_change(ctx: Context, reference: ProviderVerdict, fr: Regression, weig
                "type or a hyperparameter (eps, scale, padding, activation) differs")
     else:
         why = "its code or weights changed (no weights digest to tell which)"
-    if weights and changed and tensors is not None and tensors.unmatched:
-        why += f"; {describe_tensors(tensors.unmatched)} {'is' if len(tensors.unmatched) == 1 else 'are'} new or gone"
+    others = [n for n in tensors.unmatched if n not in changed] if tensors is not None and changed else []
+    if weights and others:
+        why += f"; {describe_tensors(others)} {'is' if len(others) == 1 else 'are'} new or gone"
     now, before = ctx.run.meta.lowered, ctx.baseline.meta.lowered
     lower = [x for x in now or () if before is not None and x not in set(before)]
     if lower:  # the model's own cast or half weights: a precision nobody configured, named

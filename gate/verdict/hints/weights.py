@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from gate.core.layers import module_of
 from gate.verdict.hints.context import Context
+from gate.verdict.reexpression import reexpression
 
 
 def digest_changed(a: str | None, b: str | None) -> bool | None:
@@ -20,14 +21,15 @@ class TensorChanges:
     renames (a layer matched to its baseline layer by its numbers) say which name a tensor had, and a
     tensor under a name only one side has is not a change of value anyone measured."""
 
-    values: list[str]  # kept under their names with another digest: their values changed
+    values: list[str]  # kept under their names with another digest, or re-expressed into others: changed
     renamed: int  # tensors of modules the verdict compared as a baseline layer under another name
     unmatched: list[str]  # names on one side only: a module renamed (not matched), added or removed
 
 
-def tensor_changes(before: dict[str, str] | None, now: dict[str, str] | None,
-                   renames: dict[str, str]) -> TensorChanges | None:
-    """``renames``: the verdict's renamed layers (now -> baseline). None without per-tensor digests."""
+def tensor_changes(before: dict[str, str] | None, now: dict[str, str] | None, renames: dict[str, str],
+                   altered: frozenset[str] = frozenset()) -> TensorChanges | None:
+    """``renames``: the verdict's renamed layers (now -> baseline); ``altered``: tensors a split, a merge or
+    a rename re-expressed into other values (``gate.core.reexpressed``). None without per-tensor digests."""
     if not before or not now:
         return None
     modules = {module_of(new): module_of(old) for new, old in renames.items()}
@@ -36,7 +38,7 @@ def tensor_changes(before: dict[str, str] | None, now: dict[str, str] | None,
     renamed = [n for n in now if recorded[n] != n and recorded[n] in before]
     matched = {recorded[n] for n in now if recorded[n] in before}
     unmatched = sorted({n for n in now if recorded[n] not in before} | {n for n in before if n not in matched})
-    return TensorChanges(values, len(renamed), unmatched)
+    return TensorChanges(values + [n for n in unmatched if n in altered], len(renamed), unmatched)
 
 
 def _recorded(tensor: str, modules: dict[str, str]) -> str:
@@ -54,7 +56,9 @@ def weights_changed(ctx: Context) -> tuple[bool | None, TensorChanges | None]:
     tensors did: a digest that differs only by names the verdict matched is no change of value."""
     base, now = ctx.baseline.meta, ctx.run.meta
     changed = digest_changed(base.weights_digest, now.weights_digest)
-    tensors = tensor_changes(base.tensor_digests, now.tensor_digests, ctx.structure.renames if ctx.structure else {})
+    renames = ctx.structure.renames if ctx.structure else {}
+    altered = reexpression(ctx.run, ctx.baseline).changed
+    tensors = tensor_changes(base.tensor_digests, now.tensor_digests, renames, altered)
     if changed and tensors is not None and not tensors.values:
         changed = False  # every tensor kept its values, under its own name or the one it was matched to
     return changed, tensors
