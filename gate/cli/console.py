@@ -25,7 +25,7 @@ from gate.core.status import (
 from gate.github.actions import InertLines
 from gate.render.data_dependent_md import dependent_rows
 from gate.render.markdown import promotion_text
-from gate.render.next_steps import TEXT, loosened_lines, step_words, unchecked_words
+from gate.render.next_steps import TEXT, loosened_lines, step_groups, step_words, unchecked_words
 from gate.render.outputs_md import closeness
 from gate.render.reuse_text import alarm_line, reuse_line
 from gate.render.text import count, over
@@ -313,15 +313,18 @@ def failure_lines(report: Report) -> list[str]:
     """Above the verdict line: each model that did not pass, when more than one did not, and the next
     step of each (the comment's own words); and that of a model that passed with a refactor inside a module."""
     failed = [m for m in report.models if m.status != ModelStatus.PASS]
+    last = {names[-1]: (names, words) for names, words in step_groups(failed, TEXT)}  # after its last model
     out = []
     for m in failed:
         if len(failed) > 1:
             out.append(f"  [red]✗[/red] {escape(m.name)}: {escape(why(m))}")
-        words = step_words(m, TEXT)
-        # one model of several: the step names it (the lines above it may be about another model)
-        label = f"next ({escape(m.name)}):" if len(failed) == 1 and len(report.models) > 1 else "next:"
-        if words:
-            out.append(f"{'    ' if len(failed) > 1 else '  '}[bold]{label}[/bold] {escape(words)}")
+        if m.name not in last:
+            continue
+        names, words = last[m.name]
+        # the step names its models where the lines above it may be about others
+        label = f"next ({escape(', '.join(names[:8]))}{' …' if len(names) > 8 else ''}):" \
+            if len(names) > 1 or (len(failed) == 1 and len(report.models) > 1) else "next:"
+        out.append(f"{'    ' if len(failed) > 1 else '  '}[bold]{label}[/bold] {escape(words)}")
     for m in (m for m in report.models if m.status == ModelStatus.PASS):  # passed with a refactor inside a module
         words = step_words(m, TEXT)
         if words:

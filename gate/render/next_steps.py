@@ -6,11 +6,11 @@ and plain text (``TEXT``: the console, JUnit), so the console's next step is the
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from gate.core.status import AUDITS, ErrorStatus, StepKind, TargetStatus
 from gate.render.text import MESSAGE_CAP, NAME_CAP, clip, code, over, plain
-from gate.verdict.next_step import NextStep, next_step
+from gate.verdict.next_step import RECORDS, NextStep, next_step
 from gate.verdict.types import ModelVerdict, ProviderVerdict, Regression, Report
 
 MAX_MODELS = 20
@@ -39,12 +39,8 @@ TEXT = Style(lambda s, cap=NAME_CAP: f"`{clip(s, cap)}`", lambda s, cap=MESSAGE_
 
 
 def next_steps(report: Report) -> str:
-    """One line per step: models whose step reads the same (a sweep's cases sharing one bad file) together."""
-    groups: dict[str, list[str]] = {}
-    for m in report.models:
-        if words := step_words(m):
-            groups.setdefault(words, []).append(m.name)
-    lines = [f"- {listed(names, MARKDOWN)}: {words}" for words, names in groups.items()]
+    """One line per step (``step_groups``)."""
+    lines = [f"- {listed(names, MARKDOWN)}: {words}" for names, words in step_groups(report.models)]
     if not lines:
         return ""
     if len(lines) > MAX_MODELS:
@@ -52,10 +48,32 @@ def next_steps(report: Report) -> str:
     return "**Next steps**\n\n" + "\n".join(lines)
 
 
+def step_groups(models: list[ModelVerdict], style: Style = MARKDOWN) -> list[tuple[list[str], str]]:
+    """Each step once, with the models it is for: a sweep's cases whose step records them share one (the
+    sweep's re-record, in the first case's words), as do models whose steps read the same."""
+    groups: dict[str, tuple[list[str], str]] = {}
+    for m in models:
+        step = next_step(m)
+        if step is None:
+            continue
+        words = _WORDS[step.kind](m, _of_sweep(m, step), style)
+        key = f"{m.sweep}\0{step.kind}" if m.sweep and step.kind in RECORDS else words
+        groups.setdefault(key, ([], words))[0].append(m.name)
+    return list(groups.values())
+
+
 def step_words(m: ModelVerdict, style: Style = MARKDOWN) -> str:
     """The model's next step as a sentence ("" for a model that passed)."""
     step = next_step(m)
-    return "" if step is None else _WORDS[step.kind](m, step, style)
+    return "" if step is None else _WORDS[step.kind](m, _of_sweep(m, step), style)
+
+
+def _of_sweep(m: ModelVerdict, step: NextStep) -> NextStep:
+    """A sweep case's re-record records its sweep: its cases share one file, and one case alone would write
+    a set of that case."""
+    if not m.sweep or step.command != m.recreate:
+        return step
+    return replace(step, command=m.recreate.replace(f"--model {m.name}", f"--model {m.sweep}"))
 
 
 def _commit(m: ModelVerdict, s: Style) -> str:
@@ -164,8 +182,7 @@ def _no_entry(m: ModelVerdict, step: NextStep, s: Style) -> str:
 
 
 def _bad_baseline(m: ModelVerdict, step: NextStep, s: Style) -> str:
-    # a sweep's cases share the file: recording one case alone would write a set of that case
-    command = m.recreate.replace(f"--model {m.name}", f"--model {m.sweep}") if m.sweep else m.recreate
+    command = _of_sweep(m, replace(step, command=m.recreate)).command  # its command restores the file
     return (f"its baseline file cannot judge it (the error above says why): re-record it with "
             f"{s.code(command, 260)}{_commit(m, s)}, or, if the file was damaged, restore it with "
             f"{s.code(step.command, 300)}.")

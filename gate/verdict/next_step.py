@@ -47,7 +47,10 @@ class NextStep:
 
 
 def reproduce(m: ModelVerdict, provider: str | None = None) -> str:
-    return f"parity-gate check --model {m.name}" + (f" --provider {provider}" if provider else "")
+    """The check of this model alone, with the config its re-record names (``--config`` where not found by
+    default)."""
+    command = m.recreate.replace(" update-baseline ", " check ", 1)
+    return command + (f" --provider {provider}" if provider else "")
 
 
 def next_step(m: ModelVerdict) -> NextStep | None:

@@ -388,3 +388,47 @@ def test_a_sweeps_bad_file_is_one_failure_line_and_its_matrix_says_every_case_fa
                         "truncated"]
     assert "Sweep <code>act</code>: 3 of 3 cases not ok" in text and "all 3 cases ok" not in text
     assert "| `act.gelu` | 💥 BAD\\_BASELINE |" in text
+
+
+def test_a_reproduce_command_carries_the_config_its_re_record_names():
+    """A config found only through `--config` (ci/gate.toml): the command that reproduces a failure names it,
+    as the re-record does; run as printed it would find no configuration. Twin: the default config."""
+    from gate.core.runs import RunError
+    from gate.core.status import ErrorStatus, ModelStatus
+    from gate.verdict.next_step import next_step
+    from gate.verdict.types import ModelVerdict
+
+    for extra in (" --config ci/gate.toml", ""):
+        m = ModelVerdict("conv", ModelStatus.ERROR, RunError(ErrorStatus.BUILD_FAIL, "model `conv`: boom"),
+                         "b/conv.msgpack.zst", True,
+                         update_command=f"parity-gate update-baseline --model conv{extra}")
+        assert next_step(m).command == f"parity-gate check --model conv{extra}"
+
+
+def test_a_sweeps_cases_that_changed_share_one_step_recording_the_sweep():
+    """One change across a sweep: each case's reference moved (at its own first layer). The comment gives one
+    step naming the cases, which re-records the sweep; the terminal lists each case, then that step once.
+    Twin: a configured model beside them keeps its own step and command."""
+    import copy
+
+    from gate.cli.console import failure_lines
+
+    report = raw("real-check-reference-drift")
+    base = report["models"][0]
+    cases = []
+    for case, layer in (("act.relu", "stem.0"), ("act.gelu", "stem.1"), ("act.silu", "stem.0")):
+        m = copy.deepcopy(base)
+        m.update(name=case, sweep="act", update_command=f"parity-gate update-baseline --model {case}",
+                 baseline={"path": "baselines/act.msgpack.zst", "exists": True})
+        m["first_regression"]["layer"] = layer
+        cases.append(m)
+    report["models"] = [*cases, base]
+    lines = steps(report)
+    assert len(lines) == 2, lines
+    assert lines[0].startswith("- `act.relu`, `act.gelu`, `act.silu`: the model changed")
+    assert "`parity-gate update-baseline --model act`" in lines[0]
+    assert "act.relu`" not in lines[0].split(":", 1)[1]
+    assert lines[1].startswith("- `tiny-cnn`: ") and "--model tiny-cnn`" in lines[1]
+    text = [line for line in failure_lines(typed(report)) if "next" in line]
+    assert len(text) == 2, text
+    assert text[0].startswith("    [bold]next (act.relu, act.gelu, act.silu):[/bold]"), text
