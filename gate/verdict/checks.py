@@ -84,7 +84,8 @@ def layout(run: ModelRun, baseline: Baseline, spec: ModelSpec) -> Structure:
     st = structure(run, baseline, limit)
     # Where a re-expression computed new weights, a module's output also holds within their float32 rounding
     # (a fixed budget: a provider's floor is no licence for the reference). Else: the reference's limit.
-    seal = (lambda layer, recorded: max(limit(layer, recorded), moves.FOLD_ROUNDING)) \
+    budget = moves.rounding(baseline)
+    seal = (lambda layer, recorded: max(limit(layer, recorded), budget(recorded.name))) \
         if reexpression.rounds(run, baseline) else limit
     return replace(st, moved=moves.inside(run, baseline, st, limit, seal))
 

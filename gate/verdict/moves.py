@@ -5,7 +5,8 @@ around it, a layer moves on evidence of its own (``_onward``).
 
 Weights folded in float32 are rounded to float32: the module's float64 output then moves by a few 1e-8,
 far past the reference's 1e-9, so where a re-expression computed new weights (``reexpression``: a fold)
-an output also holds within ``FOLD_ROUNDING`` (``seal``), whatever a provider's floor says; one that only
+an output also holds within what float32 moves it by (``rounding``, the ``seal``), whatever a provider's
+floor says; one that only
 moved values (a split, a merge) has no rounding, and one that kept its count but not its values changed
 weights.
 Code alone moves float64 values by ~1e-16: a module whose own code changed keeps no such budget unless
@@ -20,6 +21,7 @@ from __future__ import annotations
 import bisect
 import dataclasses
 import math
+from collections.abc import Callable
 
 from gate.core.layers import ROOT, is_gradient, is_output, module_of
 from gate.core.runs import LayerInfo, ModelRun
@@ -29,9 +31,28 @@ from gate.formats.baseline import Baseline, BaselineLayer
 from gate.verdict.reexpression import code_changed, reexpression
 from gate.verdict.structure import Limit, Move, Structure, by_name, identifies, same
 
-# What weights re-expressed in float32 move a module's float64 output by, at most: their rounding, a few
-# 1e-8 a layer, grown through the layers after them.
+# What weights re-expressed in float32 move a module's float64 output by where no float32 run recorded what
+# float32 moves it by: their rounding, a few 1e-8 a layer, grown through the layers after them.
 FOLD_ROUNDING = 1e-6
+FOLD_FLOOR = 1e-7  # about one float32 rounding: what a layer float32 computes exactly may still move by
+
+
+def rounding(baseline: Baseline) -> Callable[[str], float]:
+    """What weights computed anew in float32 may move a baseline layer's float64 value by: the largest error
+    of the float32 torch-cpu run up to there, as its baseline recorded it (the same float32 roundings, met
+    once more; a pooled layer averages the run's own away, not a weight's); ``FOLD_ROUNDING`` where none was
+    recorded."""
+    entry = next((e for e in baseline.entries if e.target.provider == "torch-cpu"
+                  and e.target.precision == "float32"), None)
+    if entry is None:
+        return lambda _: FOLD_ROUNDING
+    errors, most = {}, FOLD_FLOOR
+    for layer in baseline.layers:
+        recorded = entry.layers.get(layer.name)
+        if recorded is not None and recorded.err is not None and math.isfinite(recorded.err):
+            most = max(most, recorded.err)
+        errors[layer.name] = most
+    return lambda layer: errors.get(layer, FOLD_ROUNDING)
 
 
 def call_of(layer: str) -> str:

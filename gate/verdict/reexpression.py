@@ -1,5 +1,5 @@
 """Where float32 rounding may move a refactor's values: a re-expression that computed new weights (a fold)
-may move a module's float64 output by their rounding (``moves.FOLD_ROUNDING``); one that only moved values
+may move a module's float64 output by their rounding (``moves.rounding``); one that only moved values
 (a split, a merge, a rename) has none to excuse any drift, and one that kept its count but not its values
 changed weights (``gate.core.reexpressed``). Where a side did not record its tensors, wherever the code
 changed.

@@ -538,3 +538,64 @@ def tokens_flat() -> nn.Module:
 
 def tokens_flat_faulted() -> nn.Module:
     return Tokens(flat=True, faulted=True).eval()
+
+
+class Sensor(nn.Module):
+    """Raw readings (290..310) normalized by the model's first BatchNorm, as training left it: float32
+    runs it with errors of a few 1e-6, above a fixed rounding budget."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc1, self.bn, self.fc2 = nn.Linear(16, 32), nn.BatchNorm1d(32, momentum=None), nn.Linear(32, 4)
+
+    def forward(self, x):
+        return self.fc2(torch.relu(self.bn(self.fc1(x))))
+
+
+def sensor() -> nn.Module:
+    torch.manual_seed(0)
+    m = Sensor().train()
+    with torch.no_grad():
+        for _ in range(20):
+            m(torch.rand(256, 16) * 20 + 290)
+    return m.eval()
+
+
+def sensor_folded() -> nn.Module:
+    """The BatchNorm folded into the Linear before it (in float32): the fold's rounding is float32's."""
+    m = sensor()
+    bn, fc1 = m.bn, m.fc1
+    scale = bn.weight / torch.sqrt(bn.running_var + bn.eps)
+    with torch.no_grad():
+        fc1.weight.mul_(scale[:, None])
+        fc1.bias.copy_((fc1.bias - bn.running_mean) * scale + bn.bias)
+    m.bn = nn.Identity()
+    return m
+
+
+class Normed(nn.Module):
+    """The model's own forward normalizes between its layers (a functional layer_norm, its eps a literal)."""
+
+    def __init__(self, eps: float = 1e-5):
+        super().__init__()
+        self.stem, self.fc1, self.fc2, self.eps = Block(), nn.Linear(8, 16), nn.Linear(16, 4), eps
+
+    def forward(self, x):
+        x = torch.nn.functional.layer_norm(15 * self.fc1(self.stem(x).mean((2, 3))), (16,), eps=self.eps)
+        return self.fc2(torch.relu(x))
+
+
+def normed() -> nn.Module:
+    torch.manual_seed(0)
+    return Normed().eval()
+
+
+def normed_folded(eps: float = 1e-5) -> nn.Module:
+    m = normed()
+    m.stem.conv, m.stem.bn, m.eps = fuse_conv_bn_eval(m.stem.conv, m.stem.bn), nn.Identity(), eps
+    return m
+
+
+def normed_folded_eps() -> nn.Module:
+    """The fold, and the root's own forward changed: the layer_norm's eps 1e-5 -> 1e-6."""
+    return normed_folded(1e-6)

@@ -20,6 +20,7 @@ IMAGE = '[{ name = "x", shape = [1, 3, 8, 8], dtype = "float32" }]'
 TOKENS = '[{ name = "x", shape = [2, 8, 16], dtype = "float32" }]'
 ROWS = '[{ name = "x", shape = [2, 8, 8], dtype = "float32" }]'
 IDS = '[{ name = "ids", shape = [2, 5], dtype = "int64", low = 0, high = 30 }]'
+READINGS = '[{ name = "x", shape = [64, 16], dtype = "float32", low = 290.0, high = 310.0 }]'
 
 
 def _config(tmp: Path, name: str, factory: str, inputs: str, transform: str | None = None,
@@ -38,7 +39,8 @@ def recorded(tmp_path_factory) -> Path:
     tmp = tmp_path_factory.mktemp("inside")
     models = (("net", "net", IMAGE), ("tables", "tables", TOKENS), ("fading", "fading", TOKENS),
               ("hidden", "hidden", TOKENS), ("flat", "flat", IMAGE), ("tied", "tied", IDS),
-              ("chain", "chain", ROWS), ("tokens", "tokens", TOKENS))
+              ("chain", "chain", ROWS), ("tokens", "tokens", TOKENS), ("sensor", "sensor", READINGS),
+              ("normed", "normed", IMAGE))
     for name, factory, inputs in models:
         cfg = load_config(_config(tmp, name, factory, inputs))
         commands.update_baseline(cfg, cfg.models, cfg.providers)
@@ -264,3 +266,18 @@ def test_layers_reshaped_around_a_linear_move_and_their_faulted_twin_fails(recor
     assert faulted["verdict"] == "regressed"
     first = faulted["first_regression"]
     assert (first["layer"], first["provider"]) == ("mlp.fc1", "torch-cpu")
+
+
+def test_a_folds_rounding_is_what_float32_moves_each_layer_by_not_a_fixed_budget(recorded):
+    """Weights computed anew in float32 move the float64 reference as far as float32 moves each layer, as the
+    baseline's float32 run recorded it: a fold behind inputs that float32 runs with errors of a few 1e-6
+    (raw readings around 300, normalized by the BatchNorm) passes. Twin: the fold beside a change of the
+    model's own forward (a layer_norm's eps, 1e-5 -> 1e-6), which moves the reference by less than 1e-6 but
+    more than float32 moves it there, fails; the fold alone passes."""
+    report = check(recorded, "sensor", "sensor_folded", READINGS)
+    assert report["verdict"] == "pass", report["first_regression"]
+    assert check(recorded, "normed", "normed_folded")["verdict"] == "pass"
+    changed = check(recorded, "normed", "normed_folded_eps")
+    first = changed["first_regression"]
+    assert changed["verdict"] == "regressed", first
+    assert first["check"] == "reference-drift" and first["value"] < 1e-6, first
