@@ -12,11 +12,11 @@ from pathlib import Path
 
 from gate import fingerprint
 from gate.commands import loosened
-from gate.commands.common import display, load_baseline, location, policy, update_command
+from gate.commands.common import display, load_baseline, location, orphaned_baselines, policy, update_command
 from gate.config import Config, ModelSpec
 from gate.core.progress import Progress
 from gate.core.runs import ModelRun, RunError
-from gate.core.status import ErrorStatus
+from gate.core.status import ErrorStatus, ModelStatus
 from gate.core.versions import environment
 from gate.errors import GateError, NewerFormat
 from gate.formats.baseline import Baseline
@@ -48,9 +48,10 @@ def load_one(config: Config, spec: ModelSpec) -> Loaded:
         _, baseline = load_baseline(config, spec)
     except GateError as exc:  # the next step says how to restore, re-record or read it; the repository's path
         return _refused(path, str(exc).replace(str(path), str(display(path))), isinstance(exc, NewerFormat))
-    if baseline is not None and baseline.model != spec.name:
+    if baseline is not None and baseline.model != spec.name and \
+            any(other.name == baseline.model for other in config.models):
         return _refused(path, f"baseline `{display(path)}`: holds model `{baseline.model}`, "
-                              f"not `{spec.name}`")
+                              f"not `{spec.name}`")  # a model configured as well: never this one renamed
     return Loaded(path, baseline)
 
 
@@ -102,6 +103,10 @@ def judge(config: Config, runs: list[tuple[ModelSpec, ModelRun]], loaded: Mappin
     if base is not None:
         again = {} if isinstance(base, str) else compare(base, {run.name: run for _, run, _, _ in judged})
         loosened.mark(config, base, [(*j, v) for j, v in zip(judged, verdicts, strict=True)], again)
+    lost = [m for m in verdicts if m.status == ModelStatus.NO_BASELINE and not m.baseline_exists]
+    unowned = [str(display(p)) for p in orphaned_baselines(config)] if lost else []
+    for m in lost:  # one of them may be this model's, renamed: compared, never re-recorded blind
+        m.unowned = unowned[:8]
     report = assemble(verdicts, environment(fingerprint.backend))
     if isinstance(base, Config):
         report.unchecked = loosened.unchecked(config, base)

@@ -88,7 +88,9 @@ def validate(config: Config, models: tuple[ModelSpec, ...]) -> Validation:
     for spec in models:
         _import_refs(config, spec)
         path, baseline = load_baseline(config, spec)
-        if baseline is not None and baseline.model != spec.name:  # as ``check`` refuses it, first
+        # as ``check`` refuses it, first
+        if baseline is not None and baseline.model != spec.name and \
+                any(other.name == baseline.model for other in config.models):
             raise GateError(f"model `{spec.name}`: baseline `{display(path)}` holds model "
                             f"`{baseline.model}`; `check` will refuse it: re-create it with "
                             f"`{update_command(spec, config)}`")

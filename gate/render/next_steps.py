@@ -171,6 +171,13 @@ def _refactored(m: ModelVerdict, step: NextStep, s: Style) -> str:
 
 
 def _no_baseline(m: ModelVerdict, step: NextStep, s: Style) -> str:
+    if m.unowned and m.baseline_path:  # a model renamed in the config: its numbers are there, unjudged
+        files = ", ".join(s.code(p) for p in m.unowned)
+        one = len(m.unowned) == 1
+        return (f"no baseline yet, and {files} {'belongs' if one else 'belong'} to no configured model: if "
+                f"this model is {'that file' if one else 'one of theirs'}'s model renamed, move the file to "
+                f"{s.code(m.baseline_path)} ({s.code('git mv')}) and check again, so that its numbers are "
+                f"compared; if the model is new, run {s.code(step.command, 260)}{_commit(m, s)}.")
     return f"no baseline yet: run {s.code(step.command, 260)}{_commit(m, s)}."
 
 

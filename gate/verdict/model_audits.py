@@ -82,6 +82,15 @@ def mapping(run: ModelRun) -> LayerMapping | None:
                         {str(k): n for k, n in why.most_common(10)})
 
 
+def recorded_as(spec: ModelSpec, baseline: Baseline | None) -> list[Audit]:
+    """A baseline recorded under another model's name that no configured model has: this model, renamed."""
+    if baseline is None or baseline.model == spec.name:
+        return []
+    said = (f"its baseline was recorded as model `{baseline.model}`, which no model is now: judged as this "
+            f"model renamed; `update-baseline` records it as `{spec.name}`")
+    return [Audit(Check.STRUCTURE, AuditStatus.WARN, said)]
+
+
 def coverage(run: ModelRun, baseline: Baseline | None, st: Structure | None) -> list[Audit]:
     """Layers a runtime gave a value for when its baseline was recorded and gives none now (the shipped
     graph's nodes lost their metadata, the exporter folds them): the gate compares less inside the model

@@ -84,8 +84,7 @@ def _check(name: str) -> Check | str:
 
 @dataclass
 class Regression:
-    """The first failing layer of a target (``provider``/``precision`` set at model level,
-    ``model`` too at report level)."""
+    """A target's first failing layer (``provider``, ``precision``: in a model; ``model``: in a report)."""
 
     layer: str
     type: str
@@ -246,10 +245,10 @@ class ModelVerdict:
     comparisons: list[Comparison] = field(default_factory=list)  # the sweep's pairs and anchor
     update_command: str | None = None  # the command that re-creates this model's baseline
     reuse: Reuse | None = None  # what the check took from the baseline and the export cache, and why
-    # Providers that could not run here and have no baseline entry anywhere yet (e.g. a GPU EP on a laptop).
-    unrecorded: list[str] = field(default_factory=list)
+    unrecorded: list[str] = field(default_factory=list)  # runtimes not run here, with no entry anywhere
     loosened: Loosened | None = None  # what the change's config stopped judging (``check --changed-since``)
     restore: str | None = None  # the base its baseline file is restored from: the change deleted or damaged it
+    unowned: list[str] = field(default_factory=list)  # no baseline: files no model owns (its own, renamed?)
 
     @property
     def not_checked(self) -> list[ProviderVerdict]:
@@ -277,7 +276,8 @@ class ModelVerdict:
                  "update_command": self.update_command,
                  "reuse": self.reuse.to_dict() if self.reuse is not None else None,
                  "unrecorded": self.unrecorded,
-                 "loosened": self.loosened.to_dict() if self.loosened else None, "restore": self.restore}
+                 "loosened": self.loosened.to_dict() if self.loosened else None, "restore": self.restore,
+                 "unowned": self.unowned}
         error = self.error.to_dict() if self.error is not None else None
         return {"name": self.name, "status": self.status, "error": error,
                 "baseline": {"path": self.baseline_path, "exists": self.baseline_exists},
@@ -309,7 +309,7 @@ class ModelVerdict:
                    comparisons=o.objs("comparisons", Comparison.from_dict),
                    update_command=o.opt_str("update_command"), reuse=o.opt_obj("reuse", Reuse.from_dict),
                    unrecorded=o.strs("unrecorded")[:64], loosened=o.opt_obj("loosened", Loosened.from_dict),
-                   restore=o.opt_str("restore"))
+                   restore=o.opt_str("restore"), unowned=o.strs("unowned")[:64])
 
 
 @dataclass(frozen=True)

@@ -56,3 +56,13 @@ def freeze_batch(model: onnx.ModelProto) -> onnx.ModelProto:
             if not dim.HasField("dim_value"):
                 dim.dim_value = 2
     return model
+
+
+def cnn_faulted() -> nn.Module:
+    """The tiny CNN with one weight scaled by 1 + 1e-4."""
+    import torch
+
+    m = zoo.tiny_cnn()
+    with torch.no_grad():
+        next(p for p in m.parameters() if p.dim() > 1).mul_(1 + 1e-4)
+    return m

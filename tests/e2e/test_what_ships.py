@@ -373,3 +373,28 @@ def test_onnx_file_of_an_artifact_is_never_half_read(tmp_path):
     report = check(path)
     assert report["models"][0]["error"]["status"] == "EXPORT_FAIL"
     assert "is not a valid ONNX model" in report["models"][0]["error"]["message"]
+
+
+@pytest.mark.parametrize("factory, verdict", [("ships_factories:cnn_faulted", "regressed"),
+                                              ("examples.zoo:tiny_cnn", "pass")])
+def test_a_model_renamed_in_the_config_is_compared_once_its_baseline_moves_never_re_recorded_blind(
+        tmp_path, factory, verdict):
+    """`net` renamed `cnn` in the config, in the same change as a weight scaled by 1 + 1e-4: `cnn` has no
+    baseline, and its step points at the file no model owns (move it, then check) before recording. Moved,
+    the file judges the renamed model: the fault fails, noting the baseline's old name; its twin, the rename
+    alone, passes with that note."""
+    from gate.render import render_markdown
+
+    update(config(tmp_path, model("net")))
+    path = config(tmp_path, model("cnn", factory))
+    cfg = load_config(path)
+    first = commands.check(cfg, cfg.models, cfg.providers)
+    (m,) = first.models
+    assert m.status == "no-baseline" and [Path(p).name for p in m.unowned] == ["net.msgpack.zst"]
+    text = render_markdown(first)
+    assert "no configured model: if this model is that file's model renamed, move the file to" in text, text
+    (tmp_path / "b" / "net.msgpack.zst").rename(tmp_path / "b" / "cnn.msgpack.zst")
+    report = check(path)
+    assert report["verdict"] == verdict, report["first_regression"]
+    (note,) = [a["message"] for a in report["models"][0]["audits"] if "as model `net`" in a["message"]]
+    assert "`update-baseline` records it as `cnn`" in note
