@@ -340,11 +340,11 @@ def value_sums(array: np.ndarray, dtype: torch.dtype) -> str:
     a re-expression that only moves values (a split, a merge, a rename, an exact upcast, zeros added) keeps
     their total; any changed value changes S1, and changes that cancel in S1 almost never cancel in S2."""
     flat = array.reshape(-1)
-    if dtype == torch.bfloat16:  # held as its int16 bits: the float32 with those upper bits
-        flat = (flat.view(np.uint16).astype(np.uint32) << 16).view(np.float32)
     count = s1 = s2 = 0
     for i in range(0, flat.size, SUM_CHUNK):
         part = flat[i:i + SUM_CHUNK]
+        if dtype == torch.bfloat16:  # held as its int16 bits: the float32 with those upper bits
+            part = (part.view(np.uint16).astype(np.uint32) << 16).view(np.float32)
         kind = part.dtype.kind
         wide = part.astype(np.float64) if kind == "f" else part.astype(np.int64) if kind in "biu" else \
             part.view(np.uint8).astype(np.int64)  # complex and the rest: their bytes
