@@ -18,7 +18,7 @@ def layer_table(model: str, p: ProviderVerdict, cap: int | None, open_: bool) ->
     layers = p.rows
     chosen = choose_rows(layers, cap)
     summary = (f"<summary><b>{attr(model)}</b> · {attr(p.name)} ({attr(p.precision or '?', 20)}): "
-               f"{p.failed} of {len(layers):,} layers failed</summary>")
+               f"{p.failed} of {p.checked:,} layers checked failed</summary>")  # as the provider table counts
     rows = ["| # | layer | type | status | check | value | threshold | baseline | note |",
             "| ---: | --- | --- | --- | --- | ---: | ---: | ---: | --- |"]
     notes = _shared_notes([layers[i] for i in chosen])
