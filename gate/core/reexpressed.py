@@ -35,17 +35,23 @@ def _ancestors(module: str) -> list[str]:
     return [".".join(parts[:k]) for k in range(len(parts) - 1, 0, -1)]
 
 
-Total = tuple[int, int, int]  # nonzero values, and their two sums
+Total = tuple[int, int, int, int]  # values, nonzero values, and their two sums
+COUNTS = (0, 1)  # a group balances where either count does: a value pruned to zero, or zeros added
 
 
 def _total(sums: Mapping[str, str], names: list[str]) -> Total | None:
-    count = s1 = s2 = 0
+    size = count = s1 = s2 = 0
     for name in names:
         if name not in sums:
             return None
-        n, _, hexes = sums[name].partition(".")
-        count, s1, s2 = count + int(n), s1 + int(hexes[:16], 16), s2 + int(hexes[16:], 16)
-    return count, s1 % 2**64, s2 % 2**64
+        n, m, hexes = sums[name].split(".")
+        size, count = size + int(n), count + int(m)
+        s1, s2 = s1 + int(hexes[:16], 16), s2 + int(hexes[16:], 16)
+    return size, count, s1 % 2**64, s2 % 2**64
+
+
+def _net(groups: list[tuple[list[str], Total, Total]], k: int) -> int:
+    return sum(g[1][k] - g[2][k] for g in groups)
 
 
 def _groups(tensors: set[str]) -> list[list[str]]:
@@ -71,7 +77,7 @@ def _groups(tensors: set[str]) -> list[list[str]]:
 
 def _judge(groups: list[tuple[list[str], Total, Total]], moved: set[str], changed: set[str]) -> None:
     """Groups whose counts balance together: the same values, or weights changed."""
-    same = all(sum(g[1][k] - g[2][k] for g in groups) % 2**64 == 0 for k in (1, 2))
+    same = all(_net(groups, k) % 2**64 == 0 for k in (2, 3))
     (moved if same else changed).update(t for g in groups for t in g[0])
 
 
@@ -102,20 +108,20 @@ def classify(now: Mapping[str, str], before: Mapping[str, str], now_sums: Mappin
         after = _total(a, [t for t in members if t in now])
         if then is None or after is None:
             computed.update(members)
-        elif then[0] == after[0]:
+        elif any(then[k] == after[k] for k in COUNTS):
             _judge([(members, then, after)], moved, changed)
         else:
             unbalanced.append((members, then, after))
     left: list[tuple[list[str], Total, Total]] = []
     while unbalanced:
         first = unbalanced.pop(0)
-        other = next((u for u in unbalanced if u[1][0] - u[2][0] == first[2][0] - first[1][0]), None)
+        other = next((u for u in unbalanced if any(_net([first, u], k) == 0 for k in COUNTS)), None)
         if other is None:
             left.append(first)
             continue
         unbalanced.remove(other)
         _judge([first, other], moved, changed)
-    if left and sum(u[1][0] - u[2][0] for u in left) == 0:
+    if left and any(_net(left, k) == 0 for k in COUNTS):
         _judge(left, moved, changed)  # siblings a top-level module was split into, say
     else:
         computed.update(t for u in left for t in u[0])

@@ -335,10 +335,11 @@ SUM_CHUNK = 1 << 18  # elements widened at a time: in a core's cache, 0.7x the s
 
 
 def value_sums(array: np.ndarray, dtype: torch.dtype) -> str:
-    """A tensor's values as a multiset: ``count.S1S2``, how many have a nonzero float64 (integers: int64) bit
-    pattern, and the sums of those patterns and of a hash of each, modulo 2**64. They add over tensors, and
-    a re-expression that only moves values (a split, a merge, a rename, an exact upcast, zeros added) keeps
-    their total; any changed value changes S1, and changes that cancel in S1 almost never cancel in S2."""
+    """A tensor's values as a multiset: ``size.count.S1S2``, how many there are, how many have a nonzero
+    float64 (integers: int64) bit pattern, and the sums of those patterns and of a hash of each, mod 2**64.
+    They add over tensors, and a re-expression that only moves values (a split, a merge, a rename, an exact
+    upcast, zeros added) keeps their total; any changed value changes S1, and changes that cancel in S1
+    almost never cancel in S2."""
     flat = array.reshape(-1)
     count = s1 = s2 = 0
     for i in range(0, flat.size, SUM_CHUNK):
@@ -355,4 +356,4 @@ def value_sums(array: np.ndarray, dtype: torch.dtype) -> str:
         h *= np.uint64(0x9E3779B97F4A7C15)
         h ^= h >> np.uint64(29)  # zero stays zero: zeros add nothing, as to S1
         s2 += int(h.sum(dtype=np.uint64))
-    return f"{count}.{s1 % 2**64:016x}{s2 % 2**64:016x}"
+    return f"{flat.size}.{count}.{s1 % 2**64:016x}{s2 % 2**64:016x}"

@@ -25,7 +25,7 @@ def _other(tensors: dict[str, str]) -> dict[str, str]:
 
 def test_a_baseline_with_this_whole_digest_gives_the_tensors_digests_and_sums():
     hashed = weights_digest(_model()).result()
-    recorded, sums = _other(hashed.tensors), {n: f"1.{i:032x}" for i, n in enumerate(hashed.tensors)}
+    recorded, sums = _other(hashed.tensors), {n: f"1.1.{i:032x}" for i, n in enumerate(hashed.tensors)}
     taken = weights_digest(_model(), (hashed.total, recorded, sums)).result()
     assert taken.total == hashed.total and taken.tensors == recorded and taken.sums == sums
     unsummed = weights_digest(_model(), (hashed.total, recorded, None)).result()  # recorded before sums were

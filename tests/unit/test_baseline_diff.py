@@ -154,7 +154,7 @@ def test_weights_that_changed_names_and_not_values_read_as_renamed(tmp_path):
     (their sums), so the diff says the weights were renamed, never that they changed. Twin: one value
     changed beside the rename reads as weights changed."""
     path, doc = committed(tmp_path, 4)
-    sums = {"fc.weight": f"6.{1:016x}{2:016x}", "fc.bias": f"2.{3:016x}{4:016x}"}
+    sums = {"fc.weight": f"6.6.{1:016x}{2:016x}", "fc.bias": f"2.2.{3:016x}{4:016x}"}
 
     def recorded(meta: dict, names: dict[str, str], digest: str) -> None:
         meta.update(weights_digest=digest * 64, tensor_digests={n: digest * 16 for n in names},
@@ -166,7 +166,7 @@ def test_weights_that_changed_names_and_not_values_read_as_renamed(tmp_path):
     git(tmp_path, "commit", "-qm", "digests")
     renamed = {f"head.{n.split('.')[1]}": v for n, v in sums.items()}
     for names, said in ((renamed, "weights renamed, their values the same"),
-                        ({**renamed, "head.bias": f"2.{3:016x}{5:016x}"}, "weights changed")):
+                        ({**renamed, "head.bias": f"2.2.{3:016x}{5:016x}"}, "weights changed")):
         recorded(doc["meta"], names, "b")
         write_baseline(path, doc)
         git(tmp_path, "add", "-A")

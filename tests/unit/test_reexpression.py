@@ -75,8 +75,8 @@ def test_value_sums_add_over_parts_in_every_dtype_and_past_one_chunk(dtype):
     t = torch.randn(SUM_CHUNK + 1000).mul(50).to(dtype)
     array = (t.view(torch.int16) if dtype == torch.bfloat16 else t).numpy()
     whole, first, rest = (value_sums(a, dtype) for a in (array, array[:777], array[777:]))
-    total = [sum(int(s.partition(".")[2][k:k + 16], 16) for s in (first, rest)) % 2**64 for k in (0, 16)]
-    assert whole == f"{np.count_nonzero(array)}.{total[0]:016x}{total[1]:016x}"
+    total = [sum(int(s.split(".")[2][k:k + 16], 16) for s in (first, rest)) % 2**64 for k in (0, 16)]
+    assert whole == f"{array.size}.{np.count_nonzero(array)}.{total[0]:016x}{total[1]:016x}"
     if dtype.is_floating_point:  # the value, not its storage: float32 holding the same numbers sums the same
         assert value_sums(t.float().numpy(), torch.float32) == whole
 
@@ -125,3 +125,15 @@ def test_a_top_level_linear_split_into_siblings_is_judged_as_one(fault):
     re = _classify(now, sums(fc__weight=W * 2, head__weight=W[:2]))
     split = {"fc.weight", "fc_a.weight", "fc_b.weight"}
     assert (re.changed, re.moved, re.computed) == ((split, set(), set()) if fault else (set(), split, set()))
+
+
+def test_a_rename_that_pruned_one_weight_to_zero_is_a_weight_change_not_a_fold():
+    """As many values as before, one fewer nonzero: the group balances by its size, so the pruned value is a
+    weight change, never values computed anew. Twin: the rename alone only moved."""
+    pruned = (W * 3).copy()
+    pruned.flat[5] = 0.0
+    before = sums(fc3__weight=W * 3, head__weight=W[:2])
+    renamed = _classify(sums(proj__weight=W * 3, head__weight=W[:2]), before)
+    assert renamed.moved == {"fc3.weight", "proj.weight"}
+    re = _classify(sums(proj__weight=pruned, head__weight=W[:2]), before)
+    assert re.changed == {"fc3.weight", "proj.weight"} and not re.computed

@@ -70,8 +70,8 @@ EXTRA_META = [
     # A short digest per parameter and buffer: a weights change names the tensors that changed.
     ("tensor_digests", NameMap(NAME, HEX16, "max_layers", "tensors")),
     # Per parameter and buffer, its values as a multiset: whether a re-expression only moved values.
-    ("tensor_sums", NameMap(NAME, Str(52, pattern=re.compile(r"[0-9]{1,19}\.[0-9a-f]{32}\Z"),
-                                      rule="is not a count and 32 hex digits"), "max_layers", "tensors")),
+    ("tensor_sums", NameMap(NAME, Str(72, pattern=re.compile(r"[0-9]{1,19}\.[0-9]{1,19}\.[0-9a-f]{32}\Z"),
+                                      rule="is not two counts and 32 hex digits"), "max_layers", "tensors")),
     # A short digest per module of its own code: values may move between layers only where it changed.
     ("module_code", NameMap(NAME, HEX16, "max_layers", "modules")),
     ("random_draws", Array(TEXT, "max_layers")),  # random operations the forward drew with, and where
