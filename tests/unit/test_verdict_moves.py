@@ -339,3 +339,17 @@ def test_what_moves_after_a_failure_inside_the_same_call_fails_too():
     assert (mv.status, mv.first_regression.layer) == ("regressed", "blk.conv")
     assert rows(mv)["blk.bn"].status == "fail"
     assert not [a for a in mv.audits if a.check == "structure" and "moved inside" in a.message]
+
+
+def test_a_folds_rounding_budget_is_float32s_largest_error_so_far_within_a_floor_and_a_cap():
+    """The budget a fold's weights get at each layer: the largest error the baseline's float32 torch-cpu run
+    recorded up to it (a pooled layer's own smaller error does not lower it), at least about one float32
+    rounding, at most 1e-5 (float32 ruined by a cancellation is no budget); 1e-6 with no such run."""
+    from gate.verdict import moves
+
+    names = ("a", "b", "c", "d", "(model)")
+    errs = {"a": 1e-8, "b": 4e-7, "c": 1e-8, "d": 3e-4, "(model)": 2e-7}
+    budget = moves.rounding(baseline(entry("torch-cpu", errs, names=names), names=names))
+    assert [budget(n) for n in names] == [moves.FOLD_FLOOR, 4e-7, 4e-7, moves.FOLD_CAP, moves.FOLD_CAP]
+    other = moves.rounding(baseline(entry("CPUExecutionProvider", errs, names=names), names=names))
+    assert other("b") == moves.FOLD_ROUNDING
