@@ -74,7 +74,8 @@ def mark(config: Config, base: Config | str, judged: list[Judged],
     dropped = tuple(_label(p.name, p.precision, base, config) for p in base.providers
                     if (p.name, p.precision) not in kept)
     for spec, run, baseline, path, verdict in judged:
-        was = specs.get(spec.name)
+        # a model renamed in the change: the base's spec of the name its baseline was recorded under
+        was = specs.get(spec.name) or (specs.get(baseline.model) if baseline is not None else None)
         if verdict.status != ModelStatus.PASS or was is None:
             continue
         # the base's own rules for a provider not available here (allow-missing-gpu, require) on a copy

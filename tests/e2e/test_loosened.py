@@ -468,3 +468,18 @@ def test_a_baseline_file_the_change_deletes_or_damages_is_restored_from_the_base
     _git(tmp_path, "add", "-A")
     _git(tmp_path, "commit", "-qm", "deleted")
     assert step("--changed-since", "HEAD")["kind"] == "no-baseline"  # not in the base either: a new recording
+
+
+def test_a_model_renamed_with_its_baseline_is_judged_under_the_base_spec_of_its_old_name(project):
+    """`net` renamed `encoder` (its baseline moved with it) in the same change as a raised tolerance that
+    hides a fault: the base's spec is the one its baseline was recorded under, so the loosening is named.
+    Twin: the rename alone, with no fault, says nothing."""
+    moved = project / "baselines" / "encoder.msgpack.zst"
+    moved.write_bytes((project / "baselines" / "net.msgpack.zst").read_bytes())
+    try:
+        for scale, loosened in (("1.001", True), ("1.0", False)):
+            report, model = _check(project, LOOSE.replace('name = "net"', 'name = "encoder"'), scale)
+            assert report.verdict == "pass" and (model.loosened is not None) is loosened, model.loosened
+            assert not loosened or model.loosened.first.layer == "2"
+    finally:
+        moved.unlink()
