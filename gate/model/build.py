@@ -21,6 +21,7 @@ from gate.config import ModelSpec
 from gate.core.background import Background
 from gate.core.failure import ModelError
 from gate.core.refs import resolve
+from gate.core.runs import Meta
 from gate.core.status import ErrorStatus
 from gate.model import inputs as inputs_mod
 from gate.model.pristine import Pristine, version_of
@@ -98,13 +99,10 @@ class BuiltModel:
     def weights_digest(self) -> str:
         return self._digest().total
 
-    @property
-    def tensor_digests(self) -> dict[str, str]:
-        return self._digest().tensors
-
-    @property
-    def tensor_sums(self) -> dict[str, str]:
-        return self._digest().sums
+    def record_weights(self, meta: Meta) -> None:
+        """The weights' digests and value sums into a run's ``meta`` (hashed by the time it asks)."""
+        digest = self._digest()
+        meta.weights_digest, meta.tensor_digests, meta.tensor_sums = digest.total, digest.tensors, digest.sums
 
     def _digest(self) -> WeightsDigest:
         """The weights' digest; hashed again, from the state as built, when a forward wrote into them

@@ -310,8 +310,7 @@ def _stages(config: Config, built: BuiltModel, run: ModelRun, memo: Memo, plan: 
         shipped = _ship(config, built, run, memo, plan, progress, starting)
         if plan is not None:
             plan.release()  # the transform has read the exported graph: its files may now be stored
-        run.meta.weights_digest = built.weights_digest  # hashed while the export ran
-        run.meta.tensor_digests, run.meta.tensor_sums = built.tensor_digests, built.tensor_sums
+        built.record_weights(run.meta)  # hashed while the export ran
         graph = None
         if isinstance(shipped, ModelError):
             run.error = RunError.of(shipped)

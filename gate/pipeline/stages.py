@@ -140,9 +140,8 @@ class Plan:
     # probe and key ---------------------------------------------------------------------------
 
     def known_weights(self) -> tuple[str, dict[str, str], dict[str, str] | None] | None:
-        """The weights' digests the baseline recorded, for the build to take its tensors' digests from
-        where this model's whole digest is the baseline's (``build.weights_digest``); a command that
-        reads nothing (``--full``, ``update-baseline``) hashes them all."""
+        """The weights' digests and sums the baseline recorded, taken by the build where this model's whole
+        digest is the baseline's (``build.weights_digest``); ``--full`` and ``update-baseline`` hash all."""
         meta = self.baseline.meta if self.baseline is not None else None
         if self.policy.full_why is not None or not meta or not meta.weights_digest or not meta.tensor_digests:
             return None
@@ -165,8 +164,7 @@ class Plan:
         key = content_key.take(spec, built.module, built.input_names, config.root, p.trace, p.ops,
                                built.weights_digest, built.inputs_digest, p.custom)
         self.key, run.meta.content_key = key, key.to_dict()
-        run.meta.weights_digest, run.meta.tensor_digests = built.weights_digest, built.tensor_digests  # hashed by now
-        run.meta.tensor_sums = built.tensor_sums
+        built.record_weights(run.meta)
         run.meta.module_code, run.meta.random_draws, run.first_use = p.modules, p.draws or None, p.first_use
         changed = key.changed(recorded) if recorded is not None else []
         details = reuse_explain.details(changed, key, recorded, run.meta, self.baseline)
