@@ -83,7 +83,7 @@ def layout(run: ModelRun, baseline: Baseline, spec: ModelSpec) -> Structure:
     limit = limits(run, baseline, spec)
     st = structure(run, baseline, limit)
     # Where a re-expression computed new weights, a module's output also holds within their float32 rounding
-    # (a fixed budget: a provider's floor is no licence for the reference). Else: the reference's limit.
+    # (float32's own error there: a provider's floor is no licence for the reference). Else: the reference's.
     budget = moves.rounding(baseline)
     seal = (lambda layer, recorded: max(limit(layer, recorded), budget(recorded.name))) \
         if reexpression.rounds(run, baseline) else limit
