@@ -3,11 +3,13 @@ that passes is judged again, on the same run and baseline, under the config at t
 there (``--config``'s path or where the change renamed it from, else the one the search finds there), read
 with every file it names from the base's tree (its links followed), as the change's is read from disk. Where
 it fails there, it passes only under limits the change loosened (a tolerance raised, a layer rule added, a
-sweep's pair limit, a slowdown allowed); a provider the base checks goes unchecked where the change dropped
-it, a sweep's skip keeps it off a case, or the base fails it for not running here (allow-missing-gpu,
-require). Both are said on the model (``ModelVerdict.loosened``), never taken silently; the verdict stays the
-change's own; models and cases the change stopped checking are said on the report (``unchecked``). A base
-config that cannot be read is said too, never read as "nothing loosened"."""
+sweep's pair limit, a slowdown allowed); a part of the run the change turns off (gradients, the reference's
+promotion to float64) changes the run itself, so it is named, never judged again; a provider the base
+checks goes unchecked where the change dropped it, a sweep's skip keeps it off a case, or the base fails it
+for not running here (allow-missing-gpu, require). Each is said on the model (``ModelVerdict.loosened``),
+never taken silently; the verdict stays the change's own; models and cases the change stopped checking are
+said on the report (``unchecked``). A base config that cannot be read is said too, never read as "nothing
+loosened"."""
 
 from __future__ import annotations
 
@@ -55,6 +57,10 @@ def base_config(config: Config, since: str, search: Path | None) -> Config | str
     return None if base == config else base
 
 
+# A model's keys that turn on a part of its run (ModelSpec field, config key): gradient layers, a reference
+# float64 throughout.
+SWITCHES = (("gradients", "gradients"), ("reference_promotion", "reference-promotion"))
+
 # spec, run, baseline, the baseline's path, verdict
 Judged = tuple[ModelSpec, ModelRun, Baseline | None, str, ModelVerdict]
 
@@ -92,8 +98,11 @@ def mark(config: Config, base: Config | str, judged: list[Judged],
                         if (p.name, p.precision) in checked and config.skip_reason(spec.name, p.name)
                         and not base.skip_reason(spec.name, p.name))
         untimed = _untimed(config, base, run, baseline)
-        if first is not None or dropped or skipped or failed or untimed:
-            verdict.loosened = Loosened(first, tuple(dict.fromkeys(dropped + skipped + failed + untimed)))
+        # a switch of what the run computes: judging this run again under the base's limits cannot see it
+        off = tuple(key for attr, key in SWITCHES if getattr(was, attr) and not getattr(spec, attr))
+        if first is not None or dropped or skipped or failed or untimed or off:
+            unjudged = tuple(dict.fromkeys(dropped + skipped + failed + untimed))
+            verdict.loosened = Loosened(first, unjudged, off=off)
 
 
 def _untimed(config: Config, base: Config, run: ModelRun, baseline: Baseline | None) -> tuple[str, ...]:

@@ -300,6 +300,9 @@ def loosened_words(m: ModelVerdict, s: Style) -> str:
     if lo.dropped:
         dropped = ", ".join(s.code(p) for p in lo.dropped[:8])
         said.append(f"this change's config no longer checks {dropped}, which the base's does")
+    if lo.off:
+        off = ", ".join(s.code(k) for k in lo.off)
+        said.append(f"this change's config turns off {off}, which the base's turns on")
     if lo.unread:
         said.append(f"what this change's config loosens is not known: the base's {s.plain(lo.unread, 300)}")
         by_hand = s.code("git diff")

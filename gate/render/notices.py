@@ -92,9 +92,10 @@ def model_notices(m: ModelVerdict) -> list[str]:
         items.append(f"ℹ️ {code(m.name)}: float32 reference (the model could not run in float64).")
     if m.below_float64:
         first, dtype = next(iter(m.below_float64.items()))
-        items.append(f"⚠️ {code(m.name)}: the reference computed below float64 in {len(m.below_float64)} layer"
-                     f"{'s' * (len(m.below_float64) != 1)} (first {code(first)}: {plain(dtype, 20)}; a custom op or a "
-                     "NumPy round trip): from there its limits follow that precision.")
+        n = len(m.below_float64)
+        items.append(f"⚠️ {code(m.name)}: the reference computed below float64 in {n} layer{'s' * (n != 1)} (first "
+                     f"{code(first)}: {plain(dtype, 20)}; a custom op, a NumPy round trip, or a cast "
+                     "`reference-promotion = false` keeps): from there its limits follow that precision.")
     if m.export_fallback:
         items.append(f"ℹ️ {code(m.name)}: export fell back to {plain(m.export_fallback, 200)}.")
     for name, v in list(m.versions.items())[:4]:

@@ -1,7 +1,6 @@
 """The verdict as types, each with its JSON codec beside it: ``to_dict`` writes the report contract
 (docs/formats.md#json-report-schema-version-1), ``from_dict`` checks every field it reads, since a
-report may come from an untrusted run (a fork's).
-"""
+report may come from an untrusted run (a fork's)."""
 
 from __future__ import annotations
 
@@ -273,9 +272,8 @@ class ModelVerdict:
         # Each absent where empty (a reuse is never): reports without them keep their bytes.
         extra = {"versions": {k: v.to_dict() for k, v in self.versions.items()}, "sweep": self.sweep,
                  "comparisons": [c.to_dict() for c in self.comparisons],
-                 "update_command": self.update_command,
+                 "update_command": self.update_command, "unrecorded": self.unrecorded,
                  "reuse": self.reuse.to_dict() if self.reuse is not None else None,
-                 "unrecorded": self.unrecorded,
                  "loosened": self.loosened.to_dict() if self.loosened else None, "restore": self.restore,
                  "unowned": self.unowned}
         error = self.error.to_dict() if self.error is not None else None
@@ -319,15 +317,17 @@ class Loosened:
     first: Regression | None = None  # where the base's limits fail the model
     dropped: tuple[str, ...] = ()  # providers (and latencies) the base checks and the change does not
     unread: str | None = None  # why the base's config could not be read
+    off: tuple[str, ...] = ()  # what the run checks that the base's config turns on and the change's off
 
     def to_dict(self) -> dict[str, Any]:
+        extra = {"unread": self.unread, "off": list(self.off)}  # each absent where empty
         return {"first": self.first.to_dict() if self.first else None, "dropped": list(self.dropped),
-                **({"unread": self.unread} if self.unread else {})}
+                **{k: v for k, v in extra.items() if v}}
 
     @classmethod
     def from_dict(cls, o: Obj) -> Loosened:
         return cls(o.opt_obj("first", Regression.from_dict), tuple(o.strs("dropped")[:64]),
-                   o.opt_str("unread"))
+                   o.opt_str("unread"), tuple(o.strs("off")[:8]))
 
 
 @dataclass

@@ -16,6 +16,7 @@ import pytest
 from gate import commands
 from gate.cli.shared import _base, _with_flags
 from gate.config import Config, load_config
+from gate.core.fields import Obj
 from gate.render import render_markdown
 from gate.verdict.types import Loosened
 from tests.conftest import run_cli
@@ -483,3 +484,61 @@ def test_a_model_renamed_with_its_baseline_is_judged_under_the_base_spec_of_its_
             assert not loosened or model.loosened.first.layer == "2"
     finally:
         moved.unlink()
+
+
+RMS = """import torch
+from torch import nn
+from pathlib import Path
+
+
+class Norm(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(16))
+
+    def forward(self, x):  # computed in float32 on purpose, as Llama's RMSNorm is
+        h = x.float()
+        return (h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + 1e-6)).to(x.dtype) * self.weight
+
+
+def net():
+    torch.manual_seed(0)
+    m = nn.Sequential(nn.Linear(8, 16), Norm(), nn.Linear(16, 4))
+    with torch.no_grad():
+        m[2].weight.mul_(float((Path(__file__).parent / "scale.txt").read_text()))
+    return m
+"""
+
+
+def test_a_part_of_the_run_the_change_turns_off_is_named_never_taken_silently(tmp_path):
+    """`reference-promotion = false` leaves the model's float32 cast in the reference, whose limits then
+    follow float32: a 1e-6 fault after it passes, and the change must say what it turned off; dropping
+    `gradients = true` stops checking every gradient layer. Both change the run itself, which judging it
+    again under the base's limits cannot see. Twins: the fault under the base's config fails; the base's
+    own config says nothing; a switch the base had off and the change turns on is no loosening."""
+    (tmp_path / "rms_models.py").write_text(RMS)  # a module name of its own: modules stay imported
+    (tmp_path / "scale.txt").write_text("1.0")
+    rms = BASE.replace('"models:net"', '"rms_models:net"')
+    on = rms.replace('dtype = "float32" }]\n', 'dtype = "float32" }]\ngradients = true\n')
+    base = load_config(tmp_path / "parity-gate.toml", on)
+    commands.update_baseline(base, base.models, base.providers)
+    (tmp_path / "scale.txt").write_text("1.000001")
+    report = commands.check(base, base.models, base.providers, base=base)
+    assert report.verdict == "regressed" and report.models[0].loosened is None
+    unpromoted = on.replace("gradients = true\n", "gradients = true\nreference-promotion = false\n")
+    neither = rms.replace('dtype = "float32" }]\n', 'dtype = "float32" }]\nreference-promotion = false\n')
+    # with neither, the fault passes (the reference computes in float32 after the cast): said on the model
+    for text, scale, off in ((unpromoted, "1.0", ("reference-promotion",)), (rms, "1.0", ("gradients",)),
+                             (neither, "1.000001", ("gradients", "reference-promotion"))):
+        (tmp_path / "scale.txt").write_text(scale)
+        cfg = load_config(tmp_path / "parity-gate.toml", text)
+        report = commands.check(cfg, cfg.models, cfg.providers, base=base)
+        loosened = report.models[0].loosened
+        assert report.verdict == "pass" and loosened is not None and loosened.off == off, (text, loosened)
+        said = f"this change's config turns off {', '.join(f'`{k}`' for k in off)}, which the base's turns on"
+        assert said in render_markdown(report)
+        assert Loosened.from_dict(Obj(loosened.to_dict(), "t")).off == off
+    (tmp_path / "scale.txt").write_text("1.0")
+    plain = load_config(tmp_path / "parity-gate.toml", rms)
+    report = commands.check(base, base.models, base.providers, base=plain)
+    assert report.models[0].loosened is None  # gradients turned on: more checked, nothing loosened
