@@ -13,22 +13,26 @@ from pathlib import Path
 from gate.config import Config
 from gate.errors import FormatError
 from gate.formats.baseline import Baseline, describe, read_document
+from gate.formats.baseline.names import SUFFIX
 from gate.formats.baseline.sets import read_set
 from gate.formats.baseline.show import render_file
 
 MAX_LAYERS = 20  # layers shown per file, then "N more"
 MAX_CHARS = 12_000  # all files together, shared equally: one file's size never hides another's summary
+MAX_LEFT = 64  # files no model owns now, read to find the one a new file was recorded as before
 
 
-def baseline_diffs(config: Config, since: str, paths: list[str]) -> dict[str, str]:
+def baseline_diffs(config: Config, since: str, paths: list[str], orphans: list[Path]) -> dict[str, str]:
     """``{path: text}`` for the changed baseline files ``paths`` (relative to the repository's top, as
-    ``baseline_changes`` lists them); a file that cannot be read shows its error as text."""
+    ``baseline_changes`` lists them); a file that cannot be read shows its error as text. ``orphans``: the
+    baseline files no configured model owns now."""
     top = repo_top(config.root)
     out: dict[str, str] = {}
     share = MAX_CHARS // max(len(paths), 1)
     for path in paths:
         with tempfile.TemporaryDirectory() as folder:
-            was = path if exists_at(top, since, path) else _moved_from(top, since, path)
+            left = {p.resolve() for p in orphans}
+            was = path if exists_at(top, since, path) else _moved_from(top, since, path, left)
             before = _at(top, since, was, Path(folder)) if was else None
             after = top / path
             text = change_text(before, after if after.is_file() else None, more=f"git diff {since} -- {path}")
@@ -126,15 +130,34 @@ def exists_at(top: Path, rev: str, path: str) -> bool:
                           timeout=60).returncode == 0
 
 
-def _moved_from(top: Path, rev: str, path: str) -> str | None:
-    """The one file of the same name at ``rev`` for a file that did not exist there: where the model's
-    baseline was before a ``baseline-dir`` moved, so its diff is against the numbers it had, never a "new
-    baseline"."""
+def _moved_from(top: Path, rev: str, path: str, orphans: set[Path]) -> str | None:
+    """Where a file that did not exist at ``rev`` was recorded before, so its diff is against the numbers
+    it had, never a "new baseline": the one file of the same name there (a ``baseline-dir`` moved), else the
+    one file there that no configured model owns now (deleted, or left behind) recording the same inputs and
+    layers (the model renamed, or run as a case, and recorded again)."""
     proc = subprocess.run(["git", "ls-tree", "-r", "--name-only", rev], cwd=top, capture_output=True,
                           text=True, timeout=60)
     listed = proc.stdout.splitlines() if proc.returncode == 0 else []
     named = [p for p in listed if Path(p).name == Path(path).name]
-    return named[0] if len(named) == 1 else None
+    if len(named) == 1:
+        return named[0]
+    now = _recorded(top / path)
+    left = [p for p in listed
+            if p.endswith(SUFFIX) and (not (top / p).is_file() or (top / p).resolve() in orphans)]
+    if now is None or len(left) > MAX_LEFT:
+        return None
+    with tempfile.TemporaryDirectory() as folder:
+        same = [p for p in left if _recorded(_at(top, rev, p, Path(folder))) == now]
+    return same[0] if len(same) == 1 else None
+
+
+def _recorded(path: Path | None) -> tuple[str | None, tuple[str, ...]] | None:
+    """What a model's baseline was recorded from: its inputs and its layers (None: a set, or unreadable)."""
+    try:
+        baseline = Baseline.from_document(read_document(path)) if path is not None else None
+    except (FormatError, OSError):
+        return None
+    return None if baseline is None else (baseline.meta.inputs_digest, tuple(x.name for x in baseline.layers))
 
 
 def _at(top: Path, rev: str, path: str, folder: Path) -> Path | None:

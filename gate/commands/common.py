@@ -7,7 +7,7 @@ from pathlib import Path
 
 from gate import fingerprint
 from gate.config import Config, ModelSpec
-from gate.core.status import ModelStatus
+from gate.core.status import ModelStatus, TargetStatus
 from gate.errors import GateError
 from gate.formats.baseline import Baseline, store
 from gate.formats.baseline.names import SUFFIX
@@ -97,7 +97,7 @@ def changed_baselines(config: Config, since: str,
     from gate.commands.baseline_diff import baseline_diffs
 
     paths = baseline_changes(config, since) if paths is None else paths
-    return paths, baseline_diffs(config, since, paths)
+    return paths, baseline_diffs(config, since, paths, orphaned_baselines(config))
 
 
 def restorable(config: Config, since: str, paths: list[str], models: list[ModelVerdict]) -> None:
@@ -115,6 +115,11 @@ def restorable(config: Config, since: str, paths: list[str], models: list[ModelV
         path = changed.get(location(config, spec).path.resolve()) if spec is not None and lost else None
         if path is not None and exists_at(top, since, path):
             m.restore = since
+            if m.status == ModelStatus.NO_BASELINE:  # its rows said to create it: that records the change
+                m.message = f"this change deleted {path}: restore it (`git checkout {since} -- {path}`)"
+                for p in m.providers:
+                    if p.status == TargetStatus.NO_BASELINE:
+                        p.reason = m.message
 
 
 def rewritten(config: Config, paths: list[str]) -> frozenset[Path]:

@@ -125,9 +125,13 @@ def _label(name: str, precision: str, *configs: Config) -> str:
 
 def unchecked(config: Config, base: Config) -> list[str] | None:
     """Models and sweep cases the base's config checks and the change's does not (a model's table removed,
-    a sweep's case dropped from its values): nothing judges them now, and their baselines stay."""
+    a sweep's case dropped from its values): nothing judges them now, and their baselines stay. A model the
+    change runs as a case (``batch-sizes`` added) on the same inputs is still checked, under the case's
+    name."""
     kept = {spec.name for spec in config.models}
-    return [spec.name for spec in base.models if spec.name not in kept] or None
+    cases = {(spec.base, spec.factory, spec.inputs) for spec in config.models}
+    return [spec.name for spec in base.models
+            if spec.name not in kept and (spec.name, spec.factory, spec.inputs) not in cases] or None
 
 
 def _renamed(was: ModelSpec, run: ModelRun, baseline: Baseline | None, spec: ModelSpec) -> ModelSpec:

@@ -15,6 +15,7 @@ import pytest
 
 from gate import commands
 from gate.cli.shared import _base, _with_flags
+from gate.commands.loosened import unchecked as loosened_unchecked
 from gate.config import Config, load_config
 from gate.core.fields import Obj
 from gate.render import render_markdown
@@ -457,7 +458,11 @@ def test_a_baseline_file_the_change_deletes_or_damages_is_restored_from_the_base
 
     def step(*since: str) -> dict:
         run_cli("check", *since, "--json", "r.json", cwd=tmp_path)
-        return json.loads((tmp_path / "r.json").read_text())["models"][0]["next_step"]
+        model = json.loads((tmp_path / "r.json").read_text())["models"][0]
+        said = [model["message"] or ""] + [p["reason"] or "" for p in model["providers"]]
+        # no line beside the step says to record the file anew
+        assert not since or not any("update-baseline" in line for line in said), said
+        return model["next_step"]
 
     file.write_bytes(recorded[:200])
     assert step("--changed-since", "HEAD") == {"kind": "restore", "error_status": "BAD_BASELINE",
@@ -468,7 +473,10 @@ def test_a_baseline_file_the_change_deletes_or_damages_is_restored_from_the_base
                                                "command": "git checkout HEAD -- baselines/a.msgpack.zst"}
     _git(tmp_path, "add", "-A")
     _git(tmp_path, "commit", "-qm", "deleted")
-    assert step("--changed-since", "HEAD")["kind"] == "no-baseline"  # not in the base either: a new recording
+    run_cli("check", "--changed-since", "HEAD", "--json", "r.json", cwd=tmp_path)
+    model = json.loads((tmp_path / "r.json").read_text())["models"][0]
+    assert model["next_step"]["kind"] == "no-baseline"  # not in the base either: a new recording
+    assert "update-baseline" in model["message"]
 
 
 def test_a_model_renamed_with_its_baseline_is_judged_under_the_base_spec_of_its_old_name(project):
@@ -542,3 +550,13 @@ def test_a_part_of_the_run_the_change_turns_off_is_named_never_taken_silently(tm
     plain = load_config(tmp_path / "parity-gate.toml", rms)
     report = commands.check(base, base.models, base.providers, base=plain)
     assert report.models[0].loosened is None  # gradients turned on: more checked, nothing loosened
+
+
+def test_a_model_the_change_runs_as_a_case_of_the_same_inputs_is_still_checked(tmp_path):
+    """`batch-sizes = [2]` added to `net`, declared at batch 2: the same check, under the case's name
+    `net.b2`, never "no longer checks `net`". Twin: `batch-sizes = [4]` drops the batch-2 check: named."""
+    (tmp_path / "models.py").write_text(MODEL)
+    base = load_config(tmp_path / "parity-gate.toml", BASE)
+    for sizes, dropped in (("[2]", None), ("[4]", ["net"]), ("[2, 4]", None)):
+        text = BASE.replace('dtype = "float32" }]\n', f'dtype = "float32" }}]\nbatch-sizes = {sizes}\n')
+        assert loosened_unchecked(load_config(tmp_path / "parity-gate.toml", text), base) == dropped, sizes

@@ -173,3 +173,30 @@ def test_weights_that_changed_names_and_not_values_read_as_renamed(tmp_path):
         (line,) = [x for x in changed_baselines(load_config(tmp_path / "pyproject.toml"), "HEAD")[1][
             "baselines/tiny.msgpack.zst"].splitlines() if x.startswith("no recorded value moved")]
         assert said in line and ("weights changed" in line) is (said == "weights changed"), line
+
+
+def test_a_model_recorded_again_under_a_new_name_is_compared_with_the_numbers_it_had(tmp_path):
+    """`tiny` renamed `small` (or run as a case) and recorded again, its old file deleted or left behind:
+    the new file records the same inputs and layers as the old, so its diff is against the old numbers (a
+    fault recorded in the same change shows as the reference moving), never a "new baseline". Twin: a new
+    model on other inputs, beside the same deleted file, is a new baseline."""
+    path, doc = committed(tmp_path, 8)
+    for layer in doc["layers"][3:]:
+        scaled(layer["fp"], 1.001)
+    (tmp_path / "pyproject.toml").write_text(CONFIG.replace('"tiny"', '"small"'))
+    for keep_old in (False, True):
+        if not keep_old:
+            path.unlink()
+        write_baseline(tmp_path / "baselines" / "small.msgpack.zst", {**doc, "model": "small"})
+        git(tmp_path, "add", "-A")
+        _, diffs = changed_baselines(load_config(tmp_path / "pyproject.toml"), "HEAD")
+        lines = diffs["baselines/small.msgpack.zst"].splitlines()
+        assert lines[0] == "moved from baselines/tiny.msgpack.zst", (keep_old, lines)
+        assert lines[1].startswith("reference moved on 5 layers"), lines
+        git(tmp_path, "checkout", "-q", "HEAD", "--", "baselines/tiny.msgpack.zst")
+    other = make_document(8, seed=7, model="small")
+    path.unlink()
+    write_baseline(tmp_path / "baselines" / "small.msgpack.zst", other)
+    git(tmp_path, "add", "-A")
+    _, diffs = changed_baselines(load_config(tmp_path / "pyproject.toml"), "HEAD")
+    assert diffs["baselines/small.msgpack.zst"].startswith("new baseline: 8 layers")
