@@ -95,6 +95,11 @@ def render_report(report: Report, gpu_workflow: str = "", verbose: bool = False)
             _render_model(model)  # what failed, in full; the rest is one row each
     if report.baseline_changes:
         console.print(f"[yellow]this change updates baselines:[/yellow] {escape(', '.join(report.baseline_changes))}")
+    if report.baseline_loosened:
+        console.print(f"[yellow]this change's baselines loosen limits:[/yellow] "
+                      f"{escape(', '.join(report.baseline_loosened))} (a calibrated noise grown, a precision "
+                      "coarsened, a recorded latency raised): review them as a change of what passes",
+                      soft_wrap=True)
     if report.unchecked:
         console.print(f"[yellow]{escape(unchecked_words(report, TEXT))}[/yellow]", soft_wrap=True)
     for line in loosened_lines(report, TEXT):

@@ -10,10 +10,17 @@ model's run is ``gate.pipeline``.
 """
 
 from gate.commands.check import check
-from gate.commands.common import baseline_changes, changed_baselines, restorable, rewritten
+from gate.commands.common import (
+           baseline_changes,
+           changed_baselines,
+           loosened_baselines,
+           restorable,
+           rewritten,
+)
 from gate.commands.loosened import base_config
 from gate.commands.matrix import collect, export_models, report_files
 from gate.commands.update import Updated, update_baseline
 
-__all__ = ["Updated", "base_config", "baseline_changes", "changed_baselines", "check", "collect", "export_models", "report_files",
-           "restorable", "rewritten", "update_baseline"]
+__all__ = ["Updated", "base_config", "baseline_changes", "changed_baselines", "check", "collect",
+           "export_models", "loosened_baselines", "report_files", "restorable", "rewritten",
+           "update_baseline"]

@@ -13,6 +13,7 @@ from pathlib import Path
 from gate.config import Config
 from gate.errors import FormatError
 from gate.formats.baseline import Baseline, describe, read_document
+from gate.formats.baseline.changes import limits_loosened
 from gate.formats.baseline.names import SUFFIX
 from gate.formats.baseline.sets import read_set
 from gate.formats.baseline.show import render_file
@@ -29,17 +30,41 @@ def baseline_diffs(config: Config, since: str, paths: list[str], orphans: list[P
     top = repo_top(config.root)
     out: dict[str, str] = {}
     share = MAX_CHARS // max(len(paths), 1)
+    left = {p.resolve() for p in orphans}
     for path in paths:
         with tempfile.TemporaryDirectory() as folder:
-            left = {p.resolve() for p in orphans}
-            was = path if exists_at(top, since, path) else _moved_from(top, since, path, left)
-            before = _at(top, since, was, Path(folder)) if was else None
+            was, before = _before(top, since, path, left, Path(folder))
             after = top / path
             text = change_text(before, after if after.is_file() else None, more=f"git diff {since} -- {path}")
             text = text.replace(f"{top}{os.sep}", "")  # an error names the file as the runner's path
             text = f"moved from {was}\n{text}" if was and was != path else text
         out[path] = text if len(text) <= share else f"{text[:share]}\n… cut: git diff {since} -- {path}"
     return out
+
+
+def loosened_files(config: Config, since: str, paths: list[str], orphans: list[Path]) -> list[str]:
+    """Those of the changed baseline files ``paths`` whose new numbers let a check pass by more than the old
+    ones did (``limits_loosened``: a calibrated noise grown, a precision coarsened, a latency raised)."""
+    top = repo_top(config.root)
+    left, out = {p.resolve() for p in orphans}, []
+    for path in paths:
+        with tempfile.TemporaryDirectory() as folder:
+            _, before = _before(top, since, path, left, Path(folder))
+            try:
+                old, new = _cases(before) if before is not None else {}, _cases(top / path)
+            except (FormatError, OSError):  # a file gone or unreadable judges nothing: said as such
+                continue
+        if any(case in old and limits_loosened(old[case], b) for case, b in new.items()):
+            out.append(path)
+    return out
+
+
+def _before(top: Path, since: str, path: str, left: set[Path],
+            folder: Path) -> tuple[str | None, Path | None]:
+    """Where ``path`` was at ``since`` (itself, or the file it was recorded as: ``_moved_from``), and a
+    copy of it in ``folder``."""
+    was = path if exists_at(top, since, path) else _moved_from(top, since, path, left)
+    return was, _at(top, since, was, folder) if was else None
 
 
 def change_text(before: Path | None, after: Path | None, more: str) -> str:

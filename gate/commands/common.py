@@ -100,6 +100,14 @@ def changed_baselines(config: Config, since: str,
     return paths, baseline_diffs(config, since, paths, orphaned_baselines(config))
 
 
+def loosened_baselines(config: Config, since: str, paths: list[str]) -> list[str] | None:
+    """The changed baseline files ``paths`` whose rewrite lets a check pass by more
+    (``gate.commands.baseline_diff.loosened_files``); None where none."""
+    from gate.commands.baseline_diff import loosened_files
+
+    return loosened_files(config, since, paths, orphaned_baselines(config)) or None
+
+
 def restorable(config: Config, since: str, paths: list[str], models: list[ModelVerdict]) -> None:
     """Set ``restore`` on each model whose baseline file this change deleted or damaged (``paths``, as
     ``baseline_changes`` lists them) and ``since`` holds: the change is judged against that file once it is

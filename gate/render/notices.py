@@ -45,6 +45,13 @@ def baseline_block(report: Report, approval: str = "", changes: str = "") -> str
             "base branch: review what moved with `git diff` (with the `parity-gate show --textconv` driver, one line "
             "per layer).",
         ]
+    listed = {path for _, path in changed}
+    loosened = [path for path in report.baseline_loosened or [] if path in listed]  # the PR's own list alone
+    if loosened:
+        files = ", ".join(code(p, 200) for p in loosened[:MAX_LIST])
+        lines.append(f"> ⚠️ **Limits loosened** in {files}: its checks now pass by more than before (a "
+                     "calibrated noise grown, a precision coarsened, a recorded latency raised). Review the "
+                     "rewrite as a change of what passes.")
     lines += [f"> {line}" for line in (changes, approval) if line]
     return "\n".join(lines) + _diffs(report, [path for _, path in changed])
 

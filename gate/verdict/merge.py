@@ -121,4 +121,6 @@ def merge(legs: list[Leg], count: int) -> Report:
     merged.unchecked = sorted(set().union(*(leg.report.unchecked or () for leg in legs))) or None
     diffs = {path: diff for leg in legs for path, diff in (leg.report.baseline_diffs or {}).items()}
     merged.baseline_diffs = diffs or None
+    loosened = set().union(*(leg.report.baseline_loosened or () for leg in legs))
+    merged.baseline_loosened = sorted(loosened) or None
     return merged

@@ -271,11 +271,10 @@ class ModelVerdict:
     def to_dict(self) -> dict[str, Any]:
         # Each absent where empty (a reuse is never): reports without them keep their bytes.
         extra = {"versions": {k: v.to_dict() for k, v in self.versions.items()}, "sweep": self.sweep,
-                 "comparisons": [c.to_dict() for c in self.comparisons],
+                 "comparisons": [c.to_dict() for c in self.comparisons], "unowned": self.unowned,
                  "update_command": self.update_command, "unrecorded": self.unrecorded,
                  "reuse": self.reuse.to_dict() if self.reuse is not None else None,
-                 "loosened": self.loosened.to_dict() if self.loosened else None, "restore": self.restore,
-                 "unowned": self.unowned}
+                 "loosened": self.loosened.to_dict() if self.loosened else None, "restore": self.restore}
         error = self.error.to_dict() if self.error is not None else None
         return {"name": self.name, "status": self.status, "error": error,
                 "baseline": {"path": self.baseline_path, "exists": self.baseline_exists},
@@ -360,6 +359,7 @@ class Report:
     summary: Summary | None = None
     baseline_changes: list[str] | None = None
     baseline_diffs: dict[str, str] | None = None  # by path (--changed-since); shown: the PR's own files
+    baseline_loosened: list[str] | None = None  # of those files, the ones whose rewrite loosened a limit
     shard: ShardRun | None = None  # a leg of a sharded run: its shard, and what the run covers (check --shard)
     unchecked: list[str] | None = None  # models, cases the base's config checks and the change's not
 
@@ -368,19 +368,18 @@ class Report:
 
     @property
     def exit_code(self) -> int:
-        """The verdict's code; 2 where a model's baseline file could not judge it (a file-format error,
-        said in that model's status while the others are judged)."""
+        """The verdict's code; 2 where a model's baseline file could not judge it (the others are judged)."""
         return 2 if any(m.refused for m in self.models) else Verdict(self.verdict).exit_code
 
     def to_dict(self) -> dict[str, Any]:
+        extra = {"baseline_diffs": self.baseline_diffs, "baseline_loosened": self.baseline_loosened,
+                 "unchecked": self.unchecked, "shard": self.shard.to_dict() if self.shard else None}
         return {"schema": SCHEMA, "version": VERSION, "verdict": self.verdict,
                 "first_regression": self.first_regression.to_dict() if self.first_regression else None,
                 "summary": (self.summary or Summary.of(self.models)).to_dict(),
                 "environment": self.environment, "models": [m.to_dict() for m in self.models],
                 **({"baseline_changes": self.baseline_changes} if self.baseline_changes is not None else {}),
-                **({"baseline_diffs": self.baseline_diffs} if self.baseline_diffs else {}),
-                **({"shard": self.shard.to_dict()} if self.shard is not None else {}),
-                **({"unchecked": self.unchecked} if self.unchecked else {})}
+                **{k: v for k, v in extra.items() if v}}  # each absent where empty
 
     @classmethod
     def from_dict(cls, o: Obj) -> Report:
@@ -396,4 +395,5 @@ class Report:
                    summary=o.opt_obj("summary", Summary.from_dict),
                    baseline_changes=o.strs("baseline_changes") if o.has("baseline_changes") else None,
                    baseline_diffs=o.words("baseline_diffs") or None, unchecked=o.strs("unchecked")[:256] or None,
+                   baseline_loosened=o.strs("baseline_loosened")[:256] or None,
                    shard=o.opt_obj("shard", ShardRun.from_dict))

@@ -7,9 +7,10 @@ from __future__ import annotations
 import struct
 import subprocess
 
-from gate.commands import changed_baselines
+from gate.commands import changed_baselines, loosened_baselines
 from gate.commands.baseline_diff import MAX_LAYERS
 from gate.config import load_config
+from gate.core.fields import Obj
 from gate.formats.baseline import write_baseline
 from gate.render.notices import baseline_block
 from gate.verdict.types import ModelVerdict, Report
@@ -200,3 +201,31 @@ def test_a_model_recorded_again_under_a_new_name_is_compared_with_the_numbers_it
     git(tmp_path, "add", "-A")
     _, diffs = changed_baselines(load_config(tmp_path / "pyproject.toml"), "HEAD")
     assert diffs["baselines/small.msgpack.zst"].startswith("new baseline: 8 layers")
+
+
+def test_a_rewrite_that_loosens_limits_is_said_before_the_diffs_and_travels_in_the_report(tmp_path):
+    """A pull request that writes `noise` into each layer of the committed baseline (the fingerprints
+    untouched) lets a fault pass by 4x that noise: the comment's leading block says the file loosened its
+    limits, not only the collapsed diff. Twins: a re-record that only moves numbers loosens nothing; a file
+    the pull request does not list is never named (the report may be a fork's); merged legs keep it."""
+    path, doc = committed(tmp_path, 8)
+    for layer in doc["layers"][3:]:
+        scaled(layer["fp"], 1.001)
+    write_baseline(path, doc)
+    git(tmp_path, "add", "-A")
+    cfg = load_config(tmp_path / "pyproject.toml")
+    assert loosened_baselines(cfg, "HEAD", ["baselines/tiny.msgpack.zst"]) is None
+    for layer in doc["layers"]:
+        layer["noise"] = 1e-3
+    write_baseline(path, doc)
+    git(tmp_path, "add", "-A")
+    assert loosened_baselines(cfg, "HEAD", ["baselines/tiny.msgpack.zst"]) == ["baselines/tiny.msgpack.zst"]
+    report = Report("pass", [ModelVerdict("tiny")], baseline_changes=["baselines/tiny.msgpack.zst"],
+                    baseline_loosened=["baselines/tiny.msgpack.zst", "baselines/other.msgpack.zst"])
+    block = baseline_block(report)
+    assert "> ⚠️ **Limits loosened** in `baselines/tiny.msgpack.zst`: its checks now pass by more" in block
+    assert "other" not in block
+    plain = Report("pass", [], baseline_changes=["baselines/t.msgpack.zst"])
+    assert "Limits loosened" not in baseline_block(plain)
+    again = Report.from_dict(Obj(report.to_dict(), "r.json"))
+    assert again.baseline_loosened == report.baseline_loosened

@@ -47,6 +47,10 @@ def test_what_the_change_stopped_checking_is_said_once_from_every_leg(tmp_path):
     assert load_report(tmp_path / "merged.json").unchecked == ["act.gelu", "old"]
     legs[0].report.unchecked = legs[1].report.unchecked = None
     assert merge(legs, 2).unchecked is None
+    # the baseline files whose rewrite loosened limits, likewise
+    legs[1].report.baseline_loosened = ["b/t.msgpack.zst"]
+    write_report(tmp_path / "merged.json", merge(legs, 2))
+    assert load_report(tmp_path / "merged.json").baseline_loosened == ["b/t.msgpack.zst"]
 
 
 def test_a_leg_of_no_models_is_a_leg_all_the_same():

@@ -39,6 +39,22 @@ def describe(old: Baseline | None, new: Baseline) -> list[str]:
     return lines or ["no change"]
 
 
+def limits_loosened(old: Baseline, new: Baseline) -> bool:
+    """Whether ``new`` lets a check pass by more than ``old`` did, whatever the numbers: what ``describe``
+    says as "limits loosened"."""
+    pairs = [(b, e) for e in new.entries if (b := old.entry(e.target)) is not None]
+    return bool(_loosened(old, new)) or any(_coarser(b, e) or _slower(b, e) for b, e in pairs)
+
+
+def _coarser(before: Entry, entry: Entry) -> bool:
+    old_p, new_p = before.precision or before.target.precision, entry.precision or entry.target.precision
+    return coarsest(old_p, new_p) != old_p
+
+
+def _slower(before: Entry, entry: Entry) -> bool:
+    return bool(entry.latency_ms and before.latency_ms and entry.latency_ms > SLOWER * before.latency_ms)
+
+
 def _loosened(old: Baseline, new: Baseline) -> list[str]:
     """What lets a check pass by more, whatever the numbers: a layer's calibrated noise grown (its limit is
     4x it), its precision or the reference's coarsened, a runtime layer's noise grown."""
@@ -129,7 +145,7 @@ def _entry_lines(before: Entry | None, entry: Entry) -> list[str]:
     lines = []
     old_p, new_p = before.precision or before.target.precision, entry.precision or entry.target.precision
     if new_p != old_p:  # what the entry's limits follow: never "no change"
-        looser = "limits loosened: " if coarsest(old_p, new_p) != old_p else ""
+        looser = "limits loosened: " if _coarser(before, entry) else ""
         lines.append(f"{head}: {looser}precision {old_p} -> {new_p}")
     grew, dropped = [], []
     for name, row in entry.layers.items():
@@ -148,7 +164,7 @@ def _entry_lines(before: Entry | None, entry: Entry) -> list[str]:
     if grew:
         ratio, name = max(grew)
         lines.append(f"{head}: error grew >{GROWTH}x on {_layers(len(grew))} (most: {name}, {ratio:.2f}x)")
-    if entry.latency_ms and before.latency_ms and entry.latency_ms > SLOWER * before.latency_ms:
+    if _slower(before, entry) and entry.latency_ms and before.latency_ms:  # (the types, narrowed)
         lines.append(f"{head}: limits loosened: recorded latency {before.latency_ms:.3g} -> "
                      f"{entry.latency_ms:.3g} ms ({entry.latency_ms / before.latency_ms:.1f}x), which "
                      "max-slowdown judges against")
