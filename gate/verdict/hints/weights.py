@@ -29,7 +29,8 @@ class TensorChanges:
 def tensor_changes(before: dict[str, str] | None, now: dict[str, str] | None, renames: dict[str, str],
                    altered: frozenset[str] = frozenset()) -> TensorChanges | None:
     """``renames``: the verdict's renamed layers (now -> baseline); ``altered``: tensors a split, a merge or
-    a rename re-expressed into other values (``gate.core.reexpressed``). None without per-tensor digests."""
+    a rename re-expressed into other values, or added holding values no baseline tensor held
+    (``gate.core.reexpressed``). None without per-tensor digests."""
     if not before or not now:
         return None
     modules = {module_of(new): module_of(old) for new, old in renames.items()}
@@ -57,8 +58,8 @@ def weights_changed(ctx: Context) -> tuple[bool | None, TensorChanges | None]:
     base, now = ctx.baseline.meta, ctx.run.meta
     changed = digest_changed(base.weights_digest, now.weights_digest)
     renames = ctx.structure.renames if ctx.structure else {}
-    altered = reexpression(ctx.run, ctx.baseline).changed
-    tensors = tensor_changes(base.tensor_digests, now.tensor_digests, renames, altered)
+    r = reexpression(ctx.run, ctx.baseline)
+    tensors = tensor_changes(base.tensor_digests, now.tensor_digests, renames, r.changed | r.fresh)
     if changed and tensors is not None and not tensors.values:
         changed = False  # every tensor kept its values, under its own name or the one it was matched to
     return changed, tensors
