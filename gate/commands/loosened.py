@@ -144,7 +144,7 @@ def _renamed(was: ModelSpec, run: ModelRun, baseline: Baseline | None, spec: Mod
     rules = []
     for layer in run.layers:
         own = st.own(layer.name)
-        if own != layer.name:
+        if own and own != layer.name:
             limits, under = asdict(was.tolerance_for(own)), asdict(was.tolerance_for(layer.name))
             moved = {k: v for k, v in limits.items() if v != under[k]}
             if moved:

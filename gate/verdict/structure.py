@@ -26,15 +26,21 @@ class Structure:
     gone: tuple[str, ...] = ()  # baseline layers nothing matches or compares against, in the baseline's order
     copies: dict[str, str] = field(default_factory=dict)  # a new layer -> a baseline layer holding its values
     moved: dict[str, Move] = field(default_factory=dict)  # layers that moved inside a module whose output holds
+    taken: frozenset[str] = frozenset()  # modules whose baseline namesake a child of theirs is now: new
 
     def own(self, name: str) -> str:
-        """The baseline layer ``name`` is compared as: its own, or the one the structure matched it to."""
+        """The baseline layer ``name`` is compared as: its own, or the one the structure matched it to ("":
+        none, its namesake's values being another layer's now)."""
+        if name in self.taken:
+            return ""
         return self.renames.get(name) or self.copies.get(name) or name
 
     def recorded(self, name: str) -> str:
         """The name the baseline knows ``name`` by (a layer that moved inside a module: the baseline layer
         whose values it now holds, where one does)."""
         move = self.moved.get(name)
+        if name in self.taken:
+            return ""
         return self.renames.get(name) or self.copies.get(name) or (move.now_as if move else None) or name
 
 
@@ -116,7 +122,8 @@ def structure(run: ModelRun, baseline: Baseline, limit: Limit) -> Structure:
     """Renames, copies, new and gone layers of ``run`` against ``baseline``. A new name matches a free
     baseline layer (gone, or its name now another module's) as a rename, else any as a copy; a known name
     whose values are now a free layer's (a Dropout deleted shifts the indices after it) is that layer
-    renamed. Never a layer still compared under its own name: a module that became a no-op still fails.
+    renamed. Never a layer still compared under its own name: a module that became a no-op still fails. A
+    module whose namesake one of its children was matched to (it wraps the module it was) is new.
     An output matches only an output whose name is gone (a dict key renamed), never one still returned."""
     now = {x.name for x in run.layers}
     displaced = {x.name for x in run.layers if (b := baseline.layer(x.name)) is not None
@@ -168,8 +175,14 @@ def structure(run: ModelRun, baseline: Baseline, limit: Limit) -> Structure:
             new.append(layer.name)
         if match is not None:
             used.add(match.name)
-    compared = used | (now - set(renames) - set(copies))
-    return Structure(renames, tuple(new), tuple(g.name for g in free if g.name not in compared), copies)
+    # a module wrapped with what follows it (a conv and its BatchNorm: the conv is `stem.0`, `stem` the pair's
+    # output): its namesake's values are its own child's now, so the container has nothing to be compared with
+    taken = {old for layer, old in renames.items() if layer.startswith(f"{old}.") and old in displaced
+             and old not in renames and old not in copies and not is_output(old)}
+    new = [x.name for x in run.layers if x.name in taken or x.name in new]
+    compared = used | (now - set(renames) - set(copies) - taken)
+    return Structure(renames, tuple(new), tuple(g.name for g in free if g.name not in compared), copies,
+                     taken=frozenset(taken))
 
 
 def described(st: Structure) -> list[str]:

@@ -75,3 +75,44 @@ def transformer_dropout_deleted() -> nn.Module:
     """The Dropout deleted from the Sequential: the GELU is now ``mlp.1`` and the last Linear ``mlp.2``,
     names the baseline gave to other modules."""
     return _transformer(False)
+
+
+class ConvBn(nn.Module):
+    """A conv and its BatchNorm as two modules of the model (`stem`, `stem_bn`), then a head."""
+
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(0)
+        self.stem, self.stem_bn = nn.Conv2d(4, 8, 3, padding=1, groups=2), nn.BatchNorm2d(8)
+        self.head = nn.Conv2d(8, 4, 1)
+        with torch.no_grad():
+            self.stem_bn.running_mean.uniform_(-0.5, 0.5)
+            self.stem_bn.running_var.uniform_(0.5, 1.5)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.head(torch.relu(self.stem_bn(self.stem(x))))
+
+
+class ConvBnWrapped(nn.Module):
+    """The same pair wrapped: `stem` = Sequential(conv, bn); the conv's old name holds the pair's output."""
+
+    def __init__(self, eps: float = 1e-5):
+        super().__init__()
+        m = ConvBn()
+        m.stem_bn.eps = eps
+        self.stem, self.head = nn.Sequential(m.stem, m.stem_bn), m.head
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.head(torch.relu(self.stem(x)))
+
+
+def conv_bn() -> nn.Module:
+    return ConvBn().eval()
+
+
+def conv_bn_wrapped() -> nn.Module:
+    return ConvBnWrapped().eval()
+
+
+def conv_bn_wrapped_eps_changed() -> nn.Module:
+    return ConvBnWrapped(1e-3).eval()

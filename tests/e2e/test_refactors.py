@@ -19,6 +19,7 @@ MODELS = {
               "refactor_models:llama_eager"),
     "transformer": ('[{ name = "x", shape = [2, 8, 16], dtype = "float32" }]',
                     "refactor_models:transformer_with_dropout"),
+    "convbn": ('[{ name = "x", shape = [2, 4, 8, 8], dtype = "float32" }]', "refactor_models:conv_bn"),
 }
 
 
@@ -102,3 +103,19 @@ def test_deleting_a_dropout_from_a_sequential_passes_though_names_shift(recorded
     assert {r["layer"] for r in gone} == {"blocks.0.mlp.1", "blocks.1.mlp.1"}  # the Dropouts
     rt = {r["layer"]: r for r in runtime["layers"]}
     assert rt["blocks.0.mlp.2"]["status"] == "pass" and rt["blocks.0.mlp.2"]["baseline"] is not None
+
+
+def test_a_conv_wrapped_with_its_batchnorm_is_never_compared_with_the_conv_it_is_not(recorded):
+    """`stem` (a conv) and `stem_bn` wrapped as `stem = Sequential(conv, bn)`: the conv is now `stem.0`
+    (renamed, by its numbers) and the conv's old name holds the pair's output, compared with nothing (it
+    was compared with the conv's values: a drift of 0.3 blamed on `stem` and its tensors). With the
+    BatchNorm's eps changed, the first regression is after the pair, its cause the code, no tensor
+    blamed. Twin: the wrap alone passes."""
+    assert check(recorded, "convbn", "refactor_models:conv_bn_wrapped")["verdict"] == "pass"
+    report = check(recorded, "convbn", "refactor_models:conv_bn_wrapped_eps_changed")
+    assert report["verdict"] == "regressed"
+    assert report["first_regression"]["layer"] not in ("stem", "stem.0"), report["first_regression"]
+    rows = {r["layer"]: r for r in report["models"][0]["providers"][0]["layers"]}
+    assert rows["stem.0"]["message"] == "renamed from stem" and rows["stem"]["status"] == "new"
+    (hint,) = [h for h in report["models"][0]["hints"] if h["kind"] == "model-change"]
+    assert hint["evidence"]["cause"] == "code" and "tensors_changed" not in hint["evidence"], hint["message"]
