@@ -3,13 +3,17 @@ only, no torch), ``report`` over every runner's result files: one verdict."""
 
 from __future__ import annotations
 
+from fnmatch import fnmatchcase
 from pathlib import Path
 
 from gate.commands.common import result_paths
 from gate.commands.judging import judge, load_baselines
 from gate.config import Config, Isolation, ModelSpec, ProviderSpec
+from gate.config.providers import kind_of
+from gate.core.failure import ModelError
 from gate.core.runs import ModelRun, ProviderRun, RunError
-from gate.core.status import ErrorStatus, SkipKind
+from gate.core.status import ErrorStatus, RunStatus, SkipKind
+from gate.core.target import Target
 from gate.errors import GateError
 from gate.formats.baseline import baseline_path
 from gate.formats.results import RUN, Bundle, merge, read_runs, write_runs
@@ -23,14 +27,21 @@ from gate.verdict.types import Report
 def export_models(config: Config, models: tuple[ModelSpec, ...], providers: tuple[ProviderSpec, ...], out: Path,
                   progress: Progress = lambda _: None, settings: Settings | None = None) -> list[ModelRun]:
     """``export --out DIR``: per model a bundle ``DIR/<model>/`` with the ONNX graph, the inputs and
-    a result file holding the reference and the PyTorch providers' fingerprints."""
+    a result file holding the reference and the PyTorch providers' fingerprints. A model that fails to
+    build goes into its bundle as that failure, as ``check`` reports it: the models after it are exported."""
     settings = settings or Settings.from_env()
     runs, memo = [], Memo()
     for spec in models:
         folder = baseline_path(out, spec.name).with_suffix("").with_suffix("")  # a validated name, inside out
         bundle = Bundle(folder)
         with torch_threads(settings.threads):
-            prepared = prepare(config, spec, progress, memo)
+            try:
+                prepared = prepare(config, spec, progress, memo)
+            except ModelError as exc:
+                failed = ModelRun(spec.name, error=RunError.of(exc))
+                bundle.write(failed)
+                runs.append(failed)
+                continue
             bundle.write(prepared.run, prepared.model_file, prepared.inputs, prepared.outputs)
             if prepared.run.layers:
                 torch_side = tuple(p for p in providers if p.kind.torch)
@@ -54,14 +65,17 @@ def collect(source: Path, providers: tuple[ProviderSpec, ...], out: Path, isolat
     if not folders:
         raise GateError(f"`{source}` holds no exported model (expected <model>/{RUN} from "
                         "`parity-gate export --out DIR`)")
+    bundles = [(bundle, bundle.read_run()) for bundle in map(Bundle, folders)]
+    for pattern in models or []:  # a name that selects nothing is a usage error, as in `check` and `export`
+        if not any(fnmatchcase(run.name, pattern) for _, run in bundles):
+            raise GateError(f"`{source}` holds no exported model matching `{pattern}` (exported: "
+                            f"{', '.join(run.name for _, run in bundles[:8])})")
     collected = []
-    for folder in folders:
-        bundle = Bundle(folder)
-        run = bundle.read_run()
-        if models and run.name not in models:
+    for bundle, run in bundles:
+        if models and not any(fnmatchcase(run.name, pattern) for pattern in models):
             continue
         spec = next((m for m in config.models if m.name == run.name), None) if config else None
-        subject = Subject(run, folder, threads=settings.threads, outputs=bundle.outputs(),
+        subject = Subject(run, bundle.folder, threads=settings.threads, outputs=bundle.outputs(),
                           output_tolerance=tuple(run.meta.output_tolerance) if run.meta.output_tolerance else None,
                           repeats=spec.repeats if spec else None,
                           latency=settings.times(config), detail=progress)
@@ -103,11 +117,33 @@ def _with_unrun(run: ModelRun, config: Config) -> ModelRun:
     return run
 
 
+def _once(files: list[tuple[Path, list[ModelRun]]]) -> list[ModelRun]:
+    """The runs of every result file, each ONNX Runtime result from one file alone: a file named twice, or
+    a leg's file copied, would otherwise keep its first result and drop the other without a word. (The
+    PyTorch providers' results travel in every runner's file, from the one export.)"""
+    held: dict[tuple[str, Target], Path] = {}
+    for path, runs in files:
+        for run in runs:
+            for p in run.providers:
+                key = (run.name, p.target)
+                if kind_of(p.name).torch or p.status == RunStatus.SKIPPED:
+                    continue
+                on = f"model `{run.name}` on `{p.name}` ({p.target.label})"
+                if key in held and held[key] == path:
+                    raise GateError(f"result file `{path}` is named twice ({on}): name each runner's "
+                                    "file once")
+                if key in held:
+                    raise GateError(f"result files `{held[key]}` and `{path}` both hold {on}: name each "
+                                    "runner's result file once")
+                held[key] = path
+    return [run for _, runs in files for run in runs]
+
+
 def report_files(config: Config, files: list[Path], progress: Progress = lambda _: None,
                  base: Config | str | None = None) -> Report:
     """``report FILE|DIR ...``: merge result files from several runners into one verdict (``base``: the
     config at the change's base, ``gate.commands.loosened``)."""
-    by_name = {r.name: r for r in merge([run for p in result_paths(files) for run in read_runs(p)])}
+    by_name = {r.name: r for r in merge(_once([(p, read_runs(p)) for p in result_paths(files)]))}
     unknown = sorted(set(by_name) - {s.name for s in config.models})
     if unknown:
         raise GateError(f"result files hold model `{unknown[0]}`, which {config.path} does not configure")

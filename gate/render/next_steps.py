@@ -18,7 +18,8 @@ _MODEL_ERRORS: dict[ErrorStatus | None, str] = {
     ErrorStatus.BUILD_FAIL: "it failed to build (its factory, inputs or their files)",
     ErrorStatus.EXPORT_FAIL: "it failed to export to ONNX",
     ErrorStatus.EMPTY: "it has nothing to check",
-    ErrorStatus.NO_RESULT: "no result file holds it: did its export and collect jobs run and upload their artifacts?",
+    ErrorStatus.NO_RESULT: "no result file holds it: its export or collect job did not run, failed or "
+                           "uploaded nothing",
 }
 
 
@@ -211,7 +212,8 @@ def _model_failed(m: ModelVerdict, step: NextStep, s: Style) -> str:
     if m.error is None:
         return "see the error above."
     why = _MODEL_ERRORS.get(step.error_status, f"it failed ({s.plain(step.error_status, 20)})")
-    return f"{why}. Reproduce with {s.code(step.command, 200)}; the error is above."
+    where = "that job's log says why" if step.error_status == ErrorStatus.NO_RESULT else "the error is above"
+    return f"{why}. Reproduce with {s.code(step.command, 200)}; {where}."
 
 
 def _provider(m: ModelVerdict, step: NextStep) -> ProviderVerdict:
