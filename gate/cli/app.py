@@ -105,7 +105,7 @@ def check(config: ConfigOpt = None, model: ModelOpt = None, provider: ProviderOp
         report = commands.check(cfg, models, providers, progress, full=full,
                                 rewritten=commands.rewritten(cfg, changes),
                                 base=_base(cfg, changed_since, config, allow_missing_gpu, require))
-    report.shard = chosen.run if chosen is not None else None
+    report.shard = chosen.checked(providers) if chosen is not None else None
     if changed_since:
         report.baseline_changes, report.baseline_diffs = commands.changed_baselines(cfg, changed_since,
                                                                                     changes)

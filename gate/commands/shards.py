@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gate.commands.common import location, read_located
-from gate.config import Config, ModelSpec
+from gate.config import Config, ModelSpec, ProviderSpec
 from gate.config.shards import Shard, assign, default_cost
 from gate.errors import GateError
 from gate.formats.baseline import Baseline
@@ -34,8 +34,13 @@ class ShardPlan:
 
     @property
     def run(self) -> ShardRun:
-        """What the leg's report says it covered (``Report.shard``)."""
+        """What the leg's share says it covered (``update-baseline --shard``)."""
         return ShardRun(self.shard, self.covered)
+
+    def checked(self, providers: tuple[ProviderSpec, ...]) -> ShardRun:
+        """What the leg's report says it covered (``Report.shard``): the cases, and the providers it ran them
+        on, which every leg must share (a leg run on fewer would pass what it left out)."""
+        return ShardRun(self.shard, self.covered, tuple(f"{p.name}:{p.precision}" for p in providers))
 
 
 def _recorded(config: Config, models: tuple[ModelSpec, ...]) -> dict[str, float | None]:

@@ -1,6 +1,7 @@
-"""What a leg of a sharded run says it covered (the report's ``shard``): its shard, and every case the
-whole run covers, all legs together, in configured order. The merge (``gate.verdict.merge``) holds the
-legs to it: the same list in every leg, each case judged by exactly one of them."""
+"""What a leg of a sharded run says it covered (the report's ``shard``): its shard, every case the whole
+run covers, all legs together, in configured order, and the providers it ran. The merge
+(``gate.verdict.merge``) holds the legs to it: the same lists in every leg, each case judged by exactly
+one of them."""
 
 from __future__ import annotations
 
@@ -18,9 +19,11 @@ MAX_CASES = 100_000
 class ShardRun:
     shard: Shard
     covered: tuple[str, ...]
+    providers: tuple[str, ...] = ()  # what the leg ran each case on (name:precision), in configured order
 
     def to_dict(self) -> dict[str, Any]:
-        return {"index": self.shard.index, "count": self.shard.count, "models": list(self.covered)}
+        return {"index": self.shard.index, "count": self.shard.count, "models": list(self.covered),
+                **({"providers": list(self.providers)} if self.providers else {})}
 
     @classmethod
     def from_dict(cls, o: Obj) -> ShardRun:
@@ -37,7 +40,7 @@ class ShardRun:
             if name in seen:
                 o.fail(f"models[{i}]", f"names model `{name}` twice")
             seen.add(name)
-        return cls(Shard(index, count), tuple(names))
+        return cls(Shard(index, count), tuple(names), tuple(o.strs("providers")[:256]))
 
 
 def _within(o: Obj, key: str, top: int, said: str) -> int:

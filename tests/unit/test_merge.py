@@ -4,6 +4,7 @@ and every merge that would hide or double a model refused in one line naming the
 from __future__ import annotations
 
 import copy
+import json
 
 import pytest
 
@@ -89,6 +90,21 @@ def test_legs_that_cover_other_models_are_refused():
     turned = leg("b", 2, ("tiny-mlp",), covered=COVERED[::-1])
     assert refused([leg("a", 1, ("tiny-cnn",)), turned]) == (
         "shard 1/2 (`a`) and shard 2/2 (`b`) list the models in another order: the legs ran other configs")
+
+
+def test_a_leg_run_on_fewer_providers_is_refused():
+    """`check --shard 2/2 --provider torch-cpu` on the leg holding a model whose shipped graph regressed: its
+    report has no ONNX Runtime row to fail, so merged with a full leg it would pass. Twin: the same providers
+    on both legs merge, and read back from the report."""
+    both = ("torch-cpu:float32", "CPUExecutionProvider:float32")
+    a, b = leg("a", 1, ("tiny-cnn",)), leg("b", 2, ("tiny-mlp",))
+    a.report.shard = ShardRun(Shard(1, 2), COVERED, both)
+    b.report.shard = ShardRun(Shard(2, 2), COVERED, both[:1])
+    assert refused([a, b]) == ("shard 1/2 (`a`) ran torch-cpu:float32, CPUExecutionProvider:float32 and "
+                               "shard 2/2 (`b`) ran torch-cpu:float32: the legs ran other configs")
+    b.report.shard = ShardRun(Shard(2, 2), COVERED, both)
+    assert merge([a, b], 2).verdict == "regressed"
+    assert parse_report(json.dumps(b.report.to_dict()).encode(), "b.json").shard == b.report.shard
 
 
 def test_a_model_outside_the_run_is_refused():
