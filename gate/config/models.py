@@ -203,6 +203,10 @@ def _artifact(r: Reader) -> Path | None:
         return None
     if not raw.endswith(".onnx"):
         r.fail(r.key("artifact"), f"`{raw}` is not an .onnx file")
+    for key in ("opsets", "opset", "exporter"):  # a prebuilt graph: no export to choose them for
+        if r.get(key, (object,), None) is not None:
+            r.fail(r.key(key), f"the model gates the prebuilt `artifact` `{raw}`: nothing is exported, so no "
+                   f"`{key}`")
     return r.files.resolve(r.files.resolve(r.path).parent / raw)
 
 

@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     import onnx_ir as ir
 
 DEFAULT_OPSET = 18
+TORCHSCRIPT_OPSET = 20  # the newest opset the TorchScript exporter writes
 
 
 @dataclass
@@ -137,6 +138,10 @@ class Refused(Exception):
     """An exporter's graph that does not load (``saved.refusal``), saying why."""
 
 
+class OpsetNotMet(Exception):
+    """An exporter's graph in another opset than the one asked."""
+
+
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 
@@ -174,6 +179,9 @@ def _dynamo(built: BuiltModel, opset: int, recordable: tuple[str, ...] | None) -
     with inference_mode(), _quiet():
         program, signed = _onnx_program(built, opset, recordable)
         assert program is not None and program.exported_program is not None  # dynamo=True: both are made
+        wrote = program.model.opset_imports.get("", opset)
+        if wrote != opset:  # its version converter gave up and kept the opset it exports in: not what ships
+            raise OpsetNotMet(f"it wrote opset {wrote}, not the {opset} asked (an op has no form there)")
         fx_stacks = _fx_stacks(program.exported_program)
         raw = _weightless(program.model)
         outputs = {} if signed is None else (
@@ -298,11 +306,13 @@ def _fx_stacks(exported_program: torch.export.ExportedProgram) -> dict[str, list
 
 
 def _torchscript(built: BuiltModel, opset: int) -> Exported:
+    if opset > TORCHSCRIPT_OPSET:
+        raise OpsetNotMet(f"it exports opsets up to {TORCHSCRIPT_OPSET}, not {opset}")
     buffer = io.BytesIO()
     with inference_mode(), _quiet(), _native_stdout_silenced():
         axes = {name: {d: label for d, label in dims.items()} for name, dims in built.spec.dynamic_shapes.items()}
         torch.onnx.export(
-            built.module, unshared(built.inputs), buffer, dynamo=False, opset_version=min(opset, 20),
+            built.module, unshared(built.inputs), buffer, dynamo=False, opset_version=opset,
             input_names=built.input_names, do_constant_folding=True, dynamic_axes=axes or None,
         )
     proto = onnx.load_from_string(buffer.getvalue())

@@ -15,6 +15,7 @@ import torch
 from examples import zoo
 from gate import commands
 from gate.config import load_config
+from gate.errors import ConfigError
 from gate.formats.baseline import read_document
 from gate.verdict.report_file import report_document
 from tests.conftest import run_cli
@@ -155,6 +156,15 @@ def test_a_prebuilt_onnx_file_is_gated_against_the_pytorch_model(tmp_path, dynam
     assert entry["mapping"]["mapped"] >= 8
 
 
+@pytest.mark.parametrize("key", ["opsets = [17, 18]", "opset = 17", 'exporter = "torchscript"'])
+def test_an_artifact_with_an_export_setting_is_a_config_error(tmp_path, key):
+    """`opsets = [17, 18]` beside `artifact` made two cases that gated the same opset-20 file as 17 and 18."""
+    path = config(tmp_path, model("cnn", extra=f'artifact = "build/model.onnx"\n{key}'))
+    name = key.split(" ")[0]
+    with pytest.raises(ConfigError, match=rf"models\[1\]\.{name}`: the model gates the prebuilt `artifact`"):
+        load_config(path)
+
+
 ARTIFACT_NET = """import torch
 from torch import nn
 from torch.nn import functional as F
@@ -236,6 +246,52 @@ def test_an_artifact_whose_nodes_name_no_module_says_so(tmp_path):
     assert audit["status"] == "warn" and "no value in the graph now" in audit["message"], audit
 
 
+STALE_NET = ARTIFACT_NET.replace("""def net():
+    torch.manual_seed(0)
+    return Net().eval()""", """def net():
+    here = Path(__file__).parent
+    torch.manual_seed(int((here / "seed.txt").read_text()))
+    m = Net().eval()
+    with torch.no_grad():
+        m.fc2.weight.mul_(float((here / "scale.txt").read_text()))
+    return m""").replace("import torch\n", "from pathlib import Path\n\nimport torch\n", 1)
+
+
+def test_an_artifact_that_does_not_follow_the_model_is_to_be_rebuilt_never_re_recorded(tmp_path):
+    """The model's fc2 moved by 1e-4 and the prebuilt artifact was not rebuilt: the step said "if the new
+    weights are intended, update-baseline", which records the stale file's error as the truth. An artifact
+    built from other weights than the model's (another seed) failed only the default ceiling, and the step
+    said to loosen it. Both are a stale artifact now. Twin: the artifact rebuilt, the change is the model's
+    alone, to record if intended."""
+    (tmp_path / "stale_net.py").write_text(STALE_NET)  # a module name of its own: modules stay imported
+    onnx_path = tmp_path / "build" / "net.onnx"
+    onnx_path.parent.mkdir()
+
+    def ship(seed: str = "0") -> None:
+        (tmp_path / "seed.txt").write_text(seed)
+        with torch.no_grad():
+            torch.onnx.export(_import(tmp_path / "stale_net.py").net(), (torch.randn(4, 16),), str(onnx_path),
+                              dynamo=True, input_names=["x"])
+        (tmp_path / "seed.txt").write_text("0")
+
+    def step() -> dict:
+        return check(path)["models"][0]["next_step"]
+
+    (tmp_path / "scale.txt").write_text("1.0")
+    ship()
+    path = config(tmp_path, model("net", "stale_net:net", 'inputs = [{ name = "x", shape = [4, 16] }]',
+                                  'artifact = "build/net.onnx"'))
+    update(path)
+    (tmp_path / "scale.txt").write_text("1.0001")
+    assert step()["kind"] == "artifact-differs"
+    ship()
+    assert step()["kind"] == "weights-changed"
+    ship("1")
+    (tmp_path / "scale.txt").write_text("1.0")
+    update(path)
+    assert step()["kind"] == "artifact-differs"
+
+
 def _import(file: Path):
     spec = importlib.util.spec_from_file_location(f"shipped_{file.stem}", file)
     module = importlib.util.module_from_spec(spec)
@@ -273,6 +329,20 @@ def test_opsets_expand_into_cases(tmp_path):
     report = check(path)
     assert [m["name"] for m in report["models"]] == ["cnn.o17", "cnn.o18"]
     assert [m["opset"] for m in report["models"]] == [17, 18] and report["verdict"] == "pass"
+
+
+def test_an_opset_the_default_exporter_cannot_write_falls_back_never_ships_another(tmp_path):
+    """A LayerNormalization has no form below opset 17: the default exporter kept opset 18 and the gate
+    recorded and reported "opset 13" for a graph in 18. Now the export falls back to TorchScript, which
+    writes 13, and says why. Twin: opset 18 stays the default exporter's."""
+    tf = model("tf", "examples.zoo:tiny_transformer", 'inputs = [{ name = "x", shape = [2, 8, 16] }]',
+               "opsets = [13, 18]")
+    path = config(tmp_path, tf, providers='["CPUExecutionProvider"]')
+    update(path)
+    report = check(path)
+    o13, o18 = report["models"]
+    assert (o13["opset"], o13["exporter"], o18["opset"], o18["exporter"]) == (13, "torchscript", 18, "dynamo")
+    assert "wrote opset 18, not the 13 asked" in o13["export_fallback"] and report["verdict"] == "pass"
 
 
 # exact output metrics ---------------------------------------------------------------------
