@@ -15,6 +15,7 @@ from gate.config import Config, ModelSpec
 from gate.core.refs import resolve
 from gate.errors import ConfigError, GateError
 from gate.model import inputs as inputs_mod
+from gate.pipeline.content_key import transform_inputs_digest
 
 
 @dataclass
@@ -49,6 +50,7 @@ def _import_refs(config: Config, spec: ModelSpec) -> None:
     for key, ref in refs:
         if ref:
             resolve(ref, config.root, f"{spec.where}.{key}")
+    transform_inputs_digest(spec, config.root)  # a glob matching no file: `check` refuses it too
 
 
 def _arrays(spec: ModelSpec) -> tuple[list[str], list[np.ndarray]] | None:

@@ -37,9 +37,12 @@ def resolve(ref: str, root: Path, where: str, model: str | None = None) -> Any:
     except Exception as exc:  # the user's module raised while imported
         raise _raised(f"model `{model}`" if model else f"`{where}`", module_name, exc) from None
     try:
-        return getattr(module, attr)
+        value = getattr(module, attr)
     except AttributeError:
         raise ConfigError(f"`{where}`: module `{module_name}` has no attribute `{attr}`") from None
+    if not callable(value):  # a factory, an input generator, a transform: each is called
+        raise ConfigError(f"`{where}`: `{ref}` is not callable (it is a `{type(value).__name__}`)")
+    return value
 
 
 def _raised(who: str, module_name: str, exc: Exception) -> ModelError:

@@ -122,6 +122,7 @@ class StepKind(Word):
     RUNTIME_AUDIT = "runtime-audit"  # an unchanged model failed a provider's audit (latency, placement)
     DYNAMIC_SHAPE = "dynamic-shape"  # the shipped graph keeps a dimension static: declare it, or re-record
     OUTPUT_TOLERANCE = "output-tolerance"  # only output-tolerance's allclose failed: tighter than float32
+    ARTIFACT_DIFFERS = "artifact-differs"  # the prebuilt artifact computes another model: rebuild it
     PRECISION_CHANGED = "precision-changed"  # the graph computes below float32 where nobody configured it
     NO_BASELINE = "no-baseline"  # record the baseline
     NO_ENTRY = "no-entry"  # record one provider's entry, on a runner that has it

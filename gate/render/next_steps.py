@@ -139,6 +139,14 @@ def _output_tolerance(m: ModelVerdict, step: NextStep, s: Style) -> str:
             f"{s.tables} if it passed at the baseline.")
 
 
+def _artifact_differs(m: ModelVerdict, step: NextStep, s: Style) -> str:
+    where = f", first at {s.code(step.layer)}" if step.layer else ""
+    on = f"{_names(step, s)}{where}"
+    return (f"the prebuilt artifact computes other values than this PyTorch model on {on}: it was built "
+            "from other weights or code. Rebuild it from the model (or fix the model, if the artifact is what "
+            "should ship), then check again; a baseline recorded now would take the mismatch as the truth.")
+
+
 def _runtime_changed(m: ModelVerdict, step: NextStep, s: Style) -> str:
     hints = f" — see the hints under {s.strong('Diagnosis')}" if any(h.kind != "hints-unavailable" for h in m.hints) \
         else f" — {s.tables}"
@@ -253,7 +261,7 @@ _WORDS = {StepKind.MODEL_CHANGED: _model_changed, StepKind.WEIGHTS_CHANGED: _mod
           StepKind.RANDOM_DRAWS: _random_draws, StepKind.TRAINING_MODE: _training_mode,
           StepKind.RUNTIME_AUDIT: _runtime_audit, StepKind.RUNTIME_CHANGED: _runtime_changed,
           StepKind.DYNAMIC_SHAPE: _dynamic_shape,
-          StepKind.OUTPUT_TOLERANCE: _output_tolerance,
+          StepKind.OUTPUT_TOLERANCE: _output_tolerance, StepKind.ARTIFACT_DIFFERS: _artifact_differs,
           StepKind.PRECISION_CHANGED: _precision_changed, StepKind.NO_BASELINE: _no_baseline,
           StepKind.NO_ENTRY: _no_entry, StepKind.BAD_BASELINE: _bad_baseline, StepKind.UPGRADE: _upgrade,
           StepKind.RESTORE: _restore,

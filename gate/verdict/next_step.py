@@ -85,6 +85,8 @@ def next_step(m: ModelVerdict) -> NextStep | None:
                         first.layer if first is not None and first.layer != "(model)" else None)
     if regressed and all(p.limits_only for p in regressed):  # the step names the limits that failed
         limits = sorted({str(r.check) for p in regressed for r in p.rows if r.failed})
+        if m.exporter == "artifact" and str(Check.CEILING) in limits:  # far from the model: not its rounding
+            return _artifact_differs(regressed, names)
         return NextStep(StepKind.OUTPUT_TOLERANCE, None, names, checks=tuple(limits))
     # what only the runtimes compute (float32 or export-only code, a fold) can change with the model too
     model = tuple(p for p in m.reuse.changed if p in _MODEL) if m.reuse and m.reuse.key else None
@@ -104,7 +106,18 @@ def _label(p: ProviderVerdict, m: ModelVerdict) -> str:
     return f"{p.name}:{p.precision}" if len(twins) > 1 else p.name
 
 
+def _artifact_differs(regressed: list[ProviderVerdict], names: tuple[str, ...]) -> NextStep:
+    first = next((p.first_regression.layer for p in regressed if p.first_regression), None)
+    return NextStep(StepKind.ARTIFACT_DIFFERS, None, names, first if first != "(model)" else None)
+
+
 def _changed(m: ModelVerdict, reference: ProviderVerdict, layer: str | None) -> NextStep:
+    # A prebuilt artifact its runtimes now disagree with did not follow the model: re-recording would keep
+    # the stale file as the truth. (Rebuilt, its runtimes agree and the change is the model's alone.)
+    stale = [p for p in m.providers
+             if p.role == Role.RUNTIME and p.status == TargetStatus.REGRESSED and p.failed]
+    if m.exporter == "artifact" and stale:
+        return _artifact_differs(stale, tuple(_label(p, m) for p in stale))
     # what the model-change hint found changed: ``weights`` (alone), ``code``, or unknown
     cause = next((h.evidence.get("cause") for h in m.hints if h.kind == "model-change"), None)
     kind = StepKind.WEIGHTS_CHANGED if cause == "weights" else StepKind.MODEL_CHANGED

@@ -63,6 +63,12 @@ def test_a_factory_that_does_not_import_is_refused_by_its_key(tmp_path):
     path.write_text(path.read_text().replace('"examples.zooo:tiny_cnn"', '"examples.zoo:tiny_cnnn"'))
     proc = run_cli("validate", cwd=tmp_path)
     assert proc.returncode == 2 and "module `examples.zoo` has no attribute `tiny_cnnn`" in proc.stderr
+    # a name that is not a callable: a config error naming the key, on validate and check alike
+    path.write_text(path.read_text().replace('"examples.zoo:tiny_cnnn"', '"examples.zoo:__name__"'))
+    for command in ("validate", "check"):
+        proc = run_cli(command, cwd=tmp_path)
+        assert proc.returncode == 2, proc.stderr
+        assert "factory`: `examples.zoo:__name__` is not callable (it is a `str`)" in proc.stderr
 
 
 def test_a_baseline_that_records_its_inputs_names_the_one_that_changed_and_how(tmp_path):
