@@ -210,7 +210,7 @@ def _ship(config: Config, built: BuiltModel, run: ModelRun, memo: Memo, plan: Pl
     shared = memo.exports.get(spec.export_key)
     if shared is not None:
         if plan is not None:
-            plan.shared(run, shared.stages, shared.case)
+            plan.shared(run, shared.stages, shared.case, spec.transform)
         return shared.graph
     probe = plan.probe if plan is not None else None
     try:

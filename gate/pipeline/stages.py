@@ -17,8 +17,7 @@ Every stage asks one decision, ``uncached``: why it cannot take its output (a ``
 the reference's ``FullWhy``), or None. What a stage computes it stores under its key. A key that
 already holds another output is an alarm (``Alarm``): nothing is replaced, the report says which
 stage and key, and the key is neither read nor written here again. ``Reuse`` on the run says, per
-stage, what was taken and why.
-"""
+stage, what was taken and why."""
 
 from __future__ import annotations
 
@@ -265,10 +264,9 @@ class Plan:
         from gate.pipeline.content_key import transform_key
 
         key = transform_key(self.key, exported.output_digest()) if self.key is not None else None
-        graph = self._stage(run, Stage.TRANSFORM, key, compute)
-        if run.reuse is not None:
+        if run.reuse is not None:  # named before it runs: a run it fails is said with its name too
             run.reuse.transform = transform
-        return graph
+        return self._stage(run, Stage.TRANSFORM, key, compute)
 
     def _stage(self, run: ModelRun, stage: Stage, key: str | None, compute: Callable[[], Graph],
                bound: Callable[[str, Lookup], Graph | None] | None = None) -> Graph:
@@ -290,8 +288,10 @@ class Plan:
             self._put(run, stage, key, graph)
         return graph
 
-    def shared(self, run: ModelRun, stages: list[StageRun], case: str) -> None:
+    def shared(self, run: ModelRun, stages: list[StageRun], case: str, transform: str | None) -> None:
         """A case that takes the graph another case of its model exported: that case's stage runs."""
+        if run.reuse is not None:
+            run.reuse.transform = transform
         for s in stages:
             self._record(run, replace(s, note=f"the graph of case `{case}` (one export for both)"))
 

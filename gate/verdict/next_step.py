@@ -156,6 +156,8 @@ def _failed(m: ModelVerdict) -> NextStep | None:
                   and r.first_regression), None)
     if moved is not None and moved.first_regression is not None:  # the model changed: that is the news
         return _changed(m, moved, moved.first_regression.layer)
+    if any(a.check == Check.DYNAMIC_SHAPE and a.status == AuditStatus.FAIL for a in m.audits):
+        return NextStep(StepKind.DYNAMIC_SHAPE, m.recreate)  # a graph kept static fails on the other sizes
     p = failed[0]
     if p.error_status == ErrorStatus.NO_GPU and p.name in m.unrecorded:  # never recorded: no install fixes that here
         return NextStep(StepKind.RECORD_ELSEWHERE, f"{m.recreate} --provider {p.name}", tuple(m.unrecorded),

@@ -87,6 +87,20 @@ def test_a_declared_dynamic_dimension_exported_static_fails_naming_it(tmp_path):
     assert report["models"][0]["next_step"]["kind"] == "dynamic-shape"
 
 
+def test_a_case_the_graph_kept_static_cannot_run_is_a_dynamic_shape_never_a_provider_crash(tmp_path):
+    """Batch sizes 2 and 4 on one export a transform froze at batch 2: the batch-4 case fails to run on ONNX
+    Runtime, and its step was "reproduce the provider's crash on that runner"; the cause is the dimension
+    kept static. The case that takes the other's graph names the transform, never `None`."""
+    dynamic = 'dynamic-shapes = { x = { 0 = "batch" } }\nbatch-sizes = [2, 4]'
+    path = config(tmp_path, model("cnn", extra=dynamic))
+    update(path)
+    path.write_text(path.read_text() + 'transform = "ships_factories:freeze_batch"\n')
+    b2, b4 = check(path)["models"]
+    assert (b2["next_step"]["kind"], b4["next_step"]["kind"]) == ("dynamic-shape", "dynamic-shape")
+    frozen = "ships_factories:freeze_batch"
+    assert [m["reuse"].get("transform") for m in (b2, b4)] == [frozen, frozen], b4["reuse"]
+
+
 def test_a_dimension_dynamic_in_the_baseline_that_turns_static_fails(tmp_path):
     path = config(tmp_path, model("cnn", extra='dynamic-shapes = { x = { 0 = "batch" } }'))
     update(path)
