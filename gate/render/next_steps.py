@@ -84,9 +84,9 @@ def _commit(m: ModelVerdict, s: Style) -> str:
 def _model_changed(m: ModelVerdict, step: NextStep, s: Style) -> str:
     where = f" first at {s.code(step.layer)}" if step.layer else ""
     if step.kind == StepKind.WEIGHTS_CHANGED:
-        return (f"the model's weights changed, its code did not (its float64 reference moved{where}). If "
-                f"the new weights are intended, run {s.code(step.command, 260)}{_commit(m, s)}; if not, find "
-                "what wrote them.")
+        record = f"{s.code(step.command, 260)}{_commit(m, s)}"
+        return (f"the model's weights changed and its code runs the same operations (its float64 reference "
+                f"moved{where}). If the new weights are intended, run {record}; if not, find what wrote them.")
     return (f"the model changed (its float64 reference moved{where}). If that is intended, run "
             f"{s.code(step.command, 260)}{_commit(m, s)}.")
 
@@ -143,8 +143,9 @@ def _artifact_differs(m: ModelVerdict, step: NextStep, s: Style) -> str:
     where = f", first at {s.code(step.layer)}" if step.layer else ""
     on = f"{_names(step, s)}{where}"
     return (f"the prebuilt artifact computes other values than this PyTorch model on {on}: it was built "
-            "from other weights or code. Rebuild it from the model (or fix the model, if the artifact is what "
-            "should ship), then check again; a baseline recorded now would take the mismatch as the truth.")
+            "from other weights or code. Rebuild it from the model (or fix the model, if the artifact is "
+            "what should ship), then check again; a baseline recorded now would take the mismatch as the "
+            "truth.")
 
 
 def _runtime_changed(m: ModelVerdict, step: NextStep, s: Style) -> str:

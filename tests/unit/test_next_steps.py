@@ -285,7 +285,7 @@ def test_a_ceiling_under_an_error_that_held_its_budget_is_a_limit_not_a_runtime_
 CAUSES = {  # cause -> (a report of it, what its step says)
     "model-changed": (lambda: _drift_with([_model_change("code")]), "the model changed"),
     "weights-changed": (lambda: _drift_with([_model_change("weights")]),
-                        "the model's weights changed, its code did not"),
+                        "the model's weights changed and its code runs the same operations"),
     "random-draws": (lambda: _drift_with([_model_change("random")], [RANDOM]), "Re-recording cannot fix it"),
     "training-mode": (lambda: _drift_with([], [TRAINING]), "call `model.eval()` in the factory"),
     "precision-changed": (lambda: _precision(raw("regressed")),
