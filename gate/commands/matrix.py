@@ -9,11 +9,9 @@ from pathlib import Path
 from gate.commands.common import result_paths
 from gate.commands.judging import judge, load_baselines
 from gate.config import Config, Isolation, ModelSpec, ProviderSpec
-from gate.config.providers import kind_of
 from gate.core.failure import ModelError
 from gate.core.runs import ModelRun, ProviderRun, RunError
-from gate.core.status import ErrorStatus, RunStatus, SkipKind
-from gate.core.target import Target
+from gate.core.status import ErrorStatus, SkipKind
 from gate.errors import GateError
 from gate.formats.baseline import baseline_path
 from gate.formats.results import RUN, Bundle, merge, read_runs, write_runs
@@ -117,33 +115,23 @@ def _with_unrun(run: ModelRun, config: Config) -> ModelRun:
     return run
 
 
-def _once(files: list[tuple[Path, list[ModelRun]]]) -> list[ModelRun]:
-    """The runs of every result file, each ONNX Runtime result from one file alone: a file named twice, or
-    a leg's file copied, would otherwise keep its first result and drop the other without a word. (The
-    PyTorch providers' results travel in every runner's file, from the one export.)"""
-    held: dict[tuple[str, Target], Path] = {}
-    for path, runs in files:
-        for run in runs:
-            for p in run.providers:
-                key = (run.name, p.target)
-                if kind_of(p.name).torch or p.status == RunStatus.SKIPPED:
-                    continue
-                on = f"model `{run.name}` on `{p.name}` ({p.target.label})"
-                if key in held and held[key] == path:
-                    raise GateError(f"result file `{path}` is named twice ({on}): name each runner's "
-                                    "file once")
-                if key in held:
-                    raise GateError(f"result files `{held[key]}` and `{path}` both hold {on}: name each "
-                                    "runner's result file once")
-                held[key] = path
-    return [run for _, runs in files for run in runs]
+def _once(paths: list[Path]) -> list[Path]:
+    """The result files, each named once: a file named twice (itself, or in a folder named too) is a
+    mistake in the command line that would read its results twice."""
+    seen: dict[Path, Path] = {}
+    for path in paths:
+        if path.resolve() in seen:
+            raise GateError(f"result file `{path}` is named twice (also as `{seen[path.resolve()]}`): name "
+                            "each runner's file once")
+        seen[path.resolve()] = path
+    return paths
 
 
 def report_files(config: Config, files: list[Path], progress: Progress = lambda _: None,
                  base: Config | str | None = None) -> Report:
     """``report FILE|DIR ...``: merge result files from several runners into one verdict (``base``: the
     config at the change's base, ``gate.commands.loosened``)."""
-    by_name = {r.name: r for r in merge(_once([(p, read_runs(p)) for p in result_paths(files)]))}
+    by_name = {r.name: r for r in merge([run for p in _once(result_paths(files)) for run in read_runs(p)])}
     unknown = sorted(set(by_name) - {s.name for s in config.models})
     if unknown:
         raise GateError(f"result files hold model `{unknown[0]}`, which {config.path} does not configure")

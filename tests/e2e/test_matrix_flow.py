@@ -86,9 +86,8 @@ def test_a_model_that_fails_to_build_is_reported_as_check_reports_it_and_the_mod
 
 
 def test_collect_refuses_a_model_no_bundle_holds_and_report_a_result_file_named_twice(project, tmp_path):
-    """`collect --model mlpp` wrote an empty result file and exited 0; `report` kept the first of two copies
-    of one runner's file without a word. Twins: a glob that matches collects what it names; each file once
-    reports."""
+    """`collect --model mlpp` wrote an empty result file and exited 0; `report` read a file named twice twice.
+    Twins: a glob that matches collects what it names; two files of the same results report."""
     cfg, report = _flow(project, tmp_path)
     assert report.verdict == "pass"
     cpu = cfg.select_providers(["CPUExecutionProvider"])
@@ -98,8 +97,8 @@ def test_collect_refuses_a_model_no_bundle_holds_and_report_a_result_file_named_
     runs = commands.collect(tmp_path / "export", cpu, tmp_path / "ab.msgpack.zst", models=["[ab]"])
     assert [r.name for r in runs] == ["a", "b"]
     files = [tmp_path / "export", tmp_path / "cpu.msgpack.zst"]
-    with pytest.raises(GateError, match=r"result file `.*cpu.msgpack.zst` is named twice \(model `a` on "):
+    with pytest.raises(GateError, match=r"result file `.*cpu.msgpack.zst` is named twice"):
         commands.report_files(cfg, [*files, files[1]])
+    # two runners that both ran a provider (here: the same results) are two files: the report takes them
     shutil.copy(files[1], tmp_path / "copy.msgpack.zst")
-    with pytest.raises(GateError, match=r"result files `.*cpu.msgpack.zst` and `.*copy.msgpack.zst` both "):
-        commands.report_files(cfg, [*files, tmp_path / "copy.msgpack.zst"])
+    assert commands.report_files(cfg, [*files, tmp_path / "copy.msgpack.zst"]).verdict == "pass"
