@@ -175,6 +175,18 @@ def structure(run: ModelRun, baseline: Baseline, limit: Limit) -> Structure:
             new.append(layer.name)
         if match is not None:
             used.add(match.name)
+    # a module wrapped with what followed it, its own values changed too (a fault in the conv): its child of
+    # the type it had is the module it was, compared as such
+    types = {x.name: x.type for x in run.layers}
+    for n in sorted(displaced - set(renames) - set(copies) - used):
+        b = baseline.layer(n)
+        if b is None or is_output(n) or types[n] == b.type:
+            continue
+        child = next((c for c in new if c.rpartition(".")[0] == n and types[c] == b.type), None)
+        if child is not None:
+            renames[child] = n
+            new.remove(child)
+            used.add(n)
     # a module wrapped with what follows it (a conv and its BatchNorm: the conv is `stem.0`, `stem` the pair's
     # output): its namesake's values are its own child's now, so the container has nothing to be compared with
     taken = {old for layer, old in renames.items() if layer.startswith(f"{old}.") and old in displaced

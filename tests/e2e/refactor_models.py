@@ -116,3 +116,11 @@ def conv_bn_wrapped() -> nn.Module:
 
 def conv_bn_wrapped_eps_changed() -> nn.Module:
     return ConvBnWrapped(1e-3).eval()
+
+
+def conv_bn_wrapped_conv_changed() -> nn.Module:
+    """The wrap, and the conv's weight 1e-4 off: its values match no baseline layer now."""
+    m = ConvBnWrapped().eval()
+    with torch.no_grad():
+        m.stem[0].weight.mul_(1 + 1e-4)
+    return m

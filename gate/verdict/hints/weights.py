@@ -39,7 +39,9 @@ def tensor_changes(before: dict[str, str] | None, now: dict[str, str] | None, re
     renamed = [n for n in now if recorded[n] != n and recorded[n] in before]
     matched = {recorded[n] for n in now if recorded[n] in before}
     unmatched = sorted({n for n in now if recorded[n] not in before} | {n for n in before if n not in matched})
-    return TensorChanges(values + [n for n in unmatched if n in altered], len(renamed), unmatched)
+    # a tensor matched by its layer's rename whose values changed all the same (a fault in a wrapped module)
+    return TensorChanges(values + [n for n in [*renamed, *unmatched] if n in altered],
+                         len([n for n in renamed if n not in altered]), unmatched)
 
 
 def _recorded(tensor: str, modules: dict[str, str]) -> str:
