@@ -40,7 +40,7 @@ class ShardPlan:
     def checked(self, providers: tuple[ProviderSpec, ...]) -> ShardRun:
         """What the leg's report says it covered (``Report.shard``): the cases, and the providers it ran them
         on, which every leg must share (a leg run on fewer would pass what it left out)."""
-        return ShardRun(self.shard, self.covered, tuple(f"{p.name}:{p.precision}" for p in providers))
+        return ShardRun(self.shard, self.covered, tuple(sorted(f"{p.name}:{p.precision}" for p in providers)))
 
 
 def _recorded(config: Config, models: tuple[ModelSpec, ...]) -> dict[str, float | None]:

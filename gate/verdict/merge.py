@@ -62,7 +62,7 @@ def _named(parts: list[Part]) -> str:
 
 
 def _same_list(first: Part, part: Part) -> None:
-    if part.run.providers != first.run.providers:  # a leg run on fewer providers checked its models on less
+    if set(part.run.providers) != set(first.run.providers):  # a leg on fewer providers checked less
         ran = [", ".join(p.run.providers) or "no provider list" for p in (first, part)]
         raise GateError(f"{first.label} ran {ran[0]} and {part.label} ran {ran[1]}: the legs ran other "
                         "configs")

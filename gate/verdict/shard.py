@@ -19,7 +19,7 @@ MAX_CASES = 100_000
 class ShardRun:
     shard: Shard
     covered: tuple[str, ...]
-    providers: tuple[str, ...] = ()  # what the leg ran each case on (name:precision), in configured order
+    providers: tuple[str, ...] = ()  # what the leg ran each case on (name:precision), sorted
 
     def to_dict(self) -> dict[str, Any]:
         return {"index": self.shard.index, "count": self.shard.count, "models": list(self.covered),

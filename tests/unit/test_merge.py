@@ -102,7 +102,7 @@ def test_a_leg_run_on_fewer_providers_is_refused():
     b.report.shard = ShardRun(Shard(2, 2), COVERED, both[:1])
     assert refused([a, b]) == ("shard 1/2 (`a`) ran torch-cpu:float32, CPUExecutionProvider:float32 and "
                                "shard 2/2 (`b`) ran torch-cpu:float32: the legs ran other configs")
-    b.report.shard = ShardRun(Shard(2, 2), COVERED, both)
+    b.report.shard = ShardRun(Shard(2, 2), COVERED, both[::-1])  # the same ones, named in another order
     assert merge([a, b], 2).verdict == "regressed"
     assert parse_report(json.dumps(b.report.to_dict()).encode(), "b.json").shard == b.report.shard
 
