@@ -11,6 +11,7 @@ from gate.commands.judging import Loaded, judge, load_baselines
 from gate.config import Config, ModelSpec, ProviderSpec
 from gate.core.failure import ModelError
 from gate.core.runs import ModelRun, RunError
+from gate.core.status import ErrorStatus
 from gate.pipeline.alarms import reference_alarms
 from gate.pipeline.prepare import Memo
 from gate.pipeline.run import Progress, Settings, run_model
@@ -28,6 +29,9 @@ def _run(config: Config, spec: ModelSpec, providers: tuple[ProviderSpec, ...], p
         return run_model(config, spec, providers, progress, settings, memo, plan)
     except ModelError as exc:
         return ModelRun(spec.name, error=RunError.of(exc))
+    except SystemExit as exc:  # its own code called sys.exit: a failure of this model, never the verdict
+        return ModelRun(spec.name, error=RunError.of(ModelError.of(
+            f"model `{spec.name}`: its code raised SystemExit({exc.code!r})", ErrorStatus.INFER_FAIL, exc)))
 
 
 def check(config: Config, models: tuple[ModelSpec, ...], providers: tuple[ProviderSpec, ...],

@@ -54,8 +54,8 @@ def weight_bytes(spec: ModelSpec, root: Path) -> int | None:
         with torch.device("meta"):
             module = factory()
         tensors = list(module.parameters()) + list(module.buffers())
-    except Exception:  # noqa: BLE001 - a factory that needs real storage: no early estimate
-        return None
+    except (Exception, SystemExit):  # noqa: BLE001 - needs real storage: no early estimate (one that exits
+        return None  # says so when it builds for real)
     if not isinstance(module, torch.nn.Module) or any(torch.nn.parameter.is_lazy(t) for t in tensors):
         return None  # lazy modules: their sizes exist only after a forward
     return tensor_bytes(tensors)

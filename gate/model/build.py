@@ -212,7 +212,7 @@ def _construct(spec: ModelSpec, root: Path) -> object:
         return build_case(spec, root)
     try:
         return factory()
-    except Exception as exc:
+    except (Exception, SystemExit) as exc:  # sys.exit(0) in a factory must not end the check with a pass
         raise ModelError.of(f"model `{spec.name}`: factory `{spec.factory}` raised {type(exc).__name__}: {exc}",
                             ErrorStatus.BUILD_FAIL, exc) from None
 
@@ -237,7 +237,7 @@ def _inputs(spec: ModelSpec, root: Path) -> tuple[tuple[torch.Tensor, ...], list
         torch.manual_seed(spec.seed)
         try:
             produced = fn(spec.seed)
-        except Exception as exc:
+        except (Exception, SystemExit) as exc:
             raise ModelError.of(f"model `{spec.name}`: inputs `{spec.inputs}` raised {type(exc).__name__}: {exc}",
                                 ErrorStatus.BUILD_FAIL, exc) from None
         if isinstance(produced, torch.Tensor):

@@ -60,7 +60,9 @@ class OrtRunner(Runner):
         if subject.run.unexported:  # the exporter's own reason, on every row it leaves unchecked
             raise ModelError(f"not run: {subject.run.error.message}", ErrorStatus.EXPORT_FAIL)
         if subject.bundle is None or not Bundle(subject.bundle).has_model:
-            raise ModelError("no ONNX model (export failed)", ErrorStatus.EXPORT_FAIL)
+            error = subject.run.error  # the model failed before its export (its factory): said as it failed
+            raise ModelError(f"not run: {error.message}" if error else "no ONNX model (export failed)",
+                             error.error_status if error else ErrorStatus.EXPORT_FAIL)
 
     def run(self) -> ProviderRun:
         run = self.subject.run

@@ -26,6 +26,8 @@ def _mlp(name):
         what = (Path(__file__).parent / f"{name}.txt").read_text()
         if what == "raise":
             raise RuntimeError("boom in factory")
+        if what == "exit":  # sys.exit(0): ended the check with exit 0 and no report
+            raise SystemExit(0)
         with torch.no_grad():
             m[2].weight.mul_(float(what))
     return m
@@ -64,18 +66,21 @@ def _flow(project: Path, out: Path):
     return cfg, commands.report_files(cfg, [out / "export", out / "cpu.msgpack.zst"])
 
 
+@pytest.mark.parametrize("how", ["raise", "exit"])
 def test_a_model_that_fails_to_build_is_reported_as_check_reports_it_and_the_models_after_it_are_judged(
-        project, tmp_path):
-    """`b`'s factory raises, `c` carries a 1e-4 weight fault: the export wrote `a` alone, and the report
-    called `b` and `c` unexported ("no result file holds it"), hiding `c`'s regression and `b`'s error.
-    Twin: `check` on the same change says the same."""
-    (project / "b.txt").write_text("raise")
+        project, tmp_path, how):
+    """`b`'s factory raises (or calls sys.exit(0)), `c` carries a 1e-4 weight fault: the export wrote `a`
+    alone, and the report called `b` and `c` unexported ("no result file holds it"), hiding `c`'s
+    regression and `b`'s error. Twin: `check` on the same change says the same."""
+    (project / "b.txt").write_text(how)
     (project / "c.txt").write_text("1.0001")
     try:
         cfg, report = _flow(project, tmp_path)
         by_name = {m.name: m for m in report.models}
         assert by_name["b"].error is not None and by_name["b"].error.error_status == ErrorStatus.BUILD_FAIL
-        assert "boom in factory" in by_name["b"].error.message
+        assert ("boom in factory" if how == "raise" else "raised SystemExit") in by_name["b"].error.message
+        (ort,) = [p for p in by_name["b"].providers if p.name == "CPUExecutionProvider"]
+        assert ort.error_status == ErrorStatus.BUILD_FAIL, ort  # said as it failed, not "export failed"
         assert by_name["c"].status == ModelStatus.REGRESSED and by_name["c"].first_regression.layer == "2"
         assert by_name["a"].status == ModelStatus.PASS
         checked = commands.check(cfg, cfg.models, cfg.providers)
