@@ -89,10 +89,13 @@ def combine(shares: list[Share], count: int, into: Path) -> dict[Path, Share]:
         share = owner[id(part)]
         loc = share.location(model)
         try:  # as distrustful as any reader of a baseline: FormatError names the file
-            read_located(loc, sets)
+            held = read_located(loc, sets)
         except FileNotFoundError:
             raise GateError(f"{part.label} recorded model `{model}` "
                             f"but holds no baseline of it ({loc})") from None
+        if loc.case is None and held.model != model:  # `check` would refuse it: never written
+            raise GateError(f"{part.label}: baseline `{loc.path.name}` holds model `{held.model}`, not "
+                            f"`{model}`")
         prior = files.setdefault(into / loc.path.name, share)
         if prior is not share:
             raise GateError(f"baseline `{loc.path.name}`: written by {prior.part.label} and {part.label}")

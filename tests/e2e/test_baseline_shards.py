@@ -101,3 +101,12 @@ def test_two_shares_recorded_apart_and_merged_are_one_update(checkout):
         refused = run_cli("merge", *args, "--shards", "2", "--baselines", cwd=final, env=ENV)
         assert refused.returncode == 2 and said in refused.stderr, refused.stderr
         assert files(final / "baselines") == before
+    # A share whose file holds another model's baseline (`check` would refuse it): refused, nothing written.
+    one_leg, two_leg = (legs / f"parity-gate-baselines-shard-{k}-of-2-a1" for k in (1, 2))
+    (mine,), (theirs,) = ([p for p in leg.iterdir() if p.name.endswith(".msgpack.zst")]
+                          for leg in (one_leg, two_leg))
+    mine.write_bytes(theirs.read_bytes())
+    before = files(final / "baselines")
+    refused = run_cli("merge", str(legs), "--shards", "2", "--baselines", cwd=final, env=ENV)
+    assert refused.returncode == 2 and f"baseline `{mine.name}` holds model" in refused.stderr, refused.stderr
+    assert files(final / "baselines") == before
