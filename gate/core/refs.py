@@ -23,7 +23,9 @@ def is_ref(text: str) -> bool:
     return bool(sep) and IDENT.fullmatch(module) is not None and IDENT.fullmatch(attr) is not None
 
 
-def resolve(ref: str, root: Path, where: str, model: str | None = None) -> Any:
+def resolve(ref: str, root: Path, where: str, model: str | None = None, called: bool = True) -> Any:
+    """What ``ref`` names, imported from ``root``; ConfigError naming ``where`` where it does not import, or
+    (``called``: a factory, an input generator, a transform) is not callable."""
     module_name, _, attr = ref.partition(":")
     if str(root) not in sys.path:
         sys.path.insert(0, str(root))
@@ -40,7 +42,7 @@ def resolve(ref: str, root: Path, where: str, model: str | None = None) -> Any:
         value = getattr(module, attr)
     except AttributeError:
         raise ConfigError(f"`{where}`: module `{module_name}` has no attribute `{attr}`") from None
-    if not callable(value):  # a factory, an input generator, a transform: each is called
+    if called and not callable(value):
         raise ConfigError(f"`{where}`: `{ref}` is not callable (it is a `{type(value).__name__}`)")
     return value
 

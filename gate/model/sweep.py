@@ -33,7 +33,7 @@ class Op(torch.nn.Module):
 def lookup(path: str, root: Path, where: str) -> Any:
     """``package.module:attr`` or a dotted path: the longest importable prefix, then attributes."""
     if ":" in path:
-        return resolve(path, root, where)
+        return resolve(path, root, where, called=False)  # a `ref` may name a constant (a dtype)
     parts = path.split(".")
     for cut in range(len(parts), 0, -1):
         try:

@@ -176,13 +176,14 @@ def structure(run: ModelRun, baseline: Baseline, limit: Limit) -> Structure:
         if match is not None:
             used.add(match.name)
     # a module wrapped with what followed it, its own values changed too (a fault in the conv): its child of
-    # the type it had is the module it was, compared as such
-    types = {x.name: x.type for x in run.layers}
+    # the type and the output shape it had is the module it was, compared as such (a split's halves are not)
+    layers = {x.name: x for x in run.layers}
     for n in sorted(displaced - set(renames) - set(copies) - used):
         b = baseline.layer(n)
-        if b is None or is_output(n) or types[n] == b.type:
+        if b is None or is_output(n) or layers[n].type == b.type:
             continue
-        child = next((c for c in new if c.rpartition(".")[0] == n and types[c] == b.type), None)
+        child = next((c for c in new if c.rpartition(".")[0] == n and layers[c].type == b.type
+                      and _key(layers[c].fp) == _key(b.fp)), None)
         if child is not None:
             renames[child] = n
             new.remove(child)

@@ -285,7 +285,7 @@ FRESH = {"structure": "miss", "export": "miss"}  # exported afresh: the structur
     ("buffer", ["weights"], {"structure": "hit", "export": "miss", "reference": "miss"}, "`scale`", "regressed"),
     ("non-persistent buffer", ["code"], {**FRESH, "reference": "miss"}, "operations", "regressed"),
     ("precision", ["code", "weights"], {**FRESH, "reference": "miss"}, "", "pass"),  # the reference computes as before
-    ("opset", ["export"], {**FRESH, "reference": "hit"}, "opset default -> 17", "pass"),  # the reference does not read it
+    ("opset", ["export"], {**FRESH, "reference": "hit"}, "opset default -> 20", "pass"),  # the reference does not read it
     ("transform", ["transform", "versions"], {"export": "hit", "transform": "unkeyed", "reference": "hit"},
      "ref none -> reuse_transforms:identity", "pass"),
 ])
@@ -308,7 +308,7 @@ def test_each_change_reruns_the_stages_that_read_it_and_the_verdict_follows(made
     elif change == "precision":
         monkeypatch.setenv("REUSE_TEST_FLOAT64_HEAD", "1")
     elif change == "opset":
-        made.write_text(config + "opset = 17\n")
+        made.write_text(config + "opset = 20\n")
     else:
         made.write_text(config + 'transform = "reuse_transforms:identity"\n')
     report, said = check(made)
