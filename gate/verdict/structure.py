@@ -119,12 +119,10 @@ def by_name(name: str, candidates: list[BaselineLayer]) -> BaselineLayer | None:
 
 
 def structure(run: ModelRun, baseline: Baseline, limit: Limit) -> Structure:
-    """Renames, copies, new and gone layers of ``run`` against ``baseline``. A new name matches a free
-    baseline layer (gone, or its name now another module's) as a rename, else any as a copy; a known name
-    whose values are now a free layer's (a Dropout deleted shifts the indices after it) is that layer
-    renamed. Never a layer still compared under its own name: a module that became a no-op still fails. A
-    module whose namesake one of its children was matched to (it wraps the module it was) is new.
-    An output matches only an output whose name is gone (a dict key renamed), never one still returned."""
+    """Renames, copies, new and gone layers: a new name matches a free baseline layer (gone, or its name now
+    another's) as a rename, else any as a copy; a known name whose values are a free layer's (a Dropout
+    deleted shifts indices) is it renamed, never one compared under its own name (a no-op still fails); a
+    wrapper of what it was is new (``_wrapped``); an output matches only an output whose name is gone."""
     now = {x.name for x in run.layers}
     displaced = {x.name for x in run.layers if (b := baseline.layer(x.name)) is not None
                  and not same(x.fp, b.fp, limit(x, b))}
@@ -175,8 +173,20 @@ def structure(run: ModelRun, baseline: Baseline, limit: Limit) -> Structure:
             new.append(layer.name)
         if match is not None:
             used.add(match.name)
-    # a module wrapped with what followed it, its own values changed too (a fault in the conv): its child of
-    # the type and the output shape it had is the module it was, compared as such (a split's halves are not)
+    taken = _wrapped(run, baseline, displaced, renames, copies, new, used)
+    new = [x.name for x in run.layers if x.name in taken or x.name in new]
+    compared = used | (now - set(renames) - set(copies) - taken)
+    return Structure(renames, tuple(new), tuple(g.name for g in free if g.name not in compared), copies,
+                     taken=frozenset(taken))
+
+
+def _wrapped(run: ModelRun, baseline: Baseline, displaced: set[str], renames: dict[str, str],
+             copies: dict[str, str], new: list[str], used: set[str]) -> set[str]:
+    """Modules wrapped with what followed them (a conv and its BatchNorm: the conv is `stem.0`, `stem` the
+    pair's output): their namesakes' values are their own children's now, so they have nothing to be
+    compared with. A child of the type and output shape its container had is the module it was, compared
+    as such, where its own values changed too (a fault in the conv; a split's halves are not): added to
+    ``renames``, taken from ``new``."""
     layers = {x.name: x for x in run.layers}
     for n in sorted(displaced - set(renames) - set(copies) - used):
         b = baseline.layer(n)
@@ -188,14 +198,8 @@ def structure(run: ModelRun, baseline: Baseline, limit: Limit) -> Structure:
             renames[child] = n
             new.remove(child)
             used.add(n)
-    # a module wrapped with what follows it (a conv and its BatchNorm: the conv is `stem.0`, `stem` the pair's
-    # output): its namesake's values are its own child's now, so the container has nothing to be compared with
-    taken = {old for layer, old in renames.items() if layer.startswith(f"{old}.") and old in displaced
-             and old not in renames and old not in copies and not is_output(old)}
-    new = [x.name for x in run.layers if x.name in taken or x.name in new]
-    compared = used | (now - set(renames) - set(copies) - taken)
-    return Structure(renames, tuple(new), tuple(g.name for g in free if g.name not in compared), copies,
-                     taken=frozenset(taken))
+    return {old for layer, old in renames.items() if layer.startswith(f"{old}.") and old in displaced
+            and old not in renames and old not in copies and not is_output(old)}
 
 
 def described(st: Structure) -> list[str]:
