@@ -118,4 +118,8 @@ def _write_reports(report: Report, paths: ReportPaths) -> None:
     for r in RENDERERS:
         path = paths.get(r.name)
         if path:
-            atomic_write_text(path, r.render(report))
+            try:  # a folder that does not exist yet is made, as a test runner makes its report's
+                path.parent.mkdir(parents=True, exist_ok=True)
+                atomic_write_text(path, r.render(report))
+            except OSError as e:
+                raise GateError(f"--{r.name} `{path}`: cannot write it: {e.strerror or e}") from None

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import functools
 import subprocess
 from pathlib import Path
 
 from gate import fingerprint
-from gate.config import Config, ModelSpec
+from gate.config import Config, ModelSpec, find_config
 from gate.core.status import ModelStatus, TargetStatus
-from gate.errors import GateError
+from gate.errors import ConfigError, GateError
 from gate.formats.baseline import Baseline, store
 from gate.formats.baseline.names import SUFFIX
 from gate.formats.baseline.store import Location
@@ -17,8 +18,18 @@ from gate.verdict.types import ModelVerdict
 
 
 def update_command(spec: ModelSpec, config: Config) -> str:
-    return f"parity-gate update-baseline --model {spec.name}" + (
-        f" --config {config.path}" if config.path.name not in ("pyproject.toml", "parity-gate.toml") else "")
+    return f"parity-gate update-baseline --model {spec.name}" + config_flag(config.path, Path.cwd())
+
+
+@functools.lru_cache(maxsize=8)
+def config_flag(path: Path, cwd: Path) -> str:
+    """`` --config PATH`` unless a command run in ``cwd`` would find that config by itself: a printed
+    command must run as printed where the check ran (a config in a subfolder keeps its default name)."""
+    try:
+        found = find_config(None, cwd)
+    except ConfigError:
+        found = None
+    return "" if found is not None and found.resolve() == path.resolve() else f" --config {display(path)}"
 
 
 def display(path: Path) -> Path:

@@ -228,3 +228,22 @@ def test_the_search_stops_at_the_repository_root(tmp_path):
         find_config(None, repo / "sub")
     assert str(err.value).startswith(f"no configuration found in {repo / 'sub'} or a folder above it up to the "
                                      f"repository root {repo}: ")
+
+
+def test_a_printed_command_names_the_config_a_command_run_there_would_not_find(tmp_path, monkeypatch):
+    """A config in a subfolder under its default name, checked from the repository root with --config:
+    `update-baseline` printed without --config would fail where the check ran."""
+    from gate.commands.common import config_flag
+
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "ml").mkdir()
+    sub = tmp_path / "ml" / "parity-gate.toml"
+    sub.write_text("[models]\n")
+    monkeypatch.chdir(tmp_path)
+    assert config_flag(sub, tmp_path) == " --config ml/parity-gate.toml"
+    # twins: run from the config's own folder, the command finds it by itself; another name always needs it
+    assert config_flag(sub, tmp_path / "ml") == ""
+    other = tmp_path / "ml" / "gate.toml"
+    other.write_text("[models]\n")
+    monkeypatch.chdir(tmp_path / "ml")
+    assert config_flag(other, tmp_path / "ml") == " --config gate.toml"

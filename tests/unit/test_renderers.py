@@ -11,6 +11,7 @@ from typer.testing import CliRunner
 
 from gate.cli.app import app
 from gate.config.shards import Shard
+from gate.errors import GateError
 from gate.render.renderers import RENDERERS
 from gate.verdict.judge import assemble
 from gate.verdict.merge import Leg, merge
@@ -62,3 +63,18 @@ def test_a_renderers_envvar_asks_for_its_file(tmp_path, monkeypatch):
                                 env={r.envvar: str(tmp_path / "from-env")})
     assert result.exit_code == 1, result.output
     assert (tmp_path / "from-env").read_text() == r.render(merge(legs(tmp_path), 2))
+
+
+def test_a_report_in_a_folder_not_made_yet_is_written_there_and_one_that_cannot_be_is_a_one_line_error(
+        tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    legs(tmp_path)
+    env = {r.envvar: "" for r in RENDERERS if r.envvar}
+    run = ["merge", "leg1.json", "leg2.json", "--shards", "2"]
+    result = CliRunner().invoke(app, [*run, "--markdown", "reports/pr/out.md"], env=env)
+    assert result.exit_code == 1, result.output
+    assert (tmp_path / "reports" / "pr" / "out.md").read_text().strip()
+    (tmp_path / "blocked").write_text("a file where the folder would be")  # twin: nothing can make it
+    result = CliRunner().invoke(app, [*run, "--markdown", "blocked/out.md"], env=env)
+    assert isinstance(result.exception, GateError) and result.exception.exit_code == 2, result.output
+    assert str(result.exception).startswith("--markdown `blocked/out.md`: cannot write it")
