@@ -22,5 +22,13 @@ class FormatError(GateError):
     """A baseline, result or report file is malformed, too large or of an unknown version."""
 
 
+class StaleFormat(FormatError):
+    """A file of an older format, or fingerprints of other parameters: re-recording it is the fix."""
+
+
+class LfsPointer(FormatError):
+    """A Git LFS pointer where the file should be: ``git lfs pull`` fetches it."""
+
+
 class NewerFormat(FormatError):
     """A file written by a newer parity-gate: upgrading reads it; re-recording would drop what it holds."""

@@ -9,7 +9,7 @@ from pathlib import Path
 from gate import fingerprint
 from gate.config import Config, ModelSpec, find_config
 from gate.core.status import ModelStatus, TargetStatus
-from gate.errors import ConfigError, GateError
+from gate.errors import ConfigError, GateError, StaleFormat
 from gate.formats.baseline import Baseline, store
 from gate.formats.baseline.names import SUFFIX
 from gate.formats.baseline.store import Location
@@ -81,7 +81,7 @@ def load_baseline(config: Config, spec: ModelSpec) -> tuple[Path, Baseline | Non
     recorded, current = baseline.meta.fingerprint or {}, fingerprint.parameters()
     if recorded != current:
         diff = next(k for k in current if recorded.get(k) != current[k])
-        raise GateError(f"baseline `{path}`: fingerprints were taken with another {diff.replace('_', ' ')} "
+        raise StaleFormat(f"baseline `{path}`: fingerprints were taken with another {diff.replace('_', ' ')} "
                         f"({recorded.get(diff)} vs {current[diff]} here); re-create it with "
                         f"`{update_command(spec, config)}`")
     return path, baseline

@@ -18,7 +18,7 @@ from gate.core.progress import Progress
 from gate.core.runs import ModelRun, RunError
 from gate.core.status import ErrorStatus, ModelStatus
 from gate.core.versions import environment
-from gate.errors import GateError, NewerFormat
+from gate.errors import GateError, LfsPointer, NewerFormat, StaleFormat
 from gate.formats.baseline import Baseline
 from gate.model.inputs import difference
 from gate.verdict.comparisons import compare
@@ -40,23 +40,27 @@ class Loaded:
 
 
 def load_one(config: Config, spec: ModelSpec) -> Loaded:
-    """The model's baseline, or why it cannot judge this model at all: unreadable (a corrupt, truncated
-    or newer-version file: restore it or re-record it), of another fingerprint definition
-    (``load_baseline``), or holding another model."""
+    """The model's baseline, or why it cannot judge this model at all: of a newer version (upgrade), an
+    older one or another fingerprint definition (re-record: ``load_baseline``), or damaged, an LFS pointer
+    or another model's (restore it: re-recording would take the model as it is now, faults included)."""
     path = location(config, spec).path
+    shown = display(path)
     try:
         _, baseline = load_baseline(config, spec)
     except GateError as exc:  # the next step says how to restore, re-record or read it; the repository's path
-        return _refused(path, str(exc).replace(str(path), str(display(path))), isinstance(exc, NewerFormat))
+        repair = None if isinstance(exc, NewerFormat | StaleFormat) else \
+            f"git lfs pull --include {shown}" if isinstance(exc, LfsPointer) else f"git checkout -- {shown}"
+        return _refused(path, str(exc).replace(str(path), str(shown)), isinstance(exc, NewerFormat), repair)
     if baseline is not None and baseline.model != spec.name and \
             any(other.name == baseline.model for other in config.models):
-        return _refused(path, f"baseline `{display(path)}`: holds model `{baseline.model}`, "
-                              f"not `{spec.name}`")  # a model configured as well: never this one renamed
+        # a model configured as well: never this one renamed
+        return _refused(path, f"baseline `{shown}`: holds model `{baseline.model}`, not `{spec.name}`",
+                        repair=f"git checkout -- {shown}")
     return Loaded(path, baseline)
 
 
-def _refused(path: Path, message: str, newer: bool = False) -> Loaded:
-    return Loaded(path, None, RunError(ErrorStatus.BAD_BASELINE, message, newer=newer))
+def _refused(path: Path, message: str, newer: bool = False, repair: str | None = None) -> Loaded:
+    return Loaded(path, None, RunError(ErrorStatus.BAD_BASELINE, message, newer=newer, repair=repair))
 
 
 def load_baselines(config: Config, specs: tuple[ModelSpec, ...] | list[ModelSpec]) -> dict[str, Loaded]:

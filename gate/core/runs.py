@@ -185,6 +185,7 @@ class RunError:
     where: str | None = None  # the user's frame that failed, where known
     trace: str | None = None  # the whole traceback, with --debug
     newer: bool = False  # BAD_BASELINE: the file is a newer parity-gate's (upgrading reads it)
+    repair: str | None = None  # BAD_BASELINE: the command that restores a damaged or foreign file
 
     @classmethod
     def of(cls, exc: ModelError) -> RunError:
@@ -192,13 +193,14 @@ class RunError:
 
     def to_dict(self) -> dict[str, Any]:
         """As the JSON report writes it (absent where empty)."""
-        optional = (("where", self.where), ("trace", self.trace), ("newer", self.newer))
+        optional = (("where", self.where), ("trace", self.trace), ("newer", self.newer),
+                    ("repair", self.repair))
         return {"status": self.error_status, "message": self.message, **{k: v for k, v in optional if v}}
 
     @classmethod
     def from_dict(cls, e: Obj) -> RunError:
         return cls(e.word("status", ErrorStatus), e.str("message", default=""), e.opt_str("where"),
-                   e.opt_str("trace"), e.bool("newer"))
+                   e.opt_str("trace"), e.bool("newer"), e.opt_str("repair"))
 
 
 @dataclass

@@ -126,7 +126,8 @@ class StepKind(Word):
     PRECISION_CHANGED = "precision-changed"  # the graph computes below float32 where nobody configured it
     NO_BASELINE = "no-baseline"  # record the baseline
     NO_ENTRY = "no-entry"  # record one provider's entry, on a runner that has it
-    BAD_BASELINE = "bad-baseline"  # its baseline file cannot judge it: restore it from git, or re-record it
+    BAD_BASELINE = "bad-baseline"  # its baseline file is damaged or another model's: restore it
+    STALE_BASELINE = "stale-baseline"  # its baseline's format, inputs or parameters are old: re-record
     RESTORE = "restore"  # the change deleted or damaged its baseline file: restore it from the base
     UPGRADE = "upgrade"  # its baseline file is a newer parity-gate's: upgrade this one to read it
     MODEL_FAILED = "model-failed"  # the model failed to build, export or run: reproduce

@@ -18,7 +18,7 @@ from gate.errors import FormatError
 
 from .limits import Limits
 from .nodes import Record
-from .stream import Invalid, Newer, StreamReader, one_line, quote
+from .stream import Invalid, Newer, Pointer, Stale, StreamReader, one_line, quote
 
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 _MAX_WINDOW = 1 << 27  # zstd's own default cap, made explicit
@@ -46,9 +46,9 @@ def unframe(data: bytes, limits: Limits, kind: FileKind) -> bytes:
         raise Invalid("", "file is empty")
     if data[:4] != ZSTD_MAGIC:
         if data.startswith(b"version https://git-lfs"):
-            raise Invalid("", f"is a Git LFS pointer, not the {kind.noun}; run `git lfs pull`")
+            raise Pointer("", f"is a Git LFS pointer, not the {kind.noun}; run `git lfs pull`")
         if 0x80 <= data[0] <= 0x8F or data[0] in (0xDE, 0xDF):
-            raise Invalid("", "is raw msgpack, not a zstd frame; " + kind.recreate)
+            raise Stale("", "is raw msgpack, not a zstd frame; " + kind.recreate)
         raise Invalid("", f"not a zstd frame (starts with {data[:4].hex(' ')})")
     try:
         params = zstandard.get_frame_parameters(data)
@@ -133,7 +133,7 @@ def check_version(raw: bytes, limits: Limits, kind: FileKind) -> None:
     if version > kind.version:
         raise Newer("", f"written by a newer parity-gate (format version {version:,}); {UPGRADE}")
     if version not in kind.reads:
-        raise Invalid("", f"format version {version:,} is no longer supported; {kind.recreate}")
+        raise Stale("", f"format version {version:,} is no longer supported; {kind.recreate}")
 
 
 def read_bytes(path: Path, cap: int, kind: FileKind) -> bytes:

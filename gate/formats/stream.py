@@ -10,6 +10,8 @@ from typing import Any
 
 import msgpack
 
+from gate.errors import FormatError, LfsPointer, NewerFormat, StaleFormat
+
 from .limits import Limits
 
 
@@ -27,6 +29,21 @@ class Invalid(Exception):
 
 class Newer(Invalid):
     """The document is of a newer format than this parity-gate reads (becomes a NewerFormat)."""
+
+
+class Stale(Invalid):
+    """The document is of a format this parity-gate no longer reads (becomes a StaleFormat)."""
+
+
+class Pointer(Invalid):
+    """The file is a Git LFS pointer (becomes an LfsPointer)."""
+
+
+def error_class(e: Invalid) -> type[FormatError]:
+    """The FormatError an Invalid becomes: its kind decides the fix (upgrade, re-record, fetch, restore)."""
+    kinds: tuple[tuple[type[Invalid], type[FormatError]], ...] = (
+        (Newer, NewerFormat), (Stale, StaleFormat), (Pointer, LfsPointer))
+    return next((error for kind, error in kinds if isinstance(e, kind)), FormatError)
 
 
 def one_line(text: object, limit: int = 200) -> str:

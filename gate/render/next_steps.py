@@ -199,10 +199,15 @@ def _no_entry(m: ModelVerdict, step: NextStep, s: Style) -> str:
 
 
 def _bad_baseline(m: ModelVerdict, step: NextStep, s: Style) -> str:
-    command = _of_sweep(m, replace(step, command=m.recreate)).command  # its command restores the file
+    return (f"its baseline file is damaged or not this model's (the error above says how): restore it with "
+            f"{s.code(step.command, 300)} and check again. Re-recording would take the model as it is now, "
+            "faults included.")
+
+
+def _stale_baseline(m: ModelVerdict, step: NextStep, s: Style) -> str:
+    command = _of_sweep(m, step).command  # a sweep's command records its set file
     return (f"its baseline file cannot judge it (the error above says why): re-record it with "
-            f"{s.code(command, 260)}{_commit(m, s)}, or, if the file was damaged, restore it with "
-            f"{s.code(step.command, 300)}.")
+            f"{s.code(command, 260)}{_commit(m, s)}.")
 
 
 def _restore(m: ModelVerdict, step: NextStep, s: Style) -> str:
@@ -264,7 +269,8 @@ _WORDS = {StepKind.MODEL_CHANGED: _model_changed, StepKind.WEIGHTS_CHANGED: _mod
           StepKind.DYNAMIC_SHAPE: _dynamic_shape,
           StepKind.OUTPUT_TOLERANCE: _output_tolerance, StepKind.ARTIFACT_DIFFERS: _artifact_differs,
           StepKind.PRECISION_CHANGED: _precision_changed, StepKind.NO_BASELINE: _no_baseline,
-          StepKind.NO_ENTRY: _no_entry, StepKind.BAD_BASELINE: _bad_baseline, StepKind.UPGRADE: _upgrade,
+          StepKind.NO_ENTRY: _no_entry, StepKind.BAD_BASELINE: _bad_baseline,
+          StepKind.STALE_BASELINE: _stale_baseline, StepKind.UPGRADE: _upgrade,
           StepKind.RESTORE: _restore,
           StepKind.MODEL_FAILED: _model_failed, StepKind.NO_GPU: _no_gpu, StepKind.NO_RESULT: _no_result,
           StepKind.LOAD_FAIL: _load_fail, StepKind.PROVIDER_FAILED: _provider_failed,

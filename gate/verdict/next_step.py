@@ -25,7 +25,7 @@ UPGRADE = "pip install -U parity-gate"
 # Where recording the new numbers is the fix the user may intend: the only steps that offer `update-baseline`.
 RECORDS = frozenset({StepKind.MODEL_CHANGED, StepKind.WEIGHTS_CHANGED, StepKind.NO_BASELINE,
                      StepKind.NO_ENTRY, StepKind.RECORD_ELSEWHERE, StepKind.REFACTORED,
-                     StepKind.BAD_BASELINE, StepKind.DYNAMIC_SHAPE})
+                     StepKind.STALE_BASELINE, StepKind.DYNAMIC_SHAPE})
 
 
 @dataclass(frozen=True)
@@ -152,9 +152,10 @@ def _failed(m: ModelVerdict) -> NextStep | None:
         return NextStep(StepKind.UPGRADE, UPGRADE, error_status=m.error.error_status)
     if m.error and m.refused and m.restore:  # damaged by the change: re-recording would judge nothing
         return _restore(m)
-    if m.error and m.refused:  # the reason says why
-        return NextStep(StepKind.BAD_BASELINE, f"git checkout -- {m.baseline_path}",
-                        error_status=m.error.error_status)
+    if m.error and m.refused and m.error.repair:  # damaged or another's: a re-record would take the model
+        return NextStep(StepKind.BAD_BASELINE, m.error.repair, error_status=m.error.error_status)
+    if m.error and m.refused:  # an older format, other inputs or parameters: the reason says which
+        return NextStep(StepKind.STALE_BASELINE, m.recreate, error_status=m.error.error_status)
     if m.error:
         return NextStep(StepKind.MODEL_FAILED, reproduce(m), error_status=m.error.error_status)
     failed = [p for p in m.providers if p.status == TargetStatus.ERROR]

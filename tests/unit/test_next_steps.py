@@ -323,22 +323,29 @@ def test_every_step_kind_has_words():
     assert set(_WORDS) == set(StepKind)
 
 
-def test_a_corrupt_baseline_says_restore_it_from_git_or_re_record_it():
+@pytest.mark.parametrize("repair", ["git checkout -- baselines/tiny-cnn.msgpack.zst",
+                                    "git lfs pull --include baselines/tiny-cnn.msgpack.zst"])
+def test_a_damaged_baseline_says_restore_it_and_never_re_record_it(repair):
+    """A truncated file or an LFS pointer: re-recording would take the model as it is now, a fault included.
+    Twin: a file of an older format (no repair) is re-recorded, as nothing else reads it."""
     from gate.verdict.next_step import next_step
 
-    report = raw("real-check-reference-drift")
-    model = report["models"][0]
-    model.update(status="error", providers=[], hints=[], audits=[],
-                 error={"status": "BAD_BASELINE",
-                        "message": "baseline `baselines/tiny-cnn.msgpack.zst`: truncated"})
-    report["verdict"] = "error"
-    typed_report = typed(report)
-    step = next_step(typed_report.models[0])
-    assert (step.kind, step.command) == ("bad-baseline", "git checkout -- baselines/tiny-cnn.msgpack.zst")
-    line = next_steps(typed_report).splitlines()[2]
-    assert "restore it with `git checkout -- baselines/tiny-cnn.msgpack.zst`" in line
+    def first_step(repair: str | None):
+        report = raw("real-check-reference-drift")
+        model = report["models"][0]
+        model.update(status="error", providers=[], hints=[], audits=[],
+                     error={"status": "BAD_BASELINE", "message": "baseline `b.msgpack.zst`: bad",
+                            **({"repair": repair} if repair else {})})
+        report["verdict"] = "error"
+        typed_report = typed(report)
+        return next_step(typed_report.models[0]), next_steps(typed_report).splitlines()[2]
+
+    step, line = first_step(repair)
+    assert (step.kind, step.command) == ("bad-baseline", repair)
+    assert f"restore it with `{repair}`" in line and "update-baseline" not in line
+    step, line = first_step(None)
+    assert (step.kind, step.command) == ("stale-baseline", "parity-gate update-baseline --model tiny-cnn")
     assert "re-record it with `parity-gate update-baseline --model tiny-cnn`" in line
-    assert line.index("re-record") < line.index("restore")  # what fixes every cause first
 
 
 def test_a_sweeps_bad_file_is_one_step_for_its_cases_recording_the_whole_sweep():

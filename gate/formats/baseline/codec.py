@@ -12,13 +12,13 @@ from typing import Any
 import msgpack
 import zstandard
 
-from gate.errors import FormatError, NewerFormat
+from gate.errors import FormatError
 
 from ..atomic import atomic_write_bytes, baseline_lock, remove_stale_temps
 from ..frame import FileKind, parse, read_bytes
 from ..limits import DEFAULT_LIMITS, Limits
 from ..nodes import Record
-from ..stream import Invalid, Newer, quote
+from ..stream import Invalid, error_class, quote
 from .document import Baseline
 from .schema import DOCUMENT, FORMAT, OLDEST, VERSION, check_document
 
@@ -33,7 +33,7 @@ def decode_baseline(data: bytes, source: str, limits: Limits = DEFAULT_LIMITS) -
     try:
         return check_document(parse(bytes(data), limits, KIND, DOCUMENT))
     except Invalid as e:
-        raise (NewerFormat if isinstance(e, Newer) else FormatError)(f"baseline `{source}`: {e}") from None
+        raise error_class(e)(f"baseline `{source}`: {e}") from None
 
 
 def _encode(doc: dict[str, Any], source: str, kind: FileKind = KIND, schema: Record = DOCUMENT,

@@ -7,13 +7,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from gate.errors import FormatError, NewerFormat
-
 from ..atomic import atomic_write_bytes, remove_stale_temps
 from ..frame import FileKind, parse, read_bytes
 from ..limits import DEFAULT_LIMITS, Limits
 from ..nodes import Int, NameMap, Record, Str
-from ..stream import Invalid, Newer, quote
+from ..stream import Invalid, error_class, quote
 from .codec import _encode
 from .schema import DOCUMENT, MODEL, check_document
 
@@ -44,8 +42,7 @@ def decode_set(data: bytes, source: str, limits: Limits = DEFAULT_LIMITS) -> dic
     try:
         return check_set(parse(bytes(data), limits, SET_KIND, SET_DOCUMENT))
     except Invalid as e:
-        error = NewerFormat if isinstance(e, Newer) else FormatError
-        raise error(f"baseline set `{source}`: {e}") from None
+        raise error_class(e)(f"baseline set `{source}`: {e}") from None
 
 
 def read_set(path: Path, limits: Limits = DEFAULT_LIMITS) -> dict[str, Any]:
