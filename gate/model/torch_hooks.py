@@ -6,9 +6,9 @@ tensor, so memory does not grow with the number of layers.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import weakref
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -23,7 +23,7 @@ __all__ = ["CallSpecs", "Capture", "LayerOutput", "flatten", "outputs", "run", "
 _PLAIN = (torch.Tensor, str, int, float, bool, type(None))
 
 
-@dataclass
+@dataclasses.dataclass
 class LayerOutput:
     """One module call's output element, as captured."""
 
@@ -50,6 +50,12 @@ def flatten(value: Any, prefix: str = "") -> Iterator[tuple[str, torch.Tensor]]:
             yield from flatten(item, f"{prefix}[{key}]")
     elif hasattr(value, "to_tuple") and callable(value.to_tuple):  # transformers ModelOutput
         yield from flatten(dict(value.items()), prefix)
+    elif dataclasses.is_dataclass(value) and not isinstance(value, type):  # its fields in order, as exported
+        yield from flatten({f.name: getattr(value, f.name) for f in dataclasses.fields(value)}, prefix)
+    elif not isinstance(value, (str, bytes, int, float, bool, type(None))):  # a container pytree knows
+        leaves, spec = torch.utils._pytree.tree_flatten(value)
+        if not spec.is_leaf():
+            yield from flatten(leaves, prefix)
 
 
 def outputs(module: torch.nn.Module, value: Any) -> list[LayerOutput]:

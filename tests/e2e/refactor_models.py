@@ -3,6 +3,8 @@ factories for tests/e2e/test_refactors.py."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import torch
 from torch import nn
 
@@ -124,3 +126,42 @@ def conv_bn_wrapped_conv_changed() -> nn.Module:
     with torch.no_grad():
         m.stem[0].weight.mul_(1 + 1e-4)
     return m
+
+
+@dataclasses.dataclass
+class Out:
+    """Outputs in a dataclass registered for torch.export: the exporter ships each field."""
+
+    y: torch.Tensor
+    h: torch.Tensor
+
+
+torch.export.register_dataclass(Out)
+
+
+class TwoOut(nn.Module):
+    def __init__(self, form: str = "tuple", scale: float = 0.5) -> None:
+        super().__init__()
+        self.form, self.scale = form, scale
+        self.inp, self.head = nn.Linear(6, 12), nn.Linear(12, 4)
+
+    def forward(self, x: torch.Tensor):
+        h = torch.tanh(self.inp(x))
+        y, aux = self.head(h), h.mean(1) * self.scale
+        return Out(y, aux) if self.form == "dataclass" else (y, aux)
+
+
+def two_outputs() -> nn.Module:
+    torch.manual_seed(0)
+    return TwoOut().eval()
+
+
+def two_outputs_as_a_dataclass() -> nn.Module:
+    torch.manual_seed(0)
+    return TwoOut("dataclass").eval()
+
+
+def two_outputs_as_a_dataclass_second_changed() -> nn.Module:
+    """The second output 1e-4 off, no module's output moved: only the shipped output can see it."""
+    torch.manual_seed(0)
+    return TwoOut("dataclass", 0.5 * (1 + 1e-4)).eval()

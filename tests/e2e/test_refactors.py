@@ -20,6 +20,7 @@ MODELS = {
     "transformer": ('[{ name = "x", shape = [2, 8, 16], dtype = "float32" }]',
                     "refactor_models:transformer_with_dropout"),
     "convbn": ('[{ name = "x", shape = [2, 4, 8, 8], dtype = "float32" }]', "refactor_models:conv_bn"),
+    "twoout": ('[{ name = "x", shape = [2, 5, 6], dtype = "float32" }]', "refactor_models:two_outputs"),
 }
 
 
@@ -125,3 +126,15 @@ def test_a_conv_wrapped_with_its_batchnorm_is_never_compared_with_the_conv_it_is
     assert (first["layer"], first["check"]) == ("stem.0", "reference-drift") and first["value"] < 1e-3, first
     (hint,) = [h for h in report["models"][0]["hints"] if h["kind"] == "model-change"]
     assert hint["evidence"]["tensors_changed"] == ["stem.0.weight"], hint["message"]
+
+
+def test_outputs_returned_in_a_dataclass_are_each_checked(recorded):
+    """A registered dataclass of outputs: each field ships, so each is compared. The tuple rewritten as the
+    dataclass passes as a rename; its twin, the second field 1e-4 off, fails there (it was never read)."""
+    report = check(recorded, "twoout", "refactor_models:two_outputs_as_a_dataclass")
+    assert report["verdict"] == "pass", report["first_regression"]
+    notes = [a["message"] for a in report["models"][0]["audits"] if a["check"] == "structure"]
+    assert any("(model)[1] → (model)[h]" in n for n in notes), notes
+    report = check(recorded, "twoout", "refactor_models:two_outputs_as_a_dataclass_second_changed")
+    assert report["verdict"] == "regressed"
+    assert report["first_regression"]["layer"] == "(model)[h]", report["first_regression"]
