@@ -191,8 +191,9 @@ def traced_ops_changed(run: ModelRun, baseline: Baseline) -> bool:
 
 
 class _Judge:
-    def __init__(self, run: ModelRun, baseline: Baseline, st: Structure, limit: Limit, seal: Limit):
+    def __init__(self, run: ModelRun, baseline: Baseline, st: Structure, limit: Limit, seal: Limit, tight: Limit):
         self.run, self.baseline, self.st, self.limit, self.seal_limit = run, baseline, st, limit, seal
+        self.tight = tight  # what a call's outputs hold to, to excuse a move inside it
         self._carried: list[int] | None = None
         self._tensors: dict[str, list[str]] = {}  # module -> the tensors it holds
         self._changed: dict[str, list[str]] = {}  # module -> its tensors that changed
@@ -202,12 +203,12 @@ class _Judge:
     def recorded(self, layer: LayerInfo) -> BaselineLayer | None:
         return self.baseline.layer(self.st.own(layer.name))
 
-    def holds(self, layer: LayerInfo, held: bool = True) -> bool:
+    def holds(self, layer: LayerInfo, held: bool = True, limit: Limit | None = None) -> bool:
         """Its value is its baseline layer's (``held`` False: is not), within the limit a module's output
         holds to; never where either side's shape depends on values."""
         b = self.recorded(layer)
         return (b is not None and layer.data_dependent is None and b.data_dependent is None
-                and same(layer.fp, b.fp, self.seal_limit(layer, b)) == held)
+                and same(layer.fp, b.fp, (limit or self.seal_limit)(layer, b)) == held)
 
     def moved(self, layer: LayerInfo) -> bool:
         """Its value moved in a way a refactor can move it: past the limit or to another shape, with the
@@ -219,7 +220,7 @@ class _Judge:
         return nonfinite and not same(layer.fp, b.fp, self.limit(layer, b))
 
     def seal(self, call: list[LayerInfo]) -> bool:
-        return bool(call) and all(self.holds(x) for x in call) and any(identifies(x.fp) for x in call)
+        return bool(call) and all(self.holds(x, limit=self.tight) for x in call) and any(identifies(x.fp) for x in call)
 
     def reshaped(self, layer: LayerInfo) -> bool:
         """Its baseline values in order under another shape (tokens flattened around a Linear)."""
@@ -279,10 +280,11 @@ class _Judge:
         return tuple(p.name for p in parts) if union_of(layer.fp, [p.fp for p in parts], limit) else ()
 
 
-def inside(run: ModelRun, baseline: Baseline, st: Structure, limit: Limit, seal: Limit | None = None) -> dict[str, Move]:
-    """The layers that moved (past ``limit``) inside a module call whose output holds (within ``seal``,
-    by default ``limit``), each with the innermost such call and where its values went."""
-    judge, calls = _Judge(run, baseline, st, limit, seal or limit), _Calls(run.layers)
+def inside(run: ModelRun, baseline: Baseline, st: Structure, limit: Limit, seal: Limit | None = None,
+           tight: Limit | None = None) -> dict[str, Move]:
+    """The layers that moved (past ``limit``) inside a module call whose output holds (within ``tight``, by
+    default ``seal``, by default ``limit``), each with the innermost such call and where its values went."""
+    judge, calls = _Judge(run, baseline, st, limit, seal or limit, tight or seal or limit), _Calls(run.layers)
     out: dict[str, Move] = {}
     failed: list[int] = []  # layers that moved and are no move: they fail
 

@@ -338,6 +338,45 @@ def hidden_lora_refactored() -> nn.Module:
     return hidden_faulted("lora", True)
 
 
+class ScaledBlock(nn.Module):
+    """A residual block with its layer scale inside it (ConvNeXt, CaiT at 1e-6): the block's output, not the
+    model's, is what a move inside it is excused by."""
+
+    def __init__(self, inline: str | None = None):
+        super().__init__()
+        self.fc1, self.fc2 = nn.Linear(16, 32), nn.Linear(32, 16)
+        self.act = nn.GELU() if inline is None else None  # inlined: a call, or the tanh approximation's
+        self.inline = inline
+        self.gamma = nn.Parameter(torch.full((16,), 1e-6))
+
+    def forward(self, x):
+        h = self.fc1(x)
+        h = self.act(h) if self.act is not None else nn.functional.gelu(h, approximate=self.inline)
+        return x + self.gamma * self.fc2(h)
+
+
+class LayerScaled(nn.Module):
+    def __init__(self, inline: str | None = None):
+        super().__init__()
+        torch.manual_seed(0)
+        self.stem, self.block, self.head = nn.Linear(16, 16), ScaledBlock(inline), nn.Linear(16, 4)
+
+    def forward(self, x):
+        return self.head(self.block(self.stem(x)))
+
+
+def layer_scaled() -> nn.Module:
+    return LayerScaled()
+
+
+def layer_scaled_inlined() -> nn.Module:
+    return LayerScaled("none")
+
+
+def layer_scaled_inlined_tanh() -> nn.Module:
+    return LayerScaled("tanh")
+
+
 class ScaledFirst(Attention):
     """The same attention, the scale applied to q before the product: a refactor of `attn`'s code."""
 

@@ -40,7 +40,7 @@ def recorded(tmp_path_factory) -> Path:
     models = (("net", "net", IMAGE), ("tables", "tables", TOKENS), ("fading", "fading", TOKENS),
               ("hidden", "hidden", TOKENS), ("flat", "flat", IMAGE), ("tied", "tied", IDS),
               ("chain", "chain", ROWS), ("tokens", "tokens", TOKENS), ("sensor", "sensor", READINGS),
-              ("normed", "normed", IMAGE))
+              ("normed", "normed", IMAGE), ("scaledblock", "layer_scaled", TOKENS))
     for name, factory, inputs in models:
         cfg = load_config(_config(tmp, name, factory, inputs))
         commands.update_baseline(cfg, cfg.models, cfg.providers)
@@ -155,6 +155,21 @@ def test_a_weight_change_hidden_from_the_blocks_output_fails_and_names_its_tenso
     assert f"`{layer}.weight`" in rows[layer]["message"]
     branch_rows = [r for r in rows.values() if r["layer"].startswith(layer.split(".")[0])]
     assert not any(r["status"] == "moved" for r in branch_rows)
+
+
+@pytest.mark.parametrize("approximate", ["none", "tanh"])
+def test_a_code_change_behind_a_layer_scale_fails_where_an_inlined_module_passes(recorded, approximate):
+    """A block's GELU module inlined as a call: a refactor, it passes. Its twin inlines the tanh
+    approximation: `block.fc2` moves by 1e-4 and the layer scale (1e-6) leaves the block's output within
+    the reference's tolerance, never within what code alone moves float64 by: it fails there."""
+    factory = f"layer_scaled_inlined{'_tanh' if approximate == 'tanh' else ''}"
+    report = check(recorded, "scaledblock", factory, TOKENS)
+    if approximate == "none":
+        assert report["verdict"] == "pass", report["first_regression"]
+        return
+    first = report["first_regression"]
+    assert report["verdict"] == "regressed" and (first["layer"], first["check"]) == \
+        ("block.fc2", "reference-drift"), first
 
 
 def test_the_refactor_beside_those_faults_passes_alone(recorded):
