@@ -191,7 +191,8 @@ def traced_ops_changed(run: ModelRun, baseline: Baseline) -> bool:
 
 
 class _Judge:
-    def __init__(self, run: ModelRun, baseline: Baseline, st: Structure, limit: Limit, seal: Limit, tight: Limit):
+    def __init__(self, run: ModelRun, baseline: Baseline, st: Structure, limit: Limit, seal: Limit,
+                 tight: Limit):
         self.run, self.baseline, self.st, self.limit, self.seal_limit = run, baseline, st, limit, seal
         self.tight = tight  # what a call's outputs hold to, to excuse a move inside it
         self._carried: list[int] | None = None
@@ -220,7 +221,8 @@ class _Judge:
         return nonfinite and not same(layer.fp, b.fp, self.limit(layer, b))
 
     def seal(self, call: list[LayerInfo]) -> bool:
-        return bool(call) and all(self.holds(x, limit=self.tight) for x in call) and any(identifies(x.fp) for x in call)
+        held = all(self.holds(x, limit=self.tight) for x in call)
+        return bool(call) and held and any(identifies(x.fp) for x in call)
 
     def reshaped(self, layer: LayerInfo) -> bool:
         """Its baseline values in order under another shape (tokens flattened around a Linear)."""
