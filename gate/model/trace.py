@@ -12,11 +12,13 @@ not by operator names. What a dispatch trace cannot see: docs/verdict.md#what-th
 from __future__ import annotations
 
 import hashlib
+import random as pyrandom
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode, _disable_current_modes
 from torch.utils.weak import WeakIdKeyDictionary
@@ -208,6 +210,16 @@ def _generators(module: torch.nn.Module) -> list[tuple[str, torch.Generator]]:
     return out
 
 
+def _numpy_state() -> tuple:
+    st = np.random.get_state()
+    return (st[1].tobytes(), *st[2:]) if isinstance(st, tuple) else (repr(st),)
+
+
+# Generators outside torch a forward may draw from (np.random.rand(), random.random()): no operation shows
+# the draw, only their states do.
+_HOST = (("NumPy's global generator", _numpy_state), ("Python's `random`", pyrandom.getstate))
+
+
 def probe(built: BuiltModel) -> Probe:
     """The traced, fingerprinted float32 forward (raises what the model raises)."""
     named, hashed = _named(built)
@@ -219,10 +231,13 @@ def probe(built: BuiltModel) -> Probe:
         generators = _generators(built.module)  # as restored: the very objects the forward sees
         trace.known, trace.generators = {id(g) for _, g in generators}, generators
         before = [(name, g, g.get_state()) for name, g in generators]
+        host = [(name, read, read()) for name, read in _HOST]
         records = capture.run(built.inputs, trace)
         drawn = [name for name, g, state in before if not torch.equal(state, g.get_state())]
+        outside = [f"a draw from {name}" for name, read, state in host if read() != state]
     random = trace.random + ([f"{', '.join(sorted(set(trace.seeded))[:3]) or 'an operation'} drew from "
-                              f"{', '.join(drawn[:3])}"] if drawn else [])
+                              f"{', '.join(drawn[:3])}"] if drawn else []) + outside
+    draws = (trace.draws or [r for r in random if "(its own generator)" in r]) + outside
     return Probe(records, capture.output, trace.digest, trace.ops, random[:20], sorted(trace.custom)[:50],
-                 time.perf_counter() - start, specs.recordable(), trace.modules(built.module),
-                 (trace.draws or [r for r in random if "(its own generator)" in r])[:5], trace.first_use)
+                 time.perf_counter() - start, specs.recordable(), trace.modules(built.module), draws[:5],
+                 trace.first_use)

@@ -6,6 +6,7 @@ variables switch code paths only the op trace sees."""
 from __future__ import annotations
 
 import os
+import random
 from pathlib import Path
 
 import numpy as np
@@ -39,6 +40,10 @@ class Net(nn.Module):
             h = h + 0.0 * torch.randn(h.shape, generator=torch.Generator().manual_seed(0))
         elif noise == "held":
             h = h + 0.0 * torch.randn(h.shape, generator=self.noise)
+        elif noise == "numpy":  # outside torch: a float the trace records, drawn anew each run
+            h = h * (1.0 + 0.0 * float(np.random.rand()))
+        elif noise == "python":
+            h = h * (1.0 + 0.0 * random.random())
         elif noise:
             h = h + 0.0 * torch.randn_like(h)
         if getattr(self, "export_fp16", False) and torch.compiler.is_exporting():  # the exported graph alone

@@ -318,6 +318,8 @@ def test_float64_outputs_that_differ_under_their_key_raise_an_alarm(tmp_path, mo
     ("1", False, "drew from the default CPU generator"),
     ("own", False, "(its own generator)"),
     ("held", False, "drew from generator `noise`"),
+    ("numpy", False, "a draw from NumPy's global generator"),  # no operation shows these draws: states do
+    ("python", False, "a draw from Python's `random`"),
 ])
 def test_randomness_is_told_by_what_the_forward_draws(tmp_path, monkeypatch, noise, reused, said):
     monkeypatch.delenv("REUSE_TEST_NOISE", raising=False)
