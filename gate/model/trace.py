@@ -210,7 +210,7 @@ def _generators(module: torch.nn.Module) -> list[tuple[str, torch.Generator]]:
     return out
 
 
-def _numpy_state() -> tuple:
+def _numpy_state() -> tuple[object, ...]:
     st = np.random.get_state()
     return (st[1].tobytes(), *st[2:]) if isinstance(st, tuple) else (repr(st),)
 
