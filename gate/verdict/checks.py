@@ -11,13 +11,14 @@ from dataclasses import replace
 from typing import Any
 
 from gate.config import ModelSpec
-from gate.core.layers import is_output
+from gate.core.layers import ROOT, is_output, module_of
 from gate.core.runs import LayerInfo, ModelRun, ProviderLayer, ProviderRun
 from gate.core.status import DATA_DEPENDENT_RULES, Check, DataDependence, LayerStatus, RowStatus
 from gate.core.target import ROUNDING, coarsest
 from gate.fingerprint import Fingerprint, difference
 from gate.formats.baseline import Baseline, Entry, EntryLayer
 from gate.verdict import data_dependent, moves, reexpression
+from gate.verdict.hints.weights import tensor_changes
 from gate.verdict.structure import Limit, Move, Structure, structure
 from gate.verdict.types import Row
 
@@ -130,7 +131,7 @@ def _reference_layer(run: ModelRun, layer: LayerInfo, baseline: Baseline, st: St
             _row(layer, RowStatus.NEW, Check.STRUCTURE, message="layer is not in the baseline (the "
                  "model's structure changed): not compared")
     row = _reference_row(run, layer, recorded.fp, limit(layer, recorded))
-    tensors = moves.changed_tensors(run, baseline, layer.name) if row.failed else []
+    tensors = _changed_tensors(run, baseline, st, layer.name, altered) if row.failed else []
     if row.check in (Check.REFERENCE_DRIFT, Check.SHAPE) and tensors:
         more = f" and {len(tensors) - 3} more" if len(tensors) > 3 else ""
         shown = ", ".join(f"`{n}`" for n in tensors[:3]) + more
@@ -141,6 +142,16 @@ def _reference_layer(run: ModelRun, layer: LayerInfo, baseline: Baseline, st: St
         row.message = f"{'renamed from' if layer.name in st.renames else 'same values as'} {recorded.name}"
     row.data_dependent = how
     return row
+
+
+def _changed_tensors(run: ModelRun, baseline: Baseline, st: Structure, layer: str,
+                     altered: frozenset[str]) -> list[str]:
+    """The tensors of ``layer``'s module (and those inside it) whose values changed, then those only one side
+    has: a tensor of a module matched under another name is compared under the name it had."""
+    changes = tensor_changes(baseline.meta.tensor_digests, run.meta.tensor_digests, st.renames, altered)
+    module = module_of(layer)
+    prefix = "" if module == ROOT else module + "."
+    return [n for n in (changes.values + changes.unmatched if changes else []) if n.startswith(prefix)]
 
 
 def _reference_row(run: ModelRun, layer: LayerInfo, base: Fingerprint, limit: float) -> Row:

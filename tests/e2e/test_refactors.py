@@ -126,6 +126,9 @@ def test_a_conv_wrapped_with_its_batchnorm_is_never_compared_with_the_conv_it_is
     assert (first["layer"], first["check"]) == ("stem.0", "reference-drift") and first["value"] < 1e-3, first
     (hint,) = [h for h in report["models"][0]["hints"] if h["kind"] == "model-change"]
     assert hint["evidence"]["tensors_changed"] == ["stem.0.weight"], hint["message"]
+    # the headline names that tensor alone, as the hint does: the conv's bias only moved with its rename
+    assert first["message"].endswith("its tensor `stem.0.weight` changed: re-expressed (split, merged or "
+                                     "renamed) into as many values as before, not the same ones"), first
 
 
 def test_outputs_returned_in_a_dataclass_are_each_checked(recorded):
