@@ -6,16 +6,13 @@ around it, a layer moves on evidence of its own (``_onward``).
 Weights folded in float32 are rounded to float32: the module's float64 output then moves by a few 1e-8,
 far past the reference's 1e-9, so where a re-expression computed new weights (``reexpression``: a fold)
 an output also holds within what float32 moves it by (``rounding``, the ``seal``), whatever a provider's
-floor says; one that only
-moved values (a split, a merge) has no rounding, and one that kept its count but not its values changed
-weights.
-Code alone moves float64 values by ~1e-16: a module whose own code changed keeps no such budget unless
-it re-expressed tensors, and a kept tensor whose values changed is a weight change unless its module's
-values went somewhere known (a fold's conv, a merge's projection). A change that flows on through a
-module whose tensors did not change is no move (``carries``): a contracting network fades a weight
-fault below any limit by its outputs.
+floor says; one that only moved values (a split, a merge) has no rounding, and one that kept its count
+but not its values changed weights. Code alone moves float64 values by ~1e-16: where only code changed,
+the call's outputs hold within ``tight`` (checks.CODE_SEAL), and a kept tensor whose values changed is a
+weight change unless its module's values went somewhere known (a fold's conv, a merge's projection). A
+change that flows on through a module whose tensors did not change is no move (``carries``): a
+contracting network fades a weight fault below any limit by its outputs.
 """
-
 from __future__ import annotations
 
 import bisect
