@@ -190,8 +190,7 @@ def traced_ops_changed(run: ModelRun, baseline: Baseline) -> bool:
 class _Judge:
     def __init__(self, run: ModelRun, baseline: Baseline, st: Structure, limit: Limit, seal: Limit,
                  tight: Limit):
-        self.run, self.baseline, self.st, self.limit, self.seal_limit = run, baseline, st, limit, seal
-        self.tight = tight  # what a call's outputs hold to, to excuse a move inside it
+        self.run, self.baseline, self.st, self.limit, self.seal_limit, self.tight = run, baseline, st, limit, seal, tight
         self._carried: list[int] | None = None
         self._tensors: dict[str, list[str]] = {}  # module -> the tensors it holds
         self._changed: dict[str, list[str]] = {}  # module -> its tensors that changed
