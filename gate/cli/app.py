@@ -281,7 +281,7 @@ def list_cases(config: ConfigOpt = None, model: ModelOpt = None, shard: ShardOpt
 @app.command()
 def validate(config: ConfigOpt = None, model: ModelOpt = None) -> None:
     """Check the config: import each model's factory, build its inputs and compare them with its baseline's (no model is built)."""
-    from gate.cli.console import console
+    from gate.cli.console import console, err_console
     from gate.commands.common import display
     from gate.commands.listing import validate as check_inputs
 
@@ -290,6 +290,8 @@ def validate(config: ConfigOpt = None, model: ModelOpt = None) -> None:
     result = check_inputs(cfg, cfg.select_models(_split(model)))
     for line in result.lines:
         console.print(escape(line), soft_wrap=True)
+    for line in result.refused:  # each case's own error line, as a config error's: on stderr
+        err_console.print(f"[bold red]error:[/bold red] {escape(line)}", soft_wrap=True)
     notices.install_gaps(cfg)
     notices.orphans(cfg)
     notices.input_ranges(cfg.select_models(_split(model)))
@@ -301,7 +303,9 @@ def validate(config: ConfigOpt = None, model: ModelOpt = None) -> None:
         console.print(f"[bold red]MISSING BASELINE[/bold red] | {escape(names)}: "
                       f"{escape(count(len(result.missing), 'case'))} without a baseline; `check` fails until "
                       f"{'it is' if len(result.missing) == 1 else 'they are'} recorded", soft_wrap=True)
-        raise typer.Exit(1)
+        raise typer.Exit(2 if result.refused else 1)
+    if result.refused:  # a file or config error, each named above: exit 2, as `check` would
+        raise typer.Exit(2)
     console.print(f"[bold green]VALID[/bold green] | {escape(str(cfg.path))}: {count(len(result.lines), 'case')}")
 
 

@@ -4,13 +4,14 @@ import, its inputs build, and they are the inputs its baseline was recorded for 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from gate.commands.common import display, load_baseline, update_command
+from gate.commands.common import display, update_command
+from gate.commands.judging import load_one
 from gate.config import Config, ModelSpec
 from gate.core.refs import resolve
 from gate.errors import ConfigError, GateError
@@ -80,42 +81,50 @@ class Missing:
 class Validation:
     lines: list[str]  # one per case
     missing: list[Missing]
+    refused: list[str] = field(default_factory=list)  # one line per case that cannot be checked, and why
 
 
 def validate(config: Config, models: tuple[ModelSpec, ...]) -> Validation:
-    """One line per case, and the cases without a baseline; a GateError naming the model for the first
-    that cannot be set up: a reference that does not import, inputs that cannot be built, or inputs other
-    than those its baseline was recorded for (``check`` would refuse that baseline)."""
+    """One line per case, the cases without a baseline, and one line for each that cannot be set up: a
+    reference that does not import, inputs that cannot be built, or a baseline ``check`` would refuse (one
+    damaged, another model's, or recorded for other inputs): every case is looked at, as ``check`` does."""
     out = Validation([], [])
     for spec in models:
-        _import_refs(config, spec)
-        path, baseline = load_baseline(config, spec)
-        # as ``check`` refuses it, first
-        if baseline is not None and baseline.model != spec.name and \
-                any(other.name == baseline.model for other in config.models):
-            raise GateError(f"model `{spec.name}`: baseline `{display(path)}` holds model "
-                            f"`{baseline.model}`; `check` will refuse it: re-create it with "
-                            f"`{update_command(spec, config)}`")
-        if baseline is None:
-            out.missing.append(Missing(spec.name, path, update_command(spec, config)))
-        built = _arrays(spec)
-        if built is None:
-            out.lines.append(f"{spec.name}: inputs from `{spec.inputs}` (a callable: built when the model runs)")
-            continue
-        names, arrays = built
-        bad = next((n for n, a in zip(names, arrays, strict=True)
-                    if a.dtype.kind == "f" and not np.isfinite(a).all()), None)
-        if bad is not None:
-            raise ConfigError(f"model `{spec.name}`: input `{bad}` contains NaN/Inf")
-        digest = inputs_mod.digest(names, arrays)
-        if baseline is not None and baseline.meta.inputs_digest not in (None, digest):
-            dtypes = [i.dtype for i in spec.inputs] if isinstance(spec.inputs, tuple) else None
-            how = inputs_mod.difference(baseline.meta.inputs, inputs_mod.describe(names, arrays, dtypes),
-                                          spec.inputs)
-            raise GateError(f"model `{spec.name}`: its declared inputs are not those baseline `{display(path)}` was "
-                            f"recorded for{f' ({how})' if how else ''}; `check` will refuse it: re-create it with "
-                            f"`{update_command(spec, config)}`")
-        size = sum(a.nbytes for a in arrays)
-        out.lines.append(f"{spec.name}: {len(arrays)} input(s), {size:,} bytes, digest {digest[:12]}"
-                         + (", no baseline" if baseline is None else ", as its baseline"))
+        try:
+            _validate_one(config, spec, out)
+        except GateError as exc:
+            named = str(exc).startswith(f"model `{spec.name}`")
+            out.refused.append(str(exc) if named else f"model `{spec.name}`: {exc}")
     return out
+
+
+def _validate_one(config: Config, spec: ModelSpec, out: Validation) -> None:
+    _import_refs(config, spec)
+    loaded = load_one(config, spec)
+    if loaded.refused is not None:  # as ``check`` refuses it, with the step that fixes it
+        repair = loaded.refused.repair
+        fix = f"restore it with `{repair}`" if repair else f"re-create it with `{update_command(spec, config)}`"
+        raise GateError(f"{loaded.refused.message}; `check` will refuse it: {fix}")
+    path, baseline = loaded.path, loaded.baseline
+    if baseline is None:
+        out.missing.append(Missing(spec.name, path, update_command(spec, config)))
+    built = _arrays(spec)
+    if built is None:
+        out.lines.append(f"{spec.name}: inputs from `{spec.inputs}` (a callable: built when the model runs)")
+        return
+    names, arrays = built
+    bad = next((n for n, a in zip(names, arrays, strict=True)
+                if a.dtype.kind == "f" and not np.isfinite(a).all()), None)
+    if bad is not None:
+        raise ConfigError(f"model `{spec.name}`: input `{bad}` contains NaN/Inf")
+    digest = inputs_mod.digest(names, arrays)
+    if baseline is not None and baseline.meta.inputs_digest not in (None, digest):
+        dtypes = [i.dtype for i in spec.inputs] if isinstance(spec.inputs, tuple) else None
+        how = inputs_mod.difference(baseline.meta.inputs, inputs_mod.describe(names, arrays, dtypes),
+                                    spec.inputs)
+        raise GateError(f"model `{spec.name}`: its declared inputs are not those baseline `{display(path)}` was "
+                        f"recorded for{f' ({how})' if how else ''}; `check` will refuse it: re-create it with "
+                        f"`{update_command(spec, config)}`")
+    size = sum(a.nbytes for a in arrays)
+    out.lines.append(f"{spec.name}: {len(arrays)} input(s), {size:,} bytes, digest {digest[:12]}"
+                     + (", no baseline" if baseline is None else ", as its baseline"))

@@ -43,15 +43,25 @@ def test_an_input_dtype_other_than_the_baselines_is_refused(tmp_path):
 
 
 def test_another_models_baseline_is_named_as_such_not_as_other_inputs(tmp_path):
-    """`tiny-cnn`'s file replaced by `tiny-transformer`'s: validate says what check will refuse it for."""
+    """`tiny-cnn`'s file replaced by `tiny-transformer`'s: validate says what check will refuse it for, and
+    goes on: `tiny-transformer`'s truncated file is named on a line of its own, as `check` would."""
     path = examples_project(tmp_path, baselines=True)
     shutil.copy(path.parent / "baselines" / "tiny-transformer.msgpack.zst",
                 path.parent / "baselines" / "tiny-cnn.msgpack.zst")
     proc = run_cli("validate", cwd=tmp_path)
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert proc.stderr.strip() == (
-        "error: model `tiny-cnn`: baseline `baselines/tiny-cnn.msgpack.zst` holds model `tiny-transformer`; "
-        "`check` will refuse it: re-create it with `parity-gate update-baseline --model tiny-cnn`")
+        "error: model `tiny-cnn`: baseline `baselines/tiny-cnn.msgpack.zst`: holds model "
+        "`tiny-transformer`, not `tiny-cnn`; `check` will refuse it: restore it with "
+        "`git checkout -- baselines/tiny-cnn.msgpack.zst`")
+    other = path.parent / "baselines" / "tiny-transformer.msgpack.zst"
+    other.write_bytes(other.read_bytes()[:100])
+    proc = run_cli("validate", cwd=tmp_path)
+    lines = proc.stderr.strip().splitlines()
+    assert proc.returncode == 2 and len(lines) == 2 and "VALID" not in proc.stdout, proc.stdout + proc.stderr
+    assert lines[1].startswith("error: model `tiny-transformer`: baseline "
+                               "`baselines/tiny-transformer.msgpack.zst`: ")
+    assert lines[1].endswith("restore it with `git checkout -- baselines/tiny-transformer.msgpack.zst`")
 
 
 def test_a_factory_that_does_not_import_is_refused_by_its_key(tmp_path):
