@@ -39,12 +39,16 @@ def baseline_block(report: Report, approval: str = "", changes: str = "") -> str
     if changed:
         shown = ", ".join(f"{code(model)} ({code(path)})" for model, path in changed[:MAX_LIST])
         more = f" and {len(changed) - MAX_LIST} more" if len(changed) > MAX_LIST else ""
-        lines += [
-            f"> **This pull request changes baselines:** {shown}{more}.",
-            "> These models were judged against the baselines this pull request writes, not against those of the "
-            "base branch: review what moved with `git diff` (with the `parity-gate show --textconv` driver, one line "
-            "per layer).",
-        ]
+        lines.append(f"> **This pull request changes baselines:** {shown}{more}.")
+        files = {PurePosixPath(m.baseline_path or "").name for m in report.models
+                 if m.status in (ModelStatus.PASS, ModelStatus.REGRESSED)}
+        judged = [model for model, path in changed if PurePosixPath(path).name in files]  # none of a deleted file
+        who = "These models" if len(judged) == len(changed) else ", ".join(code(m) for m in judged[:MAX_LIST])
+        if judged:
+            lines.append(f"> {who} {'was' if len(judged) == 1 and who != 'These models' else 'were'} judged "
+                         "against the baselines this pull request writes, not against those of the base branch: "
+                         "review what moved with `git diff` (with the `parity-gate show --textconv` driver, one "
+                         "line per layer).")
     listed = {path for _, path in changed}
     loosened = [path for path in report.baseline_loosened or [] if path in listed]  # the PR's own list alone
     if loosened:

@@ -229,3 +229,19 @@ def test_a_rewrite_that_loosens_limits_is_said_before_the_diffs_and_travels_in_t
     assert "Limits loosened" not in baseline_block(plain)
     again = Report.from_dict(Obj(report.to_dict(), "r.json"))
     assert again.baseline_loosened == report.baseline_loosened
+
+
+def test_the_block_says_judged_against_the_rewritten_files_only_of_the_models_that_were():
+    """A deleted or damaged file judged nothing: its model is listed as changed, never as judged."""
+    from gate.core.runs import RunError
+    from gate.core.status import ErrorStatus, ModelStatus
+
+    judged = ModelVerdict("a", ModelStatus.PASS, baseline_path="b/a.msgpack.zst")
+    damaged = ModelVerdict("c", ModelStatus.ERROR, RunError(ErrorStatus.BAD_BASELINE, "truncated"),
+                           baseline_path="b/c.msgpack.zst")
+    files = ["b/a.msgpack.zst", "b/c.msgpack.zst"]
+    block = baseline_block(Report("error", [judged, damaged], baseline_changes=files))
+    assert "> `a` was judged against the baselines this pull request writes" in block
+    assert "`c` was" not in block and "These models" not in block
+    assert "These models were judged" in baseline_block(Report("pass", [judged], baseline_changes=files[:1]))
+    assert "judged" not in baseline_block(Report("error", [damaged], baseline_changes=files[1:]))
