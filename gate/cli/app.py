@@ -162,8 +162,9 @@ def update_baseline(config: ConfigOpt = None, model: ModelOpt = None, provider: 
     console.print(f"[bold green]UPDATED[/bold green] | {count(len(updated) - len(failed), 'baseline')}")
     if failed:
         first = failed[0]
-        raise ModelError(f"{len(failed)} sweep case(s) could not run and keep their baselines as they were "
-                         f"(first: {first.model}: {first.error_status}: {first.error})", first.error_status)
+        kept = "its baseline" if len(failed) == 1 else "their baselines"
+        raise ModelError(f"{count(len(failed), 'model')} could not run, {kept} left as before (first: "
+                         f"{first.model}: {first.error_status}: {first.error})", first.error_status)
     unexported = [u for u in updated if u.unexported]
     if unexported:  # recorded what ran without a graph; the export itself still fails the command
         first = unexported[0]

@@ -36,7 +36,7 @@ class Updated:
     path: Path
     changes: list[str]
     warnings: list[str]
-    error: str | None = None  # a sweep's case that could not run: its baseline is left as it was
+    error: str | None = None  # a model or case that could not run: its baseline is left as it was
     error_status: ErrorStatus | None = None  # how it failed
     unexported: RunError | None = None  # the export failed: written without ONNX Runtime entries of this run
 
@@ -119,11 +119,9 @@ def update_baseline(config: Config, models: tuple[ModelSpec, ...], providers: tu
                                                                    ReusePolicy.for_update().plan(None)))
             if not sources:  # what --shard balances by; result files say nothing of how long the model took
                 run.meta.seconds = cost(time.perf_counter() - started)
-        except ModelError as exc:
-            if spec.sweep is None:
-                raise
-            # A sweep's cases are independent: one that cannot run never holds back the others.
-            failed.append(Updated(spec.name, display(location(config, spec).path), [], [], str(exc), exc.error_status))
+        except ModelError as exc:  # one model that cannot run never holds back the others: each its own file
+            error = f"{exc} (at {exc.where})" if exc.where else str(exc)
+            failed.append(Updated(spec.name, display(location(config, spec).path), [], [], error, exc.error_status))
             continue
         if calibrate:
             calibrate_noise(config, spec, providers, run, progress, settings)

@@ -84,6 +84,18 @@ def test_factory_that_raises(tmp_path):
     assert_one_line_error(run_cli("update-baseline", cwd=tmp_path), 3, "checkpoint weights.pt not found")
 
 
+def test_update_baseline_records_the_models_that_run_beside_one_that_raises(tmp_path):
+    """One bad factory fails one model: the others' baselines are written, its own is left as it was."""
+    config = write_config(tmp_path, "tiny-cnn", "examples.zoo:tiny_cnn", baseline_dir=tmp_path / "b")
+    text = config.read_text()
+    tables = text[text.index("[[models]]"):]
+    config.write_text(text + tables.replace('"tiny-cnn"', '"broken"').replace('"examples.zoo:tiny_cnn"',
+                                                                                '"faults:raises"'))
+    assert_one_line_error(run_cli("update-baseline", cwd=tmp_path), 3, "1 model could not run, its baseline "
+                          "left as before (first: broken: BUILD_FAIL", "checkpoint weights.pt not found")
+    assert sorted(p.name for p in (tmp_path / "b").iterdir()) == ["tiny-cnn.msgpack.zst"]
+
+
 def test_a_forward_that_returns_no_tensor(tmp_path):
     """Nothing ships: the model fails in one line, and update-baseline writes nothing for it."""
     write_config(tmp_path, "tiny-cnn", "faults:returns_none", baseline_dir=tmp_path / "b")
