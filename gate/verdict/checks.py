@@ -146,12 +146,16 @@ def _reference_layer(run: ModelRun, layer: LayerInfo, baseline: Baseline, st: St
 
 def _changed_tensors(run: ModelRun, baseline: Baseline, st: Structure, layer: str,
                      altered: frozenset[str]) -> list[str]:
-    """The tensors of ``layer``'s module (and those inside it) whose values changed, then those only one side
-    has: a tensor of a module matched under another name is compared under the name it had."""
-    changes = tensor_changes(baseline.meta.tensor_digests, run.meta.tensor_digests, st.renames, altered)
+    """The tensors of ``layer``'s module (and those inside it) whose values changed under their names, then
+    those only the baseline has, then those only the run has: a tensor of a module matched under another
+    name is compared under the name it had, and is no change where its values are the same."""
+    before, now = baseline.meta.tensor_digests or {}, run.meta.tensor_digests or {}
+    changes = tensor_changes(before, now, st.renames, altered)
     module = module_of(layer)
     prefix = "" if module == ROOT else module + "."
-    return [n for n in (changes.values + changes.unmatched if changes else []) if n.startswith(prefix)]
+    listed = dict.fromkeys(changes.values + changes.unmatched if changes else [])
+    names = [n for n in listed if n.startswith(prefix)]
+    return sorted(names, key=lambda n: (n not in before, n in before and n not in now))
 
 
 def _reference_row(run: ModelRun, layer: LayerInfo, base: Fingerprint, limit: float) -> Row:

@@ -101,10 +101,11 @@ def _suffix(a: str, b: str) -> int:
     return n
 
 
-def by_name(name: str, candidates: list[BaselineLayer]) -> BaselineLayer | None:
-    """Of candidates that share one value, the one whose name ends as ``name`` does, if exactly one; else,
-    where they are one value by construction (a module and the layers inside it that return its output),
-    that module. Equal numbers never decide between layers."""
+def by_name(name: str, candidates: list[BaselineLayer], kind: str | None = None) -> BaselineLayer | None:
+    """Of candidates that share one value, the one whose name ends as ``name`` does, if exactly one; else
+    the one of ``kind``'s type, if exactly one (a Sequential's last Linear, now `fc2`, is that Linear);
+    else, where they are one value by construction (a module and the layers inside it that return its
+    output), that module. Equal numbers never decide between layers."""
     if len(candidates) <= 1:
         return candidates[0] if candidates else None
     score = {g.name: _suffix(name, g.name) for g in candidates}
@@ -112,6 +113,9 @@ def by_name(name: str, candidates: list[BaselineLayer]) -> BaselineLayer | None:
     winners = [g for g in candidates if score[g.name] == best]
     if best > 0 and len(winners) == 1:
         return winners[0]
+    typed = [g for g in candidates if g.type == kind]
+    if len(typed) == 1:
+        return typed[0]
     outer = min(candidates, key=lambda g: len(module_of(g.name)))
     path = module_of(outer.name)
     inside = all(g is outer or module_of(g.name).startswith(path + ".") for g in candidates)
@@ -153,7 +157,7 @@ def structure(run: ModelRun, baseline: Baseline, limit: Limit) -> Structure:
         exact = partial(relative_error, layer.fp)
         return by_name(layer.name, [g for g in pool if g.name != layer.name and is_output(g.name) == output
                                     and not (output and g.name in now)  # outputs swapped: what ships changed
-                                    and within(near[g.name], limit(layer, g), partial(exact, g.fp))])
+                                    and within(near[g.name], limit(layer, g), partial(exact, g.fp))], layer.type)
 
     for layer in run.layers:
         if layer.name not in displaced and baseline.layer(layer.name) is not None:

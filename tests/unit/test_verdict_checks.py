@@ -365,3 +365,14 @@ def test_a_model_change_into_a_lower_precision_is_named_in_its_hint():
     same = next(h for h in model_verdict(spec(), changed, before, "b.msgpack.zst", "cmd").hints
                 if h.kind == "model-change")
     assert "below float32" not in same.message
+
+
+def test_of_a_container_and_its_last_layer_a_new_name_is_the_layer_of_its_own_type():
+    """`mlp = Sequential(Linear, GELU, Linear)` rewritten as `fc1, act, fc2`: `fc2` holds the values of both
+    `mlp` and `mlp.2`, and is the Linear. Twin: a layer of neither type is the container, as before."""
+    from gate.formats.baseline import BaselineLayer
+    from gate.verdict.structure import by_name
+
+    pair = [BaselineLayer("mlp", "Sequential", fp()), BaselineLayer("mlp.2", "Linear", fp())]
+    assert by_name("fc2", pair, "Linear").name == "mlp.2"
+    assert by_name("fc2", pair, "Identity").name == "mlp" and by_name("fc2", pair).name == "mlp"
