@@ -161,11 +161,15 @@ def test_changes_name_a_new_baseline_a_new_entry_and_no_change():
         f"CUDAExecutionProvider ({GPU}:bfloat16): new entry"]
 
 
-def test_changes_name_added_and_removed_layers():
+def test_changes_name_added_and_removed_layers_and_one_that_holds_a_removed_ones_values_as_renamed():
     before = merge_run(_run(runtime(device=CPU)))
     names = ("a", "c", "d", "e", "(model)")
-    after = merge_run(_run(runtime(device=CPU, names=names), names=names), before)
+    after = merge_run(_run(runtime(device=CPU, names=names), names=names, moves={"d": 0.5, "e": 0.25}), before)
     assert describe(before, after) == ["layers added: 2 (first: d)", "layers removed: 1 (first: b)"]
+    # `b` now `d` with its values: one rename, not a layer added and one removed
+    after = merge_run(_run(runtime(device=CPU, names=names), names=names, moves={"e": 0.25}), before)
+    assert describe(before, after)[:2] == ["layers renamed: 1 (first: b -> d), values the same",
+                                           "layers added: 1 (first: e)"]
 
 
 def test_changes_name_a_moved_reference_first_and_largest():

@@ -83,6 +83,11 @@ def _layer_lines(old: Baseline, new: Baseline) -> list[str]:
     new_names = {x.name for x in new.layers}
     added = [x.name for x in new.layers if old.layer(x.name) is None]
     removed = [x.name for x in old.layers if x.name not in new_names]
+    renamed = _renamed(old, new, added, removed)
+    if renamed:
+        lines.append(f"layers renamed: {len(renamed)} (first: {renamed[0][0]} -> {renamed[0][1]}), values the same")
+        added = [n for n in added if n not in {b for _, b in renamed}]
+        removed = [n for n in removed if n not in {a for a, _ in renamed}]
     if added:
         lines.append(f"layers added: {len(added)} (first: {added[0]})")
     if removed:
@@ -119,6 +124,21 @@ def _digests(old: Baseline, new: Baseline) -> str:
     if not changed:
         return said or SAME
     return f"; {' and '.join(changed)} changed" + (f", {' and '.join(same)} the same" if same else "") + said
+
+
+def _renamed(old: Baseline, new: Baseline, added: list[str], removed: list[str]) -> list[tuple[str, str]]:
+    """(old name, new name) of each added layer that holds a removed one's values (its type, shape and
+    reference within its noise), in order, each removed layer taken once: one rename, not two marks."""
+    pairs, free = [], [old.layer(n) for n in removed]
+    for name in added:
+        x = new.layer(name)
+        match = next((b for b in free if b is not None and x is not None and b.type == x.type
+                      and tuple(b.fp.shape) == tuple(x.fp.shape)
+                      and relative_error(x.fp, b.fp) <= noise(old.reference_dtype, b.reached, b.noise)), None)
+        if match is not None:
+            pairs.append((match.name, name))
+            free.remove(match)
+    return pairs
 
 
 def moved_layers(old: Baseline, new: Baseline) -> list[tuple[float, str]]:
