@@ -164,7 +164,8 @@ def test_changes_name_a_new_baseline_a_new_entry_and_no_change():
 def test_changes_name_added_and_removed_layers_and_one_that_holds_a_removed_ones_values_as_renamed():
     before = merge_run(_run(runtime(device=CPU)))
     names = ("a", "c", "d", "e", "(model)")
-    after = merge_run(_run(runtime(device=CPU, names=names), names=names, moves={"d": 0.5, "e": 0.25}), before)
+    moves = {"d": 0.5, "e": 0.25}
+    after = merge_run(_run(runtime(device=CPU, names=names), names=names, moves=moves), before)
     assert describe(before, after) == ["layers added: 2 (first: d)", "layers removed: 1 (first: b)"]
     # `b` now `d` with its values: one rename, not a layer added and one removed
     after = merge_run(_run(runtime(device=CPU, names=names), names=names, moves={"e": 0.25}), before)

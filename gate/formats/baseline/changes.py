@@ -85,7 +85,8 @@ def _layer_lines(old: Baseline, new: Baseline) -> list[str]:
     removed = [x.name for x in old.layers if x.name not in new_names]
     renamed = _renamed(old, new, added, removed)
     if renamed:
-        lines.append(f"layers renamed: {len(renamed)} (first: {renamed[0][0]} -> {renamed[0][1]}), values the same")
+        (a, b) = renamed[0]
+        lines.append(f"layers renamed: {len(renamed)} (first: {a} -> {b}), values the same")
         added = [n for n in added if n not in {b for _, b in renamed}]
         removed = [n for n in removed if n not in {a for a, _ in renamed}]
     if added:
