@@ -77,7 +77,11 @@ def change_text(before: Path | None, after: Path | None, more: str) -> str:
     old = _text(before)
     lines = _summary(before, after)
     layers = hidden = 0
-    for key, was, now in _changed(old, new):
+    changed = _changed(old, new)
+    renamed = _renamed_lines(changed)
+    for key, was, now in changed:
+        if (was or now) in renamed:  # the summary says it: a layer under another name, its values the same
+            continue
         if key[1].startswith("layer "):
             layers += 1
             if layers > MAX_LAYERS:
@@ -85,8 +89,27 @@ def change_text(before: Path | None, after: Path | None, more: str) -> str:
                 continue
         lines += ([f"-{was}"] if was is not None else []) + ([f"+{now}"] if now is not None else [])
     if hidden:
-        lines.append(f"… {hidden} more layer{'s' * (hidden != 1)} moved: {more}")
+        lines.append(f"… {hidden} more layer{'s' * (hidden != 1)} changed: {more}")
     return "\n".join(lines)
+
+
+def _renamed_lines(changed: list[tuple[tuple[str, str], str | None, str | None]]) -> set[str]:
+    """The lines of layers only one side has that pair up as one layer renamed: the same case and the same
+    text after the name (of the same type first, then of any: a container whose class changed)."""
+    def rest(line: str, typed: bool) -> str:
+        words = line.split(" ")[2:]
+        return " ".join(w for w in words if typed or not w.startswith("type="))
+
+    gone = [(key[0], was) for key, was, now in changed if now is None and was and was.startswith("layer ")]
+    new = [(key[0], now) for key, was, now in changed if was is None and now and now.startswith("layer ")]
+    out: set[str] = set()
+    for typed in (True, False):
+        for case, line in new:
+            match = next((w for c, w in gone if c == case and w not in out and line not in out
+                          and rest(w, typed) == rest(line, typed)), None)
+            if match is not None:
+                out.update((match, line))
+    return out
 
 
 def _summary(before: Path | None, after: Path | None) -> list[str]:

@@ -68,7 +68,7 @@ def test_a_changed_baseline_reads_as_what_moved_then_the_layers_that_moved(tmp_p
     assert [line.split()[1] for line in shown[:4]] == ["layer3", "layer3", "layer4", "layer4"]
     assert shown[0].startswith("-") and shown[1].startswith("+") and len(shown) == 2 * MAX_LAYERS
     more = 27 - MAX_LAYERS
-    assert lines[-1] == f"… {more} more layers moved: git diff HEAD -- baselines/tiny.msgpack.zst"
+    assert lines[-1] == f"… {more} more layers changed: git diff HEAD -- baselines/tiny.msgpack.zst"
     assert not any(" layer1 " in line for line in lines)
 
 
@@ -245,3 +245,20 @@ def test_the_block_says_judged_against_the_rewritten_files_only_of_the_models_th
     assert "`c` was" not in block and "These models" not in block
     assert "These models were judged" in baseline_block(Report("pass", [judged], baseline_changes=files[:1]))
     assert "judged" not in baseline_block(Report("error", [damaged], baseline_changes=files[1:]))
+
+
+def test_a_layer_renamed_with_its_values_is_said_once_and_never_hides_a_layer_that_moved():
+    """`+layer trunk.0` beside `-layer body.0` with the same text after the name is the summary's rename, not
+    two lines of the diff; a container whose class changed too. What moved is listed, and counted alone."""
+    from gate.commands.baseline_diff import _renamed_lines
+
+    rest = "float64[4x8] l2=1.08 min=-0.3 max=0.3 values=d312dc7e88cf"
+    changed = [(("", "layer trunk.0"), None, f"layer trunk.0 type=Linear {rest}"),
+               (("", "layer ffn"), None, f"layer ffn type=FFN {rest}"),
+               (("", "layer head"), "layer head type=Linear l2=1", "layer head type=Linear l2=2"),
+               (("", "layer body.0"), f"layer body.0 type=Linear {rest}", None),
+               (("", "layer mlp"), f"layer mlp type=Sequential {rest}", None)]
+    assert _renamed_lines(changed) == {changed[0][2], changed[3][1], changed[1][2], changed[4][1]}
+    # twin: another value under the new name is no rename
+    other = [(k, was, now.replace("d312dc7e88cf", "8fb9eecf9a2b") if now else now) for k, was, now in changed]
+    assert _renamed_lines(other) == set()

@@ -10,7 +10,7 @@ from gate.core.reexpressed import only_moved
 from gate.core.target import coarsest
 from gate.fingerprint import relative_error
 
-from .document import Baseline, Entry
+from .document import Baseline, BaselineLayer, Entry
 
 GROWTH = 1.5  # an entry's error that grew past this factor is named
 SLOWER = 2.0  # a recorded latency that grew past this factor is named: max-slowdown judges against it
@@ -128,18 +128,26 @@ def _digests(old: Baseline, new: Baseline) -> str:
 
 
 def _renamed(old: Baseline, new: Baseline, added: list[str], removed: list[str]) -> list[tuple[str, str]]:
-    """(old name, new name) of each added layer that holds a removed one's values (its type, shape and
-    reference within its noise), in order, each removed layer taken once: one rename, not two marks."""
-    pairs, free = [], [old.layer(n) for n in removed]
-    for name in added:
-        x = new.layer(name)
-        match = next((b for b in free if b is not None and x is not None and b.type == x.type
-                      and tuple(b.fp.shape) == tuple(x.fp.shape)
-                      and relative_error(x.fp, b.fp) <= noise(old.reference_dtype, b.reached, b.noise)), None)
-        if match is not None:
-            pairs.append((match.name, name))
-            free.remove(match)
-    return pairs
+    """(old name, new name) of each added layer that holds a removed one's values (its shape and reference
+    within its noise; of its type first, then of any: a container whose class changed), each removed layer
+    taken once: one rename, not two marks."""
+    pairs: list[tuple[str, str]] = []
+    free = [b for n in removed if (b := old.layer(n)) is not None]
+    def holds(b: BaselineLayer, x: BaselineLayer) -> bool:
+        return relative_error(x.fp, b.fp) <= noise(old.reference_dtype, b.reached, b.noise)
+
+    for typed in (True, False):
+        for name in added:
+            x = new.layer(name)
+            if x is None or any(b == name for _, b in pairs):
+                continue
+            match = next((b for b in free if (b.type == x.type or not typed)
+                          and tuple(b.fp.shape) == tuple(x.fp.shape)
+                          and holds(b, x)), None)
+            if match is not None:
+                pairs.append((match.name, name))
+                free.remove(match)
+    return sorted(pairs, key=lambda p: added.index(p[1]))
 
 
 def moved_layers(old: Baseline, new: Baseline) -> list[tuple[float, str]]:
