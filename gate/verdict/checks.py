@@ -19,7 +19,7 @@ from gate.fingerprint import Fingerprint, difference
 from gate.formats.baseline import Baseline, Entry, EntryLayer
 from gate.verdict import data_dependent, moves, reexpression
 from gate.verdict.hints.weights import tensor_changes
-from gate.verdict.structure import Limit, Move, Structure, structure
+from gate.verdict.structure import Limit, Move, Structure, identifies, structure
 from gate.verdict.types import Row
 
 CODE_SEAL = 1e-12  # what a refactor of code moves a float64 output by: its roundings, ~1e-15
@@ -198,8 +198,10 @@ def runtime_rows(run: ModelRun, prun: ProviderRun, entry: Entry | None, spec: Mo
                  st: Structure | None = None, dependent: Mapping[str, DataDependence] | None = None) -> list[Row]:
     """Rows of one runtime; ``entry`` is the baseline entry that judges it (None: no baseline); a
     renamed layer is judged by what the entry recorded under its old name. A data-dependent layer
-    (``dependent``) whose usual row fails is judged by its own rule (``data_dependent``)."""
-    rows = []
+    (``dependent``) whose usual row fails is judged by its own rule (``data_dependent``). A layer the
+    entry has no row of (folded then, an Identity that ran alone now) that holds the very values of an
+    earlier layer is judged by that layer's row: its error is the same runtime's on the same values."""
+    rows, held = [], _holders(run)
     for layer in run.layers:
         pl = prun.layers.get(layer.name)
         if pl is None:
@@ -208,6 +210,9 @@ def runtime_rows(run: ModelRun, prun: ProviderRun, entry: Entry | None, spec: Mo
             rows.append(_row(layer, RowStatus(pl.status), message=pl.reason))
         else:
             recorded = entry.layers.get(st.recorded(layer.name) if st else layer.name) if entry is not None else None
+            if (recorded is None or recorded.err is None) and entry is not None and layer.name in held:
+                holder = held[layer.name]
+                recorded = entry.layers.get(st.recorded(holder) if st else holder) or recorded
             row = _runtime_row(layer, prun, pl, recorded, entry, spec)
             how = (dependent or {}).get(layer.name)
             if how is not None:
@@ -215,6 +220,25 @@ def runtime_rows(run: ModelRun, prun: ProviderRun, entry: Entry | None, spec: Mo
             # allclose on the full tensors says nothing of a set whose members differ at its margins
             rows.append(_allclose(row, pl.exact, None if row.check in DATA_DEPENDENT_RULES else spec.output_tolerance))
     return rows
+
+
+def _holders(run: ModelRun) -> dict[str, str]:
+    """Each layer whose reference values are an earlier layer's, in any layout (an Identity, a Dropout in
+    eval, after a reshape): that earlier layer. The same counts, extremes and order statistics, and sums of
+    positive terms equal to 10 digits (their order of addition moves the last bits)."""
+    first: dict[tuple[Any, ...], str] = {}
+    out = {}
+    for layer in run.layers:
+        fp = layer.fp
+        if not fp.count or not identifies(fp):
+            continue
+        key = (fp.dtype, fp.count, fp.nan, fp.posinf, fp.neginf, fp.zero, fp.min, fp.max, tuple(fp.quantiles),
+               f"{fp.sumsq:.10g}", f"{fp.sumabs:.10g}")
+        if key in first:
+            out[layer.name] = first[key]
+        else:
+            first[key] = layer.name
+    return out
 
 
 def _allclose(row: Row, exact: dict[str, Any] | None, tolerance: tuple[float, float] | None) -> Row:

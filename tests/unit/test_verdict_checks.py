@@ -6,6 +6,7 @@ is one the test chose, so these hold on every machine.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import pytest
@@ -280,9 +281,23 @@ def test_layer_without_a_baseline_value_is_held_to_the_floor(past):
     e = entry()
     e.layers["b"] = type(e.layers["b"])("folded")
     err = 1e-6 * JUST_PAST if past else 1e-6
-    rows = rows_by_layer(runtime_rows(run(), runtime(errs={"b": err}), e, spec()))
+    own = dataclasses.replace(fp(), sumsq=2.0)  # values of its own: no earlier layer holds them
+    rows = rows_by_layer(runtime_rows(run(b=own), runtime(errs={"b": err}), e, spec()))
     assert rows["b"].threshold == 1e-6 and rows["b"].baseline is None
     assert rows["b"].status == ("fail" if past else "new") and rows["b"].failed is past
+
+
+@pytest.mark.parametrize("past", [False, True])
+def test_a_layer_folded_then_holding_an_earlier_layers_values_is_judged_by_that_layers_error(past):
+    """An Identity folded in the baseline's graph that runs alone now (attention rewritten with SDPA) holds
+    `a`'s values (in another layout: the sketch differs): its error grows from `a`'s, never from nothing."""
+    e = entry(errs={"a": 1e-3})
+    e.layers["b"] = type(e.layers["b"])("folded")
+    limit = 2 * 1e-3 + 1e-6
+    errs = {"a": 1e-3, "b": limit * (JUST_PAST if past else 1)}
+    rows = rows_by_layer(runtime_rows(run(b=fp(0.5)), runtime(errs=errs), e, spec()))
+    assert (rows["b"].threshold, rows["b"].baseline) == (limit, 1e-3)
+    assert rows["b"].failed is past
 
 
 def test_nan_baseline_error_is_no_baseline_value():
