@@ -106,8 +106,10 @@ def num(value: object) -> str:
 def over(check: object, value: float | None, threshold: float | None,
          fmt: Callable[[float | None], str] = num) -> str:
     """What a failed check measured against its limit (``value > threshold``); an audit of a whole target
-    (latency, placement, ...) has neither: "audit"."""
-    return "audit" if check in AUDITS else f"{fmt(value)} > {fmt(threshold)}"
+    (latency, placement, ...) has neither: "audit"; a check that measures nothing (a shape): "changed"."""
+    if check in AUDITS:
+        return "audit"
+    return "changed" if value is None and threshold is None else f"{fmt(value)} > {fmt(threshold)}"
 
 def link(label: str, url: str | None) -> str:
     return f"[{label}]({url.replace(' ', '%20').replace(')', '%29')})" if url else label

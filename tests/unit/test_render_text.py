@@ -59,3 +59,10 @@ def test_a_message_clipped_inside_a_code_span_ends_before_it():
     text = "baseline `b/m.msgpack.zst`: truncated; re-record it with `parity-gate update-baseline --model m`"
     shown = plain(text, 70)
     assert shown.endswith("truncated; re-record it with…") and "\\`" not in shown
+
+
+def test_a_failed_check_that_measures_nothing_says_changed_never_a_dash_over_a_dash():
+    from gate.render.text import over
+
+    assert over("shape", None, None) == "changed"
+    assert over("reference-drift", 2e-6, 1e-9) == "2.00e-06 > 1.00e-09"  # twin: a measured check
