@@ -178,6 +178,7 @@ def structure(run: ModelRun, baseline: Baseline, limit: Limit) -> Structure:
         if match is not None:
             used.add(match.name)
     taken = _wrapped(run, baseline, displaced, renames, copies, new, used)
+    _kept(run, baseline, now, renames, new, used)
     new = [x.name for x in run.layers if x.name in taken or x.name in new]
     compared = used | (now - set(renames) - set(copies) - taken)
     return Structure(renames, tuple(new), tuple(g.name for g in free if g.name not in compared), copies,
@@ -204,6 +205,31 @@ def _wrapped(run: ModelRun, baseline: Baseline, displaced: set[str], renames: di
             used.add(n)
     return {old for layer, old in renames.items() if layer.startswith(f"{old}.") and old in displaced
             and old not in renames and old not in copies and not is_output(old)}
+
+
+def _kept(run: ModelRun, baseline: Baseline, now: set[str], renames: dict[str, str], new: list[str],
+          used: set[str]) -> None:
+    """A module renamed with a fault inside (`fc1` now `proj`, its weight changed): its values match no
+    baseline layer, yet the one gone layer of its type and output shape whose own tensors are its own by
+    name, one at least with the same values (the bias kept), is the module it was: compared as such, it
+    fails where it changed, not at the unchanged layer after it. Added to ``renames``, taken from ``new``."""
+    ours, theirs = run.meta.tensor_sums or {}, baseline.meta.tensor_sums or {}
+
+    def own(module: str, sums: dict[str, str]) -> dict[str, str]:
+        return {t.rpartition(".")[2]: v for t, v in sums.items() if t.rpartition(".")[0] == module}
+
+    layers = {x.name: x for x in run.layers}
+    gone = [g for g in baseline.layers if g.name not in now and g.name not in used and not is_output(g.name)]
+    for n in [n for n in new if not is_output(n) and own(n, ours)]:
+        mine = own(n, ours)
+        fits = [g for g in gone if g.type == layers[n].type and _key(g.fp) == _key(layers[n].fp)
+                and own(g.name, theirs).keys() == mine.keys()
+                and any(own(g.name, theirs)[k] == v for k, v in mine.items())]
+        if len(fits) == 1:
+            renames[n] = fits[0].name
+            new.remove(n)
+            used.add(fits[0].name)
+            gone.remove(fits[0])
 
 
 def described(st: Structure) -> list[str]:

@@ -165,3 +165,26 @@ def two_outputs_as_a_dataclass_second_changed() -> nn.Module:
     """The second output 1e-4 off, no module's output moved: only the shipped output can see it."""
     torch.manual_seed(0)
     return TwoOut("dataclass", 0.5 * (1 + 1e-4)).eval()
+
+
+class TwoOutRenamed(nn.Module):
+    """`two_outputs` with `inp` renamed `embed`; with ``scale``, its weight changed too (the bias kept)."""
+
+    def __init__(self, scale: float = 1.0) -> None:
+        super().__init__()
+        base = two_outputs()
+        self.embed, self.head = base.inp, base.head
+        with torch.no_grad():
+            self.embed.weight.mul_(scale)
+
+    def forward(self, x: torch.Tensor):
+        h = torch.tanh(self.embed(x))
+        return self.head(h), h.mean(1) * 0.5
+
+
+def two_outputs_renamed() -> nn.Module:
+    return TwoOutRenamed().eval()
+
+
+def two_outputs_renamed_faulted() -> nn.Module:
+    return TwoOutRenamed(1 + 1e-4).eval()

@@ -69,8 +69,9 @@ def test_a_refactor_that_moves_a_number_fails_where_it_moved(recorded):
     report = check(recorded, "cnn", "refactor_models:cnn_regrouped_and_changed")
     assert report["verdict"] == "regressed"
     first = report["first_regression"]
-    assert (first["layer"], first["check"]) == ("(model)", "reference-drift")
-    assert "gone: fc" in first["message"]  # the vanished value that fed it is named
+    # `fc` renamed `head` with its weight changed: its kept bias says which module it was, so it fails there
+    assert (first["layer"], first["check"]) == ("head", "reference-drift"), first
+    assert "its tensor `head.weight` changed" in first["message"], first["message"]
 
 
 def test_a_later_bug_after_an_unrecorded_rename_is_not_blamed_on_the_renamed_weights(recorded):
@@ -79,9 +80,9 @@ def test_a_later_bug_after_an_unrecorded_rename_is_not_blamed_on_the_renamed_wei
     (hint,) = [h for h in report["models"][0]["hints"] if h["kind"] == "model-change"]
     assert hint["evidence"]["cause"] == "code" and hint["evidence"]["weights_changed"] is False, hint["message"]
     assert "its weights changed" not in hint["message"] and "tensors_changed" not in hint["evidence"]
-    assert "its code changed: the weights are the baseline's (25 tensors renamed with the layers the verdict " \
-           "matched; 14 tensors: 5 of block2, 5 of features, 2 of fc, 2 of head under names only one side has)" \
-           in hint["message"]
+    # every tensor is matched: by the layers' numbers, or by the tensors a renamed layer kept (`fc` -> `head`)
+    assert "its code changed: the weights are the baseline's (32 tensors renamed with the layers the verdict " \
+           "matched)" in hint["message"], hint["message"]
     assert hint["evidence"]["tensors_renamed"] >= 10  # stem and block1 matched by their numbers
 
 
@@ -141,3 +142,15 @@ def test_outputs_returned_in_a_dataclass_are_each_checked(recorded):
     report = check(recorded, "twoout", "refactor_models:two_outputs_as_a_dataclass_second_changed")
     assert report["verdict"] == "regressed"
     assert report["first_regression"]["layer"] == "(model)[h]", report["first_regression"]
+
+
+def test_a_renamed_layer_with_a_fault_inside_fails_where_it_changed_not_at_the_layer_after_it(recorded):
+    """`inp` renamed `embed` with its weight 1e-4 off: its values match no baseline layer, its kept bias
+    says which module it was: compared as `inp`, it fails there, naming its weight. Twin: the rename alone
+    passes."""
+    report = check(recorded, "twoout", "refactor_models:two_outputs_renamed")
+    assert report["verdict"] == "pass", report["first_regression"]
+    report = check(recorded, "twoout", "refactor_models:two_outputs_renamed_faulted")
+    first = report["first_regression"]
+    assert (first["layer"], first["check"]) == ("embed", "reference-drift"), first
+    assert "its tensor `embed.weight` changed" in first["message"], first["message"]
