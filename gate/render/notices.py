@@ -40,8 +40,9 @@ def baseline_block(report: Report, approval: str = "", changes: str = "") -> str
         shown = ", ".join(f"{code(model)} ({code(path)})" for model, path in changed[:MAX_LIST])
         more = f" and {len(changed) - MAX_LIST} more" if len(changed) > MAX_LIST else ""
         lines.append(f"> **This pull request changes baselines:** {shown}{more}.")
+        # names as shown: a report is untrusted text
         held = {PurePosixPath(visible(m.baseline_path or "")).name for m in report.models
-                if m.status in (ModelStatus.PASS, ModelStatus.REGRESSED)}  # as shown: a report is untrusted text
+                if m.status in (ModelStatus.PASS, ModelStatus.REGRESSED)}
         judged = [model for model, path in changed if PurePosixPath(visible(path)).name in held]  # none of a deleted file
         who = "These models" if len(judged) == len(changed) else ", ".join(code(m) for m in judged[:MAX_LIST])
         if judged:
