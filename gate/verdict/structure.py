@@ -179,10 +179,9 @@ def structure(run: ModelRun, baseline: Baseline, limit: Limit) -> Structure:
             used.add(match.name)
     taken = _wrapped(run, baseline, displaced, renames, copies, new, used)
     _kept(run, baseline, now, renames, new, used)
-    new = [x.name for x in run.layers if x.name in taken or x.name in new]
     compared = used | (now - set(renames) - set(copies) - taken)
-    return Structure(renames, tuple(new), tuple(g.name for g in free if g.name not in compared), copies,
-                     taken=frozenset(taken))
+    return Structure(renames, tuple(x.name for x in run.layers if x.name in taken or x.name in new),
+                     tuple(g.name for g in free if g.name not in compared), copies, taken=frozenset(taken))
 
 
 def _wrapped(run: ModelRun, baseline: Baseline, displaced: set[str], renames: dict[str, str],
