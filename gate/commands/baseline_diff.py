@@ -13,10 +13,10 @@ from pathlib import Path
 from gate.config import Config
 from gate.errors import FormatError
 from gate.formats.baseline import Baseline, describe, read_document
-from gate.formats.baseline.changes import limits_loosened
+from gate.formats.baseline.changes import limits_loosened, renames
 from gate.formats.baseline.names import SUFFIX
 from gate.formats.baseline.sets import read_set
-from gate.formats.baseline.show import render_file
+from gate.formats.baseline.show import quoted, render_file
 
 MAX_LAYERS = 20  # layers shown per file, then "N more"
 MAX_CHARS = 12_000  # all files together, shared equally: one file's size never hides another's summary
@@ -77,39 +77,36 @@ def change_text(before: Path | None, after: Path | None, more: str) -> str:
     old = _text(before)
     lines = _summary(before, after)
     layers = hidden = 0
-    changed = _changed(old, new)
-    renamed = _renamed_lines(changed)
-    for key, was, now in changed:
-        if (was or now) in renamed:  # the summary says it: a layer under another name, its values the same
-            continue
-        if key[1].startswith("layer "):
+    was, now = _renamed(before, after)
+    for key, gone, line in _changed(old, new):
+        shown = ([f"-{gone}"] if gone is not None and key not in was else []) + \
+                ([f"+{line}"] if line is not None and key not in now else [])
+        if shown and key[1].startswith("layer "):  # a rename the summary says is no line of its own
             layers += 1
             if layers > MAX_LAYERS:
                 hidden += 1
                 continue
-        lines += ([f"-{was}"] if was is not None else []) + ([f"+{now}"] if now is not None else [])
+        lines += shown
     if hidden:
         lines.append(f"… {hidden} more layer{'s' * (hidden != 1)} changed: {more}")
     return "\n".join(lines)
 
 
-def _renamed_lines(changed: list[tuple[tuple[str, str], str | None, str | None]]) -> set[str]:
-    """The lines of layers only one side has that pair up as one layer renamed: the same case and the same
-    text after the name (of the same type first, then of any: a container whose class changed)."""
-    def rest(line: str, typed: bool) -> str:
-        words = line.split(" ")[2:]
-        return " ".join(w for w in words if typed or not w.startswith("type="))
-
-    gone = [(key[0], was) for key, was, now in changed if now is None and was and was.startswith("layer ")]
-    new = [(key[0], now) for key, was, now in changed if was is None and now and now.startswith("layer ")]
-    out: set[str] = set()
-    for typed in (True, False):
-        for case, line in new:
-            match = next((w for c, w in gone if c == case and w not in out and line not in out
-                          and rest(w, typed) == rest(line, typed)), None)
-            if match is not None:
-                out.update((match, line))
-    return out
+def _renamed(before: Path | None, after: Path | None) -> tuple[set[tuple[str, str]], set[tuple[str, str]]]:
+    """The line keys (``_keyed``) of the layers the summary says were renamed: of their old names, of their
+    new ones (the pairs of ``renames``, per case)."""
+    try:
+        new, old = _cases(after) if after else {}, _cases(before) if before else {}
+    except (FormatError, OSError):
+        return set(), set()
+    was: set[tuple[str, str]] = set()
+    now: set[tuple[str, str]] = set()
+    for case, baseline in new.items():
+        head = f"case {quoted(case)}" if case else ""
+        for a, b in renames(old[case], baseline) if case in old else []:
+            was.add((head, f"layer {quoted(a)}"))
+            now.add((head, f"layer {quoted(b)}"))
+    return was, now
 
 
 def _summary(before: Path | None, after: Path | None) -> list[str]:

@@ -17,6 +17,7 @@ from gate.verdict.types import ModelVerdict, Report
 from tests.support.baseline_docs import make_document
 from tests.support.github_text import acted_on
 
+BASELINE = "baselines/tiny.msgpack.zst"
 CONFIG = '[tool.parity-gate]\n[[tool.parity-gate.models]]\nname = "tiny"\nfactory = "m:f"\n' \
          'inputs = [{ name = "x", shape = [2, 3] }]\n'
 
@@ -247,18 +248,30 @@ def test_the_block_says_judged_against_the_rewritten_files_only_of_the_models_th
     assert "judged" not in baseline_block(Report("error", [damaged], baseline_changes=files[1:]))
 
 
-def test_a_layer_renamed_with_its_values_is_said_once_and_never_hides_a_layer_that_moved():
-    """`+layer trunk.0` beside `-layer body.0` with the same text after the name is the summary's rename, not
-    two lines of the diff; a container whose class changed too. What moved is listed, and counted alone."""
-    from gate.commands.baseline_diff import _renamed_lines
-
-    rest = "float64[4x8] l2=1.08 min=-0.3 max=0.3 values=d312dc7e88cf"
-    changed = [(("", "layer trunk.0"), None, f"layer trunk.0 type=Linear {rest}"),
-               (("", "layer ffn"), None, f"layer ffn type=FFN {rest}"),
-               (("", "layer head"), "layer head type=Linear l2=1", "layer head type=Linear l2=2"),
-               (("", "layer body.0"), f"layer body.0 type=Linear {rest}", None),
-               (("", "layer mlp"), f"layer mlp type=Sequential {rest}", None)]
-    assert _renamed_lines(changed) == {changed[0][2], changed[3][1], changed[1][2], changed[4][1]}
-    # twin: another value under the new name is no rename
-    other = [(k, was, now.replace("d312dc7e88cf", "8fb9eecf9a2b") if now else now) for k, was, now in changed]
-    assert _renamed_lines(other) == set()
+def test_a_layer_renamed_with_its_values_is_said_once_and_never_hides_a_layer_that_moved(tmp_path):
+    """Layers whose values moved to other names (two swapped, one renamed, one whose container class changed
+    too) are the summary's renames, not lines of the diff nor "reference moved ... by inf"; what moved is
+    listed, and counted alone. Twin: a swapped layer whose values also moved is a layer added, its old
+    values one removed."""
+    path, doc = committed(tmp_path, 8)
+    layers = doc["layers"]
+    layers[1]["fp"], layers[2]["fp"] = layers[2]["fp"], layers[1]["fp"]
+    layers[4]["name"], layers[5]["type"], layers[5]["name"] = "trunk.4", "FFN", "ffn"
+    for entry in doc["providers"]["CPUExecutionProvider"].values():
+        rows = entry["layers"]
+        entry["layers"] = {{"layer4": "trunk.4", "layer5": "ffn"}.get(k, k): v for k, v in rows.items()}
+    scaled(layers[6]["fp"], 1.001)
+    write_baseline(path, doc)
+    git(tmp_path, "add", "-A")
+    lines = changed_baselines(load_config(tmp_path / "pyproject.toml"), "HEAD")[1][BASELINE]
+    lines = lines.splitlines()
+    assert lines[0] == "layers renamed: 4 (first: layer2 -> layer1), values the same"
+    assert lines[1].startswith("reference moved on 1 layer (first: layer6 by ")
+    shown = [line.split()[:2] for line in lines if line.startswith(("-layer ", "+layer "))]
+    assert shown == [["-layer", "layer6"], ["+layer", "layer6"]]
+    scaled(layers[1]["fp"], 1.001)  # twin: layer1 holds layer2's values no more
+    write_baseline(path, doc)
+    lines = changed_baselines(load_config(tmp_path / "pyproject.toml"), "HEAD")[1][BASELINE]
+    assert lines.splitlines()[0] == "layers renamed: 3 (first: layer1 -> layer2), values the same"
+    assert "layers added: 1 (first: layer1)\nlayers removed: 1 (first: layer2)" in lines
+    assert "+layer layer1 " in lines and "-layer layer2 " in lines

@@ -10,7 +10,7 @@ from gate.core.reexpressed import only_moved
 from gate.core.target import coarsest
 from gate.fingerprint import relative_error
 
-from .document import Baseline, BaselineLayer, Entry
+from .document import Baseline, Entry
 
 GROWTH = 1.5  # an entry's error that grew past this factor is named
 SLOWER = 2.0  # a recorded latency that grew past this factor is named: max-slowdown judges against it
@@ -80,20 +80,19 @@ def _loosened(old: Baseline, new: Baseline) -> list[str]:
 
 def _layer_lines(old: Baseline, new: Baseline) -> list[str]:
     lines = []
-    new_names = {x.name for x in new.layers}
-    added = [x.name for x in new.layers if old.layer(x.name) is None]
-    removed = [x.name for x in old.layers if x.name not in new_names]
-    renamed = _renamed(old, new, added, removed)
-    if renamed:
-        (a, b) = renamed[0]
-        lines.append(f"layers renamed: {len(renamed)} (first: {a} -> {b}), values the same")
-        added = [n for n in added if n not in {b for _, b in renamed}]
-        removed = [n for n in removed if n not in {a for a, _ in renamed}]
+    pairs = renames(old, new)
+    was, now = {a for a, _ in pairs}, {b for _, b in pairs}
+    if pairs:
+        lines.append(f"layers renamed: {len(pairs)} (first: {pairs[0][0]} -> {pairs[0][1]}), values the same")
+    # a name whose values went to another (or came from one) and nothing took its place is added or removed
+    added = [x.name for x in new.layers if x.name not in now and (old.layer(x.name) is None or x.name in was)]
+    removed = [b.name for b in old.layers
+               if b.name not in was and (new.layer(b.name) is None or b.name in now)]
     if added:
         lines.append(f"layers added: {len(added)} (first: {added[0]})")
     if removed:
         lines.append(f"layers removed: {len(removed)} (first: {removed[0]})")
-    moved = moved_layers(old, new)
+    moved = [m for m in moved_layers(old, new) if m[1] not in now | was]
     if moved:
         first, worst = moved[0], max(moved)
         lines.append(f"reference moved on {_layers(len(moved))} (first: {first[1]} by {first[0]:.3g}, "
@@ -102,7 +101,7 @@ def _layer_lines(old: Baseline, new: Baseline) -> list[str]:
         digests, keys = _digests(old, new), old.meta.content_key != new.meta.content_key
         if digests != SAME or keys:
             lines.append(f"no recorded value moved{'' if digests == SAME else digests}"
-                         f"{'; its stage keys changed' if keys else ''}")
+                         f"{'' if not keys else '; its stage keys changed'}")
     return lines
 
 
@@ -127,27 +126,26 @@ def _digests(old: Baseline, new: Baseline) -> str:
     return f"; {' and '.join(changed)} changed" + (f", {' and '.join(same)} the same" if same else "") + said
 
 
-def _renamed(old: Baseline, new: Baseline, added: list[str], removed: list[str]) -> list[tuple[str, str]]:
-    """(old name, new name) of each added layer that holds a removed one's values (its shape and reference
-    within its noise; of its type first, then of any: a container whose class changed), each removed layer
-    taken once: one rename, not two marks."""
+def renames(old: Baseline, new: Baseline) -> list[tuple[str, str]]:
+    """(old name, new name) of each layer of ``new`` that holds another name's values in ``old`` (its shape
+    and reference within that layer's noise; of its type first, then of any: a container whose class
+    changed), each old layer taken once: one rename, never a layer added and one removed. A name both have
+    is a candidate where its reference moved: a module moved between parents, two layers swapped."""
+    moved = {name for _, name in moved_layers(old, new)}
+    news = [x for x in new.layers if old.layer(x.name) is None or x.name in moved]
+    free = [b for b in old.layers if new.layer(b.name) is None or b.name in moved]
     pairs: list[tuple[str, str]] = []
-    free = [b for n in removed if (b := old.layer(n)) is not None]
-    def holds(b: BaselineLayer, x: BaselineLayer) -> bool:
-        return relative_error(x.fp, b.fp) <= noise(old.reference_dtype, b.reached, b.noise)
-
     for typed in (True, False):
-        for name in added:
-            x = new.layer(name)
-            if x is None or any(b == name for _, b in pairs):
-                continue
-            match = next((b for b in free if (b.type == x.type or not typed)
+        for x in news:
+            match = next((b for b in free if b.name != x.name and (b.type == x.type or not typed)
                           and tuple(b.fp.shape) == tuple(x.fp.shape)
-                          and holds(b, x)), None)
-            if match is not None:
-                pairs.append((match.name, name))
+                          and relative_error(x.fp, b.fp) <= noise(old.reference_dtype, b.reached, b.noise)),
+                         None)
+            if match is not None and all(n != x.name for _, n in pairs):
+                pairs.append((match.name, x.name))
                 free.remove(match)
-    return sorted(pairs, key=lambda p: added.index(p[1]))
+    order = [x.name for x in new.layers]
+    return sorted(pairs, key=lambda p: order.index(p[1]))
 
 
 def moved_layers(old: Baseline, new: Baseline) -> list[tuple[float, str]]:

@@ -26,7 +26,8 @@ from .sets import read_set
 _PLAIN = re.compile(r"[!#-~]+\Z")  # printable ASCII without space or '"'
 
 
-def _name(s: str | None) -> str:
+def quoted(s: str | None) -> str:
+    """A name as one word of the text: plain ASCII as it is, anything else quoted with escapes."""
     if s is None:
         return "-"
     if _PLAIN.match(s):
@@ -53,7 +54,7 @@ def _stats(fp: dict[str, Any]) -> str:
         derived = "mean=- std=- l2=-"
     shape = "x".join(str(d) for d in fp["shape"]) or "scalar"
     parts = [
-        f"{_name(fp['dtype'])}[{shape}]",
+        f"{quoted(fp['dtype'])}[{shape}]",
         " ".join(f"{k}={_f(fp[k])}" for k in _OF["value"]) + f" {derived}",
         " ".join(f"{k}={fp[k]}" for k in _OF["count"] if k != "count"),
         " ".join(f"{k}={_f(fp[k])}" for k, kind in STATS.items() if kind in ("total", "square")),
@@ -94,7 +95,7 @@ def _compact(fp: dict[str, Any], rel_noise: float) -> str:
     shape = "x".join(str(d) for d in fp["shape"]) or "scalar"
     odd = "".join(f" {k}={fp[k]}" for k in ("nan", "posinf", "neginf") if fp[k])
     digest = hashlib.sha256(",".join(levels).encode()).hexdigest()[:12]
-    return (f"{_name(fp['dtype'])}[{shape}] l2={_rounded(l2, l2 * 1e-6)} min={_rounded(fp['min'], shown)} "
+    return (f"{quoted(fp['dtype'])}[{shape}] l2={_rounded(l2, l2 * 1e-6)} min={_rounded(fp['min'], shown)} "
             f"max={_rounded(fp['max'], shown)}{odd} values={digest}")
 
 
@@ -104,20 +105,20 @@ def _meta_lines(doc: dict[str, Any], full: bool = True) -> list[str]:
     head = f"parity-gate baseline (format version {doc['version']})"
     if not full:
         head += ": numbers rounded to the reference's noise (every number: parity-gate show --all)"
-    out = [head, f"model {_name(doc['model'])}"]
+    out = [head, f"model {quoted(doc['model'])}"]
     for key in ("parity_gate", "torch", "onnx", "onnxruntime", "onnxscript", "exporter", "export_fallback", "opset",
                 "inputs_digest", "weights_digest", "graph_digest"):
         value = meta[key]
-        out.append(f"meta {key} {value if isinstance(value, int) else _name(value)}")
+        out.append(f"meta {key} {value if isinstance(value, int) else quoted(value)}")
     for key in ("platform", "cpu", "python"):
-        out.append(f"meta machine.{key} {_name(meta['machine'][key])}")
+        out.append(f"meta machine.{key} {quoted(meta['machine'][key])}")
     out.append(f"meta fingerprint sketch_width={fpm['sketch_width']} sketch_seed={fpm['sketch_seed']} "
                f"quantiles={','.join(_f(q) for q in fpm['quantiles'])}")
     if "op_types" in meta:
-        out.append(f"meta op_types {len(meta['op_types'])} " + ",".join(_name(t) for t in meta["op_types"]))
+        out.append(f"meta op_types {len(meta['op_types'])} " + ",".join(quoted(t) for t in meta["op_types"]))
     if "promoted" in meta:
         out.append(f"meta promoted {sum(meta['promoted'].values())} "
-                   + ",".join(f"{_name(k)}:{v}" for k, v in meta["promoted"].items()))
+                   + ",".join(f"{quoted(k)}:{v}" for k, v in meta["promoted"].items()))
     for key in ("normalizations", "training", "dynamic_dims", "transform", "graph_precision", "output_tolerance",
                 "seconds"):
         # what the run recorded of the model and its graph, one compact line each (no timing unless full)
@@ -125,7 +126,7 @@ def _meta_lines(doc: dict[str, Any], full: bool = True) -> list[str]:
             out.append(f"meta {key} {json.dumps(meta[key], sort_keys=True, ensure_ascii=True)}")
     if "below_float64" in meta:
         out.append(f"meta below_float64 {len(meta['below_float64'])} "
-                   + ",".join(f"{_name(k)}:{v}" for k, v in meta["below_float64"].items()))
+                   + ",".join(f"{quoted(k)}:{v}" for k, v in meta["below_float64"].items()))
     return out
 
 
@@ -140,7 +141,7 @@ def _largest_err(entry: dict[str, Any]) -> str:
 
 
 def _entry_lines(prov: str, dev: str, entry: dict[str, Any], full: bool = True) -> list[str]:
-    head = f"{_name(prov)} {_name(dev)}"
+    head = f"{quoted(prov)} {quoted(dev)}"
     line = f"provider {head} precision={entry['precision']} layers={len(entry['layers'])}"
     if not full:
         line += " " + _largest_err(entry)
@@ -152,22 +153,23 @@ def _entry_lines(prov: str, dev: str, entry: dict[str, Any], full: bool = True) 
     out = [line]
     placement = entry.get("placement")
     if placement is not None:
-        by = ",".join(f"{_name(p)}:{n}" for p, n in sorted(placement["by_provider"].items()))
+        by = ",".join(f"{quoted(p)}:{n}" for p, n in sorted(placement["by_provider"].items()))
         out.append(f"placement {head} nodes={placement['nodes']} by_provider={by or '-'} "
-                   f"fallback_ops={','.join(map(_name, placement['fallback_ops'])) or '-'} "
+                   f"fallback_ops={','.join(map(quoted, placement['fallback_ops'])) or '-'} "
                    f"fallback_nodes={len(placement['fallback_nodes'])}")
     if not full:
         odd: dict[str, list[str]] = {}
         for name, e in entry["layers"].items():
             if e["status"] != "ok":
-                odd.setdefault(e["status"], []).append(_name(name))
+                odd.setdefault(e["status"], []).append(quoted(name))
         if odd:
             out.append(f"statuses {head} " + " ".join(f"{k}={','.join(v)}" for k, v in odd.items()))
         return out
     for name, e in entry["layers"].items():
         fp = "-" if e["fp"] is None else _stats(e["fp"])
         noisy = f" noise={_f(e['noise'])}" if e.get("noise") is not None else ""
-        out.append(f"provider-layer {head} {_name(name)} status={e['status']} err={_f(e['err'])}{noisy} {fp}")
+        out.append(f"provider-layer {head} {quoted(name)} status={e['status']} err={_f(e['err'])}{noisy} "
+                   f"{fp}")
     return out
 
 
@@ -184,7 +186,7 @@ def render_text(doc: dict[str, Any], full: bool = False) -> str:
         reached += f" noise={_f(layer['noise'])}" if layer.get("noise") is not None else ""
         fp = (_stats(layer["fp"]) if full else
               _compact(layer["fp"], noise(ref, layer.get("reached", "float64"), layer.get("noise"))))
-        out.append(f"layer {_name(layer['name'])} type={_name(layer['type'])}{reached} {fp}")
+        out.append(f"layer {quoted(layer['name'])} type={quoted(layer['type'])}{reached} {fp}")
     for prov in sorted(doc["providers"]):
         for dev in sorted(doc["providers"][prov]):
             out += _entry_lines(prov, dev, doc["providers"][prov][dev], full)
@@ -193,9 +195,9 @@ def render_text(doc: dict[str, Any], full: bool = False) -> str:
 
 def render_set(doc: dict[str, Any], full: bool = False) -> str:
     """Text of a (validated) baseline set: each case's text under a ``case NAME`` line."""
-    out = [f"sweep {_name(doc['sweep'])} cases {len(doc['cases'])}"]
+    out = [f"sweep {quoted(doc['sweep'])} cases {len(doc['cases'])}"]
     for name, case in doc["cases"].items():
-        out.append(f"case {_name(name)}")
+        out.append(f"case {quoted(name)}")
         out.append(render_text(case, full).rstrip("\n"))
     return "\n".join(out) + "\n"
 
