@@ -19,7 +19,7 @@ from gate.fingerprint import Fingerprint
 
 OPTIONAL_META = ("promoted", "below_float64", "normalizations", "training", "dynamic_dims", "transform",
                  "graph_precision", "output_tolerance", "tensor_digests", "tensor_sums", "module_code",
-                 "random_draws", "inputs", "content_key", "seconds")
+                 "module_calls", "random_draws", "inputs", "content_key", "seconds")
 
 
 @dataclass
@@ -55,8 +55,9 @@ class Meta:
     output_tolerance: list[float] | None = None  # [rtol, atol]: allclose on the outputs gates
     tensor_digests: dict[str, str] | None = None  # per parameter and buffer: which tensors a weights change touched
     tensor_sums: dict[str, str] | None = None  # per parameter and buffer: its values as a multiset
-    # Per module: its own code's digest (where a refactor may move values).
+    # Per module: digests of its own code (where a refactor may move values), of where it called its children.
     module_code: dict[str, str] | None = None
+    module_calls: dict[str, str] | None = None
     # The random operations the forward drew with, and where the user's code called them.
     random_draws: list[str] | None = None
     inputs: list[dict[str, Any]] | None = None  # per input: name, dtype, shape, digest (model.inputs.describe)

@@ -111,11 +111,14 @@ class Capture:
         # returns the very tensor it got, unchanged; in-place modules return it with a new version.
         self._produced: dict[int, tuple[weakref.ref[Any], int, str]] = {}
         self.output: Any = None  # what the forward returned
+        self.on_enter: Callable[[str, str], None] | None = None  # (the call running, the module it calls)
 
     def where(self) -> str:
         return self._stack[-1] if self._stack else ROOT
 
     def _enter(self, qual: str) -> None:
+        if self.on_enter is not None and qual:
+            self.on_enter(self.where(), qual)
         self._stack.append(layer_name(qual, self._calls.get(qual, 0)))
 
     def _exit(self, mod: torch.nn.Module, output: Any, qual: str) -> None:

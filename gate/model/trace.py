@@ -4,9 +4,10 @@ provider computes) and every ATen operation traced into a digest (the ``code`` p
 The trace is a ``TorchDispatchMode``: one line per operation, each tensor argument named by where it
 came from (a parameter or buffer by name, an input by position, an earlier output by number, else its
 bytes), so dataflow is in the trace. Each module also gets a digest of its own code (``Probe.modules``,
-tensors by kind rather than number): a refactor inside a module changes that module's digest only
-(``gate.verdict.moves``). Randomness is told by the generators' states before and after the forward,
-not by operator names. What a dispatch trace cannot see: docs/verdict.md#what-the-keys-cannot-see.
+tensors by kind rather than number) and of where among it it calls its children (``Probe.calls``): a
+refactor inside a module changes that module's digests only (``gate.verdict.moves``). Randomness is told
+by the generators' states before and after the forward, not by operator names. What a dispatch trace
+cannot see: docs/verdict.md#what-the-keys-cannot-see.
 """
 
 from __future__ import annotations
@@ -54,6 +55,8 @@ class OpTrace(TorchDispatchMode):
         super().__init__()
         self._where = where  # the innermost module call running (``torch_hooks.Capture.where``)
         self._modules: dict[str, Any] = {}  # module -> the digest of the operations run directly inside it
+        self._own: dict[str, int] = {}  # module -> how many operations ran directly inside it
+        self._calls: dict[str, Any] = {}  # module -> the digest of where, among those, it called its children
         self._tokens: WeakIdKeyDictionary = WeakIdKeyDictionary(named)
         self._hashed = WeakIdKeyDictionary(hashed)
         self._sha = hashlib.sha256(b"parity-gate op trace v1\n")
@@ -139,7 +142,20 @@ class OpTrace(TorchDispatchMode):
             module = module_of(self._where())
             sha = self._modules.get(module) or self._modules.setdefault(module, hashlib.sha256())
             sha.update(f"{func}({self._enc(list(args), True)};{self._enc(kwargs, True)})\n".encode())
+            self._own[module] = self._own.get(module, 0) + 1
         return out
+
+    def entered(self, where: str, child: str) -> None:
+        """A module call (``child``, qualified) from the call ``where`` runs: after how many of the caller's
+        own operations. An identity child runs none of its own: only this tells where it was called."""
+        module = module_of(where)
+        sha = self._calls.get(module) or self._calls.setdefault(module, hashlib.sha256())
+        sha.update(f"{child.rpartition('.')[2]}@{self._own.get(module, 0)}\n".encode())
+
+    def calls(self) -> dict[str, str]:
+        """Per module that called others: a short digest of where among its own operations it called them
+        (``Meta.module_calls``)."""
+        return {module: sha.hexdigest()[:16] for module, sha in self._calls.items()}
 
     def modules(self, root: torch.nn.Module) -> dict[str, str]:
         """Per module of ``root`` (its qualified name; the root is ``(model)``): a short digest of its
@@ -170,6 +186,7 @@ class Probe:
     modules: dict[str, str] = field(default_factory=dict)  # per module: its own code's digest
     draws: list[str] = field(default_factory=list)  # random operations that drew, where user code called them
     first_use: dict[str, str] = field(default_factory=dict)  # tensor -> the module that first read it
+    calls: dict[str, str] = field(default_factory=dict)  # per module: where it called its children
 
     @property
     def fingerprints(self) -> dict[str, Fingerprint]:
@@ -226,6 +243,7 @@ def probe(built: BuiltModel) -> Probe:
     specs = torch_hooks.CallSpecs()  # what the export's trace would otherwise run a forward to learn
     capture = torch_hooks.Capture(built.module, specs=specs)
     trace = OpTrace(named, hashed, capture.where)
+    capture.on_enter = trace.entered
     start = time.perf_counter()
     with built.fresh():  # from the model as built, and leaving it so: what the forward caches goes
         generators = _generators(built.module)  # as restored: the very objects the forward sees
@@ -240,4 +258,4 @@ def probe(built: BuiltModel) -> Probe:
     draws = (trace.draws or [r for r in random if "(its own generator)" in r]) + outside
     return Probe(records, capture.output, trace.digest, trace.ops, random[:20], sorted(trace.custom)[:50],
                  time.perf_counter() - start, specs.recordable(), trace.modules(built.module), draws[:5],
-                 trace.first_use)
+                 trace.first_use, trace.calls())

@@ -154,17 +154,17 @@ class Plan:
         spec, recorded = built.spec, _recorded(self.baseline)
         progress(f"{spec.name}: float32 forward on torch-cpu, traced (content key)")
         try:
-            self.probe = trace.probe(built)
+            self.probe = p = trace.probe(built)
         except Exception as exc:  # noqa: BLE001 - the full path runs and reports the model's failure
             run.reuse = Reuse(None, self._why_not.why if self._why_not else None, details=[
                 f"the float32 forward failed ({type(exc).__name__}): no key can vouch for this run"])
             return
-        p = self.probe
         key = content_key.take(spec, built.module, built.input_names, config.root, p.trace, p.ops,
                                built.weights_digest, built.inputs_digest, p.custom)
         self.key, run.meta.content_key = key, key.to_dict()
         built.record_weights(run.meta)
-        run.meta.module_code, run.meta.random_draws, run.first_use = p.modules, p.draws or None, p.first_use
+        run.meta.module_code, run.meta.module_calls, run.first_use = p.modules, p.calls, p.first_use
+        run.meta.random_draws = p.draws or None
         changed = key.changed(recorded) if recorded is not None else []
         details = reuse_explain.details(changed, key, recorded, run.meta, self.baseline)
         if p.random:

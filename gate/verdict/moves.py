@@ -25,7 +25,7 @@ from gate.core.runs import LayerInfo, ModelRun
 from gate.core.status import KeyPart
 from gate.fingerprint import Fingerprint
 from gate.formats.baseline import Baseline, BaselineLayer
-from gate.verdict.reexpression import code_changed, reexpression
+from gate.verdict.reexpression import code_changed, modules_changed, reexpression
 from gate.verdict.structure import Limit, Move, Structure, by_name, identifies, same
 
 FOLD_ROUNDING = 1e-6  # where no float32 run was recorded: a few 1e-8 a layer, grown through the layers after
@@ -112,12 +112,10 @@ class _Code:
     the model's as a whole (``code_changed``)."""
 
     def __init__(self, run: ModelRun, baseline: Baseline):
-        now, before = run.meta.module_code, baseline.meta.module_code
         self.anywhere = code_changed(run, baseline)
         self.re = reexpression(run, baseline)
         self.one_sided = self.re.one_sided
-        self.changed = (None if not now or not before else
-                        [m for m in {**now, **before} if now.get(m) != before.get(m)])
+        self.changed = modules_changed(run, baseline)
         self._first: dict[str, int] = {ROOT: 0}  # module -> the index of the first layer inside it
         for i, x in enumerate(run.layers):
             parts = module_of(x.name).split(".")

@@ -42,3 +42,15 @@ def code_changed(run: ModelRun, baseline: Baseline) -> bool:
     """Whether the model's code changed since the baseline, as far as the run can tell: its content
     key's code or source part, or parameters and buffers only one side has."""
     return _key_changed(run, baseline) or bool(_tensors_differ(run, baseline))
+
+
+def modules_changed(run: ModelRun, baseline: Baseline) -> list[str] | None:
+    """The modules whose own code changed (``Meta.module_code``), or where among their own operations they
+    call their children (``Meta.module_calls``, absent from older baselines: not compared there); None where
+    a side did not digest its modules."""
+    now, before = run.meta.module_code, baseline.meta.module_code
+    if not now or not before:
+        return None
+    calls, called = run.meta.module_calls, baseline.meta.module_calls
+    return [m for m in {**now, **before} if now.get(m) != before.get(m)
+            or (calls is not None and called is not None and calls.get(m) != called.get(m))]

@@ -340,26 +340,32 @@ def hidden_lora_refactored() -> nn.Module:
 
 class ScaledBlock(nn.Module):
     """A residual block with its layer scale inside it (ConvNeXt, CaiT at 1e-6): the block's output, not the
-    model's, is what a move inside it is excused by."""
+    model's, is what a move inside it is excused by. ``moved``: the child called after the layer scale,
+    not before it (the block's values are the same only where that child is an identity)."""
 
-    def __init__(self, inline: str | None = None):
+    def __init__(self, inline: str | None = None, moved: str | None = None):
         super().__init__()
         self.fc1, self.fc2 = nn.Linear(16, 32), nn.Linear(32, 16)
         self.act = nn.GELU() if inline is None else None  # inlined: a call, or the tanh approximation's
-        self.inline = inline
+        self.drop = nn.Dropout(0.1)  # in eval: an identity
+        self.inline, self.moved = inline, moved
         self.gamma = nn.Parameter(torch.full((16,), 1e-6))
 
     def forward(self, x):
         h = self.fc1(x)
+        if self.moved == "act":
+            return x + self.act(self.gamma * self.drop(self.fc2(h)))
         h = self.act(h) if self.act is not None else nn.functional.gelu(h, approximate=self.inline)
-        return x + self.gamma * self.fc2(h)
+        if self.moved == "drop":
+            return x + self.drop(self.gamma * self.fc2(h))
+        return x + self.gamma * self.drop(self.fc2(h))
 
 
 class LayerScaled(nn.Module):
-    def __init__(self, inline: str | None = None):
+    def __init__(self, inline: str | None = None, moved: str | None = None):
         super().__init__()
         torch.manual_seed(0)
-        self.stem, self.block, self.head = nn.Linear(16, 16), ScaledBlock(inline), nn.Linear(16, 4)
+        self.stem, self.block, self.head = nn.Linear(16, 16), ScaledBlock(inline, moved), nn.Linear(16, 4)
 
     def forward(self, x):
         return self.head(self.block(self.stem(x)))
@@ -375,6 +381,14 @@ def layer_scaled_inlined() -> nn.Module:
 
 def layer_scaled_inlined_tanh() -> nn.Module:
     return LayerScaled("tanh")
+
+
+def layer_scaled_drop_moved() -> nn.Module:
+    return LayerScaled(moved="drop")
+
+
+def layer_scaled_act_moved() -> nn.Module:
+    return LayerScaled(moved="act")
 
 
 class ScaledFirst(Attention):

@@ -172,6 +172,21 @@ def test_a_code_change_behind_a_layer_scale_fails_where_an_inlined_module_passes
         ("block.fc2", "reference-drift"), first
 
 
+@pytest.mark.parametrize("moved", ["drop", "act"])
+def test_a_child_called_elsewhere_in_its_module_passes_only_where_it_is_an_identity(recorded, moved):
+    """`drop` (an eval Dropout) called after the layer scale, not before it: the block's own operations are
+    the same, its output bit-identical, and `block.drop`'s values move: a refactor. Twin: `act` (a GELU)
+    moved there moves the block's output by a layer-scaled amount, under the reference's tolerance: it fails
+    where the values first moved."""
+    report = check(recorded, "scaledblock", f"layer_scaled_{moved}_moved", TOKENS)
+    if moved == "drop":
+        assert report["verdict"] == "pass", report["first_regression"]
+        assert _reference(report)["block.drop"]["status"] == "moved"
+        return
+    assert report["verdict"] == "regressed" and report["first_regression"]["layer"] == "block.fc2", \
+        report["first_regression"]
+
+
 def test_the_refactor_beside_those_faults_passes_alone(recorded):
     report = check(recorded, "hidden", "hidden_refactored", TOKENS)
     assert report["verdict"] == "pass", report["first_regression"]

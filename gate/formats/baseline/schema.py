@@ -74,6 +74,7 @@ EXTRA_META = [
                                       rule="is not two counts and 32 hex digits"), "max_layers", "tensors")),
     # A short digest per module of its own code: values may move between layers only where it changed.
     ("module_code", NameMap(NAME, HEX16, "max_layers", "modules")),
+    ("module_calls", NameMap(NAME, HEX16, "max_layers", "modules")),  # where each module called its children
     ("random_draws", Array(TEXT, "max_layers")),  # random operations the forward drew with, and where
     # Per input: what a refusal names when the inputs changed.
     ("inputs", Array(Record([("name", NAME), ("dtype", Str(16)), ("shape", Array(Int(0, I64_MAX), "max_rank")),
