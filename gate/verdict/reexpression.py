@@ -7,6 +7,8 @@ changed.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from gate.core.reexpressed import Reexpression, classify
 from gate.core.runs import ModelRun
 from gate.core.status import KeyPart
@@ -26,9 +28,15 @@ def _key_changed(run: ModelRun, baseline: Baseline) -> bool:
 
 
 def reexpression(run: ModelRun, baseline: Baseline) -> Reexpression:
-    """The run's re-expressed tensors against its baseline's, by group (``classify``)."""
+    """The run's re-expressed tensors against its baseline's, by group (``classify``). A new tensor the
+    forward never read (by no name: tied ones share a digest) computed nothing any layer rounds: an unused
+    buffer beside a fault is no fold."""
     m, b = run.meta, baseline.meta
-    return classify(m.tensor_digests or {}, b.tensor_digests or {}, m.tensor_sums, b.tensor_sums)
+    now = m.tensor_digests or {}
+    re = classify(now, b.tensor_digests or {}, m.tensor_sums, b.tensor_sums)
+    read = {now[t] for t in run.first_use if t in now}
+    unread = {t for t in re.computed if t in now and t not in (b.tensor_digests or {}) and now[t] not in read}
+    return replace(re, computed=re.computed - unread) if read and unread else re
 
 
 def rounds(run: ModelRun, baseline: Baseline) -> bool:

@@ -626,6 +626,30 @@ def sensor_folded() -> nn.Module:
     return m
 
 
+class SensorScaled(Sensor):
+    """A code change a float32 run's error there would hide (the output 2e-6 larger) and, beside it, a new
+    buffer nothing reads (``version``): no weights were computed anew."""
+
+    def forward(self, x):
+        return self.fc2(torch.relu(self.bn(self.fc1(x))) * (1 + 2e-6 * self.faulted))
+
+
+def sensor_versioned(fault: bool = True, buffer: bool = True) -> nn.Module:
+    m = sensor()
+    m.__class__, m.faulted = SensorScaled, fault
+    if buffer:
+        m.register_buffer("version", torch.tensor(2.0))
+    return m
+
+
+def sensor_scaled() -> nn.Module:
+    return sensor_versioned(buffer=False)
+
+
+def sensor_versioned_only() -> nn.Module:
+    return sensor_versioned(fault=False)
+
+
 class Normed(nn.Module):
     """The model's own forward normalizes between its layers (a functional layer_norm, its eps a literal)."""
 

@@ -100,7 +100,8 @@ def test_a_split_that_changed_one_value_is_a_weight_change_and_says_so(recorded)
     message = _reference(faulted)["mlp.0"]["message"]
     assert "`mlp.0.weight`" in message and "into as many values as before, not the same ones" in message
     (hint,) = [h["message"] for h in faulted["models"][0]["hints"] if h["kind"] == "model-change"]
-    assert "its weights changed: 6 tensors" in hint and "the weights are the baseline's" not in hint, hint
+    assert "its code and weights changed: 6 tensors" in hint, hint
+    assert "the weights are the baseline's" not in hint, hint
 
 
 def test_a_fault_that_fades_before_the_outputs_still_fails_at_its_layer(recorded):
@@ -311,3 +312,16 @@ def test_a_folds_rounding_is_what_float32_moves_each_layer_by_not_a_fixed_budget
     first = changed["first_regression"]
     assert changed["verdict"] == "regressed", first
     assert first["check"] == "reference-drift" and first["value"] < 1e-6, first
+
+
+@pytest.mark.parametrize("factory, fails", [("sensor_versioned", True), ("sensor_scaled", True),
+                                            ("sensor_versioned_only", False)])
+def test_a_new_tensor_nothing_reads_is_no_fold_whose_rounding_hides_a_code_change(recorded, factory, fails):
+    """A code change that float32's error there (a few 1e-6) would cover, beside a new buffer the forward
+    never reads: no weights were computed anew, so no rounding excuses it, with the buffer or without. Twin:
+    the buffer alone passes."""
+    report = check(recorded, "sensor", factory, READINGS)
+    assert report["verdict"] == ("regressed" if fails else "pass"), report["first_regression"]
+    if fails:
+        first = report["first_regression"]
+        assert (first["layer"], first["check"]) == ("fc2", "reference-drift") and first["value"] < 1e-5, first

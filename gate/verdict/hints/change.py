@@ -121,7 +121,7 @@ def _model_change(ctx: Context, reference: ProviderVerdict, fr: Regression, weig
         draws = "; ".join(ctx.run.meta.random_draws[:2])
         why = f"or the forward drew other random numbers: it draws them ({draws})"
     elif weights and changed:
-        why = f"its weights changed: {describe_tensors(changed)}"
+        why = f"its {'code and ' * code}weights changed: {describe_tensors(changed)}"
     elif weights:
         why = "its weights changed (the weights digest differs from the baseline's)"
     elif weights is False:
