@@ -163,11 +163,13 @@ def _failed(m: ModelVerdict) -> NextStep | None:
         return NextStep(StepKind.MODEL_FAILED, reproduce(m))
     moved = next((r for r in m.providers if r.role == Role.REFERENCE and r.status == TargetStatus.REGRESSED
                   and r.first_regression), None)
-    if moved is not None and moved.first_regression is not None:  # the model changed: that is the news
+    # update-baseline refuses while a provider fails: a model change is the step only beside a missing GPU
+    blocking = [p for p in failed if p.error_status != ErrorStatus.NO_GPU]
+    if moved is not None and moved.first_regression is not None and not blocking:
         return _changed(m, moved, moved.first_regression.layer)
     if any(a.check == Check.DYNAMIC_SHAPE and a.status == AuditStatus.FAIL for a in m.audits):
         return NextStep(StepKind.DYNAMIC_SHAPE, m.recreate)  # a graph kept static fails on the other sizes
-    p = failed[0]
+    p = (blocking or failed)[0]
     if p.error_status == ErrorStatus.NO_GPU and p.name in m.unrecorded:  # never recorded: no install fixes that here
         return NextStep(StepKind.RECORD_ELSEWHERE, f"{m.recreate} --provider {p.name}", tuple(m.unrecorded),
                         error_status=p.error_status)
@@ -176,7 +178,7 @@ def _failed(m: ModelVerdict) -> NextStep | None:
                                                  ErrorStatus.LOAD_FAIL: StepKind.LOAD_FAIL}
     kind = kinds.get(p.error_status, StepKind.PROVIDER_FAILED)
     shipped = m.reuse.shipped if m.reuse is not None else None
-    if kind == StepKind.LOAD_FAIL and shipped is not None and shipped.changed:
+    if kind == StepKind.LOAD_FAIL and (moved is not None or shipped is not None and shipped.changed):
         kind = StepKind.PROVIDER_FAILED  # a graph changed since the baseline fails to load: the graph's doing
     command = {StepKind.LOAD_FAIL: "parity-gate doctor", StepKind.NO_GPU: None,  # its reason names the package
                StepKind.NO_RESULT: None}.get(kind, reproduce(m, p.name))

@@ -146,17 +146,18 @@ def test_a_provider_that_failed_to_load_points_at_doctor_on_its_runner():
 
 
 def test_a_provider_failing_beside_a_model_change_or_a_changed_graph_is_not_sent_to_doctor():
-    """The model's reference moved and its new graph no longer loads: the model change is the step (doctor
-    cannot fix a bfloat16 Gemm). A graph that changed since the baseline and fails to load: reproduce it,
-    it is the graph's doing. Twin: the same graph failing to load is still the runner's (doctor)."""
+    """The model's reference moved and its new graph no longer loads (a bfloat16 Gemm): reproduce it, the
+    graph's doing; neither doctor nor update-baseline (it refuses while a provider fails). So for a graph
+    that changed since the baseline. Twin: the same graph failing to load is still the runner's (doctor)."""
     report = raw("real-check-reference-drift")
     model = report["models"][0]
     model["status"], report["verdict"] = "error", "error"
     cpu = next(p for p in model["providers"] if p["name"] == "CPUExecutionProvider")
     cpu.update(status="error", error_status="LOAD_FAIL", reason="NOT_IMPLEMENTED: Gemm(13)", layers=[],
                first_regression=None)
-    line = steps(report)[0]
-    assert line.startswith("- `tiny-cnn`: the model changed (its float64 reference moved first at `stem.0`)")
+    reproduce = ("- `tiny-cnn`: `CPUExecutionProvider` failed while running the model (LOAD\\_FAIL): "
+                 "reproduce with `parity-gate check --model tiny-cnn --provider CPUExecutionProvider`")
+    assert steps(report)[0].startswith(reproduce)
     ref = next(p for p in model["providers"] if p["role"] == "reference")
     ref.update(status="pass", first_regression=None, layers=[dict(r, status="pass") for r in ref["layers"]])
     model["reuse"] = {"key": "a" * 64, "reference": True, "cache": "hit", "why": None, "stages": [],
