@@ -36,7 +36,7 @@ from gate.github.recheck import caution, recheck
 from gate.github.stamp import RunStamp, stamp_for
 from gate.render import COMMENT_LIMIT, SUMMARY_LIMIT, Links, headline_text, render_markdown
 from gate.render.notices import changed_models
-from gate.render.text import num, plain
+from gate.render.text import over, plain
 from gate.verdict.types import Report
 
 FAIL_ON = ("regression", "never")
@@ -340,7 +340,7 @@ def annotations(report: Report) -> list[str]:
             fr = p.first_regression
             if fr:
                 out.append(command("error", f"{m.name}: layer {fr.layer} on {p.name} failed {fr.check}: "
-                                   f"{num(fr.value)} > {num(fr.threshold)}. {fr.message or ''}".strip(),
+                                   f"{over(fr.check, fr.value, fr.threshold)}. {fr.message or ''}".strip(),
                                    title=f"parity-gate: {m.name} regressed on {p.name} ({p.precision or '?'})"))
     first = report.first_regression
     if first is not None:  # the overall first regression leads; stable otherwise

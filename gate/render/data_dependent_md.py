@@ -6,7 +6,7 @@ from __future__ import annotations
 from gate.core.status import Role
 from gate.render.icons import icon
 from gate.render.notices import MAX_LIST
-from gate.render.text import code, num, plain
+from gate.render.text import code, num, plain, row
 from gate.verdict.types import ProviderVerdict, Row
 
 
@@ -22,9 +22,9 @@ def data_dependent_table(providers: list[ProviderVerdict]) -> str:
     lines = ["| provider | layer | known from | rule | status | value | threshold | detail |",
              "| --- | --- | --- | --- | --- | ---: | ---: | --- |"]
     for p, r in rows[:MAX_LIST]:
-        lines.append(f"| {code(p.name)} | {code(r.layer)} | {plain(r.data_dependent, 10)} | {plain(r.check or '', 20)} | "
-                     f"{icon(r.status)} {plain(r.status, 10)} | {num(r.value)} | {num(r.threshold)} | "
-                     f"{plain(r.message or 'judged as any layer', 300)} |")
+        lines.append(row(code(p.name), code(r.layer), plain(r.data_dependent, 10), plain(r.check or "", 20),
+                         f"{icon(r.status)} {plain(r.status, 10)}", num(r.value), num(r.threshold),
+                         plain(r.message or "judged as any layer", 300)))
     if len(rows) > MAX_LIST:
         lines.append(f"| … {len(rows) - MAX_LIST} more rows | | | | | | | |")
     return ("**Data-dependent shapes** (the number of elements depends on values: each runtime row says "

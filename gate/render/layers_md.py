@@ -7,7 +7,7 @@ from collections import Counter
 
 from gate.core.status import RowStatus
 from gate.render.icons import icon
-from gate.render.text import attr, code, num, plain, times
+from gate.render.text import attr, code, num, plain, row, times
 from gate.verdict.types import ProviderVerdict, Row
 
 QUIET_ROWS = ("pass", "folded")
@@ -47,14 +47,14 @@ def _shared_notes(rows: list[Row]) -> dict[str, tuple[str, int]]:
     return {n: (n, c) for n, c in counts.items() if c > 1}
 
 
-def _row_line(i: int, row: Row, shared: dict[str, tuple[str, int]] | None = None) -> str:
-    note = _note(row)
+def _row_line(i: int, r: Row, shared: dict[str, tuple[str, int]] | None = None) -> str:
+    note = _note(r)
     if shared and note in shared:
         note = f"note {list(shared).index(note) + 1}"
-    ratio = times(row.value, row.baseline) if row.status == RowStatus.FAIL else ""
-    return (f"| {i + 1} | {code(row.layer)} | {code(row.type, 60) if row.type else ''} | "
-            f"{icon(row.status)} {plain(row.status, 20)} | {plain(row.check or '', 40)} | "
-            f"{num(row.value)}{f' ({ratio})' if ratio else ''} | {num(row.threshold)} | {num(row.baseline)} | {note} |")
+    ratio = times(r.value, r.baseline) if r.status == RowStatus.FAIL else ""
+    return row(str(i + 1), code(r.layer), code(r.type, 60) if r.type else "",
+               f"{icon(r.status)} {plain(r.status, 20)}", plain(r.check or "", 40),
+               f"{num(r.value)}{f' ({ratio})' if ratio else ''}", num(r.threshold), num(r.baseline), note)
 
 
 def choose_rows(layers: list[Row], cap: int | None) -> list[int]:

@@ -19,7 +19,7 @@ from gate.render.notices import MAX_LIST, baseline_block, notices, reason
 from gate.render.outputs_md import outputs_table
 from gate.render.reuse_text import alarm_line, reuse_line, reuse_tally
 from gate.render.sweeps_md import sweep_section
-from gate.render.text import MESSAGE_CAP, attr, clip, code, link, num, over, plain, times
+from gate.render.text import MESSAGE_CAP, attr, clip, code, link, num, over, plain, row, times
 from gate.verdict.sweeps import matrices
 from gate.verdict.types import ModelVerdict, ProviderVerdict, Regression, Report
 
@@ -176,8 +176,8 @@ class _Doc:
         for m in listed[:cap]:
             provs = " ".join(f"{icon(p.status)}&nbsp;{_provider_label(p, m)}" for p in m.providers
                              if p.status != TargetStatus.SKIPPED)  # a skipped provider is said once, in the notices
-            rows.append(f"| {code(m.name)} | {_status(m.status)} | {num(m.layers)} | {provs or '—'} | "
-                        f"{_first(m.first_regression, _baseline_of(self.r, m.first_regression, m))} |")
+            rows.append(row(code(m.name), _status(m.status), num(m.layers), provs or "—",
+                            _first(m.first_regression, _baseline_of(self.r, m.first_regression, m))))
         if len(listed) > cap:
             rows.append(f"| … {len(listed) - cap} more models | | | | |")
         return "\n".join(rows)
@@ -265,9 +265,9 @@ def _title(fr: Regression) -> str:
 
 def _first_body(fr: Regression, baseline: float | None) -> str:
     ratio = times(fr.value, baseline)
+    aside = f" ({ratio} the baseline {num(baseline)})" if ratio else ""
     what = (f"audit **{plain(fr.check, 40)}** failed." if fr.check in AUDITS else
-            f"check **{plain(fr.check, 40)}** measured **{num(fr.value)}**"
-            f"{f' ({ratio} the baseline {num(baseline)})' if ratio else ''}, threshold **{num(fr.threshold)}**.")
+            f"check **{plain(fr.check, 40)}**: {over(fr.check, fr.value, fr.threshold, lambda v: f'**{num(v)}**', aside)}.")
     body = (f"**First regression:** model {code(fr.model)}, layer {code(fr.layer)}"
             f"{' (' + code(fr.type) + ')' if fr.type else ''}{_fused(fr)}, provider {code(fr.provider)}"
             f"{' (' + plain(fr.precision, 20) + ')' if fr.precision else ''}: {what}")
@@ -326,11 +326,10 @@ def _provider_table(providers: list[ProviderVerdict]) -> str:
     head = ["| provider | role | precision | device | status | checked | failed | folded | latency | first regression |",
             "| --- | --- | --- | --- | --- | ---: | ---: | ---: | ---: | --- |"]
     return "\n".join(head + [
-        f"| {code(p.name)} | {plain(p.role, 20)} | {plain(p.precision, 20)} | {plain(p.label, 40)} | "
-        f"{_status(p.status)}{(' — ' + plain(reason(p), 200)) if p.reason else ''} | {num(p.checked)} | "
-        f"{num(p.failed)} | {num(p.folded)} | "
-        f"{num(p.latency_ms) + ' ms' if p.latency_ms is not None else '—'} | "
-        f"{_first(p.first_regression, _row_baseline(p, p.first_regression))} |"
+        row(code(p.name), plain(p.role, 20), plain(p.precision, 20), plain(p.label, 40),
+            f"{_status(p.status)}{(' — ' + plain(reason(p), 200)) if p.reason else ''}", num(p.checked),
+            num(p.failed), num(p.folded), num(p.latency_ms) + " ms" if p.latency_ms is not None else "—",
+            _first(p.first_regression, _row_baseline(p, p.first_regression)))
         for p in providers])
 
 
@@ -349,10 +348,9 @@ def _first(fr: Regression | None, baseline: float | None = None) -> str:
         return "—"
     provider = f" on {code(fr.provider, 60)}" if fr.provider else ""
     ratio = times(fr.value, baseline)
-    if fr.check in AUDITS:
-        return f"{code(fr.layer)}{provider}: {plain(fr.check, 40)} audit"
-    return (f"{code(fr.layer)}{_fused(fr)}{provider}: {plain(fr.check, 40)} {num(fr.value)}"
-            f"{f' ({ratio} the baseline)' if ratio else ''} > {num(fr.threshold)}")
+    where = code(fr.layer) + ("" if fr.check in AUDITS else _fused(fr))
+    return (f"{where}{provider}: {plain(fr.check, 40)} "
+            f"{over(fr.check, fr.value, fr.threshold, aside=f' ({ratio} the baseline)' if ratio else '')}")
 
 
 __all__ = ["size", "COMMENT_LIMIT", "SUMMARY_LIMIT", "MESSAGE_CAP", "Links", "render_markdown", "headline_text"]

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from gate.core.status import AUDITS, ErrorStatus, StepKind, TargetStatus
-from gate.render.text import MESSAGE_CAP, NAME_CAP, clip, code, over, plain
+from gate.render.text import MESSAGE_CAP, clip, code, over, plain
 from gate.verdict.next_step import RECORDS, NextStep, next_step
 from gate.verdict.types import ModelVerdict, ProviderVerdict, Regression, Report
 
@@ -35,7 +35,7 @@ class Style:
 
 
 MARKDOWN = Style(code, plain, lambda s: f"**{s}**", "compare the layer tables below")
-TEXT = Style(lambda s, cap=NAME_CAP: f"`{clip(s, cap)}`", lambda s, cap=MESSAGE_CAP: clip(s, cap), lambda s: s,
+TEXT = Style(code, lambda s, cap=MESSAGE_CAP: clip(s, cap), lambda s: s,
              "compare the layer rows of the report")
 
 

@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 from gate.core.status import Check
 from gate.render.notices import MAX_LIST
-from gate.render.text import code, num, plain
+from gate.render.text import code, num, plain, row
 from gate.verdict.types import ProviderVerdict, Row
 
 
@@ -35,7 +35,7 @@ def outputs_table(providers: list[ProviderVerdict]) -> str:
         index = e.get("worst_index")
         where = ", ".join(str(i) for i in index) if isinstance(index, list) else ""
         words, failed = closeness(r)
-        lines.append(f"| {code(p.name)} | {code(r.layer)} | {num(e.get('max_abs'))} | {num(e.get('max_rel'))} | "
-                     f"{'❌ ' if failed else ''}{words} | "
-                     f"[{plain(where, 60)}]: expected {num(e.get('expected'))}, got {num(e.get('actual'))} |")
+        lines.append(row(code(p.name), code(r.layer), num(e.get("max_abs")), num(e.get("max_rel")),
+                         f"{'❌ ' if failed else ''}{words}",
+                         f"[{plain(where, 60)}]: expected {num(e.get('expected'))}, got {num(e.get('actual'))}"))
     return "**Outputs** (full tensors, against the float64 reference)\n\n" + "\n".join(lines)

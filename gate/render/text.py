@@ -13,6 +13,7 @@ import re
 import unicodedata
 from collections.abc import Callable
 
+from gate.core.spans import span
 from gate.core.status import AUDITS
 
 NAME_CAP = 160
@@ -47,21 +48,36 @@ def visible(text: str) -> str:
     return "".join(ch for ch in text if ch not in _INVISIBLE and unicodedata.category(ch) not in _INVISIBLE_CATEGORIES)
 
 
+def _flat(text: object) -> str:
+    return visible(" ".join(str(text).split()))  # whitespace first: a line break becomes a space, not nothing
+
+
 def clip(text: object, cap: int) -> str:
-    s = visible(" ".join(str(text).split()))  # whitespace first: a line break becomes a space, not nothing
+    s = _flat(text)
     return s if len(s) <= cap else s[: cap - 1] + "…"
 
 
+def shorten(name: object, cap: int = NAME_CAP) -> str:
+    """A name cut in the middle: its start and its leaf stay, so two long names that differ at the end
+    (``….q_proj``, ``….k_proj``) still read as two."""
+    s, head = _flat(name), (cap - 1) // 2
+    return s if len(s) <= cap else s[:head] + "…" + s[len(s) - (cap - 1 - head):]
+
+
 def code(text: object, cap: int = NAME_CAP) -> str:
-    """An inline code span that survives backticks and table cells."""
-    s = clip(text, cap).replace("|", "\\|")
-    longest = max((len(m) for m in re.findall(r"`+", s)), default=0)
-    fence = "`" * (longest + 1)
-    pad = " " if s.startswith("`") or s.endswith("`") or longest else ""
-    return f"{fence}{pad}{s}{pad}{fence}"
+    """An inline code span (``span``) holding the name as written, however many backticks it holds; a table
+    cell escapes its pipes (``row``)."""
+    return span(shorten(text, cap))
 
 
-_QUOTED = re.compile(r"`([^`]+)`")
+def row(*cells: str) -> str:
+    """One table row: GitHub splits cells at every ``|``, inside code spans too, unless escaped; it
+    unescapes ``\\|`` before the cell is read, so text already escaped for prose reads the same."""
+    return "| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |"
+
+
+# A code span as CommonMark reads one: a run of backticks closed by the next run of the same length.
+_QUOTED = re.compile(r"(?<!`)(`+)(?!`)(.+?)(?<!`)\1(?!`)")
 
 
 def plain(text: object, cap: int = MESSAGE_CAP) -> str:
@@ -72,7 +88,9 @@ def plain(text: object, cap: int = MESSAGE_CAP) -> str:
     if s.count("`") % 2 and s != clip(text, len(str(text)) + 1):  # clipped inside a code span: end before it
         s = s[:s.rindex("`")].rstrip() + "…"
     for quoted in _QUOTED.finditer(s):
-        out += [_prose(s[last:quoted.start()]), code(quoted.group(1), cap)]
+        inner = quoted.group(2)
+        inner = inner[1:-1] if inner[:1] == inner[-1:] == " " and inner.strip() else inner
+        out += [_prose(s[last:quoted.start()]), code(inner, cap)]
         last = quoted.end()
     return "".join(out) + _prose(s[last:])
 
@@ -83,7 +101,7 @@ def _prose(s: str) -> str:
 
 def attr(text: object, cap: int = NAME_CAP) -> str:
     """Text inside raw HTML (a <summary>), where GitHub still mentions and links."""
-    return html.escape(inert(clip(text, cap)), quote=True)
+    return html.escape(inert(shorten(text, cap)), quote=True)
 
 
 def num(value: object) -> str:
@@ -104,12 +122,14 @@ def num(value: object) -> str:
 
 
 def over(check: object, value: float | None, threshold: float | None,
-         fmt: Callable[[float | None], str] = num) -> str:
-    """What a failed check measured against its limit (``value > threshold``); an audit of a whole target
-    (latency, placement, ...) has neither: "audit"; a check that measures nothing (a shape): "changed"."""
+         fmt: Callable[[float | None], str] = num, aside: str = "") -> str:
+    """What a failed check measured against its limit (``value > threshold``, ``aside`` after the value);
+    an audit of a whole target (latency, placement, ...) has neither: "audit"; a check that measures
+    nothing (a shape): "changed"."""
     if check in AUDITS:
         return "audit"
-    return "changed" if value is None and threshold is None else f"{fmt(value)} > {fmt(threshold)}"
+    return "changed" if value is None and threshold is None else f"{fmt(value)}{aside} > {fmt(threshold)}"
+
 
 def link(label: str, url: str | None) -> str:
     return f"[{label}]({url.replace(' ', '%20').replace(')', '%29')})" if url else label

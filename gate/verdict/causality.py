@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from gate.core.layers import ROOT, module_of
 from gate.core.runs import ModelRun
+from gate.core.spans import span
 from gate.core.status import KeyPart
 from gate.formats.baseline import Baseline
 from gate.verdict.hints.weights import tensor_changes
@@ -37,8 +38,8 @@ class Cause:
         return inside or index >= self.first
 
     def words(self) -> str:
-        shown = ", ".join(f"`{t}`" for t in self.tensors[:3]) + (", …" if len(self.tensors) > 3 else "")
-        return f"the only change is {len(self.tensors)} tensor{'s' * (len(self.tensors) != 1)} ({shown}), first used in `{self.modules[0]}`"
+        shown = ", ".join(span(t) for t in self.tensors[:3]) + (", …" if len(self.tensors) > 3 else "")
+        return f"the only change is {len(self.tensors)} tensor{'s' * (len(self.tensors) != 1)} ({shown}), first used in {span(self.modules[0])}"
 
 
 def cause(run: ModelRun, baseline: Baseline, st: Structure | None) -> Cause | None:

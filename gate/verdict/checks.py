@@ -13,6 +13,7 @@ from typing import Any
 from gate.config import ModelSpec
 from gate.core.layers import ROOT, is_output, module_of
 from gate.core.runs import LayerInfo, ModelRun, ProviderLayer, ProviderRun
+from gate.core.spans import span
 from gate.core.status import DATA_DEPENDENT_RULES, Check, DataDependence, LayerStatus, RowStatus
 from gate.core.target import ROUNDING, coarsest
 from gate.fingerprint import Fingerprint, difference
@@ -134,7 +135,7 @@ def _reference_layer(run: ModelRun, layer: LayerInfo, baseline: Baseline, st: St
     tensors = _changed_tensors(run, baseline, st, layer.name, altered) if row.failed else []
     if row.check in (Check.REFERENCE_DRIFT, Check.SHAPE) and tensors:
         more = f" and {len(tensors) - 3} more" if len(tensors) > 3 else ""
-        shown = ", ".join(f"`{n}`" for n in tensors[:3]) + more
+        shown = ", ".join(span(n) for n in tensors[:3]) + more
         why = (": re-expressed (split, merged or renamed) into as many values as before, not the same ones"
                if altered.intersection(tensors) else "")
         row.message = f"{row.message}; {'its tensor' if len(tensors) == 1 else 'its tensors'} {shown} changed{why}"
@@ -186,7 +187,7 @@ def _moved_row(layer: LayerInfo, base: Fingerprint, limit: float, move: Move) ->
     if move.rounded:
         where = f"{words}: weights re-expressed before it (a fold, a merge, a split) round in float32"
     elif move.within:
-        where = f"moved inside `{move.within}`, whose output holds (a refactor inside it): {words}"
+        where = f"moved inside {span(move.within)}, whose output holds (a refactor inside it): {words}"
     if tuple(layer.fp.shape) != tuple(base.shape):
         return _row(layer, RowStatus.MOVED, Check.SHAPE, message=f"shape {list(base.shape)} -> {list(layer.fp.shape)}, {where}")
     change = difference(layer.fp, base)

@@ -9,6 +9,7 @@ from typing import Any
 from gate.config import ModelSpec
 from gate.core.layers import module_of
 from gate.core.runs import ModelRun, ProviderRun
+from gate.core.spans import span
 from gate.core.status import (
     AuditStatus,
     Check,
@@ -151,7 +152,7 @@ def _contradiction(pv: ProviderVerdict, skip: list[str], found: causality.Cause)
     said = ("it is not named the first regression" if pv.first_regression is not None else
             "nothing moved where it could have, so the contradiction is the finding")
     return Audit(Check.CONTRADICTION, AuditStatus.WARN if pv.first_regression is not None else AuditStatus.FAIL,
-                 f"the float64 reference moved at `{skip[0]}`{more} before the change could reach it: {found.words()}; "
+                 f"the float64 reference moved at {span(skip[0])}{more} before the change could reach it: {found.words()}; "
                  f"the comparison there contradicts the content key: {said}", layer=skip[0])
 
 
@@ -221,7 +222,7 @@ def _follows(mv: ModelVerdict, spec: ModelSpec, order: dict[str, int]) -> None:
                 continue  # past what the change explains: a regression of this runtime
             why = "" if pv is yard else f", as {REFERENCE_PROVIDER}'s error {torch_err:.3g} does today"
             base = "" if r.baseline is None else f", baseline {r.baseline:.3g}"
-            said = f"follows the model change at `{moved.layer}` (error {r.value:.3g}{base}{why})"
+            said = f"follows the model change at {span(moved.layer)} (error {r.value:.3g}{base}{why})"
             pv.rows[i] = replace(r, status=RowStatus.FOLLOWS, message=f"{said}; not a finding of its own")
 
 
@@ -234,7 +235,7 @@ def audit_regression(audit: Audit) -> Regression:
 
 def comparison_regression(c: Comparison) -> Regression:
     """A sweep's comparison that failed, as the regression it names (the outputs)."""
-    against = f"case `{c.other}`" if c.kind == Check.PAIR else f"anchor `{c.other}`"
+    against = f"case {span(c.other)}" if c.kind == Check.PAIR else f"anchor {span(c.other)}"
     error = f"{c.error:.3g}" if c.error is not None else "an unknown amount"
     return Regression("(model)", "", c.kind, c.error, c.tolerance, f"outputs differ from {against} by {error}",
                       provider=c.provider)

@@ -11,6 +11,7 @@ from typing import Any
 
 from gate.config import ModelSpec
 from gate.core.runs import ModelRun
+from gate.core.spans import span
 from gate.core.status import AuditStatus, Check, LayerStatus, SiteKind
 from gate.formats.baseline import Baseline
 from gate.verdict.notes import LayerMapping
@@ -113,7 +114,8 @@ def coverage(run: ModelRun, baseline: Baseline | None, st: Structure | None) -> 
     first, why = next(iter(lost.items()))
     return [Audit(Check.COVERAGE, AuditStatus.WARN,
                   f"{len(lost)} layer{'s' if len(lost) > 1 else ''} a runtime compared in the baseline "
-                  f"{'have' if len(lost) > 1 else 'has'} no value in the graph now; the first, `{first}`: "
+                  f"{'have' if len(lost) > 1 else 'has'} no value in the graph now; "
+                  f"the first, {span(first)}: "
                   f"{why}. "
                   "The gate sees less inside the model than it did: fix what stripped or folded them before "
                   "re-recording, which would make this the rule", layer=first)]

@@ -13,6 +13,7 @@ from typing import Any
 
 from gate.core.layers import is_output, module_of
 from gate.core.runs import LayerInfo, ModelRun
+from gate.core.spans import span
 from gate.fingerprint import Fingerprint, Sketches, relative_error, within
 from gate.formats.baseline import Baseline, BaselineLayer
 
@@ -58,20 +59,20 @@ class Move:
 
     def words(self, layer: str) -> str:
         if self.rounded:
-            return f"`{layer}` holds its own values within float32 rounding"
+            return f"{span(layer)} holds its own values within float32 rounding"
         if self.now_as:
-            return f"`{layer}`'s output is now `{self.now_as}`'s"
+            return f"{span(layer)}'s output is now {span(self.now_as)}'s"
         if self.took:
-            return f"`{layer}`'s former output is now `{self.took}`'s"
+            return f"{span(layer)}'s former output is now {span(self.took)}'s"
         if self.merged:
-            return f"`{layer}` now computes {_listed(self.merged)}'s values together"
+            return f"{span(layer)} now computes {_listed(self.merged)}'s values together"
         if self.reshaped:
-            return f"`{layer}` holds its own values, in order, under another shape"
-        return f"`{layer}` computes values no baseline layer held"
+            return f"{span(layer)} holds its own values, in order, under another shape"
+        return f"{span(layer)} computes values no baseline layer held"
 
 
 def _listed(names: tuple[str, ...]) -> str:
-    quoted = [f"`{n}`" for n in names]
+    quoted = [span(n) for n in names]
     return quoted[0] if len(quoted) == 1 else f"{', '.join(quoted[:-1])} and {quoted[-1]}"
 
 
@@ -247,7 +248,7 @@ def described(st: Structure) -> list[str]:
                    f"values of another baseline layer ({shown}{more}): compared as that layer")
     if st.moved:
         moved = [(n, m) for n, m in st.moved.items() if not m.rounded]
-        shown = "; ".join(m.words(n) + (f" (inside `{m.within}`)" if m.within else "") for n, m in moved[:4])
+        shown = "; ".join(m.words(n) + (f" (inside {span(m.within)})" if m.within else "") for n, m in moved[:4])
         more = f"; and {len(moved) - 4} more" if len(moved) > 4 else ""
         rounded = len(st.moved) - len(moved)
         rounding = f"; {rounded} layer{'s' * (rounded != 1)} within float32 rounding of {'their' if rounded != 1 else 'its'} " \

@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from gate.core.spans import span
 from gate.core.status import (
     RUNTIME_ERROR_CHECKS,
     CellStatus,
@@ -80,7 +81,7 @@ def cell(m: ModelVerdict, p: ProviderVerdict | None) -> Cell:
     fr = next((r.first_regression for r in m.providers if r.role == Role.REFERENCE and r.first_regression is not None),
               None)
     if status == CellStatus.OK and fr is not None:  # the case itself changed: every provider's cell says so
-        return Cell(CellStatus.REGRESSED, f"the float64 reference moved at {fr.layer} ({fr.check})", worst, p.latency_ms,
+        return Cell(CellStatus.REGRESSED, f"the float64 reference moved at {span(fr.layer)} ({fr.check})", worst, p.latency_ms,
                     p.latency_p90_ms)
     if status == CellStatus.OK and placement.get("fallback_nodes"):
         status = CellStatus.FALLBACK
@@ -95,7 +96,7 @@ def cell(m: ModelVerdict, p: ProviderVerdict | None) -> Cell:
 def _anchor(cell: Cell, c: Comparison) -> None:
     cell.anchor_error = c.error
     if c.status == ComparisonStatus.FAIL and cell.status == CellStatus.OK:
-        cell.status, cell.reason = CellStatus.REGRESSED, f"outputs differ from anchor `{c.other}` by {c.error:.3g}"
+        cell.status, cell.reason = CellStatus.REGRESSED, f"outputs differ from anchor {span(c.other)} by {c.error:.3g}"
 
 
 def matrices(models: list[ModelVerdict]) -> list[SweepMatrix]:

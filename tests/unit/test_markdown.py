@@ -48,7 +48,7 @@ def test_full_markdown_matches_the_golden_file(name):
 def test_regressed_headline_names_model_layer_provider_check_and_values():
     text = render_fixture("regressed")
     assert "### ❌ parity-gate: `tiny-cnn` regressed at layer `conv2` on `CPUExecutionProvider`" in text
-    assert ("check **error-growth** measured **0.0042** (≈ 9,500× the baseline 4.40e-07), threshold **2.76e-06**"
+    assert ("check **error-growth**: **0.0042** (≈ 9,500× the baseline 4.40e-07) > **2.76e-06**."
             in text)
     assert "```mermaid\nxychart-beta" in text
     assert "[workflow run](https://github.example/octo/models/actions/runs/4242)" in text
@@ -146,9 +146,9 @@ def test_hostile_names_cannot_break_tables_or_inject_html():
     row["layer"] = "a|b`c<script>"  # a line break in a name is refused where the report is read
     row["message"] = "<img src=x onerror=alert(1)> | **bold**"
     text = render_markdown(typed(report))
-    assert "<script>" not in text.replace("`` a\\|b`c<script> ``", "")
+    assert "<script>" not in text.replace("``a\\|b`c<script>``", "")
     assert "<img" not in text
-    assert "`` a\\|b`c<script> ``" in text
+    assert "``a\\|b`c<script>``" in text
 
 
 def test_not_a_report_is_a_format_error(tmp_path):
@@ -293,3 +293,38 @@ def test_a_real_report_fits_on_a_screen_outside_details():
     assert len(seen) <= COMMENT_LINES, "\n".join(seen)
     assert "```mermaid" not in "\n".join(seen)
     assert "<summary><b>tiny-cnn</b> · ❌ regressed · 22 layers</summary>" in text
+
+
+def _first_regressions(report: dict) -> list[dict]:
+    model = report["models"][0]
+    return [report["first_regression"], model["first_regression"], model["providers"][1]["first_regression"]]
+
+
+def _renamed(layer: str) -> str:
+    report = raw("regressed")
+    for fr in [*_first_regressions(report), report["models"][0]["providers"][1]["layers"][3]]:
+        fr["layer"] = layer
+    return render_markdown(typed(report))
+
+
+def test_a_pipe_in_a_layer_name_is_escaped_in_table_cells_only():
+    text = _renamed("d.a|b|c")
+    assert "regressed at layer `d.a|b|c` on `CPUExecutionProvider`" in text
+    assert "**First regression:** model `tiny-cnn`, layer `d.a|b|c` (" in text
+    assert "| 4 | `d.a\\|b\\|c` | `Conv2d` |" in text
+    assert "`d.a\\|b\\|c` on `CPUExecutionProvider`: error-growth" in text
+
+
+def test_a_plain_layer_name_reads_as_written_in_and_out_of_tables():
+    text = _renamed("layer_1.conv")
+    assert "regressed at layer `layer_1.conv` on" in text and "| 4 | `layer_1.conv` | `Conv2d` |" in text
+
+
+def test_a_shape_change_says_changed_where_a_value_would_be():
+    report = raw("regressed")
+    for fr in _first_regressions(report):
+        fr.update(check="shape", value=None, threshold=None)
+    text = render_markdown(typed(report))
+    assert "check **shape**: changed." in text
+    assert "`conv2` on `CPUExecutionProvider`: shape changed |" in text
+    assert "—, threshold" not in text and "— > —" not in text

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from gate.render.text import ZWSP, attr, code, inert, plain, visible
+from gate.core.spans import span
+from gate.render.text import NAME_CAP, ZWSP, attr, code, inert, plain, row, shorten, visible
 from tests.support.github_text import acted_on
 
 
@@ -66,3 +67,37 @@ def test_a_failed_check_that_measures_nothing_says_changed_never_a_dash_over_a_d
 
     assert over("shape", None, None) == "changed"
     assert over("reference-drift", 2e-6, 1e-9) == "2.00e-06 > 1.00e-09"  # twin: a measured check
+
+
+def _html(markdown: str) -> str:
+    from markdown_it import MarkdownIt  # CommonMark with GitHub's tables, as the comment is read
+    return MarkdownIt("commonmark").enable("table").render(markdown).strip()
+
+
+@pytest.mark.parametrize("name", ["d.a`b``c", "`edge`", "a|b|c"])
+def test_a_name_quoted_in_a_message_reads_whole_and_the_prose_after_it_stays_prose(name):
+    shown = _html(plain(f"moved first at {span(name)} (drift): tensor {span(name + '.w')}"))
+    assert shown == f"<p>moved first at <code>{name}</code> (drift): tensor <code>{name}.w</code></p>"
+
+
+def test_a_plain_name_is_one_backtick_span_as_before():
+    assert span("layer1.conv") == code("layer1.conv") == "`layer1.conv`"
+    assert plain("run `parity-gate check` now") == "run `parity-gate check` now"
+
+
+def test_a_pipe_is_escaped_in_a_table_cell_only():
+    assert code("a|b") == "`a|b`"
+    table = "| h | i |\n| --- | --- |\n" + row(code("a|b"), plain("x|y"))
+    assert "<td><code>a|b</code></td>\n<td>x|y</td>" in _html(table)
+
+
+def test_a_long_name_is_cut_in_the_middle_so_its_leaf_shows():
+    prefix = "encoder_stage_with_a_descriptive_but_long_configuration_key_" * 3
+    q, k = shorten(f"blocks.{prefix}.q_proj"), shorten(f"blocks.{prefix}.k_proj")
+    assert q != k and len(q) == NAME_CAP and "…" in q
+    assert q.startswith("blocks.encoder") and q.endswith(".q_proj")
+
+
+def test_a_name_at_the_cap_is_not_cut():
+    assert shorten("x" * NAME_CAP) == "x" * NAME_CAP
+    assert shorten("x" * (NAME_CAP + 1)) == "x" * 79 + "…" + "x" * 80

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 
+from gate.core.spans import span
 from gate.core.status import RowStatus
 from gate.core.target import REFERENCE_PROVIDER
 from gate.verdict.hints import numerics
@@ -18,7 +19,7 @@ def describe_tensors(names: list[str]) -> str:
     """``tensor `bn.running_mean```; past three, counted per module, coarser until at most three
     modules are named (``4 tensors of layer4.1, 1 of fc``)."""
     if len(names) <= 3:
-        return ", ".join(f"tensor `{n}`" for n in names)
+        return ", ".join(f"tensor {span(n)}" for n in names)
     modules = [n.rpartition(".")[0] for n in names]
     while len(set(modules)) > 3:
         coarser = [m.rpartition(".")[0] or m for m in modules]  # a top-level module keeps its name
@@ -70,7 +71,7 @@ def hints(ctx: Context) -> list[Hint]:
         out.append(make(
             "runtime-change", fr.layer, pv.name,
             f"{pv.name} ({pv.precision}): {where} {'this' if ref_moved else 'only this'} runtime's error "
-            f"against the reference moved at {fr.layer} ({fr.check}{numbers})"
+            f"against the reference moved at {span(fr.layer)} ({fr.check}{numbers})"
             + (f"; PyTorch numerics settings changed since the baseline: {named}" if flags else ""),
             check=fr.check, value=value, baseline=base_err, threshold=fr.threshold, ratio=ratio,
             reference_moved=ref_moved, reference_drift_here=drift.get(fr.layer),
@@ -140,7 +141,7 @@ def _model_change(ctx: Context, reference: ProviderVerdict, fr: Regression, weig
     value = f" {fr.value:.3g}" if fr.value is not None else ""
     return make(
         "model-change", fr.layer, REFERENCE_PROVIDER,
-        f"the {ctx.ref_dtype} reference moved first at {fr.layer} ({fr.check}{value}): the model changed, {why}",
+        f"the {ctx.ref_dtype} reference moved first at {span(fr.layer)} ({fr.check}{value}): the model changed, {why}",
         check=fr.check, value=fr.value, threshold=fr.threshold, weights_changed=weights,
         cause="random" if ctx.run.meta.random_draws else
         ("code" if weights is False or (weights and code) else "weights" if weights else "unknown"),

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 
+from gate.core.spans import span
 from gate.core.status import Check, RowStatus
 from gate.core.target import REFERENCE_PROVIDER
 from gate.fingerprint import Fingerprint, relative_error
@@ -69,7 +70,7 @@ def hints(ctx: Context) -> list[Hint]:
             row, (moved, diffs) = found[0]
             out.append(make(
                 "layout", row.layer, REFERENCE_PROVIDER,
-                f"{row.layer}: the reference has the same values as in the baseline (quantiles, moments, counts equal "
+                f"{span(row.layer)}: the reference has the same values as in the baseline (quantiles, moments, counts equal "
                 f"within {rtol:g}) in different positions (sketch distance {row.value:.3g} relative): a transpose, "
                 "permutation, layout or indexing change",
                 compared="reference vs baseline", relative_distance=row.value, distance_over_spread=moved,
@@ -93,7 +94,7 @@ def _runtime_layout(ctx: Context, pv: ProviderVerdict) -> Hint | None:
         moved, diffs = hit
         return make(
             "layout", row.layer, pv.name,
-            f"{pv.name} at {row.layer}: same values as the reference (quantiles, moments, counts equal within {rtol:g}) "
+            f"{pv.name} at {span(row.layer)}: same values as the reference (quantiles, moments, counts equal within {rtol:g}) "
             f"in different positions (error {row.value:.3g}): a layout or transpose bug in this runtime or its graph",
             compared=f"{pv.name} vs reference", relative_distance=row.value, distance_over_spread=moved,
             max_relative_stat_difference=max(diffs.values()), rtol=rtol, shape=list(ref.shape))

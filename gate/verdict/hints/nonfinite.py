@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
+from gate.core.spans import span
 from gate.core.status import RunStatus
 from gate.core.target import REFERENCE_PROVIDER
 from gate.fingerprint import Fingerprint
@@ -38,7 +39,8 @@ def hints(run: ModelRun, baseline: Baseline | None) -> list[Hint]:
                                             else f" ; the baseline reference's first is {in_base}")
         out.append(make(
             "nonfinite-origin", layer, provider,
-            f"{provider} ({precision}): NaN/Inf first appear at {layer} ({fp.nan} NaN, {fp.posinf} +Inf, "
+            f"{provider} ({precision}): NaN/Inf first appear at {span(layer)} "
+            f"({fp.nan} NaN, {fp.posinf} +Inf, "
             f"{fp.neginf} -Inf of {fp.count}){note}",
             precision=precision, nan=fp.nan, posinf=fp.posinf, neginf=fp.neginf, count=fp.count,
             baseline_reference_first=in_base))

@@ -12,6 +12,7 @@ import math
 import numpy as np
 
 from gate.config.providers import is_gpu
+from gate.core.spans import span
 from gate.core.status import Check
 from gate.fingerprint import QUANTILES, Fingerprint
 from gate.verdict.hints.context import Context, make
@@ -102,7 +103,7 @@ def _match(pv: ProviderVerdict, layer: str, now: Fingerprint, ref: Fingerprint, 
     outside = fits[dtype] > 30 * CAST_UNIT[dtype]
     return make(
         "precision-loss", layer, pv.name,
-        f"{pv.name} ({pv.precision}) at {layer}: the error {excess:.3g} matches a {dtype} round trip of this tensor "
+        f"{pv.name} ({pv.precision}) at {span(layer)}: the error {excess:.3g} matches a {dtype} round trip of this tensor "
         f"(expected {fits[dtype]:.3g}, unit roundoff {CAST_UNIT[dtype]:.3g}), with the norm shift such a cast gives "
         f"({bias:.2g} of the error, limit {bias_limit:.2g}): a cast to {dtype} (autocast, .half(), a reduced-precision "
         "kernel or EP setting)"

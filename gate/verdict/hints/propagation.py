@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 
+from gate.core.spans import span
 from gate.core.status import DATA_DEPENDENT_RULES, Check, Role, RowStatus
 from gate.verdict.hints.context import Context, make
 from gate.verdict.notes import Hint
@@ -79,11 +80,11 @@ def _hint(ctx: Context, pv: ProviderVerdict, fr: Regression) -> Hint | None:
     verdict = "introduced" if origin == k else "inherited"
     what = "drift against the baseline reference" if is_ref else "error against the reference"
     if verdict == "introduced":
-        msg = f"{pv.name} ({pv.precision}): the {what} was introduced at {fr.layer}: every earlier layer is clean"
+        msg = f"{pv.name} ({pv.precision}): the {what} was introduced at {span(fr.layer)}: every earlier layer is clean"
     else:
         under = ("below its threshold" if series[origin][2] is not None or is_ref
                  else "not gated there: no baseline value for that layer")
-        msg = (f"{pv.name} ({pv.precision}): {fr.layer} is the first layer over its threshold, but the {what} was "
+        msg = (f"{pv.name} ({pv.precision}): {span(fr.layer)} is the first layer over its threshold, but the {what} was "
                f"inherited: it first diverged at {ctx.order[origin]} ({_fmt(series[origin][1])}, {under})")
     if final[0] is not None and final[0] != fr.layer:
         msg += f"; at the output ({final[0]}) it is {_fmt(final[1])}"
