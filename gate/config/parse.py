@@ -60,9 +60,7 @@ def parse(section: Any, path: Path, prefix: str, files: Files = DISK) -> Config:
     placement = top.get("placement", (str,), "warn")
     if placement not in ("warn", "fail", "off"):
         top.fail(top.key("placement"), f"expected warn, fail or off, got `{placement}`")
-    slowdown = top.get("max-slowdown", (int, float), None)
-    if slowdown is not None and slowdown < 0:
-        top.fail(top.key("max-slowdown"), f"must be >= 0, got {slowdown}")
+    slowdown = top.at_least("max-slowdown", (int, float), 0)
     require = tuple(_canonical(top, top.key("require"), n) for n in top.get("require", (list,), []))
     allow_missing_gpu = top.get("allow-missing-gpu", (bool,), False)
     return Config(path=path, root=root, baseline_dir=baseline_dir, providers=providers, models=tuple(models),
@@ -84,7 +82,7 @@ def _parse_isolation(top: Reader) -> Isolation:
         value = r.get(key, kinds, None)
         if value is None:
             continue
-        if not isinstance(value, bool) and value <= 0:
+        if not isinstance(value, bool) and not value > 0:  # NaN too
             r.fail(r.key(key), f"must be > 0, got {value}")
         values[field_name] = value
     return Isolation(**values)

@@ -68,6 +68,13 @@ def test_find_config_prefers_pyproject_section(tmp_path):
     (("dtype = \"float32\"", "dtype = \"int64\", low = 200"), "inputs[1].low`: [low, high) is empty"),
     (("dtype = \"float32\" }", "dtype = \"float32\" }, { name = \"x\", shape = [1] }"),
      "`tool.parity-gate.models[1].inputs[2].name`: `x`: each input needs a name of its own"),
+    # NaN passes a `< 0` test: the latency gate, the worker's timeout would be off, unsaid
+    (("providers = [", "max-slowdown = nan\nproviders = ["),
+     "`tool.parity-gate.max-slowdown`: must be >= 0, got nan"),
+    (("providers = [", "max-slowdown = -0.5\nproviders = ["),
+     "`tool.parity-gate.max-slowdown`: must be >= 0"),
+    (("providers = [", "isolation = { timeout = nan }\nproviders = ["),
+     "`tool.parity-gate.isolation.timeout`: must be > 0, got nan"),
 ])
 def test_bad_config_names_file_and_key(tmp_path, edit, message):
     path = write(tmp_path, BASE.replace(*edit))
@@ -75,6 +82,13 @@ def test_bad_config_names_file_and_key(tmp_path, edit, message):
         load_config(path)
     assert str(path) in str(err.value) and message in str(err.value)
     assert "\n" not in str(err.value)
+
+
+def test_float_keys_take_their_limits_and_infinity(tmp_path):
+    """Zero where it is the limit, and Inf (no limit), stay accepted beside the NaN refused."""
+    text = BASE.replace("providers = [", "max-slowdown = 0\nisolation = { timeout = inf }\nproviders = [")
+    cfg = load_config(write(tmp_path, text))
+    assert cfg.max_slowdown == 0.0 and cfg.isolation.timeout_s == float("inf")
 
 
 def test_invalid_toml(tmp_path):
