@@ -180,12 +180,10 @@ def _moved_from(top: Path, rev: str, path: str, orphans: set[Path]) -> str | Non
     it had, never a "new baseline": the one file of the same name there (a ``baseline-dir`` moved), else the
     one file there that no configured model owns now (deleted, or left behind) recording the same inputs and
     layers (the model renamed, or run as a case, and recorded again)."""
-    proc = subprocess.run(["git", "ls-tree", "-r", "--name-only", rev], cwd=top, capture_output=True,
-                          text=True, timeout=60)
-    listed = proc.stdout.splitlines() if proc.returncode == 0 else []
-    named = [p for p in listed if Path(p).name == Path(path).name]
-    if len(named) == 1:
-        return named[0]
+    listed = _listing(top, rev)
+    named = same_name(listed, path)
+    if named is not None:
+        return named
     now = _recorded(top / path)
     left = [p for p in listed
             if p.endswith(SUFFIX) and (not (top / p).is_file() or (top / p).resolve() in orphans)]
@@ -194,6 +192,29 @@ def _moved_from(top: Path, rev: str, path: str, orphans: set[Path]) -> str | Non
     with tempfile.TemporaryDirectory() as folder:
         same = [p for p in left if _recorded(_at(top, rev, p, Path(folder))) == now]
     return same[0] if len(same) == 1 else None
+
+
+def _listing(top: Path, rev: str) -> list[str]:
+    proc = subprocess.run(["git", "ls-tree", "-r", "--name-only", rev], cwd=top, capture_output=True,
+                          text=True, timeout=60)
+    return proc.stdout.splitlines() if proc.returncode == 0 else []
+
+
+def same_name(listed: list[str], path: str) -> str | None:
+    """The one file of ``listed`` named as ``path`` is: where it was before a ``baseline-dir`` moved."""
+    named = [p for p in listed if Path(p).name == Path(path).name]
+    return named[0] if len(named) == 1 else None
+
+
+def moved_dir_file(top: Path, rev: str, path: str, model: str) -> str | None:
+    """Where ``path``, new since ``rev``, was at ``rev`` if only its folder moved (``same_name``), the file
+    left there and still recording ``model``."""
+    was = same_name(_listing(top, rev), path) if not exists_at(top, rev, path) else None
+    try:
+        left = Baseline.from_document(read_document(top / was)) if was is not None else None
+    except (FormatError, OSError):  # gone, or unreadable: nothing to move
+        return None
+    return was if left is not None and left.model == model else None
 
 
 def _recorded(path: Path | None) -> tuple[str | None, tuple[str, ...]] | None:

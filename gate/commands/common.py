@@ -14,6 +14,7 @@ from gate.formats.baseline import Baseline, store
 from gate.formats.baseline.names import SUFFIX
 from gate.formats.baseline.store import Location
 from gate.verdict.judge import Policy
+from gate.verdict.next_step import move_command
 from gate.verdict.types import ModelVerdict
 
 
@@ -121,9 +122,10 @@ def loosened_baselines(config: Config, since: str, paths: list[str]) -> list[str
 
 def restorable(config: Config, since: str, paths: list[str], models: list[ModelVerdict]) -> None:
     """Set ``restore`` on each model whose baseline file this change deleted or damaged (``paths``, as
-    ``baseline_changes`` lists them) and ``since`` holds: the change is judged against that file once it is
-    back, never by a new recording."""
-    from gate.commands.baseline_diff import exists_at, repo_top
+    ``baseline_changes`` lists them) and ``since`` holds, ``moved_from`` on each whose file stayed behind
+    when ``baseline-dir`` moved: the change is judged against that file once it is back, never by a new
+    recording."""
+    from gate.commands.baseline_diff import exists_at, moved_dir_file, repo_top
 
     top = repo_top(config.root)
     changed = {(top / p).resolve(): p for p in paths}
@@ -131,14 +133,21 @@ def restorable(config: Config, since: str, paths: list[str], models: list[ModelV
     for m in models:
         spec = specs.get(m.name)
         lost = m.refused or (m.status == ModelStatus.NO_BASELINE and not m.baseline_exists)
-        path = changed.get(location(config, spec).path.resolve()) if spec is not None and lost else None
+        own = location(config, spec).path.resolve() if spec is not None and lost else None
+        path, said = changed.get(own) if own is not None else None, ""
         if path is not None and exists_at(top, since, path):
             m.restore = since
-            if m.status == ModelStatus.NO_BASELINE:  # its rows said to create it: that records the change
-                m.message = f"this change deleted {path}: restore it (`git checkout {since} -- {path}`)"
-                for p in m.providers:
-                    if p.status == TargetStatus.NO_BASELINE:
-                        p.reason = m.message
+            said = f"this change deleted {path}: restore it (`git checkout {since} -- {path}`)"
+        elif own is not None and m.status == ModelStatus.NO_BASELINE and own.is_relative_to(top):
+            # ``baseline-dir`` moved and the file did not: recording anew would take the change unjudged
+            was = moved_dir_file(top, since, own.relative_to(top).as_posix(), m.name)
+            m.moved_from = str(display(top / was)) if was else None
+            said = f"`baseline-dir` moved and {m.moved_from} did not: move it (`{move_command(m)}`)"
+        if (m.restore or m.moved_from) and m.status == ModelStatus.NO_BASELINE:
+            m.message = said  # its rows said to create it: that records the change
+            for p in m.providers:
+                if p.status == TargetStatus.NO_BASELINE:
+                    p.reason = m.message
 
 
 def rewritten(config: Config, paths: list[str]) -> frozenset[Path]:

@@ -211,8 +211,10 @@ def _stale_baseline(m: ModelVerdict, step: NextStep, s: Style) -> str:
 
 
 def _restore(m: ModelVerdict, step: NextStep, s: Style) -> str:
-    what = "damages" if m.refused else "deletes"
-    return (f"this change {what} its baseline file, so nothing judged the model: restore it with "
+    what = ("damages" if m.refused else f"moves {s.code('baseline-dir')} away from" if m.moved_from
+            else "deletes")
+    return (f"this change {what} its baseline file, so nothing judged the model: "
+            f"{'move' if m.moved_from else 'restore'} it with "
             f"{s.code(step.command, 300)} and check again; what that check says is the verdict on this "
             "change.")
 

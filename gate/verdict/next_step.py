@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -136,10 +137,18 @@ def _missing(m: ModelVerdict) -> NextStep:
     missing = [p for p in m.providers if p.status == TargetStatus.NO_BASELINE]
     if not m.baseline_exists and m.restore:  # deleted by the change: recording now would judge nothing
         return _restore(m)
+    if not m.baseline_exists and m.moved_from:  # left behind by a moved ``baseline-dir``: likewise
+        return NextStep(StepKind.RESTORE, move_command(m))
     if not m.baseline_exists or not missing:
         return NextStep(StepKind.NO_BASELINE, m.recreate)
     first = missing[0]
     return NextStep(StepKind.NO_ENTRY, f"{m.recreate} --provider {first.name}", tuple(p.name for p in missing))
+
+
+def move_command(m: ModelVerdict) -> str:
+    """The command that puts the file a moved ``baseline-dir`` left behind where the config looks."""
+    folder = os.path.dirname(m.baseline_path)  # git mv makes no folder
+    return f"{f'mkdir -p {folder} && ' if folder else ''}git mv {m.moved_from} {m.baseline_path}"
 
 
 def _restore(m: ModelVerdict) -> NextStep:

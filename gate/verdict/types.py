@@ -248,6 +248,7 @@ class ModelVerdict:
     loosened: Loosened | None = None  # what the change's config stopped judging (``check --changed-since``)
     restore: str | None = None  # the base its baseline file is restored from: the change deleted or damaged it
     unowned: list[str] = field(default_factory=list)  # no baseline: files no model owns (its own, renamed?)
+    moved_from: str | None = None  # no baseline: its file, where the base's ``baseline-dir`` left it
 
     @property
     def not_checked(self) -> list[ProviderVerdict]:
@@ -273,8 +274,9 @@ class ModelVerdict:
         extra = {"versions": {k: v.to_dict() for k, v in self.versions.items()}, "sweep": self.sweep,
                  "comparisons": [c.to_dict() for c in self.comparisons], "unowned": self.unowned,
                  "update_command": self.update_command, "unrecorded": self.unrecorded,
-                 "reuse": self.reuse.to_dict() if self.reuse is not None else None,
-                 "loosened": self.loosened.to_dict() if self.loosened else None, "restore": self.restore}
+                 "reuse": self.reuse.to_dict() if self.reuse is not None else None, "restore": self.restore,
+                 "loosened": self.loosened.to_dict() if self.loosened else None,
+                 "moved_from": self.moved_from}
         error = self.error.to_dict() if self.error is not None else None
         return {"name": self.name, "status": self.status, "error": error,
                 "baseline": {"path": self.baseline_path, "exists": self.baseline_exists},
@@ -306,7 +308,8 @@ class ModelVerdict:
                    comparisons=o.objs("comparisons", Comparison.from_dict),
                    update_command=o.opt_str("update_command"), reuse=o.opt_obj("reuse", Reuse.from_dict),
                    unrecorded=o.strs("unrecorded")[:64], loosened=o.opt_obj("loosened", Loosened.from_dict),
-                   restore=o.opt_str("restore"), unowned=o.strs("unowned")[:64])
+                   restore=o.opt_str("restore"), unowned=o.strs("unowned")[:64],
+                   moved_from=o.opt_str("moved_from"))
 
 
 @dataclass(frozen=True)

@@ -479,6 +479,48 @@ def test_a_baseline_file_the_change_deletes_or_damages_is_restored_from_the_base
     assert "update-baseline" in model["message"]
 
 
+def test_a_baseline_left_behind_by_a_moved_baseline_dir_is_moved_never_recorded_anew(tmp_path):
+    """A change that renames `baseline-dir` and leaves the file where it was, with a weight fault: the step
+    moves the file (`git mv`), never records the faulted model anew, and the check after the move fails on
+    the fault."""
+    model = "import torch\nfrom torch import nn\nfrom pathlib import Path\n\n\ndef net():\n" \
+            "    torch.manual_seed(0)\n    m = nn.Linear(16, 4)\n    with torch.no_grad():\n" \
+            "        m.weight.mul_(float((Path(__file__).parent / 'scale.txt').read_text()))\n    return m\n"
+    _committed(tmp_path, {"restore_models.py": model, "scale.txt": "1.0", "parity-gate.toml": RESTORE})
+    assert run_cli("update-baseline", cwd=tmp_path).returncode == 0
+    _git(tmp_path, "add", "-A")
+    _git(tmp_path, "commit", "-qm", "recorded")
+    (tmp_path / "parity-gate.toml").write_text(RESTORE.replace('"baselines"', '"baselines-v2"'))
+
+    def check() -> tuple[int, dict]:
+        rc = run_cli("check", "--changed-since", "HEAD", "--json", "r.json", cwd=tmp_path).returncode
+        return rc, json.loads((tmp_path / "r.json").read_text())["models"][0]
+
+    (tmp_path / "scale.txt").write_text("1.001")
+    rc, model = check()
+    move = "mkdir -p baselines-v2 && git mv baselines/a.msgpack.zst baselines-v2/a.msgpack.zst"
+    assert rc == 1 and model["next_step"] == {"kind": "restore", "command": move}
+    said = [model["message"]] + [p["reason"] or "" for p in model["providers"]]
+    assert move in said[0] and not any("update-baseline" in line for line in said), said
+    assert subprocess.run(move, shell=True, cwd=tmp_path).returncode == 0
+    rc, model = check()
+    assert rc == 1 and model["status"] == "regressed" and "moved_from" not in model
+
+
+def test_a_baseline_dir_moved_with_its_file_passes_with_nothing_to_move(tmp_path):
+    model = "import torch\nfrom torch import nn\n\n\ndef net():\n    torch.manual_seed(0)\n" \
+            "    return nn.Linear(16, 4)\n"
+    _committed(tmp_path, {"restore_models.py": model, "parity-gate.toml": RESTORE})
+    assert run_cli("update-baseline", cwd=tmp_path).returncode == 0
+    _git(tmp_path, "add", "-A")
+    _git(tmp_path, "commit", "-qm", "recorded")
+    (tmp_path / "parity-gate.toml").write_text(RESTORE.replace('"baselines"', '"baselines-v2"'))
+    _git(tmp_path, "mv", "baselines", "baselines-v2")
+    rc = run_cli("check", "--changed-since", "HEAD", "--json", "r.json", cwd=tmp_path).returncode
+    model = json.loads((tmp_path / "r.json").read_text())["models"][0]
+    assert rc == 0 and model["status"] == "pass" and "moved_from" not in model
+
+
 def test_a_model_renamed_with_its_baseline_is_judged_under_the_base_spec_of_its_old_name(project):
     """`net` renamed `encoder` (its baseline moved with it) in the same change as a raised tolerance that
     hides a fault: the base's spec is the one its baseline was recorded under, so the loosening is named.
