@@ -275,15 +275,12 @@ class ModelVerdict:
                  "comparisons": [c.to_dict() for c in self.comparisons], "unowned": self.unowned,
                  "update_command": self.update_command, "unrecorded": self.unrecorded,
                  "reuse": self.reuse.to_dict() if self.reuse is not None else None, "restore": self.restore,
-                 "loosened": self.loosened.to_dict() if self.loosened else None,
-                 "moved_from": self.moved_from}
-        error = self.error.to_dict() if self.error is not None else None
-        return {"name": self.name, "status": self.status, "error": error,
+                 "loosened": self.loosened and self.loosened.to_dict(), "moved_from": self.moved_from}
+        return {"name": self.name, "status": self.status, "error": self.error and self.error.to_dict(),
                 "baseline": {"path": self.baseline_path, "exists": self.baseline_exists},
                 "exporter": self.exporter, "export_fallback": self.export_fallback, "opset": self.opset,
                 "reference": {"device": "cpu", "dtype": self.reference_dtype, "promoted": self.promoted,
-                              "below_float64": self.below_float64},
-                "layers": self.layers,
+                              "below_float64": self.below_float64}, "layers": self.layers,
                 "first_regression": None if self.first_regression is None else self.first_regression.to_dict(),
                 "providers": [p.to_dict() for p in self.providers], "message": self.message,
                 "audits": [a.to_dict() for a in self.audits],
