@@ -26,7 +26,7 @@ from gate.formats.results import merge, read_runs
 from gate.pipeline.prepare import Memo
 from gate.pipeline.run import Progress, Settings, run_model
 from gate.pipeline.stages import ReusePolicy
-from gate.verdict import data_dependent
+from gate.verdict import data_dependent, graph_precision
 from gate.verdict.checks import degenerate, outputs_of, runtime_rows
 
 
@@ -69,6 +69,8 @@ def warnings_for(spec: ModelSpec, run: ModelRun) -> list[str]:
     data-dependent layer is held to its own rule; of its rules only ``detections`` ignores the
     entry (the new entry records the rest, which the ``recorded`` rule then holds it to)."""
     out = [f"{p.name}: {p.reason or p.status}" for p in run.providers if p.status != "ok"]
+    out += [f"{a.message}; `check` will fail until this is fixed" for p in run.providers
+            if (a := graph_precision.unrealized(run, p)) is not None]
     dependent = data_dependent.recognize(run)
     for prun in run.providers:
         if prun.status != "ok":

@@ -183,6 +183,7 @@ class Check(Word):
     TRAINING_MODE = "training-mode"
     CONTRADICTION = "contradiction"  # the reference moved before the only change (its tensors) could reach it
     PRECISION = "precision"  # the shipped graph computes below float32 where nobody configured it
+    PRECISION_LABEL = "precision-label"  # a configured precision its errors show it never computed in
     RANDOM_DRAWS = "random-draws"  # the forward draws random numbers: no two runs compute the same
     COVERAGE = "coverage"  # layers a runtime compared in the baseline have no value in the graph now
     # A sweep's comparisons of outputs.
@@ -196,7 +197,7 @@ RUNTIME_ERROR_CHECKS = frozenset({Check.ERROR_GROWTH, Check.CEILING})  # a runti
 NOT_AN_ERROR = DATA_DEPENDENT_RULES | {Check.STRUCTURE}  # a row whose value is no error against the reference
 AUDITS = frozenset({Check.PLACEMENT, Check.SESSION_OPTIONS, Check.LATENCY, Check.DYNAMIC_SHAPE,  # of a whole
                     Check.TRAINING_MODE, Check.CONTRADICTION, Check.PRECISION, Check.RANDOM_DRAWS,  # target
-                    Check.COVERAGE})
+                    Check.COVERAGE, Check.PRECISION_LABEL})
 
 
 class CellStatus(Word):

@@ -107,7 +107,9 @@ def _runtime(run: ModelRun, prun: ProviderRun, baseline: Baseline | None, spec: 
             pv.baseline_latency_ms = entry.latency_ms
     pv.placement = prun.placement
     pv.capture_peak_mb = None if prun.capture_peak_bytes is None else round(prun.capture_peak_bytes / 2**20, 3)
-    pv.audits = audits(prun, entry, policy) + ([lowered.audit(prun.name)] if lowered is not None else [])
+    labelled = graph_precision.unrealized(run, prun, entry)
+    pv.audits = audits(prun, entry, policy) + ([lowered.audit(prun.name)] if lowered is not None else []) + \
+        ([labelled] if labelled is not None else [])
     pv.rows = checks.runtime_rows(run, prun, entry, spec, st, dependent)
     return pv
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 import onnx
+import torch
 from onnx import TensorProto, helper, numpy_helper
 from torch import nn
 
@@ -35,6 +36,18 @@ class Rounded(Mlp):
 
 def mlp_rounded() -> nn.Module:
     return Rounded()
+
+
+class ExportScaled(Mlp):
+    """`fc2`'s output 1e-4 larger in the exported graph only: a fault only the ONNX runtimes see."""
+
+    def forward(self, x):
+        h = self.fc2(self.act1(self.fc1(x)))
+        return self.fc3(self.act2(h * (1 + 1e-4) if torch.onnx.is_in_onnx_export() else h))
+
+
+def mlp_export_scaled() -> nn.Module:
+    return ExportScaled()
 
 
 def _gemm(proto: onnx.ModelProto, module: str) -> tuple[int, onnx.NodeProto, dict[str, onnx.TensorProto]]:

@@ -91,3 +91,26 @@ def test_a_configured_precision_is_no_finding_and_needs_its_own_baseline(recorde
     cpu = next(p for p in report["models"][0]["providers"] if p["name"] == "CPUExecutionProvider")
     assert not [a for a in cpu["audits"] if a["check"] == "precision"]
     assert cpu["status"] == "no-baseline" and cpu["device"].endswith(":int8")
+
+
+@pytest.mark.parametrize("transform, factory", [(None, "mlp"), (None, "mlp_export_scaled"),
+                                                ("float16_block", "mlp")])
+def test_a_precision_configured_that_nothing_computes_in_is_a_finding(tmp_path, transform, factory):
+    """float16 configured for the CPU EP, whose float32 graph has no option to compute in it: its errors are
+    float32's, and float16's limits (a 1e-3 floor) would pass faults a float32 runtime is held to. Recording
+    warns and the check fails a `precision-label` audit, also where a fault only the graph computes (1e-4)
+    gives errors no float32 run has: its entry recorded float32's. Twin: a graph that does compute a block in
+    float16 earns its label, with no such finding."""
+    cfg = load_config(_config(tmp_path, transform, "float16"))
+    (updated,) = commands.update_baseline(cfg, cfg.models, cfg.providers)
+    said = [w for w in updated.warnings if "nothing computes in float16" in w]
+    cfg = load_config(_config(tmp_path, transform, "float16", factory))
+    report = report_document(commands.check(cfg, cfg.models, cfg.providers))
+    cpu = next(p for p in report["models"][0]["providers"] if p["name"] == "CPUExecutionProvider")
+    labels = [a for a in cpu["audits"] if a["check"] == "precision-label"]
+    if transform is not None:
+        assert not said and not labels and report["verdict"] == "pass", (said, labels)
+        return
+    assert said and "configured as float16, but its graph computes in float32" in said[0], updated.warnings
+    assert report["verdict"] == "regressed" and [a["status"] for a in labels] == ["fail"], cpu["audits"]
+    assert report["models"][0]["next_step"]["kind"] == "runtime-audit"
