@@ -165,6 +165,7 @@ class Check(Word):
 
     STRUCTURE = "structure"
     SHAPE = "shape"
+    DTYPE = "dtype"  # a runtime's model output is of another dtype than its baseline's: what ships changed
     NONFINITE = "nonfinite"
     DEGENERATE = "degenerate"
     REFERENCE_DRIFT = "reference-drift"

@@ -50,6 +50,26 @@ def mlp_export_scaled() -> nn.Module:
     return ExportScaled()
 
 
+class Widened(Mlp):
+    """The model in float64, its float32 input cast to its weights' dtype: it ships float64 outputs (ReLU:
+    ONNX Runtime's CPU EP has no float64 Erf)."""
+
+    def __init__(self):
+        super().__init__()
+        self.act1, self.act2 = nn.ReLU(), nn.ReLU()
+
+    def forward(self, x):
+        return super().forward(x.to(self.fc1.weight.dtype))
+
+
+def mlp_float64() -> nn.Module:
+    return Widened().double()
+
+
+def mlp_float64_dropped() -> nn.Module:
+    return Widened()
+
+
 def _gemm(proto: onnx.ModelProto, module: str) -> tuple[int, onnx.NodeProto, dict[str, onnx.TensorProto]]:
     """The Gemm that reads ``module``'s weight (the exporter's x @ W.T + b), and the initializers by name."""
     inits = {t.name: t for t in proto.graph.initializer}

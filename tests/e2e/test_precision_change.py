@@ -114,3 +114,27 @@ def test_a_precision_configured_that_nothing_computes_in_is_a_finding(tmp_path, 
     assert said and "configured as float16, but its graph computes in float32" in said[0], updated.warnings
     assert report["verdict"] == "regressed" and [a["status"] for a in labels] == ["fail"], cpu["audits"]
     assert report["models"][0]["next_step"]["kind"] == "runtime-audit"
+
+
+@pytest.mark.parametrize("recorded_as, now", [("mlp_float64", "mlp_float64_dropped"),
+                                              ("mlp_float64_dropped", "mlp_float64"),
+                                              ("mlp_float64", "mlp_float64")])
+def test_an_output_whose_dtype_changed_fails_on_every_runtime(tmp_path, recorded_as, now):
+    """A model that ships float64 outputs dropped to float32 (its errors, 1e-7, are under every float32
+    limit), or the other way: what ships changed precision, which no tolerance judges: each runtime's
+    output row fails `dtype`. Twin: the same model passes."""
+    cfg = load_config(_config(tmp_path, factory=recorded_as))
+    (updated,) = commands.update_baseline(cfg, cfg.models, cfg.providers)
+    assert updated.error is None, updated.error
+    cfg = load_config(_config(tmp_path, factory=now))
+    report = report_document(commands.check(cfg, cfg.models, cfg.providers))
+    if now == recorded_as:
+        assert report["verdict"] == "pass", report["first_regression"]
+        return
+    runtimes = [p for p in report["models"][0]["providers"] if p["role"] == "runtime"]
+    assert len(runtimes) == 2
+    for p in runtimes:
+        (row,) = [r for r in p["layers"] if r["layer"] == "(model)"]
+        assert (row["status"], row["check"]) == ("fail", "dtype"), row
+        assert "what ships changed" in row["message"], row
+    assert report["first_regression"]["check"] == "dtype"

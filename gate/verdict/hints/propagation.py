@@ -36,7 +36,8 @@ def _series(ctx: Context, pv: ProviderVerdict) -> list[tuple[str, float | None, 
     for name in ctx.order:
         row = rows.get(name)
         value = None if row is None or row.status == RowStatus.MOVED else row.value if row.check not in DATA_DEPENDENT_RULES else None
-        if row is not None and row.check in (Check.NONFINITE, Check.SHAPE, *DATA_DEPENDENT_RULES) and row.status == RowStatus.FAIL:
+        if row is not None and row.check in (Check.NONFINITE, Check.SHAPE, Check.DTYPE, *DATA_DEPENDENT_RULES) \
+                and row.status == RowStatus.FAIL:
             value = math.inf
         out.append((name, value, None if row is None else row.baseline))
     return out
