@@ -268,9 +268,10 @@ def _runtime_row(layer: LayerInfo, prun: ProviderRun, pl: ProviderLayer, recorde
     assert fp is not None  # a layer the runtime ran (not folded, not absent) carries its fingerprint
     if tuple(fp.shape) != tuple(ref.shape):
         return _row(layer, RowStatus.FAIL, Check.SHAPE, message=f"{prun.name} shape {list(fp.shape)}, reference {list(ref.shape)}")
-    if is_output(layer.name) and recorded is not None and recorded.fp is not None and recorded.fp.dtype != fp.dtype:
-        return _row(layer, RowStatus.FAIL, Check.DTYPE, message=f"{prun.name} returns {fp.dtype}, its baseline "
-                    f"{recorded.fp.dtype}: what ships changed precision, which no tolerance judges")
+    was = recorded.fp.dtype if recorded is not None and recorded.fp is not None else fp.dtype
+    if is_output(layer.name) and was != fp.dtype:
+        return _row(layer, RowStatus.FAIL, Check.DTYPE, message=f"{prun.name} returns {fp.dtype}, its "
+                    f"baseline {was}: what ships changed precision, which no tolerance judges")
     if _nonfinite(fp) != _nonfinite(ref):
         return _row(layer, RowStatus.FAIL, Check.NONFINITE, sum(_nonfinite(fp)), sum(_nonfinite(ref)),
                     message=f"{prun.name} has {_describe_nonfinite(_nonfinite(fp))}; reference "
