@@ -26,6 +26,7 @@ from gate.verdict.gpu_leg import fail_missing_gpu
 from gate.verdict.hints.change import describe_tensors
 from gate.verdict.hints.weights import tensor_changes
 from gate.verdict.judge import assemble, model_verdict
+from gate.verdict.model_audits import unmatched_rules
 from gate.verdict.types import Report
 
 
@@ -102,8 +103,10 @@ def judge(config: Config, runs: list[tuple[ModelSpec, ModelRun]], loaded: Mappin
         judged.append((spec, run, baseline, shown))
     compared = compare(config, {run.name: run for _, run, _, _ in judged})  # a sweep's pairs and anchor
     progress("comparing with the baselines")
+    unmatched = unmatched_rules(config.models, {run.name: run for _, run, _, _ in judged})
     verdicts = [model_verdict(spec, run, baseline, shown, update_command(spec, config), policy(config),
-                              compared.get(spec.name)) for spec, run, baseline, shown in judged]
+                              compared.get(spec.name), unmatched.get(spec.name, ()))
+                for spec, run, baseline, shown in judged]
     if base is not None:
         again = {} if isinstance(base, str) else compare(base, {run.name: run for _, run, _, _ in judged})
         loosened.mark(config, base, [(*j, v) for j, v in zip(judged, verdicts, strict=True)], again)

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from gate import fingerprint
 from gate.commands.common import display, location, result_paths
-from gate.config import Config, ModelSpec, ProviderSpec
+from gate.config import Config, LayerTolerance, ModelSpec, ProviderSpec
 from gate.core.failure import ModelError
 from gate.core.layers import is_output
 from gate.core.runs import ModelRun, RunError
@@ -26,7 +26,7 @@ from gate.formats.results import merge, read_runs
 from gate.pipeline.prepare import Memo
 from gate.pipeline.run import Progress, Settings, run_model
 from gate.pipeline.stages import ReusePolicy
-from gate.verdict import data_dependent, graph_precision
+from gate.verdict import data_dependent, graph_precision, model_audits
 from gate.verdict.checks import degenerate, outputs_of, runtime_rows
 
 
@@ -62,15 +62,18 @@ def cost(seconds: float) -> float:
 WARNED_ROWS = 3  # per runtime, in execution order: the first is where to look
 
 
-def warnings_for(spec: ModelSpec, run: ModelRun) -> list[str]:
+def warnings_for(spec: ModelSpec, run: ModelRun, unmatched: tuple[LayerTolerance, ...] = ()) -> list[str]:
     """What ``check`` will fail on even against the new baseline (said, not refused): the verdict's
     own rows of each runtime judged with no entry (per-layer and per-precision tolerances included)
     fail only where no baseline can help: a ceiling, a shape, a non-finite value, allclose. A
     data-dependent layer is held to its own rule; of its rules only ``detections`` ignores the
-    entry (the new entry records the rest, which the ``recorded`` rule then holds it to)."""
+    entry (the new entry records the rest, which the ``recorded`` rule then holds it to). ``unmatched``:
+    its ``layer-tolerances`` rules that match no layer (``model_audits.unmatched_rules``)."""
     out = [f"{p.name}: {p.reason or p.status}" for p in run.providers if p.status != "ok"]
     out += [f"{a.message}; `check` will fail until this is fixed" for p in run.providers
             if (a := graph_precision.unrealized(run, p)) is not None]
+    out += [f"{a.message}; `check` will fail until this is fixed"
+            for a in model_audits.layer_tolerances(spec, unmatched)]
     dependent = data_dependent.recognize(run)
     for prun in run.providers:
         if prun.status != "ok":
@@ -127,8 +130,10 @@ def update_baseline(config: Config, models: tuple[ModelSpec, ...], providers: tu
             continue
         if calibrate:
             calibrate_noise(config, spec, providers, run, progress, settings)
-        ready.append((spec, run, warnings_for(spec, run)))
-    return [_write(config, spec, run, warnings) for spec, run, warnings in ready] + failed
+        ready.append((spec, run))
+    unmatched = model_audits.unmatched_rules(config.models, {run.name: run for _, run in ready})
+    return [_write(config, spec, run, warnings_for(spec, run, unmatched.get(spec.name, ())))
+            for spec, run in ready] + failed
 
 
 def _write(config: Config, spec: ModelSpec, run: ModelRun, warnings: list[str]) -> Updated:

@@ -66,7 +66,8 @@ def parse_model(r: Reader, default_tol: Tolerance, seed: int, opset: int | None,
     for i, raw in enumerate(r.get("layer-tolerances", (list,), [])):
         t = r.child(raw, r.item("layer-tolerances", i))
         t.check_keys(("layers",) + TOLERANCE_KEYS)
-        layer_tols.append(LayerTolerance(t.get("layers", (str,), required=True), tolerance_values(t, TOLERANCE_KEYS)))
+        pattern = t.get("layers", (str,), required=True)
+        layer_tols.append(LayerTolerance(pattern, tolerance_values(t, TOLERANCE_KEYS), t.key("layers")))
     base = ModelSpec(name=name, factory=factory, inputs=inputs, exporter=exp, opset=_opset(r, "opset", opset),
                      seed=r.seed(seed), tolerance=parse_tolerance(r, "tolerance", default_tol),
                      layer_tolerances=tuple(layer_tols),

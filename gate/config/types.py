@@ -5,7 +5,7 @@ Nothing here imports torch: factories are resolved later, by ``gate.model``.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from fnmatch import fnmatchcase
 from pathlib import Path
@@ -57,6 +57,7 @@ class DetectionTolerance:
 class LayerTolerance:
     pattern: str  # fnmatch glob over layer names
     overrides: Mapping[str, float]
+    where: str = ""  # its key for messages: "models[1].layer-tolerances[1].layers"
 
 
 @dataclass(frozen=True)
@@ -185,6 +186,12 @@ class ModelSpec:
             if fnmatchcase(layer, rule.pattern):
                 tol = tol.merged(rule.overrides)
         return tol
+
+    def unmatched(self, layers: Iterable[str]) -> tuple[LayerTolerance, ...]:
+        """The ``layer-tolerances`` rules that match none of ``layers``: a misspelt glob leaves the
+        default limits in force, unsaid."""
+        names = list(layers)
+        return tuple(r for r in self.layer_tolerances if not any(fnmatchcase(n, r.pattern) for n in names))
 
 
 @dataclass(frozen=True)

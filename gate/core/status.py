@@ -121,6 +121,7 @@ class StepKind(Word):
     RUNTIME_CHANGED = "runtime-changed"  # the reference held, a runtime moved: investigate the graph or EP
     RUNTIME_AUDIT = "runtime-audit"  # an unchanged model failed a provider's audit (latency, placement)
     DYNAMIC_SHAPE = "dynamic-shape"  # the shipped graph keeps a dimension static: declare it, or re-record
+    LAYER_TOLERANCES = "layer-tolerances"  # a layer-tolerances rule matches no layer: fix its glob
     OUTPUT_TOLERANCE = "output-tolerance"  # only output-tolerance's allclose failed: tighter than float32
     ARTIFACT_DIFFERS = "artifact-differs"  # the prebuilt artifact computes another model: rebuild it
     PRECISION_CHANGED = "precision-changed"  # the graph computes below float32 where nobody configured it
@@ -187,6 +188,7 @@ class Check(Word):
     PRECISION_LABEL = "precision-label"  # a configured precision its errors show it never computed in
     RANDOM_DRAWS = "random-draws"  # the forward draws random numbers: no two runs compute the same
     COVERAGE = "coverage"  # layers a runtime compared in the baseline have no value in the graph now
+    LAYER_TOLERANCES = "layer-tolerances"  # a rule whose glob matches no layer: its limits apply nowhere
     # A sweep's comparisons of outputs.
     PAIR = "pair"
     ANCHOR = "anchor"
@@ -198,7 +200,7 @@ RUNTIME_ERROR_CHECKS = frozenset({Check.ERROR_GROWTH, Check.CEILING})  # a runti
 NOT_AN_ERROR = DATA_DEPENDENT_RULES | {Check.STRUCTURE}  # a row whose value is no error against the reference
 AUDITS = frozenset({Check.PLACEMENT, Check.SESSION_OPTIONS, Check.LATENCY, Check.DYNAMIC_SHAPE,  # of a whole
                     Check.TRAINING_MODE, Check.CONTRADICTION, Check.PRECISION, Check.RANDOM_DRAWS,  # target
-                    Check.COVERAGE, Check.PRECISION_LABEL})
+                    Check.COVERAGE, Check.PRECISION_LABEL, Check.LAYER_TOLERANCES})
 
 
 class CellStatus(Word):

@@ -111,6 +111,12 @@ def _dynamic_shape(m: ModelVerdict, step: NextStep, s: Style) -> str:
             f"with {s.code(step.command, 260)}{_commit(m, s)}.")
 
 
+def _layer_tolerances(m: ModelVerdict, step: NextStep, s: Style) -> str:
+    return (f"a {s.code('layer-tolerances')} rule matches no layer (the audit names its key): fix its "
+            f"glob ({s.code('parity-gate show')} on the baseline lists the layers) or delete it, then check "
+            "again.")
+
+
 def _names(step: NextStep, s: Style) -> str:
     return ", ".join(s.code(n) for n in step.providers[:4]) or "a provider"
 
@@ -268,7 +274,7 @@ def _provider_failed(m: ModelVerdict, step: NextStep, s: Style) -> str:
 _WORDS = {StepKind.MODEL_CHANGED: _model_changed, StepKind.WEIGHTS_CHANGED: _model_changed,
           StepKind.RANDOM_DRAWS: _random_draws, StepKind.TRAINING_MODE: _training_mode,
           StepKind.RUNTIME_AUDIT: _runtime_audit, StepKind.RUNTIME_CHANGED: _runtime_changed,
-          StepKind.DYNAMIC_SHAPE: _dynamic_shape,
+          StepKind.DYNAMIC_SHAPE: _dynamic_shape, StepKind.LAYER_TOLERANCES: _layer_tolerances,
           StepKind.OUTPUT_TOLERANCE: _output_tolerance, StepKind.ARTIFACT_DIFFERS: _artifact_differs,
           StepKind.PRECISION_CHANGED: _precision_changed, StepKind.NO_BASELINE: _no_baseline,
           StepKind.NO_ENTRY: _no_entry, StepKind.BAD_BASELINE: _bad_baseline,

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
-from gate.config import ModelSpec
+from gate.config import LayerTolerance, ModelSpec
 from gate.core.layers import module_of
 from gate.core.runs import ModelRun, ProviderRun
 from gate.core.spans import span
@@ -159,7 +159,9 @@ def _contradiction(pv: ProviderVerdict, skip: list[str], found: causality.Cause)
 
 
 def model_verdict(spec: ModelSpec, run: ModelRun, baseline: Baseline | None, path: str, update_cmd: str,
-                  policy: Policy = Policy(), comparisons: list[Comparison] | None = None) -> ModelVerdict:
+                  policy: Policy = Policy(), comparisons: list[Comparison] | None = None,
+                  unmatched: tuple[LayerTolerance, ...] = ()) -> ModelVerdict:
+    """``unmatched``: the model's ``layer-tolerances`` rules no case of it matched (``unmatched_rules``)."""
     # A refused baseline is there, and unusable: not a missing one.
     refused = run.error is not None and run.error.error_status == ErrorStatus.BAD_BASELINE
     mv = ModelVerdict(spec.name, error=run.error, update_command=update_cmd, baseline_path=path,
@@ -183,7 +185,7 @@ def model_verdict(spec: ModelSpec, run: ModelRun, baseline: Baseline | None, pat
     mv.unrecorded = unrecorded(run, baseline)
     mv.audits = (model_audits.dynamic_shape(spec, run, baseline) + model_audits.training_mode(run)
                  + model_audits.random_draws(run) + model_audits.coverage(run, baseline, st)
-                 + model_audits.recorded_as(spec, baseline))
+                 + model_audits.recorded_as(spec, baseline) + model_audits.layer_tolerances(spec, unmatched))
     mv.audits += [Audit(Check.STRUCTURE, AuditStatus.WARN, line) for line in described(st)] if st else []
     mv.mapping = model_audits.mapping(run)
     found = causality.cause(run, baseline, st) if st is not None and baseline is not None else None
@@ -230,8 +232,9 @@ def _follows(mv: ModelVerdict, spec: ModelSpec, order: dict[str, int]) -> None:
 
 def audit_regression(audit: Audit) -> Regression:
     """A model audit that failed, as the regression it names: what ships does not match the config (its
-    export) or the model as given."""
-    where = "(export)" if audit.check == Check.DYNAMIC_SHAPE else "(model as given)"
+    export) or the model as given, or a config rule matches none of its layers."""
+    where = "(export)" if audit.check == Check.DYNAMIC_SHAPE else \
+        "(config)" if audit.check == Check.LAYER_TOLERANCES else "(model as given)"
     return Regression(audit.layer or "(model)", "", audit.check, message=audit.message, provider=where)
 
 

@@ -1,15 +1,17 @@
 """Checks of a model and of what ships, beside the per-layer ones: dynamic dimensions the export
 made static (or specialized), modules the factory left in training mode that change the outputs,
-a forward that draws random numbers, how many layers the shipped graph lets the gate see, and the
-layers a runtime compared when the baseline was recorded that it no longer can."""
+a forward that draws random numbers, how many layers the shipped graph lets the gate see, the
+layers a runtime compared when the baseline was recorded that it no longer can, and ``layer-tolerances``
+rules that match no layer."""
 
 from __future__ import annotations
 
+import json
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
-from gate.config import ModelSpec
+from gate.config import LayerTolerance, ModelSpec
 from gate.core.runs import ModelRun
 from gate.core.spans import span
 from gate.core.status import AuditStatus, Check, LayerStatus, SiteKind
@@ -119,3 +121,30 @@ def coverage(run: ModelRun, baseline: Baseline | None, st: Structure | None) -> 
                   f"{why}. "
                   "The gate sees less inside the model than it did: fix what stripped or folded them before "
                   "re-recording, which would make this the rule", layer=first)]
+
+
+def unmatched_rules(models: Iterable[ModelSpec], runs: Mapping[str, ModelRun]
+                    ) -> dict[str, tuple[LayerTolerance, ...]]:
+    """Per case, its ``layer-tolerances`` rules that match no layer that any case of its configured model
+    ran (gradients, and layers the export folds: they ran in PyTorch). Said only where every case ran:
+    a rule may match what only another case computes."""
+    cases: dict[str, list[ModelSpec]] = {}
+    for spec in models:
+        cases.setdefault(spec.base or spec.name, []).append(spec)
+    out: dict[str, tuple[LayerTolerance, ...]] = {}
+    for group in cases.values():
+        ran = [runs.get(s.name) for s in group]
+        if any(run is None or not run.layers for run in ran):
+            continue
+        rules = group[0].unmatched(layer.name for run in ran if run is not None for layer in run.layers)
+        out.update({s.name: rules for s in group if rules})
+    return out
+
+
+def layer_tolerances(spec: ModelSpec, rules: tuple[LayerTolerance, ...]) -> list[Audit]:
+    """A rule that matches no layer: the tighter (or looser) limit its author meant applies nowhere."""
+    return [Audit(Check.LAYER_TOLERANCES, AuditStatus.FAIL,
+                  f"{span(rule.where + ' = ' + json.dumps(rule.pattern))} matches no layer of "
+                  f"{span(spec.base or spec.name)}: its limits apply nowhere; fix the glob or delete the "
+                  "rule")
+            for rule in rules]

@@ -69,6 +69,8 @@ def next_step(m: ModelVerdict) -> NextStep | None:
     reference = next((p for p in m.providers
                       if p.role == Role.REFERENCE and p.status == TargetStatus.REGRESSED), None)
     layer = reference.first_regression.layer if reference is not None and reference.first_regression else None
+    if Check.LAYER_TOLERANCES in audit:  # first: every other finding was judged by limits not as meant
+        return NextStep(StepKind.LAYER_TOLERANCES)
     if Check.TRAINING_MODE in audit and audit[Check.TRAINING_MODE].status == AuditStatus.FAIL:
         return NextStep(StepKind.TRAINING_MODE, None, layer=audit[Check.TRAINING_MODE].layer)
     if Check.RANDOM_DRAWS in audit:  # re-recording records one draw: the next differs again

@@ -105,6 +105,18 @@ def test_layer_tolerances_later_rules_win(tmp_path):
     assert model.tolerance_for("block1.conv1") == Tolerance(floor=1e-5, growth=8.0, reference=1e-6)
 
 
+def test_layer_tolerances_rules_that_match_no_layer_are_named_by_key(tmp_path):
+    text = BASE + 'layer-tolerances = [{ layers = "grad:block*", growth = 4 }, ' \
+                  '{ layers = "", floor = 1e-5 }, { layers = "stem_1", floor = 1e-5 }, ' \
+                  '{ layers = "block?.*", floor = 1e-5 }]\n'
+    (model,) = load_config(write(tmp_path, text)).models
+    # a gradient's name is a layer's like any other; an empty glob matches none
+    unmatched = model.unmatched(["stem", "block1.conv1", "grad:block1.conv1.weight"])
+    assert [(r.pattern, r.where) for r in unmatched] == [
+        ("", "tool.parity-gate.models[1].layer-tolerances[2].layers"),
+        ("stem_1", "tool.parity-gate.models[1].layer-tolerances[3].layers")]
+
+
 def test_provider_aliases_are_canonicalised():
     assert canonical_provider("cuda") == "CUDAExecutionProvider"
     # an EP name in another case is that EP, never an absent one whose check is skipped; an EP the gate
