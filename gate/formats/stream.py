@@ -12,7 +12,7 @@ import msgpack
 
 from gate.errors import FormatError, LfsPointer, NewerFormat, StaleFormat
 
-from .limits import Limits
+from .limits import DEFAULT_LIMITS, Limits
 
 
 class Invalid(Exception):
@@ -59,10 +59,13 @@ _NOT_IN_NAMES = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})
 
 
 def bad_name(name: object) -> str | None:
-    """Why ``name`` (a string read where a report or result file holds a name) is refused; None when it
-    is not (one rule for every reader of names from a file)."""
+    """Why ``name`` (a model's layer, module or tensor name, or one a report or result file holds) is
+    refused; None when it is not: one rule for the model's names and for every reader of names."""
     if not isinstance(name, str):
         return None
+    cap = DEFAULT_LIMITS.max_name_length  # what a file holds: over it, no baseline or result can be written
+    if len(name) > cap:
+        return f"name {quote(name)} is {len(name):,} characters long (the limit is {cap:,})"
     ch = next((ch for ch in name if unicodedata.category(ch) in _NOT_IN_NAMES), None)
     return None if ch is None else f"name {quote(name)} holds the control character {ascii(ch)}"
 

@@ -23,6 +23,7 @@ from gate.core.failure import ModelError
 from gate.core.refs import resolve
 from gate.core.runs import Meta
 from gate.core.status import ErrorStatus
+from gate.formats.stream import bad_name
 from gate.model import inputs as inputs_mod
 from gate.model.pristine import Pristine, version_of
 
@@ -156,6 +157,9 @@ def build_module(spec: ModelSpec, root: Path, known: Known | None = None) -> Mod
     if not isinstance(module, torch.nn.Module):  # the model's own code: it fails alone, the others are judged
         raise ModelError(f"model `{spec.name}`: `{spec.where}.factory`: `{spec.factory}` returned "
                          f"{type(module).__name__}, not a torch.nn.Module", ErrorStatus.BUILD_FAIL)
+    problem = _name_problem(module)
+    if problem is not None:  # before anything runs or is written: every name a run records comes from these
+        raise ModelError(f"model `{spec.name}`: {problem}", ErrorStatus.BUILD_FAIL)
     training = [name or "(model)" for name, m in module.named_modules() if m.training]
     total = sum(1 for _ in module.named_modules())
     normalizations = list(ALWAYS)
@@ -171,6 +175,14 @@ def build_module(spec: ModelSpec, root: Path, known: Known | None = None) -> Mod
     # Recorded before any run: the export, the reference and each provider start from this state.
     return Module(module, weights_digest(module, known), normalizations, mixed,
                   Pristine(module, spec.name, lambda: _rebuilt(spec, root)))
+
+
+def _name_problem(module: torch.nn.Module) -> str | None:
+    """Why a module, parameter or buffer name cannot be recorded (the files' rule for names)."""
+    modules = [name for name, _ in module.named_modules(remove_duplicate=False)]
+    tensors = [name for named in (module.named_parameters(remove_duplicate=False),
+                                  module.named_buffers(remove_duplicate=False)) for name, _ in named]
+    return next(filter(None, map(bad_name, modules + tensors)), None)
 
 
 def _settle(module: torch.nn.Module, spec: ModelSpec, root: Path) -> list[str]:

@@ -18,6 +18,7 @@ import torch
 from gate.core.failure import ModelError
 from gate.core.progress import DETAIL, DETAIL_EVERY_S
 from gate.core.status import ErrorStatus
+from gate.formats.stream import bad_name
 from gate.model import torch_hooks
 from gate.model.build import BuiltModel
 from gate.model.torch_hooks import LayerOutput
@@ -94,7 +95,7 @@ def run_reference(built: BuiltModel, progress: Callable[[str], None], promote: b
         # The backward pass needs float64 parameters of its own: a copy, only with `gradients = true`.
         with built.fresh():
             grads = gradients(*as_float64(built.module, built.inputs), built.spec.seed) if built.spec.gradients else []
-        return Reference("float64", records, notes, outputs, grads)
+        return _recordable(name, Reference("float64", records, notes, outputs, grads))
     except ModelError:
         raise  # the model changed its own weights: no fallback starts from the same model
     except Exception as exc:  # noqa: BLE001 - a model without float64 kernels falls back
@@ -113,7 +114,16 @@ def run_reference(built: BuiltModel, progress: Callable[[str], None], promote: b
                             f"{type(exc).__name__}: {exc}", ErrorStatus.INFER_FAIL, exc) from None
     # Said only now that float32 ran: a fallback that also failed is no fallback.
     progress(f"{name}: float64 reference failed ({type(in_float64).__name__}); using float32")
-    return Reference("float32", records, Notes(reached="float32"), outputs, grads)
+    return _recordable(name, Reference("float32", records, Notes(reached="float32"), outputs, grads))
+
+
+def _recordable(name: str, ref: Reference) -> Reference:
+    """``ref``, where every layer name (a module's, with a call's or an output element's suffix) is one
+    the files hold."""
+    why = next(filter(None, (bad_name(layer.name) for layer in [*ref.records, *ref.gradients])), None)
+    if why:
+        raise ModelError(f"model `{name}`: {why}", ErrorStatus.BUILD_FAIL)
+    return ref
 
 
 CHANGED = 1e-12  # float64 noise: above it, eval mode changed what a layer computes

@@ -366,3 +366,71 @@ def test_an_unexpected_exception_exits_with_its_own_code_and_its_traceback(tmp_p
     assert exited.value.code == INTERNAL_ERROR == 4
     err = capsys.readouterr().err
     assert "Traceback" in err and "RuntimeError: a bug" in err and "internal error" in err
+
+
+NAMED_MODELS = '''import os
+import torch
+from torch import nn
+
+
+class Named(nn.Module):
+    """A linear layer, a module under ``key`` (a ReLU or a Linear) and the head; with RENAME set, ``key``
+    becomes RENAME (a pure rename: every number stays) and ``clash`` calls ``l2`` twice."""
+
+    def __init__(self, key, relu=False, clash=False):
+        super().__init__()
+        torch.manual_seed(0)
+        self.l2 = nn.Linear(8, 8)
+        self.key, self.clash = os.environ.get("RENAME", key), clash and "RENAME" in os.environ
+        self.add_module(self.key, nn.ReLU() if relu else nn.Linear(8, 8))
+        self.add_module("grad:head", nn.Linear(8, 4))
+
+    def forward(self, x):
+        x = self.l2(x)
+        if self.clash:
+            x = self.l2(x)
+        return getattr(self, "grad:head")(getattr(self, self.key)(x))
+
+
+def make(key, relu=False, clash=False):
+    return lambda: Named(key, relu, clash).eval()
+'''
+
+
+def named_project(tmp_path: Path, models: dict[str, str], extra: str = "") -> None:
+    """A project whose models are ``Named`` modules: model name -> the factory's arguments."""
+    factories = "".join(f"{name.replace('-', '_')} = make({args})\n" for name, args in models.items())
+    (tmp_path / "named.py").write_text(NAMED_MODELS + factories)
+    inputs = 'inputs = [{ name = "x", shape = [2, 8], dtype = "float32" }]\n'
+    tables = "".join(f'[[models]]\nname = "{name}"\nfactory = "named:{name.replace("-", "_")}"\n'
+                     f"{inputs}{extra}" for name in models)
+    providers = 'providers = ["torch-cpu", "CPUExecutionProvider"]\n'
+    (tmp_path / "parity-gate.toml").write_text(f'baseline-dir = "b"\n{providers}{tables}')
+
+
+def test_a_name_longer_than_the_files_hold_fails_its_model_alone(tmp_path):
+    """A weight's or a weightless module's name one past the files' limit fails its model, named with the
+    name, before anything is written: the other model's baseline is written and it is judged (the name
+    stopped the whole command, exit 2, with no report and no baseline)."""
+    named_project(tmp_path, {"ok": '"inner"', "weights": '"L" * 1018', "relu": '"R" * 1025, relu=True'})
+    proc = run_cli("update-baseline", cwd=tmp_path)
+    assert_one_line_error(proc, 3, "2 models could not run")
+    for model, name in (("weights", "'LLLL"), ("relu", "'RRRR")):
+        assert f"{model} not updated: BUILD_FAIL: model `{model}`: name {name}" in proc.stdout, proc.stdout
+    assert proc.stdout.count("is 1,025 characters long (the limit is 1,024)") == 2, proc.stdout
+    assert sorted(p.name for p in (tmp_path / "b").iterdir()) == ["ok.msgpack.zst"]
+    proc = run_cli("check", "--json", "r.json", "--markdown", "r.md", cwd=tmp_path)
+    assert_model_error(proc, "BUILD_FAIL", "characters long (the limit is 1,024)")
+    models = {m["name"]: m for m in json.loads((tmp_path / "r.json").read_text())["models"]}
+    assert models["ok"]["status"] == "pass" and models["ok"]["error"] is None
+    assert [models[m]["error"]["status"] for m in ("weights", "relu")] == ["BUILD_FAIL"] * 2
+    assert "1,025 characters long" in (tmp_path / "r.md").read_text()
+
+
+def test_names_as_long_as_the_files_hold_are_recorded_and_judged(tmp_path):
+    """At the limit: a weight named with 1,024 characters, a weightless module too."""
+    named_project(tmp_path, {"weights": '"L" * 1017', "relu": '"R" * 1024, relu=True'})
+    proc = run_cli("update-baseline", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    proc = run_cli("check", cwd=tmp_path)
+    assert proc.returncode == 0 and proc.stdout.strip().splitlines()[-1].startswith("PASSED"), proc.stdout
