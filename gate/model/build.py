@@ -20,10 +20,11 @@ import torch
 from gate.config import ModelSpec
 from gate.core.background import Background
 from gate.core.failure import ModelError
+from gate.core.layers import ROOT, is_output
 from gate.core.refs import resolve
 from gate.core.runs import Meta
 from gate.core.status import ErrorStatus
-from gate.formats.stream import bad_name
+from gate.formats.stream import bad_name, quote
 from gate.model import inputs as inputs_mod
 from gate.model.pristine import Pristine, version_of
 
@@ -178,11 +179,19 @@ def build_module(spec: ModelSpec, root: Path, known: Known | None = None) -> Mod
 
 
 def _name_problem(module: torch.nn.Module) -> str | None:
-    """Why a module, parameter or buffer name cannot be recorded (the files' rule for names)."""
+    """Why a module, parameter or buffer name cannot be recorded (the files' rule for names), or a module
+    takes the name of the model's outputs, ``(model)``: its layers would be judged as the outputs."""
     modules = [name for name, _ in module.named_modules(remove_duplicate=False)]
     tensors = [name for named in (module.named_parameters(remove_duplicate=False),
                                   module.named_buffers(remove_duplicate=False)) for name, _ in named]
-    return next(filter(None, map(bad_name, modules + tensors)), None)
+    why = next(filter(None, map(bad_name, modules + tensors)), None)
+    if why is not None:
+        return why
+    taken = next((name for name in modules if name and is_output(name)), None)
+    if taken is None:
+        return None
+    return (f"module {quote(taken)}: names beginning {ROOT} are reserved for the model's outputs (its layers "
+            "would be judged as them): rename the module")
 
 
 def _settle(module: torch.nn.Module, spec: ModelSpec, root: Path) -> list[str]:

@@ -18,7 +18,7 @@ import torch
 from gate.core.failure import ModelError
 from gate.core.progress import DETAIL, DETAIL_EVERY_S
 from gate.core.status import ErrorStatus
-from gate.formats.stream import bad_name
+from gate.formats.stream import bad_name, quote
 from gate.model import torch_hooks
 from gate.model.build import BuiltModel
 from gate.model.torch_hooks import LayerOutput
@@ -118,11 +118,16 @@ def run_reference(built: BuiltModel, progress: Callable[[str], None], promote: b
 
 
 def _recordable(name: str, ref: Reference) -> Reference:
-    """``ref``, where every layer name (a module's, with a call's or an output element's suffix) is one
-    the files hold."""
-    why = next(filter(None, (bad_name(layer.name) for layer in [*ref.records, *ref.gradients])), None)
-    if why:
-        raise ModelError(f"model `{name}`: {why}", ErrorStatus.BUILD_FAIL)
+    """``ref``, where every layer name is one the files hold, and no two layers share one: a module named
+    as the gate names another's call (``l2#2``), output element (``x[0]``) or gradient (``grad:w``)."""
+    seen: set[str] = set()
+    for layer in [*ref.records, *ref.gradients]:
+        twice = (f"two layers are named {quote(layer.name)}: a module's name is the one the gate gives a "
+                 "call, element or gradient of another (`#k`, `[i]`, `grad:`); rename the module")
+        why = bad_name(layer.name) or (twice if layer.name in seen else None)
+        if why:
+            raise ModelError(f"model `{name}`: {why}", ErrorStatus.BUILD_FAIL)
+        seen.add(layer.name)
     return ref
 
 

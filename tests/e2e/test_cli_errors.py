@@ -434,3 +434,26 @@ def test_names_as_long_as_the_files_hold_are_recorded_and_judged(tmp_path):
     assert proc.returncode == 0, proc.stdout + proc.stderr
     proc = run_cli("check", cwd=tmp_path)
     assert proc.returncode == 0 and proc.stdout.strip().splitlines()[-1].startswith("PASSED"), proc.stdout
+
+
+def test_a_module_named_as_the_gate_names_a_layer_fails_its_model_alone(tmp_path):
+    """A refactor names a module ``(model)``, the gate's name for the outputs, or ``l2#2`` while ``l2`` runs
+    twice: the model fails to build, naming the module, never as a model change whose baseline update
+    cannot be recorded ("a layer name appears twice", naming none)."""
+    named_project(tmp_path, {"outputs": '"mid"', "call": '"l2#2", clash=True'})
+    assert run_cli("update-baseline", cwd=tmp_path).returncode == 0
+    rename = {"RENAME": "(model)"}
+    proc = run_cli("check", "--markdown", "r.md", cwd=tmp_path, env=rename)
+    assert_model_error(proc, "BUILD_FAIL", "model `outputs`: module '(model)': names beginning (model) are "
+                       "reserved for the model's outputs")
+    assert "update-baseline" not in proc.stdout + (tmp_path / "r.md").read_text()
+    proc = run_cli("update-baseline", "--model", "call", cwd=tmp_path, env={"RENAME": "l2#2"})
+    assert_one_line_error(proc, 3, "call: BUILD_FAIL: model `call`: two layers are named 'l2#2'")
+
+
+def test_modules_named_like_calls_or_gradients_are_recorded_and_judged(tmp_path):
+    """``l2#2`` beside an ``l2`` called once and ``grad:head`` beside gradients name no other layer."""
+    named_project(tmp_path, {"names": '"l2#2"'}, extra="gradients = true\n")
+    assert run_cli("update-baseline", cwd=tmp_path).returncode == 0
+    proc = run_cli("check", cwd=tmp_path)
+    assert proc.returncode == 0 and proc.stdout.strip().splitlines()[-1].startswith("PASSED"), proc.stdout

@@ -89,7 +89,8 @@ def with_run(**changes) -> bytes:
 
 
 CROSS_FIELD = {
-    "duplicate layer": (lambda: with_run(layers=run_to_dict(make_run())["layers"] * 2), "a layer name appears twice"),
+    "duplicate layer": (lambda: with_run(layers=run_to_dict(make_run())["layers"] * 2),
+                        "the layer name 'fc' appears twice"),
     "map of no layer": (lambda: with_run(onnx_map={"ghost": {"kind": "absent", "value": None, "output": None,
                                                              "reason": None}}), "'ghost' is not a layer of the run"),
     "provider layer of no layer": (lambda: with_run(providers=[{**run_to_dict(make_run())["providers"][0], "layers": {

@@ -142,9 +142,11 @@ def run_from_dict(d: dict[str, Any]) -> ModelRun:
                                                                   d["error"].get("where"), d["error"].get("trace")))
     run.layers = [LayerInfo(x["name"], x["type"], Fingerprint.from_dict(x["fp"]), reached=x.get("reached", "float64"),
                             data_dependent=_opt(DataDependence, x.get("data_dependent"))) for x in d["layers"]]
-    names = {x.name for x in run.layers}
-    if len(names) != len(run.layers):
-        raise Invalid(f"run {quote(run.name)}.layers", "a layer name appears twice")
+    names: set[str] = set()
+    for x in run.layers:
+        if x.name in names:
+            raise Invalid(f"run {quote(run.name)}.layers", f"the layer name {quote(x.name)} appears twice")
+        names.add(x.name)
     for key, site in d["onnx_map"].items():
         if key not in names:
             raise Invalid(f"run {quote(run.name)}.onnx_map", f"{quote(key)} is not a layer of the run")
