@@ -14,11 +14,12 @@ from typing import Any
 
 import zstandard
 
+from gate.core.names import quote
 from gate.errors import FormatError
 
 from .limits import Limits
 from .nodes import Record
-from .stream import Invalid, Newer, Pointer, Stale, StreamReader, one_line, quote
+from .stream import Invalid, Newer, Pointer, Stale, StreamReader, one_line
 
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 _MAX_WINDOW = 1 << 27  # zstd's own default cap, made explicit

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from gate.core.names import MAX_NAME
+
 MiB = 1024 * 1024
 
 
@@ -15,7 +17,7 @@ class Limits:
     max_file_size: int = 64 * MiB  # the compressed file
     max_decompressed_size: int = 256 * MiB  # what the zstd frame may declare
     max_layers: int = 100_000  # of "layers" and of each provider's layer map
-    max_name_length: int = 1_024  # a layer, type, provider or device-class name
+    max_name_length: int = MAX_NAME  # a layer, type, provider or device-class name
     max_providers: int = 64
     max_device_classes: int = 64  # per provider
     max_sketch_width: int = 65_536

@@ -12,8 +12,10 @@ import struct
 from collections.abc import Mapping
 from typing import Any
 
+from gate.core.names import quote
+
 from .limits import Limits
-from .stream import Invalid, StreamReader, quote
+from .stream import Invalid, StreamReader
 
 I64_MAX = 2**63 - 1
 U64_MAX = 2**64 - 1

@@ -4,7 +4,6 @@ hostile file never makes us build a structure the schema would throw away.
 
 from __future__ import annotations
 
-import unicodedata
 from collections.abc import Callable
 from typing import Any
 
@@ -12,7 +11,7 @@ import msgpack
 
 from gate.errors import FormatError, LfsPointer, NewerFormat, StaleFormat
 
-from .limits import DEFAULT_LIMITS, Limits
+from .limits import Limits
 
 
 class Invalid(Exception):
@@ -51,29 +50,6 @@ def one_line(text: object, limit: int = 200) -> str:
     s = " ".join(str(text).split())
     s = s.encode("ascii", "backslashreplace").decode("ascii")
     return s if len(s) <= limit else s[: limit - 3] + "..."
-
-
-# Control, format (bidi, zero-width), surrogate and line/paragraph-separator characters: none belongs in a
-# model, layer, provider or check name, and each could break a log line or hide what a name says.
-_NOT_IN_NAMES = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})
-
-
-def bad_name(name: object) -> str | None:
-    """Why ``name`` (a model's layer, module or tensor name, or one a report or result file holds) is
-    refused; None when it is not: one rule for the model's names and for every reader of names."""
-    if not isinstance(name, str):
-        return None
-    cap = DEFAULT_LIMITS.max_name_length  # what a file holds: over it, no baseline or result can be written
-    if len(name) > cap:
-        return f"name {quote(name)} is {len(name):,} characters long (the limit is {cap:,})"
-    ch = next((ch for ch in name if unicodedata.category(ch) in _NOT_IN_NAMES), None)
-    return None if ch is None else f"name {quote(name)} holds the control character {ascii(ch)}"
-
-
-def quote(name: str, limit: int = 80) -> str:
-    """A name from a file, quoted for a message: ASCII, one line, bounded."""
-    s = ascii(name)
-    return s if len(s) <= limit else s[: limit - 4] + "...'"
 
 
 # kind, and how many big-endian length bytes follow the type byte (None: no length)

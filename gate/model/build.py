@@ -21,10 +21,10 @@ from gate.config import ModelSpec
 from gate.core.background import Background
 from gate.core.failure import ModelError
 from gate.core.layers import ROOT, is_output
+from gate.core.names import bad_name, quote
 from gate.core.refs import resolve
 from gate.core.runs import Meta
 from gate.core.status import ErrorStatus
-from gate.formats.stream import bad_name, quote
 from gate.model import inputs as inputs_mod
 from gate.model.pristine import Pristine, version_of
 

@@ -16,9 +16,9 @@ import numpy as np
 import torch
 
 from gate.core.failure import ModelError
+from gate.core.names import bad_name, quote
 from gate.core.progress import DETAIL, DETAIL_EVERY_S
 from gate.core.status import ErrorStatus
-from gate.formats.stream import bad_name, quote
 from gate.model import torch_hooks
 from gate.model.build import BuiltModel
 from gate.model.torch_hooks import LayerOutput

@@ -12,9 +12,9 @@ from typing import Any
 
 from gate.core.fields import Obj
 from gate.core.jsonsafe import plain
+from gate.core.names import bad_name
 from gate.errors import FormatError
 from gate.formats.atomic import atomic_write_bytes
-from gate.formats.stream import bad_name
 from gate.verdict.next_step import next_step
 from gate.verdict.sweeps import matrices
 from gate.verdict.types import Report

@@ -12,13 +12,14 @@ from typing import Any
 import msgpack
 import zstandard
 
+from gate.core.names import quote
 from gate.errors import FormatError
 
 from ..atomic import atomic_write_bytes, baseline_lock, remove_stale_temps
 from ..frame import FileKind, parse, read_bytes
 from ..limits import DEFAULT_LIMITS, Limits
 from ..nodes import Record
-from ..stream import Invalid, error_class, quote
+from ..stream import Invalid, error_class
 from .document import Baseline
 from .schema import DOCUMENT, FORMAT, OLDEST, VERSION, check_document
 

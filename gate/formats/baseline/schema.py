@@ -8,13 +8,13 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from gate.core.names import MAX_MODEL_NAME, MODEL_NAME_RE
+from gate.core.names import MAX_MODEL_NAME, MODEL_NAME_RE, quote
 from gate.core.status import DataDependence, KeyPart, Stage
 from gate.core.target import PRECISIONS
 from gate.fingerprint import STATS
 
 from ..nodes import I64_MAX, U64_MAX, Array, Bin, Float, Int, NameMap, Nullable, Record, Str
-from ..stream import Invalid, quote
+from ..stream import Invalid
 
 FORMAT = "parity-gate/baseline"
 # Any change an older reader would refuse bumps VERSION (docs/formats.md#versions); 2 is version 1 with

@@ -7,11 +7,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from gate.core.names import quote
+
 from ..atomic import atomic_write_bytes, remove_stale_temps
 from ..frame import FileKind, parse, read_bytes
 from ..limits import DEFAULT_LIMITS, Limits
 from ..nodes import Int, NameMap, Record, Str
-from ..stream import Invalid, error_class, quote
+from ..stream import Invalid, error_class
 from .codec import _encode
 from .schema import DOCUMENT, MODEL, check_document
 

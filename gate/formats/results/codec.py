@@ -14,6 +14,7 @@ import zstandard
 
 from gate.core.detections import Detections, problem
 from gate.core.layers import is_output
+from gate.core.names import bad_name, quote
 from gate.core.runs import (
     LayerInfo,
     Meta,
@@ -32,7 +33,7 @@ from gate.fingerprint import Fingerprint
 from ..atomic import atomic_write_bytes
 from ..frame import FileKind, parse, read_bytes
 from ..limits import Limits
-from ..stream import Invalid, bad_name, quote
+from ..stream import Invalid
 from .schema import DOCUMENT, FORMAT, VERSION
 
 W = TypeVar("W")  # a validated word's enum
