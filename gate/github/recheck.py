@@ -40,18 +40,19 @@ class Contradiction:
     found: str
 
 
-def _over(row: Row) -> bool:
-    """A passing row whose value exceeds its threshold (no check the writer knows passes such a row)."""
+def _over(row: Row, moved: bool) -> bool:
+    """A passing row whose value exceeds its threshold (no check the writer knows passes such a row), or one
+    that "follows" a model change where the reference failed nowhere (``moved``: it did)."""
     v, t = row.value, row.threshold
-    return (row.status == RowStatus.PASS and v is not None and t is not None and math.isfinite(v)
-            and math.isfinite(t) and v > t)
+    passing = row.status == RowStatus.PASS or (row.status == RowStatus.FOLLOWS and not moved)
+    return passing and v is not None and t is not None and math.isfinite(v) and math.isfinite(t) and v > t
 
 
-def _evidence(p: ProviderVerdict) -> None:
+def _evidence(p: ProviderVerdict, moved: bool) -> None:
     """A target's first regression from its own rows and audits, where the report left none."""
     if p.first_regression is not None:
         return
-    failing = next((r for r in p.rows if r.failed or _over(r)), None)
+    failing = next((r for r in p.rows if r.failed or _over(r, moved)), None)
     audit = next((a for a in p.audits if a.status == AuditStatus.FAIL), None)
     if failing is not None:
         p.first_regression = Regression.of(failing)
@@ -87,8 +88,9 @@ def recheck(report: Report) -> list[Contradiction]:
     """Make ``report``'s statuses and verdict at least as bad as its evidence (in place); what changed."""
     found: list[Contradiction] = []
     for m in report.models:
+        moved = any(r.failed for p in m.providers if p.role == Role.REFERENCE for r in p.rows)
         for p in m.providers:
-            _evidence(p)
+            _evidence(p, moved)
             target = rollup.target_status(p)
             if rollup.worse(target, TargetStatus(p.status)):
                 found.append(Contradiction(m.name, p.name, str(p.status), str(target)))

@@ -7,7 +7,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from gate.config import LayerTolerance, ModelSpec
-from gate.core.layers import module_of
+from gate.core.layers import ROOT, module_of
 from gate.core.runs import ModelRun, ProviderRun
 from gate.core.spans import span
 from gate.core.status import (
@@ -28,6 +28,7 @@ from gate.formats.baseline import Baseline, Entry
 from gate.verdict import causality, checks, data_dependent, graph_precision, hints, model_audits, rollup
 from gate.verdict.notes import Comparison
 from gate.verdict.placement import placement_audit
+from gate.verdict.reexpression import modules_changed, reexpression
 from gate.verdict.structure import Structure, described
 from gate.verdict.types import Audit, ModelVerdict, ProviderVerdict, Regression, Report, Row
 from gate.verdict.versions import version_changes
@@ -190,6 +191,8 @@ def model_verdict(spec: ModelSpec, run: ModelRun, baseline: Baseline | None, pat
     mv.mapping = model_audits.mapping(run)
     found = causality.cause(run, baseline, st) if st is not None and baseline is not None else None
     candidates = _targets_first(mv, order, found)
+    if baseline is not None:
+        _follows_reference(mv.providers[0], run, baseline, order)
     for audit in (a for a in mv.audits if a.status == AuditStatus.FAIL and a.check != Check.CONTRADICTION):
         # What ships does not match the config (its export) or the model as given: before any layer.
         candidates.append((order.get(audit.layer, -1) if audit.layer else -1, 0, audit_regression(audit)))
@@ -228,6 +231,28 @@ def _follows(mv: ModelVerdict, spec: ModelSpec, order: dict[str, int]) -> None:
             base = "" if r.baseline is None else f", baseline {r.baseline:.3g}"
             said = f"follows the model change at {span(moved.layer)} (error {r.value:.3g}{base}{why})"
             pv.rows[i] = replace(r, status=RowStatus.FOLLOWS, message=f"{said}; not a finding of its own")
+
+
+def _follows_reference(ref: ProviderVerdict, run: ModelRun, baseline: Baseline,
+                       order: dict[str, int]) -> None:
+    """One cause, one mark in the reference too: after its first regression (a drift), a layer that moved
+    is that change passed on, unless its own module's code or own tensors changed (a cause of its own; the
+    model's own code is the first's). Where a side did not digest modules or tensors, each keeps its mark."""
+    first, code = ref.first_regression, modules_changed(run, baseline)
+    now, before = run.meta.tensor_digests or {}, baseline.meta.tensor_digests or {}
+    if first is None or first.check != Check.REFERENCE_DRIFT or code is None or not now or not before:
+        return
+    renamed = reexpression(run, baseline).moved
+    own = {n.rpartition(".")[0] for n in {**now, **before}
+           if now.get(n) != before.get(n) and n not in renamed}
+    at = order.get(first.layer, len(order))
+    for i, r in enumerate(ref.rows):
+        module = module_of(r.layer)
+        if (r.status != RowStatus.FAIL or r.check != Check.REFERENCE_DRIFT or order.get(r.layer, -1) <= at
+                or (module != ROOT and (module in code or module in own))):
+            continue
+        ref.rows[i] = replace(r, status=RowStatus.FOLLOWS,
+                              message=f"moves with the change at {span(first.layer)}: not a cause of its own")
 
 
 def audit_regression(audit: Audit) -> Regression:

@@ -52,7 +52,7 @@ class Row:
 
     @property
     def checked(self) -> bool:
-        return self.status in (RowStatus.PASS, RowStatus.FAIL)
+        return self.status in (RowStatus.PASS, RowStatus.FAIL, RowStatus.FOLLOWS)
 
     @property
     def error(self) -> float | None:

@@ -54,3 +54,23 @@ def test_a_model_without_its_references_rows_judged_nothing():
         found = recheck(report)
         assert Contradiction("tiny-cnn", "torch-cpu", "pass", "error") in found, edit
         assert (m.status, report.verdict) == (ModelStatus.ERROR, Verdict.ERROR), edit
+
+
+def test_rows_that_follow_a_model_change_no_row_failed_are_evidence():
+    """`follows` marks a row that moved with a change the reference failed at first: a report whose every
+    failing reference row was rewritten `follows`, and its statuses `pass`, claims a cause nothing names.
+    Twin: the report as written (one failing row, the rest following it) holds."""
+    report = load_report(REPORTS / "real-check-reference-drift.json")
+    ref = report.models[0].providers[0]
+    for r in ref.rows[1:]:
+        r.status = "follows" if r.failed else r.status
+    assert recheck(report) == []
+    for r in ref.rows:
+        r.status = "follows" if r.failed else r.status
+    ref.status, ref.first_regression = TargetStatus.PASS, None
+    m = report.models[0]
+    m.status, m.first_regression = ModelStatus.PASS, None
+    report.verdict, report.first_regression = Verdict.PASS, None
+    found = recheck(report)
+    assert Contradiction("tiny-cnn", "torch-cpu", "pass", "regressed") in found
+    assert report.verdict == Verdict.REGRESSED

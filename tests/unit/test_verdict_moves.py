@@ -333,12 +333,30 @@ def test_a_runtime_regression_at_a_value_a_layer_was_folded_into_names_both():
 
 def test_what_moves_after_a_failure_inside_the_same_call_fails_too():
     """A layer of `blk` failed (its own weights changed, its values are nobody's); the BatchNorm after it
-    moved, holding no tensors, and `blk`'s output holds: the same cause, never a refactor beside it."""
+    moved, holding no tensors, and `blk`'s output holds: the same cause (it follows it: one mark), never a
+    refactor beside it."""
     tensors = ({"blk.conv.weight": "1", "x.weight": "1"}, {"blk.conv.weight": "2", "y.weight": "1"})
     mv, _, _ = judge({"blk.conv": fp(0.9, axis=7), "blk.bn": fp(0.8, axis=8)}, code=("blk",), tensors=tensors)
     assert (mv.status, mv.first_regression.layer) == ("regressed", "blk.conv")
-    assert rows(mv)["blk.bn"].status == "fail"
+    assert rows(mv)["blk.bn"].status == "follows" and "`blk.conv`" in rows(mv)["blk.bn"].message
     assert not [a for a in mv.audits if a.check == "structure" and "moved inside" in a.message]
+
+
+@pytest.mark.parametrize("second, own", [(None, False), ("tensors", True), ("code", True)])
+def test_a_layer_that_moved_after_the_first_regression_follows_it_unless_it_changed_itself(second, own):
+    """`blk.conv`'s weights changed: `head` and the output move with it, one cause and one mark (`follows`).
+    Twins: `head`'s own weights changed too, or its module's own code: a cause of its own, failed."""
+    tensors = ({"blk.conv.weight": "1", "head.weight": "1"},
+               {"blk.conv.weight": "2", "head.weight": "2" if second == "tensors" else "1"})
+    moved = {"blk.conv": fp(0.9, axis=7), "blk.bn": fp(0.8, axis=8), "blk": fp(0.7, axis=9),
+             "head": fp(0.6, axis=10), "output": fp(0.65, axis=11)}
+    mv, _, _ = judge(moved, code=("head",) if second == "code" else (), tensors=tensors)
+    assert (mv.status, mv.first_regression.layer) == ("regressed", "blk.conv")
+    status = {name: r.status for name, r in rows(mv).items()}
+    assert status["blk.conv"] == "fail"
+    assert status["blk.bn"] == status["blk"] == status["(model)"] == "follows"
+    assert status["head"] == ("fail" if own else "follows"), status
+    assert mv.providers[0].failed == 1 + own and mv.providers[0].checked == 5
 
 
 def test_a_folds_rounding_budget_is_float32s_largest_error_so_far_within_a_floor_and_a_cap():

@@ -115,7 +115,8 @@ def _casts_changed(ctx: Context, casts: dict[str, tuple[int, int]]) -> Hint:
 
 def _model_change(ctx: Context, reference: ProviderVerdict, fr: Regression, weights: bool | None,
                   tensors: TensorChanges | None, graph_changed: bool | None) -> Hint:
-    moved = [r.layer for r in reference.rows if r.status in (RowStatus.FAIL, RowStatus.NEW, RowStatus.MISSING)]
+    moved = [r.layer for r in reference.rows
+             if r.status in (RowStatus.FAIL, RowStatus.FOLLOWS, RowStatus.NEW, RowStatus.MISSING)]
     changed = tensors.values if tensors else None
     code = traced_ops_changed(ctx.run, ctx.baseline)
     if ctx.run.meta.random_draws:

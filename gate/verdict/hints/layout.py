@@ -58,12 +58,15 @@ def _permuted(now: Fingerprint | None, other: Fingerprint | None, err: float | N
     return (moved, diffs) if moved is not None and moved > LAYOUT_MIN_MOVE else None
 
 
+MARKED = (RowStatus.FAIL, RowStatus.FOLLOWS)  # a reference row that moved: its own cause, or the first's
+
+
 def hints(ctx: Context) -> list[Hint]:
     out = []
     if ctx.reference is not None:
         rtol = LAYOUT_RTOL.get(ctx.ref_dtype, 1e-5)
         found = [(row, hit) for row in ctx.reference.rows
-                 if row.status == RowStatus.FAIL and row.check == Check.REFERENCE_DRIFT
+                 if row.status in MARKED and row.check == Check.REFERENCE_DRIFT
                  for hit in [_permuted(ctx.ref_now.get(row.layer), ctx.ref_base.get(row.layer), row.value, rtol)]
                  if hit is not None]
         if found:
