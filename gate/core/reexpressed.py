@@ -19,7 +19,6 @@ class Reexpression:
     computed: frozenset[str]  # in groups that computed new values: float32 rounding may follow them
     moved: frozenset[str]  # in groups whose values only moved: nothing to excuse
     changed: frozenset[str]  # in groups as many nonzero values as before, not the same: weights changed
-    fresh: frozenset[str] = frozenset()  # new beside nothing gone, holding values no baseline tensor held
 
 
 def _container(tensor: str) -> str:
@@ -101,14 +100,10 @@ def classify(now: Mapping[str, str], before: Mapping[str, str], now_sums: Mappin
             moved.update((t, gone[a[t]].pop()))
     computed: set[str] = set()
     changed: set[str] = set()
-    fresh: set[str] = set()
-    held = set(b.values())
     unbalanced: list[tuple[list[str], Total, Total]] = []
     for members in _groups((one_sided | kept) - moved):
         if not one_sided.intersection(members):
             continue  # kept tensors alone: weights changed, as ever
-        if b and not any(t in before for t in members):  # added: a copy holds a baseline tensor's values
-            fresh.update(t for t in members if t in a and a[t] not in held)
         then = _total(b, [t for t in members if t in before])
         after = _total(a, [t for t in members if t in now])
         if then is None or after is None:
@@ -130,8 +125,7 @@ def classify(now: Mapping[str, str], before: Mapping[str, str], now_sums: Mappin
         _judge(left, moved, changed)  # siblings a top-level module was split into, say
     else:
         computed.update(t for u in left for t in u[0])
-    return Reexpression(frozenset(one_sided), frozenset(computed), frozenset(moved), frozenset(changed),
-                        frozenset(fresh))
+    return Reexpression(frozenset(one_sided), frozenset(computed), frozenset(moved), frozenset(changed))
 
 
 def only_moved(now: Mapping[str, str], before: Mapping[str, str], now_sums: Mapping[str, str] | None,

@@ -138,18 +138,3 @@ def test_a_rename_that_pruned_one_weight_to_zero_is_a_weight_change_not_a_fold()
     re = _classify(sums(proj__weight=pruned, head__weight=W[:2]), before)
     assert re.changed == {"fc3.weight", "proj.weight"} and not re.computed
 
-
-def test_a_tensor_added_beside_nothing_gone_holds_new_values_unless_it_copies_one():
-    """A Linear called twice replaced by two (the second a copy): the copy holds a baseline tensor's values,
-    a copy 1 float32 step off holds new ones (`fresh`: said as a weight change, never "the weights are the
-    baseline's"). Twins: a split's halves beside their gone original are judged by their group, not fresh; a
-    side without sums says nothing is fresh."""
-    copy = {**BEFORE, **sums(mix2__weight=W[:2], mix2__bias=B)}
-    assert not _classify(copy).fresh
-    off = W[:2].copy()
-    off[0, 0] = np.nextafter(off[0, 0], np.float32(np.inf))
-    assert _classify({**BEFORE, **sums(mix2__weight=off, mix2__bias=B)}).fresh == {"mix2.weight"}
-    halves = sums(mlp__0__a__weight=W[:3], mlp__0__b__weight=W[3:], mlp__0__bias=B, head__weight=W[:2])
-    assert not _classify(halves).fresh
-    now = {**BEFORE, **sums(mix2__weight=off)}
-    assert not classify(digests(now), digests(BEFORE), now, None).fresh

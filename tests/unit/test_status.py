@@ -113,7 +113,7 @@ def test_changed_tensors_are_named_and_past_three_counted_per_module():
     assert tensor_changes(before, None, {}) is None and tensor_changes({}, before, {}) is None
     # Names on one side only are no change of value anyone measured.
     assert tensor_changes(before, {"fc.weight": "c" * 16, "head.bias": "e" * 16}, {}) == TensorChanges(
-        [], 0, ["bn.running_mean", "bn.weight", "head.bias"])
+        [], 0, ["bn.running_mean", "bn.weight", "head.bias"], ["head.bias"])
     assert describe_tensors(["bn.running_mean"]) == "tensor `bn.running_mean`"
     many = [f"layer4.1.conv{i}.weight" for i in range(3)] + ["layer4.1.bn.weight", "fc.weight"]
     assert describe_tensors(many) == "5 tensors: 4 of layer4.1, 1 of fc"
@@ -134,4 +134,4 @@ def test_a_module_the_verdict_matched_under_a_new_name_keeps_its_tensors_unchang
     before = {"classifier.pos": "a" * 16, "classifier.fc1.weight": "b" * 16}
     nested = {"head.pos": "c" * 16, "head.proj.weight": "d" * 16}
     assert tensor_changes(before, nested, {"head": "classifier"}) == TensorChanges(
-        [], 1, ["classifier.fc1.weight", "head.proj.weight"])
+        [], 1, ["classifier.fc1.weight", "head.proj.weight"], ["head.proj.weight"])

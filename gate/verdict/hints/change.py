@@ -16,18 +16,36 @@ from gate.verdict.types import ProviderVerdict, Regression
 
 
 def describe_tensors(names: list[str]) -> str:
-    """``tensor `bn.running_mean```; past three, counted per module, coarser until at most three
-    modules are named (``4 tensors of layer4.1, 1 of fc``)."""
+    """``tensor `bn.running_mean```; past three, counted per module (``4 tensors: 4 of layer4.1, 1 of fc``)."""
     if len(names) <= 3:
         return ", ".join(f"tensor {span(n)}" for n in names)
+    return f"{len(names)} tensors: {_by_module(names)}"
+
+
+def _by_module(names: list[str]) -> str:
+    """``4 of layer4.1, 1 of fc``: coarser until at most three modules are named."""
     modules = [n.rpartition(".")[0] for n in names]
     while len(set(modules)) > 3:
         coarser = [m.rpartition(".")[0] or m for m in modules]  # a top-level module keeps its name
         if coarser == modules:
             break
         modules = coarser
-    first, *rest = [f"{c} of {m}" for m, c in Counter(m or "(model)" for m in modules).most_common()]
-    return f"{len(names)} tensors: {first}" + "".join(f", {x}" for x in rest)
+    return ", ".join(f"{c} of {m}" for m, c in Counter(m or "(model)" for m in modules).most_common())
+
+
+def _one_sided(tensors: TensorChanges | None, said: list[str]) -> str:
+    """The tensors only one side has (beside those ``said`` changed): new, then gone, never a change of value."""
+    if tensors is None:
+        return ""
+    new = [n for n in tensors.new if n not in said]
+    fresh = set(tensors.new)
+    gone = [n for n in tensors.unmatched if n not in said and n not in fresh]
+    parts = []
+    for names, what in ((new, "new tensor{}"), (gone, "tensor{} gone")):
+        if names:
+            listed = ", ".join(map(span, names)) if len(names) <= 3 else _by_module(names)
+            parts.append(f"{len(names)} {what.format('s' * (len(names) != 1))} ({listed})")
+    return "; ".join(parts)
 
 
 def hints(ctx: Context) -> list[Hint]:
@@ -119,30 +137,16 @@ def _model_change(ctx: Context, reference: ProviderVerdict, fr: Regression, weig
              if r.status in (RowStatus.FAIL, RowStatus.FOLLOWS, RowStatus.NEW, RowStatus.MISSING)]
     changed = tensors.values if tensors else None
     code = traced_ops_changed(ctx.run, ctx.baseline)
-    if ctx.run.meta.random_draws:
-        draws = "; ".join(ctx.run.meta.random_draws[:2])
-        why = f"or the forward drew other random numbers: it draws them ({draws})"
-    elif weights and changed:
-        why = f"its {'code and ' * code}weights changed: {describe_tensors(changed)}"
-    elif weights:
-        why = "its weights changed (the weights digest differs from the baseline's)"
-    elif weights is False:
-        why = ("its code changed: the weights are the baseline's" + _names_only(tensors) + ", so the forward, a module "
-               "type or a hyperparameter (eps, scale, padding, activation) differs")
-    else:
-        why = "its code or weights changed (no weights digest to tell which)"
-    others = [n for n in tensors.unmatched if n not in changed] if tensors is not None and changed else []
-    if weights and others:
-        why += f"; {describe_tensors(others)} {'is' if len(others) == 1 else 'are'} new or gone"
+    why = _why(ctx, weights, tensors, code)
     now, before = ctx.run.meta.lowered, ctx.baseline.meta.lowered
     lower = [x for x in now or () if before is not None and x not in set(before)]
     if lower:  # the model's own cast or half weights: a precision nobody configured, named
         why += (f"; its graph now computes below float32 where the baseline's did not ({len(lower)} new, "
                 f"first: {lower[0]})")
     value = f" {fr.value:.3g}" if fr.value is not None else ""
+    said = f"the {ctx.ref_dtype} reference moved first at {span(fr.layer)} ({fr.check}{value}): the model changed, {why}"
     return make(
-        "model-change", fr.layer, REFERENCE_PROVIDER,
-        f"the {ctx.ref_dtype} reference moved first at {span(fr.layer)} ({fr.check}{value}): the model changed, {why}",
+        "model-change", fr.layer, REFERENCE_PROVIDER, said,
         check=fr.check, value=fr.value, threshold=fr.threshold, weights_changed=weights,
         cause="random" if ctx.run.meta.random_draws else
         ("code" if weights is False or (weights and code) else "weights" if weights else "unknown"),
@@ -153,11 +157,29 @@ def _model_change(ctx: Context, reference: ProviderVerdict, fr: Regression, weig
         **({"tensors_new_or_gone": tensors.unmatched[:50]} if tensors and tensors.unmatched else {}))
 
 
-def _names_only(tensors: TensorChanges | None) -> str:
-    """What the digests still differ by when no tensor's values did: names."""
-    if tensors is None:
+def _why(ctx: Context, weights: bool | None, tensors: TensorChanges | None, code: bool) -> str:
+    """What of the model changed: its weights (which tensors), its code, or random draws."""
+    changed = tensors.values if tensors else []
+    one_sided = _one_sided(tensors, changed)
+    if ctx.run.meta.random_draws:
+        draws = "; ".join(ctx.run.meta.random_draws[:2])
+        return f"or the forward drew other random numbers: it draws them ({draws})"
+    if weights and changed:
+        return f"its {'code and ' * code}weights changed: {describe_tensors(changed)}" + \
+            (f"; {one_sided}" if one_sided else "")
+    if weights:
+        return "its weights changed (the weights digest differs from the baseline's)"
+    if weights is False and one_sided:  # every kept tensor kept its values
+        return f"its code changed: {one_sided}" + _renamed(tensors, "; ")
+    if weights is False:
+        return ("its code changed: the weights are the baseline's" + _renamed(tensors, " (", ")") + ", so the "
+                "forward, a module type or a hyperparameter (eps, scale, padding, activation) differs")
+    return "its code or weights changed (no weights digest to tell which)"
+
+
+def _renamed(tensors: TensorChanges | None, before: str, after: str = "") -> str:
+    """What the digests still differ by where no kept tensor's values did: names the verdict matched."""
+    if tensors is None or not tensors.renamed:
         return ""
-    parts = [f"{tensors.renamed} tensor{'s' * (tensors.renamed != 1)} renamed with the layers the verdict matched"] if tensors.renamed else []
-    if tensors.unmatched:
-        parts.append(f"{describe_tensors(tensors.unmatched)} under names only one side has")
-    return f" ({'; '.join(parts)})" if parts else ""
+    return f"{before}{tensors.renamed} tensor{'s' * (tensors.renamed != 1)} renamed with the layers the verdict " \
+        f"matched{after}"

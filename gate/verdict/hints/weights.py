@@ -3,7 +3,7 @@ say whether a model's weights or its code changed."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from gate.core.layers import module_of
 from gate.verdict.hints.context import Context
@@ -24,13 +24,13 @@ class TensorChanges:
     values: list[str]  # kept under their names with another digest, or re-expressed into others: changed
     renamed: int  # tensors of modules the verdict compared as a baseline layer under another name
     unmatched: list[str]  # names on one side only: a module renamed (not matched), added or removed
+    new: list[str] = field(default_factory=list)  # of ``unmatched``, those the run has
 
 
 def tensor_changes(before: dict[str, str] | None, now: dict[str, str] | None, renames: dict[str, str],
                    altered: frozenset[str] = frozenset()) -> TensorChanges | None:
     """``renames``: the verdict's renamed layers (now -> baseline); ``altered``: tensors a split, a merge or
-    a rename re-expressed into other values, or added holding values no baseline tensor held
-    (``gate.core.reexpressed``). None without per-tensor digests."""
+    a rename re-expressed into other values (``gate.core.reexpressed``). None without per-tensor digests."""
     if not before or not now:
         return None
     modules = {module_of(new): module_of(old) for new, old in renames.items()}
@@ -38,10 +38,11 @@ def tensor_changes(before: dict[str, str] | None, now: dict[str, str] | None, re
     values = sorted(n for n in now if recorded[n] == n and n in before and before[n] != now[n])
     renamed = [n for n in now if recorded[n] != n and recorded[n] in before]
     matched = {recorded[n] for n in now if recorded[n] in before}
-    unmatched = sorted({n for n in now if recorded[n] not in before} | {n for n in before if n not in matched})
+    new = sorted(n for n in now if recorded[n] not in before)
+    unmatched = sorted({*new, *(n for n in before if n not in matched)})
     # a tensor matched by its layer's rename whose values changed all the same (a fault in a wrapped module)
     return TensorChanges(values + [n for n in [*renamed, *unmatched] if n in altered],
-                         len([n for n in renamed if n not in altered]), unmatched)
+                         len([n for n in renamed if n not in altered]), unmatched, new)
 
 
 def _recorded(tensor: str, modules: dict[str, str]) -> str:
@@ -61,7 +62,7 @@ def weights_changed(ctx: Context) -> tuple[bool | None, TensorChanges | None]:
     changed = digest_changed(base.weights_digest, now.weights_digest)
     renames = ctx.structure.renames if ctx.structure else {}
     r = reexpression(ctx.run, ctx.baseline)
-    tensors = tensor_changes(base.tensor_digests, now.tensor_digests, renames, r.changed | r.fresh)
+    tensors = tensor_changes(base.tensor_digests, now.tensor_digests, renames, r.changed)
     if changed and tensors is not None and not tensors.values:
         changed = False  # every tensor kept its values, under its own name or the one it was matched to
     return changed, tensors
