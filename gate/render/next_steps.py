@@ -87,8 +87,10 @@ def _model_changed(m: ModelVerdict, step: NextStep, s: Style) -> str:
         record = f"{s.code(step.command, 260)}{_commit(m, s)}"
         return (f"the model's weights changed and its code runs the same operations (its float64 reference "
                 f"moved{where}). If the new weights are intended, run {record}; if not, find what wrote them.")
-    return (f"the model changed (its float64 reference moved{where}). If that is intended, run "
-            f"{s.code(step.command, 260)}{_commit(m, s)}.")
+    said = (f" (its float64 reference moved{where})" if not step.ahead or step.layer is None else
+            f": {step.ahead.words(step.layer, s.code)}" if step.ahead.output else
+            f": {step.ahead.words(step.layer, s.code)}, where its float64 reference moved first")
+    return f"the model changed{said}. If that is intended, run {s.code(step.command, 260)}{_commit(m, s)}."
 
 
 def _random_draws(m: ModelVerdict, step: NextStep, s: Style) -> str:

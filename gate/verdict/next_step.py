@@ -20,6 +20,7 @@ from gate.core.status import (
     StepKind,
     TargetStatus,
 )
+from gate.verdict.ahead import Ahead
 from gate.verdict.types import ModelVerdict, ProviderVerdict
 
 UPGRADE = "pip install -U parity-gate"
@@ -40,6 +41,7 @@ class NextStep:
     # what of the model changed where its float64 reference holds; None: unknown (no content key was taken,
     # as on the export/collect/report path)
     model: tuple[KeyPart, ...] | None = ()
+    ahead: Ahead = Ahead()  # the new or gone layers before ``layer``, or ``layer`` a new or gone model output
 
     def to_dict(self) -> dict[str, Any]:
         return {"kind": self.kind, "command": self.command,
@@ -129,10 +131,11 @@ def _changed(m: ModelVerdict, reference: ProviderVerdict, layer: str | None) -> 
              if p.role == Role.RUNTIME and p.status == TargetStatus.REGRESSED and p.failed]
     if m.exporter == "artifact" and stale:
         return _artifact_differs(stale, tuple(_label(p, m) for p in stale))
-    # what the model-change hint found changed: ``weights`` (alone), ``code``, or unknown
-    cause = next((h.evidence.get("cause") for h in m.hints if h.kind == "model-change"), None)
-    kind = StepKind.WEIGHTS_CHANGED if cause == "weights" else StepKind.MODEL_CHANGED
-    return NextStep(kind, m.recreate, (reference.name,), layer)
+    # what the model-change hint found changed: ``weights`` (alone), ``code``, or unknown; and what of the
+    # structure came before where the reference moved
+    evidence = next((h.evidence for h in m.hints if h.kind == "model-change"), {})
+    kind = StepKind.WEIGHTS_CHANGED if evidence.get("cause") == "weights" else StepKind.MODEL_CHANGED
+    return NextStep(kind, m.recreate, (reference.name,), layer, ahead=Ahead.from_evidence(evidence))
 
 
 def _missing(m: ModelVerdict) -> NextStep:

@@ -258,10 +258,18 @@ def described(st: Structure) -> list[str]:
                    "them as they are now")
     unmatched = [n for n in (*st.new, *st.gone) if not is_output(n)]
     if unmatched:
-        parts = [f"{len(st.new)} new ({', '.join(st.new[:3])}{', …' if len(st.new) > 3 else ''})"] if st.new else []
-        parts += [f"{len(st.gone)} gone ({', '.join(st.gone[:3])}{', …' if len(st.gone) > 3 else ''})"] if st.gone else []
-        out.append(f"the model's structure changed: layers {' and '.join(parts)} since the baseline are not compared; "
+        n, g = len(st.new), len(st.gone)
+        what = (f"{n} new layer{'s' * (n != 1)} ({_few(st.new)}) and {g} gone ({_few(st.gone)}) since the "
+                "baseline are" if st.new and st.gone else
+                f"{n} new layer{'s' * (n != 1)} since the baseline ({_few(st.new)}) {'is' if n == 1 else 'are'}"
+                if st.new else
+                f"{g} layer{'s' * (g != 1)} gone since the baseline ({_few(st.gone)}) {'is' if g == 1 else 'are'}")
+        out.append(f"the model's structure changed: {what} not compared; "
                    "every layer that remains is"
                    + (". `update-baseline` records the new ones" if st.new else
                       ". `update-baseline` drops the gone ones"))
     return out
+
+
+def _few(names: tuple[str, ...]) -> str:
+    return ", ".join(names[:3]) + (", …" if len(names) > 3 else "")

@@ -85,6 +85,27 @@ def cnn_relu_as_clamp() -> nn.Module:
     return m
 
 
+def tf_deeper() -> nn.Module:
+    """A PR that appends an encoder block: `blocks.2`'s 11 layers and 12 tensors are new, before `norm`."""
+    return zoo.init_by_name(zoo.TinyTransformer(depth=3))
+
+
+class AuxCNN(zoo.TinyCNN):
+    """A second head: the model returns `(fc(f), aux(f))` where it returned `fc(f)`, whose values hold."""
+
+    def __init__(self):
+        super().__init__()
+        self.aux = nn.Linear(16, 4)
+
+    def forward(self, x):
+        f = self.drop(torch.flatten(self.pool(self.block2(self.block1(self.stem(x)))), 1))
+        return self.fc(f), self.aux(f)
+
+
+def cnn_aux_output() -> nn.Module:
+    return zoo.init_by_name(AuxCNN())
+
+
 class Offset(nn.Module):
     """a: Linear whose output rides on a large offset; norm removes the offset; head reads it."""
 
@@ -161,6 +182,14 @@ def fresh(tmp_path_factory) -> Path:
     return tmp / "baselines"
 
 
+def step(report: dict) -> str:
+    """The model's next step as the console words it, from the report as a file holds it."""
+    from gate.render.next_steps import TEXT, step_words
+    from gate.verdict.report_file import parse_report
+
+    return step_words(parse_report(json.dumps(report).encode(), "report.json").models[0], TEXT)
+
+
 def hints(report: dict, kind: str, provider: str | None = None) -> list[dict]:
     return [h for h in report["models"][0]["hints"] if h["kind"] == kind and provider in (None, h["provider"])]
 
@@ -178,6 +207,8 @@ def test_weights_change_is_a_model_change_of_the_weights_introduced_at_the_layer
     # The baseline records a digest per tensor: the hint names the one that changed.
     assert ev["tensors_changed"] == ["block2.conv1.weight"]
     assert h["message"].endswith("the model changed, its weights changed: tensor `block2.conv1.weight`")
+    assert step(report).startswith("the model's weights changed and its code runs the same operations (its "
+                                   "float64 reference moved first at `block2.conv1`).")
     assert not hints(report, "runtime-change")
     # A uniform 1e-3 scale is the size of a cast error, but it is biased: not precision loss.
     assert not hints(report, "precision-loss")
@@ -190,12 +221,47 @@ def test_weights_change_is_a_model_change_of_the_weights_introduced_at_the_layer
 
 
 def test_hyperparameter_change_is_a_model_change_of_the_code(tmp_path, fresh):
+    """Twin of the new layers below: no layer is new, so the first layer that moved is named."""
     report = check(tmp_path, "tiny-cnn", "faults:cnn_bn_eps", fresh)
     (h,) = hints(report, "model-change")
     assert h["layer"] == "block1.bn2"
     assert h["evidence"]["cause"] == "code" and h["evidence"]["weights_changed"] is False
-    assert "code" in h["message"]
+    assert h["message"].startswith("the float64 reference moved first at `block1.bn2`")
+    assert "ahead" not in h["evidence"]
+    assert "its code changed: the weights are the baseline's" in h["message"]
+    assert step(report).startswith("the model changed (its float64 reference moved first at `block1.bn2`).")
     assert not hints(report, "precision-loss")
+
+
+def test_new_layers_before_the_first_moved_layer_are_the_change_named(tmp_path, fresh):
+    """A block appended: the reference moves first at `norm`, after it; the hint and the step name the new
+    layers first, and the new tensors as new (the code changed), never as weights that changed."""
+    report = check(tmp_path, "tiny-transformer", "hint_factories:tf_deeper", fresh)
+    (h,) = hints(report, "model-change")
+    assert h["layer"] == "norm" and h["evidence"]["cause"] == "code", h["message"]
+    assert h["evidence"]["ahead"] == {"new": 11, "first_new": "blocks.2.norm1", "gone": 0, "first_gone": "",
+                                      "output": False}
+    assert "tensors_changed" not in h["evidence"] and len(h["evidence"]["tensors_new_or_gone"]) == 12
+    said = h["message"]
+    assert said.startswith("the model changed: 11 new layers (first: `blocks.2.norm1`) run before `norm`, "
+                           "where the float64 reference moved first (reference-drift "), said
+    assert said.endswith("; its code changed: 12 new tensors (4 of blocks.2.attn, 4 of blocks.2.mlp, "
+                         "4 of blocks.2)"), said
+    assert step(report).startswith("the model changed: 11 new layers (first: `blocks.2.norm1`) run before "
+                                   "`norm`, where its float64 reference moved first. If that is intended")
+    (note,) = [a["message"] for a in report["models"][0]["audits"] if "structure changed" in a["message"]]
+    assert "11 new layers since the baseline (blocks.2.norm1, blocks.2.attn.qkv, blocks.2.attn.merge, …) " \
+           "are not compared" in note, note
+
+
+def test_a_new_model_output_is_named_as_new_not_as_a_move(tmp_path, fresh):
+    """`(model)` became `(model)[0]` (its values held) and `(model)[1]` is new: nothing moved."""
+    report = check(tmp_path, "tiny-cnn", "hint_factories:cnn_aux_output", fresh)
+    (h,) = hints(report, "model-change")
+    assert h["layer"] == "(model)[1]" and h["evidence"]["ahead"]["output"] is True, h["message"]
+    assert h["message"] == ("the model changed: a new model output `(model)[1]`; its code changed: 2 new "
+                            "tensors (`aux.bias`, `aux.weight`)")
+    assert step(report).startswith("the model changed: a new model output `(model)[1]`. If that is intended")
 
 
 def test_transpose_is_a_layout_hint_from_fingerprints_alone(tmp_path, fresh):

@@ -90,7 +90,7 @@ def test_switching_attention_from_eager_to_sdpa_passes(recorded):
     report = check(recorded, "llama", "refactor_models:llama_sdpa")
     assert report["verdict"] == "pass", report["first_regression"]
     (note,) = [a["message"] for a in report["models"][0]["audits"] if a["check"] == "structure"]
-    assert "2 gone (layers.0.self_attn[1], layers.1.self_attn[1])" in note and "update-baseline" in note
+    assert "2 layers gone since the baseline (layers.0.self_attn[1], layers.1.self_attn[1])" in note and "update-baseline" in note
 
 
 def test_deleting_a_dropout_from_a_sequential_passes_though_names_shift(recorded):

@@ -182,12 +182,12 @@ def test_new_and_gone_layers_are_reported_not_failed_unless_they_are_outputs():
     mv = model_verdict(spec(), r, baseline(), "b.msgpack.zst", "cmd")
     assert mv.status == "pass" and [a.check for a in mv.audits] == ["structure"]
     assert mv.audits[0].message.endswith(
-        "layers 1 new (x) and 2 gone (b, c) since the baseline are not compared; every layer that remains "
+        "1 new layer (x) and 2 gone (b, c) since the baseline are not compared; every layer that remains "
         "is. `update-baseline` records the new ones")
     # gone layers only: no command brings their coverage back; re-recording drops them
     gone = model_verdict(spec(), run(names=("a", "b", "(model)")), baseline(), "b.msgpack.zst", "cmd")
     assert gone.audits[0].message.endswith(
-        "layers 1 gone (c) since the baseline are not compared; every layer that remains is. "
+        "1 layer gone since the baseline (c) is not compared; every layer that remains is. "
         "`update-baseline` drops the gone ones")
     # what ships is never a refactor: an output that is new or gone fails
     r = run(names=("a", "b", "c", "(model)[logits]"), **{"output[logits]": fp(0.9, axis=3)})
