@@ -110,6 +110,7 @@ def check(config: ConfigOpt = None, model: ModelOpt = None, provider: ProviderOp
         report.baseline_changes, report.baseline_diffs = commands.changed_baselines(cfg, changed_since,
                                                                                     changes)
         report.baseline_loosened = commands.loosened_baselines(cfg, changed_since, changes)
+        report.baseline_dropped = commands.dropped_baselines(cfg, changes) or None
         commands.restorable(cfg, changed_since, changes, report.models)
     _write_reports(report, reports)
     render_report(report, notices.gpu_workflow(cfg), verbose)
@@ -252,6 +253,7 @@ def report(files: Annotated[list[Path], typer.Argument(help="Result files (or fo
     if changed_since:
         result.baseline_changes, result.baseline_diffs = commands.changed_baselines(cfg, changed_since)
         result.baseline_loosened = commands.loosened_baselines(cfg, changed_since, result.baseline_changes)
+        result.baseline_dropped = commands.dropped_baselines(cfg, result.baseline_changes) or None
         commands.restorable(cfg, changed_since, result.baseline_changes, result.models)
     _write_reports(result, reports)
     render_report(result, notices.gpu_workflow(cfg), verbose)

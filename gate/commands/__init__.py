@@ -13,6 +13,7 @@ from gate.commands.check import check
 from gate.commands.common import (
            baseline_changes,
            changed_baselines,
+           dropped_baselines,
            loosened_baselines,
            restorable,
            rewritten,
@@ -22,5 +23,5 @@ from gate.commands.matrix import collect, export_models, report_files
 from gate.commands.update import Updated, update_baseline
 
 __all__ = ["Updated", "base_config", "baseline_changes", "changed_baselines", "check", "collect",
-           "export_models", "loosened_baselines", "report_files", "restorable", "rewritten",
-           "update_baseline"]
+           "dropped_baselines", "export_models", "loosened_baselines", "report_files", "restorable",
+           "rewritten", "update_baseline"]

@@ -109,7 +109,20 @@ def changed_baselines(config: Config, since: str,
     from gate.commands.baseline_diff import baseline_diffs
 
     paths = baseline_changes(config, since) if paths is None else paths
-    return paths, baseline_diffs(config, since, paths, orphaned_baselines(config))
+    gone = dropped_baselines(config, paths)  # nothing to review line by line: the config dropped the model
+    kept = [p for p in paths if p not in gone]
+    return paths, baseline_diffs(config, since, kept, orphaned_baselines(config))
+
+
+def dropped_baselines(config: Config, paths: list[str]) -> list[str]:
+    """Those of the changed baseline files ``paths`` (as ``baseline_changes`` lists them) that the change
+    deletes and no configured model owns: a model the config no longer checks, its file deleted with it. A
+    configured model's deleted file is not one: it is restored (``restorable``)."""
+    from gate.commands.baseline_diff import repo_top
+
+    top = repo_top(config.root)
+    owned = {location(config, spec).path.resolve() for spec in config.models}
+    return [p for p in paths if not (top / p).exists() and (top / p).resolve() not in owned]
 
 
 def loosened_baselines(config: Config, since: str, paths: list[str]) -> list[str] | None:

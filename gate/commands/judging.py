@@ -110,11 +110,12 @@ def judge(config: Config, runs: list[tuple[ModelSpec, ModelRun]], loaded: Mappin
     if base is not None:
         again = {} if isinstance(base, str) else compare(base, {run.name: run for _, run, _, _ in judged})
         loosened.mark(config, base, [(*j, v) for j, v in zip(judged, verdicts, strict=True)], again)
-    lost = [m for m in verdicts if m.status == ModelStatus.NO_BASELINE and not m.baseline_exists]
-    unowned = [str(display(p)) for p in orphaned_baselines(config)] if lost else []
-    for m in lost:  # one of them may be this model's, renamed: compared, never re-recorded blind
-        m.unowned = unowned[:8]
+    unowned = [str(display(p)) for p in orphaned_baselines(config)]
+    for m in verdicts:  # one of them may be this model's, renamed: compared, never re-recorded blind
+        if m.status == ModelStatus.NO_BASELINE and not m.baseline_exists:
+            m.unowned = unowned[:8]
     report = assemble(verdicts, environment(fingerprint.backend))
+    report.unowned = unowned or None  # nothing checks them: the comment says so, as the console does
     if isinstance(base, Config):
         report.unchecked = loosened.unchecked(config, base)
     return report

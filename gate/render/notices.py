@@ -32,10 +32,19 @@ def baseline_block(report: Report, approval: str = "", changes: str = "") -> str
     """The block that leads the comment of a pull request that rewrites baselines: which models,
     and that they were judged against the rewritten files (so a pass does not compare with the base);
     ``changes``, what else it changes that decides its verdict; ``approval``, whether it may merge."""
-    changed = changed_models(report)
-    if not changed and not changes:
+    listed = {path for _, path in changed_models(report)}
+    dropped = report.baseline_dropped or []
+    gone = [(model, path) for model, path in changed_models(report) if path in dropped]
+    changed = [c for c in changed_models(report) if c not in gone]  # the rest: read as what moved in them
+    if not listed and not changes:
         return ""
     lines = ["> [!IMPORTANT]"]
+    if gone:
+        shown = ", ".join(f"{code(model)} ({code(path)})" for model, path in gone[:MAX_LIST])
+        more = f" and {len(gone) - MAX_LIST} more" if len(gone) > MAX_LIST else ""
+        s = "s" * (len(gone) != 1)
+        lines.append(f"> **This pull request deletes the baseline{s} of** {shown}{more}, which the config no "
+                     "longer checks.")
     if changed:
         shown = ", ".join(f"{code(model)} ({code(path)})" for model, path in changed[:MAX_LIST])
         more = f" and {len(changed) - MAX_LIST} more" if len(changed) > MAX_LIST else ""
@@ -50,7 +59,6 @@ def baseline_block(report: Report, approval: str = "", changes: str = "") -> str
                          "against the baselines this pull request writes, not against those of the base branch: "
                          "review what moved with `git diff` (with the `parity-gate show --textconv` driver, one "
                          "line per layer).")
-    listed = {path for _, path in changed}
     loosened = [path for path in report.baseline_loosened or [] if path in listed]  # the PR's own list alone
     if loosened:
         files = ", ".join(code(p, 200) for p in loosened[:MAX_LIST])
@@ -146,6 +154,12 @@ def _unchecked(m: ModelVerdict) -> str:
 def notices(report: Report) -> str:
     items = [f"⚠️ {unchecked_words(report, MARKDOWN)}"] if report.unchecked else []
     items += [f"⚠️ {line}" for line in loosened_lines(report, MARKDOWN)]
+    if report.unowned:
+        one = len(report.unowned) == 1
+        files = ", ".join(code(p, 200) for p in report.unowned[:MAX_LIST])
+        what, them = ("this baseline", "it") if one else ("these baselines", "them")
+        items.append(f"⚠️ {files}: no model in the config owns {what}, so nothing checks {them}; restore its "
+                     f"model's table (or sweep), or delete the file{'' if one else 's'}.")
     failed: dict[str, list[str]] = {}
     for m in report.models:
         said = failure(m)

@@ -127,4 +127,7 @@ def merge(legs: list[Leg], count: int) -> Report:
     merged.baseline_diffs = diffs or None
     loosened = set().union(*(leg.report.baseline_loosened or () for leg in legs))
     merged.baseline_loosened = sorted(loosened) or None
+    dropped = set().union(*(leg.report.baseline_dropped or () for leg in legs))
+    merged.baseline_dropped = sorted(dropped) or None
+    merged.unowned = sorted(set().union(*(leg.report.unowned or () for leg in legs))) or None
     return merged

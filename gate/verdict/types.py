@@ -362,6 +362,8 @@ class Report:
     baseline_loosened: list[str] | None = None  # of those files, the ones whose rewrite loosened a limit
     shard: ShardRun | None = None  # a leg of a sharded run: its shard, and what the run covers (check --shard)
     unchecked: list[str] | None = None  # models, cases the base's config checks and the change's not
+    baseline_dropped: list[str] | None = None  # of baseline_changes: deleted, of a model no longer configured
+    unowned: list[str] | None = None  # baseline files left in place that no configured model owns
 
     def __post_init__(self) -> None:
         self.summary = self.summary or Summary.of(self.models)
@@ -373,7 +375,8 @@ class Report:
 
     def to_dict(self) -> dict[str, Any]:
         extra = {"baseline_diffs": self.baseline_diffs, "baseline_loosened": self.baseline_loosened,
-                 "unchecked": self.unchecked, "shard": self.shard.to_dict() if self.shard else None}
+                 "unchecked": self.unchecked, "baseline_dropped": self.baseline_dropped,
+                 "unowned": self.unowned, "shard": self.shard.to_dict() if self.shard else None}
         return {"schema": SCHEMA, "version": VERSION, "verdict": self.verdict,
                 "first_regression": self.first_regression.to_dict() if self.first_regression else None,
                 "summary": (self.summary or Summary.of(self.models)).to_dict(),
@@ -396,4 +399,6 @@ class Report:
                    baseline_changes=o.strs("baseline_changes") if o.has("baseline_changes") else None,
                    baseline_diffs=o.words("baseline_diffs") or None, unchecked=o.strs("unchecked")[:256] or None,
                    baseline_loosened=o.strs("baseline_loosened")[:256] or None,
+                   baseline_dropped=o.strs("baseline_dropped")[:256] or None,
+                   unowned=o.strs("unowned")[:256] or None,
                    shard=o.opt_obj("shard", ShardRun.from_dict))

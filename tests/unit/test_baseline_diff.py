@@ -7,7 +7,7 @@ from __future__ import annotations
 import struct
 import subprocess
 
-from gate.commands import changed_baselines, loosened_baselines
+from gate.commands import changed_baselines, dropped_baselines, loosened_baselines
 from gate.commands.baseline_diff import MAX_LAYERS
 from gate.config import load_config
 from gate.core.fields import Obj
@@ -275,3 +275,42 @@ def test_a_layer_renamed_with_its_values_is_said_once_and_never_hides_a_layer_th
     assert lines.splitlines()[0] == "layers renamed: 3 (first: layer1 -> layer2), values the same"
     assert "layers added: 1 (first: layer1)\nlayers removed: 1 (first: layer2)" in lines
     assert "+layer layer1 " in lines and "-layer layer2 " in lines
+
+
+def test_a_deleted_baseline_of_a_model_the_config_dropped_reads_as_one_line_and_still_counts(tmp_path):
+    """`tiny` removed from the config and its file deleted: the block says so in one line, with no dump of
+    the old file, and the file stays among the changes (approval counts it). Twin: the file of a model the
+    config still checks, deleted, keeps its diff ("baseline deleted") and its restore handling."""
+    path, _ = committed(tmp_path, 4)
+    path.unlink()
+    for config, dropped in ((CONFIG.replace('"tiny"', '"other"'), True), (CONFIG, False)):
+        (tmp_path / "pyproject.toml").write_text(config)
+        cfg = load_config(tmp_path / "pyproject.toml")
+        paths, diffs = changed_baselines(cfg, "HEAD")
+        assert paths == [BASELINE]
+        assert dropped_baselines(cfg, paths) == ([BASELINE] if dropped else [])
+        report = Report("pass", [], baseline_changes=paths, baseline_diffs=diffs or None,
+                        baseline_dropped=dropped_baselines(cfg, paths) or None)
+        block = baseline_block(report)
+        said = (f"> **This pull request deletes the baseline of** `tiny` (`{BASELINE}`), which the config no "
+                "longer checks.")
+        assert (said in block) is dropped, block
+        assert ("changes baselines" in block) is not dropped and ("```diff" in block) is not dropped
+        assert diffs.get(BASELINE, "").startswith("baseline deleted") is not dropped
+        assert Report.from_dict(Obj(report.to_dict(), "r.json")).baseline_dropped == report.baseline_dropped
+
+
+def test_a_baseline_no_model_owns_left_in_place_is_said_once_in_the_comment(tmp_path, monkeypatch):
+    """The console warns of a file no configured model owns; the comment says it too, once. Twin: a config
+    that owns every file says nothing of it."""
+    from gate.commands.judging import judge
+    from gate.render import render_markdown
+
+    committed(tmp_path, 4)
+    monkeypatch.chdir(tmp_path)
+    for config, left in ((CONFIG.replace('"tiny"', '"other"'), True), (CONFIG, False)):
+        (tmp_path / "pyproject.toml").write_text(config)
+        report = judge(load_config(tmp_path / "pyproject.toml"), [])
+        assert report.unowned == ([BASELINE] if left else None)
+        text = render_markdown(Report.from_dict(Obj(report.to_dict(), "r.json")))
+        assert text.count("no model in the config owns this baseline") == (1 if left else 0), text
