@@ -244,8 +244,8 @@ def _holders(run: ModelRun) -> dict[str, str]:
 
 def _allclose(row: Row, exact: dict[str, Any] | None, tolerance: tuple[float, float] | None) -> Row:
     """An output row carries its exact metrics; with ``output-tolerance`` set, allclose on the full
-    tensors is a gate of its own (as in the whole-output recipe)."""
-    row.exact = exact
+    tensors is a gate of its own (as in the whole-output recipe); without it, the metrics only inform."""
+    row.exact = {**exact, "gated": tolerance is not None} if exact is not None else None
     if exact is None or tolerance is None or exact["allclose"] or row.failed:
         return row
     rtol, atol = tolerance

@@ -3,9 +3,13 @@ a gated allclose (``output-tolerance``) that failed is marked on every page."""
 
 from __future__ import annotations
 
+import numpy as np
+
 from gate.cli import console as con
+from gate.core.exact import exact
 from gate.render import render_markdown
 from gate.render.junit import render_junit
+from gate.verdict.checks import _allclose
 from gate.verdict.types import ModelVerdict, ProviderVerdict, Regression, Report, Row
 
 EXACT = {"max_abs": 6.1e-08, "max_rel": 4.7e-04, "allclose": False, "mismatched": 190, "count": 4096,
@@ -65,3 +69,27 @@ def test_another_check_failing_on_the_output_does_not_mark_allclose():
     row = Row("(model)", "M", "fail", "error-growth", 1e-3, 1e-6, 1e-7, "grew", exact=EXACT)
     comment = _pages(_report(row, "regressed"))["comment"]
     assert "| 190 of 4,096 outside rtol" in comment and "❌ 190" not in comment
+
+
+def _judged(actual: np.ndarray, expected: np.ndarray, tolerance: tuple[float, float] | None) -> Report:
+    """The output row as the judge leaves it: exact metrics of real arrays, ``output-tolerance`` or none."""
+    row = Row("(model)", "M", "pass", "error-growth", 1e-7, 1e-6, 1e-7)
+    row = _allclose(row, exact(actual, expected, tolerance), tolerance)
+    return _report(row, "regressed" if row.failed else "pass")
+
+
+def test_the_worst_element_shows_the_digits_that_tell_its_values_apart_and_ungated_allclose_informs():
+    """Float32 outputs a few ulps off near zero fail NumPy's tolerances: with no output-tolerance that only
+    informs, and the worst element reads with the digits that make its two values differ, never the same
+    number twice. Twin: with output-tolerance set and failing, it stays marked."""
+    expected = np.linspace(1e-3, 1.0, 20)
+    expected[6] = 6.27e-05
+    actual = expected + 2e-8
+    comment = render_markdown(_judged(actual, expected, None))
+    (line,) = [x for x in comment.splitlines() if x.startswith("| `CPUExecutionProvider` | `(model)`")]
+    assert "❌" not in line, line
+    assert "beyond rtol 1.00e-05, atol 1.00e-08 (information: no output-tolerance)" in line, line
+    got, want = line.split("expected ")[1].rstrip(" |").split(", got ")
+    assert got != want and float(got) != float(want), line
+    gated = render_markdown(_judged(actual, expected, (0.0, 1e-12)))
+    assert "| ❌ " in gated and "outside rtol 0, atol 1.00e-12 |" in gated and "information" not in gated
