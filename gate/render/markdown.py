@@ -9,13 +9,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gate.core.status import AUDITS, ModelStatus, TargetStatus, Verdict
+from gate.core.status import AUDITS, ModelStatus, Role, TargetStatus, Verdict
 from gate.render.chart import error_chart
 from gate.render.data_dependent_md import data_dependent_table
 from gate.render.icons import icon
 from gate.render.layers_md import layer_table
 from gate.render.next_steps import next_steps
-from gate.render.notices import MAX_LIST, baseline_block, notices, reason
+from gate.render.notices import MAX_LIST, baseline_block, failure, notices, reason
 from gate.render.outputs_md import outputs_table
 from gate.render.reuse_text import alarm_line, reuse_line, reuse_tally
 from gate.render.sweeps_md import sweep_section
@@ -196,12 +196,14 @@ class _Doc:
         out = [_model_meta(m)]
         if m.reuse is not None:
             out.append(f"♻️ {plain(reuse_line(m.reuse), MESSAGE_CAP)}")
+        said = failure(m) is not None  # the notices say the model's error: here, a pointer to it
         if m.error:
-            out.append(f"💥 **{plain(m.error.error_status, 20)}**: {plain(m.error.message, 2 * MESSAGE_CAP)}"
-                       + (f" (at {code(m.error.where, 200)})" if m.error.where else ""))
+            out.append(f"💥 **{plain(m.error.error_status, 20)}**: " + ("the model's error, above" if said else
+                       plain(m.error.message, 2 * MESSAGE_CAP)
+                       + (f" (at {code(m.error.where, 200)})" if m.error.where else "")))
         shown = [p for p in m.providers if p.status != TargetStatus.SKIPPED]
         if shown:
-            out.append(_provider_table(shown))
+            out.append(_provider_table(shown, m if said else None))
         audits = m.audits + [a for p in m.providers for a in p.audits]
         if audits:
             out.append("\n".join(f"{'❌' if a.status == 'fail' else '⚠️'} {plain(a.check, 20)}: "
@@ -322,15 +324,21 @@ def promotion_text(m: ModelVerdict) -> str:
             f"layer{'s' * (len(m.promoted) != 1)}") if n else ""
 
 
-def _provider_table(providers: list[ProviderVerdict]) -> str:
+def _provider_table(providers: list[ProviderVerdict], said: ModelVerdict | None = None) -> str:
+    """``said``: the model whose error the notices say; its reference's reason is that error (``judge``)."""
     head = ["| provider | role | precision | device | status | checked | failed | folded | latency | first regression |",
             "| --- | --- | --- | --- | --- | ---: | ---: | ---: | ---: | --- |"]
     return "\n".join(head + [
         row(code(p.name), plain(p.role, 20), plain(p.precision, 20), plain(p.label, 40),
-            f"{_status(p.status)}{(' — ' + plain(reason(p), 200)) if p.reason else ''}", num(p.checked),
+            f"{_status(p.status)}{(' — ' + _reason(p, said)) if p.reason else ''}", num(p.checked),
             num(p.failed), num(p.folded), num(p.latency_ms) + " ms" if p.latency_ms is not None else "—",
             _first(p.first_regression, _row_baseline(p, p.first_regression)))
         for p in providers])
+
+
+def _reason(p: ProviderVerdict, said: ModelVerdict | None) -> str:
+    ours = said is not None and p.role == Role.REFERENCE and p.status == TargetStatus.ERROR
+    return "the model's error, above" if ours else plain(reason(p), 200)
 
 
 def _provider_label(p: ProviderVerdict, m: ModelVerdict) -> str:

@@ -328,3 +328,31 @@ def test_a_shape_change_says_changed_where_a_value_would_be():
     assert "check **shape**: changed." in text
     assert "`conv2` on `CPUExecutionProvider`: shape changed |" in text
     assert "—, threshold" not in text and "— > —" not in text
+
+
+def test_a_models_error_is_said_once_and_its_other_places_point_to_it(tmp_path):
+    """A baseline recorded for other inputs: the judge writes its error as the model's, and as the reason of
+    the reference it stopped; the comment says it once (the notice) and points to it elsewhere. Twin: a
+    runtime's own failure beside it keeps its reason in the provider table."""
+    from gate.commands.judging import judge
+    from gate.config import load_config
+    from gate.core.runs import ModelRun, RunError
+    from gate.core.status import ErrorStatus, Role, TargetStatus
+
+    (tmp_path / "pyproject.toml").write_text('[tool.parity-gate]\n[[tool.parity-gate.models]]\nname = "tiny"\n'
+                                             'factory = "m:f"\ninputs = [{ name = "x", shape = [2, 3] }]\n')
+    cfg = load_config(tmp_path / "pyproject.toml")
+    said = "baseline `b/tiny.msgpack.zst`: recorded for other inputs than model `tiny` declares now"
+    report = judge(cfg, [(cfg.models[0], ModelRun("tiny", error=RunError(ErrorStatus.BAD_BASELINE, said)))])
+    (model,) = report.models
+    (ref,) = [p for p in model.providers if p.role == Role.REFERENCE]
+    assert said in (ref.reason or "")  # the verdict keeps it: the renderer says it once
+    runtime = copy.deepcopy(ref)
+    runtime.role, runtime.name, runtime.status = Role.RUNTIME, "CPUExecutionProvider", TargetStatus.ERROR
+    runtime.reason = "own: the session failed"
+    model.providers.append(runtime)
+    text = render_markdown(report)
+    assert text.count("recorded for other inputs") == 1, text
+    assert "**BAD\\_BASELINE**: the model's error, above" in text
+    assert "💥 error — the model's error, above" in text
+    assert "own: the session failed" in text
