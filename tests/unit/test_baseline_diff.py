@@ -314,3 +314,31 @@ def test_a_baseline_no_model_owns_left_in_place_is_said_once_in_the_comment(tmp_
         assert report.unowned == ([BASELINE] if left else None)
         text = render_markdown(Report.from_dict(Obj(report.to_dict(), "r.json")))
         assert text.count("no model in the config owns this baseline") == (1 if left else 0), text
+
+
+def test_weights_whose_values_changed_are_named_in_the_diff(tmp_path):
+    """A re-record after a weight fault names the tensors whose values changed (three, then a count), so a
+    reviewer sees which weights a "reference moved" came from. Twin: a rename alone names none."""
+    path, doc = committed(tmp_path, 4)
+    names = ["fc.weight", "fc.bias", "head.weight", "head.bias", "out.weight"]
+    sums = {n: f"6.6.{i + 1:016x}{i + 2:016x}" for i, n in enumerate(names)}
+    doc["meta"].update(weights_digest="a" * 64, tensor_digests={n: "a" * 16 for n in names}, tensor_sums=sums)
+    write_baseline(path, doc)
+    git(tmp_path, "add", "-A")
+    git(tmp_path, "commit", "-qm", "digests")
+    cfg = load_config(tmp_path / "pyproject.toml")
+    many = "weights changed (tensors `fc.bias`, `fc.weight`, `head.bias` and 2 more)"
+    for changed, said in ((names[:1], "weights changed (tensor `fc.weight`), graph and inputs the same"),
+                          (names, many)):
+        digests = {n: ("b" if n in changed else "a") * 16 for n in names}
+        values = {n: sums[n][:-1] + ("f" if n in changed else sums[n][-1]) for n in names}
+        doc["meta"].update(weights_digest="b" * 64, tensor_digests=digests, tensor_sums=values)
+        write_baseline(path, doc)
+        git(tmp_path, "add", "-A")
+        assert said in changed_baselines(cfg, "HEAD")[1][BASELINE], said
+    renamed = {f"x.{n}": v for n, v in sums.items()}
+    doc["meta"].update(tensor_digests={n: "a" * 16 for n in renamed}, tensor_sums=renamed)
+    write_baseline(path, doc)
+    git(tmp_path, "add", "-A")
+    text = changed_baselines(cfg, "HEAD")[1][BASELINE]
+    assert "weights renamed, their values the same" in text and "tensor" not in text, text

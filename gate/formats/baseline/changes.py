@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 
-from gate.core.reexpressed import only_moved
+from gate.core.reexpressed import classify, only_moved
 from gate.core.target import coarsest
 from gate.fingerprint import relative_error
 
@@ -109,13 +109,15 @@ def _digests(old: Baseline, new: Baseline) -> str:
     """Which of what the reference is a function of changed: the graph (code), the weights, the inputs. The
     shipped graph holds the weights, so with new weights its digest moves whatever the code did: the graph is
     named only where its digest moved with the same weights, or its operation types changed. Weights that
-    changed names and not values (a rename, a split) are said to be renamed."""
+    changed names and not values (a rename, a split) are said to be renamed; those whose values changed are
+    named."""
     moved = {key: getattr(old.meta, key) != getattr(new.meta, key)
              for key in ("graph_digest", "weights_digest", "inputs_digest")}
     weights = moved["weights_digest"]
     renamed = weights and only_moved(new.meta.tensor_digests or {}, old.meta.tensor_digests or {},
                                      new.meta.tensor_sums, old.meta.tensor_sums)
     code = moved["graph_digest"] and (not weights or old.meta.op_types != new.meta.op_types)
+    tensors = "" if renamed or not weights else _tensors(old, new)
     known = [("graph", code), ("weights", weights and not renamed), ("inputs", moved["inputs_digest"])]
     changed = [word for word, c in known if c]
     same = [word for word, c in known if not c and not (word == "graph" and moved["graph_digest"])
@@ -123,7 +125,19 @@ def _digests(old: Baseline, new: Baseline) -> str:
     said = "; weights renamed, their values the same" if renamed else ""
     if not changed:
         return said or SAME
-    return f"; {' and '.join(changed)} changed" + (f", {' and '.join(same)} the same" if same else "") + said
+    kept = f", {' and '.join(same)} the same" if same else ""
+    return f"; {' and '.join(changed)} changed{tensors}{kept}{said}"
+
+
+def _tensors(old: Baseline, new: Baseline, shown: int = 3) -> str:
+    """" (tensor `fc.weight`)": the tensors whose values changed (a rename's are not), ``shown`` named."""
+    now, before = new.meta.tensor_digests or {}, old.meta.tensor_digests or {}
+    moved = classify(now, before, new.meta.tensor_sums, old.meta.tensor_sums).moved
+    names = [n for n in {**now, **before} if now.get(n) != before.get(n) and n not in moved]
+    if not names:
+        return ""
+    more = f" and {len(names) - shown} more" if len(names) > shown else ""
+    return f" (tensor{'s' * (len(names) != 1)} {', '.join(f'`{n}`' for n in names[:shown])}{more})"
 
 
 def renames(old: Baseline, new: Baseline) -> list[tuple[str, str]]:
