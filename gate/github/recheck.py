@@ -24,7 +24,8 @@ from gate.core.target import REFERENCE_PROVIDER
 from gate.render.text import code
 from gate.verdict import rollup
 from gate.verdict.judge import assemble, audit_regression, comparison_regression
-from gate.verdict.types import ModelVerdict, ProviderVerdict, Regression, Report, Row, Summary
+from gate.verdict.rows import Regression, Row
+from gate.verdict.types import ModelVerdict, ProviderVerdict, Report, Summary
 
 MAX_SHOWN = 10
 

@@ -7,7 +7,8 @@ from gate.core.status import Role
 from gate.render.icons import icon
 from gate.render.notices import MAX_LIST
 from gate.render.text import code, num, plain, row
-from gate.verdict.types import ProviderVerdict, Row
+from gate.verdict.rows import Row
+from gate.verdict.types import ProviderVerdict
 
 
 def dependent_rows(providers: list[ProviderVerdict]) -> list[tuple[ProviderVerdict, Row]]:

@@ -10,7 +10,8 @@ import xml.etree.ElementTree as ET
 
 from gate.core.status import ModelStatus, Role, TargetStatus
 from gate.render.next_steps import TEXT, step_words
-from gate.verdict.types import ModelVerdict, ProviderVerdict, Regression, Report
+from gate.verdict.rows import Regression
+from gate.verdict.types import ModelVerdict, ProviderVerdict, Report
 
 SUITE = "parity-gate"
 

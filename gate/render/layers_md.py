@@ -8,7 +8,8 @@ from collections import Counter
 from gate.core.status import RowStatus
 from gate.render.icons import icon
 from gate.render.text import attr, code, num, plain, row, times
-from gate.verdict.types import ProviderVerdict, Row
+from gate.verdict.rows import Row
+from gate.verdict.types import ProviderVerdict
 
 QUIET_ROWS = ("pass", "folded")
 

@@ -20,8 +20,9 @@ from gate.render.outputs_md import outputs_table
 from gate.render.reuse_text import alarm_line, reuse_line, reuse_tally
 from gate.render.sweeps_md import sweep_section
 from gate.render.text import MESSAGE_CAP, attr, clip, code, link, num, over, plain, row, times
+from gate.verdict.rows import Regression
 from gate.verdict.sweeps import matrices
-from gate.verdict.types import ModelVerdict, ProviderVerdict, Regression, Report
+from gate.verdict.types import ModelVerdict, ProviderVerdict, Report
 
 COMMENT_LIMIT = 65_536
 # The job summary takes 1 MiB per step; 4 bytes per character at worst.

@@ -11,7 +11,8 @@ from dataclasses import dataclass, replace
 from gate.core.status import AUDITS, ErrorStatus, StepKind, TargetStatus
 from gate.render.text import MESSAGE_CAP, clip, code, over, plain
 from gate.verdict.next_step import RECORDS, NextStep, next_step
-from gate.verdict.types import ModelVerdict, ProviderVerdict, Regression, Report
+from gate.verdict.rows import Regression
+from gate.verdict.types import ModelVerdict, ProviderVerdict, Report
 
 MAX_MODELS = 20
 _MODEL_ERRORS: dict[ErrorStatus | None, str] = {

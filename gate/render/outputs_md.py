@@ -9,7 +9,8 @@ from collections.abc import Callable
 from gate.core.status import Check
 from gate.render.notices import MAX_LIST
 from gate.render.text import code, num, plain, row
-from gate.verdict.types import ProviderVerdict, Row
+from gate.verdict.rows import Row
+from gate.verdict.types import ProviderVerdict
 
 
 def closeness(row: Row, number: Callable[[object], str] = num) -> tuple[str, bool]:

@@ -16,8 +16,8 @@ from gate.core.status import KeyPart
 from gate.formats.baseline import Baseline
 from gate.verdict.hints.weights import tensor_changes
 from gate.verdict.moves import enclosing
+from gate.verdict.rows import Row
 from gate.verdict.structure import Structure
-from gate.verdict.types import Row
 
 ONLY = KeyPart.WEIGHTS.value  # the content-key part that may differ for the rule to hold
 

@@ -20,8 +20,8 @@ from gate.fingerprint import Fingerprint, difference
 from gate.formats.baseline import Baseline, Entry, EntryLayer
 from gate.verdict import data_dependent, moves, reexpression
 from gate.verdict.hints.weights import tensor_changes
+from gate.verdict.rows import Row
 from gate.verdict.structure import Limit, Move, Structure, identifies, structure
-from gate.verdict.types import Row
 
 CODE_SEAL = 1e-12  # what a refactor of code moves a float64 output by: its roundings, ~1e-15
 NOISE_MARGIN = 4.0  # thresholds stay at least this many times the calibrated noise away

@@ -15,8 +15,8 @@ from gate.core.runs import LayerInfo, ModelRun, ProviderLayer
 from gate.core.status import Check, DataDependence, LayerStatus, RowStatus, RunStatus
 from gate.fingerprint import Fingerprint
 from gate.formats.baseline import Baseline, EntryLayer
+from gate.verdict.rows import Row
 from gate.verdict.structure import Structure
-from gate.verdict.types import Row
 
 
 def _leading_differs(pl: ProviderLayer | None, ref: Fingerprint) -> bool:

@@ -17,7 +17,7 @@ from gate.core.runs import ModelRun, ProviderLayer, ProviderRun
 from gate.core.status import AuditStatus, Check
 from gate.core.target import DEFAULT_PRECISION, REFERENCE_PROVIDER
 from gate.formats.baseline import Baseline, Entry, EntryLayer
-from gate.verdict.types import Audit
+from gate.verdict.rows import Audit
 
 SHOWN = 3  # items named in the message; the rest are counted
 # A runtime computing in a precision errs by about its floor; one whose every error is this far under it, or

@@ -29,8 +29,9 @@ from gate.verdict import causality, checks, data_dependent, graph_precision, hin
 from gate.verdict.notes import Comparison
 from gate.verdict.placement import placement_audit
 from gate.verdict.reexpression import modules_changed, reexpression
+from gate.verdict.rows import Audit, Regression, Row
 from gate.verdict.structure import Structure, described
-from gate.verdict.types import Audit, ModelVerdict, ProviderVerdict, Regression, Report, Row
+from gate.verdict.types import ModelVerdict, ProviderVerdict, Report
 from gate.verdict.versions import version_changes
 
 Dependent = dict[str, DataDependence]  # the data-dependent layers, and how each is known

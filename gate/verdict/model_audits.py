@@ -17,8 +17,8 @@ from gate.core.spans import span
 from gate.core.status import AuditStatus, Check, LayerStatus, SiteKind
 from gate.formats.baseline import Baseline
 from gate.verdict.notes import LayerMapping
+from gate.verdict.rows import Audit
 from gate.verdict.structure import Structure
-from gate.verdict.types import Audit
 
 
 def _static(declared: Mapping[str, Mapping[Any, str]], now: Mapping[str, Mapping[str, str]]

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from gate.core.status import AuditStatus, Check
-from gate.verdict.types import Audit
+from gate.verdict.rows import Audit
 
 
 def placement_audit(provider: str, before: dict[str, Any] | None, now: dict[str, Any] | None,

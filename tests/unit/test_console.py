@@ -4,7 +4,8 @@ Rich markup (a dict output's layer is ``(model)[logits]``; a message may hold ``
 from __future__ import annotations
 
 from gate.cli import console as con
-from gate.verdict.types import Hint, ModelVerdict, ProviderVerdict, Regression, Report, Row
+from gate.verdict.rows import Regression, Row
+from gate.verdict.types import Hint, ModelVerdict, ProviderVerdict, Report
 
 
 def test_layer_names_and_messages_are_not_markup():

@@ -166,7 +166,8 @@ def test_not_a_report_is_a_format_error(tmp_path):
 
 def test_chart_buckets_long_models_and_keeps_a_single_spike():
     from gate.render.chart import MAX_POINTS, error_chart
-    from gate.verdict.types import ProviderVerdict, Row
+    from gate.verdict.rows import Row
+    from gate.verdict.types import ProviderVerdict
 
     layers = [Row("l", "", "pass", "error-growth", 1e-7, 1e-6) for _ in range(10_000)]
     layers[4_321].value = 1e-2
@@ -182,7 +183,8 @@ def test_chart_draws_leading_folded_layers_at_the_first_measured_error_not_at_it
     """Folded layers (no error) before the first measured one take its value: a dip to the chart's minimum
     would read as an exact match; later gaps carry the previous value."""
     from gate.render.chart import error_chart
-    from gate.verdict.types import ProviderVerdict, Row
+    from gate.verdict.rows import Row
+    from gate.verdict.types import ProviderVerdict
 
     rows = [Row("a", "", "folded"), Row("b", "", "pass", "error-growth", 1e-5, 1e-3), Row("c", "", "folded"),
             Row("d", "", "pass", "error-growth", 1e-6, 1e-3)]
@@ -272,7 +274,8 @@ def test_pathological_report_is_cut_to_the_limit_with_the_pointer_kept():
 
 def test_a_note_many_rows_share_is_said_once_below_the_table():
     from gate.render.layers_md import layer_table
-    from gate.verdict.types import ProviderVerdict, Row
+    from gate.verdict.rows import Row
+    from gate.verdict.types import ProviderVerdict
 
     absent = "not captured on this provider"
     rows = [Row(f"layer{i}", "Conv2d", "absent", message=absent) for i in range(214)]

@@ -6,7 +6,8 @@ from __future__ import annotations
 from gate.cli import console as con
 from gate.render.data_dependent_md import data_dependent_table
 from gate.render.markdown import render_markdown
-from gate.verdict.types import ModelVerdict, ProviderVerdict, Regression, Report, Row
+from gate.verdict.rows import Regression, Row
+from gate.verdict.types import ModelVerdict, ProviderVerdict, Report
 
 BOXES = Row("(model)[0][boxes]", "SSD", "fail", "detections", 2.0, 0.0,
             message="20 matched of 28 in the reference and 20 here (IoU ≥ 0.5, same label); with score ≥ 0.5: "

@@ -10,7 +10,8 @@ from gate.core.exact import exact
 from gate.render import render_markdown
 from gate.render.junit import render_junit
 from gate.verdict.checks import _allclose
-from gate.verdict.types import ModelVerdict, ProviderVerdict, Regression, Report, Row
+from gate.verdict.rows import Regression, Row
+from gate.verdict.types import ModelVerdict, ProviderVerdict, Report
 
 EXACT = {"max_abs": 6.1e-08, "max_rel": 4.7e-04, "allclose": False, "mismatched": 190, "count": 4096,
          "rtol": 1e-05, "atol": 1e-08, "worst_index": [1, 6], "expected": 6.27e-05, "actual": 6.28e-05}

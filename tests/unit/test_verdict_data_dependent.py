@@ -20,7 +20,7 @@ from gate.formats.baseline import EntryLayer
 from gate.verdict.checks import runtime_rows
 from gate.verdict.data_dependent import detections_row, distribution_row, recognize, recorded_row
 from gate.verdict.judge import model_verdict
-from gate.verdict.types import Row
+from gate.verdict.rows import Row
 from tests.support.verdicts import baseline, entry, fp, run, runtime, spec
 
 JUST_PAST = 1 + 1e-9

@@ -13,7 +13,8 @@ from gate.verdict.hints.context import Context, make
 from gate.verdict.hints.weights import TensorChanges, digest_changed, weights_changed
 from gate.verdict.moves import traced_ops_changed
 from gate.verdict.notes import Hint
-from gate.verdict.types import ProviderVerdict, Regression
+from gate.verdict.rows import Regression
+from gate.verdict.types import ProviderVerdict
 
 
 def describe_tensors(names: list[str]) -> str:

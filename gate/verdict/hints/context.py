@@ -7,7 +7,8 @@ from typing import TYPE_CHECKING, Any
 from gate.core.jsonsafe import plain
 from gate.core.status import Role
 from gate.verdict.notes import Hint
-from gate.verdict.types import ProviderVerdict, Row
+from gate.verdict.rows import Row
+from gate.verdict.types import ProviderVerdict
 
 if TYPE_CHECKING:
     from gate.config import ModelSpec

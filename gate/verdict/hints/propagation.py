@@ -11,7 +11,8 @@ from gate.core.spans import span
 from gate.core.status import DATA_DEPENDENT_RULES, Check, Role, RowStatus
 from gate.verdict.hints.context import Context, make
 from gate.verdict.notes import Hint
-from gate.verdict.types import ProviderVerdict, Regression
+from gate.verdict.rows import Regression
+from gate.verdict.types import ProviderVerdict
 
 # Reference noise: float64 reruns on one machine are bit-identical, across CPUs they differ by
 # ~1e-16; a float32 reference (a model that cannot run in float64) rounds at ~1e-7. Anything
