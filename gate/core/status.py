@@ -117,6 +117,7 @@ class StepKind(Word):
     MODEL_CHANGED = "model-changed"  # the float64 reference moved: re-create the baseline if intended
     WEIGHTS_CHANGED = "weights-changed"  # the reference moved, only weights changed: re-create if intended
     RANDOM_DRAWS = "random-draws"  # the forward draws random numbers: make it deterministic, never re-record
+    DEGENERATE = "degenerate"  # the outputs carry no information on these inputs: never re-record
     TRAINING_MODE = "training-mode"  # modules left in training mode change the outputs: eval() in the factory
     RUNTIME_CHANGED = "runtime-changed"  # the reference held, a runtime moved: investigate the graph or EP
     RUNTIME_AUDIT = "runtime-audit"  # an unchanged model failed a provider's audit (latency, placement)

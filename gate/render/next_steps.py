@@ -94,6 +94,13 @@ def _model_changed(m: ModelVerdict, step: NextStep, s: Style) -> str:
     return f"the model changed{said}. If that is intended, run {s.code(step.command, 260)}{_commit(m, s)}."
 
 
+def _degenerate(m: ModelVerdict, step: NextStep, s: Style) -> str:
+    return (f"its outputs carry no information on the configured inputs (every element zero, NaN/Inf, or "
+            f"none at all: see {s.code(step.layer or '(model)')}): check the weights its factory loads and "
+            "its inputs (a zero-size dimension, a range that zeroes them). Re-recording cannot fix it: no "
+            "baseline passes such a model.")
+
+
 def _random_draws(m: ModelVerdict, step: NextStep, s: Style) -> str:
     eval_, no_training = s.code("model.eval()"), s.code("training=False")
     return (f"the forward draws random numbers (the {s.code('random-draws')} audit names the call): pass "
@@ -275,7 +282,8 @@ def _provider_failed(m: ModelVerdict, step: NextStep, s: Style) -> str:
 
 # The one table of words per cause (docs/verdict.md#the-pr-comment-what-failed-and-what-to-do-next).
 _WORDS = {StepKind.MODEL_CHANGED: _model_changed, StepKind.WEIGHTS_CHANGED: _model_changed,
-          StepKind.RANDOM_DRAWS: _random_draws, StepKind.TRAINING_MODE: _training_mode,
+          StepKind.RANDOM_DRAWS: _random_draws, StepKind.DEGENERATE: _degenerate,
+          StepKind.TRAINING_MODE: _training_mode,
           StepKind.RUNTIME_AUDIT: _runtime_audit, StepKind.RUNTIME_CHANGED: _runtime_changed,
           StepKind.DYNAMIC_SHAPE: _dynamic_shape, StepKind.LAYER_TOLERANCES: _layer_tolerances,
           StepKind.OUTPUT_TOLERANCE: _output_tolerance, StepKind.ARTIFACT_DIFFERS: _artifact_differs,

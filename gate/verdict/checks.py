@@ -52,9 +52,11 @@ def _describe_nonfinite(counts: tuple[int, int, int]) -> str:
 
 def degenerate(fp: Fingerprint, outputs: list[Fingerprint]) -> str | None:
     """An output that carries no information: none of its elements finite, or every element zero where
-    every output's is (class indices or a mask all zero beside logits are values, not a dead model)."""
+    every output's is (class indices or a mask all zero beside logits are values, not a dead model), or
+    empty where every output is (a zero-size input: nothing is compared; one empty detection list beside
+    others is a value)."""
     if fp.count == 0:
-        return None
+        return "every output is empty (a zero-size input?)" if all(o.count == 0 for o in outputs) else None
     if fp.nan + fp.posinf + fp.neginf == fp.count:
         return "every element is NaN/Inf"
     if all(o.zero == o.count for o in outputs):

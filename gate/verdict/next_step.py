@@ -75,6 +75,9 @@ def next_step(m: ModelVerdict) -> NextStep | None:
         return NextStep(StepKind.LAYER_TOLERANCES)
     if Check.TRAINING_MODE in audit and audit[Check.TRAINING_MODE].status == AuditStatus.FAIL:
         return NextStep(StepKind.TRAINING_MODE, None, layer=audit[Check.TRAINING_MODE].layer)
+    dead = next((r for p in m.providers for r in p.rows if r.failed and r.check == Check.DEGENERATE), None)
+    if dead is not None:  # judged baseline or not: re-recording cannot help
+        return NextStep(StepKind.DEGENERATE, None, layer=dead.layer)
     if Check.RANDOM_DRAWS in audit:  # re-recording records one draw: the next differs again
         return NextStep(StepKind.RANDOM_DRAWS, None, layer=layer)
     if reference is not None:

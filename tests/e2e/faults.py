@@ -165,6 +165,11 @@ def empty() -> nn.Module:
     return nn.Sequential()
 
 
+def two_linears() -> nn.Module:
+    """A plain model: degenerate only where its inputs have no elements."""
+    return nn.Sequential(nn.Linear(16, 8), nn.ReLU(), nn.Linear(8, 4))
+
+
 class ReturnsNone(nn.Module):
     """Runs its layer and returns nothing: nothing ships."""
 

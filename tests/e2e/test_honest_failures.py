@@ -12,17 +12,21 @@ from tests.conftest import run_cli
 from tests.e2e.faults import __file__ as faults_file
 
 
-def write(tmp: Path, factory: str, providers: str = '["torch-cpu", "CPUExecutionProvider"]') -> None:
+def write(tmp: Path, factory: str, providers: str = '["torch-cpu", "CPUExecutionProvider"]',
+          rows: int = 2) -> None:
     (tmp / "faults.py").write_text(Path(faults_file).read_text())
     (tmp / "parity-gate.toml").write_text(
         f'providers = {providers}\n[[models]]\nname = "m"\nfactory = "faults:{factory}"\n'
-        'inputs = [{ name = "x", shape = [2, 16] }]\n')
+        f'inputs = [{{ name = "x", shape = [{rows}, 16] }}]\n')
 
 
-@pytest.mark.parametrize("factory, words", [("all_zero", "every element is zero"),
-                                            ("all_nan", "every element is NaN/Inf")])
-def test_degenerate_outputs_never_pass(tmp_path, factory, words):
-    write(tmp_path, factory)
+@pytest.mark.parametrize("factory, rows, words", [("all_zero", 2, "every element is zero"),
+                                                  ("all_nan", 2, "every element is NaN/Inf"),
+                                                  ("two_linears", 0, "every output is empty")])
+def test_degenerate_outputs_never_pass(tmp_path, factory, rows, words):
+    """Outputs all zero, all NaN, or all empty (a zero-size input: nothing is compared, and any change to
+    the model would pass) never pass, and the step never offers to re-record."""
+    write(tmp_path, factory, rows=rows)
     proc = run_cli("update-baseline", cwd=tmp_path)
     assert proc.returncode == 0 and words in proc.stdout  # warned while baselining
     proc = run_cli("check", "--json", "r.json", cwd=tmp_path)
@@ -30,6 +34,8 @@ def test_degenerate_outputs_never_pass(tmp_path, factory, words):
     report = json.loads((tmp_path / "r.json").read_text())
     first = report["first_regression"]
     assert first["check"] == "degenerate" and words in first["message"] and first["layer"].startswith("(model)")
+    step = report["models"][0]["next_step"]
+    assert step["kind"] == "degenerate" and not step["command"], step
 
 
 def test_empty_model_is_an_error_status(tmp_path):
