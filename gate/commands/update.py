@@ -19,9 +19,10 @@ from gate.core.failure import ModelError
 from gate.core.layers import is_output
 from gate.core.runs import ModelRun, RunError
 from gate.core.status import Check, ErrorStatus, RunStatus
-from gate.errors import GateError
+from gate.errors import FormatError, GateError, StaleFormat
 from gate.fingerprint import relative_error
 from gate.formats.baseline import Baseline, describe, merge_run, store
+from gate.formats.baseline.sets import read_set
 from gate.formats.results import merge, read_runs
 from gate.pipeline.prepare import Memo
 from gate.pipeline.run import Progress, Settings, run_model
@@ -90,6 +91,26 @@ def warnings_for(spec: ModelSpec, run: ModelRun, unmatched: tuple[LayerTolerance
     return out + [f"output {d}: `check` will fail on this model" for d in dead]
 
 
+def _refuse_partial(config: Config, models: tuple[ModelSpec, ...]) -> None:
+    """A sweep's set file that cannot be read is started anew by the cases updated: where only some of its
+    cases are, the others' numbers would be lost unsaid. Refused (an older format holds nothing usable)."""
+    chosen, cases = {m.name for m in models}, dict[Path, set[str]]()
+    for spec in config.models:
+        loc = location(config, spec)
+        if loc.case is not None:
+            cases.setdefault(loc.path, set()).add(spec.name)
+    for path, names in cases.items():
+        if not names & chosen or names <= chosen or not path.exists():
+            continue
+        try:
+            read_set(path)
+        except StaleFormat:
+            continue
+        except FormatError as exc:
+            raise FormatError(f"{exc}; updating {len(names & chosen)} of its {len(names)} cases would drop "
+                              f"the others: restore the file, or update them all") from None
+
+
 def _ready(run: ModelRun) -> ModelRun:
     """The run, unless the model or a provider failed: nothing is written then. A failed export
     alone is no such failure: the rows it left unrun are the only ones not recorded."""
@@ -117,6 +138,7 @@ def update_baseline(config: Config, models: tuple[ModelSpec, ...], providers: tu
     ready, failed, memo = [], [], Memo.of(models)
     for spec in models:  # before any run: a bad name, a file a newer parity-gate wrote (never replaced)
         store.refuse_newer(location(config, spec))
+    _refuse_partial(config, models)
     for spec in models:
         try:
             started = time.perf_counter()

@@ -158,6 +158,24 @@ def test_globs_select_cases_and_update_keeps_the_other_cases(recorded, tmp_path)
         json.loads((tmp_path / "r.json").read_text()), "act"))
 
 
+def test_a_set_file_that_cannot_be_read_is_never_updated_in_part(tmp_path):
+    """A sweep's set file damaged (a Git LFS pointer): updating one of its cases would start the file anew
+    and drop the others' numbers, so it is refused (exit 2), naming the file and what it would lose, and
+    the file is left as it was. Twin: updating every case records the set anew."""
+    tmp = project(tmp_path, ACTIVATIONS.split("[[sweeps]]\nname = \"scaled\"")[0])
+    path = tmp / "b" / "act.msgpack.zst"
+    path.parent.mkdir()
+    pointer = f"version https://git-lfs.github.com/spec/v1\noid sha256:{'0' * 64}\nsize 12345\n"
+    path.write_text(pointer)
+    result = run_cli("update-baseline", "--model", "act.relu.b1", cwd=tmp)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "updating 1 of its 4 cases would drop the others" in result.stderr and "act.msgpack.zst" in result.stderr
+    assert path.read_text() == pointer
+    result = run_cli("update-baseline", "--model", "act", cwd=tmp)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert len(read_set(path)["cases"]) == 4
+
+
 NORMS = """
 [[sweeps]]
 name = "norm"
