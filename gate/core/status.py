@@ -125,6 +125,7 @@ class StepKind(Word):
     LAYER_TOLERANCES = "layer-tolerances"  # a layer-tolerances rule matches no layer: fix its glob
     OUTPUT_TOLERANCE = "output-tolerance"  # only output-tolerance's allclose failed: tighter than float32
     ARTIFACT_DIFFERS = "artifact-differs"  # the prebuilt artifact computes another model: rebuild it
+    GRAPH_DIFFERS = "graph-differs"  # the exported graph computes something else than the model: never loosen
     PRECISION_CHANGED = "precision-changed"  # the graph computes below float32 where nobody configured it
     NO_BASELINE = "no-baseline"  # record the baseline
     NO_ENTRY = "no-entry"  # record one provider's entry, on a runner that has it

@@ -155,6 +155,14 @@ def _output_tolerance(m: ModelVerdict, step: NextStep, s: Style) -> str:
             f"{s.tables} if it passed at the baseline.")
 
 
+def _graph_differs(m: ModelVerdict, step: NextStep, s: Style) -> str:
+    where = f", first at {s.code(step.layer)}" if step.layer else ""
+    return (f"the exported graph computes other values than the model on {_names(step, s)}{where}: an error "
+            "far past what rounding gives, which its baseline recorded too, so no limit explains it. Look for "
+            "what one trace cannot keep (a branch on values, an in-place or data-dependent op); never loosen "
+            "the limit.")
+
+
 def _artifact_differs(m: ModelVerdict, step: NextStep, s: Style) -> str:
     where = f", first at {s.code(step.layer)}" if step.layer else ""
     on = f"{_names(step, s)}{where}"
@@ -201,7 +209,7 @@ def _no_baseline(m: ModelVerdict, step: NextStep, s: Style) -> str:
         files = ", ".join(s.code(p) for p in m.unowned)
         one = len(m.unowned) == 1
         return (f"no baseline yet, and {files} {'belongs' if one else 'belong'} to no configured model: if "
-                f"this model is {'that file' if one else 'one of theirs'}'s model renamed, move the file to "
+                f"this model is {'its' if one else 'one of their'} model renamed, move that file to "
                 f"{s.code(m.baseline_path)} ({s.code('git mv')}) and check again, so that its numbers are "
                 f"compared; if the model is new, run {s.code(step.command, 260)}{_commit(m, s)}.")
     return f"no baseline yet: run {s.code(step.command, 260)}{_commit(m, s)}."
@@ -287,6 +295,7 @@ _WORDS = {StepKind.MODEL_CHANGED: _model_changed, StepKind.WEIGHTS_CHANGED: _mod
           StepKind.RUNTIME_AUDIT: _runtime_audit, StepKind.RUNTIME_CHANGED: _runtime_changed,
           StepKind.DYNAMIC_SHAPE: _dynamic_shape, StepKind.LAYER_TOLERANCES: _layer_tolerances,
           StepKind.OUTPUT_TOLERANCE: _output_tolerance, StepKind.ARTIFACT_DIFFERS: _artifact_differs,
+          StepKind.GRAPH_DIFFERS: _graph_differs,
           StepKind.PRECISION_CHANGED: _precision_changed, StepKind.NO_BASELINE: _no_baseline,
           StepKind.NO_ENTRY: _no_entry, StepKind.BAD_BASELINE: _bad_baseline,
           StepKind.STALE_BASELINE: _stale_baseline, StepKind.UPGRADE: _upgrade,

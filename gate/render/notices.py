@@ -117,7 +117,8 @@ def model_notices(m: ModelVerdict) -> list[str]:
                      f"{code(first)}: {plain(dtype, 20)}; a custom op, a NumPy round trip, or a cast "
                      "`reference-promotion = false` keeps): from there its limits follow that precision.")
     if m.export_fallback:
-        items.append(f"ℹ️ {code(m.name)}: export fell back to {plain(m.export_fallback, 200)}.")
+        items.append(f"ℹ️ {code(m.name)}: exported by TorchScript ({plain(m.export_fallback, 200)}): a trace "
+                     "keeps only the branches its inputs took.")
     for name, v in list(m.versions.items())[:4]:
         items.append(f"ℹ️ {code(m.name)} ran with {plain(name, 20)} {plain(v.run, 40)}; its baseline was "
                      f"recorded with {plain(v.baseline, 40)}.")

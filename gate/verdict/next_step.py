@@ -5,7 +5,7 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from gate.config.types import PRECISION_TOLERANCE, Tolerance
@@ -94,8 +94,9 @@ def next_step(m: ModelVerdict) -> NextStep | None:
                         first.layer if first is not None and first.layer != "(model)" else None)
     if regressed and all(p.limits_only for p in regressed):  # the step names the limits that failed
         limits = sorted({str(r.check) for p in regressed for r in p.rows if r.failed})
-        if m.exporter == "artifact" and any(map(_unrounded, regressed)):  # far from the model, as recorded
-            return _artifact_differs(regressed, names)
+        if any(map(_unrounded, regressed)):  # far from the model, as recorded: no limit to loosen
+            return _artifact_differs(regressed, names) if m.exporter == "artifact" else \
+                replace(_artifact_differs(regressed, names), kind=StepKind.GRAPH_DIFFERS)
         return NextStep(StepKind.OUTPUT_TOLERANCE, None, names, checks=tuple(limits))
     # what only the runtimes compute (float32 or export-only code, a fold) can change with the model too
     model = tuple(p for p in m.reuse.changed if p in _MODEL) if m.reuse and m.reuse.key else None

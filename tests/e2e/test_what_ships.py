@@ -480,7 +480,7 @@ def test_a_model_renamed_in_the_config_is_compared_once_its_baseline_moves_never
     (m,) = first.models
     assert m.status == "no-baseline" and [Path(p).name for p in m.unowned] == ["net.msgpack.zst"]
     text = render_markdown(first)
-    assert "no configured model: if this model is that file's model renamed, move the file to" in text, text
+    assert "no configured model: if this model is its model renamed, move that file to" in text, text
     (tmp_path / "b" / "net.msgpack.zst").rename(tmp_path / "b" / "cnn.msgpack.zst")
     report = check(path)
     assert report["verdict"] == verdict, report["first_regression"]

@@ -283,6 +283,24 @@ def test_a_ceiling_under_an_error_that_held_its_budget_is_a_limit_not_a_runtime_
     assert next_step(typed(unknown).models[0]).kind == "runtime-changed"
 
 
+def test_a_ceiling_failed_far_past_float32s_is_a_graph_that_differs_never_a_limit_to_loosen():
+    """An error of 1.95 recorded in the baseline (a trace that kept one branch) and failing only the
+    ceiling: no rounding explains it, so the step never says to loosen the limit (an artifact's says to
+    rebuild it). Twin: an error under float32's default ceiling is a limit the config tightened (above)."""
+    from gate.verdict.next_step import next_step
+
+    for artifact in (False, True):
+        report = _allclose_only(raw("regressed"), "ceiling")
+        for p in report["models"][0]["providers"]:
+            for r in p["layers"]:
+                if r["status"] == "fail":
+                    r["value"] = 1.95
+        report = typed(_artifact(report) if artifact else report)
+        step = next_step(report.models[0])
+        assert step.kind == ("artifact-differs" if artifact else "graph-differs"), step
+        assert "loosen" not in next_steps(report).lower().replace("never loosen", "")
+
+
 CAUSES = {  # cause -> (a report of it, what its step says)
     "model-changed": (lambda: _drift_with([_model_change("code")]), "the model changed"),
     "weights-changed": (lambda: _drift_with([_model_change("weights")]),
@@ -440,3 +458,13 @@ def test_a_sweeps_cases_that_changed_share_one_step_recording_the_sweep():
     text = [line for line in failure_lines(typed(report)) if "next" in line]
     assert len(text) == 2, text
     assert text[0].startswith("    [bold]next (act.relu, act.gelu, act.silu):[/bold]"), text
+
+
+def test_a_fallback_export_is_said_to_be_torchscripts_and_what_a_trace_keeps():
+    """`export_fallback` holds why the default exporter failed: the notice names the exporter that did
+    export (never "fell back to dynamo exporter failed") and what a trace of one input keeps."""
+    report = raw("pass")
+    report["models"][0]["export_fallback"] = "dynamo exporter failed: TorchExportError: data-dependent"
+    text = render_markdown(typed(report))
+    assert "exported by TorchScript (dynamo exporter failed: TorchExportError: data-dependent)" in text
+    assert "keeps only the branches its inputs took" in text and "fell back to" not in text
