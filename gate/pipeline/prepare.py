@@ -327,8 +327,9 @@ def _stages(config: Config, built: BuiltModel, run: ModelRun, memo: Memo, plan: 
             if reference is None:
                 return Prepared(run, built, None, built.arrays)
             outputs, records = reference
-        if graph is not None:
-            run.onnx_map = graph.layer_map(records)
+        if graph is not None:  # a graph shared with a case whose forward took other branches maps layers
+            ran = {x.name for x in run.layers}  # this one never ran: its own have no value in that graph
+            run.onnx_map = {name: site for name, site in graph.layer_map(records).items() if name in ran}
     return Prepared(run, built, graph.path if graph is not None else None, built.arrays, outputs, graph, probe)
 
 

@@ -676,3 +676,4 @@ def normed_folded(eps: float = 1e-5) -> nn.Module:
 def normed_folded_eps() -> nn.Module:
     """The fold, and the root's own forward changed: the layer_norm's eps 1e-5 -> 1e-6."""
     return normed_folded(1e-6)
+

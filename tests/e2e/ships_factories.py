@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import onnx
+import torch
 import torch.nn.functional as F
 from torch import nn
 
@@ -66,3 +67,22 @@ def cnn_faulted() -> nn.Module:
     with torch.no_grad():
         next(p for p in m.parameters() if p.dim() > 1).mul_(1 + 1e-4)
     return m
+
+
+class Branchy(nn.Module):
+    """A forward that branches on its input's values: one traced graph keeps the branch of the inputs it
+    was traced on."""
+
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(0)
+        self.a, self.b, self.b2, self.c = nn.Linear(8, 8), nn.Linear(8, 8), nn.Linear(8, 8), nn.Linear(8, 4)
+
+    def forward(self, x):
+        h = self.a(x)
+        h = torch.relu(self.b(h)) if x.mean() > 0.0 else torch.tanh(self.b2(h))
+        return self.c(h)
+
+
+def branchy() -> nn.Module:
+    return Branchy()

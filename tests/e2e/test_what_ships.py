@@ -486,3 +486,21 @@ def test_a_model_renamed_in_the_config_is_compared_once_its_baseline_moves_never
     assert report["verdict"] == verdict, report["first_regression"]
     (note,) = [a["message"] for a in report["models"][0]["audits"] if "as model `net`" in a["message"]]
     assert "`update-baseline` records it as `cnn`" in note
+
+
+def test_a_case_whose_forward_takes_another_branch_than_the_shared_graph_is_judged(tmp_path):
+    """Four input sets share one export, traced on the first; the forward branches on the input's values,
+    and one set takes the other branch (module `b2`, not `b`). That set is judged: the graph gives other
+    values there, far past rounding, and its step says the graph differs (never a provider that failed to
+    load, never a limit to loosen). Twin: the sets on the traced branch pass."""
+    inputs = 'inputs = [{ name = "x", shape = [1, 8] }]'
+    path = config(tmp_path, model("branchy", "ships_factories:branchy", inputs, "input-sets = 4"))
+    updated = update(path)
+    assert all(u.error is None for u in updated), [u.error for u in updated]
+    report = check(path)
+    statuses = {m["name"]: m["status"] for m in report["models"]}
+    assert "pass" in statuses.values() and "regressed" in statuses.values(), statuses
+    assert not [p for m in report["models"] for p in m["providers"] if p.get("error_status")]
+    for m in report["models"]:
+        if m["status"] == "regressed":
+            assert m["next_step"]["kind"] == "graph-differs", m["next_step"]
