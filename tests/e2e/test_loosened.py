@@ -442,17 +442,22 @@ RESTORE = ('baseline-dir = "baselines"\nproviders = ["torch-cpu", "CPUExecutionP
            'inputs = [{ name = "x", shape = [4, 16] }]\n')
 
 
-def test_a_baseline_file_the_change_deletes_or_damages_is_restored_from_the_base(tmp_path):
-    """A change that deletes, or truncates, a model's baseline file leaves nothing to judge it: the step is
-    to restore the file from the base (a new recording would take whatever the change did to the model),
-    with the command that works once the change is committed. Twins: a model new in the change is recorded;
-    a damaged file without --changed-since is restored from the checkout, as ever."""
+def _recorded_linear(tmp_path) -> None:
+    """A repository whose last commit holds model `a` (a Linear) and its recorded baseline."""
     model = "import torch\nfrom torch import nn\n\n\ndef net():\n    torch.manual_seed(0)\n" \
             "    return nn.Linear(16, 4)\n"
     _committed(tmp_path, {"restore_models.py": model, "parity-gate.toml": RESTORE})
     assert run_cli("update-baseline", cwd=tmp_path).returncode == 0
     _git(tmp_path, "add", "-A")
     _git(tmp_path, "commit", "-qm", "recorded")
+
+
+def test_a_baseline_file_the_change_deletes_or_damages_is_restored_from_the_base(tmp_path):
+    """A change that deletes, or truncates, a model's baseline file leaves nothing to judge it: the step is
+    to restore the file from the base (a new recording would take whatever the change did to the model),
+    with the command that works once the change is committed. Twins: a model new in the change is recorded;
+    a damaged file without --changed-since is restored from the checkout, as ever."""
+    _recorded_linear(tmp_path)
     file = tmp_path / "baselines" / "a.msgpack.zst"
     recorded = file.read_bytes()
 
@@ -508,12 +513,7 @@ def test_a_baseline_left_behind_by_a_moved_baseline_dir_is_moved_never_recorded_
 
 
 def test_a_baseline_dir_moved_with_its_file_passes_with_nothing_to_move(tmp_path):
-    model = "import torch\nfrom torch import nn\n\n\ndef net():\n    torch.manual_seed(0)\n" \
-            "    return nn.Linear(16, 4)\n"
-    _committed(tmp_path, {"restore_models.py": model, "parity-gate.toml": RESTORE})
-    assert run_cli("update-baseline", cwd=tmp_path).returncode == 0
-    _git(tmp_path, "add", "-A")
-    _git(tmp_path, "commit", "-qm", "recorded")
+    _recorded_linear(tmp_path)
     (tmp_path / "parity-gate.toml").write_text(RESTORE.replace('"baselines"', '"baselines-v2"'))
     _git(tmp_path, "mv", "baselines", "baselines-v2")
     rc = run_cli("check", "--changed-since", "HEAD", "--json", "r.json", cwd=tmp_path).returncode
