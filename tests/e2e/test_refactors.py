@@ -63,6 +63,9 @@ def test_regrouping_and_renaming_modules_passes_and_keeps_per_layer_coverage(rec
     assert rows["features"]["status"] == "pass" and rows["features"]["message"].startswith("same values as block2")
     runtime = {r["layer"]: r for r in model["providers"][2]["layers"]}
     assert runtime["head"]["check"] == "error-growth" and runtime["head"]["baseline"] is not None
+    # the trace names tensors: renamed ones change it, never the count of operations, and it says so
+    said = " ".join(model["reuse"]["details"])
+    assert "operations, as when the baseline was made" in said and "operations of the" not in said, said
 
 
 def test_a_refactor_that_moves_a_number_fails_where_it_moved(recorded):

@@ -279,7 +279,7 @@ FRESH = {"structure": "miss", "export": "miss"}  # exported afresh: the structur
 
 
 @pytest.mark.parametrize(("change", "parts", "path", "detail", "verdict"), [
-    ("code", ["code"], {**FRESH, "reference": "miss"}, "operations of the float32 forward changed", "regressed"),
+    ("code", ["code"], {**FRESH, "reference": "miss"}, "float32 forward changed", "regressed"),
     # weights only: the stored structure with the new weights bound, not exported again
     ("weight", ["weights"], {"structure": "hit", "export": "miss", "reference": "miss"}, "`fc.weight`", "regressed"),
     ("buffer", ["weights"], {"structure": "hit", "export": "miss", "reference": "miss"}, "`scale`", "regressed"),
