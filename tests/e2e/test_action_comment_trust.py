@@ -6,6 +6,7 @@ a newer result, on-change compares what a reviewer reads, a baseline change is a
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -115,6 +116,22 @@ def test_a_passing_pull_request_that_changes_baselines_gets_a_comment_that_says_
     body = c["body"].split("\n\n", 1)[1]
     assert body.startswith("> [!IMPORTANT]\n> **This pull request changes baselines:** `tiny-cnn`")
     assert run.outputs["baseline-changes"] == "tiny-cnn" and run.outputs["baselines-approved"] == ""
+
+
+def test_a_report_that_calls_a_changed_baseline_deleted_is_not_believed(make_runner, github, tmp_path):
+    """A report (from a fork) claiming that the changed file is the deleted baseline of a model the config
+    dropped: what the pull request does to files is the API's to say, so the comment still says it changes
+    the baseline."""
+    changing(github, "baselines/tiny-cnn.msgpack.zst")
+    inputs = with_changes(tmp_path)
+    doc = json.loads(Path(inputs["report-json"]).read_text())
+    doc["baseline_dropped"] = ["baselines/tiny-cnn.msgpack.zst"]
+    Path(inputs["report-json"]).write_text(json.dumps(doc))
+    run = make_runner().run(inputs, token=TOKEN)
+    assert run.returncode == 0, run.log
+    [c] = github.issue_comments(REPO, PR)
+    assert "> **This pull request changes baselines:** `tiny-cnn`" in c["body"]
+    assert "deletes the baseline" not in c["body"]
 
 
 def open_pull(github) -> None:
