@@ -27,17 +27,20 @@ _MODEL_ERRORS: dict[ErrorStatus | None, str] = {
 @dataclass(frozen=True)
 class Style:
     """How the words are written: ``code`` for commands and names, ``plain`` for prose from a report,
-    ``strong`` for emphasis; ``tables``: where the per-layer rows are, seen from the step."""
+    ``strong`` for emphasis; ``tables``: where the per-layer rows are, seen from the step; ``hints``: where
+    its hints are."""
 
     code: Callable[..., str]
     plain: Callable[..., str]
     strong: Callable[[str], str]
     tables: str
+    hints: str
 
 
-MARKDOWN = Style(code, plain, lambda s: f"**{s}**", "compare the layer tables below")
+MARKDOWN = Style(code, plain, lambda s: f"**{s}**", "compare the layer tables below",
+                 "the hints under **Diagnosis**")
 TEXT = Style(code, lambda s, cap=MESSAGE_CAP: clip(s, cap), lambda s: s,
-             "compare the layer rows of the report")
+             "compare the layer rows of the report", "its `hint` lines")
 
 
 def next_steps(report: Report) -> str:
@@ -51,31 +54,47 @@ def next_steps(report: Report) -> str:
 
 
 def step_groups(models: list[ModelVerdict], style: Style = MARKDOWN) -> list[tuple[list[str], str]]:
-    """Each step once, with the models it is for: a sweep's cases whose step records them share one (the
-    sweep's re-record, in the first case's words), as do models whose steps read the same."""
-    groups: dict[str, tuple[list[str], str]] = {}
+    """Each step once, with the models it is for: a sweep's cases whose steps record them of one kind share
+    one (in the first case's words, its command naming each of them), as do models whose steps read the
+    same."""
+    cases: dict[str, list[ModelVerdict]] = {}
+    plain: list[tuple[ModelVerdict, NextStep]] = []
     for m in models:
         step = next_step(m)
-        if step is None:
-            continue
-        words = _WORDS[step.kind](m, _of_sweep(m, step), style)
-        key = f"{m.sweep}\0{step.kind}" if m.sweep and step.kind in RECORDS else words
-        groups.setdefault(key, ([], words))[0].append(m.name)
-    return list(groups.values())
+        if step is not None and m.sweep and step.kind in RECORDS:
+            cases.setdefault(f"{m.sweep}\0{step.kind}", []).append(m)
+        elif step is not None:
+            plain.append((m, step))
+    groups: dict[str, tuple[list[str], str]] = {}
+    for m, step in plain:
+        groups.setdefault(_WORDS[step.kind](m, step, style), ([], ""))[0].append(m.name)
+    lines = [(names, words) for words, (names, _) in groups.items()]
+    for group in cases.values():
+        first, step = group[0], next_step(group[0])
+        assert step is not None
+        whole = len(group) == sum(m.sweep == first.sweep for m in models)
+        words = _WORDS[step.kind](first, _of_cases(group, step, whole), style)
+        lines.append(([m.name for m in group], words))
+    order = {m.name: i for i, m in enumerate(models)}
+    return sorted(lines, key=lambda line: order[line[0][0]])
 
 
 def step_words(m: ModelVerdict, style: Style = MARKDOWN) -> str:
     """The model's next step as a sentence ("" for a model that passed)."""
     step = next_step(m)
-    return "" if step is None else _WORDS[step.kind](m, _of_sweep(m, step), style)
+    return "" if step is None else _WORDS[step.kind](m, _of_cases([m], step) if m.sweep else step, style)
 
 
-def _of_sweep(m: ModelVerdict, step: NextStep) -> NextStep:
-    """A sweep case's re-record records its sweep: its cases share one file, and one case alone would write
-    a set of that case."""
-    if not m.sweep or step.command != m.recreate:
+def _of_cases(cases: list[ModelVerdict], step: NextStep, whole: bool = False) -> NextStep:
+    """The re-record of a sweep's cases names each of them (a readable set file keeps the cases not named),
+    or the sweep where they are all its cases this check judged. A file that cannot judge them (stale) is
+    recorded anew for the whole sweep: no case of it can be kept."""
+    first = cases[0]
+    if step.command != first.recreate:
         return step
-    return replace(step, command=m.recreate.replace(f"--model {m.name}", f"--model {m.sweep}"))
+    named = (f"--model {first.sweep}" if whole or step.kind == StepKind.STALE_BASELINE
+             else " ".join(f"--model {m.name}" for m in cases))
+    return replace(step, command=first.recreate.replace(f"--model {first.name}", named))
 
 
 def _commit(m: ModelVerdict, s: Style) -> str:
@@ -173,7 +192,7 @@ def _artifact_differs(m: ModelVerdict, step: NextStep, s: Style) -> str:
 
 
 def _runtime_changed(m: ModelVerdict, step: NextStep, s: Style) -> str:
-    hints = f" — see the hints under {s.strong('Diagnosis')}" if any(h.kind != "hints-unavailable" for h in m.hints) \
+    hints = f" — see {s.hints}" if any(h.kind != "hints-unavailable" for h in m.hints) \
         else f" — {s.tables}"
     changed = [f"{s.plain(k, 20)} {s.plain(v.baseline, 40)} → {s.plain(v.run, 40)}"
                for k, v in m.versions.items() if k in ("onnxruntime", "onnx")]
@@ -229,9 +248,8 @@ def _bad_baseline(m: ModelVerdict, step: NextStep, s: Style) -> str:
 
 
 def _stale_baseline(m: ModelVerdict, step: NextStep, s: Style) -> str:
-    command = _of_sweep(m, step).command  # a sweep's command records its set file
     return (f"its baseline file cannot judge it (the error above says why): re-record it with "
-            f"{s.code(command, 260)}{_commit(m, s)}.")
+            f"{s.code(step.command, 260)}{_commit(m, s)}.")
 
 
 def _restore(m: ModelVerdict, step: NextStep, s: Style) -> str:

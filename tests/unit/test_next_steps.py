@@ -51,6 +51,9 @@ def test_a_runtime_regression_names_the_provider_and_points_at_the_hints():
     line = steps(report)[0]
     assert line == ("- `tiny-cnn`: the PyTorch model is unchanged; the ONNX graph or `CPUExecutionProvider` changed "
                     "— see the hints under **Diagnosis**.")
+    from gate.render.next_steps import TEXT, step_words
+    console = step_words(typed(report).models[0], TEXT)  # no Diagnosis section there: its hint lines
+    assert console.endswith("— see its `hint` lines.") and "Diagnosis" not in console
 
 
 def test_a_runtime_regression_where_no_key_was_taken_never_calls_the_model_unchanged():
@@ -468,3 +471,25 @@ def test_a_fallback_export_is_said_to_be_torchscripts_and_what_a_trace_keeps():
     text = render_markdown(typed(report))
     assert "exported by TorchScript (dynamo exporter failed: TorchExportError: data-dependent)" in text
     assert "keeps only the branches its inputs took" in text and "fell back to" not in text
+
+
+def test_a_sweep_case_of_its_own_kind_is_re_recorded_alone():
+    """A new case beside a case that changed: each step names its own case, never the sweep, whose re-record
+    would take the changed case's numbers as they are (a readable set file keeps the cases not named). Twin
+    (above): every case of the sweep changed alike, and one step re-records the sweep."""
+    import copy
+
+    drift, new = raw("real-check-reference-drift")["models"][0], raw("regressed")["models"][1]
+    models = []
+    for case, model in (("act.gelu", drift), ("act.silu", new)):
+        m = copy.deepcopy(model)
+        m.update(name=case, sweep="act", update_command=f"parity-gate update-baseline --model {case}",
+                 baseline={"path": "baselines/act.msgpack.zst", "exists": case != "act.silu"})
+        models.append(m)
+    report = raw("real-check-reference-drift")
+    report["models"] = models
+    lines = steps(report)
+    assert len(lines) == 2, lines
+    assert lines[0].startswith("- `act.gelu`: the model changed") and "--model act.gelu`" in lines[0]
+    assert lines[1].startswith("- `act.silu`: no baseline yet") and "--model act.silu`" in lines[1]
+    assert not any("--model act`" in line or "--model act " in line for line in lines)
