@@ -115,13 +115,7 @@ def _input(r: Reader) -> InputSpec:
     dtype = r.get("dtype", (str,), "float32")
     if dtype not in DTYPES:
         r.fail(r.key("dtype"), f"unsupported dtype `{dtype}` (supported: {', '.join(DTYPES)})")
-    low, high = (_bound(r, key, dtype) for key in ("low", "high"))
-    # the range drawn from, defaults filled as gate.model.inputs fills them
-    lo = low if low is not None else (0 if dtype in _FLOATS else INT_DEFAULT[0])
-    hi = high if high is not None else (lo + 1.0 if dtype in _FLOATS else INT_DEFAULT[1])
-    if (low is not None or high is not None) and not (lo < hi and math.isfinite(hi - lo)):
-        key = "high" if high is not None else "low"
-        r.fail(r.key(key), f"[low, high) is empty or too wide: [{lo}, {hi})")
+    low, high = bounds(r, dtype)
     return InputSpec(name=name, shape=tuple(shape), dtype=dtype, low=low, high=high)
 
 
@@ -144,7 +138,23 @@ def _bound(r: Reader, key: str, dtype: str) -> float | None:
     lo, hi = _RANGE[dtype]
     if value is not None and not lo <= value <= hi:  # NaN too
         r.fail(r.key(key), f"must be within what {dtype} holds, [{lo:g}, {hi:g}], got {value}")
+    if value is not None and dtype not in _FLOATS and not float(value).is_integer():
+        r.fail(r.key(key), f"must be a whole number for an input of {dtype}, got {value}")  # drawn whole
     return value
+
+
+def bounds(r: Reader, dtype: str) -> tuple[float | None, float | None]:
+    """``low`` and ``high`` of an input of ``dtype``: each a number it holds, together a range to draw
+    from."""
+    low, high = (_bound(r, key, dtype) for key in ("low", "high"))
+    # the range drawn from, defaults filled as gate.model.inputs fills them
+    lo = low if low is not None else (0 if dtype in _FLOATS else INT_DEFAULT[0])
+    hi = high if high is not None else (lo + 1.0 if dtype in _FLOATS else 2 if dtype == "bool"
+                                        else INT_DEFAULT[1])
+    if (low is not None or high is not None) and not (lo < hi and math.isfinite(hi - lo)):
+        key = "high" if high is not None else "low"
+        r.fail(r.key(key), f"[low, high) is empty or too wide: [{lo}, {hi})")
+    return low, high
 
 
 def _dynamic_shapes(r: Reader, inputs: tuple[InputSpec, ...] | str) -> dict[str, dict[int, str]]:

@@ -13,7 +13,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from gate.config.models import parse_tolerance
+from gate.config.models import bounds, parse_tolerance
 from gate.config.reader import Reader, kind
 from gate.config.types import DTYPES, InputSpec, ModelSpec, Pair, Skip, Sweep, SweepCase, Tolerance
 from gate.core.names import MAX_MODEL_NAME, model_name_problem
@@ -80,7 +80,8 @@ def _shaped(r: Reader, raw: list[dict[str, Any]], values: dict[str, Any]) -> tup
         dtype = spec.get("dtype", "float32")
         if dtype not in DTYPES:
             r.fail(f"{r.item('inputs', i)}.dtype", f"unsupported dtype `{dtype}` (supported: {', '.join(DTYPES)})")
-        out.append(InputSpec(spec["name"], shape, dtype, spec.get("low"), spec.get("high")))
+        low, high = bounds(r.child(spec, r.item("inputs", i)), dtype)
+        out.append(InputSpec(spec["name"], shape, dtype, low, high))
     return tuple(out)
 
 

@@ -16,7 +16,8 @@ _NUMPY = {"float32": np.float32, "float64": np.float64, "float16": np.float16, "
 
 
 def generate(specs: tuple[InputSpec, ...], seed: int) -> list[np.ndarray]:
-    """One array per spec: floats ~ N(0, 1) (or U[low, high)), integers ~ U{low..high-1} (default 0..99)."""
+    """One array per spec: floats ~ N(0, 1) (or U[low, high)), integers ~ U{low..high-1} (default 0..99;
+    bool: 0..1)."""
     arrays = []
     for index, spec in enumerate(specs):
         rng = np.random.default_rng([seed, index])
@@ -29,11 +30,10 @@ def generate(specs: tuple[InputSpec, ...], seed: int) -> list[np.ndarray]:
                 values = rng.standard_normal(size=spec.shape)
             # bfloat16 inputs are generated as float32 and cast by the torch side.
             arrays.append(values.astype(np.float32 if spec.dtype == "bfloat16" else _NUMPY[spec.dtype]))
-        elif spec.dtype == "bool":
-            arrays.append(rng.integers(0, 2, size=spec.shape).astype(np.bool_))
-        else:
-            low = INT_DEFAULT[0] if spec.low is None else int(spec.low)
-            high = INT_DEFAULT[1] if spec.high is None else int(spec.high)
+        else:  # bool: 0 and 1 unless a range narrows them
+            low, high = (0, 2) if spec.dtype == "bool" else INT_DEFAULT
+            low = low if spec.low is None else int(spec.low)
+            high = high if spec.high is None else int(spec.high)
             arrays.append(rng.integers(low, high, size=spec.shape).astype(_NUMPY[spec.dtype]))
     return arrays
 

@@ -66,6 +66,12 @@ def test_find_config_prefers_pyproject_section(tmp_path):
     (("dtype = \"float32\"", "dtype = \"int64\", high = 1e30"),
      "inputs[1].high`: must be within what int64 holds"),
     (("dtype = \"float32\"", "dtype = \"int64\", low = 200"), "inputs[1].low`: [low, high) is empty"),
+    # integers are drawn whole: 1.2..1.8 would be 1..1 (empty), 0.5..2.5 would draw 0, below its low
+    (("dtype = \"float32\"", "dtype = \"int64\", low = 1.2, high = 1.8"),
+     "inputs[1].low`: must be a whole number for an input of int64, got 1.2"),
+    (("dtype = \"float32\"", "dtype = \"bool\", high = 1.5"), "inputs[1].high`: must be a whole number"),
+    (("dtype = \"float32\"", "dtype = \"bool\", low = 2"),
+     "inputs[1].low`: [low, high) is empty or too wide: [2, 2)"),
     (("dtype = \"float32\" }", "dtype = \"float32\" }, { name = \"x\", shape = [1] }"),
      "`tool.parity-gate.models[1].inputs[2].name`: `x`: each input needs a name of its own"),
     # NaN passes a `< 0` test: the latency gate, the worker's timeout would be off, unsaid

@@ -22,3 +22,21 @@ NOW = [{**RECORDED[0], "digest": "b" * 16}]
 def test_other_values_name_what_gives_them(source, cause):
     assert difference(RECORDED, NOW, source) == f"input `x`: other values, same dtype and shape ({cause})"
     assert difference(RECORDED, RECORDED, source) is None
+
+
+def test_a_bool_input_is_drawn_from_its_declared_range():
+    """A mask declared all true (low = 1) or all false (high = 1) is drawn so, never as random 0/1 under
+    the declared range's digest. Twin: with no range, 0 and 1 as before (baselines keep their inputs)."""
+    import numpy as np
+
+    from gate.config.types import InputSpec
+    from gate.model.inputs import generate
+
+    def drawn(low=None, high=None):
+        return generate((InputSpec("mask", (4, 64), "bool", low, high),), 0)[0]
+
+    assert drawn(low=1).all() and not drawn(high=1).any()
+    free = drawn()
+    assert free.dtype == np.bool_ and free.any() and not free.all()
+    rng = np.random.default_rng([0, 0])  # the draw with no range is the one before ranges were honoured
+    assert np.array_equal(free, rng.integers(0, 2, size=(4, 64)).astype(np.bool_))

@@ -76,6 +76,15 @@ def test_bad_sweeps_are_one_line_naming_file_and_key(tmp_path, extra, message):
     assert "\n" not in text and "parity-gate.toml" in text and message in text
 
 
+def test_a_sweeps_input_range_is_checked_as_a_models(tmp_path):
+    """An integer input's bounds are whole numbers (drawn as integers), in a sweep as in a model."""
+    text = SWEEP.replace('shape = ["B", 4, "L"] }',
+                         'shape = ["B", 4, "L"], dtype = "int64", low = 0.5, high = 2.5 }')
+    with pytest.raises(ConfigError, match=r"sweeps\[1\]\.inputs\[1\]\.low`: must be a whole number"):
+        load(tmp_path, text)
+    assert load(tmp_path, text.replace("0.5", "0").replace("2.5", "3"))  # twin: whole bounds load
+
+
 def test_a_sweep_and_a_model_may_not_share_a_name(tmp_path):
     model = '[[models]]\nname = "conv"\nfactory = "examples.zoo:tiny_cnn"\ninputs = [{ name = "x", shape = [1, 3, 8, 8] }]\n'
     with pytest.raises(ConfigError, match="conv"):
