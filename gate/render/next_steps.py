@@ -10,6 +10,7 @@ from dataclasses import dataclass, replace
 
 from gate.core.status import AUDITS, ErrorStatus, StepKind, TargetStatus
 from gate.render.text import MESSAGE_CAP, clip, code, over, plain
+from gate.verdict.causes import later
 from gate.verdict.next_step import RECORDS, NextStep, next_step
 from gate.verdict.rows import Regression
 from gate.verdict.types import ModelVerdict, ProviderVerdict, Report
@@ -102,7 +103,7 @@ def _commit(m: ModelVerdict, s: Style) -> str:
 
 
 def _model_changed(m: ModelVerdict, step: NextStep, s: Style) -> str:
-    where = f" first at {s.code(step.layer)}" if step.layer else ""
+    where = f" first at {s.code(step.layer)}{later(step.causes, s.code)}" if step.layer else ""
     if step.kind == StepKind.WEIGHTS_CHANGED:
         record = f"{s.code(step.command, 260)}{_commit(m, s)}"
         return (f"the model's weights changed and its code runs the same operations (its float64 reference "

@@ -7,7 +7,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from gate.config import LayerTolerance, ModelSpec
-from gate.core.layers import ROOT, module_of
+from gate.core.layers import module_of
 from gate.core.runs import ModelRun, ProviderRun
 from gate.core.spans import span
 from gate.core.status import (
@@ -25,10 +25,18 @@ from gate.core.status import (
 )
 from gate.core.target import DEFAULT_PRECISION, REFERENCE_PROVIDER
 from gate.formats.baseline import Baseline, Entry
-from gate.verdict import causality, checks, data_dependent, graph_precision, hints, model_audits, rollup
+from gate.verdict import (
+    causality,
+    causes,
+    checks,
+    data_dependent,
+    graph_precision,
+    hints,
+    model_audits,
+    rollup,
+)
 from gate.verdict.notes import Comparison
 from gate.verdict.placement import placement_audit
-from gate.verdict.reexpression import modules_changed, reexpression
 from gate.verdict.rows import Audit, Regression, Row
 from gate.verdict.structure import Structure, described
 from gate.verdict.types import ModelVerdict, ProviderVerdict, Report
@@ -236,24 +244,20 @@ def _follows(mv: ModelVerdict, spec: ModelSpec, order: dict[str, int]) -> None:
 
 def _follows_reference(ref: ProviderVerdict, run: ModelRun, baseline: Baseline,
                        order: dict[str, int]) -> None:
-    """One cause, one mark in the reference too: after its first regression (a drift), a layer that moved
-    is that change passed on, unless its own module's code or own tensors changed (a cause of its own; the
-    model's own code is the first's). Where a side did not digest modules or tensors, each keeps its mark."""
-    first, code = ref.first_regression, modules_changed(run, baseline)
-    now, before = run.meta.tensor_digests or {}, baseline.meta.tensor_digests or {}
-    if first is None or first.check != Check.REFERENCE_DRIFT or code is None or not now or not before:
+    """One cause, one mark in the reference too: after its first drift, a layer that moved without a cause
+    of its own (``causes``) is the nearest cause before it passed on. Where a side did not digest modules
+    or tensors, each keeps its mark."""
+    found = causes.causes(ref.first_regression, ref.rows, run, baseline, order)
+    if found is None:
         return
-    renamed = reexpression(run, baseline).moved
-    own = {n.rpartition(".")[0] for n in {**now, **before}
-           if now.get(n) != before.get(n) and n not in renamed}
-    at = order.get(first.layer, len(order))
+    starts, at = {c.layer for c in found}, found[0].layer
     for i, r in enumerate(ref.rows):
-        module = module_of(r.layer)
-        if (r.status != RowStatus.FAIL or r.check != Check.REFERENCE_DRIFT or order.get(r.layer, -1) <= at
-                or (module != ROOT and (module in code or module in own))):
-            continue
-        ref.rows[i] = replace(r, status=RowStatus.FOLLOWS,
-                              message=f"moves with the change at {span(first.layer)}: not a cause of its own")
+        if r.layer in starts:
+            at = r.layer
+        elif (r.status == RowStatus.FAIL and r.check == Check.REFERENCE_DRIFT
+              and order.get(r.layer, -1) > order.get(found[0].layer, len(order))):
+            ref.rows[i] = replace(r, status=RowStatus.FOLLOWS,
+                                  message=f"moves with the change at {span(at)}: not a cause of its own")
 
 
 def audit_regression(audit: Audit) -> Regression:

@@ -21,6 +21,7 @@ from gate.core.status import (
     TargetStatus,
 )
 from gate.verdict.ahead import Ahead
+from gate.verdict.causes import Cause
 from gate.verdict.types import ModelVerdict, ProviderVerdict
 
 UPGRADE = "pip install -U parity-gate"
@@ -42,6 +43,7 @@ class NextStep:
     # as on the export/collect/report path)
     model: tuple[KeyPart, ...] | None = ()
     ahead: Ahead = Ahead()  # the new or gone layers before ``layer``, or ``layer`` a new or gone model output
+    causes: tuple[Cause, ...] = ()  # where the reference moved again by a change of its own, after ``layer``
 
     def to_dict(self) -> dict[str, Any]:
         return {"kind": self.kind, "command": self.command,
@@ -139,7 +141,8 @@ def _changed(m: ModelVerdict, reference: ProviderVerdict, layer: str | None) -> 
     # structure came before where the reference moved
     evidence = next((h.evidence for h in m.hints if h.kind == "model-change"), {})
     kind = StepKind.WEIGHTS_CHANGED if evidence.get("cause") == "weights" else StepKind.MODEL_CHANGED
-    return NextStep(kind, m.recreate, (reference.name,), layer, ahead=Ahead.from_evidence(evidence))
+    return NextStep(kind, m.recreate, (reference.name,), layer, ahead=Ahead.from_evidence(evidence),
+                    causes=Cause.from_evidence(evidence))
 
 
 def _missing(m: ModelVerdict) -> NextStep:

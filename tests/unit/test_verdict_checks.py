@@ -391,3 +391,29 @@ def test_of_a_container_and_its_last_layer_a_new_name_is_the_layer_of_its_own_ty
     pair = [BaselineLayer("mlp", "Sequential", fp()), BaselineLayer("mlp.2", "Linear", fp())]
     assert by_name("fc2", pair, "Linear").name == "mlp.2"
     assert by_name("fc2", pair, "Identity").name == "mlp" and by_name("fc2", pair).name == "mlp"
+
+
+def _two_causes(second: bool):
+    """`a.weight` changed; `b`'s code too where ``second`` (its eps): everything after `a` moved."""
+    r = run(moves={"a": 1e-3, "b": 0.5, "c": 0.5, "(model)": 0.5})
+    b = baseline()
+    b.meta.module_code = {m: "0" * 16 for m in "abc"}
+    r.meta.module_code = {m: ("1" if m == "b" and second else "0") * 16 for m in "abc"}
+    b.meta.tensor_digests = {"a.weight": "0" * 16, "b.weight": "0" * 16}
+    r.meta.tensor_digests = {"a.weight": "1" * 16, "b.weight": "0" * 16}
+    return model_verdict(spec(), r, b, "b.msgpack.zst", "cmd")
+
+
+@pytest.mark.parametrize("second", [True, False])
+def test_a_layer_that_moved_follows_the_nearest_cause_before_it_and_the_step_names_each(second):
+    from gate.render.next_steps import step_words
+
+    mv = _two_causes(second)
+    rows = rows_by_layer(mv.providers[0].rows)
+    assert rows["a"].status == "fail" and rows["b"].status == ("fail" if second else "follows")
+    follows = "`b`" if second else "`a`"
+    assert all(follows in rows[n].message and rows[n].status == "follows" for n in ("c", "(model)"))
+    words = step_words(mv)
+    assert ("then by a change of its own at `b`, whose code changed" in words) is second
+    hint = next(h for h in mv.hints if h.kind == "model-change")
+    assert ("at `b`, whose code changed" in hint.message) is second

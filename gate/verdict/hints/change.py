@@ -8,6 +8,7 @@ from gate.core.spans import span
 from gate.core.status import RowStatus
 from gate.core.target import REFERENCE_PROVIDER
 from gate.verdict.ahead import ahead
+from gate.verdict.causes import causes, later
 from gate.verdict.hints import numerics
 from gate.verdict.hints.context import Context, make
 from gate.verdict.hints.weights import TensorChanges, digest_changed, weights_changed
@@ -147,13 +148,15 @@ def _model_change(ctx: Context, reference: ProviderVerdict, fr: Regression, weig
                 f"first: {lower[0]})")
     value = f" {fr.value:.3g}" if fr.value is not None else ""
     first = ahead(ctx.structure, ctx.order, [x.name for x in ctx.baseline.layers], fr.layer)
+    # each later change of its own is named: a reviewer who meant one change sees the other
+    found = tuple((causes(fr, reference.rows, ctx.run, ctx.baseline, ctx.index) or [])[1:])
     moved_at = f"the {ctx.ref_dtype} reference moved first"
     if first.output:  # nothing moved: an output one side has is what ships changed
         said = f"the model changed: {first.words(fr.layer)}; {why}"
     elif first:  # the new or gone layers before it are what the change did there
         said = f"the model changed: {first.words(fr.layer)}, where {moved_at} ({fr.check}{value}); {why}"
     else:
-        said = f"{moved_at} at {span(fr.layer)} ({fr.check}{value}): the model changed, {why}"
+        said = f"{moved_at} at {span(fr.layer)} ({fr.check}{value}){later(found)}: the model changed, {why}"
     return make(
         "model-change", fr.layer, REFERENCE_PROVIDER, said,
         check=fr.check, value=fr.value, threshold=fr.threshold, weights_changed=weights,
@@ -162,6 +165,7 @@ def _model_change(ctx: Context, reference: ProviderVerdict, fr: Regression, weig
         weights_digest_baseline=ctx.baseline.meta.weights_digest, weights_digest_now=ctx.run.meta.weights_digest,
         graph_changed=graph_changed, layers_moved=len(moved), first_layers_moved=moved[:5],
         **({"ahead": first.to_dict()} if first else {}),
+        **({"causes": [c.to_dict() for c in found]} if found else {}),
         **({"tensors_changed": changed[:50]} if changed else {}),
         **({"tensors_renamed": tensors.renamed} if tensors and tensors.renamed else {}),
         **({"tensors_new_or_gone": tensors.unmatched[:50]} if tensors and tensors.unmatched else {}))

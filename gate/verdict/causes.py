@@ -1,0 +1,73 @@
+"""Where the float64 reference moved by a change of its own (docs/verdict.md#verdict): its first drift,
+then each later layer that moved whose own module's code or own tensors changed (the model's own code is
+the first's). Every other layer that moved follows the nearest of these before it."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from gate.core.layers import ROOT, module_of
+from gate.core.runs import ModelRun
+from gate.core.spans import span
+from gate.core.status import Check, RowStatus
+from gate.formats.baseline import Baseline
+from gate.verdict.reexpression import modules_changed, reexpression
+from gate.verdict.rows import Regression, Row
+
+
+@dataclass(frozen=True)
+class Cause:
+    layer: str
+    tensors: tuple[str, ...] = ()  # its module's own tensors whose values changed
+    code: bool = False  # its module's own code changed
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"layer": self.layer, "tensors": list(self.tensors), "code": self.code}
+
+    @classmethod
+    def from_evidence(cls, evidence: Mapping[str, Any]) -> tuple[Cause, ...]:
+        """The later causes the model-change hint carries (a report file's: anything malformed is none)."""
+        found = evidence.get("causes")
+        if not isinstance(found, list):
+            return ()
+        return tuple(cls(c["layer"], tuple(t for t in c.get("tensors") or () if isinstance(t, str)),
+                         c.get("code") is True)
+                     for c in found if isinstance(c, dict) and isinstance(c.get("layer"), str))
+
+    def words(self, code: Callable[[str], str] = span) -> str:
+        """``at `norm`, whose code changed``, ``at `fc2`, whose tensor `fc2.weight` changed``."""
+        shown = ", ".join(code(t) for t in self.tensors[:3]) + (", …" if len(self.tensors) > 3 else "")
+        tensors = f"tensor{'s' * (len(self.tensors) > 1)} {shown}" if self.tensors else ""
+        what = " and ".join(p for p in ("code" if self.code else "", tensors) if p)
+        return f"at {code(self.layer)}, whose {what} changed"
+
+
+def later(found: tuple[Cause, ...], code: Callable[[str], str] = span) -> str:
+    """``, then by a change of its own at `norm`, whose code changed``: the causes after the first."""
+    return f", then by a change of its own {' and '.join(c.words(code) for c in found)}" if found else ""
+
+
+def causes(first: Regression | None, rows: list[Row], run: ModelRun, baseline: Baseline,
+           order: dict[str, int]) -> list[Cause] | None:
+    """The first drift's cause, then each later one, in execution order; None where there is no drift
+    first or a side did not digest its modules or tensors (each row keeps its mark)."""
+    code = modules_changed(run, baseline)
+    now, before = run.meta.tensor_digests or {}, baseline.meta.tensor_digests or {}
+    if first is None or first.check != Check.REFERENCE_DRIFT or code is None or not now or not before:
+        return None
+    renamed = reexpression(run, baseline).moved
+    changed = sorted(n for n in {**now, **before} if now.get(n) != before.get(n) and n not in renamed)
+    at = order.get(first.layer, len(order))
+
+    def of(layer: str) -> Cause:
+        module = module_of(layer)
+        return Cause(layer, tuple(n for n in changed if n.rpartition(".")[0] == module), module in code)
+
+    out = [of(first.layer)]
+    for r in rows:
+        if (r.status == RowStatus.FAIL and r.check == Check.REFERENCE_DRIFT and order.get(r.layer, -1) > at
+                and module_of(r.layer) != ROOT and ((c := of(r.layer)).tensors or c.code)):
+            out.append(c)
+    return out
