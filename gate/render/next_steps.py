@@ -104,14 +104,17 @@ def _commit(m: ModelVerdict, s: Style) -> str:
 
 def _model_changed(m: ModelVerdict, step: NextStep, s: Style) -> str:
     where = f" first at {s.code(step.layer)}{later(step.causes, s.code)}" if step.layer else ""
+    outputs = step.ahead.outputs_words(s.code)  # what ships changed too
     if step.kind == StepKind.WEIGHTS_CHANGED:
         record = f"{s.code(step.command, 260)}{_commit(m, s)}"
         return (f"the model's weights changed and its code runs the same operations (its float64 reference "
-                f"moved{where}). If the new weights are intended, run {record}; if not, find what wrote them.")
+                f"moved{where}){outputs}. If the new weights are intended, run {record}; if not, find what "
+                "wrote them.")
     said = (f" (its float64 reference moved{where})" if not step.ahead or step.layer is None else
             f": {step.ahead.words(step.layer, s.code)}" if step.ahead.output else
             f": {step.ahead.words(step.layer, s.code)}, where its float64 reference moved first")
-    return f"the model changed{said}. If that is intended, run {s.code(step.command, 260)}{_commit(m, s)}."
+    record = f"{s.code(step.command, 260)}{_commit(m, s)}"
+    return f"the model changed{said}{outputs}. If that is intended, run {record}."
 
 
 def _degenerate(m: ModelVerdict, step: NextStep, s: Style) -> str:

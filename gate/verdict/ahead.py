@@ -22,13 +22,16 @@ class Ahead:
     gone: int = 0  # baseline layers before it that no longer run (or 1: it is a model output now gone)
     first_gone: str = ""
     output: bool = False  # it is itself a model output only one side has
+    outputs: tuple[str, ...] = ()  # else: model outputs only the run has, then those only the baseline has
+    outputs_new: int = 0  # of ``outputs``, the run's
 
     def __bool__(self) -> bool:
         return bool(self.new or self.gone)
 
     def to_dict(self) -> dict[str, Any]:
         return {"new": self.new, "first_new": self.first_new, "gone": self.gone,
-                "first_gone": self.first_gone, "output": self.output}
+                "first_gone": self.first_gone, "output": self.output, "outputs": list(self.outputs),
+                "outputs_new": self.outputs_new}
 
     @classmethod
     def from_evidence(cls, evidence: Mapping[str, Any]) -> Ahead:
@@ -37,8 +40,11 @@ class Ahead:
         if not isinstance(o, dict):
             return cls()
         new, gone, first_new, first_gone = (o.get(k) for k in ("new", "gone", "first_new", "first_gone"))
+        outputs = tuple(n for n in o.get("outputs") or () if isinstance(n, str)) if isinstance(
+            o.get("outputs"), list) else ()
         return cls(_count(new), first_new if isinstance(first_new, str) else "", _count(gone),
-                   first_gone if isinstance(first_gone, str) else "", o.get("output") is True)
+                   first_gone if isinstance(first_gone, str) else "", o.get("output") is True, outputs,
+                   min(_count(o.get("outputs_new")), len(outputs)))
 
     def words(self, layer: str, code: Callable[[str], str] = span) -> str:
         """``11 new layers (first: `blocks.2.norm1`) run before `norm```, ``a new model output `(model)[1]```
@@ -51,6 +57,16 @@ class Ahead:
         gone = (f"{self.gone} {'' if new else 'layer' + 's' * (self.gone != 1) + ' '}gone (first: "
                 f"{code(self.first_gone)}) ran before {'it' if new else code(layer)}") if self.gone else ""
         return ", and ".join(p for p in (new, gone) if p)
+
+    def outputs_words(self, code: Callable[[str], str] = span) -> str:
+        """``; a new model output `(model)[1]```, ``; a model output is gone: `(model)```: what ships changed
+        beside a move before it ("" where no output is only one side's)."""
+        fresh, gone = self.outputs[:self.outputs_new], self.outputs[self.outputs_new:]
+        parts = [f"a new model output {', '.join(map(code, fresh))}" if len(fresh) == 1 else
+                 f"{len(fresh)} new model outputs ({', '.join(map(code, fresh))})" if fresh else "",
+                 f"a model output is gone: {', '.join(map(code, gone))}" if len(gone) == 1 else
+                 f"{len(gone)} model outputs are gone ({', '.join(map(code, gone))})" if gone else ""]
+        return "".join(f"; {p}" for p in parts if p)
 
 
 def _count(x: object) -> int:
@@ -72,4 +88,6 @@ def ahead(st: Structure | None, order: list[str], baseline_order: list[str], lay
     new = [n for n in st.new if not is_output(n) and index.get(n, len(order)) < index.get(layer, len(order))]
     removed = set(st.gone)
     gone = [n for n in baseline_order[:before] if n in removed and not is_output(n)]
-    return Ahead(len(new), new[0] if new else "", len(gone), gone[0] if gone else "")
+    fresh = [n for n in st.new if is_output(n)]
+    return Ahead(len(new), new[0] if new else "", len(gone), gone[0] if gone else "",
+                 outputs=(*fresh, *(n for n in st.gone if is_output(n))), outputs_new=len(fresh))

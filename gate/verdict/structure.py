@@ -180,6 +180,7 @@ def structure(run: ModelRun, baseline: Baseline, limit: Limit) -> Structure:
             used.add(match.name)
     taken = _wrapped(run, baseline, displaced, renames, copies, new, used)
     _kept(run, baseline, now, renames, new, used)
+    _first_element(run, baseline, now, renames, new, used)
     compared = used | (now - set(renames) - set(copies) - taken)
     return Structure(renames, tuple(x.name for x in run.layers if x.name in taken or x.name in new),
                      tuple(g.name for g in free if g.name not in compared), copies, taken=frozenset(taken))
@@ -230,6 +231,21 @@ def _kept(run: ModelRun, baseline: Baseline, now: set[str], renames: dict[str, s
             new.remove(n)
             used.add(fits[0].name)
             gone.remove(fits[0])
+
+
+def _first_element(run: ModelRun, baseline: Baseline, now: set[str], renames: dict[str, str], new: list[str],
+                   used: set[str]) -> None:
+    """A model output now the first element of what the forward returns (`(model)` now `(model)[0]`, an
+    output added after it), or the reverse, is that output where shape and dtype agree: its place says so
+    where its values moved with a change before it. Added to ``renames``, taken from ``new``."""
+    layers = {x.name: x for x in run.layers}
+    for n in [n for n in new if is_output(n)]:
+        was = next((g for g in baseline.layers if g.name not in now and g.name not in used
+                    and is_output(g.name) and f"{g.name}[0]" in (n, f"{n}[0]")), None)
+        if was is not None and _key(was.fp)[:2] == _key(layers[n].fp)[:2]:
+            renames[n] = was.name
+            new.remove(n)
+            used.add(was.name)
 
 
 def described(st: Structure) -> list[str]:

@@ -393,6 +393,23 @@ def test_of_a_container_and_its_last_layer_a_new_name_is_the_layer_of_its_own_ty
     assert by_name("fc2", pair, "Identity").name == "mlp" and by_name("fc2", pair).name == "mlp"
 
 
+@pytest.mark.parametrize("moved", [True, False])
+def test_an_output_now_the_first_of_a_tuple_is_that_output_even_where_a_change_before_it_moved_it(moved):
+    """`return head` became `return head, h`: `(model)[0]` is `(model)`, compared as it, whose values moved
+    with the fault at `b` or not; only `(model)[1]` is new, and the step names it beside the change."""
+    from gate.render.next_steps import step_words
+
+    names = ("a", "b", "c", "(model)[0]", "(model)[1]")
+    moves = {"b": 1e-3, "c": 1e-3, "(model)[0]": 1e-3} if moved else {}
+    r = run(names=names, moves=moves, **{"output[1]": fp(0.9, axis=3)})
+    mv = model_verdict(spec(), r, baseline(), "b.msgpack.zst", "cmd")
+    assert layout(r, baseline(), spec()).renames == {"(model)[0]": "(model)"}
+    marks = [x.layer for x in mv.providers[0].rows if x.check == "structure"]
+    assert marks == ["(model)[1]"]
+    assert "1 layer renamed since the baseline ((model) → (model)[0])" in mv.audits[-1].message
+    assert "a new model output `(model)[1]`" in step_words(mv)
+
+
 def _two_causes(second: bool):
     """`a.weight` changed; `b`'s code too where ``second`` (its eps): everything after `a` moved."""
     r = run(moves={"a": 1e-3, "b": 0.5, "c": 0.5, "(model)": 0.5})

@@ -158,13 +158,13 @@ def _model_change(ctx: Context, reference: ProviderVerdict, fr: Regression, weig
     else:
         said = f"{moved_at} at {span(fr.layer)} ({fr.check}{value}){later(found)}: the model changed, {why}"
     return make(
-        "model-change", fr.layer, REFERENCE_PROVIDER, said,
+        "model-change", fr.layer, REFERENCE_PROVIDER, said + first.outputs_words(),
         check=fr.check, value=fr.value, threshold=fr.threshold, weights_changed=weights,
         cause="random" if ctx.run.meta.random_draws else
         ("code" if weights is False or (weights and code) else "weights" if weights else "unknown"),
         weights_digest_baseline=ctx.baseline.meta.weights_digest, weights_digest_now=ctx.run.meta.weights_digest,
         graph_changed=graph_changed, layers_moved=len(moved), first_layers_moved=moved[:5],
-        **({"ahead": first.to_dict()} if first else {}),
+        **({"ahead": first.to_dict()} if first or first.outputs else {}),
         **({"causes": [c.to_dict() for c in found]} if found else {}),
         **({"tensors_changed": changed[:50]} if changed else {}),
         **({"tensors_renamed": tensors.renamed} if tensors and tensors.renamed else {}),
