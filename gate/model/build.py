@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import inspect
 import math
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -201,7 +202,7 @@ def _settle(module: torch.nn.Module, spec: ModelSpec, root: Path) -> list[str]:
             if isinstance(m, torch.nn.modules.lazy.LazyModuleMixin)
             and m.has_uninitialized_params()]  # type: ignore[misc]  # torch types the mixin's self as a Protocol
     if lazy:
-        tensors, _ = _inputs(spec, root)
+        tensors, _ = _inputs(spec, root, module)
         torch.manual_seed(spec.factory_seed if spec.factory_seed is not None else spec.seed)
         try:
             with inference_mode():
@@ -241,14 +242,15 @@ def _construct(spec: ModelSpec, root: Path) -> object:
 def build(spec: ModelSpec, root: Path, built: Module | None = None) -> BuiltModel:
     """The model (``built``, or built now) with this case's inputs."""
     m = built or build_module(spec, root)
-    tensors, names = _inputs(spec, root)
+    tensors, names = _inputs(spec, root, m.module)
     arrays = [t.detach().cpu().float().numpy() if t.dtype == torch.bfloat16 else t.detach().cpu().numpy()
               for t in tensors]
     return BuiltModel(spec, m.module, tensors, names, arrays, inputs_mod.digest(names, arrays), m.digest,
                       m.normalizations, m.training, m.pristine)
 
 
-def _inputs(spec: ModelSpec, root: Path) -> tuple[tuple[torch.Tensor, ...], list[str]]:
+def _inputs(spec: ModelSpec, root: Path, module: torch.nn.Module
+            ) -> tuple[tuple[torch.Tensor, ...], list[str]]:
     if isinstance(spec.inputs, str) and spec.inputs.endswith(".npz"):
         tensors, names = _npz_inputs(spec)
     elif isinstance(spec.inputs, str):
@@ -276,7 +278,30 @@ def _inputs(spec: ModelSpec, root: Path) -> tuple[tuple[torch.Tensor, ...], list
     for name, t in zip(names, tensors, strict=True):
         if t.is_floating_point() and not torch.isfinite(t).all():
             raise ModelError(f"model `{spec.name}`: input `{name}` contains NaN/Inf", ErrorStatus.BUILD_FAIL)
+    if not isinstance(spec.inputs, str) or spec.inputs.endswith(".npz"):  # names the user gave
+        _check_order(spec, module, names)
     return tensors, names
+
+
+def _check_order(spec: ModelSpec, module: torch.nn.Module, names: list[str]) -> None:
+    """Inputs reach ``forward`` by position (so the graph's inputs keep the declared order): one named after
+    a parameter that its position does not bind would be fed to another parameter, unsaid. Names of no
+    parameter (labels, ``*args``) bind by position alone."""
+    try:
+        params = list(inspect.signature(module.forward).parameters.values())
+    except (TypeError, ValueError):  # no signature to read (a scripted or native forward)
+        return
+    positional = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    named = {p.name for p in params if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)}
+    for k, name in enumerate(names):
+        takes = positional[k] if k < len(positional) else None
+        if name in named and name != takes:
+            key = f"{spec.where}.inputs" + (f"[{k + 1}].name" if isinstance(spec.inputs, tuple) else "")
+            bound = f"`{takes}`" if takes else "no named parameter"
+            raise ModelError(f"model `{spec.name}`: `{key}`: `{name}` is passed by position, as forward's "
+                             f"{bound} (forward takes {', '.join(positional) or 'nothing by position'}): "
+                             "declare the inputs in that order",
+                             ErrorStatus.BUILD_FAIL)
 
 
 def _npz_inputs(spec: ModelSpec) -> tuple[tuple[torch.Tensor, ...], list[str]]:
