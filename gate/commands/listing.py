@@ -54,10 +54,13 @@ def _import_refs(config: Config, spec: ModelSpec) -> None:
     transform_inputs_digest(spec, config.root)  # a glob matching no file: `check` refuses it too
 
 
-def _arrays(spec: ModelSpec) -> tuple[list[str], list[np.ndarray]] | None:
+def _arrays(spec: ModelSpec, budget_mb: int | None) -> tuple[list[str], list[np.ndarray]] | None:
     """The inputs ``check`` will run on: declared ones from their seed, an .npz file read; None for a
     callable (its inputs exist only once it runs)."""
     if isinstance(spec.inputs, tuple):
+        from gate.model.budget import check_inputs  # torch: not for ``list``
+
+        check_inputs(spec, budget_mb)  # refused before any is drawn, as ``check`` refuses it
         return [i.name for i in spec.inputs], inputs_mod.generate(spec.inputs, spec.seed)
     if not spec.inputs.endswith(".npz"):
         return None
@@ -108,7 +111,7 @@ def _validate_one(config: Config, spec: ModelSpec, out: Validation) -> None:
     path, baseline = loaded.path, loaded.baseline
     if baseline is None:
         out.missing.append(Missing(spec.name, path, update_command(spec, config)))
-    built = _arrays(spec)
+    built = _arrays(spec, config.isolation.memory_mb)
     if built is None:
         out.lines.append(f"{spec.name}: inputs from `{spec.inputs}` (a callable: built when the model runs)")
         return

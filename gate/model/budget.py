@@ -1,11 +1,12 @@
 """The memory a model will need, known before it is built: the factory runs once on the ``meta``
 device to count its parameter and buffer bytes, and a check's peak is a multiple of those. Above the
 budget (``[isolation] memory-budget-mb``, else the machine's memory) the model fails at once, with
-what it needs, instead of being killed minutes later.
+what it needs, instead of being killed minutes later; so do declared inputs whose bytes alone exceed it.
 """
 
 from __future__ import annotations
 
+import math
 import os
 from pathlib import Path
 
@@ -15,6 +16,7 @@ from gate.config import ModelSpec
 from gate.core.failure import ModelError
 from gate.core.refs import resolve
 from gate.core.status import ErrorStatus
+from gate.model.inputs import nbytes
 
 MB = 10**6
 FIXED_MB = 1000  # torch, ONNX Runtime and the exporter loaded, before any weights
@@ -81,3 +83,20 @@ def check(spec: ModelSpec, root: Path, budget_mb: int | None) -> None:
     if need > limit:
         raise ModelError(f"model `{spec.name}`: needs about {need:,} MB of memory ({weights / MB:,.0f} MB of weights), "
                          f"more than {where} ({limit:,} MB)", ErrorStatus.BUILD_FAIL)
+
+
+def check_inputs(spec: ModelSpec, budget_mb: int | None) -> None:
+    """ModelError (BUILD_FAIL) when the declared inputs alone will not fit, as ``check`` judges weights:
+    their bytes are known before any is drawn, so ``validate`` and ``check`` refuse them alike."""
+    limit = budget_mb or machine_mb()
+    if not isinstance(spec.inputs, tuple) or not limit:
+        return
+    sizes = [nbytes(i) for i in spec.inputs]
+    need = FIXED_MB + math.ceil(sum(sizes) / MB)
+    if need > limit:
+        k = max(range(len(sizes)), key=sizes.__getitem__)
+        where = "[isolation] memory-budget-mb" if budget_mb else "this machine's memory"
+        key, largest = f"{spec.where}.inputs[{k + 1}].shape", spec.inputs[k]
+        raise ModelError(f"model `{spec.name}`: `{key}`: {list(largest.shape)} of {largest.dtype} is "
+                         f"{sizes[k] / MB:,.0f} MB: with its inputs the model needs about "
+                         f"{need:,} MB of memory, more than {where} ({limit:,} MB)", ErrorStatus.BUILD_FAIL)

@@ -4,6 +4,7 @@ without torch, rebuilds the same bytes; ``digest`` fixes them in the baseline.""
 from __future__ import annotations
 
 import hashlib
+import math
 from typing import Any
 
 import numpy as np
@@ -13,6 +14,11 @@ from gate.config.types import InputSpec
 
 _NUMPY = {"float32": np.float32, "float64": np.float64, "float16": np.float16, "int64": np.int64,
           "int32": np.int32, "int8": np.int8, "uint8": np.uint8, "bool": np.bool_}
+
+
+def nbytes(spec: InputSpec) -> int:
+    """Bytes of the array ``generate`` gives for ``spec``, known before it is drawn."""
+    return math.prod(spec.shape) * np.dtype(_NUMPY.get(spec.dtype, np.float32)).itemsize  # bfloat16: float32
 
 
 def generate(specs: tuple[InputSpec, ...], seed: int) -> list[np.ndarray]:

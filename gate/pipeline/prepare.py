@@ -121,12 +121,12 @@ def _empty(module: torch.nn.Module) -> bool:
 
 def _build(config: Config, spec: ModelSpec, memo: Memo, progress: Progress,
            plan: Plan | None) -> BuiltModel:
+    from gate.model.budget import check, check_inputs
     from gate.model.build import build, build_module
 
+    check_inputs(spec, config.isolation.memory_mb)  # each case's own shapes, before any is drawn
     key = spec.base or spec.name
     if key not in memo.modules:
-        from gate.model.budget import check
-
         check(spec, config.root, config.isolation.memory_mb)  # before the build: fail early, saying what it needs
         progress(f"{spec.name}: building")
         known = plan.known_weights() if plan is not None else None  # the baseline's digests of its weights
