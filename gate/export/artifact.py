@@ -23,10 +23,11 @@ def _calls_per_module(built: BuiltModel) -> dict[str, int]:
     import torch
 
     from gate.model.build import unshared
+    from gate.model.torch_hooks import hooked
 
     counts: dict[str, int] = {}
     handles = [m.register_forward_pre_hook(lambda *_, q=q: counts.__setitem__(q, counts.get(q, 0) + 1))
-               for q, m in built.module.named_modules() if q]
+               for q, m in hooked(built.module) if q]
     try:
         with torch.no_grad():
             built.module(*unshared(built.inputs))

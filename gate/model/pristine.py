@@ -7,7 +7,7 @@ and ``restore`` puts it back: buffers and tensor attributes in place when their 
 moved or their values did, other mutable attributes deep-copied, so it never holds the weights twice.
 Parameters a forward changes in place come from the factory called once more under the same seed
 (``rebuild``), once its other weights are found equal to the model's. State outside the modules is out
-of reach.
+of reach, and so are a scripted module's attributes but its parameters, buffers and submodules.
 """
 
 from __future__ import annotations
@@ -56,6 +56,26 @@ def same_bytes(a: torch.Tensor, b: torch.Tensor) -> bool:
                                 b.detach().contiguous().reshape(-1).view(torch.uint8)))
     except (RuntimeError, ValueError):
         return False
+
+
+def _attributes(m: torch.nn.Module) -> dict[str, Any]:
+    """The attributes of ``m`` that are the model's, not torch's: none of a ScriptModule, whose
+    ``__dict__`` holds torch's handles on its compiled module (a copy put back would detach it)."""
+    if isinstance(m, torch.jit.ScriptModule):
+        return {}
+    return {k: v for k, v in m.__dict__.items() if k not in _TORCH_OWN}
+
+
+def _put_back(registry: Any, saved: dict[str, Any]) -> None:
+    """``registry`` (parameters, buffers or submodules) holding ``saved`` again."""
+    if {*registry.keys()} == saved.keys() and all(registry[k] is v for k, v in saved.items()):
+        return
+    if isinstance(registry, dict):
+        registry.clear()
+        registry.update(saved)
+    else:  # a ScriptModule's: a view of its compiled module, whose names are fixed when it is scripted
+        for k, v in saved.items():
+            registry[k] = v
 
 
 def _immutable(value: Any) -> bool:
@@ -139,9 +159,7 @@ class Pristine:
         state = _Module(dict(m._parameters), {k: None if p is None else version_of(p) for k, p in m._parameters.items()},
                         dict(m._modules), {k: None if b is None else _Tensor.of(b) for k, b in m._buffers.items()},
                         {}, {}, hooks={k: frozenset(getattr(m, k)) for k in _HOOK_TABLES if hasattr(m, k)})
-        for key, value in m.__dict__.items():
-            if key in _TORCH_OWN:
-                continue
+        for key, value in _attributes(m).items():
             if isinstance(value, torch.Tensor) and not isinstance(value, torch.nn.Parameter):
                 state.tensors[key] = _Tensor.of(value)
             elif _immutable(value) or id(value) in memo and memo[id(value)] is value:
@@ -161,10 +179,8 @@ class Pristine:
         for qual, m, state in self.saved:
             changed += [(f"{qual}.{key}" if qual else key, state, key) for key, p in state.params.items() if p is not None
                         and state.param_versions[key] is not None and version_of(p) != state.param_versions[key]]
-            for registry, saved in ((m._parameters, state.params), (m._modules, state.modules)):
-                if registry.keys() != saved.keys() or any(registry[k] is not v for k, v in saved.items()):
-                    registry.clear()
-                    registry.update(saved)
+            _put_back(m._parameters, state.params)
+            _put_back(m._modules, state.modules)
             for table, ids in state.hooks.items():
                 for hook_id in [i for i in getattr(m, table, ()) if i not in ids]:
                     del getattr(m, table)[hook_id]
@@ -173,9 +189,8 @@ class Pristine:
             written = [f"{qual}.{key}" if qual else key for key, b in tensors if b is not None and b.written]
             self.rewritten += [name for name in written if name not in self._written]
             self._written.update(written)
-            m._buffers.clear()
-            m._buffers.update({k: None if b is None else b.restored() for k, b in state.buffers.items()})
-            for key in [k for k in m.__dict__ if k not in _TORCH_OWN]:
+            _put_back(m._buffers, {k: None if b is None else b.restored() for k, b in state.buffers.items()})
+            for key in _attributes(m):
                 if key not in state.tensors and key not in state.plain and key not in state.copies:
                     del m.__dict__[key]  # made by a forward
             for key, t in state.tensors.items():

@@ -18,7 +18,7 @@ from gate.fingerprint import Fingerprint
 from gate.model.build import inference_mode, unshared
 from gate.model.torch_fingerprint import fingerprint_of, to_numpy
 
-__all__ = ["CallSpecs", "Capture", "LayerOutput", "flatten", "outputs", "run", "to_numpy"]
+__all__ = ["CallSpecs", "Capture", "LayerOutput", "flatten", "hooked", "outputs", "run", "to_numpy"]
 
 _PLAIN = (torch.Tensor, str, int, float, bool, type(None))
 
@@ -58,6 +58,13 @@ def flatten(value: Any, prefix: str = "") -> Iterator[tuple[str, torch.Tensor]]:
             yield from flatten(leaves, prefix)
 
 
+def hooked(module: torch.nn.Module) -> list[tuple[str, torch.nn.Module]]:
+    """``module``'s named modules that forward hooks can see: never a ScriptModule (it refuses them)
+    nor one it holds (TorchScript calls it, not Python); their outputs are seen where they are used."""
+    inside = {id(s) for m in module.modules() if isinstance(m, torch.jit.ScriptModule) for s in m.modules()}
+    return [(qual, m) for qual, m in module.named_modules() if id(m) not in inside]
+
+
 def outputs(module: torch.nn.Module, value: Any) -> list[LayerOutput]:
     """The root's outputs only (what a compiled model exposes)."""
     return [LayerOutput(layer_name("", 0, element), "", 0, element, type(module).__name__, fingerprint_of(t))
@@ -83,7 +90,7 @@ class CallSpecs:
     def hooks(self, module: torch.nn.Module) -> list[Any]:
         """Hooks on every module but the root, for one forward; the caller removes them."""
         handles = []
-        for qual, m in module.named_modules():
+        for qual, m in hooked(module):
             if qual:
                 handles.append(m.register_forward_pre_hook(
                     lambda _m, args, kwargs, q=qual: self._check(q, 0, (args, kwargs)), with_kwargs=True))
@@ -145,7 +152,7 @@ class Capture:
             context: contextlib.AbstractContextManager[Any] | None = None) -> list[LayerOutput]:
         """The records in execution (hook completion) order."""
         handles = self.specs.hooks(self.module) if self.specs is not None else []
-        for qual, m in self.module.named_modules():
+        for qual, m in hooked(self.module):
             handles.append(m.register_forward_pre_hook(lambda _m, _args, q=qual: self._enter(q)))
             if qual:
                 handles.append(m.register_forward_hook(lambda mod, _a, out, q=qual: self._exit(mod, out, q)))

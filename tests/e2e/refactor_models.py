@@ -188,3 +188,28 @@ def two_outputs_renamed() -> nn.Module:
 
 def two_outputs_renamed_faulted() -> nn.Module:
     return TwoOutRenamed(1 + 1e-4).eval()
+
+
+def _wrapped(wrap, scale: float = 1.0) -> nn.Module:
+    """`two_outputs` with `inp` wrapped (scripted, traced, compiled); with ``scale``, its weight changed."""
+    m = two_outputs()
+    with torch.no_grad():
+        m.inp.weight.mul_(scale)
+    m.inp = wrap(m.inp)
+    return m
+
+
+def two_outputs_scripted() -> nn.Module:
+    return _wrapped(torch.jit.script)
+
+
+def two_outputs_traced() -> nn.Module:
+    return _wrapped(lambda m: torch.jit.trace(m, torch.zeros(2, 5, 6)))
+
+
+def two_outputs_scripted_faulted() -> nn.Module:
+    return _wrapped(torch.jit.script, 1 + 1e-4)
+
+
+def two_outputs_traced_faulted() -> nn.Module:
+    return _wrapped(lambda m: torch.jit.trace(m, torch.zeros(2, 5, 6)), 1 + 1e-4)

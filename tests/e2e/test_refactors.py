@@ -157,3 +157,21 @@ def test_a_renamed_layer_with_a_fault_inside_fails_where_it_changed_not_at_the_l
     first = report["first_regression"]
     assert (first["layer"], first["check"]) == ("embed", "reference-drift"), first
     assert "its tensor `embed.weight` changed" in first["message"], first["message"]
+
+
+def test_a_scripted_or_traced_module_is_checked_where_its_output_is_used(recorded):
+    """`inp` wrapped in torch.jit.trace or .script (it restored ScriptModule state as plain dicts: exit 4):
+    TorchScript runs it, out of the hooks' sight, so `inp` is gone and every other layer is compared.
+    Scripted, torch exports it with neither exporter: that model alone fails to export, its PyTorch runs
+    checked all the same. Twin: `inp`'s weight 1e-4 off fails after it, naming that weight."""
+    assert check(recorded, "twoout", "refactor_models:two_outputs_traced")["verdict"] == "pass"
+    (model,) = check(recorded, "twoout", "refactor_models:two_outputs_scripted")["models"]
+    assert model["error"]["status"] == "EXPORT_FAIL", model["error"]
+    assert [p["status"] for p in model["providers"]] == ["pass", "pass", "error"]
+    report = check(recorded, "twoout", "refactor_models:two_outputs_traced_faulted")
+    assert report["first_regression"]["layer"] == "head", report["first_regression"]
+    (hint,) = [h for h in report["models"][0]["hints"] if h["kind"] == "model-change"]
+    assert hint["evidence"]["tensors_changed"] == ["inp.weight"], hint["message"]
+    report = check(recorded, "twoout", "refactor_models:two_outputs_scripted_faulted")
+    assert report["first_regression"]["layer"] == "head", report["first_regression"]
+
