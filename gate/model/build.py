@@ -11,6 +11,7 @@ import contextlib
 import hashlib
 import inspect
 import math
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -231,12 +232,28 @@ def _construct(spec: ModelSpec, root: Path) -> object:
     if spec.sweep:
         from gate.model.sweep import build_case
 
-        return build_case(spec, root)
+        return _uncompiled(build_case(spec, root))
     try:
-        return factory()
+        return _uncompiled(factory())
     except (Exception, SystemExit) as exc:  # sys.exit(0) in a factory must not end the check with a pass
         raise ModelError.of(f"model `{spec.name}`: factory `{spec.factory}` raised {type(exc).__name__}: {exc}",
                             ErrorStatus.BUILD_FAIL, exc) from None
+
+
+def _uncompiled(module: object) -> object:
+    """``torch.compile``'s wrappers, of the model or its modules, swapped for the modules they compile:
+    the gate checks what the model computes (the export ships that), and its hooks break a compiled graph."""
+    compiled = getattr(sys.modules.get("torch._dynamo.eval_frame"), "OptimizedModule", None)
+    if compiled is None:  # nothing was compiled: torch.compile imports it
+        return module
+    while isinstance(module, compiled):
+        module = module._orig_mod
+    if isinstance(module, torch.nn.Module):
+        for m in list(module.modules()):
+            for key, child in m._modules.items():
+                while isinstance(child, compiled):
+                    child = m._modules[key] = child._orig_mod
+    return module
 
 
 def build(spec: ModelSpec, root: Path, built: Module | None = None) -> BuiltModel:

@@ -211,5 +211,13 @@ def two_outputs_scripted_faulted() -> nn.Module:
     return _wrapped(torch.jit.script, 1 + 1e-4)
 
 
+def two_outputs_compiled() -> nn.Module:
+    return torch.compile(_wrapped(torch.compile))  # a compiled module inside a compiled model
+
+
+def two_outputs_compiled_faulted() -> nn.Module:
+    return _wrapped(torch.compile, 1 + 1e-4)
+
+
 def two_outputs_traced_faulted() -> nn.Module:
     return _wrapped(lambda m: torch.jit.trace(m, torch.zeros(2, 5, 6)), 1 + 1e-4)

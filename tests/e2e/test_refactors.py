@@ -175,3 +175,15 @@ def test_a_scripted_or_traced_module_is_checked_where_its_output_is_used(recorde
     report = check(recorded, "twoout", "refactor_models:two_outputs_scripted_faulted")
     assert report["first_regression"]["layer"] == "head", report["first_regression"]
 
+
+def test_a_compiled_module_or_model_is_checked_as_the_module_it_compiles(recorded):
+    """`inp` and the whole model wrapped in torch.compile (the gate's hooks broke dynamo's trace: INFER_FAIL
+    blamed on the forward): the gate runs the modules compiled, under their own names, and passes. Twin:
+    the compiled `inp`'s weight 1e-4 off fails there, naming that weight."""
+    report = check(recorded, "twoout", "refactor_models:two_outputs_compiled")
+    assert report["verdict"] == "pass", report["models"][0]["error"]
+    assert not report["models"][0]["audits"]  # the same layers as the baseline's: no `_orig_mod` in a name
+    report = check(recorded, "twoout", "refactor_models:two_outputs_compiled_faulted")
+    first = report["first_regression"]
+    assert (first["layer"], first["check"]) == ("inp", "reference-drift"), first
+    assert "its tensor `inp.weight` changed" in first["message"], first["message"]
