@@ -52,8 +52,8 @@ class Exported:
     as_shipped: bool = False  # mapped on the shipped graph itself (BatchNorms already fused)
     path: Path | None = None  # the graph's file (its external data beside it)
     # The dynamo exporter's graph before optimization, its weights left out (``structure.capture``):
-    # (the serialized graph, initializer -> state-dict name); and the values that exist in it.
-    structure: tuple[bytes, dict[str, str]] | None = None
+    # (the serialized graph, initializer -> state-dict name, ``Structure.renamed``); the values in it.
+    structure: tuple[bytes, dict[str, str], dict[str, str]] | None = None
     unoptimized: set[str] | None = None
     # hold the files
     folders: list[tempfile.TemporaryDirectory[str]] = field(default_factory=list, repr=False)

@@ -37,6 +37,7 @@ class Structure:
     weights: dict[str, str]  # initializer -> the state-dict name of the tensor it holds
     sites: dict[str, OnnxSite]  # the layer map on the unoptimized graph: every value there exists
     opset: int
+    renamed: dict[str, str]  # a value's name in ``proto`` -> the exporter's, which an initializer shares
 
     def output_digest(self) -> str:
         """The structure without what names rather than computes (``graph.graph_digest``), the
@@ -47,7 +48,8 @@ class Structure:
 
         h = hashlib.sha256(b"parity-gate structure v1\n")
         h.update(graph.graph_digest(onnx.load_from_string(self.proto)).encode())
-        h.update(json.dumps([self.weights, sites_dict(self.sites), self.opset], sort_keys=True).encode())
+        stored = [self.weights, sites_dict(self.sites), self.opset, self.renamed]
+        h.update(json.dumps(stored, sort_keys=True).encode())
         return h.hexdigest()
 
     def differs_from(self, entry: Entry) -> str | None:
@@ -56,7 +58,8 @@ class Structure:
         return None if same else "the structure differs"
 
     def payload(self) -> dict[str, Any]:
-        return {"weights": dict(self.weights), "onnx_map": sites_dict(self.sites), "opset": self.opset}
+        return {"weights": dict(self.weights), "onnx_map": sites_dict(self.sites), "opset": self.opset,
+                "renamed": dict(self.renamed)}
 
     def write(self, folder: Path) -> None:
         (folder / FILE).write_bytes(self.proto)
@@ -71,7 +74,7 @@ class Structure:
             o.fail("opset", "expected an integer")
         sites = {name: OnnxSite.read(Obj(site, WHERE, f"onnx_map.{name[:60]}"))
                  for name, site in (o.free("onnx_map") or {}).items()}
-        return cls(entry.path(FILE).read_bytes(), weights, sites, opset or 0)
+        return cls(entry.path(FILE).read_bytes(), weights, sites, opset or 0, o.words("renamed"))
 
 
 def with_availability(sites: dict[str, OnnxSite], available: set[str], folded: str) -> dict[str, OnnxSite]:
@@ -80,10 +83,10 @@ def with_availability(sites: dict[str, OnnxSite], available: set[str], folded: s
             and s.value not in available else s for name, s in sites.items()}
 
 
-def capture(model: Any, module: Any) -> tuple[bytes, dict[str, str]] | None:
+def capture(model: Any, module: Any) -> tuple[bytes, dict[str, str], dict[str, str]] | None:
     """(``model`` serialized without the initializers that are ``module``'s parameters or buffers;
-    initializer -> state-dict name). None where such an initializer holds other bytes than its namesake:
-    the structure would carry weights into a key that does not digest them."""
+    initializer -> state-dict name; ``Structure.renamed``). None where such an initializer holds other
+    bytes than its namesake: the structure would carry weights into a key that does not digest them."""
     import onnx_ir as ir
     import torch
 
@@ -100,12 +103,44 @@ def capture(model: Any, module: Any) -> tuple[bytes, dict[str, str]] | None:
             return None
         swapped[name] = const
         value.const_value = ir.ExternalTensor(PLACEHOLDER, 0, const.nbytes, const.dtype, shape=const.shape, name=name)
+    renamed = _unshared(model.graph)
     try:
         proto = ir.serde.serialize_model(model)
     finally:
+        _rename(model.graph, renamed)
         for name, const in swapped.items():
             model.graph.initializers[name].const_value = const
-    return proto.SerializeToString(), {name: name for name in swapped}
+    return proto.SerializeToString(), {name: name for name in swapped}, renamed
+
+
+def _values(graph: Any) -> list[Any]:
+    """The graph's inputs and every operation's outputs (in subgraphs too), less the initializers."""
+    import onnx_ir as ir
+
+    nodes = ir.traversal.RecursiveGraphIterator(graph)
+    values = [*graph.inputs, *(v for node in nodes for v in node.outputs)]
+    return [v for v in values if graph.initializers.get(v.name) is not v]
+
+
+def _unshared(graph: Any) -> dict[str, str]:
+    """Each value named as an initializer renamed, new name -> old: the exporter names a weight by its
+    state-dict key, which an operation's output may have too (buffer ``mean``, ``x.mean()``), and a
+    serialized graph with one name declared twice does not load (``bind`` gives the names back)."""
+    values = _values(graph)
+    taken = {*graph.initializers, *(v.name for v in values)}
+    renamed: dict[str, str] = {}
+    for value in values:
+        if value.name in graph.initializers:
+            new = next(n for i in range(len(taken) + 1) if (n := f"{value.name}~{i}") not in taken)
+            taken.add(new)
+            renamed[new], value.name = value.name, new
+    return renamed
+
+
+def _rename(graph: Any, names: dict[str, str]) -> None:
+    """The values ``names`` holds given back their exporter's names."""
+    for value in _values(graph):
+        value.name = names.get(value.name, value.name)
 
 
 def bind(structure: Structure, module: Any, save: Callable[[Any, Path], None]) -> tuple[Path, tempfile.TemporaryDirectory[str]]:
@@ -121,6 +156,7 @@ def bind(structure: Structure, module: Any, save: Callable[[Any, Path], None]) -
     except ImportError as exc:  # another torch: export afresh
         raise Unbindable(f"torch's exporter has no TorchTensor ({exc})") from None
     model = ir.serde.deserialize_model(onnx.load_from_string(structure.proto))
+    _rename(model.graph, structure.renamed)  # the graph a fresh export gives its optimizer
     state = module.state_dict(keep_vars=True)
     for init, name in structure.weights.items():
         value, tensor = model.graph.initializers.get(init), state.get(name)

@@ -153,8 +153,9 @@ def _mapped(records: list[LayerOutput], exported: Exported) -> tuple[dict[str, O
 
     before = assign(records, exported.calls, exported.shapes, exported.unoptimized, ambiguous=exported.ambiguous,
                     outputs=exported.outputs)
-    proto, weights = exported.structure
-    return with_availability(before, exported.available, FOLDED), Structure(proto, weights, before, exported.opset)
+    proto, weights, renamed = exported.structure
+    return (with_availability(before, exported.available, FOLDED),
+            Structure(proto, weights, before, exported.opset, renamed))
 
 
 def _export(built: BuiltModel, probe: Probe | None, progress: Progress) -> tuple[Graph, Structure | None]:

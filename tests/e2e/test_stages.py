@@ -414,6 +414,55 @@ def test_a_weight_only_change_binds_its_weights_into_the_stored_structure_as_a_f
     assert states(again)["export"] == "hit"
 
 
+CLASH_MODEL = """
+from pathlib import Path
+
+import torch
+from torch import nn
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("BUF", torch.tensor([0.485, 0.456, 0.406]).view(1, 3, 1, 1))
+        self.conv = nn.Conv2d(3, 8, 3, padding=1)
+        self.fc = nn.Linear(8, 4)
+
+    def forward(self, x):
+        return self.fc(torch.relu(self.conv(x - self.BUF)).mean((2, 3)))
+
+
+def net():
+    torch.manual_seed(0)
+    model = Net().eval()
+    with torch.no_grad():
+        model.conv.weight.mul_(float((Path(__file__).parent / "scale.txt").read_text()))
+    return model
+"""
+
+
+@pytest.mark.parametrize("buffer", ["mean", "pix_mean"])
+def test_a_buffer_named_as_an_operation_s_output_binds_new_weights_as_a_fresh_export_would(
+        tmp_path, monkeypatch, buffer):
+    """Buffer ``mean`` beside ``.mean()``: the exporter names both values ``mean``; the stored structure
+    keeps them apart, so an unchanged model hits the store and a weight-only change binds into it."""
+    own_store(tmp_path, monkeypatch)
+    (tmp_path / f"clash_{buffer}.py").write_text(CLASH_MODEL.replace("BUF", buffer))  # a module per case
+    (tmp_path / "scale.txt").write_text("1.0")
+    path = project(tmp_path, model=f'[[models]]\nname = "net"\nfactory = "clash_{buffer}:net"\n'
+                                   'inputs = [{ name = "x", shape = [2, 3, 8, 8] }]\n')
+    update(path)
+    same, _ = check(path)
+    assert same["verdict"] == "pass" and states(same)["export"] == "hit", states(same)
+    (tmp_path / "scale.txt").write_text("1.001")
+    changed, _ = check(path)
+    assert states(changed) == {"structure": "hit", "export": "miss", "reference": "miss"}, states(changed)
+    full, _ = check(path, full=True)
+    assert first(changed) == ("torch-cpu", "conv"), changed["first_regression"]  # the weights changed there
+    assert changed["first_regression"] == full["first_regression"]
+    assert reuse_of(full)["shipped"]["digest"] == reuse_of(changed)["shipped"]["digest"]
+
+
 def test_a_structure_stored_from_a_nan_weight_binds_other_weights_without_it(tmp_path, monkeypatch):
     """The class of a structure carrying weight bytes its key does not digest: a check of weights
     holding a NaN stores the structure; a later weight-only change binds into it and must judge its

@@ -1,6 +1,7 @@
 """A weight-only change binds the new weights into the stored structure (gate/export/structure.py): on
-public architectures, the graph that gives is the graph a fresh export of the changed model gives (the
-same digest: initializers, folded constants, nodes), with the same layer map; a structure whose
+public architectures and on buffers the exporter names as it names an operation's output, the graph
+that gives is the graph a fresh export of the changed model gives (the same digest: initializers,
+folded constants, nodes), with the same layer map; a structure whose
 weights do not fit the model is refused, never bound."""
 
 from __future__ import annotations
@@ -21,7 +22,8 @@ from gate.model.build import build
 HERE = Path(__file__).parent
 IMAGE = 'inputs = [{ name = "x", shape = [1, 3, 32, 32] }]'
 TOKENS = 'inputs = [{ name = "input_ids", shape = [1, 8], dtype = "int64", low = 0, high = 100 }]'
-ARCHS = {"resnet18": IMAGE, "mobilenet": IMAGE, "vit": IMAGE, "bert": TOKENS, "gpt2": TOKENS, "llama": TOKENS}
+ARCHS = {"resnet18": IMAGE, "mobilenet": IMAGE, "vit": IMAGE, "bert": TOKENS, "gpt2": TOKENS, "llama": TOKENS,
+         "normalized": IMAGE, "normalized_renamed": IMAGE}
 
 
 def built_model(tmp: Path, arch: str):
@@ -43,7 +45,8 @@ def structure_of(built, exported) -> Structure:
     records = trace.probe(built).records
     before = assign(records, exported.calls, exported.shapes, exported.unoptimized, exported.ambiguous,
                     exported.outputs)
-    return Structure(exported.structure[0], exported.structure[1], before, exported.opset)
+    proto, weights, renamed = exported.structure
+    return Structure(proto, weights, before, exported.opset, renamed)
 
 
 def change_weights(module: torch.nn.Module) -> None:
@@ -75,7 +78,8 @@ def test_bound_weights_give_the_graph_a_fresh_export_gives(tmp_path, arch):
 def test_a_structure_whose_weights_do_not_fit_is_refused(tmp_path):
     built = built_model(tmp_path, "resnet18")
     stored = structure_of(built, fresh(built))
-    wrong = Structure(stored.proto, {**stored.weights, "fc.weight": "no.such.tensor"}, stored.sites, stored.opset)
+    wrong = Structure(stored.proto, {**stored.weights, "fc.weight": "no.such.tensor"}, stored.sites,
+                      stored.opset, stored.renamed)
     with pytest.raises(Unbindable, match="no tensor `no.such.tensor`"):
         bound(built, wrong)
     with torch.no_grad():
