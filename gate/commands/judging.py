@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from gate import fingerprint
 from gate.commands import loosened
@@ -16,7 +17,7 @@ from gate.commands.common import display, load_baseline, location, orphaned_base
 from gate.config import Config, ModelSpec
 from gate.core.progress import Progress
 from gate.core.runs import ModelRun, RunError
-from gate.core.status import ErrorStatus, ModelStatus
+from gate.core.status import ErrorStatus, KeyPart, ModelStatus
 from gate.core.versions import environment
 from gate.errors import GateError, LfsPointer, NewerFormat, StaleFormat
 from gate.formats.baseline import Baseline
@@ -27,6 +28,7 @@ from gate.verdict.hints.change import describe_tensors
 from gate.verdict.hints.weights import tensor_changes
 from gate.verdict.judge import assemble, model_verdict
 from gate.verdict.model_audits import unmatched_rules
+from gate.verdict.moves import traced_ops_changed
 from gate.verdict.types import Report
 
 
@@ -76,14 +78,26 @@ def other_inputs(config: Config, spec: ModelSpec, run: ModelRun, baseline: Basel
     if not ran or baseline.meta.inputs_digest in (None, run.meta.inputs_digest):
         return None
     how = difference(baseline.meta.inputs, run.meta.inputs or [], spec.inputs)
-    # a re-record would also take weights that changed meanwhile: said, never hidden behind the inputs
+    # a re-record would also take code or weights changed meanwhile: said, never hidden behind the inputs
     tensors = tensor_changes(baseline.meta.tensor_digests, run.meta.tensor_digests, {})
     changed = tensors.values if tensors is not None else []
-    weights = f"; its weights changed too ({describe_tensors(changed)}): a re-record takes them as they are" \
-        if changed else ""
+    code = _same_signature(baseline, run) and traced_ops_changed(run, baseline)
+    said = ["code changed too (the traced float32 forward differs)"] * code + \
+        [f"weights changed too ({describe_tensors(changed)})"] * bool(changed)
+    them = "them as they are" if changed else "it as it is"
+    also = f"; its {', and its '.join(said)}: a re-record takes {them}" if said else ""
     return RunError(ErrorStatus.BAD_BASELINE,
                     f"baseline `{path}`: recorded for other inputs than model `{spec.name}` declares now"
-                    f"{f' ({how})' if how else ''}{weights}")
+                    f"{f' ({how})' if how else ''}{also}",
+                    changed=(KeyPart.CODE,) * code + (KeyPart.WEIGHTS,) * bool(changed))
+
+
+def _same_signature(baseline: Baseline, run: ModelRun) -> bool:
+    """Whether the inputs kept their names, dtypes and shapes: only then is the trace, which holds those but
+    not the values, comparable across the change of inputs."""
+    def signature(inputs: list[dict[str, Any]] | None) -> list[tuple[Any, ...]]:
+        return [(x["name"], x["dtype"], list(x["shape"])) for x in inputs or []]
+    return bool(baseline.meta.inputs) and signature(baseline.meta.inputs) == signature(run.meta.inputs)
 
 
 def judge(config: Config, runs: list[tuple[ModelSpec, ModelRun]], loaded: Mapping[str, Loaded] | None = None,

@@ -121,6 +121,14 @@ class Obj:
                 self.fail(f"{key}[{i}]", f"expected a string, got {kind(item)}")
         return items
 
+    def word_list(self, key: builtins.str, vocabulary: type[W]) -> list[W]:
+        """An array of words of ``vocabulary``, as its members (missing: empty)."""
+        words = self.strs(key)
+        for w in words:
+            if w not in vocabulary.values():
+                self.fail(key, f"{w[:40]!r} is not one of {', '.join(vocabulary.values())}")
+        return [vocabulary(w) for w in words]
+
     def objs(self, key: builtins.str, read: Callable[[Obj], T], required: builtins.bool = False) -> list[T]:
         return [read(Obj(item, self.source, f"{self._key(key)}[{i}]"))
                 for i, item in enumerate(self._array(key, required))]

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from gate.core.status import CacheState, FullWhy, KeyPart, Stage, Word
+from gate.core.status import CacheState, FullWhy, KeyPart, Stage
 
 if TYPE_CHECKING:
     from gate.core.fields import Obj
@@ -138,15 +138,7 @@ class Reuse:
         stages = (o.objs("stages", StageRun.from_dict) if o.has("stages") else
                   [StageRun(Stage.EXPORT, None, o.word("cache", CacheState), o.opt_str("cache_note"))])
         return cls(key=o.opt_str("key"), why=why, stages=stages,
-                   changed=[KeyPart(w) for w in _words(o, "changed", KeyPart)], details=o.strs("details"),
+                   changed=o.word_list("changed", KeyPart), details=o.strs("details"),
                    outputs=o.bool("outputs") if o.has("outputs") else True, unseen=o.strs("unseen"),
                    shipped=o.opt_obj("shipped", Shipped.from_dict), alarms=o.objs("alarms", Alarm.from_dict),
                    transform=o.opt_str("transform"))
-
-
-def _words(o: Obj, key: str, vocabulary: type[Word]) -> list[str]:
-    words = o.strs(key)
-    for w in words:
-        if w not in vocabulary.values():
-            o.fail(key, f"{w!r} is not one of {', '.join(vocabulary.values())}")
-    return words

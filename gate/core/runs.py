@@ -13,7 +13,7 @@ from gate.core.detections import Detections
 from gate.core.failure import ModelError
 from gate.core.fields import Obj
 from gate.core.reuse import Reuse
-from gate.core.status import DataDependence, ErrorStatus, LayerStatus, RunStatus, SiteKind, SkipKind
+from gate.core.status import DataDependence, ErrorStatus, KeyPart, LayerStatus, RunStatus, SiteKind, SkipKind
 from gate.core.target import Target
 from gate.fingerprint import Fingerprint
 
@@ -187,6 +187,8 @@ class RunError:
     trace: str | None = None  # the whole traceback, with --debug
     newer: bool = False  # BAD_BASELINE: the file is a newer parity-gate's (upgrading reads it)
     repair: str | None = None  # BAD_BASELINE: the command that restores a damaged or foreign file
+    # BAD_BASELINE for other inputs: what else of the model changed since it (a re-record takes it too)
+    changed: tuple[KeyPart, ...] = ()
 
     @classmethod
     def of(cls, exc: ModelError) -> RunError:
@@ -196,12 +198,14 @@ class RunError:
         """As the JSON report writes it (absent where empty)."""
         optional = (("where", self.where), ("trace", self.trace), ("newer", self.newer),
                     ("repair", self.repair))
-        return {"status": self.error_status, "message": self.message, **{k: v for k, v in optional if v}}
+        return {"status": self.error_status, "message": self.message, **{k: v for k, v in optional if v},
+                **({"changed": [str(p) for p in self.changed]} if self.changed else {})}
 
     @classmethod
     def from_dict(cls, e: Obj) -> RunError:
         return cls(e.word("status", ErrorStatus), e.str("message", default=""), e.opt_str("where"),
-                   e.opt_str("trace"), e.bool("newer"), e.opt_str("repair"))
+                   e.opt_str("trace"), e.bool("newer"), e.opt_str("repair"),
+                   tuple(e.word_list("changed", KeyPart)))
 
 
 @dataclass

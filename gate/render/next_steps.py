@@ -252,6 +252,10 @@ def _bad_baseline(m: ModelVerdict, step: NextStep, s: Style) -> str:
 
 
 def _stale_baseline(m: ModelVerdict, step: NextStep, s: Style) -> str:
+    if step.model:  # a re-record would take them as the truth, faults included
+        return (f"its baseline file cannot judge it (the error above says why), and {_parts(step)} changed "
+                f"too: check that change with the baseline's inputs first; re-record with "
+                f"{s.code(step.command, 260)}{_commit(m, s)} only if it is intended.")
     return (f"its baseline file cannot judge it (the error above says why): re-record it with "
             f"{s.code(step.command, 260)}{_commit(m, s)}.")
 

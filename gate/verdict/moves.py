@@ -179,10 +179,12 @@ def changed_tensors(run: ModelRun, baseline: Baseline, layer: str) -> list[str]:
 
 def traced_ops_changed(run: ModelRun, baseline: Baseline) -> bool:
     """Whether the operations the probe traced differ from the baseline's (the content key's code part):
-    the model computes something else, whatever its source files say."""
+    the model computes something else, whatever its source files say. Only where the same parity-gate
+    traced both: another one may write the trace's lines otherwise."""
     keys = (run.meta.content_key or {}, baseline.meta.content_key or {})
     now, before = (k.get("parts") or {} for k in keys)
-    return bool(now and before) and now.get(KeyPart.CODE.value) != before.get(KeyPart.CODE.value)
+    return bool(now and before) and now.get(KeyPart.GATE.value) == before.get(KeyPart.GATE.value) and \
+        now.get(KeyPart.CODE.value) != before.get(KeyPart.CODE.value)
 
 
 class _Judge:

@@ -39,8 +39,8 @@ class NextStep:
     layer: str | None = None  # where the reference moved first, or a precision change hurt first
     error_status: ErrorStatus | None = None  # how the model or provider failed
     checks: tuple[str, ...] = field(default=())  # the audits or limits that failed (RUNTIME_AUDIT, OUTPUT_TOLERANCE)
-    # what of the model changed where its float64 reference holds; None: unknown (no content key was taken,
-    # as on the export/collect/report path)
+    # what of the model changed where its float64 reference holds, or beside a baseline's other inputs; None:
+    # unknown (no content key was taken, as on the export/collect/report path)
     model: tuple[KeyPart, ...] | None = ()
     ahead: Ahead = Ahead()  # the new or gone layers before ``layer``, or ``layer`` a new or gone model output
     causes: tuple[Cause, ...] = ()  # where the reference moved again by a change of its own, after ``layer``
@@ -176,7 +176,8 @@ def _failed(m: ModelVerdict) -> NextStep | None:
     if m.error and m.refused and m.error.repair:  # damaged or another's: a re-record would take the model
         return NextStep(StepKind.BAD_BASELINE, m.error.repair, error_status=m.error.error_status)
     if m.error and m.refused:  # an older format, other inputs or parameters: the reason says which
-        return NextStep(StepKind.STALE_BASELINE, m.recreate, error_status=m.error.error_status)
+        return NextStep(StepKind.STALE_BASELINE, m.recreate, error_status=m.error.error_status,
+                        model=m.error.changed)
     if m.error:
         return NextStep(StepKind.MODEL_FAILED, reproduce(m), error_status=m.error.error_status)
     failed = [p for p in m.providers if p.status == TargetStatus.ERROR]

@@ -10,13 +10,17 @@ import re
 import shutil
 import subprocess
 import sys
+import zlib
 from dataclasses import replace
 
 import pytest
 
 from gate import commands
 from gate.config import load_config
-from gate.core.status import ErrorStatus, ModelStatus
+from gate.core.fields import Obj
+from gate.core.runs import RunError
+from gate.core.status import ErrorStatus, KeyPart, ModelStatus
+from gate.render.next_steps import step_words
 from tests.conftest import ROOT
 from tests.support.projects import examples_project
 
@@ -73,11 +77,56 @@ def test_the_report_command_says_it_in_one_line_and_exits_2(other_inputs):
 
 
 def test_check_refuses_it_too(other_inputs, monkeypatch):
+    """Only the inputs changed: the step is the plain re-record."""
     tmp, cfg = other_inputs
     monkeypatch.chdir(tmp)
     report = commands.check(cfg, cfg.select_models(["tiny-cnn"]), cfg.select_providers(["torch-cpu"]))
     assert_refused(report, REFUSED)
-    assert "weights" not in report.models[0].error.message
+    message = report.models[0].error.message
+    assert "weights" not in message and "code" not in message
+    assert step_words(report.models[0]).startswith("its baseline file cannot judge it (the error above says "
+                                                   "why): re-record it with")
+
+
+def _check_faulted(cfg, tmp, fault: str):
+    """tiny-cnn checked with ``fault`` (a line of code on its built model ``m``) and the changed inputs."""
+    name = f"judge_fault_{zlib.crc32(fault.encode())}"  # a module of its own: imported once per process
+    (tmp / f"{name}.py").write_text("from examples.zoo import tiny_cnn\n\n\ndef faulted():\n"
+                                    f"    m = tiny_cnn()\n    {fault}\n    return m\n")
+    (spec,) = cfg.select_models(["tiny-cnn"])
+    faulted = replace(spec, factory=f"{name}:faulted")
+    return commands.check(cfg, (faulted,), cfg.select_providers(["torch-cpu"]))
+
+
+@pytest.fixture(scope="module")
+def recorded_here(tmp_path_factory):
+    """tiny-cnn's baseline recorded by this parity-gate (its trace is comparable), then its inputs changed."""
+    tmp = tmp_path_factory.mktemp("judge_here")
+    path = examples_project(tmp, baselines=False)
+    cfg = load_config(path)
+    commands.update_baseline(cfg, cfg.select_models(["tiny-cnn"]), cfg.select_providers(["torch-cpu"]))
+    path.write_text(path.read_text().replace(DECLARED, OTHER))
+    return tmp, load_config(path)
+
+
+def test_a_code_change_beside_the_inputs_is_said_and_re_recorded_only_if_intended(recorded_here, monkeypatch):
+    """An eps changed with the inputs: a re-record for the new inputs would take it as the truth. The refusal
+    names it, as it names weights, and the step re-records only if it is intended. Twin: the inputs alone."""
+    tmp, cfg = recorded_here
+    monkeypatch.chdir(tmp)
+    alone = commands.check(cfg, cfg.select_models(["tiny-cnn"]), cfg.select_providers(["torch-cpu"]))
+    assert_refused(alone, REFUSED + "$")
+    assert step_words(alone.models[0]).startswith("its baseline file cannot judge it (the error above says "
+                                                  "why): re-record it with")
+    report = _check_faulted(cfg, tmp, "m.stem[1].eps = 1e-3")
+    assert_refused(report, REFUSED + r"; its code changed too \(the traced float32 forward differs\): "
+                   "a re-record takes it as it is$")
+    (model,) = report.models
+    assert model.error.changed == (KeyPart.CODE,)
+    assert RunError.from_dict(Obj(model.error.to_dict(), "report")).changed == (KeyPart.CODE,)
+    step = step_words(model)
+    assert "and its code changed too: check that change with the baseline's inputs first" in step, step
+    assert step.endswith("only if it is intended."), step
 
 
 def test_a_weight_change_beside_the_inputs_is_said(other_inputs, monkeypatch):
@@ -85,13 +134,9 @@ def test_a_weight_change_beside_the_inputs_is_said(other_inputs, monkeypatch):
     names them (its twin, the weights as recorded, says nothing of them: above)."""
     tmp, cfg = other_inputs
     monkeypatch.chdir(tmp)
-    (tmp / "judge_faults.py").write_text("from examples.zoo import tiny_cnn\n\n\ndef faulted():\n"
-                                         "    m = tiny_cnn()\n    m.fc.weight.data[0, 0] += 1e-3\n"
-                                         "    return m\n")
-    (spec,) = cfg.select_models(["tiny-cnn"])
-    faulted = replace(spec, factory="judge_faults:faulted")
-    report = commands.check(cfg, (faulted,), cfg.select_providers(["torch-cpu"]))
+    report = _check_faulted(cfg, tmp, "m.fc.weight.data[0, 0] += 1e-3")
     assert_refused(report, REFUSED + r"; its weights changed too \(tensor `fc.weight`\): a re-record takes")
+    assert "and its weights changed too" in step_words(report.models[0])
 
 
 def test_a_baseline_of_another_model_is_refused_on_both_paths(other_inputs, monkeypatch, tmp_path):
