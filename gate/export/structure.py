@@ -84,15 +84,17 @@ def with_availability(sites: dict[str, OnnxSite], available: set[str], folded: s
 
 
 def capture(model: Any, module: Any) -> tuple[bytes, dict[str, str], dict[str, str]] | None:
-    """(``model`` serialized without the initializers that are ``module``'s parameters or buffers;
-    initializer -> state-dict name; ``Structure.renamed``). None where such an initializer holds other
-    bytes than its namesake: the structure would carry weights into a key that does not digest them."""
+    """(``model`` serialized without the initializers that are ``module``'s data, ``build.data``: its
+    parameters and buffers, persistent or not; initializer -> their name; ``Structure.renamed``). None
+    where such an initializer holds other bytes than its namesake: the structure would carry weights into
+    a key that does not digest them."""
     import onnx_ir as ir
     import torch
 
+    from gate.model.build import data
     from gate.model.pristine import same_bytes
 
-    state = module.state_dict(keep_vars=True)
+    state = data(module)
     swapped: dict[str, Any] = {}
     for name, value in model.graph.initializers.items():
         tensor, const = state.get(name), value.const_value
@@ -155,9 +157,11 @@ def bind(structure: Structure, module: Any, save: Callable[[Any, Path], None]) -
         from torch.onnx._internal.exporter._core import TorchTensor
     except ImportError as exc:  # another torch: export afresh
         raise Unbindable(f"torch's exporter has no TorchTensor ({exc})") from None
+    from gate.model.build import data
+
     model = ir.serde.deserialize_model(onnx.load_from_string(structure.proto))
     _rename(model.graph, structure.renamed)  # the graph a fresh export gives its optimizer
-    state = module.state_dict(keep_vars=True)
+    state = data(module)
     for init, name in structure.weights.items():
         value, tensor = model.graph.initializers.get(init), state.get(name)
         if value is None or value.const_value is None or tensor is None:

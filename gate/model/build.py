@@ -354,12 +354,20 @@ TENSOR_DIGEST = 16  # hex characters kept per tensor: a collision is a 1 in 2**6
 Known = tuple[str, dict[str, str], dict[str, str] | None]
 
 
+def data(module: torch.nn.Module) -> dict[str, torch.Tensor]:
+    """The tensors the model holds as data: its state dict, and the buffers it keeps out of it
+    (``persistent=False``: statistics read from a file, a rotary ``inv_freq``), which its forward reads
+    all the same."""
+    held = module.state_dict()
+    return {**held, **{name: b for name, b in module.named_buffers() if name not in held}}
+
+
 def weights_digest(module: torch.nn.Module, known: Known | None = None) -> Background[WeightsDigest]:
-    """sha256 over the state dict (names, dtypes, shapes, bytes) in name order, and one per tensor,
-    hashed on a thread from views taken here (nothing the exporter does meanwhile changes them). Where
-    ``known`` has this digest and the same names, its per-tensor digests are reused: no second pass."""
+    """sha256 over the model's data (``data``: names, dtypes, shapes, bytes) in name order, and one per
+    tensor, hashed on a thread from views taken here (nothing the exporter does meanwhile changes them).
+    Where ``known`` has this digest and the same names, its per-tensor digests are reused: no second pass."""
     parts = []
-    for name, tensor in sorted(module.state_dict().items()):
+    for name, tensor in sorted(data(module).items()):
         t = tensor.detach().cpu().contiguous()
         header = f"{name}|{t.dtype}|{tuple(t.shape)}|".encode()
         if t.dtype == torch.bfloat16:

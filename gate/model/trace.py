@@ -50,15 +50,13 @@ def _content(t: torch.Tensor) -> str:
 class OpTrace(TorchDispatchMode):
     """Digests every dispatched operation (see the module's docstring)."""
 
-    def __init__(self, named: dict[torch.Tensor, str], hashed: dict[torch.Tensor, str],
-                 where: Callable[[], str] | None = None):
+    def __init__(self, named: dict[torch.Tensor, str], where: Callable[[], str] | None = None):
         super().__init__()
         self._where = where  # the innermost module call running (``torch_hooks.Capture.where``)
         self._modules: dict[str, Any] = {}  # module -> the digest of the operations run directly inside it
         self._own: dict[str, int] = {}  # module -> how many operations ran directly inside it
         self._calls: dict[str, Any] = {}  # module -> the digest of where, among those, it called its children
         self._tokens: WeakIdKeyDictionary = WeakIdKeyDictionary(named)
-        self._hashed = WeakIdKeyDictionary(hashed)
         self._sha = hashlib.sha256(b"parity-gate op trace v1\n")
         self.ops = 0
         self._made = 0  # tensors the traced operations made: their numbers in the trace
@@ -78,8 +76,7 @@ class OpTrace(TorchDispatchMode):
         token = self._tokens.get(t)
         if token is None:
             # Neither a parameter, an input, nor made by an earlier operation: known by its bytes.
-            name = self._hashed.get(t)
-            token = f"{name or 'c'}:{_content(t)}"
+            token = f"c:{_content(t)}"
             self._tokens[t] = token
         return token
 
@@ -193,24 +190,18 @@ class Probe:
         return {r.name: r.fp for r in self.records}
 
 
-def _named(built: BuiltModel) -> tuple[dict[torch.Tensor, str], dict[torch.Tensor, str]]:
-    """Tensors the trace names: parameters and persistent buffers (their values are the weights
-    digest's), the inputs (the inputs digest's); and non-persistent buffers, which no digest
-    holds, named and hashed by the trace where used."""
+def _named(built: BuiltModel) -> dict[torch.Tensor, str]:
+    """Tensors the trace names: parameters and buffers, persistent or not (their values are the weights
+    digest's, ``build.data``), and the inputs (the inputs digest's)."""
     module = built.module
     named: dict[torch.Tensor, str] = {}
-    persistent = set(module.state_dict(keep_vars=True))
     for name, p in module.named_parameters():
         named.setdefault(p, f"p:{name}")
-    hashed: dict[torch.Tensor, str] = {}
     for name, b in module.named_buffers():
-        if name in persistent:
-            named.setdefault(b, f"b:{name}")
-        else:
-            hashed.setdefault(b, f"n:{name}")
+        named.setdefault(b, f"b:{name}")
     for i, t in enumerate(built.inputs):
         named.setdefault(t, f"in:{i}")
-    return named, hashed
+    return named
 
 
 def _generators(module: torch.nn.Module) -> list[tuple[str, torch.Generator]]:
@@ -239,10 +230,10 @@ _HOST = (("NumPy's global generator", _numpy_state), ("Python's `random`", pyran
 
 def probe(built: BuiltModel) -> Probe:
     """The traced, fingerprinted float32 forward (raises what the model raises)."""
-    named, hashed = _named(built)
+    named = _named(built)
     specs = torch_hooks.CallSpecs()  # what the export's trace would otherwise run a forward to learn
     capture = torch_hooks.Capture(built.module, specs=specs)
-    trace = OpTrace(named, hashed, capture.where)
+    trace = OpTrace(named, capture.where)
     capture.on_enter = trace.entered
     start = time.perf_counter()
     with built.fresh():  # from the model as built, and leaving it so: what the forward caches goes

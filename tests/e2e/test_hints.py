@@ -134,6 +134,28 @@ def offset_tiny_change() -> nn.Module:
 
 # Helpers ---------------------------------------------------------------------------------
 
+class Scaled(nn.Module):
+    """tiny-cnn behind an input scale held as a buffer, in the state dict or not (statistics a factory
+    reads from a file, a rotary ``inv_freq``): the forward reads it either way."""
+
+    def __init__(self, scale: float, persistent: bool, eps: float = 1e-5):
+        super().__init__()
+        self.register_buffer("scale", torch.full((1, 3, 1, 1), scale), persistent=persistent)
+        self.net = zoo.tiny_cnn()
+        self.net.block1.bn2.eps = eps
+
+    def forward(self, x):
+        return self.net(x * self.scale)
+
+
+def _scaled(persistent: bool, scale: float = 1.0, eps: float = 1e-5):
+    return lambda: Scaled(scale, persistent, eps)
+
+
+scaled_kept, scaled_kept_moved, scaled_kept_eps = (_scaled(True, *a) for a in ((), (1.001,), (1.0, 1e-3)))
+scaled_free, scaled_free_moved, scaled_free_eps = (_scaled(False, *a) for a in ((), (1.001,), (1.0, 1e-3)))
+
+
 ROOT = Path(__file__).resolve().parents[2]
 INPUTS = {"tiny-cnn": '[{ name = "x", shape = [2, 3, 16, 16], dtype = "float32" }]',
           "tiny-transformer": '[{ name = "x", shape = [2, 8, 16], dtype = "float32" }]',
@@ -356,6 +378,20 @@ def test_same_math_other_ops_passes_and_reports_the_graph_change(tmp_path, fresh
     assert "Relu" in h["evidence"]["op_types_removed"] and h["evidence"]["op_types_added"]
     assert "op types added: " in h["message"] and "op types removed: Relu" in h["message"]
     assert not hints(report, "model-change")
+
+
+@pytest.mark.parametrize("held", ["kept", "free"])
+def test_a_changed_buffer_is_named_as_weights_in_the_state_dict_or_not(tmp_path, held):
+    """A buffer the forward reads changed (only the file it is read from did): the weights changed, named,
+    whether the state dict holds it or not. Twin: the same model's eps changed, its buffer not: code."""
+    recorded = baseline(tmp_path, "tiny-cnn", f"hint_factories:scaled_{held}")
+    report = check(tmp_path, "tiny-cnn", f"hint_factories:scaled_{held}_moved", recorded)
+    (h,) = hints(report, "model-change")
+    assert h["evidence"]["cause"] == "weights" and h["evidence"]["tensors_changed"] == ["scale"], h
+    assert h["message"].endswith("its weights changed: tensor `scale`")
+    report = check(tmp_path, "tiny-cnn", f"hint_factories:scaled_{held}_eps", recorded)
+    (h,) = hints(report, "model-change")
+    assert h["evidence"]["cause"] == "code" and h["evidence"]["weights_changed"] is False, h
 
 
 def test_unchanged_model_has_no_hints(tmp_path, fresh):

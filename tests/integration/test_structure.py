@@ -50,15 +50,13 @@ def structure_of(built, exported) -> Structure:
 
 
 def change_weights(module: torch.nn.Module) -> None:
-    """Every third parameter and every floating persistent buffer (BatchNorm statistics) moved: what
-    the weights part of the key digests. (A non-persistent buffer, Llama's rotary frequencies, is
-    in the op trace by its bytes: changing it is a change of code, which exports afresh.)"""
+    """Every third parameter and every floating buffer, persistent (BatchNorm statistics) or not (Llama's
+    rotary frequencies), moved: what the weights part of the key digests."""
     with torch.no_grad():
         for p in list(module.parameters())[::3]:
             p.mul_(1.01).add_(1e-3)
-        persistent = module.state_dict(keep_vars=True)
-        for name, b in module.named_buffers():
-            if name in persistent and b.is_floating_point():
+        for b in module.buffers():
+            if b.is_floating_point():
                 b.mul_(1.1).add_(0.01)
 
 
