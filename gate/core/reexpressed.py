@@ -2,7 +2,7 @@
 a rename) and the kept tensors beside them whose values changed, grouped by the modules around them.
 
 A group whose elements are as many as before re-expressed values without computing new ones (a split, a
-merge, a rename): the total of their value sums (``gate.model.build.value_sums``) holds too, or a value
+merge, a rename): the total of their value sums (``gate.model.weights.value_sums``) holds too, or a value
 changed. A group whose count changed computed new values (a BatchNorm folded into a conv, two Linears made
 one). Where a side did not record its sums, every group is taken as computed.
 """

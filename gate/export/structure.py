@@ -84,15 +84,15 @@ def with_availability(sites: dict[str, OnnxSite], available: set[str], folded: s
 
 
 def capture(model: Any, module: Any) -> tuple[bytes, dict[str, str], dict[str, str]] | None:
-    """(``model`` serialized without the initializers that are ``module``'s data, ``build.data``: its
+    """(``model`` serialized without the initializers that are ``module``'s data, ``weights.data``: its
     parameters and buffers, persistent or not; initializer -> their name; ``Structure.renamed``). None
     where such an initializer holds other bytes than its namesake: the structure would carry weights into
     a key that does not digest them."""
     import onnx_ir as ir
     import torch
 
-    from gate.model.build import data
     from gate.model.pristine import same_bytes
+    from gate.model.weights import data
 
     state = data(module)
     swapped: dict[str, Any] = {}
@@ -157,7 +157,7 @@ def bind(structure: Structure, module: Any, save: Callable[[Any, Path], None]) -
         from torch.onnx._internal.exporter._core import TorchTensor
     except ImportError as exc:  # another torch: export afresh
         raise Unbindable(f"torch's exporter has no TorchTensor ({exc})") from None
-    from gate.model.build import data
+    from gate.model.weights import data
 
     model = ir.serde.deserialize_model(onnx.load_from_string(structure.proto))
     _rename(model.graph, structure.renamed)  # the graph a fresh export gives its optimizer

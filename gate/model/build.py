@@ -8,7 +8,6 @@ seed. Its state is then recorded (``pristine``) and every run starts from it (``
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import inspect
 import math
 import sys
@@ -28,7 +27,8 @@ from gate.core.refs import resolve
 from gate.core.runs import Meta
 from gate.core.status import ErrorStatus
 from gate.model import inputs as inputs_mod
-from gate.model.pristine import Pristine, version_of
+from gate.model.pristine import Pristine
+from gate.model.weights import Known, WeightsDigest, weights_digest
 
 
 @dataclass
@@ -339,90 +339,3 @@ def _npz_inputs(spec: ModelSpec) -> tuple[tuple[torch.Tensor, ...], list[str]]:
     if odd is not None:
         raise fail(f"holds `{odd}` of dtype {arrays[names.index(odd)].dtype}, not numbers a model takes")
     return tuple(torch.from_numpy(np.ascontiguousarray(a)) for a in arrays), names
-
-
-@dataclass(frozen=True)
-class WeightsDigest:
-    total: str  # sha256 over the whole state dict: equal weights, equal digest
-    tensors: dict[str, str]  # per parameter and buffer, a short digest: which tensors changed
-    sums: dict[str, str]  # per parameter and buffer, its values as a multiset (``value_sums``)
-    stale: bool = False  # a forward wrote into a tensor while it was hashed: hash again from the state as built
-
-
-TENSOR_DIGEST = 16  # hex characters kept per tensor: a collision is a 1 in 2**64 chance
-# a weights digest, its tensors' digests and value sums, as a baseline recorded them
-Known = tuple[str, dict[str, str], dict[str, str] | None]
-
-
-def data(module: torch.nn.Module) -> dict[str, torch.Tensor]:
-    """The tensors the model holds as data: its state dict, and the buffers it keeps out of it
-    (``persistent=False``: statistics read from a file, a rotary ``inv_freq``), which its forward reads
-    all the same."""
-    held = module.state_dict()
-    return {**held, **{name: b for name, b in module.named_buffers() if name not in held}}
-
-
-def weights_digest(module: torch.nn.Module, known: Known | None = None) -> Background[WeightsDigest]:
-    """sha256 over the model's data (``data``: names, dtypes, shapes, bytes) in name order, and one per
-    tensor, hashed on a thread from views taken here (nothing the exporter does meanwhile changes them).
-    Where ``known`` has this digest and the same names, its per-tensor digests are reused: no second pass."""
-    parts = []
-    for name, tensor in sorted(data(module).items()):
-        t = tensor.detach().cpu().contiguous()
-        header = f"{name}|{t.dtype}|{tuple(t.shape)}|".encode()
-        if t.dtype == torch.bfloat16:
-            t = t.view(torch.int16)
-        parts.append((name, header, np.ascontiguousarray(t.numpy()), tensor, version_of(tensor)))
-
-    def sha256() -> WeightsDigest:
-        h = hashlib.sha256()
-        for _, header, array, _, _ in parts:
-            h.update(header)
-            h.update(array.reshape(-1).view(np.uint8))  # the bytes of tobytes(), without the copy
-        total = h.hexdigest()
-        same = known is not None and known[0] == total and set(known[1]) == {name for name, *_ in parts}
-        if same and known is not None:
-            tensors = dict(known[1])
-        else:  # sha256 (SHA extensions) beats blake2b here
-            tensors = {name: _one(header, array) for name, header, array, _, _ in parts}
-        sums = dict(known[2]) if same and known is not None and known[2] and set(known[2]) == set(tensors) \
-            else {name: value_sums(array, tensor.dtype) for name, _, array, tensor, _ in parts}
-        # the first forward runs while this hashes: one that wrote into a weight leaves no trustworthy digest
-        stale = any(version_of(tensor) != version for _, _, _, tensor, version in parts)
-        return WeightsDigest(total, tensors, sums, stale)
-
-    return Background(sha256)
-
-
-def _one(header: bytes, array: np.ndarray) -> str:
-    one = hashlib.sha256(header)
-    one.update(array.reshape(-1).view(np.uint8))
-    return one.hexdigest()[:TENSOR_DIGEST]
-
-
-SUM_CHUNK = 1 << 18  # elements widened at a time: in a core's cache, 0.7x the sha256 pass's time
-
-
-def value_sums(array: np.ndarray, dtype: torch.dtype) -> str:
-    """A tensor's values as a multiset: ``size.count.S1S2``, how many there are, how many have a nonzero
-    float64 (integers: int64) bit pattern, and the sums of those patterns and of a hash of each, mod 2**64.
-    They add over tensors, and a re-expression that only moves values (a split, a merge, a rename, an exact
-    upcast, zeros added) keeps their total; any changed value changes S1, and changes that cancel in S1
-    almost never cancel in S2."""
-    flat = array.reshape(-1)
-    count = s1 = s2 = 0
-    for i in range(0, flat.size, SUM_CHUNK):
-        part = flat[i:i + SUM_CHUNK]
-        if dtype == torch.bfloat16:  # held as its int16 bits: the float32 with those upper bits
-            part = (part.view(np.uint16).astype(np.uint32) << 16).view(np.float32)
-        kind = part.dtype.kind
-        wide = part.astype(np.float64) if kind == "f" else part.astype(np.int64) if kind in "biu" else \
-            part.view(np.uint8).astype(np.int64)  # complex and the rest: their bytes
-        u = wide.view(np.uint64)
-        count += int(np.count_nonzero(u))
-        s1 += int(u.sum(dtype=np.uint64))
-        h = u ^ (u >> np.uint64(32))  # float32's float64 patterns end in 29 zero bits: fold the top down
-        h *= np.uint64(0x9E3779B97F4A7C15)
-        h ^= h >> np.uint64(29)  # zero stays zero: zeros add nothing, as to S1
-        s2 += int(h.sum(dtype=np.uint64))
-    return f"{flat.size}.{count}.{s1 % 2**64:016x}{s2 % 2**64:016x}"

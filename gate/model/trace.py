@@ -192,7 +192,7 @@ class Probe:
 
 def _named(built: BuiltModel) -> dict[torch.Tensor, str]:
     """Tensors the trace names: parameters and buffers, persistent or not (their values are the weights
-    digest's, ``build.data``), and the inputs (the inputs digest's)."""
+    digest's, ``weights.data``), and the inputs (the inputs digest's)."""
     module = built.module
     named: dict[torch.Tensor, str] = {}
     for name, p in module.named_parameters():

@@ -140,7 +140,7 @@ class Plan:
 
     def known_weights(self) -> tuple[str, dict[str, str], dict[str, str] | None] | None:
         """The weights' digests and sums the baseline recorded, taken by the build where this model's whole
-        digest is the baseline's (``build.weights_digest``); ``--full`` and ``update-baseline`` hash all."""
+        digest is the baseline's (``weights.weights_digest``); ``--full`` and ``update-baseline`` hash all."""
         meta = self.baseline.meta if self.baseline is not None else None
         if self.policy.full_why is not None or not meta or not meta.weights_digest or not meta.tensor_digests:
             return None

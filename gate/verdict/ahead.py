@@ -29,9 +29,9 @@ class Ahead:
         return bool(self.new or self.gone)
 
     def to_dict(self) -> dict[str, Any]:
+        outputs = {"outputs": list(self.outputs), "outputs_new": self.outputs_new} if self.outputs else {}
         return {"new": self.new, "first_new": self.first_new, "gone": self.gone,
-                "first_gone": self.first_gone, "output": self.output, "outputs": list(self.outputs),
-                "outputs_new": self.outputs_new}
+                "first_gone": self.first_gone, "output": self.output, **outputs}  # absent where none
 
     @classmethod
     def from_evidence(cls, evidence: Mapping[str, Any]) -> Ahead:

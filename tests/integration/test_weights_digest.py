@@ -1,4 +1,4 @@
-"""gate.model.build.weights_digest: the whole digest always hashed, the tensors' digests taken from a
+"""gate.model.weights.weights_digest: the whole digest always hashed, the tensors' digests taken from a
 baseline only where its whole digest is this model's, and only by a command that reads."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import dataclasses
 import pytest
 import torch
 
-from gate.model.build import weights_digest
+from gate.model.weights import weights_digest
 from gate.pipeline.stages import ReusePolicy
 from tests.support.verdicts import baseline
 

@@ -1,5 +1,5 @@
 """Which re-expressed weights only moved (gate.core.reexpressed): value sums of real tensors
-(gate.model.build.value_sums), grouped by the modules around them. A split, a merge, a rename or an exact
+(gate.model.weights.value_sums), grouped by the modules around them. A split, a merge, a rename or an exact
 upcast keeps the total; a value changed in any of them does not; a fold computes new values (its count
 changes); a side without sums leaves every group computed, as before sums were recorded."""
 
@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from gate.core.reexpressed import classify
-from gate.model.build import SUM_CHUNK, value_sums
+from gate.model.weights import SUM_CHUNK, value_sums
 
 RNG = np.random.default_rng(0)
 W = RNG.standard_normal((6, 4)).astype(np.float32)
