@@ -139,8 +139,9 @@ def update_baseline(config: ConfigOpt = None, model: ModelOpt = None, provider: 
     cfg = _load(config)
     models, chosen = _sharded(cfg, cfg.select_models(_split(model)), shard)
     providers = cfg.select_providers(_split(provider))
-    if out is not None and chosen is None:
-        raise GateError("--out writes one share of a sharded re-recording: give --shard K/N")
+    if out is not None:  # refused before anything runs, as a folder that cannot hold the share
+        from gate.commands.baseline_shards import share_folder
+        share_folder(out, chosen is not None)
     if not source:
         extras.require("update-baseline")
     if chosen is not None:

@@ -43,6 +43,17 @@ class Share:
         return Location.of(self.folder, model, self.sweeps.get(model))
 
 
+def share_folder(out: Path, sharded: bool) -> None:
+    """``out`` made a folder for a share, before any model runs: GateError (exit 2) naming it where it cannot
+    be one (a file there, no permission), or where nothing is sharded."""
+    if not sharded:
+        raise GateError("--out writes one share of a sharded re-recording: give --shard K/N")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise GateError(f"--out {out}: cannot be a folder for the share ({e.strerror or e})") from None
+
+
 def write_share(config: Config, plan: ShardPlan, out: Path) -> list[Path]:
     """Copy the share's baseline files (as just recorded) into ``out``, then its ``share.json``."""
     out.mkdir(parents=True, exist_ok=True)

@@ -107,9 +107,13 @@ def test_the_command_merges_the_latest_artifacts_and_refuses_with_exit_2(tmp_pat
     assert not into.exists()
 
 
-def test_out_without_a_shard_is_refused_before_anything_runs(tmp_path):
+def test_out_without_a_shard_or_that_cannot_be_a_folder_is_refused_before_anything_runs(tmp_path):
     (tmp_path / "parity-gate.toml").write_text(CONFIG)
     run = run_cli("update-baseline", "--out", "share", cwd=tmp_path)
     assert run.returncode == 2
     assert "--out writes one share of a sharded re-recording: give --shard K/N" in run.stderr
     assert not (tmp_path / "share").exists() and not (tmp_path / "baselines").exists()
+    (tmp_path / "share").write_text("")  # a file where the share's folder goes: refused, nothing recorded
+    run = run_cli("update-baseline", "--shard", "1/1", "--out", "share", cwd=tmp_path)
+    assert run.returncode == 2 and "--out share: cannot be a folder for the share" in run.stderr, run.stderr
+    assert "Traceback" not in run.stderr and not (tmp_path / "baselines").exists()
