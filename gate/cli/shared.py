@@ -60,6 +60,7 @@ def _base(cfg: Config, since: str | None, config: Path | None, allow_missing_gpu
 
     if not since:
         return None
+    commands.one_commit(cfg, since)  # before git reads it as anything else
     base = commands.base_config(cfg, since, None if config else Path.cwd())
     if base is None or isinstance(base, str):
         return base

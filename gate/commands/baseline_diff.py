@@ -195,9 +195,10 @@ def _moved_from(top: Path, rev: str, path: str, orphans: set[Path]) -> str | Non
 
 
 def _listing(top: Path, rev: str) -> list[str]:
-    proc = subprocess.run(["git", "ls-tree", "-r", "--name-only", rev], cwd=top, capture_output=True,
+    # -z: paths as they are (git quotes one with non-ASCII characters otherwise)
+    proc = subprocess.run(["git", "ls-tree", "-r", "-z", "--name-only", rev], cwd=top, capture_output=True,
                           text=True, timeout=60)
-    return proc.stdout.splitlines() if proc.returncode == 0 else []
+    return [p for p in proc.stdout.split("\0") if p] if proc.returncode == 0 else []
 
 
 def same_name(listed: list[str], path: str) -> str | None:

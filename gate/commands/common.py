@@ -177,7 +177,9 @@ def baseline_changes(config: Config, since: str) -> list[str]:
     the report's "this PR changes baselines" block: every ``*.msgpack.zst`` of the repository, not only
     those under ``baseline-dir``, which the change itself could move. Fails closed: a GateError (exit 2)
     when git cannot tell, since an empty list would let a baseline change pass unseen."""
-    command = ["git", "diff", "--name-only", "--no-renames", since, "--", ":(top,glob)**/*.msgpack.zst"]
+    one_commit(config, since)
+    # -z: paths as they are (git quotes one with non-ASCII characters otherwise, and it would be missed)
+    command = ["git", "diff", "-z", "--name-only", "--no-renames", since, "--", ":(top,glob)**/*.msgpack.zst"]
     try:
         proc = subprocess.run(command, cwd=config.root, capture_output=True, text=True, timeout=30)
     except (OSError, subprocess.TimeoutExpired) as e:
@@ -187,4 +189,19 @@ def baseline_changes(config: Config, since: str) -> list[str]:
         why = " ".join(proc.stderr.split())[:200] or f"exit {proc.returncode}"
         raise GateError(f"--changed-since {since}: git could not list the baseline files changed ({why}); fetch that "
                         "commit (actions/checkout with fetch-depth: 0) or give the base commit that exists here")
-    return sorted(line for line in proc.stdout.splitlines() if line.endswith(".msgpack.zst"))
+    return sorted(p for p in proc.stdout.split("\0") if p.endswith(".msgpack.zst"))
+
+
+def one_commit(config: Config, since: str) -> None:
+    """GateError (exit 2) unless ``since`` names one commit here: git would read ``-v`` or ``--output=F`` as
+    an option, and a range (``main...HEAD``) as the diff of another change."""
+    command = ["git", "rev-parse", "--verify", "--quiet", f"{since}^{{commit}}"]
+    try:
+        proc = subprocess.run(command, cwd=config.root, capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        raise GateError(f"--changed-since {since}: git could not read it ({e}); run in a git checkout") \
+            from None
+    if since.startswith("-") or proc.returncode != 0:
+        raise GateError(f"--changed-since {since}: not one commit here (a branch, tag or commit, never a "
+                        "range or an option); fetch it (actions/checkout with fetch-depth: 0) or give the "
+                        "base commit that exists here")

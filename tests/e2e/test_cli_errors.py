@@ -289,10 +289,18 @@ def test_report_lists_baseline_files_the_change_touches(tmp_path):
     (tmp_path / "baselines" / "tiny-cnn.msgpack.zst").write_bytes(data[:-1] + b"\0")
     git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qam", "refresh")
     assert commands.baseline_changes(cfg, "HEAD~1") == ["baselines/tiny-cnn.msgpack.zst"]
-    with pytest.raises(GateError, match=r"^--changed-since no-such-rev: git could not list the baseline files changed "
-                       r"\(fatal: bad revision 'no-such-rev'\); fetch that commit \(actions/checkout with "
-                       r"fetch-depth: 0\)"):
-        commands.baseline_changes(cfg, "no-such-rev")  # fails closed: an empty list would pass a change unseen
+    for since in ("no-such-rev", "-v", "--output=out.txt", "HEAD~1...HEAD"):  # an option, a range: never diffed
+        with pytest.raises(GateError, match=rf"^--changed-since {re.escape(since)}: not one commit here \(a branch, "
+                           r"tag or commit, never a range or an option\); fetch it \(actions/checkout with "
+                           r"fetch-depth: 0\)"):
+            commands.baseline_changes(cfg, since)  # fails closed: an empty list would pass a change unseen
+    assert not (tmp_path / "out.txt").exists()
+    # a folder git would quote (non-ASCII) is listed as it is named
+    (tmp_path / "modèles").mkdir()
+    (tmp_path / "modèles" / "tiny-cnn.msgpack.zst").write_bytes(data)
+    git("add", "-A")
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "moved")
+    assert commands.baseline_changes(cfg, "HEAD~1") == ["modèles/tiny-cnn.msgpack.zst"]
 
 
 def test_baselines_are_byte_identical_across_fingerprint_backends(tmp_path):
