@@ -44,9 +44,16 @@ class Cause:
         return f"at {code(self.layer)}, whose {what} changed"
 
 
+SHOWN = 2  # later causes named in a sentence: a change to every weight would name every layer
+
+
 def later(found: tuple[Cause, ...], code: Callable[[str], str] = span) -> str:
-    """``, then by a change of its own at `norm`, whose code changed``: the causes after the first."""
-    return f", then by a change of its own {' and '.join(c.words(code) for c in found)}" if found else ""
+    """``, then by a change of its own at `norm`, whose code changed``: the causes after the first (the
+    first ``SHOWN``, then how many more)."""
+    if not found:
+        return ""
+    more = f" and at {len(found) - SHOWN} more layers" if len(found) > SHOWN else ""
+    return f", then by a change of its own {' and '.join(c.words(code) for c in found[:SHOWN])}{more}"
 
 
 def causes(first: Regression | None, rows: list[Row], run: ModelRun, baseline: Baseline,

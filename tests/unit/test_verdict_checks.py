@@ -434,3 +434,16 @@ def test_a_layer_that_moved_follows_the_nearest_cause_before_it_and_the_step_nam
     assert ("then by a change of its own at `b`, whose code changed" in words) is second
     hint = next(h for h in mv.hints if h.kind == "model-change")
     assert ("at `b`, whose code changed" in hint.message) is second
+
+
+def test_a_step_names_two_later_causes_then_how_many_more():
+    """A change to every weight makes each layer a cause of its own: the sentence names two and counts the
+    rest, so a step stays a line. Twin: two causes are both named."""
+    from gate.verdict.causes import Cause, later
+
+    found = tuple(Cause(f"l{i}", (f"l{i}.weight",)) for i in range(5))
+    words = later(found)
+    assert "`l0`" in words and "`l1`" in words and "`l2`" not in words
+    assert words.endswith("and at 3 more layers")
+    two = later(found[:2])
+    assert two.endswith("at `l1`, whose tensor `l1.weight` changed") and "more" not in two
