@@ -24,5 +24,5 @@ from gate.commands.matrix import collect, export_models, report_files
 from gate.commands.update import Updated, update_baseline
 
 __all__ = ["Updated", "base_config", "baseline_changes", "changed_baselines", "check", "collect",
-           "dropped_baselines", "export_models", "loosened_baselines", "one_commit", "report_files", "restorable",
-           "rewritten", "update_baseline"]
+           "dropped_baselines", "export_models", "loosened_baselines", "one_commit", "report_files",
+           "restorable", "rewritten", "update_baseline"]

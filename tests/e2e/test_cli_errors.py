@@ -289,9 +289,9 @@ def test_report_lists_baseline_files_the_change_touches(tmp_path):
     (tmp_path / "baselines" / "tiny-cnn.msgpack.zst").write_bytes(data[:-1] + b"\0")
     git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qam", "refresh")
     assert commands.baseline_changes(cfg, "HEAD~1") == ["baselines/tiny-cnn.msgpack.zst"]
-    for since in ("no-such-rev", "-v", "--output=out.txt", "HEAD~1...HEAD"):  # an option, a range: never diffed
-        with pytest.raises(GateError, match=rf"^--changed-since {re.escape(since)}: not one commit here \(a branch, "
-                           r"tag or commit, never a range or an option\); fetch it \(actions/checkout with "
+    for since in ("no-such-rev", "-v", "--output=out.txt", "HEAD~1...HEAD"):  # an option, a range: refused
+        with pytest.raises(GateError, match=rf"^--changed-since {re.escape(since)}: not one commit here "
+                           r"\(a branch, tag or commit, never a range or an option\); fetch it \(actions/checkout with "
                            r"fetch-depth: 0\)"):
             commands.baseline_changes(cfg, since)  # fails closed: an empty list would pass a change unseen
     assert not (tmp_path / "out.txt").exists()
