@@ -74,18 +74,33 @@ def outputs(module: torch.nn.Module, value: Any) -> list[LayerOutput]:
 class CallSpecs:
     """Which modules ``torch.export`` can record the call signature of
     (``gate.export.signatures``): those whose every call in one forward took and returned only
-    tensors and plain scalars, with one structure across calls. Fed by that forward's hooks."""
+    tensors and plain scalars, with one structure across calls. A recorded call takes and gives copies
+    of its containers, rebuilt by pytree: only where the copy holds the very tensors (a KV cache's rebuild
+    concatenates) and the call leaves the containers it was given as they were (what it adds to a cache
+    would reach neither its caller nor the model's outputs) is the program the one a plain export traces.
+    Fed by that forward's hooks."""
 
     def __init__(self) -> None:
         self._specs: dict[str, list[Any]] = {}  # per module: its (args, kwargs) structure, its output's
         self._refused: set[str] = set()
+        self._given: dict[str, list[Any]] = {}  # per module, per running call: what it was given
 
     def _check(self, qual: str, which: int, value: Any) -> None:
         leaves, spec = torch.utils._pytree.tree_flatten(value)
         seen = self._specs.setdefault(qual, [None, None])
-        if not all(isinstance(x, _PLAIN) for x in leaves) or seen[which] not in (None, spec):
+        if not all(isinstance(x, _PLAIN) for x in leaves) or seen[which] not in (None, spec) or \
+                not _rebuilt_as_is(leaves, spec):
             self._refused.add(qual)
         seen[which] = spec
+
+    def _enter(self, qual: str, given: Any) -> None:
+        self._check(qual, 0, given)
+        self._given.setdefault(qual, []).append(_contents(given))
+
+    def _exit(self, qual: str, given: Any, out: Any) -> None:
+        if self._given[qual].pop() != _contents(given):  # it changed a container it was given
+            self._refused.add(qual)
+        self._check(qual, 1, out)
 
     def hooks(self, module: torch.nn.Module) -> list[Any]:
         """Hooks on every module but the root, for one forward; the caller removes them."""
@@ -93,13 +108,31 @@ class CallSpecs:
         for qual, m in hooked(module):
             if qual:
                 handles.append(m.register_forward_pre_hook(
-                    lambda _m, args, kwargs, q=qual: self._check(q, 0, (args, kwargs)), with_kwargs=True))
-                handles.append(m.register_forward_hook(lambda _m, _a, out, q=qual: self._check(q, 1, out)))
+                    lambda _m, args, kwargs, q=qual: self._enter(q, (args, kwargs)), with_kwargs=True))
+                handles.append(m.register_forward_hook(
+                    lambda _m, args, kwargs, out, q=qual: self._exit(q, (args, kwargs), out),
+                    with_kwargs=True))
         return handles
 
     def recordable(self) -> tuple[str, ...]:
         """The modules whose signature can be recorded, in the order they were first called."""
         return tuple(q for q in self._specs if q not in self._refused)
+
+
+def _rebuilt_as_is(leaves: list[Any], spec: Any) -> bool:
+    """Whether pytree rebuilds the value from ``leaves`` holding those very objects."""
+    try:
+        with _own_work():  # a rebuild's operations are not the model's
+            again = torch.utils._pytree.tree_leaves(torch.utils._pytree.tree_unflatten(leaves, spec))
+    except Exception:  # noqa: BLE001 - a container that cannot be rebuilt cannot be recorded either
+        return False
+    return [id(x) for x in again] == [id(x) for x in leaves]
+
+
+def _contents(value: Any) -> tuple[Any, list[int]]:
+    """A value's structure and which objects fill it: another after a call that changed it in place."""
+    leaves, spec = torch.utils._pytree.tree_flatten(value)
+    return spec, [id(x) for x in leaves]
 
 
 class Capture:

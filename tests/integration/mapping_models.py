@@ -239,3 +239,46 @@ def first_h_c_swapped(proto):
     node = next(n for n in proto.graph.node if n.op_type == "LSTM" and "first" in n.name)
     node.output[1], node.output[2] = node.output[2], node.output[1]
     return proto
+
+
+class Cache:
+    """A key cache as a pytree-registered container (as transformers' ``DynamicCache`` is)."""
+
+    def __init__(self, keys: list | None = None):
+        self.keys = list(keys or [])
+
+
+torch.utils._pytree.register_pytree_node(
+    Cache, lambda c: (c.keys, None), lambda keys, _: Cache(keys),
+    flatten_with_keys_fn=lambda c: ([(torch.utils._pytree.SequenceKey(i), k) for i, k in enumerate(c.keys)],
+                                    None))
+
+
+class CachingLayer(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.proj = nn.Linear(8, 8)
+
+    def forward(self, x: torch.Tensor, cache: Cache) -> torch.Tensor:
+        y = self.proj(x)
+        cache.keys.append(y * 2)  # the caller's cache: a recorded call would add to a copy
+        return torch.relu(y)
+
+
+class Cached(nn.Module):
+    """Returns its output and the cache its layers filled."""
+
+    def __init__(self):
+        super().__init__()
+        self.layers = nn.ModuleList([CachingLayer(), CachingLayer()])
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, Cache]:
+        cache = Cache()
+        for layer in self.layers:
+            x = layer(x, cache)
+        return x, cache
+
+
+def cached() -> nn.Module:
+    torch.manual_seed(0)
+    return Cached()

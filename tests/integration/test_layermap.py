@@ -13,6 +13,7 @@ import torch
 from gate.config import InputSpec, ModelSpec
 from gate.core.layers import layer_name
 from gate.core.runs import OnnxSite
+from gate.export import signatures
 from gate.export.exporter import export
 from gate.export.layermap import assign, eval_list, pick
 from gate.fingerprint import fingerprint
@@ -228,6 +229,26 @@ def test_the_probe_finds_the_modules_the_export_s_own_forward_would(factory, sha
     assert found and ("inner" in found) == factory.endswith(":dict_wrapper")  # swapped keywords: refused
     given, own = export(built, found), export(built)
     assert given.outputs == own.outputs and given.calls == own.calls
+
+
+def _graph(exported) -> tuple[list[str], bytes]:
+    proto = onnx.load(str(exported.path), load_external_data=False)
+    return [o.name for o in proto.graph.output], proto.graph.SerializeToString()
+
+
+def test_a_call_that_adds_to_a_cache_it_was_given_is_not_recorded_and_the_graph_returns_the_cache():
+    """A recorded call is handed a copy of the cache: what it adds would never reach the model's outputs."""
+    built = build(_spec("tests.integration.mapping_models:cached", (3, 8)), ROOT)
+    signed, plain = export(built), export(built, ())
+    assert len(_graph(signed)[0]) == 3 and _graph(signed) == _graph(plain) and signed.outputs
+    assert not {"layers.0", "layers.1"} & set(signatures.recordable(built.module, built.inputs))
+
+
+@pytest.mark.parametrize("factory, shape", [("dict_wrapper", (3, 8)), ("recurrent", (2, 5, 8))])
+def test_calls_returning_tuples_and_dicts_are_recorded_and_ship_the_plain_export_s_graph(factory, shape):
+    built = build(_spec(f"tests.integration.mapping_models:{factory}", shape), ROOT)
+    signed, plain = export(built), export(built, ())
+    assert signed.outputs and not plain.outputs and _graph(signed) == _graph(plain)
 
 
 def test_a_module_that_changes_under_the_export_s_flag_falls_back_to_the_plain_export():
