@@ -203,12 +203,17 @@ def runtime_rows(run: ModelRun, prun: ProviderRun, entry: Entry | None, spec: Mo
     renamed layer is judged by what the entry recorded under its old name. A data-dependent layer
     (``dependent``) whose usual row fails is judged by its own rule (``data_dependent``). A layer the
     entry has no row of (folded then, an Identity that ran alone now) that holds the very values of an
-    earlier layer is judged by that layer's row: its error is the same runtime's on the same values."""
+    earlier layer is judged by that layer's row: its error is the same runtime's on the same values. A model
+    output with no value fails: what ships is not what the reference computes, or cannot be compared."""
     rows, held = [], _holders(run)
     for layer in run.layers:
         pl = prun.layers.get(layer.name)
         if pl is None:
             rows.append(_row(layer, RowStatus.ABSENT, message="not captured on this provider"))
+        elif pl.status in (LayerStatus.FOLDED, LayerStatus.ABSENT) and is_output(layer.name):
+            said = f"the shipped graph does not return {span(layer.name)} ({pl.reason})"
+            rows.append(_row(layer, RowStatus.FAIL, Check.STRUCTURE,
+                             message=f"{said}: what ships changed, or cannot be compared"))
         elif pl.status in (LayerStatus.FOLDED, LayerStatus.ABSENT):
             rows.append(_row(layer, RowStatus(pl.status), message=pl.reason))
         else:

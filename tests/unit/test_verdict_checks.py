@@ -324,6 +324,18 @@ def test_folded_and_absent_layers_are_reported_not_checked():
     assert (v.providers[1].checked, v.providers[1].folded) == (len(NAMES) - 2, 1)
 
 
+def test_a_model_output_the_shipped_graph_does_not_return_fails_naming_it():
+    prun = runtime()
+    prun.layers["(model)"] = type(prun.layers["a"])("absent", reason="value not returned")
+    prun.layers["c"] = type(prun.layers["a"])("absent", reason="no ONNX node")  # inside the model: reported
+    v = model_verdict(spec(), _with(prun), baseline(entry()), "b.msgpack.zst", "cmd")
+    rows = rows_by_layer(v.providers[1].rows)
+    assert rows["(model)"].failed and rows["(model)"].check == "structure"
+    said = rows["(model)"].message
+    assert said.startswith("the shipped graph does not return `(model)` (value not returned)")
+    assert rows["c"].status == "absent" and not rows["c"].failed
+
+
 def _with(*pruns):
     r = run()
     r.providers = list(pruns)
