@@ -191,6 +191,7 @@ class Check(Word):
     RANDOM_DRAWS = "random-draws"  # the forward draws random numbers: no two runs compute the same
     COVERAGE = "coverage"  # layers a runtime compared in the baseline have no value in the graph now
     LAYER_TOLERANCES = "layer-tolerances"  # a rule whose glob matches no layer: its limits apply nowhere
+    WEIGHTS_UNSEEN = "weights-unseen"  # tensors' values changed, and no reference layer moved past its limit
     # A sweep's comparisons of outputs.
     PAIR = "pair"
     ANCHOR = "anchor"
@@ -202,7 +203,7 @@ RUNTIME_ERROR_CHECKS = frozenset({Check.ERROR_GROWTH, Check.CEILING})  # a runti
 NOT_AN_ERROR = DATA_DEPENDENT_RULES | {Check.STRUCTURE}  # a row whose value is no error against the reference
 AUDITS = frozenset({Check.PLACEMENT, Check.SESSION_OPTIONS, Check.LATENCY, Check.DYNAMIC_SHAPE,  # of a whole
                     Check.TRAINING_MODE, Check.CONTRADICTION, Check.PRECISION, Check.RANDOM_DRAWS,  # target
-                    Check.COVERAGE, Check.PRECISION_LABEL, Check.LAYER_TOLERANCES})
+                    Check.COVERAGE, Check.PRECISION_LABEL, Check.LAYER_TOLERANCES, Check.WEIGHTS_UNSEEN})
 
 
 class CellStatus(Word):

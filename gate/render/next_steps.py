@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
-from gate.core.status import AUDITS, ErrorStatus, StepKind, TargetStatus
+from gate.core.status import AUDITS, Check, ErrorStatus, StepKind, TargetStatus
 from gate.render.text import MESSAGE_CAP, clip, code, over, plain
 from gate.verdict.causes import later
 from gate.verdict.next_step import RECORDS, NextStep, next_step
@@ -107,9 +107,11 @@ def _model_changed(m: ModelVerdict, step: NextStep, s: Style) -> str:
     outputs = step.ahead.outputs_words(s.code)  # what ships changed too
     if step.kind == StepKind.WEIGHTS_CHANGED:
         record = f"{s.code(step.command, 260)}{_commit(m, s)}"
-        return (f"the model's weights changed and its code runs the same operations (its float64 reference "
-                f"moved{where}){outputs}. If the new weights are intended, run {record}; if not, find what "
-                "wrote them.")
+        said = (f"and its code runs the same operations (its float64 reference moved{where})"
+                if Check.WEIGHTS_UNSEEN not in step.checks else
+                "but no layer moved on the configured inputs: widen them to reach what changed")
+        return (f"the model's weights changed {said}{outputs}. If the new weights are intended, run {record}; if "
+                "not, find what wrote them.")
     said = (f" (its float64 reference moved{where})" if not step.ahead or step.layer is None else
             f": {step.ahead.words(step.layer, s.code)}" if step.ahead.output else
             f": {step.ahead.words(step.layer, s.code)}, where its float64 reference moved first")

@@ -1,8 +1,8 @@
 """Checks of a model and of what ships, beside the per-layer ones: dynamic dimensions the export
 made static (or specialized), modules the factory left in training mode that change the outputs,
 a forward that draws random numbers, how many layers the shipped graph lets the gate see, the
-layers a runtime compared when the baseline was recorded that it no longer can, and ``layer-tolerances``
-rules that match no layer."""
+layers a runtime compared when the baseline was recorded that it no longer can, ``layer-tolerances``
+rules that match no layer, and weights whose change no layer showed."""
 
 from __future__ import annotations
 
@@ -12,12 +12,14 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from gate.config import LayerTolerance, ModelSpec
+from gate.core.layers import ROOT, module_of
 from gate.core.runs import ModelRun
 from gate.core.spans import span
-from gate.core.status import AuditStatus, Check, LayerStatus, SiteKind
+from gate.core.status import AuditStatus, Check, LayerStatus, RowStatus, SiteKind
 from gate.formats.baseline import Baseline
+from gate.verdict.hints.weights import values_changed
 from gate.verdict.notes import LayerMapping
-from gate.verdict.rows import Audit
+from gate.verdict.rows import Audit, Row
 from gate.verdict.structure import Structure
 
 
@@ -148,3 +150,24 @@ def layer_tolerances(spec: ModelSpec, rules: tuple[LayerTolerance, ...]) -> list
                   f"{span(spec.base or spec.name)}: its limits apply nowhere; fix the glob or delete the "
                   "rule")
             for rule in rules]
+
+
+def weights_unseen(run: ModelRun, baseline: Baseline | None, st: Structure | None,
+                   reference: list[Row]) -> list[Audit]:
+    """Tensors whose values changed (``values_changed``: no re-expression) where no reference row failed, nor
+    moved as a refactor inside their module (``moves`` judged those): the configured inputs never reach the
+    changed values, or move no layer past its limit. A weight change is never a refactor, so it fails, named,
+    for the reviewer to record it or widen the inputs."""
+    if baseline is None or not reference or any(r.failed for r in reference):
+        return []
+    moved = [module_of(r.layer) for r in reference if r.status == RowStatus.MOVED]
+    changed = [t for t in values_changed(run, baseline, st.renames if st else {})
+               if not any(m == ROOT or t.startswith(m + ".") for m in moved)]
+    if not changed:
+        return []
+    shown = ", ".join(map(span, changed[:3])) + (f" and {len(changed) - 3} more" if len(changed) > 3 else "")
+    return [Audit(Check.WEIGHTS_UNSEEN, AuditStatus.FAIL,
+                  f"the model's weights changed ({shown}) and no layer moved with them on the configured "
+                  "inputs: they never read what changed (embedding rows or positions they do not reach, a "
+                  "module the forward does not call), or it moves no layer past its limit; widen the inputs "
+                  "to compare it")]

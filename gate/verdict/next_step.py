@@ -84,6 +84,8 @@ def next_step(m: ModelVerdict) -> NextStep | None:
         return NextStep(StepKind.RANDOM_DRAWS, None, layer=layer)
     if reference is not None:
         return _changed(m, reference, layer)
+    if Check.WEIGHTS_UNSEEN in audit:  # no layer moved: the audit names the tensors
+        return NextStep(StepKind.WEIGHTS_CHANGED, m.recreate, checks=(Check.WEIGHTS_UNSEEN,))
     if audit.get(Check.DYNAMIC_SHAPE) is not None and audit[Check.DYNAMIC_SHAPE].status == AuditStatus.FAIL:
         return NextStep(StepKind.DYNAMIC_SHAPE, m.recreate)
     regressed = [p for p in m.providers if p.role == Role.RUNTIME and p.status == TargetStatus.REGRESSED]

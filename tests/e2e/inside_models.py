@@ -1,7 +1,8 @@
 """Small models for tests/e2e/test_refactors_inside.py: refactors inside a module (a BatchNorm folded
 into the conv before it, q/k/v merged into one projection, a Linear split in two), each with a faulted
-twin; zero-initialized position-bias tables and a module shared between calls; and a transform that
-changes the weights of a convolution the exporter folded its BatchNorm into."""
+twin; zero-initialized position-bias tables and a module shared between calls; a transform that
+changes the weights of a convolution the exporter folded its BatchNorm into; and an embedding whose rows
+past the ids drawn change."""
 
 from __future__ import annotations
 
@@ -677,3 +678,37 @@ def normed_folded_eps() -> nn.Module:
     """The fold, and the root's own forward changed: the layer_norm's eps 1e-5 -> 1e-6."""
     return normed_folded(1e-6)
 
+
+
+class Lookup(nn.Module):
+    """An embedding of 40 rows, looked up by ids the config draws below 30: rows 30 on are never read."""
+
+    def __init__(self):
+        super().__init__()
+        self.embed, self.head = nn.Embedding(40, 8), nn.Linear(8, 4)
+
+    def forward(self, ids):
+        return self.head(self.embed(ids))
+
+
+def lookup(rows: slice = slice(0, 0)) -> nn.Module:
+    torch.manual_seed(0)
+    m = Lookup()
+    with torch.no_grad():
+        m.embed.weight[rows].mul_(1 + 1e-5)
+    return m
+
+
+def lookup_unread_row() -> nn.Module:
+    return lookup(slice(35, 36))
+
+
+def lookup_read_rows() -> nn.Module:
+    return lookup(slice(0, 30))
+
+
+def lookup_wrapped() -> nn.Module:
+    """The head wrapped in a Sequential: its tensors renamed, their values the same."""
+    m = lookup()
+    m.head = nn.Sequential(m.head)
+    return m

@@ -40,7 +40,7 @@ def recorded(tmp_path_factory) -> Path:
     models = (("net", "net", IMAGE), ("tables", "tables", TOKENS), ("fading", "fading", TOKENS),
               ("hidden", "hidden", TOKENS), ("flat", "flat", IMAGE), ("tied", "tied", IDS),
               ("chain", "chain", ROWS), ("tokens", "tokens", TOKENS), ("sensor", "sensor", READINGS),
-              ("normed", "normed", IMAGE), ("scaledblock", "layer_scaled", TOKENS))
+              ("normed", "normed", IMAGE), ("scaledblock", "layer_scaled", TOKENS), ("lookup", "lookup", IDS))
     for name, factory, inputs in models:
         cfg = load_config(_config(tmp, name, factory, inputs))
         commands.update_baseline(cfg, cfg.models, cfg.providers)
@@ -325,3 +325,24 @@ def test_a_new_tensor_nothing_reads_is_no_fold_whose_rounding_hides_a_code_chang
     if fails:
         first = report["first_regression"]
         assert (first["layer"], first["check"]) == ("fc2", "reference-drift") and first["value"] < 1e-5, first
+
+
+@pytest.mark.parametrize("factory, judged, layer", [("lookup_unread_row", "weights-unseen", "(model)"),
+                                                   ("lookup_read_rows", "reference-drift", "embed"),
+                                                   ("lookup_wrapped", None, None)])
+def test_a_weight_change_the_inputs_never_read_fails_as_a_weights_change(recorded, factory, judged, layer):
+    """An embedding row past the ids the config draws (`high = 30`) scaled by 1 + 1e-5: no layer moves,
+    and still the weights changed, which no refactor does; the tensor is named, the step is to record
+    them if intended or to widen the inputs. Twins: the rows the ids read, scaled, fail where the
+    embedding moved; the head wrapped in a module (its tensors renamed, their values the same) passes."""
+    report = check(recorded, "lookup", factory, IDS)
+    first = report["first_regression"]
+    if judged is None:
+        assert report["verdict"] == "pass", first
+        return
+    assert (report["verdict"], first["check"], first["layer"]) == ("regressed", judged, layer), first
+    assert "`embed.weight`" in first["message"], first["message"]
+    if judged == "weights-unseen":
+        assert "no layer moved with them on the configured inputs" in first["message"], first["message"]
+    step = report["models"][0]["next_step"]  # the layer it moved first at, where one moved
+    assert (step["kind"], step.get("layer", "(model)")) == ("weights-changed", layer), step

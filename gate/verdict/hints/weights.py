@@ -6,6 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from gate.core.layers import module_of
+from gate.core.runs import ModelRun
+from gate.formats.baseline import Baseline
 from gate.verdict.hints.context import Context
 from gate.verdict.reexpression import reexpression
 
@@ -53,6 +55,14 @@ def _recorded(tensor: str, modules: dict[str, str]) -> str:
             return modules[prefix] + tensor[len(prefix):]
         prefix = prefix.rpartition(".")[0]
     return tensor
+
+
+def values_changed(run: ModelRun, baseline: Baseline, renames: dict[str, str]) -> list[str]:
+    """The tensors whose values changed, re-expressions aside: none a split, a merge or a rename only moved,
+    nor one a fold computed anew (its float32 rounding is no change of the weights)."""
+    r = reexpression(run, baseline)
+    tensors = tensor_changes(baseline.meta.tensor_digests, run.meta.tensor_digests, renames, r.changed)
+    return [] if tensors is None else [t for t in tensors.values if t not in r.computed | r.moved]
 
 
 def weights_changed(ctx: Context) -> tuple[bool | None, TensorChanges | None]:
