@@ -137,9 +137,8 @@ def structure(run: ModelRun, baseline: Baseline, limit: Limit) -> Structure:
         by_key.setdefault(_key(g.fp), []).append(g)
     free_names = {g.name for g in free}
     renames, copies, new, used = {}, {}, [], set()
-    # Every layer whose values moved searches its key's layers (a weight change moves them all): their
-    # sketches stacked once (on first use), each search one NumPy pass, the exact distance only near a
-    # limit.
+    # A moved layer searches its key's layers (a weight change moves them all): sketches stacked once (on
+    # first use), one NumPy pass a search, the exact distance only near a limit.
     stacks: dict[tuple[Any, ...], Sketches] = {}
     nearness: dict[str, dict[str, float]] = {}
 
