@@ -12,15 +12,15 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from gate.config import LayerTolerance, ModelSpec
-from gate.core.layers import ROOT, module_of
 from gate.core.runs import ModelRun
 from gate.core.spans import span
-from gate.core.status import AuditStatus, Check, LayerStatus, RowStatus, SiteKind
+from gate.core.status import AuditStatus, Check, LayerStatus, SiteKind
 from gate.formats.baseline import Baseline
 from gate.verdict.hints.weights import values_changed
 from gate.verdict.notes import LayerMapping
-from gate.verdict.rows import Audit, Row
+from gate.verdict.rows import Audit
 from gate.verdict.structure import Structure
+from gate.verdict.types import ProviderVerdict
 
 
 def _static(declared: Mapping[str, Mapping[Any, str]], now: Mapping[str, Mapping[str, str]]
@@ -152,22 +152,25 @@ def layer_tolerances(spec: ModelSpec, rules: tuple[LayerTolerance, ...]) -> list
             for rule in rules]
 
 
+UNSEEN = 1e-12  # a reference drift at most this is none: float64's run-to-run noise is ~1e-16
+
+
 def weights_unseen(run: ModelRun, baseline: Baseline | None, st: Structure | None,
-                   reference: list[Row]) -> list[Audit]:
-    """Tensors whose values changed (``values_changed``: no re-expression) where no reference row failed, nor
-    moved as a refactor inside their module (``moves`` judged those): the configured inputs never reach the
-    changed values, or move no layer past its limit. A weight change is never a refactor, so it fails, named,
-    for the reviewer to record it or widen the inputs."""
-    if baseline is None or not reference or any(r.failed for r in reference):
+                   providers: list[ProviderVerdict]) -> list[Audit]:
+    """Tensors whose values changed (``values_changed``: no re-expression) where nothing else failed and no
+    reference layer moved at all: the configured inputs never read the changed values (a layer that moved
+    within its limits was judged by them). A weight change is never a refactor, so it fails, named, for the
+    reviewer to record it or widen the inputs."""
+    reference = providers[0].rows if providers else []
+    if baseline is None or not reference or any(r.failed for p in providers for r in p.rows):
         return []
-    moved = [module_of(r.layer) for r in reference if r.status == RowStatus.MOVED]
-    changed = [t for t in values_changed(run, baseline, st.renames if st else {})
-               if not any(m == ROOT or t.startswith(m + ".") for m in moved)]
+    if any(r.value is not None and r.value > UNSEEN for r in reference):
+        return []
+    changed = values_changed(run, baseline, st.renames if st else {})
     if not changed:
         return []
     shown = ", ".join(map(span, changed[:3])) + (f" and {len(changed) - 3} more" if len(changed) > 3 else "")
     return [Audit(Check.WEIGHTS_UNSEEN, AuditStatus.FAIL,
                   f"the model's weights changed ({shown}) and no layer moved with them on the configured "
                   "inputs: they never read what changed (embedding rows or positions they do not reach, a "
-                  "module the forward does not call), or it moves no layer past its limit; widen the inputs "
-                  "to compare it")]
+                  "module the forward does not call); widen the inputs to compare it")]
