@@ -28,7 +28,7 @@ from gate.core.runs import Meta
 from gate.core.status import ErrorStatus
 from gate.model import inputs as inputs_mod
 from gate.model.pristine import Pristine
-from gate.model.weights import Known, WeightsDigest, weights_digest
+from gate.model.weights import Known, WeightsDigest, data, weights_digest
 
 
 @dataclass
@@ -174,6 +174,9 @@ def build_module(spec: ModelSpec, root: Path, known: Known | None = None) -> Mod
     if lazy:
         normalizations.append(f"lazy modules given their parameters by one forward before any run ({', '.join(lazy[:3])}"
                               f"{', …' if len(lazy) > 3 else ''})")
+    unread = next(filter(None, (_unreadable(name, t) for name, t in data(module).items())), None)
+    if unread is not None:  # every run reads these on the CPU (hashed, exported): the model fails alone
+        raise ModelError(f"model `{spec.name}`: {unread}", ErrorStatus.BUILD_FAIL)
     mixed = training if 0 < len(training) < total else []
     # Recorded before any run: the export, the reference and each provider start from this state.
     return Module(module, weights_digest(module, known), normalizations, mixed,
@@ -194,6 +197,20 @@ def _name_problem(module: torch.nn.Module) -> str | None:
         return None
     return (f"module {quote(taken)}: names beginning {ROOT} are reserved for the model's outputs (its layers "
             "would be judged as them): rename the module")
+
+
+def _unreadable(name: str, t: torch.Tensor) -> str | None:
+    """Why the gate cannot read the values of the model's tensor ``name`` (to hash, run and export them), or
+    None: it has none yet (a lazy parameter, the meta device) or only through a subclass's own operations."""
+    if torch.nn.parameter.is_lazy(t):
+        return (f"tensor `{name}` is uninitialized (a lazy module its forward never calls): give the module "
+                "its size in the factory, or drop it")
+    if t.is_meta:
+        return f"tensor `{name}` has no data (meta device): load or initialise its weights in the factory"
+    if type(t).__torch_dispatch__ is not torch.Tensor.__torch_dispatch__:  # FakeTensor, a wrapper subclass
+        return (f"tensor `{name}` is a {type(t).__name__}, a subclass whose values cannot be read: return "
+                "the model with plain tensors")
+    return None
 
 
 def _settle(module: torch.nn.Module, spec: ModelSpec, root: Path) -> list[str]:

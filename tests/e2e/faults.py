@@ -129,6 +129,11 @@ def not_a_module():
     return {"weights": 1}
 
 
+def meta_device() -> nn.Module:
+    """Weights that hold no data: nothing to hash, run or export."""
+    return zoo.tiny_cnn().to("meta")
+
+
 class Unexportable(nn.Module):
     def __init__(self):
         super().__init__()

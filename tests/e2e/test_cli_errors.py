@@ -84,16 +84,23 @@ def test_factory_that_raises(tmp_path):
     assert_one_line_error(run_cli("update-baseline", cwd=tmp_path), 3, "checkpoint weights.pt not found")
 
 
-def test_update_baseline_records_the_models_that_run_beside_one_that_raises(tmp_path):
-    """One bad factory fails one model: the others' baselines are written, its own is left as it was."""
+@pytest.mark.parametrize("factory, said", [
+    ("faults:raises", "checkpoint weights.pt not found"),
+    ("faults:meta_device", "model `broken`: tensor `stem.0.weight` has no data (meta device): load or "
+     "initialise its weights in the factory"),
+])
+def test_update_baseline_records_the_models_that_run_beside_one_that_cannot_be_built(tmp_path, factory, said):
+    """One bad factory (it raises, its weights hold no data) fails one model: the others' baselines are
+    written, its own is left as it was; a check of it fails its build in one line."""
     config = write_config(tmp_path, "tiny-cnn", "examples.zoo:tiny_cnn", baseline_dir=tmp_path / "b")
     text = config.read_text()
     tables = text[text.index("[[models]]"):]
     config.write_text(text + tables.replace('"tiny-cnn"', '"broken"').replace('"examples.zoo:tiny_cnn"',
-                                                                                '"faults:raises"'))
+                                                                                f'"{factory}"'))
     assert_one_line_error(run_cli("update-baseline", cwd=tmp_path), 3, "1 model could not run, its baseline "
-                          "left as before (first: broken: BUILD_FAIL", "checkpoint weights.pt not found")
+                          "left as before (first: broken: BUILD_FAIL", said)
     assert sorted(p.name for p in (tmp_path / "b").iterdir()) == ["tiny-cnn.msgpack.zst"]
+    assert_model_error(run_cli("check", "--model", "broken", cwd=tmp_path), "BUILD_FAIL", said)
 
 
 def test_a_forward_that_returns_no_tensor(tmp_path):

@@ -1,5 +1,6 @@
 """How declared inputs meet the model (``gate.model.build``): they reach ``forward`` by position, so an
-input named after a parameter its position does not bind is refused by its key, not fed to another."""
+input named after a parameter its position does not bind is refused by its key, not fed to another; and a
+model whose tensors cannot be read fails its build, by the tensor's name."""
 
 from __future__ import annotations
 
@@ -65,3 +66,60 @@ def test_inputs_named_in_forwards_order_or_after_no_parameter_are_passed_by_posi
     # the digest its baseline recorded before names were compared with forward's: unchanged
     assert built.inputs_digest == "da18ff0ea22c50c453b79c69b685cdbfd3bc9b81d5054d86d0e9365ac77cb68a"
     assert _build("free", MASK, IDS).input_names == ["attention_mask", "input_ids"]  # *inputs: labels
+
+
+class Unused(torch.nn.Module):
+    """A lazy module its forward never calls (its parameters stay uninitialized) beside one it does."""
+
+    def __init__(self):
+        super().__init__()
+        self.used, self.unused = torch.nn.LazyLinear(4), torch.nn.LazyLinear(4)
+
+    def forward(self, x):
+        return self.used(x)
+
+
+def meta() -> torch.nn.Module:
+    return torch.nn.Linear(8, 8).to("meta")
+
+
+def lazy_unused() -> torch.nn.Module:
+    return Unused()
+
+
+def fake() -> torch.nn.Module:
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    with FakeTensorMode():
+        return torch.nn.Linear(8, 8)
+
+
+class Plain(torch.Tensor):
+    """A subclass with no operations of its own: its values are the tensor's."""
+
+
+def readable() -> torch.nn.Module:
+    """The twin: a lazy module its forward calls, and a buffer of a subclass that reads as a tensor."""
+    module = torch.nn.Sequential(torch.nn.LazyLinear(4))
+    module.register_buffer("scale", torch.ones(4).as_subclass(Plain))
+    return module
+
+
+X = InputSpec("x", (2, 8), "float32")
+
+
+@pytest.mark.parametrize(("factory", "said"), [
+    ("meta", "tensor `weight` has no data (meta device): load or initialise its weights in the factory"),
+    ("lazy_unused", "tensor `unused.weight` is uninitialized (a lazy module its forward never calls)"),
+    ("fake", "tensor `weight` is a FakeTensor, a subclass whose values cannot be read"),
+])
+def test_a_model_whose_tensors_cannot_be_read_fails_its_build_by_the_tensors_name(factory, said):
+    with pytest.raises(ModelError) as caught:
+        _build(factory, X)
+    assert caught.value.error_status == ErrorStatus.BUILD_FAIL
+    assert f"model `m`: {said}" in str(caught.value)
+
+
+def test_a_model_whose_tensors_read_as_plain_ones_builds_and_is_hashed():
+    built = _build("readable", X)
+    assert set(built.digest.result().tensors) == {"scale", "0.weight", "0.bias"}
