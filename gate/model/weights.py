@@ -28,11 +28,10 @@ Known = tuple[str, dict[str, str], dict[str, str] | None]
 
 
 def data(module: torch.nn.Module) -> dict[str, torch.Tensor]:
-    """The tensors the model holds as data: its state dict, and the buffers it keeps out of it
-    (``persistent=False``: statistics read from a file, a rotary ``inv_freq``), which its forward reads
-    all the same."""
-    held = module.state_dict()
-    return {**held, **{name: b for name, b in module.named_buffers() if name not in held}}
+    """The tensors the model holds as data: every parameter and buffer, whatever its ``state_dict()`` keeps
+    out (a frozen backbone no checkpoint saves, a ``persistent=False`` rotary ``inv_freq``), which its
+    forward reads all the same, and what its state dict holds beyond them (tied weights by every name)."""
+    return {**module.state_dict(), **dict(module.named_parameters()), **dict(module.named_buffers())}
 
 
 def weights_digest(module: torch.nn.Module, known: Known | None = None) -> Background[WeightsDigest]:

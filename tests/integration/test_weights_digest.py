@@ -60,3 +60,50 @@ def test_only_a_command_that_reads_takes_the_baselines_digests(policy, takes):
     assert policy.plan(None).known_weights() is None
     without = dataclasses.replace(b, meta=dataclasses.replace(b.meta, tensor_digests=None))
     assert policy.plan(without).known_weights() is None
+
+
+class _HeadOnly(torch.nn.Module):
+    """A frozen backbone its ``state_dict()`` leaves out (only the head is saved)."""
+
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(0)
+        self.backbone, self.head = torch.nn.Linear(4, 3), torch.nn.Linear(3, 2)
+
+    def state_dict(self, *args, **kwargs):
+        held = super().state_dict(*args, **kwargs)
+        return type(held)((k, v) for k, v in held.items() if not k.startswith("backbone."))
+
+
+def test_a_parameter_the_state_dict_leaves_out_is_in_the_digest():
+    hashed = weights_digest(_HeadOnly()).result()
+    changed = _HeadOnly()
+    with torch.no_grad():
+        changed.backbone.weight.mul_(1 + 1e-6)
+    now = weights_digest(changed).result()
+    assert now.total != hashed.total
+    assert {n for n, d in now.tensors.items() if d != hashed.tensors[n]} == {"backbone.weight"}
+
+
+class _Held(torch.nn.Module):
+    """Tied weights, statistics, a non-persistent and a bfloat16 buffer: what ordinary models hold."""
+
+    def __init__(self):
+        super().__init__()
+        self.embed, self.out = torch.nn.Embedding(5, 3), torch.nn.Linear(3, 5)
+        self.norm = torch.nn.BatchNorm1d(3)
+        self.out.weight = self.embed.weight
+        self.register_buffer("inv_freq", torch.arange(3, dtype=torch.float32) / 7, persistent=False)
+        self.register_buffer("scale", torch.arange(4, dtype=torch.bfloat16) / 3)
+        with torch.no_grad():
+            for i, (_, p) in enumerate(self.named_parameters()):
+                p.copy_(torch.arange(p.numel(), dtype=p.dtype).reshape(p.shape) * (0.1 + i))
+
+
+def test_an_ordinary_models_digest_is_the_one_its_baselines_recorded():
+    digest = weights_digest(_Held()).result()  # these bytes are in baselines already written: never move them
+    assert digest.total == "69df229d3eaa559e2888c82d772e7b6a672ee71aa7add472f7f00fc45f0c9318"
+    tied = digest.tensors["embed.weight"], digest.tensors["out.weight"]
+    assert tied == ("11983553560e2724", "9ae616071f9fb0a4")
+    assert digest.tensors["inv_freq"] == "f90a9660d40c964e" and len(digest.tensors) == 10
+    assert digest.sums["scale"] == "4.3.bfaac00000000000c473f9839100cc0d"
