@@ -28,7 +28,7 @@ from gate.core.runs import Meta
 from gate.core.status import ErrorStatus
 from gate.model import inputs as inputs_mod
 from gate.model.pristine import Pristine
-from gate.model.weights import Known, WeightsDigest, data, weights_digest
+from gate.model.weights import Known, Undigestible, WeightsDigest, data, weights_digest
 
 
 @dataclass
@@ -178,8 +178,11 @@ def build_module(spec: ModelSpec, root: Path, known: Known | None = None) -> Mod
     if unread is not None:  # every run reads these on the CPU (hashed, exported): the model fails alone
         raise ModelError(f"model `{spec.name}`: {unread}", ErrorStatus.BUILD_FAIL)
     mixed = training if 0 < len(training) < total else []
-    # Recorded before any run: the export, the reference and each provider start from this state.
-    return Module(module, weights_digest(module, known), normalizations, mixed,
+    try:  # recorded before any run: the export, the reference and each provider start from this state
+        digest = weights_digest(module, known)
+    except Undigestible as exc:
+        raise ModelError(f"model `{spec.name}`: {exc}", ErrorStatus.BUILD_FAIL) from None
+    return Module(module, digest, normalizations, mixed,
                   Pristine(module, spec.name, lambda: _rebuilt(spec, root)))
 
 

@@ -1,5 +1,5 @@
-"""The model's data and its digests: every parameter and buffer (persistent or not), hashed whole and
-per tensor, and each tensor's values as a multiset (``value_sums``), so a check tells which tensors
+"""The model's data and its digests: every parameter and buffer, and its state dict's other entries, hashed
+whole and per entry, and each tensor's values as a multiset (``value_sums``), so a check tells which tensors
 changed, and a re-expression that only moves values, from one that changes them."""
 
 from __future__ import annotations
@@ -27,24 +27,41 @@ TENSOR_DIGEST = 16  # hex characters kept per tensor: a collision is a 1 in 2**6
 Known = tuple[str, dict[str, str], dict[str, str] | None]
 
 
-def data(module: torch.nn.Module) -> dict[str, torch.Tensor]:
-    """The tensors the model holds as data: every parameter and buffer, whatever its ``state_dict()`` keeps
-    out (a frozen backbone no checkpoint saves, a ``persistent=False`` rotary ``inv_freq``), which its
-    forward reads all the same, and what its state dict holds beyond them (tied weights by every name)."""
+def held(module: torch.nn.Module) -> dict[str, object]:
+    """The model's data: every parameter and buffer, whatever its ``state_dict()`` keeps out (a frozen
+    backbone no checkpoint saves, a ``persistent=False`` rotary ``inv_freq``), which its forward reads all
+    the same, and what its state dict holds beyond them (tied weights by every name, a module's
+    ``get_extra_state()``, a quantized module's packed weights)."""
     return {**module.state_dict(), **dict(module.named_parameters()), **dict(module.named_buffers())}
 
 
+def data(module: torch.nn.Module) -> dict[str, torch.Tensor]:
+    """The tensors of the model's data (``held``)."""
+    return {name: t for name, t in held(module).items() if isinstance(t, torch.Tensor)}
+
+
+class Undigestible(Exception):
+    """A state dict entry with no bytes that are the same for the same value in every process."""
+
+    def __init__(self, name: str, value: object):
+        super().__init__(f"its state dict entry `{name}` holds a `{type(value).__qualname__}`, which has no "
+                         "bytes the same in every process to digest: keep tensors, arrays, numbers, strings, "
+                         "and lists, tuples and dicts of them there")
+
+
 def weights_digest(module: torch.nn.Module, known: Known | None = None) -> Background[WeightsDigest]:
-    """sha256 over the model's data (``data``: names, dtypes, shapes, bytes) in name order, and one per
-    tensor, hashed on a thread from views taken here (nothing the exporter does meanwhile changes them).
+    """sha256 over the model's data (``held``: names, dtypes, shapes, bytes) in name order, and one per
+    entry, hashed on a thread from views taken here (nothing the exporter does meanwhile changes them).
     Where ``known`` has this digest and the same names, its per-tensor digests are reused: no second pass."""
-    parts = []
-    for name, tensor in sorted(data(module).items()):
-        t = tensor.detach().cpu().contiguous()
-        header = f"{name}|{t.dtype}|{tuple(t.shape)}|".encode()
-        if t.dtype == torch.bfloat16:
-            t = t.view(torch.int16)
-        parts.append((name, header, np.ascontiguousarray(t.numpy()), tensor, version_of(tensor)))
+    parts: list[tuple[str, bytes, np.ndarray, torch.dtype, tuple[tuple[torch.Tensor, int | None], ...]]] = []
+    for name, value in sorted(held(module).items()):
+        if isinstance(value, torch.Tensor):
+            quantized, array = _values(value)
+            header = f"{name}|{value.dtype}|{tuple(value.shape)}|{quantized}".encode()
+            parts.append((name, header, array, value.dtype, ((value, version_of(value)),)))
+        else:  # copied here: bytes no later write reaches
+            header = f"{name}|{type(value).__qualname__}|".encode()
+            parts.append((name, header, np.frombuffer(_encoded(value, name), np.uint8), torch.uint8, ()))
 
     def sha256() -> WeightsDigest:
         h = hashlib.sha256()
@@ -58,12 +75,56 @@ def weights_digest(module: torch.nn.Module, known: Known | None = None) -> Backg
         else:  # sha256 (SHA extensions) beats blake2b here
             tensors = {name: _one(header, array) for name, header, array, _, _ in parts}
         sums = dict(known[2]) if same and known is not None and known[2] and set(known[2]) == set(tensors) \
-            else {name: value_sums(array, tensor.dtype) for name, _, array, tensor, _ in parts}
+            else {name: value_sums(array, dtype) for name, _, array, dtype, _ in parts}
         # the first forward runs while this hashes: one that wrote into a weight leaves no trustworthy digest
-        stale = any(version_of(tensor) != version for _, _, _, tensor, version in parts)
+        stale = any(version_of(t) != version for *_, watched in parts for t, version in watched)
         return WeightsDigest(total, tensors, sums, stale)
 
     return Background(sha256)
+
+
+_WIDTH = {1: torch.int8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
+
+
+def _values(tensor: torch.Tensor) -> tuple[str, np.ndarray]:
+    """(a quantized tensor's scales and zero points, ``|``-ended, else nothing; its values as NumPy holds
+    them): a quantized tensor's integers, a dtype NumPy lacks (bfloat16, float8) as the integers of its
+    width, a view where it can be (nothing the exporter does meanwhile changes them)."""
+    t = tensor.detach().cpu()
+    quantized = ""
+    if t.is_quantized:
+        if t.qscheme() in (torch.per_tensor_affine, torch.per_tensor_symmetric):
+            quantized = f"{t.q_scale()!r},{t.q_zero_point()}|"
+        else:
+            scales, zeros = t.q_per_channel_scales().tolist(), t.q_per_channel_zero_points().tolist()
+            quantized = f"{scales},{zeros},{t.q_per_channel_axis()}|"
+        t = t.int_repr()
+    t = t.contiguous()
+    try:
+        return quantized, np.ascontiguousarray(t.numpy())
+    except TypeError:  # bfloat16, float8, complex32
+        return quantized, np.ascontiguousarray(t.view(_WIDTH[t.element_size()]).numpy())
+
+
+def _encoded(value: object, name: str) -> bytes:
+    """A state dict entry that is no tensor as bytes that are the same for the same value in any process:
+    tensors and arrays by dtype, shape and bytes, the rest by ``repr``, containers in their order. Any
+    other object's ``repr`` may hold its address, a set's its hash order: ``Undigestible``."""
+    if isinstance(value, torch.Tensor):
+        quantized, array = _values(value)
+        return f"{value.dtype}{tuple(value.shape)}{quantized}:".encode() + array.tobytes()
+    if isinstance(value, np.ndarray) and not value.dtype.hasobject:
+        return f"{value.dtype.str}{value.shape}:".encode() + np.ascontiguousarray(value).tobytes()
+    if value is None or isinstance(value, (bool, int, float, complex, str, bytes, torch.dtype, torch.device,
+                                           np.number, np.bool_)):
+        return repr(value).encode()
+    if isinstance(value, (list, tuple)):
+        items = [_encoded(v, name) for v in value]
+    elif isinstance(value, dict):
+        items = [_encoded(k, name) + b":" + _encoded(v, name) for k, v in value.items()]
+    else:
+        raise Undigestible(name, value)
+    return f"{type(value).__qualname__}(".encode() + b",".join(items) + b")"
 
 
 def _one(header: bytes, array: np.ndarray) -> str:

@@ -4,10 +4,15 @@ baseline only where its whole digest is this model's, and only by a command that
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
 import pytest
 import torch
 
+from gate.config.types import InputSpec, ModelSpec
+from gate.core.failure import ModelError
+from gate.core.status import ErrorStatus
+from gate.model.build import build_module
 from gate.model.weights import weights_digest
 from gate.pipeline.stages import ReusePolicy
 from tests.support.verdicts import baseline
@@ -107,3 +112,64 @@ def test_an_ordinary_models_digest_is_the_one_its_baselines_recorded():
     assert tied == ("11983553560e2724", "9ae616071f9fb0a4")
     assert digest.tensors["inv_freq"] == "f90a9660d40c964e" and len(digest.tensors) == 10
     assert digest.sums["scale"] == "4.3.bfaac00000000000c473f9839100cc0d"
+
+
+class _Noted(torch.nn.Linear):
+    """A Linear that saves its settings beside its weights (``nn.Module.get_extra_state``)."""
+
+    def __init__(self, note: object):
+        super().__init__(4, 3)
+        self.note = note
+
+    def get_extra_state(self):
+        return self.note
+
+    def set_extra_state(self, state):
+        self.note = state
+
+
+def _quantized(scale: float) -> torch.nn.Module:
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(4, 3))
+    with torch.no_grad():
+        model[0].weight.copy_(torch.arange(12.0).reshape(3, 4) * scale)
+    return torch.ao.quantization.quantize_dynamic(model, {torch.nn.Linear}, dtype=torch.qint8)
+
+
+def _changed(a: torch.nn.Module, b: torch.nn.Module) -> set[str]:
+    one, two = weights_digest(a).result(), weights_digest(b).result()
+    return {n for n, d in one.tensors.items() if two.tensors[n] != d}
+
+
+def test_state_that_is_no_tensor_is_digested_by_its_values():
+    torch.manual_seed(0)
+    noted = _Noted({"version": 2, "bins": [0.5, 1.0], "table": torch.arange(3)})
+    again = _Noted({"version": 2, "bins": [0.5, 1.0], "table": torch.arange(3)})
+    again.load_state_dict(noted.state_dict())
+    assert _changed(noted, again) == set()
+    again.note = {"version": 2, "bins": [0.5, 1.0 + 1e-9], "table": torch.arange(3)}
+    assert _changed(noted, again) == {"_extra_state"}
+    assert _changed(_quantized(0.1), _quantized(0.1)) == set()
+    assert _changed(_quantized(0.1), _quantized(0.2)) == {"0._packed_params._packed_params"}
+    eight = torch.nn.Module()
+    eight.register_buffer("w", torch.arange(4.0).to(torch.float8_e4m3fn))  # a dtype NumPy lacks
+    assert weights_digest(eight).result().sums["w"].startswith("4.3.")
+
+
+class _Opaque:
+    pass
+
+
+def opaque() -> torch.nn.Module:
+    return _Noted({"calibration": _Opaque()})
+
+
+def test_state_without_stable_bytes_fails_its_model_naming_the_entry():
+    spec = ModelSpec(name="m", factory="tests.integration.test_weights_digest:opaque",
+                     inputs=(InputSpec("x", (2, 4), "float32"),), where="models[1]")
+    with pytest.raises(ModelError) as caught:
+        build_module(spec, Path(__file__).resolve().parents[2])
+    assert caught.value.error_status == ErrorStatus.BUILD_FAIL
+    assert str(caught.value) == "model `m`: its state dict entry `_extra_state` holds a `_Opaque`, which " \
+        "has no bytes the same in every process to digest: keep tensors, arrays, numbers, strings, " \
+        "and lists, tuples and dicts of them there"
