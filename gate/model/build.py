@@ -73,10 +73,10 @@ class BuiltModel:
             self._repeatable(self.pristine)
 
     def _repeatable(self, pristine: Pristine) -> None:
-        """Once a forward changed parameters or buffers in place (restored since), two runs from the state
-        as built must agree, and so must a second call after the first: else what the gate compares (and what the
-        model gives in production) depends on how many runs came before. A model refused once is refused
-        at every restore after (a caller may have caught the first)."""
+        """Once a forward changed the model's state (restored since: a weight, a buffer, an attribute), two
+        runs from the state as built must agree, and so must a second call after the first: else what the gate
+        compares (and what the model gives in production) depends on how many runs came before. A model
+        refused once is refused at every restore after (a caller may have caught the first)."""
         if pristine.refused:
             raise ModelError(pristine.refused, ErrorStatus.INFER_FAIL)
         changed = pristine.take_rewritten()
@@ -94,9 +94,10 @@ class BuiltModel:
             for i, (a, b) in enumerate(zip(runs[0], again, strict=True)):
                 moved = float((a - b).norm() / max(float(b.norm()), 1e-300)) if a.shape == b.shape else math.inf
                 if not moved <= REPEAT:  # NaN included
-                    pristine.refused = (f"model `{self.spec.name}`: its forward changes `{changed[0]}` "
-                                        f"in place, and {why} (output {i} by {moved:.3g}, relative L2): its "
-                                        "runs cannot be repeated")
+                    how = " in place" if changed[0].in_place else ""
+                    pristine.refused = (f"model `{self.spec.name}`: its forward changes "
+                                        f"`{changed[0].name}`{how}, and {why} (output {i} by {moved:.3g}, "
+                                        "relative L2): its runs cannot be repeated")
                     raise ModelError(pristine.refused, ErrorStatus.INFER_FAIL)
 
     @property

@@ -6,7 +6,9 @@ export's reaches both. ``Pristine`` records that state once, after the build and
 and ``restore`` puts it back: buffers and tensor attributes in place when their version counters
 moved or their values did, other mutable attributes deep-copied, so it never holds the weights twice.
 Parameters a forward changes in place come from the factory called once more under the same seed
-(``rebuild``), once its other weights are found equal to the model's. State outside the modules is out
+(``rebuild``), once its other weights are found equal to the model's. Whatever it finds changed (an attribute
+equal to the one built is not) is reported once (``take_rewritten``), for the build to check the model's
+second call. State outside the modules is out
 of reach, and so are a scripted module's attributes but its parameters, buffers and submodules.
 """
 
@@ -16,7 +18,7 @@ import contextlib
 import copy
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import torch
 
@@ -84,6 +86,33 @@ def _immutable(value: Any) -> bool:
     return isinstance(value, _IMMUTABLE)
 
 
+class Change(NamedTuple):
+    """State a forward changed: ``name`` written in place (a parameter, a buffer, a tensor attribute, a
+    container's contents), or else an attribute rebound, added or deleted."""
+
+    name: str
+    in_place: bool
+
+
+def _same(a: Any, b: Any, seen: set[tuple[int, int]]) -> bool:
+    """``a`` holds what ``b`` holds: tensors bitwise, containers and objects by their contents. A value it
+    cannot compare counts as changed (that costs one second call, never a pass)."""
+    if a is b or (id(a), id(b)) in seen:
+        return True
+    if type(a) is not type(b) or isinstance(a, torch.nn.Module):  # a module kept outside the model
+        return False
+    seen.add((id(a), id(b)))
+    if isinstance(a, torch.Tensor):
+        return same_bytes(a, b)
+    if isinstance(a, (list, tuple)):
+        return len(a) == len(b) and all(_same(x, y, seen) for x, y in zip(a, b, strict=True))
+    if isinstance(a, dict):
+        return list(a) == list(b) and all(_same(a[k], b[k], seen) for k in a)
+    if _immutable(a) or isinstance(a, (set, frozenset)):
+        return bool(a == b)
+    return hasattr(a, "__dict__") and _same(vars(a), vars(b), seen)
+
+
 @dataclass
 class _Tensor:
     """A buffer or tensor attribute: the object, its version, and its values at the build."""
@@ -115,6 +144,26 @@ class _Tensor:
         return self.obj
 
 
+_GONE = object()  # an attribute a forward deleted
+
+
+def _rebound(m: torch.nn.Module, state: _Module) -> list[Change]:
+    """The attributes of ``m`` a forward added, deleted or rebound to another value, and the containers whose
+    contents it changed (a value equal to the one built, an ``int`` counted to the same number, is none)."""
+    now = _attributes(m)
+    built = {**state.plain, **{k: t.values for k, t in state.tensors.items()}, **state.copies}
+    held = {**state.plain, **{k: t.obj for k, t in state.tensors.items()}, **state.placed}
+    out = [Change(k, False) for k in now if k not in built]
+    for k, value in built.items():
+        new = now.get(k, _GONE)
+        if new is held[k]:  # the same object: a tensor's writes are seen as a buffer's are
+            if k in state.copies and not _same(new, value, set()):
+                out.append(Change(k, True))
+        elif not _same(new, value, set()):
+            out.append(Change(k, False))
+    return out
+
+
 @dataclass
 class _Module:
     params: dict[str, torch.nn.Parameter | None]
@@ -124,6 +173,7 @@ class _Module:
     tensors: dict[str, _Tensor]  # plain attributes holding a tensor
     plain: dict[str, Any]  # immutable attributes, as they were
     copies: dict[str, Any] = field(default_factory=dict)  # mutable attributes, deep-copied at the build
+    placed: dict[str, Any] = field(default_factory=dict)  # the objects of ``copies`` the module holds now
     # per hook table, the hook ids at the build
     hooks: dict[str, frozenset[int]] = field(default_factory=dict)
 
@@ -138,9 +188,9 @@ class Pristine:
         memo = dict(self.shared)
         self.saved = [(qual, m, self._record(m, memo)) for qual, m in module.named_modules()]
         self.originals: dict[str, torch.Tensor] = {}  # parameter -> its values as built (changed by a forward)
-        # parameters and buffers a run wrote in place, restored for the first time since ``take_rewritten``
-        self.rewritten: list[str] = []
-        self._written: set[str] = set()  # every buffer and tensor attribute ever found written
+        # state a run changed, restored for the first time since ``take_rewritten``
+        self.rewritten: list[Change] = []
+        self._written: set[str] = set()  # every name ever found changed
         self.refused: str | None = None  # why its runs cannot be repeated, once found (``BuiltModel``)
 
     @staticmethod
@@ -166,10 +216,11 @@ class Pristine:
                 state.plain[key] = value
             else:
                 try:
-                    state.copies[key] = copy.deepcopy(value, memo)
+                    state.copies[key], state.placed[key] = copy.deepcopy(value, memo), value
                     copy.deepcopy(state.copies[key], dict(memo))  # each restore copies the copy again
                 except Exception:  # noqa: BLE001 - cannot be copied (a lock, a handle): kept as it is
                     state.copies.pop(key, None)
+                    state.placed.pop(key, None)
                     state.plain[key] = value
         return state
 
@@ -186,9 +237,9 @@ class Pristine:
                     del getattr(m, table)[hook_id]
             # a module in training mode writes its statistics by design (the training audit's to judge)
             tensors = () if m.training else (*state.buffers.items(), *state.tensors.items())
-            written = [f"{qual}.{key}" if qual else key for key, b in tensors if b is not None and b.written]
-            self.rewritten += [name for name in written if name not in self._written]
-            self._written.update(written)
+            moved = [Change(key, True) for key, b in tensors if b is not None and b.written]
+            moved += _rebound(m, state)
+            self._found([Change(f"{qual}.{c.name}" if qual else c.name, c.in_place) for c in moved])
             _put_back(m._buffers, {k: None if b is None else b.restored() for k, b in state.buffers.items()})
             for key in _attributes(m):
                 if key not in state.tensors and key not in state.plain and key not in state.copies:
@@ -197,7 +248,7 @@ class Pristine:
                 m.__dict__[key] = t.restored()
             m.__dict__.update(state.plain)
             for key, value in state.copies.items():
-                m.__dict__[key] = copy.deepcopy(value, memo)
+                m.__dict__[key] = state.placed[key] = copy.deepcopy(value, memo)
         if changed:
             self._rewrite(changed)
 
@@ -206,7 +257,7 @@ class Pristine:
         missing = [name for name, _, _ in changed if name not in self.originals]
         if missing:
             self.originals.update(self._as_built(missing))
-            self.rewritten += missing
+            self._found([Change(name, True) for name in missing])
         with torch.no_grad():
             for name, state, key in changed:
                 p = state.params[key]
@@ -234,9 +285,12 @@ class Pristine:
                                      ErrorStatus.INFER_FAIL)
             return {name: again[name].detach() for name in names}
 
-    def take_rewritten(self) -> list[str]:
-        """The parameters and buffers restored from their values as built for the first time since the last
-        call."""
+    def _found(self, changes: list[Change]) -> None:
+        self.rewritten += [c for c in changes if c.name not in self._written]
+        self._written.update(c.name for c in changes)
+
+    def take_rewritten(self) -> list[Change]:
+        """The state restored to its values as built for the first time since the last call."""
         out, self.rewritten = self.rewritten, []
         return out
 

@@ -57,6 +57,37 @@ class TableCache(nn.Module):
         return x @ self.table
 
 
+class HalfTableCache(TableCache):
+    """Keeps its table in float16, to save memory: the first call reads the table it computed, every later
+    call the float16 copy."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if self.table is None:
+            table = torch.cos(self.freq[:, None] * self.freq[None, :])
+            self.table = table.half()
+        else:
+            table = self.table.to(x.dtype)
+        return x @ table
+
+
+class CountsInPython(nn.Module):
+    """Counts its calls in a Python int, or in a list it appends to; from the second call on its output moves
+    by ``step`` (none: a counter that changes nothing)."""
+
+    def __init__(self, step: float = 0.0, in_list: bool = False):
+        super().__init__()
+        self.lin, self.step = nn.Linear(16, 16), step
+        self.calls: int | list[int] = [] if in_list else 0
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if isinstance(self.calls, list):
+            self.calls.append(1)
+        else:
+            self.calls += 1
+        n = self.calls if isinstance(self.calls, int) else len(self.calls)
+        return self.lin(x) * (1 + self.step * (n > 1))
+
+
 class Net(nn.Module):
     def __init__(self, block: nn.Module):
         super().__init__()
@@ -179,6 +210,26 @@ def bias_cache() -> nn.Module:
 
 def table_cache() -> nn.Module:
     return Net(TableCache())
+
+
+def half_table_cache() -> nn.Module:
+    return Net(HalfTableCache())
+
+
+def counts_in_an_int() -> nn.Module:
+    return Net(CountsInPython(1e-3))
+
+
+def counts_in_a_list() -> nn.Module:
+    return Net(CountsInPython(1e-3, in_list=True))
+
+
+def counts_harmlessly() -> nn.Module:
+    return Net(CountsInPython())
+
+
+def counts_harmlessly_in_a_list() -> nn.Module:
+    return Net(CountsInPython(in_list=True))
 
 
 def counts_calls() -> nn.Module:

@@ -4,6 +4,7 @@ either direction between the float32 runs and the float64 reference."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -118,6 +119,27 @@ def test_a_forward_whose_second_call_differs_from_its_first_is_refused():
     built = _built("decays_after_use")
     with pytest.raises(ModelError, match=r"model `m`: its forward changes `block\.lin\.weight` in "
                                          r"place, and a second call gives other outputs than the first "):
+        with built.fresh(), torch.no_grad():
+            built.module(*built.inputs)
+
+
+@pytest.mark.parametrize(("factory", "changes"), [("half_table_cache", "`block.table`"),
+                                                  ("counts_in_an_int", "`block.calls`"),
+                                                  ("counts_in_a_list", "`block.calls` in place")])
+def test_a_forward_whose_plain_attribute_makes_its_second_call_differ_is_refused(factory, changes):
+    """State in a plain attribute (a float16 cache read from the second call on, a Python counter) is put back
+    before every run, so each run is a first call: the second call after it is checked as for a buffer."""
+    built = _built(factory)
+    refused = rf"model `m`: its forward changes {re.escape(changes)}, and a second call gives other outputs "
+    with pytest.raises(ModelError, match=refused + r"than the first \(output 0 by "):
+        with built.fresh(), torch.no_grad():
+            built.module(*built.inputs)
+
+
+@pytest.mark.parametrize("factory", ["table_cache", "counts_harmlessly", "counts_harmlessly_in_a_list"])
+def test_a_forward_whose_cache_or_counter_changes_nothing_it_returns_passes(factory):
+    built = _built(factory)
+    for _ in range(2):
         with built.fresh(), torch.no_grad():
             built.module(*built.inputs)
 
