@@ -20,6 +20,14 @@ def module_of(name: str) -> str:
     return re.split(r"[#\[]", name, maxsplit=1)[0]
 
 
+def renamed_modules(renames: dict[str, str]) -> dict[str, str]:
+    """Layer renames (now -> baseline) as module renames: a module is what its first call, or a later call
+    as that call, was matched to; never what another module's call was (a block now shared was two: its
+    second call is the second block, its tensors the first's)."""
+    return {module_of(new): module_of(old) for new, old in renames.items()
+            if "#" not in new or new[len(module_of(new)):] == old[len(module_of(old)):]}
+
+
 def is_output(name: str) -> bool:
     """Whether a layer is one of the model's outputs (a call of the root module)."""
     return name.startswith(ROOT)

@@ -14,10 +14,10 @@ from gate.core.runs import ModelRun
 from gate.core.spans import span
 from gate.core.status import KeyPart
 from gate.formats.baseline import Baseline
-from gate.verdict.hints.weights import tensor_changes
 from gate.verdict.moves import enclosing
 from gate.verdict.rows import Row
 from gate.verdict.structure import Structure
+from gate.verdict.tensors import sums, tensor_changes
 
 ONLY = KeyPart.WEIGHTS.value  # the content-key part that may differ for the rule to hold
 
@@ -50,7 +50,8 @@ def cause(run: ModelRun, baseline: Baseline, st: Structure | None) -> Cause | No
     parts, recorded = now.get("parts") or {}, before.get("parts") or {}
     if not parts or {p for p in {*parts, *recorded} if parts.get(p) != recorded.get(p)} != {ONLY}:
         return None
-    changes = tensor_changes(baseline.meta.tensor_digests, run.meta.tensor_digests, st.renames if st else {})
+    changes = tensor_changes(baseline.meta.tensor_digests, run.meta.tensor_digests, st.renames if st else {},
+                             sums=sums(run, baseline))
     if changes is None or not changes.values or changes.unmatched:
         return None
     starts: dict[str, int] = {}

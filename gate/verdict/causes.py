@@ -8,13 +8,14 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from gate.core.layers import ROOT, module_of
+from gate.core.layers import ROOT, module_of, renamed_modules
 from gate.core.runs import ModelRun
 from gate.core.spans import span
 from gate.core.status import Check, RowStatus
 from gate.formats.baseline import Baseline
 from gate.verdict.reexpression import modules_changed, reexpression
 from gate.verdict.rows import Regression, Row
+from gate.verdict.tensors import sums, tensor_changes
 
 
 @dataclass(frozen=True)
@@ -57,20 +58,25 @@ def later(found: tuple[Cause, ...], code: Callable[[str], str] = span) -> str:
 
 
 def causes(first: Regression | None, rows: list[Row], run: ModelRun, baseline: Baseline,
-           order: dict[str, int]) -> list[Cause] | None:
+           order: dict[str, int], renames: dict[str, str]) -> list[Cause] | None:
     """The first drift's cause, then each later one, in execution order; None where there is no drift
-    first or a side did not digest its modules or tensors (each row keeps its mark)."""
+    first or a side did not digest its modules or tensors (each row keeps its mark). A module the verdict
+    renamed (``renames``: its layers') is judged by its tensors against its baseline namesake's: its code
+    digest names its tensors and covers every call of a shared module, so it differs whatever the code."""
     code = modules_changed(run, baseline)
-    now, before = run.meta.tensor_digests or {}, baseline.meta.tensor_digests or {}
-    if first is None or first.check != Check.REFERENCE_DRIFT or code is None or not now or not before:
+    renamed = {m for m, was in renamed_modules(renames).items() if m != was}
+    moves = reexpression(run, baseline)
+    found = tensor_changes(baseline.meta.tensor_digests, run.meta.tensor_digests, renames, moves.changed,
+                           sums(run, baseline))
+    if first is None or first.check != Check.REFERENCE_DRIFT or code is None or found is None:
         return None
-    renamed = reexpression(run, baseline).moved
-    changed = sorted(n for n in {**now, **before} if now.get(n) != before.get(n) and n not in renamed)
+    changed = sorted({*found.values, *found.unmatched} - moves.moved)
     at = order.get(first.layer, len(order))
 
     def of(layer: str) -> Cause:
         module = module_of(layer)
-        return Cause(layer, tuple(n for n in changed if n.rpartition(".")[0] == module), module in code)
+        return Cause(layer, tuple(n for n in changed if n.rpartition(".")[0] == module),
+                     module in code and module not in renamed)
 
     out = [of(first.layer)]
     for r in rows:

@@ -19,9 +19,9 @@ from gate.core.target import ROUNDING, coarsest
 from gate.fingerprint import Fingerprint, difference
 from gate.formats.baseline import Baseline, Entry, EntryLayer
 from gate.verdict import data_dependent, moves, reexpression
-from gate.verdict.hints.weights import tensor_changes
 from gate.verdict.rows import Row
 from gate.verdict.structure import Limit, Move, Structure, identifies, structure
+from gate.verdict.tensors import sums, tensor_changes
 
 CODE_SEAL = 1e-12  # what a refactor of code moves a float64 output by: its roundings, ~1e-15
 NOISE_MARGIN = 4.0  # thresholds stay at least this many times the calibrated noise away
@@ -153,7 +153,7 @@ def _changed_tensors(run: ModelRun, baseline: Baseline, st: Structure, layer: st
     those only the baseline has, then those only the run has: a tensor of a module matched under another
     name is compared under the name it had, and is no change where its values are the same."""
     before, now = baseline.meta.tensor_digests or {}, run.meta.tensor_digests or {}
-    changes = tensor_changes(before, now, st.renames, altered)
+    changes = tensor_changes(before, now, st.renames, altered, sums(run, baseline))
     module = module_of(layer)
     prefix = "" if module == ROOT else module + "."
     listed = dict.fromkeys(changes.values + changes.unmatched if changes else [])

@@ -202,7 +202,7 @@ def model_verdict(spec: ModelSpec, run: ModelRun, baseline: Baseline | None, pat
     found = causality.cause(run, baseline, st) if st is not None and baseline is not None else None
     candidates = _targets_first(mv, order, found)
     if baseline is not None:
-        _follows_reference(mv.providers[0], run, baseline, order)
+        _follows_reference(mv.providers[0], run, baseline, order, st.renames if st else {})
     for audit in (a for a in mv.audits if a.status == AuditStatus.FAIL and a.check != Check.CONTRADICTION):
         # What ships does not match the config (its export) or the model as given: before any layer.
         candidates.append((order.get(audit.layer, -1) if audit.layer else -1, 0, audit_regression(audit)))
@@ -243,12 +243,12 @@ def _follows(mv: ModelVerdict, spec: ModelSpec, order: dict[str, int]) -> None:
             pv.rows[i] = replace(r, status=RowStatus.FOLLOWS, message=f"{said}; not a finding of its own")
 
 
-def _follows_reference(ref: ProviderVerdict, run: ModelRun, baseline: Baseline,
-                       order: dict[str, int]) -> None:
+def _follows_reference(ref: ProviderVerdict, run: ModelRun, baseline: Baseline, order: dict[str, int],
+                       renames: dict[str, str]) -> None:
     """One cause, one mark in the reference too: after its first drift, a layer that moved without a cause
     of its own (``causes``) is the nearest cause before it passed on. Where a side did not digest modules
     or tensors, each keeps its mark."""
-    found = causes.causes(ref.first_regression, ref.rows, run, baseline, order)
+    found = causes.causes(ref.first_regression, ref.rows, run, baseline, order, renames)
     if found is None:
         return
     starts, at = {c.layer for c in found}, found[0].layer

@@ -180,6 +180,7 @@ def structure(run: ModelRun, baseline: Baseline, limit: Limit) -> Structure:
     taken = _wrapped(run, baseline, displaced, renames, copies, new, used)
     _kept(run, baseline, now, renames, new, used)
     _first_element(run, baseline, now, renames, new, used)
+    _by_place(run, baseline, now, renames, new, used)
     compared = used | (now - set(renames) - set(copies) - taken)
     return Structure(renames, tuple(x.name for x in run.layers if x.name in taken or x.name in new),
                      tuple(g.name for g in free if g.name not in compared), copies, taken=frozenset(taken))
@@ -245,6 +246,33 @@ def _first_element(run: ModelRun, baseline: Baseline, now: set[str], renames: di
             renames[n] = was.name
             new.remove(n)
             used.add(was.name)
+
+
+def _by_place(run: ModelRun, baseline: Baseline, now: set[str], renames: dict[str, str], new: list[str],
+              used: set[str]) -> None:
+    """Layers renamed with a fault before them (a block wrapped, shared or unshared, a weight in it off):
+    their values match nothing, yet between two layers compared as before, the new layers and the gone ones,
+    as many, of one type and output shape each in turn, are those layers in their place: compared as such,
+    they follow the fault, not mark it new. Added to ``renames``, taken from ``new``."""
+    order = {g.name: i for i, g in enumerate(baseline.layers)}
+    taken = set(new) | set(renames)
+    gone = [g for g in baseline.layers if g.name not in used and not is_output(g.name)
+            and (g.name in taken or g.name not in now)]
+    gaps: list[tuple[list[LayerInfo], int]] = [([], -1)]  # new layers, then the baseline layer before them
+    for x in run.layers:
+        was = renames.get(x.name) or (x.name if x.name not in taken and x.name in order else None)
+        if was is not None and order[was] > gaps[-1][1]:
+            gaps.append(([], order[was]))
+        elif x.name in new and not is_output(x.name):
+            gaps[-1][0].append(x)
+    for (layers, start), (_, end) in zip(gaps, [*gaps[1:], ([], len(order))], strict=True):
+        between = [g for g in gone if start < order[g.name] < end]
+        if layers and len(layers) == len(between) and all(
+                x.type == g.type and _key(x.fp)[:2] == _key(g.fp)[:2] for x, g in zip(layers, between, strict=True)):
+            for x, g in zip(layers, between, strict=True):
+                renames[x.name] = g.name
+                new.remove(x.name)
+                used.add(g.name)
 
 
 def described(st: Structure) -> list[str]:

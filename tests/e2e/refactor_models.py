@@ -221,3 +221,62 @@ def two_outputs_compiled_faulted() -> nn.Module:
 
 def two_outputs_traced_faulted() -> nn.Module:
     return _wrapped(lambda m: torch.jit.trace(m, torch.zeros(2, 5, 6)), 1 + 1e-4)
+
+
+class Block(nn.Module):
+    def __init__(self, c: int):
+        super().__init__()
+        self.conv1, self.act = nn.Conv2d(c, c, 3, padding=1), nn.GELU()
+        self.conv2 = nn.Conv2d(c, c, 3, padding=1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x + self.conv2(self.act(self.conv1(x)))
+
+
+class Blocks(nn.Module):
+    """Two blocks of the same weights; ``shared``: one block called twice."""
+
+    def __init__(self, shared: bool = False):
+        super().__init__()
+        torch.manual_seed(0)
+        self.stem, self.relu = nn.Conv2d(3, 8, 3, padding=1), nn.ReLU()
+        self.b1 = Block(8)
+        self.b2 = Block(8)
+        self.pool, self.flat, self.fc = nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(8, 10)
+        self.b2 = self.b1 if shared else self.b2
+        self.b2.load_state_dict(self.b1.state_dict())
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.fc(self.flat(self.pool(self.b2(self.b1(self.relu(self.stem(x)))))))
+
+
+def blocks() -> nn.Module:
+    return Blocks()
+
+
+def _off(m: nn.Module, tensor: str) -> nn.Module:
+    with torch.no_grad():
+        m.get_parameter(tensor).mul_(1 + 1e-5)
+    return m
+
+
+def blocks_shared() -> nn.Module:
+    return Blocks(shared=True)
+
+
+def blocks_shared_faulted() -> nn.Module:
+    return _off(Blocks(shared=True), "b1.conv2.weight")
+
+
+def blocks_shared_faulted_pool_changed() -> nn.Module:
+    m = blocks_shared_faulted()
+    m.pool = nn.AdaptiveMaxPool2d(1)
+    return m
+
+
+def blocks_wrapped() -> nn.Module:
+    return nn.DataParallel(Blocks())
+
+
+def blocks_wrapped_faulted() -> nn.Module:
+    return nn.DataParallel(_off(Blocks(), "b2.conv1.weight"))

@@ -21,6 +21,7 @@ MODELS = {
                     "refactor_models:transformer_with_dropout"),
     "convbn": ('[{ name = "x", shape = [2, 4, 8, 8], dtype = "float32" }]', "refactor_models:conv_bn"),
     "twoout": ('[{ name = "x", shape = [2, 5, 6], dtype = "float32" }]', "refactor_models:two_outputs"),
+    "blocks": ('[{ name = "x", shape = [2, 3, 8, 8], dtype = "float32" }]', "refactor_models:blocks"),
 }
 
 
@@ -187,3 +188,33 @@ def test_a_compiled_module_or_model_is_checked_as_the_module_it_compiles(recorde
     first = report["first_regression"]
     assert (first["layer"], first["check"]) == ("inp", "reference-drift"), first
     assert "its tensor `inp.weight` changed" in first["message"], first["message"]
+
+
+def _model_change(report: dict) -> dict:
+    (hint,) = [h for h in report["models"][0]["hints"] if h["kind"] == "model-change"]
+    return hint
+
+
+def test_a_block_shared_or_wrapped_with_a_fault_fails_where_the_fault_is_and_the_rest_follows(recorded):
+    """Two copies of a block made one shared block, or the model wrapped in DataParallel (every name
+    prefixed), a weight 1e-5 off: its values match no baseline layer, yet each layer in its place is the
+    one it was, so the fault's layer fails first, blamed on its weight, and what comes after follows.
+    Twin: the refactor alone passes."""
+    for factory in ("blocks_shared", "blocks_wrapped"):
+        report = check(recorded, "blocks", f"refactor_models:{factory}")
+        assert report["verdict"] == "pass", report["first_regression"]
+    for factory, first, tensor in (("blocks_shared_faulted", "b1.conv2", "b1.conv2.weight"),
+                                   ("blocks_wrapped_faulted", "module.b2.conv1", "module.b2.conv1.weight")):
+        report = check(recorded, "blocks", f"refactor_models:{factory}")
+        assert report["first_regression"]["layer"] == first, report["first_regression"]
+        hint = _model_change(report)
+        assert tensor in hint["evidence"]["tensors_changed"], hint["message"]
+        rows = report["models"][0]["providers"][0]["layers"]
+        assert not [r["layer"] for r in rows if r["status"] in ("new", "missing") and r["layer"] != "module"]
+    assert "causes" not in hint["evidence"], hint["message"]  # nothing later changed itself
+
+
+def test_a_code_change_after_a_fault_in_a_shared_block_is_named_as_code(recorded):
+    """The shared block's fault above, and `pool` now a max pool: that later change is named as code."""
+    hint = _model_change(check(recorded, "blocks", "refactor_models:blocks_shared_faulted_pool_changed"))
+    assert {"layer": "pool", "tensors": [], "code": True} in hint["evidence"]["causes"], hint["message"]

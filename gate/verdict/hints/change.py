@@ -11,10 +11,11 @@ from gate.verdict.ahead import ahead
 from gate.verdict.causes import causes, later
 from gate.verdict.hints import numerics
 from gate.verdict.hints.context import Context, make
-from gate.verdict.hints.weights import TensorChanges, digest_changed, weights_changed
+from gate.verdict.hints.weights import digest_changed, weights_changed
 from gate.verdict.moves import traced_ops_changed
 from gate.verdict.notes import Hint
 from gate.verdict.rows import Regression
+from gate.verdict.tensors import TensorChanges
 from gate.verdict.types import ProviderVerdict
 
 
@@ -149,7 +150,8 @@ def _model_change(ctx: Context, reference: ProviderVerdict, fr: Regression, weig
     value = f" {fr.value:.3g}" if fr.value is not None else ""
     first = ahead(ctx.structure, ctx.order, [x.name for x in ctx.baseline.layers], fr.layer)
     # each later change of its own is named: a reviewer who meant one change sees the other
-    found = tuple((causes(fr, reference.rows, ctx.run, ctx.baseline, ctx.index) or [])[1:])
+    renames = ctx.structure.renames if ctx.structure else {}
+    found = tuple((causes(fr, reference.rows, ctx.run, ctx.baseline, ctx.index, renames) or [])[1:])
     moved_at = f"the {ctx.ref_dtype} reference moved first"
     if first.output:  # nothing moved: an output one side has is what ships changed
         said = f"the model changed: {first.words(fr.layer)}; {why}"
