@@ -22,10 +22,10 @@ from gate.cli.shared import (
     _sharded,
     _split,
     _write_reports,
+    raise_failed,
     report_options,
+    show_updated,
 )
-from gate.core.failure import ModelError
-from gate.core.status import ErrorStatus
 from gate.errors import INTERNAL_ERROR, GateError
 from gate.render.text import count
 
@@ -150,28 +150,9 @@ def update_baseline(config: ConfigOpt = None, model: ModelOpt = None, provider: 
     notices.input_ranges(models)
     with progress_display() as progress:
         updated = commands.update_baseline(cfg, models, providers, progress, sources=source, calibrate=calibrate)
-    for u in updated:
-        if u.error:
-            console.print(f"[bold red]{u.model}[/bold red] not updated: {escape(f'{u.error_status}: {u.error}')}",
-                          soft_wrap=True)
-            continue
-        console.print(f"[bold]{u.model}[/bold] → {escape(str(u.path))}")
-        for line in u.changes:
-            console.print(f"  {escape(line)}", soft_wrap=True)
-        for line in u.warnings:
-            console.print(f"  [yellow]warning:[/yellow] {escape(line)}", soft_wrap=True)
-    failed = [u for u in updated if u.error]
-    console.print(f"[bold green]UPDATED[/bold green] | {count(len(updated) - len(failed), 'baseline')}")
-    if failed:
-        first = failed[0]
-        kept = "its baseline" if len(failed) == 1 else "their baselines"
-        raise ModelError(f"{count(len(failed), 'model')} could not run, {kept} left as before (first: "
-                         f"{first.model}: {first.error_status}: {first.error})", first.error_status)
-    unexported = [u for u in updated if u.unexported]
-    if unexported:  # recorded what ran without a graph; the export itself still fails the command
-        first = unexported[0]
-        raise ModelError(f"{first.model}: recorded the reference and the PyTorch providers only, no ONNX Runtime "
-                         f"entry: {first.unexported.message}", ErrorStatus.EXPORT_FAIL)
+    show_updated(updated)
+    console.print(f"[bold green]UPDATED[/bold green] | {count(sum(not u.error for u in updated), 'baseline')}")
+    raise_failed(updated)
     if out is not None and chosen is not None:  # only a share recorded whole is handed on
         from gate.commands.baseline_shards import write_share
 

@@ -13,6 +13,7 @@ import typer
 from rich.markup import escape
 
 from gate.cli.extras import require
+from gate.cli.shared import raise_failed, show_updated
 from gate.config import find_config, load_config
 from gate.config.providers import is_gpu
 from gate.errors import GateError
@@ -144,19 +145,19 @@ def _first_baseline(p: Plan) -> None:
     if missing:
         with progress_display() as progress:
             updated = commands.update_baseline(cfg, tuple(missing), cfg.select_providers(None), progress)
-    for u in updated:
-        console.print(f"[bold]{escape(u.model)}[/bold] → {escape(str(u.path))}")
-        for line in u.warnings:
-            console.print(f"  [yellow]warning:[/yellow] {escape(line)}", soft_wrap=True)
+    show_updated(updated)
     kept = len(cfg.models) - len(missing)
     if kept:
         console.print(f"[dim]kept the baselines of {count(kept, 'model')} (`parity-gate update-baseline "
                       "--model NAME` re-records one)[/dim]", soft_wrap=True)
-    files = " ".join(sorted({c.path for c in p.changes if c.action != "keep"}
-                            | {str(cfg.baseline_dir.relative_to(p.options.root))} | {CONSTRAINTS}))
-    console.print(f"[bold green]INITIALIZED[/bold green] | {count(len(updated), 'baseline')} recorded; commit "
+    owned = {c.path for c in p.changes if c.action != "keep"} | {CONSTRAINTS}
+    files = " ".join(sorted(f for f in owned | {str(cfg.baseline_dir.relative_to(p.options.root))}
+                            if (p.options.root / f).exists()))
+    recorded = sum(not u.error for u in updated)
+    console.print(f"[bold green]INITIALIZED[/bold green] | {count(recorded, 'baseline')} recorded; commit "
                   f"them: git add {escape(files)} && git commit -m \"Gate the models with parity-gate\"",
                   soft_wrap=True)
+    raise_failed(updated)
 
 
 def _adds_to_config(root: Path, name: str | None, factory: str) -> bool:
@@ -233,13 +234,12 @@ def _add(root: Path, config: Path | None, factory: str, inputs: Inputs, name: st
     cfg = load_config(path)
     with progress_display() as progress:
         updated = commands.update_baseline(cfg, cfg.select_models([model]), cfg.select_providers(None), progress)
-    for u in updated:
-        console.print(f"[bold]{escape(u.model)}[/bold] → {escape(str(u.path))}")
-        for line in u.warnings:
-            console.print(f"  [yellow]warning:[/yellow] {escape(line)}", soft_wrap=True)
-    files_text = " ".join([*shown, *(str(u.path) for u in updated)])
-    console.print(f"[bold green]ADDED[/bold green] | model {escape(model)}, {count(len(updated), 'baseline')}; commit "
-                  f"them: git add {escape(files_text)}", soft_wrap=True)
+    show_updated(updated)
+    written = [u for u in updated if not u.error]
+    files_text = " ".join([*shown, *(str(u.path) for u in written)])
+    console.print(f"[bold green]ADDED[/bold green] | model {escape(model)}, {count(len(written), 'baseline')}; "
+                  f"commit them: git add {escape(files_text)}", soft_wrap=True)
+    raise_failed(updated)
 
 
 def _warn_ranges(config_path: Path, model: str) -> None:

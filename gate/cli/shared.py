@@ -1,5 +1,6 @@
 """What the commands of the CLI share: reading the config with the command line's additions, the
-repeatable options' lists, a shard's models, the extra a command needs, and writing the reports.
+repeatable options' lists, a shard's models, the extra a command needs, what a recording did, and
+writing the reports.
 Below ``app`` and every subcommand module, which all take these from here."""
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from gate.render.text import count
 
 if TYPE_CHECKING:
     from gate.commands.shards import ShardPlan
+    from gate.commands.update import Updated
     from gate.config import Config, ModelSpec
     from gate.verdict.types import Report
 
@@ -87,6 +89,44 @@ def _shard_line(chosen: ShardPlan) -> str:
                if chosen.estimated else "")
     return (f"shard {chosen.shard}: {count(chosen.held, 'model')} of {chosen.units} ({count(len(chosen.models), 'case')} "
             f"of {len(chosen.covered)}); recorded seconds per shard: {loads}{guessed}")
+
+
+def show_updated(updated: list[Updated]) -> None:
+    """Each model's line, as update-baseline, init and add print it: the baseline written, what changed
+    and what ``check`` will fail on; or why it was not updated."""
+    from rich.markup import escape
+
+    from gate.cli.console import console
+
+    for u in updated:
+        if u.error:
+            why = escape(f"{u.error_status}: {u.error}")
+            console.print(f"[bold red]{u.model}[/bold red] not updated: {why}", soft_wrap=True)
+            continue
+        console.print(f"[bold]{u.model}[/bold] → {escape(str(u.path))}")
+        for line in u.changes:
+            console.print(f"  {escape(line)}", soft_wrap=True)
+        for line in u.warnings:
+            console.print(f"  [yellow]warning:[/yellow] {escape(line)}", soft_wrap=True)
+
+
+def raise_failed(updated: list[Updated]) -> None:
+    """ModelError (exit 3) when a model could not run (its baseline left as it was) or was recorded
+    without its export (what ran without a graph is written; the export still fails the command)."""
+    from gate.core.failure import ModelError
+    from gate.core.status import ErrorStatus
+
+    failed = [u for u in updated if u.error]
+    if failed:
+        first = failed[0]
+        kept = "its baseline" if len(failed) == 1 else "their baselines"
+        raise ModelError(f"{count(len(failed), 'model')} could not run, {kept} left as before (first: "
+                         f"{first.model}: {first.error_status}: {first.error})",
+                         first.error_status or ErrorStatus.INFER_FAIL)
+    for u in updated:
+        if u.unexported:
+            raise ModelError(f"{u.model}: recorded the reference and the PyTorch providers only, no ONNX "
+                             f"Runtime entry: {u.unexported.message}", ErrorStatus.EXPORT_FAIL)
 
 
 def report_options(command: Callable[..., None]) -> Callable[..., None]:

@@ -223,3 +223,45 @@ def test_the_gpu_flow_says_how_the_first_gpu_baseline_is_recorded_and_check_says
     import json
 
     assert json.loads((tmp_path / "r.json").read_text())["models"][0]["unrecorded"] == ["CUDAExecutionProvider"]
+
+
+UNRUNNABLE = ("import torch\n\n\ndef broken():  # a shape error in forward\n"
+              "    return torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.Linear(9, 2))\n\n\n"
+              "def good():\n    return torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.ReLU())\n")
+
+
+@pytest.fixture(scope="module")
+def unrunnable(tmp_path_factory) -> tuple[Path, subprocess.CompletedProcess]:
+    root = tmp_path_factory.mktemp("unrunnable")
+    git(root, "init", "-q")
+    (root / "models.py").write_text(UNRUNNABLE)
+    return root, run_cli("init", "--factory", "models:broken", "--input", "x=2x8", "--yes", cwd=root)
+
+
+def printed_files(stdout: str) -> list[str]:
+    """The files of the `git add` a command printed."""
+    return stdout.split("commit them: git add ", 1)[1].split(" && ", 1)[0].split()
+
+
+def test_a_model_that_cannot_run_is_named_and_no_baseline_is_claimed(unrunnable):
+    root, proc = unrunnable
+    assert proc.returncode == 3, proc.stdout + proc.stderr
+    assert "broken not updated: INFER_FAIL: model `broken`: PyTorch forward failed" in proc.stdout
+    assert "INITIALIZED | 0 baselines recorded" in proc.stdout and "broken →" not in proc.stdout
+    files = printed_files(proc.stdout)
+    assert "parity-gate.toml" in files and "baselines" not in files
+    git(root, "add", *files)  # as printed: every file is there
+    added = run_cli("add", "--factory", "models:broken", "--name", "broken2", "--input", "x=2x8", "--yes",
+                    cwd=root)
+    assert added.returncode == 3, added.stdout + added.stderr
+    assert "broken2 not updated: INFER_FAIL" in added.stdout
+    assert "ADDED | model broken2, 0 baselines; commit them: git add parity-gate.toml\n" in added.stdout
+
+
+def test_a_model_that_runs_beside_it_is_recorded_and_listed(unrunnable):
+    root, _ = unrunnable
+    added = run_cli("add", "--factory", "models:good", "--input", "x=2x8", "--yes", cwd=root)
+    assert added.returncode == 0, added.stdout + added.stderr
+    assert "good → baselines/good.msgpack.zst" in added.stdout
+    assert printed_files(added.stdout) == ["parity-gate.toml", "baselines/good.msgpack.zst"]
+    git(root, "add", *printed_files(added.stdout))
