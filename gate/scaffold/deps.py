@@ -4,10 +4,12 @@ model's factory imports beyond parity-gate's own (its workflow installs them).""
 from __future__ import annotations
 
 import ast
+import importlib.util
 from importlib import metadata
 from pathlib import Path
 
 from gate.core.versions import ORT_DISTRIBUTIONS
+from gate.scaffold.diff_driver import top_level
 
 RUNTIMES = ("torch", "onnx", "onnxscript")
 # Imported by parity-gate itself or the Python standard library: never a model's own requirement.
@@ -31,7 +33,8 @@ def release(version: str) -> str:
 def model_requirements(factory: str, root: Path) -> list[str]:
     """Distributions the factory's code imports that parity-gate does not (``torchvision``, ``timm``,
     ``transformers``...): the ``import`` statements of its module, and of the modules it imports from
-    the repository, read without running them."""
+    the repository, read without running them. The repository's own packages are never one, wherever
+    they lie in it (a src/ layout installed editable)."""
     by_module = metadata.packages_distributions()
     found: set[str] = set()
     for top in _imported_tops(factory.split(":", 1)[0], root):
@@ -43,14 +46,17 @@ def _imported_tops(module: str, root: Path, limit: int = 200) -> set[str]:
     """Top-level names imported by ``module`` and by the repository modules it imports (breadth first)."""
     tops: set[str] = set()
     queue, seen = [module], set[str]()
+    repository = top_level(root) or root.resolve()
     while queue and len(seen) < limit:
         name = queue.pop(0)
         if name in seen:
             continue
         seen.add(name)
-        path = _local_file(name, root)
+        path = _local_file(name, root, repository)
         if path is None:
-            tops.add(name.split(".", 1)[0])
+            top = name.split(".", 1)[0]
+            if top == name or _local_file(top, root, repository) is None:  # not a name in a local package
+                tops.add(top)
             continue
         try:
             tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
@@ -70,13 +76,30 @@ def _imported_tops(module: str, root: Path, limit: int = 200) -> set[str]:
     return tops
 
 
-def _local_file(module: str, root: Path) -> Path | None:
-    """The repository file of ``module`` (a module or a package), or None when it lives elsewhere."""
+def _local_file(module: str, root: Path, repository: Path) -> Path | None:
+    """The repository file of ``module`` (a module or a package): under ``root``, or under the folder
+    Python finds its top-level package in, when that lies in ``repository``; None when it lives elsewhere."""
     rel = Path(*module.split("."))
-    for candidate in (root / rel.with_suffix(".py"), root / rel / "__init__.py"):
-        if candidate.is_file():
-            return candidate
+    for base in (root, *_own_bases(module.split(".", 1)[0], repository)):
+        for candidate in (base / rel.with_suffix(".py"), base / rel / "__init__.py"):
+            if candidate.is_file():
+                return candidate
     return None
+
+
+def _own_bases(top: str, repository: Path) -> list[Path]:
+    """The folders in ``repository`` that Python finds package (or module) ``top`` in, found without
+    importing it; an environment kept in the repository (.venv/.../site-packages) holds no code of its own."""
+    try:
+        spec = importlib.util.find_spec(top)
+    except (ImportError, ValueError):
+        return []
+    if spec is None:
+        return []
+    files = spec.submodule_search_locations or ([spec.origin] if spec.has_location and spec.origin else [])
+    bases = [Path(f).resolve().parent for f in files]
+    return [b for b in bases if b.is_relative_to(repository)
+            and not {"site-packages", "dist-packages"} & set(b.relative_to(repository).parts)]
 
 
 def constraints(extra: list[str]) -> str:

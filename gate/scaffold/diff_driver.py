@@ -50,6 +50,15 @@ def _git(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, timeout=30)
 
 
+def top_level(root: Path) -> Path | None:
+    """The top folder of the git clone around ``root``; None outside one, or without git."""
+    try:
+        found = _git(root, "rev-parse", "--show-toplevel").stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return Path(found).resolve() if found else None
+
+
 def state(root: Path, sample: str = "baselines/model.msgpack.zst") -> DriverState:
     """Whether ``git diff`` in the clone around ``root`` shows baselines as text (``sample``: a baseline
     path relative to ``root``, whose attributes git is asked for)."""
@@ -87,8 +96,7 @@ def install(root: Path) -> list[str]:
     _git(root, "config", "--unset", "diff.parity-gate.cachetextconv")
     _git(root, "update-ref", "-d", "refs/notes/textconv/parity-gate")
     if state(root) == DriverState.UNUSED:
-        top = Path(_git(root, "rev-parse", "--show-toplevel").stdout.strip() or root)
-        target = top / ".gitattributes"
+        target = (top_level(root) or root) / ".gitattributes"
         current = target.read_text(encoding="utf-8") if target.is_file() else ""
         added = attributes_line(current)
         if added:

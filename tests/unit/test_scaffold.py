@@ -171,6 +171,47 @@ def test_requirements_are_the_packages_the_factory_code_imports(tmp_path):
     assert model_requirements("missing.module:f", tmp_path) == []
 
 
+def _installed(site, name: str, top: str) -> None:
+    """A distribution's metadata as pip leaves it in ``site``: ``top`` is the package it provides."""
+    dist = site / f"{name}-0.1.dist-info"
+    dist.mkdir(parents=True)
+    (dist / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 0.1\n")
+    (dist / "top_level.txt").write_text(f"{top}\n")
+
+
+def _src_layout(root, monkeypatch):
+    """A git repository with src/mypkg installed as `pip install -e .` leaves it (its metadata in a .venv
+    kept in the repository, src/ on the path), and extpkg, a package installed into that .venv."""
+    import subprocess
+
+    subprocess.run(["git", "init", "-q"], cwd=root, check=True)
+    pkg = root / "src" / "mypkg"
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "models.py").write_text("import torch\nimport yaml\nimport extpkg\nfrom .layers import Block\n"
+                                   "from mypkg import util\n")
+    (pkg / "layers.py").write_text("import hypothesis\n\nBlock = None\n")
+    (pkg / "util.py").write_text("")
+    site = root / ".venv" / "lib" / "python3" / "site-packages"
+    _installed(site, "mypkg", "mypkg")
+    (site / "extpkg").mkdir()
+    (site / "extpkg" / "__init__.py").write_text("")
+    _installed(site, "extpkg", "extpkg")
+    monkeypatch.syspath_prepend(str(site))
+    monkeypatch.syspath_prepend(str(root / "src"))
+
+
+def test_the_repositorys_own_package_is_never_a_requirement_wherever_it_lies(tmp_path, monkeypatch):
+    _src_layout(tmp_path, monkeypatch)
+    assert model_requirements("mypkg.models:net", tmp_path) == ["extpkg", "hypothesis", "PyYAML"]
+
+
+def test_a_package_installed_into_an_environment_inside_the_repository_is_one(tmp_path, monkeypatch):
+    _src_layout(tmp_path, monkeypatch)
+    (tmp_path / "models.py").write_text("import extpkg\n")
+    assert model_requirements("models:net", tmp_path) == ["extpkg"]
+
+
 def test_a_local_build_label_pins_the_release():
     assert release("2.14.1+cpu") == "2.14.1" and release("1.32.0") == "1.32.0"
 
