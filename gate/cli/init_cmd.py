@@ -18,7 +18,7 @@ from gate.config import find_config, load_config
 from gate.config.providers import is_gpu
 from gate.errors import GateError
 from gate.render.text import count
-from gate.scaffold import CONSTRAINTS, Options, Plan, apply, parse_input, plan
+from gate.scaffold import CONSTRAINTS, Options, Plan, apply, parse_input, plan, uncommitted
 from gate.scaffold.config_text import Inputs, model_name
 from gate.scaffold.workflows import ACTION, FLOWS, RUN_GPU_BASELINES
 
@@ -103,6 +103,7 @@ def init(
     factory, inputs = _ask(factory, input_, inputs_ref, yes)
     if not no_baseline:
         require("init")
+        _importable(directory.resolve(), factory, inputs)
     if _adds_to_config(directory.resolve(), name, factory):
         console.print("[dim]a parity-gate config exists here: adding the model to it, every other model "
                       "kept[/dim]")
@@ -121,6 +122,16 @@ def init(
         _first_baseline(p)
     if options.flow == "gpu":
         _first_gpu_baseline(p)
+
+
+def _importable(root: Path, factory: str, inputs: Inputs) -> None:
+    """The factory, and an inputs callable, import from ``root`` as the config will name them: refused
+    before any file is written (a malformed reference is the config text's to refuse)."""
+    from gate.core.refs import is_ref, resolve
+
+    for option, ref in (("--factory", factory), ("--inputs", inputs)):
+        if isinstance(ref, str) and is_ref(ref):
+            resolve(ref, root, option)
 
 
 def _first_gpu_baseline(p: Plan) -> None:
@@ -150,13 +161,15 @@ def _first_baseline(p: Plan) -> None:
     if kept:
         console.print(f"[dim]kept the baselines of {count(kept, 'model')} (`parity-gate update-baseline "
                       "--model NAME` re-records one)[/dim]", soft_wrap=True)
-    owned = {c.path for c in p.changes if c.action != "keep"} | {CONSTRAINTS}
-    files = " ".join(sorted(f for f in owned | {str(cfg.baseline_dir.relative_to(p.options.root))}
-                            if (p.options.root / f).exists()))
+    # Every file init owns that is not committed as it is, kept ones too: a run that failed part-way wrote
+    # them.
+    owned = [c.path for c in p.changes] + [CONSTRAINTS, str(cfg.baseline_dir.relative_to(p.options.root))]
+    files = " ".join(uncommitted(p.options.root, owned))
+    commit = (f"commit them: git add {files} && git commit -m \"Gate the models with parity-gate\"" if files
+              else "every file is committed as it is")
     recorded = sum(not u.error for u in updated)
-    console.print(f"[bold green]INITIALIZED[/bold green] | {count(recorded, 'baseline')} recorded; commit "
-                  f"them: git add {escape(files)} && git commit -m \"Gate the models with parity-gate\"",
-                  soft_wrap=True)
+    console.print(f"[bold green]INITIALIZED[/bold green] | {count(recorded, 'baseline')} recorded; "
+                  f"{escape(commit)}", soft_wrap=True)
     raise_failed(updated)
 
 
@@ -190,6 +203,7 @@ def add(
     factory, inputs = _ask(factory, input_, inputs_ref, yes)
     if not no_baseline:
         require("add")
+        _importable(find_config(config, directory.resolve()).parent, factory, inputs)
     _add(directory.resolve(), config, factory, inputs, name, pip_args, no_baseline)
 
 

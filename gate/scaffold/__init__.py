@@ -6,6 +6,7 @@ requirements and approval, the constraints' pins are kept.
 
 from __future__ import annotations
 
+import subprocess
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -52,8 +53,6 @@ class Options:
 def default_branch(root: Path) -> str:
     """The repository's default branch as git knows it: origin's HEAD, else the branch checked out
     when it is main or master (a feature branch is no default), else main."""
-    import subprocess
-
     for args, accept in ((["symbolic-ref", "--quiet", "--short", "refs/remotes/origin/HEAD"], None),
                          (["symbolic-ref", "--quiet", "--short", "HEAD"], ("main", "master"))):
         try:
@@ -226,4 +225,23 @@ def apply(p: Plan) -> list[str]:
     return install(p.options.root)
 
 
-__all__ = ["CONSTRAINTS", "Change", "Options", "Plan", "apply", "parse_input", "plan"]
+def uncommitted(root: Path, paths: list[str]) -> list[str]:
+    """Those of ``paths`` (relative to ``root``; a folder stands for its files) that exist and that git
+    does not hold as they are (untracked, or changed since the last commit): what a commit must add.
+    Every one that exists where git cannot tell."""
+    there = sorted({p for p in paths if (root / p).exists()})
+    listed = set()
+    untracked = ["ls-files", "--others", "--exclude-standard"]
+    for args in (untracked, ["diff", "--name-only", "--relative", "HEAD"]):
+        try:
+            proc = subprocess.run(["git", *args, "-z", "--", *there], cwd=root, capture_output=True,
+                                  text=True, timeout=30)
+        except (OSError, subprocess.SubprocessError):
+            return there
+        if proc.returncode != 0:  # not a clone, or nothing committed yet
+            return there
+        listed.update(proc.stdout.split("\0"))
+    return [p for p in there if any(f == p or f.startswith(f"{p}/") for f in listed)]
+
+
+__all__ = ["CONSTRAINTS", "Change", "Options", "Plan", "apply", "parse_input", "plan", "uncommitted"]

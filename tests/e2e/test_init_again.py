@@ -6,11 +6,12 @@ files, real git."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 
 import pytest
 
-from tests.conftest import run_cli
+from tests.conftest import ROOT, run_cli
 
 MODELS = ("import torch\n\n\ndef a():\n"
           "    return torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU())\n\n\n"
@@ -99,3 +100,51 @@ def test_validate_and_check_name_baselines_no_model_owns(repo):
     assert f"b.msgpack.zst: nothing checks this baseline: `b` runs as `b.b{shape}` now" in said, said
     assert "owns this baseline" not in said
     config.write_text(text)
+
+
+def test_a_factory_that_does_not_import_is_refused_before_anything_is_written(tmp_path):
+    subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True)
+    (tmp_path / "src" / "mypkg").mkdir(parents=True)
+    (tmp_path / "src" / "mypkg" / "__init__.py").write_text("")
+    (tmp_path / "src" / "mypkg" / "models.py").write_text(MODELS)
+    proc = run_cli("init", "--factory", "mypkg.models:a", "--input", "x=2x4", "--yes", cwd=tmp_path)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert proc.stderr.strip() == ("error: `--factory`: cannot import `mypkg.models` (ModuleNotFoundError: "
+                                   "No module named 'mypkg')")
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".git", "src"]
+    assert "parity-gate" not in (tmp_path / ".git" / "config").read_text()
+
+
+def test_add_refuses_a_factory_that_does_not_import_before_anything_is_written(repo):
+    root, _ = repo
+    before = {p: p.read_bytes() for p in (root / "parity-gate.toml", root / WORKFLOW, root / PINS)}
+    proc = run_cli("add", "--factory", "missing.models:c", "--input", "x=2x4", "--yes", cwd=root)
+    assert proc.returncode == 2 and "`--factory`: cannot import `missing.models`" in proc.stderr, proc.stderr
+    assert all(p.read_bytes() == data for p, data in before.items())
+
+
+def test_a_factory_the_environment_imports_is_set_up(tmp_path):
+    subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True)
+    (tmp_path / "src" / "mypkg").mkdir(parents=True)
+    (tmp_path / "src" / "mypkg" / "__init__.py").write_text("")
+    (tmp_path / "src" / "mypkg" / "models.py").write_text(MODELS)
+    proc = run_cli("init", "--factory", "mypkg.models:a", "--input", "x=2x4", "--yes", cwd=tmp_path,
+                   env={"PYTHONPATH": f"{ROOT}{os.pathsep}{tmp_path / 'src'}"})  # as `pip install -e .`
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "INITIALIZED | 1 baseline recorded" in proc.stdout
+
+
+def test_init_run_again_lists_every_file_it_owns_that_is_not_committed(tmp_path):
+    subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True)
+    (tmp_path / "models.py").write_text("import torch\n\n\ndef a():\n    return torch.nn.Linear(5, 2)\n")
+    failed = run_cli("init", "--factory", "models:a", "--input", "x=2x4", "--yes", cwd=tmp_path)
+    assert failed.returncode == 3, failed.stdout + failed.stderr  # the files are written, the model fails
+    (tmp_path / "models.py").write_text(MODELS)
+    again = cli(tmp_path, "init", "--factory", "models:a", "--input", "x=2x4", "--yes")
+    files = again.stdout.split("commit them: git add ", 1)[1].split(" && ", 1)[0].split()
+    assert files == [".gitattributes", ".github/CODEOWNERS", JUDGE, WORKFLOW, "baselines", PINS,
+                     "parity-gate.toml"]
+    subprocess.run(["git", "add", *files], cwd=tmp_path, check=True)
+    status = subprocess.run(["git", "status", "--porcelain", "--untracked-files=all"], cwd=tmp_path,
+                            capture_output=True, text=True, check=True).stdout
+    assert [line for line in status.splitlines() if not line.startswith("A  ")] == ["?? models.py"], status
