@@ -18,7 +18,7 @@ from gate.config import find_config, load_config
 from gate.config.providers import is_gpu
 from gate.errors import GateError
 from gate.render.text import count
-from gate.scaffold import CONSTRAINTS, Options, Plan, apply, parse_input, plan, uncommitted
+from gate.scaffold import CONSTRAINTS, Options, Plan, apply, at_top_level, parse_input, plan, uncommitted
 from gate.scaffold.config_text import Inputs, model_name
 from gate.scaffold.workflows import ACTION, FLOWS, RUN_GPU_BASELINES
 
@@ -101,6 +101,7 @@ def init(
     from gate.cli.console import console
 
     factory, inputs = _ask(factory, input_, inputs_ref, yes)
+    at_top_level(directory.resolve())
     if not no_baseline:
         require("init")
         _importable(directory.resolve(), factory, inputs)

@@ -18,7 +18,7 @@ from gate.scaffold.add import merge_constraints, merge_pip_args, pip_args_of
 from gate.scaffold.approval import requires_approval, with_approval
 from gate.scaffold.config_text import DEFAULT_PROVIDERS, Inputs, has_section, model_name, parse_input, section
 from gate.scaffold.deps import constraints, model_requirements
-from gate.scaffold.diff_driver import attributes_line, install
+from gate.scaffold.diff_driver import attributes_line, install, top_level
 from gate.scaffold.workflows import (
     ACTION,
     FLOWS,
@@ -225,6 +225,16 @@ def apply(p: Plan) -> list[str]:
     return install(p.options.root)
 
 
+def at_top_level(root: Path) -> None:
+    """ConfigError where ``root`` is a subfolder of a git clone: GitHub reads workflows only at its top."""
+    top, here = top_level(root), root.resolve()
+    if top is not None and top != here:
+        raise ConfigError(f"init writes .github/workflows, which GitHub reads only at the repository's top "
+                          f"level: run it in {top} (or pass --dir {top}), naming the factory as it imports "
+                          f"from there; a config in {here.relative_to(top)}/ takes a workflow of your own "
+                          "with the action's working-directory (docs/action.md)")
+
+
 def uncommitted(root: Path, paths: list[str]) -> list[str]:
     """Those of ``paths`` (relative to ``root``; a folder stands for its files) that exist and that git
     does not hold as they are (untracked, or changed since the last commit): what a commit must add.
@@ -244,4 +254,5 @@ def uncommitted(root: Path, paths: list[str]) -> list[str]:
     return [p for p in there if any(f == p or f.startswith(f"{p}/") for f in listed)]
 
 
-__all__ = ["CONSTRAINTS", "Change", "Options", "Plan", "apply", "parse_input", "plan", "uncommitted"]
+__all__ = ["CONSTRAINTS", "Change", "Options", "Plan", "apply", "at_top_level", "parse_input", "plan",
+           "uncommitted"]

@@ -265,3 +265,28 @@ def test_a_model_that_runs_beside_it_is_recorded_and_listed(unrunnable):
     assert "good → baselines/good.msgpack.zst" in added.stdout
     assert printed_files(added.stdout) == ["parity-gate.toml", "baselines/good.msgpack.zst"]
     git(root, "add", *printed_files(added.stdout))
+
+
+def test_init_in_a_subfolder_of_a_repository_is_refused_before_anything_is_written(tmp_path):
+    git(tmp_path, "init", "-q")
+    (tmp_path / "ml").mkdir()
+    (tmp_path / "ml" / "models.py").write_text(TINY)
+    proc = run_cli("init", "--factory", "models:net", "--input", "x=2x4", "--no-baseline", "--yes",
+                   cwd=tmp_path / "ml")
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert proc.stderr.count("\n") == 1 and (
+        "error: init writes .github/workflows, which GitHub reads only at the repository's top level: "
+        f"run it in {tmp_path.resolve()}") in proc.stderr
+    assert "a config in ml/ takes a workflow of your own with the action's working-directory" in proc.stderr
+    assert sorted(p.name for p in tmp_path.rglob("*") if ".git" not in p.parts) == ["ml", "models.py"]
+
+
+def test_init_at_the_top_level_writes_the_workflows_where_github_reads_them(tmp_path):
+    git(tmp_path, "init", "-q")
+    (tmp_path / "ml").mkdir()
+    (tmp_path / "ml" / "models.py").write_text(TINY)
+    proc = run_cli("init", "--factory", "ml.models:net", "--input", "x=2x4", "--no-baseline", "--dir",
+                   str(tmp_path), "--yes", cwd=tmp_path / "ml")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert (tmp_path / ".github" / "workflows" / "parity-gate.yml").is_file()
+    assert not (tmp_path / "ml" / ".github").exists()
