@@ -175,14 +175,15 @@ def _first_baseline(p: Plan) -> None:
 
 
 def _adds_to_config(root: Path, name: str | None, factory: str) -> bool:
-    """Whether a config exists here that does not gate this model yet (one that does: init runs again,
-    keeping and completing the files)."""
+    """Whether a config exists here that does not gate this model yet, its factory under its name (one
+    that does: init runs again, keeping and completing the files; a name taken by another factory is
+    refused as ``add`` refuses it)."""
     try:
         path = find_config(None, root)
     except GateError:
         return False
     wanted = name or model_name(factory)
-    return not any(wanted in (m.name, m.base) for m in load_config(path).models)
+    return not any(wanted in (m.name, m.base) and m.factory == factory for m in load_config(path).models)
 
 
 def add(

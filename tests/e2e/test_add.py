@@ -68,6 +68,25 @@ def test_init_on_a_configured_repository_adds_rather_than_claims(repo):
     assert config.count("[[tool.parity-gate.models]]") + config.count("[[models]]") == 3
 
 
+def test_init_for_another_factory_under_a_taken_name_is_refused_as_add_refuses_it(repo):
+    repo = repo[0]
+    (repo / "second.py").write_text(FIRST)  # its own `cnn`
+    before = (repo / "parity-gate.toml").read_text()
+    proc = run_cli("init", "--factory", "second:cnn", "--input", "x=2x4", "--no-baseline", "--yes", cwd=repo)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "a model named `cnn` is configured already; pass --name" in proc.stderr
+    assert (repo / "parity-gate.toml").read_text() == before
+
+
+def test_init_again_for_a_configured_factory_keeps_it(repo):
+    repo = repo[0]
+    before = (repo / "parity-gate.toml").read_text()
+    proc = run_cli("init", "--factory", "first:cnn", "--input", "x=2x4", "--no-baseline", "--yes", cwd=repo)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "adding the model" not in proc.stdout and "kept     parity-gate.toml" in proc.stdout
+    assert (repo / "parity-gate.toml").read_text() == before
+
+
 def test_a_name_that_is_taken_is_one_line_and_nothing_is_written(repo):
     repo = repo[0]
     before = (repo / "parity-gate.toml").read_text()
