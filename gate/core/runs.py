@@ -126,6 +126,7 @@ class LayerInfo:
     noise: float | None = None  # run-to-run relative change measured by calibration
     reached: str = "float64"  # the coarsest precision the reference computed in up to this layer
     data_dependent: DataDependence | None = None  # its shape depends on the input's values (how we know)
+    integer: bool = False  # integer or bool values (ids, a mask): no rounding moves them
 
 
 @dataclass

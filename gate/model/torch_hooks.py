@@ -36,6 +36,7 @@ class LayerOutput:
     alias_of: str | None = None  # an identity module: its output is this earlier layer's tensor
     reached: str = "float64"  # the reference's coarsest precision up to this layer (see promotion)
     data_dependent: bool = False  # its shape depends on values (the reference's watch, data_dependence)
+    integer: bool = False  # integer or bool values (ids, a mask): no rounding moves them
 
 
 def flatten(value: Any, prefix: str = "") -> Iterator[tuple[str, torch.Tensor]]:
@@ -176,7 +177,8 @@ class Capture:
                 self._produced[id(tensor)] = (weakref.ref(tensor), tensor._version, name)
             with _own_work():
                 fp = fingerprint_of(tensor)
-            record = LayerOutput(name, qual, call, element, type(mod).__name__, fp, alias)
+            record = LayerOutput(name, qual, call, element, type(mod).__name__, fp, alias,
+                                 integer=not (tensor.is_floating_point() or tensor.is_complex()))
             self.records.append(record)
             if self.on_record is not None:
                 self.on_record(record, tensor)

@@ -383,7 +383,7 @@ def _reference(built: BuiltModel, run: ModelRun, graph: Graph | None, plan: Plan
     run.reference_dtype = ref.dtype
     run.meta.promoted, run.meta.below_float64 = ref.notes.promoted or None, ref.notes.below or None
     run.layers = [LayerInfo(r.name, r.type, r.fp, reached=r.reached,
-                            data_dependent=DataDependence.OP if r.data_dependent else None)
+                            data_dependent=DataDependence.OP if r.data_dependent else None, integer=r.integer)
                   for r in ref.records + ref.gradients]
     if built.training:
         progress(f"{spec.name}: the model as given (modules left in training mode)")

@@ -17,7 +17,7 @@ from gate.core.spans import span
 from gate.core.status import DATA_DEPENDENT_RULES, Check, DataDependence, LayerStatus, RowStatus
 from gate.core.target import ROUNDING, coarsest
 from gate.fingerprint import Fingerprint, difference
-from gate.formats.baseline import Baseline, Entry, EntryLayer
+from gate.formats.baseline import Baseline, BaselineLayer, Entry, EntryLayer
 from gate.verdict import data_dependent, moves, reexpression
 from gate.verdict.rows import Row
 from gate.verdict.structure import Limit, Move, Structure, identifies, structure
@@ -77,10 +77,15 @@ def reference_limit(tolerance: float, precision: str, noise: float | None) -> fl
 def limits(run: ModelRun, baseline: Baseline, spec: ModelSpec, cap: float = math.inf) -> Limit:
     """How far the reference may move at a layer: its tolerance (at most ``cap``), at the precision of the
     less precise side of the comparison (a comparison is as precise as that), never under its calibrated
-    noise."""
+    noise. Integer and bool values carry no rounding: only the precision's own floor, none in float64."""
     dtypes = coarsest(run.reference_dtype, baseline.reference_dtype)
-    return lambda layer, recorded: reference_limit(min(spec.tolerance_for(layer.name).reference, cap),
-                                                   coarsest(dtypes, layer.reached, recorded.reached), recorded.noise)
+
+    def limit(layer: LayerInfo, recorded: BaselineLayer) -> float:
+        precision = coarsest(dtypes, layer.reached, recorded.reached)
+        if layer.integer:
+            return REFERENCE_FLOOR.get(precision, 0.0)
+        return reference_limit(min(spec.tolerance_for(layer.name).reference, cap), precision, recorded.noise)
+    return limit
 
 
 def layout(run: ModelRun, baseline: Baseline, spec: ModelSpec) -> Structure:
@@ -176,9 +181,10 @@ def _reference_row(run: ModelRun, layer: LayerInfo, base: Fingerprint, limit: fl
     change = difference(now, base)
     if change.value > limit:
         measure = "RMS of the difference: the baseline is all zeros" if change.absolute else "relative L2"
+        bound = "integers, which no rounding moves" if layer.integer and not limit else f"limit {limit:.3g}"
         return _row(layer, RowStatus.FAIL, Check.REFERENCE_DRIFT, change.value, limit, 0.0,
                     message=f"the {run.reference_dtype} reference moved by {change.value:.3g} ({measure}; "
-                    f"limit {limit:.3g}): the model's code or weights changed", absolute=change.absolute)
+                    f"{bound}): the model's code or weights changed", absolute=change.absolute)
     return _row(layer, RowStatus.PASS, Check.REFERENCE_DRIFT, change.value, limit, 0.0, absolute=change.absolute)
 
 

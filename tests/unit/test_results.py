@@ -41,6 +41,14 @@ def test_round_trip(tmp_path):
     assert np.array_equal(run.layers[0].fp.sketch, make_run().layers[0].fp.sketch)
 
 
+def test_integer_layers_round_trip(tmp_path):
+    """Whether a layer holds integers decides its reference limit: a report judged from files keeps it."""
+    path, made = tmp_path / "r.msgpack.zst", make_run()
+    made.layers[1].integer = True
+    write_runs(path, [made])
+    assert [x.integer for x in read_runs(path)[0].layers] == [False, True]
+
+
 def valid_doc() -> dict:
     return {"format": "parity-gate/result", "version": 1, "runs": [run_to_dict(make_run())]}
 

@@ -70,6 +70,20 @@ def test_calibrated_noise_widens_the_reference_limit_to_four_times_it(past):
     assert rows["b"].failed is past
 
 
+@pytest.mark.parametrize("integer", [False, True])
+def test_an_integer_layers_reference_may_not_move_at_all_where_a_float_layer_keeps_its_limit(integer):
+    """Ids, hashes and masks carry no rounding: a change far under every float limit (a loosened
+    tolerance, calibrated noise) is a change of the model; unchanged, they pass."""
+    r = run(moves={"b": 1e-14, "(model)": 1e-14})
+    r.layers[1].integer = r.layers[2].integer = integer
+    s = spec(Tolerance(reference=1e-3))
+    rows = rows_by_layer(reference_rows(r, baseline(noise={"b": 1e-6}), s))
+    assert (rows["b"].status, rows["b"].threshold) == (("fail", 0.0) if integer else ("pass", 1e-3))
+    if integer:
+        assert "(relative L2; integers, which no rounding moves)" in rows["b"].message
+    assert (rows["c"].status, rows["c"].value) == ("pass", 0.0)  # unchanged
+
+
 # nonfinite, shape, degenerate, structure -------------------------------------------------
 
 def test_nan_in_the_reference_that_the_baseline_lacks_always_fails():

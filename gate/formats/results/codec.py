@@ -88,11 +88,13 @@ def _provider_layer(pl: ProviderLayer, sketch: bool) -> dict[str, Any]:
 
 
 def _layer(x: LayerInfo) -> dict[str, Any]:
-    out = {"name": x.name, "type": x.type, "fp": x.fp.to_dict(sketch=True)}
+    out: dict[str, Any] = {"name": x.name, "type": x.type, "fp": x.fp.to_dict(sketch=True)}
     if x.reached != "float64":
         out["reached"] = x.reached
     if x.data_dependent is not None:
         out["data_dependent"] = str(x.data_dependent)
+    if x.integer:
+        out["integer"] = True
     return out
 
 
@@ -142,7 +144,8 @@ def run_from_dict(d: dict[str, Any]) -> ModelRun:
                    error=None if d["error"] is None else RunError(ErrorStatus(d["error"]["status"]), d["error"]["message"],
                                                                   d["error"].get("where"), d["error"].get("trace")))
     run.layers = [LayerInfo(x["name"], x["type"], Fingerprint.from_dict(x["fp"]), reached=x.get("reached", "float64"),
-                            data_dependent=_opt(DataDependence, x.get("data_dependent"))) for x in d["layers"]]
+                            data_dependent=_opt(DataDependence, x.get("data_dependent")),
+                            integer=x.get("integer", False)) for x in d["layers"]]
     names: set[str] = set()
     for x in run.layers:
         if x.name in names:

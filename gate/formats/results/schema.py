@@ -89,12 +89,15 @@ PROVIDER = Record([
     ("where", TEXT), ("trace", TEXT),
 ], optional=("session_options", "numerics", "latency_p90_ms", "skip", "where", "trace"))
 
+# A reference layer as the baseline holds it, and whether its values are integers or bools.
+RUN_LAYER = Record([*LAYER.fields.items(), ("integer", Bool())], optional=(*LAYER.optional, "integer"))
+
 RUN = Record([
     ("model", MODEL), ("meta", META),
     ("reference", Record([("device", Str(8, choices=("cpu",))), ("dtype", Str(8, choices=("float64", "float32")))])),
     ("error", Nullable(Record([("status", STATUS), ("message", TEXT), ("where", TEXT), ("trace", TEXT)],
                               optional=("where", "trace")))),
-    ("layers", Array(LAYER, "max_layers")),
+    ("layers", Array(RUN_LAYER, "max_layers")),
     ("onnx_map", NameMap(NAME, ONNX_VALUE, "max_layers", "layers")),
     ("providers", Array(PROVIDER, "max_providers")),
 ])
