@@ -192,6 +192,7 @@ class Check(Word):
     COVERAGE = "coverage"  # layers a runtime compared in the baseline have no value in the graph now
     LAYER_TOLERANCES = "layer-tolerances"  # a rule whose glob matches no layer: its limits apply nowhere
     WEIGHTS_UNSEEN = "weights-unseen"  # tensors' values changed, and no reference layer moved past its limit
+    CASTS = "casts"  # the model's own casts to a lower precision changed per module call
     # A sweep's comparisons of outputs.
     PAIR = "pair"
     ANCHOR = "anchor"
@@ -203,7 +204,8 @@ RUNTIME_ERROR_CHECKS = frozenset({Check.ERROR_GROWTH, Check.CEILING})  # a runti
 NOT_AN_ERROR = DATA_DEPENDENT_RULES | {Check.STRUCTURE}  # a row whose value is no error against the reference
 AUDITS = frozenset({Check.PLACEMENT, Check.SESSION_OPTIONS, Check.LATENCY, Check.DYNAMIC_SHAPE,  # of a whole
                     Check.TRAINING_MODE, Check.CONTRADICTION, Check.PRECISION, Check.RANDOM_DRAWS,  # target
-                    Check.COVERAGE, Check.PRECISION_LABEL, Check.LAYER_TOLERANCES, Check.WEIGHTS_UNSEEN})
+                    Check.COVERAGE, Check.PRECISION_LABEL, Check.LAYER_TOLERANCES, Check.WEIGHTS_UNSEEN,
+                    Check.CASTS})
 
 
 class CellStatus(Word):

@@ -112,7 +112,9 @@ def _model_changed(m: ModelVerdict, step: NextStep, s: Style) -> str:
                 "but no layer moved on the configured inputs: widen them to reach what changed")
         return (f"the model's weights changed {said}{outputs}. If the new weights are intended, run {record}; if "
                 "not, find what wrote them.")
-    said = (f" (its float64 reference moved{where})" if not step.ahead or step.layer is None else
+    said = (f": its own casts to a lower precision changed{where} (its float64 reference promotes them; what "
+            "ships computes at another precision)" if Check.CASTS in step.checks else
+            f" (its float64 reference moved{where})" if not step.ahead or step.layer is None else
             f": {step.ahead.words(step.layer, s.code)}" if step.ahead.output else
             f": {step.ahead.words(step.layer, s.code)}, where its float64 reference moved first")
     record = f"{s.code(step.command, 260)}{_commit(m, s)}"

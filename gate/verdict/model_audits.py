@@ -2,7 +2,7 @@
 made static (or specialized), modules the factory left in training mode that change the outputs,
 a forward that draws random numbers, how many layers the shipped graph lets the gate see, the
 layers a runtime compared when the baseline was recorded that it no longer can, ``layer-tolerances``
-rules that match no layer, and weights whose change no layer showed."""
+rules that match no layer, weights whose change no layer showed, and the model's own casts changed."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from gate.core.runs import ModelRun
 from gate.core.spans import span
 from gate.core.status import AuditStatus, Check, LayerStatus, SiteKind
 from gate.formats.baseline import Baseline
+from gate.verdict import casts as model_casts
 from gate.verdict.hints.weights import values_changed
 from gate.verdict.notes import LayerMapping
 from gate.verdict.rows import Audit
@@ -174,3 +175,23 @@ def weights_unseen(run: ModelRun, baseline: Baseline | None, st: Structure | Non
                   f"the model's weights changed ({shown}) and no layer moved with them on the configured "
                   "inputs: they never read what changed (embedding rows or positions they do not reach, a "
                   "module the forward does not call); widen the inputs to compare it")]
+
+
+def casts(spec: ModelSpec, run: ModelRun, baseline: Baseline | None) -> list[Audit]:
+    """The model's own casts to a lower precision changed (``gate.verdict.casts``): the reference promotes
+    them and need not move, yet what ships computes at another precision. A change of the model; not
+    judged where the reference runs them as written (``reference-promotion = false``)."""
+    if baseline is None or not spec.reference_promotion or not run.layers:
+        return []
+    changed = model_casts.changed(run, baseline)
+    if not changed:
+        return []
+    call, (was, now) = next(iter(changed.items()))
+    order = [x.name for x in run.layers]
+    at = model_casts.position(order, call)
+    more = f" and {len(changed) - 1} more module call{'s' * (len(changed) > 2)}" if len(changed) > 1 else ""
+    return [Audit(Check.CASTS, AuditStatus.FAIL,
+                  f"the model's code casts to a lower precision {'more' if now > was else 'less'} often than "
+                  f"in the baseline, at {span(call)} ({was} -> {now} casts){more}: the float64 reference "
+                  "promotes them and need not move, but what ships computes at another precision",
+                  layer=order[at] if at < len(order) else None)]

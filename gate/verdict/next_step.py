@@ -84,6 +84,9 @@ def next_step(m: ModelVerdict) -> NextStep | None:
         return NextStep(StepKind.RANDOM_DRAWS, None, layer=layer)
     if reference is not None:
         return _changed(m, reference, layer)
+    if Check.CASTS in audit:  # the model's own casts changed: the reference promotes them, what ships moved
+        return NextStep(StepKind.MODEL_CHANGED, m.recreate, layer=audit[Check.CASTS].layer,
+                        checks=(Check.CASTS,))
     if Check.WEIGHTS_UNSEEN in audit:  # no layer moved: the audit names the tensors
         return NextStep(StepKind.WEIGHTS_CHANGED, m.recreate, checks=(Check.WEIGHTS_UNSEEN,))
     if audit.get(Check.DYNAMIC_SHAPE) is not None and audit[Check.DYNAMIC_SHAPE].status == AuditStatus.FAIL:

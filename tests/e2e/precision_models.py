@@ -38,6 +38,17 @@ def mlp_rounded() -> nn.Module:
     return Rounded()
 
 
+class RoundedWithTo(Mlp):
+    """`Rounded` written with ``.to``: the same casts in the same module call."""
+
+    def forward(self, x):
+        return self.fc3(self.act2(self.fc2(self.act1(self.fc1(x))).to(torch.float16).to(torch.float32)))
+
+
+def mlp_rounded_with_to() -> nn.Module:
+    return RoundedWithTo()
+
+
 class ExportScaled(Mlp):
     """`fc2`'s output 1e-4 larger in the exported graph only: a fault only the ONNX runtimes see."""
 

@@ -77,7 +77,32 @@ def test_a_cast_in_the_models_own_code_is_a_model_change_not_a_config_to_fix(rec
     (model,) = report["models"]
     assert report["verdict"] == "regressed" and report["first_regression"]["provider"] == "torch-cpu"
     assert not [a for p in model["providers"] for a in p["audits"] if a["check"] == "precision"]
-    assert model["next_step"]["kind"] == "runtime-changed", model["next_step"]
+    assert model["next_step"]["kind"] == "model-changed", model["next_step"]
+    assert [a["check"] for a in model["audits"] if a["status"] == "fail"] == ["casts"], model["audits"]
+
+
+@pytest.mark.parametrize("factory", ["mlp", "mlp_rounded_with_to"])
+def test_the_models_own_cast_removed_is_a_model_change_where_nothing_moved(tmp_path, factory):
+    """Recorded with `fc2`'s output rounded through float16, checked without it: the float64 reference
+    promotes the cast (it does not move) and the runtimes' errors only shrink, yet what ships moved ~1e-4:
+    the `casts` audit fails with a model change's step. Twin: the same casts written with `.to` pass."""
+    cfg = load_config(_config(tmp_path, factory="mlp_rounded"))
+    (updated,) = commands.update_baseline(cfg, cfg.models, cfg.providers)
+    assert updated.error is None, updated.error
+    cfg = load_config(_config(tmp_path, factory=factory))
+    report = report_document(commands.check(cfg, cfg.models, cfg.providers))
+    (model,) = report["models"]
+    assert model["reuse"]["reference"] is False  # the reference ran again and counted the casts
+    if factory != "mlp":
+        assert report["verdict"] == "pass", report["first_regression"]
+        return
+    first = report["first_regression"]
+    assert (report["verdict"], first["check"]) == ("regressed", "casts"), first
+    assert "less often than in the baseline, at `(model)` (2 -> 0 casts)" in first["message"], first
+    assert not [r for p in model["providers"] for r in p["layers"] if r["status"] == "fail"]
+    assert model["next_step"]["kind"] == "model-changed", model["next_step"]
+    (hint,) = [h for h in model["hints"] if h["kind"] == "model-change"]
+    assert hint["evidence"]["cause"] == "casts", hint
 
 
 def test_the_unchanged_graph_passes(recorded):

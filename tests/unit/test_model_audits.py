@@ -1,11 +1,15 @@
 """``layer-tolerances`` rules that match no layer: judged over every case of a configured model, and
-only where every case ran."""
+only where every case ran. The model's own casts changed per module call."""
 
 from __future__ import annotations
 
+import dataclasses
+
+import pytest
+
 from gate.config import load_config
-from gate.verdict.model_audits import unmatched_rules
-from tests.support.verdicts import run
+from gate.verdict.model_audits import casts, unmatched_rules
+from tests.support.verdicts import baseline, run, spec
 
 CONFIG = """
 [[models]]
@@ -37,3 +41,22 @@ def test_nothing_is_said_while_a_case_did_not_run(tmp_path):
     assert unmatched_rules(models, {"net.b2": run(("fc1", "fc2"))}) == {}  # `--model net.b2`: b8 may match
     failed = run(())  # a case that failed before any layer ran
     assert unmatched_rules(models, {"net.b2": run(("fc1", "fc2")), "net.b8": failed}) == {}
+
+
+@pytest.mark.parametrize("now, fails", [({"b": 2, "c#1": 1}, False), ({"c#1": 1}, True),
+                                       ({"b": 2, "c#1": 2}, True)])
+def test_the_models_own_casts_changed_per_module_call_fail_at_the_first_call_that_changed(now, fails):
+    """Counts per module call, not in total: a cast that moved to another call changed what ships too."""
+    r, b = run(("a", "b", "c#1", "(model)")), baseline(names=("a", "b", "c#1", "(model)"))
+    b.meta.promoted, r.meta.promoted = {"b": 2, "c#1": 1}, now
+    found = casts(spec(), r, b)
+    at = "b" if "b" not in now else "c#1"
+    assert [(a.check, a.status, a.layer) for a in found] == ([("casts", "fail", at)] if fails else [])
+    if fails and "b" not in now:
+        assert "less often than in the baseline, at `b` (2 -> 0 casts)" in found[0].message
+
+
+def test_casts_are_not_compared_where_the_reference_runs_them_as_written():
+    r, b = run(), baseline()
+    b.meta.promoted = {"b": 2}
+    assert casts(dataclasses.replace(spec(), reference_promotion=False), r, b) == []

@@ -8,6 +8,8 @@ from gate.core.spans import span
 from gate.core.status import RowStatus
 from gate.core.target import REFERENCE_PROVIDER
 from gate.verdict.ahead import ahead
+from gate.verdict.casts import changed as cast_changes
+from gate.verdict.casts import position
 from gate.verdict.causes import causes, later
 from gate.verdict.hints import numerics
 from gate.verdict.hints.context import Context, make
@@ -60,10 +62,10 @@ def hints(ctx: Context) -> list[Hint]:
     ref = ctx.reference
     if ref is not None and ref.first_regression is not None:
         out.append(_model_change(ctx, ref, ref.first_regression, weights, tensors, graph_changed))
-    casts = _cast_changes(ctx)
+    casts = cast_changes(ctx.run, ctx.baseline)
     if casts:
         out.append(_casts_changed(ctx, casts))
-    cast_first = min((_order(ctx, call) for call in casts), default=None)
+    cast_first = min((position(ctx.order, call) for call in casts), default=None)
     first = ref.first_regression if ref is not None else None
     ref_first = None if first is None else ctx.index.get(first.layer, len(ctx.order))
     drift = {r.layer: r.value for r in ref.rows} if ref is not None else {}
@@ -109,28 +111,14 @@ def _numerics_only(pv: ProviderVerdict, flags: dict[str, tuple[str, str]], named
                 "no layer regressed", numerics=numerics.evidence(flags))
 
 
-def _order(ctx: Context, call: str) -> int:
-    """Where a module call sits in execution order: its first layer (a call's layers are its name,
-    or its name with an element suffix)."""
-    return next((i for i, name in enumerate(ctx.order) if name == call or name.startswith(call + "[")),
-                len(ctx.order))
-
-
-def _cast_changes(ctx: Context) -> dict[str, tuple[int, int]]:
-    """Module calls whose casts to a lower precision (promoted in the reference) changed: (baseline, now)."""
-    before, now = ctx.baseline.meta.promoted or {}, ctx.run.meta.promoted or {}
-    changed = {call: (before.get(call, 0), now.get(call, 0)) for call in {*before, *now}
-               if before.get(call, 0) != now.get(call, 0)}
-    return dict(sorted(changed.items(), key=lambda kv: _order(ctx, kv[0])))
-
-
 def _casts_changed(ctx: Context, casts: dict[str, tuple[int, int]]) -> Hint:
     first, (was, now) = next(iter(casts.items()))
     return make(
         "model-change", first, REFERENCE_PROVIDER,
         f"the model's code casts to a lower precision {'more' if now > was else 'less'} often than in the baseline, "
         f"first at {first} ({was} -> {now} casts): the float64 reference promotes them and did not move, the "
-        "runtimes run the casts as written, so their errors there are the casts' rounding",
+        "runtimes run the casts as written"
+        + (", so their errors there are the casts' rounding" if now > was else ""),
         cause="casts", changes={call: {"baseline": b, "now": n} for call, (b, n) in list(casts.items())[:50]},
         weights_changed=weights_changed(ctx)[0])
 

@@ -1,0 +1,26 @@
+"""The model's own casts to a lower precision, counted per module call as the reference promotes them to
+float64 (``gate.runners.promotion``). Where a count differs from the baseline's, what ships computes at
+another precision though no reference layer moves: a change of the model (docs/verdict.md#verdict)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from gate.core.runs import ModelRun
+from gate.formats.baseline import Baseline
+
+
+def position(order: Sequence[str], call: str) -> int:
+    """Where a module call sits in execution order: its first layer (a call's layers are its name, or its
+    name with an element suffix); past the end where none ran."""
+    return next((i for i, name in enumerate(order) if name == call or name.startswith(call + "[")),
+                len(order))
+
+
+def changed(run: ModelRun, baseline: Baseline) -> dict[str, tuple[int, int]]:
+    """Module calls whose casts changed: (baseline, now), in execution order."""
+    before, now = baseline.meta.promoted or {}, run.meta.promoted or {}
+    order = [x.name for x in run.layers]
+    calls = {call: (before.get(call, 0), now.get(call, 0)) for call in {*before, *now}
+             if before.get(call, 0) != now.get(call, 0)}
+    return dict(sorted(calls.items(), key=lambda kv: (position(order, kv[0]), kv[0])))
