@@ -201,7 +201,8 @@ class Check(Word):
 # Checks by what they say, in one table each (docs/verdict.md).
 DATA_DEPENDENT_RULES = frozenset({Check.DETECTIONS, Check.RECORDED, Check.DISTRIBUTION})  # shapes that depend on values
 RUNTIME_ERROR_CHECKS = frozenset({Check.ERROR_GROWTH, Check.CEILING})  # a runtime's relative error to the reference
-NOT_AN_ERROR = DATA_DEPENDENT_RULES | {Check.STRUCTURE}  # a row whose value is no error against the reference
+# a row whose value is no error against the reference (a nonfinite row's: NaN/Inf counts)
+NOT_AN_ERROR = DATA_DEPENDENT_RULES | {Check.STRUCTURE, Check.NONFINITE}
 AUDITS = frozenset({Check.PLACEMENT, Check.SESSION_OPTIONS, Check.LATENCY, Check.DYNAMIC_SHAPE,  # of a whole
                     Check.TRAINING_MODE, Check.CONTRADICTION, Check.PRECISION, Check.RANDOM_DRAWS,  # target
                     Check.COVERAGE, Check.PRECISION_LABEL, Check.LAYER_TOLERANCES, Check.WEIGHTS_UNSEEN,

@@ -10,6 +10,7 @@ import xml.etree.ElementTree as ET
 
 from gate.core.status import ModelStatus, Role, TargetStatus
 from gate.render.next_steps import TEXT, step_words
+from gate.render.text import over
 from gate.verdict.rows import Regression
 from gate.verdict.types import ModelVerdict, ProviderVerdict, Report
 
@@ -71,9 +72,7 @@ def _case(m: ModelVerdict, p: ProviderVerdict, step: str) -> ET.Element:
 
 
 def _regression(r: Regression) -> str:
-    value = "" if r.value is None else f" {r.value:.3g}"
-    limit = "" if r.threshold is None else f" > {r.threshold:.3g}"
-    return f"first regression at {r.where}: {r.check}{value}{limit}"
+    return f"first regression at {r.where}: {r.check} {over(r.check, r.value, r.threshold)}"
 
 
 def _detail(message: str | None, step: str) -> str:

@@ -52,7 +52,7 @@ def _row_line(i: int, r: Row, shared: dict[str, tuple[str, int]] | None = None) 
     note = _note(r)
     if shared and note in shared:
         note = f"note {list(shared).index(note) + 1}"
-    ratio = times(r.value, r.baseline) if r.status == RowStatus.FAIL else ""
+    ratio = times(r.error, r.baseline) if r.status == RowStatus.FAIL else ""  # of errors, never of counts
     return row(str(i + 1), code(r.layer), code(r.type, 60) if r.type else "",
                f"{icon(r.status)} {plain(r.status, 20)}", plain(r.check or "", 40),
                f"{num(r.value)}{f' ({ratio})' if ratio else ''}", num(r.threshold), num(r.baseline), note)

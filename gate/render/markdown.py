@@ -289,8 +289,9 @@ def _baseline_of(report: Report, fr: Regression | None, model: ModelVerdict | No
 
 
 def _row_baseline(p: ProviderVerdict, fr: Regression | None) -> float | None:
+    """Of an error only: NaN/Inf counts are no multiples of each other."""
     row = next((r for r in p.rows if fr and r.layer == fr.layer and r.check == fr.check), None)
-    return row.baseline if row else None
+    return row.baseline if row and row.error is not None else None
 
 
 def _tally(models: list[ModelVerdict]) -> str:

@@ -14,7 +14,7 @@ import unicodedata
 from collections.abc import Callable
 
 from gate.core.spans import span
-from gate.core.status import AUDITS
+from gate.core.status import AUDITS, Check
 
 NAME_CAP = 160
 MESSAGE_CAP = 400
@@ -125,9 +125,11 @@ def over(check: object, value: float | None, threshold: float | None,
          fmt: Callable[[float | None], str] = num, aside: str = "") -> str:
     """What a failed check measured against its limit (``value > threshold``, ``aside`` after the value);
     an audit of a whole target (latency, placement, ...) has neither: "audit"; a check that measures
-    nothing (a shape): "changed"."""
+    nothing (a shape): "changed"; NaN/Inf counts, which must be equal: the count and the one expected."""
     if check in AUDITS:
         return "audit"
+    if check == Check.NONFINITE:
+        return f"{fmt(value)} NaN/Inf, expected {fmt(threshold)}"
     return "changed" if value is None and threshold is None else f"{fmt(value)}{aside} > {fmt(threshold)}"
 
 

@@ -28,6 +28,22 @@ def test_layer_names_and_messages_are_not_markup():
         "FAILED | first regression: m (model)[logits] on CPUExecutionProvider (ceiling 0.5 > 0.01)")
 
 
+def test_a_nan_inf_count_that_differs_reads_as_what_was_expected_and_is_no_worst_error():
+    row = Row("scores", "Scores", "fail", "nonfinite", 20.0, 30.0, 30.0, "20 -Inf; baseline 30 -Inf")
+    drift = Row("out", "Linear", "fail", "reference-drift", 0.5, 1e-9, 0.0)
+    first = Regression("scores", "Scores", "nonfinite", 20.0, 30.0, row.message, "torch-cpu", "float64")
+    ref = ProviderVerdict("torch-cpu", "reference", "float64", "cpu", "regressed", first_regression=first,
+                          rows=[row, drift])
+    model = ModelVerdict("att", "regressed", providers=[ref], first_regression=first)
+    report = Report("regressed", [model], first_regression=Regression(**{**vars(first), "model": "att"}))
+    lines = _render(report)
+    assert lines[-1] == ("FAILED | first regression: att scores on torch-cpu (float64 reference) "
+                         "(nonfinite 20 NaN/Inf, expected 30)")
+    (table,) = [line for line in lines if "scores: nonfinite" in line]
+    # the worst error is the drift's: a count is no error
+    assert "20 NaN/Inf, expected 30" in table and "0.5" in table and "│ 20 " not in table
+
+
 def _render(report: Report) -> list[str]:
     with con.console.capture() as captured:
         con.render_report(report)

@@ -61,6 +61,15 @@ def test_a_regression_is_a_failure_naming_the_first_layer_its_check_and_the_next
     assert (suite.get("tests"), suite.get("failures"), suite.get("errors"), suite.get("skipped")) == ("4", "2", "0", "1")
 
 
+def test_a_nan_inf_count_that_differs_is_no_limit_exceeded():
+    report = json.loads((DATA / "reports" / "regressed.json").read_bytes())
+    cpu = next(p for p in report["models"][0]["providers"] if p["name"] == "CPUExecutionProvider")
+    cpu["first_regression"].update(check="nonfinite", value=20.0, threshold=30.0)
+    failure = cases(render_junit(parse_report(json.dumps(report).encode(), "t")))[
+        ("tiny-cnn", "CPUExecutionProvider float32")].find("failure")
+    assert failure.get("message") == "first regression at conv2: nonfinite 20 NaN/Inf, expected 30"
+
+
 def test_a_model_that_crashed_is_an_error_whose_step_reproduces_it():
     reference = ProviderVerdict("torch-cpu", "reference", "float64", "cpu", "error", reason="did not run: boom\x07",
                                 error_status=ErrorStatus.INFER_FAIL, where="models.py:3 in forward")

@@ -88,6 +88,24 @@ def test_errors_are_said_as_multiples_of_the_baseline():
     assert "error-growth 0.0042 (≈ 9,500× the baseline) > 2.76e-06" in text
 
 
+def test_nan_inf_counts_that_differ_are_said_as_counts_never_as_a_limit_or_a_multiple():
+    """Fewer -Inf than the baseline (a mask moved): "20 NaN/Inf, expected 30", not "20 (≈ 0.67×) > 30"."""
+    report = raw("regressed")
+    nonfinite = {"check": "nonfinite", "value": 20.0, "threshold": 30.0,
+                 "message": "reference has 20 -Inf; baseline 30 -Inf"}
+    model = report["models"][0]
+    cpu = next(p for p in model["providers"] if p["name"] == "CPUExecutionProvider")
+    for fr in (report["first_regression"], model["first_regression"], cpu["first_regression"]):
+        fr.update(nonfinite)
+    row = next(r for r in cpu["layers"] if r["layer"] == "conv2")
+    row.update(nonfinite, baseline=30.0)
+    text = render_markdown(typed(report), marker=MARKER, links=LINKS)
+    assert "check **nonfinite**: **20** NaN/Inf, expected **30**." in text
+    assert "`conv2` on `CPUExecutionProvider`: nonfinite 20 NaN/Inf, expected 30 |" in text
+    assert "| 4 | `conv2` | `Conv2d` | ❌ fail | nonfinite | 20 | 30 | 30 |" in text
+    assert "> **30**" not in text and "0.67×" not in text
+
+
 def test_export_failure_is_an_error_not_a_pass():
     text = render_fixture("export-fail")
     assert text.splitlines()[2].startswith("### 💥 parity-gate: 1 model failed: `resnet18`")

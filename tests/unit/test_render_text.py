@@ -69,6 +69,14 @@ def test_a_failed_check_that_measures_nothing_says_changed_never_a_dash_over_a_d
     assert over("reference-drift", 2e-6, 1e-9) == "2.00e-06 > 1.00e-09"  # twin: a measured check
 
 
+def test_nan_inf_counts_that_differ_read_as_the_count_and_the_one_expected_never_as_a_limit():
+    """Fewer -Inf than the baseline is no "20 > 30": the rule is that the counts differ."""
+    from gate.render.text import over
+
+    assert over("nonfinite", 20.0, 30.0) == "20 NaN/Inf, expected 30"
+    assert over("nonfinite", 3.0, 0.0, aside=" (≈ 9×)") == "3 NaN/Inf, expected 0"
+
+
 def _html(markdown: str) -> str:
     from markdown_it import MarkdownIt  # CommonMark with GitHub's tables, as the comment is read
     return MarkdownIt("commonmark").enable("table").render(markdown).strip()
