@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from gate.core.layers import module_of, renamed_modules
 from gate.core.runs import ModelRun
 from gate.formats.baseline import Baseline
 
@@ -17,10 +18,23 @@ def position(order: Sequence[str], call: str) -> int:
                 len(order))
 
 
-def changed(run: ModelRun, baseline: Baseline) -> dict[str, tuple[int, int]]:
-    """Module calls whose casts changed: (baseline, now), in execution order."""
-    before, now = baseline.meta.promoted or {}, run.meta.promoted or {}
+def changed(run: ModelRun, baseline: Baseline,
+            renames: dict[str, str] | None = None) -> dict[str, tuple[int, int]]:
+    """Module calls whose casts changed: (baseline, now), in execution order. ``renames``: the verdict's
+    (layers now -> the baseline's), so a module renamed or wrapped keeps its casts."""
+    before, now = baseline.meta.promoted or {}, _as_baseline(run.meta.promoted or {}, renames or {})
     order = [x.name for x in run.layers]
     calls = {call: (before.get(call, 0), now.get(call, 0)) for call in {*before, *now}
              if before.get(call, 0) != now.get(call, 0)}
     return dict(sorted(calls.items(), key=lambda kv: (position(order, kv[0]), kv[0])))
+
+
+def _as_baseline(counts: dict[str, int], renames: dict[str, str]) -> dict[str, int]:
+    """Counts per module call, each call under its baseline name where the verdict renamed it."""
+    modules = renamed_modules(renames)
+    out: dict[str, int] = {}
+    for call, n in counts.items():
+        module = module_of(call)
+        was = renames.get(call) or modules.get(module, module) + call[len(module):]
+        out[was] = out.get(was, 0) + n
+    return out

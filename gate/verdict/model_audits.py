@@ -177,13 +177,13 @@ def weights_unseen(run: ModelRun, baseline: Baseline | None, st: Structure | Non
                   "module the forward does not call); widen the inputs to compare it")]
 
 
-def casts(spec: ModelSpec, run: ModelRun, baseline: Baseline | None) -> list[Audit]:
+def casts(spec: ModelSpec, run: ModelRun, baseline: Baseline | None, st: Structure | None) -> list[Audit]:
     """The model's own casts to a lower precision changed (``gate.verdict.casts``): the reference promotes
     them and need not move, yet what ships computes at another precision. A change of the model; not
     judged where the reference runs them as written (``reference-promotion = false``)."""
     if baseline is None or not spec.reference_promotion or not run.layers:
         return []
-    changed = model_casts.changed(run, baseline)
+    changed = model_casts.changed(run, baseline, st.renames if st is not None else None)
     if not changed:
         return []
     call, (was, now) = next(iter(changed.items()))

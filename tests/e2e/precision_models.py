@@ -49,6 +49,40 @@ def mlp_rounded_with_to() -> nn.Module:
     return RoundedWithTo()
 
 
+class _Round(nn.Module):
+    """A block whose own code rounds its Linear's output through float16."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(32, 32)
+
+    def forward(self, x):
+        return self.fc(x).half().float()
+
+
+class BlockRounded(nn.Module):
+    def __init__(self, name: str = "block"):
+        super().__init__()
+        self.name = name
+        self.fc1, self.act = nn.Linear(16, 32), nn.GELU()
+        setattr(self, name, _Round())
+        self.fc3 = nn.Linear(32, 4)
+
+    def forward(self, x):
+        return self.fc3(getattr(self, self.name)(self.act(self.fc1(x))))
+
+
+def block_rounded() -> nn.Module:
+    torch.manual_seed(0)
+    return BlockRounded()
+
+
+def block_rounded_renamed() -> nn.Module:
+    """`block_rounded` with its block renamed: the same casts in the same call, under another name."""
+    torch.manual_seed(0)
+    return BlockRounded("stage")
+
+
 class ExportScaled(Mlp):
     """`fc2`'s output 1e-4 larger in the exported graph only: a fault only the ONNX runtimes see."""
 

@@ -105,6 +105,18 @@ def test_the_models_own_cast_removed_is_a_model_change_where_nothing_moved(tmp_p
     assert hint["evidence"]["cause"] == "casts", hint
 
 
+def test_casts_in_a_renamed_block_are_the_blocks_own(tmp_path):
+    """The verdict renames `block` to `stage`: its casts are counted under the baseline's name, so the
+    rename passes rather than fail the casts audit (2 casts gone from `block`, 2 new in `stage`)."""
+    cfg = load_config(_config(tmp_path, factory="block_rounded"))
+    (updated,) = commands.update_baseline(cfg, cfg.models, cfg.providers)
+    assert updated.error is None, updated.error
+    cfg = load_config(_config(tmp_path, factory="block_rounded_renamed"))
+    report = report_document(commands.check(cfg, cfg.models, cfg.providers))
+    assert report["verdict"] == "pass", report["first_regression"]
+    assert not [a for a in report["models"][0]["audits"] if a["check"] == "casts"]
+
+
 def test_the_unchanged_graph_passes(recorded):
     assert check(recorded, None)["verdict"] == "pass"
 

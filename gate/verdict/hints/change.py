@@ -62,7 +62,7 @@ def hints(ctx: Context) -> list[Hint]:
     ref = ctx.reference
     if ref is not None and ref.first_regression is not None:
         out.append(_model_change(ctx, ref, ref.first_regression, weights, tensors, graph_changed))
-    casts = cast_changes(ctx.run, ctx.baseline)
+    casts = cast_changes(ctx.run, ctx.baseline, ctx.structure.renames if ctx.structure else None)
     if casts:
         out.append(_casts_changed(ctx, casts))
     cast_first = min((position(ctx.order, call) for call in casts), default=None)
