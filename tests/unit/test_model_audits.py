@@ -49,7 +49,7 @@ def test_the_models_own_casts_changed_per_module_call_fail_at_the_first_call_tha
     """Counts per module call, not in total: a cast that moved to another call changed what ships too."""
     r, b = run(("a", "b", "c#1", "(model)")), baseline(names=("a", "b", "c#1", "(model)"))
     b.meta.promoted, r.meta.promoted = {"b": 2, "c#1": 1}, now
-    found = casts(spec(), r, b)
+    found = casts(spec(), r, b, None)
     at = "b" if "b" not in now else "c#1"
     assert [(a.check, a.status, a.layer) for a in found] == ([("casts", "fail", at)] if fails else [])
     if fails and "b" not in now:
@@ -59,4 +59,4 @@ def test_the_models_own_casts_changed_per_module_call_fail_at_the_first_call_tha
 def test_casts_are_not_compared_where_the_reference_runs_them_as_written():
     r, b = run(), baseline()
     b.meta.promoted = {"b": 2}
-    assert casts(dataclasses.replace(spec(), reference_promotion=False), r, b) == []
+    assert casts(dataclasses.replace(spec(), reference_promotion=False), r, b, None) == []
