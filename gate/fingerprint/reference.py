@@ -9,8 +9,11 @@ its strides). Every element is converted exactly to float64 (``v_i``); -0.0 beco
 bfloat16 is the upper half of a float32, so it converts exactly too.
 
 Counts. ``nan``, ``posinf``, ``neginf``, ``zero`` (``v_i == 0``) count elements; the
-others ("finite") are ``count - nan - posinf - neginf``. Only finite values enter min,
-max, the sums, the quantiles and the sketch; NaN and +/-Inf are only counted.
+others ("finite") are ``count - nan - posinf - neginf``. The largest finite magnitude of
+``x``'s own dtype (``finfo(dtype).max``, a mask's sentinel) counts as Inf: ``posinf`` counts
+``v_i >= max``, ``neginf`` ``v_i <= -max``, so a float64 reference masked with -DBL_MAX and a
+float32 runtime masked with -FLT_MAX agree. Only finite values enter min, max, the sums, the
+quantiles and the sketch; NaN and +/-Inf are only counted.
 
 min / max. Over finite values; NaN when there is none. Zero is reported as +0.0.
 
@@ -79,6 +82,9 @@ import numpy as np
 from ._model import BLOCK, LANES, QUANTILES, SKETCH_SEED, SKETCH_WIDTH, Fingerprint
 
 _CHUNK = 16 * BLOCK  # elements converted at a time; a multiple of BLOCK (bounds memory)
+# finfo(dtype).max: at or beyond it a value counts as Inf (bfloat16's: its bits 0x7f7f, widened)
+_MAX = {"float16": 65504.0, "bfloat16": 3.3895313892515355e38, "float32": float(np.finfo(np.float32).max),
+        "float64": float(np.finfo(np.float64).max)}
 _M1 = np.uint32(0x7FEB352D)
 _M2 = np.uint32(0x846CA68B)
 
@@ -158,12 +164,13 @@ def _fingerprint(a: np.ndarray, flat: np.ndarray, n: int, dtype: str) -> Fingerp
     tot = {name: np.zeros(LANES) for name in ("sum", "sumsq", "sumabs")}
     sketch = np.zeros(SKETCH_WIDTH)
     finite_parts = []
+    big = _MAX[dtype]
     for c0 in range(0, n, _CHUNK):
         vals = _values(flat[c0 : c0 + _CHUNK], dtype)
         x = vals.astype(np.float64)
         isnan = np.isnan(x)
-        ispos = x == math.inf
-        isneg = x == -math.inf
+        ispos = x >= big
+        isneg = x <= -big
         nan += int(isnan.sum())
         posinf += int(ispos.sum())
         neginf += int(isneg.sum())

@@ -7,7 +7,7 @@ CPU tensors the same code is tested against the specification (:mod:`.reference`
 Agreement with the specification:
 
 - the counts, ``min``, ``max`` and the quantiles are exact (the same ranks, read from a sort in which
-  -Inf comes first and NaN and +Inf last);
+  -Inf and -max come first and +max, +Inf and NaN last: +-max counts as +-Inf);
 - ``sum``, ``sumsq``, ``sumabs`` and each sketch bucket are float64 sums of the same terms (``v*v``
   rounded, never fused) in another order (torch's reductions, CUDA atomics). Any order of n - 1
   float64 additions is within ``gamma(n - 1) * sum(|terms|)`` of the exact sum (``gamma(k) = k*u /
@@ -112,10 +112,11 @@ def fingerprint_tensor(x) -> Fingerprint:
     counts = torch.zeros(4, dtype=torch.int64, device=dev)  # nan, posinf, neginf, zero
     sums = torch.zeros(3, dtype=torch.float64, device=dev)  # sum, sumsq, sumabs
     sketch = torch.zeros(SKETCH_WIDTH, dtype=torch.float64, device=dev)
+    big = torch.finfo(t.dtype).max  # at or beyond it a value counts as Inf
     for c0 in range(0, n, CHUNK):
         x64 = flat[c0:c0 + CHUNK].to(torch.float64)
-        finite = torch.isfinite(x64)
-        counts += torch.stack([torch.isnan(x64).sum(), (x64 == math.inf).sum(), (x64 == -math.inf).sum(),
+        finite = x64.abs() < big
+        counts += torch.stack([torch.isnan(x64).sum(), (x64 >= big).sum(), (x64 <= -big).sum(),
                                (x64 == 0).sum()])
         v = torch.where(finite, x64, 0.0)
         del x64, finite

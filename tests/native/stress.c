@@ -1,7 +1,7 @@
 /* Stress harness for the fingerprint kernel, built by tests/unit/test_fingerprint_native.py
  * with sanitizers (address + undefined behaviour, or thread). For data shaped to reach each
  * code path (zeros, a dominant value, heavy groups, refinement, collection, non-finite
- * values, subnormals) in every dtype and at sizes across the kernel's thresholds, every
+ * values, subnormals, masks at the largest finite value) in every dtype and at sizes across the kernel's thresholds, every
  * thread count must give the single-thread result bit for bit. Exit status 1 on a
  * mismatch; sanitizer reports make the run fail on their own.
  *
@@ -36,8 +36,23 @@ static double value(int dist) {
     }
 }
 
+/* Bits of a mask at the dtype's largest finite value (counted as Inf), or of a value just below it, either
+ * sign: where a quantile pass meets the mask beside values it ranks. */
+static uint64_t masked(int dtype) {
+    static const uint64_t top[] = {0x7bff, 0x7f7f, 0x7f7fffff, 0x7fefffffffffffffull};
+    uint64_t b = uniform() < 0.3 ? top[dtype] : top[dtype] - 1 - (uint64_t)(uniform() * 100);
+    return uniform() < 0.5 ? b : b | 1ull << (dtype == PGFP_F64 ? 63 : dtype == PGFP_F32 ? 31 : 15);
+}
+
 static void fill(void *buf, uint64_t n, int dtype, int dist) {
     for (uint64_t i = 0; i < n; i++) {
+        if (dist == 8) {
+            uint64_t b = masked(dtype);
+            if (dtype == PGFP_F64) ((uint64_t *)buf)[i] = b;
+            else if (dtype == PGFP_F32) ((uint32_t *)buf)[i] = (uint32_t)b;
+            else ((uint16_t *)buf)[i] = (uint16_t)b;
+            continue;
+        }
         double v = value(dist);
         if (dtype == PGFP_F64) { memcpy((char *)buf + 8 * i, &v, 8); continue; }
         float f = (float)v;
@@ -73,7 +88,7 @@ int main(int argc, char **argv) {
         if (n > max_n) continue;
         void *buf = malloc(n * 8 + 8);
         for (int dtype = PGFP_F16; dtype <= PGFP_F64; dtype++)
-            for (int dist = 0; dist < 8; dist++) {
+            for (int dist = 0; dist < 9; dist++) {
                 fill(buf, n, dtype, dist);
                 pgfp_result ref, got;
                 memset(&ref, 0, sizeof ref);

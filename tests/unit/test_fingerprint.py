@@ -71,6 +71,29 @@ def test_nonfinite_are_counted_not_summed():
     assert math.copysign(1.0, _spec(np.array([-0.0])).min) == 1.0
 
 
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32", "float64"])
+def test_largest_finite_value_counts_as_inf(dtype):
+    """finfo(dtype).max, a mask's sentinel, counts as Inf: a float64 reference masked with -DBL_MAX and a
+    float32 runtime masked with -FLT_MAX then agree on the values they judge."""
+    bf16 = dtype == "bfloat16"
+    if bf16:  # its values, exact in float32
+        wide, top, below = np.dtype(np.float32), 3.3895313892515355e38, 3.3762391092936863e38
+    else:
+        wide = np.dtype(dtype)
+        top = float(np.finfo(wide).max)
+        below = float(np.nextafter(wide.type(top), wide.type(0)))
+    x = np.array([1.0, -top, top, below, -top, 2.0], wide)
+    fp = _spec((x.view(np.uint32) >> 16).astype(np.uint16), dtype="bfloat16") if bf16 else _spec(x)
+    assert (fp.nan, fp.posinf, fp.neginf, fp.finite) == (0, 1, 2, 3)
+    assert (fp.min, fp.max, fp.sum) == (1.0, below, 3.0 + below)
+    assert set(fp.quantiles) == {1.0, 2.0}  # ranks 0 and 1 of [1.0, 2.0, below]
+    if dtype == "float32":
+        logits, mask = np.array([0.5, -1.25, 3.0, 0.75], np.float32), np.array([False, True, False, True])
+        masked = [np.where(mask, np.finfo(d).min, logits.astype(d)) for d in (np.float32, np.float64)]
+        assert _spec(masked[1]) == _spec(np.where(mask, -np.inf, logits.astype(np.float64)))
+        assert relative_error(_spec(masked[0]), _spec(masked[1])) == 0.0
+
+
 def test_empty_all_nan_zero_d():
     for x in (np.zeros((0, 3), np.float32), np.full(5, np.nan)):
         fp = _spec(x)

@@ -25,6 +25,7 @@ import gate.fingerprint as F
 from gate.fingerprint import QUANTILES, _build
 from gate.fingerprint.reference import fingerprint_numpy
 from tests.support import tools
+from tests.support.fingerprints import masked_at_max
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 NATIVE = os.path.join(os.path.dirname(HERE), "native")
@@ -128,6 +129,8 @@ def _cases():
         for dtype, bits in (("float16", np.uint16), ("bfloat16", np.uint16), ("float32", np.uint32), ("float64", np.uint64)):
             raw = r.integers(0, np.iinfo(bits).max, n, dtype=bits, endpoint=True)  # every bit pattern
             out.append((f"random bits, n={n}", dtype, raw if dtype == "bfloat16" else raw.view(dtype), QUANTILES, threads))
+            masked = masked_at_max(r, n, dtype)
+            out.append((f"+-max (counted as Inf), n={n}", dtype, masked, QUANTILES, threads))
     big = _distributions(r, LARGE)  # refinement passes, heavy values, 18+ blocks over threads
     big["one 28-bit bin"] = 1.0 + r.random(LARGE) * 2.0**-30
     for dist, dtype, threads in (
@@ -140,6 +143,8 @@ def _cases():
         ("one 28-bit bin", "float64", (1, 2)),  # refined twice: 40-bit prefixes, no perfect hash
     ):
         out.append((f"{dist}, n={LARGE}", dtype, _bits(big[dist], dtype), QUANTILES, threads))
+    n = 3_000_017  # +-max among the largest values: a heavy value there must not be the mask
+    out.append((f"+-max, n={n}", "float64", masked_at_max(r, n, "float64"), QUANTILES, (1, 2)))
     x = big["special values"] * np.where(r.random(LARGE) < 0.05, 0.0, 1.0)
     out.append((f"16 quantiles (the most a call takes), n={LARGE}", "float32", x.astype(np.float32), MANY_QS, (1, 3)))
     return out

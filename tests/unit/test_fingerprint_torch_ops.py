@@ -19,6 +19,7 @@ from hypothesis.extra import numpy as hnp
 import gate.fingerprint as F
 from gate.fingerprint import reference, torch_ops
 from gate.fingerprint.torch_ops import error_bound, fingerprint_tensor
+from tests.support.fingerprints import masked_at_max
 
 
 def spec_of(t: torch.Tensor) -> F.Fingerprint:
@@ -31,7 +32,7 @@ def spec_of(t: torch.Tensor) -> F.Fingerprint:
 
 def _finite_values(t: torch.Tensor) -> np.ndarray:
     v = t.detach().cpu().reshape(-1).to(torch.float64).numpy()
-    return np.where(np.isfinite(v), v, 0.0)
+    return np.where(np.abs(v) < torch.finfo(t.dtype).max, v, 0.0)  # +-max counts as Inf
 
 
 def _same_float(a: float, b: float) -> bool:
@@ -103,6 +104,14 @@ def test_degenerate_tensors(dtype, make):
 def test_float64_subnormals_and_float16_extremes():
     assert_agrees(torch.randn(5000, dtype=torch.float64) * 1e-310)
     assert_agrees(torch.tensor([65504.0, -65504.0, 6e-8, -6e-8, 0.0], dtype=torch.float16))
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_largest_finite_value_counts_as_inf(dtype):
+    raw = masked_at_max(np.random.default_rng(8), 70_001, str(dtype).removeprefix("torch."))
+    x = torch.from_numpy(raw.view(np.int16)).view(dtype) if dtype == torch.bfloat16 else torch.from_numpy(raw)
+    fp = assert_agrees(x)
+    assert fp.posinf > 0 and fp.neginf > 0 and abs(fp.max) < torch.finfo(dtype).max
 
 
 @pytest.mark.parametrize("shape", [(), (0,), (3, 0, 2), (1,), (2, 3, 4, 5)])

@@ -101,7 +101,7 @@ static void quantile_pass(ctx *c, int t) {
             for (uint32_t j = 0; j < m; j++) {
                 uint64_t key = load_key(c, i + idx[j]), pre = key >> c->shift;
                 int g;
-                if (key == zkey) continue; /* +0 or -0: counted, never ranked */
+                if (!ranked(c, key, zkey)) continue; /* +0 or -0, +-max: counted, never ranked */
                 if (c->mt.ghashed) {
                     unsigned h = (unsigned)((pre * c->mt.gmul) >> 59);
                     if (c->mt.gkey[h] != pre) continue; /* a raw-prefix alias, not a candidate */
@@ -339,6 +339,7 @@ int pgfp_fingerprint(const void *data, uint64_t n, int dtype, const double *qs, 
     c->data = data; c->n = n; c->dtype = dtype; c->T = T; c->W = WPT * T; c->small = small;
     c->esize = dtype == PGFP_F64 ? 8 : dtype == PGFP_F32 ? 4 : 2;
     c->nblocks = (n + BLOCK - 1) / BLOCK;
+    key_limits(dtype, &c->kmin, &c->kmax);
     partial_init(&c->tot);
     int heap_slots = c->nblocks > 1, stack_keys = small && n <= STACK_KEYS;
     /* One block: it is the total (adding a block to a +0.0 total changes no bit: the

@@ -120,17 +120,19 @@ typedef struct {
 } acc;
 
 /* 8 values x (float32 lanes, exact) with their order-preserving keys (32-bit lanes; the
- * top 16 bits of a float32 key, or a whole 16-bit key, is the histogram digit). */
-TGT static inline void step_ps(acc *A, __m256 x, __m256i key, int dshift, uint32_t h, double *sk, sink *o) {
+ * top 16 bits of a float32 key, or a whole 16-bit key, is the histogram digit). big: the
+ * dtype's largest finite value, counted as Inf (see nonfin_f32). */
+TGT static inline void step_ps(acc *A, __m256 x, __m256i key, int dshift, uint32_t h, double *sk, sink *o, __m256 big) {
     const __m256 absm = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
-    __m256 fin = _mm256_cmp_ps(_mm256_and_ps(x, absm), _mm256_set1_ps(3.40282347e+38f), _CMP_LE_OQ);
+    __m256 fin = _mm256_cmp_ps(_mm256_and_ps(x, absm), big, _CMP_LT_OQ);
     __m256 zero = _mm256_cmp_ps(x, _mm256_setzero_ps(), _CMP_EQ_OQ);
     A->czero = _mm256_sub_epi32(A->czero, _mm256_castps_si256(zero));
     __m256 w = x;
     if (_mm256_movemask_ps(fin) != 0xff) {
         A->cnan = _mm256_sub_epi32(A->cnan, _mm256_castps_si256(_mm256_cmp_ps(x, x, _CMP_UNORD_Q)));
-        A->cpinf = _mm256_sub_epi32(A->cpinf, _mm256_castps_si256(_mm256_cmp_ps(x, _mm256_set1_ps(INFINITY), _CMP_EQ_OQ)));
-        A->cninf = _mm256_sub_epi32(A->cninf, _mm256_castps_si256(_mm256_cmp_ps(x, _mm256_set1_ps(-INFINITY), _CMP_EQ_OQ)));
+        __m256 nbig = _mm256_xor_ps(big, _mm256_set1_ps(-0.0f));
+        A->cpinf = _mm256_sub_epi32(A->cpinf, _mm256_castps_si256(_mm256_cmp_ps(x, big, _CMP_GE_OQ)));
+        A->cninf = _mm256_sub_epi32(A->cninf, _mm256_castps_si256(_mm256_cmp_ps(x, nbig, _CMP_LE_OQ)));
         A->mn = _mm256_min_ps(_mm256_blendv_ps(_mm256_set1_ps(INFINITY), x, fin), A->mn);
         A->mx = _mm256_max_ps(_mm256_blendv_ps(_mm256_set1_ps(-INFINITY), x, fin), A->mx);
         w = _mm256_and_ps(x, fin); /* non-finite -> +0 */
@@ -185,7 +187,7 @@ TGT static void acc_store(const acc *A, partial *p) {
 /* float64: two halves of 4 lanes per group of 8. */
 TGT static void chunk_f64(const double *src, uint32_t len, partial *p, const uint32_t *hs, sink *o) {
     const __m256d absd = _mm256_castsi256_pd(_mm256_set1_epi64x(0x7fffffffffffffffll));
-    const __m256d big = _mm256_set1_pd(1.7976931348623157e308), inf = _mm256_set1_pd(INFINITY);
+    const __m256d big = _mm256_set1_pd(F64_MAX), nbig = _mm256_set1_pd(-F64_MAX), inf = _mm256_set1_pd(INFINITY);
     const __m256i top = _mm256_set1_epi64x((long long)0x8000000000000000ull);
     /* dig64, 8 lanes of the values' high halves */
     const __m128i dsh = _mm_cvtsi32_si128(o->dsh);
@@ -203,14 +205,14 @@ TGT static void chunk_f64(const double *src, uint32_t len, partial *p, const uin
         __m256i bv[2], kv[2];
         for (int h = 0; h < 2; h++) {
             __m256d x = _mm256_loadu_pd(src + i + 4 * h);
-            __m256d fin = _mm256_cmp_pd(_mm256_and_pd(x, absd), big, _CMP_LE_OQ);
+            __m256d fin = _mm256_cmp_pd(_mm256_and_pd(x, absd), big, _CMP_LT_OQ); /* +-max: Inf */
             __m256d zero = _mm256_cmp_pd(x, _mm256_setzero_pd(), _CMP_EQ_OQ);
             cz[h] = _mm256_sub_epi64(cz[h], _mm256_castpd_si256(zero));
             __m256d w = x;
             if (_mm256_movemask_pd(fin) != 0xf) {
                 cn[h] = _mm256_sub_epi64(cn[h], _mm256_castpd_si256(_mm256_cmp_pd(x, x, _CMP_UNORD_Q)));
-                cp[h] = _mm256_sub_epi64(cp[h], _mm256_castpd_si256(_mm256_cmp_pd(x, inf, _CMP_EQ_OQ)));
-                cm[h] = _mm256_sub_epi64(cm[h], _mm256_castpd_si256(_mm256_cmp_pd(x, _mm256_set1_pd(-INFINITY), _CMP_EQ_OQ)));
+                cp[h] = _mm256_sub_epi64(cp[h], _mm256_castpd_si256(_mm256_cmp_pd(x, big, _CMP_GE_OQ)));
+                cm[h] = _mm256_sub_epi64(cm[h], _mm256_castpd_si256(_mm256_cmp_pd(x, nbig, _CMP_LE_OQ)));
                 mn[h] = _mm256_min_pd(_mm256_blendv_pd(inf, x, fin), mn[h]);
                 mx[h] = _mm256_max_pd(_mm256_blendv_pd(_mm256_set1_pd(-INFINITY), x, fin), mx[h]);
                 w = _mm256_and_pd(x, fin);
@@ -271,11 +273,12 @@ TGT void pgfp_chunk_avx2(const void *src, int dtype, uint32_t len, uint64_t star
     acc A;
     acc_init(&A, p);
     const __m256i top = _mm256_set1_epi32((int)0x80000000u);
+    const __m256 big = _mm256_set1_ps((float)(dtype == PGFP_F32 ? F32_MAX : dtype == PGFP_F16 ? F16_MAX : BF16_MAX));
     if (dtype == PGFP_F32) {
         for (uint32_t i = 0; i < len; i += 8) {
             __m256i b = _mm256_loadu_si256((const __m256i *)((const float *)src + i));
             __m256i key = _mm256_xor_si256(b, _mm256_or_si256(_mm256_srai_epi32(b, 31), top));
-            step_ps(&A, _mm256_castsi256_ps(b), key, 16, hs[i >> 3], p->sk, o);
+            step_ps(&A, _mm256_castsi256_ps(b), key, 16, hs[i >> 3], p->sk, o, big);
         }
     } else {
         const __m256i lo16 = _mm256_set1_epi32(0xffff), bit15 = _mm256_set1_epi32(0x8000);
@@ -285,7 +288,7 @@ TGT void pgfp_chunk_avx2(const void *src, int dtype, uint32_t len, uint64_t star
             __m256 x = dtype == PGFP_F16 ? _mm256_cvtph_ps(raw) : _mm256_castsi256_ps(_mm256_slli_epi32(b, 16));
             __m256i neg = _mm256_srai_epi32(_mm256_slli_epi32(b, 16), 31);
             __m256i key = _mm256_xor_si256(b, _mm256_or_si256(_mm256_and_si256(neg, lo16), bit15));
-            step_ps(&A, x, key, 0, hs[i >> 3], p->sk, o);
+            step_ps(&A, x, key, 0, hs[i >> 3], p->sk, o, big);
         }
     }
     acc_store(&A, p);

@@ -31,6 +31,7 @@ typedef struct {
     uint64_t n, nblocks;
     int dtype, esize, T, W, small, vec; /* vec: a vector path (AVX2, NEON) runs */
     uint32_t hdig;           /* pass 1's dominant digit (see sink), ~0u if none */
+    uint64_t kmin, kmax;     /* keys of -max and +max: ranked keys lie strictly between (ranked) */
     int dsh;                 /* float64's digit: dig64(bits, dsh, dlo) */
     uint32_t dlo;
     chunk_fn chunk;
@@ -95,6 +96,21 @@ static inline uint64_t load_key(const ctx *c, uint64_t i) {
     case PGFP_F32: return key32(((const uint32_t *)c->data)[i]);
     default: return key64(((const uint64_t *)c->data)[i]);
     }
+}
+
+/* Keys of -max and +max (counted as -Inf and +Inf, see nonfin_f32): a quantile pass may meet them
+ * in a group of the largest finite values, and skips them as it skips zeros. */
+static inline void key_limits(int dtype, uint64_t *kmin, uint64_t *kmax) {
+    switch (dtype) {
+    case PGFP_F16: *kmin = key16(0x8000u | F16_MAXB); *kmax = key16(F16_MAXB); break;
+    case PGFP_BF16: *kmin = key16(0x8000u | BF16_MAXB); *kmax = key16(BF16_MAXB); break;
+    case PGFP_F32: *kmin = key32(0x80000000u | F32_MAXB); *kmax = key32(F32_MAXB); break;
+    default: *kmin = key64(0x8000000000000000ull | F64_MAXB); *kmax = key64(F64_MAXB); break;
+    }
+}
+/* Whether a quantile ranks the element of this key: neither zero (zkey) nor +-max. */
+static inline int ranked(const ctx *c, uint64_t key, uint64_t zkey) {
+    return key != zkey && key > c->kmin && key < c->kmax;
 }
 
 static inline uint64_t hget(const uint32_t *h32, const uint64_t *h64, uint64_t i) {

@@ -77,10 +77,20 @@ static inline uint32_t dig64(uint64_t b, int dsh, uint32_t dlo) {
 }
 static inline int dig64_edge(uint32_t d) { return (d & 0x7fffu) == 0 || (d & 0x7fffu) == 0x7fffu; }
 
-static inline int nonfin_f16(uint16_t b) { return (b & 0x7c00u) == 0x7c00u; }
-static inline int nonfin_bf16(uint16_t b) { return (b & 0x7f80u) == 0x7f80u; }
-static inline int nonfin_f32(uint32_t b) { return (b & 0x7f800000u) == 0x7f800000u; }
-static inline int nonfin_f64(uint64_t b) { return (b & 0x7ff0000000000000ull) == 0x7ff0000000000000ull; }
+/* Not finite in the fingerprint's sense: NaN, +-Inf, and +-max (the largest finite magnitude of the
+ * dtype, a mask's sentinel, counted as +-Inf): the magnitude's bits at least max's, one below Inf's. */
+#define F16_MAXB 0x7bffu
+#define BF16_MAXB 0x7f7fu
+#define F32_MAXB 0x7f7fffffu
+#define F64_MAXB 0x7fefffffffffffffull
+#define F16_MAX 65504.0
+#define BF16_MAX 3.3895313892515355e38
+#define F32_MAX 3.4028234663852886e38
+#define F64_MAX 1.7976931348623157e308
+static inline int nonfin_f16(uint16_t b) { return (b & 0x7fffu) >= F16_MAXB; }
+static inline int nonfin_bf16(uint16_t b) { return (b & 0x7fffu) >= BF16_MAXB; }
+static inline int nonfin_f32(uint32_t b) { return (b & 0x7fffffffu) >= F32_MAXB; }
+static inline int nonfin_f64(uint64_t b) { return (b & 0x7fffffffffffffffull) >= F64_MAXB; }
 
 /* ---- per-block partial results ----
  * Cache-line aligned: a vector path adds a sketch row as 32- or 16-byte halves, which must

@@ -95,17 +95,20 @@ static inline void count_nonfinite(acc *A, uint32x4_t n0, uint32x4_t n1, uint32x
     A->cninf = vsubq_u32(vsubq_u32(A->cninf, m0), m1);
 }
 
-/* 8 values x (float32 lanes, exact) with their order-preserving keys; the digit is key >> -dsh. */
+/* 8 values x (float32 lanes, exact) with their order-preserving keys; the digit is key >> -dsh.
+ * big: the dtype's largest finite value, counted as Inf (see nonfin_f32). */
 static inline void step_ps(acc *A, float32x4_t *mn, float32x4_t *mx, float32x4_t x0, float32x4_t x1,
-                           uint32x4_t key0, uint32x4_t key1, int32x4_t dsh, uint32_t h, double *sk, sink *o) {
-    const float32x4_t big = vdupq_n_f32(3.40282347e+38f), inf = vdupq_n_f32(INFINITY), ninf = vdupq_n_f32(-INFINITY);
-    uint32x4_t fin0 = vcaleq_f32(x0, big), fin1 = vcaleq_f32(x1, big); /* |x| <= max: NaN fails */
+                           uint32x4_t key0, uint32x4_t key1, int32x4_t dsh, uint32_t h, double *sk, sink *o,
+                           float32x4_t big) {
+    const float32x4_t inf = vdupq_n_f32(INFINITY), ninf = vdupq_n_f32(-INFINITY);
+    uint32x4_t fin0 = vcaltq_f32(x0, big), fin1 = vcaltq_f32(x1, big); /* |x| < max: NaN fails */
     uint32x4_t z0 = vceqzq_f32(x0), z1 = vceqzq_f32(x1);
     A->czero = vsubq_u32(vsubq_u32(A->czero, z0), z1);
     float32x4_t w0 = x0, w1 = x1;
     if (vminvq_u32(vandq_u32(fin0, fin1)) != UINT32_MAX) {
-        count_nonfinite(A, vmvnq_u32(vceqq_f32(x0, x0)), vmvnq_u32(vceqq_f32(x1, x1)), vceqq_f32(x0, inf),
-                        vceqq_f32(x1, inf), vceqq_f32(x0, ninf), vceqq_f32(x1, ninf));
+        float32x4_t nbig = vnegq_f32(big);
+        count_nonfinite(A, vmvnq_u32(vceqq_f32(x0, x0)), vmvnq_u32(vceqq_f32(x1, x1)), vcgeq_f32(x0, big),
+                        vcgeq_f32(x1, big), vcleq_f32(x0, nbig), vcleq_f32(x1, nbig));
         w0 = vreinterpretq_f32_u32(vandq_u32(vreinterpretq_u32_f32(x0), fin0)); /* non-finite -> +0 */
         w1 = vreinterpretq_f32_u32(vandq_u32(vreinterpretq_u32_f32(x1), fin1));
         *mn = vminq_f32(*mn, vminq_f32(vbslq_f32(fin0, x0, inf), vbslq_f32(fin1, x1, inf)));
@@ -139,20 +142,20 @@ static inline uint32x4_t dig4(const sink *o, float64x2_t a, float64x2_t b) {
  * counts and the histogram (the digit: dig64 of their high halves). */
 static inline void step_pd(acc *A, float64x2_t *mn, float64x2_t *mx, const float64x2_t *x, uint32_t h,
                            double *sk, sink *o) {
-    const float64x2_t big = vdupq_n_f64(1.7976931348623157e308), inf = vdupq_n_f64(INFINITY);
+    const float64x2_t big = vdupq_n_f64(F64_MAX), nbig = vdupq_n_f64(-F64_MAX), inf = vdupq_n_f64(INFINITY);
     const float64x2_t ninf = vdupq_n_f64(-INFINITY);
     const uint64x2_t top = vdupq_n_u64(0x8000000000000000ull);
     uint64x2_t fin[4], z[4], key[4], keep[4];
     float64x2_t w[4];
-    for (int k = 0; k < 4; k++) { fin[k] = vcaleq_f64(x[k], big); z[k] = vceqzq_f64(x[k]); w[k] = x[k]; }
+    for (int k = 0; k < 4; k++) { fin[k] = vcaltq_f64(x[k], big); z[k] = vceqzq_f64(x[k]); w[k] = x[k]; }
     uint32x4_t f0 = narrow2(fin[0], fin[1]), f1 = narrow2(fin[2], fin[3]);
     A->czero = vsubq_u32(vsubq_u32(A->czero, narrow2(z[0], z[1])), narrow2(z[2], z[3]));
     if (vminvq_u32(vandq_u32(f0, f1)) != UINT32_MAX) {
         uint64x2_t e[4], p[4], m[4]; /* e: x == x, not NaN */
         for (int k = 0; k < 4; k++) {
             e[k] = vceqq_f64(x[k], x[k]);
-            p[k] = vceqq_f64(x[k], inf);
-            m[k] = vceqq_f64(x[k], ninf);
+            p[k] = vcgeq_f64(x[k], big);
+            m[k] = vcleq_f64(x[k], nbig);
             w[k] = vreinterpretq_f64_u64(vandq_u64(vreinterpretq_u64_f64(x[k]), fin[k]));
         }
         count_nonfinite(A, vmvnq_u32(narrow2(e[0], e[1])), vmvnq_u32(narrow2(e[2], e[3])), narrow2(p[0], p[1]),
@@ -214,6 +217,7 @@ static void chunk_f64(const double *src, uint32_t len, acc *A, double *sk, const
 
 static void chunk_ps(const void *src, int dtype, uint32_t len, acc *A, double *sk, const uint32_t *hs, sink *o, partial *p) {
     float32x4_t mn = vdupq_n_f32(INFINITY), mx = vdupq_n_f32(-INFINITY);
+    const float32x4_t big = vdupq_n_f32((float)(dtype == PGFP_F32 ? F32_MAX : dtype == PGFP_F16 ? F16_MAX : BF16_MAX));
     if (dtype == PGFP_F32) {
         const uint32x4_t top = vdupq_n_u32(0x80000000u);
         const int32x4_t dsh = vdupq_n_s32(-16);
@@ -221,7 +225,8 @@ static void chunk_ps(const void *src, int dtype, uint32_t len, acc *A, double *s
             uint32x4_t b0 = vld1q_u32((const uint32_t *)src + i), b1 = vld1q_u32((const uint32_t *)src + i + 4);
             uint32x4_t key0 = veorq_u32(b0, vorrq_u32(vreinterpretq_u32_s32(vshrq_n_s32(vreinterpretq_s32_u32(b0), 31)), top));
             uint32x4_t key1 = veorq_u32(b1, vorrq_u32(vreinterpretq_u32_s32(vshrq_n_s32(vreinterpretq_s32_u32(b1), 31)), top));
-            step_ps(A, &mn, &mx, vreinterpretq_f32_u32(b0), vreinterpretq_f32_u32(b1), key0, key1, dsh, hs[i >> 3], sk, o);
+            step_ps(A, &mn, &mx, vreinterpretq_f32_u32(b0), vreinterpretq_f32_u32(b1), key0, key1, dsh, hs[i >> 3], sk, o,
+                    big);
         }
     } else { /* 16-bit keys: the key is the digit */
         const uint32x4_t lo16 = vdupq_n_u32(0xffff), bit15 = vdupq_n_u32(0x8000);
@@ -239,7 +244,7 @@ static void chunk_ps(const void *src, int dtype, uint32_t len, acc *A, double *s
             }
             uint32x4_t key0 = veorq_u32(b0, vorrq_u32(vandq_u32(vtstq_u32(b0, bit15), lo16), bit15));
             uint32x4_t key1 = veorq_u32(b1, vorrq_u32(vandq_u32(vtstq_u32(b1, bit15), lo16), bit15));
-            step_ps(A, &mn, &mx, x0, x1, key0, key1, dsh, hs[i >> 3], sk, o);
+            step_ps(A, &mn, &mx, x0, x1, key0, key1, dsh, hs[i >> 3], sk, o, big);
         }
     }
     acc_store(A, p, vminvq_f32(mn), vmaxvq_f32(mx));

@@ -142,10 +142,10 @@ static uint64_t key_raw(uint64_t key, int kb) {
     return (key & top) ? key ^ top : ~key & all;
 }
 
-/* Group of a key, or -1 (the key is zero or in no group). */
+/* Group of a key, or -1 (the key is zero, +-max or in no group). */
 static int group_of(const ctx *c, uint64_t key, uint64_t zkey) {
     uint64_t pre = key >> c->shift;
-    if (key == zkey || !c->tab[key >> (key_bits(c->dtype) - 16)]) return -1;
+    if (!ranked(c, key, zkey) || !c->tab[key >> (key_bits(c->dtype) - 16)]) return -1;
     for (int g = 0; g < c->ng; g++) if (c->gprefix[g] == pre) return g;
     return -1;
 }

@@ -6,11 +6,12 @@
 
 /* Stats over one inner chunk: lane sums continue in p (the chunk starts at a lane-0
  * offset), vv receives the canonical finite values (non-finite -> +0.0). Only the sums
- * need their lane and order; counts and min/max are plain running values. */
-#define STAT_ONE(V, J, I)                                                               \
+ * need their lane and order; counts and min/max are plain running values. BIG: the
+ * dtype's largest finite value, which counts as Inf (see nonfin_f32). */
+#define STAT_ONE(V, J, I, BIG)                                                          \
     do {                                                                                \
         double v_ = (V);                                                                \
-        if (fabs(v_) <= 1.7976931348623157e308) { /* finite */                          \
+        if (fabs(v_) < (BIG)) { /* finite */                                            \
             double w_ = v_ + 0.0;                                                       \
             cz += v_ == 0.0;                                                            \
             mn = v_ < mn ? v_ : mn;                                                     \
@@ -21,20 +22,20 @@
             vv[I] = w_;                                                                 \
         } else {                                                                        \
             cn += v_ != v_;                                                             \
-            cp += v_ == INFINITY;                                                       \
-            cm += v_ == -INFINITY;                                                      \
+            cp += v_ >= (BIG);                                                          \
+            cm += v_ <= -(BIG);                                                         \
             vv[I] = 0.0;                                                                \
         }                                                                               \
     } while (0)
-#define DEFINE_STATS(NAME, T, CONV)                                                     \
+#define DEFINE_STATS(NAME, T, CONV, BIG)                                                \
     static void NAME(const T *src, uint32_t len, double *vv, partial *p) {          \
         double s[LANES], q[LANES], a[LANES], mn = INFINITY, mx = -INFINITY;             \
         uint64_t cn = 0, cp = 0, cm = 0, cz = 0;                                        \
         uint32_t i = 0;                                                                 \
         for (int j = 0; j < LANES; j++) { s[j] = p->s[j]; q[j] = p->q[j]; a[j] = p->a[j]; } \
         for (; i + LANES <= len; i += LANES) /* whole groups: lanes in registers */    \
-            for (int j = 0; j < LANES; j++) STAT_ONE(CONV(src[i + j]), j, i + j);       \
-        for (int j = 0; i < len; i++, j++) STAT_ONE(CONV(src[i]), j, i);                \
+            for (int j = 0; j < LANES; j++) STAT_ONE(CONV(src[i + j]), j, i + j, BIG);  \
+        for (int j = 0; i < len; i++, j++) STAT_ONE(CONV(src[i]), j, i, BIG);           \
         for (int j = 0; j < LANES; j++) { p->s[j] = s[j]; p->q[j] = q[j]; p->a[j] = a[j]; } \
         p->nan += cn; p->pinf += cp; p->ninf += cm; p->zero += cz;                      \
         if (mn < p->mn) p->mn = mn;                                                     \
@@ -45,10 +46,10 @@
 #define CONV_BF16(x) bf16_to_d(x)
 #define CONV_F32(x) ((double)(x))
 #define CONV_F64(x) (x)
-DEFINE_STATS(stats_f16, uint16_t, CONV_F16)
-DEFINE_STATS(stats_bf16, uint16_t, CONV_BF16)
-DEFINE_STATS(stats_f32, float, CONV_F32)
-DEFINE_STATS(stats_f64, double, CONV_F64)
+DEFINE_STATS(stats_f16, uint16_t, CONV_F16, F16_MAX)
+DEFINE_STATS(stats_bf16, uint16_t, CONV_BF16, BF16_MAX)
+DEFINE_STATS(stats_f32, float, CONV_F32, F32_MAX)
+DEFINE_STATS(stats_f64, double, CONV_F64, F64_MAX)
 
 /* CountSketch of one inner chunk starting at flat index start (a multiple of 8; the
  * chunk never crosses a 2^35 boundary, so hi32 of the group index is constant): one hash
@@ -109,8 +110,9 @@ void pgfp_chunk_scalar(const void *src, int dtype, uint32_t len, uint64_t start,
 }
 
 /* Indices (within the chunk) of elements whose key prefix is one of the groups. Group
- * prefixes keep the whole exponent, so non-finite elements never match. Heavy values are
- * emitted like any member (the portable path is correct, not fast, on such data). */
+ * prefixes keep the whole exponent, so NaN and Inf never match (+-max may: the caller skips
+ * it, as it skips zeros). Heavy values are emitted like any member (the portable path is
+ * correct, not fast, on such data). */
 uint32_t pgfp_match_scalar(const void *src, int dtype, uint32_t len, const matcher *mt, uint32_t *out, uint64_t *hcount) {
     (void)hcount;
     int shift = mt->shift, ng = mt->ng;
