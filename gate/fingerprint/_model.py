@@ -193,8 +193,11 @@ class Difference:
 
 def difference(x: Fingerprint, ref: Fingerprint) -> Difference:
     """Estimated ``||x - ref||_2 / ||ref||_2``; ``||x - ref||_2 / sqrt(n)`` (absolute) where ``ref`` is all
-    zeros: 0 when both are."""
+    zeros: 0 when both are. NaN where a float64 sum overflowed so that no distance can be told (a bucket at
+    inf on both sides, or ``ref``'s sum of squares, which would divide any distance down to 0)."""
     dist = sketch_distance(x, ref)
+    if not math.isfinite(ref.l2):
+        return Difference(math.nan)
     if ref.l2 > 0.0:
         return Difference(dist / ref.l2 if dist else 0.0)
     return Difference(dist / math.sqrt(max(ref.count, 1)) if dist else 0.0, absolute=True)
@@ -214,13 +217,15 @@ class Sketches:
         self._index = [i for i, r in enumerate(refs) if r.sketch is not None]
         self._scale = np.array([r.l2 if r.l2 > 0.0 else math.sqrt(max(r.count, 1)) for r in refs],
                                dtype=np.float64)
+        self._scale[~np.isfinite(self._scale)] = np.nan  # difference() cannot be computed: NaN
 
     def differences(self, x: Fingerprint) -> np.ndarray:
         """Per reference, ``difference(x, ref).value`` within ``SUM_SLACK``; NaN where one has no sketch."""
         out = np.full(len(self._scale), np.nan)
         if x.sketch is not None and self._index:
-            d = self._stack - np.asarray(x.sketch, dtype=np.float64)
-            out[self._index] = np.sqrt(np.einsum("ij,ij->i", d, d)) / self._scale[self._index]
+            with np.errstate(over="ignore", invalid="ignore"):  # an overflowed bucket: inf or NaN
+                d = self._stack - np.asarray(x.sketch, dtype=np.float64)
+                out[self._index] = np.sqrt(np.einsum("ij,ij->i", d, d)) / self._scale[self._index]
         return out
 
 

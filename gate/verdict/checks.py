@@ -28,6 +28,8 @@ NOISE_MARGIN = 4.0  # thresholds stay at least this many times the calibrated no
 # A reference computed (partly) below float64 moves with that precision's rounding across machines
 # and thread counts: its limit is at least this, never the 1e-9 only float64 can meet.
 REFERENCE_FLOOR = ROUNDING
+# difference() is NaN where a fingerprint's float64 sums overflowed: what cannot be measured never passes
+UNCOMPUTABLE = "cannot be computed (a float64 sum of the fingerprints overflowed): never within a limit"
 
 
 def _row(layer: LayerInfo, status: RowStatus, check: Check | None = None, value: float | None = None,
@@ -179,6 +181,9 @@ def _reference_row(run: ModelRun, layer: LayerInfo, base: Fingerprint, limit: fl
         return _row(layer, RowStatus.FAIL, Check.NONFINITE, n, b, b, message=f"reference has {_describe_nonfinite(_nonfinite(now))}; "
                     f"baseline {_describe_nonfinite(_nonfinite(base))}")
     change = difference(now, base)
+    if change.value != change.value:
+        return _row(layer, RowStatus.FAIL, Check.REFERENCE_DRIFT, change.value, limit, 0.0,
+                    message=f"the {run.reference_dtype} reference's distance to its baseline {UNCOMPUTABLE}")
     if change.value > limit:
         measure = "RMS of the difference: the baseline is all zeros" if change.absolute else "relative L2"
         bound = "integers, which no rounding moves" if layer.integer and not limit else f"limit {limit:.3g}"
@@ -296,6 +301,9 @@ def _runtime_row(layer: LayerInfo, prun: ProviderRun, pl: ProviderLayer, recorde
     threshold = (math.inf if recorded is None or base is None or math.isnan(base)
                  else growth_limit(base, tol.growth, tol.floor, recorded.noise))
     known = threshold < math.inf
+    if err != err:
+        return _row(layer, RowStatus.FAIL, Check.ERROR_GROWTH, err, threshold if known else tol.floor, base,
+                    message=f"{prun.name}'s error against the reference {UNCOMPUTABLE}", absolute=absolute)
     if err > threshold:  # checked first: a ceiling row with a baseline is an error within its budget
         return _row(layer, RowStatus.FAIL, Check.ERROR_GROWTH, err, threshold, base,
                     message=f"error against the reference {err:.3g} (baseline {base:.3g}, limit {threshold:.3g} = "

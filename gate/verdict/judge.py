@@ -235,8 +235,9 @@ def _follows(mv: ModelVerdict, spec: ModelSpec, order: dict[str, int]) -> None:
                 continue
             tol = spec.tolerance_for(r.layer, pv.precision)
             torch_err = today.get(r.layer)
-            if pv is not yard and (torch_err is None or r.value is None
-                                   or r.value > checks.growth_limit(torch_err, tol.growth, tol.floor, None)):
+            explained = (torch_err is not None and r.value is not None  # a NaN error: never explained
+                         and r.value <= checks.growth_limit(torch_err, tol.growth, tol.floor, None))
+            if pv is not yard and not explained:
                 continue  # past what the change explains: a regression of this runtime
             why = "" if pv is yard else f", as {REFERENCE_PROVIDER}'s error {torch_err:.3g} does today"
             base = "" if r.baseline is None else f", baseline {r.baseline:.3g}"

@@ -129,3 +129,18 @@ def test_within_decides_as_the_exact_difference_and_computes_it_only_near_the_li
     calls.clear()
     assert within(near, 2 * exact, exactly) and not within(near, exact / 2, exactly) and not calls
     assert not within(float("nan"), 1.0, exactly)
+
+
+def test_a_difference_whose_sums_overflow_cannot_be_computed():
+    """A float64 reference whose sum of squares overflowed (values past 1.3e154) would divide any distance
+    down to 0: the difference is NaN, here and in ``Sketches``, so no limit takes it. Scaled down, the same
+    difference is measured as ever."""
+    rng = np.random.default_rng(1)
+    ref = rng.standard_normal(512) * 1e155
+    near = ref * (1 + 1e-3 * rng.standard_normal(512))
+    r, x = fingerprint(ref), fingerprint(near)
+    assert r.sumsq == np.inf and np.isfinite(sketch_distance(x, r))  # the distance alone is finite
+    assert np.isnan(difference(x, r).value)
+    assert np.isnan(Sketches([r]).differences(x)).all()
+    assert not within(Sketches([r]).differences(r)[0], 1.0, lambda: 0.0)
+    check(near / 1e155, ref / 1e155)

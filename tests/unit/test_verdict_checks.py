@@ -104,6 +104,25 @@ def test_runtime_nan_the_reference_lacks_fails_whatever_its_error():
     assert (rows["b"].status, rows["b"].check, rows["b"].value) == ("fail", "nonfinite", 2)
 
 
+def test_a_reference_difference_that_cannot_be_computed_fails_naming_it():
+    """A sum of squares that overflowed float64 would divide any distance down to 0: never a pass."""
+    huge = dataclasses.replace(fp(), sumsq=math.inf)
+    rows = rows_by_layer(reference_rows(run(b=huge), baseline(b=huge), spec(Tolerance(reference=1.0))))
+    assert (rows["b"].status, rows["b"].check) == ("fail", "reference-drift") and math.isnan(rows["b"].value)
+    assert "distance to its baseline cannot be computed" in rows["b"].message
+    assert rows["a"].status == "pass"
+
+
+@pytest.mark.parametrize("base", [1e-7, math.nan])
+def test_a_runtime_error_that_cannot_be_computed_fails_naming_it(base):
+    """NaN compares false with every limit: it fails, with or without a baseline value to grow from."""
+    rows = rows_by_layer(runtime_rows(run(), runtime(errs={"b": math.nan}), entry(errs={"b": base}),
+                                      spec(Tolerance(ceiling=math.inf))))
+    assert (rows["b"].status, rows["b"].check) == ("fail", "error-growth") and math.isnan(rows["b"].value)
+    assert "CPUExecutionProvider's error against the reference cannot be computed" in rows["b"].message
+    assert rows["a"].status == "pass"
+
+
 def test_reference_shape_change_fails():
     rows = rows_by_layer(reference_rows(run(b=fp(shape=(4, 2)), output=fp(1e-3)), baseline(), spec()))
     assert (rows["b"].status, rows["b"].check) == ("fail", "shape")
@@ -379,11 +398,12 @@ def test_runtime_errors_that_follow_a_model_change_are_not_a_second_mark():
     assert not [h for h in mv.hints if h.kind == "runtime-change"]
 
 
-@pytest.mark.parametrize("where", ["a", "c"])
-def test_a_runtime_that_also_regressed_beyond_the_change_is_a_second_finding(where):
-    """Past today's torch-cpu float32 error at a layer after the change, or at a layer before it (where no
-    change explains anything), the runtime regressed on its own."""
-    mv = _model_changed_at_b({where: 1e-3}, {"c": 3e-6})
+@pytest.mark.parametrize("where, err", [("a", 1e-3), ("c", 1e-3), ("c", math.nan)])
+def test_a_runtime_that_also_regressed_beyond_the_change_is_a_second_finding(where, err):
+    """Past today's torch-cpu float32 error at a layer after the change (or an error that cannot be
+    computed: no change explains it), or at a layer before it (where no change explains anything), the
+    runtime regressed on its own."""
+    mv = _model_changed_at_b({where: err}, {"c": 3e-6})
     assert mv.first_regression.layer == ("a" if where == "a" else "b")
     cpu = next(p for p in mv.providers if p.name == "CPUExecutionProvider")
     assert cpu.status == "regressed" and cpu.first_regression.layer == where
