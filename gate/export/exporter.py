@@ -55,6 +55,7 @@ class Exported:
     # (the serialized graph, initializer -> state-dict name, ``Structure.renamed``); the values in it.
     structure: tuple[bytes, dict[str, str], dict[str, str]] | None = None
     unoptimized: set[str] | None = None
+    identities: dict[str, str] = field(default_factory=dict)  # ``layermap.identity_sources`` of that graph
     # hold the files
     folders: list[tempfile.TemporaryDirectory[str]] = field(default_factory=list, repr=False)
 
@@ -192,7 +193,7 @@ def _dynamo(built: BuiltModel, opset: int, recordable: tuple[str, ...] | None) -
             shapes = layermap.value_shapes(onnx.shape_inference.infer_shapes(raw))
         except Exception:
             shapes = layermap.value_shapes(raw)
-        unoptimized = layermap.available_values(raw)
+        unoptimized, identities = layermap.available_values(raw), layermap.identity_sources(raw)
         del raw, fx_stacks
         captured = structure.capture(program.model, built.module)  # before the optimizer folds the weights
         program.optimize()
@@ -203,7 +204,8 @@ def _dynamo(built: BuiltModel, opset: int, recordable: tuple[str, ...] | None) -
     gc.collect()  # the exporter's copies of the weights go before any runtime starts
     proto = _checked(path, folder)
     return Exported(proto, "dynamo", None, opset, calls, shapes, layermap.available_values(proto), path=path,
-                    outputs=outputs, folders=[folder], structure=captured, unoptimized=unoptimized)
+                    outputs=outputs, folders=[folder], structure=captured, unoptimized=unoptimized,
+                    identities=identities)
 
 
 def bound(built: BuiltModel, stored: structure.Structure) -> Exported:

@@ -149,6 +149,28 @@ def available_values(proto: onnx.ModelProto) -> set[str]:
     return names
 
 
+def identity_sources(proto: onnx.ModelProto) -> dict[str, str]:
+    """Each value an ``Identity`` node makes (a ``clone()``, a ``contiguous()``) -> the value it copies,
+    chains followed: the same numbers, which the optimizer keeps while it drops the copy."""
+    copies = {n.output[0]: n.input[0] for n in proto.graph.node
+              if n.op_type == "Identity" and n.domain in ("", "ai.onnx") and n.input and n.output}
+    out = {}
+    for value in copies:
+        source, seen = copies[value], {value}
+        while source in copies and source not in seen:
+            seen.add(source)
+            source = copies[source]
+        out[value] = source
+    return out
+
+
+def through_identities(sites: dict[str, OnnxSite], identities: Mapping[str, str]) -> dict[str, OnnxSite]:
+    """The layer map with each layer whose value is a copy given the value copied (``identity_sources``)."""
+    return {name: OnnxSite(SiteKind.VALUE, identities[s.value])
+            if s.kind == SiteKind.VALUE and s.value is not None and s.value in identities else s
+            for name, s in sites.items()}
+
+
 def shape_matches(onnx_shape: tuple[int | str, ...] | None, torch_shape: tuple[int, ...]) -> bool:
     if onnx_shape is None:
         return True

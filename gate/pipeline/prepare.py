@@ -148,11 +148,11 @@ def _mapped(records: list[LayerOutput], exported: Exported) -> tuple[dict[str, O
     structure's map serves a later binding of other weights (``structure.with_availability``)."""
     if exported.structure is None or exported.unoptimized is None:
         return _sites(records, exported), None
-    from gate.export.layermap import FOLDED, assign
+    from gate.export.layermap import FOLDED, assign, through_identities
     from gate.export.structure import Structure, with_availability
 
-    before = assign(records, exported.calls, exported.shapes, exported.unoptimized, ambiguous=exported.ambiguous,
-                    outputs=exported.outputs)
+    before = through_identities(assign(records, exported.calls, exported.shapes, exported.unoptimized,
+                                       ambiguous=exported.ambiguous, outputs=exported.outputs), exported.identities)
     proto, weights, renamed = exported.structure
     return (with_availability(before, exported.available, FOLDED),
             Structure(proto, weights, before, exported.opset, renamed))

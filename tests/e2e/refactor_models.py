@@ -280,3 +280,23 @@ def blocks_wrapped() -> nn.Module:
 
 def blocks_wrapped_faulted() -> nn.Module:
     return nn.DataParallel(_off(Blocks(), "b2.conv1.weight"))
+
+
+class _Cloned(Block):
+    """``Block`` returning a copy of its result: the exporter's optimizer drops the copy's Identity."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return super().forward(x).clone()
+
+
+def blocks_cloned(scale: float = 1.0) -> nn.Module:
+    m = Blocks()
+    for name in ("b1", "b2"):
+        block = _Cloned(8)
+        block.load_state_dict(getattr(m, name).state_dict())
+        setattr(m, name, block)
+    return _off(m, "b2.conv1.weight") if scale != 1.0 else m
+
+
+def blocks_cloned_faulted() -> nn.Module:
+    return blocks_cloned(1 + 1e-5)

@@ -218,3 +218,17 @@ def test_a_code_change_after_a_fault_in_a_shared_block_is_named_as_code(recorded
     """The shared block's fault above, and `pool` now a max pool: that later change is named as code."""
     hint = _model_change(check(recorded, "blocks", "refactor_models:blocks_shared_faulted_pool_changed"))
     assert {"layer": "pool", "tensors": [], "code": True} in hint["evidence"]["causes"], hint["message"]
+
+
+def test_a_block_returning_a_copy_keeps_its_layers_compared_on_every_runtime(recorded):
+    """Each block returns ``.clone()`` of its result: the optimizer drops the Identity, and the block's
+    layer is the value it copied, compared on the runtimes as before (no coverage finding). Twin: with a
+    weight 1e-5 off in `b2.conv1`, it fails there."""
+    report = check(recorded, "blocks", "refactor_models:blocks_cloned")
+    assert report["verdict"] == "pass", report["first_regression"]
+    (model,) = report["models"]
+    assert not [a for a in model["audits"] if a["check"] == "coverage"], model["audits"]
+    runtime = {r["layer"]: r for r in model["providers"][2]["layers"]}
+    assert runtime["b1"]["status"] == "pass" and runtime["b2"]["status"] == "pass", runtime["b1"]
+    report = check(recorded, "blocks", "refactor_models:blocks_cloned_faulted")
+    assert report["first_regression"]["layer"] == "b2.conv1", report["first_regression"]
