@@ -253,10 +253,13 @@ def test_a_runtime_that_computes_a_few_denormals_where_the_reference_is_zero_sta
 
 
 def test_all_zero_and_constant_layers_are_never_matched_by_their_numbers():
-    """Two zero-initialized tables renamed: their numbers are every such layer's, so neither is a rename."""
+    """Two zero-initialized tables renamed and moved: their numbers are every such layer's, so neither is a
+    rename. In their places (between the same compared layers, as many, of one type and shape) they are."""
     r = run(names=("a", "t1", "t2", "(model)"), t1=zeros(), t2=zeros())
-    st = layout(r, baseline(names=("a", "table_a", "table_b", "(model)"), table_a=zeros(), table_b=zeros()), spec())
+    st = layout(r, baseline(names=("table_a", "a", "table_b", "(model)"), table_a=zeros(), table_b=zeros()), spec())
     assert st.renames == {} and st.new == ("t1", "t2") and st.gone == ("table_a", "table_b")
+    st = layout(r, baseline(names=("a", "table_a", "table_b", "(model)"), table_a=zeros(), table_b=zeros()), spec())
+    assert st.renames == {"t1": "table_a", "t2": "table_b"} and st.new == () and st.gone == ()
 
 
 def test_of_candidates_sharing_a_value_the_name_decides_or_none_is_matched():
