@@ -27,7 +27,7 @@ from gate.verdict.gpu_leg import fail_missing_gpu
 from gate.verdict.hints.change import describe_tensors
 from gate.verdict.judge import assemble, model_verdict
 from gate.verdict.model_audits import unmatched_rules
-from gate.verdict.moves import traced_ops_changed
+from gate.verdict.reexpression import traced_ops_changed
 from gate.verdict.tensors import tensor_changes
 from gate.verdict.types import Report
 

@@ -22,11 +22,10 @@ from collections.abc import Callable
 
 from gate.core.layers import ROOT, is_gradient, is_output, module_of
 from gate.core.runs import LayerInfo, ModelRun
-from gate.core.status import KeyPart
-from gate.fingerprint import Fingerprint
 from gate.formats.baseline import Baseline, BaselineLayer
 from gate.verdict.reexpression import code_changed, modules_changed, reexpression
 from gate.verdict.structure import Limit, Move, Structure, by_name, identifies, same
+from gate.verdict.unions import union_of
 
 FOLD_ROUNDING = 1e-6  # where no float32 run was recorded: a few 1e-8 a layer, grown through the layers after
 FOLD_FLOOR = 1e-7  # about one float32 rounding: what a layer float32 computes exactly may still move by
@@ -177,16 +176,6 @@ def changed_tensors(run: ModelRun, baseline: Baseline, layer: str) -> list[str]:
     return [n for n in {**before, **now} if n.startswith(prefix) and now.get(n) != before.get(n)]
 
 
-def traced_ops_changed(run: ModelRun, baseline: Baseline) -> bool:
-    """Whether the operations the probe traced differ from the baseline's (the content key's code part):
-    the model computes something else, whatever its source files say. Only where the same parity-gate
-    traced both: another one may write the trace's lines otherwise."""
-    keys = (run.meta.content_key or {}, baseline.meta.content_key or {})
-    now, before = (k.get("parts") or {} for k in keys)
-    return bool(now and before) and now.get(KeyPart.GATE.value) == before.get(KeyPart.GATE.value) and \
-        now.get(KeyPart.CODE.value) != before.get(KeyPart.CODE.value)
-
-
 class _Judge:
     def __init__(self, run: ModelRun, baseline: Baseline, st: Structure, limit: Limit, seal: Limit,
                  tight: Limit):
@@ -246,7 +235,8 @@ class _Judge:
         layer, start = self.run.layers[index], calls.start(index)
         if not start or not self.strays(layer) or not self.strays(self.run.layers[start - 1]):
             return False
-        return bool(self.tensors(module_of(layer.name))) and not self.own_changed(layer)
+        return bool(self.tensors(module_of(layer.name))) and not self.own_changed(layer) and \
+            not any(self.regrouped(layer))
 
     def tensors(self, module: str) -> list[str]:
         """The parameters and buffers of ``module`` (and of the modules inside it), on either side."""
@@ -263,6 +253,23 @@ class _Judge:
         if module_of(layer.name) not in self._changed:
             self._changed[module_of(layer.name)] = changed_tensors(self.run, self.baseline, layer.name)
         return self._changed[module_of(layer.name)]
+
+    def regrouped(self, layer: LayerInfo) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """Its module's calls batched into one, or one call split into several: the baseline calls whose
+        values its one call now computes together (its own among them), or the new calls that compute its
+        baseline values with it. Its values are its baseline's, grouped anew: no change passed on."""
+        own, module = self.recorded(layer), module_of(layer.name)
+        if own is None or is_output(layer.name) or not identifies(layer.fp):
+            return (), ()
+        gone = (g for g in map(self.baseline.layer, self.st.gone) if g and module_of(g.name) == module)
+        parts = [own, *gone]
+        limit = max(self.seal_limit(layer, p) for p in parts)
+        if parts[1:] and union_of(layer.fp, [p.fp for p in parts], limit):
+            return tuple(p.name for p in parts), ()
+        new = [x for x in self.run.layers if module_of(x.name) == module and x.name in self.st.new]
+        if new and union_of(own.fp, [layer.fp, *(x.fp for x in new)], self.seal_limit(layer, own)):
+            return (), tuple(x.name for x in new)
+        return (), ()
 
     def merged(self, layer: LayerInfo) -> tuple[str, ...]:
         """The baseline layers whose values ``layer`` now computes together: its own and the gone layers
@@ -334,7 +341,12 @@ def _move(layer: LayerInfo, index: int, module: str, within: str | None, judge: 
     if not code.ran_before(index, module):
         return None
     move = Move(within, _now_as(layer, judge), _took(layer, judge), reshaped=judge.reshaped(layer))
-    if move.now_as or move.took or move.reshaped or not judge.own_changed(layer):
+    if move.now_as or move.took or move.reshaped:
+        return move
+    batched, split = judge.regrouped(layer)
+    if batched or split:
+        return Move(within, merged=batched, split=split)
+    if not judge.own_changed(layer):
         return move
     merged = judge.merged(layer)
     return Move(within, merged=merged) if merged else None
@@ -346,24 +358,6 @@ def _onward(layer: LayerInfo, index: int, judge: _Judge) -> Move | None:
     it, or its values went on to a later layer (a fold's conv, a split's first part) or merged."""
     move = _move(layer, index, ROOT, None, judge)
     return move if move and (move.rounded or move.now_as or move.took or move.merged) else None
-
-
-def union_of(fp: Fingerprint, parts: list[Fingerprint], limit: float) -> bool:
-    """Whether ``fp``'s elements are those of ``parts`` together, as far as counts and moments tell, each
-    within what a relative L2 error of ``limit`` can move them."""
-    if fp.count != sum(p.count for p in parts) or fp.dtype != parts[0].dtype:
-        return False
-    if any(getattr(fp, k) != sum(getattr(p, k) for p in parts) for k in ("nan", "posinf", "neginf")):
-        return False
-    norm = math.sqrt(max(fp.sumsq, 0.0))
-    bound = 2 * limit * norm  # what the error moves an element by at most, doubled
-    if abs(fp.sumsq - sum(p.sumsq for p in parts)) > 2 * bound * norm + bound * bound:
-        return False
-    spread = bound * math.sqrt(fp.count)
-    if any(abs(getattr(fp, k) - sum(getattr(p, k) for p in parts)) > spread for k in ("sum", "sumabs")):
-        return False
-    low, high = min(p.min for p in parts), max(p.max for p in parts)
-    return abs(fp.min - low) <= bound and abs(fp.max - high) <= bound
 
 
 def _now_as(layer: LayerInfo, judge: _Judge) -> str | None:

@@ -62,3 +62,13 @@ def modules_changed(run: ModelRun, baseline: Baseline) -> list[str] | None:
     calls, called = run.meta.module_calls, baseline.meta.module_calls
     return [m for m in {**now, **before} if now.get(m) != before.get(m)
             or (calls is not None and called is not None and calls.get(m) != called.get(m))]
+
+
+def traced_ops_changed(run: ModelRun, baseline: Baseline) -> bool:
+    """Whether the operations the probe traced differ from the baseline's (the content key's code part):
+    the model computes something else, whatever its source files say. Only where the same parity-gate
+    traced both: another one may write the trace's lines otherwise."""
+    keys = (run.meta.content_key or {}, baseline.meta.content_key or {})
+    now, before = (k.get("parts") or {} for k in keys)
+    return bool(now and before) and now.get(KeyPart.GATE.value) == before.get(KeyPart.GATE.value) and \
+        now.get(KeyPart.CODE.value) != before.get(KeyPart.CODE.value)

@@ -56,6 +56,7 @@ class Move:
     rounded: bool = False  # it holds its own values within the rounding the enclosing output holds to
     merged: tuple[str, ...] = ()  # the baseline layers whose values it now computes together
     reshaped: bool = False  # it holds its own baseline values, in order, under another shape
+    split: tuple[str, ...] = ()  # the new layers that compute its baseline values with it (a call split)
 
     def words(self, layer: str) -> str:
         if self.rounded:
@@ -66,6 +67,8 @@ class Move:
             return f"{span(layer)}'s former output is now {span(self.took)}'s"
         if self.merged:
             return f"{span(layer)} now computes {_listed(self.merged)}'s values together"
+        if self.split:
+            return f"{span(layer)} and {_listed(self.split)} now compute its baseline values in parts"
         if self.reshaped:
             return f"{span(layer)} holds its own values, in order, under another shape"
         return f"{span(layer)} computes values no baseline layer held"

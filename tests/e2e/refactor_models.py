@@ -300,3 +300,60 @@ def blocks_cloned(scale: float = 1.0) -> nn.Module:
 
 def blocks_cloned_faulted() -> nn.Module:
     return blocks_cloned(1 + 1e-5)
+
+
+class _Enc(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv, self.bn, self.fc = nn.Conv2d(3, 8, 3, padding=1), nn.BatchNorm2d(8), nn.Linear(8, 8)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.fc(torch.relu(self.bn(self.conv(x))).mean((2, 3)))
+
+
+class Siamese(nn.Module):
+    """One encoder called on each input, the distance of the encodings through ``head``."""
+
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(0)
+        self.enc, self.head = _Enc(), nn.Linear(8, 1)
+        with torch.no_grad():
+            self.enc.bn.running_mean.uniform_(-0.5, 0.5)
+            self.enc.bn.running_var.uniform_(0.5, 1.5)
+        self.eval()
+
+    def forward(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        return self.head((self.enc(a) - self.enc(b)).abs())
+
+
+class _Batched(Siamese):
+    """The encoder's two calls batched into one: every number the same, every shape inside it doubled."""
+
+    def forward(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        ea, eb = self.enc(torch.cat([a, b])).chunk(2)
+        return self.head((ea - eb).abs())
+
+
+class _BatchedWrong(Siamese):
+    """Batched as ``_Batched``, but the first input twice: shapes inside change, and the output."""
+
+    def forward(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        ea, eb = self.enc(torch.cat([a, a])).chunk(2)
+        return self.head((ea - eb).abs())
+
+
+def siamese() -> nn.Module:
+    return Siamese()
+
+
+def siamese_batched() -> nn.Module:
+    return _Batched()
+
+
+def siamese_batched_faulted() -> nn.Module:
+    return _off(_Batched(), "enc.conv.weight")
+
+
+def siamese_batched_wrong() -> nn.Module:
+    return _BatchedWrong()

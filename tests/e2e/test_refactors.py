@@ -13,6 +13,8 @@ from gate import commands
 from gate.config import load_config
 
 HERE = Path(__file__).parent
+SIAMESE = ('[{ name = "a", shape = [2, 3, 8, 8], dtype = "float32" }, '
+           '{ name = "b", shape = [2, 3, 8, 8], dtype = "float32" }]')
 MODELS = {
     "cnn": ('[{ name = "x", shape = [2, 3, 16, 16], dtype = "float32" }]', "examples.zoo:tiny_cnn"),
     "llama": ('[{ name = "input_ids", shape = [1, 8], dtype = "int64", low = 0, high = 100 }]',
@@ -22,6 +24,8 @@ MODELS = {
     "convbn": ('[{ name = "x", shape = [2, 4, 8, 8], dtype = "float32" }]', "refactor_models:conv_bn"),
     "twoout": ('[{ name = "x", shape = [2, 5, 6], dtype = "float32" }]', "refactor_models:two_outputs"),
     "blocks": ('[{ name = "x", shape = [2, 3, 8, 8], dtype = "float32" }]', "refactor_models:blocks"),
+    "siamese": (SIAMESE, "refactor_models:siamese"),
+    "batched": (SIAMESE, "refactor_models:siamese_batched"),
 }
 
 
@@ -232,3 +236,29 @@ def test_a_block_returning_a_copy_keeps_its_layers_compared_on_every_runtime(rec
     assert runtime["b1"]["status"] == "pass" and runtime["b2"]["status"] == "pass", runtime["b1"]
     report = check(recorded, "blocks", "refactor_models:blocks_cloned_faulted")
     assert report["first_regression"]["layer"] == "b2.conv1", report["first_regression"]
+
+
+def test_an_encoders_calls_batched_into_one_pass_as_a_move_and_fail_with_a_fault(recorded):
+    """``enc(a)``, ``enc(b)`` become ``enc(cat([a, b])).chunk(2)``: each layer in ``enc`` now computes both
+    calls' values together (its shape doubled, its second call gone), the outputs hold: a refactor. Twins:
+    with a weight 1e-5 off in `enc.conv` it fails there, on weights; batching the wrong input fails."""
+    report = check(recorded, "siamese", "refactor_models:siamese_batched")
+    assert report["verdict"] == "pass", report["first_regression"]
+    notes = " ".join(a["message"] for a in report["models"][0]["audits"] if a["check"] == "structure")
+    assert "`enc.conv` now computes `enc.conv` and `enc.conv#2`'s values together (inside `(model)`)" in notes
+    report = check(recorded, "siamese", "refactor_models:siamese_batched_faulted")
+    first = report["first_regression"]
+    assert (first["layer"], first["check"]) == ("enc.conv", "shape"), first
+    (hint,) = [h for h in report["models"][0]["hints"] if h["kind"] == "model-change"]
+    assert hint["evidence"]["weights_changed"] is True, hint["message"]
+    report = check(recorded, "siamese", "refactor_models:siamese_batched_wrong")
+    assert report["verdict"] == "regressed" and report["first_regression"]["layer"] == "enc.conv"
+
+
+def test_a_batched_call_split_into_one_call_per_input_passes_as_a_move(recorded):
+    """The batched encoder's one call split into one per input: the first call computes part of its
+    baseline values, the second, new, the rest."""
+    report = check(recorded, "batched", "refactor_models:siamese")
+    assert report["verdict"] == "pass", report["first_regression"]
+    notes = " ".join(a["message"] for a in report["models"][0]["audits"] if a["check"] == "structure")
+    assert "`enc.conv` and `enc.conv#2` now compute its baseline values in parts" in notes, notes

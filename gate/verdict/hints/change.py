@@ -14,8 +14,8 @@ from gate.verdict.causes import causes, later
 from gate.verdict.hints import numerics
 from gate.verdict.hints.context import Context, make
 from gate.verdict.hints.weights import digest_changed, weights_changed
-from gate.verdict.moves import traced_ops_changed
 from gate.verdict.notes import Hint
+from gate.verdict.reexpression import traced_ops_changed
 from gate.verdict.rows import Regression
 from gate.verdict.tensors import TensorChanges
 from gate.verdict.types import ProviderVerdict
