@@ -46,6 +46,7 @@ class Meta:
     # where it still computed below float64 (custom ops, NumPy round trips), with the dtype.
     promoted: dict[str, int] | None = None
     below_float64: dict[str, str] | None = None
+    narrowed: dict[str, int] | None = None  # of ``promoted``, the casts to float16/bfloat16
     normalizations: list[str] | None = None  # what the gate changed to run the model (eval mode, ...)
     training: dict[str, Any] | None = None  # modules left in training mode: did eval mode change outputs?
     dynamic_dims: dict[str, dict[str, str]] | None = None  # the shipped graph's dynamic input dimensions
@@ -73,8 +74,9 @@ class Meta:
         for key in OPTIONAL_META:  # absent when empty: files of models without them keep their bytes
             if not out[key]:
                 del out[key]
-        if out["lowered"] is None:  # empty says "nothing below float32"; absent, "no graph" or "not recorded"
-            del out["lowered"]
+        for key in ("lowered", "narrowed"):  # empty says "nothing below float32"; absent, "not recorded"
+            if out[key] is None:
+                del out[key]
         return out
 
     @classmethod

@@ -382,6 +382,7 @@ def _reference(built: BuiltModel, run: ModelRun, graph: Graph | None, plan: Plan
         return None
     run.reference_dtype = ref.dtype
     run.meta.promoted, run.meta.below_float64 = ref.notes.promoted or None, ref.notes.below or None
+    run.meta.narrowed = dict(ref.notes.narrowed)  # {}: none (None only in baselines older than the count)
     run.layers = [LayerInfo(r.name, r.type, r.fp, reached=r.reached,
                             data_dependent=DataDependence.OP if r.data_dependent else None, integer=r.integer)
                   for r in ref.records + ref.gradients]

@@ -327,6 +327,7 @@ class Plan:
         run.reference_dtype = b.reference_dtype
         # No module is in training mode (else the reference runs): no training-mode audit.
         run.meta.promoted, run.meta.below_float64, run.meta.training = b.meta.promoted, b.meta.below_float64, None
+        run.meta.narrowed = b.meta.narrowed
         run.layers = [LayerInfo(x.name, x.type, x.fp, reached=x.reached, data_dependent=x.data_dependent)
                       for x in b.layers]
         found = self._outputs_entry()

@@ -25,36 +25,44 @@ from gate.runners.data_dependence import Shapes
 LOW = {torch.float32: "float32", torch.float16: "float16", torch.bfloat16: "bfloat16"}
 _NARROWING = {torch.Tensor.float, torch.Tensor.half, torch.Tensor.bfloat16}
 _TYPE_NAMES = ("torch.FloatTensor", "torch.HalfTensor", "torch.BFloat16Tensor", "float", "half", "bfloat16")
+_BELOW_FLOAT32 = {torch.float16, torch.bfloat16, torch.Tensor.half, torch.Tensor.bfloat16, "torch.HalfTensor",
+                  "torch.BFloat16Tensor", "half", "bfloat16"}
 @dataclass
 class Notes:
     """What the promotion did and what it could not do, by module call."""
 
     promoted: dict[str, int] = field(default_factory=dict)  # casts to a lower float dtype made float64
+    narrowed: dict[str, int] = field(default_factory=dict)  # of those, the casts below float32
     below: dict[str, str] = field(default_factory=dict)  # computed below float64 anyway: the coarsest dtype
     reached: str = "float64"  # coarsest precision computed so far in the run (the layers after inherit it)
     shapes: Shapes = field(default_factory=Shapes)  # tensors whose shape depends on values
 
-    def count(self, where: str) -> None:
+    def count(self, where: str, dtype: Any) -> None:
+        """A cast to ``dtype`` (a torch dtype, or a type name) made float64 at ``where``."""
         self.promoted[where] = self.promoted.get(where, 0) + 1
+        if dtype in _BELOW_FLOAT32:
+            self.narrowed[where] = self.narrowed.get(where, 0) + 1
 
     def saw(self, where: str, dtype: str) -> None:
         self.below[where] = coarsest(self.below.get(where, "float64"), dtype)
         self.reached = coarsest(self.reached, dtype)
 
-    def __reduce__(self) -> tuple[type[Notes], tuple[dict[str, int], dict[str, str], str]]:
+    def __reduce__(self) -> tuple[type[Notes], tuple[dict[str, int], dict[str, int], dict[str, str], str]]:
         # To another process (``gate.runners.forked``): the shapes watch tensors there.
-        return (Notes, (self.promoted, self.below, self.reached))
+        return (Notes, (self.promoted, self.narrowed, self.below, self.reached))
 
 
-def _promote_args(args: tuple[Any, ...]) -> tuple[tuple[Any, ...], bool]:
-    out, changed = [], False
+def _promote_args(args: tuple[Any, ...]) -> tuple[tuple[Any, ...], Any]:
+    """The arguments with each float target made float64, and the target replaced (None: none)."""
+    out: list[Any] = []
+    target: Any = None
     for a in args:
         if isinstance(a, torch.dtype) and a in LOW:
-            a, changed = torch.float64, True
+            a, target = torch.float64, a
         elif isinstance(a, str) and a in _TYPE_NAMES:
-            a, changed = "torch.DoubleTensor", True
+            a, target = "torch.DoubleTensor", a
         out.append(a)
-    return tuple(out), changed
+    return tuple(out), target
 
 
 class _Promote(TorchFunctionMode):
@@ -64,16 +72,16 @@ class _Promote(TorchFunctionMode):
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
-        changed = False
+        target = None
         if kwargs.get("dtype") in LOW:
-            kwargs, changed = {**kwargs, "dtype": torch.float64}, True
+            kwargs, target = {**kwargs, "dtype": torch.float64}, kwargs["dtype"]
         if func in _NARROWING:
-            func, changed = torch.Tensor.double, True
+            func, target = torch.Tensor.double, func
         elif func in (torch.Tensor.to, torch.Tensor.type):
             args, moved = _promote_args(tuple(args))
-            changed = changed or moved
-        if changed:
-            self.notes.count(self.where())
+            target = moved if moved is not None else target
+        if target is not None:
+            self.notes.count(self.where(), target)
         return func(*args, **kwargs)
 
 
@@ -99,7 +107,7 @@ def _autocast_disabled(notes: Notes, where: Callable[[], str]) -> Iterator[None]
 
     def disabled_enter(self):
         if self._enabled and self.fast_dtype in LOW:
-            notes.count(where())
+            notes.count(where(), self.fast_dtype)
         self._enabled = False
         return enter(self)
 

@@ -1,6 +1,7 @@
-"""The model's own casts to a lower precision, counted per module call as the reference promotes them to
-float64 (``gate.runners.promotion``). Where a count differs from the baseline's, what ships computes at
-another precision though no reference layer moves: a change of the model (docs/verdict.md#verdict)."""
+"""The model's own casts below float32 (float16, bfloat16), counted per module call as the reference promotes
+them to float64 (``gate.runners.promotion``). Where a count differs from the baseline's, what ships computes
+at another precision though no reference layer moves: a change of the model (docs/verdict.md#verdict). A
+cast to float32 is none in a float32 model (eager attention's ``softmax(dtype=float32)``)."""
 
 from __future__ import annotations
 
@@ -22,7 +23,9 @@ def changed(run: ModelRun, baseline: Baseline,
             renames: dict[str, str] | None = None) -> dict[str, tuple[int, int]]:
     """Module calls whose casts changed: (baseline, now), in execution order. ``renames``: the verdict's
     (layers now -> the baseline's), so a module renamed or wrapped keeps its casts."""
-    before, now = baseline.meta.promoted or {}, _as_baseline(run.meta.promoted or {}, renames or {})
+    if baseline.meta.narrowed is None or run.meta.narrowed is None:
+        return {}  # a baseline older than the count (its ``promoted`` counts float32 casts too)
+    before, now = baseline.meta.narrowed, _as_baseline(run.meta.narrowed, renames or {})
     order = [x.name for x in run.layers]
     calls = {call: (before.get(call, 0), now.get(call, 0)) for call in {*before, *now}
              if before.get(call, 0) != now.get(call, 0)}

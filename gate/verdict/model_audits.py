@@ -104,6 +104,7 @@ def coverage(run: ModelRun, baseline: Baseline | None, st: Structure | None) -> 
     if baseline is None:
         return []
     lost: dict[str, str] = {}
+    fused = True  # every one folded by the exporter's optimizer: what ships computes it fused
     for p in run.providers:
         entry = baseline.entry_for(p.target)[0]
         if entry is None or not p.layers:  # a runtime that did not run is a finding of its own
@@ -114,16 +115,18 @@ def coverage(run: ModelRun, baseline: Baseline | None, st: Structure | None) -> 
             if (now is None or now.status in (LayerStatus.ABSENT, LayerStatus.FOLDED)) and \
                     was is not None and was.status == LayerStatus.OK:
                 lost.setdefault(layer.name, now.reason if now is not None and now.reason else "not captured")
+                fused = fused and now is not None and now.status == LayerStatus.FOLDED
     if not lost:
         return []
     first, why = next(iter(lost.items()))
+    advice = ("The exporter's optimizer fuses them now, as the graph that ships computes them: nothing to "
+              "fix where the change is intended" if fused else
+              "The gate sees less inside the model than it did: fix what stripped or folded them before "
+              "re-recording, which would make this the rule")
     return [Audit(Check.COVERAGE, AuditStatus.WARN,
                   f"{len(lost)} layer{'s' if len(lost) > 1 else ''} a runtime compared in the baseline "
                   f"{'have' if len(lost) > 1 else 'has'} no value in the graph now; "
-                  f"the first, {span(first)}: "
-                  f"{why}. "
-                  "The gate sees less inside the model than it did: fix what stripped or folded them before "
-                  "re-recording, which would make this the rule", layer=first)]
+                  f"the first, {span(first)}: {why}. {advice}", layer=first)]
 
 
 def unmatched_rules(models: Iterable[ModelSpec], runs: Mapping[str, ModelRun]
@@ -178,7 +181,7 @@ def weights_unseen(run: ModelRun, baseline: Baseline | None, st: Structure | Non
 
 
 def casts(spec: ModelSpec, run: ModelRun, baseline: Baseline | None, st: Structure | None) -> list[Audit]:
-    """The model's own casts to a lower precision changed (``gate.verdict.casts``): the reference promotes
+    """The model's own casts below float32 changed (``gate.verdict.casts``): the reference promotes
     them and need not move, yet what ships computes at another precision. A change of the model; not
     judged where the reference runs them as written (``reference-promotion = false``)."""
     if baseline is None or not spec.reference_promotion or not run.layers:
@@ -191,7 +194,7 @@ def casts(spec: ModelSpec, run: ModelRun, baseline: Baseline | None, st: Structu
     at = model_casts.position(order, call)
     more = f" and {len(changed) - 1} more module call{'s' * (len(changed) > 2)}" if len(changed) > 1 else ""
     return [Audit(Check.CASTS, AuditStatus.FAIL,
-                  f"the model's code casts to a lower precision {'more' if now > was else 'less'} often than "
+                  f"the model's code casts below float32 {'more' if now > was else 'less'} often than "
                   f"in the baseline, at {span(call)} ({was} -> {now} casts){more}: the float64 reference "
                   "promotes them and need not move, but what ships computes at another precision",
                   layer=order[at] if at < len(order) else None)]

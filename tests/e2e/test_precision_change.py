@@ -98,7 +98,7 @@ def test_the_models_own_cast_removed_is_a_model_change_where_nothing_moved(tmp_p
         return
     first = report["first_regression"]
     assert (report["verdict"], first["check"]) == ("regressed", "casts"), first
-    assert "less often than in the baseline, at `(model)` (2 -> 0 casts)" in first["message"], first
+    assert "less often than in the baseline, at `(model)` (1 -> 0 casts)" in first["message"], first
     assert not [r for p in model["providers"] for r in p["layers"] if r["status"] == "fail"]
     assert model["next_step"]["kind"] == "model-changed", model["next_step"]
     (hint,) = [h for h in model["hints"] if h["kind"] == "model-change"]
@@ -107,7 +107,7 @@ def test_the_models_own_cast_removed_is_a_model_change_where_nothing_moved(tmp_p
 
 def test_casts_in_a_renamed_block_are_the_blocks_own(tmp_path):
     """The verdict renames `block` to `stage`: its casts are counted under the baseline's name, so the
-    rename passes rather than fail the casts audit (2 casts gone from `block`, 2 new in `stage`)."""
+    rename passes rather than fail the casts audit (a cast gone from `block`, one new in `stage`)."""
     cfg = load_config(_config(tmp_path, factory="block_rounded"))
     (updated,) = commands.update_baseline(cfg, cfg.models, cfg.providers)
     assert updated.error is None, updated.error

@@ -258,6 +258,7 @@ def test_an_artifact_whose_nodes_name_no_module_says_so(tmp_path):
     assert fc2["status"] == "absent" and "the graph's nodes name no module" in fc2["message"]
     (audit,) = lost  # one note for the model: the gate sees less than the baseline's runtime compared
     assert audit["status"] == "warn" and "no value in the graph now" in audit["message"], audit
+    assert "fix what stripped or folded them" in audit["message"], audit  # not the optimizer's fusion
 
 
 STALE_NET = ARTIFACT_NET.replace("""def net():

@@ -48,7 +48,7 @@ def test_nothing_is_said_while_a_case_did_not_run(tmp_path):
 def test_the_models_own_casts_changed_per_module_call_fail_at_the_first_call_that_changed(now, fails):
     """Counts per module call, not in total: a cast that moved to another call changed what ships too."""
     r, b = run(("a", "b", "c#1", "(model)")), baseline(names=("a", "b", "c#1", "(model)"))
-    b.meta.promoted, r.meta.promoted = {"b": 2, "c#1": 1}, now
+    b.meta.narrowed, r.meta.narrowed = {"b": 2, "c#1": 1}, now
     found = casts(spec(), r, b, None)
     at = "b" if "b" not in now else "c#1"
     assert [(a.check, a.status, a.layer) for a in found] == ([("casts", "fail", at)] if fails else [])
@@ -58,5 +58,15 @@ def test_the_models_own_casts_changed_per_module_call_fail_at_the_first_call_tha
 
 def test_casts_are_not_compared_where_the_reference_runs_them_as_written():
     r, b = run(), baseline()
-    b.meta.promoted = {"b": 2}
+    b.meta.narrowed, r.meta.narrowed = {"b": 2}, {}
     assert casts(dataclasses.replace(spec(), reference_promotion=False), r, b, None) == []
+
+
+def test_casts_are_not_compared_with_a_baseline_older_than_their_count_nor_to_float32():
+    """A baseline with no `narrowed` counted float32 casts in `promoted`: nothing to compare. A cast to
+    float32 (eager attention's softmax in float32) is none below float32: no change when it goes."""
+    r, b = run(("a", "b", "(model)")), baseline(names=("a", "b", "(model)"))
+    b.meta.promoted, r.meta.narrowed = {"b": 2}, {}
+    assert casts(spec(), r, b, None) == []
+    b.meta.narrowed, r.meta.promoted = {}, {}
+    assert casts(spec(), r, b, None) == []

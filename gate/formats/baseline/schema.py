@@ -58,6 +58,9 @@ BELOW = NameMap(NAME, LOWER, "max_layers", "layers")
 MAX_SECONDS = 1e7  # a recorded cost past this (about 4 months) is not a measurement
 HEX16 = Str(16, pattern=re.compile(r"[0-9a-f]{16}\Z"), rule="is not 16 hex digits")
 EXTRA_META = [
+    # The reference run, per module call: of its promoted casts, those to float16/bfloat16 (what ships
+    # computes below float32 there).
+    ("narrowed", PROMOTED),
     ("normalizations", Array(TEXT, "max_layers")),
     ("training", Record([("modules", Array(NAME, "max_layers")), ("changed_at", Nullable(NAME)),
                          ("change", Nullable(Float(nan=False, lo=0.0)))])),

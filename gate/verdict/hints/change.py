@@ -115,7 +115,7 @@ def _casts_changed(ctx: Context, casts: dict[str, tuple[int, int]]) -> Hint:
     first, (was, now) = next(iter(casts.items()))
     return make(
         "model-change", first, REFERENCE_PROVIDER,
-        f"the model's code casts to a lower precision {'more' if now > was else 'less'} often than in the baseline, "
+        f"the model's code casts below float32 {'more' if now > was else 'less'} often than in the baseline, "
         f"first at {first} ({was} -> {now} casts): the float64 reference promotes them and did not move, the "
         "runtimes run the casts as written"
         + (", so their errors there are the casts' rounding" if now > was else ""),
