@@ -20,7 +20,6 @@ from gate.core.layers import is_output
 from gate.core.runs import ModelRun, RunError
 from gate.core.status import Check, ErrorStatus, RunStatus
 from gate.errors import FormatError, GateError, StaleFormat
-from gate.fingerprint import relative_error
 from gate.formats.baseline import Baseline, describe, merge_run, store
 from gate.formats.baseline.sets import read_set
 from gate.formats.results import merge, read_runs
@@ -29,6 +28,7 @@ from gate.pipeline.run import Progress, Settings, run_model
 from gate.pipeline.stages import ReusePolicy
 from gate.verdict import data_dependent, graph_precision, model_audits
 from gate.verdict.checks import degenerate, outputs_of, runtime_rows
+from gate.verdict.drift import drift
 
 
 @dataclass
@@ -184,7 +184,7 @@ def calibrate_noise(config: Config, spec: ModelSpec, providers: tuple[ProviderSp
     for layer in run.layers:
         fp = again.get(layer.name)
         if fp is not None and tuple(fp.shape) == tuple(layer.fp.shape):
-            layer.noise = relative_error(fp, layer.fp)
+            layer.noise = drift(fp, layer.fp).value  # in the measure its reference-drift limit pads
     for prun in run.providers:
         other_run = rerun.provider(prun.target)
         for name, pl in prun.layers.items():

@@ -19,6 +19,7 @@ from gate.core.target import ROUNDING, coarsest
 from gate.fingerprint import Fingerprint, difference
 from gate.formats.baseline import Baseline, BaselineLayer, Entry, EntryLayer
 from gate.verdict import data_dependent, moves, reexpression
+from gate.verdict.drift import drift
 from gate.verdict.rows import Row
 from gate.verdict.structure import Limit, Move, Structure, identifies, structure
 from gate.verdict.tensors import sums, tensor_changes
@@ -180,15 +181,14 @@ def _reference_row(run: ModelRun, layer: LayerInfo, base: Fingerprint, limit: fl
         n, b = sum(_nonfinite(now)), sum(_nonfinite(base))
         return _row(layer, RowStatus.FAIL, Check.NONFINITE, n, b, b, message=f"reference has {_describe_nonfinite(_nonfinite(now))}; "
                     f"baseline {_describe_nonfinite(_nonfinite(base))}")
-    change = difference(now, base)
+    change = drift(now, base)
     if change.value != change.value:
         return _row(layer, RowStatus.FAIL, Check.REFERENCE_DRIFT, change.value, limit, 0.0,
                     message=f"the {run.reference_dtype} reference's distance to its baseline {UNCOMPUTABLE}")
     if change.value > limit:
-        measure = "RMS of the difference: the baseline is all zeros" if change.absolute else "relative L2"
         bound = "integers, which no rounding moves" if layer.integer and not limit else f"limit {limit:.3g}"
         return _row(layer, RowStatus.FAIL, Check.REFERENCE_DRIFT, change.value, limit, 0.0,
-                    message=f"the {run.reference_dtype} reference moved by {change.value:.3g} ({measure}; "
+                    message=f"the {run.reference_dtype} reference moved by {change.value:.3g} ({change.words()}; "
                     f"{bound}): the model's code or weights changed", absolute=change.absolute)
     return _row(layer, RowStatus.PASS, Check.REFERENCE_DRIFT, change.value, limit, 0.0, absolute=change.absolute)
 
@@ -203,7 +203,7 @@ def _moved_row(layer: LayerInfo, base: Fingerprint, limit: float, move: Move) ->
         where = f"moved inside {span(move.within)}, whose output holds (a refactor inside it): {words}"
     if tuple(layer.fp.shape) != tuple(base.shape):
         return _row(layer, RowStatus.MOVED, Check.SHAPE, message=f"shape {list(base.shape)} -> {list(layer.fp.shape)}, {where}")
-    change = difference(layer.fp, base)
+    change = drift(layer.fp, base)
     return _row(layer, RowStatus.MOVED, Check.REFERENCE_DRIFT, change.value, limit, 0.0, message=where,
                 absolute=change.absolute)
 

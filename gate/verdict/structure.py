@@ -16,6 +16,7 @@ from gate.core.runs import LayerInfo, ModelRun
 from gate.core.spans import span
 from gate.fingerprint import Fingerprint, Sketches, relative_error, within
 from gate.formats.baseline import Baseline, BaselineLayer
+from gate.verdict.drift import drift, order_move
 
 Limit = Callable[[LayerInfo, BaselineLayer], float]  # how far the reference may move at a layer
 
@@ -90,9 +91,9 @@ def identifies(fp: Fingerprint) -> bool:
 
 
 def same(now: Fingerprint, before: Fingerprint, limit: float) -> bool:
-    """The same value: shape, dtype and NaN/Inf counts equal, sketches within the reference's limit."""
+    """The same value: shape, dtype and NaN/Inf counts equal, moved (``drift``) within the reference's limit."""
     return (_key(now) == _key(before) and now.sketch is not None and before.sketch is not None
-            and relative_error(now, before) <= limit)
+            and drift(now, before).value <= limit)
 
 
 def _suffix(a: str, b: str) -> int:
@@ -160,7 +161,8 @@ def structure(run: ModelRun, baseline: Baseline, limit: Limit) -> Structure:
         exact = partial(relative_error, layer.fp)
         return by_name(layer.name, [g for g in pool if g.name != layer.name and is_output(g.name) == output
                                     and not (output and g.name in now)  # outputs swapped: what ships changed
-                                    and within(near[g.name], limit(layer, g), partial(exact, g.fp))], layer.type)
+                                    and within(near[g.name], limit(layer, g), partial(exact, g.fp))
+                                    and order_move(layer.fp, g.fp)[0] <= limit(layer, g)], layer.type)
 
     for layer in run.layers:
         if layer.name not in displaced and baseline.layer(layer.name) is not None:

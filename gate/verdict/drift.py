@@ -1,0 +1,64 @@
+"""How far a layer's float64 reference moved from its baseline (docs/verdict.md#verdict): the relative L2 of
+the sketches, or the largest move of an order statistic (min, quantiles, max) relative to its own magnitude
+or, if larger, the magnitude typical of the quantiles off the min/max plateau. Fill values (a mask's -1e30)
+dominate ||ref|| and hide every other element from relative L2; they cannot dominate that magnitude.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gate.fingerprint import QUANTILES, Fingerprint, difference
+
+PLATEAU = 1e-6  # a quantile this close (relative) to the min, the max or a neighbour sits on a plateau
+
+
+@dataclass(frozen=True)
+class Drift:
+    """The larger of the two measures; ``statistic`` names the order statistic where it is the larger."""
+
+    value: float
+    absolute: bool = False  # relative L2 against an all-zero baseline: the RMS of the difference
+    statistic: str | None = None
+
+    def words(self) -> str:
+        if self.statistic:  # relative L2 stays far under it: fills of huge magnitude dominate ||ref||
+            kind = "quantile " if self.statistic.startswith("q") else ""
+            return f"{kind}{self.statistic}, relative to its magnitude or the quantiles' typical one"
+        return "RMS of the difference: the baseline is all zeros" if self.absolute else "relative L2"
+
+
+def _near(a: float, b: float) -> bool:
+    return abs(a - b) <= PLATEAU * max(abs(a), abs(b))
+
+
+def typical(fp: Fingerprint) -> float:
+    """The largest magnitude of the quantiles not on a plateau (near the min, the max or a neighbouring
+    quantile: fills, a mask, a clamp); where every one is, the largest magnitude of the tensor."""
+    q = fp.quantiles
+    plateau = [_near(v, fp.min) or _near(v, fp.max) or (i > 0 and _near(v, q[i - 1]))
+               or (i + 1 < len(q) and _near(v, q[i + 1])) for i, v in enumerate(q)]
+    return max((abs(v) for v, flat in zip(q, plateau, strict=True) if not flat),
+               default=max(abs(fp.min), abs(fp.max)))
+
+
+def order_move(now: Fingerprint, base: Fingerprint) -> tuple[float, str | None]:
+    """The largest move of an order statistic, relative to max(its magnitude, ``typical``): a refactor's
+    roundings move each by ~1e-16 of that, however close to zero it lies. (0, None) without finite values
+    or against an all-zero baseline (no magnitude to be relative to: the RMS of the difference judges)."""
+    if not now.finite or not base.finite or not base.l2:
+        return 0.0, None
+    m = max(typical(now), typical(base))
+    names = ("min", *(f"q{q:g}" for q in QUANTILES), "max")
+    pairs = zip(names, (now.min, *now.quantiles, now.max), (base.min, *base.quantiles, base.max), strict=True)
+    moves = [(abs(a - b) / scale, name) for name, a, b in pairs if (scale := max(abs(a), abs(b), m)) > 0]
+    return max(moves, default=(0.0, None))
+
+
+def drift(now: Fingerprint, base: Fingerprint) -> Drift:
+    """The larger of relative L2 (``difference``) and ``order_move``."""
+    change = difference(now, base)
+    moved, name = order_move(now, base)
+    if moved > change.value:
+        return Drift(moved, statistic=name)
+    return Drift(change.value, change.absolute)

@@ -1,0 +1,60 @@
+"""Layers holding huge fill values (a mask's -1e30 or -1e9) beside ordinary ones: the fills dominate the
+tensor's norm, so a change of every ordinary value moves relative L2 by 1e-35; the order statistics off
+the fill plateau see it, and it fails where it happened. A rewrite of the same values passes. Real exports,
+real ONNX Runtime; models: tests/e2e/fill_models.py."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from gate import commands
+from gate.config import load_config
+
+HERE = Path(__file__).parent
+FACTORIES = {"logits": ("logits", "[4, 8]"), "logits9": ("logits_1e9", "[4, 8]"),
+             "attention": ("attention", "[2, 6, 16]")}
+
+
+def _config(tmp: Path, model: str, factory: str) -> Path:
+    shutil.copy(HERE / "fill_models.py", tmp / "fill_models.py")
+    path = tmp / "parity-gate.toml"
+    path.write_text('providers = ["torch-cpu", "CPUExecutionProvider"]\n\n[[models]]\n'
+                    f'name = "{model}"\nfactory = "fill_models:{factory}"\n'
+                    f'inputs = [{{ name = "x", shape = {FACTORIES[model][1]}, dtype = "float32" }}]\n')
+    return path
+
+
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory) -> Path:
+    tmp = tmp_path_factory.mktemp("fills")
+    for model, (factory, _) in FACTORIES.items():
+        cfg = load_config(_config(tmp, model, factory))
+        commands.update_baseline(cfg, cfg.models, cfg.providers)
+    return tmp
+
+
+def check(tmp: Path, model: str, factory: str) -> dict:
+    cfg = load_config(_config(tmp, model, factory))
+    return commands.check(cfg, cfg.models, cfg.providers).to_dict()
+
+
+@pytest.mark.parametrize("model, factory, layer", [("logits", "logits_hotter", "constrain"),
+                                                   ("logits9", "logits_1e9_hotter", "constrain"),
+                                                   ("attention", "attention_rescaled", "scores")])
+def test_ordinary_values_beside_fills_that_moved_fail_where_they_moved(recorded, model, factory, layer):
+    report = check(recorded, model, factory)
+    first = report["first_regression"]
+    assert report["verdict"] == "regressed", report
+    where = (first["layer"], first["provider"], first["check"])
+    assert where == (layer, "torch-cpu", "reference-drift"), first
+    assert first["value"] == pytest.approx(1e-4, rel=0.01) and "quantile q0." in first["message"], first
+
+
+@pytest.mark.parametrize("model, factory", [("logits", "logits"), ("logits", "logits_where"),
+                                            ("attention", "attention")])
+def test_layers_with_fills_computed_the_same_way_again_pass(recorded, model, factory):
+    report = check(recorded, model, factory)
+    assert report["verdict"] == "pass", report["first_regression"]
