@@ -92,8 +92,8 @@ class BuiltModel:
         for again, why in ((runs[2], "two runs from the state it was built in differ"),
                            (runs[1], "a second call gives other outputs than the first")):
             for i, (a, b) in enumerate(zip(runs[0], again, strict=True)):
-                moved = float((a - b).norm() / max(float(b.norm()), 1e-300)) if a.shape == b.shape else math.inf
-                if not moved <= REPEAT:  # NaN included
+                moved = _moved(a, b)
+                if not moved <= REPEAT:
                     how = " in place" if changed[0].in_place else ""
                     pristine.refused = (f"model `{self.spec.name}`: its forward changes "
                                         f"`{changed[0].name}`{how}, and {why} (output {i} by {moved:.3g}, "
@@ -119,6 +119,18 @@ class BuiltModel:
 
 
 REPEAT = 1e-6  # float32 rounding: two runs from one state that differ by more are not the same run
+
+
+def _moved(a: torch.Tensor, b: torch.Tensor) -> float:
+    """Relative L2 of ``a - b`` over the elements equal on neither side; inf where shapes, or where NaN or
+    infinite elements, differ (a model with a NaN weight gives NaN where it did before: the same run)."""
+    if a.shape != b.shape:
+        return math.inf
+    same = (a == b) | (a.isnan() & b.isnan())
+    if not torch.equal(~a.isfinite() & ~same, torch.zeros_like(same)):
+        return math.inf
+    d = torch.where(same, torch.zeros_like(a), a - b)
+    return float(d.norm() / max(float(torch.where(b.isfinite(), b, 0).norm()), 1e-300))
 
 
 def _tensors(value: object) -> list[torch.Tensor]:

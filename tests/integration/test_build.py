@@ -4,6 +4,7 @@ model whose tensors cannot be read fails its build, by the tensor's name."""
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import pytest
@@ -123,3 +124,16 @@ def test_a_model_whose_tensors_cannot_be_read_fails_its_build_by_the_tensors_nam
 def test_a_model_whose_tensors_read_as_plain_ones_builds_and_is_hashed():
     built = _build("readable", X)
     assert set(built.digest.result().tensors) == {"scale", "0.weight", "0.bias"}
+
+
+def test_two_runs_with_nan_or_inf_where_they_were_are_the_same_run():
+    """A model with a NaN weight gives NaN where it did before: the repeat check's runs agree. Twin: a NaN
+    or an infinity in another place, or a finite value moved past float32 rounding, differs."""
+    from gate.model.build import REPEAT, _moved
+
+    a = torch.tensor([1.0, float("nan"), float("inf"), -2.0], dtype=torch.float64)
+    assert _moved(a, a.clone()) == 0.0
+    assert _moved(a, torch.tensor([float("nan"), 1.0, float("inf"), -2.0], dtype=torch.float64)) == math.inf
+    assert _moved(a, torch.tensor([1.0, float("nan"), 3.0, -2.0], dtype=torch.float64)) == math.inf
+    moved = torch.tensor([1.0, float("nan"), float("inf"), -2.0 * (1 + 1e-3)], dtype=torch.float64)
+    assert _moved(a, moved) > REPEAT
