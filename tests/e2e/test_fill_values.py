@@ -10,8 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from gate import commands
-from gate.config import load_config
+from tests.support import recorded as recorded_projects
 
 HERE = Path(__file__).parent
 FACTORIES = {"logits": ("logits", "[4, 8]"), "logits9": ("logits_1e9", "[4, 8]"),
@@ -29,16 +28,12 @@ def _config(tmp: Path, model: str, factory: str) -> Path:
 
 @pytest.fixture(scope="module")
 def recorded(tmp_path_factory) -> Path:
-    tmp = tmp_path_factory.mktemp("fills")
-    for model, (factory, _) in FACTORIES.items():
-        cfg = load_config(_config(tmp, model, factory))
-        commands.update_baseline(cfg, cfg.models, cfg.providers)
-    return tmp
+    models = ((model, factory) for model, (factory, _) in FACTORIES.items())
+    return recorded_projects.record(tmp_path_factory.mktemp("fills"), _config, models)
 
 
 def check(tmp: Path, model: str, factory: str) -> dict:
-    cfg = load_config(_config(tmp, model, factory))
-    return commands.check(cfg, cfg.models, cfg.providers).to_dict()
+    return recorded_projects.check(tmp, _config, model, factory)
 
 
 @pytest.mark.parametrize("model, factory, layer", [("logits", "logits_hotter", "constrain"),

@@ -9,8 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from gate import commands
-from gate.config import load_config
+from tests.support import recorded as recorded_projects
 
 HERE = Path(__file__).parent
 FACTORIES = {"ids": "ids", "mask": "mask"}
@@ -27,16 +26,11 @@ def _config(tmp: Path, model: str, factory: str) -> Path:
 
 @pytest.fixture(scope="module")
 def recorded(tmp_path_factory) -> Path:
-    tmp = tmp_path_factory.mktemp("integers")
-    for model, factory in FACTORIES.items():
-        cfg = load_config(_config(tmp, model, factory))
-        commands.update_baseline(cfg, cfg.models, cfg.providers)
-    return tmp
+    return recorded_projects.record(tmp_path_factory.mktemp("integers"), _config, FACTORIES.items())
 
 
 def check(tmp: Path, model: str, factory: str) -> dict:
-    cfg = load_config(_config(tmp, model, factory))
-    return commands.check(cfg, cfg.models, cfg.providers).to_dict()
+    return recorded_projects.check(tmp, _config, model, factory)
 
 
 @pytest.mark.parametrize("model, factory, layer", [("ids", "ids_off_by_one", "ids"),

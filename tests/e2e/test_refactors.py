@@ -9,8 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from gate import commands
-from gate.config import load_config
+from tests.support import recorded as recorded_projects
 
 HERE = Path(__file__).parent
 SIAMESE = ('[{ name = "a", shape = [2, 3, 8, 8], dtype = "float32" }, '
@@ -41,16 +40,12 @@ def _config(tmp: Path, model: str, factory: str) -> Path:
 
 @pytest.fixture(scope="module")
 def recorded(tmp_path_factory) -> Path:
-    tmp = tmp_path_factory.mktemp("refactors")
-    for model, (_, factory) in MODELS.items():
-        cfg = load_config(_config(tmp, model, factory))
-        commands.update_baseline(cfg, cfg.models, cfg.providers)
-    return tmp
+    models = ((model, factory) for model, (_, factory) in MODELS.items())
+    return recorded_projects.record(tmp_path_factory.mktemp("refactors"), _config, models)
 
 
 def check(tmp: Path, model: str, factory: str) -> dict:
-    cfg = load_config(_config(tmp, model, factory))
-    return commands.check(cfg, cfg.models, cfg.providers).to_dict()
+    return recorded_projects.check(tmp, _config, model, factory)
 
 
 def test_regrouping_and_renaming_modules_passes_and_keeps_per_layer_coverage(recorded):
