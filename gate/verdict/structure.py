@@ -156,13 +156,8 @@ def structure(run: ModelRun, baseline: Baseline, limit: Limit) -> Structure:
                 stacks[key] = Sketches([g.fp for g in group])
             ds = stacks[key].differences(layer.fp) if group else ()
             nearness[layer.name] = {g.name: float(d) for g, d in zip(group, ds, strict=True)}
-        near = nearness[layer.name]
-        output = is_output(layer.name)
-        exact = partial(relative_error, layer.fp)
-        return by_name(layer.name, [g for g in pool if g.name != layer.name and is_output(g.name) == output
-                                    and not (output and g.name in now)  # outputs swapped: what ships changed
-                                    and within(near[g.name], limit(layer, g), partial(exact, g.fp))
-                                    and order_move(layer.fp, g.fp)[0] <= limit(layer, g)], layer.type)
+        return by_name(layer.name, [g for g in pool if _holds(layer, g, nearness[layer.name][g.name],
+                                                              limit(layer, g), now)], layer.type)
 
     for layer in run.layers:
         if layer.name not in displaced and baseline.layer(layer.name) is not None:
@@ -189,6 +184,15 @@ def structure(run: ModelRun, baseline: Baseline, limit: Limit) -> Structure:
     compared = used | (now - set(renames) - set(copies) - taken)
     return Structure(renames, tuple(x.name for x in run.layers if x.name in taken or x.name in new),
                      tuple(g.name for g in free if g.name not in compared), copies, taken=frozenset(taken))
+
+
+def _holds(layer: LayerInfo, g: BaselineLayer, near: float, limit: float, now: set[str]) -> bool:
+    """Whether ``layer`` holds the values of another baseline layer ``g`` (``near``: their sketches'
+    distance): an output only an output whose name is gone (outputs swapped: what ships changed)."""
+    output = is_output(layer.name)
+    return (g.name != layer.name and is_output(g.name) == output and not (output and g.name in now)
+            and within(near, limit, partial(relative_error, layer.fp, g.fp))
+            and order_move(layer.fp, g.fp)[0] <= limit)
 
 
 def _wrapped(run: ModelRun, baseline: Baseline, displaced: set[str], renames: dict[str, str],
