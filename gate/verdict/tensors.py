@@ -35,7 +35,9 @@ def tensor_changes(before: dict[str, str] | None, now: dict[str, str] | None, re
     if not before or not now:
         return None
     modules = renamed_modules(renames)
-    recorded = {n: _recorded(n, modules) for n in now}
+    # A tensor under a name the baseline has, with its digest, kept its name and values: a layer matched
+    # to another module's baseline layer (a hook that moved an activation into it) renames no tensor.
+    recorded = {n: n if before.get(n) == now[n] else _recorded(n, modules) for n in now}
     values = sorted(n for n in now if recorded[n] == n and n in before and before[n] != now[n])
     renamed = [n for n in now if recorded[n] != n and recorded[n] in before]
     then, sums_now = sums[0] or {}, sums[1] or {}

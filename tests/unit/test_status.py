@@ -135,3 +135,10 @@ def test_a_module_the_verdict_matched_under_a_new_name_keeps_its_tensors_unchang
     nested = {"head.pos": "c" * 16, "head.proj.weight": "d" * 16}
     assert tensor_changes(before, nested, {"head": "classifier"}) == TensorChanges(
         [], 1, ["classifier.fc1.weight", "head.proj.weight"], ["head.proj.weight"])
+    # A layer matched to another module's baseline layer by its values (a hook moved `act` into `conv`)
+    # renames no tensor that kept its name and digest; modules that swapped names still swap tensors.
+    before = {"b.conv.weight": "a" * 16, "b.conv.bias": "b" * 16}
+    assert tensor_changes(before, dict(before), {"b.conv": "b.act"}) == TensorChanges([], 0, [])
+    swapped = {"enc1.weight": "c" * 16, "enc2.weight": "d" * 16}
+    assert tensor_changes({"enc1.weight": "d" * 16, "enc2.weight": "c" * 16}, swapped,
+                          {"enc1": "enc2", "enc2": "enc1"}) == TensorChanges([], 2, [])
