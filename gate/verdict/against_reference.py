@@ -15,11 +15,17 @@ from gate.core.layers import is_output
 from gate.core.runs import LayerInfo, ProviderLayer, ProviderRun
 from gate.core.status import LayerStatus
 from gate.fingerprint import Fingerprint, relative_error
+from gate.verdict.drift import filled, order_move
 
 
 def error_against(fp: Fingerprint, ref: Fingerprint | None) -> float | None:
-    """A runtime's relative L2 error against the reference layer (None: no comparable layer)."""
-    return None if ref is None or tuple(fp.shape) != tuple(ref.shape) else relative_error(fp, ref)
+    """A runtime's relative L2 error against the reference layer (None: no comparable layer); where fills
+    dominate the reference (``drift.filled``), the larger of it and the move of an order statistic, which
+    the values beside the fills decide (``drift.order_move``)."""
+    if ref is None or tuple(fp.shape) != tuple(ref.shape):
+        return None
+    error = relative_error(fp, ref)
+    return max(error, order_move(fp, ref)[0]) if filled(ref) else error
 
 
 def layers(prun: ProviderRun, fingerprints: Mapping[str, Fingerprint], reference: list[LayerInfo],

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from gate.fingerprint import QUANTILES, Fingerprint, difference
 
 PLATEAU = 1e-6  # a quantile this close (relative) to the min, the max or a neighbour sits on a plateau
+FILLED = 1e3  # a min or max this many times the quantiles' typical magnitude: fills (-1e4, -1e9), not a tail
 
 
 @dataclass(frozen=True)
@@ -40,6 +41,12 @@ def typical(fp: Fingerprint) -> float:
                or (i + 1 < len(q) and _near(v, q[i + 1])) for i, v in enumerate(q)]
     return max((abs(v) for v, flat in zip(q, plateau, strict=True) if not flat),
                default=max(abs(fp.min), abs(fp.max)))
+
+
+def filled(fp: Fingerprint) -> bool:
+    """Whether fills dominate ``fp``'s magnitude: its min or max over FILLED times ``typical`` (a mask's
+    -1e9 beside values near 1), where relative L2 sees the fills alone."""
+    return fp.finite > 0 and max(abs(fp.min), abs(fp.max)) > FILLED * typical(fp)
 
 
 def order_move(now: Fingerprint, base: Fingerprint) -> tuple[float, str | None]:

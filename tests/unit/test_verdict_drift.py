@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 
+import numpy as np
 import pytest
 
 from gate.config import Tolerance
@@ -46,3 +47,24 @@ def test_a_quantile_near_zero_moved_by_a_refactors_rounding_stays_far_under_the_
     now = dataclasses.replace(base, quantiles=(*base.quantiles[:4], 2e-16, *base.quantiles[5:]))
     assert drift(now, base).value == pytest.approx(1.9e-16)
     assert drift(base, base).value == 0.0
+
+
+@pytest.mark.parametrize("fill", [-1e9, -1e4])
+def test_a_runtime_that_moved_the_values_beside_fills_has_that_error_and_float32_rounding_stays_small(fill):
+    """Real fingerprints: a runtime adding 1e-3 to every ordinary value of masked logits has an error near
+    1e-3 (relative L2 alone: 1e-12, hidden by the fills); the same values in float32 stay under 1e-6; a
+    tensor without fills keeps relative L2 as its error."""
+    from gate.fingerprint import fingerprint, relative_error
+    from gate.verdict.against_reference import error_against
+
+    rng = np.random.default_rng(0)
+    values = rng.standard_normal((64, 256))
+    masked = np.where(np.arange(256) % 2 == 0, fill, values)
+    ref = fingerprint(masked)
+    shifted = np.where(np.arange(256) % 2 == 0, fill, values + 1e-3).astype(np.float32)
+    assert relative_error(fingerprint(shifted), ref) < 1e-6 < error_against(fingerprint(shifted), ref)
+    assert error_against(fingerprint(shifted), ref) == pytest.approx(1e-3 / np.abs(values).max(), rel=0.5)
+    assert error_against(fingerprint(masked.astype(np.float32)), ref) < 1e-6
+    plain = fingerprint(values)
+    assert error_against(fingerprint(values.astype(np.float32)), plain) == relative_error(
+        fingerprint(values.astype(np.float32)), plain)
