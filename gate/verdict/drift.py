@@ -1,7 +1,9 @@
 """How far a layer's float64 reference moved from its baseline (docs/verdict.md#verdict): the relative L2 of
 the sketches, or the largest move of an order statistic (min, quantiles, max) relative to its own magnitude
 or, if larger, the magnitude typical of the quantiles off the min/max plateau. Fill values (a mask's -1e30)
-dominate ||ref|| and hide every other element from relative L2; they cannot dominate that magnitude.
+dominate ||ref|| and hide every other element from relative L2; they cannot dominate that magnitude. A
+runtime's error against a reference the fills dominate (``filled``) takes that move too
+(``against_reference``).
 """
 
 from __future__ import annotations
