@@ -81,3 +81,25 @@ def attention() -> nn.Module:
 
 def attention_rescaled() -> nn.Module:
     return Attention(scale=0.250025)
+
+
+def shifted_before_mask(model):
+    """A transform (what ships only): 1e-3 added to the ordinary values the mask's `Where` keeps, inside
+    `constrain`, whose output is the first value captured after it: a runtime-only change beside fills."""
+    from onnx import TensorProto, helper
+
+    g = model.graph
+    made = {o for n in g.node if n.op_type == "Constant" for o in n.output} | {t.name for t in g.initializer}
+    i, node = next((k, n) for k, n in enumerate(g.node) if n.op_type == "Where")
+    j = next(j for j in (1, 2) if node.input[j] not in made)  # the values, not the fill
+    value = node.input[j]
+    g.initializer.append(helper.make_tensor(value + "__shift", TensorProto.FLOAT, [], [1e-3]))
+    add = helper.make_node("Add", [value, value + "__shift"], [value + "__shifted"], name=value + "__add")
+    add.metadata_props.extend(node.metadata_props)
+    node.input[j] = value + "__shifted"
+    g.node.insert(i, add)
+    return model
+
+
+def unchanged(model):
+    return model

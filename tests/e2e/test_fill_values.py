@@ -53,3 +53,24 @@ def test_ordinary_values_beside_fills_that_moved_fail_where_they_moved(recorded,
 def test_layers_with_fills_computed_the_same_way_again_pass(recorded, model, factory):
     report = check(recorded, model, factory)
     assert report["verdict"] == "pass", report["first_regression"]
+
+
+@pytest.mark.parametrize("transform, verdict", [("shifted_before_mask", "regressed"), ("unchanged", "pass")])
+def test_a_runtime_that_moved_the_values_beside_fills_fails_where_it_moved(tmp_path, transform, verdict):
+    """Only the shipped graph changed: 1e-3 added to the values the -1e9 mask keeps, inside `constrain`.
+    Relative L2 against the reference is 1e-12 there; the order statistics off the fill plateau see it."""
+    from gate import commands
+    from gate.config import load_config
+
+    shutil.copy(HERE / "fill_models.py", tmp_path / "fill_models.py")
+    text = _config(tmp_path, "logits9", "logits_1e9").read_text()
+    base = load_config(_config(tmp_path, "logits9", "logits_1e9"))
+    commands.update_baseline(base, base.models, base.providers)
+    (tmp_path / "parity-gate.toml").write_text(text + f'transform = "fill_models:{transform}"\n')
+    cfg = load_config(tmp_path / "parity-gate.toml")
+    report = commands.check(cfg, cfg.models, cfg.providers).to_dict()
+    assert report["verdict"] == verdict, report["first_regression"]
+    if verdict == "regressed":
+        first = report["first_regression"]
+        assert (first["layer"], first["provider"], first["check"]) == ("constrain", "CPUExecutionProvider",
+                                                                       "error-growth"), first
