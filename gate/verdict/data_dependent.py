@@ -15,6 +15,7 @@ from gate.core.runs import LayerInfo, ModelRun, ProviderLayer
 from gate.core.status import Check, DataDependence, LayerStatus, RowStatus, RunStatus
 from gate.fingerprint import Fingerprint
 from gate.formats.baseline import Baseline, EntryLayer
+from gate.verdict import drift
 from gate.verdict.rows import Row
 from gate.verdict.structure import Structure
 
@@ -114,10 +115,17 @@ def detections_row(layer: LayerInfo, d: Detections, tol: DetectionTolerance, cei
 
 def _distance(fp: Fingerprint, ref: Fingerprint, extremes: bool) -> float:
     """Largest difference of the quantiles and mean (and min/max with ``extremes``), relative to the
-    largest magnitude of ``ref``: order-blind, so it compares sets whatever order they come in."""
-    pairs = list(zip(fp.quantiles, ref.quantiles, strict=True)) + [(fp.mean, ref.mean)]
+    largest magnitude of ``ref``: order-blind, so it compares sets whatever order they come in. Where
+    fills dominate either side (``drift.filled``: a mask's -1e9 beside values near 1), that magnitude is
+    the fills', so each order statistic is relative to its own magnitude or the quantiles' typical one."""
+    largest = max(abs(ref.min), abs(ref.max)) or 1.0
+    pairs = list(zip(fp.quantiles, ref.quantiles, strict=True))
     pairs += [(fp.min, ref.min), (fp.max, ref.max)] if extremes else []
-    return max(abs(a - b) for a, b in pairs) / (max(abs(ref.min), abs(ref.max)) or 1.0)
+    mean = abs(fp.mean - ref.mean) / largest  # the fills' share sets the mean: their magnitude is its scale
+    if not (drift.filled(fp) or drift.filled(ref)):
+        return max(mean, *(abs(a - b) / largest for a, b in pairs))
+    m = max(drift.typical(fp), drift.typical(ref))
+    return max(mean, *(abs(a - b) / s for a, b in pairs if (s := max(abs(a), abs(b), m)) > 0))
 
 
 def recorded_row(layer: LayerInfo, provider: str, fp: Fingerprint | None, recorded: EntryLayer | None,
@@ -143,8 +151,8 @@ def _nonfinite(fp: Fingerprint) -> tuple[bool, bool, bool]:
 
 def distribution_row(layer: LayerInfo, provider: str, fp: Fingerprint | None, ref: Fingerprint, ceiling: float) -> Row:
     """The ``distribution`` rule: the values as an unordered set, whatever their number. Quantiles
-    and mean are compared, each relative to the reference's largest magnitude; NaN/Inf appear on
-    both sides or on neither."""
+    and mean are compared, each relative to the reference's largest magnitude (``_distance``); NaN/Inf
+    appear on both sides or on neither."""
     sizes = f"{provider} {list(fp.shape) if fp is not None else '?'}, reference {list(ref.shape)}"
     if fp is None:
         return _row(layer, True, Check.DISTRIBUTION, math.inf, ceiling, f"shape depends on values ({sizes}): no values")
@@ -160,4 +168,4 @@ def distribution_row(layer: LayerInfo, provider: str, fp: Fingerprint | None, re
     distance = _distance(fp, ref, extremes=False)
     return _row(layer, not distance <= ceiling, Check.DISTRIBUTION, distance, ceiling,
                 f"shape depends on values ({sizes}): compared as an unordered set, quantiles and mean within "
-                f"{distance:.3g} of the reference's largest magnitude (limit {ceiling:g})")
+                f"{distance:.3g}, relative to their magnitude (limit {ceiling:g})")

@@ -1,6 +1,7 @@
 """Models whose layers hold huge fill values beside ordinary ones (tests/e2e/test_fill_values.py): a
 logits processor masking disallowed tokens, and attention scores under a causal mask, each with a change of
-its ordinary values (a temperature, a scale: 1e-4 relative) and a rewrite that computes the same values."""
+its ordinary values (a temperature, a scale: 1e-4 relative) and a rewrite that computes the same values;
+and the processor applied to the rows a score threshold keeps (a shape that depends on values)."""
 
 from __future__ import annotations
 
@@ -55,6 +56,19 @@ class Attention(nn.Module):
         return self.out(torch.softmax(self.scores(q, k), dim=-1) @ v)
 
 
+class Picked(Logits):
+    """The rows whose score reaches a threshold computed in the model's precision (0.1 x 3: float32 keeps
+    the rows at the floor 0.3, float64 does not), then masked: fills in a layer of data-dependent shape."""
+
+    def __init__(self):
+        super().__init__(fill=-1e9)
+
+    def forward(self, x):
+        logits = self.head(torch.tanh(self.body(x)))
+        score = torch.sigmoid(10 * logits[:, 0]).clamp(min=0.3)
+        return self.constrain(logits[score >= score.new_tensor(0.1) * 3])
+
+
 def logits() -> nn.Module:
     return Logits()
 
@@ -73,6 +87,10 @@ def logits_1e9() -> nn.Module:
 
 def logits_1e9_hotter() -> nn.Module:
     return Logits(temperature=1.0001, fill=-1e9)
+
+
+def picked() -> nn.Module:
+    return Picked()
 
 
 def attention() -> nn.Module:

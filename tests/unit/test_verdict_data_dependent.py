@@ -121,6 +121,37 @@ def test_recorded_holds_a_runtime_to_what_its_entry_recorded(past):
     assert recorded_row(LAYER, "torch-cpu", values(16), EntryLayer("ok", None, base), 1.0) is None  # another size
 
 
+def beside_fills(shift: float = 0.0, fill: float = -1e9, dtype=np.float64):
+    """Rows of 32 logits, every other one a fill (a mask's -1e9): the fills dominate the largest
+    magnitude."""
+    x = np.random.default_rng(0).standard_normal((64, 32)) + shift
+    x[:, 1::2] = fill
+    return fingerprint(x.astype(dtype))
+
+
+@pytest.mark.parametrize("fill", [-1e9, -1e4])
+def test_values_beside_fills_that_moved_fail_recorded_and_distribution(fill):
+    """1e-3 added to the values a mask keeps moves their order statistics by ~1e-3 of their magnitude,
+    1e-12 of the fills': the rules compare each statistic to its own magnitude or the typical one."""
+    base, moved = beside_fills(fill=fill), beside_fills(1e-3, fill)
+    assert recorded_row(LAYER, "p", moved, EntryLayer("ok", None, base), 1e-6) is None
+    row = distribution_row(LAYER, "p", moved, base, 1e-4)
+    assert row.failed and row.value > 1e-4, row.message
+
+
+def test_values_beside_fills_rounded_to_float32_stay_within_the_floor():
+    """The twin: the same values rounded to float32 pass ``recorded`` at the default floor."""
+    rounded = beside_fills(dtype=np.float32)
+    row = recorded_row(LAYER, "p", rounded, EntryLayer("ok", None, beside_fills()), 1e-6)
+    assert row is not None and not row.failed and row.value < 1e-6
+
+
+def test_without_fills_the_rules_stay_relative_to_the_largest_magnitude():
+    """A set without fills keeps its distance: the largest difference over the largest magnitude."""
+    ref, moved = values(17), values(17, 1e-3)
+    assert distribution_row(LAYER, "p", moved, ref, 1.0).value == pytest.approx(1e-3 / 8.0, rel=1e-9)
+
+
 # in the verdict ----------------------------------------------------------------------------------
 
 def _dependent_run():
