@@ -11,7 +11,8 @@ from gate.core.layers import is_output
 from gate.core.runs import ModelRun, ProviderRun
 from gate.core.status import Check, ComparisonStatus, LayerStatus, RunStatus
 from gate.core.target import REFERENCE_PROVIDER
-from gate.fingerprint import Fingerprint, relative_error
+from gate.fingerprint import Fingerprint
+from gate.verdict.against_reference import error_against
 
 from .notes import Comparison
 
@@ -26,9 +27,9 @@ def outputs_of(run: ModelRun, prun: ProviderRun | None) -> dict[str, Fingerprint
 
 
 def distance(a: dict[str, Fingerprint], b: dict[str, Fingerprint]) -> float | None:
-    """Largest relative L2 difference of ``a`` against ``b`` over the outputs both have, same shape."""
-    common = [n for n in a if n in b and tuple(a[n].shape) == tuple(b[n].shape)]
-    return max((relative_error(a[n], b[n]) for n in common), default=None)
+    """Largest error of ``a`` against ``b`` over the outputs both have, same shape: relative L2, or beside
+    fills the move of an order statistic (``error_against``, as a runtime's against the reference)."""
+    return max((e for n in a if n in b and (e := error_against(a[n], b[n])) is not None), default=None)
 
 
 def judged(kind: str, provider: str, other: str, error: float | None, tolerance: float) -> Comparison:

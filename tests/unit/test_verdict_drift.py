@@ -68,3 +68,20 @@ def test_a_runtime_that_moved_the_values_beside_fills_has_that_error_and_float32
     plain = fingerprint(values)
     assert error_against(fingerprint(values.astype(np.float32)), plain) == relative_error(
         fingerprint(values.astype(np.float32)), plain)
+
+
+def test_a_sweep_compares_outputs_beside_fills_by_the_values_beside_them():
+    """A sweep's pair or anchor (``comparisons.distance``) takes a runtime's measure: outputs whose fills
+    dominate their norm differ by the move of the values beside them; outputs without fills by relative
+    L2."""
+    from gate.fingerprint import fingerprint, relative_error
+    from gate.verdict.comparisons import distance
+
+    values = np.random.default_rng(0).standard_normal((64, 256))
+    masked = np.where(np.arange(256) % 2 == 0, -1e9, values)
+    shifted = np.where(np.arange(256) % 2 == 0, -1e9, values + 1e-3)
+    assert distance({"(model)": fingerprint(shifted)}, {"(model)": fingerprint(masked)}) > 1e-4
+    rounded = fingerprint(masked.astype(np.float32))
+    assert distance({"(model)": rounded}, {"(model)": fingerprint(masked)}) < 1e-6
+    now, base = fingerprint(values + 1e-3), fingerprint(values)
+    assert distance({"(model)": now, "other": now}, {"(model)": base}) == relative_error(now, base)
