@@ -95,12 +95,15 @@ def capture(model: Any, module: Any) -> tuple[bytes, dict[str, str], dict[str, s
     from gate.model.weights import data
 
     state = data(module)
+    held = {t.data_ptr() for t in state.values() if t.numel()}
     swapped: dict[str, Any] = {}
     for name, value in model.graph.initializers.items():
         tensor, const = state.get(name), value.const_value
-        if tensor is None:
-            continue  # a constant of the graph's own (its bytes reach the probe's op trace): it stays
         raw = getattr(const, "raw", None)  # the exporter wraps the torch tensor itself (TorchTensor)
+        if tensor is None:
+            if isinstance(raw, torch.Tensor) and raw.numel() and raw.data_ptr() in held:
+                return None  # the model's data under another name: the op trace names it, not its bytes
+            continue  # a constant of the graph's own (its bytes reach the probe's op trace): it stays
         if not isinstance(raw, torch.Tensor) or not same_bytes(raw, tensor.detach()):
             return None
         swapped[name] = const

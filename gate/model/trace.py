@@ -2,12 +2,12 @@
 provider computes) and every ATen operation traced into a digest (the ``code`` part of the content key).
 
 The trace is a ``TorchDispatchMode``: one line per operation, each tensor argument named by where it
-came from (a parameter or buffer by name, an input by position, an earlier output by number, else its
-bytes), so dataflow is in the trace. Each module also gets a digest of its own code (``Probe.modules``,
-tensors by kind rather than number) and of where among it it calls its children (``Probe.calls``): a
-refactor inside a module changes that module's digests only (``gate.verdict.moves``). Randomness is told
-by the generators' states before and after the forward, not by operator names. What a dispatch trace
-cannot see: docs/verdict.md#what-the-keys-cannot-see.
+came from (a parameter, buffer or tensor attribute by name, an input by position, an earlier output by
+number, else its bytes), so dataflow is in the trace. Each module also gets a digest of its own code
+(``Probe.modules``, tensors by kind rather than number) and of where among it it calls its children
+(``Probe.calls``): a refactor inside a module changes that module's digests only (``gate.verdict.moves``).
+Randomness is told by the generators' states before and after the forward, not by operator names. What a
+dispatch trace cannot see: docs/verdict.md#what-the-keys-cannot-see.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from torch.utils.weak import WeakIdKeyDictionary
 from gate.core import frames
 from gate.core.layers import ROOT, module_of
 from gate.fingerprint import Fingerprint
-from gate.model import torch_hooks
+from gate.model import torch_hooks, weights
 from gate.model.build import BuiltModel
 
 # Namespaces whose kernels ship with torch: their versions are torch's. Others are custom ops.
@@ -191,13 +191,14 @@ class Probe:
 
 
 def _named(built: BuiltModel) -> dict[torch.Tensor, str]:
-    """Tensors the trace names: parameters and buffers, persistent or not (their values are the weights
-    digest's, ``weights.data``), and the inputs (the inputs digest's)."""
+    """Tensors the trace names: parameters, buffers (persistent or not) and tensors held as plain
+    attributes, named as buffers (their values are the weights digest's, ``weights.data``), and the inputs
+    (the inputs digest's)."""
     module = built.module
     named: dict[torch.Tensor, str] = {}
     for name, p in module.named_parameters():
         named.setdefault(p, f"p:{name}")
-    for name, b in module.named_buffers():
+    for name, b in [*module.named_buffers(), *weights.attributes(module).items()]:
         named.setdefault(b, f"b:{name}")
     for i, t in enumerate(built.inputs):
         named.setdefault(t, f"in:{i}")

@@ -30,9 +30,25 @@ Known = tuple[str, dict[str, str], dict[str, str] | None]
 def held(module: torch.nn.Module) -> dict[str, object]:
     """The model's data: every parameter and buffer, whatever its ``state_dict()`` keeps out (a frozen
     backbone no checkpoint saves, a ``persistent=False`` rotary ``inv_freq``), which its forward reads all
-    the same, and what its state dict holds beyond them (tied weights by every name, a module's
-    ``get_extra_state()``, a quantized module's packed weights)."""
-    return {**module.state_dict(), **dict(module.named_parameters()), **dict(module.named_buffers())}
+    the same, what its state dict holds beyond them (tied weights by every name, a module's
+    ``get_extra_state()``, a quantized module's packed weights), and the tensors its modules hold as plain
+    attributes (a table loaded from a file, a mask built in ``__init__``): data as a buffer is."""
+    out = {**module.state_dict(), **dict(module.named_parameters()), **dict(module.named_buffers())}
+    return {**out, **attributes(module, {id(t) for t in out.values()})}
+
+
+def attributes(module: torch.nn.Module, taken: set[int] | None = None) -> dict[str, torch.Tensor]:
+    """Tensors the modules hold as plain attributes (neither parameter nor buffer), by qualified name,
+    each once, none of ``taken`` (ids of tensors already named)."""
+    out: dict[str, torch.Tensor] = {}
+    seen = set(taken or ())
+    for prefix, mod in module.named_modules():
+        for name, value in vars(mod).items():
+            if isinstance(value, torch.Tensor) and not isinstance(value, torch.nn.Parameter) \
+                    and id(value) not in seen:
+                seen.add(id(value))
+                out[f"{prefix}.{name}" if prefix else name] = value
+    return out
 
 
 def data(module: torch.nn.Module) -> dict[str, torch.Tensor]:

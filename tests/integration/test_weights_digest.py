@@ -114,6 +114,24 @@ def test_an_ordinary_models_digest_is_the_one_its_baselines_recorded():
     assert digest.sums["scale"] == "4.3.bfaac00000000000c473f9839100cc0d"
 
 
+class _Attributes(torch.nn.Module):
+    """Tensors held as plain attributes: a table in a child module, and an alias of a buffer."""
+
+    def __init__(self, scale: float = 1.0):
+        super().__init__()
+        torch.manual_seed(0)
+        self.inner = torch.nn.Linear(3, 3)
+        self.inner.table = torch.linspace(0.5, 1.5, 3) * scale
+        self.register_buffer("mask", torch.ones(3))
+        self.alias = self.mask  # the buffer again: named once, as the buffer
+
+
+def test_a_tensor_held_as_a_plain_attribute_is_data_named_by_its_path():
+    digest = weights_digest(_Attributes()).result()
+    assert set(digest.tensors) == {"inner.weight", "inner.bias", "inner.table", "mask"}
+    assert _changed(_Attributes(), _Attributes(1 + 1e-6)) == {"inner.table"}
+
+
 class _Noted(torch.nn.Linear):
     """A Linear that saves its settings beside its weights (``nn.Module.get_extra_state``)."""
 
