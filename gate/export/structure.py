@@ -85,9 +85,10 @@ def with_availability(sites: dict[str, OnnxSite], available: set[str], folded: s
 
 def capture(model: Any, module: Any) -> tuple[bytes, dict[str, str], dict[str, str]] | None:
     """(``model`` serialized without the initializers that are ``module``'s data, ``weights.data``: its
-    parameters and buffers, persistent or not; initializer -> their name; ``Structure.renamed``). None
-    where such an initializer holds other bytes than its namesake: the structure would carry weights into
-    a key that does not digest them."""
+    parameters, buffers (persistent or not) and tensor attributes; initializer -> their name;
+    ``Structure.renamed``). None where such an initializer holds other bytes than its namesake, or where a
+    constant holds the model's data under another name: the structure would carry weights into a key that
+    does not digest them."""
     import onnx_ir as ir
     import torch
 

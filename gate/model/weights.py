@@ -1,6 +1,6 @@
-"""The model's data and its digests: every parameter and buffer, and its state dict's other entries, hashed
-whole and per entry, and each tensor's values as a multiset (``value_sums``), so a check tells which tensors
-changed, and a re-expression that only moves values, from one that changes them."""
+"""The model's data and its digests: every parameter, buffer and tensor attribute, and its state dict's other
+entries, hashed whole and per entry, and each tensor's values as a multiset (``value_sums``), so a check
+tells which tensors changed, and a re-expression that only moves values, from one that changes them."""
 
 from __future__ import annotations
 
@@ -17,8 +17,8 @@ from gate.model.pristine import version_of
 @dataclass(frozen=True)
 class WeightsDigest:
     total: str  # sha256 over the whole state dict: equal weights, equal digest
-    tensors: dict[str, str]  # per parameter and buffer, a short digest: which tensors changed
-    sums: dict[str, str]  # per parameter and buffer, its values as a multiset (``value_sums``)
+    tensors: dict[str, str]  # per tensor of the model's data, a short digest: which tensors changed
+    sums: dict[str, str]  # per tensor of the model's data, its values as a multiset (``value_sums``)
     stale: bool = False  # a forward wrote into a tensor while it was hashed: hash again from the state built
 
 

@@ -166,7 +166,7 @@ def _holds(module: str, owner: str) -> bool:
 
 
 def changed_tensors(run: ModelRun, baseline: Baseline, layer: str) -> list[str]:
-    """The parameters and buffers of ``layer``'s module (and of the modules inside it) whose digest
+    """The tensors of ``layer``'s module's data (and of the modules inside it) whose digest
     changed since the baseline, or that one side lacks."""
     now, before = run.meta.tensor_digests or {}, baseline.meta.tensor_digests or {}
     if not now or not before:
@@ -239,7 +239,7 @@ class _Judge:
             not any(self.regrouped(layer))
 
     def tensors(self, module: str) -> list[str]:
-        """The parameters and buffers of ``module`` (and of the modules inside it), on either side."""
+        """The tensors of ``module``'s data (and of the modules inside it), on either side."""
         now, before = self.run.meta.tensor_digests, self.baseline.meta.tensor_digests
         if not now or not before:
             return []

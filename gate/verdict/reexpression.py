@@ -48,7 +48,7 @@ def rounds(run: ModelRun, baseline: Baseline) -> bool:
 
 def code_changed(run: ModelRun, baseline: Baseline) -> bool:
     """Whether the model's code changed since the baseline, as far as the run can tell: its content
-    key's code or source part, or parameters and buffers only one side has."""
+    key's code or source part, or tensors of the model's data only one side has."""
     return _key_changed(run, baseline) or bool(_tensors_differ(run, baseline))
 
 
