@@ -227,3 +227,24 @@ def test_a_value_that_is_no_error_is_kept_out_of_errors():
     assert Row("a", "", "fail", "detections", 3.0).error is None
     assert Row("a", "", "fail", "ceiling", 3.0).error == 3.0
     assert math.isnan(Row("a", "", "pass", "error-growth", math.nan).error)
+
+
+def test_a_data_dependent_output_that_fails_its_rule_is_named_by_the_rule_in_the_hint_not_as_inf():
+    """A runtime fault at `b` carried to an output of another size that fails `distribution`: the hint says
+    the output fails that rule (its row measures no error against the reference), never "it is inf"."""
+    r = _dependent_run()
+    prun = runtime(errs={"b": 1.0})
+    prun.layers["(model)"].fp = replace(fp(shape=(3, 4)), quantiles=tuple(q + 0.5 for q in fp().quantiles))
+    r.providers.append(prun)
+    mv = model_verdict(spec(Tolerance()), r, baseline(entry()), "b.msgpack.zst", "cmd")
+    (hint,) = [h for h in mv.hints if h.kind == "introduced-vs-inherited"]
+    assert "at the output ((model)) it fails `distribution`" in hint.message and "inf" not in hint.message
+
+
+def test_an_output_with_an_error_against_the_reference_is_given_by_its_value_in_the_hint():
+    """The twin: an output whose shape does not depend on values carries its error, and the hint gives it."""
+    r = run()
+    r.providers.append(runtime(errs={"b": 1.0, "(model)": 0.5}))
+    mv = model_verdict(spec(Tolerance()), r, baseline(entry()), "b.msgpack.zst", "cmd")
+    (hint,) = [h for h in mv.hints if h.kind == "introduced-vs-inherited"]
+    assert hint.message.endswith("at the output ((model)) it is 0.5")

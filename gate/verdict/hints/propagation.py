@@ -89,7 +89,11 @@ def _hint(ctx: Context, pv: ProviderVerdict, fr: Regression) -> Hint | None:
         msg = (f"{pv.name} ({pv.precision}): {span(fr.layer)} is the first layer over its threshold, but the {what} was "
                f"inherited: it first diverged at {ctx.order[origin]} ({_fmt(series[origin][1])}, {under})")
     if final[0] is not None and final[0] != fr.layer:
-        msg += f"; at the output ({final[0]}) it is {_fmt(final[1])}"
+        row, value = ctx.rows(pv).get(final[0]), final[1]
+        said = f"is {_fmt(value)}"
+        if row is not None and value is not None and not math.isfinite(value):
+            said = f"fails `{row.check}`"  # inf stands for a failed check that measures no error (_series)
+        msg += f"; at the output ({final[0]}) it {said}"
     return make(
         "introduced-vs-inherited", fr.layer, pv.name, msg,
         verdict=verdict, origin=ctx.order[origin], first_regressed=fr.layer,
