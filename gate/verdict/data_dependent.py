@@ -125,7 +125,7 @@ def _distance(fp: Fingerprint, ref: Fingerprint, extremes: bool) -> float:
     if not (drift.filled(fp) or drift.filled(ref)):
         return max(mean, *(abs(a - b) / largest for a, b in pairs))
     m = max(drift.typical(fp), drift.typical(ref))
-    return max(mean, *(abs(a - b) / s for a, b in pairs if (s := max(abs(a), abs(b), m)) > 0))
+    return max(mean, *(moved for a, b in pairs if (moved := drift.relative_move(a, b, m)) is not None))
 
 
 def recorded_row(layer: LayerInfo, provider: str, fp: Fingerprint | None, recorded: EntryLayer | None,

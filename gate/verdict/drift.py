@@ -60,8 +60,15 @@ def order_move(now: Fingerprint, base: Fingerprint) -> tuple[float, str | None]:
     m = max(typical(now), typical(base))
     names = ("min", *(f"q{q:g}" for q in QUANTILES), "max")
     pairs = zip(names, (now.min, *now.quantiles, now.max), (base.min, *base.quantiles, base.max), strict=True)
-    moves = [(abs(a - b) / scale, name) for name, a, b in pairs if (scale := max(abs(a), abs(b), m)) > 0]
+    moves = [(moved, name) for name, a, b in pairs if (moved := relative_move(a, b, m)) is not None]
     return max(moves, default=(0.0, None))
+
+
+def relative_move(a: float, b: float, typical_magnitude: float) -> float | None:
+    """How far an order statistic moved from ``b`` to ``a``, relative to max(its magnitude, the typical
+    one); None where both are zero and so is the typical magnitude."""
+    scale = max(abs(a), abs(b), typical_magnitude)
+    return abs(a - b) / scale if scale > 0 else None
 
 
 def drift(now: Fingerprint, base: Fingerprint) -> Drift:
