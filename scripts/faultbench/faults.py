@@ -12,6 +12,8 @@ from torch import nn
 
 HINT_W = ("model-change", "weights")
 HINT_C = ("model-change", "code")
+# A Dropout left active draws random numbers: the cause to name is the draw (its advice: ``model.eval()``).
+HINT_RAND = ("model-change", "random")
 HINT_L = ("layout", None)
 HINT_P = ("precision-loss", None)
 HINT_R = ("runtime-change", None)
@@ -129,7 +131,7 @@ MODEL_FAULTS: dict[str, dict[str, Fault]] = {
         "transpose": _f("features.3.block.0.1", transpose, HINT_L),
         "padding_reflect": _f("features.5.block.1.0", padding_reflect, HINT_C),
         "fp16_roundtrip": _f("features.7.block.0.0", fp16_roundtrip, HINT_P),
-        "dropout_left_active": _f("classifier.2", stuck_in_training, HINT_C),
+        "dropout_left_active": _f("classifier.2", stuck_in_training, HINT_RAND),
     },
     "efficientnet_b0": {
         "weight_1e3": _f("features.3.0.block.0.0", W3, HINT_W),
@@ -139,7 +141,7 @@ MODEL_FAULTS: dict[str, dict[str, Fault]] = {
         "transpose": _f("features.3.1.block.0.1", transpose, HINT_L),
         "padding_reflect": _f("features.2.0.block.1.0", padding_reflect, HINT_C),
         "fp16_roundtrip": _f("features.6.0.block.0.0", fp16_roundtrip, HINT_P),
-        "dropout_left_active": _f("classifier.0", stuck_in_training, HINT_C),
+        "dropout_left_active": _f("classifier.0", stuck_in_training, HINT_RAND),
     },
     "vit": {
         "weight_1e3": _f("encoder.layers.encoder_layer_0.mlp.0", W3, HINT_W),
@@ -149,7 +151,7 @@ MODEL_FAULTS: dict[str, dict[str, Fault]] = {
         "attention_scale": _f("encoder.layers.encoder_layer_0.self_attention", attention_scale(1.1), HINT_W),
         "transpose": _f("encoder.layers.encoder_layer_0.mlp.0", transpose, HINT_L),
         "fp16_roundtrip": _f("encoder.layers.encoder_layer_1.mlp.0", fp16_roundtrip, HINT_P),
-        "dropout_left_active": _f("encoder.layers.encoder_layer_0.dropout", stuck_in_training, HINT_C),
+        "dropout_left_active": _f("encoder.layers.encoder_layer_0.dropout", stuck_in_training, HINT_RAND),
     },
     "bert": {
         "weight_1e3": _f("encoder.layer.0.intermediate.dense", W3, HINT_W),
@@ -160,7 +162,7 @@ MODEL_FAULTS: dict[str, dict[str, Fault]] = {
         "attention_scale": _f("encoder.layer.0.attention.self", attention_scale(1.1), HINT_C),
         "transpose": _f("encoder.layer.0.intermediate.dense", transpose, HINT_L),
         "fp16_roundtrip": _f("encoder.layer.1.intermediate.dense", fp16_roundtrip, HINT_P),
-        "dropout_left_active": _f("embeddings.dropout", stuck_in_training, HINT_C),
+        "dropout_left_active": _f("embeddings.dropout", stuck_in_training, HINT_RAND),
     },
     "gpt2": {
         "weight_1e3": _f("h.0.mlp.c_fc", W3, HINT_W),
@@ -170,7 +172,7 @@ MODEL_FAULTS: dict[str, dict[str, Fault]] = {
         "attention_scale": _f("h.0.attn", attention_scale(1.1), HINT_C),
         "transpose": _f("h.0.mlp.c_fc", transpose, HINT_L),
         "fp16_roundtrip": _f("h.1.mlp.c_fc", fp16_roundtrip, HINT_P),
-        "dropout_left_active": _f("drop", stuck_in_training, HINT_C),
+        "dropout_left_active": _f("drop", stuck_in_training, HINT_RAND),
     },
     "llama": {
         "weight_1e3": _f("layers.0.mlp.gate_proj", W3, HINT_W),
