@@ -1,5 +1,5 @@
 """Settings read from the environment, each parsed by one rule: a caller calls the accessor that
-names the variable, and never reads ``os.environ`` itself."""
+names the variable, and never reads ``os.environ`` itself. One writes: ``huge_pages``, for the allocators."""
 
 from __future__ import annotations
 
