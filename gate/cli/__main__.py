@@ -1,3 +1,3 @@
-from gate.cli.app import main
+from gate.cli.start import main
 
 main()
