@@ -1,5 +1,5 @@
 """Settings read from the environment, each parsed by one rule: a caller calls the accessor that
-names the variable, and never reads ``os.environ`` itself. One writes: ``huge_pages``, for the allocator."""
+names the variable, and never reads ``os.environ`` itself. One writes: ``huge_pages``, for the allocators."""
 
 from __future__ import annotations
 
@@ -83,21 +83,18 @@ def worker_hook(environ: Mapping[str, str] | None = None) -> str | None:
     return _read(WORKER_HOOK, environ) or None
 
 
-def huge_pages(environ: MutableMapping[str, str]) -> bool:
-    """Large buffers in transparent huge pages where the kernel gives them on request (``madvise``):
-    ``glibc.malloc.hugetlb``, which glibc reads as a process starts, so the CLI starts again with it
-    (``gate.cli.start``) and every process it starts inherits it. Blocks of tens to hundreds of MB (the
-    activations of long sequences, ONNX Runtime's marked values) are otherwise faulted in 4 KiB at a time on
-    each allocation. Not torch's allocator (``THP_MEM_ALLOC_ENABLE``): its 2 MB-aligned blocks fragment the
-    heap, and the float64 reference of GPT-2 at 2048 tokens then peaked at 3.1 GB instead of 2.5. A value the
-    user set is kept; elsewhere than Linux, nothing. True where this call set it."""
+def huge_pages(environ: MutableMapping[str, str]) -> None:
+    """Large buffers in transparent huge pages where the kernel gives them on request (``madvise``), in the
+    processes started from here (``glibc.malloc.hugetlb``, read as a process starts): ONNX Runtime's
+    marked values are fresh memory on every run, faulted in 4 KiB at a time. Not torch's allocator in
+    this process (``THP_MEM_ALLOC_ENABLE``): its 2 MB-aligned blocks fragment the heap, and the float64
+    reference of GPT-2 at 2048 tokens then peaked at 3.1 GB instead of 2.5. A value the user set is
+    kept; elsewhere than Linux, nothing."""
     if not sys.platform.startswith("linux"):
-        return False
+        return
     tunables = environ.get("GLIBC_TUNABLES", "")
-    if "glibc.malloc.hugetlb" in tunables:
-        return False
-    environ["GLIBC_TUNABLES"] = ":".join(t for t in (tunables, "glibc.malloc.hugetlb=1") if t)
-    return True
+    if "glibc.malloc.hugetlb" not in tunables:
+        environ["GLIBC_TUNABLES"] = ":".join(t for t in (tunables, "glibc.malloc.hugetlb=1") if t)
 
 
 def usable_cpus() -> int:

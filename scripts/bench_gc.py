@@ -61,7 +61,7 @@ def said():  # registered first, so run last of the exit handlers: what follows 
     gc.callbacks.append(at_exit)
 import atexit
 atexit.register(said)
-from gate.cli.start import main
+from gate.cli.app import main
 sys.argv = ["parity-gate", "check"]
 main()
 """

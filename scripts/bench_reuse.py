@@ -255,7 +255,7 @@ def floor_graphs(folder: Path, cache: Path) -> None:
 
 
 def gate(code: Path) -> list[str]:
-    return [sys.executable, "-c", f"import sys; sys.path.insert(0, {str(code)!r}); from gate.cli.start import main; "
+    return [sys.executable, "-c", f"import sys; sys.path.insert(0, {str(code)!r}); from gate.cli.app import main; "
             "sys.argv[0] = 'parity-gate'; main()"]
 
 

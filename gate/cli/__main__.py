@@ -1,3 +1,3 @@
-from gate.cli.start import main
+from gate.cli.app import main
 
 main()

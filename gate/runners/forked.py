@@ -3,14 +3,12 @@ the parent exports (docs/verdict.md#stages).
 
 torch's exporter patches ``torch.nn.Module.__call__`` process-wide while it traces, so the reference
 cannot share its process. The child shares the built model copy-on-write and runs on one intra-op
-thread (GNU OpenMP started in the parent is not safe past a fork with more), without transparent huge
-pages (``_small_pages``). Any failure of the child says nothing about the model: the caller then computes
-the result itself."""
+thread (GNU OpenMP started in the parent is not safe past a fork with more). Any failure of the
+child says nothing about the model: the caller then computes the result itself."""
 
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import mmap
 import os
 import pickle
@@ -27,16 +25,6 @@ import torch
 
 T = TypeVar("T")
 _COUNT = struct.Struct("<q")
-_PR_SET_THP_DISABLE = 41
-
-
-def _small_pages() -> None:
-    """Transparent huge pages off in this process (Linux; elsewhere nothing). The gate's process asks for
-    them (``gate.env.huge_pages``), and a child beside it then allocates in 2 MB steps: resnet18's weight
-    change peaked at 0.81 GB with them against 0.73 without (the recipe: 0.73), at the same wall."""
-    if sys.platform.startswith("linux"):
-        with contextlib.suppress(OSError, AttributeError):
-            ctypes.CDLL(None).prctl(_PR_SET_THP_DISABLE, 1, 0, 0, 0)
 
 
 def available() -> bool:
@@ -68,7 +56,6 @@ class Forked(Generic[T]):
     def _child(self, fn: Callable[[Callable[[], None]], T]) -> int:
         try:
             signal.signal(signal.SIGINT, signal.SIG_DFL)
-            _small_pages()
             torch.set_num_threads(1)
             steps = self._steps
             count = [0]

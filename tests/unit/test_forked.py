@@ -33,18 +33,6 @@ def test_the_child_s_value_comes_back_whole():
     assert child.result() == {"sum": float((weights @ weights.T).sum()), "threads": 1}
 
 
-@pytest.mark.skipif(not os.path.exists("/proc/self/status"), reason="Linux: /proc")
-def test_the_child_runs_without_huge_pages():
-    def thp(_tick):
-        with open("/proc/self/status") as f:
-            return [line.split()[1] for line in f if line.startswith("THP_enabled:")]
-
-    if thp(None) != ["1"]:
-        pytest.skip("this kernel does not say, or gives no huge pages")
-    assert forked.Forked(thp).result() == ["0"]
-    assert thp(None) == ["1"]  # the parent keeps them
-
-
 def test_the_child_s_steps_are_counted_while_it_runs():
     def work(tick):
         for _ in range(3):
