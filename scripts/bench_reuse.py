@@ -1,7 +1,7 @@
 """Benchmark: `parity-gate check` with its stages reused under their keys against the whole-output recipe.
 
     PYTHONPATH=. python scripts/bench_reuse.py [--models resnet18 bert bert-sdpa resnet18-fp16 wide-2.4gb ...] [--repeat 3]
-        [--today /path/to/a/checkout/before/reuse] [--json out.json]
+        [--json out.json]
 
 Per model (random weights from configs, nothing downloaded; providers torch-cpu + CPUExecutionProvider;
 `bert` with eager attention, `bert-sdpa` with transformers' default; `wide-2.4gb`: 36 x Linear(4096, 4096)
@@ -27,7 +27,6 @@ from the file, np.allclose) and
 - `changed beside`, `code beside`, `changed serial`, `code serial`: the same with
   ``PARITY_GATE_BESIDE=on`` (the reference beside the export, in a forked child, whatever the CPUs) or
   ``off`` (after the export, in the gate's process); the path says where it ran;
-- `today` (with `--today`): `check` of that checkout on its own baseline: the gate before reuse;
 - with `--floor`, each side's floor, timed in the same round: the stages its path must run, each
   alone, one after another in one fresh process, with nothing of the gate's own: imports; the model
   built; its weights read once (sha256: whether they changed is known no other way); one float32
@@ -68,7 +67,7 @@ from gate.env import BESIDE as BESIDE_ENV  # noqa: E402
 ROOT = Path(__file__).resolve().parents[1]
 TWINS = {"beside": "on", "serial": "off"}  # PARITY_GATE_BESIDE of a change side's twin
 SIDES = ("warm", "cold", "changed", *(f"changed {t}" for t in TWINS), "code",
-         *(f"code {t}" for t in TWINS), "today")
+         *(f"code {t}" for t in TWINS))
 CHANGES = {"changed": "BENCH_CHANGE", "code": "BENCH_CODE_CHANGE"}
 
 MODELS = textwrap.dedent("""
@@ -255,11 +254,12 @@ def floor_graphs(folder: Path, cache: Path) -> None:
 
 
 def gate(code: Path) -> list[str]:
+    """The command line of the checkout at ``code``, as its console script starts it."""
     return [sys.executable, "-c", f"import sys; sys.path.insert(0, {str(code)!r}); from gate.cli.app import main; "
             "sys.argv[0] = 'parity-gate'; main()"]
 
 
-def run_model(model: str, repeat: int, today: Path | None, work: Path, floor: bool,
+def run_model(model: str, repeat: int, work: Path, floor: bool,
               only: tuple[str, ...] = ("warm", "cold", "changed", "code")) -> dict:
     here = project(work / "reuse", model)
     cache = work / "cache"
@@ -267,9 +267,6 @@ def run_model(model: str, repeat: int, today: Path | None, work: Path, floor: bo
     measured(gate(ROOT) + ["update-baseline"], here, env)
     if floor:
         floor_graphs(here, cache)
-    if today is not None:
-        before = project(work / "today", model)
-        measured(gate(today) + ["update-baseline"], before, {"PYTHONPATH": str(today), "PARITY_GATE_CACHE_DIR": "off"})
     sides: dict[str, list[dict]] = {k: [] for k in ("recipe", *SIDES)}
 
     def paired(side: str, folder: Path, code: Path, extra: dict, i: int) -> None:
@@ -314,8 +311,6 @@ def run_model(model: str, repeat: int, today: Path | None, work: Path, floor: bo
                 extra = {"PARITY_GATE_CACHE_DIR": str(base), CHANGES[change]: "1", **mode}
                 paired(side, here, ROOT, {**env, **extra}, i)
                 shutil.rmtree(base, ignore_errors=True)
-        if today is not None:
-            paired("today", work / "today", today, {"PARITY_GATE_CACHE_DIR": "off"}, i)
     return {k: v for k, v in sides.items() if v}
 
 
@@ -362,21 +357,19 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--models", nargs="+", default=["resnet18", "bert-sdpa"], choices=sorted(MODELS_RUN))
     ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--today", type=Path, default=None, help="a checkout of parity-gate before reuse, to time too")
     ap.add_argument("--floor", action="store_true", help="also each side's floor: what its path cannot skip")
     ap.add_argument("--sides", nargs="+", default=["warm", "cold", "changed", "code"],
-                    choices=[s for s in SIDES if s != "today"],
+                    choices=SIDES,
                     help="which of the check's sides to time (default: warm, cold, changed, code); "
                     "`beside` and `serial`: with PARITY_GATE_BESIDE=on and off")
     ap.add_argument("--json", type=Path, default=None)
     args = ap.parse_args()
     measure.own_cache()  # never the user's store
-    measure.own_cache()
     print(host("torch", "onnx", "onnxruntime", "transformers"), flush=True)
     results = {}
     for model in args.models:
         with tempfile.TemporaryDirectory(prefix="bench-reuse-") as tmp:
-            results[model] = run_model(model, args.repeat, args.today, Path(tmp), args.floor,
+            results[model] = run_model(model, args.repeat, Path(tmp), args.floor,
                                        tuple(args.sides))
         print("\n".join(table(model, results[model])), flush=True)
     print(f"\n{host()}; median (range) of {args.repeat}; {measure.peak_said()}, GB")
