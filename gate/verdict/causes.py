@@ -1,6 +1,7 @@
 """Where the float64 reference moved by a change of its own (docs/verdict.md#verdict): its first drift,
 then each later layer that moved whose own module's code or own tensors changed (the model's own code is
-the first's). Every other layer that moved follows the nearest of these before it."""
+the first's), once per module. Every other layer that moved follows its own module's cause, else the
+nearest of these before it."""
 
 from __future__ import annotations
 
@@ -79,8 +80,20 @@ def causes(first: Regression | None, rows: list[Row], run: ModelRun, baseline: B
                      module in code and module not in renamed)
 
     out = [of(first.layer)]
+    named = {ROOT, *own(out)}  # a module's change is one cause however many of its calls and outputs it moves
     for r in rows:
         if (r.status == RowStatus.FAIL and r.check == Check.REFERENCE_DRIFT and order.get(r.layer, -1) > at
-                and module_of(r.layer) != ROOT and ((c := of(r.layer)).tensors or c.code)):
+                and module_of(r.layer) not in named and ((c := of(r.layer)).tensors or c.code)):
             out.append(c)
+            named.add(module_of(r.layer))
+    return out
+
+
+def own(found: list[Cause]) -> dict[str, str]:
+    """The modules with a change of their own among ``found``: each module's cause layer. Its other
+    calls and output elements move with that layer, whatever changed between them."""
+    out: dict[str, str] = {}
+    for c in found:
+        if c.tensors or c.code:
+            out.setdefault(module_of(c.layer), c.layer)
     return out

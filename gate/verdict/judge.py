@@ -253,14 +253,15 @@ def _follows_reference(ref: ProviderVerdict, run: ModelRun, baseline: Baseline, 
     found = causes.causes(ref.first_regression, ref.rows, run, baseline, order, renames)
     if found is None:
         return
-    starts, at = {c.layer for c in found}, found[0].layer
+    starts, at, own = {c.layer for c in found}, found[0].layer, causes.own(found)
     for i, r in enumerate(ref.rows):
         if r.layer in starts:
             at = r.layer
         elif (r.status == RowStatus.FAIL and r.check == Check.REFERENCE_DRIFT
               and order.get(r.layer, -1) > order.get(found[0].layer, len(order))):
+            by = own.get(module_of(r.layer), at)
             ref.rows[i] = replace(r, status=RowStatus.FOLLOWS,
-                                  message=f"moves with the change at {span(at)}: not a cause of its own")
+                                  message=f"moves with the change at {span(by)}: not a cause of its own")
 
 
 def audit_regression(audit: Audit) -> Regression:

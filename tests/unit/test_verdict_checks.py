@@ -493,3 +493,29 @@ def test_a_step_names_two_later_causes_then_how_many_more():
     assert words.endswith("and at 3 more layers")
     two = later(found[:2])
     assert two.endswith("at `l1`, whose tensor `l1.weight` changed") and "more" not in two
+
+
+@pytest.mark.parametrize("c_code", [True, False])
+def test_the_calls_and_outputs_of_one_changed_module_are_one_cause(c_code):
+    """`b.weight` changed; `b` returns a tuple (`b[0]`, `b[1]`, as an LSTM's output and state) and is called
+    again after `c` (`b#2`): one cause, marked once at `b[0]`; its other outputs and its second call move
+    with it, even where `c` changed its own code between them (twin: `c` is then a cause of its own)."""
+    from gate.render.next_steps import step_words
+
+    names = ("a", "b[0]", "b[1]", "c", "b#2", "(model)")
+    r = run(names=names, moves={n: 1e-3 for n in names[1:]})
+    b = baseline(names=names)
+    b.meta.module_code = {m: "0" * 16 for m in "abc"}
+    r.meta.module_code = {m: ("1" if m == "c" and c_code else "0") * 16 for m in "abc"}
+    b.meta.tensor_digests = {"a.weight": "0" * 16, "b.weight": "0" * 16, "c.weight": "0" * 16}
+    r.meta.tensor_digests = {"a.weight": "0" * 16, "b.weight": "1" * 16, "c.weight": "0" * 16}
+    mv = model_verdict(spec(), r, b, "b.msgpack.zst", "cmd")
+    rows = rows_by_layer(mv.providers[0].rows)
+    assert mv.first_regression.layer == "b[0]"
+    assert [n for n in names if rows[n].status == "fail"] == (["b[0]", "c"] if c_code else ["b[0]"])
+    for n in ("b[1]", "b#2"):
+        assert rows[n].status == "follows" and "moves with the change at `b[0]`" in rows[n].message
+    assert ("at `c`" in rows["(model)"].message) is c_code
+    words = step_words(mv)
+    assert "at `b[1]`" not in words and "at `b#2`" not in words
+    assert ("then by a change of its own at `c`, whose code changed" in words) is c_code
