@@ -1,5 +1,6 @@
 """The probe: one float32 forward on CPU, every module call fingerprinted (what the ``torch-cpu``
-provider computes) and every ATen operation traced into a digest (the ``code`` part of the content key).
+provider computes) and every ATen operation traced into a digest, with the module calls (the ``code`` part
+of the content key).
 
 The trace is a ``TorchDispatchMode``: one line per operation, each tensor argument named by where it
 came from (a parameter, buffer or tensor attribute by name, an input by position, an earlier output by
@@ -174,7 +175,7 @@ class Probe:
 
     records: list[torch_hooks.LayerOutput]
     output: Any  # what the forward returned
-    trace: str  # the op trace's digest
+    trace: str  # the op trace's digest, with the module calls (``_with_calls``)
     ops: int
     random: list[str] = field(default_factory=list)
     custom: list[str] = field(default_factory=list)
@@ -229,6 +230,16 @@ def _numpy_state() -> tuple[object, ...]:
 _HOST = (("NumPy's global generator", _numpy_state), ("Python's `random`", pyrandom.getstate))
 
 
+def _with_calls(ops: str, records: list[torch_hooks.LayerOutput]) -> str:
+    """The op trace's digest with the module calls that captured it, by name and class: a module that
+    runs no operation of its own (an ``Identity`` inserted, a call renamed) changes the layers the
+    reference records, so it changes the key."""
+    sha = hashlib.sha256(f"parity-gate code v1\n{ops}".encode())
+    for r in records:
+        sha.update(f"\n{r.name}\t{r.type}".encode())
+    return sha.hexdigest()
+
+
 def probe(built: BuiltModel) -> Probe:
     """The traced, fingerprinted float32 forward (raises what the model raises)."""
     named = _named(built)
@@ -248,6 +259,7 @@ def probe(built: BuiltModel) -> Probe:
     random = trace.random + ([f"{', '.join(sorted(set(trace.seeded))[:3]) or 'an operation'} drew from "
                               f"{', '.join(drawn[:3])}"] if drawn else []) + outside
     draws = (trace.draws or [r for r in random if "(its own generator)" in r]) + outside
-    return Probe(records, capture.output, trace.digest, trace.ops, random[:20], sorted(trace.custom)[:50],
+    return Probe(records, capture.output, _with_calls(trace.digest, records), trace.ops, random[:20],
+                 sorted(trace.custom)[:50],
                  time.perf_counter() - start, specs.recordable(), trace.modules(built.module), draws[:5],
                  trace.first_use, trace.calls())

@@ -42,7 +42,7 @@ def _part(part: KeyPart, now: ContentKey, then: ContentKey, meta: Meta, recorded
     if part == KeyPart.CODE:
         if now.ops == then.ops:  # a renamed module's tensors are traced by their names
             return (f"code: the traced float32 forward changed ({now.ops:,} operations, as when the baseline was "
-                    "made: an operation, an argument or a tensor's name differs)")
+                    "made: an operation, an argument, a tensor's name or a module call differs)")
         return (f"code: the operations of the float32 forward changed ({now.ops:,} traced, {then.ops:,} when the "
                 "baseline was made)")
     if part == KeyPart.SOURCE:

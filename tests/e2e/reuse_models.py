@@ -20,6 +20,7 @@ class Net(nn.Module):
         self.conv = nn.Conv2d(3, 8, 3, padding=1)
         self.act = nn.ReLU()
         self.fc = nn.Linear(8, 4)
+        self.same = nn.Identity()  # called where REUSE_TEST_IDENTITY is set: a module call and no operation
         self.register_buffer("scale", torch.ones(8))
         self.register_buffer("shift", torch.zeros(8), persistent=False)  # in no state dict
         self.noise = torch.Generator().manual_seed(1)  # a generator the model holds
@@ -31,6 +32,8 @@ class Net(nn.Module):
             h = h + torch.nn.functional.scaled_dot_product_attention(q, q, q, dropout_p=0.0).transpose(1, 2).reshape(
                 h.shape)
         h = h.mean(dim=(2, 3))
+        if os.environ.get("REUSE_TEST_IDENTITY"):
+            h = self.same(h)
         if os.environ.get("REUSE_TEST_TANH"):  # a code path the source files do not show
             h = torch.tanh(h)
         noise = os.environ.get("REUSE_TEST_NOISE")

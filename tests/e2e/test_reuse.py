@@ -280,6 +280,8 @@ FRESH = {"structure": "miss", "export": "miss"}  # exported afresh: the structur
 
 @pytest.mark.parametrize(("change", "parts", "path", "detail", "verdict"), [
     ("code", ["code"], {**FRESH, "reference": "miss"}, "float32 forward changed", "regressed"),
+    # a module called that runs no operation: another layer for the reference to record
+    ("identity", ["code"], {**FRESH, "reference": "miss"}, "a module call differs", "pass"),
     # weights only: the stored structure with the new weights bound, not exported again
     ("weight", ["weights"], {"structure": "hit", "export": "miss", "reference": "miss"}, "`fc.weight`", "regressed"),
     ("buffer", ["weights"], {"structure": "hit", "export": "miss", "reference": "miss"}, "`scale`", "regressed"),
@@ -301,6 +303,8 @@ def test_each_change_reruns_the_stages_that_read_it_and_the_verdict_follows(made
     config = made.read_text()
     if change == "code":
         monkeypatch.setenv("REUSE_TEST_TANH", "1")
+    elif change == "identity":
+        monkeypatch.setenv("REUSE_TEST_IDENTITY", "1")
     elif change == "weight":
         weights(made.parent, monkeypatch, **{"fc.weight": 1 + 1e-3})
     elif change == "buffer":
