@@ -6,10 +6,11 @@ store, the float64 reference from the baseline (``gate.pipeline.stages``).
 The parts (``KeyPart``), each digested on its own so a changed key names what changed: ``code``
 (the op trace of the probe's float32 forward and its module calls, ``gate.model.trace``), ``source``
 (the model's own files: every module class's, the factory's, the inputs function's, and the
-repository modules they use; and the factory's name), ``weights``, ``inputs``, ``export``, ``transform`` (its source, and
-the files and variables it declares it reads: ``transform-inputs``), ``reference``, ``versions`` (of
-the packages each stage runs, and of the packages the model's classes come from) and ``gate``
-(parity-gate's version and its own source). No torch here: the module and the probe come in as arguments.
+repository modules they use; and the factory's name), ``weights``, ``inputs``, ``export``,
+``transform`` (its source, and the files and variables it declares it reads: ``transform-inputs``),
+``reference``, ``versions`` (of the packages each stage runs, and of the packages the model's classes
+come from) and ``gate`` (parity-gate's version and its own source). No torch here: the module and the
+probe come in as arguments.
 """
 
 from __future__ import annotations
