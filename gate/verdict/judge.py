@@ -197,7 +197,7 @@ def model_verdict(spec: ModelSpec, run: ModelRun, baseline: Baseline | None, pat
                  + model_audits.random_draws(run) + model_audits.coverage(run, baseline, st)
                  + model_audits.recorded_as(spec, baseline) + model_audits.layer_tolerances(spec, unmatched)
                  + model_audits.weights_unseen(run, baseline, st, mv.providers)
-                 + model_audits.casts(spec, run, baseline, st))
+                 + model_audits.casts(spec, run, baseline, st) + model_audits.output_order(run, baseline, st))
     mv.audits += [Audit(Check.STRUCTURE, AuditStatus.WARN, line) for line in described(st)] if st else []
     mv.mapping = model_audits.mapping(run)
     found = causality.cause(run, baseline, st) if st is not None and baseline is not None else None

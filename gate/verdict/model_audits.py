@@ -2,7 +2,8 @@
 made static (or specialized), modules the factory left in training mode that change the outputs,
 a forward that draws random numbers, how many layers the shipped graph lets the gate see, the
 layers a runtime compared when the baseline was recorded that it no longer can, ``layer-tolerances``
-rules that match no layer, weights whose change no layer showed, and the model's own casts changed."""
+rules that match no layer, weights whose change no layer showed, the model's own casts changed, and its
+outputs reordered."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from gate.config import LayerTolerance, ModelSpec
+from gate.core.layers import is_output
 from gate.core.runs import ModelRun
 from gate.core.spans import span
 from gate.core.status import AuditStatus, Check, LayerStatus, SiteKind
@@ -198,3 +200,22 @@ def casts(spec: ModelSpec, run: ModelRun, baseline: Baseline | None, st: Structu
                   f"in the baseline, at {span(call)} ({was} -> {now} casts){more}: the float64 reference "
                   "promotes them and need not move, but what ships computes at another precision",
                   layer=order[at] if at < len(order) else None)]
+
+
+def output_order(run: ModelRun, baseline: Baseline | None, st: Structure | None) -> list[Audit]:
+    """The same outputs in another order (a dict's keys reordered): each layer holds its values, named by
+    key, but the exported graph's outputs are positional, so a caller that reads them by position gets
+    another one. An output new or gone fails on its own row (``checks.reference_rows``)."""
+    if baseline is None:
+        return []
+    was = [x.name for x in baseline.layers if is_output(x.name)]
+    pairs = [(x.name, st.recorded(x.name) if st else x.name) for x in run.layers if is_output(x.name)]
+    if sorted(was) != sorted(old for _, old in pairs) or was == [old for _, old in pairs]:
+        return []
+    moved = [(i, layer, was.index(old)) for i, (layer, old) in enumerate(pairs) if was[i] != old]
+    i, now_name, j = moved[0]
+    more = f" ({len(moved) - 1} more moved)" if len(moved) > 1 else ""
+    return [Audit(Check.STRUCTURE, AuditStatus.FAIL,
+                  f"the model's outputs are in another order: {span(now_name)} is output {i}, was output "
+                  f"{j}{more}: a caller that reads them by position gets another one",
+                  layer=now_name)]

@@ -86,3 +86,35 @@ class Branchy(nn.Module):
 
 def branchy() -> nn.Module:
     return Branchy()
+
+
+class Heads(nn.Module):
+    """Two heads returned in a dict: the keys, in order, as given."""
+
+    def __init__(self, keys: tuple[str, ...]):
+        super().__init__()
+        torch.manual_seed(0)
+        self.keys = keys
+        self.body, self.logits = nn.Linear(8, 8), nn.Linear(8, 3)
+        self.score, self.aux = nn.Linear(8, 2), nn.Linear(8, 5)
+
+    def forward(self, x):
+        h = torch.relu(self.body(x))
+        heads = {"logits": self.logits, "scores": self.logits, "score": self.score, "aux": self.aux}
+        return {k: heads[k](h) for k in self.keys}
+
+
+def heads() -> nn.Module:
+    return Heads(("logits", "score"))
+
+
+def heads_reordered() -> nn.Module:
+    return Heads(("score", "logits"))
+
+
+def heads_key_renamed() -> nn.Module:
+    return Heads(("scores", "score"))
+
+
+def heads_one_more_first() -> nn.Module:
+    return Heads(("aux", "logits", "score"))

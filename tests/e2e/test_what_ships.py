@@ -386,6 +386,31 @@ def test_outputs_get_exact_metrics_and_output_tolerance_gates_them(tmp_path):
     assert not moved, moved
 
 
+# outputs in another order -----------------------------------------------------------------
+
+HEADS_INPUT = 'inputs = [{ name = "x", shape = [4, 8] }]'
+
+
+@pytest.mark.parametrize("factory", ["heads_reordered", "heads_key_renamed", "heads_one_more_first"])
+def test_outputs_in_another_order_are_what_ships_changed_and_a_key_renamed_in_place_is_not(tmp_path, factory):
+    """A dict's outputs are named by key, the exported graph's by position: the same keys in another order
+    change what output 0 is. A key renamed in place changes no position; an output added first fails as
+    an output the baseline lacks, one mark."""
+    update(config(tmp_path, model("heads", "ships_factories:heads", HEADS_INPUT)))
+    report = check(config(tmp_path, model("heads", f"ships_factories:{factory}", HEADS_INPUT)))
+    (m,) = report["models"]
+    order = [a for a in m["audits"] if "another order" in a["message"]]
+    first = report["first_regression"]
+    if factory == "heads_key_renamed":
+        assert report["verdict"] == "pass" and not order, m["audits"]
+    elif factory == "heads_reordered":
+        assert (first["check"], first["layer"]) == ("structure", "(model)[score]"), first
+        assert "`(model)[score]` is output 0, was output 1" in order[0]["message"]
+        assert m["next_step"]["kind"] == "model-changed" and "update-baseline" in m["next_step"]["command"]
+    else:
+        assert (first["check"], first["layer"]) == ("structure", "(model)[aux]") and not order, first
+
+
 # the model as given -----------------------------------------------------------------------
 
 def test_a_wrapper_left_in_training_mode_is_noted_and_passes(tmp_path):
