@@ -73,6 +73,10 @@ def _cause(source: str | tuple[Any, ...]) -> str:
     return "its seed or range changed" if source else "its seed, range, file or inputs function changed"
 
 
+def _listed(names: list[str]) -> str:
+    return ", ".join(f"`{n}`" for n in names)
+
+
 def difference(recorded: list[dict[str, Any]] | None, now: list[dict[str, Any]],
                source: str | tuple[Any, ...] = ()) -> str | None:
     """How the inputs ``now`` differ from those a baseline ``recorded``, in one phrase (None: it
@@ -80,7 +84,11 @@ def difference(recorded: list[dict[str, Any]] | None, now: list[dict[str, Any]],
     if not recorded:
         return None
     before, after = {x["name"]: x for x in recorded}, {x["name"]: x for x in now}
-    changes = [f"input `{n}` is new" for n in after if n not in before]
+    was, order = [x["name"] for x in recorded], [x["name"] for x in now]
+    reordered = sorted(was) == sorted(order) and was != order
+    changes = [f"the inputs are in another order, {_listed(order)} where the baseline has {_listed(was)}"] \
+        if reordered else []
+    changes += [f"input `{n}` is new" for n in after if n not in before]
     changes += [f"input `{n}` is gone" for n in before if n not in after]
     for name in (n for n in after if n in before):
         b, a = before[name], after[name]
@@ -88,9 +96,7 @@ def difference(recorded: list[dict[str, Any]] | None, now: list[dict[str, Any]],
             changes.append(f"input `{name}`: dtype {b['dtype']} -> {a['dtype']}")
         elif list(b["shape"]) != list(a["shape"]):
             changes.append(f"input `{name}`: shape {list(b['shape'])} -> {list(a['shape'])}")
-        elif b["digest"] != a["digest"]:
+        elif b["digest"] != a["digest"] and not reordered:  # declared inputs draw their values in order
             changes.append(f"input `{name}`: other values, same dtype and shape ({_cause(source)})")
-    if not changes and [x["name"] for x in recorded] != [x["name"] for x in now]:
-        changes.append("the inputs are in another order")
     return "; ".join(changes) or None
 

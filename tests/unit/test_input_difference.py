@@ -40,3 +40,14 @@ def test_a_bool_input_is_drawn_from_its_declared_range():
     assert free.dtype == np.bool_ and free.any() and not free.all()
     rng = np.random.default_rng([0, 0])  # the draw with no range is the one before ranges were honoured
     assert np.array_equal(free, rng.integers(0, 2, size=(4, 64)).astype(np.bool_))
+
+
+def test_inputs_in_another_order_say_so_not_that_each_drew_other_values():
+    """Declared inputs draw their values in order, so a forward whose arguments swapped gives each input other
+    values: the order is the cause. Twin: an order kept with one input's values changed still names it."""
+    y = {"name": "y", "dtype": "float32", "shape": [2, 6], "digest": "c" * 16}
+    swapped = [{**y, "digest": "d" * 16}, NOW[0]]
+    assert difference([RECORDED[0], y], swapped, ("declared",)) == \
+        "the inputs are in another order, `y`, `x` where the baseline has `x`, `y`"
+    assert difference([RECORDED[0], y], [NOW[0], y], ("declared",)) == \
+        "input `x`: other values, same dtype and shape (its seed or range changed)"
