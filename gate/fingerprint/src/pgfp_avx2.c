@@ -8,6 +8,12 @@
 #include <immintrin.h>
 #include <string.h>
 
+/* Each pass reads its input once, front to back, and does enough per element that the hardware
+ * prefetcher falls behind: on an Intel Xeon (model 167) the fused pass and the collection read
+ * 67M float32 from memory at ~4 GB/s, against 15 GB/s for np.sum. Prefetching PF bytes ahead (one
+ * line per 64 bytes read) halves both passes there (scripts/bench_fingerprint.py --compare-with);
+ * 4 KiB measured best of 1-16 KiB. A prefetch never faults, so reading past the end is harmless. */
+#define PF 4096
 #define TGT __attribute__((target("avx2,f16c,popcnt")))
 
 int pgfp_cpu_has_avx2(void) {
@@ -201,6 +207,7 @@ TGT static void chunk_f64(const double *src, uint32_t len, partial *p, const uin
         cn[h] = cp[h] = cm[h] = cz[h] = _mm256_setzero_si256();
     }
     for (uint32_t i = 0; i < len; i += 8) {
+        _mm_prefetch((const char *)(src + i) + PF, _MM_HINT_T0);
         __m256d wv[2];
         __m256i bv[2], kv[2];
         for (int h = 0; h < 2; h++) {
@@ -276,6 +283,7 @@ TGT void pgfp_chunk_avx2(const void *src, int dtype, uint32_t len, uint64_t star
     const __m256 big = _mm256_set1_ps((float)(dtype == PGFP_F32 ? F32_MAX : dtype == PGFP_F16 ? F16_MAX : BF16_MAX));
     if (dtype == PGFP_F32) {
         for (uint32_t i = 0; i < len; i += 8) {
+            if (!(i & 15)) _mm_prefetch((const char *)((const float *)src + i) + PF, _MM_HINT_T0);
             __m256i b = _mm256_loadu_si256((const __m256i *)((const float *)src + i));
             __m256i key = _mm256_xor_si256(b, _mm256_or_si256(_mm256_srai_epi32(b, 31), top));
             step_ps(&A, _mm256_castsi256_ps(b), key, 16, hs[i >> 3], p->sk, o, big);
@@ -283,6 +291,7 @@ TGT void pgfp_chunk_avx2(const void *src, int dtype, uint32_t len, uint64_t star
     } else {
         const __m256i lo16 = _mm256_set1_epi32(0xffff), bit15 = _mm256_set1_epi32(0x8000);
         for (uint32_t i = 0; i < len; i += 8) {
+            if (!(i & 31)) _mm_prefetch((const char *)((const uint16_t *)src + i) + PF, _MM_HINT_T0);
             __m128i raw = _mm_loadu_si128((const __m128i *)((const uint16_t *)src + i));
             __m256i b = _mm256_cvtepu16_epi32(raw);
             __m256 x = dtype == PGFP_F16 ? _mm256_cvtph_ps(raw) : _mm256_castsi256_ps(_mm256_slli_epi32(b, 16));
@@ -324,6 +333,7 @@ TGT static uint32_t match_f32(const uint32_t *u, uint32_t len, const matcher *mt
         const __m256i lo = _mm256_loadu_si256((const __m256i *)mt->val);
         const __m256i hi = _mm256_loadu_si256((const __m256i *)(mt->val + 8));
         for (; i + 16 <= len; i += 16) {
+            _mm_prefetch((const char *)(u + i) + PF, _MM_HINT_T0);
             __m256i p0 = _mm256_srl_epi32(_mm256_loadu_si256((const __m256i *)(u + i)), sh);
             __m256i p1 = _mm256_srl_epi32(_mm256_loadu_si256((const __m256i *)(u + i + 8)), sh);
             EMIT((unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(PROBE32(p0))), i);
@@ -331,6 +341,7 @@ TGT static uint32_t match_f32(const uint32_t *u, uint32_t len, const matcher *mt
         }
     }
     for (; i + 8 <= len; i += 8) {
+        if (!(i & 15)) _mm_prefetch((const char *)(u + i) + PF, _MM_HINT_T0);
         __m256i r = _mm256_loadu_si256((const __m256i *)(u + i)), pre = _mm256_srl_epi32(r, sh);
         __m256i m = _mm256_cmpeq_epi32(pre, g[0]);
         for (int k = 1; k < nr; k++) m = _mm256_or_si256(m, _mm256_cmpeq_epi32(pre, g[k]));
@@ -359,6 +370,7 @@ TGT static uint32_t match_f64(const uint64_t *u, uint32_t len, const matcher *mt
         const __m256i hi = _mm256_loadu_si256((const __m256i *)(mt->val + 8));
         const __m256i lane = _mm256_setr_epi32(0, 1, 4, 5, 2, 3, 6, 7); /* the packing's order */
         for (; i + 8 <= len; i += 8) {
+            _mm_prefetch((const char *)(u + i) + PF, _MM_HINT_T0);
             __m256 p0 = _mm256_castsi256_ps(_mm256_srl_epi64(_mm256_loadu_si256((const __m256i *)(u + i)), sh));
             __m256 p1 = _mm256_castsi256_ps(_mm256_srl_epi64(_mm256_loadu_si256((const __m256i *)(u + i + 4)), sh));
             __m256i p = _mm256_castps_si256(_mm256_shuffle_ps(p0, p1, _MM_SHUFFLE(2, 0, 2, 0)));
@@ -367,6 +379,7 @@ TGT static uint32_t match_f64(const uint64_t *u, uint32_t len, const matcher *mt
     }
     const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
     for (; i + 8 <= len; i += 8) {
+        _mm_prefetch((const char *)(u + i) + PF, _MM_HINT_T0);
         __m256i r0 = _mm256_loadu_si256((const __m256i *)(u + i)), r1 = _mm256_loadu_si256((const __m256i *)(u + i + 4));
         __m256i p0 = _mm256_srl_epi64(r0, sh), p1 = _mm256_srl_epi64(r1, sh);
         __m256i m0 = _mm256_cmpeq_epi64(p0, g[0]), m1 = _mm256_cmpeq_epi64(p1, g[0]);
