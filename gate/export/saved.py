@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -25,11 +26,28 @@ def weight_bytes(proto: onnx.ModelProto, folder: Path) -> int:
                for t in proto.graph.initializer)
 
 
+def _initializers(graph: onnx.GraphProto) -> Iterator[onnx.TensorProto]:
+    """A graph's initializers and those of the graphs its nodes hold (If, Loop, Scan bodies)."""
+    yield from graph.initializer
+    for node in graph.node:
+        for attr in node.attribute:
+            if attr.type == onnx.AttributeProto.GRAPH:
+                yield from _initializers(attr.g)
+            elif attr.type == onnx.AttributeProto.GRAPHS:
+                for g in attr.graphs:
+                    yield from _initializers(g)
+
+
 def save_proto(proto: onnx.ModelProto, path: Path) -> Path:
     """Write ``proto`` (with its weights in memory) as ``path``, its weights in ``DATA`` beside it. onnx
-    moves them: ``proto`` is left pointing at the file."""
-    onnx.save_model(proto, str(path), save_as_external_data=True, all_tensors_to_one_file=True,
-                    location=DATA, size_threshold=INLINE_TENSOR_BYTES)
+    moves them: ``proto`` is left pointing at the file. The tensors are marked here, as
+    ``save_as_external_data`` would (by ``sys.getsizeof``, so the files keep their bytes): that option
+    refuses to write where a file named ``DATA`` exists in the working directory, such as a repository
+    whose shipped graph is ``model.onnx`` beside ``model.onnx.data``."""
+    for t in _initializers(proto.graph):
+        if t.HasField("raw_data") and sys.getsizeof(t.raw_data) >= INLINE_TENSOR_BYTES:
+            onnx.external_data_helper.set_external_data(t, DATA)
+    onnx.save_model(proto, str(path))
     return path
 
 

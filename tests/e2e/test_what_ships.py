@@ -170,6 +170,21 @@ def test_a_prebuilt_onnx_file_is_gated_against_the_pytorch_model(tmp_path, dynam
     assert entry["mapping"]["mapped"] >= 8
 
 
+def test_a_graph_shipped_as_model_onnx_beside_its_data_at_the_root_is_gated(tmp_path):
+    """onnx's own external-data writer refuses a location that exists relative to the working directory,
+    so the gate's copy of any graph failed, as an internal error, in a repository that ships
+    `model.onnx` and `model.onnx.data` at its root and runs the gate there."""
+    torch.manual_seed(0)
+    with torch.no_grad():
+        torch.onnx.export(zoo.tiny_cnn().eval(), (torch.zeros(2, 3, 16, 16),), str(tmp_path / "model.onnx"),
+                          dynamo=True, input_names=["x"])
+    assert (tmp_path / "model.onnx.data").exists()
+    config(tmp_path, model("cnn", extra='artifact = "model.onnx"') + model("exported"))
+    for command in ("update-baseline", "check"):
+        done = run_cli(command, cwd=tmp_path)
+        assert done.returncode == 0, done.stderr[-2000:]
+
+
 @pytest.mark.parametrize("key", ["opsets = [17, 18]", "opset = 17", 'exporter = "torchscript"'])
 def test_an_artifact_with_an_export_setting_is_a_config_error(tmp_path, key):
     """`opsets = [17, 18]` beside `artifact` made two cases that gated the same opset-20 file as 17 and 18."""
