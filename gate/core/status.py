@@ -193,6 +193,7 @@ class Check(Word):
     LAYER_TOLERANCES = "layer-tolerances"  # a rule whose glob matches no layer: its limits apply nowhere
     WEIGHTS_UNSEEN = "weights-unseen"  # tensors' values changed, and no reference layer moved past its limit
     CASTS = "casts"  # the model's own casts to a lower precision changed per module call
+    OUTPUT_ORDER = "output-order"  # the same outputs in another order: the shipped graph's are positional
     # A sweep's comparisons of outputs.
     PAIR = "pair"
     ANCHOR = "anchor"
@@ -206,7 +207,7 @@ NOT_AN_ERROR = DATA_DEPENDENT_RULES | {Check.STRUCTURE, Check.NONFINITE}
 AUDITS = frozenset({Check.PLACEMENT, Check.SESSION_OPTIONS, Check.LATENCY, Check.DYNAMIC_SHAPE,  # of a whole
                     Check.TRAINING_MODE, Check.CONTRADICTION, Check.PRECISION, Check.RANDOM_DRAWS,  # target
                     Check.COVERAGE, Check.PRECISION_LABEL, Check.LAYER_TOLERANCES, Check.WEIGHTS_UNSEEN,
-                    Check.CASTS})
+                    Check.CASTS, Check.OUTPUT_ORDER})
 
 
 class CellStatus(Word):

@@ -115,7 +115,7 @@ def _model_changed(m: ModelVerdict, step: NextStep, s: Style) -> str:
     said = (f": its own casts to a lower precision changed{where} (its float64 reference promotes them; what "
             "ships computes at another precision)" if Check.CASTS in step.checks else
             f": its outputs are in another order, {s.code(step.layer or '(model)')} first (a caller that reads the "
-            "exported graph's outputs by position gets another one)" if Check.STRUCTURE in step.checks else
+            "exported graph's outputs by position gets another one)" if Check.OUTPUT_ORDER in step.checks else
             f" (its float64 reference moved{where})" if not step.ahead or step.layer is None else
             f": {step.ahead.words(step.layer, s.code)}" if step.ahead.output else
             f": {step.ahead.words(step.layer, s.code)}, where its float64 reference moved first")

@@ -215,7 +215,7 @@ def output_order(run: ModelRun, baseline: Baseline | None, st: Structure | None)
     moved = [(i, layer, was.index(old)) for i, (layer, old) in enumerate(pairs) if was[i] != old]
     i, now_name, j = moved[0]
     more = f" ({len(moved) - 1} more moved)" if len(moved) > 1 else ""
-    return [Audit(Check.STRUCTURE, AuditStatus.FAIL,
+    return [Audit(Check.OUTPUT_ORDER, AuditStatus.FAIL,
                   f"the model's outputs are in another order: {span(now_name)} is output {i}, was output "
                   f"{j}{more}: a caller that reads them by position gets another one",
                   layer=now_name)]

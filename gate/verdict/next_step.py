@@ -87,9 +87,9 @@ def next_step(m: ModelVerdict) -> NextStep | None:
     if Check.CASTS in audit:  # the model's own casts changed: the reference promotes them, what ships moved
         return NextStep(StepKind.MODEL_CHANGED, m.recreate, layer=audit[Check.CASTS].layer,
                         checks=(Check.CASTS,))
-    order = next((a for a in m.audits if a.check == Check.STRUCTURE and a.status == AuditStatus.FAIL), None)
-    if order is not None:  # the same outputs in another order (``model_audits.output_order``)
-        return NextStep(StepKind.MODEL_CHANGED, m.recreate, layer=order.layer, checks=(Check.STRUCTURE,))
+    if Check.OUTPUT_ORDER in audit:  # the same outputs in another order: what ships changed
+        return NextStep(StepKind.MODEL_CHANGED, m.recreate, layer=audit[Check.OUTPUT_ORDER].layer,
+                        checks=(Check.OUTPUT_ORDER,))
     if Check.WEIGHTS_UNSEEN in audit:  # no layer moved: the audit names the tensors
         return NextStep(StepKind.WEIGHTS_CHANGED, m.recreate, checks=(Check.WEIGHTS_UNSEEN,))
     if audit.get(Check.DYNAMIC_SHAPE) is not None and audit[Check.DYNAMIC_SHAPE].status == AuditStatus.FAIL:

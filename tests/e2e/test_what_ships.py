@@ -419,7 +419,7 @@ def test_outputs_in_another_order_are_what_ships_changed_and_a_key_renamed_in_pl
     if factory == "heads_key_renamed":
         assert report["verdict"] == "pass" and not order, m["audits"]
     elif factory == "heads_reordered":
-        assert (first["check"], first["layer"]) == ("structure", "(model)[score]"), first
+        assert (first["check"], first["layer"]) == ("output-order", "(model)[score]"), first
         assert "`(model)[score]` is output 0, was output 1" in order[0]["message"]
         assert m["next_step"]["kind"] == "model-changed" and "update-baseline" in m["next_step"]["command"]
     else:
