@@ -209,10 +209,11 @@ def output_order(run: ModelRun, baseline: Baseline | None, st: Structure | None)
     if baseline is None:
         return []
     was = [x.name for x in baseline.layers if is_output(x.name)]
-    pairs = [(x.name, st.recorded(x.name) if st else x.name) for x in run.layers if is_output(x.name)]
-    if sorted(was) != sorted(old for _, old in pairs) or was == [old for _, old in pairs]:
+    layers = [x.name for x in run.layers if is_output(x.name)]
+    now = [st.recorded(name) if st else name for name in layers]  # as the baseline knows them
+    if sorted(was) != sorted(now) or was == now:
         return []
-    moved = [(i, layer, was.index(old)) for i, (layer, old) in enumerate(pairs) if was[i] != old]
+    moved = [(i, layers[i], was.index(old)) for i, old in enumerate(now) if was[i] != old]
     i, now_name, j = moved[0]
     more = f" ({len(moved) - 1} more moved)" if len(moved) > 1 else ""
     return [Audit(Check.OUTPUT_ORDER, AuditStatus.FAIL,
