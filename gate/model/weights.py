@@ -5,6 +5,8 @@ tells which tensors changed, and a re-expression that only moves values, from on
 from __future__ import annotations
 
 import hashlib
+import os
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -23,8 +25,11 @@ class WeightsDigest:
 
 
 TENSOR_DIGEST = 16  # hex characters kept per tensor: a collision is a 1 in 2**64 chance
+THREADS = min(4, os.cpu_count() or 1)  # tensors hashed and summed at once, once the whole digest is known
 # a weights digest, its tensors' digests and value sums, as a baseline recorded them
 Known = tuple[str, dict[str, str], dict[str, str] | None]
+# one entry of the model's data: name, header, bytes, dtype, and the tensors whose versions a forward may move
+_Part = tuple[str, bytes, np.ndarray, torch.dtype, tuple[tuple[torch.Tensor, int | None], ...]]
 
 
 def held(module: torch.nn.Module) -> dict[str, object]:
@@ -68,8 +73,9 @@ class Undigestible(Exception):
 def weights_digest(module: torch.nn.Module, known: Known | None = None) -> Background[WeightsDigest]:
     """sha256 over the model's data (``held``: names, dtypes, shapes, bytes) in name order, and one per
     entry, hashed on a thread from views taken here (nothing the exporter does meanwhile changes them).
-    Where ``known`` has this digest and the same names, its per-tensor digests are reused: no second pass."""
-    parts: list[tuple[str, bytes, np.ndarray, torch.dtype, tuple[tuple[torch.Tensor, int | None], ...]]] = []
+    Where ``known`` has this digest and the same names, its per-tensor digests are reused: no second pass;
+    else each tensor is hashed, and its value sums are ``known``'s where its digest is the one recorded."""
+    parts: list[_Part] = []
     for name, value in sorted(held(module).items()):
         if isinstance(value, torch.Tensor):
             quantized, array = _values(value)
@@ -86,17 +92,29 @@ def weights_digest(module: torch.nn.Module, known: Known | None = None) -> Backg
             h.update(array.reshape(-1).view(np.uint8).data)  # the bytes of tobytes(), without the copy
         total = h.hexdigest()
         same = known is not None and known[0] == total and set(known[1]) == {name for name, *_ in parts}
-        if same and known is not None:
-            tensors = dict(known[1])
-        else:  # sha256 (SHA extensions) beats blake2b here
-            tensors = {name: _one(header, array) for name, header, array, _, _ in parts}
-        sums = dict(known[2]) if same and known is not None and known[2] and set(known[2]) == set(tensors) \
-            else {name: value_sums(array, dtype) for name, _, array, dtype, _ in parts}
+        with ThreadPoolExecutor(THREADS) as pool:  # sha256 and NumPy let go of the GIL: one tensor a thread
+            if same and known is not None:
+                tensors = dict(known[1])
+            else:  # sha256 (SHA extensions) beats blake2b here
+                hashed = pool.map(lambda p: _one(p[1], p[2]), parts)
+                tensors = dict(zip([p[0] for p in parts], hashed, strict=True))
+            sums = _sums(parts, tensors, known, pool)
         # the first forward runs while this hashes: one that wrote into a weight leaves no trustworthy digest
         stale = any(version_of(t) != version for *_, watched in parts for t, version in watched)
         return WeightsDigest(total, tensors, sums, stale)
 
     return Background(sha256)
+
+
+def _sums(parts: list[_Part], tensors: dict[str, str], known: Known | None,
+          pool: ThreadPoolExecutor) -> dict[str, str]:
+    """Each tensor's ``value_sums``, in name order: the baseline's where it recorded the tensor with the
+    digest it has now (the same header and bytes: the same sums), computed for the rest. A weight change
+    sums the tensors it changed, not the model."""
+    digests, recorded = (known[1], known[2] or {}) if known is not None else ({}, {})
+    todo = [p for p in parts if not (p[0] in recorded and digests.get(p[0]) == tensors[p[0]])]
+    summed = dict(zip([p[0] for p in todo], pool.map(lambda p: value_sums(p[2], p[3]), todo), strict=True))
+    return {name: summed[name] if name in summed else recorded[name] for name, *_ in parts}
 
 
 _WIDTH = {1: torch.int8, 2: torch.int16, 4: torch.int32, 8: torch.int64}

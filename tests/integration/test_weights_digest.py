@@ -50,6 +50,22 @@ def test_other_weights_or_other_tensor_names_hash_every_tensor():
     assert weights_digest(_model(), (hashed.total, fewer, None)).result().tensors == hashed.tensors
 
 
+def test_a_weight_change_sums_the_tensors_it_changed_and_takes_the_others_sums_recorded():
+    hashed = weights_digest(_model()).result()
+    recorded = {n: f"1.1.{i:032x}" for i, n in enumerate(hashed.sums)}  # sums no tensor here has
+    changed = _model()
+    with torch.no_grad():
+        changed[0].weight[0, 0] += 1e-3
+    now = weights_digest(changed, (hashed.total, hashed.tensors, recorded)).result()
+    fresh = weights_digest(changed).result().sums
+    assert now.sums["0.weight"] == fresh["0.weight"] != hashed.sums["0.weight"]
+    assert {n: s for n, s in now.sums.items() if n != "0.weight"} == \
+        {n: s for n, s in recorded.items() if n != "0.weight"}
+    assert list(now.sums) == list(hashed.sums)  # name order, as a full hash gives
+    other = weights_digest(changed, (hashed.total, _other(hashed.tensors), recorded)).result()
+    assert other.sums == fresh  # no digest recorded as now: every tensor summed
+
+
 @pytest.mark.parametrize("policy, takes", [
     (ReusePolicy(None), True),
     (ReusePolicy.for_check(full=True), False),
