@@ -5,13 +5,13 @@ tells which tensors changed, and a re-expression that only moves values, from on
 from __future__ import annotations
 
 import hashlib
-import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
 import torch
 
+from gate import env
 from gate.core.background import Background
 from gate.model.pristine import version_of
 
@@ -25,7 +25,7 @@ class WeightsDigest:
 
 
 TENSOR_DIGEST = 16  # hex characters kept per tensor: a collision is a 1 in 2**64 chance
-THREADS = min(4, os.cpu_count() or 1)  # tensors hashed and summed at once, once the whole digest is known
+THREADS = min(4, env.usable_cpus())  # tensors hashed and summed at once, once the whole digest is known
 # a weights digest, its tensors' digests and value sums, as a baseline recorded them
 Known = tuple[str, dict[str, str], dict[str, str] | None]
 # one entry of the model's data: name, header, bytes, dtype, and the tensors whose versions a forward may move
