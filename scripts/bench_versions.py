@@ -8,9 +8,9 @@ scripts/bench_reuse.py an hour apart: a shared host's phase moves the recipe by 
 runs both checkouts' ``check`` back to back on the same model (the order alternating), each from its own
 copy of its own store: ``update-baseline`` first per checkout (not timed; the keys hold the gate's
 source digest, so one checkout's store is a miss for the other). ``--change``: ``none`` (the store hit),
-``weight`` or ``code`` (bench_reuse.py's changes). Printed per model: each checkout's median wall and
-peak (the process tree, scripts/measure.py) with their range, the per-round ratios after/before, and the
-path each run took.
+``weight`` or ``code`` (bench_reuse.py's changes). Printed per model: each checkout's median wall, CPU
+time and peak (the process tree, scripts/measure.py) with their range, the per-round ratios after/before,
+and the path each run took.
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ def rounds(model: str, checkouts: dict[str, Path], change: str, repeat: int, wor
             r = measured(bench_reuse.gate(checkouts[side]) + ["check", "--json", "report.json"], folder, env)
             report = json.loads((folder / "report.json").read_text())
             path = path_taken(report, r.proc.stderr)
-            runs[side].append({"wall": r.wall_s, "peak": r.peak_gb, "path": path})
+            runs[side].append({"wall": r.wall_s, "cpu": r.cpu_s, "peak": r.peak_gb, "path": path})
             shutil.rmtree(store, ignore_errors=True)
     return runs
 
@@ -65,22 +65,22 @@ def main() -> None:
     checkouts = {"before": args.before.resolve(), "after": args.after.resolve()}
     print(host("torch", "onnxruntime"))
     print(f"change: {args.change}; {args.repeat} rounds, the order alternating; "
-          "wall s, peak GB: median (range)")
-    print("| model | checkout | wall s | peak GB | after / before, wall | after / before, peak | path |")
-    print("| --- | --- | ---: | ---: | ---: | ---: | --- |")
+          "wall s, CPU s (the process tree's user + system), peak GB: median (range)")
+    print("| model | checkout | wall s | CPU s | peak GB | after / before: wall, CPU, peak | path |")
+    print("| --- | --- | ---: | ---: | ---: | --- | --- |")
     results = {}
     for model in args.models:
         with tempfile.TemporaryDirectory(prefix="parity-gate-versions-") as tmp:
             runs = results[model] = rounds(model, checkouts, args.change, args.repeat, Path(tmp))
         paired = list(zip(runs["after"], runs["before"], strict=True))
         for side in checkouts:
-            ratio = {k: _spread([a[k] / b[k] for a, b in paired], ".2f") if side == "after" else ""
-                     for k in ("wall", "peak")}
+            ratios = ", ".join(_spread([a[k] / b[k] for a, b in paired], ".2f")
+                               for k in ("wall", "cpu", "peak"))
             said = "; ".join(sorted({r["path"] for r in runs[side]}))
-            wall = _spread([r["wall"] for r in runs[side]], ".1f")
+            wall, cpu = (_spread([r[k] for r in runs[side]], ".1f") for k in ("wall", "cpu"))
             peak = _spread([r["peak"] for r in runs[side]], ".2f")
-            print(f"| {model} | {side} {checkouts[side]} | {wall} | {peak} | {ratio['wall']} | "
-                  f"{ratio['peak']} | {said} |")
+            print(f"| {model} | {side} {checkouts[side]} | {wall} | {cpu} | {peak} | "
+                  f"{ratios if side == 'after' else ''} | {said} |")
     if args.json:
         where = {k: str(v) for k, v in checkouts.items()}
         said = {"change": args.change, "checkouts": where, "runs": results}

@@ -29,6 +29,7 @@ import itertools
 import os
 import platform
 import re
+import resource
 import shutil
 import signal
 import statistics
@@ -97,6 +98,7 @@ class Run:
     wall_s: float
     peak_bytes: int
     proc: subprocess.CompletedProcess
+    cpu_s: float = 0.0  # user + system over the process tree (every process reaped by its parent)
 
     @property
     def peak_mib(self) -> float:
@@ -200,8 +202,9 @@ def started(argv: list[str], **popen) -> tuple[subprocess.Popen, Callable[[], in
 
 
 def measured(argv: list[str], cwd: Path, env: dict | None = None, ok: tuple[int, ...] = (0, 1)) -> Run:
-    """Run ``argv`` in ``cwd``; its wall time and the peak memory of its process tree. An exit code
-    outside ``ok`` stops the benchmark with the command's stderr."""
+    """Run ``argv`` in ``cwd``; its wall time, CPU time and the peak memory of its process tree. An exit
+    code outside ``ok`` stops the benchmark with the command's stderr."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     proc, peak = started(argv, cwd=cwd, env={**os.environ, **(env or {})}, stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, text=True)
@@ -210,7 +213,9 @@ def measured(argv: list[str], cwd: Path, env: dict | None = None, ok: tuple[int,
     peak_bytes = peak()
     if proc.returncode not in ok:
         raise SystemExit(f"{' '.join(argv[:4])} failed ({proc.returncode}):\n{err[-3000:]}")
-    return Run(wall, peak_bytes, subprocess.CompletedProcess(argv, proc.returncode, out, err))
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+    return Run(wall, peak_bytes, subprocess.CompletedProcess(argv, proc.returncode, out, err), cpu)
 
 
 def peak_said() -> str:

@@ -12,7 +12,7 @@ import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from gate.core.background import Background
 from gate.core.fields import Obj
@@ -25,7 +25,8 @@ if TYPE_CHECKING:
 
 HEX64 = re.compile(r"[0-9a-f]{64}\Z")
 WHERE = "store entry"
-MODEL = "model.onnx"  # gate.export.saved.MODEL, named here so that reading an entry needs no onnx
+# gate.export.saved's file names, named here: reading an entry needs no onnx
+MODEL, DATA = "model.onnx", "model.onnx.data"
 
 
 @dataclass(frozen=True)
@@ -51,6 +52,9 @@ class GraphFacts:
 @dataclass
 class Graph:
     """A graph file (its external data beside it) and what stays alive while it is used."""
+
+    # Its store entry's weights file: the graph's digest covers its bytes (``unproven``), not the store's.
+    proves: ClassVar[frozenset[str]] = frozenset({DATA})
 
     path: Path
     facts: GraphFacts

@@ -13,7 +13,7 @@ import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from gate.core.fields import Obj
 from gate.core.runs import OnnxSite, sites_dict
@@ -38,6 +38,7 @@ class Structure:
     sites: dict[str, OnnxSite]  # the layer map on the unoptimized graph: every value there exists
     opset: int
     renamed: dict[str, str]  # a value's name in ``proto`` -> the exporter's, which an initializer shares
+    proves: ClassVar[frozenset[str]] = frozenset()  # every file hashed by the store
 
     def output_digest(self) -> str:
         """The structure without what names rather than computes (``graph.graph_digest``), the

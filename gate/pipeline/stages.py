@@ -215,11 +215,7 @@ class Plan:
         try:
             graph = read or Graph.from_entry(found.entry)
             recorded = self._recorded_graph(stage)
-            why = graph.unproven(found.entry, recorded)  # before any provider runs it
-            if found.entry.unchecked and (why is not None or recorded is None):
-                # Not proven by the baseline's digest: every file against the manifest (damaged: a miss)
-                if (checked := store.get(stage, key)).entry is None:
-                    return checked
+            why = graph.unproven(found.entry, recorded)  # before any provider runs it: proves its weights file
         except (FormatError, Corrupt, OSError, ValueError, DecodeError) as exc:  # one onnx cannot read too
             store.discard(found.entry.folder)
             return Lookup(CacheState.CORRUPT, note=f"entry {key[:12]}: {exc}")
@@ -300,14 +296,12 @@ class Plan:
             prefetched, self._prefetched = self._prefetched, None
             if (recorded := _recorded(self.baseline)) is not None and recorded.stage(Stage.EXPORT) == key:
                 return prefetched.result()
-        return self._lookup(stage, key), None
+        return self._lookup(stage, key, Graph.proves), None
 
     def _prefetch(self, key: str) -> tuple[Lookup, Graph | None]:
-        """The export's entry under the baseline's key and its graph, digested on a thread from now: where
-        the baseline records that digest it proves the weights file (``_entry_graph``), not hashed twice."""
-        from gate.export.saved import DATA  # onnx: only where there is an export
-
-        found = self._lookup(Stage.EXPORT, key, frozenset({DATA}))
+        """The export's entry under the baseline's key and its graph, digested on a thread from now: the
+        digest proves the weights file (``_entry_graph``), which the store does not hash."""
+        found = self._lookup(Stage.EXPORT, key, Graph.proves)
         try:
             return found, Graph.from_entry(found.entry) if found.entry is not None else None
         except (FormatError, Corrupt):
@@ -375,7 +369,7 @@ class Plan:
         store = self.policy.store
         assert store is not None
         self._deferred.append((run, lambda: store.put(stage, key, output.write, output.output_digest(),
-                                                      output.payload(), output.differs_from)))
+                                                      output.payload(), output.differs_from, output.proves)))
 
     def release(self) -> None:
         """Start the writes on a thread, where the copies and their checksums overlap the providers'

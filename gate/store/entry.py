@@ -1,7 +1,8 @@
 """One entry of the store on disk: its manifest, written last into a folder that is renamed into
 place, and the reader that trusts none of it. A manifest of another format, stage or key, over its
 size limit, or a file missing, shorter, longer or with other bytes than it records is ``Corrupt``,
-with the reason: never a wrong output."""
+with the reason: never a wrong output. A file its stage's reader proves from a digest the payload
+records (a graph's weights: ``Output.proves``) is recorded by its size only, never hashed twice."""
 
 from __future__ import annotations
 
@@ -42,7 +43,6 @@ class Entry:
     digest: str  # the output's digest, as its stage defines it (equal digests: the same output)
     payload: dict[str, Any]  # what the stage stored beside the files (its own reader checks it)
     files: tuple[str, ...]
-    unchecked: tuple[str, ...] = ()  # files whose bytes were not hashed (their reader proves them itself)
 
     def path(self, name: str) -> Path:
         if name not in self.files:
@@ -50,13 +50,17 @@ class Entry:
         return self.folder / name
 
 
-def write_manifest(folder: Path, stage: str, key: str, digest: str, payload: dict[str, Any]) -> None:
-    """The manifest of the files ``folder`` holds (written last: an entry without one is no entry)."""
-    files = {}
+def write_manifest(folder: Path, stage: str, key: str, digest: str, payload: dict[str, Any],
+                   proven: frozenset[str] = frozenset()) -> None:
+    """The manifest of the files ``folder`` holds (written last: an entry without one is no entry);
+    ``proven``: files its reader proves itself, recorded by their size."""
+    files: dict[str, dict[str, Any]] = {}
     for p in sorted(folder.iterdir()):
         if not FILE_NAME.match(p.name) or not p.is_file():
             raise ValueError(f"a stage wrote `{p.name}`, which the store cannot hold")
-        files[p.name] = {"size": p.stat().st_size, "sha256": sha256(p)}
+        files[p.name] = {"size": p.stat().st_size}
+        if p.name not in proven:
+            files[p.name]["sha256"] = sha256(p)
     manifest = {"format": FORMAT, "version": VERSION, "stage": stage, "key": key, "digest": digest,
                 "files": files, "payload": payload}
     (folder / MANIFEST).write_text(json.dumps(manifest, sort_keys=True))
@@ -64,7 +68,8 @@ def write_manifest(folder: Path, stage: str, key: str, digest: str, payload: dic
 
 def read_entry(folder: Path, stage: str, key: str, unchecked: frozenset[str] = frozenset()) -> Entry:
     """The entry in ``folder``, checked file by file (raises ``Corrupt`` or ``OSError``): the bytes of
-    each but ``unchecked``, the sizes of all (``unchecked``: what a reader digests itself)."""
+    each but ``unchecked``, the sizes of all (``unchecked``: what the caller's reader proves itself; only
+    these may be recorded without a sha256)."""
     path = folder / MANIFEST
     size = path.stat().st_size
     if size > MANIFEST_MAX:
@@ -89,12 +94,11 @@ def read_entry(folder: Path, stage: str, key: str, unchecked: frozenset[str] = f
         raise Corrupt(f"{', '.join(sorted(present - set(files)))[:200]} not in its manifest")
     for name, info in files.items():
         if (not FILE_NAME.match(name) or not isinstance(info, dict) or not isinstance(info.get("size"), int)
-                or not isinstance(info.get("sha256"), str)):
+                or (not isinstance(info.get("sha256"), str) and name not in unchecked)):
             raise Corrupt(f"{MANIFEST}: files.{name[:60]} malformed")
         actual = (folder / name).stat().st_size
         if actual != info["size"]:
             raise Corrupt(f"{name} is {actual:,} bytes, expected {info['size']:,}")
         if name not in unchecked and sha256(folder / name) != info["sha256"]:
             raise Corrupt(f"{name} does not have the bytes its manifest records")
-    return Entry(folder, stage, key, digest, payload, tuple(sorted(files)),
-                 tuple(sorted(unchecked & set(files))))
+    return Entry(folder, stage, key, digest, payload, tuple(sorted(files)))

@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, ClassVar, Protocol
 
 from gate import env
 from gate.core.reuse import Alarm
@@ -57,7 +57,10 @@ Agrees = Callable[[Entry], "str | None"]
 
 class Output(Protocol):
     """A stage's output as every stage hands it to the store; ``differs_from`` is None when an output
-    already under its key is the same, else how it differs. Read back, each verifies its own payload."""
+    already under its key is the same, else how it differs. Read back, each verifies its own payload;
+    ``proves``: the files its reader proves from the digest its payload records (not hashed again)."""
+
+    proves: ClassVar[frozenset[str]]
 
     def write(self, folder: Path) -> None: ...
 
@@ -124,15 +127,16 @@ class Store:
         return Lookup(CacheState.HIT, entry)
 
     def put(self, stage: Stage, key: str, write: Callable[[Path], None], digest: str, payload: dict[str, Any],
-            agrees: Agrees | None = None) -> Put:
-        """Store what ``write(folder)`` writes under ``key``, or compare with the output it holds."""
+            agrees: Agrees | None = None, proven: frozenset[str] = frozenset()) -> Put:
+        """Store what ``write(folder)`` writes under ``key``, or compare with the output it holds;
+        ``proven``: the files ``agrees`` and the stage's reader prove themselves (``Output.proves``)."""
         for _ in range(2):  # a second round only when another writer got there between the look and the rename
-            found = self.get(stage, key)
+            found = self.get(stage, key, proven)
             if found.state == CacheState.ALARM:
                 return Put(PutState.BARRED, self.alarmed(stage, key))
             if found.entry is not None:
                 return self._compare(found.entry, digest, agrees)
-            written = self._write(stage, key, write, digest, payload)
+            written = self._write(stage, key, write, digest, payload, proven)
             if written is not None:
                 return written
         return Put(PutState.FAILED)
@@ -147,7 +151,7 @@ class Store:
         return Put(PutState.ALARM, self.raise_alarm(Stage(entry.stage), entry.key, entry.digest, digest, differs))
 
     def _write(self, stage: Stage, key: str, write: Callable[[Path], None], digest: str,
-               payload: dict[str, Any]) -> Put | None:
+               payload: dict[str, Any], proven: frozenset[str]) -> Put | None:
         """Put(STORED) or Put(FAILED); None when another writer's entry appeared meanwhile."""
         final = self.folder(stage, key)
         try:
@@ -157,7 +161,7 @@ class Store:
             return Put(PutState.FAILED)
         try:
             write(tmp)
-            write_manifest(tmp, str(stage), key, digest, payload)
+            write_manifest(tmp, str(stage), key, digest, payload, proven)
             os.rename(tmp, final)
         except OSError:
             shutil.rmtree(tmp, ignore_errors=True)

@@ -227,3 +227,21 @@ def test_the_folder_follows_the_environment(monkeypatch, tmp_path):
     monkeypatch.delenv("PARITY_GATE_CACHE_DIR")
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
     assert store_dir() == tmp_path / "xdg" / "parity-gate"
+
+
+def test_a_file_its_reader_proves_is_recorded_by_size_and_read_only_by_that_reader(store, tmp_path):
+    """A graph's weights file is hashed by the graph's digest (``Output.proves``), never by the store too:
+    recorded without a sha256, it reads back only for a caller that proves it, and its size still counts."""
+    path = graph(tmp_path / "g")
+    store.put(Stage.EXPORT, KEY_A, writer(path, b"\x00\x01"), DIGEST_1, {}, proven=frozenset({"extra.bin"}))
+    folder = store.folder(Stage.EXPORT, KEY_A)
+    files = json.loads((folder / MANIFEST).read_text())["files"]
+    assert files["extra.bin"] == {"size": 2} and len(files["model.onnx"]["sha256"]) == 64
+    (folder / "extra.bin").write_bytes(b"\x07\x07")  # other bytes: for the reader to tell, not the store
+    found = store.get(Stage.EXPORT, KEY_A, frozenset({"extra.bin"}))
+    assert found.state == CacheState.HIT and found.entry.path("extra.bin").read_bytes() == b"\x07\x07"
+    (folder / "extra.bin").write_bytes(b"\x07")  # shorter: the store's check still
+    assert store.get(Stage.EXPORT, KEY_A, frozenset({"extra.bin"})).state == CacheState.CORRUPT
+    store.put(Stage.EXPORT, KEY_A, writer(path, b"\x00\x01"), DIGEST_1, {}, proven=frozenset({"extra.bin"}))
+    found = store.get(Stage.EXPORT, KEY_A)  # a reader that does not prove it: no sha256 to trust
+    assert found.state == CacheState.CORRUPT and "files.extra.bin malformed" in found.note
