@@ -236,13 +236,16 @@ def floor_graphs(folder: Path, cache: Path) -> None:
     import onnx
 
     from gate.core.status import Stage
+    from gate.export.record import Graph
     from gate.export.saved import DATA, MODEL
     from gate.runners.ort_session import mark_outputs
     from gate.store import Store
 
     store = Store(cache)
     (key,) = [p.name for p in (cache / Stage.EXPORT.value).iterdir() if not p.name.startswith(".")]
-    entry = store.get(Stage.EXPORT, key).entry  # the store's own checked reader
+    entry = store.get(Stage.EXPORT, key, Graph.proves).entry  # the gate's own checked readers
+    if entry is None or (why := Graph.from_entry(entry).unproven(entry)) is not None:
+        raise SystemExit(f"the stored export {key[:12]} does not read back: {why if entry else 'corrupt'}")
     sites = entry.payload["onnx_map"]
     values = list(dict.fromkeys(s["value"] for s in sites.values() if s["kind"] == "value"))
     model = entry.path(MODEL)

@@ -29,9 +29,6 @@ from bench_reuse import _spread  # noqa: E402 - one way to print a median and it
 from measure import host, measured, pairs, path_taken  # noqa: E402
 
 CHANGES = {"none": {}, "weight": {"BENCH_CHANGE": "1"}, "code": {"BENCH_CODE_CHANGE": "1"}}
-# The kernel users run, in both checkouts: a clone holds no built kernel (`python gate/fingerprint/_build.py`
-# there), and the NumPy fingerprint it would fall back to is several times slower.
-NATIVE = {"PARITY_GATE_BACKEND": "native"}
 
 
 def rounds(model: str, checkouts: dict[str, Path], change: str, repeat: int, work: Path) -> dict[str, list]:
@@ -39,14 +36,13 @@ def rounds(model: str, checkouts: dict[str, Path], change: str, repeat: int, wor
     for side, code in checkouts.items():
         folder = bench_reuse.project(work / side, model)
         measured(bench_reuse.gate(code) + ["update-baseline"], folder,
-                 {"PYTHONPATH": str(code), "PARITY_GATE_CACHE_DIR": str(work / f"{side}-store"), **NATIVE})
+                 {"PYTHONPATH": str(code), "PARITY_GATE_CACHE_DIR": str(work / f"{side}-store")})
     for i, order in enumerate(pairs(repeat, tuple(checkouts))):  # type: ignore[arg-type]
         for side in order:
             folder, store = work / side, work / f"{side}-{i}"
             shutil.copytree(work / f"{side}-store", store)
             (folder / "report.json").unlink(missing_ok=True)
-            env = {"PYTHONPATH": str(checkouts[side]), "PARITY_GATE_CACHE_DIR": str(store), **NATIVE,
-                   **CHANGES[change]}
+            env = {"PYTHONPATH": str(checkouts[side]), "PARITY_GATE_CACHE_DIR": str(store), **CHANGES[change]}
             r = measured(bench_reuse.gate(checkouts[side]) + ["check", "--json", "report.json"], folder, env)
             report = json.loads((folder / "report.json").read_text())
             path = path_taken(report, r.proc.stderr)

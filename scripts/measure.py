@@ -229,7 +229,11 @@ def own_cache() -> Path | None:
     """The benchmark run's store folder: ``PARITY_GATE_CACHE_DIR`` where the caller set it, else a fresh
     temporary folder, kept for the run (what a benchmark of reuse fills and reads) and removed at exit.
     Set in this process's environment, so the gate here and every command it starts use it, never the
-    user's ``~/.cache/parity-gate``. Every benchmark calls it first."""
+    user's ``~/.cache/parity-gate``. Every benchmark calls it first. So also the fingerprint kernel users
+    run (``PARITY_GATE_BACKEND=native`` unless the caller chose): a checkout without a built kernel (a fresh
+    clone: ``python gate/fingerprint/_build.py`` there) stops with the gate's error, never measures the
+    several times slower NumPy fingerprint in silence."""
+    os.environ.setdefault("PARITY_GATE_BACKEND", "native")
     if CACHE_ENV not in os.environ:
         folder = tempfile.mkdtemp(prefix="parity-gate-bench-cache-")
         atexit.register(shutil.rmtree, folder, ignore_errors=True)

@@ -118,7 +118,12 @@ def test_the_sampler_asked_for_counts_them_twice(tmp_path, monkeypatch):
 
 def test_a_benchmark_has_a_store_of_its_own_unless_its_caller_set_one(tmp_path, monkeypatch):
     monkeypatch.delenv(measure.CACHE_ENV, raising=False)
+    monkeypatch.setenv("PARITY_GATE_BACKEND", "numpy")  # the caller's choice stays
+    measure.own_cache()
+    assert os.environ["PARITY_GATE_BACKEND"] == "numpy"
+    monkeypatch.delenv("PARITY_GATE_BACKEND")  # else the kernel users run: never the fallback in silence
     own = measure.own_cache()
+    assert os.environ["PARITY_GATE_BACKEND"] == "native"
     assert own is not None and own.is_dir() and not any(own.iterdir())
     assert os.environ[measure.CACHE_ENV] == str(own) and Path.home() / ".cache" not in own.parents
     assert measure.own_cache() == own  # one folder for the whole run
