@@ -86,11 +86,10 @@ class Graph:
 
     def differs_from(self, entry: Entry) -> str | None:
         """None when ``entry`` holds this very output, told from its files (never from what its
-        manifest claims); else how they differ."""
-        from gate.export import graph
-
+        manifest claims); else how they differ. ``Corrupt`` where its files are not what it records."""
         stored = Graph.from_entry(entry)
-        file_digest = graph.file_digest(stored.path)
+        stored.unproven(entry)
+        file_digest = stored.digest.result()
         if file_digest != self.digest.result():
             return f"the graph differs (digest {self.digest.result()[:12]}, stored {file_digest[:12]})"
         if _output_digest(file_digest, stored.sites or {}) != self.output_digest():
@@ -132,15 +131,20 @@ class Graph:
         return cls.of_file(entry.path(MODEL), facts, sites, [])
 
     def unproven(self, entry: Entry, recorded: str | None = None) -> str | None:
-        """None when this graph (read from ``entry``'s file) is what the entry records (the payload's
-        graph digest, the manifest's output digest) and, where given, the graph digest its baseline
-        records (``recorded``); else how it differs: an entry changed together with its manifest."""
+        """None when this graph (read from ``entry``'s files) is, where given, the graph digest its baseline
+        records under this key (``recorded``); else how it differs (the key gave another graph: an alarm).
+        Raises ``Corrupt`` where the files do not hold what the entry records (the payload's graph digest,
+        the manifest's output digest): damaged, or changed without their entry, as the store's own
+        checks (its weights file is recorded by size only: this is its proof)."""
+        from gate.store.entry import Corrupt
+
         found = self.digest.result()
         if found != entry.payload.get("graph_digest"):
             claimed = str(entry.payload.get("graph_digest"))[:12]
-            return f"the stored graph's digest is {found[:12]}, its entry records {claimed}"
+            raise Corrupt(f"the graph in {MODEL} and its weights digest to {found[:12]}, "
+                          f"its entry records {claimed}")
         if self.output_digest() != entry.digest:
-            return "the stored graph and layer map are not the output its manifest records"
+            raise Corrupt("the stored graph and layer map are not the output its manifest records")
         if recorded and found != recorded:
             return f"the stored graph's digest is {found[:12]}, the baseline's under this key {recorded[:12]}"
         return None

@@ -215,7 +215,7 @@ class Plan:
         try:
             graph = read or Graph.from_entry(found.entry)
             recorded = self._recorded_graph(stage)
-            why = graph.unproven(found.entry, recorded)  # before any provider runs it: proves its weights file
+            why = graph.unproven(found.entry, recorded)  # before any provider runs it (Corrupt: damaged)
         except (FormatError, Corrupt, OSError, ValueError, DecodeError) as exc:  # one onnx cannot read too
             store.discard(found.entry.folder)
             return Lookup(CacheState.CORRUPT, note=f"entry {key[:12]}: {exc}")

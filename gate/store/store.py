@@ -57,8 +57,9 @@ Agrees = Callable[[Entry], "str | None"]
 
 class Output(Protocol):
     """A stage's output as every stage hands it to the store; ``differs_from`` is None when an output
-    already under its key is the same, else how it differs. Read back, each verifies its own payload;
-    ``proves``: the files its reader proves from the digest its payload records (not hashed again)."""
+    already under its key is the same, else how it differs (``Corrupt``: that entry's files are not what
+    it records). Read back, each verifies its own payload; ``proves``: the files its reader proves from the
+    digest its payload records (not hashed again)."""
 
     proves: ClassVar[frozenset[str]]
 
@@ -135,7 +136,11 @@ class Store:
             if found.state == CacheState.ALARM:
                 return Put(PutState.BARRED, self.alarmed(stage, key))
             if found.entry is not None:
-                return self._compare(found.entry, digest, agrees)
+                try:
+                    return self._compare(found.entry, digest, agrees)
+                except Corrupt:  # its files are not what it records (the stage's own proof): replaced
+                    self.discard(found.entry.folder)
+                    continue
             written = self._write(stage, key, write, digest, payload, proven)
             if written is not None:
                 return written

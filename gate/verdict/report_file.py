@@ -14,6 +14,7 @@ from gate.core.fields import Obj
 from gate.core.jsonsafe import plain
 from gate.core.names import bad_name
 from gate.errors import FormatError
+from gate.formats.atomic import atomic_write_bytes
 from gate.verdict.next_step import next_step
 from gate.verdict.sweeps import matrices
 from gate.verdict.types import Report
@@ -41,6 +42,10 @@ def report_document(report: Report) -> dict[str, Any]:
 def report_json(report: Report) -> str:
     """The report as JSON text (NaN/Inf written as null)."""
     return json.dumps(plain(report_document(report)), indent=1, allow_nan=False) + "\n"
+
+
+def write_report(path: Path, report: Report) -> None:
+    atomic_write_bytes(path, report_json(report).encode())
 
 
 def _reject_constant(name: str) -> float:

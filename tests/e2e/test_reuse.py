@@ -16,6 +16,7 @@ import torch
 from gate.commands.judging import load_one
 from gate.config import load_config
 from gate.core.status import Stage
+from gate.export.record import Graph
 from gate.formats.baseline import read_baseline, write_baseline
 from gate.pipeline.run import run_model
 from gate.pipeline.stages import ReusePolicy
@@ -91,9 +92,9 @@ def test_the_key_holds_across_processes_and_the_console_and_comment_say_what_was
 def test_a_stored_graph_whose_numbers_moved_is_never_served_and_the_reference_is_still_reused(made, tmp_path,
                                                                                              monkeypatch):
     """A stored graph whose numbers moved (its manifest rewritten to match) is proved against the
-    digests on the hit: the export's key raises its alarm, the graph is exported afresh, the providers
-    run on it and pass, and the float64 reference is still the baseline's. (A store of its own: no
-    other test may read the planted graph.)"""
+    digests on the hit: its digest is not the one its entry records, so the entry is corrupt and
+    replaced, the graph is exported afresh, the providers run on it and pass, and the float64 reference
+    is still the baseline's. (A store of its own: no other test may read the planted graph.)"""
     import onnx
     from onnx import numpy_helper
 
@@ -111,7 +112,8 @@ def test_a_stored_graph_whose_numbers_moved_is_never_served_and_the_reference_is
     manifest["files"]["model.onnx"] = {"size": len(data), "sha256": hashlib.sha256(data).hexdigest()}
     (folder / MANIFEST).write_text(json.dumps(manifest))
     report, _ = check(made)
-    assert reuse_of(report)["reference"] and reuse_of(report)["cache"] == "alarm"
+    assert reuse_of(report)["reference"] and reuse_of(report)["cache"] == "corrupt"
+    assert "its entry records" in reuse_of(report)["cache_note"] and not reuse_of(report).get("alarms")
     assert report["verdict"] == "pass", report["first_regression"]
     assert runtimes(report)["CPUExecutionProvider"]["status"] == "pass"
 
@@ -161,11 +163,13 @@ def test_a_damaged_store_entry_is_a_miss_never_a_wrong_graph(made, damage, tmp_p
     reuse = reuse_of(report)
     assert report["verdict"] == "pass", report["first_regression"]
     assert (reuse["reference"], reuse["cache"]) == (True, "corrupt") and reuse["cache_note"]
-    if damage == "flip a weight's byte":
-        assert "model.onnx.data does not have the bytes its manifest records" in reuse["cache_note"]
+    if damage == "flip a weight's byte":  # the store records its size; the graph's digest proves its bytes
+        assert "the graph in model.onnx and its weights digest to" in reuse["cache_note"]
     # Computed again: the stored structure with the weights bound (the graph's entry was the damaged one).
     assert states(report)["structure"] == "hit" and any("these weights bound into it" in s for s in said)
-    assert Store(store_dir()).get(Stage.EXPORT, stage_key(report, "export")).state == "hit"  # replaced by a whole entry
+    key = stage_key(report, "export")
+    entry = Store(store_dir()).get(Stage.EXPORT, key, Graph.proves).entry  # replaced by a whole entry
+    assert entry is not None and Graph.from_entry(entry).unproven(entry) is None
 
 
 # the whole path, and why --------------------------------------------------------------------

@@ -245,3 +245,21 @@ def test_a_file_its_reader_proves_is_recorded_by_size_and_read_only_by_that_read
     store.put(Stage.EXPORT, KEY_A, writer(path, b"\x00\x01"), DIGEST_1, {}, proven=frozenset({"extra.bin"}))
     found = store.get(Stage.EXPORT, KEY_A)  # a reader that does not prove it: no sha256 to trust
     assert found.state == CacheState.CORRUPT and "files.extra.bin malformed" in found.note
+
+
+def test_a_put_over_an_entry_its_stage_finds_damaged_replaces_it_without_an_alarm(store, tmp_path):
+    """The stage's own comparison may find the stored entry not what it records (``Corrupt``: a file the
+    store records by size only): damage, not a second output. The entry is replaced, no alarm raised."""
+    from gate.store import Corrupt
+
+    path = graph(tmp_path / "g")
+    store.put(Stage.EXPORT, KEY_A, writer(path, b"\x00\x01"), DIGEST_1, {"n": 1}, proven=frozenset({"extra.bin"}))
+
+    def damaged(entry) -> str | None:
+        raise Corrupt("extra.bin: not the bytes its payload's digest records")
+
+    put = store.put(Stage.EXPORT, KEY_A, writer(path, b"\x00\x02"), DIGEST_1, {"n": 2}, damaged,
+                    proven=frozenset({"extra.bin"}))
+    assert put.state == PutState.STORED and put.alarm is None and store.alarmed(Stage.EXPORT, KEY_A) is None
+    found = store.get(Stage.EXPORT, KEY_A, frozenset({"extra.bin"}))
+    assert found.entry.payload == {"n": 2} and found.entry.path("extra.bin").read_bytes() == b"\x00\x02"
