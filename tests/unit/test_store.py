@@ -253,13 +253,14 @@ def test_a_put_over_an_entry_its_stage_finds_damaged_replaces_it_without_an_alar
     from gate.store import Corrupt
 
     path = graph(tmp_path / "g")
-    store.put(Stage.EXPORT, KEY_A, writer(path, b"\x00\x01"), DIGEST_1, {"n": 1}, proven=frozenset({"extra.bin"}))
+    proven = frozenset({"extra.bin"})
+    store.put(Stage.EXPORT, KEY_A, writer(path, b"\x00\x01"), DIGEST_1, {"n": 1}, proven=proven)
 
     def damaged(entry) -> str | None:
         raise Corrupt("extra.bin: not the bytes its payload's digest records")
 
     put = store.put(Stage.EXPORT, KEY_A, writer(path, b"\x00\x02"), DIGEST_1, {"n": 2}, damaged,
-                    proven=frozenset({"extra.bin"}))
+                    proven=proven)
     assert put.state == PutState.STORED and put.alarm is None and store.alarmed(Stage.EXPORT, KEY_A) is None
-    found = store.get(Stage.EXPORT, KEY_A, frozenset({"extra.bin"}))
+    found = store.get(Stage.EXPORT, KEY_A, proven)
     assert found.entry.payload == {"n": 2} and found.entry.path("extra.bin").read_bytes() == b"\x00\x02"
