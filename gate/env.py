@@ -1,11 +1,10 @@
 """Settings read from the environment, each parsed by one rule: a caller calls the accessor that
-names the variable, and never reads ``os.environ`` itself. One writes: ``huge_pages``, for the allocators."""
+names the variable, and never reads ``os.environ`` itself."""
 
 from __future__ import annotations
 
 import os
-import sys
-from collections.abc import Mapping, MutableMapping
+from collections.abc import Mapping
 from pathlib import Path
 
 from gate.errors import ConfigError
@@ -81,20 +80,6 @@ def store_max_bytes(environ: Mapping[str, str] | None = None) -> int:
 def worker_hook(environ: Mapping[str, str] | None = None) -> str | None:
     """PARITY_GATE_WORKER_HOOK=module:function, run in a worker before its provider (fault tests)."""
     return _read(WORKER_HOOK, environ) or None
-
-
-def huge_pages(environ: MutableMapping[str, str]) -> None:
-    """Large buffers in transparent huge pages where the kernel gives them on request (``madvise``), in the
-    processes started from here (``glibc.malloc.hugetlb``, read as a process starts): ONNX Runtime's
-    marked values are fresh memory on every run, faulted in 4 KiB at a time. Not torch's allocator in
-    this process (``THP_MEM_ALLOC_ENABLE``): its 2 MB-aligned blocks fragment the heap, and the float64
-    reference of GPT-2 at 2048 tokens then peaked at 3.1 GB instead of 2.5. A value the user set is
-    kept; elsewhere than Linux, nothing."""
-    if not sys.platform.startswith("linux"):
-        return
-    tunables = environ.get("GLIBC_TUNABLES", "")
-    if "glibc.malloc.hugetlb" not in tunables:
-        environ["GLIBC_TUNABLES"] = ":".join(t for t in (tunables, "glibc.malloc.hugetlb=1") if t)
 
 
 def usable_cpus() -> int:

@@ -345,7 +345,6 @@ def main() -> None:
     from gate.github.actions import inert_streams
 
     inert_streams()  # in Actions, one writer for every line any command prints
-    env.huge_pages(os.environ)  # before the first process started
 
     try:
         with collector.command():

@@ -31,24 +31,3 @@ def test_a_wrong_value_names_its_variable():
     with pytest.raises(ConfigError, match=env.BESIDE):
         env.beside({env.BESIDE: "sometimes"})
     assert env.worker_hook({env.WORKER_HOOK: ""}) is None
-
-
-def test_huge_pages_are_asked_for_in_started_processes(monkeypatch):
-    monkeypatch.setattr(env.sys, "platform", "linux")
-    environ: dict[str, str] = {}
-    env.huge_pages(environ)
-    assert environ == {"GLIBC_TUNABLES": "glibc.malloc.hugetlb=1"}  # never torch's allocator here
-    environ = {"GLIBC_TUNABLES": "glibc.malloc.arena_max=2", "THP_MEM_ALLOC_ENABLE": "1"}
-    env.huge_pages(environ)  # the user's own settings are kept, their tunables extended
-    assert environ == {"THP_MEM_ALLOC_ENABLE": "1",
-                       "GLIBC_TUNABLES": "glibc.malloc.arena_max=2:glibc.malloc.hugetlb=1"}
-    environ = {"GLIBC_TUNABLES": "glibc.malloc.hugetlb=0"}
-    env.huge_pages(environ)
-    assert environ["GLIBC_TUNABLES"] == "glibc.malloc.hugetlb=0"
-
-
-def test_huge_pages_leave_other_systems_alone(monkeypatch):
-    monkeypatch.setattr(env.sys, "platform", "darwin")
-    environ: dict[str, str] = {}
-    env.huge_pages(environ)
-    assert environ == {}
