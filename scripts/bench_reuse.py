@@ -29,8 +29,8 @@ from the file, np.allclose) and
   ``off`` (after the export, in the gate's process); the path says where it ran;
 - with `--floor`, each side's floor, timed in the same round: the stages its path must run, each
   alone, one after another in one fresh process, with nothing of the gate's own: imports; the model
-  built; its weights read once (sha256: whether they changed is known no other way); one float32
-  forward; after a code change, the export (as the recipe's); an ONNX Runtime session and run of the
+  built; its weights read once (sha256, a tensor a CPU: whether they changed is known no other way);
+  one float32 forward; after a code change, the export (as the recipe's); an ONNX Runtime session and run of the
   graph the cache holds, and of a copy that also outputs every value the gate marks (the layer map
   stored with it; made before the round, not timed; opened without weight prepacking, as the gate does);
   after a weight change, the new weights written once; after any change, the float64 forward (the model
@@ -176,11 +176,12 @@ FLOOR = textwrap.dedent("""
         x = torch.from_numpy(generate(spec.inputs, spec.seed)[0])
         return getattr(bench_models, sys.argv[1])().eval(), x
 
-    def read_weights():
-        h = hashlib.sha256()
-        for _, t in sorted(model.state_dict().items()):
-            h.update(t.detach().contiguous().reshape(-1).view(torch.uint8).numpy())
-        return h.hexdigest()
+    def read_weights():  # a tensor a CPU, as the gate hashes them
+        from concurrent.futures import ThreadPoolExecutor
+        from gate.env import usable_cpus
+        one = lambda t: hashlib.sha256(t.detach().contiguous().reshape(-1).view(torch.uint8).numpy()).digest()
+        with ThreadPoolExecutor(usable_cpus()) as pool:
+            return hashlib.sha256(b"".join(pool.map(one, [t for _, t in sorted(model.state_dict().items())])))
 
     def ort_runs():
         for graph in ("floor.onnx", "floor-marked.onnx"):

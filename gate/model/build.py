@@ -168,7 +168,7 @@ ALWAYS = ("no autograd", "multi-head attention fast path off")  # inference_mode
 
 def build_module(spec: ModelSpec, root: Path, known: Known | None = None) -> Module:
     """Call the factory (under the model's seed) and put the model in eval mode, saying what that changed;
-    ``known``: the weights' digests a baseline recorded (``weights_digest``)."""
+    ``known``: the tensors' digests and sums a baseline recorded (``weights_digest``)."""
     module = _construct(spec, root)
     if not isinstance(module, torch.nn.Module):  # the model's own code: it fails alone, the others are judged
         raise ModelError(f"model `{spec.name}`: `{spec.where}.factory`: `{spec.factory}` returned "

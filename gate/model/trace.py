@@ -2,11 +2,12 @@
 provider computes) and every ATen operation traced into a digest, with the module calls (the ``code`` part
 of the content key).
 
-The trace is a ``TorchDispatchMode``: one line per operation, each tensor argument named by where it
-came from (a parameter, buffer or tensor attribute by name, an input by position, an earlier output by
-number, else its bytes), so dataflow is in the trace. Each module also gets a digest of its own code
-(``Probe.modules``, tensors by kind rather than number) and of where among it it calls its children
-(``Probe.calls``): a refactor inside a module changes that module's digests only (``gate.verdict.moves``).
+The trace is a ``TorchDispatchMode`` (``dispatch.DispatchMode``): one line per operation, each tensor
+argument named by where it came from (a parameter, buffer or tensor attribute by name, an input by
+position, an earlier output by number, else its bytes), so dataflow is in the trace. Each module also
+gets a digest of its own code (``Probe.modules``, tensors by kind rather than number) and of where among
+it it calls its children (``Probe.calls``): a refactor inside a module changes that module's digests only
+(``gate.verdict.moves``).
 Randomness is told by the generators' states before and after the forward, not by operator names. What a
 dispatch trace cannot see: docs/verdict.md#what-the-keys-cannot-see.
 """
@@ -22,7 +23,7 @@ from typing import Any
 
 import numpy as np
 import torch
-from torch.utils._python_dispatch import TorchDispatchMode, _disable_current_modes
+from torch.utils._python_dispatch import _disable_current_modes
 from torch.utils.weak import WeakIdKeyDictionary
 
 from gate.core import frames
@@ -30,6 +31,7 @@ from gate.core.layers import ROOT, module_of
 from gate.fingerprint import Fingerprint
 from gate.model import torch_hooks, weights
 from gate.model.build import BuiltModel
+from gate.model.dispatch import DispatchMode
 
 # Namespaces whose kernels ship with torch: their versions are torch's. Others are custom ops.
 TORCH_NAMESPACES = frozenset({"aten", "prims", "prim", "quantized", "_quantized", "quantized_decomposed"})
@@ -48,7 +50,7 @@ def _content(t: torch.Tensor) -> str:
     return hashlib.sha256(data).hexdigest()[:16]
 
 
-class OpTrace(TorchDispatchMode):
+class OpTrace(DispatchMode):
     """Digests every dispatched operation (see the module's docstring)."""
 
     def __init__(self, named: dict[torch.Tensor, str], where: Callable[[], str] | None = None):
@@ -115,7 +117,7 @@ class OpTrace(TorchDispatchMode):
                 self._tokens[t] = f"#{self._made}"
         return ",".join(f"{self._tokens[t]}<{t.dtype}{list(t.shape)}>" for t in tensors)
 
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+    def dispatch(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         line = f"{func}({self._enc(list(args))};{self._enc(kwargs)})"
         seeded = torch.Tag.nondeterministic_seeded in getattr(func, "tags", ())

@@ -18,16 +18,17 @@ from gate.model.pristine import version_of
 
 @dataclass(frozen=True)
 class WeightsDigest:
-    total: str  # sha256 over the whole state dict: equal weights, equal digest
+    total: str  # sha256 of every entry's sha256, in name order: equal weights, equal digest
     tensors: dict[str, str]  # per tensor of the model's data, a short digest: which tensors changed
     sums: dict[str, str]  # per tensor of the model's data, its values as a multiset (``value_sums``)
     stale: bool = False  # a forward wrote into a tensor while it was hashed: hash again from the state built
 
 
 TENSOR_DIGEST = 16  # hex characters kept per tensor: a collision is a 1 in 2**64 chance
-THREADS = min(4, env.usable_cpus())  # tensors hashed and summed at once, once the whole digest is known
-# a weights digest, its tensors' digests and value sums, as a baseline recorded them
-Known = tuple[str, dict[str, str], dict[str, str] | None]
+THREADS = min(4, env.usable_cpus())  # entries hashed and summed at once
+RULE = b"parity-gate weights v2\n"  # v1 hashed the entries as one stream: another total for the same weights
+# the tensors' digests and value sums a baseline recorded
+Known = tuple[dict[str, str], dict[str, str] | None]
 # one entry of the model's data: name, header, bytes, dtype, and the tensors whose versions a forward may move
 _Part = tuple[str, bytes, np.ndarray, torch.dtype, tuple[tuple[torch.Tensor, int | None], ...]]
 
@@ -71,10 +72,10 @@ class Undigestible(Exception):
 
 
 def weights_digest(module: torch.nn.Module, known: Known | None = None) -> Background[WeightsDigest]:
-    """sha256 over the model's data (``held``: names, dtypes, shapes, bytes) in name order, and one per
-    entry, hashed on a thread from views taken here (nothing the exporter does meanwhile changes them).
-    Where ``known`` has this digest and the same names, its per-tensor digests are reused: no second pass;
-    else each tensor is hashed, and its value sums are ``known``'s where its digest is the one recorded."""
+    """sha256 over the model's data (``held``: names, dtypes, shapes, bytes), as the sha256 of each entry's
+    sha256 in name order, hashed on threads from views taken here (nothing the exporter does meanwhile
+    changes them): the entries hash at once, not one stream on one CPU. Each entry's value sums are
+    ``known``'s where its digest is the one recorded there."""
     parts: list[_Part] = []
     for name, value in sorted(held(module).items()):
         if isinstance(value, torch.Tensor):
@@ -86,22 +87,16 @@ def weights_digest(module: torch.nn.Module, known: Known | None = None) -> Backg
             parts.append((name, header, np.frombuffer(_encoded(value, name), np.uint8), torch.uint8, ()))
 
     def sha256() -> WeightsDigest:
-        h = hashlib.sha256()
-        for _, header, array, _, _ in parts:
-            h.update(header)
-            h.update(array.reshape(-1).view(np.uint8).data)  # the bytes of tobytes(), without the copy
-        total = h.hexdigest()
-        same = known is not None and known[0] == total and set(known[1]) == {name for name, *_ in parts}
-        with ThreadPoolExecutor(THREADS) as pool:  # sha256 and NumPy let go of the GIL: one tensor a thread
-            if same and known is not None:
-                tensors = dict(known[1])
-            else:  # sha256 (SHA extensions) beats blake2b here
-                hashed = pool.map(lambda p: _one(p[1], p[2]), parts)
-                tensors = dict(zip([p[0] for p in parts], hashed, strict=True))
+        with ThreadPoolExecutor(THREADS) as pool:  # sha256 and NumPy let go of the GIL: one entry a thread
+            whole = list(pool.map(lambda p: _one(p[1], p[2]), parts))  # sha256 (SHA extensions) beats blake2b
+            total = hashlib.sha256(RULE)
+            for digest in whole:
+                total.update(digest)
+            tensors = {p[0]: digest.hex()[:TENSOR_DIGEST] for p, digest in zip(parts, whole, strict=True)}
             sums = _sums(parts, tensors, known, pool)
         # the first forward runs while this hashes: one that wrote into a weight leaves no trustworthy digest
         stale = any(version_of(t) != version for *_, watched in parts for t, version in watched)
-        return WeightsDigest(total, tensors, sums, stale)
+        return WeightsDigest(total.hexdigest(), tensors, sums, stale)
 
     return Background(sha256)
 
@@ -111,7 +106,7 @@ def _sums(parts: list[_Part], tensors: dict[str, str], known: Known | None,
     """Each tensor's ``value_sums``, in name order: the baseline's where it recorded the tensor with the
     digest it has now (the same header and bytes: the same sums), computed for the rest. A weight change
     sums the tensors it changed, not the model."""
-    digests, recorded = (known[1], known[2] or {}) if known is not None else ({}, {})
+    digests, recorded = (known[0], known[1] or {}) if known is not None else ({}, {})
     todo = [p for p in parts if not (p[0] in recorded and digests.get(p[0]) == tensors[p[0]])]
     summed = dict(zip([p[0] for p in todo], pool.map(lambda p: value_sums(p[2], p[3]), todo), strict=True))
     return {name: summed[name] if name in summed else recorded[name] for name, *_ in parts}
@@ -161,10 +156,10 @@ def _encoded(value: object, name: str) -> bytes:
     return f"{type(value).__qualname__}(".encode() + b",".join(items) + b")"
 
 
-def _one(header: bytes, array: np.ndarray) -> str:
+def _one(header: bytes, array: np.ndarray) -> bytes:
     one = hashlib.sha256(header)
-    one.update(array.reshape(-1).view(np.uint8).data)
-    return one.hexdigest()[:TENSOR_DIGEST]
+    one.update(array.reshape(-1).view(np.uint8).data)  # the bytes of tobytes(), without the copy
+    return one.digest()
 
 
 SUM_CHUNK = 1 << 18  # elements widened at a time: in a core's cache, 0.7x the sha256 pass's time

@@ -35,7 +35,8 @@ def _tensors(now: Meta, then: Meta) -> str:
     added, gone = [n for n in a if n not in b], [n for n in b if n not in a]
     parts = [f"{len(moved)} changed: {_names(moved)}" if moved else "",
              f"{len(added)} new: {_names(added)}" if added else "", f"{len(gone)} gone: {_names(gone)}" if gone else ""]
-    return "weights: " + ("; ".join(s for s in parts if s) or "the same tensors, another order or dtype")
+    same = "the same tensors, the whole digest's rule changed"  # (``weights.RULE``)
+    return "weights: " + ("; ".join(s for s in parts if s) or same)
 
 
 def _part(part: KeyPart, now: ContentKey, then: ContentKey, meta: Meta, recorded: Meta) -> str:

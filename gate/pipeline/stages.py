@@ -138,13 +138,13 @@ class Plan:
 
     # probe and key ---------------------------------------------------------------------------
 
-    def known_weights(self) -> tuple[str, dict[str, str], dict[str, str] | None] | None:
-        """The weights' digests and sums the baseline recorded, taken by the build where this model's whole
-        digest is the baseline's (``weights.weights_digest``); ``--full`` and ``update-baseline`` hash all."""
+    def known_weights(self) -> tuple[dict[str, str], dict[str, str] | None] | None:
+        """The tensors' digests and value sums the baseline recorded: the build sums only the tensors whose
+        digest moved (``weights.weights_digest``); ``--full`` and ``update-baseline`` sum all."""
         meta = self.baseline.meta if self.baseline is not None else None
-        if self.policy.full_why is not None or not meta or not meta.weights_digest or not meta.tensor_digests:
+        if self.policy.full_why is not None or not meta or not meta.tensor_digests:
             return None
-        return meta.weights_digest, dict(meta.tensor_digests), meta.tensor_sums
+        return dict(meta.tensor_digests), meta.tensor_sums
 
     def start(self, config: Config, built: BuiltModel, run: ModelRun, progress: Progress) -> None:
         """Probe and key ``built``; decide whether the reference is the baseline's (``run.reuse``)."""

@@ -16,10 +16,10 @@ from typing import Any
 
 import torch
 from torch.overrides import TorchFunctionMode
-from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_leaves
 
 from gate.core.target import coarsest
+from gate.model.dispatch import DispatchMode
 from gate.runners.data_dependence import Shapes
 
 LOW = {torch.float32: "float32", torch.float16: "float16", torch.bfloat16: "bfloat16"}
@@ -85,12 +85,12 @@ class _Promote(TorchFunctionMode):
         return func(*args, **kwargs)
 
 
-class _Watch(TorchDispatchMode):
+class _Watch(DispatchMode):
     def __init__(self, notes: Notes, where: Callable[[], str]):
         super().__init__()
         self.notes, self.where = notes, where
 
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+    def dispatch(self, func, types, args=(), kwargs=None):
         out = func(*args, **(kwargs or {}))
         for t in tree_leaves(out):
             if isinstance(t, torch.Tensor) and t.dtype in LOW:

@@ -1,11 +1,14 @@
-"""gate.model.weights.weights_digest: the whole digest always hashed, the tensors' digests taken from a
-baseline only where its whole digest is this model's, and only by a command that reads."""
+"""gate.model.weights.weights_digest: every entry hashed (the whole digest is the sha256 of theirs), the
+value sums taken from a baseline only for the tensors whose digest it recorded, and only by a command that
+reads."""
 
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 
@@ -13,7 +16,7 @@ from gate.config.types import InputSpec, ModelSpec
 from gate.core.failure import ModelError
 from gate.core.status import ErrorStatus
 from gate.model.build import build_module
-from gate.model.weights import weights_digest
+from gate.model.weights import RULE, weights_digest
 from gate.pipeline.stages import ReusePolicy
 from tests.support.verdicts import baseline
 
@@ -28,26 +31,38 @@ def _other(tensors: dict[str, str]) -> dict[str, str]:
     return {name: f"{i:016x}" for i, name in enumerate(tensors)}
 
 
-def test_a_baseline_with_this_whole_digest_gives_the_tensors_digests_and_sums():
-    hashed = weights_digest(_model()).result()
-    recorded, sums = _other(hashed.tensors), {n: f"1.1.{i:032x}" for i, n in enumerate(hashed.tensors)}
-    taken = weights_digest(_model(), (hashed.total, recorded, sums)).result()
-    assert taken.total == hashed.total and taken.tensors == recorded and taken.sums == sums
-    unsummed = weights_digest(_model(), (hashed.total, recorded, None)).result()  # recorded before sums were
-    assert unsummed.tensors == recorded and unsummed.sums == hashed.sums
+def test_the_whole_digest_is_the_sha256_of_each_entrys_sha256_in_name_order():
+    model = _model()
+    entries = sorted({**dict(model.named_parameters()), **dict(model.named_buffers())}.items())
+    whole = hashlib.sha256(RULE)
+    for name, t in entries:
+        one = hashlib.sha256(f"{name}|{t.dtype}|{tuple(t.shape)}|".encode())
+        one.update(np.ascontiguousarray(t.detach().numpy()).tobytes())
+        whole.update(one.digest())
+    digest = weights_digest(model).result()
+    assert digest.total == whole.hexdigest()
+    assert list(digest.tensors) == [name for name, _ in entries]
 
 
-def test_other_weights_or_other_tensor_names_hash_every_tensor():
+def test_a_baselines_tensor_digests_are_never_taken_and_its_sums_only_where_a_digest_is_the_recorded_one():
     hashed = weights_digest(_model()).result()
-    recorded = _other(hashed.tensors)
+    sums = {n: f"1.1.{i:032x}" for i, n in enumerate(hashed.tensors)}
+    other = weights_digest(_model(), (_other(hashed.tensors), sums)).result()
+    assert other.total == hashed.total and other.tensors == hashed.tensors and other.sums == hashed.sums
+    taken = weights_digest(_model(), (hashed.tensors, sums)).result()
+    assert taken.tensors == hashed.tensors and taken.sums == sums
+    unsummed = weights_digest(_model(), (hashed.tensors, None)).result()  # recorded before sums were
+    assert unsummed.sums == hashed.sums
+
+
+def test_other_weights_move_the_whole_digest_and_that_tensors_digest_only():
+    hashed = weights_digest(_model()).result()
     changed = _model()
     with torch.no_grad():
         changed[0].weight[0, 0] += 1e-3
-    now = weights_digest(changed, (hashed.total, recorded, None)).result()
-    assert now.total != hashed.total and now.tensors != recorded
+    now = weights_digest(changed, (hashed.tensors, None)).result()
+    assert now.total != hashed.total
     assert {n for n, d in now.tensors.items() if d != hashed.tensors[n]} == {"0.weight"}
-    fewer = {n: d for n, d in recorded.items() if n != "1.num_batches_tracked"}
-    assert weights_digest(_model(), (hashed.total, fewer, None)).result().tensors == hashed.tensors
 
 
 def test_a_weight_change_sums_the_tensors_it_changed_and_takes_the_others_sums_recorded():
@@ -56,13 +71,13 @@ def test_a_weight_change_sums_the_tensors_it_changed_and_takes_the_others_sums_r
     changed = _model()
     with torch.no_grad():
         changed[0].weight[0, 0] += 1e-3
-    now = weights_digest(changed, (hashed.total, hashed.tensors, recorded)).result()
+    now = weights_digest(changed, (hashed.tensors, recorded)).result()
     fresh = weights_digest(changed).result().sums
     assert now.sums["0.weight"] == fresh["0.weight"] != hashed.sums["0.weight"]
     assert {n: s for n, s in now.sums.items() if n != "0.weight"} == \
         {n: s for n, s in recorded.items() if n != "0.weight"}
     assert list(now.sums) == list(hashed.sums)  # name order, as a full hash gives
-    other = weights_digest(changed, (hashed.total, _other(hashed.tensors), recorded)).result()
+    other = weights_digest(changed, (_other(hashed.tensors), recorded)).result()
     assert other.sums == fresh  # no digest recorded as now: every tensor summed
 
 
@@ -77,7 +92,7 @@ def test_only_a_command_that_reads_takes_the_baselines_digests(policy, takes):
     b = dataclasses.replace(b, meta=dataclasses.replace(b.meta, weights_digest=hashed.total,
                                                         tensor_digests=dict(hashed.tensors),
                                                         tensor_sums=dict(hashed.sums)))
-    assert policy.plan(b).known_weights() == ((hashed.total, hashed.tensors, hashed.sums) if takes else None)
+    assert policy.plan(b).known_weights() == ((hashed.tensors, hashed.sums) if takes else None)
     assert policy.plan(None).known_weights() is None
     without = dataclasses.replace(b, meta=dataclasses.replace(b.meta, tensor_digests=None))
     assert policy.plan(without).known_weights() is None
@@ -122,8 +137,10 @@ class _Held(torch.nn.Module):
 
 
 def test_an_ordinary_models_digest_is_the_one_its_baselines_recorded():
-    digest = weights_digest(_Held()).result()  # these bytes are in baselines already written: never move them
-    assert digest.total == "69df229d3eaa559e2888c82d772e7b6a672ee71aa7add472f7f00fc45f0c9318"
+    # the tensors' digests are in baselines already written, and a diff compares them: never move them. The
+    # whole digest moved once (``RULE``; v1, one stream, was 69df229d3eaa), with the tensors' the same.
+    digest = weights_digest(_Held()).result()
+    assert digest.total == "0bee11fc2b3d0c5417124a847a2d40ee2c4bc377edd502208df4c6c8e52beeb8"
     tied = digest.tensors["embed.weight"], digest.tensors["out.weight"]
     assert tied == ("11983553560e2724", "9ae616071f9fb0a4")
     assert digest.tensors["inv_freq"] == "f90a9660d40c964e" and len(digest.tensors) == 10

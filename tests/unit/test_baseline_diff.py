@@ -177,6 +177,29 @@ def test_weights_that_changed_names_and_not_values_read_as_renamed(tmp_path):
         assert said in line and ("weights changed" in line) is (said == "weights changed"), line
 
 
+def test_a_whole_digest_of_another_rule_with_the_same_tensors_reads_as_no_weight_change(tmp_path):
+    """A re-record by a parity-gate whose whole weights digest is of another rule (``weights.RULE``): every
+    tensor's digest the same, so the diff says nothing of the weights. Twin: one tensor's digest moved beside
+    it reads as that weight changed."""
+    path, doc = committed(tmp_path, 4)
+    names = ["fc.weight", "fc.bias"]
+    sums = {n: f"6.6.{i + 1:016x}{i + 2:016x}" for i, n in enumerate(names)}
+    doc["meta"].update(weights_digest="a" * 64, tensor_digests={n: "a" * 16 for n in names}, tensor_sums=sums)
+    write_baseline(path, doc)
+    git(tmp_path, "add", "-A")
+    git(tmp_path, "commit", "-qm", "digests")
+    cfg = load_config(tmp_path / "pyproject.toml")
+    moved = {**sums, "fc.weight": sums["fc.weight"][:-1] + "f"}
+    for digests, values, said in (({n: "a" * 16 for n in names}, sums, None),
+                                  ({"fc.weight": "b" * 16, "fc.bias": "a" * 16}, moved,
+                                   "weights changed (tensor `fc.weight`)")):
+        doc["meta"].update(weights_digest="c" * 64, tensor_digests=digests, tensor_sums=values)
+        write_baseline(path, doc)
+        git(tmp_path, "add", "-A")
+        summary = changed_baselines(cfg, "HEAD")[1][BASELINE].splitlines()[0]  # then the file's own lines
+        assert summary == "no change" if said is None else said in summary, summary
+
+
 def test_a_model_recorded_again_under_a_new_name_is_compared_with_the_numbers_it_had(tmp_path):
     """`tiny` renamed `small` (or run as a case) and recorded again, its old file deleted or left behind:
     the new file records the same inputs and layers as the old, so its diff is against the old numbers (a

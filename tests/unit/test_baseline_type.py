@@ -173,6 +173,15 @@ def test_changes_name_added_and_removed_layers_and_one_that_holds_a_removed_ones
                                            "layers added: 1 (first: e)"]
 
 
+def _reweighted(**more):
+    """``META`` after a weight change: the whole weights digest and one tensor's moved."""
+    tensors = {**(META.tensor_digests or {}), "block1.bn1.weight": "f" * 16}
+    return replace(META, weights_digest="w2", tensor_digests=tensors, **more)
+
+
+TENSOR = " (tensor `block1.bn1.weight`)"
+
+
 def test_changes_name_a_moved_reference_first_and_largest():
     before = merge_run(_run(runtime(device=CPU)))
     after = merge_run(_run(runtime(device=CPU), moves={"b": 0.25, "c": 0.5}), before)
@@ -183,17 +192,17 @@ def test_changes_name_a_moved_reference_first_and_largest():
     assert describe(before, reshaped) == [
         f"reference moved on 2 layers (first: b by 0.25, largest: c by inf){same}"]
     moved = _run(runtime(device=CPU), moves={"c": 0.5})
-    retrained = merge_run(replace(moved, meta=replace(META, weights_digest="w2")), before)
+    retrained = merge_run(replace(moved, meta=_reweighted()), before)
     assert describe(before, retrained) == [
-        "reference moved on 1 layer (first: c by 0.5, largest: c by 0.5); weights changed, graph and inputs "
-        "the same"]
+        f"reference moved on 1 layer (first: c by 0.5, largest: c by 0.5); weights changed{TENSOR}, "
+        "graph and inputs the same"]
     head = "reference moved on 1 layer (first: c by 0.5, largest: c by 0.5); "
     # the shipped graph holds the weights: new weights move its digest, which then says nothing of the code
-    rebound = merge_run(replace(moved, meta=replace(META, weights_digest="w2", graph_digest="g2")), before)
-    assert describe(before, rebound) == [f"{head}weights changed, inputs the same"]
-    recoded = merge_run(replace(moved, meta=replace(META, weights_digest="w2", graph_digest="g2",
-                                                    op_types=[*META.op_types, "Mul"])), before)
-    assert describe(before, recoded) == [f"{head}graph and weights changed, inputs the same"]
+    rebound = merge_run(replace(moved, meta=_reweighted(graph_digest="g2")), before)
+    assert describe(before, rebound) == [f"{head}weights changed{TENSOR}, inputs the same"]
+    recoded = merge_run(replace(moved, meta=_reweighted(graph_digest="g2", op_types=[*META.op_types, "Mul"])),
+                        before)
+    assert describe(before, recoded) == [f"{head}graph and weights changed{TENSOR}, inputs the same"]
     edited = merge_run(replace(moved, meta=replace(META, graph_digest="g2")), before)
     assert describe(before, edited) == [f"{head}graph changed, weights and inputs the same"]
 
@@ -203,10 +212,10 @@ def test_changes_say_what_a_baseline_is_a_function_of_changed_where_no_number_mo
     never "no change"; the same file twice is "no change"."""
     before = merge_run(_run(runtime(device=CPU)))
     keys = {**(META.content_key or {}), "key": "0" * 64}
-    meta = replace(META, weights_digest="w2", graph_digest="g2", content_key=keys)
+    meta = _reweighted(graph_digest="g2", content_key=keys)
     rekeyed = merge_run(replace(_run(runtime(device=CPU)), meta=meta), before)
     assert describe(before, rekeyed) == [
-        "no recorded value moved; weights changed, inputs the same; its stage keys changed"]
+        f"no recorded value moved; weights changed{TENSOR}, inputs the same; its stage keys changed"]
     assert describe(before, merge_run(_run(runtime(device=CPU)), before)) == ["no change"]
 
 

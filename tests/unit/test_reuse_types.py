@@ -127,3 +127,22 @@ def test_the_reuse_tally_counts_every_model_of_the_run_and_says_nothing_where_no
     assert reuse_tally([model(True), model(False), model(None)]) == \
         "; float64 reference reused for 1 of 3 models (keys unchanged)"
     assert reuse_tally([model(False), model(None)]) == ""
+
+
+def test_a_weights_key_part_that_moved_with_every_tensor_the_same_says_the_rule_changed():
+    """The whole weights digest moved while every tensor's did not: only its rule did (``weights.RULE``),
+    never "changed". Twin: one tensor's digest moved names it."""
+    import dataclasses
+
+    from gate.core.runs import Meta
+    from gate.pipeline.reuse_explain import details
+    from tests.support.verdicts import baseline
+
+    key, base = ContentKey.from_dict(KEY), baseline()
+    base = dataclasses.replace(base, meta=dataclasses.replace(base.meta, weights_digest="a" * 64,
+                                                              tensor_digests={"w": "a" * 16, "b": "b" * 16}))
+    rule = "weights: the same tensors, the whole digest's rule changed"
+    for tensors, said in (({"w": "a" * 16, "b": "b" * 16}, rule),
+                          ({"w": "c" * 16, "b": "b" * 16}, "weights: 1 changed: `w`")):
+        now = Meta(weights_digest="c" * 64, tensor_digests=tensors)
+        assert details([KeyPart.WEIGHTS], key, key, now, base) == [said]

@@ -113,7 +113,9 @@ def _digests(old: Baseline, new: Baseline) -> str:
     named."""
     moved = {key: getattr(old.meta, key) != getattr(new.meta, key)
              for key in ("graph_digest", "weights_digest", "inputs_digest")}
-    weights = moved["weights_digest"]
+    before, now = old.meta.tensor_digests, new.meta.tensor_digests
+    # the tensors' digests where both sides have them: the whole digest's rule changed once (``weights.RULE``)
+    weights = before != now if before and now else moved["weights_digest"]
     renamed = weights and only_moved(new.meta.tensor_digests or {}, old.meta.tensor_digests or {},
                                      new.meta.tensor_sums, old.meta.tensor_sums)
     code = moved["graph_digest"] and (not weights or old.meta.op_types != new.meta.op_types)
