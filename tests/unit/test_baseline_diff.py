@@ -151,6 +151,18 @@ def test_a_file_the_change_damages_reads_as_its_error_named_in_the_repository(tm
     assert changed_baselines(load_config(tmp_path / "pyproject.toml"), "HEAD") == ([], {})
 
 
+def digests_committed(tmp_path, names: list[str]):
+    """``committed`` with the tensors ``names`` recorded (digests ``a…``, distinct sums): its path, document,
+    sums and config."""
+    path, doc = committed(tmp_path, 4)
+    sums = {n: f"6.6.{i + 1:016x}{i + 2:016x}" for i, n in enumerate(names)}
+    doc["meta"].update(weights_digest="a" * 64, tensor_digests={n: "a" * 16 for n in names}, tensor_sums=sums)
+    write_baseline(path, doc)
+    git(tmp_path, "add", "-A")
+    git(tmp_path, "commit", "-qm", "digests")
+    return path, doc, sums, load_config(tmp_path / "pyproject.toml")
+
+
 def test_weights_that_changed_names_and_not_values_read_as_renamed(tmp_path):
     """A re-record after a rename only: the weights digest moved (names are part of it), the values did not
     (their sums), so the diff says the weights were renamed, never that they changed. Twin: one value
@@ -181,14 +193,8 @@ def test_a_whole_digest_of_another_rule_with_the_same_tensors_reads_as_no_weight
     """A re-record by a parity-gate whose whole weights digest is of another rule (``weights.RULE``): every
     tensor's digest the same, so the diff says nothing of the weights. Twin: one tensor's digest moved beside
     it reads as that weight changed."""
-    path, doc = committed(tmp_path, 4)
     names = ["fc.weight", "fc.bias"]
-    sums = {n: f"6.6.{i + 1:016x}{i + 2:016x}" for i, n in enumerate(names)}
-    doc["meta"].update(weights_digest="a" * 64, tensor_digests={n: "a" * 16 for n in names}, tensor_sums=sums)
-    write_baseline(path, doc)
-    git(tmp_path, "add", "-A")
-    git(tmp_path, "commit", "-qm", "digests")
-    cfg = load_config(tmp_path / "pyproject.toml")
+    path, doc, sums, cfg = digests_committed(tmp_path, names)
     moved = {**sums, "fc.weight": sums["fc.weight"][:-1] + "f"}
     for digests, values, said in (({n: "a" * 16 for n in names}, sums, None),
                                   ({"fc.weight": "b" * 16, "fc.bias": "a" * 16}, moved,
@@ -342,14 +348,8 @@ def test_a_baseline_no_model_owns_left_in_place_is_said_once_in_the_comment(tmp_
 def test_weights_whose_values_changed_are_named_in_the_diff(tmp_path):
     """A re-record after a weight fault names the tensors whose values changed (three, then a count), so a
     reviewer sees which weights a "reference moved" came from. Twin: a rename alone names none."""
-    path, doc = committed(tmp_path, 4)
     names = ["fc.weight", "fc.bias", "head.weight", "head.bias", "out.weight"]
-    sums = {n: f"6.6.{i + 1:016x}{i + 2:016x}" for i, n in enumerate(names)}
-    doc["meta"].update(weights_digest="a" * 64, tensor_digests={n: "a" * 16 for n in names}, tensor_sums=sums)
-    write_baseline(path, doc)
-    git(tmp_path, "add", "-A")
-    git(tmp_path, "commit", "-qm", "digests")
-    cfg = load_config(tmp_path / "pyproject.toml")
+    path, doc, sums, cfg = digests_committed(tmp_path, names)
     many = "weights changed (tensors `fc.bias`, `fc.weight`, `head.bias` and 2 more)"
     for changed, said in ((names[:1], "weights changed (tensor `fc.weight`), graph and inputs the same"),
                           (names, many)):
