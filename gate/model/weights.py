@@ -89,14 +89,12 @@ def weights_digest(module: torch.nn.Module, known: Known | None = None) -> Backg
     def sha256() -> WeightsDigest:
         with ThreadPoolExecutor(THREADS) as pool:  # sha256 and NumPy let go of the GIL: one entry a thread
             whole = list(pool.map(lambda p: _one(p[1], p[2]), parts))  # sha256 (SHA extensions) beats blake2b
-            total = hashlib.sha256(RULE)
-            for digest in whole:
-                total.update(digest)
+            total = hashlib.sha256(RULE + b"".join(whole)).hexdigest()
             tensors = {p[0]: digest.hex()[:TENSOR_DIGEST] for p, digest in zip(parts, whole, strict=True)}
             sums = _sums(parts, tensors, known, pool)
         # the first forward runs while this hashes: one that wrote into a weight leaves no trustworthy digest
         stale = any(version_of(t) != version for *_, watched in parts for t, version in watched)
-        return WeightsDigest(total.hexdigest(), tensors, sums, stale)
+        return WeightsDigest(total, tensors, sums, stale)
 
     return Background(sha256)
 
